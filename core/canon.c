@@ -1,0 +1,429 @@
+/* Canonicalization passes: constant folding, BatchNormalization folding,
+ * Identity/Dropout removal and dead-node removal.
+ *
+ * Every pass keeps the graph valid and topologically sorted: nodes are only
+ * marked for removal (and compacted away at the end of the pass) or changed
+ * in place such that each producer stays before its users.  Graph outputs
+ * keep their names, and every graph output stays produced by a node: a
+ * node whose output is a graph output is never folded into an initializer
+ * (some consumers reject initializers as graph outputs; everything upstream
+ * of it still folds), and an Identity that carries a graph input or a
+ * constant to a graph output is kept. */
+#include "shape_infer_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* The folding limit xf_canonicalize uses: a folded result usually replaces
+ * its inputs (which then die), so this bounds the transient extra memory. */
+#define CANON_FOLD_MAX_BYTES ((size_t)64 << 20)
+
+static bool is_graph_output(const xf_graph *g, int v)
+{
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == v)
+            return true;
+    return false;
+}
+
+/* Data known at compile time; an initializer that is also a graph input is
+ * only a default the caller may override. */
+static const xf_tensor *constant_of(const xf_graph *g, int v)
+{
+    return v >= 0 && !g->values[v].is_input ? g->values[v].init : NULL;
+}
+
+/* All nodes kept, for passes that then mark the ones they remove. */
+static bool *keep_all(const xf_graph *g)
+{
+    bool *keep = malloc(sizeof *keep * (size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
+    for (int i = 0; keep && i < g->n_nodes; i++)
+        keep[i] = true;
+    return keep;
+}
+
+/* Drops the unmarked nodes and every value nothing refers to any more (as
+ * xf_graph_compact defines it), counting the initializers among them
+ * except those in made[] (constants folding created and consumed itself,
+ * which were never initializers of the model). */
+static void compact_counting(xf_graph *g, const bool *keep, const bool *made, xf_canon_stats *st)
+{
+    bool *used = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *used);
+    if (used) {
+        for (int k = 0; k < g->n_inputs; k++)
+            used[g->inputs[k]] = true;
+        for (int k = 0; k < g->n_outputs; k++)
+            if (g->outputs[k] >= 0)
+                used[g->outputs[k]] = true;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const xf_node *n = &g->nodes[i];
+            for (int k = 0; keep[i] && k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0)
+                    used[n->inputs[k]] = true;
+            for (int k = 0; keep[i] && k < n->n_outputs; k++)
+                if (n->outputs[k] >= 0)
+                    used[n->outputs[k]] = true;
+        }
+        for (int v = 0; v < g->n_values; v++)
+            st->removed_initializers += g->values[v].init && !used[v] && !(made && made[v]);
+        free(used);
+    }
+    xf_graph_compact(g, keep);
+}
+
+/* ------------------------------------------------------------ constant folding */
+
+/* Whether node n computes a constant that may become initializers: not
+ * opaque, every input constant (Shape: its input's shape static), no graph
+ * output among its outputs, results known in size and within max_bytes.
+ * Identity and Dropout are left to xf_pass_remove_identity, which removes
+ * them without copying their data. */
+static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
+{
+    if (n->op == XF_OP_OPAQUE || n->op == XF_OP_IDENTITY || n->op == XF_OP_DROPOUT)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v < 0)
+            continue;
+        bool known = n->op == XF_OP_SHAPE ? xf_shape_numel(&g->values[v].shape) >= 0
+                                          : constant_of(g, v) != NULL;
+        if (!known)
+            return false;
+    }
+    size_t bytes = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int v = n->outputs[k];
+        if (v < 0)
+            continue;
+        int64_t numel = xf_shape_numel(&g->values[v].shape);
+        size_t esize = xf_dtype_size(g->values[v].dtype);
+        if (is_graph_output(g, v) || numel < 0 || esize == 0 ||
+            (uint64_t)numel > (max_bytes - bytes) / esize)
+            return false;
+        bytes += (size_t)numel * esize;
+    }
+    return true;
+}
+
+/* Evaluates node i and turns its outputs into initializers (the node itself
+ * goes when the pass compacts).  The evaluator's results must have the
+ * dtypes and shapes inference gave: a disagreement is a bug to report, not
+ * a constant to trust. */
+static xf_status fold_node(xf_graph *g, int i, xf_node_eval_fn eval, bool *made, xf_error *err)
+{
+    xf_node *n = &g->nodes[i];
+    xf_tensor **out = calloc((size_t)n->n_outputs, sizeof *out);
+    if (!out)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding constants");
+    xf_status st = eval(g, i, out, err);
+    char label[256];
+    for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
+        const xf_value *v = n->outputs[k] >= 0 ? &g->values[n->outputs[k]] : NULL;
+        if (v && (!out[k] || out[k]->dtype != v->dtype || !xf_shape_equal(&out[k]->shape, &v->shape)))
+            st = xf_error_set(err, XF_ERR_INVALID,
+                              "%s: evaluating output '%s' gave %s %s, but its type is %s %s",
+                              xf_infer_node_label(g, i, label, sizeof label), v->name,
+                              out[k] ? xf_dtype_name(out[k]->dtype) : "nothing",
+                              out[k] ? xf_infer_text(&out[k]->shape).s : "",
+                              xf_dtype_name(v->dtype), xf_infer_text(&v->shape).s);
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (st == XF_OK && n->outputs[k] >= 0) {
+            xf_value *v = &g->values[n->outputs[k]];
+            v->init = out[k];
+            v->producer = -1;
+            v->producer_out = 0;
+            made[n->outputs[k]] = true;
+        } else {
+            xf_tensor_release(out[k]);
+        }
+    }
+    free(out);
+    return st;
+}
+
+static bool has_unknown_output(const xf_graph *g, const xf_node *n)
+{
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && g->values[n->outputs[k]].shape.ndim < 0)
+            return true;
+    return false;
+}
+
+xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
+                                 xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    if (!eval)
+        return XF_OK; /* core does not compute: nothing can be folded */
+    bool *keep = keep_all(g);
+    bool *made = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *made);
+    if (!keep || !made) {
+        free(keep);
+        free(made);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding constants");
+    }
+    xf_status s = XF_OK;
+    /* One sweep in topological order folds whole chains: a folded node's
+     * outputs are initializers by the time their users are visited.  Shapes
+     * that depended on values (a Reshape's computed shape) are inferred again
+     * as those values become constants. */
+    for (int i = 0; i < g->n_nodes && s == XF_OK; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (n->op != XF_OP_OPAQUE && has_unknown_output(g, n))
+            s = xf_node_infer_shape(g, i, opset, NULL, err);
+        if (s != XF_OK || !can_fold(g, n, max_bytes))
+            continue;
+        s = fold_node(g, i, eval, made, err);
+        if (s == XF_ERR_UNSUPPORTED) {
+            s = XF_OK; /* the runtime cannot compute it: it stays a run-time node */
+            continue;
+        }
+        if (s == XF_OK) {
+            keep[i] = false;
+            st->folded_constants++;
+        }
+    }
+    compact_counting(g, keep, made, st);
+    free(keep);
+    free(made);
+    return s;
+}
+
+/* ------------------------------------------------------------ BatchNormalization folding */
+
+/* The float32 data of value v when it is a constant with numel elements. */
+static const float *float_constant(const xf_graph *g, int v, int64_t numel)
+{
+    const xf_tensor *t = constant_of(g, v);
+    if (!t || t->dtype != XF_DT_FLOAT || xf_tensor_numel(t) != numel || (numel > 0 && !t->data))
+        return NULL;
+    return t->data;
+}
+
+/* The Conv node that BatchNormalization node bn can fold into, or -1: the
+ * Conv (without fused activation) produces bn's input, nothing else uses
+ * that value, and the weight, the optional bias and bn's parameters are
+ * float32 constants with one entry per output channel. */
+static int foldable_conv(const xf_graph *g, const xf_node *bn)
+{
+    if (bn->n_inputs != 5 || bn->inputs[0] < 0 || bn->n_outputs < 1 || bn->outputs[0] < 0)
+        return -1;
+    for (int k = 1; k < bn->n_outputs; k++)
+        if (bn->outputs[k] >= 0 && xf_graph_count_uses(g, bn->outputs[k]) > 0)
+            return -1; /* training-mode statistics are used */
+    int x = bn->inputs[0], p = g->values[x].producer;
+    if (p < 0 || g->nodes[p].op != XF_OP_CONV || g->nodes[p].n_inputs < 2 ||
+        g->nodes[p].attrs.activation != XF_ACT_NONE ||
+        g->nodes[p].outputs[0] != x || xf_graph_count_uses(g, x) != 1)
+        return -1;
+    const xf_node *conv = &g->nodes[p];
+    const xf_tensor *w = constant_of(g, conv->inputs[1]);
+    if (!w || w->dtype != XF_DT_FLOAT || w->shape.ndim < 3 || !w->data)
+        return -1;
+    int64_t channels = w->shape.dims[0];
+    if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !float_constant(g, conv->inputs[2], channels))
+        return -1;
+    for (int k = 1; k < 5; k++)
+        if (!float_constant(g, bn->inputs[k], channels))
+            return -1;
+    return p;
+}
+
+/* W'[m] = W[m] * s[m] and b'[m] = (b[m] - mean[m]) * s[m] + B[m] with
+ * s = scale / sqrt(var + epsilon), into new tensors: the old ones may be
+ * shared with other nodes or graphs.  The Conv then produces bn's output. */
+static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
+{
+    xf_node *conv = &g->nodes[ci];
+    const xf_node *bn = &g->nodes[bi];
+    const xf_tensor *w = constant_of(g, conv->inputs[1]);
+    int64_t channels = w->shape.dims[0], per_channel = channels ? xf_tensor_numel(w) / channels : 0;
+    const float *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0
+                            ? float_constant(g, conv->inputs[2], channels)
+                            : NULL;
+    const float *scale = float_constant(g, bn->inputs[1], channels);
+    const float *shift = float_constant(g, bn->inputs[2], channels);
+    const float *mean = float_constant(g, bn->inputs[3], channels);
+    const float *var = float_constant(g, bn->inputs[4], channels);
+    xf_shape bshape = {.ndim = 1, .dims = {channels}};
+    xf_tensor *nw = xf_tensor_create(XF_DT_FLOAT, &w->shape);
+    xf_tensor *nb = xf_tensor_create(XF_DT_FLOAT, &bshape);
+    int *inputs = nw && nb && conv->n_inputs < 3 ? realloc(conv->inputs, 3 * sizeof(int)) : conv->inputs;
+    if (!nw || !nb || !inputs) {
+        xf_tensor_release(nw);
+        xf_tensor_release(nb);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding a BatchNormalization");
+    }
+    conv->inputs = inputs;
+    const float *wd = w->data;
+    float *nwd = nw->data, *nbd = nb->data;
+    for (int64_t m = 0; m < channels; m++) {
+        double s = scale[m] / sqrt((double)var[m] + bn->attrs.epsilon);
+        for (int64_t j = 0; j < per_channel; j++)
+            nwd[m * per_channel + j] = (float)(wd[m * per_channel + j] * s);
+        nbd[m] = (float)(((bias ? bias[m] : 0.0) - mean[m]) * s + shift[m]);
+    }
+    int wid = xf_graph_add_initializer(g, NULL, nw);
+    int bid = wid >= 0 ? xf_graph_add_initializer(g, NULL, nb) : -1;
+    xf_tensor_release(nw);
+    xf_tensor_release(nb);
+    if (bid < 0)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding a BatchNormalization");
+    int y = bn->outputs[0];
+    conv->inputs[1] = wid;
+    conv->inputs[2] = bid;
+    conv->n_inputs = 3;
+    conv->outputs[0] = y;
+    g->values[y].producer = ci;
+    g->values[y].producer_out = 0;
+    return XF_OK;
+}
+
+xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    bool *keep = keep_all(g);
+    if (!keep)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding BatchNormalization");
+    xf_status s = XF_OK;
+    for (int i = 0; i < g->n_nodes && s == XF_OK; i++) {
+        int ci = g->nodes[i].op == XF_OP_BATCH_NORM ? foldable_conv(g, &g->nodes[i]) : -1;
+        if (ci < 0)
+            continue;
+        s = fold_into_conv(g, ci, i, err);
+        if (s == XF_OK) {
+            keep[i] = false;
+            st->folded_batchnorms++;
+        }
+    }
+    compact_counting(g, keep, NULL, st);
+    free(keep);
+    return s;
+}
+
+/* ------------------------------------------------------------ Identity and Dropout */
+
+/* Identity, or Dropout in inference: its mask unused and training_mode
+ * absent or a constant false. */
+static bool is_identity(const xf_graph *g, const xf_node *n)
+{
+    if (n->op != XF_OP_IDENTITY && n->op != XF_OP_DROPOUT)
+        return false;
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0)
+        return false;
+    if (n->op == XF_OP_IDENTITY)
+        return true;
+    if (n->n_outputs > 1 && n->outputs[1] >= 0 && xf_graph_count_uses(g, n->outputs[1]) > 0)
+        return false;
+    if (n->n_inputs < 3 || n->inputs[2] < 0)
+        return true;
+    const xf_tensor *training = constant_of(g, n->inputs[2]);
+    return training && xf_tensor_numel(training) == 1 && training->data &&
+           xf_tensor_get_i64(training, 0) == 0;
+}
+
+xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    bool *keep = keep_all(g);
+    if (!keep)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory removing Identity nodes");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (!is_identity(g, n))
+            continue;
+        int x = n->inputs[0], y = n->outputs[0];
+        const xf_value *xv = &g->values[x];
+        if (!is_graph_output(g, y)) {
+            xf_graph_replace_uses(g, y, x);
+        } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !is_graph_output(g, x)) {
+            /* y names a graph output: x's producer takes y over instead, so
+             * the output keeps its name. */
+            int p = xv->producer, k = xv->producer_out;
+            xf_graph_replace_uses(g, x, y);
+            g->nodes[p].outputs[k] = y;
+            g->values[y].producer = p;
+            g->values[y].producer_out = k;
+        } else {
+            continue; /* a graph input or constant passed through to an output */
+        }
+        keep[i] = false;
+        st->removed_identity++;
+    }
+    compact_counting(g, keep, NULL, st);
+    free(keep);
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ dead nodes */
+
+xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    bool *live = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *live);
+    bool *keep = calloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1), sizeof *keep);
+    if (!live || !keep) {
+        free(live);
+        free(keep);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory removing dead nodes");
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] >= 0)
+            live[g->outputs[k]] = true;
+    /* Backwards through the topological order: a node lives when a live
+     * value is among its outputs, and then its inputs live.  Opaque nodes
+     * are pure in inference graphs, so they are no exception. */
+    int removed = 0;
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        const xf_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_outputs && !keep[i]; k++)
+            keep[i] = n->outputs[k] >= 0 && live[n->outputs[k]];
+        for (int k = 0; k < n->n_inputs && keep[i]; k++)
+            if (n->inputs[k] >= 0)
+                live[n->inputs[k]] = true;
+        removed += !keep[i];
+    }
+    st->removed_dead += removed;
+    compact_counting(g, keep, NULL, st);
+    free(live);
+    free(keep);
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ all passes */
+
+static int64_t stats_total(const xf_canon_stats *s)
+{
+    return (int64_t)s->folded_constants + s->folded_batchnorms + s->removed_identity +
+           s->removed_dead + s->removed_initializers;
+}
+
+xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_canon_stats *st,
+                          xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    /* Every round that changes anything removes a node or an initializer,
+     * so this terminates.  Identity removal runs first so that folding
+     * never copies the data an Identity merely passes on. */
+    int64_t before;
+    do {
+        before = stats_total(st);
+        xf_status s = xf_pass_remove_identity(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_fold_constants(g, opset, eval, CANON_FOLD_MAX_BYTES, st, err);
+        if (s == XF_OK)
+            s = xf_pass_fold_batchnorm(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_remove_dead(g, st, err);
+        if (s != XF_OK)
+            return s;
+    } while (stats_total(st) != before);
+    return XF_OK;
+}

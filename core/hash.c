@@ -1,0 +1,243 @@
+/* Structural graph hashing, for the search's set of seen graphs.
+ *
+ * Every value gets a hash from what computes it, never from its name:
+ *   graph input   its position in g->inputs, dtype and shape (and, in
+ *                 IR < 4 models, the default an initializer gives it);
+ *   initializer   dtype, shape and the tensor: its bytes when it holds at
+ *                 most HASH_CONTENT_BYTES (shape vectors, scalars, small
+ *                 biases: the constants folding and rewrites create anew,
+ *                 so equal ones must hash equal), else its identity.
+ *                 Weights are shared by reference between all the graphs a
+ *                 search creates, so the same weight is the same tensor;
+ *                 hashing megabytes per candidate graph would dominate the
+ *                 search.  Two distinct large tensors with equal bytes hash
+ *                 differently: a missed deduplication, never a wrong one;
+ *   node output   the node's hash (op, every attribute field, or an opaque
+ *                 node's op_type, domain and serialized NodeProto; the
+ *                 hashes of its inputs in order), the output index, dtype
+ *                 and shape.
+ * The graph's hash covers its inputs and outputs in order and the multiset
+ * of node hashes (an order-independent sum), so node order and names do
+ * not matter and dead nodes still count. */
+#include "xf_core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HASH_CONTENT_BYTES 1024
+#define HASH_CONTENT_STRINGS 64
+
+/* Distinct starting points, so that e.g. a graph input and a constant with
+ * equal dtype and shape do not collide by construction. */
+enum { SEED_INPUT = 1, SEED_CONST, SEED_ORPHAN, SEED_NODE, SEED_OUTPUT, SEED_GRAPH, SEED_ABSENT };
+
+/* splitmix64's finalizer: a bijective mix with full avalanche. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Appends v to the running hash h (order-sensitive). */
+static void put(uint64_t *h, uint64_t v) { *h = mix64(*h ^ v) + 0x9e3779b97f4a7c15ULL; }
+
+static void put_float(uint64_t *h, float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    put(h, bits);
+}
+
+static void put_bytes(uint64_t *h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    put(h, n);
+    for (; n >= 8; n -= 8, b += 8) {
+        uint64_t w;
+        memcpy(&w, b, 8);
+        put(h, w);
+    }
+    uint64_t tail = 0;
+    if (n)
+        memcpy(&tail, b, n);
+    put(h, tail);
+}
+
+static void put_str(uint64_t *h, const char *s)
+{
+    if (s)
+        put_bytes(h, s, strlen(s));
+    else
+        put(h, SEED_ABSENT);
+}
+
+static void put_ints(uint64_t *h, const int64_t *v, int n, int cap)
+{
+    n = n < 0 ? 0 : n > cap ? cap : n;
+    put(h, (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        put(h, (uint64_t)v[i]);
+}
+
+static void put_shape(uint64_t *h, const xf_shape *s)
+{
+    put_ints(h, s->dims, s->ndim, XF_MAX_DIMS);
+    put(h, (uint64_t)(int64_t)s->ndim); /* unknown (-1) differs from scalar (0) */
+}
+
+static void put_tensor(uint64_t *h, const xf_tensor *t)
+{
+    if (!t) {
+        put(h, SEED_ABSENT);
+        return;
+    }
+    put(h, (uint64_t)t->dtype);
+    put_shape(h, &t->shape);
+    int64_t numel = xf_tensor_numel(t);
+    if (t->dtype == XF_DT_STRING && t->strings && numel <= HASH_CONTENT_STRINGS) {
+        for (int64_t i = 0; i < numel; i++)
+            put_str(h, t->strings[i]);
+    } else if (t->dtype != XF_DT_STRING && t->nbytes <= HASH_CONTENT_BYTES) {
+        put_bytes(h, t->data, t->data ? t->nbytes : 0);
+    } else {
+        put(h, (uint64_t)(uintptr_t)t);
+    }
+}
+
+/* Every field of the block.  Fields an op does not use hold their defaults
+ * (xf_attrs contract), so hashing them all cannot separate equal nodes of
+ * one op, and cannot miss a field that matters.  Count-limited arrays are
+ * hashed up to their counts only. */
+static void put_attrs(uint64_t *h, const xf_attrs *a)
+{
+    put(h, (uint64_t)a->n_spatial);
+    put_ints(h, a->kernel, XF_MAX_SPATIAL, XF_MAX_SPATIAL);
+    put_ints(h, a->strides, XF_MAX_SPATIAL, XF_MAX_SPATIAL);
+    put_ints(h, a->pads, 2 * XF_MAX_SPATIAL, 2 * XF_MAX_SPATIAL);
+    put_ints(h, a->dilations, XF_MAX_SPATIAL, XF_MAX_SPATIAL);
+    put(h, (uint64_t)a->group);
+    put(h, (uint64_t)a->auto_pad);
+    put(h, (uint64_t)a->ceil_mode);
+    put(h, (uint64_t)a->count_include_pad);
+    put(h, (uint64_t)a->activation);
+
+    put(h, (uint64_t)a->axis);
+    put_ints(h, a->axes, a->n_axes, XF_MAX_DIMS);
+    put(h, a->has_axes);
+    put_ints(h, a->perm, a->n_perm, XF_MAX_DIMS);
+    put(h, (uint64_t)a->keepdims);
+    put(h, (uint64_t)a->noop_with_empty_axes);
+    put(h, (uint64_t)a->num_outputs);
+    put_ints(h, a->split, a->n_split, (int)(sizeof a->split / sizeof a->split[0]));
+    put(h, (uint64_t)a->allowzero);
+    put(h, a->softmax_legacy);
+
+    put_float(h, a->alpha);
+    put_float(h, a->beta);
+    put_float(h, a->epsilon);
+    put(h, (uint64_t)a->trans_a);
+    put(h, (uint64_t)a->trans_b);
+    put(h, (uint64_t)a->to);
+    put(h, (uint64_t)a->start);
+    put(h, (uint64_t)a->end);
+    put(h, a->has_end);
+
+    put(h, (uint64_t)a->pad_mode);
+    put_float(h, a->pad_value);
+    put_ints(h, a->pad_pads, a->n_pads, 2 * XF_MAX_DIMS);
+    put(h, a->has_pads);
+
+    put_float(h, a->clip_min);
+    put_float(h, a->clip_max);
+    put(h, a->has_clip_attrs);
+
+    put_ints(h, a->slice_starts, a->n_slice, XF_MAX_DIMS);
+    put_ints(h, a->slice_ends, a->n_slice, XF_MAX_DIMS);
+    put_ints(h, a->slice_axes, a->n_slice, XF_MAX_DIMS);
+    put(h, a->has_slice_attrs);
+    put(h, a->has_slice_axes);
+
+    put_tensor(h, a->value);
+}
+
+/* A value id as the hash of that value; ids out of range (an invalid
+ * graph) hash as absent rather than read out of bounds. */
+static uint64_t value_ref(const xf_graph *g, const uint64_t *vh, int v)
+{
+    return v >= 0 && v < g->n_values ? vh[v] : SEED_ABSENT;
+}
+
+static uint64_t node_hash(const xf_graph *g, const xf_node *n, const uint64_t *vh)
+{
+    uint64_t h = SEED_NODE;
+    put(&h, (uint64_t)n->op);
+    if (n->op == XF_OP_OPAQUE && n->opaque) {
+        put_str(&h, n->opaque->op_type);
+        put_str(&h, n->opaque->domain);
+        put_bytes(&h, n->opaque->proto, n->opaque->proto ? n->opaque->proto_len : 0);
+    } else {
+        put_attrs(&h, &n->attrs);
+    }
+    put(&h, (uint64_t)n->n_inputs);
+    for (int k = 0; k < n->n_inputs; k++)
+        put(&h, value_ref(g, vh, n->inputs[k]));
+    put(&h, (uint64_t)n->n_outputs);
+    return h;
+}
+
+uint64_t xf_graph_hash(const xf_graph *g)
+{
+    uint64_t *vh = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *vh);
+    if (!vh)
+        return 0;
+    for (int v = 0; v < g->n_values; v++) {
+        const xf_value *val = &g->values[v];
+        uint64_t h = val->init ? SEED_CONST : SEED_ORPHAN;
+        put(&h, (uint64_t)val->dtype);
+        put_shape(&h, &val->shape);
+        if (val->init)
+            put_tensor(&h, val->init);
+        vh[v] = h;
+    }
+    for (int k = 0; k < g->n_inputs; k++) {
+        int v = g->inputs[k];
+        if (v < 0 || v >= g->n_values)
+            continue;
+        uint64_t h = SEED_INPUT;
+        put(&h, (uint64_t)k);
+        put(&h, vh[v]);
+        vh[v] = h;
+    }
+    /* Nodes are in topological order, so inputs are hashed before use. */
+    uint64_t node_sum = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        uint64_t nh = node_hash(g, n, vh);
+        node_sum += mix64(nh);
+        for (int k = 0; k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            if (v < 0 || v >= g->n_values)
+                continue;
+            uint64_t h = SEED_OUTPUT;
+            put(&h, nh);
+            put(&h, (uint64_t)k);
+            put(&h, (uint64_t)g->values[v].dtype);
+            put_shape(&h, &g->values[v].shape);
+            vh[v] = h;
+        }
+    }
+    uint64_t h = SEED_GRAPH;
+    put(&h, (uint64_t)g->n_inputs);
+    for (int k = 0; k < g->n_inputs; k++)
+        put(&h, value_ref(g, vh, g->inputs[k]));
+    put(&h, (uint64_t)g->n_nodes);
+    put(&h, node_sum);
+    put(&h, (uint64_t)g->n_outputs);
+    for (int k = 0; k < g->n_outputs; k++)
+        put(&h, value_ref(g, vh, g->outputs[k]));
+    free(vh);
+    return h;
+}

@@ -1,0 +1,1023 @@
+/* Shape and dtype inference: the driver, the dtype rules of every op, and
+ * the shape rules of elementwise and data-movement ops (shape_infer_nn.c
+ * has convolution, pooling and reductions, normalization and matrix
+ * products).  Semantics follow ONNX opsets 1..17 as xf_attrs represents
+ * them: parameters that newer opsets pass as inputs are read from those
+ * inputs' values when the node has them, else from the older attribute form. */
+#include "shape_infer_impl.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ context helpers */
+
+xf_shape_text xf_infer_text(const xf_shape *s)
+{
+    xf_shape_text t;
+    xf_shape_str(s, t.s, sizeof t.s);
+    return t;
+}
+
+/* "[1,-1,0]" for parameter vectors in messages. */
+static xf_shape_text ints_text(const int64_t *v, int n)
+{
+    xf_shape_text t;
+    size_t used = (size_t)snprintf(t.s, sizeof t.s, "[");
+    for (int i = 0; i < n && used < sizeof t.s; i++)
+        used += (size_t)snprintf(t.s + used, sizeof t.s - used, "%s%" PRId64, i ? "," : "", v[i]);
+    if (used < sizeof t.s)
+        snprintf(t.s + used, sizeof t.s - used, "]");
+    return t;
+}
+
+const char *xf_infer_node_label(const xf_graph *g, int node, char *buf, size_t n)
+{
+    const xf_node *nd = &g->nodes[node];
+    const char *op = nd->op == XF_OP_OPAQUE && nd->opaque ? nd->opaque->op_type : xf_op_name(nd->op);
+    if (nd->name && nd->name[0])
+        snprintf(buf, n, "node '%s' (%s)", nd->name, op);
+    else
+        snprintf(buf, n, "node #%d (%s)", node, op);
+    return buf;
+}
+
+xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt, ...)
+{
+    char label[256], msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return xf_error_set(c->err, status, "%s: %s",
+                        xf_infer_node_label(c->g, c->index, label, sizeof label), msg);
+}
+
+bool xf_infer_has(const xf_infer_ctx *c, int i)
+{
+    return i >= 0 && i < c->node->n_inputs && c->node->inputs[i] >= 0;
+}
+
+static const xf_tensor *given_value(const xf_infer_ctx *c, int i)
+{
+    return c->input_values && xf_infer_has(c, i) ? c->input_values[i] : NULL;
+}
+
+const xf_shape *xf_infer_shape(const xf_infer_ctx *c, int i)
+{
+    static const xf_shape absent = {.ndim = -1};
+    if (!xf_infer_has(c, i))
+        return &absent;
+    const xf_tensor *t = given_value(c, i);
+    return t ? &t->shape : &c->g->values[c->node->inputs[i]].shape;
+}
+
+static xf_dtype input_dtype(const xf_infer_ctx *c, int i)
+{
+    if (!xf_infer_has(c, i))
+        return XF_DT_UNDEFINED;
+    const xf_tensor *t = given_value(c, i);
+    return t ? t->dtype : c->g->values[c->node->inputs[i]].dtype;
+}
+
+const xf_tensor *xf_infer_value(const xf_infer_ctx *c, int i)
+{
+    if (!xf_infer_has(c, i))
+        return NULL;
+    const xf_tensor *t = given_value(c, i);
+    if (t)
+        return t;
+    /* An initializer that is also a graph input is only a default that the
+     * caller may override, so its data says nothing about run-time shapes. */
+    const xf_value *v = &c->g->values[c->node->inputs[i]];
+    return v->is_input ? NULL : v->init;
+}
+
+void xf_infer_set(xf_infer_ctx *c, int k, const xf_shape *s)
+{
+    if (k < c->node->n_outputs && c->node->outputs[k] >= 0)
+        c->g->values[c->node->outputs[k]].shape = *s;
+}
+
+xf_status xf_infer_unknown(xf_infer_ctx *c)
+{
+    const xf_shape unknown = {.ndim = -1};
+    for (int k = 0; k < c->node->n_outputs; k++)
+        xf_infer_set(c, k, &unknown);
+    return XF_OK;
+}
+
+xf_status xf_infer_axis(const xf_infer_ctx *c, const char *what, int64_t axis, int rank,
+                        bool inclusive, int *out)
+{
+    int64_t hi = inclusive ? rank : rank - 1;
+    *out = 0;
+    if (axis < -(int64_t)rank || axis > hi)
+        return xf_infer_fail(c, XF_ERR_INVALID, "%s %" PRId64 " is out of range for rank %d", what,
+                             axis, rank);
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return XF_OK;
+}
+
+xf_status xf_infer_broadcast(const xf_infer_ctx *c, const xf_shape *a, const xf_shape *b,
+                             xf_shape *out)
+{
+    int r = a->ndim > b->ndim ? a->ndim : b->ndim;
+    xf_shape o = {.ndim = r};
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->ndim), ib = i - (r - b->ndim);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da == db || db == 1)
+            o.dims[i] = da;
+        else if (da == 1)
+            o.dims[i] = db;
+        else
+            return xf_infer_fail(c, XF_ERR_INVALID, "shapes %s and %s are not broadcastable",
+                                 xf_infer_text(a).s, xf_infer_text(b).s);
+    }
+    *out = o;
+    return XF_OK;
+}
+
+bool xf_infer_broadcasts_to(const xf_shape *from, const xf_shape *to)
+{
+    if (from->ndim > to->ndim)
+        return false;
+    for (int i = 1; i <= from->ndim; i++) {
+        int64_t f = from->dims[from->ndim - i];
+        if (f != 1 && f != to->dims[to->ndim - i])
+            return false;
+    }
+    return true;
+}
+
+/* Reads the integer parameter vector of input i (Reshape's shape, Slice's
+ * starts, Squeeze's axes, ...): *n = -1 when its value is not known here.
+ * A scalar counts as one entry; more than cap entries is beyond what the
+ * fixed-size shapes of core can hold. */
+static xf_status read_ints(const xf_infer_ctx *c, int i, const char *what, int64_t *vals, int cap,
+                           int *n)
+{
+    const xf_tensor *t = xf_infer_value(c, i);
+    *n = -1;
+    if (!t)
+        return XF_OK;
+    if (t->dtype != XF_DT_INT64 && t->dtype != XF_DT_INT32)
+        return xf_infer_fail(c, XF_ERR_INVALID, "%s must be int64 (or int32), got %s", what,
+                             xf_dtype_name(t->dtype));
+    int64_t count = xf_tensor_numel(t);
+    if (t->shape.ndim > 1 || count < 0)
+        return xf_infer_fail(c, XF_ERR_INVALID, "%s must be a 1-D tensor, got shape %s", what,
+                             xf_infer_text(&t->shape).s);
+    if (count > cap)
+        return xf_infer_fail(c, XF_ERR_UNSUPPORTED,
+                             "%s has %" PRId64 " entries; xflow handles at most %d", what, count, cap);
+    if (count > 0 && (!t->data || t->nbytes < (size_t)count * xf_dtype_size(t->dtype)))
+        return xf_infer_fail(c, XF_ERR_INVALID, "%s has no data for its %" PRId64 " entries", what,
+                             count);
+    for (int64_t k = 0; k < count; k++)
+        vals[k] = xf_tensor_get_i64(t, k);
+    *n = (int)count;
+    return XF_OK;
+}
+
+/* Product of dims, saturating at INT64_MAX like xf_shape_numel. */
+static int64_t dims_product(const int64_t *dims, int n)
+{
+    xf_shape s = xf_shape_make(n, dims);
+    return xf_shape_numel(&s);
+}
+
+static bool is_scalar_like(const xf_shape *s)
+{
+    /* ONNX asks for scalars; one-element vectors are what several exporters
+     * write and what ONNX Runtime accepts. */
+    return s->ndim == 0 || (s->ndim == 1 && s->dims[0] == 1);
+}
+
+/* ------------------------------------------------------------ dtypes */
+
+/* Inputs [from, to) share ONNX's type variable T.  Unknown dtypes (values
+ * behind opaque nodes without value_info) pass.  *common gets T. */
+static xf_status same_dtype(const xf_infer_ctx *c, int from, int to, xf_dtype *common)
+{
+    int first = -1;
+    *common = XF_DT_UNDEFINED;
+    for (int i = from; i < to && i < c->node->n_inputs; i++) {
+        xf_dtype d = input_dtype(c, i);
+        if (d == XF_DT_UNDEFINED)
+            continue;
+        if (first < 0) {
+            first = i;
+            *common = d;
+        } else if (d != *common) {
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s but input %d is %s", first,
+                                 xf_dtype_name(*common), i, xf_dtype_name(d));
+        }
+    }
+    return XF_OK;
+}
+
+static xf_status require_dtype(const xf_infer_ctx *c, int i, xf_dtype want)
+{
+    xf_dtype d = input_dtype(c, i);
+    if (d != XF_DT_UNDEFINED && d != want)
+        return xf_infer_fail(c, XF_ERR_INVALID, "input %d must be %s, got %s", i,
+                             xf_dtype_name(want), xf_dtype_name(d));
+    return XF_OK;
+}
+
+/* Every op's output dtypes, and the checks that its inputs' dtypes agree. */
+static xf_status infer_dtypes(xf_infer_ctx *c)
+{
+    const xf_node *n = c->node;
+    xf_dtype out = input_dtype(c, 0);
+    xf_status st = XF_OK;
+    switch (n->op) {
+    case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV:
+    case XF_OP_MAX: case XF_OP_MIN: case XF_OP_SUM: case XF_OP_CONCAT:
+    case XF_OP_CONV: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
+    case XF_OP_RANGE: case XF_OP_CLIP:
+        st = same_dtype(c, 0, n->n_inputs, &out);
+        break;
+    case XF_OP_EQUAL: case XF_OP_GREATER: case XF_OP_LESS:
+        st = same_dtype(c, 0, n->n_inputs, &out);
+        out = XF_DT_BOOL;
+        break;
+    case XF_OP_WHERE:
+        st = require_dtype(c, 0, XF_DT_BOOL);
+        if (st == XF_OK)
+            st = same_dtype(c, 1, 3, &out);
+        break;
+    case XF_OP_NOT:
+        st = require_dtype(c, 0, XF_DT_BOOL);
+        break;
+    case XF_OP_GATHER: {
+        xf_dtype d = input_dtype(c, 1);
+        if (d != XF_DT_UNDEFINED && d != XF_DT_INT64 && d != XF_DT_INT32)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int32 or int64, got %s",
+                               xf_dtype_name(d));
+        break;
+    }
+    case XF_OP_SHAPE:
+        out = XF_DT_INT64;
+        break;
+    case XF_OP_CAST:
+        if (n->attrs.to <= XF_DT_UNDEFINED || n->attrs.to >= XF_DT_COUNT_)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "target type %d is not a tensor type",
+                               (int)n->attrs.to);
+        out = n->attrs.to;
+        break;
+    case XF_OP_CONSTANT_OF_SHAPE:
+        out = n->attrs.value ? n->attrs.value->dtype : XF_DT_FLOAT;
+        break;
+    default:
+        break;
+    }
+    if (st != XF_OK)
+        return st;
+    for (int k = 0; k < n->n_outputs; k++) {
+        xf_dtype d = out;
+        /* Dropout's mask is BOOL from opset 10; before, it had the data's type. */
+        if (n->op == XF_OP_DROPOUT && k == 1 && (c->opset == 0 || c->opset >= 10))
+            d = XF_DT_BOOL;
+        /* An unknown result keeps what value_info said. */
+        if (n->outputs[k] >= 0 && d != XF_DT_UNDEFINED)
+            c->g->values[n->outputs[k]].dtype = d;
+    }
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+/* Unary ops, Identity, Dropout (the mask has the data's shape), Cast, Not. */
+static xf_status infer_same(xf_infer_ctx *c)
+{
+    for (int k = 0; k < c->node->n_outputs; k++)
+        xf_infer_set(c, k, xf_infer_shape(c, 0));
+    return XF_OK;
+}
+
+/* Binary and variadic elementwise ops and Where: numpy broadcasting of all inputs. */
+static xf_status infer_broadcast(xf_infer_ctx *c)
+{
+    xf_shape out = {.ndim = 0};
+    for (int i = 0; i < c->node->n_inputs; i++) {
+        if (!xf_infer_has(c, i))
+            continue;
+        xf_status st = xf_infer_broadcast(c, &out, xf_infer_shape(c, i), &out);
+        if (st != XF_OK)
+            return st;
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static xf_status infer_clip(xf_infer_ctx *c)
+{
+    static const char *const names[] = {"input", "min", "max"};
+    for (int i = 1; i < 3; i++)
+        if (xf_infer_has(c, i) && !is_scalar_like(xf_infer_shape(c, i)))
+            return xf_infer_fail(c, XF_ERR_INVALID, "%s must be a scalar, got shape %s", names[i],
+                                 xf_infer_text(xf_infer_shape(c, i)).s);
+    return infer_same(c);
+}
+
+/* ------------------------------------------------------------ data movement */
+
+static xf_status infer_concat(xf_infer_ctx *c)
+{
+    const xf_shape *first = xf_infer_shape(c, 0);
+    int axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, first->ndim, false, &axis);
+    if (st != XF_OK)
+        return st;
+    xf_shape out = *first;
+    for (int i = 1; i < c->node->n_inputs; i++) {
+        if (!xf_infer_has(c, i))
+            continue;
+        const xf_shape *s = xf_infer_shape(c, i);
+        bool fits = s->ndim == first->ndim;
+        for (int d = 0; fits && d < s->ndim; d++)
+            fits = d == axis || s->dims[d] == first->dims[d];
+        if (!fits)
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "input %d has shape %s, which does not match input 0's %s "
+                                 "outside axis %d",
+                                 i, xf_infer_text(s).s, xf_infer_text(first).s, axis);
+        if (__builtin_add_overflow(out.dims[axis], s->dims[axis], &out.dims[axis]))
+            return xf_infer_fail(c, XF_ERR_INVALID, "the concatenated size overflows");
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Split sizes come from the split input (opset 13+), the split attribute
+ * (opset 2..12), num_outputs (opset 18: equal chunks, the last smaller) or
+ * else an even split into the node's outputs. */
+static xf_status split_sizes(xf_infer_ctx *c, int64_t dim, int64_t *sizes, bool *known)
+{
+    const xf_attrs *a = &c->node->attrs;
+    int n = c->node->n_outputs;
+    *known = true;
+    if (xf_infer_has(c, 1)) {
+        if (a->num_outputs > 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "num_outputs and the split input are both given");
+        const xf_tensor *t = xf_infer_value(c, 1);
+        if (t && xf_tensor_numel(t) != n)
+            return xf_infer_fail(c, XF_ERR_INVALID, "split has %" PRId64 " sizes for %d outputs",
+                                 xf_tensor_numel(t), n);
+        int got;
+        xf_status st = read_ints(c, 1, "split", sizes, n, &got);
+        *known = got >= 0;
+        return st;
+    }
+    if (a->n_split > 0) {
+        if (a->n_split != n || a->n_split > (int)(sizeof a->split / sizeof a->split[0]))
+            return xf_infer_fail(c, XF_ERR_INVALID, "split has %d sizes for %d outputs", a->n_split,
+                                 n);
+        memcpy(sizes, a->split, sizeof(int64_t) * (size_t)n);
+        return XF_OK;
+    }
+    if (a->num_outputs != 0 && a->num_outputs != n)
+        return xf_infer_fail(c, XF_ERR_INVALID, "num_outputs is %d but the node has %d outputs",
+                             a->num_outputs, n);
+    if (a->num_outputs == 0 && dim % n != 0)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "dimension %" PRId64 " does not split evenly into %d outputs", dim, n);
+    int64_t chunk = (dim + n - 1) / n;
+    for (int k = 0; k < n; k++)
+        sizes[k] = k < n - 1 ? chunk : dim - chunk * (n - 1);
+    return XF_OK;
+}
+
+static xf_status infer_split(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int n = c->node->n_outputs, axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, in->ndim, false, &axis);
+    if (st != XF_OK)
+        return st;
+    int64_t dim = in->dims[axis];
+    int64_t *sizes = malloc(sizeof(int64_t) * (size_t)n);
+    if (!sizes)
+        return xf_infer_fail(c, XF_ERR_NOMEM, "out of memory");
+    bool known;
+    st = split_sizes(c, dim, sizes, &known);
+    if (st == XF_OK && known) {
+        int64_t left = dim;
+        bool fits = true;
+        for (int k = 0; k < n && fits; k++) {
+            fits = sizes[k] >= 0 && sizes[k] <= left;
+            left -= fits ? sizes[k] : 0;
+        }
+        if (!fits || left != 0)
+            st = xf_infer_fail(c, XF_ERR_INVALID,
+                               "split sizes %s do not partition dimension %" PRId64 " of axis %d",
+                               ints_text(sizes, n).s, dim, axis);
+        for (int k = 0; st == XF_OK && k < n; k++) {
+            xf_shape out = *in;
+            out.dims[axis] = sizes[k];
+            xf_infer_set(c, k, &out);
+        }
+    } else if (st == XF_OK) {
+        xf_infer_unknown(c);
+    }
+    free(sizes);
+    return st;
+}
+
+static xf_status infer_transpose(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *in = xf_infer_shape(c, 0);
+    xf_shape out = {.ndim = in->ndim};
+    if (a->n_perm == 0) {
+        for (int i = 0; i < in->ndim; i++)
+            out.dims[i] = in->dims[in->ndim - 1 - i];
+        xf_infer_set(c, 0, &out);
+        return XF_OK;
+    }
+    bool seen[XF_MAX_DIMS] = {false};
+    bool ok = a->n_perm == in->ndim;
+    for (int i = 0; ok && i < in->ndim; i++) {
+        int64_t p = a->perm[i];
+        ok = p >= 0 && p < in->ndim && !seen[p];
+        if (ok) {
+            seen[p] = true;
+            out.dims[i] = in->dims[p];
+        }
+    }
+    if (!ok) {
+        int shown = a->n_perm < 0 ? 0 : a->n_perm > XF_MAX_DIMS ? XF_MAX_DIMS : a->n_perm;
+        return xf_infer_fail(c, XF_ERR_INVALID, "perm %s is not a permutation of the axes of %s",
+                             ints_text(a->perm, shown).s, xf_infer_text(in).s);
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static xf_status infer_reshape(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    bool allowzero = c->node->attrs.allowzero != 0;
+    int64_t req[XF_MAX_DIMS];
+    int n;
+    xf_status st = read_ints(c, 1, "shape", req, XF_MAX_DIMS, &n);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    xf_shape out = {.ndim = n};
+    int infer_at = -1;
+    bool has_zero = false;
+    for (int i = 0; i < n; i++) {
+        int64_t d = req[i];
+        has_zero |= d == 0;
+        if (d == -1) {
+            if (infer_at >= 0)
+                return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has more than one -1",
+                                     ints_text(req, n).s);
+            infer_at = i;
+            d = 1;
+        } else if (d == 0 && !allowzero) {
+            if (i >= in->ndim)
+                return xf_infer_fail(c, XF_ERR_INVALID,
+                                     "shape %s copies dimension %d, but the input %s has rank %d",
+                                     ints_text(req, n).s, i, xf_infer_text(in).s, in->ndim);
+            d = in->dims[i];
+        } else if (d < 0) {
+            return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has a negative dimension",
+                                 ints_text(req, n).s);
+        }
+        out.dims[i] = d;
+    }
+    int64_t numel = xf_shape_numel(in), known = xf_shape_numel(&out);
+    if (infer_at >= 0) {
+        if (allowzero && has_zero)
+            return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has both 0 and -1 with allowzero",
+                                 ints_text(req, n).s);
+        if (known == 0 || numel % known != 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "cannot reshape %s to %s",
+                                 xf_infer_text(in).s, ints_text(req, n).s);
+        out.dims[infer_at] = numel / known;
+    } else if (known != numel) {
+        return xf_infer_fail(c, XF_ERR_INVALID, "cannot reshape %s to %s", xf_infer_text(in).s,
+                             ints_text(req, n).s);
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static xf_status infer_flatten(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, in->ndim, true, &axis);
+    if (st != XF_OK)
+        return st;
+    int64_t dims[2] = {dims_product(in->dims, axis),
+                       dims_product(in->dims + axis, in->ndim - axis)};
+    xf_shape out = xf_shape_make(2, dims);
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+xf_status xf_infer_read_axes(xf_infer_ctx *c, int64_t *axes, int *n, bool *given)
+{
+    const xf_attrs *a = &c->node->attrs;
+    if (xf_infer_has(c, 1)) {
+        *given = true;
+        return read_ints(c, 1, "axes", axes, XF_MAX_DIMS, n);
+    }
+    if (a->n_axes < 0 || a->n_axes > XF_MAX_DIMS)
+        return xf_infer_fail(c, XF_ERR_INVALID, "the axes attribute has %d entries", a->n_axes);
+    *given = a->has_axes;
+    *n = a->has_axes ? a->n_axes : 0;
+    memcpy(axes, a->axes, sizeof(int64_t) * (size_t)*n);
+    return XF_OK;
+}
+
+xf_status xf_infer_mark_axes(xf_infer_ctx *c, const int64_t *axes, int n, int rank, bool unique,
+                             bool *mark)
+{
+    for (int i = 0; i < n; i++) {
+        int ax;
+        xf_status st = xf_infer_axis(c, "axis", axes[i], rank, false, &ax);
+        if (st != XF_OK)
+            return st;
+        if (unique && mark[ax])
+            return xf_infer_fail(c, XF_ERR_INVALID, "axes %s repeat axis %d", ints_text(axes, n).s,
+                                 ax);
+        mark[ax] = true;
+    }
+    return XF_OK;
+}
+
+static xf_status infer_squeeze(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int64_t axes[XF_MAX_DIMS];
+    int n;
+    bool given, drop[XF_MAX_DIMS] = {false};
+    xf_status st = xf_infer_read_axes(c, axes, &n, &given);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (n == 0) {
+        /* No axes: every dimension of size 1 goes. */
+        for (int d = 0; d < in->ndim; d++)
+            drop[d] = in->dims[d] == 1;
+    } else {
+        st = xf_infer_mark_axes(c, axes, n, in->ndim, false, drop);
+        if (st != XF_OK)
+            return st;
+        for (int d = 0; d < in->ndim; d++)
+            if (drop[d] && in->dims[d] != 1)
+                return xf_infer_fail(c, XF_ERR_INVALID,
+                                     "cannot squeeze axis %d of shape %s: its size is not 1", d,
+                                     xf_infer_text(in).s);
+    }
+    xf_shape out = {.ndim = 0};
+    for (int d = 0; d < in->ndim; d++)
+        if (!drop[d])
+            out.dims[out.ndim++] = in->dims[d];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static xf_status infer_unsqueeze(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int64_t axes[XF_MAX_DIMS];
+    int n;
+    bool given, ones[XF_MAX_DIMS] = {false};
+    xf_status st = xf_infer_read_axes(c, axes, &n, &given);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (!given)
+        return xf_infer_fail(c, XF_ERR_INVALID, "axes are required");
+    int rank = in->ndim + n;
+    if (rank > XF_MAX_DIMS)
+        return xf_infer_fail(c, XF_ERR_UNSUPPORTED, "the result of %s would have rank %d; xflow "
+                             "handles at most %d", xf_infer_text(in).s, rank, XF_MAX_DIMS);
+    st = xf_infer_mark_axes(c, axes, n, rank, true, ones);
+    if (st != XF_OK)
+        return st;
+    xf_shape out = {.ndim = rank};
+    for (int d = 0, j = 0; d < rank; d++)
+        out.dims[d] = ones[d] ? 1 : in->dims[j++];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static xf_status infer_gather(xf_infer_ctx *c)
+{
+    const xf_shape *data = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1);
+    int axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, data->ndim, false, &axis);
+    if (st != XF_OK)
+        return st;
+    int rank = data->ndim - 1 + idx->ndim;
+    if (rank > XF_MAX_DIMS)
+        return xf_infer_fail(c, XF_ERR_UNSUPPORTED,
+                             "gathering %s from %s gives rank %d; xflow handles at most %d",
+                             xf_infer_text(idx).s, xf_infer_text(data).s, rank, XF_MAX_DIMS);
+    xf_shape out = {.ndim = 0};
+    for (int d = 0; d < axis; d++)
+        out.dims[out.ndim++] = data->dims[d];
+    for (int d = 0; d < idx->ndim; d++)
+        out.dims[out.ndim++] = idx->dims[d];
+    for (int d = axis + 1; d < data->ndim; d++)
+        out.dims[out.ndim++] = data->dims[d];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Elements a slice selects along one axis of size dim (ONNX clamping: for
+ * positive steps starts and ends clamp to [0, dim], for negative steps
+ * starts to [0, dim-1] and ends to [-1, dim-1]). */
+static int64_t slice_length(int64_t dim, int64_t start, int64_t end, int64_t step)
+{
+    if (dim == 0)
+        return 0;
+    if (start < 0)
+        start += dim;
+    if (end < 0)
+        end += dim;
+    if (step > 0) {
+        start = clamp64(start, 0, dim);
+        end = clamp64(end, 0, dim);
+        return end > start ? (int64_t)((uint64_t)(end - start - 1) / (uint64_t)step + 1) : 0;
+    }
+    start = clamp64(start, 0, dim - 1);
+    end = clamp64(end, -1, dim - 1);
+    return start > end ? (int64_t)((uint64_t)(start - end - 1) / (0 - (uint64_t)step) + 1) : 0;
+}
+
+/* Slice's parameters: the opset-1 attributes, or the inputs starts, ends
+ * and the optional axes and steps.  *n = -1 when a value is not known. */
+static xf_status slice_params(xf_infer_ctx *c, int64_t *starts, int64_t *ends, int64_t *axes,
+                              int64_t *steps, int *n)
+{
+    const xf_attrs *a = &c->node->attrs;
+    if (a->has_slice_attrs) {
+        if (a->n_slice < 0 || a->n_slice > XF_MAX_DIMS)
+            return xf_infer_fail(c, XF_ERR_INVALID, "starts has %d entries", a->n_slice);
+        *n = a->n_slice;
+        for (int i = 0; i < *n; i++) {
+            starts[i] = a->slice_starts[i];
+            ends[i] = a->slice_ends[i];
+            axes[i] = a->has_slice_axes ? a->slice_axes[i] : i;
+            steps[i] = 1;
+        }
+        return XF_OK;
+    }
+    if (!xf_infer_has(c, 1) || !xf_infer_has(c, 2))
+        return xf_infer_fail(c, XF_ERR_INVALID, "starts and ends are required");
+    int count[4];
+    xf_status st = read_ints(c, 1, "starts", starts, XF_MAX_DIMS, &count[0]);
+    if (st == XF_OK)
+        st = read_ints(c, 2, "ends", ends, XF_MAX_DIMS, &count[1]);
+    *n = -1;
+    if (st != XF_OK || count[0] < 0 || count[1] < 0)
+        return st;
+    count[2] = count[3] = count[0];
+    for (int i = 0; i < count[0]; i++) {
+        axes[i] = i;
+        steps[i] = 1;
+    }
+    if (xf_infer_has(c, 3))
+        st = read_ints(c, 3, "axes", axes, XF_MAX_DIMS, &count[2]);
+    if (st == XF_OK && xf_infer_has(c, 4))
+        st = read_ints(c, 4, "steps", steps, XF_MAX_DIMS, &count[3]);
+    if (st != XF_OK || count[2] < 0 || count[3] < 0)
+        return st;
+    if (count[1] != count[0] || count[2] != count[0] || count[3] != count[0])
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "starts, ends, axes and steps have %d, %d, %d and %d entries",
+                             count[0], count[1], count[2], count[3]);
+    *n = count[0];
+    return XF_OK;
+}
+
+static xf_status infer_slice(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int64_t starts[XF_MAX_DIMS], ends[XF_MAX_DIMS], axes[XF_MAX_DIMS], steps[XF_MAX_DIMS];
+    int n;
+    xf_status st = slice_params(c, starts, ends, axes, steps, &n);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    xf_shape out = *in;
+    bool seen[XF_MAX_DIMS] = {false};
+    st = xf_infer_mark_axes(c, axes, n, in->ndim, true, seen);
+    if (st != XF_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        int ax = (int)(axes[i] < 0 ? axes[i] + in->ndim : axes[i]);
+        if (steps[i] == 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "step on axis %d is 0", ax);
+        out.dims[ax] = slice_length(in->dims[ax], starts[i], ends[i], steps[i]);
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Pad: pads from the input (opset 11+, with optional axes from opset 18)
+ * or the attribute (opset 2..10); negative pads crop. */
+static xf_status infer_pad(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int64_t pads[2 * XF_MAX_DIMS], axes[XF_MAX_DIMS];
+    int n_pads, n_axes = in->ndim;
+    xf_status st = XF_OK;
+    if (xf_infer_has(c, 1)) {
+        st = read_ints(c, 1, "pads", pads, 2 * XF_MAX_DIMS, &n_pads);
+        if (st == XF_OK && xf_infer_has(c, 3))
+            st = read_ints(c, 3, "axes", axes, XF_MAX_DIMS, &n_axes);
+        if (st != XF_OK || n_pads < 0 || n_axes < 0)
+            return st != XF_OK ? st : xf_infer_unknown(c);
+    } else if (a->has_pads) {
+        if (a->n_pads < 0 || a->n_pads > 2 * XF_MAX_DIMS)
+            return xf_infer_fail(c, XF_ERR_INVALID, "pads has %d entries", a->n_pads);
+        n_pads = a->n_pads;
+        memcpy(pads, a->pad_pads, sizeof(int64_t) * (size_t)n_pads);
+    } else {
+        return xf_infer_fail(c, XF_ERR_INVALID, "pads are required");
+    }
+    if (!xf_infer_has(c, 3))
+        for (int i = 0; i < n_axes; i++)
+            axes[i] = i;
+    if (n_pads != 2 * n_axes)
+        return xf_infer_fail(c, XF_ERR_INVALID, "pads %s has %d entries for %d axes",
+                             ints_text(pads, n_pads).s, n_pads, n_axes);
+    bool seen[XF_MAX_DIMS] = {false};
+    st = xf_infer_mark_axes(c, axes, n_axes, in->ndim, true, seen);
+    if (st != XF_OK)
+        return st;
+    xf_shape out = *in;
+    for (int i = 0; i < n_axes; i++) {
+        int ax = (int)(axes[i] < 0 ? axes[i] + in->ndim : axes[i]);
+        int64_t d;
+        if (__builtin_add_overflow(in->dims[ax], pads[i], &d) ||
+            __builtin_add_overflow(d, pads[n_axes + i], &d) || d < 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "pads %s do not fit axis %d of %s",
+                                 ints_text(pads, n_pads).s, ax, xf_infer_text(in).s);
+        out.dims[ax] = d;
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Reads a shape given as a parameter (Expand, ConstantOfShape). */
+static xf_status read_shape(xf_infer_ctx *c, int i, xf_shape *s, bool *known)
+{
+    int n;
+    xf_status st = read_ints(c, i, "shape", s->dims, XF_MAX_DIMS, &n);
+    *known = n >= 0;
+    s->ndim = n;
+    for (int d = 0; st == XF_OK && d < n; d++)
+        if (s->dims[d] < 0)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "shape %s has a negative dimension",
+                               ints_text(s->dims, n).s);
+    return st;
+}
+
+static xf_status infer_expand(xf_infer_ctx *c)
+{
+    xf_shape target, out;
+    bool known;
+    xf_status st = read_shape(c, 1, &target, &known);
+    if (st != XF_OK || !known)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    st = xf_infer_broadcast(c, xf_infer_shape(c, 0), &target, &out);
+    if (st == XF_OK)
+        xf_infer_set(c, 0, &out);
+    return st;
+}
+
+static xf_status infer_constant_of_shape(xf_infer_ctx *c)
+{
+    const xf_tensor *v = c->node->attrs.value;
+    if (v && xf_tensor_numel(v) != 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "value must hold one element, has shape %s",
+                             xf_infer_text(&v->shape).s);
+    xf_shape out;
+    bool known;
+    xf_status st = read_shape(c, 0, &out, &known);
+    if (st != XF_OK || !known)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Shape (start/end from opset 15, clamped to [0, rank]). */
+static xf_status infer_shape_op(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    int rank = xf_infer_shape(c, 0)->ndim;
+    int64_t start = a->start < 0 ? a->start + rank : a->start;
+    int64_t end = !a->has_end ? rank : a->end < 0 ? a->end + rank : a->end;
+    start = clamp64(start, 0, rank);
+    end = clamp64(end, 0, rank);
+    xf_shape out = {.ndim = 1, .dims = {end > start ? end - start : 0}};
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+static xf_status infer_range(xf_infer_ctx *c)
+{
+    static const char *const names[] = {"start", "limit", "delta"};
+    const xf_tensor *t[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = xf_infer_value(c, i);
+        if (!t[i])
+            return xf_infer_unknown(c);
+        if (!is_scalar_like(&t[i]->shape) || !t[i]->data)
+            return xf_infer_fail(c, XF_ERR_INVALID, "%s must be a scalar, got shape %s", names[i],
+                                 xf_infer_text(&t[i]->shape).s);
+    }
+    /* Lengths beyond 2^62 elements are no tensor anyone can hold. */
+    const uint64_t max_len = (uint64_t)1 << 62;
+    uint64_t len;
+    switch (t[0]->dtype) {
+    case XF_DT_FLOAT:
+    case XF_DT_DOUBLE: {
+        double start = xf_tensor_get_f64(t[0], 0), limit = xf_tensor_get_f64(t[1], 0);
+        double delta = xf_tensor_get_f64(t[2], 0);
+        if (delta == 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "delta is 0");
+        double count = ceil((limit - start) / delta);
+        len = !(count > 0) ? 0 : count >= 0x1p62 ? UINT64_MAX : (uint64_t)count; /* NaN: 0 */
+        break;
+    }
+    case XF_DT_INT16:
+    case XF_DT_INT32:
+    case XF_DT_INT64: {
+        int64_t start = xf_tensor_get_i64(t[0], 0), limit = xf_tensor_get_i64(t[1], 0);
+        int64_t delta = xf_tensor_get_i64(t[2], 0);
+        if (delta == 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "delta is 0");
+        /* Unsigned differences cannot overflow for any int64 bounds. */
+        if (delta > 0 && limit > start)
+            len = ((uint64_t)limit - (uint64_t)start - 1) / (uint64_t)delta + 1;
+        else if (delta < 0 && limit < start)
+            len = ((uint64_t)start - (uint64_t)limit - 1) / (0 - (uint64_t)delta) + 1;
+        else
+            len = 0;
+        break;
+    }
+    default:
+        return xf_infer_fail(c, XF_ERR_UNSUPPORTED, "Range on %s",
+                             xf_dtype_name(t[0]->dtype));
+    }
+    if (len > max_len)
+        return xf_infer_fail(c, XF_ERR_LIMIT, "the range would have more than 2^62 elements");
+    int64_t n = (int64_t)len;
+    xf_shape out = {.ndim = 1, .dims = {n}};
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ the rule table */
+
+/* One line per op of ops.def: an op added there without a rule here fails
+ * to compile (XF_RULE_<ID> undeclared). */
+#define XF_RULE_CONV xf_infer_conv
+#define XF_RULE_MATMUL xf_infer_matmul
+#define XF_RULE_GEMM xf_infer_gemm
+#define XF_RULE_ADD infer_broadcast
+#define XF_RULE_SUB infer_broadcast
+#define XF_RULE_MUL infer_broadcast
+#define XF_RULE_DIV infer_broadcast
+#define XF_RULE_POW infer_broadcast
+#define XF_RULE_MAX infer_broadcast
+#define XF_RULE_MIN infer_broadcast
+#define XF_RULE_SUM infer_broadcast
+#define XF_RULE_EQUAL infer_broadcast
+#define XF_RULE_GREATER infer_broadcast
+#define XF_RULE_LESS infer_broadcast
+#define XF_RULE_WHERE infer_broadcast
+#define XF_RULE_RELU infer_same
+#define XF_RULE_SIGMOID infer_same
+#define XF_RULE_TANH infer_same
+#define XF_RULE_ABS infer_same
+#define XF_RULE_NEG infer_same
+#define XF_RULE_EXP infer_same
+#define XF_RULE_LOG infer_same
+#define XF_RULE_SQRT infer_same
+#define XF_RULE_RECIPROCAL infer_same
+#define XF_RULE_FLOOR infer_same
+#define XF_RULE_CEIL infer_same
+#define XF_RULE_ERF infer_same
+#define XF_RULE_SIN infer_same
+#define XF_RULE_COS infer_same
+#define XF_RULE_SOFTPLUS infer_same
+#define XF_RULE_LEAKY_RELU infer_same
+#define XF_RULE_ELU infer_same
+#define XF_RULE_HARD_SIGMOID infer_same
+#define XF_RULE_CLIP infer_clip
+#define XF_RULE_NOT infer_same
+#define XF_RULE_CAST infer_same
+#define XF_RULE_CONCAT infer_concat
+#define XF_RULE_SPLIT infer_split
+#define XF_RULE_TRANSPOSE infer_transpose
+#define XF_RULE_RESHAPE infer_reshape
+#define XF_RULE_FLATTEN infer_flatten
+#define XF_RULE_SQUEEZE infer_squeeze
+#define XF_RULE_UNSQUEEZE infer_unsqueeze
+#define XF_RULE_GATHER infer_gather
+#define XF_RULE_SLICE infer_slice
+#define XF_RULE_PAD infer_pad
+#define XF_RULE_EXPAND infer_expand
+#define XF_RULE_SHAPE infer_shape_op
+#define XF_RULE_CONSTANT_OF_SHAPE infer_constant_of_shape
+#define XF_RULE_RANGE infer_range
+#define XF_RULE_IDENTITY infer_same
+#define XF_RULE_DROPOUT infer_same
+#define XF_RULE_MAX_POOL xf_infer_pool
+#define XF_RULE_AVERAGE_POOL xf_infer_pool
+#define XF_RULE_GLOBAL_AVERAGE_POOL xf_infer_global_pool
+#define XF_RULE_GLOBAL_MAX_POOL xf_infer_global_pool
+#define XF_RULE_BATCH_NORM xf_infer_batch_norm
+#define XF_RULE_LAYER_NORM xf_infer_layer_norm
+#define XF_RULE_SOFTMAX xf_infer_softmax
+#define XF_RULE_LOG_SOFTMAX xf_infer_softmax
+#define XF_RULE_REDUCE_MEAN xf_infer_reduce
+#define XF_RULE_REDUCE_SUM xf_infer_reduce
+#define XF_RULE_REDUCE_MAX xf_infer_reduce
+#define XF_RULE_REDUCE_MIN xf_infer_reduce
+#define XF_RULE_REDUCE_PROD xf_infer_reduce
+
+static const xf_infer_fn rules[XF_OP_COUNT] = {
+#define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,
+#include "ops.def"
+#undef XF_OP
+};
+
+/* ------------------------------------------------------------ driver */
+
+/* The node's structure, checked so that no rule can read out of bounds. */
+static xf_status check_node(const xf_infer_ctx *c)
+{
+    const xf_node *n = c->node;
+    const xf_op_info *info = xf_op_get_info(n->op);
+    if (n->n_inputs < info->min_inputs || n->n_inputs > info->max_inputs)
+        return xf_infer_fail(c, XF_ERR_INVALID, "has %d inputs; %s takes %d to %d", n->n_inputs,
+                             info->onnx_name, info->min_inputs, info->max_inputs);
+    for (int i = 0; i < n->n_inputs; i++) {
+        int v = n->inputs[i];
+        if (v < -1 || v >= c->g->n_values)
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d refers to no value", i);
+        if (v < 0 && i < info->min_inputs)
+            return xf_infer_fail(c, XF_ERR_INVALID, "required input %d is missing", i);
+        if (v >= 0 && xf_infer_shape(c, i)->ndim > XF_MAX_DIMS)
+            return xf_infer_fail(c, XF_ERR_UNSUPPORTED, "input %d has rank %d; xflow handles at "
+                                 "most %d", i, xf_infer_shape(c, i)->ndim, XF_MAX_DIMS);
+    }
+    if (n->n_outputs < 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "has no outputs");
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] < -1 || n->outputs[k] >= c->g->n_values)
+            return xf_infer_fail(c, XF_ERR_INVALID, "output %d refers to no value", k);
+    return XF_OK;
+}
+
+xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
+                              const xf_tensor *const *input_values, xf_error *err)
+{
+    if (node < 0 || node >= g->n_nodes)
+        return xf_error_set(err, XF_ERR_INVALID, "node index %d is out of range (%d nodes)", node,
+                            g->n_nodes);
+    xf_infer_ctx c = {g, node, &g->nodes[node], opset, input_values, err};
+    if (c.node->op == XF_OP_OPAQUE)
+        return XF_OK; /* its outputs keep the dtypes and shapes of value_info */
+    if ((unsigned)c.node->op > XF_OP_OPAQUE)
+        return xf_error_set(err, XF_ERR_INVALID, "node #%d has no valid op kind (%d)", node,
+                            (int)c.node->op);
+    xf_status st = check_node(&c);
+    if (st == XF_OK)
+        st = infer_dtypes(&c);
+    if (st != XF_OK)
+        return st;
+    /* Behind an opaque node without value_info nothing is known; outputs
+     * keep what value_info gave them (or stay unknown). */
+    for (int i = 0; i < c.node->n_inputs; i++)
+        if (xf_infer_has(&c, i) && xf_infer_shape(&c, i)->ndim < 0)
+            return XF_OK;
+    return rules[c.node->op](&c);
+}
+
+xf_status xf_graph_infer_shapes(xf_graph *g, int64_t opset, xf_error *err)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        xf_status st = xf_node_infer_shape(g, i, opset, NULL, err);
+        if (st != XF_OK)
+            return st;
+    }
+    return XF_OK;
+}

@@ -1,0 +1,81 @@
+/* Private to core: the context one node's shape inference works in and the
+ * helpers shape_infer.c and shape_infer_nn.c share (canon.c uses the node
+ * label). */
+#ifndef XF_SHAPE_INFER_IMPL_H
+#define XF_SHAPE_INFER_IMPL_H
+
+#include "xf_core.h"
+
+typedef struct xf_infer_ctx {
+    xf_graph *g;
+    int index; /* node index, for messages */
+    xf_node *node;
+    int64_t opset;
+    const xf_tensor *const *input_values; /* may be NULL */
+    xf_error *err;
+} xf_infer_ctx;
+
+/* One rule per op: sets the shapes of the node's outputs (dtypes are set
+ * beforehand, in one place) or fails naming the mismatch. */
+typedef xf_status (*xf_infer_fn)(xf_infer_ctx *c);
+
+/* Text of a shape for messages; a struct so that it can be formed inside
+ * the argument list of a printf-style call. */
+typedef struct xf_shape_text {
+    char s[200];
+} xf_shape_text;
+xf_shape_text xf_infer_text(const xf_shape *s);
+
+/* "node 'conv1' (Conv)", or "node #3 (Conv)" for a node without a name:
+ * how every message of core names a node.  Returns buf. */
+const char *xf_infer_node_label(const xf_graph *g, int node, char *buf, size_t n);
+
+/* Fails with status, the message prefixed by the node's label:
+ * "node 'conv1' (Conv): ..." (or "node #3 (Conv): ..." without a name). */
+xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+bool xf_infer_has(const xf_infer_ctx *c, int i); /* input i present */
+/* Shape and dtype of input i (the actual tensor's when input_values gives one). */
+const xf_shape *xf_infer_shape(const xf_infer_ctx *c, int i);
+/* Constant value of input i (input_values, else an initializer that is not
+ * a graph input), or NULL when not known at this point. */
+const xf_tensor *xf_infer_value(const xf_infer_ctx *c, int i);
+
+/* Sets output k's shape (ignores omitted outputs). */
+void xf_infer_set(xf_infer_ctx *c, int k, const xf_shape *s);
+/* Every output's shape becomes unknown: a parameter's value is not known. */
+xf_status xf_infer_unknown(xf_infer_ctx *c);
+
+/* Normalizes axis into [0, rank), or [0, rank] when inclusive (Flatten). */
+xf_status xf_infer_axis(const xf_infer_ctx *c, const char *what, int64_t axis, int rank,
+                        bool inclusive, int *out);
+/* Numpy (multidirectional) broadcasting of a and b. */
+xf_status xf_infer_broadcast(const xf_infer_ctx *c, const xf_shape *a, const xf_shape *b,
+                             xf_shape *out);
+/* Whether `from` broadcasts to `to` without changing `to` (Gemm's C,
+ * LayerNormalization's scale). */
+bool xf_infer_broadcasts_to(const xf_shape *from, const xf_shape *to);
+
+/* Axes of Squeeze, Unsqueeze and Reduce*: the axes input when the node has
+ * one (Squeeze/Unsqueeze opset 13+, ReduceSum 13+, the rest 18+), else the
+ * attribute form.  *n = -1: the input's value is not known here;
+ * *given = false: the node uses neither form. */
+xf_status xf_infer_read_axes(xf_infer_ctx *c, int64_t *axes, int *n, bool *given);
+/* Marks axes[0..n) (normalized against rank) in mark[]; repeated axes are
+ * an error where they change the result (unique), else harmless. */
+xf_status xf_infer_mark_axes(xf_infer_ctx *c, const int64_t *axes, int n, int rank, bool unique,
+                             bool *mark);
+
+/* The rules in shape_infer_nn.c. */
+xf_status xf_infer_conv(xf_infer_ctx *c);
+xf_status xf_infer_pool(xf_infer_ctx *c);
+xf_status xf_infer_global_pool(xf_infer_ctx *c);
+xf_status xf_infer_batch_norm(xf_infer_ctx *c);
+xf_status xf_infer_layer_norm(xf_infer_ctx *c);
+xf_status xf_infer_softmax(xf_infer_ctx *c);
+xf_status xf_infer_reduce(xf_infer_ctx *c);
+xf_status xf_infer_matmul(xf_infer_ctx *c);
+xf_status xf_infer_gemm(xf_infer_ctx *c);
+
+#endif

@@ -1,0 +1,290 @@
+/* Shape rules of the neural-network ops: convolution, pooling and other
+ * reductions, normalization, softmax and matrix products (see
+ * shape_infer.c for the driver and the rest). */
+#include "shape_infer_impl.h"
+
+#include <inttypes.h>
+
+/* Kernel sizes, strides, dilations and pads beyond this are malformed
+ * attributes, rejected before any arithmetic can overflow. */
+#define WINDOW_LIMIT ((int64_t)1 << 31)
+
+/* Output length along spatial axis i (of nsp) of a sliding window: Conv
+ * and the pools.  With ceil_mode the last window must still start inside
+ * the input or its left padding (ONNX's and PyTorch's rule). */
+static xf_status window_length(const xf_infer_ctx *c, int i, int nsp, int64_t in, int64_t kernel,
+                               bool ceil_mode, int64_t *out)
+{
+    const xf_attrs *a = &c->node->attrs;
+    int64_t stride = a->strides[i], dil = a->dilations[i];
+    int64_t pad_begin = a->pads[i], pad_end = a->pads[nsp + i];
+    if (kernel < 1 || kernel > WINDOW_LIMIT || stride < 1 || stride > WINDOW_LIMIT || dil < 1 ||
+        dil > WINDOW_LIMIT)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "spatial axis %d: kernel %" PRId64 ", stride %" PRId64
+                             " and dilation %" PRId64 " must be positive",
+                             i, kernel, stride, dil);
+    int64_t extent = (kernel - 1) * dil + 1;
+    switch (a->auto_pad) {
+    case XF_AUTO_PAD_VALID:
+        if (in < extent)
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "spatial axis %d: input size %" PRId64
+                                 " is smaller than the kernel's extent %" PRId64,
+                                 i, in, extent);
+        *out = (in - extent) / stride + 1;
+        return XF_OK;
+    case XF_AUTO_PAD_SAME_UPPER:
+    case XF_AUTO_PAD_SAME_LOWER:
+        *out = (in + stride - 1) / stride;
+        return XF_OK;
+    case XF_AUTO_PAD_NOTSET:
+        break;
+    default:
+        return xf_infer_fail(c, XF_ERR_INVALID, "auto_pad %d is not a padding mode",
+                             (int)a->auto_pad);
+    }
+    if (pad_begin < 0 || pad_end < 0 || pad_begin > WINDOW_LIMIT || pad_end > WINDOW_LIMIT)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "spatial axis %d: pads %" PRId64 " and %" PRId64 " are out of range",
+                             i, pad_begin, pad_end);
+    int64_t span = in + pad_begin + pad_end - extent;
+    if (span < 0)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "spatial axis %d: padded input size %" PRId64
+                             " is smaller than the kernel's extent %" PRId64,
+                             i, in + pad_begin + pad_end, extent);
+    *out = (ceil_mode ? span + stride - 1 : span) / stride + 1;
+    if (ceil_mode && (*out - 1) * stride >= in + pad_begin)
+        (*out)--;
+    return XF_OK;
+}
+
+/* Rank checks shared by Conv and the pools: N x C x spatial... */
+static xf_status spatial_rank(const xf_infer_ctx *c, const xf_shape *x, int *nsp)
+{
+    *nsp = x->ndim - 2;
+    if (*nsp < 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "input shape %s has no spatial dimensions",
+                             xf_infer_text(x).s);
+    if (*nsp > XF_MAX_SPATIAL)
+        return xf_infer_fail(c, XF_ERR_UNSUPPORTED,
+                             "input shape %s has %d spatial dimensions; xflow handles at most %d",
+                             xf_infer_text(x).s, *nsp, XF_MAX_SPATIAL);
+    int given = c->node->attrs.n_spatial;
+    if (given != 0 && given != *nsp)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "attributes describe %d spatial dimensions but the input %s has %d",
+                             given, xf_infer_text(x).s, *nsp);
+    return XF_OK;
+}
+
+xf_status xf_infer_conv(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *x = xf_infer_shape(c, 0), *w = xf_infer_shape(c, 1);
+    int nsp;
+    xf_status st = spatial_rank(c, x, &nsp);
+    if (st != XF_OK)
+        return st;
+    if (w->ndim != x->ndim)
+        return xf_infer_fail(c, XF_ERR_INVALID, "weight shape %s does not fit input shape %s",
+                             xf_infer_text(w).s, xf_infer_text(x).s);
+    if (a->group < 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "group %" PRId64 " must be positive", a->group);
+    int64_t m = w->dims[0];
+    if (x->dims[1] % a->group != 0 || x->dims[1] / a->group != w->dims[1])
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "input channels %" PRId64 " do not match weight's %" PRId64
+                             " x group %" PRId64 " (input %s, weight %s)",
+                             x->dims[1], w->dims[1], a->group, xf_infer_text(x).s,
+                             xf_infer_text(w).s);
+    if (m % a->group != 0)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "weight's %" PRId64 " output channels are not divisible by group %" PRId64,
+                             m, a->group);
+    if (xf_infer_has(c, 2)) {
+        const xf_shape *b = xf_infer_shape(c, 2);
+        if (b->ndim != 1 || b->dims[0] != m)
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "bias shape %s does not match %" PRId64 " output channels",
+                                 xf_infer_text(b).s, m);
+    }
+    xf_shape out = {.ndim = x->ndim, .dims = {x->dims[0], m}};
+    for (int i = 0; i < nsp; i++) {
+        int64_t k = w->dims[2 + i];
+        /* kernel_shape is optional; when given it must agree with the weight. */
+        if (a->n_spatial && a->kernel[i] != 0 && a->kernel[i] != k)
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "kernel_shape %" PRId64 " on spatial axis %d does not match "
+                                 "weight shape %s",
+                                 a->kernel[i], i, xf_infer_text(w).s);
+        st = window_length(c, i, nsp, x->dims[2 + i], k, false, &out.dims[2 + i]);
+        if (st != XF_OK)
+            return st;
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+xf_status xf_infer_pool(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *x = xf_infer_shape(c, 0);
+    int nsp;
+    xf_status st = spatial_rank(c, x, &nsp);
+    if (st != XF_OK)
+        return st;
+    if (a->n_spatial == 0)
+        return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape is required");
+    xf_shape out = *x;
+    for (int i = 0; i < nsp && st == XF_OK; i++)
+        st = window_length(c, i, nsp, x->dims[2 + i], a->kernel[i], a->ceil_mode != 0,
+                           &out.dims[2 + i]);
+    if (st == XF_OK)
+        xf_infer_set(c, 0, &out);
+    return st;
+}
+
+xf_status xf_infer_global_pool(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0);
+    if (x->ndim < 2)
+        return xf_infer_fail(c, XF_ERR_INVALID, "input shape %s has no channel dimension",
+                             xf_infer_text(x).s);
+    xf_shape out = *x;
+    for (int d = 2; d < out.ndim; d++)
+        out.dims[d] = 1;
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+xf_status xf_infer_batch_norm(xf_infer_ctx *c)
+{
+    static const char *const params[] = {"", "scale", "B", "mean", "var"};
+    const xf_shape *x = xf_infer_shape(c, 0);
+    if (x->ndim < 2)
+        return xf_infer_fail(c, XF_ERR_INVALID, "input shape %s has no channel dimension",
+                             xf_infer_text(x).s);
+    for (int i = 1; i < 5; i++) {
+        const xf_shape *p = xf_infer_shape(c, i);
+        if (p->ndim != 1 || p->dims[0] != x->dims[1])
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "%s shape %s does not match the %" PRId64 " channels of input %s",
+                                 params[i], xf_infer_text(p).s, x->dims[1], xf_infer_text(x).s);
+    }
+    xf_infer_set(c, 0, x);
+    return XF_OK;
+}
+
+xf_status xf_infer_layer_norm(xf_infer_ctx *c)
+{
+    static const char *const params[] = {"", "scale", "B"};
+    const xf_shape *x = xf_infer_shape(c, 0);
+    int axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, x->ndim, false, &axis);
+    if (st != XF_OK)
+        return st;
+    xf_shape normalized = xf_shape_make(x->ndim - axis, x->dims + axis);
+    for (int i = 1; i < 3; i++)
+        if (xf_infer_has(c, i) && !xf_infer_broadcasts_to(xf_infer_shape(c, i), &normalized))
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "%s shape %s does not broadcast to the normalized shape %s",
+                                 params[i], xf_infer_text(xf_infer_shape(c, i)).s,
+                                 xf_infer_text(&normalized).s);
+    xf_infer_set(c, 0, x);
+    return XF_OK;
+}
+
+/* Reduce*: axes from the input or the attribute; none means all, or no
+ * reduction at all with noop_with_empty_axes. */
+xf_status xf_infer_reduce(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *in = xf_infer_shape(c, 0);
+    int64_t axes[XF_MAX_DIMS];
+    int n;
+    bool given, reduce[XF_MAX_DIMS] = {false};
+    xf_status st = xf_infer_read_axes(c, axes, &n, &given);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (n == 0 && a->noop_with_empty_axes) {
+        xf_infer_set(c, 0, in);
+        return XF_OK;
+    }
+    if (n == 0)
+        for (int d = 0; d < in->ndim; d++)
+            reduce[d] = true;
+    st = xf_infer_mark_axes(c, axes, n, in->ndim, false, reduce);
+    if (st != XF_OK)
+        return st;
+    xf_shape out = {.ndim = 0};
+    for (int d = 0; d < in->ndim; d++)
+        if (!reduce[d] || a->keepdims)
+            out.dims[out.ndim++] = reduce[d] ? 1 : in->dims[d];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Softmax and LogSoftmax: the legacy form (opset < 13) coerces to 2-D at
+ * axis, but the shape is the input's in both. */
+xf_status xf_infer_softmax(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0);
+    int axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, x->ndim, false, &axis);
+    if (st == XF_OK)
+        xf_infer_set(c, 0, x);
+    return st;
+}
+
+/* numpy.matmul: 1-D operands gain (and lose) a unit dimension, batch
+ * dimensions broadcast. */
+xf_status xf_infer_matmul(xf_infer_ctx *c)
+{
+    const xf_shape *a = xf_infer_shape(c, 0), *b = xf_infer_shape(c, 1);
+    if (a->ndim < 1 || b->ndim < 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "operands %s and %s must have rank 1 or more",
+                             xf_infer_text(a).s, xf_infer_text(b).s);
+    bool a_vec = a->ndim == 1, b_vec = b->ndim == 1;
+    int64_t rows = a_vec ? 1 : a->dims[a->ndim - 2], inner_a = a->dims[a->ndim - 1];
+    int64_t inner_b = b_vec ? b->dims[0] : b->dims[b->ndim - 2];
+    int64_t cols = b_vec ? 1 : b->dims[b->ndim - 1];
+    if (inner_a != inner_b)
+        return xf_infer_fail(c, XF_ERR_INVALID, "inner dimensions of %s and %s differ (%" PRId64
+                             " vs %" PRId64 ")",
+                             xf_infer_text(a).s, xf_infer_text(b).s, inner_a, inner_b);
+    xf_shape batch_a = xf_shape_make(a_vec ? 0 : a->ndim - 2, a->dims);
+    xf_shape batch_b = xf_shape_make(b_vec ? 0 : b->ndim - 2, b->dims);
+    xf_shape out;
+    xf_status st = xf_infer_broadcast(c, &batch_a, &batch_b, &out);
+    if (st != XF_OK)
+        return st;
+    if (!a_vec)
+        out.dims[out.ndim++] = rows;
+    if (!b_vec)
+        out.dims[out.ndim++] = cols;
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+xf_status xf_infer_gemm(xf_infer_ctx *c)
+{
+    const xf_attrs *at = &c->node->attrs;
+    const xf_shape *a = xf_infer_shape(c, 0), *b = xf_infer_shape(c, 1);
+    if (a->ndim != 2 || b->ndim != 2)
+        return xf_infer_fail(c, XF_ERR_INVALID, "A %s and B %s must be 2-D", xf_infer_text(a).s,
+                             xf_infer_text(b).s);
+    int64_t m = a->dims[at->trans_a ? 1 : 0], k_a = a->dims[at->trans_a ? 0 : 1];
+    int64_t k_b = b->dims[at->trans_b ? 1 : 0], n = b->dims[at->trans_b ? 0 : 1];
+    if (k_a != k_b)
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "inner dimensions differ: A %s (transA %d) and B %s (transB %d)",
+                             xf_infer_text(a).s, at->trans_a, xf_infer_text(b).s, at->trans_b);
+    xf_shape out = {.ndim = 2, .dims = {m, n}};
+    if (xf_infer_has(c, 2) && !xf_infer_broadcasts_to(xf_infer_shape(c, 2), &out))
+        return xf_infer_fail(c, XF_ERR_INVALID, "C shape %s does not broadcast to %s",
+                             xf_infer_text(xf_infer_shape(c, 2)).s, xf_infer_text(&out).s);
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}

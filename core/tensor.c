@@ -1,0 +1,184 @@
+/* Shapes, dtypes and reference-counted constant tensors. */
+#include "xf_core.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t xf_dtype_size(xf_dtype t)
+{
+    switch (t) {
+    case XF_DT_FLOAT: case XF_DT_INT32: case XF_DT_UINT32: return 4;
+    case XF_DT_UINT8: case XF_DT_INT8: case XF_DT_BOOL: return 1;
+    case XF_DT_UINT16: case XF_DT_INT16: case XF_DT_FLOAT16: case XF_DT_BFLOAT16: return 2;
+    case XF_DT_INT64: case XF_DT_DOUBLE: case XF_DT_UINT64: case XF_DT_COMPLEX64: return 8;
+    case XF_DT_COMPLEX128: return 16;
+    default: return 0;
+    }
+}
+
+const char *xf_dtype_name(xf_dtype t)
+{
+    static const char *const names[XF_DT_COUNT_] = {
+        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
+        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+    return (unsigned)t < XF_DT_COUNT_ ? names[t] : "INVALID";
+}
+
+int64_t xf_shape_numel(const xf_shape *s)
+{
+    if (s->ndim < 0)
+        return -1;
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        if (s->dims[i] < 0)
+            return -1;
+        if (s->dims[i] != 0 && n > INT64_MAX / s->dims[i])
+            return INT64_MAX;
+        n *= s->dims[i];
+    }
+    return n;
+}
+
+bool xf_shape_equal(const xf_shape *a, const xf_shape *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+xf_shape xf_shape_make(int ndim, const int64_t *dims)
+{
+    xf_shape s = {.ndim = ndim};
+    for (int i = 0; i < ndim && i < XF_MAX_DIMS; i++)
+        s.dims[i] = dims[i];
+    return s;
+}
+
+char *xf_shape_str(const xf_shape *s, char *buf, size_t n)
+{
+    if (n == 0)
+        return buf;
+    if (s->ndim < 0) {
+        snprintf(buf, n, "?");
+        return buf;
+    }
+    if (s->ndim == 0) {
+        snprintf(buf, n, "scalar");
+        return buf;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%" PRId64, i ? "x" : "", s->dims[i]);
+    return buf;
+}
+
+xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape)
+{
+    int64_t numel = xf_shape_numel(shape);
+    size_t esize = xf_dtype_size(dtype);
+    if (numel < 0 || (dtype != XF_DT_STRING && esize == 0))
+        return NULL;
+    if (dtype != XF_DT_STRING && (uint64_t)numel > SIZE_MAX / 2 / esize)
+        return NULL;
+    xf_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->shape = *shape;
+    if (dtype == XF_DT_STRING) {
+        if (numel > 0) {
+            t->strings = calloc((size_t)numel, sizeof *t->strings);
+            if (!t->strings) {
+                free(t);
+                return NULL;
+            }
+        }
+        return t;
+    }
+    t->nbytes = (size_t)numel * esize;
+    if (t->nbytes > 0) {
+        size_t rounded = (t->nbytes + 63) & ~(size_t)63;
+        t->data = aligned_alloc(64, rounded);
+        if (!t->data) {
+            free(t);
+            return NULL;
+        }
+        memset(t->data, 0, rounded);
+    }
+    return t;
+}
+
+xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data)
+{
+    xf_tensor *t = xf_tensor_create(dtype, shape);
+    if (t && t->nbytes)
+        memcpy(t->data, data, t->nbytes);
+    return t;
+}
+
+xf_tensor *xf_tensor_retain(xf_tensor *t)
+{
+    if (t)
+        t->refcount++;
+    return t;
+}
+
+void xf_tensor_release(xf_tensor *t)
+{
+    if (!t || --t->refcount > 0)
+        return;
+    if (t->strings) {
+        int64_t n = xf_shape_numel(&t->shape);
+        for (int64_t i = 0; i < n; i++)
+            free(t->strings[i]);
+        free(t->strings);
+    }
+    free(t->data);
+    free(t);
+}
+
+int64_t xf_tensor_numel(const xf_tensor *t) { return xf_shape_numel(&t->shape); }
+
+double xf_tensor_get_f64(const xf_tensor *t, int64_t i)
+{
+    const void *p = t->data;
+    switch (t->dtype) {
+    case XF_DT_FLOAT: return ((const float *)p)[i];
+    case XF_DT_DOUBLE: return ((const double *)p)[i];
+    case XF_DT_INT64: return (double)((const int64_t *)p)[i];
+    case XF_DT_INT32: return ((const int32_t *)p)[i];
+    case XF_DT_UINT32: return ((const uint32_t *)p)[i];
+    case XF_DT_INT16: return ((const int16_t *)p)[i];
+    case XF_DT_UINT16: return ((const uint16_t *)p)[i];
+    case XF_DT_INT8: return ((const int8_t *)p)[i];
+    case XF_DT_UINT8: return ((const uint8_t *)p)[i];
+    case XF_DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case XF_DT_UINT64: return (double)((const uint64_t *)p)[i];
+    default: return 0.0;
+    }
+}
+
+int64_t xf_tensor_get_i64(const xf_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case XF_DT_INT64: return ((const int64_t *)t->data)[i];
+    case XF_DT_UINT64: return (int64_t)((const uint64_t *)t->data)[i];
+    case XF_DT_FLOAT:
+    case XF_DT_DOUBLE: {
+        double v = xf_tensor_get_f64(t, i);
+        if (v >= 9.2e18)
+            return INT64_MAX;
+        if (v <= -9.2e18)
+            return INT64_MIN;
+        return (int64_t)v;
+    }
+    default: return (int64_t)xf_tensor_get_f64(t, i);
+    }
+}

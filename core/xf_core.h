@@ -1,0 +1,398 @@
+/* xflow core: the graph IR, the operator list, shape inference, structural
+ * hashing and cloning, and the canonicalization passes.  Uses libc only. */
+#ifndef XF_CORE_H
+#define XF_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum xf_status {
+    XF_OK = 0,
+    XF_ERR_IO,          /* file cannot be read or written */
+    XF_ERR_PARSE,       /* bytes are not what they claim to be */
+    XF_ERR_INVALID,     /* well-formed but inconsistent (cycle, shape mismatch, ...) */
+    XF_ERR_UNSUPPORTED, /* valid, but outside what this part of xflow handles */
+    XF_ERR_NOMEM,
+    XF_ERR_LIMIT        /* a size beyond the configured resource limits */
+} xf_status;
+
+/* A recoverable error: the status and one line of explanation. */
+typedef struct xf_error {
+    xf_status status;
+    char msg[1024];
+} xf_error;
+
+/* Sets *e (when e is not NULL) and returns status.  printf-style. */
+xf_status xf_error_set(xf_error *e, xf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefixes the message already in e with "prefix: " (used to add a file name). */
+void xf_error_prefix(xf_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *xf_status_name(xf_status s);
+
+/* Diagnostics: warnings go through one hook so tools decide where they go. */
+typedef void (*xf_log_fn)(int level, const char *msg, void *user);
+enum { XF_LOG_ERROR = 0, XF_LOG_WARN = 1, XF_LOG_INFO = 2, XF_LOG_DEBUG = 3 };
+void xf_log_set(xf_log_fn fn, void *user, int max_level);
+void xf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* Values are ONNX's TensorProto.DataType numbers, so import is a cast. */
+typedef enum xf_dtype {
+    XF_DT_UNDEFINED = 0,
+    XF_DT_FLOAT = 1,
+    XF_DT_UINT8 = 2,
+    XF_DT_INT8 = 3,
+    XF_DT_UINT16 = 4,
+    XF_DT_INT16 = 5,
+    XF_DT_INT32 = 6,
+    XF_DT_INT64 = 7,
+    XF_DT_STRING = 8,
+    XF_DT_BOOL = 9,
+    XF_DT_FLOAT16 = 10,
+    XF_DT_DOUBLE = 11,
+    XF_DT_UINT32 = 12,
+    XF_DT_UINT64 = 13,
+    XF_DT_COMPLEX64 = 14,
+    XF_DT_COMPLEX128 = 15,
+    XF_DT_BFLOAT16 = 16,
+    XF_DT_COUNT_
+} xf_dtype;
+
+/* Bytes per element; 0 for types without a fixed size (string, undefined). */
+size_t xf_dtype_size(xf_dtype t);
+const char *xf_dtype_name(xf_dtype t);
+
+/* ---------------------------------------------------------------- shapes */
+
+#define XF_MAX_DIMS 8
+#define XF_MAX_SPATIAL 3
+
+/* A static shape.  ndim == -1 means "unknown" (only downstream of opaque
+ * nodes without value_info); ndim == 0 is a scalar. */
+typedef struct xf_shape {
+    int ndim;
+    int64_t dims[XF_MAX_DIMS];
+} xf_shape;
+
+/* Number of elements; -1 when unknown; saturates at INT64_MAX on overflow. */
+int64_t xf_shape_numel(const xf_shape *s);
+bool xf_shape_equal(const xf_shape *a, const xf_shape *b);
+xf_shape xf_shape_make(int ndim, const int64_t *dims);
+/* "1x3x224x224" ("scalar" for ndim 0, "?" for unknown). Returns buf. */
+char *xf_shape_str(const xf_shape *s, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- tensors */
+
+/* Immutable constant data, shared by reference (weights are owned once and
+ * shared between every graph that uses them; nothing copies weight data). */
+typedef struct xf_tensor {
+    int refcount;
+    xf_dtype dtype;
+    xf_shape shape;
+    size_t nbytes;
+    void *data;     /* nbytes bytes, 64-byte aligned; NULL when nbytes == 0 */
+    char **strings; /* for XF_DT_STRING only: numel strings (kept verbatim) */
+} xf_tensor;
+
+/* New tensor with zeroed data.  NULL when out of memory or the size overflows. */
+xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape);
+/* New tensor holding a copy of data (nbytes must match dtype and shape). */
+xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data);
+xf_tensor *xf_tensor_retain(xf_tensor *t);
+void xf_tensor_release(xf_tensor *t);
+int64_t xf_tensor_numel(const xf_tensor *t);
+/* Element i converted to double / int64 (for small shape-like tensors). */
+double xf_tensor_get_f64(const xf_tensor *t, int64_t i);
+int64_t xf_tensor_get_i64(const xf_tensor *t, int64_t i);
+
+/* ---------------------------------------------------------------- operators */
+
+enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2 };
+
+typedef enum xf_op {
+#define XF_OP(id, onnx, min_in, max_in, n_out, flags) XF_OP_##id,
+#include "ops.def"
+#undef XF_OP
+    XF_OP_COUNT,
+    XF_OP_OPAQUE = XF_OP_COUNT /* an op xflow does not know: carried verbatim */
+} xf_op;
+
+typedef struct xf_op_info {
+    const char *onnx_name;
+    int min_inputs, max_inputs;
+    int num_outputs; /* -1: variable */
+    unsigned flags;
+} xf_op_info;
+
+const xf_op_info *xf_op_get_info(xf_op op); /* also valid for XF_OP_OPAQUE */
+const char *xf_op_name(xf_op op);
+/* Op kind for an ONNX op_type in the default domain; XF_OP_OPAQUE if unknown. */
+xf_op xf_op_from_onnx(const char *op_type);
+
+/* ---------------------------------------------------------------- attributes */
+
+typedef enum xf_auto_pad {
+    XF_AUTO_PAD_NOTSET = 0,
+    XF_AUTO_PAD_VALID,
+    XF_AUTO_PAD_SAME_UPPER,
+    XF_AUTO_PAD_SAME_LOWER
+} xf_auto_pad;
+
+typedef enum xf_activation {
+    XF_ACT_NONE = 0,
+    XF_ACT_RELU,
+    XF_ACT_SIGMOID,
+    XF_ACT_TANH
+} xf_activation;
+
+typedef enum xf_pad_mode { XF_PAD_CONSTANT = 0, XF_PAD_REFLECT, XF_PAD_EDGE } xf_pad_mode;
+
+/* The small fixed attribute block of a known op.  Fields that an op does not
+ * use stay at their defaults (xf_attrs_default).  The importer fills it from
+ * the ONNX attributes; a known op with an attribute that this block cannot
+ * represent is imported as an opaque node instead, so nothing is ever lost.
+ * Parameters that newer opsets pass as inputs (Reshape shape, Slice starts,
+ * Pad pads, Clip min/max, Squeeze axes, ...) stay inputs; the older attribute
+ * forms are stored here and the has_* flags say which form a node uses. */
+typedef struct xf_attrs {
+    /* Conv, pools */
+    int n_spatial;                     /* number of entries set in kernel/strides/...; 0 = none given */
+    int64_t kernel[XF_MAX_SPATIAL];    /* kernel_shape; 0 = take it from the weight */
+    int64_t strides[XF_MAX_SPATIAL];   /* default 1 */
+    int64_t pads[2 * XF_MAX_SPATIAL];  /* ONNX order: begins then ends; default 0 */
+    int64_t dilations[XF_MAX_SPATIAL]; /* default 1 */
+    int64_t group;                     /* default 1 */
+    xf_auto_pad auto_pad;
+    int ceil_mode, count_include_pad;
+    xf_activation activation; /* fused activation after a Conv (xflow-internal) */
+
+    /* axis / axes / perm */
+    int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm; op's own default */
+    int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form */
+    int64_t axes[XF_MAX_DIMS];
+    bool has_axes;            /* axes came as an attribute */
+    int n_perm;               /* Transpose; 0 = reverse */
+    int64_t perm[XF_MAX_DIMS];
+    int keepdims;             /* Reduce*: default 1 */
+    int noop_with_empty_axes; /* Reduce*: default 0 */
+    int num_outputs;          /* Split (opset 18): 0 = not given */
+    int n_split;              /* Split: sizes given as an attribute (opset < 13) */
+    int64_t split[64];
+    int allowzero;            /* Reshape */
+    bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
+
+    /* scalars */
+    float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5) */
+    float epsilon;            /* BatchNorm, LayerNorm (1e-5) */
+    int trans_a, trans_b;     /* Gemm */
+    xf_dtype to;              /* Cast */
+    int64_t start, end;       /* Shape (opset 15): end == INT64_MAX when absent */
+    bool has_end;
+
+    /* Pad (opset < 11 attribute form) */
+    xf_pad_mode pad_mode;
+    float pad_value;
+    int n_pads;
+    int64_t pad_pads[2 * XF_MAX_DIMS];
+    bool has_pads;
+
+    /* Clip (opset < 11 attribute form) */
+    float clip_min, clip_max;
+    bool has_clip_attrs;
+
+    /* Slice (opset 1 attribute form) */
+    int n_slice;
+    int64_t slice_starts[XF_MAX_DIMS], slice_ends[XF_MAX_DIMS], slice_axes[XF_MAX_DIMS];
+    bool has_slice_attrs, has_slice_axes;
+
+    /* ConstantOfShape value (NULL = float 0); owned reference */
+    xf_tensor *value;
+} xf_attrs;
+
+/* Defaults for op: alpha/beta/epsilon/axis/keepdims set as ONNX defines them. */
+void xf_attrs_default(xf_op op, xf_attrs *a);
+
+/* ---------------------------------------------------------------- graph */
+
+/* An opaque node: everything needed to write it back unchanged.  `proto` is
+ * the node's serialized NodeProto (attributes, subgraphs, doc string), kept
+ * as bytes so that core needs no protobuf; input/output names are rewritten
+ * from the graph on export. */
+typedef struct xf_opaque {
+    int refcount;
+    char *op_type;
+    char *domain;
+    size_t proto_len;
+    uint8_t *proto;
+} xf_opaque;
+
+xf_opaque *xf_opaque_create(const char *op_type, const char *domain, const void *proto, size_t len);
+xf_opaque *xf_opaque_retain(xf_opaque *o);
+void xf_opaque_release(xf_opaque *o);
+
+/* A value: a graph input, an initializer (constant) or a node output. */
+typedef struct xf_value {
+    char *name;
+    xf_dtype dtype;
+    xf_shape shape;
+    int producer;     /* node index, or -1 for graph inputs and initializers */
+    int producer_out; /* output index at the producer */
+    xf_tensor *init;  /* constant data (initializer), owned reference; else NULL */
+    bool is_input;    /* fed at run time */
+} xf_value;
+
+typedef struct xf_node {
+    xf_op op;
+    char *name;
+    xf_attrs attrs;
+    int n_inputs;
+    int *inputs;  /* value ids; -1 for an omitted optional input */
+    int n_outputs;
+    int *outputs; /* value ids; -1 for an omitted optional output */
+    xf_opaque *opaque; /* XF_OP_OPAQUE only */
+} xf_node;
+
+/* A graph.  Invariant after import and after every pass: nodes are in
+ * topological order and every value id is valid. */
+typedef struct xf_graph {
+    char *name;
+    int n_values, cap_values;
+    xf_value *values;
+    int n_nodes, cap_nodes;
+    xf_node *nodes;
+    int n_inputs;
+    int *inputs;  /* graph inputs in order (value ids) */
+    int n_outputs;
+    int *outputs; /* graph outputs in order (value ids) */
+    int64_t name_counter; /* for generated value names */
+} xf_graph;
+
+typedef struct xf_kv {
+    char *key;
+    char *value;
+} xf_kv;
+
+typedef struct xf_opset {
+    char *domain; /* "" for the default ONNX domain */
+    int64_t version;
+} xf_opset;
+
+/* A model: the graph plus what ONNX keeps around it, carried through. */
+typedef struct xf_model {
+    xf_graph *graph;
+    int64_t ir_version;
+    char *producer_name, *producer_version, *domain, *doc_string;
+    int64_t model_version;
+    int n_opsets;
+    xf_opset *opsets;
+    int n_metadata;
+    xf_kv *metadata;
+    /* Serialized pieces of ModelProto/GraphProto that core does not model
+     * (functions, training info, graph doc string, sparse initializers,
+     * value_info of opaque regions) are kept as bytes by proto/. */
+    size_t extra_len;
+    uint8_t *extra;
+} xf_model;
+
+xf_graph *xf_graph_create(const char *name);
+void xf_graph_free(xf_graph *g);
+/* Deep copy of the structure; tensors and opaque payloads are shared. */
+xf_graph *xf_graph_clone(const xf_graph *g);
+
+/* Adds a value and returns its id, or -1 when out of memory.  The name is
+ * copied; pass NULL to generate a unique one ("xf_N"). */
+int xf_graph_add_value(xf_graph *g, const char *name, xf_dtype dtype, const xf_shape *shape);
+/* Adds an initializer (takes a new reference to t). */
+int xf_graph_add_initializer(xf_graph *g, const char *name, xf_tensor *t);
+/* Adds a graph input value and appends it to g->inputs. */
+int xf_graph_add_input(xf_graph *g, const char *name, xf_dtype dtype, const xf_shape *shape);
+void xf_graph_add_output(xf_graph *g, int value_id);
+/* Appends a node with default attributes for op; sets the producers of its
+ * outputs.  Returns the node index, or -1 when out of memory.  The node is
+ * appended at the end: callers that insert mid-graph call xf_graph_toposort. */
+int xf_graph_add_node(xf_graph *g, xf_op op, const char *name, int n_inputs, const int *inputs,
+                      int n_outputs, const int *outputs);
+/* Value id for name, or -1. Linear scan: for lookups in bulk build a map. */
+int xf_graph_find_value(const xf_graph *g, const char *name);
+
+/* Reorders nodes topologically. XF_ERR_INVALID (naming a value on the cycle)
+ * when the graph has a cycle. */
+xf_status xf_graph_toposort(xf_graph *g, xf_error *err);
+/* Checks every invariant: ids in range, one producer per value, topological
+ * order, arities per the op list, graph outputs produced. */
+xf_status xf_graph_validate(const xf_graph *g, xf_error *err);
+/* Removes nodes marked by keep[i] == false and values no longer referenced,
+ * renumbering ids.  keep may be NULL (only unreferenced values go). */
+void xf_graph_compact(xf_graph *g, const bool *keep);
+
+/* Replaces every use of value `from` (node inputs and graph outputs) by `to`. */
+void xf_graph_replace_uses(xf_graph *g, int from, int to);
+/* Number of node inputs plus graph outputs that use value v. */
+int xf_graph_count_uses(const xf_graph *g, int v);
+
+/* Structural hash: op kinds, attributes, shapes, constant identity and the
+ * hashes of inputs; independent of node order and of value names. */
+uint64_t xf_graph_hash(const xf_graph *g);
+
+/* Counts nodes per op kind (out[XF_OP_COUNT + 1], opaque last). */
+void xf_graph_count_ops(const xf_graph *g, int *out);
+
+xf_model *xf_model_create(void);
+void xf_model_free(xf_model *m);
+/* Default-domain opset version the model imports (0 if none). */
+int64_t xf_model_opset(const xf_model *m);
+
+/* ---------------------------------------------------------------- shape inference */
+
+/* Infers dtype and shape of every node output from its inputs, in order.
+ * opset is the model's default-domain opset (semantics differ across versions).
+ * Values downstream of an opaque node keep whatever shape they already have
+ * (value_info), else become unknown.  Errors name the node and the mismatch. */
+xf_status xf_graph_infer_shapes(xf_graph *g, int64_t opset, xf_error *err);
+/* Shape inference for one node: sets its outputs' dtype and shape.
+ * Data-dependent ops (Reshape's shape, Slice's starts, Expand, Range, ...)
+ * need their parameter inputs' values: input_values[i] (when input_values
+ * and the entry are not NULL) gives the value of the node's i-th input,
+ * else an initializer's data is used; when neither exists the output shape
+ * becomes unknown (ndim -1) without error.  The runtime calls this with the
+ * actual tensors to run graphs whose shapes depend on their inputs. */
+xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
+                              const xf_tensor *const *input_values, xf_error *err);
+
+/* ---------------------------------------------------------------- canonicalization */
+
+typedef struct xf_canon_stats {
+    int folded_constants;  /* nodes evaluated at compile time */
+    int folded_batchnorms; /* BatchNormalization merged into a Conv */
+    int removed_identity;  /* Identity and inference-mode Dropout */
+    int removed_dead;      /* nodes whose outputs nothing uses */
+    int removed_initializers;
+} xf_canon_stats;
+
+/* Folds nodes whose inputs are all constant (including the Shape -> Gather ->
+ * Unsqueeze -> Concat -> Reshape chains that PyTorch exports: Shape of a value
+ * with a static shape is a constant).  `eval` evaluates one node on constant
+ * inputs; it is supplied by the runtime (core does not compute). Nodes whose
+ * result would exceed max_bytes are left alone. */
+typedef xf_status (*xf_node_eval_fn)(const xf_graph *g, int node, xf_tensor **outputs, xf_error *err);
+xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
+                                 xf_canon_stats *st, xf_error *err);
+xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err);
+xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
+xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
+/* All of the above, to a fixed point. */
+xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_canon_stats *st,
+                          xf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

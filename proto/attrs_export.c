@@ -1,0 +1,275 @@
+/* xf_attrs -> ONNX attributes: the inverse of attrs_import.c's table.  An
+ * attribute is written when it differs from xf_attrs_default (which follows
+ * ONNX's defaults), when ONNX requires it, or when leaving it out would lose
+ * something the block records (the rank of a Conv's lists, whether Clip or
+ * Slice used attributes), so that import gives back the same block. */
+#include "proto_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { MAX_NODE_ATTRS = 16 };
+
+typedef struct writer {
+    xfp_arena *arena;
+    Onnx__AttributeProto **list;
+    size_t n;
+    bool oom;
+} writer;
+
+static Onnx__AttributeProto *add(writer *w, const char *name, Onnx__AttributeProto__AttributeType type)
+{
+    Onnx__AttributeProto *at = xfp_alloc(w->arena, sizeof *at);
+    if (!at) {
+        w->oom = true;
+        return NULL;
+    }
+    onnx__attribute_proto__init(at);
+    at->name = (char *)name;
+    at->has_type = 1;
+    at->type = type;
+    w->list[w->n++] = at;
+    return at;
+}
+
+static void add_int(writer *w, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *at = add(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    if (at) {
+        at->has_i = 1;
+        at->i = v;
+    }
+}
+
+static void add_float(writer *w, const char *name, float v)
+{
+    Onnx__AttributeProto *at = add(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (at) {
+        at->has_f = 1;
+        at->f = v;
+    }
+}
+
+static void add_ints(writer *w, const char *name, const int64_t *v, int n)
+{
+    Onnx__AttributeProto *at = add(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    if (!at)
+        return;
+    at->n_ints = (size_t)n;
+    at->ints = (int64_t *)v; /* points into the node, which outlives the packing */
+}
+
+static void add_string(writer *w, const char *name, const char *v)
+{
+    Onnx__AttributeProto *at = add(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (at) {
+        at->has_s = 1;
+        at->s.data = (uint8_t *)v;
+        at->s.len = strlen(v);
+    }
+}
+
+static bool differs(const int64_t *v, int n, int64_t dflt)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] != dflt)
+            return true;
+    return false;
+}
+
+static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
+{
+    static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    const xf_attrs *a = &n->attrs;
+    int k = a->n_spatial;
+    size_t before = w->n;
+    if (differs(a->kernel, k, 0) || (n->op != XF_OP_CONV && k > 0))
+        add_ints(w, "kernel_shape", a->kernel, k);
+    if (differs(a->pads, 2 * k, 0))
+        add_ints(w, "pads", a->pads, 2 * k);
+    if (differs(a->dilations, k, 1))
+        add_ints(w, "dilations", a->dilations, k);
+    /* Strides also carry n_spatial when no other list does. */
+    if (differs(a->strides, k, 1) || (k > 0 && w->n == before))
+        add_ints(w, "strides", a->strides, k);
+    if (a->auto_pad != XF_AUTO_PAD_NOTSET && (unsigned)a->auto_pad < 4)
+        add_string(w, "auto_pad", auto_pad_names[a->auto_pad]);
+    if (n->op == XF_OP_CONV && a->group != d->group)
+        add_int(w, "group", a->group);
+    if (n->op != XF_OP_CONV && a->ceil_mode != d->ceil_mode)
+        add_int(w, "ceil_mode", a->ceil_mode);
+    if (n->op == XF_OP_AVERAGE_POOL && a->count_include_pad != d->count_include_pad)
+        add_int(w, "count_include_pad", a->count_include_pad);
+}
+
+/* Softmax's meaning changed in opset 13 (from "flatten to 2-D at axis" to
+ * "along axis"); the two agree when axis is the last one. */
+static xf_status write_softmax(writer *w, const xf_node *n, int in_rank, int64_t opset, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    bool legacy_target = opset < 13;
+    int64_t dflt = legacy_target ? 1 : -1;
+    int64_t axis = a->axis;
+    if (a->softmax_legacy != legacy_target) {
+        int64_t norm = axis < 0 && in_rank >= 0 ? axis + in_rank : axis;
+        if (in_rank < 0 || norm != in_rank - 1)
+            return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                                "node '%s' (%s) uses the %s semantics, which opset %lld cannot express", n->name,
+                                xf_op_name(n->op), a->softmax_legacy ? "opset < 13" : "opset >= 13",
+                                (long long)opset);
+        axis = legacy_target ? in_rank - 1 : -1;
+    }
+    if (axis != dflt)
+        add_int(w, "axis", axis);
+    return XF_OK;
+}
+
+static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
+{
+    Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    if (!at)
+        return XF_OK;
+    at->t = xfp_alloc(w->arena, sizeof *at->t);
+    if (!at->t) {
+        w->oom = true;
+        return XF_OK;
+    }
+    return xfp_tensor_encode(t, NULL, w->arena, NULL, at->t, err);
+}
+
+xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_arena *arena, Onnx__NodeProto *np,
+                           xf_error *err)
+{
+    writer w = {arena, xfp_alloc(arena, MAX_NODE_ATTRS * sizeof(Onnx__AttributeProto *)), 0, false};
+    if (!w.list)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    const xf_attrs *a = &n->attrs;
+    xf_attrs d;
+    xf_attrs_default(n->op, &d);
+    xf_status s = XF_OK;
+    switch (n->op) {
+    case XF_OP_CONV:
+    case XF_OP_MAX_POOL:
+    case XF_OP_AVERAGE_POOL:
+        write_spatial(&w, n, &d);
+        break;
+    case XF_OP_GEMM:
+        if (a->alpha != d.alpha)
+            add_float(&w, "alpha", a->alpha);
+        if (a->beta != d.beta)
+            add_float(&w, "beta", a->beta);
+        if (a->trans_a != d.trans_a)
+            add_int(&w, "transA", a->trans_a);
+        if (a->trans_b != d.trans_b)
+            add_int(&w, "transB", a->trans_b);
+        break;
+    case XF_OP_LEAKY_RELU:
+    case XF_OP_ELU:
+    case XF_OP_HARD_SIGMOID:
+        if (a->alpha != d.alpha)
+            add_float(&w, "alpha", a->alpha);
+        if (n->op == XF_OP_HARD_SIGMOID && a->beta != d.beta)
+            add_float(&w, "beta", a->beta);
+        break;
+    case XF_OP_CLIP:
+        if (a->has_clip_attrs) {
+            add_float(&w, "min", a->clip_min);
+            add_float(&w, "max", a->clip_max);
+        }
+        break;
+    case XF_OP_CAST:
+        add_int(&w, "to", a->to);
+        break;
+    case XF_OP_CONCAT: /* required from opset 4, and its opset-1 default differs */
+        add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_FLATTEN:
+    case XF_OP_GATHER:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_SOFTMAX:
+    case XF_OP_LOG_SOFTMAX:
+        s = write_softmax(&w, n, in_rank, opset, err);
+        break;
+    case XF_OP_SPLIT:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->n_split > 0)
+            add_ints(&w, "split", a->split, a->n_split);
+        if (a->num_outputs > 0)
+            add_int(&w, "num_outputs", a->num_outputs);
+        break;
+    case XF_OP_TRANSPOSE:
+        if (a->n_perm > 0)
+            add_ints(&w, "perm", a->perm, a->n_perm);
+        break;
+    case XF_OP_RESHAPE:
+        if (a->allowzero != d.allowzero)
+            add_int(&w, "allowzero", a->allowzero);
+        break;
+    case XF_OP_SQUEEZE:
+    case XF_OP_UNSQUEEZE:
+    case XF_OP_REDUCE_MEAN:
+    case XF_OP_REDUCE_SUM:
+    case XF_OP_REDUCE_MAX:
+    case XF_OP_REDUCE_MIN:
+    case XF_OP_REDUCE_PROD:
+        if (a->has_axes)
+            add_ints(&w, "axes", a->axes, a->n_axes);
+        if (n->op == XF_OP_SQUEEZE || n->op == XF_OP_UNSQUEEZE)
+            break;
+        if (a->keepdims != d.keepdims)
+            add_int(&w, "keepdims", a->keepdims);
+        if (a->noop_with_empty_axes != d.noop_with_empty_axes)
+            add_int(&w, "noop_with_empty_axes", a->noop_with_empty_axes);
+        break;
+    case XF_OP_SLICE:
+        if (a->has_slice_attrs) {
+            add_ints(&w, "starts", a->slice_starts, a->n_slice);
+            add_ints(&w, "ends", a->slice_ends, a->n_slice);
+        }
+        if (a->has_slice_axes)
+            add_ints(&w, "axes", a->slice_axes, a->n_slice);
+        break;
+    case XF_OP_PAD: {
+        static const char *const modes[] = {"constant", "reflect", "edge"};
+        if (a->pad_mode != d.pad_mode && (unsigned)a->pad_mode < 3)
+            add_string(&w, "mode", modes[a->pad_mode]);
+        if (a->has_pads)
+            add_ints(&w, "pads", a->pad_pads, a->n_pads);
+        if (a->pad_value != d.pad_value)
+            add_float(&w, "value", a->pad_value);
+        break;
+    }
+    case XF_OP_SHAPE:
+        if (a->start != d.start)
+            add_int(&w, "start", a->start);
+        if (a->has_end)
+            add_int(&w, "end", a->end);
+        break;
+    case XF_OP_CONSTANT_OF_SHAPE:
+        if (a->value)
+            s = write_value_tensor(&w, a->value, err);
+        break;
+    case XF_OP_BATCH_NORM:
+        if (a->epsilon != d.epsilon)
+            add_float(&w, "epsilon", a->epsilon);
+        break;
+    case XF_OP_LAYER_NORM:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->epsilon != d.epsilon)
+            add_float(&w, "epsilon", a->epsilon);
+        break;
+    default:
+        break;
+    }
+    if (s != XF_OK)
+        return s;
+    if (w.oom)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    np->n_attribute = w.n;
+    np->attribute = w.list;
+    return XF_OK;
+}

@@ -1,0 +1,431 @@
+/* ONNX attributes -> xf_attrs.
+ *
+ * Mapping (ONNX attribute -> xf_attrs field).  Anything else on a known op,
+ * a value of the wrong type, or a value the block cannot hold makes the node
+ * opaque, so that it is written back exactly as it came.
+ *
+ *   Conv            kernel_shape->kernel  strides  pads  dilations  group  auto_pad
+ *                   (n_spatial = the common length of the lists, at most 3)
+ *   MaxPool         as Conv without group; ceil_mode; storage_order (0 only)
+ *   AveragePool     as Conv without group; ceil_mode; count_include_pad
+ *   Gemm            alpha beta transA->trans_a transB->trans_b
+ *   LeakyRelu, Elu  alpha;  HardSigmoid alpha beta
+ *   Clip (< 11)     min->clip_min max->clip_max (has_clip_attrs)
+ *   Cast            to (required; a number: the string form of opset 1 stays opaque)
+ *   Concat          axis (opset < 4: default 1)
+ *   Split           axis  split (n_split, < 13; must match the outputs)  num_outputs (18)
+ *   Transpose       perm->perm/n_perm
+ *   Reshape         allowzero
+ *   Flatten, Gather axis
+ *   Squeeze, Unsqueeze  axes (< 13; has_axes)
+ *   Slice (1)       starts ends axes -> slice_* (has_slice_attrs, has_slice_axes)
+ *   Pad             mode->pad_mode (constant/reflect/edge)  pads->pad_pads (< 11; has_pads)
+ *                   value->pad_value (< 11)
+ *   Shape (15)      start  end (has_end)
+ *   ConstantOfShape value (a one-element tensor; owned reference)
+ *   Dropout         ratio, seed: ignored (xflow runs inference, where Dropout
+ *                   is the identity whatever they say)
+ *   BatchNormalization  epsilon; momentum ignored (only used in training);
+ *                   spatial (1 only); training_mode (0 only)
+ *   LayerNormalization  axis epsilon; stash_type (1 only)
+ *   Softmax, LogSoftmax axis (opset < 13: softmax_legacy, default axis 1)
+ *   ReduceMean/Sum/Max/Min/Prod  axes (has_axes) keepdims noop_with_empty_axes
+ *   all others      no attributes
+ *
+ * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
+ * binary ops, consumed_inputs, is_test, Pad's paddings, Reshape's shape) are
+ * not in the table, so such nodes stay opaque. */
+#include "proto_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct reader {
+    const xfp_attr_ctx *ctx;
+    xf_attrs *a;
+    char *why;
+    size_t why_len;
+    xf_error *err;
+    xf_status status; /* a data error (bad tensor), not merely "cannot represent" */
+    /* lengths of the spatial lists seen (-1 = absent) */
+    int n_kernel, n_strides, n_pads, n_dilations;
+    int n_starts, n_ends, n_slice_axes;
+    bool has_axis;
+} reader;
+
+/* Records why the node stays opaque (fmt may contain one %s for name);
+ * returns false for use in `return`. */
+static bool refuse(reader *r, const char *fmt, const char *name)
+{
+    snprintf(r->why, r->why_len, fmt, name ? name : "");
+    return false;
+}
+
+static bool is_type(const Onnx__AttributeProto *at, Onnx__AttributeProto__AttributeType t)
+{
+    return at->has_type && at->type == t;
+}
+
+static bool read_int(reader *r, const Onnx__AttributeProto *at, int64_t *v)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))
+        return refuse(r, "attribute '%s' is not an int", at->name);
+    *v = at->i;
+    return true;
+}
+
+static bool read_int32(reader *r, const Onnx__AttributeProto *at, int *v)
+{
+    int64_t x;
+    if (!read_int(r, at, &x))
+        return false;
+    if (x < -2147483647 || x > 2147483647)
+        return refuse(r, "attribute '%s' is out of range", at->name);
+    *v = (int)x;
+    return true;
+}
+
+/* An int attribute that xflow only handles at one value. */
+static bool read_fixed(reader *r, const Onnx__AttributeProto *at, int64_t only)
+{
+    int64_t x;
+    if (!read_int(r, at, &x))
+        return false;
+    if (x != only)
+        return refuse(r, "attribute '%s' has a value xflow does not model", at->name);
+    return true;
+}
+
+static bool read_float(reader *r, const Onnx__AttributeProto *at, float *v)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT))
+        return refuse(r, "attribute '%s' is not a float", at->name);
+    *v = at->f;
+    return true;
+}
+
+static bool read_ints(reader *r, const Onnx__AttributeProto *at, int64_t *out, size_t max, int *n)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))
+        return refuse(r, "attribute '%s' is not a list of ints", at->name);
+    if (at->n_ints > max)
+        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
+    if (at->n_ints)
+        memcpy(out, at->ints, at->n_ints * sizeof *out);
+    *n = (int)at->n_ints;
+    return true;
+}
+
+/* A string attribute equal to one of `names`; *index receives which. */
+static bool read_enum(reader *r, const Onnx__AttributeProto *at, const char *const *names, int count, int *index)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
+        return refuse(r, "attribute '%s' is not a string", at->name);
+    for (int i = 0; i < count; i++)
+        if (strlen(names[i]) == at->s.len && memcmp(names[i], at->s.data, at->s.len) == 0) {
+            *index = i;
+            return true;
+        }
+    return refuse(r, "attribute '%s' has a value xflow does not model", at->name);
+}
+
+static bool read_value_tensor(reader *r, const Onnx__AttributeProto *at)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR) || !at->t)
+        return refuse(r, "attribute '%s' is not a tensor", at->name);
+    char what[300];
+    snprintf(what, sizeof what, "attribute '%s'", at->name);
+    xf_tensor *t;
+    r->status = xfp_tensor_decode(at->t, what, r->ctx->tensors, &t, r->err);
+    if (r->status != XF_OK)
+        return false;
+    if (xf_tensor_numel(t) != 1) {
+        xf_tensor_release(t);
+        return refuse(r, "attribute '%s' is not a one-element tensor", at->name);
+    }
+    r->a->value = t;
+    return true;
+}
+
+/* ------------------------------------------------------------ per op family */
+
+static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+static const char *const pad_mode_names[] = {"constant", "reflect", "edge"};
+
+static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    if (strcmp(name, "kernel_shape") == 0)
+        return read_ints(r, at, a->kernel, XF_MAX_SPATIAL, &r->n_kernel);
+    if (strcmp(name, "strides") == 0)
+        return read_ints(r, at, a->strides, XF_MAX_SPATIAL, &r->n_strides);
+    if (strcmp(name, "pads") == 0)
+        return read_ints(r, at, a->pads, 2 * XF_MAX_SPATIAL, &r->n_pads);
+    if (strcmp(name, "dilations") == 0)
+        return read_ints(r, at, a->dilations, XF_MAX_SPATIAL, &r->n_dilations);
+    if (strcmp(name, "auto_pad") == 0) {
+        int i;
+        if (!read_enum(r, at, auto_pad_names, 4, &i))
+            return false;
+        a->auto_pad = (xf_auto_pad)i;
+        return true;
+    }
+    if (op == XF_OP_CONV && strcmp(name, "group") == 0)
+        return read_int(r, at, &a->group);
+    if (op != XF_OP_CONV && strcmp(name, "ceil_mode") == 0)
+        return read_int32(r, at, &a->ceil_mode);
+    if (op == XF_OP_AVERAGE_POOL && strcmp(name, "count_include_pad") == 0)
+        return read_int32(r, at, &a->count_include_pad);
+    if (op == XF_OP_MAX_POOL && strcmp(name, "storage_order") == 0)
+        return read_fixed(r, at, 0);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+static bool take_reduce(reader *r, const char *name, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    if (strcmp(name, "axes") == 0)
+        return (a->has_axes = read_ints(r, at, a->axes, XF_MAX_DIMS, &a->n_axes));
+    if (strcmp(name, "keepdims") == 0)
+        return read_int32(r, at, &a->keepdims);
+    if (strcmp(name, "noop_with_empty_axes") == 0)
+        return read_int32(r, at, &a->noop_with_empty_axes);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    const char *name = at->name;
+    if (at->ref_attr_name && at->ref_attr_name[0])
+        return refuse(r, "attribute '%s' refers to a function attribute", name);
+#define A(s) (strcmp(name, s) == 0)
+    switch (op) {
+    case XF_OP_CONV:
+    case XF_OP_MAX_POOL:
+    case XF_OP_AVERAGE_POOL:
+        return take_spatial(r, op, name, at);
+    case XF_OP_GEMM:
+        if (A("alpha"))
+            return read_float(r, at, &a->alpha);
+        if (A("beta"))
+            return read_float(r, at, &a->beta);
+        if (A("transA"))
+            return read_int32(r, at, &a->trans_a);
+        if (A("transB"))
+            return read_int32(r, at, &a->trans_b);
+        break;
+    case XF_OP_LEAKY_RELU:
+    case XF_OP_ELU:
+        if (A("alpha"))
+            return read_float(r, at, &a->alpha);
+        break;
+    case XF_OP_HARD_SIGMOID:
+        if (A("alpha"))
+            return read_float(r, at, &a->alpha);
+        if (A("beta"))
+            return read_float(r, at, &a->beta);
+        break;
+    case XF_OP_CLIP:
+        if (A("min") || A("max")) {
+            a->has_clip_attrs = true;
+            return read_float(r, at, name[1] == 'i' ? &a->clip_min : &a->clip_max);
+        }
+        break;
+    case XF_OP_CAST:
+        if (A("to")) {
+            int64_t to;
+            if (!read_int(r, at, &to))
+                return false;
+            if (to <= XF_DT_UNDEFINED || to >= XF_DT_COUNT_)
+                return refuse(r, "attribute '%s' names a type xflow does not know", name);
+            a->to = (xf_dtype)to;
+            return true;
+        }
+        break;
+    case XF_OP_CONCAT:
+    case XF_OP_FLATTEN:
+    case XF_OP_GATHER:
+    case XF_OP_SOFTMAX:
+    case XF_OP_LOG_SOFTMAX:
+        if (A("axis"))
+            return (r->has_axis = read_int(r, at, &a->axis));
+        break;
+    case XF_OP_SPLIT:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        if (A("split"))
+            return read_ints(r, at, a->split, sizeof a->split / sizeof a->split[0], &a->n_split);
+        if (A("num_outputs"))
+            return read_int32(r, at, &a->num_outputs);
+        break;
+    case XF_OP_TRANSPOSE:
+        if (A("perm"))
+            return read_ints(r, at, a->perm, XF_MAX_DIMS, &a->n_perm);
+        break;
+    case XF_OP_RESHAPE:
+        if (A("allowzero"))
+            return read_int32(r, at, &a->allowzero);
+        break;
+    case XF_OP_SQUEEZE:
+    case XF_OP_UNSQUEEZE:
+        if (A("axes"))
+            return (a->has_axes = read_ints(r, at, a->axes, XF_MAX_DIMS, &a->n_axes));
+        break;
+    case XF_OP_SLICE:
+        if (A("starts"))
+            return (a->has_slice_attrs = read_ints(r, at, a->slice_starts, XF_MAX_DIMS, &r->n_starts));
+        if (A("ends"))
+            return read_ints(r, at, a->slice_ends, XF_MAX_DIMS, &r->n_ends);
+        if (A("axes"))
+            return (a->has_slice_axes = read_ints(r, at, a->slice_axes, XF_MAX_DIMS, &r->n_slice_axes));
+        break;
+    case XF_OP_PAD:
+        if (A("mode")) {
+            int i;
+            if (!read_enum(r, at, pad_mode_names, 3, &i))
+                return false;
+            a->pad_mode = (xf_pad_mode)i;
+            return true;
+        }
+        if (A("pads"))
+            return (a->has_pads = read_ints(r, at, a->pad_pads, 2 * XF_MAX_DIMS, &a->n_pads));
+        if (A("value"))
+            return read_float(r, at, &a->pad_value);
+        break;
+    case XF_OP_SHAPE:
+        if (A("start"))
+            return read_int(r, at, &a->start);
+        if (A("end"))
+            return (a->has_end = read_int(r, at, &a->end));
+        break;
+    case XF_OP_CONSTANT_OF_SHAPE:
+        if (A("value"))
+            return read_value_tensor(r, at);
+        break;
+    case XF_OP_DROPOUT:
+        if (A("ratio") || A("seed"))
+            return true;
+        break;
+    case XF_OP_BATCH_NORM:
+        if (A("epsilon"))
+            return read_float(r, at, &a->epsilon);
+        if (A("momentum"))
+            return true;
+        if (A("spatial"))
+            return read_fixed(r, at, 1);
+        if (A("training_mode"))
+            return read_fixed(r, at, 0);
+        break;
+    case XF_OP_LAYER_NORM:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        if (A("epsilon"))
+            return read_float(r, at, &a->epsilon);
+        if (A("stash_type"))
+            return read_fixed(r, at, 1);
+        break;
+    case XF_OP_REDUCE_MEAN:
+    case XF_OP_REDUCE_SUM:
+    case XF_OP_REDUCE_MAX:
+    case XF_OP_REDUCE_MIN:
+    case XF_OP_REDUCE_PROD:
+        return take_reduce(r, name, at);
+    default:
+        break;
+    }
+#undef A
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+/* Cross-attribute rules and opset-dependent defaults, once all are read. */
+static bool finish(reader *r, xf_op op, int n_outputs)
+{
+    xf_attrs *a = r->a;
+    switch (op) {
+    case XF_OP_CONV:
+    case XF_OP_MAX_POOL:
+    case XF_OP_AVERAGE_POOL: {
+        int n = -1;
+        int lens[4] = {r->n_kernel, r->n_strides, r->n_pads < 0 ? -1 : r->n_pads / 2, r->n_dilations};
+        if (r->n_pads > 0 && r->n_pads % 2)
+            return refuse(r, "odd number of pads", NULL);
+        for (int i = 0; i < 4; i++) {
+            if (lens[i] < 0)
+                continue;
+            if (n >= 0 && lens[i] != n)
+                return refuse(r, "spatial lists of different lengths", NULL);
+            n = lens[i];
+        }
+        a->n_spatial = n < 0 ? 0 : n;
+        if (op != XF_OP_CONV && r->n_kernel < 0)
+            return refuse(r, "no kernel_shape", NULL);
+        return true;
+    }
+    case XF_OP_CAST:
+        return a->to != XF_DT_UNDEFINED || refuse(r, "no 'to' attribute", NULL);
+    case XF_OP_CONCAT:
+        if (!r->has_axis && r->ctx->opset < 4)
+            a->axis = 1;
+        return true;
+    case XF_OP_SOFTMAX:
+    case XF_OP_LOG_SOFTMAX:
+        if (r->ctx->opset < 13) {
+            a->softmax_legacy = true;
+            if (!r->has_axis)
+                a->axis = 1;
+        }
+        return true;
+    case XF_OP_SPLIT:
+        if (a->n_split > 0 && a->n_split != n_outputs)
+            return refuse(r, "split list does not match the outputs", NULL);
+        if (a->num_outputs > 0 && a->num_outputs != n_outputs)
+            return refuse(r, "num_outputs does not match the outputs", NULL);
+        return true;
+    case XF_OP_SLICE:
+        if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
+            return true;
+        if (r->n_starts < 0 || r->n_ends != r->n_starts || (a->has_slice_axes && r->n_slice_axes != r->n_starts))
+            return refuse(r, "starts/ends/axes of different lengths", NULL);
+        a->n_slice = r->n_starts;
+        return true;
+    default:
+        return true;
+    }
+}
+
+xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, const xfp_attr_ctx *ctx,
+                           xf_attrs *a, bool *known, char *why, size_t why_len, xf_error *err)
+{
+    xf_attrs_default(op, a);
+    reader r = {.ctx = ctx, .a = a, .why = why, .why_len = why_len, .err = err, .status = XF_OK,
+                .n_kernel = -1, .n_strides = -1, .n_pads = -1, .n_dilations = -1,
+                .n_starts = -1, .n_ends = -1, .n_slice_axes = -1};
+    why[0] = '\0';
+    *known = true;
+    xfp_name_map seen = {0};
+    for (size_t i = 0; i < np->n_attribute && *known; i++) {
+        const Onnx__AttributeProto *at = np->attribute[i];
+        if (!at->name || !at->name[0]) {
+            *known = refuse(&r, "an attribute without a name", NULL);
+            break;
+        }
+        if (xfp_map_get(&seen, at->name) >= 0) {
+            *known = refuse(&r, "attribute '%s' is given twice", at->name);
+            break;
+        }
+        if (!xfp_map_put(&seen, at->name, 1)) {
+            r.status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        *known = take_attr(&r, op, at);
+    }
+    xfp_map_free(&seen);
+    if (r.status == XF_OK && *known)
+        *known = finish(&r, op, n_outputs);
+    if (r.status != XF_OK || !*known) {
+        xf_tensor_release(a->value);
+        a->value = NULL;
+    }
+    return r.status;
+}

@@ -1,0 +1,687 @@
+/* ModelProto -> xf_model. */
+#include "proto_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct importer {
+    const Onnx__ModelProto *mp;
+    const Onnx__GraphProto *gp;
+    const xf_load_options *opt;
+    xf_model *m;
+    xf_graph *g;
+    xf_error *err;
+    xfp_tensor_src tensors;
+    xfp_name_map values;   /* name -> value id */
+    xfp_name_map declared; /* name -> ValueInfoProto (index into declared_list): value_info, outputs */
+    xfp_ptr_list declared_list;
+    xfp_symbols syms;
+    xfp_ptr_list fallback;   /* declared types xflow cannot represent (see proto_internal.h) */
+    xfp_ptr_list unknown_vi; /* value_info of names that are not values */
+    int *node_outs;          /* per NodeProto: first slot in out_ids; -1 for folded Constants */
+    int *out_ids;
+} importer;
+
+static xf_status oom(importer *im) { return xf_error_set(im->err, XF_ERR_NOMEM, "out of memory"); }
+
+static const char *str_or_empty(const char *s) { return s ? s : ""; }
+
+static char *dup_or_null(const char *s) { return s && s[0] ? strdup(s) : NULL; }
+
+static const char *node_label(const Onnx__NodeProto *np, size_t index, char *buf, size_t n)
+{
+    if (np->name && np->name[0])
+        snprintf(buf, n, "node '%s' (%s)", np->name, str_or_empty(np->op_type));
+    else
+        snprintf(buf, n, "node #%zu (%s)", index, str_or_empty(np->op_type));
+    return buf;
+}
+
+static bool is_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
+
+/* ------------------------------------------------------------ model fields */
+
+static xf_status copy_model_fields(importer *im)
+{
+    const Onnx__ModelProto *mp = im->mp;
+    xf_model *m = im->m;
+    m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    m->model_version = mp->has_model_version ? mp->model_version : 0;
+    m->producer_name = dup_or_null(mp->producer_name);
+    m->producer_version = dup_or_null(mp->producer_version);
+    m->domain = dup_or_null(mp->domain);
+    m->doc_string = dup_or_null(mp->doc_string);
+    m->opsets = calloc(mp->n_opset_import + 1, sizeof *m->opsets);
+    m->metadata = calloc(mp->n_metadata_props + 1, sizeof *m->metadata);
+    if (!m->opsets || !m->metadata)
+        return oom(im);
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        m->opsets[i].domain = strdup(str_or_empty(o->domain));
+        m->opsets[i].version = o->has_version ? o->version : 0;
+        m->n_opsets = (int)i + 1;
+        if (!m->opsets[i].domain)
+            return oom(im);
+    }
+    for (size_t i = 0; i < mp->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *kv = mp->metadata_props[i];
+        m->metadata[i].key = strdup(str_or_empty(kv->key));
+        m->metadata[i].value = strdup(str_or_empty(kv->value));
+        m->n_metadata = (int)i + 1;
+        if (!m->metadata[i].key || !m->metadata[i].value)
+            return oom(im);
+    }
+    free(m->graph->name);
+    m->graph->name = strdup(str_or_empty(im->gp->name));
+    return m->graph->name ? XF_OK : oom(im);
+}
+
+/* Known ops mean what their opset says, so a model using the default domain
+ * must say which opset it follows.  Before IR version 3 there was no
+ * opset_import and the opset was 1; that is made explicit, so that export
+ * writes it. */
+static xf_status check_default_opset(importer *im)
+{
+    xf_model *m = im->m;
+    for (int i = 0; i < m->n_opsets; i++)
+        if (is_default_domain(m->opsets[i].domain))
+            return XF_OK;
+    bool uses_default = false;
+    for (size_t i = 0; i < im->gp->n_node && !uses_default; i++)
+        uses_default = is_default_domain(im->gp->node[i]->domain);
+    if (!uses_default)
+        return XF_OK;
+    if (m->ir_version >= 3)
+        return xf_error_set(im->err, XF_ERR_INVALID,
+                            "the model uses ONNX operators but imports no ONNX opset (opset_import)");
+    xf_opset *grown = realloc(m->opsets, sizeof *grown * (size_t)(m->n_opsets + 1));
+    if (!grown)
+        return oom(im);
+    m->opsets = grown;
+    m->opsets[m->n_opsets] = (xf_opset){strdup(""), 1};
+    return m->opsets[m->n_opsets++].domain ? XF_OK : oom(im);
+}
+
+/* ------------------------------------------------------------ values */
+
+/* Fails when name is already taken by a value. */
+static xf_status check_new_name(importer *im, const char *name, const char *what)
+{
+    if (xfp_map_get(&im->values, name) >= 0)
+        return xf_error_set(im->err, XF_ERR_INVALID, "value '%s' is defined twice (again as %s)", name, what);
+    return XF_OK;
+}
+
+/* Registers the value just added to the graph (id -1: adding it failed). */
+static xf_status define_value(importer *im, int id)
+{
+    if (id < 0 || !xfp_map_put(&im->values, im->g->values[id].name, id))
+        return oom(im);
+    return XF_OK;
+}
+
+static xf_status add_constant(importer *im, const char *name, xf_tensor *t, const char *what)
+{
+    xf_status s = name && name[0] ? check_new_name(im, name, what)
+                                  : xf_error_set(im->err, XF_ERR_INVALID, "%s has no name", what);
+    if (s == XF_OK)
+        s = define_value(im, xf_graph_add_initializer(im->g, name, t));
+    xf_tensor_release(t);
+    return s;
+}
+
+static xf_status import_initializers(importer *im)
+{
+    const Onnx__GraphProto *gp = im->gp;
+    char what[600];
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        snprintf(what, sizeof what, "initializer '%s'", str_or_empty(tp->name));
+        xf_tensor *t;
+        xf_status s = xfp_tensor_decode(tp, what, &im->tensors, &t, im->err);
+        if (s == XF_OK)
+            s = add_constant(im, tp->name, t, what);
+        if (s != XF_OK)
+            return s;
+    }
+    /* Sparse initializers become dense ones: xflow's constants are dense. */
+    for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
+        const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i];
+        const char *name = sp->values ? sp->values->name : NULL;
+        snprintf(what, sizeof what, "sparse initializer '%s'", str_or_empty(name));
+        xf_tensor *t;
+        xf_status s = xfp_sparse_decode(sp, what, &im->tensors, &t, im->err);
+        if (s == XF_OK)
+            s = add_constant(im, name, t, what);
+        if (s != XF_OK)
+            return s;
+    }
+    return XF_OK;
+}
+
+static const xf_shape *find_override(const importer *im, const char *name)
+{
+    for (int i = 0; im->opt && i < im->opt->n_input_shapes; i++)
+        if (im->opt->input_shapes[i].name && strcmp(im->opt->input_shapes[i].name, name) == 0)
+            return &im->opt->input_shapes[i].shape;
+    return NULL;
+}
+
+/* Graph inputs that are not initializers, in order. */
+static bool is_runtime_input(const importer *im, const Onnx__ValueInfoProto *vi)
+{
+    return vi->name && vi->name[0] && xfp_map_get(&im->values, vi->name) < 0;
+}
+
+static xf_status check_overrides(importer *im)
+{
+    for (int i = 0; im->opt && i < im->opt->n_input_shapes; i++) {
+        const char *name = str_or_empty(im->opt->input_shapes[i].name);
+        const Onnx__ValueInfoProto *vi = NULL;
+        for (size_t k = 0; k < im->gp->n_input && !vi; k++)
+            if (im->gp->input[k]->name && strcmp(im->gp->input[k]->name, name) == 0 &&
+                is_runtime_input(im, im->gp->input[k]))
+                vi = im->gp->input[k];
+        if (!vi) {
+            char list[512] = "";
+            size_t used = 0;
+            for (size_t k = 0; k < im->gp->n_input && used < sizeof list; k++)
+                if (is_runtime_input(im, im->gp->input[k]))
+                    used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "",
+                                             im->gp->input[k]->name);
+            return xf_error_set(im->err, XF_ERR_INVALID,
+                                "--input-shape names '%s', which is not a graph input (the inputs are %s)", name,
+                                used ? list : "none");
+        }
+        xf_status s = xfp_bind_override(vi, &im->opt->input_shapes[i].shape, &im->syms, im->err);
+        if (s != XF_OK)
+            return s;
+    }
+    return XF_OK;
+}
+
+static xf_status import_inputs(importer *im)
+{
+    xf_status s = check_overrides(im);
+    for (size_t i = 0; i < im->gp->n_input && s == XF_OK; i++) {
+        const Onnx__ValueInfoProto *vi = im->gp->input[i];
+        if (!vi->name || !vi->name[0])
+            return xf_error_set(im->err, XF_ERR_INVALID, "graph input %zu has no name", i);
+        /* Old exporters list initializers as inputs too: they are constants. */
+        int existing = xfp_map_get(&im->values, vi->name);
+        if (existing >= 0) {
+            if (im->g->values[existing].is_input)
+                return xf_error_set(im->err, XF_ERR_INVALID, "graph input '%s' is listed twice", vi->name);
+            continue;
+        }
+        xf_dtype dt;
+        xf_shape shape;
+        s = xfp_resolve_input_type(vi, find_override(im, vi->name), &im->syms, &dt, &shape, im->err);
+        if (s == XF_OK)
+            s = define_value(im, xf_graph_add_input(im->g, vi->name, dt, &shape));
+        bool representable = dt != XF_DT_UNDEFINED && shape.ndim >= 0;
+        if (s == XF_OK && !representable && !xfp_list_push(&im->fallback, (void *)vi))
+            s = oom(im);
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------ Constant nodes */
+
+/* The tensor a Constant node holds, or NULL (without error) when the node
+ * uses a form that stays opaque (strings, sparse). */
+static xf_status constant_value(importer *im, const Onnx__NodeProto *np, const char *label, xf_tensor **out)
+{
+    *out = NULL;
+    if (!is_default_domain(np->domain) || np->n_attribute != 1 || np->n_output != 1 || np->n_input != 0)
+        return XF_OK;
+    const Onnx__AttributeProto *at = np->attribute[0];
+    const char *name = str_or_empty(at->name);
+    if (!at->has_type || (at->ref_attr_name && at->ref_attr_name[0]))
+        return XF_OK;
+    char what[700];
+    snprintf(what, sizeof what, "%s value", label);
+    xf_shape scalar = {0}, vec = {1, {0}};
+    xf_tensor *t;
+    if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && !strcmp(name, "value") && at->t)
+        return xfp_tensor_decode(at->t, what, &im->tensors, out, im->err);
+    if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT && !strcmp(name, "value_float")) {
+        t = xf_tensor_from_data(XF_DT_FLOAT, &scalar, &at->f);
+    } else if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT && !strcmp(name, "value_int")) {
+        t = xf_tensor_from_data(XF_DT_INT64, &scalar, &at->i);
+    } else if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS && !strcmp(name, "value_floats")) {
+        vec.dims[0] = (int64_t)at->n_floats;
+        t = xf_tensor_from_data(XF_DT_FLOAT, &vec, at->floats);
+    } else if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS && !strcmp(name, "value_ints")) {
+        vec.dims[0] = (int64_t)at->n_ints;
+        t = xf_tensor_from_data(XF_DT_INT64, &vec, at->ints);
+    } else {
+        return XF_OK;
+    }
+    if (!t)
+        return oom(im);
+    *out = t;
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ nodes */
+
+/* Pass 1: every node output becomes a value (so that nodes may come in any
+ * order); Constant nodes become initializers. */
+static xf_status define_node_outputs(importer *im)
+{
+    const Onnx__GraphProto *gp = im->gp;
+    size_t total = 0;
+    for (size_t i = 0; i < gp->n_node; i++)
+        total += gp->node[i]->n_output;
+    im->node_outs = malloc(sizeof(int) * (gp->n_node + 1));
+    im->out_ids = malloc(sizeof(int) * (total + 1));
+    if (!im->node_outs || !im->out_ids)
+        return oom(im);
+    char label[600];
+    int slot = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        node_label(np, i, label, sizeof label);
+        xf_status s;
+        if (np->op_type && strcmp(np->op_type, "Constant") == 0) {
+            xf_tensor *t;
+            if ((s = constant_value(im, np, label, &t)) != XF_OK)
+                return s;
+            if (t) {
+                im->node_outs[i] = -1;
+                if ((s = add_constant(im, np->output[0], t, label)) != XF_OK)
+                    return s;
+                continue;
+            }
+        }
+        im->node_outs[i] = slot;
+        for (size_t k = 0; k < np->n_output; k++, slot++) {
+            im->out_ids[slot] = -1;
+            if (!np->output[k][0])
+                continue;
+            char what[700];
+            snprintf(what, sizeof what, "an output of %s", label);
+            if ((s = check_new_name(im, np->output[k], what)) != XF_OK)
+                return s;
+            int id = xf_graph_add_value(im->g, np->output[k], XF_DT_UNDEFINED, NULL);
+            if ((s = define_value(im, id)) != XF_OK)
+                return s;
+            im->out_ids[slot] = id;
+        }
+    }
+    return XF_OK;
+}
+
+static xf_status resolve(importer *im, const char *name, const char *label, const char *how, int *id)
+{
+    *id = -1;
+    if (!name[0])
+        return XF_OK;
+    *id = xfp_map_get(&im->values, name);
+    if (*id < 0)
+        return xf_error_set(im->err, XF_ERR_INVALID,
+                            "%s %s '%s', which is not defined (no graph input, initializer or node output has "
+                            "that name)",
+                            label, how, name);
+    return XF_OK;
+}
+
+/* Dropout's training_mode input selects behaviour xflow does not model
+ * unless it is a constant false. */
+static bool dropout_in_inference(const importer *im, int n_inputs, const int *ins)
+{
+    if (n_inputs < 3 || ins[2] < 0)
+        return true;
+    const xf_tensor *t = im->g->values[ins[2]].init;
+    return t && t->dtype == XF_DT_BOOL && xf_tensor_numel(t) == 1 && ((const uint8_t *)t->data)[0] == 0;
+}
+
+/* Decides whether np is imported as a known op (filling *attrs). */
+static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *label, int n_in, const int *ins,
+                          int n_out, const int *outs, xf_op *op, xf_attrs *attrs)
+{
+    xf_op kind = is_default_domain(np->domain) ? xf_op_from_onnx(np->op_type) : XF_OP_OPAQUE;
+    *op = XF_OP_OPAQUE;
+    if (kind == XF_OP_OPAQUE)
+        return XF_OK;
+    const xf_op_info *info = xf_op_get_info(kind);
+    const char *why = NULL;
+    if (n_in < info->min_inputs || n_in > info->max_inputs)
+        why = "input count outside what xflow models";
+    else if (info->num_outputs >= 0 ? n_out != info->num_outputs : n_out < 1)
+        why = "output count outside what xflow models";
+    else if (kind == XF_OP_DROPOUT && !dropout_in_inference(im, n_in, ins))
+        why = "training_mode is not a constant false";
+    for (int k = 0; k < n_out && !why; k++)
+        if (outs[k] < 0)
+            why = "an omitted output in the middle";
+    if (why) {
+        xf_log(XF_LOG_INFO, "%s stays opaque: %s", label, why);
+        return XF_OK;
+    }
+    xfp_attr_ctx ctx = {xf_model_opset(im->m), &im->tensors};
+    bool known;
+    char reason[256];
+    xf_status s = xfp_attrs_import(kind, np, n_out, &ctx, attrs, &known, reason, sizeof reason, im->err);
+    if (s != XF_OK) {
+        xf_error_prefix(im->err, "%s", label);
+        return s;
+    }
+    if (known)
+        *op = kind;
+    else
+        xf_log(XF_LOG_INFO, "%s stays opaque: %s", label, reason);
+    return XF_OK;
+}
+
+static xf_status make_opaque(importer *im, const Onnx__NodeProto *np, const char *label, xf_opaque **out,
+                             int **ins, int *n_in)
+{
+    *out = NULL;
+    size_t len = onnx__node_proto__get_packed_size(np);
+    uint8_t *bytes = malloc(len ? len : 1);
+    if (!bytes)
+        return oom(im);
+    onnx__node_proto__pack(np, bytes);
+    *out = xf_opaque_create(str_or_empty(np->op_type), str_or_empty(np->domain), bytes, len);
+    free(bytes);
+    if (!*out)
+        return oom(im);
+    const char **outer;
+    size_t n_outer;
+    xf_status s = xfp_outer_names(np, &outer, &n_outer, im->err);
+    if (s != XF_OK) {
+        xf_error_prefix(im->err, "%s", label);
+        return s;
+    }
+    if (n_outer > 0) {
+        int *grown = realloc(*ins, sizeof(int) * ((size_t)*n_in + n_outer + 1));
+        if (!grown)
+            s = oom(im);
+        else
+            *ins = grown;
+    }
+    for (size_t k = 0; k < n_outer && s == XF_OK; k++)
+        s = resolve(im, outer[k], label, "has a subgraph that uses", &(*ins)[(*n_in)++]);
+    free(outer);
+    return s;
+}
+
+static xf_status import_node(importer *im, size_t index)
+{
+    const Onnx__NodeProto *np = im->gp->node[index];
+    char label[600];
+    node_label(np, index, label, sizeof label);
+    int *ins = malloc(sizeof(int) * (np->n_input + 1));
+    if (!ins)
+        return oom(im);
+    xf_status s = XF_OK;
+    int n_in = (int)np->n_input;
+    for (int k = 0; k < n_in && s == XF_OK; k++)
+        s = resolve(im, np->input[k], label, "uses", &ins[k]);
+    int n_out = (int)np->n_output;
+    const int *outs = &im->out_ids[im->node_outs[index]];
+    /* Trailing omitted optional inputs/outputs mean nothing to a known op. */
+    int n_in_used = n_in, n_out_used = n_out;
+    while (n_in_used > 0 && ins[n_in_used - 1] < 0)
+        n_in_used--;
+    while (n_out_used > 0 && outs[n_out_used - 1] < 0)
+        n_out_used--;
+    xf_op op = XF_OP_OPAQUE;
+    xf_attrs attrs;
+    xf_opaque *opaque = NULL;
+    if (s == XF_OK)
+        s = classify(im, np, label, n_in_used, ins, n_out_used, outs, &op, &attrs);
+    if (s == XF_OK && op == XF_OP_OPAQUE)
+        s = make_opaque(im, np, label, &opaque, &ins, &n_in);
+    if (s == XF_OK) {
+        bool known = op != XF_OP_OPAQUE;
+        int idx = xf_graph_add_node(im->g, op, np->name, known ? n_in_used : n_in, ins, known ? n_out_used : n_out,
+                                    outs);
+        if (idx < 0) {
+            s = oom(im);
+        } else if (known) {
+            im->g->nodes[idx].attrs = attrs;
+            attrs.value = NULL;
+        } else {
+            im->g->nodes[idx].opaque = opaque;
+            opaque = NULL;
+        }
+    }
+    if (op != XF_OP_OPAQUE)
+        xf_tensor_release(attrs.value);
+    xf_opaque_release(opaque);
+    free(ins);
+    return s;
+}
+
+static xf_status import_outputs(importer *im)
+{
+    for (size_t i = 0; i < im->gp->n_output; i++) {
+        const char *name = str_or_empty(im->gp->output[i]->name);
+        int id = xfp_map_get(&im->values, name);
+        if (id < 0)
+            return xf_error_set(im->err, XF_ERR_INVALID, "graph output '%s' is not defined by any node, input or "
+                                "initializer", name);
+        xf_graph_add_output(im->g, id);
+        if (im->g->n_outputs != (int)i + 1)
+            return oom(im);
+    }
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ declared types */
+
+static xf_status collect_declared(importer *im)
+{
+    const Onnx__GraphProto *gp = im->gp;
+    /* Graph outputs come last so that their types win over value_info. */
+    for (size_t i = 0; i < gp->n_value_info + gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = i < gp->n_value_info ? gp->value_info[i] : gp->output[i - gp->n_value_info];
+        if (!vi->name || !vi->name[0])
+            continue;
+        if (!xfp_map_put(&im->declared, vi->name, (int)im->declared_list.n) ||
+            !xfp_list_push(&im->declared_list, (void *)vi))
+            return oom(im);
+    }
+    return XF_OK;
+}
+
+/* Gives node outputs whose dtype or shape is unknown the declared ones. */
+static void apply_declared(importer *im)
+{
+    for (int v = 0; v < im->g->n_values; v++) {
+        xf_value *val = &im->g->values[v];
+        if (val->producer < 0 || (val->dtype != XF_DT_UNDEFINED && val->shape.ndim >= 0))
+            continue;
+        int d = xfp_map_get(&im->declared, val->name);
+        if (d < 0)
+            continue;
+        const Onnx__ValueInfoProto *vi = im->declared_list.items[d];
+        xf_dtype dt;
+        xf_shape shape;
+        xfp_declared_type(vi->type, &im->syms, &dt, &shape);
+        if (val->dtype == XF_DT_UNDEFINED)
+            val->dtype = dt;
+        if (val->shape.ndim < 0)
+            val->shape = shape;
+    }
+}
+
+/* Sorts the declared entries into value_info of unknown names and the
+ * fallback types of values whose type is still unknown (export uses them
+ * only there, so that keeping others would make export and import disagree
+ * about what is carried). */
+static xf_status classify_declared(importer *im)
+{
+    for (size_t i = 0; i < im->declared_list.n; i++) {
+        const Onnx__ValueInfoProto *vi = im->declared_list.items[i];
+        if (xfp_map_get(&im->declared, vi->name) != (int)i)
+            continue; /* superseded by a later entry of the same name */
+        int v = xfp_map_get(&im->values, vi->name);
+        bool ok = true;
+        if (v < 0)
+            ok = xfp_list_push(&im->unknown_vi, (void *)vi);
+        else if (im->g->values[v].producer >= 0 &&
+                 (im->g->values[v].dtype == XF_DT_UNDEFINED || im->g->values[v].shape.ndim < 0))
+            ok = xfp_list_push(&im->fallback, (void *)vi);
+        if (!ok)
+            return oom(im);
+    }
+    return XF_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const Onnx__ValueInfoProto *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+static xf_status pack_extra(importer *im)
+{
+    const Onnx__ModelProto *mp = im->mp;
+    const Onnx__GraphProto *gp = im->gp;
+    Onnx__ModelProto ex;
+    Onnx__GraphProto eg;
+    onnx__model_proto__init(&ex);
+    onnx__graph_proto__init(&eg);
+    ex.n_functions = mp->n_functions;
+    ex.functions = mp->functions;
+    ex.n_training_info = mp->n_training_info;
+    ex.training_info = mp->training_info;
+    eg.doc_string = gp->doc_string && gp->doc_string[0] ? gp->doc_string : NULL;
+    eg.n_quantization_annotation = gp->n_quantization_annotation;
+    eg.quantization_annotation = gp->quantization_annotation;
+    eg.n_value_info = im->unknown_vi.n;
+    eg.value_info = (Onnx__ValueInfoProto **)im->unknown_vi.items;
+    /* Sorted, so that the bytes do not depend on where the declarations
+     * came from (export writes them back in value order). */
+    if (im->fallback.n > 1)
+        qsort(im->fallback.items, im->fallback.n, sizeof *im->fallback.items, by_name);
+    eg.n_input = im->fallback.n;
+    eg.input = (Onnx__ValueInfoProto **)im->fallback.items;
+    /* Fields of newer ONNX versions than the onnx.proto xflow is built with. */
+    ex.base.n_unknown_fields = mp->base.n_unknown_fields;
+    ex.base.unknown_fields = mp->base.unknown_fields;
+    eg.base.n_unknown_fields = gp->base.n_unknown_fields;
+    eg.base.unknown_fields = gp->base.unknown_fields;
+    if (eg.doc_string || eg.n_quantization_annotation || eg.n_value_info || eg.n_input || eg.base.n_unknown_fields)
+        ex.graph = &eg;
+    if (!ex.graph && !ex.n_functions && !ex.n_training_info && !ex.base.n_unknown_fields)
+        return XF_OK;
+    size_t len = onnx__model_proto__get_packed_size(&ex);
+    im->m->extra = malloc(len ? len : 1);
+    if (!im->m->extra)
+        return oom(im);
+    im->m->extra_len = onnx__model_proto__pack(&ex, im->m->extra);
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ entry points */
+
+static xf_status import_model(importer *im)
+{
+    xf_status s;
+    if ((s = copy_model_fields(im)) != XF_OK || (s = check_default_opset(im)) != XF_OK ||
+        (s = collect_declared(im)) != XF_OK ||
+        (s = import_initializers(im)) != XF_OK || (s = import_inputs(im)) != XF_OK ||
+        (s = define_node_outputs(im)) != XF_OK)
+        return s;
+    for (size_t i = 0; i < im->gp->n_node; i++)
+        if (im->node_outs[i] >= 0 && (s = import_node(im, i)) != XF_OK)
+            return s;
+    if ((s = import_outputs(im)) != XF_OK || (s = xf_graph_toposort(im->g, im->err)) != XF_OK)
+        return s;
+    apply_declared(im);
+    if ((s = xf_graph_infer_shapes(im->g, xf_model_opset(im->m), im->err)) != XF_OK)
+        return s;
+    /* Inference leaves what it cannot know (downstream of opaque nodes) unknown. */
+    apply_declared(im);
+    if ((s = classify_declared(im)) != XF_OK)
+        return s;
+    return pack_extra(im);
+}
+
+static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, const xf_load_options *opt,
+                            xf_model **out, xf_error *err)
+{
+    if (!mp->graph)
+        return xf_error_set(err, XF_ERR_INVALID, "not a valid ONNX model (it has no graph)");
+    importer im = {.mp = mp, .gp = mp->graph, .opt = opt, .err = err};
+    im.tensors.base_dir = base_dir;
+    im.tensors.max_bytes = opt && opt->max_tensor_bytes ? opt->max_tensor_bytes : XF_DEFAULT_MAX_TENSOR_BYTES;
+    im.m = xf_model_create();
+    xf_status s = XF_OK;
+    if (!im.m)
+        s = oom(&im);
+    else
+        im.g = im.m->graph;
+    if (s == XF_OK)
+        s = import_model(&im);
+    xfp_map_free(&im.values);
+    xfp_map_free(&im.declared);
+    xfp_list_free(&im.declared_list);
+    xfp_symbols_free(&im.syms);
+    xfp_list_free(&im.fallback);
+    xfp_list_free(&im.unknown_vi);
+    free(im.node_outs);
+    free(im.out_ids);
+    if (s != XF_OK) {
+        xf_model_free(im.m);
+        return s;
+    }
+    *out = im.m;
+    return XF_OK;
+}
+
+static Onnx__ModelProto *unpack(const void *buf, size_t len, xf_error *err)
+{
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+    if (!mp)
+        xf_error_set(err, XF_ERR_PARSE, "not a valid ONNX model (protobuf parse failed: truncated or corrupt)");
+    return mp;
+}
+
+xf_status xf_model_load_buffer(const void *buf, size_t len, const char *base_dir, const xf_load_options *opt,
+                               xf_model **out, xf_error *err)
+{
+    *out = NULL;
+    Onnx__ModelProto *mp = unpack(buf, len, err);
+    xf_status s = mp ? load_proto(mp, base_dir, opt, out, err) : XF_ERR_PARSE;
+    if (mp)
+        onnx__model_proto__free_unpacked(mp, NULL);
+    if (s != XF_OK)
+        xfp_error_one_line(err);
+    return s;
+}
+
+xf_status xf_model_load(const char *path, const xf_load_options *opt, xf_model **out, xf_error *err)
+{
+    *out = NULL;
+    uint8_t *buf;
+    size_t len;
+    xf_status s = xfp_read_file(path, &buf, &len, err);
+    if (s != XF_OK)
+        return s;
+    /* The file's bytes go before the tensors are made, so that a model's
+     * weights are in memory at most twice (unpacked and as tensors). */
+    Onnx__ModelProto *mp = unpack(buf, len, err);
+    free(buf);
+    char *dir = xfp_dirname(path);
+    if (!mp)
+        s = XF_ERR_PARSE;
+    else if (!dir)
+        s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    else
+        s = load_proto(mp, dir, opt, out, err);
+    if (mp)
+        onnx__model_proto__free_unpacked(mp, NULL);
+    free(dir);
+    if (s != XF_OK) {
+        xf_error_prefix(err, "%s", path);
+        xfp_error_one_line(err);
+    }
+    return s;
+}

@@ -1,0 +1,171 @@
+/* Declarations shared by the files of proto/; not part of the public API. */
+#ifndef XF_PROTO_INTERNAL_H
+#define XF_PROTO_INTERNAL_H
+
+#include "onnx.pb-c.h"
+#include "xf_core.h"
+#include "xf_proto.h"
+
+/* ---------------------------------------------------------------- util.c */
+
+/* A bump allocator: export builds a whole ModelProto out of small pieces and
+ * frees them in one go. */
+typedef struct xfp_arena {
+    struct xfp_chunk *head;
+} xfp_arena;
+
+void *xfp_alloc(xfp_arena *a, size_t n); /* zeroed; NULL when out of memory */
+char *xfp_strdup(xfp_arena *a, const char *s);
+void xfp_arena_free(xfp_arena *a);
+
+/* A string -> int map for name lookups in bulk (keys are not copied). */
+typedef struct xfp_name_map {
+    size_t cap, count;
+    const char **keys;
+    int *vals;
+} xfp_name_map;
+
+bool xfp_map_put(xfp_name_map *m, const char *key, int val); /* false when out of memory */
+int xfp_map_get(const xfp_name_map *m, const char *key);      /* -1 when absent */
+void xfp_map_free(xfp_name_map *m);
+
+/* Growable array of pointers. */
+typedef struct xfp_ptr_list {
+    size_t n, cap;
+    void **items;
+} xfp_ptr_list;
+
+bool xfp_list_push(xfp_ptr_list *l, void *p);
+void xfp_list_free(xfp_ptr_list *l);
+
+/* Keeps a message one line when it quotes names taken from a file, which may
+ * hold any byte: control characters become '?'. */
+void xfp_error_one_line(xf_error *err);
+
+/* ---------------------------------------------------------------- file_io.c */
+
+xf_status xfp_read_file(const char *path, uint8_t **buf, size_t *len, xf_error *err);
+/* Directory part of path ("." when there is none); malloc'd, NULL when out of memory. */
+char *xfp_dirname(const char *path);
+
+/* A file written under a temporary name next to its destination and renamed
+ * into place only when everything has been written and synced. */
+typedef struct xfp_atomic_file {
+    int fd;
+    char *path;
+    char *tmp_path;
+} xfp_atomic_file;
+
+xf_status xfp_atomic_open(xfp_atomic_file *f, const char *path, xf_error *err);
+xf_status xfp_atomic_write(xfp_atomic_file *f, const void *buf, size_t len, xf_error *err);
+/* fsync and close; the file still has its temporary name. */
+xf_status xfp_atomic_finish(xfp_atomic_file *f, xf_error *err);
+/* Renames a finished file into place. */
+xf_status xfp_atomic_commit(xfp_atomic_file *f, xf_error *err);
+/* Releases f; removes the temporary file unless it was committed.  Safe in
+ * any state. */
+void xfp_atomic_release(xfp_atomic_file *f);
+/* open + write + finish + commit. */
+xf_status xfp_write_file_atomic(const char *path, const void *buf, size_t len, xf_error *err);
+
+/* ---------------------------------------------------------------- tensor_pb.c */
+
+/* Where tensor data may come from and how much of it is acceptable. */
+typedef struct xfp_tensor_src {
+    const char *base_dir; /* directory for external data; NULL refuses it */
+    size_t max_bytes;
+} xfp_tensor_src;
+
+/* TensorProto -> new tensor.  `what` names the tensor in errors
+ * ("initializer 'w'"). */
+xf_status xfp_tensor_decode(const Onnx__TensorProto *tp, const char *what, const xfp_tensor_src *src,
+                            xf_tensor **out, xf_error *err);
+/* SparseTensorProto -> new dense tensor. */
+xf_status xfp_sparse_decode(const Onnx__SparseTensorProto *sp, const char *what, const xfp_tensor_src *src,
+                            xf_tensor **out, xf_error *err);
+
+/* Receives the data of tensors that go to an external data file. */
+typedef struct xfp_external_sink {
+    xfp_atomic_file *file;
+    const char *location; /* as written into the model: relative to its directory */
+    size_t threshold;
+    uint64_t offset;      /* bytes written so far */
+} xfp_external_sink;
+
+/* tensor -> TensorProto whose pieces live in the arena and whose data points
+ * into t (no copy).  With a sink, data of at least its threshold is written
+ * to the sink's file instead. */
+xf_status xfp_tensor_encode(const xf_tensor *t, const char *name, xfp_arena *a, xfp_external_sink *sink,
+                            Onnx__TensorProto *tp, xf_error *err);
+
+/* ---------------------------------------------------------------- value_types.c */
+
+/* Resolution of symbolic dims (dim_param) to numbers: bound by --input-shape
+ * overrides, or to 1 for graph inputs without one. */
+typedef struct xfp_symbol {
+    int64_t value;
+    bool guessed; /* bound to 1 for lack of an override */
+} xfp_symbol;
+
+typedef struct xfp_symbols {
+    xfp_name_map index; /* symbol -> slot */
+    xfp_symbol *slots;
+    size_t cap;
+} xfp_symbols;
+
+void xfp_symbols_free(xfp_symbols *s);
+
+/* The declared type of a graph input, resolved to a static shape (symbols
+ * bound as described in xf_proto.h; warnings for guessed dims).  `override`
+ * may be NULL.  A type xflow cannot represent (sequence, map, no shape) gives
+ * XF_DT_UNDEFINED or ndim -1. */
+xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
+                                 xf_dtype *dtype, xf_shape *shape, xf_error *err);
+/* Binds the symbols in vi's dims to the values of an --input-shape override. */
+xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
+                            xf_error *err);
+/* The declared type of any other value (output, value_info): *dtype is
+ * XF_DT_UNDEFINED and shape->ndim -1 for what is not known (symbols already
+ * bound count as known).  True when both are known. */
+bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_dtype *dtype, xf_shape *shape);
+/* TypeProto for a tensor of dtype and shape (no shape field when ndim < 0). */
+Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a);
+
+/* ---------------------------------------------------------------- subgraph.c */
+
+/* The names that the subgraph attributes of np (at any depth) use but do not
+ * define themselves: values of the enclosing graph.  In order of first use,
+ * each once; pointers into np.  *names is malloc'd (NULL when there are none). */
+xf_status xfp_outer_names(const Onnx__NodeProto *np, const char ***names, size_t *n, xf_error *err);
+
+/* ---------------------------------------------------------------- attrs_import.c / attrs_export.c */
+
+typedef struct xfp_attr_ctx {
+    int64_t opset;                 /* default-domain opset of the model */
+    const xfp_tensor_src *tensors; /* for tensor-valued attributes */
+} xfp_attr_ctx;
+
+/* Fills *a (starting from xf_attrs_default) from np's attributes; n_outputs
+ * is the node's output count without trailing omitted ones.  Sets *known =
+ * false, with the reason in why, when the block cannot represent them exactly
+ * (the node then stays opaque); errors only for bad data. */
+xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, const xfp_attr_ctx *ctx,
+                           xf_attrs *a, bool *known, char *why, size_t why_len, xf_error *err);
+/* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
+ * the node's first input (-1 when unknown), needed to decide whether a
+ * Softmax can be written for the model's opset. */
+xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_arena *a, Onnx__NodeProto *np,
+                           xf_error *err);
+
+/* ---------------------------------------------------------------- xf_model.extra */
+
+/* xf_model.extra is a serialized ModelProto holding only what the IR does not
+ * model: functions, training_info, fields unknown to this onnx.proto (at
+ * model and graph level), and a graph with doc_string,
+ * quantization_annotation, value_info entries of names that are not values of
+ * the graph (written back verbatim), and - in graph.input - the declared
+ * types of values whose type import could not determine (outputs of opaque
+ * nodes that are sequences or maps, or have unresolved symbolic dims), used
+ * on export where xflow's own type of that value is still unknown. */
+
+#endif

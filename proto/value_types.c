@@ -1,0 +1,267 @@
+/* Value types: ValueInfo/TypeProto <-> dtype and static shape, resolution of
+ * symbolic dims of graph inputs, and the --input-shape argument. */
+#include "proto_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ symbols */
+
+/* A symbol is bound either by an --input-shape override or, for graph inputs
+ * without one, to a guessed 1 (which every input using it warns about). */
+static const xfp_symbol *symbol_get(const xfp_symbols *s, const char *name)
+{
+    int i = xfp_map_get(&s->index, name);
+    return i < 0 ? NULL : &s->slots[i];
+}
+
+static bool symbol_bind(xfp_symbols *s, const char *name, int64_t value, bool guessed)
+{
+    size_t n = s->index.count;
+    if (n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        xfp_symbol *v = realloc(s->slots, cap * sizeof *v);
+        if (!v)
+            return false;
+        s->slots = v;
+        s->cap = cap;
+    }
+    if (!xfp_map_put(&s->index, name, (int)n))
+        return false;
+    s->slots[n] = (xfp_symbol){value, guessed};
+    return true;
+}
+
+void xfp_symbols_free(xfp_symbols *s)
+{
+    xfp_map_free(&s->index);
+    free(s->slots);
+    memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------ declared types */
+
+static const Onnx__TypeProto__Tensor *tensor_type(const Onnx__TypeProto *t)
+{
+    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
+        return NULL;
+    return t->tensor_type;
+}
+
+static bool dtype_valid(int32_t t) { return t > XF_DT_UNDEFINED && t < XF_DT_COUNT_; }
+
+bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_dtype *dtype, xf_shape *shape)
+{
+    *dtype = XF_DT_UNDEFINED;
+    shape->ndim = -1;
+    const Onnx__TypeProto__Tensor *tt = tensor_type(type);
+    if (!tt)
+        return false;
+    if (tt->has_elem_type && dtype_valid(tt->elem_type))
+        *dtype = (xf_dtype)tt->elem_type;
+    if (!tt->shape || tt->shape->n_dim > XF_MAX_DIMS)
+        return false;
+    xf_shape s = {.ndim = (int)tt->shape->n_dim};
+    for (int i = 0; i < s.ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        const xfp_symbol *sym = NULL;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
+            s.dims[i] = d->dim_value;
+        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                 (sym = symbol_get(syms, d->dim_param)))
+            s.dims[i] = sym->value;
+        else
+            return false;
+    }
+    *shape = s;
+    return *dtype != XF_DT_UNDEFINED;
+}
+
+static bool is_param(const Onnx__TensorShapeProto__Dimension *d)
+{
+    return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param[0];
+}
+
+xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
+                            xf_error *err)
+{
+    const Onnx__TypeProto__Tensor *tt = tensor_type(vi->type);
+    if (!tt)
+        return xf_error_set(err, XF_ERR_INVALID, "--input-shape names input '%s', which is not a tensor",
+                            vi->name);
+    if (!tt->shape)
+        return XF_OK; /* rank unknown: any override fits */
+    char buf[256];
+    if ((int)tt->shape->n_dim != override->ndim)
+        return xf_error_set(err, XF_ERR_INVALID, "--input-shape %s=%s has rank %d but input '%s' has rank %zu",
+                            vi->name, xf_shape_str(override, buf, sizeof buf), override->ndim, vi->name,
+                            tt->shape->n_dim);
+    for (int i = 0; i < override->ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        int64_t want = override->dims[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value != want)
+            return xf_error_set(err, XF_ERR_INVALID,
+                                "--input-shape %s=%s sets dim %d to %" PRId64 " but the model fixes it to %" PRId64,
+                                vi->name, xf_shape_str(override, buf, sizeof buf), i, want, d->dim_value);
+        if (!is_param(d))
+            continue;
+        const xfp_symbol *sym = symbol_get(syms, d->dim_param);
+        if (sym && sym->value != want)
+            return xf_error_set(err, XF_ERR_INVALID,
+                                "--input-shape gives dim '%s' both %" PRId64 " and %" PRId64 " (input '%s' dim %d)",
+                                d->dim_param, sym->value, want, vi->name, i);
+        if (!sym && !symbol_bind(syms, d->dim_param, want, false))
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    return XF_OK;
+}
+
+/* One warning per input, naming every dim that had to be guessed. */
+static void warn_guessed(const char *input, const Onnx__TensorShapeProto *sp, const xf_shape *shape,
+                         const bool *guessed)
+{
+    char list[512] = "", shp[256];
+    size_t used = 0;
+    int n = 0;
+    for (int i = 0; i < shape->ndim && used < sizeof list; i++) {
+        if (!guessed[i])
+            continue;
+        const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        if (is_param(d))
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d ('%s')", n ? ", " : "", i, d->dim_param);
+        else
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d (unnamed)", n ? ", " : "", i);
+        n++;
+    }
+    xf_log(XF_LOG_WARN, "input '%s' dim%s %s %s symbolic; using 1 (set %s with --input-shape %s=%s)", input,
+           n > 1 ? "s" : "", list, n > 1 ? "are" : "is", n > 1 ? "them" : "it", input,
+           xf_shape_str(shape, shp, sizeof shp));
+}
+
+xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
+                                 xf_dtype *dtype, xf_shape *shape, xf_error *err)
+{
+    *dtype = XF_DT_UNDEFINED;
+    shape->ndim = -1;
+    const Onnx__TypeProto__Tensor *tt = tensor_type(vi->type);
+    if (!tt || !tt->has_elem_type || !dtype_valid(tt->elem_type))
+        return XF_OK;
+    *dtype = (xf_dtype)tt->elem_type;
+    if (override) {
+        *shape = *override;
+        return XF_OK;
+    }
+    if (!tt->shape) {
+        xf_log(XF_LOG_WARN, "input '%s' has no shape (set it with --input-shape %s=...)", vi->name, vi->name);
+        return XF_OK;
+    }
+    if (tt->shape->n_dim > XF_MAX_DIMS)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "input '%s' has rank %zu; xflow supports at most %d", vi->name,
+                            tt->shape->n_dim, XF_MAX_DIMS);
+    shape->ndim = (int)tt->shape->n_dim;
+    bool guessed[XF_MAX_DIMS] = {false}, any = false;
+    for (int i = 0; i < shape->ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value < 0)
+                return xf_error_set(err, XF_ERR_INVALID, "input '%s' dim %d is negative (%" PRId64 ")", vi->name,
+                                    i, d->dim_value);
+            shape->dims[i] = d->dim_value;
+            continue;
+        }
+        const xfp_symbol *sym = is_param(d) ? symbol_get(syms, d->dim_param) : NULL;
+        shape->dims[i] = sym ? sym->value : 1;
+        guessed[i] = !sym || sym->guessed;
+        any |= guessed[i];
+        if (!sym && is_param(d) && !symbol_bind(syms, d->dim_param, 1, true))
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    if (any)
+        warn_guessed(vi->name, tt->shape, shape, guessed);
+    return XF_OK;
+}
+
+Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a)
+{
+    Onnx__TypeProto *t = xfp_alloc(a, sizeof *t);
+    Onnx__TypeProto__Tensor *tt = xfp_alloc(a, sizeof *tt);
+    if (!t || !tt)
+        return NULL;
+    onnx__type_proto__init(t);
+    onnx__type_proto__tensor__init(tt);
+    t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    t->tensor_type = tt;
+    tt->has_elem_type = 1;
+    tt->elem_type = (int32_t)dtype;
+    if (shape->ndim < 0)
+        return t;
+    Onnx__TensorShapeProto *sp = xfp_alloc(a, sizeof *sp);
+    Onnx__TensorShapeProto__Dimension **dims = xfp_alloc(a, sizeof *dims * (size_t)(shape->ndim + 1));
+    if (!sp || !dims)
+        return NULL;
+    onnx__tensor_shape_proto__init(sp);
+    for (int i = 0; i < shape->ndim; i++) {
+        dims[i] = xfp_alloc(a, sizeof **dims);
+        if (!dims[i])
+            return NULL;
+        onnx__tensor_shape_proto__dimension__init(dims[i]);
+        dims[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        dims[i]->dim_value = shape->dims[i];
+    }
+    sp->n_dim = (size_t)shape->ndim;
+    sp->dim = dims;
+    tt->shape = sp;
+    return t;
+}
+
+/* ------------------------------------------------------------ --input-shape */
+
+xf_status xf_parse_shape_arg(const char *arg, xf_input_shape *out, char **name_owned, xf_error *err)
+{
+    *name_owned = NULL;
+    memset(out, 0, sizeof *out);
+    /* The last '=' splits, so that input names may themselves contain '='. */
+    const char *eq = strrchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return xf_error_set(err, XF_ERR_INVALID, "--input-shape '%s': expected NAME=DIMS, e.g. x=1x3x224x224", arg);
+    xf_shape s = {0};
+    const char *p = eq + 1;
+    if (strcmp(p, "scalar") != 0) {
+        while (true) {
+            if (s.ndim == XF_MAX_DIMS)
+                return xf_error_set(err, XF_ERR_UNSUPPORTED, "--input-shape '%s': more than %d dims", arg,
+                                    XF_MAX_DIMS);
+            if (*p < '0' || *p > '9')
+                return xf_error_set(err, XF_ERR_INVALID,
+                                    "--input-shape '%s': dims must be numbers separated by 'x', e.g. 1x3x224x224",
+                                    arg);
+            int64_t v = 0;
+            for (; *p >= '0' && *p <= '9'; p++) {
+                if (v > (INT64_MAX - 9) / 10)
+                    return xf_error_set(err, XF_ERR_INVALID, "--input-shape '%s': dim %d is too large", arg,
+                                        s.ndim);
+                v = v * 10 + (*p - '0');
+            }
+            s.dims[s.ndim++] = v;
+            if (*p == '\0')
+                break;
+            if (*p != 'x')
+                return xf_error_set(err, XF_ERR_INVALID,
+                                    "--input-shape '%s': dims must be numbers separated by 'x', e.g. 1x3x224x224",
+                                    arg);
+            p++;
+        }
+    }
+    size_t n = (size_t)(eq - arg);
+    char *name = malloc(n + 1);
+    if (!name)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    *name_owned = name;
+    out->name = name;
+    out->shape = s;
+    return XF_OK;
+}

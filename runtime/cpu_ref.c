@@ -1,0 +1,161 @@
+/* The cpu_ref backend: plain loops on host memory, the numerical oracle
+ * that every other backend and every rewrite is checked against.
+ *
+ * Its kernel table is built from ops.def: each op needs an XF_REF_<ID>
+ * entry below, so an op added to the list without a kernel is a compile
+ * error rather than a gap found at run time. */
+#include "xf_rt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ref_entry {
+    xf_ref_kernel kernel;
+    /* dtypes accepted for input 0, input 1 (when present) and output 0;
+     * 0 means not checked (the kernel never reads that tensor's elements
+     * or the op fixes its type) */
+    uint32_t in0, in1, out0;
+} ref_entry;
+
+#define F32 XF_DTM(XF_DT_FLOAT)
+#define I64 XF_DTM(XF_DT_INT64)
+#define BOOL XF_DTM(XF_DT_BOOL)
+#define FLT XF_DTM_FLOATS
+#define NUM XF_DTM_NUMERIC
+#define ANY XF_DTM_ANY
+#define IDX XF_DTM_INDEX
+
+#define XF_REF_CONV {xf_ref_conv, F32, F32, 0}
+#define XF_REF_MATMUL {xf_ref_matmul, F32, F32, 0}
+#define XF_REF_GEMM {xf_ref_gemm, F32, F32, 0}
+#define XF_REF_ADD {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_SUB {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_MUL {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_DIV {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_POW {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_MAX {xf_ref_variadic, NUM, NUM, 0}
+#define XF_REF_MIN {xf_ref_variadic, NUM, NUM, 0}
+#define XF_REF_SUM {xf_ref_variadic, NUM, NUM, 0}
+#define XF_REF_EQUAL {xf_ref_binary, NUM | BOOL, NUM | BOOL, 0}
+#define XF_REF_GREATER {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_LESS {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_WHERE {xf_ref_where, BOOL, ANY, 0}
+/* the unary ops with an integer form (cpu_ref_elementwise.c) take NUM */
+#define XF_REF_RELU {xf_ref_unary, NUM, 0, 0}
+#define XF_REF_SIGMOID {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_TANH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ABS {xf_ref_unary, NUM, 0, 0}
+#define XF_REF_NEG {xf_ref_unary, NUM, 0, 0}
+#define XF_REF_EXP {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_LOG {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SQRT {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_RECIPROCAL {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_FLOOR {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_CEIL {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ERF {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SIN {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_COS {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SOFTPLUS {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_LEAKY_RELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_HARD_SIGMOID {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
+#define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
+#define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
+#define XF_REF_CONCAT {xf_ref_concat, ANY, ANY, 0}
+#define XF_REF_SPLIT {xf_ref_split, ANY, IDX, 0}
+#define XF_REF_TRANSPOSE {xf_ref_transpose, ANY, 0, 0}
+#define XF_REF_RESHAPE {xf_ref_copy, ANY, I64, 0}
+#define XF_REF_FLATTEN {xf_ref_copy, ANY, 0, 0}
+#define XF_REF_SQUEEZE {xf_ref_copy, ANY, I64, 0}
+#define XF_REF_UNSQUEEZE {xf_ref_copy, ANY, I64, 0}
+#define XF_REF_GATHER {xf_ref_gather, ANY, IDX, 0}
+#define XF_REF_SLICE {xf_ref_slice, ANY, IDX, 0}
+#define XF_REF_PAD {xf_ref_pad, ANY, I64, 0}
+#define XF_REF_EXPAND {xf_ref_expand, ANY, I64, 0}
+#define XF_REF_SHAPE {xf_ref_shape, 0, 0, I64}
+#define XF_REF_CONSTANT_OF_SHAPE {xf_ref_constant_of_shape, I64, 0, ANY}
+#define XF_REF_RANGE {xf_ref_range, NUM, NUM, 0}
+#define XF_REF_IDENTITY {xf_ref_copy, ANY, 0, 0}
+#define XF_REF_DROPOUT {xf_ref_dropout, ANY, FLT, 0}
+#define XF_REF_MAX_POOL {xf_ref_pool, NUM, 0, 0}
+#define XF_REF_AVERAGE_POOL {xf_ref_pool, FLT, 0, 0}
+#define XF_REF_GLOBAL_AVERAGE_POOL {xf_ref_global_pool, FLT, 0, 0}
+#define XF_REF_GLOBAL_MAX_POOL {xf_ref_global_pool, FLT, 0, 0}
+#define XF_REF_BATCH_NORM {xf_ref_batch_norm, FLT, FLT, 0}
+#define XF_REF_LAYER_NORM {xf_ref_layer_norm, FLT, FLT, 0}
+#define XF_REF_SOFTMAX {xf_ref_softmax, FLT, 0, 0}
+#define XF_REF_LOG_SOFTMAX {xf_ref_softmax, FLT, 0, 0}
+#define XF_REF_REDUCE_MEAN {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_SUM {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_MAX {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_MIN {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_PROD {xf_ref_reduce, NUM, I64, 0}
+
+static const ref_entry ref_table[XF_OP_COUNT] = {
+#define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,
+#include "ops.def"
+#undef XF_OP
+};
+
+static bool dtype_ok(uint32_t mask, xf_dtype t)
+{
+    /* a dtype not known yet is checked again once it is (dynamic mode) */
+    if (mask == 0 || t == XF_DT_UNDEFINED)
+        return true;
+    return (unsigned)t < 32 && (mask & XF_DTM(t)) != 0;
+}
+
+static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
+{
+    const xf_node *n = &g->nodes[node];
+    if (n->op == XF_OP_OPAQUE || !ref_table[n->op].kernel)
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, NULL);
+    const ref_entry *e = &ref_table[n->op];
+    int in0 = n->n_inputs > 0 ? n->inputs[0] : -1, in1 = n->n_inputs > 1 ? n->inputs[1] : -1;
+    int out0 = n->n_outputs > 0 ? n->outputs[0] : -1;
+    if (in0 >= 0 && !dtype_ok(e->in0, g->values[in0].dtype))
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "on %s", xf_dtype_name(g->values[in0].dtype));
+    if (in1 >= 0 && !dtype_ok(e->in1, g->values[in1].dtype))
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "with input #1 of type %s",
+                                 xf_dtype_name(g->values[in1].dtype));
+    if (out0 >= 0 && !dtype_ok(e->out0, g->values[out0].dtype))
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "producing %s",
+                                 xf_dtype_name(g->values[out0].dtype));
+    return XF_OK;
+}
+
+static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *state,
+                              const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_node *n = &g->nodes[node];
+    return ref_table[n->op].kernel(n, in, out, err);
+}
+
+static void *ref_alloc(void *ctx, size_t bytes)
+{
+    if (bytes == 0)
+        return NULL;
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+static void ref_free(void *ctx, void *ptr) { free(ptr); }
+
+static xf_status ref_copy(void *ctx, void *dst, const void *src, size_t bytes, xf_error *err)
+{
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return XF_OK;
+}
+
+const xf_backend xf_backend_cpu_ref = {
+    .name = "cpu_ref",
+    .description = "reference loops on the CPU (the numerical oracle)",
+    .host_memory = true,
+    .supports = ref_supports,
+    .run_node = ref_run_node,
+    .alloc = ref_alloc,
+    .free = ref_free,
+    .copy_in = ref_copy,
+    .copy_out = ref_copy,
+};

@@ -1,0 +1,107 @@
+/* cpu_ref matrix products: MatMul (numpy matmul: batched, broadcasting,
+ * 1-D operands) and Gemm.  float32, accumulated in double. */
+#include "xf_rt_internal.h"
+
+#include <stdlib.h>
+
+/* One (m x k) by (k x n) product; element (i, j) of an operand is at
+ * i * row + j * col, so transposed operands are just other strides. */
+static void matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
+                         int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int64_t t = 0; t < k; t++)
+                s += (double)a[i * a_row + t * a_col] * b[t * b_row + j * b_col];
+            acc[i * n + j] = s;
+        }
+}
+
+xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err)
+{
+    /* A 1-D A is a row (1, K), a 1-D B a column (K, 1); the output simply
+     * lacks that dimension, which does not change the element order. */
+    xf_shape as = in[0].shape, bs = in[1].shape;
+    if (as.ndim < 1 || bs.ndim < 1)
+        return xf_rt_bad_node(err, n, "operands must have at least one dimension");
+    if (as.ndim == 1)
+        as = xf_shape_make(2, (int64_t[]){1, as.dims[0]});
+    if (bs.ndim == 1)
+        bs = xf_shape_make(2, (int64_t[]){bs.dims[0], 1});
+    int64_t m = as.dims[as.ndim - 2], k = as.dims[as.ndim - 1], nn = bs.dims[bs.ndim - 1];
+    if (bs.dims[bs.ndim - 2] != k)
+        return xf_rt_bad_node(err, n, "inner dimensions differ (%lld vs %lld)", (long long)k,
+                              (long long)bs.dims[bs.ndim - 2]);
+    xf_shape a_batch = xf_shape_make(as.ndim - 2, as.dims), b_batch = xf_shape_make(bs.ndim - 2, bs.dims);
+    xf_shape batch = {.ndim = a_batch.ndim > b_batch.ndim ? a_batch.ndim : b_batch.ndim};
+    for (int d = 0; d < batch.ndim; d++) {
+        int da = d - (batch.ndim - a_batch.ndim), db = d - (batch.ndim - b_batch.ndim);
+        int64_t ea = da < 0 ? 1 : a_batch.dims[da], eb = db < 0 ? 1 : b_batch.dims[db];
+        if (ea != eb && ea != 1 && eb != 1)
+            return xf_rt_bad_node(err, n, "batch dimensions do not broadcast");
+        batch.dims[d] = ea == 1 ? eb : ea;
+    }
+    int64_t n_batch = xf_shape_numel(&batch);
+    if (xf_rt_numel(&out[0]) != n_batch * m * nn)
+        return xf_rt_bad_node(err, n, "output size does not match the operands");
+
+    int64_t sa[XF_MAX_DIMS], sb[XF_MAX_DIMS];
+    xf_rt_broadcast_strides(&a_batch, &batch, sa);
+    xf_rt_broadcast_strides(&b_batch, &batch, sb);
+    for (int d = 0; d < batch.ndim; d++) {
+        sa[d] *= m * k;
+        sb[d] *= k * nn;
+    }
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &batch);
+    xf_rt_iter_add(&it, sa, 0);
+    xf_rt_iter_add(&it, sb, 0);
+    double *acc = malloc(sizeof *acc * (size_t)(m * nn > 0 ? m * nn : 1));
+    if (!acc)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
+    float *y = out[0].data;
+    for (int64_t bi = 0; bi < n_batch; bi++, xf_rt_iter_next(&it)) {
+        matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
+                     nn, 1, m, k, nn, acc);
+        for (int64_t i = 0; i < m * nn; i++)
+            y[bi * m * nn + i] = (float)acc[i];
+    }
+    free(acc);
+    return XF_OK;
+}
+
+/* Y = alpha * op(A) op(B) + beta * C, C broadcast to (M, N) and optional. */
+xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                      xf_error *err)
+{
+    const xf_attrs *at = &n->attrs;
+    const xf_shape *as = &in[0].shape, *bs = &in[1].shape, *ys = &out[0].shape;
+    if (as->ndim != 2 || bs->ndim != 2 || ys->ndim != 2)
+        return xf_rt_bad_node(err, n, "A, B and Y must be matrices");
+    int64_t m = at->trans_a ? as->dims[1] : as->dims[0], k = at->trans_a ? as->dims[0] : as->dims[1];
+    int64_t kb = at->trans_b ? bs->dims[1] : bs->dims[0], nn = at->trans_b ? bs->dims[0] : bs->dims[1];
+    if (k != kb || ys->dims[0] != m || ys->dims[1] != nn)
+        return xf_rt_bad_node(err, n, "shapes do not match (A %lldx%lld, B %lldx%lld)", (long long)as->dims[0],
+                              (long long)as->dims[1], (long long)bs->dims[0], (long long)bs->dims[1]);
+    const xf_tensor_view *c = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+    if (c && !xf_rt_broadcastable(&c->shape, ys))
+        return xf_rt_bad_node(err, n, "C does not broadcast to the output");
+    double *acc = malloc(sizeof *acc * (size_t)(m * nn > 0 ? m * nn : 1));
+    if (!acc)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Gemm");
+    /* A stored (M, K) has element (i, t) at i*K + t; stored (K, M) at t*M + i */
+    matmul_block(in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data, at->trans_b ? 1 : nn,
+                 at->trans_b ? k : 1, m, k, nn, acc);
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, ys);
+    if (c)
+        xf_rt_iter_add_broadcast(&it, &c->shape);
+    float *y = out[0].data;
+    const float *cd = c ? c->data : NULL;
+    for (int64_t i = 0; i < m * nn; i++, xf_rt_iter_next(&it))
+        y[i] = (float)(at->alpha * acc[i] + (cd ? at->beta * (double)cd[it.off[0]] : 0.0));
+    free(acc);
+    return XF_OK;
+}

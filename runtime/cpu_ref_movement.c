@@ -1,0 +1,414 @@
+/* cpu_ref data movement: ops that copy, rearrange or generate elements
+ * without arithmetic.  They work on raw elements of any fixed size, so
+ * every dtype is handled by the same code. */
+#include "xf_rt_internal.h"
+
+#include <string.h>
+
+static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
+
+/* Copies every element of `from` into the dense output `to`, element i of
+ * the output taken from element it.off[0] of the input. */
+static void gather_elements(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it)
+{
+    size_t es = xf_dtype_size(to->dtype);
+    int64_t numel = xf_rt_numel(to);
+    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(it))
+        memcpy(elem(to, i, es), elem(from, it->off[0], es), es);
+}
+
+/* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the bytes are unchanged. */
+xf_status xf_ref_copy(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                      xf_error *err)
+{
+    size_t bytes = xf_rt_bytes(&out[0]);
+    if (bytes != xf_rt_bytes(&in[0]))
+        return xf_rt_bad_node(err, n, "input has %zu bytes, output %zu", xf_rt_bytes(&in[0]), bytes);
+    if (bytes && out[0].data != in[0].data)
+        memcpy(out[0].data, in[0].data, bytes);
+    return XF_OK;
+}
+
+/* Inference Dropout is the identity with an all-true mask.  Training mode
+ * with a non-zero ratio is random and not inference: refused. */
+xf_status xf_ref_dropout(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                         xf_error *err)
+{
+    bool training = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_load_i64(in[2].dtype, in[2].data, 0);
+    double ratio = n->n_inputs > 1 && xf_rt_present(&in[1]) ? xf_rt_load_f64(in[1].dtype, in[1].data, 0) : 0.5;
+    if (training && ratio != 0.0)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                            "node '%s' (Dropout): training mode with ratio %g is random; cpu_ref runs inference only",
+                            n->name, ratio);
+    xf_status st = xf_ref_copy(n, in, out, err);
+    if (st == XF_OK && n->n_outputs > 1 && xf_rt_present(&out[1]))
+        for (int64_t i = 0; i < xf_rt_numel(&out[1]); i++)
+            xf_rt_store_i64(out[1].dtype, out[1].data, i, 1);
+    return st;
+}
+
+/* Checks that a and b agree on every dimension except `axis`. */
+static bool same_but_axis(const xf_shape *a, const xf_shape *b, int axis)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (d != axis && a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
+static int64_t prod_dims(const xf_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= s->dims[d];
+    return p;
+}
+
+xf_status xf_ref_concat(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err)
+{
+    const xf_shape *ys = &out[0].shape;
+    int axis = xf_rt_axis(n->attrs.axis, ys->ndim);
+    if (axis < 0)
+        return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
+    int64_t total = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        if (!same_but_axis(&in[k].shape, ys, axis))
+            return xf_rt_bad_node(err, n, "input %d does not match the output outside the axis", k);
+        total += in[k].shape.dims[axis];
+    }
+    if (total != ys->dims[axis])
+        return xf_rt_bad_node(err, n, "inputs add up to %lld along the axis, output has %lld",
+                              (long long)total, (long long)ys->dims[axis]);
+    size_t es = xf_dtype_size(out[0].dtype);
+    int64_t outer = prod_dims(ys, 0, axis), inner = prod_dims(ys, axis + 1, ys->ndim);
+    char *dst = out[0].data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int k = 0; k < n->n_inputs; k++) {
+            size_t chunk = (size_t)(in[k].shape.dims[axis] * inner) * es;
+            if (chunk) {
+                memcpy(dst, (const char *)in[k].data + (size_t)o * chunk, chunk);
+                dst += chunk;
+            }
+        }
+    return XF_OK;
+}
+
+/* The outputs' extents along the axis say where each piece starts, so the
+ * split sizes (input, attribute, num_outputs or even) need no re-deriving. */
+xf_status xf_ref_split(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                       xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    int axis = xf_rt_axis(n->attrs.axis, xs->ndim);
+    if (axis < 0)
+        return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
+    int64_t total = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (!xf_rt_present(&out[k]) || !same_but_axis(&out[k].shape, xs, axis))
+            return xf_rt_bad_node(err, n, "output %d does not match the input outside the axis", k);
+        total += out[k].shape.dims[axis];
+    }
+    if (total != xs->dims[axis])
+        return xf_rt_bad_node(err, n, "outputs add up to %lld along the axis, input has %lld",
+                              (long long)total, (long long)xs->dims[axis]);
+    size_t es = xf_dtype_size(in[0].dtype);
+    int64_t outer = prod_dims(xs, 0, axis), inner = prod_dims(xs, axis + 1, xs->ndim);
+    const char *src = in[0].data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int k = 0; k < n->n_outputs; k++) {
+            size_t chunk = (size_t)(out[k].shape.dims[axis] * inner) * es;
+            if (chunk) {
+                memcpy((char *)out[k].data + (size_t)o * chunk, src, chunk);
+                src += chunk;
+            }
+        }
+    return XF_OK;
+}
+
+xf_status xf_ref_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                           xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int rank = xs->ndim;
+    int64_t perm[XF_MAX_DIMS], in_strides[XF_MAX_DIMS], strides[XF_MAX_DIMS];
+    bool used[XF_MAX_DIMS] = {false};
+    if (ys->ndim != rank || (n->attrs.n_perm && n->attrs.n_perm != rank))
+        return xf_rt_bad_node(err, n, "perm does not match the rank %d", rank);
+    xf_rt_dense_strides(xs, in_strides);
+    for (int d = 0; d < rank; d++) {
+        perm[d] = n->attrs.n_perm ? n->attrs.perm[d] : rank - 1 - d;
+        if (perm[d] < 0 || perm[d] >= rank || used[perm[d]] || ys->dims[d] != xs->dims[perm[d]])
+            return xf_rt_bad_node(err, n, "perm is not a permutation matching the output shape");
+        used[perm[d]] = true;
+        strides[d] = in_strides[perm[d]];
+    }
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, ys);
+    xf_rt_iter_add(&it, strides, 0);
+    gather_elements(&in[0], &out[0], &it);
+    return XF_OK;
+}
+
+/* Gather along axis; negative indices count from the end. */
+xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err)
+{
+    const xf_tensor_view *data = &in[0], *idx = &in[1];
+    int rank = data->shape.ndim;
+    int axis = xf_rt_axis(n->attrs.axis, rank);
+    if (axis < 0)
+        return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
+    int64_t outer = prod_dims(&data->shape, 0, axis), len = data->shape.dims[axis];
+    int64_t inner = prod_dims(&data->shape, axis + 1, rank), n_idx = xf_rt_numel(idx);
+    if (xf_rt_numel(&out[0]) != outer * n_idx * inner)
+        return xf_rt_bad_node(err, n, "output size does not match data and indices");
+    size_t es = xf_dtype_size(data->dtype), chunk = (size_t)inner * es;
+    char *dst = out[0].data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < n_idx; j++) {
+            int64_t k = xf_rt_load_i64(idx->dtype, idx->data, j);
+            if (k < -len || k >= len)
+                return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld",
+                                      (long long)k, (long long)len);
+            k += k < 0 ? len : 0;
+            if (chunk)
+                memcpy(dst, (const char *)data->data + (size_t)((o * len + k) * inner) * es, chunk);
+            dst += chunk;
+        }
+    return XF_OK;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Slice: parameters from the opset-1 attributes or from inputs 1-4.
+ * Starts and ends count from the end when negative and are clamped as
+ * ONNX says (to [0, dim] going forward, to [-1, dim - 1] going backward). */
+xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                       xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    const xf_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int rank = xs->ndim;
+    if (ys->ndim != rank)
+        return xf_rt_bad_node(err, n, "input and output ranks differ");
+    int64_t count;
+    bool from_attrs = a->has_slice_attrs;
+    if (from_attrs)
+        count = a->n_slice;
+    else if (n->n_inputs >= 3 && xf_rt_numel(&in[1]) == xf_rt_numel(&in[2]))
+        count = xf_rt_numel(&in[1]);
+    else
+        return xf_rt_bad_node(err, n, "starts and ends must have the same length");
+    const xf_tensor_view *axes_in = n->n_inputs > 3 && xf_rt_present(&in[3]) ? &in[3] : NULL;
+    const xf_tensor_view *steps_in = n->n_inputs > 4 && xf_rt_present(&in[4]) ? &in[4] : NULL;
+    if ((axes_in && xf_rt_numel(axes_in) != count) || (steps_in && xf_rt_numel(steps_in) != count))
+        return xf_rt_bad_node(err, n, "axes and steps must match starts in length");
+
+    int64_t in_strides[XF_MAX_DIMS], strides[XF_MAX_DIMS], base = 0;
+    bool sliced[XF_MAX_DIMS] = {false};
+    xf_rt_dense_strides(xs, in_strides);
+    for (int d = 0; d < rank; d++)
+        strides[d] = in_strides[d];
+    for (int64_t i = 0; i < count; i++) {
+        int64_t ax, start, end, step = steps_in ? xf_rt_load_i64(steps_in->dtype, steps_in->data, i) : 1;
+        if (from_attrs) {
+            ax = a->has_slice_axes ? a->slice_axes[i] : i;
+            start = a->slice_starts[i];
+            end = a->slice_ends[i];
+        } else {
+            ax = axes_in ? xf_rt_load_i64(axes_in->dtype, axes_in->data, i) : i;
+            start = xf_rt_load_i64(in[1].dtype, in[1].data, i);
+            end = xf_rt_load_i64(in[2].dtype, in[2].data, i);
+        }
+        int d = xf_rt_axis(ax, rank);
+        if (d < 0 || sliced[d] || step == 0)
+            return xf_rt_bad_node(err, n, "bad axis %lld or step %lld", (long long)ax, (long long)step);
+        sliced[d] = true;
+        int64_t dim = xs->dims[d];
+        start += start < 0 ? dim : 0;
+        end += end < 0 ? dim : 0;
+        /* the count, written so that huge steps cannot overflow */
+        int64_t len;
+        if (step > 0) {
+            start = clamp64(start, 0, dim);
+            end = clamp64(end, 0, dim);
+            len = end > start ? (end - start - 1) / step + 1 : 0;
+        } else {
+            start = clamp64(start, 0, dim - 1);
+            end = clamp64(end, -1, dim - 1);
+            int64_t back = step < -INT64_MAX ? INT64_MAX : -step;
+            len = start > end ? (start - end - 1) / back + 1 : 0;
+        }
+        if (ys->dims[d] != len)
+            return xf_rt_bad_node(err, n, "output has %lld elements along axis %d, the slice %lld",
+                                  (long long)ys->dims[d], d, (long long)len);
+        if (len > 0)
+            base += start * in_strides[d];
+        strides[d] = step * in_strides[d];
+    }
+    for (int d = 0; d < rank; d++)
+        if (!sliced[d] && ys->dims[d] != xs->dims[d])
+            return xf_rt_bad_node(err, n, "output differs from the input on unsliced axis %d", d);
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, ys);
+    xf_rt_iter_add(&it, strides, base);
+    gather_elements(&in[0], &out[0], &it);
+    return XF_OK;
+}
+
+/* Maps a padded coordinate back into [0, dim) for reflect and edge modes. */
+static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
+{
+    if (mode == XF_PAD_EDGE)
+        return clamp64(i, 0, dim - 1);
+    if (dim == 1)
+        return 0;
+    int64_t period = 2 * (dim - 1); /* reflect without repeating the edge */
+    i %= period;
+    i += i < 0 ? period : 0;
+    return i < dim ? i : period - i;
+}
+
+/* Pad: pads (begins then ends) and the constant from the attributes (opset
+ * < 11) or inputs 1-3 (axes from opset 18).  Negative pads crop. */
+xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                     xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    int rank = x->shape.ndim;
+    int64_t begin[XF_MAX_DIMS] = {0}, end[XF_MAX_DIMS] = {0};
+    size_t es = xf_dtype_size(x->dtype);
+    unsigned char value[16] = {0};
+    if (a->has_pads) {
+        if (a->n_pads != 2 * rank)
+            return xf_rt_bad_node(err, n, "%d pads for rank %d", a->n_pads, rank);
+        for (int d = 0; d < rank; d++) {
+            begin[d] = a->pad_pads[d];
+            end[d] = a->pad_pads[rank + d];
+        }
+        xf_rt_store_f64(x->dtype, value, 0, a->pad_value);
+    } else {
+        const xf_tensor_view *pads = &in[1];
+        const xf_tensor_view *axes = n->n_inputs > 3 && xf_rt_present(&in[3]) ? &in[3] : NULL;
+        int64_t n_ax = axes ? xf_rt_numel(axes) : rank;
+        if (n->n_inputs < 2 || xf_rt_numel(pads) != 2 * n_ax)
+            return xf_rt_bad_node(err, n, "pads must have two entries per padded axis");
+        for (int64_t i = 0; i < n_ax; i++) {
+            int64_t ax = axes ? xf_rt_load_i64(axes->dtype, axes->data, i) : i;
+            int d = xf_rt_axis(ax, rank);
+            if (d < 0)
+                return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)ax);
+            begin[d] = xf_rt_load_i64(pads->dtype, pads->data, i);
+            end[d] = xf_rt_load_i64(pads->dtype, pads->data, n_ax + i);
+        }
+        if (n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_numel(&in[2]) > 0) {
+            if (in[2].dtype != x->dtype)
+                return xf_rt_bad_node(err, n, "constant_value is %s, data %s", xf_dtype_name(in[2].dtype),
+                                      xf_dtype_name(x->dtype));
+            memcpy(value, in[2].data, es);
+        }
+    }
+    if (y->shape.ndim != rank)
+        return xf_rt_bad_node(err, n, "input and output ranks differ");
+    for (int d = 0; d < rank; d++) {
+        if (y->shape.dims[d] != x->shape.dims[d] + begin[d] + end[d])
+            return xf_rt_bad_node(err, n, "output dimension %d is not input + pads", d);
+        if (a->pad_mode != XF_PAD_CONSTANT && x->shape.dims[d] == 0 && y->shape.dims[d] > 0)
+            return xf_rt_bad_node(err, n, "cannot reflect or extend an empty dimension %d", d);
+    }
+    int64_t in_strides[XF_MAX_DIMS];
+    xf_rt_dense_strides(&x->shape, in_strides);
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &y->shape);
+    int64_t numel = xf_rt_numel(y);
+    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it)) {
+        int64_t off = 0;
+        bool outside = false;
+        for (int d = 0; d < rank; d++) {
+            int64_t c = it.coord[d] - begin[d];
+            if (c < 0 || c >= x->shape.dims[d]) {
+                if (a->pad_mode == XF_PAD_CONSTANT) {
+                    outside = true;
+                    break;
+                }
+                c = pad_source(a->pad_mode, c, x->shape.dims[d]);
+            }
+            off += c * in_strides[d];
+        }
+        memcpy(elem(y, i, es), outside ? (const char *)value : elem(x, off, es), es);
+    }
+    return XF_OK;
+}
+
+xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err)
+{
+    if (!xf_rt_broadcastable(&in[0].shape, &out[0].shape))
+        return xf_rt_bad_node(err, n, "input does not broadcast to the output shape");
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &out[0].shape);
+    xf_rt_iter_add_broadcast(&it, &in[0].shape);
+    gather_elements(&in[0], &out[0], &it);
+    return XF_OK;
+}
+
+/* Shape: only the input's shape is read, never its data. */
+xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                       xf_error *err)
+{
+    int rank = in[0].shape.ndim;
+    int64_t start = n->attrs.start, end = n->attrs.end;
+    start = clamp64(start < 0 ? start + rank : start, 0, rank);
+    end = clamp64(end < 0 ? end + rank : end, 0, rank);
+    int64_t count = end > start ? end - start : 0;
+    if (xf_rt_numel(&out[0]) != count)
+        return xf_rt_bad_node(err, n, "output has %lld elements for %lld dimensions",
+                              (long long)xf_rt_numel(&out[0]), (long long)count);
+    for (int64_t i = 0; i < count; i++)
+        xf_rt_store_i64(out[0].dtype, out[0].data, i, in[0].shape.dims[start + i]);
+    return XF_OK;
+}
+
+/* Fills with the `value` attribute (float 0 when absent: all zero bytes). */
+xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in,
+                                   const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor *v = n->attrs.value;
+    size_t es = xf_dtype_size(out[0].dtype);
+    int64_t numel = xf_rt_numel(&out[0]);
+    if (!v) {
+        if (numel)
+            memset(out[0].data, 0, (size_t)numel * es);
+        return XF_OK;
+    }
+    if (v->dtype != out[0].dtype || xf_tensor_numel(v) != 1)
+        return xf_rt_bad_node(err, n, "value must be one element of the output dtype");
+    for (int64_t i = 0; i < numel; i++)
+        memcpy(elem(&out[0], i, es), v->data, es);
+    return XF_OK;
+}
+
+/* Range: out[i] = start + i * delta for the output's length, which shape
+ * inference derived as max(ceil((limit - start) / delta), 0). */
+xf_status xf_ref_range(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                       xf_error *err)
+{
+    const xf_tensor_view *y = &out[0];
+    int64_t numel = xf_rt_numel(y);
+    if (xf_rt_is_integral(y->dtype)) {
+        int64_t start = xf_rt_load_i64(in[0].dtype, in[0].data, 0);
+        int64_t delta = xf_rt_load_i64(in[2].dtype, in[2].data, 0);
+        for (int64_t i = 0; i < numel; i++) /* wrapping, like the output type */
+            xf_rt_store_i64(y->dtype, y->data, i, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
+    } else {
+        double start = xf_rt_load_f64(in[0].dtype, in[0].data, 0);
+        double delta = xf_rt_load_f64(in[2].dtype, in[2].data, 0);
+        for (int64_t i = 0; i < numel; i++)
+            xf_rt_store_f64(y->dtype, y->data, i, start + (double)i * delta);
+    }
+    return XF_OK;
+}

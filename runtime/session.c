@@ -1,0 +1,513 @@
+/* Sessions: a graph bound to a backend, run in static mode (memory planned
+ * once, nodes prepared once) or dynamic mode (shapes inferred per run from
+ * the actual tensors), with per-node timing for the cost model. */
+#include "xf_rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct xf_session {
+    const xf_backend *be;
+    void *ctx;
+    xf_graph *g; /* own clone, shapes inferred */
+    int64_t opset;
+    bool dynamic;
+    /* static mode */
+    xf_memplan plan;
+    void *arena;
+    void **states; /* per node, from prepare */
+    /* per value: where it lives (static mode; in dynamic mode only the
+     * initializers); `owned` marks backend memory this session allocated
+     * for it outside the arena (uploads, input buffers) */
+    xf_tensor_view *views;
+    bool *owned;
+    int *last_use; /* per value: last node reading it; n_nodes for graph outputs */
+    /* scratch for one node's operands */
+    int max_in, max_out;
+    xf_tensor_view *in, *out;
+    xf_tensor *tmp;          /* dynamic mode: input values for shape inference */
+    const xf_tensor **tmp_ptr;
+};
+
+static const xf_tensor_view omitted_view = {.dtype = XF_DT_UNDEFINED, .shape = {.ndim = -1}};
+
+static size_t value_bytes(const xf_value *v)
+{
+    int64_t numel = xf_shape_numel(&v->shape);
+    return numel > 0 ? (size_t)numel * xf_dtype_size(v->dtype) : 0;
+}
+
+static bool shape_known(const xf_shape *s) { return xf_shape_numel(s) >= 0; }
+
+/* ---------------------------------------------------------------- inputs and outputs */
+
+static xf_status check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_error *err)
+{
+    for (int i = 0; i < s->g->n_inputs; i++) {
+        const xf_value *v = &s->g->values[s->g->inputs[i]];
+        const xf_tensor *t = inputs ? inputs[i] : NULL;
+        char got[128], want[128];
+        if (!t)
+            return xf_error_set(err, XF_ERR_INVALID, "input '%s' is missing", v->name);
+        if (t->dtype != v->dtype)
+            return xf_error_set(err, XF_ERR_INVALID, "input '%s' has type %s, the graph expects %s", v->name,
+                                xf_dtype_name(t->dtype), xf_dtype_name(v->dtype));
+        bool match = v->shape.ndim < 0 || v->shape.ndim == t->shape.ndim;
+        for (int d = 0; match && d < v->shape.ndim; d++)
+            match = v->shape.dims[d] < 0 || v->shape.dims[d] == t->shape.dims[d];
+        if (!match)
+            return xf_error_set(err, XF_ERR_INVALID, "input '%s' has shape %s, the graph expects %s", v->name,
+                                xf_shape_str(&t->shape, got, sizeof got),
+                                xf_shape_str(&v->shape, want, sizeof want));
+    }
+    return XF_OK;
+}
+
+/* Points graph input values at the caller's tensors: in place on host
+ * memory, else copied into the buffers allocated at session creation. */
+static xf_status bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *const *inputs, xf_error *err)
+{
+    for (int i = 0; i < s->g->n_inputs; i++) {
+        int v = s->g->inputs[i];
+        const xf_tensor *t = inputs[i];
+        views[v].dtype = t->dtype;
+        views[v].shape = t->shape;
+        if (s->be->host_memory) {
+            views[v].data = t->data;
+            continue;
+        }
+        xf_status st = s->be->copy_in(s->ctx, views[v].data, t->data, t->nbytes, err);
+        if (st != XF_OK)
+            return st;
+    }
+    return XF_OK;
+}
+
+static xf_status collect_outputs(xf_session *s, const xf_tensor_view *views, xf_tensor **outputs,
+                                 xf_error *err)
+{
+    for (int k = 0; k < s->g->n_outputs; k++)
+        outputs[k] = NULL;
+    for (int k = 0; k < s->g->n_outputs; k++) {
+        const xf_tensor_view *v = &views[s->g->outputs[k]];
+        xf_tensor *t = xf_tensor_create(v->dtype, &v->shape);
+        xf_status st = t ? s->be->copy_out(s->ctx, t->data, v->data, t->nbytes, err)
+                         : xf_error_set(err, XF_ERR_NOMEM, "out of memory for output '%s'",
+                                        s->g->values[s->g->outputs[k]].name);
+        outputs[k] = t;
+        if (st != XF_OK) {
+            for (int j = 0; j <= k; j++) {
+                xf_tensor_release(outputs[j]);
+                outputs[j] = NULL;
+            }
+            return st;
+        }
+    }
+    return XF_OK;
+}
+
+/* The views of node i's operands, from the per-value table. */
+static void node_views(xf_session *s, const xf_graph *g, const xf_tensor_view *views, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_inputs; k++)
+        s->in[k] = n->inputs[k] >= 0 ? views[n->inputs[k]] : omitted_view;
+    for (int k = 0; k < n->n_outputs; k++)
+        s->out[k] = n->outputs[k] >= 0 ? views[n->outputs[k]] : omitted_view;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs node i of g on the operands in s->in / s->out; stores its time in
+ * *seconds when timing. */
+static xf_status run_one(xf_session *s, const xf_graph *g, int i, void *state, double *seconds, xf_error *err)
+{
+    double t0 = seconds ? now_seconds() : 0.0;
+    xf_status st = s->be->run_node(s->ctx, g, i, state, s->in, s->out, err);
+    if (st == XF_OK && seconds && s->be->synchronize)
+        st = s->be->synchronize(s->ctx, err);
+    if (seconds)
+        *seconds = now_seconds() - t0;
+    return st;
+}
+
+/* ---------------------------------------------------------------- static mode */
+
+static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs,
+                            double *node_seconds, xf_error *err)
+{
+    xf_status st = bind_inputs(s, s->views, inputs, err);
+    for (int i = 0; i < s->g->n_nodes && st == XF_OK; i++) {
+        node_views(s, s->g, s->views, i);
+        st = run_one(s, s->g, i, s->states[i], node_seconds ? &node_seconds[i] : NULL, err);
+    }
+    if (st == XF_OK && outputs)
+        st = collect_outputs(s, s->views, outputs, err);
+    return st;
+}
+
+static xf_status setup_static(xf_session *s, xf_error *err)
+{
+    xf_status st = xf_memplan_compute(s->g, &s->plan, err);
+    if (st != XF_OK)
+        return st;
+    if (s->plan.arena_bytes) {
+        s->arena = s->be->alloc(s->ctx, s->plan.arena_bytes);
+        if (!s->arena)
+            return xf_error_set(err, XF_ERR_NOMEM, "cannot allocate a %zu-byte arena on backend %s",
+                                s->plan.arena_bytes, s->be->name);
+    }
+    for (int v = 0; v < s->g->n_values; v++) {
+        const xf_value *val = &s->g->values[v];
+        if (s->plan.offset[v] >= 0) {
+            s->views[v] = (xf_tensor_view){val->dtype, val->shape,
+                                           s->arena ? (char *)s->arena + s->plan.offset[v] : NULL};
+        } else if (val->is_input && !s->be->host_memory && value_bytes(val)) {
+            s->views[v] = (xf_tensor_view){val->dtype, val->shape, s->be->alloc(s->ctx, value_bytes(val))};
+            if (!s->views[v].data)
+                return xf_error_set(err, XF_ERR_NOMEM, "cannot allocate input '%s' on backend %s", val->name,
+                                    s->be->name);
+            s->owned[v] = true;
+        }
+    }
+    s->states = calloc((size_t)s->g->n_nodes + 1, sizeof *s->states);
+    if (!s->states)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < s->g->n_nodes && s->be->prepare; i++) {
+        node_views(s, s->g, s->views, i);
+        st = s->be->prepare(s->ctx, s->g, i, s->in, s->out, &s->states[i], err);
+        if (st != XF_OK)
+            return st;
+    }
+    return XF_OK;
+}
+
+/* ---------------------------------------------------------------- dynamic mode */
+
+/* Node i's input values as tensors, for shape inference to read
+ * (Reshape's shape, Slice's starts, ...).  Host memory only. */
+static const xf_tensor *const *inference_inputs(xf_session *s, const xf_graph *g, const xf_tensor_view *views,
+                                                int i)
+{
+    const xf_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v < 0) {
+            s->tmp_ptr[k] = NULL;
+            continue;
+        }
+        const xf_tensor_view *w = &views[v];
+        int64_t numel = xf_shape_numel(&w->shape);
+        s->tmp[k] = (xf_tensor){.refcount = 1, .dtype = w->dtype, .shape = w->shape, .data = w->data,
+                                .nbytes = numel > 0 ? (size_t)numel * xf_dtype_size(w->dtype) : 0};
+        s->tmp_ptr[k] = &s->tmp[k];
+    }
+    return s->tmp_ptr;
+}
+
+static void free_dynamic(xf_session *s, xf_tensor_view *views, bool *owned, int n_values)
+{
+    for (int v = 0; v < n_values; v++)
+        if (owned[v])
+            s->be->free(s->ctx, views[v].data);
+}
+
+/* Infers, allocates and runs node i of g (the run's clone of s->g). */
+static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
+                                  double *seconds, xf_error *err)
+{
+    const xf_node *n = &g->nodes[i];
+    xf_status st = xf_node_infer_shape(g, i, s->opset, inference_inputs(s, g, views, i), err);
+    if (st == XF_OK)
+        st = s->be->supports(g, i, err);
+    for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
+        int v = n->outputs[k];
+        if (v < 0)
+            continue;
+        const xf_value *val = &g->values[v];
+        if (!shape_known(&val->shape) || xf_dtype_size(val->dtype) == 0)
+            return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): cannot determine the shape of '%s'",
+                                n->name, xf_op_name(n->op), val->name);
+        size_t bytes = value_bytes(val);
+        views[v] = (xf_tensor_view){val->dtype, val->shape, s->be->alloc(s->ctx, bytes)};
+        owned[v] = true;
+        if (bytes && !views[v].data)
+            return xf_error_set(err, XF_ERR_NOMEM, "cannot allocate %zu bytes for '%s'", bytes, val->name);
+    }
+    if (st != XF_OK)
+        return st;
+    node_views(s, g, views, i);
+    void *state = NULL;
+    if (s->be->prepare)
+        st = s->be->prepare(s->ctx, g, i, s->in, s->out, &state, err);
+    if (st == XF_OK)
+        st = run_one(s, g, i, state, seconds, err);
+    if (s->be->release && state)
+        s->be->release(s->ctx, state);
+    /* values whose last reader this was go back to the backend */
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v >= 0 && owned[v] && s->last_use[v] <= i) {
+            s->be->free(s->ctx, views[v].data);
+            owned[v] = false;
+        }
+    }
+    return st;
+}
+
+static xf_status run_dynamic(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs,
+                             double *node_seconds, xf_error *err)
+{
+    int nv = s->g->n_values;
+    xf_graph *g = xf_graph_clone(s->g);
+    xf_tensor_view *views = malloc(sizeof *views * (size_t)(nv > 0 ? nv : 1));
+    bool *owned = calloc((size_t)(nv > 0 ? nv : 1), sizeof *owned);
+    xf_status st = XF_OK;
+    if (!g || !views || !owned) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    memcpy(views, s->views, sizeof *views * (size_t)nv);
+    for (int i = 0; i < g->n_inputs; i++)
+        g->values[g->inputs[i]].shape = inputs[i]->shape;
+    st = bind_inputs(s, views, inputs, err);
+    for (int i = 0; i < g->n_nodes && st == XF_OK; i++)
+        st = run_dynamic_node(s, g, views, owned, i, node_seconds ? &node_seconds[i] : NULL, err);
+    if (st == XF_OK && outputs)
+        st = collect_outputs(s, views, outputs, err);
+    free_dynamic(s, views, owned, nv);
+done:
+    xf_graph_free(g);
+    free(views);
+    free(owned);
+    return st;
+}
+
+/* ---------------------------------------------------------------- creation */
+
+/* Initializers are used in place on host memory, else uploaded once. */
+static xf_status bind_initializers(xf_session *s, xf_error *err)
+{
+    for (int v = 0; v < s->g->n_values; v++) {
+        const xf_tensor *t = s->g->values[v].init;
+        if (!t)
+            continue;
+        s->views[v] = (xf_tensor_view){t->dtype, t->shape, t->data};
+        if (s->be->host_memory || !t->nbytes)
+            continue;
+        s->views[v].data = s->be->alloc(s->ctx, t->nbytes);
+        if (!s->views[v].data)
+            return xf_error_set(err, XF_ERR_NOMEM, "cannot upload '%s' to backend %s", s->g->values[v].name,
+                                s->be->name);
+        s->owned[v] = true;
+        xf_status st = s->be->copy_in(s->ctx, s->views[v].data, t->data, t->nbytes, err);
+        if (st != XF_OK)
+            return st;
+    }
+    return XF_OK;
+}
+
+static xf_status alloc_tables(xf_session *s, xf_error *err)
+{
+    const xf_graph *g = s->g;
+    size_t nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].n_inputs > s->max_in)
+            s->max_in = g->nodes[i].n_inputs;
+        if (g->nodes[i].n_outputs > s->max_out)
+            s->max_out = g->nodes[i].n_outputs;
+    }
+    s->views = malloc(nv * sizeof *s->views);
+    s->owned = calloc(nv, sizeof *s->owned);
+    s->last_use = malloc(nv * sizeof *s->last_use);
+    s->in = malloc(sizeof *s->in * (size_t)(s->max_in + 1));
+    s->out = malloc(sizeof *s->out * (size_t)(s->max_out + 1));
+    s->tmp = malloc(sizeof *s->tmp * (size_t)(s->max_in + 1));
+    s->tmp_ptr = malloc(sizeof *s->tmp_ptr * (size_t)(s->max_in + 1));
+    if (!s->views || !s->owned || !s->last_use || !s->in || !s->out || !s->tmp || !s->tmp_ptr)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int v = 0; v < g->n_values; v++) {
+        s->views[v] = (xf_tensor_view){g->values[v].dtype, g->values[v].shape, NULL};
+        s->last_use[v] = g->values[v].producer;
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0)
+                s->last_use[g->nodes[i].inputs[k]] = i;
+    for (int k = 0; k < g->n_outputs; k++)
+        s->last_use[g->outputs[k]] = g->n_nodes;
+    return XF_OK;
+}
+
+static xf_status check_supported(const xf_session *s, xf_error *err)
+{
+    xf_status st = XF_OK;
+    /* Inputs of sequence, map or optional type import without a tensor dtype. */
+    for (int i = 0; i < s->g->n_inputs; i++) {
+        const xf_value *v = &s->g->values[s->g->inputs[i]];
+        if (v->dtype == XF_DT_UNDEFINED || xf_dtype_size(v->dtype) == 0)
+            return xf_error_set(err, XF_ERR_UNSUPPORTED, "input '%s' is not a tensor of a supported type (%s)",
+                                v->name, xf_dtype_name(v->dtype));
+    }
+    for (int i = 0; st == XF_OK && i < s->g->n_nodes; i++)
+        st = s->be->supports(s->g, i, err);
+    return st;
+}
+
+/* Static mode needs every input and node output shape known. */
+static bool all_shapes_static(const xf_graph *g)
+{
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!shape_known(&g->values[g->inputs[i]].shape))
+            return false;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_outputs; k++) {
+            int v = g->nodes[i].outputs[k];
+            if (v >= 0 && !shape_known(&g->values[v].shape))
+                return false;
+        }
+    return true;
+}
+
+xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *backend_name,
+                            const xf_session_options *opt, xf_session **out, xf_error *err)
+{
+    *out = NULL;
+    const char *name = backend_name ? backend_name : "cpu_ref";
+    const xf_backend *be = xf_backend_find(name);
+    if (!be) {
+        const xf_backend *const *list;
+        int n = xf_backend_list(&list);
+        char names[256] = "";
+        for (int i = 0; i < n; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", list[i]->name);
+        return xf_error_set(err, XF_ERR_INVALID, "unknown backend '%s' (available: %s)", name, names);
+    }
+    xf_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    s->be = be;
+    s->opset = opset;
+    s->g = xf_graph_clone(graph);
+    xf_status st = s->g ? xf_graph_validate(s->g, err) : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    /* before inference, so that an unsupported op is what gets reported;
+     * after it, for the dtypes inference found */
+    if (st == XF_OK)
+        st = check_supported(s, err);
+    if (st == XF_OK)
+        st = xf_graph_infer_shapes(s->g, opset, err);
+    if (st == XF_OK)
+        st = check_supported(s, err);
+    if (st == XF_OK)
+        st = alloc_tables(s, err);
+    if (st == XF_OK) {
+        s->dynamic = (opt && opt->force_dynamic) || !all_shapes_static(s->g);
+        if (s->dynamic && !be->host_memory)
+            st = xf_error_set(err, XF_ERR_UNSUPPORTED,
+                              "backend %s cannot run graphs whose shapes depend on run-time values", be->name);
+    }
+    if (st == XF_OK && be->context_create)
+        st = be->context_create(&s->ctx, err);
+    if (st == XF_OK)
+        st = bind_initializers(s, err);
+    if (st == XF_OK && !s->dynamic)
+        st = setup_static(s, err);
+    if (st != XF_OK) {
+        xf_session_free(s);
+        return st;
+    }
+    *out = s;
+    return XF_OK;
+}
+
+void xf_session_free(xf_session *s)
+{
+    if (!s)
+        return;
+    if (s->states && s->be->release)
+        for (int i = 0; i < s->g->n_nodes; i++)
+            if (s->states[i])
+                s->be->release(s->ctx, s->states[i]);
+    if (s->owned)
+        for (int v = 0; v < s->g->n_values; v++)
+            if (s->owned[v])
+                s->be->free(s->ctx, s->views[v].data);
+    if (s->arena)
+        s->be->free(s->ctx, s->arena);
+    if (s->ctx && s->be->context_free)
+        s->be->context_free(s->ctx);
+    xf_memplan_free(&s->plan);
+    xf_graph_free(s->g);
+    free(s->states);
+    free(s->views);
+    free(s->owned);
+    free(s->last_use);
+    free(s->in);
+    free(s->out);
+    free(s->tmp);
+    free(s->tmp_ptr);
+    free(s);
+}
+
+/* ---------------------------------------------------------------- running */
+
+static xf_status execute(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs, double *node_seconds,
+                         xf_error *err)
+{
+    xf_status st = check_inputs(s, inputs, err);
+    if (st != XF_OK)
+        return st;
+    return s->dynamic ? run_dynamic(s, inputs, outputs, node_seconds, err)
+                      : run_static(s, inputs, outputs, node_seconds, err);
+}
+
+xf_status xf_session_run(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs, xf_error *err)
+{
+    return execute(s, inputs, outputs, NULL, err);
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
+}
+
+xf_status xf_session_profile(xf_session *s, xf_tensor *const *inputs, int warmup, int repeats,
+                             double *node_seconds, xf_error *err)
+{
+    int nn = s->g->n_nodes;
+    if (repeats < 1)
+        return xf_error_set(err, XF_ERR_INVALID, "profiling needs at least one timed run");
+    xf_status st = XF_OK;
+    for (int r = 0; r < warmup && st == XF_OK; r++)
+        st = execute(s, inputs, NULL, NULL, err);
+    /* times[i * repeats + r]: node i in run r, so each node's runs sort together */
+    double *times = malloc(sizeof *times * (size_t)(nn > 0 ? nn : 1) * (size_t)repeats);
+    double *run = malloc(sizeof *run * (size_t)(nn > 0 ? nn : 1));
+    if (!times || !run)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int r = 0; r < repeats && st == XF_OK; r++) {
+        st = execute(s, inputs, NULL, run, err);
+        for (int i = 0; i < nn; i++)
+            times[(size_t)i * (size_t)repeats + (size_t)r] = run[i];
+    }
+    for (int i = 0; i < nn && st == XF_OK; i++) {
+        double *t = &times[(size_t)i * (size_t)repeats];
+        qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+        node_seconds[i] = repeats % 2 ? t[repeats / 2] : 0.5 * (t[repeats / 2 - 1] + t[repeats / 2]);
+    }
+    free(times);
+    free(run);
+    return st;
+}
+
+const xf_graph *xf_session_graph(const xf_session *s) { return s->g; }
+bool xf_session_is_dynamic(const xf_session *s) { return s->dynamic; }
+const xf_memplan *xf_session_memplan(const xf_session *s) { return s->dynamic ? NULL : &s->plan; }

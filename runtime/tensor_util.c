@@ -1,0 +1,75 @@
+/* Test and checking helpers: deterministic random tensors and the
+ * ONNX-style tolerance comparison. */
+#include "xf_rt_internal.h"
+
+#include <math.h>
+
+/* splitmix64: tiny, well mixed, and the same on every platform */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed)
+{
+    bool floating = (XF_DTM_FLOATS & XF_DTM(dtype)) != 0;
+    if (!floating && !xf_rt_is_integral(dtype))
+        return NULL;
+    xf_tensor *t = xf_tensor_create(dtype, shape);
+    if (!t)
+        return NULL;
+    uint64_t state = seed;
+    int64_t numel = xf_tensor_numel(t);
+    for (int64_t i = 0; i < numel; i++) {
+        uint64_t r = next_random(&state);
+        if (floating)
+            xf_rt_store_f64(dtype, t->data, i, (double)(r >> 11) * 0x1p-52 - 1.0);
+        else
+            xf_rt_store_i64(dtype, t->data, i, (int64_t)(r % (dtype == XF_DT_BOOL ? 2 : 10)));
+    }
+    return t;
+}
+
+xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
+                            double *max_abs, double *max_rel, bool *ok, xf_error *err)
+{
+    double worst_abs = 0.0, worst_rel = 0.0;
+    *ok = false;
+    if (max_abs)
+        *max_abs = INFINITY;
+    if (max_rel)
+        *max_rel = INFINITY;
+    char sa[128], sb[128];
+    if (a->dtype != b->dtype)
+        return xf_error_set(err, XF_ERR_INVALID, "dtypes differ: %s vs %s", xf_dtype_name(a->dtype),
+                            xf_dtype_name(b->dtype));
+    if (!xf_shape_equal(&a->shape, &b->shape))
+        return xf_error_set(err, XF_ERR_INVALID, "shapes differ: %s vs %s", xf_shape_str(&a->shape, sa, sizeof sa),
+                            xf_shape_str(&b->shape, sb, sizeof sb));
+    if (!((XF_DTM_NUMERIC | XF_DTM(XF_DT_BOOL)) & XF_DTM(a->dtype)))
+        return xf_error_set(err, XF_ERR_INVALID, "cannot compare tensors of type %s", xf_dtype_name(a->dtype));
+    bool all = true;
+    int64_t numel = xf_tensor_numel(a);
+    for (int64_t i = 0; i < numel; i++) {
+        double x = xf_rt_load_f64(a->dtype, a->data, i), y = xf_rt_load_f64(b->dtype, b->data, i);
+        if (x == y || (isnan(x) && isnan(y)))
+            continue;
+        /* NaN against a number, or an infinity against anything else, is
+         * never close (rtol * inf would otherwise accept it) */
+        bool special = !isfinite(x) || !isfinite(y);
+        double diff = special ? INFINITY : fabs(x - y);
+        double rel = y != 0 ? diff / fabs(y) : INFINITY;
+        all &= !special && diff <= atol + rtol * fabs(y);
+        worst_abs = diff > worst_abs ? diff : worst_abs;
+        worst_rel = rel > worst_rel ? rel : worst_rel;
+    }
+    if (max_abs)
+        *max_abs = worst_abs;
+    if (max_rel)
+        *max_rel = worst_rel;
+    *ok = all;
+    return XF_OK;
+}

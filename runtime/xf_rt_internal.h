@@ -1,0 +1,133 @@
+/* Runtime internals shared by the session, the memory planner and the
+ * cpu_ref kernels: dtype access, index iteration, the kernel table. */
+#ifndef XF_RT_INTERNAL_H
+#define XF_RT_INTERNAL_H
+
+#include "xf_runtime.h"
+
+/* ---------------------------------------------------------------- dtypes */
+
+#define XF_DTM(t) (1u << (t))
+#define XF_DTM_FLOATS (XF_DTM(XF_DT_FLOAT) | XF_DTM(XF_DT_DOUBLE) | XF_DTM(XF_DT_FLOAT16) | \
+                       XF_DTM(XF_DT_BFLOAT16))
+#define XF_DTM_INTS (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | \
+                     XF_DTM(XF_DT_UINT16) | XF_DTM(XF_DT_INT32) | XF_DTM(XF_DT_INT64) | \
+                     XF_DTM(XF_DT_UINT32) | XF_DTM(XF_DT_UINT64))
+#define XF_DTM_NUMERIC (XF_DTM_FLOATS | XF_DTM_INTS)
+/* Every type with a fixed element size: what data movement handles. */
+#define XF_DTM_ANY (XF_DTM_NUMERIC | XF_DTM(XF_DT_BOOL) | XF_DTM(XF_DT_COMPLEX64) | \
+                    XF_DTM(XF_DT_COMPLEX128))
+#define XF_DTM_INDEX (XF_DTM(XF_DT_INT32) | XF_DTM(XF_DT_INT64))
+
+/* Integer-valued (bool included): arithmetic on these runs in int64 so that
+ * large values stay exact; everything else runs in double. */
+bool xf_rt_is_integral(xf_dtype t);
+
+/* Element i of a buffer of dtype t, converted. */
+double xf_rt_load_f64(xf_dtype t, const void *base, int64_t i);
+int64_t xf_rt_load_i64(xf_dtype t, const void *base, int64_t i);
+/* Stores v as element i.  Integer targets truncate toward zero, saturate at
+ * their range and take 0 for NaN (C leaves these undefined); bool is v != 0. */
+void xf_rt_store_f64(xf_dtype t, void *base, int64_t i, double v);
+/* Integer targets wrap modulo their width, as ONNX Cast does. */
+void xf_rt_store_i64(xf_dtype t, void *base, int64_t i, int64_t v);
+
+uint16_t xf_rt_f32_to_f16(float f);
+float xf_rt_f16_to_f32(uint16_t h);
+uint16_t xf_rt_f32_to_bf16(float f);
+float xf_rt_bf16_to_f32(uint16_t h);
+
+/* ---------------------------------------------------------------- views */
+
+static inline bool xf_rt_present(const xf_tensor_view *v) { return v->dtype != XF_DT_UNDEFINED; }
+static inline int64_t xf_rt_numel(const xf_tensor_view *v) { return xf_shape_numel(&v->shape); }
+static inline size_t xf_rt_bytes(const xf_tensor_view *v)
+{
+    return (size_t)xf_rt_numel(v) * xf_dtype_size(v->dtype);
+}
+/* axis in [-rank, rank) made non-negative; -1 when out of range. */
+int xf_rt_axis(int64_t axis, int rank);
+/* Element strides of a dense row-major shape. */
+void xf_rt_dense_strides(const xf_shape *s, int64_t *strides);
+/* Whether s broadcasts to `to` (numpy rules, `to` at least as long). */
+bool xf_rt_broadcastable(const xf_shape *s, const xf_shape *to);
+/* Element strides of s read as shape `to`: zero on broadcast dimensions. */
+void xf_rt_broadcast_strides(const xf_shape *s, const xf_shape *to, int64_t *strides);
+
+/* ---------------------------------------------------------------- iteration */
+
+#define XF_RT_MAX_OPERANDS 4
+
+/* Walks the index space `dims` in row-major order while keeping, for each
+ * operand, the element offset coord . stride[k].  Broadcasting is a zero
+ * stride, a transpose is a permuted stride, a reduction is the output's
+ * strides with zeros on the reduced axes. */
+typedef struct xf_rt_iter {
+    int ndim, n_ops;
+    int64_t dims[XF_MAX_DIMS];
+    int64_t coord[XF_MAX_DIMS];
+    int64_t stride[XF_RT_MAX_OPERANDS][XF_MAX_DIMS];
+    int64_t off[XF_RT_MAX_OPERANDS];
+} xf_rt_iter;
+
+void xf_rt_iter_init(xf_rt_iter *it, const xf_shape *space);
+/* Adds an operand with explicit strides and base offset; returns its index. */
+int xf_rt_iter_add(xf_rt_iter *it, const int64_t *strides, int64_t base);
+/* Adds an operand of shape s broadcast (numpy rules, aligned at the last
+ * dimension) to the iteration space. */
+int xf_rt_iter_add_broadcast(xf_rt_iter *it, const xf_shape *s);
+void xf_rt_iter_next(xf_rt_iter *it);
+
+/* ---------------------------------------------------------------- cpu_ref kernels */
+
+/* in[] has n->n_inputs views, out[] n->n_outputs, outputs allocated with
+ * the shapes shape inference gave them. */
+typedef xf_status (*xf_ref_kernel)(const xf_node *n, const xf_tensor_view *in,
+                                   const xf_tensor_view *out, xf_error *err);
+
+/* elementwise (cpu_ref_elementwise.c) */
+xf_status xf_ref_unary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_variadic(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_where(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_clip(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* windows (cpu_ref_conv.c) */
+xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* matrix products (cpu_ref_linalg.c) */
+xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* normalization and reductions (cpu_ref_norm.c) */
+xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_softmax(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* data movement (cpu_ref_movement.c) */
+xf_status xf_ref_copy(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_dropout(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_concat(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_split(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_range(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+
+/* The cpu_ref backend (cpu_ref.c). */
+extern const xf_backend xf_backend_cpu_ref;
+
+/* The error every backend gives for a node it cannot run: "backend B does
+ * not support op X[ detail] (node 'n')"; detail (printf-style) may be NULL. */
+xf_status xf_rt_unsupported(xf_error *err, const xf_backend *be, const xf_node *n, const char *detail_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Error for a node whose operand breaks what the kernel relies on. */
+xf_status xf_rt_bad_node(xf_error *err, const xf_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

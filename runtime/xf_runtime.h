@@ -1,0 +1,169 @@
+/* xflow runtime: executes core graphs on a backend.
+ *
+ * A session binds a graph to a backend.  When every value's shape is known
+ * statically the session plans memory once (xf_memplan: one arena, buffers
+ * reused between values whose lifetimes do not overlap) and prepares every
+ * node once; otherwise it runs in dynamic mode, inferring each node's output
+ * shapes from the actual tensors as it goes.  Backends plug in behind one
+ * vtable; `cpu_ref` (plain loops, the numerical oracle for every test) is
+ * always present. */
+#ifndef XF_RUNTIME_H
+#define XF_RUNTIME_H
+
+#include "xf_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- backends */
+
+/* A tensor in backend memory, as kernels see it.  An omitted optional input
+ * or output has dtype XF_DT_UNDEFINED; a present tensor with no elements may
+ * have data == NULL. */
+typedef struct xf_tensor_view {
+    xf_dtype dtype;
+    xf_shape shape;
+    void *data; /* backend memory: host memory for CPU backends, device memory for GPUs */
+} xf_tensor_view;
+
+/* The operations a backend provides.  Hooks marked optional may be NULL.
+ * `ctx` is the per-session context made by context_create (NULL when the
+ * backend has none); per-node state made by prepare is passed back to
+ * run_node and release.  In static mode prepare runs once per node with the
+ * views run_node will see, so a backend may choose algorithms by running
+ * them there (cudnnFind); only graph inputs on host-memory backends are
+ * bound later, per run (their data is NULL then).  In dynamic mode prepare,
+ * run_node and release follow each other for every node of every run. */
+typedef struct xf_backend {
+    const char *name;
+    const char *description;
+    /* Memory from alloc is ordinary host memory: the session then lets
+     * kernels read initializers and caller inputs in place instead of
+     * copying them in.  Dynamic mode (run-time shapes) needs this, because
+     * shape inference reads parameter tensors (a Reshape's shape) on the host. */
+    bool host_memory;
+
+    /* optional: per-session context (library handles, streams); fails with
+     * a clear message when the device is absent ("no CUDA device"). */
+    xf_status (*context_create)(void **ctx, xf_error *err);
+    void (*context_free)(void *ctx);
+
+    /* Whether node `node` of g can run here, judging by op kind, attributes
+     * and dtypes.  Fails with "backend NAME does not support op X (node 'n')"
+     * or "... op X on DTYPE (node 'n')".  Dtypes still unknown pass; dynamic
+     * mode asks again once they are known. */
+    xf_status (*supports)(const xf_graph *g, int node, xf_error *err);
+
+    /* optional: per-node state (primitive/algorithm caches) for these shapes. */
+    xf_status (*prepare)(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
+                         const xf_tensor_view *out, void **state, xf_error *err);
+    /* Computes the node: in[] has g->nodes[node].n_inputs views, out[] has
+     * n_outputs views with their buffers already allocated. */
+    xf_status (*run_node)(void *ctx, const xf_graph *g, int node, void *state,
+                          const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+    /* optional: frees what prepare made. */
+    void (*release)(void *ctx, void *state);
+
+    /* Backend memory: 64-byte aligned; alloc(ctx, 0) may return NULL. */
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*free)(void *ctx, void *ptr);
+    /* Host -> backend and backend -> host copies; both return once the
+     * bytes are in place (copy_out waits for the work that produced them). */
+    xf_status (*copy_in)(void *ctx, void *dst, const void *host_src, size_t bytes, xf_error *err);
+    xf_status (*copy_out)(void *ctx, void *host_dst, const void *src, size_t bytes, xf_error *err);
+    /* optional: waits for queued work (asynchronous backends), so that
+     * per-node timings measure the node and not its launch. */
+    xf_status (*synchronize)(void *ctx, xf_error *err);
+} xf_backend;
+
+/* The backend called name, or NULL. */
+const xf_backend *xf_backend_find(const char *name);
+/* All backends compiled in; returns how many and sets *list. */
+int xf_backend_list(const xf_backend *const **list);
+
+/* ---------------------------------------------------------------- memory plan */
+
+/* Where every non-constant value lives in one arena.  Values are node
+ * outputs (graph inputs are bound to the caller's tensors, initializers to
+ * their data).  A value lives from the node that produces it to its last
+ * consumer, graph outputs to the end; two values share bytes only when
+ * their lifetimes are disjoint.  Offsets are 64-byte aligned. */
+typedef struct xf_memplan {
+    int n_values;         /* == the graph's n_values; arrays below are per value id */
+    int64_t *offset;      /* byte offset in the arena; -1 for values outside the plan */
+    size_t *size;         /* bytes reserved (rounded up to 64); 0 outside the plan */
+    int *first;           /* lifetime: first and last node index (n_nodes = end of run) */
+    int *last;
+    size_t arena_bytes;   /* the arena this plan needs */
+    size_t peak_bytes;    /* most bytes live at one step: no plan can need less */
+    size_t total_bytes;   /* sum of all sizes: what a plan without reuse would need */
+} xf_memplan;
+
+/* Plans g, whose value shapes must all be known: XF_ERR_UNSUPPORTED naming
+ * the first value whose shape is not (the session then runs dynamically). */
+xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *out, xf_error *err);
+void xf_memplan_free(xf_memplan *p);
+
+/* ---------------------------------------------------------------- sessions */
+
+/* A session runs one call at a time (it keeps per-run scratch). */
+typedef struct xf_session xf_session;
+
+typedef struct xf_session_options {
+    /* Run in dynamic mode even when every shape is static (tests, and
+     * graphs whose static shapes are not trusted). */
+    bool force_dynamic;
+} xf_session_options;
+
+/* Binds g to the backend (NULL: "cpu_ref").  The session keeps its own
+ * clone of g (tensors are shared, not copied) with shapes inferred for
+ * opset, so g may change or be freed afterwards.  Fails, before anything
+ * runs, naming the node when an op or dtype is not supported or a node is
+ * opaque.  opt may be NULL. */
+xf_status xf_session_create(const xf_graph *g, int64_t opset, const char *backend_name,
+                            const xf_session_options *opt, xf_session **out, xf_error *err);
+/* Runs once.  inputs[i] feeds g->inputs[i] and must match its dtype and
+ * shape (an input whose shape the graph leaves unknown takes any shape);
+ * outputs[i] receives a new reference for g->outputs[i]. */
+xf_status xf_session_run(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs,
+                         xf_error *err);
+/* Times every node: `warmup` untimed runs, then `repeats` timed runs;
+ * node_seconds[i] (n_nodes entries) receives node i's median time. */
+xf_status xf_session_profile(xf_session *s, xf_tensor *const *inputs, int warmup, int repeats,
+                             double *node_seconds, xf_error *err);
+void xf_session_free(xf_session *s);
+
+/* The session's graph (shapes inferred; node i of it is node i of the
+ * graph it was created from). */
+const xf_graph *xf_session_graph(const xf_session *s);
+/* True when shapes are resolved per run. */
+bool xf_session_is_dynamic(const xf_session *s);
+/* The memory plan of a static session; NULL in dynamic mode. */
+const xf_memplan *xf_session_memplan(const xf_session *s);
+
+/* ---------------------------------------------------------------- constant folding */
+
+/* Evaluates node on cpu_ref.  Its inputs must be initializers (Shape only
+ * needs its input's static shape); its output shapes are taken from g when
+ * known, else inferred.  outputs[k] receives a new reference (NULL for an
+ * omitted optional output).  Matches core's xf_node_eval_fn. */
+xf_status xf_runtime_eval_node(const xf_graph *g, int node, xf_tensor **outputs, xf_error *err);
+
+/* ---------------------------------------------------------------- tensor helpers */
+
+/* Deterministic pseudo-random tensor: floating types uniform in [-1, 1],
+ * integer types in [0, 9], bool 0/1.  NULL for unsupported dtypes or no memory. */
+xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed);
+/* Elementwise |a - b| <= atol + rtol * |b|, b being the expected tensor
+ * (NaN matches NaN, equal infinities match).  Reports the largest absolute
+ * and relative differences (either pointer may be NULL).  Returns
+ * XF_ERR_INVALID, with *ok false and err saying how, when dtypes or shapes
+ * differ or the dtype is not numeric or bool. */
+xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
+                            double *max_abs, double *max_rel, bool *ok, xf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

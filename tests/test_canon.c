@@ -1,0 +1,426 @@
+/* Check suite for structural hashing and the canonicalization passes
+ * (constant folding with the runtime's evaluator, BatchNormalization
+ * folding, Identity/Dropout and dead-node removal). */
+#include "core_builders.h"
+#include "xf_runtime.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void free_graphs(xf_graph *a, xf_graph *b)
+{
+    xf_graph_free(a);
+    xf_graph_free(b);
+}
+
+/* ------------------------------------------------------------ hashing */
+
+/* x -> Conv(w) -> Relu -> y, plus an independent x -> Sigmoid -> z branch;
+ * names and node order vary with `variant`. */
+static xf_graph *hash_graph(int variant, int64_t stride, float bias0)
+{
+    const char *n = variant ? "other_" : "";
+    char name[64];
+    xf_graph *g = xf_graph_create(n);
+    snprintf(name, sizeof name, "%sx", n);
+    int x = input(g, name, XF_DT_FLOAT, SHAPE(1, 2, 6, 6));
+    static float w[4 * 2 * 3 * 3];
+    for (int i = 0; i < 72; i++)
+        w[i] = (float)i;
+    float bias[4] = {bias0, 1, 2, 3};
+    snprintf(name, sizeof name, "%sw", n);
+    int wi = constant(g, name, XF_DT_FLOAT, SHAPE(4, 2, 3, 3), w);
+    int bi = constant(g, NULL, XF_DT_FLOAT, SHAPE(4), bias);
+    int sig = -1;
+    if (variant)
+        sig = NODE(g, XF_OP_SIGMOID, x);
+    int conv = NODE(g, XF_OP_CONV, x, wi, bi);
+    attrs(g, conv)->n_spatial = 2;
+    attrs(g, conv)->strides[0] = attrs(g, conv)->strides[1] = stride;
+    int relu = NODE(g, XF_OP_RELU, out0(g, conv));
+    if (!variant)
+        sig = NODE(g, XF_OP_SIGMOID, x);
+    xf_graph_add_output(g, out0(g, relu));
+    xf_graph_add_output(g, out0(g, sig));
+    infer_ok(g, 17);
+    return g;
+}
+
+START_TEST(hash_invariance_and_sensitivity)
+{
+    xf_graph *a = hash_graph(0, 1, 0), *b = hash_graph(1, 1, 0);
+    /* Renamed values and reordered independent nodes: equal. */
+    ck_assert_uint_eq(xf_graph_hash(a), xf_graph_hash(b));
+    xf_graph *k = xf_graph_clone(a);
+    ck_assert_uint_eq(xf_graph_hash(a), xf_graph_hash(k));
+    xf_graph_free(k);
+    free_graphs(a, b);
+
+    a = hash_graph(0, 1, 0);
+    b = hash_graph(0, 2, 0); /* a different attribute */
+    ck_assert_uint_ne(xf_graph_hash(a), xf_graph_hash(b));
+    free_graphs(a, b);
+
+    a = hash_graph(0, 1, 0);
+    b = hash_graph(0, 1, 0.5f); /* a different small constant */
+    ck_assert_uint_ne(xf_graph_hash(a), xf_graph_hash(b));
+    free_graphs(a, b);
+
+    a = hash_graph(0, 1, 0);
+    uint64_t before = xf_graph_hash(a);
+    int t = a->outputs[0]; /* the order of graph outputs matters */
+    a->outputs[0] = a->outputs[1];
+    a->outputs[1] = t;
+    ck_assert_uint_ne(before, xf_graph_hash(a));
+    a->outputs[1] = a->outputs[0];
+    a->outputs[0] = t;
+    ck_assert_uint_eq(before, xf_graph_hash(a));
+    a->nodes[a->n_nodes - 1].op = XF_OP_TANH; /* a different op */
+    ck_assert_uint_ne(before, xf_graph_hash(a));
+    xf_graph_free(a);
+}
+END_TEST
+
+/* Large constants hash by identity: the same shared tensor hashes equal,
+ * an equal copy (which a search never makes of a weight) does not. */
+START_TEST(hash_large_constants_by_identity)
+{
+    xf_shape s = SHAPE(64, 64);
+    xf_tensor *w = xf_tensor_create(XF_DT_FLOAT, &s), *copy = xf_tensor_create(XF_DT_FLOAT, &s);
+    xf_graph *g[3];
+    for (int i = 0; i < 3; i++) {
+        g[i] = xf_graph_create("g");
+        int x = input(g[i], "x", XF_DT_FLOAT, SHAPE(1, 64));
+        int wi = xf_graph_add_initializer(g[i], "w", i < 2 ? w : copy);
+        xf_graph_add_output(g[i], out0(g[i], NODE(g[i], XF_OP_MATMUL, x, wi)));
+        infer_ok(g[i], 17);
+    }
+    ck_assert_uint_eq(xf_graph_hash(g[0]), xf_graph_hash(g[1]));
+    ck_assert_uint_ne(xf_graph_hash(g[0]), xf_graph_hash(g[2]));
+    for (int i = 0; i < 3; i++)
+        xf_graph_free(g[i]);
+    xf_tensor_release(w);
+    xf_tensor_release(copy);
+}
+END_TEST
+
+/* ------------------------------------------------------------ canonicalization */
+
+static void canon_ok(xf_status st, const xf_error *e) { ck_assert_msg(st == XF_OK, "pass failed: %s", e->msg); }
+
+START_TEST(canon_fold_shape_chain)
+{
+    /* PyTorch's x.view(x.size(0), -1):
+     * Shape -> Gather -> Unsqueeze -> Concat -> Reshape. */
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2, 3, 4, 5));
+    int shape = NODE(g, XF_OP_SHAPE, x);
+    int batch = NODE(g, XF_OP_GATHER, out0(g, shape), scalar_i64(g, 0));
+    int unsq = NODE(g, XF_OP_UNSQUEEZE, out0(g, batch), CONST_I64(g, 0));
+    int cat = NODE(g, XF_OP_CONCAT, out0(g, unsq), CONST_I64(g, -1));
+    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_RESHAPE, "view", 2, (int[]){x, out0(g, cat)}, 1, &y);
+    xf_graph_add_output(g, y);
+    infer_ok(g, 13);
+    ck_assert_int_eq(g->values[y].shape.ndim, -1); /* data-dependent: unknown until folded */
+
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(xf_pass_fold_constants(g, 13, xf_runtime_eval_node, 1 << 20, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_int_eq(st.folded_constants, 4);
+    ck_assert_int_eq(st.removed_initializers, 3); /* the index, the axes and the -1 */
+    ck_assert_int_eq(g->n_nodes, 1);
+    ck_assert_int_eq(g->nodes[0].op, XF_OP_RESHAPE);
+    const xf_tensor *t = g->values[g->nodes[0].inputs[1]].init;
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(xf_tensor_numel(t), 2);
+    ck_assert_int_eq(xf_tensor_get_i64(t, 0), 2);
+    ck_assert_int_eq(xf_tensor_get_i64(t, 1), -1);
+    y = xf_graph_find_value(g, "y");
+    ck_assert_int_eq(g->outputs[0], y);
+    expect_shape(g, y, SHAPE(2, 60));
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(canon_fold_limits)
+{
+    xf_graph *g = xf_graph_create("g");
+    float one = 1;
+    int c = constant(g, "c", XF_DT_FLOAT, SCALAR, &one);
+    int out = NODE(g, XF_OP_ADD, c, c); /* a graph output: stays produced by a node */
+    xf_graph_add_output(g, out0(g, out));
+    int big = NODE(g, XF_OP_CONSTANT_OF_SHAPE, CONST_I64(g, 1000));
+    int cast = NODE(g, XF_OP_CAST, out0(g, big));
+    attrs(g, cast)->to = XF_DT_INT8;
+    xf_graph_add_output(g, out0(g, cast));
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2));
+    int custom = xf_graph_add_node(g, XF_OP_OPAQUE, "custom", 1, &c, 1,
+                                   (int[]){xf_graph_add_value(g, "o", XF_DT_FLOAT, &SCALAR)});
+    g->nodes[custom].opaque = xf_opaque_create("MyOp", "my.domain", NULL, 0);
+    int add = NODE(g, XF_OP_ADD, x, out0(g, custom));
+    xf_graph_add_output(g, out0(g, add));
+    infer_ok(g, 17);
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    /* 4000 bytes of ConstantOfShape exceed the limit; the Cast's 1000 do not
+     * but its input is not constant then. */
+    canon_ok(xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 3999, &st, &e), &e);
+    ck_assert_int_eq(st.folded_constants, 0);
+    ck_assert_int_eq(g->n_nodes, 5);
+    canon_ok(xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e), &e);
+    ck_assert_int_eq(st.folded_constants, 1); /* ConstantOfShape; the Cast is an output */
+    ck_assert_int_eq(g->n_nodes, 4);
+    validate_ok(g);
+    xf_graph_free(g);
+}
+END_TEST
+
+static uint64_t rng_state = 12345;
+static float rand_float(void)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((rng_state >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Valid 2-D convolution, stride 1, no padding (the oracle for BN folding). */
+static void conv2d(const float *x, int c, int h, int w, const float *wt, const float *b, int m, int k,
+                   float *y)
+{
+    int oh = h - k + 1, ow = w - k + 1;
+    for (int o = 0; o < m; o++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                double acc = b ? b[o] : 0;
+                for (int ci = 0; ci < c; ci++)
+                    for (int di = 0; di < k; di++)
+                        for (int dj = 0; dj < k; dj++)
+                            acc += x[(ci * h + i + di) * w + j + dj] *
+                                   wt[((o * c + ci) * k + di) * k + dj];
+                y[(o * oh + i) * ow + j] = (float)acc;
+            }
+}
+
+START_TEST(canon_fold_batchnorm)
+{
+    enum { C = 2, H = 5, W = 5, M = 3, K = 3, OH = H - K + 1, OW = W - K + 1 };
+    float x[C * H * W], wt[M * C * K * K], b[M], scale[M], shift[M], mean[M], var[M];
+    for (int i = 0; i < C * H * W; i++)
+        x[i] = rand_float();
+    for (int i = 0; i < M * C * K * K; i++)
+        wt[i] = rand_float();
+    for (int i = 0; i < M; i++) {
+        b[i] = rand_float();
+        scale[i] = rand_float();
+        shift[i] = rand_float();
+        mean[i] = rand_float();
+        var[i] = rand_float() + 1.5f;
+    }
+    xf_graph *g = xf_graph_create("g");
+    int xi = input(g, "x", XF_DT_FLOAT, SHAPE(1, C, H, W));
+    int wi = constant(g, "w", XF_DT_FLOAT, SHAPE(M, C, K, K), wt);
+    int bi = constant(g, "b", XF_DT_FLOAT, SHAPE(M), b);
+    xf_tensor *shared_w = xf_tensor_retain(g->values[wi].init);
+    int conv = xf_graph_add_node(g, XF_OP_CONV, "conv", 3, (int[]){xi, wi, bi}, 1,
+                                 (int[]){xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL)});
+    int params[4];
+    const float *pdata[4] = {scale, shift, mean, var};
+    for (int i = 0; i < 4; i++)
+        params[i] = constant(g, NULL, XF_DT_FLOAT, SHAPE(M), pdata[i]);
+    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    int bn = xf_graph_add_node(g, XF_OP_BATCH_NORM, "bn", 5,
+                               (int[]){out0(g, conv), params[0], params[1], params[2], params[3]}, 1, &y);
+    attrs(g, bn)->epsilon = 1e-3f;
+    xf_graph_add_output(g, y);
+    infer_ok(g, 15);
+
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(xf_pass_fold_batchnorm(g, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_int_eq(st.folded_batchnorms, 1);
+    ck_assert_int_eq(st.removed_initializers, 6); /* w, b and the four BN parameters */
+    ck_assert_int_eq(g->n_nodes, 1);
+    ck_assert_int_eq(g->nodes[0].op, XF_OP_CONV);
+    ck_assert_str_eq(g->values[g->outputs[0]].name, "y");
+    ck_assert_int_eq(g->values[g->outputs[0]].producer, 0);
+    for (int i = 0; i < M * C * K * K; i++) /* the shared weight is untouched */
+        ck_assert_float_eq(((float *)shared_w->data)[i], wt[i]);
+    xf_tensor_release(shared_w);
+
+    float ref[M * OH * OW], got[M * OH * OW];
+    conv2d(x, C, H, W, wt, b, M, K, ref);
+    for (int o = 0; o < M; o++)
+        for (int i = 0; i < OH * OW; i++) {
+            float *r = &ref[o * OH * OW + i];
+            *r = scale[o] * (*r - mean[o]) / sqrtf(var[o] + 1e-3f) + shift[o];
+        }
+    const xf_tensor *nw = g->values[g->nodes[0].inputs[1]].init;
+    const xf_tensor *nb = g->values[g->nodes[0].inputs[2]].init;
+    ck_assert_ptr_nonnull(nw);
+    ck_assert_ptr_nonnull(nb);
+    conv2d(x, C, H, W, nw->data, nb->data, M, K, got);
+    for (int i = 0; i < M * OH * OW; i++)
+        ck_assert_msg(fabsf(ref[i] - got[i]) <= 1e-4f * (1 + fabsf(ref[i])), "element %d: %g vs %g",
+                      i, ref[i], got[i]);
+    xf_graph_free(g);
+
+    /* Not folded when the Conv's output has another user. */
+    g = xf_graph_create("g");
+    xi = input(g, "x", XF_DT_FLOAT, SHAPE(1, C, H, W));
+    wi = constant(g, "w", XF_DT_FLOAT, SHAPE(M, C, K, K), wt);
+    conv = NODE(g, XF_OP_CONV, xi, wi);
+    for (int i = 0; i < 4; i++)
+        params[i] = constant(g, NULL, XF_DT_FLOAT, SHAPE(M), pdata[i]);
+    bn = NODE(g, XF_OP_BATCH_NORM, out0(g, conv), params[0], params[1], params[2], params[3]);
+    xf_graph_add_output(g, out0(g, bn));
+    xf_graph_add_output(g, out0(g, conv));
+    canon_ok(xf_pass_fold_batchnorm(g, &st, &e), &e);
+    ck_assert_int_eq(g->n_nodes, 2);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(canon_remove_identity)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2));
+    int relu = NODE(g, XF_OP_RELU, x);
+    int id1 = NODE(g, XF_OP_IDENTITY, out0(g, relu));
+    int drop = node(g, XF_OP_DROPOUT, NULL, 1, (int[]){out0(g, id1)}, 2); /* mask unused */
+    int out = xf_graph_add_value(g, "out", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_IDENTITY, NULL, 1, (int[]){out0(g, drop)}, 1, &out);
+    xf_graph_add_output(g, out);
+    int pass = xf_graph_add_value(g, "pass", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_IDENTITY, NULL, 1, &x, 1, &pass); /* input to output: kept */
+    xf_graph_add_output(g, pass);
+    int masked = node(g, XF_OP_DROPOUT, NULL, 1, &x, 2);
+    int mask_use = NODE(g, XF_OP_NOT, g->nodes[masked].outputs[1]);
+    xf_graph_add_output(g, out0(g, mask_use));
+    infer_ok(g, 13);
+
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(xf_pass_remove_identity(g, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_int_eq(st.removed_identity, 3);
+    ck_assert_int_eq(g->n_nodes, 4); /* Relu, the input pass-through, Dropout with its mask, Not */
+    ck_assert_str_eq(g->values[g->outputs[0]].name, "out");
+    ck_assert_int_eq(g->nodes[g->values[g->outputs[0]].producer].op, XF_OP_RELU);
+    ck_assert_str_eq(g->values[g->outputs[1]].name, "pass");
+    ck_assert_int_eq(g->nodes[g->values[g->outputs[1]].producer].op, XF_OP_IDENTITY);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(canon_remove_dead)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2));
+    input(g, "unused_input", XF_DT_FLOAT, SHAPE(2));
+    float w[2] = {1, 2};
+    int used = constant(g, "used", XF_DT_FLOAT, SHAPE(2), w);
+    int dead_w = constant(g, "dead_w", XF_DT_FLOAT, SHAPE(2), w);
+    constant(g, "never_used", XF_DT_FLOAT, SHAPE(2), w);
+    int add = NODE(g, XF_OP_ADD, x, used);
+    int dead = NODE(g, XF_OP_MUL, x, dead_w);
+    NODE(g, XF_OP_EXP, out0(g, dead));
+    int custom = xf_graph_add_node(g, XF_OP_OPAQUE, "custom", 1, &x, 1,
+                                   (int[]){xf_graph_add_value(g, "o", XF_DT_FLOAT, NULL)});
+    g->nodes[custom].opaque = xf_opaque_create("MyOp", "", NULL, 0);
+    xf_graph_add_output(g, out0(g, add));
+
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(xf_pass_remove_dead(g, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_int_eq(st.removed_dead, 3);
+    ck_assert_int_eq(st.removed_initializers, 2);
+    ck_assert_int_eq(g->n_nodes, 1);
+    ck_assert_int_eq(g->n_inputs, 2);
+    ck_assert_int_ge(xf_graph_find_value(g, "unused_input"), 0);
+    ck_assert_int_ge(xf_graph_find_value(g, "used"), 0);
+    ck_assert_int_lt(xf_graph_find_value(g, "never_used"), 0);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(canon_all_to_fixed_point)
+{
+    /* Conv -> Identity -> BN -> Reshape(x, Shape-derived) -> Dropout -> y:
+     * every pass has work, and folding BN needs the Identity gone first. */
+    enum { C = 2, M = 2 };
+    float wt[M * C] = {1, 2, 3, 4}, p[M] = {0.5f, 2};
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, C, 3, 3));
+    int conv = NODE(g, XF_OP_CONV, x, constant(g, "w", XF_DT_FLOAT, SHAPE(M, C, 1, 1), wt));
+    int id = NODE(g, XF_OP_IDENTITY, out0(g, conv));
+    int pr = constant(g, "p", XF_DT_FLOAT, SHAPE(M), p);
+    int bn = NODE(g, XF_OP_BATCH_NORM, out0(g, id), pr, pr, pr, pr);
+    int shape = NODE(g, XF_OP_SHAPE, out0(g, bn));
+    int first = NODE(g, XF_OP_SLICE, out0(g, shape), CONST_I64(g, 0), CONST_I64(g, 1));
+    int target = NODE(g, XF_OP_CONCAT, out0(g, first), CONST_I64(g, -1));
+    int flat = NODE(g, XF_OP_RESHAPE, out0(g, bn), out0(g, target));
+    int drop = NODE(g, XF_OP_DROPOUT, out0(g, flat));
+    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_IDENTITY, NULL, 1, (int[]){out0(g, drop)}, 1, &y);
+    xf_graph_add_output(g, y);
+    infer_ok(g, 13);
+
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    uint64_t before = xf_graph_hash(g);
+    canon_ok(xf_canonicalize(g, 13, xf_runtime_eval_node, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_uint_ne(before, xf_graph_hash(g));
+    ck_assert_int_eq(st.removed_identity, 3);
+    ck_assert_int_eq(st.folded_batchnorms, 1);
+    ck_assert_int_eq(st.folded_constants, 3);
+    ck_assert_int_eq(g->n_nodes, 2);
+    ck_assert_int_eq(g->nodes[0].op, XF_OP_CONV);
+    ck_assert_int_eq(g->nodes[1].op, XF_OP_RESHAPE);
+    ck_assert_str_eq(g->values[g->outputs[0]].name, "y");
+    expect_shape(g, g->outputs[0], SHAPE(1, 18));
+    /* A second run finds nothing left to do. */
+    xf_canon_stats again = {0};
+    canon_ok(xf_canonicalize(g, 13, xf_runtime_eval_node, &again, &e), &e);
+    ck_assert_int_eq(again.folded_constants + again.folded_batchnorms + again.removed_identity +
+                         again.removed_dead + again.removed_initializers,
+                     0);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------ suite */
+
+static Suite *canon_suite(void)
+{
+    Suite *s = suite_create("canon");
+    TCase *hash = tcase_create("hash");
+    tcase_add_test(hash, hash_invariance_and_sensitivity);
+    tcase_add_test(hash, hash_large_constants_by_identity);
+    suite_add_tcase(s, hash);
+
+    TCase *canon = tcase_create("canonicalize");
+    tcase_add_test(canon, canon_fold_shape_chain);
+    tcase_add_test(canon, canon_fold_limits);
+    tcase_add_test(canon, canon_fold_batchnorm);
+    tcase_add_test(canon, canon_remove_identity);
+    tcase_add_test(canon, canon_remove_dead);
+    tcase_add_test(canon, canon_all_to_fixed_point);
+    suite_add_tcase(s, canon);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(canon_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

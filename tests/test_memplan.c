@@ -1,0 +1,215 @@
+/* Memory planning: values alive at the same time never share bytes,
+ * offsets are aligned, and reuse makes the arena smaller than the sum of
+ * the values.  Graphs are built with the core API only. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "xf_runtime.h"
+
+/* Checks every invariant of plan p of g. */
+static void check_plan(const xf_graph *g, const xf_memplan *p)
+{
+    ck_assert_int_eq(p->n_values, g->n_values);
+    size_t sum = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        bool produced = g->values[v].producer >= 0;
+        ck_assert_msg(produced == (p->offset[v] >= 0), "value '%s': planned iff a node produces it",
+                      g->values[v].name);
+        if (!produced)
+            continue;
+        int64_t numel = xf_shape_numel(&g->values[v].shape);
+        ck_assert_uint_ge(p->size[v], (size_t)numel * xf_dtype_size(g->values[v].dtype));
+        ck_assert_int_eq(p->offset[v] % 64, 0);
+        ck_assert_uint_le((size_t)p->offset[v] + p->size[v], p->arena_bytes);
+        ck_assert_int_le(p->first[v], p->last[v]);
+        sum += p->size[v];
+        for (int w = 0; w < v; w++) {
+            if (p->offset[w] < 0 || p->first[w] > p->last[v] || p->first[v] > p->last[w])
+                continue;
+            bool disjoint = (size_t)p->offset[v] + p->size[v] <= (size_t)p->offset[w] ||
+                            (size_t)p->offset[w] + p->size[w] <= (size_t)p->offset[v];
+            ck_assert_msg(disjoint, "'%s' and '%s' are alive together and overlap", g->values[v].name,
+                          g->values[w].name);
+        }
+    }
+    ck_assert_uint_eq(p->total_bytes, sum);
+    ck_assert_uint_le(p->peak_bytes, p->arena_bytes);
+    ck_assert_uint_le(p->arena_bytes, p->total_bytes);
+    /* graph outputs live to the end */
+    for (int k = 0; k < g->n_outputs; k++)
+        if (p->offset[g->outputs[k]] >= 0)
+            ck_assert_int_eq(p->last[g->outputs[k]], g->n_nodes);
+}
+
+static int add_unary(xf_graph *g, xf_op op, int x, const xf_shape *s)
+{
+    int y = xf_graph_add_value(g, NULL, XF_DT_FLOAT, s);
+    xf_graph_add_node(g, op, NULL, 1, &x, 1, &y);
+    return y;
+}
+
+START_TEST(chain_alternates_two_buffers)
+{
+    /* x -> relu -> sigmoid -> tanh -> relu -> y: each 1 KiB value dies
+     * when the next is made, so two buffers suffice */
+    xf_graph *g = xf_graph_create("chain");
+    xf_shape s = xf_shape_make(2, (int64_t[]){1, 256});
+    int v = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s);
+    xf_op ops[] = {XF_OP_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_RELU};
+    for (int i = 0; i < 4; i++)
+        v = add_unary(g, ops[i], v, &s);
+    xf_graph_add_output(g, v);
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute(g, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert_uint_eq(p.total_bytes, 4 * 1024);
+    ck_assert_uint_eq(p.peak_bytes, 2 * 1024);
+    ck_assert_uint_eq(p.arena_bytes, 2 * 1024);
+    xf_memplan_free(&p);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(diamond_keeps_both_branches)
+{
+    /* a = relu(x); b = sigmoid(a); c = tanh(a); d = b + c; y = relu(d):
+     * a, b and c are alive together at the second branch; d may reuse a */
+    xf_graph *g = xf_graph_create("diamond");
+    xf_shape s = xf_shape_make(2, (int64_t[]){4, 100});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s);
+    int a = add_unary(g, XF_OP_RELU, x, &s);
+    int b = add_unary(g, XF_OP_SIGMOID, a, &s);
+    int c = add_unary(g, XF_OP_TANH, a, &s);
+    int d = xf_graph_add_value(g, "d", XF_DT_FLOAT, &s);
+    xf_graph_add_node(g, XF_OP_ADD, "add", 2, (int[]){b, c}, 1, &d);
+    int y = add_unary(g, XF_OP_RELU, d, &s);
+    xf_graph_add_output(g, y);
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute(g, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert_int_eq(p.first[a], 0);
+    ck_assert_int_eq(p.last[a], 2);
+    ck_assert_int_eq(p.last[b], 3);
+    ck_assert_uint_eq(p.peak_bytes, 3 * 1600);
+    ck_assert_uint_lt(p.arena_bytes, p.total_bytes);
+    ck_assert_uint_eq(p.arena_bytes, p.peak_bytes);
+    xf_memplan_free(&p);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(mixed_sizes_and_unused_outputs)
+{
+    /* values of different sizes, one output nothing reads (still needs
+     * room while its node runs), and an initializer (never planned) */
+    xf_graph *g = xf_graph_create("mixed");
+    xf_shape big = xf_shape_make(1, (int64_t[]){1000}), small = xf_shape_make(1, (int64_t[]){3});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &big);
+    xf_tensor *w = xf_tensor_create(XF_DT_FLOAT, &small);
+    int wv = xf_graph_add_initializer(g, "w", w);
+    xf_tensor_release(w);
+    int a = add_unary(g, XF_OP_EXP, x, &big);
+    add_unary(g, XF_OP_NEG, a, &big); /* dead */
+    int r = xf_graph_add_value(g, "r", XF_DT_FLOAT, &(xf_shape){.ndim = 0});
+    xf_graph_add_node(g, XF_OP_REDUCE_SUM, "sum", 1, &a, 1, &r);
+    int t = add_unary(g, XF_OP_TANH, wv, &small);
+    int y = xf_graph_add_value(g, "y", XF_DT_FLOAT, &small);
+    xf_graph_add_node(g, XF_OP_MUL, "mul", 2, (int[]){t, r}, 1, &y);
+    xf_graph_add_output(g, y);
+    xf_graph_add_output(g, a);
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute(g, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert_int_eq(p.offset[wv], -1);
+    ck_assert_int_eq(p.offset[x], -1);
+    ck_assert_uint_lt(p.arena_bytes, p.total_bytes);
+    xf_memplan_free(&p);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(unknown_shape_is_reported)
+{
+    xf_graph *g = xf_graph_create("unknown");
+    xf_shape s = xf_shape_make(1, (int64_t[]){4});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s);
+    int y = xf_graph_add_value(g, "later", XF_DT_FLOAT, NULL);
+    xf_graph_add_node(g, XF_OP_RELU, "relu", 1, &x, 1, &y);
+    xf_graph_add_output(g, y);
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_memplan_compute(g, &p, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(p.offset);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(session_uses_the_plan)
+{
+    /* the diamond in a session: static mode, planned, same numbers as
+     * dynamic mode (which allocates per node) */
+    xf_graph *g = xf_graph_create("diamond");
+    xf_shape s = xf_shape_make(2, (int64_t[]){8, 8});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s);
+    int a = add_unary(g, XF_OP_RELU, x, &s);
+    int b = add_unary(g, XF_OP_SIGMOID, a, &s);
+    int c = add_unary(g, XF_OP_TANH, a, &s);
+    int d = xf_graph_add_value(g, "d", XF_DT_FLOAT, &s);
+    xf_graph_add_node(g, XF_OP_ADD, "add", 2, (int[]){b, c}, 1, &d);
+    xf_graph_add_output(g, add_unary(g, XF_OP_EXP, d, &s));
+    xf_graph_add_output(g, b);
+    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &s, 7);
+    xf_tensor *out[2][2];
+    for (int mode = 0; mode < 2; mode++) {
+        xf_session_options opt = {.force_dynamic = mode == 1};
+        xf_session *sess;
+        xf_error err = {0};
+        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
+        const xf_memplan *p = xf_session_memplan(sess);
+        if (mode == 0) {
+            ck_assert_ptr_nonnull(p);
+            check_plan(xf_session_graph(sess), p);
+            ck_assert_uint_lt(p->arena_bytes, p->total_bytes);
+        } else {
+            ck_assert_ptr_null(p);
+        }
+        /* twice: the second run reuses the arena it overwrote */
+        for (int r = 0; r < 2; r++) {
+            ck_assert_msg(xf_session_run(sess, &in, out[mode], &err) == XF_OK, "%s", err.msg);
+            if (r == 0)
+                for (int k = 0; k < 2; k++)
+                    xf_tensor_release(out[mode][k]);
+        }
+        xf_session_free(sess);
+    }
+    for (int k = 0; k < 2; k++) {
+        bool ok;
+        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
+        ck_assert(ok);
+        xf_tensor_release(out[0][k]);
+        xf_tensor_release(out[1][k]);
+    }
+    xf_tensor_release(in);
+    xf_graph_free(g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("memplan");
+    TCase *tc = tcase_create("memplan");
+    tcase_add_test(tc, chain_alternates_two_buffers);
+    tcase_add_test(tc, diamond_keeps_both_branches);
+    tcase_add_test(tc, mixed_sizes_and_unused_outputs);
+    tcase_add_test(tc, unknown_shape_is_reported);
+    tcase_add_test(tc, session_uses_the_plan);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,884 @@
+/* Runtime: cpu_ref kernels against hand-computed values, sessions in
+ * static and dynamic mode, session errors, constant evaluation, helpers.
+ * Graphs are built with the core API only. */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xf_runtime.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+#define DIMS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+#define SCALAR 0, NULL
+
+static xf_tensor *mk(xf_dtype t, int ndim, const int64_t *dims, const void *data)
+{
+    xf_shape s = xf_shape_make(ndim, dims);
+    xf_tensor *x = xf_tensor_from_data(t, &s, data);
+    ck_assert_ptr_nonnull(x);
+    return x;
+}
+#define F32(dims, ...) mk(XF_DT_FLOAT, dims, (float[]){__VA_ARGS__})
+#define I64(dims, ...) mk(XF_DT_INT64, dims, (int64_t[]){__VA_ARGS__})
+#define I32(dims, ...) mk(XF_DT_INT32, dims, (int32_t[]){__VA_ARGS__})
+#define BOOLS(dims, ...) mk(XF_DT_BOOL, dims, (uint8_t[]){__VA_ARGS__})
+
+/* Checks dtype, shape and values (to 1e-5, NaN equal to NaN), then
+ * releases t. */
+static void expect(xf_tensor *t, xf_dtype dt, int ndim, const int64_t *dims, const double *want)
+{
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(t->dtype == dt, "dtype %s, want %s", xf_dtype_name(t->dtype), xf_dtype_name(dt));
+    xf_shape s = xf_shape_make(ndim, dims);
+    char a[128], b[128];
+    ck_assert_msg(xf_shape_equal(&t->shape, &s), "shape %s, want %s", xf_shape_str(&t->shape, a, sizeof a),
+                  xf_shape_str(&s, b, sizeof b));
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++) {
+        double got = xf_tensor_get_f64(t, i);
+        ck_assert_msg(got == want[i] || fabs(got - want[i]) <= 1e-5 + 1e-5 * fabs(want[i]) ||
+                          (isnan(got) && isnan(want[i])),
+                      "element %lld: %.7g, want %.7g", (long long)i, got, want[i]);
+    }
+    xf_tensor_release(t);
+}
+#define EXPECT(t, dt, dims, ...) expect(t, dt, dims, (double[]){__VA_ARGS__})
+
+/* A one-node graph: its op, attributes, inputs (NULL = omitted), which of
+ * them are graph inputs (bit i set) rather than initializers, and how many
+ * outputs it has. */
+typedef struct node_case {
+    xf_op op;
+    xf_attrs a;
+    int n_in;
+    xf_tensor *in[8];
+    unsigned feed;
+    int n_out;
+    int64_t opset;
+} node_case;
+
+static node_case make_case(xf_op op, int n_in, ...)
+{
+    node_case c = {.op = op, .n_in = n_in, .n_out = 1, .opset = 17};
+    xf_attrs_default(op, &c.a);
+    va_list ap;
+    va_start(ap, n_in);
+    for (int i = 0; i < n_in; i++)
+        c.in[i] = va_arg(ap, xf_tensor *);
+    va_end(ap);
+    return c;
+}
+
+static xf_graph *case_graph(const node_case *c)
+{
+    xf_graph *g = xf_graph_create("case");
+    int ins[8], outs[8];
+    char name[32];
+    for (int i = 0; i < c->n_in; i++) {
+        snprintf(name, sizeof name, "in%d", i);
+        if (!c->in[i])
+            ins[i] = -1;
+        else if (c->feed & (1u << i))
+            ins[i] = xf_graph_add_input(g, name, c->in[i]->dtype, &c->in[i]->shape);
+        else
+            ins[i] = xf_graph_add_initializer(g, name, c->in[i]);
+    }
+    for (int k = 0; k < c->n_out; k++) {
+        snprintf(name, sizeof name, "out%d", k);
+        outs[k] = xf_graph_add_value(g, name, XF_DT_UNDEFINED, NULL);
+    }
+    int node = xf_graph_add_node(g, c->op, "n0", c->n_in, ins, c->n_out, outs);
+    ck_assert_int_ge(node, 0);
+    g->nodes[node].attrs = c->a;
+    xf_tensor_retain(c->a.value); /* the graph owns one reference */
+    for (int k = 0; k < c->n_out; k++)
+        xf_graph_add_output(g, outs[k]);
+    return g;
+}
+
+/* Runs the case in a session (static and forced dynamic mode, which must
+ * agree exactly) and stores its outputs; releases the case's inputs. */
+static void run_case(node_case *c, xf_tensor **outs)
+{
+    xf_graph *g = case_graph(c);
+    xf_tensor *feeds[8];
+    int n_feeds = 0;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] && (c->feed & (1u << i)))
+            feeds[n_feeds++] = c->in[i];
+    xf_tensor *dyn[8];
+    for (int mode = 0; mode < 2; mode++) {
+        xf_session_options opt = {.force_dynamic = mode == 1};
+        xf_session *s;
+        xf_error err = {0};
+        xf_status st = xf_session_create(g, c->opset, "cpu_ref", &opt, &s, &err);
+        ck_assert_msg(st == XF_OK, "create: %s", err.msg);
+        st = xf_session_run(s, feeds, mode ? dyn : outs, &err);
+        ck_assert_msg(st == XF_OK, "run: %s", err.msg);
+        xf_session_free(s);
+    }
+    for (int k = 0; k < c->n_out; k++) {
+        bool ok;
+        ck_assert_int_eq(xf_tensor_compare(dyn[k], outs[k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
+        ck_assert_msg(ok, "static and dynamic mode differ on output %d", k);
+        xf_tensor_release(dyn[k]);
+    }
+    xf_graph_free(g);
+    for (int i = 0; i < c->n_in; i++)
+        xf_tensor_release(c->in[i]);
+    xf_tensor_release(c->a.value);
+}
+
+static xf_tensor *run1(node_case c)
+{
+    xf_tensor *out;
+    run_case(&c, &out);
+    return out;
+}
+
+static void set_spatial(xf_attrs *a, int n, const int64_t *kernel, const int64_t *strides, const int64_t *pads)
+{
+    a->n_spatial = n;
+    for (int i = 0; i < n; i++) {
+        a->kernel[i] = kernel ? kernel[i] : 0;
+        a->strides[i] = strides ? strides[i] : 1;
+        a->pads[i] = pads ? pads[i] : 0;
+        a->pads[n + i] = pads ? pads[n + i] : 0;
+    }
+}
+
+static xf_tensor *iota_f32(int ndim, const int64_t *dims, float start)
+{
+    xf_shape s = xf_shape_make(ndim, dims);
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &s);
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        ((float *)t->data)[i] = start + (float)i;
+    return t;
+}
+
+/* ---------------------------------------------------------------- conv */
+
+START_TEST(conv_strides_asymmetric_padding)
+{
+    /* ONNX test_conv_with_strides_and_asymmetric_padding */
+    node_case c = make_case(XF_OP_CONV, 2, iota_f32(DIMS(1, 1, 7, 5), 0),
+                            F32(DIMS(1, 1, 3, 3), 1, 1, 1, 1, 1, 1, 1, 1, 1));
+    set_spatial(&c.a, 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 0, 1, 0});
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 4, 2), 21, 33, 99, 117, 189, 207, 171, 183);
+}
+END_TEST
+
+START_TEST(conv_group_dilation_bias)
+{
+    /* two groups of one channel; dilation 2 makes the 2x2 kernel reach
+     * x[i][j] and x[i+2][j+2] (first kernel) or x[i][j+2] and x[i+2][j] */
+    node_case c = make_case(XF_OP_CONV, 3, iota_f32(DIMS(1, 2, 4, 4), 0),
+                            F32(DIMS(2, 1, 2, 2), 1, 0, 0, 1, 0, 1, 1, 0), F32(DIMS(2), 1, -1));
+    set_spatial(&c.a, 2, NULL, NULL, NULL);
+    c.a.group = 2;
+    c.a.dilations[0] = c.a.dilations[1] = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 2, 2, 2), 11, 13, 19, 21, 41, 43, 49, 51);
+}
+END_TEST
+
+START_TEST(conv_1d_auto_pad)
+{
+    /* kernel [1, 10] over [1..5]: SAME pads one element, at the end
+     * (UPPER) or the beginning (LOWER) */
+    xf_auto_pad modes[] = {XF_AUTO_PAD_SAME_UPPER, XF_AUTO_PAD_SAME_LOWER};
+    double want[2][5] = {{21, 32, 43, 54, 5}, {10, 21, 32, 43, 54}};
+    for (int m = 0; m < 2; m++) {
+        node_case c = make_case(XF_OP_CONV, 2, F32(DIMS(1, 1, 5), 1, 2, 3, 4, 5), F32(DIMS(1, 1, 2), 1, 10));
+        set_spatial(&c.a, 1, NULL, NULL, NULL);
+        c.a.auto_pad = modes[m];
+        expect(run1(c), XF_DT_FLOAT, DIMS(1, 1, 5), want[m]);
+    }
+    /* stride 2, VALID */
+    node_case c = make_case(XF_OP_CONV, 2, F32(DIMS(1, 1, 5), 1, 2, 3, 4, 5), F32(DIMS(1, 1, 2), 1, 10));
+    set_spatial(&c.a, 1, NULL, (int64_t[]){2}, NULL);
+    c.a.auto_pad = XF_AUTO_PAD_VALID;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 2), 21, 43);
+}
+END_TEST
+
+START_TEST(conv_3d_fused_relu)
+{
+    node_case c = make_case(XF_OP_CONV, 3, F32(DIMS(1, 1, 2, 2, 2), 1, 1, 1, 1, 1, 1, 1, 1),
+                            F32(DIMS(2, 1, 2, 2, 2), 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1),
+                            F32(DIMS(2), 0.5f, 0.5f));
+    set_spatial(&c.a, 3, NULL, NULL, NULL);
+    c.a.activation = XF_ACT_RELU;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 2, 1, 1, 1), 8.5, 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- pools */
+
+START_TEST(pool_ceil_mode)
+{
+    /* ONNX test_maxpool_2d_ceil and test_averagepool_2d_ceil: the last
+     * window hangs over the edge and averages only what it covers */
+    xf_op ops[] = {XF_OP_MAX_POOL, XF_OP_AVERAGE_POOL};
+    double want[2][4] = {{11, 12, 15, 16}, {6, 7.5, 12, 13.5}};
+    for (int k = 0; k < 2; k++) {
+        node_case c = make_case(ops[k], 1, iota_f32(DIMS(1, 1, 4, 4), 1));
+        set_spatial(&c.a, 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, NULL);
+        c.a.ceil_mode = 1;
+        expect(run1(c), XF_DT_FLOAT, DIMS(1, 1, 2, 2), want[k]);
+    }
+}
+END_TEST
+
+START_TEST(pool_count_include_pad)
+{
+    double want[2][9] = {{1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4},
+                         {0.25, 0.75, 0.5, 1, 2.5, 1.5, 0.75, 1.75, 1}};
+    for (int include = 0; include < 2; include++) {
+        node_case c = make_case(XF_OP_AVERAGE_POOL, 1, F32(DIMS(1, 1, 2, 2), 1, 2, 3, 4));
+        set_spatial(&c.a, 2, (int64_t[]){2, 2}, NULL, (int64_t[]){1, 1, 1, 1});
+        c.a.count_include_pad = include;
+        expect(run1(c), XF_DT_FLOAT, DIMS(1, 1, 3, 3), want[include]);
+    }
+}
+END_TEST
+
+START_TEST(pool_dilation_1d_3d_global)
+{
+    /* ONNX test_maxpool_2d_dilations */
+    node_case c = make_case(XF_OP_MAX_POOL, 1, iota_f32(DIMS(1, 1, 4, 4), 1));
+    set_spatial(&c.a, 2, (int64_t[]){2, 2}, NULL, NULL);
+    c.a.dilations[0] = c.a.dilations[1] = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 2, 2), 11, 12, 15, 16);
+
+    c = make_case(XF_OP_AVERAGE_POOL, 1, F32(DIMS(1, 1, 5), 1, 2, 3, 4, 5));
+    set_spatial(&c.a, 1, (int64_t[]){2}, (int64_t[]){2}, NULL);
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 2), 1.5, 3.5);
+
+    c = make_case(XF_OP_MAX_POOL, 1, iota_f32(DIMS(1, 1, 2, 2, 2), 0));
+    set_spatial(&c.a, 3, (int64_t[]){2, 2, 2}, NULL, NULL);
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 1, 1), 7);
+
+    EXPECT(run1(make_case(XF_OP_GLOBAL_AVERAGE_POOL, 1, iota_f32(DIMS(1, 2, 2, 2), 0))), XF_DT_FLOAT,
+           DIMS(1, 2, 1, 1), 1.5, 5.5);
+    EXPECT(run1(make_case(XF_OP_GLOBAL_MAX_POOL, 1, iota_f32(DIMS(1, 2, 2, 2), 0))), XF_DT_FLOAT,
+           DIMS(1, 2, 1, 1), 3, 7);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- matrix products */
+
+START_TEST(gemm_transposes)
+{
+    /* A^T = [[1,3,5],[2,4,6]], B^T's columns are B's rows */
+    node_case c = make_case(XF_OP_GEMM, 3, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6),
+                            F32(DIMS(4, 3), 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1), F32(DIMS(4), 1, 2, 3, 4));
+    c.a.trans_a = c.a.trans_b = 1;
+    c.a.alpha = 2;
+    c.a.beta = 0.5f;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 4), 2.5, 7, 11.5, 20, 4.5, 9, 13.5, 26);
+
+    c = make_case(XF_OP_GEMM, 2, F32(DIMS(2, 2), 1, 2, 3, 4), F32(DIMS(2, 2), 5, 6, 7, 8));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 19, 22, 43, 50);
+
+    /* C as a column broadcast over N */
+    c = make_case(XF_OP_GEMM, 3, F32(DIMS(2, 2), 1, 2, 3, 4), F32(DIMS(2, 2), 1, 0, 0, 1), F32(DIMS(2, 1), 10, 20));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 11, 12, 23, 24);
+}
+END_TEST
+
+START_TEST(matmul_broadcast_and_vectors)
+{
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, iota_f32(DIMS(2, 2, 3), 1), F32(DIMS(3), 1, 1, 0))), XF_DT_FLOAT,
+           DIMS(2, 2), 3, 9, 15, 21);
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, F32(DIMS(2), 1, 2), iota_f32(DIMS(2, 2, 3), 0))), XF_DT_FLOAT,
+           DIMS(2, 3), 6, 9, 12, 24, 27, 30);
+    /* batch dims (2,1) and (3) broadcast to (2,3) */
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, F32(DIMS(2, 1, 1, 2), 1, 2, 3, 4),
+                          F32(DIMS(3, 2, 1), 1, 1, 1, 0, 0, 1))),
+           XF_DT_FLOAT, DIMS(2, 3, 1, 1), 3, 1, 2, 7, 3, 4);
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, F32(DIMS(2), 1, 2), F32(DIMS(2), 3, 4))), XF_DT_FLOAT, SCALAR, 11);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- softmax, norms, reductions */
+
+START_TEST(softmax_legacy_vs_13)
+{
+    double e1 = exp(1), e2 = exp(2), e3 = exp(3), e4 = exp(4), all = e1 + e2 + e3 + e4;
+    /* opset 13: along axis 0, i.e. down each column */
+    node_case c = make_case(XF_OP_SOFTMAX, 1, F32(DIMS(2, 2), 1, 2, 3, 4));
+    c.a.axis = 0;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), e1 / (e1 + e3), e2 / (e2 + e4), e3 / (e1 + e3), e4 / (e2 + e4));
+    /* legacy: the input flattened to 2-D at axis 0, a single row */
+    c = make_case(XF_OP_SOFTMAX, 1, F32(DIMS(2, 2), 1, 2, 3, 4));
+    c.a.axis = 0;
+    c.a.softmax_legacy = true;
+    c.opset = 11;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), e1 / all, e2 / all, e3 / all, e4 / all);
+    c = make_case(XF_OP_LOG_SOFTMAX, 1, F32(DIMS(2, 2), 1, 2, 3, 4));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 1 - log(e1 + e2), 2 - log(e1 + e2), 3 - log(e3 + e4),
+           4 - log(e3 + e4));
+}
+END_TEST
+
+START_TEST(layer_and_batch_norm)
+{
+    /* rows [1,3] (mean 2, variance 1) and [2,2] (variance 0) */
+    node_case c = make_case(XF_OP_LAYER_NORM, 3, F32(DIMS(2, 2), 1, 3, 2, 2), F32(DIMS(2), 2, 1),
+                            F32(DIMS(2), 0.5f, 0));
+    double inv = 1 / sqrt(1 + 1e-5);
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), -2 * inv + 0.5, inv, 0.5, 0);
+
+    /* axis 0: normalize everything; scale broadcast from one element */
+    c = make_case(XF_OP_LAYER_NORM, 2, F32(DIMS(2, 2), 1, 3, 1, 3), F32(DIMS(1), 1));
+    c.a.axis = 0;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), -inv, inv, -inv, inv);
+
+    c = make_case(XF_OP_BATCH_NORM, 5, F32(DIMS(1, 2, 2), 1, 2, 3, 4), F32(DIMS(2), 1, 2), F32(DIMS(2), 0, 1),
+                  F32(DIMS(2), 1, 3), F32(DIMS(2), 4, 1));
+    c.a.epsilon = 0;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 2, 2), 0, 0.5, 1, 3);
+}
+END_TEST
+
+START_TEST(reduce_keepdims_and_axes_forms)
+{
+    node_case c = make_case(XF_OP_REDUCE_SUM, 1, iota_f32(DIMS(2, 3), 1));
+    c.a.has_axes = true;
+    c.a.n_axes = 1;
+    c.a.axes[0] = 1;
+    c.opset = 11;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 1), 6, 15);
+    c = make_case(XF_OP_REDUCE_SUM, 1, iota_f32(DIMS(2, 3), 1));
+    c.a.has_axes = true;
+    c.a.n_axes = 1;
+    c.a.axes[0] = -1;
+    c.a.keepdims = 0;
+    c.opset = 11;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2), 6, 15);
+    /* no axes: everything */
+    EXPECT(run1(make_case(XF_OP_REDUCE_MEAN, 1, iota_f32(DIMS(2, 3), 1))), XF_DT_FLOAT, DIMS(1, 1), 3.5);
+    /* axes as an input (ReduceSum 13, all reductions from 18) */
+    c = make_case(XF_OP_REDUCE_MAX, 2, iota_f32(DIMS(2, 3), 1), I64(DIMS(1), 0));
+    c.a.keepdims = 0;
+    c.opset = 18;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3), 4, 5, 6);
+    c = make_case(XF_OP_REDUCE_MIN, 2, iota_f32(DIMS(2, 3), 1), I64(DIMS(1), 1));
+    c.opset = 18;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 1), 1, 4);
+    c = make_case(XF_OP_REDUCE_PROD, 1, iota_f32(DIMS(2, 3), 1));
+    c.a.keepdims = 0;
+    EXPECT(run1(c), XF_DT_FLOAT, SCALAR, 720);
+    /* empty axes with noop_with_empty_axes: the identity */
+    c = make_case(XF_OP_REDUCE_SUM, 2, iota_f32(DIMS(2, 3), 1), mk(XF_DT_INT64, DIMS(0), NULL));
+    c.a.noop_with_empty_axes = 1;
+    c.opset = 13;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 3), 1, 2, 3, 4, 5, 6);
+    /* integers stay exact */
+    c = make_case(XF_OP_REDUCE_SUM, 2, I64(DIMS(2, 2), 1, 2, 3, (int64_t)1 << 40), I64(DIMS(1), 0));
+    c.opset = 13;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(1, 2), 4, (double)((int64_t)1 << 40) + 2);
+}
+END_TEST
+
+START_TEST(optional_outputs)
+{
+    /* LayerNormalization's Mean and InvStdDev, declared by the graph */
+    xf_graph *g = xf_graph_create("ln");
+    xf_shape xs = xf_shape_make(DIMS(2, 2)), ms = xf_shape_make(DIMS(2, 1));
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs);
+    xf_tensor *scale = F32(DIMS(2), 1, 1);
+    int sc = xf_graph_add_initializer(g, "scale", scale);
+    xf_tensor_release(scale);
+    int outs[3] = {xf_graph_add_value(g, "y", XF_DT_FLOAT, &xs), xf_graph_add_value(g, "mean", XF_DT_FLOAT, &ms),
+                   xf_graph_add_value(g, "inv", XF_DT_FLOAT, &ms)};
+    xf_graph_add_node(g, XF_OP_LAYER_NORM, "ln", 2, (int[]){x, sc}, 3, outs);
+    for (int k = 0; k < 3; k++)
+        xf_graph_add_output(g, outs[k]);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, NULL, NULL, &s, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *in = F32(DIMS(2, 2), 1, 3, 2, 6), *res[3];
+    ck_assert_msg(xf_session_run(s, &in, res, &err) == XF_OK, "%s", err.msg);
+    EXPECT(res[1], XF_DT_FLOAT, DIMS(2, 1), 2, 4);
+    EXPECT(res[2], XF_DT_FLOAT, DIMS(2, 1), 1 / sqrt(1 + 1e-5), 1 / sqrt(4 + 1e-5));
+    xf_tensor_release(res[0]);
+    xf_tensor_release(in);
+    xf_session_free(s);
+    xf_graph_free(g);
+
+    /* Dropout's mask is all true; training mode is accepted only with ratio 0 */
+    xf_tensor *outs2[2];
+    node_case c = make_case(XF_OP_DROPOUT, 3, F32(DIMS(3), 1, 2, 3), F32(SCALAR, 0), BOOLS(SCALAR, 1));
+    c.n_out = 2;
+    run_case(&c, outs2);
+    EXPECT(outs2[0], XF_DT_FLOAT, DIMS(3), 1, 2, 3);
+    EXPECT(outs2[1], XF_DT_BOOL, DIMS(3), 1, 1, 1);
+    c = make_case(XF_OP_DROPOUT, 3, F32(DIMS(3), 1, 2, 3), F32(SCALAR, 0.5f), BOOLS(SCALAR, 1));
+    g = case_graph(&c);
+    ck_assert_msg(xf_session_create(g, 17, NULL, NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_int_eq(xf_session_run(s, NULL, outs2, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "training mode"), "%s", err.msg);
+    xf_session_free(s);
+    xf_graph_free(g);
+    for (int i = 0; i < 3; i++)
+        xf_tensor_release(c.in[i]);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- elementwise */
+
+START_TEST(broadcast_binary_ops)
+{
+    /* (2,1,3) + (2,1) -> (2,2,3) */
+    EXPECT(run1(make_case(XF_OP_ADD, 2, iota_f32(DIMS(2, 1, 3), 0), F32(DIMS(2, 1), 10, 20))), XF_DT_FLOAT,
+           DIMS(2, 2, 3), 10, 11, 12, 20, 21, 22, 13, 14, 15, 23, 24, 25);
+    EXPECT(run1(make_case(XF_OP_DIV, 2, I64(DIMS(3), 7, -7, 9), I64(SCALAR, 2))), XF_DT_INT64, DIMS(3), 3, -3, 4);
+    EXPECT(run1(make_case(XF_OP_SUB, 2, I32(DIMS(2), 5, 1), I32(DIMS(2), 2, 3))), XF_DT_INT32, DIMS(2), 3, -2);
+    EXPECT(run1(make_case(XF_OP_POW, 2, I32(DIMS(3), 1, 2, 3), F32(DIMS(3), 4, 5, 6))), XF_DT_INT32, DIMS(3), 1, 32,
+           729);
+    EXPECT(run1(make_case(XF_OP_EQUAL, 2, I64(DIMS(3), 1, 2, 3), I64(SCALAR, 2))), XF_DT_BOOL, DIMS(3), 0, 1, 0);
+    EXPECT(run1(make_case(XF_OP_GREATER, 2, F32(DIMS(2), 1, 5), F32(DIMS(2, 1), 2, 0))), XF_DT_BOOL, DIMS(2, 2), 0,
+           1, 1, 1);
+    EXPECT(run1(make_case(XF_OP_MAX, 3, F32(DIMS(2), 1, 5), F32(SCALAR, 3), F32(DIMS(2, 1), 0, 4))), XF_DT_FLOAT,
+           DIMS(2, 2), 3, 5, 4, 5);
+    EXPECT(run1(make_case(XF_OP_SUM, 1, F32(DIMS(2), 1, 5))), XF_DT_FLOAT, DIMS(2), 1, 5);
+    EXPECT(run1(make_case(XF_OP_WHERE, 3, BOOLS(DIMS(2), 1, 0), I64(DIMS(2, 1), 1, 2), I64(SCALAR, 9))), XF_DT_INT64,
+           DIMS(2, 2), 1, 9, 2, 9);
+}
+END_TEST
+
+START_TEST(unary_clip_cast)
+{
+    EXPECT(run1(make_case(XF_OP_RELU, 1, F32(DIMS(3), -1, 0, 2))), XF_DT_FLOAT, DIMS(3), 0, 0, 2);
+    EXPECT(run1(make_case(XF_OP_ERF, 1, F32(DIMS(2), 0, 1))), XF_DT_FLOAT, DIMS(2), 0, erf(1.0));
+    EXPECT(run1(make_case(XF_OP_NEG, 1, I64(DIMS(2), 3, -4))), XF_DT_INT64, DIMS(2), -3, 4);
+    EXPECT(run1(make_case(XF_OP_NOT, 1, BOOLS(DIMS(2), 1, 0))), XF_DT_BOOL, DIMS(2), 0, 1);
+    node_case c = make_case(XF_OP_LEAKY_RELU, 1, F32(DIMS(2), -2, 3));
+    c.a.alpha = 0.5f;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2), -1, 3);
+
+    /* Clip: bounds as inputs with min omitted, as attributes, and on int8 */
+    EXPECT(run1(make_case(XF_OP_CLIP, 3, F32(DIMS(3), -5, 0, 5), NULL, F32(SCALAR, 1))), XF_DT_FLOAT, DIMS(3), -5, 0,
+           1);
+    c = make_case(XF_OP_CLIP, 1, F32(DIMS(3), -5, 0, 5));
+    c.a.has_clip_attrs = true;
+    c.a.clip_min = -1;
+    c.opset = 6;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3), -1, 0, 5);
+    EXPECT(run1(make_case(XF_OP_CLIP, 2, mk(XF_DT_INT8, DIMS(3), (int8_t[]){-5, 0, 5}), mk(XF_DT_INT8, SCALAR, (int8_t[]){0}))),
+           XF_DT_INT8, DIMS(3), 0, 0, 5);
+
+    c = make_case(XF_OP_CAST, 1, F32(DIMS(4), 1.7f, -1.7f, 0, 300));
+    c.a.to = XF_DT_INT32;
+    EXPECT(run1(c), XF_DT_INT32, DIMS(4), 1, -1, 0, 300);
+    c = make_case(XF_OP_CAST, 1, F32(DIMS(3), 0.5f, 0, -2));
+    c.a.to = XF_DT_BOOL;
+    EXPECT(run1(c), XF_DT_BOOL, DIMS(3), 1, 0, 1);
+    c = make_case(XF_OP_CAST, 1, I64(DIMS(2), 300, -1));
+    c.a.to = XF_DT_UINT8;
+    EXPECT(run1(c), XF_DT_UINT8, DIMS(2), 44, 255);
+    /* float16 bit patterns (round to nearest even), bfloat16 ones from
+     * ONNX's test_cast_FLOAT_to_BFLOAT16 (truncated) */
+    xf_tensor *out;
+    c = make_case(XF_OP_CAST, 1, F32(DIMS(3), 1.0f, -2.5f, 65536.0f));
+    c.a.to = XF_DT_FLOAT16;
+    run_case(&c, &out);
+    ck_assert_int_eq(out->dtype, XF_DT_FLOAT16);
+    ck_assert_uint_eq(((uint16_t *)out->data)[0], 0x3c00);
+    ck_assert_uint_eq(((uint16_t *)out->data)[1], 0xc100);
+    ck_assert_uint_eq(((uint16_t *)out->data)[2], 0x7c00);
+    c = make_case(XF_OP_CAST, 1, out);
+    c.a.to = XF_DT_DOUBLE;
+    EXPECT(run1(c), XF_DT_DOUBLE, DIMS(3), 1, -2.5, INFINITY);
+    c = make_case(XF_OP_CAST, 1, F32(DIMS(3), 0.4996848702430725f, NAN, -INFINITY));
+    c.a.to = XF_DT_BFLOAT16;
+    run_case(&c, &out);
+    ck_assert_uint_eq(((uint16_t *)out->data)[0], 16127);
+    ck_assert_uint_eq(((uint16_t *)out->data)[1], 32704);
+    ck_assert_uint_eq(((uint16_t *)out->data)[2], 65408);
+    xf_tensor_release(out);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- data movement */
+
+START_TEST(slice_negative_steps_and_forms)
+{
+    /* rows 2,1,0 (start -1, end clamped to -1); columns 3,1 */
+    node_case c = make_case(XF_OP_SLICE, 5, iota_f32(DIMS(3, 4), 0), I64(DIMS(2), -1, 3), I64(DIMS(2), -100, 0),
+                            I64(DIMS(2), 0, 1), I64(DIMS(2), -1, -2));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 2), 11, 9, 7, 5, 3, 1);
+    /* ends past the end clamp; axes omitted means 0..n-1 */
+    c = make_case(XF_OP_SLICE, 3, iota_f32(DIMS(3, 4), 0), I64(DIMS(2), 1, 2), I64(DIMS(2), 1000, INT64_MAX));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 6, 7, 10, 11);
+    /* opset 1: attributes */
+    c = make_case(XF_OP_SLICE, 1, iota_f32(DIMS(3, 4), 0));
+    c.a.has_slice_attrs = c.a.has_slice_axes = true;
+    c.a.n_slice = 1;
+    c.a.slice_starts[0] = 1;
+    c.a.slice_ends[0] = INT64_MAX;
+    c.a.slice_axes[0] = 1;
+    c.opset = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 3), 1, 2, 3, 5, 6, 7, 9, 10, 11);
+}
+END_TEST
+
+START_TEST(pad_modes)
+{
+    xf_pad_mode modes[] = {XF_PAD_REFLECT, XF_PAD_EDGE, XF_PAD_CONSTANT};
+    double want[3][12] = {{3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5},
+                          {1, 1, 1, 2, 3, 3, 4, 4, 4, 5, 6, 6},
+                          {9, 9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9}};
+    for (int m = 0; m < 3; m++) {
+        node_case c = make_case(XF_OP_PAD, 3, iota_f32(DIMS(2, 3), 1), I64(DIMS(4), 0, 2, 0, 1), F32(SCALAR, 9));
+        c.a.pad_mode = modes[m];
+        expect(run1(c), XF_DT_FLOAT, DIMS(2, 6), want[m]);
+    }
+    /* attribute form (opset 2..10), negative pads crop */
+    node_case c = make_case(XF_OP_PAD, 1, iota_f32(DIMS(2, 3), 1));
+    c.a.has_pads = true;
+    c.a.n_pads = 4;
+    memcpy(c.a.pad_pads, (int64_t[]){1, -1, 0, 0}, 4 * sizeof(int64_t));
+    c.a.pad_value = -1;
+    c.opset = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 2), -1, -1, 2, 3, 5, 6);
+}
+END_TEST
+
+START_TEST(split_variants)
+{
+    xf_tensor *outs[3];
+    node_case c = make_case(XF_OP_SPLIT, 2, iota_f32(DIMS(2, 4), 0), I64(DIMS(2), 1, 3));
+    c.a.axis = 1;
+    c.n_out = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(2, 1), 0, 4);
+    EXPECT(outs[1], XF_DT_FLOAT, DIMS(2, 3), 1, 2, 3, 5, 6, 7);
+
+    c = make_case(XF_OP_SPLIT, 1, iota_f32(DIMS(4), 0));
+    c.a.n_split = 2;
+    c.a.split[0] = 3;
+    c.a.split[1] = 1;
+    c.n_out = 2;
+    c.opset = 11;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(3), 0, 1, 2);
+    EXPECT(outs[1], XF_DT_FLOAT, DIMS(1), 3);
+
+    c = make_case(XF_OP_SPLIT, 1, iota_f32(DIMS(4), 0)); /* even */
+    c.n_out = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(2), 0, 1);
+    EXPECT(outs[1], XF_DT_FLOAT, DIMS(2), 2, 3);
+
+    c = make_case(XF_OP_SPLIT, 1, iota_f32(DIMS(7), 0)); /* opset 18: the last chunk smaller */
+    c.a.num_outputs = 3;
+    c.n_out = 3;
+    c.opset = 18;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(3), 0, 1, 2);
+    EXPECT(outs[1], XF_DT_FLOAT, DIMS(3), 3, 4, 5);
+    EXPECT(outs[2], XF_DT_FLOAT, DIMS(1), 6);
+}
+END_TEST
+
+START_TEST(gather_reshape_transpose_concat)
+{
+    EXPECT(run1(make_case(XF_OP_GATHER, 2, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6), I64(DIMS(2), -1, 0))), XF_DT_FLOAT,
+           DIMS(2, 2), 5, 6, 1, 2);
+    node_case c = make_case(XF_OP_GATHER, 2, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6), I32(DIMS(1, 1), 1));
+    c.a.axis = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 1, 1), 2, 4, 6);
+
+    EXPECT(run1(make_case(XF_OP_RESHAPE, 2, iota_f32(DIMS(2, 3, 4), 0), I64(DIMS(2), 0, -1))), XF_DT_FLOAT,
+           DIMS(2, 12), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23);
+    xf_tensor *out = run1(make_case(XF_OP_RESHAPE, 2, iota_f32(DIMS(2, 3, 4), 0), I64(DIMS(3), 0, 4, -1)));
+    ck_assert_int_eq(out->shape.ndim, 3);
+    ck_assert_int_eq(out->shape.dims[2], 3);
+    ck_assert_float_eq(((float *)out->data)[23], 23);
+    xf_tensor_release(out);
+
+    c = make_case(XF_OP_TRANSPOSE, 1, iota_f32(DIMS(2, 3), 0));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 2), 0, 3, 1, 4, 2, 5);
+    c = make_case(XF_OP_TRANSPOSE, 1, iota_f32(DIMS(2, 1, 3), 0));
+    c.a.n_perm = 3;
+    memcpy(c.a.perm, (int64_t[]){1, 2, 0}, 3 * sizeof(int64_t));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 3, 2), 0, 3, 1, 4, 2, 5);
+
+    c = make_case(XF_OP_CONCAT, 2, I64(DIMS(2, 1), 1, 2), I64(DIMS(2, 2), 3, 4, 5, 6));
+    c.a.axis = -1;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 3), 1, 3, 4, 2, 5, 6);
+}
+END_TEST
+
+START_TEST(shape_ops)
+{
+    node_case c = make_case(XF_OP_SHAPE, 1, iota_f32(DIMS(2, 3, 4), 0));
+    c.a.start = -2;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2), 3, 4);
+    EXPECT(run1(make_case(XF_OP_EXPAND, 2, F32(DIMS(2, 1), 1, 2), I64(DIMS(3), 2, 1, 3))), XF_DT_FLOAT,
+           DIMS(2, 2, 3), 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2);
+    c = make_case(XF_OP_CONSTANT_OF_SHAPE, 1, I64(DIMS(2), 2, 1));
+    c.a.value = I64(DIMS(1), 7);
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 1), 7, 7);
+    EXPECT(run1(make_case(XF_OP_CONSTANT_OF_SHAPE, 1, I64(DIMS(1), 3))), XF_DT_FLOAT, DIMS(3), 0, 0, 0);
+    EXPECT(run1(make_case(XF_OP_RANGE, 3, I32(SCALAR, 10), I32(SCALAR, 4), I32(SCALAR, -3))), XF_DT_INT32, DIMS(2), 10,
+           7);
+    EXPECT(run1(make_case(XF_OP_RANGE, 3, F32(SCALAR, 1), F32(SCALAR, 2), F32(SCALAR, 0.25f))), XF_DT_FLOAT, DIMS(4),
+           1, 1.25, 1.5, 1.75);
+    EXPECT(run1(make_case(XF_OP_UNSQUEEZE, 2, F32(DIMS(2), 1, 2), I64(DIMS(2), 0, -1))), XF_DT_FLOAT,
+           DIMS(1, 2, 1), 1, 2);
+    EXPECT(run1(make_case(XF_OP_SQUEEZE, 1, F32(DIMS(1, 2, 1), 1, 2))), XF_DT_FLOAT, DIMS(2), 1, 2);
+    c = make_case(XF_OP_FLATTEN, 1, iota_f32(DIMS(2, 3, 2), 0));
+    c.a.axis = 2;
+    xf_tensor *out = run1(c);
+    ck_assert_int_eq(out->shape.dims[0], 6);
+    ck_assert_int_eq(out->shape.dims[1], 2);
+    xf_tensor_release(out);
+    EXPECT(run1(make_case(XF_OP_DROPOUT, 1, F32(DIMS(2), 1, 2))), XF_DT_FLOAT, DIMS(2), 1, 2);
+    EXPECT(run1(make_case(XF_OP_IDENTITY, 1, I64(DIMS(2), 1, 2))), XF_DT_INT64, DIMS(2), 1, 2);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- sessions */
+
+START_TEST(dynamic_reshape_from_graph_input)
+{
+    /* y = Relu(Reshape(x, shape)), shape fed at run time */
+    xf_graph *g = xf_graph_create("dyn");
+    xf_shape xs = xf_shape_make(DIMS(2, 3, 4)), ss = xf_shape_make(DIMS(2));
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs);
+    int shape = xf_graph_add_input(g, "shape", XF_DT_INT64, &ss);
+    int r = xf_graph_add_value(g, "r", XF_DT_UNDEFINED, NULL), y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_RESHAPE, "reshape", 2, (int[]){x, shape}, 1, &r);
+    xf_graph_add_node(g, XF_OP_RELU, "relu", 1, &r, 1, &y);
+    xf_graph_add_output(g, y);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, NULL, NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert(xf_session_is_dynamic(s));
+    ck_assert_ptr_null(xf_session_memplan(s));
+    xf_tensor *xt = iota_f32(DIMS(2, 3, 4), -12);
+    int64_t want[][2] = {{4, 6}, {12, 2}, {2, 12}};
+    xf_tensor *shapes[] = {I64(DIMS(2), 4, 6), I64(DIMS(2), -1, 2), I64(DIMS(2), 0, -1)};
+    for (int k = 0; k < 3; k++) {
+        xf_tensor *out;
+        ck_assert_msg(xf_session_run(s, (xf_tensor *[]){xt, shapes[k]}, &out, &err) == XF_OK, "%s", err.msg);
+        ck_assert_int_eq(out->shape.ndim, 2);
+        ck_assert_int_eq(out->shape.dims[0], want[k][0]);
+        ck_assert_int_eq(out->shape.dims[1], want[k][1]);
+        for (int i = 0; i < 24; i++)
+            ck_assert_float_eq(((float *)out->data)[i], i < 12 ? 0.0f : (float)(i - 12));
+        xf_tensor_release(out);
+        xf_tensor_release(shapes[k]);
+    }
+    /* a shape that does not fit is reported, not run */
+    xf_tensor *bad = I64(DIMS(2), 5, 5);
+    xf_tensor *out = NULL;
+    ck_assert_int_ne(xf_session_run(s, (xf_tensor *[]){xt, bad}, &out, &err), XF_OK);
+    ck_assert_ptr_null(out);
+    xf_tensor_release(bad);
+    xf_tensor_release(xt);
+    xf_session_free(s);
+    xf_graph_free(g);
+}
+END_TEST
+
+static xf_graph *relu_graph(const xf_shape *xs, xf_dtype dt)
+{
+    xf_graph *g = xf_graph_create("relu");
+    int x = xf_graph_add_input(g, "x", dt, xs);
+    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_RELU, "relu", 1, &x, 1, &y);
+    xf_graph_add_output(g, y);
+    return g;
+}
+
+START_TEST(session_errors)
+{
+    xf_session *s;
+    xf_error err = {0};
+    /* an opaque op is named, with its node, before anything runs */
+    xf_graph *g = xf_graph_create("opaque");
+    xf_shape xs = xf_shape_make(DIMS(2, 4));
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs);
+    int y = xf_graph_add_value(g, "y", XF_DT_FLOAT, &xs);
+    int node = xf_graph_add_node(g, XF_OP_OPAQUE, "custom", 1, &x, 1, &y);
+    g->nodes[node].opaque = xf_opaque_create("FooBar", "com.example", NULL, 0);
+    xf_graph_add_output(g, y);
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(err.msg, "backend cpu_ref does not support op FooBar (node 'custom')"), "%s", err.msg);
+    xf_graph_free(g);
+
+    /* an op on a dtype cpu_ref lacks */
+    g = xf_graph_create("sqrt");
+    x = xf_graph_add_input(g, "x", XF_DT_INT64, &xs);
+    y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_SQRT, "root", 1, &x, 1, &y);
+    xf_graph_add_output(g, y);
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "does not support op Sqrt on INT64 (node 'root')"), "%s", err.msg);
+    xf_graph_free(g);
+
+    g = relu_graph(&xs, XF_DT_FLOAT);
+    ck_assert_int_eq(xf_session_create(g, 17, "tpu", NULL, &s, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "unknown backend 'tpu' (available: cpu_ref"), "%s", err.msg);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(session_input_checks)
+{
+    xf_shape xs = xf_shape_make(DIMS(2, 4));
+    xf_graph *g = relu_graph(&xs, XF_DT_FLOAT);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    xf_tensor *out = NULL, *wrong = iota_f32(DIMS(2, 3), 0);
+    ck_assert_int_eq(xf_session_run(s, &wrong, &out, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "input 'x' has shape 2x3, the graph expects 2x4"), "%s", err.msg);
+    xf_tensor_release(wrong);
+    wrong = I64(DIMS(2, 4), 0, 0, 0, 0, 0, 0, 0, 0);
+    ck_assert_int_eq(xf_session_run(s, &wrong, &out, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "input 'x' has type INT64, the graph expects FLOAT"), "%s", err.msg);
+    xf_tensor_release(wrong);
+    ck_assert_ptr_null(out);
+
+    /* the session keeps its own graph: freeing the caller's is fine */
+    xf_graph_free(g);
+    xf_tensor *in = iota_f32(DIMS(2, 4), -4);
+    ck_assert_msg(xf_session_run(s, &in, &out, &err) == XF_OK, "%s", err.msg);
+    EXPECT(out, XF_DT_FLOAT, DIMS(2, 4), 0, 0, 0, 0, 0, 1, 2, 3);
+
+    double seconds[1] = {-1};
+    ck_assert_msg(xf_session_profile(s, &in, 1, 3, seconds, &err) == XF_OK, "%s", err.msg);
+    ck_assert(seconds[0] >= 0);
+    xf_tensor_release(in);
+    xf_session_free(s);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- constant evaluation, helpers */
+
+START_TEST(eval_node_for_folding)
+{
+    xf_graph *g = xf_graph_create("fold");
+    xf_tensor *a = F32(DIMS(2), 1, 2), *b = F32(DIMS(2), 10, 20);
+    int va = xf_graph_add_initializer(g, "a", a), vb = xf_graph_add_initializer(g, "b", b);
+    xf_shape xs = xf_shape_make(DIMS(3, 5));
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs);
+    int sum = xf_graph_add_value(g, "sum", XF_DT_UNDEFINED, NULL);
+    int shp = xf_graph_add_value(g, "shape", XF_DT_UNDEFINED, NULL);
+    int rel = xf_graph_add_value(g, "relu", XF_DT_UNDEFINED, NULL);
+    int n_add = xf_graph_add_node(g, XF_OP_ADD, "add", 2, (int[]){va, vb}, 1, &sum);
+    int n_shape = xf_graph_add_node(g, XF_OP_SHAPE, "shape", 1, &x, 1, &shp);
+    int n_relu = xf_graph_add_node(g, XF_OP_RELU, "relu", 1, &x, 1, &rel);
+    xf_tensor_release(a);
+    xf_tensor_release(b);
+    xf_error err = {0};
+    xf_tensor *out;
+    ck_assert_msg(xf_runtime_eval_node(g, n_add, &out, &err) == XF_OK, "%s", err.msg);
+    EXPECT(out, XF_DT_FLOAT, DIMS(2), 11, 22);
+    /* Shape needs only the static shape of its input */
+    ck_assert_msg(xf_runtime_eval_node(g, n_shape, &out, &err) == XF_OK, "%s", err.msg);
+    EXPECT(out, XF_DT_INT64, DIMS(2), 3, 5);
+    ck_assert_int_eq(xf_runtime_eval_node(g, n_relu, &out, &err), XF_ERR_INVALID);
+    ck_assert_ptr_null(out);
+    ck_assert_msg(strstr(err.msg, "input 'x' is not a constant"), "%s", err.msg);
+    /* usable as core's folding callback */
+    xf_node_eval_fn fn = xf_runtime_eval_node;
+    ck_assert_ptr_nonnull(fn);
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(random_and_compare)
+{
+    xf_shape s = xf_shape_make(DIMS(4, 5));
+    xf_tensor *a = xf_tensor_random(XF_DT_FLOAT, &s, 42), *b = xf_tensor_random(XF_DT_FLOAT, &s, 42);
+    xf_tensor *c = xf_tensor_random(XF_DT_FLOAT, &s, 43);
+    double max_abs, max_rel;
+    bool ok;
+    ck_assert_int_eq(xf_tensor_compare(a, b, 0, 0, &max_abs, &max_rel, &ok, NULL), XF_OK);
+    ck_assert(ok);
+    ck_assert(max_abs == 0);
+    ck_assert_int_eq(xf_tensor_compare(a, c, 1e-6, 0, &max_abs, NULL, &ok, NULL), XF_OK);
+    ck_assert(!ok && max_abs > 0 && max_abs <= 2);
+    for (int i = 0; i < 20; i++)
+        ck_assert(fabsf(((float *)a->data)[i]) <= 1);
+    xf_tensor *ints = xf_tensor_random(XF_DT_INT64, &s, 1);
+    for (int i = 0; i < 20; i++)
+        ck_assert(((int64_t *)ints->data)[i] >= 0 && ((int64_t *)ints->data)[i] < 10);
+    ck_assert_int_eq(xf_tensor_compare(a, ints, 1, 1, NULL, NULL, &ok, NULL), XF_ERR_INVALID);
+    ck_assert(!ok);
+
+    /* NaN matches NaN; infinities match only themselves */
+    xf_tensor *x = F32(DIMS(3), NAN, INFINITY, 1), *y = F32(DIMS(3), NAN, INFINITY, 1.001f);
+    ck_assert_int_eq(xf_tensor_compare(x, y, 0, 1e-2, NULL, &max_rel, &ok, NULL), XF_OK);
+    ck_assert(ok && max_rel < 1e-2);
+    xf_tensor *z = F32(DIMS(3), NAN, 1, 1);
+    ck_assert_int_eq(xf_tensor_compare(z, y, 1, 1, NULL, NULL, &ok, NULL), XF_OK);
+    ck_assert(!ok);
+    xf_tensor *r = F32(DIMS(3, 1), 0, 0, 0);
+    xf_error err = {0};
+    ck_assert_int_eq(xf_tensor_compare(x, r, 1, 1, NULL, NULL, &ok, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "shapes differ: 3 vs 3x1"), "%s", err.msg);
+    for (xf_tensor **t = (xf_tensor *[]){a, b, c, ints, x, y, z, r, NULL}; *t; t++)
+        xf_tensor_release(*t);
+
+    const xf_backend *const *list;
+    ck_assert_int_ge(xf_backend_list(&list), 1);
+    ck_assert_ptr_eq(xf_backend_find("cpu_ref"), list[0]);
+    ck_assert_ptr_null(xf_backend_find("nope"));
+}
+END_TEST
+
+static Suite *runtime_suite(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *k = tcase_create("kernels");
+    tcase_add_test(k, conv_strides_asymmetric_padding);
+    tcase_add_test(k, conv_group_dilation_bias);
+    tcase_add_test(k, conv_1d_auto_pad);
+    tcase_add_test(k, conv_3d_fused_relu);
+    tcase_add_test(k, pool_ceil_mode);
+    tcase_add_test(k, pool_count_include_pad);
+    tcase_add_test(k, pool_dilation_1d_3d_global);
+    tcase_add_test(k, gemm_transposes);
+    tcase_add_test(k, matmul_broadcast_and_vectors);
+    tcase_add_test(k, softmax_legacy_vs_13);
+    tcase_add_test(k, layer_and_batch_norm);
+    tcase_add_test(k, reduce_keepdims_and_axes_forms);
+    tcase_add_test(k, optional_outputs);
+    tcase_add_test(k, broadcast_binary_ops);
+    tcase_add_test(k, unary_clip_cast);
+    tcase_add_test(k, slice_negative_steps_and_forms);
+    tcase_add_test(k, pad_modes);
+    tcase_add_test(k, split_variants);
+    tcase_add_test(k, gather_reshape_transpose_concat);
+    tcase_add_test(k, shape_ops);
+    suite_add_tcase(s, k);
+    TCase *se = tcase_create("sessions");
+    tcase_add_test(se, dynamic_reshape_from_graph_input);
+    tcase_add_test(se, session_errors);
+    tcase_add_test(se, session_input_checks);
+    tcase_add_test(se, eval_node_for_folding);
+    tcase_add_test(se, random_and_compare);
+    suite_add_tcase(s, se);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(runtime_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

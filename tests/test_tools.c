@@ -1,0 +1,225 @@
+/* The command-line programs end to end: the bundled example, --check, and
+ * every kind of bad input (one clear error line naming the file and the
+ * problem, a non-zero exit, no output file left, the input untouched). */
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char fixtures[4096];
+
+static void make_fixtures(void)
+{
+    const char *d = xf_test_tmpdir("tools-fixtures");
+    ck_assert_ptr_nonnull(d);
+    snprintf(fixtures, sizeof fixtures, "%s", d);
+    char cmd[8400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/make_bad_models.py %s", XF_SOURCE_DIR, fixtures);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "fixture generation failed: %s", out ? out : "");
+    free(out);
+}
+
+/* Contents of a file (malloc'd) and its size; NULL if unreadable. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Runs xflowc on fixture `name` expecting failure with a message naming the
+ * file and containing `problem`. */
+static void expect_rejected(const char *name, const char *problem)
+{
+    char in[4300], outp[4300], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/%s", fixtures, name);
+    snprintf(outp, sizeof outp, "%s/%s.out.onnx", fixtures, name);
+    size_t len_before = 0, len_after = 0;
+    char *before = slurp(in, &len_before);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s -q", xf_test_tool("xflowc"), in, outp);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc != 0, "%s: xflowc exited 0", name);
+    ck_assert_msg(rc != 2, "%s: treated as a usage error: %s", name, out);
+    ck_assert_msg(strstr(out, in) != NULL, "%s: error does not name the file: %s", name, out);
+    ck_assert_msg(strstr(out, problem) != NULL, "%s: error does not say '%s': %s", name, problem, out);
+    ck_assert_msg(count_lines(out) == 1, "%s: expected one error line, got: %s", name, out);
+    ck_assert_msg(!xf_test_exists(outp), "%s: output file left behind", name);
+    char *after = slurp(in, &len_after);
+    if (before) {
+        ck_assert_ptr_nonnull(after);
+        ck_assert_msg(len_before == len_after && memcmp(before, after, len_before) == 0, "%s: input modified",
+                      name);
+    }
+    free(before);
+    free(after);
+    free(out);
+}
+
+START_TEST(test_missing_file) { expect_rejected("does_not_exist.onnx", "No such file"); }
+END_TEST
+START_TEST(test_not_protobuf) { expect_rejected("not_protobuf.onnx", "not a valid ONNX"); }
+END_TEST
+START_TEST(test_truncated) { expect_rejected("truncated.onnx", "not a valid ONNX"); }
+END_TEST
+START_TEST(test_cycle) { expect_rejected("cycle.onnx", "cycle"); }
+END_TEST
+START_TEST(test_undefined_input) { expect_rejected("undefined_input.onnx", "nowhere"); }
+END_TEST
+START_TEST(test_init_size_mismatch) { expect_rejected("init_size_mismatch.onnx", "'w'"); }
+END_TEST
+START_TEST(test_shape_mismatch) { expect_rejected("shape_mismatch.onnx", "MatMul"); }
+END_TEST
+
+START_TEST(test_unwritable_output)
+{
+    char in[4300], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/good.onnx", fixtures);
+    const char *outp = "/proc/xflow-cannot-write-here/out.onnx";
+    snprintf(cmd, sizeof cmd, "%s %s -o %s -q", xf_test_tool("xflowc"), in, outp);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, outp) != NULL, "error does not name the output path: %s", out);
+    ck_assert_msg(count_lines(out) == 1, "expected one error line, got: %s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_output_over_input_refused)
+{
+    char in[4300], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/good.onnx", fixtures);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s", xf_test_tool("xflowc"), in, in);
+    ck_assert_int_ne(xf_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "overwrite the input") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_usage_errors)
+{
+    char cmd[4400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s", xf_test_tool("xflowc"));
+    ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "--help") != NULL, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s --help", xf_test_tool("xflowc"));
+    ck_assert_int_eq(xf_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "--input-shape") != NULL, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s a.onnx -o b.onnx --bogus", xf_test_tool("xflowc"));
+    ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "--bogus") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
+/* The bundled example: --check passes, BatchNormalization is folded away,
+ * and the result runs on xflow-run. */
+START_TEST(test_example_check)
+{
+    const char *dir = xf_test_tmpdir("tools-example");
+    char outp[4300], cmd[9000], *out = NULL;
+    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx -o %s --check", xf_test_tool("xflowc"),
+             XF_SOURCE_DIR, outp);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "xflowc --check failed: %s", out);
+    ck_assert_msg(strstr(out, "check: output") != NULL && strstr(out, "ok") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "MISMATCH") == NULL, "%s", out);
+    ck_assert_msg(strstr(out, "BatchNormalization") != NULL && strstr(out, "-> 0") != NULL,
+                  "BatchNormalization not folded: %s", out);
+    ck_assert(xf_test_exists(outp));
+    free(out);
+
+    char outdir[4400];
+    snprintf(outdir, sizeof outdir, "%s/outputs", dir);
+    snprintf(cmd, sizeof cmd, "%s %s --iters 2 --output-dir %s", xf_test_tool("xflow-run"), outp, outdir);
+    rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "xflow-run failed: %s", out);
+    ck_assert_msg(strstr(out, "median") != NULL, "%s", out);
+    free(out);
+    char pb[4500];
+    snprintf(pb, sizeof pb, "%s/output_0.pb", outdir);
+    ck_assert(xf_test_exists(pb));
+
+    /* The written output is a valid TensorProto: the block maps 1x64x28x28
+     * to 1x64x28x28, so xflow-run takes it back as an input file. */
+    snprintf(cmd, sizeof cmd, "%s %s --input %s", xf_test_tool("xflow-run"), outp, pb);
+    rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "output '"), "xflow-run --input failed: %s", out);
+    free(out);
+}
+END_TEST
+
+/* The committed example is exactly what its builder writes. */
+START_TEST(test_example_is_reproducible)
+{
+    const char *dir = xf_test_tmpdir("tools-zoo");
+    char outp[4300], cmd[9000], *out = NULL, committed[4300];
+    snprintf(outp, sizeof outp, "%s/inception_block.onnx", dir);
+    snprintf(committed, sizeof committed, "%s/examples/inception_block.onnx", XF_SOURCE_DIR);
+    snprintf(cmd, sizeof cmd, "%s inception-block -o %s -q", xf_test_tool("xflow-zoo"), outp);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    size_t la = 0, lb = 0;
+    char *a = slurp(outp, &la), *b = slurp(committed, &lb);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_msg(la == lb && memcmp(a, b, la) == 0,
+                  "examples/inception_block.onnx differs from what xflow-zoo writes; regenerate it");
+    ck_assert_msg(la < 2 * 1024 * 1024, "example is %zu bytes (must stay under 2 MB)", la);
+    free(a);
+    free(b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("tools");
+    TCase *bad = tcase_create("bad-input");
+    tcase_add_unchecked_fixture(bad, make_fixtures, NULL);
+    tcase_add_test(bad, test_missing_file);
+    tcase_add_test(bad, test_not_protobuf);
+    tcase_add_test(bad, test_truncated);
+    tcase_add_test(bad, test_cycle);
+    tcase_add_test(bad, test_undefined_input);
+    tcase_add_test(bad, test_init_size_mismatch);
+    tcase_add_test(bad, test_shape_mismatch);
+    tcase_add_test(bad, test_unwritable_output);
+    tcase_add_test(bad, test_output_over_input_refused);
+    tcase_add_test(bad, test_usage_errors);
+    suite_add_tcase(s, bad);
+    TCase *ex = tcase_create("example");
+    tcase_set_timeout(ex, 300);
+    tcase_add_test(ex, test_example_check);
+    tcase_add_test(ex, test_example_is_reproducible);
+    suite_add_tcase(s, ex);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,179 @@
+#include "cli.h"
+
+#include "xf_runtime.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char *prog_name = "xflow";
+static int verbosity = 1;
+
+static void log_to_stderr(int level, const char *msg, void *user)
+{
+    static const char *const kind[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "%s: %s: %s\n", prog_name, kind[level < 0 ? 0 : level > 3 ? 3 : level], msg);
+}
+
+void xf_cli_init(const char *prog, int v)
+{
+    prog_name = prog;
+    verbosity = v;
+    int level = v <= 0 ? XF_LOG_ERROR : v == 1 ? XF_LOG_WARN : XF_LOG_DEBUG;
+    xf_log_set(log_to_stderr, NULL, level);
+}
+
+int xf_cli_verbosity(void) { return verbosity; }
+
+int xf_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: error: ", prog_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int xf_cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog_name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(run '%s --help' for usage)\n", prog_name);
+    va_end(ap);
+    return 2;
+}
+
+void xf_cli_info(const char *fmt, ...)
+{
+    if (verbosity < 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+double xf_cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool xf_cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool xf_cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || errno || end == s || *end || v < lo || v > hi) {
+        xf_cli_usage_error("%s needs an integer from %ld to %ld, got '%s'", opt, lo, hi, s ? s : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool xf_cli_parse_double(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || errno || end == s || *end || v < 0) {
+        xf_cli_usage_error("%s needs a non-negative number, got '%s'", opt, s ? s : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+xf_status xf_cli_random_inputs(const xf_graph *g, uint64_t seed, xf_tensor ***out, xf_error *err)
+{
+    xf_tensor **t = calloc((size_t)(g->n_inputs > 0 ? g->n_inputs : 1), sizeof *t);
+    if (!t)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_inputs; i++) {
+        const xf_value *v = &g->values[g->inputs[i]];
+        char buf[128];
+        if (v->shape.ndim < 0 || xf_shape_numel(&v->shape) < 0) {
+            xf_cli_free_tensors(t, i);
+            return xf_error_set(err, XF_ERR_INVALID,
+                                "input '%s' has no static shape; give one with --input-shape %s=...",
+                                v->name, v->name);
+        }
+        t[i] = xf_tensor_random(v->dtype, &v->shape, seed + (uint64_t)i * 7919u);
+        if (!t[i]) {
+            xf_cli_free_tensors(t, i);
+            return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                                "cannot make a random %s tensor of shape %s for input '%s'",
+                                xf_dtype_name(v->dtype), xf_shape_str(&v->shape, buf, sizeof buf),
+                                v->name);
+        }
+    }
+    *out = t;
+    return XF_OK;
+}
+
+void xf_cli_free_tensors(xf_tensor **t, int n)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < n; i++)
+        xf_tensor_release(t[i]);
+    free(t);
+}
+
+/* Opaque nodes are counted under their own op_type. */
+typedef struct op_count {
+    const char *name;
+    int before, after;
+} op_count;
+
+static void tally(op_count *rows, int *n_rows, const xf_graph *g, bool after)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *nd = &g->nodes[i];
+        const char *name = nd->op == XF_OP_OPAQUE && nd->opaque ? nd->opaque->op_type : xf_op_name(nd->op);
+        int r = 0;
+        while (r < *n_rows && strcmp(rows[r].name, name) != 0)
+            r++;
+        if (r == *n_rows) {
+            rows[r] = (op_count){name, 0, 0};
+            (*n_rows)++;
+        }
+        if (after)
+            rows[r].after++;
+        else
+            rows[r].before++;
+    }
+}
+
+void xf_cli_print_op_changes(FILE *f, const xf_graph *before, const xf_graph *after)
+{
+    int cap = before->n_nodes + after->n_nodes + 1;
+    op_count *rows = calloc((size_t)cap, sizeof *rows);
+    if (!rows)
+        return;
+    int n = 0;
+    tally(rows, &n, before, false);
+    tally(rows, &n, after, true);
+    fprintf(f, "  %-24s %7s    %s\n", "op", "before", "after");
+    for (int r = 0; r < n; r++)
+        fprintf(f, "  %-24s %7d -> %d%s\n", rows[r].name, rows[r].before, rows[r].after,
+                rows[r].before != rows[r].after ? "" : "  (unchanged)");
+    fprintf(f, "  %-24s %7d -> %d\n", "total", before->n_nodes, after->n_nodes);
+    free(rows);
+}

@@ -1,0 +1,34 @@
+/* What the command-line programs share: diagnostics, verbosity, timing and
+ * random inputs. */
+#ifndef XF_CLI_H
+#define XF_CLI_H
+
+#include "xf_core.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Verbosity: 0 = -q (errors only), 1 = default, 2 = -v. */
+void xf_cli_init(const char *prog, int verbosity);
+int xf_cli_verbosity(void);
+/* "PROG: error: ..." on stderr; returns 1 (the exit status for failures). */
+int xf_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A usage error: the message, a hint to run --help; returns 2. */
+int xf_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Informational output on stdout, shown unless -q. */
+void xf_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double xf_cli_now(void);
+/* True when both paths name the same existing file. */
+bool xf_cli_same_file(const char *a, const char *b);
+/* Parses a positive integer option value; false (with an error printed) if bad. */
+bool xf_cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
+bool xf_cli_parse_double(const char *opt, const char *s, double *out);
+
+/* Seeded random tensors for every graph input (in order); *out has g->n_inputs entries. */
+xf_status xf_cli_random_inputs(const xf_graph *g, uint64_t seed, xf_tensor ***out, xf_error *err);
+void xf_cli_free_tensors(xf_tensor **t, int n);
+
+/* Prints "  OpType   before -> after" for every op whose count differs, and totals. */
+void xf_cli_print_op_changes(FILE *f, const xf_graph *before, const xf_graph *after);
+
+#endif

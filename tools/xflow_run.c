@@ -1,0 +1,229 @@
+/* xflow-run: execute an ONNX model on one of xflow's backends.
+ *
+ *   xflow-run model.onnx [--backend cpu_ref] [--input in0.pb ...]
+ *             [--output-dir DIR] [--iters N] */
+#include "cli.h"
+#include "xf_proto.h"
+#include "xf_runtime.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+    "usage: xflow-run MODEL.onnx [options]\n"
+    "\n"
+    "Runs an ONNX model on an xflow backend and prints its outputs.\n"
+    "\n"
+    "options:\n"
+    "  --backend NAME           backend to run on (default cpu_ref; --list-backends)\n"
+    "  --input FILE.pb          an ONNX TensorProto file for the next graph input, in\n"
+    "                           input order (repeatable); inputs not given are seeded\n"
+    "                           random tensors\n"
+    "  --seed N                 seed for random inputs (default 1)\n"
+    "  --input-shape NAME=DIMS  static shape for an input with symbolic dims\n"
+    "  --output-dir DIR         write output_N.pb files (ONNX test-data layout)\n"
+    "  --iters N                run N timed iterations after warm-up and print\n"
+    "                           median/min/max latency\n"
+    "  --warmup N               untimed runs before timing (default 3)\n"
+    "  --list-backends          print the backends this build has\n"
+    "  -q, --quiet, -v, --verbose, -h, --help, --version\n";
+
+typedef struct options {
+    const char *model, *backend, *output_dir;
+    const char *inputs[256];
+    int n_inputs;
+    xf_input_shape shapes[64];
+    char *shape_names[64];
+    int n_shapes;
+    long iters, warmup, seed;
+    int verbosity;
+} options;
+
+static int list_backends(void)
+{
+    const xf_backend *const *list;
+    int n = xf_backend_list(&list);
+    for (int i = 0; i < n; i++)
+        printf("%s\n", list[i]->name);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = "cpu_ref";
+    o->warmup = 3;
+    o->seed = 1;
+    o->verbosity = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes_value = !strcmp(a, "--backend") || !strcmp(a, "--input") || !strcmp(a, "--output-dir") ||
+                           !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--seed") ||
+                           !strcmp(a, "--input-shape");
+        if (takes_value && !next)
+            return xf_cli_usage_error("%s needs a value", a);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("xflow-run 0.1.0\n");
+            exit(0);
+        } else if (!strcmp(a, "--list-backends")) {
+            exit(list_backends());
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            o->verbosity = 0;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            o->verbosity = 2;
+        } else if (!strcmp(a, "--backend")) {
+            o->backend = argv[++i];
+        } else if (!strcmp(a, "--input")) {
+            if (o->n_inputs == 256)
+                return xf_cli_usage_error("too many --input files (256 at most)");
+            o->inputs[o->n_inputs++] = argv[++i];
+        } else if (!strcmp(a, "--output-dir")) {
+            o->output_dir = argv[++i];
+        } else if (!strcmp(a, "--iters")) {
+            if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->iters))
+                return 2;
+        } else if (!strcmp(a, "--warmup")) {
+            if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->warmup))
+                return 2;
+        } else if (!strcmp(a, "--seed")) {
+            if (!xf_cli_parse_int(a, argv[++i], 0, 0x7fffffffL, &o->seed))
+                return 2;
+        } else if (!strcmp(a, "--input-shape")) {
+            if (o->n_shapes == 64)
+                return xf_cli_usage_error("too many --input-shape options (64 at most)");
+            xf_error err;
+            if (xf_parse_shape_arg(argv[++i], &o->shapes[o->n_shapes], &o->shape_names[o->n_shapes],
+                                   &err) != XF_OK)
+                return xf_cli_usage_error("--input-shape %s: %s", argv[i], err.msg);
+            o->n_shapes++;
+        } else if (a[0] == '-' && a[1]) {
+            return xf_cli_usage_error("unknown option '%s'", a);
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            return xf_cli_usage_error("more than one model ('%s' and '%s')", o->model, a);
+        }
+    }
+    if (!o->model)
+        return xf_cli_usage_error("no model given");
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void print_output(const char *name, const xf_tensor *t)
+{
+    char shape[128];
+    xf_cli_info("output '%s' %s %s:", name, xf_dtype_name(t->dtype), xf_shape_str(&t->shape, shape, sizeof shape));
+    int64_t n = xf_tensor_numel(t);
+    bool numeric = t->dtype != XF_DT_STRING && xf_dtype_size(t->dtype) > 0 && t->dtype != XF_DT_FLOAT16 &&
+                   t->dtype != XF_DT_BFLOAT16 && t->dtype != XF_DT_COMPLEX64 && t->dtype != XF_DT_COMPLEX128;
+    for (int64_t i = 0; numeric && i < n && i < 8; i++)
+        xf_cli_info(" %.6g", xf_tensor_get_f64(t, i));
+    xf_cli_info("%s\n", n > 8 ? " ..." : "");
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    xf_cli_init("xflow-run", o.verbosity);
+
+    xf_error err;
+    xf_model *m = NULL;
+    xf_session *s = NULL;
+    xf_tensor **inputs = NULL, **outputs = NULL;
+    double *times = NULL;
+    xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes};
+    if (xf_model_load(o.model, &lo, &m, &err) != XF_OK)
+        return xf_cli_error("%s", err.msg);
+    const xf_graph *g = m->graph;
+    rc = 1;
+    if (o.n_inputs > g->n_inputs) {
+        rc = xf_cli_error("%d --input files given but %s has %d inputs", o.n_inputs, o.model, g->n_inputs);
+        goto done;
+    }
+    if (xf_session_create(g, xf_model_opset(m), o.backend, NULL, &s, &err) != XF_OK) {
+        rc = xf_cli_error("%s: %s", o.model, err.msg);
+        goto done;
+    }
+    if (xf_cli_random_inputs(g, (uint64_t)o.seed, &inputs, &err) != XF_OK) {
+        rc = xf_cli_error("%s: %s", o.model, err.msg);
+        goto done;
+    }
+    for (int i = 0; i < o.n_inputs; i++) {
+        xf_tensor *t;
+        if (xf_tensor_load_pb(o.inputs[i], &t, NULL, &err) != XF_OK) {
+            rc = xf_cli_error("%s", err.msg);
+            goto done;
+        }
+        xf_tensor_release(inputs[i]);
+        inputs[i] = t;
+    }
+    outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
+    times = calloc((size_t)o.iters + 1, sizeof *times);
+    if (!outputs || !times) {
+        rc = xf_cli_error("out of memory");
+        goto done;
+    }
+    long warm = o.iters > 0 ? o.warmup : 0;
+    for (long it = 0; it < warm + (o.iters > 0 ? o.iters : 1); it++) {
+        for (int k = 0; k < g->n_outputs; k++) {
+            xf_tensor_release(outputs[k]);
+            outputs[k] = NULL;
+        }
+        double t0 = xf_cli_now();
+        if (xf_session_run(s, inputs, outputs, &err) != XF_OK) {
+            rc = xf_cli_error("%s: %s", o.model, err.msg);
+            goto done;
+        }
+        if (it >= warm && o.iters > 0)
+            times[it - warm] = xf_cli_now() - t0;
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        print_output(g->values[g->outputs[k]].name, outputs[k]);
+    if (o.iters > 0) {
+        qsort(times, (size_t)o.iters, sizeof *times, cmp_double);
+        printf("latency on %s over %ld runs (after %ld warm-up): median %.3f ms, min %.3f ms, max %.3f ms\n",
+               o.backend, o.iters, warm, 1e3 * times[o.iters / 2], 1e3 * times[0], 1e3 * times[o.iters - 1]);
+    }
+    if (o.output_dir) {
+        if (mkdir(o.output_dir, 0777) != 0 && errno != EEXIST) {
+            rc = xf_cli_error("%s: cannot create directory: %s", o.output_dir, strerror(errno));
+            goto done;
+        }
+        for (int k = 0; k < g->n_outputs; k++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/output_%d.pb", o.output_dir, k);
+            if (xf_tensor_save_pb(outputs[k], g->values[g->outputs[k]].name, path, &err) != XF_OK) {
+                rc = xf_cli_error("%s", err.msg);
+                goto done;
+            }
+        }
+        xf_cli_info("wrote %d outputs to %s\n", g->n_outputs, o.output_dir);
+    }
+    rc = 0;
+done:
+    if (m) {
+        xf_cli_free_tensors(inputs, g->n_inputs);
+        xf_cli_free_tensors(outputs, g->n_outputs);
+    }
+    free(times);
+    xf_session_free(s);
+    xf_model_free(m);
+    for (int i = 0; i < o.n_shapes; i++)
+        free(o.shape_names[i]);
+    return rc;
+}
