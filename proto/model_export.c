@@ -415,11 +415,49 @@ static void exporter_free(exporter *x)
     xfp_arena_free(&x->arena);
 }
 
-/* Builds and packs m; sink (may be NULL) receives external tensor data. */
-static xf_status pack_model(const xf_model *m, xfp_external_sink *sink, uint8_t **buf, size_t *len, xf_error *err)
+/* Streams packed bytes to a file through a small staging buffer, so that
+ * saving never holds a second copy of the model's weights in memory. */
+typedef struct file_sink {
+    ProtobufCBuffer base;
+    xfp_atomic_file *file;
+    xf_error *err;
+    xf_status status;
+    size_t used;
+    uint8_t chunk[1 << 20];
+} file_sink;
+
+static void file_sink_flush(file_sink *fs)
 {
-    *buf = NULL;
-    *len = 0;
+    if (fs->status == XF_OK && fs->used > 0)
+        fs->status = xfp_atomic_write(fs->file, fs->chunk, fs->used, fs->err);
+    fs->used = 0;
+}
+
+static void file_sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
+{
+    file_sink *fs = (file_sink *)buffer;
+    if (len >= sizeof fs->chunk) {
+        file_sink_flush(fs);
+        if (fs->status == XF_OK)
+            fs->status = xfp_atomic_write(fs->file, data, len, fs->err);
+        return;
+    }
+    if (fs->used + len > sizeof fs->chunk)
+        file_sink_flush(fs);
+    memcpy(fs->chunk + fs->used, data, len);
+    fs->used += len;
+}
+
+/* Builds m's ModelProto and either packs it into a new buffer (*buf, *len)
+ * or, when file is not NULL, streams it there.  sink (may be NULL) receives
+ * external tensor data. */
+static xf_status pack_model(const xf_model *m, xfp_external_sink *sink, xfp_atomic_file *file, uint8_t **buf,
+                            size_t *len, xf_error *err)
+{
+    if (buf) {
+        *buf = NULL;
+        *len = 0;
+    }
     exporter x = {.m = m, .g = m->graph, .sink = sink, .err = err};
     Onnx__ModelProto mp;
     Onnx__GraphProto gp;
@@ -427,13 +465,25 @@ static xf_status pack_model(const xf_model *m, xfp_external_sink *sink, uint8_t 
     if (s == XF_OK) {
         size_t size = onnx__model_proto__get_packed_size(&mp);
         /* Protobuf readers (including onnx and ONNX Runtime) refuse messages over 2 GiB. */
-        if (size > (size_t)INT32_MAX)
+        if (size > (size_t)INT32_MAX) {
             s = xf_error_set(err, XF_ERR_LIMIT,
                              "the model is %zu bytes, over protobuf's 2 GiB limit; save it with external data", size);
-        else if (!(*buf = malloc(size ? size : 1)))
+        } else if (file) {
+            file_sink *fs = malloc(sizeof *fs);
+            if (!fs) {
+                s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            } else {
+                *fs = (file_sink){.base = {.append = file_sink_append}, .file = file, .err = err};
+                protobuf_c_message_pack_to_buffer(&mp.base, &fs->base);
+                file_sink_flush(fs);
+                s = fs->status;
+                free(fs);
+            }
+        } else if (!(*buf = malloc(size ? size : 1))) {
             s = xf_error_set(err, XF_ERR_NOMEM, "out of memory (%zu bytes)", size);
-        else
+        } else {
             *len = onnx__model_proto__pack(&mp, *buf);
+        }
     }
     exporter_free(&x);
     return s;
@@ -441,7 +491,7 @@ static xf_status pack_model(const xf_model *m, xfp_external_sink *sink, uint8_t 
 
 xf_status xf_model_save_buffer(const xf_model *m, uint8_t **buf, size_t *len, xf_error *err)
 {
-    return pack_model(m, NULL, buf, len, err);
+    return pack_model(m, NULL, NULL, buf, len, err);
 }
 
 xf_status xf_model_save(const xf_model *m, const char *path, const xf_save_options *opt, xf_error *err)
@@ -449,8 +499,6 @@ xf_status xf_model_save(const xf_model *m, const char *path, const xf_save_optio
     bool external = opt && opt->external_data;
     xfp_atomic_file model = {.fd = -1}, data = {.fd = -1};
     char *data_path = NULL, *location = NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
     xfp_external_sink sink = {0};
     /* The model file is opened first so that an unwritable path is reported as such. */
     xf_status s = xfp_atomic_open(&model, path, err);
@@ -469,12 +517,10 @@ xf_status xf_model_save(const xf_model *m, const char *path, const xf_save_optio
         sink = (xfp_external_sink){&data, location, opt->external_threshold, 0};
     }
     if (s == XF_OK) {
-        s = pack_model(m, external ? &sink : NULL, &buf, &len, err);
+        s = pack_model(m, external ? &sink : NULL, &model, NULL, NULL, err);
         if (s != XF_OK && s != XF_ERR_IO)
             xf_error_prefix(err, "%s", path);
     }
-    if (s == XF_OK)
-        s = xfp_atomic_write(&model, buf, len, err);
     if (s == XF_OK)
         s = xfp_atomic_finish(&model, err);
     bool data_used = external && sink.offset > 0;
@@ -484,7 +530,6 @@ xf_status xf_model_save(const xf_model *m, const char *path, const xf_save_optio
         unlink(data_path); /* no model refers to it */
     xfp_atomic_release(&model);
     xfp_atomic_release(&data);
-    free(buf);
     free(data_path);
     free(location);
     return s;

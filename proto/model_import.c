@@ -144,6 +144,16 @@ static xf_status import_initializers(importer *im)
             s = add_constant(im, tp->name, t, what);
         if (s != XF_OK)
             return s;
+        /* The unpacked message belongs to this import and nothing reads an
+         * initializer's bytes after they are copied: dropping them now keeps
+         * a model's weights in memory about once, not twice. */
+        Onnx__TensorProto *owned = (Onnx__TensorProto *)tp;
+        if (owned->has_raw_data && owned->raw_data.data) {
+            free(owned->raw_data.data);
+            owned->raw_data.data = NULL;
+            owned->raw_data.len = 0;
+            owned->has_raw_data = 0;
+        }
     }
     /* Sparse initializers become dense ones: xflow's constants are dense. */
     for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
