@@ -1,0 +1,64 @@
+/* Support for the proto test suites (see proto_util.c). */
+#ifndef XF_PROTO_TEST_UTIL_H
+#define XF_PROTO_TEST_UTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnx.pb-c.h"
+#include "xf_proto.h"
+
+#define TESTDATA "/usr/share/libonnx-testdata/data"
+
+/* What a test builds is freed by the fixture's teardown.  Repeated fields
+ * get arrays of a fixed capacity, so that they never move. */
+enum { MAX_ALLOCS = 4096, MAX_ITEMS = 64 };
+
+/* Appends p to a repeated field (count n, array items). */
+#define PUSH(n, items, p)                                                                  \
+    do {                                                                                   \
+        if (!(items))                                                                      \
+            (items) = zalloc(sizeof *(items) * MAX_ITEMS);                                 \
+        ck_assert_uint_lt((n), MAX_ITEMS);                                                 \
+        (items)[(n)++] = (p);                                                              \
+    } while (0)
+
+/* Warnings logged since capture_start(), one per line. */
+extern char captured[8192];
+
+void *zalloc(size_t n);
+void free_allocs(void);
+Onnx__NodeProto *mk_node(const char *op, const char *name, const char *const *ins, const char *const *outs);
+Onnx__AttributeProto *mk_attr(Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType t);
+void attr_int(Onnx__NodeProto *n, const char *name, int64_t v);
+void attr_float(Onnx__NodeProto *n, const char *name, float v);
+void attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v);
+void attr_string(Onnx__NodeProto *n, const char *name, const char *v);
+Onnx__ValueInfoProto *mk_vi(const char *name, int elem, int ndim, const int64_t *dims,
+                          const char *const *params);
+Onnx__TensorProto *mk_tensor(const char *name, int dtype, int ndim, const int64_t *dims);
+Onnx__TensorProto *mk_raw(const char *name, int dtype, int ndim, const int64_t *dims, const void *data,
+                           size_t nbytes);
+Onnx__GraphProto *mk_graph(const char *name);
+Onnx__ModelProto *mk_model(Onnx__GraphProto *g, int64_t opset);
+void add_opset(Onnx__ModelProto *m, const char *domain, int64_t version);
+uint8_t *pack_model(const Onnx__ModelProto *m, size_t *len);
+void write_bytes(const char *path, const void *buf, size_t len);
+void write_model(const Onnx__ModelProto *m, const char *path);
+xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_model **out, xf_error *e);
+const char *path_in(const char *dir, const char *file);
+int count_files(const char *dir);
+void assert_onnx_valid(const char *paths);
+void capture_start(void);
+bool tensors_equal(const xf_tensor *a, const xf_tensor *b);
+bool attrs_equal(const xf_attrs *a, const xf_attrs *b);
+int find_node_by_output(const xf_graph *g, const char *name);
+bool values_equal(const xf_value *a, const xf_value *b);
+bool graphs_equal(const xf_graph *a, const xf_graph *b, char *why, size_t n);
+bool models_equal(const xf_model *a, const xf_model *b, char *why, size_t n);
+xf_model *roundtrip(const xf_model *m);
+int find_node_op(const xf_graph *g, xf_op op);
+
+#endif

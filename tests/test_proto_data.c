@@ -1,0 +1,205 @@
+/* ONNX import/export over the ONNX backend test data: every model and
+ * tensor file, and damaged copies of real models. */
+#include <check.h>
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto_util.h"
+#include "xf_test_util.h"
+
+/* ------------------------------------------------------------ the ONNX backend test data */
+
+START_TEST(test_tensor_pb_files)
+{
+    const char *dir = xf_test_tmpdir("proto_tensor_pb");
+    glob_t gl;
+    ck_assert_int_eq(glob(TESTDATA "/node/*/test_data_set_0/input_0.pb", 0, NULL, &gl), 0);
+    size_t ok = 0;
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        xf_tensor *t, *back;
+        char *name;
+        xf_error e;
+        xf_status s = xf_tensor_load_pb(gl.gl_pathv[i], &t, &name, &e);
+        if (s != XF_OK) /* inputs that are sequences or optionals are other message types */
+            continue;
+        ck_assert_msg(xf_tensor_save_pb(t, name, path_in(dir, "t.pb"), &e) == XF_OK, "%s", e.msg);
+        char *name2;
+        ck_assert_msg(xf_tensor_load_pb(path_in(dir, "t.pb"), &back, &name2, &e) == XF_OK, "%s", e.msg);
+        ck_assert_msg(tensors_equal(t, back), "%s", gl.gl_pathv[i]);
+        ck_assert(!name == !name2 && (!name || !strcmp(name, name2)));
+        ok++;
+        xf_tensor_release(t);
+        xf_tensor_release(back);
+        free(name);
+        free(name2);
+    }
+    printf("tensor files: %zu of %zu read and rewritten\n", ok, gl.gl_pathc);
+    ck_assert_uint_gt(ok, gl.gl_pathc * 9 / 10);
+    globfree(&gl);
+}
+END_TEST
+
+static void quiet_log(int level, const char *msg, void *user)
+{
+    (void)level;
+    (void)msg;
+    (void)user;
+}
+
+/* Damaged copies of real models: import either refuses them with an error
+ * or loads them, and what it loads exports and loads again. */
+START_TEST(test_damaged_models_never_crash)
+{
+    static const char *const models[] = {"node/test_conv_with_strides_and_asymmetric_padding", "node/test_if",
+                                         "node/test_loop11", "node/test_constant", "node/test_gemm_all_attributes",
+                                         "node/test_maxpool_2d_pads", "node/test_reshape_negative_dim",
+                                         "node/test_sequence_insert_at_back", "simple/test_sign_model"};
+    xf_log_set(quiet_log, NULL, XF_LOG_WARN);
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    int loaded = 0, refused = 0;
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        char path[512];
+        snprintf(path, sizeof path, TESTDATA "/%s/model.onnx", models[k]);
+        FILE *f = fopen(path, "rb");
+        ck_assert_msg(f != NULL, "%s", path);
+        uint8_t orig[65536];
+        size_t len = fread(orig, 1, sizeof orig, f);
+        fclose(f);
+        for (int iter = 0; iter < 400; iter++) {
+            uint8_t buf[65536];
+            memcpy(buf, orig, len);
+            size_t n = len;
+            int edits = 1 + iter % 4;
+            for (int e = 0; e < edits; e++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = (size_t)(rng >> 33) % n;
+                switch ((rng >> 20) % 4) {
+                case 0: buf[at] ^= (uint8_t)(1u << ((rng >> 8) % 8)); break;
+                case 1: buf[at] = (uint8_t)(rng >> 40); break;
+                case 2: buf[at] = 0xff; break;
+                default: n = at + 1; break; /* truncate */
+                }
+            }
+            xf_model *m, *back;
+            xf_error e;
+            if (xf_model_load_buffer(buf, n, NULL, NULL, &m, &e) != XF_OK) {
+                ck_assert_ptr_null(strchr(e.msg, '\n'));
+                refused++;
+                continue;
+            }
+            loaded++;
+            uint8_t *out;
+            size_t out_len;
+            if (xf_model_save_buffer(m, &out, &out_len, &e) == XF_OK) {
+                ck_assert_msg(xf_model_load_buffer(out, out_len, NULL, NULL, &back, &e) == XF_OK,
+                              "%s, damage %d: exported model does not load: %s", models[k], iter, e.msg);
+                xf_model_free(back);
+                free(out);
+            }
+            xf_model_free(m);
+        }
+    }
+    printf("damaged models: %d loaded, %d refused\n", loaded, refused);
+}
+END_TEST
+
+/* The last non-empty line of text (which ends with a newline). */
+static const char *last_line(const char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0 && text[n - 1] == '\n')
+        n--;
+    while (n > 0 && text[n - 1] != '\n')
+        n--;
+    return text + n;
+}
+
+/* Every model loads, round-trips to an equal model, and the exported files
+ * pass onnx.checker. */
+static void check_testdata_models(const char *pattern, const char *tmp_name)
+{
+    const char *dir = xf_test_tmpdir(tmp_name);
+    xf_log_set(quiet_log, NULL, XF_LOG_WARN);
+    glob_t gl;
+    ck_assert_int_eq(glob(pattern, 0, NULL, &gl), 0);
+    char list_path[4200];
+    snprintf(list_path, sizeof list_path, "%s/list.txt", dir);
+    FILE *list = fopen(list_path, "w");
+    ck_assert_ptr_nonnull(list);
+    size_t passed = 0;
+    char failures[2200] = "";
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        const char *path = gl.gl_pathv[i];
+        xf_model *m = NULL, *back = NULL;
+        xf_error e;
+        char why[sizeof e.msg] = "", out[4200];
+        snprintf(out, sizeof out, "%s/%zu.onnx", dir, i);
+        uint8_t *buf = NULL;
+        size_t len;
+        bool ok = xf_model_load(path, NULL, &m, &e) == XF_OK && xf_model_save_buffer(m, &buf, &len, &e) == XF_OK &&
+                  xf_model_load_buffer(buf, len, NULL, NULL, &back, &e) == XF_OK &&
+                  xf_model_save(m, out, NULL, &e) == XF_OK;
+        if (!ok)
+            snprintf(why, sizeof why, "%s", e.msg);
+        else if (models_equal(m, back, why, sizeof why))
+            passed++;
+        if (why[0]) {
+            printf("FAILED %s: %s\n", path, why);
+            if (!failures[0])
+                snprintf(failures, sizeof failures, "%s: %s", path, why);
+        } else {
+            fprintf(list, "%s\n", out);
+        }
+        free(buf);
+        xf_model_free(m);
+        xf_model_free(back);
+    }
+    fclose(list);
+    printf("%s: %zu of %zu models load and round-trip\n", pattern, passed, gl.gl_pathc);
+    ck_assert_msg(passed == gl.gl_pathc, "%zu of %zu failed (listed above), the first: %s", gl.gl_pathc - passed,
+                  gl.gl_pathc, failures);
+    ck_assert_uint_gt(gl.gl_pathc, 0);
+    globfree(&gl);
+
+    char cmd[8400], *out = NULL;
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/onnx_check.py' --list '%s'", XF_SOURCE_DIR, list_path);
+    int rc = xf_test_run(cmd, &out);
+    printf("onnx.checker: %s", out ? last_line(out) : "(no output)\n");
+    ck_assert_msg(rc == 0, "onnx.checker rejects exported models:\n%s", out ? out : "");
+    free(out);
+}
+
+START_TEST(test_testdata_node_models)
+{
+    check_testdata_models(TESTDATA "/node/*/model.onnx", "proto_testdata_node");
+}
+END_TEST
+
+START_TEST(test_testdata_other_models)
+{
+    check_testdata_models(TESTDATA "/[!n]*/*/model.onnx", "proto_testdata_other");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("proto_data");
+    TCase *tc = tcase_create("testdata");
+    tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, test_tensor_pb_files);
+    tcase_add_test(tc, test_damaged_models_never_crash);
+    tcase_add_test(tc, test_testdata_node_models);
+    tcase_add_test(tc, test_testdata_other_models);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
