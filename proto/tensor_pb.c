@@ -160,9 +160,12 @@ static xf_status parse_external(const Onnx__TensorProto *tp, const char *what, e
     return XF_OK;
 }
 
-static xf_status read_external(const Onnx__TensorProto *tp, const char *what, const xfp_tensor_src *src,
-                               xf_tensor *t, xf_error *err)
+/* Reads an external tensor of dtype dt and the given shape (nbytes bytes)
+ * into a new *out; the file's size is checked before anything is allocated. */
+static xf_status read_external(const Onnx__TensorProto *tp, const char *what, const xfp_tensor_src *src, xf_dtype dt,
+                               const xf_shape *shape, size_t nbytes, xf_tensor **out, xf_error *err)
 {
+    xf_tensor *t = NULL;
     external_ref ref;
     xf_status s = parse_external(tp, what, &ref, err);
     if (s != XF_OK)
@@ -192,8 +195,12 @@ static xf_status read_external(const Onnx__TensorProto *tp, const char *what, co
                          what, ref.location, size, ref.offset, ref.offset + length);
         goto done;
     }
-    if (length != t->nbytes) {
-        s = size_mismatch(what, "external data", (size_t)length, t->nbytes, true, &t->shape, t->dtype, err);
+    if (length != nbytes) {
+        s = size_mismatch(what, "external data", (size_t)length, nbytes, true, shape, dt, err);
+        goto done;
+    }
+    if (!(t = xf_tensor_create(dt, shape))) {
+        s = xf_error_set(err, XF_ERR_NOMEM, "out of memory reading %s", what);
         goto done;
     }
     size_t got = 0;
@@ -212,6 +219,10 @@ done:
     if (fd >= 0)
         close(fd);
     free(path);
+    if (s == XF_OK)
+        *out = t;
+    else
+        xf_tensor_release(t);
     return s;
 }
 
@@ -316,12 +327,12 @@ xf_status xfp_tensor_decode(const Onnx__TensorProto *tp, const char *what, const
         if (count != (size_t)numel * (size_t)per_elem)
             return size_mismatch(what, field, count, (size_t)numel * (size_t)per_elem, false, &shape, dt, err);
     }
+    if (external)
+        return read_external(tp, what, src, dt, &shape, nbytes, out, err);
     xf_tensor *t = xf_tensor_create(dt, &shape);
     if (!t)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory reading %s", what);
-    if (external)
-        s = read_external(tp, what, src, t, err);
-    else if (raw)
+    if (raw)
         memcpy(t->data, tp->raw_data.data, nbytes);
     else if (dt == XF_DT_STRING)
         s = copy_strings(tp, what, t, err);
@@ -476,6 +487,30 @@ xf_status xfp_tensor_encode(const xf_tensor *t, const char *name, xfp_arena *a, 
 
 /* ------------------------------------------------------------ TensorProto files */
 
+xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out, char **name,
+                                   xf_error *err)
+{
+    *out = NULL;
+    if (name)
+        *name = NULL;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    if (!tp)
+        return xf_error_set(err, XF_ERR_PARSE, "not a TensorProto file (protobuf parse failed)");
+    xfp_tensor_src src = {base_dir, XF_DEFAULT_MAX_TENSOR_BYTES};
+    char what[600];
+    snprintf(what, sizeof what, "tensor '%s'", tp->name ? tp->name : "");
+    xf_status s = xfp_tensor_decode(tp, what, &src, out, err);
+    if (s == XF_OK && name && tp->name && tp->name[0] && !(*name = strdup(tp->name))) {
+        xf_tensor_release(*out);
+        *out = NULL;
+        s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (s != XF_OK)
+        xfp_error_one_line(err);
+    return s;
+}
+
 xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err)
 {
     *out = NULL;
@@ -486,26 +521,17 @@ xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_e
     xf_status s = xfp_read_file(path, &buf, &len, err);
     if (s != XF_OK)
         return s;
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
-    free(buf);
-    if (!tp)
-        return xf_error_set(err, XF_ERR_PARSE, "%s: not a TensorProto file (protobuf parse failed)", path);
     char *dir = xfp_dirname(path);
-    xfp_tensor_src src = {dir, XF_DEFAULT_MAX_TENSOR_BYTES};
-    char what[600];
-    snprintf(what, sizeof what, "tensor '%s'", tp->name ? tp->name : "");
-    s = dir ? xfp_tensor_decode(tp, what, &src, out, err) : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    if (s == XF_OK && name && tp->name && tp->name[0] && !(*name = strdup(tp->name))) {
-        xf_tensor_release(*out);
-        *out = NULL;
+    if (!dir)
         s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    }
+    else
+        s = xf_tensor_load_pb_buffer(buf, len, dir, out, name, err);
+    free(buf);
+    free(dir);
     if (s != XF_OK) {
         xf_error_prefix(err, "%s", path);
         xfp_error_one_line(err);
     }
-    free(dir);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
     return s;
 }
 

@@ -85,6 +85,10 @@ xf_status xf_model_save_buffer(const xf_model *m, uint8_t **buf, size_t *len, xf
 /* Reads one TensorProto file (e.g. test_data_set_0/input_0.pb).  *name
  * (when name is not NULL) receives the tensor's name, malloc'd, or NULL. */
 xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err);
+/* The same from bytes in memory; external data is looked up in base_dir
+ * (NULL: external data is refused). */
+xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out, char **name,
+                                   xf_error *err);
 /* Writes t as a TensorProto file, atomically.  name may be NULL. */
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
 

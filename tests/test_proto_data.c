@@ -186,6 +186,41 @@ START_TEST(test_testdata_other_models)
 }
 END_TEST
 
+/* Every input a fuzz harness once failed on (tests/fuzz/regressions) is
+ * refused cleanly: an error status and a one-line message. */
+START_TEST(test_fuzz_regressions)
+{
+    glob_t gl;
+    int rc = glob(XF_SOURCE_DIR "/tests/fuzz/regressions/*", 0, NULL, &gl);
+    ck_assert_int_eq(rc, 0);
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        const char *path = gl.gl_pathv[i], *base = strrchr(path, '/') + 1;
+        if (strstr(base, ".md"))
+            continue;
+        FILE *f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        uint8_t buf[1 << 16];
+        size_t len = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        xf_error e;
+        xf_status s;
+        if (strncmp(base, "tensor_pb-", 10) == 0) {
+            xf_tensor *t = NULL;
+            s = xf_tensor_load_pb_buffer(buf, len, NULL, &t, NULL, &e);
+            xf_tensor_release(t);
+        } else {
+            xf_model *m = NULL;
+            s = xf_model_load_buffer(buf, len, NULL, NULL, &m, &e);
+            xf_model_free(m);
+        }
+        ck_assert_msg(s != XF_OK, "%s loaded", base);
+        ck_assert_msg(strchr(e.msg, '\n') == NULL, "%s: %s", base, e.msg);
+    }
+    ck_assert_uint_gt(gl.gl_pathc, 0);
+    globfree(&gl);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_data");
@@ -196,6 +231,7 @@ int main(void)
     tcase_add_test(tc, test_damaged_models_never_crash);
     tcase_add_test(tc, test_testdata_node_models);
     tcase_add_test(tc, test_testdata_other_models);
+    tcase_add_test(tc, test_fuzz_regressions);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
