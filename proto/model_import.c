@@ -283,13 +283,22 @@ static xf_status define_node_outputs(importer *im)
 {
     const Onnx__GraphProto *gp = im->gp;
     size_t total = 0;
-    for (size_t i = 0; i < gp->n_node; i++)
-        total += gp->node[i]->n_output;
+    char label[600];
+    if (gp->n_node > XFP_MAX_NODES)
+        return xf_error_set(im->err, XF_ERR_LIMIT, "the graph has %zu nodes; xflow reads at most %d", gp->n_node,
+                            XFP_MAX_NODES);
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        if (np->n_input > XFP_MAX_NODE_ARITY || np->n_output > XFP_MAX_NODE_ARITY)
+            return xf_error_set(im->err, XF_ERR_LIMIT, "%s has %zu inputs and %zu outputs; xflow reads at most %d each",
+                                node_label(np, i, label, sizeof label), np->n_input, np->n_output,
+                                XFP_MAX_NODE_ARITY);
+        total += np->n_output;
+    }
     im->node_outs = malloc(sizeof(int) * (gp->n_node + 1));
     im->out_ids = malloc(sizeof(int) * (total + 1));
     if (!im->node_outs || !im->out_ids)
         return oom(im);
-    char label[600];
     int slot = 0;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *np = gp->node[i];
@@ -648,6 +657,8 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
 
 static Onnx__ModelProto *unpack(const void *buf, size_t len, xf_error *err)
 {
+    if (xfp_check_depth(buf, len, &onnx__model_proto__descriptor, XFP_MAX_MESSAGE_DEPTH, err) != XF_OK)
+        return NULL;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
     if (!mp)
         xf_error_set(err, XF_ERR_PARSE, "not a valid ONNX model (protobuf parse failed: truncated or corrupt)");

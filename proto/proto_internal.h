@@ -44,6 +44,15 @@ void xfp_error_one_line(xf_error *err);
 
 /* ---------------------------------------------------------------- file_io.c */
 
+/* Refuses protobuf bytes whose messages (of type desc) nest deeper than
+ * max_depth, before protobuf-c's recursive unpacking sees them. */
+#define XFP_MAX_MESSAGE_DEPTH 256
+/* Limits on a graph's size, far above any real model, so that absurd
+ * claims are refused with a clear error rather than processed. */
+#define XFP_MAX_NODES (1 << 22)
+#define XFP_MAX_NODE_ARITY (1 << 16)
+xf_status xfp_check_depth(const void *bytes, size_t len, const ProtobufCMessageDescriptor *desc, int max_depth,
+                          xf_error *err);
 xf_status xfp_read_file(const char *path, uint8_t **buf, size_t *len, xf_error *err);
 /* Directory part of path ("." when there is none); malloc'd, NULL when out of memory. */
 char *xfp_dirname(const char *path);

@@ -221,6 +221,123 @@ START_TEST(test_fuzz_regressions)
 }
 END_TEST
 
+/* ------------------------------------------------------------ absurd sizes */
+
+typedef struct bytes {
+    uint8_t *p;
+    size_t n, cap;
+} bytes;
+
+static void put(bytes *b, const void *src, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        ck_assert_ptr_nonnull(b->p);
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static size_t varint(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        out[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+static void put_varint(bytes *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    put(b, tmp, varint(tmp, v));
+}
+
+/* Field `num` (length-delimited) holding `payload`. */
+static void put_field(bytes *b, unsigned num, const void *payload, size_t n)
+{
+    put_varint(b, (uint64_t)num << 3 | 2);
+    put_varint(b, n);
+    put(b, payload, n);
+}
+
+/* A ModelProto (IR 8, opset 17) around GraphProto bytes g. */
+static bytes model_of(const bytes *g)
+{
+    bytes m = {0}, opset = {0};
+    put_varint(&m, 1 << 3);
+    put_varint(&m, 8); /* ir_version */
+    put_field(&m, 7, g->p, g->n);
+    put_field(&opset, 1, "", 0);
+    put_varint(&opset, 2 << 3);
+    put_varint(&opset, 17);
+    put_field(&m, 8, opset.p, opset.n);
+    free(opset.p);
+    return m;
+}
+
+/* A model whose If node's subgraph holds an If node whose subgraph ... `depth`
+ * levels deep.  Built from the inside out; lengths known at each level. */
+static bytes nested_model(int depth)
+{
+    bytes g = {0};
+    for (int i = 0; i < depth; i++) {
+        bytes attr = {0}, node = {0}, outer = {0};
+        put_field(&attr, 1, "g", 1);
+        put_varint(&attr, 20 << 3);
+        put_varint(&attr, 5); /* AttributeProto.type = GRAPH */
+        put_field(&attr, 6, g.p, g.n);
+        put_field(&node, 4, "If", 2);
+        put_field(&node, 5, attr.p, attr.n);
+        put_field(&outer, 1, node.p, node.n);
+        free(g.p);
+        free(attr.p);
+        free(node.p);
+        g = outer;
+    }
+    bytes m = model_of(&g);
+    free(g.p);
+    return m;
+}
+
+START_TEST(test_deep_nesting_refused)
+{
+    /* 3 message levels per If: 20 000 levels would overflow a recursive parser. */
+    bytes m = nested_model(20000);
+    xf_model *out = NULL;
+    xf_error e;
+    ck_assert_int_ne(xf_model_load_buffer(m.p, m.n, NULL, NULL, &out, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "nested more than") != NULL, "%s", e.msg);
+    free(m.p);
+    /* Real nesting (a handful of subgraph levels) still loads. */
+    m = nested_model(5);
+    ck_assert_msg(xf_model_load_buffer(m.p, m.n, NULL, NULL, &out, &e) == XF_OK, "%s", e.msg);
+    xf_model_free(out);
+    free(m.p);
+}
+END_TEST
+
+START_TEST(test_node_with_too_many_inputs_refused)
+{
+    bytes node = {0}, g = {0}, m = {0};
+    for (int i = 0; i < 70000; i++)
+        put_field(&node, 1, "x", 1);
+    put_field(&node, 2, "y", 1);
+    put_field(&node, 4, "Concat", 6);
+    put_field(&g, 1, node.p, node.n);
+    m = model_of(&g);
+    xf_model *out = NULL;
+    xf_error e;
+    ck_assert_int_eq(xf_model_load_buffer(m.p, m.n, NULL, NULL, &out, &e), XF_ERR_LIMIT);
+    ck_assert_msg(strstr(e.msg, "70000 inputs") != NULL, "%s", e.msg);
+    free(node.p);
+    free(g.p);
+    free(m.p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_data");
@@ -232,6 +349,8 @@ int main(void)
     tcase_add_test(tc, test_testdata_node_models);
     tcase_add_test(tc, test_testdata_other_models);
     tcase_add_test(tc, test_fuzz_regressions);
+    tcase_add_test(tc, test_deep_nesting_refused);
+    tcase_add_test(tc, test_node_with_too_many_inputs_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
