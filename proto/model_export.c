@@ -436,6 +436,8 @@ static void file_sink_flush(file_sink *fs)
 static void file_sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
 {
     file_sink *fs = (file_sink *)buffer;
+    if (len == 0)
+        return;
     if (len >= sizeof fs->chunk) {
         file_sink_flush(fs);
         if (fs->status == XF_OK)

@@ -230,6 +230,8 @@ typedef struct bytes {
 
 static void put(bytes *b, const void *src, size_t n)
 {
+    if (n == 0)
+        return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2;
         b->p = realloc(b->p, b->cap);
