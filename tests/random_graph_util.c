@@ -81,13 +81,14 @@ static int pick_concat_partner(rg *r, int x, int axis)
 
 static int split2(rg *r, int x, int axis, int outs[2])
 {
-    const xf_shape *s = shape(r, x);
-    if (s->dims[axis] < 2)
+    /* A copy: adding values below may move the value array. */
+    int64_t extent = shape(r, x)->dims[axis];
+    if (extent < 2)
         return -1;
     outs[0] = xf_graph_add_value(r->b.g, NULL, XF_DT_UNDEFINED, NULL);
     outs[1] = xf_graph_add_value(r->b.g, NULL, XF_DT_UNDEFINED, NULL);
-    int64_t first = 1 + pick(r, (int)s->dims[axis] - 1);
-    int64_t sizes[2] = {first, s->dims[axis] - first};
+    int64_t first = 1 + pick(r, (int)extent - 1);
+    int64_t sizes[2] = {first, extent - first};
     int in[2] = {x, zb_const_i64(&r->b, 2, sizes)};
     char name[32];
     snprintf(name, sizeof name, "Split_%d", r->b.n_nodes++);
@@ -105,7 +106,7 @@ static int split2(rg *r, int x, int axis, int outs[2])
 static void step_cnn(rg *r)
 {
     int x = pick_rank(r, 4);
-    const xf_shape *s = shape(r, x);
+    const xf_shape sv = *shape(r, x), *s = &sv; /* a copy: building moves the value array */
     int64_t c = s->dims[1];
     int y = -1, y2 = -1;
     switch (pick(r, 10)) {
@@ -168,7 +169,7 @@ static void step_cnn(rg *r)
 static void step_mlp(rg *r)
 {
     int x = pick_rank(r, 2);
-    const xf_shape *s = shape(r, x);
+    const xf_shape sv = *shape(r, x), *s = &sv; /* a copy: building moves the value array */
     int64_t k = s->dims[1];
     int y = -1, y2 = -1;
     switch (pick(r, 9)) {
