@@ -5,8 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef XF_HAVE_DNNL
+extern const xf_backend xf_backend_cpu; /* cpu_dnnl.c */
+#endif
+
 static const xf_backend *const backends[] = {
     &xf_backend_cpu_ref,
+#ifdef XF_HAVE_DNNL
+    &xf_backend_cpu,
+#endif
 };
 
 const xf_backend *xf_backend_find(const char *name)

@@ -180,6 +180,8 @@ static xf_status setup_static(xf_session *s, xf_error *err)
     s->states = calloc((size_t)s->g->n_nodes + 1, sizeof *s->states);
     if (!s->states)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (s->be->prepare_graph && (st = s->be->prepare_graph(s->ctx, s->g, err)) != XF_OK)
+        return st;
     for (int i = 0; i < s->g->n_nodes && s->be->prepare; i++) {
         node_views(s, s->g, s->views, i);
         st = s->be->prepare(s->ctx, s->g, i, s->in, s->out, &s->states[i], err);

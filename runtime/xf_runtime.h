@@ -55,6 +55,11 @@ typedef struct xf_backend {
      * mode asks again once they are known. */
     xf_status (*supports)(const xf_graph *g, int node, xf_error *err);
 
+    /* optional, static mode only: called once with the whole graph before
+     * its nodes are prepared (in node order), for choices that span nodes
+     * (the layout a value is stored in between the nodes that write and
+     * read it). */
+    xf_status (*prepare_graph)(void *ctx, const xf_graph *g, xf_error *err);
     /* optional: per-node state (primitive/algorithm caches) for these shapes. */
     xf_status (*prepare)(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                          const xf_tensor_view *out, void **state, xf_error *err);

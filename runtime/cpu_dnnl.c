@@ -1,0 +1,590 @@
+/* The `cpu` backend: oneDNN primitives on host memory.
+ *
+ * Nodes oneDNN runs get one primitive each, created when the node is
+ * prepared (once per session in static mode; in dynamic mode oneDNN's own
+ * primitive cache makes re-creation per run cheap).  Every other node runs
+ * through the cpu_ref kernels on the same buffers, so every graph cpu_ref
+ * runs also runs here.  In static mode a layout plan, made once for the
+ * whole graph, keeps the values inside runs of convolutions in the native layout. */
+#include "cpu_dnnl.h"
+
+#include <dnnl_debug.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const xf_backend xf_backend_cpu;
+
+xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_status_t s)
+{
+    return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cpu: node '%s' (%s): oneDNN %s: %s",
+                        n->name ? n->name : "", xf_op_name(n->op), dnnl_status2str(s), what);
+}
+
+/* ---------------------------------------------------------------- values and descriptors */
+
+bool xf_dn_is_f32(const xf_graph *g, int value)
+{
+    if (value < 0)
+        return false;
+    const xf_value *v = &g->values[value];
+    return v->dtype == XF_DT_FLOAT && xf_shape_numel(&v->shape) > 0;
+}
+
+bool xf_dn_all_f32(const xf_graph *g, const xf_node *n)
+{
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] >= 0 && !xf_dn_is_f32(g, n->inputs[k]))
+            return false;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && !xf_dn_is_f32(g, n->outputs[k]))
+            return false;
+    return true;
+}
+
+xf_dn_layout xf_dn_value_layout(const xf_dn_ctx *c, int value)
+{
+    return c->layout && value >= 0 && value < c->n_values ? c->layout[value] : XF_DN_PLAIN;
+}
+
+void xf_dn_md(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t dims, strides;
+    int rank = s->ndim > 0 ? s->ndim : 1;
+    if (l == XF_DN_NATIVE) {
+        for (int d = 0; d < 4; d++)
+            dims[d] = s->dims[d];
+        dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, c->native_tag);
+        return;
+    }
+    for (int d = 0; d < rank; d++)
+        dims[d] = s->ndim > 0 ? s->dims[d] : 1;
+    strides[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--)
+        strides[d] = strides[d + 1] * dims[d + 1];
+    dnnl_memory_desc_init_by_strides(md, rank, dims, dnnl_f32, strides);
+}
+
+void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_memory_desc_t *md)
+{
+    xf_shape r = {.ndim = rank};
+    int lead = rank - s->ndim;
+    for (int d = 0; d < rank; d++)
+        r.dims[d] = d < lead ? 1 : s->dims[d - lead];
+    xf_dn_md(NULL, &r, XF_DN_PLAIN, md);
+}
+
+void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
+                      dnnl_memory_desc_t *md)
+{
+    int v = operand >= 0 ? n->inputs[operand] : n->outputs[-operand - 1];
+    xf_dn_md(c, shape, xf_dn_value_layout(c, v), md);
+}
+
+void xf_dn_window_pads(const xf_attrs *a, int ns, int i, int64_t in, int64_t out, int64_t k, int64_t stride,
+                       int64_t dil, int64_t *pad_l, int64_t *pad_r)
+{
+    int64_t extent = (k - 1) * dil + 1;
+    int64_t total = (out - 1) * stride + extent - in;
+    if (total < 0)
+        total = 0;
+    switch (a->auto_pad) {
+    case XF_AUTO_PAD_NOTSET:
+        *pad_l = a->n_spatial ? a->pads[i] : 0;
+        *pad_r = a->n_spatial ? a->pads[ns + i] : 0;
+        break;
+    case XF_AUTO_PAD_VALID:
+        *pad_l = *pad_r = 0;
+        break;
+    case XF_AUTO_PAD_SAME_UPPER:
+    case XF_AUTO_PAD_SAME_LOWER:
+        *pad_l = a->auto_pad == XF_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        *pad_r = total - *pad_l;
+        break;
+    }
+    /* ceil_mode: the last window starts inside the input but runs past the
+     * end padding; oneDNN wants that overhang counted as padding */
+    while ((in + *pad_l + *pad_r - extent) / stride + 1 < out)
+        (*pad_r)++;
+}
+
+/* ---------------------------------------------------------------- binding */
+
+static xf_dn_arg *add_arg(xf_dn_node *st, int arg)
+{
+    if (st->n_args == st->cap_args) {
+        int cap = st->cap_args ? 2 * st->cap_args : 8;
+        xf_dn_arg *a = realloc(st->args, sizeof *a * (size_t)cap);
+        if (!a)
+            return NULL;
+        st->args = a;
+        dnnl_exec_arg_t *e = realloc(st->exec, sizeof *e * (size_t)cap);
+        if (!e)
+            return NULL;
+        st->exec = e;
+        st->cap_args = cap;
+    }
+    xf_dn_arg *a = &st->args[st->n_args];
+    *a = (xf_dn_arg){0};
+    st->exec[st->n_args] = (dnnl_exec_arg_t){.arg = arg};
+    st->n_args++;
+    return a;
+}
+
+xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
+                     const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err)
+{
+    xf_dn_arg *a = add_arg(st, arg);
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    a->operand = operand;
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->user, have, c->engine, DNNL_MEMORY_NONE));
+    a->work = a->user;
+    if (!dnnl_memory_desc_equal(have, want)) {
+        XF_DN_TRY(err, n, dnnl_memory_create(&a->work, want, c->engine, DNNL_MEMORY_ALLOCATE));
+        bool in = operand >= 0;
+        dnnl_primitive_desc_t pd;
+        XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, in ? have : want, c->engine, in ? want : have,
+                                                             c->engine, NULL));
+        dnnl_status_t s = dnnl_primitive_create(&a->reorder, pd);
+        dnnl_primitive_desc_destroy(pd);
+        XF_DN_TRY(err, n, s);
+    }
+    st->exec[st->n_args - 1].memory = a->work;
+    return XF_OK;
+}
+
+xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const void *data,
+                           const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err)
+{
+    xf_dn_arg *a = add_arg(st, arg);
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    a->operand = 0;
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->work, want, c->engine, DNNL_MEMORY_ALLOCATE));
+    st->exec[st->n_args - 1].memory = a->work;
+    dnnl_memory_t src;
+    XF_DN_TRY(err, n, dnnl_memory_create(&src, have, c->engine, (void *)data));
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, have, c->engine, want, c->engine, NULL);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(&reorder, pd);
+    if (s == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, a->work}};
+        s = dnnl_primitive_execute(reorder, c->stream, 2, args);
+    }
+    if (s == dnnl_success)
+        s = dnnl_stream_wait(c->stream);
+    dnnl_primitive_destroy(reorder);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_memory_destroy(src);
+    XF_DN_TRY(err, n, s);
+    return XF_OK;
+}
+
+xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err)
+{
+    dnnl_status_t s = dnnl_primitive_create(&st->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    XF_DN_TRY(err, n, s);
+    return XF_OK;
+}
+
+xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *post, dnnl_primitive_attr_t *attr, xf_error *err)
+{
+    *attr = NULL;
+    if (post->alg == dnnl_alg_kind_undef)
+        return XF_OK;
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t s = dnnl_primitive_attr_create(attr);
+    if (s == dnnl_success)
+        s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success)
+        s = dnnl_post_ops_append_eltwise(po, 1.0f, post->alg, post->alpha, post->beta);
+    if (s == dnnl_success)
+        s = dnnl_primitive_attr_set_post_ops(*attr, po);
+    dnnl_post_ops_destroy(po);
+    if (s != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return xf_dn_fail(err, n, "post-op attribute", s);
+    }
+    return XF_OK;
+}
+
+/* Drops the primitive and its arguments (the node is prepared again). */
+static void node_clear(xf_dn_node *st)
+{
+    for (int i = 0; i < st->n_args; i++) {
+        xf_dn_arg *a = &st->args[i];
+        dnnl_primitive_destroy(a->reorder);
+        if (a->work != a->user)
+            dnnl_memory_destroy(a->work);
+        dnnl_memory_destroy(a->user);
+    }
+    st->n_args = 0;
+    dnnl_primitive_destroy(st->prim);
+    st->prim = NULL;
+}
+
+static void node_free(xf_dn_node *st)
+{
+    node_clear(st);
+    free(st->args);
+    free(st->exec);
+    free(st->views);
+    free(st->folded_w);
+    free(st->folded_b);
+    free(st);
+}
+
+/* ---------------------------------------------------------------- handlers and the layout plan */
+
+static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
+{
+    const xf_dn_handler *h = NULL;
+    switch (n->op) {
+    case XF_OP_CONV: h = &xf_dn_conv_handler; break;
+    case XF_OP_MAX_POOL:
+    case XF_OP_AVERAGE_POOL:
+    case XF_OP_GLOBAL_AVERAGE_POOL:
+    case XF_OP_GLOBAL_MAX_POOL: h = &xf_dn_pool_handler; break;
+    case XF_OP_MATMUL: h = &xf_dn_matmul_handler; break;
+    case XF_OP_GEMM: h = &xf_dn_gemm_handler; break;
+    case XF_OP_RELU:
+    case XF_OP_LEAKY_RELU:
+    case XF_OP_SIGMOID:
+    case XF_OP_TANH:
+    case XF_OP_ABS:
+    case XF_OP_NEG:
+    case XF_OP_EXP:
+    case XF_OP_LOG:
+    case XF_OP_SQRT:
+    case XF_OP_ELU:
+    case XF_OP_SOFTPLUS:
+    case XF_OP_RECIPROCAL: h = &xf_dn_eltwise_handler; break;
+    case XF_OP_ADD:
+    case XF_OP_SUB:
+    case XF_OP_MUL:
+    case XF_OP_DIV:
+    case XF_OP_MAX:
+    case XF_OP_MIN: h = &xf_dn_binary_handler; break;
+    case XF_OP_SOFTMAX:
+    case XF_OP_LOG_SOFTMAX: h = &xf_dn_softmax_handler; break;
+    case XF_OP_BATCH_NORM: h = &xf_dn_batch_norm_handler; break;
+    case XF_OP_CONCAT: h = &xf_dn_concat_handler; break;
+    default: return NULL;
+    }
+    return h->handles(g, n) ? h : NULL;
+}
+
+/* A value may be native when it is an intermediate 4-D float tensor whose
+ * channels fill whole blocks (so the layout adds no padding). */
+static bool nativable(const xf_dn_ctx *c, const xf_graph *g, int v)
+{
+    const xf_value *val = &g->values[v];
+    if (!c->native_block || val->init || val->is_input || !xf_dn_is_f32(g, v) || val->shape.ndim != 4 ||
+        val->shape.dims[1] % c->native_block)
+        return false;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == v)
+            return false;
+    return true;
+}
+
+/* Native values start at convolution outputs and spread forward through
+ * nodes that can compute on native data, as long as every reader of the
+ * value can read it native. */
+static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
+{
+    xf_dn_ctx *c = ctx;
+    size_t nv = (size_t)(g->n_values > 0 ? g->n_values : 1), nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    c->n_values = g->n_values;
+    c->n_nodes = g->n_nodes;
+    c->layout = calloc(nv, sizeof *c->layout);
+    c->readers = calloc(nv, sizeof *c->readers);
+    c->states = calloc(nn, sizeof *c->states);
+    bool *readers_ok = malloc(sizeof *readers_ok * nv);
+    const xf_dn_handler **h = malloc(sizeof *h * nn);
+    if (!c->layout || !c->readers || !c->states || !readers_ok || !h) {
+        free(readers_ok);
+        free(h);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    xf_dn_choose_native(c, g);
+    for (int v = 0; v < g->n_values; v++)
+        readers_ok[v] = true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        h[i] = handler_for(g, n);
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] < 0)
+                continue;
+            c->readers[n->inputs[k]]++;
+            if (!(h[i] && h[i]->native_input && h[i]->native_input(g, n, k)))
+                readers_ok[n->inputs[k]] = false;
+        }
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        c->readers[g->outputs[k]]++;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (!h[i] || !h[i]->native_input || n->n_outputs != 1 || n->outputs[0] < 0)
+            continue;
+        bool fed_native = n->op == XF_OP_CONV || (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE);
+        int v = n->outputs[0];
+        if (fed_native && readers_ok[v] && nativable(c, g, v))
+            c->layout[v] = XF_DN_NATIVE;
+    }
+    free(readers_ok);
+    free(h);
+    return XF_OK;
+}
+
+/* ---------------------------------------------------------------- the vtable */
+
+static xf_status dn_context_create(void **ctx, xf_error *err)
+{
+    xf_dn_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    dnnl_status_t s = dnnl_engine_create(&c->engine, dnnl_cpu, 0);
+    if (s == dnnl_success)
+        s = dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags);
+    if (s != dnnl_success) {
+        if (c->engine)
+            dnnl_engine_destroy(c->engine);
+        free(c);
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cpu: cannot start oneDNN: %s", dnnl_status2str(s));
+    }
+    *ctx = c;
+    return XF_OK;
+}
+
+static void dn_context_free(void *ctx)
+{
+    xf_dn_ctx *c = ctx;
+    dnnl_stream_destroy(c->stream);
+    dnnl_engine_destroy(c->engine);
+    free(c->layout);
+    free(c->readers);
+    free(c->states);
+    free(c);
+}
+
+/* Everything cpu_ref runs runs here too; the message names this backend. */
+static xf_status dn_supports(const xf_graph *g, int node, xf_error *err)
+{
+    xf_status st = xf_backend_cpu_ref.supports(g, node, err);
+    static const char ref_prefix[] = "backend cpu_ref ";
+    if (st != XF_OK && err && strncmp(err->msg, ref_prefix, sizeof ref_prefix - 1) == 0) {
+        /* "backend cpu_ref X" -> "backend cpu X" */
+        size_t drop = strlen("_ref");
+        char *tail = err->msg + strlen("backend cpu");
+        memmove(tail, tail + drop, strlen(tail + drop) + 1);
+    }
+    return st;
+}
+
+static bool bytes_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *pa = a, *pb = b;
+    return pa && pb && na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* Whether BatchNormalization bn can be folded into Conv conv: all its
+ * parameters and the convolution's weights are constants. */
+static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const xf_dn_node *cst)
+{
+    if (cst->handler != &xf_dn_conv_handler || conv->attrs.activation != XF_ACT_NONE || cst->folded_w ||
+        !g->values[conv->inputs[1]].init || (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !g->values[conv->inputs[2]].init))
+        return false;
+    for (int k = 1; k < 5; k++)
+        if (!g->values[bn->inputs[k]].init)
+            return false;
+    return true;
+}
+
+/* conv's weights and bias with bn applied: per output channel m,
+ * w' = w * s and b' = (b - mean) * s + shift, s = scale / sqrt(var + eps). */
+static xf_status fold_bn(const xf_graph *g, const xf_node *conv, const xf_node *bn, xf_dn_node *cst, xf_error *err)
+{
+    const xf_tensor *w = g->values[conv->inputs[1]].init;
+    const float *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? g->values[conv->inputs[2]].init->data : NULL;
+    const float *p[4];
+    for (int k = 0; k < 4; k++)
+        p[k] = g->values[bn->inputs[1 + k]].init->data;
+    int64_t m_count = w->shape.dims[0], per = xf_shape_numel(&w->shape) / m_count;
+    cst->folded_w = malloc(w->nbytes);
+    cst->folded_b = malloc(sizeof *cst->folded_b * (size_t)m_count);
+    if (!cst->folded_w || !cst->folded_b)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    const float *wd = w->data;
+    for (int64_t m = 0; m < m_count; m++) {
+        float s = p[0][m] / sqrtf(p[3][m] + bn->attrs.epsilon);
+        for (int64_t i = 0; i < per; i++)
+            cst->folded_w[m * per + i] = wd[m * per + i] * s;
+        cst->folded_b[m] = ((bias ? bias[m] : 0.0f) - p[2][m]) * s + p[1][m];
+    }
+    return XF_OK;
+}
+
+/* Folds node q (unary, or a BatchNormalization after a Conv) into the node
+ * computing its only input when that is the node right before it (or what
+ * that node was folded into).  Writing q's output early is safe when its
+ * bytes are not the host's inputs (the memory plan may give them to
+ * values whose last reader is the host or a node folded into it, and to
+ * no other value live at those steps), or are exactly the bytes of an
+ * input the host can compute over in place. */
+static xf_status try_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *out, xf_dn_node *qst,
+                          xf_error *err)
+{
+    const xf_node *n = &g->nodes[q];
+    int v = n->inputs[0];
+    int p = v >= 0 ? g->values[v].producer : -1;
+    if (p < 0 || p != q - 1 || !c->states[p] || c->readers[v] != 1 ||
+        xf_dn_value_layout(c, v) != xf_dn_value_layout(c, n->outputs[0]))
+        return XF_OK;
+    int hn = c->states[p]->folded ? c->states[p]->host : p;
+    xf_dn_node *hst = c->states[hn];
+    const xf_node *hnode = &g->nodes[hn];
+    bool bn = n->op == XF_OP_BATCH_NORM;
+    xf_dn_post post = xf_dn_unary_post(n);
+    if (hst->post.alg != dnnl_alg_kind_undef || hnode->n_outputs != 1)
+        return XF_OK;
+    if (bn ? !bn_foldable(g, hnode, n, hst)
+           : post.alg == dnnl_alg_kind_undef || !hst->handler->takes_post || !hst->handler->takes_post(hnode, &post))
+        return XF_OK;
+    for (int k = 0; k < hnode->n_inputs; k++) {
+        const xf_tensor_view *w = &hst->views[k];
+        size_t bytes = xf_rt_present(w) ? xf_rt_bytes(w) : 0;
+        bool in_place = hst->handler->in_place && hst->handler->in_place(g, hnode, k) && w->data == out[0].data &&
+                        bytes == xf_rt_bytes(&out[0]);
+        if (!in_place && bytes_overlap(out[0].data, xf_rt_bytes(&out[0]), w->data, bytes))
+            return XF_OK;
+    }
+    node_clear(hst);
+    xf_status s = bn ? fold_bn(g, hnode, n, hst, err) : XF_OK;
+    if (!bn)
+        hst->post = post;
+    hst->dst = out[0].data;
+    qst->folded = true;
+    qst->host = hn;
+    return s == XF_OK ? hst->handler->prepare(c, g, hnode, hst->views, hst->views + hnode->n_inputs, hst, err) : s;
+}
+
+/* Nodes oneDNN does not run get no state and go to cpu_ref. */
+static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
+                            const xf_tensor_view *out, void **state, xf_error *err)
+{
+    xf_dn_ctx *c = ctx;
+    const xf_node *n = &g->nodes[node];
+    const xf_dn_handler *h = handler_for(g, n);
+    *state = NULL;
+    if (!h)
+        return XF_OK;
+    xf_dn_node *st = calloc(1, sizeof *st);
+    int n_views = n->n_inputs + n->n_outputs;
+    if (st)
+        st->views = malloc(sizeof *st->views * (size_t)(n_views > 0 ? n_views : 1));
+    if (!st || !st->views) {
+        free(st);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    memcpy(st->views, in, sizeof *in * (size_t)n->n_inputs);
+    memcpy(st->views + n->n_inputs, out, sizeof *out * (size_t)n->n_outputs);
+    st->handler = h;
+    st->post.alg = dnnl_alg_kind_undef;
+    xf_status s = XF_OK;
+    bool static_mode = c->states && node < c->n_nodes;
+    if (static_mode && (h == &xf_dn_eltwise_handler || h == &xf_dn_batch_norm_handler))
+        s = try_fold(c, g, node, out, st, err);
+    if (s == XF_OK && !st->folded)
+        s = h->prepare(ctx, g, n, in, out, st, err);
+    if (s != XF_OK) {
+        node_free(st);
+        return s;
+    }
+    if (static_mode)
+        c->states[node] = st;
+    *state = st;
+    return XF_OK;
+}
+
+static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_error *err)
+{
+    xf_dn_ctx *c = ctx;
+    xf_dn_node *st = state;
+    const xf_node *n = &g->nodes[node];
+    if (!st)
+        return xf_backend_cpu_ref.run_node(NULL, g, node, NULL, in, out, err);
+    if (st->folded)
+        return XF_OK;
+    for (int i = 0; i < st->n_args; i++) {
+        xf_dn_arg *a = &st->args[i];
+        if (!a->user)
+            continue;
+        void *data = a->operand >= 0 ? in[a->operand].data : st->dst ? st->dst : out[-a->operand - 1].data;
+        XF_DN_TRY(err, n, dnnl_memory_set_data_handle(a->user, data));
+        if (a->reorder && a->operand >= 0) {
+            dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->work}};
+            XF_DN_TRY(err, n, dnnl_primitive_execute(a->reorder, c->stream, 2, args));
+        }
+    }
+    XF_DN_TRY(err, n, dnnl_primitive_execute(st->prim, c->stream, st->n_args, st->exec));
+    for (int i = 0; i < st->n_args; i++) {
+        xf_dn_arg *a = &st->args[i];
+        if (a->reorder && a->operand < 0) {
+            dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a->work}, {DNNL_ARG_TO, a->user}};
+            XF_DN_TRY(err, n, dnnl_primitive_execute(a->reorder, c->stream, 2, args));
+        }
+    }
+    XF_DN_TRY(err, n, dnnl_stream_wait(c->stream));
+    return XF_OK;
+}
+
+static void dn_release(void *ctx, void *state) { node_free(state); }
+
+/* 64-byte alignment suits oneDNN's vector loads on every buffer it binds. */
+static void *dn_alloc(void *ctx, size_t bytes)
+{
+    return bytes ? aligned_alloc(64, (bytes + 63) & ~(size_t)63) : NULL;
+}
+
+static void dn_free(void *ctx, void *ptr) { free(ptr); }
+
+static xf_status dn_copy(void *ctx, void *dst, const void *src, size_t bytes, xf_error *err)
+{
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return XF_OK;
+}
+
+static xf_status dn_synchronize(void *ctx, xf_error *err)
+{
+    xf_dn_ctx *c = ctx;
+    dnnl_status_t s = dnnl_stream_wait(c->stream);
+    if (s != dnnl_success)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cpu: oneDNN stream wait: %s", dnnl_status2str(s));
+    return XF_OK;
+}
+
+const xf_backend xf_backend_cpu = {
+    .name = "cpu",
+    .description = "oneDNN primitives on the CPU (native layouts inside runs of convolutions)",
+    .host_memory = true,
+    .context_create = dn_context_create,
+    .context_free = dn_context_free,
+    .supports = dn_supports,
+    .prepare_graph = plan_layouts,
+    .prepare = dn_prepare,
+    .run_node = dn_run_node,
+    .release = dn_release,
+    .alloc = dn_alloc,
+    .free = dn_free,
+    .copy_in = dn_copy,
+    .copy_out = dn_copy,
+    .synchronize = dn_synchronize,
+};

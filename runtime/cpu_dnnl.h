@@ -1,0 +1,151 @@
+/* Internals of the `cpu` backend (oneDNN), shared by cpu_dnnl.c (context,
+ * layout plan, operand binding, execution), cpu_dnnl_conv.c (window ops)
+ * and cpu_dnnl_ops.c (everything else oneDNN runs).
+ *
+ * Every value is stored either plain (dense row-major, what the rest of
+ * xflow reads) or native: the 4-D activation layout oneDNN's convolutions
+ * choose on this CPU for this graph (nhwc for its AVX-512 kernels, nChw16c
+ * or nChw8c for others).  Only float values whose channel count fills
+ * whole blocks are ever native, so a native value occupies exactly the
+ * bytes the memory plan reserved for it.  A node
+ * computes in the layout its primitive wants; operands stored otherwise
+ * are reordered through scratch memory on the way in or out, which happens
+ * only at the edges of runs of native-capable nodes. */
+#ifndef XF_CPU_DNNL_H
+#define XF_CPU_DNNL_H
+
+#include "xf_rt_internal.h"
+
+#include <dnnl.h>
+
+typedef enum xf_dn_layout { XF_DN_PLAIN = 0, XF_DN_NATIVE } xf_dn_layout;
+
+typedef struct xf_dn_ctx {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    /* the native 4-D layout and the channel multiple it needs to add no
+     * padding; native_block == 0: none (everything stays plain) */
+    dnnl_format_tag_t native_tag;
+    int64_t native_block;
+    /* per value of the session's graph; NULL in dynamic mode, where every
+     * value is plain because shapes are only known one node at a time */
+    xf_dn_layout *layout;
+    int n_values;
+    /* static mode: each node's prepared state (NULL for cpu_ref nodes), so
+     * that a node can be folded into the node producing its input */
+    struct xf_dn_node **states;
+    int n_nodes;
+    int *readers; /* per value: reading nodes plus graph output slots */
+} xf_dn_ctx;
+
+/* One primitive argument bound to a node operand. */
+typedef struct xf_dn_arg {
+    int operand;              /* input index k >= 0, or -(output index) - 1 */
+    dnnl_memory_t user;       /* on the operand's buffer (handle set per run); NULL when constant */
+    dnnl_memory_t work;       /* what the primitive reads or writes */
+    dnnl_primitive_t reorder; /* user <-> work, NULL when they are the same memory */
+} xf_dn_arg;
+
+/* An elementwise op applied to a node's result before it is stored. */
+typedef struct xf_dn_post {
+    dnnl_alg_kind_t alg; /* dnnl_alg_kind_undef: none */
+    float alpha, beta;
+} xf_dn_post;
+
+/* A prepared node: one primitive and its arguments.  In static mode the
+ * next node may be folded in when it is the only reader of this node's
+ * output: a unary op becomes `post`, a BatchNormalization after a Conv is
+ * folded into the weights and bias (`folded_w`, `folded_b`); the primitive
+ * then writes the folded node's output buffer `dst` (same layout) instead
+ * of its own, and the folded node's state is marked `folded`, names its
+ * `host` and does nothing. */
+typedef struct xf_dn_node {
+    dnnl_primitive_t prim;
+    int n_args, cap_args;
+    xf_dn_arg *args;
+    dnnl_exec_arg_t *exec; /* n_args entries, pointing at the work memories */
+    const struct xf_dn_handler *handler;
+    xf_tensor_view *views; /* the input views then the output views prepare saw */
+    xf_dn_post post;
+    float *folded_w, *folded_b;
+    void *dst;
+    bool folded;
+    int host;
+} xf_dn_node;
+
+/* How one kind of node is run on oneDNN.  `handles` decides from the graph
+ * alone (op, attributes, static dtypes and shapes) whether this handler
+ * takes the node; the layout plan relies on that answer, so prepare must
+ * not refuse a node handles() accepted.  `native_input` says whether input
+ * k may be stored native (NULL: none may). */
+typedef struct xf_dn_handler {
+    bool (*handles)(const xf_graph *g, const xf_node *n);
+    bool (*native_input)(const xf_graph *g, const xf_node *n, int k);
+    xf_status (*prepare)(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                         const xf_tensor_view *out, xf_dn_node *st, xf_error *err);
+    /* whether st->post can carry this elementwise op (NULL: never) */
+    bool (*takes_post)(const xf_node *n, const xf_dn_post *post);
+    /* whether the output may be exactly input k's bytes, computed in place
+     * (NULL: never) */
+    bool (*in_place)(const xf_graph *g, const xf_node *n, int k);
+} xf_dn_handler;
+
+/* Sets c's native layout to the one oneDNN picks for most of g's 2-D
+ * convolutions (none when g has none). */
+void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
+
+extern const xf_dn_handler xf_dn_conv_handler, xf_dn_pool_handler;
+extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
+    xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler;
+
+/* The elementwise op of a unary node as a post-op; alg undef when oneDNN
+ * has none for it. */
+xf_dn_post xf_dn_unary_post(const xf_node *n);
+/* Attribute carrying post (NULL when there is none); *attr must be
+ * destroyed by the caller when set. */
+xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *post, dnnl_primitive_attr_t *attr, xf_error *err);
+
+/* Turns a oneDNN status into an xflow error naming the node and the call. */
+xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_status_t s);
+#define XF_DN_TRY(err, n, call)                                                                    \
+    do {                                                                                           \
+        dnnl_status_t xf_dn_s_ = (call);                                                           \
+        if (xf_dn_s_ != dnnl_success)                                                              \
+            return xf_dn_fail(err, n, #call, xf_dn_s_);                                            \
+    } while (0)
+
+/* Whether a value may be a float tensor oneDNN computes on. */
+bool xf_dn_is_f32(const xf_graph *g, int value);
+/* Whether every present input and output of n is f32 with a known,
+ * non-empty shape. */
+bool xf_dn_all_f32(const xf_graph *g, const xf_node *n);
+
+/* The layout value v is stored in (plain when there is no plan). */
+xf_dn_layout xf_dn_value_layout(const xf_dn_ctx *c, int value);
+/* A descriptor of dims stored in layout l (dense row-major when plain, c
+ * may then be NULL); a rank-0 shape is described as one element. */
+void xf_dn_md(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_memory_desc_t *md);
+/* Dense row-major with the shape right-aligned into `rank` dims (leading 1s). */
+void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_memory_desc_t *md);
+/* Operand k of n as stored: input k (k >= 0) or output -k-1. */
+void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
+                      dnnl_memory_desc_t *md);
+
+/* Binds primitive argument `arg` to an operand whose buffer is described by
+ * `have`, the primitive wanting `want`: the same memory when they are equal,
+ * else a reorder through scratch memory. */
+xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
+                     const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err);
+/* Binds `arg` to constant data (an initializer) reordered once, now, into `want`. */
+xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const void *data,
+                           const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err);
+/* Creates the node's primitive from pd (taking ownership of pd). */
+xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err);
+
+/* Padding of a window op along spatial axis i: begin from the attributes
+ * (or auto_pad), end chosen so that oneDNN's output size formula gives the
+ * output extent the graph has (covers ceil_mode and SAME padding). */
+void xf_dn_window_pads(const xf_attrs *a, int ns, int i, int64_t in, int64_t out, int64_t k, int64_t stride,
+                       int64_t dil, int64_t *pad_l, int64_t *pad_r);
+
+#endif

@@ -1,0 +1,266 @@
+/* Window ops on oneDNN: convolution (bias and fused activation as post-ops,
+ * weights reordered once into the layout the chosen kernel wants) and the
+ * pools.  Convolutions let oneDNN pick every layout (format "any"); pools
+ * compute in the layout their input is stored in. */
+#include "cpu_dnnl.h"
+
+/* The shape checks both ops share: float, 1 to 3 spatial dims, one output
+ * of the input's rank. */
+static bool window_shapes_ok(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n) || n->n_outputs != 1 || n->inputs[0] < 0)
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
+    return x->ndim >= 3 && x->ndim <= 2 + XF_MAX_SPATIAL && y->ndim == x->ndim && x->dims[0] == y->dims[0];
+}
+
+static bool input0_native_ok(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
+
+static void md_any(int rank, const int64_t *dims, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < rank; i++)
+        d[i] = dims[i];
+    dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
+}
+
+/* ---------------------------------------------------------------- Conv */
+
+static bool conv_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!window_shapes_ok(g, n) || n->inputs[1] < 0)
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *w = &g->values[n->inputs[1]].shape;
+    const xf_shape *y = &g->values[n->outputs[0]].shape;
+    int64_t group = n->attrs.group;
+    if (w->ndim != x->ndim || group < 1 || x->dims[1] % group || w->dims[0] % group ||
+        w->dims[1] != x->dims[1] / group || y->dims[1] != w->dims[0])
+        return false;
+    return n->n_inputs < 3 || n->inputs[2] < 0 || xf_shape_numel(&g->values[n->inputs[2]].shape) == w->dims[0];
+}
+
+static dnnl_alg_kind_t activation_alg(xf_activation a)
+{
+    switch (a) {
+    case XF_ACT_RELU: return dnnl_eltwise_relu;
+    case XF_ACT_SIGMOID: return dnnl_eltwise_logistic;
+    case XF_ACT_TANH: return dnnl_eltwise_tanh;
+    case XF_ACT_NONE: break;
+    }
+    return dnnl_alg_kind_undef;
+}
+
+/* The descriptor of Conv n; src_md / dst_md fix those layouts (NULL: any). */
+static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *w,
+                           const xf_shape *y, bool has_bias, const dnnl_memory_desc_t *src_md,
+                           const dnnl_memory_desc_t *dst_md, dnnl_convolution_desc_t *d, xf_error *err)
+{
+    int rank = x->ndim, ns = rank - 2;
+    int64_t group = n->attrs.group;
+    dnnl_dims_t wdims, strides, dil, pl, pr;
+    int wrank = group > 1 ? rank + 1 : rank;
+    /* grouped weights are (G, M/G, C/G, k...), the same bytes as ONNX's (M, C/G, k...) */
+    int lead = group > 1 ? 1 : 0;
+    if (group > 1)
+        wdims[0] = group;
+    wdims[lead] = w->dims[0] / group;
+    for (int d2 = 1; d2 < rank; d2++)
+        wdims[lead + d2] = w->dims[d2];
+    for (int i = 0; i < ns; i++) {
+        int64_t s = n->attrs.strides[i] > 0 ? n->attrs.strides[i] : 1;
+        int64_t dl = n->attrs.dilations[i] > 0 ? n->attrs.dilations[i] : 1;
+        strides[i] = s;
+        dil[i] = dl - 1;
+        xf_dn_window_pads(&n->attrs, ns, i, x->dims[2 + i], y->dims[2 + i], w->dims[2 + i], s, dl, &pl[i], &pr[i]);
+    }
+    dnnl_memory_desc_t src, wei, bias, dst;
+    if (src_md)
+        src = *src_md;
+    else
+        md_any(rank, x->dims, &src);
+    md_any(wrank, wdims, &wei);
+    if (dst_md)
+        dst = *dst_md;
+    else
+        md_any(rank, y->dims, &dst);
+    dnnl_dims_t bdims = {w->dims[0]};
+    dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a);
+    XF_DN_TRY(err, n, dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct,
+                                                                 &src, &wei, has_bias ? &bias : NULL, &dst,
+                                                                 strides, dil, pl, pr));
+    return XF_OK;
+}
+
+void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
+{
+    static const struct {
+        dnnl_format_tag_t tag;
+        int64_t block;
+    } known[] = {{dnnl_acdb, 1}, {dnnl_aBcd16b, 16}, {dnnl_aBcd8b, 8}};
+    enum { n_known = sizeof known / sizeof *known };
+    int votes[n_known] = {0};
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (n->op != XF_OP_CONV || !conv_handles(g, n) || g->values[n->inputs[0]].shape.ndim != 4)
+            continue;
+        const xf_shape *x = &g->values[n->inputs[0]].shape;
+        bool has_bias = n->n_inputs > 2 && n->inputs[2] >= 0;
+        dnnl_convolution_desc_t d;
+        dnnl_primitive_desc_t pd;
+        xf_error ignored;
+        if (conv_desc(g, n, x, &g->values[n->inputs[1]].shape, &g->values[n->outputs[0]].shape, has_bias, NULL,
+                      NULL, &d, &ignored) != XF_OK ||
+            dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL) != dnnl_success)
+            continue;
+        const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        for (int k = 0; k < n_known; k++) {
+            dnnl_memory_desc_t cand;
+            dnnl_dims_t dims = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
+            dnnl_memory_desc_init_by_tag(&cand, 4, dims, dnnl_f32, known[k].tag);
+            votes[k] += dnnl_memory_desc_equal(chosen, &cand);
+        }
+        dnnl_primitive_desc_destroy(pd);
+    }
+    c->native_block = 0;
+    for (int k = 0, best = 0; k < n_known; k++)
+        if (votes[k] > best) {
+            best = votes[k];
+            c->native_tag = known[k].tag;
+            c->native_block = known[k].block;
+        }
+}
+
+static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape, *w = &in[1].shape, *y = &out[0].shape;
+    bool has_bias = st->folded_b || (n->n_inputs > 2 && xf_rt_present(&in[2]));
+    /* operands stored native are read and written as they are, so runs of
+     * convolutions need no reorders; plain ones let oneDNN choose */
+    dnnl_memory_desc_t src_have, dst_have;
+    xf_dn_operand_md(c, n, 0, x, &src_have);
+    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
+    bool dst_native = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE;
+    dnnl_convolution_desc_t d;
+    xf_status s = conv_desc(g, n, x, w, y, has_bias, src_native ? &src_have : NULL, dst_native ? &dst_have : NULL,
+                            &d, err);
+    if (s != XF_OK)
+        return s;
+
+    /* the node's own fused activation, or a folded consumer's */
+    xf_dn_post post = st->post;
+    if (n->attrs.activation != XF_ACT_NONE)
+        post = (xf_dn_post){activation_alg(n->attrs.activation), 0.0f, 0.0f};
+    dnnl_primitive_attr_t attr;
+    s = xf_dn_post_attr(n, &post, &attr, err);
+    if (s != XF_OK)
+        return s;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    XF_DN_TRY(err, n, ds);
+
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+                   err);
+    if (s == XF_OK) {
+        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        dnnl_memory_desc_t plain;
+        /* the plain (goihw / oihw) view of the same dims */
+        xf_shape ws = {.ndim = want->ndims};
+        for (int i = 0; i < want->ndims; i++)
+            ws.dims[i] = want->dims[i];
+        xf_dn_md(c, &ws, XF_DN_PLAIN, &plain);
+        const void *wdata = st->folded_w ? st->folded_w : in[1].data;
+        s = g->values[n->inputs[1]].init && wdata ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, wdata, &plain, want, err)
+                                                  : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &plain, want, err);
+    }
+    if (s == XF_OK && has_bias) {
+        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+        s = st->folded_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->folded_b, want, want, err)
+                         : xf_dn_bind(c, n, st, DNNL_ARG_BIAS, 2, want, want, err);
+    }
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have,
+                       dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
+static bool conv_takes_post(const xf_node *n, const xf_dn_post *post) { return n->attrs.activation == XF_ACT_NONE; }
+
+const xf_dn_handler xf_dn_conv_handler = {conv_handles, input0_native_ok, conv_prepare, conv_takes_post};
+
+/* ---------------------------------------------------------------- pools */
+
+static bool pool_is_global(const xf_node *n)
+{
+    return n->op == XF_OP_GLOBAL_AVERAGE_POOL || n->op == XF_OP_GLOBAL_MAX_POOL;
+}
+
+static bool pool_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!window_shapes_ok(g, n))
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
+    if (y->dims[1] != x->dims[1])
+        return false;
+    if (pool_is_global(n))
+        return true;
+    /* ONNX averages over the ceil-mode overhang differently from oneDNN */
+    if (n->op == XF_OP_AVERAGE_POOL && n->attrs.ceil_mode && n->attrs.count_include_pad)
+        return false;
+    for (int i = 0; i < x->ndim - 2; i++)
+        if (n->attrs.kernel[i] < 1)
+            return false;
+    return true;
+}
+
+static xf_status pool_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape, *y = &out[0].shape;
+    int ns = x->ndim - 2;
+    dnnl_dims_t kernel, strides, dil, pl, pr;
+    for (int i = 0; i < ns; i++) {
+        if (pool_is_global(n)) {
+            kernel[i] = x->dims[2 + i];
+            strides[i] = 1;
+            dil[i] = pl[i] = pr[i] = 0;
+            continue;
+        }
+        int64_t s = n->attrs.strides[i] > 0 ? n->attrs.strides[i] : 1;
+        int64_t dl = n->attrs.dilations[i] > 0 ? n->attrs.dilations[i] : 1;
+        kernel[i] = n->attrs.kernel[i];
+        strides[i] = s;
+        dil[i] = dl - 1;
+        xf_dn_window_pads(&n->attrs, ns, i, x->dims[2 + i], y->dims[2 + i], kernel[i], s, dl, &pl[i], &pr[i]);
+    }
+    dnnl_alg_kind_t alg = n->op == XF_OP_MAX_POOL || n->op == XF_OP_GLOBAL_MAX_POOL ? dnnl_pooling_max
+                          : n->attrs.count_include_pad && !pool_is_global(n) ? dnnl_pooling_avg_include_padding
+                                                                              : dnnl_pooling_avg_exclude_padding;
+    /* computed in the layout the input is stored in */
+    xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    dnnl_memory_desc_t src, dst_have, dst;
+    xf_dn_md(c, x, work, &src);
+    xf_dn_md(c, y, work, &dst);
+    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    dnnl_pooling_v2_desc_t d;
+    XF_DN_TRY(err, n, dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst, strides, kernel,
+                                                        dil, pl, pr));
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL));
+    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src, &src, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, &dst, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
+const xf_dn_handler xf_dn_pool_handler = {pool_handles, input0_native_ok, pool_prepare, NULL};

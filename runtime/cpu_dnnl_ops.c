@@ -1,0 +1,442 @@
+/* The non-window ops oneDNN runs: matrix products (MatMul with batch
+ * broadcasting, Gemm with transposes, alpha and a bias-like C), eltwise,
+ * binary ops with broadcasting, softmax, batch normalization and concat.
+ * Eltwise, batch norm, concat along channels and binary ops on equal
+ * shapes compute in the layout their first input is stored in, so they can
+ * sit inside native runs; the rest compute on plain tensors. */
+#include "cpu_dnnl.h"
+
+#include <stdlib.h>
+
+static const xf_shape *vshape(const xf_graph *g, int v) { return &g->values[v].shape; }
+
+static bool input0_native_ok(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
+
+/* Binds input 0 and output 0, both computed in `work`. */
+static xf_status bind_in0_out0(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_layout work, xf_error *err)
+{
+    dnnl_memory_desc_t have, want;
+    xf_dn_operand_md(c, n, 0, &in[0].shape, &have);
+    xf_dn_md(c, &in[0].shape, work, &want);
+    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &have, &want, err);
+    if (s != XF_OK)
+        return s;
+    xf_dn_operand_md(c, n, -1, &out[0].shape, &have);
+    xf_dn_md(c, &out[0].shape, work, &want);
+    return xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &have, &want, err);
+}
+
+/* Creates the primitive for op descriptor d, or fails naming the node. */
+static xf_status make_pd(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr,
+                         dnnl_primitive_desc_t *pd, xf_error *err)
+{
+    XF_DN_TRY(err, n, dnnl_primitive_desc_create(pd, d, attr, c->engine, NULL));
+    return XF_OK;
+}
+
+static xf_status finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
+                                xf_error *err)
+{
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
+/* ---------------------------------------------------------------- MatMul */
+
+/* Batch dims of an operand must equal the output's or all be 1. */
+static bool batch_ok(const xf_shape *s, const xf_shape *y)
+{
+    int lead = y->ndim - s->ndim;
+    bool equal = true, ones = true;
+    for (int d = 0; d < y->ndim - 2; d++) {
+        int64_t v = d < lead ? 1 : s->dims[d - lead];
+        equal = equal && v == y->dims[d];
+        ones = ones && v == 1;
+    }
+    return equal || ones;
+}
+
+static bool matmul_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n))
+        return false;
+    const xf_shape *a = vshape(g, n->inputs[0]), *b = vshape(g, n->inputs[1]), *y = vshape(g, n->outputs[0]);
+    return a->ndim >= 2 && b->ndim >= 2 && y->ndim <= DNNL_MAX_NDIMS && batch_ok(a, y) && batch_ok(b, y);
+}
+
+static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    int r = out[0].shape.ndim;
+    dnnl_memory_desc_t a, b, y;
+    xf_dn_md_rank(&in[0].shape, r, &a);
+    xf_dn_md_rank(&in[1].shape, r, &b);
+    xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
+    dnnl_matmul_desc_t d;
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b, NULL, &y));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &b, &b, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
+const xf_dn_handler xf_dn_matmul_handler = {matmul_handles, NULL, matmul_prepare, NULL};
+
+/* ---------------------------------------------------------------- Gemm */
+
+/* C contributes when present and beta != 0; oneDNN adds it as a bias, which
+ * matches ONNX only for beta == 1 and, since the output scale would apply
+ * to it too, alpha == 1. */
+static bool gemm_has_c(const xf_node *n) { return n->n_inputs > 2 && n->inputs[2] >= 0 && n->attrs.beta != 0.0f; }
+
+static bool gemm_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n) || vshape(g, n->inputs[0])->ndim != 2 || vshape(g, n->inputs[1])->ndim != 2)
+        return false;
+    if (!gemm_has_c(n))
+        return true;
+    return n->attrs.beta == 1.0f && n->attrs.alpha == 1.0f && vshape(g, n->inputs[2])->ndim <= 2;
+}
+
+static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_attrs *at = &n->attrs;
+    int64_t m = out[0].shape.dims[0], nn = out[0].shape.dims[1];
+    int64_t k = at->trans_a ? in[0].shape.dims[0] : in[0].shape.dims[1];
+    /* a transposed operand is the same bytes read with swapped strides */
+    dnnl_dims_t adims = {m, k}, bdims = {k, nn};
+    dnnl_dims_t astr = {at->trans_a ? 1 : k, at->trans_a ? m : 1};
+    dnnl_dims_t bstr = {at->trans_b ? 1 : nn, at->trans_b ? k : 1};
+    dnnl_memory_desc_t a, b, bias, y;
+    dnnl_memory_desc_init_by_strides(&a, 2, adims, dnnl_f32, astr);
+    dnnl_memory_desc_init_by_strides(&b, 2, bdims, dnnl_f32, bstr);
+    xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
+    bool has_c = gemm_has_c(n);
+    if (has_c)
+        xf_dn_md_rank(&in[2].shape, 2, &bias);
+    dnnl_matmul_desc_t d;
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b, has_c ? &bias : NULL, &y));
+    dnnl_primitive_attr_t attr;
+    XF_DN_TRY(err, n, dnnl_primitive_attr_create(&attr));
+    dnnl_status_t ds = at->alpha != 1.0f ? dnnl_primitive_attr_set_output_scales(attr, 1, 0, &at->alpha)
+                                         : dnnl_success;
+    dnnl_primitive_desc_t pd = NULL;
+    xf_status s = ds == dnnl_success ? make_pd(c, n, &d, attr, &pd, err)
+                                     : xf_dn_fail(err, n, "dnnl_primitive_attr_set_output_scales", ds);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != XF_OK)
+        return s;
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &b, &b, err);
+    if (s == XF_OK && has_c)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_BIAS, 2, &bias, &bias, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
+const xf_dn_handler xf_dn_gemm_handler = {gemm_handles, NULL, gemm_prepare, NULL};
+
+/* ---------------------------------------------------------------- eltwise */
+
+/* oneDNN's algorithm and (alpha, beta) for a unary op. */
+static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
+{
+    *alpha = *beta = 0.0f;
+    switch (n->op) {
+    case XF_OP_RELU: return dnnl_eltwise_relu;
+    case XF_OP_LEAKY_RELU: *alpha = n->attrs.alpha; return dnnl_eltwise_relu;
+    case XF_OP_SIGMOID: return dnnl_eltwise_logistic;
+    case XF_OP_TANH: return dnnl_eltwise_tanh;
+    case XF_OP_ABS: return dnnl_eltwise_abs;
+    case XF_OP_NEG: *alpha = -1.0f; return dnnl_eltwise_linear;
+    case XF_OP_EXP: return dnnl_eltwise_exp;
+    case XF_OP_LOG: return dnnl_eltwise_log;
+    case XF_OP_SQRT: return dnnl_eltwise_sqrt;
+    case XF_OP_ELU: *alpha = n->attrs.alpha; return dnnl_eltwise_elu;
+    case XF_OP_SOFTPLUS: return dnnl_eltwise_soft_relu;
+    case XF_OP_RECIPROCAL: *alpha = 1.0f; *beta = -1.0f; return dnnl_eltwise_pow;
+    default: return dnnl_alg_kind_undef;
+    }
+}
+
+xf_dn_post xf_dn_unary_post(const xf_node *n)
+{
+    xf_dn_post p;
+    p.alg = eltwise_alg(n, &p.alpha, &p.beta);
+    return p;
+}
+
+static bool eltwise_handles(const xf_graph *g, const xf_node *n)
+{
+    float alpha, beta;
+    return xf_dn_all_f32(g, n) && n->n_inputs == 1 && eltwise_alg(n, &alpha, &beta) != dnnl_alg_kind_undef &&
+           vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
+}
+
+static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    float alpha, beta;
+    dnnl_alg_kind_t alg = eltwise_alg(n, &alpha, &beta);
+    dnnl_memory_desc_t data;
+    xf_dn_md(c, &in[0].shape, work, &data);
+    dnnl_eltwise_desc_t d;
+    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &data, alpha, beta));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    return finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
+}
+
+const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, input0_native_ok, eltwise_prepare, NULL};
+
+/* ---------------------------------------------------------------- binary */
+
+static dnnl_alg_kind_t binary_alg(xf_op op)
+{
+    switch (op) {
+    case XF_OP_ADD: return dnnl_binary_add;
+    case XF_OP_SUB: return dnnl_binary_sub;
+    case XF_OP_MUL: return dnnl_binary_mul;
+    case XF_OP_DIV: return dnnl_binary_div;
+    case XF_OP_MAX: return dnnl_binary_max;
+    case XF_OP_MIN: return dnnl_binary_min;
+    default: return dnnl_alg_kind_undef;
+    }
+}
+
+static bool commutative(xf_op op) { return op != XF_OP_SUB && op != XF_OP_DIV; }
+
+/* oneDNN broadcasts only its second source, so the full-size operand goes
+ * first: returns which input that is, or -1 when neither is full-size (or
+ * the op cannot be swapped). */
+static int full_input(const xf_graph *g, const xf_node *n)
+{
+    const xf_shape *y = vshape(g, n->outputs[0]);
+    if (xf_shape_equal(vshape(g, n->inputs[0]), y))
+        return 0;
+    if (commutative(n->op) && xf_shape_equal(vshape(g, n->inputs[1]), y))
+        return 1;
+    return -1;
+}
+
+static bool binary_handles(const xf_graph *g, const xf_node *n)
+{
+    return n->n_inputs == 2 && xf_dn_all_f32(g, n) && vshape(g, n->outputs[0])->ndim <= DNNL_MAX_NDIMS &&
+           full_input(g, n) >= 0;
+}
+
+/* Native operands only when nothing broadcasts. */
+static bool binary_native_ok(const xf_graph *g, const xf_node *n, int k)
+{
+    const xf_shape *y = vshape(g, n->outputs[0]);
+    return xf_shape_equal(vshape(g, n->inputs[0]), y) && xf_shape_equal(vshape(g, n->inputs[1]), y);
+}
+
+/* oneDNN computes in place over its first source, which can be either
+ * input of a commutative op. */
+static bool binary_in_place(const xf_graph *g, const xf_node *n, int k)
+{
+    return xf_shape_equal(vshape(g, n->inputs[k]), vshape(g, n->outputs[0])) && (k == 0 || commutative(n->op));
+}
+
+static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    /* a folded consumer's output over input 1 makes that the first source */
+    int first = st->dst && st->dst == in[1].data && binary_in_place(g, n, 1) ? 1 : full_input(g, n);
+    int second = 1 - first;
+    const xf_shape *y = &out[0].shape;
+    xf_dn_layout work = xf_dn_value_layout(c, n->inputs[first]);
+    dnnl_memory_desc_t src0, src0_have, src1, src1_have, dst, dst_have;
+    xf_dn_md(c, y, work, &src0);
+    xf_dn_operand_md(c, n, first, y, &src0_have);
+    if (xf_shape_equal(&in[second].shape, y)) {
+        xf_dn_md(c, y, work, &src1);
+        xf_dn_operand_md(c, n, second, y, &src1_have);
+    } else {
+        xf_dn_md_rank(&in[second].shape, y->ndim, &src1);
+        src1_have = src1;
+    }
+    xf_dn_md(c, y, work, &dst);
+    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    dnnl_binary_desc_t d;
+    XF_DN_TRY(err, n, dnnl_binary_desc_init(&d, binary_alg(n->op), &src0, &src1, &dst));
+    dnnl_primitive_attr_t attr;
+    xf_status s = xf_dn_post_attr(n, &st->post, &attr, err);
+    if (s != XF_OK)
+        return s;
+    dnnl_primitive_desc_t pd;
+    s = make_pd(c, n, &d, attr, &pd, err);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != XF_OK)
+        return s;
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_0, first, &src0_have, &src0, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, second, &src1_have, &src1, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, &dst, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
+static bool any_post(const xf_node *n, const xf_dn_post *post) { return true; }
+
+
+const xf_dn_handler xf_dn_binary_handler = {binary_handles, binary_native_ok, binary_prepare, any_post, binary_in_place};
+
+/* ---------------------------------------------------------------- Softmax, LogSoftmax */
+
+static bool softmax_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n))
+        return false;
+    int rank = vshape(g, n->inputs[0])->ndim;
+    return rank >= 1 && xf_rt_axis(n->attrs.axis, rank) >= 0;
+}
+
+static int64_t prod_dims(const xf_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= s->dims[d];
+    return p;
+}
+
+/* Both forms are a softmax along the middle of (outer, len, inner): the
+ * legacy one flattens everything from axis on into len. */
+static xf_status softmax_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape;
+    int rank = x->ndim, axis = xf_rt_axis(n->attrs.axis, rank);
+    bool legacy = n->attrs.softmax_legacy;
+    xf_shape s3 = {.ndim = 3,
+                   .dims = {prod_dims(x, 0, axis), legacy ? prod_dims(x, axis, rank) : x->dims[axis],
+                            legacy ? 1 : prod_dims(x, axis + 1, rank)}};
+    dnnl_memory_desc_t data;
+    xf_dn_md(c, &s3, XF_DN_PLAIN, &data);
+    dnnl_softmax_v2_desc_t d;
+    XF_DN_TRY(err, n, dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference,
+                                                        n->op == XF_OP_LOG_SOFTMAX ? dnnl_softmax_log
+                                                                                   : dnnl_softmax_accurate,
+                                                        &data, &data, 1));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &data, &data, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
+const xf_dn_handler xf_dn_softmax_handler = {softmax_handles, NULL, softmax_prepare, NULL};
+
+/* ---------------------------------------------------------------- BatchNormalization */
+
+static bool batch_norm_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n) || n->n_inputs != 5 || n->n_outputs != 1)
+        return false;
+    const xf_shape *x = vshape(g, n->inputs[0]);
+    if (x->ndim < 3 || x->ndim > 5)
+        return false;
+    for (int k = 1; k < 5; k++)
+        if (n->inputs[k] < 0 || xf_shape_numel(vshape(g, n->inputs[k])) != x->dims[1])
+            return false;
+    return true;
+}
+
+static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    dnnl_memory_desc_t data, chan;
+    xf_dn_md(c, &in[0].shape, work, &data);
+    xf_shape cs = {.ndim = 1, .dims = {in[0].shape.dims[1]}};
+    xf_dn_md(c, &cs, XF_DN_PLAIN, &chan);
+    dnnl_batch_normalization_desc_t d;
+    XF_DN_TRY(err, n, dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &data,
+                                                                 n->attrs.epsilon,
+                                                                 dnnl_use_global_stats | dnnl_use_scale |
+                                                                     dnnl_use_shift |
+                                                                     (st->post.alg == dnnl_eltwise_relu
+                                                                          ? dnnl_fuse_norm_relu
+                                                                          : 0u)));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    static const int args[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    s = bind_in0_out0(c, n, st, in, out, work, err);
+    for (int k = 1; k < 5 && s == XF_OK; k++)
+        s = xf_dn_bind(c, n, st, args[k - 1], k, &chan, &chan, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
+/* oneDNN fuses only a plain Relu into batch normalization. */
+static bool batch_norm_takes_post(const xf_node *n, const xf_dn_post *post)
+{
+    return post->alg == dnnl_eltwise_relu && post->alpha == 0.0f;
+}
+
+const xf_dn_handler xf_dn_batch_norm_handler = {batch_norm_handles, input0_native_ok, batch_norm_prepare,
+                                                 batch_norm_takes_post, input0_native_ok};
+
+/* ---------------------------------------------------------------- Concat */
+
+static bool concat_handles(const xf_graph *g, const xf_node *n)
+{
+    int rank = vshape(g, n->outputs[0])->ndim;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] < 0)
+            return false;
+    return xf_dn_all_f32(g, n) && rank >= 1 && rank <= DNNL_MAX_NDIMS && xf_rt_axis(n->attrs.axis, rank) >= 0;
+}
+
+/* Joining channels keeps whole blocks together. */
+static bool concat_native_ok(const xf_graph *g, const xf_node *n, int k)
+{
+    int rank = vshape(g, n->outputs[0])->ndim;
+    return rank == 4 && xf_rt_axis(n->attrs.axis, rank) == 1;
+}
+
+/* Each source is read in the layout it is stored in. */
+static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    dnnl_memory_desc_t dst, *src = malloc(sizeof *src * (size_t)n->n_inputs);
+    if (!src)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n->n_inputs; k++)
+        xf_dn_operand_md(c, n, k, &in[k].shape, &src[k]);
+    xf_dn_operand_md(c, n, -1, &out[0].shape, &dst);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_concat_primitive_desc_create(&pd, &dst, n->n_inputs,
+                                                         xf_rt_axis(n->attrs.axis, out[0].shape.ndim), src, NULL,
+                                                         c->engine);
+    xf_status s = ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "dnnl_concat_primitive_desc_create", ds);
+    for (int k = 0; k < n->n_inputs && s == XF_OK; k++)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_MULTIPLE_SRC + k, k, &src[k], &src[k], err);
+    free(src);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst, &dst, err);
+    return pd ? finish_or_free(n, st, pd, s, err) : s;
+}
+
+const xf_dn_handler xf_dn_concat_handler = {concat_handles, concat_native_ok, concat_prepare, NULL};

@@ -1,0 +1,665 @@
+/* The `cpu` backend (oneDNN) against cpu_ref.
+ *
+ * Every op oneDNN runs is checked on random shapes (odd sizes, strides,
+ * pads, groups, dilations, broadcasting), each graph in static mode (where
+ * the layout plan may keep values in the native layout) and in dynamic mode (plain).
+ * Chains of convolutions exercise native layouts and the reorders at their
+ * edges; the bundled example and the ONNX node conformance cases check
+ * whole graphs.  Without oneDNN the backend is absent and the suite says
+ * so and checks only that. */
+#include "core_builders.h"
+#include "xf_proto.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFORMANCE_DIR "/usr/share/libonnx-testdata/data/node"
+
+static bool have_cpu(void)
+{
+    if (xf_backend_find("cpu"))
+        return true;
+    printf("skipped: this build has no oneDNN, so no cpu backend\n");
+    return false;
+}
+
+/* ---------------------------------------------------------------- random graphs */
+
+static uint64_t rng_state;
+
+static int64_t rnd(int64_t lo, int64_t hi)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (int64_t)((rng_state >> 33) % (uint64_t)(hi - lo + 1));
+}
+
+static int add_input(xf_graph *g, xf_shape s)
+{
+    char name[32];
+    snprintf(name, sizeof name, "in%d", g->n_inputs);
+    return xf_graph_add_input(g, name, XF_DT_FLOAT, &s);
+}
+
+/* A random float initializer; `positive` maps it into [0.5, 1.5]. */
+static int add_const(xf_graph *g, xf_shape s, bool positive)
+{
+    xf_tensor *t = xf_tensor_random(XF_DT_FLOAT, &s, (uint64_t)g->n_values * 7919u + 17u);
+    ck_assert_ptr_nonnull(t);
+    if (positive)
+        for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+            ((float *)t->data)[i] = 1.0f + 0.5f * ((float *)t->data)[i];
+    int v = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return v;
+}
+
+/* Runs g on cpu_ref and on cpu (static and dynamic mode) with the same
+ * random inputs and compares every output. */
+static void check_graph(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
+{
+    xf_error err = {0};
+    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    xf_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
+    xf_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
+    ck_assert(in && want && got);
+    for (int i = 0; i < g->n_inputs; i++) {
+        in[i] = xf_tensor_random(XF_DT_FLOAT, &g->values[g->inputs[i]].shape, 1000u + (uint64_t)i);
+        ck_assert_ptr_nonnull(in[i]);
+    }
+    xf_session *ref = NULL;
+    ck_assert_msg(xf_session_create(g, opset, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s: cpu_ref: %s", what,
+                  err.msg);
+    ck_assert_msg(xf_session_run(ref, in, want, &err) == XF_OK, "%s: cpu_ref run: %s", what, err.msg);
+    for (int dynamic = 0; dynamic < 2; dynamic++) {
+        xf_session_options opt = {.force_dynamic = dynamic};
+        xf_session *s = NULL;
+        ck_assert_msg(xf_session_create(g, opset, "cpu", &opt, &s, &err) == XF_OK, "%s: cpu: %s", what, err.msg);
+        /* twice: the second run reuses the prepared primitives */
+        for (int run = 0; run < 2; run++) {
+            ck_assert_msg(xf_session_run(s, in, got, &err) == XF_OK, "%s: cpu run: %s", what, err.msg);
+            for (int k = 0; k < g->n_outputs; k++) {
+                double max_abs = 0, max_rel = 0;
+                bool ok = false;
+                ck_assert_msg(xf_tensor_compare(got[k], want[k], atol, rtol, &max_abs, &max_rel, &ok, &err) == XF_OK,
+                              "%s: %s", what, err.msg);
+                ck_assert_msg(ok, "%s (%s mode): output %d differs from cpu_ref: max abs %.3g, max rel %.3g", what,
+                              dynamic ? "dynamic" : "static", k, max_abs, max_rel);
+                xf_tensor_release(got[k]);
+                got[k] = NULL;
+            }
+        }
+        xf_session_free(s);
+    }
+    xf_session_free(ref);
+    for (int i = 0; i < g->n_inputs; i++)
+        xf_tensor_release(in[i]);
+    for (int k = 0; k < g->n_outputs; k++)
+        xf_tensor_release(want[k]);
+    free(in);
+    free(want);
+    free(got);
+}
+
+/* Adds node op on ins; its output becomes the graph output. */
+static int finish_single(xf_graph *g, xf_op op, int n_in, const int *ins)
+{
+    int n = node(g, op, "n", n_in, ins, 1);
+    xf_graph_add_output(g, out0(g, n));
+    return n;
+}
+
+static void set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, const int64_t *p_begin,
+                       const int64_t *p_end, const int64_t *d)
+{
+    a->n_spatial = ns;
+    for (int i = 0; i < ns; i++) {
+        a->kernel[i] = k ? k[i] : 0;
+        a->strides[i] = s[i];
+        a->dilations[i] = d[i];
+        a->pads[i] = p_begin[i];
+        a->pads[ns + i] = p_end[i];
+    }
+}
+
+/* ---------------------------------------------------------------- convolution */
+
+START_TEST(conv_random)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 42;
+    for (int t = 0; t < 40; t++) {
+        int ns = t % 10 == 9 ? 1 : t % 10 == 8 ? 3 : 2;
+        int64_t group = rnd(0, 2) == 0 ? rnd(1, 3) : 1;
+        if (t % 7 == 3)
+            group = 8; /* depthwise-like */
+        int64_t cin = group * rnd(1, t % 5 == 0 ? 16 : 5), cout = group * rnd(1, 6);
+        if (t % 7 == 3)
+            cin = cout = 8;
+        int64_t x_dims[5] = {rnd(1, 2), cin}, w_dims[5] = {cout, cin / group};
+        int64_t k[3], s[3], pb[3], pe[3], d[3];
+        for (int i = 0; i < ns; i++) {
+            k[i] = rnd(1, ns == 3 ? 3 : 5);
+            s[i] = rnd(1, 3);
+            d[i] = rnd(1, 2);
+            pb[i] = rnd(0, 2);
+            pe[i] = rnd(0, 2);
+            int64_t extent = (k[i] - 1) * d[i] + 1;
+            x_dims[2 + i] = extent + rnd(0, ns == 3 ? 4 : 12);
+            w_dims[2 + i] = k[i];
+        }
+        xf_graph *g = xf_graph_create("conv");
+        int x = add_input(g, xf_shape_make(2 + ns, x_dims));
+        int w = add_const(g, xf_shape_make(2 + ns, w_dims), false);
+        int b = rnd(0, 1) ? add_const(g, SHAPE(cout), false) : -1;
+        int ins[3] = {x, w, b};
+        int n = finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, ins);
+        xf_attrs *a = attrs(g, n);
+        set_window(a, ns, NULL, s, pb, pe, d);
+        a->group = group;
+        a->activation = (xf_activation)rnd(0, 3);
+        if (t % 6 == 5)
+            a->auto_pad = rnd(0, 1) ? XF_AUTO_PAD_SAME_UPPER : XF_AUTO_PAD_SAME_LOWER;
+        char what[96];
+        snprintf(what, sizeof what, "conv case %d (%dD, group %lld)", t, ns, (long long)group);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* Weights computed in the graph (not an initializer) are reordered per run. */
+START_TEST(conv_runtime_weights)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("conv");
+    int x = add_input(g, SHAPE(1, 16, 9, 9));
+    int w = add_input(g, SHAPE(32, 16, 3, 3));
+    int n = finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
+    set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
+    check_graph(g, 17, 1e-4, 1e-3, "conv with weights as a graph input");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- pools */
+
+START_TEST(pool_random)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 7;
+    static const xf_op ops[] = {XF_OP_MAX_POOL, XF_OP_AVERAGE_POOL, XF_OP_GLOBAL_AVERAGE_POOL,
+                                XF_OP_GLOBAL_MAX_POOL};
+    for (int t = 0; t < 32; t++) {
+        xf_op op = ops[t % 4];
+        int ns = t % 8 == 7 ? 1 : 2;
+        int64_t x_dims[4] = {rnd(1, 2), rnd(1, 20)}, k[2], s[2], pb[2], pe[2], d[2];
+        for (int i = 0; i < ns; i++) {
+            k[i] = rnd(1, 4);
+            s[i] = rnd(1, 3);
+            d[i] = op == XF_OP_MAX_POOL ? rnd(1, 2) : 1;
+            pb[i] = rnd(0, k[i] - 1);
+            pe[i] = rnd(0, k[i] - 1);
+            x_dims[2 + i] = (k[i] - 1) * d[i] + 1 + rnd(0, 11);
+        }
+        xf_graph *g = xf_graph_create("pool");
+        int x = add_input(g, xf_shape_make(2 + ns, x_dims));
+        int n = finish_single(g, op, 1, &x);
+        xf_attrs *a = attrs(g, n);
+        if (op == XF_OP_MAX_POOL || op == XF_OP_AVERAGE_POOL) {
+            set_window(a, ns, k, s, pb, pe, d);
+            a->ceil_mode = (int)rnd(0, 1);
+            a->count_include_pad = op == XF_OP_AVERAGE_POOL && !a->ceil_mode ? (int)rnd(0, 1) : 0;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%s case %d", xf_op_name(op), t);
+        check_graph(g, 17, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- matrix products */
+
+START_TEST(matmul_random)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 99;
+    /* (a rank, b rank, broadcast a batch, broadcast b batch) */
+    static const int forms[][4] = {{2, 2, 0, 0}, {3, 3, 0, 0}, {3, 2, 0, 0}, {2, 3, 0, 0},
+                                   {4, 4, 1, 0}, {4, 4, 0, 1}, {4, 2, 0, 0}, {1, 2, 0, 0}};
+    for (int t = 0; t < 16; t++) {
+        const int *f = forms[t % 8];
+        int64_t m = rnd(1, 33), kk = rnd(1, 40), nn = rnd(1, 29), b0 = rnd(2, 3), b1 = rnd(1, 4);
+        int64_t ad[4], bd[4];
+        int ra = f[0], rb = f[1];
+        int64_t batch[2] = {b0, b1};
+        for (int i = 0; i < ra - 2; i++)
+            ad[i] = f[2] ? 1 : batch[2 - (ra - 2) + i];
+        for (int i = 0; i < rb - 2; i++)
+            bd[i] = f[3] ? 1 : batch[2 - (rb - 2) + i];
+        if (ra == 1) {
+            ad[0] = kk;
+        } else {
+            ad[ra - 2] = m;
+            ad[ra - 1] = kk;
+        }
+        bd[rb - 2] = kk;
+        bd[rb - 1] = nn;
+        xf_graph *g = xf_graph_create("matmul");
+        int a = add_input(g, xf_shape_make(ra, ad));
+        int b = t % 2 ? add_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
+        finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
+        char what[64];
+        snprintf(what, sizeof what, "MatMul case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(gemm_forms)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 5;
+    for (int t = 0; t < 16; t++) {
+        int64_t m = rnd(1, 20), kk = rnd(1, 30), nn = rnd(1, 25);
+        int ta = t & 1, tb = (t >> 1) & 1, c_form = (t >> 2) & 3;
+        xf_graph *g = xf_graph_create("gemm");
+        int a = add_input(g, ta ? SHAPE(kk, m) : SHAPE(m, kk));
+        int b = add_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
+        int c = c_form == 0 ? -1 : add_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
+        int n = finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
+        xf_attrs *at = attrs(g, n);
+        at->trans_a = ta;
+        at->trans_b = tb;
+        /* alpha and beta away from 1 take the cpu_ref path: still checked */
+        at->alpha = t % 5 == 4 ? 0.5f : 1.0f;
+        at->beta = t % 7 == 6 ? 2.0f : 1.0f;
+        char what[64];
+        snprintf(what, sizeof what, "Gemm case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- elementwise */
+
+START_TEST(eltwise_all)
+{
+    if (!have_cpu())
+        return;
+    static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS,
+                                XF_OP_NEG, XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU,
+                                XF_OP_SOFTPLUS, XF_OP_RECIPROCAL};
+    rng_state = 3;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        xf_graph *g = xf_graph_create("unary");
+        int x = add_input(g, SHAPE(rnd(1, 3), rnd(1, 17), rnd(1, 9)));
+        int n = finish_single(g, ops[i], 1, &x);
+        xf_attrs_default(ops[i], attrs(g, n));
+        if (ops[i] == XF_OP_LEAKY_RELU)
+            attrs(g, n)->alpha = 0.2f;
+        check_graph(g, 17, 1e-5, 1e-4, xf_op_name(ops[i]));
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(binary_broadcasting)
+{
+    if (!have_cpu())
+        return;
+    static const xf_op ops[] = {XF_OP_ADD, XF_OP_SUB, XF_OP_MUL, XF_OP_DIV, XF_OP_MAX, XF_OP_MIN};
+    /* second operand shapes against (2, 5, 7, 3); the first operand takes
+     * the small shape in the swapped forms */
+    static const int64_t small[][4] = {{2, 5, 7, 3}, {1, 5, 1, 1}, {7, 3}, {3}, {1, 1, 1, 1}, {2, 1, 7, 1}};
+    static const int small_rank[] = {4, 4, 2, 1, 4, 4};
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+        for (int f = 0; f < 6; f++)
+            for (int swap = 0; swap < 2; swap++) {
+                xf_graph *g = xf_graph_create("binary");
+                int big = add_input(g, SHAPE(2, 5, 7, 3));
+                int sm = add_input(g, xf_shape_make(small_rank[f], small[f]));
+                finish_single(g, ops[o], 2, swap ? (int[]){sm, big} : (int[]){big, sm});
+                char what[80];
+                snprintf(what, sizeof what, "%s form %d%s", xf_op_name(ops[o]), f, swap ? " swapped" : "");
+                /* Div by values near 0 is large: relative tolerance carries it */
+                check_graph(g, 17, 1e-5, 1e-4, what);
+                xf_graph_free(g);
+            }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- normalization, concat */
+
+START_TEST(softmax_axes)
+{
+    if (!have_cpu())
+        return;
+    for (int legacy = 0; legacy < 2; legacy++)
+        for (int axis = -3; axis < 3; axis++)
+            for (int log = 0; log < 2; log++) {
+                xf_op op = log ? XF_OP_LOG_SOFTMAX : XF_OP_SOFTMAX;
+                xf_graph *g = xf_graph_create("softmax");
+                int x = add_input(g, SHAPE(3, 11, 6));
+                int n = finish_single(g, op, 1, &x);
+                attrs(g, n)->axis = axis;
+                attrs(g, n)->softmax_legacy = legacy;
+                char what[80];
+                snprintf(what, sizeof what, "%s axis %d%s", xf_op_name(op), axis, legacy ? " (legacy)" : "");
+                check_graph(g, legacy ? 11 : 13, 1e-5, 1e-4, what);
+                xf_graph_free(g);
+            }
+}
+END_TEST
+
+START_TEST(batch_norm_ranks)
+{
+    if (!have_cpu())
+        return;
+    static const int64_t shapes[][5] = {{2, 7, 5}, {1, 16, 9, 11}, {2, 3, 4, 5, 6}};
+    for (int r = 0; r < 3; r++) {
+        xf_graph *g = xf_graph_create("bn");
+        int64_t c = shapes[r][1];
+        int x = add_input(g, xf_shape_make(3 + r, shapes[r]));
+        int ins[5] = {x, add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false),
+                      add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), true)};
+        int n = finish_single(g, XF_OP_BATCH_NORM, 5, ins);
+        attrs(g, n)->epsilon = 1e-3f;
+        check_graph(g, 17, 1e-5, 1e-4, "BatchNormalization");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(concat_axes)
+{
+    if (!have_cpu())
+        return;
+    for (int axis = -4; axis < 4; axis++) {
+        xf_graph *g = xf_graph_create("concat");
+        int ins[3];
+        for (int k = 0; k < 3; k++) {
+            int64_t d[4] = {2, 3, 4, 5};
+            d[(axis + 4) % 4] = k + 1;
+            ins[k] = add_input(g, xf_shape_make(4, d));
+        }
+        int n = finish_single(g, XF_OP_CONCAT, 3, ins);
+        attrs(g, n)->axis = axis;
+        char what[32];
+        snprintf(what, sizeof what, "Concat axis %d", axis);
+        check_graph(g, 17, 0, 0, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- native layouts */
+
+static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act)
+{
+    int w = add_const(g, SHAPE(cout, cin, k, k), false);
+    int b = add_const(g, SHAPE(cout), false);
+    int n = node(g, XF_OP_CONV, NULL, 3, (int[]){x, w, b}, 1);
+    int64_t p = k / 2;
+    set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){p, p}, (int64_t[]){p, p},
+               (int64_t[]){1, 1});
+    attrs(g, n)->activation = act;
+    return out0(g, n);
+}
+
+static int bn_node(xf_graph *g, int x, int64_t c)
+{
+    int ins[5] = {x, add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false),
+                  add_const(g, SHAPE(c), true)};
+    int n = node(g, XF_OP_BATCH_NORM, NULL, 5, ins, 1);
+    attrs(g, n)->epsilon = 1e-5f;
+    return out0(g, n);
+}
+
+/* A residual block with a side branch, concat along channels, pooling and
+ * a classifier: values between the convolutions may be native, the input
+ * (3 channels), the flattened features and the outputs must stay plain,
+ * and an intermediate is also a graph output.  BatchNorm -> Relu, Add ->
+ * Relu and Conv -> Tanh may be folded into one primitive in static mode. */
+START_TEST(native_runs)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("net");
+    int x = add_input(g, SHAPE(2, 3, 19, 17));
+    int y = conv_node(g, x, 3, 32, 3, 2, XF_ACT_RELU);
+    int z = conv_node(g, y, 32, 32, 3, 1, XF_ACT_NONE);
+    z = bn_node(g, z, 32);
+    z = out0(g, NODE(g, XF_OP_RELU, z));
+    z = conv_node(g, z, 32, 32, 1, 1, XF_ACT_NONE);
+    int sum = out0(g, NODE(g, XF_OP_ADD, z, y));
+    sum = out0(g, NODE(g, XF_OP_RELU, sum));
+    int side = conv_node(g, sum, 32, 16, 1, 1, XF_ACT_SIGMOID);
+    int cat = out0(g, NODE(g, XF_OP_CONCAT, sum, side));
+    attrs(g, g->n_nodes - 1)->axis = 1;
+    int mp = NODE(g, XF_OP_MAX_POOL, cat);
+    set_window(attrs(g, mp), 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+               (int64_t[]){1, 1});
+    int deep = conv_node(g, out0(g, mp), 48, 64, 3, 1, XF_ACT_NONE);
+    deep = out0(g, NODE(g, XF_OP_TANH, deep));
+    int gap = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, deep));
+    int flat = NODE(g, XF_OP_FLATTEN, gap);
+    attrs(g, flat)->axis = 1;
+    int fc = NODE(g, XF_OP_GEMM, out0(g, flat), add_const(g, SHAPE(10, 64), false), add_const(g, SHAPE(10), false));
+    attrs(g, fc)->trans_b = 1;
+    int sm = NODE(g, XF_OP_SOFTMAX, out0(g, fc));
+    attrs(g, sm)->axis = 1;
+    xf_graph_add_output(g, out0(g, sm));
+    xf_graph_add_output(g, side);
+    check_graph(g, 17, 1e-4, 1e-3, "conv net with native runs");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* Chains the backend folds into one primitive in static mode: Conv ->
+ * BatchNormalization -> Relu (weights folded, then a post-op), Conv ->
+ * Sigmoid, and Add -> Relu over either input; convolutions read graph
+ * inputs so that no buffer of the plan can stand in the way. */
+START_TEST(folded_chains)
+{
+    if (!have_cpu())
+        return;
+    for (int64_t c = 5; c <= 32; c += 27) {
+        xf_graph *g = xf_graph_create("folds");
+        int x = add_input(g, SHAPE(2, 4, 11, 9));
+        int x2 = add_input(g, SHAPE(2, 4, 11, 9));
+        int a = conv_node(g, x, 4, c, 3, 1, XF_ACT_NONE);
+        a = bn_node(g, a, c);
+        a = out0(g, NODE(g, XF_OP_RELU, a));
+        int b = conv_node(g, x2, 4, c, 1, 1, XF_ACT_NONE);
+        b = out0(g, NODE(g, XF_OP_SIGMOID, b));
+        int s1 = out0(g, NODE(g, XF_OP_ADD, a, b));
+        s1 = out0(g, NODE(g, XF_OP_RELU, s1));
+        int s2 = out0(g, NODE(g, XF_OP_ADD, b, s1));
+        s2 = out0(g, NODE(g, XF_OP_RELU, s2));
+        xf_graph_add_output(g, s2);
+        xf_graph_add_output(g, a);
+        char what[48];
+        snprintf(what, sizeof what, "folded chains, %lld channels", (long long)c);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- whole models */
+
+START_TEST(inception_example)
+{
+    if (!have_cpu())
+        return;
+    xf_model *m = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_model_load(XF_SOURCE_DIR "/examples/inception_block.onnx", NULL, &m, &err) == XF_OK, "%s",
+                  err.msg);
+    check_graph(m->graph, xf_model_opset(m), 1e-4, 1e-3, "examples/inception_block.onnx");
+    xf_model_free(m);
+}
+END_TEST
+
+/* Case outputs on `backend`: NULL on success, else why (static buffer). */
+static const char *run_conformance_case(const char *dir, const xf_model *m, const char *backend)
+{
+    static char why[1200];
+    const xf_graph *g = m->graph;
+    xf_error err = {0};
+    xf_session *s = NULL;
+    if (xf_session_create(g, xf_model_opset(m), backend, NULL, &s, &err) != XF_OK) {
+        snprintf(why, sizeof why, "session: %s", err.msg);
+        return why;
+    }
+    const char *result = NULL;
+    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+    char path[4600];
+    for (int i = 0; i < g->n_inputs && !result; i++) {
+        snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, i);
+        if (xf_tensor_load_pb(path, &in[i], NULL, &err) != XF_OK)
+            result = "cannot load an input";
+    }
+    if (!result && xf_session_run(s, in, out, &err) != XF_OK) {
+        snprintf(why, sizeof why, "run: %s", err.msg);
+        result = why;
+    }
+    for (int k = 0; k < g->n_outputs && !result; k++) {
+        xf_tensor *expect = NULL;
+        snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k);
+        double max_abs = 0, max_rel = 0;
+        bool ok = false;
+        if (xf_tensor_load_pb(path, &expect, NULL, &err) != XF_OK ||
+            xf_tensor_compare(out[k], expect, 1e-5, 1e-3, &max_abs, &max_rel, &ok, &err) != XF_OK || !ok) {
+            snprintf(why, sizeof why, "output %d differs (max abs %.3g, max rel %.3g)", k, max_abs, max_rel);
+            result = why;
+        }
+        xf_tensor_release(expect);
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        xf_tensor_release(in[i]);
+    for (int k = 0; k < g->n_outputs; k++)
+        xf_tensor_release(out[k]);
+    free(in);
+    free(out);
+    xf_session_free(s);
+    return result;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Every node case that passes on cpu_ref must pass on cpu. */
+START_TEST(conformance_node_cases)
+{
+    if (!have_cpu())
+        return;
+    DIR *d = opendir(CONFORMANCE_DIR);
+    ck_assert_msg(d, "no ONNX test data in %s", CONFORMANCE_DIR);
+    int n = 0, cap = 1024;
+    char **names = malloc(sizeof *names * (size_t)cap);
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap)
+        if (e->d_name[0] != '.')
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    xf_log_set(NULL, NULL, XF_LOG_ERROR);
+    int cases = 0, ref_pass = 0, cpu_pass = 0;
+    char failures[4096] = "";
+    for (int i = 0; i < n; i++) {
+        char dir[4200], model[4300];
+        snprintf(dir, sizeof dir, "%s/%s", CONFORMANCE_DIR, names[i]);
+        snprintf(model, sizeof model, "%s/model.onnx", dir);
+        xf_model *m = NULL;
+        xf_error err;
+        if (!xf_test_exists(model) || xf_model_load(model, NULL, &m, &err) != XF_OK)
+            continue;
+        cases++;
+        if (!run_conformance_case(dir, m, "cpu_ref")) {
+            ref_pass++;
+            const char *why = run_conformance_case(dir, m, "cpu");
+            if (!why)
+                cpu_pass++;
+            else if (strlen(failures) < sizeof failures - 300)
+                snprintf(failures + strlen(failures), sizeof failures - strlen(failures), "  %s: %s\n", names[i],
+                         why);
+        }
+        xf_model_free(m);
+        free(names[i]);
+    }
+    free(names);
+    printf("cpu conformance (node): %d cases, %d pass on cpu_ref, %d of those pass on cpu\n%s", cases, ref_pass,
+           cpu_pass, failures);
+    ck_assert_int_gt(ref_pass, 0);
+    ck_assert_msg(cpu_pass == ref_pass, "cases passing on cpu_ref but not on cpu:\n%s", failures);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- registry */
+
+START_TEST(registry_and_errors)
+{
+    const xf_backend *const *list;
+    int n = xf_backend_list(&list);
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found = found || strcmp(list[i]->name, "cpu") == 0;
+    ck_assert(found == (xf_backend_find("cpu") != NULL));
+    if (!have_cpu())
+        return;
+    /* an op neither oneDNN nor cpu_ref runs is reported under this backend's name */
+    xf_graph *g = xf_graph_create("bad");
+    int x = xf_graph_add_input(g, "x", XF_DT_BOOL, &(xf_shape){.ndim = 1, .dims = {4}});
+    finish_single(g, XF_OP_RELU, 1, &x);
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "backend cpu ") != NULL, "message: %s", err.msg);
+    xf_graph_free(g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_backend");
+    TCase *ops = tcase_create("ops");
+    tcase_set_timeout(ops, 300);
+    tcase_add_test(ops, conv_random);
+    tcase_add_test(ops, conv_runtime_weights);
+    tcase_add_test(ops, pool_random);
+    tcase_add_test(ops, matmul_random);
+    tcase_add_test(ops, gemm_forms);
+    tcase_add_test(ops, eltwise_all);
+    tcase_add_test(ops, binary_broadcasting);
+    tcase_add_test(ops, softmax_axes);
+    tcase_add_test(ops, batch_norm_ranks);
+    tcase_add_test(ops, concat_axes);
+    suite_add_tcase(s, ops);
+    TCase *graphs = tcase_create("graphs");
+    tcase_set_timeout(graphs, 300);
+    tcase_add_test(graphs, native_runs);
+    tcase_add_test(graphs, folded_chains);
+    tcase_add_test(graphs, inception_example);
+    tcase_add_test(graphs, conformance_node_cases);
+    tcase_add_test(graphs, registry_and_errors);
+    suite_add_tcase(s, graphs);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
