@@ -3,14 +3,18 @@
  *   xflowc model.onnx -o opt.onnx [--input-shape name=1x3x224x224] [--check]
  *
  * Loads the model, canonicalizes it (constant folding, BatchNormalization
- * folding, Identity/Dropout and dead-node removal), checks it when asked,
- * and writes the result atomically. */
+ * folding, Identity/Dropout and dead-node removal), searches for the
+ * cheapest equivalent graph with the substitution library and the built-in
+ * rules, folds the constants the rewrites introduced, checks the result
+ * when asked, and writes it atomically. */
 #include "cli.h"
+#include "xf_optimizer.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: xflowc MODEL.onnx -o OUT.onnx [options]\n"
@@ -28,6 +32,24 @@ static const char usage[] =
     "  --atol X, --rtol X       --check tolerance: |a-b| <= atol + rtol*|b|\n"
     "                           (default atol 1e-4, rtol 1e-3)\n"
     "  --external-data          store large weights in OUT.onnx.data beside the model\n"
+    "\n"
+    "search:\n"
+    "  --rules FILE             substitution library (default: the library built\n"
+    "                           with xflow, " XF_DEFAULT_RULES ",\n"
+    "                           else " XF_INSTALLED_RULES ")\n"
+    "  --cost NAME              cost model: analytic:h100, analytic:h200, analytic:a100,\n"
+    "                           analytic:v100, analytic:cpu (roofline of a device),\n"
+    "                           cpu (measured on the fastest CPU backend, cached),\n"
+    "                           cuda (measured on the GPU), measured:BACKEND (e.g.\n"
+    "                           measured:cpu_ref); default analytic:cpu\n"
+    "  --cost-cache FILE        cache file of measured op costs\n"
+    "                           (default ~/.cache/xflow/cost-BACKEND.txt)\n"
+    "  --alpha X                relaxation: explore graphs up to X times the best\n"
+    "                           cost (default 1.05)\n"
+    "  --budget N               expand at most N graphs (default 1000)\n"
+    "  --time-limit S           stop searching after S seconds (default 10; 0: none)\n"
+    "  --no-search              canonicalize only\n"
+    "  --trace                  print every rewrite on the way to the result\n"
     "  -q, --quiet              print errors only\n"
     "  -v, --verbose            print more detail\n"
     "  -h, --help               this help\n"
@@ -38,9 +60,10 @@ typedef struct options {
     xf_input_shape shapes[64];
     char *shape_names[64];
     int n_shapes;
-    bool check, external;
-    long seed;
-    double atol, rtol;
+    bool check, external, trace, no_search;
+    long seed, budget;
+    double atol, rtol, alpha, time_limit;
+    const char *rules, *cost, *cost_cache;
     int verbosity;
 } options;
 
@@ -51,6 +74,9 @@ static int parse_args(int argc, char **argv, options *o)
     o->atol = 1e-4;
     o->rtol = 1e-3;
     o->verbosity = 1;
+    o->alpha = 1.05;
+    o->budget = 1000;
+    o->time_limit = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -66,6 +92,25 @@ static int parse_args(int argc, char **argv, options *o)
             o->verbosity = 2;
         } else if (!strcmp(a, "--check")) {
             o->check = true;
+        } else if (!strcmp(a, "--trace")) {
+            o->trace = true;
+        } else if (!strcmp(a, "--no-search")) {
+            o->no_search = true;
+        } else if (!strcmp(a, "--rules") || !strcmp(a, "--cost") || !strcmp(a, "--cost-cache")) {
+            if (!next)
+                return xf_cli_usage_error("%s needs a value", a);
+            *(!strcmp(a, "--rules") ? &o->rules : !strcmp(a, "--cost") ? &o->cost : &o->cost_cache) = argv[++i];
+        } else if (!strcmp(a, "--budget")) {
+            if (!xf_cli_parse_int(a, next, 0, 0x7fffffffL, &o->budget))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--alpha") || !strcmp(a, "--time-limit")) {
+            double *dst = !strcmp(a, "--alpha") ? &o->alpha : &o->time_limit;
+            if (!xf_cli_parse_double(a, next, dst))
+                return 2;
+            if (*dst < (dst == &o->alpha ? 1.0 : 0.0))
+                return xf_cli_usage_error("%s must be at least %s", a, dst == &o->alpha ? "1" : "0");
+            i++;
         } else if (!strcmp(a, "--external-data")) {
             o->external = true;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
@@ -168,6 +213,151 @@ done:
     return rc;
 }
 
+/* The rules the search uses: the proved rules of the library, then the
+ * built-in ones.  The default library may be absent (a build without the
+ * generated file): a warning, and the built-in rules alone.  A library
+ * named with --rules must load. */
+typedef struct rule_source {
+    xf_library *lib;
+    xf_rule **builtin;
+    int n_builtin, n_unproved;
+    const xf_rule **all;
+    xf_rule_set *set;
+} rule_source;
+
+static void rule_source_free(rule_source *r)
+{
+    xf_rule_set_free(r->set);
+    free(r->all);
+    for (int i = 0; i < r->n_builtin; i++)
+        xf_rule_free(r->builtin[i]);
+    free(r->builtin);
+    xf_library_free(r->lib);
+}
+
+static int load_rules(const options *o, rule_source *r)
+{
+    xf_error err;
+    const char *path = o->rules;
+    if (!path)
+        path = access(XF_DEFAULT_RULES, R_OK) == 0 ? XF_DEFAULT_RULES
+               : access(XF_INSTALLED_RULES, R_OK) == 0 ? XF_INSTALLED_RULES : NULL;
+    if (path && xf_library_load(path, &r->lib, &err) != XF_OK)
+        return xf_cli_error("%s", err.msg);
+    if (xf_builtin_rules(&r->builtin, &r->n_builtin, &err) != XF_OK)
+        return xf_cli_error("built-in rules: %s", err.msg);
+    if (!path)
+        xf_log(XF_LOG_WARN, "no rule library (%s or %s); searching with the %d built-in rules only",
+               XF_DEFAULT_RULES, XF_INSTALLED_RULES, r->n_builtin);
+    int n_lib = r->lib ? r->lib->n_rules : 0, n = 0;
+    r->all = calloc((size_t)(n_lib + r->n_builtin + 1), sizeof *r->all);
+    if (!r->all)
+        return xf_cli_error("out of memory");
+    for (int i = 0; i < n_lib; i++) {
+        /* Only proved rules are sound to apply. */
+        if (r->lib->rules[i]->proved)
+            r->all[n++] = r->lib->rules[i];
+        else
+            r->n_unproved++;
+    }
+    for (int i = 0; i < r->n_builtin; i++)
+        r->all[n++] = r->builtin[i];
+    err.msg[0] = 0;
+    if (xf_rule_set_create(r->all, n, &r->set, &err) != XF_OK)
+        return xf_cli_error("rules: %s", err.msg);
+    xf_cli_info("rules: %d from %s", n_lib - r->n_unproved, path ? path : "(no library)");
+    if (r->n_unproved)
+        xf_cli_info(" (%d unproved ignored)", r->n_unproved);
+    xf_cli_info(", %d built-in", r->n_builtin);
+    if (xf_rule_set_skipped(r->set))
+        xf_cli_info("; %d skipped (first: %s)", xf_rule_set_skipped(r->set), err.msg);
+    xf_cli_info("\n");
+    return 0;
+}
+
+/* Prints the rules the result applied, most used first, with counts. */
+static void print_rules_applied(const xf_rule_set *rs, const xf_search_result *res)
+{
+    int n = xf_rule_set_count(rs);
+    int *count = calloc((size_t)n + 1, sizeof *count);
+    if (!count)
+        return;
+    for (int i = 0; i < res->n_steps; i++)
+        count[res->steps[i].rule]++;
+    xf_cli_info("rules applied: %d rewrite%s", res->n_steps, res->n_steps == 1 ? "" : "s");
+    for (int shown = 0; shown < res->n_steps;) {
+        int top = 0;
+        for (int i = 1; i < n; i++)
+            if (count[i] > count[top])
+                top = i;
+        xf_cli_info("%s %s x%d", shown ? "," : ":", xf_rule_set_rule(rs, top)->name, count[top]);
+        shown += count[top];
+        count[top] = 0;
+    }
+    xf_cli_info("\n");
+    free(count);
+}
+
+/* Searches from *g (canonicalized) and replaces it by the best graph found,
+ * with the constants its rewrites introduced folded. */
+static int optimize(const options *o, xf_graph **g, int64_t opset)
+{
+    rule_source rules = {0};
+    xf_cost_model *cost = NULL;
+    xf_search_result res = {0};
+    xf_error err;
+    int rc = load_rules(o, &rules);
+    if (rc)
+        goto done;
+    xf_cost_options co = {.cache_path = o->cost_cache};
+    if (xf_cost_model_create(o->cost, &co, &cost, &err) != XF_OK) {
+        rc = xf_cli_error("--cost: %s", err.msg);
+        goto done;
+    }
+    xf_cli_info("cost model: %s (%s)\n", xf_cost_model_name(cost), xf_cost_model_describe(cost));
+    xf_search_options so;
+    xf_search_options_default(&so);
+    so.opset = opset;
+    so.alpha = o->alpha;
+    so.budget = o->budget;
+    so.time_limit = o->time_limit;
+    so.progress = xf_cli_verbosity() >= 1 ? stderr : NULL;
+    if (xf_search(*g, rules.set, cost, &so, &res, &err) != XF_OK) {
+        rc = xf_cli_error("search: %s", err.msg);
+        goto done;
+    }
+    xf_canon_stats st = {0};
+    if (xf_rewrite_finalize(res.best, opset, &st, &err) != XF_OK ||
+        xf_graph_validate(res.best, &err) != XF_OK) {
+        rc = xf_cli_error("after search: %s", err.msg);
+        goto done;
+    }
+    long measured, cached;
+    xf_cost_model_stats(cost, &measured, &cached);
+    xf_cli_info("search: %.3f s, %ld graphs expanded, %ld candidates, %ld rewrites dropped (shapes), stopped by %s",
+                res.seconds, res.expanded, res.generated, res.dropped,
+                res.stopped_budget ? "budget" : res.stopped_time ? "time limit" : "exhausting the space");
+    if (measured)
+        xf_cli_info(", %ld ops measured", measured);
+    xf_cli_info("\n");
+    xf_cli_info("estimated cost (%s): %.4g ms -> %.4g ms (%.1f%% lower)\n", xf_cost_model_name(cost),
+                res.cost_before * 1e3, res.cost_after * 1e3,
+                res.cost_before > 0 ? 100.0 * (1 - res.cost_after / res.cost_before) : 0.0);
+    print_rules_applied(rules.set, &res);
+    if (o->trace)
+        for (int i = 0; i < res.n_steps; i++)
+            printf("  %3d. %-32s at %s -> %.4g ms\n", i + 1, xf_rule_set_rule(rules.set, res.steps[i].rule)->name,
+                   res.steps[i].where, res.steps[i].cost * 1e3);
+    xf_graph_free(*g);
+    *g = res.best;
+    res.best = NULL;
+done:
+    xf_search_result_free(&res);
+    xf_cost_model_free(cost);
+    rule_source_free(&rules);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -198,14 +388,17 @@ int main(int argc, char **argv)
         rc = xf_cli_error("%s: while optimizing: %s", o.in, err.msg);
         goto done;
     }
+    double t_canon = xf_cli_now();
+    xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, "
+                "%d Identity/Dropout removed, %d dead nodes and %d unused initializers removed (%.3f s)\n",
+                st.folded_constants, st.folded_batchnorms, st.removed_identity, st.removed_dead,
+                st.removed_initializers, t_canon - t_load);
+    if (!o.no_search && (rc = optimize(&o, &m->graph, opset)) != 0)
+        goto done;
     double t_opt = xf_cli_now();
 
     xf_cli_info("xflowc: %s: %d nodes -> %d nodes (%.3f s load, %.3f s optimize)\n", o.in,
                 original->n_nodes, m->graph->n_nodes, t_load - t0, t_opt - t_load);
-    xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, "
-                "%d Identity/Dropout removed, %d dead nodes and %d unused initializers removed\n",
-                st.folded_constants, st.folded_batchnorms, st.removed_identity, st.removed_dead,
-                st.removed_initializers);
     if (xf_cli_verbosity() >= 1)
         xf_cli_print_op_changes(stdout, original, m->graph);
 

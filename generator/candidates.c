@@ -1,0 +1,620 @@
+/* From graph records to rules: group by fingerprint, pair, prune, build the
+ * two sides as xf_graphs, generalize split sizes over input dimensions,
+ * check on cpu_ref with floats, and dedupe up to renaming.
+ *
+ * Pairing: within a group of equal fingerprints every graph is paired with
+ * the group's smallest graph (fewest ops, then lowest code), pattern = the
+ * larger.  Any other pair of the group follows from two of these, so the
+ * rest are implied rules. */
+#include "gen_internal.h"
+#include "xf_runtime.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ pruning */
+
+/* Identity of an op across two graphs: variant and input fingerprints. */
+static uint64_t op_identity(const gen_graph *g, int k)
+{
+    uint64_t h = gen_mix64((uint64_t)g->variant[k] * 0x9e3779b97f4a7c15ull);
+    for (int j = 0; j < 2; j++)
+        if (g->in[k][j] >= 0)
+            h = gen_mix64(h ^ g->val_fp[g->in[k][j]]);
+    return h;
+}
+
+/* The op of g producing value v, or -1 for a pool tensor. */
+static int producer(const gen_graph *g, int v)
+{
+    for (int k = 0; k < g->n_ops; k++)
+        if (v >= g->out_base[k] && v < g->out_base[k] + gen_variants[g->variant[k]].n_out)
+            return k;
+    return -1;
+}
+
+/* A pair whose corresponding outputs come from the same op (same output
+ * index) applied to equal values, e.g. (a*b)*s + c = (a*s)*b + c: the
+ * rule on those inputs is smaller and implies it (a common supergraph). */
+static bool shares_common_supergraph(const gen_graph *p, const gen_graph *q)
+{
+    for (int o = 0; o < p->n_outputs; o++) {
+        int kp = producer(p, p->outputs[o]), kq = producer(q, q->outputs[o]);
+        if (kp < 0 || kq < 0 || p->variant[kp] != q->variant[kq] ||
+            p->outputs[o] - p->out_base[kp] != q->outputs[o] - q->out_base[kq])
+            return false;
+        for (int j = 0; j < gen_variants[p->variant[kp]].n_in; j++)
+            if (p->val_fp[p->in[kp][j]] != q->val_fp[q->in[kq][j]])
+                return false;
+    }
+    return p->n_outputs > 0;
+}
+
+/* A pair sharing an op on the same values (a common subgraph) where that op
+ * reads only rule inputs: replacing its result by a fresh input gives a
+ * smaller, more general rule, found on its own. */
+static bool shares_common_subgraph(const gen_graph *p, const gen_graph *q)
+{
+    for (int i = 0; i < p->n_ops; i++) {
+        bool from_inputs = p->in[i][0] < gen_pool_size && p->in[i][1] < gen_pool_size;
+        if (!from_inputs)
+            continue;
+        uint64_t id = op_identity(p, i);
+        for (int j = 0; j < q->n_ops; j++)
+            if (op_identity(q, j) == id)
+                return true;
+    }
+    return false;
+}
+
+static int code_ops(uint64_t code)
+{
+    if (gen_code_variant(code, 0) == GEN_INPUTS_GRAPH)
+        return 0;
+    int n = 0;
+    while (n < GEN_MAX_OPS && gen_code_variant(code, n) != GV_NONE)
+        n++;
+    return n;
+}
+
+/* Fewest ops of a recorded graph with fingerprint fp; INT32_MAX if none. */
+static int fewest_ops(const gen_record *records, int64_t n_records, uint64_t fp)
+{
+    int64_t lo = 0, hi = n_records;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (records[mid].fp < fp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int best = INT32_MAX;
+    for (int64_t i = lo; i < n_records && records[i].fp == fp; i++) {
+        int n = code_ops(records[i].code);
+        best = n < best ? n : best;
+    }
+    return best;
+}
+
+/* Whether some intermediate value of p is computed with more ops than a
+ * recorded graph needs for it.  Then the rule is implied: the smaller rule
+ * rewrites that part, and the result, having fewer ops, pairs with the same
+ * representative on its own. */
+static bool has_reducible_part(const gen_graph *p, const gen_record *records, int64_t n_records)
+{
+    unsigned cone[GEN_MAX_OPS];
+    for (int k = 0; k < p->n_ops; k++) {
+        cone[k] = 1u << k;
+        for (int j = 0; j < 2; j++)
+            for (int q = 0; q < k; q++) {
+                int in = p->in[k][j], n_out = gen_variants[p->variant[q]].n_out;
+                if (in >= p->out_base[q] && in < p->out_base[q] + n_out)
+                    cone[k] |= cone[q];
+            }
+    }
+    for (int k = 0; k < p->n_ops; k++) {
+        int n_out = gen_variants[p->variant[k]].n_out;
+        for (int j = 0; j < n_out; j++) {
+            int v = p->out_base[k] + j;
+            bool is_output = false;
+            for (int o = 0; o < p->n_outputs; o++)
+                is_output |= p->outputs[o] == v;
+            if (is_output)
+                continue;
+            uint64_t fp = p->val_fp[v];
+            if (fewest_ops(records, n_records, gen_combine_fps(&fp, 1)) < __builtin_popcount(cone[k]))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------ building sides */
+
+typedef struct side_map {
+    int value_of[GEN_MAX_POOL + 2 * GEN_MAX_OPS]; /* gen value -> xf value id */
+} side_map;
+
+/* Rule inputs: pool tensors in order of first use over both sides. */
+static int rule_inputs(const gen_graph *p, const gen_graph *q, int *inputs)
+{
+    int n = 0;
+    bool seen[GEN_MAX_POOL] = {0};
+    const gen_graph *sides[2] = {p, q};
+    for (int s = 0; s < 2; s++) {
+        const gen_graph *g = sides[s];
+        for (int k = 0; k < g->n_ops; k++)
+            for (int j = 0; j < 2; j++) {
+                int v = g->in[k][j];
+                if (v >= 0 && v < gen_pool_size && !seen[v]) {
+                    seen[v] = true;
+                    inputs[n++] = v;
+                }
+            }
+        for (int o = 0; o < g->n_outputs; o++) {
+            int v = g->outputs[o];
+            if (v < gen_pool_size && !seen[v]) {
+                seen[v] = true;
+                inputs[n++] = v;
+            }
+        }
+    }
+    return n;
+}
+
+static xf_graph *build_side(const gen_graph *g, const char *name, const int *inputs, int n_inputs, const int *order)
+{
+    xf_graph *x = xf_graph_create(name);
+    if (!x)
+        return NULL;
+    side_map m;
+    for (int v = 0; v < GEN_MAX_POOL + 2 * GEN_MAX_OPS; v++)
+        m.value_of[v] = -1;
+    for (int k = 0; k < n_inputs; k++) {
+        const gen_pool_entry *e = &gen_pool[inputs[k]];
+        m.value_of[inputs[k]] = xf_graph_add_input(x, e->name, XF_DT_FLOAT, &e->shape);
+    }
+    for (int k = 0; k < g->n_ops; k++) {
+        const gen_variant_info *vi = &gen_variants[g->variant[k]];
+        int in[2], out[2];
+        xf_shape shapes[2];
+        for (int j = 0; j < vi->n_in; j++) {
+            in[j] = m.value_of[g->in[k][j]];
+            shapes[j] = x->values[in[j]].shape;
+        }
+        for (int j = 0; j < vi->n_out; j++)
+            m.value_of[g->out_base[k] + j] = out[j] = xf_graph_add_value(x, NULL, XF_DT_FLOAT, NULL);
+        int node = xf_graph_add_node(x, vi->op, NULL, vi->n_in, in, vi->n_out, out);
+        if (node < 0) {
+            xf_graph_free(x);
+            return NULL;
+        }
+        gen_variant_attrs((gen_variant)g->variant[k], shapes, &x->nodes[node].attrs);
+        xf_error e = {0};
+        if (xf_node_infer_shape(x, node, XF_GENERATOR_OPSET, NULL, &e) != XF_OK) {
+            xf_graph_free(x);
+            return NULL;
+        }
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        xf_graph_add_output(x, m.value_of[g->outputs[order[o]]]);
+    return x;
+}
+
+/* ------------------------------------------------------------ generalization */
+
+/* Symbolic dims of every value of a side, as expressions over rule-input
+ * dims: what the shape of each tensor is for inputs of any shape. */
+typedef struct sym_shape {
+    int ndim;
+    xf_expr d[XF_MAX_DIMS];
+} sym_shape;
+
+static bool expr_value(const xf_expr *e, const xf_graph *g, int64_t *out)
+{
+    xf_shape shapes[GEN_MAX_POOL];
+    for (int k = 0; k < g->n_inputs && k < GEN_MAX_POOL; k++)
+        shapes[k] = g->values[g->inputs[k]].shape;
+    return xf_expr_eval(e, NULL, NULL, shapes, g->n_inputs, out);
+}
+
+/* The operand of e occupying nodes [first, end): xf_expr_binary lays out a
+ * tree as root, whole left operand, whole right operand. */
+static xf_expr expr_subtree(const xf_expr *e, int first, int end)
+{
+    xf_expr sub = {0};
+    sub.n = end - first;
+    for (int t = 0; t < sub.n; t++) {
+        sub.node[t] = e->node[first + t];
+        if (sub.node[t].kind >= XF_EX_ADD) {
+            sub.node[t].lhs -= first;
+            sub.node[t].rhs -= first;
+        }
+    }
+    return sub;
+}
+
+/* Adds bindings split[i] = expression for every Split of side g.  Returns
+ * the number of bindings added, or -1 when a split size has no expression
+ * (the rule then keeps its concrete sizes and is dropped: concrete split
+ * sizes would make it apply to nothing else). */
+static int generalize_splits(xf_rule *r, const xf_graph *g, bool replacement)
+{
+    sym_shape *sym = calloc((size_t)g->n_values, sizeof *sym);
+    if (!sym)
+        return -1;
+    for (int k = 0; k < g->n_inputs; k++) {
+        sym_shape *s = &sym[g->inputs[k]];
+        s->ndim = g->values[g->inputs[k]].shape.ndim;
+        for (int d = 0; d < s->ndim; d++)
+            s->d[d] = xf_expr_dim(k, d);
+    }
+    int added = 0;
+    for (int i = 0; i < g->n_nodes && added >= 0; i++) {
+        const xf_node *n = &g->nodes[i];
+        const sym_shape *a = &sym[n->inputs[0]], *b = n->n_inputs > 1 ? &sym[n->inputs[1]] : NULL;
+        sym_shape o = *a;
+        switch (n->op) {
+        case XF_OP_MATMUL:
+            o.d[1] = b->d[1];
+            break;
+        case XF_OP_MUL:
+        case XF_OP_ADD:
+            if (a->ndim == 0)
+                o = *b;
+            break;
+        case XF_OP_CONV:
+            o.d[1] = b->d[0];
+            break;
+        case XF_OP_TRANSPOSE:
+            o.d[0] = a->d[1];
+            o.d[1] = a->d[0];
+            break;
+        case XF_OP_CONCAT: {
+            int ax = (int)n->attrs.axis;
+            o.d[ax] = xf_expr_binary(XF_EX_ADD, &a->d[ax], &b->d[ax]);
+            if (o.d[ax].n == 0)
+                added = -1;
+            break;
+        }
+        case XF_OP_SPLIT: {
+            int ax = (int)n->attrs.axis;
+            const xf_expr *whole = &a->d[ax];
+            xf_expr parts[2];
+            int64_t lv;
+            if (whole->node[0].kind == XF_EX_ADD) {
+                /* Split of a concatenation: the parts are its operands. */
+                parts[0] = expr_subtree(whole, whole->node[0].lhs, whole->node[0].rhs);
+                parts[1] = expr_subtree(whole, whole->node[0].rhs, whole->n);
+            } else {
+                xf_expr two = xf_expr_const(2);
+                parts[0] = parts[1] = xf_expr_binary(XF_EX_DIV, whole, &two);
+            }
+            for (int j = 0; j < 2 && added >= 0; j++) {
+                if (parts[j].n == 0 || !expr_value(&parts[j], g, &lv) || lv != n->attrs.split[j]) {
+                    added = -1;
+                    break;
+                }
+                xf_binding *nb = realloc(r->bindings, ((size_t)r->n_bindings + 1) * sizeof *nb);
+                if (!nb) {
+                    added = -1;
+                    break;
+                }
+                r->bindings = nb;
+                r->bindings[r->n_bindings++] =
+                    (xf_binding){.replacement = replacement, .node = i, .field = XF_AF_SPLIT, .index = j, .e = parts[j]};
+                added++;
+            }
+            for (int j = 0; j < n->n_outputs && added >= 0; j++) {
+                sym_shape *so = &sym[n->outputs[j]];
+                *so = *a;
+                so->d[ax] = parts[j];
+            }
+            continue;
+        }
+        default:
+            break;
+        }
+        sym[n->outputs[0]] = o;
+    }
+    free(sym);
+    return added;
+}
+
+/* ------------------------------------------------------------ numerical check */
+
+/* Runs both sides on cpu_ref with the same random floats: 1 when every
+ * output agrees within float rounding, 0 when one differs, -1 (why says
+ * how) when a side cannot run. */
+static int sides_agree(const xf_rule *r, uint64_t seed, double *max_diff, char *why, size_t why_len)
+{
+    const xf_graph *p = r->pattern;
+    int n = p->n_inputs;
+    xf_tensor *in[GEN_MAX_POOL] = {0};
+    xf_tensor *out_p[2 * GEN_MAX_OPS] = {0}, *out_q[2 * GEN_MAX_OPS] = {0};
+    xf_session *sp = NULL, *sq = NULL;
+    xf_error e = {.msg = "out of memory"};
+    int ok = -1;
+    for (int k = 0; k < n; k++)
+        if (!(in[k] = xf_tensor_random(XF_DT_FLOAT, &p->values[p->inputs[k]].shape, seed + 7919 * (uint64_t)k)))
+            goto done;
+    if (xf_session_create(r->pattern, XF_GENERATOR_OPSET, "cpu_ref", NULL, &sp, &e) != XF_OK ||
+        xf_session_create(r->replacement, XF_GENERATOR_OPSET, "cpu_ref", NULL, &sq, &e) != XF_OK ||
+        xf_session_run(sp, in, out_p, &e) != XF_OK || xf_session_run(sq, in, out_q, &e) != XF_OK)
+        goto done;
+    ok = 1;
+    *max_diff = 0;
+    for (int j = 0; j < p->n_outputs && ok; j++) {
+        double diff = 0;
+        bool same = false;
+        if (xf_tensor_compare(out_p[j], out_q[j], 1e-4, 1e-3, &diff, NULL, &same, &e) != XF_OK || !same)
+            ok = 0;
+        if (diff > *max_diff)
+            *max_diff = diff;
+    }
+done:
+    if (ok < 0)
+        snprintf(why, why_len, "%s", e.msg);
+    for (int k = 0; k < n; k++)
+        xf_tensor_release(in[k]);
+    for (int j = 0; j < 2 * GEN_MAX_OPS; j++) {
+        xf_tensor_release(out_p[j]);
+        xf_tensor_release(out_q[j]);
+    }
+    xf_session_free(sp);
+    xf_session_free(sq);
+    return ok;
+}
+
+/* ------------------------------------------------------------ the stage */
+
+typedef struct key_set {
+    uint64_t *keys;
+    int64_t n, cap;
+} key_set;
+
+/* Inserts k; false when it was already there. */
+static bool key_set_insert(key_set *s, uint64_t k, bool *nomem)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        int64_t cap = s->cap ? 2 * s->cap : 1024;
+        uint64_t *keys = calloc((size_t)cap, sizeof *keys);
+        if (!keys) {
+            *nomem = true;
+            return false;
+        }
+        for (int64_t i = 0; i < s->cap; i++)
+            if (s->keys[i]) {
+                int64_t h = (int64_t)(s->keys[i] & (uint64_t)(cap - 1));
+                while (keys[h])
+                    h = (h + 1) & (cap - 1);
+                keys[h] = s->keys[i];
+            }
+        free(s->keys);
+        s->keys = keys;
+        s->cap = cap;
+    }
+    k = k ? k : 1;
+    int64_t h = (int64_t)(k & (uint64_t)(s->cap - 1));
+    while (s->keys[h]) {
+        if (s->keys[h] == k)
+            return false;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->keys[h] = k;
+    s->n++;
+    return true;
+}
+
+/* Library order: smaller patterns first, then by structure.  Neither depends
+ * on the seed, so libraries made with different seeds differ only where
+ * they find different rules, which keeps regenerated files diffable. */
+typedef struct rule_key {
+    int pattern_nodes, replacement_nodes;
+    uint64_t pattern_hash, replacement_hash;
+    xf_rule *rule;
+} rule_key;
+
+static int cmp_rule_key(const void *a, const void *b)
+{
+    const rule_key *x = a, *y = b;
+    if (x->pattern_nodes != y->pattern_nodes)
+        return x->pattern_nodes - y->pattern_nodes;
+    if (x->replacement_nodes != y->replacement_nodes)
+        return x->replacement_nodes - y->replacement_nodes;
+    if (x->pattern_hash != y->pattern_hash)
+        return x->pattern_hash < y->pattern_hash ? -1 : 1;
+    if (x->replacement_hash != y->replacement_hash)
+        return x->replacement_hash < y->replacement_hash ? -1 : 1;
+    return 0;
+}
+
+static xf_status order_rules(xf_library *lib, xf_error *err)
+{
+    rule_key *keys = malloc(((size_t)lib->n_rules + 1) * sizeof *keys);
+    if (!keys)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < lib->n_rules; i++) {
+        xf_rule *r = lib->rules[i];
+        keys[i] = (rule_key){r->pattern->n_nodes, r->replacement->n_nodes, xf_graph_hash(r->pattern),
+                             xf_graph_hash(r->replacement), r};
+    }
+    qsort(keys, (size_t)lib->n_rules, sizeof *keys, cmp_rule_key);
+    xf_status st = XF_OK;
+    for (int i = 0; i < lib->n_rules; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "r%04d", i);
+        char *renamed = strdup(name);
+        if (renamed) {
+            free(keys[i].rule->name);
+            keys[i].rule->name = renamed;
+        } else {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        }
+        lib->rules[i] = keys[i].rule;
+    }
+    free(keys);
+    return st;
+}
+
+/* Builds the rule for pattern graph p and replacement q, or NULL when it is
+ * not expressible (shape inference or generalization fails). */
+static xf_rule *build_rule(const gen_graph *p, const gen_graph *q, uint64_t fp)
+{
+    int inputs[GEN_MAX_POOL];
+    int n_inputs = rule_inputs(p, q, inputs);
+    xf_rule *r = xf_rule_create("candidate");
+    if (!r)
+        return NULL;
+    /* Outputs in the pattern's value order (the records list them by
+     * fingerprint), the replacement's in the matching order. */
+    int order[2 * GEN_MAX_OPS];
+    for (int o = 0; o < p->n_outputs; o++) {
+        int j = o;
+        for (; j > 0 && p->outputs[order[j - 1]] > p->outputs[o]; j--)
+            order[j] = order[j - 1];
+        order[j] = o;
+    }
+    r->pattern = build_side(p, "pattern", inputs, n_inputs, order);
+    r->replacement = build_side(q, "replacement", inputs, n_inputs, order);
+    if (!r->pattern || !r->replacement) {
+        xf_rule_free(r);
+        return NULL;
+    }
+    int gp = generalize_splits(r, r->pattern, false);
+    int gq = gp < 0 ? -1 : generalize_splits(r, r->replacement, true);
+    if (gp < 0 || gq < 0) {
+        xf_rule_free(r);
+        return NULL;
+    }
+    char prov[256];
+    int len = snprintf(prov, sizeof prov, "fingerprint %016" PRIx64 ", found on", fp);
+    for (int k = 0; k < n_inputs && len < (int)sizeof prov - 40; k++) {
+        char s[64];
+        len += snprintf(prov + len, sizeof prov - (size_t)len, "%s %s", k ? "," : "",
+                        xf_shape_str(&gen_pool[inputs[k]].shape, s, sizeof s));
+    }
+    r->provenance = strdup(prov);
+    return r;
+}
+
+xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t seed, xf_library *lib,
+                          xf_gen_stats *st, const xf_gen_options *opt, xf_error *err)
+{
+    uint64_t *storage = calloc((size_t)(GEN_MAX_POOL + 2 * GEN_MAX_OPS) * GEN_VAL_STRIDE, sizeof *storage);
+    uint64_t *scratch = storage + (size_t)GEN_MAX_POOL * GEN_VAL_STRIDE;
+    gen_pool_values pool;
+    gen_graph *group = NULL;
+    int64_t cap_group = 0;
+    key_set seen = {0};
+    bool nomem = false;
+    xf_status status = XF_OK;
+    if (!storage)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    gen_pool_fill(seed, &pool, storage);
+    for (int64_t i = 0; i < n_records && status == XF_OK;) {
+        int64_t j = i + 1;
+        while (j < n_records && records[j].fp == records[i].fp)
+            j++;
+        st->fingerprints++;
+        int64_t distinct = 1;
+        for (int64_t k = i + 1; k < j; k++)
+            distinct += records[k].code != records[k - 1].code;
+        if (distinct < 2) {
+            i = j;
+            continue;
+        }
+        st->groups++;
+        if (distinct > cap_group) {
+            gen_graph *ng = realloc(group, (size_t)distinct * sizeof *ng);
+            if (!ng) {
+                status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+                break;
+            }
+            group = ng;
+            cap_group = distinct;
+        }
+        /* Decode each distinct graph; the smallest is the representative. */
+        int n = 0, rep = -1;
+        for (int64_t k = i; k < j; k++) {
+            if (k > i && records[k].code == records[k - 1].code)
+                continue;
+            if (!gen_decode(records[k].code, &pool, &group[n], scratch))
+                continue;
+            if (rep < 0 || group[n].n_ops < group[rep].n_ops)
+                rep = n;
+            n++;
+        }
+        for (int a = 0; a < n && status == XF_OK; a++) {
+            if (a == rep)
+                continue;
+            st->candidates++;
+            const gen_graph *pg = &group[a], *qg = &group[rep];
+            if (shares_common_subgraph(pg, qg) || shares_common_supergraph(pg, qg)) {
+                st->pruned_common++;
+                continue;
+            }
+            if (has_reducible_part(pg, records, n_records)) {
+                st->pruned_implied++;
+                continue;
+            }
+            xf_rule *r = build_rule(pg, qg, records[i].fp);
+            if (!r) {
+                st->unexpressible++;
+                continue;
+            }
+            uint64_t key = gen_mix64(xf_graph_hash(r->pattern)) ^ xf_graph_hash(r->replacement);
+            if (!key_set_insert(&seen, key, &nomem)) {
+                xf_rule_free(r);
+                if (nomem)
+                    status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+                else
+                    st->pruned_renaming++;
+                continue;
+            }
+            double diff = 0;
+            char why[sizeof err->msg];
+            int agree = sides_agree(r, seed, &diff, why, sizeof why);
+            if (agree <= 0) {
+                if (agree == 0) {
+                    xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g",
+                           r->provenance, r->pattern->n_nodes, r->replacement->n_nodes, diff);
+                    st->false_positives++;
+                } else {
+                    xf_log(XF_LOG_WARN, "candidate dropped, it does not run on cpu_ref: %s: %s", r->provenance, why);
+                    st->unexpressible++;
+                }
+                xf_rule_free(r);
+                continue;
+            }
+            char name[32];
+            snprintf(name, sizeof name, "c%06d", lib->n_rules);
+            char *renamed = strdup(name);
+            if (!renamed) {
+                xf_rule_free(r);
+                status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+                break;
+            }
+            free(r->name);
+            r->name = renamed;
+            bool generalized = r->n_bindings > 0;
+            if (xf_library_add(lib, r, err) != XF_OK) {
+                status = err ? err->status : XF_ERR_NOMEM;
+                break;
+            }
+            st->generalized += generalized;
+        }
+        if (opt && opt->progress && (st->groups & 63) == 0)
+            opt->progress("rules", (double)j / (double)n_records, opt->user);
+        i = j;
+    }
+    free(seen.keys);
+    free(group);
+    free(storage);
+    if (status == XF_OK)
+        status = order_rules(lib, err);
+    st->rules = lib->n_rules;
+    return status;
+}

@@ -1,0 +1,587 @@
+/* Enumeration: every graph of up to max_ops op applications over the input
+ * pool, each recorded as (fingerprint of its outputs, packed code).
+ *
+ * A graph is a sequence of ops, each reading pool tensors or earlier
+ * outputs; its outputs are the op outputs nothing in it reads.  To visit
+ * each graph about once, and to keep the space small without losing rules:
+ *  - independent neighbouring ops appear in increasing code order (one
+ *    order of the many topological orders of the same graph);
+ *  - pool tensors of one class (same kind and shape) are first used in pool
+ *    order: a graph over {B, C} is the same graph as one over {A, B} up to
+ *    renaming, and rules are kept up to renaming anyway;
+ *  - Add and Mul take their inputs in index order (commutativity is not a
+ *    useful rewrite), and Add, Mul and Concat two different values (x + x,
+ *    x * x and concat(x, x) only multiply variants of other rules);
+ *  - an op identical to one already in the graph is not applied (it is a
+ *    common subexpression), and an op whose result equals a tensor the
+ *    graph already has is recorded (that is a rule) but not built upon;
+ *  - only connected graphs are recorded (a disconnected graph pairs only
+ *    with rules that are the union of smaller ones). */
+#include "gen_internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const gen_variant_info gen_variants[GV_COUNT] = {
+    [GV_NONE] = {XF_OP_OPAQUE, 0, 0},
+    [GV_MATMUL] = {XF_OP_MATMUL, 2, 1},
+    [GV_ADD] = {XF_OP_ADD, 2, 1},
+    [GV_MUL] = {XF_OP_MUL, 2, 1},
+    [GV_SCALE] = {XF_OP_MUL, 2, 1},
+    [GV_CONV] = {XF_OP_CONV, 2, 1},
+    [GV_CONV_RELU] = {XF_OP_CONV, 2, 1},
+    [GV_RELU] = {XF_OP_RELU, 1, 1},
+    [GV_SIGMOID] = {XF_OP_SIGMOID, 1, 1},
+    [GV_TANH] = {XF_OP_TANH, 1, 1},
+    [GV_MAX_POOL] = {XF_OP_MAX_POOL, 1, 1},
+    [GV_AVG_POOL] = {XF_OP_AVERAGE_POOL, 1, 1},
+    [GV_CONCAT0] = {XF_OP_CONCAT, 2, 1},
+    [GV_CONCAT1] = {XF_OP_CONCAT, 2, 1},
+    [GV_SPLIT0] = {XF_OP_SPLIT, 1, 2},
+    [GV_SPLIT1] = {XF_OP_SPLIT, 1, 2},
+    [GV_TRANSPOSE] = {XF_OP_TRANSPOSE, 1, 1},
+};
+
+const char *xf_gen_op_set(void)
+{
+    return "MatMul,Add,Mul,Conv,Relu,Sigmoid,Tanh,MaxPool,AveragePool,Concat,Split,Transpose";
+}
+
+#define S2(a, b) {.ndim = 2, .dims = {a, b}}
+#define S4(a, b, c, d) {.ndim = 4, .dims = {a, b, c, d}}
+
+/* Small shapes: large enough that no law of a particular size (a 1x1 image,
+ * a single channel) is mistaken for a general one, small enough to evaluate
+ * millions of graphs.  Kernels come in every enumerated kernel shape. */
+const gen_pool_entry gen_pool[] = {
+    {"a", GK_ACT, S2(4, 4)},         {"b", GK_ACT, S2(4, 4)},         {"c", GK_ACT, S2(4, 4)},
+    {"x", GK_ACT, S4(2, 2, 4, 4)},   {"y", GK_ACT, S4(2, 2, 4, 4)},   {"w", GK_WEIGHT, S4(2, 2, 3, 3)},
+    {"v", GK_WEIGHT, S4(2, 2, 3, 3)}, {"k", GK_WEIGHT, S4(2, 2, 1, 1)}, {"j", GK_WEIGHT, S4(2, 2, 1, 1)},
+    {"h", GK_WEIGHT, S4(2, 2, 1, 3)}, {"g", GK_WEIGHT, S4(2, 2, 3, 1)}, {"s", GK_SCALAR, {.ndim = 0}},
+};
+const int gen_pool_size = (int)(sizeof gen_pool / sizeof gen_pool[0]);
+
+void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a)
+{
+    xf_attrs_default(gen_variants[v].op, a);
+    switch (v) {
+    case GV_CONV:
+    case GV_CONV_RELU:
+    case GV_MAX_POOL:
+    case GV_AVG_POOL: {
+        bool conv = v == GV_CONV || v == GV_CONV_RELU;
+        int64_t kh = conv ? in[1].dims[2] : 3, kw = conv ? in[1].dims[3] : 3;
+        a->n_spatial = 2;
+        a->kernel[0] = kh;
+        a->kernel[1] = kw;
+        a->pads[0] = a->pads[2] = (kh - 1) / 2;
+        a->pads[1] = a->pads[3] = (kw - 1) / 2;
+        if (v == GV_CONV_RELU)
+            a->activation = XF_ACT_RELU;
+        if (v == GV_AVG_POOL)
+            a->count_include_pad = 1;
+        break;
+    }
+    case GV_CONCAT1:
+        a->axis = 1;
+        break;
+    case GV_SPLIT0:
+    case GV_SPLIT1: {
+        int axis = v == GV_SPLIT1;
+        a->axis = axis;
+        a->n_split = 2;
+        a->split[0] = a->split[1] = in[0].dims[axis] / 2;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ one value */
+
+typedef struct slot {
+    gen_val val;
+    int kind;
+    uint64_t fp;
+} slot;
+
+/* Whether variant v applies to these inputs; sets the output kind. */
+static bool applicable(gen_variant v, const slot *a, const slot *b, int *kind)
+{
+    const xf_shape *sa = &a->val.shape;
+    switch (v) {
+    case GV_MATMUL:
+        *kind = GK_ACT;
+        return a->kind == GK_ACT && b->kind == GK_ACT && sa->ndim == 2 && b->val.shape.ndim == 2 &&
+               sa->dims[1] == b->val.shape.dims[0];
+    case GV_ADD:
+    case GV_MUL:
+        *kind = a->kind;
+        return a->kind != GK_SCALAR && a->kind == b->kind && xf_shape_equal(sa, &b->val.shape);
+    case GV_SCALE:
+        *kind = a->kind;
+        return a->kind != GK_SCALAR && b->kind == GK_SCALAR;
+    case GV_CONV:
+    case GV_CONV_RELU: {
+        const xf_shape *w = &b->val.shape;
+        *kind = GK_ACT;
+        return a->kind == GK_ACT && b->kind == GK_WEIGHT && sa->ndim == 4 && w->ndim == 4 &&
+               w->dims[1] == sa->dims[1] && (w->dims[2] == 1 || w->dims[2] == 3) &&
+               (w->dims[3] == 1 || w->dims[3] == 3);
+    }
+    case GV_RELU:
+    case GV_SIGMOID:
+    case GV_TANH:
+        *kind = GK_ACT;
+        return a->kind == GK_ACT;
+    case GV_MAX_POOL:
+    case GV_AVG_POOL:
+        *kind = GK_ACT;
+        return a->kind == GK_ACT && sa->ndim == 4;
+    case GV_CONCAT0:
+    case GV_CONCAT1:
+        *kind = a->kind;
+        return a->kind != GK_SCALAR && a->kind == b->kind && (sa->ndim == 2 || sa->ndim == 4) &&
+               sa->ndim == b->val.shape.ndim;
+    case GV_SPLIT0:
+    case GV_SPLIT1:
+        *kind = a->kind;
+        return a->kind != GK_SCALAR && (sa->ndim == 2 || sa->ndim == 4) &&
+               sa->dims[v == GV_SPLIT1] % 2 == 0;
+    case GV_TRANSPOSE:
+        *kind = GK_ACT;
+        return a->kind == GK_ACT && sa->ndim == 2;
+    default:
+        return false;
+    }
+}
+
+/* ------------------------------------------------------------ a worker */
+
+typedef struct worker {
+    int max_ops;
+    int index, n_workers;
+    slot vals[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
+    uint64_t *storage; /* 2 * GEN_MAX_OPS buffers of GEN_VAL_STRIDE */
+    int n_ops;
+    uint64_t ops[GEN_MAX_OPS]; /* op codes */
+    int out_base[GEN_MAX_OPS];
+    int n_vals;
+    uint32_t pool_used; /* bit per pool tensor */
+    gen_record *rec;
+    int64_t n_rec, cap_rec;
+    bool nomem;
+    atomic_int_fast64_t *done; /* first-level choices finished, all workers */
+} worker;
+
+static void push_record(worker *w, uint64_t fp, uint64_t code)
+{
+    if (w->n_rec == w->cap_rec) {
+        int64_t cap = w->cap_rec ? 2 * w->cap_rec : 1 << 16;
+        gen_record *r = realloc(w->rec, (size_t)cap * sizeof *r);
+        if (!r) {
+            w->nomem = true;
+            return;
+        }
+        w->rec = r;
+        w->cap_rec = cap;
+    }
+    w->rec[w->n_rec++] = (gen_record){fp, code};
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint64_t gen_combine_fps(uint64_t *fps, int n)
+{
+    qsort(fps, (size_t)n, sizeof *fps, cmp_u64);
+    uint64_t h = 0x8f1bbcdcca62c1d6ull + (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        if (i && fps[i] == fps[i - 1])
+            return 0;
+        h = gen_mix64(h ^ fps[i]);
+    }
+    return h ? h : 1;
+}
+
+static int find_root(int *parent, int x)
+{
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+/* Records the current graph when it is connected and computes no value twice. */
+static void record_graph(worker *w)
+{
+    int n_vals = w->n_vals;
+    bool used[GEN_MAX_POOL + 2 * GEN_MAX_OPS] = {0};
+    int parent[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
+    for (int v = 0; v < n_vals; v++)
+        parent[v] = v;
+    for (int k = 0; k < w->n_ops; k++) {
+        int var = gen_code_variant(w->ops[k], 0);
+        int root = find_root(parent, w->out_base[k]);
+        for (int j = 0; j < gen_variants[var].n_out; j++)
+            parent[find_root(parent, w->out_base[k] + j)] = root;
+        for (int j = 0; j < gen_variants[var].n_in; j++) {
+            int in = gen_code_in(w->ops[k], 0, j);
+            used[in] = true;
+            parent[find_root(parent, in)] = find_root(parent, root);
+        }
+    }
+    int root = find_root(parent, w->out_base[0]);
+    for (int v = 0; v < n_vals; v++)
+        if ((v >= gen_pool_size || used[v]) && find_root(parent, v) != root)
+            return;
+    uint64_t fps[2 * GEN_MAX_OPS];
+    int n = 0;
+    for (int v = gen_pool_size; v < n_vals; v++)
+        if (!used[v])
+            fps[n++] = w->vals[v].fp;
+    uint64_t fp = gen_combine_fps(fps, n);
+    if (!fp)
+        return;
+    uint64_t code = 0;
+    for (int k = 0; k < w->n_ops; k++)
+        code |= w->ops[k] << (16 * k);
+    push_record(w, fp, code);
+}
+
+/* Whether pool tensor i may be used now: earlier members of its class are. */
+static bool pool_order_ok(uint32_t used, int i)
+{
+    if (i >= gen_pool_size || (used >> i & 1))
+        return true;
+    for (int j = i - 1; j >= 0; j--)
+        if (gen_pool[j].kind == gen_pool[i].kind && xf_shape_equal(&gen_pool[j].shape, &gen_pool[i].shape))
+            return used >> j & 1;
+    return true;
+}
+
+static void dfs(worker *w);
+
+static bool distinct_inputs(int var)
+{
+    return var == GV_ADD || var == GV_MUL || var == GV_CONCAT0 || var == GV_CONCAT1;
+}
+
+/* Tries op (variant, i0, i1) on top of the current graph. */
+static void try_op(worker *w, gen_variant var, int i0, int i1)
+{
+    const gen_variant_info *vi = &gen_variants[var];
+    uint64_t op = gen_code_op(var, i0, vi->n_in > 1 ? i1 : GEN_NO_INPUT);
+    for (int k = 0; k < w->n_ops; k++)
+        if (w->ops[k] == op)
+            return;
+    /* Independent of the previous op: only in increasing code order. */
+    if (w->n_ops > 0) {
+        int prev = w->n_ops - 1, pv = gen_code_variant(w->ops[prev], 0);
+        bool depends = false;
+        for (int j = 0; j < vi->n_in; j++) {
+            int in = j ? i1 : i0;
+            depends |= in >= w->out_base[prev] && in < w->out_base[prev] + gen_variants[pv].n_out;
+        }
+        if (!depends && op < w->ops[prev])
+            return;
+    }
+    uint32_t used = w->pool_used;
+    if (!pool_order_ok(used, i0))
+        return;
+    if (i0 < gen_pool_size)
+        used |= 1u << i0;
+    if (vi->n_in > 1) {
+        if (!pool_order_ok(used, i1))
+            return;
+        if (i1 < gen_pool_size)
+            used |= 1u << i1;
+    }
+    int kind;
+    if (!applicable(var, &w->vals[i0], vi->n_in > 1 ? &w->vals[i1] : NULL, &kind))
+        return;
+    gen_val in[2] = {w->vals[i0].val, vi->n_in > 1 ? w->vals[i1].val : w->vals[i0].val};
+    xf_shape shapes[2] = {in[0].shape, in[1].shape};
+    xf_attrs a;
+    gen_variant_attrs(var, shapes, &a);
+    int base = w->n_vals;
+    gen_val out[2];
+    for (int j = 0; j < vi->n_out; j++)
+        out[j].v = w->storage + (size_t)(2 * w->n_ops + j) * GEN_VAL_STRIDE;
+    if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
+        return;
+    bool redundant = false;
+    for (int j = 0; j < vi->n_out; j++) {
+        slot *s = &w->vals[base + j];
+        s->val = out[j];
+        s->kind = kind;
+        s->fp = gen_val_hash(&out[j]);
+        for (int v = 0; v < base + j; v++)
+            redundant |= w->vals[v].fp == s->fp;
+    }
+    uint32_t saved_used = w->pool_used;
+    w->ops[w->n_ops] = op;
+    w->out_base[w->n_ops] = base;
+    w->n_ops++;
+    w->n_vals += vi->n_out;
+    w->pool_used = used;
+    record_graph(w);
+    if (!redundant && w->n_ops < w->max_ops)
+        dfs(w);
+    w->n_ops--;
+    w->n_vals = base;
+    w->pool_used = saved_used;
+}
+
+/* Every op that can be added to the current graph.  At the first level,
+ * worker k takes every n_workers-th choice. */
+static void dfs(worker *w)
+{
+    int64_t choice = 0;
+    bool top = w->n_ops == 0;
+    int n = w->n_vals;
+    for (int var = 1; var < GV_COUNT; var++) {
+        int n_in = gen_variants[var].n_in;
+        for (int i0 = 0; i0 < n; i0++) {
+            int hi = n_in > 1 ? n : 1;
+            int lo = n_in > 1 && (var == GV_ADD || var == GV_MUL) ? i0 : 0;
+            for (int i1 = lo; i1 < hi; i1++) {
+                if (top && choice++ % w->n_workers != w->index)
+                    continue;
+                if (i1 == i0 && distinct_inputs(var)) {
+                    if (top)
+                        atomic_fetch_add(w->done, 1);
+                    continue;
+                }
+                try_op(w, (gen_variant)var, i0, n_in > 1 ? i1 : GEN_NO_INPUT);
+                if (top)
+                    atomic_fetch_add(w->done, 1);
+            }
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    dfs((worker *)arg);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ pool values */
+
+void gen_pool_fill(uint64_t seed, gen_pool_values *pv, uint64_t *storage)
+{
+    for (int i = 0; i < gen_pool_size; i++) {
+        gen_val *v = &pv->val[i];
+        v->shape = gen_pool[i].shape;
+        v->v = storage + (size_t)i * GEN_VAL_STRIDE;
+        int64_t n = GEN_TRIALS * xf_shape_numel(&v->shape);
+        for (int64_t e = 0; e < n; e++)
+            v->v[e] = gen_random_residue(seed, (uint64_t)i + 1, e);
+        pv->fp[i] = gen_val_hash(v);
+    }
+}
+
+static void pool_slots(const gen_pool_values *pv, slot *s)
+{
+    for (int i = 0; i < gen_pool_size; i++)
+        s[i] = (slot){pv->val[i], gen_pool[i].kind, pv->fp[i]};
+}
+
+static int cmp_record(const void *a, const void *b)
+{
+    const gen_record *x = a, *y = b;
+    if (x->fp != y->fp)
+        return x->fp < y->fp ? -1 : 1;
+    return x->code < y->code ? -1 : x->code > y->code;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **records, int64_t *n_records,
+                        const xf_gen_options *opt, xf_error *err)
+{
+    uint64_t *pool_storage = calloc((size_t)gen_pool_size * GEN_VAL_STRIDE, sizeof *pool_storage);
+    slot pool[GEN_MAX_POOL];
+    worker *ws = calloc((size_t)threads, sizeof *ws);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    xf_status st = XF_OK;
+    if (!pool_storage || !ws || !tids) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    gen_pool_values pv;
+    gen_pool_fill(seed, &pv, pool_storage);
+    pool_slots(&pv, pool);
+    atomic_int_fast64_t done_count = 0;
+    int64_t first_level = 0;
+    for (int var = 1; var < GV_COUNT; var++) {
+        int64_t n = gen_pool_size;
+        first_level += gen_variants[var].n_in == 1       ? n
+                       : var == GV_ADD || var == GV_MUL ? n * (n + 1) / 2
+                                                         : n * n;
+    }
+    int started = 0;
+    for (int t = 0; t < threads; t++) {
+        worker *w = &ws[t];
+        w->max_ops = max_ops;
+        w->index = t;
+        w->n_workers = threads;
+        memcpy(w->vals, pool, sizeof pool[0] * (size_t)gen_pool_size);
+        w->n_vals = gen_pool_size;
+        w->done = &done_count;
+        w->storage = calloc((size_t)2 * GEN_MAX_OPS * GEN_VAL_STRIDE, sizeof *w->storage);
+        if (!w->storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "cannot start worker thread %d", t);
+            break;
+        }
+        started++;
+    }
+    /* Progress from this thread while the workers run. */
+    double last = now_s();
+    while (st == XF_OK && opt && opt->progress) {
+        int64_t d = atomic_load(&done_count);
+        if (d >= first_level)
+            break;
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        if (now_s() - last > 0.25) {
+            opt->progress("enumerate", (double)d / (double)first_level, opt->user);
+            last = now_s();
+        }
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    if (st != XF_OK)
+        goto done;
+
+    /* Zero-op graphs: one or two pool tensors as the outputs. */
+    worker *w0 = &ws[0];
+    for (int i = 0; i < gen_pool_size; i++)
+        for (int j = i; j <= gen_pool_size; j++) {
+            uint64_t fps[2] = {pool[i].fp, j < gen_pool_size ? pool[j].fp : 0};
+            int n = j < gen_pool_size ? 2 : 1;
+            if (n == 2 && j == i)
+                continue;
+            uint64_t fp = gen_combine_fps(fps, n);
+            push_record(w0, fp, gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT));
+        }
+
+    int64_t total = 0;
+    for (int t = 0; t < threads; t++) {
+        if (ws[t].nomem) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory while recording graphs");
+            goto done;
+        }
+        total += ws[t].n_rec;
+    }
+    gen_record *all = malloc((size_t)(total ? total : 1) * sizeof *all);
+    if (!all) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory (%lld graph records)", (long long)total);
+        goto done;
+    }
+    int64_t pos = 0;
+    for (int t = 0; t < threads; t++) {
+        if (ws[t].n_rec)
+            memcpy(all + pos, ws[t].rec, (size_t)ws[t].n_rec * sizeof *all);
+        pos += ws[t].n_rec;
+        free(ws[t].rec);
+        ws[t].rec = NULL;
+    }
+    qsort(all, (size_t)total, sizeof *all, cmp_record);
+    *records = all;
+    *n_records = total;
+done:
+    for (int t = 0; ws && t < threads; t++) {
+        free(ws[t].storage);
+        free(ws[t].rec);
+    }
+    free(ws);
+    free(tids);
+    free(pool_storage);
+    return st;
+}
+
+/* ------------------------------------------------------------ decoding */
+
+bool gen_decode(uint64_t code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch)
+{
+    memset(g, 0, sizeof *g);
+    slot s[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
+    pool_slots(pool, s);
+    int n_vals = gen_pool_size;
+    if (gen_code_variant(code, 0) == GEN_INPUTS_GRAPH) {
+        for (int j = 0; j < 2; j++) {
+            int in = gen_code_in(code, 0, j);
+            if (in != GEN_NO_INPUT) {
+                g->outputs[g->n_outputs] = in;
+                g->out_fp[g->n_outputs++] = s[in].fp;
+            }
+        }
+    } else {
+        bool used[GEN_MAX_POOL + 2 * GEN_MAX_OPS] = {0};
+        for (int k = 0; k < GEN_MAX_OPS && gen_code_variant(code, k) != GV_NONE; k++) {
+            gen_variant var = (gen_variant)gen_code_variant(code, k);
+            if (var >= GV_COUNT)
+                return false;
+            const gen_variant_info *vi = &gen_variants[var];
+            int i0 = gen_code_in(code, k, 0), i1 = gen_code_in(code, k, 1);
+            if (i0 >= n_vals || (vi->n_in > 1 && i1 >= n_vals))
+                return false;
+            gen_val in[2] = {s[i0].val, s[vi->n_in > 1 ? i1 : i0].val};
+            xf_shape shapes[2] = {in[0].shape, in[1].shape};
+            xf_attrs a;
+            gen_variant_attrs(var, shapes, &a);
+            gen_val out[2];
+            for (int j = 0; j < vi->n_out; j++)
+                out[j].v = scratch + (size_t)(n_vals - gen_pool_size + j) * GEN_VAL_STRIDE;
+            if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
+                return false;
+            g->variant[k] = var;
+            g->in[k][0] = i0;
+            g->in[k][1] = vi->n_in > 1 ? i1 : -1;
+            g->out_base[k] = n_vals;
+            used[i0] = true;
+            if (vi->n_in > 1)
+                used[i1] = true;
+            for (int j = 0; j < vi->n_out; j++) {
+                s[n_vals].val = out[j];
+                s[n_vals].fp = gen_val_hash(&out[j]);
+                n_vals++;
+            }
+            g->n_ops++;
+        }
+        for (int v = gen_pool_size; v < n_vals; v++)
+            if (!used[v]) {
+                g->outputs[g->n_outputs] = v;
+                g->out_fp[g->n_outputs++] = s[v].fp;
+            }
+    }
+    g->n_values = n_vals;
+    g->code = code;
+    for (int v = 0; v < n_vals; v++)
+        g->val_fp[v] = s[v].fp;
+    /* Outputs in fingerprint order, so that two graphs of one group list
+     * corresponding outputs at the same positions. */
+    for (int i = 1; i < g->n_outputs; i++)
+        for (int j = i; j > 0 && g->out_fp[j - 1] > g->out_fp[j]; j--) {
+            uint64_t f = g->out_fp[j];
+            g->out_fp[j] = g->out_fp[j - 1];
+            g->out_fp[j - 1] = f;
+            int o = g->outputs[j];
+            g->outputs[j] = g->outputs[j - 1];
+            g->outputs[j - 1] = o;
+        }
+    return true;
+}

@@ -1,0 +1,257 @@
+/* Built-in rules: only what the generator cannot express.
+ *
+ * The generator enumerates ONNX-level graphs over its op set on small
+ * tensors; its Conv has no bias input and no fused activation.  Two
+ * families therefore live here, each for 1-, 2- and 3-D convolutions with
+ * every Conv attribute generalized:
+ *
+ *  - Conv + activation -> Conv with a fused activation.  The fused
+ *    activation (attrs.activation) is not an ONNX operator but a statement
+ *    about how the runtime executes a Conv (cuDNN ConvBiasActivation,
+ *    oneDNN post-ops): one kernel instead of two, which only the cost model
+ *    can value; as functions the two forms are the same.  With and without
+ *    bias, for every activation the runtime fuses.  The exporter writes a
+ *    fused Conv back as Conv + activation, so written models stay standard
+ *    ONNX.
+ *  - Two Convs with bias reading the same input with equal attributes ->
+ *    one Conv over the concatenated kernels and biases, split back into the
+ *    two results (TASO's convolution merging, for the biased Convs that
+ *    BatchNormalization folding leaves in nearly every CNN).  The generator
+ *    finds the bias-free form.
+ *
+ * BatchNormalization folding, the other fusion the generator cannot find
+ * (it needs the BN's constants), is done by canonicalization before the
+ * search. */
+#include "xf_optimizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    xf_activation act;
+    xf_op op;
+    const char *name;
+} fusable[] = {
+    {XF_ACT_RELU, XF_OP_RELU, "relu"},
+    {XF_ACT_SIGMOID, XF_OP_SIGMOID, "sigmoid"},
+    {XF_ACT_TANH, XF_OP_TANH, "tanh"},
+};
+#define N_FUSABLE ((int)(sizeof fusable / sizeof fusable[0]))
+
+static int add_input(xf_graph *g, const char *name, int rank, int64_t d0, int64_t d1, int64_t spatial_dim)
+{
+    xf_shape s = {.ndim = rank, .dims = {d0, d1}};
+    for (int d = 2; d < rank; d++)
+        s.dims[d] = spatial_dim;
+    return xf_graph_add_input(g, name, XF_DT_FLOAT, &s);
+}
+
+/* A Conv of the rule's own graphs: 3-wide kernel, same padding. */
+static int add_conv(xf_graph *g, int spatial, int n_in, const int *in, xf_activation act)
+{
+    int out = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+    int c = out < 0 ? -1 : xf_graph_add_node(g, XF_OP_CONV, NULL, n_in, in, 1, &out);
+    if (c < 0)
+        return -1;
+    xf_attrs *a = &g->nodes[c].attrs;
+    a->n_spatial = spatial;
+    for (int d = 0; d < spatial; d++) {
+        a->kernel[d] = 3;
+        a->pads[d] = a->pads[spatial + d] = 1;
+    }
+    a->activation = act;
+    return c;
+}
+
+static int add_concat(xf_graph *g, int a, int b)
+{
+    int out = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+    int n = out < 0 ? -1 : xf_graph_add_node(g, XF_OP_CONCAT, NULL, 2, (int[]){a, b}, 1, &out);
+    if (n >= 0)
+        g->nodes[n].attrs.axis = 0;
+    return n;
+}
+
+static bool add_binding(xf_rule *r, bool replacement, int node, xf_attr_field f, int index, xf_expr e)
+{
+    xf_binding *b = realloc(r->bindings, sizeof *b * (size_t)(r->n_bindings + 1));
+    if (!b)
+        return false;
+    r->bindings = b;
+    b[r->n_bindings++] = (xf_binding){replacement, node, f, index, e};
+    return true;
+}
+
+/* A new parameter for field f[index], bound by the pattern's Convs (the
+ * first binds it, the others must agree) and given to the replacement's. */
+static bool add_param(xf_rule *r, xf_attr_field f, int index, const int *pattern_convs, int n_pattern,
+                      int replacement_conv)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s%d", xf_attr_field_name(f), index);
+    int p = r->n_params;
+    char **names = realloc(r->param_names, sizeof *names * (size_t)(p + 1));
+    if (!names)
+        return false;
+    r->param_names = names;
+    if (!(names[p] = strdup(name)))
+        return false;
+    r->n_params = p + 1;
+    for (int i = 0; i < n_pattern; i++)
+        if (!add_binding(r, false, pattern_convs[i], f, index, xf_expr_param(p)))
+            return false;
+    return add_binding(r, true, replacement_conv, f, index, xf_expr_param(p));
+}
+
+/* Generalizes every Conv attribute: kernel, stride, dilation and pads per
+ * spatial dim, group, and (when with_activation) the fused activation. */
+static bool generalize_conv(xf_rule *r, int spatial, const int *pattern_convs, int n_pattern, int replacement_conv,
+                            bool with_activation)
+{
+    bool ok = true;
+    for (int d = 0; ok && d < spatial; d++)
+        ok = add_param(r, XF_AF_KERNEL, d, pattern_convs, n_pattern, replacement_conv) &&
+             add_param(r, XF_AF_STRIDE, d, pattern_convs, n_pattern, replacement_conv) &&
+             add_param(r, XF_AF_DILATION, d, pattern_convs, n_pattern, replacement_conv) &&
+             add_param(r, XF_AF_PAD, d, pattern_convs, n_pattern, replacement_conv) &&
+             add_param(r, XF_AF_PAD, spatial + d, pattern_convs, n_pattern, replacement_conv);
+    ok = ok && add_param(r, XF_AF_GROUP, 0, pattern_convs, n_pattern, replacement_conv);
+    if (ok && with_activation)
+        ok = add_param(r, XF_AF_ACTIVATION, 0, pattern_convs, n_pattern, replacement_conv);
+    return ok;
+}
+
+/* Infers both sides' shapes, marks the rule built-in and validates it;
+ * frees it on failure. */
+static xf_rule *finish(xf_rule *r, bool ok, const char *why, xf_error *err)
+{
+    ok = ok && r->pattern && r->replacement && xf_graph_infer_shapes(r->pattern, 17, err) == XF_OK &&
+         xf_graph_infer_shapes(r->replacement, 17, err) == XF_OK;
+    r->proved = ok;
+    r->provenance = ok ? strdup(why) : NULL;
+    if (!ok || !r->provenance || xf_rule_validate(r, err) != XF_OK) {
+        if (err && err->msg[0] == 0)
+            xf_error_set(err, XF_ERR_NOMEM, "out of memory building rule %s", r->name);
+        xf_rule_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* x, w[, b] -> Conv -> activation  =>  Conv with the activation fused */
+static xf_rule *conv_act_rule(int spatial, bool bias, int which, xf_error *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "builtin_conv%dd%s_%s", spatial, bias ? "_bias" : "", fusable[which].name);
+    xf_rule *r = xf_rule_create(name);
+    if (!r)
+        return NULL;
+    r->pattern = xf_graph_create("pattern");
+    r->replacement = xf_graph_create("replacement");
+    bool ok = r->pattern && r->replacement;
+    for (int side = 0; ok && side < 2; side++) {
+        xf_graph *g = side ? r->replacement : r->pattern;
+        int in[3] = {add_input(g, "x", 2 + spatial, 1, 4, 5), add_input(g, "w", 2 + spatial, 4, 4, 3),
+                     bias ? add_input(g, "b", 1, 4, 0, 0) : -1};
+        int c = add_conv(g, spatial, bias ? 3 : 2, in, side ? fusable[which].act : XF_ACT_NONE);
+        ok = c >= 0;
+        int out = ok ? g->nodes[c].outputs[0] : -1;
+        if (ok && !side) {
+            int y = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+            ok = xf_graph_add_node(g, fusable[which].op, NULL, 1, &out, 1, &y) >= 0;
+            out = y;
+        }
+        if (ok)
+            xf_graph_add_output(g, out);
+    }
+    ok = ok && generalize_conv(r, spatial, (int[]){0}, 1, 0, false);
+    return finish(r, ok, "built-in: activation fused into the Conv by the runtime", err);
+}
+
+/* Conv(x, w1, b1), Conv(x, w2, b2)  =>  Split(Conv(x, [w1; w2], [b1; b2])) */
+static xf_rule *merge_convs_rule(int spatial, xf_error *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "builtin_merge_conv%dd_bias", spatial);
+    xf_rule *r = xf_rule_create(name);
+    if (!r)
+        return NULL;
+    r->pattern = xf_graph_create("pattern");
+    r->replacement = xf_graph_create("replacement");
+    bool ok = r->pattern && r->replacement;
+    int split = -1;
+    for (int side = 0; ok && side < 2; side++) {
+        xf_graph *g = side ? r->replacement : r->pattern;
+        int x = add_input(g, "x", 2 + spatial, 1, 4, 5);
+        int w1 = add_input(g, "w1", 2 + spatial, 3, 4, 3), b1 = add_input(g, "b1", 1, 3, 0, 0);
+        int w2 = add_input(g, "w2", 2 + spatial, 2, 4, 3), b2 = add_input(g, "b2", 1, 2, 0, 0);
+        if (!side) {
+            int c1 = add_conv(g, spatial, 3, (int[]){x, w1, b1}, XF_ACT_NONE);
+            int c2 = add_conv(g, spatial, 3, (int[]){x, w2, b2}, XF_ACT_NONE);
+            ok = c1 >= 0 && c2 >= 0;
+            if (ok) {
+                xf_graph_add_output(g, g->nodes[c1].outputs[0]);
+                xf_graph_add_output(g, g->nodes[c2].outputs[0]);
+            }
+            continue;
+        }
+        int cw = add_concat(g, w1, w2), cb = add_concat(g, b1, b2);
+        int c = cw < 0 || cb < 0 ? -1
+                                 : add_conv(g, spatial, 3, (int[]){x, g->nodes[cw].outputs[0], g->nodes[cb].outputs[0]},
+                                            XF_ACT_NONE);
+        int outs[2] = {xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL),
+                       xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL)};
+        split = c < 0 ? -1 : xf_graph_add_node(g, XF_OP_SPLIT, NULL, 1, &g->nodes[c].outputs[0], 2, outs);
+        ok = split >= 0;
+        if (ok) {
+            xf_attrs *a = &g->nodes[split].attrs;
+            a->axis = 1;
+            a->n_split = 2;
+            a->split[0] = 3;
+            a->split[1] = 2;
+            xf_graph_add_output(g, outs[0]);
+            xf_graph_add_output(g, outs[1]);
+        }
+    }
+    /* Node 2 of the replacement is the merged Conv; the split sizes are the
+     * kernels' output channels (dimension 0 of rule inputs 1 and 3). */
+    ok = ok && generalize_conv(r, spatial, (int[]){0, 1}, 2, 2, true) &&
+         add_binding(r, true, split, XF_AF_SPLIT, 0, xf_expr_dim(1, 0)) &&
+         add_binding(r, true, split, XF_AF_SPLIT, 1, xf_expr_dim(3, 0));
+    return finish(r, ok, "built-in: convolutions with bias sharing their input merged", err);
+}
+
+xf_status xf_builtin_rules(xf_rule ***rules, int *n_rules, xf_error *err)
+{
+    int n = 3 * 2 * N_FUSABLE + 3;
+    xf_rule **list = calloc((size_t)n, sizeof *list);
+    *rules = NULL;
+    *n_rules = 0;
+    if (!list)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (int spatial = 1; spatial <= 3; spatial++) {
+        for (int which = 0; which < N_FUSABLE; which++)
+            for (int bias = 0; bias < 2; bias++) {
+                if (err)
+                    err->msg[0] = 0;
+                if (!(list[k] = conv_act_rule(spatial, bias, which, err)))
+                    goto fail;
+                k++;
+            }
+        if (err)
+            err->msg[0] = 0;
+        if (!(list[k] = merge_convs_rule(spatial, err)))
+            goto fail;
+        k++;
+    }
+    *rules = list;
+    *n_rules = k;
+    return XF_OK;
+fail:
+    for (int i = 0; i < k; i++)
+        xf_rule_free(list[i]);
+    free(list);
+    return err ? err->status : XF_ERR_NOMEM;
+}

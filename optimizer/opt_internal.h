@@ -1,0 +1,53 @@
+/* Optimizer internals shared by its source files: prepared rules and the
+ * per-graph index that matching uses. */
+#ifndef XF_OPT_INTERNAL_H
+#define XF_OPT_INTERNAL_H
+
+#include "xf_optimizer.h"
+
+/* Where a pattern node input comes from. */
+typedef enum pin_kind { PIN_NONE = 0, PIN_RULE_INPUT, PIN_NODE, PIN_CONST } pin_kind;
+
+typedef struct pin_ref {
+    pin_kind kind;
+    int idx; /* rule input, pattern node, or pattern value (constant) */
+    int out; /* output index of pattern node idx */
+} pin_ref;
+
+/* A rule prepared for matching. */
+typedef struct rule_plan {
+    const xf_rule *rule;
+    int n_nodes;
+    pin_ref *in[XF_MATCH_MAX_NODES];          /* per pattern node: its inputs */
+    pin_ref out[XF_MATCH_MAX_INPUTS];         /* rule output j: PIN_NODE in the pattern */
+    int n_outputs;
+    /* Pattern bindings of a bare parameter bind it on the node they belong
+     * to; every other pattern binding is checked once the match is complete. */
+    int n_node_bindings[XF_MATCH_MAX_NODES];
+    int *node_bindings[XF_MATCH_MAX_NODES];
+} rule_plan;
+
+struct xf_rule_set {
+    int n, skipped;
+    rule_plan *plans;
+};
+
+/* Graph index: the consumers of every value and the nodes of every op. */
+typedef struct graph_index {
+    int *use_start; /* n_values + 1: uses of v are use_node[use_start[v] .. use_start[v+1]) */
+    int *use_node;
+    int *op_start;  /* XF_OP_COUNT + 2 */
+    int *op_node;
+    bool *is_output; /* per value: a graph output */
+} graph_index;
+
+xf_status opt_index_build(const xf_graph *g, graph_index *gi, xf_error *err);
+void opt_index_free(graph_index *gi);
+
+/* True when the value is compile-time data (an initializer not fed as input). */
+static inline bool opt_is_const(const xf_graph *g, int v)
+{
+    return v >= 0 && g->values[v].init && !g->values[v].is_input;
+}
+
+#endif

@@ -1,0 +1,440 @@
+/* Optimizer: the backtracking search (compared with an exhaustive search of
+ * every rewrite sequence on small graphs), its budget and time limit, the
+ * cost models, and xflowc's use of them. */
+#include "opt_builders.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* x feeds two 1x1 convs, each followed by a Relu, joined by a Concat. */
+static xf_graph *branches_graph(void)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 8, 6, 6));
+    int r1 = NODE(g, XF_OP_RELU, out0(g, conv(g, x, random_weight(g, SHAPE(5, 8, 1, 1), 31), 1)));
+    int r2 = NODE(g, XF_OP_RELU, out0(g, conv(g, x, random_weight(g, SHAPE(7, 8, 1, 1), 32), 1)));
+    int cat = NODE(g, XF_OP_CONCAT, out0(g, r1), out0(g, r2));
+    attrs(g, cat)->axis = 1;
+    xf_graph_add_output(g, out0(g, cat));
+    infer_ok(g, OPSET);
+    return g;
+}
+
+/* Concat(Relu(a*c + b*c), Relu(d)) */
+static xf_graph *elementwise_graph(void)
+{
+    xf_graph *g = xf_graph_create("g");
+    int a = input(g, "a", XF_DT_FLOAT, SHAPE(64, 256)), b = input(g, "b", XF_DT_FLOAT, SHAPE(64, 256)),
+        c = input(g, "c", XF_DT_FLOAT, SHAPE(64, 256)), d = input(g, "d", XF_DT_FLOAT, SHAPE(64, 256));
+    int s = NODE(g, XF_OP_ADD, out0(g, NODE(g, XF_OP_MUL, a, c)), out0(g, NODE(g, XF_OP_MUL, b, c)));
+    int cat = NODE(g, XF_OP_CONCAT, out0(g, NODE(g, XF_OP_RELU, out0(g, s))), out0(g, NODE(g, XF_OP_RELU, d)));
+    attrs(g, cat)->axis = 0;
+    xf_graph_add_output(g, out0(g, cat));
+    infer_ok(g, OPSET);
+    return g;
+}
+
+/* Every rule the suites know: built-ins plus the generator-style rules. */
+typedef struct all_rules {
+    xf_rule **builtin;
+    int n_builtin;
+    xf_rule *list[64];
+    int n;
+    xf_rule_set *rs;
+} all_rules;
+
+static void all_rules_make(all_rules *r)
+{
+    xf_error e = {0};
+    ck_assert_msg(xf_builtin_rules(&r->builtin, &r->n_builtin, &e) == XF_OK, "%s", e.msg);
+    r->n = 0;
+    for (int i = 0; i < r->n_builtin; i++)
+        r->list[r->n++] = r->builtin[i];
+    r->list[r->n++] = rule_merge_convs();
+    r->list[r->n++] = rule_factor_mul();
+    r->list[r->n++] = rule_relu_concat();
+    r->rs = rule_set_of(r->list, r->n);
+}
+
+static void all_rules_free(all_rules *r)
+{
+    xf_rule_set_free(r->rs);
+    for (int i = 0; i < r->n; i++)
+        xf_rule_free(r->list[i]);
+    free(r->builtin);
+}
+
+static xf_cost_model *cost_model(const char *name)
+{
+    xf_cost_model *m = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_cost_model_create(name, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    return m;
+}
+
+static double cost_of(xf_cost_model *m, const xf_graph *g)
+{
+    double c = -1;
+    xf_error e = {0};
+    ck_assert_msg(xf_cost_graph(m, g, OPSET, &c, &e) == XF_OK, "%s", e.msg);
+    return c;
+}
+
+/* Cheapest graph reachable by any sequence of rewrites (breadth first over
+ * distinct graphs); *n_graphs counts them. */
+static double exhaustive_best(const xf_rule_set *rs, const xf_graph *g, xf_cost_model *cm, int *n_graphs)
+{
+    enum { CAP = 4096 };
+    xf_graph **queue = calloc(CAP, sizeof *queue);
+    uint64_t *hashes = calloc(CAP, sizeof *hashes);
+    ck_assert_ptr_nonnull(queue);
+    ck_assert_ptr_nonnull(hashes);
+    int n = 0;
+    queue[n] = xf_graph_clone(g);
+    hashes[n++] = xf_graph_hash(g);
+    double best = cost_of(cm, g);
+    for (int i = 0; i < n; i++) {
+        match_list l = matches_of(rs, -1, queue[i]);
+        ck_assert_int_lt(l.n, 64);
+        for (int k = 0; k < l.n; k++) {
+            xf_graph *h = NULL;
+            xf_error e = {0};
+            if (xf_rewrite_apply(rs, queue[i], OPSET, &l.m[k], &h, &e) != XF_OK)
+                continue;
+            uint64_t hh = xf_graph_hash(h);
+            bool seen = false;
+            for (int j = 0; j < n && !seen; j++)
+                seen = hashes[j] == hh;
+            if (seen) {
+                xf_graph_free(h);
+                continue;
+            }
+            ck_assert_int_lt(n, CAP);
+            double c = cost_of(cm, h);
+            best = c < best ? c : best;
+            hashes[n] = hh;
+            queue[n++] = h;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        xf_graph_free(queue[i]);
+    free(queue);
+    free(hashes);
+    *n_graphs = n;
+    return best;
+}
+
+static void search_ok(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cm, const xf_search_options *o,
+                      xf_search_result *res)
+{
+    xf_error e = {0};
+    ck_assert_msg(xf_search(g, rs, cm, o, res, &e) == XF_OK, "%s", e.msg);
+    ck_assert_ptr_nonnull(res->best);
+}
+
+START_TEST(search_matches_exhaustive)
+{
+    all_rules r;
+    all_rules_make(&r);
+    const char *models[] = {"analytic:h100", "analytic:cpu", "analytic:v100"};
+    for (int gi = 0; gi < 2; gi++)
+        for (int mi = 0; mi < 3; mi++) {
+            xf_graph *g = gi == 0 ? branches_graph() : elementwise_graph();
+            xf_cost_model *cm = cost_model(models[mi]);
+            int n_graphs = 0;
+            double best = exhaustive_best(r.rs, g, cm, &n_graphs);
+            ck_assert_int_ge(n_graphs, 4);
+            xf_search_options o;
+            xf_search_options_default(&o);
+            o.opset = OPSET;
+            o.budget = 100000;
+            o.time_limit = 0;
+            xf_search_result res;
+            search_ok(g, r.rs, cm, &o, &res);
+            ck_assert_msg(fabs(res.cost_after - best) <= 1e-9 * best, "graph %d, %s: search %.9g, exhaustive %.9g",
+                          gi, models[mi], res.cost_after, best);
+            ck_assert_double_lt(res.cost_after, res.cost_before);
+            ck_assert_double_eq_tol(cost_of(cm, res.best), res.cost_after, 1e-12);
+            ck_assert_int_gt(res.n_steps, 0);
+            ck_assert_double_eq_tol(res.steps[res.n_steps - 1].cost, res.cost_after, 1e-12);
+            ck_assert(!res.stopped_budget && !res.stopped_time);
+            /* The best graph, with its new weights folded, computes the same function. */
+            xf_canon_stats st = {0};
+            xf_error e = {0};
+            ck_assert_msg(xf_canonicalize(res.best, OPSET, xf_runtime_eval_node, &st, &e) == XF_OK, "%s", e.msg);
+            expect_same_function(g, res.best);
+            xf_search_result_free(&res);
+            xf_cost_model_free(cm);
+            xf_graph_free(g);
+        }
+    all_rules_free(&r);
+}
+END_TEST
+
+static double fake_clock(void *user)
+{
+    double *t = user;
+    double now = *t;
+    *t += 1.0;
+    return now;
+}
+
+START_TEST(budget_and_time_limit)
+{
+    all_rules r;
+    all_rules_make(&r);
+    xf_graph *g = branches_graph();
+    xf_cost_model *cm = cost_model("analytic:h100");
+    xf_search_options o;
+    xf_search_options_default(&o);
+    o.opset = OPSET;
+    o.alpha = 10; /* keep every candidate, so the space outlasts the limits */
+    o.time_limit = 0;
+    xf_search_result res;
+    for (long budget = 0; budget <= 3; budget++) {
+        o.budget = budget;
+        search_ok(g, r.rs, cm, &o, &res);
+        ck_assert_int_eq(res.expanded, budget);
+        ck_assert(res.stopped_budget);
+        ck_assert(!res.stopped_time);
+        xf_search_result_free(&res);
+    }
+    /* A clock that advances one second per reading: the limit of 3.5 s
+     * allows the expansions begun at 1, 2 and 3 s. */
+    double t = 0;
+    o.budget = 1000;
+    o.time_limit = 3.5;
+    o.now = fake_clock;
+    o.now_user = &t;
+    search_ok(g, r.rs, cm, &o, &res);
+    ck_assert_int_eq(res.expanded, 3);
+    ck_assert(res.stopped_time);
+    ck_assert(!res.stopped_budget);
+    xf_search_result_free(&res);
+    /* A queue of one graph still searches (depth first). */
+    o.now = NULL;
+    o.time_limit = 0;
+    o.queue_limit = 1;
+    o.alpha = 1.05;
+    search_ok(g, r.rs, cm, &o, &res);
+    ck_assert_double_lt(res.cost_after, res.cost_before);
+    xf_search_result_free(&res);
+    xf_cost_model_free(cm);
+    xf_graph_free(g);
+    all_rules_free(&r);
+}
+END_TEST
+
+START_TEST(analytic_costs)
+{
+    xf_cost_model *h100 = cost_model("analytic:H100");
+    ck_assert_str_eq(xf_cost_model_name(h100), "analytic:h100");
+    ck_assert_ptr_nonnull(strstr(xf_cost_model_describe(h100), "H100"));
+    xf_graph *g = branches_graph();
+    double c_h100 = cost_of(h100, g);
+    ck_assert_double_gt(c_h100, 0);
+    /* An H200 is no slower than an H100 (same compute, more bandwidth); the
+     * older GPUs are slower. */
+    const char *devices[] = {"analytic:h200", "analytic:a100", "analytic:v100"};
+    for (int i = 0; i < 3; i++) {
+        xf_cost_model *m = cost_model(devices[i]);
+        if (i == 0)
+            ck_assert_double_le(cost_of(m, g), c_h100);
+        else
+            ck_assert_double_gt(cost_of(m, g), c_h100);
+        xf_cost_model_free(m);
+    }
+    /* Fusing the Relu into the Conv saves one kernel at least. */
+    all_rules r;
+    all_rules_make(&r);
+    match_list l = matches_of(r.rs, 0, g); /* builtin conv1d-relu: none */
+    ck_assert_int_eq(l.n, 0);
+    l = matches_of(r.rs, -1, g);
+    xf_graph *fused = NULL, *merged = NULL;
+    for (int k = 0; k < l.n; k++) {
+        const char *name = xf_rule_set_rule(r.rs, l.m[k].rule)->name;
+        if (!fused && strstr(name, "relu") && strstr(name, "builtin"))
+            fused = apply_ok(r.rs, g, &l.m[k]);
+        if (!merged && !strcmp(name, "merge_convs"))
+            merged = apply_ok(r.rs, g, &l.m[k]);
+    }
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_ptr_nonnull(merged);
+    ck_assert_double_le(cost_of(h100, fused), c_h100 - 4e-6);
+    /* The Concat of the two kernels is over constants: free, so the merged
+     * graph costs what it costs once the Concat is folded. */
+    double unfolded = cost_of(h100, merged);
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    ck_assert_msg(xf_canonicalize(merged, OPSET, xf_runtime_eval_node, &st, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(st.folded_constants, 1);
+    ck_assert_double_eq_tol(cost_of(h100, merged), unfolded, 1e-15);
+    xf_graph_free(fused);
+    xf_graph_free(merged);
+    all_rules_free(&r);
+    xf_graph_free(g);
+    xf_cost_model_free(h100);
+}
+END_TEST
+
+START_TEST(cost_model_names)
+{
+    xf_cost_model *m = NULL;
+    xf_error e = {0};
+    ck_assert_int_eq(xf_cost_model_create("analytic:tpu", NULL, &m, &e), XF_ERR_INVALID);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(e.msg, "analytic:h100"));
+    ck_assert_int_eq(xf_cost_model_create("gpu", NULL, &m, &e), XF_ERR_INVALID);
+    ck_assert_int_eq(xf_cost_model_create("measured:abacus", NULL, &m, &e), XF_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(e.msg, "abacus"));
+    if (!xf_backend_find("cuda")) {
+        ck_assert_int_ne(xf_cost_model_create("cuda", NULL, &m, &e), XF_OK);
+        ck_assert_ptr_nonnull(strstr(e.msg, "CUDA"));
+    }
+    ck_assert_int_eq(xf_cost_model_create(NULL, NULL, &m, &e), XF_OK);
+    ck_assert_str_eq(xf_cost_model_name(m), xf_cost_default_name());
+    xf_cost_model_free(m);
+}
+END_TEST
+
+START_TEST(measured_cost_cache)
+{
+    const char *dir = xf_test_tmpdir("measured-cost");
+    ck_assert_ptr_nonnull(dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sub/cost.txt", dir);
+    xf_cost_options co = {.cache_path = path, .warmup = 1, .repeats = 3};
+    xf_graph *g = elementwise_graph();
+    xf_cost_model *m = NULL;
+    xf_error e = {0};
+    /* On the oracle backend: the measured model does not depend on which
+     * optimized backends this build has. */
+    ck_assert_msg(xf_cost_model_create("measured:cpu_ref", &co, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_ptr_nonnull(strstr(xf_cost_model_describe(m), "measured on backend cpu_ref"));
+    double first = cost_of(m, g);
+    ck_assert_double_gt(first, 0);
+    long measured, cached;
+    xf_cost_model_stats(m, &measured, &cached);
+    /* Mul twice with equal shapes: one measurement, one hit; Add, two Relus
+     * (one key), Concat. */
+    ck_assert_int_eq(measured, 4);
+    ck_assert_int_eq(cached, 2);
+    xf_cost_model_free(m);
+    ck_assert(xf_test_exists(path));
+
+    ck_assert_msg(xf_cost_model_create("measured:cpu_ref", &co, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_double_eq_tol(cost_of(m, g), first, 1e-9 * first);
+    xf_cost_model_stats(m, &measured, &cached);
+    ck_assert_int_eq(measured, 0);
+    ck_assert_int_eq(cached, 6);
+    xf_cost_model_free(m);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------ xflowc */
+
+static int xflowc(const char *args, char **out)
+{
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflowc"), args);
+    return xf_test_run(cmd, out);
+}
+
+START_TEST(xflowc_search_report)
+{
+    const char *dir = xf_test_tmpdir("xflowc-search");
+    ck_assert_ptr_nonnull(dir);
+    char args[8400], *out = NULL;
+    snprintf(args, sizeof args, "%s/examples/inception_block.onnx -o %s/opt.onnx --check --trace --cost analytic:h100",
+             XF_SOURCE_DIR, dir);
+    int rc = xflowc(args, &out);
+    ck_assert_msg(rc == 0, "%s", out);
+    ck_assert_msg(strstr(out, "cost model: analytic:h100") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "estimated cost (analytic:h100)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "rules applied:") != NULL, "%s", out);
+    /* --trace numbers the rewrites. */
+    ck_assert_msg(strstr(out, "  1. ") != NULL && strstr(out, "builtin_conv2d_bias_relu") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "check: output") != NULL && strstr(out, "ok") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "builtin_merge_conv2d_bias") != NULL, "%s", out);
+    free(out);
+    /* What it wrote (merged convs, Split with sizes) is valid ONNX. */
+    char cmd[8600];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx_check.py %s/opt.onnx", XF_SOURCE_DIR, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+
+    snprintf(args, sizeof args, "%s/examples/inception_block.onnx -o %s/opt.onnx --cost analytic:tpu", XF_SOURCE_DIR,
+             dir);
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    ck_assert_msg(strstr(out, "analytic:tpu") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(xflowc_rules_file)
+{
+    const char *dir = xf_test_tmpdir("xflowc-rules");
+    ck_assert_ptr_nonnull(dir);
+    char path[4200], args[8600], *out = NULL;
+    /* A library of one rule, written by the library writer. */
+    xf_library *lib = xf_library_create();
+    xf_error e = {0};
+    ck_assert_int_eq(xf_library_add(lib, rule_factor_mul(), &e), XF_OK);
+    snprintf(path, sizeof path, "%s/one.rules", dir);
+    ck_assert_msg(xf_library_save(lib, path, &e) == XF_OK, "%s", e.msg);
+    xf_library_free(lib);
+    snprintf(args, sizeof args, "%s/examples/inception_block.onnx -o %s/opt.onnx --rules %s", XF_SOURCE_DIR, dir,
+             path);
+    int rc = xflowc(args, &out);
+    ck_assert_msg(rc == 0, "%s", out);
+    ck_assert_msg(strstr(out, "rules: 1 from") != NULL, "%s", out);
+    free(out);
+
+    /* A malformed library is an error naming the file and line. */
+    snprintf(path, sizeof path, "%s/bad.rules", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("xflow-library 1\nthis is not a rule\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "%s/examples/inception_block.onnx -o %s/opt2.onnx --rules %s", XF_SOURCE_DIR, dir,
+             path);
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    ck_assert_msg(strstr(out, "bad.rules:2") != NULL, "%s", out);
+    snprintf(path, sizeof path, "%s/opt2.onnx", dir);
+    ck_assert(!xf_test_exists(path));
+    free(out);
+}
+END_TEST
+
+static Suite *search_suite(void)
+{
+    Suite *s = suite_create("search");
+    TCase *t = tcase_create("search");
+    tcase_add_test(t, search_matches_exhaustive);
+    tcase_add_test(t, budget_and_time_limit);
+    suite_add_tcase(s, t);
+    TCase *c = tcase_create("cost");
+    tcase_add_test(c, analytic_costs);
+    tcase_add_test(c, cost_model_names);
+    tcase_add_test(c, measured_cost_cache);
+    suite_add_tcase(s, c);
+    TCase *x = tcase_create("xflowc");
+    tcase_add_test(x, xflowc_search_report);
+    tcase_add_test(x, xflowc_rules_file);
+    suite_add_tcase(s, x);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(search_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
