@@ -92,6 +92,19 @@ int zb_const_i64(zb *b, int n, const int64_t *vals)
     return v < 0 ? fail_nomem(b) : v;
 }
 
+int zb_scalar(zb *b, float value)
+{
+    if (b->failed)
+        return -1;
+    xf_shape s = xf_shape_make(0, NULL);
+    xf_tensor *t = xf_tensor_from_data(XF_DT_FLOAT, &s, &value);
+    if (!t)
+        return fail_nomem(b);
+    int v = xf_graph_add_initializer(b->g, NULL, t);
+    xf_tensor_release(t);
+    return v < 0 ? fail_nomem(b) : v;
+}
+
 int zb_node(zb *b, xf_op op, int n_in, const int *in, const xf_attrs *attrs)
 {
     if (b->failed)
@@ -232,6 +245,29 @@ int zb_softmax(zb *b, int x, int axis)
     xf_attrs_default(XF_OP_SOFTMAX, &a);
     a.axis = axis;
     return zb_node(b, XF_OP_SOFTMAX, 1, &x, &a);
+}
+
+int zb_linear(zb *b, int x, int nout)
+{
+    if (b->failed)
+        return -1;
+    int64_t nin = shape_of(b, x)->dims[shape_of(b, x)->ndim - 1];
+    int64_t wd[2] = {nin, nout}, bd = nout;
+    int y = zb_matmul(b, x, zb_weight(b, 2, wd, sqrtf(3.0f / (float)nin)));
+    return zb_add(b, y, zb_weight(b, 1, &bd, 0.1f));
+}
+
+int zb_layer_norm(zb *b, int x, float epsilon)
+{
+    if (b->failed)
+        return -1;
+    int64_t c = shape_of(b, x)->dims[shape_of(b, x)->ndim - 1];
+    int in[3] = {x, zb_uniform(b, 1, &c, 0.5f, 1.5f), zb_uniform(b, 1, &c, -0.2f, 0.2f)};
+    xf_attrs a;
+    xf_attrs_default(XF_OP_LAYER_NORM, &a);
+    a.axis = -1;
+    a.epsilon = epsilon;
+    return zb_node(b, XF_OP_LAYER_NORM, 3, in, &a);
 }
 
 int zb_conv_bn_relu(zb *b, int x, int cout, int kh, int kw, int stride, int pad, int group)

@@ -24,6 +24,8 @@ int zb_weight(zb *b, int ndim, const int64_t *dims, float scale);
 /* A float initializer uniform in [lo, hi]. */
 int zb_uniform(zb *b, int ndim, const int64_t *dims, float lo, float hi);
 int zb_const_i64(zb *b, int n, const int64_t *vals);
+/* A float scalar initializer (shape []), exact. */
+int zb_scalar(zb *b, float value);
 
 /* Generic node with one output; returns the output value id (or -1). */
 int zb_node(zb *b, xf_op op, int n_in, const int *in, const xf_attrs *attrs);
@@ -45,6 +47,11 @@ int zb_reshape(zb *b, int x, int n, const int64_t *shape);
 int zb_transpose(zb *b, int x, int n, const int64_t *perm);
 int zb_unary(zb *b, xf_op op, int x);
 int zb_softmax(zb *b, int x, int axis);
+/* MatMul by a [nin, nout] weight plus a bias Add: the dense layer as
+ * exported transformers write it (any number of leading dims). */
+int zb_linear(zb *b, int x, int nout);
+/* LayerNormalization over the last axis with learned scale and bias. */
+int zb_layer_norm(zb *b, int x, float epsilon);
 
 /* Conv + BatchNormalization + Relu, the unit of most CNNs. */
 int zb_conv_bn_relu(zb *b, int x, int cout, int kh, int kw, int stride, int pad, int group);

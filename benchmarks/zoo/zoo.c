@@ -2,6 +2,7 @@
 #include "zoo.h"
 
 #include "builder.h"
+#include "zoo_models.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,11 @@
  * same input — three of them start with a 1x1 convolution, the kind of
  * sibling convolutions a graph optimizer merges — then a concatenation and
  * a residual 1x1 projection. */
-static xf_status build_inception_block(xf_model *m, int batch, xf_error *err)
+static xf_status build_inception_block(xf_model *m, int batch, int size, xf_error *err)
 {
     zb b;
     zb_init(&b, m->graph, 0x1ce9710ull, err);
-    int64_t in_dims[4] = {batch, 64, 28, 28};
+    int64_t in_dims[4] = {batch, 64, size, size};
     int x = zb_input(&b, "input", 4, in_dims);
     int b1 = zb_conv_bn_relu(&b, x, 32, 1, 1, 1, 0, 1);
     int b2 = zb_conv_bn_relu(&b, x, 48, 1, 1, 1, 0, 1);
@@ -32,57 +33,20 @@ static xf_status build_inception_block(xf_model *m, int batch, xf_error *err)
     return b.failed ? err->status : XF_OK;
 }
 
-static int bottleneck(zb *b, int x, int width, int stride, int group, int expansion)
-{
-    int cin = (int)b->g->values[x].shape.dims[1];
-    int cout = width * expansion;
-    int y = zb_conv_bn_relu(b, x, width, 1, 1, 1, 0, 1);
-    y = zb_conv_bn_relu(b, y, width, 3, 3, stride, 1, group);
-    y = zb_bn(b, zb_conv(b, y, cout, 1, 1, 1, 0, 1, false));
-    int shortcut = x;
-    if (stride != 1 || cin != cout)
-        shortcut = zb_bn(b, zb_conv(b, x, cout, 1, 1, stride, 0, 1, false));
-    return zb_relu(b, zb_add(b, y, shortcut));
-}
-
-/* ResNet-50 (He et al.) and ResNeXt-50 32x4d share the stage layout. */
-static xf_status build_resnet(xf_model *m, int batch, int group, int base_width, uint64_t seed,
-                              xf_error *err)
-{
-    zb b;
-    zb_init(&b, m->graph, seed, err);
-    int64_t in_dims[4] = {batch, 3, 224, 224};
-    int x = zb_input(&b, "input", 4, in_dims);
-    x = zb_conv_bn_relu(&b, x, 64, 7, 7, 2, 3, 1);
-    x = zb_pool(&b, XF_OP_MAX_POOL, x, 3, 2, 1);
-    static const int blocks[4] = {3, 4, 6, 3};
-    int expansion = group > 1 ? 2 : 4;
-    for (int s = 0; s < 4; s++) {
-        int width = base_width << s;
-        for (int i = 0; i < blocks[s]; i++)
-            x = bottleneck(&b, x, width, (i == 0 && s > 0) ? 2 : 1, group, expansion);
-    }
-    x = zb_flatten(&b, zb_global_avg_pool(&b, x));
-    zb_output(&b, zb_dense(&b, x, 1000), "logits");
-    return b.failed ? err->status : XF_OK;
-}
-
-static xf_status build_resnet50(xf_model *m, int batch, xf_error *err)
-{
-    return build_resnet(m, batch, 1, 64, 0x7e5e750ull, err);
-}
-
-static xf_status build_resnext50(xf_model *m, int batch, xf_error *err)
-{
-    return build_resnet(m, batch, 32, 128, 0x7e5e8750ull, err);
-}
-
 static const xf_zoo_entry zoo[] = {
     {"inception-block", "Inception-style block, 64x28x28, branches sharing the input (bundled example)",
-     build_inception_block, 1},
-    {"resnet50", "ResNet-50, 224x224, 25.6M parameters", build_resnet50, 1},
-    {"resnext50", "ResNeXt-50 32x4d, 224x224, grouped convolutions", build_resnext50, 1},
-    {NULL, NULL, NULL, 0},
+     build_inception_block, 1, 28, "image side"},
+    {"resnet50", "ResNet-50, 224x224, 25.6M parameters", xf_zoo_build_resnet50, 1, 224, "image side"},
+    {"resnext50", "ResNeXt-50 32x4d, 224x224, grouped convolutions", xf_zoo_build_resnext50, 1, 224,
+     "image side"},
+    {"nasnet-a", "NasNet-A, 224x224, 3 stages of 5 normal + 1 reduction cell, separable convolutions",
+     xf_zoo_build_nasnet_a, 1, 224, "image side"},
+    {"nasrnn", "NasRNN cell unrolled 5 steps, hidden 512", xf_zoo_build_nasrnn, 1, 5, "steps"},
+    {"bert", "BERT encoder, 8 layers, hidden 1024, 16 heads, sequence 64 (batch 16)", xf_zoo_build_bert, 16,
+     64, "sequence length"},
+    {"inception-v3", "Inception-v3, 299x299", xf_zoo_build_inception_v3, 1, 299, "image side"},
+    {"squeezenet", "SqueezeNet 1.1, 224x224, fire modules", xf_zoo_build_squeezenet, 1, 224, "image side"},
+    {NULL, NULL, NULL, 0, 0, NULL},
 };
 
 const xf_zoo_entry *xf_zoo_list(void) { return zoo; }
@@ -98,6 +62,11 @@ const xf_zoo_entry *xf_zoo_find(const char *name)
 static char *dup(const char *s) { return strdup(s); }
 
 xf_status xf_zoo_build(const char *name, int batch, xf_model **out, xf_error *err)
+{
+    return xf_zoo_build_sized(name, batch, 0, out, err);
+}
+
+xf_status xf_zoo_build_sized(const char *name, int batch, int size, xf_model **out, xf_error *err)
 {
     *out = NULL;
     const xf_zoo_entry *e = xf_zoo_find(name);
@@ -121,7 +90,7 @@ xf_status xf_zoo_build(const char *name, int batch, xf_model **out, xf_error *er
         xf_model_free(m);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
-    xf_status st = e->build(m, batch > 0 ? batch : e->default_batch, err);
+    xf_status st = e->build(m, batch > 0 ? batch : e->default_batch, size > 0 ? size : e->default_size, err);
     if (st != XF_OK) {
         xf_model_free(m);
         return st;
