@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_onnx_import fuzz_tensor_pb)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_onnx_import fuzz_tensor_pb fuzz_rules)
 dir=build-fuzz
 mkdir -p "$dir"
 CC=clang cmake -S . -B "$dir" -DXF_FUZZ=ON -DXF_ENABLE_CUDA=OFF -DBUILD_TESTING=OFF \
