@@ -522,10 +522,24 @@ static void clear_inputs(parser *ps)
     ps->n_inputs_decl = 0;
 }
 
-static char *rest_of_line(parser *ps)
+/* Replaces *slot with the rest of the line as free text, trailing white
+ * space removed.  Control characters are refused: the printer could not
+ * write them back unchanged. */
+static xf_status rest_of_line(parser *ps, char **slot)
 {
     skip_ws(ps);
-    return strdup(ps->p);
+    size_t n = strlen(ps->p);
+    while (n > 0 && (ps->p[n - 1] == ' ' || ps->p[n - 1] == '\t' || ps->p[n - 1] == '\r'))
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)ps->p[i] < 0x20 && ps->p[i] != '\t')
+            return perr(ps, "control character in text");
+    char *out = strndup(ps->p, n);
+    if (!out)
+        return xf_error_set(ps->err, XF_ERR_NOMEM, "out of memory");
+    free(*slot);
+    *slot = out;
+    return XF_OK;
 }
 
 static xf_status parse_params(parser *ps)
@@ -584,10 +598,8 @@ static xf_status parse_rule_line(parser *ps, const char *kw)
         r->proved = word[0] == 'y';
         return XF_OK;
     }
-    if (strcmp(kw, "provenance") == 0) {
-        free(r->provenance);
-        return (r->provenance = rest_of_line(ps)) ? XF_OK : xf_error_set(ps->err, XF_ERR_NOMEM, "out of memory");
-    }
+    if (strcmp(kw, "provenance") == 0)
+        return rest_of_line(ps, &r->provenance);
     if (strcmp(kw, "params") == 0)
         return parse_params(ps);
     if (strcmp(kw, "input") == 0)
@@ -629,8 +641,7 @@ static xf_status parse_header_line(parser *ps, const char *kw, bool *seen_magic,
     }
     if (strcmp(kw, "generator") == 0 || strcmp(kw, "op-set") == 0) {
         char **slot = kw[0] == 'g' ? &lib->generator : &lib->op_set;
-        free(*slot);
-        return (*slot = rest_of_line(ps)) ? XF_OK : xf_error_set(ps->err, XF_ERR_NOMEM, "out of memory");
+        return rest_of_line(ps, slot);
     }
     if (strcmp(kw, "max-ops") == 0 || strcmp(kw, "seed") == 0 || strcmp(kw, "opset") == 0 ||
         strcmp(kw, "rules") == 0) {

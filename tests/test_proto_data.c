@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proto_util.h"
+#include "xf_rule.h"
 #include "xf_test_util.h"
 
 /* ------------------------------------------------------------ the ONNX backend test data */
@@ -187,7 +188,8 @@ START_TEST(test_testdata_other_models)
 END_TEST
 
 /* Every input a fuzz harness once failed on (tests/fuzz/regressions) is
- * refused cleanly: an error status and a one-line message. */
+ * handled cleanly: models and tensor files are refused with a one-line
+ * message; library text is refused or round-trips exactly. */
 START_TEST(test_fuzz_regressions)
 {
     glob_t gl;
@@ -208,6 +210,24 @@ START_TEST(test_fuzz_regressions)
             xf_tensor *t = NULL;
             s = xf_tensor_load_pb_buffer(buf, len, NULL, &t, NULL, &e);
             xf_tensor_release(t);
+        } else if (strncmp(base, "rules-", 6) == 0) {
+            /* Library text either is refused or prints and parses back to
+             * the same text. */
+            xf_library *lib = NULL, *back = NULL;
+            if (xf_library_parse((const char *)buf, len, base, &lib, &e) == XF_OK) {
+                char *t1 = NULL, *t2 = NULL;
+                size_t l1 = 0, l2 = 0;
+                ck_assert(xf_library_format(lib, &t1, &l1, &e) == XF_OK);
+                ck_assert_msg(xf_library_parse(t1, l1, base, &back, &e) == XF_OK, "%s: %s", base, e.msg);
+                ck_assert(xf_library_format(back, &t2, &l2, &e) == XF_OK);
+                ck_assert_msg(l1 == l2 && memcmp(t1, t2, l1) == 0, "%s: print/parse not stable", base);
+                free(t1);
+                free(t2);
+                xf_library_free(back);
+                xf_library_free(lib);
+                continue;
+            }
+            s = XF_ERR_PARSE;
         } else {
             xf_model *m = NULL;
             s = xf_model_load_buffer(buf, len, NULL, NULL, &m, &e);
