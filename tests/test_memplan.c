@@ -2,6 +2,8 @@
  * offsets are aligned, and reuse makes the arena smaller than the sum of
  * the values.  Graphs are built with the core API only. */
 #include <check.h>
+
+#include "xf_test_util.h"
 #include <stdlib.h>
 
 #include "xf_runtime.h"
@@ -207,9 +209,5 @@ int main(void)
     tcase_add_test(tc, unknown_shape_is_reported);
     tcase_add_test(tc, session_uses_the_plan);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }

@@ -374,9 +374,5 @@ int main(void)
     tcase_add_test(tc, test_deep_nesting_refused);
     tcase_add_test(tc, test_node_with_too_many_inputs_refused);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }

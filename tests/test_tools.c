@@ -217,9 +217,5 @@ int main(void)
     tcase_add_test(ex, test_example_check);
     tcase_add_test(ex, test_example_is_reproducible);
     suite_add_tcase(s, ex);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }

@@ -202,9 +202,5 @@ int main(void)
     tcase_set_timeout(runs, 600);
     tcase_add_loop_test(runs, test_model_runs, 0, N_MODELS);
     suite_add_tcase(s, runs);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }

@@ -60,3 +60,12 @@ const char *xf_test_tool(const char *name)
     snprintf(path, sizeof path, "%s/tools/%s", XF_BINARY_DIR, name);
     return path;
 }
+
+int xf_test_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

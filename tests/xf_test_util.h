@@ -2,6 +2,7 @@
 #ifndef XF_TEST_UTIL_H
 #define XF_TEST_UTIL_H
 
+#include <check.h>
 #include <stddef.h>
 
 /* A fresh empty directory under the build tree for one test; returns a
@@ -14,5 +15,9 @@ int xf_test_run(const char *cmd, char **out);
 int xf_test_exists(const char *path);
 /* Path of a built tool (e.g. "xflowc") in the build tree; static buffer. */
 const char *xf_test_tool(const char *name);
+
+/* Runs every test of s (Check's normal output) and returns the exit status
+ * for main: EXIT_SUCCESS when none failed. */
+int xf_test_run_suite(Suite *s);
 
 #endif
