@@ -29,6 +29,7 @@ typedef struct parser {
     char **in_names;
     xf_dtype *in_dtypes;
     xf_shape *in_shapes;
+    int paren_depth;     /* open parentheses in the expression being read */
 } parser;
 
 static xf_status perr(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -298,7 +299,12 @@ static xf_status parse_atom(parser *ps, xf_expr *out)
 {
     skip_ws(ps);
     if (accept(ps, '(')) {
+        /* No expression of XF_EXPR_MAX_NODES nodes nests deeper, and
+         * unbounded nesting would exhaust the stack. */
+        if (++ps->paren_depth > XF_EXPR_MAX_NODES)
+            return perr(ps, "expression nested more than %d parentheses deep", XF_EXPR_MAX_NODES);
         xf_status st = parse_sum(ps, out);
+        ps->paren_depth--;
         if (st != XF_OK)
             return st;
         return accept(ps, ')') ? XF_OK : perr(ps, "expected ')' in expression");
