@@ -515,6 +515,20 @@ int xf_graph_count_uses(const xf_graph *g, int v)
     return n;
 }
 
+size_t xf_graph_footprint(const xf_graph *g)
+{
+    size_t bytes = sizeof *g + (g->name ? strlen(g->name) + 1 : 0) +
+                   sizeof(int) * (size_t)(g->n_inputs + g->n_outputs);
+    for (int v = 0; v < g->n_values; v++)
+        bytes += sizeof(xf_value) + (g->values[v].name ? strlen(g->values[v].name) + 1 : 0);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        bytes += sizeof(xf_node) + sizeof(int) * (size_t)(n->n_inputs + n->n_outputs) +
+                 (n->name ? strlen(n->name) + 1 : 0);
+    }
+    return bytes;
+}
+
 void xf_graph_count_ops(const xf_graph *g, int *out)
 {
     memset(out, 0, sizeof(int) * (XF_OP_COUNT + 1));

@@ -342,6 +342,10 @@ int xf_graph_count_uses(const xf_graph *g, int v);
  * hashes of inputs; independent of node order and of value names. */
 uint64_t xf_graph_hash(const xf_graph *g);
 
+/* Bytes a clone of g takes: its own structure, not the tensors and opaque
+ * payloads clones share.  What a search pays per candidate graph. */
+size_t xf_graph_footprint(const xf_graph *g);
+
 /* Counts nodes per op kind (out[XF_OP_COUNT + 1], opaque last). */
 void xf_graph_count_ops(const xf_graph *g, int *out);
 

@@ -174,6 +174,31 @@ START_TEST(test_example_check)
 }
 END_TEST
 
+/* --max-memory bounds the search's candidate graphs, and the result still
+ * passes --check. */
+START_TEST(test_max_memory_bounds_search)
+{
+    const char *dir = xf_test_tmpdir("tools-max-memory");
+    char outp[4300], cmd[9000], *out = NULL;
+    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx -o %s --check --max-memory 1",
+             xf_test_tool("xflowc"), XF_SOURCE_DIR, outp);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "%s", out);
+    const char *line = strstr(out, "--max-memory 1 MB keeps at most ");
+    ck_assert_msg(line != NULL, "no queue bound reported: %s", out);
+    long kept = atol(line + strlen("--max-memory 1 MB keeps at most "));
+    ck_assert_msg(kept >= 4 && kept < 512, "%s", line);
+    ck_assert_msg(strstr(out, "MISMATCH") == NULL, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx -o %s --max-memory 0", xf_test_tool("xflowc"),
+             XF_SOURCE_DIR, outp);
+    ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+    ck_assert_msg(strstr(out, "--max-memory") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 /* The committed example is exactly what its builder writes. */
 START_TEST(test_example_is_reproducible)
 {
@@ -216,6 +241,7 @@ int main(void)
     tcase_set_timeout(ex, 300);
     tcase_add_test(ex, test_example_check);
     tcase_add_test(ex, test_example_is_reproducible);
+    tcase_add_test(ex, test_max_memory_bounds_search);
     suite_add_tcase(s, ex);
     return xf_test_run_suite(s);
 }

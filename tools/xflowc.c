@@ -48,6 +48,9 @@ static const char usage[] =
     "                           cost (default 1.05)\n"
     "  --budget N               expand at most N graphs (default 1000)\n"
     "  --time-limit S           stop searching after S seconds (default 10; 0: none)\n"
+    "  --max-memory MB          memory for the search's candidate graphs, beyond the\n"
+    "                           model itself (default 1024); fewer candidates are\n"
+    "                           kept when a graph is large\n"
     "  --no-search              canonicalize only\n"
     "  --trace                  print every rewrite on the way to the result\n"
     "  -q, --quiet              print errors only\n"
@@ -61,7 +64,7 @@ typedef struct options {
     char *shape_names[64];
     int n_shapes;
     bool check, external, trace, no_search;
-    long seed, budget;
+    long seed, budget, max_memory_mb;
     double atol, rtol, alpha, time_limit;
     const char *rules, *cost, *cost_cache;
     int verbosity;
@@ -76,6 +79,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->verbosity = 1;
     o->alpha = 1.05;
     o->budget = 1000;
+    o->max_memory_mb = 1024;
     o->time_limit = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -100,6 +104,10 @@ static int parse_args(int argc, char **argv, options *o)
             if (!next)
                 return xf_cli_usage_error("%s needs a value", a);
             *(!strcmp(a, "--rules") ? &o->rules : !strcmp(a, "--cost") ? &o->cost : &o->cost_cache) = argv[++i];
+        } else if (!strcmp(a, "--max-memory")) {
+            if (!xf_cli_parse_int(a, next, 1, 1L << 30, &o->max_memory_mb))
+                return 2;
+            i++;
         } else if (!strcmp(a, "--budget")) {
             if (!xf_cli_parse_int(a, next, 0, 0x7fffffffL, &o->budget))
                 return 2;
@@ -321,6 +329,15 @@ static int optimize(const options *o, xf_graph **g, int64_t opset)
     so.alpha = o->alpha;
     so.budget = o->budget;
     so.time_limit = o->time_limit;
+    /* Candidates share the model's tensors; what each costs is its own
+     * structure, so the queue is sized to fit --max-memory. */
+    size_t per_graph = xf_graph_footprint(*g) + 1;
+    long fit = (long)((size_t)o->max_memory_mb * 1024 * 1024 / per_graph);
+    if (fit < so.queue_limit) {
+        so.queue_limit = fit > 4 ? fit : 4;
+        xf_cli_info("search: --max-memory %ld MB keeps at most %ld candidate graphs (%zu KB each)\n",
+                    o->max_memory_mb, so.queue_limit, per_graph / 1024);
+    }
     so.progress = xf_cli_verbosity() >= 1 ? stderr : NULL;
     if (xf_search(*g, rules.set, cost, &so, &res, &err) != XF_OK) {
         rc = xf_cli_error("search: %s", err.msg);
