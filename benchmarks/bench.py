@@ -362,7 +362,10 @@ def main():
                                                  f"absent from this build: {enable}")
         backends.append({"name": f"xflow {b}", "key": b, "present": present, "detail": detail})
     py, ort_version = ort_python(args) if "ort" in wanted else (None, None)
-    ort_detail = (f"onnxruntime {ort_version} (CPU, all graph optimizations) via {py}" if py else
+    # Recorded results name the interpreter by its last parts only: the
+    # checkout's location says nothing about the measurement.
+    py_shown = os.path.join(*py.split(os.sep)[-3:]) if py else None
+    ort_detail = (f"onnxruntime {ort_version} (CPU, all graph optimizations) via {py_shown}" if py else
                   "not selected (--backends)" if "ort" not in wanted else
                   "onnxruntime not importable: run benchmarks/setup-peers.sh")
     backends.append({"name": "onnxruntime", "key": "ort", "present": bool(py), "detail": ort_detail})
