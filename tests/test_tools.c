@@ -199,6 +199,28 @@ START_TEST(test_max_memory_bounds_search)
 }
 END_TEST
 
+/* --check with input files: a model whose second input is a shape fails
+ * with random inputs (and says what to do) and passes with the real ones. */
+START_TEST(test_check_with_input_files)
+{
+    const char *d = "/usr/share/libonnx-testdata/data/node/test_reshape_negative_dim";
+    const char *dir = xf_test_tmpdir("tools-check-inputs");
+    char outp[4300], cmd[9000], *out = NULL;
+    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
+    snprintf(cmd, sizeof cmd, "%s %s/model.onnx -o %s --check -q", xf_test_tool("xflowc"), d, outp);
+    ck_assert_int_ne(xf_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "--input FILE.pb") != NULL, "%s", out);
+    ck_assert(!xf_test_exists(outp));
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s/model.onnx -o %s --check --input %s/test_data_set_0/input_0.pb --input "
+             "%s/test_data_set_0/input_1.pb", xf_test_tool("xflowc"), d, outp, d, d);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "check: output 'reshaped' 2x6x2") && strstr(out, "ok"), "%s", out);
+    ck_assert(xf_test_exists(outp));
+    free(out);
+}
+END_TEST
+
 /* The committed example is exactly what its builder writes. */
 START_TEST(test_example_is_reproducible)
 {
@@ -242,6 +264,7 @@ int main(void)
     tcase_add_test(ex, test_example_check);
     tcase_add_test(ex, test_example_is_reproducible);
     tcase_add_test(ex, test_max_memory_bounds_search);
+    tcase_add_test(ex, test_check_with_input_files);
     suite_add_tcase(s, ex);
     return xf_test_run_suite(s);
 }

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include "xf_proto.h"
 #include "xf_runtime.h"
 
 #include <errno.h>
@@ -100,28 +101,37 @@ bool xf_cli_parse_double(const char *opt, const char *s, double *out)
     return true;
 }
 
-xf_status xf_cli_random_inputs(const xf_graph *g, uint64_t seed, xf_tensor ***out, xf_error *err)
+/* A seeded random tensor for graph input i. */
+static xf_status random_input(const xf_graph *g, int i, uint64_t seed, xf_tensor **out, xf_error *err)
 {
+    const xf_value *v = &g->values[g->inputs[i]];
+    char buf[128];
+    if (v->shape.ndim < 0 || xf_shape_numel(&v->shape) < 0)
+        return xf_error_set(err, XF_ERR_INVALID,
+                            "input '%s' has no static shape; give one with --input-shape %s=... or an input file",
+                            v->name, v->name);
+    *out = xf_tensor_random(v->dtype, &v->shape, seed + (uint64_t)i * 7919u);
+    if (!*out)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "cannot make a random %s tensor of shape %s for input '%s'",
+                            xf_dtype_name(v->dtype), xf_shape_str(&v->shape, buf, sizeof buf), v->name);
+    return XF_OK;
+}
+
+xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
+                             xf_tensor ***out, xf_error *err)
+{
+    if (n_files > g->n_inputs)
+        return xf_error_set(err, XF_ERR_INVALID, "%d input files given but the model has %d inputs", n_files,
+                            g->n_inputs);
     xf_tensor **t = calloc((size_t)(g->n_inputs > 0 ? g->n_inputs : 1), sizeof *t);
     if (!t)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < g->n_inputs; i++) {
-        const xf_value *v = &g->values[g->inputs[i]];
-        char buf[128];
-        if (v->shape.ndim < 0 || xf_shape_numel(&v->shape) < 0) {
-            xf_cli_free_tensors(t, i);
-            return xf_error_set(err, XF_ERR_INVALID,
-                                "input '%s' has no static shape; give one with --input-shape %s=...",
-                                v->name, v->name);
-        }
-        t[i] = xf_tensor_random(v->dtype, &v->shape, seed + (uint64_t)i * 7919u);
-        if (!t[i]) {
-            xf_cli_free_tensors(t, i);
-            return xf_error_set(err, XF_ERR_UNSUPPORTED,
-                                "cannot make a random %s tensor of shape %s for input '%s'",
-                                xf_dtype_name(v->dtype), xf_shape_str(&v->shape, buf, sizeof buf),
-                                v->name);
-        }
+    xf_status st = XF_OK;
+    for (int i = 0; st == XF_OK && i < g->n_inputs; i++)
+        st = i < n_files ? xf_tensor_load_pb(files[i], &t[i], NULL, err) : random_input(g, i, seed, &t[i], err);
+    if (st != XF_OK) {
+        xf_cli_free_tensors(t, g->n_inputs);
+        return st;
     }
     *out = t;
     return XF_OK;

@@ -24,9 +24,11 @@ bool xf_cli_same_file(const char *a, const char *b);
 bool xf_cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
 bool xf_cli_parse_double(const char *opt, const char *s, double *out);
 
-/* Seeded random tensors for every graph input (in order); *out has g->n_inputs entries. */
-xf_status xf_cli_random_inputs(const xf_graph *g, uint64_t seed, xf_tensor ***out, xf_error *err);
 void xf_cli_free_tensors(xf_tensor **t, int n);
+/* Inputs for g: files[i] (ONNX TensorProto files) feeds input i, the inputs
+ * after them are seeded random tensors.  *out has g->n_inputs entries. */
+xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
+                             xf_tensor ***out, xf_error *err);
 
 /* Prints "  OpType   before -> after" for every op whose count differs, and totals. */
 void xf_cli_print_op_changes(FILE *f, const xf_graph *before, const xf_graph *after);

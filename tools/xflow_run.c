@@ -159,18 +159,9 @@ int main(int argc, char **argv)
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
     }
-    if (xf_cli_random_inputs(g, (uint64_t)o.seed, &inputs, &err) != XF_OK) {
+    if (xf_cli_load_inputs(g, o.inputs, o.n_inputs, (uint64_t)o.seed, &inputs, &err) != XF_OK) {
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
-    }
-    for (int i = 0; i < o.n_inputs; i++) {
-        xf_tensor *t;
-        if (xf_tensor_load_pb(o.inputs[i], &t, NULL, &err) != XF_OK) {
-            rc = xf_cli_error("%s", err.msg);
-            goto done;
-        }
-        xf_tensor_release(inputs[i]);
-        inputs[i] = t;
     }
     outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
     times = calloc((size_t)o.iters + 1, sizeof *times);

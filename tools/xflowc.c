@@ -28,6 +28,10 @@ static const char usage[] =
     "  --check                  run the original and the optimized model on cpu_ref\n"
     "                           with seeded random inputs and compare every output;\n"
     "                           exit non-zero (and write nothing) above tolerance\n"
+    "  --input FILE.pb          an ONNX TensorProto file for the next model input, for\n"
+    "                           --check (repeatable, in input order); inputs not\n"
+    "                           given are random: give the ones that hold shapes,\n"
+    "                           indices or axes\n"
     "  --seed N                 seed for --check inputs (default 1)\n"
     "  --atol X, --rtol X       --check tolerance: |a-b| <= atol + rtol*|b|\n"
     "                           (default atol 1e-4, rtol 1e-3)\n"
@@ -60,6 +64,8 @@ static const char usage[] =
 
 typedef struct options {
     const char *in, *out;
+    const char *inputs[256];
+    int n_inputs;
     xf_input_shape shapes[64];
     char *shape_names[64];
     int n_shapes;
@@ -136,6 +142,13 @@ static int parse_args(int argc, char **argv, options *o)
                 return xf_cli_usage_error("--input-shape %s: %s", next, err.msg);
             o->n_shapes++;
             i++;
+        } else if (!strcmp(a, "--input")) {
+            if (!next)
+                return xf_cli_usage_error("--input needs a TensorProto file");
+            if (o->n_inputs == 256)
+                return xf_cli_usage_error("too many --input files (256 at most)");
+            o->inputs[o->n_inputs++] = next;
+            i++;
         } else if (!strcmp(a, "--seed")) {
             if (!xf_cli_parse_int(a, next, 0, 0x7fffffffL, &o->seed))
                 return 2;
@@ -172,7 +185,7 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
         rc = xf_cli_error("--check: %s", err.msg);
         goto done;
     }
-    if (xf_cli_random_inputs(before, (uint64_t)o->seed, &inputs, &err) != XF_OK) {
+    if (xf_cli_load_inputs(before, o->inputs, o->n_inputs, (uint64_t)o->seed, &inputs, &err) != XF_OK) {
         rc = xf_cli_error("--check: %s", err.msg);
         goto done;
     }
@@ -184,7 +197,13 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
     }
     if (xf_session_run(s_before, inputs, out_before, &err) != XF_OK ||
         xf_session_run(s_after, inputs, out_after, &err) != XF_OK) {
-        rc = xf_cli_error("--check: %s", err.msg);
+        /* Random values are not valid for an input that holds a shape, an
+         * index or an axis; say how to give real ones. */
+        rc = xf_cli_error("--check: %s%s", err.msg,
+                          o->n_inputs < before->n_inputs
+                              ? " (inputs without --input FILE.pb were random; give the ones that hold shapes, "
+                                "indices or axes)"
+                              : "");
         goto done;
     }
     int bad = 0;
