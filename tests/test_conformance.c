@@ -6,63 +6,22 @@
  * match the expected outputs (rtol 1e-3, atol 1e-5).  Counts are printed;
  * each failure is listed with its reason in conformance-failures.txt in the
  * build directory. */
+#include "conformance_util.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DATA_ROOT "/usr/share/libonnx-testdata/data"
 static const char *const suites[] = {"node", "simple", "pytorch-converted", "pytorch-operator"};
 
 typedef struct counts {
     int cases, roundtrip_ok, supported, passed;
 } counts;
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Sorted subdirectory names of dir (so the run order is stable). */
-static int list_dirs(const char *dir, char ***out)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0, cap = 64;
-    char **names = malloc(sizeof *names * (size_t)cap);
-    struct dirent *e;
-    while (names && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        if (n == cap) {
-            char **nn = realloc(names, sizeof *names * (size_t)(cap *= 2));
-            if (!nn)
-                break;
-            names = nn;
-        }
-        names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    *out = names;
-    return n;
-}
-
-static void free_names(char **names, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-/* Same structure (the structural hash) and byte-identical weights.  The
- * hash identifies large tensors by object, so each initializer of b whose
- * bytes equal a's initializer of the same name is first swapped for a's
- * tensor object; a weight that changed keeps its own object and the hashes
- * then differ. */
 static bool graphs_same(const xf_graph *a, xf_graph *b)
 {
     if (a->n_nodes != b->n_nodes || a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs)
@@ -81,73 +40,6 @@ static bool graphs_same(const xf_graph *a, xf_graph *b)
         xf_tensor_release(tb);
     }
     return xf_graph_hash(a) == xf_graph_hash(b);
-}
-
-/* Runs every test_data_set_N of one case; returns NULL on success, else a
- * reason (static buffer). */
-static const char *run_case(const char *case_dir, const xf_model *m)
-{
-    static char why[1400];
-    xf_error err;
-    xf_session *s = NULL;
-    const xf_graph *g = m->graph;
-    if (xf_session_create(g, xf_model_opset(m), "cpu_ref", NULL, &s, &err) != XF_OK) {
-        snprintf(why, sizeof why, "session: %s", err.msg);
-        return why;
-    }
-    const char *result = NULL;
-    for (int set = 0; !result; set++) {
-        char dir[4400];
-        snprintf(dir, sizeof dir, "%s/test_data_set_%d", case_dir, set);
-        if (!xf_test_exists(dir))
-            break;
-        xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-        xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-        for (int i = 0; i < g->n_inputs && !result; i++) {
-            char path[4600];
-            snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
-            if (xf_tensor_load_pb(path, &in[i], NULL, &err) != XF_OK) {
-                snprintf(why, sizeof why, "input %d: %s", i, err.msg);
-                result = why;
-            }
-        }
-        if (!result && xf_session_run(s, in, out, &err) != XF_OK) {
-            snprintf(why, sizeof why, "run: %s", err.msg);
-            result = why;
-        }
-        for (int k = 0; k < g->n_outputs && !result; k++) {
-            char path[4600];
-            xf_tensor *expect = NULL;
-            snprintf(path, sizeof path, "%s/output_%d.pb", dir, k);
-            if (xf_tensor_load_pb(path, &expect, NULL, &err) != XF_OK) {
-                snprintf(why, sizeof why, "expected output %d: %s", k, err.msg);
-                result = why;
-                break;
-            }
-            double max_abs = 0, max_rel = 0;
-            bool ok = false;
-            if (xf_tensor_compare(out[k], expect, 1e-5, 1e-3, &max_abs, &max_rel, &ok, &err) != XF_OK) {
-                char sa[128], sb[128];
-                snprintf(why, sizeof why, "output %d: got %s %s, expected %s %s", k, xf_dtype_name(out[k]->dtype),
-                         xf_shape_str(&out[k]->shape, sa, sizeof sa), xf_dtype_name(expect->dtype),
-                         xf_shape_str(&expect->shape, sb, sizeof sb));
-                result = why;
-            } else if (!ok) {
-                snprintf(why, sizeof why, "output %d of data set %d differs: max abs %.3g, max rel %.3g", k,
-                         set, max_abs, max_rel);
-                result = why;
-            }
-            xf_tensor_release(expect);
-        }
-        for (int i = 0; i < g->n_inputs; i++)
-            xf_tensor_release(in[i]);
-        for (int k = 0; k < g->n_outputs; k++)
-            xf_tensor_release(out[k]);
-        free(in);
-        free(out);
-    }
-    xf_session_free(s);
-    return result;
 }
 
 static bool has_opaque(const xf_graph *g)
@@ -175,9 +67,9 @@ START_TEST(test_conformance)
     counts total = {0};
     for (size_t s = 0; s < sizeof suites / sizeof *suites; s++) {
         char suite_dir[4096];
-        snprintf(suite_dir, sizeof suite_dir, "%s/%s", DATA_ROOT, suites[s]);
+        snprintf(suite_dir, sizeof suite_dir, "%s/%s", XF_ONNX_TESTDATA, suites[s]);
         char **names;
-        int n = list_dirs(suite_dir, &names);
+        int n = xf_conformance_list(suite_dir, &names);
         ck_assert_msg(n > 0, "no ONNX test data in %s (scripts/setup.sh installs libonnx-testdata)", suite_dir);
         counts c = {0};
         for (int i = 0; i < n; i++) {
@@ -211,7 +103,7 @@ START_TEST(test_conformance)
                 if (xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &probe, &err) == XF_OK) {
                     xf_session_free(probe);
                     c.supported++;
-                    const char *why = run_case(case_dir, m);
+                    const char *why = xf_conformance_run_case(case_dir, m, "cpu_ref");
                     if (why)
                         fprintf(fails, "%s/%s: %s\n", suites[s], names[i], why);
                     else
@@ -220,7 +112,7 @@ START_TEST(test_conformance)
             }
             xf_model_free(m);
         }
-        free_names(names, n);
+        xf_conformance_free_list(names, n);
         printf("conformance %-18s cases %4d  round-trip %4d  supported %4d  passed %4d\n", suites[s], c.cases,
                c.roundtrip_ok, c.supported, c.passed);
         total.cases += c.cases;

@@ -7,18 +7,18 @@
  * edges; the bundled example and the ONNX node conformance cases check
  * whole graphs.  Without oneDNN the backend is absent and the suite says
  * so and checks only that. */
+#include "conformance_util.h"
 #include "core_builders.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CONFORMANCE_DIR "/usr/share/libonnx-testdata/data/node"
+#define CONFORMANCE_DIR XF_ONNX_TESTDATA "/node"
 
 static bool have_cpu(void)
 {
@@ -514,69 +514,14 @@ START_TEST(inception_example)
 }
 END_TEST
 
-/* Case outputs on `backend`: NULL on success, else why (static buffer). */
-static const char *run_conformance_case(const char *dir, const xf_model *m, const char *backend)
-{
-    static char why[1200];
-    const xf_graph *g = m->graph;
-    xf_error err = {0};
-    xf_session *s = NULL;
-    if (xf_session_create(g, xf_model_opset(m), backend, NULL, &s, &err) != XF_OK) {
-        snprintf(why, sizeof why, "session: %s", err.msg);
-        return why;
-    }
-    const char *result = NULL;
-    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-    xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-    char path[4600];
-    for (int i = 0; i < g->n_inputs && !result; i++) {
-        snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, i);
-        if (xf_tensor_load_pb(path, &in[i], NULL, &err) != XF_OK)
-            result = "cannot load an input";
-    }
-    if (!result && xf_session_run(s, in, out, &err) != XF_OK) {
-        snprintf(why, sizeof why, "run: %s", err.msg);
-        result = why;
-    }
-    for (int k = 0; k < g->n_outputs && !result; k++) {
-        xf_tensor *expect = NULL;
-        snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k);
-        double max_abs = 0, max_rel = 0;
-        bool ok = false;
-        if (xf_tensor_load_pb(path, &expect, NULL, &err) != XF_OK ||
-            xf_tensor_compare(out[k], expect, 1e-5, 1e-3, &max_abs, &max_rel, &ok, &err) != XF_OK || !ok) {
-            snprintf(why, sizeof why, "output %d differs (max abs %.3g, max rel %.3g)", k, max_abs, max_rel);
-            result = why;
-        }
-        xf_tensor_release(expect);
-    }
-    for (int i = 0; i < g->n_inputs; i++)
-        xf_tensor_release(in[i]);
-    for (int k = 0; k < g->n_outputs; k++)
-        xf_tensor_release(out[k]);
-    free(in);
-    free(out);
-    xf_session_free(s);
-    return result;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* Every node case that passes on cpu_ref must pass on cpu. */
 START_TEST(conformance_node_cases)
 {
     if (!have_cpu())
         return;
-    DIR *d = opendir(CONFORMANCE_DIR);
-    ck_assert_msg(d, "no ONNX test data in %s", CONFORMANCE_DIR);
-    int n = 0, cap = 1024;
-    char **names = malloc(sizeof *names * (size_t)cap);
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap)
-        if (e->d_name[0] != '.')
-            names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    char **names;
+    int n = xf_conformance_list(CONFORMANCE_DIR, &names);
+    ck_assert_msg(n > 0, "no ONNX test data in %s", CONFORMANCE_DIR);
     xf_log_set(NULL, NULL, XF_LOG_ERROR);
     int cases = 0, ref_pass = 0, cpu_pass = 0;
     char failures[4096] = "";
@@ -589,9 +534,9 @@ START_TEST(conformance_node_cases)
         if (!xf_test_exists(model) || xf_model_load(model, NULL, &m, &err) != XF_OK)
             continue;
         cases++;
-        if (!run_conformance_case(dir, m, "cpu_ref")) {
+        if (!xf_conformance_run_case(dir, m, "cpu_ref")) {
             ref_pass++;
-            const char *why = run_conformance_case(dir, m, "cpu");
+            const char *why = xf_conformance_run_case(dir, m, "cpu");
             if (!why)
                 cpu_pass++;
             else if (strlen(failures) < sizeof failures - 300)
@@ -599,9 +544,8 @@ START_TEST(conformance_node_cases)
                          why);
         }
         xf_model_free(m);
-        free(names[i]);
     }
-    free(names);
+    xf_conformance_free_list(names, n);
     printf("cpu conformance (node): %d cases, %d pass on cpu_ref, %d of those pass on cpu\n%s", cases, ref_pass,
            cpu_pass, failures);
     ck_assert_int_gt(ref_pass, 0);

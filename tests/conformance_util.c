@@ -1,0 +1,117 @@
+/* The ONNX backend test data, for the conformance suites: listing cases
+ * and running one case on a backend against its expected outputs. */
+#include "conformance_util.h"
+
+#include "xf_proto.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int xf_conformance_list(const char *dir, char ***out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0, cap = 64;
+    char **names = malloc(sizeof *names * (size_t)cap);
+    struct dirent *e;
+    while (names && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            char **nn = realloc(names, sizeof *names * (size_t)(cap *= 2));
+            if (!nn)
+                break;
+            names = nn;
+        }
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    *out = names;
+    return n;
+}
+
+void xf_conformance_free_list(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Same structure (the structural hash) and byte-identical weights.  The
+ * hash identifies large tensors by object, so each initializer of b whose
+ * bytes equal a's initializer of the same name is first swapped for a's
+ * tensor object; a weight that changed keeps its own object and the hashes
+ * then differ. */
+const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, const char *backend)
+{
+    static char why[1400];
+    xf_error err;
+    xf_session *s = NULL;
+    const xf_graph *g = m->graph;
+    if (xf_session_create(g, xf_model_opset(m), backend, NULL, &s, &err) != XF_OK) {
+        snprintf(why, sizeof why, "session: %s", err.msg);
+        return why;
+    }
+    const char *result = NULL;
+    for (int set = 0; !result; set++) {
+        char dir[4400];
+        snprintf(dir, sizeof dir, "%s/test_data_set_%d", case_dir, set);
+        if (!xf_test_exists(dir))
+            break;
+        xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+        xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+        for (int i = 0; i < g->n_inputs && !result; i++) {
+            char path[4600];
+            snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
+            if (xf_tensor_load_pb(path, &in[i], NULL, &err) != XF_OK) {
+                snprintf(why, sizeof why, "input %d: %s", i, err.msg);
+                result = why;
+            }
+        }
+        if (!result && xf_session_run(s, in, out, &err) != XF_OK) {
+            snprintf(why, sizeof why, "run: %s", err.msg);
+            result = why;
+        }
+        for (int k = 0; k < g->n_outputs && !result; k++) {
+            char path[4600];
+            xf_tensor *expect = NULL;
+            snprintf(path, sizeof path, "%s/output_%d.pb", dir, k);
+            if (xf_tensor_load_pb(path, &expect, NULL, &err) != XF_OK) {
+                snprintf(why, sizeof why, "expected output %d: %s", k, err.msg);
+                result = why;
+                break;
+            }
+            double max_abs = 0, max_rel = 0;
+            bool ok = false;
+            if (xf_tensor_compare(out[k], expect, 1e-5, 1e-3, &max_abs, &max_rel, &ok, &err) != XF_OK) {
+                char sa[128], sb[128];
+                snprintf(why, sizeof why, "output %d: got %s %s, expected %s %s", k, xf_dtype_name(out[k]->dtype),
+                         xf_shape_str(&out[k]->shape, sa, sizeof sa), xf_dtype_name(expect->dtype),
+                         xf_shape_str(&expect->shape, sb, sizeof sb));
+                result = why;
+            } else if (!ok) {
+                snprintf(why, sizeof why, "output %d of data set %d differs: max abs %.3g, max rel %.3g", k,
+                         set, max_abs, max_rel);
+                result = why;
+            }
+            xf_tensor_release(expect);
+        }
+        for (int i = 0; i < g->n_inputs; i++)
+            xf_tensor_release(in[i]);
+        for (int k = 0; k < g->n_outputs; k++)
+            xf_tensor_release(out[k]);
+        free(in);
+        free(out);
+    }
+    xf_session_free(s);
+    return result;
+}
+
