@@ -23,7 +23,7 @@ xf_shape_text xf_infer_text(const xf_shape *s)
 }
 
 /* "[1,-1,0]" for parameter vectors in messages. */
-static xf_shape_text ints_text(const int64_t *v, int n)
+xf_shape_text xf_infer_ints_text(const int64_t *v, int n)
 {
     xf_shape_text t;
     size_t used = (size_t)snprintf(t.s, sizeof t.s, "[");
@@ -158,8 +158,8 @@ bool xf_infer_broadcasts_to(const xf_shape *from, const xf_shape *to)
  * starts, Squeeze's axes, ...): *n = -1 when its value is not known here.
  * A scalar counts as one entry; more than cap entries is beyond what the
  * fixed-size shapes of core can hold. */
-static xf_status read_ints(const xf_infer_ctx *c, int i, const char *what, int64_t *vals, int cap,
-                           int *n)
+xf_status xf_infer_read_ints(const xf_infer_ctx *c, int i, const char *what, int64_t *vals, int cap,
+                             int *n)
 {
     const xf_tensor *t = xf_infer_value(c, i);
     *n = -1;
@@ -191,7 +191,7 @@ static int64_t dims_product(const int64_t *dims, int n)
     return xf_shape_numel(&s);
 }
 
-static bool is_scalar_like(const xf_shape *s)
+bool xf_infer_scalar_like(const xf_shape *s)
 {
     /* ONNX asks for scalars; one-element vectors are what several exporters
      * write and what ONNX Runtime accepts. */
@@ -320,7 +320,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 {
     static const char *const names[] = {"input", "min", "max"};
     for (int i = 1; i < 3; i++)
-        if (xf_infer_has(c, i) && !is_scalar_like(xf_infer_shape(c, i)))
+        if (xf_infer_has(c, i) && !xf_infer_scalar_like(xf_infer_shape(c, i)))
             return xf_infer_fail(c, XF_ERR_INVALID, "%s must be a scalar, got shape %s", names[i],
                                  xf_infer_text(xf_infer_shape(c, i)).s);
     return infer_same(c);
@@ -371,7 +371,7 @@ static xf_status split_sizes(xf_infer_ctx *c, int64_t dim, int64_t *sizes, bool 
             return xf_infer_fail(c, XF_ERR_INVALID, "split has %" PRId64 " sizes for %d outputs",
                                  xf_tensor_numel(t), n);
         int got;
-        xf_status st = read_ints(c, 1, "split", sizes, n, &got);
+        xf_status st = xf_infer_read_ints(c, 1, "split", sizes, n, &got);
         *known = got >= 0;
         return st;
     }
@@ -417,7 +417,7 @@ static xf_status infer_split(xf_infer_ctx *c)
         if (!fits || left != 0)
             st = xf_infer_fail(c, XF_ERR_INVALID,
                                "split sizes %s do not partition dimension %" PRId64 " of axis %d",
-                               ints_text(sizes, n).s, dim, axis);
+                               xf_infer_ints_text(sizes, n).s, dim, axis);
         for (int k = 0; st == XF_OK && k < n; k++) {
             xf_shape out = *in;
             out.dims[axis] = sizes[k];
@@ -454,7 +454,7 @@ static xf_status infer_transpose(xf_infer_ctx *c)
     if (!ok) {
         int shown = a->n_perm < 0 ? 0 : a->n_perm > XF_MAX_DIMS ? XF_MAX_DIMS : a->n_perm;
         return xf_infer_fail(c, XF_ERR_INVALID, "perm %s is not a permutation of the axes of %s",
-                             ints_text(a->perm, shown).s, xf_infer_text(in).s);
+                             xf_infer_ints_text(a->perm, shown).s, xf_infer_text(in).s);
     }
     xf_infer_set(c, 0, &out);
     return XF_OK;
@@ -466,7 +466,7 @@ static xf_status infer_reshape(xf_infer_ctx *c)
     bool allowzero = c->node->attrs.allowzero != 0;
     int64_t req[XF_MAX_DIMS];
     int n;
-    xf_status st = read_ints(c, 1, "shape", req, XF_MAX_DIMS, &n);
+    xf_status st = xf_infer_read_ints(c, 1, "shape", req, XF_MAX_DIMS, &n);
     if (st != XF_OK || n < 0)
         return st != XF_OK ? st : xf_infer_unknown(c);
     xf_shape out = {.ndim = n};
@@ -478,18 +478,18 @@ static xf_status infer_reshape(xf_infer_ctx *c)
         if (d == -1) {
             if (infer_at >= 0)
                 return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has more than one -1",
-                                     ints_text(req, n).s);
+                                     xf_infer_ints_text(req, n).s);
             infer_at = i;
             d = 1;
         } else if (d == 0 && !allowzero) {
             if (i >= in->ndim)
                 return xf_infer_fail(c, XF_ERR_INVALID,
                                      "shape %s copies dimension %d, but the input %s has rank %d",
-                                     ints_text(req, n).s, i, xf_infer_text(in).s, in->ndim);
+                                     xf_infer_ints_text(req, n).s, i, xf_infer_text(in).s, in->ndim);
             d = in->dims[i];
         } else if (d < 0) {
             return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has a negative dimension",
-                                 ints_text(req, n).s);
+                                 xf_infer_ints_text(req, n).s);
         }
         out.dims[i] = d;
     }
@@ -497,14 +497,14 @@ static xf_status infer_reshape(xf_infer_ctx *c)
     if (infer_at >= 0) {
         if (allowzero && has_zero)
             return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has both 0 and -1 with allowzero",
-                                 ints_text(req, n).s);
+                                 xf_infer_ints_text(req, n).s);
         if (known == 0 || numel % known != 0)
             return xf_infer_fail(c, XF_ERR_INVALID, "cannot reshape %s to %s",
-                                 xf_infer_text(in).s, ints_text(req, n).s);
+                                 xf_infer_text(in).s, xf_infer_ints_text(req, n).s);
         out.dims[infer_at] = numel / known;
     } else if (known != numel) {
         return xf_infer_fail(c, XF_ERR_INVALID, "cannot reshape %s to %s", xf_infer_text(in).s,
-                             ints_text(req, n).s);
+                             xf_infer_ints_text(req, n).s);
     }
     xf_infer_set(c, 0, &out);
     return XF_OK;
@@ -529,7 +529,7 @@ xf_status xf_infer_read_axes(xf_infer_ctx *c, int64_t *axes, int *n, bool *given
     const xf_attrs *a = &c->node->attrs;
     if (xf_infer_has(c, 1)) {
         *given = true;
-        return read_ints(c, 1, "axes", axes, XF_MAX_DIMS, n);
+        return xf_infer_read_ints(c, 1, "axes", axes, XF_MAX_DIMS, n);
     }
     if (a->n_axes < 0 || a->n_axes > XF_MAX_DIMS)
         return xf_infer_fail(c, XF_ERR_INVALID, "the axes attribute has %d entries", a->n_axes);
@@ -548,7 +548,7 @@ xf_status xf_infer_mark_axes(xf_infer_ctx *c, const int64_t *axes, int n, int ra
         if (st != XF_OK)
             return st;
         if (unique && mark[ax])
-            return xf_infer_fail(c, XF_ERR_INVALID, "axes %s repeat axis %d", ints_text(axes, n).s,
+            return xf_infer_fail(c, XF_ERR_INVALID, "axes %s repeat axis %d", xf_infer_ints_text(axes, n).s,
                                  ax);
         mark[ax] = true;
     }
@@ -634,7 +634,7 @@ static xf_status infer_gather(xf_infer_ctx *c)
     return XF_OK;
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Elements a slice selects along one axis of size dim (ONNX clamping: for
  * positive steps starts and ends clamp to [0, dim], for negative steps
@@ -648,12 +648,12 @@ static int64_t slice_length(int64_t dim, int64_t start, int64_t end, int64_t ste
     if (end < 0)
         end += dim;
     if (step > 0) {
-        start = clamp64(start, 0, dim);
-        end = clamp64(end, 0, dim);
+        start = xf_infer_clamp(start, 0, dim);
+        end = xf_infer_clamp(end, 0, dim);
         return end > start ? (int64_t)((uint64_t)(end - start - 1) / (uint64_t)step + 1) : 0;
     }
-    start = clamp64(start, 0, dim - 1);
-    end = clamp64(end, -1, dim - 1);
+    start = xf_infer_clamp(start, 0, dim - 1);
+    end = xf_infer_clamp(end, -1, dim - 1);
     return start > end ? (int64_t)((uint64_t)(start - end - 1) / (0 - (uint64_t)step) + 1) : 0;
 }
 
@@ -678,9 +678,9 @@ static xf_status slice_params(xf_infer_ctx *c, int64_t *starts, int64_t *ends, i
     if (!xf_infer_has(c, 1) || !xf_infer_has(c, 2))
         return xf_infer_fail(c, XF_ERR_INVALID, "starts and ends are required");
     int count[4];
-    xf_status st = read_ints(c, 1, "starts", starts, XF_MAX_DIMS, &count[0]);
+    xf_status st = xf_infer_read_ints(c, 1, "starts", starts, XF_MAX_DIMS, &count[0]);
     if (st == XF_OK)
-        st = read_ints(c, 2, "ends", ends, XF_MAX_DIMS, &count[1]);
+        st = xf_infer_read_ints(c, 2, "ends", ends, XF_MAX_DIMS, &count[1]);
     *n = -1;
     if (st != XF_OK || count[0] < 0 || count[1] < 0)
         return st;
@@ -690,9 +690,9 @@ static xf_status slice_params(xf_infer_ctx *c, int64_t *starts, int64_t *ends, i
         steps[i] = 1;
     }
     if (xf_infer_has(c, 3))
-        st = read_ints(c, 3, "axes", axes, XF_MAX_DIMS, &count[2]);
+        st = xf_infer_read_ints(c, 3, "axes", axes, XF_MAX_DIMS, &count[2]);
     if (st == XF_OK && xf_infer_has(c, 4))
-        st = read_ints(c, 4, "steps", steps, XF_MAX_DIMS, &count[3]);
+        st = xf_infer_read_ints(c, 4, "steps", steps, XF_MAX_DIMS, &count[3]);
     if (st != XF_OK || count[2] < 0 || count[3] < 0)
         return st;
     if (count[1] != count[0] || count[2] != count[0] || count[3] != count[0])
@@ -736,9 +736,9 @@ static xf_status infer_pad(xf_infer_ctx *c)
     int n_pads, n_axes = in->ndim;
     xf_status st = XF_OK;
     if (xf_infer_has(c, 1)) {
-        st = read_ints(c, 1, "pads", pads, 2 * XF_MAX_DIMS, &n_pads);
+        st = xf_infer_read_ints(c, 1, "pads", pads, 2 * XF_MAX_DIMS, &n_pads);
         if (st == XF_OK && xf_infer_has(c, 3))
-            st = read_ints(c, 3, "axes", axes, XF_MAX_DIMS, &n_axes);
+            st = xf_infer_read_ints(c, 3, "axes", axes, XF_MAX_DIMS, &n_axes);
         if (st != XF_OK || n_pads < 0 || n_axes < 0)
             return st != XF_OK ? st : xf_infer_unknown(c);
     } else if (a->has_pads) {
@@ -754,7 +754,7 @@ static xf_status infer_pad(xf_infer_ctx *c)
             axes[i] = i;
     if (n_pads != 2 * n_axes)
         return xf_infer_fail(c, XF_ERR_INVALID, "pads %s has %d entries for %d axes",
-                             ints_text(pads, n_pads).s, n_pads, n_axes);
+                             xf_infer_ints_text(pads, n_pads).s, n_pads, n_axes);
     bool seen[XF_MAX_DIMS] = {false};
     st = xf_infer_mark_axes(c, axes, n_axes, in->ndim, true, seen);
     if (st != XF_OK)
@@ -766,119 +766,9 @@ static xf_status infer_pad(xf_infer_ctx *c)
         if (__builtin_add_overflow(in->dims[ax], pads[i], &d) ||
             __builtin_add_overflow(d, pads[n_axes + i], &d) || d < 0)
             return xf_infer_fail(c, XF_ERR_INVALID, "pads %s do not fit axis %d of %s",
-                                 ints_text(pads, n_pads).s, ax, xf_infer_text(in).s);
+                                 xf_infer_ints_text(pads, n_pads).s, ax, xf_infer_text(in).s);
         out.dims[ax] = d;
     }
-    xf_infer_set(c, 0, &out);
-    return XF_OK;
-}
-
-/* Reads a shape given as a parameter (Expand, ConstantOfShape). */
-static xf_status read_shape(xf_infer_ctx *c, int i, xf_shape *s, bool *known)
-{
-    int n;
-    xf_status st = read_ints(c, i, "shape", s->dims, XF_MAX_DIMS, &n);
-    *known = n >= 0;
-    s->ndim = n;
-    for (int d = 0; st == XF_OK && d < n; d++)
-        if (s->dims[d] < 0)
-            st = xf_infer_fail(c, XF_ERR_INVALID, "shape %s has a negative dimension",
-                               ints_text(s->dims, n).s);
-    return st;
-}
-
-static xf_status infer_expand(xf_infer_ctx *c)
-{
-    xf_shape target, out;
-    bool known;
-    xf_status st = read_shape(c, 1, &target, &known);
-    if (st != XF_OK || !known)
-        return st != XF_OK ? st : xf_infer_unknown(c);
-    st = xf_infer_broadcast(c, xf_infer_shape(c, 0), &target, &out);
-    if (st == XF_OK)
-        xf_infer_set(c, 0, &out);
-    return st;
-}
-
-static xf_status infer_constant_of_shape(xf_infer_ctx *c)
-{
-    const xf_tensor *v = c->node->attrs.value;
-    if (v && xf_tensor_numel(v) != 1)
-        return xf_infer_fail(c, XF_ERR_INVALID, "value must hold one element, has shape %s",
-                             xf_infer_text(&v->shape).s);
-    xf_shape out;
-    bool known;
-    xf_status st = read_shape(c, 0, &out, &known);
-    if (st != XF_OK || !known)
-        return st != XF_OK ? st : xf_infer_unknown(c);
-    xf_infer_set(c, 0, &out);
-    return XF_OK;
-}
-
-/* Shape (start/end from opset 15, clamped to [0, rank]). */
-static xf_status infer_shape_op(xf_infer_ctx *c)
-{
-    const xf_attrs *a = &c->node->attrs;
-    int rank = xf_infer_shape(c, 0)->ndim;
-    int64_t start = a->start < 0 ? a->start + rank : a->start;
-    int64_t end = !a->has_end ? rank : a->end < 0 ? a->end + rank : a->end;
-    start = clamp64(start, 0, rank);
-    end = clamp64(end, 0, rank);
-    xf_shape out = {.ndim = 1, .dims = {end > start ? end - start : 0}};
-    xf_infer_set(c, 0, &out);
-    return XF_OK;
-}
-
-static xf_status infer_range(xf_infer_ctx *c)
-{
-    static const char *const names[] = {"start", "limit", "delta"};
-    const xf_tensor *t[3];
-    for (int i = 0; i < 3; i++) {
-        t[i] = xf_infer_value(c, i);
-        if (!t[i])
-            return xf_infer_unknown(c);
-        if (!is_scalar_like(&t[i]->shape) || !t[i]->data)
-            return xf_infer_fail(c, XF_ERR_INVALID, "%s must be a scalar, got shape %s", names[i],
-                                 xf_infer_text(&t[i]->shape).s);
-    }
-    /* Lengths beyond 2^62 elements are no tensor anyone can hold. */
-    const uint64_t max_len = (uint64_t)1 << 62;
-    uint64_t len;
-    switch (t[0]->dtype) {
-    case XF_DT_FLOAT:
-    case XF_DT_DOUBLE: {
-        double start = xf_tensor_get_f64(t[0], 0), limit = xf_tensor_get_f64(t[1], 0);
-        double delta = xf_tensor_get_f64(t[2], 0);
-        if (delta == 0)
-            return xf_infer_fail(c, XF_ERR_INVALID, "delta is 0");
-        double count = ceil((limit - start) / delta);
-        len = !(count > 0) ? 0 : count >= 0x1p62 ? UINT64_MAX : (uint64_t)count; /* NaN: 0 */
-        break;
-    }
-    case XF_DT_INT16:
-    case XF_DT_INT32:
-    case XF_DT_INT64: {
-        int64_t start = xf_tensor_get_i64(t[0], 0), limit = xf_tensor_get_i64(t[1], 0);
-        int64_t delta = xf_tensor_get_i64(t[2], 0);
-        if (delta == 0)
-            return xf_infer_fail(c, XF_ERR_INVALID, "delta is 0");
-        /* Unsigned differences cannot overflow for any int64 bounds. */
-        if (delta > 0 && limit > start)
-            len = ((uint64_t)limit - (uint64_t)start - 1) / (uint64_t)delta + 1;
-        else if (delta < 0 && limit < start)
-            len = ((uint64_t)start - (uint64_t)limit - 1) / (0 - (uint64_t)delta) + 1;
-        else
-            len = 0;
-        break;
-    }
-    default:
-        return xf_infer_fail(c, XF_ERR_UNSUPPORTED, "Range on %s",
-                             xf_dtype_name(t[0]->dtype));
-    }
-    if (len > max_len)
-        return xf_infer_fail(c, XF_ERR_LIMIT, "the range would have more than 2^62 elements");
-    int64_t n = (int64_t)len;
-    xf_shape out = {.ndim = 1, .dims = {n}};
     xf_infer_set(c, 0, &out);
     return XF_OK;
 }
@@ -933,10 +823,10 @@ static xf_status infer_range(xf_infer_ctx *c)
 #define XF_RULE_GATHER infer_gather
 #define XF_RULE_SLICE infer_slice
 #define XF_RULE_PAD infer_pad
-#define XF_RULE_EXPAND infer_expand
-#define XF_RULE_SHAPE infer_shape_op
-#define XF_RULE_CONSTANT_OF_SHAPE infer_constant_of_shape
-#define XF_RULE_RANGE infer_range
+#define XF_RULE_EXPAND xf_infer_expand
+#define XF_RULE_SHAPE xf_infer_shape_op
+#define XF_RULE_CONSTANT_OF_SHAPE xf_infer_constant_of_shape
+#define XF_RULE_RANGE xf_infer_range
 #define XF_RULE_IDENTITY infer_same
 #define XF_RULE_DROPOUT infer_same
 #define XF_RULE_MAX_POOL xf_infer_pool

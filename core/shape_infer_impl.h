@@ -1,5 +1,5 @@
 /* Private to core: the context one node's shape inference works in and the
- * helpers shape_infer.c and shape_infer_nn.c share (canon.c uses the node
+ * helpers shape_infer.c, shape_infer_values.c and shape_infer_nn.c share (canon.c uses the node
  * label). */
 #ifndef XF_SHAPE_INFER_IMPL_H
 #define XF_SHAPE_INFER_IMPL_H
@@ -66,6 +66,22 @@ xf_status xf_infer_read_axes(xf_infer_ctx *c, int64_t *axes, int *n, bool *given
  * an error where they change the result (unique), else harmless. */
 xf_status xf_infer_mark_axes(xf_infer_ctx *c, const int64_t *axes, int n, int rank, bool unique,
                              bool *mark);
+
+/* "[1,-1,0]" for parameter vectors in messages. */
+xf_shape_text xf_infer_ints_text(const int64_t *v, int n);
+/* Reads the integer parameter vector of input i (Reshape's shape, Slice's
+ * starts, Squeeze's axes, ...): *n = -1 when its value is not known here.
+ * A scalar counts as one entry; more than cap entries is an error. */
+xf_status xf_infer_read_ints(const xf_infer_ctx *c, int i, const char *what, int64_t *vals, int cap, int *n);
+/* A scalar, or a one-element vector (what several exporters write). */
+bool xf_infer_scalar_like(const xf_shape *s);
+int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi);
+
+/* The rules in shape_infer_values.c. */
+xf_status xf_infer_expand(xf_infer_ctx *c);
+xf_status xf_infer_constant_of_shape(xf_infer_ctx *c);
+xf_status xf_infer_shape_op(xf_infer_ctx *c);
+xf_status xf_infer_range(xf_infer_ctx *c);
 
 /* The rules in shape_infer_nn.c. */
 xf_status xf_infer_conv(xf_infer_ctx *c);
