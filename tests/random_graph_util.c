@@ -79,6 +79,24 @@ static int pick_concat_partner(rg *r, int x, int axis)
     return n ? cand[pick(r, n)] : -1;
 }
 
+/* Add, Mul or Sub of x and a pool value of the same shape. */
+static int binary_same_shape(rg *r, int x)
+{
+    int other = pick_same(r, x);
+    int in[2] = {x, other};
+    used(r, other);
+    return zb_node(&r->b, (xf_op[]){XF_OP_ADD, XF_OP_MUL, XF_OP_SUB}[pick(r, 3)], 2, in, NULL);
+}
+
+/* Concat of x and a pool value that fits it along axis. */
+static int concat_pair(rg *r, int x, int axis)
+{
+    int other = pick_concat_partner(r, x, axis);
+    int in[2] = {x, other};
+    used(r, other);
+    return zb_concat(&r->b, 2, in, axis);
+}
+
 static int split2(rg *r, int x, int axis, int outs[2])
 {
     /* A copy: adding values below may move the value array. */
@@ -121,21 +139,8 @@ static void step_cnn(rg *r)
         break;
     }
     case 2: y = zb_unary(&r->b, (xf_op[]){XF_OP_RELU, XF_OP_SIGMOID, XF_OP_TANH}[pick(r, 3)], x); break;
-    case 3: {
-        int other = pick_same(r, x);
-        int in[2] = {x, other};
-        y = zb_node(&r->b, (xf_op[]){XF_OP_ADD, XF_OP_MUL, XF_OP_SUB}[pick(r, 3)], 2, in, NULL);
-        used(r, other);
-        break;
-    }
-    case 4: {
-        int axis = pick(r, 3) == 0 ? 0 : 1;
-        int other = pick_concat_partner(r, x, axis);
-        int in[2] = {x, other};
-        y = zb_concat(&r->b, 2, in, axis);
-        used(r, other);
-        break;
-    }
+    case 3: y = binary_same_shape(r, x); break;
+    case 4: y = concat_pair(r, x, pick(r, 3) == 0 ? 0 : 1); break;
     case 5: {
         int outs[2];
         if (split2(r, x, 1, outs) == 0) {
@@ -180,21 +185,8 @@ static void step_mlp(rg *r)
     }
     case 1: y = zb_dense(&r->b, x, 2 + pick(r, 6)); break;
     case 2: y = zb_unary(&r->b, (xf_op[]){XF_OP_RELU, XF_OP_SIGMOID, XF_OP_TANH}[pick(r, 3)], x); break;
-    case 3: {
-        int other = pick_same(r, x);
-        int in[2] = {x, other};
-        y = zb_node(&r->b, (xf_op[]){XF_OP_ADD, XF_OP_MUL, XF_OP_SUB}[pick(r, 3)], 2, in, NULL);
-        used(r, other);
-        break;
-    }
-    case 4: {
-        int axis = pick(r, 2);
-        int other = pick_concat_partner(r, x, axis);
-        int in[2] = {x, other};
-        y = zb_concat(&r->b, 2, in, axis);
-        used(r, other);
-        break;
-    }
+    case 3: y = binary_same_shape(r, x); break;
+    case 4: y = concat_pair(r, x, pick(r, 2)); break;
     case 5: {
         int outs[2];
         if (split2(r, x, pick(r, 2), outs) == 0) {
