@@ -21,6 +21,10 @@
  *   replacement
  *     %0 = Conv(x0, x1) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1 activation=relu
  *     output %0
+ *   ...
+ *
+ * Pad takes its pads as `pad_pads=` (begins then ends, zero padding): the
+ * attribute form, which the optimizer folds into a constant kernel.
  *   bind pattern 0 kernel[0] = k
  *   constraint k odd
  *   constraint (k - 1) == (2 * x0[1])
@@ -115,6 +119,10 @@ static void printable_attrs(xf_op op, const xf_attrs *a, xf_attrs *out)
     out->epsilon = a->epsilon;
     out->trans_a = a->trans_a;
     out->trans_b = a->trans_b;
+    /* Pad's pads in the attribute form, zero padding only (kernel enlarge). */
+    out->has_pads = a->has_pads;
+    out->n_pads = a->n_pads;
+    memcpy(out->pad_pads, a->pad_pads, sizeof a->pad_pads);
 }
 
 static void format_attrs(strbuf *b, xf_op op, const xf_attrs *a)
@@ -156,6 +164,8 @@ static void format_attrs(strbuf *b, xf_op op, const xf_attrs *a)
         sb_printf(b, " trans_a=%d", a->trans_a);
     if (a->trans_b != d.trans_b)
         sb_printf(b, " trans_b=%d", a->trans_b);
+    if (a->has_pads)
+        sb_ints(b, "pad_pads", a->pad_pads, a->n_pads);
 }
 
 /* Name of value v on a side: rule inputs by the pattern's names, node

@@ -172,6 +172,13 @@ static xf_status set_attr(parser *ps, xf_attrs *a, const char *key, const char *
             return perr(ps, "bad pads '%s'", val);
         a->n_spatial = n / 2;
         memcpy(a->pads, v, (size_t)n * sizeof *v);
+    } else if (strcmp(key, "pad_pads") == 0) {
+        n = parse_int_list(val, v, 2 * XF_MAX_DIMS);
+        if (n <= 0 || n % 2)
+            return perr(ps, "bad pad_pads '%s'", val);
+        a->has_pads = true;
+        a->n_pads = n;
+        memcpy(a->pad_pads, v, (size_t)n * sizeof *v);
     } else if (strcmp(key, "perm") == 0) {
         if ((n = parse_int_list(val, v, XF_MAX_DIMS)) <= 0)
             return perr(ps, "bad perm '%s'", val);

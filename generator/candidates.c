@@ -3,9 +3,15 @@
  * check on cpu_ref with floats, and dedupe up to renaming.
  *
  * Pairing: within a group of equal fingerprints every graph is paired with
- * the group's smallest graph (fewest ops, then lowest code), pattern = the
- * larger.  Any other pair of the group follows from two of these, so the
- * rest are implied rules. */
+ * the group's smallest graph, pattern = the larger.  Any other pair of the
+ * group follows from two of these, so the rest are implied rules.  Size
+ * counts first the ops that compute on activations: an op on weights and
+ * biases alone (a concatenated or enlarged kernel) is folded into a
+ * constant before the graph runs.  Where two graphs have as many
+ * activation ops and the larger one is larger only by such weight ops,
+ * neither is clearly cheaper, so the rule is written in both directions
+ * (the cost model decides): this is how convolutions that share an input
+ * merge into one, and how a kernel is enlarged so that it can merge. */
 #include "gen_internal.h"
 #include "xf_runtime.h"
 
@@ -20,7 +26,7 @@
 static uint64_t op_identity(const gen_graph *g, int k)
 {
     uint64_t h = gen_mix64((uint64_t)g->variant[k] * 0x9e3779b97f4a7c15ull);
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < GEN_MAX_IN; j++)
         if (g->in[k][j] >= 0)
             h = gen_mix64(h ^ g->val_fp[g->in[k][j]]);
     return h;
@@ -58,7 +64,9 @@ static bool shares_common_supergraph(const gen_graph *p, const gen_graph *q)
 static bool shares_common_subgraph(const gen_graph *p, const gen_graph *q)
 {
     for (int i = 0; i < p->n_ops; i++) {
-        bool from_inputs = p->in[i][0] < gen_pool_size && p->in[i][1] < gen_pool_size;
+        bool from_inputs = true;
+        for (int j = 0; j < GEN_MAX_IN; j++)
+            from_inputs &= p->in[i][j] < gen_pool_size;
         if (!from_inputs)
             continue;
         uint64_t id = op_identity(p, i);
@@ -69,12 +77,12 @@ static bool shares_common_subgraph(const gen_graph *p, const gen_graph *q)
     return false;
 }
 
-static int code_ops(uint64_t code)
+static int code_ops(gen_code code)
 {
     if (gen_code_variant(code, 0) == GEN_INPUTS_GRAPH)
         return 0;
     int n = 0;
-    while (n < GEN_MAX_OPS && gen_code_variant(code, n) != GV_NONE)
+    while (n < GEN_MAX_SLOTS && gen_code_variant(code, n) != GV_NONE)
         n++;
     return n;
 }
@@ -104,10 +112,10 @@ static int fewest_ops(const gen_record *records, int64_t n_records, uint64_t fp)
  * representative on its own. */
 static bool has_reducible_part(const gen_graph *p, const gen_record *records, int64_t n_records)
 {
-    unsigned cone[GEN_MAX_OPS];
+    unsigned cone[GEN_MAX_SLOTS];
     for (int k = 0; k < p->n_ops; k++) {
         cone[k] = 1u << k;
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < GEN_MAX_IN; j++)
             for (int q = 0; q < k; q++) {
                 int in = p->in[k][j], n_out = gen_variants[p->variant[q]].n_out;
                 if (in >= p->out_base[q] && in < p->out_base[q] + n_out)
@@ -134,7 +142,7 @@ static bool has_reducible_part(const gen_graph *p, const gen_record *records, in
 /* ------------------------------------------------------------ building sides */
 
 typedef struct side_map {
-    int value_of[GEN_MAX_POOL + 2 * GEN_MAX_OPS]; /* gen value -> xf value id */
+    int value_of[GEN_MAX_VALUES]; /* gen value -> xf value id */
 } side_map;
 
 /* Rule inputs: pool tensors in order of first use over both sides. */
@@ -146,7 +154,7 @@ static int rule_inputs(const gen_graph *p, const gen_graph *q, int *inputs)
     for (int s = 0; s < 2; s++) {
         const gen_graph *g = sides[s];
         for (int k = 0; k < g->n_ops; k++)
-            for (int j = 0; j < 2; j++) {
+            for (int j = 0; j < GEN_MAX_IN; j++) {
                 int v = g->in[k][j];
                 if (v >= 0 && v < gen_pool_size && !seen[v]) {
                     seen[v] = true;
@@ -170,7 +178,7 @@ static xf_graph *build_side(const gen_graph *g, const char *name, const int *inp
     if (!x)
         return NULL;
     side_map m;
-    for (int v = 0; v < GEN_MAX_POOL + 2 * GEN_MAX_OPS; v++)
+    for (int v = 0; v < GEN_MAX_VALUES; v++)
         m.value_of[v] = -1;
     for (int k = 0; k < n_inputs; k++) {
         const gen_pool_entry *e = &gen_pool[inputs[k]];
@@ -178,8 +186,8 @@ static xf_graph *build_side(const gen_graph *g, const char *name, const int *inp
     }
     for (int k = 0; k < g->n_ops; k++) {
         const gen_variant_info *vi = &gen_variants[g->variant[k]];
-        int in[2], out[2];
-        xf_shape shapes[2];
+        int in[GEN_MAX_IN], out[2];
+        xf_shape shapes[GEN_MAX_IN];
         for (int j = 0; j < vi->n_in; j++) {
             in[j] = m.value_of[g->in[k][j]];
             shapes[j] = x->values[in[j]].shape;
@@ -268,6 +276,12 @@ static int generalize_splits(xf_rule *r, const xf_graph *g, bool replacement)
         case XF_OP_CONV:
             o.d[1] = b->d[0];
             break;
+        case XF_OP_PAD:
+            for (int d = 0; d < o.ndim && d < n->attrs.n_pads / 2; d++) {
+                xf_expr grow = xf_expr_const(n->attrs.pad_pads[d] + n->attrs.pad_pads[o.ndim + d]);
+                o.d[d] = xf_expr_binary(XF_EX_ADD, &a->d[d], &grow);
+            }
+            break;
         case XF_OP_TRANSPOSE:
             o.d[0] = a->d[1];
             o.d[1] = a->d[0];
@@ -333,7 +347,7 @@ static int sides_agree(const xf_rule *r, uint64_t seed, double *max_diff, char *
     const xf_graph *p = r->pattern;
     int n = p->n_inputs;
     xf_tensor *in[GEN_MAX_POOL] = {0};
-    xf_tensor *out_p[2 * GEN_MAX_OPS] = {0}, *out_q[2 * GEN_MAX_OPS] = {0};
+    xf_tensor *out_p[2 * GEN_MAX_SLOTS] = {0}, *out_q[2 * GEN_MAX_SLOTS] = {0};
     xf_session *sp = NULL, *sq = NULL;
     xf_error e = {.msg = "out of memory"};
     int ok = -1;
@@ -359,7 +373,7 @@ done:
         snprintf(why, why_len, "%s", e.msg);
     for (int k = 0; k < n; k++)
         xf_tensor_release(in[k]);
-    for (int j = 0; j < 2 * GEN_MAX_OPS; j++) {
+    for (int j = 0; j < 2 * GEN_MAX_SLOTS; j++) {
         xf_tensor_release(out_p[j]);
         xf_tensor_release(out_q[j]);
     }
@@ -470,7 +484,7 @@ static xf_rule *build_rule(const gen_graph *p, const gen_graph *q, uint64_t fp)
         return NULL;
     /* Outputs in the pattern's value order (the records list them by
      * fingerprint), the replacement's in the matching order. */
-    int order[2 * GEN_MAX_OPS];
+    int order[2 * GEN_MAX_SLOTS];
     for (int o = 0; o < p->n_outputs; o++) {
         int j = o;
         for (; j > 0 && p->outputs[order[j - 1]] > p->outputs[o]; j--)
@@ -500,16 +514,97 @@ static xf_rule *build_rule(const gen_graph *p, const gen_graph *q, uint64_t fp)
     return r;
 }
 
+/* Whether g can be a pattern: the matcher rewrites only the optimizer's
+ * op set, and every pattern output must be computed by the pattern. */
+static bool can_be_pattern(const gen_graph *g)
+{
+    if (g->n_ops == 0)
+        return false;
+    for (int k = 0; k < g->n_ops; k++)
+        if (!(xf_op_get_info(gen_variants[g->variant[k]].op)->flags & XF_OPF_GEN))
+            return false;
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] < gen_pool_size)
+            return false;
+    return true;
+}
+
+/* Ops that compute on activations: the size that decides a rule's direction. */
+static int act_ops(const gen_graph *g) { return g->n_ops - g->n_weight_ops; }
+
+/* Whether graph a is smaller than b: fewer activation ops, then fewer ops. */
+static bool smaller(const gen_graph *a, const gen_graph *b)
+{
+    return act_ops(a) != act_ops(b) ? act_ops(a) < act_ops(b) : a->n_ops < b->n_ops;
+}
+
+typedef struct rule_stage {
+    xf_library *lib;
+    xf_gen_stats *st;
+    key_set seen;
+    uint64_t seed;
+} rule_stage;
+
+/* Builds, dedupes and checks the rule pattern pg -> replacement qg and adds
+ * it to the library. */
+static xf_status add_candidate(rule_stage *rs, const gen_graph *pg, const gen_graph *qg, uint64_t fp, xf_error *err)
+{
+    xf_gen_stats *st = rs->st;
+    xf_rule *r = build_rule(pg, qg, fp);
+    if (!r) {
+        st->unexpressible++;
+        return XF_OK;
+    }
+    uint64_t key = gen_mix64(xf_graph_hash(r->pattern)) ^ xf_graph_hash(r->replacement);
+    bool nomem = false;
+    if (!key_set_insert(&rs->seen, key, &nomem)) {
+        xf_rule_free(r);
+        if (nomem)
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        st->pruned_renaming++;
+        return XF_OK;
+    }
+    double diff = 0;
+    char why[sizeof err->msg];
+    int agree = sides_agree(r, rs->seed, &diff, why, sizeof why);
+    if (agree <= 0) {
+        if (agree == 0) {
+            xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g", r->provenance,
+                   r->pattern->n_nodes, r->replacement->n_nodes, diff);
+            st->false_positives++;
+        } else {
+            xf_log(XF_LOG_WARN, "candidate dropped, it does not run on cpu_ref: %s: %s", r->provenance, why);
+            st->unexpressible++;
+        }
+        xf_rule_free(r);
+        return XF_OK;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "c%06d", rs->lib->n_rules);
+    char *renamed = strdup(name);
+    if (!renamed) {
+        xf_rule_free(r);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    free(r->name);
+    r->name = renamed;
+    bool generalized = r->n_bindings > 0;
+    xf_status s = xf_library_add(rs->lib, r, err);
+    if (s != XF_OK)
+        return s;
+    st->generalized += generalized;
+    return XF_OK;
+}
+
 xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t seed, xf_library *lib,
                           xf_gen_stats *st, const xf_gen_options *opt, xf_error *err)
 {
-    uint64_t *storage = calloc((size_t)(GEN_MAX_POOL + 2 * GEN_MAX_OPS) * GEN_VAL_STRIDE, sizeof *storage);
+    uint64_t *storage = calloc((size_t)GEN_MAX_VALUES * GEN_VAL_STRIDE, sizeof *storage);
     uint64_t *scratch = storage + (size_t)GEN_MAX_POOL * GEN_VAL_STRIDE;
     gen_pool_values pool;
     gen_graph *group = NULL;
     int64_t cap_group = 0;
-    key_set seen = {0};
-    bool nomem = false;
+    rule_stage rs = {.lib = lib, .st = st, .seed = seed};
     xf_status status = XF_OK;
     if (!storage)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -543,7 +638,7 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
                 continue;
             if (!gen_decode(records[k].code, &pool, &group[n], scratch))
                 continue;
-            if (rep < 0 || group[n].n_ops < group[rep].n_ops)
+            if (rep < 0 || smaller(&group[n], &group[rep]))
                 rep = n;
             n++;
         }
@@ -560,57 +655,20 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
                 st->pruned_implied++;
                 continue;
             }
-            xf_rule *r = build_rule(pg, qg, records[i].fp);
-            if (!r) {
-                st->unexpressible++;
-                continue;
+            if (can_be_pattern(pg))
+                status = add_candidate(&rs, pg, qg, records[i].fp, err);
+            if (status == XF_OK && act_ops(pg) == act_ops(qg) && act_ops(qg) > 0 && pg->n_weight_ops > 0 &&
+                can_be_pattern(qg)) {
+                int64_t before = lib->n_rules;
+                status = add_candidate(&rs, qg, pg, records[i].fp, err);
+                st->reversed += lib->n_rules - before;
             }
-            uint64_t key = gen_mix64(xf_graph_hash(r->pattern)) ^ xf_graph_hash(r->replacement);
-            if (!key_set_insert(&seen, key, &nomem)) {
-                xf_rule_free(r);
-                if (nomem)
-                    status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-                else
-                    st->pruned_renaming++;
-                continue;
-            }
-            double diff = 0;
-            char why[sizeof err->msg];
-            int agree = sides_agree(r, seed, &diff, why, sizeof why);
-            if (agree <= 0) {
-                if (agree == 0) {
-                    xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g",
-                           r->provenance, r->pattern->n_nodes, r->replacement->n_nodes, diff);
-                    st->false_positives++;
-                } else {
-                    xf_log(XF_LOG_WARN, "candidate dropped, it does not run on cpu_ref: %s: %s", r->provenance, why);
-                    st->unexpressible++;
-                }
-                xf_rule_free(r);
-                continue;
-            }
-            char name[32];
-            snprintf(name, sizeof name, "c%06d", lib->n_rules);
-            char *renamed = strdup(name);
-            if (!renamed) {
-                xf_rule_free(r);
-                status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-                break;
-            }
-            free(r->name);
-            r->name = renamed;
-            bool generalized = r->n_bindings > 0;
-            if (xf_library_add(lib, r, err) != XF_OK) {
-                status = err ? err->status : XF_ERR_NOMEM;
-                break;
-            }
-            st->generalized += generalized;
         }
         if (opt && opt->progress && (st->groups & 63) == 0)
             opt->progress("rules", (double)j / (double)n_records, opt->user);
         i = j;
     }
-    free(seen.keys);
+    free(rs.seen.keys);
     free(group);
     free(storage);
     if (status == XF_OK)

@@ -16,7 +16,10 @@
  *    common subexpression), and an op whose result equals a tensor the
  *    graph already has is recorded (that is a rule) but not built upon;
  *  - only connected graphs are recorded (a disconnected graph pairs only
- *    with rules that are the union of smaller ones). */
+ *    with rules that are the union of smaller ones);
+ *  - a bias op (see GEN_FREE_OPS) is not counted against max ops, and a
+ *    graph with a bias among its outputs is not recorded: a law of biases
+ *    alone is plain algebra of constants, which folding handles. */
 #include "gen_internal.h"
 
 #include <pthread.h>
@@ -43,24 +46,30 @@ const gen_variant_info gen_variants[GV_COUNT] = {
     [GV_SPLIT0] = {XF_OP_SPLIT, 1, 2},
     [GV_SPLIT1] = {XF_OP_SPLIT, 1, 2},
     [GV_TRANSPOSE] = {XF_OP_TRANSPOSE, 1, 1},
+    [GV_CONV_BIAS] = {XF_OP_CONV, 3, 1},
+    [GV_CONV_BIAS_RELU] = {XF_OP_CONV, 3, 1},
+    [GV_ENLARGE] = {XF_OP_PAD, 1, 1},
 };
 
 const char *xf_gen_op_set(void)
 {
-    return "MatMul,Add,Mul,Conv,Relu,Sigmoid,Tanh,MaxPool,AveragePool,Concat,Split,Transpose";
+    return "MatMul,Add,Mul,Conv,Relu,Sigmoid,Tanh,MaxPool,AveragePool,Concat,Split,Transpose,Pad";
 }
 
+#define S1(a) {.ndim = 1, .dims = {a}}
 #define S2(a, b) {.ndim = 2, .dims = {a, b}}
 #define S4(a, b, c, d) {.ndim = 4, .dims = {a, b, c, d}}
 
 /* Small shapes: large enough that no law of a particular size (a 1x1 image,
  * a single channel) is mistaken for a general one, small enough to evaluate
- * millions of graphs.  Kernels come in every enumerated kernel shape. */
+ * millions of graphs.  Kernels come in every enumerated kernel shape;
+ * biases have one entry per output channel of the kernels. */
 const gen_pool_entry gen_pool[] = {
     {"a", GK_ACT, S2(4, 4)},         {"b", GK_ACT, S2(4, 4)},         {"c", GK_ACT, S2(4, 4)},
     {"x", GK_ACT, S4(2, 2, 4, 4)},   {"y", GK_ACT, S4(2, 2, 4, 4)},   {"w", GK_WEIGHT, S4(2, 2, 3, 3)},
     {"v", GK_WEIGHT, S4(2, 2, 3, 3)}, {"k", GK_WEIGHT, S4(2, 2, 1, 1)}, {"j", GK_WEIGHT, S4(2, 2, 1, 1)},
     {"h", GK_WEIGHT, S4(2, 2, 1, 3)}, {"g", GK_WEIGHT, S4(2, 2, 3, 1)}, {"s", GK_SCALAR, {.ndim = 0}},
+    {"p", GK_BIAS, S1(2)},           {"q", GK_BIAS, S1(2)},
 };
 const int gen_pool_size = (int)(sizeof gen_pool / sizeof gen_pool[0]);
 
@@ -70,16 +79,18 @@ void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a)
     switch (v) {
     case GV_CONV:
     case GV_CONV_RELU:
+    case GV_CONV_BIAS:
+    case GV_CONV_BIAS_RELU:
     case GV_MAX_POOL:
     case GV_AVG_POOL: {
-        bool conv = v == GV_CONV || v == GV_CONV_RELU;
+        bool conv = v != GV_MAX_POOL && v != GV_AVG_POOL;
         int64_t kh = conv ? in[1].dims[2] : 3, kw = conv ? in[1].dims[3] : 3;
         a->n_spatial = 2;
         a->kernel[0] = kh;
         a->kernel[1] = kw;
         a->pads[0] = a->pads[2] = (kh - 1) / 2;
         a->pads[1] = a->pads[3] = (kw - 1) / 2;
-        if (v == GV_CONV_RELU)
+        if (v == GV_CONV_RELU || v == GV_CONV_BIAS_RELU)
             a->activation = XF_ACT_RELU;
         if (v == GV_AVG_POOL)
             a->count_include_pad = 1;
@@ -87,6 +98,15 @@ void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a)
     }
     case GV_CONCAT1:
         a->axis = 1;
+        break;
+    case GV_ENLARGE:
+        /* Pads in the attribute form (the rule format's; the optimizer
+         * folds the padded kernel into a constant before writing). */
+        a->has_pads = true;
+        a->n_pads = 8;
+        memset(a->pad_pads, 0, sizeof a->pad_pads);
+        a->pad_pads[2] = a->pad_pads[6] = (3 - in[0].dims[2]) / 2;
+        a->pad_pads[3] = a->pad_pads[7] = (3 - in[0].dims[3]) / 2;
         break;
     case GV_SPLIT0:
     case GV_SPLIT1: {
@@ -109,8 +129,11 @@ typedef struct slot {
     uint64_t fp;
 } slot;
 
-/* Whether variant v applies to these inputs; sets the output kind. */
-static bool applicable(gen_variant v, const slot *a, const slot *b, int *kind)
+static bool is_kernel_dim(int64_t d) { return d == 1 || d == 3; }
+
+/* Whether variant v applies to these inputs (b and c may be NULL for ops
+ * with fewer); sets the output kind. */
+static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *c, int *kind)
 {
     const xf_shape *sa = &a->val.shape;
     switch (v) {
@@ -121,7 +144,8 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, int *kind)
     case GV_ADD:
     case GV_MUL:
         *kind = a->kind;
-        return a->kind != GK_SCALAR && a->kind == b->kind && xf_shape_equal(sa, &b->val.shape);
+        return a->kind != GK_SCALAR && (a->kind != GK_BIAS || v == GV_ADD) && a->kind == b->kind &&
+               xf_shape_equal(sa, &b->val.shape);
     case GV_SCALE:
         *kind = a->kind;
         return a->kind != GK_SCALAR && b->kind == GK_SCALAR;
@@ -130,9 +154,19 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, int *kind)
         const xf_shape *w = &b->val.shape;
         *kind = GK_ACT;
         return a->kind == GK_ACT && b->kind == GK_WEIGHT && sa->ndim == 4 && w->ndim == 4 &&
-               w->dims[1] == sa->dims[1] && (w->dims[2] == 1 || w->dims[2] == 3) &&
-               (w->dims[3] == 1 || w->dims[3] == 3);
+               w->dims[1] == sa->dims[1] && is_kernel_dim(w->dims[2]) && is_kernel_dim(w->dims[3]);
     }
+    case GV_CONV_BIAS:
+    case GV_CONV_BIAS_RELU: {
+        const xf_shape *w = &b->val.shape, *bias = &c->val.shape;
+        *kind = GK_ACT;
+        return applicable(GV_CONV, a, b, NULL, kind) && c->kind == GK_BIAS && bias->ndim == 1 &&
+               bias->dims[0] == w->dims[0];
+    }
+    case GV_ENLARGE:
+        *kind = GK_WEIGHT;
+        return a->kind == GK_WEIGHT && sa->ndim == 4 && is_kernel_dim(sa->dims[2]) && is_kernel_dim(sa->dims[3]) &&
+               (sa->dims[2] == 1 || sa->dims[3] == 1);
     case GV_RELU:
     case GV_SIGMOID:
     case GV_TANH:
@@ -145,12 +179,12 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, int *kind)
     case GV_CONCAT0:
     case GV_CONCAT1:
         *kind = a->kind;
-        return a->kind != GK_SCALAR && a->kind == b->kind && (sa->ndim == 2 || sa->ndim == 4) &&
-               sa->ndim == b->val.shape.ndim;
+        return a->kind != GK_SCALAR && a->kind == b->kind && sa->ndim == b->val.shape.ndim &&
+               (sa->ndim == 2 || sa->ndim == 4 || (a->kind == GK_BIAS && v == GV_CONCAT0));
     case GV_SPLIT0:
     case GV_SPLIT1:
         *kind = a->kind;
-        return a->kind != GK_SCALAR && (sa->ndim == 2 || sa->ndim == 4) &&
+        return a->kind != GK_SCALAR && a->kind != GK_BIAS && (sa->ndim == 2 || sa->ndim == 4) &&
                sa->dims[v == GV_SPLIT1] % 2 == 0;
     case GV_TRANSPOSE:
         *kind = GK_ACT;
@@ -165,11 +199,11 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, int *kind)
 typedef struct worker {
     int max_ops;
     int index, n_workers;
-    slot vals[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
-    uint64_t *storage; /* 2 * GEN_MAX_OPS buffers of GEN_VAL_STRIDE */
-    int n_ops;
-    uint64_t ops[GEN_MAX_OPS]; /* op codes */
-    int out_base[GEN_MAX_OPS];
+    slot vals[GEN_MAX_VALUES];
+    uint64_t *storage; /* 2 * GEN_MAX_SLOTS buffers of GEN_VAL_STRIDE */
+    int n_ops, n_free; /* ops, and bias ops among them */
+    gen_code ops[GEN_MAX_SLOTS]; /* op codes */
+    int out_base[GEN_MAX_SLOTS];
     int n_vals;
     uint32_t pool_used; /* bit per pool tensor */
     gen_record *rec;
@@ -178,7 +212,7 @@ typedef struct worker {
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
 } worker;
 
-static void push_record(worker *w, uint64_t fp, uint64_t code)
+static void push_record(worker *w, uint64_t fp, gen_code code)
 {
     if (w->n_rec == w->cap_rec) {
         int64_t cap = w->cap_rec ? 2 * w->cap_rec : 1 << 16;
@@ -222,8 +256,8 @@ static int find_root(int *parent, int x)
 static void record_graph(worker *w)
 {
     int n_vals = w->n_vals;
-    bool used[GEN_MAX_POOL + 2 * GEN_MAX_OPS] = {0};
-    int parent[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
+    bool used[GEN_MAX_VALUES] = {0};
+    int parent[GEN_MAX_VALUES];
     for (int v = 0; v < n_vals; v++)
         parent[v] = v;
     for (int k = 0; k < w->n_ops; k++) {
@@ -241,17 +275,20 @@ static void record_graph(worker *w)
     for (int v = 0; v < n_vals; v++)
         if ((v >= gen_pool_size || used[v]) && find_root(parent, v) != root)
             return;
-    uint64_t fps[2 * GEN_MAX_OPS];
+    uint64_t fps[2 * GEN_MAX_SLOTS];
     int n = 0;
     for (int v = gen_pool_size; v < n_vals; v++)
-        if (!used[v])
+        if (!used[v]) {
+            if (w->vals[v].kind == GK_BIAS)
+                return;
             fps[n++] = w->vals[v].fp;
+        }
     uint64_t fp = gen_combine_fps(fps, n);
     if (!fp)
         return;
-    uint64_t code = 0;
+    gen_code code = 0;
     for (int k = 0; k < w->n_ops; k++)
-        code |= w->ops[k] << (16 * k);
+        code |= w->ops[k] << (GEN_OP_BITS * k);
     push_record(w, fp, code);
 }
 
@@ -273,11 +310,22 @@ static bool distinct_inputs(int var)
     return var == GV_ADD || var == GV_MUL || var == GV_CONCAT0 || var == GV_CONCAT1;
 }
 
-/* Tries op (variant, i0, i1) on top of the current graph. */
-static void try_op(worker *w, gen_variant var, int i0, int i1)
+/* Choices of inputs for variant var over n values: i0 < n, then i1 (from i0
+ * for the commutative Add and Mul), then i2. */
+static int64_t n_choices(int var, int64_t n)
+{
+    int n_in = gen_variants[var].n_in;
+    return n_in == 1 ? n : n_in == 3 ? n * n * n : var == GV_ADD || var == GV_MUL ? n * (n + 1) / 2 : n * n;
+}
+
+/* Tries op (variant, i[0..n_in)) on top of the current graph. */
+static void try_op(worker *w, gen_variant var, const int *i)
 {
     const gen_variant_info *vi = &gen_variants[var];
-    uint64_t op = gen_code_op(var, i0, vi->n_in > 1 ? i1 : GEN_NO_INPUT);
+    int ins[GEN_MAX_IN] = {GEN_NO_INPUT, GEN_NO_INPUT, GEN_NO_INPUT};
+    for (int j = 0; j < vi->n_in; j++)
+        ins[j] = i[j];
+    gen_code op = gen_code_op(var, ins[0], ins[1], ins[2]);
     for (int k = 0; k < w->n_ops; k++)
         if (w->ops[k] == op)
             return;
@@ -285,29 +333,33 @@ static void try_op(worker *w, gen_variant var, int i0, int i1)
     if (w->n_ops > 0) {
         int prev = w->n_ops - 1, pv = gen_code_variant(w->ops[prev], 0);
         bool depends = false;
-        for (int j = 0; j < vi->n_in; j++) {
-            int in = j ? i1 : i0;
-            depends |= in >= w->out_base[prev] && in < w->out_base[prev] + gen_variants[pv].n_out;
-        }
+        for (int j = 0; j < vi->n_in; j++)
+            depends |= ins[j] >= w->out_base[prev] && ins[j] < w->out_base[prev] + gen_variants[pv].n_out;
         if (!depends && op < w->ops[prev])
             return;
     }
     uint32_t used = w->pool_used;
-    if (!pool_order_ok(used, i0))
-        return;
-    if (i0 < gen_pool_size)
-        used |= 1u << i0;
-    if (vi->n_in > 1) {
-        if (!pool_order_ok(used, i1))
+    for (int j = 0; j < vi->n_in; j++) {
+        if (!pool_order_ok(used, ins[j]))
             return;
-        if (i1 < gen_pool_size)
-            used |= 1u << i1;
+        if (ins[j] < gen_pool_size)
+            used |= 1u << ins[j];
     }
     int kind;
-    if (!applicable(var, &w->vals[i0], vi->n_in > 1 ? &w->vals[i1] : NULL, &kind))
+    const slot *sl[GEN_MAX_IN] = {NULL, NULL, NULL};
+    for (int j = 0; j < vi->n_in; j++)
+        sl[j] = &w->vals[ins[j]];
+    if (!applicable(var, sl[0], sl[1], sl[2], &kind))
         return;
-    gen_val in[2] = {w->vals[i0].val, vi->n_in > 1 ? w->vals[i1].val : w->vals[i0].val};
-    xf_shape shapes[2] = {in[0].shape, in[1].shape};
+    bool free_op = gen_kind_free(kind);
+    if (free_op && w->n_free >= GEN_FREE_OPS)
+        return;
+    gen_val in[GEN_MAX_IN];
+    xf_shape shapes[GEN_MAX_IN];
+    for (int j = 0; j < vi->n_in; j++) {
+        in[j] = sl[j]->val;
+        shapes[j] = in[j].shape;
+    }
     xf_attrs a;
     gen_variant_attrs(var, shapes, &a);
     int base = w->n_vals;
@@ -329,12 +381,15 @@ static void try_op(worker *w, gen_variant var, int i0, int i1)
     w->ops[w->n_ops] = op;
     w->out_base[w->n_ops] = base;
     w->n_ops++;
+    w->n_free += free_op;
     w->n_vals += vi->n_out;
     w->pool_used = used;
     record_graph(w);
-    if (!redundant && w->n_ops < w->max_ops)
+    /* A bias op needs a counted op after it to read its result. */
+    if (!redundant && w->n_ops - w->n_free < w->max_ops)
         dfs(w);
     w->n_ops--;
+    w->n_free -= free_op;
     w->n_vals = base;
     w->pool_used = saved_used;
 }
@@ -349,19 +404,25 @@ static void dfs(worker *w)
     for (int var = 1; var < GV_COUNT; var++) {
         int n_in = gen_variants[var].n_in;
         for (int i0 = 0; i0 < n; i0++) {
-            int hi = n_in > 1 ? n : 1;
+            int hi1 = n_in > 1 ? n : 1, hi2 = n_in > 2 ? n : 1;
             int lo = n_in > 1 && (var == GV_ADD || var == GV_MUL) ? i0 : 0;
-            for (int i1 = lo; i1 < hi; i1++) {
-                if (top && choice++ % w->n_workers != w->index)
+            for (int i1 = lo; i1 < hi1; i1++) {
+                /* Below the first level (where every choice is counted for
+                 * the progress line) a third input is tried only where the
+                 * first two fit and it is a bias. */
+                int kind;
+                if (n_in > 2 && !top && !applicable(GV_CONV, &w->vals[i0], &w->vals[i1], NULL, &kind))
                     continue;
-                if (i1 == i0 && distinct_inputs(var)) {
+                for (int i2 = 0; i2 < hi2; i2++) {
+                    if (n_in > 2 && !top && w->vals[i2].kind != GK_BIAS)
+                        continue;
+                    if (top && choice++ % w->n_workers != w->index)
+                        continue;
+                    if (!(n_in > 1 && i1 == i0 && distinct_inputs(var)))
+                        try_op(w, (gen_variant)var, (const int[]){i0, i1, i2});
                     if (top)
                         atomic_fetch_add(w->done, 1);
-                    continue;
                 }
-                try_op(w, (gen_variant)var, i0, n_in > 1 ? i1 : GEN_NO_INPUT);
-                if (top)
-                    atomic_fetch_add(w->done, 1);
             }
         }
     }
@@ -426,12 +487,8 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
     pool_slots(&pv, pool);
     atomic_int_fast64_t done_count = 0;
     int64_t first_level = 0;
-    for (int var = 1; var < GV_COUNT; var++) {
-        int64_t n = gen_pool_size;
-        first_level += gen_variants[var].n_in == 1       ? n
-                       : var == GV_ADD || var == GV_MUL ? n * (n + 1) / 2
-                                                         : n * n;
-    }
+    for (int var = 1; var < GV_COUNT; var++)
+        first_level += n_choices(var, gen_pool_size);
     int started = 0;
     for (int t = 0; t < threads; t++) {
         worker *w = &ws[t];
@@ -441,7 +498,7 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         memcpy(w->vals, pool, sizeof pool[0] * (size_t)gen_pool_size);
         w->n_vals = gen_pool_size;
         w->done = &done_count;
-        w->storage = calloc((size_t)2 * GEN_MAX_OPS * GEN_VAL_STRIDE, sizeof *w->storage);
+        w->storage = calloc((size_t)2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE, sizeof *w->storage);
         if (!w->storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
             st = xf_error_set(err, XF_ERR_NOMEM, "cannot start worker thread %d", t);
             break;
@@ -475,7 +532,7 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
             if (n == 2 && j == i)
                 continue;
             uint64_t fp = gen_combine_fps(fps, n);
-            push_record(w0, fp, gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT));
+            push_record(w0, fp, gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT, GEN_NO_INPUT));
         }
 
     int64_t total = 0;
@@ -515,10 +572,10 @@ done:
 
 /* ------------------------------------------------------------ decoding */
 
-bool gen_decode(uint64_t code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch)
+bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch)
 {
     memset(g, 0, sizeof *g);
-    slot s[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
+    slot s[GEN_MAX_VALUES];
     pool_slots(pool, s);
     int n_vals = gen_pool_size;
     if (gen_code_variant(code, 0) == GEN_INPUTS_GRAPH) {
@@ -530,17 +587,30 @@ bool gen_decode(uint64_t code, const gen_pool_values *pool, gen_graph *g, uint64
             }
         }
     } else {
-        bool used[GEN_MAX_POOL + 2 * GEN_MAX_OPS] = {0};
-        for (int k = 0; k < GEN_MAX_OPS && gen_code_variant(code, k) != GV_NONE; k++) {
+        bool used[GEN_MAX_VALUES] = {0};
+        for (int k = 0; k < GEN_MAX_SLOTS && gen_code_variant(code, k) != GV_NONE; k++) {
             gen_variant var = (gen_variant)gen_code_variant(code, k);
             if (var >= GV_COUNT)
                 return false;
             const gen_variant_info *vi = &gen_variants[var];
-            int i0 = gen_code_in(code, k, 0), i1 = gen_code_in(code, k, 1);
-            if (i0 >= n_vals || (vi->n_in > 1 && i1 >= n_vals))
+            gen_val in[GEN_MAX_IN];
+            xf_shape shapes[GEN_MAX_IN];
+            const slot *sl[GEN_MAX_IN] = {NULL, NULL, NULL};
+            for (int j = 0; j < GEN_MAX_IN; j++) {
+                int v = gen_code_in(code, k, j);
+                g->in[k][j] = -1;
+                if (j >= vi->n_in)
+                    continue;
+                if (v >= n_vals)
+                    return false;
+                g->in[k][j] = v;
+                sl[j] = &s[v];
+                in[j] = s[v].val;
+                shapes[j] = in[j].shape;
+            }
+            int kind;
+            if (!applicable(var, sl[0], sl[1], sl[2], &kind))
                 return false;
-            gen_val in[2] = {s[i0].val, s[vi->n_in > 1 ? i1 : i0].val};
-            xf_shape shapes[2] = {in[0].shape, in[1].shape};
             xf_attrs a;
             gen_variant_attrs(var, shapes, &a);
             gen_val out[2];
@@ -549,14 +619,13 @@ bool gen_decode(uint64_t code, const gen_pool_values *pool, gen_graph *g, uint64
             if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
                 return false;
             g->variant[k] = var;
-            g->in[k][0] = i0;
-            g->in[k][1] = vi->n_in > 1 ? i1 : -1;
             g->out_base[k] = n_vals;
-            used[i0] = true;
-            if (vi->n_in > 1)
-                used[i1] = true;
+            g->n_weight_ops += kind != GK_ACT;
+            for (int j = 0; j < vi->n_in; j++)
+                used[g->in[k][j]] = true;
             for (int j = 0; j < vi->n_out; j++) {
                 s[n_vals].val = out[j];
+                s[n_vals].kind = kind;
                 s[n_vals].fp = gen_val_hash(&out[j]);
                 n_vals++;
             }

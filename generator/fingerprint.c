@@ -26,6 +26,10 @@
  *   Sigmoid,Tanh  random functions                    elementwise laws only (commuting with data
  *                                                       movement); loses monotonicity and odd symmetry
  *   Conv + Relu   Conv, then Relu as above            the fusion law conv-then-relu
+ *   Conv + bias   Conv, plus the bias of each output    bias laws: concatenated biases of merged
+ *                   channel (before a fused Relu)       convolutions, sums and scalings of biases
+ *   Pad           exact zero padding (constant mode,  kernel enlargement: a zero-padded kernel
+ *                   value 0, pads in attribute form)    convolves as the smaller one with less padding
  *   Concat,Split, exact data movement                 all data-movement laws
  *   Transpose
  *
@@ -215,7 +219,8 @@ static bool plain_spatial(const xf_attrs *a, int64_t *kh, int64_t *kw)
     return true;
 }
 
-static bool eval_conv(const model *m, const xf_attrs *a, const gen_val *x, const gen_val *w, gen_val *o, int64_t cap)
+static bool eval_conv(const model *m, const xf_attrs *a, const gen_val *x, const gen_val *w, const gen_val *bias,
+                      gen_val *o, int64_t cap)
 {
     int64_t kh, kw;
     if (!plain_spatial(a, &kh, &kw) || x->shape.ndim != 4 || w->shape.ndim != 4)
@@ -225,6 +230,8 @@ static bool eval_conv(const model *m, const xf_attrs *a, const gen_val *x, const
     int64_t n = x->shape.dims[0], c = x->shape.dims[1], h = x->shape.dims[2], wd = x->shape.dims[3];
     int64_t k = w->shape.dims[0];
     if (w->shape.dims[1] != c || (kh && kh != w->shape.dims[2]) || (kw && kw != w->shape.dims[3]))
+        return false;
+    if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != k))
         return false;
     kh = w->shape.dims[2];
     kw = w->shape.dims[3];
@@ -260,6 +267,8 @@ static bool eval_conv(const model *m, const xf_attrs *a, const gen_val *x, const
                             }
                         }
                     uint64_t r = mod_add(sum, mod_reduce128(acc));
+                    if (bias)
+                        r = mod_add(r, bias->v[f]);
                     o->v[((b * k + f) * oh + y) * ow + xx] = a->activation == XF_ACT_RELU ? relu_residue(m, r) : r;
                 }
     return true;
@@ -351,8 +360,8 @@ static bool eval_split(const xf_attrs *a, const gen_val *x, int n_out, gen_val *
     int axis = (int)(a->axis < 0 ? a->axis + nd : a->axis);
     if (nd < 1 || axis < 0 || axis >= nd || n_out < 1)
         return false;
-    int64_t total = x->shape.dims[axis], sizes[2 * GEN_MAX_OPS], sum = 0;
-    if (n_out > 2 * GEN_MAX_OPS || (a->n_split && a->n_split != n_out))
+    int64_t total = x->shape.dims[axis], sizes[2 * GEN_MAX_SLOTS], sum = 0;
+    if (n_out > 2 * GEN_MAX_SLOTS || (a->n_split && a->n_split != n_out))
         return false;
     for (int k = 0; k < n_out; k++) {
         sizes[k] = a->n_split ? a->split[k] : total / n_out;
@@ -372,6 +381,37 @@ static bool eval_split(const xf_attrs *a, const gen_val *x, int n_out, gen_val *
         for (int64_t r = 0; r < outer; r++)
             memcpy(out[k].v + r * len, x->v + r * total * inner + offset, (size_t)len * sizeof *x->v);
         offset += len;
+    }
+    return true;
+}
+
+/* Zero padding in the attribute form, constant mode. */
+static bool eval_pad(const xf_attrs *a, const gen_val *x, gen_val *o, int64_t cap)
+{
+    int nd = x->shape.ndim;
+    if (!a->has_pads || a->pad_mode != XF_PAD_CONSTANT || a->pad_value != 0.0f || a->n_pads != 2 * nd)
+        return false;
+    xf_shape s = x->shape;
+    for (int d = 0; d < nd; d++) {
+        if (a->pad_pads[d] < 0 || a->pad_pads[nd + d] < 0)
+            return false;
+        s.dims[d] += a->pad_pads[d] + a->pad_pads[nd + d];
+    }
+    int64_t n = xf_shape_numel(&s);
+    if (n > cap)
+        return false;
+    o->shape = s;
+    memset(o->v, 0, (size_t)n * sizeof *o->v);
+    int64_t in_n = xf_shape_numel(&x->shape);
+    for (int64_t i = 0; i < in_n; i++) {
+        int64_t rest = i, off = 0, stride = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            int64_t coord = rest % x->shape.dims[d] + a->pad_pads[d];
+            rest /= x->shape.dims[d];
+            off += coord * stride;
+            stride *= s.dims[d];
+        }
+        o->v[off] = x->v[i];
     }
     return true;
 }
@@ -404,7 +444,9 @@ static bool eval_once(const model *m, xf_op op, const xf_attrs *a, int n_in, con
     case XF_OP_TANH:
         return n_in == 1 && n_out == 1 && eval_unary(m, op, &in[0], out, cap);
     case XF_OP_CONV:
-        return n_in == 2 && n_out == 1 && eval_conv(m, a, &in[0], &in[1], out, cap);
+        return (n_in == 2 || n_in == 3) && n_out == 1 && eval_conv(m, a, &in[0], &in[1], n_in == 3 ? &in[2] : NULL, out, cap);
+    case XF_OP_PAD:
+        return n_in == 1 && n_out == 1 && eval_pad(a, &in[0], out, cap);
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
         return n_in == 1 && n_out == 1 && eval_pool(m, op, a, &in[0], out, cap);

@@ -61,17 +61,23 @@ typedef enum gen_variant {
     GV_SPLIT0,
     GV_SPLIT1,
     GV_TRANSPOSE,
+    GV_CONV_BIAS,      /* Conv(x, w, b) */
+    GV_CONV_BIAS_RELU, /* Conv(x, w, b) with fused Relu */
+    GV_ENLARGE,        /* a 1x1, 1x3 or 3x1 kernel zero-padded (centred) to 3x3 */
     GV_COUNT
 } gen_variant;
 
-/* Tensor kinds: weights only meet weights, activations only activations,
- * except as the second input of Conv. */
-enum { GK_ACT = 0, GK_WEIGHT = 1, GK_SCALAR = 2 };
+/* Tensor kinds: weights only meet weights, biases only biases, activations
+ * only activations, except as the second and third inputs of Conv. */
+enum { GK_ACT = 0, GK_WEIGHT = 1, GK_SCALAR = 2, GK_BIAS = 3 };
 
 typedef struct gen_variant_info {
     xf_op op;
     int n_in, n_out;
 } gen_variant_info;
+
+/* Ops the enumerator does not count against max ops (see GEN_FREE_OPS). */
+static inline bool gen_kind_free(int kind) { return kind == GK_BIAS; }
 
 extern const gen_variant_info gen_variants[GV_COUNT];
 
@@ -103,38 +109,53 @@ void gen_pool_fill(uint64_t seed, gen_pool_values *pv, uint64_t *storage);
 
 /* ------------------------------------------------------------ graph records */
 
-/* Up to 4 ops packed 16 bits each: variant (5 bits), input 0 and input 1
- * (5 bits each: pool tensors 0..n_pool-1, then op outputs in order).
- * GEN_INPUTS_GRAPH as the first op's variant marks a graph of no ops whose
- * outputs are the pool tensors named by its inputs (31 = none). */
+/* A graph has up to GEN_MAX_OPS ops plus GEN_FREE_OPS bias ops: an op
+ * computing a bias from biases (concatenating, adding or scaling them) is
+ * folded into a constant when the final graph is written, so it is not
+ * counted against max ops.  Without it, merging two biased convolutions
+ * (concatenate kernels, concatenate biases, convolve, split) would need
+ * four ops. */
 #define GEN_MAX_OPS 4
+#define GEN_FREE_OPS 1
+#define GEN_MAX_SLOTS (GEN_MAX_OPS + GEN_FREE_OPS)
+#define GEN_MAX_IN 3
+/* Values of a graph: pool tensors, then op outputs (at most two each). */
+#define GEN_MAX_VALUES (GEN_MAX_POOL + 2 * GEN_MAX_SLOTS)
+
+/* Up to GEN_MAX_SLOTS ops packed 20 bits each: inputs 0, 1 and 2 (5 bits
+ * each: pool tensors 0..n_pool-1, then op outputs in order) and the variant
+ * (5 bits).  GEN_INPUTS_GRAPH as the first op's variant marks a graph of no
+ * ops whose outputs are the pool tensors named by its inputs (31 = none). */
+typedef unsigned __int128 gen_code;
 #define GEN_INPUTS_GRAPH 31
 #define GEN_NO_INPUT 31
+#define GEN_OP_BITS 20
 
 typedef struct gen_record {
     uint64_t fp;
-    uint64_t code;
+    gen_code code;
 } gen_record;
 
-static inline int gen_code_variant(uint64_t code, int k) { return (int)((code >> (16 * k + 10)) & 31); }
-static inline int gen_code_in(uint64_t code, int k, int j) { return (int)((code >> (16 * k + 5 * j)) & 31); }
-static inline uint64_t gen_code_op(int variant, int in0, int in1)
+static inline int gen_code_variant(gen_code code, int k) { return (int)((code >> (GEN_OP_BITS * k + 15)) & 31); }
+static inline int gen_code_in(gen_code code, int k, int j) { return (int)((code >> (GEN_OP_BITS * k + 5 * j)) & 31); }
+static inline gen_code gen_code_op(int variant, int in0, int in1, int in2)
 {
-    return (uint64_t)variant << 10 | (uint64_t)in1 << 5 | (uint64_t)in0;
+    return (gen_code)((uint64_t)variant << 15 | (uint64_t)in2 << 10 | (uint64_t)in1 << 5 | (uint64_t)in0);
 }
 
 /* A decoded graph: its values (pool tensors first), ops and outputs. */
 typedef struct gen_graph {
     int n_ops;
-    int variant[GEN_MAX_OPS];
-    int in[GEN_MAX_OPS][2];
-    int n_values;              /* gen_pool_size + op outputs */
-    int out_base[GEN_MAX_OPS]; /* value id of op k's first output */
+    int n_weight_ops;            /* ops computing only from weights, biases and scalars */
+    int variant[GEN_MAX_SLOTS];
+    int in[GEN_MAX_SLOTS][GEN_MAX_IN]; /* -1 where the op has fewer inputs */
+    int n_values;                /* gen_pool_size + op outputs */
+    int out_base[GEN_MAX_SLOTS]; /* value id of op k's first output */
     int n_outputs;
-    int outputs[2 * GEN_MAX_OPS]; /* value ids, sorted by fingerprint */
-    uint64_t out_fp[2 * GEN_MAX_OPS];
-    uint64_t val_fp[GEN_MAX_POOL + 2 * GEN_MAX_OPS];
-    uint64_t code;
+    int outputs[2 * GEN_MAX_SLOTS]; /* value ids, sorted by fingerprint */
+    uint64_t out_fp[2 * GEN_MAX_SLOTS];
+    uint64_t val_fp[GEN_MAX_VALUES];
+    gen_code code;
 } gen_graph;
 
 /* Combined fingerprint of a graph's output fingerprints (sorted in place);
@@ -147,9 +168,9 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
                         const xf_gen_options *opt, xf_error *err);
 
 /* Re-evaluates a code over the pool's values: fills g with its ops, outputs
- * and value fingerprints.  scratch holds 2 * GEN_MAX_OPS * GEN_VAL_STRIDE
+ * and value fingerprints.  scratch holds 2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE
  * residues.  False when the code is invalid. */
-bool gen_decode(uint64_t code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch);
+bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch);
 
 /* Turns records into the library's rules (grouping, pruning, generalizing,
  * the numerical check). */

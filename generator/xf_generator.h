@@ -42,6 +42,8 @@ typedef struct xf_gen_stats {
                                  that cannot run on cpu_ref */
     int64_t false_positives;  /* pairs whose sides differ on cpu_ref with floats */
     int64_t generalized;      /* rules with attribute bindings over input dims */
+    int64_t reversed;         /* rules also written from the smaller side (neither side
+                                 computes fewer ops on activations, see candidates.c) */
     int64_t rules;            /* rules in the returned library */
     double seconds_enumerate, seconds_rules, seconds_total;
     size_t peak_records_bytes; /* memory held by the graph records */

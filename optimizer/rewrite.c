@@ -176,26 +176,42 @@ fail:
     return st;
 }
 
+/* Appends the int64 list v[0..n) to node n's inputs as a new initializer
+ * (an attribute that opset 11 and 13 turned into an input). */
+static xf_status attr_to_input(xf_graph *g, xf_node *n, const int64_t *v, int count, xf_error *err)
+{
+    xf_shape s = {.ndim = 1, .dims = {count}};
+    xf_tensor *t = xf_tensor_from_data(XF_DT_INT64, &s, v);
+    int id = t ? xf_graph_add_initializer(g, NULL, t) : -1;
+    xf_tensor_release(t);
+    int *inputs = id >= 0 ? realloc(n->inputs, (size_t)(n->n_inputs + 1) * sizeof *inputs) : NULL;
+    if (!inputs)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    inputs[n->n_inputs++] = id;
+    n->inputs = inputs;
+    return XF_OK;
+}
+
 xf_status xf_rewrite_finalize(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err)
 {
     /* Rules state Split sizes as the attribute (one form for every opset);
-     * from opset 13 on ONNX takes them as an input only. */
-    for (int i = 0; opset >= 13 && i < g->n_nodes; i++) {
+     * from opset 13 on ONNX takes them as an input only.  Likewise Pad's
+     * pads (kernel enlarge), an input from opset 11 on: a padded constant
+     * kernel is folded below, this is for the rest. */
+    for (int i = 0; i < g->n_nodes; i++) {
         xf_node *n = &g->nodes[i];
-        if (n->op != XF_OP_SPLIT || n->attrs.n_split == 0 || n->n_inputs != 1)
-            continue;
-        xf_shape s = {.ndim = 1, .dims = {n->attrs.n_split}};
-        xf_tensor *t = xf_tensor_from_data(XF_DT_INT64, &s, n->attrs.split);
-        int v = t ? xf_graph_add_initializer(g, NULL, t) : -1;
-        xf_tensor_release(t);
-        int *inputs = v >= 0 ? realloc(n->inputs, 2 * sizeof *inputs) : NULL;
-        if (!inputs)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        inputs[1] = v;
-        n->inputs = inputs;
-        n->n_inputs = 2;
-        memset(n->attrs.split, 0, sizeof n->attrs.split);
-        n->attrs.n_split = 0;
+        xf_status s = XF_OK;
+        if (opset >= 13 && n->op == XF_OP_SPLIT && n->attrs.n_split > 0 && n->n_inputs == 1) {
+            s = attr_to_input(g, n, n->attrs.split, n->attrs.n_split, err);
+            memset(n->attrs.split, 0, sizeof n->attrs.split);
+            n->attrs.n_split = 0;
+        } else if (opset >= 11 && n->op == XF_OP_PAD && n->attrs.has_pads && n->n_inputs == 1) {
+            s = attr_to_input(g, n, n->attrs.pad_pads, n->attrs.n_pads, err);
+            n->attrs.has_pads = false;
+            n->attrs.n_pads = 0;
+        }
+        if (s != XF_OK)
+            return s;
     }
     xf_canon_stats local = {0};
     return xf_canonicalize(g, opset, xf_runtime_eval_node, st ? st : &local, err);

@@ -305,6 +305,38 @@ START_TEST(pipeline_finds_pruned_checked_rules)
     ck_assert_ptr_null(find_rule(lib, (xf_op[]){XF_OP_ADD, XF_OP_RELU}, 2,
                                  (xf_op[]){XF_OP_RELU, XF_OP_RELU, XF_OP_ADD}, 3));
 
+    /* Biased convolutions: Conv(x, w, b) then Relu is the fused conv. */
+    const xf_rule *bfuse = find_rule(lib, (xf_op[]){XF_OP_CONV, XF_OP_RELU}, 2, (xf_op[]){XF_OP_CONV}, 1);
+    bool biased_fusion = false;
+    for (int i = 0; i < lib->n_rules; i++) {
+        const xf_rule *r = lib->rules[i];
+        biased_fusion |= r->pattern->n_nodes == 2 && r->pattern->nodes[0].op == XF_OP_CONV &&
+                         r->pattern->nodes[0].n_inputs == 3 && r->pattern->nodes[1].op == XF_OP_RELU &&
+                         r->replacement->n_nodes == 1 && r->replacement->nodes[0].n_inputs == 3 &&
+                         r->replacement->nodes[0].attrs.activation == XF_ACT_RELU;
+    }
+    ck_assert(bfuse && biased_fusion);
+    /* Kernel enlarge, written from the small side: a 1x1 conv becomes a 3x3
+     * conv over the zero-padded kernel, with same padding, stride 1. */
+    const xf_rule *enlarge = NULL;
+    for (int i = 0; i < lib->n_rules && !enlarge; i++) {
+        const xf_rule *r = lib->rules[i];
+        if (r->pattern->n_nodes == 1 && r->pattern->nodes[0].op == XF_OP_CONV &&
+            r->pattern->nodes[0].attrs.kernel[0] == 1 && r->pattern->nodes[0].attrs.kernel[1] == 1 &&
+            r->replacement->n_nodes == 2 && r->replacement->nodes[0].op == XF_OP_PAD)
+            enlarge = r;
+    }
+    ck_assert_ptr_nonnull(enlarge);
+    const xf_attrs *pa = &enlarge->replacement->nodes[0].attrs, *ca = &enlarge->replacement->nodes[1].attrs;
+    ck_assert(pa->has_pads && pa->n_pads == 8 && pa->pad_pads[2] == 1 && pa->pad_pads[6] == 1 && pa->pad_pads[3] == 1);
+    ck_assert(ca->kernel[0] == 3 && ca->pads[0] == 1 && ca->pads[2] == 1 && ca->strides[0] == 1);
+    ck_assert_int_eq(enlarge->pattern->nodes[0].attrs.strides[0], 1);
+    ck_assert_int_gt(st.reversed, 0);
+    /* Every pattern is something the optimizer can match. */
+    for (int i = 0; i < lib->n_rules; i++)
+        for (int k = 0; k < lib->rules[i]->pattern->n_nodes; k++)
+            ck_assert(xf_op_get_info(lib->rules[i]->pattern->nodes[k].op)->flags & XF_OPF_GEN);
+
     xf_error e = {0};
     int generalized = 0;
     for (int i = 0; i < lib->n_rules; i++) {

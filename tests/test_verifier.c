@@ -268,6 +268,71 @@ START_TEST(rejects_planted_false_rules)
 }
 END_TEST
 
+/* Biased convolutions and kernel enlarge, as the library file writes them:
+ * a 1x1 and a 3x3 conv with biases reading one input merge into one 3x3
+ * conv over the enlarged 1x1 kernel stacked on the 3x3 one.  The planted
+ * variants must fail: the biases stacked in the wrong order, the small
+ * kernel padded off-centre, the merged conv at stride 2. */
+static const char merge_text[] =
+    "xflow-library 1\ngenerator t\nop-set Conv\nmax-ops 3\nseed 1\nopset 17\nrules 1\n"
+    "rule merge\nproved no\n"
+    "input x FLOAT 2x2x4x4\ninput k FLOAT 2x2x1x1\ninput p FLOAT 2\ninput w FLOAT 2x2x3x3\ninput q FLOAT 2\n"
+    "pattern\n"
+    "  %0 = Conv(x, k, p) kernel=1,1 strides=1,1 pads=0,0,0,0 dilations=1,1 activation=relu\n"
+    "  %1 = Conv(x, w, q) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1 activation=relu\n"
+    "  %2 = Concat(%0, %1) axis=1\n"
+    "  output %2\n"
+    "replacement\n"
+    "  %0 = Concat(BIASES)\n"
+    "  %1 = Pad(k) pad_pads=PADS\n"
+    "  %2 = Concat(%1, w)\n"
+    "  %3 = Conv(x, %2, %0) kernel=3,3 strides=S,S pads=1,1,1,1 dilations=1,1 activation=relu\n"
+    "  output %3\n"
+    "end\n";
+
+static xf_rule *merge_rule(const char *biases, const char *pads, const char *stride)
+{
+    char text[sizeof merge_text + 64], *o = text;
+    for (const char *s = merge_text; *s;) {
+        const char *sub = !strncmp(s, "BIASES", 6) ? biases : !strncmp(s, "PADS", 4) ? pads
+                        : !strncmp(s, "S,S", 3)    ? stride : NULL;
+        if (sub) {
+            o += sprintf(o, "%s", sub);
+            s += !strncmp(s, "BIASES", 6) ? 6 : !strncmp(s, "PADS", 4) ? 4 : 3;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = 0;
+    xf_library *lib = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_library_parse(text, strlen(text), "merge", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_rule *r = xf_rule_clone(lib->rules[0]);
+    xf_library_free(lib);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+START_TEST(biased_enlarged_merge)
+{
+    xf_verifier *v = verifier(5000);
+    char why[512];
+    xf_rule *good = merge_rule("p, q", "0,0,1,1,0,0,1,1", "1,1");
+    ck_assert_int_eq(prove_free(v, good, why, sizeof why), XF_PROOF_PROVED);
+    double err = 0;
+    good = merge_rule("p, q", "0,0,1,1,0,0,1,1", "1,1");
+    ck_assert_msg(xf_verify_numeric(good, 3, 7, &err, why, sizeof why) == XF_OK, "%s", why);
+    xf_rule_free(good);
+    xf_rule *bad[] = {merge_rule("q, p", "0,0,1,1,0,0,1,1", "1,1"), merge_rule("p, q", "0,0,2,2,0,0,0,0", "1,1"),
+                      merge_rule("p, q", "0,0,1,1,0,0,1,1", "2,2")};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        xf_proof p = prove_free(v, bad[i], why, sizeof why);
+        ck_assert_msg(p != XF_PROOF_PROVED, "variant %zu not rejected", i);
+    }
+    xf_verifier_free(v);
+}
+END_TEST
+
 START_TEST(timeout_cuts_a_query)
 {
     xf_verifier *v = verifier(300);
@@ -398,6 +463,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, proves_known_identities);
     tcase_add_test(tc, rejects_planted_false_rules);
+    tcase_add_test(tc, biased_enlarged_merge);
     tcase_add_test(tc, timeout_cuts_a_query);
     tcase_add_test(tc, unsupported_op_is_named);
     suite_add_tcase(s, tc);

@@ -276,6 +276,18 @@ static bool eval_app(checker *k, vf_fn fn, const int64_t *ip, const cval *t, cva
         return true;
     case VF_CONV:
         return eval_conv(k, ip, &t[0], &t[1], out);
+    case VF_BIAS: {
+        const cval *y = &t[0], *b = &t[1];
+        if (y->rank != 4 || b->rank != 1 || b->dims[0] != y->dims[1])
+            return false;
+        make_tensor(out, 4, y->dims);
+        if (!alloc_el(k, out))
+            return false;
+        int64_t plane = y->dims[2] * y->dims[3];
+        for (int64_t i = 0; out->el && i < numel(out); i++)
+            out->el[i] = add2(k, y->el[i], b->el[(i / plane) % y->dims[1]]);
+        return true;
+    }
     case VF_POOL_AVG:
     case VF_POOL_MAX:
         return eval_pool(k, fn == VF_POOL_MAX, ip, &t[0], out);

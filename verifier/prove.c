@@ -359,14 +359,16 @@ static bool translate_node(tr *t, int ni)
         args[0] = in_term(t, n, 0);
         res = vf_z3_apply(z, VF_TRANSPOSE, 1, args);
         break;
-    case XF_OP_CONV:
-        if (n->n_inputs != 2)
-            return unsupported(t, "%s with a bias", "Conv");
+    case XF_OP_CONV: {
+        if (n->n_inputs == 3 && in_shape(t, n, 2)->ndim != 1)
+            return unsupported(t, "%s with a bias that is not 1-D", "Conv");
         if (in_shape(t, n, 0)->ndim != 4 || a->group != 1)
             return unsupported(t, "%s other than 2-D and ungrouped", "Conv");
         if (!window_params(t, ni, n, args))
             return false;
-        args[4] = attr(t, ni, XF_AF_ACTIVATION, 0, a->activation);
+        Z3_ast act = attr(t, ni, XF_AF_ACTIVATION, 0, a->activation);
+        bool has_act = a->activation != XF_ACT_NONE || is_bound(t, ni, XF_AF_ACTIVATION, 0);
+        args[4] = n->n_inputs == 3 ? int_const(t, XF_ACT_NONE) : act;
         args[5] = in_term(t, n, 0);
         args[6] = in_term(t, n, 1);
         premise(t, Z3_mk_eq(t->c, dim_of(t, args[5], 1), dim_of(t, args[6], 1)));
@@ -375,7 +377,32 @@ static bool translate_node(tr *t, int ni)
             if (is_bound(t, ni, XF_AF_KERNEL, i) || (a->n_spatial > i && a->kernel[i] > 0))
                 premise(t, Z3_mk_eq(t->c, dim_of(t, args[6], 2 + i), attr(t, ni, XF_AF_KERNEL, i, a->kernel[i])));
         res = vf_z3_apply(z, VF_CONV, 7, args);
+        if (n->n_inputs == 3) {
+            /* Conv with bias: the plain convolution, plus the bias per
+             * output channel, then the fused activation. */
+            Z3_ast bias = in_term(t, n, 2);
+            premise(t, Z3_mk_eq(t->c, dim_of(t, bias, 0), dim_of(t, args[6], 0)));
+            res = vf_z3_apply(z, VF_BIAS, 2, (Z3_ast[]){res, bias});
+            if (has_act)
+                res = vf_z3_apply(z, VF_ACT, 2, (Z3_ast[]){act, res});
+        }
         break;
+    }
+    case XF_OP_PAD: {
+        /* Zero padding of a kernel's spatial dims, centred: kernel enlarge. */
+        const xf_shape *s = in_shape(t, n, 0);
+        const int64_t *p = a->pad_pads;
+        if (n->n_inputs != 1 || !a->has_pads || a->n_pads != 8 || s->ndim != 4 || a->pad_mode != XF_PAD_CONSTANT ||
+            a->pad_value != 0.0f || p[0] || p[1] || p[4] || p[5] || p[2] != p[6] || p[3] != p[7] || p[2] < 0 ||
+            p[3] < 0)
+            return unsupported(t, "%s other than a centred zero padding of a kernel", "Pad");
+        Z3_ast w = in_term(t, n, 0);
+        for (int i = 0; i < 2; i++)
+            args[i] = Z3_mk_add(t->c, 2, (Z3_ast[]){dim_of(t, w, 2 + i), int_const(t, 2 * p[2 + i])});
+        args[2] = w;
+        res = vf_z3_apply(z, VF_ENLARGE, 3, args);
+        break;
+    }
     case XF_OP_AVERAGE_POOL:
     case XF_OP_MAX_POOL: {
         if (in_shape(t, n, 0)->ndim != 4 || a->n_spatial != 2 || a->ceil_mode)

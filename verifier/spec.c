@@ -15,6 +15,7 @@ const vf_fn_info vf_fn_infos[VF_FN_COUNT] = {
     [VF_TRANSPOSE] = {"transpose", 0, 1, VF_S_TENSOR},
     [VF_ACT] = {"act", 1, 1, VF_S_TENSOR},
     [VF_CONV] = {"conv", 5, 2, VF_S_TENSOR},
+    [VF_BIAS] = {"bias", 0, 2, VF_S_TENSOR},
     [VF_POOL_AVG] = {"pool_avg", 6, 1, VF_S_TENSOR},
     [VF_POOL_MAX] = {"pool_max", 6, 1, VF_S_TENSOR},
     [VF_CONCAT] = {"concat", 1, 2, VF_S_TENSOR},

@@ -21,6 +21,7 @@ typedef enum vf_fn {
     VF_TRANSPOSE,   /* 2-D transpose */
     VF_ACT,         /* (act c x): activation c (0 none, 1 relu, 2 sigmoid, 3 tanh) */
     VF_CONV,        /* (conv sh sw ph pw c x w): NCHW conv, symmetric pads, activation c */
+    VF_BIAS,        /* (bias y b): y (NCHW) plus b[c] on every element of channel c */
     VF_POOL_AVG,    /* (pool_avg kh kw sh sw ph pw x): padding counts as zeros */
     VF_POOL_MAX,    /* (pool_max kh kw sh sw ph pw x): padding ignored */
     VF_CONCAT,      /* (concat a x y) */
