@@ -181,8 +181,9 @@ int main(int argc, char **argv)
     xf_cli_info("  same up to renaming -%lld\n", (long long)st.pruned_renaming);
     xf_cli_info("  not generalizable  -%lld\n", (long long)st.unexpressible);
     xf_cli_info("  float mismatch     -%lld (fingerprint false positives)\n", (long long)st.false_positives);
-    xf_cli_info("candidate rules      %d (%lld with generalized split sizes)\n", n_candidates,
-                (long long)st.generalized);
+    xf_cli_info("candidate rules      %d (%lld with generalized split sizes, %lld also written from the "
+                "smaller side)\n",
+                n_candidates, (long long)st.generalized, (long long)st.reversed);
     if (verify)
         xf_cli_info("proved rules         %d (refuted %d, unknown or unsupported %d)\n", lib->n_rules, refuted,
                     unknown);
