@@ -328,17 +328,21 @@ static xf_status run_on_host(xf_cu_ctx *c, const xf_graph *g, int node, const xf
         }
         views[k].data = bufs[k];
         if (k < n->n_inputs) {
-            e = cudaMemcpy(bufs[k], v->data, bytes, cudaMemcpyDeviceToHost);
-            call = "cudaMemcpy (device to host)";
+            e = cudaMemcpyAsync(bufs[k], v->data, bytes, cudaMemcpyDeviceToHost, c->stream);
+            call = "cudaMemcpyAsync (device to host)";
         }
     }
+    if (st == XF_OK && e == cudaSuccess && (e = cudaStreamSynchronize(c->stream)) != cudaSuccess)
+        call = "cudaStreamSynchronize";
     if (st == XF_OK && e == cudaSuccess)
         st = xf_backend_cpu_ref.run_node(NULL, g, node, NULL, views, views + n->n_inputs, err);
     for (int k = n->n_inputs; k < total && st == XF_OK && e == cudaSuccess; k++)
         if (bufs[k]) {
-            e = cudaMemcpy(out[k - n->n_inputs].data, bufs[k], xf_rt_bytes(&out[k - n->n_inputs]),
-                           cudaMemcpyHostToDevice);
-            call = "cudaMemcpy (host to device)";
+            /* from pageable memory: returns once the bytes are staged, so
+             * the buffer may be freed; the stream orders the rest */
+            e = cudaMemcpyAsync(out[k - n->n_inputs].data, bufs[k], xf_rt_bytes(&out[k - n->n_inputs]),
+                                cudaMemcpyHostToDevice, c->stream);
+            call = "cudaMemcpyAsync (host to device)";
         }
     if (st == XF_OK && e != cudaSuccess)
         st = xf_cu_fail(err, n, call, e);
@@ -351,11 +355,9 @@ static xf_status run_on_host(xf_cu_ctx *c, const xf_graph *g, int node, const xf
 
 /* ---------------------------------------------------------------- nodes */
 
-static void cu_release(void *ctx, void *state)
+/* Frees what prepare made and zeroes st. */
+static void node_clear(xf_cu_node *st)
 {
-    xf_cu_node *st = state;
-    if (!st)
-        return;
     if (st->x_desc)
         cudnnDestroyTensorDescriptor(st->x_desc);
     if (st->y_desc)
@@ -372,7 +374,14 @@ static void cu_release(void *ctx, void *state)
         cudnnDestroyPoolingDescriptor(st->pool_desc);
     if (st->padded)
         cudaFree(st->padded);
-    free(st);
+    memset(st, 0, sizeof *st);
+}
+
+static void cu_release(void *ctx, void *state)
+{
+    if (state)
+        node_clear(state);
+    free(state);
 }
 
 static xf_status cu_prepare(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
@@ -392,7 +401,20 @@ static xf_status cu_prepare(void *ctx, const xf_graph *g, int node, const xf_ten
         return XF_OK;
     }
     st->handler = handlers[n->op];
-    return st->handler->prepare ? st->handler->prepare(c, g, n, in, out, st, err) : XF_OK;
+    if (!st->handler->prepare)
+        return XF_OK;
+    xf_status s = st->handler->prepare(c, g, n, in, out, st, err);
+    /* a configuration the library refuses (no cuDNN algorithm for these
+     * shapes, ...) still runs, on the host, and says so */
+    xf_error ref_err = {0};
+    if (s == XF_ERR_UNSUPPORTED && xf_backend_cpu_ref.supports(g, node, &ref_err) == XF_OK) {
+        xf_log(XF_LOG_WARN, "%s; node '%s' runs through cpu_ref on the host instead", err ? err->msg : "",
+               node_name(n));
+        node_clear(st);
+        st->on_host = true;
+        return XF_OK;
+    }
+    return s;
 }
 
 static xf_status cu_run_node(void *ctx, const xf_graph *g, int node, void *state, const xf_tensor_view *in,
@@ -458,7 +480,7 @@ static xf_status cu_context_create(void **out, xf_error *err)
         st = xf_cu_blas_fail(err, NULL, "cublasCreate", bs);
     else if ((bs = cublasSetStream(c->blas, c->stream)) != CUBLAS_STATUS_SUCCESS)
         st = xf_cu_blas_fail(err, NULL, "cublasSetStream", bs);
-    else if ((bs = cublasSetMathMode(c->blas, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH)) !=
+    else if ((bs = cublasSetMathMode(c->blas, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH)) !=
              CUBLAS_STATUS_SUCCESS)
         st = xf_cu_blas_fail(err, NULL, "cublasSetMathMode", bs);
     if (st != XF_OK) {
