@@ -18,6 +18,8 @@ mkdir -p "$1" || exit 1
 out=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.."
 build=build-gpu
+# cuDNN loads its sub-libraries (cnn, ops, engines) at run time by name
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 jobs=$(nproc)
 summary="$out/summary.txt"
 : >"$summary"

@@ -11,6 +11,7 @@
 #include "cuda_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,9 +150,70 @@ static bool conv_accepts(const xf_graph *g, const xf_node *n, WHY)
     return window_geometry(&n->attrs, xs, ys, ws->dims + 2, &geo, why, why_len);
 }
 
-static xf_status conv_choose_algo(xf_cu_ctx *c, const xf_node *n, xf_cu_node *st, const void *x, const void *w,
-                                  void *y, xf_error *err)
+/* Algorithms measured in this process, by convolution geometry: models
+ * repeat the same convolution many times, and cudnnFind takes a while. */
+#define ALGO_KEY_LEN 24
+typedef struct algo_choice {
+    int key[ALGO_KEY_LEN];
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t memory;
+} algo_choice;
+static algo_choice algo_cache[512];
+static int algo_cache_len;
+static pthread_mutex_t algo_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void algo_key(const geometry *geo, const int *w_dims, int64_t group, const xf_cu_ctx *c, int *key)
 {
+    memset(key, 0, sizeof(int) * ALGO_KEY_LEN);
+    key[22] = c->device;
+    key[0] = geo->nd;
+    key[1] = (int)group;
+    key[2] = c->tf32;
+    for (int d = 0; d < geo->nd; d++) {
+        key[3 + d] = geo->x[d];
+        key[8 + d] = w_dims[d];
+    }
+    for (int i = 0; i < geo->nd - 2; i++) {
+        key[13 + i] = geo->pad[i];
+        key[16 + i] = geo->stride[i];
+        key[19 + i] = geo->dil[i];
+    }
+}
+
+static bool algo_lookup(const int *key, algo_choice *out)
+{
+    bool found = false;
+    pthread_mutex_lock(&algo_cache_lock);
+    for (int i = 0; i < algo_cache_len && !found; i++)
+        if (!memcmp(algo_cache[i].key, key, sizeof algo_cache[i].key)) {
+            *out = algo_cache[i];
+            found = true;
+        }
+    pthread_mutex_unlock(&algo_cache_lock);
+    return found;
+}
+
+static void algo_remember(const int *key, cudnnConvolutionFwdAlgo_t algo, size_t memory)
+{
+    pthread_mutex_lock(&algo_cache_lock);
+    if (algo_cache_len < (int)(sizeof algo_cache / sizeof *algo_cache)) {
+        algo_choice *a = &algo_cache[algo_cache_len++];
+        memcpy(a->key, key, sizeof a->key);
+        a->algo = algo;
+        a->memory = memory;
+    }
+    pthread_mutex_unlock(&algo_cache_lock);
+}
+
+static xf_status conv_choose_algo(xf_cu_ctx *c, const xf_node *n, xf_cu_node *st, const int *key, const void *x,
+                                  const void *w, void *y, xf_error *err)
+{
+    algo_choice known;
+    if (algo_lookup(key, &known)) {
+        st->algo = known.algo;
+        st->workspace_bytes = known.memory;
+        return xf_cu_workspace(c, n, known.memory, err);
+    }
     xf_status s = xf_cu_workspace(c, n, CONV_WORKSPACE_LIMIT, err);
     if (s != XF_OK)
         return s;
@@ -170,6 +232,7 @@ static xf_status conv_choose_algo(xf_cu_ctx *c, const xf_node *n, xf_cu_node *st
         if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CONV_WORKSPACE_LIMIT) {
             st->algo = perf[i].algo;
             st->workspace_bytes = perf[i].memory;
+            algo_remember(key, perf[i].algo, perf[i].memory);
             return XF_OK;
         }
     return xf_error_set(err, XF_ERR_UNSUPPORTED,
@@ -230,7 +293,9 @@ static xf_status conv_prepare(xf_cu_ctx *c, const xf_graph *g, const xf_node *n,
     /* cuDNN fuses bias with Relu for any algorithm (identity would need
      * IMPLICIT_PRECOMP_GEMM, which need not be the fastest) */
     st->fused = bias && act == XF_ACT_RELU;
-    return conv_choose_algo(c, n, st, st->padded ? st->padded : in[0].data, in[1].data, out[0].data, err);
+    int key[ALGO_KEY_LEN];
+    algo_key(&geo, w_dims, group, c, key);
+    return conv_choose_algo(c, n, st, key, st->padded ? st->padded : in[0].data, in[1].data, out[0].data, err);
 }
 
 static xf_status conv_run(xf_cu_ctx *c, const xf_graph *g, const xf_node *n, xf_cu_node *st,
