@@ -165,6 +165,18 @@ def bench_xflow(tools, backend, orig, opt, work, args):
     return r
 
 
+def cuda_unusable(tools, work):
+    """Why the cuda backend cannot run here (no GPU, ...); None when it runs
+    the bundled example."""
+    probe = os.path.join(work, "cuda-probe.onnx")
+    rc, out, _ = run([tools["xflow-zoo"], "inception-block", "-o", probe, "-q"], 60)
+    if rc == 0:
+        rc, out, _ = run([tools["xflow-run"], probe, "--backend", "cuda", "-q"], 120)
+        os.remove(probe)
+    # the message without the probe file's location
+    return None if rc == 0 else ("timed out" if rc is None else last_line(out).replace(probe + ": ", ""))
+
+
 def ort_python(args):
     # .venv-bench is at the repository root: above this file in the source
     # tree, two levels up from build/tools.
@@ -319,6 +331,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0,
                     help="threads per runtime: OMP_NUM_THREADS for xflow backends, intra-op threads for ORT "
                          "(default: each runtime's own choice)")
+    ap.add_argument("--cost", default=None,
+                    help="cost model xflowc optimizes for, e.g. analytic:h200 or cuda (default: xflowc's own)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no table on stdout")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every command run")
     args = ap.parse_args()
@@ -360,6 +374,12 @@ def main():
         present = b in have and b in wanted
         detail = "in this build" if present else ("not selected (--backends)" if b in have else
                                                  f"absent from this build: {enable}")
+        if present and b == "cuda":
+            why = cuda_unusable(tools, work)
+            if why:
+                present, detail = False, f"in this build, but not usable here: {why}"
+            else:
+                detail = "in this build, on " + (machine_info()["gpu"] or "a GPU nvidia-smi does not name")
         backends.append({"name": f"xflow {b}", "key": b, "present": present, "detail": detail})
     py, ort_version = ort_python(args) if "ort" in wanted else (None, None)
     # Recorded results name the interpreter by its last parts only: the
@@ -387,6 +407,7 @@ def main():
                    "warmup": "1 untimed run before each timed batch on xflow backends; 1-2 per model on ORT",
                    "statistic": "median; original and optimized alternated; speedup = median of per-round "
                                 "original/optimized ratios",
+                   "xflowc_cost_model": args.cost or "xflowc's default",
                    "slow_limit_s": args.slow_limit, "backend_budget_s": args.backend_budget,
                    "threads": args.threads or "each runtime's default (all cores)"},
         "backends": backends,
@@ -407,7 +428,8 @@ def main():
             entry["skipped"] = f"xflow-zoo failed: {last_line(out)}"
             continue
         entry["file_bytes"] = os.path.getsize(orig)
-        rc, out, secs = run([tools["xflowc"], orig, "-o", opt], 1800)
+        rc, out, secs = run([tools["xflowc"], orig, "-o", opt] + (["--cost", args.cost] if args.cost else []),
+                            1800)
         entry["optimizer"] = parse_xflowc(out)
         entry["optimizer"]["xflowc_wall_s"] = round(secs, 3)
         if rc != 0:

@@ -8,11 +8,17 @@
 #ifdef XF_HAVE_DNNL
 extern const xf_backend xf_backend_cpu; /* cpu_dnnl.c */
 #endif
+#ifdef XF_HAVE_CUDA_BACKEND
+extern const xf_backend xf_backend_cuda; /* cuda_backend.c */
+#endif
 
 static const xf_backend *const backends[] = {
     &xf_backend_cpu_ref,
 #ifdef XF_HAVE_DNNL
     &xf_backend_cpu,
+#endif
+#ifdef XF_HAVE_CUDA_BACKEND
+    &xf_backend_cuda,
 #endif
 };
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The GPU check, from scratch, on a machine with an NVIDIA GPU:
+#   benchmarks/gpu-check.sh OUTDIR
+# builds xflow into a fresh build directory (build-gpu), runs the CUDA test
+# suite and the quick suites, then times the zoo models, original and
+# xflowc-optimized (--cost analytic:h200), fp32, on xflow's cuda backend,
+# with TensorRT's trtexec and PyTorch eager where they are at hand.  Logs,
+# bench.md, bench.json and a summary go to OUTDIR.  Every step has a time
+# limit; the whole check is meant to finish within 8 minutes on an H200
+# machine with 16 cores.  Without a usable GPU it stops after the build,
+# saying so ("no CUDA device: ..."), with exit status 2.
+set -uo pipefail
+if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
+  echo "usage: benchmarks/gpu-check.sh OUTDIR" >&2
+  exit 64
+fi
+mkdir -p "$1" || exit 1
+out=$(cd "$1" && pwd)
+cd "$(dirname "$0")/.."
+build=build-gpu
+# cuDNN loads its sub-libraries (cnn, ops, engines) at run time by name
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+jobs=$(nproc)
+summary="$out/summary.txt"
+: >"$summary"
+say() { echo "gpu-check: $*" | tee -a "$summary"; }
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+
+# Runs a step under a time limit with its output in OUTDIR/NAME.log;
+# returns the step's status (124: timed out).
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local s=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  say "$name: exit $rc after $(( $(date +%s) - s )) s (limit $limit s; log $name.log)"
+  return $rc
+}
+
+say "started $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $jobs cores"
+{
+  echo "== nvidia-smi"
+  if command -v nvidia-smi >/dev/null; then nvidia-smi; else echo "nvidia-smi not on PATH"; fi
+  echo "== versions"
+  /usr/local/cuda/bin/nvcc --version 2>&1 | tail -2 || echo "nvcc not found"
+  grep -hE '#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' /usr/local/cuda/include/cudnn_version*.h 2>/dev/null | head -3
+  cmake --version | head -1
+  gcc --version | head -1
+  command -v trtexec >/dev/null && echo "trtexec: $(command -v trtexec)" || echo "trtexec: absent (not on PATH)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null ||
+    echo "PyTorch: absent (python3 cannot import torch)"
+} >"$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+# Packages: scripts/setup.sh installs what is missing; without network that
+# fails, which is fine when they are already there (the build says if not).
+step setup 120 scripts/setup.sh || say "setup failed (no network?); building with the packages present"
+
+# Without -Werror: another compiler may warn where this project's does not,
+# and a warning must not cost the check.
+rm -rf "$build"
+step configure 120 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo || { cat "$out/configure.log"; exit 1; }
+grep -E '^-- xflow:' "$out/configure.log" | tee -a "$summary"
+grep -q "the cuda backend will be built" "$out/configure.log" || { say "the cuda backend is not in this build; stopping"; exit 1; }
+step build 360 cmake --build "$build" -j"$jobs" || { tail -40 "$out/build.log"; exit 1; }
+
+# Is there a device?  One run of the bundled example says.
+if ! "$build/tools/xflow-run" examples/inception_block.onnx --backend cuda -q >"$out/probe.log" 2>&1; then
+  say "$(tail -1 "$out/probe.log")"
+  grep -q "no CUDA device" "$out/probe.log" && say "stopping: no CUDA device on this machine" ||
+    say "stopping: the cuda backend cannot run the bundled example"
+  exit 2
+fi
+
+# Tests: the CUDA suite, then the quick suites (each under its limit).
+step test-cuda 200 ctest --test-dir "$build" --output-on-failure -R '^test_cuda_backend$'
+grep -E '^[0-9]+%: Checks' "$out/test-cuda.log" | tee -a "$summary"
+step test-quick 120 ctest --test-dir "$build" --output-on-failure -j"$jobs" \
+  -R '^test_(core|runtime|memplan|proto|rule|canon|tools)$'
+grep -E 'tests passed|tests failed' "$out/test-quick.log" | tee -a "$summary"
+
+# xflow's cuda backend, original vs optimized, every zoo model; then
+# trtexec on the same models where it is installed, as a step of its own
+# (its engine builds are slow; a step cut short loses only its own table).
+bench() {
+  local name=$1 backends=$2 limit=$3
+  step "$name" "$limit" "$build/tools/xflow-bench" --backends "$backends" --cost analytic:h200 --iters 20 \
+    --time-limit $(( limit - 40 )) --slow-limit 20 --backend-budget 20 --out "$out/$name" -q
+  [ -f "$out/$name/bench.md" ] && tee -a "$summary" <"$out/$name/bench.md"
+}
+left=$(( 400 - $(elapsed) ))
+bench bench-cuda cuda $(( left > 300 ? 240 : left > 100 ? left - 40 : 60 ))
+if command -v trtexec >/dev/null; then
+  left=$(( 400 - $(elapsed) ))
+  [ "$left" -gt 80 ] && bench bench-trt trt "$left" || say "TensorRT: no time left for trtexec"
+else
+  say "TensorRT: absent (trtexec not on PATH)"
+fi
+
+# PyTorch eager (cuDNN), fp32, batch 1, on the torchvision architectures
+# the zoo models follow; only where torch and torchvision import.
+if python3 -c 'import torch, torchvision' 2>/dev/null; then
+  step torch 60 python3 - <<'EOF'
+import time, torch, torchvision
+torch.backends.cudnn.benchmark = True
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+for name, size in (("resnet50", 224), ("resnext50_32x4d", 224), ("inception_v3", 299), ("squeezenet1_1", 224)):
+    kw = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+    m = getattr(torchvision.models, name)(weights=None, **kw).cuda().eval()
+    x = torch.randn(1, 3, size, size, device="cuda")
+    with torch.no_grad():
+        for _ in range(10):
+            m(x)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(50):
+            t = time.perf_counter()
+            m(x)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t)
+    times.sort()
+    print(f"pytorch eager {name} batch 1 fp32: median {1e3 * times[len(times) // 2]:.3f} ms")
+EOF
+  grep "pytorch eager" "$out/torch.log" | tee -a "$summary"
+else
+  say "PyTorch eager: absent (python3 cannot import torch and torchvision)"
+fi
+say "finished after $(elapsed) s"

@@ -1,0 +1,822 @@
+/* The `cuda` backend against cpu_ref.
+ *
+ * With a GPU: every op the device path runs is checked on random shapes
+ * (odd sizes, strides, pads including asymmetric ones, groups, dilations,
+ * broadcasting), then the bundled example and the zoo models at reduced
+ * sizes.  Without a GPU these are skipped with a visible line, and what
+ * can be checked is: an op the backend cannot run is refused by name before
+ * any device is touched, a session fails with "no CUDA device: ...", and
+ * xflow-run says so in one line with a non-zero exit.  Without the CUDA
+ * toolkit the backend is absent and the suite checks only that. */
+#include "core_builders.h"
+#include "xf_proto.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+#include "zoo.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- device presence */
+
+/* 1: a GPU; 0: none (reason in why). */
+static int gpu_state = -1;
+static char gpu_why[1100];
+
+static bool have_gpu(void)
+{
+    if (gpu_state < 0) {
+        const xf_backend *be = xf_backend_find("cuda");
+        xf_error err = {0};
+        void *ctx = NULL;
+        if (!be) {
+            snprintf(gpu_why, sizeof gpu_why, "this build has no cuda backend");
+            gpu_state = 0;
+        } else if (be->context_create(&ctx, &err) != XF_OK) {
+            snprintf(gpu_why, sizeof gpu_why, "%s", err.msg);
+            gpu_state = 0;
+        } else {
+            be->context_free(ctx);
+            gpu_state = 1;
+        }
+    }
+    if (!gpu_state)
+        printf("test_cuda_backend: skipped: no GPU (%s)\n", gpu_why);
+    return gpu_state == 1;
+}
+
+/* ---------------------------------------------------------------- random graphs */
+
+static uint64_t rng_state;
+
+static int64_t rnd(int64_t lo, int64_t hi)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (int64_t)((rng_state >> 33) % (uint64_t)(hi - lo + 1));
+}
+
+static int add_input_t(xf_graph *g, xf_dtype t, xf_shape s)
+{
+    char name[32];
+    snprintf(name, sizeof name, "in%d", g->n_inputs);
+    return xf_graph_add_input(g, name, t, &s);
+}
+
+static int add_input(xf_graph *g, xf_shape s) { return add_input_t(g, XF_DT_FLOAT, s); }
+
+/* A random float initializer; `positive` maps it into [0.5, 1.5]. */
+static int add_const(xf_graph *g, xf_shape s, bool positive)
+{
+    xf_tensor *t = xf_tensor_random(XF_DT_FLOAT, &s, (uint64_t)g->n_values * 7919u + 17u);
+    ck_assert_ptr_nonnull(t);
+    if (positive)
+        for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+            ((float *)t->data)[i] = 1.0f + 0.5f * ((float *)t->data)[i];
+    int v = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return v;
+}
+
+/* The largest |element| of a float tensor (1 for other dtypes). */
+static double max_abs_of(const xf_tensor *t)
+{
+    double m = 0;
+    if (t->dtype != XF_DT_FLOAT)
+        return 1;
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        m = fmax(m, fabs(((const float *)t->data)[i]));
+    return m;
+}
+
+/* Runs g on cpu_ref and cuda with the same random inputs (twice on cuda:
+ * the second run reuses the prepared nodes) and compares every output.  A
+ * negative atol is relative to the largest expected element (deep
+ * networks, where elements near zero carry the rounding of large sums). */
+static void check_graph(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
+{
+    xf_error err = {0};
+    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    xf_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
+    xf_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
+    ck_assert(in && want && got);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const xf_value *v = &g->values[g->inputs[i]];
+        in[i] = xf_tensor_random(v->dtype, &v->shape, 1000u + (uint64_t)i);
+        ck_assert_ptr_nonnull(in[i]);
+    }
+    xf_session *ref = NULL, *s = NULL;
+    ck_assert_msg(xf_session_create(g, opset, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s: cpu_ref: %s", what,
+                  err.msg);
+    ck_assert_msg(xf_session_run(ref, in, want, &err) == XF_OK, "%s: cpu_ref run: %s", what, err.msg);
+    ck_assert_msg(xf_session_create(g, opset, "cuda", NULL, &s, &err) == XF_OK, "%s: cuda: %s", what, err.msg);
+    for (int run = 0; run < 2; run++) {
+        ck_assert_msg(xf_session_run(s, in, got, &err) == XF_OK, "%s: cuda run: %s", what, err.msg);
+        for (int k = 0; k < g->n_outputs; k++) {
+            double max_abs = 0, max_rel = 0;
+            bool ok = false;
+            double tol = atol >= 0 ? atol : -atol * max_abs_of(want[k]);
+            ck_assert_msg(xf_tensor_compare(got[k], want[k], tol, rtol, &max_abs, &max_rel, &ok, &err) == XF_OK,
+                          "%s: %s", what, err.msg);
+            ck_assert_msg(ok, "%s: output %d differs from cpu_ref: max abs %.3g, max rel %.3g", what, k, max_abs,
+                          max_rel);
+            xf_tensor_release(got[k]);
+            got[k] = NULL;
+        }
+    }
+    xf_session_free(s);
+    xf_session_free(ref);
+    for (int i = 0; i < g->n_inputs; i++)
+        xf_tensor_release(in[i]);
+    for (int k = 0; k < g->n_outputs; k++)
+        xf_tensor_release(want[k]);
+    free(in);
+    free(want);
+    free(got);
+}
+
+static int finish_single(xf_graph *g, xf_op op, int n_in, const int *ins)
+{
+    int n = node(g, op, "n", n_in, ins, 1);
+    xf_graph_add_output(g, out0(g, n));
+    return n;
+}
+
+static void set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, const int64_t *p_begin,
+                       const int64_t *p_end, const int64_t *d)
+{
+    a->n_spatial = ns;
+    for (int i = 0; i < ns; i++) {
+        a->kernel[i] = k ? k[i] : 0;
+        a->strides[i] = s[i];
+        a->dilations[i] = d[i];
+        a->pads[i] = p_begin[i];
+        a->pads[ns + i] = p_end[i];
+    }
+}
+
+/* ---------------------------------------------------------------- without a device */
+
+/* The zoo models at the reduced sizes test_zoo runs them at. */
+static const struct {
+    const char *name;
+    int size;
+} zoo_runs[] = {{"inception-block", 28}, {"resnet50", 32}, {"resnext50", 32}, {"nasnet-a", 32},
+                {"nasrnn", 5},           {"bert", 4},      {"inception-v3", 75}, {"squeezenet", 64}};
+
+
+static xf_graph *relu_graph(void)
+{
+    xf_graph *g = xf_graph_create("relu");
+    int x = add_input(g, SHAPE(2, 3));
+    finish_single(g, XF_OP_RELU, 1, &x);
+    return g;
+}
+
+/* The registry and the error a machine without a GPU gives. */
+START_TEST(no_device_session)
+{
+    const xf_backend *be = xf_backend_find("cuda");
+    xf_graph *g = relu_graph();
+    xf_session *s = NULL;
+    xf_error err = {0};
+    xf_status st = xf_session_create(g, 17, "cuda", NULL, &s, &err);
+    if (!be) {
+        ck_assert_int_eq(st, XF_ERR_INVALID);
+        ck_assert_msg(strstr(err.msg, "unknown backend 'cuda'") != NULL, "message: %s", err.msg);
+    } else if (!have_gpu()) {
+        ck_assert_int_eq(st, XF_ERR_UNSUPPORTED);
+        ck_assert_msg(strncmp(err.msg, "no CUDA device: ", 16) == 0, "message: %s", err.msg);
+        ck_assert_ptr_null(s);
+    } else {
+        ck_assert_msg(st == XF_OK, "%s", err.msg);
+        ck_assert_ptr_nonnull(s);
+        ck_assert(!xf_session_is_dynamic(s));
+    }
+    xf_session_free(s);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* Every op of every zoo model is taken (on the device or through cpu_ref):
+ * session creation gets past the support check, which runs before the
+ * device is looked for. */
+START_TEST(zoo_ops_supported)
+{
+    if (!xf_backend_find("cuda"))
+        return;
+    xf_model *m = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_zoo_build_sized(zoo_runs[_i].name, 1, zoo_runs[_i].size, &m, &err) == XF_OK, "%s: %s",
+                  zoo_runs[_i].name, err.msg);
+    xf_session *s = NULL;
+    xf_status st = xf_session_create(m->graph, xf_model_opset(m), "cuda", NULL, &s, &err);
+    if (have_gpu())
+        ck_assert_msg(st == XF_OK, "%s: %s", zoo_runs[_i].name, err.msg);
+    else
+        ck_assert_msg(st == XF_ERR_UNSUPPORTED && !strncmp(err.msg, "no CUDA device: ", 16), "%s: %s",
+                      zoo_runs[_i].name, err.msg);
+    xf_session_free(s);
+    xf_model_free(m);
+}
+END_TEST
+
+/* xflow-run: one clear line and a non-zero exit without a GPU, the outputs
+ * with one. */
+START_TEST(no_device_tool)
+{
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s --backend cuda %s/examples/inception_block.onnx", xf_test_tool("xflow-run"),
+             XF_SOURCE_DIR);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_ptr_nonnull(out);
+    if (!xf_backend_find("cuda")) {
+        ck_assert_int_ne(rc, 0);
+        ck_assert_msg(strstr(out, "unknown backend 'cuda'") != NULL, "output: %s", out);
+    } else if (!have_gpu()) {
+        ck_assert_msg(rc != 0, "exit 0 without a GPU: %s", out);
+        ck_assert_msg(rc < 128, "xflow-run died (status %d): %s", rc, out);
+        ck_assert_msg(strstr(out, "no CUDA device: ") != NULL, "output: %s", out);
+        char *nl = strchr(out, '\n');
+        ck_assert_msg(nl && nl[1] == '\0', "more than one line: %s", out);
+    } else {
+        ck_assert_msg(rc == 0, "xflow-run --backend cuda failed: %s", out);
+    }
+    free(out);
+}
+END_TEST
+
+/* An op neither the device path nor cpu_ref runs is refused by name, before
+ * any device is needed. */
+START_TEST(refused_by_name)
+{
+    if (!xf_backend_find("cuda")) {
+        printf("test_cuda_backend: this build has no cuda backend\n");
+        return;
+    }
+    xf_graph *g = xf_graph_create("custom");
+    int x = add_input(g, SHAPE(2, 3));
+    int y = xf_graph_add_value(g, "y", XF_DT_FLOAT, &(xf_shape){.ndim = 2, .dims = {2, 3}});
+    int n = xf_graph_add_node(g, XF_OP_OPAQUE, "custom", 1, &x, 1, &y);
+    g->nodes[n].opaque = xf_opaque_create("FooBar", "com.example", NULL, 0);
+    xf_graph_add_output(g, y);
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 17, "cuda", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "backend cuda does not support op FooBar (node 'custom')") != NULL, "message: %s",
+                  err.msg);
+    xf_graph_free(g);
+
+    /* Conv on int64: no device path and no cpu_ref kernel */
+    g = xf_graph_create("int conv");
+    x = add_input_t(g, XF_DT_INT64, SHAPE(1, 2, 5, 5));
+    int w = add_input_t(g, XF_DT_INT64, SHAPE(3, 2, 3, 3));
+    n = finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
+    set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0}, (int64_t[]){1, 1});
+    ck_assert_int_eq(xf_session_create(g, 17, "cuda", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    char want[96];
+    snprintf(want, sizeof want, "backend cuda does not support op Conv on %s", xf_dtype_name(XF_DT_INT64));
+    ck_assert_msg(strstr(err.msg, want) != NULL, "message: %s", err.msg);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- convolution, pools */
+
+START_TEST(conv_random)
+{
+    if (!have_gpu())
+        return;
+    rng_state = 42;
+    for (int t = 0; t < 40; t++) {
+        int ns = t % 10 == 9 ? 1 : t % 10 == 8 ? 3 : 2;
+        int64_t group = rnd(0, 2) == 0 ? rnd(1, 3) : 1;
+        if (t % 7 == 3)
+            group = 8; /* depthwise */
+        int64_t cin = group * rnd(1, t % 5 == 0 ? 16 : 5), cout = group * rnd(1, 6);
+        if (t % 7 == 3)
+            cin = cout = 8;
+        int64_t x_dims[5] = {rnd(1, 2), cin}, w_dims[5] = {cout, cin / group};
+        int64_t k[3], s[3], pb[3], pe[3], d[3];
+        for (int i = 0; i < ns; i++) {
+            k[i] = rnd(1, ns == 3 ? 3 : 5);
+            s[i] = rnd(1, 3);
+            d[i] = rnd(1, 2);
+            pb[i] = rnd(0, 2);
+            pe[i] = t % 3 ? pb[i] : rnd(0, 2); /* a third asymmetric */
+            int64_t extent = (k[i] - 1) * d[i] + 1;
+            x_dims[2 + i] = extent + rnd(0, ns == 3 ? 4 : 12);
+            w_dims[2 + i] = k[i];
+        }
+        xf_graph *g = xf_graph_create("conv");
+        int x = add_input(g, xf_shape_make(2 + ns, x_dims));
+        int w = add_const(g, xf_shape_make(2 + ns, w_dims), false);
+        int b = rnd(0, 1) ? add_const(g, SHAPE(cout), false) : -1;
+        int n = finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, (int[]){x, w, b});
+        xf_attrs *a = attrs(g, n);
+        set_window(a, ns, NULL, s, pb, pe, d);
+        a->group = group;
+        a->activation = (xf_activation)rnd(0, 3);
+        if (t % 6 == 5)
+            a->auto_pad = rnd(0, 1) ? XF_AUTO_PAD_SAME_UPPER : XF_AUTO_PAD_SAME_LOWER;
+        char what[96];
+        snprintf(what, sizeof what, "conv case %d (%dD, group %lld)", t, ns, (long long)group);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* Weights computed in the graph (a graph input here), bias + Relu fused. */
+START_TEST(conv_runtime_weights)
+{
+    if (!have_gpu())
+        return;
+    xf_graph *g = xf_graph_create("conv");
+    int x = add_input(g, SHAPE(1, 16, 9, 9));
+    int w = add_input(g, SHAPE(32, 16, 3, 3));
+    int b = add_input(g, SHAPE(32));
+    int n = finish_single(g, XF_OP_CONV, 3, (int[]){x, w, b});
+    set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
+    attrs(g, n)->activation = XF_ACT_RELU;
+    check_graph(g, 17, 1e-4, 1e-3, "conv with weights as graph inputs");
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(pool_random)
+{
+    if (!have_gpu())
+        return;
+    rng_state = 7;
+    static const xf_op ops[] = {XF_OP_MAX_POOL, XF_OP_AVERAGE_POOL, XF_OP_GLOBAL_AVERAGE_POOL,
+                                XF_OP_GLOBAL_MAX_POOL};
+    for (int t = 0; t < 40; t++) {
+        xf_op op = ops[t % 4];
+        int ns = t % 8 == 7 ? 1 : 2;
+        int64_t x_dims[4] = {rnd(1, 2), rnd(1, 20)}, k[2], s[2], pb[2], pe[2], d[2];
+        for (int i = 0; i < ns; i++) {
+            k[i] = rnd(1, 4);
+            s[i] = rnd(1, 3);
+            d[i] = op == XF_OP_MAX_POOL && t % 5 == 0 ? 2 : 1;
+            pb[i] = rnd(0, k[i] - 1);
+            pe[i] = rnd(0, k[i] - 1);
+            x_dims[2 + i] = (k[i] - 1) * d[i] + 1 + rnd(0, 11);
+        }
+        xf_graph *g = xf_graph_create("pool");
+        int x = add_input(g, xf_shape_make(2 + ns, x_dims));
+        int n = finish_single(g, op, 1, &x);
+        xf_attrs *a = attrs(g, n);
+        if (op == XF_OP_MAX_POOL || op == XF_OP_AVERAGE_POOL) {
+            set_window(a, ns, k, s, pb, pe, d);
+            a->ceil_mode = (int)rnd(0, 1);
+            a->count_include_pad = op == XF_OP_AVERAGE_POOL ? (int)rnd(0, 1) : 0;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%s case %d", xf_op_name(op), t);
+        check_graph(g, 17, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- matrix products */
+
+START_TEST(matmul_random)
+{
+    if (!have_gpu())
+        return;
+    rng_state = 99;
+    /* (a rank, b rank, a batch broadcast, b batch broadcast); form 8 mixes
+     * broadcasting across two batch dimensions */
+    static const int forms[][4] = {{2, 2, 0, 0}, {3, 3, 0, 0}, {3, 2, 0, 0}, {2, 3, 0, 0}, {4, 4, 1, 0},
+                                   {4, 4, 0, 1}, {4, 2, 0, 0}, {1, 2, 0, 0}, {4, 4, 2, 3}, {2, 1, 0, 0}};
+    for (int t = 0; t < 20; t++) {
+        const int *f = forms[t % 10];
+        int64_t m = rnd(1, 33), kk = rnd(1, 40), nn = rnd(1, 29), b0 = rnd(2, 3), b1 = rnd(2, 4);
+        int ra = f[0], rb = f[1];
+        int64_t ad[4], bd[4], batch[2] = {b0, b1};
+        for (int i = 0; i < ra - 2; i++)
+            ad[i] = f[2] == 1 ? 1 : f[2] == 2 ? (i == 0 ? 1 : batch[i]) : batch[2 - (ra - 2) + i];
+        for (int i = 0; i < rb - 2; i++)
+            bd[i] = f[3] == 1 ? 1 : f[3] == 3 ? (i == 1 ? 1 : batch[i]) : batch[2 - (rb - 2) + i];
+        if (ra == 1) {
+            ad[0] = kk;
+        } else {
+            ad[ra - 2] = m;
+            ad[ra - 1] = kk;
+        }
+        if (rb == 1) {
+            bd[0] = kk;
+        } else {
+            bd[rb - 2] = kk;
+            bd[rb - 1] = nn;
+        }
+        xf_graph *g = xf_graph_create("matmul");
+        int a = add_input(g, xf_shape_make(ra, ad));
+        int b = t % 2 ? add_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
+        finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
+        char what[64];
+        snprintf(what, sizeof what, "MatMul case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(gemm_forms)
+{
+    if (!have_gpu())
+        return;
+    rng_state = 5;
+    for (int t = 0; t < 16; t++) {
+        int64_t m = rnd(1, 20), kk = rnd(1, 30), nn = rnd(1, 25);
+        int ta = t & 1, tb = (t >> 1) & 1, c_form = (t >> 2) & 3;
+        xf_graph *g = xf_graph_create("gemm");
+        int a = add_input(g, ta ? SHAPE(kk, m) : SHAPE(m, kk));
+        int b = add_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
+        int c = c_form == 0 ? -1 : add_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
+        int n = finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
+        xf_attrs *at = attrs(g, n);
+        at->trans_a = ta;
+        at->trans_b = tb;
+        at->alpha = t % 5 == 4 ? 0.5f : 1.0f;
+        at->beta = t % 7 == 6 ? 2.0f : 1.0f;
+        char what[64];
+        snprintf(what, sizeof what, "Gemm case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- elementwise */
+
+START_TEST(unary_all)
+{
+    if (!have_gpu())
+        return;
+    static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS, XF_OP_NEG,
+                                XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU, XF_OP_SOFTPLUS, XF_OP_RECIPROCAL,
+                                XF_OP_FLOOR, XF_OP_CEIL, XF_OP_ERF, XF_OP_SIN, XF_OP_COS, XF_OP_HARD_SIGMOID};
+    rng_state = 3;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        xf_graph *g = xf_graph_create("unary");
+        int x = add_input(g, SHAPE(rnd(1, 3), rnd(1, 17), rnd(1, 9)));
+        int n = finish_single(g, ops[i], 1, &x);
+        xf_attrs_default(ops[i], attrs(g, n));
+        if (ops[i] == XF_OP_LEAKY_RELU)
+            attrs(g, n)->alpha = 0.2f;
+        check_graph(g, 17, 1e-5, 1e-4, xf_op_name(ops[i]));
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(binary_broadcasting)
+{
+    if (!have_gpu())
+        return;
+    static const xf_op ops[] = {XF_OP_ADD, XF_OP_SUB, XF_OP_MUL, XF_OP_DIV, XF_OP_POW, XF_OP_MAX,
+                                XF_OP_MIN, XF_OP_SUM, XF_OP_EQUAL, XF_OP_GREATER, XF_OP_LESS};
+    static const int64_t small[][4] = {{2, 5, 7, 3}, {1, 5, 1, 1}, {7, 3}, {3}, {1, 1, 1, 1}, {2, 1, 7, 1}};
+    static const int small_rank[] = {4, 4, 2, 1, 4, 4};
+    static const xf_dtype types[] = {XF_DT_FLOAT, XF_DT_INT64, XF_DT_INT32};
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+        for (int f = 0; f < 6; f++)
+            for (int tt = 0; tt < 3; tt++) {
+                xf_dtype t = types[tt];
+                if (ops[o] == XF_OP_POW && t == XF_DT_FLOAT && f % 2)
+                    continue; /* random negative bases with fractional exponents: NaN on both sides, tested once */
+                xf_graph *g = xf_graph_create("binary");
+                int big = add_input_t(g, t, SHAPE(2, 5, 7, 3));
+                int sm = add_input_t(g, t, xf_shape_make(small_rank[f], small[f]));
+                finish_single(g, ops[o], 2, f % 2 ? (int[]){sm, big} : (int[]){big, sm});
+                char what[80];
+                snprintf(what, sizeof what, "%s form %d on %s", xf_op_name(ops[o]), f, xf_dtype_name(t));
+                check_graph(g, 17, 1e-5, 1e-4, what);
+                xf_graph_free(g);
+            }
+    /* Sum of three, and Max of one */
+    xf_graph *g = xf_graph_create("variadic");
+    int a = add_input(g, SHAPE(4, 1, 6)), b = add_input(g, SHAPE(5, 1)), c = add_input(g, SHAPE(4, 5, 6));
+    finish_single(g, XF_OP_SUM, 3, (int[]){a, b, c});
+    check_graph(g, 17, 1e-5, 1e-4, "Sum of three");
+    xf_graph_free(g);
+    g = xf_graph_create("variadic1");
+    a = add_input(g, SHAPE(3, 4));
+    finish_single(g, XF_OP_MAX, 1, &a);
+    check_graph(g, 17, 0, 0, "Max of one");
+    xf_graph_free(g);
+}
+END_TEST
+
+START_TEST(where_clip_cast)
+{
+    if (!have_gpu())
+        return;
+    xf_graph *g = xf_graph_create("where");
+    int x = add_input(g, SHAPE(3, 1, 5)), y = add_input(g, SHAPE(4, 1));
+    int cond = out0(g, NODE(g, XF_OP_GREATER, x, y));
+    int w = NODE(g, XF_OP_WHERE, cond, x, add_const(g, SHAPE(5), false));
+    xf_graph_add_output(g, out0(g, w));
+    check_graph(g, 17, 0, 0, "Greater -> Where");
+    xf_graph_free(g);
+
+    for (int form = 0; form < 3; form++) {
+        g = xf_graph_create("clip");
+        x = add_input(g, SHAPE(6, 7));
+        float lo = -0.3f, hi = 0.4f;
+        int ins[3] = {x, constant(g, NULL, XF_DT_FLOAT, SCALAR, &lo), form == 1 ? -1 : constant(g, NULL, XF_DT_FLOAT, SCALAR, &hi)};
+        int n = finish_single(g, XF_OP_CLIP, form == 2 ? 1 : 3, ins);
+        if (form == 2) {
+            attrs(g, n)->has_clip_attrs = true;
+            attrs(g, n)->clip_min = -0.1f;
+            attrs(g, n)->clip_max = 0.2f;
+        }
+        check_graph(g, form == 2 ? 6 : 17, 0, 0, "Clip");
+        xf_graph_free(g);
+    }
+
+    static const xf_dtype chain[] = {XF_DT_FLOAT, XF_DT_INT32, XF_DT_DOUBLE, XF_DT_INT8, XF_DT_FLOAT16,
+                                     XF_DT_INT64, XF_DT_BOOL, XF_DT_UINT8, XF_DT_FLOAT};
+    g = xf_graph_create("casts");
+    x = add_input(g, SHAPE(4, 9));
+    int v = out0(g, NODE(g, XF_OP_MUL, x, add_const(g, SHAPE(1), false)));
+    for (size_t i = 1; i < sizeof chain / sizeof *chain; i++) {
+        int n = NODE(g, XF_OP_CAST, v);
+        attrs(g, n)->to = chain[i];
+        v = out0(g, n);
+        xf_graph_add_output(g, v);
+    }
+    check_graph(g, 17, 1e-3, 1e-3, "Cast chain");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- data movement */
+
+START_TEST(concat_split_transpose)
+{
+    if (!have_gpu())
+        return;
+    for (int axis = -4; axis < 4; axis++) {
+        xf_graph *g = xf_graph_create("concat");
+        int ins[3];
+        for (int k = 0; k < 3; k++) {
+            int64_t d[4] = {2, 3, 4, 5};
+            d[(axis + 4) % 4] = k + 1;
+            ins[k] = add_input(g, xf_shape_make(4, d));
+        }
+        int n = finish_single(g, XF_OP_CONCAT, 3, ins);
+        attrs(g, n)->axis = axis;
+        int sp_out[3];
+        for (int k = 0; k < 3; k++)
+            sp_out[k] = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+        int sp = xf_graph_add_node(g, XF_OP_SPLIT, "split", 1, (int[]){out0(g, n)}, 3, sp_out);
+        attrs(g, sp)->axis = axis;
+        attrs(g, sp)->n_split = 3;
+        attrs(g, sp)->split[0] = 3;
+        attrs(g, sp)->split[1] = 1;
+        attrs(g, sp)->split[2] = 2;
+        for (int k = 0; k < 3; k++)
+            xf_graph_add_output(g, sp_out[k]);
+        int t = NODE(g, XF_OP_TRANSPOSE, out0(g, n));
+        attrs(g, t)->n_perm = 4;
+        memcpy(attrs(g, t)->perm, (int64_t[]){2, 0, 3, 1}, sizeof(int64_t) * 4);
+        xf_graph_add_output(g, out0(g, t));
+        char what[48];
+        snprintf(what, sizeof what, "Concat/Split/Transpose axis %d", axis);
+        check_graph(g, 11, 0, 0, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(slice_pad_expand_gather)
+{
+    if (!have_gpu())
+        return;
+    /* Slice with negative and reversed steps */
+    xf_graph *g = xf_graph_create("slice");
+    int x = add_input(g, SHAPE(5, 8, 7));
+    int n = finish_single(g, XF_OP_SLICE, 5,
+                          (int[]){x, CONST_I64(g, 1, -1, 6), CONST_I64(g, 4, 0, -100), CONST_I64(g, 0, 1, 2),
+                                  CONST_I64(g, 2, -1, -2)});
+    (void)n;
+    check_graph(g, 17, 0, 0, "Slice");
+    xf_graph_free(g);
+
+    /* Pad in every mode, with cropping in constant mode */
+    for (int mode = 0; mode < 3; mode++) {
+        g = xf_graph_create("pad");
+        x = add_input(g, SHAPE(3, 4, 5));
+        float value = 0.75f;
+        int pads = mode == 0 ? CONST_I64(g, 1, 0, -1, 2, 3, 1) : CONST_I64(g, 1, 0, 2, 2, 3, 1);
+        n = finish_single(g, XF_OP_PAD, 3, (int[]){x, pads, constant(g, NULL, XF_DT_FLOAT, SCALAR, &value)});
+        attrs(g, n)->pad_mode = (xf_pad_mode)mode;
+        char what[32];
+        snprintf(what, sizeof what, "Pad mode %d", mode);
+        check_graph(g, 17, 0, 0, what);
+        xf_graph_free(g);
+    }
+
+    g = xf_graph_create("expand");
+    x = add_input(g, SHAPE(3, 1, 5));
+    finish_single(g, XF_OP_EXPAND, 2, (int[]){x, CONST_I64(g, 2, 3, 4, 5)});
+    check_graph(g, 17, 0, 0, "Expand");
+    xf_graph_free(g);
+
+    for (int axis = 0; axis < 3; axis++) {
+        g = xf_graph_create("gather");
+        x = add_input(g, SHAPE(4, 6, 5));
+        int64_t idx[] = {3, -1, 0, 2, 2, 1};
+        int iv = constant(g, NULL, XF_DT_INT64, SHAPE(2, 3), idx);
+        n = finish_single(g, XF_OP_GATHER, 2, (int[]){x, iv});
+        attrs(g, n)->axis = axis;
+        char what[32];
+        snprintf(what, sizeof what, "Gather axis %d", axis);
+        check_graph(g, 17, 0, 0, what);
+        xf_graph_free(g);
+    }
+
+    /* Reshape, Flatten, Squeeze, Unsqueeze, Identity */
+    g = xf_graph_create("reshapes");
+    x = add_input(g, SHAPE(2, 1, 6));
+    int r = out0(g, NODE(g, XF_OP_RESHAPE, x, CONST_I64(g, 3, -1)));
+    int u = out0(g, NODE(g, XF_OP_UNSQUEEZE, r, CONST_I64(g, 0)));
+    int s = out0(g, NODE(g, XF_OP_SQUEEZE, u, CONST_I64(g, 0)));
+    int f = NODE(g, XF_OP_FLATTEN, s);
+    attrs(g, f)->axis = 0;
+    int id = NODE(g, XF_OP_IDENTITY, out0(g, f));
+    xf_graph_add_output(g, out0(g, id));
+    check_graph(g, 17, 0, 0, "reshapes");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- normalization, reductions */
+
+START_TEST(softmax_axes)
+{
+    if (!have_gpu())
+        return;
+    for (int legacy = 0; legacy < 2; legacy++)
+        for (int axis = -3; axis < 3; axis++)
+            for (int log = 0; log < 2; log++) {
+                xf_op op = log ? XF_OP_LOG_SOFTMAX : XF_OP_SOFTMAX;
+                xf_graph *g = xf_graph_create("softmax");
+                int x = add_input(g, SHAPE(3, 11, 6));
+                int n = finish_single(g, op, 1, &x);
+                attrs(g, n)->axis = axis;
+                attrs(g, n)->softmax_legacy = legacy;
+                char what[80];
+                snprintf(what, sizeof what, "%s axis %d%s", xf_op_name(op), axis, legacy ? " (legacy)" : "");
+                check_graph(g, legacy ? 11 : 13, 1e-5, 1e-4, what);
+                xf_graph_free(g);
+            }
+}
+END_TEST
+
+START_TEST(batch_norm_layer_norm)
+{
+    if (!have_gpu())
+        return;
+    static const int64_t shapes[][5] = {{2, 7}, {2, 7, 5}, {1, 16, 9, 11}, {2, 3, 4, 5, 6}};
+    for (int r = 0; r < 4; r++) {
+        xf_graph *g = xf_graph_create("bn");
+        int64_t c = shapes[r][1];
+        int x = add_input(g, xf_shape_make(2 + r, shapes[r]));
+        int ins[5] = {x, add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false),
+                      add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), true)};
+        int n = finish_single(g, XF_OP_BATCH_NORM, 5, ins);
+        attrs(g, n)->epsilon = r == 1 ? 1e-5f : 1e-3f;
+        check_graph(g, 17, 1e-5, 1e-4, "BatchNormalization");
+        xf_graph_free(g);
+    }
+    for (int axis = -1; axis >= -3; axis--) {
+        xf_graph *g = xf_graph_create("ln");
+        int x = add_input(g, SHAPE(3, 4, 300));
+        int64_t norm_dims[3] = {3, 4, 300};
+        xf_shape ns = xf_shape_make(-axis, norm_dims + 3 + axis);
+        int scale = add_const(g, ns, true);
+        int bias = axis == -2 ? -1 : add_const(g, SHAPE(300), false);
+        int n = finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
+        attrs(g, n)->axis = axis;
+        char what[48];
+        snprintf(what, sizeof what, "LayerNormalization axis %d", axis);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(reductions)
+{
+    if (!have_gpu())
+        return;
+    static const xf_op ops[] = {XF_OP_REDUCE_MEAN, XF_OP_REDUCE_SUM, XF_OP_REDUCE_MAX, XF_OP_REDUCE_MIN,
+                                XF_OP_REDUCE_PROD};
+    /* axes forms: one inner, one outer, two, all (none given), a long axis */
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+        for (int form = 0; form < 5; form++) {
+            xf_graph *g = xf_graph_create("reduce");
+            int x = add_input(g, form == 4 ? SHAPE(3, 1000) : SHAPE(3, 5, 7, 2));
+            int n = finish_single(g, ops[o], 1, &x);
+            xf_attrs *a = attrs(g, n);
+            a->keepdims = form % 2;
+            static const int64_t axes[][2] = {{-1, 0}, {0, 0}, {1, 3}, {0, 0}, {1, 0}};
+            static const int n_axes[] = {1, 1, 2, 0, 1};
+            a->has_axes = n_axes[form] > 0;
+            a->n_axes = n_axes[form];
+            memcpy(a->axes, axes[form], sizeof axes[form]);
+            char what[64];
+            snprintf(what, sizeof what, "%s form %d", xf_op_name(ops[o]), form);
+            check_graph(g, 11, 1e-4, 1e-3, what);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
+/* Ops with no device path run through cpu_ref on host copies, between
+ * device ops. */
+START_TEST(host_fallback)
+{
+    if (!have_gpu())
+        return;
+    xf_graph *g = xf_graph_create("shape");
+    int x = add_input(g, SHAPE(2, 3, 4));
+    int sh = out0(g, NODE(g, XF_OP_SHAPE, x));
+    int cs = out0(g, NODE(g, XF_OP_CONSTANT_OF_SHAPE, sh));
+    int sum = out0(g, NODE(g, XF_OP_ADD, x, cs));
+    int neg = out0(g, NODE(g, XF_OP_NEG, sum));
+    xf_graph_add_output(g, neg);
+    xf_graph_add_output(g, sh);
+    check_graph(g, 17, 0, 0, "Shape -> ConstantOfShape -> Add");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- whole models */
+
+START_TEST(inception_example)
+{
+    if (!have_gpu())
+        return;
+    xf_model *m = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_model_load(XF_SOURCE_DIR "/examples/inception_block.onnx", NULL, &m, &err) == XF_OK, "%s",
+                  err.msg);
+    check_graph(m->graph, xf_model_opset(m), 1e-4, 1e-3, "examples/inception_block.onnx");
+    xf_model_free(m);
+}
+END_TEST
+
+START_TEST(zoo_models)
+{
+    if (!have_gpu())
+        return;
+    xf_model *m = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_zoo_build_sized(zoo_runs[_i].name, 1, zoo_runs[_i].size, &m, &err) == XF_OK, "%s: %s",
+                  zoo_runs[_i].name, err.msg);
+    check_graph(m->graph, xf_model_opset(m), -1e-3, 1e-3, zoo_runs[_i].name);
+    xf_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cuda_backend");
+    TCase *basic = tcase_create("no device");
+    tcase_add_test(basic, no_device_session);
+    tcase_add_test(basic, no_device_tool);
+    tcase_add_test(basic, refused_by_name);
+    tcase_add_loop_test(basic, zoo_ops_supported, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
+    suite_add_tcase(s, basic);
+    TCase *ops = tcase_create("ops");
+    tcase_set_timeout(ops, 300);
+    tcase_add_test(ops, conv_random);
+    tcase_add_test(ops, conv_runtime_weights);
+    tcase_add_test(ops, pool_random);
+    tcase_add_test(ops, matmul_random);
+    tcase_add_test(ops, gemm_forms);
+    tcase_add_test(ops, unary_all);
+    tcase_add_test(ops, binary_broadcasting);
+    tcase_add_test(ops, where_clip_cast);
+    tcase_add_test(ops, concat_split_transpose);
+    tcase_add_test(ops, slice_pad_expand_gather);
+    tcase_add_test(ops, softmax_axes);
+    tcase_add_test(ops, batch_norm_layer_norm);
+    tcase_add_test(ops, reductions);
+    tcase_add_test(ops, host_fallback);
+    suite_add_tcase(s, ops);
+    TCase *models = tcase_create("models");
+    tcase_set_timeout(models, 600);
+    tcase_add_test(models, inception_example);
+    tcase_add_loop_test(models, zoo_models, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
+    suite_add_tcase(s, models);
+    return xf_test_run_suite(s);
+}
