@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh build -DXF_WERROR=ON
 ctest --test-dir build --output-on-failure -j2
+# ctest shows a skipped entry without its output: print why it was skipped.
+grep -h -o 'test_[a-z_]*: skipped: .*' build/Testing/Temporary/LastTest.log || true
 if [ "${XF_SANITIZE:-1}" != 0 ]; then
   echo "== the same suites under ASan+UBSan"
   scripts/build.sh build-asan -DXF_SANITIZE=ON -DXF_WERROR=ON -DXF_ENABLE_CUDA=OFF
