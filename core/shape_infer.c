@@ -590,8 +590,8 @@ static xf_status infer_unsqueeze(xf_infer_ctx *c)
 {
     const xf_shape *in = xf_infer_shape(c, 0);
     int64_t axes[XF_MAX_DIMS];
-    int n;
-    bool given, ones[XF_MAX_DIMS] = {false};
+    int n = 0;
+    bool given = false, ones[XF_MAX_DIMS] = {false};
     xf_status st = xf_infer_read_axes(c, axes, &n, &given);
     if (st != XF_OK || n < 0)
         return st != XF_OK ? st : xf_infer_unknown(c);
