@@ -159,6 +159,7 @@ def bench_xflow(tools, backend, orig, opt, work, args):
     r["original_ms"] = statistics.median(meds["original"])
     r["optimized_ms"] = statistics.median(meds["optimized"])
     r["speedup"] = statistics.median(o / x for o, x in zip(meds["original"], meds["optimized"]))
+    r["round_ms"] = meds
     r["iters"] = rounds * per_round
     if rounds * per_round < args.iters:
         r["note"] = f"{rounds}x{per_round} runs (slow backend, bounded by --backend-budget)"

@@ -6,6 +6,7 @@
 #include "zoo.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,10 @@ static const char summarize_py[] =
     "ref = m['results']['xflow cpu_ref']\n"
     "for k in ('original_ms', 'optimized_ms', 'speedup', 'max_abs_err', 'iters'):\n"
     "    print(k, ref[k])\n"
+    "rounds = ref['round_ms']\n"
+    "ratios = sorted(o / x for o, x in zip(rounds['original'], rounds['optimized']))\n"
+    "n = len(ratios)\n"
+    "print('median_of_rounds', ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2)\n"
     "print('plot', r['plot'].replace(' ', '_'))\n";
 
 START_TEST(test_bench_smallest_model)
@@ -97,9 +102,10 @@ START_TEST(test_bench_smallest_model)
     ck_assert(orig > 0 && opt > 0);
     double speedup = field_num(summary, "speedup");
     ck_assert(speedup > 0);
-    /* the speedup is a median of per-round ratios: near the ratio of the medians */
-    ck_assert_msg(speedup > 0.5 * orig / opt && speedup < 2.0 * orig / opt, "speedup %g vs %g / %g", speedup,
-                  orig, opt);
+    /* the speedup is the median of the per-round ratios the report lists */
+    double of_rounds = field_num(summary, "median_of_rounds");
+    ck_assert_msg(fabs(speedup - of_rounds) <= 1e-9 * of_rounds, "speedup %g, median of the rounds %g", speedup,
+                  of_rounds);
     ck_assert(field_num(summary, "max_abs_err") < 1e-3);
     ck_assert(field_num(summary, "iters") >= 2);
 
