@@ -439,6 +439,9 @@ static void cu_context_free(void *ctx)
         return;
     if (c->stream)
         cudaStreamSynchronize(c->stream);
+    for (int k = 0; k < 2; k++)
+        if (c->timer[k])
+            cudaEventDestroy(c->timer[k]);
     if (c->workspace)
         cudaFree(c->workspace);
     if (c->blas)
@@ -483,6 +486,9 @@ static xf_status cu_context_create(void **out, xf_error *err)
     else if ((bs = cublasSetMathMode(c->blas, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH)) !=
              CUBLAS_STATUS_SUCCESS)
         st = xf_cu_blas_fail(err, NULL, "cublasSetMathMode", bs);
+    for (int k = 0; k < 2 && st == XF_OK; k++)
+        if ((e = cudaEventCreate(&c->timer[k])) != cudaSuccess)
+            st = xf_cu_fail(err, NULL, "cudaEventCreate", e);
     if (st != XF_OK) {
         cu_context_free(c);
         return st;
@@ -528,6 +534,24 @@ static xf_status cu_copy_out(void *ctx, void *host_dst, const void *src, size_t 
     return cu_synchronize(ctx, err);
 }
 
+static xf_status cu_timer_start(void *ctx, xf_error *err)
+{
+    xf_cu_ctx *c = ctx;
+    XF_CU_TRY(err, NULL, cudaEventRecord(c->timer[0], c->stream));
+    return XF_OK;
+}
+
+static xf_status cu_timer_stop(void *ctx, double *seconds, xf_error *err)
+{
+    xf_cu_ctx *c = ctx;
+    float ms = 0.f;
+    XF_CU_TRY(err, NULL, cudaEventRecord(c->timer[1], c->stream));
+    XF_CU_TRY(err, NULL, cudaEventSynchronize(c->timer[1]));
+    XF_CU_TRY(err, NULL, cudaEventElapsedTime(&ms, c->timer[0], c->timer[1]));
+    *seconds = 1e-3 * (double)ms;
+    return XF_OK;
+}
+
 const xf_backend xf_backend_cuda = {
     .name = "cuda",
     .description = "NVIDIA GPU: cuDNN, cuBLAS and xflow's CUDA kernels",
@@ -543,4 +567,6 @@ const xf_backend xf_backend_cuda = {
     .copy_in = cu_copy_in,
     .copy_out = cu_copy_out,
     .synchronize = cu_synchronize,
+    .timer_start = cu_timer_start,
+    .timer_stop = cu_timer_stop,
 };

@@ -115,6 +115,7 @@ typedef struct xf_cu_ctx {
     void *workspace;
     size_t workspace_bytes;
     bool tf32; /* XF_CUDA_TF32=1: TensorFloat-32 allowed in convolutions and GEMMs */
+    cudaEvent_t timer[2]; /* per-node profiling: start and stop marks on the stream */
 } xf_cu_ctx;
 
 /* Per-node state made by prepare; fields an op does not use stay zero. */

@@ -129,6 +129,12 @@ static double now_seconds(void)
  * *seconds when timing. */
 static xf_status run_one(xf_session *s, const xf_graph *g, int i, void *state, double *seconds, xf_error *err)
 {
+    if (seconds && s->be->timer_start) {
+        xf_status st = s->be->timer_start(s->ctx, err);
+        if (st == XF_OK)
+            st = s->be->run_node(s->ctx, g, i, state, s->in, s->out, err);
+        return st == XF_OK ? s->be->timer_stop(s->ctx, seconds, err) : st;
+    }
     double t0 = seconds ? now_seconds() : 0.0;
     xf_status st = s->be->run_node(s->ctx, g, i, state, s->in, s->out, err);
     if (st == XF_OK && seconds && s->be->synchronize)

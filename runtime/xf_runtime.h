@@ -80,6 +80,12 @@ typedef struct xf_backend {
     /* optional: waits for queued work (asynchronous backends), so that
      * per-node timings measure the node and not its launch. */
     xf_status (*synchronize)(void *ctx, xf_error *err);
+    /* optional, both or neither: times one node on the device's own clock
+     * (CUDA events on the backend's stream) instead of the host's:
+     * timer_start before run_node, timer_stop after it waits for the node
+     * and returns its seconds. */
+    xf_status (*timer_start)(void *ctx, xf_error *err);
+    xf_status (*timer_stop)(void *ctx, double *seconds, xf_error *err);
 } xf_backend;
 
 /* The backend called name, or NULL. */

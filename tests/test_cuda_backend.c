@@ -803,6 +803,35 @@ START_TEST(zoo_models)
 }
 END_TEST
 
+/* Per-node profiling times every node on the device's clock (CUDA events):
+ * each time positive, convolutions (the bulk of the work) above zero. */
+START_TEST(profile_nodes)
+{
+    ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
+    xf_model *m = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_model_load(XF_SOURCE_DIR "/examples/inception_block.onnx", NULL, &m, &err) == XF_OK, "%s",
+                  err.msg);
+    xf_session *s = NULL;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cuda", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    const xf_graph *g = xf_session_graph(s);
+    xf_tensor *in = xf_tensor_random(g->values[g->inputs[0]].dtype, &g->values[g->inputs[0]].shape, 5);
+    ck_assert_ptr_nonnull(in);
+    double *t = calloc((size_t)g->n_nodes, sizeof *t);
+    ck_assert_msg(xf_session_profile(s, &in, 2, 5, t, &err) == XF_OK, "%s", err.msg);
+    double total = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ck_assert_msg(t[i] >= 0 && t[i] < 1.0, "node %d: %g s", i, t[i]);
+        total += t[i];
+    }
+    ck_assert_msg(total > 0, "no node took any time");
+    free(t);
+    xf_tensor_release(in);
+    xf_session_free(s);
+    xf_model_free(m);
+}
+END_TEST
+
 /* Without arguments: the checks that need no GPU.  With --gpu (its own
  * ctest entry): the op and model checks, or exit status 77, which ctest
  * reports as skipped, with a line saying why. */
@@ -845,6 +874,7 @@ int main(int argc, char **argv)
     TCase *models = tcase_create("models");
     tcase_set_timeout(models, 600);
     tcase_add_test(models, inception_example);
+    tcase_add_test(models, profile_nodes);
     tcase_add_loop_test(models, zoo_models, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
     suite_add_tcase(s, models);
     return xf_test_run_suite(s);
