@@ -174,7 +174,7 @@ static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
 
 xf_dn_post xf_dn_unary_post(const xf_node *n)
 {
-    xf_dn_post p;
+    xf_dn_post p = {.sum = false};
     p.alg = eltwise_alg(n, &p.alpha, &p.beta);
     return p;
 }
@@ -248,18 +248,10 @@ static bool binary_native_ok(const xf_graph *g, const xf_node *n, int k)
     return xf_shape_equal(vshape(g, n->inputs[0]), y) && xf_shape_equal(vshape(g, n->inputs[1]), y);
 }
 
-/* oneDNN computes in place over its first source, which can be either
- * input of a commutative op. */
-static bool binary_in_place(const xf_graph *g, const xf_node *n, int k)
-{
-    return xf_shape_equal(vshape(g, n->inputs[k]), vshape(g, n->outputs[0])) && (k == 0 || commutative(n->op));
-}
-
 static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    /* a folded consumer's output over input 1 makes that the first source */
-    int first = st->dst && st->dst == in[1].data && binary_in_place(g, n, 1) ? 1 : full_input(g, n);
+    int first = full_input(g, n);
     int second = 1 - first;
     const xf_shape *y = &out[0].shape;
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[first]);
@@ -278,7 +270,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     dnnl_binary_desc_t d;
     XF_DN_TRY(err, n, dnnl_binary_desc_init(&d, binary_alg(n->op), &src0, &src1, &dst));
     dnnl_primitive_attr_t attr;
-    xf_status s = xf_dn_post_attr(n, &st->post, &attr, err);
+    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
@@ -294,10 +286,9 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     return finish_or_free(n, st, pd, s, err);
 }
 
-static bool any_post(const xf_node *n, const xf_dn_post *post) { return true; }
+static bool binary_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post) { return !post->sum; }
 
-
-const xf_dn_handler xf_dn_binary_handler = {binary_handles, binary_native_ok, binary_prepare, any_post, binary_in_place};
+const xf_dn_handler xf_dn_binary_handler = {binary_handles, binary_native_ok, binary_prepare, binary_takes_post};
 
 /* ---------------------------------------------------------------- Softmax, LogSoftmax */
 
@@ -375,7 +366,7 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
                                                                  n->attrs.epsilon,
                                                                  dnnl_use_global_stats | dnnl_use_scale |
                                                                      dnnl_use_shift |
-                                                                     (st->post.alg == dnnl_eltwise_relu
+                                                                     (st->n_posts
                                                                           ? dnnl_fuse_norm_relu
                                                                           : 0u)));
     dnnl_primitive_desc_t pd;
@@ -390,13 +381,13 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
 }
 
 /* oneDNN fuses only a plain Relu into batch normalization. */
-static bool batch_norm_takes_post(const xf_node *n, const xf_dn_post *post)
+static bool batch_norm_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post)
 {
-    return post->alg == dnnl_eltwise_relu && post->alpha == 0.0f;
+    return n_posts == 0 && !post->sum && post->alg == dnnl_eltwise_relu && post->alpha == 0.0f;
 }
 
 const xf_dn_handler xf_dn_batch_norm_handler = {batch_norm_handles, input0_native_ok, batch_norm_prepare,
-                                                 batch_norm_takes_post, input0_native_ok};
+                                                 batch_norm_takes_post};
 
 /* ---------------------------------------------------------------- Concat */
 

@@ -499,6 +499,60 @@ START_TEST(folded_chains)
 }
 END_TEST
 
+/* Residual blocks on random shapes: Conv [-> BatchNormalization] [->
+ * activation] -> Add of a shortcut [-> Relu], which static mode runs as one
+ * convolution with a sum post-op.  The shortcut is a convolution computed
+ * before or after the main branch (so the sum may land on either side of
+ * the Add), the block's input itself, a value computed after the main
+ * branch or a graph input (neither can be the sum: not there yet, or bound
+ * only per run); the block's output is a graph output (stored
+ * plain) or feeds another convolution (native when the channels allow);
+ * the shortcut is sometimes also read by a later node. */
+START_TEST(residual_sums)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 11;
+    for (int t = 0; t < 24; t++) {
+        int64_t c = t % 3 == 0 ? 16 * rnd(1, 2) : rnd(1, 21), n = rnd(1, 2), h = rnd(3, 13), w = rnd(3, 12);
+        int64_t stride = t % 4 == 1 ? 2 : 1;
+        int shortcut = t % 4, shortcut_last = (t / 4) % 2, use_bn = rnd(0, 1), swap = rnd(0, 1);
+        if (shortcut != 0)
+            stride = 1;
+        xf_graph *g = xf_graph_create("residual");
+        int x = add_input(g, SHAPE(n, c, h, w));
+        int x_relu = out0(g, NODE(g, XF_OP_RELU, x));
+        int extra = shortcut == 3 ? add_input(g, SHAPE(n, c, h, w)) : -1;
+        int r = shortcut == 1 ? x_relu : extra;
+        if (shortcut == 0 && !shortcut_last)
+            r = bn_node(g, conv_node(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
+        int branch = conv_node(g, x_relu, c, c, 3, stride, t % 5 == 2 ? XF_ACT_RELU : XF_ACT_NONE);
+        if (use_bn)
+            branch = bn_node(g, branch, c);
+        if (t % 6 == 3)
+            branch = out0(g, NODE(g, XF_OP_SIGMOID, branch));
+        if (shortcut == 0 && shortcut_last)
+            r = bn_node(g, conv_node(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
+        if (shortcut == 2)
+            r = out0(g, NODE(g, XF_OP_ABS, x));
+        int sum = out0(g, swap ? NODE(g, XF_OP_ADD, r, branch) : NODE(g, XF_OP_ADD, branch, r));
+        if (rnd(0, 2))
+            sum = out0(g, NODE(g, XF_OP_RELU, sum));
+        if (t % 2) {
+            int after = conv_node(g, sum, c, c, 1, 1, XF_ACT_NONE);
+            xf_graph_add_output(g, t % 8 == 1 ? out0(g, NODE(g, XF_OP_ADD, after, r)) : after);
+        } else {
+            xf_graph_add_output(g, sum);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "residual case %d (%lld channels, shortcut %d%s)", t, (long long)c, shortcut,
+                 shortcut_last ? ", last" : "");
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- whole models */
 
 START_TEST(inception_example)
@@ -597,6 +651,7 @@ int main(void)
     tcase_set_timeout(graphs, 300);
     tcase_add_test(graphs, native_runs);
     tcase_add_test(graphs, folded_chains);
+    tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);

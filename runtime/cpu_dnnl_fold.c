@@ -1,0 +1,191 @@
+/* Folding nodes into the primitive of the node before them (static mode):
+ * Conv -> BatchNormalization (into the weights), Conv -> Add of another
+ * tensor (a sum post-op: the residual connection), and unary ops after a
+ * Conv, BatchNormalization or binary op (eltwise post-ops).
+ *
+ * The plan is made from the graph alone, before memory is planned, so that
+ * the memory plan can treat a host and the nodes folded into it as one
+ * step (xf_backend.fusion_groups): the host writes the last folded node's
+ * output while it still reads its own inputs and the sum operand, so that
+ * output must share bytes with none of them.  When each folded node is
+ * prepared, its host is prepared again with that node's work added. */
+#include "cpu_dnnl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the plan has folded into a host so far. */
+typedef struct fold_acc {
+    int n_posts;
+    bool bn, sum;
+} fold_acc;
+
+/* Whether input k of node q is a value that a node oneDNN runs produced
+ * for q alone, stored in q's output layout: q's work can then be done by
+ * that node's primitive. */
+static bool chainable(const xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, int q, int k)
+{
+    const xf_node *n = &g->nodes[q];
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || k >= n->n_inputs || n->inputs[k] < 0)
+        return false;
+    int v = n->inputs[k], p = g->values[v].producer;
+    return p >= 0 && h[p] && g->nodes[p].n_outputs == 1 && c->readers[v] == 1 &&
+           xf_dn_value_layout(c, v) == xf_dn_value_layout(c, n->outputs[0]);
+}
+
+static bool is_const(const xf_graph *g, int v) { return v >= 0 && g->values[v].init; }
+
+/* BatchNormalization bn folds into Conv conv when its parameters and the
+ * convolution's weights and bias are constants and nothing was folded in
+ * before (the weights are scaled, so the Conv's raw result must be what
+ * bn reads). */
+static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const fold_acc *acc)
+{
+    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || !is_const(g, conv->inputs[1]) ||
+        (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])))
+        return false;
+    for (int k = 1; k < 5; k++)
+        if (!is_const(g, bn->inputs[k]))
+            return false;
+    return true;
+}
+
+/* The other operand r of Add (chained on input k) can be added by host hn's
+ * sum post-op when nothing broadcasts, r is stored in the output's layout
+ * and r's bytes are there before the host runs: produced before it, and
+ * not a graph input (whose buffer is only bound per run). */
+static bool sum_foldable(const xf_dn_ctx *c, const xf_graph *g, const xf_node *add, int k, int hn)
+{
+    int r = add->inputs[1 - k], y = add->outputs[0];
+    if (add->n_inputs != 2 || r < 0)
+        return false;
+    const xf_value *rv = &g->values[r];
+    const xf_shape *ys = &g->values[y].shape;
+    return !rv->is_input && rv->producer < hn && xf_dn_is_f32(g, r) && xf_shape_equal(&rv->shape, ys) &&
+           xf_shape_equal(&g->values[add->inputs[k]].shape, ys) &&
+           xf_dn_value_layout(c, r) == xf_dn_value_layout(c, y);
+}
+
+/* Whether node q, chained on input k, can be folded into the node that
+ * computes that input (or into what that node was folded into); records
+ * the fold in c->host and acc. */
+static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, fold_acc *acc, int q, int k)
+{
+    if (!chainable(c, g, h, q, k))
+        return false;
+    const xf_node *n = &g->nodes[q];
+    int p = g->values[n->inputs[k]].producer;
+    int hn = c->host[p] >= 0 ? c->host[p] : p;
+    const xf_node *hnode = &g->nodes[hn];
+    fold_acc *a = &acc[hn];
+    bool conv = h[hn] == &xf_dn_conv_handler, ok;
+    if (n->op == XF_OP_BATCH_NORM) {
+        ok = conv && h[q] == &xf_dn_batch_norm_handler && bn_foldable(g, hnode, n, a);
+        a->bn = a->bn || ok;
+    } else {
+        xf_dn_post post = n->op == XF_OP_ADD ? (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef}
+                                             : xf_dn_unary_post(n);
+        ok = n->op == XF_OP_ADD ? conv && !a->sum && sum_foldable(c, g, n, k, hn) : post.alg != dnnl_alg_kind_undef;
+        ok = ok && a->n_posts < XF_DN_MAX_POSTS && h[hn]->takes_post && h[hn]->takes_post(hnode, a->n_posts, &post);
+        if (ok) {
+            a->n_posts++;
+            a->sum = a->sum || post.sum;
+        }
+    }
+    if (ok)
+        c->host[q] = hn;
+    return ok;
+}
+
+xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, xf_error *err)
+{
+    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    c->host = malloc(sizeof *c->host * nn);
+    fold_acc *acc = calloc(nn, sizeof *acc);
+    if (!c->host || !acc) {
+        free(acc);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    for (int q = 0; q < g->n_nodes; q++) {
+        c->host[q] = -1;
+        /* Add may chain on either input, the other being the sum */
+        if (h[q] && !plan_fold(c, g, h, acc, q, 0) && g->nodes[q].op == XF_OP_ADD)
+            plan_fold(c, g, h, acc, q, 1);
+    }
+    free(acc);
+    return XF_OK;
+}
+
+static bool bytes_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *pa = a, *pb = b;
+    return pa && pb && na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* conv's weights and bias with bn applied: per output channel m,
+ * w' = w * s and b' = (b - mean) * s + shift, s = scale / sqrt(var + eps). */
+static xf_status fold_bn(const xf_graph *g, const xf_node *conv, const xf_node *bn, xf_dn_node *cst, xf_error *err)
+{
+    const xf_tensor *w = g->values[conv->inputs[1]].init;
+    const float *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? g->values[conv->inputs[2]].init->data : NULL;
+    const float *p[4];
+    for (int k = 0; k < 4; k++)
+        p[k] = g->values[bn->inputs[1 + k]].init->data;
+    int64_t m_count = w->shape.dims[0], per = xf_shape_numel(&w->shape) / m_count;
+    cst->folded_w = malloc(w->nbytes);
+    cst->folded_b = malloc(sizeof *cst->folded_b * (size_t)m_count);
+    if (!cst->folded_w || !cst->folded_b)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    const float *wd = w->data;
+    for (int64_t m = 0; m < m_count; m++) {
+        float s = p[0][m] / sqrtf(p[3][m] + bn->attrs.epsilon);
+        for (int64_t i = 0; i < per; i++)
+            cst->folded_w[m * per + i] = wd[m * per + i] * s;
+        cst->folded_b[m] = ((bias ? bias[m] : 0.0f) - p[2][m]) * s + p[1][m];
+    }
+    return XF_OK;
+}
+
+xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
+                     xf_dn_node *qst, xf_error *err)
+{
+    int hn = c->host[q], k = 0;
+    /* the chained input is the one hn's group computes */
+    int p = g->values[g->nodes[q].inputs[0]].producer;
+    if (p != hn && (p < 0 || c->host[p] != hn))
+        k = 1;
+    xf_dn_node *hst = c->states[hn];
+    const xf_node *n = &g->nodes[q], *hnode = &g->nodes[hn];
+    const xf_tensor_view *r = n->op == XF_OP_ADD ? &in[1 - k] : NULL;
+    size_t out_bytes = xf_rt_bytes(&out[0]);
+    bool clear = hst && !bytes_overlap(out[0].data, out_bytes, hst->sum_src, hst->sum_bytes) &&
+                 !(r && bytes_overlap(out[0].data, out_bytes, r->data, xf_rt_bytes(r)));
+    for (int j = 0; clear && j < hnode->n_inputs; j++) {
+        const xf_tensor_view *w = &hst->views[j];
+        clear = !(xf_rt_present(w) && bytes_overlap(out[0].data, out_bytes, w->data, xf_rt_bytes(w)));
+    }
+    if (!clear) {
+        /* the memory plan did not keep the group apart: q and the nodes
+         * planned after it run on their own */
+        for (int j = q; j < c->n_nodes; j++)
+            if (c->host[j] == hn)
+                c->host[j] = -1;
+        return XF_OK;
+    }
+    xf_dn_node_clear(hst);
+    xf_status s = XF_OK;
+    if (n->op == XF_OP_BATCH_NORM) {
+        s = fold_bn(g, hnode, n, hst, err);
+    } else if (r) {
+        hst->posts[hst->n_posts++] = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};
+        hst->sum_src = r->data;
+        hst->sum_bytes = xf_rt_bytes(r);
+    } else {
+        hst->posts[hst->n_posts++] = xf_dn_unary_post(n);
+    }
+    hst->dst = out[0].data;
+    qst->folded = true;
+    qst->host = hn;
+    return s == XF_OK ? hst->handler->prepare(c, g, hnode, hst->views, hst->views + hnode->n_inputs, hst, err) : s;
+}
