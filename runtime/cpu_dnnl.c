@@ -274,6 +274,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_LOG_SOFTMAX: h = &xf_dn_softmax_handler; break;
     case XF_OP_BATCH_NORM: h = &xf_dn_batch_norm_handler; break;
     case XF_OP_CONCAT: h = &xf_dn_concat_handler; break;
+    case XF_OP_LAYER_NORM: h = &xf_dn_layer_norm_handler; break;
+    case XF_OP_TRANSPOSE: h = &xf_dn_transpose_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;
@@ -306,10 +308,9 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
     c->readers = calloc(nv, sizeof *c->readers);
     c->states = calloc(nn, sizeof *c->states);
     bool *readers_ok = malloc(sizeof *readers_ok * nv);
-    const xf_dn_handler **h = malloc(sizeof *h * nn);
+    const xf_dn_handler **h = c->handlers = malloc(sizeof *h * nn);
     if (!c->layout || !c->readers || !c->states || !readers_ok || !h) {
         free(readers_ok);
-        free(h);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     xf_dn_choose_native(c, g);
@@ -337,10 +338,8 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         if (fed_native && readers_ok[v] && nativable(c, g, v))
             c->layout[v] = XF_DN_NATIVE;
     }
-    xf_status st = xf_dn_plan_folds(c, g, h, err);
     free(readers_ok);
-    free(h);
-    return st;
+    return xf_dn_plan_folds(c, g, err);
 }
 
 static void dn_fusion_groups(void *ctx, const xf_graph *g, int *group)
@@ -380,6 +379,7 @@ static void dn_context_free(void *ctx)
     free(c->readers);
     free(c->states);
     free(c->host);
+    free(c->handlers);
     free(c);
 }
 
@@ -403,9 +403,11 @@ static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_ten
 {
     xf_dn_ctx *c = ctx;
     const xf_node *n = &g->nodes[node];
-    const xf_dn_handler *h = handler_for(g, n);
+    bool static_mode = c->states && node < c->n_nodes;
+    const xf_dn_handler *h = static_mode ? c->handlers[node] : handler_for(g, n);
+    bool fold = static_mode && c->host[node] >= 0;
     *state = NULL;
-    if (!h)
+    if (!h && !fold)
         return XF_OK;
     xf_dn_node *st = calloc(1, sizeof *st);
     int n_views = n->n_inputs + n->n_outputs;
@@ -419,12 +421,13 @@ static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_ten
     memcpy(st->views + n->n_inputs, out, sizeof *out * (size_t)n->n_outputs);
     st->handler = h;
     xf_status s = XF_OK;
-    bool static_mode = c->states && node < c->n_nodes;
-    if (static_mode && c->host[node] >= 0)
+    if (fold)
         s = xf_dn_fold(c, g, node, in, out, st, err);
-    if (s == XF_OK && !st->folded)
+    if (s == XF_OK && !st->folded && h)
         s = h->prepare(ctx, g, n, in, out, st, err);
-    if (s != XF_OK) {
+    /* a node folded only as part of a pattern (Erf) that ends up running
+     * on its own goes to cpu_ref */
+    if (s != XF_OK || (!st->folded && !h)) {
         node_free(st);
         return s;
     }

@@ -36,8 +36,9 @@ typedef struct xf_dn_ctx {
     struct xf_dn_node **states;
     int n_nodes;
     int *readers; /* per value: reading nodes plus graph output slots */
-    /* static mode, per node: the node whose primitive also does this
-     * node's work (see xf_dn_node), or -1 */
+    /* static mode, per node: how oneDNN runs it (NULL: cpu_ref), and the
+     * node whose primitive also does this node's work (see xf_dn_node), or -1 */
+    const struct xf_dn_handler **handlers;
     int *host;
 } xf_dn_ctx;
 
@@ -100,9 +101,10 @@ typedef struct xf_dn_handler {
     bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
 
-/* The fold plan (cpu_dnnl_fold.c): sets c->host from the graph and the
- * handler of each node (h[i], NULL for cpu_ref nodes). */
-xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, xf_error *err);
+/* The fold plan (cpu_dnnl_fold.c): sets c->host from the graph, the
+ * layouts and c->handlers, which it may change for the first node of a
+ * pattern it runs as one primitive (exact GELU). */
+xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
 /* Prepares node q, which the plan folds into c->host[q], by preparing its
  * host again with q's work added; qst is marked folded.  Should q's output
  * overlap what the host reads, q and the rest of its group are dropped
@@ -118,7 +120,12 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_pool_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
-    xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler;
+    xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
+    xf_dn_layer_norm_handler, xf_dn_transpose_handler;
+/* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
+ * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
+ * 1 (the other is a constant); chosen only by the fold plan. */
+extern const xf_dn_handler xf_dn_gelu_handler;
 
 /* The elementwise op of a unary node as a post-op; alg undef when oneDNN
  * has none for it. */

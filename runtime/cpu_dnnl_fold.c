@@ -1,7 +1,8 @@
 /* Folding nodes into the primitive of the node before them (static mode):
  * Conv -> BatchNormalization (into the weights), Conv -> Add of another
- * tensor (a sum post-op: the residual connection), and unary ops after a
- * Conv, BatchNormalization or binary op (eltwise post-ops).
+ * tensor (a sum post-op: the residual connection), unary ops after a
+ * Conv, BatchNormalization or binary op (eltwise post-ops), and the five
+ * nodes of the exact GELU into one eltwise primitive.
  *
  * The plan is made from the graph alone, before memory is planned, so that
  * the memory plan can treat a host and the nodes folded into it as one
@@ -24,13 +25,13 @@ typedef struct fold_acc {
 /* Whether input k of node q is a value that a node oneDNN runs produced
  * for q alone, stored in q's output layout: q's work can then be done by
  * that node's primitive. */
-static bool chainable(const xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, int q, int k)
+static bool chainable(const xf_dn_ctx *c, const xf_graph *g, int q, int k)
 {
     const xf_node *n = &g->nodes[q];
     if (n->n_outputs != 1 || n->outputs[0] < 0 || k >= n->n_inputs || n->inputs[k] < 0)
         return false;
     int v = n->inputs[k], p = g->values[v].producer;
-    return p >= 0 && h[p] && g->nodes[p].n_outputs == 1 && c->readers[v] == 1 &&
+    return p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[v] == 1 &&
            xf_dn_value_layout(c, v) == xf_dn_value_layout(c, n->outputs[0]);
 }
 
@@ -70,9 +71,10 @@ static bool sum_foldable(const xf_dn_ctx *c, const xf_graph *g, const xf_node *a
 /* Whether node q, chained on input k, can be folded into the node that
  * computes that input (or into what that node was folded into); records
  * the fold in c->host and acc. */
-static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, fold_acc *acc, int q, int k)
+static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q, int k)
 {
-    if (!chainable(c, g, h, q, k))
+    const xf_dn_handler *const *h = c->handlers;
+    if (!chainable(c, g, q, k))
         return false;
     const xf_node *n = &g->nodes[q];
     int p = g->values[n->inputs[k]].producer;
@@ -98,22 +100,94 @@ static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *cons
     return ok;
 }
 
-xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *const *h, xf_error *err)
+/* Whether v is a float constant holding one value, want (to float precision). */
+static bool scalar_is(const xf_graph *g, int v, double want)
 {
-    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    const xf_tensor *t = v >= 0 ? g->values[v].init : NULL;
+    return t && t->dtype == XF_DT_FLOAT && xf_shape_numel(&t->shape) == 1 &&
+           fabs(((const float *)t->data)[0] - want) <= 1e-6 * fabs(want);
+}
+
+/* The input of binary node n other than input k (-1 when n is not binary). */
+static int other_input(const xf_node *n, int k) { return n->n_inputs == 2 ? n->inputs[1 - k] : -1; }
+
+/* The one node reading value v (a graph output counts as a reader), or -1. */
+static int sole_reader(const xf_dn_ctx *c, const int *reader, int v)
+{
+    return v >= 0 && c->readers[v] == 1 ? reader[v] : -1;
+}
+
+/* Node q's output when q is `op` with input k as `in` and (binary ops) the
+ * other input a constant equal to `scalar` (or exactly value `other` when
+ * other >= 0), stored like `in`, of its shape; -1 otherwise. */
+static int pattern_step(const xf_dn_ctx *c, const xf_graph *g, int q, xf_op op, int in, double scalar, int other)
+{
+    if (q < 0 || g->nodes[q].op != op || g->nodes[q].n_outputs != 1)
+        return -1;
+    const xf_node *n = &g->nodes[q];
+    int k = n->inputs[0] == in ? 0 : n->n_inputs > 1 && n->inputs[1] == in ? 1 : -1;
+    if (k < 0 || (n->n_inputs == 2 && (other >= 0 ? other_input(n, k) != other : !scalar_is(g, other_input(n, k), scalar))))
+        return -1;
+    int y = n->outputs[0];
+    bool same = y >= 0 && xf_dn_is_f32(g, y) && xf_shape_equal(&g->values[y].shape, &g->values[in].shape) &&
+                xf_dn_value_layout(c, y) == xf_dn_value_layout(c, in);
+    return same ? y : -1;
+}
+
+/* When node q starts x * 0.5 * (1 + Erf(x / sqrt(2))) (as PyTorch exports
+ * it: Div or Mul by the constant, Erf, Add 1, Mul by x, Mul by 0.5, each
+ * intermediate read by the next node alone), marks q as the GELU host and
+ * the four other nodes as folded into it. */
+static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, const int *reader, int q)
+{
+    const xf_node *n = &g->nodes[q];
+    if ((n->op != XF_OP_DIV && n->op != XF_OP_MUL) || n->n_inputs != 2)
+        return false;
+    int kx = n->op == XF_OP_MUL && g->values[n->inputs[0]].init ? 1 : 0, x = n->inputs[kx];
+    if (x < 0 || !xf_dn_is_f32(g, x))
+        return false;
+    int nodes[5] = {q};
+    int v = pattern_step(c, g, q, n->op, x, n->op == XF_OP_DIV ? sqrt(2.0) : sqrt(0.5), -1);
+    v = pattern_step(c, g, nodes[1] = sole_reader(c, reader, v), XF_OP_ERF, v, 0, -1);
+    v = pattern_step(c, g, nodes[2] = sole_reader(c, reader, v), XF_OP_ADD, v, 1.0, -1);
+    v = pattern_step(c, g, nodes[3] = sole_reader(c, reader, v), XF_OP_MUL, v, 0, x);
+    v = pattern_step(c, g, nodes[4] = sole_reader(c, reader, v), XF_OP_MUL, v, 0.5, -1);
+    if (v < 0)
+        return false;
+    c->handlers[q] = &xf_dn_gelu_handler;
+    for (int i = 1; i < 5; i++)
+        c->host[nodes[i]] = q;
+    return true;
+}
+
+xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
+{
+    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1), nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
     c->host = malloc(sizeof *c->host * nn);
     fold_acc *acc = calloc(nn, sizeof *acc);
-    if (!c->host || !acc) {
+    int *reader = malloc(sizeof *reader * nv);
+    if (!c->host || !acc || !reader) {
         free(acc);
+        free(reader);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
+    for (int v = 0; v < g->n_values; v++)
+        reader[v] = -1;
     for (int q = 0; q < g->n_nodes; q++) {
         c->host[q] = -1;
+        for (int k = 0; k < g->nodes[q].n_inputs; k++)
+            if (g->nodes[q].inputs[k] >= 0)
+                reader[g->nodes[q].inputs[k]] = q;
+    }
+    for (int q = 0; q < g->n_nodes; q++) {
+        if (c->host[q] >= 0 || plan_gelu(c, g, reader, q) || !c->handlers[q])
+            continue;
         /* Add may chain on either input, the other being the sum */
-        if (h[q] && !plan_fold(c, g, h, acc, q, 0) && g->nodes[q].op == XF_OP_ADD)
-            plan_fold(c, g, h, acc, q, 1);
+        if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].op == XF_OP_ADD)
+            plan_fold(c, g, acc, q, 1);
     }
     free(acc);
+    free(reader);
     return XF_OK;
 }
 
@@ -175,7 +249,10 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
     }
     xf_dn_node_clear(hst);
     xf_status s = XF_OK;
-    if (n->op == XF_OP_BATCH_NORM) {
+    if (hst->handler == &xf_dn_gelu_handler) {
+        /* the pattern's nodes add nothing: the primitive only writes
+         * further on, up to the last node's output */
+    } else if (n->op == XF_OP_BATCH_NORM) {
         s = fold_bn(g, hnode, n, hst, err);
     } else if (r) {
         hst->posts[hst->n_posts++] = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};

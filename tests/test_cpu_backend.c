@@ -405,6 +405,116 @@ START_TEST(concat_axes)
 }
 END_TEST
 
+START_TEST(layer_norm_axes)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 21;
+    for (int t = 0; t < 12; t++) {
+        int rank = (int)rnd(1, 4);
+        int64_t d[4];
+        for (int i = 0; i < rank; i++)
+            d[i] = rnd(1, 13);
+        int axis = (int)rnd(-rank, rank - 1), a = axis < 0 ? axis + rank : axis;
+        xf_graph *g = xf_graph_create("layer_norm");
+        int x = add_input(g, xf_shape_make(rank, d));
+        /* scale (a constant or computed) and bias of the normalized shape */
+        xf_shape ps = xf_shape_make(rank - a, d + a);
+        int scale = t % 3 == 2 ? add_input(g, ps) : add_const(g, ps, false);
+        int bias = t % 4 == 3 ? -1 : add_const(g, ps, false);
+        int n = finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
+        attrs(g, n)->axis = axis;
+        attrs(g, n)->epsilon = t % 2 ? 1e-5f : 1e-12f;
+        char what[64];
+        snprintf(what, sizeof what, "LayerNormalization case %d (rank %d, axis %d)", t, rank, axis);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(transpose_perms)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 31;
+    for (int t = 0; t < 16; t++) {
+        int rank = (int)rnd(1, 6);
+        int64_t d[6], perm[6];
+        for (int i = 0; i < rank; i++) {
+            d[i] = rnd(1, 7);
+            perm[i] = i;
+        }
+        for (int i = rank - 1; i > 0; i--) {
+            int j = (int)rnd(0, i);
+            int64_t tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+        }
+        xf_graph *g = xf_graph_create("transpose");
+        int x = add_input(g, xf_shape_make(rank, d));
+        int n = finish_single(g, XF_OP_TRANSPOSE, 1, &x);
+        /* every fourth case leaves perm out: the dims reversed */
+        attrs(g, n)->n_perm = t % 4 == 3 ? 0 : rank;
+        memcpy(attrs(g, n)->perm, perm, sizeof perm);
+        char what[48];
+        snprintf(what, sizeof what, "Transpose case %d (rank %d)", t, rank);
+        check_graph(g, 17, 0, 0, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* A float constant of one element (rank 0 or 1). */
+static int add_scalar(xf_graph *g, float value, int rank)
+{
+    xf_shape s = {.ndim = rank, .dims = {1}};
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &s);
+    ck_assert_ptr_nonnull(t);
+    *(float *)t->data = value;
+    int v = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return v;
+}
+
+/* x * 0.5 * (1 + Erf(x / sqrt(2))) as exported (Div or Mul by the
+ * constant, operands in either order) runs as one gelu_erf primitive in
+ * static mode; near misses (another constant, an intermediate read twice,
+ * x not the other factor) must not, and every form matches cpu_ref. */
+START_TEST(gelu_patterns)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 41;
+    for (int t = 0; t < 10; t++) {
+        int64_t rows = rnd(1, 9), cols = rnd(1, 37);
+        xf_graph *g = xf_graph_create("gelu");
+        int in = add_input(g, SHAPE(rows, cols));
+        /* x from a node (scaled so that Erf sees its whole range) or the graph input */
+        int x = t % 3 == 2 ? in : out0(g, NODE(g, XF_OP_MUL, in, add_scalar(g, 3.0f, 1)));
+        int scaled;
+        if (t % 2)
+            scaled = out0(g, NODE(g, XF_OP_DIV, x, add_scalar(g, t == 7 ? 1.5f : 1.41421356f, 0)));
+        else
+            scaled = out0(g, t % 4 ? NODE(g, XF_OP_MUL, add_scalar(g, 0.70710678f, 1), x)
+                                   : NODE(g, XF_OP_MUL, x, add_scalar(g, 0.70710678f, 0)));
+        int e = out0(g, NODE(g, XF_OP_ERF, scaled));
+        int one = out0(g, t % 4 == 1 ? NODE(g, XF_OP_ADD, add_scalar(g, 1.0f, 0), e)
+                                     : NODE(g, XF_OP_ADD, e, add_scalar(g, 1.0f, 1)));
+        int prod = out0(g, NODE(g, XF_OP_MUL, t == 5 ? in : x, one));
+        int y = out0(g, t % 3 ? NODE(g, XF_OP_MUL, prod, add_scalar(g, 0.5f, 0))
+                              : NODE(g, XF_OP_MUL, add_scalar(g, 0.5f, 1), prod));
+        xf_graph_add_output(g, y);
+        if (t == 8)
+            xf_graph_add_output(g, e);
+        char what[32];
+        snprintf(what, sizeof what, "GELU case %d", t);
+        check_graph(g, 17, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- native layouts */
 
 static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act)
@@ -646,6 +756,9 @@ int main(void)
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
     tcase_add_test(ops, concat_axes);
+    tcase_add_test(ops, layer_norm_axes);
+    tcase_add_test(ops, transpose_perms);
+    tcase_add_test(ops, gelu_patterns);
     suite_add_tcase(s, ops);
     TCase *graphs = tcase_create("graphs");
     tcase_set_timeout(graphs, 300);
