@@ -345,9 +345,9 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
 static void dn_fusion_groups(void *ctx, const xf_graph *g, int *group)
 {
     const xf_dn_ctx *c = ctx;
-    for (int i = 0; i < g->n_nodes && c->host; i++)
-        if (c->host[i] >= 0)
-            group[i] = c->host[i];
+    for (int i = 0; i < g->n_nodes && c->folds; i++)
+        if (c->folds[i].host >= 0)
+            group[i] = c->folds[i].host;
 }
 
 /* ---------------------------------------------------------------- the vtable */
@@ -378,7 +378,7 @@ static void dn_context_free(void *ctx)
     free(c->layout);
     free(c->readers);
     free(c->states);
-    free(c->host);
+    free(c->folds);
     free(c->handlers);
     free(c);
 }
@@ -405,7 +405,7 @@ static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_ten
     const xf_node *n = &g->nodes[node];
     bool static_mode = c->states && node < c->n_nodes;
     const xf_dn_handler *h = static_mode ? c->handlers[node] : handler_for(g, n);
-    bool fold = static_mode && c->host[node] >= 0;
+    bool fold = static_mode && c->folds[node].host >= 0;
     *state = NULL;
     if (!h && !fold)
         return XF_OK;

@@ -36,10 +36,10 @@ typedef struct xf_dn_ctx {
     struct xf_dn_node **states;
     int n_nodes;
     int *readers; /* per value: reading nodes plus graph output slots */
-    /* static mode, per node: how oneDNN runs it (NULL: cpu_ref), and the
-     * node whose primitive also does this node's work (see xf_dn_node), or -1 */
+    /* static mode, per node: how oneDNN runs it (NULL: cpu_ref), and how
+     * it is folded into another node's primitive (see xf_dn_node) */
     const struct xf_dn_handler **handlers;
-    int *host;
+    struct xf_dn_fold_at *folds;
 } xf_dn_ctx;
 
 /* One primitive argument bound to a node operand. */
@@ -60,12 +60,29 @@ typedef struct xf_dn_post {
 
 #define XF_DN_MAX_POSTS 4
 
+/* What a folded node adds to the primitive of its host. */
+typedef enum xf_dn_fold_kind {
+    XF_DN_FOLD_STEP, /* nothing: a step of a pattern the host runs whole */
+    XF_DN_FOLD_POST, /* an elementwise post-op */
+    XF_DN_FOLD_SUM,  /* Add of another tensor: a sum post-op */
+    XF_DN_FOLD_BIAS, /* Add of a constant: the MatMul's bias */
+    XF_DN_FOLD_BN,   /* BatchNormalization: the Conv's weights and bias */
+} xf_dn_fold_kind;
+
+typedef struct xf_dn_fold_at {
+    int host; /* -1: not folded */
+    xf_dn_fold_kind kind;
+    xf_dn_post post; /* XF_DN_FOLD_POST */
+    int operand;     /* SUM, BIAS: the Add's input holding the other tensor */
+} xf_dn_fold_at;
+
 /* A prepared node: one primitive and its arguments.  In static mode the
  * next node may be folded in when it is the only reader of this node's
- * output (the plan in xf_dn_ctx.host): a unary op becomes a post-op, an Add
- * of another tensor after a Conv a sum post-op (that tensor, `sum_src`, is
- * copied into the destination first), a BatchNormalization after a Conv is
- * folded into the weights and bias (`folded_w`, `folded_b`); the primitive
+ * output (the plan in xf_dn_ctx.folds): a unary op becomes a post-op, an
+ * Add of another tensor after a Conv or MatMul a sum post-op (that tensor,
+ * `sum_src`, is copied into the destination first), an Add of a constant
+ * after a MatMul its bias, a BatchNormalization after a Conv is folded into
+ * the weights and bias (`folded_w`, `folded_b`); the primitive
  * then writes the folded node's output buffer `dst` (same layout) instead
  * of its own, and the folded node's state is marked `folded`, names its
  * `host` and does nothing. */
@@ -80,6 +97,8 @@ typedef struct xf_dn_node {
     int n_posts;
     const void *sum_src;
     size_t sum_bytes;
+    const void *bias_data; /* MatMul: a folded Add's constant, as bias */
+    xf_shape bias_shape;
     float *folded_w, *folded_b;
     void *dst;
     bool folded;
@@ -101,11 +120,11 @@ typedef struct xf_dn_handler {
     bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
 
-/* The fold plan (cpu_dnnl_fold.c): sets c->host from the graph, the
+/* The fold plan (cpu_dnnl_fold.c): sets c->folds from the graph, the
  * layouts and c->handlers, which it may change for the first node of a
  * pattern it runs as one primitive (exact GELU). */
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
-/* Prepares node q, which the plan folds into c->host[q], by preparing its
+/* Prepares node q, which the plan folds into another node, by preparing its
  * host again with q's work added; qst is marked folded.  Should q's output
  * overlap what the host reads, q and the rest of its group are dropped
  * from the plan and qst is left for q to be prepared on its own. */

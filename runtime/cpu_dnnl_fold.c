@@ -19,7 +19,7 @@
 /* What the plan has folded into a host so far. */
 typedef struct fold_acc {
     int n_posts;
-    bool bn, sum;
+    bool bn, sum, bias;
 } fold_acc;
 
 /* Whether input k of node q is a value that a node oneDNN runs produced
@@ -52,6 +52,26 @@ static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *b
     return true;
 }
 
+/* Add of a constant b (chained on input k) is a MatMul's bias when b
+ * broadcasts to the output with each dimension 1 or the output's. */
+static bool bias_foldable(const xf_graph *g, const xf_node *add, int k)
+{
+    int b = add->inputs[1 - k];
+    const xf_shape *ys = &g->values[add->outputs[0]].shape;
+    if (add->n_inputs != 2 || !is_const(g, b) || !xf_dn_is_f32(g, b) ||
+        !xf_shape_equal(&g->values[add->inputs[k]].shape, ys))
+        return false;
+    const xf_shape *bs = &g->values[b].shape;
+    if (bs->ndim > ys->ndim)
+        return false;
+    for (int d = 0; d < bs->ndim; d++) {
+        int64_t bd = bs->dims[d], yd = ys->dims[ys->ndim - bs->ndim + d];
+        if (bd != 1 && bd != yd)
+            return false;
+    }
+    return true;
+}
+
 /* The other operand r of Add (chained on input k) can be added by host hn's
  * sum post-op when nothing broadcasts, r is stored in the output's layout
  * and r's bytes are there before the host runs: produced before it, and
@@ -68,35 +88,86 @@ static bool sum_foldable(const xf_dn_ctx *c, const xf_graph *g, const xf_node *a
            xf_dn_value_layout(c, r) == xf_dn_value_layout(c, y);
 }
 
+/* A binary op of its chained input k and a one-element float constant c
+ * as an elementwise post-op (alpha * x + beta): Mul, Div and Sub by c, Add
+ * of c; alg undef for anything else. */
+static xf_dn_post scalar_post(const xf_graph *g, const xf_node *n, int k)
+{
+    xf_dn_post p = {.alg = dnnl_alg_kind_undef};
+    int cv = n->n_inputs == 2 ? n->inputs[1 - k] : -1;
+    const xf_tensor *t = is_const(g, cv) ? g->values[cv].init : NULL;
+    if (!t || t->dtype != XF_DT_FLOAT || xf_shape_numel(&t->shape) != 1 || t->shape.ndim > g->values[n->outputs[0]].shape.ndim ||
+        !xf_shape_equal(&g->values[n->inputs[k]].shape, &g->values[n->outputs[0]].shape))
+        return p;
+    float c = *(const float *)t->data;
+    switch (n->op) {
+    case XF_OP_MUL: p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = c}; break;
+    case XF_OP_DIV:
+        if (k == 0 && c != 0.0f)
+            p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = 1.0f / c};
+        break;
+    case XF_OP_ADD: p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = 1.0f, .beta = c}; break;
+    case XF_OP_SUB:
+        p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = k == 0 ? 1.0f : -1.0f, .beta = k == 0 ? -c : c};
+        break;
+    default: break;
+    }
+    return p;
+}
+
+/* The node whose primitive does the work of node p's output: p, or what
+ * p was folded into. */
+static int host_of(const xf_dn_ctx *c, int p) { return c->folds[p].host >= 0 ? c->folds[p].host : p; }
+
+/* Whether host hn can append post to what is folded into it so far;
+ * counts it when so. */
+static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, const xf_dn_post *post)
+{
+    fold_acc *a = &acc[hn];
+    const xf_dn_handler *hh = c->handlers[hn];
+    if (a->n_posts >= XF_DN_MAX_POSTS || (post->sum && a->sum) || !hh->takes_post ||
+        !hh->takes_post(&g->nodes[hn], a->n_posts, post))
+        return false;
+    a->n_posts++;
+    a->sum = a->sum || post->sum;
+    return true;
+}
+
 /* Whether node q, chained on input k, can be folded into the node that
  * computes that input (or into what that node was folded into); records
- * the fold in c->host and acc. */
+ * the fold in c->folds and acc. */
 static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q, int k)
 {
-    const xf_dn_handler *const *h = c->handlers;
     if (!chainable(c, g, q, k))
         return false;
     const xf_node *n = &g->nodes[q];
-    int p = g->values[n->inputs[k]].producer;
-    int hn = c->host[p] >= 0 ? c->host[p] : p;
-    const xf_node *hnode = &g->nodes[hn];
+    int hn = host_of(c, g->values[n->inputs[k]].producer);
     fold_acc *a = &acc[hn];
-    bool conv = h[hn] == &xf_dn_conv_handler, ok;
+    const xf_dn_handler *hh = c->handlers[hn];
+    bool conv = hh == &xf_dn_conv_handler, matmul = hh == &xf_dn_matmul_handler, ok;
+    xf_dn_fold_at f = {.host = hn, .operand = 1 - k};
     if (n->op == XF_OP_BATCH_NORM) {
-        ok = conv && h[q] == &xf_dn_batch_norm_handler && bn_foldable(g, hnode, n, a);
+        f.kind = XF_DN_FOLD_BN;
+        ok = conv && c->handlers[q] == &xf_dn_batch_norm_handler && bn_foldable(g, &g->nodes[hn], n, a);
         a->bn = a->bn || ok;
+    } else if (n->op == XF_OP_ADD && matmul && !a->bias && !a->n_posts && bias_foldable(g, n, k)) {
+        /* the bias comes before every post-op */
+        f.kind = XF_DN_FOLD_BIAS;
+        ok = a->bias = true;
+    } else if ((f.post = scalar_post(g, n, k)).alg != dnnl_alg_kind_undef) {
+        f.kind = XF_DN_FOLD_POST;
+        ok = take_post(c, g, acc, hn, &f.post);
+    } else if (n->op == XF_OP_ADD) {
+        f.kind = XF_DN_FOLD_SUM;
+        f.post = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};
+        ok = (conv || matmul) && sum_foldable(c, g, n, k, hn) && take_post(c, g, acc, hn, &f.post);
     } else {
-        xf_dn_post post = n->op == XF_OP_ADD ? (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef}
-                                             : xf_dn_unary_post(n);
-        ok = n->op == XF_OP_ADD ? conv && !a->sum && sum_foldable(c, g, n, k, hn) : post.alg != dnnl_alg_kind_undef;
-        ok = ok && a->n_posts < XF_DN_MAX_POSTS && h[hn]->takes_post && h[hn]->takes_post(hnode, a->n_posts, &post);
-        if (ok) {
-            a->n_posts++;
-            a->sum = a->sum || post.sum;
-        }
+        f.kind = XF_DN_FOLD_POST;
+        f.post = xf_dn_unary_post(n);
+        ok = f.post.alg != dnnl_alg_kind_undef && take_post(c, g, acc, hn, &f.post);
     }
     if (ok)
-        c->host[q] = hn;
+        c->folds[q] = f;
     return ok;
 }
 
@@ -136,9 +207,10 @@ static int pattern_step(const xf_dn_ctx *c, const xf_graph *g, int q, xf_op op, 
 
 /* When node q starts x * 0.5 * (1 + Erf(x / sqrt(2))) (as PyTorch exports
  * it: Div or Mul by the constant, Erf, Add 1, Mul by x, Mul by 0.5, each
- * intermediate read by the next node alone), marks q as the GELU host and
- * the four other nodes as folded into it. */
-static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, const int *reader, int q)
+ * intermediate read by the next node alone), folds the pattern into x's
+ * producer as a gelu_erf post-op when nothing else reads x and the
+ * producer takes it, else makes q the GELU host. */
+static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
 {
     const xf_node *n = &g->nodes[q];
     if ((n->op != XF_OP_DIV && n->op != XF_OP_MUL) || n->n_inputs != 2)
@@ -154,19 +226,27 @@ static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, const int *reader, int q)
     v = pattern_step(c, g, nodes[4] = sole_reader(c, reader, v), XF_OP_MUL, v, 0.5, -1);
     if (v < 0)
         return false;
-    c->handlers[q] = &xf_dn_gelu_handler;
+    int p = g->values[x].producer;
+    xf_dn_fold_at first = {.host = -1, .kind = XF_DN_FOLD_POST, .post = {.alg = dnnl_eltwise_gelu_erf}};
+    if (p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[x] == 2 &&
+        take_post(c, g, acc, host_of(c, p), &first.post))
+        first.host = host_of(c, p);
+    else
+        c->handlers[q] = &xf_dn_gelu_handler;
+    c->folds[q] = first;
+    int hn = first.host >= 0 ? first.host : q;
     for (int i = 1; i < 5; i++)
-        c->host[nodes[i]] = q;
+        c->folds[nodes[i]] = (xf_dn_fold_at){.host = hn, .kind = XF_DN_FOLD_STEP};
     return true;
 }
 
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
 {
     size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1), nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
-    c->host = malloc(sizeof *c->host * nn);
+    c->folds = malloc(sizeof *c->folds * nn);
     fold_acc *acc = calloc(nn, sizeof *acc);
     int *reader = malloc(sizeof *reader * nv);
-    if (!c->host || !acc || !reader) {
+    if (!c->folds || !acc || !reader) {
         free(acc);
         free(reader);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -174,16 +254,16 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
     for (int v = 0; v < g->n_values; v++)
         reader[v] = -1;
     for (int q = 0; q < g->n_nodes; q++) {
-        c->host[q] = -1;
+        c->folds[q].host = -1;
         for (int k = 0; k < g->nodes[q].n_inputs; k++)
             if (g->nodes[q].inputs[k] >= 0)
                 reader[g->nodes[q].inputs[k]] = q;
     }
     for (int q = 0; q < g->n_nodes; q++) {
-        if (c->host[q] >= 0 || plan_gelu(c, g, reader, q) || !c->handlers[q])
+        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || !c->handlers[q])
             continue;
-        /* Add may chain on either input, the other being the sum */
-        if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].op == XF_OP_ADD)
+        /* a binary op may chain on either input */
+        if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].n_inputs == 2)
             plan_fold(c, g, acc, q, 1);
     }
     free(acc);
@@ -224,14 +304,11 @@ static xf_status fold_bn(const xf_graph *g, const xf_node *conv, const xf_node *
 xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
                      xf_dn_node *qst, xf_error *err)
 {
-    int hn = c->host[q], k = 0;
-    /* the chained input is the one hn's group computes */
-    int p = g->values[g->nodes[q].inputs[0]].producer;
-    if (p != hn && (p < 0 || c->host[p] != hn))
-        k = 1;
+    const xf_dn_fold_at *f = &c->folds[q];
+    int hn = f->host;
     xf_dn_node *hst = c->states[hn];
-    const xf_node *n = &g->nodes[q], *hnode = &g->nodes[hn];
-    const xf_tensor_view *r = n->op == XF_OP_ADD ? &in[1 - k] : NULL;
+    const xf_node *hnode = &g->nodes[hn];
+    const xf_tensor_view *r = f->kind == XF_DN_FOLD_SUM ? &in[f->operand] : NULL;
     size_t out_bytes = xf_rt_bytes(&out[0]);
     bool clear = hst && !bytes_overlap(out[0].data, out_bytes, hst->sum_src, hst->sum_bytes) &&
                  !(r && bytes_overlap(out[0].data, out_bytes, r->data, xf_rt_bytes(r)));
@@ -243,23 +320,25 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
         /* the memory plan did not keep the group apart: q and the nodes
          * planned after it run on their own */
         for (int j = q; j < c->n_nodes; j++)
-            if (c->host[j] == hn)
-                c->host[j] = -1;
+            if (c->folds[j].host == hn)
+                c->folds[j].host = -1;
         return XF_OK;
     }
     xf_dn_node_clear(hst);
     xf_status s = XF_OK;
-    if (hst->handler == &xf_dn_gelu_handler) {
-        /* the pattern's nodes add nothing: the primitive only writes
-         * further on, up to the last node's output */
-    } else if (n->op == XF_OP_BATCH_NORM) {
-        s = fold_bn(g, hnode, n, hst, err);
-    } else if (r) {
-        hst->posts[hst->n_posts++] = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};
+    switch (f->kind) {
+    case XF_DN_FOLD_STEP: break;
+    case XF_DN_FOLD_POST: hst->posts[hst->n_posts++] = f->post; break;
+    case XF_DN_FOLD_SUM:
+        hst->posts[hst->n_posts++] = f->post;
         hst->sum_src = r->data;
         hst->sum_bytes = xf_rt_bytes(r);
-    } else {
-        hst->posts[hst->n_posts++] = xf_dn_unary_post(n);
+        break;
+    case XF_DN_FOLD_BIAS:
+        hst->bias_data = in[f->operand].data;
+        hst->bias_shape = in[f->operand].shape;
+        break;
+    case XF_DN_FOLD_BN: s = fold_bn(g, hnode, &g->nodes[q], hst, err); break;
     }
     hst->dst = out[0].data;
     qst->folded = true;

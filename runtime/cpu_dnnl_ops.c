@@ -89,22 +89,47 @@ static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     int r = out[0].shape.ndim;
-    dnnl_memory_desc_t a, b, y;
+    dnnl_memory_desc_t a, b, b_any, bias, y;
     xf_dn_md_rank(&in[0].shape, r, &a);
     xf_dn_md_rank(&in[1].shape, r, &b);
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
+    if (st->bias_data)
+        xf_dn_md_rank(&st->bias_shape, r, &bias);
+    /* constant weights are reordered once into the layout oneDNN prefers */
+    bool const_b = g->values[n->inputs[1]].init && in[1].data;
+    b_any = b;
+    if (const_b)
+        dnnl_memory_desc_init_by_tag(&b_any, r, b.dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_matmul_desc_t d;
-    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b, NULL, &y));
-    dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b_any, st->bias_data ? &bias : NULL, &y));
+    dnnl_primitive_attr_t attr;
+    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
     if (s != XF_OK)
         return s;
+    dnnl_primitive_desc_t pd;
+    s = make_pd(c, n, &d, attr, &pd, err);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != XF_OK)
+        return s;
+    if (const_b)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, &b,
+                             dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err);
+    if (s == XF_OK && st->bias_data)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->bias_data, &bias, &bias, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
     return bind_and_finish(c, n, st, pd, 3,
-                           (bind_spec[]){{DNNL_ARG_SRC, 0, &a}, {DNNL_ARG_WEIGHTS, 1, &b}, {DNNL_ARG_DST, -1, &y}},
+                           (bind_spec[]){{DNNL_ARG_SRC, 0, &a}, {DNNL_ARG_WEIGHTS, 1, const_b ? NULL : &b},
+                                         {DNNL_ARG_DST, -1, &y}},
                            err);
 }
 
-const xf_dn_handler xf_dn_matmul_handler = {matmul_handles, NULL, matmul_prepare, NULL};
+/* Any elementwise op, and the sum of a residual connection. */
+static bool matmul_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post) { return true; }
+
+const xf_dn_handler xf_dn_matmul_handler = {matmul_handles, NULL, matmul_prepare, matmul_takes_post};
 
 /* ---------------------------------------------------------------- Gemm */
 

@@ -663,6 +663,59 @@ START_TEST(residual_sums)
 }
 END_TEST
 
+/* Transformer-style chains: MatMul -> Add of a constant (the MatMul's bias
+ * when it broadcasts with dims of 1) -> exact GELU or Relu -> Mul, Div or
+ * Sub by a constant (post-ops of the MatMul) -> MatMul -> bias -> Add of
+ * the block's input (a sum post-op) -> LayerNormalization.  Biases computed in the graph, x read by a third
+ * node, and inputs the sum cannot take (graph inputs) keep nodes apart. */
+START_TEST(matmul_chains)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 51;
+    for (int t = 0; t < 16; t++) {
+        int64_t b = rnd(1, 2), m = rnd(1, 17), k = rnd(1, 33), hidden = rnd(1, 40);
+        xf_graph *g = xf_graph_create("mlp");
+        int in = add_input(g, SHAPE(b, m, k));
+        /* the block's input as a node output (the sum can take it) or the graph input */
+        int x = t % 4 == 3 ? in : out0(g, NODE(g, XF_OP_ABS, in));
+        int h = out0(g, NODE(g, XF_OP_MATMUL, x, add_const(g, SHAPE(k, hidden), false)));
+        int bias = t % 5 == 4 ? add_input(g, SHAPE(hidden))
+                   : t % 3 == 1 ? add_const(g, SHAPE(m, 1), false)
+                                : add_const(g, SHAPE(hidden), false);
+        h = out0(g, t % 2 ? NODE(g, XF_OP_ADD, bias, h) : NODE(g, XF_OP_ADD, h, bias));
+        if (t % 3 == 0) {
+            int s = out0(g, NODE(g, XF_OP_DIV, h, add_scalar(g, 1.41421356f, 0)));
+            s = out0(g, NODE(g, XF_OP_ERF, s));
+            s = out0(g, NODE(g, XF_OP_ADD, s, add_scalar(g, 1.0f, 0)));
+            s = out0(g, NODE(g, XF_OP_MUL, h, s));
+            int gelu = out0(g, NODE(g, XF_OP_MUL, s, add_scalar(g, 0.5f, 0)));
+            /* a third reader of x keeps the GELU out of the MatMul */
+            h = t == 6 ? out0(g, NODE(g, XF_OP_ADD, gelu, h)) : gelu;
+        } else if (t % 3 == 1) {
+            h = out0(g, NODE(g, XF_OP_RELU, h));
+        }
+        /* a scale by a constant: Mul, Div or Sub, constant first or second */
+        int scale = add_scalar(g, 0.125f * (float)rnd(1, 16), (int)rnd(0, 1));
+        if (t % 4 == 1)
+            h = out0(g, t % 8 == 1 ? NODE(g, XF_OP_MUL, scale, h) : NODE(g, XF_OP_DIV, h, scale));
+        else if (t % 4 == 2)
+            h = out0(g, t % 8 == 2 ? NODE(g, XF_OP_SUB, scale, h) : NODE(g, XF_OP_SUB, h, scale));
+        int y = out0(g, NODE(g, XF_OP_MATMUL, h, add_const(g, SHAPE(hidden, k), false)));
+        y = out0(g, NODE(g, XF_OP_ADD, y, add_const(g, SHAPE(k), false)));
+        y = out0(g, t % 2 ? NODE(g, XF_OP_ADD, x, y) : NODE(g, XF_OP_ADD, y, x));
+        int ln = NODE(g, XF_OP_LAYER_NORM, y, add_const(g, SHAPE(k), false), add_const(g, SHAPE(k), false));
+        attrs(g, ln)->axis = -1;
+        attrs(g, ln)->epsilon = 1e-5f;
+        xf_graph_add_output(g, out0(g, ln));
+        char what[48];
+        snprintf(what, sizeof what, "MatMul chain case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- whole models */
 
 START_TEST(inception_example)
@@ -765,6 +818,7 @@ int main(void)
     tcase_add_test(graphs, native_runs);
     tcase_add_test(graphs, folded_chains);
     tcase_add_test(graphs, residual_sums);
+    tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);
