@@ -9,9 +9,12 @@
 # shows the median of the rounds and, in brackets, the spread of the
 # rounds' medians as a measure of noise.  --base DIR also times the cpu
 # backend of another build (an earlier commit) in the same rounds, on the
-# same model files, for a before/after comparison.
+# same model files, for a before/after comparison.  --threads N runs every
+# runtime on N threads (default: one per core); one thread is the steadier
+# measure on a machine that other jobs share.
 #
-#   benchmarks/cpu_vs_ort.sh [--build DIR] [--base DIR] [--rounds N] [--iters N] [--ref-iters N] [--omp-passive] [MODEL...]
+#   benchmarks/cpu_vs_ort.sh [--build DIR] [--base DIR] [--rounds N] [--iters N] [--ref-iters N] [--threads N]
+#                            [--omp-passive] [MODEL...]
 #
 # MODEL is a zoo name (default: resnet50 inception-v3 bert, those the zoo
 # has); BERT is built with batch 1.  ONNX Runtime comes from the venv
@@ -31,6 +34,7 @@ rounds=3
 iters=10
 ref_iters=1
 omp_env=()
+threads=$(nproc)
 models=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -39,13 +43,15 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --ref-iters) ref_iters=$2; shift 2 ;;
-    --omp-passive) omp_env=(OMP_WAIT_POLICY=passive); shift ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --omp-passive) omp_env+=(OMP_WAIT_POLICY=passive); shift ;;
+    --threads) threads=$2; shift 2 ;;
+    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "cpu_vs_ort.sh: unknown option $1" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
     esac
 done
 build=$(cd "$build" && pwd)
+omp_env+=(OMP_NUM_THREADS="$threads")
 if [ -n "$base" ]; then
     base=$(cd "$base" && pwd)
     [ -x "$base/tools/xflow-run" ] || { echo "cpu_vs_ort.sh: $base/tools/xflow-run not built" >&2; exit 1; }
@@ -84,9 +90,9 @@ xflow_ms() { # model backend iters warmup [build]
         sed -n 's/.*median \([0-9.]*\) ms.*/\1/p'
 }
 
-printf '%s, %s cores, %s; %d rounds of %d runs (cpu_ref: %d run); cpu OpenMP wait: %s\n' \
-    "$(date -u +%F)" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" "$rounds" \
-    "$iters" "$ref_iters" "$([ ${#omp_env[@]} -gt 0 ] && echo passive || echo default)"
+printf '%s, %s cores, %s threads, %s; %d rounds of %d runs (cpu_ref: %d run); cpu OpenMP wait: %s\n' \
+    "$(date -u +%F)" "$(nproc)" "$threads" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" \
+    "$rounds" "$iters" "$ref_iters" "$(printf '%s\n' "${omp_env[@]}" | grep -q WAIT_POLICY && echo passive || echo default)"
 printf '%-24s %16s %16s %16s %9s %9s' model "cpu_ref ms" "cpu ms" "ORT ms" "ref/cpu" "cpu/ORT"
 [ -n "$base" ] && printf ' %16s %9s' "base cpu ms" "cpu/base"
 printf '\n'
@@ -109,7 +115,7 @@ for m in "${models[@]}"; do
             fi
             xflow_ms "$work/$v.onnx" cpu "$iters" 3 >> "$work/cpu"
             [ -z "$base" ] || xflow_ms "$work/$v.onnx" cpu "$iters" 3 "$base" >> "$work/base"
-            "$venv/bin/python" "$root/benchmarks/ort_run.py" "$work/$v.onnx" --iters "$iters" |
+            "$venv/bin/python" "$root/benchmarks/ort_run.py" "$work/$v.onnx" --iters "$iters" --threads "$threads" |
                 awk '{print $2}' >> "$work/ort"
         done
         ref=$( [ -s "$work/ref" ] && median < "$work/ref" || echo 0)

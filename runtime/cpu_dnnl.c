@@ -423,11 +423,9 @@ static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_ten
     xf_status s = XF_OK;
     if (fold)
         s = xf_dn_fold(c, g, node, in, out, st, err);
-    if (s == XF_OK && !st->folded && h)
+    if (s == XF_OK && !st->folded)
         s = h->prepare(ctx, g, n, in, out, st, err);
-    /* a node folded only as part of a pattern (Erf) that ends up running
-     * on its own goes to cpu_ref */
-    if (s != XF_OK || (!st->folded && !h)) {
+    if (s != XF_OK) {
         node_free(st);
         return s;
     }

@@ -125,9 +125,9 @@ typedef struct xf_dn_handler {
  * pattern it runs as one primitive (exact GELU). */
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
 /* Prepares node q, which the plan folds into another node, by preparing its
- * host again with q's work added; qst is marked folded.  Should q's output
- * overlap what the host reads, q and the rest of its group are dropped
- * from the plan and qst is left for q to be prepared on its own. */
+ * host again with q's work added; qst is marked folded.  Fails when q's
+ * output overlaps what the group reads (a memory plan made without the
+ * backend's fusion groups). */
 xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
                      xf_dn_node *qst, xf_error *err);
 /* Drops a node's primitive and arguments (before it is prepared again). */

@@ -316,14 +316,14 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
         const xf_tensor_view *w = &hst->views[j];
         clear = !(xf_rt_present(w) && bytes_overlap(out[0].data, out_bytes, w->data, xf_rt_bytes(w)));
     }
-    if (!clear) {
-        /* the memory plan did not keep the group apart: q and the nodes
-         * planned after it run on their own */
-        for (int j = q; j < c->n_nodes; j++)
-            if (c->folds[j].host == hn)
-                c->folds[j].host = -1;
-        return XF_OK;
-    }
+    /* the memory plan keeps them apart (fusion_groups); a plan made
+     * without the groups would let the host clobber what it reads */
+    if (!clear)
+        return xf_error_set(err, XF_ERR_INVALID,
+                            "backend cpu: node '%s' (%s) is folded into node '%s', but the memory plan gives its "
+                            "output bytes the folded group still reads",
+                            g->nodes[q].name ? g->nodes[q].name : "", xf_op_name(g->nodes[q].op),
+                            hnode->name ? hnode->name : "");
     xf_dn_node_clear(hst);
     xf_status s = XF_OK;
     switch (f->kind) {
