@@ -11,10 +11,12 @@
 # backend of another build (an earlier commit) in the same rounds, on the
 # same model files, for a before/after comparison.  --threads N runs every
 # runtime on N threads (default: one per core); one thread is the steadier
-# measure on a machine that other jobs share.
+# measure on a machine that other jobs share.  --stat min reports each
+# round's fastest run instead of its median: on a busy machine the runs
+# that other jobs did not interrupt.
 #
 #   benchmarks/cpu_vs_ort.sh [--build DIR] [--base DIR] [--rounds N] [--iters N] [--ref-iters N] [--threads N]
-#                            [--omp-passive] [MODEL...]
+#                            [--stat median|min] [--omp-passive] [MODEL...]
 #
 # MODEL is a zoo name (default: resnet50 inception-v3 bert, those the zoo
 # has); BERT is built with batch 1.  ONNX Runtime comes from the venv
@@ -35,6 +37,7 @@ iters=10
 ref_iters=1
 omp_env=()
 threads=$(nproc)
+stat=median
 models=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -45,7 +48,9 @@ while [ $# -gt 0 ]; do
     --ref-iters) ref_iters=$2; shift 2 ;;
     --omp-passive) omp_env+=(OMP_WAIT_POLICY=passive); shift ;;
     --threads) threads=$2; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --stat) stat=$2; shift 2
+        case $stat in median | min) ;; *) echo "cpu_vs_ort.sh: --stat takes median or min" >&2; exit 2 ;; esac ;;
+    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "cpu_vs_ort.sh: unknown option $1" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
     esac
@@ -87,12 +92,12 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2
 spread() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.0f%%", (lo > 0 ? 100 * (hi - lo) / lo : 0)}'; }
 xflow_ms() { # model backend iters warmup [build]
     env "${omp_env[@]}" "${5:-$build}/tools/xflow-run" "$1" --backend "$2" --iters "$3" --warmup "$4" -q 2>&1 |
-        sed -n 's/.*median \([0-9.]*\) ms.*/\1/p'
+        sed -n "s/.*$stat \([0-9.]*\) ms.*/\1/p"
 }
 
-printf '%s, %s cores, %s threads, %s; %d rounds of %d runs (cpu_ref: %d run); cpu OpenMP wait: %s\n' \
+printf '%s, %s cores, %s threads, %s; %d rounds of %d runs (cpu_ref: %d run), %s of each; cpu OpenMP wait: %s\n' \
     "$(date -u +%F)" "$(nproc)" "$threads" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" \
-    "$rounds" "$iters" "$ref_iters" "$(printf '%s\n' "${omp_env[@]}" | grep -q WAIT_POLICY && echo passive || echo default)"
+    "$rounds" "$iters" "$ref_iters" "$stat" "$(printf '%s\n' "${omp_env[@]}" | grep -q WAIT_POLICY && echo passive || echo default)"
 printf '%-24s %16s %16s %16s %9s %9s' model "cpu_ref ms" "cpu ms" "ORT ms" "ref/cpu" "cpu/ORT"
 [ -n "$base" ] && printf ' %16s %9s' "base cpu ms" "cpu/base"
 printf '\n'
@@ -116,7 +121,7 @@ for m in "${models[@]}"; do
             xflow_ms "$work/$v.onnx" cpu "$iters" 3 >> "$work/cpu"
             [ -z "$base" ] || xflow_ms "$work/$v.onnx" cpu "$iters" 3 "$base" >> "$work/base"
             "$venv/bin/python" "$root/benchmarks/ort_run.py" "$work/$v.onnx" --iters "$iters" --threads "$threads" |
-                awk '{print $2}' >> "$work/ort"
+                awk -v stat="$stat" '{print stat == "min" ? $4 : $2}' >> "$work/ort"
         done
         ref=$( [ -s "$work/ref" ] && median < "$work/ref" || echo 0)
         cpu=$(median < "$work/cpu")
