@@ -9,7 +9,6 @@
 #include "cpu_dnnl.h"
 
 #include <dnnl_debug.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,17 +190,19 @@ xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t p
     return XF_OK;
 }
 
-xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *post, dnnl_primitive_attr_t *attr, xf_error *err)
+xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *posts, int n_posts, dnnl_primitive_attr_t *attr,
+                          xf_error *err)
 {
     *attr = NULL;
-    if (post->alg == dnnl_alg_kind_undef)
+    if (n_posts == 0)
         return XF_OK;
     dnnl_post_ops_t po = NULL;
     dnnl_status_t s = dnnl_primitive_attr_create(attr);
     if (s == dnnl_success)
         s = dnnl_post_ops_create(&po);
-    if (s == dnnl_success)
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, post->alg, post->alpha, post->beta);
+    for (int i = 0; i < n_posts && s == dnnl_success; i++)
+        s = posts[i].sum ? dnnl_post_ops_append_sum(po, 1.0f)
+                         : dnnl_post_ops_append_eltwise(po, 1.0f, posts[i].alg, posts[i].alpha, posts[i].beta);
     if (s == dnnl_success)
         s = dnnl_primitive_attr_set_post_ops(*attr, po);
     dnnl_post_ops_destroy(po);
@@ -213,8 +214,7 @@ xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *post, dnnl_primiti
     return XF_OK;
 }
 
-/* Drops the primitive and its arguments (the node is prepared again). */
-static void node_clear(xf_dn_node *st)
+void xf_dn_node_clear(xf_dn_node *st)
 {
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
@@ -230,7 +230,7 @@ static void node_clear(xf_dn_node *st)
 
 static void node_free(xf_dn_node *st)
 {
-    node_clear(st);
+    xf_dn_node_clear(st);
     free(st->args);
     free(st->exec);
     free(st->views);
@@ -274,6 +274,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_LOG_SOFTMAX: h = &xf_dn_softmax_handler; break;
     case XF_OP_BATCH_NORM: h = &xf_dn_batch_norm_handler; break;
     case XF_OP_CONCAT: h = &xf_dn_concat_handler; break;
+    case XF_OP_LAYER_NORM: h = &xf_dn_layer_norm_handler; break;
+    case XF_OP_TRANSPOSE: h = &xf_dn_transpose_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;
@@ -306,10 +308,9 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
     c->readers = calloc(nv, sizeof *c->readers);
     c->states = calloc(nn, sizeof *c->states);
     bool *readers_ok = malloc(sizeof *readers_ok * nv);
-    const xf_dn_handler **h = malloc(sizeof *h * nn);
+    const xf_dn_handler **h = c->handlers = malloc(sizeof *h * nn);
     if (!c->layout || !c->readers || !c->states || !readers_ok || !h) {
         free(readers_ok);
-        free(h);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     xf_dn_choose_native(c, g);
@@ -338,8 +339,15 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
             c->layout[v] = XF_DN_NATIVE;
     }
     free(readers_ok);
-    free(h);
-    return XF_OK;
+    return xf_dn_plan_folds(c, g, err);
+}
+
+static void dn_fusion_groups(void *ctx, const xf_graph *g, int *group)
+{
+    const xf_dn_ctx *c = ctx;
+    for (int i = 0; i < g->n_nodes && c->folds; i++)
+        if (c->folds[i].host >= 0)
+            group[i] = c->folds[i].host;
 }
 
 /* ---------------------------------------------------------------- the vtable */
@@ -370,6 +378,8 @@ static void dn_context_free(void *ctx)
     free(c->layout);
     free(c->readers);
     free(c->states);
+    free(c->folds);
+    free(c->handlers);
     free(c);
 }
 
@@ -387,102 +397,17 @@ static xf_status dn_supports(const xf_graph *g, int node, xf_error *err)
     return st;
 }
 
-static bool bytes_overlap(const void *a, size_t na, const void *b, size_t nb)
-{
-    const char *pa = a, *pb = b;
-    return pa && pb && na && nb && pa < pb + nb && pb < pa + na;
-}
-
-/* Whether BatchNormalization bn can be folded into Conv conv: all its
- * parameters and the convolution's weights are constants. */
-static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const xf_dn_node *cst)
-{
-    if (cst->handler != &xf_dn_conv_handler || conv->attrs.activation != XF_ACT_NONE || cst->folded_w ||
-        !g->values[conv->inputs[1]].init || (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !g->values[conv->inputs[2]].init))
-        return false;
-    for (int k = 1; k < 5; k++)
-        if (!g->values[bn->inputs[k]].init)
-            return false;
-    return true;
-}
-
-/* conv's weights and bias with bn applied: per output channel m,
- * w' = w * s and b' = (b - mean) * s + shift, s = scale / sqrt(var + eps). */
-static xf_status fold_bn(const xf_graph *g, const xf_node *conv, const xf_node *bn, xf_dn_node *cst, xf_error *err)
-{
-    const xf_tensor *w = g->values[conv->inputs[1]].init;
-    const float *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? g->values[conv->inputs[2]].init->data : NULL;
-    const float *p[4];
-    for (int k = 0; k < 4; k++)
-        p[k] = g->values[bn->inputs[1 + k]].init->data;
-    int64_t m_count = w->shape.dims[0], per = xf_shape_numel(&w->shape) / m_count;
-    cst->folded_w = malloc(w->nbytes);
-    cst->folded_b = malloc(sizeof *cst->folded_b * (size_t)m_count);
-    if (!cst->folded_w || !cst->folded_b)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    const float *wd = w->data;
-    for (int64_t m = 0; m < m_count; m++) {
-        float s = p[0][m] / sqrtf(p[3][m] + bn->attrs.epsilon);
-        for (int64_t i = 0; i < per; i++)
-            cst->folded_w[m * per + i] = wd[m * per + i] * s;
-        cst->folded_b[m] = ((bias ? bias[m] : 0.0f) - p[2][m]) * s + p[1][m];
-    }
-    return XF_OK;
-}
-
-/* Folds node q (unary, or a BatchNormalization after a Conv) into the node
- * computing its only input when that is the node right before it (or what
- * that node was folded into).  Writing q's output early is safe when its
- * bytes are not the host's inputs (the memory plan may give them to
- * values whose last reader is the host or a node folded into it, and to
- * no other value live at those steps), or are exactly the bytes of an
- * input the host can compute over in place. */
-static xf_status try_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *out, xf_dn_node *qst,
-                          xf_error *err)
-{
-    const xf_node *n = &g->nodes[q];
-    int v = n->inputs[0];
-    int p = v >= 0 ? g->values[v].producer : -1;
-    if (p < 0 || p != q - 1 || !c->states[p] || c->readers[v] != 1 ||
-        xf_dn_value_layout(c, v) != xf_dn_value_layout(c, n->outputs[0]))
-        return XF_OK;
-    int hn = c->states[p]->folded ? c->states[p]->host : p;
-    xf_dn_node *hst = c->states[hn];
-    const xf_node *hnode = &g->nodes[hn];
-    bool bn = n->op == XF_OP_BATCH_NORM;
-    xf_dn_post post = xf_dn_unary_post(n);
-    if (hst->post.alg != dnnl_alg_kind_undef || hnode->n_outputs != 1)
-        return XF_OK;
-    if (bn ? !bn_foldable(g, hnode, n, hst)
-           : post.alg == dnnl_alg_kind_undef || !hst->handler->takes_post || !hst->handler->takes_post(hnode, &post))
-        return XF_OK;
-    for (int k = 0; k < hnode->n_inputs; k++) {
-        const xf_tensor_view *w = &hst->views[k];
-        size_t bytes = xf_rt_present(w) ? xf_rt_bytes(w) : 0;
-        bool in_place = hst->handler->in_place && hst->handler->in_place(g, hnode, k) && w->data == out[0].data &&
-                        bytes == xf_rt_bytes(&out[0]);
-        if (!in_place && bytes_overlap(out[0].data, xf_rt_bytes(&out[0]), w->data, bytes))
-            return XF_OK;
-    }
-    node_clear(hst);
-    xf_status s = bn ? fold_bn(g, hnode, n, hst, err) : XF_OK;
-    if (!bn)
-        hst->post = post;
-    hst->dst = out[0].data;
-    qst->folded = true;
-    qst->host = hn;
-    return s == XF_OK ? hst->handler->prepare(c, g, hnode, hst->views, hst->views + hnode->n_inputs, hst, err) : s;
-}
-
 /* Nodes oneDNN does not run get no state and go to cpu_ref. */
 static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                             const xf_tensor_view *out, void **state, xf_error *err)
 {
     xf_dn_ctx *c = ctx;
     const xf_node *n = &g->nodes[node];
-    const xf_dn_handler *h = handler_for(g, n);
+    bool static_mode = c->states && node < c->n_nodes;
+    const xf_dn_handler *h = static_mode ? c->handlers[node] : handler_for(g, n);
+    bool fold = static_mode && c->folds[node].host >= 0;
     *state = NULL;
-    if (!h)
+    if (!h && !fold)
         return XF_OK;
     xf_dn_node *st = calloc(1, sizeof *st);
     int n_views = n->n_inputs + n->n_outputs;
@@ -495,11 +420,9 @@ static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_ten
     memcpy(st->views, in, sizeof *in * (size_t)n->n_inputs);
     memcpy(st->views + n->n_inputs, out, sizeof *out * (size_t)n->n_outputs);
     st->handler = h;
-    st->post.alg = dnnl_alg_kind_undef;
     xf_status s = XF_OK;
-    bool static_mode = c->states && node < c->n_nodes;
-    if (static_mode && (h == &xf_dn_eltwise_handler || h == &xf_dn_batch_norm_handler))
-        s = try_fold(c, g, node, out, st, err);
+    if (fold)
+        s = xf_dn_fold(c, g, node, in, out, st, err);
     if (s == XF_OK && !st->folded)
         s = h->prepare(ctx, g, n, in, out, st, err);
     if (s != XF_OK) {
@@ -522,6 +445,9 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         return xf_backend_cpu_ref.run_node(NULL, g, node, NULL, in, out, err);
     if (st->folded)
         return XF_OK;
+    /* the sum post-op adds to what the destination holds */
+    if (st->sum_src)
+        memcpy(st->dst, st->sum_src, st->sum_bytes);
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         if (!a->user)
@@ -579,6 +505,7 @@ const xf_backend xf_backend_cpu = {
     .context_free = dn_context_free,
     .supports = dn_supports,
     .prepare_graph = plan_layouts,
+    .fusion_groups = dn_fusion_groups,
     .prepare = dn_prepare,
     .run_node = dn_run_node,
     .release = dn_release,

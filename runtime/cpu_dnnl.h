@@ -36,6 +36,10 @@ typedef struct xf_dn_ctx {
     struct xf_dn_node **states;
     int n_nodes;
     int *readers; /* per value: reading nodes plus graph output slots */
+    /* static mode, per node: how oneDNN runs it (NULL: cpu_ref), and how
+     * it is folded into another node's primitive (see xf_dn_node) */
+    const struct xf_dn_handler **handlers;
+    struct xf_dn_fold_at *folds;
 } xf_dn_ctx;
 
 /* One primitive argument bound to a node operand. */
@@ -46,16 +50,39 @@ typedef struct xf_dn_arg {
     dnnl_primitive_t reorder; /* user <-> work, NULL when they are the same memory */
 } xf_dn_arg;
 
-/* An elementwise op applied to a node's result before it is stored. */
+/* What a primitive does to its result before it is stored: an elementwise
+ * op, or (sum) adding what the destination holds. */
 typedef struct xf_dn_post {
-    dnnl_alg_kind_t alg; /* dnnl_alg_kind_undef: none */
+    bool sum;
+    dnnl_alg_kind_t alg; /* eltwise; dnnl_alg_kind_undef: none */
     float alpha, beta;
 } xf_dn_post;
 
+#define XF_DN_MAX_POSTS 4
+
+/* What a folded node adds to the primitive of its host. */
+typedef enum xf_dn_fold_kind {
+    XF_DN_FOLD_STEP, /* nothing: a step of a pattern the host runs whole */
+    XF_DN_FOLD_POST, /* an elementwise post-op */
+    XF_DN_FOLD_SUM,  /* Add of another tensor: a sum post-op */
+    XF_DN_FOLD_BIAS, /* Add of a constant: the MatMul's bias */
+    XF_DN_FOLD_BN,   /* BatchNormalization: the Conv's weights and bias */
+} xf_dn_fold_kind;
+
+typedef struct xf_dn_fold_at {
+    int host; /* -1: not folded */
+    xf_dn_fold_kind kind;
+    xf_dn_post post; /* XF_DN_FOLD_POST */
+    int operand;     /* SUM, BIAS: the Add's input holding the other tensor */
+} xf_dn_fold_at;
+
 /* A prepared node: one primitive and its arguments.  In static mode the
  * next node may be folded in when it is the only reader of this node's
- * output: a unary op becomes `post`, a BatchNormalization after a Conv is
- * folded into the weights and bias (`folded_w`, `folded_b`); the primitive
+ * output (the plan in xf_dn_ctx.folds): a unary op becomes a post-op, an
+ * Add of another tensor after a Conv or MatMul a sum post-op (that tensor,
+ * `sum_src`, is copied into the destination first), an Add of a constant
+ * after a MatMul its bias, a BatchNormalization after a Conv is folded into
+ * the weights and bias (`folded_w`, `folded_b`); the primitive
  * then writes the folded node's output buffer `dst` (same layout) instead
  * of its own, and the folded node's state is marked `folded`, names its
  * `host` and does nothing. */
@@ -66,7 +93,12 @@ typedef struct xf_dn_node {
     dnnl_exec_arg_t *exec; /* n_args entries, pointing at the work memories */
     const struct xf_dn_handler *handler;
     xf_tensor_view *views; /* the input views then the output views prepare saw */
-    xf_dn_post post;
+    xf_dn_post posts[XF_DN_MAX_POSTS];
+    int n_posts;
+    const void *sum_src;
+    size_t sum_bytes;
+    const void *bias_data; /* MatMul: a folded Add's constant, as bias */
+    xf_shape bias_shape;
     float *folded_w, *folded_b;
     void *dst;
     bool folded;
@@ -83,12 +115,23 @@ typedef struct xf_dn_handler {
     bool (*native_input)(const xf_graph *g, const xf_node *n, int k);
     xf_status (*prepare)(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                          const xf_tensor_view *out, xf_dn_node *st, xf_error *err);
-    /* whether st->post can carry this elementwise op (NULL: never) */
-    bool (*takes_post)(const xf_node *n, const xf_dn_post *post);
-    /* whether the output may be exactly input k's bytes, computed in place
-     * (NULL: never) */
-    bool (*in_place)(const xf_graph *g, const xf_node *n, int k);
+    /* whether the node can append this elementwise op to the n_posts
+     * post-ops folded into it so far (NULL: never) */
+    bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
+
+/* The fold plan (cpu_dnnl_fold.c): sets c->folds from the graph, the
+ * layouts and c->handlers, which it may change for the first node of a
+ * pattern it runs as one primitive (exact GELU). */
+xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
+/* Prepares node q, which the plan folds into another node, by preparing its
+ * host again with q's work added; qst is marked folded.  Fails when q's
+ * output overlaps what the group reads (a memory plan made without the
+ * backend's fusion groups). */
+xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
+                     xf_dn_node *qst, xf_error *err);
+/* Drops a node's primitive and arguments (before it is prepared again). */
+void xf_dn_node_clear(xf_dn_node *st);
 
 /* Sets c's native layout to the one oneDNN picks for most of g's 2-D
  * convolutions (none when g has none). */
@@ -96,14 +139,20 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_pool_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
-    xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler;
+    xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
+    xf_dn_layer_norm_handler, xf_dn_transpose_handler;
+/* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
+ * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
+ * 1 (the other is a constant); chosen only by the fold plan. */
+extern const xf_dn_handler xf_dn_gelu_handler;
 
 /* The elementwise op of a unary node as a post-op; alg undef when oneDNN
  * has none for it. */
 xf_dn_post xf_dn_unary_post(const xf_node *n);
-/* Attribute carrying post (NULL when there is none); *attr must be
+/* Attribute carrying the n posts (NULL when n is 0); *attr must be
  * destroyed by the caller when set. */
-xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *post, dnnl_primitive_attr_t *attr, xf_error *err);
+xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *posts, int n_posts, dnnl_primitive_attr_t *attr,
+                          xf_error *err);
 
 /* Turns a oneDNN status into an xflow error naming the node and the call. */
 xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_status_t s);

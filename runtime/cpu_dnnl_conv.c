@@ -141,19 +141,24 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     xf_dn_operand_md(c, n, 0, x, &src_have);
     xf_dn_operand_md(c, n, -1, y, &dst_have);
     bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
-    bool dst_native = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE;
+    /* a sum post-op adds to the destination as stored, so it is written
+     * directly, with no reorder */
+    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || st->sum_src;
     dnnl_convolution_desc_t d;
-    xf_status s = conv_desc(g, n, x, w, y, has_bias, src_native ? &src_have : NULL, dst_native ? &dst_have : NULL,
+    xf_status s = conv_desc(g, n, x, w, y, has_bias, src_native ? &src_have : NULL, dst_fixed ? &dst_have : NULL,
                             &d, err);
     if (s != XF_OK)
         return s;
 
-    /* the node's own fused activation, or a folded consumer's */
-    xf_dn_post post = st->post;
+    /* the node's own fused activation, then what folded consumers add */
+    xf_dn_post posts[XF_DN_MAX_POSTS + 1];
+    int n_posts = 0;
     if (n->attrs.activation != XF_ACT_NONE)
-        post = (xf_dn_post){activation_alg(n->attrs.activation), 0.0f, 0.0f};
+        posts[n_posts++] = (xf_dn_post){.alg = activation_alg(n->attrs.activation)};
+    for (int i = 0; i < st->n_posts; i++)
+        posts[n_posts++] = st->posts[i];
     dnnl_primitive_attr_t attr;
-    s = xf_dn_post_attr(n, &post, &attr, err);
+    s = xf_dn_post_attr(n, posts, n_posts, &attr, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd = NULL;
@@ -190,7 +195,11 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     return xf_dn_finish(n, st, pd, err);
 }
 
-static bool conv_takes_post(const xf_node *n, const xf_dn_post *post) { return n->attrs.activation == XF_ACT_NONE; }
+/* Any elementwise op and one sum, after the Conv's own activation. */
+static bool conv_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post)
+{
+    return n_posts + (n->attrs.activation != XF_ACT_NONE) < XF_DN_MAX_POSTS;
+}
 
 const xf_dn_handler xf_dn_conv_handler = {conv_handles, input0_native_ok, conv_prepare, conv_takes_post};
 

@@ -45,6 +45,23 @@ static xf_status finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive
     return xf_dn_finish(n, st, pd, err);
 }
 
+/* One argument bound to an operand stored as the primitive reads it. */
+typedef struct bind_spec {
+    int arg, operand;
+    const dnnl_memory_desc_t *md; /* NULL: an absent optional operand, skipped */
+} bind_spec;
+
+/* Binds each argument in turn, then creates the primitive (or frees pd). */
+static xf_status bind_and_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd,
+                                 int count, const bind_spec *b, xf_error *err)
+{
+    xf_status s = XF_OK;
+    for (int i = 0; i < count && s == XF_OK; i++)
+        if (b[i].md)
+            s = xf_dn_bind(c, n, st, b[i].arg, b[i].operand, b[i].md, b[i].md, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
 /* ---------------------------------------------------------------- MatMul */
 
 /* Batch dims of an operand must equal the output's or all be 1. */
@@ -72,25 +89,47 @@ static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     int r = out[0].shape.ndim;
-    dnnl_memory_desc_t a, b, y;
+    dnnl_memory_desc_t a, b, b_any, bias, y;
     xf_dn_md_rank(&in[0].shape, r, &a);
     xf_dn_md_rank(&in[1].shape, r, &b);
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
+    if (st->bias_data)
+        xf_dn_md_rank(&st->bias_shape, r, &bias);
+    /* constant weights are reordered once into the layout oneDNN prefers */
+    bool const_b = g->values[n->inputs[1]].init && in[1].data;
+    b_any = b;
+    if (const_b)
+        dnnl_memory_desc_init_by_tag(&b_any, r, b.dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_matmul_desc_t d;
-    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b, NULL, &y));
-    dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b_any, st->bias_data ? &bias : NULL, &y));
+    dnnl_primitive_attr_t attr;
+    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
     if (s != XF_OK)
         return s;
-    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
-    if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &b, &b, err);
-    if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
-    return finish_or_free(n, st, pd, s, err);
+    dnnl_primitive_desc_t pd;
+    s = make_pd(c, n, &d, attr, &pd, err);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != XF_OK)
+        return s;
+    if (const_b)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, &b,
+                             dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err);
+    if (s == XF_OK && st->bias_data)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->bias_data, &bias, &bias, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return bind_and_finish(c, n, st, pd, 3,
+                           (bind_spec[]){{DNNL_ARG_SRC, 0, &a}, {DNNL_ARG_WEIGHTS, 1, const_b ? NULL : &b},
+                                         {DNNL_ARG_DST, -1, &y}},
+                           err);
 }
 
-const xf_dn_handler xf_dn_matmul_handler = {matmul_handles, NULL, matmul_prepare, NULL};
+/* Any elementwise op, and the sum of a residual connection. */
+static bool matmul_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post) { return true; }
+
+const xf_dn_handler xf_dn_matmul_handler = {matmul_handles, NULL, matmul_prepare, matmul_takes_post};
 
 /* ---------------------------------------------------------------- Gemm */
 
@@ -137,14 +176,12 @@ static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     dnnl_primitive_attr_destroy(attr);
     if (s != XF_OK)
         return s;
-    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
-    if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &b, &b, err);
-    if (s == XF_OK && has_c)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_BIAS, 2, &bias, &bias, err);
-    if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
-    return finish_or_free(n, st, pd, s, err);
+    return bind_and_finish(c, n, st, pd, 4,
+                           (bind_spec[]){{DNNL_ARG_SRC, 0, &a},
+                                         {DNNL_ARG_WEIGHTS, 1, &b},
+                                         {DNNL_ARG_BIAS, 2, has_c ? &bias : NULL},
+                                         {DNNL_ARG_DST, -1, &y}},
+                           err);
 }
 
 const xf_dn_handler xf_dn_gemm_handler = {gemm_handles, NULL, gemm_prepare, NULL};
@@ -174,7 +211,7 @@ static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
 
 xf_dn_post xf_dn_unary_post(const xf_node *n)
 {
-    xf_dn_post p;
+    xf_dn_post p = {.sum = false};
     p.alg = eltwise_alg(n, &p.alpha, &p.beta);
     return p;
 }
@@ -204,6 +241,28 @@ static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
 }
 
 const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, input0_native_ok, eltwise_prepare, NULL};
+
+static bool never(const xf_graph *g, const xf_node *n) { return false; }
+
+static xf_status gelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    int kx = g->values[n->inputs[0]].init ? 1 : 0;
+    dnnl_memory_desc_t data;
+    xf_dn_operand_md(c, n, kx, &in[kx].shape, &data);
+    dnnl_eltwise_desc_t d;
+    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_gelu_erf, &data, 0.0f,
+                                                     0.0f));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    /* the output is the pattern's last value: same shape and layout as x */
+    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_SRC, kx, &data}, {DNNL_ARG_DST, -1, &data}},
+                           err);
+}
+
+const xf_dn_handler xf_dn_gelu_handler = {never, NULL, gelu_prepare, NULL};
 
 /* ---------------------------------------------------------------- binary */
 
@@ -248,18 +307,10 @@ static bool binary_native_ok(const xf_graph *g, const xf_node *n, int k)
     return xf_shape_equal(vshape(g, n->inputs[0]), y) && xf_shape_equal(vshape(g, n->inputs[1]), y);
 }
 
-/* oneDNN computes in place over its first source, which can be either
- * input of a commutative op. */
-static bool binary_in_place(const xf_graph *g, const xf_node *n, int k)
-{
-    return xf_shape_equal(vshape(g, n->inputs[k]), vshape(g, n->outputs[0])) && (k == 0 || commutative(n->op));
-}
-
 static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    /* a folded consumer's output over input 1 makes that the first source */
-    int first = st->dst && st->dst == in[1].data && binary_in_place(g, n, 1) ? 1 : full_input(g, n);
+    int first = full_input(g, n);
     int second = 1 - first;
     const xf_shape *y = &out[0].shape;
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[first]);
@@ -278,7 +329,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     dnnl_binary_desc_t d;
     XF_DN_TRY(err, n, dnnl_binary_desc_init(&d, binary_alg(n->op), &src0, &src1, &dst));
     dnnl_primitive_attr_t attr;
-    xf_status s = xf_dn_post_attr(n, &st->post, &attr, err);
+    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
@@ -294,10 +345,9 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     return finish_or_free(n, st, pd, s, err);
 }
 
-static bool any_post(const xf_node *n, const xf_dn_post *post) { return true; }
+static bool binary_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post) { return !post->sum; }
 
-
-const xf_dn_handler xf_dn_binary_handler = {binary_handles, binary_native_ok, binary_prepare, any_post, binary_in_place};
+const xf_dn_handler xf_dn_binary_handler = {binary_handles, binary_native_ok, binary_prepare, binary_takes_post};
 
 /* ---------------------------------------------------------------- Softmax, LogSoftmax */
 
@@ -339,10 +389,8 @@ static xf_status softmax_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &data, &data, err);
-    if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
-    return finish_or_free(n, st, pd, s, err);
+    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_DST, -1, &data}},
+                           err);
 }
 
 const xf_dn_handler xf_dn_softmax_handler = {softmax_handles, NULL, softmax_prepare, NULL};
@@ -375,7 +423,7 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
                                                                  n->attrs.epsilon,
                                                                  dnnl_use_global_stats | dnnl_use_scale |
                                                                      dnnl_use_shift |
-                                                                     (st->post.alg == dnnl_eltwise_relu
+                                                                     (st->n_posts
                                                                           ? dnnl_fuse_norm_relu
                                                                           : 0u)));
     dnnl_primitive_desc_t pd;
@@ -390,13 +438,102 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
 }
 
 /* oneDNN fuses only a plain Relu into batch normalization. */
-static bool batch_norm_takes_post(const xf_node *n, const xf_dn_post *post)
+static bool batch_norm_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post)
 {
-    return post->alg == dnnl_eltwise_relu && post->alpha == 0.0f;
+    return n_posts == 0 && !post->sum && post->alg == dnnl_eltwise_relu && post->alpha == 0.0f;
 }
 
 const xf_dn_handler xf_dn_batch_norm_handler = {batch_norm_handles, input0_native_ok, batch_norm_prepare,
-                                                 batch_norm_takes_post, input0_native_ok};
+                                                 batch_norm_takes_post};
+
+/* ---------------------------------------------------------------- LayerNormalization */
+
+/* oneDNN normalizes over the last dimension: ONNX's normalized dims (axis
+ * on) are read as one, the rest as one outer dimension.  Only the
+ * normalized output (no Mean / InvStdDev), with scale and bias of the
+ * normalized shape. */
+static bool layer_norm_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n) || n->n_inputs < 2 || n->inputs[1] < 0)
+        return false;
+    for (int k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0)
+            return false;
+    const xf_shape *x = vshape(g, n->inputs[0]);
+    int axis = xf_rt_axis(n->attrs.axis, x->ndim);
+    if (axis < 0)
+        return false;
+    xf_shape norm = xf_shape_make(x->ndim - axis, x->dims + axis);
+    for (int k = 1; k < n->n_inputs; k++) {
+        const xf_shape *p = n->inputs[k] >= 0 ? vshape(g, n->inputs[k]) : NULL;
+        if (p && (xf_shape_numel(p) != xf_shape_numel(&norm) || !xf_rt_broadcastable(p, &norm)))
+            return false;
+    }
+    return true;
+}
+
+static xf_status layer_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape;
+    int axis = xf_rt_axis(n->attrs.axis, x->ndim);
+    xf_shape s2 = {.ndim = 2, .dims = {prod_dims(x, 0, axis), prod_dims(x, axis, x->ndim)}};
+    xf_shape chan_shape = {.ndim = 1, .dims = {s2.dims[1]}};
+    dnnl_memory_desc_t data, chan;
+    xf_dn_md(c, &s2, XF_DN_PLAIN, &data);
+    xf_dn_md(c, &chan_shape, XF_DN_PLAIN, &chan);
+    bool has_bias = n->n_inputs > 2 && xf_rt_present(&in[2]);
+    dnnl_layer_normalization_desc_t d;
+    XF_DN_TRY(err, n, dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, NULL,
+                                                                 n->attrs.epsilon,
+                                                                 dnnl_use_scale | (has_bias ? dnnl_use_shift : 0u)));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    return bind_and_finish(c, n, st, pd, 4,
+                           (bind_spec[]){{DNNL_ARG_SRC, 0, &data},
+                                         {DNNL_ARG_SCALE, 1, &chan},
+                                         {DNNL_ARG_SHIFT, 2, has_bias ? &chan : NULL},
+                                         {DNNL_ARG_DST, -1, &data}},
+                           err);
+}
+
+const xf_dn_handler xf_dn_layer_norm_handler = {layer_norm_handles, NULL, layer_norm_prepare, NULL};
+
+/* ---------------------------------------------------------------- Transpose */
+
+static bool transpose_handles(const xf_graph *g, const xf_node *n)
+{
+    int rank = vshape(g, n->inputs[0])->ndim;
+    return xf_dn_all_f32(g, n) && rank >= 1 && rank <= DNNL_MAX_NDIMS &&
+           (n->attrs.n_perm == 0 || n->attrs.n_perm == rank);
+}
+
+/* A reorder from the input read with permuted strides (output dimension i
+ * is input dimension perm[i]) to the dense output. */
+static xf_status transpose_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                   const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape;
+    int rank = x->ndim;
+    int64_t xs[XF_MAX_DIMS];
+    xf_rt_dense_strides(x, xs);
+    dnnl_dims_t dims, strides;
+    for (int i = 0; i < rank; i++) {
+        int from = n->attrs.n_perm ? (int)n->attrs.perm[i] : rank - 1 - i;
+        dims[i] = x->dims[from];
+        strides[i] = xs[from];
+    }
+    dnnl_memory_desc_t src, dst;
+    dnnl_memory_desc_init_by_strides(&src, rank, dims, dnnl_f32, strides);
+    xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &dst);
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, &src, c->engine, &dst, c->engine, NULL));
+    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_FROM, 0, &src}, {DNNL_ARG_TO, -1, &dst}}, err);
+}
+
+const xf_dn_handler xf_dn_transpose_handler = {transpose_handles, NULL, transpose_prepare, NULL};
 
 /* ---------------------------------------------------------------- Concat */
 

@@ -49,8 +49,9 @@ void xf_memplan_free(xf_memplan *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Sizes and lifetimes of the planned values (node outputs). */
-static xf_status plan_lifetimes(const xf_graph *g, xf_memplan *p, xf_error *err)
+/* Sizes and lifetimes of the planned values (node outputs).  A node of a
+ * group counts as running from the group's first node to its last. */
+static xf_status plan_lifetimes(const xf_graph *g, const int *group, xf_memplan *p, xf_error *err)
 {
     for (int v = 0; v < g->n_values; v++) {
         p->offset[v] = -1;
@@ -73,14 +74,23 @@ static xf_status plan_lifetimes(const xf_graph *g, xf_memplan *p, xf_error *err)
                 return xf_error_set(err, XF_ERR_LIMIT, "value '%s' is too large", val->name);
             size_t bytes = (size_t)numel * es;
             p->size[v] = (bytes + XF_PLAN_ALIGN - 1) & ~(size_t)(XF_PLAN_ALIGN - 1);
-            p->first[v] = p->last[v] = i;
+            p->first[v] = p->last[v] = group ? group[i] : i;
         }
+    /* the last node of each group, stored at its first node */
+    int *group_end = malloc(sizeof *group_end * (size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
+    if (!group_end)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory planning %d nodes", g->n_nodes);
     for (int i = 0; i < g->n_nodes; i++)
+        group_end[group ? group[i] : i] = i;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int end = group_end[group ? group[i] : i];
         for (int k = 0; k < g->nodes[i].n_inputs; k++) {
             int v = g->nodes[i].inputs[k];
-            if (v >= 0 && p->first[v] >= 0 && p->last[v] < i)
-                p->last[v] = i;
+            if (v >= 0 && p->first[v] >= 0 && p->last[v] < end)
+                p->last[v] = end;
         }
+    }
+    free(group_end);
     for (int k = 0; k < g->n_outputs; k++)
         if (p->first[g->outputs[k]] >= 0)
             p->last[g->outputs[k]] = g->n_nodes;
@@ -114,6 +124,11 @@ static xf_status plan_peak(const xf_graph *g, xf_memplan *p, xf_error *err)
 
 xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *p, xf_error *err)
 {
+    return xf_memplan_compute_grouped(g, NULL, p, err);
+}
+
+xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_memplan *p, xf_error *err)
+{
     memset(p, 0, sizeof *p);
     int nv = g->n_values;
     size_t n = nv > 0 ? (size_t)nv : 1;
@@ -129,7 +144,7 @@ xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *p, xf_error *err)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory planning %d values", nv);
         goto done;
     }
-    st = plan_lifetimes(g, p, err);
+    st = plan_lifetimes(g, group, p, err);
     if (st != XF_OK)
         goto done;
 

@@ -159,9 +159,30 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
     return st;
 }
 
+/* Plans memory around the groups of nodes the backend runs as one. */
+static xf_status plan_memory(xf_session *s, xf_error *err)
+{
+    if (!s->be->fusion_groups)
+        return xf_memplan_compute(s->g, &s->plan, err);
+    int *group = malloc(sizeof *group * (size_t)(s->g->n_nodes > 0 ? s->g->n_nodes : 1));
+    if (!group)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < s->g->n_nodes; i++)
+        group[i] = i;
+    s->be->fusion_groups(s->ctx, s->g, group);
+    xf_status st = xf_memplan_compute_grouped(s->g, group, &s->plan, err);
+    free(group);
+    return st;
+}
+
 static xf_status setup_static(xf_session *s, xf_error *err)
 {
-    xf_status st = xf_memplan_compute(s->g, &s->plan, err);
+    /* graph-level choices first: the nodes a backend fuses decide which
+     * values may share bytes */
+    xf_status st = XF_OK;
+    if (s->be->prepare_graph && (st = s->be->prepare_graph(s->ctx, s->g, err)) != XF_OK)
+        return st;
+    st = plan_memory(s, err);
     if (st != XF_OK)
         return st;
     if (s->plan.arena_bytes) {
@@ -186,8 +207,6 @@ static xf_status setup_static(xf_session *s, xf_error *err)
     s->states = calloc((size_t)s->g->n_nodes + 1, sizeof *s->states);
     if (!s->states)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    if (s->be->prepare_graph && (st = s->be->prepare_graph(s->ctx, s->g, err)) != XF_OK)
-        return st;
     for (int i = 0; i < s->g->n_nodes && s->be->prepare; i++) {
         node_views(s, s->g, s->views, i);
         st = s->be->prepare(s->ctx, s->g, i, s->in, s->out, &s->states[i], err);

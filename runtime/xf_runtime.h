@@ -60,6 +60,13 @@ typedef struct xf_backend {
      * (the layout a value is stored in between the nodes that write and
      * read it). */
     xf_status (*prepare_graph)(void *ctx, const xf_graph *g, xf_error *err);
+    /* optional, static mode only, called after prepare_graph and before
+     * memory is planned: sets group[i] = j for each node i whose work node
+     * j < i does (group[i] stays i otherwise; group[j] must be j).  The
+     * plan then keeps a group's inputs alive, and its outputs reserved,
+     * from its first node to its last, so that the first node may write
+     * what the later ones would. */
+    void (*fusion_groups)(void *ctx, const xf_graph *g, int *group);
     /* optional: per-node state (primitive/algorithm caches) for these shapes. */
     xf_status (*prepare)(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                          const xf_tensor_view *out, void **state, xf_error *err);
@@ -114,6 +121,11 @@ typedef struct xf_memplan {
 /* Plans g, whose value shapes must all be known: XF_ERR_UNSUPPORTED naming
  * the first value whose shape is not (the session then runs dynamically). */
 xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *out, xf_error *err);
+/* The same for a backend that runs groups of nodes as one (see
+ * fusion_groups); group may be NULL (no groups).  Lifetimes are then in
+ * group steps: a value lives from its producer's group's first node to its
+ * last reader's group's last node. */
+xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_memplan *out, xf_error *err);
 void xf_memplan_free(xf_memplan *p);
 
 /* ---------------------------------------------------------------- sessions */

@@ -405,6 +405,116 @@ START_TEST(concat_axes)
 }
 END_TEST
 
+START_TEST(layer_norm_axes)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 21;
+    for (int t = 0; t < 12; t++) {
+        int rank = (int)rnd(1, 4);
+        int64_t d[4];
+        for (int i = 0; i < rank; i++)
+            d[i] = rnd(1, 13);
+        int axis = (int)rnd(-rank, rank - 1), a = axis < 0 ? axis + rank : axis;
+        xf_graph *g = xf_graph_create("layer_norm");
+        int x = add_input(g, xf_shape_make(rank, d));
+        /* scale (a constant or computed) and bias of the normalized shape */
+        xf_shape ps = xf_shape_make(rank - a, d + a);
+        int scale = t % 3 == 2 ? add_input(g, ps) : add_const(g, ps, false);
+        int bias = t % 4 == 3 ? -1 : add_const(g, ps, false);
+        int n = finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
+        attrs(g, n)->axis = axis;
+        attrs(g, n)->epsilon = t % 2 ? 1e-5f : 1e-12f;
+        char what[64];
+        snprintf(what, sizeof what, "LayerNormalization case %d (rank %d, axis %d)", t, rank, axis);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(transpose_perms)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 31;
+    for (int t = 0; t < 16; t++) {
+        int rank = (int)rnd(1, 6);
+        int64_t d[6], perm[6];
+        for (int i = 0; i < rank; i++) {
+            d[i] = rnd(1, 7);
+            perm[i] = i;
+        }
+        for (int i = rank - 1; i > 0; i--) {
+            int j = (int)rnd(0, i);
+            int64_t tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+        }
+        xf_graph *g = xf_graph_create("transpose");
+        int x = add_input(g, xf_shape_make(rank, d));
+        int n = finish_single(g, XF_OP_TRANSPOSE, 1, &x);
+        /* every fourth case leaves perm out: the dims reversed */
+        attrs(g, n)->n_perm = t % 4 == 3 ? 0 : rank;
+        memcpy(attrs(g, n)->perm, perm, sizeof perm);
+        char what[48];
+        snprintf(what, sizeof what, "Transpose case %d (rank %d)", t, rank);
+        check_graph(g, 17, 0, 0, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* A float constant of one element (rank 0 or 1). */
+static int add_scalar(xf_graph *g, float value, int rank)
+{
+    xf_shape s = {.ndim = rank, .dims = {1}};
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &s);
+    ck_assert_ptr_nonnull(t);
+    *(float *)t->data = value;
+    int v = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return v;
+}
+
+/* x * 0.5 * (1 + Erf(x / sqrt(2))) as exported (Div or Mul by the
+ * constant, operands in either order) runs as one gelu_erf primitive in
+ * static mode; near misses (another constant, an intermediate read twice,
+ * x not the other factor) must not, and every form matches cpu_ref. */
+START_TEST(gelu_patterns)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 41;
+    for (int t = 0; t < 10; t++) {
+        int64_t rows = rnd(1, 9), cols = rnd(1, 37);
+        xf_graph *g = xf_graph_create("gelu");
+        int in = add_input(g, SHAPE(rows, cols));
+        /* x from a node (scaled so that Erf sees its whole range) or the graph input */
+        int x = t % 3 == 2 ? in : out0(g, NODE(g, XF_OP_MUL, in, add_scalar(g, 3.0f, 1)));
+        int scaled;
+        if (t % 2)
+            scaled = out0(g, NODE(g, XF_OP_DIV, x, add_scalar(g, t == 7 ? 1.5f : 1.41421356f, 0)));
+        else
+            scaled = out0(g, t % 4 ? NODE(g, XF_OP_MUL, add_scalar(g, 0.70710678f, 1), x)
+                                   : NODE(g, XF_OP_MUL, x, add_scalar(g, 0.70710678f, 0)));
+        int e = out0(g, NODE(g, XF_OP_ERF, scaled));
+        int one = out0(g, t % 4 == 1 ? NODE(g, XF_OP_ADD, add_scalar(g, 1.0f, 0), e)
+                                     : NODE(g, XF_OP_ADD, e, add_scalar(g, 1.0f, 1)));
+        int prod = out0(g, NODE(g, XF_OP_MUL, t == 5 ? in : x, one));
+        int y = out0(g, t % 3 ? NODE(g, XF_OP_MUL, prod, add_scalar(g, 0.5f, 0))
+                              : NODE(g, XF_OP_MUL, add_scalar(g, 0.5f, 1), prod));
+        xf_graph_add_output(g, y);
+        if (t == 8)
+            xf_graph_add_output(g, e);
+        char what[32];
+        snprintf(what, sizeof what, "GELU case %d", t);
+        check_graph(g, 17, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- native layouts */
 
 static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act)
@@ -493,6 +603,113 @@ START_TEST(folded_chains)
         xf_graph_add_output(g, a);
         char what[48];
         snprintf(what, sizeof what, "folded chains, %lld channels", (long long)c);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* Residual blocks on random shapes: Conv [-> BatchNormalization] [->
+ * activation] -> Add of a shortcut [-> Relu], which static mode runs as one
+ * convolution with a sum post-op.  The shortcut is a convolution computed
+ * before or after the main branch (so the sum may land on either side of
+ * the Add), the block's input itself, a value computed after the main
+ * branch or a graph input (neither can be the sum: not there yet, or bound
+ * only per run); the block's output is a graph output (stored
+ * plain) or feeds another convolution (native when the channels allow);
+ * the shortcut is sometimes also read by a later node. */
+START_TEST(residual_sums)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 11;
+    for (int t = 0; t < 24; t++) {
+        int64_t c = t % 3 == 0 ? 16 * rnd(1, 2) : rnd(1, 21), n = rnd(1, 2), h = rnd(3, 13), w = rnd(3, 12);
+        int64_t stride = t % 4 == 1 ? 2 : 1;
+        int shortcut = t % 4, shortcut_last = (t / 4) % 2, use_bn = rnd(0, 1), swap = rnd(0, 1);
+        if (shortcut != 0)
+            stride = 1;
+        xf_graph *g = xf_graph_create("residual");
+        int x = add_input(g, SHAPE(n, c, h, w));
+        int x_relu = out0(g, NODE(g, XF_OP_RELU, x));
+        int extra = shortcut == 3 ? add_input(g, SHAPE(n, c, h, w)) : -1;
+        int r = shortcut == 1 ? x_relu : extra;
+        if (shortcut == 0 && !shortcut_last)
+            r = bn_node(g, conv_node(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
+        int branch = conv_node(g, x_relu, c, c, 3, stride, t % 5 == 2 ? XF_ACT_RELU : XF_ACT_NONE);
+        if (use_bn)
+            branch = bn_node(g, branch, c);
+        if (t % 6 == 3)
+            branch = out0(g, NODE(g, XF_OP_SIGMOID, branch));
+        if (shortcut == 0 && shortcut_last)
+            r = bn_node(g, conv_node(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
+        if (shortcut == 2)
+            r = out0(g, NODE(g, XF_OP_ABS, x));
+        int sum = out0(g, swap ? NODE(g, XF_OP_ADD, r, branch) : NODE(g, XF_OP_ADD, branch, r));
+        if (rnd(0, 2))
+            sum = out0(g, NODE(g, XF_OP_RELU, sum));
+        if (t % 2) {
+            int after = conv_node(g, sum, c, c, 1, 1, XF_ACT_NONE);
+            xf_graph_add_output(g, t % 8 == 1 ? out0(g, NODE(g, XF_OP_ADD, after, r)) : after);
+        } else {
+            xf_graph_add_output(g, sum);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "residual case %d (%lld channels, shortcut %d%s)", t, (long long)c, shortcut,
+                 shortcut_last ? ", last" : "");
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* Transformer-style chains: MatMul -> Add of a constant (the MatMul's bias
+ * when it broadcasts with dims of 1) -> exact GELU or Relu -> Mul, Div or
+ * Sub by a constant (post-ops of the MatMul) -> MatMul -> bias -> Add of
+ * the block's input (a sum post-op) -> LayerNormalization.  Biases computed in the graph, x read by a third
+ * node, and inputs the sum cannot take (graph inputs) keep nodes apart. */
+START_TEST(matmul_chains)
+{
+    if (!have_cpu())
+        return;
+    rng_state = 51;
+    for (int t = 0; t < 16; t++) {
+        int64_t b = rnd(1, 2), m = rnd(1, 17), k = rnd(1, 33), hidden = rnd(1, 40);
+        xf_graph *g = xf_graph_create("mlp");
+        int in = add_input(g, SHAPE(b, m, k));
+        /* the block's input as a node output (the sum can take it) or the graph input */
+        int x = t % 4 == 3 ? in : out0(g, NODE(g, XF_OP_ABS, in));
+        int h = out0(g, NODE(g, XF_OP_MATMUL, x, add_const(g, SHAPE(k, hidden), false)));
+        int bias = t % 5 == 4 ? add_input(g, SHAPE(hidden))
+                   : t % 3 == 1 ? add_const(g, SHAPE(m, 1), false)
+                                : add_const(g, SHAPE(hidden), false);
+        h = out0(g, t % 2 ? NODE(g, XF_OP_ADD, bias, h) : NODE(g, XF_OP_ADD, h, bias));
+        if (t % 3 == 0) {
+            int s = out0(g, NODE(g, XF_OP_DIV, h, add_scalar(g, 1.41421356f, 0)));
+            s = out0(g, NODE(g, XF_OP_ERF, s));
+            s = out0(g, NODE(g, XF_OP_ADD, s, add_scalar(g, 1.0f, 0)));
+            s = out0(g, NODE(g, XF_OP_MUL, h, s));
+            int gelu = out0(g, NODE(g, XF_OP_MUL, s, add_scalar(g, 0.5f, 0)));
+            /* a third reader of x keeps the GELU out of the MatMul */
+            h = t == 6 ? out0(g, NODE(g, XF_OP_ADD, gelu, h)) : gelu;
+        } else if (t % 3 == 1) {
+            h = out0(g, NODE(g, XF_OP_RELU, h));
+        }
+        /* a scale by a constant: Mul, Div or Sub, constant first or second */
+        int scale = add_scalar(g, 0.125f * (float)rnd(1, 16), (int)rnd(0, 1));
+        if (t % 4 == 1)
+            h = out0(g, t % 8 == 1 ? NODE(g, XF_OP_MUL, scale, h) : NODE(g, XF_OP_DIV, h, scale));
+        else if (t % 4 == 2)
+            h = out0(g, t % 8 == 2 ? NODE(g, XF_OP_SUB, scale, h) : NODE(g, XF_OP_SUB, h, scale));
+        int y = out0(g, NODE(g, XF_OP_MATMUL, h, add_const(g, SHAPE(hidden, k), false)));
+        y = out0(g, NODE(g, XF_OP_ADD, y, add_const(g, SHAPE(k), false)));
+        y = out0(g, t % 2 ? NODE(g, XF_OP_ADD, x, y) : NODE(g, XF_OP_ADD, y, x));
+        int ln = NODE(g, XF_OP_LAYER_NORM, y, add_const(g, SHAPE(k), false), add_const(g, SHAPE(k), false));
+        attrs(g, ln)->axis = -1;
+        attrs(g, ln)->epsilon = 1e-5f;
+        xf_graph_add_output(g, out0(g, ln));
+        char what[48];
+        snprintf(what, sizeof what, "MatMul chain case %d", t);
         check_graph(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
@@ -592,11 +809,16 @@ int main(void)
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
     tcase_add_test(ops, concat_axes);
+    tcase_add_test(ops, layer_norm_axes);
+    tcase_add_test(ops, transpose_perms);
+    tcase_add_test(ops, gelu_patterns);
     suite_add_tcase(s, ops);
     TCase *graphs = tcase_create("graphs");
     tcase_set_timeout(graphs, 300);
     tcase_add_test(graphs, native_runs);
     tcase_add_test(graphs, folded_chains);
+    tcase_add_test(graphs, residual_sums);
+    tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);

@@ -1,0 +1,347 @@
+/* Folding nodes into the primitive of the node before them (static mode):
+ * Conv -> BatchNormalization (into the weights), Conv -> Add of another
+ * tensor (a sum post-op: the residual connection), unary ops after a
+ * Conv, BatchNormalization or binary op (eltwise post-ops), and the five
+ * nodes of the exact GELU into one eltwise primitive.
+ *
+ * The plan is made from the graph alone, before memory is planned, so that
+ * the memory plan can treat a host and the nodes folded into it as one
+ * step (xf_backend.fusion_groups): the host writes the last folded node's
+ * output while it still reads its own inputs and the sum operand, so that
+ * output must share bytes with none of them.  When each folded node is
+ * prepared, its host is prepared again with that node's work added. */
+#include "cpu_dnnl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the plan has folded into a host so far. */
+typedef struct fold_acc {
+    int n_posts;
+    bool bn, sum, bias;
+} fold_acc;
+
+/* Whether input k of node q is a value that a node oneDNN runs produced
+ * for q alone, stored in q's output layout: q's work can then be done by
+ * that node's primitive. */
+static bool chainable(const xf_dn_ctx *c, const xf_graph *g, int q, int k)
+{
+    const xf_node *n = &g->nodes[q];
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || k >= n->n_inputs || n->inputs[k] < 0)
+        return false;
+    int v = n->inputs[k], p = g->values[v].producer;
+    return p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[v] == 1 &&
+           xf_dn_value_layout(c, v) == xf_dn_value_layout(c, n->outputs[0]);
+}
+
+static bool is_const(const xf_graph *g, int v) { return v >= 0 && g->values[v].init; }
+
+/* BatchNormalization bn folds into Conv conv when its parameters and the
+ * convolution's weights and bias are constants and nothing was folded in
+ * before (the weights are scaled, so the Conv's raw result must be what
+ * bn reads). */
+static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const fold_acc *acc)
+{
+    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || !is_const(g, conv->inputs[1]) ||
+        (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])))
+        return false;
+    for (int k = 1; k < 5; k++)
+        if (!is_const(g, bn->inputs[k]))
+            return false;
+    return true;
+}
+
+/* Add of a constant b (chained on input k) is a MatMul's bias when b
+ * broadcasts to the output with each dimension 1 or the output's. */
+static bool bias_foldable(const xf_graph *g, const xf_node *add, int k)
+{
+    int b = add->inputs[1 - k];
+    const xf_shape *ys = &g->values[add->outputs[0]].shape;
+    if (add->n_inputs != 2 || !is_const(g, b) || !xf_dn_is_f32(g, b) ||
+        !xf_shape_equal(&g->values[add->inputs[k]].shape, ys))
+        return false;
+    const xf_shape *bs = &g->values[b].shape;
+    if (bs->ndim > ys->ndim)
+        return false;
+    for (int d = 0; d < bs->ndim; d++) {
+        int64_t bd = bs->dims[d], yd = ys->dims[ys->ndim - bs->ndim + d];
+        if (bd != 1 && bd != yd)
+            return false;
+    }
+    return true;
+}
+
+/* The other operand r of Add (chained on input k) can be added by host hn's
+ * sum post-op when nothing broadcasts, r is stored in the output's layout
+ * and r's bytes are there before the host runs: produced before it, and
+ * not a graph input (whose buffer is only bound per run). */
+static bool sum_foldable(const xf_dn_ctx *c, const xf_graph *g, const xf_node *add, int k, int hn)
+{
+    int r = add->inputs[1 - k], y = add->outputs[0];
+    if (add->n_inputs != 2 || r < 0)
+        return false;
+    const xf_value *rv = &g->values[r];
+    const xf_shape *ys = &g->values[y].shape;
+    return !rv->is_input && rv->producer < hn && xf_dn_is_f32(g, r) && xf_shape_equal(&rv->shape, ys) &&
+           xf_shape_equal(&g->values[add->inputs[k]].shape, ys) &&
+           xf_dn_value_layout(c, r) == xf_dn_value_layout(c, y);
+}
+
+/* A binary op of its chained input k and a one-element float constant c
+ * as an elementwise post-op (alpha * x + beta): Mul, Div and Sub by c, Add
+ * of c; alg undef for anything else. */
+static xf_dn_post scalar_post(const xf_graph *g, const xf_node *n, int k)
+{
+    xf_dn_post p = {.alg = dnnl_alg_kind_undef};
+    int cv = n->n_inputs == 2 ? n->inputs[1 - k] : -1;
+    const xf_tensor *t = is_const(g, cv) ? g->values[cv].init : NULL;
+    if (!t || t->dtype != XF_DT_FLOAT || xf_shape_numel(&t->shape) != 1 || t->shape.ndim > g->values[n->outputs[0]].shape.ndim ||
+        !xf_shape_equal(&g->values[n->inputs[k]].shape, &g->values[n->outputs[0]].shape))
+        return p;
+    float c = *(const float *)t->data;
+    switch (n->op) {
+    case XF_OP_MUL: p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = c}; break;
+    case XF_OP_DIV:
+        if (k == 0 && c != 0.0f)
+            p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = 1.0f / c};
+        break;
+    case XF_OP_ADD: p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = 1.0f, .beta = c}; break;
+    case XF_OP_SUB:
+        p = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = k == 0 ? 1.0f : -1.0f, .beta = k == 0 ? -c : c};
+        break;
+    default: break;
+    }
+    return p;
+}
+
+/* The node whose primitive does the work of node p's output: p, or what
+ * p was folded into. */
+static int host_of(const xf_dn_ctx *c, int p) { return c->folds[p].host >= 0 ? c->folds[p].host : p; }
+
+/* Whether host hn can append post to what is folded into it so far;
+ * counts it when so. */
+static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, const xf_dn_post *post)
+{
+    fold_acc *a = &acc[hn];
+    const xf_dn_handler *hh = c->handlers[hn];
+    if (a->n_posts >= XF_DN_MAX_POSTS || (post->sum && a->sum) || !hh->takes_post ||
+        !hh->takes_post(&g->nodes[hn], a->n_posts, post))
+        return false;
+    a->n_posts++;
+    a->sum = a->sum || post->sum;
+    return true;
+}
+
+/* Whether node q, chained on input k, can be folded into the node that
+ * computes that input (or into what that node was folded into); records
+ * the fold in c->folds and acc. */
+static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q, int k)
+{
+    if (!chainable(c, g, q, k))
+        return false;
+    const xf_node *n = &g->nodes[q];
+    int hn = host_of(c, g->values[n->inputs[k]].producer);
+    fold_acc *a = &acc[hn];
+    const xf_dn_handler *hh = c->handlers[hn];
+    bool conv = hh == &xf_dn_conv_handler, matmul = hh == &xf_dn_matmul_handler, ok;
+    xf_dn_fold_at f = {.host = hn, .operand = 1 - k};
+    if (n->op == XF_OP_BATCH_NORM) {
+        f.kind = XF_DN_FOLD_BN;
+        ok = conv && c->handlers[q] == &xf_dn_batch_norm_handler && bn_foldable(g, &g->nodes[hn], n, a);
+        a->bn = a->bn || ok;
+    } else if (n->op == XF_OP_ADD && matmul && !a->bias && !a->n_posts && bias_foldable(g, n, k)) {
+        /* the bias comes before every post-op */
+        f.kind = XF_DN_FOLD_BIAS;
+        ok = a->bias = true;
+    } else if ((f.post = scalar_post(g, n, k)).alg != dnnl_alg_kind_undef) {
+        f.kind = XF_DN_FOLD_POST;
+        ok = take_post(c, g, acc, hn, &f.post);
+    } else if (n->op == XF_OP_ADD) {
+        f.kind = XF_DN_FOLD_SUM;
+        f.post = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};
+        ok = (conv || matmul) && sum_foldable(c, g, n, k, hn) && take_post(c, g, acc, hn, &f.post);
+    } else {
+        f.kind = XF_DN_FOLD_POST;
+        f.post = xf_dn_unary_post(n);
+        ok = f.post.alg != dnnl_alg_kind_undef && take_post(c, g, acc, hn, &f.post);
+    }
+    if (ok)
+        c->folds[q] = f;
+    return ok;
+}
+
+/* Whether v is a float constant holding one value, want (to float precision). */
+static bool scalar_is(const xf_graph *g, int v, double want)
+{
+    const xf_tensor *t = v >= 0 ? g->values[v].init : NULL;
+    return t && t->dtype == XF_DT_FLOAT && xf_shape_numel(&t->shape) == 1 &&
+           fabs(((const float *)t->data)[0] - want) <= 1e-6 * fabs(want);
+}
+
+/* The input of binary node n other than input k (-1 when n is not binary). */
+static int other_input(const xf_node *n, int k) { return n->n_inputs == 2 ? n->inputs[1 - k] : -1; }
+
+/* The one node reading value v (a graph output counts as a reader), or -1. */
+static int sole_reader(const xf_dn_ctx *c, const int *reader, int v)
+{
+    return v >= 0 && c->readers[v] == 1 ? reader[v] : -1;
+}
+
+/* Node q's output when q is `op` with input k as `in` and (binary ops) the
+ * other input a constant equal to `scalar` (or exactly value `other` when
+ * other >= 0), stored like `in`, of its shape; -1 otherwise. */
+static int pattern_step(const xf_dn_ctx *c, const xf_graph *g, int q, xf_op op, int in, double scalar, int other)
+{
+    if (q < 0 || g->nodes[q].op != op || g->nodes[q].n_outputs != 1)
+        return -1;
+    const xf_node *n = &g->nodes[q];
+    int k = n->inputs[0] == in ? 0 : n->n_inputs > 1 && n->inputs[1] == in ? 1 : -1;
+    if (k < 0 || (n->n_inputs == 2 && (other >= 0 ? other_input(n, k) != other : !scalar_is(g, other_input(n, k), scalar))))
+        return -1;
+    int y = n->outputs[0];
+    bool same = y >= 0 && xf_dn_is_f32(g, y) && xf_shape_equal(&g->values[y].shape, &g->values[in].shape) &&
+                xf_dn_value_layout(c, y) == xf_dn_value_layout(c, in);
+    return same ? y : -1;
+}
+
+/* When node q starts x * 0.5 * (1 + Erf(x / sqrt(2))) (as PyTorch exports
+ * it: Div or Mul by the constant, Erf, Add 1, Mul by x, Mul by 0.5, each
+ * intermediate read by the next node alone), folds the pattern into x's
+ * producer as a gelu_erf post-op when nothing else reads x and the
+ * producer takes it, else makes q the GELU host. */
+static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
+{
+    const xf_node *n = &g->nodes[q];
+    if ((n->op != XF_OP_DIV && n->op != XF_OP_MUL) || n->n_inputs != 2)
+        return false;
+    int kx = n->op == XF_OP_MUL && g->values[n->inputs[0]].init ? 1 : 0, x = n->inputs[kx];
+    if (x < 0 || !xf_dn_is_f32(g, x))
+        return false;
+    int nodes[5] = {q};
+    int v = pattern_step(c, g, q, n->op, x, n->op == XF_OP_DIV ? sqrt(2.0) : sqrt(0.5), -1);
+    v = pattern_step(c, g, nodes[1] = sole_reader(c, reader, v), XF_OP_ERF, v, 0, -1);
+    v = pattern_step(c, g, nodes[2] = sole_reader(c, reader, v), XF_OP_ADD, v, 1.0, -1);
+    v = pattern_step(c, g, nodes[3] = sole_reader(c, reader, v), XF_OP_MUL, v, 0, x);
+    v = pattern_step(c, g, nodes[4] = sole_reader(c, reader, v), XF_OP_MUL, v, 0.5, -1);
+    if (v < 0)
+        return false;
+    int p = g->values[x].producer;
+    xf_dn_fold_at first = {.host = -1, .kind = XF_DN_FOLD_POST, .post = {.alg = dnnl_eltwise_gelu_erf}};
+    if (p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[x] == 2 &&
+        take_post(c, g, acc, host_of(c, p), &first.post))
+        first.host = host_of(c, p);
+    else
+        c->handlers[q] = &xf_dn_gelu_handler;
+    c->folds[q] = first;
+    int hn = first.host >= 0 ? first.host : q;
+    for (int i = 1; i < 5; i++)
+        c->folds[nodes[i]] = (xf_dn_fold_at){.host = hn, .kind = XF_DN_FOLD_STEP};
+    return true;
+}
+
+xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
+{
+    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1), nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
+    c->folds = malloc(sizeof *c->folds * nn);
+    fold_acc *acc = calloc(nn, sizeof *acc);
+    int *reader = malloc(sizeof *reader * nv);
+    if (!c->folds || !acc || !reader) {
+        free(acc);
+        free(reader);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    for (int v = 0; v < g->n_values; v++)
+        reader[v] = -1;
+    for (int q = 0; q < g->n_nodes; q++) {
+        c->folds[q].host = -1;
+        for (int k = 0; k < g->nodes[q].n_inputs; k++)
+            if (g->nodes[q].inputs[k] >= 0)
+                reader[g->nodes[q].inputs[k]] = q;
+    }
+    for (int q = 0; q < g->n_nodes; q++) {
+        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || !c->handlers[q])
+            continue;
+        /* a binary op may chain on either input */
+        if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].n_inputs == 2)
+            plan_fold(c, g, acc, q, 1);
+    }
+    free(acc);
+    free(reader);
+    return XF_OK;
+}
+
+static bool bytes_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *pa = a, *pb = b;
+    return pa && pb && na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* conv's weights and bias with bn applied: per output channel m,
+ * w' = w * s and b' = (b - mean) * s + shift, s = scale / sqrt(var + eps). */
+static xf_status fold_bn(const xf_graph *g, const xf_node *conv, const xf_node *bn, xf_dn_node *cst, xf_error *err)
+{
+    const xf_tensor *w = g->values[conv->inputs[1]].init;
+    const float *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? g->values[conv->inputs[2]].init->data : NULL;
+    const float *p[4];
+    for (int k = 0; k < 4; k++)
+        p[k] = g->values[bn->inputs[1 + k]].init->data;
+    int64_t m_count = w->shape.dims[0], per = xf_shape_numel(&w->shape) / m_count;
+    cst->folded_w = malloc(w->nbytes);
+    cst->folded_b = malloc(sizeof *cst->folded_b * (size_t)m_count);
+    if (!cst->folded_w || !cst->folded_b)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    const float *wd = w->data;
+    for (int64_t m = 0; m < m_count; m++) {
+        float s = p[0][m] / sqrtf(p[3][m] + bn->attrs.epsilon);
+        for (int64_t i = 0; i < per; i++)
+            cst->folded_w[m * per + i] = wd[m * per + i] * s;
+        cst->folded_b[m] = ((bias ? bias[m] : 0.0f) - p[2][m]) * s + p[1][m];
+    }
+    return XF_OK;
+}
+
+xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
+                     xf_dn_node *qst, xf_error *err)
+{
+    const xf_dn_fold_at *f = &c->folds[q];
+    int hn = f->host;
+    xf_dn_node *hst = c->states[hn];
+    const xf_node *hnode = &g->nodes[hn];
+    const xf_tensor_view *r = f->kind == XF_DN_FOLD_SUM ? &in[f->operand] : NULL;
+    size_t out_bytes = xf_rt_bytes(&out[0]);
+    bool clear = hst && !bytes_overlap(out[0].data, out_bytes, hst->sum_src, hst->sum_bytes) &&
+                 !(r && bytes_overlap(out[0].data, out_bytes, r->data, xf_rt_bytes(r)));
+    for (int j = 0; clear && j < hnode->n_inputs; j++) {
+        const xf_tensor_view *w = &hst->views[j];
+        clear = !(xf_rt_present(w) && bytes_overlap(out[0].data, out_bytes, w->data, xf_rt_bytes(w)));
+    }
+    /* the memory plan keeps them apart (fusion_groups); a plan made
+     * without the groups would let the host clobber what it reads */
+    if (!clear)
+        return xf_error_set(err, XF_ERR_INVALID,
+                            "backend cpu: node '%s' (%s) is folded into node '%s', but the memory plan gives its "
+                            "output bytes the folded group still reads",
+                            g->nodes[q].name ? g->nodes[q].name : "", xf_op_name(g->nodes[q].op),
+                            hnode->name ? hnode->name : "");
+    xf_dn_node_clear(hst);
+    xf_status s = XF_OK;
+    switch (f->kind) {
+    case XF_DN_FOLD_STEP: break;
+    case XF_DN_FOLD_POST: hst->posts[hst->n_posts++] = f->post; break;
+    case XF_DN_FOLD_SUM:
+        hst->posts[hst->n_posts++] = f->post;
+        hst->sum_src = r->data;
+        hst->sum_bytes = xf_rt_bytes(r);
+        break;
+    case XF_DN_FOLD_BIAS:
+        hst->bias_data = in[f->operand].data;
+        hst->bias_shape = in[f->operand].shape;
+        break;
+    case XF_DN_FOLD_BN: s = fold_bn(g, hnode, &g->nodes[q], hst, err); break;
+    }
+    hst->dst = out[0].data;
+    qst->folded = true;
+    qst->host = hn;
+    return s == XF_OK ? hst->handler->prepare(c, g, hnode, hst->views, hst->views + hnode->n_inputs, hst, err) : s;
+}
