@@ -243,6 +243,23 @@ START_TEST(test_example_is_reproducible)
 }
 END_TEST
 
+/* xflow-run runs with OpenMP's passive wait unless the user chose a policy. */
+START_TEST(test_openmp_wait_policy)
+{
+    char cmd[9000], *out = NULL;
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY %s -v --backend cpu_ref %s/examples/inception_block.onnx",
+             xf_test_tool("xflow-run"), XF_SOURCE_DIR);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "OpenMP wait policy: passive (set by xflow)") != NULL, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "env OMP_WAIT_POLICY=active %s -v --backend cpu_ref %s/examples/inception_block.onnx",
+             xf_test_tool("xflow-run"), XF_SOURCE_DIR);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "OpenMP wait policy: active") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tools");
@@ -265,6 +282,7 @@ int main(void)
     tcase_add_test(ex, test_example_is_reproducible);
     tcase_add_test(ex, test_max_memory_bounds_search);
     tcase_add_test(ex, test_check_with_input_files);
+    tcase_add_test(ex, test_openmp_wait_policy);
     suite_add_tcase(s, ex);
     return xf_test_run_suite(s);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *prog_name = "xflow";
 static int verbosity = 1;
@@ -28,6 +29,26 @@ void xf_cli_init(const char *prog, int v)
 }
 
 int xf_cli_verbosity(void) { return verbosity; }
+
+#define XF_CLI_OMP_MARK "XF_OPENMP_POLICY_SET"
+
+void xf_cli_openmp_passive(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv(XF_CLI_OMP_MARK))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv(XF_CLI_OMP_MARK, "1", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY"); /* not re-executed: this process keeps the default */
+}
+
+const char *xf_cli_openmp_policy(void)
+{
+    const char *v = getenv("OMP_WAIT_POLICY");
+    if (!v)
+        return "unset";
+    return getenv(XF_CLI_OMP_MARK) && !strcmp(v, "passive") ? "passive (set by xflow)" : v;
+}
 
 int xf_cli_error(const char *fmt, ...)
 {

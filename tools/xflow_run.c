@@ -135,11 +135,14 @@ static void print_output(const char *name, const xf_tensor *t)
 
 int main(int argc, char **argv)
 {
+    xf_cli_openmp_passive(argv);
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
     xf_cli_init("xflow-run", o.verbosity);
+    if (xf_cli_verbosity() >= 2)
+        fprintf(stderr, "xflow-run: OpenMP wait policy: %s\n", xf_cli_openmp_policy());
 
     xf_error err;
     xf_model *m = NULL;

@@ -396,6 +396,7 @@ done:
 
 int main(int argc, char **argv)
 {
+    xf_cli_openmp_passive(argv);
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)
