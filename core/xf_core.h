@@ -342,6 +342,40 @@ int xf_graph_count_uses(const xf_graph *g, int v);
  * hashes of inputs; independent of node order and of value names. */
 uint64_t xf_graph_hash(const xf_graph *g);
 
+/* The pieces xf_graph_hash is made of, for working out the hash of an
+ * edited graph from those of the graph before the edit, without building
+ * it (the search does, for every rewrite it considers):
+ *   value hash   what computes the value (xf_hash_source for a value no
+ *                node computes, xf_hash_node_output for a node's output;
+ *                a graph input also folds in its position);
+ *   node hash    xf_hash_node: its op and attributes (xf_hash_node_attrs)
+ *                followed by its input values' hashes;
+ *   graph hash   xf_hash_combine: the graph's inputs and outputs (value
+ *                hashes) and the node count and sum of xf_hash_node_term
+ *                over the nodes. */
+typedef struct xf_graph_hashes {
+    uint64_t *value;      /* per value */
+    uint64_t *node_attrs; /* per node: xf_hash_node_attrs */
+    uint64_t *node;       /* per node: xf_hash_node */
+    uint64_t node_sum;    /* sum of xf_hash_node_term over the nodes */
+    uint64_t graph;       /* xf_graph_hash(g) */
+} xf_graph_hashes;
+
+xf_status xf_graph_hashes_compute(const xf_graph *g, xf_graph_hashes *out, xf_error *err);
+void xf_graph_hashes_free(xf_graph_hashes *h);
+uint64_t xf_hash_node_attrs(const xf_node *n);
+/* value_hash[v] for each input v of n (n_values entries). */
+uint64_t xf_hash_node(uint64_t attrs_hash, const xf_node *n, const uint64_t *value_hash, int n_values);
+/* Output k of a node whose hash is node_hash; v is that output. */
+uint64_t xf_hash_node_output(uint64_t node_hash, int k, const xf_value *v);
+/* A value no node computes: a constant, or (before xf_hash_combine folds
+ * in the position) a graph input. */
+uint64_t xf_hash_source(const xf_value *v);
+uint64_t xf_hash_node_term(uint64_t node_hash);
+/* The hash of a graph with g's inputs and outputs (their hashes taken from
+ * value_hash), n_nodes nodes and the given sum of node terms. */
+uint64_t xf_hash_combine(const xf_graph *g, const uint64_t *value_hash, int n_nodes, uint64_t node_sum);
+
 /* Bytes a clone of g takes: its own structure, not the tensors and opaque
  * payloads clones share.  What a search pays per candidate graph. */
 size_t xf_graph_footprint(const xf_graph *g);
