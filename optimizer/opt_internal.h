@@ -44,6 +44,47 @@ typedef struct graph_index {
 xf_status opt_index_build(const xf_graph *g, graph_index *gi, xf_error *err);
 void opt_index_free(graph_index *gi);
 
+/* A graph that rewrites start from, with what planning a rewrite of it
+ * needs, and (when made with hashes) what hashing one needs. */
+typedef struct rewrite_base {
+    const xf_graph *g;
+    graph_index gi;
+    xf_graph_hashes h;  /* g's */
+    bool hashed;
+    /* Work space of opt_rewrite_hash: h.value with the hashes a rewrite
+     * changes written over (and restored after), flags and list of those. */
+    uint64_t *vh;
+    bool *changed;
+    int *touched;
+    int n_touched;
+} rewrite_base;
+
+/* A rewrite worked out beside the graph (rewrite.c). */
+typedef struct rewrite_plan {
+    const rule_plan *p;
+    xf_match m;
+    /* The replacement's values and nodes, shapes inferred; its first
+     * m.n_inputs values stand for the rule inputs. */
+    xf_graph *side;
+    int *vmap;                        /* replacement value -> side value */
+    int pv[XF_MATCH_MAX_INPUTS];      /* rule output j: the value of g it replaces */
+    int rv[XF_MATCH_MAX_INPUTS];      /* ... and the side value replacing it */
+    bool gone[XF_MATCH_MAX_NODES];    /* pattern node i is removed */
+} rewrite_plan;
+
+xf_status opt_rewrite_base_init(const xf_graph *g, bool hashes, rewrite_base *b, xf_error *err);
+void opt_rewrite_base_free(rewrite_base *b);
+/* XF_ERR_INVALID (with the reason) when the rewrite does not apply to these
+ * tensors (see xf_rewrite_apply). */
+xf_status opt_rewrite_plan(const xf_rule_set *rs, const rewrite_base *b, int64_t opset, const xf_match *m,
+                           rewrite_plan *rp, xf_error *err);
+void opt_rewrite_plan_free(rewrite_plan *rp);
+/* xf_graph_hash of the graph opt_rewrite_build would make, without making
+ * it (b made with hashes); XF_ERR_INVALID when the rewrite would close a
+ * cycle. */
+xf_status opt_rewrite_hash(rewrite_base *b, const rewrite_plan *rp, uint64_t *hash, xf_error *err);
+xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_graph **out, xf_error *err);
+
 /* True when the value is compile-time data (an initializer not fed as input). */
 static inline bool opt_is_const(const xf_graph *g, int v)
 {

@@ -8,9 +8,15 @@
  * It stops when the queue is empty, after `budget` expansions, or at the
  * time limit.  The queue is bounded: past queue_limit the costliest
  * candidate is dropped, which bounds memory on large models (each candidate
- * is a graph, though one sharing every weight with the others). */
+ * is a graph, though one sharing every weight with the others).
+ *
+ * Most rewrites of a graph lead to graphs seen before (applying A then B
+ * gives what B then A gave), so a rewrite is hashed from the expanded
+ * graph's hashes before it is built (rewrite.c), and only a new graph is
+ * built and costed. */
 #include "opt_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +49,7 @@ typedef struct searcher {
     bool progress_shown;
     long seq;
     const cand *parent;
+    rewrite_base base; /* the expanded graph */
     xf_search_result *res;
     xf_status st;
     xf_error *err;
@@ -66,7 +73,19 @@ void xf_search_options_default(xf_search_options *o)
 
 /* ------------------------------------------------------------ seen set */
 
-static bool seen_insert(searcher *s, uint64_t h)
+static bool seen_has(const searcher *s, uint64_t h)
+{
+    h = h ? h : 1;
+    if (!s->cap_seen)
+        return false;
+    for (size_t j = (size_t)h & (s->cap_seen - 1); s->seen[j]; j = (j + 1) & (s->cap_seen - 1))
+        if (s->seen[j] == h)
+            return true;
+    return false;
+}
+
+/* Adds h (known not to be there); false when out of memory. */
+static bool seen_add(searcher *s, uint64_t h)
 {
     h = h ? h : 1;
     if (2 * (s->n_seen + 1) > s->cap_seen) {
@@ -86,11 +105,8 @@ static bool seen_insert(searcher *s, uint64_t h)
         s->cap_seen = cap;
     }
     size_t j = (size_t)h & (s->cap_seen - 1);
-    while (s->seen[j]) {
-        if (s->seen[j] == h)
-            return false;
+    while (s->seen[j])
         j = (j + 1) & (s->cap_seen - 1);
-    }
     s->seen[j] = h;
     s->n_seen++;
     return true;
@@ -210,24 +226,41 @@ static void show_progress(searcher *s, bool final)
     fflush(f);
 }
 
+/* A rewrite that does not apply here (shapes, a cycle) is counted and
+ * skipped; running out of memory stops the search. */
+static bool rewrite_failed(searcher *s, xf_status st, const xf_error *why)
+{
+    if (st == XF_ERR_NOMEM) {
+        s->st = xf_error_set(s->err, st, "%s", why->msg);
+        return false;
+    }
+    xf_log(XF_LOG_DEBUG, "rewrite not applied: %s", why->msg);
+    s->res->dropped++;
+    return true;
+}
+
 static bool on_match(const xf_match *m, void *user)
 {
     searcher *s = user;
     xf_graph *ng = NULL;
     xf_error why = {0};
-    xf_status st = xf_rewrite_apply(s->rs, s->parent->g, s->opt->opset, m, &ng, &why);
-    if (st == XF_ERR_NOMEM) {
-        s->st = xf_error_set(s->err, st, "%s", why.msg);
-        return false;
-    }
-    if (st != XF_OK) {
-        xf_log(XF_LOG_DEBUG, "rewrite not applied: %s", why.msg);
-        s->res->dropped++;
-        return true;
-    }
-    if (!seen_insert(s, xf_graph_hash(ng))) {
+    rewrite_plan rp;
+    uint64_t h = 0;
+    xf_status st = opt_rewrite_plan(s->rs, &s->base, s->opt->opset, m, &rp, &why);
+    if (st != XF_OK)
+        return rewrite_failed(s, st, &why);
+    if ((st = opt_rewrite_hash(&s->base, &rp, &h, &why)) == XF_OK && !seen_has(s, h))
+        st = opt_rewrite_build(&s->base, &rp, &ng, &why);
+    opt_rewrite_plan_free(&rp);
+    if (st != XF_OK)
+        return rewrite_failed(s, st, &why);
+    if (!ng)
+        return true; /* seen before */
+    assert(xf_graph_hash(ng) == h);
+    if (!seen_add(s, h)) {
         xf_graph_free(ng);
-        return true;
+        s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+        return false;
     }
     s->res->generated++;
     double c = 0;
@@ -292,7 +325,10 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
     if ((st = xf_cost_graph(cost, g, opt->opset, &best.cost, err)) != XF_OK)
         goto done;
     res->cost_before = s.best_cost = best.cost;
-    seen_insert(&s, xf_graph_hash(g));
+    if (!seen_add(&s, xf_graph_hash(g))) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     cand start = {xf_graph_clone(g), best.cost, s.seq++, -1};
     if (!start.g) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -311,7 +347,10 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
         cand c = heap_pop(&s);
         res->expanded++;
         s.parent = &c;
-        xf_status mst = xf_match_each(rs, -1, c.g, on_match, &s, err);
+        xf_status mst = opt_rewrite_base_init(c.g, true, &s.base, err);
+        if (mst == XF_OK)
+            mst = xf_match_each(rs, -1, c.g, on_match, &s, err);
+        opt_rewrite_base_free(&s.base);
         if (mst != XF_OK && s.st == XF_OK)
             s.st = mst;
         if (c.cost < best.cost) {
