@@ -326,12 +326,19 @@ int xf_graph_find_value(const xf_graph *g, const char *name);
 /* Reorders nodes topologically. XF_ERR_INVALID (naming a value on the cycle)
  * when the graph has a cycle. */
 xf_status xf_graph_toposort(xf_graph *g, xf_error *err);
+/* The same, and (when old_index is not NULL) old_index[i] gets the index
+ * node i had before sorting (n_nodes entries). */
+xf_status xf_graph_toposort_mapped(xf_graph *g, int *old_index, xf_error *err);
 /* Checks every invariant: ids in range, one producer per value, topological
  * order, arities per the op list, graph outputs produced. */
 xf_status xf_graph_validate(const xf_graph *g, xf_error *err);
 /* Removes nodes marked by keep[i] == false and values no longer referenced,
  * renumbering ids.  keep may be NULL (only unreferenced values go). */
 void xf_graph_compact(xf_graph *g, const bool *keep);
+/* The same, and where things went: node_map[old node] and value_map[old
+ * value] (n_nodes and n_values entries before compacting) get the new
+ * index, or -1 for what was removed.  Either may be NULL. */
+void xf_graph_compact_mapped(xf_graph *g, const bool *keep, int *node_map, int *value_map);
 
 /* Replaces every use of value `from` (node inputs and graph outputs) by `to`. */
 void xf_graph_replace_uses(xf_graph *g, int from, int to);
