@@ -83,7 +83,40 @@ void opt_rewrite_plan_free(rewrite_plan *rp);
  * it (b made with hashes); XF_ERR_INVALID when the rewrite would close a
  * cycle. */
 xf_status opt_rewrite_hash(rewrite_base *b, const rewrite_plan *rp, uint64_t *hash, xf_error *err);
-xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_graph **out, xf_error *err);
+/* What a rewrite changed, in the rewritten graph's numbering: where each
+ * node and value of the graph it started from went (-1: removed), and the
+ * nodes whose surroundings changed, so that every match in the new graph
+ * that includes none of them was a match in the old one. */
+typedef struct rewrite_delta {
+    int n_old_nodes, n_old_values;
+    int *node_map;
+    int *value_map;
+    int n_dirty;
+    int *dirty;
+} rewrite_delta;
+
+/* delta may be NULL. */
+xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_graph **out, rewrite_delta *delta,
+                            xf_error *err);
+void opt_rewrite_delta_free(rewrite_delta *d);
+
+/* What matching after a rewrite needs to know of the rules (search.c):
+ * which patterns are connected (through values one node computes and
+ * another reads, or rule inputs two nodes read), and the most hops between
+ * two nodes of a match of one (nodes - 1). */
+typedef struct match_reach {
+    bool *connected; /* per rule */
+    int radius;
+} match_reach;
+
+xf_status opt_match_reach_make(const xf_rule_set *rs, match_reach *r, xf_error *err);
+void opt_match_reach_free(match_reach *r);
+/* The matches xf_match_each(rs, -1, g) finds, in its order, worked out
+ * from the n_old matches in the graph g was rewritten from (d says how;
+ * gi indexes g).  *out is malloc'd. */
+xf_status opt_match_after_rewrite(const xf_rule_set *rs, const match_reach *reach, const xf_graph *g,
+                                  const graph_index *gi, const xf_match *old, int n_old, const rewrite_delta *d,
+                                  xf_match **out, int *n_out, xf_error *err);
 
 /* True when the value is compile-time data (an initializer not fed as input). */
 static inline bool opt_is_const(const xf_graph *g, int v)

@@ -306,16 +306,90 @@ xf_status opt_rewrite_hash(rewrite_base *b, const rewrite_plan *rp, uint64_t *ha
     return st;
 }
 
-xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_graph **out, xf_error *err)
+void opt_rewrite_delta_free(rewrite_delta *d)
+{
+    free(d->node_map);
+    free(d->value_map);
+    free(d->dirty);
+    memset(d, 0, sizeof *d);
+}
+
+/* Marks node i of the rewritten graph as one whose surroundings changed. */
+static void mark_dirty(rewrite_delta *d, bool *marked, int i)
+{
+    if (i >= 0 && !marked[i]) {
+        marked[i] = true;
+        d->dirty[d->n_dirty++] = i;
+    }
+}
+
+/* Fills d from the renumbering of the clone c (g's nodes and values first,
+ * then the replacement's): compaction's node_map and value_map (over c's
+ * indices), and the sort's old_index.  The nodes whose surroundings
+ * changed are the new ones, the readers of replaced values, the remaining
+ * pattern nodes, and the producers of values that gained or lost readers
+ * (the rule inputs, and what the removed nodes read). */
+static xf_status delta_fill(const rewrite_base *b, const rewrite_plan *rp, const xf_graph *c, const int *node_map,
+                            const int *value_map, const int *old_index, rewrite_delta *d, xf_error *err)
+{
+    const xf_graph *g = b->g;
+    const xf_match *m = &rp->m;
+    int n_new = rp->side->n_nodes;
+    int *position = malloc(sizeof *position * (size_t)(c->n_nodes + 1));
+    bool *marked = calloc((size_t)c->n_nodes + 1, sizeof *marked);
+    d->n_old_nodes = g->n_nodes;
+    d->n_old_values = g->n_values;
+    d->node_map = malloc(sizeof *d->node_map * (size_t)(g->n_nodes + 1));
+    d->value_map = malloc(sizeof *d->value_map * (size_t)(g->n_values + 1));
+    d->dirty = malloc(sizeof *d->dirty * (size_t)(c->n_nodes + 1));
+    if (!position || !marked || !d->node_map || !d->value_map || !d->dirty) {
+        free(position);
+        free(marked);
+        opt_rewrite_delta_free(d);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < c->n_nodes; i++)
+        position[old_index[i]] = i;
+    for (int i = 0; i < g->n_nodes; i++)
+        d->node_map[i] = node_map[i] >= 0 ? position[node_map[i]] : -1;
+    memcpy(d->value_map, value_map, sizeof *value_map * (size_t)g->n_values);
+    for (int k = 0; k < n_new; k++)
+        mark_dirty(d, marked, position[node_map[g->n_nodes + k]]);
+    for (int j = 0; j < rp->p->n_outputs; j++)
+        for (int u = b->gi.use_start[rp->pv[j]]; u < b->gi.use_start[rp->pv[j] + 1]; u++)
+            mark_dirty(d, marked, d->node_map[b->gi.use_node[u]]);
+    for (int k = 0; k < m->n_inputs; k++)
+        if (g->values[m->input[k]].producer >= 0)
+            mark_dirty(d, marked, d->node_map[g->values[m->input[k]].producer]);
+    for (int i = 0; i < rp->p->n_nodes; i++) {
+        const xf_node *n = &g->nodes[m->node[i]];
+        mark_dirty(d, marked, d->node_map[m->node[i]]);
+        for (int k = 0; rp->gone[i] && k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0 && g->values[n->inputs[k]].producer >= 0)
+                mark_dirty(d, marked, d->node_map[g->values[n->inputs[k]].producer]);
+    }
+    free(position);
+    free(marked);
+    return XF_OK;
+}
+
+xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_graph **out, rewrite_delta *delta,
+                            xf_error *err)
 {
     *out = NULL;
     const xf_graph *g = b->g, *side = rp->side;
     const xf_match *m = &rp->m;
     xf_graph *c = xf_graph_clone(g);
     int *smap = malloc(sizeof *smap * (size_t)(side->n_values + 1));
-    bool *keep = c ? malloc(sizeof *keep * (size_t)(c->n_nodes + side->n_nodes + 1)) : NULL;
+    size_t n_nodes = (size_t)g->n_nodes + (size_t)side->n_nodes + 1, n_values = (size_t)g->n_values + (size_t)side->n_values + 1;
+    bool *keep = malloc(sizeof *keep * n_nodes);
+    int *node_map = delta ? malloc(sizeof *node_map * n_nodes) : NULL;
+    int *value_map = delta ? malloc(sizeof *value_map * n_values) : NULL;
+    int *old_index = delta ? malloc(sizeof *old_index * n_nodes) : NULL;
     xf_status st = XF_OK;
-    if (!c || !smap || !keep) {
+    if (delta)
+        memset(delta, 0, sizeof *delta);
+    if (!c || !smap || !keep || (delta && (!node_map || !value_map || !old_index))) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -366,19 +440,22 @@ xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_gr
         keep[i] = true;
     for (int i = 0; i < rp->p->n_nodes; i++)
         keep[m->node[i]] = !rp->gone[i];
-    xf_graph_compact(c, keep);
-    if ((st = xf_graph_toposort(c, err)) != XF_OK) {
+    xf_graph_compact_mapped(c, keep, node_map, value_map);
+    if ((st = xf_graph_toposort_mapped(c, old_index, err)) != XF_OK) {
         xf_error_prefix(err, "rule %s", rp->p->rule->name);
         st = XF_ERR_INVALID;
         goto fail;
     }
-    free(keep);
-    free(smap);
+    if (delta && (st = delta_fill(b, rp, c, node_map, value_map, old_index, delta, err)) != XF_OK)
+        goto fail;
     *out = c;
-    return XF_OK;
+    c = NULL;
 fail:
     free(keep);
     free(smap);
+    free(node_map);
+    free(value_map);
+    free(old_index);
     xf_graph_free(c);
     return st;
 }
@@ -393,7 +470,7 @@ xf_status xf_rewrite_apply(const xf_rule_set *rs, const xf_graph *g, int64_t ops
     if (st != XF_OK)
         return st;
     if ((st = opt_rewrite_plan(rs, &b, opset, m, &rp, err)) == XF_OK) {
-        st = opt_rewrite_build(&b, &rp, out, err);
+        st = opt_rewrite_build(&b, &rp, out, NULL, err);
         opt_rewrite_plan_free(&rp);
     }
     opt_rewrite_base_free(&b);

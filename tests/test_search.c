@@ -500,7 +500,48 @@ static bool match_push(const xf_match *m, void *user)
 
 typedef struct hash_check_counts {
     int hashed, cycles, refused;
+    long matches_carried; /* matches found after a rewrite, checked */
 } hash_check_counts;
+
+static bool same_match(const xf_match *a, const xf_match *b)
+{
+    if (a->rule != b->rule || a->n_nodes != b->n_nodes || a->n_inputs != b->n_inputs || a->n_params != b->n_params)
+        return false;
+    for (int i = 0; i < a->n_nodes; i++)
+        if (a->node[i] != b->node[i])
+            return false;
+    for (int i = 0; i < a->n_inputs; i++)
+        if (a->input[i] != b->input[i])
+            return false;
+    for (int i = 0; i < a->n_params; i++)
+        if (a->param[i] != b->param[i])
+            return false;
+    return true;
+}
+
+/* The matches in h worked out from those in the graph it was rewritten
+ * from equal xf_match_each's, in the same order. */
+static void check_matches_after(const xf_rule_set *rs, const match_reach *reach, const xf_graph *h,
+                                const match_vec *old, const rewrite_delta *d, hash_check_counts *n)
+{
+    xf_error e = {0};
+    match_vec full = {0};
+    ck_assert_msg(xf_match_each(rs, -1, h, match_push, &full, &e) == XF_OK, "%s", e.msg);
+    graph_index gi;
+    ck_assert_msg(opt_index_build(h, &gi, &e) == XF_OK, "%s", e.msg);
+    xf_match *inc = NULL;
+    int n_inc = 0;
+    ck_assert_msg(opt_match_after_rewrite(rs, reach, h, &gi, old->m, old->n, d, &inc, &n_inc, &e) == XF_OK, "%s",
+                  e.msg);
+    ck_assert_int_eq(n_inc, full.n);
+    for (int k = 0; k < n_inc; k++)
+        ck_assert_msg(same_match(&inc[k], &full.m[k]), "match %d of %d differs (rule %d / %d)", k, n_inc, inc[k].rule,
+                      full.m[k].rule);
+    n->matches_carried += n_inc;
+    free(inc);
+    free(full.m);
+    opt_index_free(&gi);
+}
 
 /* Every rewrite of g: the hash worked out before building equals the hash
  * of the graph built, which equals xf_rewrite_apply's; a rewrite refused
@@ -511,6 +552,8 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
     xf_error e = {0};
     match_vec mv = {0};
     ck_assert_msg(xf_match_each(rs, -1, g, match_push, &mv, &e) == XF_OK, "%s", e.msg);
+    match_reach reach;
+    ck_assert_msg(opt_match_reach_make(rs, &reach, &e) == XF_OK, "%s", e.msg);
     rewrite_base b;
     ck_assert_msg(opt_rewrite_base_init(g, true, &b, &e) == XF_OK, "%s", e.msg);
     ck_assert_uint_eq(b.h.graph, xf_graph_hash(g));
@@ -529,7 +572,8 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
             continue;
         }
         xf_status hst = opt_rewrite_hash(&b, &rp, &h, &e);
-        xf_status bst = opt_rewrite_build(&b, &rp, &built, &e);
+        rewrite_delta d = {0};
+        xf_status bst = opt_rewrite_build(&b, &rp, &built, &d, &e);
         opt_rewrite_plan_free(&rp);
         ck_assert_int_eq(bst, ast);
         if (hst != XF_OK) {
@@ -543,6 +587,8 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
         ck_assert_uint_eq(xf_graph_hash(built), h);
         ck_assert_uint_eq(xf_graph_hash(applied), h);
         n->hashed++;
+        check_matches_after(rs, &reach, built, &mv, &d, n);
+        opt_rewrite_delta_free(&d);
         xf_graph_free(applied);
         if (!picked || pick % (uint64_t)++n_built == 0) {
             xf_graph_free(picked);
@@ -555,6 +601,7 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
     for (int v = 0; v < g->n_values; v++)
         ck_assert_uint_eq(b.vh[v], b.h.value[v]);
     opt_rewrite_base_free(&b);
+    opt_match_reach_free(&reach);
     free(mv.m);
     return picked;
 }
@@ -584,7 +631,7 @@ static xf_graph *canonical_graph(xf_model *m)
     return g;
 }
 
-START_TEST(rewrite_hash_before_building)
+START_TEST(rewrites_hashed_and_matched_from_the_parent)
 {
     library_rules lr;
     library_rules_make(&lr);
@@ -610,6 +657,7 @@ START_TEST(rewrite_hash_before_building)
     walk_rewrites(ar.rs, elementwise_graph(), 4, 0, &n);
     walk_rewrites(ar.rs, branches_graph(), 4, 0, &n);
     ck_assert_msg(n.hashed >= 100, "only %d rewrites checked", n.hashed);
+    ck_assert_msg(n.matches_carried >= 1000, "only %ld matches after rewrites checked", n.matches_carried);
     ck_assert_int_eq(n.cycles, 0);
     walk_rewrites(ar.rs, cycle_graph(), 1, 0, &n);
     ck_assert_int_gt(n.cycles, 0);
@@ -624,7 +672,7 @@ static Suite *search_suite(void)
     TCase *t = tcase_create("search");
     tcase_add_test(t, search_matches_exhaustive);
     tcase_add_test(t, budget_and_time_limit);
-    tcase_add_test(t, rewrite_hash_before_building);
+    tcase_add_test(t, rewrites_hashed_and_matched_from_the_parent);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("cost");
     tcase_add_test(c, analytic_costs);
