@@ -115,20 +115,24 @@ static int *dup_ints(const int *src, int n)
     return p;
 }
 
-xf_graph *xf_graph_clone(const xf_graph *g)
+xf_graph *xf_graph_clone(const xf_graph *g) { return xf_graph_clone_with_room(g, 0, 0); }
+
+xf_graph *xf_graph_clone_with_room(const xf_graph *g, int more_nodes, int more_values)
 {
     xf_graph *c = xf_graph_create(g->name);
     if (!c)
         return NULL;
     c->name_counter = g->name_counter;
-    c->values = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *c->values);
-    c->nodes = calloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1), sizeof *c->nodes);
+    int cap_values = g->n_values + (more_values > 0 ? more_values : 0);
+    int cap_nodes = g->n_nodes + (more_nodes > 0 ? more_nodes : 0);
+    c->values = calloc((size_t)(cap_values > 0 ? cap_values : 1), sizeof *c->values);
+    c->nodes = calloc((size_t)(cap_nodes > 0 ? cap_nodes : 1), sizeof *c->nodes);
     c->inputs = dup_ints(g->inputs, g->n_inputs);
     c->outputs = dup_ints(g->outputs, g->n_outputs);
     if (!c->values || !c->nodes || !c->inputs || !c->outputs)
         goto fail;
-    c->cap_values = g->n_values > 0 ? g->n_values : 1;
-    c->cap_nodes = g->n_nodes > 0 ? g->n_nodes : 1;
+    c->cap_values = cap_values > 0 ? cap_values : 1;
+    c->cap_nodes = cap_nodes > 0 ? cap_nodes : 1;
     c->n_inputs = g->n_inputs;
     c->n_outputs = g->n_outputs;
     for (int i = 0; i < g->n_values; i++) {

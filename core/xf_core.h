@@ -306,6 +306,9 @@ xf_graph *xf_graph_create(const char *name);
 void xf_graph_free(xf_graph *g);
 /* Deep copy of the structure; tensors and opaque payloads are shared. */
 xf_graph *xf_graph_clone(const xf_graph *g);
+/* The same, with room for that many more nodes and values, so that adding
+ * them does not move the arrays. */
+xf_graph *xf_graph_clone_with_room(const xf_graph *g, int more_nodes, int more_values);
 
 /* Adds a value and returns its id, or -1 when out of memory.  The name is
  * copied; pass NULL to generate a unique one ("xf_N"). */
