@@ -17,6 +17,7 @@
 #include "opt_internal.h"
 #include "xf_runtime.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,7 @@ static void set_hash(rewrite_base *b, int v, uint64_t h)
  * of a replaced value would close a cycle, and the rewrite is refused. */
 xf_status opt_rewrite_hash(rewrite_base *b, const rewrite_plan *rp, uint64_t *hash, xf_error *err)
 {
+    assert(b->hashed);
     const xf_graph *g = b->g, *side = rp->side;
     const xf_match *m = &rp->m;
     uint64_t side_vh[64], *svh = side_vh;
@@ -379,7 +381,7 @@ xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_gr
     *out = NULL;
     const xf_graph *g = b->g, *side = rp->side;
     const xf_match *m = &rp->m;
-    xf_graph *c = xf_graph_clone(g);
+    xf_graph *c = xf_graph_clone_with_room(g, side->n_nodes, side->n_values);
     int *smap = malloc(sizeof *smap * (size_t)(side->n_values + 1));
     size_t n_nodes = (size_t)g->n_nodes + (size_t)side->n_nodes + 1, n_values = (size_t)g->n_values + (size_t)side->n_values + 1;
     bool *keep = malloc(sizeof *keep * n_nodes);
