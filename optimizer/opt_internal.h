@@ -118,6 +118,21 @@ xf_status opt_match_after_rewrite(const xf_rule_set *rs, const match_reach *reac
                                   const graph_index *gi, const xf_match *old, int n_old, const rewrite_delta *d,
                                   xf_match **out, int *n_out, xf_error *err);
 
+/* konst[v] (n_values entries): value v is known before g runs, an
+ * initializer or computed from such values alone (xf_cost_graph prices
+ * the nodes computing it as free). */
+void opt_compile_time_values(const xf_graph *g, bool *konst);
+/* The cost of the graph opt_rewrite_build would make from rp, worked out
+ * from base_cost (b->g's cost, konst its opt_compile_time_values) less the
+ * removed nodes' and plus the replacement's, each priced on a small graph
+ * of its own: what xf_cost_graph gives for the built graph, up to rounding.
+ * *known is false when that may not hold (a removed or replacement node
+ * reads a value computed from constants, which a small graph would price
+ * as a plain value; or a replaced value and its replacement differ in
+ * that, which changes their readers' prices). */
+xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base *b, const bool *konst,
+                            double base_cost, const rewrite_plan *rp, double *cost, bool *known, xf_error *err);
+
 /* True when the value is compile-time data (an initializer not fed as input). */
 static inline bool opt_is_const(const xf_graph *g, int v)
 {

@@ -62,6 +62,7 @@ typedef struct searcher {
     const cand *parent;
     rewrite_base base;     /* the expanded graph */
     match_set *matches;    /* in the expanded graph */
+    bool *konst;           /* its values known before it runs (opt_compile_time_values) */
     match_reach reach;
     xf_search_result *res;
     xf_status st;
@@ -504,13 +505,20 @@ static cand heap_pop(searcher *s)
 }
 
 /* Adds c; when the queue is full the costliest candidate (a leaf) goes. */
+/* The costliest candidate of a full queue (a leaf). */
+static long heap_worst(const searcher *s)
+{
+    long worst = s->n_heap / 2;
+    for (long i = worst + 1; i < s->n_heap; i++)
+        if (before(&s->heap[worst], &s->heap[i]))
+            worst = i;
+    return worst;
+}
+
 static void heap_push(searcher *s, cand c)
 {
     if (s->n_heap == s->opt->queue_limit) {
-        long worst = s->n_heap / 2;
-        for (long i = worst + 1; i < s->n_heap; i++)
-            if (before(&s->heap[worst], &s->heap[i]))
-                worst = i;
+        long worst = heap_worst(s);
         if (!before(&c, &s->heap[worst])) {
             cand_free(&c);
             return;
@@ -522,6 +530,95 @@ static void heap_push(searcher *s, cand c)
     }
     s->heap[s->n_heap] = c;
     sift_up(s->heap, s->n_heap++);
+}
+
+/* ------------------------------------------------------------ pricing
+ *
+ * Most new graphs are dropped as soon as they are costed: too costly for
+ * alpha, or for a full queue.  A rewritten graph's cost is the expanded
+ * graph's, less the removed nodes', plus the replacement's; each priced by
+ * xf_cost_graph on a small graph of its own, it equals what costing the
+ * whole rewritten graph gives, up to rounding, unless constants are
+ * involved beyond the initializers (see opt_rewrite_price).  A graph that
+ * would be dropped with a margin far above rounding is not built. */
+
+#define PRICE_MARGIN 1e-9 /* relative; rounding differs by ~1e-16 per node */
+
+void opt_compile_time_values(const xf_graph *g, bool *konst)
+{
+    for (int v = 0; v < g->n_values; v++)
+        konst[v] = opt_is_const(g, v);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        bool all = n->op != XF_OP_OPAQUE && n->n_inputs > 0;
+        for (int k = 0; k < n->n_inputs && all; k++)
+            all = n->inputs[k] < 0 || konst[n->inputs[k]];
+        for (int k = 0; all && k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0)
+                konst[n->outputs[k]] = true;
+    }
+}
+
+/* Whether v is computed from constants by nodes: free to read in the
+ * whole graph, but not in a small graph where it is a plain value. */
+static bool folded_value(const xf_graph *g, const bool *konst, int v)
+{
+    return v >= 0 && konst[v] && !opt_is_const(g, v);
+}
+
+xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base *b, const bool *konst,
+                            double base_cost, const rewrite_plan *rp, double *cost, bool *known, xf_error *err)
+{
+    const xf_graph *g = b->g, *side = rp->side;
+    const xf_match *m = &rp->m;
+    *known = false;
+    for (int k = 0; k < m->n_inputs; k++)
+        if (folded_value(g, konst, m->input[k]))
+            return XF_OK;
+    bool *gone = calloc((size_t)g->n_nodes + 1, sizeof *gone);
+    bool *side_konst = malloc(sizeof *side_konst * (size_t)(side->n_values + 1));
+    if (!gone || !side_konst) {
+        free(gone);
+        free(side_konst);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    opt_compile_time_values(side, side_konst);
+    bool priceable = true;
+    for (int j = 0; j < rp->p->n_outputs; j++)
+        priceable &= side_konst[rp->rv[j]] == konst[rp->pv[j]];
+    for (int i = 0; i < rp->p->n_nodes && priceable; i++) {
+        const xf_node *n = &g->nodes[m->node[i]];
+        gone[m->node[i]] = rp->gone[i];
+        for (int k = 0; rp->gone[i] && k < n->n_inputs; k++)
+            priceable &= !folded_value(g, konst, n->inputs[k]);
+    }
+    free(side_konst);
+    xf_graph *removed = NULL;
+    int *to_node = NULL, *to_value = NULL;
+    double added = 0, taken = 0;
+    xf_status st = XF_OK;
+    if (priceable && (st = subgraph_of(g, &b->gi, gone, &removed, &to_node, &to_value, err)) == XF_OK &&
+        (st = xf_cost_graph(cm, side, opset, &added, err)) == XF_OK &&
+        (st = xf_cost_graph(cm, removed, opset, &taken, err)) == XF_OK) {
+        *cost = base_cost - taken + added;
+        *known = true;
+    }
+    xf_graph_free(removed);
+    free(to_node);
+    free(to_value);
+    free(gone);
+    return st;
+}
+
+/* Whether a graph of (exact) cost c, c >= lo, would be dropped once costed:
+ * it cannot be the best so far, and alpha or a full queue turns it away. */
+static bool dropped_when_costed(const searcher *s, double lo)
+{
+    if (lo < s->best_cost)
+        return false;
+    if (lo >= s->opt->alpha * s->best_cost)
+        return true;
+    return s->n_heap == s->opt->queue_limit && lo >= s->heap[heap_worst(s)].cost;
 }
 
 /* ------------------------------------------------------------ expansion */
@@ -598,14 +695,33 @@ static bool on_match(const xf_match *m, void *user)
     xf_status st = opt_rewrite_plan(s->rs, &s->base, s->opt->opset, m, &rp, &why);
     if (st != XF_OK)
         return rewrite_failed(s, st, &why);
+    if ((st = opt_rewrite_hash(&s->base, &rp, &h, &why)) != XF_OK || seen_has(s, h)) {
+        opt_rewrite_plan_free(&rp);
+        return st == XF_OK || rewrite_failed(s, st, &why);
+    }
+    double early = 0;
+    bool known = false;
+    if ((st = opt_rewrite_price(s->cost, s->opt->opset, &s->base, s->konst, s->parent->cost, &rp, &early, &known,
+                                s->err)) != XF_OK) {
+        opt_rewrite_plan_free(&rp);
+        s->st = st;
+        return false;
+    }
+    if (known && dropped_when_costed(s, early * (1 - PRICE_MARGIN))) {
+        /* New, and dropped as it would be once built and costed. */
+        opt_rewrite_plan_free(&rp);
+        if (!seen_add(s, h)) {
+            s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+            return false;
+        }
+        s->res->generated++;
+        return true;
+    }
     rewrite_delta delta = {0};
-    if ((st = opt_rewrite_hash(&s->base, &rp, &h, &why)) == XF_OK && !seen_has(s, h))
-        st = opt_rewrite_build(&s->base, &rp, &ng, &delta, &why);
+    st = opt_rewrite_build(&s->base, &rp, &ng, &delta, &why);
     opt_rewrite_plan_free(&rp);
     if (st != XF_OK)
         return rewrite_failed(s, st, &why);
-    if (!ng)
-        return true; /* seen before */
     assert(xf_graph_hash(ng) == h);
     s->matches->refs++;
     cand nc = {ng, 0, 0, -1, s->matches, delta};
@@ -703,6 +819,12 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
         s.parent = &c;
         xf_status mst = opt_rewrite_base_init(c.g, true, &s.base, err);
         s.matches = NULL;
+        bool *konst = malloc(sizeof *konst * (size_t)(c.g->n_values + 1));
+        if (mst == XF_OK && !konst)
+            mst = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        if (mst == XF_OK)
+            opt_compile_time_values(c.g, konst);
+        s.konst = konst;
         if (mst == XF_OK)
             mst = matches_of(&s, &c, &s.matches);
         for (int k = 0; mst == XF_OK && k < s.matches->n && s.st == XF_OK; k++)
@@ -710,6 +832,8 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
                 break;
         match_set_release(s.matches);
         opt_rewrite_base_free(&s.base);
+        free(konst);
+        s.konst = NULL;
         cand_release_work(&c);
         if (mst != XF_OK && s.st == XF_OK)
             s.st = mst;

@@ -500,6 +500,7 @@ static bool match_push(const xf_match *m, void *user)
 
 typedef struct hash_check_counts {
     int hashed, cycles, refused;
+    int priced;           /* rewrites priced before building, checked */
     long matches_carried; /* matches found after a rewrite, checked */
 } hash_check_counts;
 
@@ -545,7 +546,8 @@ static void check_matches_after(const xf_rule_set *rs, const match_reach *reach,
 
 /* Every rewrite of g: the hash worked out before building equals the hash
  * of the graph built, which equals xf_rewrite_apply's; a rewrite refused
- * for a cycle fails to build too.  Returns one of the built graphs, picked
+ * for a cycle fails to build too; the cost worked out before building
+ * (when it can be) equals the built graph's.  Returns one of the built graphs, picked
  * by pick (NULL when none). */
 static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, uint64_t pick, hash_check_counts *n)
 {
@@ -557,6 +559,11 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
     rewrite_base b;
     ck_assert_msg(opt_rewrite_base_init(g, true, &b, &e) == XF_OK, "%s", e.msg);
     ck_assert_uint_eq(b.h.graph, xf_graph_hash(g));
+    xf_cost_model *cm = cost_model(pick % 2 ? "analytic:h100" : "analytic:cpu");
+    double base_cost = cost_of(cm, g);
+    bool *konst = malloc(sizeof *konst * (size_t)(g->n_values + 1));
+    ck_assert_ptr_nonnull(konst);
+    opt_compile_time_values(g, konst);
     xf_graph *picked = NULL;
     int n_built = 0;
     for (int k = 0; k < mv.n; k++) {
@@ -572,6 +579,9 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
             continue;
         }
         xf_status hst = opt_rewrite_hash(&b, &rp, &h, &e);
+        double price = 0;
+        bool known = false;
+        ck_assert_msg(opt_rewrite_price(cm, OPSET, &b, konst, base_cost, &rp, &price, &known, &e) == XF_OK, "%s", e.msg);
         rewrite_delta d = {0};
         xf_status bst = opt_rewrite_build(&b, &rp, &built, &d, &e);
         opt_rewrite_plan_free(&rp);
@@ -588,6 +598,11 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
         ck_assert_uint_eq(xf_graph_hash(applied), h);
         n->hashed++;
         check_matches_after(rs, &reach, built, &mv, &d, n);
+        if (known) {
+            double exact = cost_of(cm, built);
+            ck_assert_msg(fabs(price - exact) <= 1e-12 * exact, "priced %.17g, costed %.17g", price, exact);
+            n->priced++;
+        }
         opt_rewrite_delta_free(&d);
         xf_graph_free(applied);
         if (!picked || pick % (uint64_t)++n_built == 0) {
@@ -602,6 +617,8 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
         ck_assert_uint_eq(b.vh[v], b.h.value[v]);
     opt_rewrite_base_free(&b);
     opt_match_reach_free(&reach);
+    xf_cost_model_free(cm);
+    free(konst);
     free(mv.m);
     return picked;
 }
@@ -647,17 +664,18 @@ START_TEST(rewrites_hashed_and_matched_from_the_parent)
     /* Benchmark models (at small input sizes: the graphs are the same). */
     const struct {
         const char *name;
-        int size;
-    } zoo[] = {{"inception-block", 28}, {"squeezenet", 64}, {"nasnet-a", 32}};
+        int size, depth;
+    } zoo[] = {{"inception-block", 28, 3}, {"squeezenet", 64, 3}, {"nasnet-a", 32, 2}};
     for (size_t z = 0; z < sizeof zoo / sizeof zoo[0]; z++) {
         xf_model *m = NULL;
         ck_assert_msg(xf_zoo_build_sized(zoo[z].name, 1, zoo[z].size, &m, &e) == XF_OK, "%s", e.msg);
-        walk_rewrites(lr.rs, canonical_graph(m), 3, z * 5, &n);
+        walk_rewrites(lr.rs, canonical_graph(m), zoo[z].depth, z * 5, &n);
     }
     walk_rewrites(ar.rs, elementwise_graph(), 4, 0, &n);
     walk_rewrites(ar.rs, branches_graph(), 4, 0, &n);
     ck_assert_msg(n.hashed >= 100, "only %d rewrites checked", n.hashed);
     ck_assert_msg(n.matches_carried >= 1000, "only %ld matches after rewrites checked", n.matches_carried);
+    ck_assert_msg(n.priced >= n.hashed / 2, "only %d of %d rewrites priced", n.priced, n.hashed);
     ck_assert_int_eq(n.cycles, 0);
     walk_rewrites(ar.rs, cycle_graph(), 1, 0, &n);
     ck_assert_int_gt(n.cycles, 0);
