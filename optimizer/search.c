@@ -10,10 +10,13 @@
  * candidate is dropped, which bounds memory on large models (each candidate
  * is a graph, though one sharing every weight with the others).
  *
- * Most rewrites of a graph lead to graphs seen before (applying A then B
- * gives what B then A gave), so a rewrite is hashed from the expanded
- * graph's hashes before it is built (rewrite.c), and only a new graph is
- * built and costed. */
+ * Building graphs is most of the cost, so a rewrite is first worked out
+ * beside the expanded graph: hashed from its hashes (rewrite.c), as most
+ * rewrites lead to graphs seen before (A then B gives what B then A gave),
+ * and priced from its cost, as most new graphs are too costly for alpha
+ * or a full queue; only the others are built.  A built graph's matches are
+ * worked out from its parent's (below) rather than by matching every rule
+ * against all of it. */
 #include "opt_internal.h"
 
 #include <assert.h>
