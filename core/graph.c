@@ -115,20 +115,24 @@ static int *dup_ints(const int *src, int n)
     return p;
 }
 
-xf_graph *xf_graph_clone(const xf_graph *g)
+xf_graph *xf_graph_clone(const xf_graph *g) { return xf_graph_clone_with_room(g, 0, 0); }
+
+xf_graph *xf_graph_clone_with_room(const xf_graph *g, int more_nodes, int more_values)
 {
     xf_graph *c = xf_graph_create(g->name);
     if (!c)
         return NULL;
     c->name_counter = g->name_counter;
-    c->values = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *c->values);
-    c->nodes = calloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1), sizeof *c->nodes);
+    int cap_values = g->n_values + (more_values > 0 ? more_values : 0);
+    int cap_nodes = g->n_nodes + (more_nodes > 0 ? more_nodes : 0);
+    c->values = calloc((size_t)(cap_values > 0 ? cap_values : 1), sizeof *c->values);
+    c->nodes = calloc((size_t)(cap_nodes > 0 ? cap_nodes : 1), sizeof *c->nodes);
     c->inputs = dup_ints(g->inputs, g->n_inputs);
     c->outputs = dup_ints(g->outputs, g->n_outputs);
     if (!c->values || !c->nodes || !c->inputs || !c->outputs)
         goto fail;
-    c->cap_values = g->n_values > 0 ? g->n_values : 1;
-    c->cap_nodes = g->n_nodes > 0 ? g->n_nodes : 1;
+    c->cap_values = cap_values > 0 ? cap_values : 1;
+    c->cap_nodes = cap_nodes > 0 ? cap_nodes : 1;
     c->n_inputs = g->n_inputs;
     c->n_outputs = g->n_outputs;
     for (int i = 0; i < g->n_values; i++) {
@@ -272,7 +276,9 @@ static void refresh_producers(xf_graph *g)
         }
 }
 
-xf_status xf_graph_toposort(xf_graph *g, xf_error *err)
+xf_status xf_graph_toposort(xf_graph *g, xf_error *err) { return xf_graph_toposort_mapped(g, NULL, err); }
+
+xf_status xf_graph_toposort_mapped(xf_graph *g, int *old_index, xf_error *err)
 {
     int n = g->n_nodes;
     if (n == 0)
@@ -351,6 +357,8 @@ xf_status xf_graph_toposort(xf_graph *g, xf_error *err)
     for (int i = 0; i < n; i++)
         sorted[i] = g->nodes[order[i]];
     memcpy(g->nodes, sorted, sizeof *sorted * (size_t)n);
+    if (old_index)
+        memcpy(old_index, order, sizeof *order * (size_t)n);
     refresh_producers(g);
 done:
     free(indeg);
@@ -429,14 +437,20 @@ xf_status xf_graph_validate(const xf_graph *g, xf_error *err)
     return st;
 }
 
-void xf_graph_compact(xf_graph *g, const bool *keep)
+void xf_graph_compact(xf_graph *g, const bool *keep) { xf_graph_compact_mapped(g, keep, NULL, NULL); }
+
+void xf_graph_compact_mapped(xf_graph *g, const bool *keep, int *node_map, int *value_map)
 {
     int nn = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (keep && !keep[i]) {
             node_clear(&g->nodes[i]);
+            if (node_map)
+                node_map[i] = -1;
             continue;
         }
+        if (node_map)
+            node_map[i] = nn;
         g->nodes[nn++] = g->nodes[i];
     }
     g->n_nodes = nn;
@@ -445,6 +459,8 @@ void xf_graph_compact(xf_graph *g, const bool *keep)
     bool *used = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *used);
     if (!remap || !used) {
         /* Nothing renumbered: the graph stays valid, only larger. */
+        for (int v = 0; value_map && v < g->n_values; v++)
+            value_map[v] = v;
         free(remap);
         free(used);
         refresh_producers(g);
@@ -474,6 +490,8 @@ void xf_graph_compact(xf_graph *g, const bool *keep)
         remap[v] = nv;
         g->values[nv++] = g->values[v];
     }
+    if (value_map)
+        memcpy(value_map, remap, sizeof *remap * (size_t)g->n_values);
     g->n_values = nv;
     for (int k = 0; k < g->n_inputs; k++)
         g->inputs[k] = remap[g->inputs[k]];

@@ -165,12 +165,12 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
 
 /* A value id as the hash of that value; ids out of range (an invalid
  * graph) hash as absent rather than read out of bounds. */
-static uint64_t value_ref(const xf_graph *g, const uint64_t *vh, int v)
+static uint64_t value_ref(const uint64_t *vh, int n_values, int v)
 {
-    return v >= 0 && v < g->n_values ? vh[v] : SEED_ABSENT;
+    return v >= 0 && v < n_values ? vh[v] : SEED_ABSENT;
 }
 
-static uint64_t node_hash(const xf_graph *g, const xf_node *n, const uint64_t *vh)
+uint64_t xf_hash_node_attrs(const xf_node *n)
 {
     uint64_t h = SEED_NODE;
     put(&h, (uint64_t)n->op);
@@ -181,27 +181,62 @@ static uint64_t node_hash(const xf_graph *g, const xf_node *n, const uint64_t *v
     } else {
         put_attrs(&h, &n->attrs);
     }
+    return h;
+}
+
+/* The node's hash continues the running hash of its op and attributes. */
+uint64_t xf_hash_node(uint64_t attrs_hash, const xf_node *n, const uint64_t *value_hash, int n_values)
+{
+    uint64_t h = attrs_hash;
     put(&h, (uint64_t)n->n_inputs);
     for (int k = 0; k < n->n_inputs; k++)
-        put(&h, value_ref(g, vh, n->inputs[k]));
+        put(&h, value_ref(value_hash, n_values, n->inputs[k]));
     put(&h, (uint64_t)n->n_outputs);
     return h;
 }
 
-uint64_t xf_graph_hash(const xf_graph *g)
+uint64_t xf_hash_node_output(uint64_t node_hash, int k, const xf_value *v)
 {
-    uint64_t *vh = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *vh);
-    if (!vh)
-        return 0;
-    for (int v = 0; v < g->n_values; v++) {
-        const xf_value *val = &g->values[v];
-        uint64_t h = val->init ? SEED_CONST : SEED_ORPHAN;
-        put(&h, (uint64_t)val->dtype);
-        put_shape(&h, &val->shape);
-        if (val->init)
-            put_tensor(&h, val->init);
-        vh[v] = h;
-    }
+    uint64_t h = SEED_OUTPUT;
+    put(&h, node_hash);
+    put(&h, (uint64_t)k);
+    put(&h, (uint64_t)v->dtype);
+    put_shape(&h, &v->shape);
+    return h;
+}
+
+uint64_t xf_hash_source(const xf_value *v)
+{
+    uint64_t h = v->init ? SEED_CONST : SEED_ORPHAN;
+    put(&h, (uint64_t)v->dtype);
+    put_shape(&h, &v->shape);
+    if (v->init)
+        put_tensor(&h, v->init);
+    return h;
+}
+
+uint64_t xf_hash_node_term(uint64_t node_hash) { return mix64(node_hash); }
+
+uint64_t xf_hash_combine(const xf_graph *g, const uint64_t *value_hash, int n_nodes, uint64_t node_sum)
+{
+    uint64_t h = SEED_GRAPH;
+    put(&h, (uint64_t)g->n_inputs);
+    for (int k = 0; k < g->n_inputs; k++)
+        put(&h, value_ref(value_hash, g->n_values, g->inputs[k]));
+    put(&h, (uint64_t)n_nodes);
+    put(&h, node_sum);
+    put(&h, (uint64_t)g->n_outputs);
+    for (int k = 0; k < g->n_outputs; k++)
+        put(&h, value_ref(value_hash, g->n_values, g->outputs[k]));
+    return h;
+}
+
+/* Fills vh (n_values), and when not NULL attrs and nh (n_nodes); returns
+ * the graph's hash. */
+static uint64_t hash_into(const xf_graph *g, uint64_t *vh, uint64_t *attrs, uint64_t *nh, uint64_t *sum)
+{
+    for (int v = 0; v < g->n_values; v++)
+        vh[v] = xf_hash_source(&g->values[v]);
     for (int k = 0; k < g->n_inputs; k++) {
         int v = g->inputs[k];
         if (v < 0 || v >= g->n_values)
@@ -215,29 +250,52 @@ uint64_t xf_graph_hash(const xf_graph *g)
     uint64_t node_sum = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *n = &g->nodes[i];
-        uint64_t nh = node_hash(g, n, vh);
-        node_sum += mix64(nh);
+        uint64_t ah = xf_hash_node_attrs(n);
+        uint64_t h = xf_hash_node(ah, n, vh, g->n_values);
+        if (attrs) {
+            attrs[i] = ah;
+            nh[i] = h;
+        }
+        node_sum += xf_hash_node_term(h);
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];
-            if (v < 0 || v >= g->n_values)
-                continue;
-            uint64_t h = SEED_OUTPUT;
-            put(&h, nh);
-            put(&h, (uint64_t)k);
-            put(&h, (uint64_t)g->values[v].dtype);
-            put_shape(&h, &g->values[v].shape);
-            vh[v] = h;
+            if (v >= 0 && v < g->n_values)
+                vh[v] = xf_hash_node_output(h, k, &g->values[v]);
         }
     }
-    uint64_t h = SEED_GRAPH;
-    put(&h, (uint64_t)g->n_inputs);
-    for (int k = 0; k < g->n_inputs; k++)
-        put(&h, value_ref(g, vh, g->inputs[k]));
-    put(&h, (uint64_t)g->n_nodes);
-    put(&h, node_sum);
-    put(&h, (uint64_t)g->n_outputs);
-    for (int k = 0; k < g->n_outputs; k++)
-        put(&h, value_ref(g, vh, g->outputs[k]));
+    if (sum)
+        *sum = node_sum;
+    return xf_hash_combine(g, vh, g->n_nodes, node_sum);
+}
+
+uint64_t xf_graph_hash(const xf_graph *g)
+{
+    uint64_t *vh = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *vh);
+    if (!vh)
+        return 0;
+    uint64_t h = hash_into(g, vh, NULL, NULL, NULL);
     free(vh);
     return h;
+}
+
+xf_status xf_graph_hashes_compute(const xf_graph *g, xf_graph_hashes *out, xf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->value = malloc(sizeof *out->value * (size_t)(g->n_values + 1));
+    out->node_attrs = malloc(sizeof *out->node_attrs * (size_t)(g->n_nodes + 1));
+    out->node = malloc(sizeof *out->node * (size_t)(g->n_nodes + 1));
+    if (!out->value || !out->node_attrs || !out->node) {
+        xf_graph_hashes_free(out);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory hashing %d nodes", g->n_nodes);
+    }
+    out->graph = hash_into(g, out->value, out->node_attrs, out->node, &out->node_sum);
+    return XF_OK;
+}
+
+void xf_graph_hashes_free(xf_graph_hashes *h)
+{
+    free(h->value);
+    free(h->node_attrs);
+    free(h->node);
+    memset(h, 0, sizeof *h);
 }

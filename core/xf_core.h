@@ -306,6 +306,9 @@ xf_graph *xf_graph_create(const char *name);
 void xf_graph_free(xf_graph *g);
 /* Deep copy of the structure; tensors and opaque payloads are shared. */
 xf_graph *xf_graph_clone(const xf_graph *g);
+/* The same, with room for that many more nodes and values, so that adding
+ * them does not move the arrays. */
+xf_graph *xf_graph_clone_with_room(const xf_graph *g, int more_nodes, int more_values);
 
 /* Adds a value and returns its id, or -1 when out of memory.  The name is
  * copied; pass NULL to generate a unique one ("xf_N"). */
@@ -326,12 +329,19 @@ int xf_graph_find_value(const xf_graph *g, const char *name);
 /* Reorders nodes topologically. XF_ERR_INVALID (naming a value on the cycle)
  * when the graph has a cycle. */
 xf_status xf_graph_toposort(xf_graph *g, xf_error *err);
+/* The same, and (when old_index is not NULL) old_index[i] gets the index
+ * node i had before sorting (n_nodes entries). */
+xf_status xf_graph_toposort_mapped(xf_graph *g, int *old_index, xf_error *err);
 /* Checks every invariant: ids in range, one producer per value, topological
  * order, arities per the op list, graph outputs produced. */
 xf_status xf_graph_validate(const xf_graph *g, xf_error *err);
 /* Removes nodes marked by keep[i] == false and values no longer referenced,
  * renumbering ids.  keep may be NULL (only unreferenced values go). */
 void xf_graph_compact(xf_graph *g, const bool *keep);
+/* The same, and where things went: node_map[old node] and value_map[old
+ * value] (n_nodes and n_values entries before compacting) get the new
+ * index, or -1 for what was removed.  Either may be NULL. */
+void xf_graph_compact_mapped(xf_graph *g, const bool *keep, int *node_map, int *value_map);
 
 /* Replaces every use of value `from` (node inputs and graph outputs) by `to`. */
 void xf_graph_replace_uses(xf_graph *g, int from, int to);
@@ -341,6 +351,40 @@ int xf_graph_count_uses(const xf_graph *g, int v);
 /* Structural hash: op kinds, attributes, shapes, constant identity and the
  * hashes of inputs; independent of node order and of value names. */
 uint64_t xf_graph_hash(const xf_graph *g);
+
+/* The pieces xf_graph_hash is made of, for working out the hash of an
+ * edited graph from those of the graph before the edit, without building
+ * it (the search does, for every rewrite it considers):
+ *   value hash   what computes the value (xf_hash_source for a value no
+ *                node computes, xf_hash_node_output for a node's output;
+ *                a graph input also folds in its position);
+ *   node hash    xf_hash_node: its op and attributes (xf_hash_node_attrs)
+ *                followed by its input values' hashes;
+ *   graph hash   xf_hash_combine: the graph's inputs and outputs (value
+ *                hashes) and the node count and sum of xf_hash_node_term
+ *                over the nodes. */
+typedef struct xf_graph_hashes {
+    uint64_t *value;      /* per value */
+    uint64_t *node_attrs; /* per node: xf_hash_node_attrs */
+    uint64_t *node;       /* per node: xf_hash_node */
+    uint64_t node_sum;    /* sum of xf_hash_node_term over the nodes */
+    uint64_t graph;       /* xf_graph_hash(g) */
+} xf_graph_hashes;
+
+xf_status xf_graph_hashes_compute(const xf_graph *g, xf_graph_hashes *out, xf_error *err);
+void xf_graph_hashes_free(xf_graph_hashes *h);
+uint64_t xf_hash_node_attrs(const xf_node *n);
+/* value_hash[v] for each input v of n (n_values entries). */
+uint64_t xf_hash_node(uint64_t attrs_hash, const xf_node *n, const uint64_t *value_hash, int n_values);
+/* Output k of a node whose hash is node_hash; v is that output. */
+uint64_t xf_hash_node_output(uint64_t node_hash, int k, const xf_value *v);
+/* A value no node computes: a constant, or (before xf_hash_combine folds
+ * in the position) a graph input. */
+uint64_t xf_hash_source(const xf_value *v);
+uint64_t xf_hash_node_term(uint64_t node_hash);
+/* The hash of a graph with g's inputs and outputs (their hashes taken from
+ * value_hash), n_nodes nodes and the given sum of node terms. */
+uint64_t xf_hash_combine(const xf_graph *g, const uint64_t *value_hash, int n_nodes, uint64_t node_sum);
 
 /* Bytes a clone of g takes: its own structure, not the tensors and opaque
  * payloads clones share.  What a search pays per candidate graph. */

@@ -44,6 +44,95 @@ typedef struct graph_index {
 xf_status opt_index_build(const xf_graph *g, graph_index *gi, xf_error *err);
 void opt_index_free(graph_index *gi);
 
+/* A graph that rewrites start from, with what planning a rewrite of it
+ * needs, and (when made with hashes) what hashing one needs. */
+typedef struct rewrite_base {
+    const xf_graph *g;
+    graph_index gi;
+    xf_graph_hashes h;  /* g's */
+    bool hashed;
+    /* Work space of opt_rewrite_hash: h.value with the hashes a rewrite
+     * changes written over (and restored after), flags and list of those. */
+    uint64_t *vh;
+    bool *changed;
+    int *touched;
+    int n_touched;
+} rewrite_base;
+
+/* A rewrite worked out beside the graph (rewrite.c). */
+typedef struct rewrite_plan {
+    const rule_plan *p;
+    xf_match m;
+    /* The replacement's values and nodes, shapes inferred; its first
+     * m.n_inputs values stand for the rule inputs. */
+    xf_graph *side;
+    int *vmap;                        /* replacement value -> side value */
+    int pv[XF_MATCH_MAX_INPUTS];      /* rule output j: the value of g it replaces */
+    int rv[XF_MATCH_MAX_INPUTS];      /* ... and the side value replacing it */
+    bool gone[XF_MATCH_MAX_NODES];    /* pattern node i is removed */
+} rewrite_plan;
+
+xf_status opt_rewrite_base_init(const xf_graph *g, bool hashes, rewrite_base *b, xf_error *err);
+void opt_rewrite_base_free(rewrite_base *b);
+/* XF_ERR_INVALID (with the reason) when the rewrite does not apply to these
+ * tensors (see xf_rewrite_apply). */
+xf_status opt_rewrite_plan(const xf_rule_set *rs, const rewrite_base *b, int64_t opset, const xf_match *m,
+                           rewrite_plan *rp, xf_error *err);
+void opt_rewrite_plan_free(rewrite_plan *rp);
+/* xf_graph_hash of the graph opt_rewrite_build would make, without making
+ * it (b made with hashes); XF_ERR_INVALID when the rewrite would close a
+ * cycle. */
+xf_status opt_rewrite_hash(rewrite_base *b, const rewrite_plan *rp, uint64_t *hash, xf_error *err);
+/* What a rewrite changed, in the rewritten graph's numbering: where each
+ * node and value of the graph it started from went (-1: removed), and the
+ * nodes whose surroundings changed, so that every match in the new graph
+ * that includes none of them was a match in the old one. */
+typedef struct rewrite_delta {
+    int n_old_nodes, n_old_values;
+    int *node_map;
+    int *value_map;
+    int n_dirty;
+    int *dirty;
+} rewrite_delta;
+
+/* delta may be NULL. */
+xf_status opt_rewrite_build(const rewrite_base *b, const rewrite_plan *rp, xf_graph **out, rewrite_delta *delta,
+                            xf_error *err);
+void opt_rewrite_delta_free(rewrite_delta *d);
+
+/* What matching after a rewrite needs to know of the rules (search.c):
+ * which patterns are connected (through values one node computes and
+ * another reads, or rule inputs two nodes read), and the most hops between
+ * two nodes of a match of one (nodes - 1). */
+typedef struct match_reach {
+    bool *connected; /* per rule */
+    int radius;
+} match_reach;
+
+xf_status opt_match_reach_make(const xf_rule_set *rs, match_reach *r, xf_error *err);
+void opt_match_reach_free(match_reach *r);
+/* The matches xf_match_each(rs, -1, g) finds, in its order, worked out
+ * from the n_old matches in the graph g was rewritten from (d says how;
+ * gi indexes g).  *out is malloc'd. */
+xf_status opt_match_after_rewrite(const xf_rule_set *rs, const match_reach *reach, const xf_graph *g,
+                                  const graph_index *gi, const xf_match *old, int n_old, const rewrite_delta *d,
+                                  xf_match **out, int *n_out, xf_error *err);
+
+/* konst[v] (n_values entries): value v is known before g runs, an
+ * initializer or computed from such values alone (xf_cost_graph prices
+ * the nodes computing it as free). */
+void opt_compile_time_values(const xf_graph *g, bool *konst);
+/* The cost of the graph opt_rewrite_build would make from rp, worked out
+ * from base_cost (b->g's cost, konst its opt_compile_time_values) less the
+ * removed nodes' and plus the replacement's, each priced on a small graph
+ * of its own: what xf_cost_graph gives for the built graph, up to rounding.
+ * *known is false when that may not hold (a removed or replacement node
+ * reads a value computed from constants, which a small graph would price
+ * as a plain value; or a replaced value and its replacement differ in
+ * that, which changes their readers' prices). */
+xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base *b, const bool *konst,
+                            double base_cost, const rewrite_plan *rp, double *cost, bool *known, xf_error *err);
+
 /* True when the value is compile-time data (an initializer not fed as input). */
 static inline bool opt_is_const(const xf_graph *g, int v)
 {

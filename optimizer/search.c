@@ -8,9 +8,18 @@
  * It stops when the queue is empty, after `budget` expansions, or at the
  * time limit.  The queue is bounded: past queue_limit the costliest
  * candidate is dropped, which bounds memory on large models (each candidate
- * is a graph, though one sharing every weight with the others). */
+ * is a graph, though one sharing every weight with the others).
+ *
+ * Building graphs is most of the cost, so a rewrite is first worked out
+ * beside the expanded graph: hashed from its hashes (rewrite.c), as most
+ * rewrites lead to graphs seen before (A then B gives what B then A gave),
+ * and priced from its cost, as most new graphs are too costly for alpha
+ * or a full queue; only the others are built.  A built graph's matches are
+ * worked out from its parent's (below) rather than by matching every rule
+ * against all of it. */
 #include "opt_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,11 +31,22 @@ typedef struct step_rec {
     char *where;
 } step_rec;
 
+/* The matches in one graph, shared by the candidates rewritten from it. */
+typedef struct match_set {
+    int refs;
+    int n;
+    xf_match *m;
+} match_set;
+
 typedef struct cand {
     xf_graph *g;
     double cost;
     long seq; /* insertion order: equal costs pop first-in first-out */
     int step;
+    /* The matches in the graph this one was rewritten from, and how it was
+     * rewritten (NULL for the start graph). */
+    match_set *from;
+    rewrite_delta delta;
 } cand;
 
 typedef struct searcher {
@@ -43,6 +63,10 @@ typedef struct searcher {
     bool progress_shown;
     long seq;
     const cand *parent;
+    rewrite_base base;     /* the expanded graph */
+    match_set *matches;    /* in the expanded graph */
+    bool *konst;           /* its values known before it runs (opt_compile_time_values) */
+    match_reach reach;
     xf_search_result *res;
     xf_status st;
     xf_error *err;
@@ -66,7 +90,19 @@ void xf_search_options_default(xf_search_options *o)
 
 /* ------------------------------------------------------------ seen set */
 
-static bool seen_insert(searcher *s, uint64_t h)
+static bool seen_has(const searcher *s, uint64_t h)
+{
+    h = h ? h : 1;
+    if (!s->cap_seen)
+        return false;
+    for (size_t j = (size_t)h & (s->cap_seen - 1); s->seen[j]; j = (j + 1) & (s->cap_seen - 1))
+        if (s->seen[j] == h)
+            return true;
+    return false;
+}
+
+/* Adds h (known not to be there); false when out of memory. */
+static bool seen_add(searcher *s, uint64_t h)
 {
     h = h ? h : 1;
     if (2 * (s->n_seen + 1) > s->cap_seen) {
@@ -86,14 +122,347 @@ static bool seen_insert(searcher *s, uint64_t h)
         s->cap_seen = cap;
     }
     size_t j = (size_t)h & (s->cap_seen - 1);
-    while (s->seen[j]) {
-        if (s->seen[j] == h)
-            return false;
+    while (s->seen[j])
         j = (j + 1) & (s->cap_seen - 1);
-    }
     s->seen[j] = h;
     s->n_seen++;
     return true;
+}
+
+/* ------------------------------------------------------------ matches
+ *
+ * Matching every rule against every graph expanded is most of the work, and
+ * a rewrite changes a graph only locally.  A graph's matches are those of
+ * the graph it was rewritten from that include no node the rewrite touched
+ * (rewrite_delta's dirty nodes; renumbered), plus the matches that include
+ * a dirty node.  Those lie within n_nodes-1 hops of it when the rule's
+ * pattern is connected, so they are found by matching in the subgraph of
+ * the nodes that close; rules with a pattern in pieces are matched over the
+ * whole graph.  Sorted by rule and matched nodes, the list is the one
+ * xf_match_each gives, in its order, which keeps the search's choices
+ * among equal costs the same. */
+
+static void match_set_release(match_set *ms)
+{
+    if (ms && --ms->refs == 0) {
+        free(ms->m);
+        free(ms);
+    }
+}
+
+typedef struct match_vec {
+    xf_match *m;
+    int n, cap;
+    bool nomem;
+} match_vec;
+
+static bool match_vec_push(match_vec *v, const xf_match *m)
+{
+    if (v->n == v->cap) {
+        int cap = v->cap ? 2 * v->cap : 64;
+        xf_match *t = realloc(v->m, sizeof *t * (size_t)cap);
+        if (!t) {
+            v->nomem = true;
+            return false;
+        }
+        v->m = t;
+        v->cap = cap;
+    }
+    v->m[v->n++] = *m;
+    return true;
+}
+
+static bool collect_match(const xf_match *m, void *user) { return match_vec_push(user, m); }
+
+static int find_root(int *up, int i)
+{
+    while (up[i] != i)
+        i = up[i] = up[up[i]];
+    return i;
+}
+
+xf_status opt_match_reach_make(const xf_rule_set *rs, match_reach *r, xf_error *err)
+{
+    r->radius = 0;
+    r->connected = calloc((size_t)rs->n + 1, sizeof *r->connected);
+    if (!r->connected)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int ri = 0; ri < rs->n; ri++) {
+        const rule_plan *p = &rs->plans[ri];
+        const xf_graph *pg = p->rule->pattern;
+        /* Pattern nodes are linked through a node output one reads, or a
+         * rule input both read (matched to one value of the graph). */
+        int up[XF_MATCH_MAX_NODES], reader[XF_MATCH_MAX_INPUTS];
+        for (int i = 0; i < p->n_nodes; i++)
+            up[i] = i;
+        for (int k = 0; k < XF_MATCH_MAX_INPUTS; k++)
+            reader[k] = -1;
+        for (int i = 0; i < p->n_nodes; i++)
+            for (int k = 0; k < pg->nodes[i].n_inputs; k++) {
+                const pin_ref *ref = &p->in[i][k];
+                int other = ref->kind == PIN_NODE ? ref->idx : ref->kind == PIN_RULE_INPUT ? reader[ref->idx] : -1;
+                if (ref->kind == PIN_RULE_INPUT && reader[ref->idx] < 0)
+                    reader[ref->idx] = i;
+                if (other >= 0)
+                    up[find_root(up, i)] = find_root(up, other);
+            }
+        bool connected = true;
+        for (int i = 1; i < p->n_nodes; i++)
+            connected &= find_root(up, i) == find_root(up, 0);
+        r->connected[ri] = connected;
+        if (connected && p->n_nodes - 1 > r->radius)
+            r->radius = p->n_nodes - 1;
+    }
+    return XF_OK;
+}
+
+void opt_match_reach_free(match_reach *r)
+{
+    free(r->connected);
+    r->connected = NULL;
+}
+
+/* The subgraph of g's nodes marked in `in` (in g's order), with every value
+ * they read or write.  A value something outside reads (or a graph output)
+ * is an output of the subgraph, so that matching there sees the uses
+ * outside as matching in g does.  to_node/to_value (n_nodes, n_values of
+ * the subgraph) give the ids in g. */
+static xf_status subgraph_of(const xf_graph *g, const graph_index *gi, const bool *in, xf_graph **out, int **to_node,
+                             int **to_value, xf_error *err)
+{
+    xf_graph *sg = xf_graph_create("near");
+    int *vmap = malloc(sizeof *vmap * (size_t)(g->n_values + 1));
+    int *tn = malloc(sizeof *tn * (size_t)(g->n_nodes + 1));
+    int *tv = malloc(sizeof *tv * (size_t)(g->n_values + 1));
+    if (!sg || !vmap || !tn || !tv)
+        goto nomem;
+    for (int v = 0; v < g->n_values; v++)
+        vmap[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!in[i])
+            continue;
+        const xf_node *n = &g->nodes[i];
+        int ids[80];
+        if (n->n_inputs + n->n_outputs > 80) {
+            xf_graph_free(sg);
+            free(vmap);
+            free(tn);
+            free(tv);
+            return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' has too many inputs and outputs", n->name);
+        }
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            if (v >= 0 && vmap[v] < 0) {
+                const xf_value *src = &g->values[v];
+                int id = xf_graph_add_value(sg, src->name, src->dtype, &src->shape);
+                if (id < 0)
+                    goto nomem;
+                sg->values[id].init = xf_tensor_retain(src->init);
+                sg->values[id].is_input = src->is_input;
+                vmap[v] = id;
+                tv[id] = v;
+            }
+            ids[k] = v >= 0 ? vmap[v] : -1;
+        }
+        int ni = xf_graph_add_node(sg, n->op, n->name, n->n_inputs, ids, n->n_outputs, ids + n->n_inputs);
+        if (ni < 0)
+            goto nomem;
+        xf_node *d = &sg->nodes[ni];
+        xf_tensor_release(d->attrs.value);
+        d->attrs = n->attrs;
+        xf_tensor_retain(d->attrs.value);
+        d->opaque = xf_opaque_retain(n->opaque);
+        tn[ni] = i;
+        for (int k = 0; k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            bool outside = v >= 0 && gi->is_output[v];
+            for (int u = v >= 0 ? gi->use_start[v] : 0; v >= 0 && !outside && u < gi->use_start[v + 1]; u++)
+                outside = !in[gi->use_node[u]];
+            if (outside)
+                xf_graph_add_output(sg, vmap[v]);
+        }
+    }
+    free(vmap);
+    *out = sg;
+    *to_node = tn;
+    *to_value = tv;
+    return XF_OK;
+nomem:
+    xf_graph_free(sg);
+    free(vmap);
+    free(tn);
+    free(tv);
+    return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+}
+
+/* Adds to out the matches of connected rules in g that include a dirty node
+ * (dist[i] == 0), found in the subgraph of the nodes within reach. */
+static xf_status match_near(const xf_rule_set *rs, const match_reach *reach, const xf_graph *g, const graph_index *gi,
+                            const rewrite_delta *d, match_vec *out, xf_error *err)
+{
+    int *dist = malloc(sizeof *dist * (size_t)(g->n_nodes + 1));
+    int *queue = malloc(sizeof *queue * (size_t)(g->n_nodes + 1));
+    bool *in = calloc((size_t)g->n_nodes + 1, sizeof *in);
+    if (!dist || !queue || !in) {
+        free(dist);
+        free(queue);
+        free(in);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        dist[i] = -1;
+    int head = 0, tail = 0;
+    for (int k = 0; k < d->n_dirty; k++) {
+        dist[d->dirty[k]] = 0;
+        queue[tail++] = d->dirty[k];
+    }
+    /* Hops: to the producers of what a node reads, to the other readers of
+     * those values, and to the readers of what it writes. */
+    while (head < tail) {
+        int i = queue[head++];
+        in[i] = true;
+        if (dist[i] == reach->radius)
+            continue;
+        const xf_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            if (v < 0)
+                continue;
+            int p = k < n->n_inputs ? g->values[v].producer : -1;
+            if (p >= 0 && dist[p] < 0) {
+                dist[p] = dist[i] + 1;
+                queue[tail++] = p;
+            }
+            for (int u = gi->use_start[v]; u < gi->use_start[v + 1]; u++)
+                if (dist[gi->use_node[u]] < 0) {
+                    dist[gi->use_node[u]] = dist[i] + 1;
+                    queue[tail++] = gi->use_node[u];
+                }
+        }
+    }
+    xf_graph *sg = NULL;
+    int *to_node = NULL, *to_value = NULL;
+    xf_status st = subgraph_of(g, gi, in, &sg, &to_node, &to_value, err);
+    match_vec near = {0};
+    if (st == XF_OK && (st = xf_match_each(rs, -1, sg, collect_match, &near, err)) == XF_OK && near.nomem)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; st == XF_OK && k < near.n; k++) {
+        xf_match m = near.m[k];
+        bool dirty = false;
+        for (int i = 0; i < m.n_nodes; i++) {
+            m.node[i] = to_node[m.node[i]];
+            dirty |= dist[m.node[i]] == 0;
+        }
+        for (int i = 0; i < m.n_inputs; i++)
+            m.input[i] = to_value[m.input[i]];
+        if (dirty && reach->connected[m.rule] && !match_vec_push(out, &m))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    free(near.m);
+    xf_graph_free(sg);
+    free(to_node);
+    free(to_value);
+    free(dist);
+    free(queue);
+    free(in);
+    return st;
+}
+
+/* xf_match_each's order: by rule, then by matched nodes. */
+static int match_order(const void *pa, const void *pb)
+{
+    const xf_match *a = pa, *b = pb;
+    if (a->rule != b->rule)
+        return a->rule < b->rule ? -1 : 1;
+    for (int i = 0; i < a->n_nodes; i++)
+        if (a->node[i] != b->node[i])
+            return a->node[i] < b->node[i] ? -1 : 1;
+    return 0;
+}
+
+xf_status opt_match_after_rewrite(const xf_rule_set *rs, const match_reach *reach, const xf_graph *g,
+                                  const graph_index *gi, const xf_match *old, int n_old, const rewrite_delta *d,
+                                  xf_match **out, int *n_out, xf_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    match_vec v = {0};
+    bool *dirty = calloc((size_t)g->n_nodes + 1, sizeof *dirty);
+    if (!dirty)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < d->n_dirty; k++)
+        dirty[d->dirty[k]] = true;
+    for (int k = 0; k < n_old && !v.nomem; k++) {
+        xf_match m = old[k];
+        bool kept = reach->connected[m.rule];
+        for (int i = 0; i < m.n_nodes && kept; i++) {
+            m.node[i] = d->node_map[m.node[i]];
+            kept = m.node[i] >= 0 && !dirty[m.node[i]];
+        }
+        for (int i = 0; i < m.n_inputs && kept; i++)
+            m.input[i] = d->value_map[m.input[i]];
+        if (kept)
+            match_vec_push(&v, &m);
+    }
+    free(dirty);
+    xf_status st = v.nomem ? xf_error_set(err, XF_ERR_NOMEM, "out of memory") : XF_OK;
+    if (st == XF_OK)
+        st = match_near(rs, reach, g, gi, d, &v, err);
+    for (int ri = 0; ri < rs->n && st == XF_OK; ri++)
+        if (!reach->connected[ri] && (st = xf_match_each(rs, ri, g, collect_match, &v, err)) == XF_OK && v.nomem)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (st != XF_OK) {
+        free(v.m);
+        return st;
+    }
+    if (v.n > 1)
+        qsort(v.m, (size_t)v.n, sizeof *v.m, match_order);
+    *out = v.m;
+    *n_out = v.n;
+    return XF_OK;
+}
+
+/* The matches in c's graph (base: its index), from the matches in the
+ * graph it came from when there is one. */
+static xf_status matches_of(searcher *s, const cand *c, match_set **out)
+{
+    match_set *ms = calloc(1, sizeof *ms);
+    if (!ms)
+        return xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+    ms->refs = 1;
+    xf_status st;
+    if (c->from) {
+        st = opt_match_after_rewrite(s->rs, &s->reach, c->g, &s->base.gi, c->from->m, c->from->n, &c->delta, &ms->m,
+                                     &ms->n, s->err);
+    } else {
+        match_vec v = {0};
+        st = xf_match_each(s->rs, -1, c->g, collect_match, &v, s->err);
+        if (st == XF_OK && v.nomem)
+            st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+        ms->m = v.m;
+        ms->n = v.n;
+    }
+    if (st != XF_OK) {
+        match_set_release(ms);
+        return st;
+    }
+    *out = ms;
+    return XF_OK;
+}
+
+/* What a candidate holds for expanding it, beyond its graph. */
+static void cand_release_work(cand *c)
+{
+    match_set_release(c->from);
+    c->from = NULL;
+    opt_rewrite_delta_free(&c->delta);
+}
+
+static void cand_free(cand *c)
+{
+    cand_release_work(c);
+    xf_graph_free(c->g);
+    c->g = NULL;
 }
 
 /* ------------------------------------------------------------ heap */
@@ -139,24 +508,120 @@ static cand heap_pop(searcher *s)
 }
 
 /* Adds c; when the queue is full the costliest candidate (a leaf) goes. */
+/* The costliest candidate of a full queue (a leaf). */
+static long heap_worst(const searcher *s)
+{
+    long worst = s->n_heap / 2;
+    for (long i = worst + 1; i < s->n_heap; i++)
+        if (before(&s->heap[worst], &s->heap[i]))
+            worst = i;
+    return worst;
+}
+
 static void heap_push(searcher *s, cand c)
 {
     if (s->n_heap == s->opt->queue_limit) {
-        long worst = s->n_heap / 2;
-        for (long i = worst + 1; i < s->n_heap; i++)
-            if (before(&s->heap[worst], &s->heap[i]))
-                worst = i;
+        long worst = heap_worst(s);
         if (!before(&c, &s->heap[worst])) {
-            xf_graph_free(c.g);
+            cand_free(&c);
             return;
         }
-        xf_graph_free(s->heap[worst].g);
+        cand_free(&s->heap[worst]);
         s->heap[worst] = c;
         sift_up(s->heap, worst);
         return;
     }
     s->heap[s->n_heap] = c;
     sift_up(s->heap, s->n_heap++);
+}
+
+/* ------------------------------------------------------------ pricing
+ *
+ * Most new graphs are dropped as soon as they are costed: too costly for
+ * alpha, or for a full queue.  A rewritten graph's cost is the expanded
+ * graph's, less the removed nodes', plus the replacement's; each priced by
+ * xf_cost_graph on a small graph of its own, it equals what costing the
+ * whole rewritten graph gives, up to rounding, unless constants are
+ * involved beyond the initializers (see opt_rewrite_price).  A graph that
+ * would be dropped with a margin far above rounding is not built. */
+
+#define PRICE_MARGIN 1e-9 /* relative; rounding differs by ~1e-16 per node */
+
+void opt_compile_time_values(const xf_graph *g, bool *konst)
+{
+    for (int v = 0; v < g->n_values; v++)
+        konst[v] = opt_is_const(g, v);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        bool all = n->op != XF_OP_OPAQUE && n->n_inputs > 0;
+        for (int k = 0; k < n->n_inputs && all; k++)
+            all = n->inputs[k] < 0 || konst[n->inputs[k]];
+        for (int k = 0; all && k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0)
+                konst[n->outputs[k]] = true;
+    }
+}
+
+/* Whether v is computed from constants by nodes: free to read in the
+ * whole graph, but not in a small graph where it is a plain value. */
+static bool folded_value(const xf_graph *g, const bool *konst, int v)
+{
+    return v >= 0 && konst[v] && !opt_is_const(g, v);
+}
+
+xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base *b, const bool *konst,
+                            double base_cost, const rewrite_plan *rp, double *cost, bool *known, xf_error *err)
+{
+    const xf_graph *g = b->g, *side = rp->side;
+    const xf_match *m = &rp->m;
+    *known = false;
+    for (int k = 0; k < m->n_inputs; k++)
+        if (folded_value(g, konst, m->input[k]))
+            return XF_OK;
+    bool *gone = calloc((size_t)g->n_nodes + 1, sizeof *gone);
+    bool *side_konst = malloc(sizeof *side_konst * (size_t)(side->n_values + 1));
+    if (!gone || !side_konst) {
+        free(gone);
+        free(side_konst);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    opt_compile_time_values(side, side_konst);
+    bool priceable = true;
+    for (int j = 0; j < rp->p->n_outputs; j++)
+        priceable &= side_konst[rp->rv[j]] == konst[rp->pv[j]];
+    for (int i = 0; i < rp->p->n_nodes && priceable; i++) {
+        const xf_node *n = &g->nodes[m->node[i]];
+        gone[m->node[i]] = rp->gone[i];
+        for (int k = 0; rp->gone[i] && k < n->n_inputs; k++)
+            priceable &= !folded_value(g, konst, n->inputs[k]);
+    }
+    free(side_konst);
+    xf_graph *removed = NULL;
+    int *to_node = NULL, *to_value = NULL;
+    double added = 0, taken = 0;
+    xf_status st = XF_OK;
+    if (priceable && (st = subgraph_of(g, &b->gi, gone, &removed, &to_node, &to_value, err)) == XF_OK &&
+        (st = xf_cost_graph(cm, side, opset, &added, err)) == XF_OK &&
+        (st = xf_cost_graph(cm, removed, opset, &taken, err)) == XF_OK) {
+        *cost = base_cost - taken + added;
+        *known = true;
+    }
+    xf_graph_free(removed);
+    free(to_node);
+    free(to_value);
+    free(gone);
+    return st;
+}
+
+/* Whether a graph of (exact) cost c, c >= lo, would be dropped once costed:
+ * it cannot be the best so far, and alpha or a full queue turns it away. */
+static bool dropped_when_costed(const searcher *s, double lo)
+{
+    if (lo < s->best_cost)
+        return false;
+    if (lo >= s->opt->alpha * s->best_cost)
+        return true;
+    return s->n_heap == s->opt->queue_limit && lo >= s->heap[heap_worst(s)].cost;
 }
 
 /* ------------------------------------------------------------ expansion */
@@ -210,45 +675,84 @@ static void show_progress(searcher *s, bool final)
     fflush(f);
 }
 
+/* A rewrite that does not apply here (shapes, a cycle) is counted and
+ * skipped; running out of memory stops the search. */
+static bool rewrite_failed(searcher *s, xf_status st, const xf_error *why)
+{
+    if (st == XF_ERR_NOMEM) {
+        s->st = xf_error_set(s->err, st, "%s", why->msg);
+        return false;
+    }
+    xf_log(XF_LOG_DEBUG, "rewrite not applied: %s", why->msg);
+    s->res->dropped++;
+    return true;
+}
+
 static bool on_match(const xf_match *m, void *user)
 {
     searcher *s = user;
     xf_graph *ng = NULL;
     xf_error why = {0};
-    xf_status st = xf_rewrite_apply(s->rs, s->parent->g, s->opt->opset, m, &ng, &why);
-    if (st == XF_ERR_NOMEM) {
-        s->st = xf_error_set(s->err, st, "%s", why.msg);
+    rewrite_plan rp;
+    uint64_t h = 0;
+    xf_status st = opt_rewrite_plan(s->rs, &s->base, s->opt->opset, m, &rp, &why);
+    if (st != XF_OK)
+        return rewrite_failed(s, st, &why);
+    if ((st = opt_rewrite_hash(&s->base, &rp, &h, &why)) != XF_OK || seen_has(s, h)) {
+        opt_rewrite_plan_free(&rp);
+        return st == XF_OK || rewrite_failed(s, st, &why);
+    }
+    double early = 0;
+    bool known = false;
+    if ((st = opt_rewrite_price(s->cost, s->opt->opset, &s->base, s->konst, s->parent->cost, &rp, &early, &known,
+                                s->err)) != XF_OK) {
+        opt_rewrite_plan_free(&rp);
+        s->st = st;
         return false;
     }
-    if (st != XF_OK) {
-        xf_log(XF_LOG_DEBUG, "rewrite not applied: %s", why.msg);
-        s->res->dropped++;
+    if (known && dropped_when_costed(s, early * (1 - PRICE_MARGIN))) {
+        /* New, and dropped as it would be once built and costed. */
+        opt_rewrite_plan_free(&rp);
+        if (!seen_add(s, h)) {
+            s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+            return false;
+        }
+        s->res->generated++;
         return true;
     }
-    if (!seen_insert(s, xf_graph_hash(ng))) {
-        xf_graph_free(ng);
-        return true;
+    rewrite_delta delta = {0};
+    st = opt_rewrite_build(&s->base, &rp, &ng, &delta, &why);
+    opt_rewrite_plan_free(&rp);
+    if (st != XF_OK)
+        return rewrite_failed(s, st, &why);
+    assert(xf_graph_hash(ng) == h);
+    s->matches->refs++;
+    cand nc = {ng, 0, 0, -1, s->matches, delta};
+    if (!seen_add(s, h)) {
+        cand_free(&nc);
+        s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+        return false;
     }
     s->res->generated++;
-    double c = 0;
-    if ((st = xf_cost_graph(s->cost, ng, s->opt->opset, &c, s->err)) != XF_OK) {
+    if ((st = xf_cost_graph(s->cost, ng, s->opt->opset, &nc.cost, s->err)) != XF_OK) {
         s->st = st;
-        xf_graph_free(ng);
+        cand_free(&nc);
         return false;
     }
-    if (c < s->best_cost)
-        s->best_cost = c;
-    if (c >= s->opt->alpha * s->best_cost) {
-        xf_graph_free(ng);
+    if (nc.cost < s->best_cost)
+        s->best_cost = nc.cost;
+    if (nc.cost >= s->opt->alpha * s->best_cost) {
+        cand_free(&nc);
         return true;
     }
-    int step = add_step(s, s->parent->step, m->rule, c, s->parent->g, m);
-    if (step < 0) {
+    nc.step = add_step(s, s->parent->step, m->rule, nc.cost, s->parent->g, m);
+    if (nc.step < 0) {
         s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
-        xf_graph_free(ng);
+        cand_free(&nc);
         return false;
     }
-    heap_push(s, (cand){ng, c, s->seq++, step});
+    nc.seq = s->seq++;
+    heap_push(s, nc);
     show_progress(s, false);
     return true;
 }
@@ -282,8 +786,10 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
     searcher s = {.rs = rs, .cost = cost, .opt = opt, .res = res, .err = err};
     s.t0 = (opt->now ? opt->now : wall_now)(opt->now_user);
     s.heap = malloc(sizeof *s.heap * (size_t)(opt->queue_limit > 0 ? opt->queue_limit : 1));
-    cand best = {xf_graph_clone(g), 0, 0, -1};
+    cand best = {xf_graph_clone(g), 0, 0, -1, NULL, {0}};
     xf_status st = XF_OK;
+    if ((st = opt_match_reach_make(rs, &s.reach, err)) != XF_OK)
+        goto done;
     if (!s.heap || !best.g || opt->queue_limit < 1) {
         st = xf_error_set(err, s.heap && best.g ? XF_ERR_INVALID : XF_ERR_NOMEM,
                           s.heap && best.g ? "the search queue needs room for one graph" : "out of memory");
@@ -292,8 +798,11 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
     if ((st = xf_cost_graph(cost, g, opt->opset, &best.cost, err)) != XF_OK)
         goto done;
     res->cost_before = s.best_cost = best.cost;
-    seen_insert(&s, xf_graph_hash(g));
-    cand start = {xf_graph_clone(g), best.cost, s.seq++, -1};
+    if (!seen_add(&s, xf_graph_hash(g))) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    cand start = {xf_graph_clone(g), best.cost, s.seq++, -1, NULL, {0}};
     if (!start.g) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         goto done;
@@ -311,14 +820,31 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
         cand c = heap_pop(&s);
         res->expanded++;
         s.parent = &c;
-        xf_status mst = xf_match_each(rs, -1, c.g, on_match, &s, err);
+        xf_status mst = opt_rewrite_base_init(c.g, true, &s.base, err);
+        s.matches = NULL;
+        bool *konst = malloc(sizeof *konst * (size_t)(c.g->n_values + 1));
+        if (mst == XF_OK && !konst)
+            mst = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        if (mst == XF_OK)
+            opt_compile_time_values(c.g, konst);
+        s.konst = konst;
+        if (mst == XF_OK)
+            mst = matches_of(&s, &c, &s.matches);
+        for (int k = 0; mst == XF_OK && k < s.matches->n && s.st == XF_OK; k++)
+            if (!on_match(&s.matches->m[k], &s))
+                break;
+        match_set_release(s.matches);
+        opt_rewrite_base_free(&s.base);
+        free(konst);
+        s.konst = NULL;
+        cand_release_work(&c);
         if (mst != XF_OK && s.st == XF_OK)
             s.st = mst;
         if (c.cost < best.cost) {
-            xf_graph_free(best.g);
+            cand_free(&best);
             best = c;
         } else {
-            xf_graph_free(c.g);
+            cand_free(&c);
         }
         show_progress(&s, false);
     }
@@ -327,7 +853,8 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
     /* The cheapest graph still queued may beat every expanded one. */
     if (s.n_heap > 0 && s.heap[0].cost < best.cost) {
         cand top = heap_pop(&s);
-        xf_graph_free(best.g);
+        cand_free(&best);
+        cand_release_work(&top);
         best = top;
     }
     if ((st = collect_steps(&s, best.step, err)) != XF_OK)
@@ -338,10 +865,11 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
 done:
     res->seconds = elapsed(&s);
     show_progress(&s, true);
-    xf_graph_free(best.g);
+    cand_free(&best);
     while (s.n_heap > 0)
-        xf_graph_free(s.heap[--s.n_heap].g);
+        cand_free(&s.heap[--s.n_heap]);
     free(s.heap);
+    opt_match_reach_free(&s.reach);
     free(s.seen);
     for (int k = 0; k < s.n_steps; k++)
         free(s.steps[k].where);

@@ -2,7 +2,10 @@
  * every rewrite sequence on small graphs), its budget and time limit, the
  * cost models, and xflowc's use of them. */
 #include "opt_builders.h"
+#include "opt_internal.h"
+#include "random_graph_util.h"
 #include "xf_test_util.h"
+#include "zoo.h"
 
 #include <check.h>
 #include <math.h>
@@ -34,6 +37,22 @@ static xf_graph *elementwise_graph(void)
     int cat = NODE(g, XF_OP_CONCAT, out0(g, NODE(g, XF_OP_RELU, out0(g, s))), out0(g, NODE(g, XF_OP_RELU, d)));
     attrs(g, cat)->axis = 0;
     xf_graph_add_output(g, out0(g, cat));
+    infer_ok(g, OPSET);
+    return g;
+}
+
+/* Two biased 1x1 convs reading x, the second's kernel computed from the
+ * first's output: merging them would feed the merged conv its own output. */
+static xf_graph *cycle_graph(void)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 8, 1, 1));
+    int c1 = NODE(g, XF_OP_CONV, x, random_weight(g, SHAPE(8, 8, 1, 1), 41), random_weight(g, SHAPE(8), 42));
+    conv_attrs(g, c1, 1);
+    int w2 = NODE(g, XF_OP_RELU, out0(g, c1));
+    int c2 = NODE(g, XF_OP_CONV, x, out0(g, w2), random_weight(g, SHAPE(1), 43));
+    conv_attrs(g, c2, 1);
+    xf_graph_add_output(g, out0(g, c2));
     infer_ok(g, OPSET);
     return g;
 }
@@ -429,12 +448,249 @@ START_TEST(xflowc_rules_file)
 }
 END_TEST
 
+/* The library's rules and the built-in ones, as xflowc loads them. */
+typedef struct library_rules {
+    xf_library *lib;
+    xf_rule **builtin;
+    int n_builtin;
+    xf_rule_set *rs;
+} library_rules;
+
+static void library_rules_make(library_rules *r)
+{
+    xf_error e = {0};
+    ck_assert_msg(xf_library_load(XF_SOURCE_DIR "/rules/xflow.rules", &r->lib, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_builtin_rules(&r->builtin, &r->n_builtin, &e) == XF_OK, "%s", e.msg);
+    int n = 0;
+    xf_rule **all = calloc((size_t)(r->lib->n_rules + r->n_builtin), sizeof *all);
+    ck_assert_ptr_nonnull(all);
+    for (int i = 0; i < r->lib->n_rules; i++)
+        all[n++] = r->lib->rules[i];
+    for (int i = 0; i < r->n_builtin; i++)
+        all[n++] = r->builtin[i];
+    ck_assert_msg(xf_rule_set_create((const xf_rule *const *)all, n, &r->rs, &e) == XF_OK, "%s", e.msg);
+    free(all);
+}
+
+static void library_rules_free(library_rules *r)
+{
+    xf_rule_set_free(r->rs);
+    for (int i = 0; i < r->n_builtin; i++)
+        xf_rule_free(r->builtin[i]);
+    free(r->builtin);
+    xf_library_free(r->lib);
+}
+
+typedef struct match_vec {
+    xf_match *m;
+    int n, cap;
+} match_vec;
+
+static bool match_push(const xf_match *m, void *user)
+{
+    match_vec *v = user;
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 64;
+        v->m = realloc(v->m, sizeof *v->m * (size_t)v->cap);
+        ck_assert_ptr_nonnull(v->m);
+    }
+    v->m[v->n++] = *m;
+    return true;
+}
+
+typedef struct hash_check_counts {
+    int hashed, cycles, refused;
+    int priced;           /* rewrites priced before building, checked */
+    long matches_carried; /* matches found after a rewrite, checked */
+} hash_check_counts;
+
+static bool same_match(const xf_match *a, const xf_match *b)
+{
+    if (a->rule != b->rule || a->n_nodes != b->n_nodes || a->n_inputs != b->n_inputs || a->n_params != b->n_params)
+        return false;
+    for (int i = 0; i < a->n_nodes; i++)
+        if (a->node[i] != b->node[i])
+            return false;
+    for (int i = 0; i < a->n_inputs; i++)
+        if (a->input[i] != b->input[i])
+            return false;
+    for (int i = 0; i < a->n_params; i++)
+        if (a->param[i] != b->param[i])
+            return false;
+    return true;
+}
+
+/* The matches in h worked out from those in the graph it was rewritten
+ * from equal xf_match_each's, in the same order. */
+static void check_matches_after(const xf_rule_set *rs, const match_reach *reach, const xf_graph *h,
+                                const match_vec *old, const rewrite_delta *d, hash_check_counts *n)
+{
+    xf_error e = {0};
+    match_vec full = {0};
+    ck_assert_msg(xf_match_each(rs, -1, h, match_push, &full, &e) == XF_OK, "%s", e.msg);
+    graph_index gi;
+    ck_assert_msg(opt_index_build(h, &gi, &e) == XF_OK, "%s", e.msg);
+    xf_match *inc = NULL;
+    int n_inc = 0;
+    ck_assert_msg(opt_match_after_rewrite(rs, reach, h, &gi, old->m, old->n, d, &inc, &n_inc, &e) == XF_OK, "%s",
+                  e.msg);
+    ck_assert_int_eq(n_inc, full.n);
+    for (int k = 0; k < n_inc; k++)
+        ck_assert_msg(same_match(&inc[k], &full.m[k]), "match %d of %d differs (rule %d / %d)", k, n_inc, inc[k].rule,
+                      full.m[k].rule);
+    n->matches_carried += n_inc;
+    free(inc);
+    free(full.m);
+    opt_index_free(&gi);
+}
+
+/* Every rewrite of g: the hash worked out before building equals the hash
+ * of the graph built, which equals xf_rewrite_apply's; a rewrite refused
+ * for a cycle fails to build too; the cost worked out before building
+ * (when it can be) equals the built graph's.  Returns one of the built graphs, picked
+ * by pick (NULL when none). */
+static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, uint64_t pick, hash_check_counts *n)
+{
+    xf_error e = {0};
+    match_vec mv = {0};
+    ck_assert_msg(xf_match_each(rs, -1, g, match_push, &mv, &e) == XF_OK, "%s", e.msg);
+    match_reach reach;
+    ck_assert_msg(opt_match_reach_make(rs, &reach, &e) == XF_OK, "%s", e.msg);
+    rewrite_base b;
+    ck_assert_msg(opt_rewrite_base_init(g, true, &b, &e) == XF_OK, "%s", e.msg);
+    ck_assert_uint_eq(b.h.graph, xf_graph_hash(g));
+    xf_cost_model *cm = cost_model(pick % 2 ? "analytic:h100" : "analytic:cpu");
+    double base_cost = cost_of(cm, g);
+    bool *konst = malloc(sizeof *konst * (size_t)(g->n_values + 1));
+    ck_assert_ptr_nonnull(konst);
+    opt_compile_time_values(g, konst);
+    xf_graph *picked = NULL;
+    int n_built = 0;
+    for (int k = 0; k < mv.n; k++) {
+        rewrite_plan rp;
+        xf_graph *built = NULL, *applied = NULL;
+        uint64_t h = 0;
+        xf_status st = opt_rewrite_plan(rs, &b, OPSET, &mv.m[k], &rp, &e);
+        xf_status ast = xf_rewrite_apply(rs, g, OPSET, &mv.m[k], &applied, &e);
+        if (st != XF_OK) {
+            ck_assert_int_eq(st, XF_ERR_INVALID);
+            ck_assert_int_eq(ast, XF_ERR_INVALID);
+            n->refused++;
+            continue;
+        }
+        xf_status hst = opt_rewrite_hash(&b, &rp, &h, &e);
+        double price = 0;
+        bool known = false;
+        ck_assert_msg(opt_rewrite_price(cm, OPSET, &b, konst, base_cost, &rp, &price, &known, &e) == XF_OK, "%s", e.msg);
+        rewrite_delta d = {0};
+        xf_status bst = opt_rewrite_build(&b, &rp, &built, &d, &e);
+        opt_rewrite_plan_free(&rp);
+        ck_assert_int_eq(bst, ast);
+        if (hst != XF_OK) {
+            ck_assert_int_eq(hst, XF_ERR_INVALID);
+            ck_assert_int_eq(bst, XF_ERR_INVALID);
+            n->cycles++;
+            continue;
+        }
+        ck_assert_msg(bst == XF_OK, "%s", e.msg);
+        validate_ok(built);
+        ck_assert_uint_eq(xf_graph_hash(built), h);
+        ck_assert_uint_eq(xf_graph_hash(applied), h);
+        n->hashed++;
+        check_matches_after(rs, &reach, built, &mv, &d, n);
+        if (known) {
+            double exact = cost_of(cm, built);
+            ck_assert_msg(fabs(price - exact) <= 1e-12 * exact, "priced %.17g, costed %.17g", price, exact);
+            n->priced++;
+        }
+        opt_rewrite_delta_free(&d);
+        xf_graph_free(applied);
+        if (!picked || pick % (uint64_t)++n_built == 0) {
+            xf_graph_free(picked);
+            picked = built;
+        } else {
+            xf_graph_free(built);
+        }
+    }
+    /* The work space is left as it was found. */
+    for (int v = 0; v < g->n_values; v++)
+        ck_assert_uint_eq(b.vh[v], b.h.value[v]);
+    opt_rewrite_base_free(&b);
+    opt_match_reach_free(&reach);
+    xf_cost_model_free(cm);
+    free(konst);
+    free(mv.m);
+    return picked;
+}
+
+/* Checks the rewrites of g, of one of the graphs they make, and so on,
+ * depth graphs deep (reaching graphs with rewrites' new nodes and
+ * constants); frees g. */
+static void walk_rewrites(const xf_rule_set *rs, xf_graph *g, int depth, uint64_t seed, hash_check_counts *n)
+{
+    for (int d = 0; d < depth && g; d++) {
+        xf_graph *next = check_rewrite_hashes(rs, g, seed + (uint64_t)d, n);
+        xf_graph_free(g);
+        g = next;
+    }
+    xf_graph_free(g);
+}
+
+/* A canonicalized copy of m's graph, as xflowc searches it; frees m. */
+static xf_graph *canonical_graph(xf_model *m)
+{
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    ck_assert_msg(xf_canonicalize(m->graph, OPSET, xf_runtime_eval_node, &st, &e) == XF_OK, "%s", e.msg);
+    xf_graph *g = xf_graph_clone(m->graph);
+    ck_assert_ptr_nonnull(g);
+    xf_model_free(m);
+    return g;
+}
+
+START_TEST(rewrites_hashed_and_matched_from_the_parent)
+{
+    library_rules lr;
+    library_rules_make(&lr);
+    all_rules ar;
+    all_rules_make(&ar);
+    hash_check_counts n = {0};
+    xf_error e = {0};
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        xf_model *m = NULL;
+        ck_assert_msg(xf_random_model(seed, 20, &m, &e) == XF_OK, "%s", e.msg);
+        walk_rewrites(lr.rs, canonical_graph(m), 4, seed * 7, &n);
+    }
+    /* Benchmark models (at small input sizes: the graphs are the same). */
+    const struct {
+        const char *name;
+        int size, depth;
+    } zoo[] = {{"inception-block", 28, 3}, {"squeezenet", 64, 3}, {"nasnet-a", 32, 2}};
+    for (size_t z = 0; z < sizeof zoo / sizeof zoo[0]; z++) {
+        xf_model *m = NULL;
+        ck_assert_msg(xf_zoo_build_sized(zoo[z].name, 1, zoo[z].size, &m, &e) == XF_OK, "%s", e.msg);
+        walk_rewrites(lr.rs, canonical_graph(m), zoo[z].depth, z * 5, &n);
+    }
+    walk_rewrites(ar.rs, elementwise_graph(), 4, 0, &n);
+    walk_rewrites(ar.rs, branches_graph(), 4, 0, &n);
+    ck_assert_msg(n.hashed >= 100, "only %d rewrites checked", n.hashed);
+    ck_assert_msg(n.matches_carried >= 1000, "only %ld matches after rewrites checked", n.matches_carried);
+    ck_assert_msg(n.priced >= n.hashed / 2, "only %d of %d rewrites priced", n.priced, n.hashed);
+    ck_assert_int_eq(n.cycles, 0);
+    walk_rewrites(ar.rs, cycle_graph(), 1, 0, &n);
+    ck_assert_int_gt(n.cycles, 0);
+    all_rules_free(&ar);
+    library_rules_free(&lr);
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
     Suite *s = suite_create("search");
     TCase *t = tcase_create("search");
     tcase_add_test(t, search_matches_exhaustive);
     tcase_add_test(t, budget_and_time_limit);
+    tcase_add_test(t, rewrites_hashed_and_matched_from_the_parent);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("cost");
     tcase_add_test(c, analytic_costs);
