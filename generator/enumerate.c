@@ -196,6 +196,20 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *
 
 /* ------------------------------------------------------------ a worker */
 
+/* Convolutions seen recently, before bias and activation: the enumerator
+ * applies the same Conv(x, w) under every bias and activation variant and
+ * below many different graphs (at three ops, about 35 times each).  A
+ * direct-mapped cache keyed by the fingerprints of x and w (which also fix
+ * the kernel and padding) holds results of up to CONV_MEMO_ELEMS elements. */
+#define CONV_MEMO_SLOTS 4096
+#define CONV_MEMO_ELEMS 256
+
+typedef struct conv_memo {
+    uint64_t fp_x, fp_w;
+    bool valid;
+    gen_val pre;
+} conv_memo;
+
 typedef struct worker {
     int max_ops;
     int index, n_workers;
@@ -210,7 +224,39 @@ typedef struct worker {
     int64_t n_rec, cap_rec;
     bool nomem;
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
+    conv_memo *memo;           /* CONV_MEMO_SLOTS entries */
+    uint64_t *memo_storage;    /* CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS residues */
 } worker;
+
+/* The correlation of Conv(x, w) from the cache or computed into it; NULL
+ * when it is too large to cache. */
+static const gen_val *conv_correlation(worker *w, const slot *x, const slot *wt, const xf_attrs *a)
+{
+    conv_memo *m = &w->memo[gen_mix64(x->fp ^ gen_mix64(wt->fp)) & (CONV_MEMO_SLOTS - 1)];
+    if (m->valid && m->fp_x == x->fp && m->fp_w == wt->fp)
+        return &m->pre;
+    xf_attrs plain = *a;
+    plain.activation = XF_ACT_NONE;
+    m->valid = gen_eval(XF_OP_CONV, &plain, 2, (const gen_val[]){x->val, wt->val}, 1, &m->pre, CONV_MEMO_ELEMS);
+    m->fp_x = x->fp;
+    m->fp_w = wt->fp;
+    return m->valid ? &m->pre : NULL;
+}
+
+/* Evaluates variant var on the values sl[] with attributes a into out. */
+static bool eval_variant(worker *w, gen_variant var, const slot *const *sl, const xf_attrs *a, gen_val *out)
+{
+    const gen_variant_info *vi = &gen_variants[var];
+    if (vi->op == XF_OP_CONV) {
+        const gen_val *pre = conv_correlation(w, sl[0], sl[1], a);
+        if (pre)
+            return gen_conv_finish(a, pre, vi->n_in > 2 ? &sl[2]->val : NULL, out);
+    }
+    gen_val in[GEN_MAX_IN];
+    for (int j = 0; j < vi->n_in; j++)
+        in[j] = sl[j]->val;
+    return gen_eval(vi->op, a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS);
+}
 
 static void push_record(worker *w, uint64_t fp, gen_code code)
 {
@@ -252,14 +298,18 @@ static int find_root(int *parent, int x)
     return x;
 }
 
-/* Records the current graph when it is connected and computes no value twice. */
-static void record_graph(worker *w)
+/* Whether the current graph is one to record, judged by its structure
+ * alone: connected, and no bias among its outputs.  (It is still not
+ * recorded when two of its outputs are equal, which only its values tell.)
+ * Sets used[v] for every value an op reads. */
+static bool recordable_structure(const worker *w, bool *used)
 {
     int n_vals = w->n_vals;
-    bool used[GEN_MAX_VALUES] = {0};
     int parent[GEN_MAX_VALUES];
-    for (int v = 0; v < n_vals; v++)
+    for (int v = 0; v < n_vals; v++) {
         parent[v] = v;
+        used[v] = false;
+    }
     for (int k = 0; k < w->n_ops; k++) {
         int var = gen_code_variant(w->ops[k], 0);
         int root = find_root(parent, w->out_base[k]);
@@ -274,15 +324,24 @@ static void record_graph(worker *w)
     int root = find_root(parent, w->out_base[0]);
     for (int v = 0; v < n_vals; v++)
         if ((v >= gen_pool_size || used[v]) && find_root(parent, v) != root)
-            return;
+            return false;
+    for (int v = gen_pool_size; v < n_vals; v++)
+        if (!used[v] && w->vals[v].kind == GK_BIAS)
+            return false;
+    return true;
+}
+
+/* Records the current graph when it is connected and computes no value twice. */
+static void record_graph(worker *w)
+{
+    bool used[GEN_MAX_VALUES];
+    if (!recordable_structure(w, used))
+        return;
     uint64_t fps[2 * GEN_MAX_SLOTS];
     int n = 0;
-    for (int v = gen_pool_size; v < n_vals; v++)
-        if (!used[v]) {
-            if (w->vals[v].kind == GK_BIAS)
-                return;
+    for (int v = gen_pool_size; v < w->n_vals; v++)
+        if (!used[v])
             fps[n++] = w->vals[v].fp;
-        }
     uint64_t fp = gen_combine_fps(fps, n);
     if (!fp)
         return;
@@ -322,9 +381,9 @@ static int64_t n_choices(int var, int64_t n)
 static void try_op(worker *w, gen_variant var, const int *i)
 {
     const gen_variant_info *vi = &gen_variants[var];
-    int ins[GEN_MAX_IN] = {GEN_NO_INPUT, GEN_NO_INPUT, GEN_NO_INPUT};
-    for (int j = 0; j < vi->n_in; j++)
-        ins[j] = i[j];
+    int ins[GEN_MAX_IN];
+    for (int j = 0; j < GEN_MAX_IN; j++)
+        ins[j] = j < vi->n_in ? i[j] : GEN_NO_INPUT;
     gen_code op = gen_code_op(var, ins[0], ins[1], ins[2]);
     for (int k = 0; k < w->n_ops; k++)
         if (w->ops[k] == op)
@@ -354,29 +413,7 @@ static void try_op(worker *w, gen_variant var, const int *i)
     bool free_op = gen_kind_free(kind);
     if (free_op && w->n_free >= GEN_FREE_OPS)
         return;
-    gen_val in[GEN_MAX_IN];
-    xf_shape shapes[GEN_MAX_IN];
-    for (int j = 0; j < vi->n_in; j++) {
-        in[j] = sl[j]->val;
-        shapes[j] = in[j].shape;
-    }
-    xf_attrs a;
-    gen_variant_attrs(var, shapes, &a);
     int base = w->n_vals;
-    gen_val out[2];
-    for (int j = 0; j < vi->n_out; j++)
-        out[j].v = w->storage + (size_t)(2 * w->n_ops + j) * GEN_VAL_STRIDE;
-    if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
-        return;
-    bool redundant = false;
-    for (int j = 0; j < vi->n_out; j++) {
-        slot *s = &w->vals[base + j];
-        s->val = out[j];
-        s->kind = kind;
-        s->fp = gen_val_hash(&out[j]);
-        for (int v = 0; v < base + j; v++)
-            redundant |= w->vals[v].fp == s->fp;
-    }
     uint32_t saved_used = w->pool_used;
     w->ops[w->n_ops] = op;
     w->out_base[w->n_ops] = base;
@@ -384,10 +421,36 @@ static void try_op(worker *w, gen_variant var, const int *i)
     w->n_free += free_op;
     w->n_vals += vi->n_out;
     w->pool_used = used;
-    record_graph(w);
+    for (int j = 0; j < vi->n_out; j++)
+        w->vals[base + j].kind = kind;
     /* A bias op needs a counted op after it to read its result. */
-    if (!redundant && w->n_ops - w->n_free < w->max_ops)
-        dfs(w);
+    bool extend = w->n_ops - w->n_free < w->max_ops;
+    bool used_vals[GEN_MAX_VALUES];
+    /* Most graphs of the last level are not recorded (disconnected, or a
+     * bias left unread): those are not evaluated at all. */
+    if (extend || recordable_structure(w, used_vals)) {
+        xf_shape shapes[GEN_MAX_IN];
+        for (int j = 0; j < vi->n_in; j++)
+            shapes[j] = sl[j]->val.shape;
+        xf_attrs a;
+        gen_variant_attrs(var, shapes, &a);
+        gen_val out[2];
+        for (int j = 0; j < vi->n_out; j++)
+            out[j].v = w->storage + (size_t)(2 * (w->n_ops - 1) + j) * GEN_VAL_STRIDE;
+        if (eval_variant(w, var, sl, &a, out)) {
+            bool redundant = false;
+            for (int j = 0; j < vi->n_out; j++) {
+                slot *s = &w->vals[base + j];
+                s->val = out[j];
+                s->fp = gen_val_hash(&out[j]);
+                for (int v = 0; v < base + j; v++)
+                    redundant |= w->vals[v].fp == s->fp;
+            }
+            record_graph(w);
+            if (!redundant && extend)
+                dfs(w);
+        }
+    }
     w->n_ops--;
     w->n_free -= free_op;
     w->n_vals = base;
@@ -401,8 +464,14 @@ static void dfs(worker *w)
     int64_t choice = 0;
     bool top = w->n_ops == 0;
     int n = w->n_vals;
+    /* try_op takes an op that does not read the previous one only in
+     * increasing code order: below the previous op's variant, every op
+     * must read one of its outputs (values prev_lo..prev_hi-1). */
+    int prev_var = top ? GV_NONE : gen_code_variant(w->ops[w->n_ops - 1], 0);
+    int prev_lo = top ? 0 : w->out_base[w->n_ops - 1], prev_hi = prev_lo + gen_variants[prev_var].n_out;
     for (int var = 1; var < GV_COUNT; var++) {
         int n_in = gen_variants[var].n_in;
+        bool must_read_prev = var < prev_var;
         for (int i0 = 0; i0 < n; i0++) {
             int hi1 = n_in > 1 ? n : 1, hi2 = n_in > 2 ? n : 1;
             int lo = n_in > 1 && (var == GV_ADD || var == GV_MUL) ? i0 : 0;
@@ -415,6 +484,9 @@ static void dfs(worker *w)
                     continue;
                 for (int i2 = 0; i2 < hi2; i2++) {
                     if (n_in > 2 && !top && w->vals[i2].kind != GK_BIAS)
+                        continue;
+                    if (must_read_prev && !(i0 >= prev_lo && i0 < prev_hi) &&
+                        !(n_in > 1 && i1 >= prev_lo && i1 < prev_hi) && !(n_in > 2 && i2 >= prev_lo && i2 < prev_hi))
                         continue;
                     if (top && choice++ % w->n_workers != w->index)
                         continue;
@@ -499,7 +571,11 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         w->n_vals = gen_pool_size;
         w->done = &done_count;
         w->storage = calloc((size_t)2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE, sizeof *w->storage);
-        if (!w->storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
+        w->memo = calloc(CONV_MEMO_SLOTS, sizeof *w->memo);
+        w->memo_storage = malloc((size_t)CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS * sizeof *w->memo_storage);
+        for (int i = 0; w->memo && w->memo_storage && i < CONV_MEMO_SLOTS; i++)
+            w->memo[i].pre.v = w->memo_storage + (size_t)i * GEN_TRIALS * CONV_MEMO_ELEMS;
+        if (!w->storage || !w->memo || !w->memo_storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
             st = xf_error_set(err, XF_ERR_NOMEM, "cannot start worker thread %d", t);
             break;
         }
@@ -562,6 +638,8 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
 done:
     for (int t = 0; ws && t < threads; t++) {
         free(ws[t].storage);
+        free(ws[t].memo);
+        free(ws[t].memo_storage);
         free(ws[t].rec);
     }
     free(ws);

@@ -39,6 +39,12 @@ uint64_t gen_val_hash(const gen_val *t);
  * shapes are outside the generator's semantics (see fingerprint.c). */
 bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out, gen_val *out, int64_t cap);
 
+/* gen_eval of a Conv is its correlation, gen_eval of Conv(x, w) without
+ * activation, followed by this: the bias (may be NULL) and a's fused
+ * activation applied to pre, into out (which may be pre).  The enumerator
+ * computes one correlation for every bias and activation it is tried with. */
+bool gen_conv_finish(const xf_attrs *a, const gen_val *pre, const gen_val *bias, gen_val *out);
+
 /* ------------------------------------------------------------ op variants */
 
 /* What the enumerator may apply.  Variant 0 is unused so that a packed op
