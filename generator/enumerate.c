@@ -210,6 +210,17 @@ typedef struct conv_memo {
     gen_val pre;
 } conv_memo;
 
+/* Graphs of the last level wait in a batch so that their outputs are
+ * hashed several at a time (gen_val_hashes). */
+#define LEAF_BATCH 8
+
+typedef struct leaf {
+    gen_code code;
+    int n_fps, n_new;               /* fps: unread outputs of earlier ops, then the new op's */
+    uint64_t fps[2 * GEN_MAX_SLOTS];
+    gen_val out[2];                 /* the new op's outputs */
+} leaf;
+
 typedef struct worker {
     int max_ops;
     int index, n_workers;
@@ -224,6 +235,9 @@ typedef struct worker {
     int64_t n_rec, cap_rec;
     bool nomem;
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
+    leaf leaves[LEAF_BATCH];
+    int n_leaves;
+    uint64_t *leaf_storage;    /* 2 * LEAF_BATCH buffers of GEN_VAL_STRIDE */
     conv_memo *memo;           /* CONV_MEMO_SLOTS entries */
     uint64_t *memo_storage;    /* CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS residues */
 } worker;
@@ -331,6 +345,14 @@ static bool recordable_structure(const worker *w, bool *used)
     return true;
 }
 
+static gen_code current_code(const worker *w)
+{
+    gen_code code = 0;
+    for (int k = 0; k < w->n_ops; k++)
+        code |= w->ops[k] << (GEN_OP_BITS * k);
+    return code;
+}
+
 /* Records the current graph when it is connected and computes no value twice. */
 static void record_graph(worker *w)
 {
@@ -343,12 +365,29 @@ static void record_graph(worker *w)
         if (!used[v])
             fps[n++] = w->vals[v].fp;
     uint64_t fp = gen_combine_fps(fps, n);
-    if (!fp)
-        return;
-    gen_code code = 0;
-    for (int k = 0; k < w->n_ops; k++)
-        code |= w->ops[k] << (GEN_OP_BITS * k);
-    push_record(w, fp, code);
+    if (fp)
+        push_record(w, fp, current_code(w));
+}
+
+static void flush_leaves(worker *w)
+{
+    gen_val outs[2 * LEAF_BATCH];
+    uint64_t fps[2 * LEAF_BATCH];
+    int n = 0;
+    for (int l = 0; l < w->n_leaves; l++)
+        for (int j = 0; j < w->leaves[l].n_new; j++)
+            outs[n++] = w->leaves[l].out[j];
+    gen_val_hashes(outs, n, fps);
+    n = 0;
+    for (int l = 0; l < w->n_leaves; l++) {
+        leaf *lf = &w->leaves[l];
+        for (int j = 0; j < lf->n_new; j++)
+            lf->fps[lf->n_fps + j] = fps[n++];
+        uint64_t fp = gen_combine_fps(lf->fps, lf->n_fps + lf->n_new);
+        if (fp)
+            push_record(w, fp, lf->code);
+    }
+    w->n_leaves = 0;
 }
 
 /* Whether pool tensor i may be used now: earlier members of its class are. */
@@ -423,17 +462,14 @@ static void try_op(worker *w, gen_variant var, const int *i)
     w->pool_used = used;
     for (int j = 0; j < vi->n_out; j++)
         w->vals[base + j].kind = kind;
-    /* A bias op needs a counted op after it to read its result. */
-    bool extend = w->n_ops - w->n_free < w->max_ops;
+    xf_shape shapes[GEN_MAX_IN];
+    for (int j = 0; j < vi->n_in; j++)
+        shapes[j] = sl[j]->val.shape;
+    xf_attrs a;
+    gen_variant_attrs(var, shapes, &a);
     bool used_vals[GEN_MAX_VALUES];
-    /* Most graphs of the last level are not recorded (disconnected, or a
-     * bias left unread): those are not evaluated at all. */
-    if (extend || recordable_structure(w, used_vals)) {
-        xf_shape shapes[GEN_MAX_IN];
-        for (int j = 0; j < vi->n_in; j++)
-            shapes[j] = sl[j]->val.shape;
-        xf_attrs a;
-        gen_variant_attrs(var, shapes, &a);
+    /* A bias op needs a counted op after it to read its result. */
+    if (w->n_ops - w->n_free < w->max_ops) {
         gen_val out[2];
         for (int j = 0; j < vi->n_out; j++)
             out[j].v = w->storage + (size_t)(2 * (w->n_ops - 1) + j) * GEN_VAL_STRIDE;
@@ -447,8 +483,24 @@ static void try_op(worker *w, gen_variant var, const int *i)
                     redundant |= w->vals[v].fp == s->fp;
             }
             record_graph(w);
-            if (!redundant && extend)
+            if (!redundant)
                 dfs(w);
+        }
+    } else if (recordable_structure(w, used_vals)) {
+        /* A graph of the last level; most are not recorded (disconnected,
+         * or a bias left unread), and those are not evaluated at all. */
+        leaf *lf = &w->leaves[w->n_leaves];
+        for (int j = 0; j < vi->n_out; j++)
+            lf->out[j].v = w->leaf_storage + (size_t)(2 * w->n_leaves + j) * GEN_VAL_STRIDE;
+        if (eval_variant(w, var, sl, &a, lf->out)) {
+            lf->code = current_code(w);
+            lf->n_new = vi->n_out;
+            lf->n_fps = 0;
+            for (int v = gen_pool_size; v < base; v++)
+                if (!used_vals[v])
+                    lf->fps[lf->n_fps++] = w->vals[v].fp;
+            if (++w->n_leaves == LEAF_BATCH)
+                flush_leaves(w);
         }
     }
     w->n_ops--;
@@ -503,6 +555,7 @@ static void dfs(worker *w)
 static void *worker_main(void *arg)
 {
     dfs((worker *)arg);
+    flush_leaves((worker *)arg);
     return NULL;
 }
 
@@ -571,11 +624,12 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         w->n_vals = gen_pool_size;
         w->done = &done_count;
         w->storage = calloc((size_t)2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE, sizeof *w->storage);
+        w->leaf_storage = malloc((size_t)2 * LEAF_BATCH * GEN_VAL_STRIDE * sizeof *w->leaf_storage);
         w->memo = calloc(CONV_MEMO_SLOTS, sizeof *w->memo);
         w->memo_storage = malloc((size_t)CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS * sizeof *w->memo_storage);
         for (int i = 0; w->memo && w->memo_storage && i < CONV_MEMO_SLOTS; i++)
             w->memo[i].pre.v = w->memo_storage + (size_t)i * GEN_TRIALS * CONV_MEMO_ELEMS;
-        if (!w->storage || !w->memo || !w->memo_storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
+        if (!w->storage || !w->leaf_storage || !w->memo || !w->memo_storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
             st = xf_error_set(err, XF_ERR_NOMEM, "cannot start worker thread %d", t);
             break;
         }
@@ -638,6 +692,7 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
 done:
     for (int t = 0; ws && t < threads; t++) {
         free(ws[t].storage);
+        free(ws[t].leaf_storage);
         free(ws[t].memo);
         free(ws[t].memo_storage);
         free(ws[t].rec);

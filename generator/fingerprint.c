@@ -139,14 +139,49 @@ uint64_t gen_random_residue(uint64_t seed, uint64_t stream, int64_t i)
     return h % GEN_P;
 }
 
-uint64_t gen_val_hash(const gen_val *t)
+static uint64_t hash_start(const gen_val *t)
 {
     uint64_t h = gen_mix64(0x51ed270b27a4b1f3ull + (uint64_t)t->shape.ndim);
     for (int d = 0; d < t->shape.ndim; d++)
         h = gen_mix64(h ^ (uint64_t)t->shape.dims[d]);
-    int64_t n = GEN_TRIALS * xf_shape_numel(&t->shape);
-    for (int64_t i = 0; i < n; i++)
-        h = gen_mix64(h ^ t->v[i]) + (uint64_t)i;
+    return h;
+}
+
+/* Each hash is one long chain of dependent multiplications: four chains
+ * advance together so that the processor overlaps them. */
+void gen_val_hashes(const gen_val *t, int n, uint64_t *out)
+{
+    enum { LANES = 4 };
+    for (int base = 0; base < n; base += LANES) {
+        int m = n - base < LANES ? n - base : LANES;
+        uint64_t h[LANES];
+        int64_t len[LANES], common = INT64_MAX;
+        const uint64_t *v[LANES];
+        for (int l = 0; l < LANES; l++) {
+            const gen_val *x = &t[base + (l < m ? l : 0)];
+            h[l] = hash_start(x);
+            len[l] = GEN_TRIALS * xf_shape_numel(&x->shape);
+            v[l] = x->v;
+            common = len[l] < common ? len[l] : common;
+        }
+        for (int64_t i = 0; i < common; i++) {
+            h[0] = gen_mix64(h[0] ^ v[0][i]) + (uint64_t)i;
+            h[1] = gen_mix64(h[1] ^ v[1][i]) + (uint64_t)i;
+            h[2] = gen_mix64(h[2] ^ v[2][i]) + (uint64_t)i;
+            h[3] = gen_mix64(h[3] ^ v[3][i]) + (uint64_t)i;
+        }
+        for (int l = 0; l < m; l++) {
+            for (int64_t i = common; i < len[l]; i++)
+                h[l] = gen_mix64(h[l] ^ v[l][i]) + (uint64_t)i;
+            out[base + l] = h[l];
+        }
+    }
+}
+
+uint64_t gen_val_hash(const gen_val *t)
+{
+    uint64_t h;
+    gen_val_hashes(t, 1, &h);
     return h;
 }
 

@@ -33,6 +33,8 @@ uint64_t gen_mix64(uint64_t x);
 uint64_t gen_random_residue(uint64_t seed, uint64_t stream, int64_t i);
 /* Hash of shape and residues: the fingerprint of one tensor. */
 uint64_t gen_val_hash(const gen_val *t);
+/* gen_val_hash of t[0..n) into out[0..n), faster than one at a time. */
+void gen_val_hashes(const gen_val *t, int n, uint64_t *out);
 
 /* Evaluates op with attributes a on in[0..n_in), every trial: out[0..n_out)
  * must point to buffers of GEN_TRIALS * cap elements; cap bounds one trial.  False when the op, its attributes or the
