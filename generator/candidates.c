@@ -100,7 +100,7 @@ static int fewest_ops(const gen_record *records, int64_t n_records, uint64_t fp)
     }
     int best = INT32_MAX;
     for (int64_t i = lo; i < n_records && records[i].fp == fp; i++) {
-        int n = code_ops(records[i].code);
+        int n = code_ops(gen_record_code(&records[i]));
         best = n < best ? n : best;
     }
     return best;
@@ -616,7 +616,7 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
         st->fingerprints++;
         int64_t distinct = 1;
         for (int64_t k = i + 1; k < j; k++)
-            distinct += records[k].code != records[k - 1].code;
+            distinct += gen_record_code(&records[k]) != gen_record_code(&records[k - 1]);
         if (distinct < 2) {
             i = j;
             continue;
@@ -634,9 +634,9 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
         /* Decode each distinct graph; the smallest is the representative. */
         int n = 0, rep = -1;
         for (int64_t k = i; k < j; k++) {
-            if (k > i && records[k].code == records[k - 1].code)
+            if (k > i && gen_record_code(&records[k]) == gen_record_code(&records[k - 1]))
                 continue;
-            if (!gen_decode(records[k].code, &pool, &group[n], scratch))
+            if (!gen_decode(gen_record_code(&records[k]), &pool, &group[n], scratch))
                 continue;
             if (rep < 0 || smaller(&group[n], &group[rep]))
                 rep = n;

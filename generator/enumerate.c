@@ -231,9 +231,7 @@ typedef struct worker {
     int out_base[GEN_MAX_SLOTS];
     int n_vals;
     uint32_t pool_used; /* bit per pool tensor */
-    gen_record *rec;
-    int64_t n_rec, cap_rec;
-    bool nomem;
+    gen_record_store records;
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
     leaf leaves[LEAF_BATCH];
     int n_leaves;
@@ -270,21 +268,6 @@ static bool eval_variant(worker *w, gen_variant var, const slot *const *sl, cons
     for (int j = 0; j < vi->n_in; j++)
         in[j] = sl[j]->val;
     return gen_eval(vi->op, a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS);
-}
-
-static void push_record(worker *w, uint64_t fp, gen_code code)
-{
-    if (w->n_rec == w->cap_rec) {
-        int64_t cap = w->cap_rec ? 2 * w->cap_rec : 1 << 16;
-        gen_record *r = realloc(w->rec, (size_t)cap * sizeof *r);
-        if (!r) {
-            w->nomem = true;
-            return;
-        }
-        w->rec = r;
-        w->cap_rec = cap;
-    }
-    w->rec[w->n_rec++] = (gen_record){fp, code};
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -366,7 +349,7 @@ static void record_graph(worker *w)
             fps[n++] = w->vals[v].fp;
     uint64_t fp = gen_combine_fps(fps, n);
     if (fp)
-        push_record(w, fp, current_code(w));
+        gen_store_push(&w->records, fp, current_code(w));
 }
 
 static void flush_leaves(worker *w)
@@ -385,7 +368,7 @@ static void flush_leaves(worker *w)
             lf->fps[lf->n_fps + j] = fps[n++];
         uint64_t fp = gen_combine_fps(lf->fps, lf->n_fps + lf->n_new);
         if (fp)
-            push_record(w, fp, lf->code);
+            gen_store_push(&w->records, fp, lf->code);
     }
     w->n_leaves = 0;
 }
@@ -552,6 +535,16 @@ static void dfs(worker *w)
     }
 }
 
+static void worker_free_scratch(worker *w)
+{
+    free(w->storage);
+    free(w->leaf_storage);
+    free(w->memo);
+    free(w->memo_storage);
+    w->storage = w->leaf_storage = w->memo_storage = NULL;
+    w->memo = NULL;
+}
+
 static void *worker_main(void *arg)
 {
     dfs((worker *)arg);
@@ -578,14 +571,6 @@ static void pool_slots(const gen_pool_values *pv, slot *s)
 {
     for (int i = 0; i < gen_pool_size; i++)
         s[i] = (slot){pv->val[i], gen_pool[i].kind, pv->fp[i]};
-}
-
-static int cmp_record(const void *a, const void *b)
-{
-    const gen_record *x = a, *y = b;
-    if (x->fp != y->fp)
-        return x->fp < y->fp ? -1 : 1;
-    return x->code < y->code ? -1 : x->code > y->code;
 }
 
 static double now_s(void)
@@ -652,9 +637,10 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         pthread_join(tids[t], NULL);
     if (st != XF_OK)
         goto done;
+    for (int t = 0; t < threads; t++)
+        worker_free_scratch(&ws[t]);
 
     /* Zero-op graphs: one or two pool tensors as the outputs. */
-    worker *w0 = &ws[0];
     for (int i = 0; i < gen_pool_size; i++)
         for (int j = i; j <= gen_pool_size; j++) {
             uint64_t fps[2] = {pool[i].fp, j < gen_pool_size ? pool[j].fp : 0};
@@ -662,40 +648,26 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
             if (n == 2 && j == i)
                 continue;
             uint64_t fp = gen_combine_fps(fps, n);
-            push_record(w0, fp, gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT, GEN_NO_INPUT));
+            gen_store_push(&ws[0].records, fp,
+                           gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT, GEN_NO_INPUT));
         }
-
-    int64_t total = 0;
-    for (int t = 0; t < threads; t++) {
-        if (ws[t].nomem) {
-            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory while recording graphs");
-            goto done;
-        }
-        total += ws[t].n_rec;
-    }
-    gen_record *all = malloc((size_t)(total ? total : 1) * sizeof *all);
-    if (!all) {
-        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory (%lld graph records)", (long long)total);
+    gen_record_store *stores = malloc((size_t)threads * sizeof *stores);
+    if (!stores) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    int64_t pos = 0;
     for (int t = 0; t < threads; t++) {
-        if (ws[t].n_rec)
-            memcpy(all + pos, ws[t].rec, (size_t)ws[t].n_rec * sizeof *all);
-        pos += ws[t].n_rec;
-        free(ws[t].rec);
-        ws[t].rec = NULL;
+        stores[t] = ws[t].records;
+        memset(&ws[t].records, 0, sizeof ws[t].records);
     }
-    qsort(all, (size_t)total, sizeof *all, cmp_record);
-    *records = all;
-    *n_records = total;
+    st = gen_store_assemble(stores, threads, threads, records, n_records, err);
+    for (int t = 0; t < threads; t++)
+        gen_store_free(&stores[t]);
+    free(stores);
 done:
     for (int t = 0; ws && t < threads; t++) {
-        free(ws[t].storage);
-        free(ws[t].leaf_storage);
-        free(ws[t].memo);
-        free(ws[t].memo_storage);
-        free(ws[t].rec);
+        worker_free_scratch(&ws[t]);
+        gen_store_free(&ws[t].records);
     }
     free(ws);
     free(tids);

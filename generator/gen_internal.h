@@ -139,10 +139,19 @@ typedef unsigned __int128 gen_code;
 #define GEN_NO_INPUT 31
 #define GEN_OP_BITS 20
 
+/* A recorded graph: 24 bytes (the code's 100 bits in two words), since at
+ * four ops the records are most of the generator's memory. */
 typedef struct gen_record {
     uint64_t fp;
-    gen_code code;
+    uint64_t code_lo;
+    uint32_t code_hi;
 } gen_record;
+
+static inline gen_code gen_record_code(const gen_record *r) { return (gen_code)r->code_hi << 64 | r->code_lo; }
+static inline gen_record gen_record_make(uint64_t fp, gen_code code)
+{
+    return (gen_record){fp, (uint64_t)code, (uint32_t)(code >> 64)};
+}
 
 static inline int gen_code_variant(gen_code code, int k) { return (int)((code >> (GEN_OP_BITS * k + 15)) & 31); }
 static inline int gen_code_in(gen_code code, int k, int j) { return (int)((code >> (GEN_OP_BITS * k + 5 * j)) & 31); }
@@ -150,6 +159,26 @@ static inline gen_code gen_code_op(int variant, int in0, int in1, int in2)
 {
     return (gen_code)((uint64_t)variant << 15 | (uint64_t)in2 << 10 | (uint64_t)in1 << 5 | (uint64_t)in0);
 }
+
+/* Records of one enumeration worker, by fingerprint range (records.c). */
+#define GEN_RECORD_BUCKET_BITS 8
+#define GEN_RECORD_BUCKETS (1 << GEN_RECORD_BUCKET_BITS)
+
+typedef struct gen_record_block gen_record_block;
+
+typedef struct gen_record_store {
+    gen_record_block *head[GEN_RECORD_BUCKETS];
+    int64_t count[GEN_RECORD_BUCKETS];
+    int64_t total;
+    bool nomem; /* a record was lost */
+} gen_record_store;
+
+void gen_store_push(gen_record_store *s, uint64_t fp, gen_code code);
+void gen_store_free(gen_record_store *s);
+/* Every record of stores[0..n_stores), sorted by fingerprint then code,
+ * into *out (malloc'd); empties the stores as it goes.  `threads` workers. */
+xf_status gen_store_assemble(gen_record_store *stores, int n_stores, int threads, gen_record **out, int64_t *n_out,
+                             xf_error *err);
 
 /* A decoded graph: its values (pool tensors first), ops and outputs. */
 typedef struct gen_graph {
