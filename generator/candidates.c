@@ -606,8 +606,12 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
     int64_t cap_group = 0;
     rule_stage rs = {.lib = lib, .st = st, .seed = seed};
     xf_status status = XF_OK;
-    if (!storage)
+    gen_conv_memo *memo = gen_conv_memo_create();
+    if (!storage || !memo) {
+        free(storage);
+        gen_conv_memo_free(memo);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
     gen_pool_fill(seed, &pool, storage);
     for (int64_t i = 0; i < n_records && status == XF_OK;) {
         int64_t j = i + 1;
@@ -636,7 +640,7 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
         for (int64_t k = i; k < j; k++) {
             if (k > i && gen_record_code(&records[k]) == gen_record_code(&records[k - 1]))
                 continue;
-            if (!gen_decode(gen_record_code(&records[k]), &pool, &group[n], scratch))
+            if (!gen_decode(gen_record_code(&records[k]), &pool, &group[n], scratch, memo))
                 continue;
             if (rep < 0 || smaller(&group[n], &group[rep]))
                 rep = n;
@@ -671,6 +675,7 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
     free(rs.seen.keys);
     free(group);
     free(storage);
+    gen_conv_memo_free(memo);
     if (status == XF_OK)
         status = order_rules(lib, err);
     st->rules = lib->n_rules;

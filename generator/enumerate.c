@@ -196,20 +196,6 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *
 
 /* ------------------------------------------------------------ a worker */
 
-/* Convolutions seen recently, before bias and activation: the enumerator
- * applies the same Conv(x, w) under every bias and activation variant and
- * below many different graphs (at three ops, about 35 times each).  A
- * direct-mapped cache keyed by the fingerprints of x and w (which also fix
- * the kernel and padding) holds results of up to CONV_MEMO_ELEMS elements. */
-#define CONV_MEMO_SLOTS 4096
-#define CONV_MEMO_ELEMS 256
-
-typedef struct conv_memo {
-    uint64_t fp_x, fp_w;
-    bool valid;
-    gen_val pre;
-} conv_memo;
-
 /* Graphs of the last level wait in a batch so that their outputs are
  * hashed several at a time (gen_val_hashes). */
 #define LEAF_BATCH 8
@@ -236,34 +222,17 @@ typedef struct worker {
     leaf leaves[LEAF_BATCH];
     int n_leaves;
     uint64_t *leaf_storage;    /* 2 * LEAF_BATCH buffers of GEN_VAL_STRIDE */
-    conv_memo *memo;           /* CONV_MEMO_SLOTS entries */
-    uint64_t *memo_storage;    /* CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS residues */
+    gen_conv_memo *memo;
 } worker;
 
-/* The correlation of Conv(x, w) from the cache or computed into it; NULL
- * when it is too large to cache. */
-static const gen_val *conv_correlation(worker *w, const slot *x, const slot *wt, const xf_attrs *a)
-{
-    conv_memo *m = &w->memo[gen_mix64(x->fp ^ gen_mix64(wt->fp)) & (CONV_MEMO_SLOTS - 1)];
-    if (m->valid && m->fp_x == x->fp && m->fp_w == wt->fp)
-        return &m->pre;
-    xf_attrs plain = *a;
-    plain.activation = XF_ACT_NONE;
-    m->valid = gen_eval(XF_OP_CONV, &plain, 2, (const gen_val[]){x->val, wt->val}, 1, &m->pre, CONV_MEMO_ELEMS);
-    m->fp_x = x->fp;
-    m->fp_w = wt->fp;
-    return m->valid ? &m->pre : NULL;
-}
-
-/* Evaluates variant var on the values sl[] with attributes a into out. */
-static bool eval_variant(worker *w, gen_variant var, const slot *const *sl, const xf_attrs *a, gen_val *out)
+/* Evaluates variant var on the values sl[] with attributes a into out;
+ * convolutions through memo (may be NULL). */
+static bool eval_variant(gen_conv_memo *memo, gen_variant var, const slot *const *sl, const xf_attrs *a, gen_val *out)
 {
     const gen_variant_info *vi = &gen_variants[var];
-    if (vi->op == XF_OP_CONV) {
-        const gen_val *pre = conv_correlation(w, sl[0], sl[1], a);
-        if (pre)
-            return gen_conv_finish(a, pre, vi->n_in > 2 ? &sl[2]->val : NULL, out);
-    }
+    if (vi->op == XF_OP_CONV && memo)
+        return gen_eval_conv_memo(memo, a, &sl[0]->val, sl[0]->fp, &sl[1]->val, sl[1]->fp,
+                                  vi->n_in > 2 ? &sl[2]->val : NULL, out);
     gen_val in[GEN_MAX_IN];
     for (int j = 0; j < vi->n_in; j++)
         in[j] = sl[j]->val;
@@ -456,7 +425,7 @@ static void try_op(worker *w, gen_variant var, const int *i)
         gen_val out[2];
         for (int j = 0; j < vi->n_out; j++)
             out[j].v = w->storage + (size_t)(2 * (w->n_ops - 1) + j) * GEN_VAL_STRIDE;
-        if (eval_variant(w, var, sl, &a, out)) {
+        if (eval_variant(w->memo, var, sl, &a, out)) {
             bool redundant = false;
             for (int j = 0; j < vi->n_out; j++) {
                 slot *s = &w->vals[base + j];
@@ -475,7 +444,7 @@ static void try_op(worker *w, gen_variant var, const int *i)
         leaf *lf = &w->leaves[w->n_leaves];
         for (int j = 0; j < vi->n_out; j++)
             lf->out[j].v = w->leaf_storage + (size_t)(2 * w->n_leaves + j) * GEN_VAL_STRIDE;
-        if (eval_variant(w, var, sl, &a, lf->out)) {
+        if (eval_variant(w->memo, var, sl, &a, lf->out)) {
             lf->code = current_code(w);
             lf->n_new = vi->n_out;
             lf->n_fps = 0;
@@ -539,9 +508,8 @@ static void worker_free_scratch(worker *w)
 {
     free(w->storage);
     free(w->leaf_storage);
-    free(w->memo);
-    free(w->memo_storage);
-    w->storage = w->leaf_storage = w->memo_storage = NULL;
+    gen_conv_memo_free(w->memo);
+    w->storage = w->leaf_storage = NULL;
     w->memo = NULL;
 }
 
@@ -610,11 +578,8 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         w->done = &done_count;
         w->storage = calloc((size_t)2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE, sizeof *w->storage);
         w->leaf_storage = malloc((size_t)2 * LEAF_BATCH * GEN_VAL_STRIDE * sizeof *w->leaf_storage);
-        w->memo = calloc(CONV_MEMO_SLOTS, sizeof *w->memo);
-        w->memo_storage = malloc((size_t)CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS * sizeof *w->memo_storage);
-        for (int i = 0; w->memo && w->memo_storage && i < CONV_MEMO_SLOTS; i++)
-            w->memo[i].pre.v = w->memo_storage + (size_t)i * GEN_TRIALS * CONV_MEMO_ELEMS;
-        if (!w->storage || !w->leaf_storage || !w->memo || !w->memo_storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
+        w->memo = gen_conv_memo_create();
+        if (!w->storage || !w->leaf_storage || !w->memo || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
             st = xf_error_set(err, XF_ERR_NOMEM, "cannot start worker thread %d", t);
             break;
         }
@@ -677,7 +642,7 @@ done:
 
 /* ------------------------------------------------------------ decoding */
 
-bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch)
+bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch, gen_conv_memo *memo)
 {
     memset(g, 0, sizeof *g);
     slot s[GEN_MAX_VALUES];
@@ -698,7 +663,6 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
             if (var >= GV_COUNT)
                 return false;
             const gen_variant_info *vi = &gen_variants[var];
-            gen_val in[GEN_MAX_IN];
             xf_shape shapes[GEN_MAX_IN];
             const slot *sl[GEN_MAX_IN] = {NULL, NULL, NULL};
             for (int j = 0; j < GEN_MAX_IN; j++) {
@@ -710,8 +674,7 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
                     return false;
                 g->in[k][j] = v;
                 sl[j] = &s[v];
-                in[j] = s[v].val;
-                shapes[j] = in[j].shape;
+                shapes[j] = s[v].val.shape;
             }
             int kind;
             if (!applicable(var, sl[0], sl[1], sl[2], &kind))
@@ -721,7 +684,7 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
             gen_val out[2];
             for (int j = 0; j < vi->n_out; j++)
                 out[j].v = scratch + (size_t)(n_vals - gen_pool_size + j) * GEN_VAL_STRIDE;
-            if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
+            if (!eval_variant(memo, var, sl, &a, out))
                 return false;
             g->variant[k] = var;
             g->out_base[k] = n_vals;

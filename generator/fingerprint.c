@@ -533,19 +533,70 @@ bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_ou
     return true;
 }
 
-bool gen_conv_finish(const xf_attrs *a, const gen_val *pre, const gen_val *bias, gen_val *out)
+/* ------------------------------------------------------------ conv cache */
+
+#define CONV_MEMO_SLOTS 4096
+/* Correlations larger than this (per trial) are not cached. */
+#define CONV_MEMO_ELEMS 256
+
+typedef struct memo_slot {
+    uint64_t fp_x, fp_w;
+    bool valid;
+    gen_val pre;
+} memo_slot;
+
+struct gen_conv_memo {
+    memo_slot slot[CONV_MEMO_SLOTS];
+    uint64_t *storage; /* CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS residues */
+};
+
+gen_conv_memo *gen_conv_memo_create(void)
 {
-    if (pre->shape.ndim != 4)
-        return false;
-    int64_t n = xf_shape_numel(&pre->shape), nb = bias ? xf_shape_numel(&bias->shape) : 0;
+    gen_conv_memo *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->storage = malloc((size_t)CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS * sizeof *m->storage);
+    if (!m->storage) {
+        free(m);
+        return NULL;
+    }
+    for (int i = 0; i < CONV_MEMO_SLOTS; i++)
+        m->slot[i].pre.v = m->storage + (size_t)i * GEN_TRIALS * CONV_MEMO_ELEMS;
+    return m;
+}
+
+void gen_conv_memo_free(gen_conv_memo *m)
+{
+    if (m)
+        free(m->storage);
+    free(m);
+}
+
+bool gen_eval_conv_memo(gen_conv_memo *m, const xf_attrs *a, const gen_val *x, uint64_t x_fp, const gen_val *w,
+                        uint64_t w_fp, const gen_val *bias, gen_val *out)
+{
+    memo_slot *s = &m->slot[gen_mix64(x_fp ^ gen_mix64(w_fp)) & (CONV_MEMO_SLOTS - 1)];
+    if (!s->valid || s->fp_x != x_fp || s->fp_w != w_fp) {
+        xf_attrs plain = *a;
+        plain.activation = XF_ACT_NONE;
+        s->valid = gen_eval(XF_OP_CONV, &plain, 2, (const gen_val[]){*x, *w}, 1, &s->pre, CONV_MEMO_ELEMS);
+        s->fp_x = x_fp;
+        s->fp_w = w_fp;
+    }
+    if (!s->valid) {
+        /* Too large to cache (or not a conv the generator handles). */
+        gen_val in[3] = {*x, *w, bias ? *bias : *x};
+        return gen_eval(XF_OP_CONV, a, bias ? 3 : 2, in, 1, out, GEN_MAX_ELEMS);
+    }
+    int64_t n = xf_shape_numel(&s->pre.shape), nb = bias ? xf_shape_numel(&bias->shape) : 0;
     for (int t = 0; t < GEN_TRIALS; t++) {
-        gen_val tpre = {pre->shape, pre->v + t * n}, tout = {pre->shape, out->v + t * n};
+        gen_val tpre = {s->pre.shape, s->pre.v + t * n}, tout = {s->pre.shape, out->v + t * n};
         gen_val tbias = bias ? (gen_val){bias->shape, bias->v + t * nb} : (gen_val){{0}, NULL};
-        model m = model_for_trial(t);
-        if (!conv_finish(&m, a, &tpre, bias ? &tbias : NULL, &tout))
+        model md = model_for_trial(t);
+        if (!conv_finish(&md, a, &tpre, bias ? &tbias : NULL, &tout))
             return false;
     }
-    out->shape = pre->shape;
+    out->shape = s->pre.shape;
     return true;
 }
 

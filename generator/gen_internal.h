@@ -41,11 +41,19 @@ void gen_val_hashes(const gen_val *t, int n, uint64_t *out);
  * shapes are outside the generator's semantics (see fingerprint.c). */
 bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out, gen_val *out, int64_t cap);
 
-/* gen_eval of a Conv is its correlation, gen_eval of Conv(x, w) without
- * activation, followed by this: the bias (may be NULL) and a's fused
- * activation applied to pre, into out (which may be pre).  The enumerator
- * computes one correlation for every bias and activation it is tried with. */
-bool gen_conv_finish(const xf_attrs *a, const gen_val *pre, const gen_val *bias, gen_val *out);
+/* Convolutions seen recently, before bias and activation: the enumerator
+ * applies one Conv(x, w) under every bias and activation variant and below
+ * many different graphs (at three ops, about 35 times each).  A
+ * direct-mapped cache keyed by the fingerprints of x and w (which also fix
+ * the kernel and padding: the enumerator's convolutions are same-padded,
+ * stride 1) holds the correlation; bias and activation are applied to it
+ * per use. */
+typedef struct gen_conv_memo gen_conv_memo;
+gen_conv_memo *gen_conv_memo_create(void);
+void gen_conv_memo_free(gen_conv_memo *m);
+/* gen_eval of Conv(x, w[, bias]) with attributes a, through the cache. */
+bool gen_eval_conv_memo(gen_conv_memo *m, const xf_attrs *a, const gen_val *x, uint64_t x_fp, const gen_val *w,
+                        uint64_t w_fp, const gen_val *bias, gen_val *out);
 
 /* ------------------------------------------------------------ op variants */
 
@@ -206,8 +214,9 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
 
 /* Re-evaluates a code over the pool's values: fills g with its ops, outputs
  * and value fingerprints.  scratch holds 2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE
- * residues.  False when the code is invalid. */
-bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch);
+ * residues; convolutions go through memo when it is not NULL.  False when
+ * the code is invalid. */
+bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch, gen_conv_memo *memo);
 
 /* Turns records into the library's rules (grouping, pruning, generalizing,
  * the numerical check). */

@@ -433,7 +433,7 @@ START_TEST(enumeration_matches_plain_evaluation)
     int64_t biased_relu = 0, leaves = 0;
     for (int64_t i = 0; i < n; i++) {
         gen_graph g;
-        ck_assert_msg(gen_decode(gen_record_code(&records[i]), &pool, &g, scratch), "record %lld does not decode", (long long)i);
+        ck_assert_msg(gen_decode(gen_record_code(&records[i]), &pool, &g, scratch, NULL), "record %lld does not decode", (long long)i);
         ck_assert_msg(gen_combine_fps(g.out_fp, g.n_outputs) == records[i].fp,
                       "record %lld: fingerprint differs from plain evaluation", (long long)i);
         for (int k = 0; k < g.n_ops; k++)
