@@ -338,6 +338,15 @@ static bool eval_pool(const model *m, xf_op op, const xf_attrs *a, const gen_val
         return false;
     o->shape = xf_shape_make(4, (int64_t[]){x->shape.dims[0], x->shape.dims[1], oh, ow});
     uint64_t inv = mod_pow((uint64_t)(kh * kw), GEN_P - 2);
+    /* Each element's place in the order, computed once, not once per window. */
+    uint64_t keys[GEN_MAX_ELEMS];
+    int64_t in_n = nc * h * w;
+    if (op == XF_OP_MAX_POOL) {
+        if (in_n > GEN_MAX_ELEMS)
+            return false;
+        for (int64_t i = 0; i < in_n; i++)
+            keys[i] = order_key(m, x->v[i]);
+    }
     for (int64_t p = 0; p < nc; p++)
         for (int64_t y = 0; y < oh; y++)
             for (int64_t xx = 0; xx < ow; xx++) {
@@ -348,9 +357,13 @@ static bool eval_pool(const model *m, xf_op op, const xf_attrs *a, const gen_val
                         int64_t iy = y + i - pt, ix = xx + j - pl;
                         if (iy < 0 || iy >= h || ix < 0 || ix >= w)
                             continue;
-                        uint64_t v = x->v[(p * h + iy) * w + ix];
-                        sum = mod_add(sum, v);
-                        uint64_t key = order_key(m, v);
+                        int64_t at = (p * h + iy) * w + ix;
+                        uint64_t v = x->v[at];
+                        if (op == XF_OP_AVERAGE_POOL) {
+                            sum = mod_add(sum, v);
+                            continue;
+                        }
+                        uint64_t key = keys[at];
                         if (!any || key > best_key) {
                             best = v;
                             best_key = key;
