@@ -147,18 +147,25 @@ typedef unsigned __int128 gen_code;
 #define GEN_NO_INPUT 31
 #define GEN_OP_BITS 20
 
-/* A recorded graph: 24 bytes (the code's 100 bits in two words), since at
- * four ops the records are most of the generator's memory. */
+/* A recorded graph in 24 bytes (at four ops the records are most of the
+ * generator's memory): the code's GEN_MAX_SLOTS * GEN_OP_BITS = 100 bits
+ * in 64 + 32 + 8. */
 typedef struct gen_record {
     uint64_t fp;
     uint64_t code_lo;
-    uint32_t code_hi;
+    uint32_t code_mid;
+    uint8_t code_hi;
 } gen_record;
 
-static inline gen_code gen_record_code(const gen_record *r) { return (gen_code)r->code_hi << 64 | r->code_lo; }
+_Static_assert(GEN_MAX_SLOTS * GEN_OP_BITS <= 104, "a record holds 104 bits of code");
+
+static inline gen_code gen_record_code(const gen_record *r)
+{
+    return (gen_code)r->code_hi << 96 | (gen_code)r->code_mid << 64 | r->code_lo;
+}
 static inline gen_record gen_record_make(uint64_t fp, gen_code code)
 {
-    return (gen_record){fp, (uint64_t)code, (uint32_t)(code >> 64)};
+    return (gen_record){fp, (uint64_t)code, (uint32_t)(code >> 64), (uint8_t)(code >> 96)};
 }
 
 static inline int gen_code_variant(gen_code code, int k) { return (int)((code >> (GEN_OP_BITS * k + 15)) & 31); }

@@ -414,6 +414,22 @@ START_TEST(tool_writes_and_checks)
 }
 END_TEST
 
+/* A record keeps every bit of a code with all its op slots in use. */
+START_TEST(record_keeps_every_code_bit)
+{
+    gen_code code = 0;
+    for (int k = 0; k < GEN_MAX_SLOTS; k++)
+        code |= gen_code_op(GV_COUNT - 1 - k, 30 - k, 29 - k, 28 - k) << (GEN_OP_BITS * k);
+    gen_record r = gen_record_make(42, code);
+    ck_assert(gen_record_code(&r) == code);
+    ck_assert_int_eq(gen_code_variant(gen_record_code(&r), GEN_MAX_SLOTS - 1), GV_COUNT - GEN_MAX_SLOTS);
+    gen_code ones = ((gen_code)1 << (GEN_MAX_SLOTS * GEN_OP_BITS)) - 1;
+    r = gen_record_make(7, ones);
+    ck_assert(gen_record_code(&r) == ones);
+    ck_assert_uint_eq(r.fp, 7);
+}
+END_TEST
+
 /* The enumerator takes shortcuts (cached convolutions shared by several
  * biases and activations, graphs of the last level hashed in batches);
  * decoding a record evaluates its graph op by op with plain gen_eval, and
@@ -478,6 +494,7 @@ static Suite *generator_suite(void)
     tcase_add_test(p, pipeline_finds_pruned_checked_rules);
     tcase_add_test(p, pipeline_rejects_bad_options);
     tcase_add_test(p, enumeration_matches_plain_evaluation);
+    tcase_add_test(p, record_keeps_every_code_bit);
     tcase_add_test(p, tool_writes_and_checks);
     suite_add_tcase(s, p);
     return s;
