@@ -21,8 +21,8 @@ static const char usage[] =
     "                only applies proved rules)\n"
     "  --check       write nothing; exit 0 when FILE equals what would be\n"
     "                generated, 1 when it is stale\n"
-    "  --threads N   worker threads (default: every core); the output is the\n"
-    "                same for any N\n";
+    "  --threads N   worker threads for every stage: enumeration, rules, proofs\n"
+    "                (default: every core); the output is the same for any N\n";
 
 static void progress(const char *stage, double fraction, void *user)
 {
