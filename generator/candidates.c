@@ -16,9 +16,12 @@
 #include "xf_runtime.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ pruning */
 
@@ -100,7 +103,7 @@ static int fewest_ops(const gen_record *records, int64_t n_records, uint64_t fp)
     }
     int best = INT32_MAX;
     for (int64_t i = lo; i < n_records && records[i].fp == fp; i++) {
-        int n = code_ops(records[i].code);
+        int n = code_ops(gen_record_code(&records[i]));
         best = n < best ? n : best;
     }
     return best;
@@ -538,139 +541,262 @@ static bool smaller(const gen_graph *a, const gen_graph *b)
     return act_ops(a) != act_ops(b) ? act_ops(a) < act_ops(b) : a->n_ops < b->n_ops;
 }
 
+/* A candidate rule built and checked by a worker; whether it enters the
+ * library is decided in group order (prepared_commit), so that the library
+ * does not depend on which worker handled which group. */
+typedef struct prepared {
+    xf_rule *r;    /* NULL: no sound general form */
+    uint64_t key;  /* identity up to renaming */
+    int agree;     /* sides_agree */
+    double diff;
+    char *why;     /* when agree < 0 */
+    bool reversed; /* written from the smaller side */
+} prepared;
+
+/* A range of records (whole groups) and what its groups gave. */
+typedef struct chunk {
+    int64_t begin, end;
+    prepared *items;
+    int n_items, cap_items;
+    int64_t fingerprints, groups, candidates, pruned_common, pruned_implied;
+    bool nomem;
+    atomic_bool done;
+} chunk;
+
+typedef struct rule_work {
+    const gen_record *records;
+    int64_t n_records;
+    uint64_t seed;
+    chunk *chunks;
+    int n_chunks;
+    atomic_int next;
+} rule_work;
+
+static void prepare(chunk *c, const gen_graph *pg, const gen_graph *qg, uint64_t fp, uint64_t seed, bool reversed)
+{
+    if (c->n_items == c->cap_items) {
+        int cap = c->cap_items ? 2 * c->cap_items : 16;
+        prepared *items = realloc(c->items, (size_t)cap * sizeof *items);
+        if (!items) {
+            c->nomem = true;
+            return;
+        }
+        c->items = items;
+        c->cap_items = cap;
+    }
+    prepared *it = &c->items[c->n_items++];
+    memset(it, 0, sizeof *it);
+    it->reversed = reversed;
+    it->r = build_rule(pg, qg, fp);
+    if (!it->r)
+        return;
+    it->key = gen_mix64(xf_graph_hash(it->r->pattern)) ^ xf_graph_hash(it->r->replacement);
+    char why[1024] = "";
+    it->agree = sides_agree(it->r, seed, &it->diff, why, sizeof why);
+    if (it->agree < 0 && !(it->why = strdup(why)))
+        c->nomem = true;
+}
+
+/* Groups the records of c, pairs and prunes them, and prepares the rules. */
+static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool, uint64_t *scratch,
+                      gen_conv_memo *memo, gen_graph **group, int64_t *cap_group)
+{
+    const gen_record *records = rw->records;
+    for (int64_t i = c->begin; i < c->end && !c->nomem;) {
+        int64_t j = i + 1;
+        while (j < c->end && records[j].fp == records[i].fp)
+            j++;
+        c->fingerprints++;
+        int64_t distinct = 1;
+        for (int64_t k = i + 1; k < j; k++)
+            distinct += gen_record_code(&records[k]) != gen_record_code(&records[k - 1]);
+        if (distinct < 2) {
+            i = j;
+            continue;
+        }
+        c->groups++;
+        if (distinct > *cap_group) {
+            gen_graph *ng = realloc(*group, (size_t)distinct * sizeof *ng);
+            if (!ng) {
+                c->nomem = true;
+                break;
+            }
+            *group = ng;
+            *cap_group = distinct;
+        }
+        gen_graph *g = *group;
+        /* Decode each distinct graph; the smallest is the representative. */
+        int n = 0, rep = -1;
+        for (int64_t k = i; k < j; k++) {
+            if (k > i && gen_record_code(&records[k]) == gen_record_code(&records[k - 1]))
+                continue;
+            if (!gen_decode(gen_record_code(&records[k]), pool, &g[n], scratch, memo))
+                continue;
+            if (rep < 0 || smaller(&g[n], &g[rep]))
+                rep = n;
+            n++;
+        }
+        for (int a = 0; a < n; a++) {
+            if (a == rep)
+                continue;
+            c->candidates++;
+            const gen_graph *pg = &g[a], *qg = &g[rep];
+            if (shares_common_subgraph(pg, qg) || shares_common_supergraph(pg, qg)) {
+                c->pruned_common++;
+                continue;
+            }
+            if (has_reducible_part(pg, records, rw->n_records)) {
+                c->pruned_implied++;
+                continue;
+            }
+            if (can_be_pattern(pg))
+                prepare(c, pg, qg, records[i].fp, rw->seed, false);
+            if (act_ops(pg) == act_ops(qg) && act_ops(qg) > 0 && pg->n_weight_ops > 0 && can_be_pattern(qg))
+                prepare(c, qg, pg, records[i].fp, rw->seed, true);
+        }
+        i = j;
+    }
+}
+
+static void *rule_worker(void *arg)
+{
+    rule_work *rw = arg;
+    uint64_t *storage = calloc((size_t)GEN_MAX_VALUES * GEN_VAL_STRIDE, sizeof *storage);
+    gen_conv_memo *memo = gen_conv_memo_create();
+    gen_graph *group = NULL;
+    int64_t cap_group = 0;
+    gen_pool_values pool;
+    if (storage)
+        gen_pool_fill(rw->seed, &pool, storage);
+    for (int c; (c = atomic_fetch_add(&rw->next, 1)) < rw->n_chunks;) {
+        chunk *ch = &rw->chunks[c];
+        if (!storage || !memo)
+            ch->nomem = true;
+        else
+            chunk_run(rw, ch, &pool, storage + (size_t)GEN_MAX_POOL * GEN_VAL_STRIDE, memo, &group, &cap_group);
+        atomic_store(&ch->done, true);
+    }
+    free(group);
+    free(storage);
+    gen_conv_memo_free(memo);
+    return NULL;
+}
+
 typedef struct rule_stage {
     xf_library *lib;
     xf_gen_stats *st;
     key_set seen;
-    uint64_t seed;
 } rule_stage;
 
-/* Builds, dedupes and checks the rule pattern pg -> replacement qg and adds
- * it to the library. */
-static xf_status add_candidate(rule_stage *rs, const gen_graph *pg, const gen_graph *qg, uint64_t fp, xf_error *err)
+/* Dedupes a prepared candidate up to renaming and adds it to the library
+ * when both sides agree on cpu_ref; takes it. */
+static xf_status prepared_commit(rule_stage *rs, prepared *it, xf_error *err)
 {
     xf_gen_stats *st = rs->st;
-    xf_rule *r = build_rule(pg, qg, fp);
+    xf_rule *r = it->r;
+    xf_status s = XF_OK;
+    bool nomem = false;
     if (!r) {
         st->unexpressible++;
-        return XF_OK;
-    }
-    uint64_t key = gen_mix64(xf_graph_hash(r->pattern)) ^ xf_graph_hash(r->replacement);
-    bool nomem = false;
-    if (!key_set_insert(&rs->seen, key, &nomem)) {
-        xf_rule_free(r);
+    } else if (!key_set_insert(&rs->seen, it->key, &nomem)) {
         if (nomem)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        st->pruned_renaming++;
-        return XF_OK;
-    }
-    double diff = 0;
-    char why[sizeof err->msg];
-    int agree = sides_agree(r, rs->seed, &diff, why, sizeof why);
-    if (agree <= 0) {
-        if (agree == 0) {
-            xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g", r->provenance,
-                   r->pattern->n_nodes, r->replacement->n_nodes, diff);
-            st->false_positives++;
-        } else {
-            xf_log(XF_LOG_WARN, "candidate dropped, it does not run on cpu_ref: %s: %s", r->provenance, why);
-            st->unexpressible++;
+            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        else
+            st->pruned_renaming++;
+    } else if (it->agree == 0) {
+        xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g", r->provenance,
+               r->pattern->n_nodes, r->replacement->n_nodes, it->diff);
+        st->false_positives++;
+    } else if (it->agree < 0) {
+        xf_log(XF_LOG_WARN, "candidate dropped, it does not run on cpu_ref: %s: %s", r->provenance, it->why);
+        st->unexpressible++;
+    } else {
+        char name[32];
+        snprintf(name, sizeof name, "c%06d", rs->lib->n_rules);
+        char *renamed = strdup(name);
+        if (!renamed)
+            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        else {
+            free(r->name);
+            r->name = renamed;
+            bool generalized = r->n_bindings > 0;
+            s = xf_library_add(rs->lib, r, err);
+            r = NULL; /* the library owns it, or freed it on failure */
+            if (s == XF_OK) {
+                st->generalized += generalized;
+                st->reversed += it->reversed;
+            }
         }
-        xf_rule_free(r);
-        return XF_OK;
     }
-    char name[32];
-    snprintf(name, sizeof name, "c%06d", rs->lib->n_rules);
-    char *renamed = strdup(name);
-    if (!renamed) {
-        xf_rule_free(r);
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    }
-    free(r->name);
-    r->name = renamed;
-    bool generalized = r->n_bindings > 0;
-    xf_status s = xf_library_add(rs->lib, r, err);
-    if (s != XF_OK)
-        return s;
-    st->generalized += generalized;
-    return XF_OK;
+    xf_rule_free(r);
+    free(it->why);
+    it->r = NULL;
+    it->why = NULL;
+    return s;
 }
 
 xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t seed, xf_library *lib,
                           xf_gen_stats *st, const xf_gen_options *opt, xf_error *err)
 {
-    uint64_t *storage = calloc((size_t)GEN_MAX_VALUES * GEN_VAL_STRIDE, sizeof *storage);
-    uint64_t *scratch = storage + (size_t)GEN_MAX_POOL * GEN_VAL_STRIDE;
-    gen_pool_values pool;
-    gen_graph *group = NULL;
-    int64_t cap_group = 0;
-    rule_stage rs = {.lib = lib, .st = st, .seed = seed};
+    int threads = opt && opt->threads > 0 ? opt->threads : 1;
+    /* Chunks of whole groups, many per worker so that the work spreads
+     * evenly and the prepared rules waiting for their turn stay few. */
+    int n_chunks = threads * 64;
+    rule_work rw = {.records = records, .n_records = n_records, .seed = seed};
+    atomic_init(&rw.next, 0);
+    rw.chunks = calloc((size_t)n_chunks, sizeof *rw.chunks);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    rule_stage rs = {.lib = lib, .st = st};
     xf_status status = XF_OK;
-    if (!storage)
+    if (!rw.chunks || !tids) {
+        free(rw.chunks);
+        free(tids);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    gen_pool_fill(seed, &pool, storage);
-    for (int64_t i = 0; i < n_records && status == XF_OK;) {
-        int64_t j = i + 1;
-        while (j < n_records && records[j].fp == records[i].fp)
-            j++;
-        st->fingerprints++;
-        int64_t distinct = 1;
-        for (int64_t k = i + 1; k < j; k++)
-            distinct += records[k].code != records[k - 1].code;
-        if (distinct < 2) {
-            i = j;
-            continue;
-        }
-        st->groups++;
-        if (distinct > cap_group) {
-            gen_graph *ng = realloc(group, (size_t)distinct * sizeof *ng);
-            if (!ng) {
-                status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-                break;
-            }
-            group = ng;
-            cap_group = distinct;
-        }
-        /* Decode each distinct graph; the smallest is the representative. */
-        int n = 0, rep = -1;
-        for (int64_t k = i; k < j; k++) {
-            if (k > i && records[k].code == records[k - 1].code)
-                continue;
-            if (!gen_decode(records[k].code, &pool, &group[n], scratch))
-                continue;
-            if (rep < 0 || smaller(&group[n], &group[rep]))
-                rep = n;
-            n++;
-        }
-        for (int a = 0; a < n && status == XF_OK; a++) {
-            if (a == rep)
-                continue;
-            st->candidates++;
-            const gen_graph *pg = &group[a], *qg = &group[rep];
-            if (shares_common_subgraph(pg, qg) || shares_common_supergraph(pg, qg)) {
-                st->pruned_common++;
-                continue;
-            }
-            if (has_reducible_part(pg, records, n_records)) {
-                st->pruned_implied++;
-                continue;
-            }
-            if (can_be_pattern(pg))
-                status = add_candidate(&rs, pg, qg, records[i].fp, err);
-            if (status == XF_OK && act_ops(pg) == act_ops(qg) && act_ops(qg) > 0 && pg->n_weight_ops > 0 &&
-                can_be_pattern(qg)) {
-                int64_t before = lib->n_rules;
-                status = add_candidate(&rs, qg, pg, records[i].fp, err);
-                st->reversed += lib->n_rules - before;
-            }
-        }
-        if (opt && opt->progress && (st->groups & 63) == 0)
-            opt->progress("rules", (double)j / (double)n_records, opt->user);
-        i = j;
     }
+    int64_t at = 0;
+    for (int c = 0; c < n_chunks; c++) {
+        int64_t end = c == n_chunks - 1 ? n_records : n_records / n_chunks * (c + 1);
+        end = end < at ? at : end;
+        while (end > at && end < n_records && records[end].fp == records[end - 1].fp)
+            end++;
+        rw.chunks[c].begin = at;
+        rw.chunks[c].end = at = end;
+        atomic_init(&rw.chunks[c].done, false);
+    }
+    rw.n_chunks = n_chunks;
+    int started = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&tids[started], NULL, rule_worker, &rw) != 0)
+            break;
+    if (started == 0)
+        rule_worker(&rw);
+    /* Commit in chunk order as the workers finish them. */
+    for (int c = 0; c < n_chunks; c++) {
+        chunk *ch = &rw.chunks[c];
+        while (!atomic_load(&ch->done))
+            nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+        if (status == XF_OK && ch->nomem)
+            status = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        st->fingerprints += ch->fingerprints;
+        st->groups += ch->groups;
+        st->candidates += ch->candidates;
+        st->pruned_common += ch->pruned_common;
+        st->pruned_implied += ch->pruned_implied;
+        for (int k = 0; k < ch->n_items; k++) {
+            if (status == XF_OK)
+                status = prepared_commit(&rs, &ch->items[k], err);
+            xf_rule_free(ch->items[k].r);
+            free(ch->items[k].why);
+        }
+        free(ch->items);
+        if (opt && opt->progress)
+            opt->progress("rules", (double)(c + 1) / n_chunks, opt->user);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    free(tids);
+    free(rw.chunks);
     free(rs.seen.keys);
-    free(group);
-    free(storage);
     if (status == XF_OK)
         status = order_rules(lib, err);
     st->rules = lib->n_rules;

@@ -196,6 +196,17 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *
 
 /* ------------------------------------------------------------ a worker */
 
+/* Graphs of the last level wait in a batch so that their outputs are
+ * hashed several at a time (gen_val_hashes). */
+#define LEAF_BATCH 8
+
+typedef struct leaf {
+    gen_code code;
+    int n_fps, n_new;               /* fps: unread outputs of earlier ops, then the new op's */
+    uint64_t fps[2 * GEN_MAX_SLOTS];
+    gen_val out[2];                 /* the new op's outputs */
+} leaf;
+
 typedef struct worker {
     int max_ops;
     int index, n_workers;
@@ -206,25 +217,26 @@ typedef struct worker {
     int out_base[GEN_MAX_SLOTS];
     int n_vals;
     uint32_t pool_used; /* bit per pool tensor */
-    gen_record *rec;
-    int64_t n_rec, cap_rec;
-    bool nomem;
+    gen_record_store records;
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
+    leaf leaves[LEAF_BATCH];
+    int n_leaves;
+    uint64_t *leaf_storage;    /* 2 * LEAF_BATCH buffers of GEN_VAL_STRIDE */
+    gen_conv_memo *memo;
 } worker;
 
-static void push_record(worker *w, uint64_t fp, gen_code code)
+/* Evaluates variant var on the values sl[] with attributes a into out;
+ * convolutions through memo (may be NULL). */
+static bool eval_variant(gen_conv_memo *memo, gen_variant var, const slot *const *sl, const xf_attrs *a, gen_val *out)
 {
-    if (w->n_rec == w->cap_rec) {
-        int64_t cap = w->cap_rec ? 2 * w->cap_rec : 1 << 16;
-        gen_record *r = realloc(w->rec, (size_t)cap * sizeof *r);
-        if (!r) {
-            w->nomem = true;
-            return;
-        }
-        w->rec = r;
-        w->cap_rec = cap;
-    }
-    w->rec[w->n_rec++] = (gen_record){fp, code};
+    const gen_variant_info *vi = &gen_variants[var];
+    if (vi->op == XF_OP_CONV && memo)
+        return gen_eval_conv_memo(memo, a, &sl[0]->val, sl[0]->fp, &sl[1]->val, sl[1]->fp,
+                                  vi->n_in > 2 ? &sl[2]->val : NULL, out);
+    gen_val in[GEN_MAX_IN];
+    for (int j = 0; j < vi->n_in; j++)
+        in[j] = sl[j]->val;
+    return gen_eval(vi->op, a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -252,14 +264,18 @@ static int find_root(int *parent, int x)
     return x;
 }
 
-/* Records the current graph when it is connected and computes no value twice. */
-static void record_graph(worker *w)
+/* Whether the current graph is one to record, judged by its structure
+ * alone: connected, and no bias among its outputs.  (It is still not
+ * recorded when two of its outputs are equal, which only its values tell.)
+ * Sets used[v] for every value an op reads. */
+static bool recordable_structure(const worker *w, bool *used)
 {
     int n_vals = w->n_vals;
-    bool used[GEN_MAX_VALUES] = {0};
     int parent[GEN_MAX_VALUES];
-    for (int v = 0; v < n_vals; v++)
+    for (int v = 0; v < n_vals; v++) {
         parent[v] = v;
+        used[v] = false;
+    }
     for (int k = 0; k < w->n_ops; k++) {
         int var = gen_code_variant(w->ops[k], 0);
         int root = find_root(parent, w->out_base[k]);
@@ -274,22 +290,56 @@ static void record_graph(worker *w)
     int root = find_root(parent, w->out_base[0]);
     for (int v = 0; v < n_vals; v++)
         if ((v >= gen_pool_size || used[v]) && find_root(parent, v) != root)
-            return;
-    uint64_t fps[2 * GEN_MAX_SLOTS];
-    int n = 0;
+            return false;
     for (int v = gen_pool_size; v < n_vals; v++)
-        if (!used[v]) {
-            if (w->vals[v].kind == GK_BIAS)
-                return;
-            fps[n++] = w->vals[v].fp;
-        }
-    uint64_t fp = gen_combine_fps(fps, n);
-    if (!fp)
-        return;
+        if (!used[v] && w->vals[v].kind == GK_BIAS)
+            return false;
+    return true;
+}
+
+static gen_code current_code(const worker *w)
+{
     gen_code code = 0;
     for (int k = 0; k < w->n_ops; k++)
         code |= w->ops[k] << (GEN_OP_BITS * k);
-    push_record(w, fp, code);
+    return code;
+}
+
+/* Records the current graph when it is connected and computes no value twice. */
+static void record_graph(worker *w)
+{
+    bool used[GEN_MAX_VALUES];
+    if (!recordable_structure(w, used))
+        return;
+    uint64_t fps[2 * GEN_MAX_SLOTS];
+    int n = 0;
+    for (int v = gen_pool_size; v < w->n_vals; v++)
+        if (!used[v])
+            fps[n++] = w->vals[v].fp;
+    uint64_t fp = gen_combine_fps(fps, n);
+    if (fp)
+        gen_store_push(&w->records, fp, current_code(w));
+}
+
+static void flush_leaves(worker *w)
+{
+    gen_val outs[2 * LEAF_BATCH];
+    uint64_t fps[2 * LEAF_BATCH];
+    int n = 0;
+    for (int l = 0; l < w->n_leaves; l++)
+        for (int j = 0; j < w->leaves[l].n_new; j++)
+            outs[n++] = w->leaves[l].out[j];
+    gen_val_hashes(outs, n, fps);
+    n = 0;
+    for (int l = 0; l < w->n_leaves; l++) {
+        leaf *lf = &w->leaves[l];
+        for (int j = 0; j < lf->n_new; j++)
+            lf->fps[lf->n_fps + j] = fps[n++];
+        uint64_t fp = gen_combine_fps(lf->fps, lf->n_fps + lf->n_new);
+        if (fp)
+            gen_store_push(&w->records, fp, lf->code);
+    }
+    w->n_leaves = 0;
 }
 
 /* Whether pool tensor i may be used now: earlier members of its class are. */
@@ -322,9 +372,9 @@ static int64_t n_choices(int var, int64_t n)
 static void try_op(worker *w, gen_variant var, const int *i)
 {
     const gen_variant_info *vi = &gen_variants[var];
-    int ins[GEN_MAX_IN] = {GEN_NO_INPUT, GEN_NO_INPUT, GEN_NO_INPUT};
-    for (int j = 0; j < vi->n_in; j++)
-        ins[j] = i[j];
+    int ins[GEN_MAX_IN];
+    for (int j = 0; j < GEN_MAX_IN; j++)
+        ins[j] = j < vi->n_in ? i[j] : GEN_NO_INPUT;
     gen_code op = gen_code_op(var, ins[0], ins[1], ins[2]);
     for (int k = 0; k < w->n_ops; k++)
         if (w->ops[k] == op)
@@ -354,29 +404,7 @@ static void try_op(worker *w, gen_variant var, const int *i)
     bool free_op = gen_kind_free(kind);
     if (free_op && w->n_free >= GEN_FREE_OPS)
         return;
-    gen_val in[GEN_MAX_IN];
-    xf_shape shapes[GEN_MAX_IN];
-    for (int j = 0; j < vi->n_in; j++) {
-        in[j] = sl[j]->val;
-        shapes[j] = in[j].shape;
-    }
-    xf_attrs a;
-    gen_variant_attrs(var, shapes, &a);
     int base = w->n_vals;
-    gen_val out[2];
-    for (int j = 0; j < vi->n_out; j++)
-        out[j].v = w->storage + (size_t)(2 * w->n_ops + j) * GEN_VAL_STRIDE;
-    if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
-        return;
-    bool redundant = false;
-    for (int j = 0; j < vi->n_out; j++) {
-        slot *s = &w->vals[base + j];
-        s->val = out[j];
-        s->kind = kind;
-        s->fp = gen_val_hash(&out[j]);
-        for (int v = 0; v < base + j; v++)
-            redundant |= w->vals[v].fp == s->fp;
-    }
     uint32_t saved_used = w->pool_used;
     w->ops[w->n_ops] = op;
     w->out_base[w->n_ops] = base;
@@ -384,10 +412,49 @@ static void try_op(worker *w, gen_variant var, const int *i)
     w->n_free += free_op;
     w->n_vals += vi->n_out;
     w->pool_used = used;
-    record_graph(w);
+    for (int j = 0; j < vi->n_out; j++)
+        w->vals[base + j].kind = kind;
+    xf_shape shapes[GEN_MAX_IN];
+    for (int j = 0; j < vi->n_in; j++)
+        shapes[j] = sl[j]->val.shape;
+    xf_attrs a;
+    gen_variant_attrs(var, shapes, &a);
+    bool used_vals[GEN_MAX_VALUES];
     /* A bias op needs a counted op after it to read its result. */
-    if (!redundant && w->n_ops - w->n_free < w->max_ops)
-        dfs(w);
+    if (w->n_ops - w->n_free < w->max_ops) {
+        gen_val out[2];
+        for (int j = 0; j < vi->n_out; j++)
+            out[j].v = w->storage + (size_t)(2 * (w->n_ops - 1) + j) * GEN_VAL_STRIDE;
+        if (eval_variant(w->memo, var, sl, &a, out)) {
+            bool redundant = false;
+            for (int j = 0; j < vi->n_out; j++) {
+                slot *s = &w->vals[base + j];
+                s->val = out[j];
+                s->fp = gen_val_hash(&out[j]);
+                for (int v = 0; v < base + j; v++)
+                    redundant |= w->vals[v].fp == s->fp;
+            }
+            record_graph(w);
+            if (!redundant)
+                dfs(w);
+        }
+    } else if (recordable_structure(w, used_vals)) {
+        /* A graph of the last level; most are not recorded (disconnected,
+         * or a bias left unread), and those are not evaluated at all. */
+        leaf *lf = &w->leaves[w->n_leaves];
+        for (int j = 0; j < vi->n_out; j++)
+            lf->out[j].v = w->leaf_storage + (size_t)(2 * w->n_leaves + j) * GEN_VAL_STRIDE;
+        if (eval_variant(w->memo, var, sl, &a, lf->out)) {
+            lf->code = current_code(w);
+            lf->n_new = vi->n_out;
+            lf->n_fps = 0;
+            for (int v = gen_pool_size; v < base; v++)
+                if (!used_vals[v])
+                    lf->fps[lf->n_fps++] = w->vals[v].fp;
+            if (++w->n_leaves == LEAF_BATCH)
+                flush_leaves(w);
+        }
+    }
     w->n_ops--;
     w->n_free -= free_op;
     w->n_vals = base;
@@ -401,8 +468,14 @@ static void dfs(worker *w)
     int64_t choice = 0;
     bool top = w->n_ops == 0;
     int n = w->n_vals;
+    /* try_op takes an op that does not read the previous one only in
+     * increasing code order: below the previous op's variant, every op
+     * must read one of its outputs (values prev_lo..prev_hi-1). */
+    int prev_var = top ? GV_NONE : gen_code_variant(w->ops[w->n_ops - 1], 0);
+    int prev_lo = top ? 0 : w->out_base[w->n_ops - 1], prev_hi = prev_lo + gen_variants[prev_var].n_out;
     for (int var = 1; var < GV_COUNT; var++) {
         int n_in = gen_variants[var].n_in;
+        bool must_read_prev = var < prev_var;
         for (int i0 = 0; i0 < n; i0++) {
             int hi1 = n_in > 1 ? n : 1, hi2 = n_in > 2 ? n : 1;
             int lo = n_in > 1 && (var == GV_ADD || var == GV_MUL) ? i0 : 0;
@@ -416,6 +489,9 @@ static void dfs(worker *w)
                 for (int i2 = 0; i2 < hi2; i2++) {
                     if (n_in > 2 && !top && w->vals[i2].kind != GK_BIAS)
                         continue;
+                    if (must_read_prev && !(i0 >= prev_lo && i0 < prev_hi) &&
+                        !(n_in > 1 && i1 >= prev_lo && i1 < prev_hi) && !(n_in > 2 && i2 >= prev_lo && i2 < prev_hi))
+                        continue;
                     if (top && choice++ % w->n_workers != w->index)
                         continue;
                     if (!(n_in > 1 && i1 == i0 && distinct_inputs(var)))
@@ -428,9 +504,19 @@ static void dfs(worker *w)
     }
 }
 
+static void worker_free_scratch(worker *w)
+{
+    free(w->storage);
+    free(w->leaf_storage);
+    gen_conv_memo_free(w->memo);
+    w->storage = w->leaf_storage = NULL;
+    w->memo = NULL;
+}
+
 static void *worker_main(void *arg)
 {
     dfs((worker *)arg);
+    flush_leaves((worker *)arg);
     return NULL;
 }
 
@@ -453,14 +539,6 @@ static void pool_slots(const gen_pool_values *pv, slot *s)
 {
     for (int i = 0; i < gen_pool_size; i++)
         s[i] = (slot){pv->val[i], gen_pool[i].kind, pv->fp[i]};
-}
-
-static int cmp_record(const void *a, const void *b)
-{
-    const gen_record *x = a, *y = b;
-    if (x->fp != y->fp)
-        return x->fp < y->fp ? -1 : 1;
-    return x->code < y->code ? -1 : x->code > y->code;
 }
 
 static double now_s(void)
@@ -499,7 +577,9 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         w->n_vals = gen_pool_size;
         w->done = &done_count;
         w->storage = calloc((size_t)2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE, sizeof *w->storage);
-        if (!w->storage || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
+        w->leaf_storage = malloc((size_t)2 * LEAF_BATCH * GEN_VAL_STRIDE * sizeof *w->leaf_storage);
+        w->memo = gen_conv_memo_create();
+        if (!w->storage || !w->leaf_storage || !w->memo || pthread_create(&tids[t], NULL, worker_main, w) != 0) {
             st = xf_error_set(err, XF_ERR_NOMEM, "cannot start worker thread %d", t);
             break;
         }
@@ -522,9 +602,10 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         pthread_join(tids[t], NULL);
     if (st != XF_OK)
         goto done;
+    for (int t = 0; t < threads; t++)
+        worker_free_scratch(&ws[t]);
 
     /* Zero-op graphs: one or two pool tensors as the outputs. */
-    worker *w0 = &ws[0];
     for (int i = 0; i < gen_pool_size; i++)
         for (int j = i; j <= gen_pool_size; j++) {
             uint64_t fps[2] = {pool[i].fp, j < gen_pool_size ? pool[j].fp : 0};
@@ -532,37 +613,26 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
             if (n == 2 && j == i)
                 continue;
             uint64_t fp = gen_combine_fps(fps, n);
-            push_record(w0, fp, gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT, GEN_NO_INPUT));
+            gen_store_push(&ws[0].records, fp,
+                           gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT, GEN_NO_INPUT));
         }
-
-    int64_t total = 0;
-    for (int t = 0; t < threads; t++) {
-        if (ws[t].nomem) {
-            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory while recording graphs");
-            goto done;
-        }
-        total += ws[t].n_rec;
-    }
-    gen_record *all = malloc((size_t)(total ? total : 1) * sizeof *all);
-    if (!all) {
-        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory (%lld graph records)", (long long)total);
+    gen_record_store *stores = malloc((size_t)threads * sizeof *stores);
+    if (!stores) {
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    int64_t pos = 0;
     for (int t = 0; t < threads; t++) {
-        if (ws[t].n_rec)
-            memcpy(all + pos, ws[t].rec, (size_t)ws[t].n_rec * sizeof *all);
-        pos += ws[t].n_rec;
-        free(ws[t].rec);
-        ws[t].rec = NULL;
+        stores[t] = ws[t].records;
+        memset(&ws[t].records, 0, sizeof ws[t].records);
     }
-    qsort(all, (size_t)total, sizeof *all, cmp_record);
-    *records = all;
-    *n_records = total;
+    st = gen_store_assemble(stores, threads, threads, records, n_records, err);
+    for (int t = 0; t < threads; t++)
+        gen_store_free(&stores[t]);
+    free(stores);
 done:
     for (int t = 0; ws && t < threads; t++) {
-        free(ws[t].storage);
-        free(ws[t].rec);
+        worker_free_scratch(&ws[t]);
+        gen_store_free(&ws[t].records);
     }
     free(ws);
     free(tids);
@@ -572,7 +642,7 @@ done:
 
 /* ------------------------------------------------------------ decoding */
 
-bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch)
+bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch, gen_conv_memo *memo)
 {
     memset(g, 0, sizeof *g);
     slot s[GEN_MAX_VALUES];
@@ -593,7 +663,6 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
             if (var >= GV_COUNT)
                 return false;
             const gen_variant_info *vi = &gen_variants[var];
-            gen_val in[GEN_MAX_IN];
             xf_shape shapes[GEN_MAX_IN];
             const slot *sl[GEN_MAX_IN] = {NULL, NULL, NULL};
             for (int j = 0; j < GEN_MAX_IN; j++) {
@@ -605,8 +674,7 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
                     return false;
                 g->in[k][j] = v;
                 sl[j] = &s[v];
-                in[j] = s[v].val;
-                shapes[j] = in[j].shape;
+                shapes[j] = s[v].val.shape;
             }
             int kind;
             if (!applicable(var, sl[0], sl[1], sl[2], &kind))
@@ -616,7 +684,7 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
             gen_val out[2];
             for (int j = 0; j < vi->n_out; j++)
                 out[j].v = scratch + (size_t)(n_vals - gen_pool_size + j) * GEN_VAL_STRIDE;
-            if (!gen_eval(vi->op, &a, vi->n_in, in, vi->n_out, out, GEN_MAX_ELEMS))
+            if (!eval_variant(memo, var, sl, &a, out))
                 return false;
             g->variant[k] = var;
             g->out_base[k] = n_vals;

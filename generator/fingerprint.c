@@ -87,8 +87,7 @@ static inline uint64_t mod_mul(uint64_t a, uint64_t b)
     return r >= GEN_P ? r - GEN_P : r;
 }
 
-/* Sum of up to 2^3 products without reduction: residues are < 2^61, so an
- * unreduced 128-bit accumulator holds 2^6 products safely. */
+/* Reduces a sum of up to 2^6 products of residues (each below 2^122). */
 static inline uint64_t mod_reduce128(unsigned __int128 z)
 {
     uint64_t lo = (uint64_t)(z & GEN_P), mid = (uint64_t)((z >> 61) & GEN_P), hi = (uint64_t)(z >> 122);
@@ -140,14 +139,49 @@ uint64_t gen_random_residue(uint64_t seed, uint64_t stream, int64_t i)
     return h % GEN_P;
 }
 
-uint64_t gen_val_hash(const gen_val *t)
+static uint64_t hash_start(const gen_val *t)
 {
     uint64_t h = gen_mix64(0x51ed270b27a4b1f3ull + (uint64_t)t->shape.ndim);
     for (int d = 0; d < t->shape.ndim; d++)
         h = gen_mix64(h ^ (uint64_t)t->shape.dims[d]);
-    int64_t n = GEN_TRIALS * xf_shape_numel(&t->shape);
-    for (int64_t i = 0; i < n; i++)
-        h = gen_mix64(h ^ t->v[i]) + (uint64_t)i;
+    return h;
+}
+
+/* Each hash is one long chain of dependent multiplications: four chains
+ * advance together so that the processor overlaps them. */
+void gen_val_hashes(const gen_val *t, int n, uint64_t *out)
+{
+    enum { LANES = 4 };
+    for (int base = 0; base < n; base += LANES) {
+        int m = n - base < LANES ? n - base : LANES;
+        uint64_t h[LANES];
+        int64_t len[LANES], common = INT64_MAX;
+        const uint64_t *v[LANES];
+        for (int l = 0; l < LANES; l++) {
+            const gen_val *x = &t[base + (l < m ? l : 0)];
+            h[l] = hash_start(x);
+            len[l] = GEN_TRIALS * xf_shape_numel(&x->shape);
+            v[l] = x->v;
+            common = len[l] < common ? len[l] : common;
+        }
+        for (int64_t i = 0; i < common; i++) {
+            h[0] = gen_mix64(h[0] ^ v[0][i]) + (uint64_t)i;
+            h[1] = gen_mix64(h[1] ^ v[1][i]) + (uint64_t)i;
+            h[2] = gen_mix64(h[2] ^ v[2][i]) + (uint64_t)i;
+            h[3] = gen_mix64(h[3] ^ v[3][i]) + (uint64_t)i;
+        }
+        for (int l = 0; l < m; l++) {
+            for (int64_t i = common; i < len[l]; i++)
+                h[l] = gen_mix64(h[l] ^ v[l][i]) + (uint64_t)i;
+            out[base + l] = h[l];
+        }
+    }
+}
+
+uint64_t gen_val_hash(const gen_val *t)
+{
+    uint64_t h;
+    gen_val_hashes(t, 1, &h);
     return h;
 }
 
@@ -219,19 +253,15 @@ static bool plain_spatial(const xf_attrs *a, int64_t *kh, int64_t *kw)
     return true;
 }
 
-static bool eval_conv(const model *m, const xf_attrs *a, const gen_val *x, const gen_val *w, const gen_val *bias,
-                      gen_val *o, int64_t cap)
+/* The correlation of a Conv, before its bias and activation (conv_finish). */
+static bool eval_conv(const xf_attrs *a, const gen_val *x, const gen_val *w, gen_val *o, int64_t cap)
 {
     int64_t kh, kw;
     if (!plain_spatial(a, &kh, &kw) || x->shape.ndim != 4 || w->shape.ndim != 4)
         return false;
-    if (a->activation != XF_ACT_NONE && a->activation != XF_ACT_RELU)
-        return false;
     int64_t n = x->shape.dims[0], c = x->shape.dims[1], h = x->shape.dims[2], wd = x->shape.dims[3];
     int64_t k = w->shape.dims[0];
     if (w->shape.dims[1] != c || (kh && kh != w->shape.dims[2]) || (kw && kw != w->shape.dims[3]))
-        return false;
-    if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != k))
         return false;
     kh = w->shape.dims[2];
     kw = w->shape.dims[3];
@@ -241,36 +271,56 @@ static bool eval_conv(const model *m, const xf_attrs *a, const gen_val *x, const
     if (oh <= 0 || ow <= 0 || n * k * oh * ow > cap)
         return false;
     o->shape = xf_shape_make(4, (int64_t[]){n, k, oh, ow});
+    /* Products of residues are below 2^122, so a 128-bit accumulator holds
+     * 64 of them; it is reduced when one more channel could overflow it. */
+    const int64_t taps = kh * kw;
     for (int64_t b = 0; b < n; b++)
         for (int64_t f = 0; f < k; f++)
-            for (int64_t y = 0; y < oh; y++)
+            for (int64_t y = 0; y < oh; y++) {
+                int64_t i_lo = pt - y > 0 ? pt - y : 0, i_hi = h + pt - y < kh ? h + pt - y : kh;
                 for (int64_t xx = 0; xx < ow; xx++) {
+                    int64_t j_lo = pl - xx > 0 ? pl - xx : 0, j_hi = wd + pl - xx < kw ? wd + pl - xx : kw;
                     unsigned __int128 acc = 0;
-                    int terms = 0;
+                    int64_t terms = 0;
                     uint64_t sum = 0;
-                    for (int64_t ch = 0; ch < c; ch++)
-                        for (int64_t i = 0; i < kh; i++) {
-                            int64_t iy = y + i - pt;
-                            if (iy < 0 || iy >= h)
-                                continue;
-                            for (int64_t j = 0; j < kw; j++) {
-                                int64_t ix = xx + j - pl;
-                                if (ix < 0 || ix >= wd)
-                                    continue;
-                                acc += (unsigned __int128)x->v[((b * c + ch) * h + iy) * wd + ix] *
-                                       w->v[((f * c + ch) * kh + i) * kw + j];
-                                if (++terms == 8) {
-                                    sum = mod_add(sum, mod_reduce128(acc));
-                                    acc = 0;
-                                    terms = 0;
-                                }
-                            }
+                    for (int64_t ch = 0; ch < c; ch++) {
+                        /* Offsets of tap (0, 0) in image and kernel (the
+                         * image's may be negative: that tap is padding). */
+                        int64_t xo = ((b * c + ch) * h + y - pt) * wd + xx - pl, wo = (f * c + ch) * taps;
+                        if (terms + taps > 64) {
+                            sum = mod_add(sum, mod_reduce128(acc));
+                            acc = 0;
+                            terms = 0;
                         }
-                    uint64_t r = mod_add(sum, mod_reduce128(acc));
-                    if (bias)
-                        r = mod_add(r, bias->v[f]);
-                    o->v[((b * k + f) * oh + y) * ow + xx] = a->activation == XF_ACT_RELU ? relu_residue(m, r) : r;
+                        for (int64_t i = i_lo; i < i_hi; i++)
+                            for (int64_t j = j_lo; j < j_hi; j++)
+                                acc += (unsigned __int128)x->v[xo + i * wd + j] * w->v[wo + i * kw + j];
+                        terms += taps;
+                    }
+                    o->v[((b * k + f) * oh + y) * ow + xx] = mod_add(sum, mod_reduce128(acc));
                 }
+            }
+    return true;
+}
+
+/* A Conv's bias (one per output channel; may be NULL) and fused activation
+ * on its correlation pre, into o (which may be pre). */
+static bool conv_finish(const model *m, const xf_attrs *a, const gen_val *pre, const gen_val *bias, gen_val *o)
+{
+    if (a->activation != XF_ACT_NONE && a->activation != XF_ACT_RELU)
+        return false;
+    int64_t n = pre->shape.dims[0], k = pre->shape.dims[1], plane = pre->shape.dims[2] * pre->shape.dims[3];
+    if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != k))
+        return false;
+    o->shape = pre->shape;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t f = 0; f < k; f++) {
+            int64_t at = (b * k + f) * plane;
+            for (int64_t i = at; i < at + plane; i++) {
+                uint64_t r = bias ? mod_add(pre->v[i], bias->v[f]) : pre->v[i];
+                o->v[i] = a->activation == XF_ACT_RELU ? relu_residue(m, r) : r;
+            }
+        }
     return true;
 }
 
@@ -288,6 +338,15 @@ static bool eval_pool(const model *m, xf_op op, const xf_attrs *a, const gen_val
         return false;
     o->shape = xf_shape_make(4, (int64_t[]){x->shape.dims[0], x->shape.dims[1], oh, ow});
     uint64_t inv = mod_pow((uint64_t)(kh * kw), GEN_P - 2);
+    /* Each element's place in the order, computed once, not once per window. */
+    uint64_t keys[GEN_MAX_ELEMS];
+    int64_t in_n = nc * h * w;
+    if (op == XF_OP_MAX_POOL) {
+        if (in_n > GEN_MAX_ELEMS)
+            return false;
+        for (int64_t i = 0; i < in_n; i++)
+            keys[i] = order_key(m, x->v[i]);
+    }
     for (int64_t p = 0; p < nc; p++)
         for (int64_t y = 0; y < oh; y++)
             for (int64_t xx = 0; xx < ow; xx++) {
@@ -298,9 +357,13 @@ static bool eval_pool(const model *m, xf_op op, const xf_attrs *a, const gen_val
                         int64_t iy = y + i - pt, ix = xx + j - pl;
                         if (iy < 0 || iy >= h || ix < 0 || ix >= w)
                             continue;
-                        uint64_t v = x->v[(p * h + iy) * w + ix];
-                        sum = mod_add(sum, v);
-                        uint64_t key = order_key(m, v);
+                        int64_t at = (p * h + iy) * w + ix;
+                        uint64_t v = x->v[at];
+                        if (op == XF_OP_AVERAGE_POOL) {
+                            sum = mod_add(sum, v);
+                            continue;
+                        }
+                        uint64_t key = keys[at];
                         if (!any || key > best_key) {
                             best = v;
                             best_key = key;
@@ -444,7 +507,8 @@ static bool eval_once(const model *m, xf_op op, const xf_attrs *a, int n_in, con
     case XF_OP_TANH:
         return n_in == 1 && n_out == 1 && eval_unary(m, op, &in[0], out, cap);
     case XF_OP_CONV:
-        return (n_in == 2 || n_in == 3) && n_out == 1 && eval_conv(m, a, &in[0], &in[1], n_in == 3 ? &in[2] : NULL, out, cap);
+        return (n_in == 2 || n_in == 3) && n_out == 1 && eval_conv(a, &in[0], &in[1], out, cap) &&
+               conv_finish(m, a, out, n_in == 3 ? &in[2] : NULL, out);
     case XF_OP_PAD:
         return n_in == 1 && n_out == 1 && eval_pad(a, &in[0], out, cap);
     case XF_OP_MAX_POOL:
@@ -479,6 +543,73 @@ bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_ou
             for (int k = 0; k < n_out; k++)
                 out[k].shape = tout[k].shape;
     }
+    return true;
+}
+
+/* ------------------------------------------------------------ conv cache */
+
+#define CONV_MEMO_SLOTS 4096
+/* Correlations larger than this (per trial) are not cached. */
+#define CONV_MEMO_ELEMS 256
+
+typedef struct memo_slot {
+    uint64_t fp_x, fp_w;
+    bool valid;
+    gen_val pre;
+} memo_slot;
+
+struct gen_conv_memo {
+    memo_slot slot[CONV_MEMO_SLOTS];
+    uint64_t *storage; /* CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS residues */
+};
+
+gen_conv_memo *gen_conv_memo_create(void)
+{
+    gen_conv_memo *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->storage = malloc((size_t)CONV_MEMO_SLOTS * GEN_TRIALS * CONV_MEMO_ELEMS * sizeof *m->storage);
+    if (!m->storage) {
+        free(m);
+        return NULL;
+    }
+    for (int i = 0; i < CONV_MEMO_SLOTS; i++)
+        m->slot[i].pre.v = m->storage + (size_t)i * GEN_TRIALS * CONV_MEMO_ELEMS;
+    return m;
+}
+
+void gen_conv_memo_free(gen_conv_memo *m)
+{
+    if (m)
+        free(m->storage);
+    free(m);
+}
+
+bool gen_eval_conv_memo(gen_conv_memo *m, const xf_attrs *a, const gen_val *x, uint64_t x_fp, const gen_val *w,
+                        uint64_t w_fp, const gen_val *bias, gen_val *out)
+{
+    memo_slot *s = &m->slot[gen_mix64(x_fp ^ gen_mix64(w_fp)) & (CONV_MEMO_SLOTS - 1)];
+    if (!s->valid || s->fp_x != x_fp || s->fp_w != w_fp) {
+        xf_attrs plain = *a;
+        plain.activation = XF_ACT_NONE;
+        s->valid = gen_eval(XF_OP_CONV, &plain, 2, (const gen_val[]){*x, *w}, 1, &s->pre, CONV_MEMO_ELEMS);
+        s->fp_x = x_fp;
+        s->fp_w = w_fp;
+    }
+    if (!s->valid) {
+        /* Too large to cache (or not a conv the generator handles). */
+        gen_val in[3] = {*x, *w, bias ? *bias : *x};
+        return gen_eval(XF_OP_CONV, a, bias ? 3 : 2, in, 1, out, GEN_MAX_ELEMS);
+    }
+    int64_t n = xf_shape_numel(&s->pre.shape), nb = bias ? xf_shape_numel(&bias->shape) : 0;
+    for (int t = 0; t < GEN_TRIALS; t++) {
+        gen_val tpre = {s->pre.shape, s->pre.v + t * n}, tout = {s->pre.shape, out->v + t * n};
+        gen_val tbias = bias ? (gen_val){bias->shape, bias->v + t * nb} : (gen_val){{0}, NULL};
+        model md = model_for_trial(t);
+        if (!conv_finish(&md, a, &tpre, bias ? &tbias : NULL, &tout))
+            return false;
+    }
+    out->shape = s->pre.shape;
     return true;
 }
 

@@ -33,11 +33,27 @@ uint64_t gen_mix64(uint64_t x);
 uint64_t gen_random_residue(uint64_t seed, uint64_t stream, int64_t i);
 /* Hash of shape and residues: the fingerprint of one tensor. */
 uint64_t gen_val_hash(const gen_val *t);
+/* gen_val_hash of t[0..n) into out[0..n), faster than one at a time. */
+void gen_val_hashes(const gen_val *t, int n, uint64_t *out);
 
 /* Evaluates op with attributes a on in[0..n_in), every trial: out[0..n_out)
  * must point to buffers of GEN_TRIALS * cap elements; cap bounds one trial.  False when the op, its attributes or the
  * shapes are outside the generator's semantics (see fingerprint.c). */
 bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out, gen_val *out, int64_t cap);
+
+/* Convolutions seen recently, before bias and activation: the enumerator
+ * applies one Conv(x, w) under every bias and activation variant and below
+ * many different graphs (at three ops, about 35 times each).  A
+ * direct-mapped cache keyed by the fingerprints of x and w (which also fix
+ * the kernel and padding: the enumerator's convolutions are same-padded,
+ * stride 1) holds the correlation; bias and activation are applied to it
+ * per use. */
+typedef struct gen_conv_memo gen_conv_memo;
+gen_conv_memo *gen_conv_memo_create(void);
+void gen_conv_memo_free(gen_conv_memo *m);
+/* gen_eval of Conv(x, w[, bias]) with attributes a, through the cache. */
+bool gen_eval_conv_memo(gen_conv_memo *m, const xf_attrs *a, const gen_val *x, uint64_t x_fp, const gen_val *w,
+                        uint64_t w_fp, const gen_val *bias, gen_val *out);
 
 /* ------------------------------------------------------------ op variants */
 
@@ -131,10 +147,26 @@ typedef unsigned __int128 gen_code;
 #define GEN_NO_INPUT 31
 #define GEN_OP_BITS 20
 
+/* A recorded graph in 24 bytes (at four ops the records are most of the
+ * generator's memory): the code's GEN_MAX_SLOTS * GEN_OP_BITS = 100 bits
+ * in 64 + 32 + 8. */
 typedef struct gen_record {
     uint64_t fp;
-    gen_code code;
+    uint64_t code_lo;
+    uint32_t code_mid;
+    uint8_t code_hi;
 } gen_record;
+
+_Static_assert(GEN_MAX_SLOTS * GEN_OP_BITS <= 104, "a record holds 104 bits of code");
+
+static inline gen_code gen_record_code(const gen_record *r)
+{
+    return (gen_code)r->code_hi << 96 | (gen_code)r->code_mid << 64 | r->code_lo;
+}
+static inline gen_record gen_record_make(uint64_t fp, gen_code code)
+{
+    return (gen_record){fp, (uint64_t)code, (uint32_t)(code >> 64), (uint8_t)(code >> 96)};
+}
 
 static inline int gen_code_variant(gen_code code, int k) { return (int)((code >> (GEN_OP_BITS * k + 15)) & 31); }
 static inline int gen_code_in(gen_code code, int k, int j) { return (int)((code >> (GEN_OP_BITS * k + 5 * j)) & 31); }
@@ -142,6 +174,26 @@ static inline gen_code gen_code_op(int variant, int in0, int in1, int in2)
 {
     return (gen_code)((uint64_t)variant << 15 | (uint64_t)in2 << 10 | (uint64_t)in1 << 5 | (uint64_t)in0);
 }
+
+/* Records of one enumeration worker, by fingerprint range (records.c). */
+#define GEN_RECORD_BUCKET_BITS 8
+#define GEN_RECORD_BUCKETS (1 << GEN_RECORD_BUCKET_BITS)
+
+typedef struct gen_record_block gen_record_block;
+
+typedef struct gen_record_store {
+    gen_record_block *head[GEN_RECORD_BUCKETS];
+    int64_t count[GEN_RECORD_BUCKETS];
+    int64_t total;
+    bool nomem; /* a record was lost */
+} gen_record_store;
+
+void gen_store_push(gen_record_store *s, uint64_t fp, gen_code code);
+void gen_store_free(gen_record_store *s);
+/* Every record of stores[0..n_stores), sorted by fingerprint then code,
+ * into *out (malloc'd); empties the stores as it goes.  `threads` workers. */
+xf_status gen_store_assemble(gen_record_store *stores, int n_stores, int threads, gen_record **out, int64_t *n_out,
+                             xf_error *err);
 
 /* A decoded graph: its values (pool tensors first), ops and outputs. */
 typedef struct gen_graph {
@@ -169,8 +221,9 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
 
 /* Re-evaluates a code over the pool's values: fills g with its ops, outputs
  * and value fingerprints.  scratch holds 2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE
- * residues.  False when the code is invalid. */
-bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch);
+ * residues; convolutions go through memo when it is not NULL.  False when
+ * the code is invalid. */
+bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64_t *scratch, gen_conv_memo *memo);
 
 /* Turns records into the library's rules (grouping, pruning, generalizing,
  * the numerical check). */

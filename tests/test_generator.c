@@ -2,6 +2,7 @@
  * non-identities, and the pipeline's pruning, generalization and
  * determinism (at max ops 2, which runs in a fraction of a second). */
 #include "core_builders.h"
+#include "gen_internal.h"
 #include "xf_generator.h"
 #include "xf_rule.h"
 #include "xf_test_util.h"
@@ -413,6 +414,55 @@ START_TEST(tool_writes_and_checks)
 }
 END_TEST
 
+/* A record keeps every bit of a code with all its op slots in use. */
+START_TEST(record_keeps_every_code_bit)
+{
+    gen_code code = 0;
+    for (int k = 0; k < GEN_MAX_SLOTS; k++)
+        code |= gen_code_op(GV_COUNT - 1 - k, 30 - k, 29 - k, 28 - k) << (GEN_OP_BITS * k);
+    gen_record r = gen_record_make(42, code);
+    ck_assert(gen_record_code(&r) == code);
+    ck_assert_int_eq(gen_code_variant(gen_record_code(&r), GEN_MAX_SLOTS - 1), GV_COUNT - GEN_MAX_SLOTS);
+    gen_code ones = ((gen_code)1 << (GEN_MAX_SLOTS * GEN_OP_BITS)) - 1;
+    r = gen_record_make(7, ones);
+    ck_assert(gen_record_code(&r) == ones);
+    ck_assert_uint_eq(r.fp, 7);
+}
+END_TEST
+
+/* The enumerator takes shortcuts (cached convolutions shared by several
+ * biases and activations, graphs of the last level hashed in batches);
+ * decoding a record evaluates its graph op by op with plain gen_eval, and
+ * must give the fingerprint the enumerator recorded. */
+START_TEST(enumeration_matches_plain_evaluation)
+{
+    gen_record *records = NULL;
+    int64_t n = 0;
+    xf_error e = {0};
+    ck_assert_msg(gen_enumerate(2, SEED, 2, &records, &n, NULL, &e) == XF_OK, "enumerate failed: %s", e.msg);
+    ck_assert_int_gt(n, 1000);
+    uint64_t *storage = calloc((size_t)GEN_MAX_VALUES * GEN_VAL_STRIDE, sizeof *storage);
+    ck_assert_ptr_nonnull(storage);
+    gen_pool_values pool;
+    gen_pool_fill(SEED, &pool, storage);
+    uint64_t *scratch = storage + (size_t)GEN_MAX_POOL * GEN_VAL_STRIDE;
+    int64_t biased_relu = 0, leaves = 0;
+    for (int64_t i = 0; i < n; i++) {
+        gen_graph g;
+        ck_assert_msg(gen_decode(gen_record_code(&records[i]), &pool, &g, scratch, NULL), "record %lld does not decode", (long long)i);
+        ck_assert_msg(gen_combine_fps(g.out_fp, g.n_outputs) == records[i].fp,
+                      "record %lld: fingerprint differs from plain evaluation", (long long)i);
+        for (int k = 0; k < g.n_ops; k++)
+            biased_relu += g.variant[k] == GV_CONV_BIAS_RELU;
+        leaves += g.n_ops >= 2;
+    }
+    ck_assert_int_gt(biased_relu, 100);
+    ck_assert_int_gt(leaves, n / 2);
+    free(storage);
+    free(records);
+}
+END_TEST
+
 START_TEST(pipeline_rejects_bad_options)
 {
     xf_gen_options opt = {.max_ops = 9};
@@ -443,6 +493,8 @@ static Suite *generator_suite(void)
     tcase_add_test(p, pipeline_deterministic_across_threads);
     tcase_add_test(p, pipeline_finds_pruned_checked_rules);
     tcase_add_test(p, pipeline_rejects_bad_options);
+    tcase_add_test(p, enumeration_matches_plain_evaluation);
+    tcase_add_test(p, record_keeps_every_code_bit);
     tcase_add_test(p, tool_writes_and_checks);
     suite_add_tcase(s, p);
     return s;

@@ -268,6 +268,33 @@ START_TEST(rejects_planted_false_rules)
 }
 END_TEST
 
+/* Several provers in parallel give each rule the outcome one prover gives
+ * it, in the rule's own slot. */
+START_TEST(parallel_provers_agree)
+{
+    xf_rule *rules[] = {matmul_assoc(),       matmul_comm(),          conv_linear(true), relu_of_sum(),
+                        concat_of_convs(true), conv_concat_weights(0), transpose_twice(), identity_kernel(2),
+                        conv_relu_fused(),    identity_kernel(1)};
+    enum { N = sizeof rules / sizeof rules[0] };
+    bool expect[N] = {true, false, true, false, true, false, true, false, true, true};
+    xf_verify_options o = {.timeout_ms = 2000};
+    xf_error err;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        xf_proof_result res[N];
+        ck_assert_msg(xf_verify_rules(&o, rules, N, threads, res, NULL, NULL, &err) == XF_OK, "%s", err.msg);
+        for (int i = 0; i < N; i++) {
+            ck_assert_msg((res[i].proof == XF_PROOF_PROVED) == expect[i], "%d threads, rule %d (%s): %s: %s",
+                          threads, i, rules[i]->name, xf_proof_name(res[i].proof), res[i].why);
+            ck_assert(res[i].seconds >= 0);
+            if (!expect[i])
+                ck_assert_msg(res[i].why[0], "rule %s: no reason given", rules[i]->name);
+        }
+    }
+    for (int i = 0; i < N; i++)
+        xf_rule_free(rules[i]);
+}
+END_TEST
+
 /* Biased convolutions and kernel enlarge, as the library file writes them:
  * a 1x1 and a 3x3 conv with biases reading one input merge into one 3x3
  * conv over the enlarged 1x1 kernel stacked on the 3x3 one.  The planted
@@ -463,6 +490,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, proves_known_identities);
     tcase_add_test(tc, rejects_planted_false_rules);
+    tcase_add_test(tc, parallel_provers_agree);
     tcase_add_test(tc, biased_enlarged_merge);
     tcase_add_test(tc, timeout_cuts_a_query);
     tcase_add_test(tc, unsupported_op_is_named);

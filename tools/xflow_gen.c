@@ -21,8 +21,8 @@ static const char usage[] =
     "                only applies proved rules)\n"
     "  --check       write nothing; exit 0 when FILE equals what would be\n"
     "                generated, 1 when it is stale\n"
-    "  --threads N   worker threads (default: every core); the output is the\n"
-    "                same for any N\n";
+    "  --threads N   worker threads for every stage: enumeration, rules, proofs\n"
+    "                (default: every core); the output is the same for any N\n";
 
 static void progress(const char *stage, double fraction, void *user)
 {
@@ -37,20 +37,31 @@ static void end_progress(void)
         fprintf(stderr, "\r%30s\r", "");
 }
 
+static void verify_progress(int done, int total, void *user)
+{
+    progress("verify", total ? (double)done / total : 1.0, user);
+}
+
 /* Proves every rule; keeps the proved ones, renamed r0000... in order. */
-static int verify_library(xf_library *lib, long timeout_ms, int *n_refuted, int *n_unknown, double *seconds)
+static int verify_library(xf_library *lib, long timeout_ms, int threads, int *n_refuted, int *n_unknown,
+                          double *seconds)
 {
     xf_verify_options vo = {.timeout_ms = (unsigned)timeout_ms};
-    xf_verifier *v = NULL;
     xf_error err;
-    if (xf_verifier_create(&vo, &v, &err) != XF_OK)
-        return xf_cli_error("%s", err.msg);
     double t0 = xf_cli_now();
+    xf_proof_result *res = calloc((size_t)(lib->n_rules ? lib->n_rules : 1), sizeof *res);
+    if (!res)
+        return xf_cli_error("out of memory");
+    if (xf_verify_rules(&vo, lib->rules, lib->n_rules, threads, res, verify_progress, NULL, &err) != XF_OK) {
+        free(res);
+        end_progress();
+        return xf_cli_error("%s", err.msg);
+    }
+    end_progress();
     int kept = 0;
     for (int i = 0; i < lib->n_rules; i++) {
         xf_rule *r = lib->rules[i];
-        char why[512] = "";
-        xf_proof p = xf_verifier_prove(v, r, why, sizeof why);
+        xf_proof p = res[i].proof;
         if (p == XF_PROOF_PROVED) {
             char name[32];
             snprintf(name, sizeof name, "r%04d", kept);
@@ -68,15 +79,12 @@ static int verify_library(xf_library *lib, long timeout_ms, int *n_refuted, int 
         else
             (*n_unknown)++;
         if (xf_cli_verbosity() >= 2)
-            fprintf(stderr, "xflow-gen: %s not proved (%s): %s\n", r->name, xf_proof_name(p), why);
+            fprintf(stderr, "xflow-gen: %s not proved (%s): %s\n", r->name, xf_proof_name(p), res[i].why);
         xf_rule_free(r);
-        if (isatty(2) && xf_cli_verbosity() >= 1 && (i & 31) == 0)
-            progress("verify", (double)i / lib->n_rules, NULL);
     }
     lib->n_rules = kept;
-    end_progress();
+    free(res);
     *seconds = xf_cli_now() - t0;
-    xf_verifier_free(v);
     return 0;
 }
 
@@ -165,7 +173,7 @@ int main(int argc, char **argv)
     int n_candidates = lib->n_rules, refuted = 0, unknown = 0;
     double verify_s = 0;
     if (verify) {
-        int rc = verify_library(lib, timeout_ms, &refuted, &unknown, &verify_s);
+        int rc = verify_library(lib, timeout_ms, (int)threads, &refuted, &unknown, &verify_s);
         if (rc) {
             xf_library_free(lib);
             return rc;

@@ -21,6 +21,7 @@ static void usage(void)
            "  --axioms          validate every axiom on concrete shapes (dims 1-3,\n"
            "                    kernels 1 and 3) instead; prints each result and time\n"
            "  --timeout-ms N    per solver query (default 2000; --axioms: 60000)\n"
+           "  --threads N       provers working in parallel (default: every core)\n"
            "  --numeric         also run each rule on cpu_ref with random inputs over\n"
            "                    several shapes and compare both sides\n"
            "  --shapes N        shapes per rule for --numeric (default 4)\n"
@@ -66,40 +67,51 @@ static int check_axioms(unsigned timeout_ms)
     return run.failed ? 1 : 0;
 }
 
-static int verify_library(const char *path, unsigned timeout_ms, bool numeric, int shapes)
+static void prove_progress(int done, int total, void *user)
+{
+    (void)user;
+    fprintf(stderr, "\r%d/%d rules proved", done, total);
+}
+
+static int verify_library(const char *path, unsigned timeout_ms, int threads, bool numeric, int shapes)
 {
     xf_library *lib;
     xf_error err;
     if (xf_library_load(path, &lib, &err) != XF_OK)
         return xf_cli_error("%s", err.msg);
     xf_verify_options opt = {.timeout_ms = timeout_ms};
-    xf_verifier *v;
-    if (xf_verifier_create(&opt, &v, &err) != XF_OK) {
-        xf_library_free(lib);
-        return xf_cli_error("%s", err.msg);
-    }
     int count[XF_PROOF_UNSUPPORTED + 1] = {0};
     double secs[XF_PROOF_UNSUPPORTED + 1] = {0}, slowest = 0, max_diff = 0;
     int n_numeric = 0, numeric_failed = 0;
     const char *slowest_name = "";
     bool tty = isatty(STDERR_FILENO) && xf_cli_verbosity() >= 1;
     double t0 = xf_cli_now();
+    xf_proof_result *res = calloc((size_t)(lib->n_rules ? lib->n_rules : 1), sizeof *res);
+    if (!res) {
+        xf_library_free(lib);
+        return xf_cli_error("out of memory");
+    }
+    if (xf_verify_rules(&opt, lib->rules, lib->n_rules, threads, res, tty ? prove_progress : NULL, NULL, &err) !=
+        XF_OK) {
+        free(res);
+        xf_library_free(lib);
+        return xf_cli_error("%s", err.msg);
+    }
     for (int i = 0; i < lib->n_rules; i++) {
         const xf_rule *r = lib->rules[i];
         char why[512];
-        double ts = xf_cli_now();
-        xf_proof p = xf_verifier_prove(v, r, why, sizeof why);
-        double dt = xf_cli_now() - ts;
+        xf_proof p = res[i].proof;
+        double dt = res[i].seconds;
         count[p]++;
         secs[p] += dt;
         if (dt > slowest) {
             slowest = dt;
             slowest_name = r->name;
         }
-        if (tty)
-            fprintf(stderr, "\r%d/%d rules", i + 1, lib->n_rules);
+        if (tty && numeric)
+            fprintf(stderr, "\r%d/%d rules checked numerically", i + 1, lib->n_rules);
         if (p != XF_PROOF_PROVED)
-            printf("%s%s %s: %s\n", tty ? "\r" : "", r->name, xf_proof_name(p), why);
+            printf("%s%s %s: %s\n", tty ? "\r" : "", r->name, xf_proof_name(p), res[i].why);
         else if (xf_cli_verbosity() >= 2)
             printf("%s%s proved in %.3f s\n", tty ? "\r" : "", r->name, dt);
         if (numeric) {
@@ -117,7 +129,7 @@ static int verify_library(const char *path, unsigned timeout_ms, bool numeric, i
         }
     }
     if (tty)
-        fprintf(stderr, "\r%*s\r", 30, "");
+        fprintf(stderr, "\r%*s\r", 40, "");
     double total = xf_cli_now() - t0;
     if (xf_cli_verbosity() >= 1) {
         printf("%s: %d rules, %s\n", path, lib->n_rules, lib->generator ? lib->generator : "unknown generator");
@@ -134,7 +146,7 @@ static int verify_library(const char *path, unsigned timeout_ms, bool numeric, i
     printf("proved %d refuted %d unknown %d unsupported %d\n", count[XF_PROOF_PROVED], count[XF_PROOF_REFUTED],
            count[XF_PROOF_UNKNOWN], count[XF_PROOF_UNSUPPORTED]);
     int failed = lib->n_rules - count[XF_PROOF_PROVED] + numeric_failed;
-    xf_verifier_free(v);
+    free(res);
     xf_library_free(lib);
     return failed ? 1 : 0;
 }
@@ -143,7 +155,7 @@ int main(int argc, char **argv)
 {
     int verbosity = 1;
     bool axioms = false, numeric = false;
-    long timeout_ms = 0, shapes = 4;
+    long timeout_ms = 0, shapes = 4, threads = 0;
     const char *path = NULL;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-q") == 0)
@@ -162,11 +174,11 @@ int main(int argc, char **argv)
             axioms = true;
         } else if (strcmp(a, "--numeric") == 0) {
             numeric = true;
-        } else if (strcmp(a, "--timeout-ms") == 0 || strcmp(a, "--shapes") == 0) {
+        } else if (strcmp(a, "--timeout-ms") == 0 || strcmp(a, "--shapes") == 0 || strcmp(a, "--threads") == 0) {
             if (i + 1 >= argc)
                 return xf_cli_usage_error("%s needs a value", a);
-            long *dst = strcmp(a, "--shapes") == 0 ? &shapes : &timeout_ms;
-            if (!xf_cli_parse_int(a, argv[++i], 1, 100000000, dst))
+            long *dst = strcmp(a, "--shapes") == 0 ? &shapes : strcmp(a, "--threads") == 0 ? &threads : &timeout_ms;
+            if (!xf_cli_parse_int(a, argv[++i], 1, strcmp(a, "--threads") == 0 ? 256 : 100000000, dst))
                 return 2;
         } else if (a[0] == '-' && a[1]) {
             return xf_cli_usage_error("unknown option '%s'", a);
@@ -183,5 +195,5 @@ int main(int argc, char **argv)
     }
     if (!path)
         return xf_cli_usage_error("no library given");
-    return verify_library(path, (unsigned)timeout_ms, numeric, (int)shapes);
+    return verify_library(path, (unsigned)timeout_ms, (int)threads, numeric, (int)shapes);
 }

@@ -42,6 +42,24 @@ xf_status xf_verifier_create(const xf_verify_options *opt, xf_verifier **out, xf
 xf_proof xf_verifier_prove(xf_verifier *v, const xf_rule *r, char *why, size_t why_len);
 void xf_verifier_free(xf_verifier *v);
 
+/* The outcome of one rule proved by xf_verify_rules. */
+typedef struct xf_proof_result {
+    xf_proof proof;
+    double seconds;
+    char why[512];
+} xf_proof_result;
+
+typedef void (*xf_verify_progress_fn)(int done, int total, void *user);
+
+/* Proves rules[0..n) on `threads` threads (0: one per online core), one
+ * verifier each, handing out rules one at a time; results[i] receives rule
+ * i's outcome.  Which rules a solver saw before can matter only to a proof
+ * at the edge of its limits (timeout, instantiation budget), as it does
+ * with one verifier.  progress (may be NULL) is called now and then from
+ * the calling thread.  Fails only when a verifier cannot be created. */
+xf_status xf_verify_rules(const xf_verify_options *opt, xf_rule *const *rules, int n, int threads,
+                          xf_proof_result *results, xf_verify_progress_fn progress, void *user, xf_error *err);
+
 /* The axioms (operator specifications), for listing and validation. */
 int xf_axiom_count(void);
 const char *xf_axiom_name(int i);
