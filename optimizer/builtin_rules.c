@@ -18,6 +18,12 @@
  *    two results (TASO's convolution merging, for the biased Convs that
  *    BatchNormalization folding leaves in nearly every CNN).  The generator
  *    finds the bias-free form.
+ *  - Two MatMuls reading the same input x by 2-D weights, each alone or
+ *    followed by the Add of a 1-D bias -> one MatMul over the concatenated
+ *    weights (plus the concatenated biases), split back (TASO's matmul
+ *    merging: a transformer's Q/K/V projections, an RNN's gates).  The
+ *    generator's MatMul is 2-D over activations only, so it finds this
+ *    just for 2-D x, in the splitting direction, without bias.
  *
  * BatchNormalization folding, the other fusion the generator cannot find
  * (it needs the BN's constants), is done by canonicalization before the
@@ -47,11 +53,17 @@ static int add_input(xf_graph *g, const char *name, int rank, int64_t d0, int64_
     return xf_graph_add_input(g, name, XF_DT_FLOAT, &s);
 }
 
+/* A node of op with one output (shape left to inference); its index. */
+static int add_op(xf_graph *g, xf_op op, int n_in, const int *in)
+{
+    int out = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+    return out < 0 ? -1 : xf_graph_add_node(g, op, NULL, n_in, in, 1, &out);
+}
+
 /* A Conv of the rule's own graphs: 3-wide kernel, same padding. */
 static int add_conv(xf_graph *g, int spatial, int n_in, const int *in, xf_activation act)
 {
-    int out = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
-    int c = out < 0 ? -1 : xf_graph_add_node(g, XF_OP_CONV, NULL, n_in, in, 1, &out);
+    int c = add_op(g, XF_OP_CONV, n_in, in);
     if (c < 0)
         return -1;
     xf_attrs *a = &g->nodes[c].attrs;
@@ -64,12 +76,11 @@ static int add_conv(xf_graph *g, int spatial, int n_in, const int *in, xf_activa
     return c;
 }
 
-static int add_concat(xf_graph *g, int a, int b)
+static int add_concat(xf_graph *g, int a, int b, int64_t axis)
 {
-    int out = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
-    int n = out < 0 ? -1 : xf_graph_add_node(g, XF_OP_CONCAT, NULL, 2, (int[]){a, b}, 1, &out);
+    int n = add_op(g, XF_OP_CONCAT, 2, (int[]){a, b});
     if (n >= 0)
-        g->nodes[n].attrs.axis = 0;
+        g->nodes[n].attrs.axis = axis;
     return n;
 }
 
@@ -122,6 +133,17 @@ static bool generalize_conv(xf_rule *r, int spatial, const int *pattern_convs, i
     return ok;
 }
 
+/* A rule with its two (empty) sides; finish() checks they were made. */
+static xf_rule *rule_start(const char *name)
+{
+    xf_rule *r = xf_rule_create(name);
+    if (r) {
+        r->pattern = xf_graph_create("pattern");
+        r->replacement = xf_graph_create("replacement");
+    }
+    return r;
+}
+
 /* Infers both sides' shapes, marks the rule built-in and validates it;
  * frees it on failure. */
 static xf_rule *finish(xf_rule *r, bool ok, const char *why, xf_error *err)
@@ -144,11 +166,9 @@ static xf_rule *conv_act_rule(int spatial, bool bias, int which, xf_error *err)
 {
     char name[64];
     snprintf(name, sizeof name, "builtin_conv%dd%s_%s", spatial, bias ? "_bias" : "", fusable[which].name);
-    xf_rule *r = xf_rule_create(name);
+    xf_rule *r = rule_start(name);
     if (!r)
         return NULL;
-    r->pattern = xf_graph_create("pattern");
-    r->replacement = xf_graph_create("replacement");
     bool ok = r->pattern && r->replacement;
     for (int side = 0; ok && side < 2; side++) {
         xf_graph *g = side ? r->replacement : r->pattern;
@@ -169,18 +189,37 @@ static xf_rule *conv_act_rule(int spatial, bool bias, int which, xf_error *err)
     return finish(r, ok, "built-in: activation fused into the Conv by the runtime", err);
 }
 
+/* Ends the replacement: Split(v) along axis into the two merged results,
+ * which become the rule's outputs, each as wide as its part of the
+ * concatenation (dimension `dim` of rule inputs part_a and part_b). */
+static bool add_split_outputs(xf_rule *r, int v, int64_t axis, int part_a, int part_b, int dim)
+{
+    xf_graph *g = r->replacement;
+    int outs[2] = {xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL),
+                   xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL)};
+    int split = outs[0] < 0 || outs[1] < 0 ? -1 : xf_graph_add_node(g, XF_OP_SPLIT, NULL, 1, &v, 2, outs);
+    if (split < 0)
+        return false;
+    xf_attrs *a = &g->nodes[split].attrs;
+    a->axis = axis;
+    a->n_split = 2;
+    a->split[0] = g->values[g->inputs[part_a]].shape.dims[dim];
+    a->split[1] = g->values[g->inputs[part_b]].shape.dims[dim];
+    xf_graph_add_output(g, outs[0]);
+    xf_graph_add_output(g, outs[1]);
+    return add_binding(r, true, split, XF_AF_SPLIT, 0, xf_expr_dim(part_a, dim)) &&
+           add_binding(r, true, split, XF_AF_SPLIT, 1, xf_expr_dim(part_b, dim));
+}
+
 /* Conv(x, w1, b1), Conv(x, w2, b2)  =>  Split(Conv(x, [w1; w2], [b1; b2])) */
 static xf_rule *merge_convs_rule(int spatial, xf_error *err)
 {
     char name[64];
     snprintf(name, sizeof name, "builtin_merge_conv%dd_bias", spatial);
-    xf_rule *r = xf_rule_create(name);
+    xf_rule *r = rule_start(name);
     if (!r)
         return NULL;
-    r->pattern = xf_graph_create("pattern");
-    r->replacement = xf_graph_create("replacement");
     bool ok = r->pattern && r->replacement;
-    int split = -1;
     for (int side = 0; ok && side < 2; side++) {
         xf_graph *g = side ? r->replacement : r->pattern;
         int x = add_input(g, "x", 2 + spatial, 1, 4, 5);
@@ -196,35 +235,94 @@ static xf_rule *merge_convs_rule(int spatial, xf_error *err)
             }
             continue;
         }
-        int cw = add_concat(g, w1, w2), cb = add_concat(g, b1, b2);
+        int cw = add_concat(g, w1, w2, 0), cb = add_concat(g, b1, b2, 0);
         int c = cw < 0 || cb < 0 ? -1
                                  : add_conv(g, spatial, 3, (int[]){x, g->nodes[cw].outputs[0], g->nodes[cb].outputs[0]},
                                             XF_ACT_NONE);
-        int outs[2] = {xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL),
-                       xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL)};
-        split = c < 0 ? -1 : xf_graph_add_node(g, XF_OP_SPLIT, NULL, 1, &g->nodes[c].outputs[0], 2, outs);
-        ok = split >= 0;
-        if (ok) {
-            xf_attrs *a = &g->nodes[split].attrs;
-            a->axis = 1;
-            a->n_split = 2;
-            a->split[0] = 3;
-            a->split[1] = 2;
-            xf_graph_add_output(g, outs[0]);
-            xf_graph_add_output(g, outs[1]);
-        }
+        /* The split sizes are the kernels' output channels (dimension 0 of
+         * rule inputs 1 and 3). */
+        ok = c >= 0 && add_split_outputs(r, g->nodes[c].outputs[0], 1, 1, 3, 0);
     }
-    /* Node 2 of the replacement is the merged Conv; the split sizes are the
-     * kernels' output channels (dimension 0 of rule inputs 1 and 3). */
-    ok = ok && generalize_conv(r, spatial, (int[]){0, 1}, 2, 2, true) &&
-         add_binding(r, true, split, XF_AF_SPLIT, 0, xf_expr_dim(1, 0)) &&
-         add_binding(r, true, split, XF_AF_SPLIT, 1, xf_expr_dim(3, 0));
+    /* Node 2 of the replacement is the merged Conv. */
+    ok = ok && generalize_conv(r, spatial, (int[]){0, 1}, 2, 2, true);
     return finish(r, ok, "built-in: convolutions with bias sharing their input merged", err);
+}
+
+static bool add_equal_dims(xf_rule *r, int in_a, int dim_a, int in_b, int dim_b)
+{
+    xf_constraint *c = realloc(r->constraints, sizeof *c * (size_t)(r->n_constraints + 1));
+    if (!c)
+        return false;
+    r->constraints = c;
+    c[r->n_constraints++] = (xf_constraint){XF_CMP_EQ, xf_expr_dim(in_a, dim_a), xf_expr_dim(in_b, dim_b)};
+    return true;
+}
+
+/* Where a MatMul's bias Add puts the bias: Add(y, b) or Add(b, y). */
+typedef enum { MM_NO_BIAS, MM_BIAS_SECOND, MM_BIAS_FIRST } mm_bias;
+
+/* y = MatMul(x, w), then Add of the bias b when there is one; its index. */
+static int add_linear(xf_graph *g, int x, int w, int b, mm_bias bias)
+{
+    int m = add_op(g, XF_OP_MATMUL, 2, (int[]){x, w});
+    if (m < 0 || bias == MM_NO_BIAS)
+        return m;
+    int y = g->nodes[m].outputs[0];
+    return add_op(g, XF_OP_ADD, 2, bias == MM_BIAS_FIRST ? (int[]){b, y} : (int[]){y, b});
+}
+
+/* MatMul(x, w1) [+ b1], MatMul(x, w2) [+ b2]
+ *   =>  Split(MatMul(x, [w1 w2]) [+ [b1 b2]]) along the last axis.
+ * The generator's MatMul is 2-D and multiplies activations by activations,
+ * so concatenating two weights is an activation op to it: the merged side
+ * is the larger one and the library has this law only in the splitting
+ * direction, without biases, and for 2-D inputs.  Here x has `rank` dims
+ * (the [batch, seq, hidden] of a transformer's projections), w1 and w2 are
+ * 2-D (a rule input matches only tensors of its rank, so a batched weight
+ * is never taken for one), and the biases are 1-D, one entry per column. */
+static xf_rule *merge_matmuls_rule(int rank, mm_bias bias, xf_error *err)
+{
+    static const char *suffix[] = {"", "_bias", "_bias_first"};
+    char name[64];
+    snprintf(name, sizeof name, "builtin_merge_matmul%dd%s", rank, suffix[bias]);
+    xf_rule *r = rule_start(name);
+    if (!r)
+        return NULL;
+    bool ok = r->pattern && r->replacement;
+    bool biased = bias != MM_NO_BIAS;
+    /* Rule inputs: x, w1, [b1,] w2[, b2]. */
+    int in_w1 = 1, in_b1 = 2, in_w2 = biased ? 3 : 2, in_b2 = 4;
+    for (int side = 0; ok && side < 2; side++) {
+        xf_graph *g = side ? r->replacement : r->pattern;
+        int x = rank == 2 ? add_input(g, "x", 2, 3, 4, 0) : add_input(g, "x", 3, 2, 3, 4);
+        int w1 = add_input(g, "w1", 2, 4, 3, 0), b1 = biased ? add_input(g, "b1", 1, 3, 0, 0) : -1;
+        int w2 = add_input(g, "w2", 2, 4, 2, 0), b2 = biased ? add_input(g, "b2", 1, 2, 0, 0) : -1;
+        if (!side) {
+            int y1 = add_linear(g, x, w1, b1, bias), y2 = add_linear(g, x, w2, b2, bias);
+            ok = y1 >= 0 && y2 >= 0;
+            if (ok) {
+                xf_graph_add_output(g, g->nodes[y1].outputs[0]);
+                xf_graph_add_output(g, g->nodes[y2].outputs[0]);
+            }
+            continue;
+        }
+        int cw = add_concat(g, w1, w2, 1), cb = biased ? add_concat(g, b1, b2, 0) : -1;
+        int y = cw < 0 || (biased && cb < 0)
+                    ? -1
+                    : add_linear(g, x, g->nodes[cw].outputs[0], biased ? g->nodes[cb].outputs[0] : -1, bias);
+        ok = y >= 0 && add_split_outputs(r, g->nodes[y].outputs[0], rank - 1, in_w1, in_w2, 1);
+    }
+    /* One bias entry per weight column: a one-entry bias broadcast over
+     * several columns no longer lines up once concatenated (shape
+     * inference rejects that too; the constraint says it). */
+    if (biased)
+        ok = ok && add_equal_dims(r, in_b1, 0, in_w1, 1) && add_equal_dims(r, in_b2, 0, in_w2, 1);
+    return finish(r, ok, "built-in: matrix multiplications sharing their input merged", err);
 }
 
 xf_status xf_builtin_rules(xf_rule ***rules, int *n_rules, xf_error *err)
 {
-    int n = 3 * 2 * N_FUSABLE + 3;
+    int n = 3 * 2 * N_FUSABLE + 3 + 2 * 3;
     xf_rule **list = calloc((size_t)n, sizeof *list);
     *rules = NULL;
     *n_rules = 0;
@@ -246,6 +344,14 @@ xf_status xf_builtin_rules(xf_rule ***rules, int *n_rules, xf_error *err)
             goto fail;
         k++;
     }
+    for (int rank = 2; rank <= 3; rank++)
+        for (int bias = MM_NO_BIAS; bias <= MM_BIAS_FIRST; bias++) {
+            if (err)
+                err->msg[0] = 0;
+            if (!(list[k] = merge_matmuls_rule(rank, (mm_bias)bias, err)))
+                goto fail;
+            k++;
+        }
     *rules = list;
     *n_rules = k;
     return XF_OK;

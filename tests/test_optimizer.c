@@ -5,6 +5,7 @@
 #include "opt_builders.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,6 +316,17 @@ START_TEST(opaque_nodes_stay_outside)
 }
 END_TEST
 
+/* h, rewritten from g by a merge, computes g's function before and after
+ * finalizing folds its concatenated weights into initializers. */
+static void expect_same_after_folding(const xf_graph *g, xf_graph *h)
+{
+    expect_same_function(g, h);
+    xf_error e = {0};
+    ck_assert_msg(xf_rewrite_finalize(h, OPSET, NULL, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(count_op(h, XF_OP_CONCAT), 0);
+    expect_same_function(g, h);
+}
+
 /* Two biased convs of one input (as BatchNormalization folding leaves
  * them); the second's stride is `stride2`. */
 static xf_graph *biased_convs_graph(int64_t stride2, xf_activation act)
@@ -352,11 +364,7 @@ START_TEST(merge_biased_convs)
         /* Both graph outputs keep their names. */
         ck_assert_str_eq(h->values[h->outputs[0]].name, g->values[g->outputs[0]].name);
         ck_assert_str_eq(h->values[h->outputs[1]].name, g->values[g->outputs[1]].name);
-        expect_same_function(g, h);
-        xf_error e = {0};
-        ck_assert_msg(xf_rewrite_finalize(h, OPSET, NULL, &e) == XF_OK, "%s", e.msg);
-        ck_assert_int_eq(count_op(h, XF_OP_CONCAT), 0);
-        expect_same_function(g, h);
+        expect_same_after_folding(g, h);
         xf_graph_free(h);
         xf_graph_free(g);
     }
@@ -364,6 +372,128 @@ START_TEST(merge_biased_convs)
     xf_graph *g = biased_convs_graph(2, XF_ACT_NONE);
     ck_assert_int_eq(matches_of(rs, -1, g).n, 0);
     xf_graph_free(g);
+    xf_rule_set_free(rs);
+    free_rules(rules, n);
+}
+END_TEST
+
+/* n projections y_i = x_i W_i [+ b_i] as a transformer's Q/K/V: x is
+ * [5, 6] (rank 2) or [2, 5, 6] (rank 3), W_i [6, 4 - i] (or batched
+ * [2, 6, 4 - i] when w_rank is 3).  bias: 0 none, 1 Add(y, b), 2 Add(b, y);
+ * b_i has one entry per column, or one in all when bias_len1.  With
+ * !shared every projection reads its own input. */
+typedef struct linears_spec {
+    int n, rank, w_rank, bias;
+    bool shared, bias_len1;
+} linears_spec;
+
+static xf_graph *linears_graph(linears_spec sp)
+{
+    xf_graph *g = xf_graph_create("g");
+    xf_shape xs = sp.rank == 2 ? SHAPE(5, 6) : SHAPE(2, 5, 6);
+    int x = input(g, "x", XF_DT_FLOAT, xs);
+    for (int i = 0; i < sp.n; i++) {
+        int64_t cols = 4 - i;
+        int xi = x;
+        if (!sp.shared && i > 0) {
+            char name[16];
+            snprintf(name, sizeof name, "x%d", i);
+            xi = input(g, name, XF_DT_FLOAT, xs);
+        }
+        int w = random_weight(g, sp.w_rank == 2 ? SHAPE(6, cols) : SHAPE(2, 6, cols), 51 + (uint64_t)i);
+        int y = out0(g, NODE(g, XF_OP_MATMUL, xi, w));
+        if (sp.bias) {
+            int b = random_weight(g, SHAPE(sp.bias_len1 ? 1 : cols), 61 + (uint64_t)i);
+            y = out0(g, sp.bias == 1 ? NODE(g, XF_OP_ADD, y, b) : NODE(g, XF_OP_ADD, b, y));
+        }
+        xf_graph_add_output(g, y);
+    }
+    infer_ok(g, OPSET);
+    return g;
+}
+
+START_TEST(merge_matmuls)
+{
+    static const char *suffix[] = {"", "_bias", "_bias_first"};
+    xf_rule **rules;
+    int n;
+    xf_rule_set *rs = builtin_set(&rules, &n);
+    for (int rank = 2; rank <= 3; rank++)
+        for (int bias = 0; bias <= 2; bias++) {
+            xf_graph *g = linears_graph((linears_spec){.n = 2, .rank = rank, .w_rank = 2, .bias = bias, .shared = true});
+            match_list l = matches_of(rs, -1, g);
+            char name[64];
+            snprintf(name, sizeof name, "builtin_merge_matmul%dd%s", rank, suffix[bias]);
+            /* Either MatMul first; with biases the bias-free rule also
+             * applies (the Adds then follow the Split). */
+            ck_assert_int_eq(l.n, bias ? 4 : 2);
+            int named = 0, first = -1;
+            for (int i = 0; i < l.n; i++)
+                if (strcmp(xf_rule_set_rule(rs, l.m[i].rule)->name, name) == 0 && named++ == 0)
+                    first = i;
+            ck_assert_int_eq(named, 2);
+            l.m[0] = l.m[first];
+            xf_graph *h = apply_ok(rs, g, &l.m[0]);
+            ck_assert_int_eq(count_op(h, XF_OP_MATMUL), 1);
+            ck_assert_int_eq(count_op(h, XF_OP_ADD), bias ? 1 : 0);
+            ck_assert_int_eq(count_op(h, XF_OP_CONCAT), bias ? 2 : 1); /* weights [and biases] */
+            ck_assert_int_eq(count_op(h, XF_OP_SPLIT), 1);
+            for (int i = 0; i < h->n_nodes; i++)
+                if (h->nodes[i].op == XF_OP_SPLIT) {
+                    /* Cut along the last axis where the first weight's
+                     * columns end, whichever MatMul the match took first. */
+                    const xf_shape *w1 = &g->values[l.m[0].input[1]].shape;
+                    ck_assert_int_eq(h->nodes[i].attrs.axis, rank - 1);
+                    ck_assert_int_eq(h->nodes[i].attrs.split[0], w1->dims[1]);
+                    ck_assert_int_eq(h->nodes[i].attrs.split[1], 7 - w1->dims[1]);
+                }
+            ck_assert_str_eq(h->values[h->outputs[0]].name, g->values[g->outputs[0]].name);
+            ck_assert_str_eq(h->values[h->outputs[1]].name, g->values[g->outputs[1]].name);
+            ck_assert_int_eq(matches_of(rs, -1, h).n, 0);
+            expect_same_after_folding(g, h);
+            xf_graph_free(h);
+            xf_graph_free(g);
+        }
+
+    /* Three biased projections merge pairwise into one MatMul: one weight
+     * of the second merge is the first merge's concatenation. */
+    xf_graph *g = linears_graph((linears_spec){.n = 3, .rank = 3, .w_rank = 2, .bias = 1, .shared = true});
+    xf_graph *h = xf_graph_clone(g);
+    ck_assert_ptr_nonnull(h);
+    int steps = 0, biased = -1;
+    for (int i = 0; i < xf_rule_set_count(rs); i++)
+        if (strcmp(xf_rule_set_rule(rs, i)->name, "builtin_merge_matmul3d_bias") == 0)
+            biased = i;
+    ck_assert_int_ge(biased, 0);
+    for (match_list l = matches_of(rs, biased, h); l.n > 0; l = matches_of(rs, biased, h)) {
+        xf_graph *next = apply_ok(rs, h, &l.m[0]);
+        xf_graph_free(h);
+        h = next;
+        steps++;
+    }
+    ck_assert_int_eq(steps, 2);
+    ck_assert_int_eq(count_op(h, XF_OP_MATMUL), 1);
+    ck_assert_int_eq(count_op(h, XF_OP_ADD), 1);
+    expect_same_after_folding(g, h);
+    xf_graph_free(h);
+    xf_graph_free(g);
+
+    /* Not one MatMul's halves: different inputs; batched 3-D weights (a
+     * rule input matches only its own rank); one bias entry broadcast over
+     * every column (the bias-free merge still applies there, the Adds
+     * after the Split). */
+    const linears_spec apart[] = {
+        {.n = 2, .rank = 3, .w_rank = 2, .bias = 1, .shared = false},
+        {.n = 2, .rank = 2, .w_rank = 2, .bias = 0, .shared = false},
+        {.n = 2, .rank = 3, .w_rank = 3, .bias = 0, .shared = true},
+        {.n = 2, .rank = 3, .w_rank = 3, .bias = 1, .shared = true},
+        {.n = 2, .rank = 3, .w_rank = 2, .bias = 1, .shared = true, .bias_len1 = true},
+    };
+    for (int i = 0; i < (int)(sizeof apart / sizeof apart[0]); i++) {
+        g = linears_graph(apart[i]);
+        ck_assert_msg(matches_of(rs, apart[i].bias_len1 ? biased : -1, g).n == 0, "case %d matched", i);
+        xf_graph_free(g);
+    }
     xf_rule_set_free(rs);
     free_rules(rules, n);
 }
@@ -432,6 +562,7 @@ static Suite *optimizer_suite(void)
     tcase_add_test(t, merge_convs_with_new_weights);
     tcase_add_test(t, factor_and_generalized_axis);
     tcase_add_test(t, merge_biased_convs);
+    tcase_add_test(t, merge_matmuls);
     tcase_add_test(t, finalize_split_sizes_by_opset);
     suite_add_tcase(s, t);
     TCase *m = tcase_create("match");
