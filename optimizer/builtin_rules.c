@@ -1,9 +1,12 @@
 /* Built-in rules: only what the generator cannot express.
  *
  * The generator enumerates ONNX-level graphs over its op set on small
- * tensors; its Conv has no bias input and no fused activation.  Two
- * families therefore live here, each for 1-, 2- and 3-D convolutions with
- * every Conv attribute generalized:
+ * tensors: 2-D convolutions of fixed kernel shapes (1x1, 3x3, 1x3, 3x1),
+ * stride 1, same padding, with or without bias and a fused Relu, and
+ * 2-D MatMul over activations.  The Conv families below cover what that
+ * leaves out: 1- and 3-D convolutions, every other kernel, stride, padding
+ * and dilation (every Conv attribute generalized), and the Sigmoid and
+ * Tanh fusions:
  *
  *  - Conv + activation -> Conv with a fused activation.  The fused
  *    activation (attrs.activation) is not an ONNX operator but a statement
@@ -17,7 +20,7 @@
  *    one Conv over the concatenated kernels and biases, split back into the
  *    two results (TASO's convolution merging, for the biased Convs that
  *    BatchNormalization folding leaves in nearly every CNN).  The generator
- *    finds the bias-free form.
+ *    finds this for its own kernel shapes, with and without bias.
  *  - Two MatMuls reading the same input x by 2-D weights, each alone or
  *    followed by the Add of a 1-D bias -> one MatMul over the concatenated
  *    weights (plus the concatenated biases), split back (TASO's matmul
