@@ -8,6 +8,7 @@
  * whole graphs.  Without oneDNN the backend is absent and the suite says
  * so and checks only that. */
 #include "conformance_util.h"
+#include "backend_util.h"
 #include "core_builders.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
@@ -38,92 +39,12 @@ static int64_t rnd(int64_t lo, int64_t hi)
     return lo + (int64_t)((rng_state >> 33) % (uint64_t)(hi - lo + 1));
 }
 
-static int add_input(xf_graph *g, xf_shape s)
-{
-    char name[32];
-    snprintf(name, sizeof name, "in%d", g->n_inputs);
-    return xf_graph_add_input(g, name, XF_DT_FLOAT, &s);
-}
+static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
 
-/* A random float initializer; `positive` maps it into [0.5, 1.5]. */
-static int add_const(xf_graph *g, xf_shape s, bool positive)
-{
-    xf_tensor *t = xf_tensor_random(XF_DT_FLOAT, &s, (uint64_t)g->n_values * 7919u + 17u);
-    ck_assert_ptr_nonnull(t);
-    if (positive)
-        for (int64_t i = 0; i < xf_shape_numel(&s); i++)
-            ((float *)t->data)[i] = 1.0f + 0.5f * ((float *)t->data)[i];
-    int v = xf_graph_add_initializer(g, NULL, t);
-    xf_tensor_release(t);
-    return v;
-}
-
-/* Runs g on cpu_ref and on cpu (static and dynamic mode) with the same
- * random inputs and compares every output. */
+/* Runs g on cpu_ref and on cpu (static and dynamic mode) and compares every output. */
 static void check_graph(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
 {
-    xf_error err = {0};
-    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-    xf_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
-    xf_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
-    ck_assert(in && want && got);
-    for (int i = 0; i < g->n_inputs; i++) {
-        in[i] = xf_tensor_random(XF_DT_FLOAT, &g->values[g->inputs[i]].shape, 1000u + (uint64_t)i);
-        ck_assert_ptr_nonnull(in[i]);
-    }
-    xf_session *ref = NULL;
-    ck_assert_msg(xf_session_create(g, opset, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s: cpu_ref: %s", what,
-                  err.msg);
-    ck_assert_msg(xf_session_run(ref, in, want, &err) == XF_OK, "%s: cpu_ref run: %s", what, err.msg);
-    for (int dynamic = 0; dynamic < 2; dynamic++) {
-        xf_session_options opt = {.force_dynamic = dynamic};
-        xf_session *s = NULL;
-        ck_assert_msg(xf_session_create(g, opset, "cpu", &opt, &s, &err) == XF_OK, "%s: cpu: %s", what, err.msg);
-        /* twice: the second run reuses the prepared primitives */
-        for (int run = 0; run < 2; run++) {
-            ck_assert_msg(xf_session_run(s, in, got, &err) == XF_OK, "%s: cpu run: %s", what, err.msg);
-            for (int k = 0; k < g->n_outputs; k++) {
-                double max_abs = 0, max_rel = 0;
-                bool ok = false;
-                ck_assert_msg(xf_tensor_compare(got[k], want[k], atol, rtol, &max_abs, &max_rel, &ok, &err) == XF_OK,
-                              "%s: %s", what, err.msg);
-                ck_assert_msg(ok, "%s (%s mode): output %d differs from cpu_ref: max abs %.3g, max rel %.3g", what,
-                              dynamic ? "dynamic" : "static", k, max_abs, max_rel);
-                xf_tensor_release(got[k]);
-                got[k] = NULL;
-            }
-        }
-        xf_session_free(s);
-    }
-    xf_session_free(ref);
-    for (int i = 0; i < g->n_inputs; i++)
-        xf_tensor_release(in[i]);
-    for (int k = 0; k < g->n_outputs; k++)
-        xf_tensor_release(want[k]);
-    free(in);
-    free(want);
-    free(got);
-}
-
-/* Adds node op on ins; its output becomes the graph output. */
-static int finish_single(xf_graph *g, xf_op op, int n_in, const int *ins)
-{
-    int n = node(g, op, "n", n_in, ins, 1);
-    xf_graph_add_output(g, out0(g, n));
-    return n;
-}
-
-static void set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, const int64_t *p_begin,
-                       const int64_t *p_end, const int64_t *d)
-{
-    a->n_spatial = ns;
-    for (int i = 0; i < ns; i++) {
-        a->kernel[i] = k ? k[i] : 0;
-        a->strides[i] = s[i];
-        a->dilations[i] = d[i];
-        a->pads[i] = p_begin[i];
-        a->pads[ns + i] = p_end[i];
-    }
+    xf_bt_check_graph(g, opset, "cpu", true, atol, rtol, what);
 }
 
 /* ---------------------------------------------------------------- convolution */
@@ -155,12 +76,12 @@ START_TEST(conv_random)
         }
         xf_graph *g = xf_graph_create("conv");
         int x = add_input(g, xf_shape_make(2 + ns, x_dims));
-        int w = add_const(g, xf_shape_make(2 + ns, w_dims), false);
-        int b = rnd(0, 1) ? add_const(g, SHAPE(cout), false) : -1;
+        int w = xf_bt_random_const(g, xf_shape_make(2 + ns, w_dims), false);
+        int b = rnd(0, 1) ? xf_bt_random_const(g, SHAPE(cout), false) : -1;
         int ins[3] = {x, w, b};
-        int n = finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, ins);
+        int n = xf_bt_finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, ins);
         xf_attrs *a = attrs(g, n);
-        set_window(a, ns, NULL, s, pb, pe, d);
+        xf_bt_set_window(a, ns, NULL, s, pb, pe, d);
         a->group = group;
         a->activation = (xf_activation)rnd(0, 3);
         if (t % 6 == 5)
@@ -181,8 +102,8 @@ START_TEST(conv_runtime_weights)
     xf_graph *g = xf_graph_create("conv");
     int x = add_input(g, SHAPE(1, 16, 9, 9));
     int w = add_input(g, SHAPE(32, 16, 3, 3));
-    int n = finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
-    set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
+    int n = xf_bt_finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
+    xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
     check_graph(g, 17, 1e-4, 1e-3, "conv with weights as a graph input");
     xf_graph_free(g);
 }
@@ -211,10 +132,10 @@ START_TEST(pool_random)
         }
         xf_graph *g = xf_graph_create("pool");
         int x = add_input(g, xf_shape_make(2 + ns, x_dims));
-        int n = finish_single(g, op, 1, &x);
+        int n = xf_bt_finish_single(g, op, 1, &x);
         xf_attrs *a = attrs(g, n);
         if (op == XF_OP_MAX_POOL || op == XF_OP_AVERAGE_POOL) {
-            set_window(a, ns, k, s, pb, pe, d);
+            xf_bt_set_window(a, ns, k, s, pb, pe, d);
             a->ceil_mode = (int)rnd(0, 1);
             a->count_include_pad = op == XF_OP_AVERAGE_POOL && !a->ceil_mode ? (int)rnd(0, 1) : 0;
         }
@@ -256,8 +177,8 @@ START_TEST(matmul_random)
         bd[rb - 1] = nn;
         xf_graph *g = xf_graph_create("matmul");
         int a = add_input(g, xf_shape_make(ra, ad));
-        int b = t % 2 ? add_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
-        finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
+        int b = t % 2 ? xf_bt_random_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
+        xf_bt_finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
         char what[64];
         snprintf(what, sizeof what, "MatMul case %d", t);
         check_graph(g, 17, 1e-4, 1e-3, what);
@@ -276,9 +197,9 @@ START_TEST(gemm_forms)
         int ta = t & 1, tb = (t >> 1) & 1, c_form = (t >> 2) & 3;
         xf_graph *g = xf_graph_create("gemm");
         int a = add_input(g, ta ? SHAPE(kk, m) : SHAPE(m, kk));
-        int b = add_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
-        int c = c_form == 0 ? -1 : add_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
-        int n = finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
+        int b = xf_bt_random_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
+        int c = c_form == 0 ? -1 : xf_bt_random_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
+        int n = xf_bt_finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
         xf_attrs *at = attrs(g, n);
         at->trans_a = ta;
         at->trans_b = tb;
@@ -306,7 +227,7 @@ START_TEST(eltwise_all)
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         xf_graph *g = xf_graph_create("unary");
         int x = add_input(g, SHAPE(rnd(1, 3), rnd(1, 17), rnd(1, 9)));
-        int n = finish_single(g, ops[i], 1, &x);
+        int n = xf_bt_finish_single(g, ops[i], 1, &x);
         xf_attrs_default(ops[i], attrs(g, n));
         if (ops[i] == XF_OP_LEAKY_RELU)
             attrs(g, n)->alpha = 0.2f;
@@ -331,7 +252,7 @@ START_TEST(binary_broadcasting)
                 xf_graph *g = xf_graph_create("binary");
                 int big = add_input(g, SHAPE(2, 5, 7, 3));
                 int sm = add_input(g, xf_shape_make(small_rank[f], small[f]));
-                finish_single(g, ops[o], 2, swap ? (int[]){sm, big} : (int[]){big, sm});
+                xf_bt_finish_single(g, ops[o], 2, swap ? (int[]){sm, big} : (int[]){big, sm});
                 char what[80];
                 snprintf(what, sizeof what, "%s form %d%s", xf_op_name(ops[o]), f, swap ? " swapped" : "");
                 /* Div by values near 0 is large: relative tolerance carries it */
@@ -353,7 +274,7 @@ START_TEST(softmax_axes)
                 xf_op op = log ? XF_OP_LOG_SOFTMAX : XF_OP_SOFTMAX;
                 xf_graph *g = xf_graph_create("softmax");
                 int x = add_input(g, SHAPE(3, 11, 6));
-                int n = finish_single(g, op, 1, &x);
+                int n = xf_bt_finish_single(g, op, 1, &x);
                 attrs(g, n)->axis = axis;
                 attrs(g, n)->softmax_legacy = legacy;
                 char what[80];
@@ -373,9 +294,9 @@ START_TEST(batch_norm_ranks)
         xf_graph *g = xf_graph_create("bn");
         int64_t c = shapes[r][1];
         int x = add_input(g, xf_shape_make(3 + r, shapes[r]));
-        int ins[5] = {x, add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false),
-                      add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), true)};
-        int n = finish_single(g, XF_OP_BATCH_NORM, 5, ins);
+        int ins[5] = {x, xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false),
+                      xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), true)};
+        int n = xf_bt_finish_single(g, XF_OP_BATCH_NORM, 5, ins);
         attrs(g, n)->epsilon = 1e-3f;
         check_graph(g, 17, 1e-5, 1e-4, "BatchNormalization");
         xf_graph_free(g);
@@ -395,7 +316,7 @@ START_TEST(concat_axes)
             d[(axis + 4) % 4] = k + 1;
             ins[k] = add_input(g, xf_shape_make(4, d));
         }
-        int n = finish_single(g, XF_OP_CONCAT, 3, ins);
+        int n = xf_bt_finish_single(g, XF_OP_CONCAT, 3, ins);
         attrs(g, n)->axis = axis;
         char what[32];
         snprintf(what, sizeof what, "Concat axis %d", axis);
@@ -420,9 +341,9 @@ START_TEST(layer_norm_axes)
         int x = add_input(g, xf_shape_make(rank, d));
         /* scale (a constant or computed) and bias of the normalized shape */
         xf_shape ps = xf_shape_make(rank - a, d + a);
-        int scale = t % 3 == 2 ? add_input(g, ps) : add_const(g, ps, false);
-        int bias = t % 4 == 3 ? -1 : add_const(g, ps, false);
-        int n = finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
+        int scale = t % 3 == 2 ? add_input(g, ps) : xf_bt_random_const(g, ps, false);
+        int bias = t % 4 == 3 ? -1 : xf_bt_random_const(g, ps, false);
+        int n = xf_bt_finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
         attrs(g, n)->axis = axis;
         attrs(g, n)->epsilon = t % 2 ? 1e-5f : 1e-12f;
         char what[64];
@@ -453,7 +374,7 @@ START_TEST(transpose_perms)
         }
         xf_graph *g = xf_graph_create("transpose");
         int x = add_input(g, xf_shape_make(rank, d));
-        int n = finish_single(g, XF_OP_TRANSPOSE, 1, &x);
+        int n = xf_bt_finish_single(g, XF_OP_TRANSPOSE, 1, &x);
         /* every fourth case leaves perm out: the dims reversed */
         attrs(g, n)->n_perm = t % 4 == 3 ? 0 : rank;
         memcpy(attrs(g, n)->perm, perm, sizeof perm);
@@ -519,11 +440,11 @@ END_TEST
 
 static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act)
 {
-    int w = add_const(g, SHAPE(cout, cin, k, k), false);
-    int b = add_const(g, SHAPE(cout), false);
+    int w = xf_bt_random_const(g, SHAPE(cout, cin, k, k), false);
+    int b = xf_bt_random_const(g, SHAPE(cout), false);
     int n = node(g, XF_OP_CONV, NULL, 3, (int[]){x, w, b}, 1);
     int64_t p = k / 2;
-    set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){p, p}, (int64_t[]){p, p},
+    xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){p, p}, (int64_t[]){p, p},
                (int64_t[]){1, 1});
     attrs(g, n)->activation = act;
     return out0(g, n);
@@ -531,8 +452,8 @@ static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, i
 
 static int bn_node(xf_graph *g, int x, int64_t c)
 {
-    int ins[5] = {x, add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false),
-                  add_const(g, SHAPE(c), true)};
+    int ins[5] = {x, xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false),
+                  xf_bt_random_const(g, SHAPE(c), true)};
     int n = node(g, XF_OP_BATCH_NORM, NULL, 5, ins, 1);
     attrs(g, n)->epsilon = 1e-5f;
     return out0(g, n);
@@ -560,14 +481,14 @@ START_TEST(native_runs)
     int cat = out0(g, NODE(g, XF_OP_CONCAT, sum, side));
     attrs(g, g->n_nodes - 1)->axis = 1;
     int mp = NODE(g, XF_OP_MAX_POOL, cat);
-    set_window(attrs(g, mp), 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+    xf_bt_set_window(attrs(g, mp), 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
                (int64_t[]){1, 1});
     int deep = conv_node(g, out0(g, mp), 48, 64, 3, 1, XF_ACT_NONE);
     deep = out0(g, NODE(g, XF_OP_TANH, deep));
     int gap = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, deep));
     int flat = NODE(g, XF_OP_FLATTEN, gap);
     attrs(g, flat)->axis = 1;
-    int fc = NODE(g, XF_OP_GEMM, out0(g, flat), add_const(g, SHAPE(10, 64), false), add_const(g, SHAPE(10), false));
+    int fc = NODE(g, XF_OP_GEMM, out0(g, flat), xf_bt_random_const(g, SHAPE(10, 64), false), xf_bt_random_const(g, SHAPE(10), false));
     attrs(g, fc)->trans_b = 1;
     int sm = NODE(g, XF_OP_SOFTMAX, out0(g, fc));
     attrs(g, sm)->axis = 1;
@@ -679,10 +600,10 @@ START_TEST(matmul_chains)
         int in = add_input(g, SHAPE(b, m, k));
         /* the block's input as a node output (the sum can take it) or the graph input */
         int x = t % 4 == 3 ? in : out0(g, NODE(g, XF_OP_ABS, in));
-        int h = out0(g, NODE(g, XF_OP_MATMUL, x, add_const(g, SHAPE(k, hidden), false)));
+        int h = out0(g, NODE(g, XF_OP_MATMUL, x, xf_bt_random_const(g, SHAPE(k, hidden), false)));
         int bias = t % 5 == 4 ? add_input(g, SHAPE(hidden))
-                   : t % 3 == 1 ? add_const(g, SHAPE(m, 1), false)
-                                : add_const(g, SHAPE(hidden), false);
+                   : t % 3 == 1 ? xf_bt_random_const(g, SHAPE(m, 1), false)
+                                : xf_bt_random_const(g, SHAPE(hidden), false);
         h = out0(g, t % 2 ? NODE(g, XF_OP_ADD, bias, h) : NODE(g, XF_OP_ADD, h, bias));
         if (t % 3 == 0) {
             int s = out0(g, NODE(g, XF_OP_DIV, h, add_scalar(g, 1.41421356f, 0)));
@@ -701,10 +622,10 @@ START_TEST(matmul_chains)
             h = out0(g, t % 8 == 1 ? NODE(g, XF_OP_MUL, scale, h) : NODE(g, XF_OP_DIV, h, scale));
         else if (t % 4 == 2)
             h = out0(g, t % 8 == 2 ? NODE(g, XF_OP_SUB, scale, h) : NODE(g, XF_OP_SUB, h, scale));
-        int y = out0(g, NODE(g, XF_OP_MATMUL, h, add_const(g, SHAPE(hidden, k), false)));
-        y = out0(g, NODE(g, XF_OP_ADD, y, add_const(g, SHAPE(k), false)));
+        int y = out0(g, NODE(g, XF_OP_MATMUL, h, xf_bt_random_const(g, SHAPE(hidden, k), false)));
+        y = out0(g, NODE(g, XF_OP_ADD, y, xf_bt_random_const(g, SHAPE(k), false)));
         y = out0(g, t % 2 ? NODE(g, XF_OP_ADD, x, y) : NODE(g, XF_OP_ADD, y, x));
-        int ln = NODE(g, XF_OP_LAYER_NORM, y, add_const(g, SHAPE(k), false), add_const(g, SHAPE(k), false));
+        int ln = NODE(g, XF_OP_LAYER_NORM, y, xf_bt_random_const(g, SHAPE(k), false), xf_bt_random_const(g, SHAPE(k), false));
         attrs(g, ln)->axis = -1;
         attrs(g, ln)->epsilon = 1e-5f;
         xf_graph_add_output(g, out0(g, ln));
@@ -785,7 +706,7 @@ START_TEST(registry_and_errors)
     /* an op neither oneDNN nor cpu_ref runs is reported under this backend's name */
     xf_graph *g = xf_graph_create("bad");
     int x = xf_graph_add_input(g, "x", XF_DT_BOOL, &(xf_shape){.ndim = 1, .dims = {4}});
-    finish_single(g, XF_OP_RELU, 1, &x);
+    xf_bt_finish_single(g, XF_OP_RELU, 1, &x);
     xf_session *s = NULL;
     xf_error err = {0};
     ck_assert_int_eq(xf_session_create(g, 17, "cpu", NULL, &s, &err), XF_ERR_UNSUPPORTED);

@@ -8,6 +8,7 @@
  * any device is touched, a session fails with "no CUDA device: ...", and
  * xflow-run says so in one line with a non-zero exit.  Without the CUDA
  * toolkit the backend is absent and the suite checks only that. */
+#include "backend_util.h"
 #include "core_builders.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
@@ -90,104 +91,14 @@ static int64_t rnd(int64_t lo, int64_t hi)
     return lo + (int64_t)((rng_state >> 33) % (uint64_t)(hi - lo + 1));
 }
 
-static int add_input_t(xf_graph *g, xf_dtype t, xf_shape s)
-{
-    char name[32];
-    snprintf(name, sizeof name, "in%d", g->n_inputs);
-    return xf_graph_add_input(g, name, t, &s);
-}
+static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
 
-static int add_input(xf_graph *g, xf_shape s) { return add_input_t(g, XF_DT_FLOAT, s); }
-
-/* A random float initializer; `positive` maps it into [0.5, 1.5]. */
-static int add_const(xf_graph *g, xf_shape s, bool positive)
-{
-    xf_tensor *t = xf_tensor_random(XF_DT_FLOAT, &s, (uint64_t)g->n_values * 7919u + 17u);
-    ck_assert_ptr_nonnull(t);
-    if (positive)
-        for (int64_t i = 0; i < xf_shape_numel(&s); i++)
-            ((float *)t->data)[i] = 1.0f + 0.5f * ((float *)t->data)[i];
-    int v = xf_graph_add_initializer(g, NULL, t);
-    xf_tensor_release(t);
-    return v;
-}
-
-/* The largest |element| of a float tensor (1 for other dtypes). */
-static double max_abs_of(const xf_tensor *t)
-{
-    double m = 0;
-    if (t->dtype != XF_DT_FLOAT)
-        return 1;
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
-        m = fmax(m, fabs(((const float *)t->data)[i]));
-    return m;
-}
-
-/* Runs g on cpu_ref and cuda with the same random inputs (twice on cuda:
- * the second run reuses the prepared nodes) and compares every output.  A
- * negative atol is relative to the largest expected element (deep
- * networks, where elements near zero carry the rounding of large sums). */
+/* Runs g on cpu_ref and on cuda and compares every output. */
 static void check_graph(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
 {
-    xf_error err = {0};
-    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-    xf_tensor **want = calloc((size_t)g->n_outputs + 1, sizeof *want);
-    xf_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
-    ck_assert(in && want && got);
-    for (int i = 0; i < g->n_inputs; i++) {
-        const xf_value *v = &g->values[g->inputs[i]];
-        in[i] = xf_tensor_random(v->dtype, &v->shape, 1000u + (uint64_t)i);
-        ck_assert_ptr_nonnull(in[i]);
-    }
-    xf_session *ref = NULL, *s = NULL;
-    ck_assert_msg(xf_session_create(g, opset, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s: cpu_ref: %s", what,
-                  err.msg);
-    ck_assert_msg(xf_session_run(ref, in, want, &err) == XF_OK, "%s: cpu_ref run: %s", what, err.msg);
-    ck_assert_msg(xf_session_create(g, opset, "cuda", NULL, &s, &err) == XF_OK, "%s: cuda: %s", what, err.msg);
-    for (int run = 0; run < 2; run++) {
-        ck_assert_msg(xf_session_run(s, in, got, &err) == XF_OK, "%s: cuda run: %s", what, err.msg);
-        for (int k = 0; k < g->n_outputs; k++) {
-            double max_abs = 0, max_rel = 0;
-            bool ok = false;
-            double tol = atol >= 0 ? atol : -atol * max_abs_of(want[k]);
-            ck_assert_msg(xf_tensor_compare(got[k], want[k], tol, rtol, &max_abs, &max_rel, &ok, &err) == XF_OK,
-                          "%s: %s", what, err.msg);
-            ck_assert_msg(ok, "%s: output %d differs from cpu_ref: max abs %.3g, max rel %.3g", what, k, max_abs,
-                          max_rel);
-            xf_tensor_release(got[k]);
-            got[k] = NULL;
-        }
-    }
-    xf_session_free(s);
-    xf_session_free(ref);
-    for (int i = 0; i < g->n_inputs; i++)
-        xf_tensor_release(in[i]);
-    for (int k = 0; k < g->n_outputs; k++)
-        xf_tensor_release(want[k]);
-    free(in);
-    free(want);
-    free(got);
+    xf_bt_check_graph(g, opset, "cuda", false, atol, rtol, what);
 }
 
-static int finish_single(xf_graph *g, xf_op op, int n_in, const int *ins)
-{
-    int n = node(g, op, "n", n_in, ins, 1);
-    xf_graph_add_output(g, out0(g, n));
-    return n;
-}
-
-static void set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, const int64_t *p_begin,
-                       const int64_t *p_end, const int64_t *d)
-{
-    a->n_spatial = ns;
-    for (int i = 0; i < ns; i++) {
-        a->kernel[i] = k ? k[i] : 0;
-        a->strides[i] = s[i];
-        a->dilations[i] = d[i];
-        a->pads[i] = p_begin[i];
-        a->pads[ns + i] = p_end[i];
-    }
-}
 
 /* ---------------------------------------------------------------- without a device */
 
@@ -203,7 +114,7 @@ static xf_graph *relu_graph(void)
 {
     xf_graph *g = xf_graph_create("relu");
     int x = add_input(g, SHAPE(2, 3));
-    finish_single(g, XF_OP_RELU, 1, &x);
+    xf_bt_finish_single(g, XF_OP_RELU, 1, &x);
     return g;
 }
 
@@ -303,10 +214,10 @@ START_TEST(refused_by_name)
 
     /* Conv on int64: no device path and no cpu_ref kernel */
     g = xf_graph_create("int conv");
-    x = add_input_t(g, XF_DT_INT64, SHAPE(1, 2, 5, 5));
-    int w = add_input_t(g, XF_DT_INT64, SHAPE(3, 2, 3, 3));
-    n = finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
-    set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0}, (int64_t[]){1, 1});
+    x = xf_bt_input(g, XF_DT_INT64, SHAPE(1, 2, 5, 5));
+    int w = xf_bt_input(g, XF_DT_INT64, SHAPE(3, 2, 3, 3));
+    n = xf_bt_finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
+    xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0}, (int64_t[]){1, 1});
     ck_assert_int_eq(xf_session_create(g, 17, "cuda", NULL, &s, &err), XF_ERR_UNSUPPORTED);
     char want[96];
     snprintf(want, sizeof want, "backend cuda does not support op Conv on %s", xf_dtype_name(XF_DT_INT64));
@@ -343,11 +254,11 @@ START_TEST(conv_random)
         }
         xf_graph *g = xf_graph_create("conv");
         int x = add_input(g, xf_shape_make(2 + ns, x_dims));
-        int w = add_const(g, xf_shape_make(2 + ns, w_dims), false);
-        int b = rnd(0, 1) ? add_const(g, SHAPE(cout), false) : -1;
-        int n = finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, (int[]){x, w, b});
+        int w = xf_bt_random_const(g, xf_shape_make(2 + ns, w_dims), false);
+        int b = rnd(0, 1) ? xf_bt_random_const(g, SHAPE(cout), false) : -1;
+        int n = xf_bt_finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, (int[]){x, w, b});
         xf_attrs *a = attrs(g, n);
-        set_window(a, ns, NULL, s, pb, pe, d);
+        xf_bt_set_window(a, ns, NULL, s, pb, pe, d);
         a->group = group;
         a->activation = (xf_activation)rnd(0, 3);
         if (t % 6 == 5)
@@ -368,8 +279,8 @@ START_TEST(conv_runtime_weights)
     int x = add_input(g, SHAPE(1, 16, 9, 9));
     int w = add_input(g, SHAPE(32, 16, 3, 3));
     int b = add_input(g, SHAPE(32));
-    int n = finish_single(g, XF_OP_CONV, 3, (int[]){x, w, b});
-    set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
+    int n = xf_bt_finish_single(g, XF_OP_CONV, 3, (int[]){x, w, b});
+    xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
     attrs(g, n)->activation = XF_ACT_RELU;
     check_graph(g, 17, 1e-4, 1e-3, "conv with weights as graph inputs");
     xf_graph_free(g);
@@ -396,10 +307,10 @@ START_TEST(pool_random)
         }
         xf_graph *g = xf_graph_create("pool");
         int x = add_input(g, xf_shape_make(2 + ns, x_dims));
-        int n = finish_single(g, op, 1, &x);
+        int n = xf_bt_finish_single(g, op, 1, &x);
         xf_attrs *a = attrs(g, n);
         if (op == XF_OP_MAX_POOL || op == XF_OP_AVERAGE_POOL) {
-            set_window(a, ns, k, s, pb, pe, d);
+            xf_bt_set_window(a, ns, k, s, pb, pe, d);
             a->ceil_mode = (int)rnd(0, 1);
             a->count_include_pad = op == XF_OP_AVERAGE_POOL ? (int)rnd(0, 1) : 0;
         }
@@ -444,8 +355,8 @@ START_TEST(matmul_random)
         }
         xf_graph *g = xf_graph_create("matmul");
         int a = add_input(g, xf_shape_make(ra, ad));
-        int b = t % 2 ? add_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
-        finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
+        int b = t % 2 ? xf_bt_random_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
+        xf_bt_finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
         char what[64];
         snprintf(what, sizeof what, "MatMul case %d", t);
         check_graph(g, 17, 1e-4, 1e-3, what);
@@ -463,9 +374,9 @@ START_TEST(gemm_forms)
         int ta = t & 1, tb = (t >> 1) & 1, c_form = (t >> 2) & 3;
         xf_graph *g = xf_graph_create("gemm");
         int a = add_input(g, ta ? SHAPE(kk, m) : SHAPE(m, kk));
-        int b = add_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
-        int c = c_form == 0 ? -1 : add_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
-        int n = finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
+        int b = xf_bt_random_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
+        int c = c_form == 0 ? -1 : xf_bt_random_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
+        int n = xf_bt_finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
         xf_attrs *at = attrs(g, n);
         at->trans_a = ta;
         at->trans_b = tb;
@@ -491,7 +402,7 @@ START_TEST(unary_all)
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         xf_graph *g = xf_graph_create("unary");
         int x = add_input(g, SHAPE(rnd(1, 3), rnd(1, 17), rnd(1, 9)));
-        int n = finish_single(g, ops[i], 1, &x);
+        int n = xf_bt_finish_single(g, ops[i], 1, &x);
         xf_attrs_default(ops[i], attrs(g, n));
         if (ops[i] == XF_OP_LEAKY_RELU)
             attrs(g, n)->alpha = 0.2f;
@@ -516,9 +427,9 @@ START_TEST(binary_broadcasting)
                 if (ops[o] == XF_OP_POW && t == XF_DT_FLOAT && f % 2)
                     continue; /* random negative bases with fractional exponents: NaN on both sides, tested once */
                 xf_graph *g = xf_graph_create("binary");
-                int big = add_input_t(g, t, SHAPE(2, 5, 7, 3));
-                int sm = add_input_t(g, t, xf_shape_make(small_rank[f], small[f]));
-                finish_single(g, ops[o], 2, f % 2 ? (int[]){sm, big} : (int[]){big, sm});
+                int big = xf_bt_input(g, t, SHAPE(2, 5, 7, 3));
+                int sm = xf_bt_input(g, t, xf_shape_make(small_rank[f], small[f]));
+                xf_bt_finish_single(g, ops[o], 2, f % 2 ? (int[]){sm, big} : (int[]){big, sm});
                 char what[80];
                 snprintf(what, sizeof what, "%s form %d on %s", xf_op_name(ops[o]), f, xf_dtype_name(t));
                 check_graph(g, 17, 1e-5, 1e-4, what);
@@ -527,12 +438,12 @@ START_TEST(binary_broadcasting)
     /* Sum of three, and Max of one */
     xf_graph *g = xf_graph_create("variadic");
     int a = add_input(g, SHAPE(4, 1, 6)), b = add_input(g, SHAPE(5, 1)), c = add_input(g, SHAPE(4, 5, 6));
-    finish_single(g, XF_OP_SUM, 3, (int[]){a, b, c});
+    xf_bt_finish_single(g, XF_OP_SUM, 3, (int[]){a, b, c});
     check_graph(g, 17, 1e-5, 1e-4, "Sum of three");
     xf_graph_free(g);
     g = xf_graph_create("variadic1");
     a = add_input(g, SHAPE(3, 4));
-    finish_single(g, XF_OP_MAX, 1, &a);
+    xf_bt_finish_single(g, XF_OP_MAX, 1, &a);
     check_graph(g, 17, 0, 0, "Max of one");
     xf_graph_free(g);
 }
@@ -544,7 +455,7 @@ START_TEST(where_clip_cast)
     xf_graph *g = xf_graph_create("where");
     int x = add_input(g, SHAPE(3, 1, 5)), y = add_input(g, SHAPE(4, 1));
     int cond = out0(g, NODE(g, XF_OP_GREATER, x, y));
-    int w = NODE(g, XF_OP_WHERE, cond, x, add_const(g, SHAPE(5), false));
+    int w = NODE(g, XF_OP_WHERE, cond, x, xf_bt_random_const(g, SHAPE(5), false));
     xf_graph_add_output(g, out0(g, w));
     check_graph(g, 17, 0, 0, "Greater -> Where");
     xf_graph_free(g);
@@ -554,7 +465,7 @@ START_TEST(where_clip_cast)
         x = add_input(g, SHAPE(6, 7));
         float lo = -0.3f, hi = 0.4f;
         int ins[3] = {x, constant(g, NULL, XF_DT_FLOAT, SCALAR, &lo), form == 1 ? -1 : constant(g, NULL, XF_DT_FLOAT, SCALAR, &hi)};
-        int n = finish_single(g, XF_OP_CLIP, form == 2 ? 1 : 3, ins);
+        int n = xf_bt_finish_single(g, XF_OP_CLIP, form == 2 ? 1 : 3, ins);
         if (form == 2) {
             attrs(g, n)->has_clip_attrs = true;
             attrs(g, n)->clip_min = -0.1f;
@@ -568,7 +479,7 @@ START_TEST(where_clip_cast)
                                      XF_DT_INT64, XF_DT_BOOL, XF_DT_UINT8, XF_DT_FLOAT};
     g = xf_graph_create("casts");
     x = add_input(g, SHAPE(4, 9));
-    int v = out0(g, NODE(g, XF_OP_MUL, x, add_const(g, SHAPE(1), false)));
+    int v = out0(g, NODE(g, XF_OP_MUL, x, xf_bt_random_const(g, SHAPE(1), false)));
     for (size_t i = 1; i < sizeof chain / sizeof *chain; i++) {
         int n = NODE(g, XF_OP_CAST, v);
         attrs(g, n)->to = chain[i];
@@ -593,7 +504,7 @@ START_TEST(concat_split_transpose)
             d[(axis + 4) % 4] = k + 1;
             ins[k] = add_input(g, xf_shape_make(4, d));
         }
-        int n = finish_single(g, XF_OP_CONCAT, 3, ins);
+        int n = xf_bt_finish_single(g, XF_OP_CONCAT, 3, ins);
         attrs(g, n)->axis = axis;
         int sp_out[3];
         for (int k = 0; k < 3; k++)
@@ -624,7 +535,7 @@ START_TEST(slice_pad_expand_gather)
     /* Slice with negative and reversed steps */
     xf_graph *g = xf_graph_create("slice");
     int x = add_input(g, SHAPE(5, 8, 7));
-    int n = finish_single(g, XF_OP_SLICE, 5,
+    int n = xf_bt_finish_single(g, XF_OP_SLICE, 5,
                           (int[]){x, CONST_I64(g, 1, -1, 6), CONST_I64(g, 4, 0, -100), CONST_I64(g, 0, 1, 2),
                                   CONST_I64(g, 2, -1, -2)});
     (void)n;
@@ -637,7 +548,7 @@ START_TEST(slice_pad_expand_gather)
         x = add_input(g, SHAPE(3, 4, 5));
         float value = 0.75f;
         int pads = mode == 0 ? CONST_I64(g, 1, 0, -1, 2, 3, 1) : CONST_I64(g, 1, 0, 2, 2, 3, 1);
-        n = finish_single(g, XF_OP_PAD, 3, (int[]){x, pads, constant(g, NULL, XF_DT_FLOAT, SCALAR, &value)});
+        n = xf_bt_finish_single(g, XF_OP_PAD, 3, (int[]){x, pads, constant(g, NULL, XF_DT_FLOAT, SCALAR, &value)});
         attrs(g, n)->pad_mode = (xf_pad_mode)mode;
         char what[32];
         snprintf(what, sizeof what, "Pad mode %d", mode);
@@ -647,7 +558,7 @@ START_TEST(slice_pad_expand_gather)
 
     g = xf_graph_create("expand");
     x = add_input(g, SHAPE(3, 1, 5));
-    finish_single(g, XF_OP_EXPAND, 2, (int[]){x, CONST_I64(g, 2, 3, 4, 5)});
+    xf_bt_finish_single(g, XF_OP_EXPAND, 2, (int[]){x, CONST_I64(g, 2, 3, 4, 5)});
     check_graph(g, 17, 0, 0, "Expand");
     xf_graph_free(g);
 
@@ -656,7 +567,7 @@ START_TEST(slice_pad_expand_gather)
         x = add_input(g, SHAPE(4, 6, 5));
         int64_t idx[] = {3, -1, 0, 2, 2, 1};
         int iv = constant(g, NULL, XF_DT_INT64, SHAPE(2, 3), idx);
-        n = finish_single(g, XF_OP_GATHER, 2, (int[]){x, iv});
+        n = xf_bt_finish_single(g, XF_OP_GATHER, 2, (int[]){x, iv});
         attrs(g, n)->axis = axis;
         char what[32];
         snprintf(what, sizeof what, "Gather axis %d", axis);
@@ -690,7 +601,7 @@ START_TEST(softmax_axes)
                 xf_op op = log ? XF_OP_LOG_SOFTMAX : XF_OP_SOFTMAX;
                 xf_graph *g = xf_graph_create("softmax");
                 int x = add_input(g, SHAPE(3, 11, 6));
-                int n = finish_single(g, op, 1, &x);
+                int n = xf_bt_finish_single(g, op, 1, &x);
                 attrs(g, n)->axis = axis;
                 attrs(g, n)->softmax_legacy = legacy;
                 char what[80];
@@ -709,9 +620,9 @@ START_TEST(batch_norm_layer_norm)
         xf_graph *g = xf_graph_create("bn");
         int64_t c = shapes[r][1];
         int x = add_input(g, xf_shape_make(2 + r, shapes[r]));
-        int ins[5] = {x, add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), false),
-                      add_const(g, SHAPE(c), false), add_const(g, SHAPE(c), true)};
-        int n = finish_single(g, XF_OP_BATCH_NORM, 5, ins);
+        int ins[5] = {x, xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false),
+                      xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), true)};
+        int n = xf_bt_finish_single(g, XF_OP_BATCH_NORM, 5, ins);
         attrs(g, n)->epsilon = r == 1 ? 1e-5f : 1e-3f;
         check_graph(g, 17, 1e-5, 1e-4, "BatchNormalization");
         xf_graph_free(g);
@@ -721,9 +632,9 @@ START_TEST(batch_norm_layer_norm)
         int x = add_input(g, SHAPE(3, 4, 300));
         int64_t norm_dims[3] = {3, 4, 300};
         xf_shape ns = xf_shape_make(-axis, norm_dims + 3 + axis);
-        int scale = add_const(g, ns, true);
-        int bias = axis == -2 ? -1 : add_const(g, SHAPE(300), false);
-        int n = finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
+        int scale = xf_bt_random_const(g, ns, true);
+        int bias = axis == -2 ? -1 : xf_bt_random_const(g, SHAPE(300), false);
+        int n = xf_bt_finish_single(g, XF_OP_LAYER_NORM, bias >= 0 ? 3 : 2, (int[]){x, scale, bias});
         attrs(g, n)->axis = axis;
         char what[48];
         snprintf(what, sizeof what, "LayerNormalization axis %d", axis);
@@ -743,7 +654,7 @@ START_TEST(reductions)
         for (int form = 0; form < 5; form++) {
             xf_graph *g = xf_graph_create("reduce");
             int x = add_input(g, form == 4 ? SHAPE(3, 1000) : SHAPE(3, 5, 7, 2));
-            int n = finish_single(g, ops[o], 1, &x);
+            int n = xf_bt_finish_single(g, ops[o], 1, &x);
             xf_attrs *a = attrs(g, n);
             a->keepdims = form % 2;
             static const int64_t axes[][2] = {{-1, 0}, {0, 0}, {1, 3}, {0, 0}, {1, 0}};
