@@ -613,15 +613,19 @@ xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base
     return st;
 }
 
-/* Whether a graph of (exact) cost c, c >= lo, would be dropped once costed:
- * it cannot be the best so far, and alpha or a full queue turns it away. */
-static bool dropped_when_costed(const searcher *s, double lo)
+/* Whether a graph priced at `early` (its exact cost up to rounding) is
+ * dropped without being built: it cannot be the best so far, and alpha
+ * turns it away, or the queue is full and it would at best displace a
+ * candidate of the same cost (equal within the margin: the earlier one
+ * stays). */
+static bool dropped_when_costed(const searcher *s, double early)
 {
+    double lo = early * (1 - PRICE_MARGIN);
     if (lo < s->best_cost)
         return false;
     if (lo >= s->opt->alpha * s->best_cost)
         return true;
-    return s->n_heap == s->opt->queue_limit && lo >= s->heap[heap_worst(s)].cost;
+    return s->n_heap == s->opt->queue_limit && early * (1 + PRICE_MARGIN) >= s->heap[heap_worst(s)].cost;
 }
 
 /* ------------------------------------------------------------ expansion */
@@ -710,7 +714,7 @@ static bool on_match(const xf_match *m, void *user)
         s->st = st;
         return false;
     }
-    if (known && dropped_when_costed(s, early * (1 - PRICE_MARGIN))) {
+    if (known && dropped_when_costed(s, early)) {
         /* New, and dropped as it would be once built and costed. */
         opt_rewrite_plan_free(&rp);
         if (!seen_add(s, h)) {
