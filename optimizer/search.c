@@ -38,8 +38,14 @@ typedef struct match_set {
     xf_match *m;
 } match_set;
 
-typedef struct cand {
+/* A graph shared by the candidates still to be built from it. */
+typedef struct graph_ref {
+    int refs;
     xf_graph *g;
+} graph_ref;
+
+typedef struct cand {
+    xf_graph *g; /* NULL until built (see lazy_from) */
     double cost;
     long seq; /* insertion order: equal costs pop first-in first-out */
     int step;
@@ -47,6 +53,12 @@ typedef struct cand {
      * rewritten (NULL for the start graph). */
     match_set *from;
     rewrite_delta delta;
+    /* A candidate priced before it was built is queued as the graph it
+     * comes from and the match to rewrite there; it is built when popped
+     * (most queued candidates never are).  hash: its structural hash. */
+    graph_ref *lazy_from;
+    xf_match lazy_m;
+    uint64_t hash;
 } cand;
 
 typedef struct searcher {
@@ -63,6 +75,7 @@ typedef struct searcher {
     bool progress_shown;
     long seq;
     const cand *parent;
+    graph_ref *parent_ref; /* the expanded graph, shared with its unbuilt candidates */
     rewrite_base base;     /* the expanded graph */
     match_set *matches;    /* in the expanded graph */
     bool *konst;           /* its values known before it runs (opt_compile_time_values) */
@@ -450,12 +463,22 @@ static xf_status matches_of(searcher *s, const cand *c, match_set **out)
     return XF_OK;
 }
 
+static void graph_ref_release(graph_ref *r)
+{
+    if (r && --r->refs == 0) {
+        xf_graph_free(r->g);
+        free(r);
+    }
+}
+
 /* What a candidate holds for expanding it, beyond its graph. */
 static void cand_release_work(cand *c)
 {
     match_set_release(c->from);
     c->from = NULL;
     opt_rewrite_delta_free(&c->delta);
+    graph_ref_release(c->lazy_from);
+    c->lazy_from = NULL;
 }
 
 static void cand_free(cand *c)
@@ -692,6 +715,56 @@ static bool rewrite_failed(searcher *s, xf_status st, const xf_error *why)
     return true;
 }
 
+/* Queues a costed candidate made by m from the expanded graph, unless
+ * alpha turns it away. */
+static bool queue(searcher *s, const xf_match *m, cand nc)
+{
+    if (nc.lazy_from) {
+        nc.lazy_from->refs++;
+        s->matches->refs++;
+        nc.from = s->matches;
+    }
+    if (nc.cost < s->best_cost)
+        s->best_cost = nc.cost;
+    if (nc.cost >= s->opt->alpha * s->best_cost) {
+        cand_free(&nc);
+        return true;
+    }
+    nc.step = add_step(s, s->parent->step, m->rule, nc.cost, s->parent->g, m);
+    if (nc.step < 0) {
+        s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
+        cand_free(&nc);
+        return false;
+    }
+    nc.seq = s->seq++;
+    heap_push(s, nc);
+    show_progress(s, false);
+    return true;
+}
+
+/* Builds a candidate queued unbuilt: its graph, the delta from the graph
+ * it came from and that graph's matches, and its exact cost. */
+static xf_status build_queued(searcher *s, cand *c, xf_error *err)
+{
+    if (c->g || !c->lazy_from)
+        return XF_OK;
+    rewrite_base b;
+    rewrite_plan rp;
+    xf_status st = opt_rewrite_base_init(c->lazy_from->g, false, &b, err);
+    if (st != XF_OK)
+        return st;
+    if ((st = opt_rewrite_plan(s->rs, &b, s->opt->opset, &c->lazy_m, &rp, err)) == XF_OK) {
+        st = opt_rewrite_build(&b, &rp, &c->g, &c->delta, err);
+        opt_rewrite_plan_free(&rp);
+    }
+    opt_rewrite_base_free(&b);
+    if (st == XF_OK) {
+        assert(xf_graph_hash(c->g) == c->hash);
+        st = xf_cost_graph(s->cost, c->g, s->opt->opset, &c->cost, err);
+    }
+    return st;
+}
+
 static bool on_match(const xf_match *m, void *user)
 {
     searcher *s = user;
@@ -714,15 +787,18 @@ static bool on_match(const xf_match *m, void *user)
         s->st = st;
         return false;
     }
-    if (known && dropped_when_costed(s, early)) {
-        /* New, and dropped as it would be once built and costed. */
+    if (known) {
+        /* New: dropped, or queued unbuilt, as it would be once built and
+         * costed. */
         opt_rewrite_plan_free(&rp);
         if (!seen_add(s, h)) {
             s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
             return false;
         }
         s->res->generated++;
-        return true;
+        if (dropped_when_costed(s, early))
+            return true;
+        return queue(s, m, (cand){.cost = early, .lazy_from = s->parent_ref, .lazy_m = *m, .hash = h});
     }
     rewrite_delta delta = {0};
     st = opt_rewrite_build(&s->base, &rp, &ng, &delta, &why);
@@ -731,7 +807,7 @@ static bool on_match(const xf_match *m, void *user)
         return rewrite_failed(s, st, &why);
     assert(xf_graph_hash(ng) == h);
     s->matches->refs++;
-    cand nc = {ng, 0, 0, -1, s->matches, delta};
+    cand nc = {ng, 0, 0, -1, s->matches, delta, .hash = h};
     if (!seen_add(s, h)) {
         cand_free(&nc);
         s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
@@ -743,22 +819,7 @@ static bool on_match(const xf_match *m, void *user)
         cand_free(&nc);
         return false;
     }
-    if (nc.cost < s->best_cost)
-        s->best_cost = nc.cost;
-    if (nc.cost >= s->opt->alpha * s->best_cost) {
-        cand_free(&nc);
-        return true;
-    }
-    nc.step = add_step(s, s->parent->step, m->rule, nc.cost, s->parent->g, m);
-    if (nc.step < 0) {
-        s->st = xf_error_set(s->err, XF_ERR_NOMEM, "out of memory");
-        cand_free(&nc);
-        return false;
-    }
-    nc.seq = s->seq++;
-    heap_push(s, nc);
-    show_progress(s, false);
-    return true;
+    return queue(s, m, nc);
 }
 
 /* Fills res->steps with the chain that ends at step `last`. */
@@ -824,7 +885,19 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
         cand c = heap_pop(&s);
         res->expanded++;
         s.parent = &c;
-        xf_status mst = opt_rewrite_base_init(c.g, true, &s.base, err);
+        graph_ref *pr = NULL;
+        xf_status mst = build_queued(&s, &c, err);
+        if (mst == XF_OK && !(pr = malloc(sizeof *pr)))
+            mst = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        if (mst != XF_OK) {
+            s.st = mst;
+            cand_free(&c);
+            break;
+        }
+        /* c's graph, shared with the candidates queued unbuilt from it */
+        *pr = (graph_ref){1, c.g};
+        s.parent_ref = pr;
+        mst = opt_rewrite_base_init(c.g, true, &s.base, err);
         s.matches = NULL;
         bool *konst = malloc(sizeof *konst * (size_t)(c.g->n_values + 1));
         if (mst == XF_OK && !konst)
@@ -844,12 +917,21 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
         cand_release_work(&c);
         if (mst != XF_OK && s.st == XF_OK)
             s.st = mst;
+        s.parent_ref = NULL;
         if (c.cost < best.cost) {
             cand_free(&best);
             best = c;
-        } else {
-            cand_free(&c);
+            /* the graph stays with best: taken over, or copied while
+             * unbuilt candidates still need it */
+            best.g = pr->refs == 1 ? pr->g : xf_graph_clone(pr->g);
+            if (pr->refs == 1)
+                pr->g = NULL;
+            if (!best.g && s.st == XF_OK)
+                s.st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         }
+        c.g = NULL;
+        cand_free(&c);
+        graph_ref_release(pr);
         show_progress(&s, false);
     }
     if ((st = s.st) != XF_OK)
@@ -857,6 +939,10 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
     /* The cheapest graph still queued may beat every expanded one. */
     if (s.n_heap > 0 && s.heap[0].cost < best.cost) {
         cand top = heap_pop(&s);
+        if ((st = build_queued(&s, &top, err)) != XF_OK) {
+            cand_free(&top);
+            goto done;
+        }
         cand_free(&best);
         cand_release_work(&top);
         best = top;
