@@ -18,8 +18,8 @@ static void matmul_block(const float *a, int64_t a_row, int64_t a_col, const flo
         }
 }
 
-xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                        xf_error *err)
+xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_rt_matmul *mm, xf_error *err)
 {
     /* A 1-D A is a row (1, K), a 1-D B a column (K, 1); the output simply
      * lacks that dimension, which does not change the element order. */
@@ -46,23 +46,33 @@ xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_ten
     int64_t n_batch = xf_shape_numel(&batch);
     if (xf_rt_numel(&out[0]) != n_batch * m * nn)
         return xf_rt_bad_node(err, n, "output size does not match the operands");
-
-    int64_t sa[XF_MAX_DIMS], sb[XF_MAX_DIMS];
-    xf_rt_broadcast_strides(&a_batch, &batch, sa);
-    xf_rt_broadcast_strides(&b_batch, &batch, sb);
+    *mm = (xf_rt_matmul){.m = m, .k = k, .n = nn, .n_batch = n_batch, .batch = batch};
+    xf_rt_broadcast_strides(&a_batch, &batch, mm->a_stride);
+    xf_rt_broadcast_strides(&b_batch, &batch, mm->b_stride);
     for (int d = 0; d < batch.ndim; d++) {
-        sa[d] *= m * k;
-        sb[d] *= k * nn;
+        mm->a_stride[d] *= m * k;
+        mm->b_stride[d] *= k * nn;
     }
+    return XF_OK;
+}
+
+xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err)
+{
+    xf_rt_matmul mm;
+    xf_status st = xf_rt_matmul_geometry(n, in, out, &mm, err);
+    if (st != XF_OK)
+        return st;
+    int64_t m = mm.m, k = mm.k, nn = mm.n;
     xf_rt_iter it;
-    xf_rt_iter_init(&it, &batch);
-    xf_rt_iter_add(&it, sa, 0);
-    xf_rt_iter_add(&it, sb, 0);
+    xf_rt_iter_init(&it, &mm.batch);
+    xf_rt_iter_add(&it, mm.a_stride, 0);
+    xf_rt_iter_add(&it, mm.b_stride, 0);
     double *acc = malloc(sizeof *acc * (size_t)(m * nn > 0 ? m * nn : 1));
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
     float *y = out[0].data;
-    for (int64_t bi = 0; bi < n_batch; bi++, xf_rt_iter_next(&it)) {
+    for (int64_t bi = 0; bi < mm.n_batch; bi++, xf_rt_iter_next(&it)) {
         matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
                      nn, 1, m, k, nn, acc);
         for (int64_t i = 0; i < m * nn; i++)

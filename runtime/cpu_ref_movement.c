@@ -47,17 +47,6 @@ xf_status xf_ref_dropout(const xf_node *n, const xf_tensor_view *in, const xf_te
     return st;
 }
 
-/* Checks that a and b agree on every dimension except `axis`. */
-static bool same_but_axis(const xf_shape *a, const xf_shape *b, int axis)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (d != axis && a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 static int64_t prod_dims(const xf_shape *s, int from, int to)
 {
     int64_t p = 1;
@@ -75,7 +64,7 @@ xf_status xf_ref_concat(const xf_node *n, const xf_tensor_view *in, const xf_ten
         return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
     int64_t total = 0;
     for (int k = 0; k < n->n_inputs; k++) {
-        if (!same_but_axis(&in[k].shape, ys, axis))
+        if (!xf_rt_same_but_axis(&in[k].shape, ys, axis))
             return xf_rt_bad_node(err, n, "input %d does not match the output outside the axis", k);
         total += in[k].shape.dims[axis];
     }
@@ -107,7 +96,7 @@ xf_status xf_ref_split(const xf_node *n, const xf_tensor_view *in, const xf_tens
         return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
     int64_t total = 0;
     for (int k = 0; k < n->n_outputs; k++) {
-        if (!xf_rt_present(&out[k]) || !same_but_axis(&out[k].shape, xs, axis))
+        if (!xf_rt_present(&out[k]) || !xf_rt_same_but_axis(&out[k].shape, xs, axis))
             return xf_rt_bad_node(err, n, "output %d does not match the input outside the axis", k);
         total += out[k].shape.dims[axis];
     }

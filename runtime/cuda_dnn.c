@@ -525,29 +525,11 @@ static bool one_stride(const int64_t *s, const xf_shape *batch, int64_t mat, int
 static xf_status matmul_run(xf_cu_ctx *c, const xf_graph *g, const xf_node *n, xf_cu_node *st,
                             const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    xf_shape as = in[0].shape, bs = in[1].shape;
-    if (as.ndim < 1 || bs.ndim < 1)
-        return xf_rt_bad_node(err, n, "operands must have at least one dimension");
-    if (as.ndim == 1)
-        as = xf_shape_make(2, (int64_t[]){1, as.dims[0]});
-    if (bs.ndim == 1)
-        bs = xf_shape_make(2, (int64_t[]){bs.dims[0], 1});
-    int64_t m = as.dims[as.ndim - 2], k = as.dims[as.ndim - 1], nn = bs.dims[bs.ndim - 1];
-    if (bs.dims[bs.ndim - 2] != k)
-        return xf_rt_bad_node(err, n, "inner dimensions differ (%lld vs %lld)", (long long)k,
-                              (long long)bs.dims[bs.ndim - 2]);
-    xf_shape a_batch = xf_shape_make(as.ndim - 2, as.dims), b_batch = xf_shape_make(bs.ndim - 2, bs.dims);
-    xf_shape batch = {.ndim = a_batch.ndim > b_batch.ndim ? a_batch.ndim : b_batch.ndim};
-    for (int d = 0; d < batch.ndim; d++) {
-        int da = d - (batch.ndim - a_batch.ndim), db = d - (batch.ndim - b_batch.ndim);
-        int64_t ea = da < 0 ? 1 : a_batch.dims[da], eb = db < 0 ? 1 : b_batch.dims[db];
-        if (ea != eb && ea != 1 && eb != 1)
-            return xf_rt_bad_node(err, n, "batch dimensions do not broadcast");
-        batch.dims[d] = ea == 1 ? eb : ea;
-    }
-    int64_t n_batch = xf_shape_numel(&batch);
-    if (xf_rt_numel(&out[0]) != n_batch * m * nn)
-        return xf_rt_bad_node(err, n, "output size does not match the operands");
+    xf_rt_matmul mm;
+    xf_status gs = xf_rt_matmul_geometry(n, in, out, &mm, err);
+    if (gs != XF_OK)
+        return gs;
+    int64_t m = mm.m, k = mm.k, nn = mm.n, n_batch = mm.n_batch;
     if (n_batch * m * nn == 0)
         return XF_OK;
     float *y = out[0].data;
@@ -556,13 +538,9 @@ static xf_status matmul_run(xf_cu_ctx *c, const xf_graph *g, const xf_node *n, x
         return XF_OK;
     }
     const float *a = in[0].data, *b = in[1].data;
-    int64_t sa[XF_MAX_DIMS], sb[XF_MAX_DIMS], stride_a, stride_b;
-    xf_rt_broadcast_strides(&a_batch, &batch, sa);
-    xf_rt_broadcast_strides(&b_batch, &batch, sb);
-    for (int d = 0; d < batch.ndim; d++) {
-        sa[d] *= m * k;
-        sb[d] *= k * nn;
-    }
+    const int64_t *sa = mm.a_stride, *sb = mm.b_stride;
+    const xf_shape batch = mm.batch;
+    int64_t stride_a, stride_b;
     if (m > INT32_MAX || nn > INT32_MAX || k > INT32_MAX || n_batch > INT32_MAX)
         return xf_rt_bad_node(err, n, "matrices too large for cuBLAS");
     if (one_stride(sa, &batch, m * k, &stride_a) && one_stride(sb, &batch, k * nn, &stride_b)) {

@@ -286,16 +286,6 @@ static xf_status copy_part(xf_cu_ctx *c, const xf_node *n, const xf_tensor_view 
     return XF_OK;
 }
 
-static bool same_but_axis(const xf_shape *a, const xf_shape *b, int axis)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (d != axis && a->dims[d] != b->dims[d])
-            return false;
-    return true;
-}
-
 /* Concat (into_whole) and Split: the pieces laid along the axis in order. */
 static xf_status pieces_run(const xf_node *n, xf_cu_ctx *c, const xf_tensor_view *whole,
                             const xf_tensor_view *pieces, int n_pieces, bool into_whole, xf_error *err)
@@ -305,7 +295,7 @@ static xf_status pieces_run(const xf_node *n, xf_cu_ctx *c, const xf_tensor_view
         return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
     int64_t at = 0;
     for (int k = 0; k < n_pieces; k++) {
-        if (!xf_rt_present(&pieces[k]) || !same_but_axis(&pieces[k].shape, &whole->shape, axis))
+        if (!xf_rt_present(&pieces[k]) || !xf_rt_same_but_axis(&pieces[k].shape, &whole->shape, axis))
             return xf_rt_bad_node(err, n, "piece %d does not match the whole outside the axis", k);
         at += pieces[k].shape.dims[axis];
     }

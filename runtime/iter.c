@@ -22,6 +22,16 @@ void xf_rt_dense_strides(const xf_shape *s, int64_t *strides)
     }
 }
 
+bool xf_rt_same_but_axis(const xf_shape *a, const xf_shape *b, int axis)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (d != axis && a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
 bool xf_rt_broadcastable(const xf_shape *s, const xf_shape *to)
 {
     int lead = to->ndim - s->ndim;

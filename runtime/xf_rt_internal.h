@@ -49,6 +49,8 @@ static inline size_t xf_rt_bytes(const xf_tensor_view *v)
 int xf_rt_axis(int64_t axis, int rank);
 /* Element strides of a dense row-major shape. */
 void xf_rt_dense_strides(const xf_shape *s, int64_t *strides);
+/* Whether a and b agree on every dimension except `axis` (concat pieces). */
+bool xf_rt_same_but_axis(const xf_shape *a, const xf_shape *b, int axis);
 /* Whether s broadcasts to `to` (numpy rules, `to` at least as long). */
 bool xf_rt_broadcastable(const xf_shape *s, const xf_shape *to);
 /* Element strides of s read as shape `to`: zero on broadcast dimensions. */
@@ -98,6 +100,17 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
 xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* matrix products (cpu_ref_linalg.c) */
 xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* A MatMul's geometry, checked (numpy rules: 1-D operands as a row or a
+ * column, batch dimensions broadcast): out = n_batch products of (m x k)
+ * by (k x n); operand matrices start at the element offsets the strides
+ * give over `batch` (zero where an operand is broadcast). */
+typedef struct xf_rt_matmul {
+    int64_t m, k, n, n_batch;
+    xf_shape batch;
+    int64_t a_stride[XF_MAX_DIMS], b_stride[XF_MAX_DIMS];
+} xf_rt_matmul;
+xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_rt_matmul *mm, xf_error *err);
 xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* normalization and reductions (cpu_ref_norm.c) */
 xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
