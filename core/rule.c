@@ -2,6 +2,7 @@
  * The text format lives in rule_format.c (printer) and rule_parse.c. */
 #include "xf_rule.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,9 @@ void xf_rule_free(xf_rule *r)
     free(r->param_names);
     free(r->bindings);
     free(r->constraints);
+    for (int i = 0; i < r->n_consts; i++)
+        free(r->consts[i].name);
+    free(r->consts);
     free(r->provenance);
     free(r);
 }
@@ -291,6 +295,8 @@ xf_rule *xf_rule_clone(const xf_rule *r)
             c->n_constraints = r->n_constraints;
         }
     }
+    for (int i = 0; i < r->n_consts; i++)
+        ok &= xf_rule_add_const(c, r->consts[i].name, r->consts[i].kind, r->consts[i].ndim, r->consts[i].dims);
     c->proved = r->proved;
     if (r->provenance)
         ok &= (c->provenance = dup_str(r->provenance)) != NULL;
@@ -412,6 +418,32 @@ xf_status xf_rule_validate(const xf_rule *r, xf_error *err)
                 expr_params(&c->rhs, used);
         }
     }
+    for (int i = 0; i < r->n_consts && st == XF_OK; i++) {
+        const xf_rule_const *c = &r->consts[i];
+        char what[160];
+        snprintf(what, sizeof what, "constant %s", c->name ? c->name : "?");
+        if (!c->name || c->kind <= XF_CONST_NONE || c->kind >= XF_CONST_KIND_COUNT_ || c->ndim < 0 ||
+            c->ndim > XF_MAX_DIMS)
+            st = xf_error_set(err, XF_ERR_INVALID, "rule %s: %s: bad kind or rank", r->name, what);
+        for (int d = 0; d < c->ndim && st == XF_OK; d++) {
+            st = expr_validate(r, &c->dims[d], what, err);
+            expr_params(&c->dims[d], used);
+        }
+    }
+    /* A constant named as a rule constant holds its kind's values (any
+     * other constant is fixed: it matches only equal data). */
+    for (int s = 0; s < 2 && st == XF_OK; s++) {
+        const xf_graph *g = s ? q : p;
+        for (int v = 0; v < g->n_values && st == XF_OK; v++) {
+            const xf_tensor *t = g->values[v].init;
+            if (!t)
+                continue;
+            const xf_rule_const *c = xf_rule_const_of(r, g, v);
+            if (c && (t->shape.ndim != c->ndim || xf_const_kind_of(t) != c->kind))
+                st = xf_error_set(err, XF_ERR_INVALID, "rule %s: constant %s does not hold a %s of rank %d", r->name,
+                                  c->name, xf_const_kind_name(c->kind), c->ndim);
+        }
+    }
     for (int i = 0; i < r->n_params && st == XF_OK; i++)
         if (used[i] && !bound[i])
             st = xf_error_set(err, XF_ERR_INVALID, "rule %s: parameter %s is used but never bound by the pattern",
@@ -420,6 +452,131 @@ done:
     free(bound);
     free(used);
     return st;
+}
+
+/* ------------------------------------------------------------ rule constants */
+
+static const char *const const_kind_names[XF_CONST_KIND_COUNT_] = {
+    [XF_CONST_NONE] = "none",
+    [XF_CONST_IDENTITY_MATRIX] = "identity_matrix",
+    [XF_CONST_IDENTITY_KERNEL] = "identity_kernel",
+    [XF_CONST_POOL_KERNEL] = "pool_kernel",
+};
+
+const char *xf_const_kind_name(xf_const_kind k)
+{
+    return (unsigned)k < XF_CONST_KIND_COUNT_ ? const_kind_names[k] : "invalid";
+}
+
+xf_const_kind xf_const_kind_from_name(const char *name)
+{
+    for (int k = XF_CONST_NONE + 1; k < XF_CONST_KIND_COUNT_; k++)
+        if (name && strcmp(name, const_kind_names[k]) == 0)
+            return (xf_const_kind)k;
+    return XF_CONST_NONE;
+}
+
+bool xf_const_shape_fits(xf_const_kind k, const xf_shape *s)
+{
+    if (s->ndim < 2 || s->dims[0] < 1 || s->dims[1] != s->dims[0])
+        return false;
+    switch (k) {
+    case XF_CONST_IDENTITY_MATRIX:
+        return s->ndim == 2;
+    case XF_CONST_IDENTITY_KERNEL:
+    case XF_CONST_POOL_KERNEL:
+        return s->ndim == 4 && s->dims[2] > 0 && s->dims[3] > 0 && s->dims[2] % 2 == 1 && s->dims[3] % 2 == 1;
+    default:
+        return false;
+    }
+}
+
+/* Value of kind k at element i of shape s (which fits k). */
+static float const_element(xf_const_kind k, const xf_shape *s, int64_t i)
+{
+    int64_t n = s->dims[0];
+    if (k == XF_CONST_IDENTITY_MATRIX)
+        return i / n == i % n ? 1.0f : 0.0f;
+    int64_t area = s->dims[2] * s->dims[3], o = i / (n * area), c = (i / area) % n, pos = i % area;
+    if (o != c)
+        return 0.0f;
+    if (k == XF_CONST_POOL_KERNEL)
+        return 1.0f / (float)area;
+    return pos == area / 2 ? 1.0f : 0.0f;
+}
+
+xf_tensor *xf_const_make(xf_const_kind k, const xf_shape *s)
+{
+    if (!xf_const_shape_fits(k, s))
+        return NULL;
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, s);
+    if (!t)
+        return NULL;
+    float *d = t->data;
+    int64_t numel = xf_shape_numel(s);
+    for (int64_t i = 0; i < numel; i++)
+        d[i] = const_element(k, s, i);
+    return t;
+}
+
+xf_const_kind xf_const_kind_of(const xf_tensor *t)
+{
+    if (!t || t->dtype != XF_DT_FLOAT || !t->data)
+        return XF_CONST_NONE;
+    const float *d = t->data;
+    int64_t numel = xf_shape_numel(&t->shape);
+    for (int k = XF_CONST_NONE + 1; k < XF_CONST_KIND_COUNT_; k++) {
+        if (!xf_const_shape_fits((xf_const_kind)k, &t->shape))
+            continue;
+        bool same = true;
+        for (int64_t i = 0; i < numel && same; i++) {
+            float want = const_element((xf_const_kind)k, &t->shape, i);
+            same = k == XF_CONST_POOL_KERNEL ? fabsf(d[i] - want) <= 1e-7f : d[i] == want;
+        }
+        if (same)
+            return (xf_const_kind)k;
+    }
+    return XF_CONST_NONE;
+}
+
+const xf_rule_const *xf_rule_const_of(const xf_rule *r, const xf_graph *g, int v)
+{
+    if (v < 0 || v >= g->n_values || !g->values[v].init || !g->values[v].name)
+        return NULL;
+    for (int i = 0; i < r->n_consts; i++)
+        if (r->consts[i].name && strcmp(r->consts[i].name, g->values[v].name) == 0)
+            return &r->consts[i];
+    return NULL;
+}
+
+bool xf_rule_const_shape(const xf_rule_const *c, const xf_shape *input_shapes, int n_inputs, xf_shape *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ndim = c->ndim;
+    for (int d = 0; d < c->ndim; d++)
+        if (!xf_expr_eval(&c->dims[d], NULL, NULL, input_shapes, n_inputs, &out->dims[d]))
+            return false;
+    return xf_const_shape_fits(c->kind, out);
+}
+
+bool xf_rule_add_const(xf_rule *r, const char *name, xf_const_kind kind, int ndim, const xf_expr *dims)
+{
+    if (ndim < 0 || ndim > XF_MAX_DIMS)
+        return false;
+    xf_rule_const *nc = realloc(r->consts, ((size_t)r->n_consts + 1) * sizeof *nc);
+    if (!nc)
+        return false;
+    r->consts = nc;
+    xf_rule_const *c = &r->consts[r->n_consts];
+    memset(c, 0, sizeof *c);
+    if (!(c->name = dup_str(name)))
+        return false;
+    c->kind = kind;
+    c->ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        c->dims[d] = dims[d];
+    r->n_consts++;
+    return true;
 }
 
 /* ------------------------------------------------------------ libraries */

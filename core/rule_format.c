@@ -25,6 +25,9 @@
  *
  * Pad takes its pads as `pad_pads=` (begins then ends, zero padding): the
  * attribute form, which the optimizer folds into a constant kernel.
+ * A rule constant (see xf_rule_const) is declared after the inputs and
+ * named like an input on the sides that use it; its dims are expressions:
+ *   const e identity_kernel FLOAT 2x2x3x3 = x[1], x[1], 3, 3
  *   bind pattern 0 kernel[0] = k
  *   constraint k odd
  *   constraint (k - 1) == (2 * x0[1])
@@ -181,6 +184,10 @@ static void format_value(strbuf *b, const xf_graph *g, const xf_graph *pattern, 
             sb_printf(b, "%s", pattern->values[pattern->inputs[k]].name);
             return;
         }
+    if (g->values[v].init) {
+        sb_printf(b, "%s", g->values[v].name);
+        return;
+    }
     sb_printf(b, "%%%d", out_index[v]);
 }
 
@@ -191,10 +198,10 @@ static xf_status format_side(strbuf *b, const xf_rule *r, const xf_graph *g, con
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int v = 0; v < g->n_values; v++) {
         out_index[v] = -1;
-        if (g->values[v].init) {
+        if (g->values[v].init && !xf_rule_const_of(r, g, v)) {
             free(out_index);
-            return xf_error_set(err, XF_ERR_UNSUPPORTED, "rule %s: the %s holds constant '%s'; the library "
-                                "format has no constants", r->name, side, g->values[v].name);
+            return xf_error_set(err, XF_ERR_UNSUPPORTED, "rule %s: the %s holds constant '%s', which is not a "
+                                "rule constant", r->name, side, g->values[v].name);
         }
     }
     int next = 0;
@@ -298,6 +305,26 @@ static xf_status format_rule(strbuf *b, const xf_rule *r, xf_error *err)
         if (v->shape.ndim < 0)
             return xf_error_set(err, XF_ERR_INVALID, "rule %s: input %s has no shape", r->name, v->name);
         sb_printf(b, "input %s %s %s\n", v->name, xf_dtype_name(v->dtype), xf_shape_str(&v->shape, shape, sizeof shape));
+    }
+    for (int i = 0; i < r->n_consts; i++) {
+        const xf_rule_const *c = &r->consts[i];
+        const xf_graph *sides[2] = {r->pattern, r->replacement};
+        const xf_value *held = NULL;
+        for (int s = 0; s < 2 && !held; s++)
+            for (int v = 0; v < sides[s]->n_values && !held; v++)
+                if (xf_rule_const_of(r, sides[s], v) == c)
+                    held = &sides[s]->values[v];
+        char shape[128];
+        if (!rule_is_identifier(c->name) || !held)
+            return xf_error_set(err, XF_ERR_INVALID, "rule %s: constant '%s' is unnamed or unused", r->name,
+                                c->name ? c->name : "?");
+        sb_printf(b, "const %s %s %s %s =", c->name, xf_const_kind_name(c->kind), xf_dtype_name(held->dtype),
+                  xf_shape_str(&held->init->shape, shape, sizeof shape));
+        for (int d = 0; d < c->ndim; d++) {
+            sb_printf(b, "%s", d ? ", " : " ");
+            format_expr_node(b, r, &c->dims[d], 0);
+        }
+        sb_printf(b, "\n");
     }
     if ((st = format_side(b, r, r->pattern, "pattern", err)) != XF_OK ||
         (st = format_side(b, r, r->replacement, "replacement", err)) != XF_OK)

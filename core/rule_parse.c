@@ -13,6 +13,8 @@
 
 /* Opset used to re-infer shapes when a file does not name one. */
 #define RULE_DEFAULT_OPSET 17
+/* Constants one rule may declare. */
+#define RULE_MAX_CONSTS 8
 
 /* ------------------------------------------------------------ parsing */
 
@@ -30,6 +32,7 @@ typedef struct parser {
     xf_dtype *in_dtypes;
     xf_shape *in_shapes;
     int paren_depth;     /* open parentheses in the expression being read */
+    xf_tensor *const_init[RULE_MAX_CONSTS]; /* per rule constant: its values at the declared shape */
 } parser;
 
 static xf_status perr(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -256,8 +259,16 @@ static xf_status parse_node_line(parser *ps)
             if (n_in == 64 || !read_word(ps, word, sizeof word))
                 return perr(ps, "expected an input name");
             int v = -1;
-            if (strcmp(word, "_") != 0 && (v = xf_graph_find_value(g, word)) < 0)
-                return perr(ps, "unknown value '%s'", word);
+            if (strcmp(word, "_") != 0 && (v = xf_graph_find_value(g, word)) < 0) {
+                /* A rule constant enters a side at its first use there. */
+                const xf_rule *r = ps->rule;
+                for (int c = 0; c < r->n_consts && v < 0; c++)
+                    if (strcmp(r->consts[c].name, word) == 0 &&
+                        (v = xf_graph_add_initializer(g, word, ps->const_init[c])) < 0)
+                        return xf_error_set(ps->err, XF_ERR_NOMEM, "out of memory");
+                if (v < 0)
+                    return perr(ps, "unknown value '%s'", word);
+            }
             ins[n_in++] = v;
         } while (accept(ps, ','));
         if (!accept(ps, ')'))
@@ -533,6 +544,61 @@ static void clear_inputs(parser *ps)
     for (int k = 0; k < ps->n_inputs_decl; k++)
         free(ps->in_names[k]);
     ps->n_inputs_decl = 0;
+    for (int c = 0; c < RULE_MAX_CONSTS; c++) {
+        xf_tensor_release(ps->const_init[c]);
+        ps->const_init[c] = NULL;
+    }
+}
+
+/* const NAME KIND DTYPE SHAPE = DIM, DIM, ... */
+static xf_status parse_const_decl(parser *ps)
+{
+    xf_rule *r = ps->rule;
+    char name[128], kind[64], dtype[32], shape[256];
+    if (!read_word(ps, name, sizeof name) || !read_word(ps, kind, sizeof kind) ||
+        !read_word(ps, dtype, sizeof dtype) || !read_word(ps, shape, sizeof shape) || !accept(ps, '='))
+        return perr(ps, "expected 'const NAME KIND DTYPE SHAPE = DIM, ...'");
+    if (r->pattern)
+        return perr(ps, "constant %s declared after the pattern", name);
+    if (!rule_is_identifier(name))
+        return perr(ps, "constant name '%s' is not an identifier", name);
+    for (int k = 0; k < ps->n_inputs_decl; k++)
+        if (strcmp(ps->in_names[k], name) == 0)
+            return perr(ps, "constant %s has the name of an input", name);
+    for (int c = 0; c < r->n_consts; c++)
+        if (strcmp(r->consts[c].name, name) == 0)
+            return perr(ps, "constant %s declared twice", name);
+    if (r->n_consts == RULE_MAX_CONSTS)
+        return perr(ps, "more than %d constants in rule %s", RULE_MAX_CONSTS, r->name);
+    xf_const_kind k = xf_const_kind_from_name(kind);
+    if (k == XF_CONST_NONE)
+        return perr(ps, "unknown constant kind '%s' (identity_matrix, identity_kernel, pool_kernel)", kind);
+    if (parse_dtype(dtype) != XF_DT_FLOAT)
+        return perr(ps, "constant %s: only FLOAT constants exist, not '%s'", name, dtype);
+    xf_shape s;
+    if (!parse_shape(shape, &s))
+        return perr(ps, "bad shape '%s'", shape);
+    if (!xf_const_shape_fits(k, &s))
+        return perr(ps, "constant %s: shape %s does not fit a %s", name, shape, kind);
+    xf_expr dims[XF_MAX_DIMS];
+    int nd = 0;
+    do {
+        if (nd == s.ndim)
+            return perr(ps, "constant %s: more dims than its shape %s has", name, shape);
+        xf_status st = parse_sum(ps, &dims[nd]);
+        if (st != XF_OK)
+            return st;
+        nd++;
+    } while (accept(ps, ','));
+    if (nd != s.ndim || !at_end(ps))
+        return perr(ps, "constant %s: expected %d dims, one per dimension of %s", name, s.ndim, shape);
+    xf_tensor *t = xf_const_make(k, &s);
+    if (!t || !xf_rule_add_const(r, name, k, nd, dims)) {
+        xf_tensor_release(t);
+        return xf_error_set(ps->err, XF_ERR_NOMEM, "out of memory");
+    }
+    ps->const_init[r->n_consts - 1] = t;
+    return XF_OK;
 }
 
 /* Replaces *slot with the rest of the line as free text, trailing white
@@ -617,6 +683,8 @@ static xf_status parse_rule_line(parser *ps, const char *kw)
         return parse_params(ps);
     if (strcmp(kw, "input") == 0)
         return parse_input_decl(ps);
+    if (strcmp(kw, "const") == 0)
+        return parse_const_decl(ps);
     if (strcmp(kw, "bind") == 0)
         return r->replacement ? parse_bind(ps) : perr(ps, "bind before both sides of rule %s", r->name);
     if (strcmp(kw, "constraint") == 0)

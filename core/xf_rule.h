@@ -111,6 +111,41 @@ typedef struct xf_constraint {
     xf_expr lhs, rhs;
 } xf_constraint;
 
+/* Constants a rule may use, sized by the match: the identity matrix (n x n),
+ * the identity convolution kernel (n x n x kh x kw, 1 at the centre of each
+ * diagonal channel pair; kh and kw odd) and the average-pooling kernel
+ * (n x n x kh x kw, 1/(kh*kw) on each diagonal channel pair: a stride-s
+ * same-padded convolution with it is AveragePool counting the padding). */
+typedef enum xf_const_kind {
+    XF_CONST_NONE = 0,
+    XF_CONST_IDENTITY_MATRIX,
+    XF_CONST_IDENTITY_KERNEL,
+    XF_CONST_POOL_KERNEL,
+    XF_CONST_KIND_COUNT_
+} xf_const_kind;
+
+const char *xf_const_kind_name(xf_const_kind k); /* "identity_matrix", ... */
+xf_const_kind xf_const_kind_from_name(const char *name); /* XF_CONST_NONE when unknown */
+/* Whether shape s fits kind k (square in the first two dims; odd kernels). */
+bool xf_const_shape_fits(xf_const_kind k, const xf_shape *s);
+/* A new FLOAT tensor of kind k and shape s; NULL when s does not fit or
+ * memory runs out. */
+xf_tensor *xf_const_make(xf_const_kind k, const xf_shape *s);
+/* The kind whose values t holds exactly (the pooling kernel within float
+ * rounding of 1/(kh*kw)), XF_CONST_NONE for any other tensor. */
+xf_const_kind xf_const_kind_of(const xf_tensor *t);
+
+/* A rule constant: the value named `name` on either side (an initializer
+ * of the side's graph holding the constant at the shape the rule was found
+ * on) stands for the constant of its kind whose dims are dims[] evaluated
+ * on the matched inputs. */
+typedef struct xf_rule_const {
+    char *name;
+    xf_const_kind kind;
+    int ndim;
+    xf_expr dims[XF_MAX_DIMS];
+} xf_rule_const;
+
 typedef struct xf_rule {
     char *name;          /* unique within a library, e.g. "r0042" */
     xf_graph *pattern;   /* owns */
@@ -121,6 +156,8 @@ typedef struct xf_rule {
     xf_binding *bindings;
     int n_constraints;
     xf_constraint *constraints;
+    int n_consts;
+    xf_rule_const *consts;
     /* Filled by the verifier: proved rules only enter a library. */
     bool proved;
     char *provenance;    /* free text, e.g. "fingerprint 3f2a..., found on 2x4x5x5" */
@@ -129,6 +166,14 @@ typedef struct xf_rule {
 xf_rule *xf_rule_create(const char *name);
 void xf_rule_free(xf_rule *r);
 xf_rule *xf_rule_clone(const xf_rule *r);
+/* The rule constant value v of side g stands for, or NULL. */
+const xf_rule_const *xf_rule_const_of(const xf_rule *r, const xf_graph *g, int v);
+/* Shape of constant c for rule inputs of the given shapes; false when a dim
+ * cannot be evaluated or the shape does not fit c's kind. */
+bool xf_rule_const_shape(const xf_rule_const *c, const xf_shape *input_shapes, int n_inputs, xf_shape *out);
+/* Appends a constant (name copied); false when out of memory. */
+bool xf_rule_add_const(xf_rule *r, const char *name, xf_const_kind kind, int ndim, const xf_expr *dims);
+
 /* Checks both sides: same rule inputs (count, dtypes), same output count,
  * bindings refer to existing nodes/fields, expressions to existing params and
  * inputs, every replacement-side parameter is bound on the pattern side. */

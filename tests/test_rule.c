@@ -324,6 +324,123 @@ START_TEST(library_parse_errors_name_lines)
 }
 END_TEST
 
+/* A residual add folded into the kernel: x + conv(x, w) = conv(x, w + e),
+ * e the identity kernel of x's channels. */
+static const char residual_text[] = "xflow-library 1\n"
+                                    "generator test\n"
+                                    "op-set Conv,Add\n"
+                                    "max-ops 2\n"
+                                    "seed 1\n"
+                                    "opset 17\n"
+                                    "rules 1\n"
+                                    "\n"
+                                    "rule r0000\n"
+                                    "proved yes\n"
+                                    "input x FLOAT 2x2x4x4\n"
+                                    "input w FLOAT 2x2x3x3\n"
+                                    "const e identity_kernel FLOAT 2x2x3x3 = x[1], x[1], 3, 3\n"
+                                    "pattern\n"
+                                    "  %0 = Conv(x, w) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n"
+                                    "  %1 = Add(x, %0)\n"
+                                    "  output %1\n"
+                                    "replacement\n"
+                                    "  %0 = Add(w, e)\n"
+                                    "  %1 = Conv(x, %0) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n"
+                                    "  output %1\n"
+                                    "end\n";
+
+START_TEST(constants_made_and_recognized)
+{
+    const struct {
+        xf_const_kind kind;
+        xf_shape shape;
+    } cases[] = {
+        {XF_CONST_IDENTITY_MATRIX, SHAPE(5, 5)},
+        {XF_CONST_IDENTITY_KERNEL, SHAPE(3, 3, 1, 1)},
+        {XF_CONST_IDENTITY_KERNEL, SHAPE(4, 4, 3, 5)},
+        {XF_CONST_POOL_KERNEL, SHAPE(2, 2, 3, 3)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        xf_tensor *t = xf_const_make(cases[i].kind, &cases[i].shape);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_int_eq(xf_const_kind_of(t), cases[i].kind);
+        ck_assert_int_eq(xf_const_kind_from_name(xf_const_kind_name(cases[i].kind)), cases[i].kind);
+        /* The values: ones (or 1/area) exactly where the kind puts them. */
+        const float *d = t->data;
+        const xf_shape *s = &cases[i].shape;
+        int64_t n = s->dims[0], area = s->ndim == 4 ? s->dims[2] * s->dims[3] : 1;
+        double sum = 0;
+        for (int64_t e = 0; e < xf_shape_numel(s); e++)
+            sum += d[e];
+        ck_assert_double_eq_tol(sum, (double)n, 1e-5); /* each diagonal pair sums to one */
+        if (cases[i].kind == XF_CONST_IDENTITY_KERNEL)
+            ck_assert_float_eq(d[((n - 1) * n + (n - 1)) * area + area / 2], 1.0f);
+        /* One element off and it is no constant of any kind. */
+        ((float *)t->data)[0] += 0.5f;
+        ck_assert_int_eq(xf_const_kind_of(t), XF_CONST_NONE);
+        xf_tensor_release(t);
+    }
+    /* Shapes a kind does not fit. */
+    xf_shape wrong[3] = {SHAPE(3, 4), SHAPE(3, 3, 2, 2), SHAPE(3, 3, 3)};
+    ck_assert_ptr_null(xf_const_make(XF_CONST_IDENTITY_MATRIX, &wrong[0]));
+    ck_assert_ptr_null(xf_const_make(XF_CONST_IDENTITY_KERNEL, &wrong[1]));
+    ck_assert_ptr_null(xf_const_make(XF_CONST_POOL_KERNEL, &wrong[2]));
+    ck_assert_int_eq(xf_const_kind_from_name("zeros"), XF_CONST_NONE);
+}
+END_TEST
+
+START_TEST(library_constants)
+{
+    xf_library *lib = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_library_parse(residual_text, strlen(residual_text), "t.rules", &lib, &e) == XF_OK, "%s", e.msg);
+    const xf_rule *r = lib->rules[0];
+    ck_assert_int_eq(r->n_consts, 1);
+    ck_assert_int_eq(r->consts[0].kind, XF_CONST_IDENTITY_KERNEL);
+    /* The constant is on the replacement only, as an initializer. */
+    ck_assert_int_lt(xf_graph_find_value(r->pattern, "e"), 0);
+    int v = xf_graph_find_value(r->replacement, "e");
+    ck_assert_ptr_eq(xf_rule_const_of(r, r->replacement, v), &r->consts[0]);
+    ck_assert_int_eq(xf_const_kind_of(r->replacement->values[v].init), XF_CONST_IDENTITY_KERNEL);
+    /* Sized by the inputs: 6 channels give a 6x6x3x3 kernel. */
+    xf_shape in[2] = {SHAPE(1, 6, 9, 9), SHAPE(6, 6, 3, 3)}, got;
+    ck_assert(xf_rule_const_shape(&r->consts[0], in, 2, &got));
+    ck_assert(xf_shape_equal(&got, &in[1]));
+    /* Clone and text round trip keep it. */
+    xf_rule *c = xf_rule_clone(r);
+    ck_assert_int_eq(c->n_consts, 1);
+    ck_assert_str_eq(c->consts[0].name, "e");
+    xf_rule_free(c);
+    char *text = format_ok(lib);
+    ck_assert_ptr_nonnull(strstr(text, strstr(residual_text, "rule r0000")));
+    free(text);
+    xf_library_free(lib);
+
+    static const struct {
+        const char *from, *to, *want;
+    } bad[] = {
+        {"identity_kernel", "zero_kernel", "t.rules:13: unknown constant kind 'zero_kernel'"},
+        {"FLOAT 2x2x3x3 =", "FLOAT 2x2x2x2 =", "t.rules:13: constant e: shape 2x2x2x2 does not fit"},
+        {"x[1], x[1], 3, 3", "x[1], x[1], 3", "t.rules:13: constant e: expected 4 dims"},
+        {"x[1], x[1], 3, 3", "x[1], y[1], 3, 3", "t.rules:13: unknown rule input 'y'"},
+        {"const e identity_kernel", "const w identity_kernel", "t.rules:13: constant w has the name of an input"},
+        {"FLOAT 2x2x3x3 =", "INT64 2x2x3x3 =", "t.rules:13: constant e: only FLOAT constants"},
+        {"Add(w, e)", "Add(w, f)", "t.rules:19: unknown value 'f'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *at = strstr(residual_text, bad[i].from);
+        ck_assert_ptr_nonnull(at);
+        size_t pre = (size_t)(at - residual_text);
+        char *t = malloc(strlen(residual_text) + strlen(bad[i].to) + 1);
+        memcpy(t, residual_text, pre);
+        strcpy(t + pre, bad[i].to);
+        strcat(t, at + strlen(bad[i].from));
+        parse_fails(t, bad[i].want);
+        free(t);
+    }
+}
+END_TEST
+
 START_TEST(library_format_refuses_what_it_cannot_hold)
 {
     xf_library *lib = make_library(1);
@@ -351,6 +468,8 @@ static Suite *rule_suite(void)
     tcase_add_test(f, library_duplicate_names);
     tcase_add_test(f, library_parse_errors_name_lines);
     tcase_add_test(f, library_format_refuses_what_it_cannot_hold);
+    tcase_add_test(f, constants_made_and_recognized);
+    tcase_add_test(f, library_constants);
     suite_add_tcase(s, f);
     return s;
 }
