@@ -249,6 +249,42 @@ START_TEST(proves_known_identities)
 }
 END_TEST
 
+/* Rules with constants sized by the match: x + conv(x, w) folds the
+ * residual into the kernel with the identity kernel (a law), not with the
+ * pooling kernel (no law); a left product with the identity matrix is its
+ * right factor. */
+static const char const_rules[] =
+    "xflow-library 1\ngenerator test\nop-set Conv,Add,MatMul\nmax-ops 2\nseed 1\nopset 17\nrules 3\n"
+    "rule residual\nproved no\ninput x FLOAT 2x3x5x5\ninput w FLOAT 3x3x3x3\n"
+    "const e identity_kernel FLOAT 3x3x3x3 = x[1], x[1], 3, 3\npattern\n"
+    "  %0 = Conv(x, w) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n  %1 = Add(%0, x)\n  output %1\n"
+    "replacement\n  %0 = Add(w, e)\n  %1 = Conv(x, %0) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n"
+    "  output %1\nend\n"
+    "rule wrong\nproved no\ninput x FLOAT 2x3x5x5\ninput w FLOAT 3x3x3x3\n"
+    "const u pool_kernel FLOAT 3x3x3x3 = x[1], x[1], 3, 3\npattern\n"
+    "  %0 = Conv(x, w) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n  %1 = Add(%0, x)\n  output %1\n"
+    "replacement\n  %0 = Add(w, u)\n  %1 = Conv(x, %0) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n"
+    "  output %1\nend\n"
+    "rule left\nproved no\ninput a FLOAT 4x4\ninput b FLOAT 4x3\n"
+    "const m identity_matrix FLOAT 4x4 = a[0], a[1]\npattern\n"
+    "  %0 = MatMul(a, b)\n  %1 = Add(b, %0)\n  output %1\n"
+    "replacement\n  %0 = Add(a, m)\n  %1 = MatMul(%0, b)\n  output %1\nend\n";
+
+START_TEST(rule_constants)
+{
+    xf_library *lib = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_library_parse(const_rules, strlen(const_rules), "c.rules", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_verifier *v = verifier(2000);
+    char why[512];
+    ck_assert_msg(xf_verifier_prove(v, lib->rules[0], why, sizeof why) == XF_PROOF_PROVED, "%s", why);
+    ck_assert_int_ne(xf_verifier_prove(v, lib->rules[1], why, sizeof why), XF_PROOF_PROVED);
+    ck_assert_msg(xf_verifier_prove(v, lib->rules[2], why, sizeof why) == XF_PROOF_PROVED, "%s", why);
+    xf_verifier_free(v);
+    xf_library_free(lib);
+}
+END_TEST
+
 START_TEST(rejects_planted_false_rules)
 {
     xf_verifier *v = verifier(2000);
@@ -490,6 +526,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, proves_known_identities);
     tcase_add_test(tc, rejects_planted_false_rules);
+    tcase_add_test(tc, rule_constants);
     tcase_add_test(tc, parallel_provers_agree);
     tcase_add_test(tc, biased_enlarged_merge);
     tcase_add_test(tc, timeout_cuts_a_query);

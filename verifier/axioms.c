@@ -74,6 +74,8 @@ const vf_axiom_text vf_axioms[] = {
      "(ewadd (matmul x (split0 0 (dim x 1) z)) (matmul y (split1 0 (dim x 1) z)))"},
     {"matmul_identity", "multiplying by the identity matrix of matching size changes nothing", "x:2 n:size",
      "(= n (dim x 1))", "(matmul x (const_imm n))", "x"},
+    {"matmul_identity_left", "the identity matrix of matching size times a matrix is that matrix", "x:2 n:size",
+     "(= n (dim x 0))", "(matmul (const_imm n) x)", "x"},
     /* ---------------------------------------------------------------- conv */
     {"conv_linear_input", "a convolution without activation is linear in its input",
      "x:4 y:4 w:4 sh:stride sw:stride ph:pad pw:pad", NULL, "(conv sh sw ph pw 0 (ewadd x y) w)",

@@ -83,6 +83,24 @@ static bool apply_bindings(const xf_rule *r, xf_graph *pat, xf_graph *rep, const
     return true;
 }
 
+/* Rule constants of side g (a copy of r's) made at the shape the inputs give them. */
+static bool size_consts(const xf_rule *r, xf_graph *g, const xf_shape *shapes)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        const xf_rule_const *c = xf_rule_const_of(r, g, v);
+        xf_shape s;
+        xf_tensor *t;
+        if (!c)
+            continue;
+        if (!xf_rule_const_shape(c, shapes, r->pattern->n_inputs, &s) || !(t = xf_const_make(c->kind, &s)))
+            return false;
+        xf_tensor_release(g->values[v].init);
+        g->values[v].init = t;
+        g->values[v].shape = s;
+    }
+    return true;
+}
+
 static xf_status run_side(const xf_graph *g, xf_tensor **inputs, xf_tensor **outputs, xf_error *err)
 {
     xf_session *s;
@@ -111,7 +129,8 @@ static xf_status try_shape(const xf_rule *r, const xf_shape *shapes, uint64_t se
         pat->values[pat->inputs[k]].shape = shapes[k];
         rep->values[rep->inputs[k]].shape = shapes[k];
     }
-    if (!apply_bindings(r, pat, rep, shapes) || xf_graph_infer_shapes(pat, RULE_OPSET, &err) != XF_OK ||
+    if (!apply_bindings(r, pat, rep, shapes) || !size_consts(r, pat, shapes) || !size_consts(r, rep, shapes) ||
+        xf_graph_infer_shapes(pat, RULE_OPSET, &err) != XF_OK ||
         xf_graph_infer_shapes(rep, RULE_OPSET, &err) != XF_OK)
         goto done;
     for (int j = 0; j < n_out; j++)

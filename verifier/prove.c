@@ -216,48 +216,49 @@ static bool is_bound(const tr *t, int node, xf_attr_field f, int index)
     return false;
 }
 
-/* Recognizes the constants the specification names; any other initializer
- * is an opaque constant identified by its contents. */
-static Z3_ast constant_term(tr *t, const xf_tensor *k)
+/* The specification's term for a constant of kind k with dims d[] (n x n,
+ * or n x n x kh x kw), or NULL for a kind it does not name. */
+static Z3_ast named_constant(tr *t, xf_const_kind k, Z3_ast *d)
 {
-    Z3_ast args[3];
+    switch (k) {
+    case XF_CONST_IDENTITY_MATRIX:
+        return vf_z3_apply(&t->v->z, VF_CONST_IMM, 1, d);
+    case XF_CONST_IDENTITY_KERNEL:
+        return vf_z3_apply(&t->v->z, VF_CONST_ICONV, 3, (Z3_ast[]){d[0], d[2], d[3]});
+    case XF_CONST_POOL_KERNEL:
+        return vf_z3_apply(&t->v->z, VF_CONST_POOL, 3, (Z3_ast[]){d[0], d[2], d[3]});
+    default:
+        return NULL;
+    }
+}
+
+/* Value vi of the side being translated, an initializer: a rule constant
+ * sized by its dims expressions, a constant the specification names at its
+ * own shape, or an opaque constant identified by its contents.  Its dims
+ * become premises. */
+static Z3_ast constant_term(tr *t, int vi)
+{
+    const xf_tensor *k = t->g->values[vi].init;
     const xf_shape *s = &k->shape;
-    const float *d = k->dtype == XF_DT_FLOAT ? k->data : NULL;
-    int64_t n = s->ndim >= 2 ? s->dims[0] : 0;
-    if (d && s->ndim == 2 && s->dims[1] == n && n > 0) {
-        bool eye = true;
-        for (int64_t i = 0; i < n * n && eye; i++)
-            eye = d[i] == (i / n == i % n ? 1.0f : 0.0f);
-        if (eye) {
-            args[0] = int_const(t, n);
-            return vf_z3_apply(&t->v->z, VF_CONST_IMM, 1, args);
-        }
-    }
-    if (d && s->ndim == 4 && s->dims[1] == n && n > 0 && s->dims[2] % 2 == 1 && s->dims[3] % 2 == 1) {
-        int64_t kh = s->dims[2], kw = s->dims[3], area = kh * kw;
-        bool ident = true, pool = true;
-        for (int64_t i = 0; i < n * n * area; i++) {
-            int64_t o = i / (n * area), c = (i / area) % n, pos = i % area;
-            bool diag = o == c;
-            ident = ident && d[i] == (diag && pos == area / 2 ? 1.0f : 0.0f);
-            pool = pool && fabsf(d[i] - (diag ? 1.0f / (float)area : 0.0f)) <= 1e-7f;
-        }
-        if (ident || pool) {
-            args[0] = int_const(t, n);
-            args[1] = int_const(t, kh);
-            args[2] = int_const(t, kw);
-            return vf_z3_apply(&t->v->z, ident ? VF_CONST_ICONV : VF_CONST_POOL, 3, args);
-        }
-    }
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *bytes = k->data;
-    for (size_t i = 0; i < k->nbytes; i++)
-        h = (h ^ bytes[i]) * 1099511628211ull;
+    const xf_rule_const *rc = xf_rule_const_of(t->r, t->g, vi);
+    Z3_ast d[XF_MAX_DIMS];
     for (int i = 0; i < s->ndim; i++)
-        h = (h ^ (uint64_t)s->dims[i]) * 1099511628211ull;
-    char name[48];
-    snprintf(name, sizeof name, "const_%d_%016llx", (int)k->dtype, (unsigned long long)h);
-    return Z3_mk_const(t->c, Z3_mk_string_symbol(t->c, name), t->v->z.tensor);
+        d[i] = rc && i < rc->ndim ? expr_node_to_z3(t, &rc->dims[i], 0) : int_const(t, s->dims[i]);
+    Z3_ast term = named_constant(t, rc ? rc->kind : xf_const_kind_of(k), d);
+    if (!term) {
+        uint64_t h = 1469598103934665603ull;
+        const unsigned char *bytes = k->data;
+        for (size_t i = 0; i < k->nbytes; i++)
+            h = (h ^ bytes[i]) * 1099511628211ull;
+        for (int i = 0; i < s->ndim; i++)
+            h = (h ^ (uint64_t)s->dims[i]) * 1099511628211ull;
+        char name[48];
+        snprintf(name, sizeof name, "const_%d_%016llx", (int)k->dtype, (unsigned long long)h);
+        term = Z3_mk_const(t->c, Z3_mk_string_symbol(t->c, name), t->v->z.tensor);
+    }
+    for (int i = 0; i < s->ndim; i++)
+        premise(t, Z3_mk_eq(t->c, dim_of(t, term, i), d[i]));
+    return term;
 }
 
 static Z3_ast in_term(tr *t, const xf_node *n, int i)
@@ -484,10 +485,7 @@ static bool translate_side(tr *t, bool replacement, Z3_ast *terms)
         const xf_value *val = &t->g->values[vi];
         if (!val->init)
             continue;
-        terms[vi] = constant_term(t, val->init);
-        /* A constant's shape is fixed, whatever the rule's inputs are. */
-        for (int d = 0; d < val->init->shape.ndim; d++)
-            premise(t, Z3_mk_eq(t->c, dim_of(t, terms[vi], d), int_const(t, val->init->shape.dims[d])));
+        terms[vi] = constant_term(t, vi);
     }
     for (int ni = 0; ni < t->g->n_nodes; ni++)
         if (!translate_node(t, ni))
@@ -571,7 +569,28 @@ static void set_why(char *why, size_t len, const char *fmt, int j, const char *s
         snprintf(why, len, fmt, j, s);
 }
 
+static xf_proof prove_in(xf_verifier *v, const xf_rule *r, char *why, size_t why_len);
+
+/* A rule the prover does not prove is tried again in a fresh context: Z3's
+ * search depends on the terms its context already holds (from the rules it
+ * proved before), so without this the answer for a hard rule would depend
+ * on which rules shared its prover, that is on the thread count. */
 xf_proof xf_verifier_prove(xf_verifier *v, const xf_rule *r, char *why, size_t why_len)
+{
+    xf_proof p = prove_in(v, r, why, why_len);
+    if (p == XF_PROOF_PROVED || p == XF_PROOF_UNSUPPORTED)
+        return p;
+    xf_verify_options opt = {.timeout_ms = v->timeout_ms};
+    xf_verifier *fresh = NULL;
+    xf_error err = {0};
+    if (xf_verifier_create(&opt, &fresh, &err) != XF_OK)
+        return p;
+    p = prove_in(fresh, r, why, why_len);
+    xf_verifier_free(fresh);
+    return p;
+}
+
+static xf_proof prove_in(xf_verifier *v, const xf_rule *r, char *why, size_t why_len)
 {
     if (why && why_len)
         why[0] = 0;
