@@ -97,7 +97,10 @@ xf_status xf_rule_set_create(const xf_rule *const *rules, int n_rules, xf_rule_s
 {
     *out = NULL;
     xf_rule_set *rs = calloc(1, sizeof *rs);
-    if (!rs || !(rs->plans = calloc((size_t)(n_rules > 0 ? n_rules : 1), sizeof *rs->plans))) {
+    if (!rs || !(rs->plans = calloc((size_t)(n_rules > 0 ? n_rules : 1), sizeof *rs->plans)) ||
+        !(rs->consts = calloc(1, sizeof *rs->consts))) {
+        if (rs)
+            free(rs->plans);
         free(rs);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
@@ -130,8 +133,36 @@ void xf_rule_set_free(xf_rule_set *rs)
         return;
     for (int i = 0; i < rs->n; i++)
         plan_free(&rs->plans[i]);
+    for (int i = 0; rs->consts && i < rs->consts->n; i++)
+        xf_tensor_release(rs->consts->t[i]);
+    if (rs->consts) {
+        free(rs->consts->t);
+        free(rs->consts->kind);
+    }
+    free(rs->consts);
     free(rs->plans);
     free(rs);
+}
+
+xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s)
+{
+    struct opt_const_cache *cc = rs->consts;
+    for (int i = 0; i < cc->n; i++)
+        if (cc->kind[i] == k && xf_shape_equal(&cc->t[i]->shape, s))
+            return cc->t[i];
+    xf_tensor **grown = realloc(cc->t, ((size_t)cc->n + 1) * sizeof *grown);
+    if (grown)
+        cc->t = grown;
+    xf_const_kind *kinds = grown ? realloc(cc->kind, ((size_t)cc->n + 1) * sizeof *kinds) : NULL;
+    if (!kinds)
+        return NULL;
+    cc->kind = kinds;
+    xf_tensor *t = xf_const_make(k, s);
+    if (t) {
+        cc->t[cc->n] = t;
+        cc->kind[cc->n++] = k;
+    }
+    return t;
 }
 
 int xf_rule_set_count(const xf_rule_set *rs) { return rs->n; }
@@ -284,10 +315,16 @@ static bool node_fits(matcher *mt, int depth, int gn)
             if (v != g->nodes[mt->m.node[ref->idx]].outputs[ref->out])
                 return false;
             break;
-        case PIN_CONST:
-            if (!const_equal(pg, pn->inputs[k], g, v))
+        case PIN_CONST: {
+            /* A rule constant matches any constant of its kind (its shape
+             * is checked once the inputs are bound); any other constant
+             * only an equal one. */
+            const xf_rule_const *rc = xf_rule_const_of(mt->p->rule, pg, pn->inputs[k]);
+            if (rc ? !opt_is_const(g, v) || xf_const_kind_of(g->values[v].init) != rc->kind
+                   : !const_equal(pg, pn->inputs[k], g, v))
                 return false;
             break;
+        }
         case PIN_RULE_INPUT:
             if (v < 0)
                 return false;
@@ -392,6 +429,16 @@ static bool match_complete(const matcher *mt)
             (c->cmp != XF_CMP_ODD && !xf_expr_eval(&c->rhs, mt->m.param, mt->bound, shapes, mt->m.n_inputs, &rv)) ||
             !compare(c->cmp, l, rv))
             return false;
+    }
+    for (int i = 0; i < mt->p->n_nodes; i++) {
+        const xf_node *pn = &r->pattern->nodes[i];
+        for (int k = 0; k < pn->n_inputs; k++) {
+            const xf_rule_const *rc = xf_rule_const_of(r, r->pattern, pn->inputs[k]);
+            xf_shape want;
+            if (rc && (!xf_rule_const_shape(rc, shapes, mt->m.n_inputs, &want) ||
+                       !xf_shape_equal(&want, &g->values[g->nodes[mt->m.node[i]].inputs[k]].shape)))
+                return false;
+        }
     }
     /* A value the match computes and something outside it reads must be a
      * rule output (else removing the pattern would lose it); and no rule

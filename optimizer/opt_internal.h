@@ -30,7 +30,21 @@ typedef struct rule_plan {
 struct xf_rule_set {
     int n, skipped;
     rule_plan *plans;
+    /* Rule constants made so far (see opt_rule_const_tensor): one tensor per
+     * kind and shape, shared by every graph that uses it.  Behind a pointer:
+     * making one does not change the rules. */
+    struct opt_const_cache {
+        int n;
+        xf_tensor **t;
+        xf_const_kind *kind;
+    } *consts;
 };
+
+/* The constant of kind k and shape s for a replacement: made once per rule
+ * set and shared (a borrowed reference), so that the candidate graphs of a
+ * search hold one copy and hash it alike.  NULL when s does not fit k or
+ * memory runs out. */
+xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s);
 
 /* Graph index: the consumers of every value and the nodes of every op. */
 typedef struct graph_index {

@@ -66,8 +66,8 @@ void opt_rewrite_plan_free(rewrite_plan *rp)
 /* Builds the replacement in rp->side: the rule inputs first (copies of the
  * matched values, so that shape inference sees their shapes and constant
  * data), then the replacement's values and nodes. */
-static xf_status add_replacement(const xf_rule *r, const xf_match *m, const xf_graph *g, rewrite_plan *rp,
-                                 xf_error *err)
+static xf_status add_replacement(const xf_rule_set *rs, const xf_rule *r, const xf_match *m, const xf_graph *g,
+                                 rewrite_plan *rp, xf_error *err)
 {
     const xf_graph *q = r->replacement;
     xf_graph *c = rp->side;
@@ -91,7 +91,16 @@ static xf_status add_replacement(const xf_rule *r, const xf_match *m, const xf_g
     for (int v = 0; v < q->n_values; v++) {
         if (vmap[v] >= 0)
             continue;
-        if (opt_is_const(q, v))
+        const xf_rule_const *rc = xf_rule_const_of(r, q, v);
+        if (rc) {
+            /* Sized by the match. */
+            xf_shape s;
+            xf_tensor *t = NULL;
+            if (!xf_rule_const_shape(rc, shapes, m->n_inputs, &s) || !(t = opt_rule_const_tensor(rs, rc->kind, &s)))
+                return xf_error_set(err, XF_ERR_INVALID, "rule %s: constant %s cannot be made for these inputs",
+                                    r->name, rc->name);
+            vmap[v] = xf_graph_add_initializer(c, NULL, t);
+        } else if (opt_is_const(q, v))
             vmap[v] = xf_graph_add_initializer(c, NULL, q->values[v].init);
         else if (q->values[v].producer >= 0)
             vmap[v] = xf_graph_add_value(c, NULL, q->values[v].dtype, NULL);
@@ -184,7 +193,7 @@ xf_status opt_rewrite_plan(const xf_rule_set *rs, const rewrite_base *b, int64_t
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if ((st = add_replacement(r, m, g, rp, err)) != XF_OK)
+    if ((st = add_replacement(rs, r, m, g, rp, err)) != XF_OK)
         goto fail;
     for (int i = 0; i < rp->side->n_nodes; i++)
         if ((st = xf_node_infer_shape(rp->side, i, opset, NULL, err)) != XF_OK) {

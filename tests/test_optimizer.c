@@ -554,6 +554,76 @@ START_TEST(invalid_rules_are_skipped)
 }
 END_TEST
 
+/* Two rules with constants: a 1x1 biased conv's residual add folded into
+ * its kernel (the identity kernel on the replacement), and a conv with the
+ * 3x3 identity kernel removed (a constant on the pattern). */
+static const char constants_text[] =
+    "xflow-library 1\ngenerator test\nop-set Conv,Add\nmax-ops 2\nseed 1\nopset 17\nrules 2\n"
+    "rule residual\nproved yes\ninput x FLOAT 2x2x4x4\ninput k FLOAT 2x2x1x1\ninput p FLOAT 2\n"
+    "const i identity_kernel FLOAT 2x2x1x1 = k[0], k[0], 1, 1\npattern\n"
+    "  %0 = Conv(x, k, p) kernel=1,1 strides=1,1 pads=0,0,0,0 dilations=1,1\n  %1 = Add(%0, x)\n  output %1\n"
+    "replacement\n  %0 = Add(k, i)\n"
+    "  %1 = Conv(x, %0, p) kernel=1,1 strides=1,1 pads=0,0,0,0 dilations=1,1\n  output %1\nend\n"
+    "rule unit\nproved yes\ninput x FLOAT 2x2x4x4\nconst e identity_kernel FLOAT 2x2x3x3 = x[1], x[1], 3, 3\n"
+    "pattern\n  %0 = Conv(x, e) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n  output %0\n"
+    "replacement\n  output x\nend\n";
+
+START_TEST(rule_constants_sized_by_match)
+{
+    xf_library *lib = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_library_parse(constants_text, strlen(constants_text), "c.rules", &lib, &e) == XF_OK, "%s",
+                  e.msg);
+    xf_rule_set *rs = rule_set_of(lib->rules, lib->n_rules);
+    /* Seven channels, where the rule was found on two. */
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 7, 5, 5));
+    int c = NODE(g, XF_OP_CONV, x, random_weight(g, SHAPE(7, 7, 1, 1), 3), random_weight(g, SHAPE(7), 4));
+    conv_attrs(g, c, 1);
+    int sum = NODE(g, XF_OP_ADD, out0(g, c), x);
+    xf_graph_add_output(g, out0(g, sum));
+    infer_ok(g, OPSET);
+    match_list l = matches_of(rs, 0, g);
+    ck_assert_int_eq(l.n, 1);
+    xf_graph *h = apply_ok(rs, g, &l.m[0]);
+    ck_assert_int_eq(count_op(h, XF_OP_CONV), 1);
+    expect_same_function(g, h);
+    /* The kernel plus the 7-channel identity folds into one initializer. */
+    xf_canon_stats st = {0};
+    ck_assert_msg(xf_canonicalize(h, OPSET, xf_runtime_eval_node, &st, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(count_op(h, XF_OP_ADD), 0);
+    expect_same_function(g, h);
+    xf_graph_free(h);
+    /* The pattern's constant matches an identity kernel of any channel
+     * count, and nothing else. */
+    for (int identity = 0; identity < 2; identity++) {
+        xf_graph *u = xf_graph_create("u");
+        int ux = input(u, "x", XF_DT_FLOAT, SHAPE(1, 5, 6, 6));
+        xf_shape ks = SHAPE(5, 5, 3, 3);
+        xf_tensor *k = identity ? xf_const_make(XF_CONST_IDENTITY_KERNEL, &ks) : xf_tensor_random(XF_DT_FLOAT, &ks, 9);
+        int kv = xf_graph_add_initializer(u, "k", k);
+        xf_tensor_release(k);
+        int uc = NODE(u, XF_OP_CONV, ux, kv);
+        conv_attrs(u, uc, 3);
+        int r = NODE(u, XF_OP_RELU, out0(u, uc));
+        xf_graph_add_output(u, out0(u, r));
+        infer_ok(u, OPSET);
+        match_list lu = matches_of(rs, 1, u);
+        ck_assert_int_eq(lu.n, identity);
+        if (identity) {
+            xf_graph *hu = apply_ok(rs, u, &lu.m[0]);
+            ck_assert_int_eq(count_op(hu, XF_OP_CONV), 0);
+            expect_same_function(u, hu);
+            xf_graph_free(hu);
+        }
+        xf_graph_free(u);
+    }
+    xf_graph_free(g);
+    xf_rule_set_free(rs);
+    xf_library_free(lib);
+}
+END_TEST
+
 static Suite *optimizer_suite(void)
 {
     Suite *s = suite_create("optimizer");
@@ -564,6 +634,7 @@ static Suite *optimizer_suite(void)
     tcase_add_test(t, merge_biased_convs);
     tcase_add_test(t, merge_matmuls);
     tcase_add_test(t, finalize_split_sizes_by_opset);
+    tcase_add_test(t, rule_constants_sized_by_match);
     suite_add_tcase(s, t);
     TCase *m = tcase_create("match");
     tcase_add_test(m, external_use_blocks_rewrite);
