@@ -159,7 +159,7 @@ static int rule_inputs(const gen_graph *p, const gen_graph *q, int *inputs)
         for (int k = 0; k < g->n_ops; k++)
             for (int j = 0; j < GEN_MAX_IN; j++) {
                 int v = g->in[k][j];
-                if (v >= 0 && v < gen_pool_size && !seen[v]) {
+                if (v >= 0 && v < gen_pool_size && !seen[v] && gen_pool[v].konst == XF_CONST_NONE) {
                     seen[v] = true;
                     inputs[n++] = v;
                 }
@@ -192,7 +192,18 @@ static xf_graph *build_side(const gen_graph *g, const char *name, const int *inp
         int in[GEN_MAX_IN], out[2];
         xf_shape shapes[GEN_MAX_IN];
         for (int j = 0; j < vi->n_in; j++) {
-            in[j] = m.value_of[g->in[k][j]];
+            int gv = g->in[k][j];
+            if (m.value_of[gv] < 0 && gv < gen_pool_size && gen_pool[gv].konst != XF_CONST_NONE) {
+                /* A constant: an initializer named as the pool names it. */
+                xf_tensor *t = xf_const_make(gen_pool[gv].konst, &gen_pool[gv].shape);
+                m.value_of[gv] = t ? xf_graph_add_initializer(x, gen_pool[gv].name, t) : -1;
+                xf_tensor_release(t);
+                if (m.value_of[gv] < 0) {
+                    xf_graph_free(x);
+                    return NULL;
+                }
+            }
+            in[j] = m.value_of[gv];
             shapes[j] = x->values[in[j]].shape;
         }
         for (int j = 0; j < vi->n_out; j++)
@@ -247,24 +258,109 @@ static xf_expr expr_subtree(const xf_expr *e, int first, int end)
     return sub;
 }
 
-/* Adds bindings split[i] = expression for every Split of side g.  Returns
- * the number of bindings added, or -1 when a split size has no expression
- * (the rule then keeps its concrete sizes and is dropped: concrete split
- * sizes would make it apply to nothing else). */
-static int generalize_splits(xf_rule *r, const xf_graph *g, bool replacement)
+/* Symbolic dims of constant value cv read as input j of node n, from the
+ * node's other operands: the same shape as the tensor it is added to or
+ * multiplied with; a kernel convolved with x is square in x's channels; a
+ * matrix multiplied is square in the inner dimension; concatenated, it
+ * shares the other operand's dims off the axis and is square across the
+ * first two.  False where the node says nothing of it. */
+static bool const_dims(const xf_graph *g, const xf_node *n, int j, const sym_shape *sym, sym_shape *out)
+{
+    const xf_shape *cs = &g->values[n->inputs[j]].shape;
+    const sym_shape *o = n->n_inputs == 2 ? &sym[n->inputs[1 - j]] : NULL;
+    out->ndim = cs->ndim;
+    switch (n->op) {
+    case XF_OP_ADD:
+    case XF_OP_MUL:
+        if (!o || o->ndim != cs->ndim)
+            return false;
+        *out = *o;
+        return true;
+    case XF_OP_CONV:
+        if (j != 1 || cs->ndim != 4)
+            return false;
+        out->d[0] = out->d[1] = sym[n->inputs[0]].d[1];
+        out->d[2] = xf_expr_const(cs->dims[2]);
+        out->d[3] = xf_expr_const(cs->dims[3]);
+        return true;
+    case XF_OP_MATMUL:
+        if (!o || cs->ndim != 2)
+            return false;
+        out->d[0] = out->d[1] = o->d[j == 1 ? 1 : 0];
+        return true;
+    case XF_OP_CONCAT: {
+        int ax = (int)n->attrs.axis;
+        if (!o || o->ndim != cs->ndim || ax < 0 || ax > 1)
+            return false;
+        *out = *o;
+        out->d[ax] = o->d[1 - ax];
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Whether every dim of s evaluates to the concrete shape want on g's inputs. */
+static bool sym_matches(const sym_shape *s, const xf_graph *g, const xf_shape *want)
+{
+    if (s->ndim != want->ndim)
+        return false;
+    for (int d = 0; d < s->ndim; d++) {
+        int64_t v;
+        if (s->d[d].n == 0 || !expr_value(&s->d[d], g, &v) || v != want->dims[d])
+            return false;
+    }
+    return true;
+}
+
+/* Generalizes side g: every constant becomes a rule constant whose dims are
+ * expressions over the rule inputs (taken from the first node reading it,
+ * or from the rule constant the other side declared), and every Split gets
+ * bindings split[i] = expression.  Returns the number of bindings added, or
+ * -1 when a split size or a constant's dims have no expression (the rule is
+ * then dropped: concrete sizes would make it apply to nothing else). */
+static int generalize_side(xf_rule *r, const xf_graph *g, bool replacement)
 {
     sym_shape *sym = calloc((size_t)g->n_values, sizeof *sym);
-    if (!sym)
+    bool *known = calloc((size_t)g->n_values, sizeof *known);
+    if (!sym || !known) {
+        free(sym);
+        free(known);
         return -1;
+    }
     for (int k = 0; k < g->n_inputs; k++) {
         sym_shape *s = &sym[g->inputs[k]];
         s->ndim = g->values[g->inputs[k]].shape.ndim;
         for (int d = 0; d < s->ndim; d++)
             s->d[d] = xf_expr_dim(k, d);
+        known[g->inputs[k]] = true;
+    }
+    for (int c = 0; c < r->n_consts; c++) {
+        int v = xf_graph_find_value(g, r->consts[c].name);
+        if (v < 0)
+            continue;
+        sym[v].ndim = r->consts[c].ndim;
+        for (int d = 0; d < sym[v].ndim; d++)
+            sym[v].d[d] = r->consts[c].dims[d];
+        known[v] = true;
     }
     int added = 0;
     for (int i = 0; i < g->n_nodes && added >= 0; i++) {
         const xf_node *n = &g->nodes[i];
+        for (int j = 0; j < n->n_inputs && added >= 0; j++) {
+            int v = n->inputs[j];
+            if (v < 0 || known[v] || !g->values[v].init)
+                continue;
+            const xf_shape *cs = &g->values[v].shape;
+            xf_const_kind kind = xf_const_kind_of(g->values[v].init);
+            if (kind == XF_CONST_NONE || !const_dims(g, n, j, sym, &sym[v]) || !sym_matches(&sym[v], g, cs) ||
+                !xf_rule_add_const(r, g->values[v].name, kind, cs->ndim, sym[v].d))
+                added = -1;
+            known[v] = true;
+        }
+        if (added < 0)
+            break;
         const sym_shape *a = &sym[n->inputs[0]], *b = n->n_inputs > 1 ? &sym[n->inputs[1]] : NULL;
         sym_shape o = *a;
         switch (n->op) {
@@ -282,7 +378,8 @@ static int generalize_splits(xf_rule *r, const xf_graph *g, bool replacement)
         case XF_OP_PAD:
             for (int d = 0; d < o.ndim && d < n->attrs.n_pads / 2; d++) {
                 xf_expr grow = xf_expr_const(n->attrs.pad_pads[d] + n->attrs.pad_pads[o.ndim + d]);
-                o.d[d] = xf_expr_binary(XF_EX_ADD, &a->d[d], &grow);
+                if (grow.node[0].value != 0)
+                    o.d[d] = xf_expr_binary(XF_EX_ADD, &a->d[d], &grow);
             }
             break;
         case XF_OP_TRANSPOSE:
@@ -337,6 +434,7 @@ static int generalize_splits(xf_rule *r, const xf_graph *g, bool replacement)
         sym[n->outputs[0]] = o;
     }
     free(sym);
+    free(known);
     return added;
 }
 
@@ -500,8 +598,8 @@ static xf_rule *build_rule(const gen_graph *p, const gen_graph *q, uint64_t fp)
         xf_rule_free(r);
         return NULL;
     }
-    int gp = generalize_splits(r, r->pattern, false);
-    int gq = gp < 0 ? -1 : generalize_splits(r, r->replacement, true);
+    int gp = generalize_side(r, r->pattern, false);
+    int gq = gp < 0 ? -1 : generalize_side(r, r->replacement, true);
     if (gp < 0 || gq < 0) {
         xf_rule_free(r);
         return NULL;
@@ -532,6 +630,27 @@ static bool can_be_pattern(const gen_graph *g)
     return true;
 }
 
+/* Whether an op of g reads a pool constant. */
+static bool reads_constant(const gen_graph *g)
+{
+    for (int k = 0; k < g->n_ops; k++)
+        for (int j = 0; j < GEN_MAX_IN; j++)
+            if (g->in[k][j] >= 0 && g->in[k][j] < gen_pool_size && gen_pool[g->in[k][j]].konst != XF_CONST_NONE)
+                return true;
+    return false;
+}
+
+/* Whether a Concat of g reads a pool constant: weights merged with it. */
+static bool concatenates_constant(const gen_graph *g)
+{
+    for (int k = 0; k < g->n_ops; k++)
+        for (int j = 0; j < GEN_MAX_IN; j++)
+            if (gen_variants[g->variant[k]].op == XF_OP_CONCAT && g->in[k][j] >= 0 && g->in[k][j] < gen_pool_size &&
+                gen_pool[g->in[k][j]].konst != XF_CONST_NONE)
+                return true;
+    return false;
+}
+
 /* Ops that compute on activations: the size that decides a rule's direction. */
 static int act_ops(const gen_graph *g) { return g->n_ops - g->n_weight_ops; }
 
@@ -558,7 +677,7 @@ typedef struct chunk {
     int64_t begin, end;
     prepared *items;
     int n_items, cap_items;
-    int64_t fingerprints, groups, candidates, pruned_common, pruned_implied;
+    int64_t fingerprints, groups, candidates, pruned_common, pruned_implied, pruned_constant;
     bool nomem;
     atomic_bool done;
 } chunk;
@@ -597,6 +716,25 @@ static void prepare(chunk *c, const gen_graph *pg, const gen_graph *qg, uint64_t
         c->nomem = true;
 }
 
+/* Prunes the pair (pg, qg) and prepares its rule pg -> qg (forward) and
+ * qg -> pg (backward), as asked. */
+static void try_pair(const rule_work *rw, chunk *c, const gen_graph *pg, const gen_graph *qg, uint64_t fp,
+                     bool forward, bool backward)
+{
+    if (shares_common_subgraph(pg, qg) || shares_common_supergraph(pg, qg)) {
+        c->pruned_common++;
+        return;
+    }
+    if (has_reducible_part(pg, rw->records, rw->n_records)) {
+        c->pruned_implied++;
+        return;
+    }
+    if (forward)
+        prepare(c, pg, qg, fp, rw->seed, false);
+    if (backward)
+        prepare(c, qg, pg, fp, rw->seed, true);
+}
+
 /* Groups the records of c, pairs and prunes them, and prepares the rules. */
 static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool, uint64_t *scratch,
                       gen_conv_memo *memo, gen_graph **group, int64_t *cap_group)
@@ -625,34 +763,60 @@ static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool
             *cap_group = distinct;
         }
         gen_graph *g = *group;
-        /* Decode each distinct graph; the smallest is the representative. */
-        int n = 0, rep = -1;
+        /* Decode each distinct graph.  The smallest graph free of
+         * constants is the representative: every other graph pairs with it.
+         * The smallest graph reading a constant is a second one, paired
+         * with the graphs it computes with fewer ops on activations. */
+        int n = 0, rep = -1, rep_k = -1;
         for (int64_t k = i; k < j; k++) {
             if (k > i && gen_record_code(&records[k]) == gen_record_code(&records[k - 1]))
                 continue;
             if (!gen_decode(gen_record_code(&records[k]), pool, &g[n], scratch, memo))
                 continue;
-            if (rep < 0 || smaller(&g[n], &g[rep]))
-                rep = n;
+            int *r = reads_constant(&g[n]) ? &rep_k : &rep;
+            if (*r < 0 || smaller(&g[n], &g[*r]))
+                *r = n;
             n++;
         }
         for (int a = 0; a < n; a++) {
-            if (a == rep)
+            if (a == rep || a == rep_k)
                 continue;
             c->candidates++;
-            const gen_graph *pg = &g[a], *qg = &g[rep];
-            if (shares_common_subgraph(pg, qg) || shares_common_supergraph(pg, qg)) {
-                c->pruned_common++;
+            const gen_graph *pg = &g[a];
+            bool pk = reads_constant(pg);
+            /* Constants enter rewrites on the replacement side only (a
+             * pattern reading one would match only models holding that
+             * constant), and only where they pay: the replacement computes
+             * fewer ops on activations, or as many with weights merged. */
+            const gen_graph *qg = rep >= 0 ? &g[rep] : NULL;
+            bool tie = qg && act_ops(pg) == act_ops(qg);
+            bool forward = qg && !pk && can_be_pattern(pg);
+            bool backward = tie && act_ops(qg) > 0 && pg->n_weight_ops > 0 && can_be_pattern(qg) &&
+                            (!pk || concatenates_constant(pg));
+            const gen_graph *kg = rep_k >= 0 ? &g[rep_k] : NULL;
+            bool to_const = kg && !pk && can_be_pattern(pg) && act_ops(kg) < act_ops(pg) &&
+                            (!qg || act_ops(kg) < act_ops(qg));
+            if (!forward && !backward && !to_const) {
+                c->pruned_constant += pk || kg;
                 continue;
             }
-            if (has_reducible_part(pg, records, rw->n_records)) {
-                c->pruned_implied++;
-                continue;
-            }
-            if (can_be_pattern(pg))
-                prepare(c, pg, qg, records[i].fp, rw->seed, false);
-            if (act_ops(pg) == act_ops(qg) && act_ops(qg) > 0 && pg->n_weight_ops > 0 && can_be_pattern(qg))
-                prepare(c, qg, pg, records[i].fp, rw->seed, true);
+            if (forward || backward)
+                try_pair(rw, c, pg, qg, records[i].fp, forward, backward);
+            if (to_const)
+                try_pair(rw, c, pg, kg, records[i].fp, true, false);
+        }
+        if (rep_k >= 0 && rep >= 0) {
+            /* The two representatives: the constant one replaces the other
+             * as above. */
+            const gen_graph *pg = &g[rep], *kg = &g[rep_k];
+            c->candidates++;
+            if (can_be_pattern(pg) && act_ops(kg) < act_ops(pg))
+                try_pair(rw, c, pg, kg, records[i].fp, true, false);
+            else if (can_be_pattern(pg) && act_ops(kg) == act_ops(pg) && act_ops(pg) > 0 && kg->n_weight_ops > 0 &&
+                     concatenates_constant(kg))
+                try_pair(rw, c, kg, pg, records[i].fp, false, true);
+            else
+                c->pruned_constant++;
         }
         i = j;
     }
@@ -782,6 +946,7 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
         st->candidates += ch->candidates;
         st->pruned_common += ch->pruned_common;
         st->pruned_implied += ch->pruned_implied;
+        st->pruned_constant += ch->pruned_constant;
         for (int k = 0; k < ch->n_items; k++) {
             if (status == XF_OK)
                 status = prepared_commit(&rs, &ch->items[k], err);

@@ -70,8 +70,16 @@ const gen_pool_entry gen_pool[] = {
     {"v", GK_WEIGHT, S4(2, 2, 3, 3)}, {"k", GK_WEIGHT, S4(2, 2, 1, 1)}, {"j", GK_WEIGHT, S4(2, 2, 1, 1)},
     {"h", GK_WEIGHT, S4(2, 2, 1, 3)}, {"g", GK_WEIGHT, S4(2, 2, 3, 1)}, {"s", GK_SCALAR, {.ndim = 0}},
     {"p", GK_BIAS, S1(2)},           {"q", GK_BIAS, S1(2)},
+    /* The constants: identity kernels (3x3 and 1x1), the 3x3 average-pooling
+     * kernel, the identity matrix. */
+    {"e", GK_WEIGHT, S4(2, 2, 3, 3), XF_CONST_IDENTITY_KERNEL},
+    {"i", GK_WEIGHT, S4(2, 2, 1, 1), XF_CONST_IDENTITY_KERNEL},
+    {"u", GK_WEIGHT, S4(2, 2, 3, 3), XF_CONST_POOL_KERNEL},
+    {"m", GK_ACT, S2(4, 4), XF_CONST_IDENTITY_MATRIX},
 };
 const int gen_pool_size = (int)(sizeof gen_pool / sizeof gen_pool[0]);
+_Static_assert(sizeof gen_pool / sizeof gen_pool[0] <= GEN_MAX_POOL, "the pool fits GEN_MAX_POOL");
+_Static_assert(GEN_MAX_VALUES < GEN_NO_INPUT, "value ids fit an op code's input field");
 
 void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a)
 {
@@ -127,6 +135,7 @@ typedef struct slot {
     gen_val val;
     int kind;
     uint64_t fp;
+    bool konst; /* a pool constant */
 } slot;
 
 static bool is_kernel_dim(int64_t d) { return d == 1 || d == 3; }
@@ -136,6 +145,16 @@ static bool is_kernel_dim(int64_t d) { return d == 1 || d == 3; }
 static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *c, int *kind)
 {
     const xf_shape *sa = &a->val.shape;
+    /* An op on constants alone computes a constant: folding, not a rule.
+     * Constants enter products, sums and kernel concatenations, where their
+     * laws are (a product or a convolution with an identity, pooling as a
+     * convolution); elsewhere they only give variants of laws of ones and
+     * zeros. */
+    bool reads_const = a->konst || (b && b->konst) || (c && c->konst);
+    if ((a->konst && (!b || b->konst) && (!c || c->konst)) ||
+        (reads_const && v != GV_MATMUL && v != GV_ADD && v != GV_CONV && v != GV_CONV_RELU && v != GV_CONV_BIAS &&
+         v != GV_CONV_BIAS_RELU && v != GV_CONCAT0))
+        return false;
     switch (v) {
     case GV_MATMUL:
         *kind = GK_ACT;
@@ -213,10 +232,12 @@ typedef struct worker {
     slot vals[GEN_MAX_VALUES];
     uint64_t *storage; /* 2 * GEN_MAX_SLOTS buffers of GEN_VAL_STRIDE */
     int n_ops, n_free; /* ops, and bias ops among them */
+    int n_weight;      /* ops whose result is not an activation */
     gen_code ops[GEN_MAX_SLOTS]; /* op codes */
     int out_base[GEN_MAX_SLOTS];
     int n_vals;
     uint32_t pool_used; /* bit per pool tensor */
+    uint32_t const_mask; /* bit per pool constant */
     gen_record_store records;
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
     leaf leaves[LEAF_BATCH];
@@ -348,7 +369,8 @@ static bool pool_order_ok(uint32_t used, int i)
     if (i >= gen_pool_size || (used >> i & 1))
         return true;
     for (int j = i - 1; j >= 0; j--)
-        if (gen_pool[j].kind == gen_pool[i].kind && xf_shape_equal(&gen_pool[j].shape, &gen_pool[i].shape))
+        if (gen_pool[j].kind == gen_pool[i].kind && gen_pool[j].konst == gen_pool[i].konst &&
+            gen_pool[i].konst == XF_CONST_NONE && xf_shape_equal(&gen_pool[j].shape, &gen_pool[i].shape))
             return used >> j & 1;
     return true;
 }
@@ -395,6 +417,11 @@ static void try_op(worker *w, gen_variant var, const int *i)
         if (ins[j] < gen_pool_size)
             used |= 1u << ins[j];
     }
+    /* One constant per graph: the laws of constants (identities, pooling as
+     * a convolution) each need one, and a second only multiplies them. */
+    uint32_t consts = used & w->const_mask;
+    if (consts & (consts - 1))
+        return;
     int kind;
     const slot *sl[GEN_MAX_IN] = {NULL, NULL, NULL};
     for (int j = 0; j < vi->n_in; j++)
@@ -410,10 +437,13 @@ static void try_op(worker *w, gen_variant var, const int *i)
     w->out_base[w->n_ops] = base;
     w->n_ops++;
     w->n_free += free_op;
+    w->n_weight += kind != GK_ACT;
     w->n_vals += vi->n_out;
     w->pool_used = used;
-    for (int j = 0; j < vi->n_out; j++)
+    for (int j = 0; j < vi->n_out; j++) {
         w->vals[base + j].kind = kind;
+        w->vals[base + j].konst = false;
+    }
     xf_shape shapes[GEN_MAX_IN];
     for (int j = 0; j < vi->n_in; j++)
         shapes[j] = sl[j]->val.shape;
@@ -438,9 +468,12 @@ static void try_op(worker *w, gen_variant var, const int *i)
             if (!redundant)
                 dfs(w);
         }
-    } else if (recordable_structure(w, used_vals)) {
+    } else if ((!(used & w->const_mask) || w->n_weight > 0) && recordable_structure(w, used_vals)) {
         /* A graph of the last level; most are not recorded (disconnected,
-         * or a bias left unread), and those are not evaluated at all. */
+         * or a bias left unread), and those are not evaluated at all.  Nor
+         * is one reading a constant with every op on activations: a
+         * constant enters only a replacement with fewer such ops than its
+         * pattern, or one merging weights (see candidates.c). */
         leaf *lf = &w->leaves[w->n_leaves];
         for (int j = 0; j < vi->n_out; j++)
             lf->out[j].v = w->leaf_storage + (size_t)(2 * w->n_leaves + j) * GEN_VAL_STRIDE;
@@ -457,6 +490,7 @@ static void try_op(worker *w, gen_variant var, const int *i)
     }
     w->n_ops--;
     w->n_free -= free_op;
+    w->n_weight -= kind != GK_ACT;
     w->n_vals = base;
     w->pool_used = saved_used;
 }
@@ -529,8 +563,9 @@ void gen_pool_fill(uint64_t seed, gen_pool_values *pv, uint64_t *storage)
         v->shape = gen_pool[i].shape;
         v->v = storage + (size_t)i * GEN_VAL_STRIDE;
         int64_t n = GEN_TRIALS * xf_shape_numel(&v->shape);
-        for (int64_t e = 0; e < n; e++)
-            v->v[e] = gen_random_residue(seed, (uint64_t)i + 1, e);
+        if (gen_pool[i].konst == XF_CONST_NONE || !gen_const_residues(gen_pool[i].konst, v))
+            for (int64_t e = 0; e < n; e++)
+                v->v[e] = gen_random_residue(seed, (uint64_t)i + 1, e);
         pv->fp[i] = gen_val_hash(v);
     }
 }
@@ -538,7 +573,7 @@ void gen_pool_fill(uint64_t seed, gen_pool_values *pv, uint64_t *storage)
 static void pool_slots(const gen_pool_values *pv, slot *s)
 {
     for (int i = 0; i < gen_pool_size; i++)
-        s[i] = (slot){pv->val[i], gen_pool[i].kind, pv->fp[i]};
+        s[i] = (slot){pv->val[i], gen_pool[i].kind, pv->fp[i], gen_pool[i].konst != XF_CONST_NONE};
 }
 
 static double now_s(void)
@@ -575,6 +610,8 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
         w->n_workers = threads;
         memcpy(w->vals, pool, sizeof pool[0] * (size_t)gen_pool_size);
         w->n_vals = gen_pool_size;
+        for (int i = 0; i < gen_pool_size; i++)
+            w->const_mask |= (uint32_t)pool[i].konst << i;
         w->done = &done_count;
         w->storage = calloc((size_t)2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE, sizeof *w->storage);
         w->leaf_storage = malloc((size_t)2 * LEAF_BATCH * GEN_VAL_STRIDE * sizeof *w->leaf_storage);
@@ -605,9 +642,11 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
     for (int t = 0; t < threads; t++)
         worker_free_scratch(&ws[t]);
 
-    /* Zero-op graphs: one or two pool tensors as the outputs. */
+    /* Zero-op graphs: one or two pool tensors (not constants) as the outputs. */
     for (int i = 0; i < gen_pool_size; i++)
         for (int j = i; j <= gen_pool_size; j++) {
+            if (pool[i].konst || (j < gen_pool_size && pool[j].konst))
+                continue;
             uint64_t fps[2] = {pool[i].fp, j < gen_pool_size ? pool[j].fp : 0};
             int n = j < gen_pool_size ? 2 : 1;
             if (n == 2 && j == i)
@@ -694,6 +733,7 @@ bool gen_decode(gen_code code, const gen_pool_values *pool, gen_graph *g, uint64
             for (int j = 0; j < vi->n_out; j++) {
                 s[n_vals].val = out[j];
                 s[n_vals].kind = kind;
+                s[n_vals].konst = false;
                 s[n_vals].fp = gen_val_hash(&out[j]);
                 n_vals++;
             }

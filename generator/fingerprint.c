@@ -702,3 +702,20 @@ done:
     free(ready);
     return st;
 }
+
+bool gen_const_residues(xf_const_kind k, gen_val *v)
+{
+    xf_tensor *t = xf_const_make(k, &v->shape);
+    if (!t)
+        return false;
+    const float *d = t->data;
+    int64_t n = xf_shape_numel(&v->shape);
+    uint64_t one = 1;
+    if (k == XF_CONST_POOL_KERNEL)
+        one = mod_pow((uint64_t)(v->shape.dims[2] * v->shape.dims[3]), GEN_P - 2);
+    for (int trial = 0; trial < GEN_TRIALS; trial++)
+        for (int64_t i = 0; i < n; i++)
+            v->v[trial * n + i] = d[i] != 0.0f ? one : 0;
+    xf_tensor_release(t);
+    return true;
+}

@@ -103,12 +103,16 @@ void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a);
 
 /* ------------------------------------------------------------ input pool */
 
-#define GEN_MAX_POOL 16
+#define GEN_MAX_POOL 20
 
+/* A pool tensor: random values, or (konst != XF_CONST_NONE) a rule constant
+ * with fixed values, which the rule writes as a constant sized by the match
+ * (xf_rule_const), never as a rule input. */
 typedef struct gen_pool_entry {
     const char *name;
     int kind;
     xf_shape shape;
+    xf_const_kind konst;
 } gen_pool_entry;
 
 extern const gen_pool_entry gen_pool[];
@@ -119,6 +123,10 @@ typedef struct gen_pool_values {
     gen_val val[GEN_MAX_POOL];
     uint64_t fp[GEN_MAX_POOL];
 } gen_pool_values;
+
+/* Residues of constant k at shape s into v (every trial alike): 1 for the
+ * identities' ones, the inverse of the window size for the pooling kernel. */
+bool gen_const_residues(xf_const_kind k, gen_val *v);
 
 /* Fills pv; storage holds gen_pool_size * GEN_VAL_STRIDE residues. */
 void gen_pool_fill(uint64_t seed, gen_pool_values *pv, uint64_t *storage);

@@ -38,6 +38,9 @@ typedef struct xf_gen_stats {
     int64_t pruned_renaming;  /* pairs equal to an earlier one up to renaming inputs */
     int64_t pruned_common;    /* pairs sharing a subgraph the rule does not need */
     int64_t pruned_implied;   /* pairs whose pattern holds a part a smaller rule rewrites */
+    int64_t pruned_constant;  /* pairs with a constant in the pattern, or in a replacement
+                                 that neither removes an op on activations nor merges
+                                 weights (see candidates.c) */
     int64_t unexpressible;    /* pairs without a sound general form (split sizes) or
                                  that cannot run on cpu_ref */
     int64_t false_positives;  /* pairs whose sides differ on cpu_ref with floats */

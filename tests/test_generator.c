@@ -380,6 +380,53 @@ START_TEST(pipeline_finds_pruned_checked_rules)
 }
 END_TEST
 
+/* The constants of the pool become rule constants sized by the match, on
+ * replacements only. */
+START_TEST(pipeline_writes_constants)
+{
+    xf_gen_stats st;
+    xf_library *lib = generate(2, SEED, &st);
+    ck_assert_int_gt(st.pruned_constant, 0);
+    int with_consts = 0;
+    const xf_rule *residual = NULL;
+    for (int i = 0; i < lib->n_rules; i++) {
+        const xf_rule *r = lib->rules[i];
+        with_consts += r->n_consts > 0;
+        for (int v = 0; v < r->pattern->n_values; v++)
+            ck_assert_msg(!r->pattern->values[v].init, "rule %s reads a constant in its pattern", r->name);
+        xf_shape shapes[16];
+        for (int k = 0; k < r->pattern->n_inputs; k++)
+            shapes[k] = r->pattern->values[r->pattern->inputs[k]].shape;
+        for (int c = 0; c < r->n_consts; c++) {
+            /* Its dims give back the shape it was found at. */
+            int v = xf_graph_find_value(r->replacement, r->consts[c].name);
+            ck_assert_int_ge(v, 0);
+            xf_shape got;
+            ck_assert(xf_rule_const_shape(&r->consts[c], shapes, r->pattern->n_inputs, &got));
+            ck_assert(xf_shape_equal(&got, &r->replacement->values[v].init->shape));
+            for (int d = 0; d < r->consts[c].ndim; d++)
+                for (int n = 0; n < r->consts[c].dims[d].n; n++)
+                    ck_assert_int_ne(r->consts[c].dims[d].node[n].kind, XF_EX_PARAM);
+        }
+        /* x + conv(x, w) = conv(x, w + identity) */
+        if (r->n_consts == 1 && r->consts[0].kind == XF_CONST_IDENTITY_KERNEL && r->pattern->n_nodes == 2 &&
+            r->pattern->nodes[0].op == XF_OP_CONV && r->pattern->nodes[0].n_inputs == 2 &&
+            r->pattern->nodes[1].op == XF_OP_ADD && r->replacement->n_nodes == 2 &&
+            r->replacement->nodes[0].op == XF_OP_ADD && r->replacement->nodes[1].op == XF_OP_CONV)
+            residual = r;
+    }
+    ck_assert_int_gt(with_consts, 0);
+    ck_assert_ptr_nonnull(residual);
+    /* Sized by the match: the identity follows the channels. */
+    xf_shape big[2] = {SHAPE(1, 9, 6, 6), residual->pattern->values[residual->pattern->inputs[1]].shape}, got;
+    int64_t kh = big[1].dims[2], kw = big[1].dims[3];
+    big[1].dims[0] = big[1].dims[1] = 9;
+    ck_assert(xf_rule_const_shape(&residual->consts[0], big, 2, &got));
+    ck_assert(got.dims[0] == 9 && got.dims[1] == 9 && got.dims[2] == kh && got.dims[3] == kw);
+    xf_library_free(lib);
+}
+END_TEST
+
 /* xflow-gen writes a library and --check tells current from stale. */
 START_TEST(tool_writes_and_checks)
 {
@@ -492,6 +539,7 @@ static Suite *generator_suite(void)
     tcase_set_timeout(p, 120);
     tcase_add_test(p, pipeline_deterministic_across_threads);
     tcase_add_test(p, pipeline_finds_pruned_checked_rules);
+    tcase_add_test(p, pipeline_writes_constants);
     tcase_add_test(p, pipeline_rejects_bad_options);
     tcase_add_test(p, enumeration_matches_plain_evaluation);
     tcase_add_test(p, record_keeps_every_code_bit);

@@ -186,6 +186,7 @@ int main(int argc, char **argv)
     xf_cli_info("candidate pairs      %lld\n", (long long)st.candidates);
     xf_cli_info("  common subgraph    -%lld\n", (long long)st.pruned_common);
     xf_cli_info("  implied by smaller -%lld\n", (long long)st.pruned_implied);
+    xf_cli_info("  constant misplaced -%lld\n", (long long)st.pruned_constant);
     xf_cli_info("  same up to renaming -%lld\n", (long long)st.pruned_renaming);
     xf_cli_info("  not generalizable  -%lld\n", (long long)st.unexpressible);
     xf_cli_info("  float mismatch     -%lld (fingerprint false positives)\n", (long long)st.false_positives);
