@@ -441,6 +441,67 @@ START_TEST(slice_pad_expand_gather)
 }
 END_TEST
 
+/* A Gather index out of range fails the run on cuda as on cpu_ref, naming
+ * the node (the kernel raises a flag on the device, read once the run's
+ * outputs are copied out, or after the node when profiling), with a Relu
+ * after it so that the error is not the last node's; a later run with
+ * good indices succeeds and matches cpu_ref. */
+START_TEST(gather_out_of_range)
+{
+    ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
+    xf_graph *g = xf_graph_create("gather");
+    int x = add_input(g, SHAPE(4, 6));
+    int idx = xf_bt_input(g, XF_DT_INT64, SHAPE(3));
+    int n = node(g, XF_OP_GATHER, "pick", 2, (int[]){x, idx}, 1);
+    attrs(g, n)->axis = 1;
+    xf_graph_add_output(g, out0(g, NODE(g, XF_OP_RELU, out0(g, n))));
+    xf_shape xs = SHAPE(4, 6), is = SHAPE(3);
+    xf_tensor *in[2] = {xf_tensor_random(XF_DT_FLOAT, &xs, 3), NULL};
+    xf_tensor *bad = xf_tensor_from_data(XF_DT_INT64, &is, (int64_t[]){0, 6, -1});
+    xf_tensor *good = xf_tensor_from_data(XF_DT_INT64, &is, (int64_t[]){5, -6, 2});
+    ck_assert(in[0] && bad && good);
+    static const char *const backends[] = {"cpu_ref", "cuda"};
+    xf_tensor *result[2] = {NULL, NULL};
+    double t[2];
+    for (int b = 0; b < 2; b++) {
+        xf_session *s = NULL;
+        xf_error err = {0};
+        ck_assert_msg(xf_session_create(g, 17, backends[b], NULL, &s, &err) == XF_OK, "%s: %s", backends[b],
+                      err.msg);
+        for (int profile = 0; profile < 2; profile++) {
+            xf_tensor *out = NULL;
+            in[1] = bad;
+            err.msg[0] = '\0';
+            xf_status st = profile ? xf_session_profile(s, in, 1, 2, t, &err) : xf_session_run(s, in, &out, &err);
+            ck_assert_msg(st == XF_ERR_INVALID, "%s%s: status %d with index 6 of 6: %s", backends[b],
+                          profile ? " (profiling)" : "", (int)st, err.msg);
+            ck_assert_ptr_null(out);
+            ck_assert_msg(strstr(err.msg, "node 'pick' (Gather)") && strstr(err.msg, "out of range for axis of size 6"),
+                          "%s: message: %s", backends[b], err.msg);
+            in[1] = good;
+            ck_assert_msg(xf_session_run(s, in, &result[b], &err) == XF_OK, "%s after the error: %s", backends[b],
+                          err.msg);
+            if (!profile) {
+                xf_tensor_release(result[b]);
+                result[b] = NULL;
+            }
+        }
+        xf_session_free(s);
+    }
+    double max_abs = 0, max_rel = 0;
+    bool ok = false;
+    xf_error err = {0};
+    ck_assert(xf_tensor_compare(result[1], result[0], 0, 0, &max_abs, &max_rel, &ok, &err) == XF_OK);
+    ck_assert_msg(ok, "Gather after an error differs from cpu_ref: max abs %g", max_abs);
+    for (int k = 0; k < 2; k++)
+        xf_tensor_release(result[k]);
+    xf_tensor_release(in[0]);
+    xf_tensor_release(bad);
+    xf_tensor_release(good);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- normalization, reductions */
 
 START_TEST(softmax_axes)
@@ -601,6 +662,7 @@ int main(int argc, char **argv)
     tcase_add_test(ops, where_clip_cast);
     tcase_add_test(ops, concat_split_transpose);
     tcase_add_test(ops, slice_pad_expand_gather);
+    tcase_add_test(ops, gather_out_of_range);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_layer_norm);
     tcase_add_test(ops, reductions);
