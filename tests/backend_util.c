@@ -342,6 +342,81 @@ int xf_bt_concat3(xf_graph *g, int axis)
     return n;
 }
 
+/* Compares a run's Mean (k = 1) or InvStdDev (k = 2) with the statistics
+ * of each row of x (the dims from axis on). */
+static void expect_layer_norm_stat(const xf_tensor *x, int axis, float eps, const xf_tensor *got, int k,
+                                   const char *what)
+{
+    xf_shape want = x->shape;
+    for (int d = axis; d < want.ndim; d++)
+        want.dims[d] = 1;
+    char a[160], b[160];
+    ck_assert_msg(got->dtype == XF_DT_FLOAT && xf_shape_equal(&got->shape, &want), "%s: output %d is %s %s, not %s %s",
+                  what, k, xf_dtype_name(got->dtype), xf_shape_str(&got->shape, a, sizeof a),
+                  xf_dtype_name(XF_DT_FLOAT), xf_shape_str(&want, b, sizeof b));
+    int64_t rows = xf_tensor_numel(got), inner = rows ? xf_tensor_numel(x) / rows : 0;
+    const float *xs = x->data, *gs = got->data;
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < inner; i++)
+            mean += xs[r * inner + i];
+        mean /= (double)inner;
+        for (int64_t i = 0; i < inner; i++)
+            var += (xs[r * inner + i] - mean) * (xs[r * inner + i] - mean);
+        double expect = k == 1 ? mean : 1.0 / sqrt(var / (double)inner + eps);
+        ck_assert_msg(fabs(gs[r] - expect) <= 1e-5 + 1e-4 * fabs(expect), "%s: output %d row %lld: %.7g, expected %.7g",
+                      what, k, (long long)r, gs[r], expect);
+    }
+}
+
+void xf_bt_layer_norm_stats(xf_bt_check_fn check, const char *backend)
+{
+    static const struct {
+        int rank;
+        int64_t dims[4];
+        int axis;
+        bool mean;
+    } cases[] = {{2, {7, 33}, -1, true}, {3, {2, 5, 64}, -1, true}, {3, {3, 4, 5}, 1, true},
+                 {4, {2, 3, 4, 5}, -2, false}, {2, {4, 9}, 0, true}};
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        int rank = cases[t].rank, axis = cases[t].axis < 0 ? cases[t].axis + rank : cases[t].axis;
+        xf_graph *g = xf_graph_create("layer_norm_stats");
+        int x = add_input(g, xf_shape_make(rank, cases[t].dims));
+        xf_shape ps = xf_shape_make(rank - axis, cases[t].dims + axis);
+        int scale = xf_bt_random_const(g, ps, true), bias = xf_bt_random_const(g, ps, false);
+        int outs[3] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL),
+                       cases[t].mean ? xf_graph_add_value(g, "mean", XF_DT_UNDEFINED, NULL) : -1,
+                       xf_graph_add_value(g, "inv_std_dev", XF_DT_UNDEFINED, NULL)};
+        int n = xf_graph_add_node(g, XF_OP_LAYER_NORM, "ln", 3, (int[]){x, scale, bias}, 3, outs);
+        ck_assert_int_ge(n, 0);
+        attrs(g, n)->axis = cases[t].axis;
+        attrs(g, n)->epsilon = 1e-5f;
+        for (int k = 0; k < 3; k++)
+            if (outs[k] >= 0)
+                xf_graph_add_output(g, outs[k]);
+        char what[96];
+        snprintf(what, sizeof what, "LayerNormalization with statistics, case %zu (rank %d, axis %d)", t, rank,
+                 cases[t].axis);
+        check(g, 17, 1e-4, 1e-3, what);
+
+        xf_error err = {0};
+        xf_session *s = NULL;
+        ck_assert_msg(xf_session_create(g, 17, backend, NULL, &s, &err) == XF_OK, "%s: %s", what, err.msg);
+        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 77u + t), *got[3] = {NULL};
+        ck_assert_ptr_nonnull(in);
+        ck_assert_msg(xf_session_run(s, &in, got, &err) == XF_OK, "%s: %s", what, err.msg);
+        int o = 1;
+        for (int k = 1; k < 3; k++)
+            if (outs[k] >= 0)
+                expect_layer_norm_stat(in, axis, 1e-5f, got[o++], k, what);
+        for (int k = 0; k < g->n_outputs; k++)
+            xf_tensor_release(got[k]);
+        xf_tensor_release(in);
+        xf_session_free(s);
+        xf_graph_free(g);
+    }
+}
+
 void xf_bt_inception_example(xf_bt_check_fn check)
 {
     xf_model *m = NULL;

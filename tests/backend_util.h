@@ -77,6 +77,11 @@ void xf_bt_batch_norm_case(xf_bt_check_fn check, int rank, const int64_t *dims, 
 /* Concat of three fresh (2, 3, 4, 5)-like inputs along axis (1, 2 and 3
  * long there); its output is a graph output.  Returns the node. */
 int xf_bt_concat3(xf_graph *g, int axis);
+/* LayerNormalization with its Mean and InvStdDev outputs (one case with
+ * Mean omitted) on a few ranks and axes: checked against cpu_ref, and the
+ * two statistics as `backend` computes them against a direct computation
+ * from the input (shape: X's dims before axis, 1 from axis on; float). */
+void xf_bt_layer_norm_stats(xf_bt_check_fn check, const char *backend);
 /* The bundled examples/inception_block.onnx, whole. */
 void xf_bt_inception_example(xf_bt_check_fn check);
 

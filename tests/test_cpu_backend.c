@@ -182,6 +182,16 @@ START_TEST(layer_norm_axes)
 }
 END_TEST
 
+/* Mean and InvStdDev: oneDNN's inference primitive has neither, so such
+ * nodes run on cpu_ref; checked against cpu_ref and a direct computation. */
+START_TEST(layer_norm_stats)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_layer_norm_stats(check_graph, "cpu");
+}
+END_TEST
+
 START_TEST(transpose_perms)
 {
     if (!have_cpu())
@@ -555,6 +565,7 @@ int main(void)
     tcase_add_test(ops, batch_norm_ranks);
     tcase_add_test(ops, concat_axes);
     tcase_add_test(ops, layer_norm_axes);
+    tcase_add_test(ops, layer_norm_stats);
     tcase_add_test(ops, transpose_perms);
     tcase_add_test(ops, gelu_patterns);
     suite_add_tcase(s, ops);

@@ -534,6 +534,14 @@ START_TEST(batch_norm_layer_norm)
 }
 END_TEST
 
+/* Mean and InvStdDev from the device kernel. */
+START_TEST(layer_norm_stats)
+{
+    ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
+    xf_bt_layer_norm_stats(check_graph, "cuda");
+}
+END_TEST
+
 START_TEST(reductions)
 {
     ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
@@ -665,6 +673,7 @@ int main(int argc, char **argv)
     tcase_add_test(ops, gather_out_of_range);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_layer_norm);
+    tcase_add_test(ops, layer_norm_stats);
     tcase_add_test(ops, reductions);
     tcase_add_test(ops, host_fallback);
     suite_add_tcase(s, ops);
