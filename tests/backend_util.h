@@ -37,9 +37,9 @@ void xf_bt_seed(uint64_t seed);
 int64_t xf_bt_rnd(int64_t lo, int64_t hi);
 
 /* `cases` random convolutions: 1-D, 2-D and 3-D, groups (depthwise ones
- * among them), strides, dilations, pads (asymmetric in every case, or only
- * in one case in three when mostly_symmetric), auto_pad, bias or none,
- * every fused activation. */
+ * among them), strides, dilations, pads (end pads drawn apart from the
+ * begin pads in every case, or in one case in three when mostly_symmetric,
+ * the others symmetric), auto_pad, bias or none, every fused activation. */
 void xf_bt_conv_random(xf_bt_check_fn check, int cases, bool mostly_symmetric);
 
 /* The random pools: how many cases (MaxPool, AveragePool,
@@ -55,8 +55,8 @@ typedef struct {
 void xf_bt_pool_random(xf_bt_check_fn check, const xf_bt_pool_forms *forms);
 
 /* Two random MatMul cases for each of the first n_forms operand forms (at
- * most 10): ranks 1 to 4, batch dimensions of min_batch.. (2 or 3 for the
- * first) broadcast against 1s, b a constant or a graph input. */
+ * most 10): ranks 1 to 4, batch dimensions (2..3, then min_batch..4)
+ * broadcast against 1s, b a constant or a graph input. */
 void xf_bt_matmul_random(xf_bt_check_fn check, int n_forms, int64_t min_batch);
 /* Gemm in all 16 forms of trans_a, trans_b and C (none, a row, a matrix, a
  * column), some with alpha or beta away from 1. */
