@@ -353,6 +353,44 @@ static xf_status run_on_host(xf_cu_ctx *c, const xf_graph *g, int node, const xf
     return st;
 }
 
+/* ---------------------------------------------------------------- bad input found on the device */
+
+int *xf_cu_bad_flag(xf_cu_ctx *c, const xf_node *n, int *report)
+{
+    *report = (int)(n - c->graph->nodes) + 1;
+    c->bad_armed = true;
+    return c->bad;
+}
+
+/* The error for what node n found on the device, worded as cpu_ref words it. */
+static xf_status bad_input_error(const xf_graph *g, const xf_node *n, xf_error *err)
+{
+    const xf_value *x = n->n_inputs > 0 && n->inputs[0] >= 0 ? &g->values[n->inputs[0]] : NULL;
+    int axis = x ? xf_rt_axis(n->attrs.axis, x->shape.ndim) : -1;
+    if (n->op == XF_OP_GATHER && axis >= 0)
+        return xf_rt_bad_node(err, n, "an index out of range for axis of size %lld",
+                              (long long)x->shape.dims[axis]);
+    return xf_rt_bad_node(err, n, "invalid input found on the device");
+}
+
+/* After the stream is waited for: the error a kernel flagged since the
+ * last check, if any; the flag is cleared for the next run. */
+static xf_status check_bad(xf_cu_ctx *c, xf_error *err)
+{
+    if (!c->bad_armed)
+        return XF_OK;
+    c->bad_armed = false;
+    int report = 0;
+    XF_CU_TRY(err, NULL, cudaMemcpyAsync(&report, c->bad, sizeof report, cudaMemcpyDeviceToHost, c->stream));
+    XF_CU_TRY(err, NULL, cudaStreamSynchronize(c->stream));
+    if (report == 0)
+        return XF_OK;
+    XF_CU_TRY(err, NULL, cudaMemsetAsync(c->bad, 0, sizeof report, c->stream));
+    if (!c->graph || report < 1 || report > c->graph->n_nodes)
+        return xf_error_set(err, XF_ERR_INVALID, "backend cuda: invalid input found on the device");
+    return bad_input_error(c->graph, &c->graph->nodes[report - 1], err);
+}
+
 /* ---------------------------------------------------------------- nodes */
 
 /* Frees what prepare made and zeroes st. */
@@ -425,6 +463,12 @@ static xf_status cu_run_node(void *ctx, const xf_graph *g, int node, void *state
     if (!st)
         return xf_error_set(err, XF_ERR_INVALID, "backend cuda: node '%s' was not prepared",
                             node_name(&g->nodes[node]));
+    /* a run that failed before its flag was read leaves nothing for this one */
+    if (node == 0 && c->bad_armed) {
+        c->bad_armed = false;
+        XF_CU_TRY(err, NULL, cudaMemsetAsync(c->bad, 0, sizeof *c->bad, c->stream));
+    }
+    c->graph = g;
     if (st->on_host)
         return run_on_host(c, g, node, in, out, err);
     return st->handler->run(c, g, &g->nodes[node], st, in, out, err);
@@ -444,6 +488,8 @@ static void cu_context_free(void *ctx)
             cudaEventDestroy(c->timer[k]);
     if (c->workspace)
         cudaFree(c->workspace);
+    if (c->bad)
+        cudaFree(c->bad);
     if (c->blas)
         cublasDestroy(c->blas);
     if (c->dnn)
@@ -489,6 +535,10 @@ static xf_status cu_context_create(void **out, xf_error *err)
     for (int k = 0; k < 2 && st == XF_OK; k++)
         if ((e = cudaEventCreate(&c->timer[k])) != cudaSuccess)
             st = xf_cu_fail(err, NULL, "cudaEventCreate", e);
+    if (st == XF_OK && (e = cudaMalloc((void **)&c->bad, sizeof *c->bad)) != cudaSuccess)
+        st = xf_cu_fail(err, NULL, "cudaMalloc", e);
+    if (st == XF_OK && (e = cudaMemsetAsync(c->bad, 0, sizeof *c->bad, c->stream)) != cudaSuccess)
+        st = xf_cu_fail(err, NULL, "cudaMemsetAsync", e);
     if (st != XF_OK) {
         cu_context_free(c);
         return st;
@@ -523,7 +573,7 @@ static xf_status cu_synchronize(void *ctx, xf_error *err)
 {
     xf_cu_ctx *c = ctx;
     XF_CU_TRY(err, NULL, cudaStreamSynchronize(c->stream));
-    return XF_OK;
+    return check_bad(c, err);
 }
 
 static xf_status cu_copy_out(void *ctx, void *host_dst, const void *src, size_t bytes, xf_error *err)
@@ -549,7 +599,7 @@ static xf_status cu_timer_stop(void *ctx, double *seconds, xf_error *err)
     XF_CU_TRY(err, NULL, cudaEventSynchronize(c->timer[1]));
     XF_CU_TRY(err, NULL, cudaEventElapsedTime(&ms, c->timer[0], c->timer[1]));
     *seconds = 1e-3 * (double)ms;
-    return XF_OK;
+    return check_bad(c, err);
 }
 
 const xf_backend xf_backend_cuda = {

@@ -74,10 +74,11 @@ cudaError_t xf_cu_copy(cudaStream_t stream, size_t es, const xf_cu_index *ix, co
 cudaError_t xf_cu_pad(cudaStream_t stream, size_t es, int ndim, const int64_t *in_dims, const int64_t *out_dims,
                       const int64_t *begin, int mode, const void *value, const void *x, void *y);
 /* y[(o, j, i)] = x[(o, idx[j], i)] for o < outer, j < n_idx, i < inner,
- * x's gathered axis of length len; negative indices count from the end,
- * indices out of range give zeros. */
+ * x's gathered axis of length len; negative indices count from the end.
+ * An index out of range gives zeros and sets the device int *bad to
+ * `report` (non-zero) unless it is set already. */
 cudaError_t xf_cu_gather(cudaStream_t stream, size_t es, int64_t outer, int64_t len, int64_t inner,
-                         int64_t n_idx, const void *idx, bool idx64, const void *x, void *y);
+                         int64_t n_idx, const void *idx, bool idx64, const void *x, void *y, int *bad, int report);
 /* Every one of the n elements (es bytes each) of y set to value. */
 cudaError_t xf_cu_fill(cudaStream_t stream, size_t es, int64_t n, const void *value, void *y);
 /* y[o] = reduce over r of x[kept(o) + red(r)], float32: `kept` indexes the
@@ -116,6 +117,14 @@ typedef struct xf_cu_ctx {
     size_t workspace_bytes;
     bool tf32; /* XF_CUDA_TF32=1: TensorFloat-32 allowed in convolutions and GEMMs */
     cudaEvent_t timer[2]; /* per-node profiling: start and stop marks on the stream */
+    /* Errors kernels find on the device (a Gather index out of range): one
+     * int in device memory, 0 or 1 + the index of the first node that
+     * found one, read when the host next waits for the stream (the end of
+     * a run, or a node's end when profiling) if a node that may set it ran
+     * since the last read (bad_armed); `graph` names that node. */
+    int *bad;
+    bool bad_armed;
+    const xf_graph *graph;
 } xf_cu_ctx;
 
 /* Per-node state made by prepare; fields an op does not use stay zero. */
@@ -184,6 +193,9 @@ xf_status xf_cu_blas_fail(xf_error *err, const xf_node *n, const char *call, cub
             return xf_cu_blas_fail(err, n, #call, xf_blas_s_);                                     \
     } while (0)
 
+/* The argument a kernel that can find bad input gets for node n: c->bad
+ * (armed for the next wait) and n's report value. */
+int *xf_cu_bad_flag(xf_cu_ctx *c, const xf_node *n, int *report);
 /* Makes the context's workspace at least bytes large. */
 xf_status xf_cu_workspace(xf_cu_ctx *c, const xf_node *n, size_t bytes, xf_error *err);
 /* Kind of a dtype; XF_CU_KIND_COUNT when the kernels have none. */

@@ -209,13 +209,14 @@ template <typename W> __global__ void pad_kernel(pad_geom p, int64_t n, W value,
 
 template <typename W>
 __global__ void gather_kernel(int64_t n, int64_t len, int64_t inner, int64_t n_idx, const void *idx, bool idx64,
-                              const W *x, W *y)
+                              const W *x, W *y, int *bad, int report)
 {
     GRID_LOOP(i, n) {
         int64_t in_i = i % inner, j = i / inner % n_idx, o = i / inner / n_idx;
         int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
         k += k < 0 ? len : 0;
         if (k < 0 || k >= len) {
+            atomicCAS(bad, 0, report); /* the first node to see one keeps the flag */
             y[i] = W();
             continue;
         }
@@ -534,13 +535,14 @@ extern "C" cudaError_t xf_cu_pad(cudaStream_t stream, size_t es, int ndim, const
 }
 
 extern "C" cudaError_t xf_cu_gather(cudaStream_t stream, size_t es, int64_t outer, int64_t len, int64_t inner,
-                                    int64_t n_idx, const void *idx, bool idx64, const void *x, void *y)
+                                    int64_t n_idx, const void *idx, bool idx64, const void *x, void *y, int *bad,
+                                    int report)
 {
     int64_t n = outer * n_idx * inner;
     if (n <= 0)
         return cudaGetLastError();
     BY_SIZE(es, (gather_kernel<W><<<blocks_for(n), THREADS, 0, stream>>>(n, len, inner, n_idx, idx, idx64,
-                                                                         (const W *)x, (W *)y)));
+                                                                         (const W *)x, (W *)y, bad, report)));
     return cudaGetLastError();
 }
 

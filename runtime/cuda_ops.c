@@ -479,8 +479,10 @@ static xf_status gather_run(xf_cu_ctx *c, const xf_graph *g, const xf_node *n, x
     int64_t n_idx = xf_rt_numel(&in[1]);
     if (xf_rt_numel(&out[0]) != outer * n_idx * inner)
         return xf_rt_bad_node(err, n, "output size does not match data and indices");
+    int report = 0;
+    int *bad = xf_cu_bad_flag(c, n, &report);
     XF_CU_TRY(err, n, xf_cu_gather(c->stream, elem_size(&in[0]), outer, xs->dims[axis], inner, n_idx, in[1].data,
-                                    in[1].dtype == XF_DT_INT64, in[0].data, out[0].data));
+                                    in[1].dtype == XF_DT_INT64, in[0].data, out[0].data, bad, report));
     return XF_OK;
 }
 

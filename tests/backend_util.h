@@ -1,6 +1,7 @@
 /* Helpers shared by the backend suites (test_cpu_backend.c,
- * test_cuda_backend.c): random test graphs, and one check that runs a
- * graph on a backend and on cpu_ref with the same inputs. */
+ * test_cuda_backend.c): random test graphs, one check that runs a graph on
+ * a backend and on cpu_ref with the same inputs, and the op cases both
+ * suites run, each handed the suite's own check. */
 #ifndef XF_BACKEND_UTIL_H
 #define XF_BACKEND_UTIL_H
 
@@ -25,5 +26,63 @@ void xf_bt_set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, c
  * networks, where elements near zero carry the rounding of large sums). */
 void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bool dynamic_too, double atol,
                        double rtol, const char *what);
+
+/* A suite's check of one graph against cpu_ref (xf_bt_check_graph on the
+ * suite's backend and modes). */
+typedef void (*xf_bt_check_fn)(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
+
+/* The random stream the case builders draw from: reseeded by each builder
+ * (and by suites drawing their own cases); draws are uniform in [lo, hi]. */
+void xf_bt_seed(uint64_t seed);
+int64_t xf_bt_rnd(int64_t lo, int64_t hi);
+
+/* `cases` random convolutions: 1-D, 2-D and 3-D, groups (depthwise ones
+ * among them), strides, dilations, pads (end pads drawn apart from the
+ * begin pads in every case, or in one case in three when mostly_symmetric,
+ * the others symmetric), auto_pad, bias or none, every fused activation. */
+void xf_bt_conv_random(xf_bt_check_fn check, int cases, bool mostly_symmetric);
+
+/* The random pools: how many cases (MaxPool, AveragePool,
+ * GlobalAveragePool, GlobalMaxPool in turn) and which attribute forms. */
+typedef struct {
+    int cases;
+    /* MaxPool dilations drawn from 1..2 per axis; else 2 on every fifth
+     * case and 1 elsewhere */
+    bool random_dilations;
+    /* count_include_pad drawn also when ceil_mode is set */
+    bool count_pad_with_ceil;
+} xf_bt_pool_forms;
+void xf_bt_pool_random(xf_bt_check_fn check, const xf_bt_pool_forms *forms);
+
+/* Two random MatMul cases for each of the first n_forms operand forms (at
+ * most 10): ranks 1 to 4, batch dimensions (2..3, then min_batch..4)
+ * broadcast against 1s, b a constant or a graph input. */
+void xf_bt_matmul_random(xf_bt_check_fn check, int n_forms, int64_t min_batch);
+/* Gemm in all 16 forms of trans_a, trans_b and C (none, a row, a matrix, a
+ * column), some with alpha or beta away from 1. */
+void xf_bt_gemm_forms(xf_bt_check_fn check);
+/* Each unary op of ops (default attributes, LeakyRelu alpha 0.2) on a
+ * random 3-D shape. */
+void xf_bt_unary_ops(xf_bt_check_fn check, const xf_op *ops, int n_ops);
+/* Binary op on dtype t: a (2, 5, 7, 3) operand against the small operand
+ * of form 0..XF_BT_BINARY_FORMS-1 (the same shape, broadcast dims of 1,
+ * lower rank), the small one first when swap. */
+#define XF_BT_BINARY_FORMS 6
+void xf_bt_binary_case(xf_bt_check_fn check, xf_op op, xf_dtype t, int form, bool swap);
+/* Softmax and LogSoftmax over every axis of a 3-D input, opset 13 and the
+ * legacy (opset 11) semantics. */
+void xf_bt_softmax_axes(xf_bt_check_fn check);
+/* BatchNormalization of an input of the given dims (channels dims[1]). */
+void xf_bt_batch_norm_case(xf_bt_check_fn check, int rank, const int64_t *dims, float epsilon);
+/* Concat of three fresh (2, 3, 4, 5)-like inputs along axis (1, 2 and 3
+ * long there); its output is a graph output.  Returns the node. */
+int xf_bt_concat3(xf_graph *g, int axis);
+/* LayerNormalization with its Mean and InvStdDev outputs (one case with
+ * Mean omitted) on a few ranks and axes: checked against cpu_ref, and the
+ * two statistics as `backend` computes them against a direct computation
+ * from the input (shape: X's dims before axis, 1 from axis on; float). */
+void xf_bt_layer_norm_stats(xf_bt_check_fn check, const char *backend);
+/* The bundled examples/inception_block.onnx, whole. */
+void xf_bt_inception_example(xf_bt_check_fn check);
 
 #endif

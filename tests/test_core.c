@@ -373,6 +373,57 @@ START_TEST(shape_norm_softmax)
 }
 END_TEST
 
+/* LayerNormalization's optional Mean and InvStdDev: X's rank, X's dims
+ * before axis, 1 from axis on; float (stash_type) whatever X's type. */
+START_TEST(shape_layer_norm_stats)
+{
+    static const struct {
+        int64_t axis;
+        xf_shape stats;
+    } cases[] = {{-1, {3, {2, 3, 1}}}, {-2, {3, {2, 1, 1}}}, {0, {3, {1, 1, 1}}}, {1, {3, {2, 1, 1}}}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int half = 0; half < 2; half++) {
+            xf_dtype t = half ? XF_DT_FLOAT16 : XF_DT_FLOAT;
+            xf_graph *g = xf_graph_create("g");
+            int x = input(g, "x", t, SHAPE(2, 3, 4));
+            int scale = input(g, "scale", t, SHAPE(4));
+            int ln = node(g, XF_OP_LAYER_NORM, "ln", 2, (int[]){x, scale}, 3);
+            attrs(g, ln)->axis = cases[i].axis;
+            infer_ok(g, 17);
+            expect_shape(g, out0(g, ln), SHAPE(2, 3, 4));
+            ck_assert_int_eq(g->values[out0(g, ln)].dtype, t);
+            for (int k = 1; k < 3; k++) {
+                int v = g->nodes[ln].outputs[k];
+                expect_shape(g, v, cases[i].stats);
+                ck_assert_msg(g->values[v].dtype == XF_DT_FLOAT, "axis %lld, output %d: %s", (long long)cases[i].axis,
+                              k, xf_dtype_name(g->values[v].dtype));
+            }
+            xf_graph_free(g);
+        }
+
+    /* Mean omitted, InvStdDev kept */
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(5, 6));
+    int scale = input(g, "scale", XF_DT_FLOAT, SHAPE(6));
+    int outs[3] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL), -1,
+                   xf_graph_add_value(g, "inv", XF_DT_UNDEFINED, NULL)};
+    int ln = xf_graph_add_node(g, XF_OP_LAYER_NORM, "ln", 2, (int[]){x, scale}, 3, outs);
+    attrs(g, ln)->axis = -1;
+    infer_ok(g, 17);
+    expect_shape(g, outs[0], SHAPE(5, 6));
+    expect_shape(g, outs[2], SHAPE(5, 1));
+    xf_graph_free(g);
+
+    /* a fourth output is an error */
+    g = xf_graph_create("g");
+    x = input(g, "x", XF_DT_FLOAT, SHAPE(5, 6));
+    scale = input(g, "scale", XF_DT_FLOAT, SHAPE(6));
+    node(g, XF_OP_LAYER_NORM, "ln", 2, (int[]){x, scale}, 4);
+    infer_fails(g, 17, XF_ERR_INVALID, "node 'ln' (LayerNormalization): has 4 outputs; LayerNormalization has at most 3");
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(shape_matmul_gemm)
 {
     const struct {
@@ -743,6 +794,7 @@ static Suite *core_suite(void)
     tcase_add_test(shape, shape_conv);
     tcase_add_test(shape, shape_pool);
     tcase_add_test(shape, shape_norm_softmax);
+    tcase_add_test(shape, shape_layer_norm_stats);
     tcase_add_test(shape, shape_matmul_gemm);
     tcase_add_test(shape, shape_concat_split);
     tcase_add_test(shape, shape_transpose_reshape_flatten);

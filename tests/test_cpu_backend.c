@@ -31,14 +31,6 @@ static bool have_cpu(void)
 
 /* ---------------------------------------------------------------- random graphs */
 
-static uint64_t rng_state;
-
-static int64_t rnd(int64_t lo, int64_t hi)
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (int64_t)((rng_state >> 33) % (uint64_t)(hi - lo + 1));
-}
-
 static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
 
 /* Runs g on cpu_ref and on cpu (static and dynamic mode) and compares every output. */
@@ -53,44 +45,7 @@ START_TEST(conv_random)
 {
     if (!have_cpu())
         return;
-    rng_state = 42;
-    for (int t = 0; t < 40; t++) {
-        int ns = t % 10 == 9 ? 1 : t % 10 == 8 ? 3 : 2;
-        int64_t group = rnd(0, 2) == 0 ? rnd(1, 3) : 1;
-        if (t % 7 == 3)
-            group = 8; /* depthwise-like */
-        int64_t cin = group * rnd(1, t % 5 == 0 ? 16 : 5), cout = group * rnd(1, 6);
-        if (t % 7 == 3)
-            cin = cout = 8;
-        int64_t x_dims[5] = {rnd(1, 2), cin}, w_dims[5] = {cout, cin / group};
-        int64_t k[3], s[3], pb[3], pe[3], d[3];
-        for (int i = 0; i < ns; i++) {
-            k[i] = rnd(1, ns == 3 ? 3 : 5);
-            s[i] = rnd(1, 3);
-            d[i] = rnd(1, 2);
-            pb[i] = rnd(0, 2);
-            pe[i] = rnd(0, 2);
-            int64_t extent = (k[i] - 1) * d[i] + 1;
-            x_dims[2 + i] = extent + rnd(0, ns == 3 ? 4 : 12);
-            w_dims[2 + i] = k[i];
-        }
-        xf_graph *g = xf_graph_create("conv");
-        int x = add_input(g, xf_shape_make(2 + ns, x_dims));
-        int w = xf_bt_random_const(g, xf_shape_make(2 + ns, w_dims), false);
-        int b = rnd(0, 1) ? xf_bt_random_const(g, SHAPE(cout), false) : -1;
-        int ins[3] = {x, w, b};
-        int n = xf_bt_finish_single(g, XF_OP_CONV, b >= 0 ? 3 : 2, ins);
-        xf_attrs *a = attrs(g, n);
-        xf_bt_set_window(a, ns, NULL, s, pb, pe, d);
-        a->group = group;
-        a->activation = (xf_activation)rnd(0, 3);
-        if (t % 6 == 5)
-            a->auto_pad = rnd(0, 1) ? XF_AUTO_PAD_SAME_UPPER : XF_AUTO_PAD_SAME_LOWER;
-        char what[96];
-        snprintf(what, sizeof what, "conv case %d (%dD, group %lld)", t, ns, (long long)group);
-        check_graph(g, 17, 1e-4, 1e-3, what);
-        xf_graph_free(g);
-    }
+    xf_bt_conv_random(check_graph, 40, false);
 }
 END_TEST
 
@@ -115,35 +70,7 @@ START_TEST(pool_random)
 {
     if (!have_cpu())
         return;
-    rng_state = 7;
-    static const xf_op ops[] = {XF_OP_MAX_POOL, XF_OP_AVERAGE_POOL, XF_OP_GLOBAL_AVERAGE_POOL,
-                                XF_OP_GLOBAL_MAX_POOL};
-    for (int t = 0; t < 32; t++) {
-        xf_op op = ops[t % 4];
-        int ns = t % 8 == 7 ? 1 : 2;
-        int64_t x_dims[4] = {rnd(1, 2), rnd(1, 20)}, k[2], s[2], pb[2], pe[2], d[2];
-        for (int i = 0; i < ns; i++) {
-            k[i] = rnd(1, 4);
-            s[i] = rnd(1, 3);
-            d[i] = op == XF_OP_MAX_POOL ? rnd(1, 2) : 1;
-            pb[i] = rnd(0, k[i] - 1);
-            pe[i] = rnd(0, k[i] - 1);
-            x_dims[2 + i] = (k[i] - 1) * d[i] + 1 + rnd(0, 11);
-        }
-        xf_graph *g = xf_graph_create("pool");
-        int x = add_input(g, xf_shape_make(2 + ns, x_dims));
-        int n = xf_bt_finish_single(g, op, 1, &x);
-        xf_attrs *a = attrs(g, n);
-        if (op == XF_OP_MAX_POOL || op == XF_OP_AVERAGE_POOL) {
-            xf_bt_set_window(a, ns, k, s, pb, pe, d);
-            a->ceil_mode = (int)rnd(0, 1);
-            a->count_include_pad = op == XF_OP_AVERAGE_POOL && !a->ceil_mode ? (int)rnd(0, 1) : 0;
-        }
-        char what[96];
-        snprintf(what, sizeof what, "%s case %d", xf_op_name(op), t);
-        check_graph(g, 17, 1e-5, 1e-4, what);
-        xf_graph_free(g);
-    }
+    xf_bt_pool_random(check_graph, &(xf_bt_pool_forms){.cases = 32, .random_dilations = true});
 }
 END_TEST
 
@@ -153,37 +80,7 @@ START_TEST(matmul_random)
 {
     if (!have_cpu())
         return;
-    rng_state = 99;
-    /* (a rank, b rank, broadcast a batch, broadcast b batch) */
-    static const int forms[][4] = {{2, 2, 0, 0}, {3, 3, 0, 0}, {3, 2, 0, 0}, {2, 3, 0, 0},
-                                   {4, 4, 1, 0}, {4, 4, 0, 1}, {4, 2, 0, 0}, {1, 2, 0, 0}};
-    for (int t = 0; t < 16; t++) {
-        const int *f = forms[t % 8];
-        int64_t m = rnd(1, 33), kk = rnd(1, 40), nn = rnd(1, 29), b0 = rnd(2, 3), b1 = rnd(1, 4);
-        int64_t ad[4], bd[4];
-        int ra = f[0], rb = f[1];
-        int64_t batch[2] = {b0, b1};
-        for (int i = 0; i < ra - 2; i++)
-            ad[i] = f[2] ? 1 : batch[2 - (ra - 2) + i];
-        for (int i = 0; i < rb - 2; i++)
-            bd[i] = f[3] ? 1 : batch[2 - (rb - 2) + i];
-        if (ra == 1) {
-            ad[0] = kk;
-        } else {
-            ad[ra - 2] = m;
-            ad[ra - 1] = kk;
-        }
-        bd[rb - 2] = kk;
-        bd[rb - 1] = nn;
-        xf_graph *g = xf_graph_create("matmul");
-        int a = add_input(g, xf_shape_make(ra, ad));
-        int b = t % 2 ? xf_bt_random_const(g, xf_shape_make(rb, bd), false) : add_input(g, xf_shape_make(rb, bd));
-        xf_bt_finish_single(g, XF_OP_MATMUL, 2, (int[]){a, b});
-        char what[64];
-        snprintf(what, sizeof what, "MatMul case %d", t);
-        check_graph(g, 17, 1e-4, 1e-3, what);
-        xf_graph_free(g);
-    }
+    xf_bt_matmul_random(check_graph, 8, 1);
 }
 END_TEST
 
@@ -191,26 +88,8 @@ START_TEST(gemm_forms)
 {
     if (!have_cpu())
         return;
-    rng_state = 5;
-    for (int t = 0; t < 16; t++) {
-        int64_t m = rnd(1, 20), kk = rnd(1, 30), nn = rnd(1, 25);
-        int ta = t & 1, tb = (t >> 1) & 1, c_form = (t >> 2) & 3;
-        xf_graph *g = xf_graph_create("gemm");
-        int a = add_input(g, ta ? SHAPE(kk, m) : SHAPE(m, kk));
-        int b = xf_bt_random_const(g, tb ? SHAPE(nn, kk) : SHAPE(kk, nn), false);
-        int c = c_form == 0 ? -1 : xf_bt_random_const(g, c_form == 1 ? SHAPE(nn) : c_form == 2 ? SHAPE(m, nn) : SHAPE(m, 1), false);
-        int n = xf_bt_finish_single(g, XF_OP_GEMM, c >= 0 ? 3 : 2, (int[]){a, b, c});
-        xf_attrs *at = attrs(g, n);
-        at->trans_a = ta;
-        at->trans_b = tb;
-        /* alpha and beta away from 1 take the cpu_ref path: still checked */
-        at->alpha = t % 5 == 4 ? 0.5f : 1.0f;
-        at->beta = t % 7 == 6 ? 2.0f : 1.0f;
-        char what[64];
-        snprintf(what, sizeof what, "Gemm case %d", t);
-        check_graph(g, 17, 1e-4, 1e-3, what);
-        xf_graph_free(g);
-    }
+    /* alpha and beta away from 1 take the cpu_ref path: still checked */
+    xf_bt_gemm_forms(check_graph);
 }
 END_TEST
 
@@ -223,17 +102,7 @@ START_TEST(eltwise_all)
     static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS,
                                 XF_OP_NEG, XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU,
                                 XF_OP_SOFTPLUS, XF_OP_RECIPROCAL};
-    rng_state = 3;
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-        xf_graph *g = xf_graph_create("unary");
-        int x = add_input(g, SHAPE(rnd(1, 3), rnd(1, 17), rnd(1, 9)));
-        int n = xf_bt_finish_single(g, ops[i], 1, &x);
-        xf_attrs_default(ops[i], attrs(g, n));
-        if (ops[i] == XF_OP_LEAKY_RELU)
-            attrs(g, n)->alpha = 0.2f;
-        check_graph(g, 17, 1e-5, 1e-4, xf_op_name(ops[i]));
-        xf_graph_free(g);
-    }
+    xf_bt_unary_ops(check_graph, ops, (int)(sizeof ops / sizeof *ops));
 }
 END_TEST
 
@@ -242,23 +111,11 @@ START_TEST(binary_broadcasting)
     if (!have_cpu())
         return;
     static const xf_op ops[] = {XF_OP_ADD, XF_OP_SUB, XF_OP_MUL, XF_OP_DIV, XF_OP_MAX, XF_OP_MIN};
-    /* second operand shapes against (2, 5, 7, 3); the first operand takes
-     * the small shape in the swapped forms */
-    static const int64_t small[][4] = {{2, 5, 7, 3}, {1, 5, 1, 1}, {7, 3}, {3}, {1, 1, 1, 1}, {2, 1, 7, 1}};
-    static const int small_rank[] = {4, 4, 2, 1, 4, 4};
+    /* the first operand takes the small shape in the swapped forms */
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
-        for (int f = 0; f < 6; f++)
-            for (int swap = 0; swap < 2; swap++) {
-                xf_graph *g = xf_graph_create("binary");
-                int big = add_input(g, SHAPE(2, 5, 7, 3));
-                int sm = add_input(g, xf_shape_make(small_rank[f], small[f]));
-                xf_bt_finish_single(g, ops[o], 2, swap ? (int[]){sm, big} : (int[]){big, sm});
-                char what[80];
-                snprintf(what, sizeof what, "%s form %d%s", xf_op_name(ops[o]), f, swap ? " swapped" : "");
-                /* Div by values near 0 is large: relative tolerance carries it */
-                check_graph(g, 17, 1e-5, 1e-4, what);
-                xf_graph_free(g);
-            }
+        for (int f = 0; f < XF_BT_BINARY_FORMS; f++)
+            for (int swap = 0; swap < 2; swap++)
+                xf_bt_binary_case(check_graph, ops[o], XF_DT_FLOAT, f, swap);
 }
 END_TEST
 
@@ -268,20 +125,7 @@ START_TEST(softmax_axes)
 {
     if (!have_cpu())
         return;
-    for (int legacy = 0; legacy < 2; legacy++)
-        for (int axis = -3; axis < 3; axis++)
-            for (int log = 0; log < 2; log++) {
-                xf_op op = log ? XF_OP_LOG_SOFTMAX : XF_OP_SOFTMAX;
-                xf_graph *g = xf_graph_create("softmax");
-                int x = add_input(g, SHAPE(3, 11, 6));
-                int n = xf_bt_finish_single(g, op, 1, &x);
-                attrs(g, n)->axis = axis;
-                attrs(g, n)->softmax_legacy = legacy;
-                char what[80];
-                snprintf(what, sizeof what, "%s axis %d%s", xf_op_name(op), axis, legacy ? " (legacy)" : "");
-                check_graph(g, legacy ? 11 : 13, 1e-5, 1e-4, what);
-                xf_graph_free(g);
-            }
+    xf_bt_softmax_axes(check_graph);
 }
 END_TEST
 
@@ -290,17 +134,8 @@ START_TEST(batch_norm_ranks)
     if (!have_cpu())
         return;
     static const int64_t shapes[][5] = {{2, 7, 5}, {1, 16, 9, 11}, {2, 3, 4, 5, 6}};
-    for (int r = 0; r < 3; r++) {
-        xf_graph *g = xf_graph_create("bn");
-        int64_t c = shapes[r][1];
-        int x = add_input(g, xf_shape_make(3 + r, shapes[r]));
-        int ins[5] = {x, xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false),
-                      xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), true)};
-        int n = xf_bt_finish_single(g, XF_OP_BATCH_NORM, 5, ins);
-        attrs(g, n)->epsilon = 1e-3f;
-        check_graph(g, 17, 1e-5, 1e-4, "BatchNormalization");
-        xf_graph_free(g);
-    }
+    for (int r = 0; r < 3; r++)
+        xf_bt_batch_norm_case(check_graph, 3 + r, shapes[r], 1e-3f);
 }
 END_TEST
 
@@ -310,14 +145,7 @@ START_TEST(concat_axes)
         return;
     for (int axis = -4; axis < 4; axis++) {
         xf_graph *g = xf_graph_create("concat");
-        int ins[3];
-        for (int k = 0; k < 3; k++) {
-            int64_t d[4] = {2, 3, 4, 5};
-            d[(axis + 4) % 4] = k + 1;
-            ins[k] = add_input(g, xf_shape_make(4, d));
-        }
-        int n = xf_bt_finish_single(g, XF_OP_CONCAT, 3, ins);
-        attrs(g, n)->axis = axis;
+        xf_bt_concat3(g, axis);
         char what[32];
         snprintf(what, sizeof what, "Concat axis %d", axis);
         check_graph(g, 17, 0, 0, what);
@@ -330,13 +158,13 @@ START_TEST(layer_norm_axes)
 {
     if (!have_cpu())
         return;
-    rng_state = 21;
+    xf_bt_seed(21);
     for (int t = 0; t < 12; t++) {
-        int rank = (int)rnd(1, 4);
+        int rank = (int)xf_bt_rnd(1, 4);
         int64_t d[4];
         for (int i = 0; i < rank; i++)
-            d[i] = rnd(1, 13);
-        int axis = (int)rnd(-rank, rank - 1), a = axis < 0 ? axis + rank : axis;
+            d[i] = xf_bt_rnd(1, 13);
+        int axis = (int)xf_bt_rnd(-rank, rank - 1), a = axis < 0 ? axis + rank : axis;
         xf_graph *g = xf_graph_create("layer_norm");
         int x = add_input(g, xf_shape_make(rank, d));
         /* scale (a constant or computed) and bias of the normalized shape */
@@ -354,20 +182,30 @@ START_TEST(layer_norm_axes)
 }
 END_TEST
 
+/* Mean and InvStdDev: oneDNN's inference primitive has neither, so such
+ * nodes run on cpu_ref; checked against cpu_ref and a direct computation. */
+START_TEST(layer_norm_stats)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_layer_norm_stats(check_graph, "cpu");
+}
+END_TEST
+
 START_TEST(transpose_perms)
 {
     if (!have_cpu())
         return;
-    rng_state = 31;
+    xf_bt_seed(31);
     for (int t = 0; t < 16; t++) {
-        int rank = (int)rnd(1, 6);
+        int rank = (int)xf_bt_rnd(1, 6);
         int64_t d[6], perm[6];
         for (int i = 0; i < rank; i++) {
-            d[i] = rnd(1, 7);
+            d[i] = xf_bt_rnd(1, 7);
             perm[i] = i;
         }
         for (int i = rank - 1; i > 0; i--) {
-            int j = (int)rnd(0, i);
+            int j = (int)xf_bt_rnd(0, i);
             int64_t tmp = perm[i];
             perm[i] = perm[j];
             perm[j] = tmp;
@@ -406,9 +244,9 @@ START_TEST(gelu_patterns)
 {
     if (!have_cpu())
         return;
-    rng_state = 41;
+    xf_bt_seed(41);
     for (int t = 0; t < 10; t++) {
-        int64_t rows = rnd(1, 9), cols = rnd(1, 37);
+        int64_t rows = xf_bt_rnd(1, 9), cols = xf_bt_rnd(1, 37);
         xf_graph *g = xf_graph_create("gelu");
         int in = add_input(g, SHAPE(rows, cols));
         /* x from a node (scaled so that Erf sees its whole range) or the graph input */
@@ -543,11 +381,12 @@ START_TEST(residual_sums)
 {
     if (!have_cpu())
         return;
-    rng_state = 11;
+    xf_bt_seed(11);
     for (int t = 0; t < 24; t++) {
-        int64_t c = t % 3 == 0 ? 16 * rnd(1, 2) : rnd(1, 21), n = rnd(1, 2), h = rnd(3, 13), w = rnd(3, 12);
+        int64_t c = t % 3 == 0 ? 16 * xf_bt_rnd(1, 2) : xf_bt_rnd(1, 21), n = xf_bt_rnd(1, 2),
+                h = xf_bt_rnd(3, 13), w = xf_bt_rnd(3, 12);
         int64_t stride = t % 4 == 1 ? 2 : 1;
-        int shortcut = t % 4, shortcut_last = (t / 4) % 2, use_bn = rnd(0, 1), swap = rnd(0, 1);
+        int shortcut = t % 4, shortcut_last = (t / 4) % 2, use_bn = xf_bt_rnd(0, 1), swap = xf_bt_rnd(0, 1);
         if (shortcut != 0)
             stride = 1;
         xf_graph *g = xf_graph_create("residual");
@@ -567,7 +406,7 @@ START_TEST(residual_sums)
         if (shortcut == 2)
             r = out0(g, NODE(g, XF_OP_ABS, x));
         int sum = out0(g, swap ? NODE(g, XF_OP_ADD, r, branch) : NODE(g, XF_OP_ADD, branch, r));
-        if (rnd(0, 2))
+        if (xf_bt_rnd(0, 2))
             sum = out0(g, NODE(g, XF_OP_RELU, sum));
         if (t % 2) {
             int after = conv_node(g, sum, c, c, 1, 1, XF_ACT_NONE);
@@ -593,9 +432,9 @@ START_TEST(matmul_chains)
 {
     if (!have_cpu())
         return;
-    rng_state = 51;
+    xf_bt_seed(51);
     for (int t = 0; t < 16; t++) {
-        int64_t b = rnd(1, 2), m = rnd(1, 17), k = rnd(1, 33), hidden = rnd(1, 40);
+        int64_t b = xf_bt_rnd(1, 2), m = xf_bt_rnd(1, 17), k = xf_bt_rnd(1, 33), hidden = xf_bt_rnd(1, 40);
         xf_graph *g = xf_graph_create("mlp");
         int in = add_input(g, SHAPE(b, m, k));
         /* the block's input as a node output (the sum can take it) or the graph input */
@@ -617,7 +456,7 @@ START_TEST(matmul_chains)
             h = out0(g, NODE(g, XF_OP_RELU, h));
         }
         /* a scale by a constant: Mul, Div or Sub, constant first or second */
-        int scale = add_scalar(g, 0.125f * (float)rnd(1, 16), (int)rnd(0, 1));
+        int scale = add_scalar(g, 0.125f * (float)xf_bt_rnd(1, 16), (int)xf_bt_rnd(0, 1));
         if (t % 4 == 1)
             h = out0(g, t % 8 == 1 ? NODE(g, XF_OP_MUL, scale, h) : NODE(g, XF_OP_DIV, h, scale));
         else if (t % 4 == 2)
@@ -643,12 +482,7 @@ START_TEST(inception_example)
 {
     if (!have_cpu())
         return;
-    xf_model *m = NULL;
-    xf_error err = {0};
-    ck_assert_msg(xf_model_load(XF_SOURCE_DIR "/examples/inception_block.onnx", NULL, &m, &err) == XF_OK, "%s",
-                  err.msg);
-    check_graph(m->graph, xf_model_opset(m), 1e-4, 1e-3, "examples/inception_block.onnx");
-    xf_model_free(m);
+    xf_bt_inception_example(check_graph);
 }
 END_TEST
 
@@ -731,6 +565,7 @@ int main(void)
     tcase_add_test(ops, batch_norm_ranks);
     tcase_add_test(ops, concat_axes);
     tcase_add_test(ops, layer_norm_axes);
+    tcase_add_test(ops, layer_norm_stats);
     tcase_add_test(ops, transpose_perms);
     tcase_add_test(ops, gelu_patterns);
     suite_add_tcase(s, ops);
