@@ -284,6 +284,10 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         /* Dropout's mask is BOOL from opset 10; before, it had the data's type. */
         if (n->op == XF_OP_DROPOUT && k == 1 && (c->opset == 0 || c->opset >= 10))
             d = XF_DT_BOOL;
+        /* LayerNormalization's Mean and InvStdDev have stash_type's type:
+         * float, the only stash_type import takes. */
+        if (n->op == XF_OP_LAYER_NORM && k > 0)
+            d = XF_DT_FLOAT;
         /* An unknown result keeps what value_info said. */
         if (n->outputs[k] >= 0 && d != XF_DT_UNDEFINED)
             c->g->values[n->outputs[k]].dtype = d;

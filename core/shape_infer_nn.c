@@ -196,17 +196,12 @@ xf_status xf_infer_layer_norm(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID, "has %d outputs; LayerNormalization has at most 3 (Y, Mean, "
                              "InvStdDev)", c->node->n_outputs);
     xf_infer_set(c, 0, x);
-    /* Mean and InvStdDev: X's rank, X's dims before axis and 1 from axis
-     * on, of stash_type's type: float, the only stash_type import takes
-     * (whatever X's type, so set here rather than with X's) */
+    /* Mean and InvStdDev: X's rank, X's dims before axis and 1 from axis on. */
     xf_shape stats = *x;
     for (int d = axis; d < x->ndim; d++)
         stats.dims[d] = 1;
-    for (int k = 1; k < c->node->n_outputs; k++) {
+    for (int k = 1; k < c->node->n_outputs; k++)
         xf_infer_set(c, k, &stats);
-        if (c->node->outputs[k] >= 0)
-            c->g->values[c->node->outputs[k]].dtype = XF_DT_FLOAT;
-    }
     return XF_OK;
 }
 
