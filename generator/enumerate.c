@@ -221,6 +221,7 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *
 
 typedef struct leaf {
     gen_code code;
+    uint32_t pool_used;
     int n_fps, n_new;               /* fps: unread outputs of earlier ops, then the new op's */
     uint64_t fps[2 * GEN_MAX_SLOTS];
     gen_val out[2];                 /* the new op's outputs */
@@ -238,6 +239,7 @@ typedef struct worker {
     int n_vals;
     uint32_t pool_used; /* bit per pool tensor */
     uint32_t const_mask; /* bit per pool constant */
+    int64_t renamed;     /* records counted once per renaming (see renamings) */
     gen_record_store records;
     atomic_int_fast64_t *done; /* first-level choices finished, all workers */
     leaf leaves[LEAF_BATCH];
@@ -326,6 +328,30 @@ static gen_code current_code(const worker *w)
     return code;
 }
 
+/* How many graphs the graph over pool tensors `used` stands for when graphs
+ * equal up to renaming pool tensors of one class (kind, shape, constant)
+ * count separately, as an enumerator without that pruning counts them:
+ * the product over classes of n! / (n - k)!, n tensors in the class and k
+ * of them used. */
+static int64_t renamings(uint32_t used)
+{
+    int64_t r = 1;
+    for (int i = 0; i < gen_pool_size; i++) {
+        if (!(used >> i & 1))
+            continue;
+        /* i is the k-th used member of its class of n: a factor n - (k - 1). */
+        int n = 0, k = 0;
+        for (int j = 0; j < gen_pool_size; j++)
+            if (gen_pool[j].kind == gen_pool[i].kind && gen_pool[j].konst == gen_pool[i].konst &&
+                xf_shape_equal(&gen_pool[j].shape, &gen_pool[i].shape)) {
+                n++;
+                k += j <= i && (used >> j & 1);
+            }
+        r *= n - (k - 1);
+    }
+    return r;
+}
+
 /* Records the current graph when it is connected and computes no value twice. */
 static void record_graph(worker *w)
 {
@@ -338,8 +364,10 @@ static void record_graph(worker *w)
         if (!used[v])
             fps[n++] = w->vals[v].fp;
     uint64_t fp = gen_combine_fps(fps, n);
-    if (fp)
+    if (fp) {
         gen_store_push(&w->records, fp, current_code(w));
+        w->renamed += renamings(w->pool_used);
+    }
 }
 
 static void flush_leaves(worker *w)
@@ -357,8 +385,10 @@ static void flush_leaves(worker *w)
         for (int j = 0; j < lf->n_new; j++)
             lf->fps[lf->n_fps + j] = fps[n++];
         uint64_t fp = gen_combine_fps(lf->fps, lf->n_fps + lf->n_new);
-        if (fp)
+        if (fp) {
             gen_store_push(&w->records, fp, lf->code);
+            w->renamed += renamings(lf->pool_used);
+        }
     }
     w->n_leaves = 0;
 }
@@ -479,6 +509,7 @@ static void try_op(worker *w, gen_variant var, const int *i)
             lf->out[j].v = w->leaf_storage + (size_t)(2 * w->n_leaves + j) * GEN_VAL_STRIDE;
         if (eval_variant(w->memo, var, sl, &a, lf->out)) {
             lf->code = current_code(w);
+            lf->pool_used = w->pool_used;
             lf->n_new = vi->n_out;
             lf->n_fps = 0;
             for (int v = gen_pool_size; v < base; v++)
@@ -584,7 +615,7 @@ static double now_s(void)
 }
 
 xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **records, int64_t *n_records,
-                        const xf_gen_options *opt, xf_error *err)
+                        int64_t *n_renamed, const xf_gen_options *opt, xf_error *err)
 {
     uint64_t *pool_storage = calloc((size_t)gen_pool_size * GEN_VAL_STRIDE, sizeof *pool_storage);
     slot pool[GEN_MAX_POOL];
@@ -654,11 +685,17 @@ xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **re
             uint64_t fp = gen_combine_fps(fps, n);
             gen_store_push(&ws[0].records, fp,
                            gen_code_op(GEN_INPUTS_GRAPH, i, j < gen_pool_size ? j : GEN_NO_INPUT, GEN_NO_INPUT));
+            ws[0].renamed += renamings(1u << i | (j < gen_pool_size ? 1u << j : 0));
         }
     gen_record_store *stores = malloc((size_t)threads * sizeof *stores);
     if (!stores) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         goto done;
+    }
+    if (n_renamed) {
+        *n_renamed = 0;
+        for (int t = 0; t < threads; t++)
+            *n_renamed += ws[t].renamed;
     }
     for (int t = 0; t < threads; t++) {
         stores[t] = ws[t].records;

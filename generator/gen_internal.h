@@ -223,9 +223,11 @@ typedef struct gen_graph {
 uint64_t gen_combine_fps(uint64_t *fps, int n);
 
 /* Enumerates graphs of up to max_ops ops with `threads` workers; *records
- * (sorted by fingerprint, then code) receives every recorded graph. */
+ * (sorted by fingerprint, then code) receives every recorded graph, and
+ * *n_renamed (when not NULL) how many graphs they stand for when graphs
+ * equal up to renaming inputs of one class count separately. */
 xf_status gen_enumerate(int max_ops, uint64_t seed, int threads, gen_record **records, int64_t *n_records,
-                        const xf_gen_options *opt, xf_error *err);
+                        int64_t *n_renamed, const xf_gen_options *opt, xf_error *err);
 
 /* Re-evaluates a code over the pool's values: fills g with its ops, outputs
  * and value fingerprints.  scratch holds 2 * GEN_MAX_SLOTS * GEN_VAL_STRIDE

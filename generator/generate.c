@@ -34,7 +34,7 @@ xf_status xf_generate(const xf_gen_options *opt, xf_library **out, xf_gen_stats 
 
     gen_record *records = NULL;
     int64_t n_records = 0;
-    xf_status s = gen_enumerate(o.max_ops, o.seed, o.threads, &records, &n_records, &o, err);
+    xf_status s = gen_enumerate(o.max_ops, o.seed, o.threads, &records, &n_records, &st->graphs_renamed, &o, err);
     if (s != XF_OK)
         return s;
     double t1 = seconds_now();

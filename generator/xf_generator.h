@@ -32,6 +32,8 @@ typedef struct xf_gen_options {
 /* Counts at every stage, and where the time went. */
 typedef struct xf_gen_stats {
     int64_t graphs;           /* graphs enumerated (each recorded once) */
+    int64_t graphs_renamed;   /* the same, counting graphs equal up to renaming inputs of
+                                 one class (kind and shape) once per renaming */
     int64_t fingerprints;     /* distinct fingerprints among them */
     int64_t groups;           /* fingerprints shared by two or more graphs */
     int64_t candidates;       /* graph pairs from those groups */

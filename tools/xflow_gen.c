@@ -181,6 +181,8 @@ int main(int argc, char **argv)
     }
     xf_cli_info("graphs enumerated    %lld (max ops %d, seed %llu)\n", (long long)st.graphs, (int)max_ops,
                 (unsigned long long)seed);
+    xf_cli_info("  with renamings     %lld (graphs equal up to renaming inputs counted apart)\n",
+                (long long)st.graphs_renamed);
     xf_cli_info("distinct fingerprints %lld\n", (long long)st.fingerprints);
     xf_cli_info("shared fingerprints  %lld groups\n", (long long)st.groups);
     xf_cli_info("candidate pairs      %lld\n", (long long)st.candidates);
