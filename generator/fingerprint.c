@@ -32,6 +32,9 @@
  *                   value 0, pads in attribute form)    convolves as the smaller one with less padding
  *   Concat,Split, exact data movement                 all data-movement laws
  *   Transpose
+ *   constants     identity kernels and matrix: exact  the laws of identities and of pooling as a
+ *                   0/1; pooling kernel: the inverse    convolution with the pooling kernel, exactly
+ *                   of the window size on its diagonal  (they only enter MatMul, Add, Conv, Concat)
  *
  * The random order, floor and functions are drawn anew for each of the
  * GEN_TRIALS evaluations (see `model`).
@@ -107,7 +110,9 @@ static uint64_t mod_pow(uint64_t b, uint64_t e)
  * a random residue that plays the part of 0 (both fixed per trial).  Every
  * law of the op set that involves Relu survives (idempotence, fusion into Conv,
  * commuting with max pooling and data movement): none needs relu(v) to be
- * the residue 0, since the enumerated graphs hold no constants.  A literal
+ * the residue 0: the constants the pool holds (identities, the pooling
+ * kernel) enter only products, sums, convolutions and concatenations,
+ * never a Relu's operand or a comparison with its output.  A literal
  * 0 would be worse: products and 1x1 convolutions of Relu outputs become
  * exactly 0 for whole windows, and then different graphs agree by
  * accident (seen at four ops: maxpool(relu(y)) = maxpool(y) when y has
