@@ -1,5 +1,5 @@
 /* From graph records to rules: group by fingerprint, pair, prune, build the
- * two sides as xf_graphs, generalize split sizes over input dimensions,
+ * two sides as xf_graphs, generalize split sizes and constants over input dimensions,
  * check on cpu_ref with floats, and dedupe up to renaming.
  *
  * Pairing: within a group of equal fingerprints every graph is paired with
@@ -11,7 +11,17 @@
  * activation ops and the larger one is larger only by such weight ops,
  * neither is clearly cheaper, so the rule is written in both directions
  * (the cost model decides): this is how convolutions that share an input
- * merge into one, and how a kernel is enlarged so that it can merge. */
+ * merge into one, and how a kernel is enlarged so that it can merge.
+ *
+ * Constants (identity kernels and matrix, the pooling kernel): a graph
+ * reading one is never a pattern (it would match only models holding that
+ * constant).  The smallest such graph of a group is a second
+ * representative: it replaces the graphs with more ops on activations
+ * (x + conv(x, w) -> conv(x, w + I)), and is written from the first
+ * representative where the two tie and it concatenates weights with the
+ * constant (a pooling or identity branch merged into a convolution).  Its
+ * constants become rule constants whose dims are expressions over the rule
+ * inputs, read off the node that uses each. */
 #include "gen_internal.h"
 #include "xf_runtime.h"
 
