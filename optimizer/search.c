@@ -14,9 +14,13 @@
  * beside the expanded graph: hashed from its hashes (rewrite.c), as most
  * rewrites lead to graphs seen before (A then B gives what B then A gave),
  * and priced from its cost, as most new graphs are too costly for alpha
- * or a full queue; only the others are built.  A built graph's matches are
- * worked out from its parent's (below) rather than by matching every rule
- * against all of it. */
+ * or a full queue; the others are queued unbuilt (the graph they come from
+ * and the match) and built only when taken from the queue (the rare
+ * rewrite that cannot be priced so, see opt_rewrite_price, is built to be
+ * costed).  A built graph's matches are worked out from its parent's
+ * (below) rather than by matching every rule against all of it.  What
+ * remains per rewrite is planning it and hashing what lies downstream of
+ * the change. */
 #include "opt_internal.h"
 
 #include <assert.h>
