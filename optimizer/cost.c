@@ -219,32 +219,59 @@ void xf_cost_model_stats(const xf_cost_model *m, long *measured, long *cached)
     *cached = m->cache_hits;
 }
 
+bool opt_node_is_folded(const xf_graph *g, int i, const bool *konst)
+{
+    const xf_node *n = &g->nodes[i];
+    bool all = n->op != XF_OP_OPAQUE && n->n_inputs > 0;
+    for (int k = 0; k < n->n_inputs && all; k++)
+        all = n->inputs[k] < 0 || konst[n->inputs[k]];
+    return all;
+}
+
+void opt_compile_time_propagate(const xf_graph *g, bool *konst)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (!opt_node_is_folded(g, i, konst))
+            continue;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0)
+                konst[n->outputs[k]] = true;
+    }
+}
+
+void opt_compile_time_values(const xf_graph *g, bool *konst)
+{
+    for (int v = 0; v < g->n_values; v++)
+        konst[v] = opt_is_const(g, v);
+    opt_compile_time_propagate(g, konst);
+}
+
+xf_status opt_cost_node(xf_cost_model *m, const xf_graph *g, int i, const bool *konst, int64_t opset,
+                        double *seconds, xf_error *err)
+{
+    *seconds = 0;
+    if (opt_node_is_folded(g, i, konst))
+        return XF_OK;
+    if (m->device) {
+        *seconds = cost_analytic_node(m->device, g, i);
+        return XF_OK;
+    }
+    return cost_measured_node(m, g, i, konst, opset, seconds, err);
+}
+
 xf_status xf_cost_graph(xf_cost_model *m, const xf_graph *g, int64_t opset, double *seconds, xf_error *err)
 {
     *seconds = 0;
-    bool *konst = calloc((size_t)g->n_values + 1, sizeof *konst);
+    bool *konst = malloc(sizeof *konst * ((size_t)g->n_values + 1));
     if (!konst)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int v = 0; v < g->n_values; v++)
-        konst[v] = opt_is_const(g, v);
+    opt_compile_time_values(g, konst);
     double total = 0;
     xf_status st = XF_OK;
     for (int i = 0; i < g->n_nodes && st == XF_OK; i++) {
-        const xf_node *n = &g->nodes[i];
-        bool all_const = n->op != XF_OP_OPAQUE && n->n_inputs > 0;
-        for (int k = 0; k < n->n_inputs && all_const; k++)
-            all_const = n->inputs[k] < 0 || konst[n->inputs[k]];
-        if (all_const) {
-            for (int k = 0; k < n->n_outputs; k++)
-                if (n->outputs[k] >= 0)
-                    konst[n->outputs[k]] = true;
-            continue;
-        }
         double t = 0;
-        if (m->device)
-            t = cost_analytic_node(m->device, g, i);
-        else
-            st = cost_measured_node(m, g, i, konst, opset, &t, err);
+        st = opt_cost_node(m, g, i, konst, opset, &t, err);
         total += t;
     }
     free(konst);

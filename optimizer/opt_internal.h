@@ -136,14 +136,21 @@ xf_status opt_match_after_rewrite(const xf_rule_set *rs, const match_reach *reac
  * initializer or computed from such values alone (xf_cost_graph prices
  * the nodes computing it as free). */
 void opt_compile_time_values(const xf_graph *g, bool *konst);
+/* The same with konst already set for the values no node of g computes. */
+void opt_compile_time_propagate(const xf_graph *g, bool *konst);
+/* Node i computes from values known before g runs alone (konst). */
+bool opt_node_is_folded(const xf_graph *g, int i, const bool *konst);
+/* What node i adds to xf_cost_graph's total for g (konst: g's
+ * opt_compile_time_values): 0 for a folded node, else its price. */
+xf_status opt_cost_node(xf_cost_model *cm, const xf_graph *g, int i, const bool *konst, int64_t opset,
+                        double *seconds, xf_error *err);
 /* The cost of the graph opt_rewrite_build would make from rp, worked out
  * from base_cost (b->g's cost, konst its opt_compile_time_values) less the
- * removed nodes' and plus the replacement's, each priced on a small graph
- * of its own: what xf_cost_graph gives for the built graph, up to rounding.
- * *known is false when that may not hold (a removed or replacement node
- * reads a value computed from constants, which a small graph would price
- * as a plain value; or a replaced value and its replacement differ in
- * that, which changes their readers' prices). */
+ * removed nodes' prices and plus the replacement's (its values known
+ * before the run as the rule inputs make them): what xf_cost_graph gives
+ * for the built graph, up to rounding.  *known is false when that may not
+ * hold: a replaced value and its replacement differ in being known before
+ * the run, which changes their readers' prices. */
 xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base *b, const bool *konst,
                             double base_cost, const rewrite_plan *rp, double *cost, bool *known, xf_error *err);
 

@@ -14,9 +14,13 @@
  * beside the expanded graph: hashed from its hashes (rewrite.c), as most
  * rewrites lead to graphs seen before (A then B gives what B then A gave),
  * and priced from its cost, as most new graphs are too costly for alpha
- * or a full queue; only the others are built.  A built graph's matches are
- * worked out from its parent's (below) rather than by matching every rule
- * against all of it. */
+ * or a full queue; the others are queued unbuilt (the graph they come from
+ * and the match) and built only when taken from the queue (the rare
+ * rewrite that cannot be priced so, see opt_rewrite_price, is built to be
+ * costed).  A built graph's matches are worked out from its parent's
+ * (below) rather than by matching every rule against all of it.  What
+ * remains per rewrite is planning it and hashing what lies downstream of
+ * the change. */
 #include "opt_internal.h"
 
 #include <assert.h>
@@ -562,35 +566,15 @@ static void heap_push(searcher *s, cand c)
  *
  * Most new graphs are dropped as soon as they are costed: too costly for
  * alpha, or for a full queue.  A rewritten graph's cost is the expanded
- * graph's, less the removed nodes', plus the replacement's; each priced by
- * xf_cost_graph on a small graph of its own, it equals what costing the
- * whole rewritten graph gives, up to rounding, unless constants are
- * involved beyond the initializers (see opt_rewrite_price).  A graph that
- * would be dropped with a margin far above rounding is not built. */
+ * graph's, less the removed nodes', plus the replacement's, each node
+ * priced as xf_cost_graph prices it (opt_cost_node: free when it computes
+ * from values known before the graph runs, which the replacement's inherit
+ * from the rule inputs).  That equals what costing the whole rewritten
+ * graph gives, up to rounding, unless a replaced value and its replacement
+ * differ in being known before the run (see opt_rewrite_price).  A graph
+ * that would be dropped with a margin far above rounding is not built. */
 
 #define PRICE_MARGIN 1e-9 /* relative; rounding differs by ~1e-16 per node */
-
-void opt_compile_time_values(const xf_graph *g, bool *konst)
-{
-    for (int v = 0; v < g->n_values; v++)
-        konst[v] = opt_is_const(g, v);
-    for (int i = 0; i < g->n_nodes; i++) {
-        const xf_node *n = &g->nodes[i];
-        bool all = n->op != XF_OP_OPAQUE && n->n_inputs > 0;
-        for (int k = 0; k < n->n_inputs && all; k++)
-            all = n->inputs[k] < 0 || konst[n->inputs[k]];
-        for (int k = 0; all && k < n->n_outputs; k++)
-            if (n->outputs[k] >= 0)
-                konst[n->outputs[k]] = true;
-    }
-}
-
-/* Whether v is computed from constants by nodes: free to read in the
- * whole graph, but not in a small graph where it is a plain value. */
-static bool folded_value(const xf_graph *g, const bool *konst, int v)
-{
-    return v >= 0 && konst[v] && !opt_is_const(g, v);
-}
 
 xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base *b, const bool *konst,
                             double base_cost, const rewrite_plan *rp, double *cost, bool *known, xf_error *err)
@@ -598,41 +582,35 @@ xf_status opt_rewrite_price(xf_cost_model *cm, int64_t opset, const rewrite_base
     const xf_graph *g = b->g, *side = rp->side;
     const xf_match *m = &rp->m;
     *known = false;
-    for (int k = 0; k < m->n_inputs; k++)
-        if (folded_value(g, konst, m->input[k]))
-            return XF_OK;
-    bool *gone = calloc((size_t)g->n_nodes + 1, sizeof *gone);
-    bool *side_konst = malloc(sizeof *side_konst * (size_t)(side->n_values + 1));
-    if (!gone || !side_konst) {
-        free(gone);
-        free(side_konst);
+    bool side_konst_small[64], *side_konst = side_konst_small;
+    if (side->n_values > 64 && !(side_konst = malloc(sizeof *side_konst * (size_t)side->n_values)))
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    }
-    opt_compile_time_values(side, side_konst);
+    /* The replacement's values known before the rewritten graph runs: the
+     * rule inputs as in g, its constants, and what it computes from them. */
+    for (int v = 0; v < side->n_values; v++)
+        side_konst[v] = v < m->n_inputs ? konst[m->input[v]] : opt_is_const(side, v);
+    opt_compile_time_propagate(side, side_konst);
     bool priceable = true;
     for (int j = 0; j < rp->p->n_outputs; j++)
         priceable &= side_konst[rp->rv[j]] == konst[rp->pv[j]];
-    for (int i = 0; i < rp->p->n_nodes && priceable; i++) {
-        const xf_node *n = &g->nodes[m->node[i]];
-        gone[m->node[i]] = rp->gone[i];
-        for (int k = 0; rp->gone[i] && k < n->n_inputs; k++)
-            priceable &= !folded_value(g, konst, n->inputs[k]);
-    }
-    free(side_konst);
-    xf_graph *removed = NULL;
-    int *to_node = NULL, *to_value = NULL;
-    double added = 0, taken = 0;
+    double added = 0, taken = 0, t = 0;
     xf_status st = XF_OK;
-    if (priceable && (st = subgraph_of(g, &b->gi, gone, &removed, &to_node, &to_value, err)) == XF_OK &&
-        (st = xf_cost_graph(cm, side, opset, &added, err)) == XF_OK &&
-        (st = xf_cost_graph(cm, removed, opset, &taken, err)) == XF_OK) {
+    for (int i = 0; priceable && i < side->n_nodes && st == XF_OK; i++) {
+        st = opt_cost_node(cm, side, i, side_konst, opset, &t, err);
+        added += t;
+    }
+    for (int i = 0; priceable && i < rp->p->n_nodes && st == XF_OK; i++) {
+        if (!rp->gone[i])
+            continue;
+        st = opt_cost_node(cm, g, m->node[i], konst, opset, &t, err);
+        taken += t;
+    }
+    if (side_konst != side_konst_small)
+        free(side_konst);
+    if (priceable && st == XF_OK) {
         *cost = base_cost - taken + added;
         *known = true;
     }
-    xf_graph_free(removed);
-    free(to_node);
-    free(to_value);
-    free(gone);
     return st;
 }
 

@@ -501,6 +501,7 @@ static bool match_push(const xf_match *m, void *user)
 typedef struct hash_check_counts {
     int hashed, cycles, refused;
     int priced;           /* rewrites priced before building, checked */
+    int priced_folded;    /* ... of which read a value computed from constants */
     long matches_carried; /* matches found after a rewrite, checked */
 } hash_check_counts;
 
@@ -542,6 +543,22 @@ static void check_matches_after(const xf_rule_set *rs, const match_reach *reach,
     free(inc);
     free(full.m);
     opt_index_free(&gi);
+}
+
+/* Whether a match reads a value computed from constants by nodes (a new
+ * weight a rewrite made, folded only when the final graph is written), or
+ * covers a node that does. */
+static bool reads_folded(const xf_graph *g, const bool *konst, const xf_match *m)
+{
+    bool folded = false;
+    for (int k = 0; k < m->n_inputs; k++)
+        folded |= konst[m->input[k]] && !opt_is_const(g, m->input[k]);
+    for (int i = 0; i < m->n_nodes; i++) {
+        const xf_node *n = &g->nodes[m->node[i]];
+        for (int k = 0; k < n->n_inputs; k++)
+            folded |= n->inputs[k] >= 0 && konst[n->inputs[k]] && !opt_is_const(g, n->inputs[k]);
+    }
+    return folded;
 }
 
 /* Every rewrite of g: the hash worked out before building equals the hash
@@ -602,6 +619,7 @@ static xf_graph *check_rewrite_hashes(const xf_rule_set *rs, const xf_graph *g, 
             double exact = cost_of(cm, built);
             ck_assert_msg(fabs(price - exact) <= 1e-12 * exact, "priced %.17g, costed %.17g", price, exact);
             n->priced++;
+            n->priced_folded += reads_folded(g, konst, &mv.m[k]);
         }
         opt_rewrite_delta_free(&d);
         xf_graph_free(applied);
@@ -675,7 +693,12 @@ START_TEST(rewrites_hashed_and_matched_from_the_parent)
     walk_rewrites(ar.rs, branches_graph(), 4, 0, &n);
     ck_assert_msg(n.hashed >= 100, "only %d rewrites checked", n.hashed);
     ck_assert_msg(n.matches_carried >= 1000, "only %ld matches after rewrites checked", n.matches_carried);
-    ck_assert_msg(n.priced >= n.hashed / 2, "only %d of %d rewrites priced", n.priced, n.hashed);
+    /* Rewrites are priced before building, rewrites of new weights that
+     * are still nodes over constants (NasNet-A's merged and enlarged
+     * kernels) included, unless a replacement changes whether a value is
+     * known before the run (rare). */
+    ck_assert_msg(n.priced >= n.hashed - n.hashed / 20, "only %d of %d rewrites priced", n.priced, n.hashed);
+    ck_assert_msg(n.priced_folded >= 10, "only %d rewrites reading folded weights priced", n.priced_folded);
     ck_assert_int_eq(n.cycles, 0);
     walk_rewrites(ar.rs, cycle_graph(), 1, 0, &n);
     ck_assert_int_gt(n.cycles, 0);
