@@ -45,6 +45,16 @@ static xf_status plan_make(const xf_rule *r, rule_plan *p, xf_error *err)
     p->n_nodes = pg->n_nodes;
     p->n_outputs = pg->n_outputs;
     for (int i = 0; i < pg->n_nodes; i++) {
+        int k = 0;
+        while (k < p->n_ops && p->op[k] != pg->nodes[i].op)
+            k++;
+        if (k == p->n_ops) {
+            p->op[p->n_ops] = pg->nodes[i].op;
+            p->op_count[p->n_ops++] = 0;
+        }
+        p->op_count[k]++;
+    }
+    for (int i = 0; i < pg->n_nodes; i++) {
         const xf_node *n = &pg->nodes[i];
         if (n->op == XF_OP_OPAQUE || !(xf_op_get_info(n->op)->flags & XF_OPF_GEN))
             return xf_error_set(err, XF_ERR_UNSUPPORTED, "rule %s: pattern op %s is not rewritable", r->name,
@@ -518,10 +528,8 @@ static void match_from(matcher *mt, int depth)
 /* Whether g has at least as many nodes of each op as the pattern needs. */
 static bool ops_present(const rule_plan *p, const graph_index *gi)
 {
-    int need[XF_OP_COUNT + 1] = {0};
-    const xf_graph *pg = p->rule->pattern;
-    for (int i = 0; i < pg->n_nodes; i++)
-        if (++need[pg->nodes[i].op] > gi->op_start[pg->nodes[i].op + 1] - gi->op_start[pg->nodes[i].op])
+    for (int k = 0; k < p->n_ops; k++)
+        if (p->op_count[k] > gi->op_start[p->op[k] + 1] - gi->op_start[p->op[k]])
             return false;
     return true;
 }

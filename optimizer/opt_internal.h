@@ -25,6 +25,10 @@ typedef struct rule_plan {
      * to; every other pattern binding is checked once the match is complete. */
     int n_node_bindings[XF_MATCH_MAX_NODES];
     int *node_bindings[XF_MATCH_MAX_NODES];
+    /* The pattern's ops, each once, and how many nodes of each it has. */
+    int n_ops;
+    xf_op op[XF_MATCH_MAX_NODES];
+    int op_count[XF_MATCH_MAX_NODES];
 } rule_plan;
 
 struct xf_rule_set {
