@@ -429,6 +429,8 @@ xf_status xf_rule_validate(const xf_rule *r, xf_error *err)
             st = expr_validate(r, &c->dims[d], what, err);
             expr_params(&c->dims[d], used);
         }
+        if (st == XF_OK && c->name && xf_graph_find_value(p, c->name) < 0 && xf_graph_find_value(q, c->name) < 0)
+            st = xf_error_set(err, XF_ERR_INVALID, "rule %s: %s is used on neither side", r->name, what);
     }
     /* A constant named as a rule constant holds its kind's values (any
      * other constant is fixed: it matches only equal data). */

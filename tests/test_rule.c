@@ -426,6 +426,7 @@ START_TEST(library_constants)
         {"const e identity_kernel", "const w identity_kernel", "t.rules:13: constant w has the name of an input"},
         {"FLOAT 2x2x3x3 =", "INT64 2x2x3x3 =", "t.rules:13: constant e: only FLOAT constants"},
         {"Add(w, e)", "Add(w, f)", "t.rules:19: unknown value 'f'"},
+        {"Add(w, e)", "Add(w, w)", "constant e is used on neither side"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *at = strstr(residual_text, bad[i].from);
