@@ -640,23 +640,14 @@ static bool can_be_pattern(const gen_graph *g)
     return true;
 }
 
-/* Whether an op of g reads a pool constant. */
-static bool reads_constant(const gen_graph *g)
+/* Whether an op of g (a Concat, with in_concat: weights merged with the
+ * constant) reads a pool constant. */
+static bool reads_constant(const gen_graph *g, bool in_concat)
 {
     for (int k = 0; k < g->n_ops; k++)
         for (int j = 0; j < GEN_MAX_IN; j++)
-            if (g->in[k][j] >= 0 && g->in[k][j] < gen_pool_size && gen_pool[g->in[k][j]].konst != XF_CONST_NONE)
-                return true;
-    return false;
-}
-
-/* Whether a Concat of g reads a pool constant: weights merged with it. */
-static bool concatenates_constant(const gen_graph *g)
-{
-    for (int k = 0; k < g->n_ops; k++)
-        for (int j = 0; j < GEN_MAX_IN; j++)
-            if (gen_variants[g->variant[k]].op == XF_OP_CONCAT && g->in[k][j] >= 0 && g->in[k][j] < gen_pool_size &&
-                gen_pool[g->in[k][j]].konst != XF_CONST_NONE)
+            if ((!in_concat || gen_variants[g->variant[k]].op == XF_OP_CONCAT) && g->in[k][j] >= 0 &&
+                g->in[k][j] < gen_pool_size && gen_pool[g->in[k][j]].konst != XF_CONST_NONE)
                 return true;
     return false;
 }
@@ -783,7 +774,7 @@ static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool
                 continue;
             if (!gen_decode(gen_record_code(&records[k]), pool, &g[n], scratch, memo))
                 continue;
-            int *r = reads_constant(&g[n]) ? &rep_k : &rep;
+            int *r = reads_constant(&g[n], false) ? &rep_k : &rep;
             if (*r < 0 || smaller(&g[n], &g[*r]))
                 *r = n;
             n++;
@@ -793,7 +784,7 @@ static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool
                 continue;
             c->candidates++;
             const gen_graph *pg = &g[a];
-            bool pk = reads_constant(pg);
+            bool pk = reads_constant(pg, false);
             /* Constants enter rewrites on the replacement side only (a
              * pattern reading one would match only models holding that
              * constant), and only where they pay: the replacement computes
@@ -802,7 +793,7 @@ static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool
             bool tie = qg && act_ops(pg) == act_ops(qg);
             bool forward = qg && !pk && can_be_pattern(pg);
             bool backward = tie && act_ops(qg) > 0 && pg->n_weight_ops > 0 && can_be_pattern(qg) &&
-                            (!pk || concatenates_constant(pg));
+                            (!pk || reads_constant(pg, true));
             const gen_graph *kg = rep_k >= 0 ? &g[rep_k] : NULL;
             bool to_const = kg && !pk && can_be_pattern(pg) && act_ops(kg) < act_ops(pg) &&
                             (!qg || act_ops(kg) < act_ops(qg));
@@ -823,7 +814,7 @@ static void chunk_run(const rule_work *rw, chunk *c, const gen_pool_values *pool
             if (can_be_pattern(pg) && act_ops(kg) < act_ops(pg))
                 try_pair(rw, c, pg, kg, records[i].fp, true, false);
             else if (can_be_pattern(pg) && act_ops(kg) == act_ops(pg) && act_ops(pg) > 0 && kg->n_weight_ops > 0 &&
-                     concatenates_constant(kg))
+                     reads_constant(kg, true))
                 try_pair(rw, c, kg, pg, records[i].fp, false, true);
             else
                 c->pruned_constant++;
