@@ -707,6 +707,62 @@ START_TEST(rewrites_hashed_and_matched_from_the_parent)
 }
 END_TEST
 
+/* The committed library's constant rules at work: on 16 channels (the
+ * rules were found on 2), a residual add folded into the kernel (identity
+ * kernel), an input concatenated with its 1x1 convolution (identity
+ * kernel beside the weights), and an average pool beside a convolution
+ * (pooling kernel beside the weights) each become one Conv. */
+START_TEST(library_constants_in_search)
+{
+    library_rules lr;
+    library_rules_make(&lr);
+    xf_cost_model *cm = cost_model("analytic:h100");
+    for (int form = 0; form < 3; form++) {
+        xf_graph *g = xf_graph_create("g");
+        int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 16, 9, 9));
+        int64_t k = form == 1 ? 1 : 3;
+        int c = NODE(g, XF_OP_CONV, x, random_weight(g, SHAPE(form == 1 ? 8 : 16, 16, k, k), 21 + (uint64_t)form));
+        conv_attrs(g, c, k);
+        int y;
+        if (form == 0) {
+            y = NODE(g, XF_OP_ADD, x, out0(g, c));
+        } else {
+            int other = x;
+            if (form == 2) {
+                int p = NODE(g, XF_OP_AVERAGE_POOL, x);
+                xf_attrs *a = attrs(g, p);
+                a->n_spatial = 2;
+                a->kernel[0] = a->kernel[1] = 3;
+                a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
+                a->count_include_pad = 1;
+                other = out0(g, p);
+            }
+            y = form == 1 ? NODE(g, XF_OP_CONCAT, x, out0(g, c)) : NODE(g, XF_OP_CONCAT, out0(g, c), other);
+            attrs(g, y)->axis = 1;
+        }
+        xf_graph_add_output(g, out0(g, y));
+        infer_ok(g, OPSET);
+        xf_search_options o;
+        xf_search_options_default(&o);
+        o.opset = OPSET;
+        xf_search_result res;
+        search_ok(g, lr.rs, cm, &o, &res);
+        ck_assert_int_ge(res.n_steps, 1);
+        ck_assert_ptr_nonnull(xf_rule_set_rule(lr.rs, res.steps[0].rule)->consts);
+        xf_canon_stats st = {0};
+        xf_error e = {0};
+        ck_assert_msg(xf_canonicalize(res.best, OPSET, xf_runtime_eval_node, &st, &e) == XF_OK, "%s", e.msg);
+        ck_assert_msg(res.best->n_nodes == 1 && res.best->nodes[0].op == XF_OP_CONV, "form %d: %d nodes", form,
+                      res.best->n_nodes);
+        expect_same_function(g, res.best);
+        xf_search_result_free(&res);
+        xf_graph_free(g);
+    }
+    xf_cost_model_free(cm);
+    library_rules_free(&lr);
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
     Suite *s = suite_create("search");
@@ -714,6 +770,7 @@ static Suite *search_suite(void)
     tcase_add_test(t, search_matches_exhaustive);
     tcase_add_test(t, budget_and_time_limit);
     tcase_add_test(t, rewrites_hashed_and_matched_from_the_parent);
+    tcase_add_test(t, library_constants_in_search);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("cost");
     tcase_add_test(c, analytic_costs);
