@@ -49,6 +49,8 @@ const gen_variant_info gen_variants[GV_COUNT] = {
     [GV_CONV_BIAS] = {XF_OP_CONV, 3, 1},
     [GV_CONV_BIAS_RELU] = {XF_OP_CONV, 3, 1},
     [GV_ENLARGE] = {XF_OP_PAD, 1, 1},
+    [GV_CONV_S2] = {XF_OP_CONV, 2, 1},
+    [GV_CONV_S2_RELU] = {XF_OP_CONV, 2, 1},
 };
 
 const char *xf_gen_op_set(void)
@@ -89,6 +91,8 @@ void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a)
     case GV_CONV_RELU:
     case GV_CONV_BIAS:
     case GV_CONV_BIAS_RELU:
+    case GV_CONV_S2:
+    case GV_CONV_S2_RELU:
     case GV_MAX_POOL:
     case GV_AVG_POOL: {
         bool conv = v != GV_MAX_POOL && v != GV_AVG_POOL;
@@ -98,8 +102,10 @@ void gen_variant_attrs(gen_variant v, const xf_shape *in, xf_attrs *a)
         a->kernel[1] = kw;
         a->pads[0] = a->pads[2] = (kh - 1) / 2;
         a->pads[1] = a->pads[3] = (kw - 1) / 2;
-        if (v == GV_CONV_RELU || v == GV_CONV_BIAS_RELU)
+        if (v == GV_CONV_RELU || v == GV_CONV_BIAS_RELU || v == GV_CONV_S2_RELU)
             a->activation = XF_ACT_RELU;
+        if (v == GV_CONV_S2 || v == GV_CONV_S2_RELU)
+            a->strides[0] = a->strides[1] = 2;
         if (v == GV_AVG_POOL)
             a->count_include_pad = 1;
         break;
@@ -153,7 +159,7 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *
     bool reads_const = a->konst || (b && b->konst) || (c && c->konst);
     if ((a->konst && (!b || b->konst) && (!c || c->konst)) ||
         (reads_const && v != GV_MATMUL && v != GV_ADD && v != GV_CONV && v != GV_CONV_RELU && v != GV_CONV_BIAS &&
-         v != GV_CONV_BIAS_RELU && v != GV_CONCAT0))
+         v != GV_CONV_BIAS_RELU && v != GV_CONV_S2 && v != GV_CONV_S2_RELU && v != GV_CONCAT0))
         return false;
     switch (v) {
     case GV_MATMUL:
@@ -175,6 +181,12 @@ static bool applicable(gen_variant v, const slot *a, const slot *b, const slot *
         return a->kind == GK_ACT && b->kind == GK_WEIGHT && sa->ndim == 4 && w->ndim == 4 &&
                w->dims[1] == sa->dims[1] && is_kernel_dim(w->dims[2]) && is_kernel_dim(w->dims[3]);
     }
+    case GV_CONV_S2:
+    case GV_CONV_S2_RELU:
+        /* On full-size images only: a stride-2 convolution of the pool's
+         * 4x4 images is 2x2, and one of those would be 1x1, where laws of
+         * that size alone hold. */
+        return applicable(GV_CONV, a, b, NULL, kind) && sa->dims[2] >= 4 && sa->dims[3] >= 4;
     case GV_CONV_BIAS:
     case GV_CONV_BIAS_RELU: {
         const xf_shape *w = &b->val.shape, *bias = &c->val.shape;

@@ -10,8 +10,8 @@
  *   MatMul        exact product                       all of linear algebra (associativity,
  *   Add, Mul      exact elementwise                     distributivity, linearity in each argument)
  *   Mul (scalar)  exact broadcast product             scalar laws
- *   Conv          exact correlation, zero padding     linearity in input and weight, concat of
- *                                                       weights/inputs, identity kernels
+ *   Conv          exact correlation, zero padding,    linearity in input and weight, concat of
+ *                   stride 1 or 2                       weights/inputs, identity kernels
  *   AveragePool   window sum times the inverse of     pooling as a conv with a constant kernel;
  *                   the window size (count_include_     needs count_include_pad=1 (a fixed divisor)
  *                   pad=1 only)
@@ -242,16 +242,17 @@ static bool eval_unary(const model *m, xf_op op, const gen_val *a, gen_val *o, i
     return true;
 }
 
-/* Spatial attributes the generator handles: 2-D, stride 1, dilation 1,
- * explicit pads; kernel (kh, kw) when the attributes give one. */
-static bool plain_spatial(const xf_attrs *a, int64_t *kh, int64_t *kw)
+/* Spatial attributes the generator handles: 2-D, strides up to max_stride,
+ * dilation 1, explicit pads; kernel (kh, kw) when the attributes give one. */
+static bool plain_spatial(const xf_attrs *a, int64_t max_stride, int64_t *kh, int64_t *kw)
 {
     if (a->auto_pad != XF_AUTO_PAD_NOTSET || a->ceil_mode || a->group != 1)
         return false;
     if (a->n_spatial != 0 && a->n_spatial != 2)
         return false;
     for (int i = 0; i < a->n_spatial; i++)
-        if (a->strides[i] != 1 || a->dilations[i] != 1 || a->pads[i] < 0 || a->pads[2 + i] < 0)
+        if (a->strides[i] < 1 || a->strides[i] > max_stride || a->dilations[i] != 1 || a->pads[i] < 0 ||
+            a->pads[2 + i] < 0)
             return false;
     *kh = a->n_spatial ? a->kernel[0] : 0;
     *kw = a->n_spatial ? a->kernel[1] : 0;
@@ -262,7 +263,7 @@ static bool plain_spatial(const xf_attrs *a, int64_t *kh, int64_t *kw)
 static bool eval_conv(const xf_attrs *a, const gen_val *x, const gen_val *w, gen_val *o, int64_t cap)
 {
     int64_t kh, kw;
-    if (!plain_spatial(a, &kh, &kw) || x->shape.ndim != 4 || w->shape.ndim != 4)
+    if (!plain_spatial(a, 2, &kh, &kw) || x->shape.ndim != 4 || w->shape.ndim != 4)
         return false;
     int64_t n = x->shape.dims[0], c = x->shape.dims[1], h = x->shape.dims[2], wd = x->shape.dims[3];
     int64_t k = w->shape.dims[0];
@@ -272,8 +273,11 @@ static bool eval_conv(const xf_attrs *a, const gen_val *x, const gen_val *w, gen
     kw = w->shape.dims[3];
     int64_t pt = a->n_spatial ? a->pads[0] : 0, pl = a->n_spatial ? a->pads[1] : 0;
     int64_t pb = a->n_spatial ? a->pads[2] : 0, pr = a->n_spatial ? a->pads[3] : 0;
-    int64_t oh = h + pt + pb - kh + 1, ow = wd + pl + pr - kw + 1;
-    if (oh <= 0 || ow <= 0 || n * k * oh * ow > cap)
+    int64_t sh = a->n_spatial ? a->strides[0] : 1, sw = a->n_spatial ? a->strides[1] : 1;
+    if (h + pt + pb < kh || wd + pl + pr < kw)
+        return false;
+    int64_t oh = (h + pt + pb - kh) / sh + 1, ow = (wd + pl + pr - kw) / sw + 1;
+    if (n * k * oh * ow > cap)
         return false;
     o->shape = xf_shape_make(4, (int64_t[]){n, k, oh, ow});
     /* Products of residues are below 2^122, so a 128-bit accumulator holds
@@ -281,9 +285,12 @@ static bool eval_conv(const xf_attrs *a, const gen_val *x, const gen_val *w, gen
     const int64_t taps = kh * kw;
     for (int64_t b = 0; b < n; b++)
         for (int64_t f = 0; f < k; f++)
-            for (int64_t y = 0; y < oh; y++) {
+            for (int64_t oy = 0; oy < oh; oy++) {
+                /* Window origin y (x) in padded coordinates. */
+                int64_t y = oy * sh;
                 int64_t i_lo = pt - y > 0 ? pt - y : 0, i_hi = h + pt - y < kh ? h + pt - y : kh;
-                for (int64_t xx = 0; xx < ow; xx++) {
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    int64_t xx = ox * sw;
                     int64_t j_lo = pl - xx > 0 ? pl - xx : 0, j_hi = wd + pl - xx < kw ? wd + pl - xx : kw;
                     unsigned __int128 acc = 0;
                     int64_t terms = 0;
@@ -302,7 +309,7 @@ static bool eval_conv(const xf_attrs *a, const gen_val *x, const gen_val *w, gen
                                 acc += (unsigned __int128)x->v[xo + i * wd + j] * w->v[wo + i * kw + j];
                         terms += taps;
                     }
-                    o->v[((b * k + f) * oh + y) * ow + xx] = mod_add(sum, mod_reduce128(acc));
+                    o->v[((b * k + f) * oh + oy) * ow + ox] = mod_add(sum, mod_reduce128(acc));
                 }
             }
     return true;
@@ -332,7 +339,7 @@ static bool conv_finish(const model *m, const xf_attrs *a, const gen_val *pre, c
 static bool eval_pool(const model *m, xf_op op, const xf_attrs *a, const gen_val *x, gen_val *o, int64_t cap)
 {
     int64_t kh, kw;
-    if (!plain_spatial(a, &kh, &kw) || a->n_spatial != 2 || x->shape.ndim != 4 || kh <= 0 || kw <= 0)
+    if (!plain_spatial(a, 1, &kh, &kw) || a->n_spatial != 2 || x->shape.ndim != 4 || kh <= 0 || kw <= 0)
         return false;
     if (op == XF_OP_AVERAGE_POOL && !a->count_include_pad)
         return false;
@@ -559,6 +566,7 @@ bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_ou
 
 typedef struct memo_slot {
     uint64_t fp_x, fp_w;
+    int64_t stride;
     bool valid;
     gen_val pre;
 } memo_slot;
@@ -593,13 +601,15 @@ void gen_conv_memo_free(gen_conv_memo *m)
 bool gen_eval_conv_memo(gen_conv_memo *m, const xf_attrs *a, const gen_val *x, uint64_t x_fp, const gen_val *w,
                         uint64_t w_fp, const gen_val *bias, gen_val *out)
 {
-    memo_slot *s = &m->slot[gen_mix64(x_fp ^ gen_mix64(w_fp)) & (CONV_MEMO_SLOTS - 1)];
-    if (!s->valid || s->fp_x != x_fp || s->fp_w != w_fp) {
+    int64_t stride = a->n_spatial ? a->strides[0] : 1;
+    memo_slot *s = &m->slot[gen_mix64(x_fp ^ gen_mix64(w_fp) ^ (uint64_t)stride) & (CONV_MEMO_SLOTS - 1)];
+    if (!s->valid || s->fp_x != x_fp || s->fp_w != w_fp || s->stride != stride) {
         xf_attrs plain = *a;
         plain.activation = XF_ACT_NONE;
         s->valid = gen_eval(XF_OP_CONV, &plain, 2, (const gen_val[]){*x, *w}, 1, &s->pre, CONV_MEMO_ELEMS);
         s->fp_x = x_fp;
         s->fp_w = w_fp;
+        s->stride = stride;
     }
     if (!s->valid) {
         /* Too large to cache (or not a conv the generator handles). */

@@ -45,9 +45,9 @@ bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_ou
  * applies one Conv(x, w) under every bias and activation variant and below
  * many different graphs (at three ops, about 35 times each).  A
  * direct-mapped cache keyed by the fingerprints of x and w (which also fix
- * the kernel and padding: the enumerator's convolutions are same-padded,
- * stride 1) holds the correlation; bias and activation are applied to it
- * per use. */
+ * the kernel and padding: the enumerator's convolutions are same-padded)
+ * and the stride holds the correlation; bias and activation are applied to
+ * it per use. */
 typedef struct gen_conv_memo gen_conv_memo;
 gen_conv_memo *gen_conv_memo_create(void);
 void gen_conv_memo_free(gen_conv_memo *m);
@@ -80,6 +80,8 @@ typedef enum gen_variant {
     GV_CONV_BIAS,      /* Conv(x, w, b) */
     GV_CONV_BIAS_RELU, /* Conv(x, w, b) with fused Relu */
     GV_ENLARGE,        /* a 1x1, 1x3 or 3x1 kernel zero-padded (centred) to 3x3 */
+    GV_CONV_S2,        /* Conv with stride 2 */
+    GV_CONV_S2_RELU,   /* Conv with stride 2 and fused Relu */
     GV_COUNT
 } gen_variant;
 

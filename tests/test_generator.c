@@ -321,14 +321,22 @@ START_TEST(pipeline_finds_pruned_checked_rules)
     ck_assert(bfuse && biased_fusion);
     /* Kernel enlarge, written from the small side: a 1x1 conv becomes a 3x3
      * conv over the zero-padded kernel, with same padding, stride 1. */
-    const xf_rule *enlarge = NULL;
-    for (int i = 0; i < lib->n_rules && !enlarge; i++) {
+    const xf_rule *enlarge = NULL, *enlarge2 = NULL;
+    for (int i = 0; i < lib->n_rules; i++) {
         const xf_rule *r = lib->rules[i];
         if (r->pattern->n_nodes == 1 && r->pattern->nodes[0].op == XF_OP_CONV &&
             r->pattern->nodes[0].attrs.kernel[0] == 1 && r->pattern->nodes[0].attrs.kernel[1] == 1 &&
-            r->replacement->n_nodes == 2 && r->replacement->nodes[0].op == XF_OP_PAD)
-            enlarge = r;
+            r->replacement->n_nodes == 2 && r->replacement->nodes[0].op == XF_OP_PAD) {
+            const xf_rule **slot = r->pattern->nodes[0].attrs.strides[0] == 1 ? &enlarge : &enlarge2;
+            if (!*slot)
+                *slot = r;
+        }
     }
+    /* Stride 2 too: the enlarged kernel keeps the stride. */
+    ck_assert_ptr_nonnull(enlarge2);
+    ck_assert_int_eq(enlarge2->pattern->nodes[0].attrs.strides[0], 2);
+    ck_assert_int_eq(enlarge2->replacement->nodes[1].attrs.strides[0], 2);
+    ck_assert_int_eq(enlarge2->replacement->nodes[1].attrs.pads[0], 1);
     ck_assert_ptr_nonnull(enlarge);
     const xf_attrs *pa = &enlarge->replacement->nodes[0].attrs, *ca = &enlarge->replacement->nodes[1].attrs;
     ck_assert(pa->has_pads && pa->n_pads == 8 && pa->pad_pads[2] == 1 && pa->pad_pads[6] == 1 && pa->pad_pads[3] == 1);
