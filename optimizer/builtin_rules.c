@@ -2,9 +2,9 @@
  *
  * The generator enumerates ONNX-level graphs over its op set on small
  * tensors: 2-D convolutions of fixed kernel shapes (1x1, 3x3, 1x3, 3x1),
- * stride 1, same padding, with or without bias and a fused Relu, and
- * 2-D MatMul over activations.  The Conv families below cover what that
- * leaves out: 1- and 3-D convolutions, every other kernel, stride, padding
+ * stride 1 (and 2 without bias), same padding, with or without bias and a
+ * fused Relu, and 2-D MatMul over activations.  The Conv families below
+ * cover what that leaves out: 1- and 3-D convolutions, every other kernel, stride, padding
  * and dilation (every Conv attribute generalized), and the Sigmoid and
  * Tanh fusions:
  *
