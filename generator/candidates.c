@@ -270,7 +270,7 @@ static xf_expr expr_subtree(const xf_expr *e, int first, int end)
 
 /* Symbolic dims of constant value cv read as input j of node n, from the
  * node's other operands: the same shape as the tensor it is added to or
- * multiplied with; a kernel convolved with x is square in x's channels; a
+ * multiplied with (a kernel's spatial dims as numbers); a kernel convolved with x is square in x's channels; a
  * matrix multiplied is square in the inner dimension; concatenated, it
  * shares the other operand's dims off the axis and is square across the
  * first two.  False where the node says nothing of it. */
@@ -285,6 +285,13 @@ static bool const_dims(const xf_graph *g, const xf_node *n, int j, const sym_sha
         if (!o || o->ndim != cs->ndim)
             return false;
         *out = *o;
+        if (cs->ndim == 4) {
+            /* A kernel: its spatial dims are those of the other kernel,
+             * which a Conv's kernel attribute fixes (kernel sizes are never
+             * generalized), so they are written as numbers. */
+            out->d[2] = xf_expr_const(cs->dims[2]);
+            out->d[3] = xf_expr_const(cs->dims[3]);
+        }
         return true;
     case XF_OP_CONV:
         if (j != 1 || cs->ndim != 4)
@@ -849,9 +856,32 @@ static void *rule_worker(void *arg)
 
 typedef struct rule_stage {
     xf_library *lib;
+    xf_library *dropped; /* may be NULL */
     xf_gen_stats *st;
     key_set seen;
 } rule_stage;
+
+/* Adds a fingerprint false positive to the dropped library, its name and
+ * provenance saying what it is; takes r. */
+static xf_status keep_dropped(xf_library *dropped, xf_rule *r, double diff, xf_error *err)
+{
+    char name[32];
+    snprintf(name, sizeof name, "f%04d", dropped->n_rules);
+    size_t len = strlen(r->provenance ? r->provenance : "") + 96;
+    char *prov = malloc(len), *renamed = strdup(name);
+    if (!prov || !renamed) {
+        free(prov);
+        free(renamed);
+        xf_rule_free(r);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    snprintf(prov, len, "float mismatch, max diff %g: %s", diff, r->provenance ? r->provenance : "");
+    free(r->provenance);
+    r->provenance = prov;
+    free(r->name);
+    r->name = renamed;
+    return xf_library_add(dropped, r, err);
+}
 
 /* Dedupes a prepared candidate up to renaming and adds it to the library
  * when both sides agree on cpu_ref; takes it. */
@@ -872,6 +902,10 @@ static xf_status prepared_commit(rule_stage *rs, prepared *it, xf_error *err)
         xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g", r->provenance,
                r->pattern->n_nodes, r->replacement->n_nodes, it->diff);
         st->false_positives++;
+        if (rs->dropped) {
+            s = keep_dropped(rs->dropped, r, it->diff, err);
+            r = NULL;
+        }
     } else if (it->agree < 0) {
         xf_log(XF_LOG_WARN, "candidate dropped, it does not run on cpu_ref: %s: %s", r->provenance, it->why);
         st->unexpressible++;
@@ -911,7 +945,7 @@ xf_status gen_build_rules(const gen_record *records, int64_t n_records, uint64_t
     atomic_init(&rw.next, 0);
     rw.chunks = calloc((size_t)n_chunks, sizeof *rw.chunks);
     pthread_t *tids = calloc((size_t)threads, sizeof *tids);
-    rule_stage rs = {.lib = lib, .st = st};
+    rule_stage rs = {.lib = lib, .dropped = opt ? opt->dropped : NULL, .st = st};
     xf_status status = XF_OK;
     if (!rw.chunks || !tids) {
         free(rw.chunks);

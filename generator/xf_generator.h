@@ -27,6 +27,10 @@ typedef struct xf_gen_options {
     /* Called now and then from the calling thread (may be NULL). */
     void (*progress)(const char *stage, double fraction, void *user);
     void *user;
+    /* When not NULL, receives the fingerprint false positives (candidates
+     * whose sides differ on cpu_ref with floats) as unproved rules named
+     * f0000..., each provenance giving the difference, for inspection. */
+    xf_library *dropped;
 } xf_gen_options;
 
 /* Counts at every stage, and where the time went. */

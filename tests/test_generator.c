@@ -468,6 +468,31 @@ START_TEST(tool_writes_and_checks)
     snprintf(cmd, sizeof cmd, "%s --max-ops 7", tool);
     ck_assert_int_eq(xf_test_run(cmd, &out), 2);
     free(out);
+
+    /* --dropped: every candidate left out after grouping (false positives,
+     * rules not proved) is written, with why; as many as the report counts
+     * (at max ops 2 every candidate is proved, even with a 1 ms timeout). */
+    char dropped[700];
+    snprintf(dropped, sizeof dropped, "%s.dropped", path);
+    snprintf(cmd, sizeof cmd, "%s --max-ops 2 --threads 2 --timeout-ms 1 --dropped %s -o %s", tool, dropped, path);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    long fp = -1, refuted = -1, unknown = -1;
+    const char *at = strstr(out, "float mismatch");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_eq(sscanf(at, "float mismatch -%ld", &fp), 1);
+    at = strstr(out, "proved rules");
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_eq(sscanf(at, "proved rules %*d (refuted %ld, unknown or unsupported %ld)", &refuted, &unknown), 2);
+    free(out);
+    ck_assert_msg(xf_library_load(dropped, &lib, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(lib->n_rules, fp + refuted + unknown);
+    for (int i = 0; i < lib->n_rules; i++) {
+        const xf_rule *r = lib->rules[i];
+        ck_assert(!r->proved);
+        ck_assert_msg(strncmp(r->provenance, r->name[0] == 'f' ? "float mismatch" : "not proved", 10) == 0, "%s: %s",
+                      r->name, r->provenance);
+    }
+    xf_library_free(lib);
 }
 END_TEST
 

@@ -331,6 +331,18 @@ START_TEST(parallel_provers_agree)
 }
 END_TEST
 
+/* The one rule of a library text. */
+static xf_rule *parse_rule(const char *text)
+{
+    xf_library *lib = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_library_parse(text, strlen(text), "test", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_rule *r = xf_rule_clone(lib->rules[0]);
+    xf_library_free(lib);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
 /* Biased convolutions and kernel enlarge, as the library file writes them:
  * a 1x1 and a 3x3 conv with biases reading one input merge into one 3x3
  * conv over the enlarged 1x1 kernel stacked on the 3x3 one.  The planted
@@ -367,13 +379,7 @@ static xf_rule *merge_rule(const char *biases, const char *pads, const char *str
         }
     }
     *o = 0;
-    xf_library *lib = NULL;
-    xf_error e = {0};
-    ck_assert_msg(xf_library_parse(text, strlen(text), "merge", &lib, &e) == XF_OK, "%s", e.msg);
-    xf_rule *r = xf_rule_clone(lib->rules[0]);
-    xf_library_free(lib);
-    ck_assert_ptr_nonnull(r);
-    return r;
+    return parse_rule(text);
 }
 
 START_TEST(biased_enlarged_merge)
@@ -392,6 +398,52 @@ START_TEST(biased_enlarged_merge)
         xf_proof p = prove_free(v, bad[i], why, sizeof why);
         ck_assert_msg(p != XF_PROOF_PROVED, "variant %zu not rejected", i);
     }
+    xf_verifier_free(v);
+}
+END_TEST
+
+/* A stride moved through pointwise ops: a 3x3 conv at stride 1 followed by
+ * a 1x1 conv at stride 2 is the 3x3 at stride 2 followed by the 1x1 at
+ * stride 1 (both with fused Relu).  Proved through the sampling function of
+ * the specification.  Moving the stride past a second 3x3 conv instead is
+ * false: it must be neither proved nor pass the numeric check. */
+static xf_rule *stride_rule(const char *second_kernel)
+{
+    bool wide = second_kernel[0] == '3';
+    char text[2048];
+    snprintf(text, sizeof text,
+             "xflow-library 1\ngenerator t\nop-set Conv\nmax-ops 2\nseed 1\nopset 17\nrules 1\n"
+             "rule stride\nproved no\n"
+             "input x FLOAT 2x2x8x8\ninput w FLOAT 2x2x3x3\ninput k FLOAT 2x2x%s\n"
+             "pattern\n"
+             "  %%0 = Conv(x, w) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1 activation=relu\n"
+             "  %%1 = Conv(%%0, k) kernel=%s strides=2,2 pads=%s dilations=1,1 activation=relu\n"
+             "  output %%1\n"
+             "replacement\n"
+             "  %%0 = Conv(x, w) kernel=3,3 strides=2,2 pads=1,1,1,1 dilations=1,1 activation=relu\n"
+             "  %%1 = Conv(%%0, k) kernel=%s strides=1,1 pads=%s dilations=1,1 activation=relu\n"
+             "  output %%1\n"
+             "end\n",
+             second_kernel, wide ? "3,3" : "1,1", wide ? "1,1,1,1" : "0,0,0,0", wide ? "3,3" : "1,1",
+             wide ? "1,1,1,1" : "0,0,0,0");
+    return parse_rule(text);
+}
+
+START_TEST(stride_moves)
+{
+    xf_verifier *v = verifier(5000);
+    char why[512];
+    xf_proof p = prove_free(v, stride_rule("1x1"), why, sizeof why);
+    ck_assert_msg(p == XF_PROOF_PROVED, "%s: %s", xf_proof_name(p), why);
+    double err = 0;
+    xf_rule *r = stride_rule("1x1");
+    ck_assert_msg(xf_verify_numeric(r, 3, 7, &err, why, sizeof why) == XF_OK, "%s", why);
+    xf_rule_free(r);
+    p = prove_free(v, stride_rule("3x3"), why, sizeof why);
+    ck_assert_msg(p != XF_PROOF_PROVED, "moving a stride past a 3x3 conv was proved");
+    r = stride_rule("3x3");
+    ck_assert_int_eq(xf_verify_numeric(r, 3, 7, &err, why, sizeof why), XF_ERR_INVALID);
+    xf_rule_free(r);
     xf_verifier_free(v);
 }
 END_TEST
@@ -435,7 +487,8 @@ START_TEST(axioms_validate)
 {
     ck_assert_int_ge(xf_axiom_count(), 44);
     const char *names[] = {"ewmul_distrib", "matmul_concat_inner", "conv_concat_weights", "split1_concat",
-                           "pool_max_concat_channels", "conv_enlarge"};
+                           "pool_max_concat_channels", "conv_enlarge", "conv_stride_sample",
+                           "sample_conv_pointwise"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         xf_axiom_result res;
         xf_error err;
@@ -458,6 +511,12 @@ START_TEST(planted_axiom_error_fails_validation)
     /* a fused activation may be applied to the input instead: false */
     ck_assert_int_eq(xf_verifier_check_axiom_text("x:4 w:4 c:act", "(= c 1)", "(conv 1 1 0 0 c x w)",
                                                   "(conv 1 1 0 0 0 (act c x) w)", 2, 20000, &res, &err),
+                     XF_OK);
+    ck_assert_msg(res.result == XF_PROOF_REFUTED, "%s: %s", xf_proof_name(res.result), res.detail);
+    /* sampling commutes with a 3x3 convolution: false (its window reaches
+     * the pixels that sampling drops) */
+    ck_assert_int_eq(xf_verifier_check_axiom_text("x:4 w:4", "(= (dim w 2) 3)", "(sample 2 2 (conv 1 1 1 1 0 x w))",
+                                                  "(conv 1 1 1 1 0 (sample 2 2 x) w)", 2, 20000, &res, &err),
                      XF_OK);
     ck_assert_msg(res.result == XF_PROOF_REFUTED, "%s: %s", xf_proof_name(res.result), res.detail);
     ck_assert_int_eq(xf_verifier_check_axiom_text("x:2", NULL, "(nope x)", "x", 1, 1000, &res, &err), XF_ERR_PARSE);
@@ -529,6 +588,7 @@ static Suite *suite(void)
     tcase_add_test(tc, rule_constants);
     tcase_add_test(tc, parallel_provers_agree);
     tcase_add_test(tc, biased_enlarged_merge);
+    tcase_add_test(tc, stride_moves);
     tcase_add_test(tc, timeout_cuts_a_query);
     tcase_add_test(tc, unsupported_op_is_named);
     suite_add_tcase(s, tc);

@@ -10,7 +10,7 @@
 
 static const char usage[] =
     "usage: xflow-gen [-o FILE] [--max-ops N] [--seed S] [--threads N] [--no-verify]\n"
-    "                 [--timeout-ms MS] [--check] [-q|-v]\n"
+    "                 [--timeout-ms MS] [--dropped FILE] [--check] [-q|-v]\n"
     "\n"
     "Enumerates every graph of up to N ops (default 3) over the generator's op set,\n"
     "groups them by exact fingerprint, prunes and checks the candidates, proves\n"
@@ -22,7 +22,11 @@ static const char usage[] =
     "  --check       write nothing; exit 0 when FILE equals what would be\n"
     "                generated, 1 when it is stale\n"
     "  --threads N   worker threads for every stage: enumeration, rules, proofs\n"
-    "                (default: every core); the output is the same for any N\n";
+    "                (default: every core); the output is the same for any N\n"
+    "  --dropped FILE  also write the candidates that were dropped after grouping,\n"
+    "                as rules for inspection: fingerprint false positives (f0000...)\n"
+    "                and candidates the verifier did not prove (u0000...), each\n"
+    "                with the reason in its provenance line\n";
 
 static void progress(const char *stage, double fraction, void *user)
 {
@@ -42,9 +46,41 @@ static void verify_progress(int done, int total, void *user)
     progress("verify", total ? (double)done / total : 1.0, user);
 }
 
-/* Proves every rule; keeps the proved ones, renamed r0000... in order. */
-static int verify_library(xf_library *lib, long timeout_ms, int threads, int *n_refuted, int *n_unknown,
-                          double *seconds)
+/* Moves an unproved rule into dropped (when not NULL) under a name and
+ * provenance that say why; frees it otherwise. */
+static void drop_unproved(xf_library *dropped, xf_rule *r, xf_proof p, const char *why, int index)
+{
+    if (!dropped) {
+        xf_rule_free(r);
+        return;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "u%04d", index);
+    size_t len = strlen(r->provenance ? r->provenance : "") + strlen(why) + 64;
+    char *prov = malloc(len), *renamed = strdup(name);
+    if (prov && renamed) {
+        snprintf(prov, len, "not proved (%s: %s): %s", xf_proof_name(p), why, r->provenance ? r->provenance : "");
+        for (char *c = prov; *c; c++)
+            if (*c == '\n')
+                *c = ' ';
+        free(r->provenance);
+        r->provenance = prov;
+        free(r->name);
+        r->name = renamed;
+        xf_error err;
+        if (xf_library_add(dropped, r, &err) != XF_OK)
+            xf_cli_error("%s", err.msg);
+        return;
+    }
+    free(prov);
+    free(renamed);
+    xf_rule_free(r);
+}
+
+/* Proves every rule; keeps the proved ones, renamed r0000... in order; the
+ * others go to dropped when it is not NULL. */
+static int verify_library(xf_library *lib, xf_library *dropped, long timeout_ms, int threads, int *n_refuted,
+                          int *n_unknown, double *seconds)
 {
     xf_verify_options vo = {.timeout_ms = (unsigned)timeout_ms};
     xf_error err;
@@ -80,7 +116,7 @@ static int verify_library(xf_library *lib, long timeout_ms, int threads, int *n_
             (*n_unknown)++;
         if (xf_cli_verbosity() >= 2)
             fprintf(stderr, "xflow-gen: %s not proved (%s): %s\n", r->name, xf_proof_name(p), res[i].why);
-        xf_rule_free(r);
+        drop_unproved(dropped, r, p, res[i].why, *n_refuted + *n_unknown - 1);
     }
     lib->n_rules = kept;
     free(res);
@@ -112,7 +148,7 @@ static int check_file(const char *path, const char *text, size_t len)
 
 int main(int argc, char **argv)
 {
-    const char *out = XF_DEFAULT_RULES;
+    const char *out = XF_DEFAULT_RULES, *dropped_path = NULL;
     long max_ops = 3, threads = 0, timeout_ms = 0;
     uint64_t seed = 1;
     bool verify = true, check = false;
@@ -147,6 +183,10 @@ int main(int argc, char **argv)
             if (!xf_cli_parse_int(a, i + 1 < argc ? argv[i + 1] : NULL, 1, 600000, &timeout_ms))
                 return 2;
             i++;
+        } else if (!strcmp(a, "--dropped")) {
+            if (i + 1 >= argc)
+                return xf_cli_usage_error("--dropped needs a file name");
+            dropped_path = argv[++i];
         } else if (!strcmp(a, "--seed")) {
             char *end;
             const char *s = i + 1 < argc ? argv[i + 1] : "";
@@ -161,21 +201,27 @@ int main(int argc, char **argv)
     }
     xf_cli_init("xflow-gen", verbosity);
 
-    xf_gen_options opt = {.max_ops = (int)max_ops, .seed = seed, .threads = (int)threads, .progress = progress};
+    xf_library *dropped = NULL;
+    if (dropped_path && !(dropped = xf_library_create()))
+        return xf_cli_error("out of memory");
+    xf_gen_options opt = {
+        .max_ops = (int)max_ops, .seed = seed, .threads = (int)threads, .progress = progress, .dropped = dropped};
     xf_gen_stats st;
     xf_library *lib = NULL;
     xf_error err;
     if (xf_generate(&opt, &lib, &st, &err) != XF_OK) {
         end_progress();
+        xf_library_free(dropped);
         return xf_cli_error("%s", err.msg);
     }
     end_progress();
     int n_candidates = lib->n_rules, refuted = 0, unknown = 0;
     double verify_s = 0;
     if (verify) {
-        int rc = verify_library(lib, timeout_ms, (int)threads, &refuted, &unknown, &verify_s);
+        int rc = verify_library(lib, dropped, timeout_ms, (int)threads, &refuted, &unknown, &verify_s);
         if (rc) {
             xf_library_free(lib);
+            xf_library_free(dropped);
             return rc;
         }
     }
@@ -218,6 +264,18 @@ int main(int argc, char **argv)
     } else {
         xf_cli_info("wrote %d rules to %s\n", lib->n_rules, out);
     }
+    if (dropped && rc == 0) {
+        dropped->generator = lib->generator ? strdup(lib->generator) : NULL;
+        dropped->op_set = lib->op_set ? strdup(lib->op_set) : NULL;
+        dropped->max_ops = lib->max_ops;
+        dropped->seed = lib->seed;
+        dropped->opset = lib->opset;
+        if (xf_library_save(dropped, dropped_path, &err) != XF_OK)
+            rc = xf_cli_error("%s", err.msg);
+        else
+            xf_cli_info("wrote %d dropped candidates to %s\n", dropped->n_rules, dropped_path);
+    }
+    xf_library_free(dropped);
     xf_library_free(lib);
     return rc;
 }

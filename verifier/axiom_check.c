@@ -363,6 +363,21 @@ static bool eval_app(checker *k, vf_fn fn, const int64_t *ip, const cval *t, cva
         }
         return true;
     }
+    case VF_SAMPLE: {
+        const cval *x = &t[0];
+        int64_t sh = ip[0], sw = ip[1];
+        if (x->rank != 4 || sh < 1 || sw < 1)
+            return false;
+        int64_t H = x->dims[2], W = x->dims[3], oh = (H + sh - 1) / sh, ow = (W + sw - 1) / sw;
+        make_tensor(out, 4, (int64_t[]){x->dims[0], x->dims[1], oh, ow});
+        if (!alloc_el(k, out))
+            return false;
+        for (int64_t i = 0; out->el && i < numel(out); i++) {
+            int64_t q = i % ow, r = (i / ow) % oh, nc = i / (oh * ow);
+            out->el[i] = x->el[(nc * H + r * sh) * W + q * sw];
+        }
+        return true;
+    }
     default:
         return false;
     }

@@ -25,6 +25,7 @@ const vf_fn_info vf_fn_infos[VF_FN_COUNT] = {
     [VF_CONST_IMM] = {"const_imm", 1, 0, VF_S_TENSOR},
     [VF_CONST_ICONV] = {"const_iconv", 3, 0, VF_S_TENSOR},
     [VF_CONST_POOL] = {"const_pool", 3, 0, VF_S_TENSOR},
+    [VF_SAMPLE] = {"sample", 2, 1, VF_S_TENSOR},
     [VF_DIM] = {"dim", 0, 1, VF_S_INT}, /* the index follows the tensor (see parse) */
     [VF_ADD] = {"+", 2, 0, VF_S_INT},
     [VF_SUB] = {"-", 2, 0, VF_S_INT},

@@ -31,6 +31,8 @@ typedef enum vf_fn {
     VF_CONST_IMM,   /* (const_imm n): n x n identity matrix */
     VF_CONST_ICONV, /* (const_iconv n kh kw): n x n x kh x kw identity kernel (centre 1) */
     VF_CONST_POOL,  /* (const_pool n kh kw): n x n x kh x kw, 1/(kh*kw) on the channel diagonal */
+    VF_SAMPLE,      /* (sample sh sw x): NCHW x at rows 0, sh, 2sh... and columns 0, sw, 2sw...
+                       (what a stride does to a window op's stride-1 output) */
     /* integer-valued */
     VF_DIM,         /* (dim x i): size of dimension i of x */
     VF_ADD, VF_SUB, VF_MUL, VF_DIV, VF_MOD,
