@@ -763,6 +763,44 @@ START_TEST(library_constants_in_search)
 }
 END_TEST
 
+/* The committed library moves a stride through pointwise ops: a 3x3 conv
+ * at stride 1 whose output only a stride-2 1x1 conv reads is computed at
+ * stride 2 instead, a quarter of its work. */
+START_TEST(library_moves_strides)
+{
+    library_rules lr;
+    library_rules_make(&lr);
+    xf_cost_model *cm = cost_model("analytic:h100");
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 16, 16, 16));
+    int c3 = conv(g, x, random_weight(g, SHAPE(16, 16, 3, 3), 31), 3);
+    attrs(g, c3)->activation = XF_ACT_RELU;
+    int c1 = conv(g, out0(g, c3), random_weight(g, SHAPE(32, 16, 1, 1), 32), 1);
+    attrs(g, c1)->strides[0] = attrs(g, c1)->strides[1] = 2;
+    xf_graph_add_output(g, out0(g, c1));
+    infer_ok(g, OPSET);
+    xf_search_options o;
+    xf_search_options_default(&o);
+    o.opset = OPSET;
+    xf_search_result res;
+    search_ok(g, lr.rs, cm, &o, &res);
+    ck_assert_int_ge(res.n_steps, 1);
+    ck_assert(res.cost_after < res.cost_before);
+    bool moved = false;
+    for (int i = 0; i < res.best->n_nodes; i++) {
+        const xf_node *n = &res.best->nodes[i];
+        if (n->op == XF_OP_CONV && n->attrs.kernel[0] == 3)
+            moved = n->attrs.strides[0] == 2 && n->attrs.strides[1] == 2;
+    }
+    ck_assert_msg(moved, "the 3x3 conv kept stride 1");
+    expect_same_function(g, res.best);
+    xf_search_result_free(&res);
+    xf_graph_free(g);
+    xf_cost_model_free(cm);
+    library_rules_free(&lr);
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
     Suite *s = suite_create("search");
@@ -771,6 +809,7 @@ static Suite *search_suite(void)
     tcase_add_test(t, budget_and_time_limit);
     tcase_add_test(t, rewrites_hashed_and_matched_from_the_parent);
     tcase_add_test(t, library_constants_in_search);
+    tcase_add_test(t, library_moves_strides);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("cost");
     tcase_add_test(c, analytic_costs);
