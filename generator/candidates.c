@@ -500,6 +500,42 @@ done:
     return ok;
 }
 
+/* ------------------------------------------------------------ exact recheck */
+
+/* Rounds of further exact evaluation of a candidate's sides, each of
+ * GEN_TRIALS trials with fresh inputs and fresh models (random orders, Relu
+ * floors, Sigmoid and Tanh functions). */
+#define RECHECK_ROUNDS 4
+
+/* Whether both sides of r still agree, output for output, in every
+ * recheck round.  Grouping uses a fingerprint of GEN_TRIALS trials, which
+ * billions of graphs must each pay for; the few candidates it pairs are
+ * worth RECHECK_ROUNDS times more.  It matters where the model's
+ * accidents are likely: Relu outputs of 16 elements (a stride-2
+ * convolution's 2x2 images) that fall all below the floor in every trial,
+ * or max pooling windows all below it that the outputs read, hide a
+ * difference with a probability small for one graph but not for hundreds
+ * of millions.  A rule that cannot be evaluated here is left to the float
+ * check. */
+static bool exact_recheck(const xf_rule *r, uint64_t seed)
+{
+    uint64_t fp[2 * GEN_MAX_SLOTS], fq[2 * GEN_MAX_SLOTS];
+    int n = r->pattern->n_outputs;
+    if (n > 2 * GEN_MAX_SLOTS || r->replacement->n_outputs != n)
+        return true;
+    for (int round = 1; round <= RECHECK_ROUNDS; round++) {
+        uint64_t s = gen_mix64(seed ^ (0x5851f42d4c957f2dull * (uint64_t)round));
+        xf_error e;
+        if (gen_fingerprint_graph(r->pattern, s, GEN_TRIALS * round, fp, &e) != XF_OK ||
+            gen_fingerprint_graph(r->replacement, s, GEN_TRIALS * round, fq, &e) != XF_OK)
+            return true;
+        for (int j = 0; j < n; j++)
+            if (fp[j] != fq[j])
+                return false;
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------ the stage */
 
 typedef struct key_set {
@@ -674,6 +710,7 @@ static bool smaller(const gen_graph *a, const gen_graph *b)
 typedef struct prepared {
     xf_rule *r;    /* NULL: no sound general form */
     uint64_t key;  /* identity up to renaming */
+    bool exact;    /* exact_recheck */
     int agree;     /* sides_agree */
     double diff;
     char *why;     /* when agree < 0 */
@@ -719,7 +756,8 @@ static void prepare(chunk *c, const gen_graph *pg, const gen_graph *qg, uint64_t
         return;
     it->key = gen_mix64(xf_graph_hash(it->r->pattern)) ^ xf_graph_hash(it->r->replacement);
     char why[1024] = "";
-    it->agree = sides_agree(it->r, seed, &it->diff, why, sizeof why);
+    it->exact = exact_recheck(it->r, seed);
+    it->agree = it->exact ? sides_agree(it->r, seed, &it->diff, why, sizeof why) : 0;
     if (it->agree < 0 && !(it->why = strdup(why)))
         c->nomem = true;
 }
@@ -861,13 +899,13 @@ typedef struct rule_stage {
     key_set seen;
 } rule_stage;
 
-/* Adds a fingerprint false positive to the dropped library, its name and
- * provenance saying what it is; takes r. */
-static xf_status keep_dropped(xf_library *dropped, xf_rule *r, double diff, xf_error *err)
+/* Adds a candidate dropped after grouping to the dropped library, its name
+ * and provenance saying why; takes r. */
+static xf_status keep_dropped(xf_library *dropped, xf_rule *r, const char *why, xf_error *err)
 {
     char name[32];
     snprintf(name, sizeof name, "f%04d", dropped->n_rules);
-    size_t len = strlen(r->provenance ? r->provenance : "") + 96;
+    size_t len = strlen(r->provenance ? r->provenance : "") + strlen(why) + 8;
     char *prov = malloc(len), *renamed = strdup(name);
     if (!prov || !renamed) {
         free(prov);
@@ -875,7 +913,7 @@ static xf_status keep_dropped(xf_library *dropped, xf_rule *r, double diff, xf_e
         xf_rule_free(r);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
-    snprintf(prov, len, "float mismatch, max diff %g: %s", diff, r->provenance ? r->provenance : "");
+    snprintf(prov, len, "%s: %s", why, r->provenance ? r->provenance : "");
     free(r->provenance);
     r->provenance = prov;
     free(r->name);
@@ -898,12 +936,20 @@ static xf_status prepared_commit(rule_stage *rs, prepared *it, xf_error *err)
             s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         else
             st->pruned_renaming++;
+    } else if (!it->exact) {
+        st->collisions++;
+        if (rs->dropped) {
+            s = keep_dropped(rs->dropped, r, "differ on further exact trials", err);
+            r = NULL;
+        }
     } else if (it->agree == 0) {
         xf_log(XF_LOG_WARN, "fingerprint false positive dropped: %s (%d -> %d ops), max diff %g", r->provenance,
                r->pattern->n_nodes, r->replacement->n_nodes, it->diff);
         st->false_positives++;
         if (rs->dropped) {
-            s = keep_dropped(rs->dropped, r, it->diff, err);
+            char why[64];
+            snprintf(why, sizeof why, "float mismatch, max diff %g", it->diff);
+            s = keep_dropped(rs->dropped, r, why, err);
             r = NULL;
         }
     } else if (it->agree < 0) {

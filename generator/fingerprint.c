@@ -39,9 +39,14 @@
  * The random order, floor and functions are drawn anew for each of the
  * GEN_TRIALS evaluations (see `model`).
  *
- * Whatever the fingerprint wrongly equates (a law of the model that is not
- * a law of the reals) is caught by the numerical check on cpu_ref; whatever
- * it loses is simply not found. */
+ * Every candidate pair is then evaluated anew in further rounds, each of
+ * GEN_TRIALS trials under fresh models and inputs (gen_fingerprint_graph
+ * with a later first model; see exact_recheck in candidates.c): accidents
+ * of the model that grouping could not afford to rule out for billions of
+ * graphs (Relu outputs of a few elements all below the floor in every
+ * trial) are ruled out for the few pairs it makes.  Whatever still looks
+ * equal but is not a law of the reals would be caught by the numerical
+ * check on cpu_ref; whatever the model loses is simply not found. */
 #include "gen_internal.h"
 
 #include <stdlib.h>
@@ -539,6 +544,12 @@ static bool eval_once(const model *m, xf_op op, const xf_attrs *a, int n_in, con
 
 bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out, gen_val *out, int64_t cap)
 {
+    return gen_eval_models(0, op, a, n_in, in, n_out, out, cap);
+}
+
+bool gen_eval_models(int first_model, xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out,
+                     gen_val *out, int64_t cap)
+{
     enum { MAX_ARGS = 8 };
     if (n_in > MAX_ARGS || n_out > MAX_ARGS)
         return false;
@@ -548,7 +559,7 @@ bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_ou
             tin[k] = (gen_val){in[k].shape, in[k].v + t * xf_shape_numel(&in[k].shape)};
         for (int k = 0; k < n_out; k++)
             tout[k].v = out[k].v + (t ? t * xf_shape_numel(&out[k].shape) : 0);
-        model m = model_for_trial(t);
+        model m = model_for_trial(first_model + t);
         if (!eval_once(&m, op, a, n_in, tin, n_out, tout, cap))
             return false;
         if (t == 0)
@@ -632,6 +643,11 @@ bool gen_eval_conv_memo(gen_conv_memo *m, const xf_attrs *a, const gen_val *x, u
 
 xf_status xf_gen_fingerprint_graph(const xf_graph *g, uint64_t seed, uint64_t *fps, xf_error *err)
 {
+    return gen_fingerprint_graph(g, seed, 0, fps, err);
+}
+
+xf_status gen_fingerprint_graph(const xf_graph *g, uint64_t seed, int first_model, uint64_t *fps, xf_error *err)
+{
     gen_val *vals = calloc((size_t)g->n_values, sizeof *vals);
     uint64_t *storage = calloc((size_t)g->n_values * GEN_VAL_STRIDE, sizeof *storage);
     bool *ready = calloc((size_t)g->n_values, sizeof *ready);
@@ -642,8 +658,9 @@ xf_status xf_gen_fingerprint_graph(const xf_graph *g, uint64_t seed, uint64_t *f
     }
     for (int v = 0; v < g->n_values; v++)
         vals[v].v = storage + (size_t)v * GEN_VAL_STRIDE;
-    /* Constants with integer values (identity kernels, all-ones) are exact
-     * residues; others have no exact meaning here. */
+    /* The constants the generator knows (identities, the pooling kernel)
+     * take its residues; others with integer values (all-ones) are exact
+     * residues; the rest have no exact meaning here. */
     for (int v = 0; v < g->n_values; v++) {
         const xf_tensor *c = g->values[v].init;
         if (!c)
@@ -654,6 +671,11 @@ xf_status xf_gen_fingerprint_graph(const xf_graph *g, uint64_t seed, uint64_t *f
             goto done;
         }
         vals[v].shape = c->shape;
+        xf_const_kind kind = xf_const_kind_of(c);
+        if (kind != XF_CONST_NONE && gen_const_residues(kind, &vals[v])) {
+            ready[v] = true;
+            continue;
+        }
         for (int64_t i = 0; i < n; i++) {
             double x = xf_tensor_get_f64(c, i);
             if (x != (double)(int64_t)x || x > 1e15 || x < -1e15) {
@@ -699,7 +721,7 @@ xf_status xf_gen_fingerprint_graph(const xf_graph *g, uint64_t seed, uint64_t *f
         }
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = vals[n->outputs[k]];
-        if (!gen_eval(n->op, &n->attrs, n->n_inputs, in, n->n_outputs, out, GEN_MAX_ELEMS)) {
+        if (!gen_eval_models(first_model, n->op, &n->attrs, n->n_inputs, in, n->n_outputs, out, GEN_MAX_ELEMS)) {
             st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node %d (%s) is outside the generator's semantics", i,
                               xf_op_name(n->op));
             goto done;

@@ -40,6 +40,14 @@ void gen_val_hashes(const gen_val *t, int n, uint64_t *out);
  * must point to buffers of GEN_TRIALS * cap elements; cap bounds one trial.  False when the op, its attributes or the
  * shapes are outside the generator's semantics (see fingerprint.c). */
 bool gen_eval(xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out, gen_val *out, int64_t cap);
+/* gen_eval under the models of trials first_model .. first_model +
+ * GEN_TRIALS - 1 (gen_eval uses 0..): other random orders, Relu floors and
+ * Sigmoid and Tanh functions, for checking agreements anew. */
+bool gen_eval_models(int first_model, xf_op op, const xf_attrs *a, int n_in, const gen_val *in, int n_out,
+                     gen_val *out, int64_t cap);
+
+/* xf_gen_fingerprint_graph under the models from first_model on. */
+xf_status gen_fingerprint_graph(const xf_graph *g, uint64_t seed, int first_model, uint64_t *fps, xf_error *err);
 
 /* Convolutions seen recently, before bias and activation: the enumerator
  * applies one Conv(x, w) under every bias and activation variant and below

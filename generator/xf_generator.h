@@ -27,9 +27,9 @@ typedef struct xf_gen_options {
     /* Called now and then from the calling thread (may be NULL). */
     void (*progress)(const char *stage, double fraction, void *user);
     void *user;
-    /* When not NULL, receives the fingerprint false positives (candidates
-     * whose sides differ on cpu_ref with floats) as unproved rules named
-     * f0000..., each provenance giving the difference, for inspection. */
+    /* When not NULL, receives the candidates dropped because their sides
+     * differ (in further exact trials, or on cpu_ref with floats) as
+     * unproved rules named f0000..., each provenance saying why. */
     xf_library *dropped;
 } xf_gen_options;
 
@@ -49,7 +49,10 @@ typedef struct xf_gen_stats {
                                  weights (see candidates.c) */
     int64_t unexpressible;    /* pairs without a sound general form (split sizes) or
                                  that cannot run on cpu_ref */
-    int64_t false_positives;  /* pairs whose sides differ on cpu_ref with floats */
+    int64_t collisions;       /* pairs whose fingerprints agree but whose sides differ in
+                                 further exact trials (fresh inputs and models) */
+    int64_t false_positives;  /* pairs that pass both and whose sides differ on cpu_ref
+                                 with floats */
     int64_t generalized;      /* rules with attribute bindings over input dims */
     int64_t reversed;         /* rules also written from the smaller side (neither side
                                  computes fewer ops on activations, see candidates.c) */

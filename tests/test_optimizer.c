@@ -3,6 +3,7 @@
  * cpu_ref; the external-use rule, attribute generalization, constraints and
  * opaque nodes are checked on graphs built for them. */
 #include "opt_builders.h"
+#include "xf_test_util.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -570,10 +571,8 @@ static const char constants_text[] =
 
 START_TEST(rule_constants_sized_by_match)
 {
-    xf_library *lib = NULL;
+    xf_library *lib = xf_test_library(constants_text);
     xf_error e = {0};
-    ck_assert_msg(xf_library_parse(constants_text, strlen(constants_text), "c.rules", &lib, &e) == XF_OK, "%s",
-                  e.msg);
     xf_rule_set *rs = rule_set_of(lib->rules, lib->n_rules);
     /* Seven channels, where the rule was found on two. */
     xf_graph *g = xf_graph_create("g");

@@ -283,9 +283,7 @@ static char *variant(int line, const char *repl)
 START_TEST(library_parse_errors_name_lines)
 {
     char *good = variant(0, "");
-    xf_library *lib = NULL;
-    xf_error e = {0};
-    ck_assert_msg(xf_library_parse(good, strlen(good), "t.rules", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_library *lib = xf_test_library(good);
     ck_assert_int_eq(lib->rules[0]->constraints[0].cmp, XF_CMP_LE);
     xf_library_free(lib);
     free(good);
@@ -391,9 +389,7 @@ END_TEST
 
 START_TEST(library_constants)
 {
-    xf_library *lib = NULL;
-    xf_error e = {0};
-    ck_assert_msg(xf_library_parse(residual_text, strlen(residual_text), "t.rules", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_library *lib = xf_test_library(residual_text);
     const xf_rule *r = lib->rules[0];
     ck_assert_int_eq(r->n_consts, 1);
     ck_assert_int_eq(r->consts[0].kind, XF_CONST_IDENTITY_KERNEL);

@@ -272,9 +272,7 @@ static const char const_rules[] =
 
 START_TEST(rule_constants)
 {
-    xf_library *lib = NULL;
-    xf_error e = {0};
-    ck_assert_msg(xf_library_parse(const_rules, strlen(const_rules), "c.rules", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_library *lib = xf_test_library(const_rules);
     xf_verifier *v = verifier(2000);
     char why[512];
     ck_assert_msg(xf_verifier_prove(v, lib->rules[0], why, sizeof why) == XF_PROOF_PROVED, "%s", why);
@@ -334,9 +332,7 @@ END_TEST
 /* The one rule of a library text. */
 static xf_rule *parse_rule(const char *text)
 {
-    xf_library *lib = NULL;
-    xf_error e = {0};
-    ck_assert_msg(xf_library_parse(text, strlen(text), "test", &lib, &e) == XF_OK, "%s", e.msg);
+    xf_library *lib = xf_test_library(text);
     xf_rule *r = xf_rule_clone(lib->rules[0]);
     xf_library_free(lib);
     ck_assert_ptr_nonnull(r);

@@ -69,3 +69,11 @@ int xf_test_run_suite(Suite *s)
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+xf_library *xf_test_library(const char *text)
+{
+    xf_library *lib = NULL;
+    xf_error e = {0};
+    ck_assert_msg(xf_library_parse(text, strlen(text), "fixture", &lib, &e) == XF_OK, "%s", e.msg);
+    return lib;
+}

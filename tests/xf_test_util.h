@@ -2,6 +2,8 @@
 #ifndef XF_TEST_UTIL_H
 #define XF_TEST_UTIL_H
 
+#include "xf_rule.h"
+
 #include <check.h>
 #include <stddef.h>
 
@@ -15,6 +17,10 @@ int xf_test_run(const char *cmd, char **out);
 int xf_test_exists(const char *path);
 /* Path of a built tool (e.g. "xflowc") in the build tree; static buffer. */
 const char *xf_test_tool(const char *name);
+
+/* The library in text (a test fixture), parsed; the test fails on a parse
+ * error, naming it. */
+xf_library *xf_test_library(const char *text);
 
 /* Runs every test of s (Check's normal output) and returns the exit status
  * for main: EXIT_SUCCESS when none failed. */

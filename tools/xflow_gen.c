@@ -24,9 +24,9 @@ static const char usage[] =
     "  --threads N   worker threads for every stage: enumeration, rules, proofs\n"
     "                (default: every core); the output is the same for any N\n"
     "  --dropped FILE  also write the candidates that were dropped after grouping,\n"
-    "                as rules for inspection: fingerprint false positives (f0000...)\n"
-    "                and candidates the verifier did not prove (u0000...), each\n"
-    "                with the reason in its provenance line\n";
+    "                as rules for inspection: sides that differ in further exact\n"
+    "                trials or on floats (f0000...) and candidates the verifier\n"
+    "                did not prove (u0000...), each with why in its provenance\n";
 
 static void progress(const char *stage, double fraction, void *user)
 {
@@ -237,6 +237,8 @@ int main(int argc, char **argv)
     xf_cli_info("  constant misplaced -%lld\n", (long long)st.pruned_constant);
     xf_cli_info("  same up to renaming -%lld\n", (long long)st.pruned_renaming);
     xf_cli_info("  not generalizable  -%lld\n", (long long)st.unexpressible);
+    xf_cli_info("  exact recheck      -%lld (fingerprint collisions: sides differ in further exact trials)\n",
+                (long long)st.collisions);
     xf_cli_info("  float mismatch     -%lld (fingerprint false positives)\n", (long long)st.false_positives);
     xf_cli_info("candidate rules      %d (%lld with generalized split sizes, %lld also written from the "
                 "smaller side)\n",
