@@ -444,6 +444,49 @@ START_TEST(stride_moves)
 }
 END_TEST
 
+/* Rules found at four ops that need the axioms of enlarging a product of
+ * kernels and of the dims a split keeps. */
+static const char four_op_rules[] =
+    "xflow-library 1\ngenerator t\nop-set Conv\nmax-ops 4\nseed 1\nopset 17\nrules 2\n"
+    "rule enlarge_product\nproved no\n"
+    "input h FLOAT 2x2x1x3\ninput s FLOAT scalar\ninput x FLOAT 2x2x4x4\n"
+    "pattern\n"
+    "  %0 = Mul(h, s)\n  %1 = Mul(h, %0)\n"
+    "  %2 = Conv(x, %1) kernel=1,3 strides=1,1 pads=0,1,0,1 dilations=1,1 activation=relu\n"
+    "  output %2\n"
+    "replacement\n"
+    "  %0 = Pad(h) pad_pads=0,0,1,0,0,0,1,0\n  %1 = Mul(%0, s)\n  %2 = Mul(%0, %1)\n"
+    "  %3 = Conv(x, %2) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1 activation=relu\n"
+    "  output %3\n"
+    "end\n"
+    "rule split_dims\nproved no\n"
+    "input x FLOAT 2x2x4x4\n"
+    "pattern\n"
+    "  %0, %1 = Split(x) split=1,1\n  %2 = Concat(%0, %1) axis=1\n  %3 = Tanh(%2)\n"
+    "  %4, %5 = Split(%3) axis=1 split=2,2\n"
+    "  output %4\n  output %5\n"
+    "replacement\n"
+    "  %0 = Tanh(x)\n  %1, %2 = Split(%0) split=1,1\n"
+    "  output %1\n  output %2\n"
+    "bind pattern 0 split[0] = (x[0] / 2)\nbind pattern 0 split[1] = (x[0] / 2)\n"
+    "bind pattern 3 split[0] = x[1]\nbind pattern 3 split[1] = x[1]\n"
+    "bind replacement 1 split[0] = (x[0] / 2)\nbind replacement 1 split[1] = (x[0] / 2)\n"
+    "end\n";
+
+START_TEST(four_op_laws)
+{
+    xf_library *lib = xf_test_library(four_op_rules);
+    xf_verifier *v = verifier(5000);
+    char why[512];
+    for (int i = 0; i < lib->n_rules; i++) {
+        xf_proof p = xf_verifier_prove(v, lib->rules[i], why, sizeof why);
+        ck_assert_msg(p == XF_PROOF_PROVED, "%s: %s: %s", lib->rules[i]->name, xf_proof_name(p), why);
+    }
+    xf_verifier_free(v);
+    xf_library_free(lib);
+}
+END_TEST
+
 START_TEST(timeout_cuts_a_query)
 {
     xf_verifier *v = verifier(300);
@@ -484,7 +527,7 @@ START_TEST(axioms_validate)
     ck_assert_int_ge(xf_axiom_count(), 44);
     const char *names[] = {"ewmul_distrib", "matmul_concat_inner", "conv_concat_weights", "split1_concat",
                            "pool_max_concat_channels", "conv_enlarge", "conv_stride_sample",
-                           "sample_conv_pointwise"};
+                           "sample_conv_pointwise", "enlarge_ewmul", "dim_split0_other"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         xf_axiom_result res;
         xf_error err;
@@ -585,6 +628,7 @@ static Suite *suite(void)
     tcase_add_test(tc, parallel_provers_agree);
     tcase_add_test(tc, biased_enlarged_merge);
     tcase_add_test(tc, stride_moves);
+    tcase_add_test(tc, four_op_laws);
     tcase_add_test(tc, timeout_cuts_a_query);
     tcase_add_test(tc, unsupported_op_is_named);
     suite_add_tcase(s, tc);
