@@ -191,6 +191,12 @@ const vf_axiom_text vf_axioms[] = {
      "(enlarge kh kw (ewadd w u))", "(ewadd (enlarge kh kw w) (enlarge kh kw u))"},
     {"enlarge_smul", "enlarging a scaled kernel scales the enlarged kernel", "w:4 s:0 kh:kernel kw:kernel", NULL,
      "(enlarge kh kw (smul w s))", "(smul (enlarge kh kw w) s)"},
+    {"split0_enlarge", "the first kernels (or input channels) of an enlarged kernel are the enlarged first ones",
+     "w:4 a:axis n:size kh:kernel kw:kernel", "(< a 2)", "(split0 a n (enlarge kh kw w))",
+     "(enlarge kh kw (split0 a n w))"},
+    {"split1_enlarge", "the last kernels (or input channels) of an enlarged kernel are the enlarged last ones",
+     "w:4 a:axis n:size kh:kernel kw:kernel", "(< a 2)", "(split1 a n (enlarge kh kw w))",
+     "(enlarge kh kw (split1 a n w))"},
     {"enlarge_ewmul", "enlarging an elementwise product of kernels multiplies the enlarged kernels (the padding is zero in both)",
      "w:4 u:4 kh:kernel kw:kernel", NULL, "(enlarge kh kw (ewmul w u))", "(ewmul (enlarge kh kw w) (enlarge kh kw u))"},
     /* ---------------------------------------------------------------- concat and split */
