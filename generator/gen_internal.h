@@ -138,6 +138,16 @@ typedef struct gen_pool_values {
  * identities' ones, the inverse of the window size for the pooling kernel. */
 bool gen_const_residues(xf_const_kind k, gen_val *v);
 
+/* ------------------------------------------------------------ candidate checks (checks.c) */
+
+/* Whether both sides of r agree, output for output, in further rounds of
+ * exact evaluation under fresh models and inputs. */
+bool gen_exact_recheck(const xf_rule *r, uint64_t seed);
+/* Runs both sides of r on cpu_ref with the same random floats: 1 when every
+ * output agrees within float rounding, 0 when one differs (max_diff says
+ * by how much), -1 (why says how) when a side cannot run. */
+int gen_sides_agree(const xf_rule *r, uint64_t seed, double *max_diff, char *why, size_t why_len);
+
 /* Fills pv; storage holds gen_pool_size * GEN_VAL_STRIDE residues. */
 void gen_pool_fill(uint64_t seed, gen_pool_values *pv, uint64_t *storage);
 

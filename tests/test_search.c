@@ -155,6 +155,15 @@ static void search_ok(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *c
     ck_assert_ptr_nonnull(res->best);
 }
 
+/* search_ok with the default options. */
+static void search_default(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cm, xf_search_result *res)
+{
+    xf_search_options o;
+    xf_search_options_default(&o);
+    o.opset = OPSET;
+    search_ok(g, rs, cm, &o, res);
+}
+
 START_TEST(search_matches_exhaustive)
 {
     all_rules r;
@@ -742,11 +751,8 @@ START_TEST(library_constants_in_search)
         }
         xf_graph_add_output(g, out0(g, y));
         infer_ok(g, OPSET);
-        xf_search_options o;
-        xf_search_options_default(&o);
-        o.opset = OPSET;
         xf_search_result res;
-        search_ok(g, lr.rs, cm, &o, &res);
+        search_default(g, lr.rs, cm, &res);
         ck_assert_int_ge(res.n_steps, 1);
         ck_assert_ptr_nonnull(xf_rule_set_rule(lr.rs, res.steps[0].rule)->consts);
         xf_canon_stats st = {0};
@@ -779,11 +785,8 @@ START_TEST(library_moves_strides)
     attrs(g, c1)->strides[0] = attrs(g, c1)->strides[1] = 2;
     xf_graph_add_output(g, out0(g, c1));
     infer_ok(g, OPSET);
-    xf_search_options o;
-    xf_search_options_default(&o);
-    o.opset = OPSET;
     xf_search_result res;
-    search_ok(g, lr.rs, cm, &o, &res);
+    search_default(g, lr.rs, cm, &res);
     ck_assert_int_ge(res.n_steps, 1);
     ck_assert(res.cost_after < res.cost_before);
     bool moved = false;
