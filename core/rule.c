@@ -624,3 +624,27 @@ xf_status xf_library_add(xf_library *lib, xf_rule *r, xf_error *err)
     lib->rules[lib->n_rules++] = r;
     return XF_OK;
 }
+
+xf_status xf_library_add_left_out(xf_library *lib, xf_rule *r, char prefix, const char *why, xf_error *err)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%c%04d", prefix, lib->n_rules);
+    const char *was = r->provenance ? r->provenance : "";
+    size_t len = strlen(why) + strlen(was) + 3;
+    char *prov = malloc(len), *renamed = dup_str(name);
+    if (!prov || !renamed) {
+        free(prov);
+        free(renamed);
+        xf_rule_free(r);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    snprintf(prov, len, "%s: %s", why, was);
+    for (char *c = prov; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    free(r->provenance);
+    r->provenance = prov;
+    free(r->name);
+    r->name = renamed;
+    return xf_library_add(lib, r, err);
+}

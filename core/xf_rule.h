@@ -197,6 +197,9 @@ xf_library *xf_library_create(void);
 void xf_library_free(xf_library *lib);
 /* Takes ownership of r. */
 xf_status xf_library_add(xf_library *lib, xf_rule *r, xf_error *err);
+/* Adds r (taken) as a rule left out of a library: named prefix0000,
+ * prefix0001... in order, its provenance led by why (one line). */
+xf_status xf_library_add_left_out(xf_library *lib, xf_rule *r, char prefix, const char *why, xf_error *err);
 
 /* The text format (plain, one rule per block, diffable).  Parse errors name
  * the line: "rules.txt:42: unknown op 'Cnv'". `name` is used in messages. */

@@ -269,10 +269,10 @@ static xf_expr expr_subtree(const xf_expr *e, int first, int end)
 
 /* Symbolic dims of constant value cv read as input j of node n, from the
  * node's other operands: the same shape as the tensor it is added to or
- * multiplied with (a kernel's spatial dims as numbers); a kernel convolved with x is square in x's channels; a
- * matrix multiplied is square in the inner dimension; concatenated, it
- * shares the other operand's dims off the axis and is square across the
- * first two.  False where the node says nothing of it. */
+ * multiplied with (a kernel's spatial dims as numbers); a kernel convolved
+ * with x is square in x's channels; a matrix multiplied is square in the
+ * inner dimension; concatenated, it shares the other operand's dims off
+ * the axis and is square across the first two.  False where the node says nothing of it. */
 static bool const_dims(const xf_graph *g, const xf_node *n, int j, const sym_shape *sym, sym_shape *out)
 {
     const xf_shape *cs = &g->values[n->inputs[j]].shape;
@@ -817,28 +817,6 @@ typedef struct rule_stage {
     key_set seen;
 } rule_stage;
 
-/* Adds a candidate dropped after grouping to the dropped library, its name
- * and provenance saying why; takes r. */
-static xf_status keep_dropped(xf_library *dropped, xf_rule *r, const char *why, xf_error *err)
-{
-    char name[32];
-    snprintf(name, sizeof name, "f%04d", dropped->n_rules);
-    size_t len = strlen(r->provenance ? r->provenance : "") + strlen(why) + 8;
-    char *prov = malloc(len), *renamed = strdup(name);
-    if (!prov || !renamed) {
-        free(prov);
-        free(renamed);
-        xf_rule_free(r);
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    }
-    snprintf(prov, len, "%s: %s", why, r->provenance ? r->provenance : "");
-    free(r->provenance);
-    r->provenance = prov;
-    free(r->name);
-    r->name = renamed;
-    return xf_library_add(dropped, r, err);
-}
-
 /* Dedupes a prepared candidate up to renaming and adds it to the library
  * when both sides agree on cpu_ref; takes it. */
 static xf_status prepared_commit(rule_stage *rs, prepared *it, xf_error *err)
@@ -857,7 +835,7 @@ static xf_status prepared_commit(rule_stage *rs, prepared *it, xf_error *err)
     } else if (!it->exact) {
         st->collisions++;
         if (rs->dropped) {
-            s = keep_dropped(rs->dropped, r, "differ on further exact trials", err);
+            s = xf_library_add_left_out(rs->dropped, r, 'f', "differ on further exact trials", err);
             r = NULL;
         }
     } else if (it->agree == 0) {
@@ -867,7 +845,7 @@ static xf_status prepared_commit(rule_stage *rs, prepared *it, xf_error *err)
         if (rs->dropped) {
             char why[64];
             snprintf(why, sizeof why, "float mismatch, max diff %g", it->diff);
-            s = keep_dropped(rs->dropped, r, why, err);
+            s = xf_library_add_left_out(rs->dropped, r, 'f', why, err);
             r = NULL;
         }
     } else if (it->agree < 0) {

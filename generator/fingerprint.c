@@ -41,7 +41,7 @@
  *
  * Every candidate pair is then evaluated anew in further rounds, each of
  * GEN_TRIALS trials under fresh models and inputs (gen_fingerprint_graph
- * with a later first model; see exact_recheck in candidates.c): accidents
+ * with a later first model; see gen_exact_recheck in checks.c): accidents
  * of the model that grouping could not afford to rule out for billions of
  * graphs (Relu outputs of a few elements all below the floor in every
  * trial) are ruled out for the few pairs it makes.  Whatever still looks

@@ -246,6 +246,34 @@ START_TEST(library_duplicate_names)
 }
 END_TEST
 
+/* Rules left out of a library (xflow-gen --dropped) are numbered in order
+ * under their prefix, with the reason leading the provenance on one line,
+ * and the file they make parses back. */
+START_TEST(library_left_out_rules)
+{
+    xf_library *lib = xf_library_create();
+    xf_error e = {0};
+    xf_rule *r = make_fusion_rule("c000017");
+    r->provenance = strdup("fingerprint 1f, found on 2x3");
+    ck_assert_int_eq(xf_library_add_left_out(lib, r, 'f', "float mismatch, max diff 0.5", &e), XF_OK);
+    ck_assert_int_eq(xf_library_add_left_out(lib, make_fusion_rule("c000018"), 'u', "not proved (refuted: a\nb)", &e),
+                     XF_OK);
+    ck_assert_str_eq(lib->rules[0]->name, "f0000");
+    ck_assert_str_eq(lib->rules[0]->provenance, "float mismatch, max diff 0.5: fingerprint 1f, found on 2x3");
+    ck_assert_str_eq(lib->rules[1]->name, "u0001");
+    ck_assert_str_eq(lib->rules[1]->provenance, "not proved (refuted: a b): test, found on 1x2x5x5");
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_msg(xf_library_format(lib, &text, &len, &e) == XF_OK, "%s", e.msg);
+    xf_library *back = xf_test_library(text);
+    ck_assert_int_eq(back->n_rules, 2);
+    ck_assert_str_eq(back->rules[1]->provenance, lib->rules[1]->provenance);
+    free(text);
+    xf_library_free(back);
+    xf_library_free(lib);
+}
+END_TEST
+
 /* A valid one-rule file whose line `line` (1-based) is replaced by repl. */
 static char *variant(int line, const char *repl)
 {
@@ -463,6 +491,7 @@ static Suite *rule_suite(void)
     tcase_add_test(f, library_round_trip);
     tcase_add_test(f, library_save_load);
     tcase_add_test(f, library_duplicate_names);
+    tcase_add_test(f, library_left_out_rules);
     tcase_add_test(f, library_parse_errors_name_lines);
     tcase_add_test(f, library_format_refuses_what_it_cannot_hold);
     tcase_add_test(f, constants_made_and_recognized);

@@ -46,35 +46,19 @@ static void verify_progress(int done, int total, void *user)
     progress("verify", total ? (double)done / total : 1.0, user);
 }
 
-/* Moves an unproved rule into dropped (when not NULL) under a name and
- * provenance that say why; frees it otherwise. */
-static void drop_unproved(xf_library *dropped, xf_rule *r, xf_proof p, const char *why, int index)
+/* Moves an unproved rule into dropped (when not NULL) with why; frees it
+ * otherwise. */
+static void drop_unproved(xf_library *dropped, xf_rule *r, xf_proof p, const char *why)
 {
     if (!dropped) {
         xf_rule_free(r);
         return;
     }
-    char name[32];
-    snprintf(name, sizeof name, "u%04d", index);
-    size_t len = strlen(r->provenance ? r->provenance : "") + strlen(why) + 64;
-    char *prov = malloc(len), *renamed = strdup(name);
-    if (prov && renamed) {
-        snprintf(prov, len, "not proved (%s: %s): %s", xf_proof_name(p), why, r->provenance ? r->provenance : "");
-        for (char *c = prov; *c; c++)
-            if (*c == '\n')
-                *c = ' ';
-        free(r->provenance);
-        r->provenance = prov;
-        free(r->name);
-        r->name = renamed;
-        xf_error err;
-        if (xf_library_add(dropped, r, &err) != XF_OK)
-            xf_cli_error("%s", err.msg);
-        return;
-    }
-    free(prov);
-    free(renamed);
-    xf_rule_free(r);
+    char reason[640];
+    snprintf(reason, sizeof reason, "not proved (%s: %s)", xf_proof_name(p), why);
+    xf_error err;
+    if (xf_library_add_left_out(dropped, r, 'u', reason, &err) != XF_OK)
+        xf_cli_error("%s", err.msg);
 }
 
 /* Proves every rule; keeps the proved ones, renamed r0000... in order; the
@@ -116,7 +100,7 @@ static int verify_library(xf_library *lib, xf_library *dropped, long timeout_ms,
             (*n_unknown)++;
         if (xf_cli_verbosity() >= 2)
             fprintf(stderr, "xflow-gen: %s not proved (%s): %s\n", r->name, xf_proof_name(p), res[i].why);
-        drop_unproved(dropped, r, p, res[i].why, *n_refuted + *n_unknown - 1);
+        drop_unproved(dropped, r, p, res[i].why);
     }
     lib->n_rules = kept;
     free(res);
