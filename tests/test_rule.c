@@ -254,6 +254,7 @@ START_TEST(library_left_out_rules)
     xf_library *lib = xf_library_create();
     xf_error e = {0};
     xf_rule *r = make_fusion_rule("c000017");
+    free(r->provenance);
     r->provenance = strdup("fingerprint 1f, found on 2x3");
     ck_assert_int_eq(xf_library_add_left_out(lib, r, 'f', "float mismatch, max diff 0.5", &e), XF_OK);
     ck_assert_int_eq(xf_library_add_left_out(lib, make_fusion_rule("c000018"), 'u', "not proved (refuted: a\nb)", &e),
