@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -115,3 +116,55 @@ const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, con
     return result;
 }
 
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void tally_note(xf_conformance_tally *t, const char *name, const char *why)
+{
+    size_t len = strlen(t->failures);
+    if (len < sizeof t->failures - 300)
+        snprintf(t->failures + len, sizeof t->failures - len, "  %s: %s\n", name, why);
+}
+
+void xf_conformance_against_ref(const char *backend, double budget_s, xf_conformance_tally *t)
+{
+    memset(t, 0, sizeof *t);
+    const char *node_dir = XF_ONNX_TESTDATA "/node";
+    char **names;
+    int n = xf_conformance_list(node_dir, &names);
+    if (n <= 0)
+        return;
+    t->listed = n;
+    double t0 = now_s();
+    for (int i = 0; i < n && !(budget_s > 0 && now_s() - t0 > budget_s); i++) {
+        char dir[4200], model[4300];
+        snprintf(dir, sizeof dir, "%s/%s", node_dir, names[i]);
+        snprintf(model, sizeof model, "%s/model.onnx", dir);
+        xf_model *m = NULL;
+        xf_error err;
+        if (!xf_test_exists(model) || xf_model_load(model, NULL, &m, &err) != XF_OK)
+            continue;
+        t->cases++;
+        if (!xf_conformance_run_case(dir, m, "cpu_ref")) {
+            t->ref_pass++;
+            xf_session *probe = NULL;
+            if (xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &probe, &err) != XF_OK) {
+                t->refused++;
+            } else {
+                xf_session_free(probe);
+                const char *why = xf_conformance_run_case(dir, m, backend);
+                if (!why)
+                    t->pass++;
+                else
+                    tally_note(t, names[i], why);
+            }
+        }
+        xf_model_free(m);
+    }
+    xf_conformance_free_list(names, n);
+}

@@ -4,7 +4,8 @@
 
 #include "xf_core.h"
 
-#define XF_ONNX_TESTDATA "/usr/share/libonnx-testdata/data"
+/* XF_ONNX_TESTDATA, the folder of the ONNX backend test data, comes from
+ * the build (tests/CMakeLists.txt). */
 
 /* Sorted subdirectory names of dir (so runs are in a stable order); -1 when
  * dir cannot be read.  Free with xf_conformance_free_list. */
@@ -14,5 +15,19 @@ void xf_conformance_free_list(char **names, int n);
  * and compares each output with the expected one (rtol 1e-3, atol 1e-5, as
  * ONNX's own backend tests).  NULL on success, else why (static buffer). */
 const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, const char *backend);
+
+/* The node cases of the test data, run on cpu_ref and, where they pass
+ * there, on backend.  A case whose session backend refuses is counted as
+ * refused; with a time budget (seconds > 0) the run stops after it, and
+ * says how far it came. */
+typedef struct xf_conformance_tally {
+    int listed;      /* node cases in the test data */
+    int cases;       /* of those, run (model loads; within the budget) */
+    int ref_pass;    /* pass on cpu_ref */
+    int refused;     /* of ref_pass, refused by backend at session creation */
+    int pass;        /* of ref_pass, pass on backend */
+    char failures[4096]; /* "  case: why" lines, the first ones */
+} xf_conformance_tally;
+void xf_conformance_against_ref(const char *backend, double budget_s, xf_conformance_tally *t);
 
 #endif

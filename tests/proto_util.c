@@ -234,7 +234,7 @@ int count_files(const char *dir)
 void assert_onnx_valid(const char *paths)
 {
     char cmd[8400], *out = NULL;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/onnx_check.py' %s", XF_SOURCE_DIR, paths);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " '%s/tests/onnx_check.py' %s", XF_SOURCE_DIR, paths);
     int rc = xf_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "onnx.checker rejects %s:\n%s", paths, out ? out : "");
     free(out);

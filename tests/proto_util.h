@@ -10,7 +10,7 @@
 #include "onnx.pb-c.h"
 #include "xf_proto.h"
 
-#define TESTDATA "/usr/share/libonnx-testdata/data"
+#define TESTDATA XF_ONNX_TESTDATA
 
 /* What a test builds is freed by the fixture's teardown.  Repeated fields
  * get arrays of a fixed capacity, so that they never move. */

@@ -85,7 +85,7 @@ START_TEST(test_bench_smallest_model)
     ck_assert_ptr_nonnull(f);
     fputs(summarize_py, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s/bench.json", script, dir);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s %s/bench.json", script, dir);
     rc = xf_test_run(cmd, &summary);
     ck_assert_msg(rc == 0, "bench.json is malformed:\n%s", summary ? summary : "");
 
@@ -161,7 +161,7 @@ START_TEST(test_bench_parses_xflowc_summaries)
 {
     char cmd[8192], *out = NULL;
     snprintf(cmd, sizeof cmd,
-             "cd %s/benchmarks && /usr/bin/python3 -c \"import bench\n"
+             "cd %s/benchmarks && " XF_PYTHON " -c \"import bench\n"
              "full = bench.parse_xflowc('xflowc: m.onnx: 27 nodes -> 12 nodes (0.1 s load, 0.25 s optimize)\\n"
              "estimated cost: 0.7143 ms -> 0.62 ms\\ncanonicalize: 3 constants folded\\n')\n"
              "bare = bench.parse_xflowc('wrote x.onnx')\n"

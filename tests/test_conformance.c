@@ -128,7 +128,7 @@ START_TEST(test_conformance)
     printf("conformance failures are listed in %s\n", fail_path);
 
     char cmd[8800], *out = NULL;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx_check.py --list %s", XF_SOURCE_DIR, list_path);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/onnx_check.py --list %s", XF_SOURCE_DIR, list_path);
     int rc = xf_test_run(cmd, &out);
     printf("onnx.checker on exported models: %s", out ? out : "(no output)\n");
     ck_assert_msg(rc == 0, "onnx.checker rejected exported models:\n%s", out ? out : "");

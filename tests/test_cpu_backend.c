@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONFORMANCE_DIR XF_ONNX_TESTDATA "/node"
 
 static bool have_cpu(void)
 {
@@ -491,37 +490,14 @@ START_TEST(conformance_node_cases)
 {
     if (!have_cpu())
         return;
-    char **names;
-    int n = xf_conformance_list(CONFORMANCE_DIR, &names);
-    ck_assert_msg(n > 0, "no ONNX test data in %s", CONFORMANCE_DIR);
     xf_log_set(NULL, NULL, XF_LOG_ERROR);
-    int cases = 0, ref_pass = 0, cpu_pass = 0;
-    char failures[4096] = "";
-    for (int i = 0; i < n; i++) {
-        char dir[4200], model[4300];
-        snprintf(dir, sizeof dir, "%s/%s", CONFORMANCE_DIR, names[i]);
-        snprintf(model, sizeof model, "%s/model.onnx", dir);
-        xf_model *m = NULL;
-        xf_error err;
-        if (!xf_test_exists(model) || xf_model_load(model, NULL, &m, &err) != XF_OK)
-            continue;
-        cases++;
-        if (!xf_conformance_run_case(dir, m, "cpu_ref")) {
-            ref_pass++;
-            const char *why = xf_conformance_run_case(dir, m, "cpu");
-            if (!why)
-                cpu_pass++;
-            else if (strlen(failures) < sizeof failures - 300)
-                snprintf(failures + strlen(failures), sizeof failures - strlen(failures), "  %s: %s\n", names[i],
-                         why);
-        }
-        xf_model_free(m);
-    }
-    xf_conformance_free_list(names, n);
-    printf("cpu conformance (node): %d cases, %d pass on cpu_ref, %d of those pass on cpu\n%s", cases, ref_pass,
-           cpu_pass, failures);
-    ck_assert_int_gt(ref_pass, 0);
-    ck_assert_msg(cpu_pass == ref_pass, "cases passing on cpu_ref but not on cpu:\n%s", failures);
+    xf_conformance_tally t;
+    xf_conformance_against_ref("cpu", 0, &t);
+    ck_assert_msg(t.listed > 0, "no ONNX test data in %s/node", XF_ONNX_TESTDATA);
+    printf("cpu conformance (node): %d cases, %d pass on cpu_ref, %d of those pass on cpu (%d refused)\n%s", t.cases,
+           t.ref_pass, t.pass, t.refused, t.failures);
+    ck_assert_int_gt(t.ref_pass, 0);
+    ck_assert_msg(t.pass == t.ref_pass, "cases passing on cpu_ref but not on cpu:\n%s", t.failures);
 }
 END_TEST
 

@@ -9,6 +9,7 @@
  * xflow-run says so in one line with a non-zero exit.  Without the CUDA
  * toolkit the backend is absent and the suite checks only that. */
 #include "backend_util.h"
+#include "conformance_util.h"
 #include "core_builders.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
@@ -636,6 +637,25 @@ START_TEST(profile_nodes)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- ONNX node cases */
+
+/* Every ONNX node case that passes on cpu_ref and that the backend takes
+ * passes on cuda too (the cases' own tolerances: rtol 1e-3, atol 1e-5).
+ * Within a time budget: the line printed says how many cases it reached. */
+START_TEST(conformance_node_cases)
+{
+    ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
+    xf_log_set(NULL, NULL, XF_LOG_ERROR);
+    xf_conformance_tally t;
+    xf_conformance_against_ref("cuda", 90, &t);
+    ck_assert_msg(t.listed > 0, "no ONNX test data in %s/node", XF_ONNX_TESTDATA);
+    printf("cuda conformance (node): %d of %d cases run, %d pass on cpu_ref, of those %d refused by cuda, "
+           "%d pass on cuda\n%s", t.cases, t.listed, t.ref_pass, t.refused, t.pass, t.failures);
+    ck_assert_int_gt(t.ref_pass, 0);
+    ck_assert_msg(t.pass == t.ref_pass - t.refused, "cases passing on cpu_ref but not on cuda:\n%s", t.failures);
+}
+END_TEST
+
 /* Without arguments: the checks that need no GPU.  With --gpu (its own
  * ctest entry): the op and model checks, or exit status 77, which ctest
  * reports as skipped, with a line saying why. */
@@ -683,5 +703,9 @@ int main(int argc, char **argv)
     tcase_add_test(models, profile_nodes);
     tcase_add_loop_test(models, zoo_models, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
     suite_add_tcase(s, models);
+    TCase *onnx = tcase_create("onnx node cases");
+    tcase_set_timeout(onnx, 300);
+    tcase_add_test(onnx, conformance_node_cases);
+    suite_add_tcase(s, onnx);
     return xf_test_run_suite(s);
 }

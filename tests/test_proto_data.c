@@ -168,7 +168,7 @@ static void check_testdata_models(const char *pattern, const char *tmp_name)
     globfree(&gl);
 
     char cmd[8400], *out = NULL;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/onnx_check.py' --list '%s'", XF_SOURCE_DIR, list_path);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " '%s/tests/onnx_check.py' --list '%s'", XF_SOURCE_DIR, list_path);
     int rc = xf_test_run(cmd, &out);
     printf("onnx.checker: %s", out ? last_line(out) : "(no output)\n");
     ck_assert_msg(rc == 0, "onnx.checker rejects exported models:\n%s", out ? out : "");

@@ -410,7 +410,7 @@ START_TEST(xflowc_search_report)
     free(out);
     /* What it wrote (merged convs, Split with sizes) is valid ONNX. */
     char cmd[8600];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx_check.py %s/opt.onnx", XF_SOURCE_DIR, dir);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/onnx_check.py %s/opt.onnx", XF_SOURCE_DIR, dir);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
     free(out);
 

@@ -17,7 +17,7 @@ static void make_fixtures(void)
     ck_assert_ptr_nonnull(d);
     snprintf(fixtures, sizeof fixtures, "%s", d);
     char cmd[8400], *out = NULL;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/make_bad_models.py %s", XF_SOURCE_DIR, fixtures);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/make_bad_models.py %s", XF_SOURCE_DIR, fixtures);
     int rc = xf_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "fixture generation failed: %s", out ? out : "");
     free(out);
@@ -203,7 +203,7 @@ END_TEST
  * with random inputs (and says what to do) and passes with the real ones. */
 START_TEST(test_check_with_input_files)
 {
-    const char *d = "/usr/share/libonnx-testdata/data/node/test_reshape_negative_dim";
+    const char *d = XF_ONNX_TESTDATA "/node/test_reshape_negative_dim";
     const char *dir = xf_test_tmpdir("tools-check-inputs");
     char outp[4300], cmd[9000], *out = NULL;
     snprintf(outp, sizeof outp, "%s/opt.onnx", dir);

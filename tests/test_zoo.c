@@ -107,7 +107,7 @@ START_TEST(test_model_file)
     snprintf(path, sizeof path, "%s/%s.onnx", dir, x->name);
     ck_assert_msg(xf_model_save(m, path, NULL, &err) == XF_OK, "%s", err.msg);
     xf_model_free(m);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx_check.py %s", XF_SOURCE_DIR, path);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/onnx_check.py %s", XF_SOURCE_DIR, path);
     int rc = xf_test_run(cmd, &out);
     ck_assert_msg(rc == 0 && out && strstr(out, "checked 1, failed 0"), "%s: onnx.checker: %s", x->name,
                   out ? out : "(no output)");
