@@ -91,6 +91,8 @@ static xf_status plan_make(const xf_rule *r, rule_plan *p, xf_error *err)
     }
     for (int b = 0; b < r->n_bindings; b++) {
         const xf_binding *bd = &r->bindings[b];
+        if (!bd->replacement)
+            p->generalized[bd->node] = true;
         if (bd->replacement || !is_bare_param(&bd->e))
             continue;
         int i = bd->node;
@@ -283,6 +285,7 @@ typedef struct matcher {
     xf_match_fn fn;
     void *user;
     bool stop;
+    bool bound_some; /* node_fits bound a rule input or parameter */
 } matcher;
 
 static bool node_in_match(const matcher *mt, int depth, int gn)
@@ -348,6 +351,7 @@ static bool node_fits(matcher *mt, int depth, int gn)
                 if (g->values[v].dtype != rv->dtype || g->values[v].shape.ndim != rv->shape.ndim)
                     return false;
                 mt->m.input[ref->idx] = v;
+                mt->bound_some = true;
             }
             break;
         }
@@ -365,6 +369,8 @@ static bool node_fits(matcher *mt, int depth, int gn)
                 return false;
         }
     }
+    if (!mt->p->generalized[depth])
+        return attrs_equal(&n->attrs, &pn->attrs);
     /* Generalized fields: bind bare parameters, and blank every generalized
      * field (to the pattern's value) so the block comparison skips it; the
      * other expressions are checked once the whole match is known. */
@@ -380,6 +386,7 @@ static bool node_fits(matcher *mt, int depth, int gn)
             return false;
         mt->m.param[param] = have;
         mt->bound[param] = true;
+        mt->bound_some = true;
     }
     for (int i = 0; i < r->n_bindings; i++) {
         const xf_binding *b = &r->bindings[i];
@@ -515,13 +522,17 @@ static void match_from(matcher *mt, int depth)
     for (int c = 0; c < n_cand && !mt->stop; c++) {
         if (c > 0 && cand[c] == cand[c - 1])
             continue;
-        if (node_fits(mt, depth, cand[c])) {
+        mt->bound_some = false;
+        bool fits = node_fits(mt, depth, cand[c]);
+        if (fits) {
             mt->m.node[depth] = cand[c];
             match_from(mt, depth + 1);
         }
-        memcpy(mt->m.input, saved_inputs, sizeof saved_inputs);
-        memcpy(mt->m.param, saved_params, sizeof saved_params);
-        memcpy(mt->bound, saved_bound, sizeof saved_bound);
+        if (fits || mt->bound_some) {
+            memcpy(mt->m.input, saved_inputs, sizeof saved_inputs);
+            memcpy(mt->m.param, saved_params, sizeof saved_params);
+            memcpy(mt->bound, saved_bound, sizeof saved_bound);
+        }
     }
 }
 

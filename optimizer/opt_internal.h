@@ -25,6 +25,9 @@ typedef struct rule_plan {
      * to; every other pattern binding is checked once the match is complete. */
     int n_node_bindings[XF_MATCH_MAX_NODES];
     int *node_bindings[XF_MATCH_MAX_NODES];
+    /* Whether pattern node i has a generalized attribute field at all (a
+     * node without one compares its attributes as they are). */
+    bool generalized[XF_MATCH_MAX_NODES];
     /* The pattern's ops, each once, and how many nodes of each it has. */
     int n_ops;
     xf_op op[XF_MATCH_MAX_NODES];
