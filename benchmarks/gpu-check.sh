@@ -134,8 +134,12 @@ fi
 # Tests: the CUDA suite, then the quick suites (each under its limit).
 # (test_cuda_backend_gpu holds the device checks; ctest reports it as
 # skipped when the suite finds no usable GPU)
-step test-cuda 240 ctest --test-dir "$build" --output-on-failure -R '^test_cuda_backend(_gpu)?$'
-grep -E '^[0-9]+%: Checks|Skipped|skipped: no GPU|tests passed|tests failed' "$out/test-cuda.log" | tee -a "$summary"
+# (launches block here, so that a kernel's fault is reported at its node)
+CUDA_LAUNCH_BLOCKING=1 step test-cuda 240 ctest --test-dir "$build" --output-on-failure -V \
+  -R '^test_cuda_backend(_gpu)?$'
+grep -E '^[0-9]+: [0-9]+%: Checks|Skipped|skipped: no GPU|FAILED|cuda conformance|tests passed|tests failed' \
+  "$out/test-cuda.log" | tee -a "$summary"
+say "nodes that cuDNN or cuBLAS refused, run on the host instead: $(grep -c 'runs through cpu_ref on the host instead' "$out/test-cuda.log")"
 step test-quick 120 ctest --test-dir "$build" --output-on-failure -j"$jobs" \
   -R '^test_(core|runtime|memplan|proto|rule|canon|tools)$'
 grep -E 'tests passed|tests failed' "$out/test-quick.log" | tee -a "$summary"

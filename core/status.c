@@ -49,6 +49,7 @@ const char *xf_status_name(xf_status s)
     case XF_ERR_UNSUPPORTED: return "unsupported";
     case XF_ERR_NOMEM: return "out of memory";
     case XF_ERR_LIMIT: return "resource limit";
+    case XF_ERR_DEVICE: return "device error";
     }
     return "unknown status";
 }

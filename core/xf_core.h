@@ -20,7 +20,8 @@ typedef enum xf_status {
     XF_ERR_INVALID,     /* well-formed but inconsistent (cycle, shape mismatch, ...) */
     XF_ERR_UNSUPPORTED, /* valid, but outside what this part of xflow handles */
     XF_ERR_NOMEM,
-    XF_ERR_LIMIT        /* a size beyond the configured resource limits */
+    XF_ERR_LIMIT,       /* a size beyond the configured resource limits */
+    XF_ERR_DEVICE       /* a device or its library failed (a CUDA, cuDNN or cuBLAS error) */
 } xf_status;
 
 /* A recoverable error: the status and one line of explanation. */

@@ -338,7 +338,8 @@ xf_status cost_measured_node(xf_cost_model *m, const xf_graph *g, int i, const b
     double t = 0;
     xf_error why = {0};
     xf_status st = time_node(m, g, i, konst, opset, &t, &why);
-    if (st == XF_ERR_NOMEM)
+    /* out of memory, or the device failed: no later figure could be trusted */
+    if (st == XF_ERR_NOMEM || st == XF_ERR_DEVICE)
         return xf_error_set(err, st, "%s", why.msg);
     m->measured++;
     xf_log(XF_LOG_DEBUG, "cost %s: %s '%s': %s %.4g ms", m->name, xf_op_name(g->nodes[i].op), g->nodes[i].name,

@@ -23,25 +23,38 @@
 static const char *node_name(const xf_node *n) { return n && n->name ? n->name : ""; }
 static const char *node_op(const xf_node *n) { return n ? xf_op_name(n->op) : "-"; }
 
-xf_status xf_cu_fail(xf_error *err, const xf_node *n, const char *call, cudaError_t e)
+/* Library failures are XF_ERR_DEVICE (XF_ERR_NOMEM when device memory ran
+ * out), except a library's "not supported" for a configuration, which is
+ * XF_ERR_UNSUPPORTED: the one failure a node may answer by running on the
+ * host instead (cu_prepare). */
+static xf_status lib_fail(xf_error *err, xf_status st, const xf_node *n, const char *call, const char *what)
 {
     if (!n)
-        return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cuda: %s failed: %s (%s)", call,
-                            cudaGetErrorString(e), cudaGetErrorName(e));
-    return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cuda: node '%s' (%s): %s failed: %s (%s)", node_name(n),
-                        node_op(n), call, cudaGetErrorString(e), cudaGetErrorName(e));
+        return xf_error_set(err, st, "backend cuda: %s failed: %s", call, what);
+    return xf_error_set(err, st, "backend cuda: node '%s' (%s): %s failed: %s", node_name(n), node_op(n), call, what);
+}
+
+xf_status xf_cu_fail(xf_error *err, const xf_node *n, const char *call, cudaError_t e)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    return lib_fail(err, e == cudaErrorMemoryAllocation ? XF_ERR_NOMEM : XF_ERR_DEVICE, n, call, what);
 }
 
 xf_status xf_cu_dnn_fail(xf_error *err, const xf_node *n, const char *call, cudnnStatus_t s)
 {
-    return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cuda: node '%s' (%s): %s failed: %s", node_name(n),
-                        node_op(n), call, cudnnGetErrorString(s));
+    xf_status st = CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED                ? XF_ERR_UNSUPPORTED
+                   : s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ? XF_ERR_NOMEM
+                                                                                : XF_ERR_DEVICE;
+    return lib_fail(err, st, n, call, cudnnGetErrorString(s));
 }
 
 xf_status xf_cu_blas_fail(xf_error *err, const xf_node *n, const char *call, cublasStatus_t s)
 {
-    return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend cuda: node '%s' (%s): %s failed: %s", node_name(n),
-                        node_op(n), call, cublasGetStatusName(s));
+    xf_status st = s == CUBLAS_STATUS_NOT_SUPPORTED ? XF_ERR_UNSUPPORTED
+                   : s == CUBLAS_STATUS_ALLOC_FAILED ? XF_ERR_NOMEM
+                                                     : XF_ERR_DEVICE;
+    return lib_fail(err, st, n, call, cublasGetStatusName(s));
 }
 
 bool xf_cu_refuse(char *why, size_t why_len, const char *fmt, ...)

@@ -315,7 +315,7 @@ static xf_status conv_run(xf_cu_ctx *c, const xf_graph *g, const xf_node *n, xf_
             st->workspace_bytes, &zero, st->y_desc, y, st->b_desc, in[2].data, st->act_desc, st->y_desc, y);
         if (ds == CUDNN_STATUS_SUCCESS)
             return XF_OK;
-        if (ds != CUDNN_STATUS_NOT_SUPPORTED)
+        if (CUDNN_STATUS_CATEGORY(ds) != CUDNN_STATUS_NOT_SUPPORTED)
             return xf_cu_dnn_fail(err, n, "cudnnConvolutionBiasActivationForward", ds);
         st->fused = false; /* this algorithm does not fuse: the three steps from now on */
     }

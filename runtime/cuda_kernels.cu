@@ -278,31 +278,22 @@ __device__ void store_i(int k, void *p, int64_t i, int64_t v)
     }
 }
 
-/* Float sources: integer targets truncate toward zero, saturate at their
- * range and take 0 for NaN; bool is v != 0. */
+/* Float sources, as cpu_ref: integer targets truncate toward zero through
+ * int64 (saturating there, 0 for NaN) and wrap into a narrower kind; uint64
+ * saturates at its own range; bool is v != 0. */
 __device__ void store_f(int k, void *p, int64_t i, double v)
 {
-    double lo, hi;
     switch (k) {
     case XF_CU_F32: ((float *)p)[i] = (float)v; return;
     case XF_CU_F64: ((double *)p)[i] = v; return;
     case XF_CU_F16: ((__half *)p)[i] = __double2half(v); return;
     case XF_CU_BOOL: ((uint8_t *)p)[i] = v != 0.0; return;
-    case XF_CU_I8: lo = -128.0; hi = 127.0; break;
-    case XF_CU_U8: lo = 0.0; hi = 255.0; break;
-    case XF_CU_I16: lo = -32768.0; hi = 32767.0; break;
-    case XF_CU_U16: lo = 0.0; hi = 65535.0; break;
-    case XF_CU_I32: lo = -2147483648.0; hi = 2147483647.0; break;
-    case XF_CU_U32: lo = 0.0; hi = 4294967295.0; break;
     case XF_CU_U64:
-        ((uint64_t *)p)[i] = isnan(v) || v <= 0.0 ? 0 : v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
-        return;
-    default: /* I64 */
-        ((int64_t *)p)[i] = isnan(v) ? 0 : v <= -9223372036854775808.0 ? INT64_MIN
-                                       : v >= 9223372036854775807.0 ? INT64_MAX : (int64_t)v;
+        ((uint64_t *)p)[i] = !(v > 0.0) ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
         return;
     }
-    int64_t r = isnan(v) ? 0 : v <= lo ? (int64_t)lo : v >= hi ? (int64_t)hi : (int64_t)v;
+    int64_t r = isnan(v) ? 0 : v <= -9223372036854775808.0 ? INT64_MIN : v >= 9223372036854775807.0 ? INT64_MAX
+                                                                                                      : (int64_t)v;
     store_i(k, p, i, r);
 }
 

@@ -458,6 +458,11 @@ void xf_session_free(xf_session *s)
 {
     if (!s)
         return;
+    /* the device's queued work ends before its buffers go; an error it
+     * reports now (a run whose outputs nobody read) is not lost silently */
+    xf_error sync_err = {0};
+    if (s->ctx && s->be->synchronize && s->be->synchronize(s->ctx, &sync_err) != XF_OK)
+        xf_log(XF_LOG_WARN, "%s", sync_err.msg);
     if (s->states && s->be->release)
         for (int i = 0; i < s->g->n_nodes; i++)
             if (s->states[i])
