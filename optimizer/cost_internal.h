@@ -21,7 +21,7 @@ typedef struct cost_entry {
 
 struct xf_cost_model {
     char name[64];
-    char describe[256];
+    char describe[512];
     const cost_device *device; /* analytic models */
     /* measured models */
     const char *backend;

@@ -116,14 +116,21 @@ static bool table_put(xf_cost_model *m, uint64_t key, double seconds)
 
 /* ------------------------------------------------------------ cache file */
 
-static char *default_cache_path(const char *backend)
+/* cost-BACKEND.txt, or cost-BACKEND-DEVICE.txt where the backend names its
+ * device (DEVICE with '_' for what a file name should not hold). */
+static char *default_cache_path(const char *backend, const char *device)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char buf[4096];
+    char name[300], buf[4096];
+    int len = snprintf(name, sizeof name, "cost-%s%s", backend, device[0] ? "-" : "");
+    for (const char *p = device; *p && len < (int)sizeof name - 1; p++)
+        name[len++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                              *p == '.' || *p == '-' ? *p : '_';
+    name[len] = 0;
     if (xdg && xdg[0])
-        snprintf(buf, sizeof buf, "%s/xflow/cost-%s.txt", xdg, backend);
+        snprintf(buf, sizeof buf, "%s/xflow/%s.txt", xdg, name);
     else if (home && home[0])
-        snprintf(buf, sizeof buf, "%s/.cache/xflow/cost-%s.txt", home, backend);
+        snprintf(buf, sizeof buf, "%s/.cache/xflow/%s.txt", home, name);
     else
         return NULL;
     return strdup(buf);
@@ -213,6 +220,9 @@ xf_status cost_measured_init(xf_cost_model *m, const char *name, const xf_cost_o
         xf_error_prefix(err, "cost model '%s'", name);
         return err ? err->status : XF_ERR_UNSUPPORTED;
     }
+    char device[200] = "";
+    if (b->device_name && ctx)
+        b->device_name(ctx, device, sizeof device);
     if (b->context_free)
         b->context_free(ctx);
     m->backend = b->name;
@@ -222,11 +232,12 @@ xf_status cost_measured_init(xf_cost_model *m, const char *name, const xf_cost_o
     if (opt && opt->cache_path)
         m->cache_path = opt->cache_path[0] ? strdup(opt->cache_path) : NULL;
     else
-        m->cache_path = default_cache_path(m->backend);
+        m->cache_path = default_cache_path(m->backend, device);
     if (m->cache_path)
         cache_load(m);
-    snprintf(m->describe, sizeof m->describe, "measured on backend %s (fastest of at least %d runs after %d warm-up), cache %s",
-             m->backend, m->repeats, m->warmup, m->cache_path ? m->cache_path : "none");
+    snprintf(m->describe, sizeof m->describe, "measured on backend %s%s%s%s (fastest of at least %d runs after %d "
+             "warm-up), cache %s", m->backend, device[0] ? " (" : "", device, device[0] ? ")" : "", m->repeats,
+             m->warmup, m->cache_path ? m->cache_path : "none");
     return XF_OK;
 }
 

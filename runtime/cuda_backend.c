@@ -597,6 +597,16 @@ static xf_status cu_copy_out(void *ctx, void *host_dst, const void *src, size_t 
     return cu_synchronize(ctx, err);
 }
 
+static void cu_device_name(void *ctx, char *buf, size_t n)
+{
+    xf_cu_ctx *c = ctx;
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, c->device) == cudaSuccess)
+        snprintf(buf, n, "%s sm_%d%d", p.name, p.major, p.minor);
+    else
+        snprintf(buf, n, "device %d", c->device);
+}
+
 static xf_status cu_timer_start(void *ctx, xf_error *err)
 {
     xf_cu_ctx *c = ctx;
@@ -632,4 +642,5 @@ const xf_backend xf_backend_cuda = {
     .synchronize = cu_synchronize,
     .timer_start = cu_timer_start,
     .timer_stop = cu_timer_stop,
+    .device_name = cu_device_name,
 };

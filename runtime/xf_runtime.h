@@ -93,6 +93,9 @@ typedef struct xf_backend {
      * and returns its seconds. */
     xf_status (*timer_start)(void *ctx, xf_error *err);
     xf_status (*timer_stop)(void *ctx, double *seconds, xf_error *err);
+    /* optional: the device a context runs on (e.g. "NVIDIA H200 sm_90"),
+     * so that what is measured on it is kept apart from other devices'. */
+    void (*device_name)(void *ctx, char *buf, size_t n);
 } xf_backend;
 
 /* The backend called name, or NULL. */

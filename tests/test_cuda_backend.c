@@ -637,6 +637,23 @@ START_TEST(profile_nodes)
 }
 END_TEST
 
+/* The device is named, as measured costs are kept per device. */
+START_TEST(device_named)
+{
+    ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
+    const xf_backend *be = xf_backend_find("cuda");
+    ck_assert_ptr_nonnull(be->device_name);
+    void *ctx = NULL;
+    xf_error err = {0};
+    ck_assert_msg(be->context_create(&ctx, &err) == XF_OK, "%s", err.msg);
+    char name[200] = "";
+    be->device_name(ctx, name, sizeof name);
+    be->context_free(ctx);
+    printf("cuda device: %s\n", name);
+    ck_assert_msg(strstr(name, " sm_") != NULL && strlen(name) > 4, "device name '%s'", name);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- ONNX node cases */
 
 /* Every ONNX node case that passes on cpu_ref and that the backend takes
@@ -708,6 +725,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(models, 600);
     tcase_add_test(models, inception_example);
     tcase_add_test(models, profile_nodes);
+    tcase_add_test(models, device_named);
     tcase_add_loop_test(models, zoo_models, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
     suite_add_tcase(s, models);
     TCase *onnx = tcase_create("onnx node cases");
