@@ -155,6 +155,18 @@ bench() {
 }
 left=$(( 400 - $(elapsed) ))
 bench bench-cuda cuda $(( left > 300 ? 240 : left > 100 ? left - 40 : 60 ))
+
+# The measured cost model: SqueezeNet searched with --cost cuda, every op
+# timed on the GPU (cold cache), then again from the cache file.
+if [ "$(elapsed)" -gt 400 ]; then
+  say "measured cost model: no time left"
+elif "$build/tools/xflow-zoo" squeezenet -o "$build/squeezenet.onnx" >/dev/null 2>&1; then
+  for pass in cold warm; do
+    step "cost-cuda-$pass" 60 "$build/tools/xflowc" "$build/squeezenet.onnx" -o "$build/squeezenet.opt.onnx" \
+      --cost cuda --cost-cache "$out/cost-cuda.txt"
+    grep -E '^(cost model|search: [0-9.]+ s|estimated)' "$out/cost-cuda-$pass.log" | tee -a "$summary"
+  done
+fi
 if command -v trtexec >/dev/null; then
   left=$(( 400 - $(elapsed) ))
   [ "$left" -gt 80 ] && bench bench-trt trt "$left" || say "TensorRT: no time left for trtexec"
