@@ -133,6 +133,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put(h, (uint64_t)a->num_outputs);
     put_ints(h, a->split, a->n_split, (int)(sizeof a->split / sizeof a->split[0]));
     put(h, (uint64_t)a->allowzero);
+    if (a->fmod)
+        put(h, 0xf30d);
     put(h, a->softmax_legacy);
 
     put_float(h, a->alpha);

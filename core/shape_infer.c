@@ -240,12 +240,18 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV:
     case XF_OP_MAX: case XF_OP_MIN: case XF_OP_SUM: case XF_OP_CONCAT:
     case XF_OP_CONV: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
-    case XF_OP_RANGE: case XF_OP_CLIP:
+    case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD:
         st = same_dtype(c, 0, n->n_inputs, &out);
         break;
     case XF_OP_EQUAL: case XF_OP_GREATER: case XF_OP_LESS:
+    case XF_OP_GREATER_OR_EQUAL: case XF_OP_LESS_OR_EQUAL:
         st = same_dtype(c, 0, n->n_inputs, &out);
         out = XF_DT_BOOL;
+        break;
+    case XF_OP_AND: case XF_OP_OR: case XF_OP_XOR:
+        st = require_dtype(c, 0, XF_DT_BOOL);
+        if (st == XF_OK)
+            st = require_dtype(c, 1, XF_DT_BOOL);
         break;
     case XF_OP_WHERE:
         st = require_dtype(c, 0, XF_DT_BOOL);
@@ -795,6 +801,12 @@ static xf_status infer_pad(xf_infer_ctx *c)
 #define XF_RULE_EQUAL infer_broadcast
 #define XF_RULE_GREATER infer_broadcast
 #define XF_RULE_LESS infer_broadcast
+#define XF_RULE_GREATER_OR_EQUAL infer_broadcast
+#define XF_RULE_LESS_OR_EQUAL infer_broadcast
+#define XF_RULE_MOD infer_broadcast
+#define XF_RULE_AND infer_broadcast
+#define XF_RULE_OR infer_broadcast
+#define XF_RULE_XOR infer_broadcast
 #define XF_RULE_WHERE infer_broadcast
 #define XF_RULE_RELU infer_same
 #define XF_RULE_SIGMOID infer_same
@@ -814,6 +826,7 @@ static xf_status infer_pad(xf_infer_ctx *c)
 #define XF_RULE_LEAKY_RELU infer_same
 #define XF_RULE_ELU infer_same
 #define XF_RULE_HARD_SIGMOID infer_same
+#define XF_RULE_HARD_SWISH infer_same
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -188,6 +188,7 @@ typedef struct xf_attrs {
     int n_split;              /* Split: sizes given as an attribute (opset < 13) */
     int64_t split[64];
     int allowzero;            /* Reshape */
+    int fmod;                 /* Mod: 1 = C's fmod (sign of the dividend), 0 = sign of the divisor */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

@@ -171,6 +171,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (n->op == XF_OP_HARD_SIGMOID && a->beta != d.beta)
             add_float(&w, "beta", a->beta);
         break;
+    case XF_OP_MOD:
+        if (a->fmod != d.fmod)
+            add_int(&w, "fmod", a->fmod);
+        break;
     case XF_OP_CLIP:
         if (a->has_clip_attrs) {
             add_float(&w, "min", a->clip_min);

@@ -16,6 +16,7 @@
  *   Split           axis  split (n_split, < 13; must match the outputs)  num_outputs (18)
  *   Transpose       perm->perm/n_perm
  *   Reshape         allowzero
+ *   Mod             fmod
  *   Flatten, Gather axis
  *   Squeeze, Unsqueeze  axes (< 13; has_axes)
  *   Slice (1)       starts ends axes -> slice_* (has_slice_attrs, has_slice_axes)
@@ -219,6 +220,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_ELU:
         if (A("alpha"))
             return read_float(r, at, &a->alpha);
+        break;
+    case XF_OP_MOD:
+        if (A("fmod"))
+            return read_int32(r, at, &a->fmod);
         break;
     case XF_OP_HARD_SIGMOID:
         if (A("alpha"))

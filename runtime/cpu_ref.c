@@ -39,6 +39,12 @@ typedef struct ref_entry {
 #define XF_REF_EQUAL {xf_ref_binary, NUM | BOOL, NUM | BOOL, 0}
 #define XF_REF_GREATER {xf_ref_binary, NUM, NUM, 0}
 #define XF_REF_LESS {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_GREATER_OR_EQUAL {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_LESS_OR_EQUAL {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_MOD {xf_ref_binary, NUM, NUM, 0}
+#define XF_REF_AND {xf_ref_binary, BOOL, BOOL, 0}
+#define XF_REF_OR {xf_ref_binary, BOOL, BOOL, 0}
+#define XF_REF_XOR {xf_ref_binary, BOOL, BOOL, 0}
 #define XF_REF_WHERE {xf_ref_where, BOOL, ANY, 0}
 /* the unary ops with an integer form (cpu_ref_elementwise.c) take NUM */
 #define XF_REF_RELU {xf_ref_unary, NUM, 0, 0}
@@ -59,6 +65,7 @@ typedef struct ref_entry {
 #define XF_REF_LEAKY_RELU {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_ELU {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_HARD_SIGMOID {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_HARD_SWISH {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}

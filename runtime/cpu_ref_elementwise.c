@@ -36,6 +36,8 @@ static double u_softplus(double x, const xf_attrs *a) { return x > 0 ? x + log1p
 static double u_leaky_relu(double x, const xf_attrs *a) { return x < 0 ? a->alpha * x : x; }
 static double u_elu(double x, const xf_attrs *a) { return x < 0 ? a->alpha * expm1(x) : x; }
 static double u_hard_sigmoid(double x, const xf_attrs *a) { return fmax(0.0, fmin(1.0, a->alpha * x + a->beta)); }
+/* x * HardSigmoid(x) with alpha 1/6, beta 1/2, as ONNX defines it */
+static double u_hard_swish(double x, const xf_attrs *a) { return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)); }
 
 static int64_t ui_relu(int64_t x) { return x < 0 ? 0 : x; }
 /* unsigned negation wraps INT64_MIN onto itself instead of overflowing */
@@ -62,6 +64,7 @@ static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_LEAKY_RELU] = {u_leaky_relu, NULL},
     [XF_OP_ELU] = {u_elu, NULL},
     [XF_OP_HARD_SIGMOID] = {u_hard_sigmoid, NULL},
+    [XF_OP_HARD_SWISH] = {u_hard_swish, NULL},
     [XF_OP_NOT] = {NULL, ui_not},
 };
 
@@ -110,6 +113,17 @@ static double b_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : a 
 static double b_equal(double a, double b) { return a == b; }
 static double b_greater(double a, double b) { return a > b; }
 static double b_less(double a, double b) { return a < b; }
+static double b_greater_eq(double a, double b) { return a >= b; }
+static double b_less_eq(double a, double b) { return a <= b; }
+/* Mod with fmod = 1: C's fmod, the sign of the dividend */
+static double b_fmod(double a, double b) { return fmod(a, b); }
+/* Mod with fmod = 0 (integers in ONNX; numpy's mod for floats): the sign of
+ * the divisor */
+static double b_mod(double a, double b)
+{
+    double r = fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 /* Integer arithmetic wraps (through uint64) rather than being undefined. */
 static int64_t bi_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
@@ -141,6 +155,18 @@ static int64_t bi_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t bi_equal(int64_t a, int64_t b) { return a == b; }
 static int64_t bi_greater(int64_t a, int64_t b) { return a > b; }
 static int64_t bi_less(int64_t a, int64_t b) { return a < b; }
+static int64_t bi_greater_eq(int64_t a, int64_t b) { return a >= b; }
+static int64_t bi_less_eq(int64_t a, int64_t b) { return a <= b; }
+/* x % 0 gives 0 instead of trapping, as x / 0 above; x % -1 is 0 */
+static int64_t bi_fmod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
+static int64_t bi_mod(int64_t a, int64_t b)
+{
+    int64_t r = bi_fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+static int64_t bi_and(int64_t a, int64_t b) { return a && b; }
+static int64_t bi_or(int64_t a, int64_t b) { return a || b; }
+static int64_t bi_xor(int64_t a, int64_t b) { return !a != !b; }
 
 static const binary_def binary_defs[XF_OP_COUNT] = {
     [XF_OP_ADD] = {b_add, bi_add},
@@ -154,7 +180,14 @@ static const binary_def binary_defs[XF_OP_COUNT] = {
     [XF_OP_EQUAL] = {b_equal, bi_equal},
     [XF_OP_GREATER] = {b_greater, bi_greater},
     [XF_OP_LESS] = {b_less, bi_less},
+    [XF_OP_GREATER_OR_EQUAL] = {b_greater_eq, bi_greater_eq},
+    [XF_OP_LESS_OR_EQUAL] = {b_less_eq, bi_less_eq},
+    [XF_OP_MOD] = {b_mod, bi_mod},
+    [XF_OP_AND] = {NULL, bi_and},
+    [XF_OP_OR] = {NULL, bi_or},
+    [XF_OP_XOR] = {NULL, bi_xor},
 };
+static const binary_def fmod_def = {b_fmod, bi_fmod};
 
 /* o = d(a, b) with broadcasting.  o may be a itself (same shape and dtype):
  * every element is read before it is written. */
@@ -186,7 +219,8 @@ static xf_status binary_apply(const xf_node *n, const binary_def *d, const xf_te
 xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                         xf_error *err)
 {
-    return binary_apply(n, &binary_defs[n->op], &in[0], &in[1], &out[0], err);
+    const binary_def *d = n->op == XF_OP_MOD && n->attrs.fmod ? &fmod_def : &binary_defs[n->op];
+    return binary_apply(n, d, &in[0], &in[1], &out[0], err);
 }
 
 /* Max, Min, Sum: a left fold of the binary op, accumulating in the output. */

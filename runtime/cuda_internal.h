@@ -41,12 +41,12 @@ typedef enum xf_cu_kind {
 typedef enum xf_cu_unary_op {
     XF_CU_RELU = 0, XF_CU_SIGMOID, XF_CU_TANH, XF_CU_ABS, XF_CU_NEG, XF_CU_EXP, XF_CU_LOG, XF_CU_SQRT,
     XF_CU_RECIPROCAL, XF_CU_FLOOR, XF_CU_CEIL, XF_CU_ERF, XF_CU_SIN, XF_CU_COS, XF_CU_SOFTPLUS,
-    XF_CU_LEAKY_RELU, XF_CU_ELU, XF_CU_HARD_SIGMOID, XF_CU_CLIP
+    XF_CU_LEAKY_RELU, XF_CU_ELU, XF_CU_HARD_SIGMOID, XF_CU_CLIP, XF_CU_HARD_SWISH
 } xf_cu_unary_op;
 
 typedef enum xf_cu_binary_op {
     XF_CU_ADD = 0, XF_CU_SUB, XF_CU_MUL, XF_CU_DIV, XF_CU_POW, XF_CU_MAX, XF_CU_MIN, XF_CU_EQUAL,
-    XF_CU_GREATER, XF_CU_LESS
+    XF_CU_GREATER, XF_CU_LESS, XF_CU_GREATER_EQ, XF_CU_LESS_EQ
 } xf_cu_binary_op;
 
 typedef enum xf_cu_reduce_op { XF_CU_RSUM = 0, XF_CU_RMEAN, XF_CU_RMAX, XF_CU_RMIN } xf_cu_reduce_op;

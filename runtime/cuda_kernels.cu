@@ -68,6 +68,7 @@ __device__ float unary_apply(int op, float x, float a, float b)
     case XF_CU_LEAKY_RELU: return x < 0.f ? a * x : x;
     case XF_CU_ELU: return x < 0.f ? a * expm1f(x) : x;
     case XF_CU_HARD_SIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
+    case XF_CU_HARD_SWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
     case XF_CU_CLIP: { /* min first, then max, as cpu_ref */
         float v = x < a ? a : x;
         return v > b ? b : v;
@@ -107,6 +108,8 @@ template <typename T> __device__ T bin_int(int op, T a, T b)
     case XF_CU_EQUAL: return a == b;
     case XF_CU_GREATER: return a > b;
     case XF_CU_LESS: return a < b;
+    case XF_CU_GREATER_EQ: return a >= b;
+    case XF_CU_LESS_EQ: return a <= b;
     }
     return 0;
 }
@@ -124,6 +127,8 @@ __device__ float bin_float(int op, float a, float b)
     case XF_CU_EQUAL: return a == b;
     case XF_CU_GREATER: return a > b;
     case XF_CU_LESS: return a < b;
+    case XF_CU_GREATER_EQ: return a >= b;
+    case XF_CU_LESS_EQ: return a <= b;
     }
     return 0.f;
 }
@@ -441,7 +446,8 @@ extern "C" cudaError_t xf_cu_binary(cudaStream_t stream, xf_cu_binary_op op, xf_
                                     const void *a, const void *b, void *y)
 {
     int64_t n = numel(*ix);
-    bool to_bool = op == XF_CU_EQUAL || op == XF_CU_GREATER || op == XF_CU_LESS;
+    bool to_bool = op == XF_CU_EQUAL || op == XF_CU_GREATER || op == XF_CU_LESS || op == XF_CU_GREATER_EQ ||
+                   op == XF_CU_LESS_EQ;
     if (n <= 0)
         return cudaGetLastError();
     switch (kind) {

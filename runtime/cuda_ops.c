@@ -63,7 +63,7 @@ static const int unary_code[XF_OP_COUNT] = {
     [XF_OP_FLOOR] = XF_CU_FLOOR + 1, [XF_OP_CEIL] = XF_CU_CEIL + 1, [XF_OP_ERF] = XF_CU_ERF + 1,
     [XF_OP_SIN] = XF_CU_SIN + 1, [XF_OP_COS] = XF_CU_COS + 1, [XF_OP_SOFTPLUS] = XF_CU_SOFTPLUS + 1,
     [XF_OP_LEAKY_RELU] = XF_CU_LEAKY_RELU + 1, [XF_OP_ELU] = XF_CU_ELU + 1,
-    [XF_OP_HARD_SIGMOID] = XF_CU_HARD_SIGMOID + 1,
+    [XF_OP_HARD_SIGMOID] = XF_CU_HARD_SIGMOID + 1, [XF_OP_HARD_SWISH] = XF_CU_HARD_SWISH + 1,
 };
 
 static bool unary_accepts(const xf_graph *g, const xf_node *n, WHY)
@@ -110,9 +110,14 @@ static const int binary_code[XF_OP_COUNT] = {
     [XF_OP_DIV] = XF_CU_DIV + 1, [XF_OP_POW] = XF_CU_POW + 1, [XF_OP_MAX] = XF_CU_MAX + 1,
     [XF_OP_MIN] = XF_CU_MIN + 1, [XF_OP_SUM] = XF_CU_ADD + 1, [XF_OP_EQUAL] = XF_CU_EQUAL + 1,
     [XF_OP_GREATER] = XF_CU_GREATER + 1, [XF_OP_LESS] = XF_CU_LESS + 1,
+    [XF_OP_GREATER_OR_EQUAL] = XF_CU_GREATER_EQ + 1, [XF_OP_LESS_OR_EQUAL] = XF_CU_LESS_EQ + 1,
 };
 
-static bool is_comparison(xf_op op) { return op == XF_OP_EQUAL || op == XF_OP_GREATER || op == XF_OP_LESS; }
+static bool is_comparison(xf_op op)
+{
+    return op == XF_OP_EQUAL || op == XF_OP_GREATER || op == XF_OP_LESS || op == XF_OP_GREATER_OR_EQUAL ||
+           op == XF_OP_LESS_OR_EQUAL;
+}
 
 static bool binary_accepts(const xf_graph *g, const xf_node *n, WHY)
 {

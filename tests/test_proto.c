@@ -270,6 +270,16 @@ START_TEST(test_outer_value_kept_by_name_after_rewrite)
 }
 END_TEST
 
+/* Loads graph g under opset and counts its nodes per op. */
+static xf_model *load_counting(Onnx__GraphProto *g, int64_t opset, int counts[XF_OP_COUNT + 1])
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(g, opset), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    xf_graph_count_ops(m->graph, counts);
+    return m;
+}
+
 START_TEST(test_known_op_with_unmodelled_attribute_stays_opaque)
 {
     static const int64_t d[] = {1, 1, 4, 4}, k[] = {2, 2};
@@ -287,11 +297,8 @@ START_TEST(test_known_op_with_unmodelled_attribute_stays_opaque)
     PUSH(g->n_node, g->node, lrelu);
     PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, 4, (const int64_t[]){1, 1, 2, 2}, NULL));
     PUSH(g->n_output, g->output, mk_vi("w", XF_DT_FLOAT, 4, d, NULL));
-    xf_model *m;
-    xf_error e;
-    ck_assert_msg(load_proto(mk_model(g, 11), NULL, &m, &e) == XF_OK, "%s", e.msg);
     int counts[XF_OP_COUNT + 1];
-    xf_graph_count_ops(m->graph, counts);
+    xf_model *m = load_counting(g, 11, counts);
     ck_assert_int_eq(counts[XF_OP_OPAQUE], 2);
     ck_assert_int_eq(counts[XF_OP_LEAKY_RELU], 1);
     ck_assert(m->graph->nodes[find_node_op(m->graph, XF_OP_LEAKY_RELU)].attrs.alpha == 0.2f);
@@ -299,6 +306,35 @@ START_TEST(test_known_op_with_unmodelled_attribute_stays_opaque)
     int z = m->graph->outputs[0];
     ck_assert_int_eq(m->graph->values[z].shape.dims[3], 2);
     xf_model_free(roundtrip(m));
+    xf_model_free(m);
+}
+END_TEST
+
+/* Mod keeps its fmod attribute; HardSwish and the comparisons are known ops. */
+START_TEST(test_mod_fmod_and_newer_elementwise_ops)
+{
+    static const int64_t d[] = {2, 3};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(g->n_input, g->input, mk_vi("y", XF_DT_FLOAT, 2, d, NULL));
+    Onnx__NodeProto *mod = mk_node("Mod", "m", (const char *[]){"x", "y", NULL}, (const char *[]){"r", NULL});
+    attr_int(mod, "fmod", 1);
+    PUSH(g->n_node, g->node, mod);
+    PUSH(g->n_node, g->node, mk_node("HardSwish", "h", (const char *[]){"r", NULL}, (const char *[]){"s", NULL}));
+    PUSH(g->n_node, g->node, mk_node("GreaterOrEqual", "ge", (const char *[]){"s", "y", NULL}, (const char *[]){"b", NULL}));
+    PUSH(g->n_node, g->node, mk_node("LessOrEqual", "le", (const char *[]){"s", "y", NULL}, (const char *[]){"c", NULL}));
+    PUSH(g->n_node, g->node, mk_node("Xor", "xo", (const char *[]){"b", "c", NULL}, (const char *[]){"z", NULL}));
+    PUSH(g->n_output, g->output, mk_vi("z", XF_DT_BOOL, 2, d, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 14, counts);
+    ck_assert_int_eq(counts[XF_OP_OPAQUE], 0);
+    ck_assert_int_eq(counts[XF_OP_MOD], 1);
+    ck_assert_int_eq(counts[XF_OP_HARD_SWISH], 1);
+    ck_assert_int_eq(m->graph->nodes[find_node_op(m->graph, XF_OP_MOD)].attrs.fmod, 1);
+    ck_assert_int_eq(m->graph->values[m->graph->outputs[0]].dtype, XF_DT_BOOL);
+    xf_model *back = roundtrip(m);
+    ck_assert_int_eq(back->graph->nodes[find_node_op(back->graph, XF_OP_MOD)].attrs.fmod, 1);
+    xf_model_free(back);
     xf_model_free(m);
 }
 END_TEST
@@ -810,6 +846,7 @@ int main(void)
     tcase_add_test(tc, test_opaque_custom_op_survives);
     tcase_add_test(tc, test_outer_value_kept_by_name_after_rewrite);
     tcase_add_test(tc, test_known_op_with_unmodelled_attribute_stays_opaque);
+    tcase_add_test(tc, test_mod_fmod_and_newer_elementwise_ops);
     tcase_add_test(tc, test_nodes_out_of_order);
     tcase_add_test(tc, test_initializer_listed_as_input);
     tcase_add_test(tc, test_constant_nodes_become_initializers);

@@ -451,12 +451,41 @@ START_TEST(broadcast_binary_ops)
 }
 END_TEST
 
+/* GreaterOrEqual, LessOrEqual, Mod in both forms, And, Or, Xor */
+START_TEST(comparison_mod_logic)
+{
+    EXPECT(run1(make_case(XF_OP_GREATER_OR_EQUAL, 2, F32(DIMS(3), 1, 2, 3), F32(SCALAR, 2))), XF_DT_BOOL, DIMS(3), 0,
+           1, 1);
+    EXPECT(run1(make_case(XF_OP_LESS_OR_EQUAL, 2, I64(DIMS(3), 1, 2, 3), I64(SCALAR, 2))), XF_DT_BOOL, DIMS(3), 1, 1,
+           0);
+    /* fmod = 0: the sign of the divisor (Python's %); x % 0 gives 0 */
+    EXPECT(run1(make_case(XF_OP_MOD, 2, I64(DIMS(5), 7, -7, 7, -7, 5), I64(DIMS(5), 3, 3, -3, -3, 0))), XF_DT_INT64,
+           DIMS(5), 1, 2, -2, -1, 0);
+    /* fmod = 1: C's fmod, the sign of the dividend */
+    node_case c = make_case(XF_OP_MOD, 2, F32(DIMS(4), 7.5, -7.5, 7.5, -7.5), F32(DIMS(4), 2, 2, -2, -2));
+    c.a.fmod = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(4), 1.5, -1.5, 1.5, -1.5);
+    c = make_case(XF_OP_MOD, 2, I32(DIMS(2), -7, 7), I32(SCALAR, 3));
+    c.a.fmod = 1;
+    EXPECT(run1(c), XF_DT_INT32, DIMS(2), -1, 1);
+    EXPECT(run1(make_case(XF_OP_AND, 2, BOOLS(DIMS(4), 0, 0, 1, 1), BOOLS(DIMS(4), 0, 1, 0, 1))), XF_DT_BOOL, DIMS(4),
+           0, 0, 0, 1);
+    EXPECT(run1(make_case(XF_OP_OR, 2, BOOLS(DIMS(4), 0, 0, 1, 1), BOOLS(DIMS(4), 0, 1, 0, 1))), XF_DT_BOOL, DIMS(4), 0,
+           1, 1, 1);
+    EXPECT(run1(make_case(XF_OP_XOR, 2, BOOLS(DIMS(2, 1), 0, 1), BOOLS(DIMS(2), 0, 1))), XF_DT_BOOL, DIMS(2, 2), 0, 1,
+           1, 0);
+}
+END_TEST
+
 START_TEST(unary_clip_cast)
 {
     EXPECT(run1(make_case(XF_OP_RELU, 1, F32(DIMS(3), -1, 0, 2))), XF_DT_FLOAT, DIMS(3), 0, 0, 2);
     EXPECT(run1(make_case(XF_OP_ERF, 1, F32(DIMS(2), 0, 1))), XF_DT_FLOAT, DIMS(2), 0, erf(1.0));
     EXPECT(run1(make_case(XF_OP_NEG, 1, I64(DIMS(2), 3, -4))), XF_DT_INT64, DIMS(2), -3, 4);
     EXPECT(run1(make_case(XF_OP_NOT, 1, BOOLS(DIMS(2), 1, 0))), XF_DT_BOOL, DIMS(2), 0, 1);
+    /* HardSwish: x * clamp(x / 6 + 1/2, 0, 1) */
+    EXPECT(run1(make_case(XF_OP_HARD_SWISH, 1, F32(DIMS(4), -4, -1, 1, 4))), XF_DT_FLOAT, DIMS(4), 0, -1.0 / 3,
+           2.0 / 3, 4);
     node_case c = make_case(XF_OP_LEAKY_RELU, 1, F32(DIMS(2), -2, 3));
     c.a.alpha = 0.5f;
     EXPECT(run1(c), XF_DT_FLOAT, DIMS(2), -1, 3);
@@ -857,6 +886,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, reduce_keepdims_and_axes_forms);
     tcase_add_test(k, optional_outputs);
     tcase_add_test(k, broadcast_binary_ops);
+    tcase_add_test(k, comparison_mod_logic);
     tcase_add_test(k, unary_clip_cast);
     tcase_add_test(k, slice_negative_steps_and_forms);
     tcase_add_test(k, pad_modes);
