@@ -275,7 +275,8 @@ START_TEST(unary_all)
     ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
     static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS, XF_OP_NEG,
                                 XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU, XF_OP_SOFTPLUS, XF_OP_RECIPROCAL,
-                                XF_OP_FLOOR, XF_OP_CEIL, XF_OP_ERF, XF_OP_SIN, XF_OP_COS, XF_OP_HARD_SIGMOID};
+                                XF_OP_FLOOR, XF_OP_CEIL, XF_OP_ERF, XF_OP_SIN, XF_OP_COS, XF_OP_HARD_SIGMOID,
+                                XF_OP_HARD_SWISH};
     xf_bt_unary_ops(check_graph, ops, (int)(sizeof ops / sizeof *ops));
 }
 END_TEST
@@ -284,7 +285,8 @@ START_TEST(binary_broadcasting)
 {
     ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
     static const xf_op ops[] = {XF_OP_ADD, XF_OP_SUB, XF_OP_MUL, XF_OP_DIV, XF_OP_POW, XF_OP_MAX,
-                                XF_OP_MIN, XF_OP_SUM, XF_OP_EQUAL, XF_OP_GREATER, XF_OP_LESS};
+                                XF_OP_MIN, XF_OP_SUM, XF_OP_EQUAL, XF_OP_GREATER, XF_OP_LESS,
+                                XF_OP_GREATER_OR_EQUAL, XF_OP_LESS_OR_EQUAL};
     static const xf_dtype types[] = {XF_DT_FLOAT, XF_DT_INT64, XF_DT_INT32};
     /* the small operand first in the odd forms */
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
