@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct step_rec {
     int parent; /* previous step, -1 at the start graph */
@@ -77,6 +78,7 @@ typedef struct searcher {
     size_t cap_seen, n_seen;
     double best_cost, t0, last_progress;
     bool progress_shown;
+    int progress_tty; /* -1: not asked yet */
     long seq;
     const cand *parent;
     graph_ref *parent_ref; /* the expanded graph, shared with its unbuilt candidates */
@@ -667,16 +669,20 @@ static void show_progress(searcher *s, bool final)
     FILE *f = s->opt->progress;
     if (!f)
         return;
+    /* A terminal gets one line rewritten in place; a log file a line every
+     * 5 s instead. */
+    if (s->progress_tty < 0)
+        s->progress_tty = isatty(fileno(f));
     double t = elapsed(s);
-    if (!final && (t < 1.0 || t - s->last_progress < 0.5))
+    if (!final && (t < 1.0 || t - s->last_progress < (s->progress_tty ? 0.5 : 5.0)))
         return;
     if (final && !s->progress_shown)
         return;
     s->last_progress = t;
     s->progress_shown = true;
-    fprintf(f, "\rsearch: %ld expanded, %ld candidates, %ld queued, best cost %.4g ms (from %.4g ms), %.1f s%s",
-            s->res->expanded, s->res->generated, s->n_heap, s->best_cost * 1e3, s->res->cost_before * 1e3, t,
-            final ? "\n" : "");
+    fprintf(f, "%ssearch: %ld expanded, %ld candidates, %ld queued, best cost %.4g ms (from %.4g ms), %.1f s%s",
+            s->progress_tty ? "\r" : "", s->res->expanded, s->res->generated, s->n_heap, s->best_cost * 1e3,
+            s->res->cost_before * 1e3, t, final || !s->progress_tty ? "\n" : "");
     fflush(f);
 }
 
@@ -826,7 +832,7 @@ xf_status xf_search(const xf_graph *g, const xf_rule_set *rs, xf_cost_model *cos
     xf_search_options_default(&defaults);
     if (!opt)
         opt = &defaults;
-    searcher s = {.rs = rs, .cost = cost, .opt = opt, .res = res, .err = err};
+    searcher s = {.rs = rs, .cost = cost, .opt = opt, .res = res, .err = err, .progress_tty = -1};
     s.t0 = (opt->now ? opt->now : wall_now)(opt->now_user);
     s.heap = malloc(sizeof *s.heap * (size_t)(opt->queue_limit > 0 ? opt->queue_limit : 1));
     cand best = {xf_graph_clone(g), 0, 0, -1, NULL, {0}};

@@ -33,6 +33,19 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
     return t;
 }
 
+double xf_tensor_max_abs(const xf_tensor *t)
+{
+    double m = 0.0;
+    if (!(XF_DTM_NUMERIC & XF_DTM(t->dtype)))
+        return m;
+    int64_t numel = xf_tensor_numel(t);
+    for (int64_t i = 0; i < numel; i++) {
+        double x = fabs(xf_rt_load_f64(t->dtype, t->data, i));
+        m = x > m ? x : m;
+    }
+    return m;
+}
+
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err)
 {

@@ -186,6 +186,9 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
  * and relative differences (either pointer may be NULL).  Returns
  * XF_ERR_INVALID, with *ok false and err saying how, when dtypes or shapes
  * differ or the dtype is not numeric or bool. */
+/* The largest |element| of a numeric tensor (0 when it is empty; NaN
+ * elements are skipped). */
+double xf_tensor_max_abs(const xf_tensor *t);
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err);
 

@@ -100,7 +100,7 @@ static int parse_args(int argc, char **argv, options *o)
             xf_error err;
             if (xf_parse_shape_arg(argv[++i], &o->shapes[o->n_shapes], &o->shape_names[o->n_shapes],
                                    &err) != XF_OK)
-                return xf_cli_usage_error("--input-shape %s: %s", argv[i], err.msg);
+                return xf_cli_usage_error("%s", err.msg);
             o->n_shapes++;
         } else if (a[0] == '-' && a[1]) {
             return xf_cli_usage_error("unknown option '%s'", a);
@@ -136,6 +136,7 @@ static void print_output(const char *name, const xf_tensor *t)
 int main(int argc, char **argv)
 {
     xf_cli_openmp_passive(argv);
+    xf_cli_init("xflow-run", 1); /* usage errors name the program */
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)

@@ -153,6 +153,7 @@ static int verify_library(const char *path, unsigned timeout_ms, int threads, bo
 
 int main(int argc, char **argv)
 {
+    xf_cli_init("xflow-verify", 1); /* usage errors name the program */
     int verbosity = 1;
     bool axioms = false, numeric = false;
     long timeout_ms = 0, shapes = 4, threads = 0;

@@ -14,6 +14,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+    xf_cli_init("xflow-zoo", 1); /* usage errors name the program */
     const char *name = NULL, *out = NULL;
     long batch = 0;
     bool external = false;
