@@ -1,5 +1,5 @@
 /* Canonicalization passes: constant folding, BatchNormalization folding,
- * Identity/Dropout removal and dead-node removal.
+ * Conv + activation fusion, Identity/Dropout removal and dead-node removal.
  *
  * Every pass keeps the graph valid and topologically sorted: nodes are only
  * marked for removal (and compacted away at the end of the pass) or changed
@@ -305,6 +305,46 @@ xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
     return s;
 }
 
+/* ------------------------------------------------------------ Conv + activation */
+
+/* The fused activation an activation node is, or XF_ACT_NONE. */
+static xf_activation activation_of(xf_op op)
+{
+    return op == XF_OP_RELU ? XF_ACT_RELU : op == XF_OP_SIGMOID ? XF_ACT_SIGMOID : op == XF_OP_TANH ? XF_ACT_TANH
+                                                                                                 : XF_ACT_NONE;
+}
+
+xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    bool *keep = keep_all(g);
+    if (!keep)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory fusing activations");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *a = &g->nodes[i];
+        xf_activation act = activation_of(a->op);
+        if (act == XF_ACT_NONE || a->n_inputs != 1 || a->n_outputs != 1 || a->inputs[0] < 0 || a->outputs[0] < 0)
+            continue;
+        int x = a->inputs[0], y = a->outputs[0], c = g->values[x].producer;
+        /* the Conv's output feeds this activation alone and is no output */
+        if (c < 0 || g->nodes[c].op != XF_OP_CONV || g->nodes[c].attrs.activation != XF_ACT_NONE ||
+            g->nodes[c].n_outputs != 1 || g->values[x].dtype != XF_DT_FLOAT || is_graph_output(g, x) ||
+            xf_graph_count_uses(g, x) != 1)
+            continue;
+        g->nodes[c].attrs.activation = act;
+        g->nodes[c].outputs[0] = y;
+        g->values[y].producer = c;
+        g->values[y].producer_out = 0;
+        g->values[x].producer = -1;
+        keep[i] = false;
+        st->fused_activations++;
+    }
+    compact_counting(g, keep, NULL, st);
+    free(keep);
+    return XF_OK;
+}
+
 /* ------------------------------------------------------------ Identity and Dropout */
 
 /* Identity, or Dropout in inference: its mask unused and training_mode
@@ -400,7 +440,7 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 
 static int64_t stats_total(const xf_canon_stats *s)
 {
-    return (int64_t)s->folded_constants + s->folded_batchnorms + s->removed_identity +
+    return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->removed_identity +
            s->removed_dead + s->removed_initializers;
 }
 
@@ -420,6 +460,8 @@ xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_c
             s = xf_pass_fold_constants(g, opset, eval, CANON_FOLD_MAX_BYTES, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_batchnorm(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_fuse_activations(g, st, err);
         if (s == XF_OK)
             s = xf_pass_remove_dead(g, st, err);
         if (s != XF_OK)

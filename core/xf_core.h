@@ -422,6 +422,7 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
 typedef struct xf_canon_stats {
     int folded_constants;  /* nodes evaluated at compile time */
     int folded_batchnorms; /* BatchNormalization merged into a Conv */
+    int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
     int removed_identity;  /* Identity and inference-mode Dropout */
     int removed_dead;      /* nodes whose outputs nothing uses */
     int removed_initializers;
@@ -436,6 +437,10 @@ typedef xf_status (*xf_node_eval_fn)(const xf_graph *g, int node, xf_tensor **ou
 xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
                                  xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err);
+/* A Relu, Sigmoid or Tanh that alone reads a float Conv's output becomes
+ * that Conv's fused activation (as runtimes fuse them; export writes the
+ * pair back as two ONNX nodes). */
+xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* All of the above, to a fixed point. */

@@ -430,6 +430,9 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         st = check_supported(s, err);
     if (st == XF_OK)
         st = xf_graph_infer_shapes(s->g, opset, err);
+    /* a Conv and the activation after it run as one node, as xflowc plans */
+    if (st == XF_OK)
+        st = xf_pass_fuse_activations(s->g, NULL, err);
     if (st == XF_OK)
         st = check_supported(s, err);
     if (st == XF_OK)

@@ -317,6 +317,42 @@ START_TEST(canon_remove_identity)
 }
 END_TEST
 
+/* A Relu/Sigmoid/Tanh that alone reads a Conv's output is fused into it;
+ * one whose Conv output is read elsewhere too, or is a graph output, stays. */
+START_TEST(canon_fuse_activations)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 2, 4, 4));
+    float w[2 * 2 * 1 * 1] = {1, 2, 3, 4};
+    int k = constant(g, "k", XF_DT_FLOAT, SHAPE(2, 2, 1, 1), w);
+    int c1 = NODE(g, XF_OP_CONV, x, k);
+    int sig = NODE(g, XF_OP_SIGMOID, out0(g, c1));  /* fused */
+    int c2 = NODE(g, XF_OP_CONV, out0(g, sig), k);
+    int relu = NODE(g, XF_OP_RELU, out0(g, c2));    /* c2's output also read by the Add: kept */
+    int add = NODE(g, XF_OP_ADD, out0(g, relu), out0(g, c2));
+    int c3 = NODE(g, XF_OP_CONV, out0(g, add), k);
+    int tanh_n = NODE(g, XF_OP_TANH, out0(g, c3));  /* c3's output is a graph output: kept */
+    xf_graph_add_output(g, out0(g, tanh_n));
+    xf_graph_add_output(g, out0(g, c3));
+    infer_ok(g, 13);
+
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(xf_pass_fuse_activations(g, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_int_eq(st.fused_activations, 1);
+    int counts[XF_OP_COUNT + 1];
+    xf_graph_count_ops(g, counts);
+    ck_assert_int_eq(counts[XF_OP_SIGMOID], 0);
+    ck_assert_int_eq(counts[XF_OP_RELU], 1);
+    ck_assert_int_eq(counts[XF_OP_TANH], 1);
+    ck_assert_int_eq(g->nodes[0].op, XF_OP_CONV);
+    ck_assert_int_eq(g->nodes[0].attrs.activation, XF_ACT_SIGMOID);
+    ck_assert_int_eq(g->nodes[1].attrs.activation, XF_ACT_NONE);
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(canon_remove_dead)
 {
     xf_graph *g = xf_graph_create("g");
@@ -410,6 +446,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_fold_limits);
     tcase_add_test(canon, canon_fold_batchnorm);
     tcase_add_test(canon, canon_remove_identity);
+    tcase_add_test(canon, canon_fuse_activations);
     tcase_add_test(canon, canon_remove_dead);
     tcase_add_test(canon, canon_all_to_fixed_point);
     suite_add_tcase(s, canon);

@@ -167,34 +167,52 @@ void xf_cli_free_tensors(xf_tensor **t, int n)
     free(t);
 }
 
-/* Opaque nodes are counted under their own op_type. */
+int xf_cli_written_nodes(const xf_graph *g)
+{
+    int n = g->n_nodes;
+    for (int i = 0; i < g->n_nodes; i++)
+        n += g->nodes[i].op == XF_OP_CONV && g->nodes[i].attrs.activation != XF_ACT_NONE;
+    return n;
+}
+
+/* Nodes as ONNX files hold them: opaque nodes under their own op_type, and
+ * a Conv's fused activation as the node it is written as. */
 typedef struct op_count {
     const char *name;
     int before, after;
 } op_count;
 
+static void tally_name(op_count *rows, int *n_rows, const char *name, bool after)
+{
+    int r = 0;
+    while (r < *n_rows && strcmp(rows[r].name, name) != 0)
+        r++;
+    if (r == *n_rows) {
+        rows[r] = (op_count){name, 0, 0};
+        (*n_rows)++;
+    }
+    if (after)
+        rows[r].after++;
+    else
+        rows[r].before++;
+}
+
 static void tally(op_count *rows, int *n_rows, const xf_graph *g, bool after)
 {
+    static const xf_op act_op[] = {[XF_ACT_RELU] = XF_OP_RELU, [XF_ACT_SIGMOID] = XF_OP_SIGMOID,
+                                   [XF_ACT_TANH] = XF_OP_TANH};
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *nd = &g->nodes[i];
-        const char *name = nd->op == XF_OP_OPAQUE && nd->opaque ? nd->opaque->op_type : xf_op_name(nd->op);
-        int r = 0;
-        while (r < *n_rows && strcmp(rows[r].name, name) != 0)
-            r++;
-        if (r == *n_rows) {
-            rows[r] = (op_count){name, 0, 0};
-            (*n_rows)++;
-        }
-        if (after)
-            rows[r].after++;
-        else
-            rows[r].before++;
+        tally_name(rows, n_rows, nd->op == XF_OP_OPAQUE && nd->opaque ? nd->opaque->op_type : xf_op_name(nd->op),
+                   after);
+        if (nd->op == XF_OP_CONV && nd->attrs.activation > XF_ACT_NONE && nd->attrs.activation <= XF_ACT_TANH)
+            tally_name(rows, n_rows, xf_op_name(act_op[nd->attrs.activation]), after);
     }
 }
 
 void xf_cli_print_op_changes(FILE *f, const xf_graph *before, const xf_graph *after)
 {
-    int cap = before->n_nodes + after->n_nodes + 1;
+    int cap = 2 * (before->n_nodes + after->n_nodes) + 1;
     op_count *rows = calloc((size_t)cap, sizeof *rows);
     if (!rows)
         return;
@@ -205,6 +223,6 @@ void xf_cli_print_op_changes(FILE *f, const xf_graph *before, const xf_graph *af
     for (int r = 0; r < n; r++)
         fprintf(f, "  %-24s %7d -> %d%s\n", rows[r].name, rows[r].before, rows[r].after,
                 rows[r].before != rows[r].after ? "" : "  (unchanged)");
-    fprintf(f, "  %-24s %7d -> %d\n", "total", before->n_nodes, after->n_nodes);
+    fprintf(f, "  %-24s %7d -> %d\n", "total", xf_cli_written_nodes(before), xf_cli_written_nodes(after));
     free(rows);
 }

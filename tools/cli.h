@@ -39,6 +39,8 @@ void xf_cli_free_tensors(xf_tensor **t, int n);
 xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
                              xf_tensor ***out, xf_error *err);
 
+/* Nodes of g as an ONNX file holds them: a Conv's fused activation is a node of its own there. */
+int xf_cli_written_nodes(const xf_graph *g);
 /* Prints "  OpType   before -> after" for every op whose count differs, and totals. */
 void xf_cli_print_op_changes(FILE *f, const xf_graph *before, const xf_graph *after);
 

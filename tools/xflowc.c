@@ -434,16 +434,16 @@ int main(int argc, char **argv)
         goto done;
     }
     double t_canon = xf_cli_now();
-    xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, "
-                "%d Identity/Dropout removed, %d dead nodes and %d unused initializers removed (%.3f s)\n",
-                st.folded_constants, st.folded_batchnorms, st.removed_identity, st.removed_dead,
-                st.removed_initializers, t_canon - t_load);
+    xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
+                "into Conv, %d Identity/Dropout removed, %d dead nodes and %d unused initializers removed (%.3f s)\n",
+                st.folded_constants, st.folded_batchnorms, st.fused_activations, st.removed_identity,
+                st.removed_dead, st.removed_initializers, t_canon - t_load);
     if (!o.no_search && (rc = optimize(&o, &m->graph, opset)) != 0)
         goto done;
     double t_opt = xf_cli_now();
 
-    xf_cli_info("xflowc: %s: %d nodes -> %d nodes (%.3f s load, %.3f s optimize)\n", o.in,
-                original->n_nodes, m->graph->n_nodes, t_load - t0, t_opt - t_load);
+    xf_cli_info("xflowc: %s: %d nodes -> %d nodes as written (%.3f s load, %.3f s optimize)\n", o.in,
+                xf_cli_written_nodes(original), xf_cli_written_nodes(m->graph), t_load - t0, t_opt - t_load);
     if (xf_cli_verbosity() >= 1)
         xf_cli_print_op_changes(stdout, original, m->graph);
 
