@@ -73,6 +73,26 @@ static void compact_counting(xf_graph *g, const bool *keep, const bool *made, xf
 
 /* ------------------------------------------------------------ constant folding */
 
+/* A pass that visits every node in order: visit() returns whether it
+ * removed node i (rewiring what read it), or sets *st_out on failure. */
+typedef bool (*node_visit_fn)(xf_graph *g, int i, xf_canon_stats *st, xf_status *st_out, xf_error *err);
+
+static xf_status per_node_pass(xf_graph *g, xf_canon_stats *st, node_visit_fn visit, const char *what,
+                               xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    bool *keep = keep_all(g);
+    if (!keep)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory %s", what);
+    xf_status s = XF_OK;
+    for (int i = 0; i < g->n_nodes && s == XF_OK; i++)
+        keep[i] = !visit(g, i, st, &s, err);
+    compact_counting(g, keep, NULL, st);
+    free(keep);
+    return s;
+}
+
 /* Whether node n computes a constant that may become initializers: not
  * opaque, every input constant (Shape: its input's shape static), no graph
  * output among its outputs, results known in size and within max_bytes.
@@ -282,27 +302,18 @@ static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
     return XF_OK;
 }
 
+static bool visit_batchnorm(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
+{
+    int ci = g->nodes[i].op == XF_OP_BATCH_NORM ? foldable_conv(g, &g->nodes[i]) : -1;
+    if (ci < 0 || (*s = fold_into_conv(g, ci, i, err)) != XF_OK)
+        return false;
+    st->folded_batchnorms++;
+    return true;
+}
+
 xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
 {
-    xf_canon_stats unused = {0};
-    st = st ? st : &unused;
-    bool *keep = keep_all(g);
-    if (!keep)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding BatchNormalization");
-    xf_status s = XF_OK;
-    for (int i = 0; i < g->n_nodes && s == XF_OK; i++) {
-        int ci = g->nodes[i].op == XF_OP_BATCH_NORM ? foldable_conv(g, &g->nodes[i]) : -1;
-        if (ci < 0)
-            continue;
-        s = fold_into_conv(g, ci, i, err);
-        if (s == XF_OK) {
-            keep[i] = false;
-            st->folded_batchnorms++;
-        }
-    }
-    compact_counting(g, keep, NULL, st);
-    free(keep);
-    return s;
+    return per_node_pass(g, st, visit_batchnorm, "folding BatchNormalization", err);
 }
 
 /* ------------------------------------------------------------ Conv + activation */
@@ -314,35 +325,30 @@ static xf_activation activation_of(xf_op op)
                                                                                                  : XF_ACT_NONE;
 }
 
+static bool visit_activation(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
+{
+    const xf_node *a = &g->nodes[i];
+    xf_activation act = activation_of(a->op);
+    if (act == XF_ACT_NONE || a->n_inputs != 1 || a->n_outputs != 1 || a->inputs[0] < 0 || a->outputs[0] < 0)
+        return false;
+    int x = a->inputs[0], y = a->outputs[0], c = g->values[x].producer;
+    /* the Conv's output feeds this activation alone and is no output */
+    if (c < 0 || g->nodes[c].op != XF_OP_CONV || g->nodes[c].attrs.activation != XF_ACT_NONE ||
+        g->nodes[c].n_outputs != 1 || g->values[x].dtype != XF_DT_FLOAT || is_graph_output(g, x) ||
+        xf_graph_count_uses(g, x) != 1)
+        return false;
+    g->nodes[c].attrs.activation = act;
+    g->nodes[c].outputs[0] = y;
+    g->values[y].producer = c;
+    g->values[y].producer_out = 0;
+    g->values[x].producer = -1;
+    st->fused_activations++;
+    return true;
+}
+
 xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err)
 {
-    xf_canon_stats unused = {0};
-    st = st ? st : &unused;
-    bool *keep = keep_all(g);
-    if (!keep)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory fusing activations");
-    for (int i = 0; i < g->n_nodes; i++) {
-        const xf_node *a = &g->nodes[i];
-        xf_activation act = activation_of(a->op);
-        if (act == XF_ACT_NONE || a->n_inputs != 1 || a->n_outputs != 1 || a->inputs[0] < 0 || a->outputs[0] < 0)
-            continue;
-        int x = a->inputs[0], y = a->outputs[0], c = g->values[x].producer;
-        /* the Conv's output feeds this activation alone and is no output */
-        if (c < 0 || g->nodes[c].op != XF_OP_CONV || g->nodes[c].attrs.activation != XF_ACT_NONE ||
-            g->nodes[c].n_outputs != 1 || g->values[x].dtype != XF_DT_FLOAT || is_graph_output(g, x) ||
-            xf_graph_count_uses(g, x) != 1)
-            continue;
-        g->nodes[c].attrs.activation = act;
-        g->nodes[c].outputs[0] = y;
-        g->values[y].producer = c;
-        g->values[y].producer_out = 0;
-        g->values[x].producer = -1;
-        keep[i] = false;
-        st->fused_activations++;
-    }
-    compact_counting(g, keep, NULL, st);
-    free(keep);
-    return XF_OK;
+    return per_node_pass(g, st, visit_activation, "fusing activations", err);
 }
 
 /* ------------------------------------------------------------ Identity and Dropout */
@@ -366,38 +372,33 @@ static bool is_identity(const xf_graph *g, const xf_node *n)
            xf_tensor_get_i64(training, 0) == 0;
 }
 
+static bool visit_identity(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
+{
+    const xf_node *n = &g->nodes[i];
+    if (!is_identity(g, n))
+        return false;
+    int x = n->inputs[0], y = n->outputs[0];
+    const xf_value *xv = &g->values[x];
+    if (!is_graph_output(g, y)) {
+        xf_graph_replace_uses(g, y, x);
+    } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !is_graph_output(g, x)) {
+        /* y names a graph output: x's producer takes y over instead, so
+         * the output keeps its name. */
+        int p = xv->producer, k = xv->producer_out;
+        xf_graph_replace_uses(g, x, y);
+        g->nodes[p].outputs[k] = y;
+        g->values[y].producer = p;
+        g->values[y].producer_out = k;
+    } else {
+        return false; /* a graph input or constant passed through to an output */
+    }
+    st->removed_identity++;
+    return true;
+}
+
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err)
 {
-    xf_canon_stats unused = {0};
-    st = st ? st : &unused;
-    bool *keep = keep_all(g);
-    if (!keep)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory removing Identity nodes");
-    for (int i = 0; i < g->n_nodes; i++) {
-        const xf_node *n = &g->nodes[i];
-        if (!is_identity(g, n))
-            continue;
-        int x = n->inputs[0], y = n->outputs[0];
-        const xf_value *xv = &g->values[x];
-        if (!is_graph_output(g, y)) {
-            xf_graph_replace_uses(g, y, x);
-        } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !is_graph_output(g, x)) {
-            /* y names a graph output: x's producer takes y over instead, so
-             * the output keeps its name. */
-            int p = xv->producer, k = xv->producer_out;
-            xf_graph_replace_uses(g, x, y);
-            g->nodes[p].outputs[k] = y;
-            g->values[y].producer = p;
-            g->values[y].producer_out = k;
-        } else {
-            continue; /* a graph input or constant passed through to an output */
-        }
-        keep[i] = false;
-        st->removed_identity++;
-    }
-    compact_counting(g, keep, NULL, st);
-    free(keep);
-    return XF_OK;
+    return per_node_pass(g, st, visit_identity, "removing Identity nodes", err);
 }
 
 /* ------------------------------------------------------------ dead nodes */

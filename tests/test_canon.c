@@ -285,6 +285,16 @@ START_TEST(canon_fold_batchnorm)
 }
 END_TEST
 
+/* Runs one pass on g, which must succeed and leave g valid. */
+static xf_canon_stats run_pass(xf_graph *g, xf_status (*pass)(xf_graph *, xf_canon_stats *, xf_error *))
+{
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(pass(g, &st, &e), &e);
+    validate_ok(g);
+    return st;
+}
+
 START_TEST(canon_remove_identity)
 {
     xf_graph *g = xf_graph_create("g");
@@ -303,10 +313,7 @@ START_TEST(canon_remove_identity)
     xf_graph_add_output(g, out0(g, mask_use));
     infer_ok(g, 13);
 
-    xf_canon_stats st = {0};
-    xf_error e = {0};
-    canon_ok(xf_pass_remove_identity(g, &st, &e), &e);
-    validate_ok(g);
+    xf_canon_stats st = run_pass(g, xf_pass_remove_identity);
     ck_assert_int_eq(st.removed_identity, 3);
     ck_assert_int_eq(g->n_nodes, 4); /* Relu, the input pass-through, Dropout with its mask, Not */
     ck_assert_str_eq(g->values[g->outputs[0]].name, "out");
@@ -336,10 +343,7 @@ START_TEST(canon_fuse_activations)
     xf_graph_add_output(g, out0(g, c3));
     infer_ok(g, 13);
 
-    xf_canon_stats st = {0};
-    xf_error e = {0};
-    canon_ok(xf_pass_fuse_activations(g, &st, &e), &e);
-    validate_ok(g);
+    xf_canon_stats st = run_pass(g, xf_pass_fuse_activations);
     ck_assert_int_eq(st.fused_activations, 1);
     int counts[XF_OP_COUNT + 1];
     xf_graph_count_ops(g, counts);
