@@ -261,7 +261,20 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_NOT:
         st = require_dtype(c, 0, XF_DT_BOOL);
         break;
-    case XF_OP_GATHER: {
+    case XF_OP_IS_NAN:
+        out = XF_DT_BOOL;
+        break;
+    case XF_OP_SCATTER_ND:
+        st = same_dtype(c, 0, 1, &out);
+        if (st == XF_OK && input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED &&
+            input_dtype(c, 2) != out)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "updates must be %s, got %s", xf_dtype_name(out),
+                               xf_dtype_name(input_dtype(c, 2)));
+        if (st == XF_OK && input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
+        break;
+    case XF_OP_GATHER:
+    case XF_OP_GATHER_ELEMENTS: {
         xf_dtype d = input_dtype(c, 1);
         if (d != XF_DT_UNDEFINED && d != XF_DT_INT64 && d != XF_DT_INT32)
             st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int32 or int64, got %s",
@@ -621,11 +634,17 @@ static xf_status infer_unsqueeze(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* The axis of Gather and GatherElements, on the data's (input 0) rank. */
+static xf_status data_axis(xf_infer_ctx *c, int *axis)
+{
+    return xf_infer_axis(c, "axis", c->node->attrs.axis, xf_infer_shape(c, 0)->ndim, false, axis);
+}
+
 static xf_status infer_gather(xf_infer_ctx *c)
 {
     const xf_shape *data = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1);
     int axis;
-    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, data->ndim, false, &axis);
+    xf_status st = data_axis(c, &axis);
     if (st != XF_OK)
         return st;
     int rank = data->ndim - 1 + idx->ndim;
@@ -641,6 +660,38 @@ static xf_status infer_gather(xf_infer_ctx *c)
     for (int d = axis + 1; d < data->ndim; d++)
         out.dims[out.ndim++] = data->dims[d];
     xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* GatherElements: the indices' shape, of the data's rank. */
+static xf_status infer_gather_elements(xf_infer_ctx *c)
+{
+    int axis;
+    xf_status st = data_axis(c, &axis);
+    const xf_shape *idx = xf_infer_shape(c, 1);
+    if (st == XF_OK && idx->ndim != xf_infer_shape(c, 0)->ndim)
+        st = xf_infer_fail(c, XF_ERR_INVALID, "indices %s and data %s differ in rank", xf_infer_text(idx).s,
+                           xf_infer_text(xf_infer_shape(c, 0)).s);
+    if (st == XF_OK)
+        xf_infer_set(c, 0, idx);
+    return st;
+}
+
+/* ScatterND: the data's shape; indices (..., k) with k <= rank, and updates
+ * of shape indices[:-1] + data[k:]. */
+static xf_status infer_scatter_nd(xf_infer_ctx *c)
+{
+    const xf_shape *data = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1), *upd = xf_infer_shape(c, 2);
+    int64_t k = idx->ndim > 0 ? idx->dims[idx->ndim - 1] : -1;
+    bool ok = k >= 1 && k <= data->ndim && upd->ndim == idx->ndim - 1 + data->ndim - (int)k;
+    for (int d = 0; ok && d < idx->ndim - 1; d++)
+        ok = upd->dims[d] == idx->dims[d];
+    for (int d = (int)k; ok && d < data->ndim; d++)
+        ok = upd->dims[idx->ndim - 1 + d - (int)k] == data->dims[d];
+    if (!ok)
+        return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
+                             xf_infer_text(upd).s, xf_infer_text(data).s);
+    xf_infer_set(c, 0, data);
     return XF_OK;
 }
 
@@ -827,6 +878,9 @@ static xf_status infer_pad(xf_infer_ctx *c)
 #define XF_RULE_ELU infer_same
 #define XF_RULE_HARD_SIGMOID infer_same
 #define XF_RULE_HARD_SWISH infer_same
+#define XF_RULE_GATHER_ELEMENTS infer_gather_elements
+#define XF_RULE_SCATTER_ND infer_scatter_nd
+#define XF_RULE_IS_NAN infer_same
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

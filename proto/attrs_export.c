@@ -189,6 +189,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         break;
     case XF_OP_FLATTEN:
     case XF_OP_GATHER:
+    case XF_OP_GATHER_ELEMENTS:
         if (a->axis != d.axis)
             add_int(&w, "axis", a->axis);
         break;

@@ -17,6 +17,8 @@
  *   Transpose       perm->perm/n_perm
  *   Reshape         allowzero
  *   Mod             fmod
+ *   GatherElements  axis
+ *   ScatterND       reduction ("none" only)
  *   Flatten, Gather axis
  *   Squeeze, Unsqueeze  axes (< 13; has_axes)
  *   Slice (1)       starts ends axes -> slice_* (has_slice_attrs, has_slice_axes)
@@ -251,6 +253,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_CONCAT:
     case XF_OP_FLATTEN:
     case XF_OP_GATHER:
+    case XF_OP_GATHER_ELEMENTS:
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
         if (A("axis"))
@@ -284,6 +287,13 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             return read_ints(r, at, a->slice_ends, XF_MAX_DIMS, &r->n_ends);
         if (A("axes"))
             return (a->has_slice_axes = read_ints(r, at, a->slice_axes, XF_MAX_DIMS, &r->n_slice_axes));
+        break;
+    case XF_OP_SCATTER_ND:
+        if (A("reduction")) { /* "none" only */
+            static const char *const none[] = {"none"};
+            int i;
+            return read_enum(r, at, none, 1, &i);
+        }
         break;
     case XF_OP_PAD:
         if (A("mode")) {

@@ -66,6 +66,7 @@ typedef struct ref_entry {
 #define XF_REF_ELU {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_HARD_SIGMOID {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_HARD_SWISH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_IS_NAN {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
@@ -77,6 +78,8 @@ typedef struct ref_entry {
 #define XF_REF_SQUEEZE {xf_ref_copy, ANY, I64, 0}
 #define XF_REF_UNSQUEEZE {xf_ref_copy, ANY, I64, 0}
 #define XF_REF_GATHER {xf_ref_gather, ANY, IDX, 0}
+#define XF_REF_GATHER_ELEMENTS {xf_ref_gather_elements, ANY, IDX, 0}
+#define XF_REF_SCATTER_ND {xf_ref_scatter_nd, ANY, ANY, 0}
 #define XF_REF_SLICE {xf_ref_slice, ANY, IDX, 0}
 #define XF_REF_PAD {xf_ref_pad, ANY, I64, 0}
 #define XF_REF_EXPAND {xf_ref_expand, ANY, I64, 0}

@@ -38,6 +38,7 @@ static double u_elu(double x, const xf_attrs *a) { return x < 0 ? a->alpha * exp
 static double u_hard_sigmoid(double x, const xf_attrs *a) { return fmax(0.0, fmin(1.0, a->alpha * x + a->beta)); }
 /* x * HardSigmoid(x) with alpha 1/6, beta 1/2, as ONNX defines it */
 static double u_hard_swish(double x, const xf_attrs *a) { return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)); }
+static double u_is_nan(double x, const xf_attrs *a) { return isnan(x); }
 
 static int64_t ui_relu(int64_t x) { return x < 0 ? 0 : x; }
 /* unsigned negation wraps INT64_MIN onto itself instead of overflowing */
@@ -65,6 +66,7 @@ static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_ELU] = {u_elu, NULL},
     [XF_OP_HARD_SIGMOID] = {u_hard_sigmoid, NULL},
     [XF_OP_HARD_SWISH] = {u_hard_swish, NULL},
+    [XF_OP_IS_NAN] = {u_is_nan, NULL},
     [XF_OP_NOT] = {NULL, ui_not},
 };
 

@@ -170,6 +170,75 @@ xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_ten
     return XF_OK;
 }
 
+/* out[i] = data[i with its axis coordinate replaced by indices[i]]. */
+xf_status xf_ref_gather_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err)
+{
+    const xf_tensor_view *data = &in[0], *idx = &in[1];
+    int rank = data->shape.ndim;
+    int axis = xf_rt_axis(n->attrs.axis, rank);
+    if (axis < 0 || idx->shape.ndim != rank || !xf_shape_equal(&idx->shape, &out[0].shape))
+        return xf_rt_bad_node(err, n, "axis, indices and output do not fit the data");
+    int64_t len = data->shape.dims[axis], stride[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0}, s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= data->shape.dims[d];
+    }
+    size_t es = xf_dtype_size(data->dtype);
+    int64_t numel = xf_rt_numel(idx);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t k = xf_rt_load_i64(idx->dtype, idx->data, i);
+        if (k < -len || k >= len)
+            return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k,
+                                  (long long)len);
+        k += k < 0 ? len : 0;
+        int64_t off = 0;
+        for (int d = 0; d < rank; d++) {
+            if (d != axis && coord[d] >= data->shape.dims[d])
+                return xf_rt_bad_node(err, n, "the indices' shape reaches beyond the data");
+            off += (d == axis ? k : coord[d]) * stride[d];
+        }
+        memcpy((char *)out[0].data + (size_t)i * es, (const char *)data->data + (size_t)off * es, es);
+        for (int d = rank - 1; d >= 0 && ++coord[d] == idx->shape.dims[d]; d--)
+            coord[d] = 0;
+    }
+    return XF_OK;
+}
+
+/* out = data, then each slice indices[j] (of k coordinates) replaced by
+ * updates[j] (the later of two updates to one slice wins, as ONNX leaves
+ * it unspecified). */
+xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *data = &in[0], *idx = &in[1], *upd = &in[2];
+    int rank = data->shape.ndim;
+    int64_t k = idx->shape.ndim > 0 ? idx->shape.dims[idx->shape.ndim - 1] : 0;
+    if (k < 1 || k > rank || !xf_shape_equal(&data->shape, &out[0].shape))
+        return xf_rt_bad_node(err, n, "indices do not fit the data");
+    size_t es = xf_dtype_size(data->dtype);
+    if (out[0].data != data->data && xf_rt_bytes(data))
+        memcpy(out[0].data, data->data, xf_rt_bytes(data));
+    int64_t slice = 1, n_upd = k ? xf_rt_numel(idx) / k : 0;
+    for (int d = (int)k; d < rank; d++)
+        slice *= data->shape.dims[d];
+    if (xf_rt_numel(upd) != n_upd * slice)
+        return xf_rt_bad_node(err, n, "updates do not fit indices and data");
+    for (int64_t j = 0; j < n_upd; j++) {
+        int64_t off = 0;
+        for (int d = 0; d < k; d++) {
+            int64_t c = xf_rt_load_i64(idx->dtype, idx->data, j * k + d), dim = data->shape.dims[d];
+            if (c < -dim || c >= dim)
+                return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)c,
+                                      (long long)dim);
+            off = off * dim + (c < 0 ? c + dim : c);
+        }
+        if (slice)
+            memcpy((char *)out[0].data + (size_t)(off * slice) * es, (const char *)upd->data + (size_t)(j * slice) * es,
+                   (size_t)slice * es);
+    }
+    return XF_OK;
+}
+
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Slice: parameters from the opset-1 attributes or from inputs 1-4.

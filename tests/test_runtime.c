@@ -477,12 +477,26 @@ START_TEST(comparison_mod_logic)
 }
 END_TEST
 
+/* GatherElements along an axis (a negative index counts from the end) and
+ * ScatterND of rows. */
+START_TEST(gather_elements_scatter_nd)
+{
+    node_case c = make_case(XF_OP_GATHER_ELEMENTS, 2, F32(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(2, 2), 0, 0, -1, 0));
+    c.a.axis = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 1, 1, 4, 3);
+    EXPECT(run1(make_case(XF_OP_SCATTER_ND, 3, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6), I64(DIMS(2, 1), 2, 0),
+                          F32(DIMS(2, 2), 9, 8, 7, 6))),
+           XF_DT_FLOAT, DIMS(3, 2), 7, 6, 3, 4, 9, 8);
+}
+END_TEST
+
 START_TEST(unary_clip_cast)
 {
     EXPECT(run1(make_case(XF_OP_RELU, 1, F32(DIMS(3), -1, 0, 2))), XF_DT_FLOAT, DIMS(3), 0, 0, 2);
     EXPECT(run1(make_case(XF_OP_ERF, 1, F32(DIMS(2), 0, 1))), XF_DT_FLOAT, DIMS(2), 0, erf(1.0));
     EXPECT(run1(make_case(XF_OP_NEG, 1, I64(DIMS(2), 3, -4))), XF_DT_INT64, DIMS(2), -3, 4);
     EXPECT(run1(make_case(XF_OP_NOT, 1, BOOLS(DIMS(2), 1, 0))), XF_DT_BOOL, DIMS(2), 0, 1);
+    EXPECT(run1(make_case(XF_OP_IS_NAN, 1, F32(DIMS(3), 1, NAN, -INFINITY))), XF_DT_BOOL, DIMS(3), 0, 1, 0);
     /* HardSwish: x * clamp(x / 6 + 1/2, 0, 1) */
     EXPECT(run1(make_case(XF_OP_HARD_SWISH, 1, F32(DIMS(4), -4, -1, 1, 4))), XF_DT_FLOAT, DIMS(4), 0, -1.0 / 3,
            2.0 / 3, 4);
@@ -887,6 +901,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, optional_outputs);
     tcase_add_test(k, broadcast_binary_ops);
     tcase_add_test(k, comparison_mod_logic);
+    tcase_add_test(k, gather_elements_scatter_nd);
     tcase_add_test(k, unary_clip_cast);
     tcase_add_test(k, slice_negative_steps_and_forms);
     tcase_add_test(k, pad_modes);
