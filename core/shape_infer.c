@@ -695,6 +695,37 @@ static xf_status infer_scatter_nd(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* Resize: the sizes input when given, else floor(dim * scale). */
+static xf_status infer_resize(xf_infer_ctx *c)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    bool has_sizes = xf_infer_has(c, 3) && xf_infer_shape(c, 3)->ndim == 1 && xf_infer_shape(c, 3)->dims[0] > 0;
+    xf_shape out = {.ndim = in->ndim};
+    if (has_sizes) {
+        int n;
+        xf_status st = xf_infer_read_ints(c, 3, "sizes", out.dims, XF_MAX_DIMS, &n);
+        if (st != XF_OK || n < 0)
+            return st != XF_OK ? st : xf_infer_unknown(c);
+        if (n != in->ndim)
+            return xf_infer_fail(c, XF_ERR_INVALID, "sizes %s do not match the input's rank %d",
+                                 xf_infer_ints_text(out.dims, n).s, in->ndim);
+    } else {
+        const xf_tensor *scales = xf_infer_has(c, 2) ? xf_infer_value(c, 2) : NULL;
+        if (!scales)
+            return xf_infer_unknown(c);
+        if (xf_tensor_numel(scales) != in->ndim || scales->dtype != XF_DT_FLOAT)
+            return xf_infer_fail(c, XF_ERR_INVALID, "scales must be %d floats", in->ndim);
+        for (int d = 0; d < in->ndim; d++) {
+            double s = xf_tensor_get_f64(scales, d);
+            if (!(s > 0))
+                return xf_infer_fail(c, XF_ERR_INVALID, "scale %g of dim %d is not positive", s, d);
+            out.dims[d] = (int64_t)floor((double)in->dims[d] * s);
+        }
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
 int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Elements a slice selects along one axis of size dim (ONNX clamping: for
@@ -881,6 +912,7 @@ static xf_status infer_pad(xf_infer_ctx *c)
 #define XF_RULE_GATHER_ELEMENTS infer_gather_elements
 #define XF_RULE_SCATTER_ND infer_scatter_nd
 #define XF_RULE_IS_NAN infer_same
+#define XF_RULE_RESIZE infer_resize
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -189,6 +189,10 @@ typedef struct xf_attrs {
     int64_t split[64];
     int allowzero;            /* Reshape */
     int fmod;                 /* Mod: 1 = C's fmod (sign of the dividend), 0 = sign of the divisor */
+    /* Resize (opset >= 11): mode 0 nearest, 1 linear; coordinate mode
+     * 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel;
+     * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
+    int resize_mode, resize_coord, resize_nearest;
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

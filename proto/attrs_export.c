@@ -171,6 +171,18 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (n->op == XF_OP_HARD_SIGMOID && a->beta != d.beta)
             add_float(&w, "beta", a->beta);
         break;
+    case XF_OP_RESIZE: {
+        static const char *const modes[] = {"nearest", "linear"};
+        static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"};
+        static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+        if (a->resize_mode)
+            add_string(&w, "mode", modes[a->resize_mode & 1]);
+        if (a->resize_coord)
+            add_string(&w, "coordinate_transformation_mode", coords[a->resize_coord & 3]);
+        if (a->resize_nearest)
+            add_string(&w, "nearest_mode", nearest[a->resize_nearest & 3]);
+        break;
+    }
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

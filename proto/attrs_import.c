@@ -19,6 +19,9 @@
  *   Mod             fmod
  *   GatherElements  axis
  *   ScatterND       reduction ("none" only)
+ *   Resize          mode (nearest/linear), coordinate_transformation_mode
+ *                   (half_pixel/asymmetric/align_corners/pytorch_half_pixel),
+ *                   nearest_mode; opset >= 11 only
  *   Flatten, Gather axis
  *   Squeeze, Unsqueeze  axes (< 13; has_axes)
  *   Slice (1)       starts ends axes -> slice_* (has_slice_attrs, has_slice_axes)
@@ -288,6 +291,32 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("axes"))
             return (a->has_slice_axes = read_ints(r, at, a->slice_axes, XF_MAX_DIMS, &r->n_slice_axes));
         break;
+    case XF_OP_RESIZE: {
+        static const char *const modes[] = {"nearest", "linear"};
+        static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"};
+        static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+        static const char *const stretch[] = {"stretch"};
+        int i;
+        if (A("mode"))
+            return read_enum(r, at, modes, 2, &a->resize_mode);
+        if (A("coordinate_transformation_mode"))
+            return read_enum(r, at, coords, 4, &a->resize_coord);
+        if (A("nearest_mode"))
+            return read_enum(r, at, nearest, 4, &a->resize_nearest);
+        if (A("keep_aspect_ratio_policy"))
+            return read_enum(r, at, stretch, 1, &i);
+        if (A("exclude_outside") || A("antialias")) { /* 0 only */
+            if (!read_int32(r, at, &i))
+                return false;
+            return i == 0 || refuse(r, "attribute '%s' is not 0", name);
+        }
+        /* used only by cubic and tf_crop_and_resize, which are not modelled */
+        if (A("cubic_coeff_a") || A("extrapolation_value")) {
+            float f;
+            return read_float(r, at, &f);
+        }
+        break;
+    }
     case XF_OP_SCATTER_ND:
         if (A("reduction")) { /* "none" only */
             static const char *const none[] = {"none"};
@@ -379,6 +408,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     }
     case XF_OP_CAST:
         return a->to != XF_DT_UNDEFINED || refuse(r, "no 'to' attribute", NULL);
+    case XF_OP_RESIZE: /* opset 10's form (X, scales) is not modelled */
+        return r->ctx->opset >= 11 || refuse(r, "Resize before opset 11", NULL);
     case XF_OP_CONCAT:
         if (!r->has_axis && r->ctx->opset < 4)
             a->axis = 1;

@@ -3,6 +3,8 @@
  * every dtype is handled by the same code. */
 #include "xf_rt_internal.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
@@ -237,6 +239,93 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
                    (size_t)slice * es);
     }
     return XF_OK;
+}
+
+/* Resize, nearest or (multi)linear: each output coordinate is mapped back
+ * to the input by the coordinate mode, per dim, with the scale given (or
+ * out / in when sizes were given). */
+typedef struct resize_axis {
+    int64_t lo, hi; /* input indices read */
+    double w;       /* weight of hi (linear) */
+} resize_axis;
+
+static resize_axis resize_map(const xf_attrs *a, int64_t x, int64_t len_in, int64_t len_out, double scale)
+{
+    double s;
+    switch (a->resize_coord) {
+    case 1: s = (double)x / scale; break;                                                   /* asymmetric */
+    case 2: /* align_corners, on the unrounded output length len_in * scale, as ONNX */
+        s = len_out == 1 ? 0 : (double)x * (double)(len_in - 1) / ((double)len_in * scale - 1);
+        break;
+    case 3: s = len_out > 1 ? ((double)x + 0.5) / scale - 0.5 : 0; break;                   /* pytorch_half_pixel */
+    default: s = ((double)x + 0.5) / scale - 0.5; break;                                   /* half_pixel */
+    }
+    resize_axis r;
+    if (a->resize_mode == 0) {
+        double f = floor(s);
+        int64_t i = a->resize_nearest == 2   ? (int64_t)f
+                    : a->resize_nearest == 3 ? (int64_t)ceil(s)
+                    : s - f == 0.5           ? (int64_t)f + (a->resize_nearest == 1)
+                                             : (int64_t)floor(s + 0.5);
+        i = i < 0 ? 0 : i >= len_in ? len_in - 1 : i;
+        return (resize_axis){i, i, 0};
+    }
+    s = s < 0 ? 0 : s > (double)(len_in - 1) ? (double)(len_in - 1) : s;
+    r.lo = (int64_t)floor(s);
+    r.hi = r.lo + 1 < len_in ? r.lo + 1 : r.lo;
+    r.w = s - (double)r.lo;
+    return r;
+}
+
+xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    int rank = x->shape.ndim;
+    bool scales = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_numel(&in[2]) == rank &&
+                  !(n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0);
+    if (y->shape.ndim != rank || rank < 1)
+        return xf_rt_bad_node(err, n, "output rank differs from the input's");
+    int64_t istride[XF_MAX_DIMS], s = 1;
+    resize_axis *map[XF_MAX_DIMS] = {NULL};
+    xf_status st = XF_OK;
+    for (int d = rank - 1; d >= 0; d--) {
+        istride[d] = s;
+        s *= x->shape.dims[d];
+        int64_t li = x->shape.dims[d], lo = y->shape.dims[d];
+        double scale = scales ? xf_rt_load_f64(in[2].dtype, in[2].data, d) : li ? (double)lo / (double)li : 1;
+        map[d] = malloc(sizeof **map * (size_t)(lo > 0 ? lo : 1));
+        if (!map[d]) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        if (lo > 0 && (li == 0 || !(scale > 0)))
+            st = xf_rt_bad_node(err, n, "cannot resize an empty dim or by a scale of %g", scale);
+        for (int64_t i = 0; i < lo && st == XF_OK; i++)
+            map[d][i] = resize_map(&n->attrs, i, li, lo, scale);
+    }
+    int64_t numel = xf_rt_numel(y), coord[XF_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < numel && st == XF_OK; i++) {
+        /* the 2^rank corners, those of zero weight skipped */
+        double v = 0;
+        for (int corner = 0; corner < 1 << rank; corner++) {
+            double w = 1;
+            int64_t off = 0;
+            for (int d = 0; d < rank && w != 0; d++) {
+                const resize_axis *r = &map[d][coord[d]];
+                bool hi = corner >> d & 1;
+                w *= hi ? r->w : 1 - r->w;
+                off += (hi ? r->hi : r->lo) * istride[d];
+            }
+            if (w != 0)
+                v += w * xf_rt_load_f64(x->dtype, x->data, off);
+        }
+        xf_rt_store_f64(y->dtype, y->data, i, v);
+        for (int d = rank - 1; d >= 0 && ++coord[d] == y->shape.dims[d]; d--)
+            coord[d] = 0;
+    }
+    for (int d = 0; d < rank; d++)
+        free(map[d]);
+    return st;
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }

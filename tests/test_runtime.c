@@ -490,6 +490,20 @@ START_TEST(gather_elements_scatter_nd)
 }
 END_TEST
 
+/* Resize by scales: nearest (asymmetric, floor) and linear (half_pixel,
+ * edges clamped), 1x1x1x2 -> 1x1x1x4. */
+START_TEST(resize_forms)
+{
+    node_case c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 2), 1, 3), NULL, F32(DIMS(4), 1, 1, 1, 2));
+    c.a.resize_coord = 1;
+    c.a.resize_nearest = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1, 1, 3, 3);
+    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 2), 1, 3), NULL, F32(DIMS(4), 1, 1, 1, 2));
+    c.a.resize_mode = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1, 1.5, 2.5, 3);
+}
+END_TEST
+
 START_TEST(unary_clip_cast)
 {
     EXPECT(run1(make_case(XF_OP_RELU, 1, F32(DIMS(3), -1, 0, 2))), XF_DT_FLOAT, DIMS(3), 0, 0, 2);
@@ -902,6 +916,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, broadcast_binary_ops);
     tcase_add_test(k, comparison_mod_logic);
     tcase_add_test(k, gather_elements_scatter_nd);
+    tcase_add_test(k, resize_forms);
     tcase_add_test(k, unary_clip_cast);
     tcase_add_test(k, slice_negative_steps_and_forms);
     tcase_add_test(k, pad_modes);
