@@ -273,6 +273,10 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         if (st == XF_OK && input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
             st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
         break;
+    case XF_OP_GATHER_ND:
+        if (input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
+        break;
     case XF_OP_GATHER:
     case XF_OP_GATHER_ELEMENTS: {
         xf_dtype d = input_dtype(c, 1);
@@ -695,6 +699,30 @@ static xf_status infer_scatter_nd(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* GatherND: indices[:-1] + data[batch_dims + k:], k = indices[-1]; the
+ * first batch_dims dims of data and indices agree. */
+static xf_status infer_gather_nd(xf_infer_ctx *c)
+{
+    const xf_shape *data = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1);
+    int b = c->node->attrs.batch_dims;
+    int64_t k = idx->ndim > 0 ? idx->dims[idx->ndim - 1] : -1;
+    bool ok = b >= 0 && idx->ndim >= b + 1 && k >= 1 && b + k <= data->ndim;
+    for (int d = 0; ok && d < b; d++)
+        ok = data->dims[d] == idx->dims[d];
+    int rank = ok ? idx->ndim - 1 + data->ndim - b - (int)k : 0;
+    if (!ok || rank > XF_MAX_DIMS)
+        return xf_infer_fail(c, ok ? XF_ERR_UNSUPPORTED : XF_ERR_INVALID,
+                             "indices %s do not fit data %s with batch_dims %d", xf_infer_text(idx).s,
+                             xf_infer_text(data).s, b);
+    xf_shape out = {.ndim = 0};
+    for (int d = 0; d < idx->ndim - 1; d++)
+        out.dims[out.ndim++] = idx->dims[d];
+    for (int d = b + (int)k; d < data->ndim; d++)
+        out.dims[out.ndim++] = data->dims[d];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
 /* Resize: the sizes input when given, else floor(dim * scale). */
 static xf_status infer_resize(xf_infer_ctx *c)
 {
@@ -913,6 +941,7 @@ static xf_status infer_pad(xf_infer_ctx *c)
 #define XF_RULE_SCATTER_ND infer_scatter_nd
 #define XF_RULE_IS_NAN infer_same
 #define XF_RULE_RESIZE infer_resize
+#define XF_RULE_GATHER_ND infer_gather_nd
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

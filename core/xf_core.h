@@ -193,6 +193,7 @@ typedef struct xf_attrs {
      * 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel;
      * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
     int resize_mode, resize_coord, resize_nearest;
+    int batch_dims;           /* GatherND */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

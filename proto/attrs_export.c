@@ -183,6 +183,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_string(&w, "nearest_mode", nearest[a->resize_nearest & 3]);
         break;
     }
+    case XF_OP_GATHER_ND:
+        if (a->batch_dims)
+            add_int(&w, "batch_dims", a->batch_dims);
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

@@ -19,6 +19,7 @@
  *   Mod             fmod
  *   GatherElements  axis
  *   ScatterND       reduction ("none" only)
+ *   GatherND        batch_dims
  *   Resize          mode (nearest/linear), coordinate_transformation_mode
  *                   (half_pixel/asymmetric/align_corners/pytorch_half_pixel),
  *                   nearest_mode; opset >= 11 only
@@ -317,6 +318,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         }
         break;
     }
+    case XF_OP_GATHER_ND:
+        if (A("batch_dims"))
+            return read_int32(r, at, &a->batch_dims);
+        break;
     case XF_OP_SCATTER_ND:
         if (A("reduction")) { /* "none" only */
             static const char *const none[] = {"none"};

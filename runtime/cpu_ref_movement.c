@@ -207,6 +207,50 @@ xf_status xf_ref_gather_elements(const xf_node *n, const xf_tensor_view *in, con
     return XF_OK;
 }
 
+/* Offset of the slice that k coordinates at coords (negative ones from the
+ * end) pick from dims; -1 (with err set) when one is out of range. */
+static int64_t nd_offset(const xf_node *n, const xf_tensor_view *idx, int64_t at, int64_t k, const int64_t *dims,
+                         xf_error *err)
+{
+    int64_t off = 0;
+    for (int64_t d = 0; d < k; d++) {
+        int64_t c = xf_rt_load_i64(idx->dtype, idx->data, at + d), dim = dims[d];
+        if (c < -dim || c >= dim) {
+            xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)c, (long long)dim);
+            return -1;
+        }
+        off = off * dim + (c < 0 ? c + dim : c);
+    }
+    return off;
+}
+
+/* For each batch (the first batch_dims dims) and each row of k indices,
+ * the slice of the batch's data they pick. */
+xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *data = &in[0], *idx = &in[1];
+    int b = n->attrs.batch_dims, rank = data->shape.ndim;
+    int64_t k = idx->shape.ndim > 0 ? idx->shape.dims[idx->shape.ndim - 1] : 0;
+    if (b < 0 || k < 1 || b + k > rank || idx->shape.ndim < b + 1)
+        return xf_rt_bad_node(err, n, "indices do not fit the data");
+    int64_t batches = prod_dims(&data->shape, 0, b), slice = prod_dims(&data->shape, b + (int)k, rank);
+    int64_t batch_len = prod_dims(&data->shape, b, rank), rows = batches ? xf_rt_numel(idx) / k / batches : 0;
+    if (xf_rt_numel(&out[0]) != batches * rows * slice)
+        return xf_rt_bad_node(err, n, "output size does not match data and indices");
+    size_t es = xf_dtype_size(data->dtype);
+    char *dst = out[0].data;
+    for (int64_t bi = 0; bi < batches; bi++)
+        for (int64_t j = 0; j < rows; j++) {
+            int64_t off = nd_offset(n, idx, (bi * rows + j) * k, k, data->shape.dims + b, err);
+            if (off < 0)
+                return XF_ERR_INVALID;
+            if (slice)
+                memcpy(dst, (const char *)data->data + (size_t)(bi * batch_len + off * slice) * es, (size_t)slice * es);
+            dst += (size_t)slice * es;
+        }
+    return XF_OK;
+}
+
 /* out = data, then each slice indices[j] (of k coordinates) replaced by
  * updates[j] (the later of two updates to one slice wins, as ONNX leaves
  * it unspecified). */
@@ -226,14 +270,9 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
     if (xf_rt_numel(upd) != n_upd * slice)
         return xf_rt_bad_node(err, n, "updates do not fit indices and data");
     for (int64_t j = 0; j < n_upd; j++) {
-        int64_t off = 0;
-        for (int d = 0; d < k; d++) {
-            int64_t c = xf_rt_load_i64(idx->dtype, idx->data, j * k + d), dim = data->shape.dims[d];
-            if (c < -dim || c >= dim)
-                return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)c,
-                                      (long long)dim);
-            off = off * dim + (c < 0 ? c + dim : c);
-        }
+        int64_t off = nd_offset(n, idx, j * k, k, data->shape.dims, err);
+        if (off < 0)
+            return XF_ERR_INVALID;
         if (slice)
             memcpy((char *)out[0].data + (size_t)(off * slice) * es, (const char *)upd->data + (size_t)(j * slice) * es,
                    (size_t)slice * es);

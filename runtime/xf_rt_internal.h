@@ -126,6 +126,7 @@ xf_status xf_ref_transpose(const xf_node *n, const xf_tensor_view *in, const xf_
 xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_gather_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
+xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

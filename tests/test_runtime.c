@@ -487,6 +487,12 @@ START_TEST(gather_elements_scatter_nd)
     EXPECT(run1(make_case(XF_OP_SCATTER_ND, 3, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6), I64(DIMS(2, 1), 2, 0),
                           F32(DIMS(2, 2), 9, 8, 7, 6))),
            XF_DT_FLOAT, DIMS(3, 2), 7, 6, 3, 4, 9, 8);
+    /* GatherND: rows by full coordinates, then per batch (batch_dims 1) */
+    EXPECT(run1(make_case(XF_OP_GATHER_ND, 2, F32(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(2, 2), 1, 0, -1, -1))),
+           XF_DT_FLOAT, DIMS(2), 3, 4);
+    c = make_case(XF_OP_GATHER_ND, 2, F32(DIMS(2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8), I64(DIMS(2, 1), 1, 0));
+    c.a.batch_dims = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 3, 4, 5, 6);
 }
 END_TEST
 
