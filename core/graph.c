@@ -569,10 +569,34 @@ xf_model *xf_model_create(void)
     return m;
 }
 
+bool xf_model_add_symbolic(xf_model *m, const char *value, int dim, const char *name)
+{
+    xf_symbolic_dim *grown = realloc(m->symbolic, sizeof *grown * (size_t)(m->n_symbolic + 1));
+    if (!grown)
+        return false;
+    m->symbolic = grown;
+    xf_symbolic_dim *s = &grown[m->n_symbolic];
+    s->value = strdup(value);
+    s->name = strdup(name ? name : "");
+    s->dim = dim;
+    if (!s->value || !s->name) {
+        free(s->value);
+        free(s->name);
+        return false;
+    }
+    m->n_symbolic++;
+    return true;
+}
+
 void xf_model_free(xf_model *m)
 {
     if (!m)
         return;
+    for (int i = 0; i < m->n_symbolic; i++) {
+        free(m->symbolic[i].value);
+        free(m->symbolic[i].name);
+    }
+    free(m->symbolic);
     xf_graph_free(m->graph);
     free(m->producer_name);
     free(m->producer_version);

@@ -293,6 +293,12 @@ typedef struct xf_opset {
 } xf_opset;
 
 /* A model: the graph plus what ONNX keeps around it, carried through. */
+typedef struct xf_symbolic_dim {
+    char *value; /* graph input or output name */
+    int dim;
+    char *name;  /* the dim_param, "" when the dim was unnamed */
+} xf_symbolic_dim;
+
 typedef struct xf_model {
     xf_graph *graph;
     int64_t ir_version;
@@ -307,7 +313,19 @@ typedef struct xf_model {
      * value_info of opaque regions) are kept as bytes by proto/. */
     size_t extra_len;
     uint8_t *extra;
+    /* Dims of graph inputs (and, once xflowc has shown the graph holds for
+     * other sizes, outputs) that the file declares symbolic: the graph uses
+     * a concrete size for them (--input-shape's, else 1).  Export writes
+     * them back as symbolic when keep_symbolic is set, and then leaves the
+     * intermediate values' shapes out. */
+    int n_symbolic;
+    xf_symbolic_dim *symbolic;
+    bool keep_symbolic;
 } xf_model;
+
+/* Adds a symbolic dim to m; false when out of memory. */
+bool xf_model_add_symbolic(xf_model *m, const char *value, int dim, const char *name);
+
 
 xf_graph *xf_graph_create(const char *name);
 void xf_graph_free(xf_graph *g);

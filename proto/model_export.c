@@ -234,6 +234,18 @@ static Onnx__ValueInfoProto *value_info(exporter *x, int v, bool required)
     vi->name = val->name;
     if (val->dtype != XF_DT_UNDEFINED && !(vi->type = xfp_type_encode(val->dtype, &val->shape, &x->arena)))
         return NULL;
+    /* dims kept symbolic (graph inputs and outputs only) */
+    Onnx__TensorShapeProto *sp = vi->type && vi->type->tensor_type ? vi->type->tensor_type->shape : NULL;
+    for (int i = 0; sp && x->m->keep_symbolic && i < x->m->n_symbolic; i++) {
+        const xf_symbolic_dim *sd = &x->m->symbolic[i];
+        if (strcmp(sd->value, val->name) != 0 || sd->dim < 0 || (size_t)sd->dim >= sp->n_dim)
+            continue;
+        Onnx__TensorShapeProto__Dimension *d = sp->dim[sd->dim];
+        d->dim_value = 0;
+        d->value_case = sd->name[0] ? ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                                    : ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE__NOT_SET;
+        d->dim_param = sd->name[0] ? sd->name : NULL;
+    }
     return vi;
 }
 
@@ -291,7 +303,9 @@ static xf_status write_values(exporter *x, Onnx__GraphProto *gp)
         if (!(out.items[out.n++] = value_info(x, g->outputs[k], true)))
             return oom(x);
     }
-    for (int v = 0; v < g->n_values; v++)
+    /* with symbolic dims, the intermediate values' concrete shapes hold for
+     * one size only: left out */
+    for (int v = 0; !x->m->keep_symbolic && v < g->n_values; v++)
         if (g->values[v].producer >= 0 && !is_output[v] && (mid.items[mid.n] = value_info(x, v, false)))
             mid.n++;
     /* value_info of names that were not values at import, unless a rewrite

@@ -227,9 +227,19 @@ static xf_status import_inputs(importer *im)
         }
         xf_dtype dt;
         xf_shape shape;
-        s = xfp_resolve_input_type(vi, find_override(im, vi->name), &im->syms, &dt, &shape, im->err);
+        bool guessed[XF_MAX_DIMS];
+        s = xfp_resolve_input_type(vi, find_override(im, vi->name), &im->syms, &dt, &shape, guessed, im->err);
         if (s == XF_OK)
             s = define_value(im, xf_graph_add_input(im->g, vi->name, dt, &shape));
+        /* a dim the file leaves symbolic and no --input-shape fixed */
+        for (int d = 0; s == XF_OK && d < shape.ndim; d++) {
+            if (!guessed[d])
+                continue;
+            const Onnx__TensorShapeProto__Dimension *dim = vi->type->tensor_type->shape->dim[d];
+            bool named = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            if (!xf_model_add_symbolic(im->m, vi->name, d, named ? dim->dim_param : ""))
+                s = oom(im);
+        }
         bool representable = dt != XF_DT_UNDEFINED && shape.ndim >= 0;
         if (s == XF_OK && !representable && !xfp_list_push(&im->fallback, (void *)vi))
             s = oom(im);

@@ -129,7 +129,7 @@ void xfp_symbols_free(xfp_symbols *s);
  * may be NULL.  A type xflow cannot represent (sequence, map, no shape) gives
  * XF_DT_UNDEFINED or ndim -1. */
 xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
-                                 xf_dtype *dtype, xf_shape *shape, xf_error *err);
+                                 xf_dtype *dtype, xf_shape *shape, bool *guessed, xf_error *err);
 /* Binds the symbols in vi's dims to the values of an --input-shape override. */
 xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
                             xf_error *err);

@@ -141,8 +141,10 @@ static void warn_guessed(const char *input, const Onnx__TensorShapeProto *sp, co
 }
 
 xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
-                                 xf_dtype *dtype, xf_shape *shape, xf_error *err)
+                                 xf_dtype *dtype, xf_shape *shape, bool *guessed_out, xf_error *err)
 {
+    for (int i = 0; guessed_out && i < XF_MAX_DIMS; i++)
+        guessed_out[i] = false;
     *dtype = XF_DT_UNDEFINED;
     shape->ndim = -1;
     const Onnx__TypeProto__Tensor *tt = tensor_type(vi->type);
@@ -180,6 +182,8 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
     }
     if (any)
         warn_guessed(vi->name, tt->shape, shape, guessed);
+    for (int i = 0; guessed_out && i < shape->ndim; i++)
+        guessed_out[i] = guessed[i];
     return XF_OK;
 }
 

@@ -3,6 +3,7 @@
  * cost models, and xflowc's use of them. */
 #include "opt_builders.h"
 #include "opt_internal.h"
+#include "proto_util.h"
 #include "random_graph_util.h"
 #include "xf_test_util.h"
 #include "zoo.h"
@@ -384,6 +385,50 @@ static bool op_counts(const char *out, const char *op, int *before, int *after)
     }
     return false;
 }
+
+/* A dim the file leaves symbolic stays symbolic, inputs and outputs, when
+ * the optimized graph holds for other sizes; a graph fixed to one size is
+ * written at that size, with a warning saying why. */
+START_TEST(xflowc_keeps_symbolic_dims)
+{
+    const char *dir = xf_test_tmpdir("xflowc-symbolic");
+    ck_assert_ptr_nonnull(dir);
+    static const int64_t xd[] = {-1, 4}, wd[] = {4, 4}, sd[] = {2}, to[] = {1, 4};
+    static const float w[16] = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4};
+    static const char *const batch[] = {"N", NULL};
+    for (int fixed = 0; fixed < 2; fixed++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, xd, batch));
+        PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 2, wd, w, sizeof w));
+        PUSH(g->n_node, g->node, mk_node("MatMul", "mm", (const char *[]){"x", "w", NULL}, (const char *[]){"h", NULL}));
+        if (fixed) { /* a shape written for one batch */
+            PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_INT64, 1, sd, to, sizeof to));
+            PUSH(g->n_node, g->node,
+                 mk_node("Reshape", "r", (const char *[]){"h", "s", NULL}, (const char *[]){"hr", NULL}));
+        }
+        PUSH(g->n_node, g->node,
+             mk_node("Relu", "a", (const char *[]){fixed ? "hr" : "h", NULL}, (const char *[]){"y", NULL}));
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 2, xd, batch));
+        char in[4200], args[8600], cmd[9000], *out = NULL;
+        snprintf(in, sizeof in, "%s/m%d.onnx", dir, fixed);
+        write_model(mk_model(g, 13), in);
+        snprintf(args, sizeof args, "%s -o %s/o%d.onnx", in, dir, fixed);
+        ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, fixed ? "is fixed at the size used for 'x' dim 0 ('N')"
+                                        : "symbolic dims kept: 'x' dim 0 ('N')") != NULL, "%s", out);
+        free(out);
+        snprintf(cmd, sizeof cmd,
+                 XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
+                 "d = lambda v: v.type.tensor_type.shape.dim[0]; "
+                 "print(*[d(v).dim_param or d(v).dim_value for v in (m.graph.input[0], m.graph.output[0])])\" "
+                 "%s/o%d.onnx",
+                 dir, fixed);
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, fixed ? "1 1" : "N N") != NULL, "%s", out);
+        free(out);
+    }
+}
+END_TEST
 
 START_TEST(xflowc_search_report)
 {
@@ -823,6 +868,7 @@ static Suite *search_suite(void)
     suite_add_tcase(s, c);
     TCase *x = tcase_create("xflowc");
     tcase_add_test(x, xflowc_search_report);
+    tcase_add_test(x, xflowc_keeps_symbolic_dims);
     tcase_add_test(x, xflowc_rules_file);
     suite_add_tcase(s, x);
     return s;

@@ -332,6 +332,139 @@ static void print_rules_applied(const xf_rule_set *rs, const xf_search_result *r
     free(count);
 }
 
+/* ------------------------------------------------------------ symbolic dims */
+
+/* A copy of g with every symbolic input dim of m set to size and the
+ * computed values' shapes inferred anew (canonicalized too when canon: the
+ * original's shape computations then fold at that size); NULL, with why,
+ * when that fails. */
+static xf_graph *resized(const xf_model *m, const xf_graph *g, int64_t size, int64_t opset, bool canon, char *why,
+                         size_t n)
+{
+    xf_error err = {0};
+    xf_graph *r = xf_graph_clone(g);
+    if (!r) {
+        snprintf(why, n, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < m->n_symbolic; i++) {
+        int v = xf_graph_find_value(r, m->symbolic[i].value);
+        if (v >= 0 && m->symbolic[i].dim < r->values[v].shape.ndim)
+            r->values[v].shape.dims[m->symbolic[i].dim] = size;
+    }
+    for (int v = 0; v < r->n_values; v++)
+        if (r->values[v].producer >= 0)
+            r->values[v].shape.ndim = -1;
+    if (xf_graph_infer_shapes(r, opset, &err) != XF_OK ||
+        (canon && xf_canonicalize(r, opset, xf_runtime_eval_node, NULL, &err) != XF_OK)) {
+        snprintf(why, n, "%s", err.msg);
+        xf_graph_free(r);
+        return NULL;
+    }
+    for (int k = 0; k < r->n_outputs; k++)
+        if (r->values[r->outputs[k]].shape.ndim < 0) {
+            snprintf(why, n, "the shape of output '%s' is not known at other sizes", r->values[r->outputs[k]].name);
+            xf_graph_free(r);
+            return NULL;
+        }
+    return r;
+}
+
+/* Runs a and b on the fastest CPU backend with the same seeded random
+ * inputs; true when every output agrees (as --check, default tolerances). */
+static bool same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, uint64_t seed, char *why, size_t n)
+{
+    const char *backend = xf_backend_find("cpu") ? "cpu" : "cpu_ref";
+    xf_error err = {0};
+    xf_session *sa = NULL, *sb = NULL;
+    xf_tensor **in = NULL, **oa = calloc((size_t)a->n_outputs + 1, sizeof *oa),
+              **ob = calloc((size_t)a->n_outputs + 1, sizeof *ob);
+    bool same = false;
+    if (!oa || !ob)
+        snprintf(why, n, "out of memory");
+    else if (xf_session_create(a, opset, backend, NULL, &sa, &err) != XF_OK ||
+             xf_session_create(b, opset, backend, NULL, &sb, &err) != XF_OK ||
+             xf_cli_load_inputs(a, NULL, 0, seed, &in, &err) != XF_OK || xf_session_run(sa, in, oa, &err) != XF_OK ||
+             xf_session_run(sb, in, ob, &err) != XF_OK)
+        snprintf(why, n, "%s", err.msg);
+    else {
+        same = true;
+        for (int k = 0; k < a->n_outputs && same; k++) {
+            double scale = xf_tensor_max_abs(oa[k]), atol = scale < 1 ? 1e-4 * scale : 1e-4;
+            bool ok = false;
+            same = xf_tensor_compare(ob[k], oa[k], atol, 1e-3, NULL, NULL, &ok, &err) == XF_OK && ok;
+            if (!same)
+                snprintf(why, n, "output '%s' differs", a->values[a->outputs[k]].name);
+        }
+    }
+    xf_cli_free_tensors(in, a->n_inputs);
+    xf_cli_free_tensors(oa, a->n_outputs);
+    xf_cli_free_tensors(ob, a->n_outputs);
+    xf_session_free(sa);
+    xf_session_free(sb);
+    return same;
+}
+
+/* The dims the file left symbolic (and no --input-shape fixed) stay
+ * symbolic in the written model when the optimized graph holds for other
+ * sizes: re-inferred at sizes 2 and 3, its outputs' shapes are the
+ * original's, and at size 2 so are its outputs (on the fastest CPU
+ * backend).  Output dims that follow the size become symbolic too.
+ * Otherwise the model is written at the size used, and a warning says why. */
+static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed)
+{
+    char why[1200] = "";
+    xf_graph *opt[2] = {NULL, NULL};
+    bool ok = true;
+    for (int p = 0; p < 2 && ok; p++) {
+        xf_graph *orig = resized(m, original, p + 2, opset, true, why, sizeof why);
+        opt[p] = orig ? resized(m, m->graph, p + 2, opset, false, why, sizeof why) : NULL;
+        ok = orig && opt[p];
+        for (int k = 0; ok && k < orig->n_outputs; k++)
+            if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[p]->values[opt[p]->outputs[k]].shape)) {
+                snprintf(why, sizeof why, "output '%s' gets another shape", orig->values[orig->outputs[k]].name);
+                ok = false;
+            }
+        if (ok && p == 0)
+            ok = same_outputs(orig, opt[p], opset, seed, why, sizeof why);
+        xf_graph_free(orig);
+    }
+    /* one name for output dims that follow the size, when the inputs use one */
+    const char *name = m->symbolic[0].name;
+    for (int i = 1; i < m->n_symbolic; i++)
+        if (strcmp(m->symbolic[i].name, name) != 0)
+            name = "";
+    int n_inputs = m->n_symbolic;
+    const xf_graph *g = m->graph;
+    for (int k = 0; ok && k < g->n_outputs; k++) {
+        const xf_shape *s = &g->values[g->outputs[k]].shape;
+        for (int d = 0; ok && d < s->ndim; d++) {
+            int64_t v2 = opt[0]->values[opt[0]->outputs[k]].shape.dims[d];
+            int64_t v3 = opt[1]->values[opt[1]->outputs[k]].shape.dims[d];
+            if ((v2 != s->dims[d] || v3 != s->dims[d]) &&
+                !xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d,
+                                       v2 == 2 && v3 == 3 && s->dims[d] == 1 ? name : "")) {
+                snprintf(why, sizeof why, "out of memory");
+                ok = false;
+            }
+        }
+    }
+    char list[400] = "";
+    for (int i = 0; i < n_inputs && strlen(list) < sizeof list - 80; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s' dim %d%s%s%s", i ? ", " : "",
+                 m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[i].name[0] ? " ('" : "", m->symbolic[i].name,
+                 m->symbolic[i].name[0] ? "')" : "");
+    if (ok) {
+        m->keep_symbolic = true;
+        xf_cli_info("symbolic dims kept: %s (the optimized graph was checked at sizes 2 and 3)\n", list);
+    } else {
+        xf_log(XF_LOG_WARN, "the written model is fixed at the size used for %s: it does not hold for other sizes "
+               "(%s); set them with --input-shape", list, why);
+    }
+    xf_graph_free(opt[0]);
+    xf_graph_free(opt[1]);
+}
+
 /* Searches from *g (canonicalized) and replaces it by the best graph found,
  * with the constants its rewrites introduced folded. */
 static int optimize(const options *o, xf_graph **g, int64_t opset)
@@ -449,6 +582,8 @@ int main(int argc, char **argv)
 
     if (o.check && (rc = check_models(&o, original, m->graph, opset)) != 0)
         goto done;
+    if (m->n_symbolic > 0)
+        keep_symbolic(m, original, opset, (uint64_t)o.seed);
 
     xf_save_options so = {.external_data = o.external, .external_threshold = 1024};
     if (xf_model_save(m, o.out, &so, &err) != XF_OK) {
