@@ -83,6 +83,21 @@ xf_status xf_infer_constant_of_shape(xf_infer_ctx *c);
 xf_status xf_infer_shape_op(xf_infer_ctx *c);
 xf_status xf_infer_range(xf_infer_ctx *c);
 
+/* Data-movement rules (shape_infer_movement.c). */
+xf_status xf_infer_concat(xf_infer_ctx *c);
+xf_status xf_infer_split(xf_infer_ctx *c);
+xf_status xf_infer_transpose(xf_infer_ctx *c);
+xf_status xf_infer_reshape(xf_infer_ctx *c);
+xf_status xf_infer_flatten(xf_infer_ctx *c);
+xf_status xf_infer_squeeze(xf_infer_ctx *c);
+xf_status xf_infer_unsqueeze(xf_infer_ctx *c);
+xf_status xf_infer_gather(xf_infer_ctx *c);
+xf_status xf_infer_gather_elements(xf_infer_ctx *c);
+xf_status xf_infer_scatter_nd(xf_infer_ctx *c);
+xf_status xf_infer_gather_nd(xf_infer_ctx *c);
+xf_status xf_infer_resize(xf_infer_ctx *c);
+xf_status xf_infer_slice(xf_infer_ctx *c);
+xf_status xf_infer_pad(xf_infer_ctx *c);
 /* The rules in shape_infer_nn.c. */
 xf_status xf_infer_conv(xf_infer_ctx *c);
 xf_status xf_infer_pool(xf_infer_ctx *c);
