@@ -173,39 +173,67 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
+/* The outputs of two graphs run on one backend with the same inputs (the
+ * files given, seeded random values for the rest). */
+typedef struct run_pair {
+    xf_tensor **in, **a, **b;
+    int n_in, n_out;
+    bool ran; /* both sessions were made and inputs loaded: a failure came from running */
+} run_pair;
+
+static void run_pair_free(run_pair *r)
+{
+    xf_cli_free_tensors(r->in, r->n_in);
+    xf_cli_free_tensors(r->a, r->n_out);
+    xf_cli_free_tensors(r->b, r->n_out);
+}
+
+static xf_status run_both(const xf_graph *a, const xf_graph *b, int64_t opset, const char *backend,
+                          const char *const *files, int n_files, uint64_t seed, run_pair *r, xf_error *err)
+{
+    *r = (run_pair){.n_in = a->n_inputs, .n_out = a->n_outputs};
+    xf_session *sa = NULL, *sb = NULL;
+    r->a = calloc((size_t)r->n_out + 1, sizeof *r->a);
+    r->b = calloc((size_t)r->n_out + 1, sizeof *r->b);
+    xf_status st = r->a && r->b ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (st == XF_OK && (st = xf_session_create(a, opset, backend, NULL, &sa, err)) == XF_OK &&
+        (st = xf_session_create(b, opset, backend, NULL, &sb, err)) == XF_OK &&
+        (st = xf_cli_load_inputs(a, files, n_files, seed, &r->in, err)) == XF_OK) {
+        r->ran = true;
+        if ((st = xf_session_run(sa, r->in, r->a, err)) == XF_OK)
+            st = xf_session_run(sb, r->in, r->b, err);
+    }
+    xf_session_free(sa);
+    xf_session_free(sb);
+    return st;
+}
+
+/* atol for an expected output: outputs far below 1 (random weights can
+ * make them 1e-14) would pass any absolute tolerance, so it shrinks with
+ * them. */
+static double scaled_atol(const xf_tensor *want, double atol)
+{
+    double scale = xf_tensor_max_abs(want);
+    return scale < 1 ? atol * scale : atol;
+}
+
 /* Runs both graphs on cpu_ref with the same random inputs and compares each
  * output.  Returns 0 when all agree within tolerance. */
 static int check_models(const options *o, const xf_graph *before, const xf_graph *after, int64_t opset)
 {
     xf_error err;
-    xf_session *s_before = NULL, *s_after = NULL;
-    xf_tensor **inputs = NULL, **out_before = NULL, **out_after = NULL;
+    run_pair r;
     int n_out = before->n_outputs, rc = 1;
-    if (xf_session_create(before, opset, "cpu_ref", NULL, &s_before, &err) != XF_OK ||
-        xf_session_create(after, opset, "cpu_ref", NULL, &s_after, &err) != XF_OK) {
-        rc = xf_cli_error("--check: %s", err.msg);
-        goto done;
-    }
-    if (xf_cli_load_inputs(before, o->inputs, o->n_inputs, (uint64_t)o->seed, &inputs, &err) != XF_OK) {
-        rc = xf_cli_error("--check: %s", err.msg);
-        goto done;
-    }
-    out_before = calloc((size_t)n_out + 1, sizeof *out_before);
-    out_after = calloc((size_t)n_out + 1, sizeof *out_after);
-    if (!out_before || !out_after) {
-        rc = xf_cli_error("--check: out of memory");
-        goto done;
-    }
-    if (xf_session_run(s_before, inputs, out_before, &err) != XF_OK ||
-        xf_session_run(s_after, inputs, out_after, &err) != XF_OK) {
+    if (run_both(before, after, opset, "cpu_ref", o->inputs, o->n_inputs, (uint64_t)o->seed, &r, &err) != XF_OK) {
         /* Random values are not valid for an input that holds a shape, an
          * index or an axis; say how to give real ones. */
         rc = xf_cli_error("--check: %s%s", err.msg,
-                          o->n_inputs < before->n_inputs
+                          r.ran && o->n_inputs < before->n_inputs
                               ? " (inputs without --input FILE.pb were random; give the ones that hold shapes, "
                                 "indices or axes)"
                               : "");
-        goto done;
+        run_pair_free(&r);
+        return rc;
     }
     int bad = 0;
     for (int k = 0; k < n_out; k++) {
@@ -213,23 +241,21 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
         bool ok = false;
         char shape[128];
         const xf_value *v = &before->values[before->outputs[k]];
-        /* outputs far below 1 (random weights can make them 1e-14) would
-         * pass any absolute tolerance: atol shrinks with them */
-        double scale = xf_tensor_max_abs(out_before[k]), atol = scale < 1 ? o->atol * scale : o->atol;
-        if (xf_tensor_compare(out_after[k], out_before[k], atol, o->rtol, &max_abs, &max_rel, &ok, &err) !=
-            XF_OK) {
+        double atol = scaled_atol(r.a[k], o->atol);
+        if (xf_tensor_compare(r.b[k], r.a[k], atol, o->rtol, &max_abs, &max_rel, &ok, &err) != XF_OK) {
             char sa[128], sb[128];
             xf_cli_error("--check: output '%s': optimized gives %s %s, original %s %s", v->name,
-                         xf_dtype_name(out_after[k]->dtype), xf_shape_str(&out_after[k]->shape, sa, sizeof sa),
-                         xf_dtype_name(out_before[k]->dtype), xf_shape_str(&out_before[k]->shape, sb, sizeof sb));
+                         xf_dtype_name(r.b[k]->dtype), xf_shape_str(&r.b[k]->shape, sa, sizeof sa),
+                         xf_dtype_name(r.a[k]->dtype), xf_shape_str(&r.a[k]->shape, sb, sizeof sb));
             bad++;
             continue;
         }
         char scaled[96] = "";
         if (atol != o->atol)
-            snprintf(scaled, sizeof scaled, " (atol %.3g: outputs are at most %.3g)", atol, scale);
+            snprintf(scaled, sizeof scaled, " (atol %.3g: outputs are at most %.3g)", atol,
+                     xf_tensor_max_abs(r.a[k]));
         xf_cli_info("check: output '%s' %s: max abs error %.3g, max rel error %.3g%s  %s\n", v->name,
-                    xf_shape_str(&out_before[k]->shape, shape, sizeof shape), max_abs, max_rel, scaled,
+                    xf_shape_str(&r.a[k]->shape, shape, sizeof shape), max_abs, max_rel, scaled,
                     ok ? "ok" : "MISMATCH");
         bad += !ok;
     }
@@ -238,12 +264,7 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
                           bad, n_out, o->atol, o->rtol);
     else
         rc = 0;
-done:
-    xf_cli_free_tensors(inputs, before->n_inputs);
-    xf_cli_free_tensors(out_before, n_out);
-    xf_cli_free_tensors(out_after, n_out);
-    xf_session_free(s_before);
-    xf_session_free(s_after);
+    run_pair_free(&r);
     return rc;
 }
 
@@ -374,34 +395,18 @@ static xf_graph *resized(const xf_model *m, const xf_graph *g, int64_t size, int
  * inputs; true when every output agrees (as --check, default tolerances). */
 static bool same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, uint64_t seed, char *why, size_t n)
 {
-    const char *backend = xf_backend_find("cpu") ? "cpu" : "cpu_ref";
     xf_error err = {0};
-    xf_session *sa = NULL, *sb = NULL;
-    xf_tensor **in = NULL, **oa = calloc((size_t)a->n_outputs + 1, sizeof *oa),
-              **ob = calloc((size_t)a->n_outputs + 1, sizeof *ob);
-    bool same = false;
-    if (!oa || !ob)
-        snprintf(why, n, "out of memory");
-    else if (xf_session_create(a, opset, backend, NULL, &sa, &err) != XF_OK ||
-             xf_session_create(b, opset, backend, NULL, &sb, &err) != XF_OK ||
-             xf_cli_load_inputs(a, NULL, 0, seed, &in, &err) != XF_OK || xf_session_run(sa, in, oa, &err) != XF_OK ||
-             xf_session_run(sb, in, ob, &err) != XF_OK)
+    run_pair r;
+    bool same = run_both(a, b, opset, xf_backend_find("cpu") ? "cpu" : "cpu_ref", NULL, 0, seed, &r, &err) == XF_OK;
+    if (!same)
         snprintf(why, n, "%s", err.msg);
-    else {
-        same = true;
-        for (int k = 0; k < a->n_outputs && same; k++) {
-            double scale = xf_tensor_max_abs(oa[k]), atol = scale < 1 ? 1e-4 * scale : 1e-4;
-            bool ok = false;
-            same = xf_tensor_compare(ob[k], oa[k], atol, 1e-3, NULL, NULL, &ok, &err) == XF_OK && ok;
-            if (!same)
-                snprintf(why, n, "output '%s' differs", a->values[a->outputs[k]].name);
-        }
+    for (int k = 0; k < r.n_out && same; k++) {
+        bool ok = false;
+        same = xf_tensor_compare(r.b[k], r.a[k], scaled_atol(r.a[k], 1e-4), 1e-3, NULL, NULL, &ok, &err) == XF_OK && ok;
+        if (!same)
+            snprintf(why, n, "output '%s' differs", a->values[a->outputs[k]].name);
     }
-    xf_cli_free_tensors(in, a->n_inputs);
-    xf_cli_free_tensors(oa, a->n_outputs);
-    xf_cli_free_tensors(ob, a->n_outputs);
-    xf_session_free(sa);
-    xf_session_free(sb);
+    run_pair_free(&r);
     return same;
 }
 
