@@ -19,6 +19,7 @@
 /* What the plan has folded into a host so far. */
 typedef struct fold_acc {
     int n_posts;
+    xf_dn_post posts[XF_DN_MAX_POSTS];
     bool bn, sum, bias;
 } fold_acc;
 
@@ -119,6 +120,16 @@ static xf_dn_post scalar_post(const xf_graph *g, const xf_node *n, int k)
  * p was folded into. */
 static int host_of(const xf_dn_ctx *c, int p) { return c->folds[p].host >= 0 ? c->folds[p].host : p; }
 
+/* Whether two eltwise post-ops of one primitive may share an algorithm:
+ * oneDNN 2.6's jit kernels run every eltwise post-op of one algorithm with
+ * the parameters of the first (a binary op followed by Mul 0.5 and Mul 1.5
+ * scaled by 0.25), so the same algorithm twice must have the same alpha
+ * and beta. */
+static bool post_conflicts(const xf_dn_post *a, const xf_dn_post *b)
+{
+    return !a->sum && !b->sum && a->alg == b->alg && (a->alpha != b->alpha || a->beta != b->beta);
+}
+
 /* Whether host hn can append post to what is folded into it so far;
  * counts it when so. */
 static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, const xf_dn_post *post)
@@ -128,7 +139,14 @@ static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, co
     if (a->n_posts >= XF_DN_MAX_POSTS || (post->sum && a->sum) || !hh->takes_post ||
         !hh->takes_post(&g->nodes[hn], a->n_posts, post))
         return false;
-    a->n_posts++;
+    /* a Conv's fused Relu is a post-op before these */
+    xf_dn_post relu = {.alg = dnnl_eltwise_relu};
+    if (hh == &xf_dn_conv_handler && g->nodes[hn].attrs.activation == XF_ACT_RELU && post_conflicts(&relu, post))
+        return false;
+    for (int i = 0; i < a->n_posts; i++)
+        if (post_conflicts(&a->posts[i], post))
+            return false;
+    a->posts[a->n_posts++] = *post;
     a->sum = a->sum || post->sum;
     return true;
 }

@@ -367,6 +367,38 @@ START_TEST(folded_chains)
 }
 END_TEST
 
+/* Post-ops of one algorithm with different parameters on one primitive
+ * (oneDNN 2.6 would run the second with the first's): Add -> Mul -> Mul,
+ * the tanh GELU's Add -> Mul -> Tanh -> Add 1, Conv with a fused Relu ->
+ * LeakyRelu, MatMul -> Div -> Sub. */
+START_TEST(repeated_post_algorithms)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("posts");
+    int x = add_input(g, SHAPE(4, 9, 12)), x2 = add_input(g, SHAPE(4, 9, 12));
+    int a = out0(g, NODE(g, XF_OP_ADD, x, x2));
+    a = out0(g, NODE(g, XF_OP_MUL, a, add_scalar(g, 0.5f, 0)));
+    a = out0(g, NODE(g, XF_OP_MUL, a, add_scalar(g, 1.5f, 0)));
+    int t = out0(g, NODE(g, XF_OP_ADD, x2, x));
+    t = out0(g, NODE(g, XF_OP_MUL, t, add_scalar(g, 0.7978846f, 0)));
+    t = out0(g, NODE(g, XF_OP_TANH, t));
+    t = out0(g, NODE(g, XF_OP_ADD, t, add_scalar(g, 1.0f, 0)));
+    int img = add_input(g, SHAPE(2, 4, 7, 5));
+    int cv = out0(g, NODE(g, XF_OP_LEAKY_RELU, conv_node(g, img, 4, 6, 3, 1, XF_ACT_RELU)));
+    attrs(g, g->values[cv].producer)->alpha = 0.1f;
+    int m = out0(g, NODE(g, XF_OP_MATMUL, x, xf_bt_random_const(g, SHAPE(12, 5), false)));
+    m = out0(g, NODE(g, XF_OP_DIV, m, add_scalar(g, 4.0f, 0)));
+    m = out0(g, NODE(g, XF_OP_SUB, m, add_scalar(g, 0.25f, 1)));
+    xf_graph_add_output(g, a);
+    xf_graph_add_output(g, t);
+    xf_graph_add_output(g, cv);
+    xf_graph_add_output(g, m);
+    check_graph(g, 17, 1e-4, 1e-3, "repeated post-op algorithms");
+    xf_graph_free(g);
+}
+END_TEST
+
 /* Residual blocks on random shapes: Conv [-> BatchNormalization] [->
  * activation] -> Add of a shortcut [-> Relu], which static mode runs as one
  * convolution with a sum post-op.  The shortcut is a convolution computed
@@ -549,6 +581,7 @@ int main(void)
     tcase_set_timeout(graphs, 300);
     tcase_add_test(graphs, native_runs);
     tcase_add_test(graphs, folded_chains);
+    tcase_add_test(graphs, repeated_post_algorithms);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, inception_example);
