@@ -260,6 +260,19 @@ int xf_graph_add_node(xf_graph *g, xf_op op, const char *name, int n_inputs, con
     return idx;
 }
 
+int xf_graph_copy_node(xf_graph *g, const xf_node *n, const int *inputs, const int *outputs)
+{
+    int i = xf_graph_add_node(g, n->op, n->name, n->n_inputs, inputs, n->n_outputs, outputs);
+    if (i < 0)
+        return -1;
+    xf_node *d = &g->nodes[i];
+    xf_tensor_release(d->attrs.value);
+    d->attrs = n->attrs;
+    xf_tensor_retain(d->attrs.value);
+    d->opaque = xf_opaque_retain(n->opaque);
+    return i;
+}
+
 /* ------------------------------------------------------------ ordering */
 
 static void refresh_producers(xf_graph *g)

@@ -348,6 +348,10 @@ void xf_graph_add_output(xf_graph *g, int value_id);
  * appended at the end: callers that insert mid-graph call xf_graph_toposort. */
 int xf_graph_add_node(xf_graph *g, xf_op op, const char *name, int n_inputs, const int *inputs,
                       int n_outputs, const int *outputs);
+/* Appends a copy of node n (of this or another graph: op, name,
+ * attributes, opaque payload) reading inputs and writing outputs, value ids
+ * of g.  Returns the node index, or -1 when out of memory. */
+int xf_graph_copy_node(xf_graph *g, const xf_node *n, const int *inputs, const int *outputs);
 /* Value id for name, or -1. Linear scan: for lookups in bulk build a map. */
 int xf_graph_find_value(const xf_graph *g, const char *name);
 
@@ -469,6 +473,29 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* All of the above, to a fixed point. */
 xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_canon_stats *st,
                           xf_error *err);
+
+/* ---------------------------------------------------------------- sizes */
+
+/* Constants that depend on the sizes of symbolic dims (core/canon_sizes.c).
+ * g is a graph canonicalized at the sizes it uses; at[] is the same model
+ * canonicalized at other sizes (at most XF_SIZES_MAX).  A folded constant
+ * whose data differ between them depends on those sizes.
+ * xf_sizes_generalize rewrites, in g, the ones that can be written without
+ * the sizes: a Reshape's shape entries that copy an input dim become 0 (and
+ * one entry left may become -1), an Expand's entries that keep an input dim
+ * become 1.  The names of the others are appended to *rest;
+ * xf_sizes_recompute then replaces those still constants in g by the nodes
+ * that computed them in src (the graph as loaded), which read the shapes of
+ * values g must still have. */
+#define XF_SIZES_MAX 4
+typedef struct xf_names {
+    int n;
+    char **names;
+} xf_names;
+void xf_names_free(xf_names *l);
+xf_status xf_sizes_generalize(xf_graph *g, const xf_graph *const *at, int n_at, xf_names *rest, int *n_written,
+                              xf_error *err);
+xf_status xf_sizes_recompute(xf_graph *g, const xf_graph *src, const xf_names *names, int *n_done, xf_error *err);
 
 #ifdef __cplusplus
 }

@@ -283,14 +283,9 @@ static xf_status subgraph_of(const xf_graph *g, const graph_index *gi, const boo
             }
             ids[k] = v >= 0 ? vmap[v] : -1;
         }
-        int ni = xf_graph_add_node(sg, n->op, n->name, n->n_inputs, ids, n->n_outputs, ids + n->n_inputs);
+        int ni = xf_graph_copy_node(sg, n, ids, ids + n->n_inputs);
         if (ni < 0)
             goto nomem;
-        xf_node *d = &sg->nodes[ni];
-        xf_tensor_release(d->attrs.value);
-        d->attrs = n->attrs;
-        xf_tensor_retain(d->attrs.value);
-        d->opaque = xf_opaque_retain(n->opaque);
         tn[ni] = i;
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];

@@ -435,6 +435,123 @@ START_TEST(canon_all_to_fixed_point)
 }
 END_TEST
 
+/* ------------------------------------------------------------ sizes */
+
+/* x[n,6] -> y = Reshape(x, [n, 2, 3]) with n from Shape(x) (PyTorch's
+ * x.view(x.size(0), 2, 3)), and z = x + a column of row numbers
+ * (Range(0, n) -> Cast -> Unsqueeze), whose folded value is n numbers. */
+static xf_graph *sizes_graph(int64_t n)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(n, 6));
+    int shape = NODE(g, XF_OP_SHAPE, x);
+    int batch = NODE(g, XF_OP_GATHER, out0(g, shape), scalar_i64(g, 0));
+    int unsq = NODE(g, XF_OP_UNSQUEEZE, out0(g, batch), CONST_I64(g, 0));
+    int cat = NODE(g, XF_OP_CONCAT, out0(g, unsq), CONST_I64(g, 2, 3));
+    int y = NODE(g, XF_OP_RESHAPE, x, out0(g, cat));
+    int range = NODE(g, XF_OP_RANGE, scalar_i64(g, 0), out0(g, batch), scalar_i64(g, 1));
+    int cast = NODE(g, XF_OP_CAST, out0(g, range));
+    attrs(g, cast)->to = XF_DT_FLOAT;
+    int col = NODE(g, XF_OP_UNSQUEEZE, out0(g, cast), CONST_I64(g, 1));
+    int z = NODE(g, XF_OP_ADD, x, out0(g, col));
+    xf_graph_add_output(g, out0(g, y));
+    xf_graph_add_output(g, out0(g, z));
+    infer_ok(g, 13);
+    return g;
+}
+
+static void canonicalize_ok(xf_graph *g)
+{
+    xf_error e = {0};
+    canon_ok(xf_canonicalize(g, 13, xf_runtime_eval_node, NULL, &e), &e);
+}
+
+/* Canonicalized at n = 1, the graph holds [1, 2, 3] and the column [0];
+ * compared with n = 2 and 3, the Reshape's shape is written without n and
+ * the column is computed again from the graph as loaded, so that the graph
+ * canonicalized at n = 4 has the shapes and the column of n = 4. */
+START_TEST(sizes_generalize_and_recompute)
+{
+    xf_graph *g = sizes_graph(1), *src = xf_graph_clone(g);
+    xf_graph *at[2] = {sizes_graph(2), sizes_graph(3)};
+    canonicalize_ok(g);
+    canonicalize_ok(at[0]);
+    canonicalize_ok(at[1]);
+    ck_assert_int_eq(g->n_nodes, 2); /* Reshape and Add, over constants */
+
+    xf_names rest = {0};
+    xf_error e = {0};
+    int written = -1, done = -1;
+    canon_ok(xf_sizes_generalize(g, (const xf_graph *const *)at, 2, &rest, &written, &e), &e);
+    ck_assert_int_eq(written, 1);
+    ck_assert_int_eq(rest.n, 1);
+    const xf_node *r = &g->nodes[0];
+    ck_assert_int_eq(r->op, XF_OP_RESHAPE);
+    const xf_tensor *t = g->values[r->inputs[1]].init;
+    ck_assert_int_eq(xf_tensor_numel(t), 3);
+    ck_assert_int_eq(xf_tensor_get_i64(t, 0), 0); /* copies the input's dim */
+    ck_assert_int_eq(xf_tensor_get_i64(t, 1), 2);
+    ck_assert_int_eq(xf_tensor_get_i64(t, 2), 3);
+
+    canon_ok(xf_sizes_recompute(g, src, &rest, &done, &e), &e);
+    ck_assert_int_eq(done, 1);
+    validate_ok(g);
+    ck_assert_int_gt(g->n_nodes, 2); /* Shape -> Gather -> Range -> Cast -> Unsqueeze again */
+
+    /* at n = 4 */
+    int x = xf_graph_find_value(g, "x");
+    g->values[x].shape.dims[0] = 4;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].producer >= 0)
+            g->values[v].shape.ndim = -1;
+    infer_ok(g, 13);
+    canonicalize_ok(g);
+    expect_shape(g, g->outputs[0], SHAPE(4, 2, 3));
+    expect_shape(g, g->outputs[1], SHAPE(4, 6));
+    const xf_node *add = &g->nodes[g->values[g->outputs[1]].producer];
+    const xf_tensor *column = g->values[add->inputs[1]].init;
+    ck_assert_ptr_nonnull(column);
+    ck_assert_int_eq(xf_tensor_numel(column), 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_double_eq(xf_tensor_get_f64(column, i), i);
+
+    xf_names_free(&rest);
+    free_graphs(at[0], at[1]);
+    free_graphs(g, src);
+}
+END_TEST
+
+/* A Reshape whose shape has two entries that vary and copy no input dim
+ * (x[n,m] -> [m,n]) cannot be written without the sizes: its shape is
+ * named for recomputing. */
+START_TEST(sizes_two_unknown_entries)
+{
+    xf_graph *gs[3];
+    for (int i = 0; i < 3; i++) {
+        xf_graph *g = gs[i] = xf_graph_create("g");
+        int x = input(g, "x", XF_DT_FLOAT, SHAPE(i + 1, i ? 5 + i : 1));
+        int shape = NODE(g, XF_OP_SHAPE, x);
+        int n = NODE(g, XF_OP_UNSQUEEZE, out0(g, NODE(g, XF_OP_GATHER, out0(g, shape), scalar_i64(g, 0))),
+                     CONST_I64(g, 0));
+        int m = NODE(g, XF_OP_UNSQUEEZE, out0(g, NODE(g, XF_OP_GATHER, out0(g, shape), scalar_i64(g, 1))),
+                     CONST_I64(g, 0));
+        int y = NODE(g, XF_OP_RESHAPE, x, out0(g, NODE(g, XF_OP_CONCAT, out0(g, m), out0(g, n))));
+        xf_graph_add_output(g, out0(g, y));
+        infer_ok(g, 13);
+        canonicalize_ok(g);
+    }
+    xf_names rest = {0};
+    xf_error e = {0};
+    int written = -1;
+    canon_ok(xf_sizes_generalize(gs[0], (const xf_graph *const *)gs + 1, 2, &rest, &written, &e), &e);
+    ck_assert_int_eq(written, 0);
+    ck_assert_int_eq(rest.n, 1);
+    xf_names_free(&rest);
+    for (int i = 0; i < 3; i++)
+        xf_graph_free(gs[i]);
+}
+END_TEST
+
 /* ------------------------------------------------------------ suite */
 
 static Suite *canon_suite(void)
@@ -453,6 +570,8 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_fuse_activations);
     tcase_add_test(canon, canon_remove_dead);
     tcase_add_test(canon, canon_all_to_fixed_point);
+    tcase_add_test(canon, sizes_generalize_and_recompute);
+    tcase_add_test(canon, sizes_two_unknown_entries);
     suite_add_tcase(s, canon);
     return s;
 }

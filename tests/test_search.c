@@ -387,42 +387,63 @@ static bool op_counts(const char *out, const char *op, int *before, int *after)
 }
 
 /* A dim the file leaves symbolic stays symbolic, inputs and outputs, when
- * the optimized graph holds for other sizes; a graph fixed to one size is
- * written at that size, with a warning saying why. */
+ * the optimized graph holds for other sizes: also when a Reshape's shape is
+ * computed from it (PyTorch's h.view(h.size(0), 4): Shape -> Gather ->
+ * Unsqueeze -> Concat), which canonicalization folds at the size used; a
+ * graph fixed to one size (a literal shape [1, 4]) is written at that
+ * size, with a warning saying why. */
 START_TEST(xflowc_keeps_symbolic_dims)
 {
     const char *dir = xf_test_tmpdir("xflowc-symbolic");
     ck_assert_ptr_nonnull(dir);
-    static const int64_t xd[] = {-1, 4}, wd[] = {4, 4}, sd[] = {2}, to[] = {1, 4};
+    static const int64_t xd[] = {-1, 4}, wd[] = {4, 4}, sd[] = {2}, to[] = {1, 4}, one[] = {1}, zero = 0, four = 4;
     static const float w[16] = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4};
     static const char *const batch[] = {"N", NULL};
-    for (int fixed = 0; fixed < 2; fixed++) {
+    for (int variant = 0; variant < 3; variant++) {
+        bool fixed = variant == 1, computed = variant == 2;
         Onnx__GraphProto *g = mk_graph("g");
         PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, xd, batch));
         PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 2, wd, w, sizeof w));
         PUSH(g->n_node, g->node, mk_node("MatMul", "mm", (const char *[]){"x", "w", NULL}, (const char *[]){"h", NULL}));
         if (fixed) { /* a shape written for one batch */
             PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_INT64, 1, sd, to, sizeof to));
+        } else if (computed) { /* the batch read off h */
+            PUSH(g->n_initializer, g->initializer, mk_raw("zero", XF_DT_INT64, 0, NULL, &zero, sizeof zero));
+            PUSH(g->n_initializer, g->initializer, mk_raw("axes", XF_DT_INT64, 1, one, &zero, sizeof zero));
+            PUSH(g->n_initializer, g->initializer, mk_raw("four", XF_DT_INT64, 1, one, &four, sizeof four));
+            PUSH(g->n_node, g->node,
+                 mk_node("Shape", "shape", (const char *[]){"h", NULL}, (const char *[]){"hs", NULL}));
+            PUSH(g->n_node, g->node,
+                 mk_node("Gather", "n", (const char *[]){"hs", "zero", NULL}, (const char *[]){"n", NULL}));
+            PUSH(g->n_node, g->node,
+                 mk_node("Unsqueeze", "n1", (const char *[]){"n", "axes", NULL}, (const char *[]){"n1", NULL}));
+            Onnx__NodeProto *cat = mk_node("Concat", "cat", (const char *[]){"n1", "four", NULL}, (const char *[]){"s", NULL});
+            attr_int(cat, "axis", 0);
+            PUSH(g->n_node, g->node, cat);
+        }
+        if (fixed || computed)
             PUSH(g->n_node, g->node,
                  mk_node("Reshape", "r", (const char *[]){"h", "s", NULL}, (const char *[]){"hr", NULL}));
-        }
         PUSH(g->n_node, g->node,
-             mk_node("Relu", "a", (const char *[]){fixed ? "hr" : "h", NULL}, (const char *[]){"y", NULL}));
+             mk_node("Relu", "a", (const char *[]){fixed || computed ? "hr" : "h", NULL}, (const char *[]){"y", NULL}));
         PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 2, xd, batch));
         char in[4200], args[8600], cmd[9000], *out = NULL;
-        snprintf(in, sizeof in, "%s/m%d.onnx", dir, fixed);
+        snprintf(in, sizeof in, "%s/m%d.onnx", dir, variant);
         write_model(mk_model(g, 13), in);
-        snprintf(args, sizeof args, "%s -o %s/o%d.onnx", in, dir, fixed);
+        snprintf(args, sizeof args, "%s -o %s/o%d.onnx", in, dir, variant);
         ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
         ck_assert_msg(strstr(out, fixed ? "is fixed at the size used for 'x' dim 0 ('N')"
-                                        : "symbolic dims kept: 'x' dim 0 ('N')") != NULL, "%s", out);
+                                        : "symbolic dims kept: 'x' dim 0 ('N') (checked at N 4 and 5)") != NULL,
+                      "%s", out);
+        if (computed)
+            ck_assert_msg(strstr(out, "1 shape constant written without the size") != NULL, "%s", out);
         free(out);
         snprintf(cmd, sizeof cmd,
                  XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
                  "d = lambda v: v.type.tensor_type.shape.dim[0]; "
                  "print(*[d(v).dim_param or d(v).dim_value for v in (m.graph.input[0], m.graph.output[0])])\" "
                  "%s/o%d.onnx",
-                 dir, fixed);
+                 dir, variant);
         ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
         ck_assert_msg(strstr(out, fixed ? "1 1" : "N N") != NULL, "%s", out);
         free(out);

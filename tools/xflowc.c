@@ -12,6 +12,7 @@
 #include "xf_proto.h"
 #include "xf_runtime.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -355,29 +356,54 @@ static void print_rules_applied(const xf_rule_set *rs, const xf_search_result *r
 
 /* ------------------------------------------------------------ symbolic dims */
 
-/* A copy of g with every symbolic input dim of m set to size and the
- * computed values' shapes inferred anew (canonicalized too when canon: the
- * original's shape computations then fold at that size); NULL, with why,
- * when that fails. */
-static xf_graph *resized(const xf_model *m, const xf_graph *g, int64_t size, int64_t opset, bool canon, char *why,
+/* The sizes the graph is tried at for its symbolic dims: rounds 0 and 1
+ * tell which folded constants depend on them, rounds 2 and 3 check the
+ * result.  With distinct, each dim name has sizes of its own (unnamed dims
+ * share one), so that a shape entry that copies the sequence length is not
+ * taken for one that copies the batch size. */
+#define SYM_ROUNDS 4
+static int64_t sym_size(const xf_model *m, int i, int round, bool distinct)
+{
+    /* key: the distinct names before the first dim with i's name */
+    int key = 0;
+    for (int j = 0; distinct && strcmp(m->symbolic[j].name, m->symbolic[i].name) != 0; j++) {
+        bool first = true;
+        for (int k = 0; k < j && first; k++)
+            first = strcmp(m->symbolic[k].name, m->symbolic[j].name) != 0;
+        key += first;
+    }
+    return 2 + round + 5 * (key < 3 ? key : 3);
+}
+
+/* A copy of g with every symbolic input dim of m set to its size in round
+ * and the computed values' shapes unknown. */
+static xf_graph *with_sizes(const xf_model *m, const xf_graph *g, int round, bool distinct)
+{
+    xf_graph *r = xf_graph_clone(g);
+    for (int i = 0; r && i < m->n_symbolic; i++) {
+        int v = xf_graph_find_value(r, m->symbolic[i].value);
+        if (v >= 0 && m->symbolic[i].dim < r->values[v].shape.ndim)
+            r->values[v].shape.dims[m->symbolic[i].dim] = sym_size(m, i, round, distinct);
+    }
+    for (int v = 0; r && v < r->n_values; v++)
+        if (r->values[v].producer >= 0)
+            r->values[v].shape.ndim = -1;
+    return r;
+}
+
+/* with_sizes, with the shapes inferred anew and canonicalized (shape
+ * computations then fold at those sizes); NULL, with why, when that fails. */
+static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool distinct, int64_t opset, char *why,
                          size_t n)
 {
     xf_error err = {0};
-    xf_graph *r = xf_graph_clone(g);
+    xf_graph *r = with_sizes(m, g, round, distinct);
     if (!r) {
         snprintf(why, n, "out of memory");
         return NULL;
     }
-    for (int i = 0; i < m->n_symbolic; i++) {
-        int v = xf_graph_find_value(r, m->symbolic[i].value);
-        if (v >= 0 && m->symbolic[i].dim < r->values[v].shape.ndim)
-            r->values[v].shape.dims[m->symbolic[i].dim] = size;
-    }
-    for (int v = 0; v < r->n_values; v++)
-        if (r->values[v].producer >= 0)
-            r->values[v].shape.ndim = -1;
     if (xf_graph_infer_shapes(r, opset, &err) != XF_OK ||
-        (canon && xf_canonicalize(r, opset, xf_runtime_eval_node, NULL, &err) != XF_OK)) {
+        xf_canonicalize(r, opset, xf_runtime_eval_node, NULL, &err) != XF_OK) {
         snprintf(why, n, "%s", err.msg);
         xf_graph_free(r);
         return NULL;
@@ -402,70 +428,139 @@ static bool same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, ui
         snprintf(why, n, "%s", err.msg);
     for (int k = 0; k < r.n_out && same; k++) {
         bool ok = false;
-        same = xf_tensor_compare(r.b[k], r.a[k], scaled_atol(r.a[k], 1e-4), 1e-3, NULL, NULL, &ok, &err) == XF_OK && ok;
+        double max_abs = 0, max_rel = 0;
+        same = xf_tensor_compare(r.b[k], r.a[k], scaled_atol(r.a[k], 1e-4), 1e-3, &max_abs, &max_rel, &ok, &err) ==
+                   XF_OK &&
+               ok;
         if (!same)
-            snprintf(why, n, "output '%s' differs", a->values[a->outputs[k]].name);
+            snprintf(why, n, "output '%s' differs by up to %.3g (relative %.3g) on random inputs",
+                     a->values[a->outputs[k]].name, max_abs, max_rel);
     }
     run_pair_free(&r);
     return same;
 }
 
-/* The dims the file left symbolic (and no --input-shape fixed) stay
- * symbolic in the written model when the optimized graph holds for other
- * sizes: re-inferred at sizes 2 and 3, its outputs' shapes are the
- * original's, and at size 2 so are its outputs (on the fastest CPU
- * backend).  Output dims that follow the size become symbolic too.
- * Otherwise the model is written at the size used, and a warning says why. */
-static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed)
+/* What the symbolic dims need once the graph is canonicalized: the sizes
+ * used to try it, and the folded constants that depend on them and must be
+ * computed at run time in the written model. */
+typedef struct sym_plan {
+    bool distinct;
+    xf_names recompute;
+    char why[1200]; /* why the model cannot be written with its dims symbolic, once known */
+} sym_plan;
+
+/* Compares the canonicalized graph with the original canonicalized at two
+ * other sizes: the shape constants that depend on the sizes are written
+ * without them where they can be (before the search, which keeps them), the
+ * others are listed to be computed at run time. */
+static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, sym_plan *p)
 {
-    char why[1200] = "";
-    xf_graph *opt[2] = {NULL, NULL};
+    xf_graph *at[2] = {NULL, NULL};
+    for (int d = 1; d >= 0 && !at[1]; d--) {
+        xf_graph_free(at[0]);
+        p->distinct = d;
+        at[0] = resized(m, original, 0, p->distinct, opset, p->why, sizeof p->why);
+        at[1] = at[0] ? resized(m, original, 1, p->distinct, opset, p->why, sizeof p->why) : NULL;
+    }
+    xf_error err = {0};
+    int written = 0;
+    if (at[1] && xf_sizes_generalize(m->graph, (const xf_graph *const *)at, 2, &p->recompute, &written, &err) != XF_OK)
+        snprintf(p->why, sizeof p->why, "%s", err.msg);
+    else if (at[1])
+        p->why[0] = '\0';
+    if (at[1] && (written || p->recompute.n))
+        xf_cli_info("symbolic dims: %d shape constant%s written without the size, %d constant%s to compute at run "
+                    "time\n", written, written == 1 ? "" : "s", p->recompute.n, p->recompute.n == 1 ? "" : "s");
+    xf_graph_free(at[0]);
+    xf_graph_free(at[1]);
+}
+
+/* Whether g, the graph to write, holds for other sizes: canonicalized at
+ * rounds 2 and 3, its outputs' shapes are the original's, and at round 2
+ * (as written) it computes the original's outputs on the fastest CPU
+ * backend.  opt[] receives the canonicalized graphs. */
+static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, const xf_graph *g, int64_t opset,
+                                 uint64_t seed, const sym_plan *p, xf_graph **opt, char *why, size_t n)
+{
     bool ok = true;
-    for (int p = 0; p < 2 && ok; p++) {
-        xf_graph *orig = resized(m, original, p + 2, opset, true, why, sizeof why);
-        opt[p] = orig ? resized(m, m->graph, p + 2, opset, false, why, sizeof why) : NULL;
-        ok = orig && opt[p];
+    for (int r = 0; r < 2 && ok; r++) {
+        xf_graph *orig = resized(m, original, 2 + r, p->distinct, opset, why, n);
+        opt[r] = orig ? resized(m, g, 2 + r, p->distinct, opset, why, n) : NULL;
+        ok = orig && opt[r];
         for (int k = 0; ok && k < orig->n_outputs; k++)
-            if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[p]->values[opt[p]->outputs[k]].shape)) {
-                snprintf(why, sizeof why, "output '%s' gets another shape", orig->values[orig->outputs[k]].name);
+            if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[r]->values[opt[r]->outputs[k]].shape)) {
+                snprintf(why, n, "output '%s' gets another shape", orig->values[orig->outputs[k]].name);
                 ok = false;
             }
-        if (ok && p == 0)
-            ok = same_outputs(orig, opt[p], opset, seed, why, sizeof why);
+        xf_graph *as_written = ok && r == 0 ? with_sizes(m, g, 2, p->distinct) : NULL;
+        if (ok && r == 0)
+            ok = as_written && same_outputs(orig, as_written, opset, seed, why, n);
+        xf_graph_free(as_written);
         xf_graph_free(orig);
     }
-    /* one name for output dims that follow the size, when the inputs use one */
-    const char *name = m->symbolic[0].name;
-    for (int i = 1; i < m->n_symbolic; i++)
-        if (strcmp(m->symbolic[i].name, name) != 0)
-            name = "";
+    return ok;
+}
+
+/* The dims the file left symbolic (and no --input-shape fixed) stay
+ * symbolic in the written model when the optimized graph, with the
+ * constants that depend on them computed again, holds for other sizes.
+ * Output dims that follow the sizes become symbolic too.  Otherwise the
+ * model is written at the size used, and a warning says why. */
+static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, const sym_plan *p)
+{
+    char why[1200];
+    snprintf(why, sizeof why, "%s", p->why);
+    xf_graph *opt[2] = {NULL, NULL};
+    xf_graph *g = why[0] ? NULL : xf_graph_clone(m->graph);
+    xf_error err = {0};
+    int recomputed = 0;
+    bool ok = g && xf_sizes_recompute(g, original, &p->recompute, &recomputed, &err) == XF_OK;
+    if (!ok && !why[0])
+        snprintf(why, sizeof why, "%s", g ? err.msg : "out of memory");
+    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, why, sizeof why);
     int n_inputs = m->n_symbolic;
-    const xf_graph *g = m->graph;
     for (int k = 0; ok && k < g->n_outputs; k++) {
         const xf_shape *s = &g->values[g->outputs[k]].shape;
         for (int d = 0; ok && d < s->ndim; d++) {
-            int64_t v2 = opt[0]->values[opt[0]->outputs[k]].shape.dims[d];
-            int64_t v3 = opt[1]->values[opt[1]->outputs[k]].shape.dims[d];
-            if ((v2 != s->dims[d] || v3 != s->dims[d]) &&
-                !xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d,
-                                       v2 == 2 && v3 == 3 && s->dims[d] == 1 ? name : "")) {
+            int64_t a = opt[0]->values[opt[0]->outputs[k]].shape.dims[d];
+            int64_t b = opt[1]->values[opt[1]->outputs[k]].shape.dims[d];
+            if (a == s->dims[d] && b == s->dims[d])
+                continue;
+            /* named after the input dim whose sizes it follows */
+            const char *name = "";
+            for (int i = 0; i < n_inputs && !name[0]; i++)
+                if (s->dims[d] == 1 && a == sym_size(m, i, 2, p->distinct) && b == sym_size(m, i, 3, p->distinct))
+                    name = m->symbolic[i].name;
+            if (!xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d, name)) {
                 snprintf(why, sizeof why, "out of memory");
                 ok = false;
             }
         }
     }
-    char list[400] = "";
+    char list[400] = "", sizes[200] = "";
     for (int i = 0; i < n_inputs && strlen(list) < sizeof list - 80; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s' dim %d%s%s%s", i ? ", " : "",
                  m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[i].name[0] ? " ('" : "", m->symbolic[i].name,
                  m->symbolic[i].name[0] ? "')" : "");
+    for (int i = 0; i < n_inputs && strlen(sizes) < sizeof sizes - 40; i++)
+        if (!strstr(sizes, m->symbolic[i].name[0] ? m->symbolic[i].name : "?"))
+            snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %" PRId64 " and %" PRId64,
+                     sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
+                     sym_size(m, i, 2, p->distinct), sym_size(m, i, 3, p->distinct));
     if (ok) {
+        xf_graph_free(m->graph);
+        m->graph = g;
+        g = NULL;
         m->keep_symbolic = true;
-        xf_cli_info("symbolic dims kept: %s (the optimized graph was checked at sizes 2 and 3)\n", list);
+        xf_cli_info("symbolic dims kept: %s (checked at %s", list, sizes);
+        if (recomputed)
+            xf_cli_info("; %d constant%s computed at run time", recomputed, recomputed == 1 ? "" : "s");
+        xf_cli_info(")\n");
     } else {
         xf_log(XF_LOG_WARN, "the written model is fixed at the size used for %s: it does not hold for other sizes "
                "(%s); set them with --input-shape", list, why);
     }
+    xf_graph_free(g);
     xf_graph_free(opt[0]);
     xf_graph_free(opt[1]);
 }
@@ -571,6 +666,9 @@ int main(int argc, char **argv)
         rc = xf_cli_error("%s: while optimizing: %s", o.in, err.msg);
         goto done;
     }
+    sym_plan sym = {0};
+    if (m->n_symbolic > 0)
+        prepare_symbolic(m, original, opset, &sym);
     double t_canon = xf_cli_now();
     xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
                 "into Conv, %d Identity/Dropout removed, %d dead nodes and %d unused initializers removed (%.3f s)\n",
@@ -588,7 +686,7 @@ int main(int argc, char **argv)
     if (o.check && (rc = check_models(&o, original, m->graph, opset)) != 0)
         goto done;
     if (m->n_symbolic > 0)
-        keep_symbolic(m, original, opset, (uint64_t)o.seed);
+        keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym);
 
     xf_save_options so = {.external_data = o.external, .external_threshold = 1024};
     if (xf_model_save(m, o.out, &so, &err) != XF_OK) {
@@ -598,6 +696,7 @@ int main(int argc, char **argv)
     xf_cli_info("wrote %s (%.3f s total)\n", o.out, xf_cli_now() - t0);
     rc = 0;
 done:
+    xf_names_free(&sym.recompute);
     xf_graph_free(original);
     xf_model_free(m);
     for (int i = 0; i < o.n_shapes; i++)
