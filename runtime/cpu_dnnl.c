@@ -153,6 +153,25 @@ xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, in
     return XF_OK;
 }
 
+xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k, const dnnl_memory_desc_t *part,
+                          const dnnl_memory_desc_t *dst, xf_error *err)
+{
+    xf_dn_arg *a = add_arg(st, DNNL_ARG_TO);
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    a->operand = -k - 1;
+    a->work_on_input = true;
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->user, dst, c->engine, DNNL_MEMORY_NONE));
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->work, part, c->engine, DNNL_MEMORY_NONE));
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, part, c->engine, dst, c->engine, NULL));
+    dnnl_status_t s = dnnl_primitive_create(&a->reorder, pd);
+    dnnl_primitive_desc_destroy(pd);
+    XF_DN_TRY(err, n, s);
+    st->exec[st->n_args - 1].memory = a->user;
+    return XF_OK;
+}
+
 xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const void *data,
                            const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err)
 {
@@ -274,6 +293,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_LOG_SOFTMAX: h = &xf_dn_softmax_handler; break;
     case XF_OP_BATCH_NORM: h = &xf_dn_batch_norm_handler; break;
     case XF_OP_CONCAT: h = &xf_dn_concat_handler; break;
+    case XF_OP_SPLIT: h = &xf_dn_split_handler; break;
     case XF_OP_LAYER_NORM: h = &xf_dn_layer_norm_handler; break;
     case XF_OP_TRANSPOSE: h = &xf_dn_transpose_handler; break;
     default: return NULL;
@@ -331,12 +351,15 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         c->readers[g->outputs[k]]++;
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *n = &g->nodes[i];
-        if (!h[i] || !h[i]->native_input || n->n_outputs != 1 || n->outputs[0] < 0)
+        /* one output, or a Split's parts */
+        if (!h[i] || !h[i]->native_input || (n->n_outputs != 1 && n->op != XF_OP_SPLIT))
             continue;
         bool fed_native = n->op == XF_OP_CONV || (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE);
-        int v = n->outputs[0];
-        if (fed_native && readers_ok[v] && nativable(c, g, v))
-            c->layout[v] = XF_DN_NATIVE;
+        for (int k = 0; k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            if (v >= 0 && fed_native && readers_ok[v] && nativable(c, g, v))
+                c->layout[v] = XF_DN_NATIVE;
+        }
     }
     free(readers_ok);
     return xf_dn_plan_folds(c, g, err);
@@ -454,12 +477,15 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
             continue;
         void *data = a->operand >= 0 ? in[a->operand].data : st->dst ? st->dst : out[-a->operand - 1].data;
         XF_DN_TRY(err, n, dnnl_memory_set_data_handle(a->user, data));
+        if (a->work_on_input)
+            XF_DN_TRY(err, n, dnnl_memory_set_data_handle(a->work, in[0].data));
         if (a->reorder && a->operand >= 0) {
             dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->work}};
             XF_DN_TRY(err, n, dnnl_primitive_execute(a->reorder, c->stream, 2, args));
         }
     }
-    XF_DN_TRY(err, n, dnnl_primitive_execute(st->prim, c->stream, st->n_args, st->exec));
+    if (st->prim) /* a Split has only its parts' reorders */
+        XF_DN_TRY(err, n, dnnl_primitive_execute(st->prim, c->stream, st->n_args, st->exec));
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         if (a->reorder && a->operand < 0) {

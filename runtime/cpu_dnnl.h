@@ -48,6 +48,7 @@ typedef struct xf_dn_arg {
     dnnl_memory_t user;       /* on the operand's buffer (handle set per run); NULL when constant */
     dnnl_memory_t work;       /* what the primitive reads or writes */
     dnnl_primitive_t reorder; /* user <-> work, NULL when they are the same memory */
+    bool work_on_input;       /* work is a part of input 0's buffer (handle set per run): a Split's output */
 } xf_dn_arg;
 
 /* What a primitive does to its result before it is stored: an elementwise
@@ -140,7 +141,7 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_pool_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
-    xf_dn_layer_norm_handler, xf_dn_transpose_handler;
+    xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler;
 /* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
  * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
  * 1 (the other is a constant); chosen only by the fold plan. */
@@ -185,6 +186,11 @@ void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const x
  * else a reorder through scratch memory. */
 xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
                      const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err);
+/* Binds output k to a copy of `part` (a sub-memory descriptor of input 0
+ * as stored), written as `dst` describes: a reorder run per run, the node
+ * having no primitive of its own. */
+xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k, const dnnl_memory_desc_t *part,
+                          const dnnl_memory_desc_t *dst, xf_error *err);
 /* Binds `arg` to constant data (an initializer) reordered once, now, into `want`. */
 xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const void *data,
                            const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err);

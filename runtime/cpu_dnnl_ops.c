@@ -1,6 +1,6 @@
 /* The non-window ops oneDNN runs: matrix products (MatMul with batch
  * broadcasting, Gemm with transposes, alpha and a bias-like C), eltwise,
- * binary ops with broadcasting, softmax, batch normalization and concat.
+ * binary ops with broadcasting, softmax, batch normalization, concat and split.
  * Eltwise, batch norm, concat along channels and binary ops on equal
  * shapes compute in the layout their first input is stored in, so they can
  * sit inside native runs; the rest compute on plain tensors. */
@@ -577,3 +577,55 @@ static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
 }
 
 const xf_dn_handler xf_dn_concat_handler = {concat_handles, concat_native_ok, concat_prepare, NULL};
+
+/* ---------------------------------------------------------------- Split */
+
+static bool split_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_shape *x = vshape(g, n->inputs[0]);
+    if (!xf_dn_is_f32(g, n->inputs[0]) || x->ndim < 1 || x->ndim > DNNL_MAX_NDIMS ||
+        xf_rt_axis(n->attrs.axis, x->ndim) < 0)
+        return false;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] < 0 || !xf_dn_is_f32(g, n->outputs[k]) || xf_shape_numel(vshape(g, n->outputs[k])) <= 0)
+            return false;
+    return true;
+}
+
+/* Splitting channels into parts of whole blocks (16 covers every native
+ * layout) keeps each part's blocks whole. */
+static bool split_native_ok(const xf_graph *g, const xf_node *n, int k)
+{
+    const xf_shape *x = vshape(g, n->inputs[0]);
+    if (k != 0 || x->ndim != 4 || xf_rt_axis(n->attrs.axis, 4) != 1)
+        return false;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (vshape(g, n->outputs[j])->dims[1] % 16)
+            return false;
+    return true;
+}
+
+/* Each part is one reorder from a sub-memory of the input, as stored, into
+ * the part's own layout. */
+static xf_status split_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    int rank = in[0].shape.ndim, axis = xf_rt_axis(n->attrs.axis, rank);
+    dnnl_memory_desc_t whole;
+    xf_dn_operand_md(c, n, 0, &in[0].shape, &whole);
+    dnnl_dims_t offsets = {0};
+    xf_status s = XF_OK;
+    for (int k = 0; k < n->n_outputs && s == XF_OK; k++) {
+        dnnl_memory_desc_t part, dst;
+        dnnl_dims_t dims;
+        for (int d = 0; d < rank; d++)
+            dims[d] = out[k].shape.dims[d];
+        XF_DN_TRY(err, n, dnnl_memory_desc_init_submemory(&part, &whole, dims, offsets));
+        xf_dn_operand_md(c, n, -k - 1, &out[k].shape, &dst);
+        s = xf_dn_bind_part(c, n, st, k, &part, &dst, err);
+        offsets[axis] += dims[axis];
+    }
+    return s;
+}
+
+const xf_dn_handler xf_dn_split_handler = {split_handles, split_native_ok, split_prepare, NULL};

@@ -336,6 +336,40 @@ START_TEST(native_runs)
 }
 END_TEST
 
+/* Split on every axis of a 4-D tensor, and a convolution's channels split
+ * into parts that fill whole blocks (read native, each part written
+ * native for the convolution after it) or not (plain parts). */
+START_TEST(split_parts)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(23);
+    for (int t = 0; t < 6; t++) {
+        xf_graph *g = xf_graph_create("split");
+        int x = add_input(g, SHAPE(2, 8, 7, 5));
+        bool channels = t >= 4;
+        int64_t parts[2] = {t == 4 ? 16 : 7, t == 4 ? 32 : 13};
+        int src = channels ? conv_node(g, x, 8, parts[0] + parts[1], 1, 1, XF_ACT_NONE) : x;
+        int axis = channels ? 1 : t - 1; /* -1, 0, 1, 2 */
+        int64_t len = g->values[src].shape.dims[axis < 0 ? 3 : axis];
+        if (!channels) {
+            parts[0] = len / 2;
+            parts[1] = len - parts[0];
+        }
+        int n = node(g, XF_OP_SPLIT, NULL, 2, (int[]){src, CONST_I64(g, parts[0], parts[1])}, 2);
+        attrs(g, n)->axis = axis;
+        for (int k = 0; k < 2; k++) {
+            int part = g->nodes[n].outputs[k];
+            xf_graph_add_output(g, channels ? conv_node(g, part, parts[k], 4, 3, 1, XF_ACT_RELU) : part);
+        }
+        char what[48];
+        snprintf(what, sizeof what, "Split case %d (axis %d)", t, axis);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* Chains the backend folds into one primitive in static mode: Conv ->
  * BatchNormalization -> Relu (weights folded, then a post-op), Conv ->
  * Sigmoid, and Add -> Relu over either input; convolutions read graph
@@ -582,6 +616,7 @@ int main(void)
     tcase_add_test(graphs, native_runs);
     tcase_add_test(graphs, folded_chains);
     tcase_add_test(graphs, repeated_post_algorithms);
+    tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, inception_example);
