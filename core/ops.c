@@ -48,6 +48,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
     case XF_OP_LAYER_NORM:
+    case XF_OP_TOP_K:
         a->axis = -1;
         break;
     case XF_OP_FLATTEN:

@@ -266,6 +266,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         if (st == XF_OK && input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
             st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
         break;
+    case XF_OP_TOP_K:
+        st = require_dtype(c, 1, XF_DT_INT64);
+        break;
     case XF_OP_GATHER_ND:
         if (input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
             st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
@@ -304,6 +307,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
          * float, the only stash_type import takes. */
         if (n->op == XF_OP_LAYER_NORM && k > 0)
             d = XF_DT_FLOAT;
+        if (n->op == XF_OP_TOP_K && k == 1)
+            d = XF_DT_INT64;
         /* An unknown result keeps what value_info said. */
         if (n->outputs[k] >= 0 && d != XF_DT_UNDEFINED)
             c->g->values[n->outputs[k]].dtype = d;
@@ -395,6 +400,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_IS_NAN infer_same
 #define XF_RULE_RESIZE xf_infer_resize
 #define XF_RULE_GATHER_ND xf_infer_gather_nd
+#define XF_RULE_TOP_K xf_infer_top_k
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -194,6 +194,8 @@ typedef struct xf_attrs {
      * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
     int resize_mode, resize_coord, resize_nearest;
     int batch_dims;           /* GatherND */
+    int topk_smallest;        /* TopK: largest = 0 */
+    int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

@@ -187,6 +187,14 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->batch_dims)
             add_int(&w, "batch_dims", a->batch_dims);
         break;
+    case XF_OP_TOP_K:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->topk_smallest)
+            add_int(&w, "largest", 0);
+        if (a->topk_unsorted)
+            add_int(&w, "sorted", 0);
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

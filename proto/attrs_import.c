@@ -20,6 +20,7 @@
  *   GatherElements  axis
  *   ScatterND       reduction ("none" only)
  *   GatherND        batch_dims
+ *   TopK (10+)      axis  largest (0: topk_smallest)  sorted (0: topk_unsorted)
  *   Resize          mode (nearest/linear), coordinate_transformation_mode
  *                   (half_pixel/asymmetric/align_corners/pytorch_half_pixel),
  *                   nearest_mode; opset >= 11 only
@@ -321,6 +322,17 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_GATHER_ND:
         if (A("batch_dims"))
             return read_int32(r, at, &a->batch_dims);
+        break;
+    case XF_OP_TOP_K:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        if (A("largest") || A("sorted")) {
+            int v;
+            if (!read_int32(r, at, &v))
+                return false;
+            *(A("largest") ? &a->topk_smallest : &a->topk_unsorted) = v == 0;
+            return true;
+        }
         break;
     case XF_OP_SCATTER_ND:
         if (A("reduction")) { /* "none" only */

@@ -251,6 +251,80 @@ xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_
     return XF_OK;
 }
 
+/* TopK's sort key: an element's value (in double, and exactly for integer
+ * types) and its index along the axis. */
+typedef struct topk_key {
+    double f;
+    int64_t i, idx;
+} topk_key;
+
+/* The order of values; NaN above every number (numpy's sort order). */
+static int value_order(const topk_key *a, const topk_key *b)
+{
+    bool na = isnan(a->f), nb = isnan(b->f);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && a->f != b->f)
+        return a->f < b->f ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Equal values keep the order of their indices, in either direction. */
+static int by_index(const topk_key *a, const topk_key *b) { return (a->idx > b->idx) - (a->idx < b->idx); }
+static int smallest_first(const void *a, const void *b)
+{
+    int o = value_order(a, b);
+    return o ? o : by_index(a, b);
+}
+static int largest_first(const void *a, const void *b)
+{
+    int o = value_order(b, a);
+    return o ? o : by_index(a, b);
+}
+
+/* TopK: along the axis, the K largest (or smallest) elements, sorted, and
+ * their indices; of equal elements the one with the lower index comes first. */
+xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0];
+    int rank = x->shape.ndim, axis = xf_rt_axis(n->attrs.axis, rank);
+    if (axis < 0 || xf_rt_numel(&in[1]) != 1)
+        return xf_rt_bad_node(err, n, "axis %lld or K (%lld values) does not fit the input", (long long)n->attrs.axis,
+                              (long long)xf_rt_numel(&in[1]));
+    int64_t k = xf_rt_load_i64(in[1].dtype, in[1].data, 0), len = x->shape.dims[axis];
+    if (k < 0 || k > len)
+        return xf_rt_bad_node(err, n, "K = %lld is out of range for an axis of size %lld", (long long)k,
+                              (long long)len);
+    const xf_tensor_view *vals = &out[0], *idxs = n->n_outputs > 1 && xf_rt_present(&out[1]) ? &out[1] : NULL;
+    xf_shape want = x->shape;
+    want.dims[axis] = k;
+    if (!xf_shape_equal(&vals->shape, &want) || (idxs && !xf_shape_equal(&idxs->shape, &want)))
+        return xf_rt_bad_node(err, n, "outputs do not hold K elements along the axis");
+    topk_key *keys = malloc(sizeof *keys * (size_t)(len > 0 ? len : 1));
+    if (!keys)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in TopK");
+    bool integral = xf_rt_is_integral(x->dtype);
+    size_t es = xf_dtype_size(x->dtype);
+    int64_t outer = prod_dims(&x->shape, 0, axis), inner = prod_dims(&x->shape, axis + 1, rank);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t s = 0; s < inner; s++) {
+            int64_t from = o * len * inner + s, to = o * k * inner + s;
+            for (int64_t j = 0; j < len; j++) {
+                keys[j].i = integral ? xf_rt_load_i64(x->dtype, x->data, from + j * inner) : 0;
+                keys[j].f = integral ? (double)keys[j].i : xf_rt_load_f64(x->dtype, x->data, from + j * inner);
+                keys[j].idx = j;
+            }
+            qsort(keys, (size_t)len, sizeof *keys, n->attrs.topk_smallest ? smallest_first : largest_first);
+            for (int64_t j = 0; j < k; j++) {
+                memcpy(elem(vals, to + j * inner, es), elem(x, from + keys[j].idx * inner, es), es);
+                if (idxs)
+                    xf_rt_store_i64(idxs->dtype, idxs->data, to + j * inner, keys[j].idx);
+            }
+        }
+    free(keys);
+    return XF_OK;
+}
+
 /* out = data, then each slice indices[j] (of k coordinates) replaced by
  * updates[j] (the later of two updates to one slice wins, as ONNX leaves
  * it unspecified). */

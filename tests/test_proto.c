@@ -371,6 +371,33 @@ START_TEST(test_resize_forms)
 }
 END_TEST
 
+/* TopK keeps axis, largest and sorted, and its indices are int64; K must
+ * be known for the output shapes. */
+START_TEST(test_topk_attributes)
+{
+    static const int64_t d[] = {3, 4}, one[] = {1}, k[] = {2}, o[] = {2, 4};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("k", XF_DT_INT64, 1, one, k, sizeof k));
+    Onnx__NodeProto *n = mk_node("TopK", "t", (const char *[]){"x", "k", NULL}, (const char *[]){"v", "i", NULL});
+    attr_int(n, "axis", 0);
+    attr_int(n, "largest", 0);
+    attr_int(n, "sorted", 0);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("v", XF_DT_FLOAT, 2, o, NULL));
+    PUSH(g->n_output, g->output, mk_vi("i", XF_DT_INT64, 2, o, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 11, counts);
+    ck_assert_int_eq(counts[XF_OP_TOP_K], 1);
+    const xf_node *t = &m->graph->nodes[find_node_op(m->graph, XF_OP_TOP_K)];
+    ck_assert(t->attrs.axis == 0 && t->attrs.topk_smallest && t->attrs.topk_unsorted);
+    ck_assert_int_eq(m->graph->values[t->outputs[1]].dtype, XF_DT_INT64);
+    ck_assert_int_eq(m->graph->values[t->outputs[1]].shape.dims[0], 2);
+    xf_model_free(roundtrip(m));
+    xf_model_free(m);
+}
+END_TEST
+
 /* ------------------------------------------------------------ import forms */
 
 START_TEST(test_nodes_out_of_order)
@@ -880,6 +907,7 @@ int main(void)
     tcase_add_test(tc, test_known_op_with_unmodelled_attribute_stays_opaque);
     tcase_add_test(tc, test_mod_fmod_and_newer_elementwise_ops);
     tcase_add_test(tc, test_resize_forms);
+    tcase_add_test(tc, test_topk_attributes);
     tcase_add_test(tc, test_nodes_out_of_order);
     tcase_add_test(tc, test_initializer_listed_as_input);
     tcase_add_test(tc, test_constant_nodes_become_initializers);

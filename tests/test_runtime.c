@@ -359,6 +359,49 @@ START_TEST(gather_elements_scatter_nd)
 }
 END_TEST
 
+/* TopK: largest and smallest along either axis, ties to the lower index,
+ * NaN above every number, int64 compared exactly, K fed at run time; a K
+ * beyond the axis is an error naming the node. */
+START_TEST(top_k)
+{
+    xf_tensor *outs[2];
+    node_case c = make_case(XF_OP_TOP_K, 2, F32(DIMS(2, 4), 1, 3, 3, 2, 4, 0, 4, 4), I64(DIMS(1), 2));
+    c.n_out = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(2, 2), 3, 3, 4, 4);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(2, 2), 1, 2, 0, 2);
+    c = make_case(XF_OP_TOP_K, 2, I32(DIMS(2, 3), 2, 1, 5, 2, 0, 7), I64(DIMS(1), 1));
+    c.n_out = 2;
+    c.a.axis = 0;
+    c.a.topk_smallest = 1;
+    c.feed = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_INT32, DIMS(1, 3), 2, 0, 5);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(1, 3), 0, 1, 0);
+    c = make_case(XF_OP_TOP_K, 2, F32(DIMS(3), 1, NAN, 3), I64(DIMS(1), 2));
+    c.n_out = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(2), NAN, 3);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(2), 1, 2);
+    c = make_case(XF_OP_TOP_K, 2, I64(DIMS(2), INT64_C(1) << 53, (INT64_C(1) << 53) + 1), I64(DIMS(1), 1));
+    c.n_out = 2;
+    run_case(&c, outs);
+    xf_tensor_release(outs[0]);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(1), 1);
+
+    c = make_case(XF_OP_TOP_K, 2, F32(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(1), 3));
+    c.n_out = 2;
+    xf_graph *g = case_graph(&c);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "node 'n0' (TopK): K = 3 is out of range for axis 1 of 2x2"), "%s", err.msg);
+    xf_graph_free(g);
+    xf_tensor_release(c.in[0]);
+    xf_tensor_release(c.in[1]);
+}
+END_TEST
+
 /* Resize by scales: nearest (asymmetric, floor) and linear (half_pixel,
  * edges clamped), 1x1x1x2 -> 1x1x1x4. */
 START_TEST(resize_forms)
@@ -786,6 +829,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, comparison_mod_logic);
     tcase_add_test(k, gather_elements_scatter_nd);
     tcase_add_test(k, resize_forms);
+    tcase_add_test(k, top_k);
     tcase_add_test(k, unary_clip_cast);
     tcase_add_test(k, slice_negative_steps_and_forms);
     tcase_add_test(k, pad_modes);
