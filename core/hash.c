@@ -139,6 +139,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)a->batch_dims << 16 | 0xbd);
     if (a->topk_smallest || a->topk_unsorted)
         put(h, (uint64_t)(a->topk_smallest | a->topk_unsorted << 1) << 16 | 0x7c);
+    if (a->reduction)
+        put(h, (uint64_t)a->reduction << 16 | 0x5c);
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

@@ -298,7 +298,8 @@ xf_status xf_infer_unsqueeze(xf_infer_ctx *c)
     return XF_OK;
 }
 
-/* The axis of Gather and GatherElements, on the data's (input 0) rank. */
+/* The axis of Gather, GatherElements, ScatterElements and TopK, on the rank
+ * of input 0. */
 static xf_status data_axis(xf_infer_ctx *c, int *axis)
 {
     return xf_infer_axis(c, "axis", c->node->attrs.axis, xf_infer_shape(c, 0)->ndim, false, axis);
@@ -352,6 +353,25 @@ xf_status xf_infer_scatter_nd(xf_infer_ctx *c)
         ok = upd->dims[d] == idx->dims[d];
     for (int d = (int)k; ok && d < data->ndim; d++)
         ok = upd->dims[idx->ndim - 1 + d - (int)k] == data->dims[d];
+    if (!ok)
+        return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
+                             xf_infer_text(upd).s, xf_infer_text(data).s);
+    xf_infer_set(c, 0, data);
+    return XF_OK;
+}
+
+/* ScatterElements: the data's shape; indices and updates of one shape, of
+ * the data's rank, and within the data off the axis. */
+xf_status xf_infer_scatter_elements(xf_infer_ctx *c)
+{
+    const xf_shape *data = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1), *upd = xf_infer_shape(c, 2);
+    int axis;
+    xf_status st = data_axis(c, &axis);
+    if (st != XF_OK)
+        return st;
+    bool ok = idx->ndim == data->ndim && xf_shape_equal(idx, upd);
+    for (int d = 0; ok && d < data->ndim; d++)
+        ok = d == axis || idx->dims[d] <= data->dims[d];
     if (!ok)
         return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
                              xf_infer_text(upd).s, xf_infer_text(data).s);

@@ -156,6 +156,10 @@ typedef enum xf_activation {
 
 typedef enum xf_pad_mode { XF_PAD_CONSTANT = 0, XF_PAD_REFLECT, XF_PAD_EDGE } xf_pad_mode;
 
+/* How ScatterElements and ScatterND combine an update with the element
+ * it lands on (ONNX's reduction attribute). */
+typedef enum xf_reduction { XF_REDUCE_NONE = 0, XF_REDUCE_ADD, XF_REDUCE_MUL, XF_REDUCE_MAX, XF_REDUCE_MIN } xf_reduction;
+
 /* The small fixed attribute block of a known op.  Fields that an op does not
  * use stay at their defaults (xf_attrs_default).  The importer fills it from
  * the ONNX attributes; a known op with an attribute that this block cannot
@@ -196,6 +200,7 @@ typedef struct xf_attrs {
     int batch_dims;           /* GatherND */
     int topk_smallest;        /* TopK: largest = 0 */
     int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
+    int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

@@ -195,6 +195,15 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->topk_unsorted)
             add_int(&w, "sorted", 0);
         break;
+    case XF_OP_SCATTER_ELEMENTS:
+    case XF_OP_SCATTER_ND: {
+        static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
+        if (n->op == XF_OP_SCATTER_ELEMENTS && a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->reduction && (unsigned)a->reduction < 5)
+            add_string(&w, "reduction", reductions[a->reduction]);
+        break;
+    }
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

@@ -18,7 +18,8 @@
  *   Reshape         allowzero
  *   Mod             fmod
  *   GatherElements  axis
- *   ScatterND       reduction ("none" only)
+ *   ScatterElements axis  reduction (none/add/mul/max/min)
+ *   ScatterND       reduction (none/add/mul/max/min)
  *   GatherND        batch_dims
  *   TopK (10+)      axis  largest (0: topk_smallest)  sorted (0: topk_unsorted)
  *   Resize          mode (nearest/linear), coordinate_transformation_mode
@@ -159,6 +160,7 @@ static bool read_value_tensor(reader *r, const Onnx__AttributeProto *at)
 
 static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
 static const char *const pad_mode_names[] = {"constant", "reflect", "edge"};
+static const char *const reduction_names[] = {"none", "add", "mul", "max", "min"}; /* xf_reduction */
 
 static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
 {
@@ -255,6 +257,13 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             return true;
         }
         break;
+    case XF_OP_SCATTER_ELEMENTS:
+    case XF_OP_SCATTER_ND:
+        if (A("reduction"))
+            return read_enum(r, at, reduction_names, 5, &a->reduction);
+        if (op == XF_OP_SCATTER_ELEMENTS && A("axis"))
+            return read_int(r, at, &a->axis);
+        break;
     case XF_OP_CONCAT:
     case XF_OP_FLATTEN:
     case XF_OP_GATHER:
@@ -332,13 +341,6 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
                 return false;
             *(A("largest") ? &a->topk_smallest : &a->topk_unsorted) = v == 0;
             return true;
-        }
-        break;
-    case XF_OP_SCATTER_ND:
-        if (A("reduction")) { /* "none" only */
-            static const char *const none[] = {"none"};
-            int i;
-            return read_enum(r, at, none, 1, &i);
         }
         break;
     case XF_OP_PAD:

@@ -398,6 +398,41 @@ START_TEST(test_topk_attributes)
 }
 END_TEST
 
+/* ScatterElements keeps axis and reduction, ScatterND its reduction;
+ * reductions ONNX does not define keep the node opaque. */
+START_TEST(test_scatter_reductions)
+{
+    static const int64_t d[] = {2, 3}, rows[] = {2, 1};
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+        PUSH(g->n_input, g->input, mk_vi("i", XF_DT_INT64, 2, d, NULL));
+        PUSH(g->n_input, g->input, mk_vi("r", XF_DT_INT64, 2, rows, NULL));
+        Onnx__NodeProto *n = mk_node("ScatterElements", "s", (const char *[]){"x", "i", "x", NULL},
+                                     (const char *[]){"y", NULL});
+        if (form < 2)
+            attr_int(n, "axis", -1);
+        attr_string(n, "reduction", form == 0 ? "max" : form == 1 ? "none" : "sub");
+        PUSH(g->n_node, g->node, n);
+        Onnx__NodeProto *nd = mk_node("ScatterND", "nd", (const char *[]){"y", "r", "x", NULL},
+                                      (const char *[]){"z", NULL});
+        attr_string(nd, "reduction", "mul");
+        PUSH(g->n_node, g->node, nd);
+        PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, 2, d, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 18, counts);
+        ck_assert_int_eq(counts[XF_OP_SCATTER_ELEMENTS], form < 2);
+        ck_assert_int_eq(m->graph->nodes[find_node_op(m->graph, XF_OP_SCATTER_ND)].attrs.reduction, XF_REDUCE_MUL);
+        if (form == 0) {
+            const xf_attrs *a = &m->graph->nodes[find_node_op(m->graph, XF_OP_SCATTER_ELEMENTS)].attrs;
+            ck_assert(a->axis == -1 && a->reduction == XF_REDUCE_MAX);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ import forms */
 
 START_TEST(test_nodes_out_of_order)
@@ -908,6 +943,7 @@ int main(void)
     tcase_add_test(tc, test_mod_fmod_and_newer_elementwise_ops);
     tcase_add_test(tc, test_resize_forms);
     tcase_add_test(tc, test_topk_attributes);
+    tcase_add_test(tc, test_scatter_reductions);
     tcase_add_test(tc, test_nodes_out_of_order);
     tcase_add_test(tc, test_initializer_listed_as_input);
     tcase_add_test(tc, test_constant_nodes_become_initializers);

@@ -356,6 +356,49 @@ START_TEST(gather_elements_scatter_nd)
     c = make_case(XF_OP_GATHER_ND, 2, F32(DIMS(2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8), I64(DIMS(2, 1), 1, 0));
     c.a.batch_dims = 1;
     EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 3, 4, 5, 6);
+    /* ScatterND adding and multiplying into rows, two updates to row 0 */
+    c = make_case(XF_OP_SCATTER_ND, 3, I64(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(3, 1), 0, 1, 0),
+                  I64(DIMS(3, 2), 10, 20, 30, 40, 50, 60));
+    c.a.reduction = XF_REDUCE_ADD;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 2), 61, 82, 33, 44);
+    c = make_case(XF_OP_SCATTER_ND, 3, F32(DIMS(2), 2, 3), I64(DIMS(2, 1), 1, 1), F32(DIMS(2), 4, 0.5));
+    c.a.reduction = XF_REDUCE_MUL;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2), 2, 6);
+}
+END_TEST
+
+/* ScatterElements: along axis 0 (the default) and 1, negative indices,
+ * int32 indices, every reduction on repeated indices; an index beyond the
+ * axis is an error naming the node. */
+START_TEST(scatter_elements)
+{
+    EXPECT(run1(make_case(XF_OP_SCATTER_ELEMENTS, 3, F32(DIMS(3, 2), 0, 0, 0, 0, 0, 0), I64(DIMS(2, 2), 1, 0, 2, -1),
+                          F32(DIMS(2, 2), 1, 2, 3, 4))),
+           XF_DT_FLOAT, DIMS(3, 2), 0, 2, 1, 0, 3, 4);
+    /* per xf_reduction: none, add, mul, max, min */
+    static const double want[][5] = {{1, 2, 3, 3, 5}, {1, 2, 11, 4, 5}, {1, 2, 45, 4, 5}, {1, 2, 5, 4, 5},
+                                     {1, 2, 3, 4, 5}};
+    for (int r = 0; r < 5; r++) { /* both updates land on element 2 (without a reduction on 3: the later wins) */
+        node_case c = make_case(XF_OP_SCATTER_ELEMENTS, 3, F32(DIMS(1, 5), 1, 2, 3, 4, 5),
+                                I32(DIMS(1, 2), r ? 2 : 3, r ? -3 : -2), F32(DIMS(1, 2), 5, 3));
+        c.a.axis = 1;
+        c.a.reduction = r;
+        expect(run1(c), XF_DT_FLOAT, DIMS(1, 5), want[r]);
+    }
+
+    node_case c = make_case(XF_OP_SCATTER_ELEMENTS, 3, F32(DIMS(2), 1, 2), I64(DIMS(1), 2), F32(DIMS(1), 0));
+    xf_graph *g = case_graph(&c);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_OK);
+    xf_tensor *out;
+    ck_assert_int_eq(xf_session_run(s, NULL, &out, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "'n0'") && strstr(err.msg, "index 2 out of range for axis of size 2"), "%s",
+                  err.msg);
+    xf_session_free(s);
+    xf_graph_free(g);
+    for (int i = 0; i < 3; i++)
+        xf_tensor_release(c.in[i]);
 }
 END_TEST
 
@@ -828,6 +871,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, broadcast_binary_ops);
     tcase_add_test(k, comparison_mod_logic);
     tcase_add_test(k, gather_elements_scatter_nd);
+    tcase_add_test(k, scatter_elements);
     tcase_add_test(k, resize_forms);
     tcase_add_test(k, top_k);
     tcase_add_test(k, unary_clip_cast);
