@@ -210,6 +210,15 @@ xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_
     return s;
 }
 
+xf_model *load_counting(Onnx__GraphProto *g, int64_t opset, int counts[XF_OP_COUNT + 1])
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(g, opset), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    xf_graph_count_ops(m->graph, counts);
+    return m;
+}
+
 const char *path_in(const char *dir, const char *file)
 {
     static char buf[8][4096];

@@ -48,6 +48,9 @@ uint8_t *pack_model(const Onnx__ModelProto *m, size_t *len);
 void write_bytes(const char *path, const void *buf, size_t len);
 void write_model(const Onnx__ModelProto *m, const char *path);
 xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_model **out, xf_error *e);
+/* Loads graph g under opset (the test fails on an error) and counts its
+ * nodes per op. */
+xf_model *load_counting(Onnx__GraphProto *g, int64_t opset, int counts[XF_OP_COUNT + 1]);
 const char *path_in(const char *dir, const char *file);
 int count_files(const char *dir);
 void assert_onnx_valid(const char *paths);
