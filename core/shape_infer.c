@@ -278,6 +278,19 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_TOP_K:
         st = require_dtype(c, 1, XF_DT_INT64);
         break;
+    case XF_OP_LSTM:
+    case XF_OP_GRU: { /* T for all but sequence_lens (input 4, int32) */
+        xf_dtype rest;
+        st = same_dtype(c, 0, 4, &out);
+        if (st == XF_OK)
+            st = same_dtype(c, 5, n->n_inputs, &rest);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && rest != XF_DT_UNDEFINED && rest != out)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "initial states and peepholes are %s but X is %s",
+                               xf_dtype_name(rest), xf_dtype_name(out));
+        if (st == XF_OK)
+            st = require_dtype(c, 4, XF_DT_INT32);
+        break;
+    }
     case XF_OP_GATHER_ND:
         st = index_dtype(c, false);
         break;
@@ -406,6 +419,8 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_GATHER_ND xf_infer_gather_nd
 #define XF_RULE_TOP_K xf_infer_top_k
 #define XF_RULE_SCATTER_ELEMENTS xf_infer_scatter_elements
+#define XF_RULE_LSTM xf_infer_rnn
+#define XF_RULE_GRU xf_infer_rnn
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

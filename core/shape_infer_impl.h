@@ -110,5 +110,6 @@ xf_status xf_infer_softmax(xf_infer_ctx *c);
 xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
+xf_status xf_infer_rnn(xf_infer_ctx *c);
 
 #endif

@@ -24,8 +24,8 @@ void expect(xf_tensor *t, xf_dtype dt, int ndim, const int64_t *dims, const doub
 #define EXPECT(t, dt, dims, ...) expect(t, dt, dims, (double[]){__VA_ARGS__})
 
 /* A one-node graph: its op, attributes, inputs (NULL = omitted), which of
- * them are graph inputs (bit i set) rather than initializers, and how many
- * outputs it has. */
+ * them are graph inputs (bit i set) rather than initializers, how many
+ * outputs it has and which of them are omitted (bit k set). */
 typedef struct node_case {
     xf_op op;
     xf_attrs a;
@@ -33,6 +33,7 @@ typedef struct node_case {
     xf_tensor *in[8];
     unsigned feed;
     int n_out;
+    unsigned omit_out;
     int64_t opset;
 } node_case;
 
@@ -41,7 +42,8 @@ typedef struct node_case {
 node_case make_case(xf_op op, int n_in, ...);
 xf_graph *case_graph(const node_case *c);
 /* Runs the case in a session (static and forced dynamic mode, which must
- * agree exactly) and stores its outputs; releases the case's inputs. */
+ * agree exactly) and stores its outputs (those not omitted, in order);
+ * releases the case's inputs. */
 void run_case(node_case *c, xf_tensor **outs);
 /* run_case for a case with one output: that output. */
 xf_tensor *run1(node_case c);

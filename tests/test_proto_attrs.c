@@ -1,6 +1,6 @@
 /* ONNX import/export of the attributes of ops added after the core set
- * (Mod, Resize, TopK, the scatters): what import keeps, what leaves a node
- * opaque, and that export gives back the same attributes. */
+ * (Mod, Resize, TopK, the scatters, LSTM and GRU): what import keeps, what
+ * leaves a node opaque, and that export gives back the same attributes. */
 #include <check.h>
 
 #include "proto_util.h"
@@ -129,6 +129,72 @@ START_TEST(test_scatter_reductions)
 }
 END_TEST
 
+/* LSTM and GRU keep every attribute, and an omitted output (LSTM's Y) may
+ * come before those given.  Each activation function takes the next
+ * activation_alpha (beta) value when it has that parameter, else its
+ * default; an unknown function, or a value no function takes, leaves the
+ * node opaque. */
+START_TEST(test_rnn_attributes)
+{
+    static const int64_t x[] = {5, 2, 3}, w[] = {2, 16, 3}, r[] = {2, 16, 4}, state[] = {2, 2, 4};
+    static const int64_t wg[] = {1, 12, 3}, rg[] = {1, 12, 4}, y[] = {5, 1, 2, 4}, gstate[] = {1, 2, 4};
+    static const float alpha[] = {2, 0.3f, 0.1f, 7}, beta[] = {1};
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, x, NULL));
+        PUSH(g->n_input, g->input, mk_vi("w", XF_DT_FLOAT, 3, w, NULL));
+        PUSH(g->n_input, g->input, mk_vi("r", XF_DT_FLOAT, 3, r, NULL));
+        PUSH(g->n_input, g->input, mk_vi("wg", XF_DT_FLOAT, 3, wg, NULL));
+        PUSH(g->n_input, g->input, mk_vi("rg", XF_DT_FLOAT, 3, rg, NULL));
+        Onnx__NodeProto *l = mk_node("LSTM", "l", (const char *[]){"x", "w", "r", NULL},
+                                     (const char *[]){"", "lh", "lc", NULL});
+        attr_string(l, "direction", "bidirectional");
+        attr_int(l, "hidden_size", 4);
+        attr_float(l, "clip", 3);
+        attr_int(l, "input_forget", 1);
+        attr_strings(l, "activations", 6,
+                     (const char *[]){"sigmoid", "Affine", "Tanh", "HardSigmoid", "LeakyRelu", form == 1 ? "Foo" : "Tanh"});
+        attr_floats(l, "activation_alpha", form == 2 ? 4 : 3, alpha);
+        attr_floats(l, "activation_beta", 1, beta);
+        PUSH(g->n_node, g->node, l);
+        Onnx__NodeProto *gru = mk_node("GRU", "g", (const char *[]){"x", "wg", "rg", NULL},
+                                       (const char *[]){"gy", "gh", NULL});
+        attr_string(gru, "direction", "reverse");
+        attr_int(gru, "linear_before_reset", 1);
+        PUSH(g->n_node, g->node, gru);
+        PUSH(g->n_output, g->output, mk_vi("lh", XF_DT_FLOAT, 3, state, NULL));
+        PUSH(g->n_output, g->output, mk_vi("lc", XF_DT_FLOAT, 3, state, NULL));
+        PUSH(g->n_output, g->output, mk_vi("gy", XF_DT_FLOAT, 4, y, NULL));
+        PUSH(g->n_output, g->output, mk_vi("gh", XF_DT_FLOAT, 3, gstate, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 14, counts);
+        ck_assert_int_eq(counts[XF_OP_LSTM], form == 0);
+        ck_assert_int_eq(counts[XF_OP_GRU], 1);
+        const xf_node *gn = &m->graph->nodes[find_node_op(m->graph, XF_OP_GRU)];
+        ck_assert(gn->attrs.rnn.direction == 1 && gn->attrs.rnn.linear_before_reset == 1 && !gn->attrs.rnn.n_acts);
+        ck_assert_int_eq(m->graph->values[gn->outputs[0]].shape.dims[3], 4);
+        if (form == 0) {
+            const xf_node *ln = &m->graph->nodes[find_node_op(m->graph, XF_OP_LSTM)];
+            const xf_rnn_attrs *a = &ln->attrs.rnn;
+            ck_assert(ln->n_outputs == 3 && ln->outputs[0] < 0);
+            ck_assert(a->direction == 2 && a->hidden_size == 4 && a->has_clip && a->clip == 3 && a->input_forget);
+            static const unsigned char acts[] = {XF_RNN_SIGMOID, XF_RNN_AFFINE, XF_RNN_TANH, XF_RNN_HARD_SIGMOID,
+                                                 XF_RNN_LEAKY_RELU, XF_RNN_TANH};
+            static const float want_alpha[] = {0, 2, 0, 0.3f, 0.1f, 0}, want_beta[] = {0, 1, 0, 0.5f, 0, 0};
+            ck_assert_int_eq(a->n_acts, 6);
+            for (int i = 0; i < 6; i++)
+                ck_assert(a->acts[i] == acts[i] && a->act_alpha[i] == want_alpha[i] && a->act_beta[i] == want_beta[i]);
+            const char *dir = xf_test_tmpdir("proto_rnn");
+            xf_error e;
+            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
+            assert_onnx_valid(path_in(dir, "m.onnx"));
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -138,6 +204,7 @@ int main(void)
     tcase_add_test(tc, test_resize_forms);
     tcase_add_test(tc, test_topk_attributes);
     tcase_add_test(tc, test_scatter_reductions);
+    tcase_add_test(tc, test_rnn_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
