@@ -725,6 +725,13 @@ START_TEST(session_errors)
     ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_UNSUPPORTED);
     ck_assert_ptr_null(s);
     ck_assert_msg(strstr(err.msg, "backend cpu_ref does not support op FooBar (node 'custom')"), "%s", err.msg);
+    /* a known op that import kept opaque (an attribute it does not model) */
+    xf_opaque_release(g->nodes[node].opaque);
+    g->nodes[node].opaque = xf_opaque_create("LSTM", "", NULL, 0);
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "does not support op LSTM in a form xflow does not model (-v says which) (node "
+                                  "'custom')"),
+                  "%s", err.msg);
     xf_graph_free(g);
 
     /* an op on a dtype cpu_ref lacks */
