@@ -107,6 +107,26 @@ static void put_tensor(uint64_t *h, const xf_tensor *t)
     }
 }
 
+/* LSTM and GRU attributes; nothing when none is set, so that the hashes
+ * of every other op stay as they were. */
+static void put_rnn(uint64_t *h, const xf_rnn_attrs *r)
+{
+    static const xf_rnn_attrs none;
+    if (xf_rnn_attrs_equal(r, &none))
+        return;
+    put(h, (uint64_t)r->hidden_size);
+    put(h, (uint64_t)(r->direction | r->layout << 4 | r->linear_before_reset << 8 | r->input_forget << 12 |
+                      r->has_clip << 16) << 16 | 0x2e);
+    if (r->has_clip)
+        put_float(h, r->clip);
+    put(h, (uint64_t)r->n_acts);
+    for (int i = 0; i < r->n_acts && i < XF_RNN_MAX_ACTS; i++) {
+        put(h, r->acts[i]);
+        put_float(h, r->act_alpha[i]);
+        put_float(h, r->act_beta[i]);
+    }
+}
+
 /* Every field of the block.  Fields an op does not use hold their defaults
  * (xf_attrs contract), so hashing them all cannot separate equal nodes of
  * one op, and cannot miss a field that matters.  Count-limited arrays are
@@ -137,6 +157,11 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, 0xf30d);
     if (a->batch_dims)
         put(h, (uint64_t)a->batch_dims << 16 | 0xbd);
+    if (a->topk_smallest || a->topk_unsorted)
+        put(h, (uint64_t)(a->topk_smallest | a->topk_unsorted << 1) << 16 | 0x7c);
+    if (a->reduction)
+        put(h, (uint64_t)a->reduction << 16 | 0x5c);
+    put_rnn(h, &a->rnn);
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

@@ -29,6 +29,34 @@ xf_op xf_op_from_onnx(const char *op_type)
     return XF_OP_OPAQUE;
 }
 
+/* ONNX Runtime's defaults: those of the ONNX ops of the same name for
+ * LeakyRelu, HardSigmoid and Elu, 0 for the others. */
+const xf_rnn_act_info xf_rnn_acts[XF_RNN_ACT_COUNT] = {
+    [XF_RNN_RELU] = {"Relu", false, false, 0, 0},
+    [XF_RNN_TANH] = {"Tanh", false, false, 0, 0},
+    [XF_RNN_SIGMOID] = {"Sigmoid", false, false, 0, 0},
+    [XF_RNN_AFFINE] = {"Affine", true, true, 0, 0},
+    [XF_RNN_LEAKY_RELU] = {"LeakyRelu", true, false, 0.01f, 0},
+    [XF_RNN_THRESHOLDED_RELU] = {"ThresholdedRelu", true, false, 0, 0},
+    [XF_RNN_SCALED_TANH] = {"ScaledTanh", true, true, 0, 0},
+    [XF_RNN_HARD_SIGMOID] = {"HardSigmoid", true, true, 0.2f, 0.5f},
+    [XF_RNN_ELU] = {"Elu", true, false, 1.0f, 0},
+    [XF_RNN_SOFTSIGN] = {"Softsign", false, false, 0, 0},
+    [XF_RNN_SOFTPLUS] = {"Softplus", false, false, 0, 0},
+};
+
+bool xf_rnn_attrs_equal(const xf_rnn_attrs *a, const xf_rnn_attrs *b)
+{
+    if (a->hidden_size != b->hidden_size || a->direction != b->direction || a->layout != b->layout ||
+        a->linear_before_reset != b->linear_before_reset || a->input_forget != b->input_forget ||
+        a->has_clip != b->has_clip || (a->has_clip && a->clip != b->clip) || a->n_acts != b->n_acts)
+        return false;
+    for (int i = 0; i < a->n_acts && i < XF_RNN_MAX_ACTS; i++)
+        if (a->acts[i] != b->acts[i] || a->act_alpha[i] != b->act_alpha[i] || a->act_beta[i] != b->act_beta[i])
+            return false;
+    return true;
+}
+
 void xf_attrs_default(xf_op op, xf_attrs *a)
 {
     memset(a, 0, sizeof *a);
@@ -48,6 +76,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
     case XF_OP_LAYER_NORM:
+    case XF_OP_TOP_K:
         a->axis = -1;
         break;
     case XF_OP_FLATTEN:

@@ -223,6 +223,16 @@ static xf_status require_dtype(const xf_infer_ctx *c, int i, xf_dtype want)
     return XF_OK;
 }
 
+/* Input 1 holds indices: int64, or int32 too where the op takes that. */
+static xf_status index_dtype(const xf_infer_ctx *c, bool int32_too)
+{
+    xf_dtype d = input_dtype(c, 1);
+    if (d == XF_DT_UNDEFINED || d == XF_DT_INT64 || (int32_too && d == XF_DT_INT32))
+        return XF_OK;
+    return xf_infer_fail(c, XF_ERR_INVALID, "indices must be %s, got %s", int32_too ? "int32 or int64" : "int64",
+                         xf_dtype_name(d));
+}
+
 /* Every op's output dtypes, and the checks that its inputs' dtypes agree. */
 static xf_status infer_dtypes(xf_infer_ctx *c)
 {
@@ -258,26 +268,36 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         out = XF_DT_BOOL;
         break;
     case XF_OP_SCATTER_ND:
-        st = same_dtype(c, 0, 1, &out);
-        if (st == XF_OK && input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED &&
-            input_dtype(c, 2) != out)
+    case XF_OP_SCATTER_ELEMENTS:
+        if (input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED && input_dtype(c, 2) != out)
             st = xf_infer_fail(c, XF_ERR_INVALID, "updates must be %s, got %s", xf_dtype_name(out),
                                xf_dtype_name(input_dtype(c, 2)));
-        if (st == XF_OK && input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
-            st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
+        if (st == XF_OK)
+            st = index_dtype(c, n->op == XF_OP_SCATTER_ELEMENTS);
         break;
-    case XF_OP_GATHER_ND:
-        if (input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64)
-            st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int64, got %s", xf_dtype_name(input_dtype(c, 1)));
+    case XF_OP_TOP_K:
+        st = require_dtype(c, 1, XF_DT_INT64);
         break;
-    case XF_OP_GATHER:
-    case XF_OP_GATHER_ELEMENTS: {
-        xf_dtype d = input_dtype(c, 1);
-        if (d != XF_DT_UNDEFINED && d != XF_DT_INT64 && d != XF_DT_INT32)
-            st = xf_infer_fail(c, XF_ERR_INVALID, "indices must be int32 or int64, got %s",
-                               xf_dtype_name(d));
+    case XF_OP_LSTM:
+    case XF_OP_GRU: { /* T for all but sequence_lens (input 4, int32) */
+        xf_dtype rest;
+        st = same_dtype(c, 0, 4, &out);
+        if (st == XF_OK)
+            st = same_dtype(c, 5, n->n_inputs, &rest);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && rest != XF_DT_UNDEFINED && rest != out)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "initial states and peepholes are %s but X is %s",
+                               xf_dtype_name(rest), xf_dtype_name(out));
+        if (st == XF_OK)
+            st = require_dtype(c, 4, XF_DT_INT32);
         break;
     }
+    case XF_OP_GATHER_ND:
+        st = index_dtype(c, false);
+        break;
+    case XF_OP_GATHER:
+    case XF_OP_GATHER_ELEMENTS:
+        st = index_dtype(c, true);
+        break;
     case XF_OP_SHAPE:
         out = XF_DT_INT64;
         break;
@@ -304,6 +324,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
          * float, the only stash_type import takes. */
         if (n->op == XF_OP_LAYER_NORM && k > 0)
             d = XF_DT_FLOAT;
+        if (n->op == XF_OP_TOP_K && k == 1)
+            d = XF_DT_INT64;
         /* An unknown result keeps what value_info said. */
         if (n->outputs[k] >= 0 && d != XF_DT_UNDEFINED)
             c->g->values[n->outputs[k]].dtype = d;
@@ -395,6 +417,10 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_IS_NAN infer_same
 #define XF_RULE_RESIZE xf_infer_resize
 #define XF_RULE_GATHER_ND xf_infer_gather_nd
+#define XF_RULE_TOP_K xf_infer_top_k
+#define XF_RULE_SCATTER_ELEMENTS xf_infer_scatter_elements
+#define XF_RULE_LSTM xf_infer_rnn
+#define XF_RULE_GRU xf_infer_rnn
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -94,8 +94,10 @@ xf_status xf_infer_unsqueeze(xf_infer_ctx *c);
 xf_status xf_infer_gather(xf_infer_ctx *c);
 xf_status xf_infer_gather_elements(xf_infer_ctx *c);
 xf_status xf_infer_scatter_nd(xf_infer_ctx *c);
+xf_status xf_infer_scatter_elements(xf_infer_ctx *c);
 xf_status xf_infer_gather_nd(xf_infer_ctx *c);
 xf_status xf_infer_resize(xf_infer_ctx *c);
+xf_status xf_infer_top_k(xf_infer_ctx *c);
 xf_status xf_infer_slice(xf_infer_ctx *c);
 xf_status xf_infer_pad(xf_infer_ctx *c);
 /* The rules in shape_infer_nn.c. */
@@ -108,5 +110,6 @@ xf_status xf_infer_softmax(xf_infer_ctx *c);
 xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
+xf_status xf_infer_rnn(xf_infer_ctx *c);
 
 #endif

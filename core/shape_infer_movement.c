@@ -1,5 +1,5 @@
 /* Shape rules of the data-movement ops: concat and split, transpose,
- * reshape and its kin, gathers and scatters, resize, slice and pad (see
+ * reshape and its kin, gathers and scatters, TopK, resize, slice and pad (see
  * shape_infer.c for the driver and the rest). */
 #include "shape_infer_impl.h"
 
@@ -298,7 +298,8 @@ xf_status xf_infer_unsqueeze(xf_infer_ctx *c)
     return XF_OK;
 }
 
-/* The axis of Gather and GatherElements, on the data's (input 0) rank. */
+/* The axis of Gather, GatherElements, ScatterElements and TopK, on the rank
+ * of input 0. */
 static xf_status data_axis(xf_infer_ctx *c, int *axis)
 {
     return xf_infer_axis(c, "axis", c->node->attrs.axis, xf_infer_shape(c, 0)->ndim, false, axis);
@@ -359,6 +360,25 @@ xf_status xf_infer_scatter_nd(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* ScatterElements: the data's shape; indices and updates of one shape, of
+ * the data's rank, and within the data off the axis. */
+xf_status xf_infer_scatter_elements(xf_infer_ctx *c)
+{
+    const xf_shape *data = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1), *upd = xf_infer_shape(c, 2);
+    int axis;
+    xf_status st = data_axis(c, &axis);
+    if (st != XF_OK)
+        return st;
+    bool ok = idx->ndim == data->ndim && xf_shape_equal(idx, upd);
+    for (int d = 0; ok && d < data->ndim; d++)
+        ok = d == axis || idx->dims[d] <= data->dims[d];
+    if (!ok)
+        return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
+                             xf_infer_text(upd).s, xf_infer_text(data).s);
+    xf_infer_set(c, 0, data);
+    return XF_OK;
+}
+
 /* GatherND: indices[:-1] + data[batch_dims + k:], k = indices[-1]; the
  * first batch_dims dims of data and indices agree. */
 xf_status xf_infer_gather_nd(xf_infer_ctx *c)
@@ -380,6 +400,30 @@ xf_status xf_infer_gather_nd(xf_infer_ctx *c)
     for (int d = b + (int)k; d < data->ndim; d++)
         out.dims[out.ndim++] = data->dims[d];
     xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* TopK: the input with K elements along the axis, for the values and for
+ * their indices; K (one value) must be known, else nothing is. */
+xf_status xf_infer_top_k(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0), *ks = xf_infer_shape(c, 1);
+    int axis, n;
+    int64_t k;
+    xf_status st = data_axis(c, &axis);
+    if (st == XF_OK && !xf_infer_scalar_like(ks))
+        st = xf_infer_fail(c, XF_ERR_INVALID, "K must be a one-element tensor, got shape %s", xf_infer_text(ks).s);
+    if (st == XF_OK)
+        st = xf_infer_read_ints(c, 1, "K", &k, 1, &n);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (k < 0 || k > x->dims[axis])
+        return xf_infer_fail(c, XF_ERR_INVALID, "K = %" PRId64 " is out of range for axis %d of %s", k, axis,
+                             xf_infer_text(x).s);
+    xf_shape out = *x;
+    out.dims[axis] = k;
+    xf_infer_set(c, 0, &out);
+    xf_infer_set(c, 1, &out);
     return XF_OK;
 }
 

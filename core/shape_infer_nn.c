@@ -1,6 +1,6 @@
 /* Shape rules of the neural-network ops: convolution, pooling and other
- * reductions, normalization, softmax and matrix products (see
- * shape_infer.c for the driver and the rest). */
+ * reductions, normalization, softmax, matrix products and recurrent
+ * layers (see shape_infer.c for the driver and the rest). */
 #include "shape_infer_impl.h"
 
 #include <inttypes.h>
@@ -295,5 +295,77 @@ xf_status xf_infer_gemm(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID, "C shape %s does not broadcast to %s",
                              xf_infer_text(xf_infer_shape(c, 2)).s, xf_infer_text(&out).s);
     xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* LSTM and GRU attributes: a direction, layout and clip ONNX defines, and
+ * either no activation functions (the defaults) or one per gate function
+ * (LSTM f, g, h; GRU f, g) and direction. */
+static xf_status rnn_attrs_check(const xf_infer_ctx *c, int funcs, int64_t dirs)
+{
+    const xf_rnn_attrs *r = &c->node->attrs.rnn;
+    if ((unsigned)r->direction > 2 || (unsigned)r->layout > 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "direction %d or layout %d is not one ONNX defines", r->direction,
+                             r->layout);
+    if (r->hidden_size < 0 || (r->has_clip && !(r->clip > 0)))
+        return xf_infer_fail(c, XF_ERR_INVALID, "hidden_size %" PRId64 " or clip %g is not positive", r->hidden_size,
+                             (double)r->clip);
+    if (r->n_acts && r->n_acts != funcs * dirs)
+        return xf_infer_fail(c, XF_ERR_INVALID, "has %d activation functions; %s takes %d per direction, %" PRId64
+                             " direction(s) here", r->n_acts, xf_op_name(c->node->op), funcs, dirs);
+    for (int i = 0; i < r->n_acts; i++)
+        if (r->acts[i] == XF_RNN_DEFAULT || r->acts[i] >= XF_RNN_ACT_COUNT)
+            return xf_infer_fail(c, XF_ERR_INVALID, "activation function %d is not one ONNX names", r->acts[i]);
+    return XF_OK;
+}
+
+/* LSTM and GRU: Y [seq, dirs, batch, hidden] and the final states (Y_h,
+ * LSTM's Y_c) [dirs, batch, hidden]; layout 1 puts batch first in X
+ * ([batch, seq, input]), Y ([batch, seq, dirs, hidden]) and the states
+ * ([batch, dirs, hidden]).  Every other operand must fit X and hidden_size
+ * (R's last dimension when the attribute is absent). */
+xf_status xf_infer_rnn(xf_infer_ctx *c)
+{
+    const xf_rnn_attrs *r = &c->node->attrs.rnn;
+    bool lstm = c->node->op == XF_OP_LSTM;
+    int64_t gates = lstm ? 4 : 3, dirs = r->direction == 2 ? 2 : 1;
+    xf_status st = rnn_attrs_check(c, lstm ? 3 : 2, dirs);
+    if (st != XF_OK)
+        return st;
+    const xf_shape *x = xf_infer_shape(c, 0), *rs = xf_infer_shape(c, 2);
+    if (x->ndim != 3 || rs->ndim != 3)
+        return xf_infer_fail(c, XF_ERR_INVALID, "X %s and R %s must have rank 3", xf_infer_text(x).s,
+                             xf_infer_text(rs).s);
+    int64_t hidden = r->hidden_size ? r->hidden_size : rs->dims[2];
+    int64_t seq = x->dims[r->layout], batch = x->dims[1 - r->layout];
+    xf_shape state = {.ndim = 3, .dims = {dirs, batch, hidden}};
+    if (r->layout)
+        state = (xf_shape){.ndim = 3, .dims = {batch, dirs, hidden}};
+    const struct {
+        const char *name;
+        xf_shape want;
+    } operands[] = {
+        {"X", *x},
+        {"W", {.ndim = 3, .dims = {dirs, gates * hidden, x->dims[2]}}},
+        {"R", {.ndim = 3, .dims = {dirs, gates * hidden, hidden}}},
+        {"B", {.ndim = 2, .dims = {dirs, 2 * gates * hidden}}},
+        {"sequence_lens", {.ndim = 1, .dims = {batch}}},
+        {"initial_h", state},
+        {"initial_c", state},
+        {"P", {.ndim = 2, .dims = {dirs, 3 * hidden}}},
+    };
+    for (int i = 1; i < c->node->n_inputs; i++)
+        if (xf_infer_has(c, i) && !xf_shape_equal(xf_infer_shape(c, i), &operands[i].want))
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "%s has shape %s; X %s with hidden size %" PRId64 " and %" PRId64
+                                 " direction(s) asks for %s",
+                                 operands[i].name, xf_infer_text(xf_infer_shape(c, i)).s, xf_infer_text(x).s, hidden,
+                                 dirs, xf_infer_text(&operands[i].want).s);
+    xf_shape y = {.ndim = 4, .dims = {seq, dirs, batch, hidden}};
+    if (r->layout)
+        y = (xf_shape){.ndim = 4, .dims = {batch, seq, dirs, hidden}};
+    xf_infer_set(c, 0, &y);
+    for (int k = 1; k < c->node->n_outputs; k++)
+        xf_infer_set(c, k, &state);
     return XF_OK;
 }

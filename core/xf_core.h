@@ -116,7 +116,7 @@ int64_t xf_tensor_get_i64(const xf_tensor *t, int64_t i);
 
 /* ---------------------------------------------------------------- operators */
 
-enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2 };
+enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4 };
 
 typedef enum xf_op {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) XF_OP_##id,
@@ -129,7 +129,7 @@ typedef enum xf_op {
 typedef struct xf_op_info {
     const char *onnx_name;
     int min_inputs, max_inputs;
-    int num_outputs; /* -1: variable */
+    int num_outputs; /* -1: variable; with XF_OPF_OPT_OUTS the most */
     unsigned flags;
 } xf_op_info;
 
@@ -155,6 +155,54 @@ typedef enum xf_activation {
 } xf_activation;
 
 typedef enum xf_pad_mode { XF_PAD_CONSTANT = 0, XF_PAD_REFLECT, XF_PAD_EDGE } xf_pad_mode;
+
+/* How ScatterElements and ScatterND combine an update with the element
+ * it lands on (ONNX's reduction attribute). */
+typedef enum xf_reduction { XF_REDUCE_NONE = 0, XF_REDUCE_ADD, XF_REDUCE_MUL, XF_REDUCE_MAX, XF_REDUCE_MIN } xf_reduction;
+
+/* LSTM and GRU: the activation functions ONNX lists, and how ONNX Runtime
+ * reads activation_alpha and activation_beta: in order, one value for each
+ * function that takes it, the defaults below where the list runs out. */
+typedef enum xf_rnn_act {
+    XF_RNN_DEFAULT = 0, /* the op's own default for that place */
+    XF_RNN_RELU,
+    XF_RNN_TANH,
+    XF_RNN_SIGMOID,
+    XF_RNN_AFFINE,
+    XF_RNN_LEAKY_RELU,
+    XF_RNN_THRESHOLDED_RELU,
+    XF_RNN_SCALED_TANH,
+    XF_RNN_HARD_SIGMOID,
+    XF_RNN_ELU,
+    XF_RNN_SOFTSIGN,
+    XF_RNN_SOFTPLUS,
+    XF_RNN_ACT_COUNT
+} xf_rnn_act;
+
+typedef struct xf_rnn_act_info {
+    const char *name; /* ONNX's spelling (matched without regard to case) */
+    bool takes_alpha, takes_beta;
+    float alpha, beta; /* defaults */
+} xf_rnn_act_info;
+extern const xf_rnn_act_info xf_rnn_acts[XF_RNN_ACT_COUNT];
+
+enum { XF_RNN_MAX_ACTS = 6 }; /* LSTM's f, g, h for both directions */
+
+typedef struct xf_rnn_attrs {
+    int64_t hidden_size;     /* 0 = not given: R's shape says */
+    int direction;           /* 0 forward, 1 reverse, 2 bidirectional */
+    int layout;              /* 1: batch first (opset 14) */
+    int linear_before_reset; /* GRU */
+    int input_forget;        /* LSTM: the forget gate is 1 - the input gate */
+    bool has_clip;           /* gate inputs are clamped to [-clip, clip] */
+    float clip;
+    int n_acts;              /* 0: the op's defaults; else 3 (LSTM) or 2 (GRU) per direction */
+    unsigned char acts[XF_RNN_MAX_ACTS]; /* xf_rnn_act */
+    /* each function's parameters, defaults filled in (0 where it takes none) */
+    float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
+} xf_rnn_attrs;
+
+bool xf_rnn_attrs_equal(const xf_rnn_attrs *a, const xf_rnn_attrs *b);
 
 /* The small fixed attribute block of a known op.  Fields that an op does not
  * use stay at their defaults (xf_attrs_default).  The importer fills it from
@@ -194,6 +242,10 @@ typedef struct xf_attrs {
      * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
     int resize_mode, resize_coord, resize_nearest;
     int batch_dims;           /* GatherND */
+    int topk_smallest;        /* TopK: largest = 0 */
+    int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
+    int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
+    xf_rnn_attrs rnn;         /* LSTM, GRU */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

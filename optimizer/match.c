@@ -268,7 +268,9 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
     if (a->keepdims != b->keepdims || a->noop_with_empty_axes != b->noop_with_empty_axes ||
         a->num_outputs != b->num_outputs || a->n_split != b->n_split || !ints_equal(a->split, b->split, a->n_split))
         return false;
-    if (a->allowzero != b->allowzero || a->fmod != b->fmod || a->batch_dims != b->batch_dims || a->resize_mode != b->resize_mode ||
+    if (a->allowzero != b->allowzero || a->fmod != b->fmod || a->batch_dims != b->batch_dims ||
+        a->topk_smallest != b->topk_smallest || a->topk_unsorted != b->topk_unsorted || a->reduction != b->reduction ||
+        !xf_rnn_attrs_equal(&a->rnn, &b->rnn) || a->resize_mode != b->resize_mode ||
         a->resize_coord != b->resize_coord || a->resize_nearest != b->resize_nearest || a->softmax_legacy != b->softmax_legacy || a->alpha != b->alpha ||
         a->beta != b->beta || a->epsilon != b->epsilon || a->trans_a != b->trans_a || a->trans_b != b->trans_b)
         return false;

@@ -69,6 +69,20 @@ static void add_string(writer *w, const char *name, const char *v)
     }
 }
 
+/* A list of n floats copied into the arena. */
+static void add_floats(writer *w, const char *name, const float *v, int n)
+{
+    Onnx__AttributeProto *at = add(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    float *copy = at ? xfp_alloc(w->arena, sizeof *copy * (size_t)(n > 0 ? n : 1)) : NULL;
+    if (!copy) {
+        w->oom = true;
+        return;
+    }
+    memcpy(copy, v, sizeof *copy * (size_t)n);
+    at->n_floats = (size_t)n;
+    at->floats = copy;
+}
+
 static bool differs(const int64_t *v, int n, int64_t dflt)
 {
     for (int i = 0; i < n; i++)
@@ -100,6 +114,56 @@ static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
         add_int(w, "ceil_mode", a->ceil_mode);
     if (n->op == XF_OP_AVERAGE_POOL && a->count_include_pad != d->count_include_pad)
         add_int(w, "count_include_pad", a->count_include_pad);
+}
+
+/* LSTM and GRU; activation_alpha (beta) lists the values of the functions
+ * that take one, in order (attrs_import.c reads them back alike). */
+static xf_status write_rnn(writer *w, const xf_node *n, xf_error *err)
+{
+    static const char *const directions[] = {"forward", "reverse", "bidirectional"};
+    const xf_rnn_attrs *r = &n->attrs.rnn;
+    if (r->direction && (unsigned)r->direction < 3)
+        add_string(w, "direction", directions[r->direction]);
+    if (r->hidden_size)
+        add_int(w, "hidden_size", r->hidden_size);
+    if (r->layout)
+        add_int(w, "layout", r->layout);
+    if (r->has_clip)
+        add_float(w, "clip", r->clip);
+    if (n->op == XF_OP_LSTM && r->input_forget)
+        add_int(w, "input_forget", r->input_forget);
+    if (n->op == XF_OP_GRU && r->linear_before_reset)
+        add_int(w, "linear_before_reset", r->linear_before_reset);
+    if (r->n_acts <= 0)
+        return XF_OK;
+    if (r->n_acts > XF_RNN_MAX_ACTS)
+        return xf_error_set(err, XF_ERR_INVALID, "%d activation functions; xflow holds at most %d", r->n_acts,
+                            XF_RNN_MAX_ACTS);
+    Onnx__AttributeProto *at = add(w, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    ProtobufCBinaryData *names = at ? xfp_alloc(w->arena, sizeof *names * (size_t)r->n_acts) : NULL;
+    if (!names) {
+        w->oom = true;
+        return XF_OK;
+    }
+    float alpha[XF_RNN_MAX_ACTS], beta[XF_RNN_MAX_ACTS];
+    int n_alpha = 0, n_beta = 0;
+    for (int i = 0; i < r->n_acts; i++) {
+        if (r->acts[i] == XF_RNN_DEFAULT || r->acts[i] >= XF_RNN_ACT_COUNT)
+            return xf_error_set(err, XF_ERR_INVALID, "activation function %d is not one ONNX names", r->acts[i]);
+        const xf_rnn_act_info *f = &xf_rnn_acts[r->acts[i]];
+        names[i] = (ProtobufCBinaryData){strlen(f->name), (uint8_t *)f->name};
+        if (f->takes_alpha)
+            alpha[n_alpha++] = r->act_alpha[i];
+        if (f->takes_beta)
+            beta[n_beta++] = r->act_beta[i];
+    }
+    at->n_strings = (size_t)r->n_acts;
+    at->strings = names;
+    if (n_alpha)
+        add_floats(w, "activation_alpha", alpha, n_alpha);
+    if (n_beta)
+        add_floats(w, "activation_beta", beta, n_beta);
+    return XF_OK;
 }
 
 /* Softmax's meaning changed in opset 13 (from "flatten to 2-D at axis" to
@@ -187,6 +251,23 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->batch_dims)
             add_int(&w, "batch_dims", a->batch_dims);
         break;
+    case XF_OP_TOP_K:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->topk_smallest)
+            add_int(&w, "largest", 0);
+        if (a->topk_unsorted)
+            add_int(&w, "sorted", 0);
+        break;
+    case XF_OP_SCATTER_ELEMENTS:
+    case XF_OP_SCATTER_ND: {
+        static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
+        if (n->op == XF_OP_SCATTER_ELEMENTS && a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->reduction && (unsigned)a->reduction < 5)
+            add_string(&w, "reduction", reductions[a->reduction]);
+        break;
+    }
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);
@@ -282,6 +363,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "axis", a->axis);
         if (a->epsilon != d.epsilon)
             add_float(&w, "epsilon", a->epsilon);
+        break;
+    case XF_OP_LSTM:
+    case XF_OP_GRU:
+        s = write_rnn(&w, n, err);
         break;
     default:
         break;

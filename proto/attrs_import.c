@@ -18,8 +18,12 @@
  *   Reshape         allowzero
  *   Mod             fmod
  *   GatherElements  axis
- *   ScatterND       reduction ("none" only)
+ *   ScatterElements axis  reduction (none/add/mul/max/min)
+ *   ScatterND       reduction (none/add/mul/max/min)
  *   GatherND        batch_dims
+ *   TopK (10+)      axis  largest (0: topk_smallest)  sorted (0: topk_unsorted)
+ *   LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
+ *                   activation_beta -> rnn.*; LSTM input_forget, GRU linear_before_reset
  *   Resize          mode (nearest/linear), coordinate_transformation_mode
  *                   (half_pixel/asymmetric/align_corners/pytorch_half_pixel),
  *                   nearest_mode; opset >= 11 only
@@ -46,6 +50,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct reader {
     const xfp_attr_ctx *ctx;
@@ -58,6 +63,10 @@ typedef struct reader {
     int n_kernel, n_strides, n_pads, n_dilations;
     int n_starts, n_ends, n_slice_axes;
     bool has_axis;
+    /* LSTM/GRU activation_alpha and activation_beta, handed out to the
+     * functions once all attributes are read */
+    float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
+    int n_act_alpha, n_act_beta;
 } reader;
 
 /* Records why the node stays opaque (fmt may contain one %s for name);
@@ -111,16 +120,33 @@ static bool read_float(reader *r, const Onnx__AttributeProto *at, float *v)
     return true;
 }
 
+/* A list attribute of type t (count items of size bytes at items) copied
+ * into out, which holds max of them. */
+static bool read_list(reader *r, const Onnx__AttributeProto *at, Onnx__AttributeProto__AttributeType t, size_t count,
+                      const void *items, size_t size, void *out, size_t max, int *n)
+{
+    if (!is_type(at, t))
+        return refuse(r, t == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS ? "attribute '%s' is not a list of ints"
+                                                                       : "attribute '%s' is not a list of floats",
+                      at->name);
+    if (count > max)
+        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
+    if (count)
+        memcpy(out, items, count * size);
+    *n = (int)count;
+    return true;
+}
+
 static bool read_ints(reader *r, const Onnx__AttributeProto *at, int64_t *out, size_t max, int *n)
 {
-    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))
-        return refuse(r, "attribute '%s' is not a list of ints", at->name);
-    if (at->n_ints > max)
-        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
-    if (at->n_ints)
-        memcpy(out, at->ints, at->n_ints * sizeof *out);
-    *n = (int)at->n_ints;
-    return true;
+    return read_list(r, at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, at->n_ints, at->ints, sizeof *out, out, max,
+                     n);
+}
+
+static bool read_floats(reader *r, const Onnx__AttributeProto *at, float *out, size_t max, int *n)
+{
+    return read_list(r, at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, at->n_floats, at->floats, sizeof *out, out,
+                     max, n);
 }
 
 /* A string attribute equal to one of `names`; *index receives which. */
@@ -158,6 +184,7 @@ static bool read_value_tensor(reader *r, const Onnx__AttributeProto *at)
 
 static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
 static const char *const pad_mode_names[] = {"constant", "reflect", "edge"};
+static const char *const reduction_names[] = {"none", "add", "mul", "max", "min"}; /* xf_reduction */
 
 static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
 {
@@ -186,6 +213,69 @@ static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__Attr
     if (op == XF_OP_MAX_POOL && strcmp(name, "storage_order") == 0)
         return read_fixed(r, at, 0);
     return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+/* LSTM's and GRU's activation functions, by ONNX name in any case (as
+ * ONNX Runtime reads them). */
+static bool read_acts(reader *r, const Onnx__AttributeProto *at, xf_rnn_attrs *rnn)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS))
+        return refuse(r, "attribute '%s' is not a list of strings", at->name);
+    if (at->n_strings > XF_RNN_MAX_ACTS)
+        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
+    for (size_t i = 0; i < at->n_strings; i++) {
+        const ProtobufCBinaryData *s = &at->strings[i];
+        int code = XF_RNN_DEFAULT;
+        for (int k = 1; k < XF_RNN_ACT_COUNT && !code; k++)
+            if (strlen(xf_rnn_acts[k].name) == s->len &&
+                strncasecmp(xf_rnn_acts[k].name, (const char *)s->data, s->len) == 0)
+                code = k;
+        if (!code)
+            return refuse(r, "attribute '%s' names a function xflow does not know", at->name);
+        rnn->acts[i] = (unsigned char)code;
+    }
+    rnn->n_acts = (int)at->n_strings;
+    return true;
+}
+
+static bool take_rnn(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    static const char *const directions[] = {"forward", "reverse", "bidirectional"};
+    xf_rnn_attrs *rnn = &r->a->rnn;
+    if (strcmp(name, "direction") == 0)
+        return read_enum(r, at, directions, 3, &rnn->direction);
+    if (strcmp(name, "hidden_size") == 0)
+        return read_int(r, at, &rnn->hidden_size);
+    if (strcmp(name, "layout") == 0)
+        return read_int32(r, at, &rnn->layout);
+    if (strcmp(name, "clip") == 0)
+        return (rnn->has_clip = read_float(r, at, &rnn->clip));
+    if (strcmp(name, "activations") == 0)
+        return read_acts(r, at, rnn);
+    if (strcmp(name, "activation_alpha") == 0)
+        return read_floats(r, at, r->act_alpha, XF_RNN_MAX_ACTS, &r->n_act_alpha);
+    if (strcmp(name, "activation_beta") == 0)
+        return read_floats(r, at, r->act_beta, XF_RNN_MAX_ACTS, &r->n_act_beta);
+    if (op == XF_OP_LSTM && strcmp(name, "input_forget") == 0)
+        return read_int32(r, at, &rnn->input_forget);
+    if (op == XF_OP_GRU && strcmp(name, "linear_before_reset") == 0)
+        return read_int32(r, at, &rnn->linear_before_reset);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+/* Each activation function takes the next activation_alpha (beta) value
+ * when it has a parameter of that name, else its default. */
+static bool give_act_params(reader *r, xf_rnn_attrs *rnn)
+{
+    int ia = 0, ib = 0;
+    for (int i = 0; i < rnn->n_acts; i++) {
+        const xf_rnn_act_info *f = &xf_rnn_acts[rnn->acts[i]];
+        rnn->act_alpha[i] = f->takes_alpha && ia < r->n_act_alpha ? r->act_alpha[ia++] : f->alpha;
+        rnn->act_beta[i] = f->takes_beta && ib < r->n_act_beta ? r->act_beta[ib++] : f->beta;
+    }
+    if (ia < r->n_act_alpha || ib < r->n_act_beta)
+        return refuse(r, "activation_alpha or activation_beta has more values than the activations take", NULL);
+    return true;
 }
 
 static bool take_reduce(reader *r, const char *name, const Onnx__AttributeProto *at)
@@ -253,6 +343,13 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             a->to = (xf_dtype)to;
             return true;
         }
+        break;
+    case XF_OP_SCATTER_ELEMENTS:
+    case XF_OP_SCATTER_ND:
+        if (A("reduction"))
+            return read_enum(r, at, reduction_names, 5, &a->reduction);
+        if (op == XF_OP_SCATTER_ELEMENTS && A("axis"))
+            return read_int(r, at, &a->axis);
         break;
     case XF_OP_CONCAT:
     case XF_OP_FLATTEN:
@@ -322,11 +419,15 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("batch_dims"))
             return read_int32(r, at, &a->batch_dims);
         break;
-    case XF_OP_SCATTER_ND:
-        if (A("reduction")) { /* "none" only */
-            static const char *const none[] = {"none"};
-            int i;
-            return read_enum(r, at, none, 1, &i);
+    case XF_OP_TOP_K:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        if (A("largest") || A("sorted")) {
+            int v;
+            if (!read_int32(r, at, &v))
+                return false;
+            *(A("largest") ? &a->topk_smallest : &a->topk_unsorted) = v == 0;
+            return true;
         }
         break;
     case XF_OP_PAD:
@@ -380,6 +481,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_REDUCE_MIN:
     case XF_OP_REDUCE_PROD:
         return take_reduce(r, name, at);
+    case XF_OP_LSTM:
+    case XF_OP_GRU:
+        return take_rnn(r, op, name, at);
     default:
         break;
     }
@@ -413,6 +517,9 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     }
     case XF_OP_CAST:
         return a->to != XF_DT_UNDEFINED || refuse(r, "no 'to' attribute", NULL);
+    case XF_OP_LSTM:
+    case XF_OP_GRU:
+        return give_act_params(r, &a->rnn);
     case XF_OP_RESIZE: /* opset 10's form (X, scales) is not modelled */
         return r->ctx->opset >= 11 || refuse(r, "Resize before opset 11", NULL);
     case XF_OP_CONCAT:

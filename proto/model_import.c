@@ -1,6 +1,7 @@
 /* ModelProto -> xf_model. */
 #include "proto_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,14 +377,17 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
     if (kind == XF_OP_OPAQUE)
         return XF_OK;
     const xf_op_info *info = xf_op_get_info(kind);
+    bool optional_outs = info->flags & XF_OPF_OPT_OUTS;
+    int most_outs = info->num_outputs < 0 ? INT_MAX : info->num_outputs;
+    int least_outs = info->num_outputs < 0 || optional_outs ? 1 : info->num_outputs;
     const char *why = NULL;
     if (n_in < info->min_inputs || n_in > info->max_inputs)
         why = "input count outside what xflow models";
-    else if (info->num_outputs >= 0 ? n_out != info->num_outputs : n_out < 1)
+    else if (n_out < least_outs || n_out > most_outs)
         why = "output count outside what xflow models";
     else if (kind == XF_OP_DROPOUT && !dropout_in_inference(im, n_in, ins))
         why = "training_mode is not a constant false";
-    for (int k = 0; k < n_out && !why; k++)
+    for (int k = 0; k < n_out && !why && !optional_outs; k++)
         if (outs[k] < 0)
             why = "an omitted output in the middle";
     if (why) {

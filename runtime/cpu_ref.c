@@ -69,6 +69,10 @@ typedef struct ref_entry {
 #define XF_REF_IS_NAN {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_RESIZE {xf_ref_resize, FLT, FLT | I64, 0}
 #define XF_REF_GATHER_ND {xf_ref_gather_nd, ANY, I64, 0}
+#define XF_REF_TOP_K {xf_ref_top_k, NUM, I64, 0}
+#define XF_REF_SCATTER_ELEMENTS {xf_ref_scatter_elements, ANY, IDX, 0}
+#define XF_REF_LSTM {xf_ref_rnn, FLT, FLT, 0}
+#define XF_REF_GRU {xf_ref_rnn, FLT, FLT, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
@@ -118,9 +122,20 @@ static bool dtype_ok(uint32_t mask, xf_dtype t)
     return (unsigned)t < 32 && (mask & XF_DTM(t)) != 0;
 }
 
+/* An opaque node of an op xflow knows: import kept it verbatim because of
+ * an attribute value or operand count outside what xflow models. */
+static bool known_but_opaque(const xf_node *n)
+{
+    const char *domain = n->opaque && n->opaque->domain ? n->opaque->domain : "";
+    return n->opaque && (!domain[0] || strcmp(domain, "ai.onnx") == 0) &&
+           xf_op_from_onnx(n->opaque->op_type) != XF_OP_OPAQUE;
+}
+
 static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
 {
     const xf_node *n = &g->nodes[node];
+    if (n->op == XF_OP_OPAQUE && known_but_opaque(n))
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "in a form xflow does not model (-v says which)");
     if (n->op == XF_OP_OPAQUE || !ref_table[n->op].kernel)
         return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, NULL);
     const ref_entry *e = &ref_table[n->op];

@@ -225,6 +225,19 @@ xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_ten
     return binary_apply(n, d, &in[0], &in[1], &out[0], err);
 }
 
+void xf_rt_reduce_into(xf_reduction r, const xf_tensor_view *acc, int64_t i, const xf_tensor_view *x, int64_t j)
+{
+    static const xf_op ops[] = {[XF_REDUCE_ADD] = XF_OP_ADD, [XF_REDUCE_MUL] = XF_OP_MUL, [XF_REDUCE_MAX] = XF_OP_MAX,
+                                [XF_REDUCE_MIN] = XF_OP_MIN};
+    const binary_def *d = &binary_defs[ops[r]];
+    if (xf_rt_is_integral(acc->dtype))
+        xf_rt_store_i64(acc->dtype, acc->data, i,
+                        d->i(xf_rt_load_i64(acc->dtype, acc->data, i), xf_rt_load_i64(x->dtype, x->data, j)));
+    else
+        xf_rt_store_f64(acc->dtype, acc->data, i,
+                        d->f(xf_rt_load_f64(acc->dtype, acc->data, i), xf_rt_load_f64(x->dtype, x->data, j)));
+}
+
 /* Max, Min, Sum: a left fold of the binary op, accumulating in the output. */
 xf_status xf_ref_variadic(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                           xf_error *err)

@@ -1,6 +1,7 @@
 /* cpu_ref data movement: ops that copy, rearrange or generate elements
  * without arithmetic.  They work on raw elements of any fixed size, so
- * every dtype is handled by the same code. */
+ * every dtype is handled by the same code; TopK compares elements, and the
+ * scatters' reductions leave the arithmetic to the elementwise kernels. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
@@ -172,38 +173,56 @@ xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_ten
     return XF_OK;
 }
 
+/* The data element that each element i of indices (of the data's rank)
+ * names: i's coordinates with the one on the axis replaced by indices[i]
+ * (negative from the end).  *offs is malloc'd. */
+static xf_status element_offsets(const xf_node *n, const xf_tensor_view *data, const xf_tensor_view *idx, int axis,
+                                 int64_t **offs, xf_error *err)
+{
+    int rank = data->shape.ndim;
+    int64_t numel = xf_rt_numel(idx), len = data->shape.dims[axis], stride[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0};
+    xf_rt_dense_strides(&data->shape, stride);
+    *offs = malloc(sizeof **offs * (size_t)(numel > 0 ? numel : 1));
+    if (!*offs)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    xf_status st = XF_OK;
+    for (int64_t i = 0; i < numel && st == XF_OK; i++) {
+        int64_t k = xf_rt_load_i64(idx->dtype, idx->data, i);
+        if (k < -len || k >= len)
+            st = xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k, (long long)len);
+        k += k < 0 ? len : 0;
+        (*offs)[i] = 0;
+        for (int d = 0; d < rank && st == XF_OK; d++) {
+            if (d != axis && coord[d] >= data->shape.dims[d])
+                st = xf_rt_bad_node(err, n, "the indices' shape reaches beyond the data");
+            (*offs)[i] += (d == axis ? k : coord[d]) * stride[d];
+        }
+        for (int d = rank - 1; d >= 0 && ++coord[d] == idx->shape.dims[d]; d--)
+            coord[d] = 0;
+    }
+    if (st != XF_OK) {
+        free(*offs);
+        *offs = NULL;
+    }
+    return st;
+}
+
 /* out[i] = data[i with its axis coordinate replaced by indices[i]]. */
 xf_status xf_ref_gather_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err)
 {
     const xf_tensor_view *data = &in[0], *idx = &in[1];
-    int rank = data->shape.ndim;
-    int axis = xf_rt_axis(n->attrs.axis, rank);
-    if (axis < 0 || idx->shape.ndim != rank || !xf_shape_equal(&idx->shape, &out[0].shape))
+    int axis = xf_rt_axis(n->attrs.axis, data->shape.ndim);
+    if (axis < 0 || idx->shape.ndim != data->shape.ndim || !xf_shape_equal(&idx->shape, &out[0].shape))
         return xf_rt_bad_node(err, n, "axis, indices and output do not fit the data");
-    int64_t len = data->shape.dims[axis], stride[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0}, s = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        stride[d] = s;
-        s *= data->shape.dims[d];
-    }
+    int64_t *offs;
+    xf_status st = element_offsets(n, data, idx, axis, &offs, err);
+    if (st != XF_OK)
+        return st;
     size_t es = xf_dtype_size(data->dtype);
-    int64_t numel = xf_rt_numel(idx);
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t k = xf_rt_load_i64(idx->dtype, idx->data, i);
-        if (k < -len || k >= len)
-            return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k,
-                                  (long long)len);
-        k += k < 0 ? len : 0;
-        int64_t off = 0;
-        for (int d = 0; d < rank; d++) {
-            if (d != axis && coord[d] >= data->shape.dims[d])
-                return xf_rt_bad_node(err, n, "the indices' shape reaches beyond the data");
-            off += (d == axis ? k : coord[d]) * stride[d];
-        }
-        memcpy((char *)out[0].data + (size_t)i * es, (const char *)data->data + (size_t)off * es, es);
-        for (int d = rank - 1; d >= 0 && ++coord[d] == idx->shape.dims[d]; d--)
-            coord[d] = 0;
-    }
+    for (int64_t i = 0; i < xf_rt_numel(idx); i++)
+        memcpy(elem(&out[0], i, es), elem(data, offs[i], es), es);
+    free(offs);
     return XF_OK;
 }
 
@@ -251,9 +270,126 @@ xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_
     return XF_OK;
 }
 
+/* TopK's sort key: an element's value (in double, and exactly for integer
+ * types) and its index along the axis. */
+typedef struct topk_key {
+    double f;
+    int64_t i, idx;
+} topk_key;
+
+/* The order of values; NaN above every number (numpy's sort order). */
+static int value_order(const topk_key *a, const topk_key *b)
+{
+    bool na = isnan(a->f), nb = isnan(b->f);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && a->f != b->f)
+        return a->f < b->f ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Equal values keep the order of their indices, in either direction. */
+static int by_index(const topk_key *a, const topk_key *b) { return (a->idx > b->idx) - (a->idx < b->idx); }
+static int smallest_first(const void *a, const void *b)
+{
+    int o = value_order(a, b);
+    return o ? o : by_index(a, b);
+}
+static int largest_first(const void *a, const void *b)
+{
+    int o = value_order(b, a);
+    return o ? o : by_index(a, b);
+}
+
+/* TopK: along the axis, the K largest (or smallest) elements, sorted, and
+ * their indices; of equal elements the one with the lower index comes first. */
+xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0];
+    int rank = x->shape.ndim, axis = xf_rt_axis(n->attrs.axis, rank);
+    if (axis < 0 || xf_rt_numel(&in[1]) != 1)
+        return xf_rt_bad_node(err, n, "axis %lld or K (%lld values) does not fit the input", (long long)n->attrs.axis,
+                              (long long)xf_rt_numel(&in[1]));
+    int64_t k = xf_rt_load_i64(in[1].dtype, in[1].data, 0), len = x->shape.dims[axis];
+    if (k < 0 || k > len)
+        return xf_rt_bad_node(err, n, "K = %lld is out of range for an axis of size %lld", (long long)k,
+                              (long long)len);
+    const xf_tensor_view *vals = &out[0], *idxs = n->n_outputs > 1 && xf_rt_present(&out[1]) ? &out[1] : NULL;
+    xf_shape want = x->shape;
+    want.dims[axis] = k;
+    if (!xf_shape_equal(&vals->shape, &want) || (idxs && !xf_shape_equal(&idxs->shape, &want)))
+        return xf_rt_bad_node(err, n, "outputs do not hold K elements along the axis");
+    topk_key *keys = malloc(sizeof *keys * (size_t)(len > 0 ? len : 1));
+    if (!keys)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in TopK");
+    bool integral = xf_rt_is_integral(x->dtype);
+    size_t es = xf_dtype_size(x->dtype);
+    int64_t outer = prod_dims(&x->shape, 0, axis), inner = prod_dims(&x->shape, axis + 1, rank);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t s = 0; s < inner; s++) {
+            int64_t from = o * len * inner + s, to = o * k * inner + s;
+            for (int64_t j = 0; j < len; j++) {
+                keys[j].i = integral ? xf_rt_load_i64(x->dtype, x->data, from + j * inner) : 0;
+                keys[j].f = integral ? (double)keys[j].i : xf_rt_load_f64(x->dtype, x->data, from + j * inner);
+                keys[j].idx = j;
+            }
+            qsort(keys, (size_t)len, sizeof *keys, n->attrs.topk_smallest ? smallest_first : largest_first);
+            for (int64_t j = 0; j < k; j++) {
+                memcpy(elem(vals, to + j * inner, es), elem(x, from + keys[j].idx * inner, es), es);
+                if (idxs)
+                    xf_rt_store_i64(idxs->dtype, idxs->data, to + j * inner, keys[j].idx);
+            }
+        }
+    free(keys);
+    return XF_OK;
+}
+
+/* What ScatterElements and ScatterND start with: updates of the data's
+ * dtype, a reduction that applies to it, and out = data. */
+static xf_status scatter_start(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    xf_reduction r = (xf_reduction)n->attrs.reduction;
+    if ((unsigned)r > XF_REDUCE_MIN || in[2].dtype != in[0].dtype)
+        return xf_rt_bad_node(err, n, "reduction %d or updates of type %s do not fit data of type %s", (int)r,
+                              xf_dtype_name(in[2].dtype), xf_dtype_name(in[0].dtype));
+    if (r != XF_REDUCE_NONE && !(XF_DTM(in[0].dtype) & (XF_DTM_NUMERIC | XF_DTM(XF_DT_BOOL))))
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "with a reduction on %s", xf_dtype_name(in[0].dtype));
+    return xf_ref_copy(n, in, out, err);
+}
+
+/* out[to] = updates[from], or combined with it by the reduction. */
+static void scatter_one(xf_reduction r, const xf_tensor_view *out, int64_t to, const xf_tensor_view *upd, int64_t from)
+{
+    size_t es = xf_dtype_size(out->dtype);
+    if (r == XF_REDUCE_NONE)
+        memcpy(elem(out, to, es), elem(upd, from, es), es);
+    else
+        xf_rt_reduce_into(r, out, to, upd, from);
+}
+
+/* out = data, then each update lands on the element its index names (see
+ * element_offsets); of two updates to one element without a reduction the
+ * later wins, as ONNX leaves it unspecified. */
+xf_status xf_ref_scatter_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_error *err)
+{
+    const xf_tensor_view *data = &in[0], *idx = &in[1], *upd = &in[2];
+    int axis = xf_rt_axis(n->attrs.axis, data->shape.ndim);
+    if (axis < 0 || idx->shape.ndim != data->shape.ndim || !xf_shape_equal(&idx->shape, &upd->shape))
+        return xf_rt_bad_node(err, n, "axis, indices and updates do not fit the data");
+    int64_t *offs = NULL;
+    xf_status st = scatter_start(n, in, out, err);
+    if (st == XF_OK)
+        st = element_offsets(n, data, idx, axis, &offs, err);
+    for (int64_t i = 0; st == XF_OK && i < xf_rt_numel(upd); i++)
+        scatter_one((xf_reduction)n->attrs.reduction, &out[0], offs[i], upd, i);
+    free(offs);
+    return st;
+}
+
 /* out = data, then each slice indices[j] (of k coordinates) replaced by
  * updates[j] (the later of two updates to one slice wins, as ONNX leaves
- * it unspecified). */
+ * it unspecified) or combined with it by the reduction. */
 xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_tensor_view *data = &in[0], *idx = &in[1], *upd = &in[2];
@@ -261,23 +397,18 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
     int64_t k = idx->shape.ndim > 0 ? idx->shape.dims[idx->shape.ndim - 1] : 0;
     if (k < 1 || k > rank || !xf_shape_equal(&data->shape, &out[0].shape))
         return xf_rt_bad_node(err, n, "indices do not fit the data");
-    size_t es = xf_dtype_size(data->dtype);
-    if (out[0].data != data->data && xf_rt_bytes(data))
-        memcpy(out[0].data, data->data, xf_rt_bytes(data));
-    int64_t slice = 1, n_upd = k ? xf_rt_numel(idx) / k : 0;
-    for (int d = (int)k; d < rank; d++)
-        slice *= data->shape.dims[d];
+    int64_t slice = prod_dims(&data->shape, (int)k, rank), n_upd = xf_rt_numel(idx) / k;
     if (xf_rt_numel(upd) != n_upd * slice)
         return xf_rt_bad_node(err, n, "updates do not fit indices and data");
-    for (int64_t j = 0; j < n_upd; j++) {
+    xf_status st = scatter_start(n, in, out, err);
+    for (int64_t j = 0; j < n_upd && st == XF_OK; j++) {
         int64_t off = nd_offset(n, idx, j * k, k, data->shape.dims, err);
         if (off < 0)
             return XF_ERR_INVALID;
-        if (slice)
-            memcpy((char *)out[0].data + (size_t)(off * slice) * es, (const char *)upd->data + (size_t)(j * slice) * es,
-                   (size_t)slice * es);
+        for (int64_t e = 0; e < slice; e++)
+            scatter_one((xf_reduction)n->attrs.reduction, &out[0], off * slice + e, upd, j * slice + e);
     }
-    return XF_OK;
+    return st;
 }
 
 /* Resize, nearest or (multi)linear: each output coordinate is mapped back

@@ -76,6 +76,22 @@ void attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v
     a->ints = (int64_t *)v;
 }
 
+void attr_floats(Onnx__NodeProto *n, const char *name, int count, const float *v)
+{
+    Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->n_floats = (size_t)count;
+    a->floats = (float *)v;
+}
+
+void attr_strings(Onnx__NodeProto *n, const char *name, int count, const char *const *v)
+{
+    Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->n_strings = (size_t)count;
+    a->strings = zalloc(sizeof *a->strings * (size_t)(count > 0 ? count : 1));
+    for (int i = 0; i < count; i++)
+        a->strings[i] = (ProtobufCBinaryData){strlen(v[i]), (uint8_t *)v[i]};
+}
+
 void attr_string(Onnx__NodeProto *n, const char *name, const char *v)
 {
     Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
@@ -210,6 +226,15 @@ xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_
     return s;
 }
 
+xf_model *load_counting(Onnx__GraphProto *g, int64_t opset, int counts[XF_OP_COUNT + 1])
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(g, opset), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    xf_graph_count_ops(m->graph, counts);
+    return m;
+}
+
 const char *path_in(const char *dir, const char *file)
 {
     static char buf[8][4096];
@@ -288,7 +313,7 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(allowzero) && EQ(softmax_legacy) && EQ(alpha) && EQ(beta) && EQ(epsilon) && EQ(trans_a) &&
            EQ(trans_b) && EQ(to) && EQ(start) && EQ(end) && EQ(has_end) && EQ(pad_mode) && EQ(pad_value) &&
            EQ(n_pads) && ARR(pad_pads, a->n_pads) && EQ(has_pads) && EQ(clip_min) && EQ(clip_max) &&
-           EQ(has_clip_attrs) && EQ(fmod) && EQ(batch_dims) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
+           EQ(has_clip_attrs) && EQ(fmod) && EQ(batch_dims) && EQ(topk_smallest) && EQ(topk_unsorted) && EQ(reduction) && xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
            tensors_equal(a->value, b->value);
 #undef EQ

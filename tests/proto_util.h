@@ -36,6 +36,8 @@ void attr_int(Onnx__NodeProto *n, const char *name, int64_t v);
 void attr_float(Onnx__NodeProto *n, const char *name, float v);
 void attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v);
 void attr_string(Onnx__NodeProto *n, const char *name, const char *v);
+void attr_floats(Onnx__NodeProto *n, const char *name, int count, const float *v);
+void attr_strings(Onnx__NodeProto *n, const char *name, int count, const char *const *v);
 Onnx__ValueInfoProto *mk_vi(const char *name, int elem, int ndim, const int64_t *dims,
                           const char *const *params);
 Onnx__TensorProto *mk_tensor(const char *name, int dtype, int ndim, const int64_t *dims);
@@ -48,6 +50,9 @@ uint8_t *pack_model(const Onnx__ModelProto *m, size_t *len);
 void write_bytes(const char *path, const void *buf, size_t len);
 void write_model(const Onnx__ModelProto *m, const char *path);
 xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_model **out, xf_error *e);
+/* Loads graph g under opset (the test fails on an error) and counts its
+ * nodes per op. */
+xf_model *load_counting(Onnx__GraphProto *g, int64_t opset, int counts[XF_OP_COUNT + 1]);
 const char *path_in(const char *dir, const char *file);
 int count_files(const char *dir);
 void assert_onnx_valid(const char *paths);

@@ -3,141 +3,13 @@
  * Graphs are built with the core API only. */
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xf_runtime.h"
+#include "kernel_case_util.h"
 
 /* ---------------------------------------------------------------- helpers */
-
-#define DIMS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
-#define SCALAR 0, NULL
-
-static xf_tensor *mk(xf_dtype t, int ndim, const int64_t *dims, const void *data)
-{
-    xf_shape s = xf_shape_make(ndim, dims);
-    xf_tensor *x = xf_tensor_from_data(t, &s, data);
-    ck_assert_ptr_nonnull(x);
-    return x;
-}
-#define F32(dims, ...) mk(XF_DT_FLOAT, dims, (float[]){__VA_ARGS__})
-#define I64(dims, ...) mk(XF_DT_INT64, dims, (int64_t[]){__VA_ARGS__})
-#define I32(dims, ...) mk(XF_DT_INT32, dims, (int32_t[]){__VA_ARGS__})
-#define BOOLS(dims, ...) mk(XF_DT_BOOL, dims, (uint8_t[]){__VA_ARGS__})
-
-/* Checks dtype, shape and values (to 1e-5, NaN equal to NaN), then
- * releases t. */
-static void expect(xf_tensor *t, xf_dtype dt, int ndim, const int64_t *dims, const double *want)
-{
-    ck_assert_ptr_nonnull(t);
-    ck_assert_msg(t->dtype == dt, "dtype %s, want %s", xf_dtype_name(t->dtype), xf_dtype_name(dt));
-    xf_shape s = xf_shape_make(ndim, dims);
-    char a[128], b[128];
-    ck_assert_msg(xf_shape_equal(&t->shape, &s), "shape %s, want %s", xf_shape_str(&t->shape, a, sizeof a),
-                  xf_shape_str(&s, b, sizeof b));
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++) {
-        double got = xf_tensor_get_f64(t, i);
-        ck_assert_msg(got == want[i] || fabs(got - want[i]) <= 1e-5 + 1e-5 * fabs(want[i]) ||
-                          (isnan(got) && isnan(want[i])),
-                      "element %lld: %.7g, want %.7g", (long long)i, got, want[i]);
-    }
-    xf_tensor_release(t);
-}
-#define EXPECT(t, dt, dims, ...) expect(t, dt, dims, (double[]){__VA_ARGS__})
-
-/* A one-node graph: its op, attributes, inputs (NULL = omitted), which of
- * them are graph inputs (bit i set) rather than initializers, and how many
- * outputs it has. */
-typedef struct node_case {
-    xf_op op;
-    xf_attrs a;
-    int n_in;
-    xf_tensor *in[8];
-    unsigned feed;
-    int n_out;
-    int64_t opset;
-} node_case;
-
-static node_case make_case(xf_op op, int n_in, ...)
-{
-    node_case c = {.op = op, .n_in = n_in, .n_out = 1, .opset = 17};
-    xf_attrs_default(op, &c.a);
-    va_list ap;
-    va_start(ap, n_in);
-    for (int i = 0; i < n_in; i++)
-        c.in[i] = va_arg(ap, xf_tensor *);
-    va_end(ap);
-    return c;
-}
-
-static xf_graph *case_graph(const node_case *c)
-{
-    xf_graph *g = xf_graph_create("case");
-    int ins[8], outs[8];
-    char name[32];
-    for (int i = 0; i < c->n_in; i++) {
-        snprintf(name, sizeof name, "in%d", i);
-        if (!c->in[i])
-            ins[i] = -1;
-        else if (c->feed & (1u << i))
-            ins[i] = xf_graph_add_input(g, name, c->in[i]->dtype, &c->in[i]->shape);
-        else
-            ins[i] = xf_graph_add_initializer(g, name, c->in[i]);
-    }
-    for (int k = 0; k < c->n_out; k++) {
-        snprintf(name, sizeof name, "out%d", k);
-        outs[k] = xf_graph_add_value(g, name, XF_DT_UNDEFINED, NULL);
-    }
-    int node = xf_graph_add_node(g, c->op, "n0", c->n_in, ins, c->n_out, outs);
-    ck_assert_int_ge(node, 0);
-    g->nodes[node].attrs = c->a;
-    xf_tensor_retain(c->a.value); /* the graph owns one reference */
-    for (int k = 0; k < c->n_out; k++)
-        xf_graph_add_output(g, outs[k]);
-    return g;
-}
-
-/* Runs the case in a session (static and forced dynamic mode, which must
- * agree exactly) and stores its outputs; releases the case's inputs. */
-static void run_case(node_case *c, xf_tensor **outs)
-{
-    xf_graph *g = case_graph(c);
-    xf_tensor *feeds[8];
-    int n_feeds = 0;
-    for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] && (c->feed & (1u << i)))
-            feeds[n_feeds++] = c->in[i];
-    xf_tensor *dyn[8];
-    for (int mode = 0; mode < 2; mode++) {
-        xf_session_options opt = {.force_dynamic = mode == 1};
-        xf_session *s;
-        xf_error err = {0};
-        xf_status st = xf_session_create(g, c->opset, "cpu_ref", &opt, &s, &err);
-        ck_assert_msg(st == XF_OK, "create: %s", err.msg);
-        st = xf_session_run(s, feeds, mode ? dyn : outs, &err);
-        ck_assert_msg(st == XF_OK, "run: %s", err.msg);
-        xf_session_free(s);
-    }
-    for (int k = 0; k < c->n_out; k++) {
-        bool ok;
-        ck_assert_int_eq(xf_tensor_compare(dyn[k], outs[k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
-        ck_assert_msg(ok, "static and dynamic mode differ on output %d", k);
-        xf_tensor_release(dyn[k]);
-    }
-    xf_graph_free(g);
-    for (int i = 0; i < c->n_in; i++)
-        xf_tensor_release(c->in[i]);
-    xf_tensor_release(c->a.value);
-}
-
-static xf_tensor *run1(node_case c)
-{
-    xf_tensor *out;
-    run_case(&c, &out);
-    return out;
-}
 
 static void set_spatial(xf_attrs *a, int n, const int64_t *kernel, const int64_t *strides, const int64_t *pads)
 {
@@ -148,15 +20,6 @@ static void set_spatial(xf_attrs *a, int n, const int64_t *kernel, const int64_t
         a->pads[i] = pads ? pads[i] : 0;
         a->pads[n + i] = pads ? pads[n + i] : 0;
     }
-}
-
-static xf_tensor *iota_f32(int ndim, const int64_t *dims, float start)
-{
-    xf_shape s = xf_shape_make(ndim, dims);
-    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &s);
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
-        ((float *)t->data)[i] = start + (float)i;
-    return t;
 }
 
 /* ---------------------------------------------------------------- conv */
@@ -493,6 +356,92 @@ START_TEST(gather_elements_scatter_nd)
     c = make_case(XF_OP_GATHER_ND, 2, F32(DIMS(2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8), I64(DIMS(2, 1), 1, 0));
     c.a.batch_dims = 1;
     EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 3, 4, 5, 6);
+    /* ScatterND adding and multiplying into rows, two updates to row 0 */
+    c = make_case(XF_OP_SCATTER_ND, 3, I64(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(3, 1), 0, 1, 0),
+                  I64(DIMS(3, 2), 10, 20, 30, 40, 50, 60));
+    c.a.reduction = XF_REDUCE_ADD;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 2), 61, 82, 33, 44);
+    c = make_case(XF_OP_SCATTER_ND, 3, F32(DIMS(2), 2, 3), I64(DIMS(2, 1), 1, 1), F32(DIMS(2), 4, 0.5));
+    c.a.reduction = XF_REDUCE_MUL;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2), 2, 6);
+}
+END_TEST
+
+/* ScatterElements: along axis 0 (the default) and 1, negative indices,
+ * int32 indices, every reduction on repeated indices; an index beyond the
+ * axis is an error naming the node. */
+START_TEST(scatter_elements)
+{
+    EXPECT(run1(make_case(XF_OP_SCATTER_ELEMENTS, 3, F32(DIMS(3, 2), 0, 0, 0, 0, 0, 0), I64(DIMS(2, 2), 1, 0, 2, -1),
+                          F32(DIMS(2, 2), 1, 2, 3, 4))),
+           XF_DT_FLOAT, DIMS(3, 2), 0, 2, 1, 0, 3, 4);
+    /* per xf_reduction: none, add, mul, max, min */
+    static const double want[][5] = {{1, 2, 3, 3, 5}, {1, 2, 11, 4, 5}, {1, 2, 45, 4, 5}, {1, 2, 5, 4, 5},
+                                     {1, 2, 3, 4, 5}};
+    for (int r = 0; r < 5; r++) { /* both updates land on element 2 (without a reduction on 3: the later wins) */
+        node_case c = make_case(XF_OP_SCATTER_ELEMENTS, 3, F32(DIMS(1, 5), 1, 2, 3, 4, 5),
+                                I32(DIMS(1, 2), r ? 2 : 3, r ? -3 : -2), F32(DIMS(1, 2), 5, 3));
+        c.a.axis = 1;
+        c.a.reduction = r;
+        expect(run1(c), XF_DT_FLOAT, DIMS(1, 5), want[r]);
+    }
+
+    node_case c = make_case(XF_OP_SCATTER_ELEMENTS, 3, F32(DIMS(2), 1, 2), I64(DIMS(1), 2), F32(DIMS(1), 0));
+    xf_graph *g = case_graph(&c);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_OK);
+    xf_tensor *out;
+    ck_assert_int_eq(xf_session_run(s, NULL, &out, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "'n0'") && strstr(err.msg, "index 2 out of range for axis of size 2"), "%s",
+                  err.msg);
+    xf_session_free(s);
+    xf_graph_free(g);
+    for (int i = 0; i < 3; i++)
+        xf_tensor_release(c.in[i]);
+}
+END_TEST
+
+/* TopK: largest and smallest along either axis, ties to the lower index,
+ * NaN above every number, int64 compared exactly, K fed at run time; a K
+ * beyond the axis is an error naming the node. */
+START_TEST(top_k)
+{
+    xf_tensor *outs[2];
+    node_case c = make_case(XF_OP_TOP_K, 2, F32(DIMS(2, 4), 1, 3, 3, 2, 4, 0, 4, 4), I64(DIMS(1), 2));
+    c.n_out = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(2, 2), 3, 3, 4, 4);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(2, 2), 1, 2, 0, 2);
+    c = make_case(XF_OP_TOP_K, 2, I32(DIMS(2, 3), 2, 1, 5, 2, 0, 7), I64(DIMS(1), 1));
+    c.n_out = 2;
+    c.a.axis = 0;
+    c.a.topk_smallest = 1;
+    c.feed = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_INT32, DIMS(1, 3), 2, 0, 5);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(1, 3), 0, 1, 0);
+    c = make_case(XF_OP_TOP_K, 2, F32(DIMS(3), 1, NAN, 3), I64(DIMS(1), 2));
+    c.n_out = 2;
+    run_case(&c, outs);
+    EXPECT(outs[0], XF_DT_FLOAT, DIMS(2), NAN, 3);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(2), 1, 2);
+    c = make_case(XF_OP_TOP_K, 2, I64(DIMS(2), INT64_C(1) << 53, (INT64_C(1) << 53) + 1), I64(DIMS(1), 1));
+    c.n_out = 2;
+    run_case(&c, outs);
+    xf_tensor_release(outs[0]);
+    EXPECT(outs[1], XF_DT_INT64, DIMS(1), 1);
+
+    c = make_case(XF_OP_TOP_K, 2, F32(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(1), 3));
+    c.n_out = 2;
+    xf_graph *g = case_graph(&c);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "node 'n0' (TopK): K = 3 is out of range for axis 1 of 2x2"), "%s", err.msg);
+    xf_graph_free(g);
+    xf_tensor_release(c.in[0]);
+    xf_tensor_release(c.in[1]);
 }
 END_TEST
 
@@ -776,6 +725,13 @@ START_TEST(session_errors)
     ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_UNSUPPORTED);
     ck_assert_ptr_null(s);
     ck_assert_msg(strstr(err.msg, "backend cpu_ref does not support op FooBar (node 'custom')"), "%s", err.msg);
+    /* a known op that import kept opaque (an attribute it does not model) */
+    xf_opaque_release(g->nodes[node].opaque);
+    g->nodes[node].opaque = xf_opaque_create("LSTM", "", NULL, 0);
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "does not support op LSTM in a form xflow does not model (-v says which) (node "
+                                  "'custom')"),
+                  "%s", err.msg);
     xf_graph_free(g);
 
     /* an op on a dtype cpu_ref lacks */
@@ -922,7 +878,9 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, broadcast_binary_ops);
     tcase_add_test(k, comparison_mod_logic);
     tcase_add_test(k, gather_elements_scatter_nd);
+    tcase_add_test(k, scatter_elements);
     tcase_add_test(k, resize_forms);
+    tcase_add_test(k, top_k);
     tcase_add_test(k, unary_clip_cast);
     tcase_add_test(k, slice_negative_steps_and_forms);
     tcase_add_test(k, pad_modes);

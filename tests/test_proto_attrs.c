@@ -1,0 +1,210 @@
+/* ONNX import/export of the attributes of ops added after the core set
+ * (Mod, Resize, TopK, the scatters, LSTM and GRU): what import keeps, what
+ * leaves a node opaque, and that export gives back the same attributes. */
+#include <check.h>
+
+#include "proto_util.h"
+#include "xf_test_util.h"
+
+/* Mod keeps its fmod attribute; HardSwish and the comparisons are known ops. */
+START_TEST(test_mod_fmod_and_newer_elementwise_ops)
+{
+    static const int64_t d[] = {2, 3};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(g->n_input, g->input, mk_vi("y", XF_DT_FLOAT, 2, d, NULL));
+    Onnx__NodeProto *mod = mk_node("Mod", "m", (const char *[]){"x", "y", NULL}, (const char *[]){"r", NULL});
+    attr_int(mod, "fmod", 1);
+    PUSH(g->n_node, g->node, mod);
+    PUSH(g->n_node, g->node, mk_node("HardSwish", "h", (const char *[]){"r", NULL}, (const char *[]){"s", NULL}));
+    PUSH(g->n_node, g->node, mk_node("GreaterOrEqual", "ge", (const char *[]){"s", "y", NULL}, (const char *[]){"b", NULL}));
+    PUSH(g->n_node, g->node, mk_node("LessOrEqual", "le", (const char *[]){"s", "y", NULL}, (const char *[]){"c", NULL}));
+    PUSH(g->n_node, g->node, mk_node("Xor", "xo", (const char *[]){"b", "c", NULL}, (const char *[]){"z", NULL}));
+    PUSH(g->n_output, g->output, mk_vi("z", XF_DT_BOOL, 2, d, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 14, counts);
+    ck_assert_int_eq(counts[XF_OP_OPAQUE], 0);
+    ck_assert_int_eq(counts[XF_OP_MOD], 1);
+    ck_assert_int_eq(counts[XF_OP_HARD_SWISH], 1);
+    ck_assert_int_eq(m->graph->nodes[find_node_op(m->graph, XF_OP_MOD)].attrs.fmod, 1);
+    ck_assert_int_eq(m->graph->values[m->graph->outputs[0]].dtype, XF_DT_BOOL);
+    xf_model *back = roundtrip(m);
+    ck_assert_int_eq(back->graph->nodes[find_node_op(back->graph, XF_OP_MOD)].attrs.fmod, 1);
+    xf_model_free(back);
+    xf_model_free(m);
+}
+END_TEST
+
+/* Resize is modelled from opset 11 (X, roi, scales, sizes) with its modes;
+ * opset 10's form, and modes xflow does not model, stay opaque. */
+START_TEST(test_resize_forms)
+{
+    static const int64_t d[] = {1, 1, 2, 2}, four[] = {4}, o[] = {1, 1, 4, 4};
+    static const float scales[] = {1, 1, 2, 2};
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, four, scales, sizeof scales));
+        Onnx__NodeProto *rs = mk_node("Resize", "r", form == 0 ? (const char *[]){"x", "s", NULL}
+                                                                : (const char *[]){"x", "", "s", NULL},
+                                      (const char *[]){"y", NULL});
+        attr_string(rs, "mode", form == 2 ? "cubic" : "linear");
+        attr_string(rs, "coordinate_transformation_mode", "align_corners");
+        PUSH(g->n_node, g->node, rs);
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, o, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, form == 0 ? 10 : 13, counts);
+        ck_assert_int_eq(counts[XF_OP_RESIZE], form == 1);
+        if (form == 1) {
+            const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_RESIZE)];
+            ck_assert_int_eq(n->attrs.resize_mode, 1);
+            ck_assert_int_eq(n->attrs.resize_coord, 2);
+            ck_assert_int_eq(m->graph->values[n->outputs[0]].shape.dims[3], 4);
+            xf_model_free(roundtrip(m));
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* TopK keeps axis, largest and sorted, and its indices are int64; K must
+ * be known for the output shapes. */
+START_TEST(test_topk_attributes)
+{
+    static const int64_t d[] = {3, 4}, one[] = {1}, k[] = {2}, o[] = {2, 4};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("k", XF_DT_INT64, 1, one, k, sizeof k));
+    Onnx__NodeProto *n = mk_node("TopK", "t", (const char *[]){"x", "k", NULL}, (const char *[]){"v", "i", NULL});
+    attr_int(n, "axis", 0);
+    attr_int(n, "largest", 0);
+    attr_int(n, "sorted", 0);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("v", XF_DT_FLOAT, 2, o, NULL));
+    PUSH(g->n_output, g->output, mk_vi("i", XF_DT_INT64, 2, o, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 11, counts);
+    ck_assert_int_eq(counts[XF_OP_TOP_K], 1);
+    const xf_node *t = &m->graph->nodes[find_node_op(m->graph, XF_OP_TOP_K)];
+    ck_assert(t->attrs.axis == 0 && t->attrs.topk_smallest && t->attrs.topk_unsorted);
+    ck_assert_int_eq(m->graph->values[t->outputs[1]].dtype, XF_DT_INT64);
+    ck_assert_int_eq(m->graph->values[t->outputs[1]].shape.dims[0], 2);
+    xf_model_free(roundtrip(m));
+    xf_model_free(m);
+}
+END_TEST
+
+/* ScatterElements keeps axis and reduction, ScatterND its reduction;
+ * reductions ONNX does not define keep the node opaque. */
+START_TEST(test_scatter_reductions)
+{
+    static const int64_t d[] = {2, 3}, rows[] = {2, 1};
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+        PUSH(g->n_input, g->input, mk_vi("i", XF_DT_INT64, 2, d, NULL));
+        PUSH(g->n_input, g->input, mk_vi("r", XF_DT_INT64, 2, rows, NULL));
+        Onnx__NodeProto *n = mk_node("ScatterElements", "s", (const char *[]){"x", "i", "x", NULL},
+                                     (const char *[]){"y", NULL});
+        if (form < 2)
+            attr_int(n, "axis", -1);
+        attr_string(n, "reduction", form == 0 ? "max" : form == 1 ? "none" : "sub");
+        PUSH(g->n_node, g->node, n);
+        Onnx__NodeProto *nd = mk_node("ScatterND", "nd", (const char *[]){"y", "r", "x", NULL},
+                                      (const char *[]){"z", NULL});
+        attr_string(nd, "reduction", "mul");
+        PUSH(g->n_node, g->node, nd);
+        PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, 2, d, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 18, counts);
+        ck_assert_int_eq(counts[XF_OP_SCATTER_ELEMENTS], form < 2);
+        ck_assert_int_eq(m->graph->nodes[find_node_op(m->graph, XF_OP_SCATTER_ND)].attrs.reduction, XF_REDUCE_MUL);
+        if (form == 0) {
+            const xf_attrs *a = &m->graph->nodes[find_node_op(m->graph, XF_OP_SCATTER_ELEMENTS)].attrs;
+            ck_assert(a->axis == -1 && a->reduction == XF_REDUCE_MAX);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* LSTM and GRU keep every attribute, and an omitted output (LSTM's Y) may
+ * come before those given.  Each activation function takes the next
+ * activation_alpha (beta) value when it has that parameter, else its
+ * default; an unknown function, or a value no function takes, leaves the
+ * node opaque. */
+START_TEST(test_rnn_attributes)
+{
+    static const int64_t x[] = {5, 2, 3}, w[] = {2, 16, 3}, r[] = {2, 16, 4}, state[] = {2, 2, 4};
+    static const int64_t wg[] = {1, 12, 3}, rg[] = {1, 12, 4}, y[] = {5, 1, 2, 4}, gstate[] = {1, 2, 4};
+    static const float alpha[] = {2, 0.3f, 0.1f, 7}, beta[] = {1};
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, x, NULL));
+        PUSH(g->n_input, g->input, mk_vi("w", XF_DT_FLOAT, 3, w, NULL));
+        PUSH(g->n_input, g->input, mk_vi("r", XF_DT_FLOAT, 3, r, NULL));
+        PUSH(g->n_input, g->input, mk_vi("wg", XF_DT_FLOAT, 3, wg, NULL));
+        PUSH(g->n_input, g->input, mk_vi("rg", XF_DT_FLOAT, 3, rg, NULL));
+        Onnx__NodeProto *l = mk_node("LSTM", "l", (const char *[]){"x", "w", "r", NULL},
+                                     (const char *[]){"", "lh", "lc", NULL});
+        attr_string(l, "direction", "bidirectional");
+        attr_int(l, "hidden_size", 4);
+        attr_float(l, "clip", 3);
+        attr_int(l, "input_forget", 1);
+        attr_strings(l, "activations", 6,
+                     (const char *[]){"sigmoid", "Affine", "Tanh", "HardSigmoid", "LeakyRelu", form == 1 ? "Foo" : "Tanh"});
+        attr_floats(l, "activation_alpha", form == 2 ? 4 : 3, alpha);
+        attr_floats(l, "activation_beta", 1, beta);
+        PUSH(g->n_node, g->node, l);
+        Onnx__NodeProto *gru = mk_node("GRU", "g", (const char *[]){"x", "wg", "rg", NULL},
+                                       (const char *[]){"gy", "gh", NULL});
+        attr_string(gru, "direction", "reverse");
+        attr_int(gru, "linear_before_reset", 1);
+        PUSH(g->n_node, g->node, gru);
+        PUSH(g->n_output, g->output, mk_vi("lh", XF_DT_FLOAT, 3, state, NULL));
+        PUSH(g->n_output, g->output, mk_vi("lc", XF_DT_FLOAT, 3, state, NULL));
+        PUSH(g->n_output, g->output, mk_vi("gy", XF_DT_FLOAT, 4, y, NULL));
+        PUSH(g->n_output, g->output, mk_vi("gh", XF_DT_FLOAT, 3, gstate, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 14, counts);
+        ck_assert_int_eq(counts[XF_OP_LSTM], form == 0);
+        ck_assert_int_eq(counts[XF_OP_GRU], 1);
+        const xf_node *gn = &m->graph->nodes[find_node_op(m->graph, XF_OP_GRU)];
+        ck_assert(gn->attrs.rnn.direction == 1 && gn->attrs.rnn.linear_before_reset == 1 && !gn->attrs.rnn.n_acts);
+        ck_assert_int_eq(m->graph->values[gn->outputs[0]].shape.dims[3], 4);
+        if (form == 0) {
+            const xf_node *ln = &m->graph->nodes[find_node_op(m->graph, XF_OP_LSTM)];
+            const xf_rnn_attrs *a = &ln->attrs.rnn;
+            ck_assert(ln->n_outputs == 3 && ln->outputs[0] < 0);
+            ck_assert(a->direction == 2 && a->hidden_size == 4 && a->has_clip && a->clip == 3 && a->input_forget);
+            static const unsigned char acts[] = {XF_RNN_SIGMOID, XF_RNN_AFFINE, XF_RNN_TANH, XF_RNN_HARD_SIGMOID,
+                                                 XF_RNN_LEAKY_RELU, XF_RNN_TANH};
+            static const float want_alpha[] = {0, 2, 0, 0.3f, 0.1f, 0}, want_beta[] = {0, 1, 0, 0.5f, 0, 0};
+            ck_assert_int_eq(a->n_acts, 6);
+            for (int i = 0; i < 6; i++)
+                ck_assert(a->acts[i] == acts[i] && a->act_alpha[i] == want_alpha[i] && a->act_beta[i] == want_beta[i]);
+            const char *dir = xf_test_tmpdir("proto_rnn");
+            xf_error e;
+            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
+            assert_onnx_valid(path_in(dir, "m.onnx"));
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("proto_attrs");
+    TCase *tc = tcase_create("op_attributes");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, test_mod_fmod_and_newer_elementwise_ops);
+    tcase_add_test(tc, test_resize_forms);
+    tcase_add_test(tc, test_topk_attributes);
+    tcase_add_test(tc, test_scatter_reductions);
+    tcase_add_test(tc, test_rnn_attributes);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
