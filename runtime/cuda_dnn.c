@@ -77,7 +77,7 @@ static bool window_geometry(const xf_attrs *a, const xf_shape *xs, const xf_shap
             return xf_cu_refuse(why, why_len, "with a window larger than its padded input");
     }
     if (geo->prepad)
-        for (int i = 0; i < sp; i++) {
+        for (int i = 0; i < sp && i < 3; i++) { /* sp <= 3 (said for the compiler) */
             geo->x[2 + i] = (int)geo->padded[2 + i];
             geo->pad[i] = 0;
         }
