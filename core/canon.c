@@ -325,6 +325,9 @@ static xf_activation activation_of(xf_op op)
                                                                                                  : XF_ACT_NONE;
 }
 
+/* Float convolutions, in the precisions runtimes convolve in. */
+static bool fusable_dtype(xf_dtype t) { return t == XF_DT_FLOAT || t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16; }
+
 static bool visit_activation(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
 {
     const xf_node *a = &g->nodes[i];
@@ -334,7 +337,7 @@ static bool visit_activation(xf_graph *g, int i, xf_canon_stats *st, xf_status *
     int x = a->inputs[0], y = a->outputs[0], c = g->values[x].producer;
     /* the Conv's output feeds this activation alone and is no output */
     if (c < 0 || g->nodes[c].op != XF_OP_CONV || g->nodes[c].attrs.activation != XF_ACT_NONE ||
-        g->nodes[c].n_outputs != 1 || g->values[x].dtype != XF_DT_FLOAT || is_graph_output(g, x) ||
+        g->nodes[c].n_outputs != 1 || !fusable_dtype(g->values[x].dtype) || is_graph_output(g, x) ||
         xf_graph_count_uses(g, x) != 1)
         return false;
     g->nodes[c].attrs.activation = act;

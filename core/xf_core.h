@@ -516,9 +516,9 @@ typedef xf_status (*xf_node_eval_fn)(const xf_graph *g, int node, xf_tensor **ou
 xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
                                  xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err);
-/* A Relu, Sigmoid or Tanh that alone reads a float Conv's output becomes
- * that Conv's fused activation (as runtimes fuse them; export writes the
- * pair back as two ONNX nodes). */
+/* A Relu, Sigmoid or Tanh that alone reads a float (float32, float16 or
+ * bfloat16) Conv's output becomes that Conv's fused activation (as
+ * runtimes fuse them; export writes the pair back as two ONNX nodes). */
 xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);

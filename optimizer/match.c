@@ -10,6 +10,7 @@
  * dims are not compared, because a generalized rule holds for every shape
  * that both sides' shape inference accepts, and rewriting re-infers. */
 #include "opt_internal.h"
+#include "xf_runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -156,11 +157,19 @@ void xf_rule_set_free(xf_rule_set *rs)
     free(rs);
 }
 
-xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s)
+bool opt_dtype_fits(xf_dtype rule, xf_dtype have)
+{
+    if (rule == have)
+        return true;
+    return rule == XF_DT_FLOAT &&
+           (have == XF_DT_FLOAT16 || have == XF_DT_BFLOAT16 || have == XF_DT_DOUBLE);
+}
+
+xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s, xf_dtype dt)
 {
     struct opt_const_cache *cc = rs->consts;
     for (int i = 0; i < cc->n; i++)
-        if (cc->kind[i] == k && xf_shape_equal(&cc->t[i]->shape, s))
+        if (cc->kind[i] == k && cc->t[i]->dtype == dt && xf_shape_equal(&cc->t[i]->shape, s))
             return cc->t[i];
     xf_tensor **grown = realloc(cc->t, ((size_t)cc->n + 1) * sizeof *grown);
     if (grown)
@@ -170,6 +179,11 @@ xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const x
         return NULL;
     cc->kind = kinds;
     xf_tensor *t = xf_const_make(k, s);
+    if (t && t->dtype != dt) {
+        xf_tensor *f = xf_tensor_as_float(t, dt);
+        xf_tensor_release(t);
+        t = f;
+    }
     if (t) {
         cc->t[cc->n] = t;
         cc->kind[cc->n++] = k;
@@ -351,7 +365,7 @@ static bool node_fits(matcher *mt, int depth, int gn)
                 /* Rules are proved for inputs of their own rank: a law of a
                  * scalar need not hold for a full tensor in its place. */
                 const xf_value *rv = &pg->values[pg->inputs[ref->idx]];
-                if (g->values[v].dtype != rv->dtype || g->values[v].shape.ndim != rv->shape.ndim)
+                if (!opt_dtype_fits(rv->dtype, g->values[v].dtype) || g->values[v].shape.ndim != rv->shape.ndim)
                     return false;
                 mt->m.input[ref->idx] = v;
                 mt->bound_some = true;

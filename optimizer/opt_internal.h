@@ -47,11 +47,17 @@ struct xf_rule_set {
     } *consts;
 };
 
-/* The constant of kind k and shape s for a replacement: made once per rule
- * set and shared (a borrowed reference), so that the candidate graphs of a
- * search hold one copy and hash it alike.  NULL when s does not fit k or
- * memory runs out. */
-xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s);
+/* The constant of kind k, shape s and floating dtype dt for a replacement:
+ * made once per rule set and shared (a borrowed reference), so that the
+ * candidate graphs of a search hold one copy and hash it alike.  NULL when
+ * s does not fit k or memory runs out. */
+xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s, xf_dtype dt);
+
+/* Whether a graph value of dtype `have` may bind a rule value of dtype
+ * `rule`: the same dtype, or any floating dtype for a float one (rules are
+ * proved over the reals, so float16, bfloat16 and double graphs match the
+ * library's float rules). */
+bool opt_dtype_fits(xf_dtype rule, xf_dtype have);
 
 /* Graph index: the consumers of every value and the nodes of every op. */
 typedef struct graph_index {

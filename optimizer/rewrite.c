@@ -78,6 +78,12 @@ static xf_status add_replacement(const xf_rule_set *rs, const xf_rule *r, const 
         bound[p] = p < m->n_params;
     for (int v = 0; v < q->n_values; v++)
         vmap[v] = -1;
+    /* the floating dtype the rule's float values take here (a float16
+     * graph gets float16 constants) */
+    xf_dtype fdt = XF_DT_FLOAT;
+    for (int k = 0; k < q->n_inputs; k++)
+        if (q->values[q->inputs[k]].dtype == XF_DT_FLOAT)
+            fdt = g->values[m->input[k]].dtype;
     for (int k = 0; k < q->n_inputs; k++) {
         const xf_value *src = &g->values[m->input[k]];
         int v = xf_graph_add_value(c, src->name, src->dtype, &src->shape);
@@ -96,10 +102,15 @@ static xf_status add_replacement(const xf_rule_set *rs, const xf_rule *r, const 
             /* Sized by the match. */
             xf_shape s;
             xf_tensor *t = NULL;
-            if (!xf_rule_const_shape(rc, shapes, m->n_inputs, &s) || !(t = opt_rule_const_tensor(rs, rc->kind, &s)))
+            if (!xf_rule_const_shape(rc, shapes, m->n_inputs, &s) ||
+                !(t = opt_rule_const_tensor(rs, rc->kind, &s, fdt)))
                 return xf_error_set(err, XF_ERR_INVALID, "rule %s: constant %s cannot be made for these inputs",
                                     r->name, rc->name);
             vmap[v] = xf_graph_add_initializer(c, NULL, t);
+        } else if (opt_is_const(q, v) && q->values[v].init->dtype == XF_DT_FLOAT && fdt != XF_DT_FLOAT) {
+            xf_tensor *t = xf_tensor_as_float(q->values[v].init, fdt);
+            vmap[v] = t ? xf_graph_add_initializer(c, NULL, t) : -1;
+            xf_tensor_release(t);
         } else if (opt_is_const(q, v))
             vmap[v] = xf_graph_add_initializer(c, NULL, q->values[v].init);
         else if (q->values[v].producer >= 0)

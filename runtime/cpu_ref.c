@@ -15,6 +15,10 @@ typedef struct ref_entry {
      * 0 means not checked (the kernel never reads that tensor's elements
      * or the op fixes its type) */
     uint32_t in0, in1, out0;
+    /* the kernel computes in float: 16-bit float tensors are widened to
+     * float on the way in and rounded once on the way out (as GPUs
+     * accumulate half-precision products in float) */
+    bool widen;
 } ref_entry;
 
 #define F32 XF_DTM(XF_DT_FLOAT)
@@ -25,9 +29,11 @@ typedef struct ref_entry {
 #define ANY XF_DTM_ANY
 #define IDX XF_DTM_INDEX
 
-#define XF_REF_CONV {xf_ref_conv, F32, F32, 0}
-#define XF_REF_MATMUL {xf_ref_matmul, F32, F32, 0}
-#define XF_REF_GEMM {xf_ref_gemm, F32, F32, 0}
+#define F16 (XF_DTM(XF_DT_FLOAT16) | XF_DTM(XF_DT_BFLOAT16))
+
+#define XF_REF_CONV {xf_ref_conv, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_MATMUL {xf_ref_matmul, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_GEMM {xf_ref_gemm, F32 | F16, F32 | F16, 0, true}
 #define XF_REF_ADD {xf_ref_binary, NUM, NUM, 0}
 #define XF_REF_SUB {xf_ref_binary, NUM, NUM, 0}
 #define XF_REF_MUL {xf_ref_binary, NUM, NUM, 0}
@@ -152,11 +158,53 @@ static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
     return XF_OK;
 }
 
+static bool is_half(xf_dtype t) { return t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16; }
+
+/* Runs a float kernel on node n whose operands include 16-bit floats:
+ * those go through float copies (see ref_entry.widen). */
+static xf_status run_widened(xf_ref_kernel kernel, const xf_node *n, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_error *err)
+{
+    int total = n->n_inputs + n->n_outputs;
+    xf_tensor_view *v = malloc(sizeof *v * (size_t)(total > 0 ? total : 1));
+    float **wide = calloc((size_t)(total > 0 ? total : 1), sizeof *wide);
+    xf_status st = v && wide ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < total && st == XF_OK; k++) {
+        const xf_tensor_view *src = k < n->n_inputs ? &in[k] : &out[k - n->n_inputs];
+        v[k] = *src;
+        int64_t count = xf_shape_numel(&src->shape);
+        if (!is_half(src->dtype) || !src->data || count <= 0)
+            continue;
+        if (!(wide[k] = malloc(sizeof *wide[k] * (size_t)count))) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (int64_t i = 0; k < n->n_inputs && i < count; i++)
+            wide[k][i] = (float)xf_rt_load_f64(src->dtype, src->data, i);
+        v[k].dtype = XF_DT_FLOAT;
+        v[k].data = wide[k];
+    }
+    if (st == XF_OK)
+        st = kernel(n, v, v + n->n_inputs, err);
+    for (int k = n->n_inputs; k < total && st == XF_OK; k++)
+        for (int64_t i = 0; wide[k] && i < xf_shape_numel(&out[k - n->n_inputs].shape); i++)
+            xf_rt_store_f64(out[k - n->n_inputs].dtype, out[k - n->n_inputs].data, i, wide[k][i]);
+    for (int k = 0; wide && k < total; k++)
+        free(wide[k]);
+    free(wide);
+    free(v);
+    return st;
+}
+
 static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *state,
                               const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_node *n = &g->nodes[node];
-    return ref_table[n->op].kernel(n, in, out, err);
+    const ref_entry *e = &ref_table[n->op];
+    bool half = false;
+    for (int k = 0; e->widen && k < n->n_inputs + n->n_outputs; k++)
+        half |= is_half(k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype);
+    return half ? run_widened(e->kernel, n, in, out, err) : e->kernel(n, in, out, err);
 }
 
 static void *ref_alloc(void *ctx, size_t bytes)

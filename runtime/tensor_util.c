@@ -46,6 +46,17 @@ double xf_tensor_max_abs(const xf_tensor *t)
     return m;
 }
 
+xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
+{
+    if (!(XF_DTM_FLOATS & XF_DTM(t->dtype)) || !(XF_DTM_FLOATS & XF_DTM(to)))
+        return NULL;
+    xf_tensor *r = xf_tensor_create(to, &t->shape);
+    int64_t numel = xf_tensor_numel(t);
+    for (int64_t i = 0; r && i < numel; i++)
+        xf_rt_store_f64(to, r->data, i, xf_rt_load_f64(t->dtype, t->data, i));
+    return r;
+}
+
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err)
 {

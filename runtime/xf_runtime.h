@@ -181,14 +181,17 @@ xf_status xf_runtime_eval_node(const xf_graph *g, int node, xf_tensor **outputs,
 /* Deterministic pseudo-random tensor: floating types uniform in [-1, 1],
  * integer types in [0, 9], bool 0/1.  NULL for unsupported dtypes or no memory. */
 xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed);
+/* The largest |element| of a numeric tensor (0 when it is empty; NaN
+ * elements are skipped). */
+double xf_tensor_max_abs(const xf_tensor *t);
+/* A new tensor holding t's elements as floating dtype `to` (rounded to
+ * nearest); NULL when t or `to` is not a floating dtype, or no memory. */
+xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to);
 /* Elementwise |a - b| <= atol + rtol * |b|, b being the expected tensor
  * (NaN matches NaN, equal infinities match).  Reports the largest absolute
  * and relative differences (either pointer may be NULL).  Returns
  * XF_ERR_INVALID, with *ok false and err saying how, when dtypes or shapes
  * differ or the dtype is not numeric or bool. */
-/* The largest |element| of a numeric tensor (0 when it is empty; NaN
- * elements are skipped). */
-double xf_tensor_max_abs(const xf_tensor *t);
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err);
 

@@ -27,13 +27,25 @@ static inline int conv(xf_graph *g, int x, int w, int64_t k)
     return n;
 }
 
-static inline int random_weight(xf_graph *g, xf_shape s, uint64_t seed)
+/* A random float weight stored as floating dtype dt. */
+static inline int random_weight_as(xf_graph *g, xf_shape s, uint64_t seed, xf_dtype dt)
 {
     xf_tensor *t = xf_tensor_random(XF_DT_FLOAT, &s, seed);
     ck_assert_ptr_nonnull(t);
+    if (dt != XF_DT_FLOAT) {
+        xf_tensor *f = xf_tensor_as_float(t, dt);
+        ck_assert_ptr_nonnull(f);
+        xf_tensor_release(t);
+        t = f;
+    }
     int v = xf_graph_add_initializer(g, NULL, t);
     xf_tensor_release(t);
     return v;
+}
+
+static inline int random_weight(xf_graph *g, xf_shape s, uint64_t seed)
+{
+    return random_weight_as(g, s, seed, XF_DT_FLOAT);
 }
 
 static inline xf_rule *rule_new(const char *name, xf_graph *pattern, xf_graph *replacement, int n_params)
@@ -158,7 +170,7 @@ static inline void run_ref(const xf_graph *g, uint64_t seed, xf_tensor **outputs
 }
 
 /* The two graphs compute the same outputs on random inputs. */
-static inline void expect_same_function(const xf_graph *a, const xf_graph *b)
+static inline void expect_same_function_within(const xf_graph *a, const xf_graph *b, double atol, double rtol)
 {
     ck_assert_int_eq(a->n_outputs, b->n_outputs);
     xf_tensor *oa[8] = {0}, *ob[8] = {0};
@@ -168,12 +180,17 @@ static inline void expect_same_function(const xf_graph *a, const xf_graph *b)
         double max_abs = 0, max_rel = 0;
         bool ok = false;
         xf_error e = {0};
-        ck_assert_msg(xf_tensor_compare(ob[k], oa[k], 1e-5, 1e-4, &max_abs, &max_rel, &ok, &e) == XF_OK, "%s",
+        ck_assert_msg(xf_tensor_compare(ob[k], oa[k], atol, rtol, &max_abs, &max_rel, &ok, &e) == XF_OK, "%s",
                       e.msg);
         ck_assert_msg(ok, "output %d differs: max abs %g", k, max_abs);
         xf_tensor_release(oa[k]);
         xf_tensor_release(ob[k]);
     }
+}
+
+static inline void expect_same_function(const xf_graph *a, const xf_graph *b)
+{
+    expect_same_function_within(a, b, 1e-5, 1e-4);
 }
 
 typedef struct match_list {

@@ -354,6 +354,21 @@ START_TEST(canon_fuse_activations)
     ck_assert_int_eq(g->nodes[0].attrs.activation, XF_ACT_SIGMOID);
     ck_assert_int_eq(g->nodes[1].attrs.activation, XF_ACT_NONE);
     xf_graph_free(g);
+
+    /* float16 and bfloat16 convolutions too; not double ones (no runtime
+     * convolves in double) */
+    static const xf_dtype types[3] = {XF_DT_FLOAT16, XF_DT_BFLOAT16, XF_DT_DOUBLE};
+    for (int t = 0; t < 3; t++) {
+        g = xf_graph_create("g");
+        x = input(g, "x", types[t], SHAPE(1, 2, 4, 4));
+        k = input(g, "k", types[t], SHAPE(2, 2, 1, 1));
+        relu = NODE(g, XF_OP_RELU, out0(g, NODE(g, XF_OP_CONV, x, k)));
+        xf_graph_add_output(g, out0(g, relu));
+        infer_ok(g, 13);
+        st = run_pass(g, xf_pass_fuse_activations);
+        ck_assert_int_eq(st.fused_activations, types[t] != XF_DT_DOUBLE);
+        xf_graph_free(g);
+    }
 }
 END_TEST
 

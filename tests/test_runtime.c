@@ -152,6 +152,37 @@ START_TEST(gemm_transposes)
 }
 END_TEST
 
+/* t converted to floating dtype dt (t released). */
+static xf_tensor *as_dtype(xf_tensor *t, xf_dtype dt)
+{
+    xf_tensor *r = xf_tensor_as_float(t, dt);
+    ck_assert_ptr_nonnull(r);
+    xf_tensor_release(t);
+    return r;
+}
+
+/* float16 and bfloat16 matrix products and convolutions: computed in float
+ * and rounded once (these values are exact in both). */
+START_TEST(half_precision_products)
+{
+    static const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
+    for (int i = 0; i < 2; i++) {
+        xf_dtype t = types[i];
+        xf_tensor *y = run1(make_case(XF_OP_MATMUL, 2, as_dtype(F32(DIMS(2, 2), 1, 2, 3, 4), t),
+                                      as_dtype(F32(DIMS(2, 2), 5, 6, 7, 8), t)));
+        ck_assert_int_eq(y->dtype, t);
+        EXPECT(as_dtype(y, XF_DT_FLOAT), XF_DT_FLOAT, DIMS(2, 2), 19, 22, 43, 50);
+        node_case c = make_case(XF_OP_GEMM, 3, as_dtype(F32(DIMS(2, 2), 1, 2, 3, 4), t),
+                                as_dtype(F32(DIMS(2, 2), 1, 0, 0, 1), t), as_dtype(F32(DIMS(2, 1), 10, 20), t));
+        EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(2, 2), 11, 12, 23, 24);
+        c = make_case(XF_OP_CONV, 3, as_dtype(F32(DIMS(1, 1, 2, 2), 1, -2, 3, -4), t),
+                      as_dtype(F32(DIMS(1, 1, 1, 1), 2), t), as_dtype(F32(DIMS(1), 1), t));
+        c.a.activation = XF_ACT_RELU;
+        EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(1, 1, 2, 2), 3, 0, 7, 0);
+    }
+}
+END_TEST
+
 START_TEST(matmul_broadcast_and_vectors)
 {
     EXPECT(run1(make_case(XF_OP_MATMUL, 2, iota_f32(DIMS(2, 2, 3), 1), F32(DIMS(3), 1, 1, 0))), XF_DT_FLOAT,
@@ -866,6 +897,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, conv_group_dilation_bias);
     tcase_add_test(k, conv_1d_auto_pad);
     tcase_add_test(k, conv_3d_fused_relu);
+    tcase_add_test(k, half_precision_products);
     tcase_add_test(k, pool_ceil_mode);
     tcase_add_test(k, pool_count_include_pad);
     tcase_add_test(k, pool_dilation_1d_3d_global);
