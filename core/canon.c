@@ -214,19 +214,25 @@ xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eva
 
 /* ------------------------------------------------------------ BatchNormalization folding */
 
-/* The float32 data of value v when it is a constant with numel elements. */
-static const float *float_constant(const xf_graph *g, int v, int64_t numel)
+static bool floating(xf_dtype t)
+{
+    return t == XF_DT_FLOAT || t == XF_DT_DOUBLE || t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16;
+}
+
+/* Value v when it is a floating constant with numel elements, else NULL. */
+static const xf_tensor *float_constant(const xf_graph *g, int v, int64_t numel)
 {
     const xf_tensor *t = constant_of(g, v);
-    if (!t || t->dtype != XF_DT_FLOAT || xf_tensor_numel(t) != numel || (numel > 0 && !t->data))
+    if (!t || !floating(t->dtype) || xf_tensor_numel(t) != numel || (numel > 0 && !t->data))
         return NULL;
-    return t->data;
+    return t;
 }
 
 /* The Conv node that BatchNormalization node bn can fold into, or -1: the
  * Conv (without fused activation) produces bn's input, nothing else uses
  * that value, and the weight, the optional bias and bn's parameters are
- * float32 constants with one entry per output channel. */
+ * floating constants (of any float precision) with one entry per output
+ * channel. */
 static int foldable_conv(const xf_graph *g, const xf_node *bn)
 {
     if (bn->n_inputs != 5 || bn->inputs[0] < 0 || bn->n_outputs < 1 || bn->outputs[0] < 0)
@@ -241,7 +247,7 @@ static int foldable_conv(const xf_graph *g, const xf_node *bn)
         return -1;
     const xf_node *conv = &g->nodes[p];
     const xf_tensor *w = constant_of(g, conv->inputs[1]);
-    if (!w || w->dtype != XF_DT_FLOAT || w->shape.ndim < 3 || !w->data)
+    if (!w || !floating(w->dtype) || w->shape.ndim < 3 || !w->data)
         return -1;
     int64_t channels = w->shape.dims[0];
     if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !float_constant(g, conv->inputs[2], channels))
@@ -253,24 +259,25 @@ static int foldable_conv(const xf_graph *g, const xf_node *bn)
 }
 
 /* W'[m] = W[m] * s[m] and b'[m] = (b[m] - mean[m]) * s[m] + B[m] with
- * s = scale / sqrt(var + epsilon), into new tensors: the old ones may be
- * shared with other nodes or graphs.  The Conv then produces bn's output. */
+ * s = scale / sqrt(var + epsilon), computed in double and stored in the
+ * weight's precision, into new tensors: the old ones may be shared with
+ * other nodes or graphs.  The Conv then produces bn's output. */
 static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
 {
     xf_node *conv = &g->nodes[ci];
     const xf_node *bn = &g->nodes[bi];
     const xf_tensor *w = constant_of(g, conv->inputs[1]);
     int64_t channels = w->shape.dims[0], per_channel = channels ? xf_tensor_numel(w) / channels : 0;
-    const float *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0
-                            ? float_constant(g, conv->inputs[2], channels)
-                            : NULL;
-    const float *scale = float_constant(g, bn->inputs[1], channels);
-    const float *shift = float_constant(g, bn->inputs[2], channels);
-    const float *mean = float_constant(g, bn->inputs[3], channels);
-    const float *var = float_constant(g, bn->inputs[4], channels);
+    const xf_tensor *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0
+                                ? float_constant(g, conv->inputs[2], channels)
+                                : NULL;
+    const xf_tensor *scale = float_constant(g, bn->inputs[1], channels);
+    const xf_tensor *shift = float_constant(g, bn->inputs[2], channels);
+    const xf_tensor *mean = float_constant(g, bn->inputs[3], channels);
+    const xf_tensor *var = float_constant(g, bn->inputs[4], channels);
     xf_shape bshape = {.ndim = 1, .dims = {channels}};
-    xf_tensor *nw = xf_tensor_create(XF_DT_FLOAT, &w->shape);
-    xf_tensor *nb = xf_tensor_create(XF_DT_FLOAT, &bshape);
+    xf_tensor *nw = xf_tensor_create(w->dtype, &w->shape);
+    xf_tensor *nb = xf_tensor_create(w->dtype, &bshape);
     int *inputs = nw && nb && conv->n_inputs < 3 ? realloc(conv->inputs, 3 * sizeof(int)) : conv->inputs;
     if (!nw || !nb || !inputs) {
         xf_tensor_release(nw);
@@ -278,13 +285,13 @@ static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding a BatchNormalization");
     }
     conv->inputs = inputs;
-    const float *wd = w->data;
-    float *nwd = nw->data, *nbd = nb->data;
     for (int64_t m = 0; m < channels; m++) {
-        double s = scale[m] / sqrt((double)var[m] + bn->attrs.epsilon);
+        double s = xf_tensor_get_f64(scale, m) / sqrt(xf_tensor_get_f64(var, m) + bn->attrs.epsilon);
         for (int64_t j = 0; j < per_channel; j++)
-            nwd[m * per_channel + j] = (float)(wd[m * per_channel + j] * s);
-        nbd[m] = (float)(((bias ? bias[m] : 0.0) - mean[m]) * s + shift[m]);
+            xf_tensor_set_f64(nw, m * per_channel + j, xf_tensor_get_f64(w, m * per_channel + j) * s);
+        xf_tensor_set_f64(nb, m,
+                          ((bias ? xf_tensor_get_f64(bias, m) : 0.0) - xf_tensor_get_f64(mean, m)) * s +
+                              xf_tensor_get_f64(shift, m));
     }
     int wid = xf_graph_add_initializer(g, NULL, nw);
     int bid = wid >= 0 ? xf_graph_add_initializer(g, NULL, nb) : -1;

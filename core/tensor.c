@@ -2,6 +2,7 @@
 #include "xf_core.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,11 +147,84 @@ void xf_tensor_release(xf_tensor *t)
 
 int64_t xf_tensor_numel(const xf_tensor *t) { return xf_shape_numel(&t->shape); }
 
+/* IEEE binary16 with round-to-nearest-even, subnormals, inf and NaN. */
+uint16_t xf_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exp = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (exp == 0xff)
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        int shift = 14 - e;
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t h = sign | ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    /* a carry out of the mantissa correctly bumps the exponent (up to inf) */
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+        h++;
+    return (uint16_t)h;
+}
+
+float xf_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t x;
+    if (exp == 0) {
+        float f = ldexpf((float)man, -24);
+        return sign ? -f : f;
+    }
+    if (exp == 31)
+        x = sign | 0x7f800000u | (man << 13);
+    else
+        x = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* Truncation, as the ONNX conformance data for Cast (opset 13) expects;
+ * NaN stays a quiet NaN rather than possibly becoming infinity. */
+uint16_t xf_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)(x >> 16);
+}
+
+float xf_bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
 double xf_tensor_get_f64(const xf_tensor *t, int64_t i)
 {
     const void *p = t->data;
     switch (t->dtype) {
     case XF_DT_FLOAT: return ((const float *)p)[i];
+    case XF_DT_FLOAT16: return xf_f16_to_f32(((const uint16_t *)p)[i]);
+    case XF_DT_BFLOAT16: return xf_bf16_to_f32(((const uint16_t *)p)[i]);
     case XF_DT_DOUBLE: return ((const double *)p)[i];
     case XF_DT_INT64: return (double)((const int64_t *)p)[i];
     case XF_DT_INT32: return ((const int32_t *)p)[i];
@@ -162,6 +236,17 @@ double xf_tensor_get_f64(const xf_tensor *t, int64_t i)
     case XF_DT_BOOL: return ((const uint8_t *)p)[i] != 0;
     case XF_DT_UINT64: return (double)((const uint64_t *)p)[i];
     default: return 0.0;
+    }
+}
+
+void xf_tensor_set_f64(xf_tensor *t, int64_t i, double v)
+{
+    switch (t->dtype) {
+    case XF_DT_FLOAT: ((float *)t->data)[i] = (float)v; break;
+    case XF_DT_DOUBLE: ((double *)t->data)[i] = v; break;
+    case XF_DT_FLOAT16: ((uint16_t *)t->data)[i] = xf_f32_to_f16((float)v); break;
+    case XF_DT_BFLOAT16: ((uint16_t *)t->data)[i] = xf_f32_to_bf16((float)v); break;
+    default: break;
     }
 }
 

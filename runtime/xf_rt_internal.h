@@ -32,10 +32,6 @@ void xf_rt_store_f64(xf_dtype t, void *base, int64_t i, double v);
 /* Integer targets wrap modulo their width, as ONNX Cast does. */
 void xf_rt_store_i64(xf_dtype t, void *base, int64_t i, int64_t v);
 
-uint16_t xf_rt_f32_to_f16(float f);
-float xf_rt_f16_to_f32(uint16_t h);
-uint16_t xf_rt_f32_to_bf16(float f);
-float xf_rt_bf16_to_f32(uint16_t h);
 
 /* ---------------------------------------------------------------- views */
 

@@ -295,6 +295,78 @@ static xf_canon_stats run_pass(xf_graph *g, xf_status (*pass)(xf_graph *, xf_can
     return st;
 }
 
+/* A float16 or bfloat16 constant holding v[0..n) (rounded). */
+static int half_constant(xf_graph *g, xf_dtype dt, xf_shape s, const float *v)
+{
+    xf_tensor *t = xf_tensor_create(dt, &s);
+    ck_assert_ptr_nonnull(t);
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        xf_tensor_set_f64(t, i, v[i]);
+    int id = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return id;
+}
+
+/* BatchNormalization after a float16 or bfloat16 Conv folds too: the new
+ * weight and bias are computed in double from the rounded constants and
+ * stored in the Conv's precision. */
+START_TEST(canon_fold_batchnorm_half)
+{
+    enum { C = 2, M = 3, K = 3 };
+    float wt[M * C * K * K], p[4][M];
+    for (int i = 0; i < M * C * K * K; i++)
+        wt[i] = rand_float();
+    for (int i = 0; i < M; i++) {
+        for (int k = 0; k < 3; k++)
+            p[k][i] = rand_float();
+        p[3][i] = rand_float() + 1.5f;
+    }
+    static const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
+    for (int t = 0; t < 2; t++) {
+        xf_dtype dt = types[t];
+        xf_graph *g = xf_graph_create("g");
+        int x = input(g, "x", dt, SHAPE(1, C, 5, 5));
+        int w = half_constant(g, dt, SHAPE(M, C, K, K), wt);
+        int conv = NODE(g, XF_OP_CONV, x, w);
+        int params[4];
+        for (int k = 0; k < 4; k++)
+            params[k] = half_constant(g, dt, SHAPE(M), p[k]);
+        int bn = NODE(g, XF_OP_BATCH_NORM, out0(g, conv), params[0], params[1], params[2], params[3]);
+        xf_graph_add_output(g, out0(g, bn));
+        infer_ok(g, 15);
+        const xf_tensor *w0 = g->values[w].init, *pt[4];
+        for (int k = 0; k < 4; k++)
+            pt[k] = g->values[params[k]].init;
+        xf_tensor_retain((xf_tensor *)w0);
+        for (int k = 0; k < 4; k++)
+            xf_tensor_retain((xf_tensor *)pt[k]);
+
+        xf_canon_stats st = {0};
+        xf_error e = {0};
+        canon_ok(xf_pass_fold_batchnorm(g, &st, &e), &e);
+        ck_assert_int_eq(st.folded_batchnorms, 1);
+        ck_assert_int_eq(g->n_nodes, 1);
+        const xf_tensor *nw = g->values[g->nodes[0].inputs[1]].init, *nb = g->values[g->nodes[0].inputs[2]].init;
+        ck_assert_int_eq(nw->dtype, dt);
+        ck_assert_int_eq(nb->dtype, dt);
+        double tol = dt == XF_DT_FLOAT16 ? 1e-3 : 1e-2; /* one rounding of each */
+        for (int m = 0; m < M; m++) {
+            double s = xf_tensor_get_f64(pt[0], m) / sqrt(xf_tensor_get_f64(pt[3], m) + 1e-5);
+            for (int j = 0; j < C * K * K; j++) {
+                double want = xf_tensor_get_f64(w0, m * C * K * K + j) * s;
+                ck_assert_double_eq_tol(xf_tensor_get_f64(nw, m * C * K * K + j), want, tol * (1 + fabs(want)));
+            }
+            double b = -xf_tensor_get_f64(pt[2], m) * s + xf_tensor_get_f64(pt[1], m);
+            ck_assert_double_eq_tol(xf_tensor_get_f64(nb, m), b, tol * (1 + fabs(b)));
+        }
+        xf_tensor_release((xf_tensor *)w0);
+        for (int k = 0; k < 4; k++)
+            xf_tensor_release((xf_tensor *)pt[k]);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 START_TEST(canon_remove_identity)
 {
     xf_graph *g = xf_graph_create("g");
@@ -581,6 +653,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_fold_shape_chain);
     tcase_add_test(canon, canon_fold_limits);
     tcase_add_test(canon, canon_fold_batchnorm);
+    tcase_add_test(canon, canon_fold_batchnorm_half);
     tcase_add_test(canon, canon_remove_identity);
     tcase_add_test(canon, canon_fuse_activations);
     tcase_add_test(canon, canon_remove_dead);

@@ -490,6 +490,31 @@ START_TEST(xflowc_search_report)
 }
 END_TEST
 
+/* A float16 model (the bundled example converted) is optimized as the
+ * float32 one is, and --check compares its outputs to float16 precision. */
+START_TEST(xflowc_float16_model)
+{
+    const char *dir = xf_test_tmpdir("xflowc-float16");
+    ck_assert_ptr_nonnull(dir);
+    char cmd[8600], args[8400], *out = NULL;
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/to_float16.py %s/examples/inception_block.onnx %s/half.onnx",
+             XF_SOURCE_DIR, XF_SOURCE_DIR, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s/half.onnx -o %s/opt.onnx --check --cost analytic:h100", dir, dir);
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "7 activations fused into Conv") != NULL, "%s", out);
+    int before = 0, after = 0;
+    ck_assert_msg(op_counts(out, "Conv", &before, &after) && before == 8 && after < 8, "%s", out);
+    ck_assert_msg(strstr(out, "rtol 0.01: FLOAT16 outputs are at most") != NULL && strstr(out, "  ok") != NULL, "%s",
+                  out);
+    free(out);
+    snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/onnx_check.py %s/opt.onnx", XF_SOURCE_DIR, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(xflowc_rules_file)
 {
     const char *dir = xf_test_tmpdir("xflowc-rules");
@@ -897,6 +922,7 @@ static Suite *search_suite(void)
     TCase *x = tcase_create("xflowc");
     tcase_add_test(x, xflowc_search_report);
     tcase_add_test(x, xflowc_keeps_symbolic_dims);
+    tcase_add_test(x, xflowc_float16_model);
     tcase_add_test(x, xflowc_rules_file);
     suite_add_tcase(s, x);
     return s;

@@ -36,7 +36,9 @@ static const char usage[] =
     "  --seed N                 seed for --check inputs (default 1)\n"
     "  --atol X, --rtol X       --check tolerance: |a-b| <= atol + rtol*|b|\n"
     "                           (default atol 1e-4, rtol 1e-3; atol is scaled by\n"
-    "                           the largest |b| of an output where that is below 1)\n"
+    "                           the largest |b| of an output where that is below 1;\n"
+    "                           float16/bfloat16 outputs: 1e-2/5e-2 of the largest\n"
+    "                           |b|, absolute and relative)\n"
     "  --external-data          store large weights in OUT.onnx.data beside the model\n"
     "\n"
     "search:\n"
@@ -82,8 +84,8 @@ static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->seed = 1;
-    o->atol = 1e-4;
-    o->rtol = 1e-3;
+    o->atol = -1; /* not given: see output_tolerance */
+    o->rtol = -1;
     o->verbosity = 1;
     o->alpha = 1.05;
     o->budget = 1000;
@@ -209,13 +211,31 @@ static xf_status run_both(const xf_graph *a, const xf_graph *b, int64_t opset, c
     return st;
 }
 
-/* atol for an expected output: outputs far below 1 (random weights can
- * make them 1e-14) would pass any absolute tolerance, so it shrinks with
- * them. */
-static double scaled_atol(const xf_tensor *want, double atol)
+typedef struct tolerance {
+    double atol, rtol;
+    bool adapted; /* not the values given or the defaults */
+} tolerance;
+
+/* The tolerance for an expected output: atol and rtol (negative: not given,
+ * 1e-4 and 1e-3), atol shrinking with outputs far below 1 (random weights
+ * can make them 1e-14, and they would pass any absolute tolerance).  A
+ * float16 or bfloat16 output rounds every op to 11 or 8 significant bits,
+ * compounded through the graph: unless a tolerance is given, 1e-2 or 5e-2
+ * of its largest |element|, absolute and relative. */
+static tolerance output_tolerance(const xf_tensor *want, double atol, double rtol)
 {
     double scale = xf_tensor_max_abs(want);
-    return scale < 1 ? atol * scale : atol;
+    bool half = want->dtype == XF_DT_FLOAT16 || want->dtype == XF_DT_BFLOAT16;
+    if (half && atol < 0 && rtol < 0) {
+        double r = want->dtype == XF_DT_FLOAT16 ? 1e-2 : 5e-2;
+        return (tolerance){r * (scale > 0 ? scale : 1), r, true};
+    }
+    tolerance t = {atol < 0 ? 1e-4 : atol, rtol < 0 ? 1e-3 : rtol, false};
+    if (scale < 1) {
+        t.atol *= scale;
+        t.adapted = true;
+    }
+    return t;
 }
 
 /* Runs both graphs on cpu_ref with the same random inputs and compares each
@@ -242,8 +262,8 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
         bool ok = false;
         char shape[128];
         const xf_value *v = &before->values[before->outputs[k]];
-        double atol = scaled_atol(r.a[k], o->atol);
-        if (xf_tensor_compare(r.b[k], r.a[k], atol, o->rtol, &max_abs, &max_rel, &ok, &err) != XF_OK) {
+        tolerance tol = output_tolerance(r.a[k], o->atol, o->rtol);
+        if (xf_tensor_compare(r.b[k], r.a[k], tol.atol, tol.rtol, &max_abs, &max_rel, &ok, &err) != XF_OK) {
             char sa[128], sb[128];
             xf_cli_error("--check: output '%s': optimized gives %s %s, original %s %s", v->name,
                          xf_dtype_name(r.b[k]->dtype), xf_shape_str(&r.b[k]->shape, sa, sizeof sa),
@@ -251,18 +271,18 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
             bad++;
             continue;
         }
-        char scaled[96] = "";
-        if (atol != o->atol)
-            snprintf(scaled, sizeof scaled, " (atol %.3g: outputs are at most %.3g)", atol,
-                     xf_tensor_max_abs(r.a[k]));
+        char scaled[128] = "";
+        if (tol.adapted)
+            snprintf(scaled, sizeof scaled, " (atol %.3g, rtol %.3g: %s outputs are at most %.3g)", tol.atol,
+                     tol.rtol, xf_dtype_name(r.a[k]->dtype), xf_tensor_max_abs(r.a[k]));
         xf_cli_info("check: output '%s' %s: max abs error %.3g, max rel error %.3g%s  %s\n", v->name,
                     xf_shape_str(&r.a[k]->shape, shape, sizeof shape), max_abs, max_rel, scaled,
                     ok ? "ok" : "MISMATCH");
         bad += !ok;
     }
     if (bad)
-        rc = xf_cli_error("--check: %d of %d outputs differ beyond atol %g + rtol %g; nothing written",
-                          bad, n_out, o->atol, o->rtol);
+        rc = xf_cli_error("--check: %d of %d outputs differ beyond tolerance (see the lines above; --atol and "
+                          "--rtol set it); nothing written", bad, n_out);
     else
         rc = 0;
     run_pair_free(&r);
@@ -429,9 +449,8 @@ static bool same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, ui
     for (int k = 0; k < r.n_out && same; k++) {
         bool ok = false;
         double max_abs = 0, max_rel = 0;
-        same = xf_tensor_compare(r.b[k], r.a[k], scaled_atol(r.a[k], 1e-4), 1e-3, &max_abs, &max_rel, &ok, &err) ==
-                   XF_OK &&
-               ok;
+        tolerance tol = output_tolerance(r.a[k], -1, -1);
+        same = xf_tensor_compare(r.b[k], r.a[k], tol.atol, tol.rtol, &max_abs, &max_rel, &ok, &err) == XF_OK && ok;
         if (!same)
             snprintf(why, n, "output '%s' differs by up to %.3g (relative %.3g) on random inputs",
                      a->values[a->outputs[k]].name, max_abs, max_rel);
