@@ -24,17 +24,18 @@
  * MatMul run on tensor cores in TF32 where the device has them, as cuDNN
  * and cuBLAS do by default), HBM bandwidth, and a kernel launch overhead of
  * 4 us (launch plus the framework's dispatch, a typical figure for cuDNN
- * graphs).  cpu: this 2-core x86 machine (Xeon with AVX-512, 2 FMA ports,
- * 2.3 GHz: 2 x 2.3e9 x 64 = 294 GFLOP/s peak; taken at 200 GFLOP/s for
- * GEMM-like kernels and 100 GFLOP/s for elementwise code), 24 GB/s measured
- * by memcpy of 128 MiB on one core, taken at 20 GB/s, and 2 us per op
- * dispatch. */
+ * graphs); for float16/bfloat16, the dense fp16 tensor-core peak and twice
+ * the fp32 vector rate.  cpu: this 2-core x86 machine (Xeon with AVX-512,
+ * 2 FMA ports, 2.3 GHz: 2 x 2.3e9 x 64 = 294 GFLOP/s peak; taken at 200
+ * GFLOP/s for GEMM-like kernels and 100 GFLOP/s for elementwise code), 24
+ * GB/s measured by memcpy of 128 MiB on one core, taken at 20 GB/s, and 2
+ * us per op dispatch; 16-bit floats no faster. */
 static const cost_device devices[] = {
-    {"h100", "NVIDIA H100 SXM", 494e12, 67e12, 3.35e12, 4e-6},
-    {"h200", "NVIDIA H200 SXM", 494e12, 67e12, 4.8e12, 4e-6},
-    {"a100", "NVIDIA A100 SXM 80GB", 156e12, 19.5e12, 2.039e12, 4e-6},
-    {"v100", "NVIDIA V100 SXM2", 15.7e12, 15.7e12, 0.9e12, 4e-6},
-    {"cpu", "this machine's CPU (2-core x86, AVX-512)", 200e9, 100e9, 20e9, 2e-6},
+    {"h100", "NVIDIA H100 SXM", 494e12, 67e12, 3.35e12, 4e-6, 989e12, 134e12},
+    {"h200", "NVIDIA H200 SXM", 494e12, 67e12, 4.8e12, 4e-6, 989e12, 134e12},
+    {"a100", "NVIDIA A100 SXM 80GB", 156e12, 19.5e12, 2.039e12, 4e-6, 312e12, 39e12},
+    {"v100", "NVIDIA V100 SXM2", 15.7e12, 15.7e12, 0.9e12, 4e-6, 125e12, 31.4e12},
+    {"cpu", "this machine's CPU (2-core x86, AVX-512)", 200e9, 100e9, 20e9, 2e-6, 0, 0},
 };
 
 const char *xf_cost_model_names(void)
@@ -145,7 +146,11 @@ double cost_analytic_node(const cost_device *d, const xf_graph *g, int i)
         bytes += (double)value_bytes(g, n->inputs[k]);
     for (int k = 0; k < n->n_outputs; k++)
         bytes += (double)value_bytes(g, n->outputs[k]);
-    double compute = n->op == XF_OP_OPAQUE ? 0 : node_flops(g, i) / (is_matrix_op(n->op) ? d->matrix_flops : d->vector_flops);
+    xf_dtype out = n->n_outputs > 0 && n->outputs[0] >= 0 ? g->values[n->outputs[0]].dtype : XF_DT_UNDEFINED;
+    bool half = (out == XF_DT_FLOAT16 || out == XF_DT_BFLOAT16) && d->half_matrix_flops > 0;
+    double rate = is_matrix_op(n->op) ? (half ? d->half_matrix_flops : d->matrix_flops)
+                                      : (half ? d->half_vector_flops : d->vector_flops);
+    double compute = n->op == XF_OP_OPAQUE ? 0 : node_flops(g, i) / rate;
     double memory = bytes / d->bandwidth;
     return d->launch + (compute > memory ? compute : memory);
 }

@@ -11,6 +11,8 @@ typedef struct cost_device {
     double vector_flops; /* FLOP/s of everything else */
     double bandwidth;    /* bytes/s */
     double launch;       /* seconds per kernel */
+    /* the same for float16/bfloat16 outputs (0: as float32) */
+    double half_matrix_flops, half_vector_flops;
 } cost_device;
 
 /* One measured op time under its key. */

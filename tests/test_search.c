@@ -294,6 +294,24 @@ START_TEST(analytic_costs)
     ck_assert_ptr_nonnull(fused);
     ck_assert_ptr_nonnull(merged);
     ck_assert_double_le(cost_of(h100, fused), c_h100 - 4e-6);
+    /* A large float16 matrix product runs at the tensor cores' fp16 rate
+     * on a GPU (half the time of TF32 once compute-bound), at the float32
+     * rate on this CPU. */
+    xf_cost_model *cpu = cost_model("analytic:cpu");
+    double t[2][2];
+    for (int h = 0; h < 2; h++) {
+        xf_dtype dt = h ? XF_DT_FLOAT16 : XF_DT_FLOAT;
+        xf_graph *mm = xf_graph_create("mm");
+        int a = input(mm, "a", dt, SHAPE(4096, 4096));
+        xf_graph_add_output(mm, out0(mm, NODE(mm, XF_OP_MATMUL, a, random_weight_as(mm, SHAPE(4096, 4096), 3, dt))));
+        infer_ok(mm, OPSET);
+        t[h][0] = cost_of(h100, mm);
+        t[h][1] = cost_of(cpu, mm);
+        xf_graph_free(mm);
+    }
+    ck_assert_double_eq_tol(t[1][0], t[0][0] / 2, t[0][0] * 0.01);
+    ck_assert_double_eq_tol(t[1][1], t[0][1], t[0][1] * 1e-9);
+    xf_cost_model_free(cpu);
     /* The Concat of the two kernels is over constants: free, so the merged
      * graph costs what it costs once the Concat is folded. */
     double unfolded = cost_of(h100, merged);
