@@ -73,6 +73,8 @@ typedef struct ref_entry {
 #define XF_REF_SCATTER_ELEMENTS {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_LSTM {xf_ref_rnn, FLT, FLT, 0}
 #define XF_REF_GRU {xf_ref_rnn, FLT, FLT, 0}
+#define XF_REF_QUANTIZE_LINEAR {NULL, 0, 0, 0}
+#define XF_REF_DEQUANTIZE_LINEAR {NULL, 0, 0, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
