@@ -1,18 +1,25 @@
-/* QuantizeLinear and DequantizeLinear: their dtype and shape rules and the
- * errors for operands that do not fit, and what keeps a quantized model
- * quantized: canonicalization never folds them into constants, and the
- * cost models price them as the work they are at run time. */
+/* QuantizeLinear and DequantizeLinear: cpu_ref against hand-computed values
+ * (rounding half to even, saturation, per-axis and blocked scales), their
+ * dtype and shape rules and the errors for operands that do not fit, and
+ * what keeps a quantized model quantized: canonicalization never folds
+ * them into constants, the cost models price them as the work they are at
+ * run time, and xflowc writes a QDQ model back with its int8 weights. */
 #include "kernel_case_util.h"
+#include "proto_util.h"
 #include "xf_optimizer.h"
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define Q XF_OP_QUANTIZE_LINEAR
 #define DQ XF_OP_DEQUANTIZE_LINEAR
 #define I8(dims, ...) mk(XF_DT_INT8, dims, (int8_t[]){__VA_ARGS__})
 #define U8(dims, ...) mk(XF_DT_UINT8, dims, (uint8_t[]){__VA_ARGS__})
+#define I16(dims, ...) mk(XF_DT_INT16, dims, (int16_t[]){__VA_ARGS__})
+#define U16(dims, ...) mk(XF_DT_UINT16, dims, (uint16_t[]){__VA_ARGS__})
 
 /* op on x (a graph input), scale and zero point (NULL: omitted). */
 static node_case qcase(xf_op op, xf_tensor *x, xf_tensor *scale, xf_tensor *zero_point)
@@ -31,6 +38,84 @@ static node_case qcase_axis(xf_op op, int64_t axis, int64_t block, xf_tensor *x,
     c.a.block_size = block;
     return c;
 }
+
+/* ------------------------------------------------------------ kernels */
+
+/* x / scale rounds half to even, then the zero point is added and the
+ * result clamped to the output type (uint8 without a zero point). */
+START_TEST(quantize_per_tensor)
+{
+    EXPECT(run1(qcase(Q, F32(DIMS(8), -1, 0, 0.5, 1.5, 2.5, 3.5, 254.5, 300), F32(SCALAR, 1), NULL)), XF_DT_UINT8,
+           DIMS(8), 0, 0, 0, 2, 2, 4, 254, 255);
+    /* x / 0.5 = -140, -4.5, 2.5, 126, then - 3 */
+    EXPECT(run1(qcase(Q, F32(DIMS(4), -70, -2.25, 1.25, 63), F32(SCALAR, 0.5), I8(SCALAR, -3))), XF_DT_INT8,
+           DIMS(4), -128, -7, -1, 123);
+    EXPECT(run1(qcase(Q, F32(DIMS(3), 40000, -40000, -1.5), F32(SCALAR, 1), I16(SCALAR, 0))), XF_DT_INT16, DIMS(3),
+           32767, -32768, -2);
+    EXPECT(run1(qcase(Q, F32(DIMS(3), 70000, -5, 100.5), F32(DIMS(1), 1), U16(DIMS(1), 7))), XF_DT_UINT16, DIMS(3),
+           65535, 2, 107);
+    /* int32 input */
+    EXPECT(run1(qcase(Q, I32(DIMS(3), 5, -7, 1000), F32(SCALAR, 2), U8(SCALAR, 128))), XF_DT_UINT8, DIMS(3), 130, 124,
+           255);
+}
+END_TEST
+
+/* A 1-D scale (and zero point) runs along the axis, negative axes from the back. */
+START_TEST(quantize_per_axis)
+{
+    for (int64_t axis = 1; axis >= -1; axis -= 2)
+        EXPECT(run1(qcase_axis(Q, axis, 0, F32(DIMS(2, 3), 1, 2, 3, 4, 5, 6), F32(DIMS(3), 1, 2, 4),
+                               U8(DIMS(3), 0, 10, 20))),
+               XF_DT_UINT8, DIMS(2, 3), 1, 11, 21, 4, 12, 22);
+    EXPECT(run1(qcase_axis(Q, 0, 0, F32(DIMS(2, 3), 1, 2, 3, 4, 5, 6), F32(DIMS(2), 1, 2), I8(DIMS(2), 0, -1))),
+           XF_DT_INT8, DIMS(2, 3), 1, 2, 3, 1, 1, 2);
+}
+END_TEST
+
+/* block_size consecutive elements along the axis share a scale; the last
+ * block may be short; output_dtype gives the type without a zero point. */
+START_TEST(quantize_blocked)
+{
+    node_case c = qcase_axis(Q, 1, 2, F32(DIMS(2, 4), 1, 2, 3, 4, -8, 8, 24, -40), F32(DIMS(2, 2), 1, 2, 4, 8), NULL);
+    c.a.output_dtype = XF_DT_INT8;
+    EXPECT(run1(c), XF_DT_INT8, DIMS(2, 4), 1, 2, 2, 2, -2, 2, 3, -5);
+    EXPECT(run1(qcase_axis(Q, 1, 2, F32(DIMS(1, 5), 1, 2, 3, 4, 8), F32(DIMS(1, 3), 1, 2, 4), NULL)), XF_DT_UINT8,
+           DIMS(1, 5), 1, 2, 2, 2, 2);
+}
+END_TEST
+
+START_TEST(dequantize_forms)
+{
+    EXPECT(run1(qcase(DQ, I8(DIMS(3), -128, 0, 127), F32(SCALAR, 0.5), I8(SCALAR, -1))), XF_DT_FLOAT, DIMS(3), -63.5,
+           0.5, 64);
+    EXPECT(run1(qcase_axis(DQ, 0, 0, U8(DIMS(2, 2), 1, 3, 2, 6), F32(DIMS(2), 1, 0.5), U8(DIMS(2), 1, 2))),
+           XF_DT_FLOAT, DIMS(2, 2), 0, 2, 0, 2);
+    EXPECT(run1(qcase(DQ, I32(DIMS(2), -5, 7), F32(SCALAR, 0.25), NULL)), XF_DT_FLOAT, DIMS(2), -1.25, 1.75);
+    EXPECT(run1(qcase(DQ, I16(DIMS(2), -32768, 32767), F32(SCALAR, 1), I16(SCALAR, -1))), XF_DT_FLOAT, DIMS(2),
+           -32767, 32768);
+    EXPECT(run1(qcase(DQ, U16(DIMS(2), 0, 65535), F32(SCALAR, 2), NULL)), XF_DT_FLOAT, DIMS(2), 0, 131070);
+    EXPECT(run1(qcase_axis(DQ, -1, 2, I8(DIMS(2, 4), 1, 2, 3, 4, 5, 6, 7, 8), F32(DIMS(2, 2), 1, 2, 4, 8),
+                           I8(DIMS(2, 2), 0, 1, 0, 1))),
+           XF_DT_FLOAT, DIMS(2, 4), 1, 2, 4, 6, 20, 24, 48, 56);
+}
+END_TEST
+
+/* The output has the scale's type (float16 here: 0.5 is 0x3800), or
+ * output_dtype's. */
+START_TEST(dequantize_float16)
+{
+    static const uint16_t half[] = {0x3800}, want[] = {0xbc00, 0x3e00};
+    for (int given = 0; given < 2; given++) {
+        node_case c = qcase(DQ, I8(DIMS(2), -2, 3), given ? F32(SCALAR, 0.5) : mk(XF_DT_FLOAT16, SCALAR, half), NULL);
+        c.a.output_dtype = given ? XF_DT_FLOAT16 : XF_DT_UNDEFINED;
+        c.opset = 23;
+        xf_tensor *y = run1(c);
+        ck_assert_int_eq(y->dtype, XF_DT_FLOAT16);
+        ck_assert(memcmp(y->data, want, sizeof want) == 0);
+        xf_tensor_release(y);
+    }
+}
+END_TEST
 
 /* ------------------------------------------------------------ inference */
 
@@ -187,14 +272,110 @@ START_TEST(cost_prices_dequantize_of_constants)
 }
 END_TEST
 
+/* ------------------------------------------------------------ xflowc */
+
+/* A QDQ convolution as ONNX Runtime's quantizer writes it (opset 13):
+ * x -> Q -> DQ -> Conv(DQ(int8 w, per channel), DQ(int32 b)) -> Relu -> Q
+ * -> DQ -> y. */
+static void write_qdq_conv(const char *path)
+{
+    static const int64_t xd[] = {1, 2, 4, 4}, wd[] = {3, 2, 3, 3}, three[] = {3}, yd[] = {1, 3, 4, 4};
+    static int8_t w[54];
+    static const float xs = 0.05f, ws[] = {0.01f, 0.02f, 0.005f}, bs[] = {0.0005f, 0.001f, 0.00025f}, ys = 0.1f;
+    static const uint8_t xz = 128, yz = 0;
+    static const int8_t wz[3] = {0};
+    static const int32_t b[] = {-300, 40, 1000};
+    for (int i = 0; i < 54; i++)
+        w[i] = (int8_t)(i * 37 % 255 - 127);
+    Onnx__GraphProto *g = mk_graph("qdq_conv");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, xd, NULL));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, yd, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("xs", XF_DT_FLOAT, 0, NULL, &xs, sizeof xs));
+    PUSH(g->n_initializer, g->initializer, mk_raw("xz", XF_DT_UINT8, 0, NULL, &xz, sizeof xz));
+    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_INT8, 4, wd, w, sizeof w));
+    PUSH(g->n_initializer, g->initializer, mk_raw("ws", XF_DT_FLOAT, 1, three, ws, sizeof ws));
+    PUSH(g->n_initializer, g->initializer, mk_raw("wz", XF_DT_INT8, 1, three, wz, sizeof wz));
+    PUSH(g->n_initializer, g->initializer, mk_raw("b", XF_DT_INT32, 1, three, b, sizeof b));
+    PUSH(g->n_initializer, g->initializer, mk_raw("bs", XF_DT_FLOAT, 1, three, bs, sizeof bs));
+    PUSH(g->n_initializer, g->initializer, mk_raw("ys", XF_DT_FLOAT, 0, NULL, &ys, sizeof ys));
+    PUSH(g->n_initializer, g->initializer, mk_raw("yz", XF_DT_UINT8, 0, NULL, &yz, sizeof yz));
+    /* each node: its op and inputs (NULL-terminated), then its output */
+    static const char *const spec[][5] = {
+        {"QuantizeLinear", "x", "xs", "xz", NULL},  {"DequantizeLinear", "xq", "xs", "xz", NULL},
+        {"DequantizeLinear", "w", "ws", "wz", NULL}, {"DequantizeLinear", "b", "bs", NULL, NULL},
+        {"Conv", "xd", "wd", "bd", NULL},            {"Relu", "c", NULL, NULL, NULL},
+        {"QuantizeLinear", "r", "ys", "yz", NULL},   {"DequantizeLinear", "rq", "ys", "yz", NULL},
+    };
+    static const char *const outs[][2] = {{"xq"}, {"xd"}, {"wd"}, {"bd"}, {"c"}, {"r"}, {"rq"}, {"y"}};
+    for (int i = 0; i < 8; i++)
+        PUSH(g->n_node, g->node, mk_node(spec[i][0], outs[i][0], &spec[i][1], outs[i]));
+    attr_int(g->node[2], "axis", 0);
+    attr_int(g->node[3], "axis", 0);
+    attr_ints(g->node[4], "pads", 4, (const int64_t[]){1, 1, 1, 1});
+    write_model(mk_model(g, 13), path);
+    free_allocs();
+}
+
+/* xflowc optimizes the model, --check runs both on cpu_ref, and the
+ * written model is still quantized: every DequantizeLinear is there, and
+ * the weight is the same int8 initializer (nothing folded it to floats). */
+START_TEST(xflowc_keeps_qdq_models_quantized)
+{
+    const char *dir = xf_test_tmpdir("quant-xflowc");
+    char in[4300], outp[4300], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/qdq.onnx", dir);
+    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
+    write_qdq_conv(in);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --check", xf_test_tool("xflowc"), in, outp);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "check: output 'y'"), "xflowc --check failed: %s", out);
+    free(out);
+    assert_onnx_valid(outp);
+    xf_model *before, *after;
+    xf_error e;
+    ck_assert_msg(xf_model_load(in, NULL, &before, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_model_load(outp, NULL, &after, &e) == XF_OK, "%s", e.msg);
+    int cb[XF_OP_COUNT + 1], ca[XF_OP_COUNT + 1];
+    xf_graph_count_ops(before->graph, cb);
+    xf_graph_count_ops(after->graph, ca);
+    ck_assert_int_eq(cb[DQ], 4);
+    ck_assert_int_eq(ca[DQ], 4);
+    ck_assert_int_eq(ca[Q], 2);
+    ck_assert_int_eq(ca[XF_OP_OPAQUE], 0);
+    const xf_value *wb = &before->graph->values[xf_graph_find_value(before->graph, "w")];
+    int w = xf_graph_find_value(after->graph, "w");
+    ck_assert_int_ge(w, 0);
+    const xf_value *wa = &after->graph->values[w];
+    ck_assert(wa->init && wa->init->dtype == XF_DT_INT8 && wa->init->nbytes == wb->init->nbytes &&
+              memcmp(wa->init->data, wb->init->data, wb->init->nbytes) == 0);
+    for (int v = 0; v < after->graph->n_values; v++) {
+        const xf_tensor *t = after->graph->values[v].init;
+        ck_assert_msg(!t || t->dtype != XF_DT_FLOAT || xf_tensor_numel(t) <= 3, "a float constant of %lld elements",
+                      (long long)xf_tensor_numel(t));
+    }
+    xf_model_free(before);
+    xf_model_free(after);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("quant");
-    TCase *tc = tcase_create("graphs");
+    TCase *tc = tcase_create("kernels");
+    tcase_add_test(tc, quantize_per_tensor);
+    tcase_add_test(tc, quantize_per_axis);
+    tcase_add_test(tc, quantize_blocked);
+    tcase_add_test(tc, dequantize_forms);
+    tcase_add_test(tc, dequantize_float16);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("graphs");
     tcase_add_test(tc, output_dtypes);
     tcase_add_test(tc, operand_errors);
     tcase_add_test(tc, canonicalize_keeps_quantization);
     tcase_add_test(tc, cost_prices_dequantize_of_constants);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("models");
+    tcase_add_test(tc, xflowc_keeps_qdq_models_quantized);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
