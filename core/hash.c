@@ -162,6 +162,10 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     if (a->reduction)
         put(h, (uint64_t)a->reduction << 16 | 0x5c);
     put_rnn(h, &a->rnn);
+    if (a->block_size)
+        put(h, (uint64_t)a->block_size << 8 | 0xb5);
+    if (a->output_dtype || a->no_saturate)
+        put(h, (uint64_t)(a->output_dtype | a->no_saturate << 8) << 16 | 0x9d);
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

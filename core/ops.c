@@ -80,6 +80,8 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->axis = -1;
         break;
     case XF_OP_FLATTEN:
+    case XF_OP_QUANTIZE_LINEAR:
+    case XF_OP_DEQUANTIZE_LINEAR:
         a->axis = 1;
         break;
     case XF_OP_LEAKY_RELU:

@@ -83,6 +83,8 @@ static xf_dtype input_dtype(const xf_infer_ctx *c, int i)
     return t ? t->dtype : c->g->values[c->node->inputs[i]].dtype;
 }
 
+xf_dtype xf_infer_dtype(const xf_infer_ctx *c, int i) { return input_dtype(c, i); }
+
 const xf_tensor *xf_infer_value(const xf_infer_ctx *c, int i)
 {
     if (!xf_infer_has(c, i))
@@ -182,6 +184,12 @@ xf_status xf_infer_read_ints(const xf_infer_ctx *c, int i, const char *what, int
         vals[k] = xf_tensor_get_i64(t, k);
     *n = (int)count;
     return XF_OK;
+}
+
+int64_t xf_infer_dims_product(const int64_t *dims, int n)
+{
+    xf_shape s = xf_shape_make(n, dims);
+    return xf_shape_numel(&s);
 }
 
 bool xf_infer_scalar_like(const xf_shape *s)
@@ -293,6 +301,10 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     }
     case XF_OP_GATHER_ND:
         st = index_dtype(c, false);
+        break;
+    case XF_OP_QUANTIZE_LINEAR:
+    case XF_OP_DEQUANTIZE_LINEAR:
+        st = xf_infer_quant_dtype(c, &out);
         break;
     case XF_OP_GATHER:
     case XF_OP_GATHER_ELEMENTS:
@@ -421,6 +433,8 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_SCATTER_ELEMENTS xf_infer_scatter_elements
 #define XF_RULE_LSTM xf_infer_rnn
 #define XF_RULE_GRU xf_infer_rnn
+#define XF_RULE_QUANTIZE_LINEAR xf_infer_quantize
+#define XF_RULE_DEQUANTIZE_LINEAR xf_infer_quantize
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

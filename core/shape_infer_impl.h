@@ -36,6 +36,9 @@ xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt
     __attribute__((format(printf, 3, 4)));
 
 bool xf_infer_has(const xf_infer_ctx *c, int i); /* input i present */
+/* Dtype of input i (the actual tensor's when input_values gives one);
+ * XF_DT_UNDEFINED when absent or not known. */
+xf_dtype xf_infer_dtype(const xf_infer_ctx *c, int i);
 /* Shape and dtype of input i (the actual tensor's when input_values gives one). */
 const xf_shape *xf_infer_shape(const xf_infer_ctx *c, int i);
 /* Constant value of input i (input_values, else an initializer that is not
@@ -73,6 +76,8 @@ xf_shape_text xf_infer_ints_text(const int64_t *v, int n);
  * starts, Squeeze's axes, ...): *n = -1 when its value is not known here.
  * A scalar counts as one entry; more than cap entries is an error. */
 xf_status xf_infer_read_ints(const xf_infer_ctx *c, int i, const char *what, int64_t *vals, int cap, int *n);
+/* Product of n dims, saturating at INT64_MAX like xf_shape_numel. */
+int64_t xf_infer_dims_product(const int64_t *dims, int n);
 /* A scalar, or a one-element vector (what several exporters write). */
 bool xf_infer_scalar_like(const xf_shape *s);
 int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi);
@@ -111,5 +116,9 @@ xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
 xf_status xf_infer_rnn(xf_infer_ctx *c);
+/* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output
+ * dtype (*out), checking the inputs' dtypes; and the shape rule. */
+xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out);
+xf_status xf_infer_quantize(xf_infer_ctx *c);
 
 #endif

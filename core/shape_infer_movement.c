@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Product of dims, saturating at INT64_MAX like xf_shape_numel. */
-static int64_t dims_product(const int64_t *dims, int n)
-{
-    xf_shape s = xf_shape_make(n, dims);
-    return xf_shape_numel(&s);
-}
-
 xf_status xf_infer_concat(xf_infer_ctx *c)
 {
     const xf_shape *first = xf_infer_shape(c, 0);
@@ -204,8 +197,8 @@ xf_status xf_infer_flatten(xf_infer_ctx *c)
     xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, in->ndim, true, &axis);
     if (st != XF_OK)
         return st;
-    int64_t dims[2] = {dims_product(in->dims, axis),
-                       dims_product(in->dims + axis, in->ndim - axis)};
+    int64_t dims[2] = {xf_infer_dims_product(in->dims, axis),
+                       xf_infer_dims_product(in->dims + axis, in->ndim - axis)};
     xf_shape out = xf_shape_make(2, dims);
     xf_infer_set(c, 0, &out);
     return XF_OK;

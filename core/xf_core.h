@@ -127,7 +127,7 @@ float xf_bf16_to_f32(uint16_t h);
 
 /* ---------------------------------------------------------------- operators */
 
-enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4 };
+enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8 };
 
 typedef enum xf_op {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) XF_OP_##id,
@@ -257,6 +257,10 @@ typedef struct xf_attrs {
     int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
     int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
     xf_rnn_attrs rnn;         /* LSTM, GRU */
+    /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
+    int64_t block_size;       /* opset 21: 0 = not blocked */
+    xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
+    int no_saturate;          /* QuantizeLinear 19: saturate = 0 (which only float8 outputs heed) */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
@@ -289,6 +293,27 @@ typedef struct xf_attrs {
 
 /* Defaults for op: alpha/beta/epsilon/axis/keepdims set as ONNX defines them. */
 void xf_attrs_default(xf_op op, xf_attrs *a);
+
+/* ---------------------------------------------------------------- quantization */
+
+/* Which scale (and zero point) each element of QuantizeLinear's or
+ * DequantizeLinear's x uses.  x is seen as outer x dim x inner around the
+ * axis; element (o, d, i) takes scale element
+ *     o * outer_stride + (d / block) * block_stride + i * inner_stride,
+ * so per-tensor quantization has every stride 0, per-axis block 1 and
+ * block_stride 1, blocked quantization the dense strides of the scale. */
+typedef struct xf_quant_layout {
+    int64_t outer, dim, inner;
+    int64_t block;
+    int64_t outer_stride, block_stride, inner_stride;
+} xf_quant_layout;
+
+/* Checks the shapes of the scale and zero point (NULL when absent) against
+ * x for the node's axis and block_size: a scalar (or one-element vector)
+ * scale is per-tensor, a 1-D one per-axis, one of x's rank blocked (which
+ * needs block_size).  On a mismatch returns false with the reason in why. */
+bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_shape *zero_point, int64_t axis,
+                          int64_t block_size, xf_quant_layout *l, char *why, size_t why_len);
 
 /* ---------------------------------------------------------------- graph */
 
@@ -522,7 +547,9 @@ typedef struct xf_canon_stats {
  * Unsqueeze -> Concat -> Reshape chains that PyTorch exports: Shape of a value
  * with a static shape is a constant).  `eval` evaluates one node on constant
  * inputs; it is supplied by the runtime (core does not compute). Nodes whose
- * result would exceed max_bytes are left alone. */
+ * result would exceed max_bytes, and ops marked XF_OPF_NOFOLD (QuantizeLinear,
+ * DequantizeLinear: a quantized model's int8 weights stay int8), are left
+ * alone. */
 typedef xf_status (*xf_node_eval_fn)(const xf_graph *g, int node, xf_tensor **outputs, xf_error *err);
 xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
                                  xf_canon_stats *st, xf_error *err);

@@ -3,7 +3,8 @@
  * Pricing follows how the target runtime executes a graph:
  *  - a node computing only from constants is free: canonicalization folds
  *    it before the graph runs (this is how a rewrite's new weights, e.g. a
- *    concatenation of kernels, cost nothing);
+ *    concatenation of kernels, cost nothing); but ops it never folds
+ *    (QuantizeLinear, DequantizeLinear of a weight) run, and cost;
  *  - a Conv with its bias and a fused activation is one kernel (cuDNN's
  *    ConvBiasActivation, oneDNN post-ops), so fusing a Relu into the Conv
  *    saves the Relu's launch and its pass over memory;
@@ -120,6 +121,10 @@ static double node_flops(const xf_graph *g, int i)
             k *= (double)(n->attrs.kernel[d] > 0 ? n->attrs.kernel[d] : 1);
         return (double)out * k;
     }
+    case XF_OP_QUANTIZE_LINEAR: /* a division, a rounding, an addition and a clamp per element */
+        return 4.0 * (double)out;
+    case XF_OP_DEQUANTIZE_LINEAR: /* a subtraction and a multiplication */
+        return 2.0 * (double)out;
     case XF_OP_SIGMOID:
     case XF_OP_TANH:
     case XF_OP_EXP:
@@ -227,7 +232,7 @@ void xf_cost_model_stats(const xf_cost_model *m, long *measured, long *cached)
 bool opt_node_is_folded(const xf_graph *g, int i, const bool *konst)
 {
     const xf_node *n = &g->nodes[i];
-    bool all = n->op != XF_OP_OPAQUE && n->n_inputs > 0;
+    bool all = n->op != XF_OP_OPAQUE && !(xf_op_get_info(n->op)->flags & XF_OPF_NOFOLD) && n->n_inputs > 0;
     for (int k = 0; k < n->n_inputs && all; k++)
         all = n->inputs[k] < 0 || konst[n->inputs[k]];
     return all;

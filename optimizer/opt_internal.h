@@ -151,7 +151,8 @@ xf_status opt_match_after_rewrite(const xf_rule_set *rs, const match_reach *reac
 void opt_compile_time_values(const xf_graph *g, bool *konst);
 /* The same with konst already set for the values no node of g computes. */
 void opt_compile_time_propagate(const xf_graph *g, bool *konst);
-/* Node i computes from values known before g runs alone (konst). */
+/* Node i computes from values known before g runs alone (konst), and is
+ * an op canonicalization folds. */
 bool opt_node_is_folded(const xf_graph *g, int i, const bool *konst);
 /* What node i adds to xf_cost_graph's total for g (konst: g's
  * opt_compile_time_values): 0 for a folded node, else its price. */

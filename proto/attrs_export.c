@@ -268,6 +268,17 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_string(&w, "reduction", reductions[a->reduction]);
         break;
     }
+    case XF_OP_QUANTIZE_LINEAR:
+    case XF_OP_DEQUANTIZE_LINEAR:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->block_size)
+            add_int(&w, "block_size", a->block_size);
+        if (a->output_dtype)
+            add_int(&w, "output_dtype", a->output_dtype);
+        if (a->no_saturate)
+            add_int(&w, "saturate", 0);
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

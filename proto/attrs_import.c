@@ -22,6 +22,9 @@
  *   ScatterND       reduction (none/add/mul/max/min)
  *   GatherND        batch_dims
  *   TopK (10+)      axis  largest (0: topk_smallest)  sorted (0: topk_unsorted)
+ *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
+ *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
+ *                   also saturate (0: no_saturate) and precision (0 only)
  *   LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
  *                   activation_beta -> rnn.*; LSTM input_forget, GRU linear_before_reset
  *   Resize          mode (nearest/linear), coordinate_transformation_mode
@@ -278,6 +281,35 @@ static bool give_act_params(reader *r, xf_rnn_attrs *rnn)
     return true;
 }
 
+static bool take_quant(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    bool q = op == XF_OP_QUANTIZE_LINEAR;
+    if (strcmp(name, "axis") == 0)
+        return read_int(r, at, &a->axis);
+    if (strcmp(name, "block_size") == 0)
+        return read_int(r, at, &a->block_size);
+    if (q && strcmp(name, "saturate") == 0) {
+        int v;
+        if (!read_int32(r, at, &v))
+            return false;
+        a->no_saturate = v == 0;
+        return true;
+    }
+    if (q && strcmp(name, "precision") == 0)
+        return read_fixed(r, at, 0);
+    if (strcmp(name, "output_dtype") == 0) {
+        int64_t t;
+        if (!read_int(r, at, &t))
+            return false;
+        if (t < XF_DT_UNDEFINED || t >= XF_DT_COUNT_)
+            return refuse(r, "attribute '%s' names a type xflow does not know (float8, 4-bit, ...)", name);
+        a->output_dtype = (xf_dtype)t;
+        return true;
+    }
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
 static bool take_reduce(reader *r, const char *name, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
@@ -484,6 +516,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_LSTM:
     case XF_OP_GRU:
         return take_rnn(r, op, name, at);
+    case XF_OP_QUANTIZE_LINEAR:
+    case XF_OP_DEQUANTIZE_LINEAR:
+        return take_quant(r, op, name, at);
     default:
         break;
     }

@@ -368,6 +368,35 @@ static bool dropout_in_inference(const importer *im, int n_inputs, const int *in
     return t && t->dtype == XF_DT_BOOL && xf_tensor_numel(t) == 1 && ((const uint8_t *)t->data)[0] == 0;
 }
 
+/* The element type name is declared with (as a graph input, in value_info
+ * or as a graph output) when it is one xflow does not know, else 0. */
+static int32_t foreign_type(const importer *im, const char *name)
+{
+    int d = name[0] ? xfp_map_get(&im->declared, name) : -1;
+    if (d >= 0)
+        return xfp_foreign_elem_type(((const Onnx__ValueInfoProto *)im->declared_list.items[d])->type);
+    for (size_t i = 0; name[0] && i < im->gp->n_input; i++)
+        if (im->gp->input[i]->name && strcmp(im->gp->input[i]->name, name) == 0)
+            return xfp_foreign_elem_type(im->gp->input[i]->type);
+    return 0;
+}
+
+/* A known op reading or writing a type xflow does not know (float8,
+ * 4-bit: a QuantizeLinear to float8, say) stays opaque; why gets the
+ * reason, else "". */
+static void foreign_operand(const importer *im, const Onnx__NodeProto *np, char *why, size_t n)
+{
+    why[0] = '\0';
+    for (size_t k = 0; k < np->n_input + np->n_output && !why[0]; k++) {
+        const char *name = k < np->n_input ? np->input[k] : np->output[k - np->n_input];
+        int32_t t = foreign_type(im, name);
+        const char *type_name = xfp_foreign_type_name(t);
+        if (t)
+            snprintf(why, n, "'%s' has element type %d (%s), which xflow does not know", name, (int)t,
+                     type_name ? type_name : "newer than xflow");
+    }
+}
+
 /* Decides whether np is imported as a known op (filling *attrs). */
 static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *label, int n_in, const int *ins,
                           int n_out, const int *outs, xf_op *op, xf_attrs *attrs)
@@ -381,7 +410,11 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
     int most_outs = info->num_outputs < 0 ? INT_MAX : info->num_outputs;
     int least_outs = info->num_outputs < 0 || optional_outs ? 1 : info->num_outputs;
     const char *why = NULL;
-    if (n_in < info->min_inputs || n_in > info->max_inputs)
+    char foreign[700];
+    foreign_operand(im, np, foreign, sizeof foreign);
+    if (foreign[0])
+        why = foreign;
+    else if (n_in < info->min_inputs || n_in > info->max_inputs)
         why = "input count outside what xflow models";
     else if (n_out < least_outs || n_out > most_outs)
         why = "output count outside what xflow models";

@@ -137,6 +137,11 @@ xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *over
  * XF_DT_UNDEFINED and shape->ndim -1 for what is not known (symbols already
  * bound count as known).  True when both are known. */
 bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_dtype *dtype, xf_shape *shape);
+/* The element type of a tensor type when it is one xflow does not know
+ * (float8, 4-bit, ...), else 0. */
+int32_t xfp_foreign_elem_type(const Onnx__TypeProto *type);
+/* ONNX's name of such a type ("float8e4m3fn"), NULL for one it lacks. */
+const char *xfp_foreign_type_name(int32_t t);
 /* TypeProto for a tensor of dtype and shape (no shape field when ndim < 0). */
 Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a);
 

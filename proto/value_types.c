@@ -52,6 +52,21 @@ static const Onnx__TypeProto__Tensor *tensor_type(const Onnx__TypeProto *t)
 
 static bool dtype_valid(int32_t t) { return t > XF_DT_UNDEFINED && t < XF_DT_COUNT_; }
 
+int32_t xfp_foreign_elem_type(const Onnx__TypeProto *type)
+{
+    const Onnx__TypeProto__Tensor *tt = tensor_type(type);
+    return tt && tt->has_elem_type && tt->elem_type != XF_DT_UNDEFINED && !dtype_valid(tt->elem_type) ? tt->elem_type
+                                                                                                      : 0;
+}
+
+const char *xfp_foreign_type_name(int32_t t)
+{
+    static const char *const names[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4",
+                                        "int4", "float4e2m1", "float8e8m0", "uint2", "int2"};
+    int32_t first = 17; /* after bfloat16, xflow's last */
+    return t >= first && t - first < (int32_t)(sizeof names / sizeof names[0]) ? names[t - first] : NULL;
+}
+
 bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_dtype *dtype, xf_shape *shape)
 {
     *dtype = XF_DT_UNDEFINED;

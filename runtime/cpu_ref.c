@@ -28,6 +28,8 @@ typedef struct ref_entry {
 #define NUM XF_DTM_NUMERIC
 #define ANY XF_DTM_ANY
 #define IDX XF_DTM_INDEX
+#define I32 XF_DTM(XF_DT_INT32)
+#define QNT (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16))
 
 #define F16 (XF_DTM(XF_DT_FLOAT16) | XF_DTM(XF_DT_BFLOAT16))
 
@@ -79,6 +81,8 @@ typedef struct ref_entry {
 #define XF_REF_SCATTER_ELEMENTS {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_LSTM {xf_ref_rnn, FLT, FLT, 0}
 #define XF_REF_GRU {xf_ref_rnn, FLT, FLT, 0}
+#define XF_REF_QUANTIZE_LINEAR {xf_ref_quantize, FLT | I32, FLT | I32, QNT}
+#define XF_REF_DEQUANTIZE_LINEAR {xf_ref_quantize, QNT | I32, FLT, FLT}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}

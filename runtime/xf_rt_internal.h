@@ -27,7 +27,9 @@ bool xf_rt_is_integral(xf_dtype t);
 double xf_rt_load_f64(xf_dtype t, const void *base, int64_t i);
 int64_t xf_rt_load_i64(xf_dtype t, const void *base, int64_t i);
 /* Stores v as element i.  Integer targets truncate toward zero, saturate at
- * their range and take 0 for NaN (C leaves these undefined); bool is v != 0. */
+ * int64's range (uint64: its own) and take 0 for NaN (C leaves these
+ * undefined), then wrap to narrower types as xf_rt_store_i64 does; bool is
+ * v != 0. */
 void xf_rt_store_f64(xf_dtype t, void *base, int64_t i, double v);
 /* Integer targets wrap modulo their width, as ONNX Cast does. */
 void xf_rt_store_i64(xf_dtype t, void *base, int64_t i, int64_t v);
@@ -94,6 +96,8 @@ xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tenso
  * reductions of ScatterElements and ScatterND (r is not XF_REDUCE_NONE;
  * acc and x share a dtype). */
 void xf_rt_reduce_into(xf_reduction r, const xf_tensor_view *acc, int64_t i, const xf_tensor_view *x, int64_t j);
+/* QuantizeLinear and DequantizeLinear (cpu_ref_quant.c) */
+xf_status xf_ref_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* windows (cpu_ref_conv.c) */
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

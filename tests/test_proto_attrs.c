@@ -1,6 +1,7 @@
 /* ONNX import/export of the attributes of ops added after the core set
- * (Mod, Resize, TopK, the scatters, LSTM and GRU): what import keeps, what
- * leaves a node opaque, and that export gives back the same attributes. */
+ * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
+ * DequantizeLinear): what import keeps, what leaves a node opaque, and
+ * that export gives back the same attributes. */
 #include <check.h>
 
 #include "proto_util.h"
@@ -195,6 +196,57 @@ START_TEST(test_rnn_attributes)
 }
 END_TEST
 
+/* QuantizeLinear and DequantizeLinear keep axis, block_size, output_dtype
+ * and saturate.  A float8 output_dtype, a precision, or an operand
+ * declared of a type xflow does not know (float8 here) leave the node
+ * opaque. */
+START_TEST(test_quantize_attributes)
+{
+    static const int64_t d[] = {2, 4}, two[] = {2}, blocks[] = {2, 2};
+    static const float s2[] = {0.5f, 0.25f}, s4[] = {1, 2, 4, 8};
+    static const int8_t z2[] = {0, 1};
+    for (int form = 0; form < 4; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, two, s2, sizeof s2));
+        PUSH(g->n_initializer, g->initializer, mk_raw("z", XF_DT_INT8, 1, two, z2, sizeof z2));
+        PUSH(g->n_initializer, g->initializer, mk_raw("sb", XF_DT_FLOAT, 2, blocks, s4, sizeof s4));
+        Onnx__NodeProto *q = mk_node("QuantizeLinear", "q", (const char *[]){"x", "s", "z", NULL},
+                                     (const char *[]){"xq", NULL});
+        attr_int(q, "axis", 0);
+        attr_int(q, "saturate", 0);
+        if (form == 1)
+            attr_int(q, "output_dtype", 17); /* float8e4m3fn */
+        if (form == 2)
+            attr_int(q, "precision", 1);
+        PUSH(g->n_node, g->node, q);
+        Onnx__NodeProto *dq = mk_node("DequantizeLinear", "dq", (const char *[]){"xq", "sb", NULL},
+                                      (const char *[]){"y", NULL});
+        attr_int(dq, "axis", -1);
+        attr_int(dq, "block_size", 2);
+        attr_int(dq, "output_dtype", XF_DT_FLOAT16);
+        PUSH(g->n_node, g->node, dq);
+        if (form == 3)
+            PUSH(g->n_value_info, g->value_info, mk_vi("xq", 17, 2, d, NULL));
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT16, 2, d, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 23, counts);
+        ck_assert_int_eq(counts[XF_OP_QUANTIZE_LINEAR], form == 0);
+        ck_assert_int_eq(counts[XF_OP_DEQUANTIZE_LINEAR], form != 3);
+        if (form == 0) {
+            const xf_node *qn = &m->graph->nodes[find_node_op(m->graph, XF_OP_QUANTIZE_LINEAR)];
+            const xf_node *dn = &m->graph->nodes[find_node_op(m->graph, XF_OP_DEQUANTIZE_LINEAR)];
+            ck_assert(qn->attrs.axis == 0 && qn->attrs.no_saturate && !qn->attrs.block_size);
+            ck_assert(dn->attrs.axis == -1 && dn->attrs.block_size == 2 && dn->attrs.output_dtype == XF_DT_FLOAT16);
+            ck_assert_int_eq(m->graph->values[qn->outputs[0]].dtype, XF_DT_INT8);
+            ck_assert_int_eq(m->graph->values[dn->outputs[0]].dtype, XF_DT_FLOAT16);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -205,6 +257,7 @@ int main(void)
     tcase_add_test(tc, test_topk_attributes);
     tcase_add_test(tc, test_scatter_reductions);
     tcase_add_test(tc, test_rnn_attributes);
+    tcase_add_test(tc, test_quantize_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

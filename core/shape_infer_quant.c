@@ -1,0 +1,133 @@
+/* QuantizeLinear and DequantizeLinear: which scale and zero point each
+ * element of x takes (per tensor, per axis or blocked), shared with the
+ * kernels; and their dtype and shape rules (see shape_infer.c for the
+ * driver). */
+#include "shape_infer_impl.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static bool refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool refuse(char *why, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_shape *zero_point, int64_t axis,
+                          int64_t block_size, xf_quant_layout *l, char *why, size_t why_len)
+{
+    char xs[128], ss[128], zs[128];
+    xf_shape_str(x, xs, sizeof xs);
+    xf_shape_str(scale, ss, sizeof ss);
+    *l = (xf_quant_layout){.outer = 1, .dim = xf_shape_numel(x), .inner = 1, .block = 1};
+    bool scalar = xf_infer_scalar_like(scale);
+    if (zero_point && !xf_shape_equal(zero_point, scale) && !(scalar && xf_infer_scalar_like(zero_point)))
+        return refuse(why, why_len, "the zero point's shape %s differs from the scale's %s",
+                      xf_shape_str(zero_point, zs, sizeof zs), ss);
+    if (block_size < 0)
+        return refuse(why, why_len, "block_size %" PRId64 " is negative", block_size);
+    if (scalar)
+        return true; /* per tensor: every stride 0 */
+    if (block_size == 0 && scale->ndim != 1)
+        return refuse(why, why_len,
+                      "a scale of shape %s needs block_size (per-axis scales are 1-D, blocked ones have x's rank)", ss);
+    if (axis < -(int64_t)x->ndim || axis >= x->ndim)
+        return refuse(why, why_len, "axis %" PRId64 " is out of range for x of shape %s", axis, xs);
+    int a = (int)(axis < 0 ? axis + x->ndim : axis);
+    l->outer = xf_infer_dims_product(x->dims, a);
+    l->dim = x->dims[a];
+    l->inner = xf_infer_dims_product(x->dims + a + 1, x->ndim - a - 1);
+    if (block_size == 0) {
+        if (scale->dims[0] != l->dim)
+            return refuse(why, why_len, "the scale has %" PRId64 " entries but x (shape %s) has %" PRId64
+                          " along axis %d", scale->dims[0], xs, l->dim, a);
+        l->block_stride = 1;
+        return true;
+    }
+    if (scale->ndim != x->ndim)
+        return refuse(why, why_len, "blocked quantization needs a scale of x's rank (x %s), got shape %s", xs, ss);
+    for (int d = 0; d < x->ndim; d++)
+        if (d != a && scale->dims[d] != x->dims[d])
+            return refuse(why, why_len, "the scale's shape %s must equal x's %s but along axis %d", ss, xs, a);
+    int64_t blocks = l->dim / block_size + (l->dim % block_size != 0);
+    if (scale->dims[a] != blocks)
+        return refuse(why, why_len, "block_size %" PRId64 " cuts axis %d of x (shape %s) into %" PRId64
+                      " blocks, but the scale has %" PRId64 " there", block_size, a, xs, blocks, scale->dims[a]);
+    l->block = block_size;
+    l->inner_stride = 1;
+    l->block_stride = l->inner;
+    l->outer_stride = blocks * l->inner;
+    return true;
+}
+
+/* ------------------------------------------------------------ inference */
+
+#define DTM(t) (1u << (t))
+#define QUANTIZED (DTM(XF_DT_INT8) | DTM(XF_DT_UINT8) | DTM(XF_DT_INT16) | DTM(XF_DT_UINT16))
+#define SCALES (DTM(XF_DT_FLOAT) | DTM(XF_DT_FLOAT16) | DTM(XF_DT_BFLOAT16))
+
+/* Input i's dtype is in mask (or not known here). */
+static xf_status want_dtype(const xf_infer_ctx *c, int i, unsigned mask, const char *what, const char *allowed)
+{
+    xf_dtype d = xf_infer_dtype(c, i);
+    if (d == XF_DT_UNDEFINED || (mask & DTM(d)))
+        return XF_OK;
+    return xf_infer_fail(c, XF_ERR_INVALID, "%s must be %s, got %s", what, allowed, xf_dtype_name(d));
+}
+
+/* QuantizeLinear: y has the zero point's type, else output_dtype's, else
+ * uint8.  DequantizeLinear: y has output_dtype's type, else the scale's. */
+xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out)
+{
+    const xf_attrs *a = &c->node->attrs;
+    static const char quantized[] = "int8, uint8, int16 or uint16";
+    static const char floats[] = "float, float16 or bfloat16";
+    bool q = c->node->op == XF_OP_QUANTIZE_LINEAR;
+    xf_dtype zp = xf_infer_has(c, 2) ? xf_infer_dtype(c, 2) : XF_DT_UNDEFINED;
+    xf_status st = q ? want_dtype(c, 0, SCALES | DTM(XF_DT_INT32), "x", "float, float16, bfloat16 or int32")
+                     : want_dtype(c, 0, QUANTIZED | DTM(XF_DT_INT32), "x", "int8, uint8, int16, uint16 or int32");
+    if (st == XF_OK)
+        st = want_dtype(c, 1, q ? SCALES | DTM(XF_DT_INT32) : SCALES, "the scale", q ? "float, float16, bfloat16 or int32" : floats);
+    if (st == XF_OK && q)
+        st = want_dtype(c, 2, QUANTIZED, "the zero point", quantized);
+    if (st == XF_OK && !q && zp != XF_DT_UNDEFINED && xf_infer_dtype(c, 0) != XF_DT_UNDEFINED &&
+        zp != xf_infer_dtype(c, 0))
+        st = xf_infer_fail(c, XF_ERR_INVALID, "the zero point is %s but x is %s", xf_dtype_name(zp),
+                           xf_dtype_name(xf_infer_dtype(c, 0)));
+    if (st != XF_OK)
+        return st;
+    xf_dtype given = a->output_dtype;
+    if (given != XF_DT_UNDEFINED && ((unsigned)given >= 32 || !((q ? QUANTIZED : SCALES) & DTM(given))))
+        return xf_infer_fail(c, XF_ERR_INVALID, "output_dtype %s is not %s", xf_dtype_name(given),
+                             q ? quantized : floats);
+    if (q && given != XF_DT_UNDEFINED && zp != XF_DT_UNDEFINED && given != zp)
+        return xf_infer_fail(c, XF_ERR_INVALID, "output_dtype is %s but the zero point is %s", xf_dtype_name(given),
+                             xf_dtype_name(zp));
+    if (q)
+        *out = xf_infer_has(c, 2) ? zp : given != XF_DT_UNDEFINED ? given : XF_DT_UINT8;
+    else
+        *out = given != XF_DT_UNDEFINED ? given : xf_infer_dtype(c, 1);
+    return XF_OK;
+}
+
+/* y has x's shape; the scale and zero point must fit it (opset 10: one
+ * scale for the whole tensor). */
+xf_status xf_infer_quantize(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0);
+    xf_quant_layout l;
+    char why[512];
+    if (c->opset > 0 && c->opset < 13 && !xf_infer_scalar_like(xf_infer_shape(c, 1)))
+        return xf_infer_fail(c, XF_ERR_INVALID, "opset %" PRId64 " takes a scalar scale, got shape %s", c->opset,
+                             xf_infer_text(xf_infer_shape(c, 1)).s);
+    if (!xf_quant_layout_make(x, xf_infer_shape(c, 1), xf_infer_has(c, 2) ? xf_infer_shape(c, 2) : NULL,
+                              c->node->attrs.axis, c->node->attrs.block_size, &l, why, sizeof why))
+        return xf_infer_fail(c, XF_ERR_INVALID, "%s", why);
+    xf_infer_set(c, 0, x);
+    return XF_OK;
+}
