@@ -68,7 +68,11 @@ bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_sha
 /* ------------------------------------------------------------ inference */
 
 #define DTM(t) (1u << (t))
-#define QUANTIZED (DTM(XF_DT_INT8) | DTM(XF_DT_UINT8) | DTM(XF_DT_INT16) | DTM(XF_DT_UINT16))
+/* the types xflow computes in, and the float8, 4- and 2-bit ones it only carries */
+#define QUANTIZED                                                                                                  \
+    (DTM(XF_DT_INT8) | DTM(XF_DT_UINT8) | DTM(XF_DT_INT16) | DTM(XF_DT_UINT16) | DTM(XF_DT_FLOAT8E4M3FN) |          \
+     DTM(XF_DT_FLOAT8E4M3FNUZ) | DTM(XF_DT_FLOAT8E5M2) | DTM(XF_DT_FLOAT8E5M2FNUZ) | DTM(XF_DT_FLOAT8E8M0) |        \
+     DTM(XF_DT_UINT4) | DTM(XF_DT_INT4) | DTM(XF_DT_FLOAT4E2M1) | DTM(XF_DT_UINT2) | DTM(XF_DT_INT2))
 #define SCALES (DTM(XF_DT_FLOAT) | DTM(XF_DT_FLOAT16) | DTM(XF_DT_BFLOAT16))
 
 /* Input i's dtype is in mask (or not known here). */
@@ -85,12 +89,13 @@ static xf_status want_dtype(const xf_infer_ctx *c, int i, unsigned mask, const c
 xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out)
 {
     const xf_attrs *a = &c->node->attrs;
-    static const char quantized[] = "int8, uint8, int16 or uint16";
+    static const char quantized[] = "an 8- or 16-bit integer, a float8 or a 4- or 2-bit type";
     static const char floats[] = "float, float16 or bfloat16";
     bool q = c->node->op == XF_OP_QUANTIZE_LINEAR;
     xf_dtype zp = xf_infer_has(c, 2) ? xf_infer_dtype(c, 2) : XF_DT_UNDEFINED;
     xf_status st = q ? want_dtype(c, 0, SCALES | DTM(XF_DT_INT32), "x", "float, float16, bfloat16 or int32")
-                     : want_dtype(c, 0, QUANTIZED | DTM(XF_DT_INT32), "x", "int8, uint8, int16, uint16 or int32");
+                     : want_dtype(c, 0, QUANTIZED | DTM(XF_DT_INT32), "x",
+                                 "an 8-, 16- or 32-bit integer, a float8 or a 4- or 2-bit type");
     if (st == XF_OK)
         st = want_dtype(c, 1, q ? SCALES | DTM(XF_DT_INT32) : SCALES, "the scale", q ? "float, float16, bfloat16 or int32" : floats);
     if (st == XF_OK && q)

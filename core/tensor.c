@@ -12,6 +12,8 @@ size_t xf_dtype_size(xf_dtype t)
     switch (t) {
     case XF_DT_FLOAT: case XF_DT_INT32: case XF_DT_UINT32: return 4;
     case XF_DT_UINT8: case XF_DT_INT8: case XF_DT_BOOL: return 1;
+    case XF_DT_FLOAT8E4M3FN: case XF_DT_FLOAT8E4M3FNUZ: case XF_DT_FLOAT8E5M2: case XF_DT_FLOAT8E5M2FNUZ:
+    case XF_DT_FLOAT8E8M0: return 1;
     case XF_DT_UINT16: case XF_DT_INT16: case XF_DT_FLOAT16: case XF_DT_BFLOAT16: return 2;
     case XF_DT_INT64: case XF_DT_DOUBLE: case XF_DT_UINT64: case XF_DT_COMPLEX64: return 8;
     case XF_DT_COMPLEX128: return 16;
@@ -19,11 +21,28 @@ size_t xf_dtype_size(xf_dtype t)
     }
 }
 
+int xf_dtype_bits(xf_dtype t)
+{
+    switch (t) {
+    case XF_DT_UINT4: case XF_DT_INT4: case XF_DT_FLOAT4E2M1: return 4;
+    case XF_DT_UINT2: case XF_DT_INT2: return 2;
+    default: return 8 * (int)xf_dtype_size(t);
+    }
+}
+
+size_t xf_dtype_nbytes(xf_dtype t, int64_t numel)
+{
+    int bits = xf_dtype_bits(t);
+    return numel <= 0 ? 0 : bits % 8 ? ((size_t)numel * (size_t)bits + 7) / 8 : (size_t)numel * (size_t)(bits / 8);
+}
+
 const char *xf_dtype_name(xf_dtype t)
 {
     static const char *const names[XF_DT_COUNT_] = {
         "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
-        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
+        "FLOAT8E8M0", "UINT2", "INT2"};
     return (unsigned)t < XF_DT_COUNT_ ? names[t] : "INVALID";
 }
 
@@ -82,10 +101,10 @@ char *xf_shape_str(const xf_shape *s, char *buf, size_t n)
 xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape)
 {
     int64_t numel = xf_shape_numel(shape);
-    size_t esize = xf_dtype_size(dtype);
-    if (numel < 0 || (dtype != XF_DT_STRING && esize == 0))
+    int bits = xf_dtype_bits(dtype);
+    if (numel < 0 || (dtype != XF_DT_STRING && bits == 0))
         return NULL;
-    if (dtype != XF_DT_STRING && (uint64_t)numel > SIZE_MAX / 2 / esize)
+    if (dtype != XF_DT_STRING && (uint64_t)numel > SIZE_MAX / 16 / (size_t)bits)
         return NULL;
     xf_tensor *t = calloc(1, sizeof *t);
     if (!t)
@@ -103,7 +122,7 @@ xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape)
         }
         return t;
     }
-    t->nbytes = (size_t)numel * esize;
+    t->nbytes = xf_dtype_nbytes(dtype, numel);
     if (t->nbytes > 0) {
         size_t rounded = (t->nbytes + 63) & ~(size_t)63;
         t->data = aligned_alloc(64, rounded);

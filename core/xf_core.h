@@ -64,11 +64,31 @@ typedef enum xf_dtype {
     XF_DT_COMPLEX64 = 14,
     XF_DT_COMPLEX128 = 15,
     XF_DT_BFLOAT16 = 16,
+    /* Carried only: tensors and values of these types load, travel through
+     * the optimizer untouched and are written back byte for byte, but no
+     * op computes on them (nodes reading them run nowhere, and no rule
+     * matches them).  The 4- and 2-bit types are packed, two or four per
+     * byte. */
+    XF_DT_FLOAT8E4M3FN = 17,
+    XF_DT_FLOAT8E4M3FNUZ = 18,
+    XF_DT_FLOAT8E5M2 = 19,
+    XF_DT_FLOAT8E5M2FNUZ = 20,
+    XF_DT_UINT4 = 21,
+    XF_DT_INT4 = 22,
+    XF_DT_FLOAT4E2M1 = 23,
+    XF_DT_FLOAT8E8M0 = 24,
+    XF_DT_UINT2 = 25,
+    XF_DT_INT2 = 26,
     XF_DT_COUNT_
 } xf_dtype;
 
-/* Bytes per element; 0 for types without a fixed size (string, undefined). */
+/* Bytes per element; 0 for types without a fixed size (string, undefined)
+ * or smaller than a byte (the packed 4- and 2-bit types). */
 size_t xf_dtype_size(xf_dtype t);
+/* Bits per element (0: string, undefined), and the bytes numel elements
+ * occupy (packed types rounded up to whole bytes; 0 for strings). */
+int xf_dtype_bits(xf_dtype t);
+size_t xf_dtype_nbytes(xf_dtype t, int64_t numel);
 const char *xf_dtype_name(xf_dtype t);
 
 /* ---------------------------------------------------------------- shapes */

@@ -66,8 +66,8 @@ static xf_status check_layout(int32_t data_type, size_t n_dims, const int64_t *d
         else
             n *= dims[i];
     }
-    size_t esize = data_type == XF_DT_STRING ? sizeof(char *) : xf_dtype_size((xf_dtype)data_type);
-    double bytes = overflow ? 1e30 : (double)n * (double)esize;
+    double esize = data_type == XF_DT_STRING ? (double)sizeof(char *) : xf_dtype_bits((xf_dtype)data_type) / 8.0;
+    double bytes = overflow ? 1e30 : (double)n * esize;
     if (overflow || bytes > (double)max_bytes)
         return xf_error_set(err, XF_ERR_LIMIT, "%s has dims %s of %s (%s), more than the limit of %s", what,
                             dims_str(n_dims, dims, dbuf, sizeof dbuf), xf_dtype_name((xf_dtype)data_type),
@@ -265,8 +265,8 @@ static void copy_typed(const Onnx__TensorProto *tp, xf_tensor *t, size_t n)
         for (size_t i = 0; i < n; i++)
             ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0;
         break;
-    default: /* 8- and 16-bit types: the low bytes of each int32 */
-        if (xf_dtype_size(t->dtype) == 1)
+    default: /* 8- and 16-bit types (and packed bytes): the low bytes of each int32 */
+        if (xf_dtype_size(t->dtype) <= 1)
             for (size_t i = 0; i < n; i++)
                 ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
         else
@@ -310,7 +310,7 @@ xf_status xfp_tensor_decode(const Onnx__TensorProto *tp, const char *what, const
     xf_dtype dt = (xf_dtype)tp->data_type;
     bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     bool raw = !external && tp->has_raw_data && tp->raw_data.len > 0;
-    size_t nbytes = (size_t)numel * xf_dtype_size(dt);
+    size_t nbytes = xf_dtype_nbytes(dt, numel);
     if (dt == XF_DT_STRING && (external || raw))
         return xf_error_set(err, XF_ERR_INVALID, "%s is a STRING tensor with %s data (only string_data is allowed)",
                             what, external ? "external" : "raw");
@@ -324,8 +324,10 @@ xf_status xfp_tensor_decode(const Onnx__TensorProto *tp, const char *what, const
             return size_mismatch(what, "data", tp->raw_data.len, nbytes, true, &shape, dt, err);
     } else if (!external) {
         field = typed_field(tp, dt, &count, &per_elem);
-        if (count != (size_t)numel * (size_t)per_elem)
-            return size_mismatch(what, field, count, (size_t)numel * (size_t)per_elem, false, &shape, dt, err);
+        /* the packed types hold one packed byte per int32 */
+        size_t need = xf_dtype_bits(dt) % 8 ? nbytes : (size_t)numel * (size_t)per_elem;
+        if (count != need)
+            return size_mismatch(what, field, count, need, false, &shape, dt, err);
     }
     if (external)
         return read_external(tp, what, src, dt, &shape, nbytes, out, err);
@@ -358,9 +360,9 @@ xf_status xfp_sparse_decode(const Onnx__SparseTensorProto *sp, const char *what,
                                &numel, err);
     if (s != XF_OK)
         return s;
-    if (sp->values->data_type == XF_DT_STRING)
-        return xf_error_set(err, XF_ERR_UNSUPPORTED, "%s is a sparse STRING tensor, which xflow does not handle",
-                            what);
+    if (sp->values->data_type == XF_DT_STRING || xf_dtype_bits((xf_dtype)sp->values->data_type) % 8)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "%s is a sparse %s tensor, which xflow does not handle", what,
+                            xf_dtype_name((xf_dtype)sp->values->data_type));
     xf_tensor *vals = NULL, *idx = NULL, *dense = NULL;
     char sub[600];
     snprintf(sub, sizeof sub, "%s (values)", what);

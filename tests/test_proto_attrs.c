@@ -197,9 +197,9 @@ START_TEST(test_rnn_attributes)
 END_TEST
 
 /* QuantizeLinear and DequantizeLinear keep axis, block_size, output_dtype
- * and saturate.  A float8 output_dtype, a precision, or an operand
- * declared of a type xflow does not know (float8 here) leave the node
- * opaque. */
+ * and saturate; a float8 output_dtype is carried (the node stays known).
+ * A precision, or an operand declared of a type xflow does not know
+ * (float6 here), leave the node opaque. */
 START_TEST(test_quantize_attributes)
 {
     static const int64_t d[] = {2, 4}, two[] = {2}, blocks[] = {2, 2};
@@ -211,7 +211,7 @@ START_TEST(test_quantize_attributes)
         PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, two, s2, sizeof s2));
         PUSH(g->n_initializer, g->initializer, mk_raw("z", XF_DT_INT8, 1, two, z2, sizeof z2));
         PUSH(g->n_initializer, g->initializer, mk_raw("sb", XF_DT_FLOAT, 2, blocks, s4, sizeof s4));
-        Onnx__NodeProto *q = mk_node("QuantizeLinear", "q", (const char *[]){"x", "s", "z", NULL},
+        Onnx__NodeProto *q = mk_node("QuantizeLinear", "q", (const char *[]){"x", "s", form == 1 ? NULL : "z", NULL},
                                      (const char *[]){"xq", NULL});
         attr_int(q, "axis", 0);
         attr_int(q, "saturate", 0);
@@ -227,12 +227,16 @@ START_TEST(test_quantize_attributes)
         attr_int(dq, "output_dtype", XF_DT_FLOAT16);
         PUSH(g->n_node, g->node, dq);
         if (form == 3)
-            PUSH(g->n_value_info, g->value_info, mk_vi("xq", 17, 2, d, NULL));
+            PUSH(g->n_value_info, g->value_info, mk_vi("xq", 27, 2, d, NULL)); /* float6e2m3 */
         PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT16, 2, d, NULL));
         int counts[XF_OP_COUNT + 1];
         xf_model *m = load_counting(g, 23, counts);
-        ck_assert_int_eq(counts[XF_OP_QUANTIZE_LINEAR], form == 0);
+        ck_assert_int_eq(counts[XF_OP_QUANTIZE_LINEAR], form <= 1);
         ck_assert_int_eq(counts[XF_OP_DEQUANTIZE_LINEAR], form != 3);
+        if (form == 1) {
+            const xf_node *qn = &m->graph->nodes[find_node_op(m->graph, XF_OP_QUANTIZE_LINEAR)];
+            ck_assert_int_eq(m->graph->values[qn->outputs[0]].dtype, XF_DT_FLOAT8E4M3FN);
+        }
         if (form == 0) {
             const xf_node *qn = &m->graph->nodes[find_node_op(m->graph, XF_OP_QUANTIZE_LINEAR)];
             const xf_node *dn = &m->graph->nodes[find_node_op(m->graph, XF_OP_DEQUANTIZE_LINEAR)];

@@ -45,6 +45,61 @@ START_TEST(test_tensor_pb_files)
 }
 END_TEST
 
+/* Decodes TensorProto tp through the .pb reader; XF_OK or the error. */
+static xf_status decode_pb(const Onnx__TensorProto *tp, xf_tensor **t, xf_error *e)
+{
+    size_t len = onnx__tensor_proto__get_packed_size(tp);
+    uint8_t *buf = malloc(len ? len : 1);
+    ck_assert_ptr_nonnull(buf);
+    onnx__tensor_proto__pack(tp, buf);
+    char *name = NULL;
+    xf_status s = xf_tensor_load_pb_buffer(buf, len, ".", t, &name, e);
+    free(name);
+    free(buf);
+    return s;
+}
+
+/* float8 and 4-bit tensors are carried byte for byte: raw data, one value
+ * (or one packed byte) per int32, and written back as raw data. */
+START_TEST(test_float8_and_int4_tensors_carried)
+{
+    static const int64_t three[] = {3}, five[] = {5};
+    static const uint8_t f8[3] = {0x38, 0xc0, 0x7e}, i4[3] = {0x21, 0x43, 0x05};
+    xf_tensor *t = NULL, *back = NULL;
+    xf_error e = {0};
+    ck_assert_msg(decode_pb(mk_raw("f8", XF_DT_FLOAT8E4M3FN, 1, three, f8, 3), &t, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(t->dtype, XF_DT_FLOAT8E4M3FN);
+    ck_assert_uint_eq(t->nbytes, 3);
+    ck_assert_mem_eq(t->data, f8, 3);
+    const char *dir = xf_test_tmpdir("proto_float8");
+    ck_assert_msg(xf_tensor_save_pb(t, "f8", path_in(dir, "f8.pb"), &e) == XF_OK, "%s", e.msg);
+    char *name = NULL;
+    ck_assert_msg(xf_tensor_load_pb(path_in(dir, "f8.pb"), &back, &name, &e) == XF_OK, "%s", e.msg);
+    ck_assert(tensors_equal(t, back));
+    free(name);
+    xf_tensor_release(back);
+    xf_tensor_release(t);
+
+    /* five int4 values: three packed bytes, raw or one per int32 */
+    ck_assert_msg(decode_pb(mk_raw("i4", XF_DT_INT4, 1, five, i4, 3), &t, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(t->dtype, XF_DT_INT4);
+    ck_assert_uint_eq(t->nbytes, 3);
+    ck_assert_mem_eq(t->data, i4, 3);
+    xf_tensor_release(t);
+    Onnx__TensorProto *tp = mk_tensor("i4", XF_DT_INT4, 1, five);
+    int32_t packed[3] = {0x21, 0x43, 0x05};
+    tp->n_int32_data = 3;
+    tp->int32_data = packed;
+    ck_assert_msg(decode_pb(tp, &t, &e) == XF_OK, "%s", e.msg);
+    ck_assert_mem_eq(t->data, i4, 3);
+    xf_tensor_release(t);
+    /* two bytes cannot hold five int4 values */
+    ck_assert_int_ne(decode_pb(mk_raw("i4", XF_DT_INT4, 1, five, i4, 2), &t, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "has 2 bytes of data but dims 5 of INT4 need 3") != NULL, "%s", e.msg);
+    free_allocs();
+}
+END_TEST
+
 static void quiet_log(int level, const char *msg, void *user)
 {
     (void)level;
@@ -367,6 +422,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, test_tensor_pb_files);
+    tcase_add_test(tc, test_float8_and_int4_tensors_carried);
     tcase_add_test(tc, test_damaged_models_never_crash);
     tcase_add_test(tc, test_testdata_node_models);
     tcase_add_test(tc, test_testdata_other_models);

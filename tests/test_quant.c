@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define Q XF_OP_QUANTIZE_LINEAR
 #define DQ XF_OP_DEQUANTIZE_LINEAR
@@ -159,8 +160,8 @@ START_TEST(operand_errors)
         {qcase_axis(Q, -3, 0, F32(DIMS(2, 3), 0, 0, 0, 0, 0, 0), F32(DIMS(2), 1, 1), NULL), 13, "axis -3 is out of range"},
         {qcase(Q, F32(DIMS(3), 0, 0, 0), F32(DIMS(3), 1, 1, 1), U8(DIMS(2), 0, 0)), 13, "the zero point's shape 2"},
         {qcase(DQ, I8(DIMS(2), 0, 0), F32(SCALAR, 1), U8(SCALAR, 0)), 13, "the zero point is"},
-        {qcase(Q, F32(DIMS(2), 0, 0), F32(SCALAR, 1), I32(SCALAR, 0)), 13, "the zero point must be int8, uint8"},
-        {qcase(DQ, F32(DIMS(2), 0, 0), F32(SCALAR, 1), NULL), 13, "x must be int8, uint8"},
+        {qcase(Q, F32(DIMS(2), 0, 0), F32(SCALAR, 1), I32(SCALAR, 0)), 13, "the zero point must be an 8- or 16-bit integer, a float8"},
+        {qcase(DQ, F32(DIMS(2), 0, 0), F32(SCALAR, 1), NULL), 13, "x must be an 8-, 16- or 32-bit integer"},
         {qcase(DQ, I8(DIMS(2), 0, 0), I32(SCALAR, 1), NULL), 13, "the scale must be float"},
         {qcase(Q, F32(DIMS(2, 2), 0, 0, 0, 0), F32(DIMS(2, 2), 1, 1, 1, 1), NULL), 21, "needs block_size"},
         {qcase_axis(Q, 1, 2, F32(DIMS(2, 4), 0, 0, 0, 0, 0, 0, 0, 0), F32(DIMS(2, 3), 1, 1, 1, 1, 1, 1), NULL), 21,
@@ -276,13 +277,15 @@ END_TEST
 
 /* A QDQ convolution as ONNX Runtime's quantizer writes it (opset 13):
  * x -> Q -> DQ -> Conv(DQ(int8 w, per channel), DQ(int32 b)) -> Relu -> Q
- * -> DQ -> y. */
-static void write_qdq_conv(const char *path)
+ * -> DQ -> y; with fp8, the activations and the weight in float8 e4m3fn
+ * (opset 19), as TensorRT's FP8 recipes write them. */
+static void write_qdq_conv(const char *path, bool fp8)
 {
+    xf_dtype act = fp8 ? XF_DT_FLOAT8E4M3FN : XF_DT_UINT8, wt = fp8 ? XF_DT_FLOAT8E4M3FN : XF_DT_INT8;
     static const int64_t xd[] = {1, 2, 4, 4}, wd[] = {3, 2, 3, 3}, three[] = {3}, yd[] = {1, 3, 4, 4};
     static int8_t w[54];
     static const float xs = 0.05f, ws[] = {0.01f, 0.02f, 0.005f}, bs[] = {0.0005f, 0.001f, 0.00025f}, ys = 0.1f;
-    static const uint8_t xz = 128, yz = 0;
+    const uint8_t xz = fp8 ? 0 : 128, yz = 0;
     static const int8_t wz[3] = {0};
     static const int32_t b[] = {-300, 40, 1000};
     for (int i = 0; i < 54; i++)
@@ -291,14 +294,14 @@ static void write_qdq_conv(const char *path)
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, xd, NULL));
     PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, yd, NULL));
     PUSH(g->n_initializer, g->initializer, mk_raw("xs", XF_DT_FLOAT, 0, NULL, &xs, sizeof xs));
-    PUSH(g->n_initializer, g->initializer, mk_raw("xz", XF_DT_UINT8, 0, NULL, &xz, sizeof xz));
-    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_INT8, 4, wd, w, sizeof w));
+    PUSH(g->n_initializer, g->initializer, mk_raw("xz", act, 0, NULL, &xz, sizeof xz));
+    PUSH(g->n_initializer, g->initializer, mk_raw("w", wt, 4, wd, w, sizeof w));
     PUSH(g->n_initializer, g->initializer, mk_raw("ws", XF_DT_FLOAT, 1, three, ws, sizeof ws));
-    PUSH(g->n_initializer, g->initializer, mk_raw("wz", XF_DT_INT8, 1, three, wz, sizeof wz));
+    PUSH(g->n_initializer, g->initializer, mk_raw("wz", wt, 1, three, wz, sizeof wz));
     PUSH(g->n_initializer, g->initializer, mk_raw("b", XF_DT_INT32, 1, three, b, sizeof b));
     PUSH(g->n_initializer, g->initializer, mk_raw("bs", XF_DT_FLOAT, 1, three, bs, sizeof bs));
     PUSH(g->n_initializer, g->initializer, mk_raw("ys", XF_DT_FLOAT, 0, NULL, &ys, sizeof ys));
-    PUSH(g->n_initializer, g->initializer, mk_raw("yz", XF_DT_UINT8, 0, NULL, &yz, sizeof yz));
+    PUSH(g->n_initializer, g->initializer, mk_raw("yz", act, 0, NULL, &yz, sizeof yz));
     /* each node: its op and inputs (NULL-terminated), then its output */
     static const char *const spec[][5] = {
         {"QuantizeLinear", "x", "xs", "xz", NULL},  {"DequantizeLinear", "xq", "xs", "xz", NULL},
@@ -312,8 +315,29 @@ static void write_qdq_conv(const char *path)
     attr_int(g->node[2], "axis", 0);
     attr_int(g->node[3], "axis", 0);
     attr_ints(g->node[4], "pads", 4, (const int64_t[]){1, 1, 1, 1});
-    write_model(mk_model(g, 13), path);
+    write_model(mk_model(g, fp8 ? 19 : 13), path);
     free_allocs();
+}
+
+/* Writes the QDQ convolution (write_qdq_conv) into a fresh folder named
+ * dir as in, runs xflowc on it into outp (with --check unless fp8: cpu_ref
+ * does not compute in float8), checks the written file with onnx.checker
+ * and loads both models. */
+static void optimize_qdq_conv(const char *dir, bool fp8, char *in, char *outp, xf_model **before, xf_model **after)
+{
+    const char *d = xf_test_tmpdir(dir);
+    char cmd[9000], *out = NULL;
+    snprintf(in, 4300, "%s/qdq.onnx", d);
+    snprintf(outp, 4300, "%s/opt.onnx", d);
+    write_qdq_conv(in, fp8);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s%s", xf_test_tool("xflowc"), in, outp, fp8 ? "" : " --check");
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && (fp8 || strstr(out, "check: output 'y'")), "xflowc failed: %s", out);
+    free(out);
+    assert_onnx_valid(outp);
+    xf_error e;
+    ck_assert_msg(xf_model_load(in, NULL, before, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_model_load(outp, NULL, after, &e) == XF_OK, "%s", e.msg);
 }
 
 /* xflowc optimizes the model, --check runs both on cpu_ref, and the
@@ -321,20 +345,9 @@ static void write_qdq_conv(const char *path)
  * the weight is the same int8 initializer (nothing folded it to floats). */
 START_TEST(xflowc_keeps_qdq_models_quantized)
 {
-    const char *dir = xf_test_tmpdir("quant-xflowc");
-    char in[4300], outp[4300], cmd[9000], *out = NULL;
-    snprintf(in, sizeof in, "%s/qdq.onnx", dir);
-    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
-    write_qdq_conv(in);
-    snprintf(cmd, sizeof cmd, "%s %s -o %s --check", xf_test_tool("xflowc"), in, outp);
-    int rc = xf_test_run(cmd, &out);
-    ck_assert_msg(rc == 0 && strstr(out, "check: output 'y'"), "xflowc --check failed: %s", out);
-    free(out);
-    assert_onnx_valid(outp);
+    char in[4300], outp[4300];
     xf_model *before, *after;
-    xf_error e;
-    ck_assert_msg(xf_model_load(in, NULL, &before, &e) == XF_OK, "%s", e.msg);
-    ck_assert_msg(xf_model_load(outp, NULL, &after, &e) == XF_OK, "%s", e.msg);
+    optimize_qdq_conv("quant-xflowc", false, in, outp, &before, &after);
     int cb[XF_OP_COUNT + 1], ca[XF_OP_COUNT + 1];
     xf_graph_count_ops(before->graph, cb);
     xf_graph_count_ops(after->graph, ca);
@@ -358,6 +371,36 @@ START_TEST(xflowc_keeps_qdq_models_quantized)
 }
 END_TEST
 
+/* A float8 QDQ model loads, is optimized around its Q/DQ nodes (known ops,
+ * shapes inferred through them) and is written back with its float8
+ * weight byte for byte; --check says that cpu_ref cannot run float8 and
+ * writes nothing. */
+START_TEST(xflowc_carries_float8_models)
+{
+    char in[4300], outp[4300], cmd[9000], *out = NULL;
+    xf_model *before, *after;
+    optimize_qdq_conv("quant-float8", true, in, outp, &before, &after);
+    int ca[XF_OP_COUNT + 1];
+    xf_graph_count_ops(after->graph, ca);
+    ck_assert_int_eq(ca[DQ], 4);
+    ck_assert_int_eq(ca[XF_OP_OPAQUE], 0);
+    const xf_value *wb = &before->graph->values[xf_graph_find_value(before->graph, "w")];
+    int w = xf_graph_find_value(after->graph, "w");
+    ck_assert_int_ge(w, 0);
+    const xf_tensor *wa = after->graph->values[w].init;
+    ck_assert(wa && wa->dtype == XF_DT_FLOAT8E4M3FN && wa->nbytes == 54 &&
+              memcmp(wa->data, wb->init->data, 54) == 0);
+    xf_model_free(before);
+    xf_model_free(after);
+    unlink(outp);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --check", xf_test_tool("xflowc"), in, outp);
+    ck_assert_int_ne(xf_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "does not support op QuantizeLinear producing FLOAT8E4M3FN") != NULL, "%s", out);
+    ck_assert_int_ne(access(outp, F_OK), 0);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("quant");
@@ -376,6 +419,7 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
     tcase_add_test(tc, xflowc_keeps_qdq_models_quantized);
+    tcase_add_test(tc, xflowc_carries_float8_models);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
