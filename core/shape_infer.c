@@ -275,6 +275,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_IS_NAN:
         out = XF_DT_BOOL;
         break;
+    case XF_OP_NON_ZERO:
+        out = XF_DT_INT64;
+        break;
     case XF_OP_SCATTER_ND:
     case XF_OP_SCATTER_ELEMENTS:
         if (input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED && input_dtype(c, 2) != out)
@@ -435,6 +438,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_GRU xf_infer_rnn
 #define XF_RULE_QUANTIZE_LINEAR xf_infer_quantize
 #define XF_RULE_DEQUANTIZE_LINEAR xf_infer_quantize
+#define XF_RULE_NON_ZERO xf_infer_non_zero
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

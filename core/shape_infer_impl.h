@@ -87,6 +87,7 @@ xf_status xf_infer_expand(xf_infer_ctx *c);
 xf_status xf_infer_constant_of_shape(xf_infer_ctx *c);
 xf_status xf_infer_shape_op(xf_infer_ctx *c);
 xf_status xf_infer_range(xf_infer_ctx *c);
+xf_status xf_infer_non_zero(xf_infer_ctx *c);
 
 /* Data-movement rules (shape_infer_movement.c). */
 xf_status xf_infer_concat(xf_infer_ctx *c);

@@ -1,5 +1,5 @@
 /* Shape inference for the ops whose output shape is the value of an input
- * or a function of one: Expand, ConstantOfShape, Shape and Range. */
+ * or a function of one: Expand, ConstantOfShape, Shape, Range and NonZero. */
 #include "shape_infer_impl.h"
 
 #include <math.h>
@@ -110,6 +110,22 @@ xf_status xf_infer_range(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_LIMIT, "the range would have more than 2^62 elements");
     int64_t n = (int64_t)len;
     xf_shape out = {.ndim = 1, .dims = {n}};
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* NonZero: [rank, number of nonzero elements], known only where the
+ * input's value is (a constant here, or the value at run time). */
+xf_status xf_infer_non_zero(xf_infer_ctx *c)
+{
+    const xf_tensor *t = xf_infer_value(c, 0);
+    int64_t numel = t ? xf_tensor_numel(t) : -1;
+    if (!t || t->dtype == XF_DT_STRING || xf_dtype_size(t->dtype) == 0 || (numel > 0 && !t->data))
+        return xf_infer_unknown(c);
+    int64_t count = 0;
+    for (int64_t i = 0; i < numel; i++)
+        count += xf_tensor_get_f64(t, i) != 0;
+    xf_shape out = {.ndim = 2, .dims = {t->shape.ndim, count}};
     xf_infer_set(c, 0, &out);
     return XF_OK;
 }

@@ -243,6 +243,31 @@ static int64_t nd_offset(const xf_node *n, const xf_tensor_view *idx, int64_t at
     return off;
 }
 
+/* The coordinates of every nonzero element, in row-major order: column k
+ * of the [rank, count] output holds the k-th one's. */
+xf_status xf_ref_non_zero(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *s = &in[0].shape;
+    int64_t numel = xf_shape_numel(s), count = out[0].shape.ndim == 2 ? out[0].shape.dims[1] : -1, k = 0;
+    int64_t *y = out[0].data, coord[XF_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < numel; i++) {
+        if (xf_rt_load_f64(in[0].dtype, in[0].data, i) != 0) {
+            if (k >= count)
+                return xf_rt_bad_node(err, n, "has more than the %lld nonzero elements its output shape holds",
+                                      (long long)count);
+            for (int d = 0; d < s->ndim; d++)
+                y[d * count + k] = coord[d];
+            k++;
+        }
+        for (int d = s->ndim - 1; d >= 0 && ++coord[d] == s->dims[d]; d--)
+            coord[d] = 0;
+    }
+    if (k != count)
+        return xf_rt_bad_node(err, n, "has %lld nonzero elements, not the %lld its output shape holds", (long long)k,
+                              (long long)count);
+    return XF_OK;
+}
+
 /* For each batch (the first batch_dims dims) and each row of k indices,
  * the slice of the batch's data they pick. */
 xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)

@@ -152,6 +152,18 @@ START_TEST(gemm_transposes)
 }
 END_TEST
 
+/* NonZero: the coordinates of the nonzero elements, one column each; its
+ * output shape is known only once the input's value is (here a run-time
+ * input, so the session infers it per run). */
+START_TEST(non_zero_positions)
+{
+    node_case c = make_case(XF_OP_NON_ZERO, 1, F32(DIMS(3, 2), 1, 0, 0, 3, 2, 0));
+    c.feed = 1;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 3), 0, 1, 2, 0, 1, 0);
+    EXPECT(run1(make_case(XF_OP_NON_ZERO, 1, BOOLS(DIMS(4), 0, 1, 1, 0))), XF_DT_INT64, DIMS(1, 2), 1, 2);
+}
+END_TEST
+
 /* t converted to floating dtype dt (t released). */
 static xf_tensor *as_dtype(xf_tensor *t, xf_dtype dt)
 {
@@ -898,6 +910,7 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, conv_1d_auto_pad);
     tcase_add_test(k, conv_3d_fused_relu);
     tcase_add_test(k, half_precision_products);
+    tcase_add_test(k, non_zero_positions);
     tcase_add_test(k, pool_ceil_mode);
     tcase_add_test(k, pool_count_include_pad);
     tcase_add_test(k, pool_dilation_1d_3d_global);
