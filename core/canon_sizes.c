@@ -98,7 +98,7 @@ static bool view_of(const xf_graph *h, const name_map *hm, const xf_graph *g, co
 {
     int out = n->outputs[0] >= 0 ? name_map_find(hm, g->values[n->outputs[0]].name) : -1;
     int p = out >= 0 ? h->values[out].producer : -1;
-    if (p < 0 || h->nodes[p].op != n->op || h->nodes[p].n_inputs < 2)
+    if (p < 0 || h->nodes[p].op != n->op || h->nodes[p].n_inputs < 2 || h->nodes[p].inputs[0] < 0)
         return false;
     const xf_node *hn = &h->nodes[p];
     const xf_tensor *t = hn->inputs[1] >= 0 && !h->values[hn->inputs[1]].is_input ? h->values[hn->inputs[1]].init
