@@ -335,6 +335,17 @@ xf_status xf_infer_gather_elements(xf_infer_ctx *c)
     return st;
 }
 
+/* The scatters' output: the data's shape, when indices and updates fit it. */
+static xf_status scatter_result(xf_infer_ctx *c, bool ok, const xf_shape *data, const xf_shape *idx,
+                                const xf_shape *upd)
+{
+    if (!ok)
+        return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
+                             xf_infer_text(upd).s, xf_infer_text(data).s);
+    xf_infer_set(c, 0, data);
+    return XF_OK;
+}
+
 /* ScatterND: the data's shape; indices (..., k) with k <= rank, and updates
  * of shape indices[:-1] + data[k:]. */
 xf_status xf_infer_scatter_nd(xf_infer_ctx *c)
@@ -346,11 +357,7 @@ xf_status xf_infer_scatter_nd(xf_infer_ctx *c)
         ok = upd->dims[d] == idx->dims[d];
     for (int d = (int)k; ok && d < data->ndim; d++)
         ok = upd->dims[idx->ndim - 1 + d - (int)k] == data->dims[d];
-    if (!ok)
-        return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
-                             xf_infer_text(upd).s, xf_infer_text(data).s);
-    xf_infer_set(c, 0, data);
-    return XF_OK;
+    return scatter_result(c, ok, data, idx, upd);
 }
 
 /* ScatterElements: the data's shape; indices and updates of one shape, of
@@ -365,11 +372,7 @@ xf_status xf_infer_scatter_elements(xf_infer_ctx *c)
     bool ok = idx->ndim == data->ndim && xf_shape_equal(idx, upd);
     for (int d = 0; ok && d < data->ndim; d++)
         ok = d == axis || idx->dims[d] <= data->dims[d];
-    if (!ok)
-        return xf_infer_fail(c, XF_ERR_INVALID, "indices %s and updates %s do not fit data %s", xf_infer_text(idx).s,
-                             xf_infer_text(upd).s, xf_infer_text(data).s);
-    xf_infer_set(c, 0, data);
-    return XF_OK;
+    return scatter_result(c, ok, data, idx, upd);
 }
 
 /* GatherND: indices[:-1] + data[batch_dims + k:], k = indices[-1]; the
