@@ -237,6 +237,75 @@ float xf_bf16_to_f32(uint16_t h)
     return f;
 }
 
+/* ------------------------------------------------------------ float8 */
+
+typedef struct f8_format {
+    int mbits, bias;
+    bool uz;         /* the "fnuz" variants: no negative zero, 0x80 is NaN, no infinity */
+    bool inf;        /* e5m2: exponent all ones is infinity (mantissa 0) or NaN */
+    uint8_t max;     /* the largest finite positive code */
+} f8_format;
+
+static const f8_format *f8_format_of(xf_dtype t)
+{
+    static const f8_format e4m3fn = {3, 7, false, false, 0x7e}, e4m3fnuz = {3, 8, true, false, 0x7f},
+                           e5m2 = {2, 15, false, true, 0x7b}, e5m2fnuz = {2, 16, true, false, 0x7f};
+    switch (t) {
+    case XF_DT_FLOAT8E4M3FN: return &e4m3fn;
+    case XF_DT_FLOAT8E4M3FNUZ: return &e4m3fnuz;
+    case XF_DT_FLOAT8E5M2: return &e5m2;
+    case XF_DT_FLOAT8E5M2FNUZ: return &e5m2fnuz;
+    default: return NULL;
+    }
+}
+
+bool xf_float8_known(xf_dtype t) { return f8_format_of(t) != NULL; }
+
+float xf_float8_to_f32(xf_dtype t, uint8_t code)
+{
+    const f8_format *f = f8_format_of(t);
+    if (!f)
+        return NAN;
+    int mag = code & 0x7f, e = mag >> f->mbits, m = mag & ((1 << f->mbits) - 1);
+    if (f->uz ? code == 0x80 : !f->inf ? mag == 0x7f : e == (1 << (7 - f->mbits)) - 1 && m)
+        return NAN;
+    if (f->inf && e == (1 << (7 - f->mbits)) - 1)
+        return code & 0x80 ? -INFINITY : INFINITY;
+    float v = e == 0 ? ldexpf((float)m, 1 - f->bias - f->mbits)
+                     : ldexpf(1.0f + (float)m / (float)(1 << f->mbits), e - f->bias);
+    return code & 0x80 ? -v : v;
+}
+
+uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate)
+{
+    const f8_format *f = f8_format_of(t);
+    uint8_t nan = f && f->uz ? 0x80 : 0x7f;
+    if (!f || isnan(v))
+        return nan;
+    uint8_t sign = signbit(v) && !f->uz ? 0x80 : 0;
+    float a = fabsf(v), max = xf_float8_to_f32(t, f->max);
+    float over = max + (max - xf_float8_to_f32(t, (uint8_t)(f->max - 1))) / 2;
+    if (a >= over) /* beyond rounding to the largest finite value */
+        return saturate ? (uint8_t)(sign | f->max) : f->inf ? (uint8_t)(sign | 0x7c) : nan;
+    /* the largest code not above a, then the nearer of it and the next
+     * (ties to the even code) */
+    int lo = 0, hi = f->max;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (xf_float8_to_f32(t, (uint8_t)mid) <= a)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    int code = lo;
+    if (lo < f->max) {
+        float below = a - xf_float8_to_f32(t, (uint8_t)lo), above = xf_float8_to_f32(t, (uint8_t)(lo + 1)) - a;
+        if (above < below || (above == below && (lo & 1)))
+            code = lo + 1;
+    }
+    return code == 0 && f->uz ? 0 : (uint8_t)(sign | code);
+}
+
 double xf_tensor_get_f64(const xf_tensor *t, int64_t i)
 {
     const void *p = t->data;

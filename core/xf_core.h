@@ -144,6 +144,12 @@ uint16_t xf_f32_to_f16(float f);
 float xf_f16_to_f32(uint16_t h);
 uint16_t xf_f32_to_bf16(float f);
 float xf_bf16_to_f32(uint16_t h);
+/* The float8 formats e4m3fn, e4m3fnuz, e5m2 and e5m2fnuz (ONNX's): decode,
+ * and encode rounding to nearest even; beyond the largest finite value,
+ * saturate gives it (with the sign), else infinity (e5m2) or NaN. */
+bool xf_float8_known(xf_dtype t);
+float xf_float8_to_f32(xf_dtype t, uint8_t code);
+uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate);
 
 /* ---------------------------------------------------------------- operators */
 

@@ -3,12 +3,14 @@
  * takes), in float arithmetic as ONNX Runtime computes them:
  *     Quantize    y = saturate(round_half_to_even(x / scale) + zero_point)
  *     Dequantize  y = (x - zero_point) * scale
- * (NaN quantizes to 0.) */
+ * (NaN quantizes to 0.)  To float8, Quantize rounds x / scale + zero_point
+ * to the format's nearest value instead (saturating unless saturate is 0),
+ * and Dequantize reads float8 values as numbers. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
 
-#define QUANTIZED (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16))
+#define QUANTIZED (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) | XF_DTM_FLOAT8)
 
 typedef struct quant_args {
     const xf_tensor_view *x, *scale, *zero_point, *y; /* zero_point NULL when absent */
@@ -30,7 +32,7 @@ static xf_status quant_args_make(const xf_node *n, const xf_tensor_view *in, con
         return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "producing %s", xf_dtype_name(q->y->dtype));
     if (xf_rt_numel(q->x) != xf_rt_numel(q->y))
         return xf_rt_bad_node(err, n, "input and output sizes differ");
-    if (quantize) {
+    if (quantize && !xf_float8_known(q->y->dtype)) {
         q->lo = lo[q->y->dtype];
         q->hi = hi[q->y->dtype];
     }
@@ -41,9 +43,10 @@ static xf_status quant_args_make(const xf_node *n, const xf_tensor_view *in, con
     return XF_OK;
 }
 
-static void quant_run(const quant_args *q, bool quantize)
+static void quant_run(const quant_args *q, bool quantize, bool saturate)
 {
     const xf_quant_layout *l = &q->l;
+    bool f8_in = xf_float8_known(q->x->dtype), f8_out = xf_float8_known(q->y->dtype);
     for (int64_t o = 0; o < l->outer; o++)
         for (int64_t d = 0; d < l->dim; d++) {
             int64_t first = (o * l->dim + d) * l->inner;
@@ -51,11 +54,18 @@ static void quant_run(const quant_args *q, bool quantize)
             for (int64_t i = 0; i < l->inner; i++) {
                 int64_t e = first + i, s = s0 + i * l->inner_stride;
                 float scale = (float)xf_rt_load_f64(q->scale->dtype, q->scale->data, s);
-                int64_t zp = q->zero_point ? xf_rt_load_i64(q->zero_point->dtype, q->zero_point->data, s) : 0;
-                if (quantize) {
+                double zpf = q->zero_point ? xf_rt_load_f64(q->zero_point->dtype, q->zero_point->data, s) : 0;
+                int64_t zp = (int64_t)zpf;
+                if (quantize && f8_out) {
+                    float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
+                    ((uint8_t *)q->y->data)[e] = xf_f32_to_float8(q->y->dtype, x / scale + (float)zpf, saturate);
+                } else if (quantize) {
                     float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
                     float v = nearbyintf(x / scale) + (float)zp;
                     xf_rt_store_f64(q->y->dtype, q->y->data, e, v < q->lo ? q->lo : v > q->hi ? q->hi : v);
+                } else if (f8_in) {
+                    double x = xf_rt_load_f64(q->x->dtype, q->x->data, e);
+                    xf_rt_store_f64(q->y->dtype, q->y->data, e, (double)((float)(x - zpf) * scale));
                 } else {
                     int64_t x = xf_rt_load_i64(q->x->dtype, q->x->data, e);
                     xf_rt_store_f64(q->y->dtype, q->y->data, e, (double)((float)(x - zp) * scale));
@@ -70,6 +80,6 @@ xf_status xf_ref_quantize(const xf_node *n, const xf_tensor_view *in, const xf_t
     quant_args q;
     xf_status st = quant_args_make(n, in, out, quantize, &q, err);
     if (st == XF_OK)
-        quant_run(&q, quantize);
+        quant_run(&q, quantize, !n->attrs.no_saturate);
     return st;
 }

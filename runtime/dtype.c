@@ -43,7 +43,11 @@ double xf_rt_load_f64(xf_dtype t, const void *p, int64_t i)
     case XF_DT_FLOAT16: return xf_f16_to_f32(((const uint16_t *)p)[i]);
     case XF_DT_BFLOAT16: return xf_bf16_to_f32(((const uint16_t *)p)[i]);
     case XF_DT_UINT64: return (double)((const uint64_t *)p)[i];
-    default: return (double)xf_rt_load_i64(t, p, i);
+    default:
+        if (xf_float8_known(t))
+            return xf_float8_to_f32(t, ((const uint8_t *)p)[i]);
+        /* types only carried (no arithmetic) read as 0 */
+        return xf_rt_is_integral(t) ? (double)xf_rt_load_i64(t, p, i) : 0.0;
     }
 }
 
@@ -74,6 +78,10 @@ void xf_rt_store_f64(xf_dtype t, void *p, int64_t i, double v)
     case XF_DT_DOUBLE: ((double *)p)[i] = v; break;
     case XF_DT_FLOAT16: ((uint16_t *)p)[i] = xf_f32_to_f16((float)v); break;
     case XF_DT_BFLOAT16: ((uint16_t *)p)[i] = xf_f32_to_bf16((float)v); break;
+    case XF_DT_FLOAT8E4M3FN:
+    case XF_DT_FLOAT8E4M3FNUZ:
+    case XF_DT_FLOAT8E5M2:
+    case XF_DT_FLOAT8E5M2FNUZ: ((uint8_t *)p)[i] = xf_f32_to_float8(t, (float)v, true); break; /* Cast's default */
     case XF_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case XF_DT_UINT64:
         /* the upper half of uint64 is beyond int64; NaN and negatives give 0 */

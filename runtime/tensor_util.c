@@ -36,7 +36,7 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
 double xf_tensor_max_abs(const xf_tensor *t)
 {
     double m = 0.0;
-    if (!(XF_DTM_NUMERIC & XF_DTM(t->dtype)))
+    if (!((XF_DTM_NUMERIC | XF_DTM_FLOAT8) & XF_DTM(t->dtype)))
         return m;
     int64_t numel = xf_tensor_numel(t);
     for (int64_t i = 0; i < numel; i++) {
@@ -73,7 +73,7 @@ xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol,
     if (!xf_shape_equal(&a->shape, &b->shape))
         return xf_error_set(err, XF_ERR_INVALID, "shapes differ: %s vs %s", xf_shape_str(&a->shape, sa, sizeof sa),
                             xf_shape_str(&b->shape, sb, sizeof sb));
-    if (!((XF_DTM_NUMERIC | XF_DTM(XF_DT_BOOL)) & XF_DTM(a->dtype)))
+    if (!((XF_DTM_NUMERIC | XF_DTM_FLOAT8 | XF_DTM(XF_DT_BOOL)) & XF_DTM(a->dtype)))
         return xf_error_set(err, XF_ERR_INVALID, "cannot compare tensors of type %s", xf_dtype_name(a->dtype));
     bool all = true;
     int64_t numel = xf_tensor_numel(a);

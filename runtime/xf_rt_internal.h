@@ -18,6 +18,10 @@
 #define XF_DTM_ANY (XF_DTM_NUMERIC | XF_DTM(XF_DT_BOOL) | XF_DTM(XF_DT_COMPLEX64) | \
                     XF_DTM(XF_DT_COMPLEX128))
 #define XF_DTM_INDEX (XF_DTM(XF_DT_INT32) | XF_DTM(XF_DT_INT64))
+/* the float8 formats QuantizeLinear and DequantizeLinear compute with */
+#define XF_DTM_FLOAT8                                                                                              \
+    (XF_DTM(XF_DT_FLOAT8E4M3FN) | XF_DTM(XF_DT_FLOAT8E4M3FNUZ) | XF_DTM(XF_DT_FLOAT8E5M2) |                        \
+     XF_DTM(XF_DT_FLOAT8E5M2FNUZ))
 
 /* Integer-valued (bool included): arithmetic on these runs in int64 so that
  * large values stay exact; everything else runs in double. */
