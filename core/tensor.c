@@ -282,11 +282,11 @@ uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate)
     uint8_t nan = f && f->uz ? 0x80 : 0x7f;
     if (!f || isnan(v))
         return nan;
-    uint8_t sign = signbit(v) && !f->uz ? 0x80 : 0;
+    uint8_t sign = signbit(v) ? 0x80 : 0;
     float a = fabsf(v), max = xf_float8_to_f32(t, f->max);
     float over = max + (max - xf_float8_to_f32(t, (uint8_t)(f->max - 1))) / 2;
     if (a >= over) /* beyond rounding to the largest finite value */
-        return saturate ? (uint8_t)(sign | f->max) : f->inf ? (uint8_t)(sign | 0x7c) : nan;
+        return saturate ? (uint8_t)(sign | f->max) : f->inf ? (uint8_t)(sign | 0x7c) : f->uz ? nan : (uint8_t)(sign | nan);
     /* the largest code not above a, then the nearer of it and the next
      * (ties to the even code) */
     int lo = 0, hi = f->max;

@@ -58,7 +58,8 @@ static void quant_run(const quant_args *q, bool quantize, bool saturate)
                 int64_t zp = (int64_t)zpf;
                 if (quantize && f8_out) {
                     float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
-                    ((uint8_t *)q->y->data)[e] = xf_f32_to_float8(q->y->dtype, x / scale + (float)zpf, saturate);
+                    float v = zpf != 0 ? x / scale + (float)zpf : x / scale; /* -0 stays -0 */
+                    ((uint8_t *)q->y->data)[e] = xf_f32_to_float8(q->y->dtype, v, saturate);
                 } else if (quantize) {
                     float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
                     float v = nearbyintf(x / scale) + (float)zp;

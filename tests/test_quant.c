@@ -96,6 +96,18 @@ START_TEST(quantize_float8)
         ck_assert_uint_eq(((const uint8_t *)y->data)[0], (t ? 0x7cu : 0x7fu));
         xf_tensor_release(y);
     }
+    /* the fnuz formats: no negative zero, but negative numbers (codes from
+     * ONNX's reference for -3.3 and -0) */
+    const xf_dtype uz[2] = {XF_DT_FLOAT8E4M3FNUZ, XF_DT_FLOAT8E5M2FNUZ};
+    for (int t = 0; t < 2; t++) {
+        const uint8_t zero = 0;
+        node_case c = qcase(Q, F32(DIMS(2), -3.3f, -0.0f), F32(SCALAR, 1), mk(uz[t], SCALAR, &zero));
+        c.opset = 21;
+        xf_tensor *y = run1(c);
+        ck_assert_uint_eq(((const uint8_t *)y->data)[0], (t ? 0xc7u : 0xcdu));
+        ck_assert_uint_eq(((const uint8_t *)y->data)[1], 0u);
+        xf_tensor_release(y);
+    }
 }
 END_TEST
 
