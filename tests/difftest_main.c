@@ -4,11 +4,19 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: xflow-difftest XFLOWC WORKDIR [COUNT] [SEED] [OPS]\n");
+        return 2;
+    }
+    /* a folder it cannot write to would make every graph count as a mismatch */
+    struct stat st;
+    if (stat(argv[2], &st) != 0 || !S_ISDIR(st.st_mode) || access(argv[2], W_OK) != 0) {
+        fprintf(stderr, "xflow-difftest: %s: not a folder this user can write to (create it first)\n", argv[2]);
         return 2;
     }
     int count = argc > 3 ? atoi(argv[3]) : 10000;
