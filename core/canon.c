@@ -216,16 +216,11 @@ xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eva
 
 /* ------------------------------------------------------------ BatchNormalization folding */
 
-static bool floating(xf_dtype t)
-{
-    return t == XF_DT_FLOAT || t == XF_DT_DOUBLE || t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16;
-}
-
 /* Value v when it is a floating constant with numel elements, else NULL. */
 static const xf_tensor *float_constant(const xf_graph *g, int v, int64_t numel)
 {
     const xf_tensor *t = constant_of(g, v);
-    if (!t || !floating(t->dtype) || xf_tensor_numel(t) != numel || (numel > 0 && !t->data))
+    if (!t || !xf_dtype_is_float(t->dtype) || xf_tensor_numel(t) != numel || (numel > 0 && !t->data))
         return NULL;
     return t;
 }
@@ -249,7 +244,7 @@ static int foldable_conv(const xf_graph *g, const xf_node *bn)
         return -1;
     const xf_node *conv = &g->nodes[p];
     const xf_tensor *w = constant_of(g, conv->inputs[1]);
-    if (!w || !floating(w->dtype) || w->shape.ndim < 3 || !w->data)
+    if (!w || !xf_dtype_is_float(w->dtype) || w->shape.ndim < 3 || !w->data)
         return -1;
     int64_t channels = w->shape.dims[0];
     if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !float_constant(g, conv->inputs[2], channels))
@@ -335,7 +330,7 @@ static xf_activation activation_of(xf_op op)
 }
 
 /* Float convolutions, in the precisions runtimes convolve in. */
-static bool fusable_dtype(xf_dtype t) { return t == XF_DT_FLOAT || t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16; }
+static bool fusable_dtype(xf_dtype t) { return t == XF_DT_FLOAT || xf_dtype_is_half(t); }
 
 static bool visit_activation(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
 {

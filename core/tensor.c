@@ -30,6 +30,10 @@ int xf_dtype_bits(xf_dtype t)
     }
 }
 
+bool xf_dtype_is_half(xf_dtype t) { return t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16; }
+
+bool xf_dtype_is_float(xf_dtype t) { return t == XF_DT_FLOAT || t == XF_DT_DOUBLE || xf_dtype_is_half(t); }
+
 size_t xf_dtype_nbytes(xf_dtype t, int64_t numel)
 {
     int bits = xf_dtype_bits(t);

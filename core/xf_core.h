@@ -88,6 +88,10 @@ size_t xf_dtype_size(xf_dtype t);
 /* Bits per element (0: string, undefined), and the bytes numel elements
  * occupy (packed types rounded up to whole bytes; 0 for strings). */
 int xf_dtype_bits(xf_dtype t);
+/* float, double, float16 or bfloat16 (the float8 formats are not: no op
+ * but quantization computes in them); float16 or bfloat16. */
+bool xf_dtype_is_float(xf_dtype t);
+bool xf_dtype_is_half(xf_dtype t);
 size_t xf_dtype_nbytes(xf_dtype t, int64_t numel);
 const char *xf_dtype_name(xf_dtype t);
 

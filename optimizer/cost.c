@@ -152,7 +152,7 @@ double cost_analytic_node(const cost_device *d, const xf_graph *g, int i)
     for (int k = 0; k < n->n_outputs; k++)
         bytes += (double)value_bytes(g, n->outputs[k]);
     xf_dtype out = n->n_outputs > 0 && n->outputs[0] >= 0 ? g->values[n->outputs[0]].dtype : XF_DT_UNDEFINED;
-    bool half = (out == XF_DT_FLOAT16 || out == XF_DT_BFLOAT16) && d->half_matrix_flops > 0;
+    bool half = xf_dtype_is_half(out) && d->half_matrix_flops > 0;
     double rate = is_matrix_op(n->op) ? (half ? d->half_matrix_flops : d->matrix_flops)
                                       : (half ? d->half_vector_flops : d->vector_flops);
     double compute = n->op == XF_OP_OPAQUE ? 0 : node_flops(g, i) / rate;

@@ -161,8 +161,7 @@ bool opt_dtype_fits(xf_dtype rule, xf_dtype have)
 {
     if (rule == have)
         return true;
-    return rule == XF_DT_FLOAT &&
-           (have == XF_DT_FLOAT16 || have == XF_DT_BFLOAT16 || have == XF_DT_DOUBLE);
+    return rule == XF_DT_FLOAT && xf_dtype_is_float(have);
 }
 
 xf_tensor *opt_rule_const_tensor(const xf_rule_set *rs, xf_const_kind k, const xf_shape *s, xf_dtype dt)

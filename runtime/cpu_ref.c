@@ -163,8 +163,6 @@ static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
     return XF_OK;
 }
 
-static bool is_half(xf_dtype t) { return t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16; }
-
 /* Runs a float kernel on node n whose operands include 16-bit floats:
  * those go through float copies (see ref_entry.widen). */
 static xf_status run_widened(xf_ref_kernel kernel, const xf_node *n, const xf_tensor_view *in,
@@ -178,7 +176,7 @@ static xf_status run_widened(xf_ref_kernel kernel, const xf_node *n, const xf_te
         const xf_tensor_view *src = k < n->n_inputs ? &in[k] : &out[k - n->n_inputs];
         v[k] = *src;
         int64_t count = xf_shape_numel(&src->shape);
-        if (!is_half(src->dtype) || !src->data || count <= 0)
+        if (!xf_dtype_is_half(src->dtype) || !src->data || count <= 0)
             continue;
         if (!(wide[k] = malloc(sizeof *wide[k] * (size_t)count))) {
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -208,7 +206,7 @@ static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *stat
     const ref_entry *e = &ref_table[n->op];
     bool half = false;
     for (int k = 0; e->widen && k < n->n_inputs + n->n_outputs; k++)
-        half |= is_half(k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype);
+        half |= xf_dtype_is_half(k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype);
     return half ? run_widened(e->kernel, n, in, out, err) : e->kernel(n, in, out, err);
 }
 

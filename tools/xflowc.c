@@ -225,7 +225,7 @@ typedef struct tolerance {
 static tolerance output_tolerance(const xf_tensor *want, double atol, double rtol)
 {
     double scale = xf_tensor_max_abs(want);
-    bool half = want->dtype == XF_DT_FLOAT16 || want->dtype == XF_DT_BFLOAT16;
+    bool half = xf_dtype_is_half(want->dtype);
     if (half && atol < 0 && rtol < 0) {
         double r = want->dtype == XF_DT_FLOAT16 ? 1e-2 : 5e-2;
         return (tolerance){r * (scale > 0 ? scale : 1), r, true};
