@@ -62,7 +62,35 @@ void xf_opaque_release(xf_opaque *o)
     free(o->op_type);
     free(o->domain);
     free(o->proto);
+    for (int i = 0; i < o->n_bodies; i++) {
+        free(o->bodies[i].attr);
+        xf_graph_free(o->bodies[i].graph);
+    }
+    free(o->bodies);
     free(o);
+}
+
+bool xf_opaque_add_body(xf_opaque *o, const char *attr, int n_formal, xf_graph *graph)
+{
+    xf_opaque_body *grown = realloc(o->bodies, sizeof *grown * (size_t)(o->n_bodies + 1));
+    char *name = dup_str(attr ? attr : "");
+    if (grown)
+        o->bodies = grown;
+    if (!grown || !name) {
+        free(name);
+        xf_graph_free(graph);
+        return false;
+    }
+    o->bodies[o->n_bodies++] = (xf_opaque_body){name, n_formal, graph};
+    return true;
+}
+
+const xf_opaque_body *xf_opaque_find_body(const xf_opaque *o, const char *attr)
+{
+    for (int i = 0; o && i < o->n_bodies; i++)
+        if (strcmp(o->bodies[i].attr, attr) == 0)
+            return &o->bodies[i];
+    return NULL;
 }
 
 /* ------------------------------------------------------------ graph */

@@ -351,17 +351,44 @@ bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_sha
  * the node's serialized NodeProto (attributes, subgraphs, doc string), kept
  * as bytes so that core needs no protobuf; input/output names are rewritten
  * from the graph on export. */
+struct xf_graph;
+
+/* A subgraph attribute of an opaque node (If's branches, Loop's body),
+ * loaded as a graph so that runtimes can execute it.  Its inputs are the
+ * attribute's own formal inputs (none for If's branches; Loop's iteration
+ * number, condition and loop-carried values), then one input per value of
+ * enclosing scopes the node's subgraphs use, in the order of the node's
+ * inputs after its first n_own_inputs: the k-th of those binds to node
+ * input n_own_inputs + k. */
+typedef struct xf_opaque_body {
+    char *attr;             /* the attribute's name ("then_branch", "body") */
+    int n_formal;           /* leading inputs declared by the subgraph itself */
+    struct xf_graph *graph; /* owned */
+} xf_opaque_body;
+
 typedef struct xf_opaque {
     int refcount;
     char *op_type;
     char *domain;
     size_t proto_len;
     uint8_t *proto;
+    /* Inputs the NodeProto lists; node inputs after these are the values
+     * of enclosing scopes that its subgraphs use. */
+    int n_own_inputs;
+    /* Subgraph attributes loaded as graphs (none when the node has none,
+     * or when one could not be loaded: the node is then only carried). */
+    int n_bodies;
+    xf_opaque_body *bodies;
 } xf_opaque;
 
 xf_opaque *xf_opaque_create(const char *op_type, const char *domain, const void *proto, size_t len);
 xf_opaque *xf_opaque_retain(xf_opaque *o);
 void xf_opaque_release(xf_opaque *o);
+/* Adds a loaded subgraph attribute; takes ownership of graph (freed on
+ * failure).  False when out of memory. */
+bool xf_opaque_add_body(xf_opaque *o, const char *attr, int n_formal, struct xf_graph *graph);
+/* The loaded subgraph attribute called attr, or NULL. */
+const xf_opaque_body *xf_opaque_find_body(const xf_opaque *o, const char *attr);
 
 /* A value: a graph input, an initializer (constant) or a node output. */
 typedef struct xf_value {

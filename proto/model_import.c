@@ -24,6 +24,19 @@ typedef struct importer {
     int *out_ids;
 } importer;
 
+/* Frees what an import made besides its graph and model. */
+static void importer_free(importer *im)
+{
+    xfp_map_free(&im->values);
+    xfp_map_free(&im->declared);
+    xfp_list_free(&im->declared_list);
+    xfp_symbols_free(&im->syms);
+    xfp_list_free(&im->fallback);
+    xfp_list_free(&im->unknown_vi);
+    free(im->node_outs);
+    free(im->out_ids);
+}
+
 static xf_status oom(importer *im) { return xf_error_set(im->err, XF_ERR_NOMEM, "out of memory"); }
 
 static const char *str_or_empty(const char *s) { return s ? s : ""; }
@@ -447,6 +460,100 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
     return XF_OK;
 }
 
+static xf_status import_node(importer *im, size_t index);
+static xf_status import_outputs(importer *im);
+static xf_status collect_declared(importer *im);
+
+/* ------------------------------------------------------------ subgraphs */
+
+/* Loads subgraph gp of a node of parent's graph into a new graph: its
+ * formal inputs, then the node's outer values (see xf_opaque_body).  Input
+ * shapes stay unknown (they may change from one run to the next); dtypes
+ * are the declared ones, an outer value's as the enclosing graph has it. */
+static xf_status import_body(const importer *parent, const Onnx__GraphProto *gp, const char *const *outer,
+                             size_t n_outer, xf_graph **out)
+{
+    importer im = {.mp = parent->mp, .gp = gp, .m = parent->m, .err = parent->err, .tensors = parent->tensors};
+    const xfp_symbols no_symbols = {0};
+    *out = NULL;
+    im.g = xf_graph_create(gp->name);
+    xf_status s = im.g ? collect_declared(&im) : oom(&im);
+    if (s == XF_OK)
+        s = import_initializers(&im);
+    xf_shape unknown = {.ndim = -1};
+    for (size_t i = 0; i < gp->n_input && s == XF_OK; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        xf_dtype dt;
+        xf_shape ignored;
+        xfp_declared_type(vi->type, &no_symbols, &dt, &ignored);
+        s = vi->name && vi->name[0] ? check_new_name(&im, vi->name, "a subgraph input")
+                                    : xf_error_set(im.err, XF_ERR_INVALID, "subgraph input %zu has no name", i);
+        if (s == XF_OK)
+            s = define_value(&im, xf_graph_add_input(im.g, vi->name, dt, &unknown));
+    }
+    for (size_t k = 0; k < n_outer && s == XF_OK; k++) {
+        int pv = xfp_map_get(&parent->values, outer[k]);
+        xf_dtype dt = pv >= 0 ? parent->g->values[pv].dtype : XF_DT_UNDEFINED;
+        s = check_new_name(&im, outer[k], "a subgraph value");
+        if (s == XF_OK)
+            s = define_value(&im, xf_graph_add_input(im.g, outer[k], dt, &unknown));
+    }
+    if (s == XF_OK)
+        s = define_node_outputs(&im);
+    for (size_t i = 0; i < gp->n_node && s == XF_OK; i++)
+        if (im.node_outs[i] >= 0)
+            s = import_node(&im, i);
+    if (s == XF_OK)
+        s = import_outputs(&im);
+    if (s == XF_OK)
+        s = xf_graph_toposort(im.g, im.err);
+    /* declared element types of what inference cannot type (outputs of
+     * opaque nodes); shapes are left to the run */
+    for (int v = 0; s == XF_OK && v < im.g->n_values; v++) {
+        xf_value *val = &im.g->values[v];
+        int d = val->producer >= 0 && val->dtype == XF_DT_UNDEFINED ? xfp_map_get(&im.declared, val->name) : -1;
+        xf_shape ignored;
+        if (d >= 0)
+            xfp_declared_type(((const Onnx__ValueInfoProto *)im.declared_list.items[d])->type, &no_symbols, &val->dtype,
+                              &ignored);
+    }
+    importer_free(&im);
+    if (s != XF_OK)
+        xf_graph_free(im.g);
+    else
+        *out = im.g;
+    return s;
+}
+
+/* Loads o's subgraph attributes as graphs, so that runtimes can run the
+ * node.  One that cannot be loaded leaves the node carried only: the
+ * reason is logged, and the model still loads. */
+static xf_status import_bodies(importer *im, const Onnx__NodeProto *np, const char *label, xf_opaque *o,
+                               const char *const *outer, size_t n_outer)
+{
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        if (!a->g)
+            continue;
+        xf_error body_err = {0};
+        importer sub = *im;
+        sub.err = &body_err;
+        xf_graph *g;
+        xf_status s = import_body(&sub, a->g, outer, n_outer, &g);
+        if (s == XF_ERR_NOMEM || (s == XF_OK && !xf_opaque_add_body(o, a->name, (int)a->g->n_input, g)))
+            return oom(im);
+        if (s != XF_OK) {
+            xf_log(XF_LOG_INFO, "%s is carried but cannot run: its subgraph '%s' does not load: %s", label,
+                   str_or_empty(a->name), body_err.msg);
+            for (int k = 0; k < o->n_bodies; k++)
+                xf_graph_free(o->bodies[k].graph), free(o->bodies[k].attr);
+            o->n_bodies = 0;
+            return XF_OK;
+        }
+    }
+    return XF_OK;
+}
+
 static xf_status make_opaque(importer *im, const Onnx__NodeProto *np, const char *label, xf_opaque **out,
                              int **ins, int *n_in)
 {
@@ -474,8 +581,11 @@ static xf_status make_opaque(importer *im, const Onnx__NodeProto *np, const char
         else
             *ins = grown;
     }
+    (*out)->n_own_inputs = *n_in;
     for (size_t k = 0; k < n_outer && s == XF_OK; k++)
         s = resolve(im, outer[k], label, "has a subgraph that uses", &(*ins)[(*n_in)++]);
+    if (s == XF_OK)
+        s = import_bodies(im, np, label, *out, outer, n_outer);
     free(outer);
     return s;
 }
@@ -691,14 +801,7 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
         im.g = im.m->graph;
     if (s == XF_OK)
         s = import_model(&im);
-    xfp_map_free(&im.values);
-    xfp_map_free(&im.declared);
-    xfp_list_free(&im.declared_list);
-    xfp_symbols_free(&im.syms);
-    xfp_list_free(&im.fallback);
-    xfp_list_free(&im.unknown_vi);
-    free(im.node_outs);
-    free(im.out_ids);
+    importer_free(&im);
     if (s != XF_OK) {
         xf_model_free(im.m);
         return s;

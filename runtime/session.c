@@ -29,6 +29,7 @@ struct xf_session {
     xf_tensor_view *in, *out;
     xf_tensor *tmp;          /* dynamic mode: input values for shape inference */
     const xf_tensor **tmp_ptr;
+    xf_rt_flow **flows; /* per node: If and Loop, which the session runs itself; NULL for others */
 };
 
 static const xf_tensor_view omitted_view = {.dtype = XF_DT_UNDEFINED, .shape = {.ndim = -1}};
@@ -246,10 +247,61 @@ static void free_dynamic(xf_session *s, xf_tensor_view *views, bool *owned, int 
             s->be->free(s->ctx, views[v].data);
 }
 
+/* Values whose last reader is node i go back to the backend. */
+static void release_consumed(xf_session *s, const xf_graph *g, xf_tensor_view *views, bool *owned, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v >= 0 && owned[v] && s->last_use[v] <= i) {
+            s->be->free(s->ctx, views[v].data);
+            owned[v] = false;
+        }
+    }
+}
+
+/* Runs control-flow node i of g: its outputs' shapes are what its
+ * subgraphs produce. */
+static xf_status run_flow_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
+                               double *seconds, xf_error *err)
+{
+    const xf_node *n = &g->nodes[i];
+    xf_tensor **outs = calloc((size_t)n->n_outputs + 1, sizeof *outs);
+    if (!outs)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    const xf_tensor *const *ins = inference_inputs(s, g, views, i);
+    double t0 = seconds ? now_seconds() : 0.0;
+    xf_status st = xf_rt_flow_run(s->flows[i], (xf_tensor *const *)ins, outs, err);
+    if (seconds)
+        *seconds = now_seconds() - t0;
+    for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
+        int v = n->outputs[k];
+        if (v < 0)
+            continue;
+        const xf_tensor *t = outs[k];
+        g->values[v].dtype = t->dtype;
+        g->values[v].shape = t->shape;
+        views[v] = (xf_tensor_view){t->dtype, t->shape, s->be->alloc(s->ctx, t->nbytes)};
+        owned[v] = views[v].data != NULL;
+        if (t->nbytes && !views[v].data)
+            st = xf_error_set(err, XF_ERR_NOMEM, "cannot allocate %zu bytes for '%s'", t->nbytes,
+                              g->values[v].name);
+        else if (t->nbytes)
+            st = s->be->copy_in(s->ctx, views[v].data, t->data, t->nbytes, err);
+    }
+    for (int k = 0; k < n->n_outputs; k++)
+        xf_tensor_release(outs[k]);
+    free(outs);
+    release_consumed(s, g, views, owned, i);
+    return st;
+}
+
 /* Infers, allocates and runs node i of g (the run's clone of s->g). */
 static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                   double *seconds, xf_error *err)
 {
+    if (s->flows && s->flows[i])
+        return run_flow_node(s, g, views, owned, i, seconds, err);
     const xf_node *n = &g->nodes[i];
     xf_status st = xf_node_infer_shape(g, i, s->opset, inference_inputs(s, g, views, i), err);
     if (st == XF_OK)
@@ -278,14 +330,7 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
         st = run_one(s, g, i, state, seconds, err);
     if (s->be->release && state)
         s->be->release(s->ctx, state);
-    /* values whose last reader this was go back to the backend */
-    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
-        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
-        if (v >= 0 && owned[v] && s->last_use[v] <= i) {
-            s->be->free(s->ctx, views[v].data);
-            owned[v] = false;
-        }
-    }
+    release_consumed(s, g, views, owned, i);
     return st;
 }
 
@@ -384,8 +429,26 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
                                 v->name, xf_dtype_name(v->dtype));
     }
     for (int i = 0; st == XF_OK && i < s->g->n_nodes; i++)
-        st = s->be->supports(s->g, i, err);
+        if (!xf_rt_flow_node(&s->g->nodes[i]))
+            st = s->be->supports(s->g, i, err);
     return st;
+}
+
+/* The sessions of If and Loop subgraphs; a graph with any runs dynamically. */
+static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
+{
+    *any = false;
+    for (int i = 0; i < s->g->n_nodes; i++) {
+        if (!xf_rt_flow_node(&s->g->nodes[i]))
+            continue;
+        if (!s->flows && !(s->flows = calloc((size_t)s->g->n_nodes, sizeof *s->flows)))
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        xf_status st = xf_rt_flow_create(s->g, i, s->opset, s->be->name, &s->flows[i], err);
+        if (st != XF_OK)
+            return st;
+        *any = true;
+    }
+    return XF_OK;
 }
 
 /* Static mode needs every input and node output shape known. */
@@ -435,10 +498,13 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         st = xf_pass_fuse_activations(s->g, NULL, err);
     if (st == XF_OK)
         st = check_supported(s, err);
+    bool flows = false;
+    if (st == XF_OK)
+        st = create_flows(s, &flows, err);
     if (st == XF_OK)
         st = alloc_tables(s, err);
     if (st == XF_OK) {
-        s->dynamic = (opt && opt->force_dynamic) || !all_shapes_static(s->g);
+        s->dynamic = (opt && opt->force_dynamic) || flows || !all_shapes_static(s->g);
         if (s->dynamic && !be->host_memory)
             st = xf_error_set(err, XF_ERR_UNSUPPORTED,
                               "backend %s cannot run graphs whose shapes depend on run-time values", be->name);
@@ -478,6 +544,9 @@ void xf_session_free(xf_session *s)
         s->be->free(s->ctx, s->arena);
     if (s->ctx && s->be->context_free)
         s->be->context_free(s->ctx);
+    for (int i = 0; s->flows && i < s->g->n_nodes; i++)
+        xf_rt_flow_free(s->flows[i]);
+    free(s->flows);
     xf_memplan_free(&s->plan);
     xf_graph_free(s->g);
     free(s->states);

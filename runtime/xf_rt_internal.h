@@ -150,6 +150,23 @@ xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tens
 xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_range(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 
+/* ---------------------------------------------------------------- control flow (control_flow.c) */
+
+/* If and Loop nodes whose subgraphs loaded (see xf_opaque_body): the
+ * session runs them itself, whatever the backend, by running their
+ * subgraphs as sessions of their own on that backend. */
+typedef struct xf_rt_flow xf_rt_flow;
+/* Whether n is an If or a Loop (loaded or not: create says which). */
+bool xf_rt_flow_node(const xf_node *n);
+/* Makes the sessions of node `node`'s subgraphs; fails naming the node when
+ * a subgraph did not load or holds an op the backend lacks. */
+xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, xf_rt_flow **out,
+                            xf_error *err);
+/* Runs the node: in[] has its n_inputs tensors in host memory (NULL for an
+ * omitted one), out[] receives n_outputs new tensors. */
+xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err);
+void xf_rt_flow_free(xf_rt_flow *f);
+
 /* The cpu_ref backend (cpu_ref.c). */
 extern const xf_backend xf_backend_cpu_ref;
 

@@ -412,7 +412,9 @@ static xf_graph *with_sizes(const xf_model *m, const xf_graph *g, int round, boo
 }
 
 /* with_sizes, with the shapes inferred anew and canonicalized (shape
- * computations then fold at those sizes); NULL, with why, when that fails. */
+ * computations then fold at those sizes); NULL, with why, when that fails
+ * or an output's shape is not known then, unless it is not known in m's
+ * graph either (it depends on run-time values: an If's, a NonZero's). */
 static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool distinct, int64_t opset, char *why,
                          size_t n)
 {
@@ -429,7 +431,8 @@ static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool d
         return NULL;
     }
     for (int k = 0; k < r->n_outputs; k++)
-        if (r->values[r->outputs[k]].shape.ndim < 0) {
+        if (r->values[r->outputs[k]].shape.ndim < 0 &&
+            (k >= m->graph->n_outputs || m->graph->values[m->graph->outputs[k]].shape.ndim >= 0)) {
             snprintf(why, n, "the shape of output '%s' is not known at other sizes", r->values[r->outputs[k]].name);
             xf_graph_free(r);
             return NULL;

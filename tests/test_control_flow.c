@@ -1,0 +1,339 @@
+/* Control flow: If and Loop nodes stay opaque (carried byte for byte) and
+ * their subgraphs load as graphs, which sessions run on the host backends:
+ * the branch a run-time condition picks, a loop's body per iteration with
+ * its carried values and scan outputs, values of enclosing scopes bound
+ * through nesting; and the errors for what cannot run. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "proto_util.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
+
+static const int64_t d4[] = {4};
+
+static Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
+{
+    Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = g;
+    return a;
+}
+
+/* y = If(sum(x) > 0, then: Relu(x) * w, else: Concat(x, x)) + 1, with w an
+ * initializer of the outer graph that only the then-branch uses; the
+ * branches' outputs differ in shape. */
+static Onnx__ModelProto *if_model(void)
+{
+    static const float w[] = {1, 2, 3, 4}, zero = 0, one = 1;
+    Onnx__GraphProto *g = mk_graph("if_model");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, d4, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 1, d4, w, sizeof w));
+    PUSH(g->n_initializer, g->initializer, mk_raw("zero", XF_DT_FLOAT, 0, NULL, &zero, sizeof zero));
+    PUSH(g->n_initializer, g->initializer, mk_raw("one", XF_DT_FLOAT, 0, NULL, &one, sizeof one));
+    Onnx__NodeProto *sum = mk_node("ReduceSum", "sum", NAMES("x"), NAMES("s"));
+    attr_int(sum, "keepdims", 0);
+    PUSH(g->n_node, g->node, sum);
+    PUSH(g->n_node, g->node, mk_node("Greater", "gt", NAMES("s", "zero"), NAMES("c")));
+
+    Onnx__GraphProto *then_g = mk_graph("then");
+    PUSH(then_g->n_node, then_g->node, mk_node("Relu", "t_relu", NAMES("x"), NAMES("r")));
+    PUSH(then_g->n_node, then_g->node, mk_node("Mul", "t_mul", NAMES("r", "w"), NAMES("t_out")));
+    PUSH(then_g->n_output, then_g->output, mk_vi("t_out", XF_DT_FLOAT, -1, NULL, NULL));
+    Onnx__GraphProto *else_g = mk_graph("else");
+    Onnx__NodeProto *cat = mk_node("Concat", "e_cat", NAMES("x", "x"), NAMES("e_out"));
+    attr_int(cat, "axis", 0);
+    PUSH(else_g->n_node, else_g->node, cat);
+    PUSH(else_g->n_output, else_g->output, mk_vi("e_out", XF_DT_FLOAT, -1, NULL, NULL));
+
+    Onnx__NodeProto *iff = mk_node("If", "branch", NAMES("c"), NAMES("b"));
+    attr_graph(iff, "then_branch", then_g);
+    attr_graph(iff, "else_branch", else_g);
+    PUSH(g->n_node, g->node, iff);
+    PUSH(g->n_node, g->node, mk_node("Add", "plus1", NAMES("b", "one"), NAMES("y")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    return mk_model(g, 13);
+}
+
+static void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want)
+{
+    ck_assert_int_eq(t->dtype, XF_DT_FLOAT);
+    ck_assert_int_eq(t->shape.ndim, ndim);
+    for (int d = 0; d < ndim; d++)
+        ck_assert_int_eq(t->shape.dims[d], dims[d]);
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        ck_assert_msg(fabsf(((const float *)t->data)[i] - want[i]) < 1e-6f, "element %lld: %g, expected %g",
+                      (long long)i, (double)((const float *)t->data)[i], (double)want[i]);
+}
+
+/* Runs m (one float input of 4 elements, one float output) on backend
+ * with input x and checks that the output is want, of shape dims. */
+static void assert_run(const xf_model *m, const char *backend, const float *x, int ndim, const int64_t *dims,
+                       const float *want)
+{
+    xf_session *s;
+    xf_error e;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &s, &e) == XF_OK, "%s", e.msg);
+    ck_assert(xf_session_is_dynamic(s));
+    xf_tensor *in = xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {4}}, x), *out = NULL;
+    ck_assert_msg(xf_session_run(s, &in, &out, &e) == XF_OK, "%s", e.msg);
+    assert_values(out, ndim, dims, want);
+    xf_tensor_release(out);
+    xf_tensor_release(in);
+    xf_session_free(s);
+}
+
+/* The backends that run graphs with run-time shapes: cpu_ref, and cpu
+ * where this build has it. */
+static int host_backends(const char **names)
+{
+    int n = 0;
+    names[n++] = "cpu_ref";
+    if (xf_backend_find("cpu"))
+        names[n++] = "cpu";
+    return n;
+}
+
+START_TEST(test_if_runs_the_chosen_branch)
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(if_model(), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    const xf_graph *g = m->graph;
+    int n = find_node_op(g, XF_OP_OPAQUE);
+    ck_assert_int_ge(n, 0);
+    const xf_opaque *o = g->nodes[n].opaque;
+    /* the node's own input, then the outer values its branches use */
+    ck_assert_int_eq(o->n_own_inputs, 1);
+    ck_assert_int_eq(g->nodes[n].n_inputs, 3);
+    ck_assert_int_eq(o->n_bodies, 2);
+    const xf_opaque_body *then_b = xf_opaque_find_body(o, "then_branch");
+    ck_assert_ptr_nonnull(then_b);
+    ck_assert_int_eq(then_b->n_formal, 0);
+    ck_assert_int_eq(then_b->graph->n_inputs, 2);
+    for (int k = 0; k < 2; k++)
+        ck_assert_str_eq(then_b->graph->values[then_b->graph->inputs[k]].name,
+                         g->values[g->nodes[n].inputs[1 + k]].name);
+
+    static const float pos[] = {1, -2, 3, 4}, neg[] = {-1, -2, 3, -4};
+    static const float want_then[] = {2, 1, 10, 17}, want_else[] = {0, -1, 4, -3, 0, -1, 4, -3};
+    static const int64_t d8[] = {8};
+    const char *backends[2];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        assert_run(m, backends[b], pos, 1, d4, want_then);
+        assert_run(m, backends[b], neg, 1, d8, want_else);
+    }
+
+    /* written back unchanged, and the reloaded model runs the same */
+    xf_model *back = roundtrip(m);
+    assert_run(back, "cpu_ref", neg, 1, d8, want_else);
+    xf_model_free(back);
+    xf_model_free(m);
+}
+END_TEST
+
+/* Loop(M, cond, acc0) with body (i, c, acc) -> (sum(acc + x*i) < limit,
+ * acc + x*i, acc + x*i): x comes from the outer graph, the scan output
+ * stacks each iteration's acc. */
+static Onnx__ModelProto *loop_model(float limit)
+{
+    static const int64_t d3[] = {3};
+    static const float acc0[] = {0, 0, 0};
+    static const uint8_t yes = 1;
+    Onnx__GraphProto *g = mk_graph("loop_model");
+    PUSH(g->n_input, g->input, mk_vi("M", XF_DT_INT64, 0, NULL, NULL));
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, d3, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("cond0", XF_DT_BOOL, 0, NULL, &yes, 1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("acc0", XF_DT_FLOAT, 1, d3, acc0, sizeof acc0));
+
+    Onnx__GraphProto *body = mk_graph("body");
+    PUSH(body->n_input, body->input, mk_vi("i", XF_DT_INT64, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("c_in", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("acc_in", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(body->n_initializer, body->initializer, mk_raw("limit", XF_DT_FLOAT, 0, NULL, &limit, sizeof limit));
+    Onnx__NodeProto *cast = mk_node("Cast", "b_cast", NAMES("i"), NAMES("fi"));
+    attr_int(cast, "to", XF_DT_FLOAT);
+    PUSH(body->n_node, body->node, cast);
+    PUSH(body->n_node, body->node, mk_node("Mul", "b_mul", NAMES("x", "fi"), NAMES("xi")));
+    PUSH(body->n_node, body->node, mk_node("Add", "b_add", NAMES("acc_in", "xi"), NAMES("acc_out")));
+    Onnx__NodeProto *sum = mk_node("ReduceSum", "b_sum", NAMES("acc_out"), NAMES("tot"));
+    attr_int(sum, "keepdims", 0);
+    PUSH(body->n_node, body->node, sum);
+    PUSH(body->n_node, body->node, mk_node("Less", "b_less", NAMES("tot", "limit"), NAMES("c_out")));
+    PUSH(body->n_node, body->node, mk_node("Identity", "b_id", NAMES("acc_out"), NAMES("scan_out")));
+    PUSH(body->n_output, body->output, mk_vi("c_out", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_output, body->output, mk_vi("acc_out", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(body->n_output, body->output, mk_vi("scan_out", XF_DT_FLOAT, -1, NULL, NULL));
+
+    Onnx__NodeProto *loop = mk_node("Loop", "loop", NAMES("M", "cond0", "acc0"), NAMES("acc", "scans"));
+    attr_graph(loop, "body", body);
+    PUSH(g->n_node, g->node, loop);
+    PUSH(g->n_output, g->output, mk_vi("acc", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(g->n_output, g->output, mk_vi("scans", XF_DT_FLOAT, -1, NULL, NULL));
+    return mk_model(g, 13);
+}
+
+static void run_loop(const xf_model *m, int64_t trips, int64_t want_iters)
+{
+    static const float x[] = {1, 2, 3};
+    xf_session *s;
+    xf_error e;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *in[2] = {xf_tensor_from_data(XF_DT_INT64, &(xf_shape){0}, &trips),
+                        xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {3}}, x)};
+    xf_tensor *out[2];
+    ck_assert_msg(xf_session_run(s, in, out, &e) == XF_OK, "%s", e.msg);
+    /* after iteration k (from 0) acc = x * k(k+1)/2 */
+    int64_t last = want_iters - 1;
+    float tri = (float)(last * (last + 1) / 2);
+    const float want_acc[] = {x[0] * tri, x[1] * tri, x[2] * tri};
+    assert_values(out[0], 1, (const int64_t[]){3}, want_acc);
+    ck_assert_int_eq(out[1]->shape.ndim, want_iters ? 2 : 1);
+    ck_assert_int_eq(out[1]->shape.dims[0], want_iters);
+    for (int64_t k = 0; k < want_iters; k++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_float_eq(((const float *)out[1]->data)[k * 3 + j], x[j] * (float)(k * (k + 1) / 2));
+    for (int k = 0; k < 2; k++) {
+        xf_tensor_release(out[k]);
+        xf_tensor_release(in[k]);
+    }
+    xf_session_free(s);
+}
+
+START_TEST(test_loop_carries_values_and_stacks_scans)
+{
+    xf_model *m;
+    xf_error e;
+    /* the condition stops it: sums 0, 6, 18, 36, 60, 90, 126 -> 7 iterations */
+    ck_assert_msg(load_proto(loop_model(100), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_OPAQUE)];
+    ck_assert_int_eq(n->opaque->n_own_inputs, 3);
+    ck_assert_int_eq(n->n_inputs, 4); /* + x */
+    ck_assert_int_eq(xf_opaque_find_body(n->opaque, "body")->n_formal, 3);
+    run_loop(m, 100, 7);
+    run_loop(m, 3, 3); /* the trip count stops it */
+    run_loop(m, 0, 0); /* no iteration: the initial values, an empty scan */
+    xf_model_free(m);
+}
+END_TEST
+
+/* An If inside a Loop's body whose branches use a value of the outermost
+ * graph: the name passes through each level's inputs. */
+START_TEST(test_nested_subgraphs_bind_outer_values)
+{
+    static const float w[] = {10, 20, 30, 40};
+    static const int64_t three = 3;
+    static const uint8_t yes = 1;
+    Onnx__GraphProto *g = mk_graph("nested");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, d4, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 1, d4, w, sizeof w));
+    PUSH(g->n_initializer, g->initializer, mk_raw("M", XF_DT_INT64, 0, NULL, &three, sizeof three));
+    PUSH(g->n_initializer, g->initializer, mk_raw("yes", XF_DT_BOOL, 0, NULL, &yes, 1));
+
+    Onnx__GraphProto *then_g = mk_graph("then"), *else_g = mk_graph("else");
+    PUSH(then_g->n_node, then_g->node, mk_node("Add", "t", NAMES("v_in", "w"), NAMES("t_out")));
+    PUSH(then_g->n_output, then_g->output, mk_vi("t_out", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(else_g->n_node, else_g->node, mk_node("Sub", "e", NAMES("v_in", "x"), NAMES("e_out")));
+    PUSH(else_g->n_output, else_g->output, mk_vi("e_out", XF_DT_FLOAT, -1, NULL, NULL));
+
+    /* body(i, c, v): v + w when i is even, else v - x */
+    static const int64_t two = 2, zero = 0;
+    Onnx__GraphProto *body = mk_graph("body");
+    PUSH(body->n_input, body->input, mk_vi("i", XF_DT_INT64, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("c", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("v_in", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(body->n_initializer, body->initializer, mk_raw("two", XF_DT_INT64, 0, NULL, &two, sizeof two));
+    PUSH(body->n_initializer, body->initializer, mk_raw("zero", XF_DT_INT64, 0, NULL, &zero, sizeof zero));
+    PUSH(body->n_node, body->node, mk_node("Mod", "mod", NAMES("i", "two"), NAMES("r")));
+    PUSH(body->n_node, body->node, mk_node("Equal", "even", NAMES("r", "zero"), NAMES("is_even")));
+    Onnx__NodeProto *iff = mk_node("If", "inner_if", NAMES("is_even"), NAMES("v_out"));
+    attr_graph(iff, "then_branch", then_g);
+    attr_graph(iff, "else_branch", else_g);
+    PUSH(body->n_node, body->node, iff);
+    PUSH(body->n_node, body->node, mk_node("Identity", "c_id", NAMES("c"), NAMES("c_out")));
+    PUSH(body->n_output, body->output, mk_vi("c_out", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_output, body->output, mk_vi("v_out", XF_DT_FLOAT, -1, NULL, NULL));
+
+    Onnx__NodeProto *loop = mk_node("Loop", "outer_loop", NAMES("M", "yes", "x"), NAMES("y"));
+    attr_graph(loop, "body", body);
+    PUSH(g->n_node, g->node, loop);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(g, 13), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    /* the loop sees w and x (x is also its initial value) */
+    const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_OPAQUE)];
+    ck_assert_int_eq(n->n_inputs, 5);
+
+    static const float x[] = {1, 2, 3, 4};
+    /* x + w - x + w = 2w + ... : i=0 +w, i=1 -x, i=2 +w */
+    float want[4];
+    for (int k = 0; k < 4; k++)
+        want[k] = x[k] + w[k] - x[k] + w[k];
+    assert_run(m, "cpu_ref", x, 1, d4, want);
+    xf_model_free(m);
+}
+END_TEST
+
+/* What cannot run says so before anything runs, naming the node and the
+ * subgraph; the model still loads and is written back. */
+START_TEST(test_control_flow_errors)
+{
+    xf_error e;
+    xf_model *m;
+    xf_session *s;
+    /* an op the backend lacks, inside a branch */
+    Onnx__ModelProto *mp = if_model();
+    Onnx__GraphProto *then_g = mp->graph->node[2]->attribute[0]->g;
+    then_g->node[0]->op_type = "Frobnicate";
+    then_g->node[0]->domain = "com.example";
+    add_opset(mp, "com.example", 1);
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_ne(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "node 'branch' (If), subgraph 'then_branch'") && strstr(e.msg, "Frobnicate"), "%s",
+                  e.msg);
+    xf_model_free(m);
+
+    /* a branch that does not load (an initializer whose data does not
+     * match its shape) */
+    mp = if_model();
+    Onnx__GraphProto *else_g = mp->graph->node[2]->attribute[1]->g;
+    static const float three[] = {1, 2, 3};
+    PUSH(else_g->n_initializer, else_g->initializer, mk_raw("bad", XF_DT_FLOAT, 1, d4, three, sizeof three));
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(m->graph->nodes[find_node_op(m->graph, XF_OP_OPAQUE)].opaque->n_bodies, 0);
+    ck_assert_int_ne(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "did not load"), "%s", e.msg);
+    xf_model_free(roundtrip(m));
+    xf_model_free(m);
+
+    /* a condition of more than one element: x > 0 instead of sum(x) > 0 */
+    mp = if_model();
+    mp->graph->node[1]->input[0] = "x";
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    static const float pos[] = {1, -2, 3, 4};
+    xf_tensor *x = xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {4}}, pos), *y = NULL;
+    ck_assert_int_ne(xf_session_run(s, &x, &y, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "node 'branch' (If): the condition must be one boolean"), "%s", e.msg);
+    xf_tensor_release(x);
+    xf_session_free(s);
+    xf_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("control_flow");
+    TCase *tc = tcase_create("if_loop");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, test_if_runs_the_chosen_branch);
+    tcase_add_test(tc, test_loop_carries_values_and_stacks_scans);
+    tcase_add_test(tc, test_nested_subgraphs_bind_outer_values);
+    tcase_add_test(tc, test_control_flow_errors);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
