@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The folding limit xf_canonicalize uses: a folded result usually replaces
  * its inputs (which then die), so this bounds the transient extra memory. */
@@ -408,6 +409,130 @@ xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err
     return per_node_pass(g, st, visit_identity, "removing Identity nodes", err);
 }
 
+/* ------------------------------------------------------------ If with a constant condition */
+
+/* The branch an If node takes when its condition is a constant, with its
+ * subgraph loaded; NULL otherwise. */
+static const xf_opaque_body *constant_branch(const xf_graph *g, const xf_node *n)
+{
+    if (n->op != XF_OP_OPAQUE || !n->opaque || strcmp(n->opaque->op_type, "If") != 0 ||
+        (n->opaque->domain[0] && strcmp(n->opaque->domain, "ai.onnx") != 0) || n->opaque->n_own_inputs != 1)
+        return NULL;
+    const xf_tensor *c = constant_of(g, n->inputs[0]);
+    if (!c || c->dtype != XF_DT_BOOL || xf_tensor_numel(c) != 1 || !c->data)
+        return NULL;
+    const xf_opaque_body *b = xf_opaque_find_body(n->opaque, xf_tensor_get_i64(c, 0) ? "then_branch" : "else_branch");
+    return b && b->n_formal == 0 && b->graph->n_inputs == n->n_inputs - 1 && b->graph->n_outputs == n->n_outputs
+               ? b
+               : NULL;
+}
+
+/* Whether branch b can replace node n in g: its values' names are free in
+ * g (nested subgraphs refer to them by name), and each of n's outputs
+ * that is a graph output comes from a node of b, once. */
+static bool can_inline(const xf_graph *g, const xf_node *n, const xf_graph *b)
+{
+    for (int v = 0; v < b->n_values; v++)
+        if (!b->values[v].is_input && xf_graph_find_value(g, b->values[v].name) >= 0)
+            return false;
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (n->outputs[k] < 0 || !is_graph_output(g, n->outputs[k]))
+            continue;
+        int bo = b->outputs[k];
+        if (b->values[bo].producer < 0)
+            return false;
+        for (int j = 0; j < k; j++)
+            if (b->outputs[j] == bo)
+                return false;
+    }
+    return true;
+}
+
+/* Copies branch b into g in place of If node i; its outputs' users read
+ * the branch's values, and the node is left without outputs (dead). */
+static xf_status inline_branch(xf_graph *g, int i, const xf_graph *b, xf_error *err)
+{
+    int *map = malloc(sizeof *map * (size_t)(b->n_values > 0 ? b->n_values : 1));
+    if (!map)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory inlining an If");
+    for (int k = 0; k < b->n_inputs; k++)
+        map[b->inputs[k]] = g->nodes[i].inputs[1 + k];
+    xf_status s = XF_OK;
+    for (int v = 0; v < b->n_values && s == XF_OK; v++) {
+        const xf_value *bv = &b->values[v];
+        if (bv->is_input)
+            continue;
+        map[v] = bv->init ? xf_graph_add_initializer(g, bv->name, bv->init)
+                          : xf_graph_add_value(g, bv->name, bv->dtype, &bv->shape);
+        if (map[v] < 0)
+            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory inlining an If");
+    }
+    for (int j = 0; j < b->n_nodes && s == XF_OK; j++) {
+        const xf_node *bn = &b->nodes[j];
+        int n_ids = bn->n_inputs + bn->n_outputs;
+        int *io = malloc(sizeof *io * (size_t)(n_ids + 1));
+        if (!io) {
+            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory inlining an If");
+            break;
+        }
+        for (int k = 0; k < n_ids; k++) {
+            int v = k < bn->n_inputs ? bn->inputs[k] : bn->outputs[k - bn->n_inputs];
+            io[k] = v >= 0 ? map[v] : -1;
+        }
+        if (xf_graph_copy_node(g, bn, io, io + bn->n_inputs) < 0)
+            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory inlining an If");
+        free(io);
+    }
+    for (int k = 0; k < g->nodes[i].n_outputs && s == XF_OK; k++) {
+        int y = g->nodes[i].outputs[k], x = map[b->outputs[k]];
+        if (y < 0)
+            continue;
+        if (!is_graph_output(g, y)) {
+            xf_graph_replace_uses(g, y, x);
+        } else {
+            /* y names a graph output: the branch's node writes y instead */
+            int p = g->values[x].producer, pk = g->values[x].producer_out;
+            xf_graph_replace_uses(g, x, y);
+            g->nodes[p].outputs[pk] = y;
+            g->values[y].producer = p;
+            g->values[y].producer_out = pk;
+        }
+        g->nodes[i].outputs[k] = -1;
+    }
+    free(map);
+    return s;
+}
+
+static bool kept_condition(const xf_graph *g, const xf_node *n, const xf_canon_options *opt)
+{
+    for (int k = 0; opt && k < opt->n_keep_conditions; k++)
+        if (strcmp(g->values[n->inputs[0]].name, opt->keep_conditions[k]) == 0)
+            return true;
+    return false;
+}
+
+xf_status xf_pass_inline_constant_if(xf_graph *g, const xf_canon_options *opt, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    int n_nodes = g->n_nodes, inlined = 0;
+    xf_status s = XF_OK;
+    for (int i = 0; i < n_nodes && s == XF_OK && !(opt && opt->keep_if); i++) {
+        const xf_opaque_body *b = constant_branch(g, &g->nodes[i]);
+        if (!b || kept_condition(g, &g->nodes[i], opt) || !can_inline(g, &g->nodes[i], b->graph))
+            continue;
+        /* the node keeps the payload alive while its branch is copied */
+        xf_opaque *payload = xf_opaque_retain(g->nodes[i].opaque);
+        s = inline_branch(g, i, b->graph, err);
+        xf_opaque_release(payload);
+        inlined += s == XF_OK;
+    }
+    if (inlined && s == XF_OK)
+        s = xf_graph_toposort(g, err);
+    st->inlined_branches += inlined;
+    return s;
+}
+
 /* ------------------------------------------------------------ dead nodes */
 
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
@@ -449,11 +574,17 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 static int64_t stats_total(const xf_canon_stats *s)
 {
     return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->removed_identity +
-           s->removed_dead + s->removed_initializers;
+           s->inlined_branches + s->removed_dead + s->removed_initializers;
 }
 
 xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_canon_stats *st,
                           xf_error *err)
+{
+    return xf_canonicalize_with(g, opset, eval, NULL, st, err);
+}
+
+xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval, const xf_canon_options *opt,
+                               xf_canon_stats *st, xf_error *err)
 {
     xf_canon_stats unused = {0};
     st = st ? st : &unused;
@@ -464,6 +595,8 @@ xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_c
     do {
         before = stats_total(st);
         xf_status s = xf_pass_remove_identity(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_inline_constant_if(g, opt, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_constants(g, opset, eval, CANON_FOLD_MAX_BYTES, st, err);
         if (s == XF_OK)

@@ -596,6 +596,7 @@ typedef struct xf_canon_stats {
     int folded_batchnorms; /* BatchNormalization merged into a Conv */
     int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
     int removed_identity;  /* Identity and inference-mode Dropout */
+    int inlined_branches;  /* If nodes replaced by the branch their constant condition picks */
     int removed_dead;      /* nodes whose outputs nothing uses */
     int removed_initializers;
 } xf_canon_stats;
@@ -617,9 +618,24 @@ xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
 xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
+/* What canonicalization leaves alone.  A condition folded at the size a
+ * symbolic dim was given may differ at other sizes: xflowc keeps such an
+ * If, and its condition is computed again at run time. */
+typedef struct xf_canon_options {
+    bool keep_if;                       /* every If stays */
+    int n_keep_conditions;              /* an If whose condition value has one of these names stays */
+    const char *const *keep_conditions;
+} xf_canon_options;
+/* An If whose condition is a constant becomes the nodes of the branch it
+ * picks (when the subgraph loaded and its names are free in g); the If is
+ * left without outputs, for dead-node removal.  opt may be NULL. */
+xf_status xf_pass_inline_constant_if(xf_graph *g, const xf_canon_options *opt, xf_canon_stats *st, xf_error *err);
 /* All of the above, to a fixed point. */
 xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_canon_stats *st,
                           xf_error *err);
+/* The same with options (NULL: xf_canonicalize's). */
+xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval, const xf_canon_options *opt,
+                               xf_canon_stats *st, xf_error *err);
 
 /* ---------------------------------------------------------------- sizes */
 

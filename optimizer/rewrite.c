@@ -536,6 +536,9 @@ xf_status xf_rewrite_finalize(xf_graph *g, int64_t opset, xf_canon_stats *st, xf
         if (s != XF_OK)
             return s;
     }
+    /* which If nodes are inlined was decided before the search (a kept
+     * one's condition may depend on a symbolic size) */
+    static const xf_canon_options keep_if = {.keep_if = true};
     xf_canon_stats local = {0};
-    return xf_canonicalize(g, opset, xf_runtime_eval_node, st ? st : &local, err);
+    return xf_canonicalize_with(g, opset, xf_runtime_eval_node, &keep_if, st ? st : &local, err);
 }

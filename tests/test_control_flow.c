@@ -5,6 +5,8 @@
  * through nesting; and the errors for what cannot run. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto_util.h"
@@ -14,6 +16,7 @@
 #define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
 
 static const int64_t d4[] = {4};
+static const xf_shape v4 = {1, {4}};
 
 static Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
 {
@@ -68,16 +71,16 @@ static void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, con
                       (long long)i, (double)((const float *)t->data)[i], (double)want[i]);
 }
 
-/* Runs m (one float input of 4 elements, one float output) on backend
- * with input x and checks that the output is want, of shape dims. */
-static void assert_run(const xf_model *m, const char *backend, const float *x, int ndim, const int64_t *dims,
-                       const float *want)
+/* Runs m (one float input, one float output) on backend with input x of
+ * shape xs and checks that the output is want, of shape dims. */
+static void assert_run(const xf_model *m, const char *backend, xf_shape xs, const float *x, int ndim,
+                       const int64_t *dims, const float *want)
 {
     xf_session *s;
     xf_error e;
     ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &s, &e) == XF_OK, "%s", e.msg);
     ck_assert(xf_session_is_dynamic(s));
-    xf_tensor *in = xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {4}}, x), *out = NULL;
+    xf_tensor *in = xf_tensor_from_data(XF_DT_FLOAT, &xs, x), *out = NULL;
     ck_assert_msg(xf_session_run(s, &in, &out, &e) == XF_OK, "%s", e.msg);
     assert_values(out, ndim, dims, want);
     xf_tensor_release(out);
@@ -123,13 +126,13 @@ START_TEST(test_if_runs_the_chosen_branch)
     const char *backends[2];
     int nb = host_backends(backends);
     for (int b = 0; b < nb; b++) {
-        assert_run(m, backends[b], pos, 1, d4, want_then);
-        assert_run(m, backends[b], neg, 1, d8, want_else);
+        assert_run(m, backends[b], v4, pos, 1, d4, want_then);
+        assert_run(m, backends[b], v4, neg, 1, d8, want_else);
     }
 
     /* written back unchanged, and the reloaded model runs the same */
     xf_model *back = roundtrip(m);
-    assert_run(back, "cpu_ref", neg, 1, d8, want_else);
+    assert_run(back, "cpu_ref", v4, neg, 1, d8, want_else);
     xf_model_free(back);
     xf_model_free(m);
 }
@@ -273,7 +276,7 @@ START_TEST(test_nested_subgraphs_bind_outer_values)
     float want[4];
     for (int k = 0; k < 4; k++)
         want[k] = x[k] + w[k] - x[k] + w[k];
-    assert_run(m, "cpu_ref", x, 1, d4, want);
+    assert_run(m, "cpu_ref", v4, x, 1, d4, want);
     xf_model_free(m);
 }
 END_TEST
@@ -325,6 +328,118 @@ START_TEST(test_control_flow_errors)
 }
 END_TEST
 
+/* y = If(Shape(x)[0] > 1, then: Relu(x), else: x * 2) with x [N, 4] */
+static Onnx__ModelProto *size_if_model(void)
+{
+    static const int64_t zero = 0, one = 1;
+    static const float two = 2;
+    Onnx__GraphProto *g = mk_graph("size_if");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, (const int64_t[]){-1, 4}, NAMES("N", NULL)));
+    PUSH(g->n_initializer, g->initializer, mk_raw("i0", XF_DT_INT64, 0, NULL, &zero, sizeof zero));
+    PUSH(g->n_initializer, g->initializer, mk_raw("one", XF_DT_INT64, 0, NULL, &one, sizeof one));
+    PUSH(g->n_node, g->node, mk_node("Shape", "shape", NAMES("x"), NAMES("s")));
+    Onnx__NodeProto *gather = mk_node("Gather", "first", NAMES("s", "i0"), NAMES("n"));
+    attr_int(gather, "axis", 0);
+    PUSH(g->n_node, g->node, gather);
+    PUSH(g->n_node, g->node, mk_node("Greater", "gt", NAMES("n", "one"), NAMES("c")));
+    Onnx__GraphProto *then_g = mk_graph("then"), *else_g = mk_graph("else");
+    PUSH(then_g->n_node, then_g->node, mk_node("Relu", "t_relu", NAMES("x"), NAMES("t_out")));
+    PUSH(then_g->n_output, then_g->output, mk_vi("t_out", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(else_g->n_initializer, else_g->initializer, mk_raw("two", XF_DT_FLOAT, 0, NULL, &two, sizeof two));
+    PUSH(else_g->n_node, else_g->node, mk_node("Mul", "e_mul", NAMES("x", "two"), NAMES("e_out")));
+    PUSH(else_g->n_output, else_g->output, mk_vi("e_out", XF_DT_FLOAT, -1, NULL, NULL));
+    Onnx__NodeProto *iff = mk_node("If", "by_size", NAMES("c"), NAMES("y"));
+    attr_graph(iff, "then_branch", then_g);
+    attr_graph(iff, "else_branch", else_g);
+    PUSH(g->n_node, g->node, iff);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 2, (const int64_t[]){-1, 4}, NAMES("N", NULL)));
+    return mk_model(g, 13);
+}
+
+/* Canonicalization replaces an If whose condition folds by its branch
+ * (which writes the graph output, under its name), and keeps it when told. */
+START_TEST(test_constant_if_is_inlined)
+{
+    for (int n = 1; n <= 3; n += 2) {
+        xf_load_options lo = {.n_input_shapes = 1,
+                              .input_shapes = (xf_input_shape[]){{"x", {2, {n, 4}}}}};
+        xf_model *m;
+        xf_error e;
+        ck_assert_msg(load_proto(size_if_model(), &lo, &m, &e) == XF_OK, "%s", e.msg);
+        xf_graph *kept = xf_graph_clone(m->graph);
+        xf_canon_stats st = {0};
+        ck_assert_msg(xf_canonicalize(m->graph, xf_model_opset(m), xf_runtime_eval_node, &st, &e) == XF_OK, "%s",
+                      e.msg);
+        ck_assert_int_eq(st.inlined_branches, 1);
+        const xf_graph *g = m->graph;
+        ck_assert_int_eq(g->n_nodes, 1);
+        ck_assert_int_eq(g->nodes[0].op, n > 1 ? XF_OP_RELU : XF_OP_MUL);
+        ck_assert_int_eq(g->nodes[0].outputs[0], g->outputs[0]);
+        ck_assert_str_eq(g->values[g->outputs[0]].name, "y");
+        ck_assert_msg(xf_graph_validate(g, &e) == XF_OK, "%s", e.msg);
+
+        xf_canon_options keep = {.n_keep_conditions = 1, .keep_conditions = NAMES("c")};
+        xf_canon_stats st2 = {0};
+        ck_assert_msg(xf_canonicalize_with(kept, xf_model_opset(m), xf_runtime_eval_node, &keep, &st2, &e) == XF_OK,
+                      "%s", e.msg);
+        ck_assert_int_eq(st2.inlined_branches, 0);
+        ck_assert_int_ge(find_node_op(kept, XF_OP_OPAQUE), 0);
+        xf_graph_free(kept);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* xflowc keeps an If whose condition depends on a symbolic dim, with the
+ * condition computed at run time, so that the written model keeps the dim;
+ * at a size given with --input-shape the branch replaces it. */
+START_TEST(test_xflowc_keeps_size_dependent_if)
+{
+    const char *dir = xf_test_tmpdir("control_flow_xflowc");
+    write_model(size_if_model(), path_in(dir, "in.onnx"));
+    char cmd[8600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --check", xf_test_tool("xflowc"), path_in(dir, "in.onnx"),
+             path_in(dir, "sym.onnx"));
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 0 ('N')") && strstr(out, "1 constant computed at run time"),
+                  "%s", out);
+    free(out);
+    xf_model *m;
+    xf_error e;
+    static const float x[] = {1, -2, 3, -4};
+    static const float relu[] = {1, 0, 3, 0};
+    /* at N = 1 the written model takes the else branch; at 2, the then branch */
+    xf_load_options lo = {.n_input_shapes = 1, .input_shapes = (xf_input_shape[]){{"x", {2, {1, 4}}}}};
+    ck_assert_msg(xf_model_load(path_in(dir, "sym.onnx"), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_ge(find_node_op(m->graph, XF_OP_OPAQUE), 0);
+    assert_run(m, "cpu_ref", (xf_shape){2, {1, 4}}, x, 2, (const int64_t[]){1, 4}, (const float[]){2, -4, 6, -8});
+    xf_model_free(m);
+    static const float x2[] = {1, -2, 3, -4, 1, -2, 3, -4};
+    lo.input_shapes = (xf_input_shape[]){{"x", {2, {2, 4}}}};
+    ck_assert_msg(xf_model_load(path_in(dir, "sym.onnx"), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    xf_session *s;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *in = xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){2, {2, 4}}, x2), *y = NULL;
+    ck_assert_msg(xf_session_run(s, &in, &y, &e) == XF_OK, "%s", e.msg);
+    for (int i = 0; i < 8; i++)
+        ck_assert_float_eq(((const float *)y->data)[i], relu[i % 4]);
+    xf_tensor_release(y);
+    xf_tensor_release(in);
+    xf_session_free(s);
+    xf_model_free(m);
+
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --check --input-shape x=2x4", xf_test_tool("xflowc"),
+             path_in(dir, "in.onnx"), path_in(dir, "fixed.onnx"));
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "1 If replaced by its constant branch"), "%s", out);
+    free(out);
+    ck_assert_msg(xf_model_load(path_in(dir, "fixed.onnx"), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_lt(find_node_op(m->graph, XF_OP_OPAQUE), 0);
+    ck_assert_int_ge(find_node_op(m->graph, XF_OP_RELU), 0);
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("control_flow");
@@ -334,6 +449,8 @@ int main(void)
     tcase_add_test(tc, test_loop_carries_values_and_stacks_scans);
     tcase_add_test(tc, test_nested_subgraphs_bind_outer_values);
     tcase_add_test(tc, test_control_flow_errors);
+    tcase_add_test(tc, test_constant_if_is_inlined);
+    tcase_add_test(tc, test_xflowc_keeps_size_dependent_if);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

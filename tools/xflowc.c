@@ -411,10 +411,45 @@ static xf_graph *with_sizes(const xf_model *m, const xf_graph *g, int round, boo
     return r;
 }
 
+/* While symbolic dims are worked out, an If whose condition folds stays:
+ * the condition may depend on the sizes. */
+static const xf_canon_options keep_every_if = {.keep_if = true};
+
+/* Whether an opaque node (an If, say) is among the producers of value v:
+ * its shape may then depend on run-time values. */
+static bool after_opaque(const xf_graph *g, int v)
+{
+    bool *seen = calloc((size_t)g->n_values + 1, sizeof *seen);
+    int *stack = malloc(sizeof *stack * ((size_t)g->n_values + 1));
+    bool found = false;
+    int top = 0;
+    if (seen && stack) {
+        stack[top++] = v;
+        seen[v] = true;
+    }
+    while (top > 0 && !found) {
+        int p = g->values[stack[--top]].producer;
+        if (p < 0)
+            continue;
+        found = g->nodes[p].op == XF_OP_OPAQUE;
+        for (int k = 0; k < g->nodes[p].n_inputs; k++) {
+            int u = g->nodes[p].inputs[k];
+            if (u >= 0 && !seen[u]) {
+                seen[u] = true;
+                stack[top++] = u;
+            }
+        }
+    }
+    free(seen);
+    free(stack);
+    return found;
+}
+
 /* with_sizes, with the shapes inferred anew and canonicalized (shape
  * computations then fold at those sizes); NULL, with why, when that fails
  * or an output's shape is not known then, unless it is not known in m's
- * graph either (it depends on run-time values: an If's, a NonZero's). */
+ * graph either or follows an opaque node (it depends on run-time values:
+ * an If's, a NonZero's). */
 static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool distinct, int64_t opset, char *why,
                          size_t n)
 {
@@ -425,14 +460,15 @@ static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool d
         return NULL;
     }
     if (xf_graph_infer_shapes(r, opset, &err) != XF_OK ||
-        xf_canonicalize(r, opset, xf_runtime_eval_node, NULL, &err) != XF_OK) {
+        xf_canonicalize_with(r, opset, xf_runtime_eval_node, &keep_every_if, NULL, &err) != XF_OK) {
         snprintf(why, n, "%s", err.msg);
         xf_graph_free(r);
         return NULL;
     }
     for (int k = 0; k < r->n_outputs; k++)
         if (r->values[r->outputs[k]].shape.ndim < 0 &&
-            (k >= m->graph->n_outputs || m->graph->values[m->graph->outputs[k]].shape.ndim >= 0)) {
+            (k >= m->graph->n_outputs || m->graph->values[m->graph->outputs[k]].shape.ndim >= 0) &&
+            !after_opaque(r, r->outputs[k])) {
             snprintf(why, n, "the shape of output '%s' is not known at other sizes", r->values[r->outputs[k]].name);
             xf_graph_free(r);
             return NULL;
@@ -543,9 +579,10 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
     int n_inputs = m->n_symbolic;
     for (int k = 0; ok && k < g->n_outputs; k++) {
         const xf_shape *s = &g->values[g->outputs[k]].shape;
+        const xf_shape *sa = &opt[0]->values[opt[0]->outputs[k]].shape, *sb = &opt[1]->values[opt[1]->outputs[k]].shape;
         for (int d = 0; ok && d < s->ndim; d++) {
-            int64_t a = opt[0]->values[opt[0]->outputs[k]].shape.dims[d];
-            int64_t b = opt[1]->values[opt[1]->outputs[k]].shape.dims[d];
+            /* a shape known only at run time: every dim symbolic, unnamed */
+            int64_t a = sa->ndim == s->ndim ? sa->dims[d] : -1, b = sb->ndim == s->ndim ? sb->dims[d] : -1;
             if (a == s->dims[d] && b == s->dims[d])
                 continue;
             /* named after the input dim whose sizes it follows */
@@ -683,18 +720,28 @@ int main(int argc, char **argv)
     double t_load = xf_cli_now();
 
     xf_canon_stats st = {0};
-    if (xf_canonicalize(m->graph, opset, xf_runtime_eval_node, &st, &err) != XF_OK ||
-        xf_graph_validate(m->graph, &err) != XF_OK) {
+    sym_plan sym = {0};
+    xf_status cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, m->n_symbolic ? &keep_every_if : NULL,
+                                        &st, &err);
+    if (cs == XF_OK && m->n_symbolic > 0) {
+        /* then the Ifs whose conditions do not depend on the sizes go */
+        prepare_symbolic(m, original, opset, &sym);
+        xf_canon_options keep = {.n_keep_conditions = sym.recompute.n,
+                                 .keep_conditions = (const char *const *)sym.recompute.names};
+        cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, &keep, &st, &err);
+    }
+    if (cs != XF_OK || xf_graph_validate(m->graph, &err) != XF_OK) {
         rc = xf_cli_error("%s: while optimizing: %s", o.in, err.msg);
         goto done;
     }
-    sym_plan sym = {0};
-    if (m->n_symbolic > 0)
-        prepare_symbolic(m, original, opset, &sym);
     double t_canon = xf_cli_now();
+    char branches[64] = "";
+    if (st.inlined_branches)
+        snprintf(branches, sizeof branches, ", %d If replaced by its constant branch", st.inlined_branches);
     xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
-                "into Conv, %d Identity/Dropout removed, %d dead nodes and %d unused initializers removed (%.3f s)\n",
-                st.folded_constants, st.folded_batchnorms, st.fused_activations, st.removed_identity,
+                "into Conv, %d Identity/Dropout removed%s, %d dead nodes and %d unused initializers removed "
+                "(%.3f s)\n",
+                st.folded_constants, st.folded_batchnorms, st.fused_activations, st.removed_identity, branches,
                 st.removed_dead, st.removed_initializers, t_canon - t_load);
     if (!o.no_search && (rc = optimize(&o, &m->graph, opset)) != 0)
         goto done;
