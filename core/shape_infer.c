@@ -56,6 +56,15 @@ xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt
                         xf_infer_node_label(c->g, c->index, label, sizeof label), msg);
 }
 
+bool xf_infer_refuse(char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
 bool xf_infer_has(const xf_infer_ctx *c, int i)
 {
     return i >= 0 && i < c->node->n_inputs && c->node->inputs[i] >= 0;

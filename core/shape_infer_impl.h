@@ -35,6 +35,10 @@ const char *xf_infer_node_label(const xf_graph *g, int node, char *buf, size_t n
 xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes the message to why (for helpers that report to a caller, which
+ * names the node); returns false, for use in `return`. */
+bool xf_infer_refuse(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 bool xf_infer_has(const xf_infer_ctx *c, int i); /* input i present */
 /* Dtype of input i (the actual tensor's when input_values gives one);
  * XF_DT_UNDEFINED when absent or not known. */
