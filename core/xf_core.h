@@ -291,6 +291,14 @@ typedef struct xf_attrs {
     int64_t block_size;       /* opset 21: 0 = not blocked */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
     int no_saturate;          /* QuantizeLinear 19: saturate = 0 (which only float8 outputs heed) */
+    /* RoiAlign (0 for every other op): mode max (else avg); output_height,
+     * output_width (default 1); sampling_ratio (0: adaptive); spatial_scale
+     * (default 1); coordinate_transformation_mode output_half_pixel (opset
+     * 10's only behaviour), else half_pixel (opset 16's default) */
+    int roi_max;
+    int64_t roi_output_h, roi_output_w, roi_sampling_ratio;
+    float roi_spatial_scale;
+    int roi_output_half_pixel;
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
