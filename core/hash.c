@@ -174,6 +174,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)a->roi_sampling_ratio);
         put_float(h, a->roi_spatial_scale);
     }
+    if (a->center_point_box)
+        put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

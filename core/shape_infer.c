@@ -305,6 +305,11 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         if (st == XF_OK)
             st = require_dtype(c, 2, XF_DT_INT64);
         break;
+    case XF_OP_NON_MAX_SUPPRESSION:
+        for (int i = 0; i < n->n_inputs && st == XF_OK; i++)
+            st = require_dtype(c, i, i == 2 ? XF_DT_INT64 : XF_DT_FLOAT);
+        out = XF_DT_INT64;
+        break;
     case XF_OP_LSTM:
     case XF_OP_GRU: { /* T for all but sequence_lens (input 4, int32) */
         xf_dtype rest;
@@ -456,6 +461,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_DEQUANTIZE_LINEAR xf_infer_quantize
 #define XF_RULE_NON_ZERO xf_infer_non_zero
 #define XF_RULE_ROI_ALIGN xf_infer_roi_align
+#define XF_RULE_NON_MAX_SUPPRESSION xf_infer_nms
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -121,8 +121,9 @@ xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
 xf_status xf_infer_rnn(xf_infer_ctx *c);
-/* RoiAlign (shape_infer_detect.c). */
+/* RoiAlign and NonMaxSuppression (shape_infer_detect.c). */
 xf_status xf_infer_roi_align(xf_infer_ctx *c);
+xf_status xf_infer_nms(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output
  * dtype (*out), checking the inputs' dtypes; and the shape rule. */
 xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out);

@@ -307,6 +307,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_ROI_ALIGN:
         s = write_roi_align(&w, n, opset, err);
         break;
+    case XF_OP_NON_MAX_SUPPRESSION:
+        if (a->center_point_box)
+            add_int(&w, "center_point_box", a->center_point_box);
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

@@ -26,6 +26,7 @@
  *                   spatial_scale -> roi_*; coordinate_transformation_mode
  *                   (half_pixel/output_half_pixel, opset 16+; before 16 the op
  *                   has no such attribute and works as output_half_pixel)
+ *   NonMaxSuppression  center_point_box
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -488,6 +489,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         break;
     case XF_OP_ROI_ALIGN:
         return take_roi_align(r, name, at);
+    case XF_OP_NON_MAX_SUPPRESSION:
+        if (A("center_point_box"))
+            return read_int32(r, at, &a->center_point_box);
+        break;
     case XF_OP_PAD:
         if (A("mode")) {
             int i;

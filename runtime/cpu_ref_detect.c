@@ -1,4 +1,5 @@
-/* cpu_ref detection ops: RoiAlign.
+/* cpu_ref detection ops: RoiAlign, and NonMaxSuppression (whose selection
+ * is core's, shared with shape inference).
  *
  * RoiAlign follows ONNX's reference implementation step by step: on float
  * tensors every step rounds to float as there (a sum, product or quotient
@@ -170,4 +171,33 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
     }
     free(acc);
     return st;
+}
+
+/* NonMaxSuppression: the selected [batch, class, box] triples, as many as
+ * shape inference counted for the output. */
+xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    xf_tensor t[5];
+    const xf_tensor *operands[5] = {NULL};
+    for (int i = 0; i < n->n_inputs && i < 5; i++) {
+        if (!xf_rt_present(&in[i]))
+            continue;
+        t[i] = (xf_tensor){.refcount = 1, .dtype = in[i].dtype, .shape = in[i].shape, .data = in[i].data,
+                           .nbytes = xf_rt_bytes(&in[i])};
+        operands[i] = &t[i];
+    }
+    char why[300];
+    xf_nms_problem p;
+    if (!xf_nms_problem_init(&p, operands, n->attrs.center_point_box, why, sizeof why))
+        return xf_rt_bad_node(err, n, "%s", why);
+    const xf_shape *ys = &out[0].shape;
+    if (ys->ndim != 2 || ys->dims[1] != 3 || out[0].dtype != XF_DT_INT64)
+        return xf_rt_bad_node(err, n, "the output is not int64 [selected, 3]");
+    int64_t count = xf_nms_select(&p, out[0].data, ys->dims[0]);
+    if (count < 0)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in NonMaxSuppression");
+    if (count != ys->dims[0])
+        return xf_rt_bad_node(err, n, "selects %lld boxes, not the %lld its output shape holds", (long long)count,
+                              (long long)ys->dims[0]);
+    return XF_OK;
 }

@@ -151,6 +151,7 @@ xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in, c
 xf_status xf_ref_range(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* detection (cpu_ref_detect.c) */
 xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 
 /* The cpu_ref backend (cpu_ref.c). */
 extern const xf_backend xf_backend_cpu_ref;

@@ -1,6 +1,8 @@
-/* RoiAlign: cpu_ref against hand-computed values and values of ONNX's
- * reference implementation (bit for bit on float), its shape rule and the
- * errors for operands and attributes that do not fit. */
+/* RoiAlign and NonMaxSuppression: cpu_ref against hand-computed values
+ * and values of ONNX's reference implementation (bit for bit on float),
+ * their shape rules (NonMaxSuppression's output shape is known where its
+ * inputs' values are, else sessions infer it per run) and the errors for
+ * operands and attributes that do not fit. */
 #include "kernel_case_util.h"
 #include "xf_test_util.h"
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #define RA XF_OP_ROI_ALIGN
+#define NMS XF_OP_NON_MAX_SUPPRESSION
 
 /* RoiAlign of x by rois (a graph input, so that the ROIs are read at run
  * time) of the images idx, output oh x ow, sampling_ratio sr, spatial
@@ -150,6 +153,115 @@ START_TEST(roi_align_other_precisions)
 }
 END_TEST
 
+/* ------------------------------------------------------------ NonMaxSuppression */
+
+/* NonMaxSuppression of boxes and scores (graph inputs) with
+ * max_output_boxes_per_class max, iou_threshold iou and, when given
+ * (score >= 0), score_threshold. */
+static node_case nms_case(xf_tensor *boxes, xf_tensor *scores, int64_t max, float iou, float score)
+{
+    node_case c = make_case(NMS, score >= 0 ? 5 : 4, boxes, scores, I64(DIMS(1), max), F32(DIMS(1), iou),
+                            score >= 0 ? F32(DIMS(1), score) : NULL);
+    c.feed = 3;
+    c.opset = 11;
+    return c;
+}
+
+/* ONNX's example: boxes overlapping box 3 or box 0 by more than half are
+ * suppressed, at most 3 per class. */
+START_TEST(nms_suppress_by_iou)
+{
+    EXPECT(run1(nms_case(F32(DIMS(1, 6, 4), 0, 0, 1, 1, 0, 0.1, 1, 1.1, 0, -0.1, 1, 0.9, 0, 10, 1, 11, 0, 10.1, 1,
+                             11.1, 0, 100, 1, 101),
+                         F32(DIMS(1, 1, 6), 0.9, 0.75, 0.6, 0.95, 0.5, 0.3), 3, 0.5f, 0)),
+           XF_DT_INT64, DIMS(3, 3), 0, 0, 3, 0, 0, 0, 0, 0, 5);
+}
+END_TEST
+
+/* IoU 2/4 exactly: suppressed above a threshold below 0.5 only; corners
+ * in either order and the centre form give the same boxes. */
+START_TEST(nms_threshold_and_box_forms)
+{
+    for (int form = 0; form < 3; form++)
+        for (int t = 0; t < 2; t++) {
+            static const float boxes[3][8] = {
+                {0, 0, 2, 2, 0, 0, 2, 1}, {2, 2, 0, 0, 2, 1, 0, 0}, {1, 1, 2, 2, 0.5f, 1, 1, 2}};
+            node_case c = nms_case(mk(XF_DT_FLOAT, DIMS(1, 2, 4), boxes[form]), F32(DIMS(1, 1, 2), 0.9, 0.8), 2,
+                                   t ? 0.4f : 0.5f, -1);
+            c.a.center_point_box = form == 2;
+            xf_tensor *y = run1(c);
+            if (t)
+                EXPECT(y, XF_DT_INT64, DIMS(1, 3), 0, 0, 0);
+            else
+                EXPECT(y, XF_DT_INT64, DIMS(2, 3), 0, 0, 0, 0, 0, 1);
+        }
+}
+END_TEST
+
+/* Output order: batch, then class, then score; equal scores by box
+ * index; score_threshold is strict and holds for every class. */
+START_TEST(nms_order_ties_and_scores)
+{
+    xf_tensor *boxes = F32(DIMS(2, 4, 4), 0, 0, 1, 1, 0, 2, 1, 3, 0, 4, 1, 5, 0, 6, 1, 7, 0, 0, 1, 1, 0, 2, 1, 3, 0, 4,
+                           1, 5, 0, 6, 1, 7);
+    xf_tensor *scores = F32(DIMS(2, 2, 4), 0.5, 0.7, 0.5, 0.7, 0.1, 0.2, 0.3, 0.4, 0.1, 0.5, 0.6, 0.2, 0.9, 0.9, 0.9,
+                            0.9);
+    EXPECT(run1(nms_case(boxes, scores, 3, 0.5f, 0.2f)), XF_DT_INT64, DIMS(10, 3), 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 3,
+           0, 1, 2, 1, 0, 2, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 2);
+    /* NaN scores come last */
+    EXPECT(run1(nms_case(F32(DIMS(1, 2, 4), 0, 0, 1, 1, 0, 2, 1, 3), F32(DIMS(1, 1, 2), NAN, 0.5), 2, 0.5f, -1)),
+           XF_DT_INT64, DIMS(2, 3), 0, 0, 1, 0, 0, 0);
+}
+END_TEST
+
+/* Boxes of no area suppress nothing; identical boxes suppress each other
+ * at IoU threshold 0; no selection at all where max_output_boxes_per_class
+ * is 0, negative or omitted. */
+START_TEST(nms_degenerate)
+{
+    EXPECT(run1(nms_case(F32(DIMS(1, 2, 4), 0, 0, 0, 0, 0, 0, 0, 0), F32(DIMS(1, 1, 2), 0.9, 0.8), 2, 0, -1)),
+           XF_DT_INT64, DIMS(2, 3), 0, 0, 0, 0, 0, 1);
+    EXPECT(run1(nms_case(F32(DIMS(1, 2, 4), 0, 0, 1, 1, 0, 0, 1, 1), F32(DIMS(1, 1, 2), 0.9, 0.8), 2, 0, -1)),
+           XF_DT_INT64, DIMS(1, 3), 0, 0, 0);
+    for (int64_t max = -1; max <= 0; max++)
+        EXPECT(run1(nms_case(F32(DIMS(1, 1, 4), 0, 0, 1, 1), F32(DIMS(1, 1, 1), 0.9), max, 0.5f, -1)), XF_DT_INT64,
+               DIMS(0, 3), 0);
+    node_case c = make_case(NMS, 2, F32(DIMS(1, 1, 4), 0, 0, 1, 1), F32(DIMS(1, 1, 1), 0.9));
+    c.feed = 3;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(0, 3), 0);
+}
+END_TEST
+
+/* The output shape is inferred where every input's value is known (here
+ * all constants); with boxes fed at run time it is not, and the session
+ * infers it on each run. */
+START_TEST(nms_shape_from_values)
+{
+    node_case c = nms_case(F32(DIMS(1, 3, 4), 0, 0, 1, 1, 0, 0, 1, 1, 5, 5, 6, 6), F32(DIMS(1, 1, 3), 0.1, 0.2, 0.3),
+                           3, 0.5f, -1);
+    c.feed = 0;
+    xf_graph *g = case_graph(&c);
+    xf_error e = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 11, &e) == XF_OK, "%s", e.msg);
+    const xf_value *out = &g->values[g->outputs[0]];
+    ck_assert(out->dtype == XF_DT_INT64 && out->shape.ndim == 2 && out->shape.dims[0] == 2 && out->shape.dims[1] == 3);
+    xf_session *s;
+    ck_assert_msg(xf_session_create(g, 11, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    xf_session_free(s);
+    xf_graph_free(g);
+    c.feed = 1;
+    g = case_graph(&c);
+    ck_assert_msg(xf_graph_infer_shapes(g, 11, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(g->values[g->outputs[0]].shape.ndim, -1);
+    ck_assert_msg(xf_session_create(g, 11, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    ck_assert(xf_session_is_dynamic(s));
+    xf_session_free(s);
+    xf_graph_free(g);
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 3), 0, 0, 2, 0, 0, 1);
+}
+END_TEST
+
 /* ------------------------------------------------------------ errors */
 
 static void release_inputs(node_case *c)
@@ -190,6 +302,21 @@ START_TEST(shape_errors)
                        "input 2 must be INT64");
     expect_infer_error(roi_case(I32(DIMS(1, 1, 1, 1), 0), I32(DIMS(1, 4), 0, 0, 1, 1), I64(DIMS(1), 0), 1, 1, 0),
                        "X must be a floating-point tensor");
+    expect_infer_error(nms_case(F32(DIMS(1, 1, 3), 0, 0, 1), F32(DIMS(1, 1, 1), 1), 1, 0, -1),
+                       "boxes must have shape [batches, boxes, 4], got 1x1x3");
+    expect_infer_error(nms_case(F32(DIMS(1, 1, 4), 0, 0, 1, 1), F32(DIMS(1, 1, 2), 1, 1), 1, 0, -1),
+                       "scores must have shape [1, classes, 1] for boxes of shape 1x1x4, got 1x1x2");
+    c = nms_case(F32(DIMS(1, 1, 4), 0, 0, 1, 1), F32(DIMS(1, 1, 1), 1), 1, 0, -1);
+    c.a.center_point_box = 2;
+    expect_infer_error(c, "center_point_box is 2, not 0 or 1");
+    c = nms_case(F32(DIMS(1, 1, 4), 0, 0, 1, 1), F32(DIMS(1, 1, 1), 1), 1, 0, -1);
+    xf_tensor_release(c.in[3]);
+    c.in[3] = F32(DIMS(2), 0.5, 0.5);
+    expect_infer_error(c, "iou_threshold must be a scalar, got shape 2");
+    c = nms_case(F32(DIMS(1, 1, 4), 0, 0, 1, 1), F32(DIMS(1, 1, 1), 1), 1, 0, -1);
+    xf_tensor_release(c.in[2]);
+    c.in[2] = I32(DIMS(1), 1);
+    expect_infer_error(c, "input 2 must be INT64");
 }
 END_TEST
 
@@ -236,6 +363,13 @@ int main(void)
     tcase_add_test(tc, roi_align_images_and_scale);
     tcase_add_test(tc, roi_align_matches_reference_bits);
     tcase_add_test(tc, roi_align_other_precisions);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("nms");
+    tcase_add_test(tc, nms_suppress_by_iou);
+    tcase_add_test(tc, nms_threshold_and_box_forms);
+    tcase_add_test(tc, nms_order_ties_and_scores);
+    tcase_add_test(tc, nms_degenerate);
+    tcase_add_test(tc, nms_shape_from_values);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, shape_errors);

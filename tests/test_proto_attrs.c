@@ -1,7 +1,7 @@
 /* ONNX import/export of the attributes of ops added after the core set
  * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
- * DequantizeLinear, RoiAlign): what import keeps, what leaves a node
- * opaque, and that export gives back the same attributes. */
+ * DequantizeLinear, RoiAlign, NonMaxSuppression): what import keeps, what
+ * leaves a node opaque, and that export gives back the same attributes. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +343,34 @@ START_TEST(test_roi_align_attributes)
 }
 END_TEST
 
+/* NonMaxSuppression keeps center_point_box; its output is int64, of a
+ * shape known only from the inputs' values (graph inputs here). */
+START_TEST(test_nms_attributes)
+{
+    static const int64_t b[] = {1, 6, 4}, sc[] = {1, 2, 6}, one[] = {1}, max[] = {3};
+    static const float thresholds[] = {0.5f};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("boxes", XF_DT_FLOAT, 3, b, NULL));
+    PUSH(g->n_input, g->input, mk_vi("scores", XF_DT_FLOAT, 3, sc, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("max", XF_DT_INT64, 1, one, max, sizeof max));
+    PUSH(g->n_initializer, g->initializer, mk_raw("iou", XF_DT_FLOAT, 1, one, thresholds, sizeof thresholds));
+    Onnx__NodeProto *n = mk_node("NonMaxSuppression", "nms", (const char *[]){"boxes", "scores", "max", "iou", NULL},
+                                 (const char *[]){"sel", NULL});
+    attr_int(n, "center_point_box", 1);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("sel", XF_DT_INT64, 2, (const int64_t[]){-1, 3}, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 11, counts);
+    ck_assert_int_eq(counts[XF_OP_NON_MAX_SUPPRESSION], 1);
+    const xf_node *nd = &m->graph->nodes[find_node_op(m->graph, XF_OP_NON_MAX_SUPPRESSION)];
+    ck_assert_int_eq(nd->attrs.center_point_box, 1);
+    ck_assert_int_eq(m->graph->values[nd->outputs[0]].dtype, XF_DT_INT64);
+    ck_assert_int_eq(m->graph->values[nd->outputs[0]].shape.ndim, -1);
+    xf_model_free(roundtrip(m));
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -355,6 +383,7 @@ int main(void)
     tcase_add_test(tc, test_rnn_attributes);
     tcase_add_test(tc, test_quantize_attributes);
     tcase_add_test(tc, test_roi_align_attributes);
+    tcase_add_test(tc, test_nms_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
