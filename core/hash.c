@@ -166,6 +166,16 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)a->block_size << 8 | 0xb5);
     if (a->output_dtype || a->no_saturate)
         put(h, (uint64_t)(a->output_dtype | a->no_saturate << 8) << 16 | 0x9d);
+    if (a->roi_output_h || a->roi_output_w || a->roi_sampling_ratio || a->roi_spatial_scale != 0 || a->roi_max ||
+        a->roi_output_half_pixel) { /* RoiAlign's (all 0 for other ops) */
+        put(h, (uint64_t)(a->roi_max | a->roi_output_half_pixel << 1) << 16 | 0x7a);
+        put(h, (uint64_t)a->roi_output_h);
+        put(h, (uint64_t)a->roi_output_w);
+        put(h, (uint64_t)a->roi_sampling_ratio);
+        put_float(h, a->roi_spatial_scale);
+    }
+    if (a->center_point_box)
+        put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

@@ -91,6 +91,10 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->alpha = 0.2f;
         a->beta = 0.5f;
         break;
+    case XF_OP_ROI_ALIGN:
+        a->roi_output_h = a->roi_output_w = 1;
+        a->roi_spatial_scale = 1.0f;
+        break;
     default:
         break;
     }

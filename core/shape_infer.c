@@ -56,6 +56,15 @@ xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt
                         xf_infer_node_label(c->g, c->index, label, sizeof label), msg);
 }
 
+bool xf_infer_refuse(char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
 bool xf_infer_has(const xf_infer_ctx *c, int i)
 {
     return i >= 0 && i < c->node->n_inputs && c->node->inputs[i] >= 0;
@@ -289,6 +298,18 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_TOP_K:
         st = require_dtype(c, 1, XF_DT_INT64);
         break;
+    case XF_OP_ROI_ALIGN:
+        st = same_dtype(c, 0, 2, &out);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_float(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "X must be a floating-point tensor, got %s", xf_dtype_name(out));
+        if (st == XF_OK)
+            st = require_dtype(c, 2, XF_DT_INT64);
+        break;
+    case XF_OP_NON_MAX_SUPPRESSION:
+        for (int i = 0; i < n->n_inputs && st == XF_OK; i++)
+            st = require_dtype(c, i, i == 2 ? XF_DT_INT64 : XF_DT_FLOAT);
+        out = XF_DT_INT64;
+        break;
     case XF_OP_LSTM:
     case XF_OP_GRU: { /* T for all but sequence_lens (input 4, int32) */
         xf_dtype rest;
@@ -439,6 +460,8 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_QUANTIZE_LINEAR xf_infer_quantize
 #define XF_RULE_DEQUANTIZE_LINEAR xf_infer_quantize
 #define XF_RULE_NON_ZERO xf_infer_non_zero
+#define XF_RULE_ROI_ALIGN xf_infer_roi_align
+#define XF_RULE_NON_MAX_SUPPRESSION xf_infer_nms
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

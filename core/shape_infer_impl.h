@@ -35,6 +35,10 @@ const char *xf_infer_node_label(const xf_graph *g, int node, char *buf, size_t n
 xf_status xf_infer_fail(const xf_infer_ctx *c, xf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes the message to why (for helpers that report to a caller, which
+ * names the node); returns false, for use in `return`. */
+bool xf_infer_refuse(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 bool xf_infer_has(const xf_infer_ctx *c, int i); /* input i present */
 /* Dtype of input i (the actual tensor's when input_values gives one);
  * XF_DT_UNDEFINED when absent or not known. */
@@ -117,6 +121,9 @@ xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
 xf_status xf_infer_rnn(xf_infer_ctx *c);
+/* RoiAlign and NonMaxSuppression (shape_infer_detect.c). */
+xf_status xf_infer_roi_align(xf_infer_ctx *c);
+xf_status xf_infer_nms(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output
  * dtype (*out), checking the inputs' dtypes; and the shape rule. */
 xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out);

@@ -5,18 +5,7 @@
 #include "shape_infer_impl.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
-
-static bool refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool refuse(char *why, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-    return false;
-}
 
 bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_shape *zero_point, int64_t axis,
                           int64_t block_size, xf_quant_layout *l, char *why, size_t why_len)
@@ -27,37 +16,40 @@ bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_sha
     *l = (xf_quant_layout){.outer = 1, .dim = xf_shape_numel(x), .inner = 1, .block = 1};
     bool scalar = xf_infer_scalar_like(scale);
     if (zero_point && !xf_shape_equal(zero_point, scale) && !(scalar && xf_infer_scalar_like(zero_point)))
-        return refuse(why, why_len, "the zero point's shape %s differs from the scale's %s",
-                      xf_shape_str(zero_point, zs, sizeof zs), ss);
+        return xf_infer_refuse(why, why_len, "the zero point's shape %s differs from the scale's %s",
+                               xf_shape_str(zero_point, zs, sizeof zs), ss);
     if (block_size < 0)
-        return refuse(why, why_len, "block_size %" PRId64 " is negative", block_size);
+        return xf_infer_refuse(why, why_len, "block_size %" PRId64 " is negative", block_size);
     if (scalar)
         return true; /* per tensor: every stride 0 */
     if (block_size == 0 && scale->ndim != 1)
-        return refuse(why, why_len,
-                      "a scale of shape %s needs block_size (per-axis scales are 1-D, blocked ones have x's rank)", ss);
+        return xf_infer_refuse(why, why_len, "a scale of shape %s needs block_size (per-axis scales are 1-D, "
+                               "blocked ones have x's rank)", ss);
     if (axis < -(int64_t)x->ndim || axis >= x->ndim)
-        return refuse(why, why_len, "axis %" PRId64 " is out of range for x of shape %s", axis, xs);
+        return xf_infer_refuse(why, why_len, "axis %" PRId64 " is out of range for x of shape %s", axis, xs);
     int a = (int)(axis < 0 ? axis + x->ndim : axis);
     l->outer = xf_infer_dims_product(x->dims, a);
     l->dim = x->dims[a];
     l->inner = xf_infer_dims_product(x->dims + a + 1, x->ndim - a - 1);
     if (block_size == 0) {
         if (scale->dims[0] != l->dim)
-            return refuse(why, why_len, "the scale has %" PRId64 " entries but x (shape %s) has %" PRId64
-                          " along axis %d", scale->dims[0], xs, l->dim, a);
+            return xf_infer_refuse(why, why_len, "the scale has %" PRId64 " entries but x (shape %s) has %" PRId64
+                                   " along axis %d", scale->dims[0], xs, l->dim, a);
         l->block_stride = 1;
         return true;
     }
     if (scale->ndim != x->ndim)
-        return refuse(why, why_len, "blocked quantization needs a scale of x's rank (x %s), got shape %s", xs, ss);
+        return xf_infer_refuse(why, why_len, "blocked quantization needs a scale of x's rank (x %s), got shape %s",
+                               xs, ss);
     for (int d = 0; d < x->ndim; d++)
         if (d != a && scale->dims[d] != x->dims[d])
-            return refuse(why, why_len, "the scale's shape %s must equal x's %s but along axis %d", ss, xs, a);
+            return xf_infer_refuse(why, why_len, "the scale's shape %s must equal x's %s but along axis %d", ss, xs,
+                                   a);
     int64_t blocks = l->dim / block_size + (l->dim % block_size != 0);
     if (scale->dims[a] != blocks)
-        return refuse(why, why_len, "block_size %" PRId64 " cuts axis %d of x (shape %s) into %" PRId64
-                      " blocks, but the scale has %" PRId64 " there", block_size, a, xs, blocks, scale->dims[a]);
+        return xf_infer_refuse(why, why_len, "block_size %" PRId64 " cuts axis %d of x (shape %s) into %" PRId64
+                               " blocks, but the scale has %" PRId64 " there", block_size, a, xs, blocks,
+                               scale->dims[a]);
     l->block = block_size;
     l->inner_stride = 1;
     l->block_stride = l->inner;

@@ -291,6 +291,15 @@ typedef struct xf_attrs {
     int64_t block_size;       /* opset 21: 0 = not blocked */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
     int no_saturate;          /* QuantizeLinear 19: saturate = 0 (which only float8 outputs heed) */
+    /* RoiAlign (0 for every other op): mode max (else avg); output_height,
+     * output_width (default 1); sampling_ratio (0: adaptive); spatial_scale
+     * (default 1); coordinate_transformation_mode output_half_pixel (opset
+     * 10's only behaviour), else half_pixel (opset 16's default) */
+    int roi_max;
+    int64_t roi_output_h, roi_output_w, roi_sampling_ratio;
+    float roi_spatial_scale;
+    int roi_output_half_pixel;
+    int center_point_box;     /* NonMaxSuppression: boxes are [x_center, y_center, width, height] */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
@@ -636,6 +645,40 @@ xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_c
 /* The same with options (NULL: xf_canonicalize's). */
 xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval, const xf_canon_options *opt,
                                xf_canon_stats *st, xf_error *err);
+
+/* ---------------------------------------------------------------- detection */
+
+/* NonMaxSuppression's selection, as ONNX's reference computes it (in
+ * float): for each batch and class, the boxes whose score exceeds
+ * score_threshold (when given) from the highest score down (equal scores:
+ * the lower box index first; NaN below every number), each selected unless
+ * its IoU with a box already selected for that class exceeds iou_threshold,
+ * until max_per_class are.  Core's one copy of it: shape inference counts
+ * the selection, cpu_ref writes it (core/nms.c). */
+typedef struct xf_nms_problem {
+    const float *boxes;  /* [batches][n_boxes][4] */
+    const float *scores; /* [batches][classes][n_boxes] */
+    int64_t batches, classes, n_boxes;
+    int64_t max_per_class; /* max_output_boxes_per_class, 0 when omitted or negative */
+    float iou_threshold;   /* 0 when omitted */
+    bool has_score_threshold;
+    float score_threshold;
+    bool center_point_box; /* boxes are [x_center, y_center, width, height], else two corners [y1, x1, y2, x2] */
+} xf_nms_problem;
+
+/* Checks NonMaxSuppression's operand shapes (NULL for an omitted input;
+ * boxes, scores, max_output_boxes_per_class, iou_threshold,
+ * score_threshold) and center_point_box; false with the reason in why. */
+bool xf_nms_check(const xf_shape *const shapes[5], int center_point_box, char *why, size_t why_len);
+/* The problem the operands' values pose (NULL or empty for an omitted
+ * input): xf_nms_check, then their dtypes (float, int64 for
+ * max_output_boxes_per_class) and data; false with the reason in why. */
+bool xf_nms_problem_init(xf_nms_problem *p, const xf_tensor *const in[5], int center_point_box, char *why,
+                         size_t why_len);
+/* Runs the selection: the k-th selected box's [batch, class, box] goes to
+ * selected[3k..3k+2] while k < cap (selected may be NULL when cap is 0).
+ * Returns how many boxes are selected, or -1 when out of memory. */
+int64_t xf_nms_select(const xf_nms_problem *p, int64_t *selected, int64_t cap);
 
 /* ---------------------------------------------------------------- sizes */
 

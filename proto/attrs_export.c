@@ -188,6 +188,31 @@ static xf_status write_softmax(writer *w, const xf_node *n, int in_rank, int64_t
     return XF_OK;
 }
 
+/* RoiAlign; before opset 16 it has no coordinate_transformation_mode and
+ * works as output_half_pixel. */
+static xf_status write_roi_align(writer *w, const xf_node *n, int64_t opset, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    if (a->roi_max)
+        add_string(w, "mode", "max");
+    if (a->roi_output_h != 1)
+        add_int(w, "output_height", a->roi_output_h);
+    if (a->roi_output_w != 1)
+        add_int(w, "output_width", a->roi_output_w);
+    if (a->roi_sampling_ratio)
+        add_int(w, "sampling_ratio", a->roi_sampling_ratio);
+    if (a->roi_spatial_scale != 1.0f)
+        add_float(w, "spatial_scale", a->roi_spatial_scale);
+    if (opset >= 16 && a->roi_output_half_pixel)
+        add_string(w, "coordinate_transformation_mode", "output_half_pixel");
+    if (opset < 16 && !a->roi_output_half_pixel)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                            "node '%s' (RoiAlign) uses coordinate_transformation_mode half_pixel, which opset %lld "
+                            "cannot express (RoiAlign before opset 16 is output_half_pixel)",
+                            n->name ? n->name : "", (long long)opset);
+    return XF_OK;
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -278,6 +303,13 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "output_dtype", a->output_dtype);
         if (a->no_saturate)
             add_int(&w, "saturate", 0);
+        break;
+    case XF_OP_ROI_ALIGN:
+        s = write_roi_align(&w, n, opset, err);
+        break;
+    case XF_OP_NON_MAX_SUPPRESSION:
+        if (a->center_point_box)
+            add_int(&w, "center_point_box", a->center_point_box);
         break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)

@@ -22,6 +22,11 @@
  *   ScatterND       reduction (none/add/mul/max/min)
  *   GatherND        batch_dims
  *   TopK (10+)      axis  largest (0: topk_smallest)  sorted (0: topk_unsorted)
+ *   RoiAlign        mode (avg/max: roi_max)  output_height output_width sampling_ratio
+ *                   spatial_scale -> roi_*; coordinate_transformation_mode
+ *                   (half_pixel/output_half_pixel, opset 16+; before 16 the op
+ *                   has no such attribute and works as output_half_pixel)
+ *   NonMaxSuppression  center_point_box
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -66,6 +71,7 @@ typedef struct reader {
     int n_kernel, n_strides, n_pads, n_dilations;
     int n_starts, n_ends, n_slice_axes;
     bool has_axis;
+    bool has_roi_coord;
     /* LSTM/GRU activation_alpha and activation_beta, handed out to the
      * functions once all attributes are read */
     float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
@@ -322,6 +328,25 @@ static bool take_reduce(reader *r, const char *name, const Onnx__AttributeProto 
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
+static bool take_roi_align(reader *r, const char *name, const Onnx__AttributeProto *at)
+{
+    static const char *const modes[] = {"avg", "max"}, *const coords[] = {"half_pixel", "output_half_pixel"};
+    xf_attrs *a = r->a;
+    if (strcmp(name, "mode") == 0)
+        return read_enum(r, at, modes, 2, &a->roi_max);
+    if (strcmp(name, "output_height") == 0)
+        return read_int(r, at, &a->roi_output_h);
+    if (strcmp(name, "output_width") == 0)
+        return read_int(r, at, &a->roi_output_w);
+    if (strcmp(name, "sampling_ratio") == 0)
+        return read_int(r, at, &a->roi_sampling_ratio);
+    if (strcmp(name, "spatial_scale") == 0)
+        return read_float(r, at, &a->roi_spatial_scale);
+    if (strcmp(name, "coordinate_transformation_mode") == 0)
+        return (r->has_roi_coord = read_enum(r, at, coords, 2, &a->roi_output_half_pixel));
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
 static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
@@ -462,6 +487,12 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             return true;
         }
         break;
+    case XF_OP_ROI_ALIGN:
+        return take_roi_align(r, name, at);
+    case XF_OP_NON_MAX_SUPPRESSION:
+        if (A("center_point_box"))
+            return read_int32(r, at, &a->center_point_box);
+        break;
     case XF_OP_PAD:
         if (A("mode")) {
             int i;
@@ -557,6 +588,12 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         return give_act_params(r, &a->rnn);
     case XF_OP_RESIZE: /* opset 10's form (X, scales) is not modelled */
         return r->ctx->opset >= 11 || refuse(r, "Resize before opset 11", NULL);
+    case XF_OP_ROI_ALIGN: /* opset 10's RoiAlign is output_half_pixel, and says nothing of it */
+        if (r->ctx->opset < 16 && r->has_roi_coord)
+            return refuse(r, "coordinate_transformation_mode before opset 16", NULL);
+        if (r->ctx->opset < 16)
+            a->roi_output_half_pixel = 1;
+        return true;
     case XF_OP_CONCAT:
         if (!r->has_axis && r->ctx->opset < 4)
             a->axis = 1;

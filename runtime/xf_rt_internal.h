@@ -149,6 +149,9 @@ xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_ten
 xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_range(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* detection (cpu_ref_detect.c) */
+xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 
 /* ---------------------------------------------------------------- control flow (control_flow.c) */
 

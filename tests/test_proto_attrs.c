@@ -1,8 +1,10 @@
 /* ONNX import/export of the attributes of ops added after the core set
  * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
- * DequantizeLinear): what import keeps, what leaves a node opaque, and
- * that export gives back the same attributes. */
+ * DequantizeLinear, RoiAlign, NonMaxSuppression): what import keeps, what
+ * leaves a node opaque, and that export gives back the same attributes. */
 #include <check.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "proto_util.h"
 #include "xf_test_util.h"
@@ -251,6 +253,124 @@ START_TEST(test_quantize_attributes)
 }
 END_TEST
 
+/* A RoiAlign of X [1, 2, 8, 8] by three ROIs under opset, with the
+ * attributes given (mode, coordinate_transformation_mode: NULL for none). */
+static Onnx__GraphProto *roi_align_graph(const char *mode, const char *coord)
+{
+    static const int64_t d[] = {1, 2, 8, 8}, r[] = {3, 4}, three[] = {3};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
+    PUSH(g->n_input, g->input, mk_vi("rois", XF_DT_FLOAT, 2, r, NULL));
+    PUSH(g->n_input, g->input, mk_vi("idx", XF_DT_INT64, 1, three, NULL));
+    Onnx__NodeProto *n = mk_node("RoiAlign", "ra", (const char *[]){"x", "rois", "idx", NULL},
+                                 (const char *[]){"y", NULL});
+    if (mode)
+        attr_string(n, "mode", mode);
+    attr_int(n, "output_height", 3);
+    attr_int(n, "output_width", 2);
+    attr_int(n, "sampling_ratio", 2);
+    attr_float(n, "spatial_scale", 0.25f);
+    if (coord)
+        attr_string(n, "coordinate_transformation_mode", coord);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, (const int64_t[]){3, 2, 3, 2}, NULL));
+    return g;
+}
+
+/* The attributes of the exported model's only node. */
+static Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf)
+{
+    size_t len;
+    xf_error e;
+    ck_assert_msg(xf_model_save_buffer(m, buf, &len, &e) == XF_OK, "%s", e.msg);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, *buf);
+    ck_assert(mp && mp->graph && mp->graph->n_node == 1);
+    return mp;
+}
+
+static bool has_attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (strcmp(n->attribute[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* RoiAlign keeps mode, the output size, sampling_ratio, spatial_scale and
+ * (opset 16) coordinate_transformation_mode; before opset 16 the op has no
+ * such attribute and works as output_half_pixel, which export leaves
+ * unsaid there.  A mode xflow does not model, or the attribute before
+ * opset 16, leave the node opaque; a half_pixel RoiAlign cannot be written
+ * at opset 10. */
+START_TEST(test_roi_align_attributes)
+{
+    struct {
+        int64_t opset;
+        const char *mode, *coord;
+        int known, output_half_pixel;
+    } forms[] = {{16, "max", "output_half_pixel", 1, 1}, {16, NULL, NULL, 1, 0}, {16, NULL, "half_pixel", 1, 0},
+                 {10, "avg", NULL, 1, 1}, {10, NULL, "output_half_pixel", 0, 0}, {16, "bilinear", NULL, 0, 0}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(roi_align_graph(forms[f].mode, forms[f].coord), forms[f].opset, counts);
+        ck_assert_int_eq(counts[XF_OP_ROI_ALIGN], forms[f].known);
+        if (forms[f].known) {
+            const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_ROI_ALIGN)];
+            ck_assert_int_eq(n->attrs.roi_max, f == 0);
+            ck_assert(n->attrs.roi_output_h == 3 && n->attrs.roi_output_w == 2 && n->attrs.roi_sampling_ratio == 2 &&
+                      n->attrs.roi_spatial_scale == 0.25f);
+            ck_assert_int_eq(n->attrs.roi_output_half_pixel, forms[f].output_half_pixel);
+            ck_assert_int_eq(m->graph->values[n->outputs[0]].shape.dims[3], 2);
+            uint8_t *buf;
+            Onnx__ModelProto *mp = exported(m, &buf);
+            ck_assert_int_eq(has_attr(mp->graph->node[0], "coordinate_transformation_mode"), f == 0);
+            onnx__model_proto__free_unpacked(mp, NULL);
+            free(buf);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(roi_align_graph(NULL, NULL), 10, counts);
+    m->graph->nodes[find_node_op(m->graph, XF_OP_ROI_ALIGN)].attrs.roi_output_half_pixel = 0;
+    uint8_t *buf;
+    size_t len;
+    xf_error e;
+    ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(e.msg, "node 'ra' (RoiAlign)") && strstr(e.msg, "half_pixel") && strstr(e.msg, "opset 10"),
+                  "%s", e.msg);
+    xf_model_free(m);
+}
+END_TEST
+
+/* NonMaxSuppression keeps center_point_box; its output is int64, of a
+ * shape known only from the inputs' values (graph inputs here). */
+START_TEST(test_nms_attributes)
+{
+    static const int64_t b[] = {1, 6, 4}, sc[] = {1, 2, 6}, one[] = {1}, max[] = {3};
+    static const float thresholds[] = {0.5f};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("boxes", XF_DT_FLOAT, 3, b, NULL));
+    PUSH(g->n_input, g->input, mk_vi("scores", XF_DT_FLOAT, 3, sc, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("max", XF_DT_INT64, 1, one, max, sizeof max));
+    PUSH(g->n_initializer, g->initializer, mk_raw("iou", XF_DT_FLOAT, 1, one, thresholds, sizeof thresholds));
+    Onnx__NodeProto *n = mk_node("NonMaxSuppression", "nms", (const char *[]){"boxes", "scores", "max", "iou", NULL},
+                                 (const char *[]){"sel", NULL});
+    attr_int(n, "center_point_box", 1);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("sel", XF_DT_INT64, 2, (const int64_t[]){-1, 3}, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 11, counts);
+    ck_assert_int_eq(counts[XF_OP_NON_MAX_SUPPRESSION], 1);
+    const xf_node *nd = &m->graph->nodes[find_node_op(m->graph, XF_OP_NON_MAX_SUPPRESSION)];
+    ck_assert_int_eq(nd->attrs.center_point_box, 1);
+    ck_assert_int_eq(m->graph->values[nd->outputs[0]].dtype, XF_DT_INT64);
+    ck_assert_int_eq(m->graph->values[nd->outputs[0]].shape.ndim, -1);
+    xf_model_free(roundtrip(m));
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -262,6 +382,8 @@ int main(void)
     tcase_add_test(tc, test_scatter_reductions);
     tcase_add_test(tc, test_rnn_attributes);
     tcase_add_test(tc, test_quantize_attributes);
+    tcase_add_test(tc, test_roi_align_attributes);
+    tcase_add_test(tc, test_nms_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -1,0 +1,203 @@
+/* cpu_ref detection ops: RoiAlign, and NonMaxSuppression (whose selection
+ * is core's, shared with shape inference).
+ *
+ * RoiAlign follows ONNX's reference implementation step by step: on float
+ * tensors every step rounds to float as there (a sum, product or quotient
+ * of two floats computed in double and rounded to float is the float
+ * operation's result), on double tensors nothing rounds; 16-bit floats are
+ * widened to float (cpu_ref.c). */
+#include "xf_rt_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* At most this many bilinear samples per output bin (an adaptive grid of
+ * an enormous ROI would otherwise run for hours or overflow the count). */
+#define ROI_MAX_SAMPLES_PER_BIN ((double)(1 << 24))
+
+static double rnd(bool single, double v) { return single ? (double)(float)v : v; }
+
+/* The four neighbours of a sample point and their bilinear weights. */
+typedef struct roi_sample {
+    int64_t pos[4];
+    double w[4];
+} roi_sample;
+
+/* The sample at (y, x) of an h x w map (both at least 1): beyond the map
+ * by more than a pixel it weighs nothing; otherwise it is clamped to the
+ * map (negative coordinates to 0, the last row and column to themselves). */
+static roi_sample sample_at(bool single, double y, double x, int64_t h, int64_t w)
+{
+    roi_sample s = {{0}, {0}};
+    if (!(y >= -1.0 && y <= (double)h && x >= -1.0 && x <= (double)w))
+        return s;
+    y = y > 0 ? y : 0;
+    x = x > 0 ? x : 0;
+    int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1 = y0 + 1, x1 = x0 + 1;
+    if (y0 >= h - 1) {
+        y0 = y1 = h - 1;
+        y = (double)y0;
+    }
+    if (x0 >= w - 1) {
+        x0 = x1 = w - 1;
+        x = (double)x0;
+    }
+    double ly = rnd(single, y - (double)y0), lx = rnd(single, x - (double)x0);
+    double hy = rnd(single, 1.0 - ly), hx = rnd(single, 1.0 - lx);
+    s.pos[0] = y0 * w + x0;
+    s.pos[1] = y0 * w + x1;
+    s.pos[2] = y1 * w + x0;
+    s.pos[3] = y1 * w + x1;
+    s.w[0] = rnd(single, hy * hx);
+    s.w[1] = rnd(single, hy * lx);
+    s.w[2] = rnd(single, ly * hx);
+    s.w[3] = rnd(single, ly * lx);
+    return s;
+}
+
+/* One ROI's sampling geometry, in input pixels. */
+typedef struct roi_geometry {
+    double y0, x0, bin_h, bin_w;
+    int64_t grid_h, grid_w; /* samples per bin along each axis; 0: none */
+} roi_geometry;
+
+static xf_status roi_geometry_make(const xf_node *n, const xf_tensor_view *rois, int64_t r, bool single,
+                                   roi_geometry *g, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    double c[4], scale = a->roi_spatial_scale, offset = a->roi_output_half_pixel ? 0.0 : 0.5;
+    for (int k = 0; k < 4; k++) {
+        c[k] = rnd(single, rnd(single, xf_rt_load_f64(rois->dtype, rois->data, r * 4 + k) * scale) - offset);
+        if (!isfinite(c[k]))
+            return xf_rt_bad_node(err, n, "ROI %lld has a coordinate that is not finite (after spatial_scale)",
+                                  (long long)r);
+    }
+    double w = rnd(single, c[2] - c[0]), h = rnd(single, c[3] - c[1]);
+    if (a->roi_output_half_pixel) { /* malformed ROIs become 1 x 1 */
+        w = 1.0 > w ? 1.0 : w;
+        h = 1.0 > h ? 1.0 : h;
+    }
+    g->x0 = c[0];
+    g->y0 = c[1];
+    g->bin_h = rnd(single, h / (double)a->roi_output_h);
+    g->bin_w = rnd(single, w / (double)a->roi_output_w);
+    double gh = a->roi_sampling_ratio > 0 ? (double)a->roi_sampling_ratio : ceil(g->bin_h);
+    double gw = a->roi_sampling_ratio > 0 ? (double)a->roi_sampling_ratio : ceil(g->bin_w);
+    if (gh > 0 && gw > 0 && gh * gw > ROI_MAX_SAMPLES_PER_BIN)
+        return xf_rt_bad_node(err, n, "ROI %lld needs %.0f x %.0f samples per output bin; xflow takes at most %.0f",
+                              (long long)r, gh, gw, ROI_MAX_SAMPLES_PER_BIN);
+    g->grid_h = gh > 0 ? (int64_t)gh : 0;
+    g->grid_w = gw > 0 ? (int64_t)gw : 0;
+    return XF_OK;
+}
+
+/* Pools every channel of one output bin (ph, pw) of ROI r of image b into
+ * acc[0..channels): the mean (or the largest weighted neighbour) over
+ * the bin's grid of bilinear samples; 0 for an empty grid. */
+static void pool_bin(const xf_node *n, const xf_tensor_view *x, int64_t b, const roi_geometry *g, int64_t ph,
+                     int64_t pw, bool single, double *acc)
+{
+    int64_t channels = x->shape.dims[1], h = x->shape.dims[2], w = x->shape.dims[3];
+    bool max = n->attrs.roi_max;
+    for (int64_t ch = 0; ch < channels; ch++)
+        acc[ch] = 0;
+    int64_t s = 0;
+    for (int64_t iy = 0; iy < g->grid_h; iy++) {
+        double yy = rnd(single, rnd(single, g->y0 + rnd(single, (double)ph * g->bin_h)) +
+                                    rnd(single, rnd(single, ((double)iy + 0.5) * g->bin_h) / (double)g->grid_h));
+        for (int64_t ix = 0; ix < g->grid_w; ix++, s++) {
+            double xx = rnd(single, rnd(single, g->x0 + rnd(single, (double)pw * g->bin_w)) +
+                                        rnd(single, rnd(single, ((double)ix + 0.5) * g->bin_w) / (double)g->grid_w));
+            roi_sample sp = sample_at(single, yy, xx, h, w);
+            for (int64_t ch = 0; ch < channels; ch++) {
+                int64_t base = (b * channels + ch) * h * w;
+                double t[4];
+                for (int k = 0; k < 4; k++)
+                    t[k] = rnd(single, sp.w[k] * xf_rt_load_f64(x->dtype, x->data, base + sp.pos[k]));
+                if (max) {
+                    double v = t[0];
+                    for (int k = 1; k < 4; k++)
+                        v = t[k] > v ? t[k] : v;
+                    acc[ch] = s == 0 || v > acc[ch] ? v : acc[ch];
+                } else {
+                    acc[ch] = rnd(single, acc[ch] + rnd(single, rnd(single, rnd(single, t[0] + t[1]) + t[2]) + t[3]));
+                }
+            }
+        }
+    }
+    int64_t count = g->grid_h * g->grid_w > 1 ? g->grid_h * g->grid_w : 1;
+    for (int64_t ch = 0; !max && ch < channels; ch++)
+        acc[ch] = rnd(single, acc[ch] / (double)count);
+}
+
+/* RoiAlign: Y[r, c] is the output_height x output_width bins of ROI r
+ * (x1, y1, x2, y2, times spatial_scale) over channel c of image
+ * batch_indices[r]. */
+xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    const xf_tensor_view *x = &in[0], *rois = &in[1], *idx = &in[2], *y = &out[0];
+    const xf_shape *xs = &x->shape;
+    int64_t r_count = rois->shape.dims[0];
+    if (xs->ndim != 4 || rois->shape.ndim != 2 || rois->shape.dims[1] != 4 || idx->shape.ndim != 1 ||
+        idx->shape.dims[0] != r_count || rois->dtype != x->dtype || idx->dtype != XF_DT_INT64)
+        return xf_rt_bad_node(err, n, "operands are not X [N, C, H, W], rois [R, 4] of X's type and "
+                                      "batch_indices [R] of int64");
+    int64_t channels = xs->dims[1], oh = a->roi_output_h, ow = a->roi_output_w;
+    xf_shape want = {.ndim = 4, .dims = {r_count, channels, oh, ow}};
+    if (!xf_shape_equal(&y->shape, &want) || oh < 1 || ow < 1)
+        return xf_rt_bad_node(err, n, "the output is not [R, C, output_height, output_width]");
+    if (r_count > 0 && channels > 0 && (xs->dims[2] == 0 || xs->dims[3] == 0))
+        return xf_rt_bad_node(err, n, "there are ROIs to pool but X's feature maps are empty");
+    bool single = x->dtype != XF_DT_DOUBLE;
+    double *acc = malloc(sizeof *acc * (size_t)(channels > 0 ? channels : 1));
+    if (!acc)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in RoiAlign");
+    xf_status st = XF_OK;
+    for (int64_t r = 0; r < r_count && st == XF_OK; r++) {
+        int64_t b = xf_rt_load_i64(idx->dtype, idx->data, r);
+        roi_geometry g = {0};
+        if (b < 0 || b >= xs->dims[0])
+            st = xf_rt_bad_node(err, n, "batch index %lld of ROI %lld is out of range for %lld images",
+                                (long long)b, (long long)r, (long long)xs->dims[0]);
+        else
+            st = roi_geometry_make(n, rois, r, single, &g, err);
+        for (int64_t ph = 0; ph < oh && st == XF_OK; ph++)
+            for (int64_t pw = 0; pw < ow; pw++) {
+                pool_bin(n, x, b, &g, ph, pw, single, acc);
+                for (int64_t ch = 0; ch < channels; ch++)
+                    xf_rt_store_f64(y->dtype, y->data, ((r * channels + ch) * oh + ph) * ow + pw, acc[ch]);
+            }
+    }
+    free(acc);
+    return st;
+}
+
+/* NonMaxSuppression: the selected [batch, class, box] triples, as many as
+ * shape inference counted for the output. */
+xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    xf_tensor t[5];
+    const xf_tensor *operands[5] = {NULL};
+    for (int i = 0; i < n->n_inputs && i < 5; i++) {
+        if (!xf_rt_present(&in[i]))
+            continue;
+        t[i] = (xf_tensor){.refcount = 1, .dtype = in[i].dtype, .shape = in[i].shape, .data = in[i].data,
+                           .nbytes = xf_rt_bytes(&in[i])};
+        operands[i] = &t[i];
+    }
+    char why[300];
+    xf_nms_problem p;
+    if (!xf_nms_problem_init(&p, operands, n->attrs.center_point_box, why, sizeof why))
+        return xf_rt_bad_node(err, n, "%s", why);
+    const xf_shape *ys = &out[0].shape;
+    if (ys->ndim != 2 || ys->dims[1] != 3 || out[0].dtype != XF_DT_INT64)
+        return xf_rt_bad_node(err, n, "the output is not int64 [selected, 3]");
+    int64_t count = xf_nms_select(&p, out[0].data, ys->dims[0]);
+    if (count < 0)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in NonMaxSuppression");
+    if (count != ys->dims[0])
+        return xf_rt_bad_node(err, n, "selects %lld boxes, not the %lld its output shape holds", (long long)count,
+                              (long long)ys->dims[0]);
+    return XF_OK;
+}
