@@ -1,6 +1,7 @@
 /* ModelProto -> xf_model. */
 #include "proto_internal.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,9 +226,41 @@ static xf_status check_overrides(importer *im)
     return XF_OK;
 }
 
+/* Whether some graph input has a dim named name. */
+static bool input_dim_named(const importer *im, const char *name)
+{
+    for (size_t i = 0; i < im->gp->n_input; i++) {
+        const Onnx__TypeProto *t = im->gp->input[i]->type;
+        const Onnx__TensorShapeProto *sp =
+            t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
+        for (size_t d = 0; sp && d < sp->n_dim; d++)
+            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                strcmp(sp->dim[d]->dim_param, name) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* --dim sizes: symbols no override fixed take them and stay symbolic. */
+static xf_status bind_dim_sizes(importer *im)
+{
+    for (int i = 0; im->opt && i < im->opt->n_dim_sizes; i++) {
+        const xf_dim_size *ds = &im->opt->dim_sizes[i];
+        if (!ds->name || !input_dim_named(im, ds->name))
+            return xf_error_set(im->err, XF_ERR_INVALID, "--dim names '%s', which no graph input's dims are called",
+                                str_or_empty(ds->name));
+        xf_status s = xfp_bind_dim_size(&im->syms, ds->name, ds->size, im->err);
+        if (s != XF_OK)
+            return s;
+    }
+    return XF_OK;
+}
+
 static xf_status import_inputs(importer *im)
 {
     xf_status s = check_overrides(im);
+    if (s == XF_OK)
+        s = bind_dim_sizes(im);
     for (size_t i = 0; i < im->gp->n_input && s == XF_OK; i++) {
         const Onnx__ValueInfoProto *vi = im->gp->input[i];
         if (!vi->name || !vi->name[0])
@@ -760,6 +793,29 @@ static xf_status pack_extra(importer *im)
     return XF_OK;
 }
 
+/* Appends to an inference error the sizes the symbolic dims were given
+ * when any was not fixed by an override: sizes that do not fit together
+ * (1 for each of a KV cache's past, seq and total = past + seq) are the
+ * usual cause. */
+static void hint_symbol_sizes(importer *im)
+{
+    char list[400] = "";
+    size_t used = 0;
+    bool any = false;
+    for (size_t i = 0; i < im->syms.index.count && used < sizeof list - 100; i++) {
+        const xfp_symbol *sym = &im->syms.slots[i];
+        any |= sym->guessed;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s=%" PRId64, used ? ", " : "", sym->name,
+                                 sym->value);
+    }
+    size_t len = strlen(im->err->msg);
+    if (any && len < sizeof im->err->msg)
+        snprintf(im->err->msg + len, sizeof im->err->msg - len,
+                 " (the symbolic dims were sized %s; if the model relates them, give sizes that fit with xflowc's "
+                 "--dim NAME=N, or fix them with --input-shape)",
+                 list);
+}
+
 /* ------------------------------------------------------------ entry points */
 
 static xf_status import_model(importer *im)
@@ -776,8 +832,10 @@ static xf_status import_model(importer *im)
     if ((s = import_outputs(im)) != XF_OK || (s = xf_graph_toposort(im->g, im->err)) != XF_OK)
         return s;
     apply_declared(im);
-    if ((s = xf_graph_infer_shapes(im->g, xf_model_opset(im->m), im->err)) != XF_OK)
+    if ((s = xf_graph_infer_shapes(im->g, xf_model_opset(im->m), im->err)) != XF_OK) {
+        hint_symbol_sizes(im);
         return s;
+    }
     /* Inference leaves what it cannot know (downstream of opaque nodes) unknown. */
     apply_declared(im);
     if ((s = classify_declared(im)) != XF_OK)

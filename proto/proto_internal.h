@@ -112,8 +112,10 @@ xf_status xfp_tensor_encode(const xf_tensor *t, const char *name, xfp_arena *a, 
 /* Resolution of symbolic dims (dim_param) to numbers: bound by --input-shape
  * overrides, or to 1 for graph inputs without one. */
 typedef struct xfp_symbol {
+    const char *name; /* the dim_param (not copied) */
     int64_t value;
-    bool guessed; /* bound to 1 for lack of an override */
+    bool guessed; /* not fixed by an override: the dim stays symbolic */
+    bool sized;   /* its value given by a --dim size rather than taken as 1 */
 } xfp_symbol;
 
 typedef struct xfp_symbols {
@@ -130,6 +132,9 @@ void xfp_symbols_free(xfp_symbols *s);
  * XF_DT_UNDEFINED or ndim -1. */
 xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
                                  xf_dtype *dtype, xf_shape *shape, bool *guessed, xf_error *err);
+/* Binds symbol name to a --dim size (it stays symbolic); an error when an
+ * override already fixed it to another size. */
+xf_status xfp_bind_dim_size(xfp_symbols *syms, const char *name, int64_t size, xf_error *err);
 /* Binds the symbols in vi's dims to the values of an --input-shape override. */
 xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
                             xf_error *err);

@@ -9,15 +9,16 @@
 
 /* ------------------------------------------------------------ symbols */
 
-/* A symbol is bound either by an --input-shape override or, for graph inputs
- * without one, to a guessed 1 (which every input using it warns about). */
+/* A symbol is bound by an --input-shape override, to a --dim size, or, for
+ * graph inputs without either, to a guessed 1 (which every input using it
+ * warns about). */
 static const xfp_symbol *symbol_get(const xfp_symbols *s, const char *name)
 {
     int i = xfp_map_get(&s->index, name);
     return i < 0 ? NULL : &s->slots[i];
 }
 
-static bool symbol_bind(xfp_symbols *s, const char *name, int64_t value, bool guessed)
+static bool symbol_bind(xfp_symbols *s, const char *name, int64_t value, bool guessed, bool sized)
 {
     size_t n = s->index.count;
     if (n == s->cap) {
@@ -30,7 +31,7 @@ static bool symbol_bind(xfp_symbols *s, const char *name, int64_t value, bool gu
     }
     if (!xfp_map_put(&s->index, name, (int)n))
         return false;
-    s->slots[n] = (xfp_symbol){value, guessed};
+    s->slots[n] = (xfp_symbol){name, value, guessed, sized};
     return true;
 }
 
@@ -127,23 +128,34 @@ xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *over
             return xf_error_set(err, XF_ERR_INVALID,
                                 "--input-shape gives dim '%s' both %" PRId64 " and %" PRId64 " (input '%s' dim %d)",
                                 d->dim_param, sym->value, want, vi->name, i);
-        if (!sym && !symbol_bind(syms, d->dim_param, want, false))
+        if (!sym && !symbol_bind(syms, d->dim_param, want, false, false))
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     return XF_OK;
 }
 
+xf_status xfp_bind_dim_size(xfp_symbols *syms, const char *name, int64_t size, xf_error *err)
+{
+    const xfp_symbol *sym = symbol_get(syms, name);
+    if (sym && !sym->guessed && sym->value != size)
+        return xf_error_set(err, XF_ERR_INVALID, "--dim %s=%" PRId64 " contradicts --input-shape, which gives it %" PRId64,
+                            name, size, sym->value);
+    if (!sym && !symbol_bind(syms, name, size, true, true))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    return XF_OK;
+}
+
 /* One warning per input, naming every dim that had to be guessed. */
 static void warn_guessed(const char *input, const Onnx__TensorShapeProto *sp, const xf_shape *shape,
-                         const bool *guessed)
+                         const bool *guessed, const xfp_symbols *syms)
 {
     char list[512] = "", shp[256];
     size_t used = 0;
     int n = 0;
     for (int i = 0; i < shape->ndim && used < sizeof list; i++) {
-        if (!guessed[i])
-            continue;
         const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        if (!guessed[i] || (is_param(d) && symbol_get(syms, d->dim_param)->sized))
+            continue;
         if (is_param(d))
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%d ('%s')", n ? ", " : "", i, d->dim_param);
         else
@@ -191,12 +203,12 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
         const xfp_symbol *sym = is_param(d) ? symbol_get(syms, d->dim_param) : NULL;
         shape->dims[i] = sym ? sym->value : 1;
         guessed[i] = !sym || sym->guessed;
-        any |= guessed[i];
-        if (!sym && is_param(d) && !symbol_bind(syms, d->dim_param, 1, true))
+        any |= guessed[i] && !(sym && sym->sized);
+        if (!sym && is_param(d) && !symbol_bind(syms, d->dim_param, 1, true, false))
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     if (any)
-        warn_guessed(vi->name, tt->shape, shape, guessed);
+        warn_guessed(vi->name, tt->shape, shape, guessed, syms);
     for (int i = 0; guessed_out && i < shape->ndim; i++)
         guessed_out[i] = guessed[i];
     return XF_OK;

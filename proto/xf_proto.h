@@ -54,9 +54,19 @@ typedef struct xf_input_shape {
     xf_shape shape;
 } xf_input_shape;
 
+/* The size a named symbolic dim (dim_param) stands for, as given by
+ * --dim name=8: graph inputs use it instead of 1, and the dim stays
+ * symbolic (recorded in xf_model.symbolic) rather than fixed. */
+typedef struct xf_dim_size {
+    const char *name;
+    int64_t size;
+} xf_dim_size;
+
 typedef struct xf_load_options {
     const xf_input_shape *input_shapes; /* overrides for graph inputs */
     int n_input_shapes;
+    const xf_dim_size *dim_sizes; /* sizes for symbolic dims that no override fixes */
+    int n_dim_sizes;
     size_t max_tensor_bytes; /* larger tensors are refused before allocation; 0 = 4 GiB */
 } xf_load_options;
 

@@ -26,6 +26,10 @@ static const char usage[] =
     "  -o, --output FILE        where to write the optimized model (required)\n"
     "  --input-shape NAME=DIMS  static shape for an input with symbolic dims, e.g.\n"
     "                           --input-shape input=1x3x224x224 (repeatable)\n"
+    "  --dim NAME=N             the size the symbolic dim NAME stands for while\n"
+    "                           optimizing and checking (default 1); it stays\n"
+    "                           symbolic in the written model, e.g. --dim past=5\n"
+    "                           --dim seq=3 --dim total=8 (repeatable)\n"
     "  --check                  run the original and the optimized model on cpu_ref\n"
     "                           with seeded random inputs and compare every output;\n"
     "                           exit non-zero (and write nothing) above tolerance\n"
@@ -73,6 +77,8 @@ typedef struct options {
     xf_input_shape shapes[64];
     char *shape_names[64];
     int n_shapes;
+    xf_dim_size dims[64];
+    int n_dims;
     bool check, external, trace, no_search;
     long seed, budget, max_memory_mb;
     double atol, rtol, alpha, time_limit;
@@ -145,6 +151,22 @@ static int parse_args(int argc, char **argv, options *o)
                 XF_OK)
                 return xf_cli_usage_error("%s", err.msg);
             o->n_shapes++;
+            i++;
+        } else if (!strcmp(a, "--dim")) {
+            const char *eq = next ? strchr(next, '=') : NULL;
+            char *end = NULL;
+            long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
+            if (!eq || eq == next || !end || *end || end == eq + 1 || size < 1 || size > (1LL << 40))
+                return xf_cli_usage_error("--dim needs NAME=N with N a positive size, e.g. seq=8");
+            if (o->n_dims == 64)
+                return xf_cli_usage_error("too many --dim options (64 at most)");
+            for (int k = 0; k < o->n_dims; k++)
+                if (strlen(o->dims[k].name) == (size_t)(eq - next) && !strncmp(o->dims[k].name, next, (size_t)(eq - next)))
+                    return xf_cli_usage_error("--dim gives '%s' twice", o->dims[k].name);
+            char *name = strndup(next, (size_t)(eq - next));
+            if (!name)
+                return xf_cli_error("out of memory");
+            o->dims[o->n_dims++] = (xf_dim_size){name, (int64_t)size};
             i++;
         } else if (!strcmp(a, "--input")) {
             if (!next)
@@ -382,8 +404,25 @@ static void print_rules_applied(const xf_rule_set *rs, const xf_search_result *r
  * share one), so that a shape entry that copies the sequence length is not
  * taken for one that copies the batch size. */
 #define SYM_ROUNDS 4
+/* The size symbolic dim i has in the graph as loaded: its --dim size, else 1. */
+static int64_t sym_base(const xf_model *m, int i)
+{
+    int v = xf_graph_find_value(m->graph, m->symbolic[i].value);
+    const xf_shape *s = v >= 0 ? &m->graph->values[v].shape : NULL;
+    return s && m->symbolic[i].dim < s->ndim && s->dims[m->symbolic[i].dim] > 0 ? s->dims[m->symbolic[i].dim] : 1;
+}
+
+/* With --dim sizes the rounds scale them (x2, x3, ...), which keeps the
+ * sums the model may need (total = past + seq); else each dim name gets
+ * small sizes of its own. */
 static int64_t sym_size(const xf_model *m, int i, int round, bool distinct)
 {
+    bool scaled = false;
+    for (int j = 0; j < m->n_symbolic && !scaled; j++)
+        scaled = xf_graph_find_value(m->graph, m->symbolic[j].value) >= 0 &&
+                 m->graph->values[xf_graph_find_value(m->graph, m->symbolic[j].value)].is_input && sym_base(m, j) != 1;
+    if (scaled)
+        return sym_base(m, i) * (round + 2);
     /* key: the distinct names before the first dim with i's name */
     int key = 0;
     for (int j = 0; distinct && strcmp(m->symbolic[j].name, m->symbolic[i].name) != 0; j++) {
@@ -588,7 +627,8 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
             /* named after the input dim whose sizes it follows */
             const char *name = "";
             for (int i = 0; i < n_inputs && !name[0]; i++)
-                if (s->dims[d] == 1 && a == sym_size(m, i, 2, p->distinct) && b == sym_size(m, i, 3, p->distinct))
+                if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, 2, p->distinct) &&
+                    b == sym_size(m, i, 3, p->distinct))
                     name = m->symbolic[i].name;
             if (!xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d, name)) {
                 snprintf(why, sizeof why, "out of memory");
@@ -622,6 +662,30 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
     xf_graph_free(g);
     xf_graph_free(opt[0]);
     xf_graph_free(opt[1]);
+}
+
+/* For an error in a model with symbolic dims: the sizes they were given,
+ * which may not fit together (a KV cache's total = past + seq). */
+static const char *sizes_hint(const xf_model *m)
+{
+    static char hint[600];
+    hint[0] = '\0';
+    size_t used = 0;
+    for (int i = 0; i < m->n_symbolic && used < sizeof hint - 200; i++) {
+        const char *name = m->symbolic[i].name;
+        bool first = name[0];
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(m->symbolic[j].name, name) != 0;
+        if (first)
+            used += (size_t)snprintf(hint + used, sizeof hint - used, "%s%s=%" PRId64, used ? ", " : "", name,
+                                     sym_base(m, i));
+    }
+    if (!used)
+        return "";
+    static char out[800];
+    snprintf(out, sizeof out, " (the symbolic dims were sized %s; if the model relates them, give sizes that fit "
+             "with xflowc's --dim NAME=N, or fix them with --input-shape)", hint);
+    return out;
 }
 
 /* Searches from *g (canonicalized) and replaces it by the best graph found,
@@ -708,7 +772,8 @@ int main(int argc, char **argv)
     double t0 = xf_cli_now();
     xf_error err;
     xf_model *m = NULL;
-    xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes};
+    xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes, .dim_sizes = o.dims,
+                          .n_dim_sizes = o.n_dims};
     if (xf_model_load(o.in, &lo, &m, &err) != XF_OK)
         return xf_cli_error("%s", err.msg);
     int64_t opset = xf_model_opset(m);
@@ -731,7 +796,7 @@ int main(int argc, char **argv)
         cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, &keep, &st, &err);
     }
     if (cs != XF_OK || xf_graph_validate(m->graph, &err) != XF_OK) {
-        rc = xf_cli_error("%s: while optimizing: %s", o.in, err.msg);
+        rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, sizes_hint(m));
         goto done;
     }
     double t_canon = xf_cli_now();
@@ -770,5 +835,7 @@ done:
     xf_model_free(m);
     for (int i = 0; i < o.n_shapes; i++)
         free(o.shape_names[i]);
+    for (int i = 0; i < o.n_dims; i++)
+        free((char *)o.dims[i].name);
     return rc;
 }

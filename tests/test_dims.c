@@ -1,0 +1,125 @@
+/* Sizes for symbolic dims (--dim NAME=N): import binds the named dim to the
+ * size without fixing it, and xflowc keeps dims that the model relates
+ * (a KV cache's total = past + seq) symbolic, checking them at sizes that
+ * still fit together. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto_util.h"
+#include "xf_test_util.h"
+
+#define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
+
+/* y = Concat(Concat(past, new, axis 1), Unsqueeze(mask, -1), axis 2):
+ * past [B, P, 4], new [B, S, 4], mask [B, T] with T = P + S. */
+static Onnx__ModelProto *cache_model(void)
+{
+    static const int64_t minus1 = -1, one[] = {1}, d3[] = {-1, -1, 4}, d2[] = {-1, -1};
+    Onnx__GraphProto *g = mk_graph("cache");
+    PUSH(g->n_input, g->input, mk_vi("past", XF_DT_FLOAT, 3, d3, NAMES("B", "P", NULL)));
+    PUSH(g->n_input, g->input, mk_vi("new", XF_DT_FLOAT, 3, d3, NAMES("B", "S", NULL)));
+    PUSH(g->n_input, g->input, mk_vi("mask", XF_DT_FLOAT, 2, d2, NAMES("B", "T")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("last", XF_DT_INT64, 1, one, &minus1, 8));
+    Onnx__NodeProto *cat = mk_node("Concat", "cat", NAMES("past", "new"), NAMES("kv"));
+    attr_int(cat, "axis", 1);
+    PUSH(g->n_node, g->node, cat);
+    PUSH(g->n_node, g->node, mk_node("Unsqueeze", "unsq", NAMES("mask", "last"), NAMES("m3")));
+    Onnx__NodeProto *cat2 = mk_node("Concat", "cat2", NAMES("kv", "m3"), NAMES("y"));
+    attr_int(cat2, "axis", 2);
+    PUSH(g->n_node, g->node, cat2);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    return mk_model(g, 13);
+}
+
+START_TEST(test_dim_sizes_bind_without_fixing)
+{
+    xf_dim_size sizes[] = {{"P", 5}, {"S", 3}, {"T", 8}};
+    xf_load_options lo = {.dim_sizes = sizes, .n_dim_sizes = 3};
+    xf_model *m;
+    xf_error e;
+    capture_start();
+    ck_assert_msg(load_proto(cache_model(), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    /* only B, which no size names, is guessed (and warned about) */
+    ck_assert_msg(strstr(captured, "dim 0 ('B')") && !strstr(captured, "'P'") && !strstr(captured, "'T'"), "%s",
+                  captured);
+    const xf_graph *g = m->graph;
+    ck_assert_int_eq(g->values[g->inputs[0]].shape.dims[1], 5);
+    ck_assert_int_eq(g->values[g->inputs[1]].shape.dims[1], 3);
+    ck_assert_int_eq(g->values[g->inputs[2]].shape.dims[1], 8);
+    ck_assert_int_eq(g->values[g->outputs[0]].shape.dims[1], 8);
+    /* every named dim stays symbolic: B three times, P, S, T */
+    ck_assert_int_eq(m->n_symbolic, 6);
+    xf_model_free(m);
+
+    /* a name no input dim has, and a size an override contradicts */
+    xf_dim_size wrong[] = {{"Q", 2}};
+    lo = (xf_load_options){.dim_sizes = wrong, .n_dim_sizes = 1};
+    ck_assert_int_ne(load_proto(cache_model(), &lo, &m, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "--dim names 'Q', which no graph input's dims are called"), "%s", e.msg);
+    xf_input_shape fix[] = {{"mask", {2, {1, 8}}}};
+    xf_dim_size other[] = {{"T", 9}};
+    lo = (xf_load_options){.input_shapes = fix, .n_input_shapes = 1, .dim_sizes = other, .n_dim_sizes = 1};
+    ck_assert_int_ne(load_proto(cache_model(), &lo, &m, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "--dim T=9 contradicts --input-shape, which gives it 8"), "%s", e.msg);
+}
+END_TEST
+
+static int xflowc(const char *args, char **out)
+{
+    char cmd[8800];
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflowc"), args);
+    return xf_test_run(cmd, out);
+}
+
+START_TEST(test_xflowc_keeps_related_dims)
+{
+    const char *dir = xf_test_tmpdir("dims_xflowc");
+    write_model(cache_model(), path_in(dir, "in.onnx"));
+    char args[8600], *out = NULL;
+    /* all taken as 1, P + S is not T: the error says what to do */
+    snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "out.onnx"));
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    ck_assert_msg(strstr(out, "the symbolic dims were sized B=1, P=1, S=1, T=1") && strstr(out, "--dim NAME=N"),
+                  "%s", out);
+    free(out);
+    ck_assert(!xf_test_exists(path_in(dir, "out.onnx")));
+
+    snprintf(args, sizeof args, "%s -o %s --check --dim P=5 --dim S=3 --dim T=8", path_in(dir, "in.onnx"),
+             path_in(dir, "out.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "checked at B 4 and 5, P 20 and 25, S 12 and 15, T 32 and 40"), "%s", out);
+    free(out);
+    /* written with every dim symbolic, the output's named after T */
+    char cmd[8800];
+    snprintf(cmd, sizeof cmd,
+             XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
+             "print([d.dim_param or d.dim_value for v in list(m.graph.input) + list(m.graph.output) "
+             "for d in v.type.tensor_type.shape.dim])\" %s",
+             path_in(dir, "out.onnx"));
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "['B', 'P', 4, 'B', 'S', 4, 'B', 'T', 'B', 'T', 5]"), "%s", out);
+    free(out);
+
+    snprintf(args, sizeof args, "%s -o %s --dim P=5 --dim P=6", path_in(dir, "in.onnx"), path_in(dir, "o2.onnx"));
+    ck_assert_int_eq(xflowc(args, &out), 2);
+    ck_assert_msg(strstr(out, "--dim gives 'P' twice"), "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s -o %s --dim P=0", path_in(dir, "in.onnx"), path_in(dir, "o2.onnx"));
+    ck_assert_int_eq(xflowc(args, &out), 2);
+    ck_assert_msg(strstr(out, "--dim needs NAME=N with N a positive size"), "%s", out);
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dims");
+    TCase *tc = tcase_create("dim_sizes");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, test_dim_sizes_bind_without_fixing);
+    tcase_add_test(tc, test_xflowc_keeps_related_dims);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
