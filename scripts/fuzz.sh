@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_onnx_import fuzz_tensor_pb fuzz_rules)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_onnx_import fuzz_tensor_pb fuzz_rules fuzz_run)
 dir=build-fuzz
 mkdir -p "$dir"
 CC=clang cmake -S . -B "$dir" -DXF_FUZZ=ON -DXF_ENABLE_CUDA=OFF -DBUILD_TESTING=OFF \
@@ -15,7 +15,7 @@ CC=clang cmake -S . -B "$dir" -DXF_FUZZ=ON -DXF_ENABLE_CUDA=OFF -DBUILD_TESTING=
 cmake --build "$dir" -j"$(nproc)" --target "${harnesses[@]}"
 for h in "${harnesses[@]}"; do
   seeds=tests/fuzz/corpus/${h#fuzz_}
-  [ "$h" = fuzz_onnx_import ] && seeds=tests/fuzz/corpus/onnx
+  case "$h" in fuzz_onnx_import | fuzz_run) seeds=tests/fuzz/corpus/onnx ;; esac
   work="$dir/corpus-$h"
   mkdir -p "$work" "$dir/artifacts"
   echo "== $h for ${secs}s (seeds: $seeds)"

@@ -1,0 +1,74 @@
+/* libFuzzer harness: a model that loads runs on cpu_ref with seeded random
+ * inputs without crashing, whatever its attributes and shapes: errors are
+ * fine, memory errors and undefined behaviour are findings.  Models whose
+ * run would be large (a value over 2^16 elements, a node over 2^26
+ * operand-element products, where shapes are known before the run) are
+ * skipped, to keep every execution short; random integer inputs are at
+ * most 9, so the shapes that depend on them stay small. */
+#include "xf_proto.h"
+#include "xf_runtime.h"
+
+#include <stdlib.h>
+
+static void quiet(int level, const char *msg, void *user)
+{
+    (void)level;
+    (void)msg;
+    (void)user;
+}
+
+static bool small_enough(const xf_graph *g)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        int64_t n = xf_shape_numel(&g->values[v].shape);
+        if (n > (1 << 16))
+            return false;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *nd = &g->nodes[i];
+        int64_t in = 0, out = 0;
+        for (int k = 0; k < nd->n_inputs; k++)
+            in += nd->inputs[k] >= 0 && xf_shape_numel(&g->values[nd->inputs[k]].shape) > 0
+                      ? xf_shape_numel(&g->values[nd->inputs[k]].shape)
+                      : 0;
+        for (int k = 0; k < nd->n_outputs; k++)
+            out += nd->outputs[k] >= 0 && xf_shape_numel(&g->values[nd->outputs[k]].shape) > 0
+                       ? xf_shape_numel(&g->values[nd->outputs[k]].shape)
+                       : 0;
+        if (in * out > ((int64_t)1 << 26))
+            return false;
+    }
+    return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    xf_log_set(quiet, NULL, XF_LOG_WARN);
+    xf_load_options opt = {.max_tensor_bytes = 1 << 18};
+    xf_error err;
+    xf_model *m = NULL;
+    if (xf_model_load_buffer(data, size, NULL, &opt, &m, &err) != XF_OK)
+        return 0;
+    xf_session *s = NULL;
+    if (small_enough(m->graph) &&
+        xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &err) == XF_OK) {
+        const xf_graph *g = xf_session_graph(s);
+        xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+        xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+        bool ok = in && out;
+        for (int i = 0; ok && i < g->n_inputs; i++) {
+            const xf_value *v = &g->values[g->inputs[i]];
+            ok = (in[i] = xf_tensor_random(v->dtype, &v->shape, (uint64_t)i + 1)) != NULL;
+        }
+        if (ok && xf_session_run(s, in, out, &err) == XF_OK)
+            for (int k = 0; k < g->n_outputs; k++)
+                xf_tensor_release(out[k]);
+        for (int i = 0; in && i < g->n_inputs; i++)
+            xf_tensor_release(in[i]);
+        free(in);
+        free(out);
+    }
+    xf_session_free(s);
+    xf_model_free(m);
+    return 0;
+}
