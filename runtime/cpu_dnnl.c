@@ -172,6 +172,25 @@ xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k,
     return XF_OK;
 }
 
+/* The shared copy of constant data read as have and wanted as want, or
+ * NULL.  Only in static mode, and only for the session's initializers
+ * (not a node's own folded weights), whose buffers live as long as it. */
+static xf_dn_const *find_const(const xf_dn_ctx *c, const void *data, const dnnl_memory_desc_t *have,
+                               const dnnl_memory_desc_t *want)
+{
+    for (int i = 0; i < c->n_consts; i++) {
+        xf_dn_const *k = &c->consts[i];
+        if (k->data == data && dnnl_memory_desc_equal(&k->have, have) && dnnl_memory_desc_equal(&k->want, want))
+            return k;
+    }
+    return NULL;
+}
+
+static bool shareable(const xf_dn_ctx *c, const xf_dn_node *st, const void *data)
+{
+    return c->states && data != st->folded_w && data != st->folded_b;
+}
+
 xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const void *data,
                            const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err)
 {
@@ -179,8 +198,27 @@ xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int a
     if (!a)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     a->operand = 0;
+    const xf_dn_const *known = shareable(c, st, data) ? find_const(c, data, have, want) : NULL;
+    if (known) {
+        a->work = known->mem;
+        a->shared = true;
+        st->exec[st->n_args - 1].memory = a->work;
+        return XF_OK;
+    }
     XF_DN_TRY(err, n, dnnl_memory_create(&a->work, want, c->engine, DNNL_MEMORY_ALLOCATE));
     st->exec[st->n_args - 1].memory = a->work;
+    if (shareable(c, st, data)) {
+        if (c->n_consts == c->cap_consts) {
+            int cap = c->cap_consts ? 2 * c->cap_consts : 16;
+            xf_dn_const *grown = realloc(c->consts, sizeof *grown * (size_t)cap);
+            if (!grown)
+                return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            c->consts = grown;
+            c->cap_consts = cap;
+        }
+        c->consts[c->n_consts++] = (xf_dn_const){data, *have, *want, a->work};
+        a->shared = true;
+    }
     dnnl_memory_t src;
     XF_DN_TRY(err, n, dnnl_memory_create(&src, have, c->engine, (void *)data));
     dnnl_primitive_desc_t pd = NULL;
@@ -238,7 +276,7 @@ void xf_dn_node_clear(xf_dn_node *st)
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         dnnl_primitive_destroy(a->reorder);
-        if (a->work != a->user)
+        if (a->work != a->user && !a->shared)
             dnnl_memory_destroy(a->work);
         dnnl_memory_destroy(a->user);
     }
@@ -396,6 +434,9 @@ static xf_status dn_context_create(void **ctx, xf_error *err)
 static void dn_context_free(void *ctx)
 {
     xf_dn_ctx *c = ctx;
+    for (int i = 0; i < c->n_consts; i++)
+        dnnl_memory_destroy(c->consts[i].mem);
+    free(c->consts);
     dnnl_stream_destroy(c->stream);
     dnnl_engine_destroy(c->engine);
     free(c->layout);

@@ -40,10 +40,22 @@ typedef struct xf_dn_ctx {
      * it is folded into another node's primitive (see xf_dn_node) */
     const struct xf_dn_handler **handlers;
     struct xf_dn_fold_at *folds;
+    /* static mode: constants (initializers) in the layouts primitives
+     * wanted them, shared by the nodes that read one initializer the same
+     * way (an RNN's weights at every step), which then stay in cache */
+    struct xf_dn_const *consts;
+    int n_consts, cap_consts;
 } xf_dn_ctx;
+
+typedef struct xf_dn_const {
+    const void *data;
+    dnnl_memory_desc_t have, want;
+    dnnl_memory_t mem; /* owned here */
+} xf_dn_const;
 
 /* One primitive argument bound to a node operand. */
 typedef struct xf_dn_arg {
+    bool shared;              /* work is one of the context's shared constants */
     int operand;              /* input index k >= 0, or -(output index) - 1 */
     dnnl_memory_t user;       /* on the operand's buffer (handle set per run); NULL when constant */
     dnnl_memory_t work;       /* what the primitive reads or writes */

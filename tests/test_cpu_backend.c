@@ -541,6 +541,50 @@ START_TEST(matmul_chains)
 }
 END_TEST
 
+/* Nodes that read one initializer share its copy in the layout they want
+ * (an RNN's weights at every step): steps of h = tanh(h W + x U + b) with
+ * W, U and b shared, a Gemm reading W transposed (another layout, its own
+ * copy), and two convolutions sharing a kernel, one of them with a
+ * BatchNormalization folded in (weights of its own). */
+START_TEST(shared_weights)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(61);
+    for (int t = 0; t < 4; t++) {
+        int64_t k = xf_bt_rnd(3, 40), steps = xf_bt_rnd(2, 5);
+        xf_graph *g = xf_graph_create("rnn");
+        int x = add_input(g, SHAPE(1, k));
+        int w = xf_bt_random_const(g, SHAPE(k, k), false), u = xf_bt_random_const(g, SHAPE(k, k), false);
+        int b = xf_bt_random_const(g, SHAPE(k), false);
+        int h = out0(g, NODE(g, XF_OP_ABS, x));
+        for (int i = 0; i < steps; i++) {
+            int hw = out0(g, NODE(g, XF_OP_MATMUL, h, w));
+            int xu = out0(g, NODE(g, XF_OP_MATMUL, x, u));
+            int z = out0(g, NODE(g, XF_OP_ADD, hw, xu));
+            h = out0(g, NODE(g, XF_OP_TANH, out0(g, NODE(g, XF_OP_ADD, z, b))));
+        }
+        int gm = NODE(g, XF_OP_GEMM, h, w);
+        attrs(g, gm)->trans_b = true;
+        xf_graph_add_output(g, out0(g, gm));
+        int img = add_input(g, SHAPE(1, 4, 6, 6));
+        int kernel = xf_bt_random_const(g, SHAPE(4, 4, 3, 3), false);
+        int c1 = NODE(g, XF_OP_CONV, img, kernel);
+        xf_bt_set_window(attrs(g, c1), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+                         (int64_t[]){1, 1});
+        int c2 = NODE(g, XF_OP_CONV, out0(g, c1), kernel);
+        xf_bt_set_window(attrs(g, c2), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+                         (int64_t[]){1, 1});
+        int y = t % 2 ? out0(g, NODE(g, XF_OP_RELU, out0(g, c2))) : out0(g, c2);
+        xf_graph_add_output(g, bn_node(g, y, 4));
+        char what[48];
+        snprintf(what, sizeof what, "shared weights case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- whole models */
 
 START_TEST(inception_example)
@@ -619,6 +663,7 @@ int main(void)
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
+    tcase_add_test(graphs, shared_weights);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);
