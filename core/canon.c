@@ -533,6 +533,69 @@ xf_status xf_pass_inline_constant_if(xf_graph *g, const xf_canon_options *opt, x
     return s;
 }
 
+/* ------------------------------------------------------------ identical weights */
+
+typedef struct const_ref {
+    int v;
+    const xf_tensor *t;
+} const_ref;
+
+/* Orders by type, shape, then bytes; equal contents tie on the value id,
+ * so that the first of a run is the lowest. */
+static int by_content(const void *pa, const void *pb)
+{
+    const const_ref *a = pa, *b = pb;
+    const xf_tensor *x = a->t, *y = b->t;
+    int c = (x->dtype > y->dtype) - (x->dtype < y->dtype);
+    if (!c)
+        c = (x->shape.ndim > y->shape.ndim) - (x->shape.ndim < y->shape.ndim);
+    for (int d = 0; !c && d < x->shape.ndim; d++)
+        c = (x->shape.dims[d] > y->shape.dims[d]) - (x->shape.dims[d] < y->shape.dims[d]);
+    if (!c && x->data != y->data && x->nbytes)
+        c = memcmp(x->data, y->data, x->nbytes);
+    return c ? c : (a->v > b->v) - (a->v < b->v);
+}
+
+/* Weights worth merging: floating point (shape and index constants, which
+ * may coincide at one size and not at another, are left alone) and not
+ * tiny. */
+static bool mergeable(const xf_graph *g, int v)
+{
+    const xf_tensor *t = constant_of(g, v);
+    return t && t->data && t->nbytes >= 256 && xf_dtype_is_float(t->dtype) && !is_graph_output(g, v);
+}
+
+xf_status xf_pass_merge_constants(xf_graph *g, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    st = st ? st : &unused;
+    int n = 0;
+    for (int v = 0; v < g->n_values; v++)
+        n += mergeable(g, v);
+    if (n < 2)
+        return XF_OK;
+    const_ref *refs = malloc(sizeof *refs * (size_t)n);
+    if (!refs)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory merging constants");
+    n = 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (mergeable(g, v))
+            refs[n++] = (const_ref){v, g->values[v].init};
+    qsort(refs, (size_t)n, sizeof *refs, by_content);
+    for (int i = 1, first = 0; i < n; i++) {
+        const_ref a = refs[first], b = refs[i];
+        b.v = a.v; /* compare contents only */
+        if (by_content(&a, &b) != 0) {
+            first = i;
+            continue;
+        }
+        xf_graph_replace_uses(g, refs[i].v, refs[first].v);
+        st->merged_constants++;
+    }
+    free(refs);
+    return XF_OK;
+}
+
 /* ------------------------------------------------------------ dead nodes */
 
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
@@ -574,7 +637,7 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 static int64_t stats_total(const xf_canon_stats *s)
 {
     return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->removed_identity +
-           s->inlined_branches + s->removed_dead + s->removed_initializers;
+           s->inlined_branches + s->merged_constants + s->removed_dead + s->removed_initializers;
 }
 
 xf_status xf_canonicalize(xf_graph *g, int64_t opset, xf_node_eval_fn eval, xf_canon_stats *st,
@@ -599,6 +662,8 @@ xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval,
             s = xf_pass_inline_constant_if(g, opt, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_constants(g, opset, eval, CANON_FOLD_MAX_BYTES, st, err);
+        if (s == XF_OK)
+            s = xf_pass_merge_constants(g, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_batchnorm(g, st, err);
         if (s == XF_OK)

@@ -606,6 +606,7 @@ typedef struct xf_canon_stats {
     int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
     int removed_identity;  /* Identity and inference-mode Dropout */
     int inlined_branches;  /* If nodes replaced by the branch their constant condition picks */
+    int merged_constants;  /* floating-point constants equal to another, whose readers now read that one */
     int removed_dead;      /* nodes whose outputs nothing uses */
     int removed_initializers;
 } xf_canon_stats;
@@ -627,6 +628,10 @@ xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
 xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
+/* Floating-point constants of at least 256 bytes that equal another (the
+ * same weights folded once per step of an unrolled RNN) are read from one
+ * of them; dead-node removal then drops the others. */
+xf_status xf_pass_merge_constants(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* What canonicalization leaves alone.  A condition folded at the size a
  * symbolic dim was given may differ at other sizes: xflowc keeps such an
  * If, and its condition is computed again at run time. */

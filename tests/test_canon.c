@@ -476,6 +476,52 @@ START_TEST(canon_remove_dead)
 }
 END_TEST
 
+/* Equal floating-point weights are read from one copy; small, integer and
+ * output constants, and different data, are left alone. */
+START_TEST(canon_merge_constants)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 64));
+    static float w[64 * 64], w2[64 * 64];
+    static int64_t idx[64];
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = w2[i] = (float)(i % 17) - 8;
+    w2[64 * 64 - 1] = 100; /* differs in the last element only */
+    for (int i = 0; i < 64; i++)
+        idx[i] = i % 8;
+    int a = constant(g, "a", XF_DT_FLOAT, SHAPE(64, 64), w);
+    int b = constant(g, "b", XF_DT_FLOAT, SHAPE(64, 64), w);
+    int c = constant(g, "c", XF_DT_FLOAT, SHAPE(64, 64), w2);
+    int d = constant(g, "d", XF_DT_FLOAT, SHAPE(64, 64), w);
+    int small1 = constant(g, "s1", XF_DT_FLOAT, SHAPE(1), w), small2 = constant(g, "s2", XF_DT_FLOAT, SHAPE(1), w);
+    int i1 = constant(g, "i1", XF_DT_INT64, SHAPE(64), idx), i2 = constant(g, "i2", XF_DT_INT64, SHAPE(64), idx);
+    int y = x;
+    for (int k = 0; k < 4; k++)
+        y = out0(g, NODE(g, XF_OP_MATMUL, y, (int[]){a, b, c, d}[k]));
+    y = out0(g, NODE(g, XF_OP_ADD, out0(g, NODE(g, XF_OP_ADD, y, small1)), small2));
+    int gi = NODE(g, XF_OP_GATHER, y, i1), gj = NODE(g, XF_OP_GATHER, y, i2);
+    attrs(g, gi)->axis = attrs(g, gj)->axis = 1;
+    xf_graph_add_output(g, out0(g, gi));
+    xf_graph_add_output(g, out0(g, gj));
+    xf_graph_add_output(g, d); /* an output keeps its own value */
+    infer_ok(g, 17);
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(xf_pass_merge_constants(g, &st, &e), &e);
+    ck_assert_int_eq(st.merged_constants, 1);
+    ck_assert_int_eq(g->nodes[1].inputs[1], a); /* b's reader now reads a */
+    ck_assert_int_eq(g->nodes[2].inputs[1], c);
+    ck_assert_int_eq(g->nodes[3].inputs[1], d);
+    ck_assert_int_eq(g->nodes[gj].inputs[1], i2);
+    canon_ok(xf_pass_remove_dead(g, &st, &e), &e);
+    validate_ok(g);
+    ck_assert_int_eq(st.removed_initializers, 1);
+    ck_assert_int_lt(xf_graph_find_value(g, "b"), 0);
+    ck_assert_int_ge(xf_graph_find_value(g, "s2"), 0);
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(canon_all_to_fixed_point)
 {
     /* Conv -> Identity -> BN -> Reshape(x, Shape-derived) -> Dropout -> y:
@@ -657,6 +703,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_remove_identity);
     tcase_add_test(canon, canon_fuse_activations);
     tcase_add_test(canon, canon_remove_dead);
+    tcase_add_test(canon, canon_merge_constants);
     tcase_add_test(canon, canon_all_to_fixed_point);
     tcase_add_test(canon, sizes_generalize_and_recompute);
     tcase_add_test(canon, sizes_two_unknown_entries);

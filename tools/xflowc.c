@@ -800,9 +800,12 @@ int main(int argc, char **argv)
         goto done;
     }
     double t_canon = xf_cli_now();
-    char branches[64] = "";
+    char branches[128] = "";
     if (st.inlined_branches)
         snprintf(branches, sizeof branches, ", %d If replaced by its constant branch", st.inlined_branches);
+    if (st.merged_constants)
+        snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d duplicate weights merged",
+                 st.merged_constants);
     xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
                 "into Conv, %d Identity/Dropout removed%s, %d dead nodes and %d unused initializers removed "
                 "(%.3f s)\n",
