@@ -267,6 +267,8 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
     xf_error err;
     run_pair r;
     int n_out = before->n_outputs, rc = 1;
+    xf_cli_info("check: running the original and the optimized model on cpu_ref...\n");
+    double t0 = xf_cli_now();
     if (run_both(before, after, opset, "cpu_ref", o->inputs, o->n_inputs, (uint64_t)o->seed, &r, &err) != XF_OK) {
         /* Random values are not valid for an input that holds a shape, an
          * index or an axis; say how to give real ones. */
@@ -302,6 +304,7 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
                     ok ? "ok" : "MISMATCH");
         bad += !ok;
     }
+    xf_cli_info("check: both models ran in %.1f s\n", xf_cli_now() - t0);
     if (bad)
         rc = xf_cli_error("--check: %d of %d outputs differ beyond tolerance (see the lines above; --atol and "
                           "--rtol set it); nothing written", bad, n_out);
