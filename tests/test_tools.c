@@ -1,6 +1,7 @@
 /* The command-line programs end to end: the bundled example, --check, and
  * every kind of bad input (one clear error line naming the file and the
  * problem, a non-zero exit, no output file left, the input untouched). */
+#include "xf_runtime.h"
 #include "xf_test_util.h"
 
 #include <check.h>
@@ -174,6 +175,29 @@ START_TEST(test_example_check)
 }
 END_TEST
 
+/* With a cost model of this CPU, xflowc times the graphs before and after
+ * the search on the cpu backend and says which it writes; --no-measure
+ * and other cost models skip that. */
+START_TEST(test_measured_choice)
+{
+    const char *dir = xf_test_tmpdir("tools-measure");
+    char outp[4300], cmd[9000], *out = NULL;
+    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
+    const char *extra[] = {"", "--no-measure", "--cost analytic:h100"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx -o %s %s", xf_test_tool("xflowc"),
+                 XF_SOURCE_DIR, outp, extra[i]);
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+        bool measured = strstr(out, "measured on cpu: ") != NULL;
+        if (i == 0 && xf_backend_find("cpu"))
+            ck_assert_msg(measured && strstr(out, "ms before the search") && strstr(out, "ms after"), "%s", out);
+        else
+            ck_assert_msg(!measured, "%s", out);
+        free(out);
+    }
+}
+END_TEST
+
 /* --max-memory bounds the search's candidate graphs, and the result still
  * passes --check. */
 START_TEST(test_max_memory_bounds_search)
@@ -279,6 +303,7 @@ int main(void)
     TCase *ex = tcase_create("example");
     tcase_set_timeout(ex, 300);
     tcase_add_test(ex, test_example_check);
+    tcase_add_test(ex, test_measured_choice);
     tcase_add_test(ex, test_example_is_reproducible);
     tcase_add_test(ex, test_max_memory_bounds_search);
     tcase_add_test(ex, test_check_with_input_files);

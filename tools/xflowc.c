@@ -64,6 +64,11 @@ static const char usage[] =
     "                           model itself (default 1024); fewer candidates are\n"
     "                           kept when a graph is large\n"
     "  --no-search              canonicalize only\n"
+    "  --no-measure             keep the search's result even where it runs slower\n"
+    "                           on this CPU (by default, when the cost model is\n"
+    "                           analytic:cpu, cpu or measured:cpu, the graphs before\n"
+    "                           and after the search are timed on the cpu backend\n"
+    "                           and the faster one is written)\n"
     "  --trace                  print every rewrite on the way to the result\n"
     "  -q, --quiet              print errors only\n"
     "  -v, --verbose            print more detail\n"
@@ -79,12 +84,20 @@ typedef struct options {
     int n_shapes;
     xf_dim_size dims[64];
     int n_dims;
-    bool check, external, trace, no_search;
+    bool check, external, trace, no_search, no_measure;
     long seed, budget, max_memory_mb;
     double atol, rtol, alpha, time_limit;
     const char *rules, *cost, *cost_cache;
     int verbosity;
 } options;
+
+static void options_free(options *o)
+{
+    for (int i = 0; i < o->n_shapes; i++)
+        free(o->shape_names[i]);
+    for (int i = 0; i < o->n_dims; i++)
+        free((char *)o->dims[i].name);
+}
 
 static int parse_args(int argc, char **argv, options *o)
 {
@@ -116,6 +129,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->trace = true;
         } else if (!strcmp(a, "--no-search")) {
             o->no_search = true;
+        } else if (!strcmp(a, "--no-measure")) {
+            o->no_measure = true;
         } else if (!strcmp(a, "--rules") || !strcmp(a, "--cost") || !strcmp(a, "--cost-cache")) {
             if (!next)
                 return xf_cli_usage_error("%s needs a value", a);
@@ -693,6 +708,70 @@ static const char *sizes_hint(const xf_model *m)
 
 /* Searches from *g (canonicalized) and replaces it by the best graph found,
  * with the constants its rewrites introduced folded. */
+/* Seconds of one run of the session on inputs (the fastest of those timed
+ * so far is kept in *best). */
+static xf_status time_run(xf_session *s, xf_tensor *const *in, int n_out, double *best, xf_error *err)
+{
+    xf_tensor **out = calloc((size_t)n_out + 1, sizeof *out);
+    if (!out)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    double t0 = xf_cli_now();
+    xf_status st = xf_session_run(s, in, out, err);
+    double t = xf_cli_now() - t0;
+    xf_cli_free_tensors(out, n_out);
+    if (st == XF_OK && (*best < 0 || t < *best))
+        *best = t;
+    return st;
+}
+
+/* Whether the search's result should be written rather than the graph it
+ * started from: with a cost model of this CPU, both are timed on the cpu
+ * backend (alternately, the fastest run of each, about a second in all)
+ * and the result must not be more than 3% slower.  Models estimated at
+ * over 100 ms a run are not timed (it would take longer than the search). */
+static bool faster_here(const options *o, const xf_graph *before, const xf_graph *after, int64_t opset,
+                        double estimate)
+{
+    const char *c = o->cost ? o->cost : "analytic:cpu";
+    bool this_cpu = !strcmp(c, "analytic:cpu") || !strcmp(c, "cpu") || !strcmp(c, "measured:cpu");
+    if (o->no_measure || !this_cpu || !xf_backend_find("cpu"))
+        return true;
+    if (estimate > 0.1) {
+        xf_cli_info("measured on cpu: not timed (estimated at %.0f ms a run)\n", estimate * 1e3);
+        return true;
+    }
+    xf_error err = {0};
+    xf_session *sa = NULL, *sb = NULL;
+    xf_tensor **in = NULL;
+    double ta = -1, tb = -1;
+    xf_status st = xf_session_create(before, opset, "cpu", NULL, &sa, &err);
+    if (st == XF_OK)
+        st = xf_session_create(after, opset, "cpu", NULL, &sb, &err);
+    if (st == XF_OK)
+        st = xf_cli_load_inputs(before, o->inputs, o->n_inputs, (uint64_t)o->seed, &in, &err);
+    /* a warm-up run each, then rounds until about a second has passed */
+    for (int r = 0; st == XF_OK && r < 40; r++) {
+        double t0 = xf_cli_now(), warm_a = -1, warm_b = -1;
+        st = time_run(sa, in, before->n_outputs, r ? &ta : &warm_a, &err);
+        if (st == XF_OK)
+            st = time_run(sb, in, after->n_outputs, r ? &tb : &warm_b, &err);
+        if (r >= 3 && (r + 1) * (xf_cli_now() - t0) > 1.0)
+            break;
+    }
+    xf_cli_free_tensors(in, before->n_inputs);
+    xf_session_free(sa);
+    xf_session_free(sb);
+    if (st != XF_OK || ta <= 0 || tb <= 0) {
+        xf_cli_info("measured on cpu: not timed (%s)\n", st != XF_OK ? err.msg : "too few runs");
+        return true;
+    }
+    bool keep = tb <= 1.03 * ta;
+    xf_cli_info("measured on cpu: %.4g ms before the search, %.4g ms after%s\n", ta * 1e3, tb * 1e3,
+                keep ? "" : ": the rewrites run slower on this CPU, so the graph before the search is written "
+                            "(--no-measure writes the search's result)");
+    return keep;
+}
+
 static int optimize(const options *o, xf_graph **g, int64_t opset)
 {
     rule_source rules = {0};
@@ -750,6 +829,8 @@ static int optimize(const options *o, xf_graph **g, int64_t opset)
         for (int i = 0; i < res.n_steps; i++)
             printf("  %3d. %-32s at %s -> %.4g ms\n", i + 1, xf_rule_set_rule(rules.set, res.steps[i].rule)->name,
                    res.steps[i].where, res.steps[i].cost * 1e3);
+    if (res.n_steps > 0 && !faster_here(o, *g, res.best, opset, res.cost_before))
+        goto done;
     xf_graph_free(*g);
     *g = res.best;
     res.best = NULL;
@@ -766,23 +847,30 @@ int main(int argc, char **argv)
     xf_cli_init("xflowc", 1); /* usage errors name the program */
     options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc)
+    if (rc) {
+        options_free(&o);
         return rc;
+    }
     xf_cli_init("xflowc", o.verbosity);
-    if (xf_cli_same_file(o.in, o.out))
+    if (xf_cli_same_file(o.in, o.out)) {
+        options_free(&o);
         return xf_cli_error("%s: the output would overwrite the input model; choose another -o", o.out);
+    }
 
     double t0 = xf_cli_now();
     xf_error err;
     xf_model *m = NULL;
     xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes, .dim_sizes = o.dims,
                           .n_dim_sizes = o.n_dims};
-    if (xf_model_load(o.in, &lo, &m, &err) != XF_OK)
+    if (xf_model_load(o.in, &lo, &m, &err) != XF_OK) {
+        options_free(&o);
         return xf_cli_error("%s", err.msg);
+    }
     int64_t opset = xf_model_opset(m);
     xf_graph *original = xf_graph_clone(m->graph);
     if (!original) {
         xf_model_free(m);
+        options_free(&o);
         return xf_cli_error("out of memory");
     }
     double t_load = xf_cli_now();
@@ -839,9 +927,6 @@ done:
     xf_names_free(&sym.recompute);
     xf_graph_free(original);
     xf_model_free(m);
-    for (int i = 0; i < o.n_shapes; i++)
-        free(o.shape_names[i]);
-    for (int i = 0; i < o.n_dims; i++)
-        free((char *)o.dims[i].name);
+    options_free(&o);
     return rc;
 }
