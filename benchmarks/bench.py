@@ -62,7 +62,8 @@ def run(cmd, timeout, cwd=None):
 def parse_xflowc(out):
     """The optimizer's figures from xflowc's summary lines; None where absent."""
     r = {"nodes_before": None, "nodes_after": None, "search_s": None, "cost_before": None, "cost_after": None,
-         "cost_unit": None, "cost_model": None, "rules_applied": None, "canonicalize": None}
+         "cost_unit": None, "cost_model": None, "rules_applied": None, "canonicalize": None,
+         "measured_before_ms": None, "measured_after_ms": None, "search_result_written": None}
     m = re.search(r"(\d+) nodes -> (\d+) nodes", out)
     if m:
         r["nodes_before"], r["nodes_after"] = int(m.group(1)), int(m.group(2))
@@ -84,6 +85,12 @@ def parse_xflowc(out):
     m = re.search(r"^canonicalize: (.*)$", out, re.M)
     if m:
         r["canonicalize"] = m.group(1).strip()
+    # xflowc times the graphs before and after its search on this CPU and
+    # writes the search's result only if it is not slower
+    m = re.search(r"^measured on cpu: " + NUM + r" ms before the search, " + NUM + r" ms after(.*)$", out, re.M)
+    if m:
+        r["measured_before_ms"], r["measured_after_ms"] = float(m.group(1)), float(m.group(2))
+        r["search_result_written"] = "slower" not in m.group(3)
     return r
 
 
@@ -253,7 +260,8 @@ def markdown(report):
         unit = f" {o['cost_unit']}" if o.get("cost_unit") else ""
         lines.append(f"| {m['name']} | {nodes} | {fmt(o.get('search_s'), '.3f', ' s')} | "
                      f"{fmt(o.get('cost_before'), '.4g', unit)} | {fmt(o.get('cost_after'), '.4g', unit)} | "
-                     f"{fmt(o.get('rules_applied'), 'd')} |")
+                     f"{fmt(o.get('rules_applied'), 'd')}"
+                     f"{' (not written: slower when xflowc timed it)' if o.get('search_result_written') is False else ''} |")
     lines += ["", "| model | backend | original ms | optimized ms | speedup | max abs err | rel. to max output "
               "| note |",
               "|---|---|---|---|---|---|---|---|"]

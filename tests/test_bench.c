@@ -165,14 +165,18 @@ START_TEST(test_bench_parses_xflowc_summaries)
              "full = bench.parse_xflowc('xflowc: m.onnx: 27 nodes -> 12 nodes (0.1 s load, 0.25 s optimize)\\n"
              "estimated cost: 0.7143 ms -> 0.62 ms\\ncanonicalize: 3 constants folded\\n')\n"
              "bare = bench.parse_xflowc('wrote x.onnx')\n"
+             "slow = bench.parse_xflowc('measured on cpu: 7.747 ms before the search, 12.31 ms after: the rewrites "
+             "run slower on this CPU, so ...\\n')\n"
              "print(full['nodes_before'], full['nodes_after'], full['search_s'], full['cost_before'], "
              "full['cost_after'], full['canonicalize'])\n"
+             "print(slow['measured_before_ms'], slow['measured_after_ms'], slow['search_result_written'])\n"
              "print(sorted(set(bare.values()), key=str))\"",
              XF_SOURCE_DIR);
     int rc = xf_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "%s", out ? out : "");
     ck_assert_ptr_nonnull(strstr(out, "27 12 0.25 0.7143 0.62 3 constants folded\n"));
     ck_assert_ptr_nonnull(strstr(out, "[None]\n"));
+    ck_assert_ptr_nonnull(strstr(out, "7.747 12.31 False\n"));
     free(out);
 }
 END_TEST
