@@ -198,6 +198,29 @@ START_TEST(test_measured_choice)
 }
 END_TEST
 
+/* xflow-run --profile prints the slowest nodes and the time per op type. */
+START_TEST(test_run_profile)
+{
+    char cmd[9000], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --profile 3 --warmup 1", xf_test_tool("xflow-run"),
+             XF_SOURCE_DIR);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "profile on cpu_ref: 27 nodes") && strstr(out, "(medians of 10 runs)"), "%s", out);
+    const char *per_op = strstr(out, "per op type:");
+    ck_assert_msg(per_op && strstr(per_op, " Conv\n") && strstr(per_op, " Relu\n"), "%s", out);
+    /* the header and three node lines before the per-op table */
+    int lines = 0;
+    for (const char *p = strstr(out, "profile on"); p && p < per_op; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines == 4, "%d lines: %s", lines, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --profile 0", xf_test_tool("xflow-run"),
+             XF_SOURCE_DIR);
+    ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+    free(out);
+}
+END_TEST
+
 /* --max-memory bounds the search's candidate graphs, and the result still
  * passes --check. */
 START_TEST(test_max_memory_bounds_search)
@@ -304,6 +327,7 @@ int main(void)
     tcase_set_timeout(ex, 300);
     tcase_add_test(ex, test_example_check);
     tcase_add_test(ex, test_measured_choice);
+    tcase_add_test(ex, test_run_profile);
     tcase_add_test(ex, test_example_is_reproducible);
     tcase_add_test(ex, test_max_memory_bounds_search);
     tcase_add_test(ex, test_check_with_input_files);

@@ -1,7 +1,7 @@
 /* xflow-run: execute an ONNX model on one of xflow's backends.
  *
  *   xflow-run model.onnx [--backend cpu_ref] [--input in0.pb ...]
- *             [--output-dir DIR] [--iters N] */
+ *             [--output-dir DIR] [--iters N] [--profile N] */
 #include "cli.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
@@ -27,6 +27,9 @@ static const char usage[] =
     "  --iters N                run N timed iterations after warm-up and print\n"
     "                           median/min/max latency\n"
     "  --warmup N               untimed runs before timing (default 3)\n"
+    "  --profile N              time every node (median of --iters runs, at least\n"
+    "                           10) and print the N slowest nodes and the time per\n"
+    "                           op type\n"
     "  --list-backends          print the backends this build has\n"
     "  -q, --quiet, -v, --verbose, -h, --help, --version\n";
 
@@ -37,9 +40,68 @@ typedef struct options {
     xf_input_shape shapes[64];
     char *shape_names[64];
     int n_shapes;
-    long iters, warmup, seed;
+    long iters, warmup, seed, profile;
     int verbosity;
 } options;
+
+typedef struct node_time {
+    int node;
+    double seconds;
+} node_time;
+
+static int slower_first(const void *pa, const void *pb)
+{
+    const node_time *a = pa, *b = pb;
+    return (a->seconds < b->seconds) - (a->seconds > b->seconds);
+}
+
+static const char *op_label(const xf_node *n)
+{
+    return n->op == XF_OP_OPAQUE && n->opaque ? n->opaque->op_type : xf_op_name(n->op);
+}
+
+/* Per-node medians: the `top` slowest nodes, then the time per op type. */
+static int print_profile(xf_session *s, xf_tensor *const *inputs, const options *o)
+{
+    const xf_graph *g = xf_session_graph(s);
+    int n = g->n_nodes, repeats = o->iters > 10 ? (int)o->iters : 10;
+    double *sec = calloc((size_t)n + 1, sizeof *sec);
+    node_time *nt = calloc((size_t)n + 1, sizeof *nt), *per_op = calloc((size_t)XF_OP_COUNT + 2, sizeof *per_op);
+    xf_error err;
+    if (!sec || !nt || !per_op) {
+        free(sec), free(nt), free(per_op);
+        return xf_cli_error("out of memory");
+    }
+    if (xf_session_profile(s, inputs, (int)o->warmup, repeats, sec, &err) != XF_OK) {
+        free(sec), free(nt), free(per_op);
+        return xf_cli_error("%s: %s", o->model, err.msg);
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        nt[i] = (node_time){i, sec[i]};
+        total += sec[i];
+        /* opaque nodes (If, Loop) share the last slot under their own names */
+        int k = g->nodes[i].op == XF_OP_OPAQUE ? XF_OP_COUNT : (int)g->nodes[i].op;
+        per_op[k].node = i;
+        per_op[k].seconds += sec[i];
+    }
+    qsort(nt, (size_t)n, sizeof *nt, slower_first);
+    printf("profile on %s: %d nodes, %.3f ms in all (medians of %d runs)\n", o->backend, n, 1e3 * total, repeats);
+    for (int i = 0; i < n && i < o->profile; i++) {
+        const xf_node *nd = &g->nodes[nt[i].node];
+        printf("  %9.3f ms %5.1f%%  %-20s %s\n", 1e3 * nt[i].seconds, total > 0 ? 100 * nt[i].seconds / total : 0,
+               op_label(nd), nd->name && nd->name[0] ? nd->name : "(unnamed)");
+    }
+    qsort(per_op, (size_t)XF_OP_COUNT + 1, sizeof *per_op, slower_first);
+    printf("per op type:\n");
+    for (int k = 0; k <= XF_OP_COUNT && per_op[k].seconds > 0; k++)
+        printf("  %9.3f ms %5.1f%%  %s\n", 1e3 * per_op[k].seconds, total > 0 ? 100 * per_op[k].seconds / total : 0,
+               g->nodes[per_op[k].node].op == XF_OP_OPAQUE ? "(opaque)" : op_label(&g->nodes[per_op[k].node]));
+    free(sec);
+    free(nt);
+    free(per_op);
+    return 0;
+}
 
 static int list_backends(void)
 {
@@ -62,7 +124,7 @@ static int parse_args(int argc, char **argv, options *o)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes_value = !strcmp(a, "--backend") || !strcmp(a, "--input") || !strcmp(a, "--output-dir") ||
                            !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--seed") ||
-                           !strcmp(a, "--input-shape");
+                           !strcmp(a, "--input-shape") || !strcmp(a, "--profile");
         if (takes_value && !next)
             return xf_cli_usage_error("%s needs a value", a);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -87,6 +149,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->output_dir = argv[++i];
         } else if (!strcmp(a, "--iters")) {
             if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->iters))
+                return 2;
+        } else if (!strcmp(a, "--profile")) {
+            if (!xf_cli_parse_int(a, argv[++i], 1, 1000000, &o->profile))
                 return 2;
         } else if (!strcmp(a, "--warmup")) {
             if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->warmup))
@@ -194,6 +259,9 @@ int main(int argc, char **argv)
         printf("latency on %s over %ld runs (after %ld warm-up): median %.3f ms, min %.3f ms, max %.3f ms\n",
                o.backend, o.iters, warm, 1e3 * times[o.iters / 2], 1e3 * times[0], 1e3 * times[o.iters - 1]);
     }
+    if (o.profile > 0 && (rc = print_profile(s, inputs, &o)) != 0)
+        goto done;
+    rc = 1;
     if (o.output_dir) {
         if (mkdir(o.output_dir, 0777) != 0 && errno != EEXIST) {
             rc = xf_cli_error("%s: cannot create directory: %s", o.output_dir, strerror(errno));
