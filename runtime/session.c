@@ -451,6 +451,74 @@ static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
     return XF_OK;
 }
 
+static bool all_shapes_static(const xf_graph *g);
+
+/* Whether node n of c reads only constants (a Shape, a static shape). */
+static bool reads_constants(const xf_graph *c, const xf_node *n)
+{
+    if (n->op == XF_OP_OPAQUE || (xf_op_get_info(n->op)->flags & XF_OPF_NOFOLD))
+        return false;
+    for (int k = 0; k < n->n_inputs; k++) {
+        const xf_value *v = n->inputs[k] >= 0 ? &c->values[n->inputs[k]] : NULL;
+        if (v && !(v->init && !v->is_input) && !(n->op == XF_OP_SHAPE && shape_known(&v->shape)))
+            return false;
+    }
+    return true;
+}
+
+/* Shapes that follow from constants and static shapes: a Range over a
+ * dim read with Shape, the mask or positions a decoder builds from it (as
+ * in models whose symbolic dims xflowc kept).  On a clone, nodes that read
+ * only constants are evaluated in order (small results only), every node's
+ * shapes inferred with the values known; what becomes known is copied to
+ * g, so that such graphs run in static mode.  The nodes still run. */
+static void infer_through_constants(xf_graph *g, int64_t opset)
+{
+    if (all_shapes_static(g))
+        return;
+    xf_graph *c = xf_graph_clone(g);
+    int max_in = 1, max_out = 1;
+    for (int i = 0; c && i < c->n_nodes; i++) {
+        max_in = c->nodes[i].n_inputs > max_in ? c->nodes[i].n_inputs : max_in;
+        max_out = c->nodes[i].n_outputs > max_out ? c->nodes[i].n_outputs : max_out;
+    }
+    const xf_tensor **vals = c ? malloc(sizeof *vals * (size_t)max_in) : NULL;
+    xf_tensor **outs = c ? malloc(sizeof *outs * (size_t)max_out) : NULL;
+    for (int i = 0; vals && outs && i < c->n_nodes; i++) {
+        const xf_node *n = &c->nodes[i];
+        if (n->op == XF_OP_OPAQUE)
+            continue;
+        for (int k = 0; k < n->n_inputs; k++)
+            vals[k] = n->inputs[k] >= 0 && !c->values[n->inputs[k]].is_input ? c->values[n->inputs[k]].init : NULL;
+        xf_error err;
+        if (xf_node_infer_shape(c, i, opset, vals, &err) != XF_OK || !reads_constants(c, n))
+            continue;
+        bool small = true;
+        for (int k = 0; k < n->n_outputs && small; k++) {
+            int64_t numel = n->outputs[k] >= 0 ? xf_shape_numel(&c->values[n->outputs[k]].shape) : 0;
+            small = numel >= 0 && numel <= (1 << 16);
+        }
+        if (!small || xf_runtime_eval_node(c, i, outs, &err) != XF_OK)
+            continue;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0 && !c->values[n->outputs[k]].init)
+                c->values[n->outputs[k]].init = outs[k];
+            else
+                xf_tensor_release(outs[k]);
+    }
+    for (int v = 0; vals && outs && v < g->n_values; v++) {
+        xf_value *gv = &g->values[v];
+        if (gv->producer >= 0 && !shape_known(&gv->shape) && shape_known(&c->values[v].shape)) {
+            gv->shape = c->values[v].shape;
+            if (gv->dtype == XF_DT_UNDEFINED)
+                gv->dtype = c->values[v].dtype;
+        }
+    }
+    free(vals);
+    free(outs);
+    xf_graph_free(c);
+}
+
 /* Static mode needs every input and node output shape known. */
 static bool all_shapes_static(const xf_graph *g)
 {
@@ -493,6 +561,8 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         st = check_supported(s, err);
     if (st == XF_OK)
         st = xf_graph_infer_shapes(s->g, opset, err);
+    if (st == XF_OK)
+        infer_through_constants(s->g, opset);
     /* a Conv and the activation after it run as one node, as xflowc plans */
     if (st == XF_OK)
         st = xf_pass_fuse_activations(s->g, NULL, err);

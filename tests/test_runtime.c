@@ -743,6 +743,44 @@ START_TEST(dynamic_reshape_from_graph_input)
 }
 END_TEST
 
+/* Shapes computed from the input's static shape (positions as a decoder
+ * builds them: Range(0, Shape(x)[1]), cast and added) are known when the
+ * session is made, so it runs in static mode; the nodes still run. */
+START_TEST(static_through_shape_computations)
+{
+    xf_graph *g = xf_graph_create("positions");
+    xf_shape xs = xf_shape_make(DIMS(2, 5));
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs);
+    int64_t one = 1, zero = 0;
+    xf_tensor *one_t = mk(XF_DT_INT64, 0, NULL, &one), *zero_t = mk(XF_DT_INT64, 0, NULL, &zero);
+    int one_c = xf_graph_add_initializer(g, "one", one_t), zero_c = xf_graph_add_initializer(g, "zero", zero_t);
+    xf_tensor_release(one_t);
+    xf_tensor_release(zero_t);
+    int sh = xf_graph_add_value(g, "sh", XF_DT_UNDEFINED, NULL), n = xf_graph_add_value(g, "n", XF_DT_UNDEFINED, NULL);
+    int pos = xf_graph_add_value(g, "pos", XF_DT_UNDEFINED, NULL), posf = xf_graph_add_value(g, "posf", XF_DT_UNDEFINED, NULL);
+    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_graph_add_node(g, XF_OP_SHAPE, "shape", 1, &x, 1, &sh);
+    g->nodes[xf_graph_add_node(g, XF_OP_GATHER, "len", 2, (int[]){sh, one_c}, 1, &n)].attrs.axis = 0;
+    xf_graph_add_node(g, XF_OP_RANGE, "range", 3, (int[]){zero_c, n, one_c}, 1, &pos);
+    g->nodes[xf_graph_add_node(g, XF_OP_CAST, "cast", 1, &pos, 1, &posf)].attrs.to = XF_DT_FLOAT;
+    xf_graph_add_node(g, XF_OP_ADD, "add", 2, (int[]){x, posf}, 1, &y);
+    xf_graph_add_output(g, y);
+    xf_session *s;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, NULL, NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    ck_assert_ptr_nonnull(xf_session_memplan(s));
+    xf_tensor *xt = iota_f32(DIMS(2, 5), 0), *out = NULL;
+    ck_assert_msg(xf_session_run(s, &xt, &out, &err) == XF_OK, "%s", err.msg);
+    for (int i = 0; i < 10; i++)
+        ck_assert_float_eq(((float *)out->data)[i], (float)i + (float)(i % 5));
+    xf_tensor_release(out);
+    xf_tensor_release(xt);
+    xf_session_free(s);
+    xf_graph_free(g);
+}
+END_TEST
+
 static xf_graph *relu_graph(const xf_shape *xs, xf_dtype dt)
 {
     xf_graph *g = xf_graph_create("relu");
@@ -935,6 +973,7 @@ static Suite *runtime_suite(void)
     suite_add_tcase(s, k);
     TCase *se = tcase_create("sessions");
     tcase_add_test(se, dynamic_reshape_from_graph_input);
+    tcase_add_test(se, static_through_shape_computations);
     tcase_add_test(se, session_errors);
     tcase_add_test(se, session_input_checks);
     tcase_add_test(se, eval_node_for_folding);

@@ -158,6 +158,32 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
     return XF_OK;
 }
 
+int xf_cli_parse_dim(const char *arg, xf_dim_size *dims, int *n, int max)
+{
+    const char *eq = arg ? strchr(arg, '=') : NULL;
+    char *end = NULL;
+    long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
+    if (!eq || eq == arg || !end || *end || end == eq + 1 || size < 1 || size > (1LL << 40))
+        return xf_cli_usage_error("--dim needs NAME=N with N a positive size, e.g. seq=8");
+    size_t len = (size_t)(eq - arg);
+    if (*n == max)
+        return xf_cli_usage_error("too many --dim options (%d at most)", max);
+    for (int k = 0; k < *n; k++)
+        if (strlen(dims[k].name) == len && !strncmp(dims[k].name, arg, len))
+            return xf_cli_usage_error("--dim gives '%s' twice", dims[k].name);
+    char *name = strndup(arg, len);
+    if (!name)
+        return xf_cli_error("out of memory");
+    dims[(*n)++] = (xf_dim_size){name, (int64_t)size};
+    return 0;
+}
+
+void xf_cli_free_dims(xf_dim_size *dims, int n)
+{
+    for (int i = 0; i < n; i++)
+        free((char *)dims[i].name);
+}
+
 void xf_cli_free_tensors(xf_tensor **t, int n)
 {
     if (!t)

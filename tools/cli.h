@@ -4,6 +4,7 @@
 #define XF_CLI_H
 
 #include "xf_core.h"
+#include "xf_proto.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,6 +33,12 @@ bool xf_cli_same_file(const char *a, const char *b);
 /* Parses a positive integer option value; false (with an error printed) if bad. */
 bool xf_cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
 bool xf_cli_parse_double(const char *opt, const char *s, double *out);
+/* Parses a --dim NAME=N value into dims[*n] (the name malloc'd), refusing
+ * a name already among the *n given; returns 0, or the exit status of the
+ * usage error it printed. */
+int xf_cli_parse_dim(const char *arg, xf_dim_size *dims, int *n, int max);
+/* Frees the names xf_cli_parse_dim allocated. */
+void xf_cli_free_dims(xf_dim_size *dims, int n);
 
 void xf_cli_free_tensors(xf_tensor **t, int n);
 /* Inputs for g: files[i] (ONNX TensorProto files) feeds input i, the inputs

@@ -23,6 +23,9 @@ static const char usage[] =
     "                           random tensors\n"
     "  --seed N                 seed for random inputs (default 1)\n"
     "  --input-shape NAME=DIMS  static shape for an input with symbolic dims\n"
+    "  --dim NAME=N             the size of the symbolic dim NAME wherever an input\n"
+    "                           has it (repeatable; e.g. --dim past=32 --dim seq=1\n"
+    "                           --dim total=33 for a decoder with a KV cache)\n"
     "  --output-dir DIR         write output_N.pb files (ONNX test-data layout)\n"
     "  --iters N                run N timed iterations after warm-up and print\n"
     "                           median/min/max latency\n"
@@ -40,6 +43,8 @@ typedef struct options {
     xf_input_shape shapes[64];
     char *shape_names[64];
     int n_shapes;
+    xf_dim_size dims[64];
+    int n_dims;
     long iters, warmup, seed, profile;
     int verbosity;
 } options;
@@ -103,6 +108,13 @@ static int print_profile(xf_session *s, xf_tensor *const *inputs, const options 
     return 0;
 }
 
+static void options_free(options *o)
+{
+    for (int i = 0; i < o->n_shapes; i++)
+        free(o->shape_names[i]);
+    xf_cli_free_dims(o->dims, o->n_dims);
+}
+
 static int list_backends(void)
 {
     const xf_backend *const *list;
@@ -124,7 +136,7 @@ static int parse_args(int argc, char **argv, options *o)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes_value = !strcmp(a, "--backend") || !strcmp(a, "--input") || !strcmp(a, "--output-dir") ||
                            !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--seed") ||
-                           !strcmp(a, "--input-shape") || !strcmp(a, "--profile");
+                           !strcmp(a, "--input-shape") || !strcmp(a, "--profile") || !strcmp(a, "--dim");
         if (takes_value && !next)
             return xf_cli_usage_error("%s needs a value", a);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -150,6 +162,10 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--iters")) {
             if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->iters))
                 return 2;
+        } else if (!strcmp(a, "--dim")) {
+            int rc = xf_cli_parse_dim(argv[++i], o->dims, &o->n_dims, 64);
+            if (rc)
+                return rc;
         } else if (!strcmp(a, "--profile")) {
             if (!xf_cli_parse_int(a, argv[++i], 1, 1000000, &o->profile))
                 return 2;
@@ -204,8 +220,10 @@ int main(int argc, char **argv)
     xf_cli_init("xflow-run", 1); /* usage errors name the program */
     options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc)
+    if (rc) {
+        options_free(&o);
         return rc;
+    }
     xf_cli_init("xflow-run", o.verbosity);
     if (xf_cli_verbosity() >= 2)
         fprintf(stderr, "xflow-run: OpenMP wait policy: %s\n", xf_cli_openmp_policy());
@@ -215,9 +233,12 @@ int main(int argc, char **argv)
     xf_session *s = NULL;
     xf_tensor **inputs = NULL, **outputs = NULL;
     double *times = NULL;
-    xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes};
-    if (xf_model_load(o.model, &lo, &m, &err) != XF_OK)
+    xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes, .dim_sizes = o.dims,
+                          .n_dim_sizes = o.n_dims};
+    if (xf_model_load(o.model, &lo, &m, &err) != XF_OK) {
+        options_free(&o);
         return xf_cli_error("%s", err.msg);
+    }
     const xf_graph *g = m->graph;
     rc = 1;
     if (o.n_inputs > g->n_inputs) {
@@ -286,7 +307,6 @@ done:
     free(times);
     xf_session_free(s);
     xf_model_free(m);
-    for (int i = 0; i < o.n_shapes; i++)
-        free(o.shape_names[i]);
+    options_free(&o);
     return rc;
 }

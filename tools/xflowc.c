@@ -95,8 +95,7 @@ static void options_free(options *o)
 {
     for (int i = 0; i < o->n_shapes; i++)
         free(o->shape_names[i]);
-    for (int i = 0; i < o->n_dims; i++)
-        free((char *)o->dims[i].name);
+    xf_cli_free_dims(o->dims, o->n_dims);
 }
 
 static int parse_args(int argc, char **argv, options *o)
@@ -168,20 +167,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->n_shapes++;
             i++;
         } else if (!strcmp(a, "--dim")) {
-            const char *eq = next ? strchr(next, '=') : NULL;
-            char *end = NULL;
-            long long size = eq ? strtoll(eq + 1, &end, 10) : 0;
-            if (!eq || eq == next || !end || *end || end == eq + 1 || size < 1 || size > (1LL << 40))
-                return xf_cli_usage_error("--dim needs NAME=N with N a positive size, e.g. seq=8");
-            if (o->n_dims == 64)
-                return xf_cli_usage_error("too many --dim options (64 at most)");
-            for (int k = 0; k < o->n_dims; k++)
-                if (strlen(o->dims[k].name) == (size_t)(eq - next) && !strncmp(o->dims[k].name, next, (size_t)(eq - next)))
-                    return xf_cli_usage_error("--dim gives '%s' twice", o->dims[k].name);
-            char *name = strndup(next, (size_t)(eq - next));
-            if (!name)
-                return xf_cli_error("out of memory");
-            o->dims[o->n_dims++] = (xf_dim_size){name, (int64_t)size};
+            int rc = xf_cli_parse_dim(next, o->dims, &o->n_dims, 64);
+            if (rc)
+                return rc;
             i++;
         } else if (!strcmp(a, "--input")) {
             if (!next)
