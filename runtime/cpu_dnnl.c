@@ -512,6 +512,16 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
     /* the sum post-op adds to what the destination holds */
     if (st->sum_src)
         memcpy(st->dst, st->sum_src, st->sum_bytes);
+    if (st->gemv.on) {
+        float *y = st->dst ? st->dst : out[0].data;
+        if (st->gemv.bias)
+            memcpy(y, st->gemv.bias, sizeof(float) * (size_t)st->gemv.n);
+        float beta = st->gemv.bias || st->sum_src ? 1.0f : 0.0f;
+        dnnl_dim_t k = st->gemv.k, nn = st->gemv.n;
+        XF_DN_TRY(err, n, dnnl_sgemm('N', st->gemv.trans_b, 1, nn, k, st->gemv.alpha, in[0].data, k, in[1].data,
+                                     st->gemv.trans_b == 'T' ? k : nn, beta, y, nn));
+        return XF_OK;
+    }
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         if (!a->user)

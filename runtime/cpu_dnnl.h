@@ -113,6 +113,16 @@ typedef struct xf_dn_node {
     const void *bias_data; /* MatMul: a folded Add's constant, as bias */
     xf_shape bias_shape;
     float *folded_w, *folded_b;
+    /* a one-row product (a decoder's token, an RNN step) run as
+     * dnnl_sgemm on the operands as stored: oneDNN's matmul primitive
+     * reads the weights at about half the rate there */
+    struct {
+        bool on;
+        char trans_b;
+        int64_t k, n;
+        float alpha;
+        const void *bias; /* copied into the output first (n floats), then added to */
+    } gemv;
     void *dst;
     bool folded;
     int host;

@@ -541,6 +541,47 @@ START_TEST(matmul_chains)
 }
 END_TEST
 
+/* One-row products (a decoder's token): MatMul of [1, k] or [1, 1, k] by
+ * constant or computed [k, n], with a folded bias, a folded residual sum
+ * or a folded activation (which keeps oneDNN's matmul), and Gemm with
+ * transB, alpha and a bias row; weights small (kept in oneDNN's blocked
+ * copy) and over 2 MB (run as sgemm on the weights as stored). */
+START_TEST(single_row_products)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(71);
+    for (int t = 0; t < 12; t++) {
+        int64_t k = t % 2 ? xf_bt_rnd(1, 300) : xf_bt_rnd(730, 900), n = t % 2 ? xf_bt_rnd(1, 300) : xf_bt_rnd(730, 900);
+        xf_graph *g = xf_graph_create("row");
+        int x = add_input(g, t % 3 == 2 ? SHAPE(1, 1, k) : SHAPE(1, k));
+        int w = t % 4 == 3 ? out0(g, NODE(g, XF_OP_ABS, add_input(g, SHAPE(k, n))))
+                           : xf_bt_random_const(g, SHAPE(k, n), false);
+        int y = out0(g, NODE(g, XF_OP_MATMUL, out0(g, NODE(g, XF_OP_ABS, x)), w));
+        if (t % 3 == 0)
+            y = out0(g, NODE(g, XF_OP_ADD, y, xf_bt_random_const(g, SHAPE(n), false)));
+        else if (t % 3 == 1)
+            y = out0(g, NODE(g, XF_OP_ADD, y, t % 2 ? out0(g, NODE(g, XF_OP_SIGMOID, y)) : add_input(g, SHAPE(1, n))));
+        if (t % 5 == 4)
+            y = out0(g, NODE(g, XF_OP_TANH, y));
+        xf_graph_add_output(g, y);
+        if (t % 3 != 2) { /* Gemm takes 2-D operands */
+            int wt = xf_bt_random_const(g, SHAPE(n, k), false);
+            int gm = t % 2 ? NODE(g, XF_OP_GEMM, x, wt, xf_bt_random_const(g, SHAPE(n), false))
+                           : NODE(g, XF_OP_GEMM, x, wt);
+            attrs(g, gm)->trans_b = true;
+            attrs(g, gm)->alpha = t % 2 ? 1.0f : 0.5f;
+            attrs(g, gm)->beta = 1.0f;
+            xf_graph_add_output(g, out0(g, gm));
+        }
+        char what[48];
+        snprintf(what, sizeof what, "single-row case %d", t);
+        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* Nodes that read one initializer share its copy in the layout they want
  * (an RNN's weights at every step): steps of h = tanh(h W + x U + b) with
  * W, U and b shared, a Gemm reading W transposed (another layout, its own
@@ -664,6 +705,7 @@ int main(void)
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
+    tcase_add_test(graphs, single_row_products);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);
