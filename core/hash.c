@@ -176,6 +176,11 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     }
     if (a->center_point_box)
         put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
+    /* IsInf's, Gelu's, BitShift's and PRelu's flags (all 0 for other ops) */
+    int elem = a->isinf_no_neg | a->isinf_no_pos << 1 | a->gelu_tanh << 2 | a->shift_right << 3 |
+               a->prelu_channels << 4;
+    if (elem)
+        put(h, (uint64_t)elem << 16 | 0xe1);
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

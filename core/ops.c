@@ -91,6 +91,14 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->alpha = 0.2f;
         a->beta = 0.5f;
         break;
+    case XF_OP_SELU:
+        a->alpha = 1.67326319217681884765625f;
+        a->beta = 1.05070102214813232421875f;
+        break;
+    case XF_OP_SHRINK: /* alpha is lambd, beta bias */
+        a->alpha = 0.5f;
+        a->beta = 0.0f;
+        break;
     case XF_OP_ROI_ALIGN:
         a->roi_output_h = a->roi_output_w = 1;
         a->roi_spatial_scale = 1.0f;

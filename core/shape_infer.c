@@ -261,7 +261,16 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_MAX: case XF_OP_MIN: case XF_OP_SUM: case XF_OP_CONCAT:
     case XF_OP_CONV: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
     case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD:
+    case XF_OP_PRELU: case XF_OP_MEAN:
         st = same_dtype(c, 0, n->n_inputs, &out);
+        break;
+    case XF_OP_BIT_SHIFT:
+        st = same_dtype(c, 0, n->n_inputs, &out);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_unsigned(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "shifts unsigned integers, got %s", xf_dtype_name(out));
+        break;
+    case XF_OP_CAST_LIKE: /* the type of target_type, whatever its values */
+        out = input_dtype(c, 1);
         break;
     case XF_OP_EQUAL: case XF_OP_GREATER: case XF_OP_LESS:
     case XF_OP_GREATER_OR_EQUAL: case XF_OP_LESS_OR_EQUAL:
@@ -282,6 +291,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         st = require_dtype(c, 0, XF_DT_BOOL);
         break;
     case XF_OP_IS_NAN:
+    case XF_OP_IS_INF:
         out = XF_DT_BOOL;
         break;
     case XF_OP_NON_ZERO:
@@ -404,6 +414,33 @@ static xf_status infer_clip(xf_infer_ctx *c)
     return infer_same(c);
 }
 
+/* PRelu: slope broadcasts to X one way (opset 7 on).  Before opset 7 a
+ * slope holds one value, one per channel (X's axis 1) or one per element
+ * of X. */
+static xf_status infer_prelu(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0), *slope = xf_infer_shape(c, 1);
+    if (c->node->attrs.prelu_channels) {
+        bool channels = slope->ndim == 1 && x->ndim > 1 && slope->dims[0] == x->dims[1];
+        if (xf_shape_numel(slope) != 1 && !channels && !xf_shape_equal(slope, x))
+            return xf_infer_fail(c, XF_ERR_INVALID, "slope of shape %s for X of shape %s: before opset 7 a slope "
+                                 "is one value, one per channel or one per element of X", xf_infer_text(slope).s,
+                                 xf_infer_text(x).s);
+    } else if (!xf_infer_broadcasts_to(slope, x)) {
+        return xf_infer_fail(c, XF_ERR_INVALID, "slope of shape %s does not broadcast to X's shape %s",
+                             xf_infer_text(slope).s, xf_infer_text(x).s);
+    }
+    return infer_same(c);
+}
+
+/* Celu divides by alpha. */
+static xf_status infer_celu(xf_infer_ctx *c)
+{
+    if (c->node->attrs.alpha == 0)
+        return xf_infer_fail(c, XF_ERR_INVALID, "alpha must not be 0");
+    return infer_same(c);
+}
+
 /* ------------------------------------------------------------ the rule table */
 
 /* One line per op of ops.def: an op added there without a rule here fails
@@ -462,6 +499,29 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_NON_ZERO xf_infer_non_zero
 #define XF_RULE_ROI_ALIGN xf_infer_roi_align
 #define XF_RULE_NON_MAX_SUPPRESSION xf_infer_nms
+#define XF_RULE_SIGN infer_same
+#define XF_RULE_ROUND infer_same
+#define XF_RULE_IS_INF infer_same
+#define XF_RULE_TAN infer_same
+#define XF_RULE_ATAN infer_same
+#define XF_RULE_ASIN infer_same
+#define XF_RULE_ACOS infer_same
+#define XF_RULE_SINH infer_same
+#define XF_RULE_COSH infer_same
+#define XF_RULE_ASINH infer_same
+#define XF_RULE_ACOSH infer_same
+#define XF_RULE_ATANH infer_same
+#define XF_RULE_SOFTSIGN infer_same
+#define XF_RULE_THRESHOLDED_RELU infer_same
+#define XF_RULE_SELU infer_same
+#define XF_RULE_CELU infer_celu
+#define XF_RULE_SHRINK infer_same
+#define XF_RULE_MISH infer_same
+#define XF_RULE_GELU infer_same
+#define XF_RULE_PRELU infer_prelu
+#define XF_RULE_MEAN infer_broadcast
+#define XF_RULE_BIT_SHIFT infer_broadcast
+#define XF_RULE_CAST_LIKE infer_same
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

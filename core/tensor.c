@@ -34,6 +34,11 @@ bool xf_dtype_is_half(xf_dtype t) { return t == XF_DT_FLOAT16 || t == XF_DT_BFLO
 
 bool xf_dtype_is_float(xf_dtype t) { return t == XF_DT_FLOAT || t == XF_DT_DOUBLE || xf_dtype_is_half(t); }
 
+bool xf_dtype_is_unsigned(xf_dtype t)
+{
+    return t == XF_DT_UINT8 || t == XF_DT_UINT16 || t == XF_DT_UINT32 || t == XF_DT_UINT64;
+}
+
 size_t xf_dtype_nbytes(xf_dtype t, int64_t numel)
 {
     int bits = xf_dtype_bits(t);

@@ -92,6 +92,8 @@ int xf_dtype_bits(xf_dtype t);
  * but quantization computes in them); float16 or bfloat16. */
 bool xf_dtype_is_float(xf_dtype t);
 bool xf_dtype_is_half(xf_dtype t);
+/* uint8, uint16, uint32 or uint64. */
+bool xf_dtype_is_unsigned(xf_dtype t);
 size_t xf_dtype_nbytes(xf_dtype t, int64_t numel);
 const char *xf_dtype_name(xf_dtype t);
 
@@ -290,7 +292,7 @@ typedef struct xf_attrs {
     /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
     int64_t block_size;       /* opset 21: 0 = not blocked */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
-    int no_saturate;          /* QuantizeLinear 19: saturate = 0 (which only float8 outputs heed) */
+    int no_saturate;          /* QuantizeLinear, CastLike 19: saturate = 0 (which only float8 outputs heed) */
     /* RoiAlign (0 for every other op): mode max (else avg); output_height,
      * output_width (default 1); sampling_ratio (0: adaptive); spatial_scale
      * (default 1); coordinate_transformation_mode output_half_pixel (opset
@@ -300,10 +302,16 @@ typedef struct xf_attrs {
     float roi_spatial_scale;
     int roi_output_half_pixel;
     int center_point_box;     /* NonMaxSuppression: boxes are [x_center, y_center, width, height] */
+    int isinf_no_neg, isinf_no_pos; /* IsInf: detect_negative = 0, detect_positive = 0 */
+    int gelu_tanh;            /* Gelu (opset 20): approximate = "tanh" */
+    int shift_right;          /* BitShift: direction "RIGHT" (else "LEFT") */
+    bool prelu_channels;      /* PRelu before opset 7: a 1-D slope runs along X's axis 1 (channels) */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
-    float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5) */
+    float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5),
+                                 ThresholdedRelu alpha (1), Celu alpha (1), Selu alpha and
+                                 gamma (1.6733, 1.0507), Shrink lambd and bias (0.5, 0) */
     float epsilon;            /* BatchNorm, LayerNorm (1e-5) */
     int trans_a, trans_b;     /* Gemm */
     xf_dtype to;              /* Cast */

@@ -213,6 +213,21 @@ static xf_status write_roi_align(writer *w, const xf_node *n, int64_t opset, xf_
     return XF_OK;
 }
 
+/* The activations whose parameters are alpha and beta, under their ONNX
+ * names (none: the op has no such parameter). */
+static void write_alpha_beta(writer *w, const xf_node *n, const xf_attrs *d)
+{
+    const char *alpha = n->op == XF_OP_SHRINK ? "lambd" : "alpha";
+    const char *beta = n->op == XF_OP_HARD_SIGMOID ? "beta"
+                       : n->op == XF_OP_SELU      ? "gamma"
+                       : n->op == XF_OP_SHRINK    ? "bias"
+                                                  : NULL;
+    if (n->attrs.alpha != d->alpha)
+        add_float(w, alpha, n->attrs.alpha);
+    if (beta && n->attrs.beta != d->beta)
+        add_float(w, beta, n->attrs.beta);
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -255,10 +270,35 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_LEAKY_RELU:
     case XF_OP_ELU:
     case XF_OP_HARD_SIGMOID:
-        if (a->alpha != d.alpha)
-            add_float(&w, "alpha", a->alpha);
-        if (n->op == XF_OP_HARD_SIGMOID && a->beta != d.beta)
-            add_float(&w, "beta", a->beta);
+    case XF_OP_THRESHOLDED_RELU:
+    case XF_OP_CELU:
+    case XF_OP_SELU:
+    case XF_OP_SHRINK:
+        write_alpha_beta(&w, n, &d);
+        break;
+    case XF_OP_IS_INF:
+        if (a->isinf_no_neg)
+            add_int(&w, "detect_negative", 0);
+        if (a->isinf_no_pos)
+            add_int(&w, "detect_positive", 0);
+        break;
+    case XF_OP_GELU:
+        if (a->gelu_tanh)
+            add_string(&w, "approximate", "tanh");
+        break;
+    case XF_OP_BIT_SHIFT: /* required */
+        add_string(&w, "direction", a->shift_right ? "RIGHT" : "LEFT");
+        break;
+    case XF_OP_PRELU:
+        if (a->prelu_channels != (opset < 7))
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED,
+                             "node '%s' (PRelu) has a slope %s, which opset %lld cannot express",
+                             n->name ? n->name : "", a->prelu_channels ? "per channel" : "broadcasting as numpy does",
+                             (long long)opset);
+        break;
+    case XF_OP_CAST_LIKE:
+        if (a->no_saturate)
+            add_int(&w, "saturate", 0);
         break;
     case XF_OP_RESIZE: {
         static const char *const modes[] = {"nearest", "linear"};

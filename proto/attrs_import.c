@@ -9,7 +9,16 @@
  *   MaxPool         as Conv without group; ceil_mode; storage_order (0 only)
  *   AveragePool     as Conv without group; ceil_mode; count_include_pad
  *   Gemm            alpha beta transA->trans_a transB->trans_b
- *   LeakyRelu, Elu  alpha;  HardSigmoid alpha beta
+ *   LeakyRelu, Elu, ThresholdedRelu, Celu  alpha;  HardSigmoid alpha beta
+ *   Selu            alpha  gamma->beta
+ *   Shrink          lambd->alpha  bias->beta
+ *   IsInf           detect_negative detect_positive (0: isinf_no_neg, isinf_no_pos)
+ *   Gelu            approximate (none/tanh: gelu_tanh)
+ *   BitShift        direction (required; LEFT/RIGHT: shift_right)
+ *   PRelu           (no attributes; before opset 7 a 1-D slope is per channel:
+ *                   prelu_channels)
+ *   CastLike        saturate (19+, 0: no_saturate; only float8 targets heed it);
+ *                   round_mode (25+, for float8e8m0 targets): "up" only
  *   Clip (< 11)     min->clip_min max->clip_max (has_clip_attrs)
  *   Cast            to (required; a number: the string form of opset 1 stays opaque)
  *   Concat          axis (opset < 4: default 1)
@@ -72,6 +81,7 @@ typedef struct reader {
     int n_starts, n_ends, n_slice_axes;
     bool has_axis;
     bool has_roi_coord;
+    bool has_direction;
     /* LSTM/GRU activation_alpha and activation_beta, handed out to the
      * functions once all attributes are read */
     float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
@@ -347,6 +357,40 @@ static bool take_roi_align(reader *r, const char *name, const Onnx__AttributePro
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
+/* IsInf, Selu, Shrink, Gelu, BitShift and CastLike. */
+static bool take_elementwise(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    static const char *const approximations[] = {"none", "tanh"}, *const directions[] = {"LEFT", "RIGHT"};
+    static const char *const round_modes[] = {"up"};
+    xf_attrs *a = r->a;
+    bool selu = op == XF_OP_SELU, shrink = op == XF_OP_SHRINK;
+    int v;
+    bool negative = strcmp(name, "detect_negative") == 0;
+    if (op == XF_OP_IS_INF && (negative || strcmp(name, "detect_positive") == 0)) {
+        if (!read_int32(r, at, &v))
+            return false;
+        *(negative ? &a->isinf_no_neg : &a->isinf_no_pos) = v == 0;
+        return true;
+    }
+    if ((selu && strcmp(name, "alpha") == 0) || (shrink && strcmp(name, "lambd") == 0))
+        return read_float(r, at, &a->alpha);
+    if ((selu && strcmp(name, "gamma") == 0) || (shrink && strcmp(name, "bias") == 0))
+        return read_float(r, at, &a->beta);
+    if (op == XF_OP_GELU && strcmp(name, "approximate") == 0)
+        return read_enum(r, at, approximations, 2, &a->gelu_tanh);
+    if (op == XF_OP_BIT_SHIFT && strcmp(name, "direction") == 0)
+        return (r->has_direction = read_enum(r, at, directions, 2, &a->shift_right));
+    if (op == XF_OP_CAST_LIKE && strcmp(name, "saturate") == 0) {
+        if (!read_int32(r, at, &v))
+            return false;
+        a->no_saturate = v == 0;
+        return true;
+    }
+    if (op == XF_OP_CAST_LIKE && strcmp(name, "round_mode") == 0)
+        return read_enum(r, at, round_modes, 1, &v);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
 static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
@@ -371,9 +415,18 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         break;
     case XF_OP_LEAKY_RELU:
     case XF_OP_ELU:
+    case XF_OP_THRESHOLDED_RELU:
+    case XF_OP_CELU:
         if (A("alpha"))
             return read_float(r, at, &a->alpha);
         break;
+    case XF_OP_IS_INF:
+    case XF_OP_SELU:
+    case XF_OP_SHRINK:
+    case XF_OP_GELU:
+    case XF_OP_BIT_SHIFT:
+    case XF_OP_CAST_LIKE:
+        return take_elementwise(r, op, name, at);
     case XF_OP_MOD:
         if (A("fmod"))
             return read_int32(r, at, &a->fmod);
@@ -583,6 +636,11 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     }
     case XF_OP_CAST:
         return a->to != XF_DT_UNDEFINED || refuse(r, "no 'to' attribute", NULL);
+    case XF_OP_BIT_SHIFT:
+        return r->has_direction || refuse(r, "no 'direction' attribute", NULL);
+    case XF_OP_PRELU:
+        a->prelu_channels = r->ctx->opset < 7;
+        return true;
     case XF_OP_LSTM:
     case XF_OP_GRU:
         return give_act_params(r, &a->rnn);

@@ -32,6 +32,7 @@ typedef struct ref_entry {
 #define QNT (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) | XF_DTM_FLOAT8)
 
 #define F16 (XF_DTM(XF_DT_FLOAT16) | XF_DTM(XF_DT_BFLOAT16))
+#define UNS (XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_UINT16) | XF_DTM(XF_DT_UINT32) | XF_DTM(XF_DT_UINT64))
 
 #define XF_REF_CONV {xf_ref_conv, F32 | F16, F32 | F16, 0, true}
 #define XF_REF_MATMUL {xf_ref_matmul, F32 | F16, F32 | F16, 0, true}
@@ -75,6 +76,29 @@ typedef struct ref_entry {
 #define XF_REF_HARD_SIGMOID {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_HARD_SWISH {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_IS_NAN {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SIGN {xf_ref_unary, NUM, 0, 0}
+#define XF_REF_ROUND {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_IS_INF {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_TAN {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ATAN {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ASIN {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ACOS {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SINH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_COSH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ASINH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ACOSH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_ATANH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SOFTSIGN {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_THRESHOLDED_RELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_CELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SHRINK {xf_ref_unary, NUM, 0, 0}
+#define XF_REF_MISH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_GELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_PRELU {xf_ref_prelu, NUM, NUM, 0}
+#define XF_REF_MEAN {xf_ref_mean, FLT, FLT, 0}
+#define XF_REF_BIT_SHIFT {xf_ref_binary, UNS, UNS, 0}
+#define XF_REF_CAST_LIKE {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
 #define XF_REF_RESIZE {xf_ref_resize, FLT, FLT | I64, 0}
 #define XF_REF_GATHER_ND {xf_ref_gather_nd, ANY, I64, 0}
 #define XF_REF_NON_ZERO {xf_ref_non_zero, NUM | BOOL, 0, I64}

@@ -47,6 +47,11 @@ int64_t numel(const xf_cu_index &ix)
 
 /* ---------------------------------------------------------------- unary */
 
+/* log(1 + e^x) without overflow for large x */
+__device__ float softplus(float x) { return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
+
+/* a and b: the node's alpha and beta (Selu's alpha and gamma, Shrink's
+ * lambd and bias), or Clip's bounds */
 __device__ float unary_apply(int op, float x, float a, float b)
 {
     switch (op) {
@@ -64,7 +69,7 @@ __device__ float unary_apply(int op, float x, float a, float b)
     case XF_CU_ERF: return erff(x);
     case XF_CU_SIN: return sinf(x);
     case XF_CU_COS: return cosf(x);
-    case XF_CU_SOFTPLUS: return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    case XF_CU_SOFTPLUS: return softplus(x);
     case XF_CU_LEAKY_RELU: return x < 0.f ? a * x : x;
     case XF_CU_ELU: return x < 0.f ? a * expm1f(x) : x;
     case XF_CU_HARD_SIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
@@ -73,6 +78,25 @@ __device__ float unary_apply(int op, float x, float a, float b)
         float v = x < a ? a : x;
         return v > b ? b : v;
     }
+    case XF_CU_SIGN: return isnan(x) ? x : (float)((x > 0.f) - (x < 0.f));
+    case XF_CU_ROUND: return rintf(x); /* halves to even */
+    case XF_CU_TAN: return tanf(x);
+    case XF_CU_ATAN: return atanf(x);
+    case XF_CU_ASIN: return asinf(x);
+    case XF_CU_ACOS: return acosf(x);
+    case XF_CU_SINH: return sinhf(x);
+    case XF_CU_COSH: return coshf(x);
+    case XF_CU_ASINH: return asinhf(x);
+    case XF_CU_ACOSH: return acoshf(x);
+    case XF_CU_ATANH: return atanhf(x);
+    case XF_CU_SOFTSIGN: return x / (1.f + fabsf(x));
+    case XF_CU_THRESHOLDED_RELU: return x > a ? x : 0.f;
+    case XF_CU_SELU: return b * (x > 0.f ? x : a * expm1f(x));
+    case XF_CU_CELU: return x > 0.f ? x : a * expm1f(x / a);
+    case XF_CU_SHRINK: return x < -a ? x + b : x > a ? x - b : 0.f;
+    case XF_CU_MISH: return x * tanhf(softplus(x));
+    case XF_CU_GELU: return 0.5f * x * erfcf(-x * 0.70710678118654752f);
+    case XF_CU_GELU_TANH: return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     }
     return x;
 }

@@ -64,11 +64,24 @@ static const int unary_code[XF_OP_COUNT] = {
     [XF_OP_SIN] = XF_CU_SIN + 1, [XF_OP_COS] = XF_CU_COS + 1, [XF_OP_SOFTPLUS] = XF_CU_SOFTPLUS + 1,
     [XF_OP_LEAKY_RELU] = XF_CU_LEAKY_RELU + 1, [XF_OP_ELU] = XF_CU_ELU + 1,
     [XF_OP_HARD_SIGMOID] = XF_CU_HARD_SIGMOID + 1, [XF_OP_HARD_SWISH] = XF_CU_HARD_SWISH + 1,
+    [XF_OP_SIGN] = XF_CU_SIGN + 1, [XF_OP_ROUND] = XF_CU_ROUND + 1, [XF_OP_TAN] = XF_CU_TAN + 1,
+    [XF_OP_ATAN] = XF_CU_ATAN + 1, [XF_OP_ASIN] = XF_CU_ASIN + 1, [XF_OP_ACOS] = XF_CU_ACOS + 1,
+    [XF_OP_SINH] = XF_CU_SINH + 1, [XF_OP_COSH] = XF_CU_COSH + 1, [XF_OP_ASINH] = XF_CU_ASINH + 1,
+    [XF_OP_ACOSH] = XF_CU_ACOSH + 1, [XF_OP_ATANH] = XF_CU_ATANH + 1, [XF_OP_SOFTSIGN] = XF_CU_SOFTSIGN + 1,
+    [XF_OP_THRESHOLDED_RELU] = XF_CU_THRESHOLDED_RELU + 1, [XF_OP_SELU] = XF_CU_SELU + 1,
+    [XF_OP_CELU] = XF_CU_CELU + 1, [XF_OP_SHRINK] = XF_CU_SHRINK + 1, [XF_OP_MISH] = XF_CU_MISH + 1,
+    [XF_OP_GELU] = XF_CU_GELU + 1,
 };
+
+/* The kernel's op for node n (0: none); Gelu's tanh form is one of its own. */
+static int unary_op_code(const xf_node *n)
+{
+    return n->op == XF_OP_GELU && n->attrs.gelu_tanh ? XF_CU_GELU_TANH + 1 : unary_code[n->op];
+}
 
 static bool unary_accepts(const xf_graph *g, const xf_node *n, WHY)
 {
-    if (!unary_code[n->op])
+    if (!unary_op_code(n))
         return xf_cu_refuse(why, why_len, "(no kernel)");
     return xf_cu_all_f32(g, n, why, why_len);
 }
@@ -78,7 +91,7 @@ static xf_status unary_run(xf_cu_ctx *c, const xf_graph *g, const xf_node *n, xf
 {
     if (xf_rt_numel(&in[0]) != xf_rt_numel(&out[0]))
         return xf_rt_bad_node(err, n, "input and output sizes differ");
-    XF_CU_TRY(err, n, xf_cu_unary(c->stream, (xf_cu_unary_op)(unary_code[n->op] - 1), xf_rt_numel(&out[0]),
+    XF_CU_TRY(err, n, xf_cu_unary(c->stream, (xf_cu_unary_op)(unary_op_code(n) - 1), xf_rt_numel(&out[0]),
                                    in[0].data, out[0].data, n->attrs.alpha, n->attrs.beta));
     return XF_OK;
 }

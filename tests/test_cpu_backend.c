@@ -100,7 +100,7 @@ START_TEST(eltwise_all)
         return;
     static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS,
                                 XF_OP_NEG, XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU,
-                                XF_OP_SOFTPLUS, XF_OP_RECIPROCAL};
+                                XF_OP_SOFTPLUS, XF_OP_RECIPROCAL, XF_OP_GELU, XF_OP_MISH, XF_OP_ROUND};
     xf_bt_unary_ops(check_graph, ops, (int)(sizeof ops / sizeof *ops));
 }
 END_TEST
@@ -433,6 +433,28 @@ START_TEST(repeated_post_algorithms)
 }
 END_TEST
 
+/* The activations oneDNN has as algorithms of their own, folded as post-ops:
+ * Conv -> Mish, Conv -> Gelu, MatMul -> Gelu with the tanh approximation
+ * (each a single node here, not the pattern gelu_patterns folds). */
+START_TEST(activation_posts)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("activation posts");
+    int img = add_input(g, SHAPE(2, 4, 7, 5)), x = add_input(g, SHAPE(4, 9, 12));
+    int mish = out0(g, NODE(g, XF_OP_MISH, conv_node(g, img, 4, 6, 3, 1, XF_ACT_NONE)));
+    int gelu = out0(g, NODE(g, XF_OP_GELU, conv_node(g, img, 4, 8, 1, 1, XF_ACT_NONE)));
+    int m = out0(g, NODE(g, XF_OP_MATMUL, x, xf_bt_random_const(g, SHAPE(12, 5), false)));
+    m = out0(g, NODE(g, XF_OP_GELU, m));
+    attrs(g, g->values[m].producer)->gelu_tanh = 1;
+    xf_graph_add_output(g, mish);
+    xf_graph_add_output(g, gelu);
+    xf_graph_add_output(g, m);
+    check_graph(g, 17, 1e-4, 1e-3, "activation post-ops");
+    xf_graph_free(g);
+}
+END_TEST
+
 /* Residual blocks on random shapes: Conv [-> BatchNormalization] [->
  * activation] -> Add of a shortcut [-> Relu], which static mode runs as one
  * convolution with a sum post-op.  The shortcut is a convolution computed
@@ -701,6 +723,7 @@ int main(void)
     tcase_add_test(graphs, native_runs);
     tcase_add_test(graphs, folded_chains);
     tcase_add_test(graphs, repeated_post_algorithms);
+    tcase_add_test(graphs, activation_posts);
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);

@@ -276,7 +276,10 @@ START_TEST(unary_all)
     static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS, XF_OP_NEG,
                                 XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU, XF_OP_SOFTPLUS, XF_OP_RECIPROCAL,
                                 XF_OP_FLOOR, XF_OP_CEIL, XF_OP_ERF, XF_OP_SIN, XF_OP_COS, XF_OP_HARD_SIGMOID,
-                                XF_OP_HARD_SWISH};
+                                XF_OP_HARD_SWISH, XF_OP_SIGN, XF_OP_ROUND, XF_OP_TAN, XF_OP_ATAN, XF_OP_ASIN,
+                                XF_OP_ACOS, XF_OP_SINH, XF_OP_COSH, XF_OP_ASINH, XF_OP_ACOSH, XF_OP_ATANH,
+                                XF_OP_SOFTSIGN, XF_OP_THRESHOLDED_RELU, XF_OP_SELU, XF_OP_CELU, XF_OP_SHRINK,
+                                XF_OP_MISH, XF_OP_GELU};
     xf_bt_unary_ops(check_graph, ops, (int)(sizeof ops / sizeof *ops));
 }
 END_TEST

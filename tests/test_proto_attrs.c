@@ -1,7 +1,8 @@
 /* ONNX import/export of the attributes of ops added after the core set
  * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
- * DequantizeLinear, RoiAlign, NonMaxSuppression): what import keeps, what
- * leaves a node opaque, and that export gives back the same attributes. */
+ * DequantizeLinear, RoiAlign, NonMaxSuppression, the elementwise ops of
+ * test_elementwise.c): what import keeps, what leaves a node opaque, and
+ * that export gives back the same attributes. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +372,119 @@ START_TEST(test_nms_attributes)
 }
 END_TEST
 
+/* The elementwise ops' attributes: IsInf's detect_*, ThresholdedRelu's
+ * and Celu's alpha, Selu's alpha and gamma, Shrink's lambd and bias, Gelu's
+ * approximate, BitShift's direction and CastLike's saturate; values xflow
+ * does not model, or a BitShift without its direction, leave the node
+ * opaque. */
+static Onnx__GraphProto *elementwise_graph(int form)
+{
+    static const int64_t d[] = {2, 3};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(g->n_input, g->input, mk_vi("u", XF_DT_UINT8, 2, d, NULL));
+    Onnx__NodeProto *n = mk_node("IsInf", "i", (const char *[]){"x", NULL}, (const char *[]){"inf", NULL});
+    attr_int(n, "detect_negative", 0);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_node, g->node, n = mk_node("ThresholdedRelu", "t", (const char *[]){"x", NULL}, (const char *[]){"a", NULL}));
+    attr_float(n, "alpha", 2);
+    PUSH(g->n_node, g->node, n = mk_node("Selu", "s", (const char *[]){"a", NULL}, (const char *[]){"b", NULL}));
+    attr_float(n, "alpha", 1.5f);
+    attr_float(n, "gamma", 3);
+    PUSH(g->n_node, g->node, n = mk_node("Celu", "c", (const char *[]){"b", NULL}, (const char *[]){"c", NULL}));
+    attr_float(n, "alpha", 0.25f);
+    PUSH(g->n_node, g->node, n = mk_node("Shrink", "sh", (const char *[]){"c", NULL}, (const char *[]){"e", NULL}));
+    attr_float(n, "lambd", 1);
+    attr_float(n, "bias", 0.5f);
+    PUSH(g->n_node, g->node, n = mk_node("Gelu", "ge", (const char *[]){"e", NULL}, (const char *[]){"f", NULL}));
+    attr_string(n, "approximate", form == 1 ? "erf" : "tanh");
+    PUSH(g->n_node, g->node, n = mk_node("BitShift", "bs", (const char *[]){"u", "u", NULL}, (const char *[]){"v", NULL}));
+    if (form != 2)
+        attr_string(n, "direction", "RIGHT");
+    PUSH(g->n_node, g->node, n = mk_node("CastLike", "cl", (const char *[]){"f", "v", NULL}, (const char *[]){"w", NULL}));
+    attr_int(n, "saturate", 0);
+    attr_string(n, "round_mode", form == 3 ? "down" : "up");
+    PUSH(g->n_output, g->output, mk_vi("inf", XF_DT_BOOL, 2, d, NULL));
+    PUSH(g->n_output, g->output, mk_vi("w", XF_DT_UINT8, 2, d, NULL));
+    return g;
+}
+
+START_TEST(test_elementwise_attributes)
+{
+    for (int form = 0; form < 4; form++) {
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(elementwise_graph(form), 25, counts);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], form != 0);
+        ck_assert_int_eq(counts[XF_OP_GELU], form != 1);
+        ck_assert_int_eq(counts[XF_OP_BIT_SHIFT], form != 2);
+        ck_assert_int_eq(counts[XF_OP_CAST_LIKE], form != 3);
+        const xf_graph *g = m->graph;
+        const xf_attrs *inf = &g->nodes[find_node_op(g, XF_OP_IS_INF)].attrs;
+        const xf_attrs *selu = &g->nodes[find_node_op(g, XF_OP_SELU)].attrs;
+        const xf_attrs *shrink = &g->nodes[find_node_op(g, XF_OP_SHRINK)].attrs;
+        ck_assert(inf->isinf_no_neg && !inf->isinf_no_pos);
+        ck_assert(g->nodes[find_node_op(g, XF_OP_THRESHOLDED_RELU)].attrs.alpha == 2);
+        ck_assert(selu->alpha == 1.5f && selu->beta == 3);
+        ck_assert(g->nodes[find_node_op(g, XF_OP_CELU)].attrs.alpha == 0.25f);
+        ck_assert(shrink->alpha == 1 && shrink->beta == 0.5f);
+        ck_assert_int_eq(g->values[g->outputs[0]].dtype, XF_DT_BOOL);
+        if (form == 0) {
+            ck_assert(g->nodes[find_node_op(g, XF_OP_GELU)].attrs.gelu_tanh);
+            ck_assert(g->nodes[find_node_op(g, XF_OP_BIT_SHIFT)].attrs.shift_right);
+            const xf_node *cl = &g->nodes[find_node_op(g, XF_OP_CAST_LIKE)];
+            ck_assert(cl->attrs.no_saturate);
+            ck_assert_int_eq(g->values[cl->outputs[0]].dtype, XF_DT_UINT8);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+    /* the defaults are left unsaid on export, and read back as defaults */
+    Onnx__GraphProto *g = mk_graph("g");
+    static const int64_t d[] = {4};
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, d, NULL));
+    PUSH(g->n_node, g->node, mk_node("Selu", "s", (const char *[]){"x", NULL}, (const char *[]){"y", NULL}));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 1, d, NULL));
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(g, 22, counts);
+    const xf_attrs *a = &m->graph->nodes[find_node_op(m->graph, XF_OP_SELU)].attrs;
+    ck_assert(a->alpha == 1.67326319217681884765625f && a->beta == 1.05070102214813232421875f);
+    uint8_t *buf;
+    Onnx__ModelProto *mp = exported(m, &buf);
+    ck_assert_int_eq(mp->graph->node[0]->n_attribute, 0);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    free(buf);
+    xf_model_free(m);
+}
+END_TEST
+
+/* PRelu before opset 7 takes a slope per channel (prelu_channels), which
+ * only such an opset can express on export. */
+START_TEST(test_prelu_opsets)
+{
+    static const int64_t d[] = {2, 3, 4}, three[] = {3};
+    for (int64_t opset = 6; opset <= 16; opset += 10) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, d, NULL));
+        PUSH(g->n_input, g->input, mk_vi("slope", XF_DT_FLOAT, opset < 7 ? 1 : 2,
+                                         opset < 7 ? three : (const int64_t[]){3, 1}, NULL));
+        PUSH(g->n_node, g->node, mk_node("PRelu", "p", (const char *[]){"x", "slope", NULL}, (const char *[]){"y", NULL}));
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 3, d, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, opset, counts);
+        xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_PRELU)];
+        ck_assert_int_eq(n->attrs.prelu_channels, opset < 7);
+        xf_model_free(roundtrip(m));
+        n->attrs.prelu_channels = !n->attrs.prelu_channels;
+        uint8_t *buf;
+        size_t len;
+        xf_error e;
+        ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(e.msg, "node 'p' (PRelu)") && strstr(e.msg, "cannot express"), "%s", e.msg);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -384,6 +498,8 @@ int main(void)
     tcase_add_test(tc, test_quantize_attributes);
     tcase_add_test(tc, test_roi_align_attributes);
     tcase_add_test(tc, test_nms_attributes);
+    tcase_add_test(tc, test_elementwise_attributes);
+    tcase_add_test(tc, test_prelu_opsets);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
