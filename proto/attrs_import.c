@@ -50,7 +50,7 @@
  *   Softmax, LogSoftmax, Hardmax  axis (opset < 13: softmax_legacy, default axis 1)
  *   ReduceMean/Sum/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare  axes (has_axes)
  *                   keepdims noop_with_empty_axes
- *   ArgMax, ArgMin  axis keepdims select_last_index
+ *   ArgMax, ArgMin  axis keepdims select_last_index (opset 12+)
  *   CumSum          exclusive reverse -> cumsum_*
  *   InstanceNormalization  epsilon
  *   GroupNormalization  num_groups->group (required) epsilon; stash_type (1 only)
@@ -347,7 +347,8 @@ static bool take_norm(reader *r, xf_op op, const char *name, const Onnx__Attribu
     if (arg && strcmp(name, "keepdims") == 0)
         return read_int32(r, at, &a->keepdims);
     if (arg && strcmp(name, "select_last_index") == 0)
-        return read_int32(r, at, &a->select_last_index);
+        return r->ctx->opset >= 12 ? read_int32(r, at, &a->select_last_index)
+                                   : refuse(r, "attribute '%s' before opset 12", name);
     if (op == XF_OP_CUM_SUM && strcmp(name, "exclusive") == 0)
         return read_int32(r, at, &a->cumsum_exclusive);
     if (op == XF_OP_CUM_SUM && strcmp(name, "reverse") == 0)
