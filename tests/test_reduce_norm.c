@@ -477,6 +477,27 @@ static void check_norm_on_cpu(xf_op op, xf_shape x, int64_t n_par, const xf_attr
     xf_graph_free(g);
 }
 
+/* Node op on ins, its attributes a (NULL: the defaults); returns its output. */
+static int add_node(xf_graph *g, xf_op op, int n_in, const int *ins, const xf_attrs *a)
+{
+    int out = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+    int node = xf_graph_add_node(g, op, NULL, n_in, ins, 1, &out);
+    ck_assert_int_ge(node, 0);
+    if (a)
+        g->nodes[node].attrs = *a;
+    return out;
+}
+
+/* A 3x3 convolution of x (ch channels in and out, padded to keep the size). */
+static int conv3x3(xf_graph *g, int x, int64_t ch)
+{
+    xf_attrs a;
+    xf_attrs_default(XF_OP_CONV, &a);
+    xf_bt_set_window(&a, 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
+    a.activation = XF_ACT_RELU;
+    return add_node(g, XF_OP_CONV, 2, (int[]){x, xf_bt_random_const(g, (xf_shape){4, {ch, ch, 3, 3}}, false)}, &a);
+}
+
 /* Every form of the ops the cpu backend may run on oneDNN (LRN across
  * channels, InstanceNormalization and GroupNormalization of one image)
  * and of those it leaves to cpu_ref agree with cpu_ref, in static and
@@ -495,7 +516,7 @@ START_TEST(cpu_backend_agrees)
         xf_attrs a;
         xf_attrs_default(XF_OP_LRN, &a);
         a.lrn_size = xf_bt_rnd(1, 6);
-        a.alpha = 1e-3f * (float)xf_bt_rnd(1, 100);
+        a.alpha = 0.05f * (float)xf_bt_rnd(1, 20);
         a.beta = 0.25f * (float)xf_bt_rnd(1, 4);
         a.lrn_bias = 0.5f * (float)xf_bt_rnd(1, 4);
         snprintf(what, sizeof what, "LRN case %d (%lldx%lldx%lldx%lld, size %lld)", t, (long long)n, (long long)c,
@@ -515,6 +536,21 @@ START_TEST(cpu_backend_agrees)
                  (long long)a.group, (long long)(c / a.group));
         check_norm_on_cpu(XF_OP_GROUP_NORM, x, t % 2 ? a.group : c, &a, t % 2 ? 18 : 21, what);
     }
+    /* LRN between convolutions, where values may stay in oneDNN's native
+     * layout, then an instance normalization of the result */
+    xf_graph *g = xf_graph_create("lrn_net");
+    int v = conv3x3(g, xf_bt_input(g, XF_DT_FLOAT, (xf_shape){4, {1, 32, 9, 7}}), 32);
+    xf_attrs a;
+    xf_attrs_default(XF_OP_LRN, &a);
+    a.lrn_size = 5;
+    a.alpha = 0.5f;
+    v = conv3x3(g, add_node(g, XF_OP_LRN, 1, &v, &a), 32);
+    xf_shape chans = {.ndim = 1, .dims = {32}};
+    v = add_node(g, XF_OP_INSTANCE_NORM, 3,
+                 (int[]){v, xf_bt_random_const(g, chans, true), xf_bt_random_const(g, chans, false)}, NULL);
+    xf_graph_add_output(g, v);
+    check_cpu(g, 6, 1e-4, 1e-3, "Conv -> LRN -> Conv -> InstanceNormalization");
+    xf_graph_free(g);
 }
 END_TEST
 
