@@ -361,8 +361,12 @@ static bool take_norm(reader *r, xf_op op, const char *name, const Onnx__Attribu
         return read_fixed(r, at, 1);
     if (op == XF_OP_MEAN_VARIANCE_NORM && strcmp(name, "axes") == 0)
         return read_ints(r, at, a->axes, XF_MAX_DIMS, &a->n_axes);
-    if (op == XF_OP_LRN && (strcmp(name, "alpha") == 0 || strcmp(name, "beta") == 0 || strcmp(name, "bias") == 0))
-        return read_float(r, at, name[0] == 'a' ? &a->alpha : name[1] == 'e' ? &a->beta : &a->lrn_bias);
+    if (op == XF_OP_LRN && strcmp(name, "alpha") == 0)
+        return read_float(r, at, &a->alpha);
+    if (op == XF_OP_LRN && strcmp(name, "beta") == 0)
+        return read_float(r, at, &a->beta);
+    if (op == XF_OP_LRN && strcmp(name, "bias") == 0)
+        return read_float(r, at, &a->lrn_bias);
     if (op == XF_OP_LRN && strcmp(name, "size") == 0)
         return (r->has_required = read_int(r, at, &a->lrn_size));
     if (op == XF_OP_LP_NORM && strcmp(name, "p") == 0)
