@@ -181,6 +181,14 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
                a->prelu_channels << 4;
     if (elem)
         put(h, (uint64_t)elem << 16 | 0xe1);
+    if (a->select_last_index || a->cumsum_exclusive || a->cumsum_reverse || a->lp_p)
+        put(h, (uint64_t)(a->select_last_index | a->cumsum_exclusive << 1 | a->cumsum_reverse << 2 | a->lp_p << 3)
+                       << 16 |
+                   0xa6);
+    if (a->lrn_size || a->lrn_bias != 0) { /* LRN's (both 0 for other ops) */
+        put(h, (uint64_t)a->lrn_size);
+        put_float(h, a->lrn_bias);
+    }
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

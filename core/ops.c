@@ -75,9 +75,25 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     switch (op) {
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
+    case XF_OP_HARDMAX:
     case XF_OP_LAYER_NORM:
     case XF_OP_TOP_K:
         a->axis = -1;
+        break;
+    case XF_OP_LP_NORM:
+        a->axis = -1;
+        a->lp_p = 2;
+        break;
+    case XF_OP_MEAN_VARIANCE_NORM:
+        a->n_axes = 3;
+        a->axes[0] = 0;
+        a->axes[1] = 2;
+        a->axes[2] = 3;
+        break;
+    case XF_OP_LRN:
+        a->alpha = 1e-4f;
+        a->beta = 0.75f;
+        a->lrn_bias = 1.0f;
         break;
     case XF_OP_FLATTEN:
     case XF_OP_QUANTIZE_LINEAR:

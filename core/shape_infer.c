@@ -1,7 +1,9 @@
 /* Shape and dtype inference: the driver, the dtype rules of every op, and
  * the shape rules of elementwise ops (shape_infer_movement.c has the
  * data-movement ops; shape_infer_nn.c convolution, pooling and reductions,
- * normalization and matrix products).  Semantics follow ONNX opsets 1..17 as xf_attrs represents
+ * normalization and matrix products; shape_infer_norm.c ArgMax/ArgMin,
+ * CumSum and the instance, group, mean-variance, LRN and Lp
+ * normalizations).  Semantics follow ONNX opsets 1..17 as xf_attrs represents
  * them: parameters that newer opsets pass as inputs are read from those
  * inputs' values when the node has them, else from the older attribute form. */
 #include "shape_infer_impl.h"
@@ -262,6 +264,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_CONV: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
     case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD:
     case XF_OP_PRELU: case XF_OP_MEAN:
+    case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
         st = same_dtype(c, 0, n->n_inputs, &out);
         break;
     case XF_OP_BIT_SHIFT:
@@ -295,8 +298,16 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         out = XF_DT_BOOL;
         break;
     case XF_OP_NON_ZERO:
+    case XF_OP_ARG_MAX:
+    case XF_OP_ARG_MIN:
         out = XF_DT_INT64;
         break;
+    case XF_OP_CUM_SUM: {
+        xf_dtype d = input_dtype(c, 1);
+        if (d != XF_DT_UNDEFINED && d != XF_DT_INT32 && d != XF_DT_INT64)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "axis must be int32 or int64, got %s", xf_dtype_name(d));
+        break;
+    }
     case XF_OP_SCATTER_ND:
     case XF_OP_SCATTER_ELEMENTS:
         if (input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED && input_dtype(c, 2) != out)
@@ -554,6 +565,20 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_REDUCE_MAX xf_infer_reduce
 #define XF_RULE_REDUCE_MIN xf_infer_reduce
 #define XF_RULE_REDUCE_PROD xf_infer_reduce
+#define XF_RULE_REDUCE_L1 xf_infer_reduce
+#define XF_RULE_REDUCE_L2 xf_infer_reduce
+#define XF_RULE_REDUCE_LOG_SUM xf_infer_reduce
+#define XF_RULE_REDUCE_LOG_SUM_EXP xf_infer_reduce
+#define XF_RULE_REDUCE_SUM_SQUARE xf_infer_reduce
+#define XF_RULE_ARG_MAX xf_infer_arg_reduce
+#define XF_RULE_ARG_MIN xf_infer_arg_reduce
+#define XF_RULE_HARDMAX xf_infer_softmax
+#define XF_RULE_CUM_SUM xf_infer_cumsum
+#define XF_RULE_INSTANCE_NORM xf_infer_instance_norm
+#define XF_RULE_GROUP_NORM xf_infer_group_norm
+#define XF_RULE_MEAN_VARIANCE_NORM xf_infer_mvn
+#define XF_RULE_LRN xf_infer_lrn
+#define XF_RULE_LP_NORM xf_infer_lp_norm
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

@@ -121,6 +121,14 @@ xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
 xf_status xf_infer_rnn(xf_infer_ctx *c);
+/* ArgMax/ArgMin, CumSum and the normalizations (shape_infer_norm.c). */
+xf_status xf_infer_arg_reduce(xf_infer_ctx *c);
+xf_status xf_infer_cumsum(xf_infer_ctx *c);
+xf_status xf_infer_instance_norm(xf_infer_ctx *c);
+xf_status xf_infer_group_norm(xf_infer_ctx *c);
+xf_status xf_infer_mvn(xf_infer_ctx *c);
+xf_status xf_infer_lrn(xf_infer_ctx *c);
+xf_status xf_infer_lp_norm(xf_infer_ctx *c);
 /* RoiAlign and NonMaxSuppression (shape_infer_detect.c). */
 xf_status xf_infer_roi_align(xf_infer_ctx *c);
 xf_status xf_infer_nms(xf_infer_ctx *c);

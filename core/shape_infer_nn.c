@@ -235,8 +235,8 @@ xf_status xf_infer_reduce(xf_infer_ctx *c)
     return XF_OK;
 }
 
-/* Softmax and LogSoftmax: the legacy form (opset < 13) coerces to 2-D at
- * axis, but the shape is the input's in both. */
+/* Softmax, LogSoftmax and Hardmax: the legacy form (opset < 13) coerces to
+ * 2-D at axis, but the shape is the input's in both. */
 xf_status xf_infer_softmax(xf_infer_ctx *c)
 {
     const xf_shape *x = xf_infer_shape(c, 0);

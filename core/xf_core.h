@@ -261,14 +261,16 @@ typedef struct xf_attrs {
     int64_t strides[XF_MAX_SPATIAL];   /* default 1 */
     int64_t pads[2 * XF_MAX_SPATIAL];  /* ONNX order: begins then ends; default 0 */
     int64_t dilations[XF_MAX_SPATIAL]; /* default 1 */
-    int64_t group;                     /* default 1 */
+    int64_t group;                     /* default 1; GroupNormalization's num_groups (required) */
     xf_auto_pad auto_pad;
     int ceil_mode, count_include_pad;
     xf_activation activation; /* fused activation after a Conv (xflow-internal) */
 
     /* axis / axes / perm */
-    int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm; op's own default */
-    int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form */
+    int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm, ArgMax, Hardmax,
+                               * LpNormalization; op's own default */
+    int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form; MeanVarianceNormalization
+                               * (default [0, 2, 3]) */
     int64_t axes[XF_MAX_DIMS];
     bool has_axes;            /* axes came as an attribute */
     int n_perm;               /* Transpose; 0 = reverse */
@@ -306,13 +308,19 @@ typedef struct xf_attrs {
     int gelu_tanh;            /* Gelu (opset 20): approximate = "tanh" */
     int shift_right;          /* BitShift: direction "RIGHT" (else "LEFT") */
     bool prelu_channels;      /* PRelu before opset 7: a 1-D slope runs along X's axis 1 (channels) */
-    bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
+    int select_last_index;    /* ArgMax, ArgMin (opset 12): the last of equal extremes */
+    int cumsum_exclusive, cumsum_reverse; /* CumSum */
+    int64_t lrn_size;         /* LRN: the channels summed over (required) */
+    float lrn_bias;           /* LRN (1) */
+    int lp_p;                 /* LpNormalization: the norm's order, 1 or 2 (2) */
+    bool softmax_legacy;      /* Softmax/LogSoftmax/Hardmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
     float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5),
                                  ThresholdedRelu alpha (1), Celu alpha (1), Selu alpha and
-                                 gamma (1.6733, 1.0507), Shrink lambd and bias (0.5, 0) */
-    float epsilon;            /* BatchNorm, LayerNorm (1e-5) */
+                                 gamma (1.6733, 1.0507), Shrink lambd and bias (0.5, 0),
+                                 LRN (1e-4, 0.75) */
+    float epsilon;            /* BatchNorm, LayerNorm, InstanceNorm, GroupNorm (1e-5) */
     int trans_a, trans_b;     /* Gemm */
     xf_dtype to;              /* Cast */
     int64_t start, end;       /* Shape (opset 15): end == INT64_MAX when absent */

@@ -289,6 +289,9 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
         a->roi_output_half_pixel != b->roi_output_half_pixel || a->center_point_box != b->center_point_box ||
         a->isinf_no_neg != b->isinf_no_neg || a->isinf_no_pos != b->isinf_no_pos || a->gelu_tanh != b->gelu_tanh ||
         a->shift_right != b->shift_right || a->prelu_channels != b->prelu_channels ||
+        a->select_last_index != b->select_last_index || a->cumsum_exclusive != b->cumsum_exclusive ||
+        a->cumsum_reverse != b->cumsum_reverse || a->lrn_size != b->lrn_size || a->lrn_bias != b->lrn_bias ||
+        a->lp_p != b->lp_p ||
         !xf_rnn_attrs_equal(&a->rnn, &b->rnn) || a->resize_mode != b->resize_mode ||
         a->resize_coord != b->resize_coord || a->resize_nearest != b->resize_nearest || a->softmax_legacy != b->softmax_legacy || a->alpha != b->alpha ||
         a->beta != b->beta || a->epsilon != b->epsilon || a->trans_a != b->trans_a || a->trans_b != b->trans_b)

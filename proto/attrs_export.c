@@ -228,6 +228,63 @@ static void write_alpha_beta(writer *w, const xf_node *n, const xf_attrs *d)
         add_float(w, beta, n->attrs.beta);
 }
 
+/* ArgMax, ArgMin, CumSum and the normalizations of their group (d: the
+ * op's defaults); select_last_index came with opset 12. */
+static xf_status write_norm(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    switch (n->op) {
+    case XF_OP_ARG_MAX:
+    case XF_OP_ARG_MIN:
+        if (a->axis != d->axis)
+            add_int(w, "axis", a->axis);
+        if (a->keepdims != d->keepdims)
+            add_int(w, "keepdims", a->keepdims);
+        if (a->select_last_index && opset < 12)
+            return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                                "node '%s' (%s) uses select_last_index, which opset %lld cannot express",
+                                n->name ? n->name : "", xf_op_name(n->op), (long long)opset);
+        if (a->select_last_index)
+            add_int(w, "select_last_index", a->select_last_index);
+        break;
+    case XF_OP_CUM_SUM:
+        if (a->cumsum_exclusive)
+            add_int(w, "exclusive", a->cumsum_exclusive);
+        if (a->cumsum_reverse)
+            add_int(w, "reverse", a->cumsum_reverse);
+        break;
+    case XF_OP_GROUP_NORM:
+    case XF_OP_INSTANCE_NORM:
+        if (n->op == XF_OP_GROUP_NORM)
+            add_int(w, "num_groups", a->group);
+        if (a->epsilon != d->epsilon)
+            add_float(w, "epsilon", a->epsilon);
+        break;
+    case XF_OP_MEAN_VARIANCE_NORM:
+        if (a->n_axes != d->n_axes || memcmp(a->axes, d->axes, sizeof a->axes[0] * (size_t)a->n_axes) != 0)
+            add_ints(w, "axes", a->axes, a->n_axes);
+        break;
+    case XF_OP_LRN:
+        if (a->alpha != d->alpha)
+            add_float(w, "alpha", a->alpha);
+        if (a->beta != d->beta)
+            add_float(w, "beta", a->beta);
+        if (a->lrn_bias != d->lrn_bias)
+            add_float(w, "bias", a->lrn_bias);
+        add_int(w, "size", a->lrn_size);
+        break;
+    case XF_OP_LP_NORM:
+        if (a->axis != d->axis)
+            add_int(w, "axis", a->axis);
+        if (a->lp_p != d->lp_p)
+            add_int(w, "p", a->lp_p);
+        break;
+    default:
+        break;
+    }
+    return XF_OK;
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -375,7 +432,18 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         break;
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
+    case XF_OP_HARDMAX:
         s = write_softmax(&w, n, in_rank, opset, err);
+        break;
+    case XF_OP_ARG_MAX:
+    case XF_OP_ARG_MIN:
+    case XF_OP_CUM_SUM:
+    case XF_OP_INSTANCE_NORM:
+    case XF_OP_GROUP_NORM:
+    case XF_OP_MEAN_VARIANCE_NORM:
+    case XF_OP_LRN:
+    case XF_OP_LP_NORM:
+        s = write_norm(&w, n, &d, opset, err);
         break;
     case XF_OP_SPLIT:
         if (a->axis != d.axis)
@@ -400,6 +468,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_REDUCE_MAX:
     case XF_OP_REDUCE_MIN:
     case XF_OP_REDUCE_PROD:
+    case XF_OP_REDUCE_L1:
+    case XF_OP_REDUCE_L2:
+    case XF_OP_REDUCE_LOG_SUM:
+    case XF_OP_REDUCE_LOG_SUM_EXP:
+    case XF_OP_REDUCE_SUM_SQUARE:
         if (a->has_axes)
             add_ints(&w, "axes", a->axes, a->n_axes);
         if (n->op == XF_OP_SQUEEZE || n->op == XF_OP_UNSQUEEZE)

@@ -56,8 +56,16 @@
  *   BatchNormalization  epsilon; momentum ignored (only used in training);
  *                   spatial (1 only); training_mode (0 only)
  *   LayerNormalization  axis epsilon; stash_type (1 only)
- *   Softmax, LogSoftmax axis (opset < 13: softmax_legacy, default axis 1)
- *   ReduceMean/Sum/Max/Min/Prod  axes (has_axes) keepdims noop_with_empty_axes
+ *   Softmax, LogSoftmax, Hardmax  axis (opset < 13: softmax_legacy, default axis 1)
+ *   ReduceMean/Sum/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare  axes (has_axes)
+ *                   keepdims noop_with_empty_axes
+ *   ArgMax, ArgMin  axis keepdims select_last_index (opset 12+)
+ *   CumSum          exclusive reverse -> cumsum_*
+ *   InstanceNormalization  epsilon
+ *   GroupNormalization  num_groups->group (required) epsilon; stash_type (1 only)
+ *   MeanVarianceNormalization  axes (default [0, 2, 3])
+ *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
+ *   LpNormalization axis p->lp_p
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -82,6 +90,7 @@ typedef struct reader {
     bool has_axis;
     bool has_roi_coord;
     bool has_direction;
+    bool has_required; /* GroupNormalization's num_groups, LRN's size */
     /* LSTM/GRU activation_alpha and activation_beta, handed out to the
      * functions once all attributes are read */
     float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
@@ -335,6 +344,43 @@ static bool take_reduce(reader *r, const char *name, const Onnx__AttributeProto 
         return read_int32(r, at, &a->keepdims);
     if (strcmp(name, "noop_with_empty_axes") == 0)
         return read_int32(r, at, &a->noop_with_empty_axes);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+/* ArgMax, ArgMin, Hardmax, CumSum and the normalizations of their group. */
+static bool take_norm(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    bool arg = op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN;
+    if ((arg || op == XF_OP_HARDMAX || op == XF_OP_LP_NORM) && strcmp(name, "axis") == 0)
+        return (r->has_axis = read_int(r, at, &a->axis));
+    if (arg && strcmp(name, "keepdims") == 0)
+        return read_int32(r, at, &a->keepdims);
+    if (arg && strcmp(name, "select_last_index") == 0)
+        return r->ctx->opset >= 12 ? read_int32(r, at, &a->select_last_index)
+                                   : refuse(r, "attribute '%s' before opset 12", name);
+    if (op == XF_OP_CUM_SUM && strcmp(name, "exclusive") == 0)
+        return read_int32(r, at, &a->cumsum_exclusive);
+    if (op == XF_OP_CUM_SUM && strcmp(name, "reverse") == 0)
+        return read_int32(r, at, &a->cumsum_reverse);
+    if ((op == XF_OP_INSTANCE_NORM || op == XF_OP_GROUP_NORM) && strcmp(name, "epsilon") == 0)
+        return read_float(r, at, &a->epsilon);
+    if (op == XF_OP_GROUP_NORM && strcmp(name, "num_groups") == 0)
+        return (r->has_required = read_int(r, at, &a->group));
+    if (op == XF_OP_GROUP_NORM && strcmp(name, "stash_type") == 0)
+        return read_fixed(r, at, 1);
+    if (op == XF_OP_MEAN_VARIANCE_NORM && strcmp(name, "axes") == 0)
+        return read_ints(r, at, a->axes, XF_MAX_DIMS, &a->n_axes);
+    if (op == XF_OP_LRN && strcmp(name, "alpha") == 0)
+        return read_float(r, at, &a->alpha);
+    if (op == XF_OP_LRN && strcmp(name, "beta") == 0)
+        return read_float(r, at, &a->beta);
+    if (op == XF_OP_LRN && strcmp(name, "bias") == 0)
+        return read_float(r, at, &a->lrn_bias);
+    if (op == XF_OP_LRN && strcmp(name, "size") == 0)
+        return (r->has_required = read_int(r, at, &a->lrn_size));
+    if (op == XF_OP_LP_NORM && strcmp(name, "p") == 0)
+        return read_int32(r, at, &a->lp_p);
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
@@ -596,7 +642,22 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_REDUCE_MAX:
     case XF_OP_REDUCE_MIN:
     case XF_OP_REDUCE_PROD:
+    case XF_OP_REDUCE_L1:
+    case XF_OP_REDUCE_L2:
+    case XF_OP_REDUCE_LOG_SUM:
+    case XF_OP_REDUCE_LOG_SUM_EXP:
+    case XF_OP_REDUCE_SUM_SQUARE:
         return take_reduce(r, name, at);
+    case XF_OP_ARG_MAX:
+    case XF_OP_ARG_MIN:
+    case XF_OP_HARDMAX:
+    case XF_OP_CUM_SUM:
+    case XF_OP_INSTANCE_NORM:
+    case XF_OP_GROUP_NORM:
+    case XF_OP_MEAN_VARIANCE_NORM:
+    case XF_OP_LRN:
+    case XF_OP_LP_NORM:
+        return take_norm(r, op, name, at);
     case XF_OP_LSTM:
     case XF_OP_GRU:
         return take_rnn(r, op, name, at);
@@ -652,12 +713,16 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         if (r->ctx->opset < 16)
             a->roi_output_half_pixel = 1;
         return true;
+    case XF_OP_GROUP_NORM:
+    case XF_OP_LRN:
+        return r->has_required || refuse(r, op == XF_OP_LRN ? "no size attribute" : "no num_groups attribute", NULL);
     case XF_OP_CONCAT:
         if (!r->has_axis && r->ctx->opset < 4)
             a->axis = 1;
         return true;
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
+    case XF_OP_HARDMAX:
         if (r->ctx->opset < 13) {
             a->softmax_legacy = true;
             if (!r->has_axis)

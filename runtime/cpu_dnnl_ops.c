@@ -1,7 +1,9 @@
 /* The non-window ops oneDNN runs: matrix products (MatMul with batch
  * broadcasting, Gemm with transposes, alpha and a bias-like C), eltwise,
- * binary ops with broadcasting, softmax, batch normalization, concat and split.
- * Eltwise, batch norm, concat along channels and binary ops on equal
+ * binary ops with broadcasting, softmax, batch normalization, layer
+ * normalization, LRN, instance and group normalization of one image,
+ * transpose, concat and split.
+ * Eltwise, batch norm, LRN, concat along channels and binary ops on equal
  * shapes compute in the layout their first input is stored in, so they can
  * sit inside native runs; the rest compute on plain tensors. */
 #include "cpu_dnnl.h"
@@ -538,6 +540,92 @@ static xf_status layer_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
 }
 
 const xf_dn_handler xf_dn_layer_norm_handler = {layer_norm_handles, NULL, layer_norm_prepare, NULL};
+
+/* ---------------------------------------------------------------- LRN */
+
+/* Across channels, on 4-D inputs, with an odd size: oneDNN sums the
+ * (size - 1) / 2 channels on either side and divides alpha by size, as
+ * ONNX does (an even size reaches one channel further up in ONNX, and
+ * stays on cpu_ref).  Computes in the layout its input is stored in. */
+static bool lrn_handles(const xf_graph *g, const xf_node *n)
+{
+    return xf_dn_all_f32(g, n) && vshape(g, n->inputs[0])->ndim == 4 && n->attrs.lrn_size % 2 == 1;
+}
+
+static xf_status lrn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    dnnl_memory_desc_t data;
+    xf_dn_md(c, &in[0].shape, work, &data);
+    dnnl_lrn_desc_t d;
+    XF_DN_TRY(err, n, dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference, dnnl_lrn_across_channels, &data,
+                                                 n->attrs.lrn_size, n->attrs.alpha, n->attrs.beta,
+                                                 n->attrs.lrn_bias));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    s = bind_in0_out0(c, n, st, in, out, work, err);
+    return finish_or_free(n, st, pd, s, err);
+}
+
+const xf_dn_handler xf_dn_lrn_handler = {lrn_handles, input0_native_ok, lrn_prepare, NULL};
+
+/* ---------------------------------------------------------------- InstanceNormalization, GroupNormalization */
+
+/* The groups of the node's input: its channels for InstanceNormalization. */
+static int64_t norm_groups(const xf_graph *g, const xf_node *n)
+{
+    return n->op == XF_OP_GROUP_NORM ? n->attrs.group : vshape(g, n->inputs[0])->dims[1];
+}
+
+/* One image (N = 1) is a batch normalization that computes its statistics,
+ * the groups being oneDNN's channels: [1, G, C / G x spatial].  Its scale
+ * and shift are per channel there, so per group here: InstanceNormalization,
+ * and GroupNormalization with parameters per group (opset 18) or as many
+ * groups as channels; the rest stays on cpu_ref. */
+static bool group_norm_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!xf_dn_all_f32(g, n) || n->n_inputs != 3)
+        return false;
+    const xf_shape *x = vshape(g, n->inputs[0]);
+    if (x->ndim < 2 || x->dims[0] != 1)
+        return false;
+    int64_t groups = norm_groups(g, n);
+    if (groups < 1 || x->dims[1] % groups != 0)
+        return false;
+    for (int k = 1; k < 3; k++)
+        if (xf_shape_numel(vshape(g, n->inputs[k])) != groups)
+            return false;
+    return true;
+}
+
+static xf_status group_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    int64_t groups = norm_groups(g, n);
+    xf_shape s3 = {.ndim = 3, .dims = {1, groups, xf_shape_numel(&in[0].shape) / groups}};
+    xf_shape chan_shape = {.ndim = 1, .dims = {groups}};
+    dnnl_memory_desc_t data, chan;
+    xf_dn_md(c, &s3, XF_DN_PLAIN, &data);
+    xf_dn_md(c, &chan_shape, XF_DN_PLAIN, &chan);
+    dnnl_batch_normalization_desc_t d;
+    XF_DN_TRY(err, n, dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, n->attrs.epsilon,
+                                                                 dnnl_use_scale | dnnl_use_shift));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    return bind_and_finish(c, n, st, pd, 4,
+                           (bind_spec[]){{DNNL_ARG_SRC, 0, &data},
+                                         {DNNL_ARG_SCALE, 1, &chan},
+                                         {DNNL_ARG_SHIFT, 2, &chan},
+                                         {DNNL_ARG_DST, -1, &data}},
+                           err);
+}
+
+const xf_dn_handler xf_dn_group_norm_handler = {group_norm_handles, NULL, group_norm_prepare, NULL};
 
 /* ---------------------------------------------------------------- Transpose */
 

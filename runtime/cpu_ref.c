@@ -144,6 +144,20 @@ typedef struct ref_entry {
 #define XF_REF_REDUCE_MAX {xf_ref_reduce, NUM, I64, 0}
 #define XF_REF_REDUCE_MIN {xf_ref_reduce, NUM, I64, 0}
 #define XF_REF_REDUCE_PROD {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_L1 {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_L2 {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_LOG_SUM {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_LOG_SUM_EXP {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_SUM_SQUARE {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_ARG_MAX {xf_ref_arg_reduce, NUM, 0, I64}
+#define XF_REF_ARG_MIN {xf_ref_arg_reduce, NUM, 0, I64}
+#define XF_REF_HARDMAX {xf_ref_hardmax, FLT, 0, 0}
+#define XF_REF_CUM_SUM {xf_ref_cumsum, NUM, IDX, 0}
+#define XF_REF_INSTANCE_NORM {xf_ref_group_norm, FLT, FLT, 0}
+#define XF_REF_GROUP_NORM {xf_ref_group_norm, FLT, FLT, 0}
+#define XF_REF_MEAN_VARIANCE_NORM {xf_ref_mvn, FLT, 0, 0}
+#define XF_REF_LRN {xf_ref_lrn, FLT, 0, 0}
+#define XF_REF_LP_NORM {xf_ref_lp_norm, FLT, 0, 0}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

@@ -1,19 +1,13 @@
 /* cpu_ref normalizations and reductions: BatchNormalization (inference),
- * LayerNormalization, Softmax/LogSoftmax, Reduce*.  Generic over the
- * floating dtypes (reductions also over integers), computed in double. */
+ * LayerNormalization, Softmax/LogSoftmax, Reduce*, InstanceNormalization,
+ * GroupNormalization, MeanVarianceNormalization, LRN, LpNormalization.
+ * Generic over the floating dtypes (reductions also over integers),
+ * computed in double. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int64_t prod_dims(const xf_shape *s, int from, int to)
-{
-    int64_t p = 1;
-    for (int d = from; d < to; d++)
-        p *= s->dims[d];
-    return p;
-}
 
 static double ld(const xf_tensor_view *v, int64_t i) { return xf_rt_load_f64(v->dtype, v->data, i); }
 static void st(const xf_tensor_view *v, int64_t i, double x) { xf_rt_store_f64(v->dtype, v->data, i, x); }
@@ -30,7 +24,7 @@ xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf
         if (xf_rt_numel(&in[k]) != channels)
             return xf_rt_bad_node(err, n, "input %d has %lld elements for %lld channels", k,
                                   (long long)xf_rt_numel(&in[k]), (long long)channels);
-    int64_t inner = prod_dims(&x->shape, 2, x->shape.ndim), numel = xf_rt_numel(x);
+    int64_t inner = xf_rt_dims_product(&x->shape, 2, x->shape.ndim), numel = xf_rt_numel(x);
     for (int64_t i = 0; i < numel; i++) {
         int64_t c = i / inner % channels;
         double inv = 1.0 / sqrt(ld(&in[4], c) + (double)n->attrs.epsilon);
@@ -53,7 +47,7 @@ xf_status xf_ref_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf
     if (axis < 0)
         return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
     xf_shape norm = xf_shape_make(x->shape.ndim - axis, x->shape.dims + axis);
-    int64_t outer = prod_dims(&x->shape, 0, axis), inner = xf_shape_numel(&norm);
+    int64_t outer = xf_rt_dims_product(&x->shape, 0, axis), inner = xf_shape_numel(&norm);
     if (!xf_rt_broadcastable(&in[1].shape, &norm) || (bias && !xf_rt_broadcastable(&bias->shape, &norm)))
         return xf_rt_bad_node(err, n, "scale or bias does not broadcast to the normalized shape");
     if ((mean_out && xf_rt_numel(mean_out) != outer) || (inv_out && xf_rt_numel(inv_out) != outer))
@@ -99,13 +93,13 @@ xf_status xf_ref_softmax(const xf_node *n, const xf_tensor_view *in, const xf_te
     int axis = xf_rt_axis(n->attrs.axis, rank);
     if (axis < 0)
         return xf_rt_bad_node(err, n, "axis %lld out of range for rank %d", (long long)n->attrs.axis, rank);
-    int64_t outer = prod_dims(&x->shape, 0, axis), len, inner;
+    int64_t outer = xf_rt_dims_product(&x->shape, 0, axis), len, inner;
     if (n->attrs.softmax_legacy) {
-        len = prod_dims(&x->shape, axis, rank);
+        len = xf_rt_dims_product(&x->shape, axis, rank);
         inner = 1;
     } else {
         len = x->shape.dims[axis];
-        inner = prod_dims(&x->shape, axis + 1, rank);
+        inner = xf_rt_dims_product(&x->shape, axis + 1, rank);
     }
     bool log_form = n->op == XF_OP_LOG_SOFTMAX;
     for (int64_t o = 0; o < outer; o++)
@@ -124,10 +118,52 @@ xf_status xf_ref_softmax(const xf_node *n, const xf_tensor_view *in, const xf_te
     return XF_OK;
 }
 
-/* Reduce{Mean,Sum,Max,Min,Prod}.  Axes come from the attribute (older
- * opsets) or input 1 (ReduceSum 13, all of them from 18); none means all
- * axes, or nothing at all with noop_with_empty_axes.  keepdims does not
- * change the order of the output elements, only the output's shape. */
+/* The strides that take an element of shape s to its element of the
+ * reduction over the axes marked in reduced[] (s with those axes as 1,
+ * dense, the reduced axes at stride 0); returns that reduction's size. */
+static int64_t reduce_strides(const xf_shape *s, const bool *reduced, int64_t *strides)
+{
+    xf_shape kept = *s;
+    for (int d = 0; d < s->ndim; d++)
+        if (reduced[d])
+            kept.dims[d] = 1;
+    xf_rt_dense_strides(&kept, strides);
+    for (int d = 0; d < s->ndim; d++)
+        if (reduced[d])
+            strides[d] = 0;
+    return xf_shape_numel(&kept);
+}
+
+/* Folds every element of x into acc[o], o its output element (strides:
+ * the output's, 0 on the reduced axes), as Reduce`op` does; shift: what
+ * ReduceLogSumExp subtracts before exp. */
+static void reduce_pass(xf_op op, const xf_tensor_view *x, const int64_t *strides, double *acc,
+                        const double *shift)
+{
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &x->shape);
+    xf_rt_iter_add(&it, strides, 0);
+    for (int64_t i = 0, n_in = xf_rt_numel(x); i < n_in; i++, xf_rt_iter_next(&it)) {
+        double v = ld(x, i), *r = &acc[it.off[0]];
+        switch (op) {
+        case XF_OP_REDUCE_MAX: *r = v > *r || isnan(v) ? v : *r; break;
+        case XF_OP_REDUCE_MIN: *r = v < *r || isnan(v) ? v : *r; break;
+        case XF_OP_REDUCE_PROD: *r *= v; break;
+        case XF_OP_REDUCE_L1: *r += fabs(v); break;
+        case XF_OP_REDUCE_L2:
+        case XF_OP_REDUCE_SUM_SQUARE: *r += v * v; break;
+        case XF_OP_REDUCE_LOG_SUM_EXP: *r += exp(v - shift[it.off[0]]); break;
+        default: *r += v; break;
+        }
+    }
+}
+
+/* Reduce{Mean,Sum,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare}.  Axes
+ * come from the attribute (older opsets) or input 1 (ReduceSum 13, all of
+ * them from 18); none means all axes, or none at all with
+ * noop_with_empty_axes.  keepdims does not change the order of the output
+ * elements, only the output's shape.  An empty input reduces to what the
+ * sums give: 0, and -inf for the logarithms. */
 xf_status xf_ref_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                         xf_error *err)
 {
@@ -152,54 +188,190 @@ xf_status xf_ref_reduce(const xf_node *n, const xf_tensor_view *in, const xf_ten
             reduced[ax] = true;
         }
     }
-    if (n_axes == 0) {
-        if (a->noop_with_empty_axes) {
-            if (xf_rt_bytes(y) != xf_rt_bytes(x))
-                return xf_rt_bad_node(err, n, "input and output sizes differ");
-            if (xf_rt_bytes(y))
-                memcpy(y->data, x->data, xf_rt_bytes(y));
-            return XF_OK;
-        }
-        for (int d = 0; d < rank; d++)
-            reduced[d] = true;
+    /* With noop_with_empty_axes and no axes nothing is reduced, but the
+     * elementwise part of the op still applies (ReduceSumSquare squares):
+     * every element is a set of its own. */
+    bool identity = n->op == XF_OP_REDUCE_MEAN || n->op == XF_OP_REDUCE_SUM || n->op == XF_OP_REDUCE_MAX ||
+                    n->op == XF_OP_REDUCE_MIN || n->op == XF_OP_REDUCE_PROD;
+    if (n_axes == 0 && a->noop_with_empty_axes && identity) {
+        if (xf_rt_bytes(y) != xf_rt_bytes(x))
+            return xf_rt_bad_node(err, n, "input and output sizes differ");
+        if (xf_rt_bytes(y))
+            memcpy(y->data, x->data, xf_rt_bytes(y));
+        return XF_OK;
     }
-    xf_shape kept = x->shape;
-    for (int d = 0; d < rank; d++)
-        if (reduced[d])
-            kept.dims[d] = 1;
-    int64_t n_out = xf_shape_numel(&kept), n_in = xf_rt_numel(x);
+    for (int d = 0; n_axes == 0 && !a->noop_with_empty_axes && d < rank; d++)
+        reduced[d] = true;
+    int64_t strides[XF_MAX_DIMS];
+    int64_t n_out = reduce_strides(&x->shape, reduced, strides), n_in = xf_rt_numel(x);
     if (xf_rt_numel(y) != n_out)
         return xf_rt_bad_node(err, n, "output size does not match the reduced shape");
-    int64_t strides[XF_MAX_DIMS];
-    xf_rt_dense_strides(&kept, strides);
-    for (int d = 0; d < rank; d++)
-        if (reduced[d])
-            strides[d] = 0;
 
     double init = n->op == XF_OP_REDUCE_MAX    ? -INFINITY
                   : n->op == XF_OP_REDUCE_MIN  ? INFINITY
                   : n->op == XF_OP_REDUCE_PROD ? 1.0
                                                : 0.0;
-    double *acc = malloc(sizeof *acc * (size_t)(n_out > 0 ? n_out : 1));
+    /* ReduceLogSumExp sums exp(x - shift), shift being the largest element
+     * of the set (0 when that is not finite), as ONNX's reference does */
+    bool lse = n->op == XF_OP_REDUCE_LOG_SUM_EXP;
+    double *acc = malloc(sizeof *acc * (size_t)(n_out > 0 ? n_out : 1) * (lse ? 2 : 1));
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    double *shift = lse ? acc + n_out : NULL;
     for (int64_t i = 0; i < n_out; i++)
         acc[i] = init;
+    if (lse) {
+        for (int64_t i = 0; i < n_out; i++)
+            shift[i] = -INFINITY;
+        reduce_pass(XF_OP_REDUCE_MAX, x, strides, shift, NULL);
+        for (int64_t i = 0; i < n_out; i++)
+            shift[i] = isfinite(shift[i]) ? shift[i] : 0.0;
+    }
+    reduce_pass(n->op, x, strides, acc, shift);
+    double count = n_out ? (double)(n_in / n_out) : 0.0;
+    for (int64_t i = 0; i < n_out; i++) {
+        double r = acc[i];
+        switch (n->op) {
+        case XF_OP_REDUCE_MEAN: r /= count; break;
+        case XF_OP_REDUCE_L2: r = sqrt(r); break;
+        case XF_OP_REDUCE_LOG_SUM: r = log(r); break;
+        case XF_OP_REDUCE_LOG_SUM_EXP: r = log(r) + shift[i]; break;
+        default: break;
+        }
+        st(y, i, r);
+    }
+    free(acc);
+    return XF_OK;
+}
+
+/* InstanceNormalization and GroupNormalization: x [N, C, ...] in groups of
+ * C / G consecutive channels (InstanceNormalization: G = C), each
+ * normalized over its elements: y = scale * (x - mean) / sqrt(var +
+ * epsilon) + bias, var being the mean squared deviation, scale and bias
+ * per channel, or (GroupNormalization before opset 21) per group. */
+xf_status xf_ref_group_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    if (x->shape.ndim < 2)
+        return xf_rt_bad_node(err, n, "input needs batch and channel dimensions");
+    int64_t chans = x->shape.dims[1], inner = xf_rt_dims_product(&x->shape, 2, x->shape.ndim);
+    int64_t groups = n->op == XF_OP_GROUP_NORM ? n->attrs.group : chans, n_par = xf_rt_numel(&in[1]);
+    if (xf_rt_numel(x) == 0)
+        return XF_OK;
+    if (groups < 1 || chans % groups != 0)
+        return xf_rt_bad_node(err, n, "%lld groups do not divide %lld channels", (long long)groups,
+                              (long long)chans);
+    if ((n_par != chans && n_par != groups) || xf_rt_numel(&in[2]) != n_par)
+        return xf_rt_bad_node(err, n, "scale and bias have %lld and %lld elements for %lld channels in %lld groups",
+                              (long long)n_par, (long long)xf_rt_numel(&in[2]), (long long)chans, (long long)groups);
+    int64_t per = chans / groups, block = per * inner;
+    for (int64_t base = 0; base < xf_rt_numel(x); base += block) {
+        int64_t g = base / block % groups;
+        double mean = 0.0, var = 0.0;
+        for (int64_t i = 0; i < block; i++)
+            mean += ld(x, base + i);
+        mean /= (double)block;
+        for (int64_t i = 0; i < block; i++) {
+            double d = ld(x, base + i) - mean;
+            var += d * d;
+        }
+        double sd = sqrt(var / (double)block + (double)n->attrs.epsilon);
+        for (int64_t i = 0; i < block; i++) {
+            int64_t p = n_par == chans ? g * per + i / inner : g;
+            st(y, base + i, ld(&in[1], p) * (ld(x, base + i) - mean) / sd + ld(&in[2], p));
+        }
+    }
+    return XF_OK;
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over the axes,
+ * as ONNX's function body computes it (its variance, E[x^2] - E[x]^2, taken
+ * here as the mean squared deviation, which cannot come out negative). */
+xf_status xf_ref_mvn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    const xf_attrs *a = &n->attrs;
+    bool reduced[XF_MAX_DIMS] = {false};
+    for (int i = 0; i < a->n_axes; i++) {
+        int ax = xf_rt_axis(a->axes[i], x->shape.ndim);
+        if (ax < 0)
+            return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)a->axes[i]);
+        reduced[ax] = true;
+    }
+    int64_t strides[XF_MAX_DIMS];
+    int64_t n_stat = reduce_strides(&x->shape, reduced, strides), numel = xf_rt_numel(x);
+    if (numel == 0)
+        return XF_OK;
+    double *mean = calloc((size_t)n_stat * 2, sizeof *mean);
+    if (!mean)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    double *var = mean + n_stat, count = (double)(numel / n_stat);
+    reduce_pass(XF_OP_REDUCE_SUM, x, strides, mean, NULL);
+    for (int64_t o = 0; o < n_stat; o++)
+        mean[o] /= count;
     xf_rt_iter it;
     xf_rt_iter_init(&it, &x->shape);
     xf_rt_iter_add(&it, strides, 0);
-    for (int64_t i = 0; i < n_in; i++, xf_rt_iter_next(&it)) {
-        double v = ld(x, i), *r = &acc[it.off[0]];
-        switch (n->op) {
-        case XF_OP_REDUCE_MAX: *r = v > *r || isnan(v) ? v : *r; break;
-        case XF_OP_REDUCE_MIN: *r = v < *r || isnan(v) ? v : *r; break;
-        case XF_OP_REDUCE_PROD: *r *= v; break;
-        default: *r += v; break;
-        }
+    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it)) {
+        double d = ld(x, i) - mean[it.off[0]];
+        var[it.off[0]] += d * d;
     }
-    double count = n_out ? (double)(n_in / n_out) : 0.0;
-    for (int64_t i = 0; i < n_out; i++)
-        st(y, i, n->op == XF_OP_REDUCE_MEAN ? acc[i] / count : acc[i]);
-    free(acc);
+    xf_rt_iter_init(&it, &x->shape);
+    xf_rt_iter_add(&it, strides, 0);
+    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it))
+        st(y, i, (ld(x, i) - mean[it.off[0]]) / (sqrt(var[it.off[0]] / count) + 1e-9));
+    free(mean);
+    return XF_OK;
+}
+
+/* LRN across channels: y = x / (bias + alpha / size * s)^beta, s the sum
+ * of squares over channels c - floor((size - 1) / 2) to c + ceil((size -
+ * 1) / 2) that exist. */
+xf_status xf_ref_lrn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    const xf_attrs *a = &n->attrs;
+    if (x->shape.ndim < 2 || a->lrn_size < 1)
+        return xf_rt_bad_node(err, n, "input needs a channel dimension and size (%lld) must be positive",
+                              (long long)a->lrn_size);
+    int64_t chans = x->shape.dims[1], inner = xf_rt_dims_product(&x->shape, 2, x->shape.ndim);
+    int64_t below = (a->lrn_size - 1) / 2, above = a->lrn_size - 1 - below;
+    double scale = (double)a->alpha / (double)a->lrn_size;
+    for (int64_t i = 0; i < xf_rt_numel(x); i++) {
+        int64_t c = i / inner % chans, first = c - below < 0 ? 0 : c - below;
+        int64_t last = c + above >= chans ? chans - 1 : c + above;
+        double sum = 0.0;
+        for (int64_t k = first; k <= last; k++) {
+            double v = ld(x, i + (k - c) * inner);
+            sum += v * v;
+        }
+        st(y, i, ld(x, i) / pow((double)a->lrn_bias + scale * sum, (double)a->beta));
+    }
+    return XF_OK;
+}
+
+/* LpNormalization: x divided by its L1 (p = 1) or L2 (p = 2) norm along
+ * axis; where that norm is 0 the result is 0 (as ONNX's reference gives). */
+xf_status xf_ref_lp_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    int rank = x->shape.ndim, axis = xf_rt_axis(n->attrs.axis, rank), p = n->attrs.lp_p;
+    if (axis < 0 || (p != 1 && p != 2))
+        return xf_rt_bad_node(err, n, "axis %lld or p %d is not valid for rank %d", (long long)n->attrs.axis, p,
+                              rank);
+    int64_t outer = xf_rt_dims_product(&x->shape, 0, axis), len = x->shape.dims[axis];
+    int64_t inner = xf_rt_dims_product(&x->shape, axis + 1, rank);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t base = o * len * inner + j;
+            double norm = 0.0;
+            for (int64_t i = 0; i < len; i++) {
+                double v = ld(x, base + i * inner);
+                norm += p == 1 ? fabs(v) : v * v;
+            }
+            norm = p == 1 ? norm : sqrt(norm);
+            for (int64_t i = 0; i < len; i++)
+                st(y, base + i * inner, norm == 0.0 ? 0.0 : ld(x, base + i * inner) / norm);
+        }
     return XF_OK;
 }

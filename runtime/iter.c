@@ -13,6 +13,14 @@ int xf_rt_axis(int64_t axis, int rank)
     return axis < 0 || axis >= rank ? -1 : (int)axis;
 }
 
+int64_t xf_rt_dims_product(const xf_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= s->dims[d];
+    return p;
+}
+
 void xf_rt_dense_strides(const xf_shape *s, int64_t *strides)
 {
     int64_t acc = 1;

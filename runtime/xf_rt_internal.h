@@ -49,6 +49,9 @@ static inline size_t xf_rt_bytes(const xf_tensor_view *v)
 }
 /* axis in [-rank, rank) made non-negative; -1 when out of range. */
 int xf_rt_axis(int64_t axis, int rank);
+/* Product of s's dims [from, to) (1 when empty): the outer or inner extent
+ * of a tensor seen as outer x len x inner around an axis. */
+int64_t xf_rt_dims_product(const xf_shape *s, int from, int to);
 /* Element strides of a dense row-major shape. */
 void xf_rt_dense_strides(const xf_shape *s, int64_t *strides);
 /* Whether a and b agree on every dimension except `axis` (concat pieces). */
@@ -129,6 +132,15 @@ xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf
 xf_status xf_ref_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_softmax(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* InstanceNormalization and GroupNormalization */
+xf_status xf_ref_group_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_mvn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_lrn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_lp_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* along one axis: ArgMax/ArgMin, Hardmax, CumSum (cpu_ref_axis.c) */
+xf_status xf_ref_arg_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_hardmax(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_cumsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* data movement (cpu_ref_movement.c) */
 xf_status xf_ref_copy(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_dropout(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

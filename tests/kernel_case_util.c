@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 xf_tensor *mk(xf_dtype t, int ndim, const int64_t *dims, const void *data)
 {
@@ -71,14 +72,26 @@ xf_graph *case_graph(const node_case *c)
     return g;
 }
 
+/* The case's graph inputs, in order. */
+static void case_feeds(const node_case *c, xf_tensor **feeds)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] && (c->feed & (1u << i)))
+            feeds[n++] = c->in[i];
+}
+
+static void release_inputs(node_case *c)
+{
+    for (int k = 0; k < c->n_in; k++)
+        xf_tensor_release(c->in[k]);
+}
+
 void run_case(node_case *c, xf_tensor **outs)
 {
     xf_graph *g = case_graph(c);
     xf_tensor *feeds[8];
-    int n_feeds = 0;
-    for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] && (c->feed & (1u << i)))
-            feeds[n_feeds++] = c->in[i];
+    case_feeds(c, feeds);
     xf_tensor *dyn[8];
     for (int mode = 0; mode < 2; mode++) {
         xf_session_options opt = {.force_dynamic = mode == 1};
@@ -97,8 +110,7 @@ void run_case(node_case *c, xf_tensor **outs)
         xf_tensor_release(dyn[k]);
     }
     xf_graph_free(g);
-    for (int i = 0; i < c->n_in; i++)
-        xf_tensor_release(c->in[i]);
+    release_inputs(c);
     xf_tensor_release(c->a.value);
 }
 
@@ -107,6 +119,32 @@ xf_tensor *run1(node_case c)
     xf_tensor *out;
     run_case(&c, &out);
     return out;
+}
+
+void expect_infer_error(node_case c, const char *msg)
+{
+    xf_graph *g = case_graph(&c);
+    xf_error e = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, c.opset, &e) == XF_ERR_INVALID, "passed; want '%s'", msg);
+    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
+    xf_graph_free(g);
+    release_inputs(&c);
+}
+
+void expect_run_error(node_case c, const char *msg)
+{
+    xf_graph *g = case_graph(&c);
+    xf_tensor *feeds[8];
+    case_feeds(&c, feeds);
+    xf_session *s;
+    xf_error e = {0};
+    ck_assert_msg(xf_session_create(g, c.opset, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *out = NULL;
+    ck_assert_msg(xf_session_run(s, feeds, &out, &e) != XF_OK, "ran; want '%s'", msg);
+    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
+    xf_session_free(s);
+    xf_graph_free(g);
+    release_inputs(&c);
 }
 
 xf_tensor *iota_f32(int ndim, const int64_t *dims, float start)

@@ -264,23 +264,6 @@ END_TEST
 
 /* ------------------------------------------------------------ errors */
 
-static void release_inputs(node_case *c)
-{
-    for (int k = 0; k < c->n_in; k++)
-        xf_tensor_release(c->in[k]);
-}
-
-/* Shape inference rejects the case with a message naming the node. */
-static void expect_infer_error(node_case c, const char *msg)
-{
-    xf_graph *g = case_graph(&c);
-    xf_error e = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, c.opset, &e) == XF_ERR_INVALID, "passed; want '%s'", msg);
-    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
-    xf_graph_free(g);
-    release_inputs(&c);
-}
-
 /* Operands and attributes that do not fit fail inference, naming the node. */
 START_TEST(shape_errors)
 {
@@ -319,26 +302,6 @@ START_TEST(shape_errors)
     expect_infer_error(c, "input 2 must be INT64");
 }
 END_TEST
-
-/* A run-time value that does not fit fails the run, naming the node. */
-static void expect_run_error(node_case c, const char *msg)
-{
-    xf_graph *g = case_graph(&c);
-    xf_tensor *feeds[8];
-    int n = 0;
-    for (int i = 0; i < c.n_in; i++)
-        if (c.in[i] && (c.feed & (1u << i)))
-            feeds[n++] = c.in[i];
-    xf_session *s;
-    xf_error e = {0};
-    ck_assert_msg(xf_session_create(g, c.opset, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
-    xf_tensor *out = NULL;
-    ck_assert_msg(xf_session_run(s, feeds, &out, &e) != XF_OK, "ran; want '%s'", msg);
-    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
-    xf_session_free(s);
-    xf_graph_free(g);
-    release_inputs(&c);
-}
 
 START_TEST(run_errors)
 {

@@ -349,37 +349,23 @@ END_TEST
 
 /* ------------------------------------------------------------ errors */
 
-/* Shape inference rejects the case with a message naming the node. */
-static void expect_infer_error(node_case c, xf_status want, const char *msg)
-{
-    xf_graph *g = case_graph(&c);
-    xf_error e = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, c.opset, &e) == want, "status %d; want '%s'", e.status, msg);
-    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
-    xf_graph_free(g);
-    for (int k = 0; k < c.n_in; k++)
-        xf_tensor_release(c.in[k]);
-}
-
 START_TEST(operand_and_attribute_errors)
 {
-    expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(2, 3), 0, 0, 0, 0, 0, 0), F32(DIMS(2), 0, 0)),
-                       XF_ERR_INVALID, "slope of shape 2 does not broadcast to X's shape 2x3");
+    expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(2, 3), 0, 0, 0, 0, 0, 0), F32(DIMS(2), 0, 0)), "slope of shape 2 does not broadcast to X's shape 2x3");
     /* one way only: the slope may not widen X */
-    expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(3), 0, 0, 0), F32(DIMS(2, 3), 0, 0, 0, 0, 0, 0)),
-                       XF_ERR_INVALID, "slope of shape 2x3 does not broadcast to X's shape 3");
+    expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(3), 0, 0, 0), F32(DIMS(2, 3), 0, 0, 0, 0, 0, 0)), "slope of shape 2x3 does not broadcast to X's shape 3");
     node_case c = make_case(XF_OP_PRELU, 2, F32(DIMS(2, 3), 0, 0, 0, 0, 0, 0), F32(DIMS(2), 0, 0));
     c.a.prelu_channels = true;
-    expect_infer_error(c, XF_ERR_INVALID, "before opset 7 a slope is one value, one per channel or one per element");
-    expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(1), 0), I32(DIMS(1), 0)), XF_ERR_INVALID,
+    expect_infer_error(c, "before opset 7 a slope is one value, one per channel or one per element");
+    expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(1), 0), I32(DIMS(1), 0)),
                        "input 0 is FLOAT but input 1 is INT32");
-    expect_infer_error(make_case(XF_OP_BIT_SHIFT, 2, I32(DIMS(1), 1), I32(DIMS(1), 1)), XF_ERR_INVALID,
+    expect_infer_error(make_case(XF_OP_BIT_SHIFT, 2, I32(DIMS(1), 1), I32(DIMS(1), 1)),
                        "shifts unsigned integers, got INT32");
-    expect_infer_error(make_case(XF_OP_MEAN, 2, F32(DIMS(2), 0, 0), F32(DIMS(3), 0, 0, 0)), XF_ERR_INVALID,
+    expect_infer_error(make_case(XF_OP_MEAN, 2, F32(DIMS(2), 0, 0), F32(DIMS(3), 0, 0, 0)),
                        "shapes 2 and 3 are not broadcastable");
     c = make_case(XF_OP_CELU, 1, F32(DIMS(1), 0));
     c.a.alpha = 0;
-    expect_infer_error(c, XF_ERR_INVALID, "alpha must not be 0");
+    expect_infer_error(c, "alpha must not be 0");
 }
 END_TEST
 

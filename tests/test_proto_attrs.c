@@ -1,7 +1,8 @@
 /* ONNX import/export of the attributes of ops added after the core set
  * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
  * DequantizeLinear, RoiAlign, NonMaxSuppression, the elementwise ops of
- * test_elementwise.c): what import keeps, what leaves a node opaque, and
+ * test_elementwise.c, the reductions and normalizations of
+ * test_reduce_norm): what import keeps, what leaves a node opaque, and
  * that export gives back the same attributes. */
 #include <check.h>
 #include <stdlib.h>
@@ -485,6 +486,184 @@ START_TEST(test_prelu_opsets)
 }
 END_TEST
 
+/* A node of op on x (and `second`, when not NULL) into out, for the
+ * reductions and normalizations graph. */
+static Onnx__NodeProto *norm_node(Onnx__GraphProto *g, const char *op, const char *second, const char *third,
+                                  const char *out, xf_dtype out_type)
+{
+    Onnx__NodeProto *n = mk_node(op, out, (const char *[]){"x", second, third, NULL}, (const char *[]){out, NULL});
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi(out, out_type, -1, NULL, NULL));
+    return n;
+}
+
+/* Every op of the group on x [2, 4, 3, 3] under opset (the reductions'
+ * axes an input from 18, an attribute before), each attribute away from
+ * its default. */
+static Onnx__GraphProto *norm_graph(int64_t opset)
+{
+    static const int64_t d[] = {2, 4, 3, 3}, one[] = {1}, four[] = {4}, axis = 1, mvn_axes[] = {1, -1};
+    static const float ones[] = {1, 1, 1, 1}, zeros[] = {0, 0, 0, 0};
+    static const char *const reduces[] = {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                                          "ReduceSumSquare"};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("axes", XF_DT_INT64, 1, one, &axis, sizeof axis));
+    PUSH(g->n_initializer, g->initializer, mk_raw("axis", XF_DT_INT64, 0, NULL, &axis, sizeof axis));
+    PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, four, ones, sizeof ones));
+    PUSH(g->n_initializer, g->initializer, mk_raw("b", XF_DT_FLOAT, 1, four, zeros, sizeof zeros));
+    for (int i = 0; i < 5; i++) {
+        Onnx__NodeProto *n = norm_node(g, reduces[i], opset >= 18 ? "axes" : NULL, NULL, reduces[i], XF_DT_FLOAT);
+        if (opset < 18)
+            attr_ints(n, "axes", 1, &axis);
+        attr_int(n, "keepdims", 0);
+    }
+    Onnx__NodeProto *n = norm_node(g, "ArgMax", NULL, NULL, "amax", XF_DT_INT64);
+    attr_int(n, "axis", 2);
+    attr_int(n, "keepdims", 0);
+    if (opset >= 12)
+        attr_int(n, "select_last_index", 1);
+    attr_int(norm_node(g, "ArgMin", NULL, NULL, "amin", XF_DT_INT64), "axis", -1);
+    attr_int(norm_node(g, "Hardmax", NULL, NULL, "hmax", XF_DT_FLOAT), "axis", 2);
+    n = norm_node(g, "CumSum", "axis", NULL, "csum", XF_DT_FLOAT);
+    attr_int(n, "exclusive", 1);
+    attr_int(n, "reverse", 1);
+    attr_float(norm_node(g, "InstanceNormalization", "s", "b", "inorm", XF_DT_FLOAT), "epsilon", 0.01f);
+    attr_ints(norm_node(g, "MeanVarianceNormalization", NULL, NULL, "mvn", XF_DT_FLOAT), "axes", 2, mvn_axes);
+    n = norm_node(g, "LRN", NULL, NULL, "lrn", XF_DT_FLOAT);
+    attr_float(n, "alpha", 0.01f);
+    attr_float(n, "beta", 0.5f);
+    attr_float(n, "bias", 2);
+    attr_int(n, "size", 3);
+    n = norm_node(g, "LpNormalization", NULL, NULL, "lp", XF_DT_FLOAT);
+    attr_int(n, "axis", 1);
+    attr_int(n, "p", 1);
+    if (opset >= 21) {
+        n = norm_node(g, "GroupNormalization", "s", "b", "gnorm", XF_DT_FLOAT);
+        attr_int(n, "num_groups", 2);
+        attr_float(n, "epsilon", 0.001f);
+        attr_int(n, "stash_type", 1);
+    }
+    return g;
+}
+
+static const xf_attrs *op_attrs(const xf_model *m, xf_op op)
+{
+    int i = find_node_op(m->graph, op);
+    ck_assert_msg(i >= 0, "no %s node", xf_op_name(op));
+    return &m->graph->nodes[i].attrs;
+}
+
+/* The reductions keep axes (attribute or input), keepdims; ArgMax and
+ * ArgMin axis, keepdims, select_last_index (opset 12+); Hardmax its axis
+ * (2-D at axis before 13); CumSum exclusive and reverse; the
+ * normalizations epsilon, num_groups, axes, LRN's alpha, beta, bias and
+ * size, LpNormalization's axis and p.  Each form comes back alike from
+ * export. */
+START_TEST(test_reduce_norm_attributes)
+{
+    static const int64_t opsets[] = {11, 13, 21};
+    for (int f = 0; f < 3; f++) {
+        int64_t opset = opsets[f];
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(norm_graph(opset), opset, counts);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], 0);
+        for (xf_op op = XF_OP_REDUCE_L1; op <= XF_OP_LP_NORM; op++)
+            ck_assert_msg(counts[op] == (op != XF_OP_GROUP_NORM || opset >= 21), "%s", xf_op_name(op));
+        const xf_attrs *a = op_attrs(m, XF_OP_REDUCE_LOG_SUM_EXP);
+        ck_assert(a->keepdims == 0 && a->has_axes == (opset < 18));
+        a = op_attrs(m, XF_OP_ARG_MAX);
+        ck_assert(a->axis == 2 && a->keepdims == 0 && a->select_last_index == (opset >= 12));
+        ck_assert(op_attrs(m, XF_OP_ARG_MIN)->axis == -1 && op_attrs(m, XF_OP_ARG_MIN)->keepdims == 1);
+        ck_assert(op_attrs(m, XF_OP_HARDMAX)->axis == 2 && op_attrs(m, XF_OP_HARDMAX)->softmax_legacy == (opset < 13));
+        a = op_attrs(m, XF_OP_CUM_SUM);
+        ck_assert(a->cumsum_exclusive == 1 && a->cumsum_reverse == 1);
+        ck_assert(op_attrs(m, XF_OP_INSTANCE_NORM)->epsilon == 0.01f);
+        a = op_attrs(m, XF_OP_MEAN_VARIANCE_NORM);
+        ck_assert(a->n_axes == 2 && a->axes[0] == 1 && a->axes[1] == -1);
+        a = op_attrs(m, XF_OP_LRN);
+        ck_assert(a->alpha == 0.01f && a->beta == 0.5f && a->lrn_bias == 2 && a->lrn_size == 3);
+        ck_assert(op_attrs(m, XF_OP_LP_NORM)->axis == 1 && op_attrs(m, XF_OP_LP_NORM)->lp_p == 1);
+        if (opset >= 21)
+            ck_assert(op_attrs(m, XF_OP_GROUP_NORM)->group == 2 && op_attrs(m, XF_OP_GROUP_NORM)->epsilon == 0.001f);
+        /* shapes: ArgMax [2, 4, 3], the reductions [2, 3, 3] */
+        const xf_value *v = &m->graph->values[m->graph->nodes[find_node_op(m->graph, XF_OP_ARG_MAX)].outputs[0]];
+        ck_assert(v->dtype == XF_DT_INT64 && v->shape.ndim == 3 && v->shape.dims[2] == 3);
+        v = &m->graph->values[m->graph->nodes[find_node_op(m->graph, XF_OP_REDUCE_L2)].outputs[0]];
+        ck_assert(v->shape.ndim == 3 && v->shape.dims[0] == 2 && v->shape.dims[1] == 3);
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* Defaults are left unsaid (MeanVarianceNormalization's axes [0, 2, 3],
+ * Hardmax's axis), required attributes are written (LRN's size,
+ * GroupNormalization's num_groups); a missing required attribute, a
+ * stash_type other than float or select_last_index before opset 12 leave
+ * the node opaque, and select_last_index cannot be written there. */
+START_TEST(test_reduce_norm_defaults_and_refusals)
+{
+    static const int64_t d[] = {1, 4, 2, 2};
+    for (int form = 0; form < 5; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
+        PUSH(g->n_input, g->input, mk_vi("s", XF_DT_FLOAT, 1, (const int64_t[]){4}, NULL));
+        norm_node(g, "MeanVarianceNormalization", NULL, NULL, "mvn", XF_DT_FLOAT);
+        norm_node(g, "Hardmax", NULL, NULL, "hmax", XF_DT_FLOAT);
+        Onnx__NodeProto *lrn = norm_node(g, "LRN", NULL, NULL, "lrn", XF_DT_FLOAT);
+        Onnx__NodeProto *gn = norm_node(g, "GroupNormalization", "s", "s", "gnorm", XF_DT_FLOAT);
+        Onnx__NodeProto *am = norm_node(g, "ArgMax", NULL, NULL, "amax", XF_DT_INT64);
+        if (form != 1)
+            attr_int(lrn, "size", 5);
+        if (form != 2)
+            attr_int(gn, "num_groups", 4);
+        if (form == 3)
+            attr_int(gn, "stash_type", 0);
+        if (form == 4)
+            attr_int(am, "select_last_index", 1);
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, form == 4 ? 11 : 21, counts);
+        ck_assert_int_eq(counts[XF_OP_LRN], form != 1);
+        ck_assert_int_eq(counts[XF_OP_GROUP_NORM], form != 2 && form != 3);
+        ck_assert_int_eq(counts[XF_OP_ARG_MAX], form != 4);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], form != 0);
+        if (form == 0) {
+            const xf_attrs *a = op_attrs(m, XF_OP_MEAN_VARIANCE_NORM);
+            ck_assert(a->n_axes == 3 && a->axes[0] == 0 && a->axes[1] == 2 && a->axes[2] == 3);
+            uint8_t *buf;
+            size_t len;
+            xf_error e;
+            ck_assert_msg(xf_model_save_buffer(m, &buf, &len, &e) == XF_OK, "%s", e.msg);
+            Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+            ck_assert(mp && mp->graph && mp->graph->n_node == 5);
+            for (size_t i = 0; i < mp->graph->n_node; i++) {
+                const Onnx__NodeProto *n = mp->graph->node[i];
+                bool required = strcmp(n->op_type, "LRN") == 0 || strcmp(n->op_type, "GroupNormalization") == 0;
+                ck_assert_msg(n->n_attribute == (required ? 1u : 0u), "%s has %zu attributes", n->op_type,
+                              n->n_attribute);
+            }
+            onnx__model_proto__free_unpacked(mp, NULL);
+            free(buf);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(norm_graph(11), 11, counts);
+    xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_ARG_MAX)];
+    n->attrs.select_last_index = 1;
+    uint8_t *buf;
+    size_t len;
+    xf_error e;
+    ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(e.msg, "node 'amax' (ArgMax)") && strstr(e.msg, "select_last_index") &&
+                      strstr(e.msg, "opset 11"),
+                  "%s", e.msg);
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -500,6 +679,8 @@ int main(void)
     tcase_add_test(tc, test_nms_attributes);
     tcase_add_test(tc, test_elementwise_attributes);
     tcase_add_test(tc, test_prelu_opsets);
+    tcase_add_test(tc, test_reduce_norm_attributes);
+    tcase_add_test(tc, test_reduce_norm_defaults_and_refusals);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
