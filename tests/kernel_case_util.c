@@ -46,7 +46,7 @@ node_case make_case(xf_op op, int n_in, ...)
 xf_graph *case_graph(const node_case *c)
 {
     xf_graph *g = xf_graph_create("case");
-    int ins[8], outs[8];
+    int ins[XF_CASE_MAX_IN], outs[8];
     char name[32];
     for (int i = 0; i < c->n_in; i++) {
         snprintf(name, sizeof name, "in%d", i);
@@ -74,7 +74,7 @@ xf_graph *case_graph(const node_case *c)
 void run_case(node_case *c, xf_tensor **outs)
 {
     xf_graph *g = case_graph(c);
-    xf_tensor *feeds[8];
+    xf_tensor *feeds[XF_CASE_MAX_IN];
     int n_feeds = 0;
     for (int i = 0; i < c->n_in; i++)
         if (c->in[i] && (c->feed & (1u << i)))
