@@ -1,8 +1,11 @@
 /* ConvTranspose, RNN and the integer ops of quantized models
  * (DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul,
  * QLinearConv): cpu_ref against hand-computed values, their shape and
- * dtype rules and the errors for operands and attributes that do not
- * fit. */
+ * dtype rules and the errors for operands and attributes that do not fit,
+ * and the cpu backend's ConvTranspose (oneDNN's deconvolution) against
+ * cpu_ref over strides, pads, output_padding, groups, dilations and 1 to
+ * 3 spatial dimensions. */
+#include "backend_util.h"
 #include "kernel_case_util.h"
 #include "xf_test_util.h"
 
@@ -219,6 +222,113 @@ START_TEST(conv_transpose_errors)
     expect_infer_error(c, "must be positive");
     expect_infer_error(make_case(CT, 2, iota_f32(DIMS(1, 2, 4), 0), iota_f32(DIMS(2, 3, 3, 3), 0)),
                        "weight shape 2x3x3x3 does not fit input shape 1x2x4");
+}
+END_TEST
+
+/* ------------------------------------------------------------ ConvTranspose on cpu */
+
+static void check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
+{
+    xf_bt_check_graph(g, opset, "cpu", true, atol, rtol, what);
+}
+
+static xf_attrs *node_attrs(xf_graph *g, int n) { return &g->nodes[n].attrs; }
+
+/* Random transposed convolutions on cpu against cpu_ref: 1-D, 2-D and 3-D,
+ * groups (depthwise among them), strides, dilations, pads, output_padding
+ * (some beyond the end pad, which oneDNN cannot take), output_shape and
+ * auto_pad, bias or none, weights constant or computed. */
+START_TEST(conv_transpose_cpu_random)
+{
+    if (!xf_backend_find("cpu")) {
+        printf("skipped: this build has no oneDNN, so no cpu backend\n");
+        return;
+    }
+    xf_bt_seed(2024);
+    for (int t = 0; t < 48; t++) {
+        int ns = t % 10 == 9 ? 1 : t % 10 == 8 ? 3 : 2;
+        int64_t group = t % 7 == 3 ? 4 : xf_bt_rnd(0, 2) == 0 ? xf_bt_rnd(2, 3) : 1;
+        int64_t cg = t % 7 == 3 ? 1 : xf_bt_rnd(1, t % 5 == 0 ? 12 : 4), mg = t % 7 == 3 ? 1 : xf_bt_rnd(1, 5);
+        int64_t x_dims[5] = {xf_bt_rnd(1, 2), group * cg}, w_dims[5] = {group * cg, mg};
+        int64_t k[3], s[3], pb[3], pe[3], d[3], op[3], full[3];
+        for (int i = 0; i < ns; i++) {
+            k[i] = xf_bt_rnd(1, ns == 3 ? 3 : 5);
+            s[i] = xf_bt_rnd(1, 3);
+            d[i] = xf_bt_rnd(1, 2);
+            x_dims[2 + i] = xf_bt_rnd(1, ns == 3 ? 4 : 9);
+            w_dims[2 + i] = k[i];
+            op[i] = xf_bt_rnd(0, (s[i] > d[i] ? s[i] : d[i]) - 1);
+            /* the pads leave at least one position */
+            pb[i] = xf_bt_rnd(0, (k[i] - 1) * d[i]);
+            pe[i] = t % 4 == 1 ? 0 : xf_bt_rnd(0, (k[i] - 1) * d[i] - pb[i]);
+            full[i] = s[i] * (x_dims[2 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1;
+        }
+        xf_graph *g = xf_graph_create("conv_transpose");
+        int x = xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(2 + ns, x_dims));
+        xf_shape ws = xf_shape_make(2 + ns, w_dims);
+        int w = t % 5 == 2 ? xf_bt_input(g, XF_DT_FLOAT, ws) : xf_bt_random_const(g, ws, false);
+        int b = xf_bt_rnd(0, 1) ? xf_bt_random_const(g, xf_shape_make(1, (int64_t[]){group * mg}), false) : -1;
+        int n = xf_bt_finish_single(g, CT, b >= 0 ? 3 : 2, (int[]){x, w, b});
+        xf_attrs *a = node_attrs(g, n);
+        xf_bt_set_window(a, ns, NULL, s, pb, pe, d);
+        a->group = group;
+        for (int i = 0; i < ns; i++)
+            a->output_padding[i] = op[i];
+        if (t % 6 == 5)
+            a->auto_pad = xf_bt_rnd(0, 1) ? XF_AUTO_PAD_SAME_UPPER : XF_AUTO_PAD_SAME_LOWER;
+        if (t % 6 == 4) {
+            a->has_output_shape = true;
+            for (int i = 0; i < ns; i++) {
+                a->output_shape[i] = full[i] - xf_bt_rnd(-1, 2);
+                if (a->output_shape[i] < 1)
+                    a->output_shape[i] = full[i] + 1;
+            }
+        }
+        char what[96];
+        snprintf(what, sizeof what, "conv_transpose case %d (%dD, group %lld)", t, ns, (long long)group);
+        check_cpu(g, 17, 1e-4, 1e-3, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* A decoder's steps: Conv -> ConvTranspose (k 4, s 2, p 1) -> Relu ->
+ * ConvTranspose (k 3, s 2, p 1, output_padding 1) -> Tanh, channels in
+ * whole blocks so that values may stay in oneDNN's native layout and the
+ * activations fold into the deconvolutions. */
+START_TEST(conv_transpose_cpu_decoder)
+{
+    if (!xf_backend_find("cpu")) {
+        printf("skipped: this build has no oneDNN, so no cpu backend\n");
+        return;
+    }
+    xf_graph *g = xf_graph_create("decoder");
+    int x = xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(4, (int64_t[]){1, 16, 6, 5}));
+    int w1 = xf_bt_random_const(g, xf_shape_make(4, (int64_t[]){32, 16, 3, 3}), false);
+    int w2 = xf_bt_random_const(g, xf_shape_make(4, (int64_t[]){32, 16, 4, 4}), false);
+    int b2 = xf_bt_random_const(g, xf_shape_make(1, (int64_t[]){16}), false);
+    int w3 = xf_bt_random_const(g, xf_shape_make(4, (int64_t[]){16, 3, 3, 3}), false);
+    int v[6] = {x};
+    static const xf_op ops[] = {XF_OP_CONV, CT, XF_OP_RELU, CT, XF_OP_TANH};
+    for (int i = 0; i < 5; i++) {
+        int ins[3] = {v[i], i == 0 ? w1 : i == 1 ? w2 : w3, b2}, outs[1];
+        int n_in = ops[i] == XF_OP_RELU || ops[i] == XF_OP_TANH ? 1 : i == 1 ? 3 : 2;
+        outs[0] = v[i + 1] = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+        int n = xf_graph_add_node(g, ops[i], NULL, n_in, ins, 1, outs);
+        ck_assert_int_ge(n, 0);
+        if (n_in == 1)
+            continue;
+        xf_attrs *a = node_attrs(g, n);
+        a->n_spatial = 2;
+        for (int d = 0; d < 2; d++) {
+            a->pads[d] = a->pads[2 + d] = 1;
+            a->strides[d] = i == 0 ? 1 : 2;
+            a->output_padding[d] = i == 3;
+        }
+    }
+    xf_graph_add_output(g, v[5]);
+    check_cpu(g, 17, 1e-4, 1e-3, "decoder");
+    xf_graph_free(g);
 }
 END_TEST
 
@@ -519,6 +629,8 @@ int main(void)
     tcase_add_test(ct, conv_transpose_dtypes);
     tcase_add_test(ct, conv_transpose_shapes);
     tcase_add_test(ct, conv_transpose_errors);
+    tcase_add_test(ct, conv_transpose_cpu_random);
+    tcase_add_test(ct, conv_transpose_cpu_decoder);
     suite_add_tcase(s, ct);
     TCase *rnn = tcase_create("rnn");
     tcase_add_test(rnn, rnn_directions);
