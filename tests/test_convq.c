@@ -4,9 +4,10 @@
  * dtype rules and the errors for operands and attributes that do not fit,
  * and the cpu backend's ConvTranspose (oneDNN's deconvolution) against
  * cpu_ref over strides, pads, output_padding, groups, dilations and 1 to
- * 3 spatial dimensions. */
+ * 3 spatial dimensions, and ConvTranspose's analytic cost. */
 #include "backend_util.h"
 #include "kernel_case_util.h"
+#include "xf_optimizer.h"
 #include "xf_test_util.h"
 
 #include <check.h>
@@ -222,6 +223,32 @@ START_TEST(conv_transpose_errors)
     expect_infer_error(c, "must be positive");
     expect_infer_error(make_case(CT, 2, iota_f32(DIMS(1, 2, 4), 0), iota_f32(DIMS(2, 3, 3, 3), 0)),
                        "weight shape 2x3x3x3 does not fit input shape 1x2x4");
+}
+END_TEST
+
+/* The analytic cost model counts a ConvTranspose's multiply-adds (each
+ * input element meets M/group x kernel weights) at the matrix rate: 2 x
+ * 64 x 32 x 32 x 64 x 4 x 4 flops at 200 GFLOP/s on analytic:cpu. */
+START_TEST(conv_transpose_cost)
+{
+    xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){4, {1, 64, 32, 32}});
+    xf_tensor *w = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){4, {64, 64, 4, 4}});
+    node_case c = make_case(CT, 2, x, w);
+    c.feed = 1; /* a constant input would make the node a constant, which costs nothing */
+    c.a.n_spatial = 2;
+    c.a.strides[0] = c.a.strides[1] = 2;
+    c.a.pads[0] = c.a.pads[1] = c.a.pads[2] = c.a.pads[3] = 1;
+    xf_graph *g = case_graph(&c);
+    xf_error e = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 17, &e) == XF_OK, "%s", e.msg);
+    xf_cost_model *m;
+    ck_assert_msg(xf_cost_model_create("analytic:cpu", NULL, &m, &e) == XF_OK, "%s", e.msg);
+    double seconds, flops = 2.0 * 64 * 32 * 32 * 64 * 4 * 4;
+    ck_assert_msg(xf_cost_graph(m, g, 17, &seconds, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(seconds >= flops / 200e9 && seconds < 1.2 * flops / 200e9, "%g s", seconds);
+    xf_cost_model_free(m);
+    xf_graph_free(g);
+    release_inputs(&c);
 }
 END_TEST
 
@@ -629,6 +656,7 @@ int main(void)
     tcase_add_test(ct, conv_transpose_dtypes);
     tcase_add_test(ct, conv_transpose_shapes);
     tcase_add_test(ct, conv_transpose_errors);
+    tcase_add_test(ct, conv_transpose_cost);
     tcase_add_test(ct, conv_transpose_cpu_random);
     tcase_add_test(ct, conv_transpose_cpu_decoder);
     suite_add_tcase(s, ct);
