@@ -143,6 +143,8 @@ bool xf_conv_transpose_axis(const xf_attrs *a, int ns, int i, int64_t in, int64_
                                "spatial axis %d: input extent %" PRId64 ", kernel %" PRId64 ", stride %" PRId64
                                " and dilation %" PRId64 " must be positive, output_padding %" PRId64 " not negative",
                                i, in, k, stride, dil, extra);
+    if ((double)stride * (double)(in - 1) + (double)(k - 1) * (double)dil > (double)WINDOW_LIMIT * WINDOW_LIMIT)
+        return xf_infer_refuse(why, why_len, "spatial axis %d: the transposed convolution's extent is out of range", i);
     int64_t full = stride * (in - 1) + extra + (k - 1) * dil + 1;
     bool split = a->has_output_shape || a->auto_pad == XF_AUTO_PAD_SAME_UPPER || a->auto_pad == XF_AUTO_PAD_SAME_LOWER;
     if (a->has_output_shape)
