@@ -143,6 +143,13 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put(h, (uint64_t)a->ceil_mode);
     put(h, (uint64_t)a->count_include_pad);
     put(h, (uint64_t)a->activation);
+    for (int i = 0; i < XF_MAX_SPATIAL; i++)
+        if (a->output_padding[i] || a->has_output_shape) { /* ConvTranspose's (0 for other ops) */
+            put(h, (uint64_t)a->has_output_shape << 16 | 0x0c7);
+            put_ints(h, a->output_padding, XF_MAX_SPATIAL, XF_MAX_SPATIAL);
+            put_ints(h, a->output_shape, XF_MAX_SPATIAL, XF_MAX_SPATIAL);
+            break;
+        }
 
     put(h, (uint64_t)a->axis);
     put_ints(h, a->axes, a->n_axes, XF_MAX_DIMS);

@@ -261,7 +261,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     switch (n->op) {
     case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV:
     case XF_OP_MAX: case XF_OP_MIN: case XF_OP_SUM: case XF_OP_CONCAT:
-    case XF_OP_CONV: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
+    case XF_OP_CONV: case XF_OP_CONV_TRANSPOSE: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
     case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD:
     case XF_OP_PRELU: case XF_OP_MEAN:
     case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
@@ -331,6 +331,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
             st = require_dtype(c, i, i == 2 ? XF_DT_INT64 : XF_DT_FLOAT);
         out = XF_DT_INT64;
         break;
+    case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU: { /* T for all but sequence_lens (input 4, int32) */
         xf_dtype rest;
@@ -350,6 +351,13 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_QUANTIZE_LINEAR:
     case XF_OP_DEQUANTIZE_LINEAR:
         st = xf_infer_quant_dtype(c, &out);
+        break;
+    case XF_OP_DYNAMIC_QUANTIZE_LINEAR:
+    case XF_OP_MATMUL_INTEGER:
+    case XF_OP_CONV_INTEGER:
+    case XF_OP_QLINEAR_MATMUL:
+    case XF_OP_QLINEAR_CONV:
+        st = xf_infer_qops_dtype(c, &out);
         break;
     case XF_OP_GATHER:
     case XF_OP_GATHER_ELEMENTS:
@@ -383,6 +391,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
             d = XF_DT_FLOAT;
         if (n->op == XF_OP_TOP_K && k == 1)
             d = XF_DT_INT64;
+        if (n->op == XF_OP_DYNAMIC_QUANTIZE_LINEAR && k == 1)
+            d = XF_DT_FLOAT;
         /* An unknown result keeps what value_info said. */
         if (n->outputs[k] >= 0 && d != XF_DT_UNDEFINED)
             c->g->values[n->outputs[k]].dtype = d;
@@ -533,6 +543,13 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast
 #define XF_RULE_CAST_LIKE infer_same
+#define XF_RULE_CONV_TRANSPOSE xf_infer_conv_transpose
+#define XF_RULE_RNN xf_infer_rnn
+#define XF_RULE_DYNAMIC_QUANTIZE_LINEAR xf_infer_dynamic_quantize
+#define XF_RULE_MATMUL_INTEGER xf_infer_qmatmul
+#define XF_RULE_CONV_INTEGER xf_infer_qconv
+#define XF_RULE_QLINEAR_MATMUL xf_infer_qmatmul
+#define XF_RULE_QLINEAR_CONV xf_infer_qconv
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -112,6 +112,10 @@ xf_status xf_infer_slice(xf_infer_ctx *c);
 xf_status xf_infer_pad(xf_infer_ctx *c);
 /* The rules in shape_infer_nn.c. */
 xf_status xf_infer_conv(xf_infer_ctx *c);
+/* Conv's rule on the node's inputs xi (X), wi (W) and bi (the bias; -1:
+ * none), for the ops that take more operands (ConvInteger, QLinearConv). */
+xf_status xf_infer_conv_operands(xf_infer_ctx *c, int xi, int wi, int bi);
+xf_status xf_infer_conv_transpose(xf_infer_ctx *c);
 xf_status xf_infer_pool(xf_infer_ctx *c);
 xf_status xf_infer_global_pool(xf_infer_ctx *c);
 xf_status xf_infer_batch_norm(xf_infer_ctx *c);
@@ -119,6 +123,8 @@ xf_status xf_infer_layer_norm(xf_infer_ctx *c);
 xf_status xf_infer_softmax(xf_infer_ctx *c);
 xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
+/* MatMul's rule on inputs ai and bi (MatMulInteger, QLinearMatMul). */
+xf_status xf_infer_matmul_operands(xf_infer_ctx *c, int ai, int bi);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
 xf_status xf_infer_rnn(xf_infer_ctx *c);
 /* ArgMax/ArgMin, CumSum and the normalizations (shape_infer_norm.c). */
@@ -136,5 +142,12 @@ xf_status xf_infer_nms(xf_infer_ctx *c);
  * dtype (*out), checking the inputs' dtypes; and the shape rule. */
 xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out);
 xf_status xf_infer_quantize(xf_infer_ctx *c);
+/* The integer ops of quantized models: DynamicQuantizeLinear,
+ * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv (the output
+ * dtype in *out, checking the inputs'), and their shape rules. */
+xf_status xf_infer_qops_dtype(xf_infer_ctx *c, xf_dtype *out);
+xf_status xf_infer_dynamic_quantize(xf_infer_ctx *c);
+xf_status xf_infer_qmatmul(xf_infer_ctx *c);
+xf_status xf_infer_qconv(xf_infer_ctx *c);
 
 #endif

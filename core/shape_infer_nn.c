@@ -79,10 +79,10 @@ static xf_status spatial_rank(const xf_infer_ctx *c, const xf_shape *x, int *nsp
     return XF_OK;
 }
 
-xf_status xf_infer_conv(xf_infer_ctx *c)
+xf_status xf_infer_conv_operands(xf_infer_ctx *c, int xi, int wi, int bi)
 {
     const xf_attrs *a = &c->node->attrs;
-    const xf_shape *x = xf_infer_shape(c, 0), *w = xf_infer_shape(c, 1);
+    const xf_shape *x = xf_infer_shape(c, xi), *w = xf_infer_shape(c, wi);
     int nsp;
     xf_status st = spatial_rank(c, x, &nsp);
     if (st != XF_OK)
@@ -103,8 +103,8 @@ xf_status xf_infer_conv(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID,
                              "weight's %" PRId64 " output channels are not divisible by group %" PRId64,
                              m, a->group);
-    if (xf_infer_has(c, 2)) {
-        const xf_shape *b = xf_infer_shape(c, 2);
+    if (bi >= 0 && xf_infer_has(c, bi)) {
+        const xf_shape *b = xf_infer_shape(c, bi);
         if (b->ndim != 1 || b->dims[0] != m)
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "bias shape %s does not match %" PRId64 " output channels",
@@ -122,6 +122,103 @@ xf_status xf_infer_conv(xf_infer_ctx *c)
         st = window_length(c, i, nsp, x->dims[2 + i], k, false, &out.dims[2 + i]);
         if (st != XF_OK)
             return st;
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+xf_status xf_infer_conv(xf_infer_ctx *c) { return xf_infer_conv_operands(c, 0, 1, 2); }
+
+/* Integer division rounding toward minus infinity (the pads ONNX splits
+ * are Python's floor divisions). */
+static int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); }
+
+bool xf_conv_transpose_axis(const xf_attrs *a, int ns, int i, int64_t in, int64_t k, int64_t *out, int64_t *pad_begin,
+                            int64_t *pad_end, char *why, size_t why_len)
+{
+    int64_t stride = a->strides[i], dil = a->dilations[i], extra = a->output_padding[i];
+    if (k < 1 || k > WINDOW_LIMIT || stride < 1 || stride > WINDOW_LIMIT || dil < 1 || dil > WINDOW_LIMIT ||
+        extra < 0 || extra > WINDOW_LIMIT || in < 1 || in > WINDOW_LIMIT)
+        return xf_infer_refuse(why, why_len,
+                               "spatial axis %d: input extent %" PRId64 ", kernel %" PRId64 ", stride %" PRId64
+                               " and dilation %" PRId64 " must be positive, output_padding %" PRId64 " not negative",
+                               i, in, k, stride, dil, extra);
+    if ((double)stride * (double)(in - 1) + (double)(k - 1) * (double)dil > (double)WINDOW_LIMIT * WINDOW_LIMIT)
+        return xf_infer_refuse(why, why_len, "spatial axis %d: the transposed convolution's extent is out of range", i);
+    int64_t full = stride * (in - 1) + extra + (k - 1) * dil + 1;
+    bool split = a->has_output_shape || a->auto_pad == XF_AUTO_PAD_SAME_UPPER || a->auto_pad == XF_AUTO_PAD_SAME_LOWER;
+    if (a->has_output_shape)
+        *out = a->output_shape[i];
+    else if (split)
+        *out = in * stride;
+    else if (a->auto_pad == XF_AUTO_PAD_VALID)
+        *out = full;
+    else if (a->auto_pad != XF_AUTO_PAD_NOTSET)
+        return xf_infer_refuse(why, why_len, "auto_pad %d is not a padding mode", (int)a->auto_pad);
+    else
+        *out = full - a->pads[i] - a->pads[ns + i];
+    *pad_begin = *pad_end = 0;
+    if (a->auto_pad == XF_AUTO_PAD_NOTSET && !a->has_output_shape) {
+        *pad_begin = a->pads[i];
+        *pad_end = a->pads[ns + i];
+        if (*pad_begin < 0 || *pad_end < 0 || *pad_begin > WINDOW_LIMIT || *pad_end > WINDOW_LIMIT)
+            return xf_infer_refuse(why, why_len, "spatial axis %d: pads %" PRId64 " and %" PRId64 " are out of range",
+                                   i, *pad_begin, *pad_end);
+    } else if (split) {
+        if (*out < 0 || *out > WINDOW_LIMIT)
+            return xf_infer_refuse(why, why_len, "spatial axis %d: output_shape %" PRId64 " is out of range", i, *out);
+        int64_t total = full - *out;
+        if (total < 0)
+            *pad_end = total;
+        else if (a->auto_pad == XF_AUTO_PAD_SAME_UPPER)
+            *pad_end = total - (*pad_begin = floor_half(total));
+        else
+            *pad_begin = total - (*pad_end = floor_half(total));
+    }
+    if (*out < 1)
+        return xf_infer_refuse(why, why_len,
+                               "spatial axis %d: pads %" PRId64 " and %" PRId64 " leave nothing of the %" PRId64
+                               " positions of the transposed convolution",
+                               i, *pad_begin, *pad_end, full);
+    return true;
+}
+
+/* ConvTranspose: X (N, C, spatial...), W (C, M / group, kernel...) and an
+ * optional bias (M) give (N, M, output extents). */
+xf_status xf_infer_conv_transpose(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *x = xf_infer_shape(c, 0), *w = xf_infer_shape(c, 1);
+    int nsp;
+    xf_status st = spatial_rank(c, x, &nsp);
+    if (st != XF_OK)
+        return st;
+    if (w->ndim != x->ndim)
+        return xf_infer_fail(c, XF_ERR_INVALID, "weight shape %s does not fit input shape %s", xf_infer_text(w).s,
+                             xf_infer_text(x).s);
+    if (a->group < 1 || x->dims[1] % a->group != 0 || w->dims[0] != x->dims[1])
+        return xf_infer_fail(c, XF_ERR_INVALID,
+                             "input channels %" PRId64
+                             " must equal the weight's first dimension and divide by group %" PRId64
+                             " (input %s, weight %s)",
+                             x->dims[1], a->group, xf_infer_text(x).s, xf_infer_text(w).s);
+    int64_t m = w->dims[1] * a->group;
+    if (xf_infer_has(c, 2)) {
+        const xf_shape *b = xf_infer_shape(c, 2);
+        if (b->ndim != 1 || b->dims[0] != m)
+            return xf_infer_fail(c, XF_ERR_INVALID, "bias shape %s does not match %" PRId64 " output channels",
+                                 xf_infer_text(b).s, m);
+    }
+    xf_shape out = {.ndim = x->ndim, .dims = {x->dims[0], m}};
+    for (int i = 0; i < nsp; i++) {
+        int64_t k = w->dims[2 + i], begin, end;
+        char why[300];
+        if (a->n_spatial && a->kernel[i] != 0 && a->kernel[i] != k)
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "kernel_shape %" PRId64 " on spatial axis %d does not match weight shape %s",
+                                 a->kernel[i], i, xf_infer_text(w).s);
+        if (!xf_conv_transpose_axis(a, nsp, i, x->dims[2 + i], k, &out.dims[2 + i], &begin, &end, why, sizeof why))
+            return xf_infer_fail(c, XF_ERR_INVALID, "%s", why);
     }
     xf_infer_set(c, 0, &out);
     return XF_OK;
@@ -249,9 +346,9 @@ xf_status xf_infer_softmax(xf_infer_ctx *c)
 
 /* numpy.matmul: 1-D operands gain (and lose) a unit dimension, batch
  * dimensions broadcast. */
-xf_status xf_infer_matmul(xf_infer_ctx *c)
+xf_status xf_infer_matmul_operands(xf_infer_ctx *c, int ai, int bi)
 {
-    const xf_shape *a = xf_infer_shape(c, 0), *b = xf_infer_shape(c, 1);
+    const xf_shape *a = xf_infer_shape(c, ai), *b = xf_infer_shape(c, bi);
     if (a->ndim < 1 || b->ndim < 1)
         return xf_infer_fail(c, XF_ERR_INVALID, "operands %s and %s must have rank 1 or more",
                              xf_infer_text(a).s, xf_infer_text(b).s);
@@ -277,6 +374,8 @@ xf_status xf_infer_matmul(xf_infer_ctx *c)
     return XF_OK;
 }
 
+xf_status xf_infer_matmul(xf_infer_ctx *c) { return xf_infer_matmul_operands(c, 0, 1); }
+
 xf_status xf_infer_gemm(xf_infer_ctx *c)
 {
     const xf_attrs *at = &c->node->attrs;
@@ -298,9 +397,9 @@ xf_status xf_infer_gemm(xf_infer_ctx *c)
     return XF_OK;
 }
 
-/* LSTM and GRU attributes: a direction, layout and clip ONNX defines, and
- * either no activation functions (the defaults) or one per gate function
- * (LSTM f, g, h; GRU f, g) and direction. */
+/* RNN, LSTM and GRU attributes: a direction, layout and clip ONNX
+ * defines, and either no activation functions (the defaults) or one per
+ * gate function (LSTM f, g, h; GRU f, g; RNN f) and direction. */
 static xf_status rnn_attrs_check(const xf_infer_ctx *c, int funcs, int64_t dirs)
 {
     const xf_rnn_attrs *r = &c->node->attrs.rnn;
@@ -319,17 +418,17 @@ static xf_status rnn_attrs_check(const xf_infer_ctx *c, int funcs, int64_t dirs)
     return XF_OK;
 }
 
-/* LSTM and GRU: Y [seq, dirs, batch, hidden] and the final states (Y_h,
- * LSTM's Y_c) [dirs, batch, hidden]; layout 1 puts batch first in X
+/* RNN, LSTM and GRU: Y [seq, dirs, batch, hidden] and the final states
+ * (Y_h, LSTM's Y_c) [dirs, batch, hidden]; layout 1 puts batch first in X
  * ([batch, seq, input]), Y ([batch, seq, dirs, hidden]) and the states
  * ([batch, dirs, hidden]).  Every other operand must fit X and hidden_size
  * (R's last dimension when the attribute is absent). */
 xf_status xf_infer_rnn(xf_infer_ctx *c)
 {
     const xf_rnn_attrs *r = &c->node->attrs.rnn;
-    bool lstm = c->node->op == XF_OP_LSTM;
-    int64_t gates = lstm ? 4 : 3, dirs = r->direction == 2 ? 2 : 1;
-    xf_status st = rnn_attrs_check(c, lstm ? 3 : 2, dirs);
+    xf_op op = c->node->op;
+    int64_t gates = op == XF_OP_LSTM ? 4 : op == XF_OP_GRU ? 3 : 1, dirs = r->direction == 2 ? 2 : 1;
+    xf_status st = rnn_attrs_check(c, op == XF_OP_LSTM ? 3 : op == XF_OP_GRU ? 2 : 1, dirs);
     if (st != XF_OK)
         return st;
     const xf_shape *x = xf_infer_shape(c, 0), *rs = xf_infer_shape(c, 2);

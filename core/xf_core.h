@@ -203,7 +203,7 @@ typedef enum xf_pad_mode { XF_PAD_CONSTANT = 0, XF_PAD_REFLECT, XF_PAD_EDGE } xf
  * it lands on (ONNX's reduction attribute). */
 typedef enum xf_reduction { XF_REDUCE_NONE = 0, XF_REDUCE_ADD, XF_REDUCE_MUL, XF_REDUCE_MAX, XF_REDUCE_MIN } xf_reduction;
 
-/* LSTM and GRU: the activation functions ONNX lists, and how ONNX Runtime
+/* RNN, LSTM and GRU: the activation functions ONNX lists, and how ONNX Runtime
  * reads activation_alpha and activation_beta: in order, one value for each
  * function that takes it, the defaults below where the list runs out. */
 typedef enum xf_rnn_act {
@@ -239,7 +239,7 @@ typedef struct xf_rnn_attrs {
     int input_forget;        /* LSTM: the forget gate is 1 - the input gate */
     bool has_clip;           /* gate inputs are clamped to [-clip, clip] */
     float clip;
-    int n_acts;              /* 0: the op's defaults; else 3 (LSTM) or 2 (GRU) per direction */
+    int n_acts;              /* 0: the op's defaults; else 3 (LSTM), 2 (GRU) or 1 (RNN) per direction */
     unsigned char acts[XF_RNN_MAX_ACTS]; /* xf_rnn_act */
     /* each function's parameters, defaults filled in (0 where it takes none) */
     float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
@@ -265,6 +265,12 @@ typedef struct xf_attrs {
     xf_auto_pad auto_pad;
     int ceil_mode, count_include_pad;
     xf_activation activation; /* fused activation after a Conv (xflow-internal) */
+    /* ConvTranspose (0 for every other op): output_padding, and the
+     * spatial extents of output_shape when has_output_shape (which then
+     * decides the pads; see xf_conv_transpose_axis) */
+    int64_t output_padding[XF_MAX_SPATIAL];
+    int64_t output_shape[XF_MAX_SPATIAL];
+    bool has_output_shape;
 
     /* axis / axes / perm */
     int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm, ArgMax, Hardmax,
@@ -290,7 +296,7 @@ typedef struct xf_attrs {
     int topk_smallest;        /* TopK: largest = 0 */
     int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
     int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
-    xf_rnn_attrs rnn;         /* LSTM, GRU */
+    xf_rnn_attrs rnn;         /* RNN, LSTM, GRU */
     /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
     int64_t block_size;       /* opset 21: 0 = not blocked */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
@@ -349,6 +355,22 @@ typedef struct xf_attrs {
 /* Defaults for op: alpha/beta/epsilon/axis/keepdims set as ONNX defines them. */
 void xf_attrs_default(xf_op op, xf_attrs *a);
 
+/* ---------------------------------------------------------------- transposed convolution */
+
+/* ConvTranspose along spatial axis i (of ns) for an input extent `in` and
+ * a kernel extent k: the output extent, and the pads cut from the
+ * beginning and end of the full result, whose s * (in - 1) +
+ * output_padding + (k - 1) * d + 1 positions every input position reaches.
+ * Explicit pads are the attribute's; output_shape (or auto_pad SAME, whose
+ * output is in * s) gives the total and ONNX's rule splits it: SAME_UPPER
+ * cuts the odd position at the end, otherwise at the beginning.  An output
+ * longer than the full result (a negative total) grows at the end, with
+ * positions no input reaches (bias only), as in ONNX's test data and ONNX
+ * Runtime.  On attributes out of range returns false with the reason in
+ * why. */
+bool xf_conv_transpose_axis(const xf_attrs *a, int ns, int i, int64_t in, int64_t k, int64_t *out,
+                            int64_t *pad_begin, int64_t *pad_end, char *why, size_t why_len);
+
 /* ---------------------------------------------------------------- quantization */
 
 /* Which scale (and zero point) each element of QuantizeLinear's or
@@ -369,6 +391,19 @@ typedef struct xf_quant_layout {
  * needs block_size).  On a mismatch returns false with the reason in why. */
 bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_shape *zero_point, int64_t axis,
                           int64_t block_size, xf_quant_layout *l, char *why, size_t why_len);
+
+/* How a scale or zero point of MatMulInteger's or QLinearMatMul's operand
+ * a (matrices M x K) or b (K x N) applies: to the whole tensor (a scalar
+ * or one-element vector), to each row of a or column of b (a vector of M
+ * or N entries), or to each row or column of each matrix (the operand's
+ * shape with K made 1).  Element (matrix q of the operand, row or column
+ * r) takes parameter element 0, r, or q * M + r (q * N + r). */
+typedef enum xf_qparam_form { XF_QPARAM_TENSOR = 0, XF_QPARAM_VECTOR, XF_QPARAM_MATRICES } xf_qparam_form;
+
+/* The form of param for operand a (columns false) or b (columns true);
+ * false with the reason in why when it has none of them. */
+bool xf_qmatmul_param(const xf_shape *operand, const xf_shape *param, bool columns, xf_qparam_form *form,
+                      char *why, size_t why_len);
 
 /* ---------------------------------------------------------------- graph */
 

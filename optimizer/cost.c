@@ -98,14 +98,25 @@ static double node_flops(const xf_graph *g, int i)
     int64_t out = n->n_outputs > 0 ? numel_of(g, n->outputs[0]) : 0;
     int64_t in = n->n_inputs > 0 ? numel_of(g, n->inputs[0]) : 0;
     switch (n->op) {
-    case XF_OP_CONV: {
-        const xf_shape *w = &g->values[n->inputs[1]].shape;
+    case XF_OP_CONV:
+    case XF_OP_CONV_INTEGER:
+    case XF_OP_QLINEAR_CONV: {
+        const xf_shape *w = &g->values[n->inputs[n->op == XF_OP_QLINEAR_CONV ? 3 : 1]].shape;
         double per_out = 1;
         for (int d = 1; d < w->ndim; d++)
             per_out *= (double)w->dims[d];
         return 2.0 * (double)out * per_out + (double)out; /* + bias/activation */
     }
-    case XF_OP_MATMUL: {
+    case XF_OP_CONV_TRANSPOSE: { /* each input element meets M/group x kernel weights */
+        const xf_shape *w = &g->values[n->inputs[1]].shape;
+        double per_in = 1;
+        for (int d = 1; d < w->ndim; d++)
+            per_in *= (double)w->dims[d];
+        return 2.0 * (double)in * per_in + (double)out;
+    }
+    case XF_OP_MATMUL:
+    case XF_OP_MATMUL_INTEGER:
+    case XF_OP_QLINEAR_MATMUL: {
         const xf_shape *a = &g->values[n->inputs[0]].shape;
         return 2.0 * (double)out * (double)(a->ndim > 0 ? a->dims[a->ndim - 1] : 1);
     }
@@ -139,7 +150,12 @@ static double node_flops(const xf_graph *g, int i)
     }
 }
 
-static bool is_matrix_op(xf_op op) { return op == XF_OP_CONV || op == XF_OP_MATMUL || op == XF_OP_GEMM; }
+static bool is_matrix_op(xf_op op)
+{
+    return op == XF_OP_CONV || op == XF_OP_MATMUL || op == XF_OP_GEMM || op == XF_OP_CONV_TRANSPOSE ||
+           op == XF_OP_CONV_INTEGER || op == XF_OP_QLINEAR_CONV || op == XF_OP_MATMUL_INTEGER ||
+           op == XF_OP_QLINEAR_MATMUL;
+}
 
 double cost_analytic_node(const cost_device *d, const xf_graph *g, int i)
 {

@@ -271,6 +271,9 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
     if (!ints_equal(a->strides, b->strides, XF_MAX_SPATIAL) || !ints_equal(a->pads, b->pads, 2 * XF_MAX_SPATIAL) ||
         !ints_equal(a->dilations, b->dilations, XF_MAX_SPATIAL))
         return false;
+    if (!ints_equal(a->output_padding, b->output_padding, XF_MAX_SPATIAL) ||
+        !ints_equal(a->output_shape, b->output_shape, XF_MAX_SPATIAL) || a->has_output_shape != b->has_output_shape)
+        return false;
     if (a->group != b->group || a->auto_pad != b->auto_pad || a->ceil_mode != b->ceil_mode ||
         a->count_include_pad != b->count_include_pad || a->activation != b->activation || a->axis != b->axis)
         return false;

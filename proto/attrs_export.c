@@ -95,28 +95,34 @@ static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
 {
     static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
     const xf_attrs *a = &n->attrs;
+    bool conv = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE || n->op == XF_OP_CONV_INTEGER ||
+                n->op == XF_OP_QLINEAR_CONV;
     int k = a->n_spatial;
     size_t before = w->n;
-    if (differs(a->kernel, k, 0) || (n->op != XF_OP_CONV && k > 0))
+    if (differs(a->kernel, k, 0) || (!conv && k > 0))
         add_ints(w, "kernel_shape", a->kernel, k);
     if (differs(a->pads, 2 * k, 0))
         add_ints(w, "pads", a->pads, 2 * k);
     if (differs(a->dilations, k, 1))
         add_ints(w, "dilations", a->dilations, k);
+    if (differs(a->output_padding, k, 0))
+        add_ints(w, "output_padding", a->output_padding, k);
+    if (a->has_output_shape)
+        add_ints(w, "output_shape", a->output_shape, k);
     /* Strides also carry n_spatial when no other list does. */
     if (differs(a->strides, k, 1) || (k > 0 && w->n == before))
         add_ints(w, "strides", a->strides, k);
     if (a->auto_pad != XF_AUTO_PAD_NOTSET && (unsigned)a->auto_pad < 4)
         add_string(w, "auto_pad", auto_pad_names[a->auto_pad]);
-    if (n->op == XF_OP_CONV && a->group != d->group)
+    if (conv && a->group != d->group)
         add_int(w, "group", a->group);
-    if (n->op != XF_OP_CONV && a->ceil_mode != d->ceil_mode)
+    if (!conv && a->ceil_mode != d->ceil_mode)
         add_int(w, "ceil_mode", a->ceil_mode);
     if (n->op == XF_OP_AVERAGE_POOL && a->count_include_pad != d->count_include_pad)
         add_int(w, "count_include_pad", a->count_include_pad);
 }
 
-/* LSTM and GRU; activation_alpha (beta) lists the values of the functions
+/* RNN, LSTM and GRU; activation_alpha (beta) lists the values of the functions
  * that take one, in order (attrs_import.c reads them back alike). */
 static xf_status write_rnn(writer *w, const xf_node *n, xf_error *err)
 {
@@ -310,6 +316,9 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     xf_status s = XF_OK;
     switch (n->op) {
     case XF_OP_CONV:
+    case XF_OP_CONV_TRANSPOSE:
+    case XF_OP_CONV_INTEGER:
+    case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
         write_spatial(&w, n, &d);
@@ -520,6 +529,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->epsilon != d.epsilon)
             add_float(&w, "epsilon", a->epsilon);
         break;
+    case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
         s = write_rnn(&w, n, err);

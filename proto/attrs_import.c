@@ -6,6 +6,9 @@
  *
  *   Conv            kernel_shape->kernel  strides  pads  dilations  group  auto_pad
  *                   (n_spatial = the common length of the lists, at most 3)
+ *   ConvInteger, QLinearConv  as Conv
+ *   ConvTranspose   as Conv; output_padding  output_shape (its spatial extents:
+ *                   has_output_shape)
  *   MaxPool         as Conv without group; ceil_mode; storage_order (0 only)
  *   AveragePool     as Conv without group; ceil_mode; count_include_pad
  *   Gemm            alpha beta transA->trans_a transB->trans_b
@@ -39,7 +42,7 @@
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
- *   LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
+ *   RNN, LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
  *                   activation_beta -> rnn.*; LSTM input_forget, GRU linear_before_reset
  *   Resize          mode (nearest/linear), coordinate_transformation_mode
  *                   (half_pixel/asymmetric/align_corners/pytorch_half_pixel),
@@ -85,7 +88,7 @@ typedef struct reader {
     xf_error *err;
     xf_status status; /* a data error (bad tensor), not merely "cannot represent" */
     /* lengths of the spatial lists seen (-1 = absent) */
-    int n_kernel, n_strides, n_pads, n_dilations;
+    int n_kernel, n_strides, n_pads, n_dilations, n_output_padding, n_output_shape;
     int n_starts, n_ends, n_slice_axes;
     bool has_axis;
     bool has_roi_coord;
@@ -214,9 +217,19 @@ static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "S
 static const char *const pad_mode_names[] = {"constant", "reflect", "edge"};
 static const char *const reduction_names[] = {"none", "add", "mul", "max", "min"}; /* xf_reduction */
 
+/* The convolutions: a group, and no pooling attributes. */
+static bool conv_like(xf_op op)
+{
+    return op == XF_OP_CONV || op == XF_OP_CONV_TRANSPOSE || op == XF_OP_CONV_INTEGER || op == XF_OP_QLINEAR_CONV;
+}
+
 static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
+    if (op == XF_OP_CONV_TRANSPOSE && strcmp(name, "output_padding") == 0)
+        return read_ints(r, at, a->output_padding, XF_MAX_SPATIAL, &r->n_output_padding);
+    if (op == XF_OP_CONV_TRANSPOSE && strcmp(name, "output_shape") == 0)
+        return (a->has_output_shape = read_ints(r, at, a->output_shape, XF_MAX_SPATIAL, &r->n_output_shape));
     if (strcmp(name, "kernel_shape") == 0)
         return read_ints(r, at, a->kernel, XF_MAX_SPATIAL, &r->n_kernel);
     if (strcmp(name, "strides") == 0)
@@ -232,9 +245,9 @@ static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__Attr
         a->auto_pad = (xf_auto_pad)i;
         return true;
     }
-    if (op == XF_OP_CONV && strcmp(name, "group") == 0)
+    if (conv_like(op) && strcmp(name, "group") == 0)
         return read_int(r, at, &a->group);
-    if (op != XF_OP_CONV && strcmp(name, "ceil_mode") == 0)
+    if (!conv_like(op) && strcmp(name, "ceil_mode") == 0)
         return read_int32(r, at, &a->ceil_mode);
     if (op == XF_OP_AVERAGE_POOL && strcmp(name, "count_include_pad") == 0)
         return read_int32(r, at, &a->count_include_pad);
@@ -446,6 +459,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 #define A(s) (strcmp(name, s) == 0)
     switch (op) {
     case XF_OP_CONV:
+    case XF_OP_CONV_TRANSPOSE:
+    case XF_OP_CONV_INTEGER:
+    case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
         return take_spatial(r, op, name, at);
@@ -658,6 +674,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_LRN:
     case XF_OP_LP_NORM:
         return take_norm(r, op, name, at);
+    case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
         return take_rnn(r, op, name, at);
@@ -677,13 +694,17 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     xf_attrs *a = r->a;
     switch (op) {
     case XF_OP_CONV:
+    case XF_OP_CONV_TRANSPOSE:
+    case XF_OP_CONV_INTEGER:
+    case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL: {
         int n = -1;
-        int lens[4] = {r->n_kernel, r->n_strides, r->n_pads < 0 ? -1 : r->n_pads / 2, r->n_dilations};
+        int lens[6] = {r->n_kernel,       r->n_strides,       r->n_pads < 0 ? -1 : r->n_pads / 2,
+                       r->n_dilations,    r->n_output_padding, r->n_output_shape};
         if (r->n_pads > 0 && r->n_pads % 2)
             return refuse(r, "odd number of pads", NULL);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 6; i++) {
             if (lens[i] < 0)
                 continue;
             if (n >= 0 && lens[i] != n)
@@ -691,7 +712,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
             n = lens[i];
         }
         a->n_spatial = n < 0 ? 0 : n;
-        if (op != XF_OP_CONV && r->n_kernel < 0)
+        if (!conv_like(op) && r->n_kernel < 0)
             return refuse(r, "no kernel_shape", NULL);
         return true;
     }
@@ -702,6 +723,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_PRELU:
         a->prelu_channels = r->ctx->opset < 7;
         return true;
+    case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
         return give_act_params(r, &a->rnn);
@@ -753,6 +775,7 @@ xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, c
     xf_attrs_default(op, a);
     reader r = {.ctx = ctx, .a = a, .why = why, .why_len = why_len, .err = err, .status = XF_OK,
                 .n_kernel = -1, .n_strides = -1, .n_pads = -1, .n_dilations = -1,
+                .n_output_padding = -1, .n_output_shape = -1,
                 .n_starts = -1, .n_ends = -1, .n_slice_axes = -1};
     why[0] = '\0';
     *known = true;

@@ -160,7 +160,7 @@ void xf_dn_node_clear(xf_dn_node *st);
  * convolutions (none when g has none). */
 void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
-extern const xf_dn_handler xf_dn_conv_handler, xf_dn_pool_handler;
+extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,

@@ -1,7 +1,8 @@
 /* Window ops on oneDNN: convolution (bias and fused activation as post-ops,
- * weights reordered once into the layout the chosen kernel wants) and the
- * pools.  Convolutions let oneDNN pick every layout (format "any"); pools
- * compute in the layout their input is stored in. */
+ * weights reordered once into the layout the chosen kernel wants),
+ * transposed convolution (oneDNN's deconvolution, likewise) and the pools.
+ * Convolutions let oneDNN pick every layout (format "any"); pools compute
+ * in the layout their input is stored in. */
 #include "cpu_dnnl.h"
 
 /* The shape checks both ops share: float, 1 to 3 spatial dims, one output
@@ -202,6 +203,140 @@ static bool conv_takes_post(const xf_node *n, int n_posts, const xf_dn_post *pos
 }
 
 const xf_dn_handler xf_dn_conv_handler = {conv_handles, input0_native_ok, conv_prepare, conv_takes_post};
+
+/* ---------------------------------------------------------------- ConvTranspose */
+
+/* The padding oneDNN's deconvolution takes along each spatial axis: its
+ * output is (in - 1) * stride + extent - pl - pr, so output_padding
+ * shortens the end padding.  False where the node's geometry does not fit
+ * (an output grown past the full result, or output_padding beyond the end
+ * padding: negative pads, which cpu_ref runs). */
+static bool deconv_pads(const xf_node *n, const xf_shape *x, const xf_shape *w, const xf_shape *y, int64_t *pl,
+                        int64_t *pr)
+{
+    int ns = x->ndim - 2;
+    for (int i = 0; i < ns; i++) {
+        int64_t extent, begin, end;
+        char why[300];
+        if (!xf_conv_transpose_axis(&n->attrs, ns, i, x->dims[2 + i], w->dims[2 + i], &extent, &begin, &end, why,
+                                    sizeof why) ||
+            extent != y->dims[2 + i])
+            return false;
+        pl[i] = begin;
+        pr[i] = end - n->attrs.output_padding[i];
+        if (pl[i] < 0 || pr[i] < 0)
+            return false;
+    }
+    return true;
+}
+
+static bool deconv_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!window_shapes_ok(g, n) || n->inputs[1] < 0)
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *w = &g->values[n->inputs[1]].shape;
+    const xf_shape *y = &g->values[n->outputs[0]].shape;
+    int64_t group = n->attrs.group, pl[XF_MAX_SPATIAL], pr[XF_MAX_SPATIAL];
+    if (w->ndim != x->ndim || group < 1 || x->dims[1] % group || w->dims[0] != x->dims[1] ||
+        y->dims[1] != w->dims[1] * group || !deconv_pads(n, x, w, y, pl, pr))
+        return false;
+    return n->n_inputs < 3 || n->inputs[2] < 0 || xf_shape_numel(&g->values[n->inputs[2]].shape) == y->dims[1];
+}
+
+/* The deconvolution's weights as ONNX stores them, (C, M/group, k...):
+ * oneDNN's (M, C, k...), or (group, M/group, C/group, k...), with the
+ * first two dimensions of each group swapped. */
+static void deconv_weights_md(const xf_shape *w, int64_t group, dnnl_memory_desc_t *md)
+{
+    int rank = w->ndim, lead = group > 1 ? 1 : 0;
+    int64_t cg = w->dims[0] / group, mg = w->dims[1], k = xf_shape_numel(w) / (w->dims[0] * mg);
+    dnnl_dims_t dims, strides;
+    if (group > 1) {
+        dims[0] = group;
+        strides[0] = cg * mg * k;
+    }
+    dims[lead] = mg;
+    strides[lead] = k;
+    dims[lead + 1] = cg;
+    strides[lead + 1] = mg * k;
+    for (int d = rank - 1, step = 1; d >= 2; step *= (int)w->dims[d], d--) {
+        dims[lead + d] = w->dims[d];
+        strides[lead + d] = step;
+    }
+    dnnl_memory_desc_init_by_strides(md, rank + lead, dims, dnnl_f32, strides);
+}
+
+static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape, *w = &in[1].shape, *y = &out[0].shape;
+    int rank = x->ndim, ns = rank - 2;
+    int64_t group = n->attrs.group, pl64[XF_MAX_SPATIAL], pr64[XF_MAX_SPATIAL];
+    bool has_bias = n->n_inputs > 2 && xf_rt_present(&in[2]);
+    if (!deconv_pads(n, x, w, y, pl64, pr64))
+        return xf_rt_bad_node(err, n, "the output shape does not follow from the attributes");
+    dnnl_dims_t strides, dil, pl, pr;
+    for (int i = 0; i < ns; i++) {
+        strides[i] = n->attrs.strides[i];
+        dil[i] = n->attrs.dilations[i] - 1;
+        pl[i] = pl64[i];
+        pr[i] = pr64[i];
+    }
+    /* as Conv: operands stored native are read and written as they are */
+    dnnl_memory_desc_t src_have, dst_have, src, wei_plain, wei, bias, dst;
+    xf_dn_operand_md(c, n, 0, x, &src_have);
+    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    if (xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
+        src = src_have;
+    else
+        md_any(rank, x->dims, &src);
+    if (xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE)
+        dst = dst_have;
+    else
+        md_any(rank, y->dims, &dst);
+    deconv_weights_md(w, group, &wei_plain);
+    dnnl_memory_desc_init_by_tag(&wei, wei_plain.ndims, wei_plain.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_dims_t bdims = {y->dims[1]};
+    dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a);
+    dnnl_deconvolution_desc_t d;
+    XF_DN_TRY(err, n,
+              dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct, &src,
+                                                           &wei, has_bias ? &bias : NULL, &dst, strides, dil, pl, pr));
+    dnnl_primitive_attr_t attr;
+    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
+    if (s != XF_OK)
+        return s;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    XF_DN_TRY(err, n, ds);
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), err);
+    if (s == XF_OK) {
+        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        s = g->values[n->inputs[1]].init
+                ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, &wei_plain, want, err)
+                : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &wei_plain, want, err);
+    }
+    if (s == XF_OK && has_bias)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_BIAS, 2, &bias, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1),
+                       err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
+                       err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
+/* Elementwise post-ops (a ReLU or Tanh after a decoder's layer), no sum. */
+static bool deconv_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post)
+{
+    return !post->sum && n_posts < XF_DN_MAX_POSTS;
+}
+
+const xf_dn_handler xf_dn_deconv_handler = {deconv_handles, input0_native_ok, deconv_prepare, deconv_takes_post};
 
 /* ---------------------------------------------------------------- pools */
 

@@ -110,6 +110,14 @@ typedef struct ref_entry {
 #define XF_REF_GRU {xf_ref_rnn, FLT, FLT, 0}
 #define XF_REF_QUANTIZE_LINEAR {xf_ref_quantize, FLT | I32, FLT | I32, QNT}
 #define XF_REF_DEQUANTIZE_LINEAR {xf_ref_quantize, QNT | I32, FLT, FLT}
+#define Q8 (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8))
+#define XF_REF_CONV_TRANSPOSE {xf_ref_conv_transpose, FLT, FLT, 0, true}
+#define XF_REF_RNN {xf_ref_rnn, FLT, FLT, 0}
+#define XF_REF_DYNAMIC_QUANTIZE_LINEAR {xf_ref_dynamic_quantize, F32, 0, XF_DTM(XF_DT_UINT8)}
+#define XF_REF_MATMUL_INTEGER {xf_ref_qmatmul, Q8, Q8, I32}
+#define XF_REF_CONV_INTEGER {xf_ref_conv_integer, Q8, Q8, I32}
+#define XF_REF_QLINEAR_MATMUL {xf_ref_qmatmul, Q8, FLT, Q8}
+#define XF_REF_QLINEAR_CONV {xf_ref_conv_integer, Q8, FLT, Q8}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}

@@ -1,9 +1,11 @@
-/* cpu_ref sliding-window kernels: Conv and the pools, for 1 to 3 spatial
- * dimensions.  Fewer spatial dimensions are run as 3 with the missing ones
+/* cpu_ref sliding-window kernels: Conv, ConvTranspose, the integer
+ * convolutions (ConvInteger, QLinearConv) and the pools, for 1 to 3
+ * spatial dimensions.  Fewer spatial dimensions are run as 3 with the missing ones
  * of size 1, so there is one loop nest per op. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* The geometry of one window op along three spatial axes. */
 typedef struct window {
@@ -72,68 +74,265 @@ static double activate(xf_activation act, double v)
     return v;
 }
 
-/* Conv: X (N, C, spatial), W (M, C/group, kernel), optional B (M); float32,
- * accumulated in double. */
-xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                      xf_error *err)
+/* Every element of v as a double (NULL when out of memory). */
+static double *load_all(const xf_tensor_view *v)
 {
-    const xf_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
-    const float *x = in[0].data, *wt = in[1].data;
-    const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
-    float *y = out[0].data;
+    int64_t count = xf_rt_numel(v);
+    double *d = malloc(sizeof *d * (size_t)(count > 0 ? count : 1));
+    for (int64_t i = 0; d && i < count; i++)
+        d[i] = xf_rt_load_f64(v->dtype, v->data, i);
+    return d;
+}
+
+/* The convolutions' channel geometry: X (N, C, ...), W (M, C/group, ...)
+ * for Conv, ConvInteger and QLinearConv, (C, M/group, ...) for
+ * ConvTranspose. */
+typedef struct conv_channels {
+    int64_t batch, c_in, c_out, group, cg, mg;
+} conv_channels;
+
+static xf_status conv_channels_make(const xf_node *n, const xf_shape *xs, const xf_shape *ws, const xf_shape *ys,
+                                    bool transposed, conv_channels *ch, xf_error *err)
+{
     if (ws->ndim != xs->ndim || xs->ndim < 3)
         return xf_rt_bad_node(err, n, "input and weight ranks differ");
-    int64_t batch = xs->dims[0], c_in = xs->dims[1], c_out = ws->dims[0];
-    int64_t group = n->attrs.group;
-    if (group < 1 || c_in % group || c_out % group || ws->dims[1] != c_in / group)
-        return xf_rt_bad_node(err, n, "channels (%lld in, weight %lldx%lld) do not match group %lld",
-                              (long long)c_in, (long long)c_out, (long long)ws->dims[1], (long long)group);
-    if (ys->dims[0] != batch || ys->dims[1] != c_out)
+    int64_t group = n->attrs.group, c_in = xs->dims[1];
+    int64_t c_out = transposed ? ws->dims[1] * group : ws->dims[0];
+    if (group < 1 || c_in % group || c_out % group ||
+        ws->dims[transposed ? 0 : 1] != (transposed ? c_in : c_in / group))
+        return xf_rt_bad_node(err, n, "channels (%lld in, weight %lldx%lld) do not match group %lld", (long long)c_in,
+                              (long long)ws->dims[0], (long long)ws->dims[1], (long long)group);
+    if (ys->ndim != xs->ndim || ys->dims[0] != xs->dims[0] || ys->dims[1] != c_out)
         return xf_rt_bad_node(err, n, "output shape does not match the input and weight");
-    if (bias && xf_rt_numel(&in[2]) != c_out)
-        return xf_rt_bad_node(err, n, "bias has %lld elements for %lld output channels",
-                              (long long)xf_rt_numel(&in[2]), (long long)c_out);
-    int64_t kernel[XF_MAX_SPATIAL] = {0};
-    for (int i = 0; i < xs->ndim - 2 && i < XF_MAX_SPATIAL; i++)
-        kernel[i] = ws->dims[2 + i];
-    window w;
-    xf_status st = window_setup(n, xs, ys, kernel, &w, err);
-    if (st != XF_OK)
-        return st;
+    *ch = (conv_channels){xs->dims[0], c_in, c_out, group, c_in / group, c_out / group};
+    return XF_OK;
+}
 
-    int64_t cg = c_in / group, mg = c_out / group;
-    int64_t in_sp = w.in[0] * w.in[1] * w.in[2], k_sp = w.k[0] * w.k[1] * w.k[2];
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t m = 0; m < c_out; m++) {
-            int64_t g = m / mg;
-            for (int64_t o0 = 0; o0 < w.out[0]; o0++)
-                for (int64_t o1 = 0; o1 < w.out[1]; o1++)
-                    for (int64_t o2 = 0; o2 < w.out[2]; o2++) {
-                        double acc = bias ? bias[m] : 0.0;
-                        for (int64_t c = 0; c < cg; c++) {
-                            const float *xc = x + (b * c_in + g * cg + c) * in_sp;
-                            const float *wc = wt + (m * cg + c) * k_sp;
-                            for (int64_t k0 = 0; k0 < w.k[0]; k0++) {
-                                int64_t i0 = o0 * w.stride[0] - w.pad_begin[0] + k0 * w.dil[0];
-                                if (i0 < 0 || i0 >= w.in[0])
+/* Direct convolution of x (N, C, spatial) by wt (M, C/group, kernel),
+ * both as doubles, into y (N, M, out): the raw sums, in one order for
+ * every caller. */
+static void conv_direct(const window *w, const conv_channels *ch, const double *x, const double *wt, double *y)
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2], k_sp = w->k[0] * w->k[1] * w->k[2];
+    for (int64_t b = 0; b < ch->batch; b++)
+        for (int64_t m = 0; m < ch->c_out; m++) {
+            int64_t g = m / ch->mg;
+            for (int64_t o0 = 0; o0 < w->out[0]; o0++)
+                for (int64_t o1 = 0; o1 < w->out[1]; o1++)
+                    for (int64_t o2 = 0; o2 < w->out[2]; o2++) {
+                        double acc = 0.0;
+                        for (int64_t c = 0; c < ch->cg; c++) {
+                            const double *xc = x + (b * ch->c_in + g * ch->cg + c) * in_sp;
+                            const double *wc = wt + (m * ch->cg + c) * k_sp;
+                            for (int64_t k0 = 0; k0 < w->k[0]; k0++) {
+                                int64_t i0 = o0 * w->stride[0] - w->pad_begin[0] + k0 * w->dil[0];
+                                if (i0 < 0 || i0 >= w->in[0])
                                     continue;
-                                for (int64_t k1 = 0; k1 < w.k[1]; k1++) {
-                                    int64_t i1 = o1 * w.stride[1] - w.pad_begin[1] + k1 * w.dil[1];
-                                    if (i1 < 0 || i1 >= w.in[1])
+                                for (int64_t k1 = 0; k1 < w->k[1]; k1++) {
+                                    int64_t i1 = o1 * w->stride[1] - w->pad_begin[1] + k1 * w->dil[1];
+                                    if (i1 < 0 || i1 >= w->in[1])
                                         continue;
-                                    for (int64_t k2 = 0; k2 < w.k[2]; k2++) {
-                                        int64_t i2 = o2 * w.stride[2] - w.pad_begin[2] + k2 * w.dil[2];
-                                        if (i2 < 0 || i2 >= w.in[2])
+                                    for (int64_t k2 = 0; k2 < w->k[2]; k2++) {
+                                        int64_t i2 = o2 * w->stride[2] - w->pad_begin[2] + k2 * w->dil[2];
+                                        if (i2 < 0 || i2 >= w->in[2])
                                             continue;
-                                        acc += (double)xc[(i0 * w.in[1] + i1) * w.in[2] + i2] *
-                                               wc[(k0 * w.k[1] + k1) * w.k[2] + k2];
+                                        acc += xc[(i0 * w->in[1] + i1) * w->in[2] + i2] *
+                                               wc[(k0 * w->k[1] + k1) * w->k[2] + k2];
                                     }
                                 }
                             }
                         }
-                        *y++ = (float)activate(n->attrs.activation, acc);
+                        *y++ = acc;
                     }
         }
+}
+
+/* The window of a convolution whose weight is input wi, its channels and
+ * its operands as doubles (x from input 0); the caller frees *x, *wt, *y. */
+static xf_status conv_setup(const xf_node *n, const xf_tensor_view *in, int wi, const xf_tensor_view *out, window *w,
+                            conv_channels *ch, double **x, double **wt, double **y, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape, *ws = &in[wi].shape, *ys = &out[0].shape;
+    *x = *wt = *y = NULL;
+    xf_status st = conv_channels_make(n, xs, ws, ys, false, ch, err);
+    int64_t kernel[XF_MAX_SPATIAL] = {0};
+    for (int i = 0; i < xs->ndim - 2 && i < XF_MAX_SPATIAL; i++)
+        kernel[i] = ws->dims[2 + i];
+    if (st == XF_OK)
+        st = window_setup(n, xs, ys, kernel, w, err);
+    if (st != XF_OK)
+        return st;
+    int64_t count = xf_rt_numel(&out[0]);
+    *x = load_all(&in[0]);
+    *wt = load_all(&in[wi]);
+    *y = malloc(sizeof **y * (size_t)(count > 0 ? count : 1));
+    if (!*x || !*wt || !*y)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    return XF_OK;
+}
+
+/* Conv: X (N, C, spatial), W (M, C/group, kernel), optional B (M); float32,
+ * accumulated in double. */
+xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
+    window w;
+    conv_channels ch;
+    double *x, *wt, *acc;
+    xf_status st = conv_setup(n, in, 1, out, &w, &ch, &x, &wt, &acc, err);
+    if (st == XF_OK && bias && xf_rt_numel(&in[2]) != ch.c_out)
+        st = xf_rt_bad_node(err, n, "bias has %lld elements for %lld output channels", (long long)xf_rt_numel(&in[2]),
+                            (long long)ch.c_out);
+    if (st == XF_OK) {
+        conv_direct(&w, &ch, x, wt, acc);
+        int64_t plane = w.out[0] * w.out[1] * w.out[2];
+        float *y = out[0].data;
+        for (int64_t i = 0; i < ch.batch * ch.c_out * plane; i++)
+            y[i] = (float)activate(n->attrs.activation, acc[i] + (bias ? bias[i / plane % ch.c_out] : 0.0));
+    }
+    free(x);
+    free(wt);
+    free(acc);
+    return st;
+}
+
+/* Element i of an optional per-tensor or per-channel parameter (0 when
+ * absent). */
+static double param_at(const xf_tensor_view *v, int64_t i)
+{
+    return v ? xf_rt_load_f64(v->dtype, v->data, xf_rt_numel(v) == 1 ? 0 : i) : 0.0;
+}
+
+/* ConvInteger (x, w, x_zero_point, w_zero_point) gives the int32 sums of
+ * (x - x_zero_point) (w - w_zero_point); QLinearConv (x, x_scale,
+ * x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) adds
+ * the int32 bias and requantizes with x_scale * w_scale / y_scale.  The
+ * weight's parameters may be per output channel.  Sums are exact (in
+ * double) and wrap to 32 bits as int32 accumulators do. */
+xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    bool q = n->op == XF_OP_QLINEAR_CONV;
+    int wi = q ? 3 : 1;
+    const xf_tensor_view *opt[9] = {0};
+    for (int k = 1; k < n->n_inputs && k < 9; k++)
+        opt[k] = k != wi && xf_rt_present(&in[k]) ? &in[k] : NULL;
+    const xf_tensor_view *x_zp = opt[2], *w_zp = opt[q ? 5 : 3], *bias = q ? opt[8] : NULL;
+    window w;
+    conv_channels ch;
+    double *x, *wt, *acc;
+    xf_status st = conv_setup(n, in, wi, out, &w, &ch, &x, &wt, &acc, err);
+    for (int k = 1; k < 9 && st == XF_OK; k++) {
+        if (!opt[k])
+            continue;
+        int64_t count = xf_rt_numel(opt[k]);
+        bool per_channel = q ? k == 4 || k == 5 || k == 8 : k == 3;
+        if (k == 8 ? count != ch.c_out : count != 1 && !(per_channel && count == ch.c_out))
+            st = xf_rt_bad_node(err, n, "input %d has %lld elements, not %s", k, (long long)count,
+                                k == 8        ? "one per output channel"
+                                : per_channel ? "1 or one per output channel"
+                                              : "1");
+    }
+    if (st == XF_OK) {
+        int64_t xn = xf_rt_numel(&in[0]), per = xf_rt_numel(&in[wi]) / ch.c_out;
+        for (int64_t i = 0; i < xn; i++)
+            x[i] -= param_at(x_zp, 0);
+        for (int64_t i = 0; i < per * ch.c_out; i++)
+            wt[i] -= param_at(w_zp, i / per);
+        conv_direct(&w, &ch, x, wt, acc);
+        int64_t plane = w.out[0] * w.out[1] * w.out[2];
+        for (int64_t i = 0; i < ch.batch * ch.c_out * plane; i++) {
+            int64_t m = i / plane % ch.c_out;
+            int32_t sum = (int32_t)(uint32_t)((uint64_t)(int64_t)acc[i] + (uint64_t)(int64_t)param_at(bias, m));
+            if (!q) {
+                ((int32_t *)out[0].data)[i] = sum;
+                continue;
+            }
+            float scale = (float)param_at(opt[1], 0) * (float)param_at(opt[4], m) / (float)param_at(opt[6], 0);
+            xf_rt_store_f64(out[0].dtype, out[0].data, i,
+                            xf_rt_quantize_round((float)sum * scale, (float)param_at(opt[7], 0), out[0].dtype));
+        }
+    }
+    free(x);
+    free(wt);
+    free(acc);
+    return st;
+}
+
+/* ConvTranspose: X (N, C, spatial), W (C, M/group, kernel), optional B
+ * (M); floating types, accumulated in double.  Each output position
+ * gathers the input positions whose kernel taps land on it: o + pad_begin
+ * = i * stride + k * dilation (xf_conv_transpose_axis gives the pads). */
+xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
+    const xf_tensor_view *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+    conv_channels ch;
+    xf_status st = conv_channels_make(n, xs, ws, ys, true, &ch, err);
+    if (st != XF_OK)
+        return st;
+    if (bias && xf_rt_numel(bias) != ch.c_out)
+        return xf_rt_bad_node(err, n, "bias has %lld elements for %lld output channels", (long long)xf_rt_numel(bias),
+                              (long long)ch.c_out);
+    int ns = xs->ndim - 2;
+    if (ns > XF_MAX_SPATIAL)
+        return xf_rt_bad_node(err, n, "%d spatial dimensions (at most %d)", ns, XF_MAX_SPATIAL);
+    int64_t in_e[3] = {1, 1, 1}, out_e[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+    int64_t pad[3] = {0, 0, 0};
+    for (int i = 0; i < ns; i++) {
+        int64_t extent, pad_end;
+        char why[300];
+        if (!xf_conv_transpose_axis(&n->attrs, ns, i, xs->dims[2 + i], ws->dims[2 + i], &extent, &pad[i], &pad_end, why,
+                                    sizeof why))
+            return xf_rt_bad_node(err, n, "%s", why);
+        if (extent != ys->dims[2 + i])
+            return xf_rt_bad_node(err, n, "output extent %lld on spatial axis %d, the attributes give %lld",
+                                  (long long)ys->dims[2 + i], i, (long long)extent);
+        in_e[i] = xs->dims[2 + i];
+        out_e[i] = extent;
+        k[i] = ws->dims[2 + i];
+        s[i] = n->attrs.strides[i];
+        d[i] = n->attrs.dilations[i];
+    }
+    double *x = load_all(&in[0]), *wt = load_all(&in[1]);
+    if (!x || !wt) {
+        free(x);
+        free(wt);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in ConvTranspose");
+    }
+    int64_t in_sp = in_e[0] * in_e[1] * in_e[2], k_sp = k[0] * k[1] * k[2], yi = 0;
+    for (int64_t b = 0; b < ch.batch; b++)
+        for (int64_t m = 0; m < ch.c_out; m++) {
+            int64_t g = m / ch.mg, mm = m % ch.mg;
+            for (int64_t o0 = 0; o0 < out_e[0]; o0++)
+                for (int64_t o1 = 0; o1 < out_e[1]; o1++)
+                    for (int64_t o2 = 0; o2 < out_e[2]; o2++, yi++) {
+                        double acc = bias ? xf_rt_load_f64(bias->dtype, bias->data, m) : 0.0;
+                        for (int64_t c = g * ch.cg; c < (g + 1) * ch.cg; c++) {
+                            const double *xc = x + (b * ch.c_in + c) * in_sp;
+                            const double *wc = wt + (c * ch.mg + mm) * k_sp;
+                            for (int64_t k0 = 0; k0 < k[0]; k0++) {
+                                int64_t p0 = o0 + pad[0] - k0 * d[0];
+                                if (p0 < 0 || p0 % s[0] || p0 / s[0] >= in_e[0])
+                                    continue;
+                                for (int64_t k1 = 0; k1 < k[1]; k1++) {
+                                    int64_t p1 = o1 + pad[1] - k1 * d[1];
+                                    if (p1 < 0 || p1 % s[1] || p1 / s[1] >= in_e[1])
+                                        continue;
+                                    for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                                        int64_t p2 = o2 + pad[2] - k2 * d[2];
+                                        if (p2 < 0 || p2 % s[2] || p2 / s[2] >= in_e[2])
+                                            continue;
+                                        acc += xc[(p0 / s[0] * in_e[1] + p1 / s[1]) * in_e[2] + p2 / s[2]] *
+                                               wc[(k0 * k[1] + k1) * k[2] + k2];
+                                    }
+                                }
+                            }
+                        }
+                        xf_rt_store_f64(out[0].dtype, out[0].data, yi, acc);
+                    }
+        }
+    free(x);
+    free(wt);
     return XF_OK;
 }
 

@@ -1,5 +1,5 @@
-/* cpu_ref recurrent layers: LSTM and GRU (ONNX opsets 7 and 14) in every
- * direction and both layouts, with sequence lengths, initial states,
+/* cpu_ref recurrent layers: RNN, LSTM and GRU (ONNX opsets 7 and 14) in
+ * every direction and both layouts, with sequence lengths, initial states,
  * peepholes, clip, input_forget, linear_before_reset and the activation
  * functions ONNX lists.  Generic over the floating dtypes, computed in
  * double, one batch entry and direction at a time. */
@@ -15,7 +15,7 @@ typedef struct rnn {
     const xf_tensor_view *x, *w, *r, *b, *lens, *h0, *c0, *p;
     const xf_tensor_view *y, *yh, *yc;
     int64_t seq, batch, in, hidden, dirs;
-    int gates, funcs; /* LSTM: 4 gates (iofc), 3 functions (f, g, h); GRU: 3 (zrh), 2 (f, g) */
+    int gates, funcs; /* LSTM: 4 gates (iofc), 3 functions (f, g, h); GRU: 3 (zrh), 2 (f, g); RNN: 1 (i), 1 (f) */
 } rnn;
 
 static const xf_tensor_view *given(const xf_tensor_view *v, int k, int n)
@@ -41,14 +41,14 @@ static int64_t state_at(const rnn *s, int64_t d, int64_t b)
 
 static xf_status bind(rnn *s, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    bool lstm = n->op == XF_OP_LSTM;
+    bool lstm = n->op == XF_OP_LSTM, gru = n->op == XF_OP_GRU;
     const xf_rnn_attrs *a = &n->attrs.rnn;
     int ni = n->n_inputs, no = n->n_outputs;
     *s = (rnn){.n = n, .a = a, .x = &in[0], .w = &in[1], .r = &in[2], .b = given(in, 3, ni),
                .lens = given(in, 4, ni), .h0 = given(in, 5, ni), .c0 = lstm ? given(in, 6, ni) : NULL,
                .p = lstm ? given(in, 7, ni) : NULL, .y = given(out, 0, no), .yh = given(out, 1, no),
-               .yc = lstm ? given(out, 2, no) : NULL, .dirs = a->direction == 2 ? 2 : 1, .gates = lstm ? 4 : 3,
-               .funcs = lstm ? 3 : 2};
+               .yc = lstm ? given(out, 2, no) : NULL, .dirs = a->direction == 2 ? 2 : 1,
+               .gates = lstm ? 4 : gru ? 3 : 1, .funcs = lstm ? 3 : gru ? 2 : 1};
     if (s->x->shape.ndim != 3 || s->r->shape.ndim != 3 || (unsigned)a->layout > 1 || (unsigned)a->direction > 2 ||
         (a->n_acts && a->n_acts != s->funcs * s->dirs))
         return xf_rt_bad_node(err, n, "X and R need rank 3, and layout, direction and activations known values");
@@ -83,11 +83,11 @@ static xf_status bind(rnn *s, const xf_node *n, const xf_tensor_view *in, const 
  * clipped first when the node says so. */
 static double activate(const rnn *s, int64_t d, int which, double v)
 {
-    static const unsigned char defaults[2][3] = {{XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH},
-                                                 {XF_RNN_SIGMOID, XF_RNN_TANH}};
+    /* LSTM's and GRU's f, g, h; RNN's f */
+    static const unsigned char defaults[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
     const xf_rnn_attrs *a = s->a;
     int i = (int)d * s->funcs + which;
-    int f = a->n_acts ? a->acts[i] : defaults[s->n->op == XF_OP_GRU][which];
+    int f = a->n_acts ? a->acts[i] : s->n->op == XF_OP_RNN ? XF_RNN_TANH : defaults[which];
     double al = a->n_acts ? a->act_alpha[i] : 0, be = a->n_acts ? a->act_beta[i] : 0;
     switch (f) {
     case XF_RNN_RELU:
@@ -186,6 +186,13 @@ static void gru_step(const rnn *s, int64_t d, const double *gx, const double *gh
     }
 }
 
+/* h = f(Wi xt + Ri h + Wbi + Rbi). */
+static void rnn_step(const rnn *s, int64_t d, const double *gx, const double *gh, double *h)
+{
+    for (int64_t j = 0; j < s->hidden; j++)
+        h[j] = activate(s, d, 0, gate(s, gx[j] + gh[j]));
+}
+
 /* Each direction runs over each batch entry's own length (reverse: from
  * its last valid step back); Y is zero beyond that length, and the final
  * states are those of the last step run (zero for a length of 0, as in
@@ -216,8 +223,10 @@ xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor
                 gate_inputs(&s, d, xt, h, gx, gh);
                 if (n->op == XF_OP_LSTM)
                     lstm_step(&s, d, gx, gh, h, c);
-                else
+                else if (n->op == XF_OP_GRU)
                     gru_step(&s, d, gx, gh, h, scratch);
+                else
+                    rnn_step(&s, d, gx, gh, h);
                 for (int64_t j = 0; s.y && j < hs; j++)
                     xf_rt_store_f64(s.y->dtype, s.y->data, y_at(&s, t, d, b) + j, h[j]);
             }

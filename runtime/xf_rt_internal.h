@@ -105,10 +105,21 @@ xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tenso
  * reductions of ScatterElements and ScatterND (r is not XF_REDUCE_NONE;
  * acc and x share a dtype). */
 void xf_rt_reduce_into(xf_reduction r, const xf_tensor_view *acc, int64_t i, const xf_tensor_view *x, int64_t j);
-/* QuantizeLinear and DequantizeLinear (cpu_ref_quant.c) */
+/* QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger
+ * and QLinearMatMul (cpu_ref_quant.c) */
 xf_status xf_ref_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_dynamic_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_qmatmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* round_half_to_even(v) + zero_point, saturated to the range of integer
+ * type t (int8, uint8, int16 or uint16): how QuantizeLinear and the
+ * quantized ops write a value (NaN stays NaN, which xf_rt_store_f64 stores
+ * as 0). */
+float xf_rt_quantize_round(float v, float zero_point, xf_dtype t);
 /* windows (cpu_ref_conv.c) */
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* ConvInteger and QLinearConv */
+xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* matrix products (cpu_ref_linalg.c) */
@@ -125,7 +136,7 @@ typedef struct xf_rt_matmul {
 xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_rt_matmul *mm, xf_error *err);
 xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
-/* recurrent layers: LSTM and GRU (cpu_ref_rnn.c) */
+/* recurrent layers: RNN, LSTM and GRU (cpu_ref_rnn.c) */
 xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* normalization and reductions (cpu_ref_norm.c) */
 xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -47,7 +47,7 @@ node_case make_case(xf_op op, int n_in, ...)
 xf_graph *case_graph(const node_case *c)
 {
     xf_graph *g = xf_graph_create("case");
-    int ins[8], outs[8];
+    int ins[XF_CASE_MAX_IN], outs[8];
     char name[32];
     for (int i = 0; i < c->n_in; i++) {
         snprintf(name, sizeof name, "in%d", i);
@@ -90,7 +90,7 @@ static void release_inputs(node_case *c)
 void run_case(node_case *c, xf_tensor **outs)
 {
     xf_graph *g = case_graph(c);
-    xf_tensor *feeds[8];
+    xf_tensor *feeds[XF_CASE_MAX_IN];
     case_feeds(c, feeds);
     xf_tensor *dyn[8];
     for (int mode = 0; mode < 2; mode++) {
@@ -134,7 +134,7 @@ void expect_infer_error(node_case c, const char *msg)
 void expect_run_error(node_case c, const char *msg)
 {
     xf_graph *g = case_graph(&c);
-    xf_tensor *feeds[8];
+    xf_tensor *feeds[XF_CASE_MAX_IN];
     case_feeds(&c, feeds);
     xf_session *s;
     xf_error e = {0};

@@ -23,6 +23,9 @@ xf_tensor *iota_f32(int ndim, const int64_t *dims, float start);
 void expect(xf_tensor *t, xf_dtype dt, int ndim, const int64_t *dims, const double *want);
 #define EXPECT(t, dt, dims, ...) expect(t, dt, dims, (double[]){__VA_ARGS__})
 
+/* The most inputs a case has (QLinearConv's nine). */
+#define XF_CASE_MAX_IN 9
+
 /* A one-node graph: its op, attributes, inputs (NULL = omitted), which of
  * them are graph inputs (bit i set) rather than initializers, how many
  * outputs it has and which of them are omitted (bit k set). */
@@ -30,7 +33,7 @@ typedef struct node_case {
     xf_op op;
     xf_attrs a;
     int n_in;
-    xf_tensor *in[8];
+    xf_tensor *in[XF_CASE_MAX_IN];
     unsigned feed;
     int n_out;
     unsigned omit_out;

@@ -1,9 +1,10 @@
 /* ONNX import/export of the attributes of ops added after the core set
- * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
+ * (Mod, Resize, TopK, the scatters, RNN, LSTM and GRU, QuantizeLinear and
  * DequantizeLinear, RoiAlign, NonMaxSuppression, the elementwise ops of
  * test_elementwise.c, the reductions and normalizations of
- * test_reduce_norm): what import keeps, what leaves a node opaque, and
- * that export gives back the same attributes. */
+ * test_reduce_norm, ConvTranspose and the integer quantized ops): what
+ * import keeps, what leaves a node opaque, and that export gives back the
+ * same attributes. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -664,6 +665,189 @@ START_TEST(test_reduce_norm_defaults_and_refusals)
 }
 END_TEST
 
+
+/* ConvTranspose keeps every attribute (output_shape as its spatial
+ * extents, which then decide the output); a symbolic batch takes the size
+ * given; an output_shape of another length, or lists of different lengths,
+ * leave the node opaque. */
+START_TEST(test_conv_transpose_attributes)
+{
+    static const int64_t x[] = {1, 4, 3, 5}, w[] = {4, 3, 3, 2}, b[] = {6}, y[] = {1, 6, 7, 12};
+    static const char *const batch[] = {"N", NULL, NULL, NULL};
+    static const int64_t strides[] = {2, 3}, pads[] = {1, 0, 0, 1}, dil[] = {1, 2}, opad[] = {1, 2};
+    static const int64_t kernel[] = {3, 2}, oshape[] = {7, 12}, full_oshape[] = {1, 6, 7, 12};
+    for (int form = 0; form < 4; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, x, batch));
+        PUSH(g->n_input, g->input, mk_vi("w", XF_DT_FLOAT, 4, w, NULL));
+        PUSH(g->n_input, g->input, mk_vi("b", XF_DT_FLOAT, 1, b, NULL));
+        Onnx__NodeProto *ct =
+            mk_node("ConvTranspose", "ct", (const char *[]){"x", "w", "b", NULL}, (const char *[]){"y", NULL});
+        attr_ints(ct, "strides", 2, strides);
+        attr_ints(ct, "pads", form == 3 ? 2 : 4, pads);
+        attr_ints(ct, "dilations", 2, dil);
+        attr_ints(ct, "output_padding", 2, opad);
+        attr_ints(ct, "kernel_shape", 2, kernel);
+        attr_int(ct, "group", 2);
+        if (form == 1)
+            attr_ints(ct, "output_shape", 2, oshape);
+        if (form == 2)
+            attr_ints(ct, "output_shape", 4, full_oshape);
+        PUSH(g->n_node, g->node, ct);
+        /* 2 * 2 + 1 + 3 - 1 = 7 rows, 3 * 4 + 2 + 3 - 1 = 16 columns (or output_shape's 12) */
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, y, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 11, counts);
+        ck_assert_int_eq(counts[XF_OP_CONV_TRANSPOSE], form <= 1);
+        if (form <= 1) {
+            const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_CONV_TRANSPOSE)];
+            const xf_attrs *a = &n->attrs;
+            ck_assert(a->n_spatial == 2 && a->strides[1] == 3 && a->pads[3] == 1 && a->dilations[1] == 2 &&
+                      a->output_padding[0] == 1 && a->output_padding[1] == 2 && a->kernel[0] == 3 && a->group == 2);
+            ck_assert(a->has_output_shape == (form == 1) && (form == 0 || a->output_shape[1] == 12));
+            const xf_shape *ys = &m->graph->values[n->outputs[0]].shape;
+            ck_assert(ys->ndim == 4 && ys->dims[0] == 1 && ys->dims[1] == 6 && ys->dims[2] == 7);
+            ck_assert_int_eq(ys->dims[3], form == 1 ? 12 : 16);
+            const char *dir = xf_test_tmpdir("proto_convt");
+            xf_error e;
+            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
+            assert_onnx_valid(path_in(dir, "m.onnx"));
+            xf_model_free(roundtrip(m));
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* RNN keeps direction, hidden_size, layout, clip and one activation per
+ * direction with its parameters; LSTM's input_forget on an RNN leaves it
+ * opaque. */
+START_TEST(test_plain_rnn_attributes)
+{
+    static const int64_t x[] = {2, 5, 3}, w[] = {2, 4, 3}, r[] = {2, 4, 4}, y[] = {2, 5, 2, 4}, h[] = {2, 2, 4};
+    static const float alpha[] = {0.2f, 1.5f}, beta[] = {0.5f};
+    for (int form = 0; form < 2; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, x, NULL));
+        PUSH(g->n_input, g->input, mk_vi("w", XF_DT_FLOAT, 3, w, NULL));
+        PUSH(g->n_input, g->input, mk_vi("r", XF_DT_FLOAT, 3, r, NULL));
+        Onnx__NodeProto *n =
+            mk_node("RNN", "rnn", (const char *[]){"x", "w", "r", NULL}, (const char *[]){"y", "h", NULL});
+        attr_string(n, "direction", "bidirectional");
+        attr_int(n, "hidden_size", 4);
+        attr_int(n, "layout", 1);
+        attr_float(n, "clip", 2.5f);
+        attr_strings(n, "activations", 2, (const char *[]){"LeakyRelu", "ScaledTanh"});
+        attr_floats(n, "activation_alpha", 2, alpha);
+        attr_floats(n, "activation_beta", 1, beta);
+        if (form == 1)
+            attr_int(n, "input_forget", 1);
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, y, NULL));
+        PUSH(g->n_output, g->output, mk_vi("h", XF_DT_FLOAT, 3, h, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 14, counts);
+        ck_assert_int_eq(counts[XF_OP_RNN], form == 0);
+        if (form == 0) {
+            const xf_node *nd = &m->graph->nodes[find_node_op(m->graph, XF_OP_RNN)];
+            const xf_rnn_attrs *a = &nd->attrs.rnn;
+            ck_assert(a->direction == 2 && a->hidden_size == 4 && a->layout == 1 && a->has_clip && a->clip == 2.5f);
+            ck_assert(a->n_acts == 2 && a->acts[0] == XF_RNN_LEAKY_RELU && a->acts[1] == XF_RNN_SCALED_TANH);
+            ck_assert(a->act_alpha[0] == 0.2f && a->act_alpha[1] == 1.5f && a->act_beta[1] == 0.5f);
+            const xf_shape *ys = &m->graph->values[nd->outputs[0]].shape;
+            ck_assert(ys->ndim == 4 && ys->dims[0] == 2 && ys->dims[1] == 5 && ys->dims[2] == 2 && ys->dims[3] == 4);
+            xf_model_free(roundtrip(m));
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* The integer ops of quantized models are known; ConvInteger and
+ * QLinearConv keep Conv's attributes; the output types follow the
+ * operands (int32, or y_zero_point's type); an attribute none of them
+ * has leaves the node opaque. */
+START_TEST(test_quantized_ops_attributes)
+{
+    static const int64_t x[] = {1, 2, 5, 5}, w[] = {4, 1, 3, 3}, four[] = {4}, y[] = {1, 4, 3, 3};
+    static const int64_t a[] = {3, 5}, bm[] = {5, 2}, mm[] = {3, 2};
+    static const int64_t strides[] = {2, 2}, pads[] = {1, 1, 1, 1};
+    static const uint8_t zp4[] = {1, 2, 3, 4}, zp1[] = {7}, wd[36] = {1, 2, 3};
+    static const float s1[] = {0.5f}, s4[] = {1, 2, 3, 4};
+    static const int32_t bias[] = {1, 2, 3, 4};
+    for (int form = 0; form < 2; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, x, NULL));
+        PUSH(g->n_input, g->input, mk_vi("a", XF_DT_UINT8, 2, a, NULL));
+        PUSH(g->n_input, g->input, mk_vi("b", XF_DT_INT8, 2, bm, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_UINT8, 4, w, wd, sizeof wd));
+        PUSH(g->n_initializer, g->initializer, mk_raw("wzp", XF_DT_UINT8, 1, four, zp4, sizeof zp4));
+        PUSH(g->n_initializer, g->initializer, mk_raw("zp", XF_DT_UINT8, 0, NULL, zp1, sizeof zp1));
+        PUSH(g->n_initializer, g->initializer, mk_raw("bz", XF_DT_INT8, 0, NULL, zp1, sizeof zp1));
+        PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 0, NULL, s1, sizeof s1));
+        PUSH(g->n_initializer, g->initializer, mk_raw("ws", XF_DT_FLOAT, 1, four, s4, sizeof s4));
+        PUSH(g->n_initializer, g->initializer, mk_raw("bias", XF_DT_INT32, 1, four, bias, sizeof bias));
+        PUSH(g->n_node, g->node,
+             mk_node("DynamicQuantizeLinear", "dq", (const char *[]){"x", NULL},
+                     (const char *[]){"xq", "xs", "xz", NULL}));
+        Onnx__NodeProto *ci = mk_node("ConvInteger", "ci", (const char *[]){"xq", "w", "xz", "wzp", NULL},
+                                      (const char *[]){"ci_y", NULL});
+        Onnx__NodeProto *qc =
+            mk_node("QLinearConv", "qc", (const char *[]){"xq", "xs", "xz", "w", "ws", "wzp", "s", "zp", "bias", NULL},
+                    (const char *[]){"qc_y", NULL});
+        for (int k = 0; k < 2; k++) {
+            Onnx__NodeProto *c = k ? qc : ci;
+            attr_ints(c, "strides", 2, strides);
+            attr_ints(c, "pads", 4, pads);
+            attr_int(c, "group", 2);
+            PUSH(g->n_node, g->node, c);
+        }
+        if (form == 1)
+            attr_int(qc, "output_padding", 1);
+        Onnx__NodeProto *mi =
+            mk_node("MatMulInteger", "mi", (const char *[]){"a", "b", NULL}, (const char *[]){"mi_y", NULL});
+        if (form == 1)
+            attr_int(mi, "transA", 1);
+        PUSH(g->n_node, g->node, mi);
+        PUSH(g->n_node, g->node,
+             mk_node("QLinearMatMul", "qm", (const char *[]){"a", "s", "zp", "b", "s", "bz", "s", "bz", NULL},
+                     (const char *[]){"qm_y", NULL}));
+        PUSH(g->n_output, g->output, mk_vi("ci_y", XF_DT_INT32, 4, y, NULL));
+        PUSH(g->n_output, g->output, mk_vi("qc_y", XF_DT_UINT8, 4, y, NULL));
+        PUSH(g->n_output, g->output, mk_vi("mi_y", XF_DT_INT32, 2, mm, NULL));
+        PUSH(g->n_output, g->output, mk_vi("qm_y", XF_DT_INT8, 2, mm, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 13, counts);
+        ck_assert_int_eq(counts[XF_OP_DYNAMIC_QUANTIZE_LINEAR], 1);
+        ck_assert_int_eq(counts[XF_OP_CONV_INTEGER], 1);
+        ck_assert_int_eq(counts[XF_OP_QLINEAR_CONV], form == 0);
+        ck_assert_int_eq(counts[XF_OP_MATMUL_INTEGER], form == 0);
+        ck_assert_int_eq(counts[XF_OP_QLINEAR_MATMUL], 1);
+        const xf_graph *mg = m->graph;
+        const xf_node *dq = &mg->nodes[find_node_op(mg, XF_OP_DYNAMIC_QUANTIZE_LINEAR)];
+        ck_assert(mg->values[dq->outputs[0]].dtype == XF_DT_UINT8 && mg->values[dq->outputs[1]].dtype == XF_DT_FLOAT &&
+                  mg->values[dq->outputs[2]].dtype == XF_DT_UINT8 && mg->values[dq->outputs[1]].shape.ndim == 0);
+        const xf_node *ci_n = &mg->nodes[find_node_op(mg, XF_OP_CONV_INTEGER)];
+        ck_assert(ci_n->attrs.group == 2 && ci_n->attrs.strides[0] == 2 && ci_n->attrs.pads[2] == 1);
+        ck_assert_int_eq(mg->values[ci_n->outputs[0]].dtype, XF_DT_INT32);
+        ck_assert_int_eq(mg->values[ci_n->outputs[0]].shape.dims[2], 3);
+        const xf_node *qm = &mg->nodes[find_node_op(mg, XF_OP_QLINEAR_MATMUL)];
+        ck_assert_int_eq(mg->values[qm->outputs[0]].dtype, XF_DT_INT8);
+        if (form == 0) {
+            const xf_node *qc_n = &mg->nodes[find_node_op(mg, XF_OP_QLINEAR_CONV)];
+            ck_assert_int_eq(mg->values[qc_n->outputs[0]].dtype, XF_DT_UINT8);
+            ck_assert(qc_n->attrs.group == 2 && qc_n->attrs.pads[3] == 1);
+            const char *dir = xf_test_tmpdir("proto_qops");
+            xf_error e;
+            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
+            assert_onnx_valid(path_in(dir, "m.onnx"));
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -681,6 +865,9 @@ int main(void)
     tcase_add_test(tc, test_prelu_opsets);
     tcase_add_test(tc, test_reduce_norm_attributes);
     tcase_add_test(tc, test_reduce_norm_defaults_and_refusals);
+    tcase_add_test(tc, test_conv_transpose_attributes);
+    tcase_add_test(tc, test_plain_rnn_attributes);
+    tcase_add_test(tc, test_quantized_ops_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
