@@ -256,11 +256,61 @@ static xf_status bind_dim_sizes(importer *im)
     return XF_OK;
 }
 
+/* Whether graph input vi is not an initializer, before or after the
+ * inputs are defined as values. */
+static bool is_fed_input(const importer *im, const Onnx__ValueInfoProto *vi)
+{
+    int v = vi->name && vi->name[0] ? xfp_map_get(&im->values, vi->name) : -2;
+    return v == -1 || (v >= 0 && im->g->values[v].is_input);
+}
+
+/* The shape of the tensor to be fed to graph input i, or NULL. */
+static const xf_shape *feed_shape(const importer *im, size_t i)
+{
+    if (!im->opt || !is_fed_input(im, im->gp->input[i]))
+        return NULL;
+    int k = 0;
+    for (size_t j = 0; j < i; j++)
+        k += is_fed_input(im, im->gp->input[j]);
+    return k < im->opt->n_feed_shapes ? &im->opt->feed_shapes[k] : NULL;
+}
+
+/* Named dims of inputs to be fed, without an override, take the fed sizes
+ * where --input-shape and --dim left them open; a tensor that contradicts a
+ * dim the file fixes sizes nothing (feeding it fails, naming the input). */
+static xf_status bind_feed_sizes(importer *im)
+{
+    for (size_t i = 0; im->opt && i < im->gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = im->gp->input[i];
+        const xf_shape *feed = feed_shape(im, i);
+        const Onnx__TypeProto *t = vi->type;
+        const Onnx__TensorShapeProto *sp =
+            t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
+        if (!feed || !sp || find_override(im, vi->name) || (size_t)feed->ndim != sp->n_dim)
+            continue;
+        bool fits = true;
+        for (size_t d = 0; d < sp->n_dim; d++)
+            fits &= sp->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+                    sp->dim[d]->dim_value == feed->dims[d];
+        for (size_t d = 0; fits && d < sp->n_dim; d++) {
+            xf_status s = XF_OK;
+            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sp->dim[d]->dim_param[0])
+                s = xfp_bind_feed_size(&im->syms, sp->dim[d]->dim_param, feed->dims[d], im->err);
+            if (s != XF_OK)
+                return s;
+        }
+    }
+    return XF_OK;
+}
+
 static xf_status import_inputs(importer *im)
 {
     xf_status s = check_overrides(im);
     if (s == XF_OK)
         s = bind_dim_sizes(im);
+    if (s == XF_OK)
+        s = bind_feed_sizes(im);
     for (size_t i = 0; i < im->gp->n_input && s == XF_OK; i++) {
         const Onnx__ValueInfoProto *vi = im->gp->input[i];
         if (!vi->name || !vi->name[0])
@@ -275,7 +325,9 @@ static xf_status import_inputs(importer *im)
         xf_dtype dt;
         xf_shape shape;
         bool guessed[XF_MAX_DIMS];
-        s = xfp_resolve_input_type(vi, find_override(im, vi->name), &im->syms, &dt, &shape, guessed, im->err);
+        const xf_shape *over = find_override(im, vi->name);
+        s = xfp_resolve_input_type(vi, over, over ? NULL : feed_shape(im, i), &im->syms, &dt, &shape, guessed,
+                                   im->err);
         if (s == XF_OK)
             s = define_value(im, xf_graph_add_input(im->g, vi->name, dt, &shape));
         /* a dim the file leaves symbolic and no --input-shape fixed */

@@ -128,10 +128,14 @@ void xfp_symbols_free(xfp_symbols *s);
 
 /* The declared type of a graph input, resolved to a static shape (symbols
  * bound as described in xf_proto.h; warnings for guessed dims).  `override`
- * may be NULL.  A type xflow cannot represent (sequence, map, no shape) gives
- * XF_DT_UNDEFINED or ndim -1. */
-xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
-                                 xf_dtype *dtype, xf_shape *shape, bool *guessed, xf_error *err);
+ * may be NULL; so may `feed`, the shape of the tensor to be fed, which
+ * sizes unnamed symbolic dims when its rank matches.  A type xflow cannot
+ * represent (sequence, map, no shape) gives XF_DT_UNDEFINED or ndim -1. */
+xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, const xf_shape *feed,
+                                 xfp_symbols *syms, xf_dtype *dtype, xf_shape *shape, bool *guessed, xf_error *err);
+/* Binds a named dim to the size of a tensor to be fed, unless something
+ * bound it already. */
+xf_status xfp_bind_feed_size(xfp_symbols *syms, const char *name, int64_t size, xf_error *err);
 /* Binds symbol name to a --dim size (it stays symbolic); an error when an
  * override already fixed it to another size. */
 xf_status xfp_bind_dim_size(xfp_symbols *syms, const char *name, int64_t size, xf_error *err);

@@ -145,16 +145,24 @@ xf_status xfp_bind_dim_size(xfp_symbols *syms, const char *name, int64_t size, x
     return XF_OK;
 }
 
-/* One warning per input, naming every dim that had to be guessed. */
+xf_status xfp_bind_feed_size(xfp_symbols *syms, const char *name, int64_t size, xf_error *err)
+{
+    if (!symbol_get(syms, name) && !symbol_bind(syms, name, size, true, true))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    return XF_OK;
+}
+
+/* One warning per input, naming every dim that had to be guessed (not
+ * those a --dim size or a fed tensor sized). */
 static void warn_guessed(const char *input, const Onnx__TensorShapeProto *sp, const xf_shape *shape,
-                         const bool *guessed, const xfp_symbols *syms)
+                         const bool *guessed, const bool *fed, const xfp_symbols *syms)
 {
     char list[512] = "", shp[256];
     size_t used = 0;
     int n = 0;
     for (int i = 0; i < shape->ndim && used < sizeof list; i++) {
         const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
-        if (!guessed[i] || (is_param(d) && symbol_get(syms, d->dim_param)->sized))
+        if (!guessed[i] || fed[i] || (is_param(d) && symbol_get(syms, d->dim_param)->sized))
             continue;
         if (is_param(d))
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%d ('%s')", n ? ", " : "", i, d->dim_param);
@@ -167,8 +175,8 @@ static void warn_guessed(const char *input, const Onnx__TensorShapeProto *sp, co
            xf_shape_str(shape, shp, sizeof shp));
 }
 
-xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
-                                 xf_dtype *dtype, xf_shape *shape, bool *guessed_out, xf_error *err)
+xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, const xf_shape *feed,
+                                 xfp_symbols *syms, xf_dtype *dtype, xf_shape *shape, bool *guessed_out, xf_error *err)
 {
     for (int i = 0; guessed_out && i < XF_MAX_DIMS; i++)
         guessed_out[i] = false;
@@ -190,7 +198,9 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
         return xf_error_set(err, XF_ERR_UNSUPPORTED, "input '%s' has rank %zu; xflow supports at most %d", vi->name,
                             tt->shape->n_dim, XF_MAX_DIMS);
     shape->ndim = (int)tt->shape->n_dim;
-    bool guessed[XF_MAX_DIMS] = {false}, any = false;
+    bool guessed[XF_MAX_DIMS] = {false}, fed[XF_MAX_DIMS] = {false}, any = false;
+    if (feed && feed->ndim != shape->ndim)
+        feed = NULL;
     for (int i = 0; i < shape->ndim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
@@ -201,6 +211,11 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
             continue;
         }
         const xfp_symbol *sym = is_param(d) ? symbol_get(syms, d->dim_param) : NULL;
+        if (!is_param(d) && feed) { /* unnamed: this input's own */
+            shape->dims[i] = feed->dims[i];
+            guessed[i] = fed[i] = true;
+            continue;
+        }
         shape->dims[i] = sym ? sym->value : 1;
         guessed[i] = !sym || sym->guessed;
         any |= guessed[i] && !(sym && sym->sized);
@@ -208,7 +223,7 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     if (any)
-        warn_guessed(vi->name, tt->shape, shape, guessed, syms);
+        warn_guessed(vi->name, tt->shape, shape, guessed, fed, syms);
     for (int i = 0; guessed_out && i < shape->ndim; i++)
         guessed_out[i] = guessed[i];
     return XF_OK;

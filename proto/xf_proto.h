@@ -68,6 +68,15 @@ typedef struct xf_load_options {
     const xf_dim_size *dim_sizes; /* sizes for symbolic dims that no override fixes */
     int n_dim_sizes;
     size_t max_tensor_bytes; /* larger tensors are refused before allocation; 0 = 4 GiB */
+    /* Shapes of the tensors that will be fed to the first n_feed_shapes
+     * graph inputs (initializers aside; xflow-run's --input files): an
+     * input without an override takes their sizes in the dims the file
+     * declares symbolic, named dims bound for every input as --dim binds
+     * them (after --dim and --input-shape, which win).  Fixed dims stay as
+     * the file declares them, so a tensor that contradicts one is refused
+     * when fed. */
+    const xf_shape *feed_shapes;
+    int n_feed_shapes;
 } xf_load_options;
 
 /* Loads an ONNX model file.  opt may be NULL.  External data is looked up

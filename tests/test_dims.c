@@ -1,7 +1,7 @@
 /* Sizes for symbolic dims (--dim NAME=N): import binds the named dim to the
  * size without fixing it, and xflowc keeps dims that the model relates
  * (a KV cache's total = past + seq) symbolic, checking them at sizes that
- * still fit together. */
+ * still fit together; xflow-run sizes them from the input files given. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +66,69 @@ START_TEST(test_dim_sizes_bind_without_fixing)
 }
 END_TEST
 
+/* Shapes of tensors to be fed size the symbolic dims of their inputs and
+ * bind the names for the inputs without one; --dim and --input-shape win. */
+START_TEST(test_feed_shapes_size_symbolic_dims)
+{
+    xf_shape fed[] = {xf_shape_make(3, (const int64_t[]){2, 5, 4})};
+    xf_dim_size sizes[] = {{"S", 3}, {"T", 8}};
+    xf_load_options lo = {.dim_sizes = sizes, .n_dim_sizes = 2, .feed_shapes = fed, .n_feed_shapes = 1};
+    xf_model *m;
+    xf_error e;
+    capture_start();
+    ck_assert_msg(load_proto(cache_model(), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    /* B and P from the tensor, S and T from --dim: nothing taken as 1 */
+    ck_assert_msg(!strstr(captured, "symbolic; using 1"), "%s", captured);
+    const xf_graph *g = m->graph;
+    ck_assert_int_eq(g->values[g->inputs[1]].shape.dims[0], 2);
+    ck_assert_int_eq(g->values[g->inputs[1]].shape.dims[1], 3);
+    ck_assert_int_eq(g->values[g->inputs[2]].shape.dims[0], 2);
+    ck_assert_int_eq(m->n_symbolic, 6);
+    xf_model_free(m);
+
+    /* --dim wins over the tensor (which the run then refuses), and a
+     * tensor of another rank sizes nothing */
+    xf_dim_size b3[] = {{"B", 3}, {"S", 3}, {"T", 8}};
+    lo = (xf_load_options){.dim_sizes = b3, .n_dim_sizes = 3, .feed_shapes = fed, .n_feed_shapes = 1};
+    ck_assert_msg(load_proto(cache_model(), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(m->graph->values[m->graph->inputs[0]].shape.dims[0], 3);
+    ck_assert_int_eq(m->graph->values[m->graph->inputs[0]].shape.dims[1], 5);
+    xf_model_free(m);
+    fed[0] = xf_shape_make(2, (const int64_t[]){2, 5});
+    xf_dim_size pst[] = {{"P", 5}, {"S", 3}, {"T", 8}};
+    lo = (xf_load_options){.dim_sizes = pst, .n_dim_sizes = 3, .feed_shapes = fed, .n_feed_shapes = 1};
+    capture_start();
+    ck_assert_msg(load_proto(cache_model(), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(m->graph->values[m->graph->inputs[0]].shape.dims[0], 1);
+    ck_assert_msg(strstr(captured, "input 'past' dim 0 ('B') is symbolic; using 1"), "%s", captured);
+    xf_model_free(m);
+}
+END_TEST
+
+/* An unnamed symbolic dim is the fed input's own: sized, kept symbolic. */
+START_TEST(test_feed_shapes_unnamed_dims)
+{
+    static const int64_t d[] = {-1, 4};
+    Onnx__GraphProto *gp = mk_graph("g");
+    PUSH(gp->n_input, gp->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(gp->n_input, gp->input, mk_vi("z", XF_DT_FLOAT, 2, d, NULL));
+    PUSH(gp->n_node, gp->node, mk_node("Relu", "r", NAMES("x"), NAMES("y")));
+    PUSH(gp->n_output, gp->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(gp->n_output, gp->output, mk_vi("z", XF_DT_FLOAT, -1, NULL, NULL));
+    xf_shape fed[] = {xf_shape_make(2, (const int64_t[]){7, 4})};
+    xf_load_options lo = {.feed_shapes = fed, .n_feed_shapes = 1};
+    xf_model *m;
+    xf_error e;
+    capture_start();
+    ck_assert_msg(load_proto(mk_model(gp, 13), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(!strstr(captured, "input 'x'") && strstr(captured, "input 'z' dim 0 (unnamed)"), "%s", captured);
+    ck_assert_int_eq(m->graph->values[m->graph->inputs[0]].shape.dims[0], 7);
+    ck_assert_int_eq(m->graph->values[m->graph->inputs[1]].shape.dims[0], 1);
+    ck_assert_int_eq(m->n_symbolic, 2);
+    xf_model_free(m);
+}
+END_TEST
+
 static int xflowc(const char *args, char **out)
 {
     char cmd[8800];
@@ -113,6 +176,55 @@ START_TEST(test_xflowc_keeps_related_dims)
 }
 END_TEST
 
+static int xflow_run(const char *args, char **out)
+{
+    char cmd[8800];
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), args);
+    return xf_test_run(cmd, out);
+}
+
+/* A zero-filled FLOAT tensor of dims d written to dir/name.pb; its path. */
+static const char *tensor_file(const char *dir, const char *name, int ndim, const int64_t *d)
+{
+    xf_shape shape = xf_shape_make(ndim, d);
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &shape);
+    char file[64];
+    snprintf(file, sizeof file, "%s.pb", name);
+    const char *path = path_in(dir, file);
+    xf_error e;
+    ck_assert_msg(xf_tensor_save_pb(t, name, path, &e) == XF_OK, "%s", e.msg);
+    xf_tensor_release(t);
+    return path;
+}
+
+/* xflow-run sizes symbolic dims from the input files given, and binds their
+ * names, so inputs without a file follow. */
+START_TEST(test_xflow_run_sizes_from_inputs)
+{
+    const char *dir = xf_test_tmpdir("dims_run");
+    write_model(cache_model(), path_in(dir, "in.onnx"));
+    const char *past = tensor_file(dir, "past", 3, (const int64_t[]){2, 5, 4});
+    const char *fresh = tensor_file(dir, "new", 3, (const int64_t[]){2, 3, 4});
+    const char *mask = tensor_file(dir, "mask", 2, (const int64_t[]){2, 8});
+    char args[8600], *out = NULL;
+    snprintf(args, sizeof args, "%s --input %s --input %s --input %s", path_in(dir, "in.onnx"), past, fresh, mask);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 2x8x5") && !strstr(out, "symbolic; using 1"), "%s", out);
+    free(out);
+    /* mask from B (bound by the files) and --dim T */
+    snprintf(args, sizeof args, "%s --input %s --input %s --dim T=8", path_in(dir, "in.onnx"), past, fresh);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 2x8x5") && !strstr(out, "symbolic; using 1"), "%s", out);
+    free(out);
+    /* a file that contradicts a fixed dim still fails, naming the input */
+    const char *wide = tensor_file(dir, "wide", 3, (const int64_t[]){2, 5, 6});
+    snprintf(args, sizeof args, "%s --input %s --dim P=5 --dim S=3 --dim T=8", path_in(dir, "in.onnx"), wide);
+    ck_assert_int_ne(xflow_run(args, &out), 0);
+    ck_assert_msg(strstr(out, "input 'past' has shape 2x5x6, the graph expects 1x5x4"), "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dims");
@@ -120,6 +232,9 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, test_dim_sizes_bind_without_fixing);
     tcase_add_test(tc, test_xflowc_keeps_related_dims);
+    tcase_add_test(tc, test_xflow_run_sizes_from_inputs);
+    tcase_add_test(tc, test_feed_shapes_size_symbolic_dims);
+    tcase_add_test(tc, test_feed_shapes_unnamed_dims);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -158,6 +158,28 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
     return XF_OK;
 }
 
+xf_status xf_cli_feed_shapes(const char *const *files, int n_files, xf_shape **out, xf_error *err)
+{
+    *out = NULL;
+    if (n_files == 0)
+        return XF_OK;
+    xf_shape *shapes = calloc((size_t)n_files, sizeof *shapes);
+    if (!shapes)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n_files; i++) {
+        xf_tensor *t;
+        xf_status st = xf_tensor_load_pb(files[i], &t, NULL, err);
+        if (st != XF_OK) {
+            free(shapes);
+            return st;
+        }
+        shapes[i] = t->shape;
+        xf_tensor_release(t);
+    }
+    *out = shapes;
+    return XF_OK;
+}
+
 int xf_cli_parse_dim(const char *arg, xf_dim_size *dims, int *n, int max)
 {
     const char *eq = arg ? strchr(arg, '=') : NULL;

@@ -19,8 +19,9 @@ static const char usage[] =
     "options:\n"
     "  --backend NAME           backend to run on (default cpu_ref; --list-backends)\n"
     "  --input FILE.pb          an ONNX TensorProto file for the next graph input, in\n"
-    "                           input order (repeatable); inputs not given are seeded\n"
-    "                           random tensors\n"
+    "                           input order (repeatable); its size sizes the input's\n"
+    "                           symbolic dims (named ones for every input); inputs\n"
+    "                           not given are seeded random tensors\n"
     "  --seed N                 seed for random inputs (default 1)\n"
     "  --input-shape NAME=DIMS  static shape for an input with symbolic dims\n"
     "  --dim NAME=N             the size of the symbolic dim NAME wherever an input\n"
@@ -233,9 +234,16 @@ int main(int argc, char **argv)
     xf_session *s = NULL;
     xf_tensor **inputs = NULL, **outputs = NULL;
     double *times = NULL;
+    xf_shape *fed = NULL;
+    if (xf_cli_feed_shapes(o.inputs, o.n_inputs, &fed, &err) != XF_OK) {
+        options_free(&o);
+        return xf_cli_error("%s", err.msg);
+    }
     xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes, .dim_sizes = o.dims,
-                          .n_dim_sizes = o.n_dims};
-    if (xf_model_load(o.model, &lo, &m, &err) != XF_OK) {
+                          .n_dim_sizes = o.n_dims, .feed_shapes = fed, .n_feed_shapes = o.n_inputs};
+    xf_status loaded = xf_model_load(o.model, &lo, &m, &err);
+    free(fed);
+    if (loaded != XF_OK) {
         options_free(&o);
         return xf_cli_error("%s", err.msg);
     }

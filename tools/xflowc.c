@@ -36,7 +36,8 @@ static const char usage[] =
     "  --input FILE.pb          an ONNX TensorProto file for the next model input, for\n"
     "                           --check (repeatable, in input order); inputs not\n"
     "                           given are random: give the ones that hold shapes,\n"
-    "                           indices or axes\n"
+    "                           indices or axes; a file's size sizes the input's\n"
+    "                           symbolic dims as --dim would (they stay symbolic)\n"
     "  --seed N                 seed for --check inputs (default 1)\n"
     "  --atol X, --rtol X       --check tolerance: |a-b| <= atol + rtol*|b|\n"
     "                           (default atol 1e-4, rtol 1e-3; atol is scaled by\n"
@@ -856,9 +857,16 @@ int main(int argc, char **argv)
     double t0 = xf_cli_now();
     xf_error err;
     xf_model *m = NULL;
+    xf_shape *fed = NULL;
+    if (xf_cli_feed_shapes(o.inputs, o.n_inputs, &fed, &err) != XF_OK) {
+        options_free(&o);
+        return xf_cli_error("%s", err.msg);
+    }
     xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes, .dim_sizes = o.dims,
-                          .n_dim_sizes = o.n_dims};
-    if (xf_model_load(o.in, &lo, &m, &err) != XF_OK) {
+                          .n_dim_sizes = o.n_dims, .feed_shapes = fed, .n_feed_shapes = o.n_inputs};
+    xf_status loaded = xf_model_load(o.in, &lo, &m, &err);
+    free(fed);
+    if (loaded != XF_OK) {
         options_free(&o);
         return xf_cli_error("%s", err.msg);
     }
