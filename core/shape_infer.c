@@ -335,6 +335,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         st = index_dtype(c, true);
         break;
     case XF_OP_SHAPE:
+    case XF_OP_SIZE:
         out = XF_DT_INT64;
         break;
     case XF_OP_CAST:
@@ -477,6 +478,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_PAD xf_infer_pad
 #define XF_RULE_EXPAND xf_infer_expand
 #define XF_RULE_SHAPE xf_infer_shape_op
+#define XF_RULE_SIZE xf_infer_size
 #define XF_RULE_CONSTANT_OF_SHAPE xf_infer_constant_of_shape
 #define XF_RULE_RANGE xf_infer_range
 #define XF_RULE_IDENTITY infer_same

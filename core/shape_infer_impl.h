@@ -90,6 +90,7 @@ int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi);
 xf_status xf_infer_expand(xf_infer_ctx *c);
 xf_status xf_infer_constant_of_shape(xf_infer_ctx *c);
 xf_status xf_infer_shape_op(xf_infer_ctx *c);
+xf_status xf_infer_size(xf_infer_ctx *c);
 xf_status xf_infer_range(xf_infer_ctx *c);
 xf_status xf_infer_non_zero(xf_infer_ctx *c);
 

@@ -157,7 +157,7 @@ uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate);
 
 /* ---------------------------------------------------------------- operators */
 
-enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8 };
+enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8, XF_OPF_SHAPE_ONLY = 16 };
 
 typedef enum xf_op {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) XF_OP_##id,

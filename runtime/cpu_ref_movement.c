@@ -715,6 +715,16 @@ xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tens
     return XF_OK;
 }
 
+/* Size: the input's element count, read from its shape alone. */
+xf_status xf_ref_size(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    int64_t numel = xf_rt_numel(&in[0]);
+    if (numel < 0 || xf_rt_numel(&out[0]) != 1)
+        return xf_rt_bad_node(err, n, "the input's shape is not known or the output is not a scalar");
+    xf_rt_store_i64(out[0].dtype, out[0].data, 0, numel);
+    return XF_OK;
+}
+
 /* Fills with the `value` attribute (float 0 when absent: all zero bytes). */
 xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in,
                                    const xf_tensor_view *out, xf_error *err)
