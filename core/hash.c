@@ -176,6 +176,12 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     }
     if (a->center_point_box)
         put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
+    if (a->trilu_lower || a->depth_crd)
+        put(h, (uint64_t)(a->trilu_lower | a->depth_crd << 1) << 16 | 0x71);
+    if (a->eye_k) {
+        put(h, 0xe7e);
+        put(h, (uint64_t)a->eye_k);
+    }
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

@@ -91,6 +91,11 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->alpha = 0.2f;
         a->beta = 0.5f;
         break;
+    case XF_OP_REVERSE_SEQUENCE: /* batch_axis 1, time_axis 0 */
+        a->n_axes = 2;
+        a->axes[0] = 1;
+        a->axes[1] = 0;
+        break;
     case XF_OP_ROI_ALIGN:
         a->roi_output_h = a->roi_output_w = 1;
         a->roi_spatial_scale = 1.0f;

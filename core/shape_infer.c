@@ -296,7 +296,16 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
             st = index_dtype(c, n->op == XF_OP_SCATTER_ELEMENTS);
         break;
     case XF_OP_TOP_K:
+    case XF_OP_TRILU:
+    case XF_OP_TILE:
+    case XF_OP_REVERSE_SEQUENCE:
         st = require_dtype(c, 1, XF_DT_INT64);
+        break;
+    case XF_OP_EYE_LIKE: /* dtype, else the input's type */
+        if (n->attrs.to != XF_DT_UNDEFINED &&
+            ((unsigned)n->attrs.to >= XF_DT_COUNT_ || xf_dtype_size(n->attrs.to) == 0))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "dtype %d is not a type EyeLike makes", (int)n->attrs.to);
+        out = n->attrs.to != XF_DT_UNDEFINED ? n->attrs.to : out;
         break;
     case XF_OP_ROI_ALIGN:
         st = same_dtype(c, 0, 2, &out);
@@ -463,6 +472,12 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_NON_ZERO xf_infer_non_zero
 #define XF_RULE_ROI_ALIGN xf_infer_roi_align
 #define XF_RULE_NON_MAX_SUPPRESSION xf_infer_nms
+#define XF_RULE_TRILU xf_infer_trilu
+#define XF_RULE_TILE xf_infer_tile
+#define XF_RULE_DEPTH_TO_SPACE xf_infer_depth_space
+#define XF_RULE_SPACE_TO_DEPTH xf_infer_depth_space
+#define XF_RULE_EYE_LIKE xf_infer_eye_like
+#define XF_RULE_REVERSE_SEQUENCE xf_infer_reverse_sequence
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -125,6 +125,12 @@ xf_status xf_infer_rnn(xf_infer_ctx *c);
 /* RoiAlign and NonMaxSuppression (shape_infer_detect.c). */
 xf_status xf_infer_roi_align(xf_infer_ctx *c);
 xf_status xf_infer_nms(xf_infer_ctx *c);
+/* The movement and indexing rules (shape_infer_index.c). */
+xf_status xf_infer_trilu(xf_infer_ctx *c);
+xf_status xf_infer_tile(xf_infer_ctx *c);
+xf_status xf_infer_depth_space(xf_infer_ctx *c);
+xf_status xf_infer_eye_like(xf_infer_ctx *c);
+xf_status xf_infer_reverse_sequence(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output
  * dtype (*out), checking the inputs' dtypes; and the shape rule. */
 xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out);

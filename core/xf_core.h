@@ -267,7 +267,7 @@ typedef struct xf_attrs {
     /* axis / axes / perm */
     int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm; op's own default */
     int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form */
-    int64_t axes[XF_MAX_DIMS];
+    int64_t axes[XF_MAX_DIMS]; /* ReverseSequence: [batch_axis, time_axis] (n_axes 2) */
     bool has_axes;            /* axes came as an attribute */
     int n_perm;               /* Transpose; 0 = reverse */
     int64_t perm[XF_MAX_DIMS];
@@ -288,7 +288,7 @@ typedef struct xf_attrs {
     int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
     xf_rnn_attrs rnn;         /* LSTM, GRU */
     /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
-    int64_t block_size;       /* opset 21: 0 = not blocked */
+    int64_t block_size;       /* opset 21: 0 = not blocked; DepthToSpace, SpaceToDepth: blocksize */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
     int no_saturate;          /* QuantizeLinear 19: saturate = 0 (which only float8 outputs heed) */
     /* RoiAlign (0 for every other op): mode max (else avg); output_height,
@@ -300,13 +300,16 @@ typedef struct xf_attrs {
     float roi_spatial_scale;
     int roi_output_half_pixel;
     int center_point_box;     /* NonMaxSuppression: boxes are [x_center, y_center, width, height] */
+    int trilu_lower;          /* Trilu: upper = 0 (keep the lower triangle) */
+    int depth_crd;            /* DepthToSpace: mode CRD (else DCR) */
+    int64_t eye_k;            /* EyeLike: k, the diagonal of ones (> 0: above the main one) */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
     float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5) */
     float epsilon;            /* BatchNorm, LayerNorm (1e-5) */
     int trans_a, trans_b;     /* Gemm */
-    xf_dtype to;              /* Cast */
+    xf_dtype to;              /* Cast; EyeLike's dtype (0: the input's) */
     int64_t start, end;       /* Shape (opset 15): end == INT64_MAX when absent */
     bool has_end;
 

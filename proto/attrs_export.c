@@ -311,6 +311,33 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->center_point_box)
             add_int(&w, "center_point_box", a->center_point_box);
         break;
+    case XF_OP_TRILU:
+        if (a->trilu_lower)
+            add_int(&w, "upper", 0);
+        break;
+    case XF_OP_DEPTH_TO_SPACE:
+    case XF_OP_SPACE_TO_DEPTH: /* blocksize is required */
+        add_int(&w, "blocksize", a->block_size);
+        if (a->depth_crd && opset < 11)
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED,
+                             "node '%s' (DepthToSpace) uses mode CRD, which opset %lld cannot express (DCR only "
+                             "before opset 11)",
+                             n->name ? n->name : "", (long long)opset);
+        else if (a->depth_crd)
+            add_string(&w, "mode", "CRD");
+        break;
+    case XF_OP_EYE_LIKE:
+        if (a->eye_k)
+            add_int(&w, "k", a->eye_k);
+        if (a->to)
+            add_int(&w, "dtype", a->to);
+        break;
+    case XF_OP_REVERSE_SEQUENCE:
+        if (a->axes[0] != d.axes[0])
+            add_int(&w, "batch_axis", a->axes[0]);
+        if (a->axes[1] != d.axes[1])
+            add_int(&w, "time_axis", a->axes[1]);
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

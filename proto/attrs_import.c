@@ -27,6 +27,11 @@
  *                   (half_pixel/output_half_pixel, opset 16+; before 16 the op
  *                   has no such attribute and works as output_half_pixel)
  *   NonMaxSuppression  center_point_box
+ *   Trilu           upper (0: trilu_lower)
+ *   DepthToSpace    blocksize->block_size  mode (DCR/CRD: depth_crd, opset 11+)
+ *   SpaceToDepth    blocksize->block_size
+ *   EyeLike         k->eye_k  dtype->to (a type xflow knows)
+ *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -118,6 +123,18 @@ static bool read_fixed(reader *r, const Onnx__AttributeProto *at, int64_t only)
         return false;
     if (x != only)
         return refuse(r, "attribute '%s' has a value xflow does not model", at->name);
+    return true;
+}
+
+/* A tensor element type xflow knows (Cast's to, EyeLike's dtype). */
+static bool read_dtype(reader *r, const Onnx__AttributeProto *at, xf_dtype *v)
+{
+    int64_t t;
+    if (!read_int(r, at, &t))
+        return false;
+    if (t <= XF_DT_UNDEFINED || t >= XF_DT_COUNT_)
+        return refuse(r, "attribute '%s' names a type xflow does not know", at->name);
+    *v = (xf_dtype)t;
     return true;
 }
 
@@ -391,15 +408,36 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         }
         break;
     case XF_OP_CAST:
-        if (A("to")) {
-            int64_t to;
-            if (!read_int(r, at, &to))
+        if (A("to"))
+            return read_dtype(r, at, &a->to);
+        break;
+    case XF_OP_TRILU:
+        if (A("upper")) {
+            int v;
+            if (!read_int32(r, at, &v))
                 return false;
-            if (to <= XF_DT_UNDEFINED || to >= XF_DT_COUNT_)
-                return refuse(r, "attribute '%s' names a type xflow does not know", name);
-            a->to = (xf_dtype)to;
+            a->trilu_lower = v == 0;
             return true;
         }
+        break;
+    case XF_OP_DEPTH_TO_SPACE:
+    case XF_OP_SPACE_TO_DEPTH: {
+        static const char *const modes[] = {"DCR", "CRD"};
+        if (A("blocksize"))
+            return read_int(r, at, &a->block_size);
+        if (op == XF_OP_DEPTH_TO_SPACE && A("mode"))
+            return read_enum(r, at, modes, 2, &a->depth_crd);
+        break;
+    }
+    case XF_OP_EYE_LIKE:
+        if (A("k"))
+            return read_int(r, at, &a->eye_k);
+        if (A("dtype"))
+            return read_dtype(r, at, &a->to);
+        break;
+    case XF_OP_REVERSE_SEQUENCE:
+        if (A("batch_axis") || A("time_axis"))
+            return read_int(r, at, &a->axes[A("time_axis")]);
         break;
     case XF_OP_SCATTER_ELEMENTS:
     case XF_OP_SCATTER_ND:

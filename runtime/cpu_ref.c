@@ -86,6 +86,12 @@ typedef struct ref_entry {
 #define XF_REF_GRU {xf_ref_rnn, FLT, FLT, 0}
 #define XF_REF_QUANTIZE_LINEAR {xf_ref_quantize, FLT | I32, FLT | I32, QNT}
 #define XF_REF_DEQUANTIZE_LINEAR {xf_ref_quantize, QNT | I32, FLT, FLT}
+#define XF_REF_TRILU {xf_ref_trilu, ANY, I64, 0}
+#define XF_REF_TILE {xf_ref_tile, ANY, I64, 0}
+#define XF_REF_DEPTH_TO_SPACE {xf_ref_depth_space, ANY, 0, 0}
+#define XF_REF_SPACE_TO_DEPTH {xf_ref_depth_space, ANY, 0, 0}
+#define XF_REF_EYE_LIKE {xf_ref_eye_like, 0, 0, NUM | BOOL}
+#define XF_REF_REVERSE_SEQUENCE {xf_ref_reverse_sequence, ANY, I64, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}

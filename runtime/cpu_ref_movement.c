@@ -10,9 +10,7 @@
 
 static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
 
-/* Copies every element of `from` into the dense output `to`, element i of
- * the output taken from element it.off[0] of the input. */
-static void gather_elements(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it)
+void xf_rt_gather_iter(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it)
 {
     size_t es = xf_dtype_size(to->dtype);
     int64_t numel = xf_rt_numel(to);
@@ -140,7 +138,7 @@ xf_status xf_ref_transpose(const xf_node *n, const xf_tensor_view *in, const xf_
     xf_rt_iter it;
     xf_rt_iter_init(&it, ys);
     xf_rt_iter_add(&it, strides, 0);
-    gather_elements(&in[0], &out[0], &it);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;
 }
 
@@ -597,7 +595,7 @@ xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tens
     xf_rt_iter it;
     xf_rt_iter_init(&it, ys);
     xf_rt_iter_add(&it, strides, base);
-    gather_elements(&in[0], &out[0], &it);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;
 }
 
@@ -694,7 +692,7 @@ xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_ten
     xf_rt_iter it;
     xf_rt_iter_init(&it, &out[0].shape);
     xf_rt_iter_add_broadcast(&it, &in[0].shape);
-    gather_elements(&in[0], &out[0], &it);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;
 }
 

@@ -1,4 +1,5 @@
-/* The movement and indexing ops (Size, ...): cpu_ref against
+/* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
+ * SpaceToDepth, EyeLike, ReverseSequence, ...): cpu_ref against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
  * operands and attributes that do not fit. */
@@ -34,6 +35,41 @@ static void expect_inferred(node_case c, int k, int ndim, const int64_t *dims)
     release_inputs(&c);
 }
 #define UNKNOWN -1, NULL
+
+/* Shape inference rejects the case with status st and a message naming
+ * the node. */
+static void expect_infer_status(node_case c, xf_status st, const char *msg)
+{
+    xf_graph *g = case_graph(&c);
+    xf_error e = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, c.opset, &e) == st, "status %s (%s); want %s for '%s'",
+                  xf_status_name(e.status), e.msg, xf_status_name(st), msg);
+    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
+    xf_graph_free(g);
+    release_inputs(&c);
+}
+
+static void expect_infer_error(node_case c, const char *msg) { expect_infer_status(c, XF_ERR_INVALID, msg); }
+
+/* A run of the case (its fed inputs given) fails naming the node. */
+static void expect_run_error(node_case c, const char *msg)
+{
+    xf_graph *g = case_graph(&c);
+    xf_tensor *feeds[8];
+    int n = 0;
+    for (int i = 0; i < c.n_in; i++)
+        if (c.in[i] && (c.feed & (1u << i)))
+            feeds[n++] = c.in[i];
+    xf_session *s;
+    xf_error e = {0};
+    ck_assert_msg(xf_session_create(g, c.opset, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *out[4] = {NULL};
+    ck_assert_msg(xf_session_run(s, feeds, out, &e) != XF_OK, "ran; want '%s'", msg);
+    ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
+    xf_session_free(s);
+    xf_graph_free(g);
+    release_inputs(&c);
+}
 
 static void canonicalize_ok(xf_graph *g, int64_t opset)
 {
@@ -154,6 +190,193 @@ START_TEST(size_makes_shapes_static)
 }
 END_TEST
 
+/* ------------------------------------------------------------ Trilu */
+
+static node_case trilu_case(xf_tensor *x, xf_tensor *k, bool lower)
+{
+    node_case c = make_case(XF_OP_TRILU, k ? 2 : 1, x, k);
+    c.opset = 14;
+    c.a.trilu_lower = lower;
+    return c;
+}
+
+/* Upper keeps j - i >= k, lower j - i <= k, in every matrix of the last
+ * two dims; k defaults to 0 and may be fed at run time. */
+START_TEST(trilu_triangles)
+{
+    EXPECT(run1(trilu_case(iota_f32(DIMS(3, 4), 0), NULL, false)), XF_DT_FLOAT, DIMS(3, 4), 0, 1, 2, 3, 0, 5, 6, 7, 0,
+           0, 10, 11);
+    node_case c = trilu_case(iota_f32(DIMS(3, 4), 0), I64(SCALAR, -1), true);
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 4), 0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0);
+    EXPECT(run1(trilu_case(I64(DIMS(2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8), I64(SCALAR, 1), false)), XF_DT_INT64,
+           DIMS(2, 2, 2), 0, 2, 0, 0, 0, 6, 0, 0);
+    EXPECT(run1(trilu_case(I32(DIMS(2, 3), 1, 2, 3, 4, 5, 6), I64(DIMS(1), 5), false)), XF_DT_INT32, DIMS(2, 3), 0, 0,
+           0, 0, 0, 0);
+    EXPECT(run1(trilu_case(BOOLS(DIMS(2, 2), 1, 1, 1, 1), I64(SCALAR, INT64_MIN), true)), XF_DT_BOOL, DIMS(2, 2), 0, 0,
+           0, 0);
+    EXPECT(run1(trilu_case(iota_f32(DIMS(0, 3), 0), NULL, true)), XF_DT_FLOAT, DIMS(0, 3), 0);
+}
+END_TEST
+
+START_TEST(trilu_errors)
+{
+    expect_infer_error(trilu_case(iota_f32(DIMS(4), 0), NULL, false), "input must have rank 2 or more, got 4");
+    expect_infer_error(trilu_case(iota_f32(DIMS(2, 2), 0), I64(DIMS(2), 0, 1), false), "k must be a scalar");
+    expect_infer_error(trilu_case(iota_f32(DIMS(2, 2), 0), I32(SCALAR, 0), false), "input 1 must be INT64");
+}
+END_TEST
+
+/* ------------------------------------------------------------ Tile */
+
+static node_case tile_case(xf_tensor *x, xf_tensor *repeats)
+{
+    node_case c = make_case(XF_OP_TILE, 2, x, repeats);
+    c.opset = 13;
+    return c;
+}
+
+/* Each dim is repeated as often as repeats says (0 empties it); repeats
+ * fed at run time leave the shape to each run. */
+START_TEST(tile_repeats)
+{
+    EXPECT(run1(tile_case(iota_f32(DIMS(2, 2), 1), I64(DIMS(2), 1, 2))), XF_DT_FLOAT, DIMS(2, 4), 1, 2, 1, 2, 3, 4, 3,
+           4);
+    EXPECT(run1(tile_case(I32(DIMS(2, 2), 1, 2, 3, 4), I64(DIMS(2), 2, 1))), XF_DT_INT32, DIMS(4, 2), 1, 2, 3, 4, 1, 2,
+           3, 4);
+    EXPECT(run1(tile_case(BOOLS(DIMS(1, 2), 1, 0), I64(DIMS(2), 2, 2))), XF_DT_BOOL, DIMS(2, 4), 1, 0, 1, 0, 1, 0, 1,
+           0);
+    EXPECT(run1(tile_case(iota_f32(DIMS(2, 3), 0), I64(DIMS(2), 0, 3))), XF_DT_FLOAT, DIMS(0, 9), 0);
+    EXPECT(run1(tile_case(I64(SCALAR, 7), I64(DIMS(0), 0))), XF_DT_INT64, SCALAR, 7);
+    expect_inferred(tile_case(iota_f32(DIMS(2, 3, 1), 0), I64(DIMS(3), 2, 1, 4)), 0, DIMS(4, 3, 4));
+    node_case c = tile_case(iota_f32(DIMS(3), 0), I64(DIMS(1), 2));
+    c.feed = 2;
+    expect_inferred(c, 0, UNKNOWN);
+    c = tile_case(iota_f32(DIMS(3), 0), I64(DIMS(1), 2));
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(6), 0, 1, 2, 0, 1, 2);
+}
+END_TEST
+
+START_TEST(tile_errors)
+{
+    expect_infer_error(tile_case(iota_f32(DIMS(2, 2), 0), I64(DIMS(1), 2)),
+                       "repeats must be a 1-D tensor of 2 entries (the input's rank), got shape 1");
+    expect_infer_error(tile_case(iota_f32(DIMS(2, 2), 0), I64(DIMS(2), 2, -1)), "repeats [2,-1] has a negative entry");
+    expect_infer_error(tile_case(iota_f32(DIMS(2), 0), I32(DIMS(1), 2)), "input 1 must be INT64");
+    expect_infer_status(tile_case(iota_f32(DIMS(2), 0), I64(DIMS(1), INT64_MAX)), XF_ERR_LIMIT, "overflows");
+}
+END_TEST
+
+/* ------------------------------------------------------------ DepthToSpace, SpaceToDepth */
+
+static node_case depth_case(xf_op op, xf_tensor *x, int64_t blocksize, bool crd)
+{
+    node_case c = make_case(op, 1, x);
+    c.opset = 13;
+    c.a.block_size = blocksize;
+    c.a.depth_crd = crd;
+    return c;
+}
+
+/* DCR takes output channel c of block pixel (y, x) from input channel
+ * (2y + x) * C' + c, CRD from 4c + 2y + x; SpaceToDepth undoes DCR. */
+START_TEST(depth_to_space_modes)
+{
+    EXPECT(run1(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(1, 8, 1, 1), 0), 2, false)), XF_DT_FLOAT,
+           DIMS(1, 2, 2, 2), 0, 2, 4, 6, 1, 3, 5, 7);
+    EXPECT(run1(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(1, 8, 1, 1), 0), 2, true)), XF_DT_FLOAT,
+           DIMS(1, 2, 2, 2), 0, 1, 2, 3, 4, 5, 6, 7);
+    /* channel c, pixel w holds 2c + w: each input pixel becomes a 2x2 block */
+    EXPECT(run1(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(1, 4, 1, 2), 0), 2, false)), XF_DT_FLOAT,
+           DIMS(1, 1, 2, 4), 0, 2, 1, 3, 4, 6, 5, 7);
+    EXPECT(run1(depth_case(XF_OP_SPACE_TO_DEPTH, F32(DIMS(1, 1, 2, 4), 0, 2, 1, 3, 4, 6, 5, 7), 2, false)), XF_DT_FLOAT,
+           DIMS(1, 4, 1, 2), 0, 1, 2, 3, 4, 5, 6, 7);
+    /* two images, two channels, int64 */
+    EXPECT(run1(depth_case(XF_OP_SPACE_TO_DEPTH,
+                           I64(DIMS(2, 2, 2, 2), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2, false)),
+           XF_DT_INT64, DIMS(2, 8, 1, 1), 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+    expect_inferred(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(2, 18, 2, 5), 0), 3, true), 0, DIMS(2, 2, 6, 15));
+}
+END_TEST
+
+START_TEST(depth_space_errors)
+{
+    expect_infer_error(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(1, 4, 1, 1), 0), 0, false),
+                       "blocksize 0 is not a positive block size");
+    expect_infer_error(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(4, 1, 1), 0), 2, false),
+                       "input must have shape [N, C, H, W], got 4x1x1");
+    expect_infer_error(depth_case(XF_OP_DEPTH_TO_SPACE, iota_f32(DIMS(1, 6, 1, 1), 0), 2, false),
+                       "6 channels are not a multiple of blocksize^2 = 4");
+    expect_infer_error(depth_case(XF_OP_SPACE_TO_DEPTH, iota_f32(DIMS(1, 1, 3, 4), 0), 2, false),
+                       "height 3 and width 4 must be multiples of blocksize 2");
+}
+END_TEST
+
+/* ------------------------------------------------------------ EyeLike */
+
+static node_case eye_case(xf_tensor *x, int64_t k, xf_dtype dtype)
+{
+    node_case c = make_case(XF_OP_EYE_LIKE, 1, x);
+    c.opset = 9;
+    c.a.eye_k = k;
+    c.a.to = dtype;
+    return c;
+}
+
+/* Ones on diagonal k, of dtype or the input's type; the input's values
+ * do not matter. */
+START_TEST(eye_like_diagonals)
+{
+    EXPECT(run1(eye_case(I32(DIMS(3, 4), 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5), 0, 0)), XF_DT_INT32, DIMS(3, 4), 1, 0, 0,
+           0, 0, 1, 0, 0, 0, 0, 1, 0);
+    EXPECT(run1(eye_case(iota_f32(DIMS(3, 4), 0), 1, XF_DT_DOUBLE)), XF_DT_DOUBLE, DIMS(3, 4), 0, 1, 0, 0, 0, 0, 1, 0,
+           0, 0, 0, 1);
+    EXPECT(run1(eye_case(iota_f32(DIMS(3, 2), 0), -2, XF_DT_BOOL)), XF_DT_BOOL, DIMS(3, 2), 0, 0, 0, 0, 1, 0);
+    EXPECT(run1(eye_case(iota_f32(DIMS(2, 2), 0), INT64_MAX, 0)), XF_DT_FLOAT, DIMS(2, 2), 0, 0, 0, 0);
+    expect_infer_error(eye_case(iota_f32(DIMS(2, 2, 2), 0), 0, 0), "input must be 2-D, got 2x2x2");
+    expect_infer_error(eye_case(iota_f32(DIMS(2, 2), 0), 0, XF_DT_STRING), "dtype 8 is not a type EyeLike makes");
+}
+END_TEST
+
+/* ------------------------------------------------------------ ReverseSequence */
+
+static node_case reverse_case(xf_tensor *x, xf_tensor *lens, int64_t batch_axis, int64_t time_axis)
+{
+    node_case c = make_case(XF_OP_REVERSE_SEQUENCE, 2, x, lens);
+    c.opset = 10;
+    c.a.axes[0] = batch_axis;
+    c.a.axes[1] = time_axis;
+    return c;
+}
+
+/* ONNX's two examples, and a rank-3 input whose inner dim moves along. */
+START_TEST(reverse_sequence_lengths)
+{
+    EXPECT(run1(reverse_case(F32(DIMS(4, 4), 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                             I64(DIMS(4), 4, 3, 2, 1), 1, 0)),
+           XF_DT_FLOAT, DIMS(4, 4), 3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15);
+    node_case c = reverse_case(iota_f32(DIMS(4, 4), 0), I64(DIMS(4), 1, 2, 3, 4), 0, 1);
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(4, 4), 0, 1, 2, 3, 5, 4, 6, 7, 10, 9, 8, 11, 15, 14, 13, 12);
+    EXPECT(run1(reverse_case(I32(DIMS(2, 2, 2), 0, 1, 2, 3, 4, 5, 6, 7), I64(DIMS(2), 2, 0), 1, 0)), XF_DT_INT32,
+           DIMS(2, 2, 2), 4, 5, 2, 3, 0, 1, 6, 7);
+}
+END_TEST
+
+START_TEST(reverse_sequence_errors)
+{
+    expect_infer_error(reverse_case(iota_f32(DIMS(2, 2), 0), I64(DIMS(2), 1, 1), 1, 1),
+                       "batch_axis 1 and time_axis 1 must be 0 and 1 in some order");
+    expect_infer_error(reverse_case(iota_f32(DIMS(2, 3), 0), I64(DIMS(2), 1, 1), 1, 0),
+                       "sequence_lens must have shape [3] (one per batch entry), got 2");
+    expect_infer_error(reverse_case(iota_f32(DIMS(2, 2), 0), I32(DIMS(2), 1, 1), 1, 0), "input 1 must be INT64");
+    node_case c = reverse_case(iota_f32(DIMS(4, 2), 0), I64(DIMS(2), 5, 1), 1, 0);
+    c.feed = 2;
+    expect_run_error(c, "sequence length 5 of batch entry 0 is not in [0, 4]");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -161,6 +384,17 @@ int main(void)
     tcase_add_test(tc, size_counts_elements);
     tcase_add_test(tc, size_folds_and_follows_symbolic_dims);
     tcase_add_test(tc, size_makes_shapes_static);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("movement");
+    tcase_add_test(tc, trilu_triangles);
+    tcase_add_test(tc, trilu_errors);
+    tcase_add_test(tc, tile_repeats);
+    tcase_add_test(tc, tile_errors);
+    tcase_add_test(tc, depth_to_space_modes);
+    tcase_add_test(tc, depth_space_errors);
+    tcase_add_test(tc, eye_like_diagonals);
+    tcase_add_test(tc, reverse_sequence_lengths);
+    tcase_add_test(tc, reverse_sequence_errors);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

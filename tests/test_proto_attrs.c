@@ -1,7 +1,8 @@
 /* ONNX import/export of the attributes of ops added after the core set
  * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
- * DequantizeLinear, RoiAlign, NonMaxSuppression): what import keeps, what
- * leaves a node opaque, and that export gives back the same attributes. */
+ * DequantizeLinear, RoiAlign, NonMaxSuppression, the movement and indexing
+ * ops): what import keeps, what leaves a node opaque, and that export gives
+ * back the same attributes. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +372,106 @@ START_TEST(test_nms_attributes)
 }
 END_TEST
 
+/* ------------------------------------------------------------ movement and indexing */
+
+/* A graph of one node `op` reading the float input x (dims d),
+ * then the inputs named in more (initializers the caller pushes), writing
+ * y; the node is returned for its attributes. */
+static Onnx__NodeProto *one_node(Onnx__GraphProto **g, const char *op, int ndim, const int64_t *d,
+                                 const char *const *more)
+{
+    const char *ins[8] = {"x"};
+    for (int i = 0; more && more[i]; i++)
+        ins[i + 1] = more[i];
+    *g = mk_graph("g");
+    PUSH((*g)->n_input, (*g)->input, mk_vi("x", XF_DT_FLOAT, ndim, d, NULL));
+    Onnx__NodeProto *n = mk_node(op, "n", ins, (const char *[]){"y", NULL});
+    PUSH((*g)->n_node, (*g)->node, n);
+    PUSH((*g)->n_output, (*g)->output, mk_vi("y", XF_DT_UNDEFINED, -1, NULL, NULL));
+    return n;
+}
+
+/* Loads g under opset: the node of op when it is known (round-tripped
+ * through export and import), else NULL. */
+static const xf_node *load_one(Onnx__GraphProto *g, int64_t opset, xf_op op, xf_model **m)
+{
+    int counts[XF_OP_COUNT + 1];
+    *m = load_counting(g, opset, counts);
+    if (counts[op] != 1)
+        return NULL;
+    xf_model_free(roundtrip(*m));
+    return &(*m)->graph->nodes[find_node_op((*m)->graph, op)];
+}
+
+/* Trilu's upper, DepthToSpace's and SpaceToDepth's blocksize and mode,
+ * EyeLike's k and dtype, ReverseSequence's axes; a mode or dtype xflow
+ * does not know leaves the node opaque, and mode CRD cannot be written
+ * before opset 11. */
+START_TEST(test_movement_attributes)
+{
+    static const int64_t d[] = {2, 8, 3, 3}, one[] = {1}, k[] = {-1}, lens[] = {3, 3, 3, 3, 3, 3, 3, 3};
+    static const int64_t eye[] = {3, 4};
+    Onnx__GraphProto *g;
+    xf_model *m;
+    Onnx__NodeProto *n = one_node(&g, "Trilu", 4, d, (const char *[]){"k", NULL});
+    PUSH(g->n_initializer, g->initializer, mk_raw("k", XF_DT_INT64, 0, one, k, sizeof k));
+    attr_int(n, "upper", 0);
+    const xf_node *x = load_one(g, 14, XF_OP_TRILU, &m);
+    ck_assert(x && x->attrs.trilu_lower);
+    xf_model_free(m);
+
+    for (int form = 0; form < 4; form++) {
+        n = one_node(&g, form == 3 ? "SpaceToDepth" : "DepthToSpace", 4, d, NULL);
+        attr_int(n, "blocksize", form == 3 ? 3 : 2);
+        if (form < 2)
+            attr_string(n, "mode", form == 0 ? "CRD" : "ABC");
+        x = load_one(g, form == 2 ? 1 : 13, form == 3 ? XF_OP_SPACE_TO_DEPTH : XF_OP_DEPTH_TO_SPACE, &m);
+        ck_assert(form == 1 ? !x : x && x->attrs.block_size == (form == 3 ? 3 : 2) && x->attrs.depth_crd == !form);
+        if (form == 0) {
+            uint8_t *buf;
+            Onnx__ModelProto *mp = exported(m, &buf);
+            ck_assert(has_attr(mp->graph->node[0], "mode") && has_attr(mp->graph->node[0], "blocksize"));
+            onnx__model_proto__free_unpacked(mp, NULL);
+            free(buf);
+            size_t len;
+            xf_error e;
+            m->opsets[0].version = 10;
+            ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+            ck_assert_msg(strstr(e.msg, "node 'n' (DepthToSpace)") && strstr(e.msg, "CRD"), "%s", e.msg);
+        }
+        if (form == 3)
+            ck_assert_int_eq(m->graph->values[x->outputs[0]].shape.dims[1], 72);
+        xf_model_free(m);
+    }
+
+    for (int form = 0; form < 2; form++) {
+        n = one_node(&g, "EyeLike", 2, eye, NULL);
+        attr_int(n, "k", 1);
+        attr_int(n, "dtype", form ? 99 : XF_DT_DOUBLE);
+        x = load_one(g, 9, XF_OP_EYE_LIKE, &m);
+        ck_assert(form ? !x : x && x->attrs.eye_k == 1 && x->attrs.to == XF_DT_DOUBLE);
+        if (!form)
+            ck_assert_int_eq(m->graph->values[x->outputs[0]].dtype, XF_DT_DOUBLE);
+        xf_model_free(m);
+    }
+
+    n = one_node(&g, "ReverseSequence", 4, d, (const char *[]){"lens", NULL});
+    PUSH(g->n_initializer, g->initializer, mk_raw("lens", XF_DT_INT64, 1, (const int64_t[]){8}, lens, sizeof lens));
+    attr_int(n, "batch_axis", 1);
+    attr_int(n, "time_axis", 0);
+    x = load_one(g, 10, XF_OP_REVERSE_SEQUENCE, &m);
+    ck_assert(x && x->attrs.n_axes == 2 && x->attrs.axes[0] == 1 && x->attrs.axes[1] == 0);
+    xf_model_free(m);
+    n = one_node(&g, "ReverseSequence", 4, (const int64_t[]){8, 2, 3, 3}, (const char *[]){"lens", NULL});
+    PUSH(g->n_initializer, g->initializer, mk_raw("lens", XF_DT_INT64, 1, (const int64_t[]){8}, lens, sizeof lens));
+    attr_int(n, "batch_axis", 0);
+    attr_int(n, "time_axis", 1);
+    x = load_one(g, 10, XF_OP_REVERSE_SEQUENCE, &m);
+    ck_assert(x && x->attrs.axes[0] == 0 && x->attrs.axes[1] == 1);
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -384,6 +485,7 @@ int main(void)
     tcase_add_test(tc, test_quantize_attributes);
     tcase_add_test(tc, test_roi_align_attributes);
     tcase_add_test(tc, test_nms_attributes);
+    tcase_add_test(tc, test_movement_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

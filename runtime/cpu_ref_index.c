@@ -1,0 +1,149 @@
+/* cpu_ref movement and indexing ops: Trilu, Tile, DepthToSpace,
+ * SpaceToDepth, EyeLike and ReverseSequence.  Like cpu_ref_movement.c they
+ * move raw elements of any fixed size, so one piece of code serves every
+ * dtype. */
+#include "xf_rt_internal.h"
+
+#include <string.h>
+
+static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
+
+/* Trilu: the upper (lower) triangle of every matrix of the last two dims,
+ * from diagonal k on: element (i, j) stays where j - i >= k (j - i <= k),
+ * the others become zero. */
+xf_status xf_ref_trilu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *s = &in[0].shape;
+    if (s->ndim < 2 || !xf_shape_equal(s, &out[0].shape))
+        return xf_rt_bad_node(err, n, "the input is not at least 2-D, or the output's shape differs from it");
+    int64_t k = 0;
+    if (n->n_inputs > 1 && xf_rt_present(&in[1])) {
+        if (xf_rt_numel(&in[1]) != 1)
+            return xf_rt_bad_node(err, n, "k holds %lld values, not one", (long long)xf_rt_numel(&in[1]));
+        k = xf_rt_load_i64(in[1].dtype, in[1].data, 0);
+    }
+    int64_t rows = s->dims[s->ndim - 2], cols = s->dims[s->ndim - 1], numel = xf_rt_numel(&out[0]);
+    size_t es = xf_dtype_size(out[0].dtype);
+    bool lower = n->attrs.trilu_lower;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t diagonal = i % cols - i / cols % rows;
+        if (lower ? diagonal <= k : diagonal >= k)
+            memcpy(elem(&out[0], i, es), elem(&in[0], i, es), es);
+        else
+            memset(elem(&out[0], i, es), 0, es);
+    }
+    return XF_OK;
+}
+
+/* Tile: output element (i_0, ..., i_r) is input element (i_0 mod d_0, ...). */
+xf_status xf_ref_tile(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    bool whole = ys->ndim == xs->ndim;
+    for (int d = 0; d < xs->ndim && whole; d++)
+        whole = xs->dims[d] ? ys->dims[d] % xs->dims[d] == 0 : ys->dims[d] == 0;
+    if (!whole)
+        return xf_rt_bad_node(err, n, "the output is not whole copies of the input along every dim");
+    int64_t stride[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0}, numel = xf_rt_numel(&out[0]);
+    xf_rt_dense_strides(xs, stride);
+    size_t es = xf_dtype_size(out[0].dtype);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t from = 0;
+        for (int d = 0; d < xs->ndim; d++)
+            from += coord[d] % xs->dims[d] * stride[d];
+        memcpy(elem(&out[0], i, es), elem(&in[0], from, es), es);
+        for (int d = ys->ndim - 1; d >= 0 && ++coord[d] == ys->dims[d]; d--)
+            coord[d] = 0;
+    }
+    return XF_OK;
+}
+
+/* DepthToSpace and SpaceToDepth, as ONNX defines them: a reshape to 6-D,
+ * a transpose and a reshape back, done as one walk over the output with
+ * the input's strides.  DepthToSpace's output (n, c, h * b + y, w * b + x)
+ * is input channel (y * b + x) * C' + c in DCR mode, c * b^2 + y * b + x in
+ * CRD mode; SpaceToDepth's output channel (y * b + x) * C + c is input
+ * (n, c, h * b + y, w * b + x). */
+xf_status xf_ref_depth_space(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    int64_t b = n->attrs.block_size;
+    if (xs->ndim != 4 || b < 1 ||
+        (n->op == XF_OP_DEPTH_TO_SPACE ? xs->dims[1] % (b * b) : xs->dims[2] % b || xs->dims[3] % b))
+        return xf_rt_bad_node(err, n, "the input is not [N, C, H, W] with blocksize %lld dividing it", (long long)b);
+    int64_t batch = xs->dims[0], ch = xs->dims[1], h = xs->dims[2], w = xs->dims[3];
+    xf_shape space, want;
+    int64_t stride[6];
+    if (n->op == XF_OP_DEPTH_TO_SPACE) { /* the output as (n, c', h, y, w, x) */
+        int64_t oc = ch / (b * b);
+        bool crd = n->attrs.depth_crd;
+        space = (xf_shape){6, {batch, oc, h, b, w, b}};
+        want = (xf_shape){4, {batch, oc, h * b, w * b}};
+        int64_t s[6] = {ch * h * w, crd ? b * b * h * w : h * w, w, crd ? b * h * w : b * oc * h * w, 1,
+                        crd ? h * w : oc * h * w};
+        memcpy(stride, s, sizeof s);
+    } else { /* the output as (n, y, x, c, h', w') */
+        space = (xf_shape){6, {batch, b, b, ch, h / b, w / b}};
+        want = (xf_shape){4, {batch, ch * b * b, h / b, w / b}};
+        int64_t s[6] = {ch * h * w, w, 1, h * w, b * w, b};
+        memcpy(stride, s, sizeof s);
+    }
+    if (!xf_shape_equal(&out[0].shape, &want))
+        return xf_rt_bad_node(err, n, "the output's shape is not the one blocksize %lld gives", (long long)b);
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &space);
+    xf_rt_iter_add(&it, stride, 0);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
+    return XF_OK;
+}
+
+/* EyeLike: ones on diagonal k (element (i, i + k)), zeros elsewhere; the
+ * input gives only the shape. */
+xf_status xf_ref_eye_like(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *s = &out[0].shape;
+    if (s->ndim != 2 || !xf_shape_equal(s, &in[0].shape))
+        return xf_rt_bad_node(err, n, "the output is not 2-D or differs from the input's shape");
+    size_t bytes = xf_rt_bytes(&out[0]);
+    if (bytes)
+        memset(out[0].data, 0, bytes);
+    int64_t rows = s->dims[0], cols = s->dims[1], k = n->attrs.eye_k;
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t j;
+        if (!__builtin_add_overflow(i, k, &j) && j >= 0 && j < cols)
+            xf_rt_store_i64(out[0].dtype, out[0].data, i * cols + j, 1);
+    }
+    return XF_OK;
+}
+
+/* ReverseSequence: for batch entry b, the first sequence_lens[b] steps
+ * along the time axis in reverse order, the others as they are. */
+xf_status xf_ref_reverse_sequence(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *s = &in[0].shape;
+    int64_t batch_axis = n->attrs.axes[0], time_axis = n->attrs.axes[1];
+    if (s->ndim < 2 || !xf_shape_equal(s, &out[0].shape) || batch_axis + time_axis != 1 || batch_axis < 0 ||
+        time_axis < 0)
+        return xf_rt_bad_node(err, n, "the input is not at least 2-D with batch and time axes 0 and 1");
+    int64_t batch = s->dims[batch_axis], steps = s->dims[time_axis], second = s->dims[1];
+    if (xf_rt_numel(&in[1]) != batch)
+        return xf_rt_bad_node(err, n, "sequence_lens has %lld entries for %lld batch entries",
+                              (long long)xf_rt_numel(&in[1]), (long long)batch);
+    int64_t inner = 1;
+    for (int d = 2; d < s->ndim; d++)
+        inner *= s->dims[d];
+    size_t es = xf_dtype_size(out[0].dtype), chunk = (size_t)inner * es;
+    for (int64_t b = 0; b < batch; b++) {
+        int64_t len = xf_rt_load_i64(in[1].dtype, in[1].data, b);
+        if (len < 0 || len > steps)
+            return xf_rt_bad_node(err, n, "sequence length %lld of batch entry %lld is not in [0, %lld]",
+                                  (long long)len, (long long)b, (long long)steps);
+        for (int64_t t = 0; t < steps && chunk; t++) {
+            int64_t from = t < len ? len - 1 - t : t;
+            int64_t to_at = batch_axis == 0 ? b * second + t : t * second + b;
+            int64_t from_at = batch_axis == 0 ? b * second + from : from * second + b;
+            memcpy(elem(&out[0], to_at * inner, es), elem(&in[0], from_at * inner, es), chunk);
+        }
+    }
+    return XF_OK;
+}
