@@ -178,6 +178,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
     if (a->trilu_lower || a->depth_crd)
         put(h, (uint64_t)(a->trilu_lower | a->depth_crd << 1) << 16 | 0x71);
+    if (a->onehot_legacy || a->has_axis)
+        put(h, (uint64_t)(a->onehot_legacy | a->has_axis << 1) << 16 | 0x1a);
     if (a->eye_k) {
         put(h, 0xe7e);
         put(h, (uint64_t)a->eye_k);

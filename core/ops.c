@@ -77,6 +77,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_LOG_SOFTMAX:
     case XF_OP_LAYER_NORM:
     case XF_OP_TOP_K:
+    case XF_OP_ONE_HOT:
         a->axis = -1;
         break;
     case XF_OP_FLATTEN:

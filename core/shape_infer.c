@@ -301,6 +301,12 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_REVERSE_SEQUENCE:
         st = require_dtype(c, 1, XF_DT_INT64);
         break;
+    case XF_OP_ONE_HOT: /* values' type */
+        out = input_dtype(c, 2);
+        break;
+    case XF_OP_COMPRESS:
+        st = require_dtype(c, 1, XF_DT_BOOL);
+        break;
     case XF_OP_EYE_LIKE: /* dtype, else the input's type */
         if (n->attrs.to != XF_DT_UNDEFINED &&
             ((unsigned)n->attrs.to >= XF_DT_COUNT_ || xf_dtype_size(n->attrs.to) == 0))
@@ -478,6 +484,8 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_SPACE_TO_DEPTH xf_infer_depth_space
 #define XF_RULE_EYE_LIKE xf_infer_eye_like
 #define XF_RULE_REVERSE_SEQUENCE xf_infer_reverse_sequence
+#define XF_RULE_ONE_HOT xf_infer_one_hot
+#define XF_RULE_COMPRESS xf_infer_compress
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -1,9 +1,10 @@
 /* The shape rules of the movement and indexing ops: Trilu, Tile,
- * DepthToSpace, SpaceToDepth, EyeLike and ReverseSequence (see
- * shape_infer.c for the driver). */
+ * DepthToSpace, SpaceToDepth, EyeLike, ReverseSequence, OneHot and
+ * Compress (see shape_infer.c for the driver). */
 #include "shape_infer_impl.h"
 
 #include <inttypes.h>
+#include <math.h>
 
 /* Trilu: the input's shape (at least 2-D); k, when given, a scalar. */
 xf_status xf_infer_trilu(xf_infer_ctx *c)
@@ -101,5 +102,66 @@ xf_status xf_infer_reverse_sequence(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID, "sequence_lens must have shape [%" PRId64 "] (one per batch entry), "
                              "got %s", x->dims[batch], xf_infer_text(lens).s);
     xf_infer_set(c, 0, x);
+    return XF_OK;
+}
+
+/* OneHot: the indices' shape with depth (a scalar input, known here or not)
+ * inserted at axis; values is [off_value, on_value]. */
+xf_status xf_infer_one_hot(xf_infer_ctx *c)
+{
+    const xf_shape *idx = xf_infer_shape(c, 0), *depth = xf_infer_shape(c, 1), *values = xf_infer_shape(c, 2);
+    if (!xf_infer_scalar_like(depth))
+        return xf_infer_fail(c, XF_ERR_INVALID, "depth must be a scalar, got shape %s", xf_infer_text(depth).s);
+    if (values->ndim != 1 || values->dims[0] != 2)
+        return xf_infer_fail(c, XF_ERR_INVALID, "values must be [off_value, on_value] (shape 2), got shape %s",
+                             xf_infer_text(values).s);
+    if (idx->ndim >= XF_MAX_DIMS)
+        return xf_infer_fail(c, XF_ERR_UNSUPPORTED, "the output would have rank %d; xflow handles at most %d",
+                             idx->ndim + 1, XF_MAX_DIMS);
+    int axis;
+    xf_status st = xf_infer_axis(c, "axis", c->node->attrs.axis, idx->ndim + 1, false, &axis);
+    const xf_tensor *t = xf_infer_value(c, 1);
+    if (st != XF_OK || !t)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    double d = t->data && xf_tensor_numel(t) == 1 ? xf_tensor_get_f64(t, 0) : NAN;
+    if (!(d >= 0 && d < 0x1p62))
+        return xf_infer_fail(c, XF_ERR_INVALID, "depth %g is not a count of classes", d);
+    xf_shape out = {.ndim = idx->ndim + 1};
+    for (int i = 0, from = 0; i < out.ndim; i++)
+        out.dims[i] = i == axis ? (int64_t)d : idx->dims[from++];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Compress: the slices along axis (or the elements of the flattened
+ * input) whose condition entry is true, counted where the condition's
+ * value is known.  A condition shorter than the axis leaves the rest out;
+ * one longer may only be false beyond it. */
+xf_status xf_infer_compress(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0), *cond = xf_infer_shape(c, 1);
+    if (cond->ndim != 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "condition must be 1-D, got shape %s", xf_infer_text(cond).s);
+    int axis = -1;
+    xf_status st =
+        c->node->attrs.has_axis ? xf_infer_axis(c, "axis", c->node->attrs.axis, x->ndim, false, &axis) : XF_OK;
+    const xf_tensor *t = xf_infer_value(c, 1);
+    if (st != XF_OK || !t || (xf_tensor_numel(t) > 0 && !t->data))
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    int64_t len = axis < 0 ? xf_shape_numel(x) : x->dims[axis], count = 0;
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++) {
+        if (!xf_tensor_get_i64(t, i))
+            continue;
+        if (i >= len)
+            return xf_infer_fail(c, XF_ERR_INVALID, "condition selects entry %" PRId64 ", beyond the %" PRId64
+                                 " the input has%s", i, len, axis < 0 ? " (flattened)" : " along the axis");
+        count++;
+    }
+    xf_shape out = *x;
+    if (axis < 0)
+        out = (xf_shape){.ndim = 1, .dims = {count}};
+    else
+        out.dims[axis] = count;
+    xf_infer_set(c, 0, &out);
     return XF_OK;
 }

@@ -265,7 +265,7 @@ typedef struct xf_attrs {
     xf_activation activation; /* fused activation after a Conv (xflow-internal) */
 
     /* axis / axes / perm */
-    int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm; op's own default */
+    int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm, OneHot, ...; op's own default */
     int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form */
     int64_t axes[XF_MAX_DIMS]; /* ReverseSequence: [batch_axis, time_axis] (n_axes 2) */
     bool has_axes;            /* axes came as an attribute */
@@ -303,6 +303,8 @@ typedef struct xf_attrs {
     int trilu_lower;          /* Trilu: upper = 0 (keep the lower triangle) */
     int depth_crd;            /* DepthToSpace: mode CRD (else DCR) */
     int64_t eye_k;            /* EyeLike: k, the diagonal of ones (> 0: above the main one) */
+    int onehot_legacy;        /* OneHot before opset 11: negative indices are out of range */
+    bool has_axis;            /* Compress: axis given (else it selects from the flattened input) */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */

@@ -288,6 +288,7 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
         a->roi_sampling_ratio != b->roi_sampling_ratio || a->roi_spatial_scale != b->roi_spatial_scale ||
         a->roi_output_half_pixel != b->roi_output_half_pixel || a->center_point_box != b->center_point_box ||
         a->trilu_lower != b->trilu_lower || a->depth_crd != b->depth_crd || a->eye_k != b->eye_k ||
+        a->onehot_legacy != b->onehot_legacy || a->has_axis != b->has_axis ||
         !xf_rnn_attrs_equal(&a->rnn, &b->rnn) || a->resize_mode != b->resize_mode ||
         a->resize_coord != b->resize_coord || a->resize_nearest != b->resize_nearest || a->softmax_legacy != b->softmax_legacy || a->alpha != b->alpha ||
         a->beta != b->beta || a->epsilon != b->epsilon || a->trans_a != b->trans_a || a->trans_b != b->trans_b)

@@ -338,6 +338,19 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->axes[1] != d.axes[1])
             add_int(&w, "time_axis", a->axes[1]);
         break;
+    case XF_OP_ONE_HOT:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->onehot_legacy != (opset < 11))
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED,
+                             "node '%s' (OneHot) %s negative indices, which opset %lld cannot express",
+                             n->name ? n->name : "", a->onehot_legacy ? "takes no" : "counts from the end",
+                             (long long)opset);
+        break;
+    case XF_OP_COMPRESS:
+        if (a->has_axis)
+            add_int(&w, "axis", a->axis);
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

@@ -32,6 +32,8 @@
  *   SpaceToDepth    blocksize->block_size
  *   EyeLike         k->eye_k  dtype->to (a type xflow knows)
  *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
+ *   OneHot          axis (before opset 11: onehot_legacy)
+ *   Compress        axis (has_axis)
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -439,6 +441,14 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("batch_axis") || A("time_axis"))
             return read_int(r, at, &a->axes[A("time_axis")]);
         break;
+    case XF_OP_ONE_HOT:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        break;
+    case XF_OP_COMPRESS:
+        if (A("axis"))
+            return (a->has_axis = read_int(r, at, &a->axis));
+        break;
     case XF_OP_SCATTER_ELEMENTS:
     case XF_OP_SCATTER_ND:
         if (A("reduction"))
@@ -631,6 +641,9 @@ static bool finish(reader *r, xf_op op, int n_outputs)
             return refuse(r, "coordinate_transformation_mode before opset 16", NULL);
         if (r->ctx->opset < 16)
             a->roi_output_half_pixel = 1;
+        return true;
+    case XF_OP_ONE_HOT: /* negative indices count from the end from opset 11 */
+        a->onehot_legacy = r->ctx->opset < 11;
         return true;
     case XF_OP_CONCAT:
         if (!r->has_axis && r->ctx->opset < 4)

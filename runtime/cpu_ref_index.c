@@ -1,12 +1,21 @@
 /* cpu_ref movement and indexing ops: Trilu, Tile, DepthToSpace,
- * SpaceToDepth, EyeLike and ReverseSequence.  Like cpu_ref_movement.c they
- * move raw elements of any fixed size, so one piece of code serves every
- * dtype. */
+ * SpaceToDepth, EyeLike, ReverseSequence, OneHot and Compress.  Like
+ * cpu_ref_movement.c they move raw elements of any fixed size, so one
+ * piece of code serves every dtype. */
 #include "xf_rt_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
+
+static int64_t prod_dims(const xf_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++)
+        p *= s->dims[d];
+    return p;
+}
 
 /* Trilu: the upper (lower) triangle of every matrix of the last two dims,
  * from diagonal k on: element (i, j) stays where j - i >= k (j - i <= k),
@@ -145,5 +154,74 @@ xf_status xf_ref_reverse_sequence(const xf_node *n, const xf_tensor_view *in, co
             memcpy(elem(&out[0], to_at * inner, es), elem(&in[0], from_at * inner, es), chunk);
         }
     }
+    return XF_OK;
+}
+
+/* Index i of OneHot's indices as an int64 (non-integers truncated, as
+ * ONNX's cast to int64), or -1 for one that names no class: NaN and
+ * infinities, values beyond [-depth, depth), and before opset 11 negative
+ * values; negative ones count from the end from opset 11. */
+static int64_t one_hot_class(const xf_node *n, const xf_tensor_view *idx, int64_t i, int64_t depth)
+{
+    double v = xf_rt_is_integral(idx->dtype) ? 0 : xf_rt_load_f64(idx->dtype, idx->data, i);
+    if (!isfinite(v))
+        return -1;
+    int64_t k = xf_rt_load_i64(idx->dtype, idx->data, i);
+    if (k < 0 && !n->attrs.onehot_legacy && k >= -depth)
+        k += depth;
+    return k >= 0 && k < depth ? k : -1;
+}
+
+/* OneHot: on_value where the position along axis is the index's class,
+ * off_value elsewhere; the output's dim at axis is depth. */
+xf_status xf_ref_one_hot(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *is = &in[0].shape, *ys = &out[0].shape;
+    int axis = xf_rt_axis(n->attrs.axis, ys->ndim);
+    if (ys->ndim != is->ndim + 1 || axis < 0 || xf_rt_numel(&in[2]) != 2 || in[2].dtype != out[0].dtype)
+        return xf_rt_bad_node(err, n, "the output is not the indices' shape with one more dim at axis %lld, or "
+                                      "values is not two elements of the output's type",
+                              (long long)n->attrs.axis);
+    for (int d = 0; d < is->ndim; d++)
+        if (is->dims[d] != ys->dims[d < axis ? d : d + 1])
+            return xf_rt_bad_node(err, n, "the output's shape does not match the indices'");
+    int64_t outer = prod_dims(ys, 0, axis), depth = ys->dims[axis], inner = prod_dims(ys, axis + 1, ys->ndim);
+    size_t es = xf_dtype_size(out[0].dtype);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t k = one_hot_class(n, &in[0], o * inner + i, depth);
+            for (int64_t d = 0; d < depth; d++)
+                memcpy(elem(&out[0], (o * depth + d) * inner + i, es), elem(&in[2], d == k, es), es);
+        }
+    return XF_OK;
+}
+
+/* Compress: the slices along axis (the elements of the flattened input
+ * when the node has no axis) whose condition entry is true, in order. */
+xf_status xf_ref_compress(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    int axis = n->attrs.has_axis ? xf_rt_axis(n->attrs.axis, xs->ndim) : -1;
+    if (n->attrs.has_axis && axis < 0)
+        return xf_rt_bad_node(err, n, "axis %lld is out of range", (long long)n->attrs.axis);
+    int64_t outer = axis < 0 ? 1 : prod_dims(xs, 0, axis), len = axis < 0 ? xf_rt_numel(&in[0]) : xs->dims[axis];
+    int64_t inner = axis < 0 ? 1 : prod_dims(xs, axis + 1, xs->ndim), n_cond = xf_rt_numel(&in[1]), count = 0;
+    for (int64_t j = 0; j < n_cond; j++) {
+        bool selected = xf_rt_load_i64(in[1].dtype, in[1].data, j) != 0;
+        if (selected && j >= len)
+            return xf_rt_bad_node(err, n, "condition selects entry %lld, beyond the %lld the input has", (long long)j,
+                                  (long long)len);
+        count += selected;
+    }
+    if (xf_rt_numel(&out[0]) != outer * count * inner)
+        return xf_rt_bad_node(err, n, "the output does not hold the %lld selected slices", (long long)count);
+    size_t es = xf_dtype_size(out[0].dtype), chunk = (size_t)inner * es;
+    char *dst = out[0].data;
+    for (int64_t o = 0; o < outer && chunk; o++)
+        for (int64_t j = 0; j < n_cond && j < len; j++)
+            if (xf_rt_load_i64(in[1].dtype, in[1].data, j)) {
+                memcpy(dst, elem(&in[0], (o * len + j) * inner, es), chunk);
+                dst += chunk;
+            }
     return XF_OK;
 }

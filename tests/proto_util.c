@@ -315,7 +315,7 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(n_pads) && ARR(pad_pads, a->n_pads) && EQ(has_pads) && EQ(clip_min) && EQ(clip_max) &&
            EQ(has_clip_attrs) && EQ(fmod) && EQ(batch_dims) && EQ(topk_smallest) && EQ(topk_unsorted) && EQ(reduction) &&
            EQ(block_size) && EQ(output_dtype) && EQ(no_saturate) && EQ(roi_max) && EQ(roi_output_h) && EQ(roi_output_w) &&
-           EQ(roi_sampling_ratio) && EQ(roi_spatial_scale) && EQ(roi_output_half_pixel) && EQ(trilu_lower) && EQ(depth_crd) && EQ(eye_k) && EQ(center_point_box) && xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
+           EQ(roi_sampling_ratio) && EQ(roi_spatial_scale) && EQ(roi_output_half_pixel) && EQ(trilu_lower) && EQ(depth_crd) && EQ(eye_k) && EQ(onehot_legacy) && EQ(has_axis) && EQ(center_point_box) && xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
            tensors_equal(a->value, b->value);
 #undef EQ

@@ -1,5 +1,6 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
- * SpaceToDepth, EyeLike, ReverseSequence, ...): cpu_ref against
+ * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, ...): cpu_ref
+ * against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
  * operands and attributes that do not fit. */
@@ -377,6 +378,109 @@ START_TEST(reverse_sequence_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------ OneHot */
+
+static node_case one_hot_case(xf_tensor *indices, xf_tensor *depth, xf_tensor *values, int64_t axis)
+{
+    node_case c = make_case(XF_OP_ONE_HOT, 3, indices, depth, values);
+    c.opset = 11;
+    c.a.axis = axis;
+    return c;
+}
+
+/* on_value at each index's class along axis, off_value elsewhere, of
+ * values' type; negative indices count from the end, indices beyond
+ * [-depth, depth) (and before opset 11 negative ones) name no class;
+ * non-integer indices and depth are truncated. */
+START_TEST(one_hot_classes)
+{
+    EXPECT(run1(one_hot_case(I64(DIMS(3), 0, 2, -1), I64(SCALAR, 3), F32(DIMS(2), 0, 1), -1)), XF_DT_FLOAT, DIMS(3, 3),
+           1, 0, 0, 0, 0, 1, 0, 0, 1);
+    EXPECT(run1(one_hot_case(I64(DIMS(3), 0, 2, -1), I64(SCALAR, 3), F32(DIMS(2), 0, 1), 0)), XF_DT_FLOAT, DIMS(3, 3),
+           1, 0, 0, 0, 0, 0, 0, 1, 1);
+    EXPECT(run1(one_hot_case(I32(DIMS(3), 3, -4, 1), I64(DIMS(1), 3), I32(DIMS(2), 5, 9), -1)), XF_DT_INT32, DIMS(3, 3),
+           5, 5, 5, 5, 5, 5, 5, 9, 5);
+    node_case c = one_hot_case(I64(DIMS(2), -1, 1), I64(SCALAR, 3), I64(DIMS(2), 0, 1), -1);
+    c.a.onehot_legacy = 1;
+    EXPECT(run1(c), XF_DT_INT64, DIMS(2, 3), 0, 0, 0, 0, 1, 0);
+    EXPECT(run1(one_hot_case(F32(DIMS(3), 1.7, NAN, -0.5), F32(SCALAR, 2.9), BOOLS(DIMS(2), 0, 1), 1)), XF_DT_BOOL,
+           DIMS(3, 2), 0, 1, 0, 0, 1, 0);
+    /* a 2-D index tensor, the class dim in the middle */
+    EXPECT(run1(one_hot_case(I64(DIMS(2, 2), 0, 1, 1, 0), I64(SCALAR, 2), F32(DIMS(2), -1, 1), -2)), XF_DT_FLOAT,
+           DIMS(2, 2, 2), 1, -1, -1, 1, -1, 1, 1, -1);
+    c = one_hot_case(I64(DIMS(2), 1, 0), I64(SCALAR, 2), F32(DIMS(2), 0, 1), -1);
+    c.feed = 2;
+    expect_inferred(c, 0, UNKNOWN);
+    c = one_hot_case(I64(DIMS(2), 1, 0), I64(SCALAR, 2), F32(DIMS(2), 0, 1), -1);
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 0, 1, 1, 0);
+}
+END_TEST
+
+START_TEST(one_hot_errors)
+{
+    expect_infer_error(one_hot_case(I64(DIMS(1), 0), I64(DIMS(2), 2, 2), F32(DIMS(2), 0, 1), -1),
+                       "depth must be a scalar, got shape 2");
+    expect_infer_error(one_hot_case(I64(DIMS(1), 0), I64(SCALAR, 2), F32(DIMS(3), 0, 1, 2), -1),
+                       "values must be [off_value, on_value] (shape 2), got shape 3");
+    expect_infer_error(one_hot_case(I64(DIMS(1), 0), I64(SCALAR, 2), F32(DIMS(2), 0, 1), 2),
+                       "axis 2 is out of range for rank 2");
+    expect_infer_error(one_hot_case(I64(DIMS(1), 0), I64(SCALAR, -1), F32(DIMS(2), 0, 1), -1),
+                       "depth -1 is not a count of classes");
+}
+END_TEST
+
+/* ------------------------------------------------------------ Compress */
+
+static node_case compress_case(xf_tensor *x, xf_tensor *condition, bool has_axis, int64_t axis)
+{
+    node_case c = make_case(XF_OP_COMPRESS, 2, x, condition);
+    c.opset = 11;
+    c.a.has_axis = has_axis;
+    c.a.axis = axis;
+    return c;
+}
+
+/* The slices whose condition is true; without an axis, elements of the
+ * flattened input.  A shorter condition leaves the rest out, a longer one
+ * may be false beyond the input; a condition fed at run time leaves the
+ * shape to each run. */
+START_TEST(compress_selects)
+{
+    EXPECT(run1(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(3), 0, 1, 1), true, 0)), XF_DT_FLOAT, DIMS(2, 2), 2,
+           3, 4, 5);
+    EXPECT(run1(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(2), 0, 1), true, -1)), XF_DT_FLOAT, DIMS(3, 1), 1, 3,
+           5);
+    EXPECT(run1(compress_case(I64(DIMS(3, 2), 0, 1, 2, 3, 4, 5), BOOLS(DIMS(5), 0, 1, 0, 0, 1), false, 0)), XF_DT_INT64,
+           DIMS(2), 1, 4);
+    EXPECT(run1(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(1), 1), true, 0)), XF_DT_FLOAT, DIMS(1, 2), 0, 1);
+    EXPECT(run1(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(4), 0, 0, 1, 0), true, 0)), XF_DT_FLOAT, DIMS(1, 2),
+           4, 5);
+    EXPECT(run1(compress_case(iota_f32(DIMS(2, 2), 0), BOOLS(DIMS(0), 0), true, 1)), XF_DT_FLOAT, DIMS(2, 0), 0);
+    node_case c = compress_case(iota_f32(DIMS(2, 3), 0), BOOLS(DIMS(3), 1, 0, 1), true, 1);
+    c.feed = 2;
+    expect_inferred(c, 0, UNKNOWN);
+    c = compress_case(iota_f32(DIMS(2, 3), 0), BOOLS(DIMS(3), 1, 0, 1), true, 1);
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 0, 2, 3, 5);
+}
+END_TEST
+
+START_TEST(compress_errors)
+{
+    expect_infer_error(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(4), 0, 0, 0, 1), true, 0),
+                       "condition selects entry 3, beyond the 3 the input has along the axis");
+    expect_infer_error(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(1, 2), 0, 1), true, 0),
+                       "condition must be 1-D, got shape 1x2");
+    expect_infer_error(compress_case(iota_f32(DIMS(3, 2), 0), I64(DIMS(2), 0, 1), true, 0), "input 1 must be BOOL");
+    expect_infer_error(compress_case(iota_f32(DIMS(3, 2), 0), BOOLS(DIMS(2), 0, 1), true, 2),
+                       "axis 2 is out of range for rank 2");
+    node_case c = compress_case(iota_f32(DIMS(2), 0), BOOLS(DIMS(3), 0, 0, 1), false, 0);
+    c.feed = 2;
+    expect_run_error(c, "condition selects entry 2, beyond the 2");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -395,6 +499,12 @@ int main(void)
     tcase_add_test(tc, eye_like_diagonals);
     tcase_add_test(tc, reverse_sequence_lengths);
     tcase_add_test(tc, reverse_sequence_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("indexing");
+    tcase_add_test(tc, one_hot_classes);
+    tcase_add_test(tc, one_hot_errors);
+    tcase_add_test(tc, compress_selects);
+    tcase_add_test(tc, compress_errors);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -472,6 +472,45 @@ START_TEST(test_movement_attributes)
 }
 END_TEST
 
+/* OneHot keeps axis, and whether negative indices count from the end
+ * (opset 11) or name no class (before), which export cannot change;
+ * Compress keeps whether it has an axis. */
+START_TEST(test_indexing_attributes)
+{
+    static const int64_t d[] = {2, 3, 1, 1}, one[] = {1}, depth[] = {4}, two[] = {2}, lens[] = {3};
+    static const float values[] = {0, 1};
+    static const uint8_t cond[] = {1, 0, 1};
+    for (int form = 0; form < 2; form++) {
+        Onnx__GraphProto *g;
+        xf_model *m;
+        Onnx__NodeProto *n = one_node(&g, "OneHot", 4, d, (const char *[]){"depth", "values", NULL});
+        PUSH(g->n_initializer, g->initializer, mk_raw("depth", XF_DT_INT64, 1, one, depth, sizeof depth));
+        PUSH(g->n_initializer, g->initializer, mk_raw("values", XF_DT_FLOAT, 1, two, values, sizeof values));
+        attr_int(n, "axis", 1);
+        const xf_node *x = load_one(g, form ? 9 : 11, XF_OP_ONE_HOT, &m);
+        ck_assert(x && x->attrs.axis == 1 && x->attrs.onehot_legacy == form);
+        ck_assert_int_eq(m->graph->values[x->outputs[0]].shape.dims[1], 4);
+        m->opsets[0].version = form ? 11 : 10;
+        uint8_t *buf;
+        size_t len;
+        xf_error e;
+        ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(e.msg, "node 'n' (OneHot)") && strstr(e.msg, "negative indices"), "%s", e.msg);
+        xf_model_free(m);
+
+        n = one_node(&g, "Compress", 4, d, (const char *[]){"cond", NULL});
+        PUSH(g->n_initializer, g->initializer, mk_raw("cond", XF_DT_BOOL, 1, lens, cond, sizeof cond));
+        if (form)
+            attr_int(n, "axis", -3);
+        x = load_one(g, 11, XF_OP_COMPRESS, &m);
+        ck_assert(x && x->attrs.has_axis == form && (!form || x->attrs.axis == -3));
+        const xf_shape *s = &m->graph->values[x->outputs[0]].shape;
+        ck_assert(form ? s->ndim == 4 && s->dims[1] == 2 : s->ndim == 1 && s->dims[0] == 2);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -486,6 +525,7 @@ int main(void)
     tcase_add_test(tc, test_roi_align_attributes);
     tcase_add_test(tc, test_nms_attributes);
     tcase_add_test(tc, test_movement_attributes);
+    tcase_add_test(tc, test_indexing_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
