@@ -260,7 +260,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV:
     case XF_OP_MAX: case XF_OP_MIN: case XF_OP_SUM: case XF_OP_CONCAT:
     case XF_OP_CONV: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
-    case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD:
+    case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD: case XF_OP_EINSUM:
         st = same_dtype(c, 0, n->n_inputs, &out);
         break;
     case XF_OP_EQUAL: case XF_OP_GREATER: case XF_OP_LESS:
@@ -486,6 +486,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_REVERSE_SEQUENCE xf_infer_reverse_sequence
 #define XF_RULE_ONE_HOT xf_infer_one_hot
 #define XF_RULE_COMPRESS xf_infer_compress
+#define XF_RULE_EINSUM xf_infer_einsum
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

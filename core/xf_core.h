@@ -331,7 +331,8 @@ typedef struct xf_attrs {
     int64_t slice_starts[XF_MAX_DIMS], slice_ends[XF_MAX_DIMS], slice_axes[XF_MAX_DIMS];
     bool has_slice_attrs, has_slice_axes;
 
-    /* ConstantOfShape value (NULL = float 0); owned reference */
+    /* ConstantOfShape value (NULL = float 0); Einsum's equation (a string
+     * scalar); owned reference */
     xf_tensor *value;
 } xf_attrs;
 
@@ -689,6 +690,34 @@ bool xf_nms_problem_init(xf_nms_problem *p, const xf_tensor *const in[5], int ce
  * selected[3k..3k+2] while k < cap (selected may be NULL when cap is 0).
  * Returns how many boxes are selected, or -1 when out of memory. */
 int64_t xf_nms_select(const xf_nms_problem *p, int64_t *selected, int64_t cap);
+
+/* ---------------------------------------------------------------- einsum */
+
+/* Einsum's equation worked out for its operands' shapes, by numpy's rules
+ * (which ONNX's reference runs): the indices of the sum are the dims the
+ * ellipses stand for (broadcast as numpy does, aligned at the last dim),
+ * then each letter in order of first appearance; a letter repeated in one
+ * operand walks its diagonal; a dim of extent 1 broadcasts against the
+ * same letter's extent elsewhere; the output is the term after "->", or
+ * without one the ellipsis dims then the letters used once, in ASCII order
+ * (upper case first); indices not in the output are summed over.  Spaces
+ * are ignored.  Shape inference and cpu_ref's kernel both use it. */
+#define XF_EINSUM_MAX_OPERANDS 64
+#define XF_EINSUM_MAX_INDICES (XF_MAX_DIMS + 52) /* the ellipsis dims, then one per letter */
+typedef struct xf_einsum {
+    int n_indices;
+    int64_t extent[XF_EINSUM_MAX_INDICES];
+    unsigned char index[XF_EINSUM_MAX_OPERANDS][XF_MAX_DIMS]; /* the index each operand dim walks */
+    xf_shape out;
+    unsigned char out_index[XF_MAX_DIMS];
+} xf_einsum;
+
+/* The equation of an Einsum node (its attrs.value, a string scalar), or NULL. */
+const char *xf_einsum_equation(const xf_attrs *a);
+/* Works out equation for n operands of these shapes; false with the reason
+ * in why. */
+bool xf_einsum_plan(const char *equation, int n, const xf_shape *const *shapes, xf_einsum *e, char *why,
+                    size_t why_len);
 
 /* ---------------------------------------------------------------- sizes */
 

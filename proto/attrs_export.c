@@ -351,6 +351,12 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->has_axis)
             add_int(&w, "axis", a->axis);
         break;
+    case XF_OP_EINSUM: /* the equation is required */
+        if (!xf_einsum_equation(a))
+            s = xf_error_set(err, XF_ERR_INVALID, "node '%s' (Einsum) has no equation", n->name ? n->name : "");
+        else
+            add_string(&w, "equation", xf_einsum_equation(a));
+        break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)
             add_int(&w, "fmod", a->fmod);

@@ -34,6 +34,7 @@
  *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
  *   OneHot          axis (before opset 11: onehot_legacy)
  *   Compress        axis (has_axis)
+ *   Einsum          equation (value, a string scalar)
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -64,6 +65,7 @@
 #include "proto_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -204,6 +206,30 @@ static bool read_value_tensor(reader *r, const Onnx__AttributeProto *at)
         xf_tensor_release(t);
         return refuse(r, "attribute '%s' is not a one-element tensor", at->name);
     }
+    r->a->value = t;
+    return true;
+}
+
+/* A string attribute kept as a string scalar in the value tensor. */
+static bool read_string_value(reader *r, const Onnx__AttributeProto *at)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
+        return refuse(r, "attribute '%s' is not a string", at->name);
+    if (memchr(at->s.data, 0, at->s.len))
+        return refuse(r, "attribute '%s' holds a NUL character", at->name);
+    const xf_shape scalar = {.ndim = 0};
+    xf_tensor *t = xf_tensor_create(XF_DT_STRING, &scalar);
+    char *s = malloc(at->s.len + 1);
+    if (!t || !s) {
+        xf_tensor_release(t);
+        free(s);
+        r->status = xf_error_set(r->err, XF_ERR_NOMEM, "out of memory");
+        return false;
+    }
+    if (at->s.len)
+        memcpy(s, at->s.data, at->s.len);
+    s[at->s.len] = '\0';
+    t->strings[0] = s;
     r->a->value = t;
     return true;
 }
@@ -448,6 +474,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_COMPRESS:
         if (A("axis"))
             return (a->has_axis = read_int(r, at, &a->axis));
+        break;
+    case XF_OP_EINSUM:
+        if (A("equation"))
+            return read_string_value(r, at);
         break;
     case XF_OP_SCATTER_ELEMENTS:
     case XF_OP_SCATTER_ND:

@@ -1,6 +1,6 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
- * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, ...): cpu_ref
- * against
+ * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum, ...):
+ * cpu_ref against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
  * operands and attributes that do not fit. */
@@ -10,7 +10,9 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void release_inputs(node_case *c)
@@ -481,6 +483,105 @@ START_TEST(compress_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------ Einsum */
+
+/* Einsum of equation over n operands (xf_tensor *). */
+static node_case einsum_case(const char *equation, int n, ...)
+{
+    node_case c = make_case(XF_OP_EINSUM, 0);
+    c.opset = 12;
+    c.n_in = n;
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        c.in[i] = va_arg(ap, xf_tensor *);
+    va_end(ap);
+    if (equation) {
+        const xf_shape scalar = {.ndim = 0};
+        c.a.value = xf_tensor_create(XF_DT_STRING, &scalar);
+        ck_assert_ptr_nonnull(c.a.value);
+        c.a.value->strings[0] = strdup(equation);
+    }
+    return c;
+}
+
+/* Transposes, products, sums and traces in explicit and implicit form. */
+START_TEST(einsum_explicit_and_implicit)
+{
+    EXPECT(run1(einsum_case("ij->ji", 1, iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT, DIMS(3, 2), 0, 3, 1, 4, 2, 5);
+    EXPECT(run1(einsum_case("ij,jk->ik", 2, F32(DIMS(2, 2), 1, 2, 3, 4), F32(DIMS(2, 2), 5, 6, 7, 8))), XF_DT_FLOAT,
+           DIMS(2, 2), 19, 22, 43, 50);
+    EXPECT(run1(einsum_case("i,i", 2, F32(DIMS(3), 1, 2, 3), F32(DIMS(3), 4, 5, 6))), XF_DT_FLOAT, SCALAR, 32);
+    EXPECT(run1(einsum_case("ij->i", 1, iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT, DIMS(2), 3, 12);
+    EXPECT(run1(einsum_case("ij->", 1, iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT, SCALAR, 15);
+    /* implicit: the letters used once in ASCII order, upper case first */
+    EXPECT(run1(einsum_case("ba", 1, iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT, DIMS(3, 2), 0, 3, 1, 4, 2, 5);
+    EXPECT(run1(einsum_case("Ba", 1, iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT, DIMS(2, 3), 0, 1, 2, 3, 4, 5);
+    EXPECT(run1(einsum_case("ij,jk", 2, F32(DIMS(1, 2), 1, 2), F32(DIMS(2, 1), 3, 4))), XF_DT_FLOAT, DIMS(1, 1), 11);
+    /* spaces, three operands, integers, double */
+    EXPECT(run1(einsum_case(" i , i , i -> ", 3, I64(DIMS(2), 1, 2), I64(DIMS(2), 3, 4), I64(DIMS(2), 5, 6))),
+           XF_DT_INT64, SCALAR, 63);
+    EXPECT(run1(einsum_case("i,j->ij", 2, I32(DIMS(2), 1, 2), I32(DIMS(3), 1, 10, 100))), XF_DT_INT32, DIMS(2, 3), 1,
+           10, 100, 2, 20, 200);
+    double a[4] = {1, 2, 3, 4};
+    EXPECT(run1(einsum_case("ij->j", 1, mk(XF_DT_DOUBLE, DIMS(2, 2), a))), XF_DT_DOUBLE, DIMS(2), 4, 6);
+    /* an empty sum is 0 */
+    EXPECT(run1(einsum_case("ij->i", 1, iota_f32(DIMS(3, 0), 0))), XF_DT_FLOAT, DIMS(3), 0, 0, 0);
+}
+END_TEST
+
+/* A letter repeated in one operand walks the diagonal; ellipses and dims
+ * of extent 1 broadcast as numpy's do. */
+START_TEST(einsum_diagonals_and_broadcasting)
+{
+    EXPECT(run1(einsum_case("ii->i", 1, iota_f32(DIMS(3, 3), 0))), XF_DT_FLOAT, DIMS(3), 0, 4, 8);
+    EXPECT(run1(einsum_case("ii", 1, iota_f32(DIMS(3, 3), 0))), XF_DT_FLOAT, SCALAR, 12);
+    EXPECT(run1(einsum_case("...ii ->...i", 1, iota_f32(DIMS(2, 2, 2), 0))), XF_DT_FLOAT, DIMS(2, 2), 0, 3, 4, 7);
+    EXPECT(run1(einsum_case("i...i", 1, iota_f32(DIMS(2, 3, 2), 0))), XF_DT_FLOAT, DIMS(3), 7, 11, 15);
+    EXPECT(run1(einsum_case("bij, bjk -> bik", 2, iota_f32(DIMS(2, 1, 2), 1), F32(DIMS(2, 2, 1), 1, 1, 2, 3))),
+           XF_DT_FLOAT, DIMS(2, 1, 1), 3, 18);
+    EXPECT(run1(einsum_case("ij,ij->ij", 2, F32(DIMS(1, 3), 1, 2, 3), iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT,
+           DIMS(2, 3), 0, 2, 6, 3, 8, 15);
+    EXPECT(run1(einsum_case("...i,...i", 2, iota_f32(DIMS(2, 1, 2), 0), F32(DIMS(3, 2), 1, 0, 0, 1, 1, 1))),
+           XF_DT_FLOAT, DIMS(2, 3), 0, 1, 1, 2, 3, 5);
+    EXPECT(run1(einsum_case("...j->j...", 1, iota_f32(DIMS(2, 3), 0))), XF_DT_FLOAT, DIMS(3, 2), 0, 3, 1, 4, 2, 5);
+    expect_inferred(einsum_case("abc,cd->dba", 2, iota_f32(DIMS(2, 3, 4), 0), iota_f32(DIMS(4, 5), 0)), 0,
+                    DIMS(5, 3, 2));
+}
+END_TEST
+
+START_TEST(einsum_errors)
+{
+    static const struct {
+        const char *equation, *msg;
+        int rank;
+    } bad[] = {
+        {"i,j", "more terms than the 1 operands", 1},
+        {"ij->k", "the output's 'k' is in no operand", 2},
+        {"ij->ii", "the output repeats 'i'", 2},
+        {"ij", "operand 0 has rank 3, but the equation gives it 2 letters", 3},
+        {"ii->i", "operand 0 repeats 'i' over dims of extents 2 and 3", 2},
+        {"...i->i", "the output leaves out the 1 dims the operands' ellipses stand for", 2},
+        {"i.j", "a '.' that is not part of a term's one ellipsis", 2},
+        {"i-j", "'-' and '>' only as one '->'", 2},
+        {"ij->j->i", "'-' and '>' only as one '->'", 2},
+        {"i1", "the character '1'", 2},
+        {"abcdefghi", "a term of more than 8 letters", 2},
+        {NULL, "the node has no equation", 2},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        xf_tensor *x = bad[i].rank == 3 ? iota_f32(DIMS(2, 3, 4), 0) : iota_f32(DIMS(2, 3), 0);
+        expect_infer_error(einsum_case(bad[i].equation, 1, x), bad[i].msg);
+    }
+    expect_infer_error(einsum_case("ij,jk", 2, iota_f32(DIMS(2, 3), 0), iota_f32(DIMS(4, 5), 0)),
+                       "equation 'ij,jk': 'j' stands for extents 3 and 4");
+    expect_infer_error(einsum_case("i,i", 2, iota_f32(DIMS(2), 0), I64(DIMS(2), 0, 1)),
+                       "input 0 is FLOAT but input 1 is INT64");
+    expect_infer_error(einsum_case("...i,...i", 2, iota_f32(DIMS(2, 3), 0), iota_f32(DIMS(4, 3), 0)),
+                       "the ellipsis dims of operand 1 (4x3) do not broadcast");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -505,6 +606,11 @@ int main(void)
     tcase_add_test(tc, one_hot_errors);
     tcase_add_test(tc, compress_selects);
     tcase_add_test(tc, compress_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("einsum");
+    tcase_add_test(tc, einsum_explicit_and_implicit);
+    tcase_add_test(tc, einsum_diagonals_and_broadcasting);
+    tcase_add_test(tc, einsum_errors);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -511,6 +511,37 @@ START_TEST(test_indexing_attributes)
 }
 END_TEST
 
+/* Einsum keeps its equation verbatim (spaces too); an equation that is
+ * not a string leaves the node opaque, a missing or malformed one fails
+ * the load naming the node. */
+START_TEST(test_einsum_equation)
+{
+    static const int64_t d[] = {2, 3, 4, 5};
+    Onnx__GraphProto *g;
+    xf_model *m;
+    Onnx__NodeProto *n = one_node(&g, "Einsum", 4, d, NULL);
+    attr_string(n, "equation", "ab cd -> dc");
+    const xf_node *x = load_one(g, 12, XF_OP_EINSUM, &m);
+    ck_assert(x && xf_einsum_equation(&x->attrs) && strcmp(xf_einsum_equation(&x->attrs), "ab cd -> dc") == 0);
+    const xf_shape *s = &m->graph->values[x->outputs[0]].shape;
+    ck_assert(s->ndim == 2 && s->dims[0] == 5 && s->dims[1] == 4);
+    xf_model_free(m);
+    n = one_node(&g, "Einsum", 4, d, NULL);
+    attr_int(n, "equation", 1);
+    ck_assert_ptr_null(load_one(g, 12, XF_OP_EINSUM, &m));
+    xf_model_free(m);
+    for (int form = 0; form < 2; form++) {
+        n = one_node(&g, "Einsum", 4, d, NULL);
+        if (form)
+            attr_string(n, "equation", "abc->d");
+        xf_error e;
+        ck_assert_int_eq(load_proto(mk_model(g, 12), NULL, &m, &e), XF_ERR_INVALID);
+        ck_assert_msg(strstr(e.msg, "node 'n' (Einsum)") && strstr(e.msg, form ? "rank 4" : "no equation"), "%s",
+                      e.msg);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -526,6 +557,7 @@ int main(void)
     tcase_add_test(tc, test_nms_attributes);
     tcase_add_test(tc, test_movement_attributes);
     tcase_add_test(tc, test_indexing_attributes);
+    tcase_add_test(tc, test_einsum_equation);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
