@@ -92,6 +92,10 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->alpha = 0.2f;
         a->beta = 0.5f;
         break;
+    case XF_OP_UPSAMPLE: /* Resize's asymmetric coordinates, nearest rounding down */
+        a->resize_coord = 1;
+        a->resize_nearest = 2;
+        break;
     case XF_OP_REVERSE_SEQUENCE: /* batch_axis 1, time_axis 0 */
         a->n_axes = 2;
         a->axes[0] = 1;

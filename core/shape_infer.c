@@ -301,6 +301,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_REVERSE_SEQUENCE:
         st = require_dtype(c, 1, XF_DT_INT64);
         break;
+    case XF_OP_UPSAMPLE:
+        st = require_dtype(c, 1, XF_DT_FLOAT);
+        break;
     case XF_OP_ONE_HOT: /* values' type */
         out = input_dtype(c, 2);
         break;
@@ -487,6 +490,7 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_ONE_HOT xf_infer_one_hot
 #define XF_RULE_COMPRESS xf_infer_compress
 #define XF_RULE_EINSUM xf_infer_einsum
+#define XF_RULE_UPSAMPLE xf_infer_upsample
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

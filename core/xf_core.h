@@ -280,7 +280,8 @@ typedef struct xf_attrs {
     int fmod;                 /* Mod: 1 = C's fmod (sign of the dividend), 0 = sign of the divisor */
     /* Resize (opset >= 11): mode 0 nearest, 1 linear; coordinate mode
      * 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel;
-     * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
+     * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil.
+     * Upsample: its mode, always asymmetric and floor */
     int resize_mode, resize_coord, resize_nearest;
     int batch_dims;           /* GatherND */
     int topk_smallest;        /* TopK: largest = 0 */
@@ -332,7 +333,8 @@ typedef struct xf_attrs {
     bool has_slice_attrs, has_slice_axes;
 
     /* ConstantOfShape value (NULL = float 0); Einsum's equation (a string
-     * scalar); owned reference */
+     * scalar); Upsample's scales before opset 9 (floats, NULL from opset 9,
+     * where they are an input); owned reference */
     xf_tensor *value;
 } xf_attrs;
 

@@ -213,6 +213,25 @@ static xf_status write_roi_align(writer *w, const xf_node *n, int64_t opset, xf_
     return XF_OK;
 }
 
+/* Upsample: its mode, and before opset 9 its scales (an input from opset 9). */
+static xf_status write_upsample(writer *w, const xf_node *n, int64_t opset, xf_error *err)
+{
+    const xf_tensor *scales = n->attrs.value;
+    if (n->attrs.resize_mode)
+        add_string(w, "mode", "linear");
+    if ((opset < 9) != (scales != NULL))
+        return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                            "node '%s' (Upsample) has its scales as %s, which opset %lld has as %s",
+                            n->name ? n->name : "", scales ? "an attribute" : "an input", (long long)opset,
+                            scales ? "an input" : "an attribute");
+    if (scales && (scales->dtype != XF_DT_FLOAT || scales->shape.ndim != 1))
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Upsample): its scales are not a list of floats",
+                            n->name ? n->name : "");
+    if (scales)
+        add_floats(w, "scales", scales->data, (int)scales->shape.dims[0]);
+    return XF_OK;
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -350,6 +369,9 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_COMPRESS:
         if (a->has_axis)
             add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_UPSAMPLE:
+        s = write_upsample(&w, n, opset, err);
         break;
     case XF_OP_EINSUM: /* the equation is required */
         if (!xf_einsum_equation(a))

@@ -35,6 +35,8 @@
  *   OneHot          axis (before opset 11: onehot_legacy)
  *   Compress        axis (has_axis)
  *   Einsum          equation (value, a string scalar)
+ *   Upsample (7+)   mode (nearest/linear: resize_mode)  scales (opset 7 and 8;
+ *                   value, a float tensor)
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -231,6 +233,22 @@ static bool read_string_value(reader *r, const Onnx__AttributeProto *at)
     s[at->s.len] = '\0';
     t->strings[0] = s;
     r->a->value = t;
+    return true;
+}
+
+/* Upsample's scales attribute (before opset 9) kept as a float tensor in
+ * the value tensor. */
+static bool read_scales(reader *r, const Onnx__AttributeProto *at)
+{
+    float scales[XF_MAX_DIMS];
+    int n;
+    if (!read_floats(r, at, scales, XF_MAX_DIMS, &n))
+        return false;
+    xf_shape s = {.ndim = 1, .dims = {n}};
+    if (!(r->a->value = xf_tensor_from_data(XF_DT_FLOAT, &s, scales))) {
+        r->status = xf_error_set(r->err, XF_ERR_NOMEM, "out of memory");
+        return false;
+    }
     return true;
 }
 
@@ -479,6 +497,14 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("equation"))
             return read_string_value(r, at);
         break;
+    case XF_OP_UPSAMPLE: {
+        static const char *const modes[] = {"nearest", "linear"};
+        if (A("mode"))
+            return read_enum(r, at, modes, 2, &a->resize_mode);
+        if (A("scales") && r->ctx->opset < 9)
+            return read_scales(r, at);
+        break;
+    }
     case XF_OP_SCATTER_ELEMENTS:
     case XF_OP_SCATTER_ND:
         if (A("reduction"))
@@ -666,6 +692,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         return give_act_params(r, &a->rnn);
     case XF_OP_RESIZE: /* opset 10's form (X, scales) is not modelled */
         return r->ctx->opset >= 11 || refuse(r, "Resize before opset 11", NULL);
+    case XF_OP_UPSAMPLE: /* opset 1's experimental form is not modelled */
+        return r->ctx->opset >= 7 || refuse(r, "Upsample before opset 7", NULL);
     case XF_OP_ROI_ALIGN: /* opset 10's RoiAlign is output_half_pixel, and says nothing of it */
         if (r->ctx->opset < 16 && r->has_roi_coord)
             return refuse(r, "coordinate_transformation_mode before opset 16", NULL);

@@ -76,6 +76,7 @@ typedef struct ref_entry {
 #define XF_REF_HARD_SWISH {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_IS_NAN {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_RESIZE {xf_ref_resize, FLT, FLT | I64, 0}
+#define XF_REF_UPSAMPLE {xf_ref_resize, FLT, F32, 0}
 #define XF_REF_GATHER_ND {xf_ref_gather_nd, ANY, I64, 0}
 #define XF_REF_NON_ZERO {xf_ref_non_zero, NUM | BOOL, 0, I64}
 #define XF_REF_ROI_ALIGN {xf_ref_roi_align, FLT, FLT, 0, true}

@@ -1,5 +1,6 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
- * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum, ...):
+ * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum,
+ * Upsample, ...):
  * cpu_ref against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
@@ -582,6 +583,55 @@ START_TEST(einsum_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------ Upsample */
+
+/* Upsample of x by scales, given as the input of opset 9 (scales NULL
+ * then: attr is opset 7's attribute), nearest or linear. */
+static node_case upsample_case(xf_tensor *x, xf_tensor *scales, xf_tensor *attr, bool linear)
+{
+    node_case c = make_case(XF_OP_UPSAMPLE, scales ? 2 : 1, x, scales);
+    c.opset = scales ? 9 : 7;
+    c.a.resize_mode = linear;
+    c.a.value = attr;
+    return c;
+}
+
+/* Nearest takes input floor(i / scale), linear interpolates at i / scale
+ * (asymmetric, clamped to the last input element), whole or fractional
+ * scales, from the attribute (opset 7) or the input (opset 9). */
+START_TEST(upsample_nearest_and_linear)
+{
+    EXPECT(run1(upsample_case(F32(DIMS(1, 1, 2, 2), 1, 2, 3, 4), F32(DIMS(4), 1, 1, 2, 2), NULL, false)), XF_DT_FLOAT,
+           DIMS(1, 1, 4, 4), 1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4);
+    EXPECT(run1(upsample_case(F32(DIMS(3), 1, 2, 3), NULL, F32(DIMS(1), 2.5), false)), XF_DT_FLOAT, DIMS(7), 1, 1, 1, 2,
+           2, 3, 3);
+    EXPECT(run1(upsample_case(F32(DIMS(2), 1, 3), F32(DIMS(1), 2), NULL, true)), XF_DT_FLOAT, DIMS(4), 1, 2, 3, 3);
+    EXPECT(run1(upsample_case(F32(DIMS(2, 2), 1, 2, 3, 4), NULL, F32(DIMS(2), 2, 2), true)), XF_DT_FLOAT, DIMS(4, 4), 1,
+           1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4);
+    double xd[2] = {0, 1};
+    EXPECT(run1(upsample_case(mk(XF_DT_DOUBLE, DIMS(1, 2), xd), F32(DIMS(2), 1, 3), NULL, true)), XF_DT_DOUBLE,
+           DIMS(1, 6), 0, 1.0 / 3, 2.0 / 3, 1, 1, 1);
+    node_case c = upsample_case(iota_f32(DIMS(2, 2), 0), F32(DIMS(2), 1, 2), NULL, false);
+    c.feed = 2;
+    expect_inferred(c, 0, UNKNOWN);
+    c = upsample_case(iota_f32(DIMS(2, 2), 0), F32(DIMS(2), 1, 2), NULL, false);
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 4), 0, 0, 1, 1, 2, 2, 3, 3);
+}
+END_TEST
+
+START_TEST(upsample_errors)
+{
+    expect_infer_error(upsample_case(iota_f32(DIMS(2), 0), F32(DIMS(1), 0.5), NULL, false),
+                       "scale 0.5 of dim 0 is not at least 1");
+    expect_infer_error(upsample_case(iota_f32(DIMS(2, 2), 0), F32(DIMS(1), 2), NULL, false), "scales must be 2 floats");
+    expect_infer_error(upsample_case(iota_f32(DIMS(2), 0), F32(DIMS(1), 2), F32(DIMS(1), 2), false),
+                       "has both a scales attribute (before opset 9) and a scales input");
+    expect_infer_error(upsample_case(iota_f32(DIMS(2), 0), NULL, NULL, false), "has no scales");
+    expect_infer_error(upsample_case(iota_f32(DIMS(2), 0), I64(DIMS(1), 2), NULL, false), "input 1 must be FLOAT");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -611,6 +661,10 @@ int main(void)
     tcase_add_test(tc, einsum_explicit_and_implicit);
     tcase_add_test(tc, einsum_diagonals_and_broadcasting);
     tcase_add_test(tc, einsum_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("upsample");
+    tcase_add_test(tc, upsample_nearest_and_linear);
+    tcase_add_test(tc, upsample_errors);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -542,6 +542,48 @@ START_TEST(test_einsum_equation)
 }
 END_TEST
 
+/* Upsample keeps its mode, and before opset 9 its scales attribute, which
+ * export writes back only where the opset has it; a mode or an opset
+ * (before 7) xflow does not model leaves the node opaque. */
+START_TEST(test_upsample_forms)
+{
+    static const int64_t d[] = {1, 1, 2, 2}, four[] = {4};
+    static const float scales[] = {1, 1, 2, 3};
+    struct {
+        int64_t opset;
+        const char *mode;
+        bool attr, input, known;
+    } forms[] = {{7, "linear", true, false, true},  {9, "nearest", false, true, true},
+                 {9, "linear", true, true, false},  {8, "bilinear", true, false, false},
+                 {1, "nearest", true, false, false}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        Onnx__GraphProto *g;
+        xf_model *m;
+        Onnx__NodeProto *n = one_node(&g, "Upsample", 4, d, forms[f].input ? (const char *[]){"s", NULL} : NULL);
+        if (forms[f].input)
+            PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, four, scales, sizeof scales));
+        if (forms[f].attr)
+            attr_floats(n, "scales", 4, scales);
+        attr_string(n, "mode", forms[f].mode);
+        const xf_node *x = load_one(g, forms[f].opset, XF_OP_UPSAMPLE, &m);
+        ck_assert_int_eq(x != NULL, forms[f].known);
+        if (x) {
+            ck_assert_int_eq(x->attrs.resize_mode, f == 0);
+            ck_assert_int_eq(x->attrs.value != NULL, forms[f].attr);
+            const xf_shape *s = &m->graph->values[x->outputs[0]].shape;
+            ck_assert(s->ndim == 4 && s->dims[2] == 4 && s->dims[3] == 6);
+            m->opsets[0].version = f == 0 ? 9 : 8;
+            uint8_t *buf;
+            size_t len;
+            xf_error e;
+            ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+            ck_assert_msg(strstr(e.msg, "node 'n' (Upsample)") && strstr(e.msg, "scales"), "%s", e.msg);
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -558,6 +600,7 @@ int main(void)
     tcase_add_test(tc, test_movement_attributes);
     tcase_add_test(tc, test_indexing_attributes);
     tcase_add_test(tc, test_einsum_equation);
+    tcase_add_test(tc, test_upsample_forms);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
