@@ -289,11 +289,12 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         break;
     case XF_OP_SCATTER_ND:
     case XF_OP_SCATTER_ELEMENTS:
+    case XF_OP_SCATTER:
         if (input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED && input_dtype(c, 2) != out)
             st = xf_infer_fail(c, XF_ERR_INVALID, "updates must be %s, got %s", xf_dtype_name(out),
                                xf_dtype_name(input_dtype(c, 2)));
         if (st == XF_OK)
-            st = index_dtype(c, n->op == XF_OP_SCATTER_ELEMENTS);
+            st = index_dtype(c, n->op != XF_OP_SCATTER_ND);
         break;
     case XF_OP_TOP_K:
     case XF_OP_TRILU:
@@ -379,7 +380,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
          * float, the only stash_type import takes. */
         if (n->op == XF_OP_LAYER_NORM && k > 0)
             d = XF_DT_FLOAT;
-        if (n->op == XF_OP_TOP_K && k == 1)
+        if ((n->op == XF_OP_TOP_K && k == 1) || (n->op == XF_OP_UNIQUE && k > 0))
             d = XF_DT_INT64;
         /* An unknown result keeps what value_info said. */
         if (n->outputs[k] >= 0 && d != XF_DT_UNDEFINED)
@@ -491,6 +492,8 @@ static xf_status infer_clip(xf_infer_ctx *c)
 #define XF_RULE_COMPRESS xf_infer_compress
 #define XF_RULE_EINSUM xf_infer_einsum
 #define XF_RULE_UPSAMPLE xf_infer_upsample
+#define XF_RULE_UNIQUE xf_infer_unique
+#define XF_RULE_SCATTER xf_infer_scatter_elements
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same

@@ -134,6 +134,7 @@ xf_status xf_infer_eye_like(xf_infer_ctx *c);
 xf_status xf_infer_reverse_sequence(xf_infer_ctx *c);
 xf_status xf_infer_one_hot(xf_infer_ctx *c);
 xf_status xf_infer_compress(xf_infer_ctx *c);
+xf_status xf_infer_unique(xf_infer_ctx *c);
 /* Einsum (shape_infer_einsum.c). */
 xf_status xf_infer_einsum(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output

@@ -1,10 +1,12 @@
 /* The shape rules of the movement and indexing ops: Trilu, Tile,
- * DepthToSpace, SpaceToDepth, EyeLike, ReverseSequence, OneHot and
- * Compress (see shape_infer.c for the driver). */
+ * DepthToSpace, SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress
+ * and Unique, with Unique's grouping (see shape_infer.c for the driver). */
 #include "shape_infer_impl.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Trilu: the input's shape (at least 2-D); k, when given, a scalar. */
 xf_status xf_infer_trilu(xf_infer_ctx *c)
@@ -163,5 +165,135 @@ xf_status xf_infer_compress(xf_infer_ctx *c)
     else
         out.dims[axis] = count;
     xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ Unique */
+
+typedef struct unique_ctx {
+    const xf_tensor *x;
+    int64_t outer, n, inner; /* x as outer x n slices x inner */
+} unique_ctx;
+
+/* Elements i and j of x: -1, 0 or 1; NaN equals NaN and is above every number. */
+static int compare_elements(const xf_tensor *x, int64_t i, int64_t j)
+{
+    if (x->dtype == XF_DT_UINT64) {
+        uint64_t a = ((const uint64_t *)x->data)[i], b = ((const uint64_t *)x->data)[j];
+        return (a > b) - (a < b);
+    }
+    if (!xf_dtype_is_float(x->dtype)) {
+        int64_t a = xf_tensor_get_i64(x, i), b = xf_tensor_get_i64(x, j);
+        return (a > b) - (a < b);
+    }
+    double a = xf_tensor_get_f64(x, i), b = xf_tensor_get_f64(x, j);
+    if (isnan(a) || isnan(b))
+        return isnan(a) - isnan(b);
+    return (a > b) - (a < b);
+}
+
+/* Slices s and t, element by element in row-major order. */
+static int compare_slices(const unique_ctx *c, int64_t s, int64_t t)
+{
+    for (int64_t o = 0; o < c->outer; o++)
+        for (int64_t i = 0; i < c->inner; i++) {
+            int r = compare_elements(c->x, (o * c->n + s) * c->inner + i, (o * c->n + t) * c->inner + i);
+            if (r)
+                return r;
+        }
+    return 0;
+}
+
+/* Stable merge sort of the slice indices a[0..n) (tmp: n entries). */
+static void sort_slices(const unique_ctx *c, int64_t *a, int64_t *tmp, int64_t n)
+{
+    if (n < 2)
+        return;
+    int64_t half = n / 2, i = 0, j = half, k = 0;
+    sort_slices(c, a, tmp, half);
+    sort_slices(c, a + half, tmp, n - half);
+    while (i < half && j < n)
+        tmp[k++] = compare_slices(c, a[j], a[i]) < 0 ? a[j++] : a[i++];
+    while (i < half)
+        tmp[k++] = a[i++];
+    while (j < n)
+        tmp[k++] = a[j++];
+    memcpy(a, tmp, sizeof *a * (size_t)n);
+}
+
+int64_t xf_unique(const xf_tensor *x, int axis, bool sorted, int64_t *first, int64_t *inverse, int64_t *counts)
+{
+    const xf_shape *s = &x->shape;
+    unique_ctx c = {x, 1, xf_shape_numel(s), 1};
+    if (axis >= 0) {
+        c.outer = xf_infer_dims_product(s->dims, axis);
+        c.n = s->dims[axis];
+        c.inner = xf_infer_dims_product(s->dims + axis + 1, s->ndim - axis - 1);
+    }
+    /* order: slices sorted; group[s]: slice s's group (in sorted order);
+     * rank[g]: group g's place in the output */
+    int64_t n = c.n, *buf = malloc(sizeof *buf * (size_t)(n > 0 ? 6 * n : 1));
+    if (!buf)
+        return -1;
+    int64_t *order = buf, *tmp = buf + n, *group = buf + 2 * n, *group_first = buf + 3 * n, *group_size = buf + 4 * n,
+            *rank = buf + 5 * n, n_groups = 0;
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    sort_slices(&c, order, tmp, n);
+    for (int64_t p = 0; p < n; p++) {
+        if (p == 0 || compare_slices(&c, order[p - 1], order[p]) != 0) {
+            group_first[n_groups] = order[p]; /* the sort is stable: the first occurrence */
+            group_size[n_groups] = 0;
+            rank[n_groups] = sorted ? n_groups : -1;
+            n_groups++;
+        }
+        group[order[p]] = n_groups - 1;
+        group_size[n_groups - 1]++;
+    }
+    for (int64_t i = 0, next = 0; !sorted && i < n; i++)
+        if (rank[group[i]] < 0)
+            rank[group[i]] = next++;
+    for (int64_t g = 0; g < n_groups; g++) {
+        if (first)
+            first[rank[g]] = group_first[g];
+        if (counts)
+            counts[rank[g]] = group_size[g];
+    }
+    for (int64_t i = 0; inverse && i < n; i++)
+        inverse[i] = rank[group[i]];
+    free(buf);
+    return n_groups;
+}
+
+/* Unique: Y holds the unique slices along axis (or elements), indices and
+ * counts one entry per unique slice, inverse_indices one per input slice;
+ * their number is known where the input's value is. */
+xf_status xf_infer_unique(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *x = xf_infer_shape(c, 0);
+    int axis = -1;
+    xf_status st = a->has_axis ? xf_infer_axis(c, "axis", a->axis, x->ndim, false, &axis) : XF_OK;
+    if (st != XF_OK)
+        return st;
+    xf_shape inverse = {.ndim = 1, .dims = {axis < 0 ? xf_shape_numel(x) : x->dims[axis]}};
+    const xf_tensor *t = xf_infer_value(c, 0);
+    if (!t || xf_dtype_size(t->dtype) == 0 || (xf_tensor_numel(t) > 0 && !t->data)) {
+        xf_infer_unknown(c);
+        xf_infer_set(c, 2, &inverse);
+        return XF_OK;
+    }
+    int64_t count = xf_unique(t, axis, !a->topk_unsorted, NULL, NULL, NULL);
+    if (count < 0)
+        return xf_infer_fail(c, XF_ERR_NOMEM, "out of memory");
+    xf_shape y = *x, per_unique = {.ndim = 1, .dims = {count}};
+    if (axis < 0)
+        y = per_unique;
+    else
+        y.dims[axis] = count;
+    xf_infer_set(c, 0, &y);
+    xf_infer_set(c, 1, &per_unique);
+    xf_infer_set(c, 2, &inverse);
+    xf_infer_set(c, 3, &per_unique);
     return XF_OK;
 }

@@ -285,7 +285,8 @@ typedef struct xf_attrs {
     int resize_mode, resize_coord, resize_nearest;
     int batch_dims;           /* GatherND */
     int topk_smallest;        /* TopK: largest = 0 */
-    int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
+    int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway);
+                               * Unique: sorted = 0 (the order of first occurrence) */
     int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
     xf_rnn_attrs rnn;         /* LSTM, GRU */
     /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
@@ -305,7 +306,7 @@ typedef struct xf_attrs {
     int depth_crd;            /* DepthToSpace: mode CRD (else DCR) */
     int64_t eye_k;            /* EyeLike: k, the diagonal of ones (> 0: above the main one) */
     int onehot_legacy;        /* OneHot before opset 11: negative indices are out of range */
-    bool has_axis;            /* Compress: axis given (else it selects from the flattened input) */
+    bool has_axis;            /* Compress, Unique: axis given (else they work on the flattened input) */
     bool softmax_legacy;      /* Softmax/LogSoftmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
@@ -692,6 +693,18 @@ bool xf_nms_problem_init(xf_nms_problem *p, const xf_tensor *const in[5], int ce
  * selected[3k..3k+2] while k < cap (selected may be NULL when cap is 0).
  * Returns how many boxes are selected, or -1 when out of memory. */
 int64_t xf_nms_select(const xf_nms_problem *p, int64_t *selected, int64_t cap);
+
+/* ---------------------------------------------------------------- unique */
+
+/* Unique's grouping of x (a tensor of a numeric or bool type): its slices
+ * along axis (axis < 0: its elements, flattened) grouped by equal values
+ * (NaN equals NaN, -0 equals 0), the groups in ascending order (sorted:
+ * slices compare element by element, NaN above every number) or in the
+ * order of their first occurrence.  Where the arrays are not NULL,
+ * first[u] gets the index of the u-th group's first slice, counts[u] its
+ * size, inverse[s] the group of slice s.  Returns the number of groups,
+ * -1 when out of memory.  Shape inference counts them, cpu_ref writes them. */
+int64_t xf_unique(const xf_tensor *x, int axis, bool sorted, int64_t *first, int64_t *inverse, int64_t *counts);
 
 /* ---------------------------------------------------------------- einsum */
 

@@ -367,7 +367,14 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
                              (long long)opset);
         break;
     case XF_OP_COMPRESS:
+    case XF_OP_UNIQUE:
         if (a->has_axis)
+            add_int(&w, "axis", a->axis);
+        if (a->topk_unsorted)
+            add_int(&w, "sorted", 0);
+        break;
+    case XF_OP_SCATTER:
+        if (a->axis != d.axis)
             add_int(&w, "axis", a->axis);
         break;
     case XF_OP_UPSAMPLE:

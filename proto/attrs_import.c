@@ -34,6 +34,8 @@
  *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
  *   OneHot          axis (before opset 11: onehot_legacy)
  *   Compress        axis (has_axis)
+ *   Unique          axis (has_axis)  sorted (0: topk_unsorted)
+ *   Scatter         axis
  *   Einsum          equation (value, a string scalar)
  *   Upsample (7+)   mode (nearest/linear: resize_mode)  scales (opset 7 and 8;
  *                   value, a float tensor)
@@ -490,8 +492,20 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             return read_int(r, at, &a->axis);
         break;
     case XF_OP_COMPRESS:
+    case XF_OP_UNIQUE:
         if (A("axis"))
             return (a->has_axis = read_int(r, at, &a->axis));
+        if (op == XF_OP_UNIQUE && A("sorted")) {
+            int v;
+            if (!read_int32(r, at, &v))
+                return false;
+            a->topk_unsorted = v == 0;
+            return true;
+        }
+        break;
+    case XF_OP_SCATTER:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
         break;
     case XF_OP_EINSUM:
         if (A("equation"))

@@ -1,10 +1,11 @@
 /* cpu_ref movement and indexing ops: Trilu, Tile, DepthToSpace,
- * SpaceToDepth, EyeLike, ReverseSequence, OneHot and Compress.  Like
+ * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress and Unique.  Like
  * cpu_ref_movement.c they move raw elements of any fixed size, so one
  * piece of code serves every dtype. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
@@ -224,4 +225,43 @@ xf_status xf_ref_compress(const xf_node *n, const xf_tensor_view *in, const xf_t
                 dst += chunk;
             }
     return XF_OK;
+}
+
+/* Unique: the unique slices along axis (elements when the node has none),
+ * as core groups them (xf_unique), then indices, inverse_indices and
+ * counts where the node has them. */
+xf_status xf_ref_unique(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    int axis = n->attrs.has_axis ? xf_rt_axis(n->attrs.axis, xs->ndim) : -1;
+    if (n->attrs.has_axis && axis < 0)
+        return xf_rt_bad_node(err, n, "axis %lld is out of range", (long long)n->attrs.axis);
+    int64_t outer = axis < 0 ? 1 : prod_dims(xs, 0, axis), len = axis < 0 ? xf_rt_numel(&in[0]) : xs->dims[axis];
+    int64_t inner = axis < 0 ? 1 : prod_dims(xs, axis + 1, xs->ndim);
+    size_t es = xf_dtype_size(in[0].dtype);
+    xf_tensor x = {.refcount = 1, .dtype = in[0].dtype, .shape = *xs, .data = in[0].data,
+                   .nbytes = (size_t)xf_rt_numel(&in[0]) * es};
+    int64_t *buf = malloc(sizeof *buf * (size_t)(len > 0 ? 3 * len : 1));
+    if (!buf)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Unique");
+    int64_t *first = buf, *inverse = buf + len, *counts = buf + 2 * len;
+    int64_t count = xf_unique(&x, axis, !n->attrs.topk_unsorted, first, inverse, counts);
+    xf_status st = count < 0 ? xf_error_set(err, XF_ERR_NOMEM, "out of memory in Unique") : XF_OK;
+    if (st == XF_OK && xf_rt_numel(&out[0]) != outer * count * inner)
+        st = xf_rt_bad_node(err, n, "Y does not hold the %lld unique slices", (long long)count);
+    for (int64_t o = 0; st == XF_OK && o < outer; o++)
+        for (int64_t u = 0; u < count && inner; u++)
+            memcpy(elem(&out[0], (o * count + u) * inner, es), elem(&in[0], (o * len + first[u]) * inner, es),
+                   (size_t)inner * es);
+    const int64_t *lists[3] = {first, inverse, counts}, sizes[3] = {count, len, count};
+    for (int k = 1; k < n->n_outputs && k < 4 && st == XF_OK; k++) {
+        if (!xf_rt_present(&out[k]))
+            continue;
+        if (xf_rt_numel(&out[k]) != sizes[k - 1])
+            st = xf_rt_bad_node(err, n, "output %d does not hold %lld entries", k, (long long)sizes[k - 1]);
+        for (int64_t i = 0; st == XF_OK && i < sizes[k - 1]; i++)
+            xf_rt_store_i64(out[k].dtype, out[k].data, i, lists[k - 1][i]);
+    }
+    free(buf);
+    return st;
 }

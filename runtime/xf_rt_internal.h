@@ -164,6 +164,7 @@ xf_status xf_ref_reverse_sequence(const xf_node *n, const xf_tensor_view *in, co
                                   xf_error *err);
 xf_status xf_ref_one_hot(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_compress(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_unique(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* detection (cpu_ref_detect.c) */
 xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -1,6 +1,6 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
  * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum,
- * Upsample, ...):
+ * Upsample, Unique, Scatter):
  * cpu_ref against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
@@ -632,6 +632,115 @@ START_TEST(upsample_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------ Unique */
+
+static node_case unique_case(xf_tensor *x, bool has_axis, int64_t axis, bool sorted)
+{
+    node_case c = make_case(XF_OP_UNIQUE, 1, x);
+    c.opset = 11;
+    c.n_out = 4;
+    c.a.has_axis = has_axis;
+    c.a.axis = axis;
+    c.a.topk_unsorted = !sorted;
+    return c;
+}
+
+/* Checks Unique's four outputs: Y (of dtype dt and shape y_dims) and the
+ * int64 lists indices, inverse_indices and counts. */
+static void expect_unique(node_case c, xf_dtype dt, int ndim, const int64_t *y_dims, const double *y,
+                          const double *indices, const double *inverse, int64_t n_inverse, const double *counts)
+{
+    xf_tensor *out[4];
+    run_case(&c, out);
+    int64_t n = ndim > 0 ? out[0]->shape.dims[ndim == 1 ? 0 : c.a.axis < 0 ? c.a.axis + ndim : c.a.axis] : 0;
+    expect(out[0], dt, ndim, y_dims, y);
+    expect(out[1], XF_DT_INT64, 1, (int64_t[]){n}, indices);
+    expect(out[2], XF_DT_INT64, 1, (int64_t[]){n_inverse}, inverse);
+    expect(out[3], XF_DT_INT64, 1, (int64_t[]){n}, counts);
+}
+#define D(...)                                                                                                         \
+    (double[]) { __VA_ARGS__ }
+
+/* ONNX's examples: sorted or in order of first occurrence, flattened or
+ * along an axis (negative too), slices compared element by element. */
+START_TEST(unique_groups)
+{
+    expect_unique(unique_case(F32(DIMS(6), 2, 1, 1, 3, 4, 3), false, 0, true), XF_DT_FLOAT, DIMS(4), D(1, 2, 3, 4),
+                  D(1, 0, 3, 4), D(1, 0, 0, 2, 3, 2), 6, D(2, 1, 2, 1));
+    expect_unique(unique_case(F32(DIMS(6), 2, 1, 1, 3, 4, 3), false, 0, false), XF_DT_FLOAT, DIMS(4), D(2, 1, 3, 4),
+                  D(0, 1, 3, 4), D(0, 1, 1, 2, 3, 2), 6, D(1, 2, 2, 1));
+    expect_unique(unique_case(I64(DIMS(3, 3), 1, 0, 0, 1, 0, 0, 2, 3, 4), true, 0, true), XF_DT_INT64, DIMS(2, 3),
+                  D(1, 0, 0, 2, 3, 4), D(0, 2), D(0, 0, 1), 3, D(2, 1));
+    expect_unique(unique_case(F32(DIMS(2, 4, 2), 1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1), true, -2, true),
+                  XF_DT_FLOAT, DIMS(2, 3, 2), D(0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1), D(1, 0, 2), D(1, 0, 2, 0), 4,
+                  D(2, 1, 1));
+    /* columns of [[2, 1, 2], [0, 5, 0]] in order of first occurrence */
+    expect_unique(unique_case(I32(DIMS(2, 3), 2, 1, 2, 0, 5, 0), true, 1, false), XF_DT_INT32, DIMS(2, 2),
+                  D(2, 1, 0, 5), D(0, 1), D(0, 1, 0), 3, D(2, 1));
+}
+END_TEST
+
+/* NaN equals NaN and sorts last, -0 equals 0 and keeps its first
+ * occurrence; outputs may be left out; an input fed at run time leaves
+ * the count to each run (inverse_indices' shape is known all the same). */
+START_TEST(unique_values_and_shapes)
+{
+    expect_unique(unique_case(F32(DIMS(5), NAN, 1, NAN, -0.0, 0), false, 0, true), XF_DT_FLOAT, DIMS(3),
+                  D(-0.0, 1, NAN), D(3, 1, 0), D(2, 1, 2, 0, 0), 5, D(2, 1, 2));
+    expect_unique(unique_case(BOOLS(DIMS(4), 1, 1, 0, 1), false, 0, true), XF_DT_BOOL, DIMS(2), D(0, 1), D(2, 0),
+                  D(1, 1, 0, 1), 4, D(1, 3));
+    node_case c = unique_case(I64(DIMS(4), 7, 5, 7, 7), false, 0, false);
+    c.omit_out = 1u << 1 | 1u << 2;
+    xf_tensor *out[2];
+    run_case(&c, out);
+    EXPECT(out[0], XF_DT_INT64, DIMS(2), 7, 5);
+    EXPECT(out[1], XF_DT_INT64, DIMS(2), 3, 1);
+    expect_inferred(unique_case(I64(DIMS(4), 7, 5, 7, 7), false, 0, true), 0, DIMS(2));
+    c = unique_case(iota_f32(DIMS(2, 3), 0), true, 0, true);
+    c.feed = 1;
+    expect_inferred(c, 0, UNKNOWN);
+    c = unique_case(iota_f32(DIMS(2, 3), 0), true, 0, true);
+    c.feed = 1;
+    expect_inferred(c, 2, DIMS(2));
+    c = unique_case(F32(DIMS(3, 2), 1, 2, 1, 2, 0, 0), true, 0, true);
+    c.feed = 1;
+    expect_unique(c, XF_DT_FLOAT, DIMS(2, 2), D(0, 0, 1, 2), D(2, 0), D(1, 1, 0), 3, D(1, 2));
+    expect_unique(unique_case(iota_f32(DIMS(0), 0), false, 0, true), XF_DT_FLOAT, DIMS(0), D(0), D(0), D(0), 0, D(0));
+    expect_infer_error(unique_case(iota_f32(DIMS(2, 2), 0), true, 2, true), "axis 2 is out of range for rank 2");
+}
+END_TEST
+
+/* ------------------------------------------------------------ Scatter */
+
+static node_case scatter_case(xf_tensor *data, xf_tensor *indices, xf_tensor *updates, int64_t axis)
+{
+    node_case c = make_case(XF_OP_SCATTER, 3, data, indices, updates);
+    c.opset = 10;
+    c.a.axis = axis;
+    return c;
+}
+
+/* Scatter is ScatterElements without a reduction: ONNX's examples, and a
+ * negative index counted from the end. */
+START_TEST(scatter_elements_alias)
+{
+    EXPECT(run1(scatter_case(F32(DIMS(3, 3), 0, 0, 0, 0, 0, 0, 0, 0, 0), I64(DIMS(2, 3), 1, 0, 2, 0, 2, 1),
+                             F32(DIMS(2, 3), 1, 1.1, 1.2, 2, 2.1, 2.2), 0)),
+           XF_DT_FLOAT, DIMS(3, 3), 2, 1.1, 0, 1, 0, 2.2, 0, 2.1, 1.2);
+    EXPECT(run1(scatter_case(F32(DIMS(1, 5), 1, 2, 3, 4, 5), I32(DIMS(1, 2), 1, 3), F32(DIMS(1, 2), 1.1, 2.1), 1)),
+           XF_DT_FLOAT, DIMS(1, 5), 1, 1.1, 3, 2.1, 5);
+    EXPECT(run1(scatter_case(I64(DIMS(1, 5), 1, 2, 3, 4, 5), I64(DIMS(1, 2), 1, -3), I64(DIMS(1, 2), 9, 8), -1)),
+           XF_DT_INT64, DIMS(1, 5), 1, 9, 8, 4, 5);
+    expect_infer_error(scatter_case(iota_f32(DIMS(2, 2), 0), I64(DIMS(1, 2), 0, 1), iota_f32(DIMS(2, 2), 0), 0),
+                       "indices 1x2 and updates 2x2 do not fit data 2x2");
+    expect_infer_error(scatter_case(iota_f32(DIMS(2), 0), I64(DIMS(1), 0), I64(DIMS(1), 0), 0),
+                       "updates must be FLOAT, got INT64");
+    node_case c = scatter_case(iota_f32(DIMS(2), 0), I64(DIMS(1), 2), F32(DIMS(1), 5), 0);
+    c.feed = 2;
+    expect_run_error(c, "index 2 out of range for axis of size 2");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -665,6 +774,11 @@ int main(void)
     tc = tcase_create("upsample");
     tcase_add_test(tc, upsample_nearest_and_linear);
     tcase_add_test(tc, upsample_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("unique_scatter");
+    tcase_add_test(tc, unique_groups);
+    tcase_add_test(tc, unique_values_and_shapes);
+    tcase_add_test(tc, scatter_elements_alias);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -584,6 +584,39 @@ START_TEST(test_upsample_forms)
 }
 END_TEST
 
+/* Unique keeps axis and sorted, with any of its outputs but Y left out
+ * (inverse_indices here); Scatter (opset 9 and 10) keeps axis. */
+START_TEST(test_unique_scatter_attributes)
+{
+    static const int64_t d[] = {2, 3}, one[] = {1, 1};
+    static const int64_t idx[] = {0};
+    static const float upd[] = {5};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    Onnx__NodeProto *n = mk_node("Unique", "u", (const char *[]){"x", NULL}, (const char *[]){"y", "i", "", "c", NULL});
+    attr_int(n, "axis", -1);
+    attr_int(n, "sorted", 0);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    PUSH(g->n_output, g->output, mk_vi("c", XF_DT_INT64, -1, NULL, NULL));
+    xf_model *m;
+    const xf_node *x = load_one(g, 11, XF_OP_UNIQUE, &m);
+    ck_assert(x && x->attrs.has_axis && x->attrs.axis == -1 && x->attrs.topk_unsorted);
+    ck_assert(x->n_outputs == 4 && x->outputs[2] < 0);
+    ck_assert_int_eq(m->graph->values[x->outputs[3]].dtype, XF_DT_INT64);
+    xf_model_free(m);
+    for (int opset = 9; opset <= 10; opset++) {
+        n = one_node(&g, "Scatter", 2, d, (const char *[]){"i", "u", NULL});
+        PUSH(g->n_initializer, g->initializer, mk_raw("i", XF_DT_INT64, 2, one, idx, sizeof idx));
+        PUSH(g->n_initializer, g->initializer, mk_raw("u", XF_DT_FLOAT, 2, one, upd, sizeof upd));
+        attr_int(n, "axis", 1);
+        x = load_one(g, opset, XF_OP_SCATTER, &m);
+        ck_assert(x && x->attrs.axis == 1 && x->attrs.reduction == 0);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -601,6 +634,7 @@ int main(void)
     tcase_add_test(tc, test_indexing_attributes);
     tcase_add_test(tc, test_einsum_equation);
     tcase_add_test(tc, test_upsample_forms);
+    tcase_add_test(tc, test_unique_scatter_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
