@@ -96,8 +96,8 @@ static xf_status per_node_pass(xf_graph *g, xf_canon_stats *st, node_visit_fn vi
 
 /* Whether node n computes a constant that may become initializers: not
  * opaque, not an op that is never folded (XF_OPF_NOFOLD: quantization),
- * every input constant (Shape: its input's shape static), no graph output
- * among its outputs, results known in size and within max_bytes.
+ * every input constant (Shape, Size: its input's shape static), no graph
+ * output among its outputs, results known in size and within max_bytes.
  * Identity and Dropout are left to xf_pass_remove_identity, which removes
  * them without copying their data. */
 static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
@@ -105,12 +105,12 @@ static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
     if (n->op == XF_OP_OPAQUE || n->op == XF_OP_IDENTITY || n->op == XF_OP_DROPOUT ||
         (xf_op_get_info(n->op)->flags & XF_OPF_NOFOLD))
         return false;
+    bool shape_only = xf_op_get_info(n->op)->flags & XF_OPF_SHAPE_ONLY;
     for (int k = 0; k < n->n_inputs; k++) {
         int v = n->inputs[k];
         if (v < 0)
             continue;
-        bool known = n->op == XF_OP_SHAPE ? xf_shape_numel(&g->values[v].shape) >= 0
-                                          : constant_of(g, v) != NULL;
+        bool known = shape_only ? xf_shape_numel(&g->values[v].shape) >= 0 : constant_of(g, v) != NULL;
         if (!known)
             return false;
     }

@@ -330,10 +330,11 @@ static xf_status materialize(recompute_ctx *c, int u, int depth, int *out)
         ids[k] = -1;
         if (n->inputs[k] < 0)
             continue;
-        /* a Shape reads only the shape: any value of g that has the name
-         * will do, even a graph input */
+        /* a Shape or Size reads only the shape: any value of g that has
+         * the name will do, even a graph input */
         int u_in = n->inputs[k];
-        ids[k] = n->op == XF_OP_SHAPE && c->made[u_in] < 0 ? name_map_find(&c->gm, c->src->values[u_in].name) : -1;
+        bool shape_only = xf_op_get_info(n->op)->flags & XF_OPF_SHAPE_ONLY;
+        ids[k] = shape_only && c->made[u_in] < 0 ? name_map_find(&c->gm, c->src->values[u_in].name) : -1;
         if (ids[k] < 0)
             st = materialize(c, u_in, depth + 1, &ids[k]);
     }

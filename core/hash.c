@@ -196,6 +196,14 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)a->lrn_size);
         put_float(h, a->lrn_bias);
     }
+    if (a->trilu_lower || a->depth_crd)
+        put(h, (uint64_t)(a->trilu_lower | a->depth_crd << 1) << 16 | 0x71);
+    if (a->onehot_legacy || a->has_axis)
+        put(h, (uint64_t)(a->onehot_legacy | a->has_axis << 1) << 16 | 0x1a);
+    if (a->eye_k) {
+        put(h, 0xe7e);
+        put(h, (uint64_t)a->eye_k);
+    }
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);

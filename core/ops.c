@@ -78,6 +78,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_HARDMAX:
     case XF_OP_LAYER_NORM:
     case XF_OP_TOP_K:
+    case XF_OP_ONE_HOT:
         a->axis = -1;
         break;
     case XF_OP_LP_NORM:
@@ -114,6 +115,15 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_SHRINK: /* alpha is lambd, beta bias */
         a->alpha = 0.5f;
         a->beta = 0.0f;
+        break;
+    case XF_OP_UPSAMPLE: /* Resize's asymmetric coordinates, nearest rounding down */
+        a->resize_coord = 1;
+        a->resize_nearest = 2;
+        break;
+    case XF_OP_REVERSE_SEQUENCE: /* batch_axis 1, time_axis 0 */
+        a->n_axes = 2;
+        a->axes[0] = 1;
+        a->axes[1] = 0;
         break;
     case XF_OP_ROI_ALIGN:
         a->roi_output_h = a->roi_output_w = 1;

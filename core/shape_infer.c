@@ -262,7 +262,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV:
     case XF_OP_MAX: case XF_OP_MIN: case XF_OP_SUM: case XF_OP_CONCAT:
     case XF_OP_CONV: case XF_OP_CONV_TRANSPOSE: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_LAYER_NORM:
-    case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD:
+    case XF_OP_RANGE: case XF_OP_CLIP: case XF_OP_MOD: case XF_OP_EINSUM:
     case XF_OP_PRELU: case XF_OP_MEAN:
     case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
         st = same_dtype(c, 0, n->n_inputs, &out);
@@ -310,14 +310,33 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     }
     case XF_OP_SCATTER_ND:
     case XF_OP_SCATTER_ELEMENTS:
+    case XF_OP_SCATTER:
         if (input_dtype(c, 2) != XF_DT_UNDEFINED && out != XF_DT_UNDEFINED && input_dtype(c, 2) != out)
             st = xf_infer_fail(c, XF_ERR_INVALID, "updates must be %s, got %s", xf_dtype_name(out),
                                xf_dtype_name(input_dtype(c, 2)));
         if (st == XF_OK)
-            st = index_dtype(c, n->op == XF_OP_SCATTER_ELEMENTS);
+            st = index_dtype(c, n->op != XF_OP_SCATTER_ND);
         break;
     case XF_OP_TOP_K:
+    case XF_OP_TRILU:
+    case XF_OP_TILE:
+    case XF_OP_REVERSE_SEQUENCE:
         st = require_dtype(c, 1, XF_DT_INT64);
+        break;
+    case XF_OP_UPSAMPLE:
+        st = require_dtype(c, 1, XF_DT_FLOAT);
+        break;
+    case XF_OP_ONE_HOT: /* values' type */
+        out = input_dtype(c, 2);
+        break;
+    case XF_OP_COMPRESS:
+        st = require_dtype(c, 1, XF_DT_BOOL);
+        break;
+    case XF_OP_EYE_LIKE: /* dtype, else the input's type */
+        if (n->attrs.to != XF_DT_UNDEFINED &&
+            ((unsigned)n->attrs.to >= XF_DT_COUNT_ || xf_dtype_size(n->attrs.to) == 0))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "dtype %d is not a type EyeLike makes", (int)n->attrs.to);
+        out = n->attrs.to != XF_DT_UNDEFINED ? n->attrs.to : out;
         break;
     case XF_OP_ROI_ALIGN:
         st = same_dtype(c, 0, 2, &out);
@@ -364,6 +383,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         st = index_dtype(c, true);
         break;
     case XF_OP_SHAPE:
+    case XF_OP_SIZE:
         out = XF_DT_INT64;
         break;
     case XF_OP_CAST:
@@ -389,7 +409,7 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
          * float, the only stash_type import takes. */
         if (n->op == XF_OP_LAYER_NORM && k > 0)
             d = XF_DT_FLOAT;
-        if (n->op == XF_OP_TOP_K && k == 1)
+        if ((n->op == XF_OP_TOP_K && k == 1) || (n->op == XF_OP_UNIQUE && k > 0))
             d = XF_DT_INT64;
         if (n->op == XF_OP_DYNAMIC_QUANTIZE_LINEAR && k == 1)
             d = XF_DT_FLOAT;
@@ -550,6 +570,18 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_CONV_INTEGER xf_infer_qconv
 #define XF_RULE_QLINEAR_MATMUL xf_infer_qmatmul
 #define XF_RULE_QLINEAR_CONV xf_infer_qconv
+#define XF_RULE_TRILU xf_infer_trilu
+#define XF_RULE_TILE xf_infer_tile
+#define XF_RULE_DEPTH_TO_SPACE xf_infer_depth_space
+#define XF_RULE_SPACE_TO_DEPTH xf_infer_depth_space
+#define XF_RULE_EYE_LIKE xf_infer_eye_like
+#define XF_RULE_REVERSE_SEQUENCE xf_infer_reverse_sequence
+#define XF_RULE_ONE_HOT xf_infer_one_hot
+#define XF_RULE_COMPRESS xf_infer_compress
+#define XF_RULE_EINSUM xf_infer_einsum
+#define XF_RULE_UPSAMPLE xf_infer_upsample
+#define XF_RULE_UNIQUE xf_infer_unique
+#define XF_RULE_SCATTER xf_infer_scatter_elements
 #define XF_RULE_CLIP infer_clip
 #define XF_RULE_NOT infer_same
 #define XF_RULE_CAST infer_same
@@ -565,6 +597,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_PAD xf_infer_pad
 #define XF_RULE_EXPAND xf_infer_expand
 #define XF_RULE_SHAPE xf_infer_shape_op
+#define XF_RULE_SIZE xf_infer_size
 #define XF_RULE_CONSTANT_OF_SHAPE xf_infer_constant_of_shape
 #define XF_RULE_RANGE xf_infer_range
 #define XF_RULE_IDENTITY infer_same

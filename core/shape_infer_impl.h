@@ -90,6 +90,7 @@ int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi);
 xf_status xf_infer_expand(xf_infer_ctx *c);
 xf_status xf_infer_constant_of_shape(xf_infer_ctx *c);
 xf_status xf_infer_shape_op(xf_infer_ctx *c);
+xf_status xf_infer_size(xf_infer_ctx *c);
 xf_status xf_infer_range(xf_infer_ctx *c);
 xf_status xf_infer_non_zero(xf_infer_ctx *c);
 
@@ -107,6 +108,7 @@ xf_status xf_infer_scatter_nd(xf_infer_ctx *c);
 xf_status xf_infer_scatter_elements(xf_infer_ctx *c);
 xf_status xf_infer_gather_nd(xf_infer_ctx *c);
 xf_status xf_infer_resize(xf_infer_ctx *c);
+xf_status xf_infer_upsample(xf_infer_ctx *c);
 xf_status xf_infer_top_k(xf_infer_ctx *c);
 xf_status xf_infer_slice(xf_infer_ctx *c);
 xf_status xf_infer_pad(xf_infer_ctx *c);
@@ -138,6 +140,17 @@ xf_status xf_infer_lp_norm(xf_infer_ctx *c);
 /* RoiAlign and NonMaxSuppression (shape_infer_detect.c). */
 xf_status xf_infer_roi_align(xf_infer_ctx *c);
 xf_status xf_infer_nms(xf_infer_ctx *c);
+/* The movement and indexing rules (shape_infer_index.c). */
+xf_status xf_infer_trilu(xf_infer_ctx *c);
+xf_status xf_infer_tile(xf_infer_ctx *c);
+xf_status xf_infer_depth_space(xf_infer_ctx *c);
+xf_status xf_infer_eye_like(xf_infer_ctx *c);
+xf_status xf_infer_reverse_sequence(xf_infer_ctx *c);
+xf_status xf_infer_one_hot(xf_infer_ctx *c);
+xf_status xf_infer_compress(xf_infer_ctx *c);
+xf_status xf_infer_unique(xf_infer_ctx *c);
+/* Einsum (shape_infer_einsum.c). */
+xf_status xf_infer_einsum(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output
  * dtype (*out), checking the inputs' dtypes; and the shape rule. */
 xf_status xf_infer_quant_dtype(xf_infer_ctx *c, xf_dtype *out);

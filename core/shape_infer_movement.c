@@ -423,35 +423,57 @@ xf_status xf_infer_top_k(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* floor(dim * scale) for every dim; Upsample's scales are at least 1. */
+static xf_status infer_scaled(xf_infer_ctx *c, const xf_tensor *scales)
+{
+    const xf_shape *in = xf_infer_shape(c, 0);
+    bool upsample = c->node->op == XF_OP_UPSAMPLE;
+    xf_shape out = {.ndim = in->ndim};
+    if (xf_tensor_numel(scales) != in->ndim || scales->dtype != XF_DT_FLOAT)
+        return xf_infer_fail(c, XF_ERR_INVALID, "scales must be %d floats", in->ndim);
+    for (int d = 0; d < in->ndim; d++) {
+        double s = xf_tensor_get_f64(scales, d);
+        if (!(s > 0) || (upsample && !(s >= 1)))
+            return xf_infer_fail(c, XF_ERR_INVALID, "scale %g of dim %d is not %s", s, d,
+                                 upsample ? "at least 1" : "positive");
+        out.dims[d] = (int64_t)floor((double)in->dims[d] * s);
+    }
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
 /* Resize: the sizes input when given, else floor(dim * scale). */
 xf_status xf_infer_resize(xf_infer_ctx *c)
 {
     const xf_shape *in = xf_infer_shape(c, 0);
     bool has_sizes = xf_infer_has(c, 3) && xf_infer_shape(c, 3)->ndim == 1 && xf_infer_shape(c, 3)->dims[0] > 0;
-    xf_shape out = {.ndim = in->ndim};
-    if (has_sizes) {
-        int n;
-        xf_status st = xf_infer_read_ints(c, 3, "sizes", out.dims, XF_MAX_DIMS, &n);
-        if (st != XF_OK || n < 0)
-            return st != XF_OK ? st : xf_infer_unknown(c);
-        if (n != in->ndim)
-            return xf_infer_fail(c, XF_ERR_INVALID, "sizes %s do not match the input's rank %d",
-                                 xf_infer_ints_text(out.dims, n).s, in->ndim);
-    } else {
+    if (!has_sizes) {
         const xf_tensor *scales = xf_infer_has(c, 2) ? xf_infer_value(c, 2) : NULL;
-        if (!scales)
-            return xf_infer_unknown(c);
-        if (xf_tensor_numel(scales) != in->ndim || scales->dtype != XF_DT_FLOAT)
-            return xf_infer_fail(c, XF_ERR_INVALID, "scales must be %d floats", in->ndim);
-        for (int d = 0; d < in->ndim; d++) {
-            double s = xf_tensor_get_f64(scales, d);
-            if (!(s > 0))
-                return xf_infer_fail(c, XF_ERR_INVALID, "scale %g of dim %d is not positive", s, d);
-            out.dims[d] = (int64_t)floor((double)in->dims[d] * s);
-        }
+        return scales ? infer_scaled(c, scales) : xf_infer_unknown(c);
     }
+    xf_shape out = {.ndim = in->ndim};
+    int n;
+    xf_status st = xf_infer_read_ints(c, 3, "sizes", out.dims, XF_MAX_DIMS, &n);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (n != in->ndim)
+        return xf_infer_fail(c, XF_ERR_INVALID, "sizes %s do not match the input's rank %d",
+                             xf_infer_ints_text(out.dims, n).s, in->ndim);
     xf_infer_set(c, 0, &out);
     return XF_OK;
+}
+
+/* Upsample: floor(dim * scale), the scales an attribute before opset 9
+ * and an input from it. */
+xf_status xf_infer_upsample(xf_infer_ctx *c)
+{
+    const xf_tensor *attr = c->node->attrs.value;
+    if (attr && xf_infer_has(c, 1))
+        return xf_infer_fail(c, XF_ERR_INVALID, "has both a scales attribute (before opset 9) and a scales input");
+    if (!attr && !xf_infer_has(c, 1))
+        return xf_infer_fail(c, XF_ERR_INVALID, "has no scales (an attribute before opset 9, an input from it)");
+    const xf_tensor *scales = attr ? attr : xf_infer_value(c, 1);
+    return scales ? infer_scaled(c, scales) : xf_infer_unknown(c);
 }
 
 int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }

@@ -1,5 +1,6 @@
 /* Shape inference for the ops whose output shape is the value of an input
- * or a function of one: Expand, ConstantOfShape, Shape, Range and NonZero. */
+ * or a function of one: Expand, ConstantOfShape, Shape, Size, Range and
+ * NonZero. */
 #include "shape_infer_impl.h"
 
 #include <math.h>
@@ -57,6 +58,14 @@ xf_status xf_infer_shape_op(xf_infer_ctx *c)
     end = xf_infer_clamp(end, 0, rank);
     xf_shape out = {.ndim = 1, .dims = {end > start ? end - start : 0}};
     xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* Size: an int64 scalar, the input's element count. */
+xf_status xf_infer_size(xf_infer_ctx *c)
+{
+    const xf_shape scalar = {.ndim = 0};
+    xf_infer_set(c, 0, &scalar);
     return XF_OK;
 }
 

@@ -159,7 +159,7 @@ uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate);
 
 /* ---------------------------------------------------------------- operators */
 
-enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8 };
+enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8, XF_OPF_SHAPE_ONLY = 16 };
 
 typedef enum xf_op {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) XF_OP_##id,
@@ -274,10 +274,10 @@ typedef struct xf_attrs {
 
     /* axis / axes / perm */
     int64_t axis;             /* Concat, Split, Gather, Flatten, Softmax, LayerNorm, ArgMax, Hardmax,
-                               * LpNormalization; op's own default */
+                               * LpNormalization, OneHot, ...; op's own default */
     int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form; MeanVarianceNormalization
                                * (default [0, 2, 3]) */
-    int64_t axes[XF_MAX_DIMS];
+    int64_t axes[XF_MAX_DIMS]; /* ReverseSequence: [batch_axis, time_axis] (n_axes 2) */
     bool has_axes;            /* axes came as an attribute */
     int n_perm;               /* Transpose; 0 = reverse */
     int64_t perm[XF_MAX_DIMS];
@@ -290,15 +290,17 @@ typedef struct xf_attrs {
     int fmod;                 /* Mod: 1 = C's fmod (sign of the dividend), 0 = sign of the divisor */
     /* Resize (opset >= 11): mode 0 nearest, 1 linear; coordinate mode
      * 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel;
-     * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
+     * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil.
+     * Upsample: its mode, always asymmetric and floor */
     int resize_mode, resize_coord, resize_nearest;
     int batch_dims;           /* GatherND */
     int topk_smallest;        /* TopK: largest = 0 */
-    int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway) */
+    int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway);
+                               * Unique: sorted = 0 (the order of first occurrence) */
     int reduction;            /* ScatterElements, ScatterND: an xf_reduction */
     xf_rnn_attrs rnn;         /* RNN, LSTM, GRU */
     /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
-    int64_t block_size;       /* opset 21: 0 = not blocked */
+    int64_t block_size;       /* opset 21: 0 = not blocked; DepthToSpace, SpaceToDepth: blocksize */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
     int no_saturate;          /* QuantizeLinear, CastLike 19: saturate = 0 (which only float8 outputs heed) */
     /* RoiAlign (0 for every other op): mode max (else avg); output_height,
@@ -319,6 +321,11 @@ typedef struct xf_attrs {
     int64_t lrn_size;         /* LRN: the channels summed over (required) */
     float lrn_bias;           /* LRN (1) */
     int lp_p;                 /* LpNormalization: the norm's order, 1 or 2 (2) */
+    int trilu_lower;          /* Trilu: upper = 0 (keep the lower triangle) */
+    int depth_crd;            /* DepthToSpace: mode CRD (else DCR) */
+    int64_t eye_k;            /* EyeLike: k, the diagonal of ones (> 0: above the main one) */
+    int onehot_legacy;        /* OneHot before opset 11: negative indices are out of range */
+    bool has_axis;            /* Compress, Unique: axis given (else they work on the flattened input) */
     bool softmax_legacy;      /* Softmax/LogSoftmax/Hardmax opset < 13: coerce to 2-D at axis */
 
     /* scalars */
@@ -328,7 +335,7 @@ typedef struct xf_attrs {
                                  LRN (1e-4, 0.75) */
     float epsilon;            /* BatchNorm, LayerNorm, InstanceNorm, GroupNorm (1e-5) */
     int trans_a, trans_b;     /* Gemm */
-    xf_dtype to;              /* Cast */
+    xf_dtype to;              /* Cast; EyeLike's dtype (0: the input's) */
     int64_t start, end;       /* Shape (opset 15): end == INT64_MAX when absent */
     bool has_end;
 
@@ -348,7 +355,9 @@ typedef struct xf_attrs {
     int64_t slice_starts[XF_MAX_DIMS], slice_ends[XF_MAX_DIMS], slice_axes[XF_MAX_DIMS];
     bool has_slice_attrs, has_slice_axes;
 
-    /* ConstantOfShape value (NULL = float 0); owned reference */
+    /* ConstantOfShape value (NULL = float 0); Einsum's equation (a string
+     * scalar); Upsample's scales before opset 9 (floats, NULL from opset 9,
+     * where they are an input); owned reference */
     xf_tensor *value;
 } xf_attrs;
 
@@ -735,6 +744,46 @@ bool xf_nms_problem_init(xf_nms_problem *p, const xf_tensor *const in[5], int ce
  * selected[3k..3k+2] while k < cap (selected may be NULL when cap is 0).
  * Returns how many boxes are selected, or -1 when out of memory. */
 int64_t xf_nms_select(const xf_nms_problem *p, int64_t *selected, int64_t cap);
+
+/* ---------------------------------------------------------------- unique */
+
+/* Unique's grouping of x (a tensor of a numeric or bool type): its slices
+ * along axis (axis < 0: its elements, flattened) grouped by equal values
+ * (NaN equals NaN, -0 equals 0), the groups in ascending order (sorted:
+ * slices compare element by element, NaN above every number) or in the
+ * order of their first occurrence.  Where the arrays are not NULL,
+ * first[u] gets the index of the u-th group's first slice, counts[u] its
+ * size, inverse[s] the group of slice s.  Returns the number of groups,
+ * -1 when out of memory.  Shape inference counts them, cpu_ref writes them. */
+int64_t xf_unique(const xf_tensor *x, int axis, bool sorted, int64_t *first, int64_t *inverse, int64_t *counts);
+
+/* ---------------------------------------------------------------- einsum */
+
+/* Einsum's equation worked out for its operands' shapes, by numpy's rules
+ * (which ONNX's reference runs): the indices of the sum are the dims the
+ * ellipses stand for (broadcast as numpy does, aligned at the last dim),
+ * then each letter in order of first appearance; a letter repeated in one
+ * operand walks its diagonal; a dim of extent 1 broadcasts against the
+ * same letter's extent elsewhere; the output is the term after "->", or
+ * without one the ellipsis dims then the letters used once, in ASCII order
+ * (upper case first); indices not in the output are summed over.  Spaces
+ * are ignored.  Shape inference and cpu_ref's kernel both use it. */
+#define XF_EINSUM_MAX_OPERANDS 64
+#define XF_EINSUM_MAX_INDICES (XF_MAX_DIMS + 52) /* the ellipsis dims, then one per letter */
+typedef struct xf_einsum {
+    int n_indices;
+    int64_t extent[XF_EINSUM_MAX_INDICES];
+    unsigned char index[XF_EINSUM_MAX_OPERANDS][XF_MAX_DIMS]; /* the index each operand dim walks */
+    xf_shape out;
+    unsigned char out_index[XF_MAX_DIMS];
+} xf_einsum;
+
+/* The equation of an Einsum node (its attrs.value, a string scalar), or NULL. */
+const char *xf_einsum_equation(const xf_attrs *a);
+/* Works out equation for n operands of these shapes; false with the reason
+ * in why. */
+bool xf_einsum_plan(const char *equation, int n, const xf_shape *const *shapes, xf_einsum *e, char *why,
+                    size_t why_len);
 
 /* ---------------------------------------------------------------- sizes */
 

@@ -291,6 +291,25 @@ static xf_status write_norm(writer *w, const xf_node *n, const xf_attrs *d, int6
     return XF_OK;
 }
 
+/* Upsample: its mode, and before opset 9 its scales (an input from opset 9). */
+static xf_status write_upsample(writer *w, const xf_node *n, int64_t opset, xf_error *err)
+{
+    const xf_tensor *scales = n->attrs.value;
+    if (n->attrs.resize_mode)
+        add_string(w, "mode", "linear");
+    if ((opset < 9) != (scales != NULL))
+        return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                            "node '%s' (Upsample) has its scales as %s, which opset %lld has as %s",
+                            n->name ? n->name : "", scales ? "an attribute" : "an input", (long long)opset,
+                            scales ? "an input" : "an attribute");
+    if (scales && (scales->dtype != XF_DT_FLOAT || scales->shape.ndim != 1))
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Upsample): its scales are not a list of floats",
+                            n->name ? n->name : "");
+    if (scales)
+        add_floats(w, "scales", scales->data, (int)scales->shape.dims[0]);
+    return XF_OK;
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -416,6 +435,62 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_NON_MAX_SUPPRESSION:
         if (a->center_point_box)
             add_int(&w, "center_point_box", a->center_point_box);
+        break;
+    case XF_OP_TRILU:
+        if (a->trilu_lower)
+            add_int(&w, "upper", 0);
+        break;
+    case XF_OP_DEPTH_TO_SPACE:
+    case XF_OP_SPACE_TO_DEPTH: /* blocksize is required */
+        add_int(&w, "blocksize", a->block_size);
+        if (a->depth_crd && opset < 11)
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED,
+                             "node '%s' (DepthToSpace) uses mode CRD, which opset %lld cannot express (DCR only "
+                             "before opset 11)",
+                             n->name ? n->name : "", (long long)opset);
+        else if (a->depth_crd)
+            add_string(&w, "mode", "CRD");
+        break;
+    case XF_OP_EYE_LIKE:
+        if (a->eye_k)
+            add_int(&w, "k", a->eye_k);
+        if (a->to)
+            add_int(&w, "dtype", a->to);
+        break;
+    case XF_OP_REVERSE_SEQUENCE:
+        if (a->axes[0] != d.axes[0])
+            add_int(&w, "batch_axis", a->axes[0]);
+        if (a->axes[1] != d.axes[1])
+            add_int(&w, "time_axis", a->axes[1]);
+        break;
+    case XF_OP_ONE_HOT:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->onehot_legacy != (opset < 11))
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED,
+                             "node '%s' (OneHot) %s negative indices, which opset %lld cannot express",
+                             n->name ? n->name : "", a->onehot_legacy ? "takes no" : "counts from the end",
+                             (long long)opset);
+        break;
+    case XF_OP_COMPRESS:
+    case XF_OP_UNIQUE:
+        if (a->has_axis)
+            add_int(&w, "axis", a->axis);
+        if (a->topk_unsorted)
+            add_int(&w, "sorted", 0);
+        break;
+    case XF_OP_SCATTER:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_UPSAMPLE:
+        s = write_upsample(&w, n, opset, err);
+        break;
+    case XF_OP_EINSUM: /* the equation is required */
+        if (!xf_einsum_equation(a))
+            s = xf_error_set(err, XF_ERR_INVALID, "node '%s' (Einsum) has no equation", n->name ? n->name : "");
+        else
+            add_string(&w, "equation", xf_einsum_equation(a));
         break;
     case XF_OP_MOD:
         if (a->fmod != d.fmod)

@@ -39,6 +39,18 @@
  *                   (half_pixel/output_half_pixel, opset 16+; before 16 the op
  *                   has no such attribute and works as output_half_pixel)
  *   NonMaxSuppression  center_point_box
+ *   Trilu           upper (0: trilu_lower)
+ *   DepthToSpace    blocksize->block_size  mode (DCR/CRD: depth_crd, opset 11+)
+ *   SpaceToDepth    blocksize->block_size
+ *   EyeLike         k->eye_k  dtype->to (a type xflow knows)
+ *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
+ *   OneHot          axis (before opset 11: onehot_legacy)
+ *   Compress        axis (has_axis)
+ *   Unique          axis (has_axis)  sorted (0: topk_unsorted)
+ *   Scatter         axis
+ *   Einsum          equation (value, a string scalar)
+ *   Upsample (7+)   mode (nearest/linear: resize_mode)  scales (opset 7 and 8;
+ *                   value, a float tensor)
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
@@ -77,6 +89,7 @@
 #include "proto_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -140,6 +153,18 @@ static bool read_fixed(reader *r, const Onnx__AttributeProto *at, int64_t only)
         return false;
     if (x != only)
         return refuse(r, "attribute '%s' has a value xflow does not model", at->name);
+    return true;
+}
+
+/* A tensor element type xflow knows (Cast's to, EyeLike's dtype). */
+static bool read_dtype(reader *r, const Onnx__AttributeProto *at, xf_dtype *v)
+{
+    int64_t t;
+    if (!read_int(r, at, &t))
+        return false;
+    if (t <= XF_DT_UNDEFINED || t >= XF_DT_COUNT_)
+        return refuse(r, "attribute '%s' names a type xflow does not know", at->name);
+    *v = (xf_dtype)t;
     return true;
 }
 
@@ -208,6 +233,46 @@ static bool read_value_tensor(reader *r, const Onnx__AttributeProto *at)
         return refuse(r, "attribute '%s' is not a one-element tensor", at->name);
     }
     r->a->value = t;
+    return true;
+}
+
+/* A string attribute kept as a string scalar in the value tensor. */
+static bool read_string_value(reader *r, const Onnx__AttributeProto *at)
+{
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
+        return refuse(r, "attribute '%s' is not a string", at->name);
+    if (memchr(at->s.data, 0, at->s.len))
+        return refuse(r, "attribute '%s' holds a NUL character", at->name);
+    const xf_shape scalar = {.ndim = 0};
+    xf_tensor *t = xf_tensor_create(XF_DT_STRING, &scalar);
+    char *s = malloc(at->s.len + 1);
+    if (!t || !s) {
+        xf_tensor_release(t);
+        free(s);
+        r->status = xf_error_set(r->err, XF_ERR_NOMEM, "out of memory");
+        return false;
+    }
+    if (at->s.len)
+        memcpy(s, at->s.data, at->s.len);
+    s[at->s.len] = '\0';
+    t->strings[0] = s;
+    r->a->value = t;
+    return true;
+}
+
+/* Upsample's scales attribute (before opset 9) kept as a float tensor in
+ * the value tensor. */
+static bool read_scales(reader *r, const Onnx__AttributeProto *at)
+{
+    float scales[XF_MAX_DIMS];
+    int n;
+    if (!read_floats(r, at, scales, XF_MAX_DIMS, &n))
+        return false;
+    xf_shape s = {.ndim = 1, .dims = {n}};
+    if (!(r->a->value = xf_tensor_from_data(XF_DT_FLOAT, &s, scales))) {
+        r->status = xf_error_set(r->err, XF_ERR_NOMEM, "out of memory");
+        return false;
+    }
     return true;
 }
 
@@ -506,16 +571,69 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         }
         break;
     case XF_OP_CAST:
-        if (A("to")) {
-            int64_t to;
-            if (!read_int(r, at, &to))
+        if (A("to"))
+            return read_dtype(r, at, &a->to);
+        break;
+    case XF_OP_TRILU:
+        if (A("upper")) {
+            int v;
+            if (!read_int32(r, at, &v))
                 return false;
-            if (to <= XF_DT_UNDEFINED || to >= XF_DT_COUNT_)
-                return refuse(r, "attribute '%s' names a type xflow does not know", name);
-            a->to = (xf_dtype)to;
+            a->trilu_lower = v == 0;
             return true;
         }
         break;
+    case XF_OP_DEPTH_TO_SPACE:
+    case XF_OP_SPACE_TO_DEPTH: {
+        static const char *const modes[] = {"DCR", "CRD"};
+        if (A("blocksize"))
+            return read_int(r, at, &a->block_size);
+        if (op == XF_OP_DEPTH_TO_SPACE && A("mode"))
+            return read_enum(r, at, modes, 2, &a->depth_crd);
+        break;
+    }
+    case XF_OP_EYE_LIKE:
+        if (A("k"))
+            return read_int(r, at, &a->eye_k);
+        if (A("dtype"))
+            return read_dtype(r, at, &a->to);
+        break;
+    case XF_OP_REVERSE_SEQUENCE:
+        if (A("batch_axis") || A("time_axis"))
+            return read_int(r, at, &a->axes[A("time_axis")]);
+        break;
+    case XF_OP_ONE_HOT:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        break;
+    case XF_OP_COMPRESS:
+    case XF_OP_UNIQUE:
+        if (A("axis"))
+            return (a->has_axis = read_int(r, at, &a->axis));
+        if (op == XF_OP_UNIQUE && A("sorted")) {
+            int v;
+            if (!read_int32(r, at, &v))
+                return false;
+            a->topk_unsorted = v == 0;
+            return true;
+        }
+        break;
+    case XF_OP_SCATTER:
+        if (A("axis"))
+            return read_int(r, at, &a->axis);
+        break;
+    case XF_OP_EINSUM:
+        if (A("equation"))
+            return read_string_value(r, at);
+        break;
+    case XF_OP_UPSAMPLE: {
+        static const char *const modes[] = {"nearest", "linear"};
+        if (A("mode"))
+            return read_enum(r, at, modes, 2, &a->resize_mode);
+        if (A("scales") && r->ctx->opset < 9)
+            return read_scales(r, at);
+        break;
+    }
     case XF_OP_SCATTER_ELEMENTS:
     case XF_OP_SCATTER_ND:
         if (A("reduction"))
@@ -729,6 +847,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         return give_act_params(r, &a->rnn);
     case XF_OP_RESIZE: /* opset 10's form (X, scales) is not modelled */
         return r->ctx->opset >= 11 || refuse(r, "Resize before opset 11", NULL);
+    case XF_OP_UPSAMPLE: /* opset 1's experimental form is not modelled */
+        return r->ctx->opset >= 7 || refuse(r, "Upsample before opset 7", NULL);
     case XF_OP_ROI_ALIGN: /* opset 10's RoiAlign is output_half_pixel, and says nothing of it */
         if (r->ctx->opset < 16 && r->has_roi_coord)
             return refuse(r, "coordinate_transformation_mode before opset 16", NULL);
@@ -738,6 +858,9 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_GROUP_NORM:
     case XF_OP_LRN:
         return r->has_required || refuse(r, op == XF_OP_LRN ? "no size attribute" : "no num_groups attribute", NULL);
+    case XF_OP_ONE_HOT: /* negative indices count from the end from opset 11 */
+        a->onehot_legacy = r->ctx->opset < 11;
+        return true;
     case XF_OP_CONCAT:
         if (!r->has_axis && r->ctx->opset < 4)
             a->axis = 1;

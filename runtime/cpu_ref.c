@@ -100,6 +100,7 @@ typedef struct ref_entry {
 #define XF_REF_BIT_SHIFT {xf_ref_binary, UNS, UNS, 0}
 #define XF_REF_CAST_LIKE {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
 #define XF_REF_RESIZE {xf_ref_resize, FLT, FLT | I64, 0}
+#define XF_REF_UPSAMPLE {xf_ref_resize, FLT, F32, 0}
 #define XF_REF_GATHER_ND {xf_ref_gather_nd, ANY, I64, 0}
 #define XF_REF_NON_ZERO {xf_ref_non_zero, NUM | BOOL, 0, I64}
 #define XF_REF_ROI_ALIGN {xf_ref_roi_align, FLT, FLT, 0, true}
@@ -118,6 +119,17 @@ typedef struct ref_entry {
 #define XF_REF_CONV_INTEGER {xf_ref_conv_integer, Q8, Q8, I32}
 #define XF_REF_QLINEAR_MATMUL {xf_ref_qmatmul, Q8, FLT, Q8}
 #define XF_REF_QLINEAR_CONV {xf_ref_conv_integer, Q8, FLT, Q8}
+#define XF_REF_TRILU {xf_ref_trilu, ANY, I64, 0}
+#define XF_REF_TILE {xf_ref_tile, ANY, I64, 0}
+#define XF_REF_DEPTH_TO_SPACE {xf_ref_depth_space, ANY, 0, 0}
+#define XF_REF_SPACE_TO_DEPTH {xf_ref_depth_space, ANY, 0, 0}
+#define XF_REF_EYE_LIKE {xf_ref_eye_like, 0, 0, NUM | BOOL}
+#define XF_REF_REVERSE_SEQUENCE {xf_ref_reverse_sequence, ANY, I64, 0}
+#define XF_REF_ONE_HOT {xf_ref_one_hot, NUM, NUM, ANY}
+#define XF_REF_COMPRESS {xf_ref_compress, ANY, BOOL, 0}
+#define XF_REF_EINSUM {xf_ref_einsum, NUM, NUM, 0, true}
+#define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
+#define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
@@ -135,6 +147,7 @@ typedef struct ref_entry {
 #define XF_REF_PAD {xf_ref_pad, ANY, I64, 0}
 #define XF_REF_EXPAND {xf_ref_expand, ANY, I64, 0}
 #define XF_REF_SHAPE {xf_ref_shape, 0, 0, I64}
+#define XF_REF_SIZE {xf_ref_size, 0, 0, I64}
 #define XF_REF_CONSTANT_OF_SHAPE {xf_ref_constant_of_shape, I64, 0, ANY}
 #define XF_REF_RANGE {xf_ref_range, NUM, NUM, 0}
 #define XF_REF_IDENTITY {xf_ref_copy, ANY, 0, 0}

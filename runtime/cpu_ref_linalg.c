@@ -1,5 +1,6 @@
 /* cpu_ref matrix products: MatMul (numpy matmul: batched, broadcasting,
- * 1-D operands) and Gemm.  float32, accumulated in double. */
+ * 1-D operands) and Gemm, float32 accumulated in double; Einsum over every
+ * numeric type. */
 #include "xf_rt_internal.h"
 
 #include <stdlib.h>
@@ -113,5 +114,84 @@ xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     for (int64_t i = 0; i < m * nn; i++, xf_rt_iter_next(&it))
         y[i] = (float)(at->alpha * acc[i] + (cd ? at->beta * (double)cd[it.off[0]] : 0.0));
     free(acc);
+    return XF_OK;
+}
+
+/* Einsum sums at most this many products (more would run for hours). */
+#define EINSUM_MAX_PRODUCTS ((int64_t)1 << 40)
+
+/* Einsum: each output element is the sum, over the indices the output
+ * lacks, of the product of the operand elements its indices name, as core
+ * works them out from the equation (xf_einsum_plan).  Floats accumulate
+ * in double, integers in int64 (wrapping as the output type then does). */
+xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    int n_ops = n->n_inputs;
+    const xf_shape *shapes[XF_EINSUM_MAX_OPERANDS];
+    for (int k = 0; k < n_ops && k < XF_EINSUM_MAX_OPERANDS; k++)
+        shapes[k] = &in[k].shape;
+    xf_einsum e;
+    char why[300];
+    if (!xf_einsum_plan(xf_einsum_equation(&n->attrs), n_ops, shapes, &e, why, sizeof why))
+        return xf_rt_bad_node(err, n, "equation: %s", why);
+    if (!xf_shape_equal(&e.out, &out[0].shape))
+        return xf_rt_bad_node(err, n, "the output's shape is not the equation's");
+    int64_t products = 1;
+    for (int i = 0; i < e.n_indices; i++)
+        if (e.extent[i] == 0 || __builtin_mul_overflow(products, e.extent[i], &products) ||
+            products > EINSUM_MAX_PRODUCTS)
+            products = e.extent[i] == 0 ? 0 : EINSUM_MAX_PRODUCTS + 1;
+    if (products > EINSUM_MAX_PRODUCTS)
+        return xf_rt_bad_node(err, n, "the equation sums more than 2^40 products");
+    /* stride[k][i]: how far operand k (the output for k = n_ops) moves along index i */
+    int64_t (*stride)[XF_EINSUM_MAX_INDICES] = calloc((size_t)n_ops + 1, sizeof *stride);
+    int64_t numel = xf_rt_numel(&out[0]), dense[XF_MAX_DIMS];
+    double *acc = calloc((size_t)(numel > 0 ? numel : 1), sizeof *acc);
+    uint64_t *iacc = calloc((size_t)(numel > 0 ? numel : 1), sizeof *iacc);
+    if (!stride || !acc || !iacc) {
+        free(stride);
+        free(acc);
+        free(iacc);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Einsum");
+    }
+    for (int k = 0; k <= n_ops; k++) {
+        const xf_shape *s = k < n_ops ? &in[k].shape : &out[0].shape;
+        xf_rt_dense_strides(s, dense);
+        for (int j = 0; j < s->ndim; j++)
+            if (s->dims[j] != 1) /* a dim of extent 1 stays put: broadcast */
+                stride[k][k < n_ops ? e.index[k][j] : e.out_index[j]] += dense[j];
+    }
+    bool integral = xf_rt_is_integral(out[0].dtype);
+    int64_t coord[XF_EINSUM_MAX_INDICES] = {0}, off[XF_EINSUM_MAX_OPERANDS + 1] = {0};
+    for (int64_t p = 0; p < products; p++) {
+        if (integral) {
+            uint64_t v = 1;
+            for (int k = 0; k < n_ops; k++)
+                v *= (uint64_t)xf_rt_load_i64(in[k].dtype, in[k].data, off[k]);
+            iacc[off[n_ops]] += v;
+        } else {
+            double v = 1;
+            for (int k = 0; k < n_ops; k++)
+                v *= xf_rt_load_f64(in[k].dtype, in[k].data, off[k]);
+            acc[off[n_ops]] += v;
+        }
+        for (int i = e.n_indices - 1; i >= 0; i--) {
+            for (int k = 0; k <= n_ops; k++)
+                off[k] += stride[k][i];
+            if (++coord[i] < e.extent[i])
+                break;
+            for (int k = 0; k <= n_ops; k++)
+                off[k] -= stride[k][i] * e.extent[i];
+            coord[i] = 0;
+        }
+    }
+    for (int64_t i = 0; i < numel; i++)
+        if (integral)
+            xf_rt_store_i64(out[0].dtype, out[0].data, i, (int64_t)iacc[i]);
+        else
+            xf_rt_store_f64(out[0].dtype, out[0].data, i, acc[i]);
+    free(stride);
+    free(acc);
+    free(iacc);
     return XF_OK;
 }

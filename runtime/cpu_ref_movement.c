@@ -10,9 +10,7 @@
 
 static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
 
-/* Copies every element of `from` into the dense output `to`, element i of
- * the output taken from element it.off[0] of the input. */
-static void gather_elements(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it)
+void xf_rt_gather_iter(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it)
 {
     size_t es = xf_dtype_size(to->dtype);
     int64_t numel = xf_rt_numel(to);
@@ -140,7 +138,7 @@ xf_status xf_ref_transpose(const xf_node *n, const xf_tensor_view *in, const xf_
     xf_rt_iter it;
     xf_rt_iter_init(&it, ys);
     xf_rt_iter_add(&it, strides, 0);
-    gather_elements(&in[0], &out[0], &it);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;
 }
 
@@ -436,9 +434,9 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
     return st;
 }
 
-/* Resize, nearest or (multi)linear: each output coordinate is mapped back
- * to the input by the coordinate mode, per dim, with the scale given (or
- * out / in when sizes were given). */
+/* Resize and Upsample, nearest or (multi)linear: each output coordinate is
+ * mapped back to the input by the coordinate mode, per dim, with the scale
+ * given (or out / in when sizes were given). */
 typedef struct resize_axis {
     int64_t lo, hi; /* input indices read */
     double w;       /* weight of hi (linear) */
@@ -472,14 +470,31 @@ static resize_axis resize_map(const xf_attrs *a, int64_t x, int64_t len_in, int6
     return r;
 }
 
+/* The scales a node resizes by: Resize's input 2 (one per dim) unless it
+ * has sizes, Upsample's input 1 or (before opset 9) its attribute, viewed
+ * in *attr; NULL: by the output's extents over the input's. */
+static const xf_tensor_view *resize_scales(const xf_node *n, const xf_tensor_view *in, xf_tensor_view *attr)
+{
+    if (n->op == XF_OP_RESIZE) {
+        bool by_sizes = n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0;
+        bool by_scales = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_numel(&in[2]) == in[0].shape.ndim;
+        return by_scales && !by_sizes ? &in[2] : NULL;
+    }
+    const xf_tensor *t = n->attrs.value;
+    if (!t)
+        return &in[1];
+    *attr = (xf_tensor_view){t->dtype, t->shape, t->data};
+    return attr;
+}
+
 xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_tensor_view *x = &in[0], *y = &out[0];
     int rank = x->shape.ndim;
-    bool scales = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_numel(&in[2]) == rank &&
-                  !(n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0);
-    if (y->shape.ndim != rank || rank < 1)
-        return xf_rt_bad_node(err, n, "output rank differs from the input's");
+    xf_tensor_view attr;
+    const xf_tensor_view *scales = resize_scales(n, in, &attr);
+    if (y->shape.ndim != rank || rank < 1 || (scales && xf_rt_numel(scales) != rank))
+        return xf_rt_bad_node(err, n, "output rank differs from the input's, or scales is not one per dim");
     int64_t istride[XF_MAX_DIMS], s = 1;
     resize_axis *map[XF_MAX_DIMS] = {NULL};
     xf_status st = XF_OK;
@@ -487,7 +502,7 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
         istride[d] = s;
         s *= x->shape.dims[d];
         int64_t li = x->shape.dims[d], lo = y->shape.dims[d];
-        double scale = scales ? xf_rt_load_f64(in[2].dtype, in[2].data, d) : li ? (double)lo / (double)li : 1;
+        double scale = scales ? xf_rt_load_f64(scales->dtype, scales->data, d) : li ? (double)lo / (double)li : 1;
         map[d] = malloc(sizeof **map * (size_t)(lo > 0 ? lo : 1));
         if (!map[d]) {
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -597,7 +612,7 @@ xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tens
     xf_rt_iter it;
     xf_rt_iter_init(&it, ys);
     xf_rt_iter_add(&it, strides, base);
-    gather_elements(&in[0], &out[0], &it);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;
 }
 
@@ -694,7 +709,7 @@ xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_ten
     xf_rt_iter it;
     xf_rt_iter_init(&it, &out[0].shape);
     xf_rt_iter_add_broadcast(&it, &in[0].shape);
-    gather_elements(&in[0], &out[0], &it);
+    xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;
 }
 
@@ -712,6 +727,16 @@ xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tens
                               (long long)xf_rt_numel(&out[0]), (long long)count);
     for (int64_t i = 0; i < count; i++)
         xf_rt_store_i64(out[0].dtype, out[0].data, i, in[0].shape.dims[start + i]);
+    return XF_OK;
+}
+
+/* Size: the input's element count, read from its shape alone. */
+xf_status xf_ref_size(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    int64_t numel = xf_rt_numel(&in[0]);
+    if (numel < 0 || xf_rt_numel(&out[0]) != 1)
+        return xf_rt_bad_node(err, n, "the input's shape is not known or the output is not a scalar");
+    xf_rt_store_i64(out[0].dtype, out[0].data, 0, numel);
     return XF_OK;
 }
 

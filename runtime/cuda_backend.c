@@ -350,8 +350,8 @@ static xf_status run_on_host(xf_cu_ctx *c, const xf_graph *g, int node, const xf
         const xf_tensor_view *v = k < n->n_inputs ? &in[k] : &out[k - n->n_inputs];
         views[k] = *v;
         views[k].data = NULL;
-        /* Shape reads only its input's shape */
-        bool skip = n->op == XF_OP_SHAPE && k == 0;
+        /* Shape and Size read only their input's shape */
+        bool skip = (xf_op_get_info(n->op)->flags & XF_OPF_SHAPE_ONLY) && k == 0;
         size_t bytes = xf_rt_present(v) && !skip ? xf_rt_bytes(v) : 0;
         if (!bytes)
             continue;

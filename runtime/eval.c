@@ -64,7 +64,7 @@ xf_status xf_runtime_eval_node(const xf_graph *g, int node, xf_tensor **outputs,
             in[k] = (xf_tensor_view){.dtype = XF_DT_UNDEFINED, .shape = {.ndim = -1}};
         } else if (val->init) {
             in[k] = (xf_tensor_view){val->init->dtype, val->init->shape, val->init->data};
-        } else if (n->op == XF_OP_SHAPE && xf_shape_numel(&val->shape) >= 0) {
+        } else if ((xf_op_get_info(n->op)->flags & XF_OPF_SHAPE_ONLY) && xf_shape_numel(&val->shape) >= 0) {
             in[k] = (xf_tensor_view){val->dtype, val->shape, NULL};
         } else {
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s): input '%s' is not a constant", n->name,

@@ -453,14 +453,15 @@ static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
 
 static bool all_shapes_static(const xf_graph *g);
 
-/* Whether node n of c reads only constants (a Shape, a static shape). */
+/* Whether node n of c reads only constants (a Shape or Size, a static shape). */
 static bool reads_constants(const xf_graph *c, const xf_node *n)
 {
     if (n->op == XF_OP_OPAQUE || (xf_op_get_info(n->op)->flags & XF_OPF_NOFOLD))
         return false;
+    bool shape_only = xf_op_get_info(n->op)->flags & XF_OPF_SHAPE_ONLY;
     for (int k = 0; k < n->n_inputs; k++) {
         const xf_value *v = n->inputs[k] >= 0 ? &c->values[n->inputs[k]] : NULL;
-        if (v && !(v->init && !v->is_input) && !(n->op == XF_OP_SHAPE && shape_known(&v->shape)))
+        if (v && !(v->init && !v->is_input) && !(shape_only && shape_known(&v->shape)))
             return false;
     }
     return true;

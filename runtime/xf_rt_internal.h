@@ -84,6 +84,10 @@ int xf_rt_iter_add(xf_rt_iter *it, const int64_t *strides, int64_t base);
  * dimension) to the iteration space. */
 int xf_rt_iter_add_broadcast(xf_rt_iter *it, const xf_shape *s);
 void xf_rt_iter_next(xf_rt_iter *it);
+/* Copies every element of `from` into the dense output `to`, element i of
+ * the output taken from element it->off[0] of the input (it walks the
+ * output's index space). */
+void xf_rt_gather_iter(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it);
 
 /* ---------------------------------------------------------------- cpu_ref kernels */
 
@@ -136,6 +140,7 @@ typedef struct xf_rt_matmul {
 xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_rt_matmul *mm, xf_error *err);
 xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* recurrent layers: RNN, LSTM and GRU (cpu_ref_rnn.c) */
 xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* normalization and reductions (cpu_ref_norm.c) */
@@ -172,8 +177,19 @@ xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tens
 xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_size(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_range(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* movement and indexing (cpu_ref_index.c) */
+xf_status xf_ref_trilu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_tile(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_depth_space(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_eye_like(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_reverse_sequence(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_error *err);
+xf_status xf_ref_one_hot(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_compress(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_unique(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* detection (cpu_ref_detect.c) */
 xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -50,8 +50,10 @@ xf_graph *case_graph(const node_case *c);
 void run_case(node_case *c, xf_tensor **outs);
 /* run_case for a case with one output: that output. */
 xf_tensor *run1(node_case c);
-/* Shape inference rejects the case (XF_ERR_INVALID) with a message naming
+/* Shape inference rejects the case with status st and a message naming
  * the node and holding msg; releases the case's inputs. */
+void expect_infer_status(node_case c, xf_status st, const char *msg);
+/* expect_infer_status with XF_ERR_INVALID. */
 void expect_infer_error(node_case c, const char *msg);
 /* The case's session is made on cpu_ref but its run fails with a message
  * naming the node and holding msg; releases the case's inputs. */

@@ -319,7 +319,7 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(roi_sampling_ratio) && EQ(roi_spatial_scale) && EQ(roi_output_half_pixel) && EQ(center_point_box) &&
            EQ(isinf_no_neg) && EQ(isinf_no_pos) && EQ(gelu_tanh) && EQ(shift_right) && EQ(prelu_channels) &&
            EQ(select_last_index) && EQ(cumsum_exclusive) && EQ(cumsum_reverse) && EQ(lrn_size) && EQ(lrn_bias) &&
-           EQ(lp_p) &&
+           EQ(lp_p) && EQ(trilu_lower) && EQ(depth_crd) && EQ(eye_k) && EQ(onehot_legacy) && EQ(has_axis) &&
            xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
            tensors_equal(a->value, b->value);
@@ -441,3 +441,21 @@ int find_node_op(const xf_graph *g, xf_op op)
     return -1;
 }
 
+/* The attributes of the exported model's only node. */
+Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf)
+{
+    size_t len;
+    xf_error e;
+    ck_assert_msg(xf_model_save_buffer(m, buf, &len, &e) == XF_OK, "%s", e.msg);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, *buf);
+    ck_assert(mp && mp->graph && mp->graph->n_node == 1);
+    return mp;
+}
+
+bool has_attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (strcmp(n->attribute[i]->name, name) == 0)
+            return true;
+    return false;
+}
