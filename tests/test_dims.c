@@ -225,6 +225,72 @@ START_TEST(test_xflow_run_sizes_from_inputs)
 }
 END_TEST
 
+/* y = Reshape(Reshape(x, [-1]), Concat(Shape(x)[1], Shape(x)[0])): x
+ * [h, w] comes out as w x h, whatever the sizes. */
+static Onnx__ModelProto *transpose_model(void)
+{
+    static const int64_t minus1 = -1, zero = 0, first = 1, one[] = {1}, d2[] = {-1, -1};
+    Onnx__GraphProto *g = mk_graph("transpose");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d2, NAMES("h", "w")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("flat", XF_DT_INT64, 1, one, &minus1, 8));
+    PUSH(g->n_initializer, g->initializer, mk_raw("i0", XF_DT_INT64, 1, one, &zero, 8));
+    PUSH(g->n_initializer, g->initializer, mk_raw("i1", XF_DT_INT64, 1, one, &first, 8));
+    PUSH(g->n_node, g->node, mk_node("Shape", "s", NAMES("x"), NAMES("shape")));
+    PUSH(g->n_node, g->node, mk_node("Gather", "g0", NAMES("shape", "i0"), NAMES("h")));
+    PUSH(g->n_node, g->node, mk_node("Gather", "g1", NAMES("shape", "i1"), NAMES("w")));
+    Onnx__NodeProto *cat = mk_node("Concat", "c", NAMES("w", "h"), NAMES("wh"));
+    attr_int(cat, "axis", 0);
+    PUSH(g->n_node, g->node, cat);
+    PUSH(g->n_node, g->node, mk_node("Reshape", "f", NAMES("x", "flat"), NAMES("xf")));
+    PUSH(g->n_node, g->node, mk_node("Reshape", "r", NAMES("xf", "wh"), NAMES("y")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    return mk_model(g, 13);
+}
+
+/* Dims given equal sizes (a square image's height and width) are tried at
+ * sizes that tell them apart, so the written model names each output dim
+ * after the input dim it follows. */
+START_TEST(test_equal_sizes_told_apart)
+{
+    const char *dir = xf_test_tmpdir("dims_equal");
+    write_model(transpose_model(), path_in(dir, "in.onnx"));
+    char args[8600], *out = NULL;
+    snprintf(args, sizeof args, "%s -o %s --check --dim h=4 --dim w=4", path_in(dir, "in.onnx"),
+             path_in(dir, "out.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "checked at h 16 and 20, w 20 and 24"), "%s", out);
+    free(out);
+    /* the output is declared w x h (tried at equal sizes, it was h x h) */
+    char cmd[8800];
+    snprintf(cmd, sizeof cmd,
+             XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); "
+             "print([d.dim_param or d.dim_value for v in list(m.graph.input) + list(m.graph.output) "
+             "for d in v.type.tensor_type.shape.dim])\" %s",
+             path_in(dir, "out.onnx"));
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "['h', 'w', 'w', 'h']"), "%s", out);
+    free(out);
+    /* a model that holds only where h = w cannot be tried at sizes that
+     * tell them apart: it is written at the sizes given, saying why */
+    Onnx__GraphProto *g = mk_graph("square");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, (const int64_t[]){-1, -1}, NAMES("h", "w")));
+    PUSH(g->n_node, g->node, mk_node("Transpose", "t", NAMES("x"), NAMES("xt")));
+    PUSH(g->n_node, g->node, mk_node("Add", "a", NAMES("x", "xt"), NAMES("y")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    write_model(mk_model(g, 13), path_in(dir, "square.onnx"));
+    snprintf(args, sizeof args, "%s -o %s --dim h=4 --dim w=4", path_in(dir, "square.onnx"),
+             path_in(dir, "square_out.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "could only be tried at equal sizes"), "%s", out);
+    free(out);
+    const char *x = tensor_file(dir, "x", 2, (const int64_t[]){2, 3});
+    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), x);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 3x2"), "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dims");
@@ -235,6 +301,7 @@ int main(void)
     tcase_add_test(tc, test_xflow_run_sizes_from_inputs);
     tcase_add_test(tc, test_feed_shapes_size_symbolic_dims);
     tcase_add_test(tc, test_feed_shapes_unnamed_dims);
+    tcase_add_test(tc, test_equal_sizes_told_apart);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -407,8 +407,8 @@ static void print_rules_applied(const xf_rule_set *rs, const xf_search_result *r
 
 /* The sizes the graph is tried at for its symbolic dims: rounds 0 and 1
  * tell which folded constants depend on them, rounds 2 and 3 check the
- * result.  With distinct, each dim name has sizes of its own (unnamed dims
- * share one), so that a shape entry that copies the sequence length is not
+ * result.  With distinct, each dim name (and each unnamed dim) has sizes
+ * of its own, so that a shape entry that copies the sequence length is not
  * taken for one that copies the batch size. */
 #define SYM_ROUNDS 4
 /* The size symbolic dim i has in the graph as loaded: its --dim size, else 1. */
@@ -419,9 +419,36 @@ static int64_t sym_base(const xf_model *m, int i)
     return s && m->symbolic[i].dim < s->ndim && s->dims[m->symbolic[i].dim] > 0 ? s->dims[m->symbolic[i].dim] : 1;
 }
 
+/* Symbolic dims i and j stand for the same unknown: the same name (an
+ * unnamed dim is one of its own). */
+static bool sym_same(const xf_model *m, int i, int j)
+{
+    return i == j || (m->symbolic[i].name[0] && !strcmp(m->symbolic[i].name, m->symbolic[j].name));
+}
+
+/* How many unknowns before i's first dim, counting only those whose sizes
+ * as loaded are size (any size when size < 0). */
+static int sym_rank(const xf_model *m, int i, int64_t size)
+{
+    int first = 0;
+    while (!sym_same(m, first, i))
+        first++;
+    int rank = 0;
+    for (int j = 0; j < first; j++) {
+        bool new_name = true;
+        for (int k = 0; k < j && new_name; k++)
+            new_name = !sym_same(m, k, j);
+        rank += new_name && (size < 0 || sym_base(m, j) == size);
+    }
+    return rank;
+}
+
 /* With --dim sizes the rounds scale them (x2, x3, ...), which keeps the
- * sums the model may need (total = past + seq); else each dim name gets
- * small sizes of its own. */
+ * sums the model may need (total = past + seq); with distinct, unknowns
+ * given equal sizes (height and width, say) are told apart by scaling all
+ * but the first of them once, twice, ... more (which keeps what the sizes
+ * divide by).  Without --dim sizes each unknown gets small sizes of its own
+ * (with distinct; else all share them). */
 static int64_t sym_size(const xf_model *m, int i, int round, bool distinct)
 {
     bool scaled = false;
@@ -429,16 +456,9 @@ static int64_t sym_size(const xf_model *m, int i, int round, bool distinct)
         scaled = xf_graph_find_value(m->graph, m->symbolic[j].value) >= 0 &&
                  m->graph->values[xf_graph_find_value(m->graph, m->symbolic[j].value)].is_input && sym_base(m, j) != 1;
     if (scaled)
-        return sym_base(m, i) * (round + 2);
-    /* key: the distinct names before the first dim with i's name */
-    int key = 0;
-    for (int j = 0; distinct && strcmp(m->symbolic[j].name, m->symbolic[i].name) != 0; j++) {
-        bool first = true;
-        for (int k = 0; k < j && first; k++)
-            first = strcmp(m->symbolic[k].name, m->symbolic[j].name) != 0;
-        key += first;
-    }
-    return 2 + round + 5 * (key < 3 ? key : 3);
+        return sym_base(m, i) * (round + 2 + (distinct ? sym_rank(m, i, sym_base(m, i)) : 0));
+    int key = distinct ? sym_rank(m, i, -1) : 0;
+    return 2 + round + 5 * (key < 7 ? key : 7);
 }
 
 /* A copy of g with every symbolic input dim of m set to its size in round
@@ -572,6 +592,17 @@ static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opse
         snprintf(p->why, sizeof p->why, "%s", err.msg);
     else if (at[1])
         p->why[0] = '\0';
+    /* tried at shared sizes, a shape entry that copies one unknown cannot
+     * be told from one that copies another */
+    for (int i = 0; at[1] && !p->distinct && !p->why[0] && i < m->n_symbolic; i++)
+        for (int j = i + 1; j < m->n_symbolic && !p->why[0]; j++)
+            if (!sym_same(m, i, j) && sym_size(m, i, 0, false) == sym_size(m, j, 0, false) &&
+                sym_size(m, i, 1, false) == sym_size(m, j, 1, false))
+                snprintf(p->why, sizeof p->why,
+                         "'%s' dim %d and '%s' dim %d could only be tried at equal sizes, which cannot tell a shape "
+                         "that follows one from one that follows the other; give them sizes that fit with --dim "
+                         "NAME=N",
+                         m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[j].value, m->symbolic[j].dim);
     if (at[1] && (written || p->recompute.n))
         xf_cli_info("symbolic dims: %d shape constant%s written without the size, %d constant%s to compute at run "
                     "time\n", written, written == 1 ? "" : "s", p->recompute.n, p->recompute.n == 1 ? "" : "s");
@@ -648,11 +679,15 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s' dim %d%s%s%s", i ? ", " : "",
                  m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[i].name[0] ? " ('" : "", m->symbolic[i].name,
                  m->symbolic[i].name[0] ? "')" : "");
-    for (int i = 0; i < n_inputs && strlen(sizes) < sizeof sizes - 40; i++)
-        if (!strstr(sizes, m->symbolic[i].name[0] ? m->symbolic[i].name : "?"))
+    for (int i = 0; i < n_inputs && strlen(sizes) < sizeof sizes - 40; i++) {
+        bool first = true;
+        for (int j = 0; j < i && first; j++)
+            first = !sym_same(m, j, i);
+        if (first)
             snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %" PRId64 " and %" PRId64,
                      sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
                      sym_size(m, i, 2, p->distinct), sym_size(m, i, 3, p->distinct));
+    }
     if (ok) {
         xf_graph_free(m->graph);
         m->graph = g;
