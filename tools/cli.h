@@ -12,13 +12,16 @@
 /* Verbosity: 0 = -q (errors only), 1 = default, 2 = -v. */
 void xf_cli_init(const char *prog, int verbosity);
 /* Call first in main() of tools that run the oneDNN backend: when
- * OMP_WAIT_POLICY is unset, sets it to passive and re-executes the program
- * once, because GNU OpenMP reads it only when it loads and its default
- * (active waiting) makes idle oneDNN threads spin and starve each other on a
- * shared machine.  A value the user set is kept.  Returns on failure to
- * re-execute (the run goes on with the default). */
+ * OMP_WAIT_POLICY is unset, sets it to passive, with a short spin
+ * (GOMP_SPINCOUNT, unless set) before a thread sleeps, and re-executes the
+ * program once, because GNU OpenMP reads them only when it loads: its
+ * default (active waiting) makes idle oneDNN threads spin and starve each
+ * other on a shared machine, and passive waiting without a spin puts a
+ * sleep and a wake-up between every two nodes.  A value the user set is
+ * kept.  Returns on failure to re-execute (the run goes on with the
+ * defaults). */
 void xf_cli_openmp_passive(char **argv);
-/* "passive (set by PROG)", the user's value, or "unset". */
+/* The policy as set by xflow, the user's value, or "unset". */
 const char *xf_cli_openmp_policy(void);
 int xf_cli_verbosity(void);
 /* "PROG: error: ..." on stderr; returns 1 (the exit status for failures). */
