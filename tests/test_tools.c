@@ -290,14 +290,23 @@ START_TEST(test_example_is_reproducible)
 }
 END_TEST
 
-/* xflow-run runs with OpenMP's passive wait unless the user chose a policy. */
+/* xflow-run runs with OpenMP's passive wait after a short spin unless the
+ * user chose a policy (or a spin count). */
 START_TEST(test_openmp_wait_policy)
 {
     char cmd[9000], *out = NULL;
-    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY %s -v --backend cpu_ref %s/examples/inception_block.onnx",
+    snprintf(cmd, sizeof cmd,
+             "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT %s -v --backend cpu_ref %s/examples/inception_block.onnx",
              xf_test_tool("xflow-run"), XF_SOURCE_DIR);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "OpenMP wait policy: passive (set by xflow)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "OpenMP wait policy: passive after GOMP_SPINCOUNT=1000 spins (set by xflow)"), "%s",
+                  out);
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=50 %s -v --backend cpu_ref %s/examples/inception_block.onnx",
+             xf_test_tool("xflow-run"), XF_SOURCE_DIR);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "OpenMP wait policy: passive after GOMP_SPINCOUNT=50 spins"), "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "env OMP_WAIT_POLICY=active %s -v --backend cpu_ref %s/examples/inception_block.onnx",
              xf_test_tool("xflow-run"), XF_SOURCE_DIR);

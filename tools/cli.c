@@ -61,7 +61,12 @@ const char *xf_cli_openmp_policy(void)
     const char *v = getenv("OMP_WAIT_POLICY");
     if (!v)
         return "unset";
-    return getenv(XF_CLI_OMP_MARK) && !strcmp(v, "passive") ? "passive, spinning GOMP_SPINCOUNT iterations first (set by xflow)" : v;
+    if (!getenv(XF_CLI_OMP_MARK) || strcmp(v, "passive") != 0)
+        return v;
+    static char buf[96];
+    const char *spin = getenv("GOMP_SPINCOUNT");
+    snprintf(buf, sizeof buf, "passive after GOMP_SPINCOUNT=%s spins (set by xflow)", spin ? spin : "0");
+    return buf;
 }
 
 int xf_cli_error(const char *fmt, ...)

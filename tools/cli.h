@@ -21,7 +21,8 @@ void xf_cli_init(const char *prog, int verbosity);
  * kept.  Returns on failure to re-execute (the run goes on with the
  * defaults). */
 void xf_cli_openmp_passive(char **argv);
-/* The policy as set by xflow, the user's value, or "unset". */
+/* "passive after GOMP_SPINCOUNT=N spins (set by xflow)", the user's
+ * value, or "unset". */
 const char *xf_cli_openmp_policy(void);
 int xf_cli_verbosity(void);
 /* "PROG: error: ..." on stderr; returns 1 (the exit status for failures). */
