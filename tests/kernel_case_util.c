@@ -81,10 +81,11 @@ static void case_feeds(const node_case *c, xf_tensor **feeds)
             feeds[n++] = c->in[i];
 }
 
-static void release_inputs(node_case *c)
+void release_case(node_case *c)
 {
     for (int k = 0; k < c->n_in; k++)
         xf_tensor_release(c->in[k]);
+    xf_tensor_release(c->a.value);
 }
 
 void run_case(node_case *c, xf_tensor **outs)
@@ -110,8 +111,7 @@ void run_case(node_case *c, xf_tensor **outs)
         xf_tensor_release(dyn[k]);
     }
     xf_graph_free(g);
-    release_inputs(c);
-    xf_tensor_release(c->a.value);
+    release_case(c);
 }
 
 xf_tensor *run1(node_case c)
@@ -129,7 +129,7 @@ void expect_infer_status(node_case c, xf_status st, const char *msg)
                   xf_status_name(e.status), e.msg, xf_status_name(st), msg);
     ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
     xf_graph_free(g);
-    release_inputs(&c);
+    release_case(&c);
 }
 
 void expect_infer_error(node_case c, const char *msg) { expect_infer_status(c, XF_ERR_INVALID, msg); }
@@ -147,7 +147,7 @@ void expect_run_error(node_case c, const char *msg)
     ck_assert_msg(strstr(e.msg, "node 'n0' (") && strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
     xf_session_free(s);
     xf_graph_free(g);
-    release_inputs(&c);
+    release_case(&c);
 }
 
 xf_tensor *iota_f32(int ndim, const int64_t *dims, float start)

@@ -44,6 +44,8 @@ typedef struct node_case {
  * op's default attributes, one output, opset 17. */
 node_case make_case(xf_op op, int n_in, ...);
 xf_graph *case_graph(const node_case *c);
+/* Releases the case's inputs and its attribute tensor (a.value). */
+void release_case(node_case *c);
 /* Runs the case in a session (static and forced dynamic mode, which must
  * agree exactly) and stores its outputs (those not omitted, in order);
  * releases the case's inputs. */

@@ -17,11 +17,6 @@
 
 #define CT XF_OP_CONV_TRANSPOSE
 
-static void release_inputs(node_case *c)
-{
-    for (int k = 0; k < c->n_in; k++)
-        xf_tensor_release(c->in[k]);
-}
 
 /* The case's output shapes as inference gives them (one per output). */
 static void expect_inferred(node_case c, int k, int ndim, const int64_t *dims, xf_dtype dt)
@@ -36,7 +31,7 @@ static void expect_inferred(node_case c, int k, int ndim, const int64_t *dims, x
                   xf_shape_str(&v->shape, a, sizeof a), xf_shape_str(&want, b, sizeof b));
     ck_assert_msg(v->dtype == dt, "output %d: %s, want %s", k, xf_dtype_name(v->dtype), xf_dtype_name(dt));
     xf_graph_free(g);
-    release_inputs(&c);
+    release_case(&c);
 }
 
 /* ------------------------------------------------------------ ConvTranspose */
@@ -237,7 +232,7 @@ START_TEST(conv_transpose_cost)
     ck_assert_msg(seconds >= flops / 200e9 && seconds < 1.2 * flops / 200e9, "%g s", seconds);
     xf_cost_model_free(m);
     xf_graph_free(g);
-    release_inputs(&c);
+    release_case(&c);
 }
 END_TEST
 

@@ -16,12 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void release_inputs(node_case *c)
-{
-    for (int k = 0; k < c->n_in; k++)
-        xf_tensor_release(c->in[k]);
-    xf_tensor_release(c->a.value);
-}
 
 /* Shape inference of the case (every input an initializer unless fed)
  * gives output k this shape; ndim -1: not known. */
@@ -36,7 +30,7 @@ static void expect_inferred(node_case c, int k, int ndim, const int64_t *dims)
     ck_assert_msg(xf_shape_equal(got, &want), "output %d has shape %s, want %s", k, xf_shape_str(got, a, sizeof a),
                   xf_shape_str(&want, b, sizeof b));
     xf_graph_free(g);
-    release_inputs(&c);
+    release_case(&c);
 }
 #define UNKNOWN -1, NULL
 
