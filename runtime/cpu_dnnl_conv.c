@@ -5,6 +5,8 @@
  * in the layout their input is stored in. */
 #include "cpu_dnnl.h"
 
+#include <string.h>
+
 /* The shape checks both ops share: float, 1 to 3 spatial dims, one output
  * of the input's rank. */
 static bool window_shapes_ok(const xf_graph *g, const xf_node *n)
@@ -282,35 +284,50 @@ static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         pl[i] = pl64[i];
         pr[i] = pr64[i];
     }
-    /* as Conv: operands stored native are read and written as they are */
+    /* as Conv: operands stored native are read and written as they are,
+     * unless oneDNN has only its reference deconvolution for that layout
+     * (channels-last, where it ran 50 to 70 times slower than on the
+     * blocked layout it then picks, reorders included) */
     dnnl_memory_desc_t src_have, dst_have, src, wei_plain, wei, bias, dst;
     xf_dn_operand_md(c, n, 0, x, &src_have);
     xf_dn_operand_md(c, n, -1, y, &dst_have);
-    if (xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
-        src = src_have;
-    else
-        md_any(rank, x->dims, &src);
-    if (xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE)
-        dst = dst_have;
-    else
-        md_any(rank, y->dims, &dst);
     deconv_weights_md(w, group, &wei_plain);
     dnnl_memory_desc_init_by_tag(&wei, wei_plain.ndims, wei_plain.dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_dims_t bdims = {y->dims[1]};
     dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a);
-    dnnl_deconvolution_desc_t d;
-    XF_DN_TRY(err, n,
-              dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct, &src,
-                                                           &wei, has_bias ? &bias : NULL, &dst, strides, dil, pl, pr));
-    dnnl_primitive_attr_t attr;
-    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
-    if (s != XF_OK)
-        return s;
+    bool any_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE ||
+                      xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    XF_DN_TRY(err, n, ds);
-    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), err);
+    for (int free_layout = 0; free_layout < 2; free_layout++) {
+        if (!free_layout && xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
+            src = src_have;
+        else
+            md_any(rank, x->dims, &src);
+        if (!free_layout && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE)
+            dst = dst_have;
+        else
+            md_any(rank, y->dims, &dst);
+        dnnl_deconvolution_desc_t d;
+        XF_DN_TRY(err, n,
+                  dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                               &src, &wei, has_bias ? &bias : NULL, &dst, strides,
+                                                               dil, pl, pr));
+        dnnl_primitive_attr_t attr;
+        xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
+        if (s != XF_OK)
+            return s;
+        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        XF_DN_TRY(err, n, ds);
+        const char *impl = NULL;
+        if (free_layout || !any_native ||
+            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+            strncmp(impl, "ref", 3) != 0)
+            break;
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+    }
+    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), err);
     if (s == XF_OK) {
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         s = g->values[n->inputs[1]].init

@@ -499,7 +499,8 @@ static int conv3x3(xf_graph *g, int x, int64_t ch)
 }
 
 /* Every form of the ops the cpu backend may run on oneDNN (LRN across
- * channels, InstanceNormalization and GroupNormalization of one image)
+ * channels, InstanceNormalization and GroupNormalization, one image or
+ * several with constant parameters)
  * and of those it leaves to cpu_ref agree with cpu_ref, in static and
  * dynamic mode. */
 START_TEST(cpu_backend_agrees)
