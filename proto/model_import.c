@@ -469,18 +469,19 @@ static bool dropout_in_inference(const importer *im, int n_inputs, const int *in
 /* The element type name is declared with (as a graph input, in value_info
  * or as a graph output) when it is one xflow does not know, else 0.  An
  * initializer's own data type stands, whatever a declaration says (and is
- * what export writes). */
+ * what export writes); so does a graph input's, over value_info and graph
+ * outputs of the same name. */
 static int32_t foreign_type(const importer *im, const char *name)
 {
     int v = name[0] ? xfp_map_get(&im->values, name) : -1;
     if (v >= 0 && im->g->values[v].init)
         return 0;
-    int d = name[0] ? xfp_map_get(&im->declared, name) : -1;
-    if (d >= 0)
-        return xfp_foreign_elem_type(((const Onnx__ValueInfoProto *)im->declared_list.items[d])->type);
     for (size_t i = 0; name[0] && i < im->gp->n_input; i++)
         if (im->gp->input[i]->name && strcmp(im->gp->input[i]->name, name) == 0)
             return xfp_foreign_elem_type(im->gp->input[i]->type);
+    int d = name[0] ? xfp_map_get(&im->declared, name) : -1;
+    if (d >= 0)
+        return xfp_foreign_elem_type(((const Onnx__ValueInfoProto *)im->declared_list.items[d])->type);
     return 0;
 }
 
