@@ -338,6 +338,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_SPLIT: h = &xf_dn_split_handler; break;
     case XF_OP_LAYER_NORM: h = &xf_dn_layer_norm_handler; break;
     case XF_OP_TRANSPOSE: h = &xf_dn_transpose_handler; break;
+    case XF_OP_PRELU: h = &xf_dn_prelu_handler; break;
     case XF_OP_LRN: h = &xf_dn_lrn_handler; break;
     case XF_OP_INSTANCE_NORM:
     case XF_OP_GROUP_NORM: h = &xf_dn_group_norm_handler; break;

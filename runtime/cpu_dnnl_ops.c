@@ -389,6 +389,37 @@ static bool binary_takes_post(const xf_node *n, int n_posts, const xf_dn_post *p
 
 const xf_dn_handler xf_dn_binary_handler = {binary_handles, binary_native_ok, binary_prepare, binary_takes_post};
 
+/* ---------------------------------------------------------------- PRelu */
+
+/* A slope that broadcasts to X as numpy does (opset 7 on); opset 6's
+ * slope per channel stays on cpu_ref. */
+static bool prelu_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_shape *x = vshape(g, n->inputs[0]), *slope = vshape(g, n->inputs[1]);
+    return !n->attrs.prelu_channels && xf_dn_all_f32(g, n) && x->ndim >= 1 && x->ndim <= DNNL_MAX_NDIMS &&
+           slope->ndim <= x->ndim;
+}
+
+static xf_status prelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    dnnl_memory_desc_t data, slope;
+    xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &data);
+    xf_dn_md_rank(&in[1].shape, out[0].shape.ndim, &slope);
+    dnnl_prelu_desc_t d;
+    XF_DN_TRY(err, n, dnnl_prelu_forward_desc_init(&d, dnnl_forward_inference, &data, &slope));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    return bind_and_finish(c, n, st, pd, 3,
+                           (bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_WEIGHTS, 1, &slope},
+                                         {DNNL_ARG_DST, -1, &data}},
+                           err);
+}
+
+const xf_dn_handler xf_dn_prelu_handler = {prelu_handles, NULL, prelu_prepare, NULL};
+
 /* ---------------------------------------------------------------- Softmax, LogSoftmax */
 
 static bool softmax_handles(const xf_graph *g, const xf_node *n)

@@ -252,8 +252,9 @@ static xf_tensor *run_on(const char *backend, node_case c)
     return out;
 }
 
-/* oneDNN runs Round (halves to even, as ONNX), Mish and Gelu on the cpu
- * backend; PRelu, Mean and the rest fall back to cpu_ref's kernels. */
+/* oneDNN runs Round (halves to even, as ONNX), Mish, Gelu and PRelu
+ * (opset 7 on) on the cpu backend; Mean and the rest fall back to
+ * cpu_ref's kernels. */
 START_TEST(cpu_backend_forms)
 {
     xf_tensor *y = run_on("cpu", make_case(XF_OP_ROUND, 1, F32(DIMS(8), -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.7)));
@@ -269,6 +270,16 @@ START_TEST(cpu_backend_forms)
     EXPECT(run_on("cpu", c), XF_DT_FLOAT, DIMS(3), 0.8411919906, -0.1588080094, 2.9963626079);
     EXPECT(run_on("cpu", make_case(XF_OP_PRELU, 2, F32(DIMS(2, 2), -1, 2, -3, 4), F32(DIMS(2), 0.5, 2))),
            XF_DT_FLOAT, DIMS(2, 2), -0.5, 2, -1.5, 4);
+    /* a slope per channel of an image, and one for everything */
+    EXPECT(run_on("cpu", make_case(XF_OP_PRELU, 2, F32(DIMS(1, 2, 1, 2), -1, 2, -3, 4), F32(DIMS(2, 1, 1), 0.5, 3))),
+           XF_DT_FLOAT, DIMS(1, 2, 1, 2), -0.5, 2, -9, 4);
+    EXPECT(run_on("cpu", make_case(XF_OP_PRELU, 2, F32(DIMS(3), -4, 1, -8), F32(DIMS(1), 0.25))), XF_DT_FLOAT,
+           DIMS(3), -1, 1, -2);
+    /* opset 6's slope per channel (cpu_ref's kernel) */
+    c = make_case(XF_OP_PRELU, 2, F32(DIMS(1, 2, 2), -1, 2, -3, 4), F32(DIMS(2), 0.5, 3));
+    c.a.prelu_channels = true;
+    c.opset = 6;
+    EXPECT(run_on("cpu", c), XF_DT_FLOAT, DIMS(1, 2, 2), -0.5, 2, -9, 4);
     EXPECT(run_on("cpu", make_case(XF_OP_MEAN, 2, F32(DIMS(2), 1, 2), F32(DIMS(2), 2, 6))), XF_DT_FLOAT, DIMS(2),
            1.5, 4);
 }
