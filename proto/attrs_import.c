@@ -241,7 +241,7 @@ static bool read_string_value(reader *r, const Onnx__AttributeProto *at)
 {
     if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
         return refuse(r, "attribute '%s' is not a string", at->name);
-    if (memchr(at->s.data, 0, at->s.len))
+    if (at->s.len && memchr(at->s.data, 0, at->s.len))
         return refuse(r, "attribute '%s' holds a NUL character", at->name);
     const xf_shape scalar = {.ndim = 0};
     xf_tensor *t = xf_tensor_create(XF_DT_STRING, &scalar);
