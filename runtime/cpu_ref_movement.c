@@ -164,9 +164,10 @@ xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_ten
                 return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld",
                                       (long long)k, (long long)len);
             k += k < 0 ? len : 0;
-            if (chunk)
+            if (chunk) { /* an empty output may have no buffer at all */
                 memcpy(dst, (const char *)data->data + (size_t)((o * len + k) * inner) * es, chunk);
-            dst += chunk;
+                dst += chunk;
+            }
         }
     return XF_OK;
 }

@@ -211,6 +211,8 @@ START_TEST(tile_repeats)
            0);
     EXPECT(run1(tile_case(iota_f32(DIMS(2, 3), 0), I64(DIMS(2), 0, 3))), XF_DT_FLOAT, DIMS(0, 9), 0);
     EXPECT(run1(tile_case(I64(SCALAR, 7), I64(DIMS(0), 0))), XF_DT_INT64, SCALAR, 7);
+    /* gathering rows of nothing: an empty output (which has no buffer) */
+    EXPECT(run1(make_case(XF_OP_GATHER, 2, iota_f32(DIMS(3, 0), 0), I64(DIMS(2), 0, 2))), XF_DT_FLOAT, DIMS(2, 0), 0);
     expect_inferred(tile_case(iota_f32(DIMS(2, 3, 1), 0), I64(DIMS(3), 2, 1, 4)), 0, DIMS(4, 3, 4));
     node_case c = tile_case(iota_f32(DIMS(3), 0), I64(DIMS(1), 2));
     c.feed = 2;
