@@ -338,6 +338,9 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_QLINEAR_MATMUL: h = &xf_dn_qmatmul_handler; break;
     case XF_OP_CONV_INTEGER:
     case XF_OP_QLINEAR_CONV: h = &xf_dn_qconv_handler; break;
+    case XF_OP_DYNAMIC_QUANTIZE_LINEAR: h = &xf_dn_dynamic_quantize_handler; break;
+    case XF_OP_QUANTIZE_LINEAR: h = &xf_dn_quantize_handler; break;
+    case XF_OP_CAST: h = &xf_dn_int_to_float_handler; break;
     case XF_OP_RELU:
     case XF_OP_LEAKY_RELU:
     case XF_OP_SIGMOID:
@@ -545,6 +548,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         return xf_backend_cpu_ref.run_node(NULL, g, node, NULL, in, out, err);
     if (st->folded)
         return XF_OK;
+    if (st->kernel)
+        return st->kernel(n, in, out, err);
     /* the sum post-op adds to what the destination holds */
     if (st->sum_src)
         memcpy(st->dst, st->sum_src, st->sum_bytes);

@@ -135,6 +135,8 @@ typedef struct xf_dn_node {
     } gemv;
     xf_dn_zero_point zp[XF_DN_MAX_ZP];
     int n_zp;
+    /* a loop of this backend's own, run instead of a primitive */
+    xf_ref_kernel kernel;
     void *dst;
     bool folded;
     int host;
@@ -173,9 +175,11 @@ void xf_dn_node_clear(xf_dn_node *st);
 void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler;
-/* The integer products (cpu_dnnl_int8.c): MatMulInteger and QLinearMatMul,
- * ConvInteger and QLinearConv. */
-extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler;
+/* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
+ * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear and
+ * QuantizeLinear to uint8, and Cast of integers to float. */
+extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler, xf_dn_dynamic_quantize_handler,
+    xf_dn_quantize_handler, xf_dn_int_to_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,

@@ -1,7 +1,7 @@
-/* The integer products of quantized models on oneDNN's int8 primitives:
- * MatMulInteger and QLinearMatMul as matmul, ConvInteger and QLinearConv
- * as convolution, in the forms where oneDNN 2.6 computes what ONNX
- * specifies:
+/* The ops of quantized models.  The integer products on oneDNN's int8
+ * primitives: MatMulInteger and QLinearMatMul as matmul, ConvInteger and
+ * QLinearConv as convolution, in the forms where oneDNN 2.6 computes what
+ * ONNX specifies:
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
  *   - w (B) int8 with zero points that are all 0 (or absent); a matrix
@@ -28,7 +28,10 @@
  * saturating int16 (vpmaddubsw) before they reach the int32 sum, which
  * differs from ONNX when both factors are large; with VNNI (vpdpbusd)
  * every product is summed exactly.  So these paths need AVX-512 VNNI
- * (oneDNN 2.6's AVX2 VNNI kernels are not relied on). */
+ * (oneDNN 2.6's AVX2 VNNI kernels are not relied on).
+ * Around them, DynamicQuantizeLinear and QuantizeLinear to uint8 (one
+ * scale) run in a loop of this backend's own with cpu_ref's arithmetic,
+ * and a Cast of integers to float as a reorder. */
 #include "cpu_dnnl.h"
 
 #include <stdlib.h>
@@ -258,3 +261,143 @@ static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
 
 const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, NULL, qconv_prepare, NULL};
 
+/* ---------------------------------------------------------------- DynamicQuantizeLinear, QuantizeLinear */
+
+enum { LANES = 16 }; /* the elements of a block the compiler vectorizes */
+
+static bool dynamic_quantize_handles(const xf_graph *g, const xf_node *n)
+{
+    return xf_dn_is_f32(g, n->inputs[0]) && n->n_outputs >= 1 && n->outputs[0] >= 0 &&
+           g->values[n->outputs[0]].dtype == XF_DT_UINT8;
+}
+
+/* x / scale rounded half to even, plus zp, saturated to uint8 (NaN to 0),
+ * as xf_rt_quantize_round and xf_rt_store_f64 write it, but rounding by
+ * adding and subtracting 1.5 x 2^23, which vectorizes: that rounds to the
+ * nearest integer (ties to even, the current mode) as nearbyintf does
+ * below 2^22, and leaves larger values beyond the saturation bounds, on
+ * their side of 0. */
+static inline uint8_t quantize_u8(float x, float scale, float zp)
+{
+    const float shift = 0x1.8p23f;
+    float v = x / scale + shift - shift + zp;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    return (uint8_t)(int32_t)v;
+}
+
+/* The smallest and largest of x[0..count) and 0, NaNs skipped, over 16
+ * lanes. */
+static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
+{
+    float lo[LANES] = {0}, hi[LANES] = {0}, l = 0, h = 0;
+    int64_t i = 0;
+    for (; i + LANES <= count; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
+            hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
+        }
+    for (int j = 0; j < LANES; j++) {
+        l = lo[j] < l ? lo[j] : l;
+        h = hi[j] > h ? hi[j] : h;
+    }
+    for (; i < count; i++) {
+        l = x[i] < l ? x[i] : l;
+        h = x[i] > h ? x[i] : h;
+    }
+    *lo_out = l;
+    *hi_out = h;
+}
+
+static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
+{
+    int64_t i = 0;
+    for (; i + LANES <= count; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            y[i + j] = quantize_u8(x[i + j], scale, zp);
+    for (; i < count; i++)
+        y[i] = quantize_u8(x[i], scale, zp);
+}
+
+/* cpu_ref's DynamicQuantizeLinear (xf_ref_dynamic_quantize: the same range
+ * with NaNs skipped, scale, zero point and rounding) in loops over blocks
+ * of 16 elements, which the compiler vectorizes. */
+static xf_status dynamic_quantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                      xf_error *err)
+{
+    float lo, hi, scale, zp;
+    range_of(in[0].data, xf_rt_numel(&in[0]), &lo, &hi);
+    xf_rt_dynamic_qparams(n, out, lo, hi, &scale, &zp);
+    quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), scale, zp);
+    return XF_OK;
+}
+
+static xf_status dynamic_quantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
+                                          const xf_tensor_view *in, const xf_tensor_view *out, xf_dn_node *st,
+                                          xf_error *err)
+{
+    st->kernel = dynamic_quantize_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_dynamic_quantize_handler = {dynamic_quantize_handles, NULL, dynamic_quantize_prepare,
+                                                       NULL};
+
+/* QuantizeLinear of float to uint8 with one scale and zero point (what
+ * quantized models feed their first integer op with), as cpu_ref computes
+ * it, in the same loop. */
+static bool quantize_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *scale = value_at(g, n, 1);
+    return xf_dn_is_f32(g, n->inputs[0]) && scale && scale->dtype == XF_DT_FLOAT &&
+           xf_shape_numel(&scale->shape) == 1 && single(value_at(g, n, 2)) && n->n_outputs == 1 &&
+           n->outputs[0] >= 0 && g->values[n->outputs[0]].dtype == XF_DT_UINT8;
+}
+
+static xf_status quantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]);
+    float zp = has_zp ? (float)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0.0f;
+    quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), *(const float *)in[1].data, zp);
+    return XF_OK;
+}
+
+static xf_status quantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    st->kernel = quantize_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_quantize_handler = {quantize_handles, NULL, quantize_prepare, NULL};
+
+/* ---------------------------------------------------------------- Cast of integers to float */
+
+/* A MatMulInteger's int32 sums (or 8-bit integers) to float, as a reorder:
+ * oneDNN converts int32 to the nearest float, ties to even, as C does. */
+static bool int_to_float_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *x = value_at(g, n, 0);
+    return x && dn_type(x->dtype) != dnnl_data_type_undef && xf_shape_numel(&x->shape) > 0 &&
+           x->shape.ndim <= DNNL_MAX_NDIMS && n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
+}
+
+static xf_status int_to_float_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                      const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    dnnl_memory_desc_t src, dst;
+    xf_dn_md_plain(&in[0].shape, dn_type(in[0].dtype), &src);
+    xf_dn_operand_md(c, n, -1, &out[0].shape, &dst);
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, &src, c->engine, &dst, c->engine, NULL));
+    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_FROM, 0, &src, &src, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_TO, -1, &dst, &dst, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
+const xf_dn_handler xf_dn_int_to_float_handler = {int_to_float_handles, NULL, int_to_float_prepare, NULL};

@@ -1,5 +1,6 @@
-/* The `cpu` backend's integer products (oneDNN's int8 matmul and
- * convolution) against cpu_ref.
+/* The `cpu` backend's ops of quantized models against cpu_ref: the integer
+ * products (oneDNN's int8 matmul and convolution), DynamicQuantizeLinear
+ * and QuantizeLinear (the backend's own loop) and Cast to float.
  *
  * Random MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv cases
  * (odd sizes, batched and broadcast products, groups, strides, pads and
@@ -11,10 +12,11 @@
  * Each case also checks that the node runs on oneDNN, or that the forms
  * oneDNN cannot compute exactly (uint8 weights, zero points per row or
  * nonzero weight zero points of a convolution, scales computed at run time)
- * stay on cpu_ref; without AVX-512 VNNI every case stays there.  A block
- * as ONNX Runtime's dynamic quantization writes it
- * (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) checks the run-time
- * zero point inside a graph. */
+ * stay on cpu_ref; without AVX-512 VNNI every case stays there.  The
+ * quantizing loop must give cpu_ref's bytes exactly, ties, NaNs and
+ * infinities included.  A block as ONNX Runtime's dynamic quantization
+ * writes it (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) checks the
+ * run-time zero point inside a graph. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -536,6 +538,98 @@ END_TEST
 
 /* ---------------------------------------------------------------- dynamic quantization */
 
+/* A DynamicQuantizeLinear of x (taken over), all three outputs; or, when
+ * scale > 0, a QuantizeLinear of x to uint8 by scale and zero point zp. */
+static qcase quantize(xf_tensor *x, float scale, int64_t zp)
+{
+    qcase c = {.g = xf_graph_create("q")};
+    int in[3] = {operand(&c, x, false)};
+    if (scale > 0) {
+        in[1] = constant(c.g, NULL, XF_DT_FLOAT, SCALAR, &scale);
+        in[2] = operand(&c, int_scalar(XF_DT_UINT8, zp), true);
+        c.node = xf_bt_finish_single(c.g, XF_OP_QUANTIZE_LINEAR, 3, in);
+    } else {
+        c.node = node(c.g, XF_OP_DYNAMIC_QUANTIZE_LINEAR, "dq", 1, in, 3);
+        for (int k = 0; k < 3; k++)
+            xf_graph_add_output(c.g, c.g->nodes[c.node].outputs[k]);
+    }
+    infer_ok(c.g, 21);
+    return c;
+}
+
+/* The cpu backend's own DynamicQuantizeLinear and QuantizeLinear loop
+ * gives what cpu_ref does: sizes off its 16-element blocks, ties (x /
+ * scale exactly half-way: the range [-127.5, 127.5] makes DQL's scale 1),
+ * NaNs (skipped in the range, written as 0), infinities (an infinite
+ * scale), all zeros (scale 1), ranges without 0, values far beyond the
+ * saturation bounds. */
+START_TEST(quantize_linear_edges)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(14);
+    for (int t = 0; t < 8; t++) {
+        int64_t count = t == 0 ? 1 : t == 1 ? 15 : t == 2 ? 16 : 1000 + t;
+        xf_shape shape = SHAPE(count);
+        xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &shape);
+        ck_assert_ptr_nonnull(x);
+        float *v = x->data;
+        for (int64_t i = 0; i < count; i++) {
+            switch (t) {
+            case 3: v[i] = (float)xf_bt_rnd(-127, 127) + 0.5f; break;
+            case 4: v[i] = 0.0f; break;
+            case 5: v[i] = (float)xf_bt_rnd(100, 2000) / 7.0f; break; /* all positive */
+            case 7: v[i] = (float)xf_bt_rnd(-3, 3) * 1e9f; break;
+            default: v[i] = (float)xf_bt_rnd(-100000, 100000) / 3000.0f; break;
+            }
+        }
+        if (t == 3)
+            v[0] = -127.5f, v[count - 1] = 127.5f;
+        if (t == 6)
+            v[3] = NAN, v[count - 2] = INFINITY, v[count - 1] = -INFINITY;
+        xf_tensor *copy = xf_tensor_from_data(XF_DT_FLOAT, &shape, v);
+        ck_assert_ptr_nonnull(copy);
+        char what[64];
+        qcase c = quantize(x, 0, 0);
+        snprintf(what, sizeof what, "DynamicQuantizeLinear case %d", t);
+        check_case(&c, true, what);
+        /* scale 1 keeps case 3's ties */
+        c = quantize(copy, t == 3 ? 1.0f : 0.037f, xf_bt_rnd(0, 255));
+        snprintf(what, sizeof what, "QuantizeLinear case %d", t);
+        check_case(&c, true, what);
+    }
+    /* one infinity: DQL's scale is infinite, every element but it 0 */
+    xf_shape shape = SHAPE(40);
+    xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &shape);
+    ((float *)x->data)[5] = INFINITY;
+    ((float *)x->data)[7] = -1.0f;
+    qcase c = quantize(x, 0, 0);
+    check_case(&c, true, "DynamicQuantizeLinear with an infinity");
+}
+END_TEST
+
+/* Cast of integers to float runs as a reorder, rounding int32 beyond 2^24
+ * as cpu_ref does; other casts stay on cpu_ref. */
+START_TEST(int_to_float_casts)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(15);
+    static const xf_dtype from[] = {XF_DT_INT32, XF_DT_INT8, XF_DT_UINT8, XF_DT_FLOAT};
+    for (int t = 0; t < 4; t++) {
+        qcase c = {.g = xf_graph_create("cast")};
+        xf_tensor *x = from[t] == XF_DT_FLOAT ? scales(SHAPE(3, 50), 1, 1e6) : full_range(from[t], SHAPE(3, 50));
+        int in = operand(&c, x, false);
+        c.node = xf_bt_finish_single(c.g, XF_OP_CAST, 1, &in);
+        attrs(c.g, c.node)->to = from[t] == XF_DT_FLOAT ? XF_DT_INT32 : XF_DT_FLOAT;
+        infer_ok(c.g, 21);
+        char what[64];
+        snprintf(what, sizeof what, "Cast from %s", xf_dtype_name(from[t]));
+        check_case(&c, from[t] != XF_DT_FLOAT, what);
+    }
+}
+END_TEST
+
 /* y = Cast(MatMulInteger(DynamicQuantizeLinear(x), W)) * (x_scale *
  * w_scale), as onnxruntime.quantization.quantize_dynamic writes a MatMul:
  * the zero point oneDNN reads is computed per run. */
@@ -577,6 +671,8 @@ int main(void)
     tcase_add_test(tc, qlinear_matmul_random);
     tcase_add_test(tc, conv_integer_random);
     tcase_add_test(tc, qlinear_conv_random);
+    tcase_add_test(tc, quantize_linear_edges);
+    tcase_add_test(tc, int_to_float_casts);
     tcase_add_test(tc, dynamic_quantization_block);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
