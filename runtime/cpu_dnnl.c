@@ -48,14 +48,20 @@ xf_dn_layout xf_dn_value_layout(const xf_dn_ctx *c, int value)
 
 void xf_dn_md(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_memory_desc_t *md)
 {
+    xf_dn_md_typed(c, s, l, dnnl_f32, md);
+}
+
+void xf_dn_md_typed(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_data_type_t t,
+                    dnnl_memory_desc_t *md)
+{
     if (l == XF_DN_NATIVE) {
         dnnl_dims_t dims;
         for (int d = 0; d < 4; d++)
             dims[d] = s->dims[d];
-        dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, c->native_tag);
+        dnnl_memory_desc_init_by_tag(md, 4, dims, t, t == dnnl_f32 ? c->native_tag : dnnl_acdb);
         return;
     }
-    xf_dn_md_plain(s, dnnl_f32, md);
+    xf_dn_md_plain(s, t, md);
 }
 
 void xf_dn_md_plain(const xf_shape *s, dnnl_data_type_t t, dnnl_memory_desc_t *md)
@@ -82,8 +88,14 @@ void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_data_type_t t, dnnl_memory_
 void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
                       dnnl_memory_desc_t *md)
 {
+    xf_dn_operand_md_typed(c, n, operand, shape, dnnl_f32, md);
+}
+
+void xf_dn_operand_md_typed(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
+                            dnnl_data_type_t t, dnnl_memory_desc_t *md)
+{
     int v = operand >= 0 ? n->inputs[operand] : n->outputs[-operand - 1];
-    xf_dn_md(c, shape, xf_dn_value_layout(c, v), md);
+    xf_dn_md_typed(c, shape, xf_dn_value_layout(c, v), t, md);
 }
 
 void xf_dn_window_pads(const xf_attrs *a, int ns, int i, int64_t in, int64_t out, int64_t k, int64_t stride,
@@ -377,13 +389,15 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     return h->handles(g, n) ? h : NULL;
 }
 
-/* A value may be native when it is an intermediate 4-D float tensor whose
- * channels fill whole blocks (so the layout adds no padding). */
+/* A value may be native when it is an intermediate 4-D tensor: of float
+ * with channels that fill whole blocks (so the layout adds no padding), or
+ * of 8-bit integers (nhwc). */
 static bool nativable(const xf_dn_ctx *c, const xf_graph *g, int v)
 {
     const xf_value *val = &g->values[v];
-    if (!c->native_block || val->init || val->is_input || !xf_dn_is_f32(g, v) || val->shape.ndim != 4 ||
-        val->shape.dims[1] % c->native_block)
+    bool int8 = val->dtype == XF_DT_UINT8 || val->dtype == XF_DT_INT8;
+    if (val->init || val->is_input || val->shape.ndim != 4 || xf_shape_numel(&val->shape) <= 0 ||
+        !(int8 || (c->native_block && xf_dn_is_f32(g, v) && val->shape.dims[1] % c->native_block == 0)))
         return false;
     for (int k = 0; k < g->n_outputs; k++)
         if (g->outputs[k] == v)
@@ -430,7 +444,7 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         /* one output, or a Split's parts */
         if (!h[i] || !h[i]->native_input || (n->n_outputs != 1 && n->op != XF_OP_SPLIT))
             continue;
-        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE ||
+        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE || n->op == XF_OP_QLINEAR_CONV ||
                           (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE);
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];

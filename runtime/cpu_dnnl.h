@@ -5,9 +5,10 @@
  * Every value is stored either plain (dense row-major, what the rest of
  * xflow reads) or native: the 4-D activation layout oneDNN's convolutions
  * choose on this CPU for this graph (nhwc for its AVX-512 kernels, nChw16c
- * or nChw8c for others).  Only float values whose channel count fills
- * whole blocks are ever native, so a native value occupies exactly the
- * bytes the memory plan reserved for it.  A node
+ * or nChw8c for others), and nhwc for 8-bit integers between QLinearConvs.
+ * Only float values whose channel count fills whole blocks and 8-bit
+ * values are ever native, so a native value occupies exactly the bytes
+ * the memory plan reserved for it.  A node
  * computes in the layout its primitive wants; operands stored otherwise
  * are reordered through scratch memory on the way in or out, which happens
  * only at the edges of runs of native-capable nodes. */
@@ -220,6 +221,10 @@ xf_dn_layout xf_dn_value_layout(const xf_dn_ctx *c, int value);
 /* A descriptor of dims stored in layout l (dense row-major when plain, c
  * may then be NULL); a rank-0 shape is described as one element. */
 void xf_dn_md(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_memory_desc_t *md);
+/* xf_dn_md for data type t: a native value of another type than float is
+ * nhwc. */
+void xf_dn_md_typed(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_data_type_t t,
+                    dnnl_memory_desc_t *md);
 /* Dense row-major of data type t (xf_dn_md's plain layout for float). */
 void xf_dn_md_plain(const xf_shape *s, dnnl_data_type_t t, dnnl_memory_desc_t *md);
 /* Dense row-major with the shape right-aligned into `rank` dims (leading 1s). */
@@ -227,6 +232,9 @@ void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_data_type_t t, dnnl_memory_
 /* Operand k of n as stored: input k (k >= 0) or output -k-1. */
 void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
                       dnnl_memory_desc_t *md);
+/* The same, of data type t. */
+void xf_dn_operand_md_typed(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
+                            dnnl_data_type_t t, dnnl_memory_desc_t *md);
 
 /* Binds primitive argument `arg` to an operand whose buffer is described by
  * `have`, the primitive wanting `want`: the same memory when they are equal,

@@ -147,17 +147,6 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         }
 }
 
-/* Operand k of n as stored, computed in type t: values of other types
- * than float are always plain. */
-static void typed_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
-                             dnnl_data_type_t t, dnnl_memory_desc_t *md)
-{
-    if (t == dnnl_f32)
-        xf_dn_operand_md(c, n, operand, shape, md);
-    else
-        xf_dn_md_plain(shape, t, md);
-}
-
 xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                            const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
                            const_dnnl_primitive_attr_t attr, xf_error *err)
@@ -167,8 +156,8 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
     /* operands stored native are read and written as they are, so runs of
      * convolutions need no reorders; plain ones let oneDNN choose */
     dnnl_memory_desc_t src_have, dst_have;
-    typed_operand_md(c, n, 0, x, io->src, &src_have);
-    typed_operand_md(c, n, -1, y, io->dst, &dst_have);
+    xf_dn_operand_md_typed(c, n, 0, x, io->src, &src_have);
+    xf_dn_operand_md_typed(c, n, -1, y, io->dst, &dst_have);
     bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
     /* a sum post-op adds to the destination as stored, so it is written
      * directly, with no reorder */

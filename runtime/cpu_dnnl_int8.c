@@ -259,7 +259,10 @@ static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     return s == XF_OK ? bind_zero_points(c, g, n, st, err) : s;
 }
 
-const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, NULL, qconv_prepare, NULL};
+/* x may be stored nhwc, as the convolution before it wrote it. */
+static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
+
+const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, qconv_native_input, qconv_prepare, NULL};
 
 /* ---------------------------------------------------------------- DynamicQuantizeLinear, QuantizeLinear */
 

@@ -139,6 +139,12 @@ typedef struct conv_geom {
     int64_t group, s[3], pb[3], pe[3], d[3];
 } conv_geom;
 
+static void set_geometry(xf_graph *g, int n, const conv_geom *geo)
+{
+    xf_bt_set_window(attrs(g, n), geo->ns, NULL, geo->s, geo->pb, geo->pe, geo->d);
+    attrs(g, n)->group = geo->group;
+}
+
 /* Adds node op on in[0..n_in) (-1: an omitted input) as the graph's
  * output, with geometry geo when a convolution, and infers shapes. */
 static qcase finish(qcase c, xf_op op, int n_in, const int *in, const conv_geom *geo)
@@ -146,10 +152,8 @@ static qcase finish(qcase c, xf_op op, int n_in, const int *in, const conv_geom 
     while (n_in > 0 && in[n_in - 1] < 0)
         n_in--;
     c.node = xf_bt_finish_single(c.g, op, n_in, in);
-    if (geo) {
-        xf_bt_set_window(attrs(c.g, c.node), geo->ns, NULL, geo->s, geo->pb, geo->pe, geo->d);
-        attrs(c.g, c.node)->group = geo->group;
-    }
+    if (geo)
+        set_geometry(c.g, c.node, geo);
     infer_ok(c.g, 21);
     return c;
 }
@@ -495,25 +499,36 @@ END_TEST
 /* QLinearConv of x and w (w a constant when const_w): scales drawn, w's
  * per output channel when per_channel; an int32 bias unless bias is 0
  * (1: a constant, 2: a graph input). */
+static int add_qlinear_conv(qcase *c, int x, xf_dtype xt, xf_tensor *w, const conv_geom *geo, xf_dtype yt,
+                            bool per_channel, zp_form x_zp, zp_form y_zp, int bias, bool const_w)
+{
+    int64_t m = w->shape.dims[0], k = xf_shape_numel(&w->shape) / m;
+    xf_tensor *x_scale = scales(SCALAR, 0.002, 0.05), *w_scale = scales(per_channel ? SHAPE(m) : SCALAR, 0.002, 0.05);
+    xf_tensor *y_scale = y_scale_for(((float *)x_scale->data)[0], w_scale, k);
+    int in[9] = {x};
+    in[1] = operand(c, x_scale, true);
+    in[2] = zero_point(c, xt, x_zp, 0);
+    in[3] = operand(c, w, const_w);
+    in[4] = operand(c, w_scale, true);
+    in[5] = zero_point(c, XF_DT_INT8, per_channel ? ZP_ZERO_CHANNELS : ZP_ZERO, m);
+    in[6] = operand(c, y_scale, true);
+    in[7] = zero_point(c, yt, y_zp, 0);
+    in[8] = bias ? operand(c, ints(XF_DT_INT32, SHAPE(m), -20000, 20000), bias == 1) : -1;
+    int n = node(c->g, XF_OP_QLINEAR_CONV, NULL, in[8] >= 0 ? 9 : 8, in, 1);
+    set_geometry(c->g, n, geo);
+    return n;
+}
+
 static qcase qlinear_conv(xf_tensor *x, xf_tensor *w, const conv_geom *geo, xf_dtype yt, bool per_channel,
                           zp_form x_zp, zp_form y_zp, int bias, bool const_w)
 {
     qcase c = {.g = xf_graph_create("qconv")};
-    int64_t m = w->shape.dims[0], k = xf_shape_numel(&w->shape) / m;
-    xf_tensor *x_scale = scales(SCALAR, 0.002, 0.05), *w_scale = scales(per_channel ? SHAPE(m) : SCALAR, 0.002, 0.05);
-    xf_tensor *y_scale = y_scale_for(((float *)x_scale->data)[0], w_scale, k);
     xf_dtype xt = x->dtype;
-    int in[9];
-    in[0] = operand(&c, x, false);
-    in[1] = operand(&c, x_scale, true);
-    in[2] = zero_point(&c, xt, x_zp, 0);
-    in[3] = operand(&c, w, const_w);
-    in[4] = operand(&c, w_scale, true);
-    in[5] = zero_point(&c, XF_DT_INT8, per_channel ? ZP_ZERO_CHANNELS : ZP_ZERO, m);
-    in[6] = operand(&c, y_scale, true);
-    in[7] = zero_point(&c, yt, y_zp, 0);
-    in[8] = bias ? operand(&c, ints(XF_DT_INT32, SHAPE(m), -20000, 20000), bias == 1) : -1;
-    return finish(c, XF_OP_QLINEAR_CONV, 9, in, geo);
+    int xv = operand(&c, x, false);
+    c.node = add_qlinear_conv(&c, xv, xt, w, geo, yt, per_channel, x_zp, y_zp, bias, const_w);
+    xf_graph_add_output(c.g, out0(c.g, c.node));
+    infer_ok(c.g, 21);
+    return c;
 }
 
 START_TEST(qlinear_conv_random)
@@ -533,6 +548,39 @@ START_TEST(qlinear_conv_random)
         check_case(&c, have_vnni(), what);
     }
     report_off_by_one("QLinearConv");
+}
+END_TEST
+
+/* QLinearConvs in a row keep the values between them nhwc in static mode;
+ * one also read as a graph output stays plain.  y's zero points are 0, so
+ * that every output is exact and no difference carries on. */
+START_TEST(qlinear_conv_chains)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(16);
+    static const int64_t channels[] = {16, 32, 32, 24, 40};
+    for (int xi = 0; xi < 2; xi++) {
+        qcase c = {.g = xf_graph_create("chain")};
+        xf_dtype t = xi ? XF_DT_INT8 : XF_DT_UINT8;
+        int v = operand(&c, full_range(t, SHAPE(1, 16, 13, 11)), false);
+        for (int i = 0; i < 4; i++) {
+            int64_t s = i == 1 ? 2 : 1, k = i == 2 ? 1 : 3;
+            conv_geom geo = {.ns = 2, .group = 1, .s = {s, s}, .pb = {k / 2, k / 2}, .pe = {k / 2, k / 2}, .d = {1, 1}};
+            int n = add_qlinear_conv(&c, v, t, full_range(XF_DT_INT8, SHAPE(channels[i + 1], channels[i], k, k)), &geo,
+                                     t, i % 2, i == 0 ? ZP_CONST : ZP_ZERO, ZP_ZERO, 1, true);
+            if (i == 0)
+                c.node = n;
+            v = out0(c.g, n);
+            if (i == 2)
+                xf_graph_add_output(c.g, v);
+        }
+        xf_graph_add_output(c.g, v);
+        infer_ok(c.g, 21);
+        check_case(&c, have_vnni(), xi ? "a chain of int8 QLinearConvs" : "a chain of uint8 QLinearConvs");
+    }
+    ck_assert_int_eq(off_by_one, 0);
+    off_by_one = compared = 0;
 }
 END_TEST
 
@@ -671,6 +719,7 @@ int main(void)
     tcase_add_test(tc, qlinear_matmul_random);
     tcase_add_test(tc, conv_integer_random);
     tcase_add_test(tc, qlinear_conv_random);
+    tcase_add_test(tc, qlinear_conv_chains);
     tcase_add_test(tc, quantize_linear_edges);
     tcase_add_test(tc, int_to_float_casts);
     tcase_add_test(tc, dynamic_quantization_block);
