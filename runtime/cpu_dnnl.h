@@ -177,10 +177,11 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler;
 /* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
- * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear and
- * QuantizeLinear to uint8, and Cast of integers to float. */
+ * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear,
+ * QuantizeLinear to uint8, DequantizeLinear of 8-bit integers, and Cast of
+ * integers to float. */
 extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler, xf_dn_dynamic_quantize_handler,
-    xf_dn_quantize_handler, xf_dn_int_to_float_handler;
+    xf_dn_quantize_handler, xf_dn_dequantize_handler, xf_dn_int_to_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,

@@ -29,9 +29,10 @@
  * differs from ONNX when both factors are large; with VNNI (vpdpbusd)
  * every product is summed exactly.  So these paths need AVX-512 VNNI
  * (oneDNN 2.6's AVX2 VNNI kernels are not relied on).
- * Around them, DynamicQuantizeLinear and QuantizeLinear to uint8 (one
- * scale) run in a loop of this backend's own with cpu_ref's arithmetic,
- * and a Cast of integers to float as a reorder. */
+ * Around them, DynamicQuantizeLinear, QuantizeLinear to uint8 and
+ * DequantizeLinear of 8-bit integers (one scale) run in loops of this
+ * backend's own with cpu_ref's arithmetic, and a Cast of integers to float
+ * as a reorder. */
 #include "cpu_dnnl.h"
 
 #include <stdlib.h>
@@ -264,7 +265,7 @@ static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { ret
 
 const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, qconv_native_input, qconv_prepare, NULL};
 
-/* ---------------------------------------------------------------- DynamicQuantizeLinear, QuantizeLinear */
+/* ---------------------------------------------------------------- DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear */
 
 enum { LANES = 16 }; /* the elements of a block the compiler vectorizes */
 
@@ -373,6 +374,47 @@ static xf_status quantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node
 }
 
 const xf_dn_handler xf_dn_quantize_handler = {quantize_handles, NULL, quantize_prepare, NULL};
+
+/* DequantizeLinear of uint8 or int8 with one scale and zero point, (x -
+ * zp) * scale in float as cpu_ref computes it; int8 is read as uint8 with
+ * its sign bit flipped, less 128, so that one loop serves both. */
+static bool dequantize_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *x = value_at(g, n, 0), *scale = value_at(g, n, 1);
+    return x && (x->dtype == XF_DT_UINT8 || x->dtype == XF_DT_INT8) && xf_shape_numel(&x->shape) > 0 && scale &&
+           scale->dtype == XF_DT_FLOAT && xf_shape_numel(&scale->shape) == 1 && single(value_at(g, n, 2)) &&
+           n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
+}
+
+static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip, int32_t offset,
+                           float scale)
+{
+    int64_t i = 0;
+    for (; i + LANES <= count; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            y[i + j] = (float)((int32_t)(x[i + j] ^ flip) - offset) * scale;
+    for (; i < count; i++)
+        y[i] = (float)((int32_t)(x[i] ^ flip) - offset) * scale;
+}
+
+static xf_status dequantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err)
+{
+    bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]), s8 = in[0].dtype == XF_DT_INT8;
+    int32_t zp = has_zp ? (int32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
+    dequantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), s8 ? 0x80 : 0, zp + (s8 ? 128 : 0),
+                   *(const float *)in[1].data);
+    return XF_OK;
+}
+
+static xf_status dequantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    st->kernel = dequantize_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_dequantize_handler = {dequantize_handles, NULL, dequantize_prepare, NULL};
 
 /* ---------------------------------------------------------------- Cast of integers to float */
 

@@ -1,6 +1,7 @@
 /* The `cpu` backend's ops of quantized models against cpu_ref: the integer
- * products (oneDNN's int8 matmul and convolution), DynamicQuantizeLinear
- * and QuantizeLinear (the backend's own loop) and Cast to float.
+ * products (oneDNN's int8 matmul and convolution), DynamicQuantizeLinear,
+ * QuantizeLinear and DequantizeLinear (the backend's own loops) and Cast
+ * to float.
  *
  * Random MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv cases
  * (odd sizes, batched and broadcast products, groups, strides, pads and
@@ -13,7 +14,7 @@
  * oneDNN cannot compute exactly (uint8 weights, zero points per row or
  * nonzero weight zero points of a convolution, scales computed at run time)
  * stay on cpu_ref; without AVX-512 VNNI every case stays there.  The
- * quantizing loop must give cpu_ref's bytes exactly, ties, NaNs and
+ * (de)quantizing loops must give cpu_ref's bytes exactly, ties, NaNs and
  * infinities included.  A block as ONNX Runtime's dynamic quantization
  * writes it (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) checks the
  * run-time zero point inside a graph. */
@@ -656,6 +657,28 @@ START_TEST(quantize_linear_edges)
 }
 END_TEST
 
+/* The backend's DequantizeLinear loop gives cpu_ref's floats for uint8 and
+ * int8, with and without a zero point, on sizes off its blocks. */
+START_TEST(dequantize_linear_8bit)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_seed(17);
+    for (int t = 0; t < 8; t++) {
+        xf_dtype xt = t % 2 ? XF_DT_INT8 : XF_DT_UINT8;
+        int64_t count = t / 2 == 0 ? 15 : t / 2 == 1 ? 16 : 1000 + t;
+        qcase c = {.g = xf_graph_create("dq")};
+        float scale = (float)xf_bt_rnd(1, 1000) / 3000.0f;
+        int in[3] = {operand(&c, full_range(xt, SHAPE(count)), false), constant(c.g, NULL, XF_DT_FLOAT, SCALAR, &scale),
+                     zero_point(&c, xt, t / 2 == 3 ? ZP_ABSENT : ZP_CONST, 0)};
+        c = finish(c, XF_OP_DEQUANTIZE_LINEAR, 3, in, NULL);
+        char what[64];
+        snprintf(what, sizeof what, "DequantizeLinear case %d", t);
+        check_case(&c, true, what);
+    }
+}
+END_TEST
+
 /* Cast of integers to float runs as a reorder, rounding int32 beyond 2^24
  * as cpu_ref does; other casts stay on cpu_ref. */
 START_TEST(int_to_float_casts)
@@ -721,6 +744,7 @@ int main(void)
     tcase_add_test(tc, qlinear_conv_random);
     tcase_add_test(tc, qlinear_conv_chains);
     tcase_add_test(tc, quantize_linear_edges);
+    tcase_add_test(tc, dequantize_linear_8bit);
     tcase_add_test(tc, int_to_float_casts);
     tcase_add_test(tc, dynamic_quantization_block);
     suite_add_tcase(s, tc);
