@@ -11,13 +11,15 @@
  *     QLinearConv's int32 bias.
  * The int32 sums are exact (wrapping aside).  The QLinear ops requantize
  * with the scale cpu_ref computes, x_scale * w_scale / y_scale in float,
- * applied to the sum converted to float as cpu_ref does (oneDNN converts
- * the sum and QLinearConv's bias apart and adds them, which is the same
- * below 2^24 and at most a float rounding apart beyond); but oneDNN adds y's zero point to that float before rounding it, where ONNX
- * rounds first, so a product within a float rounding of a half can round
- * the other way once the zero point is added: an output may be 1 off
- * (test_cpu_int8 prints how many of its random cases' outputs are: none
- * of 38,546 QLinearMatMul and 20,817 QLinearConv outputs).
+ * applied to the sum converted to float as cpu_ref does.  oneDNN adds y's
+ * zero point to that float before it rounds, where ONNX rounds first, so
+ * a product within a float rounding of a half could round the other way
+ * (6 of the 393,216 outputs of a QLinearMatMul in a model quantized by
+ * ONNX Runtime were 1 off); a round-half-to-even post-op before the zero
+ * point makes them cpu_ref's.  oneDNN converts the sum and QLinearConv's
+ * bias to float apart and adds them, which is the same below 2^24 and a
+ * float rounding apart beyond, where an output may still be 1 off
+ * (test_cpu_int8 counts those in its random cases: none).
  * Zero points per row of A, nonzero ones of a convolution's weights or per
  * column of B, uint8 weights and scales computed at run time stay on
  * cpu_ref: oneDNN 2.6 takes zero points per tensor only (none for a
@@ -127,7 +129,8 @@ static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels,
 
 /* The attribute of integer product n: its zero points, read at run time,
  * and (QLinear ops) the output scales x_scale * w_scale / y_scale, one or
- * one per index of the output's dimension channel_dim. */
+ * one per index of the output's dimension channel_dim, and the rounding
+ * before y's zero point. */
 static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
                         dnnl_primitive_attr_t *attr, xf_error *err)
 {
@@ -153,6 +156,16 @@ static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_vie
             scales[i] = x_scale * ((const float *)ws->data)[i] / y_scale;
         s = dnnl_primitive_attr_set_output_scales(*attr, count, count > 1 ? 1 << channel_dim : 0, scales);
         free(scales);
+    }
+    /* rounded before y's zero point is added, as ONNX does */
+    if (s == dnnl_success && r.y_scale >= 0 && zp_used(g, n, r.y_zp)) {
+        dnnl_post_ops_t po = NULL;
+        s = dnnl_post_ops_create(&po);
+        if (s == dnnl_success)
+            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f);
+        if (s == dnnl_success)
+            s = dnnl_primitive_attr_set_post_ops(*attr, po);
+        dnnl_post_ops_destroy(po);
     }
     if (s != dnnl_success) {
         dnnl_primitive_attr_destroy(*attr);
@@ -265,7 +278,7 @@ static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { ret
 
 const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, qconv_native_input, qconv_prepare, NULL};
 
-/* ---------------------------------------------------------------- DynamicQuantizeLinear, QuantizeLinear, DequantizeLinear */
+/* ---------------------------------------------------------------- quantizing and dequantizing loops */
 
 enum { LANES = 16 }; /* the elements of a block the compiler vectorizes */
 

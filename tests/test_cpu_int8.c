@@ -9,15 +9,18 @@
  * constant or computed at run time, weights constant or graph inputs) run
  * on both backends, in static and dynamic mode: the int32 outputs must be
  * equal, the quantized outputs of the QLinear ops at most 1 apart (oneDNN
- * adds y's zero point before it rounds; the suite counts how many are).
+ * converts a sum and a bias to float apart, which may round differently
+ * beyond 2^24; the suite counts how many are, and sums just below a half
+ * check that rounding comes before y's zero point).
  * Each case also checks that the node runs on oneDNN, or that the forms
  * oneDNN cannot compute exactly (uint8 weights, zero points per row or
  * nonzero weight zero points of a convolution, scales computed at run time)
  * stay on cpu_ref; without AVX-512 VNNI every case stays there.  The
  * (de)quantizing loops must give cpu_ref's bytes exactly, ties, NaNs and
- * infinities included.  A block as ONNX Runtime's dynamic quantization
- * writes it (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) checks the
- * run-time zero point inside a graph. */
+ * infinities included.  Chains of QLinearConvs check the nhwc values
+ * between them, and a block as ONNX Runtime's dynamic quantization writes
+ * it (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) the run-time zero
+ * point inside a graph. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -272,8 +275,8 @@ static void check_case(qcase *c, bool want_onednn, const char *what)
     qcase_free(c);
 }
 
-/* Prints how many QLinear outputs were 1 off and bounds it: they come
- * from rounding ties alone, so they are rare. */
+/* Prints how many QLinear outputs were 1 off and bounds it: only sums
+ * beyond 2^24 may round apart, so they are rare. */
 static void report_off_by_one(const char *op)
 {
     printf("%s: %lld of %lld outputs 1 off cpu_ref\n", op, (long long)off_by_one, (long long)compared);
@@ -552,6 +555,36 @@ START_TEST(qlinear_conv_random)
 }
 END_TEST
 
+/* Requantized sums just below a half, (2i + 1) x 0.49999905: ONNX rounds
+ * them down, then adds y's zero point of 129, where adding it first makes
+ * the smallest ones halves in float (129.4999990 is 129.5), which round to
+ * even, up.  QLinearMatMul over a column of odd values, and QLinearConv as
+ * a 1x1 convolution of them. */
+START_TEST(qlinear_near_ties)
+{
+    if (!have_cpu())
+        return;
+    const float below_half = 0.49999905f, one = 1.0f;
+    for (int conv = 0; conv < 2; conv++) {
+        qcase c = {.g = xf_graph_create("ties")};
+        xf_shape xs = conv ? SHAPE(1, 1, 8, 8) : SHAPE(64, 1), ws = conv ? SHAPE(1, 1, 1, 1) : SHAPE(1, 1);
+        xf_tensor *x = xf_tensor_create(XF_DT_UINT8, &xs);
+        ck_assert_ptr_nonnull(x);
+        for (int64_t i = 0; i < 64; i++)
+            ((uint8_t *)x->data)[i] = (uint8_t)(2 * i + 1);
+        int in[8] = {operand(&c, x, false), constant(c.g, NULL, XF_DT_FLOAT, SCALAR, &below_half),
+                     zero_point(&c, XF_DT_UINT8, ZP_ZERO, 0), operand(&c, ints(XF_DT_INT8, ws, 1, 1), true),
+                     constant(c.g, NULL, XF_DT_FLOAT, SCALAR, &one), zero_point(&c, XF_DT_INT8, ZP_ZERO, 0),
+                     constant(c.g, NULL, XF_DT_FLOAT, SCALAR, &one), operand(&c, int_scalar(XF_DT_UINT8, 129), true)};
+        conv_geom geo = {.ns = 2, .group = 1, .s = {1, 1}, .d = {1, 1}};
+        c = finish(c, conv ? XF_OP_QLINEAR_CONV : XF_OP_QLINEAR_MATMUL, 8, in, conv ? &geo : NULL);
+        check_case(&c, have_vnni(), conv ? "QLinearConv near ties" : "QLinearMatMul near ties");
+    }
+    ck_assert_int_eq(off_by_one, 0);
+    off_by_one = compared = 0;
+}
+END_TEST
+
 /* QLinearConvs in a row keep the values between them nhwc in static mode;
  * one also read as a graph output stays plain.  y's zero points are 0, so
  * that every output is exact and no difference carries on. */
@@ -743,6 +776,7 @@ int main(void)
     tcase_add_test(tc, conv_integer_random);
     tcase_add_test(tc, qlinear_conv_random);
     tcase_add_test(tc, qlinear_conv_chains);
+    tcase_add_test(tc, qlinear_near_ties);
     tcase_add_test(tc, quantize_linear_edges);
     tcase_add_test(tc, dequantize_linear_8bit);
     tcase_add_test(tc, int_to_float_casts);
