@@ -48,36 +48,54 @@ xf_dn_layout xf_dn_value_layout(const xf_dn_ctx *c, int value)
 
 void xf_dn_md(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_memory_desc_t *md)
 {
-    dnnl_dims_t dims, strides;
-    int rank = s->ndim > 0 ? s->ndim : 1;
+    xf_dn_md_typed(c, s, l, dnnl_f32, md);
+}
+
+void xf_dn_md_typed(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_data_type_t t,
+                    dnnl_memory_desc_t *md)
+{
     if (l == XF_DN_NATIVE) {
+        dnnl_dims_t dims;
         for (int d = 0; d < 4; d++)
             dims[d] = s->dims[d];
-        dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, c->native_tag);
+        dnnl_memory_desc_init_by_tag(md, 4, dims, t, t == dnnl_f32 ? c->native_tag : dnnl_acdb);
         return;
     }
+    xf_dn_md_plain(s, t, md);
+}
+
+void xf_dn_md_plain(const xf_shape *s, dnnl_data_type_t t, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t dims, strides;
+    int rank = s->ndim > 0 ? s->ndim : 1;
     for (int d = 0; d < rank; d++)
         dims[d] = s->ndim > 0 ? s->dims[d] : 1;
     strides[rank - 1] = 1;
     for (int d = rank - 2; d >= 0; d--)
         strides[d] = strides[d + 1] * dims[d + 1];
-    dnnl_memory_desc_init_by_strides(md, rank, dims, dnnl_f32, strides);
+    dnnl_memory_desc_init_by_strides(md, rank, dims, t, strides);
 }
 
-void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_memory_desc_t *md)
+void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_data_type_t t, dnnl_memory_desc_t *md)
 {
     xf_shape r = {.ndim = rank};
     int lead = rank - s->ndim;
     for (int d = 0; d < rank; d++)
         r.dims[d] = d < lead ? 1 : s->dims[d - lead];
-    xf_dn_md(NULL, &r, XF_DN_PLAIN, md);
+    xf_dn_md_plain(&r, t, md);
 }
 
 void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
                       dnnl_memory_desc_t *md)
 {
+    xf_dn_operand_md_typed(c, n, operand, shape, dnnl_f32, md);
+}
+
+void xf_dn_operand_md_typed(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
+                            dnnl_data_type_t t, dnnl_memory_desc_t *md)
+{
     int v = operand >= 0 ? n->inputs[operand] : n->outputs[-operand - 1];
-    xf_dn_md(c, shape, xf_dn_value_layout(c, v), md);
+    xf_dn_md_typed(c, shape, xf_dn_value_layout(c, v), t, md);
 }
 
 void xf_dn_window_pads(const xf_attrs *a, int ns, int i, int64_t in, int64_t out, int64_t k, int64_t stride,
@@ -169,6 +187,23 @@ xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k,
     dnnl_primitive_desc_destroy(pd);
     XF_DN_TRY(err, n, s);
     st->exec[st->n_args - 1].memory = a->user;
+    return XF_OK;
+}
+
+xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand, xf_error *err)
+{
+    if (st->n_zp == XF_DN_MAX_ZP)
+        return xf_rt_bad_node(err, n, "more than %d zero points", XF_DN_MAX_ZP);
+    xf_dn_arg *a = add_arg(st, DNNL_ARG_ATTR_ZERO_POINTS | arg);
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    a->operand = operand;
+    dnnl_memory_desc_t md;
+    dnnl_memory_desc_init_by_tag(&md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_a);
+    st->zp[st->n_zp] = (xf_dn_zero_point){.operand = operand};
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->work, &md, c->engine, &st->zp[st->n_zp].value));
+    st->n_zp++;
+    st->exec[st->n_args - 1].memory = a->work;
     return XF_OK;
 }
 
@@ -281,6 +316,7 @@ void xf_dn_node_clear(xf_dn_node *st)
         dnnl_memory_destroy(a->user);
     }
     st->n_args = 0;
+    st->n_zp = 0;
     dnnl_primitive_destroy(st->prim);
     st->prim = NULL;
 }
@@ -310,6 +346,14 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_GLOBAL_MAX_POOL: h = &xf_dn_pool_handler; break;
     case XF_OP_MATMUL: h = &xf_dn_matmul_handler; break;
     case XF_OP_GEMM: h = &xf_dn_gemm_handler; break;
+    case XF_OP_MATMUL_INTEGER:
+    case XF_OP_QLINEAR_MATMUL: h = &xf_dn_qmatmul_handler; break;
+    case XF_OP_CONV_INTEGER:
+    case XF_OP_QLINEAR_CONV: h = &xf_dn_qconv_handler; break;
+    case XF_OP_DYNAMIC_QUANTIZE_LINEAR: h = &xf_dn_dynamic_quantize_handler; break;
+    case XF_OP_QUANTIZE_LINEAR: h = &xf_dn_quantize_handler; break;
+    case XF_OP_DEQUANTIZE_LINEAR: h = &xf_dn_dequantize_handler; break;
+    case XF_OP_CAST: h = &xf_dn_int_to_float_handler; break;
     case XF_OP_RELU:
     case XF_OP_LEAKY_RELU:
     case XF_OP_SIGMOID:
@@ -347,13 +391,15 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     return h->handles(g, n) ? h : NULL;
 }
 
-/* A value may be native when it is an intermediate 4-D float tensor whose
- * channels fill whole blocks (so the layout adds no padding). */
+/* A value may be native when it is an intermediate 4-D tensor: of float
+ * with channels that fill whole blocks (so the layout adds no padding), or
+ * of 8-bit integers (nhwc). */
 static bool nativable(const xf_dn_ctx *c, const xf_graph *g, int v)
 {
     const xf_value *val = &g->values[v];
-    if (!c->native_block || val->init || val->is_input || !xf_dn_is_f32(g, v) || val->shape.ndim != 4 ||
-        val->shape.dims[1] % c->native_block)
+    bool int8 = val->dtype == XF_DT_UINT8 || val->dtype == XF_DT_INT8;
+    if (val->init || val->is_input || val->shape.ndim != 4 || xf_shape_numel(&val->shape) <= 0 ||
+        !(int8 || (c->native_block && xf_dn_is_f32(g, v) && val->shape.dims[1] % c->native_block == 0)))
         return false;
     for (int k = 0; k < g->n_outputs; k++)
         if (g->outputs[k] == v)
@@ -400,7 +446,7 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         /* one output, or a Split's parts */
         if (!h[i] || !h[i]->native_input || (n->n_outputs != 1 && n->op != XF_OP_SPLIT))
             continue;
-        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE ||
+        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE || n->op == XF_OP_QLINEAR_CONV ||
                           (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE);
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];
@@ -518,6 +564,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         return xf_backend_cpu_ref.run_node(NULL, g, node, NULL, in, out, err);
     if (st->folded)
         return XF_OK;
+    if (st->kernel)
+        return st->kernel(n, in, out, err);
     /* the sum post-op adds to what the destination holds */
     if (st->sum_src)
         memcpy(st->dst, st->sum_src, st->sum_bytes);
@@ -531,6 +579,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
                                      st->gemv.trans_b == 'T' ? k : nn, beta, y, nn));
         return XF_OK;
     }
+    for (int i = 0; i < st->n_zp; i++)
+        st->zp[i].value = (int32_t)xf_rt_load_i64(in[st->zp[i].operand].dtype, in[st->zp[i].operand].data, 0);
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         if (!a->user)

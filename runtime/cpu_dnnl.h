@@ -5,9 +5,10 @@
  * Every value is stored either plain (dense row-major, what the rest of
  * xflow reads) or native: the 4-D activation layout oneDNN's convolutions
  * choose on this CPU for this graph (nhwc for its AVX-512 kernels, nChw16c
- * or nChw8c for others).  Only float values whose channel count fills
- * whole blocks are ever native, so a native value occupies exactly the
- * bytes the memory plan reserved for it.  A node
+ * or nChw8c for others), and nhwc for 8-bit integers between QLinearConvs.
+ * Only float values whose channel count fills whole blocks and 8-bit
+ * values are ever native, so a native value occupies exactly the bytes
+ * the memory plan reserved for it.  A node
  * computes in the layout its primitive wants; operands stored otherwise
  * are reordered through scratch memory on the way in or out, which happens
  * only at the edges of runs of native-capable nodes. */
@@ -73,6 +74,16 @@ typedef struct xf_dn_post {
 
 #define XF_DN_MAX_POSTS 4
 
+/* A zero point an integer product reads at run time: input `operand`'s
+ * single element, copied into `value` (which the primitive's zero-point
+ * argument is bound to) before each run. */
+typedef struct xf_dn_zero_point {
+    int operand;
+    int32_t value;
+} xf_dn_zero_point;
+
+#define XF_DN_MAX_ZP 3
+
 /* What a folded node adds to the primitive of its host. */
 typedef enum xf_dn_fold_kind {
     XF_DN_FOLD_STEP, /* nothing: a step of a pattern the host runs whole */
@@ -123,6 +134,10 @@ typedef struct xf_dn_node {
         float alpha;
         const void *bias; /* copied into the output first (n floats), then added to */
     } gemv;
+    xf_dn_zero_point zp[XF_DN_MAX_ZP];
+    int n_zp;
+    /* a loop of this backend's own, run instead of a primitive */
+    xf_ref_kernel kernel;
     void *dst;
     bool folded;
     int host;
@@ -161,6 +176,12 @@ void xf_dn_node_clear(xf_dn_node *st);
 void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler;
+/* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
+ * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear,
+ * QuantizeLinear to uint8, DequantizeLinear of 8-bit integers, and Cast of
+ * integers to float. */
+extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler, xf_dn_dynamic_quantize_handler,
+    xf_dn_quantize_handler, xf_dn_dequantize_handler, xf_dn_int_to_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,
@@ -187,6 +208,9 @@ xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_sta
             return xf_dn_fail(err, n, #call, xf_dn_s_);                                            \
     } while (0)
 
+/* The value of n's input k, or -1 when absent. */
+static inline int xf_dn_input(const xf_node *n, int k) { return k >= 0 && k < n->n_inputs ? n->inputs[k] : -1; }
+
 /* Whether a value may be a float tensor oneDNN computes on. */
 bool xf_dn_is_f32(const xf_graph *g, int value);
 /* Whether every present input and output of n is f32 with a known,
@@ -198,11 +222,20 @@ xf_dn_layout xf_dn_value_layout(const xf_dn_ctx *c, int value);
 /* A descriptor of dims stored in layout l (dense row-major when plain, c
  * may then be NULL); a rank-0 shape is described as one element. */
 void xf_dn_md(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_memory_desc_t *md);
+/* xf_dn_md for data type t: a native value of another type than float is
+ * nhwc. */
+void xf_dn_md_typed(const xf_dn_ctx *c, const xf_shape *s, xf_dn_layout l, dnnl_data_type_t t,
+                    dnnl_memory_desc_t *md);
+/* Dense row-major of data type t (xf_dn_md's plain layout for float). */
+void xf_dn_md_plain(const xf_shape *s, dnnl_data_type_t t, dnnl_memory_desc_t *md);
 /* Dense row-major with the shape right-aligned into `rank` dims (leading 1s). */
-void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_memory_desc_t *md);
+void xf_dn_md_rank(const xf_shape *s, int rank, dnnl_data_type_t t, dnnl_memory_desc_t *md);
 /* Operand k of n as stored: input k (k >= 0) or output -k-1. */
 void xf_dn_operand_md(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
                       dnnl_memory_desc_t *md);
+/* The same, of data type t. */
+void xf_dn_operand_md_typed(const xf_dn_ctx *c, const xf_node *n, int operand, const xf_shape *shape,
+                            dnnl_data_type_t t, dnnl_memory_desc_t *md);
 
 /* Binds primitive argument `arg` to an operand whose buffer is described by
  * `have`, the primitive wanting `want`: the same memory when they are equal,
@@ -217,8 +250,35 @@ xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k,
 /* Binds `arg` to constant data (an initializer) reordered once, now, into `want`. */
 xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const void *data,
                            const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err);
+/* Binds the zero point of primitive argument `arg` (DNNL_ARG_SRC, ...),
+ * declared DNNL_RUNTIME_S32_VAL in the primitive's attribute, to input
+ * `operand`'s single element, read as int32 at each run. */
+xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
+                                xf_error *err);
 /* Creates the node's primitive from pd (taking ownership of pd). */
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err);
+
+/* Whether a matrix product's operand s broadcasts to output y as oneDNN's
+ * matmul allows: its batch dims equal y's or are all 1. */
+bool xf_dn_batch_ok(const xf_shape *s, const xf_shape *y);
+
+/* Where a convolution node keeps its weights and bias (input indices;
+ * bias -1: none) and the data types oneDNN computes it in: Conv's floats,
+ * or the integer forms'. */
+typedef struct xf_dn_conv_io {
+    int w, bias;
+    dnnl_data_type_t src, wei, bias_type, dst;
+} xf_dn_conv_io;
+/* Whether n's input, weights (input io->w) and output have the geometry of
+ * a convolution oneDNN runs: 1 to 3 spatial dims, groups that divide the
+ * channels, one output channel per filter, a bias of one per filter. */
+bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_conv_io *io);
+/* Creates convolution n's primitive with attribute attr (NULL: none; the
+ * caller keeps it) and binds its source, weights (reordered once when
+ * constant), bias and destination. */
+xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                           const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
+                           const_dnnl_primitive_attr_t attr, xf_error *err);
 
 /* Padding of a window op along spatial axis i: begin from the attributes
  * (or auto_pad), end chosen so that oneDNN's output size formula gives the

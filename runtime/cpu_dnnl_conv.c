@@ -7,39 +7,53 @@
 
 #include <string.h>
 
-/* The shape checks both ops share: float, 1 to 3 spatial dims, one output
- * of the input's rank. */
-static bool window_shapes_ok(const xf_graph *g, const xf_node *n)
+/* The shape checks every window op shares: 1 to 3 spatial dims, one
+ * output of the input's rank and batch. */
+static bool window_ranks_ok(const xf_graph *g, const xf_node *n)
 {
-    if (!xf_dn_all_f32(g, n) || n->n_outputs != 1 || n->inputs[0] < 0)
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || n->n_inputs < 1 || n->inputs[0] < 0)
         return false;
     const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
     return x->ndim >= 3 && x->ndim <= 2 + XF_MAX_SPATIAL && y->ndim == x->ndim && x->dims[0] == y->dims[0];
 }
 
+/* The float window ops' checks. */
+static bool window_shapes_ok(const xf_graph *g, const xf_node *n)
+{
+    return xf_dn_all_f32(g, n) && window_ranks_ok(g, n);
+}
+
 static bool input0_native_ok(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
 
-static void md_any(int rank, const int64_t *dims, dnnl_memory_desc_t *md)
+static void md_any(int rank, const int64_t *dims, dnnl_data_type_t t, dnnl_memory_desc_t *md)
 {
     dnnl_dims_t d;
     for (int i = 0; i < rank; i++)
         d[i] = dims[i];
-    dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(md, rank, d, t, dnnl_format_tag_any);
 }
 
 /* ---------------------------------------------------------------- Conv */
 
-static bool conv_handles(const xf_graph *g, const xf_node *n)
+static const xf_dn_conv_io conv_f32 = {1, 2, dnnl_f32, dnnl_f32, dnnl_f32, dnnl_f32};
+
+bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_conv_io *io)
 {
-    if (!window_shapes_ok(g, n) || n->inputs[1] < 0)
+    if (!window_ranks_ok(g, n) || xf_dn_input(n, io->w) < 0)
         return false;
-    const xf_shape *x = &g->values[n->inputs[0]].shape, *w = &g->values[n->inputs[1]].shape;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *w = &g->values[n->inputs[io->w]].shape;
     const xf_shape *y = &g->values[n->outputs[0]].shape;
     int64_t group = n->attrs.group;
     if (w->ndim != x->ndim || group < 1 || x->dims[1] % group || w->dims[0] % group ||
         w->dims[1] != x->dims[1] / group || y->dims[1] != w->dims[0])
         return false;
-    return n->n_inputs < 3 || n->inputs[2] < 0 || xf_shape_numel(&g->values[n->inputs[2]].shape) == w->dims[0];
+    int b = xf_dn_input(n, io->bias);
+    return b < 0 || xf_shape_numel(&g->values[b].shape) == w->dims[0];
+}
+
+static bool conv_handles(const xf_graph *g, const xf_node *n)
+{
+    return xf_dn_all_f32(g, n) && xf_dn_conv_geometry_ok(g, n, &conv_f32);
 }
 
 static dnnl_alg_kind_t activation_alg(xf_activation a)
@@ -53,10 +67,12 @@ static dnnl_alg_kind_t activation_alg(xf_activation a)
     return dnnl_alg_kind_undef;
 }
 
-/* The descriptor of Conv n; src_md / dst_md fix those layouts (NULL: any). */
+/* The descriptor of convolution n, typed as io says; src_md / dst_md fix
+ * those layouts (NULL: any). */
 static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *w,
-                           const xf_shape *y, bool has_bias, const dnnl_memory_desc_t *src_md,
-                           const dnnl_memory_desc_t *dst_md, dnnl_convolution_desc_t *d, xf_error *err)
+                           const xf_shape *y, bool has_bias, const xf_dn_conv_io *io,
+                           const dnnl_memory_desc_t *src_md, const dnnl_memory_desc_t *dst_md,
+                           dnnl_convolution_desc_t *d, xf_error *err)
 {
     int rank = x->ndim, ns = rank - 2;
     int64_t group = n->attrs.group;
@@ -80,14 +96,14 @@ static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *
     if (src_md)
         src = *src_md;
     else
-        md_any(rank, x->dims, &src);
-    md_any(wrank, wdims, &wei);
+        md_any(rank, x->dims, io->src, &src);
+    md_any(wrank, wdims, io->wei, &wei);
     if (dst_md)
         dst = *dst_md;
     else
-        md_any(rank, y->dims, &dst);
+        md_any(rank, y->dims, io->dst, &dst);
     dnnl_dims_t bdims = {w->dims[0]};
-    dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a);
+    dnnl_memory_desc_init_by_tag(&bias, 1, bdims, io->bias_type, dnnl_a);
     XF_DN_TRY(err, n, dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct,
                                                                  &src, &wei, has_bias ? &bias : NULL, &dst,
                                                                  strides, dil, pl, pr));
@@ -111,8 +127,8 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         dnnl_convolution_desc_t d;
         dnnl_primitive_desc_t pd;
         xf_error ignored;
-        if (conv_desc(g, n, x, &g->values[n->inputs[1]].shape, &g->values[n->outputs[0]].shape, has_bias, NULL,
-                      NULL, &d, &ignored) != XF_OK ||
+        if (conv_desc(g, n, x, &g->values[n->inputs[1]].shape, &g->values[n->outputs[0]].shape, has_bias,
+                      &conv_f32, NULL, NULL, &d, &ignored) != XF_OK ||
             dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL) != dnnl_success)
             continue;
         const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -133,41 +149,28 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         }
 }
 
-static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                           const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
+                           const_dnnl_primitive_attr_t attr, xf_error *err)
 {
-    const xf_shape *x = &in[0].shape, *w = &in[1].shape, *y = &out[0].shape;
-    bool has_bias = st->folded_b || (n->n_inputs > 2 && xf_rt_present(&in[2]));
+    const xf_shape *x = &in[0].shape, *w = &in[io->w].shape, *y = &out[0].shape;
+    bool has_bias = st->folded_b || (xf_dn_input(n, io->bias) >= 0 && xf_rt_present(&in[io->bias]));
     /* operands stored native are read and written as they are, so runs of
      * convolutions need no reorders; plain ones let oneDNN choose */
     dnnl_memory_desc_t src_have, dst_have;
-    xf_dn_operand_md(c, n, 0, x, &src_have);
-    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    xf_dn_operand_md_typed(c, n, 0, x, io->src, &src_have);
+    xf_dn_operand_md_typed(c, n, -1, y, io->dst, &dst_have);
     bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
     /* a sum post-op adds to the destination as stored, so it is written
      * directly, with no reorder */
     bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || st->sum_src;
     dnnl_convolution_desc_t d;
-    xf_status s = conv_desc(g, n, x, w, y, has_bias, src_native ? &src_have : NULL, dst_fixed ? &dst_have : NULL,
-                            &d, err);
-    if (s != XF_OK)
-        return s;
-
-    /* the node's own fused activation, then what folded consumers add */
-    xf_dn_post posts[XF_DN_MAX_POSTS + 1];
-    int n_posts = 0;
-    if (n->attrs.activation != XF_ACT_NONE)
-        posts[n_posts++] = (xf_dn_post){.alg = activation_alg(n->attrs.activation)};
-    for (int i = 0; i < st->n_posts; i++)
-        posts[n_posts++] = st->posts[i];
-    dnnl_primitive_attr_t attr;
-    s = xf_dn_post_attr(n, posts, n_posts, &attr, err);
+    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native ? &src_have : NULL,
+                            dst_fixed ? &dst_have : NULL, &d, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    XF_DN_TRY(err, n, ds);
+    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL));
 
     s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                    err);
@@ -178,15 +181,16 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
         xf_shape ws = {.ndim = want->ndims};
         for (int i = 0; i < want->ndims; i++)
             ws.dims[i] = want->dims[i];
-        xf_dn_md(c, &ws, XF_DN_PLAIN, &plain);
-        const void *wdata = st->folded_w ? st->folded_w : in[1].data;
-        s = g->values[n->inputs[1]].init && wdata ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, wdata, &plain, want, err)
-                                                  : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, &plain, want, err);
+        xf_dn_md_plain(&ws, io->wei, &plain);
+        const void *wdata = st->folded_w ? st->folded_w : in[io->w].data;
+        s = g->values[n->inputs[io->w]].init && wdata
+                ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, wdata, &plain, want, err)
+                : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, io->w, &plain, want, err);
     }
     if (s == XF_OK && has_bias) {
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
         s = st->folded_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->folded_b, want, want, err)
-                         : xf_dn_bind(c, n, st, DNNL_ARG_BIAS, 2, want, want, err);
+                         : xf_dn_bind(c, n, st, DNNL_ARG_BIAS, io->bias, want, want, err);
     }
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have,
@@ -196,6 +200,25 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
         return s;
     }
     return xf_dn_finish(n, st, pd, err);
+}
+
+static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    /* the node's own fused activation, then what folded consumers add */
+    xf_dn_post posts[XF_DN_MAX_POSTS + 1];
+    int n_posts = 0;
+    if (n->attrs.activation != XF_ACT_NONE)
+        posts[n_posts++] = (xf_dn_post){.alg = activation_alg(n->attrs.activation)};
+    for (int i = 0; i < st->n_posts; i++)
+        posts[n_posts++] = st->posts[i];
+    dnnl_primitive_attr_t attr;
+    xf_status s = xf_dn_post_attr(n, posts, n_posts, &attr, err);
+    if (s != XF_OK)
+        return s;
+    s = xf_dn_conv_build(c, g, n, in, out, st, &conv_f32, attr, err);
+    dnnl_primitive_attr_destroy(attr);
+    return s;
 }
 
 /* Any elementwise op and one sum, after the Conv's own activation. */
@@ -302,11 +325,11 @@ static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         if (!free_layout && xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
             src = src_have;
         else
-            md_any(rank, x->dims, &src);
+            md_any(rank, x->dims, dnnl_f32, &src);
         if (!free_layout && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE)
             dst = dst_have;
         else
-            md_any(rank, y->dims, &dst);
+            md_any(rank, y->dims, dnnl_f32, &dst);
         dnnl_deconvolution_desc_t d;
         XF_DN_TRY(err, n,
                   dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct,

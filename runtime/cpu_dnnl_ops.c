@@ -66,8 +66,7 @@ static xf_status bind_and_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st,
 
 /* ---------------------------------------------------------------- MatMul */
 
-/* Batch dims of an operand must equal the output's or all be 1. */
-static bool batch_ok(const xf_shape *s, const xf_shape *y)
+bool xf_dn_batch_ok(const xf_shape *s, const xf_shape *y)
 {
     int lead = y->ndim - s->ndim;
     bool equal = true, ones = true;
@@ -84,7 +83,7 @@ static bool matmul_handles(const xf_graph *g, const xf_node *n)
     if (!xf_dn_all_f32(g, n))
         return false;
     const xf_shape *a = vshape(g, n->inputs[0]), *b = vshape(g, n->inputs[1]), *y = vshape(g, n->outputs[0]);
-    return a->ndim >= 2 && b->ndim >= 2 && y->ndim <= DNNL_MAX_NDIMS && batch_ok(a, y) && batch_ok(b, y);
+    return a->ndim >= 2 && b->ndim >= 2 && y->ndim <= DNNL_MAX_NDIMS && xf_dn_batch_ok(a, y) && xf_dn_batch_ok(b, y);
 }
 
 /* Sets st up for a one-row product of A (k elements) and the 2-D B when
@@ -122,11 +121,11 @@ static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
                    xf_shape_numel(&st->bias_shape)))
         return XF_OK;
     dnnl_memory_desc_t a, b, b_any, bias, y;
-    xf_dn_md_rank(&in[0].shape, r, &a);
-    xf_dn_md_rank(&in[1].shape, r, &b);
+    xf_dn_md_rank(&in[0].shape, r, dnnl_f32, &a);
+    xf_dn_md_rank(&in[1].shape, r, dnnl_f32, &b);
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
     if (st->bias_data)
-        xf_dn_md_rank(&st->bias_shape, r, &bias);
+        xf_dn_md_rank(&st->bias_shape, r, dnnl_f32, &bias);
     /* constant weights are reordered once into the layout oneDNN prefers */
     bool const_b = g->values[n->inputs[1]].init && in[1].data;
     b_any = b;
@@ -199,7 +198,7 @@ static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     dnnl_memory_desc_init_by_strides(&b, 2, bdims, dnnl_f32, bstr);
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
     if (has_c)
-        xf_dn_md_rank(&in[2].shape, 2, &bias);
+        xf_dn_md_rank(&in[2].shape, 2, dnnl_f32, &bias);
     dnnl_matmul_desc_t d;
     XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b, has_c ? &bias : NULL, &y));
     dnnl_primitive_attr_t attr;
@@ -361,7 +360,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         xf_dn_md(c, y, work, &src1);
         xf_dn_operand_md(c, n, second, y, &src1_have);
     } else {
-        xf_dn_md_rank(&in[second].shape, y->ndim, &src1);
+        xf_dn_md_rank(&in[second].shape, y->ndim, dnnl_f32, &src1);
         src1_have = src1;
     }
     xf_dn_md(c, y, work, &dst);
@@ -405,7 +404,7 @@ static xf_status prelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
 {
     dnnl_memory_desc_t data, slope;
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &data);
-    xf_dn_md_rank(&in[1].shape, out[0].shape.ndim, &slope);
+    xf_dn_md_rank(&in[1].shape, out[0].shape.ndim, dnnl_f32, &slope);
     dnnl_prelu_desc_t d;
     XF_DN_TRY(err, n, dnnl_prelu_forward_desc_init(&d, dnnl_forward_inference, &data, &slope));
     dnnl_primitive_desc_t pd;

@@ -97,24 +97,29 @@ xf_status xf_ref_quantize(const xf_node *n, const xf_tensor_view *in, const xf_t
  * range widened to hold 0 (1 when that range is empty: ONNX Runtime's
  * choice where ONNX divides by zero) and y_zero_point = round(-min /
  * y_scale) saturated; NaN elements take no part in the range. */
+void xf_rt_dynamic_qparams(const xf_node *n, const xf_tensor_view *out, float lo, float hi, float *scale, float *zp)
+{
+    *scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    *zp = xf_rt_quantize_round(0.0f - lo / *scale, 0.0f, XF_DT_UINT8);
+    for (int k = 1; k < n->n_outputs; k++)
+        if (xf_rt_present(&out[k]))
+            xf_rt_store_f64(out[k].dtype, out[k].data, 0, k == 1 ? *scale : *zp);
+}
+
 xf_status xf_ref_dynamic_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const float *x = in[0].data;
     int64_t count = xf_rt_numel(&in[0]);
     if (in[0].dtype != XF_DT_FLOAT || xf_rt_numel(&out[0]) != count)
         return xf_rt_bad_node(err, n, "x must be float and y of x's size");
-    float lo = 0, hi = 0;
+    float lo = 0, hi = 0, scale, zp;
     for (int64_t i = 0; i < count; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
-    float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-    float zp = xf_rt_quantize_round(0.0f - lo / scale, 0.0f, XF_DT_UINT8);
+    xf_rt_dynamic_qparams(n, out, lo, hi, &scale, &zp);
     for (int64_t i = 0; i < count; i++)
         xf_rt_store_f64(out[0].dtype, out[0].data, i, xf_rt_quantize_round(x[i] / scale, zp, XF_DT_UINT8));
-    for (int k = 1; k < n->n_outputs; k++)
-        if (xf_rt_present(&out[k]))
-            xf_rt_store_f64(out[k].dtype, out[k].data, 0, k == 1 ? scale : zp);
     return XF_OK;
 }
 

@@ -113,6 +113,10 @@ void xf_rt_reduce_into(xf_reduction r, const xf_tensor_view *acc, int64_t i, con
  * and QLinearMatMul (cpu_ref_quant.c) */
 xf_status xf_ref_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_dynamic_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* DynamicQuantizeLinear's y_scale and y_zero_point for x's range [lo, hi]
+ * (NaNs skipped, widened to hold 0), also written to node n's outputs 1
+ * and 2 when present. */
+void xf_rt_dynamic_qparams(const xf_node *n, const xf_tensor_view *out, float lo, float hi, float *scale, float *zp);
 xf_status xf_ref_qmatmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* round_half_to_even(v) + zero_point, saturated to the range of integer
  * type t (int8, uint8, int16 or uint16): how QuantizeLinear and the

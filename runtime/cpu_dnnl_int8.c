@@ -1,0 +1,461 @@
+/* The ops of quantized models.  The integer products on oneDNN's int8
+ * primitives: MatMulInteger and QLinearMatMul as matmul, ConvInteger and
+ * QLinearConv as convolution, in the forms where oneDNN 2.6 computes what
+ * ONNX specifies:
+ *   - x (A) uint8 or int8 with one zero point, a constant or a value
+ *     computed at run time (DynamicQuantizeLinear's);
+ *   - w (B) int8 with zero points that are all 0 (or absent); a matrix
+ *     product's B may also have one zero point of any value;
+ *   - the QLinear ops' scales constant floats, x's and y's one each, w's
+ *     one or one per output channel (column of B); y's one zero point;
+ *     QLinearConv's int32 bias.
+ * The int32 sums are exact (wrapping aside).  The QLinear ops requantize
+ * with the scale cpu_ref computes, x_scale * w_scale / y_scale in float,
+ * applied to the sum converted to float as cpu_ref does.  oneDNN adds y's
+ * zero point to that float before it rounds, where ONNX rounds first, so
+ * a product within a float rounding of a half could round the other way
+ * (6 of the 393,216 outputs of a QLinearMatMul in a model quantized by
+ * ONNX Runtime were 1 off); a round-half-to-even post-op before the zero
+ * point makes them cpu_ref's.  oneDNN converts the sum and QLinearConv's
+ * bias to float apart and adds them, which is the same below 2^24 and a
+ * float rounding apart beyond, where an output may still be 1 off
+ * (test_cpu_int8 counts those in its random cases: none).
+ * Zero points per row of A, nonzero ones of a convolution's weights or per
+ * column of B, uint8 weights and scales computed at run time stay on
+ * cpu_ref: oneDNN 2.6 takes zero points per tensor only (none for a
+ * convolution's weights), and its int8 convolution output scales only
+ * when the primitive is created (its matmul takes them at run time only
+ * in a slower gemm).
+ * Without VNNI oneDNN's int8 kernels add pairs of uint8 x int8 products in
+ * saturating int16 (vpmaddubsw) before they reach the int32 sum, which
+ * differs from ONNX when both factors are large; with VNNI (vpdpbusd)
+ * every product is summed exactly.  So these paths need AVX-512 VNNI
+ * (oneDNN 2.6's AVX2 VNNI kernels are not relied on).
+ * Around them, DynamicQuantizeLinear, QuantizeLinear to uint8 and
+ * DequantizeLinear of 8-bit integers (one scale) run in loops of this
+ * backend's own with cpu_ref's arithmetic, and a Cast of integers to float
+ * as a reorder. */
+#include "cpu_dnnl.h"
+
+#include <stdlib.h>
+
+static bool exact_int8(void)
+{
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_vnni & ~dnnl_cpu_isa_avx512_core) != 0;
+}
+
+/* Which input of the node holds each operand (-1: the op has none); x is
+ * input 0. */
+typedef struct qroles {
+    int x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias;
+} qroles;
+
+static qroles roles_of(xf_op op)
+{
+    switch (op) {
+    case XF_OP_QLINEAR_MATMUL: return (qroles){1, 2, 3, 4, 5, 6, 7, -1};
+    case XF_OP_QLINEAR_CONV: return (qroles){1, 2, 3, 4, 5, 6, 7, 8};
+    default: return (qroles){-1, 2, 1, -1, 3, -1, -1, -1}; /* MatMulInteger, ConvInteger */
+    }
+}
+
+static dnnl_data_type_t dn_type(xf_dtype t)
+{
+    switch (t) {
+    case XF_DT_UINT8: return dnnl_u8;
+    case XF_DT_INT8: return dnnl_s8;
+    case XF_DT_INT32: return dnnl_s32;
+    default: return dnnl_data_type_undef;
+    }
+}
+
+/* Input k of n's value, or NULL when absent. */
+static const xf_value *value_at(const xf_graph *g, const xf_node *n, int k)
+{
+    int v = xf_dn_input(n, k);
+    return v >= 0 ? &g->values[v] : NULL;
+}
+
+/* A constant whose elements are all 0. */
+static bool zeros(const xf_value *v)
+{
+    const xf_tensor *t = v->init;
+    if (!t)
+        return false;
+    for (int64_t i = 0; i < xf_shape_numel(&t->shape); i++)
+        if (xf_rt_load_i64(t->dtype, t->data, i) != 0)
+            return false;
+    return true;
+}
+
+/* Whether the zero point in input k takes part: present, and not a
+ * constant of zeros. */
+static bool zp_used(const xf_graph *g, const xf_node *n, int k)
+{
+    const xf_value *v = value_at(g, n, k);
+    return v && !zeros(v);
+}
+
+static bool single(const xf_value *v) { return !v || xf_shape_numel(&v->shape) == 1; }
+
+/* A constant float scale of one element or one per output channel. */
+static bool const_scales(const xf_value *v, int64_t channels)
+{
+    int64_t count = v ? xf_shape_numel(&v->shape) : 0;
+    return v && v->init && v->dtype == XF_DT_FLOAT && (count == 1 || count == channels);
+}
+
+/* The checks both products share: the data types, the zero points (w's
+ * may be a nonzero one when w_zp_ok) and the scales, of `channels` output
+ * channels. */
+static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels, bool w_zp_ok)
+{
+    qroles r = roles_of(n->op);
+    bool q = r.y_scale >= 0;
+    const xf_value *x = value_at(g, n, 0), *w = value_at(g, n, r.w), *w_zp = value_at(g, n, r.w_zp);
+    const xf_value *y = n->n_outputs == 1 && n->outputs[0] >= 0 ? &g->values[n->outputs[0]] : NULL;
+    if (!exact_int8() || !x || !w || !y || xf_shape_numel(&x->shape) <= 0 || xf_shape_numel(&w->shape) <= 0 ||
+        xf_shape_numel(&y->shape) <= 0)
+        return false;
+    if ((x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || w->dtype != XF_DT_INT8 ||
+        (q ? y->dtype != XF_DT_UINT8 && y->dtype != XF_DT_INT8 : y->dtype != XF_DT_INT32))
+        return false;
+    if (!single(value_at(g, n, r.x_zp)) || !single(value_at(g, n, r.y_zp)) ||
+        !(!w_zp || zeros(w_zp) || (w_zp_ok && single(w_zp))))
+        return false;
+    return !q || (const_scales(value_at(g, n, r.x_scale), 1) && const_scales(value_at(g, n, r.y_scale), 1) &&
+                  const_scales(value_at(g, n, r.w_scale), channels));
+}
+
+/* The attribute of integer product n: its zero points, read at run time,
+ * and (QLinear ops) the output scales x_scale * w_scale / y_scale, one or
+ * one per index of the output's dimension channel_dim, and the rounding
+ * before y's zero point. */
+static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
+                        dnnl_primitive_attr_t *attr, xf_error *err)
+{
+    qroles r = roles_of(n->op);
+    XF_DN_TRY(err, n, dnnl_primitive_attr_create(attr));
+    const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    const int zp_in[3] = {r.x_zp, r.w_zp, r.y_zp}, zp_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    dnnl_status_t s = dnnl_success;
+    for (int i = 0; i < 3 && s == dnnl_success; i++)
+        if (zp_used(g, n, zp_in[i]))
+            s = dnnl_primitive_attr_set_zero_points(*attr, zp_arg[i], 1, 0, &runtime);
+    if (s == dnnl_success && r.y_scale >= 0) {
+        const xf_tensor_view *ws = &in[r.w_scale];
+        int64_t count = xf_rt_numel(ws);
+        float *scales = malloc(sizeof *scales * (size_t)count);
+        if (!scales) {
+            dnnl_primitive_attr_destroy(*attr);
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        }
+        /* the expression cpu_ref evaluates, in float */
+        float x_scale = *(const float *)in[r.x_scale].data, y_scale = *(const float *)in[r.y_scale].data;
+        for (int64_t i = 0; i < count; i++)
+            scales[i] = x_scale * ((const float *)ws->data)[i] / y_scale;
+        s = dnnl_primitive_attr_set_output_scales(*attr, count, count > 1 ? 1 << channel_dim : 0, scales);
+        free(scales);
+    }
+    /* rounded before y's zero point is added, as ONNX does */
+    if (s == dnnl_success && r.y_scale >= 0 && zp_used(g, n, r.y_zp)) {
+        dnnl_post_ops_t po = NULL;
+        s = dnnl_post_ops_create(&po);
+        if (s == dnnl_success)
+            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f);
+        if (s == dnnl_success)
+            s = dnnl_primitive_attr_set_post_ops(*attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    if (s != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        return xf_dn_fail(err, n, "int8 attribute", s);
+    }
+    return XF_OK;
+}
+
+/* Binds the zero points q_attr declared. */
+static xf_status bind_zero_points(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, xf_dn_node *st,
+                                  xf_error *err)
+{
+    qroles r = roles_of(n->op);
+    const int zp_in[3] = {r.x_zp, r.w_zp, r.y_zp}, zp_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    xf_status s = XF_OK;
+    for (int i = 0; i < 3 && s == XF_OK; i++)
+        if (zp_used(g, n, zp_in[i]))
+            s = xf_dn_bind_zero_point(c, n, st, zp_arg[i], zp_in[i], err);
+    return s;
+}
+
+/* ---------------------------------------------------------------- MatMulInteger, QLinearMatMul */
+
+static bool qmatmul_handles(const xf_graph *g, const xf_node *n)
+{
+    qroles r = roles_of(n->op);
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || !value_at(g, n, 0) || !value_at(g, n, r.w))
+        return false;
+    const xf_shape *a = &value_at(g, n, 0)->shape, *b = &value_at(g, n, r.w)->shape;
+    const xf_shape *y = &g->values[n->outputs[0]].shape;
+    if (a->ndim < 2 || b->ndim < 2 || y->ndim > DNNL_MAX_NDIMS || !xf_dn_batch_ok(a, y) || !xf_dn_batch_ok(b, y) ||
+        !q_operands_ok(g, n, y->dims[y->ndim - 1], true))
+        return false;
+    /* one scale per column of B, and B's batch dims 1 (numel N) */
+    xf_qparam_form form;
+    char why[256];
+    const xf_value *ws = value_at(g, n, r.w_scale);
+    return !ws || xf_qmatmul_param(b, &ws->shape, true, &form, why, sizeof why);
+}
+
+static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    qroles r = roles_of(n->op);
+    int rank = out[0].shape.ndim;
+    dnnl_memory_desc_t a, b, b_any, y;
+    xf_dn_md_rank(&in[0].shape, rank, dn_type(in[0].dtype), &a);
+    xf_dn_md_rank(&in[r.w].shape, rank, dnnl_s8, &b);
+    xf_dn_md_plain(&out[0].shape, dn_type(out[0].dtype), &y);
+    /* constant weights are reordered once into the layout oneDNN prefers */
+    bool const_b = g->values[n->inputs[r.w]].init && in[r.w].data;
+    b_any = b;
+    if (const_b)
+        dnnl_memory_desc_init_by_tag(&b_any, rank, b.dims, dnnl_s8, dnnl_format_tag_any);
+    dnnl_matmul_desc_t d;
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b_any, NULL, &y));
+    dnnl_primitive_attr_t attr;
+    xf_status s = q_attr(g, n, in, rank - 1, &attr, err);
+    if (s != XF_OK)
+        return s;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    XF_DN_TRY(err, n, ds);
+    s = const_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[r.w].data, &b,
+                                   dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err)
+                : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, r.w, &b, &b, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    s = xf_dn_finish(n, st, pd, err);
+    return s == XF_OK ? bind_zero_points(c, g, n, st, err) : s;
+}
+
+const xf_dn_handler xf_dn_qmatmul_handler = {qmatmul_handles, NULL, qmatmul_prepare, NULL};
+
+/* ---------------------------------------------------------------- ConvInteger, QLinearConv */
+
+static bool qconv_handles(const xf_graph *g, const xf_node *n)
+{
+    qroles r = roles_of(n->op);
+    xf_dn_conv_io io = {.w = r.w, .bias = r.bias};
+    if (!xf_dn_conv_geometry_ok(g, n, &io))
+        return false;
+    const xf_value *bias = value_at(g, n, r.bias);
+    return q_operands_ok(g, n, value_at(g, n, r.w)->shape.dims[0], false) && (!bias || bias->dtype == XF_DT_INT32);
+}
+
+static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    qroles r = roles_of(n->op);
+    xf_dn_conv_io io = {r.w, r.bias, dn_type(in[0].dtype), dnnl_s8, dnnl_s32, dn_type(out[0].dtype)};
+    dnnl_primitive_attr_t attr;
+    xf_status s = q_attr(g, n, in, 1, &attr, err);
+    if (s != XF_OK)
+        return s;
+    s = xf_dn_conv_build(c, g, n, in, out, st, &io, attr, err);
+    dnnl_primitive_attr_destroy(attr);
+    return s == XF_OK ? bind_zero_points(c, g, n, st, err) : s;
+}
+
+/* x may be stored nhwc, as the convolution before it wrote it. */
+static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
+
+const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, qconv_native_input, qconv_prepare, NULL};
+
+/* ---------------------------------------------------------------- quantizing and dequantizing loops */
+
+enum { LANES = 16 }; /* the elements of a block the compiler vectorizes */
+
+static bool dynamic_quantize_handles(const xf_graph *g, const xf_node *n)
+{
+    return xf_dn_is_f32(g, n->inputs[0]) && n->n_outputs >= 1 && n->outputs[0] >= 0 &&
+           g->values[n->outputs[0]].dtype == XF_DT_UINT8;
+}
+
+/* x / scale rounded half to even, plus zp, saturated to uint8 (NaN to 0),
+ * as xf_rt_quantize_round and xf_rt_store_f64 write it, but rounding by
+ * adding and subtracting 1.5 x 2^23, which vectorizes: that rounds to the
+ * nearest integer (ties to even, the current mode) as nearbyintf does
+ * below 2^22, and leaves larger values beyond the saturation bounds, on
+ * their side of 0. */
+static inline uint8_t quantize_u8(float x, float scale, float zp)
+{
+    const float shift = 0x1.8p23f;
+    float v = x / scale + shift - shift + zp;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    return (uint8_t)(int32_t)v;
+}
+
+/* The smallest and largest of x[0..count) and 0, NaNs skipped, over 16
+ * lanes. */
+static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
+{
+    float lo[LANES] = {0}, hi[LANES] = {0}, l = 0, h = 0;
+    int64_t i = 0;
+    for (; i + LANES <= count; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
+            hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
+        }
+    for (int j = 0; j < LANES; j++) {
+        l = lo[j] < l ? lo[j] : l;
+        h = hi[j] > h ? hi[j] : h;
+    }
+    for (; i < count; i++) {
+        l = x[i] < l ? x[i] : l;
+        h = x[i] > h ? x[i] : h;
+    }
+    *lo_out = l;
+    *hi_out = h;
+}
+
+static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
+{
+    int64_t i = 0;
+    for (; i + LANES <= count; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            y[i + j] = quantize_u8(x[i + j], scale, zp);
+    for (; i < count; i++)
+        y[i] = quantize_u8(x[i], scale, zp);
+}
+
+/* cpu_ref's DynamicQuantizeLinear (xf_ref_dynamic_quantize: the same range
+ * with NaNs skipped, scale, zero point and rounding) in loops over blocks
+ * of 16 elements, which the compiler vectorizes. */
+static xf_status dynamic_quantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                      xf_error *err)
+{
+    float lo, hi, scale, zp;
+    range_of(in[0].data, xf_rt_numel(&in[0]), &lo, &hi);
+    xf_rt_dynamic_qparams(n, out, lo, hi, &scale, &zp);
+    quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), scale, zp);
+    return XF_OK;
+}
+
+static xf_status dynamic_quantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
+                                          const xf_tensor_view *in, const xf_tensor_view *out, xf_dn_node *st,
+                                          xf_error *err)
+{
+    st->kernel = dynamic_quantize_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_dynamic_quantize_handler = {dynamic_quantize_handles, NULL, dynamic_quantize_prepare,
+                                                       NULL};
+
+/* QuantizeLinear of float to uint8 with one scale and zero point (what
+ * quantized models feed their first integer op with), as cpu_ref computes
+ * it, in the same loop. */
+static bool quantize_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *scale = value_at(g, n, 1);
+    return xf_dn_is_f32(g, n->inputs[0]) && scale && scale->dtype == XF_DT_FLOAT &&
+           xf_shape_numel(&scale->shape) == 1 && single(value_at(g, n, 2)) && n->n_outputs == 1 &&
+           n->outputs[0] >= 0 && g->values[n->outputs[0]].dtype == XF_DT_UINT8;
+}
+
+static xf_status quantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]);
+    float zp = has_zp ? (float)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0.0f;
+    quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), *(const float *)in[1].data, zp);
+    return XF_OK;
+}
+
+static xf_status quantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    st->kernel = quantize_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_quantize_handler = {quantize_handles, NULL, quantize_prepare, NULL};
+
+/* DequantizeLinear of uint8 or int8 with one scale and zero point, (x -
+ * zp) * scale in float as cpu_ref computes it; int8 is read as uint8 with
+ * its sign bit flipped, less 128, so that one loop serves both. */
+static bool dequantize_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *x = value_at(g, n, 0), *scale = value_at(g, n, 1);
+    return x && (x->dtype == XF_DT_UINT8 || x->dtype == XF_DT_INT8) && xf_shape_numel(&x->shape) > 0 && scale &&
+           scale->dtype == XF_DT_FLOAT && xf_shape_numel(&scale->shape) == 1 && single(value_at(g, n, 2)) &&
+           n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
+}
+
+static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip, int32_t offset,
+                           float scale)
+{
+    int64_t i = 0;
+    for (; i + LANES <= count; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            y[i + j] = (float)((int32_t)(x[i + j] ^ flip) - offset) * scale;
+    for (; i < count; i++)
+        y[i] = (float)((int32_t)(x[i] ^ flip) - offset) * scale;
+}
+
+static xf_status dequantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err)
+{
+    bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]), s8 = in[0].dtype == XF_DT_INT8;
+    int32_t zp = has_zp ? (int32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
+    dequantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), s8 ? 0x80 : 0, zp + (s8 ? 128 : 0),
+                   *(const float *)in[1].data);
+    return XF_OK;
+}
+
+static xf_status dequantize_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    st->kernel = dequantize_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_dequantize_handler = {dequantize_handles, NULL, dequantize_prepare, NULL};
+
+/* ---------------------------------------------------------------- Cast of integers to float */
+
+/* A MatMulInteger's int32 sums (or 8-bit integers) to float, as a reorder:
+ * oneDNN converts int32 to the nearest float, ties to even, as C does. */
+static bool int_to_float_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *x = value_at(g, n, 0);
+    return x && dn_type(x->dtype) != dnnl_data_type_undef && xf_shape_numel(&x->shape) > 0 &&
+           x->shape.ndim <= DNNL_MAX_NDIMS && n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
+}
+
+static xf_status int_to_float_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                      const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    dnnl_memory_desc_t src, dst;
+    xf_dn_md_plain(&in[0].shape, dn_type(in[0].dtype), &src);
+    xf_dn_operand_md(c, n, -1, &out[0].shape, &dst);
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, &src, c->engine, &dst, c->engine, NULL));
+    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_FROM, 0, &src, &src, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_TO, -1, &dst, &dst, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
+const xf_dn_handler xf_dn_int_to_float_handler = {int_to_float_handles, NULL, int_to_float_prepare, NULL};
