@@ -18,6 +18,7 @@ struct xf_rt_flow {
     int n_carried, n_scan; /* Loop: carried values, scan outputs; Scan: states, scan outputs */
     int n_scan_in;         /* Scan: scan inputs */
     bool batched;          /* Scan of opset 8: inputs lead with sequence_lens and have a batch axis first */
+    int64_t opset;
     xf_session *body[2];   /* If: then, else; Loop and Scan: body */
     /* Scan: per scan input, then per scan output, its axis and whether it
      * runs backwards */
@@ -144,6 +145,7 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     f->kind = kind_of(n);
     f->node = n;
+    f->opset = opset;
     f->n_own = n->opaque->n_own_inputs;
     f->n_outer = n->n_inputs - f->n_own;
     xf_status st = XF_OK;
@@ -269,17 +271,14 @@ static const xf_value *scan_element(const xf_rt_flow *f, int k)
 }
 
 /* Stacks scan output k's per-iteration elements along a new axis, the
- * last iteration's first when reverse.  With no
- * iterations, a Loop's is empty and one-dimensional, a Scan's needs the
- * element shape the body declares. */
+ * last iteration's first when reverse.  With no iterations, elements of
+ * shape `empty` (a Loop's: one-dimensional, when NULL). */
 static xf_status stack(const xf_rt_flow *f, int k, xf_tensor **items, int64_t n, int64_t axis, bool reverse,
-                       xf_tensor **out, xf_error *err)
+                       const xf_shape *empty, xf_tensor **out, xf_error *err)
 {
     const char *op = f->node->opaque->op_type;
-    bool scan = f->kind == FLOW_SCAN;
-    const xf_value *v = scan_element(f, k);
-    xf_dtype dt = v->dtype;
-    xf_shape elem = scan ? v->shape : (xf_shape){0};
+    xf_dtype dt = scan_element(f, k)->dtype;
+    xf_shape elem = empty ? *empty : (xf_shape){0};
     if (n > 0) {
         elem = items[0]->shape;
         dt = items[0]->dtype;
@@ -361,6 +360,33 @@ static xf_status scan_trips(const xf_rt_flow *f, xf_tensor *const *in, int *axes
     return XF_OK;
 }
 
+/* Scan with no iterations: the shapes of the body's scan outputs as
+ * inference gives them from the shapes of its inputs (unknown where it
+ * cannot tell). */
+static xf_status empty_shapes(const xf_rt_flow *f, xf_tensor *const *in, const int *axes, xf_shape *out,
+                              xf_error *err)
+{
+    xf_graph *bg = xf_graph_clone(xf_session_graph(f->body[0]));
+    if (!bg)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    int nc = f->n_carried, nm = f->n_scan_in;
+    for (int i = 0; i < bg->n_inputs; i++) {
+        xf_shape *s = &bg->values[bg->inputs[i]].shape;
+        *s = in[i] ? in[i]->shape : (xf_shape){.ndim = -1};
+        if (in[i] && i >= nc && i < nc + nm) {
+            s->ndim--;
+            memmove(s->dims + axes[i - nc], s->dims + axes[i - nc] + 1,
+                    sizeof *s->dims * (size_t)(s->ndim - axes[i - nc]));
+        }
+    }
+    xf_error ignored;
+    bool known = xf_graph_infer_shapes(bg, f->opset, &ignored) == XF_OK;
+    for (int k = 0; k < f->n_scan; k++)
+        out[k] = known ? bg->values[bg->outputs[nc + k]].shape : (xf_shape){.ndim = -1};
+    xf_graph_free(bg);
+    return XF_OK;
+}
+
 /* Loop and Scan: runs the body once per iteration.  Its inputs are the
  * leading ones (Loop: the iteration number and the condition), the carried
  * values, the iteration's slices of the scan inputs (Scan), then the outer
@@ -378,11 +404,12 @@ static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor *
     xf_tensor **carried = calloc((size_t)nc + 1, sizeof *carried);
     xf_tensor ***scans = calloc((size_t)ns + 1, sizeof *scans);
     int *axes = calloc((size_t)nm + 1, sizeof *axes);
+    xf_shape *empty = calloc((size_t)ns + 1, sizeof *empty);
     int64_t n_iter = 0, cap = 0;
     xf_shape scalar = {0};
     xf_tensor *iter = xf_tensor_create(XF_DT_INT64, &scalar), *cond_t = xf_tensor_create(XF_DT_BOOL, &scalar);
     xf_status st = XF_OK;
-    if (!body_in || !body_out || !carried || !scans || !axes || !iter || !cond_t)
+    if (!body_in || !body_out || !carried || !scans || !axes || !empty || !iter || !cond_t)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     if (st == XF_OK)
         st = loop ? loop_trips(f, in, &trips, &cond, err) : scan_trips(f, in, axes, &trips, err);
@@ -448,9 +475,11 @@ static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor *
         out[j] = carried[j];
         carried[j] = NULL;
     }
+    if (st == XF_OK && !loop && n_iter == 0)
+        st = empty_shapes(f, in, axes, empty, err);
     for (int k = 0; k < ns && st == XF_OK; k++)
-        st = stack(f, k, scans[k], n_iter, loop ? 0 : f->axis[nm + k], !loop && f->reverse[nm + k], &out[nc + k],
-                   err);
+        st = stack(f, k, scans[k], n_iter, loop ? 0 : f->axis[nm + k], !loop && f->reverse[nm + k],
+                   loop ? NULL : &empty[k], &out[nc + k], err);
     for (int j = 0; carried && j < nc; j++)
         xf_tensor_release(carried[j]);
     for (int k = 0; scans && k < ns; k++) {
@@ -465,6 +494,7 @@ static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor *
     free(carried);
     free(scans);
     free(axes);
+    free(empty);
     return st;
 }
 
@@ -512,7 +542,7 @@ static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **ou
         }
     }
     for (int k = 0; k < n_out && st == XF_OK; k++)
-        st = stack(f, k - f->n_carried, items[k], batch, 0, false, &out[k], err);
+        st = stack(f, k - f->n_carried, items[k], batch, 0, false, &(xf_shape){.ndim = -1}, &out[k], err);
     for (int k = 0; items && k < n_out; k++) {
         for (int64_t b = 0; items[k] && b < batch; b++)
             xf_tensor_release(items[k][b]);
