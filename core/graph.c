@@ -67,6 +67,11 @@ void xf_opaque_release(xf_opaque *o)
         xf_graph_free(o->bodies[i].graph);
     }
     free(o->bodies);
+    for (int i = 0; i < o->n_ints; i++) {
+        free(o->ints[i].attr);
+        free(o->ints[i].v);
+    }
+    free(o->ints);
     free(o);
 }
 
@@ -90,6 +95,32 @@ const xf_opaque_body *xf_opaque_find_body(const xf_opaque *o, const char *attr)
     for (int i = 0; o && i < o->n_bodies; i++)
         if (strcmp(o->bodies[i].attr, attr) == 0)
             return &o->bodies[i];
+    return NULL;
+}
+
+bool xf_opaque_add_ints(xf_opaque *o, const char *attr, const int64_t *v, int n)
+{
+    xf_opaque_ints *grown = realloc(o->ints, sizeof *grown * (size_t)(o->n_ints + 1));
+    char *name = dup_str(attr ? attr : "");
+    int64_t *copy = malloc(sizeof *copy * (size_t)(n + 1));
+    if (grown)
+        o->ints = grown;
+    if (!grown || !name || !copy) {
+        free(name);
+        free(copy);
+        return false;
+    }
+    if (n > 0)
+        memcpy(copy, v, sizeof *copy * (size_t)n);
+    o->ints[o->n_ints++] = (xf_opaque_ints){name, n, copy};
+    return true;
+}
+
+const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr)
+{
+    for (int i = 0; o && i < o->n_ints; i++)
+        if (strcmp(o->ints[i].attr, attr) == 0)
+            return &o->ints[i];
     return NULL;
 }
 

@@ -435,6 +435,14 @@ typedef struct xf_opaque_body {
     struct xf_graph *graph; /* owned */
 } xf_opaque_body;
 
+/* An integer attribute of an opaque node (one value for an INT, any number
+ * for INTS), for runtimes that run the node (Scan's axes and directions). */
+typedef struct xf_opaque_ints {
+    char *attr;
+    int n;
+    int64_t *v;
+} xf_opaque_ints;
+
 typedef struct xf_opaque {
     int refcount;
     char *op_type;
@@ -448,6 +456,9 @@ typedef struct xf_opaque {
      * or when one could not be loaded: the node is then only carried). */
     int n_bodies;
     xf_opaque_body *bodies;
+    /* Its INT and INTS attributes. */
+    int n_ints;
+    xf_opaque_ints *ints;
 } xf_opaque;
 
 xf_opaque *xf_opaque_create(const char *op_type, const char *domain, const void *proto, size_t len);
@@ -458,6 +469,10 @@ void xf_opaque_release(xf_opaque *o);
 bool xf_opaque_add_body(xf_opaque *o, const char *attr, int n_formal, struct xf_graph *graph);
 /* The loaded subgraph attribute called attr, or NULL. */
 const xf_opaque_body *xf_opaque_find_body(const xf_opaque *o, const char *attr);
+/* Adds integer attribute attr (n values); false when out of memory. */
+bool xf_opaque_add_ints(xf_opaque *o, const char *attr, const int64_t *v, int n);
+/* The integer attribute called attr, or NULL. */
+const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr);
 
 /* A value: a graph input, an initializer (constant) or a node output. */
 typedef struct xf_value {

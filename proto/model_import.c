@@ -668,6 +668,13 @@ static xf_status make_opaque(importer *im, const Onnx__NodeProto *np, const char
             *ins = grown;
     }
     (*out)->n_own_inputs = *n_in;
+    for (size_t i = 0; i < np->n_attribute && s == XF_OK; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        bool one = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        if ((one || a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) &&
+            !xf_opaque_add_ints(*out, str_or_empty(a->name), one ? &a->i : a->ints, one ? 1 : (int)a->n_ints))
+            s = oom(im);
+    }
     for (size_t k = 0; k < n_outer && s == XF_OK; k++)
         s = resolve(im, outer[k], label, "has a subgraph that uses", &(*ins)[(*n_in)++]);
     if (s == XF_OK)

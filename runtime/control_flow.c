@@ -1,6 +1,6 @@
-/* Control flow: If and Loop.  Import keeps these nodes opaque and loads
- * their subgraphs as graphs (xf_opaque_body); the session runs such a node
- * by running the chosen branch, or the body once per iteration, as a
+/* Control flow: If, Loop and Scan.  Import keeps these nodes opaque and
+ * loads their subgraphs as graphs (xf_opaque_body); the session runs such a
+ * node by running the chosen branch, or the body once per iteration, as a
  * session of its own on the same backend.  Body sessions run in dynamic
  * mode: a branch's shapes may differ from one run to the next, and a loop's
  * carried values from one iteration to the next. */
@@ -9,15 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP } flow_kind;
+typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN } flow_kind;
 
 struct xf_rt_flow {
     flow_kind kind;
     const xf_node *node; /* of the session's graph, for names in messages */
     int n_own, n_outer;
-    int n_carried, n_scan;  /* Loop */
-    xf_session *body[2];    /* If: then, else; Loop: body */
-    xf_dtype *scan_dtype;   /* Loop: element types of the scan outputs (for zero iterations) */
+    int n_carried, n_scan; /* Loop: carried values, scan outputs; Scan: states, scan outputs */
+    int n_scan_in;         /* Scan: scan inputs */
+    bool batched;          /* Scan of opset 8: inputs lead with sequence_lens and have a batch axis first */
+    int64_t opset;
+    xf_session *body[2];   /* If: then, else; Loop and Scan: body */
+    /* Scan: per scan input, then per scan output, its axis and whether it
+     * runs backwards */
+    int64_t *axis, *reverse;
 };
 
 static flow_kind kind_of(const xf_node *n)
@@ -31,6 +36,8 @@ static flow_kind kind_of(const xf_node *n)
         return FLOW_IF;
     if (strcmp(n->opaque->op_type, "Loop") == 0)
         return FLOW_LOOP;
+    if (strcmp(n->opaque->op_type, "Scan") == 0)
+        return FLOW_SCAN;
     return FLOW_NONE;
 }
 
@@ -85,6 +92,49 @@ static xf_status check_outputs(const xf_rt_flow *f, const xf_session *s, const c
                         f->node->name, f->node->opaque->op_type, attr, have, want);
 }
 
+/* Scan's num_scan_inputs and the axes and directions of its scan inputs
+ * and outputs (0 and forward where not given). */
+static xf_status scan_attrs(xf_rt_flow *f, int64_t opset, xf_error *err)
+{
+    const xf_node *n = f->node;
+    f->batched = opset < 9;
+    int n_formal = f->n_own - f->batched;
+    const xf_opaque_ints *m = xf_opaque_find_ints(n->opaque, "num_scan_inputs");
+    if (!m || m->n != 1 || m->v[0] < 1 || m->v[0] > n_formal)
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan): num_scan_inputs must be one of 1 to %d",
+                            n->name, n_formal);
+    f->n_scan_in = (int)m->v[0];
+    f->n_carried = n_formal - f->n_scan_in;
+    int n_in = f->n_scan_in, n_all = n_in + n->n_outputs - f->n_carried;
+    if (n_all < n_in)
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan) has %d states and %d outputs", n->name,
+                            f->n_carried, n->n_outputs);
+    f->axis = calloc((size_t)n_all + 1, sizeof *f->axis);
+    f->reverse = calloc((size_t)n_all + 1, sizeof *f->reverse);
+    if (!f->axis || !f->reverse)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    static const char *const names[4] = {"scan_input_axes", "scan_input_directions", "scan_output_axes",
+                                         "scan_output_directions"};
+    static const char *const names8[4] = {"", "directions", "", ""};
+    for (int a = 0; a < 4; a++) {
+        const xf_opaque_ints *at = xf_opaque_find_ints(n->opaque, (f->batched ? names8 : names)[a]);
+        int first = a < 2 ? 0 : n_in, count = a < 2 ? n_in : n_all - n_in;
+        int64_t *dst = (a % 2 ? f->reverse : f->axis) + first;
+        if (!at)
+            continue;
+        if (at->n != count)
+            return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan): %s has %d values, the node needs %d",
+                                n->name, names[a], at->n, count);
+        for (int i = 0; i < count; i++) {
+            if (a % 2 && at->v[i] != 0 && at->v[i] != 1)
+                return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan): %s may only hold 0 and 1", n->name,
+                                    names[a]);
+            dst[i] = at->v[i];
+        }
+    }
+    return XF_OK;
+}
+
 xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, xf_rt_flow **out,
                             xf_error *err)
 {
@@ -95,6 +145,7 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     f->kind = kind_of(n);
     f->node = n;
+    f->opset = opset;
     f->n_own = n->opaque->n_own_inputs;
     f->n_outer = n->n_inputs - f->n_own;
     xf_status st = XF_OK;
@@ -108,30 +159,34 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
                 st = check_outputs(f, f->body[b], attrs[b], n->n_outputs, err);
         }
     } else {
-        /* Loop: M, cond, v_initial... -> body(iteration_num, cond, v...) */
-        f->n_carried = f->n_own - 2;
+        /* Loop: M, cond, v_initial... -> body(iteration_num, cond, v...);
+         * Scan: states..., scan inputs... -> body(states..., slices...) */
+        bool loop = f->kind == FLOW_LOOP;
+        if (loop)
+            f->n_carried = f->n_own - 2;
+        else
+            st = scan_attrs(f, opset, err);
         f->n_scan = n->n_outputs - f->n_carried;
-        if (f->n_carried < 0 || f->n_scan < 0)
-            st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (Loop) has %d inputs and %d outputs", n->name,
-                              f->n_own, n->n_outputs);
+        if (st == XF_OK && (f->n_carried < 0 || f->n_scan < 0))
+            st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s) has %d inputs and %d outputs", n->name,
+                              n->opaque->op_type, f->n_own, n->n_outputs);
         xf_dtype *formal = st == XF_OK ? malloc(sizeof *formal * (size_t)(f->n_own + 1)) : NULL;
         if (st == XF_OK && !formal)
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         if (st == XF_OK) {
-            formal[0] = XF_DT_INT64;
-            formal[1] = XF_DT_BOOL;
-            for (int j = 0; j < f->n_carried; j++)
-                formal[2 + j] = n->inputs[2 + j] >= 0 ? g->values[n->inputs[2 + j]].dtype : XF_DT_UNDEFINED;
-            st = body_session(g, node, "body", opset, backend, formal, f->n_own, &f->body[0], err);
+            const int *ins = n->inputs + f->batched;
+            int n_formal = f->n_own - f->batched;
+            for (int j = 0; j < n_formal; j++)
+                formal[j] = ins[j] >= 0 ? g->values[ins[j]].dtype : XF_DT_UNDEFINED;
+            if (loop) {
+                formal[0] = XF_DT_INT64;
+                formal[1] = XF_DT_BOOL;
+            }
+            st = body_session(g, node, "body", opset, backend, formal, n_formal, &f->body[0], err);
         }
         free(formal);
         if (st == XF_OK)
-            st = check_outputs(f, f->body[0], "body", 1 + n->n_outputs, err);
-        const xf_graph *bg = st == XF_OK ? xf_session_graph(f->body[0]) : NULL;
-        if (bg && !(f->scan_dtype = calloc((size_t)f->n_scan + 1, sizeof *f->scan_dtype)))
-            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        for (int k = 0; bg && f->scan_dtype && k < f->n_scan; k++)
-            f->scan_dtype[k] = bg->values[bg->outputs[1 + f->n_carried + k]].dtype;
+            st = check_outputs(f, f->body[0], "body", (loop ? 1 : 0) + n->n_outputs, err);
     }
     if (st != XF_OK) {
         xf_rt_flow_free(f);
@@ -147,7 +202,8 @@ void xf_rt_flow_free(xf_rt_flow *f)
         return;
     xf_session_free(f->body[0]);
     xf_session_free(f->body[1]);
-    free(f->scan_dtype);
+    free(f->axis);
+    free(f->reverse);
     free(f);
 }
 
@@ -177,86 +233,227 @@ static xf_status run_if(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf
     return xf_session_run(f->body[cond ? 0 : 1], in + f->n_own, out, err);
 }
 
-/* Stacks a loop's per-iteration scan values along a new first axis. */
-static xf_status stack(const xf_rt_flow *f, int k, xf_tensor **items, int64_t n, xf_tensor **out, xf_error *err)
+/* Copies `count` blocks of `block` bytes, read every src_step bytes from
+ * src and written every dst_step bytes from dst. */
+static void copy_blocks(char *dst, size_t dst_step, const char *src, size_t src_step, int64_t count, size_t block)
 {
-    xf_shape shape = {.ndim = 1, .dims = {0}};
-    xf_dtype dt = f->scan_dtype[k];
-    if (n > 0) {
-        const xf_tensor *first = items[0];
-        if (first->shape.ndim >= XF_MAX_DIMS)
-            return xf_error_set(err, XF_ERR_LIMIT, "node '%s' (Loop): scan output %d has too many dims",
-                                f->node->name, k);
-        dt = first->dtype;
-        shape.ndim = first->shape.ndim + 1;
-        memcpy(shape.dims + 1, first->shape.dims, sizeof(int64_t) * (size_t)first->shape.ndim);
-        for (int64_t i = 1; i < n; i++)
-            if (!xf_shape_equal(&items[i]->shape, &first->shape) || items[i]->dtype != dt)
-                return xf_error_set(err, XF_ERR_INVALID,
-                                    "node '%s' (Loop): scan output %d changes shape between iterations",
-                                    f->node->name, k);
+    for (int64_t i = 0; block > 0 && i < count; i++)
+        memcpy(dst + (size_t)i * dst_step, src + (size_t)i * src_step, block);
+}
+
+/* The i-th slice of t along axis. */
+static xf_tensor *slice(const xf_tensor *t, int axis, int64_t i)
+{
+    xf_shape shape = {.ndim = t->shape.ndim - 1};
+    int64_t outer = 1;
+    size_t block = xf_dtype_size(t->dtype);
+    for (int d = 0, j = 0; d < t->shape.ndim; d++) {
+        if (d == axis)
+            continue;
+        shape.dims[j++] = t->shape.dims[d];
+        if (d < axis)
+            outer *= t->shape.dims[d];
+        else
+            block *= (size_t)t->shape.dims[d];
     }
-    shape.dims[0] = n;
+    xf_tensor *r = xf_tensor_create(t->dtype, &shape);
+    if (r)
+        copy_blocks(r->data, block, (const char *)t->data + (size_t)i * block, block * (size_t)t->shape.dims[axis],
+                    outer, block);
+    return r;
+}
+
+/* The body output that gives scan output k's elements. */
+static const xf_value *scan_element(const xf_rt_flow *f, int k)
+{
+    const xf_graph *bg = xf_session_graph(f->body[0]);
+    return &bg->values[bg->outputs[(f->kind == FLOW_LOOP ? 1 : 0) + f->n_carried + k]];
+}
+
+/* Stacks scan output k's per-iteration elements along a new axis, the
+ * last iteration's first when reverse.  With no iterations, elements of
+ * shape `empty` (a Loop's: one-dimensional, when NULL). */
+static xf_status stack(const xf_rt_flow *f, int k, xf_tensor **items, int64_t n, int64_t axis, bool reverse,
+                       const xf_shape *empty, xf_tensor **out, xf_error *err)
+{
+    const char *op = f->node->opaque->op_type;
+    xf_dtype dt = scan_element(f, k)->dtype;
+    xf_shape elem = empty ? *empty : (xf_shape){0};
+    if (n > 0) {
+        elem = items[0]->shape;
+        dt = items[0]->dtype;
+        for (int64_t i = 1; i < n; i++)
+            if (!xf_shape_equal(&items[i]->shape, &elem) || items[i]->dtype != dt)
+                return xf_error_set(err, XF_ERR_INVALID,
+                                    "node '%s' (%s): scan output %d changes shape between iterations",
+                                    f->node->name, op, k);
+    } else if (xf_shape_numel(&elem) < 0)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                            "node '%s' (%s): scan output %d has no iterations and its element shape is unknown",
+                            f->node->name, op, k);
+    if (elem.ndim >= XF_MAX_DIMS)
+        return xf_error_set(err, XF_ERR_LIMIT, "node '%s' (%s): scan output %d has too many dims", f->node->name,
+                            op, k);
+    int64_t given = axis;
+    if (axis < 0)
+        axis += elem.ndim + 1;
+    if (axis < 0 || axis > elem.ndim)
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s): scan output %d has no axis %lld", f->node->name,
+                            op, k, (long long)given);
     if (dt == XF_DT_UNDEFINED)
-        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (Loop): the type of scan output %d is unknown",
-                            f->node->name, k);
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): the type of scan output %d is unknown",
+                            f->node->name, op, k);
+    xf_shape shape = {.ndim = elem.ndim + 1};
+    int64_t outer = 1;
+    size_t block = xf_dtype_size(dt);
+    for (int d = 0; d < elem.ndim; d++) {
+        shape.dims[d < axis ? d : d + 1] = elem.dims[d];
+        if (d < axis)
+            outer *= elem.dims[d];
+        else
+            block *= (size_t)elem.dims[d];
+    }
+    shape.dims[axis] = n;
     *out = xf_tensor_create(dt, &shape);
     if (!*out)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    size_t step = n > 0 ? items[0]->nbytes : 0;
     for (int64_t i = 0; i < n; i++)
-        memcpy((char *)(*out)->data + (size_t)i * step, items[i]->data, step);
+        copy_blocks((char *)(*out)->data + (size_t)(reverse ? n - 1 - i : i) * block, (size_t)n * block,
+                    items[i]->data, block, outer, block);
     return XF_OK;
 }
 
-static xf_status run_loop(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+/* Loop: the trip count (INT64_MAX when omitted) and the first condition. */
+static xf_status loop_trips(const xf_rt_flow *f, xf_tensor *const *in, int64_t *trips, bool *cond, xf_error *err)
 {
-    int nc = f->n_carried, ns = f->n_scan, n_body_in = 2 + nc + f->n_outer;
-    int64_t trips = INT64_MAX;
-    bool cond = true;
-    xf_status st = XF_OK;
+    *trips = INT64_MAX;
+    *cond = true;
     if (in[0]) {
         if (xf_tensor_numel(in[0]) != 1 || !xf_rt_is_integral(in[0]->dtype))
             return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Loop): the trip count must be one integer",
                                 f->node->name);
-        trips = xf_rt_load_i64(in[0]->dtype, in[0]->data, 0);
+        *trips = xf_rt_load_i64(in[0]->dtype, in[0]->data, 0);
     }
-    if (in[1])
-        st = truth(f, in[1], "the condition", &cond, err);
-    xf_tensor **body_in = calloc((size_t)n_body_in, sizeof *body_in);
-    xf_tensor **body_out = calloc((size_t)(1 + nc + ns), sizeof *body_out);
+    return in[1] ? truth(f, in[1], "the condition", cond, err) : XF_OK;
+}
+
+/* Scan: the axis of each scan input, and their common length along it. */
+static xf_status scan_trips(const xf_rt_flow *f, xf_tensor *const *in, int *axes, int64_t *trips, xf_error *err)
+{
+    for (int m = 0; m < f->n_scan_in; m++) {
+        const xf_tensor *t = in[f->n_carried + m];
+        if (!t)
+            return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan): scan input %d is omitted", f->node->name, m);
+        int64_t a = f->axis[m] < 0 ? f->axis[m] + t->shape.ndim : f->axis[m];
+        if (a < 0 || a >= t->shape.ndim)
+            return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan): scan input %d, of %d dims, has no axis %lld",
+                                f->node->name, m, t->shape.ndim, (long long)f->axis[m]);
+        axes[m] = (int)a;
+        if (m == 0)
+            *trips = t->shape.dims[a];
+        else if (t->shape.dims[a] != *trips)
+            return xf_error_set(err, XF_ERR_INVALID,
+                                "node '%s' (Scan): scan input %d has %lld slices along its axis, scan input 0 has "
+                                "%lld",
+                                f->node->name, m, (long long)t->shape.dims[a], (long long)*trips);
+    }
+    return XF_OK;
+}
+
+/* Scan with no iterations: the shapes of the body's scan outputs as
+ * inference gives them from the shapes of its inputs (unknown where it
+ * cannot tell). */
+static xf_status empty_shapes(const xf_rt_flow *f, xf_tensor *const *in, const int *axes, xf_shape *out,
+                              xf_error *err)
+{
+    xf_graph *bg = xf_graph_clone(xf_session_graph(f->body[0]));
+    if (!bg)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    int nc = f->n_carried, nm = f->n_scan_in;
+    for (int i = 0; i < bg->n_inputs; i++) {
+        xf_shape *s = &bg->values[bg->inputs[i]].shape;
+        *s = in[i] ? in[i]->shape : (xf_shape){.ndim = -1};
+        if (in[i] && i >= nc && i < nc + nm) {
+            s->ndim--;
+            memmove(s->dims + axes[i - nc], s->dims + axes[i - nc] + 1,
+                    sizeof *s->dims * (size_t)(s->ndim - axes[i - nc]));
+        }
+    }
+    xf_error ignored;
+    bool known = xf_graph_infer_shapes(bg, f->opset, &ignored) == XF_OK;
+    for (int k = 0; k < f->n_scan; k++)
+        out[k] = known ? bg->values[bg->outputs[nc + k]].shape : (xf_shape){.ndim = -1};
+    xf_graph_free(bg);
+    return XF_OK;
+}
+
+/* Loop and Scan: runs the body once per iteration.  Its inputs are the
+ * leading ones (Loop: the iteration number and the condition), the carried
+ * values, the iteration's slices of the scan inputs (Scan), then the outer
+ * values; its outputs the leading one (Loop: the condition), the new
+ * carried values, then the iteration's scan output elements. */
+static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+{
+    bool loop = f->kind == FLOW_LOOP;
+    int lead = loop ? 2 : 0, lead_out = loop ? 1 : 0;
+    int nc = f->n_carried, ns = f->n_scan, nm = f->n_scan_in, n_body_in = lead + nc + nm + f->n_outer;
+    int64_t trips = 0;
+    bool cond = true;
+    xf_tensor **body_in = calloc((size_t)n_body_in + 1, sizeof *body_in);
+    xf_tensor **body_out = calloc((size_t)(lead_out + nc + ns) + 1, sizeof *body_out);
     xf_tensor **carried = calloc((size_t)nc + 1, sizeof *carried);
     xf_tensor ***scans = calloc((size_t)ns + 1, sizeof *scans);
+    int *axes = calloc((size_t)nm + 1, sizeof *axes);
+    xf_shape *empty = calloc((size_t)ns + 1, sizeof *empty);
     int64_t n_iter = 0, cap = 0;
     xf_shape scalar = {0};
     xf_tensor *iter = xf_tensor_create(XF_DT_INT64, &scalar), *cond_t = xf_tensor_create(XF_DT_BOOL, &scalar);
-    if (!body_in || !body_out || !carried || !scans || !iter || !cond_t)
+    xf_status st = XF_OK;
+    if (!body_in || !body_out || !carried || !scans || !axes || !empty || !iter || !cond_t)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (st == XF_OK)
+        st = loop ? loop_trips(f, in, &trips, &cond, err) : scan_trips(f, in, axes, &trips, err);
     for (int j = 0; j < nc && st == XF_OK; j++)
-        if (!in[2 + j] || !(carried[j] = copy_of(in[2 + j])))
-            st = in[2 + j] ? xf_error_set(err, XF_ERR_NOMEM, "out of memory")
-                           : xf_error_set(err, XF_ERR_INVALID, "node '%s' (Loop): loop-carried input %d is omitted",
-                                          f->node->name, j);
+        if (!in[lead + j] || !(carried[j] = copy_of(in[lead + j])))
+            st = in[lead + j] ? xf_error_set(err, XF_ERR_NOMEM, "out of memory")
+                              : xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s): %s input %d is omitted",
+                                             f->node->name, f->node->opaque->op_type,
+                                             loop ? "loop-carried" : "state", j);
     for (; st == XF_OK && n_iter < trips && cond; n_iter++) {
-        ((int64_t *)iter->data)[0] = n_iter;
-        ((uint8_t *)cond_t->data)[0] = cond;
-        body_in[0] = iter;
-        body_in[1] = cond_t;
+        if (loop) {
+            ((int64_t *)iter->data)[0] = n_iter;
+            ((uint8_t *)cond_t->data)[0] = cond;
+            body_in[0] = iter;
+            body_in[1] = cond_t;
+        }
         for (int j = 0; j < nc; j++)
-            body_in[2 + j] = carried[j];
+            body_in[lead + j] = carried[j];
+        for (int m = 0; m < nm && st == XF_OK; m++) {
+            const xf_tensor *t = in[nc + m];
+            int64_t at = f->reverse[m] ? trips - 1 - n_iter : n_iter;
+            if (!(body_in[nc + m] = slice(t, axes[m], at)))
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        }
         for (int k = 0; k < f->n_outer; k++)
-            body_in[2 + nc + k] = in[f->n_own + k];
-        st = xf_session_run(f->body[0], body_in, body_out, err);
+            body_in[lead + nc + nm + k] = in[lead + nc + nm + k];
+        if (st == XF_OK)
+            st = xf_session_run(f->body[0], body_in, body_out, err);
+        for (int m = 0; m < nm; m++) {
+            xf_tensor_release(body_in[nc + m]);
+            body_in[nc + m] = NULL;
+        }
         if (st != XF_OK)
             break;
-        st = truth(f, body_out[0], "the body's condition", &cond, err);
-        xf_tensor_release(body_out[0]);
+        if (loop) {
+            st = truth(f, body_out[0], "the body's condition", &cond, err);
+            xf_tensor_release(body_out[0]);
+        }
         for (int j = 0; j < nc; j++) {
             xf_tensor_release(carried[j]);
-            carried[j] = body_out[1 + j];
+            carried[j] = body_out[lead_out + j];
         }
         if (st == XF_OK && n_iter == cap) {
-            cap = cap ? 2 * cap : 16;
+            cap = loop ? (cap ? 2 * cap : 16) : trips;
             for (int k = 0; k < ns && st == XF_OK; k++) {
                 xf_tensor **grown = realloc(scans[k], sizeof *grown * (size_t)cap);
                 if (grown)
@@ -267,9 +464,9 @@ static xf_status run_loop(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, 
         }
         for (int k = 0; k < ns; k++) {
             if (st == XF_OK)
-                scans[k][n_iter] = body_out[1 + nc + k];
+                scans[k][n_iter] = body_out[lead_out + nc + k];
             else
-                xf_tensor_release(body_out[1 + nc + k]);
+                xf_tensor_release(body_out[lead_out + nc + k]);
         }
         if (st != XF_OK)
             break;
@@ -278,8 +475,11 @@ static xf_status run_loop(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, 
         out[j] = carried[j];
         carried[j] = NULL;
     }
+    if (st == XF_OK && !loop && n_iter == 0)
+        st = empty_shapes(f, in, axes, empty, err);
     for (int k = 0; k < ns && st == XF_OK; k++)
-        st = stack(f, k, scans[k], n_iter, &out[nc + k], err);
+        st = stack(f, k, scans[k], n_iter, loop ? 0 : f->axis[nm + k], !loop && f->reverse[nm + k],
+                   loop ? NULL : &empty[k], &out[nc + k], err);
     for (int j = 0; carried && j < nc; j++)
         xf_tensor_release(carried[j]);
     for (int k = 0; scans && k < ns; k++) {
@@ -293,6 +493,64 @@ static xf_status run_loop(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, 
     free(body_out);
     free(carried);
     free(scans);
+    free(axes);
+    free(empty);
+    return st;
+}
+
+/* Scan of opset 8: the scan of each batch entry (entry b of every state
+ * and scan input), the results stacked along a new first axis. */
+static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+{
+    const xf_node *n = f->node;
+    if (in[0])
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (Scan): sequence_lens is not supported", n->name);
+    int n_in = n->n_inputs - 1, n_out = n->n_outputs, n_batched = f->n_carried + f->n_scan_in;
+    int64_t batch = 0;
+    for (int j = 0; j < n_batched; j++) {
+        const xf_tensor *t = in[1 + j];
+        if (!t || t->shape.ndim < 1 || (j > 0 && t->shape.dims[0] != batch))
+            return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Scan): input %d %s", n->name, 1 + j,
+                                !t ? "is omitted" : "does not have the batch size of input 1");
+        batch = t->shape.dims[0];
+    }
+    xf_tensor **in_b = calloc((size_t)n_in + 1, sizeof *in_b);
+    xf_tensor ***items = calloc((size_t)n_out + 1, sizeof *items);
+    xf_tensor **out_b = calloc((size_t)n_out + 1, sizeof *out_b);
+    xf_status st = in_b && items && out_b ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_out && st == XF_OK; k++)
+        if (!(items[k] = calloc((size_t)batch + 1, sizeof **items)))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int j = n_batched; j < n_in && st == XF_OK; j++)
+        in_b[j] = in[1 + j];
+    for (int64_t b = 0; b < batch && st == XF_OK; b++) {
+        for (int j = 0; j < n_batched && st == XF_OK; j++)
+            if (!(in_b[j] = slice(in[1 + j], 0, b)))
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        if (st == XF_OK)
+            st = run_iterations(f, in_b, out_b, err);
+        for (int j = 0; j < n_batched; j++) {
+            xf_tensor_release(in_b[j]);
+            in_b[j] = NULL;
+        }
+        for (int k = 0; k < n_out; k++) {
+            if (st == XF_OK)
+                items[k][b] = out_b[k];
+            else
+                xf_tensor_release(out_b[k]);
+            out_b[k] = NULL;
+        }
+    }
+    for (int k = 0; k < n_out && st == XF_OK; k++)
+        st = stack(f, k - f->n_carried, items[k], batch, 0, false, &(xf_shape){.ndim = -1}, &out[k], err);
+    for (int k = 0; items && k < n_out; k++) {
+        for (int64_t b = 0; items[k] && b < batch; b++)
+            xf_tensor_release(items[k][b]);
+        free(items[k]);
+    }
+    free(in_b);
+    free(items);
+    free(out_b);
     return st;
 }
 
@@ -300,7 +558,9 @@ xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, x
 {
     for (int k = 0; k < f->node->n_outputs; k++)
         out[k] = NULL;
-    xf_status st = f->kind == FLOW_IF ? run_if(f, in, out, err) : run_loop(f, in, out, err);
+    xf_status st = f->kind == FLOW_IF ? run_if(f, in, out, err)
+                   : f->batched       ? run_batched(f, in, out, err)
+                                      : run_iterations(f, in, out, err);
     if (st != XF_OK)
         for (int k = 0; k < f->node->n_outputs; k++) {
             xf_tensor_release(out[k]);

@@ -29,7 +29,7 @@ struct xf_session {
     xf_tensor_view *in, *out;
     xf_tensor *tmp;          /* dynamic mode: input values for shape inference */
     const xf_tensor **tmp_ptr;
-    xf_rt_flow **flows; /* per node: If and Loop, which the session runs itself; NULL for others */
+    xf_rt_flow **flows; /* per node: If, Loop and Scan, which the session runs itself; NULL for others */
 };
 
 static const xf_tensor_view omitted_view = {.dtype = XF_DT_UNDEFINED, .shape = {.ndim = -1}};
@@ -434,7 +434,7 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
     return st;
 }
 
-/* The sessions of If and Loop subgraphs; a graph with any runs dynamically. */
+/* The sessions of If, Loop and Scan subgraphs; a graph with any runs dynamically. */
 static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
 {
     *any = false;

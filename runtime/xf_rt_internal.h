@@ -200,11 +200,11 @@ xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor
 
 /* ---------------------------------------------------------------- control flow (control_flow.c) */
 
-/* If and Loop nodes whose subgraphs loaded (see xf_opaque_body): the
+/* If, Loop and Scan nodes whose subgraphs loaded (see xf_opaque_body): the
  * session runs them itself, whatever the backend, by running their
  * subgraphs as sessions of their own on that backend. */
 typedef struct xf_rt_flow xf_rt_flow;
-/* Whether n is an If or a Loop (loaded or not: create says which). */
+/* Whether n is an If, a Loop or a Scan (loaded or not: create says which). */
 bool xf_rt_flow_node(const xf_node *n);
 /* Makes the sessions of node `node`'s subgraphs; fails naming the node when
  * a subgraph did not load or holds an op the backend lacks. */
