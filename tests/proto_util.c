@@ -2,10 +2,12 @@
  * packing and writing them, capturing log lines, and comparing models. */
 #include "proto_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "xf_runtime.h"
 #include "xf_test_util.h"
 /* ------------------------------------------------------------ allocation for built protos */
 
@@ -458,4 +460,26 @@ bool has_attr(const Onnx__NodeProto *n, const char *name)
         if (strcmp(n->attribute[i]->name, name) == 0)
             return true;
     return false;
+}
+
+void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want)
+{
+    ck_assert_int_eq(t->dtype, XF_DT_FLOAT);
+    ck_assert_int_eq(t->shape.ndim, ndim);
+    for (int d = 0; d < ndim; d++)
+        ck_assert_int_eq(t->shape.dims[d], dims[d]);
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        ck_assert_msg(fabsf(((const float *)t->data)[i] - want[i]) < 1e-6f, "element %lld: %g, expected %g",
+                      (long long)i, (double)((const float *)t->data)[i], (double)want[i]);
+}
+
+/* The backends that run graphs with run-time shapes: cpu_ref, and cpu
+ * where this build has it. */
+int host_backends(const char **names)
+{
+    int n = 0;
+    names[n++] = "cpu_ref";
+    if (xf_backend_find("cpu"))
+        names[n++] = "cpu";
+    return n;
 }

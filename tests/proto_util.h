@@ -68,5 +68,10 @@ int find_node_op(const xf_graph *g, xf_op op);
 /* The exported model of m, which has one node (*buf holds its bytes). */
 Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf);
 bool has_attr(const Onnx__NodeProto *n, const char *name);
+/* t is FLOAT of dims and holds want (to 1e-6). */
+void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want);
+/* The backends that run graphs with run-time shapes: cpu_ref, and cpu
+ * where this build has it; returns how many were written to names. */
+int host_backends(const char **names);
 
 #endif

@@ -60,17 +60,6 @@ static Onnx__ModelProto *if_model(void)
     return mk_model(g, 13);
 }
 
-static void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want)
-{
-    ck_assert_int_eq(t->dtype, XF_DT_FLOAT);
-    ck_assert_int_eq(t->shape.ndim, ndim);
-    for (int d = 0; d < ndim; d++)
-        ck_assert_int_eq(t->shape.dims[d], dims[d]);
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
-        ck_assert_msg(fabsf(((const float *)t->data)[i] - want[i]) < 1e-6f, "element %lld: %g, expected %g",
-                      (long long)i, (double)((const float *)t->data)[i], (double)want[i]);
-}
-
 /* Runs m (one float input, one float output) on backend with input x of
  * shape xs and checks that the output is want, of shape dims. */
 static void assert_run(const xf_model *m, const char *backend, xf_shape xs, const float *x, int ndim,
@@ -86,17 +75,6 @@ static void assert_run(const xf_model *m, const char *backend, xf_shape xs, cons
     xf_tensor_release(out);
     xf_tensor_release(in);
     xf_session_free(s);
-}
-
-/* The backends that run graphs with run-time shapes: cpu_ref, and cpu
- * where this build has it. */
-static int host_backends(const char **names)
-{
-    int n = 0;
-    names[n++] = "cpu_ref";
-    if (xf_backend_find("cpu"))
-        names[n++] = "cpu";
-    return n;
 }
 
 START_TEST(test_if_runs_the_chosen_branch)

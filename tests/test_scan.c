@@ -78,28 +78,6 @@ static Onnx__ModelProto *axes_model(void)
     return mk_model(g, 16);
 }
 
-static void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want)
-{
-    ck_assert_int_eq(t->dtype, XF_DT_FLOAT);
-    ck_assert_int_eq(t->shape.ndim, ndim);
-    for (int d = 0; d < ndim; d++)
-        ck_assert_int_eq(t->shape.dims[d], dims[d]);
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
-        ck_assert_msg(fabsf(((const float *)t->data)[i] - want[i]) < 1e-6f, "element %lld: %g, expected %g",
-                      (long long)i, (double)((const float *)t->data)[i], (double)want[i]);
-}
-
-/* The backends that run graphs with run-time shapes: cpu_ref, and cpu
- * where this build has it. */
-static int host_backends(const char **names)
-{
-    int n = 0;
-    names[n++] = "cpu_ref";
-    if (xf_backend_find("cpu"))
-        names[n++] = "cpu";
-    return n;
-}
-
 /* Runs m on backend with n_in float inputs (shapes xs, data xd) into
  * out[2]; returns the status, with the message in e. */
 static xf_status run2(const xf_model *m, const char *backend, int n_in, const xf_shape *xs, const float *const *xd,
