@@ -177,26 +177,27 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
     return XF_OK;
 }
 
-xf_status xf_cli_feed_shapes(const char *const *files, int n_files, xf_shape **out, xf_error *err)
+xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int n_shapes, const xf_dim_size *dims,
+                            int n_dims, const char *const *inputs, int n_inputs, xf_model **out, xf_error *err)
 {
-    *out = NULL;
-    if (n_files == 0)
-        return XF_OK;
-    xf_shape *shapes = calloc((size_t)n_files, sizeof *shapes);
-    if (!shapes)
+    xf_shape *fed = n_inputs > 0 ? calloc((size_t)n_inputs, sizeof *fed) : NULL;
+    if (n_inputs > 0 && !fed)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n_files; i++) {
+    for (int i = 0; i < n_inputs; i++) {
         xf_tensor *t;
-        xf_status st = xf_tensor_load_pb(files[i], &t, NULL, err);
+        xf_status st = xf_tensor_load_pb(inputs[i], &t, NULL, err);
         if (st != XF_OK) {
-            free(shapes);
+            free(fed);
             return st;
         }
-        shapes[i] = t->shape;
+        fed[i] = t->shape;
         xf_tensor_release(t);
     }
-    *out = shapes;
-    return XF_OK;
+    xf_load_options lo = {.input_shapes = shapes, .n_input_shapes = n_shapes, .dim_sizes = dims,
+                          .n_dim_sizes = n_dims, .feed_shapes = fed, .n_feed_shapes = n_inputs};
+    xf_status st = xf_model_load(path, &lo, out, err);
+    free(fed);
+    return st;
 }
 
 int xf_cli_parse_dim(const char *arg, xf_dim_size *dims, int *n, int max)

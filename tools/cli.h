@@ -49,9 +49,10 @@ void xf_cli_free_tensors(xf_tensor **t, int n);
  * after them are seeded random tensors.  *out has g->n_inputs entries. */
 xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
                              xf_tensor ***out, xf_error *err);
-/* The shapes of the tensors in files (for xf_load_options.feed_shapes,
- * which sizes symbolic dims from them); *out is freed by the caller. */
-xf_status xf_cli_feed_shapes(const char *const *files, int n_files, xf_shape **out, xf_error *err);
+/* Loads the model at path with the --input-shape overrides, the --dim
+ * sizes and the shapes of the --input files (which size symbolic dims). */
+xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int n_shapes, const xf_dim_size *dims,
+                            int n_dims, const char *const *inputs, int n_inputs, xf_model **out, xf_error *err);
 
 /* Nodes of g as an ONNX file holds them: a Conv's fused activation is a node of its own there. */
 int xf_cli_written_nodes(const xf_graph *g);

@@ -234,16 +234,7 @@ int main(int argc, char **argv)
     xf_session *s = NULL;
     xf_tensor **inputs = NULL, **outputs = NULL;
     double *times = NULL;
-    xf_shape *fed = NULL;
-    if (xf_cli_feed_shapes(o.inputs, o.n_inputs, &fed, &err) != XF_OK) {
-        options_free(&o);
-        return xf_cli_error("%s", err.msg);
-    }
-    xf_load_options lo = {.input_shapes = o.shapes, .n_input_shapes = o.n_shapes, .dim_sizes = o.dims,
-                          .n_dim_sizes = o.n_dims, .feed_shapes = fed, .n_feed_shapes = o.n_inputs};
-    xf_status loaded = xf_model_load(o.model, &lo, &m, &err);
-    free(fed);
-    if (loaded != XF_OK) {
+    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &m, &err) != XF_OK) {
         options_free(&o);
         return xf_cli_error("%s", err.msg);
     }
