@@ -483,3 +483,11 @@ int host_backends(const char **names)
         names[n++] = "cpu";
     return n;
 }
+
+void assert_saved_valid(const xf_model *m, const char *dir)
+{
+    const char *path = path_in(xf_test_tmpdir(dir), "m.onnx");
+    xf_error e;
+    ck_assert_msg(xf_model_save(m, path, NULL, &e) == XF_OK, "%s", e.msg);
+    assert_onnx_valid(path);
+}

@@ -56,6 +56,8 @@ xf_model *load_counting(Onnx__GraphProto *g, int64_t opset, int counts[XF_OP_COU
 const char *path_in(const char *dir, const char *file);
 int count_files(const char *dir);
 void assert_onnx_valid(const char *paths);
+/* m saved as m.onnx in the test folder named dir passes onnx.checker. */
+void assert_saved_valid(const xf_model *m, const char *dir);
 void capture_start(void);
 bool tensors_equal(const xf_tensor *a, const xf_tensor *b);
 bool attrs_equal(const xf_attrs *a, const xf_attrs *b);

@@ -136,6 +136,21 @@ static int xflowc(const char *args, char **out)
     return xf_test_run(cmd, out);
 }
 
+/* The model at path passes onnx.checker and declares, input dims then
+ * output dims, want (Python's list of dim_param or dim_value). */
+static void assert_written_dims(const char *path, const char *want)
+{
+    char cmd[8800], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
+             "print([d.dim_param or d.dim_value for v in list(m.graph.input) + list(m.graph.output) "
+             "for d in v.type.tensor_type.shape.dim])\" %s",
+             path);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, want), "%s", out);
+    free(out);
+}
+
 START_TEST(test_xflowc_keeps_related_dims)
 {
     const char *dir = xf_test_tmpdir("dims_xflowc");
@@ -155,15 +170,7 @@ START_TEST(test_xflowc_keeps_related_dims)
     ck_assert_msg(strstr(out, "checked at B 4 and 5, P 20 and 25, S 12 and 15, T 32 and 40"), "%s", out);
     free(out);
     /* written with every dim symbolic, the output's named after T */
-    char cmd[8800];
-    snprintf(cmd, sizeof cmd,
-             XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m); "
-             "print([d.dim_param or d.dim_value for v in list(m.graph.input) + list(m.graph.output) "
-             "for d in v.type.tensor_type.shape.dim])\" %s",
-             path_in(dir, "out.onnx"));
-    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "['B', 'P', 4, 'B', 'S', 4, 'B', 'T', 'B', 'T', 5]"), "%s", out);
-    free(out);
+    assert_written_dims(path_in(dir, "out.onnx"), "['B', 'P', 4, 'B', 'S', 4, 'B', 'T', 'B', 'T', 5]");
 
     snprintf(args, sizeof args, "%s -o %s --dim P=5 --dim P=6", path_in(dir, "in.onnx"), path_in(dir, "o2.onnx"));
     ck_assert_int_eq(xflowc(args, &out), 2);
@@ -261,15 +268,7 @@ START_TEST(test_equal_sizes_told_apart)
     ck_assert_msg(strstr(out, "checked at h 16 and 20, w 20 and 24"), "%s", out);
     free(out);
     /* the output is declared w x h (tried at equal sizes, it was h x h) */
-    char cmd[8800];
-    snprintf(cmd, sizeof cmd,
-             XF_PYTHON " -c \"import onnx, sys; m = onnx.load(sys.argv[1]); "
-             "print([d.dim_param or d.dim_value for v in list(m.graph.input) + list(m.graph.output) "
-             "for d in v.type.tensor_type.shape.dim])\" %s",
-             path_in(dir, "out.onnx"));
-    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "['h', 'w', 'w', 'h']"), "%s", out);
-    free(out);
+    assert_written_dims(path_in(dir, "out.onnx"), "['h', 'w', 'w', 'h']");
     /* a model that holds only where h = w cannot be tried at sizes that
      * tell them apart: it is written at the sizes given, saying why */
     Onnx__GraphProto *g = mk_graph("square");

@@ -143,9 +143,7 @@ START_TEST(test_fused_activation_exported_as_two_nodes)
     ck_assert_str_eq(mp->graph->node[relu_at]->input[0], mp->graph->node[conv_at]->output[0]);
     ck_assert_str_eq(mp->graph->node[relu_at]->output[0], "conv");
     onnx__model_proto__free_unpacked(mp, NULL);
-    const char *dir = xf_test_tmpdir("proto_fused");
-    ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
-    assert_onnx_valid(path_in(dir, "m.onnx"));
+    assert_saved_valid(m, "proto_fused");
     free(buf);
     xf_model_free(m);
 }
@@ -221,9 +219,7 @@ START_TEST(test_opaque_custom_op_survives)
     ck_assert(memcmp(pa, pb, la) == 0);
     onnx__model_proto__free_unpacked(out, NULL);
     free(buf);
-    const char *dir = xf_test_tmpdir("proto_custom");
-    ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
-    assert_onnx_valid(path_in(dir, "m.onnx"));
+    assert_saved_valid(m, "proto_custom");
     xf_model_free(roundtrip(m));
     xf_model_free(m);
 }
@@ -261,9 +257,7 @@ START_TEST(test_outer_value_kept_by_name_after_rewrite)
     int bh = xf_graph_find_value(back->graph, "h");
     ck_assert_int_ge(bh, 0);
     ck_assert_int_eq(back->graph->nodes[back->graph->values[bh].producer].op, XF_OP_IDENTITY);
-    const char *dir = xf_test_tmpdir("proto_outer");
-    ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
-    assert_onnx_valid(path_in(dir, "m.onnx"));
+    assert_saved_valid(m, "proto_outer");
     free(buf);
     xf_model_free(back);
     xf_model_free(m);

@@ -188,10 +188,7 @@ START_TEST(test_rnn_attributes)
             ck_assert_int_eq(a->n_acts, 6);
             for (int i = 0; i < 6; i++)
                 ck_assert(a->acts[i] == acts[i] && a->act_alpha[i] == want_alpha[i] && a->act_beta[i] == want_beta[i]);
-            const char *dir = xf_test_tmpdir("proto_rnn");
-            xf_error e;
-            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
-            assert_onnx_valid(path_in(dir, "m.onnx"));
+            assert_saved_valid(m, "proto_rnn");
         }
         xf_model_free(roundtrip(m));
         xf_model_free(m);

@@ -344,10 +344,7 @@ START_TEST(test_conv_transpose_attributes)
             const xf_shape *ys = &m->graph->values[n->outputs[0]].shape;
             ck_assert(ys->ndim == 4 && ys->dims[0] == 1 && ys->dims[1] == 6 && ys->dims[2] == 7);
             ck_assert_int_eq(ys->dims[3], form == 1 ? 12 : 16);
-            const char *dir = xf_test_tmpdir("proto_convt");
-            xf_error e;
-            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
-            assert_onnx_valid(path_in(dir, "m.onnx"));
+            assert_saved_valid(m, "proto_convt");
             xf_model_free(roundtrip(m));
         }
         xf_model_free(m);
@@ -473,10 +470,7 @@ START_TEST(test_quantized_ops_attributes)
             const xf_node *qc_n = &mg->nodes[find_node_op(mg, XF_OP_QLINEAR_CONV)];
             ck_assert_int_eq(mg->values[qc_n->outputs[0]].dtype, XF_DT_UINT8);
             ck_assert(qc_n->attrs.group == 2 && qc_n->attrs.pads[3] == 1);
-            const char *dir = xf_test_tmpdir("proto_qops");
-            xf_error e;
-            ck_assert_msg(xf_model_save(m, path_in(dir, "m.onnx"), NULL, &e) == XF_OK, "%s", e.msg);
-            assert_onnx_valid(path_in(dir, "m.onnx"));
+            assert_saved_valid(m, "proto_qops");
         }
         xf_model_free(roundtrip(m));
         xf_model_free(m);
