@@ -10,6 +10,22 @@
 #include <string.h>
 
 static double ld(const xf_tensor_view *v, int64_t i) { return xf_rt_load_f64(v->dtype, v->data, i); }
+
+/* Mean and (population) variance of the count elements of x from base,
+ * in double, the mean first. */
+static void block_stats(const xf_tensor_view *x, int64_t base, int64_t count, double *mean, double *var)
+{
+    double m = 0.0, v = 0.0;
+    for (int64_t i = 0; i < count; i++)
+        m += ld(x, base + i);
+    m /= (double)count;
+    for (int64_t i = 0; i < count; i++) {
+        double d = ld(x, base + i) - m;
+        v += d * d;
+    }
+    *mean = m;
+    *var = v / (double)count;
+}
 static void st(const xf_tensor_view *v, int64_t i, double x) { xf_rt_store_f64(v->dtype, v->data, i, x); }
 
 /* y = (x - mean) / sqrt(var + epsilon) * scale + bias, per channel (dim 1). */
@@ -58,15 +74,9 @@ xf_status xf_ref_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf
         xf_rt_broadcast_strides(&bias->shape, &norm, s_bias);
     for (int64_t o = 0; o < outer; o++) {
         int64_t base = o * inner;
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < inner; i++)
-            mean += ld(x, base + i);
-        mean /= (double)inner;
-        for (int64_t i = 0; i < inner; i++) {
-            double d = ld(x, base + i) - mean;
-            var += d * d;
-        }
-        double inv = 1.0 / sqrt(var / (double)inner + (double)n->attrs.epsilon);
+        double mean, var;
+        block_stats(x, base, inner, &mean, &var);
+        double inv = 1.0 / sqrt(var + (double)n->attrs.epsilon);
         xf_rt_iter it;
         xf_rt_iter_init(&it, &norm);
         xf_rt_iter_add(&it, s_scale, 0);
@@ -267,15 +277,9 @@ xf_status xf_ref_group_norm(const xf_node *n, const xf_tensor_view *in, const xf
     int64_t per = chans / groups, block = per * inner;
     for (int64_t base = 0; base < xf_rt_numel(x); base += block) {
         int64_t g = base / block % groups;
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < block; i++)
-            mean += ld(x, base + i);
-        mean /= (double)block;
-        for (int64_t i = 0; i < block; i++) {
-            double d = ld(x, base + i) - mean;
-            var += d * d;
-        }
-        double sd = sqrt(var / (double)block + (double)n->attrs.epsilon);
+        double mean, var;
+        block_stats(x, base, block, &mean, &var);
+        double sd = sqrt(var + (double)n->attrs.epsilon);
         for (int64_t i = 0; i < block; i++) {
             int64_t p = n_par == chans ? g * per + i / inner : g;
             st(y, base + i, ld(&in[1], p) * (ld(x, base + i) - mean) / sd + ld(&in[2], p));
