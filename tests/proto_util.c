@@ -491,3 +491,12 @@ void assert_saved_valid(const xf_model *m, const char *dir)
     ck_assert_msg(xf_model_save(m, path, NULL, &e) == XF_OK, "%s", e.msg);
     assert_onnx_valid(path);
 }
+
+void expect_export_refused(const xf_model *m, const char *node, const char *what, const char *also)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    xf_error e;
+    ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(e.msg, node) && strstr(e.msg, what) && (!also || strstr(e.msg, also)), "%s", e.msg);
+}

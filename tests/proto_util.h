@@ -58,6 +58,9 @@ int count_files(const char *dir);
 void assert_onnx_valid(const char *paths);
 /* m saved as m.onnx in the test folder named dir passes onnx.checker. */
 void assert_saved_valid(const xf_model *m, const char *dir);
+/* Export of m is refused (XF_ERR_UNSUPPORTED) with a message holding
+ * node, what and also (when not NULL). */
+void expect_export_refused(const xf_model *m, const char *node, const char *what, const char *also);
 void capture_start(void);
 bool tensors_equal(const xf_tensor *a, const xf_tensor *b);
 bool attrs_equal(const xf_attrs *a, const xf_attrs *b);
