@@ -4,10 +4,13 @@
 #include <string.h>
 
 static const xf_op_info op_table[XF_OP_COUNT + 1] = {
-#define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = {onnx, min_in, max_in, n_out, flags},
+#define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = {onnx, min_in, max_in, n_out, flags, ""},
+#define XF_OP_MS(id, onnx, min_in, max_in, n_out, flags)                                                  \
+    [XF_OP_##id] = {onnx, min_in, max_in, n_out, flags, "com.microsoft"},
 #include "ops.def"
+#undef XF_OP_MS
 #undef XF_OP
-    [XF_OP_OPAQUE] = {"<opaque>", 0, 1 << 30, -1, 0},
+    [XF_OP_OPAQUE] = {"<opaque>", 0, 1 << 30, -1, 0, ""},
 };
 
 const xf_op_info *xf_op_get_info(xf_op op)
@@ -19,15 +22,21 @@ const xf_op_info *xf_op_get_info(xf_op op)
 
 const char *xf_op_name(xf_op op) { return xf_op_get_info(op)->onnx_name; }
 
-xf_op xf_op_from_onnx(const char *op_type)
+const char *xf_op_domain(xf_op op) { return xf_op_get_info(op)->domain; }
+
+xf_op xf_op_lookup(const char *domain, const char *op_type)
 {
     if (!op_type)
         return XF_OP_OPAQUE;
+    if (!domain || strcmp(domain, "ai.onnx") == 0)
+        domain = "";
     for (int i = 0; i < XF_OP_COUNT; i++)
-        if (strcmp(op_table[i].onnx_name, op_type) == 0)
+        if (strcmp(op_table[i].onnx_name, op_type) == 0 && strcmp(op_table[i].domain, domain) == 0)
             return (xf_op)i;
     return XF_OP_OPAQUE;
 }
+
+xf_op xf_op_from_onnx(const char *op_type) { return xf_op_lookup("", op_type); }
 
 /* ONNX Runtime's defaults: those of the ONNX ops of the same name for
  * LeakyRelu, HardSigmoid and Elu, 0 for the others. */

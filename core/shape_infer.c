@@ -559,6 +559,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_SHRINK infer_same
 #define XF_RULE_MISH infer_same
 #define XF_RULE_GELU infer_same
+#define XF_RULE_MS_GELU infer_same
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

@@ -174,12 +174,16 @@ typedef struct xf_op_info {
     int min_inputs, max_inputs;
     int num_outputs; /* -1: variable; with XF_OPF_OPT_OUTS the most */
     unsigned flags;
+    const char *domain; /* "" for ONNX's default domain, else e.g. "com.microsoft" */
 } xf_op_info;
 
 const xf_op_info *xf_op_get_info(xf_op op); /* also valid for XF_OP_OPAQUE */
 const char *xf_op_name(xf_op op);
 /* Op kind for an ONNX op_type in the default domain; XF_OP_OPAQUE if unknown. */
 xf_op xf_op_from_onnx(const char *op_type);
+/* The same in a domain (NULL, "" and "ai.onnx" are the default one). */
+xf_op xf_op_lookup(const char *domain, const char *op_type);
+const char *xf_op_domain(xf_op op); /* "" for the default domain */
 
 /* ---------------------------------------------------------------- attributes */
 

@@ -108,6 +108,7 @@ static xf_status write_known(exporter *x, const xf_node *n, const char *label)
     if (!np)
         return oom(x);
     np->name = n->name && n->name[0] ? n->name : NULL;
+    np->domain = xf_op_domain(n->op)[0] ? (char *)xf_op_domain(n->op) : NULL;
     for (int k = 0; k < n_in; k++)
         np->input[k] = vname(x, n->inputs[k]);
     for (int k = 0; k < n->n_outputs; k++)
@@ -338,6 +339,30 @@ static xf_status unpack_extra(exporter *x)
     return XF_OK;
 }
 
+/* Whether g, or a subgraph of one of its nodes, holds a known op of domain. */
+static bool graph_uses_domain(const xf_graph *g, const char *domain)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (n->op != XF_OP_OPAQUE && strcmp(xf_op_domain(n->op), domain) == 0)
+            return true;
+        for (int b = 0; n->op == XF_OP_OPAQUE && n->opaque && b < n->opaque->n_bodies; b++)
+            if (n->opaque->bodies[b].graph && graph_uses_domain(n->opaque->bodies[b].graph, domain))
+                return true;
+    }
+    return false;
+}
+
+/* Contrib ops xflow knows are of version 1 of their domain: a model built
+ * in memory that uses one gets that opset. */
+static bool needs_ms_opset(const xf_model *m)
+{
+    for (int i = 0; i < m->n_opsets; i++)
+        if (strcmp(m->opsets[i].domain, "com.microsoft") == 0)
+            return false;
+    return graph_uses_domain(m->graph, "com.microsoft");
+}
+
 static xf_status write_model_fields(exporter *x, Onnx__ModelProto *mp)
 {
     const xf_model *m = x->m;
@@ -350,7 +375,8 @@ static xf_status write_model_fields(exporter *x, Onnx__ModelProto *mp)
     mp->has_model_version = m->model_version != 0;
     mp->model_version = m->model_version;
     int n_ops = m->n_opsets > 0 ? m->n_opsets : 1;
-    mp->opset_import = xfp_alloc(&x->arena, sizeof *mp->opset_import * (size_t)n_ops);
+    bool add_ms = needs_ms_opset(m);
+    mp->opset_import = xfp_alloc(&x->arena, sizeof *mp->opset_import * (size_t)(n_ops + add_ms));
     mp->metadata_props = xfp_alloc(&x->arena, sizeof *mp->metadata_props * (size_t)(m->n_metadata + 1));
     if (!mp->opset_import || !mp->metadata_props)
         return oom(x);
@@ -363,6 +389,16 @@ static xf_status write_model_fields(exporter *x, Onnx__ModelProto *mp)
         o->domain = m->n_opsets > 0 ? m->opsets[i].domain : (char *)"";
         o->has_version = 1;
         o->version = m->n_opsets > 0 ? m->opsets[i].version : XF_ONNX_OPSET;
+        mp->opset_import[mp->n_opset_import++] = o;
+    }
+    if (add_ms) {
+        Onnx__OperatorSetIdProto *o = xfp_alloc(&x->arena, sizeof *o);
+        if (!o)
+            return oom(x);
+        onnx__operator_set_id_proto__init(o);
+        o->domain = (char *)"com.microsoft";
+        o->has_version = 1;
+        o->version = 1;
         mp->opset_import[mp->n_opset_import++] = o;
     }
     for (int i = 0; i < m->n_metadata; i++) {

@@ -505,7 +505,7 @@ static void foreign_operand(const importer *im, const Onnx__NodeProto *np, char 
 static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *label, int n_in, const int *ins,
                           int n_out, const int *outs, xf_op *op, xf_attrs *attrs)
 {
-    xf_op kind = is_default_domain(np->domain) ? xf_op_from_onnx(np->op_type) : XF_OP_OPAQUE;
+    xf_op kind = xf_op_lookup(np->domain, np->op_type);
     *op = XF_OP_OPAQUE;
     if (kind == XF_OP_OPAQUE)
         return XF_OK;

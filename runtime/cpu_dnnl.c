@@ -367,6 +367,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_SOFTPLUS:
     case XF_OP_RECIPROCAL:
     case XF_OP_GELU:
+    case XF_OP_MS_GELU:
     case XF_OP_MISH:
     case XF_OP_ROUND: h = &xf_dn_eltwise_handler; break;
     case XF_OP_ADD:

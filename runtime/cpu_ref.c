@@ -179,6 +179,7 @@ typedef struct ref_entry {
 #define XF_REF_MEAN_VARIANCE_NORM {xf_ref_mvn, FLT, 0, 0}
 #define XF_REF_LRN {xf_ref_lrn, FLT, 0, 0}
 #define XF_REF_LP_NORM {xf_ref_lp_norm, FLT, 0, 0}
+#define XF_REF_MS_GELU {xf_ref_unary, FLT, 0, 0}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,
@@ -198,9 +199,7 @@ static bool dtype_ok(uint32_t mask, xf_dtype t)
  * an attribute value or operand count outside what xflow models. */
 static bool known_but_opaque(const xf_node *n)
 {
-    const char *domain = n->opaque && n->opaque->domain ? n->opaque->domain : "";
-    return n->opaque && (!domain[0] || strcmp(domain, "ai.onnx") == 0) &&
-           xf_op_from_onnx(n->opaque->op_type) != XF_OP_OPAQUE;
+    return n->opaque && xf_op_lookup(n->opaque->domain, n->opaque->op_type) != XF_OP_OPAQUE;
 }
 
 static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)

@@ -134,6 +134,7 @@ static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_SHRINK] = {u_shrink, NULL, NULL, true},
     [XF_OP_MISH] = {u_mish, NULL},
     [XF_OP_GELU] = {u_gelu, NULL},
+    [XF_OP_MS_GELU] = {u_gelu, NULL},
 };
 
 static xf_status no_form(const xf_node *n, xf_dtype t, xf_error *err)

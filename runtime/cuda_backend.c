@@ -273,6 +273,7 @@ static const xf_cu_handler *const handlers[XF_OP_COUNT] = {
     [XF_OP_SHRINK] = &xf_cu_unary_handler,
     [XF_OP_MISH] = &xf_cu_unary_handler,
     [XF_OP_GELU] = &xf_cu_unary_handler,
+    [XF_OP_MS_GELU] = &xf_cu_unary_handler,
     [XF_OP_CLIP] = &xf_cu_clip_handler,
     [XF_OP_CAST] = &xf_cu_cast_handler,
     [XF_OP_CONCAT] = &xf_cu_concat_handler,

@@ -70,7 +70,7 @@ static const int unary_code[XF_OP_COUNT] = {
     [XF_OP_ACOSH] = XF_CU_ACOSH + 1, [XF_OP_ATANH] = XF_CU_ATANH + 1, [XF_OP_SOFTSIGN] = XF_CU_SOFTSIGN + 1,
     [XF_OP_THRESHOLDED_RELU] = XF_CU_THRESHOLDED_RELU + 1, [XF_OP_SELU] = XF_CU_SELU + 1,
     [XF_OP_CELU] = XF_CU_CELU + 1, [XF_OP_SHRINK] = XF_CU_SHRINK + 1, [XF_OP_MISH] = XF_CU_MISH + 1,
-    [XF_OP_GELU] = XF_CU_GELU + 1,
+    [XF_OP_GELU] = XF_CU_GELU + 1, [XF_OP_MS_GELU] = XF_CU_GELU + 1,
 };
 
 /* The kernel's op for node n (0: none); Gelu's tanh form is one of its own. */
