@@ -207,6 +207,11 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     if (a->resize_mode || a->resize_coord || a->resize_nearest)
         put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
     put(h, a->softmax_legacy);
+    if (a->ms_act || a->trans_batch_a || a->trans_batch_b) { /* contrib ops' (all 0 for other ops) */
+        put(h, (uint64_t)(a->ms_act | a->trans_batch_a << 8 | a->trans_batch_b << 9) << 16 | 0x3c);
+        put_float(h, a->ms_act_params[0]);
+        put_float(h, a->ms_act_params[1]);
+    }
 
     put_float(h, a->alpha);
     put_float(h, a->beta);

@@ -1,6 +1,7 @@
 /* The operator table, built from ops.def, and default attributes. */
 #include "xf_core.h"
 
+#include <math.h>
 #include <string.h>
 
 static const xf_op_info op_table[XF_OP_COUNT + 1] = {
@@ -138,7 +139,40 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->roi_output_h = a->roi_output_w = 1;
         a->roi_spatial_scale = 1.0f;
         break;
+    case XF_OP_MS_QUICK_GELU:
+        a->alpha = 1.702f;
+        break;
+    case XF_OP_MS_SKIP_LAYER_NORM: /* ONNX Runtime's schema default */
+    case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
+        a->epsilon = 1e-12f;
+        break;
+    case XF_OP_SIMPLIFIED_LAYER_NORM:
+        a->axis = -1;
+        break;
     default:
         break;
+    }
+}
+
+const char *const xf_ms_act_names[XF_MS_ACT_COUNT] = {
+    [XF_MS_ACT_RELU] = "Relu",           [XF_MS_ACT_TANH] = "Tanh", [XF_MS_ACT_SIGMOID] = "Sigmoid",
+    [XF_MS_ACT_LEAKY_RELU] = "LeakyRelu", [XF_MS_ACT_CLIP] = "Clip", [XF_MS_ACT_HARD_SIGMOID] = "HardSigmoid",
+};
+const int xf_ms_act_n_params[XF_MS_ACT_COUNT] = {
+    [XF_MS_ACT_LEAKY_RELU] = 1, [XF_MS_ACT_CLIP] = 2, [XF_MS_ACT_HARD_SIGMOID] = 2};
+
+double xf_ms_act_apply(int act, const float *p, double v)
+{
+    switch (act) {
+    case XF_MS_ACT_RELU: return v < 0 ? 0 : v;
+    case XF_MS_ACT_TANH: return tanh(v);
+    case XF_MS_ACT_SIGMOID: return 1.0 / (1.0 + exp(-v));
+    case XF_MS_ACT_LEAKY_RELU: return v < 0 ? v * p[0] : v;
+    case XF_MS_ACT_CLIP: return v < p[0] ? p[0] : v > p[1] ? p[1] : v;
+    case XF_MS_ACT_HARD_SIGMOID: {
+        double h = p[0] * v + p[1];
+        return h < 0 ? 0 : h > 1 ? 1 : h;
+    }
+    default: return v;
     }
 }

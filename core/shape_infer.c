@@ -560,6 +560,16 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MISH infer_same
 #define XF_RULE_GELU infer_same
 #define XF_RULE_MS_GELU infer_same
+#define XF_RULE_MS_FUSED_CONV xf_infer_fused_conv
+#define XF_RULE_MS_FUSED_GEMM xf_infer_gemm
+#define XF_RULE_MS_FUSED_MATMUL xf_infer_fused_matmul
+#define XF_RULE_MS_FAST_GELU xf_infer_bias_elementwise
+#define XF_RULE_MS_BIAS_GELU xf_infer_bias_elementwise
+#define XF_RULE_MS_QUICK_GELU infer_same
+#define XF_RULE_MS_BIAS_ADD xf_infer_bias_elementwise
+#define XF_RULE_MS_SKIP_LAYER_NORM xf_infer_skip_layer_norm
+#define XF_RULE_MS_SKIP_SIMPLIFIED_LAYER_NORM xf_infer_skip_layer_norm
+#define XF_RULE_SIMPLIFIED_LAYER_NORM xf_infer_layer_norm
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

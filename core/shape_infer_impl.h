@@ -127,6 +127,13 @@ xf_status xf_infer_reduce(xf_infer_ctx *c);
 xf_status xf_infer_matmul(xf_infer_ctx *c);
 /* MatMul's rule on inputs ai and bi (MatMulInteger, QLinearMatMul). */
 xf_status xf_infer_matmul_operands(xf_infer_ctx *c, int ai, int bi);
+/* The same for operands of shapes a and b. */
+xf_status xf_infer_matmul_shapes(xf_infer_ctx *c, const xf_shape *a, const xf_shape *b);
+/* ONNX Runtime's contrib ops (shape_infer_contrib.c) */
+xf_status xf_infer_fused_conv(xf_infer_ctx *c);
+xf_status xf_infer_fused_matmul(xf_infer_ctx *c);
+xf_status xf_infer_bias_elementwise(xf_infer_ctx *c);
+xf_status xf_infer_skip_layer_norm(xf_infer_ctx *c);
 xf_status xf_infer_gemm(xf_infer_ctx *c);
 xf_status xf_infer_rnn(xf_infer_ctx *c);
 /* ArgMax/ArgMin, CumSum and the normalizations (shape_infer_norm.c). */

@@ -348,7 +348,11 @@ xf_status xf_infer_softmax(xf_infer_ctx *c)
  * dimensions broadcast. */
 xf_status xf_infer_matmul_operands(xf_infer_ctx *c, int ai, int bi)
 {
-    const xf_shape *a = xf_infer_shape(c, ai), *b = xf_infer_shape(c, bi);
+    return xf_infer_matmul_shapes(c, xf_infer_shape(c, ai), xf_infer_shape(c, bi));
+}
+
+xf_status xf_infer_matmul_shapes(xf_infer_ctx *c, const xf_shape *a, const xf_shape *b)
+{
     if (a->ndim < 1 || b->ndim < 1)
         return xf_infer_fail(c, XF_ERR_INVALID, "operands %s and %s must have rank 1 or more",
                              xf_infer_text(a).s, xf_infer_text(b).s);

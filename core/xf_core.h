@@ -363,7 +363,33 @@ typedef struct xf_attrs {
      * scalar); Upsample's scales before opset 9 (floats, NULL from opset 9,
      * where they are an input); owned reference */
     xf_tensor *value;
+
+    /* ONNX Runtime's contrib ops: FusedConv's and FusedGemm's activation
+     * (an xf_ms_act) and its parameters (LeakyRelu alpha; Clip min, max;
+     * HardSigmoid alpha, beta); FusedMatMul's transBatchA, transBatchB
+     * (alpha, transA, transB are Gemm's fields) */
+    int ms_act;
+    float ms_act_params[2];
+    int trans_batch_a, trans_batch_b;
 } xf_attrs;
+
+/* The activations ONNX Runtime's FusedConv (activation, activation_params)
+ * and FusedGemm (activation, activation_alpha, activation_beta) apply. */
+typedef enum xf_ms_act {
+    XF_MS_ACT_NONE = 0,
+    XF_MS_ACT_RELU,
+    XF_MS_ACT_TANH,
+    XF_MS_ACT_SIGMOID,
+    XF_MS_ACT_LEAKY_RELU,
+    XF_MS_ACT_CLIP,
+    XF_MS_ACT_HARD_SIGMOID,
+    XF_MS_ACT_COUNT
+} xf_ms_act;
+/* ONNX's name of each (NULL for none) and how many parameters it takes. */
+extern const char *const xf_ms_act_names[XF_MS_ACT_COUNT];
+extern const int xf_ms_act_n_params[XF_MS_ACT_COUNT];
+/* The activation applied to v. */
+double xf_ms_act_apply(int act, const float *params, double v);
 
 /* Defaults for op: alpha/beta/epsilon/axis/keepdims set as ONNX defines them. */
 void xf_attrs_default(xf_op op, xf_attrs *a);

@@ -301,6 +301,10 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
         a->resize_coord != b->resize_coord || a->resize_nearest != b->resize_nearest || a->softmax_legacy != b->softmax_legacy || a->alpha != b->alpha ||
         a->beta != b->beta || a->epsilon != b->epsilon || a->trans_a != b->trans_a || a->trans_b != b->trans_b)
         return false;
+    if (a->ms_act != b->ms_act || a->ms_act_params[0] != b->ms_act_params[0] ||
+        a->ms_act_params[1] != b->ms_act_params[1] || a->trans_batch_a != b->trans_batch_a ||
+        a->trans_batch_b != b->trans_batch_b)
+        return false;
     return a->value == b->value;
 }
 

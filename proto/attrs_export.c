@@ -96,7 +96,7 @@ static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
     static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
     const xf_attrs *a = &n->attrs;
     bool conv = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE || n->op == XF_OP_CONV_INTEGER ||
-                n->op == XF_OP_QLINEAR_CONV;
+                n->op == XF_OP_QLINEAR_CONV || n->op == XF_OP_MS_FUSED_CONV;
     int k = a->n_spatial;
     size_t before = w->n;
     if (differs(a->kernel, k, 0) || (!conv && k > 0))
@@ -310,6 +310,22 @@ static xf_status write_upsample(writer *w, const xf_node *n, int64_t opset, xf_e
     return XF_OK;
 }
 
+/* FusedConv's and FusedGemm's activation (attrs_contrib.c reads it back). */
+static void write_ms_act(writer *w, const xf_node *n)
+{
+    const xf_attrs *a = &n->attrs;
+    if (a->ms_act <= 0 || a->ms_act >= XF_MS_ACT_COUNT)
+        return;
+    add_string(w, "activation", xf_ms_act_names[a->ms_act]);
+    int np = xf_ms_act_n_params[a->ms_act];
+    if (n->op == XF_OP_MS_FUSED_CONV && np > 0)
+        add_floats(w, "activation_params", a->ms_act_params, np);
+    if (n->op == XF_OP_MS_FUSED_GEMM && np > 0)
+        add_float(w, "activation_alpha", a->ms_act_params[0]);
+    if (n->op == XF_OP_MS_FUSED_GEMM && np > 1)
+        add_float(w, "activation_beta", a->ms_act_params[1]);
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -340,8 +356,13 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
+    case XF_OP_MS_FUSED_CONV:
         write_spatial(&w, n, &d);
+        write_ms_act(&w, n);
         break;
+    case XF_OP_MS_FUSED_GEMM:
+        write_ms_act(&w, n);
+        /* fall through - the rest are Gemm's */
     case XF_OP_GEMM:
         if (a->alpha != d.alpha)
             add_float(&w, "alpha", a->alpha);
@@ -608,6 +629,32 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_LSTM:
     case XF_OP_GRU:
         s = write_rnn(&w, n, err);
+        break;
+    case XF_OP_MS_FUSED_MATMUL:
+        if (a->alpha != d.alpha)
+            add_float(&w, "alpha", a->alpha);
+        if (a->trans_a)
+            add_int(&w, "transA", a->trans_a);
+        if (a->trans_b)
+            add_int(&w, "transB", a->trans_b);
+        if (a->trans_batch_a)
+            add_int(&w, "transBatchA", a->trans_batch_a);
+        if (a->trans_batch_b)
+            add_int(&w, "transBatchB", a->trans_batch_b);
+        break;
+    case XF_OP_MS_QUICK_GELU:
+        if (a->alpha != d.alpha)
+            add_float(&w, "alpha", a->alpha);
+        break;
+    case XF_OP_MS_SKIP_LAYER_NORM:
+    case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM: /* ONNX Runtime's kernel requires epsilon */
+        add_float(&w, "epsilon", a->epsilon);
+        break;
+    case XF_OP_SIMPLIFIED_LAYER_NORM:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->epsilon != d.epsilon)
+            add_float(&w, "epsilon", a->epsilon);
         break;
     default:
         break;

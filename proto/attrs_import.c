@@ -81,6 +81,7 @@
  *   MeanVarianceNormalization  axes (default [0, 2, 3])
  *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
  *   LpNormalization axis p->lp_p
+ *   ONNX Runtime's contrib ops: attrs_contrib.c
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -111,6 +112,7 @@ typedef struct reader {
      * functions once all attributes are read */
     float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
     int n_act_alpha, n_act_beta;
+    xfp_contrib_seen contrib; /* contrib ops (attrs_contrib.c) */
 } reader;
 
 /* Records why the node stays opaque (fmt may contain one %s for name);
@@ -285,7 +287,8 @@ static const char *const reduction_names[] = {"none", "add", "mul", "max", "min"
 /* The convolutions: a group, and no pooling attributes. */
 static bool conv_like(xf_op op)
 {
-    return op == XF_OP_CONV || op == XF_OP_CONV_TRANSPOSE || op == XF_OP_CONV_INTEGER || op == XF_OP_QLINEAR_CONV;
+    return op == XF_OP_CONV || op == XF_OP_CONV_TRANSPOSE || op == XF_OP_CONV_INTEGER || op == XF_OP_QLINEAR_CONV ||
+           op == XF_OP_MS_FUSED_CONV;
 }
 
 static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
@@ -521,8 +524,14 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     const char *name = at->name;
     if (at->ref_attr_name && at->ref_attr_name[0])
         return refuse(r, "attribute '%s' refers to a function attribute", name);
+    int contrib = xfp_contrib_attr(op, at, a, &r->contrib);
+    if (contrib >= 0)
+        return contrib;
+    if (op == XF_OP_MS_FUSED_GEMM) /* the rest are Gemm's */
+        op = XF_OP_GEMM;
 #define A(s) (strcmp(name, s) == 0)
     switch (op) {
+    case XF_OP_MS_FUSED_CONV:
     case XF_OP_CONV:
     case XF_OP_CONV_TRANSPOSE:
     case XF_OP_CONV_INTEGER:
@@ -810,7 +819,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 static bool finish(reader *r, xf_op op, int n_outputs)
 {
     xf_attrs *a = r->a;
+    if (!xfp_contrib_finish(op, a, &r->contrib))
+        return false;
     switch (op) {
+    case XF_OP_MS_FUSED_CONV:
     case XF_OP_CONV:
     case XF_OP_CONV_TRANSPOSE:
     case XF_OP_CONV_INTEGER:
@@ -899,7 +911,8 @@ xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, c
     reader r = {.ctx = ctx, .a = a, .why = why, .why_len = why_len, .err = err, .status = XF_OK,
                 .n_kernel = -1, .n_strides = -1, .n_pads = -1, .n_dilations = -1,
                 .n_output_padding = -1, .n_output_shape = -1,
-                .n_starts = -1, .n_ends = -1, .n_slice_axes = -1};
+                .n_starts = -1, .n_ends = -1, .n_slice_axes = -1,
+                .contrib = {.why = why, .why_len = why_len}};
     why[0] = '\0';
     *known = true;
     xfp_name_map seen = {0};

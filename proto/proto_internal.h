@@ -174,6 +174,21 @@ typedef struct xfp_attr_ctx {
  * (the node then stays opaque); errors only for bad data. */
 xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, const xfp_attr_ctx *ctx,
                            xf_attrs *a, bool *known, char *why, size_t why_len, xf_error *err);
+/* attrs_contrib.c: ONNX Runtime's contrib ops.  What one node's attributes
+ * gave so far, and where a refusal's reason goes. */
+typedef struct xfp_contrib_seen {
+    int n_params;  /* FusedConv: activation_params' length */
+    bool given[2]; /* FusedGemm: activation_alpha, activation_beta */
+    char *why;
+    size_t why_len;
+} xfp_contrib_seen;
+/* Takes attribute at of contrib op `op`: 1 taken, 0 refused (reason in
+ * s->why), -1 not one of the op's own (FusedConv's window attributes,
+ * FusedGemm's Gemm ones: the caller's). */
+int xfp_contrib_attr(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, xfp_contrib_seen *s);
+/* Cross-attribute rules once all are read; false (reason in s->why) refuses. */
+bool xfp_contrib_finish(xf_op op, const xf_attrs *a, xfp_contrib_seen *s);
+
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

@@ -180,6 +180,16 @@ typedef struct ref_entry {
 #define XF_REF_LRN {xf_ref_lrn, FLT, 0, 0}
 #define XF_REF_LP_NORM {xf_ref_lp_norm, FLT, 0, 0}
 #define XF_REF_MS_GELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_MS_FUSED_CONV {xf_ref_fused_conv, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_MS_FUSED_GEMM {xf_ref_fused_gemm, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_MS_FUSED_MATMUL {xf_ref_fused_matmul, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_MS_FAST_GELU {xf_ref_bias_act, FLT, FLT, 0, true}
+#define XF_REF_MS_BIAS_GELU {xf_ref_bias_act, FLT, FLT, 0, true}
+#define XF_REF_MS_QUICK_GELU {xf_ref_bias_act, FLT, 0, 0, true}
+#define XF_REF_MS_BIAS_ADD {xf_ref_bias_act, FLT, FLT, 0, true}
+#define XF_REF_MS_SKIP_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
+#define XF_REF_MS_SKIP_SIMPLIFIED_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
+#define XF_REF_SIMPLIFIED_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

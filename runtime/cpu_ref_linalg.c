@@ -7,7 +7,7 @@
 
 /* One (m x k) by (k x n) product; element (i, j) of an operand is at
  * i * row + j * col, so transposed operands are just other strides. */
-static void matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
+void xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
                          int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc)
 {
     for (int64_t i = 0; i < m; i++)
@@ -74,7 +74,7 @@ xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_ten
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
     float *y = out[0].data;
     for (int64_t bi = 0; bi < mm.n_batch; bi++, xf_rt_iter_next(&it)) {
-        matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
+        xf_rt_matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
                      nn, 1, m, k, nn, acc);
         for (int64_t i = 0; i < m * nn; i++)
             y[bi * m * nn + i] = (float)acc[i];
@@ -103,7 +103,7 @@ xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Gemm");
     /* A stored (M, K) has element (i, t) at i*K + t; stored (K, M) at t*M + i */
-    matmul_block(in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data, at->trans_b ? 1 : nn,
+    xf_rt_matmul_block(in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data, at->trans_b ? 1 : nn,
                  at->trans_b ? k : 1, m, k, nn, acc);
     xf_rt_iter it;
     xf_rt_iter_init(&it, ys);

@@ -144,6 +144,19 @@ typedef struct xf_rt_matmul {
 xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_rt_matmul *mm, xf_error *err);
 xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* One (m x k) by (k x n) product into acc; element (i, j) of an operand is
+ * at i * row + j * col. */
+void xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row, int64_t b_col,
+                        int64_t m, int64_t k, int64_t n, double *acc);
+/* ONNX Runtime's contrib ops (cpu_ref_contrib.c): FusedConv, FusedGemm,
+ * FusedMatMul; FastGelu, BiasGelu, QuickGelu, BiasAdd; the skip layer
+ * normalizations and SimplifiedLayerNormalization */
+xf_status xf_ref_fused_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_fused_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_fused_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_bias_act(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err);
 xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* recurrent layers: RNN, LSTM and GRU (cpu_ref_rnn.c) */
 xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
