@@ -338,7 +338,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
 {
     const xf_dn_handler *h = NULL;
     switch (n->op) {
-    case XF_OP_CONV: h = &xf_dn_conv_handler; break;
+    case XF_OP_CONV:
+    case XF_OP_MS_FUSED_CONV: h = &xf_dn_conv_handler; break;
     case XF_OP_CONV_TRANSPOSE: h = &xf_dn_deconv_handler; break;
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
@@ -368,6 +369,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_RECIPROCAL:
     case XF_OP_GELU:
     case XF_OP_MS_GELU:
+    case XF_OP_MS_FAST_GELU:
+    case XF_OP_MS_QUICK_GELU:
     case XF_OP_MISH:
     case XF_OP_ROUND: h = &xf_dn_eltwise_handler; break;
     case XF_OP_ADD:
@@ -447,7 +450,8 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         /* one output, or a Split's parts */
         if (!h[i] || !h[i]->native_input || (n->n_outputs != 1 && n->op != XF_OP_SPLIT))
             continue;
-        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE || n->op == XF_OP_QLINEAR_CONV ||
+        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_MS_FUSED_CONV || n->op == XF_OP_CONV_TRANSPOSE ||
+                          n->op == XF_OP_QLINEAR_CONV ||
                           (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE);
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];

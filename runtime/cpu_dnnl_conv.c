@@ -51,9 +51,12 @@ bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_con
     return b < 0 || xf_shape_numel(&g->values[b].shape) == w->dims[0];
 }
 
+/* Conv, and ONNX Runtime's FusedConv without Z (its activation is a
+ * post-op like Conv's own; Z, added before it, is left to cpu_ref). */
 static bool conv_handles(const xf_graph *g, const xf_node *n)
 {
-    return xf_dn_all_f32(g, n) && xf_dn_conv_geometry_ok(g, n, &conv_f32);
+    return xf_dn_all_f32(g, n) && xf_dn_conv_geometry_ok(g, n, &conv_f32) &&
+           (n->op == XF_OP_CONV || xf_dn_input(n, 3) < 0);
 }
 
 static dnnl_alg_kind_t activation_alg(xf_activation a)
@@ -65,6 +68,29 @@ static dnnl_alg_kind_t activation_alg(xf_activation a)
     case XF_ACT_NONE: break;
     }
     return dnnl_alg_kind_undef;
+}
+
+/* The node's own activation as post-ops (Conv's fused one, FusedConv's);
+ * returns how many (at most 2). */
+static int own_posts(const xf_node *n, xf_dn_post *p)
+{
+    if (n->op == XF_OP_CONV) {
+        p[0] = (xf_dn_post){.alg = activation_alg(n->attrs.activation)};
+        return n->attrs.activation != XF_ACT_NONE;
+    }
+    const float *a = n->attrs.ms_act_params;
+    switch (n->attrs.ms_act) {
+    case XF_MS_ACT_RELU: p[0] = (xf_dn_post){.alg = dnnl_eltwise_relu}; return 1;
+    case XF_MS_ACT_TANH: p[0] = (xf_dn_post){.alg = dnnl_eltwise_tanh}; return 1;
+    case XF_MS_ACT_SIGMOID: p[0] = (xf_dn_post){.alg = dnnl_eltwise_logistic}; return 1;
+    case XF_MS_ACT_LEAKY_RELU: p[0] = (xf_dn_post){.alg = dnnl_eltwise_relu, .alpha = a[0]}; return 1;
+    case XF_MS_ACT_CLIP: p[0] = (xf_dn_post){.alg = dnnl_eltwise_clip, .alpha = a[0], .beta = a[1]}; return 1;
+    case XF_MS_ACT_HARD_SIGMOID: /* clamp(alpha x + beta, 0, 1) */
+        p[0] = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = a[0], .beta = a[1]};
+        p[1] = (xf_dn_post){.alg = dnnl_eltwise_clip, .alpha = 0.0f, .beta = 1.0f};
+        return 2;
+    default: return 0;
+    }
 }
 
 /* The descriptor of convolution n, typed as io says; src_md / dst_md fix
@@ -120,7 +146,7 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
     int votes[n_known] = {0};
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *n = &g->nodes[i];
-        if (n->op != XF_OP_CONV || !conv_handles(g, n) || g->values[n->inputs[0]].shape.ndim != 4)
+        if ((n->op != XF_OP_CONV && n->op != XF_OP_MS_FUSED_CONV) || !conv_handles(g, n) || g->values[n->inputs[0]].shape.ndim != 4)
             continue;
         const xf_shape *x = &g->values[n->inputs[0]].shape;
         bool has_bias = n->n_inputs > 2 && n->inputs[2] >= 0;
@@ -206,10 +232,8 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     /* the node's own fused activation, then what folded consumers add */
-    xf_dn_post posts[XF_DN_MAX_POSTS + 1];
-    int n_posts = 0;
-    if (n->attrs.activation != XF_ACT_NONE)
-        posts[n_posts++] = (xf_dn_post){.alg = activation_alg(n->attrs.activation)};
+    xf_dn_post posts[XF_DN_MAX_POSTS + 2];
+    int n_posts = own_posts(n, posts);
     for (int i = 0; i < st->n_posts; i++)
         posts[n_posts++] = st->posts[i];
     dnnl_primitive_attr_t attr;
@@ -221,10 +245,17 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     return s;
 }
 
-/* Any elementwise op and one sum, after the Conv's own activation. */
+/* Any elementwise op and one sum, after the Conv's own activation; not
+ * one of the own activation's algorithm with other parameters (oneDNN 2.6
+ * runs them all with the first one's). */
 static bool conv_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post)
 {
-    return n_posts + (n->attrs.activation != XF_ACT_NONE) < XF_DN_MAX_POSTS;
+    xf_dn_post own[2];
+    int n_own = own_posts(n, own);
+    for (int i = 0; i < n_own; i++)
+        if (!post->sum && own[i].alg == post->alg && (own[i].alpha != post->alpha || own[i].beta != post->beta))
+            return false;
+    return n_posts + n_own < XF_DN_MAX_POSTS;
 }
 
 const xf_dn_handler xf_dn_conv_handler = {conv_handles, input0_native_ok, conv_prepare, conv_takes_post};

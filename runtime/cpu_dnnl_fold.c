@@ -44,7 +44,7 @@ static bool is_const(const xf_graph *g, int v) { return v >= 0 && g->values[v].i
  * bn reads). */
 static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const fold_acc *acc)
 {
-    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || !is_const(g, conv->inputs[1]) ||
+    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || conv->attrs.ms_act != XF_MS_ACT_NONE || !is_const(g, conv->inputs[1]) ||
         (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])))
         return false;
     for (int k = 1; k < 5; k++)

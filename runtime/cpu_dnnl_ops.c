@@ -242,6 +242,9 @@ static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
     case XF_OP_RECIPROCAL: *alpha = 1.0f; *beta = -1.0f; return dnnl_eltwise_pow;
     case XF_OP_GELU: return n->attrs.gelu_tanh ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
     case XF_OP_MS_GELU: return dnnl_eltwise_gelu_erf;
+    /* the same tanh formula as ONNX Runtime's FastGelu (without a bias) */
+    case XF_OP_MS_FAST_GELU: return dnnl_eltwise_gelu_tanh;
+    case XF_OP_MS_QUICK_GELU: *alpha = n->attrs.alpha; return dnnl_eltwise_swish; /* x sigmoid(alpha x) */
     case XF_OP_MISH: return dnnl_eltwise_mish;
     /* nearest, halves to even (the default rounding mode oneDNN rounds in) */
     case XF_OP_ROUND: return dnnl_eltwise_round;
