@@ -174,6 +174,11 @@ typedef struct xfp_attr_ctx {
  * (the node then stays opaque); errors only for bad data. */
 xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, const xfp_attr_ctx *ctx,
                            xf_attrs *a, bool *known, char *why, size_t why_len, xf_error *err);
+/* ONNX Runtime's attention family (attrs_attn.c): one attribute of a node
+ * of op, and the checks once all are read; false, with the reason in why,
+ * for what the block cannot hold. */
+bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

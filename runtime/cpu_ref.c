@@ -180,6 +180,10 @@ typedef struct ref_entry {
 #define XF_REF_LRN {xf_ref_lrn, FLT, 0, 0}
 #define XF_REF_LP_NORM {xf_ref_lp_norm, FLT, 0, 0}
 #define XF_REF_MS_GELU {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_MS_ATTENTION {xf_ref_ms_attention, F32, F32, F32}
+#define XF_REF_MS_MHA {xf_ref_ms_mha, F32, F32, F32}
+#define XF_REF_MS_EMBED_LAYER_NORM {xf_ref_ms_embed_layer_norm, I32, I32, F32}
+#define XF_REF_MS_ROTARY_EMB {xf_ref_ms_rotary, F32, I64, F32}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

@@ -156,6 +156,12 @@ xf_status xf_ref_reduce(const xf_node *n, const xf_tensor_view *in, const xf_ten
 xf_status xf_ref_group_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_mvn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_lrn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* ONNX Runtime's attention family (cpu_ref_attn.c) */
+xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                     xf_error *err);
+xf_status xf_ref_ms_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_lp_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* along one axis: ArgMax/ArgMin, Hardmax, CumSum (cpu_ref_axis.c) */
 xf_status xf_ref_arg_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
