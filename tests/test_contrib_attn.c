@@ -241,6 +241,145 @@ START_TEST(test_attention_bias_sizes)
 }
 END_TEST
 
+enum mha_form { SEPARATE, PACKED_KV, PACKED_QKV, KV_BNSH };
+
+typedef struct mha_case {
+    enum mha_form form;
+    int64_t b, s, l, n, h, hv;
+    int bias;
+    enum mask_kind mask;
+    int uni;
+    int64_t past;
+    int bias_form;
+} mha_case;
+
+/* Part `part` of packed (B, R, N, parts, H) data as (B, N, R, H), plus
+ * bias slice bias_at (NULL: none) reshaped to (N, H). */
+static const char *unpack(gbuild *b, const char *x, int64_t part, const char *bias, int64_t at, int64_t n, int64_t h)
+{
+    const char *idx = gb_const(b, mk(XF_DT_INT64, 0, NULL, &part));
+    const char *p = axis_node(b, "Gather", (const char *const[]){x, idx, NULL}, 3);
+    if (bias) {
+        const char *sl = GB(b, "Slice", bias, gb_ints(b, 1, (int64_t[]){at}), gb_ints(b, 1, (int64_t[]){at + n * h}));
+        p = GB(b, "Add", p, GB(b, "Reshape", sl, gb_ints(b, 2, (int64_t[]){n, h})));
+    }
+    return transposed(b, p, (int64_t[]){0, 2, 1, 3});
+}
+
+/* (B, R, N * h) plus bias slice at, as (B, N, R, h). */
+static const char *biased_heads(gbuild *b, const char *x, const char *bias, int64_t at, int64_t n, int64_t h)
+{
+    if (bias)
+        x = GB(b, "Add", x, GB(b, "Slice", bias, gb_ints(b, 1, (int64_t[]){at}), gb_ints(b, 1, (int64_t[]){at + n * h})));
+    return heads(b, x, n, h);
+}
+
+static void run_mha(const mha_case *c, unsigned seed)
+{
+    gbuild gb, *b = &gb;
+    gb_init(b, seed);
+    int64_t n = c->n, h = c->h, hv = c->hv, d = n * h, dv = n * hv, t = c->past + c->l;
+    static const char *const BL[] = {"batch", "kv", NULL, NULL, NULL};
+    const char *q = "", *k = "", *v = "";
+    if (c->form == PACKED_QKV) {
+        q = gb_input(b, "q", gb_rand(b, DIMS(c->b, c->s, n, 3, h)), BS);
+    } else {
+        q = gb_input(b, "q", gb_rand(b, DIMS(c->b, c->s, d)), BS);
+        if (c->form == PACKED_KV)
+            k = gb_input(b, "k", gb_rand(b, DIMS(c->b, c->l, n, 2, h)), BL);
+        else if (c->form == KV_BNSH)
+            k = gb_input(b, "k", gb_rand(b, DIMS(c->b, n, c->l, h)), NULL);
+        else
+            k = gb_input(b, "k", gb_rand(b, DIMS(c->b, c->l, d)), BL);
+        if (c->form == KV_BNSH)
+            v = gb_input(b, "v", gb_rand(b, DIMS(c->b, n, c->l, hv)), NULL);
+        else if (c->form == SEPARATE)
+            v = gb_input(b, "v", gb_rand(b, DIMS(c->b, c->l, dv)), BL);
+    }
+    const char *bias = c->bias ? gb_const(b, gb_rand(b, DIMS(2 * d + dv))) : "";
+    const char *mask = c->mask ? gb_input(b, "mask", mask_tensor(b, c->mask, c->b, c->s, t), NULL) : "";
+    const char *ab = c->bias_form ? gb_input(b, "ab", gb_rand(b, DIMS(c->bias_form == 1 ? c->b : 1,
+                                                                       c->bias_form == 1 ? n : 1, c->s, t)), NULL)
+                                  : "";
+    const char *pk = c->past ? gb_input(b, "pk", gb_rand(b, DIMS(c->b, n, c->past, h)), NULL) : "";
+    const char *pv = c->past ? gb_input(b, "pv", gb_rand(b, DIMS(c->b, n, c->past, hv)), NULL) : "";
+    const char *outs[3];
+    Onnx__NodeProto *node = gb_node(b, "MultiHeadAttention", MS,
+                                    (const char *const[]){q, k, v, bias, mask, ab, pk, pv, NULL}, c->past ? 3 : 1, outs);
+    attr_int(node, "num_heads", n);
+    if (c->uni)
+        attr_int(node, "unidirectional", 1);
+    const char *bq = c->bias ? bias : NULL, *qh, *kh, *vh;
+    if (c->form == PACKED_QKV) {
+        qh = unpack(b, q, 0, bq, 0, n, h);
+        kh = unpack(b, q, 1, bq, d, n, h);
+        vh = unpack(b, q, 2, bq, 2 * d, n, h);
+    } else {
+        qh = biased_heads(b, q, bq, 0, n, h);
+        if (c->form == PACKED_KV) {
+            kh = unpack(b, k, 0, bq, d, n, h);
+            vh = unpack(b, k, 1, bq, 2 * d, n, h);
+        } else if (c->form == KV_BNSH) {
+            kh = k;
+            vh = v;
+        } else {
+            kh = biased_heads(b, k, bq, d, n, h);
+            vh = biased_heads(b, v, bq, 2 * d, n, hv);
+        }
+    }
+    if (c->past) {
+        kh = axis_node(b, "Concat", (const char *const[]){pk, kh, NULL}, 2);
+        vh = axis_node(b, "Concat", (const char *const[]){pv, vh, NULL}, 2);
+    }
+    const char *add = additive_mask(b, mask, c->mask, c->b, c->s, c->past, c->uni, -10000.0f);
+    gb_pair(b, outs[0], attend(b, qh, kh, vh, add, c->bias_form ? ab : NULL, 1.0f / sqrtf((float)h)),
+            ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    if (c->past) {
+        gb_pair(b, outs[1], kh, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        gb_pair(b, outs[2], vh, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "MultiHeadAttention form %d B%lld S%lld L%lld mask %d uni %d past %lld", c->form,
+             (long long)c->b, (long long)c->s, (long long)c->l, c->mask, c->uni, (long long)c->past);
+    gb_check(b, 2e-5, what);
+}
+
+/* Separate Q, K and V (cross attention: L != S; V of another head size),
+ * packed K and V, packed Q, K and V, K and V already in heads; bias,
+ * key_padding_mask forms, attention_bias, causal masking, past_key and
+ * past_value to present_key and present_value. */
+START_TEST(test_mha_forms)
+{
+    static const mha_case cases[] = {
+        {SEPARATE, 2, 4, 6, 2, 4, 4, 1, NO_MASK, 0, 0, 0},
+        {SEPARATE, 2, 4, 6, 2, 4, 6, 1, RAW2, 0, 0, 0},
+        {SEPARATE, 2, 4, 4, 2, 4, 4, 0, END, 0, 0, 0},
+        {SEPARATE, 2, 3, 3, 2, 4, 4, 1, RAW3, 0, 0, 1},
+        {SEPARATE, 2, 4, 4, 2, 4, 4, 1, NO_MASK, 1, 0, 2},
+        {PACKED_KV, 2, 4, 5, 2, 4, 4, 1, RAW2, 0, 0, 0},
+        {PACKED_QKV, 2, 5, 5, 3, 4, 4, 1, NO_MASK, 0, 0, 1},
+        {PACKED_QKV, 2, 5, 5, 3, 4, 4, 0, RAW2, 1, 0, 0},
+        {KV_BNSH, 2, 4, 6, 2, 4, 4, 0, RAW2, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_mha(&cases[i], 91 + (unsigned)i);
+}
+END_TEST
+
+/* Decoding: past_key and past_value (several and one new positions),
+ * causal, with a 2-D mask over past and new positions. */
+START_TEST(test_mha_past)
+{
+    static const mha_case cases[] = {
+        {SEPARATE, 2, 3, 3, 2, 4, 4, 1, RAW2, 1, 5, 0},
+        {SEPARATE, 1, 1, 1, 4, 8, 8, 1, NO_MASK, 1, 7, 0},
+        {SEPARATE, 2, 2, 2, 2, 4, 6, 0, END, 0, 3, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_mha(&cases[i], 131 + (unsigned)i);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("contrib_attn");
@@ -249,6 +388,8 @@ int main(void)
     tcase_add_test(tc, test_attention_masks);
     tcase_add_test(tc, test_attention_causal_past);
     tcase_add_test(tc, test_attention_bias_sizes);
+    tcase_add_test(tc, test_mha_forms);
+    tcase_add_test(tc, test_mha_past);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
