@@ -324,7 +324,7 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(lp_p) && EQ(trilu_lower) && EQ(depth_crd) && EQ(eye_k) && EQ(onehot_legacy) && EQ(has_axis) &&
            xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
-           tensors_equal(a->value, b->value);
+           tensors_equal(a->value, b->value) && xf_attn_attrs_equal(&a->attn, &b->attn);
 #undef EQ
 #undef ARR
 }
