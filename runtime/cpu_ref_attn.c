@@ -6,13 +6,29 @@
  * Hv), past rows first, into one buffer laid out as Attention's present
  * (2, B, N, T, H); the scores are scale * Q K' plus attention_bias plus the
  * mask's additive (B, S, T) form, softmax along T, times V, written back as
- * (B, S, N * Hv). */
+ * (B, S, N * Hv).  The matrix products go through a function the backend
+ * gives: plain loops here, oneDNN's sgemm on the cpu backend. */
 #include "xf_rt_internal.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The reference product: C = alpha A B (B read transposed when trans_b)
+ * + beta C, row-major with leading dimensions; C is not read when beta is 0. */
+bool xf_attn_gemm_ref(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t x = 0; x < k; x++)
+                acc += a[i * lda + x] * (trans_b ? b[j * ldb + x] : b[x * ldb + j]);
+            c[i * ldc + j] = alpha * acc + (beta != 0.0f ? beta * c[i * ldc + j] : 0.0f);
+        }
+    return true;
+}
 
 typedef struct attn_dims {
     int64_t b, n, s, l, p, h, hv; /* T = p + l */
@@ -70,56 +86,50 @@ static xf_status make_mask(const xf_node *n, const xf_tensor_view *m, const attn
 }
 
 /* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
- * (B, S, N * Hv). */
+ * (B, S, N * Hv).  Like ONNX Runtime, each head's scores start as
+ * attention_bias plus the mask, and the product is added to them. */
 static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, const float *k, const float *v,
-                        const xf_tensor_view *mask_in, const xf_tensor_view *bias, float *out, xf_error *err)
+                        const xf_tensor_view *mask_in, const xf_tensor_view *bias, float *out, xf_attn_gemm gemm,
+                        xf_error *err)
 {
     int64_t tt = d->p + d->l;
     float scale = n->attrs.attn.scale != 0.0f ? n->attrs.attn.scale : 1.0f / sqrtf((float)d->h);
-    float *mask, *row = malloc(sizeof *row * (size_t)(tt > 0 ? tt : 1));
-    xf_status st = row ? make_mask(n, mask_in, d, &mask, err)
-                       : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    float *mask, *sc = malloc(sizeof *sc * (size_t)(d->s * tt > 0 ? d->s * tt : 1));
+    xf_status st = sc ? make_mask(n, mask_in, d, &mask, err)
+                      : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st != XF_OK) {
-        free(row);
+        free(sc);
         return st;
     }
     const float *ab = bias && xf_rt_present(bias) ? bias->data : NULL;
-    for (int64_t b = 0; b < d->b; b++)
-        for (int64_t h = 0; h < d->n; h++) {
+    for (int64_t b = 0; b < d->b && st == XF_OK; b++)
+        for (int64_t h = 0; h < d->n && st == XF_OK; h++) {
             const float *qh = q + (b * d->n + h) * d->s * d->h, *kh = k + (b * d->n + h) * tt * d->h;
             const float *vh = v + (b * d->n + h) * tt * d->hv;
-            const float *abh = NULL;
+            const float *abh = NULL, *mb = mask ? mask + b * d->s * tt : NULL;
             if (ab)
                 abh = ab + ((bias->shape.dims[0] == 1 ? 0 : b) * bias->shape.dims[1] +
                             (bias->shape.dims[1] == 1 ? 0 : h)) * d->s * tt;
-            for (int64_t i = 0; i < d->s; i++) {
-                float mx = -INFINITY, sum = 0.0f;
-                for (int64_t j = 0; j < tt; j++) {
-                    float dot = 0.0f, add = 0.0f;
-                    for (int64_t c = 0; c < d->h; c++)
-                        dot += qh[i * d->h + c] * kh[j * d->h + c];
-                    if (abh)
-                        add = abh[i * tt + j];
-                    if (mask)
-                        add += mask[(b * d->s + i) * tt + j];
-                    row[j] = scale * dot + add;
+            for (int64_t i = 0; i < d->s * tt; i++)
+                sc[i] = (abh ? abh[i] : 0.0f) + (mb ? mb[i] : 0.0f);
+            if (!gemm(true, d->s, tt, d->h, scale, qh, d->h, kh, d->h, 1.0f, sc, tt))
+                st = bad(err, n, "the matrix product failed");
+            for (int64_t i = 0; i < d->s && st == XF_OK; i++) {
+                float *row = sc + i * tt, mx = -INFINITY, sum = 0.0f;
+                for (int64_t j = 0; j < tt; j++)
                     mx = row[j] > mx ? row[j] : mx;
-                }
                 for (int64_t j = 0; j < tt; j++)
                     sum += row[j] = expf(row[j] - mx);
-                float *o = out + (b * d->s + i) * d->n * d->hv + h * d->hv;
-                for (int64_t c = 0; c < d->hv; c++)
-                    o[c] = 0.0f;
-                for (int64_t j = 0; j < tt; j++) {
-                    float pj = row[j] / sum;
-                    for (int64_t c = 0; c < d->hv; c++)
-                        o[c] += pj * vh[j * d->hv + c];
-                }
+                for (int64_t j = 0; j < tt; j++)
+                    row[j] /= sum;
             }
+            float *o = out + b * d->s * d->n * d->hv + h * d->hv;
+            if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, d->hv, 0.0f, o, d->n * d->hv))
+                st = bad(err, n, "the matrix product failed");
         }
     free(mask);
-    free(row);
-    return XF_OK;
+    free(sc);
+    return st;
 }
 
 /* Copies rows of (B, R, N, H) data at src (rows `len` apart: the element
@@ -146,7 +156,8 @@ static void put_past(const float *past, const attn_dims *d, int64_t h, float *ds
         memcpy(dst + bh * tt * h, past + bh * d->p * h, sizeof *dst * (size_t)(d->p * h));
 }
 
-xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                            xf_error *err)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
     const xf_shape *xs = &in[0].shape;
@@ -164,13 +175,10 @@ xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const 
     xf_status st = proj && q && kvbuf ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in Attention");
     const float *x = in[0].data, *w = in[1].data;
     const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
-    for (int64_t r = 0; st == XF_OK && r < d.b * d.s; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            float acc = 0.0f;
-            for (int64_t i = 0; i < din; i++)
-                acc += x[r * din + i] * w[i * cols + c];
-            proj[r * cols + c] = acc + (bias ? bias[c] : 0.0f);
-        }
+    for (int64_t r = 0; st == XF_OK && bias && r < d.b * d.s; r++)
+        memcpy(proj + r * cols, bias, sizeof *proj * (size_t)cols);
+    if (st == XF_OK && !gemm(false, d.b * d.s, cols, din, 1.0f, x, din, w, cols, bias ? 1.0f : 0.0f, proj, cols))
+        st = bad(err, n, "the matrix product failed");
     if (st == XF_OK) {
         float *k = kvbuf, *v = kvbuf + kv;
         const float *past = has_past ? in[4].data : NULL;
@@ -180,7 +188,7 @@ xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const 
         put_past(past, &d, d.h, k);
         put_past(past ? past + d.b * d.n * d.p * d.h : NULL, &d, d.hv, v);
         st = attend(n, &d, q, k, v, n->n_inputs > 3 ? &in[3] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
-                    err);
+                    gemm, err);
         if (st == XF_OK && out_wanted(n, out, 1))
             memcpy(out[1].data, kvbuf, sizeof *kvbuf * (size_t)(2 * kv));
     }
@@ -191,7 +199,8 @@ xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const 
 }
 
 /* MultiHeadAttention: the operand forms of xf_infer_ms_mha. */
-xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                      xf_error *err)
 {
     const xf_shape *qs = &in[0].shape;
     const xf_tensor_view *key = n->n_inputs > 1 && xf_rt_present(&in[1]) ? &in[1] : NULL;
@@ -259,7 +268,7 @@ xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_ten
         st = bad(err, n, "a 4-D key_padding_mask is not supported");
     if (st == XF_OK)
         st = attend(n, &d, q, k, v, n->n_inputs > 4 ? &in[4] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
-                    err);
+                    gemm, err);
     if (st == XF_OK && out_wanted(n, out, 1))
         memcpy(out[1].data, k, sizeof *k * (size_t)kvk);
     if (st == XF_OK && out_wanted(n, out, 2))
@@ -268,6 +277,16 @@ xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_ten
     free(k);
     free(v);
     return st;
+}
+
+xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return xf_attn_attention(n, in, out, xf_attn_gemm_ref, err);
+}
+
+xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return xf_attn_mha(n, in, out, xf_attn_gemm_ref, err);
 }
 
 xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
