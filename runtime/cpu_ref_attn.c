@@ -85,6 +85,64 @@ static xf_status make_mask(const xf_node *n, const xf_tensor_view *m, const attn
     return XF_OK;
 }
 
+/* e^x for x <= 0 (scores less their row's largest), four at a time,
+ * within 2 ulp: Cephes' polynomial on x - n ln 2, scaled by 2^n through the
+ * exponent bits; below -87 (masked scores) 0.  GCC's vector types, which it
+ * lowers to the widest registers the target has (expf it does not
+ * vectorize). */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static v4f exp4_nonpositive(v4f x)
+{
+    v4i low = x < -87.0f;
+    v4f c = (v4f)(((v4i)x & ~low) | ((v4i)((v4f){0} - 87.0f) & low));
+    v4f n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rounded to the nearest integer */
+    v4f r = c - n * 0.693359375f + n * 2.12194440e-4f;
+    v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    v4i two_n = (__builtin_convertvector(n, v4i) + 127) << 23;
+    return (v4f)((v4i)(p * (v4f)two_n) & ~low);
+}
+
+/* Softmax of a row in place, as ONNX Runtime's: less the largest, e^x, times
+ * 1 / the sum. */
+static void softmax_row(float *row, int64_t n)
+{
+    float mx = -INFINITY, sum = 0.0f, tail[4];
+    for (int64_t j = 0; j < n; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    v4f acc = {0};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4f x;
+        memcpy(&x, row + j, sizeof x);
+        x = exp4_nonpositive(x - mx);
+        memcpy(row + j, &x, sizeof x);
+        acc += x;
+    }
+    if (j < n) { /* the last few through a padded block */
+        v4f x = {0};
+        for (int u = 0; u < 4; u++)
+            tail[u] = j + u < n ? row[j + u] - mx : -INFINITY;
+        memcpy(&x, tail, sizeof x);
+        x = exp4_nonpositive(x);
+        acc += x;
+        memcpy(tail, &x, sizeof x);
+        for (int u = 0; j + u < n; u++)
+            row[j + u] = tail[u];
+    }
+    for (int u = 0; u < 4; u++)
+        sum += acc[u];
+    float inv = 1.0f / sum;
+    for (j = 0; j < n; j++)
+        row[j] *= inv;
+}
+
 /* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
  * (B, S, N * Hv).  Like ONNX Runtime, each head's scores start as
  * attention_bias plus the mask, and the product is added to them. */
@@ -114,15 +172,8 @@ static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, co
                 sc[i] = (abh ? abh[i] : 0.0f) + (mb ? mb[i] : 0.0f);
             if (!gemm(true, d->s, tt, d->h, scale, qh, d->h, kh, d->h, 1.0f, sc, tt))
                 st = bad(err, n, "the matrix product failed");
-            for (int64_t i = 0; i < d->s && st == XF_OK; i++) {
-                float *row = sc + i * tt, mx = -INFINITY, sum = 0.0f;
-                for (int64_t j = 0; j < tt; j++)
-                    mx = row[j] > mx ? row[j] : mx;
-                for (int64_t j = 0; j < tt; j++)
-                    sum += row[j] = expf(row[j] - mx);
-                for (int64_t j = 0; j < tt; j++)
-                    row[j] /= sum;
-            }
+            for (int64_t i = 0; i < d->s && st == XF_OK; i++)
+                softmax_row(sc + i * tt, tt);
             float *o = out + b * d->s * d->n * d->hv + h * d->hv;
             if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, d->hv, 0.0f, o, d->n * d->hv))
                 st = bad(err, n, "the matrix product failed");
