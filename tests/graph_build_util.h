@@ -47,4 +47,9 @@ void gb_pair(gbuild *b, const char *mine, const char *ref, int elem);
  * the largest magnitude of the reference; releases the feeds. */
 void gb_check(gbuild *b, double tol, const char *what);
 
+/* Runs run(&cases[i], seed + i) for every case of the array. */
+#define GB_RUN_CASES(cases, run, seed)                                                                               \
+    for (size_t gb_i_ = 0; gb_i_ < sizeof(cases) / sizeof(cases)[0]; gb_i_++)                                      \
+    run(&(cases)[gb_i_], (seed) + (unsigned)gb_i_)
+
 #endif

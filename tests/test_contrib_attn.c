@@ -194,7 +194,11 @@ static void run_attention(const attn_case *c, unsigned seed)
     gb_check(b, 2e-5, what);
 }
 
-START_TEST(test_attention_masks)
+/* Each mask form; scale and mask_filter_value; no bias.  Causal masking,
+ * alone and with a padding mask; GPT-2's decoding with past state and the
+ * present output (one and several new positions).  attention_bias per
+ * batch and head, and broadcast; V of another head size. */
+START_TEST(test_attention)
 {
     static const attn_case cases[] = {
         {2, 5, 16, 2, 8, 0, NO_MASK, 0, 0, 0, 0, 0, 0},
@@ -204,40 +208,20 @@ START_TEST(test_attention_masks)
         {2, 5, 16, 2, 8, 0, RAW3, 0, 0, 0, 0, 0, 0},
         {1, 6, 12, 3, 4, 0, RAW2, 0, 0, 0, 0.25f, -50.0f, 0},
         {2, 4, 8, 1, 8, 0, NO_MASK, 0, 0, 0, 0, 0, 1},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_attention(&cases[i], 7 + (unsigned)i);
-}
-END_TEST
-
-/* Causal masking, alone and with a padding mask; GPT-2's decoding with past
- * state and the present output (one and several new positions). */
-START_TEST(test_attention_causal_past)
-{
-    static const attn_case cases[] = {
+        /* causal, past */
         {2, 5, 16, 2, 8, 0, NO_MASK, 1, 0, 0, 0, 0, 0},
         {2, 5, 16, 2, 8, 0, RAW2, 1, 0, 0, 0, 0, 0},
         {2, 3, 16, 2, 8, 0, RAW2, 1, 4, 0, 0, 0, 0},
         {1, 1, 16, 4, 4, 0, RAW2, 1, 6, 0, 0, 0, 0},
         {2, 3, 8, 2, 4, 0, NO_MASK, 1, 2, 0, 0, 0, 0},
         {2, 4, 12, 3, 4, 0, END, 1, 0, 0, 0, 0, 0},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_attention(&cases[i], 31 + (unsigned)i);
-}
-END_TEST
-
-/* attention_bias per batch and head and broadcast; V of another head size. */
-START_TEST(test_attention_bias_sizes)
-{
-    static const attn_case cases[] = {
+        /* attention_bias, qkv_hidden_sizes */
         {2, 4, 12, 3, 4, 0, NO_MASK, 0, 0, 1, 0, 0, 0},
         {2, 4, 12, 3, 4, 0, RAW2, 1, 0, 2, 0, 0, 0},
         {2, 4, 12, 2, 4, 6, RAW2, 0, 0, 1, 0, 0, 0},
         {2, 3, 10, 2, 3, 5, END, 0, 0, 0, 0, 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_attention(&cases[i], 61 + (unsigned)i);
+    GB_RUN_CASES(cases, run_attention, 7);
 }
 END_TEST
 
@@ -346,9 +330,10 @@ static void run_mha(const mha_case *c, unsigned seed)
 
 /* Separate Q, K and V (cross attention: L != S; V of another head size),
  * packed K and V, packed Q, K and V, K and V already in heads; bias,
- * key_padding_mask forms, attention_bias, causal masking, past_key and
- * past_value to present_key and present_value. */
-START_TEST(test_mha_forms)
+ * key_padding_mask forms, attention_bias, causal masking; decoding with
+ * past_key and past_value (several and one new positions) to present_key
+ * and present_value. */
+START_TEST(test_mha)
 {
     static const mha_case cases[] = {
         {SEPARATE, 2, 4, 6, 2, 4, 4, 1, NO_MASK, 0, 0, 0},
@@ -360,23 +345,12 @@ START_TEST(test_mha_forms)
         {PACKED_QKV, 2, 5, 5, 3, 4, 4, 1, NO_MASK, 0, 0, 1},
         {PACKED_QKV, 2, 5, 5, 3, 4, 4, 0, RAW2, 1, 0, 0},
         {KV_BNSH, 2, 4, 6, 2, 4, 4, 0, RAW2, 0, 0, 0},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_mha(&cases[i], 91 + (unsigned)i);
-}
-END_TEST
-
-/* Decoding: past_key and past_value (several and one new positions),
- * causal, with a 2-D mask over past and new positions. */
-START_TEST(test_mha_past)
-{
-    static const mha_case cases[] = {
+        /* past */
         {SEPARATE, 2, 3, 3, 2, 4, 4, 1, RAW2, 1, 5, 0},
         {SEPARATE, 1, 1, 1, 4, 8, 8, 1, NO_MASK, 1, 7, 0},
         {SEPARATE, 2, 2, 2, 2, 4, 6, 0, END, 0, 3, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_mha(&cases[i], 131 + (unsigned)i);
+    GB_RUN_CASES(cases, run_mha, 91);
 }
 END_TEST
 
@@ -385,11 +359,8 @@ int main(void)
     Suite *s = suite_create("contrib_attn");
     TCase *tc = tcase_create("attention");
     tcase_add_checked_fixture(tc, NULL, free_allocs);
-    tcase_add_test(tc, test_attention_masks);
-    tcase_add_test(tc, test_attention_causal_past);
-    tcase_add_test(tc, test_attention_bias_sizes);
-    tcase_add_test(tc, test_mha_forms);
-    tcase_add_test(tc, test_mha_past);
+    tcase_add_test(tc, test_attention);
+    tcase_add_test(tc, test_mha);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -141,11 +141,7 @@ START_TEST(test_attrs_roundtrip)
         ck_assert_float_eq(e->attrs.epsilon, 1e-5f);
         ck_assert_int_eq(e->attrs.attn.mask_index_type, 1);
         uint8_t *buf;
-        size_t len;
-        xf_error err;
-        ck_assert_msg(xf_model_save_buffer(m, &buf, &len, &err) == XF_OK, "%s", err.msg);
-        Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-        ck_assert_ptr_nonnull(mp);
+        Onnx__ModelProto *mp = saved_proto(m, &buf);
         for (size_t i = 0; i < mp->graph->n_node; i++) {
             const Onnx__NodeProto *n = mp->graph->node[i];
             ck_assert_str_eq(n->domain, MS);
@@ -236,31 +232,34 @@ START_TEST(test_refused_forms)
 {
     static const char *const ROT[] = {"x", "l_pos", "c", "s", NULL};
     static const char *const ELN[] = {"i_ids", "", "we", "pe", "", "g", "b", NULL};
-    ck_assert_int_eq(load_one("Attention", ATT, 1, heads), 0);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, rotary_attn), 1);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, shared_buffer), 1);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, no_heads), 1);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, qk_differ), 1);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, unknown), 1);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, uni_two), 1);
-    ck_assert_int_eq(load_one("Attention", ATT, 1, heads_float), 1);
-    /* past_sequence_length (input 6) only serves a shared past/present buffer */
-    ck_assert_int_eq(load_one("Attention", (const char *const[]){"x", "w", "b", "", "", "", "i_psl", NULL}, 1, heads), 1);
-    ck_assert_int_eq(load_one("MultiHeadAttention", (const char *const[]){"q", "k", "v", NULL}, 3, heads), 0);
-    /* output_qk, and cache_indirection of beam search */
-    ck_assert_int_eq(load_one("MultiHeadAttention", (const char *const[]){"q", "k", "v", NULL}, 4, heads), 1);
-    ck_assert_int_eq(load_one("MultiHeadAttention",
-                              (const char *const[]){"q", "k", "v", "", "", "", "pk", "pv", "i_psl", "i_ci", NULL}, 3,
-                              heads),
-                     1);
-    ck_assert_int_eq(load_one("MultiHeadAttention", (const char *const[]){"q", NULL}, 1, rotary_attn), 1);
-    ck_assert_int_eq(load_one("RotaryEmbedding", ROT, 1, none), 0);
-    ck_assert_int_eq(load_one("RotaryEmbedding", ROT, 1, packed_batching), 1);
-    ck_assert_int_eq(load_one("RotaryEmbedding", ROT, 1, interleaved_two), 1);
-    ck_assert_int_eq(load_one("RotaryEmbedding", ROT, 1, odd_rotary), 1);
-    ck_assert_int_eq(load_one("RotaryEmbedding", ROT, 1, rotary_no_heads), 1);
-    ck_assert_int_eq(load_one("EmbedLayerNormalization", ELN, 2, none), 0);
-    ck_assert_int_eq(load_one("EmbedLayerNormalization", ELN, 2, mask_type), 1);
+    static const char *const QKV[] = {"q", "k", "v", NULL};
+    /* past_sequence_length (Attention's input 6) only serves a shared
+     * past/present buffer; MultiHeadAttention's output_qk (output 3) and
+     * beam search's cache_indirection (input 9) */
+    static const char *const ATT_PSL[] = {"x", "w", "b", "", "", "", "i_psl", NULL};
+    static const char *const MHA_CI[] = {"q", "k", "v", "", "", "", "pk", "pv", "i_psl", "i_ci", NULL};
+    static const struct {
+        const char *op;
+        const char *const *ins;
+        int n_out;
+        void (*set)(Onnx__NodeProto *);
+        int opaque;
+    } forms[] = {
+        {"Attention", ATT, 1, heads, 0},           {"Attention", ATT, 1, rotary_attn, 1},
+        {"Attention", ATT, 1, shared_buffer, 1},   {"Attention", ATT, 1, no_heads, 1},
+        {"Attention", ATT, 1, qk_differ, 1},       {"Attention", ATT, 1, unknown, 1},
+        {"Attention", ATT, 1, uni_two, 1},         {"Attention", ATT, 1, heads_float, 1},
+        {"Attention", ATT_PSL, 1, heads, 1},       {"MultiHeadAttention", QKV, 3, heads, 0},
+        {"MultiHeadAttention", QKV, 4, heads, 1},  {"MultiHeadAttention", MHA_CI, 3, heads, 1},
+        {"MultiHeadAttention", QKV, 1, rotary_attn, 1},
+        {"RotaryEmbedding", ROT, 1, none, 0},      {"RotaryEmbedding", ROT, 1, packed_batching, 1},
+        {"RotaryEmbedding", ROT, 1, interleaved_two, 1}, {"RotaryEmbedding", ROT, 1, odd_rotary, 1},
+        {"RotaryEmbedding", ROT, 1, rotary_no_heads, 1}, {"EmbedLayerNormalization", ELN, 2, none, 0},
+        {"EmbedLayerNormalization", ELN, 2, mask_type, 1},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        ck_assert_msg(load_one(forms[i].op, forms[i].ins, forms[i].n_out, forms[i].set) == forms[i].opaque,
+                      "form %zu (%s)", i, forms[i].op);
 }
 END_TEST
 

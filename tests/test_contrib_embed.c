@@ -108,8 +108,7 @@ START_TEST(test_embed_layer_norm)
         {2, 5, 8, 1, 1, 0, 0, 0},      {3, 4, 16, 0, 0, 0, 1, 1e-5f}, {2, 5, 8, 1, 1, 1, 1, 0},
         {2, 5, 8, 0, 1, 2, 0, 0},      {1, 9, 32, 1, 0, 0, 1, 1e-3f},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_eln(&cases[i], 17 + (unsigned)i);
+    GB_RUN_CASES(cases, run_eln, 17);
 }
 END_TEST
 
@@ -196,8 +195,7 @@ START_TEST(test_rotary)
         {0, 2, 8, 0, 0, 0, 0}, {0, 2, 8, 0, 1, 0, 1}, {0, 2, 8, 0, 0, 1, 0}, {1, 3, 8, 0, 0, 0, 0},
         {1, 3, 8, 0, 1, 1, 0}, {0, 2, 8, 4, 0, 0, 0}, {0, 2, 8, 4, 1, 0, 0}, {1, 2, 6, 2, 1, 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_rotary(&cases[i], 41 + (unsigned)i);
+    GB_RUN_CASES(cases, run_rotary, 41);
 }
 END_TEST
 
