@@ -93,7 +93,7 @@ static xf_status make_mask(const xf_node *n, const xf_tensor_view *m, const attn
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 
-static v4f exp4_nonpositive(v4f x)
+static inline v4f exp4_nonpositive(v4f x)
 {
     v4i low = x < -87.0f;
     v4f c = (v4f)(((v4i)x & ~low) | ((v4i)((v4f){0} - 87.0f) & low));
@@ -109,38 +109,44 @@ static v4f exp4_nonpositive(v4f x)
     return (v4f)((v4i)(p * (v4f)two_n) & ~low);
 }
 
+static inline v4f load4(const float *p)
+{
+    v4f x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
 /* Softmax of a row in place, as ONNX Runtime's: less the largest, e^x, times
- * 1 / the sum. */
+ * 1 / the sum.  The row is worked on in blocks of 4, the last one padded. */
 static void softmax_row(float *row, int64_t n)
 {
-    float mx = -INFINITY, sum = 0.0f, tail[4];
-    for (int64_t j = 0; j < n; j++)
-        mx = row[j] > mx ? row[j] : mx;
-    v4f acc = {0};
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        v4f x;
-        memcpy(&x, row + j, sizeof x);
-        x = exp4_nonpositive(x - mx);
-        memcpy(row + j, &x, sizeof x);
-        acc += x;
+    int64_t whole = n / 4 * 4;
+    float last[4], mx = -INFINITY, sum = 0.0f;
+    for (int u = 0; u < 4; u++)
+        last[u] = whole + u < n ? row[whole + u] : -INFINITY;
+    v4f top = load4(last);
+    for (int64_t j = 0; j < whole; j += 4) {
+        v4f x = load4(row + j);
+        v4i more = x > top;
+        top = (v4f)(((v4i)x & more) | ((v4i)top & ~more));
     }
-    if (j < n) { /* the last few through a padded block */
-        v4f x = {0};
-        for (int u = 0; u < 4; u++)
-            tail[u] = j + u < n ? row[j + u] - mx : -INFINITY;
-        memcpy(&x, tail, sizeof x);
-        x = exp4_nonpositive(x);
+    for (int u = 0; u < 4; u++)
+        mx = top[u] > mx ? top[u] : mx;
+    v4f acc = {0};
+    for (int64_t j = 0; j <= whole; j += 4) {
+        v4f x = exp4_nonpositive((j < whole ? load4(row + j) : load4(last)) - mx);
+        memcpy(j < whole ? row + j : last, &x, sizeof x);
         acc += x;
-        memcpy(tail, &x, sizeof x);
-        for (int u = 0; j + u < n; u++)
-            row[j + u] = tail[u];
     }
     for (int u = 0; u < 4; u++)
         sum += acc[u];
     float inv = 1.0f / sum;
-    for (j = 0; j < n; j++)
-        row[j] *= inv;
+    for (int64_t j = 0; j < whole; j += 4) {
+        v4f x = load4(row + j) * inv;
+        memcpy(row + j, &x, sizeof x);
+    }
+    for (int64_t j = whole; j < n; j++)
+        row[j] = last[j - whole] * inv;
 }
 
 /* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
@@ -168,8 +174,13 @@ static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, co
             if (ab)
                 abh = ab + ((bias->shape.dims[0] == 1 ? 0 : b) * bias->shape.dims[1] +
                             (bias->shape.dims[1] == 1 ? 0 : h)) * d->s * tt;
-            for (int64_t i = 0; i < d->s * tt; i++)
-                sc[i] = (abh ? abh[i] : 0.0f) + (mb ? mb[i] : 0.0f);
+            if (abh && mb)
+                for (int64_t i = 0; i < d->s * tt; i++)
+                    sc[i] = abh[i] + mb[i];
+            else if (abh || mb)
+                memcpy(sc, abh ? abh : mb, sizeof *sc * (size_t)(d->s * tt));
+            else
+                memset(sc, 0, sizeof *sc * (size_t)(d->s * tt));
             if (!gemm(true, d->s, tt, d->h, scale, qh, d->h, kh, d->h, 1.0f, sc, tt))
                 st = bad(err, n, "the matrix product failed");
             for (int64_t i = 0; i < d->s && st == XF_OK; i++)
