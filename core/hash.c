@@ -127,6 +127,20 @@ static void put_rnn(uint64_t *h, const xf_rnn_attrs *r)
     }
 }
 
+/* The attention family's attributes; nothing when none is set. */
+static void put_attn(uint64_t *h, const xf_attn_attrs *t)
+{
+    static const xf_attn_attrs none;
+    if (xf_attn_attrs_equal(t, &none))
+        return;
+    put(h, (uint64_t)t->num_heads << 16 | 0xa7);
+    put(h, (uint64_t)(t->unidirectional | t->interleaved << 1 | t->mask_index_type << 2));
+    put_ints(h, t->qkv_sizes, t->n_qkv_sizes, 3);
+    put_float(h, t->mask_filter_value);
+    put_float(h, t->scale);
+    put(h, (uint64_t)t->rotary_dim);
+}
+
 /* Every field of the block.  Fields an op does not use hold their defaults
  * (xf_attrs contract), so hashing them all cannot separate equal nodes of
  * one op, and cannot miss a field that matters.  Count-limited arrays are
@@ -198,6 +212,7 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     }
     if (a->trilu_lower || a->depth_crd)
         put(h, (uint64_t)(a->trilu_lower | a->depth_crd << 1) << 16 | 0x71);
+    put_attn(h, &a->attn);
     if (a->onehot_legacy || a->has_axis)
         put(h, (uint64_t)(a->onehot_legacy | a->has_axis << 1) << 16 | 0x1a);
     if (a->eye_k) {

@@ -67,6 +67,18 @@ bool xf_rnn_attrs_equal(const xf_rnn_attrs *a, const xf_rnn_attrs *b)
     return true;
 }
 
+bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
+{
+    if (a->n_qkv_sizes != b->n_qkv_sizes)
+        return false;
+    for (int i = 0; i < a->n_qkv_sizes && i < 3; i++)
+        if (a->qkv_sizes[i] != b->qkv_sizes[i])
+            return false;
+    return a->num_heads == b->num_heads && a->unidirectional == b->unidirectional &&
+           a->mask_filter_value == b->mask_filter_value && a->scale == b->scale && a->interleaved == b->interleaved &&
+           a->rotary_dim == b->rotary_dim && a->mask_index_type == b->mask_index_type;
+}
+
 void xf_attrs_default(xf_op op, xf_attrs *a)
 {
     memset(a, 0, sizeof *a);
@@ -148,6 +160,17 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         break;
     case XF_OP_SIMPLIFIED_LAYER_NORM:
         a->axis = -1;
+        break;
+    case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_MHA:
+        a->attn.mask_filter_value = -10000.0f;
+        break;
+    case XF_OP_MS_EMBED_LAYER_NORM:
+        a->epsilon = 1e-12f;
+        a->attn.mask_index_type = 1;
+        break;
+    case XF_OP_MS_ROTARY_EMB:
+        a->attn.scale = 1.0f;
         break;
     default:
         break;

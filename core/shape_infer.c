@@ -395,6 +395,11 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_CONSTANT_OF_SHAPE:
         out = n->attrs.value ? n->attrs.value->dtype : XF_DT_FLOAT;
         break;
+    case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_MHA:
+    case XF_OP_MS_EMBED_LAYER_NORM:
+    case XF_OP_MS_ROTARY_EMB:
+        return xf_infer_attn_dtypes(c);
     default:
         break;
     }
@@ -570,6 +575,10 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MS_SKIP_LAYER_NORM xf_infer_skip_layer_norm
 #define XF_RULE_MS_SKIP_SIMPLIFIED_LAYER_NORM xf_infer_skip_layer_norm
 #define XF_RULE_SIMPLIFIED_LAYER_NORM xf_infer_layer_norm
+#define XF_RULE_MS_ATTENTION xf_infer_ms_attention
+#define XF_RULE_MS_MHA xf_infer_ms_mha
+#define XF_RULE_MS_EMBED_LAYER_NORM xf_infer_ms_embed_layer_norm
+#define XF_RULE_MS_ROTARY_EMB xf_infer_ms_rotary
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

@@ -251,6 +251,29 @@ typedef struct xf_rnn_attrs {
 
 bool xf_rnn_attrs_equal(const xf_rnn_attrs *a, const xf_rnn_attrs *b);
 
+/* The attention family of ONNX Runtime's contrib ops: Attention,
+ * MultiHeadAttention, RotaryEmbedding (EmbedLayerNormalization keeps its
+ * epsilon in xf_attrs.epsilon). */
+typedef struct xf_attn_attrs {
+    int64_t num_heads;       /* Attention, MultiHeadAttention: required; RotaryEmbedding: 0 = not given */
+    int unidirectional;      /* causal masking */
+    int n_qkv_sizes;         /* Attention's qkv_hidden_sizes: 0 (D = weights' columns / 3) or 3 */
+    int64_t qkv_sizes[3];
+    float mask_filter_value; /* what masked positions add to the scores (-10000) */
+    float scale;             /* Attention, MultiHeadAttention: 0 = 1/sqrt(head size); RotaryEmbedding: 1 */
+    int interleaved;         /* RotaryEmbedding: rotate pairs (0, 1), (2, 3), ... (else halves) */
+    int64_t rotary_dim;      /* RotaryEmbedding's rotary_embedding_dim: 0 = the head size */
+    int mask_index_type;     /* EmbedLayerNormalization: 1 (0: no mask_index) */
+} xf_attn_attrs;
+
+bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);
+/* RotaryEmbedding on input x (B, S, D) or (B, N, S, H) with a cos/sin cache
+ * (M, R / 2): the heads N, head size H and rotated dims R as ONNX Runtime
+ * derives them (H from the cache when rotary_embedding_dim is 0, else
+ * D / num_heads); false when they do not agree. */
+bool xf_rotary_layout(const xf_attn_attrs *t, const xf_shape *x, const xf_shape *cache, int64_t *heads,
+                      int64_t *head_size, int64_t *rot);
+
 /* The small fixed attribute block of a known op.  Fields that an op does not
  * use stay at their defaults (xf_attrs_default).  The importer fills it from
  * the ONNX attributes; a known op with an attribute that this block cannot
@@ -371,6 +394,7 @@ typedef struct xf_attrs {
     int ms_act;
     float ms_act_params[2];
     int trans_batch_a, trans_batch_b;
+    xf_attn_attrs attn; /* ONNX Runtime's attention family (contrib ops) */
 } xf_attrs;
 
 /* The activations ONNX Runtime's FusedConv (activation, activation_params)

@@ -339,6 +339,31 @@ static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err
     return xfp_tensor_encode(t, NULL, w->arena, NULL, at->t, err);
 }
 
+/* ONNX Runtime's attention family: what differs from the defaults, and
+ * num_heads where it is required. */
+static void write_attn(writer *w, const xf_node *n, const xf_attrs *d)
+{
+    const xf_attn_attrs *t = &n->attrs.attn, *dt = &d->attn;
+    if (t->num_heads != dt->num_heads)
+        add_int(w, "num_heads", t->num_heads);
+    if (t->unidirectional != dt->unidirectional)
+        add_int(w, "unidirectional", t->unidirectional);
+    if (t->n_qkv_sizes == 3)
+        add_ints(w, "qkv_hidden_sizes", t->qkv_sizes, 3);
+    if (t->mask_filter_value != dt->mask_filter_value)
+        add_float(w, "mask_filter_value", t->mask_filter_value);
+    if (t->scale != dt->scale)
+        add_float(w, "scale", t->scale);
+    if (t->interleaved != dt->interleaved)
+        add_int(w, "interleaved", t->interleaved);
+    if (t->rotary_dim != dt->rotary_dim)
+        add_int(w, "rotary_embedding_dim", t->rotary_dim);
+    if (n->op == XF_OP_MS_EMBED_LAYER_NORM && n->attrs.epsilon != d->epsilon)
+        add_float(w, "epsilon", n->attrs.epsilon);
+    if (t->mask_index_type != dt->mask_index_type)
+        add_int(w, "mask_index_type", t->mask_index_type);
+}
+
 xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_arena *arena, Onnx__NodeProto *np,
                            xf_error *err)
 {
@@ -655,6 +680,12 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "axis", a->axis);
         if (a->epsilon != d.epsilon)
             add_float(&w, "epsilon", a->epsilon);
+        break;
+    case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_MHA:
+    case XF_OP_MS_EMBED_LAYER_NORM:
+    case XF_OP_MS_ROTARY_EMB:
+        write_attn(&w, n, &d);
         break;
     default:
         break;

@@ -81,7 +81,9 @@
  *   MeanVarianceNormalization  axes (default [0, 2, 3])
  *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
  *   LpNormalization axis p->lp_p
- *   ONNX Runtime's contrib ops: attrs_contrib.c
+ *   ONNX Runtime's contrib ops: attrs_contrib.c; its attention family
+ *                   (Attention, MultiHeadAttention, EmbedLayerNormalization,
+ *                   RotaryEmbedding): attrs_attn.c
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -808,6 +810,11 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_QUANTIZE_LINEAR:
     case XF_OP_DEQUANTIZE_LINEAR:
         return take_quant(r, op, name, at);
+    case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_MHA:
+    case XF_OP_MS_EMBED_LAYER_NORM:
+    case XF_OP_MS_ROTARY_EMB:
+        return xfp_attn_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }
@@ -892,6 +899,11 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         if (a->num_outputs > 0 && a->num_outputs != n_outputs)
             return refuse(r, "num_outputs does not match the outputs", NULL);
         return true;
+    case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_MHA:
+    case XF_OP_MS_EMBED_LAYER_NORM:
+    case XF_OP_MS_ROTARY_EMB:
+        return xfp_attn_attrs_finish(op, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
             return true;

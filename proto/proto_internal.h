@@ -189,6 +189,11 @@ int xfp_contrib_attr(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, xfp_
 /* Cross-attribute rules once all are read; false (reason in s->why) refuses. */
 bool xfp_contrib_finish(xf_op op, const xf_attrs *a, xfp_contrib_seen *s);
 
+/* ONNX Runtime's attention family (attrs_attn.c): one attribute of a node
+ * of op, and the checks once all are read; false, with the reason in why,
+ * for what the block cannot hold. */
+bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

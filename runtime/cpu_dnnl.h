@@ -186,6 +186,8 @@ extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwi
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,
     xf_dn_group_norm_handler, xf_dn_prelu_handler;
+/* com.microsoft Attention and MultiHeadAttention (cpu_dnnl_attn.c) */
+extern const xf_dn_handler xf_dn_attention_handler;
 /* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
  * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
  * 1 (the other is a constant); chosen only by the fold plan. */

@@ -190,6 +190,10 @@ typedef struct ref_entry {
 #define XF_REF_MS_SKIP_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
 #define XF_REF_MS_SKIP_SIMPLIFIED_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
 #define XF_REF_SIMPLIFIED_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
+#define XF_REF_MS_ATTENTION {xf_ref_ms_attention, F32, F32, F32}
+#define XF_REF_MS_MHA {xf_ref_ms_mha, F32, F32, F32}
+#define XF_REF_MS_EMBED_LAYER_NORM {xf_ref_ms_embed_layer_norm, I32, I32, F32}
+#define XF_REF_MS_ROTARY_EMB {xf_ref_ms_rotary, F32, I64, F32}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

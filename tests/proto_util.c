@@ -324,7 +324,8 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(lp_p) && EQ(trilu_lower) && EQ(depth_crd) && EQ(eye_k) && EQ(onehot_legacy) && EQ(has_axis) &&
            xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
-           tensors_equal(a->value, b->value);
+           tensors_equal(a->value, b->value) && xf_attn_attrs_equal(&a->attn, &b->attn) && EQ(ms_act) &&
+           ARR(ms_act_params, 2) && EQ(trans_batch_a) && EQ(trans_batch_b);
 #undef EQ
 #undef ARR
 }
@@ -444,13 +445,20 @@ int find_node_op(const xf_graph *g, xf_op op)
 }
 
 /* The attributes of the exported model's only node. */
-Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf)
+Onnx__ModelProto *saved_proto(const xf_model *m, uint8_t **buf)
 {
     size_t len;
     xf_error e;
     ck_assert_msg(xf_model_save_buffer(m, buf, &len, &e) == XF_OK, "%s", e.msg);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, *buf);
-    ck_assert(mp && mp->graph && mp->graph->n_node == 1);
+    ck_assert(mp && mp->graph);
+    return mp;
+}
+
+Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf)
+{
+    Onnx__ModelProto *mp = saved_proto(m, buf);
+    ck_assert(mp->graph->n_node == 1);
     return mp;
 }
 

@@ -70,6 +70,8 @@ bool graphs_equal(const xf_graph *a, const xf_graph *b, char *why, size_t n);
 bool models_equal(const xf_model *a, const xf_model *b, char *why, size_t n);
 xf_model *roundtrip(const xf_model *m);
 int find_node_op(const xf_graph *g, xf_op op);
+/* The exported model of m (*buf holds its bytes; free both). */
+Onnx__ModelProto *saved_proto(const xf_model *m, uint8_t **buf);
 /* The exported model of m, which has one node (*buf holds its bytes). */
 Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf);
 bool has_attr(const Onnx__NodeProto *n, const char *name);

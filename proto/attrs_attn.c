@@ -1,0 +1,108 @@
+/* ONNX attributes -> xf_attrs for ONNX Runtime's attention family
+ * (com.microsoft, version 1; nothing here depends on the model's default
+ * opset).
+ *
+ *   Attention       num_heads (required)  unidirectional  qkv_hidden_sizes (3
+ *                   positive sizes, Q's and K's equal)  mask_filter_value  scale;
+ *                   past_present_share_buffer, do_rotary and
+ *                   rotary_embedding_dim 0 only
+ *   MultiHeadAttention  num_heads (required)  unidirectional  mask_filter_value  scale
+ *   EmbedLayerNormalization  epsilon  mask_index_type (0 or 1)
+ *   RotaryEmbedding interleaved (0 or 1)  rotary_embedding_dim (even; needs
+ *                   num_heads)  num_heads  scale; is_packed_batching 0 only
+ *
+ * Anything else keeps the node opaque. */
+#include "proto_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool refuse(char *why, size_t why_len, const char *fmt, const char *name)
+{
+    snprintf(why, why_len, fmt, name);
+    return false;
+}
+
+static bool get_int(const Onnx__AttributeProto *at, int64_t lo, int64_t hi, int64_t *v, char *why, size_t why_len)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
+        return refuse(why, why_len, "attribute '%s' is not an int", at->name);
+    if (at->i < lo || at->i > hi)
+        return refuse(why, why_len, "attribute '%s' has a value xflow does not model", at->name);
+    *v = at->i;
+    return true;
+}
+
+static bool get_flag(const Onnx__AttributeProto *at, int *v, char *why, size_t why_len)
+{
+    int64_t x;
+    if (!get_int(at, 0, 1, &x, why, why_len))
+        return false;
+    *v = (int)x;
+    return true;
+}
+
+static bool get_float(const Onnx__AttributeProto *at, float *v, char *why, size_t why_len)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
+        return refuse(why, why_len, "attribute '%s' is not a float", at->name);
+    *v = at->f;
+    return true;
+}
+
+static bool get_qkv_sizes(const Onnx__AttributeProto *at, xf_attn_attrs *t, char *why, size_t why_len)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || at->n_ints != 3)
+        return refuse(why, why_len, "attribute '%s' is not a list of 3 ints", at->name);
+    for (int i = 0; i < 3; i++)
+        if (at->ints[i] < 1 || at->ints[i] > INT32_MAX)
+            return refuse(why, why_len, "attribute '%s' has a size xflow does not model", at->name);
+    if (at->ints[0] != at->ints[1])
+        return refuse(why, why_len, "attribute '%s' gives Q and K different sizes", at->name);
+    memcpy(t->qkv_sizes, at->ints, sizeof t->qkv_sizes);
+    t->n_qkv_sizes = 3;
+    return true;
+}
+
+bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len)
+{
+    xf_attn_attrs *t = &a->attn;
+    const char *name = at->name;
+    bool attention = op == XF_OP_MS_ATTENTION, mha = op == XF_OP_MS_MHA, rotary = op == XF_OP_MS_ROTARY_EMB;
+    int64_t x;
+#define A(s) (strcmp(name, s) == 0)
+    if ((attention || mha || rotary) && A("num_heads"))
+        return get_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
+    if ((attention || mha) && A("unidirectional"))
+        return get_flag(at, &t->unidirectional, why, why_len);
+    if ((attention || mha) && A("mask_filter_value"))
+        return get_float(at, &t->mask_filter_value, why, why_len);
+    if ((attention || mha || rotary) && A("scale"))
+        return get_float(at, &t->scale, why, why_len);
+    if (attention && A("qkv_hidden_sizes"))
+        return get_qkv_sizes(at, t, why, why_len);
+    if (attention && (A("past_present_share_buffer") || A("do_rotary") || A("rotary_embedding_dim")))
+        return get_int(at, 0, 0, &x, why, why_len);
+    if (op == XF_OP_MS_EMBED_LAYER_NORM && A("epsilon"))
+        return get_float(at, &a->epsilon, why, why_len);
+    if (op == XF_OP_MS_EMBED_LAYER_NORM && A("mask_index_type"))
+        return get_flag(at, &t->mask_index_type, why, why_len);
+    if (rotary && A("interleaved"))
+        return get_flag(at, &t->interleaved, why, why_len);
+    if (rotary && A("rotary_embedding_dim"))
+        return get_int(at, 0, INT32_MAX, &t->rotary_dim, why, why_len);
+    if (rotary && A("is_packed_batching"))
+        return get_int(at, 0, 0, &x, why, why_len);
+#undef A
+    return refuse(why, why_len, "attribute '%s' is not modelled", name);
+}
+
+bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len)
+{
+    const xf_attn_attrs *t = &a->attn;
+    if ((op == XF_OP_MS_ATTENTION || op == XF_OP_MS_MHA) && t->num_heads < 1)
+        return refuse(why, why_len, "no num_heads attribute%s", "");
+    if (op == XF_OP_MS_ROTARY_EMB && t->rotary_dim > 0 && (t->num_heads < 1 || t->rotary_dim % 2))
+        return refuse(why, why_len, "rotary_embedding_dim is odd or comes without num_heads%s", "");
+    return true;
+}

@@ -1,0 +1,40 @@
+/* The cpu backend's Attention and MultiHeadAttention: cpu_ref's kernels
+ * (the same masks, layouts and softmax) with their matrix products -- Q, K
+ * and V's projection and each head's Q K' and probabilities times V -- run
+ * by oneDNN's sgemm. */
+#include "cpu_dnnl.h"
+
+static bool dn_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    if (m < 1 || n < 1)
+        return true;
+    if (k < 1) /* oneDNN asks for k >= 1 */
+        return xf_attn_gemm_ref(trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return dnnl_sgemm('N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
+}
+
+static xf_status attention_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return n->op == XF_OP_MS_ATTENTION ? xf_attn_attention(n, in, out, dn_gemm, err)
+                                       : xf_attn_mha(n, in, out, dn_gemm, err);
+}
+
+static bool attention_handles(const xf_graph *g, const xf_node *n)
+{
+    /* the masks are int32; everything else float */
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0 && i != (n->op == XF_OP_MS_ATTENTION ? 3 : 4) &&
+            g->values[n->inputs[i]].dtype != XF_DT_FLOAT)
+            return false;
+    return true;
+}
+
+static xf_status attention_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                   const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    st->kernel = attention_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_attention_handler = {attention_handles, NULL, attention_prepare, NULL};

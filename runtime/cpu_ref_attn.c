@@ -1,0 +1,444 @@
+/* cpu_ref kernels of ONNX Runtime's attention family (com.microsoft):
+ * Attention, MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding,
+ * computed as ONNX Runtime's CPU kernels compute them (float32).
+ *
+ * Both attention ops gather Q (B, N, S, H), K (B, N, T, H) and V (B, N, T,
+ * Hv), past rows first, into one buffer laid out as Attention's present
+ * (2, B, N, T, H); the scores are scale * Q K' plus attention_bias plus the
+ * mask's additive (B, S, T) form, softmax along T, times V, written back as
+ * (B, S, N * Hv).  The matrix products go through a function the backend
+ * gives: plain loops here, oneDNN's sgemm on the cpu backend. */
+#include "xf_rt_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The reference product: C = alpha A B (B read transposed when trans_b)
+ * + beta C, row-major with leading dimensions; C is not read when beta is 0. */
+bool xf_attn_gemm_ref(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t x = 0; x < k; x++)
+                acc += a[i * lda + x] * (trans_b ? b[j * ldb + x] : b[x * ldb + j]);
+            c[i * ldc + j] = alpha * acc + (beta != 0.0f ? beta * c[i * ldc + j] : 0.0f);
+        }
+    return true;
+}
+
+typedef struct attn_dims {
+    int64_t b, n, s, l, p, h, hv; /* T = p + l */
+} attn_dims;
+
+static xf_status bad(xf_error *err, const xf_node *n, const char *what)
+{
+    return xf_error_set(err, XF_ERR_INVALID, "%s: %s", xf_op_name(n->op), what);
+}
+
+static bool out_wanted(const xf_node *n, const xf_tensor_view *out, int k)
+{
+    return k < n->n_outputs && n->outputs[k] >= 0 && xf_rt_present(&out[k]) && out[k].data;
+}
+
+/* The additive mask (B, S, T) of ONNX Runtime's PrepareMask: masked
+ * positions get mask_filter_value, the future of a causal row the lowest
+ * float.  NULL (and XF_OK) when nothing is masked. */
+static xf_status make_mask(const xf_node *n, const xf_tensor_view *m, const attn_dims *d, float **out,
+                           xf_error *err)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    int64_t tt = d->p + d->l, row = d->s * tt;
+    bool causal = t->unidirectional && d->s > 1;
+    *out = NULL;
+    if (!(m && xf_rt_present(m)) && !causal)
+        return XF_OK;
+    float *mask = calloc((size_t)(d->b * row), sizeof *mask);
+    if (!mask)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    const int32_t *raw = m && xf_rt_present(m) ? m->data : NULL;
+    int rank = raw ? m->shape.ndim : 0;
+    bool starts = rank == 1 && m->shape.dims[0] == 2 * d->b;
+    for (int64_t b = 0; b < d->b; b++) {
+        float *pm = mask + b * row;
+        if (rank == 3) {
+            for (int64_t i = 0; i < row; i++)
+                pm[i] = raw[b * row + i] > 0 ? 0.0f : t->mask_filter_value;
+        } else if (raw) {
+            for (int64_t j = 0; j < tt; j++) {
+                bool off = rank == 2 ? raw[b * tt + j] <= 0 : j >= raw[b];
+                if (starts && j < raw[b + d->b])
+                    off = true;
+                pm[j] = off ? t->mask_filter_value : 0.0f;
+            }
+            for (int64_t i = 1; i < d->s; i++)
+                memcpy(pm + i * tt, pm, sizeof *pm * (size_t)tt);
+        }
+        for (int64_t i = 0; causal && i < d->s; i++)
+            for (int64_t j = d->p + i + 1; j < tt; j++)
+                pm[i * tt + j] = -FLT_MAX;
+    }
+    *out = mask;
+    return XF_OK;
+}
+
+/* e^x for x <= 0 (scores less their row's largest), four at a time,
+ * within 2 ulp: Cephes' polynomial on x - n ln 2, scaled by 2^n through the
+ * exponent bits; below -87 (masked scores) 0.  GCC's vector types, which it
+ * lowers to the widest registers the target has (expf it does not
+ * vectorize). */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static inline v4f exp4_nonpositive(v4f x)
+{
+    v4i low = x < -87.0f;
+    v4f c = (v4f)(((v4i)x & ~low) | ((v4i)((v4f){0} - 87.0f) & low));
+    v4f n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rounded to the nearest integer */
+    v4f r = c - n * 0.693359375f + n * 2.12194440e-4f;
+    v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    v4i two_n = (__builtin_convertvector(n, v4i) + 127) << 23;
+    return (v4f)((v4i)(p * (v4f)two_n) & ~low);
+}
+
+static inline v4f load4(const float *p)
+{
+    v4f x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* Softmax of a row in place, as ONNX Runtime's: less the largest, e^x, times
+ * 1 / the sum.  The row is worked on in blocks of 4, the last one padded. */
+static void softmax_row(float *row, int64_t n)
+{
+    int64_t whole = n / 4 * 4;
+    float last[4], mx = -INFINITY, sum = 0.0f;
+    for (int u = 0; u < 4; u++)
+        last[u] = whole + u < n ? row[whole + u] : -INFINITY;
+    v4f top = load4(last);
+    for (int64_t j = 0; j < whole; j += 4) {
+        v4f x = load4(row + j);
+        v4i more = x > top;
+        top = (v4f)(((v4i)x & more) | ((v4i)top & ~more));
+    }
+    for (int u = 0; u < 4; u++)
+        mx = top[u] > mx ? top[u] : mx;
+    v4f acc = {0};
+    for (int64_t j = 0; j <= whole; j += 4) {
+        v4f x = exp4_nonpositive((j < whole ? load4(row + j) : load4(last)) - mx);
+        memcpy(j < whole ? row + j : last, &x, sizeof x);
+        acc += x;
+    }
+    for (int u = 0; u < 4; u++)
+        sum += acc[u];
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < whole; j += 4) {
+        v4f x = load4(row + j) * inv;
+        memcpy(row + j, &x, sizeof x);
+    }
+    for (int64_t j = whole; j < n; j++)
+        row[j] = last[j - whole] * inv;
+}
+
+/* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
+ * (B, S, N * Hv).  Like ONNX Runtime, each head's scores start as
+ * attention_bias plus the mask, and the product is added to them. */
+static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, const float *k, const float *v,
+                        const xf_tensor_view *mask_in, const xf_tensor_view *bias, float *out, xf_attn_gemm gemm,
+                        xf_error *err)
+{
+    int64_t tt = d->p + d->l;
+    float scale = n->attrs.attn.scale != 0.0f ? n->attrs.attn.scale : 1.0f / sqrtf((float)d->h);
+    float *mask, *sc = malloc(sizeof *sc * (size_t)(d->s * tt > 0 ? d->s * tt : 1));
+    xf_status st = sc ? make_mask(n, mask_in, d, &mask, err)
+                      : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    if (st != XF_OK) {
+        free(sc);
+        return st;
+    }
+    const float *ab = bias && xf_rt_present(bias) ? bias->data : NULL;
+    for (int64_t b = 0; b < d->b && st == XF_OK; b++)
+        for (int64_t h = 0; h < d->n && st == XF_OK; h++) {
+            const float *qh = q + (b * d->n + h) * d->s * d->h, *kh = k + (b * d->n + h) * tt * d->h;
+            const float *vh = v + (b * d->n + h) * tt * d->hv;
+            const float *abh = NULL, *mb = mask ? mask + b * d->s * tt : NULL;
+            if (ab)
+                abh = ab + ((bias->shape.dims[0] == 1 ? 0 : b) * bias->shape.dims[1] +
+                            (bias->shape.dims[1] == 1 ? 0 : h)) * d->s * tt;
+            if (abh && mb)
+                for (int64_t i = 0; i < d->s * tt; i++)
+                    sc[i] = abh[i] + mb[i];
+            else if (abh || mb)
+                memcpy(sc, abh ? abh : mb, sizeof *sc * (size_t)(d->s * tt));
+            else
+                memset(sc, 0, sizeof *sc * (size_t)(d->s * tt));
+            if (!gemm(true, d->s, tt, d->h, scale, qh, d->h, kh, d->h, 1.0f, sc, tt))
+                st = bad(err, n, "the matrix product failed");
+            for (int64_t i = 0; i < d->s && st == XF_OK; i++)
+                softmax_row(sc + i * tt, tt);
+            float *o = out + b * d->s * d->n * d->hv + h * d->hv;
+            if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, d->hv, 0.0f, o, d->n * d->hv))
+                st = bad(err, n, "the matrix product failed");
+        }
+    free(mask);
+    free(sc);
+    return st;
+}
+
+/* Copies rows of (B, R, N, H) data at src (rows `len` apart: the element
+ * stride between sequence positions) with an optional bias per column into
+ * dst (B, N, rows, H) at row offset `at` of `rows`. */
+static void to_heads(const float *src, int64_t src_row, const float *bias, const attn_dims *d, int64_t r, int64_t h,
+                     float *dst, int64_t rows, int64_t at, int64_t batch_stride)
+{
+    for (int64_t b = 0; b < d->b; b++)
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t hd = 0; hd < d->n; hd++) {
+                const float *s = src + b * batch_stride + i * src_row + hd * h;
+                float *o = dst + ((b * d->n + hd) * rows + at + i) * h;
+                for (int64_t c = 0; c < h; c++)
+                    o[c] = s[c] + (bias ? bias[hd * h + c] : 0.0f);
+            }
+}
+
+/* Copies past (B, N, P, H) into the first P rows of dst (B, N, T, H). */
+static void put_past(const float *past, const attn_dims *d, int64_t h, float *dst)
+{
+    int64_t tt = d->p + d->l;
+    for (int64_t bh = 0; past && bh < d->b * d->n; bh++)
+        memcpy(dst + bh * tt * h, past + bh * d->p * h, sizeof *dst * (size_t)(d->p * h));
+}
+
+xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                            xf_error *err)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    const xf_shape *xs = &in[0].shape;
+    int64_t cols = in[1].shape.dims[1], din = xs->dims[2];
+    int64_t dq = t->n_qkv_sizes ? t->qkv_sizes[0] : cols / 3, dv = t->n_qkv_sizes ? t->qkv_sizes[2] : cols / 3;
+    bool has_past = n->n_inputs > 4 && xf_rt_present(&in[4]);
+    attn_dims d = {xs->dims[0], t->num_heads, xs->dims[1], xs->dims[1], has_past ? in[4].shape.dims[3] : 0,
+                   dq / t->num_heads, dv / t->num_heads};
+    if (n->n_inputs > 3 && xf_rt_present(&in[3]) && in[3].shape.ndim == 4)
+        return bad(err, n, "a 4-D mask_index is not supported");
+    int64_t tt = d.p + d.l, kv = d.b * d.n * tt * d.h;
+    float *proj = malloc(sizeof *proj * (size_t)(d.b * d.s * cols + 1));
+    float *q = malloc(sizeof *q * (size_t)(d.b * d.s * dq + 1));
+    float *kvbuf = malloc(sizeof *kvbuf * (size_t)(kv + d.b * d.n * tt * d.hv + 1));
+    xf_status st = proj && q && kvbuf ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in Attention");
+    const float *x = in[0].data, *w = in[1].data;
+    const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
+    for (int64_t r = 0; st == XF_OK && bias && r < d.b * d.s; r++)
+        memcpy(proj + r * cols, bias, sizeof *proj * (size_t)cols);
+    if (st == XF_OK && !gemm(false, d.b * d.s, cols, din, 1.0f, x, din, w, cols, bias ? 1.0f : 0.0f, proj, cols))
+        st = bad(err, n, "the matrix product failed");
+    if (st == XF_OK) {
+        float *k = kvbuf, *v = kvbuf + kv;
+        const float *past = has_past ? in[4].data : NULL;
+        to_heads(proj, cols, NULL, &d, d.s, d.h, q, d.s, 0, d.s * cols);
+        to_heads(proj + dq, cols, NULL, &d, d.s, d.h, k, tt, d.p, d.s * cols);
+        to_heads(proj + 2 * dq, cols, NULL, &d, d.s, d.hv, v, tt, d.p, d.s * cols);
+        put_past(past, &d, d.h, k);
+        put_past(past ? past + d.b * d.n * d.p * d.h : NULL, &d, d.hv, v);
+        st = attend(n, &d, q, k, v, n->n_inputs > 3 ? &in[3] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
+                    gemm, err);
+        if (st == XF_OK && out_wanted(n, out, 1))
+            memcpy(out[1].data, kvbuf, sizeof *kvbuf * (size_t)(2 * kv));
+    }
+    free(proj);
+    free(q);
+    free(kvbuf);
+    return st;
+}
+
+/* MultiHeadAttention: the operand forms of xf_infer_ms_mha. */
+xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                      xf_error *err)
+{
+    const xf_shape *qs = &in[0].shape;
+    const xf_tensor_view *key = n->n_inputs > 1 && xf_rt_present(&in[1]) ? &in[1] : NULL;
+    const xf_tensor_view *val = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+    const float *bias = n->n_inputs > 3 && xf_rt_present(&in[3]) ? in[3].data : NULL;
+    bool has_past = n->n_inputs > 7 && xf_rt_present(&in[6]) && xf_rt_present(&in[7]);
+    int64_t nh = n->attrs.attn.num_heads;
+    attn_dims d = {qs->dims[0], nh, qs->dims[1], qs->dims[1], has_past ? in[6].shape.dims[2] : 0, 0, 0};
+    int qkv_packed = qs->ndim == 5, kv_packed = key && key->shape.ndim == 5, bnsh = key && key->shape.ndim == 4;
+    if (qkv_packed) {
+        d.h = d.hv = qs->dims[4];
+    } else {
+        d.h = qs->dims[2] / nh;
+        d.l = bnsh ? key->shape.dims[2] : key->shape.dims[1];
+        d.hv = kv_packed ? d.h : bnsh ? val->shape.dims[3] : val->shape.dims[2] / nh;
+    }
+    int64_t tt = d.p + d.l, dq = nh * d.h, kvk = d.b * nh * tt * d.h, kvv = d.b * nh * tt * d.hv;
+    float *q = malloc(sizeof *q * (size_t)(d.b * d.s * dq + 1)), *k = malloc(sizeof *k * (size_t)(kvk + 1));
+    float *v = malloc(sizeof *v * (size_t)(kvv + 1));
+    if (!q || !k || !v) {
+        free(q);
+        free(k);
+        free(v);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MultiHeadAttention");
+    }
+    const float *qd = in[0].data, *bk = bias ? bias + dq : NULL, *bv = bias ? bias + 2 * dq : NULL;
+    if (!qkv_packed)
+        to_heads(qd, dq, bias, &d, d.s, d.h, q, d.s, 0, d.s * dq);
+    if (qkv_packed) { /* (B, S, N, 3, H): gather each part */
+        for (int part = 0; part < 3; part++) {
+            float *dst = part == 0 ? q : part == 1 ? k : v;
+            int64_t rows = part == 0 ? d.s : tt, at = part == 0 ? 0 : d.p;
+            const float *pb = bias ? bias + part * dq : NULL;
+            for (int64_t b = 0; b < d.b; b++)
+                for (int64_t i = 0; i < d.s; i++)
+                    for (int64_t hd = 0; hd < nh; hd++)
+                        for (int64_t c = 0; c < d.h; c++)
+                            dst[((b * nh + hd) * rows + at + i) * d.h + c] =
+                                qd[(((b * d.s + i) * nh + hd) * 3 + part) * d.h + c] + (pb ? pb[hd * d.h + c] : 0.0f);
+        }
+    } else if (kv_packed) { /* (B, L, N, 2, H) */
+        const float *kd = key->data;
+        for (int64_t b = 0; b < d.b; b++)
+            for (int64_t i = 0; i < d.l; i++)
+                for (int64_t hd = 0; hd < nh; hd++)
+                    for (int64_t c = 0; c < d.h; c++) {
+                        const float *src = kd + (((b * d.l + i) * nh + hd) * 2) * d.h + c;
+                        int64_t o = ((b * nh + hd) * tt + d.p + i) * d.h + c;
+                        k[o] = src[0] + (bk ? bk[hd * d.h + c] : 0.0f);
+                        v[o] = src[d.h] + (bv ? bv[hd * d.h + c] : 0.0f);
+                    }
+    } else if (bnsh) {
+        memcpy(k, key->data, sizeof *k * (size_t)kvk);
+        memcpy(v, val->data, sizeof *v * (size_t)kvv);
+    } else {
+        to_heads(key->data, dq, bk, &d, d.l, d.h, k, tt, d.p, d.l * dq);
+        to_heads(val->data, nh * d.hv, bv, &d, d.l, d.hv, v, tt, d.p, d.l * nh * d.hv);
+    }
+    if (has_past) {
+        put_past(in[6].data, &d, d.h, k);
+        put_past(in[7].data, &d, d.hv, v);
+    }
+    xf_status st = XF_OK;
+    if (n->n_inputs > 4 && xf_rt_present(&in[4]) && in[4].shape.ndim == 4)
+        st = bad(err, n, "a 4-D key_padding_mask is not supported");
+    if (st == XF_OK)
+        st = attend(n, &d, q, k, v, n->n_inputs > 4 ? &in[4] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
+                    gemm, err);
+    if (st == XF_OK && out_wanted(n, out, 1))
+        memcpy(out[1].data, k, sizeof *k * (size_t)kvk);
+    if (st == XF_OK && out_wanted(n, out, 2))
+        memcpy(out[2].data, v, sizeof *v * (size_t)kvv);
+    free(q);
+    free(k);
+    free(v);
+    return st;
+}
+
+xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return xf_attn_attention(n, in, out, xf_attn_gemm_ref, err);
+}
+
+xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return xf_attn_mha(n, in, out, xf_attn_gemm_ref, err);
+}
+
+xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                     xf_error *err)
+{
+    int64_t b = in[0].shape.dims[0], s = in[0].shape.dims[1], hid = in[2].shape.dims[1];
+    const int32_t *ids = in[0].data, *seg = xf_rt_present(&in[1]) ? in[1].data : NULL;
+    const int32_t *mask = n->n_inputs > 7 && xf_rt_present(&in[7]) ? in[7].data : NULL;
+    const int32_t *pos = n->n_inputs > 8 && xf_rt_present(&in[8]) ? in[8].data : NULL;
+    bool pos_shared = pos && in[8].shape.dims[0] == 1;
+    const float *word = in[2].data, *pe = in[3].data, *se = seg ? in[4].data : NULL;
+    const float *gamma = in[5].data, *beta = in[6].data;
+    float *y = out[0].data, *sum_out = out_wanted(n, out, 2) ? out[2].data : NULL;
+    float eps = n->attrs.epsilon;
+    for (int64_t r = 0; r < b * s; r++) {
+        int64_t w = ids[r], p = pos ? pos[pos_shared ? r % s : r] : r % s, g = seg ? seg[r] : 0;
+        if (w < 0 || w >= in[2].shape.dims[0] || p < 0 || p >= in[3].shape.dims[0] ||
+            (seg && (g < 0 || g >= in[4].shape.dims[0])))
+            return bad(err, n, "input index out of range");
+        float *yr = y + r * hid, sum = 0.0f;
+        for (int64_t i = 0; i < hid; i++) {
+            float v = word[w * hid + i] + pe[p * hid + i];
+            if (se)
+                v += se[g * hid + i];
+            yr[i] = v;
+            if (sum_out)
+                sum_out[r * hid + i] = v;
+            sum += v;
+        }
+        float mean = sum / (float)hid;
+        sum = 0.0f;
+        for (int64_t i = 0; i < hid; i++) {
+            yr[i] -= mean;
+            sum += yr[i] * yr[i];
+        }
+        float e = sqrtf(sum / (float)hid + eps);
+        for (int64_t i = 0; i < hid; i++)
+            yr[i] = yr[i] / e * gamma[i] + beta[i];
+    }
+    if (out_wanted(n, out, 1)) {
+        int32_t *mi = out[1].data;
+        for (int64_t i = 0; i < b; i++) {
+            mi[i] = 0;
+            for (int64_t j = 0; mask && j < s; j++)
+                mi[i] += mask[i * s + j] == 1;
+        }
+    }
+    return XF_OK;
+}
+
+xf_status xf_ref_ms_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    int64_t nh, hs, rot;
+    if (!xf_rotary_layout(&n->attrs.attn, xs, &in[2].shape, &nh, &hs, &rot))
+        return bad(err, n, "input and cache sizes do not agree");
+    bool bnsh = xs->ndim == 4;
+    int64_t b = xs->dims[0], s = xs->dims[bnsh ? 2 : 1], half = rot / 2, m = in[2].shape.dims[0];
+    int64_t head_stride = bnsh ? s * hs : hs, seq_stride = bnsh ? hs : nh * hs, batch_stride = s * nh * hs;
+    const int64_t *pos = in[1].data;
+    bool one = xf_rt_numel(&in[1]) == 1; /* a start position (for B = S = 1 the two forms agree) */
+    const float *x = in[0].data, *cosc = in[2].data, *sinc = in[3].data;
+    float *y = out[0].data;
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t si = 0; si < s; si++) {
+            int64_t p = one ? pos[0] + si : pos[bi * s + si];
+            if (p < 0 || p >= m)
+                return bad(err, n, "position id out of the cache's range");
+            const float *cr = cosc + p * half, *sr = sinc + p * half;
+            for (int64_t h = 0; h < nh; h++) {
+                int64_t off = bi * batch_stride + si * seq_stride + h * head_stride;
+                const float *xi = x + off;
+                float *yo = y + off;
+                for (int64_t i = 0; i < rot; i++) {
+                    int64_t ci, j;
+                    float sign;
+                    if (n->attrs.attn.interleaved) {
+                        ci = i / 2;
+                        sign = i % 2 == 0 ? -1.0f : 1.0f;
+                        j = i % 2 == 0 ? i + 1 : i - 1;
+                    } else {
+                        ci = i % half;
+                        sign = i < half ? -1.0f : 1.0f;
+                        j = (i + half) % rot;
+                    }
+                    yo[i] = xi[i] * cr[ci] + sign * xi[j] * sr[ci];
+                }
+                for (int64_t i = rot; i < hs; i++)
+                    yo[i] = xi[i];
+            }
+        }
+    return XF_OK;
+}
