@@ -81,6 +81,12 @@
  *   MeanVarianceNormalization  axes (default [0, 2, 3])
  *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
  *   LpNormalization axis p->lp_p
+ *   com.microsoft (version 1, whatever the model's opset):
+ *   QLinearLeakyRelu  alpha;  QGemm  alpha transA transB
+ *   QLinearGlobalAveragePool  channels_last;  QLinearConcat  axis (required)
+ *   QLinearAveragePool  as AveragePool; channels_last (0 only)
+ *   QLinearSoftmax  opset->ms_opset (required; < 13: softmax_legacy)  axis (default 1 or -1 by opset)
+ *   QuantizeLinear, DequantizeLinear  axis
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -314,8 +320,10 @@ static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__Attr
         return read_int(r, at, &a->group);
     if (!conv_like(op) && strcmp(name, "ceil_mode") == 0)
         return read_int32(r, at, &a->ceil_mode);
-    if (op == XF_OP_AVERAGE_POOL && strcmp(name, "count_include_pad") == 0)
+    if ((op == XF_OP_AVERAGE_POOL || op == XF_OP_MS_QLINEAR_AVERAGE_POOL) && strcmp(name, "count_include_pad") == 0)
         return read_int32(r, at, &a->count_include_pad);
+    if (op == XF_OP_MS_QLINEAR_AVERAGE_POOL && strcmp(name, "channels_last") == 0)
+        return read_fixed(r, at, 0);
     if (op == XF_OP_MAX_POOL && strcmp(name, "storage_order") == 0)
         return read_fixed(r, at, 0);
     return refuse(r, "attribute '%s' is not modelled", name);
@@ -512,6 +520,28 @@ static bool take_elementwise(reader *r, xf_op op, const char *name, const Onnx__
     }
     if (op == XF_OP_CAST_LIKE && strcmp(name, "round_mode") == 0)
         return read_enum(r, at, round_modes, 1, &v);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
+/* The quantized ops of ONNX Runtime's com.microsoft domain (version 1). */
+static bool take_contrib_quant(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    bool axis = strcmp(name, "axis") == 0;
+    if ((op == XF_OP_MS_QLINEAR_LEAKY_RELU || op == XF_OP_MS_QGEMM) && strcmp(name, "alpha") == 0)
+        return read_float(r, at, &a->alpha);
+    if (op == XF_OP_MS_QGEMM && strcmp(name, "transA") == 0)
+        return read_int32(r, at, &a->trans_a);
+    if (op == XF_OP_MS_QGEMM && strcmp(name, "transB") == 0)
+        return read_int32(r, at, &a->trans_b);
+    if (op == XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL && strcmp(name, "channels_last") == 0)
+        return read_int32(r, at, &a->channels_last);
+    if ((op == XF_OP_MS_QLINEAR_CONCAT || op == XF_OP_MS_QLINEAR_SOFTMAX) && axis)
+        return (r->has_axis = read_int(r, at, &a->axis));
+    if ((op == XF_OP_MS_QUANTIZE_LINEAR || op == XF_OP_MS_DEQUANTIZE_LINEAR) && axis)
+        return read_int(r, at, &a->axis);
+    if (op == XF_OP_MS_QLINEAR_SOFTMAX && strcmp(name, "opset") == 0)
+        return (r->has_required = read_int(r, at, &a->ms_opset));
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
@@ -799,6 +829,16 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_QUANTIZE_LINEAR:
     case XF_OP_DEQUANTIZE_LINEAR:
         return take_quant(r, op, name, at);
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL:
+        return take_spatial(r, op, name, at);
+    case XF_OP_MS_QLINEAR_LEAKY_RELU:
+    case XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL:
+    case XF_OP_MS_QLINEAR_CONCAT:
+    case XF_OP_MS_QLINEAR_SOFTMAX:
+    case XF_OP_MS_QGEMM:
+    case XF_OP_MS_QUANTIZE_LINEAR:
+    case XF_OP_MS_DEQUANTIZE_LINEAR:
+        return take_contrib_quant(r, op, name, at);
     default:
         break;
     }
@@ -816,7 +856,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_CONV_INTEGER:
     case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
-    case XF_OP_AVERAGE_POOL: {
+    case XF_OP_AVERAGE_POOL:
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL: {
         int n = -1;
         int lens[6] = {r->n_kernel,       r->n_strides,       r->n_pads < 0 ? -1 : r->n_pads / 2,
                        r->n_dilations,    r->n_output_padding, r->n_output_shape};
@@ -886,6 +927,15 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         if (r->n_starts < 0 || r->n_ends != r->n_starts || (a->has_slice_axes && r->n_slice_axes != r->n_starts))
             return refuse(r, "starts/ends/axes of different lengths", NULL);
         a->n_slice = r->n_starts;
+        return true;
+    case XF_OP_MS_QLINEAR_CONCAT:
+        return r->has_axis || refuse(r, "no axis attribute", NULL);
+    case XF_OP_MS_QLINEAR_SOFTMAX:
+        if (!r->has_required)
+            return refuse(r, "no opset attribute", NULL);
+        a->softmax_legacy = a->ms_opset < 13;
+        if (!r->has_axis)
+            a->axis = a->softmax_legacy ? 1 : -1;
         return true;
     default:
         return true;
