@@ -72,12 +72,29 @@ static xf_status params(const xf_infer_ctx *c, int x, const int *scales, const i
     return st;
 }
 
+/* The inputs after an optional zero point that the op still requires. */
+static xf_status required(const xf_infer_ctx *c)
+{
+    static const int binary[] = {3, 4, 6}, unary[] = {3};
+    bool bin = c->node->op == XF_OP_MS_QLINEAR_ADD || c->node->op == XF_OP_MS_QLINEAR_MUL;
+    bool un = c->node->op == XF_OP_MS_QLINEAR_SIGMOID || c->node->op == XF_OP_MS_QLINEAR_LEAKY_RELU ||
+              c->node->op == XF_OP_MS_QLINEAR_AVERAGE_POOL || c->node->op == XF_OP_MS_QLINEAR_SOFTMAX;
+    for (int k = 0; k < (bin ? 3 : un ? 1 : 0); k++) {
+        int i = bin ? binary[k] : unary[k];
+        if (!xf_infer_has(c, i))
+            return xf_infer_fail(c, XF_ERR_INVALID, "required input %d is missing", i);
+    }
+    return XF_OK;
+}
+
 xf_status xf_infer_qcontrib_dtype(xf_infer_ctx *c, xf_dtype *out)
 {
     static const char q8[] = "int8 or uint8", q816[] = "an 8- or 16-bit integer";
     const xf_node *n = c->node;
-    xf_status st = XF_OK;
+    xf_status st = required(c);
     *out = xf_infer_dtype(c, 0);
+    if (st != XF_OK)
+        return st;
     switch (n->op) {
     case XF_OP_MS_QLINEAR_ADD:
     case XF_OP_MS_QLINEAR_MUL: {
