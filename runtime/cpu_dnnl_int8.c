@@ -1,7 +1,8 @@
 /* The ops of quantized models.  The integer products on oneDNN's int8
- * primitives: MatMulInteger and QLinearMatMul as matmul, ConvInteger and
- * QLinearConv as convolution, in the forms where oneDNN 2.6 computes what
- * ONNX specifies:
+ * primitives: MatMulInteger, QLinearMatMul and ONNX Runtime's QGemm (alpha
+ * 1, A not transposed, its int32 C one per column) as matmul, ConvInteger
+ * and QLinearConv as convolution, in the forms where oneDNN 2.6 computes
+ * what ONNX (ONNX Runtime) specifies:
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
  *   - w (B) int8 with zero points that are all 0 (or absent); a matrix

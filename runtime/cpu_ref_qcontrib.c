@@ -236,13 +236,16 @@ static void global_pool(const xf_tensor_view *x, const xf_tensor_view *y, int64_
                         int64_t size, bool channels_last, float xs, int32_t xz, float ys, int32_t yz)
 {
     float scale = xs / (ys * (float)size);
+    const uint8_t *xu = x->data;
+    const int8_t *xi = x->data;
+    bool s8 = x->dtype == XF_DT_INT8;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t ch = 0; ch < channels; ch++) {
             int32_t sum = 0;
-            for (int64_t i = 0; i < size; i++) {
-                int64_t e = channels_last ? (b * size + i) * channels + ch : (b * channels + ch) * size + i;
-                sum += (int32_t)xf_rt_load_i64(x->dtype, x->data, e);
-            }
+            int64_t first = channels_last ? b * size * channels + ch : (b * channels + ch) * size;
+            int64_t step = channels_last ? channels : 1;
+            for (int64_t i = 0; i < size; i++)
+                sum += s8 ? xi[first + i * step] : xu[first + i * step];
             xf_rt_store_i64(y->dtype, y->data, b * channels + ch, global_mean(sum, size, scale, xz, yz, y->dtype));
         }
 }
