@@ -172,6 +172,17 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_MS_ROTARY_EMB:
         a->attn.scale = 1.0f;
         break;
+    case XF_OP_MS_QLINEAR_LEAKY_RELU:
+        a->alpha = 0.01f;
+        break;
+    case XF_OP_MS_QUANTIZE_LINEAR:
+    case XF_OP_MS_DEQUANTIZE_LINEAR:
+        a->axis = 1;
+        break;
+    case XF_OP_MS_QLINEAR_SOFTMAX:
+        a->axis = -1;
+        a->ms_opset = 13;
+        break;
     default:
         break;
     }

@@ -378,6 +378,12 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_QLINEAR_CONV:
         st = xf_infer_qops_dtype(c, &out);
         break;
+    case XF_OP_MS_QLINEAR_ADD: case XF_OP_MS_QLINEAR_MUL: case XF_OP_MS_QLINEAR_SIGMOID:
+    case XF_OP_MS_QLINEAR_LEAKY_RELU: case XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL:
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL: case XF_OP_MS_QLINEAR_CONCAT: case XF_OP_MS_QLINEAR_SOFTMAX:
+    case XF_OP_MS_QGEMM: case XF_OP_MS_QUANTIZE_LINEAR: case XF_OP_MS_DEQUANTIZE_LINEAR:
+        st = xf_infer_qcontrib_dtype(c, &out);
+        break;
     case XF_OP_GATHER:
     case XF_OP_GATHER_ELEMENTS:
         st = index_dtype(c, true);
@@ -579,6 +585,17 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MS_MHA xf_infer_ms_mha
 #define XF_RULE_MS_EMBED_LAYER_NORM xf_infer_ms_embed_layer_norm
 #define XF_RULE_MS_ROTARY_EMB xf_infer_ms_rotary
+#define XF_RULE_MS_QLINEAR_ADD xf_infer_ms_qbinary
+#define XF_RULE_MS_QLINEAR_MUL xf_infer_ms_qbinary
+#define XF_RULE_MS_QLINEAR_SIGMOID xf_infer_ms_qunary
+#define XF_RULE_MS_QLINEAR_LEAKY_RELU xf_infer_ms_qunary
+#define XF_RULE_MS_QLINEAR_GLOBAL_AVERAGE_POOL xf_infer_ms_qglobal_pool
+#define XF_RULE_MS_QLINEAR_AVERAGE_POOL xf_infer_ms_qpool
+#define XF_RULE_MS_QLINEAR_CONCAT xf_infer_ms_qconcat
+#define XF_RULE_MS_QLINEAR_SOFTMAX xf_infer_ms_qsoftmax
+#define XF_RULE_MS_QGEMM xf_infer_ms_qgemm
+#define XF_RULE_MS_QUANTIZE_LINEAR xf_infer_ms_quantize
+#define XF_RULE_MS_DEQUANTIZE_LINEAR xf_infer_ms_quantize
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

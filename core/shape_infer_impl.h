@@ -177,4 +177,15 @@ xf_status xf_infer_ms_mha(xf_infer_ctx *c);
 xf_status xf_infer_ms_embed_layer_norm(xf_infer_ctx *c);
 xf_status xf_infer_ms_rotary(xf_infer_ctx *c);
 
+/* ONNX Runtime's quantized contrib ops (shape_infer_qcontrib.c). */
+xf_status xf_infer_qcontrib_dtype(xf_infer_ctx *c, xf_dtype *out);
+xf_status xf_infer_ms_qbinary(xf_infer_ctx *c);
+xf_status xf_infer_ms_qunary(xf_infer_ctx *c);
+xf_status xf_infer_ms_qglobal_pool(xf_infer_ctx *c);
+xf_status xf_infer_ms_qpool(xf_infer_ctx *c);
+xf_status xf_infer_ms_qsoftmax(xf_infer_ctx *c);
+xf_status xf_infer_ms_qconcat(xf_infer_ctx *c);
+xf_status xf_infer_ms_qgemm(xf_infer_ctx *c);
+xf_status xf_infer_ms_quantize(xf_infer_ctx *c);
+
 #endif

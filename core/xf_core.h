@@ -354,6 +354,10 @@ typedef struct xf_attrs {
     int onehot_legacy;        /* OneHot before opset 11: negative indices are out of range */
     bool has_axis;            /* Compress, Unique: axis given (else they work on the flattened input) */
     bool softmax_legacy;      /* Softmax/LogSoftmax/Hardmax opset < 13: coerce to 2-D at axis */
+    /* ONNX Runtime's quantized ops (com.microsoft) */
+    int channels_last;        /* QLinearGlobalAveragePool, QLinearAveragePool: channels come last (NHWC) */
+    int64_t ms_opset;         /* QLinearSoftmax: opset (required), whose Softmax it follows (< 13:
+                               * softmax_legacy; its default axis 1, else -1) */
 
     /* scalars */
     float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5),

@@ -12,6 +12,12 @@
  *   SkipLayerNormalization, SkipSimplifiedLayerNormalization  epsilon
  *   SimplifiedLayerNormalization  axis epsilon; stash_type (1 only)
  *   Gelu, FastGelu, BiasGelu, BiasAdd  no attributes
+ *   QLinearLeakyRelu  alpha;  QGemm  alpha transA transB
+ *   QLinearGlobalAveragePool  channels_last;  QLinearConcat  axis (required)
+ *   QLinearSoftmax  opset->ms_opset (required; < 13: softmax_legacy)
+ *                   axis (default 1 or -1 by opset)
+ *   QuantizeLinear, DequantizeLinear  axis
+ *   (QLinearAveragePool's are AveragePool's: attrs_import.c)
  *
  * Anything else (another activation, a parameter the activation does not
  * read, which ONNX Runtime ignores but export could not give back) leaves
@@ -42,6 +48,14 @@ static bool get_flag(xfp_contrib_seen *s, const Onnx__AttributeProto *at, int *v
     if (at->i != 0 && at->i != 1)
         return refuse(s, "attribute '%s' has a value xflow does not model", at->name);
     *v = (int)at->i;
+    return true;
+}
+
+static bool get_int(xfp_contrib_seen *s, const Onnx__AttributeProto *at, int64_t *v)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
+        return refuse(s, "attribute '%s' is not an int", at->name);
+    *v = at->i;
     return true;
 }
 
@@ -116,14 +130,45 @@ int xfp_contrib_attr(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, xfp_
             return true;
         }
         return refuse(s, "attribute '%s' is not modelled", name);
+    case XF_OP_MS_QLINEAR_LEAKY_RELU:
+    case XF_OP_MS_QGEMM:
+        if (A("alpha"))
+            return get_float(s, at, &a->alpha);
+        if (op == XF_OP_MS_QGEMM && A("transA"))
+            return get_flag(s, at, &a->trans_a);
+        if (op == XF_OP_MS_QGEMM && A("transB"))
+            return get_flag(s, at, &a->trans_b);
+        return refuse(s, "attribute '%s' is not modelled", name);
+    case XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL:
+        if (A("channels_last"))
+            return get_flag(s, at, &a->channels_last);
+        return refuse(s, "attribute '%s' is not modelled", name);
+    case XF_OP_MS_QLINEAR_CONCAT:
+    case XF_OP_MS_QLINEAR_SOFTMAX:
+    case XF_OP_MS_QUANTIZE_LINEAR:
+    case XF_OP_MS_DEQUANTIZE_LINEAR:
+        if (A("axis"))
+            return (s->has_axis = get_int(s, at, &a->axis));
+        if (op == XF_OP_MS_QLINEAR_SOFTMAX && A("opset"))
+            return (s->has_opset = get_int(s, at, &a->ms_opset));
+        return refuse(s, "attribute '%s' is not modelled", name);
     default:
         return -1;
     }
 #undef A
 }
 
-bool xfp_contrib_finish(xf_op op, const xf_attrs *a, xfp_contrib_seen *s)
+bool xfp_contrib_finish(xf_op op, xf_attrs *a, xfp_contrib_seen *s)
 {
+    if (op == XF_OP_MS_QLINEAR_CONCAT && !s->has_axis)
+        return refuse(s, "no axis attribute", NULL);
+    if (op == XF_OP_MS_QLINEAR_SOFTMAX) {
+        if (!s->has_opset)
+            return refuse(s, "no opset attribute", NULL);
+        a->softmax_legacy = a->ms_opset < 13;
+        if (!s->has_axis)
+            a->axis = a->softmax_legacy ? 1 : -1;
+    }
     int want = a->ms_act > 0 && a->ms_act < XF_MS_ACT_COUNT ? xf_ms_act_n_params[a->ms_act] : 0;
     if (op == XF_OP_MS_FUSED_CONV && s->n_params != want)
         return refuse(s, "activation_params do not match the activation", NULL);

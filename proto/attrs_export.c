@@ -118,7 +118,8 @@ static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
         add_int(w, "group", a->group);
     if (!conv && a->ceil_mode != d->ceil_mode)
         add_int(w, "ceil_mode", a->ceil_mode);
-    if (n->op == XF_OP_AVERAGE_POOL && a->count_include_pad != d->count_include_pad)
+    if ((n->op == XF_OP_AVERAGE_POOL || n->op == XF_OP_MS_QLINEAR_AVERAGE_POOL) &&
+        a->count_include_pad != d->count_include_pad)
         add_int(w, "count_include_pad", a->count_include_pad);
 }
 
@@ -686,6 +687,36 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         write_attn(&w, n, &d);
+        break;
+    /* com.microsoft, version 1: nothing depends on the model's opset */
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL:
+        write_spatial(&w, n, &d);
+        break;
+    case XF_OP_MS_QLINEAR_LEAKY_RELU:
+    case XF_OP_MS_QGEMM:
+        if (a->alpha != d.alpha)
+            add_float(&w, "alpha", a->alpha);
+        if (n->op == XF_OP_MS_QGEMM && a->trans_a)
+            add_int(&w, "transA", a->trans_a);
+        if (n->op == XF_OP_MS_QGEMM && a->trans_b)
+            add_int(&w, "transB", a->trans_b);
+        break;
+    case XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL:
+        if (a->channels_last)
+            add_int(&w, "channels_last", a->channels_last);
+        break;
+    case XF_OP_MS_QLINEAR_CONCAT: /* axis is required */
+        add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_MS_QLINEAR_SOFTMAX: /* opset is required */
+        add_int(&w, "opset", a->ms_opset);
+        if (a->axis != (a->ms_opset < 13 ? 1 : -1))
+            add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_MS_QUANTIZE_LINEAR:
+    case XF_OP_MS_DEQUANTIZE_LINEAR:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
         break;
     default:
         break;

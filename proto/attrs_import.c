@@ -81,9 +81,10 @@
  *   MeanVarianceNormalization  axes (default [0, 2, 3])
  *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
  *   LpNormalization axis p->lp_p
- *   ONNX Runtime's contrib ops: attrs_contrib.c; its attention family
- *                   (Attention, MultiHeadAttention, EmbedLayerNormalization,
- *                   RotaryEmbedding): attrs_attn.c
+ *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
+ *   model's opset): attrs_contrib.c; its attention family (Attention,
+ *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding):
+ *   attrs_attn.c; QLinearAveragePool  as AveragePool; channels_last (0 only)
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -319,8 +320,10 @@ static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__Attr
         return read_int(r, at, &a->group);
     if (!conv_like(op) && strcmp(name, "ceil_mode") == 0)
         return read_int32(r, at, &a->ceil_mode);
-    if (op == XF_OP_AVERAGE_POOL && strcmp(name, "count_include_pad") == 0)
+    if ((op == XF_OP_AVERAGE_POOL || op == XF_OP_MS_QLINEAR_AVERAGE_POOL) && strcmp(name, "count_include_pad") == 0)
         return read_int32(r, at, &a->count_include_pad);
+    if (op == XF_OP_MS_QLINEAR_AVERAGE_POOL && strcmp(name, "channels_last") == 0)
+        return read_fixed(r, at, 0);
     if (op == XF_OP_MAX_POOL && strcmp(name, "storage_order") == 0)
         return read_fixed(r, at, 0);
     return refuse(r, "attribute '%s' is not modelled", name);
@@ -815,6 +818,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         return xfp_attn_attr_import(op, at, a, r->why, r->why_len);
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL:
+        return take_spatial(r, op, name, at);
     default:
         break;
     }
@@ -835,7 +840,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_CONV_INTEGER:
     case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
-    case XF_OP_AVERAGE_POOL: {
+    case XF_OP_AVERAGE_POOL:
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL: {
         int n = -1;
         int lens[6] = {r->n_kernel,       r->n_strides,       r->n_pads < 0 ? -1 : r->n_pads / 2,
                        r->n_dilations,    r->n_output_padding, r->n_output_shape};

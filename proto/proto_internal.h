@@ -179,6 +179,7 @@ xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, c
 typedef struct xfp_contrib_seen {
     int n_params;  /* FusedConv: activation_params' length */
     bool given[2]; /* FusedGemm: activation_alpha, activation_beta */
+    bool has_axis, has_opset; /* QLinearConcat, QLinearSoftmax */
     char *why;
     size_t why_len;
 } xfp_contrib_seen;
@@ -186,8 +187,9 @@ typedef struct xfp_contrib_seen {
  * s->why), -1 not one of the op's own (FusedConv's window attributes,
  * FusedGemm's Gemm ones: the caller's). */
 int xfp_contrib_attr(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, xfp_contrib_seen *s);
-/* Cross-attribute rules once all are read; false (reason in s->why) refuses. */
-bool xfp_contrib_finish(xf_op op, const xf_attrs *a, xfp_contrib_seen *s);
+/* Cross-attribute rules and defaults once all are read; false (reason in
+ * s->why) refuses. */
+bool xfp_contrib_finish(xf_op op, xf_attrs *a, xfp_contrib_seen *s);
 
 /* ONNX Runtime's attention family (attrs_attn.c): one attribute of a node
  * of op, and the checks once all are read; false, with the reason in why,

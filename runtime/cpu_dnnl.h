@@ -192,6 +192,8 @@ extern const xf_dn_handler xf_dn_attention_handler;
  * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
  * 1 (the other is a constant); chosen only by the fold plan. */
 extern const xf_dn_handler xf_dn_gelu_handler;
+/* ONNX Runtime's quantized contrib ops (cpu_dnnl_qcontrib.c; QGemm in cpu_dnnl_int8.c) */
+extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler;
 
 /* The elementwise op of a unary node as a post-op; alg undef when oneDNN
  * has none for it. */

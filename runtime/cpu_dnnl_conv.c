@@ -416,9 +416,22 @@ static bool pool_is_global(const xf_node *n)
     return n->op == XF_OP_GLOBAL_AVERAGE_POOL || n->op == XF_OP_GLOBAL_MAX_POOL;
 }
 
+/* The 8-bit integers of quantized models (int8, uint8), which a max pool
+ * takes as they are: a maximum is exact in any type. */
+static dnnl_data_type_t pool_int8_type(const xf_graph *g, const xf_node *n)
+{
+    bool max = n->op == XF_OP_MAX_POOL || n->op == XF_OP_GLOBAL_MAX_POOL;
+    if (!max || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return dnnl_data_type_undef;
+    xf_dtype t = g->values[n->inputs[0]].dtype;
+    if ((t != XF_DT_UINT8 && t != XF_DT_INT8) || g->values[n->outputs[0]].dtype != t)
+        return dnnl_data_type_undef;
+    return t == XF_DT_UINT8 ? dnnl_u8 : dnnl_s8;
+}
+
 static bool pool_handles(const xf_graph *g, const xf_node *n)
 {
-    if (!window_shapes_ok(g, n))
+    if (!(pool_int8_type(g, n) != dnnl_data_type_undef ? window_ranks_ok(g, n) : window_shapes_ok(g, n)))
         return false;
     const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
     if (y->dims[1] != x->dims[1])
@@ -459,10 +472,11 @@ static xf_status pool_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
                                                                               : dnnl_pooling_avg_exclude_padding;
     /* computed in the layout the input is stored in */
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    dnnl_data_type_t t = pool_int8_type(g, n) != dnnl_data_type_undef ? pool_int8_type(g, n) : dnnl_f32;
     dnnl_memory_desc_t src, dst_have, dst;
-    xf_dn_md(c, x, work, &src);
-    xf_dn_md(c, y, work, &dst);
-    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    xf_dn_md_typed(c, x, work, t, &src);
+    xf_dn_md_typed(c, y, work, t, &dst);
+    xf_dn_operand_md_typed(c, n, -1, y, t, &dst_have);
     dnnl_pooling_v2_desc_t d;
     XF_DN_TRY(err, n, dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst, strides, kernel,
                                                         dil, pl, pr));

@@ -1,7 +1,8 @@
 /* The ops of quantized models.  The integer products on oneDNN's int8
- * primitives: MatMulInteger and QLinearMatMul as matmul, ConvInteger and
- * QLinearConv as convolution, in the forms where oneDNN 2.6 computes what
- * ONNX specifies:
+ * primitives: MatMulInteger, QLinearMatMul and ONNX Runtime's QGemm (alpha
+ * 1, A not transposed, its int32 C one per column) as matmul, ConvInteger
+ * and QLinearConv as convolution, in the forms where oneDNN 2.6 computes
+ * what ONNX (ONNX Runtime) specifies:
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
  *   - w (B) int8 with zero points that are all 0 (or absent); a matrix
@@ -55,6 +56,7 @@ static qroles roles_of(xf_op op)
     switch (op) {
     case XF_OP_QLINEAR_MATMUL: return (qroles){1, 2, 3, 4, 5, 6, 7, -1};
     case XF_OP_QLINEAR_CONV: return (qroles){1, 2, 3, 4, 5, 6, 7, 8};
+    case XF_OP_MS_QGEMM: return (qroles){1, 2, 3, 4, 5, 7, 8, 6};
     default: return (qroles){-1, 2, 1, -1, 3, -1, -1, -1}; /* MatMulInteger, ConvInteger */
     }
 }
@@ -111,26 +113,29 @@ static bool const_scales(const xf_value *v, int64_t channels)
 static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels, bool w_zp_ok)
 {
     qroles r = roles_of(n->op);
-    bool q = r.y_scale >= 0;
+    bool q = value_at(g, n, r.y_scale) != NULL;
+    /* without y's scale: MatMulInteger's int32 sums, QGemm's scaled floats */
+    xf_dtype plain = n->op == XF_OP_MS_QGEMM ? XF_DT_FLOAT : XF_DT_INT32;
     const xf_value *x = value_at(g, n, 0), *w = value_at(g, n, r.w), *w_zp = value_at(g, n, r.w_zp);
     const xf_value *y = n->n_outputs == 1 && n->outputs[0] >= 0 ? &g->values[n->outputs[0]] : NULL;
     if (!exact_int8() || !x || !w || !y || xf_shape_numel(&x->shape) <= 0 || xf_shape_numel(&w->shape) <= 0 ||
         xf_shape_numel(&y->shape) <= 0)
         return false;
     if ((x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || w->dtype != XF_DT_INT8 ||
-        (q ? y->dtype != XF_DT_UINT8 && y->dtype != XF_DT_INT8 : y->dtype != XF_DT_INT32))
+        (q ? y->dtype != XF_DT_UINT8 && y->dtype != XF_DT_INT8 : y->dtype != plain))
         return false;
     if (!single(value_at(g, n, r.x_zp)) || !single(value_at(g, n, r.y_zp)) ||
         !(!w_zp || zeros(w_zp) || (w_zp_ok && single(w_zp))))
         return false;
-    return !q || (const_scales(value_at(g, n, r.x_scale), 1) && const_scales(value_at(g, n, r.y_scale), 1) &&
-                  const_scales(value_at(g, n, r.w_scale), channels));
+    return r.x_scale < 0 || (const_scales(value_at(g, n, r.x_scale), 1) &&
+                             (!q || const_scales(value_at(g, n, r.y_scale), 1)) &&
+                             const_scales(value_at(g, n, r.w_scale), channels));
 }
 
 /* The attribute of integer product n: its zero points, read at run time,
- * and (QLinear ops) the output scales x_scale * w_scale / y_scale, one or
- * one per index of the output's dimension channel_dim, and the rounding
- * before y's zero point. */
+ * and (QLinear ops, QGemm) the output scales x_scale * w_scale / y_scale
+ * (QGemm without y_scale: x_scale * w_scale), one or one per index of the
+ * output's dimension channel_dim, and the rounding before y's zero point. */
 static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
                         dnnl_primitive_attr_t *attr, xf_error *err)
 {
@@ -142,7 +147,8 @@ static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_vie
     for (int i = 0; i < 3 && s == dnnl_success; i++)
         if (zp_used(g, n, zp_in[i]))
             s = dnnl_primitive_attr_set_zero_points(*attr, zp_arg[i], 1, 0, &runtime);
-    if (s == dnnl_success && r.y_scale >= 0) {
+    bool has_y_scale = r.y_scale >= 0 && r.y_scale < n->n_inputs && xf_rt_present(&in[r.y_scale]);
+    if (s == dnnl_success && r.x_scale >= 0) {
         const xf_tensor_view *ws = &in[r.w_scale];
         int64_t count = xf_rt_numel(ws);
         float *scales = malloc(sizeof *scales * (size_t)count);
@@ -151,14 +157,15 @@ static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_vie
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         }
         /* the expression cpu_ref evaluates, in float */
-        float x_scale = *(const float *)in[r.x_scale].data, y_scale = *(const float *)in[r.y_scale].data;
+        float x_scale = *(const float *)in[r.x_scale].data;
         for (int64_t i = 0; i < count; i++)
-            scales[i] = x_scale * ((const float *)ws->data)[i] / y_scale;
+            scales[i] = has_y_scale ? x_scale * ((const float *)ws->data)[i] / *(const float *)in[r.y_scale].data
+                                    : x_scale * ((const float *)ws->data)[i];
         s = dnnl_primitive_attr_set_output_scales(*attr, count, count > 1 ? 1 << channel_dim : 0, scales);
         free(scales);
     }
     /* rounded before y's zero point is added, as ONNX does */
-    if (s == dnnl_success && r.y_scale >= 0 && zp_used(g, n, r.y_zp)) {
+    if (s == dnnl_success && has_y_scale && zp_used(g, n, r.y_zp)) {
         dnnl_post_ops_t po = NULL;
         s = dnnl_post_ops_create(&po);
         if (s == dnnl_success)
@@ -206,37 +213,38 @@ static bool qmatmul_handles(const xf_graph *g, const xf_node *n)
     return !ws || xf_qmatmul_param(b, &ws->shape, true, &form, why, sizeof why);
 }
 
-static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+/* The int8 matmul of n from the descriptions of A (input 0), B (input
+ * r.w), the int32 bias (input bias_in, -1: none) and Y: constant weights
+ * are reordered once into the layout oneDNN prefers. */
+static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, int bias_in,
+                               const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y, xf_dn_node *st,
+                               xf_error *err)
 {
     qroles r = roles_of(n->op);
-    int rank = out[0].shape.ndim;
-    dnnl_memory_desc_t a, b, b_any, y;
-    xf_dn_md_rank(&in[0].shape, rank, dn_type(in[0].dtype), &a);
-    xf_dn_md_rank(&in[r.w].shape, rank, dnnl_s8, &b);
-    xf_dn_md_plain(&out[0].shape, dn_type(out[0].dtype), &y);
-    /* constant weights are reordered once into the layout oneDNN prefers */
     bool const_b = g->values[n->inputs[r.w]].init && in[r.w].data;
-    b_any = b;
+    dnnl_memory_desc_t b_any = *b;
     if (const_b)
-        dnnl_memory_desc_init_by_tag(&b_any, rank, b.dims, dnnl_s8, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&b_any, b->ndims, b->dims, dnnl_s8, dnnl_format_tag_any);
     dnnl_matmul_desc_t d;
-    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b_any, NULL, &y));
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, a, &b_any, bias_in >= 0 ? bias : NULL, y));
     dnnl_primitive_attr_t attr;
-    xf_status s = q_attr(g, n, in, rank - 1, &attr, err);
+    xf_status s = q_attr(g, n, in, y->ndims - 1, &attr, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
     dnnl_primitive_attr_destroy(attr);
     XF_DN_TRY(err, n, ds);
-    s = const_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[r.w].data, &b,
+    s = const_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[r.w].data, b,
                                    dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err)
-                : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, r.w, &b, &b, err);
+                : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, r.w, b, b, err);
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
+        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, a, a, err);
+    if (s == XF_OK && bias_in >= 0)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_BIAS, bias_in, bias, bias, err);
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, y, y, err);
     if (s != XF_OK) {
         dnnl_primitive_desc_destroy(pd);
         return s;
@@ -245,7 +253,55 @@ static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     return s == XF_OK ? bind_zero_points(c, g, n, st, err) : s;
 }
 
+static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    qroles r = roles_of(n->op);
+    int rank = out[0].shape.ndim;
+    dnnl_memory_desc_t a, b, y;
+    xf_dn_md_rank(&in[0].shape, rank, dn_type(in[0].dtype), &a);
+    xf_dn_md_rank(&in[r.w].shape, rank, dnnl_s8, &b);
+    xf_dn_md_plain(&out[0].shape, dn_type(out[0].dtype), &y);
+    return qmatmul_build(c, g, n, in, &a, &b, -1, NULL, &y, st, err);
+}
+
 const xf_dn_handler xf_dn_qmatmul_handler = {qmatmul_handles, NULL, qmatmul_prepare, NULL};
+
+/* ---------------------------------------------------------------- QGemm */
+
+/* ONNX Runtime's QGemm as a matmul: alpha 1, A not transposed, C (int32
+ * sums, added before the scale as ONNX Runtime adds them) one per column;
+ * the operands as q_operands_ok takes them. */
+static bool qgemm_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *a = value_at(g, n, 0), *b = value_at(g, n, 3), *c = value_at(g, n, 6);
+    if (n->attrs.alpha != 1.0f || n->attrs.trans_a || !a || !b || n->n_outputs != 1 || n->outputs[0] < 0 ||
+        (value_at(g, n, 7) != NULL) != (value_at(g, n, 8) != NULL))
+        return false;
+    const xf_shape *y = &g->values[n->outputs[0]].shape;
+    if (a->shape.ndim != 2 || b->shape.ndim != 2 || y->ndim != 2)
+        return false;
+    if (c && (c->dtype != XF_DT_INT32 || xf_shape_numel(&c->shape) != y->dims[1] ||
+              !(c->shape.ndim == 1 || (c->shape.ndim == 2 && c->shape.dims[0] == 1))))
+        return false;
+    return q_operands_ok(g, n, y->dims[1], true);
+}
+
+static xf_status qgemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    int64_t k = in[0].shape.dims[1], cols = out[0].shape.dims[1];
+    bool tb = n->attrs.trans_b != 0, has_c = n->n_inputs > 6 && xf_rt_present(&in[6]);
+    dnnl_memory_desc_t a, b, y, bias;
+    xf_dn_md_plain(&in[0].shape, dn_type(in[0].dtype), &a);
+    dnnl_dims_t bd = {k, cols}, bs = {tb ? 1 : cols, tb ? k : 1}, cd = {1, cols};
+    dnnl_memory_desc_init_by_strides(&b, 2, bd, dnnl_s8, bs);
+    xf_dn_md_plain(&out[0].shape, out[0].dtype == XF_DT_FLOAT ? dnnl_f32 : dn_type(out[0].dtype), &y);
+    dnnl_memory_desc_init_by_tag(&bias, 2, cd, dnnl_s32, dnnl_ab);
+    return qmatmul_build(c, g, n, in, &a, &b, has_c ? 6 : -1, &bias, &y, st, err);
+}
+
+const xf_dn_handler xf_dn_ms_qgemm_handler = {qgemm_handles, NULL, qgemm_prepare, NULL};
 
 /* ---------------------------------------------------------------- ConvInteger, QLinearConv */
 

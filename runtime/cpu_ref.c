@@ -194,6 +194,18 @@ typedef struct ref_entry {
 #define XF_REF_MS_MHA {xf_ref_ms_mha, F32, F32, F32}
 #define XF_REF_MS_EMBED_LAYER_NORM {xf_ref_ms_embed_layer_norm, I32, I32, F32}
 #define XF_REF_MS_ROTARY_EMB {xf_ref_ms_rotary, F32, I64, F32}
+#define Q8IN (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8))
+#define XF_REF_MS_QLINEAR_ADD {xf_ref_ms_qbinary, Q8IN | XF_DTM(XF_DT_UINT16), F32, 0}
+#define XF_REF_MS_QLINEAR_MUL {xf_ref_ms_qbinary, Q8IN, F32, 0}
+#define XF_REF_MS_QLINEAR_SIGMOID {xf_ref_ms_qunary, Q8IN, F32, Q8IN}
+#define XF_REF_MS_QLINEAR_LEAKY_RELU {xf_ref_ms_qunary, Q8IN, F32, Q8IN}
+#define XF_REF_MS_QLINEAR_GLOBAL_AVERAGE_POOL {xf_ref_ms_qglobal_pool, Q8IN, F32, Q8IN}
+#define XF_REF_MS_QLINEAR_AVERAGE_POOL {xf_ref_ms_qpool, Q8IN, F32, Q8IN}
+#define XF_REF_MS_QLINEAR_CONCAT {xf_ref_ms_qconcat, F32, Q8IN, Q8IN}
+#define XF_REF_MS_QLINEAR_SOFTMAX {xf_ref_ms_qsoftmax, Q8IN, F32, Q8IN}
+#define XF_REF_MS_QGEMM {xf_ref_ms_qgemm, Q8IN, F32, Q8IN | F32}
+#define XF_REF_MS_QUANTIZE_LINEAR {xf_ref_ms_quantize, F32, F32, QNT}
+#define XF_REF_MS_DEQUANTIZE_LINEAR {xf_ref_ms_quantize, QNT, F32, F32}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

@@ -7,20 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* The geometry of one window op along three spatial axes. */
-typedef struct window {
-    int64_t in[XF_MAX_SPATIAL], out[XF_MAX_SPATIAL], k[XF_MAX_SPATIAL];
-    int64_t stride[XF_MAX_SPATIAL], dil[XF_MAX_SPATIAL];
-    int64_t pad_begin[XF_MAX_SPATIAL], pad_end[XF_MAX_SPATIAL];
-} window;
-
-/* Fills w from the node's attributes and the (N, C, spatial...) shapes of
- * input x and output y.  kernel gives the kernel extent per spatial axis
- * (from the weight for Conv, the attribute for pools).  Explicit pads are
- * kept as ONNX orders them (all begins, then all ends); auto_pad SAME puts
- * the odd padding element at the end (UPPER) or the beginning (LOWER). */
-static xf_status window_setup(const xf_node *n, const xf_shape *x, const xf_shape *y,
-                              const int64_t *kernel, window *w, xf_error *err)
+xf_status xf_rt_window_setup(const xf_node *n, const xf_shape *x, const xf_shape *y, const int64_t *kernel,
+                             xf_rt_window *w, xf_error *err)
 {
     const xf_attrs *a = &n->attrs;
     int ns = x->ndim - 2;
@@ -111,7 +99,7 @@ static xf_status conv_channels_make(const xf_node *n, const xf_shape *xs, const 
 /* Direct convolution of x (N, C, spatial) by wt (M, C/group, kernel),
  * both as doubles, into y (N, M, out): the raw sums, in one order for
  * every caller. */
-static void conv_direct(const window *w, const conv_channels *ch, const double *x, const double *wt, double *y)
+static void conv_direct(const xf_rt_window *w, const conv_channels *ch, const double *x, const double *wt, double *y)
 {
     int64_t in_sp = w->in[0] * w->in[1] * w->in[2], k_sp = w->k[0] * w->k[1] * w->k[2];
     for (int64_t b = 0; b < ch->batch; b++)
@@ -149,7 +137,7 @@ static void conv_direct(const window *w, const conv_channels *ch, const double *
 
 /* The window of a convolution whose weight is input wi, its channels and
  * its operands as doubles (x from input 0); the caller frees *x, *wt, *y. */
-static xf_status conv_setup(const xf_node *n, const xf_tensor_view *in, int wi, const xf_tensor_view *out, window *w,
+static xf_status conv_setup(const xf_node *n, const xf_tensor_view *in, int wi, const xf_tensor_view *out, xf_rt_window *w,
                             conv_channels *ch, double **x, double **wt, double **y, xf_error *err)
 {
     const xf_shape *xs = &in[0].shape, *ws = &in[wi].shape, *ys = &out[0].shape;
@@ -159,7 +147,7 @@ static xf_status conv_setup(const xf_node *n, const xf_tensor_view *in, int wi, 
     for (int i = 0; i < xs->ndim - 2 && i < XF_MAX_SPATIAL; i++)
         kernel[i] = ws->dims[2 + i];
     if (st == XF_OK)
-        st = window_setup(n, xs, ys, kernel, w, err);
+        st = xf_rt_window_setup(n, xs, ys, kernel, w, err);
     if (st != XF_OK)
         return st;
     int64_t count = xf_rt_numel(&out[0]);
@@ -176,7 +164,7 @@ static xf_status conv_setup(const xf_node *n, const xf_tensor_view *in, int wi, 
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
-    window w;
+    xf_rt_window w;
     conv_channels ch;
     double *x, *wt, *acc;
     xf_status st = conv_setup(n, in, 1, out, &w, &ch, &x, &wt, &acc, err);
@@ -217,7 +205,7 @@ xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const 
     for (int k = 1; k < n->n_inputs && k < 9; k++)
         opt[k] = k != wi && xf_rt_present(&in[k]) ? &in[k] : NULL;
     const xf_tensor_view *x_zp = opt[2], *w_zp = opt[q ? 5 : 3], *bias = q ? opt[8] : NULL;
-    window w;
+    xf_rt_window w;
     conv_channels ch;
     double *x, *wt, *acc;
     xf_status st = conv_setup(n, in, wi, out, &w, &ch, &x, &wt, &acc, err);
@@ -346,8 +334,8 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     const xf_tensor_view *x = &in[0], *y = &out[0];
     if (x->shape.ndim < 3 || y->shape.dims[0] != x->shape.dims[0] || y->shape.dims[1] != x->shape.dims[1])
         return xf_rt_bad_node(err, n, "input and output batch/channels differ");
-    window w;
-    xf_status st = window_setup(n, &x->shape, &y->shape, n->attrs.kernel, &w, err);
+    xf_rt_window w;
+    xf_status st = xf_rt_window_setup(n, &x->shape, &y->shape, n->attrs.kernel, &w, err);
     if (st != XF_OK)
         return st;
     bool is_max = n->op == XF_OP_MAX_POOL;

@@ -123,11 +123,40 @@ xf_status xf_ref_qmatmul(const xf_node *n, const xf_tensor_view *in, const xf_te
  * quantized ops write a value (NaN stays NaN, which xf_rt_store_f64 stores
  * as 0). */
 float xf_rt_quantize_round(float v, float zero_point, xf_dtype t);
+/* ONNX Runtime's quantized contrib ops (cpu_ref_qcontrib.c) */
+xf_status xf_ref_ms_qbinary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_qunary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_qconcat(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_qglobal_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err);
+xf_status xf_ref_ms_qpool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_qsoftmax(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_qgemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* The table of a quantized unary map on int8 or uint8 t: entry (uint8)x
+ * is quantize(f(dequantize(x))) with f 0 the identity, 1 the logistic
+ * function (MLAS's approximation), 2 LeakyRelu of slope alpha. */
+void xf_rt_qlinear_table(xf_dtype t, float xs, int32_t xz, float ys, int32_t yz, int f, float alpha,
+                         uint8_t table[256]);
 /* windows (cpu_ref_conv.c) */
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* ConvInteger and QLinearConv */
 xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* The geometry of one window op along three spatial axes (fewer spatial
+ * axes have the missing ones of size 1). */
+typedef struct xf_rt_window {
+    int64_t in[XF_MAX_SPATIAL], out[XF_MAX_SPATIAL], k[XF_MAX_SPATIAL];
+    int64_t stride[XF_MAX_SPATIAL], dil[XF_MAX_SPATIAL];
+    int64_t pad_begin[XF_MAX_SPATIAL], pad_end[XF_MAX_SPATIAL];
+} xf_rt_window;
+/* Fills w from the node's attributes and the (N, C, spatial...) shapes of
+ * input x and output y.  kernel gives the kernel extent per spatial axis
+ * (from the weight for Conv, the attribute for pools).  Explicit pads are
+ * kept as ONNX orders them (all begins, then all ends); auto_pad SAME puts
+ * the odd padding element at the end (UPPER) or the beginning (LOWER). */
+xf_status xf_rt_window_setup(const xf_node *n, const xf_shape *x, const xf_shape *y, const int64_t *kernel,
+                             xf_rt_window *w, xf_error *err);
 xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* matrix products (cpu_ref_linalg.c) */

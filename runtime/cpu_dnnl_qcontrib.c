@@ -1,0 +1,171 @@
+/* The cpu backend's loops for ONNX Runtime's QLinearAdd and QLinearMul
+ * (com.microsoft) on int8 and uint8: cpu_ref's arithmetic (see
+ * cpu_ref_qcontrib.c), eight elements at a time in AVX2 and FMA, where
+ * the fused multiply-adds are the ones cpu_ref and ONNX Runtime's kernel
+ * compute.  The output is seen as spans: A and B are both whole tensors
+ * of the output's shape, or one of them holds one value per span (a
+ * per-channel operand such as a squeeze-and-excitation scale), as ONNX
+ * Runtime's broadcasting hands them to its kernel.  Other broadcasts, and
+ * machines without AVX2 and FMA, run cpu_ref's kernel. */
+#include "cpu_dnnl.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QC_X86 1
+#else
+#define QC_X86 0
+#endif
+
+/* The output as outer spans of span elements; an operand marked scalar
+ * holds one value per span. */
+typedef struct qspans {
+    int64_t outer, span;
+    bool a_scalar, b_scalar;
+} qspans;
+
+/* Where s (aligned to y at the last dimension) stops matching y: the
+ * first dimension from which on s is all 1 and before which it equals y,
+ * or -1 when there is none. */
+static int prefix_of(const xf_shape *s, const xf_shape *y)
+{
+    int k = y->ndim;
+    while (k > 0 && (k - 1 < y->ndim - s->ndim || s->dims[k - 1 - (y->ndim - s->ndim)] == 1))
+        k--;
+    for (int d = 0; d < k; d++)
+        if (d < y->ndim - s->ndim || s->dims[d - (y->ndim - s->ndim)] != y->dims[d])
+            return -1;
+    return k;
+}
+
+static bool spans_of(const xf_shape *a, const xf_shape *b, const xf_shape *y, qspans *s)
+{
+    int ka = prefix_of(a, y), kb = prefix_of(b, y);
+    bool a_full = xf_shape_numel(a) == xf_shape_numel(y) && ka >= 0;
+    bool b_full = xf_shape_numel(b) == xf_shape_numel(y) && kb >= 0;
+    int k = a_full && b_full ? 0 : a_full ? kb : b_full ? ka : -1;
+    if (k < 0)
+        return false;
+    int64_t span = 1;
+    for (int d = k; d < y->ndim; d++)
+        span *= y->dims[d];
+    /* a span of one element has no scalar operand (cpu_ref's rule) */
+    *s = (qspans){xf_shape_numel(y) / (span > 0 ? span : 1), span, !a_full && span > 1, !b_full && span > 1};
+    if (span == 1)
+        s->a_scalar = s->b_scalar = false;
+    return span > 0;
+}
+
+static bool qbinary_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!QC_X86 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return false;
+    int a = xf_dn_input(n, 0), b = xf_dn_input(n, 3);
+    if (a < 0 || b < 0 || n->n_outputs != 1 || n->outputs[0] < 0)
+        return false;
+    const xf_value *va = &g->values[a], *vb = &g->values[b], *vy = &g->values[n->outputs[0]];
+    qspans s;
+    return (va->dtype == XF_DT_UINT8 || va->dtype == XF_DT_INT8) && vb->dtype == va->dtype &&
+           vy->dtype == va->dtype && va->shape.ndim >= 0 && vb->shape.ndim >= 0 &&
+           xf_shape_numel(&vy->shape) > 0 && spans_of(&va->shape, &vb->shape, &vy->shape, &s);
+}
+
+#if QC_X86
+typedef struct qbin_params {
+    bool add, s8;
+    float rac, rbc, fixed, ratio, zc;
+    int32_t za, zb, lo, hi;
+} qbin_params;
+
+__attribute__((target("avx2,fma"))) static inline __m256i widen8(const uint8_t *p, bool s8)
+{
+    __m128i v = _mm_loadl_epi64((const __m128i *)p);
+    return s8 ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+}
+
+/* Eight outputs from eight a and b (a or b one value when scalar). */
+__attribute__((target("avx2,fma"))) static inline void qbin8(const qbin_params *p, const uint8_t *a, const uint8_t *b,
+                                                             bool a_scalar, bool b_scalar, uint8_t *y)
+{
+    __m256i ia = a_scalar ? _mm256_set1_epi32(p->s8 ? (int8_t)a[0] : a[0]) : widen8(a, p->s8);
+    __m256i ib = b_scalar ? _mm256_set1_epi32(p->s8 ? (int8_t)b[0] : b[0]) : widen8(b, p->s8);
+    __m256 v;
+    if (p->add) {
+        __m256 fa = _mm256_cvtepi32_ps(ia), fb = _mm256_cvtepi32_ps(ib);
+        __m256 rac = _mm256_set1_ps(p->rac), rbc = _mm256_set1_ps(p->rbc), fixed = _mm256_set1_ps(p->fixed);
+        if (a_scalar)
+            v = _mm256_fmadd_ps(fb, rbc, _mm256_fmadd_ps(fa, rac, fixed));
+        else
+            v = _mm256_fmadd_ps(fa, rac, _mm256_fmadd_ps(fb, rbc, fixed));
+    } else {
+        __m256i prod = _mm256_mullo_epi32(_mm256_sub_epi32(ia, _mm256_set1_epi32(p->za)),
+                                          _mm256_sub_epi32(ib, _mm256_set1_epi32(p->zb)));
+        v = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(prod), _mm256_set1_ps(p->ratio)), _mm256_set1_ps(p->zc));
+    }
+    __m256i r = _mm256_cvtps_epi32(v); /* halves to even, the default rounding */
+    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(p->lo)), _mm256_set1_epi32(p->hi));
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storel_epi64((__m128i *)y, p->s8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+}
+
+__attribute__((target("avx2,fma"))) static void qbin_span(const qbin_params *p, const uint8_t *a, const uint8_t *b,
+                                                          bool a_scalar, bool b_scalar, uint8_t *y, int64_t count)
+{
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        qbin8(p, a_scalar ? a : a + i, b_scalar ? b : b + i, a_scalar, b_scalar, y + i);
+    if (i < count) {
+        uint8_t ta[8] = {0}, tb[8] = {0}, ty[8];
+        int64_t rest = count - i;
+        memcpy(ta, a_scalar ? a : a + i, (size_t)(a_scalar ? 1 : rest));
+        memcpy(tb, b_scalar ? b : b + i, (size_t)(b_scalar ? 1 : rest));
+        qbin8(p, ta, tb, a_scalar, b_scalar, ty);
+        memcpy(y + i, ty, (size_t)rest);
+    }
+}
+
+static float param_f(const xf_tensor_view *v) { return (float)xf_rt_load_f64(v->dtype, v->data, 0); }
+
+static int32_t param_i(const xf_node *n, const xf_tensor_view *in, int k)
+{
+    return k < n->n_inputs && xf_rt_present(&in[k]) ? (int32_t)xf_rt_load_i64(in[k].dtype, in[k].data, 0) : 0;
+}
+#endif
+
+static xf_status qbinary_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+#if QC_X86
+    for (int k = 1; k < n->n_inputs; k++)
+        if (k != 3 && xf_rt_present(&in[k]) && xf_rt_numel(&in[k]) != 1)
+            return xf_ref_ms_qbinary(n, in, out, err); /* its message */
+    qspans s;
+    if (!spans_of(&in[0].shape, &in[3].shape, &out[0].shape, &s))
+        return xf_ref_ms_qbinary(n, in, out, err);
+    float sa = param_f(&in[1]), sb = param_f(&in[4]), sc = param_f(&in[6]);
+    int32_t za = param_i(n, in, 2), zb = param_i(n, in, 5), zc = param_i(n, in, 7);
+    bool s8 = out[0].dtype == XF_DT_INT8;
+    qbin_params p = {.add = n->op == XF_OP_MS_QLINEAR_ADD, .s8 = s8, .rac = sa / sc, .rbc = sb / sc,
+                     .ratio = sa * sb / sc, .zc = (float)zc, .za = za, .zb = zb, .lo = s8 ? -128 : 0,
+                     .hi = s8 ? 127 : 255};
+    p.fixed = (float)zc - fmaf(p.rac, (float)za, p.rbc * (float)zb);
+    const uint8_t *a = in[0].data, *b = in[3].data;
+    uint8_t *y = out[0].data;
+    for (int64_t o = 0; o < s.outer; o++)
+        qbin_span(&p, a + (s.a_scalar ? o : o * s.span), b + (s.b_scalar ? o : o * s.span), s.a_scalar, s.b_scalar,
+                  y + o * s.span, s.span);
+    return XF_OK;
+#else
+    return xf_ref_ms_qbinary(n, in, out, err);
+#endif
+}
+
+static xf_status qbinary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    st->kernel = qbinary_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_ms_qbinary_handler = {qbinary_handles, NULL, qbinary_prepare, NULL};
