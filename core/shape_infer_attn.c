@@ -71,14 +71,18 @@ static xf_status want_rank(xf_infer_ctx *c, int i, const char *what, int lo, int
 
 /* The mask forms of ONNX Runtime's CPU kernels: 1-D end positions (B) or
  * end and start positions (2B, Attention only), a 2-D 0/1 mask (B, T), a
- * 3-D one (B, S, T); and the additive attention_bias (B or 1, N or 1, S, T). */
+ * 3-D one (B, S, T); and the additive attention_bias (B or 1, N or 1, S, T).
+ * The schema's 4-D form passes here, so that such models load. */
 static xf_status check_masks(xf_infer_ctx *c, int mask, int bias, int64_t b, int64_t n, int64_t s, int64_t t)
 {
     if (mask >= 0 && xf_infer_has(c, mask)) {
         const xf_shape *m = xf_infer_shape(c, mask);
         bool ok = (m->ndim == 1 && (m->dims[0] == b || (c->node->op == XF_OP_MS_ATTENTION && m->dims[0] == 2 * b))) ||
                   (m->ndim == 2 && m->dims[0] == b && m->dims[1] == t) ||
-                  (m->ndim == 3 && m->dims[0] == b && m->dims[1] == s && m->dims[2] == t);
+                  (m->ndim == 3 && m->dims[0] == b && m->dims[1] == s && m->dims[2] == t) ||
+                  /* Megatron's (B, 1, M, M), M >= T: loads; the kernels refuse it */
+                  (m->ndim == 4 && m->dims[0] == b && m->dims[1] == 1 && m->dims[2] == m->dims[3] &&
+                   m->dims[2] >= t);
         if (!ok)
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "mask %s is none of (%" PRId64 "), (%" PRId64 ", %" PRId64 "), (%" PRId64

@@ -34,10 +34,12 @@ typedef struct attn_dims {
     int64_t b, n, s, l, p, h, hv; /* T = p + l */
 } attn_dims;
 
-static xf_status bad(xf_error *err, const xf_node *n, const char *what)
+static xf_status fail(xf_error *err, xf_status st, const xf_node *n, const char *what)
 {
-    return xf_error_set(err, XF_ERR_INVALID, "%s: %s", xf_op_name(n->op), what);
+    return xf_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "", xf_op_name(n->op), what);
 }
+
+static xf_status bad(xf_error *err, const xf_node *n, const char *what) { return fail(err, XF_ERR_INVALID, n, what); }
 
 static bool out_wanted(const xf_node *n, const xf_tensor_view *out, int k)
 {
@@ -229,7 +231,7 @@ xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf
     attn_dims d = {xs->dims[0], t->num_heads, xs->dims[1], xs->dims[1], has_past ? in[4].shape.dims[3] : 0,
                    dq / t->num_heads, dv / t->num_heads};
     if (n->n_inputs > 3 && xf_rt_present(&in[3]) && in[3].shape.ndim == 4)
-        return bad(err, n, "a 4-D mask_index is not supported");
+        return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
     int64_t tt = d.p + d.l, kv = d.b * d.n * tt * d.h;
     float *proj = malloc(sizeof *proj * (size_t)(d.b * d.s * cols + 1));
     float *q = malloc(sizeof *q * (size_t)(d.b * d.s * dq + 1));
@@ -327,7 +329,7 @@ xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     }
     xf_status st = XF_OK;
     if (n->n_inputs > 4 && xf_rt_present(&in[4]) && in[4].shape.ndim == 4)
-        st = bad(err, n, "a 4-D key_padding_mask is not supported");
+        st = fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D key_padding_mask is not supported");
     if (st == XF_OK)
         st = attend(n, &d, q, k, v, n->n_inputs > 4 ? &in[4] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
                     gemm, err);

@@ -287,6 +287,18 @@ START_TEST(test_shape_errors)
                                             I32(DIMS(3), 1, 2, 3)),
                                   2),
                        "is none of");
+    /* Megatron's 4-D mask loads, and only the run refuses it */
+    int32_t ones[2 * 16];
+    for (int i = 0; i < 32; i++)
+        ones[i] = 1;
+    expect_run_error(with_heads(make_case(XF_OP_MS_ATTENTION, 4, RAND(2, 3, 8), RAND(8, 24), RAND(24),
+                                          mk(XF_DT_INT32, DIMS(2, 1, 4, 4), ones)),
+                                2),
+                     "a 4-D mask_index is not supported");
+    expect_infer_error(with_heads(make_case(XF_OP_MS_ATTENTION, 4, RAND(2, 3, 8), RAND(8, 24), RAND(24),
+                                            mk(XF_DT_INT32, DIMS(2, 1, 2, 2), ones)),
+                                  2),
+                       "is none of");
     expect_infer_error(with_heads(make_case(XF_OP_MS_ATTENTION, 6, RAND(2, 3, 8), RAND(8, 24), RAND(24), NULL,
                                             RAND(2, 2, 2, 1, 4), RAND(2, 2, 3, 4)),
                                   2),
