@@ -294,6 +294,16 @@ xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t p
     return XF_OK;
 }
 
+xf_status xf_dn_finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
+                               xf_error *err)
+{
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
 xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *posts, int n_posts, dnnl_primitive_attr_t *attr,
                           xf_error *err)
 {

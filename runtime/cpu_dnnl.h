@@ -288,6 +288,10 @@ xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, 
                                 xf_error *err);
 /* Creates the node's primitive from pd (taking ownership of pd). */
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err);
+/* xf_dn_finish when s is XF_OK (binding went well), else frees pd and
+ * returns s. */
+xf_status xf_dn_finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
+                               xf_error *err);
 
 /* Whether a matrix product's operand s broadcasts to output y as oneDNN's
  * matmul allows: its batch dims equal y's or are all 1. */

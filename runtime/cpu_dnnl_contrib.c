@@ -265,11 +265,7 @@ static xf_status skip_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_nod
         s = xf_dn_bind(c, n, st, DNNL_ARG_SHIFT, 3, &chan, &chan, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
-    if (s != XF_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    return xf_dn_finish(n, st, pd, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 const xf_dn_handler xf_dn_skip_norm_handler = {skip_norm_handles, NULL, skip_norm_prepare, NULL};
@@ -322,11 +318,7 @@ static xf_status bias_act_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node
         s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, 1, &bias, &bias, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
-    if (s != XF_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    return xf_dn_finish(n, st, pd, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 const xf_dn_handler xf_dn_bias_act_handler = {bias_act_handles, NULL, bias_act_prepare, NULL};

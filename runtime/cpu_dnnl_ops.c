@@ -37,16 +37,6 @@ static xf_status make_pd(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_pri
     return XF_OK;
 }
 
-static xf_status finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
-                                xf_error *err)
-{
-    if (s != XF_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    return xf_dn_finish(n, st, pd, err);
-}
-
 /* One argument bound to an operand stored as the primitive reads it. */
 typedef struct bind_spec {
     int arg, operand;
@@ -61,7 +51,7 @@ static xf_status bind_and_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st,
     for (int i = 0; i < count && s == XF_OK; i++)
         if (b[i].md)
             s = xf_dn_bind(c, n, st, b[i].arg, b[i].operand, b[i].md, b[i].md, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 /* ---------------------------------------------------------------- MatMul */
@@ -196,7 +186,7 @@ xf_status xf_dn_matmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
         s = xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, b_have, &b, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
@@ -334,7 +324,7 @@ static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    return finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
+    return xf_dn_finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
 }
 
 const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, input0_native_ok, eltwise_prepare, NULL};
@@ -439,7 +429,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, second, &src1_have, &src1, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, &dst, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 static bool binary_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post) { return !post->sum; }
@@ -562,7 +552,7 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
     s = bind_in0_out0(c, n, st, in, out, work, err);
     for (int k = 1; k < 5 && s == XF_OK; k++)
         s = xf_dn_bind(c, n, st, args[k - 1], k, &chan, &chan, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 /* oneDNN fuses only a plain Relu into batch normalization. */
@@ -655,7 +645,7 @@ static xf_status lrn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     if (s != XF_OK)
         return s;
     s = bind_in0_out0(c, n, st, in, out, work, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 const xf_dn_handler xf_dn_lrn_handler = {lrn_handles, input0_native_ok, lrn_prepare, NULL};
@@ -729,7 +719,7 @@ static xf_status group_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
             s = xf_dn_bind_const(c, n, st, DNNL_ARG_SHIFT, st->folded_b, &chan, &chan, err);
         if (s == XF_OK)
             s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
-        return finish_or_free(n, st, pd, s, err);
+        return xf_dn_finish_or_free(n, st, pd, s, err);
     }
     return bind_and_finish(c, n, st, pd, 4,
                            (bind_spec[]){{DNNL_ARG_SRC, 0, &data},
@@ -813,7 +803,7 @@ static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     free(src);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst, &dst, err);
-    return pd ? finish_or_free(n, st, pd, s, err) : s;
+    return pd ? xf_dn_finish_or_free(n, st, pd, s, err) : s;
 }
 
 const xf_dn_handler xf_dn_concat_handler = {concat_handles, concat_native_ok, concat_prepare, NULL};

@@ -214,6 +214,25 @@ END_TEST
 
 /* ---------------------------------------------------------------- the normalizations */
 
+/* Adds normalization op on ins with n_out outputs (output 0, and output k
+ * when want[k]: graph outputs), epsilon and axis, checks it and frees g. */
+static void check_norm(xf_op op, xf_graph *g, int n_in, const int *ins, int n_out, const bool *want, float eps,
+                       int64_t axis, const char *what)
+{
+    int outs[4];
+    for (int k = 0; k < n_out; k++)
+        outs[k] = k == 0 || want[k] ? xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL) : -1;
+    int n = xf_graph_add_node(g, op, "norm", n_in, ins, n_out, outs);
+    ck_assert_int_ge(n, 0);
+    attrs(g, n)->epsilon = eps;
+    attrs(g, n)->axis = axis;
+    for (int k = 0; k < n_out; k++)
+        if (outs[k] >= 0)
+            xf_graph_add_output(g, outs[k]);
+    check_graph(g, what);
+    xf_graph_free(g);
+}
+
 /* SkipLayerNormalization: beta, bias, a skip repeated over the batch, the
  * sum output (oneDNN's layer normalization), the mean and inv_std_var
  * outputs (the backend's own loop), odd and vector-sized hidden sizes. */
@@ -229,22 +248,10 @@ START_TEST(skip_layer_norm_forms)
         int gamma = xf_bt_random_const(g, SHAPE(h), true);
         int beta = t % 4 != 1 ? xf_bt_random_const(g, SHAPE(h), false) : -1;
         int bias = t >= 2 ? xf_bt_random_const(g, SHAPE(h), false) : -1;
-        bool stats = t >= 5, sum = t >= 4;
-        int outs[4] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL),
-                       stats && t != 6 ? xf_graph_add_value(g, "mean", XF_DT_UNDEFINED, NULL) : -1,
-                       stats ? xf_graph_add_value(g, "inv", XF_DT_UNDEFINED, NULL) : -1,
-                       sum ? xf_graph_add_value(g, "sum", XF_DT_UNDEFINED, NULL) : -1};
-        int n = xf_graph_add_node(g, XF_OP_MS_SKIP_LAYER_NORM, "sln", 5, (int[]){x, skip, gamma, beta, bias}, 4,
-                                  outs);
-        ck_assert_int_ge(n, 0);
-        attrs(g, n)->epsilon = 1e-5f;
-        for (int k = 0; k < 4; k++)
-            if (outs[k] >= 0)
-                xf_graph_add_output(g, outs[k]);
+        bool stats = t >= 5, want[4] = {true, stats && t != 6, stats, t >= 4};
         char what[64];
         snprintf(what, sizeof what, "SkipLayerNormalization case %d", t);
-        check_graph(g, what);
-        xf_graph_free(g);
+        check_norm(XF_OP_MS_SKIP_LAYER_NORM, g, 5, (int[]){x, skip, gamma, beta, bias}, 4, want, 1e-5f, -1, what);
     }
 }
 END_TEST
@@ -261,21 +268,11 @@ START_TEST(simplified_norm_forms)
         int x = add_input(g, SHAPE(3, 5, h)), skip = add_input(g, SHAPE(3, 5, h));
         int gamma = xf_bt_random_const(g, SHAPE(h), true);
         int bias = t >= 2 ? xf_bt_random_const(g, SHAPE(h), false) : -1;
-        int outs[4] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL),
-                       t == 3 ? xf_graph_add_value(g, "mean", XF_DT_UNDEFINED, NULL) : -1,
-                       t >= 1 ? xf_graph_add_value(g, "inv", XF_DT_UNDEFINED, NULL) : -1,
-                       t >= 2 ? xf_graph_add_value(g, "sum", XF_DT_UNDEFINED, NULL) : -1};
-        int n = xf_graph_add_node(g, XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM, "ssln", 4, (int[]){x, skip, gamma, bias}, 4,
-                                  outs);
-        ck_assert_int_ge(n, 0);
-        attrs(g, n)->epsilon = 1e-6f;
-        for (int k = 0; k < 4; k++)
-            if (outs[k] >= 0)
-                xf_graph_add_output(g, outs[k]);
+        bool want[4] = {true, t == 3, t >= 1, t >= 2};
         char what[64];
         snprintf(what, sizeof what, "SkipSimplifiedLayerNormalization case %d", t);
-        check_graph(g, what);
-        xf_graph_free(g);
+        check_norm(XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM, g, 4, (int[]){x, skip, gamma, bias}, 4, want, 1e-6f, -1,
+                   what);
     }
     for (int axis = -2; axis < 3; axis++) {
         xf_graph *g = xf_graph_create("simplified");
@@ -283,19 +280,10 @@ START_TEST(simplified_norm_forms)
         int x = add_input(g, SHAPE(4, 6, 13));
         int a = axis < 0 ? axis + 3 : axis;
         int scale = xf_bt_random_const(g, xf_shape_make(3 - a, dims + a), true);
-        int outs[2] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL),
-                       axis % 2 ? xf_graph_add_value(g, "inv", XF_DT_UNDEFINED, NULL) : -1};
-        int n = xf_graph_add_node(g, XF_OP_SIMPLIFIED_LAYER_NORM, "rms", 2, (int[]){x, scale}, 2, outs);
-        ck_assert_int_ge(n, 0);
-        attrs(g, n)->axis = axis;
-        attrs(g, n)->epsilon = 1e-5f;
-        for (int k = 0; k < 2; k++)
-            if (outs[k] >= 0)
-                xf_graph_add_output(g, outs[k]);
         char what[64];
         snprintf(what, sizeof what, "SimplifiedLayerNormalization axis %d", axis);
-        check_graph(g, what);
-        xf_graph_free(g);
+        check_norm(XF_OP_SIMPLIFIED_LAYER_NORM, g, 2, (int[]){x, scale}, 2, (bool[]){true, axis % 2 != 0}, 1e-5f,
+                   axis, what);
     }
 }
 END_TEST
