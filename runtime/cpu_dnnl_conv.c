@@ -200,7 +200,14 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
      * directly, with no reorder */
     bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || st->sum_src || st->sum_input;
     dnnl_convolution_desc_t d;
-    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native ? &src_have : NULL,
+    /* a plain destination fixed with the source in another layout gets
+     * oneDNN's reference convolution: the source is then read plain too
+     * (reordered when stored native) */
+    dnnl_memory_desc_t src_fixed = src_have;
+    bool dst_plain_fixed = dst_fixed && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
+    if (dst_plain_fixed)
+        xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
+    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native || dst_plain_fixed ? &src_fixed : NULL,
                             dst_fixed ? &dst_have : NULL, &d, err);
     if (s != XF_OK)
         return s;
