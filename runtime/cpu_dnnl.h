@@ -1,6 +1,7 @@
 /* Internals of the `cpu` backend (oneDNN), shared by cpu_dnnl.c (context,
  * layout plan, operand binding, execution), cpu_dnnl_conv.c (window ops)
- * and cpu_dnnl_ops.c (everything else oneDNN runs).
+ * and cpu_dnnl_ops.c (everything else oneDNN runs; ONNX Runtime's contrib ops in
+ * cpu_dnnl_contrib.c, folds in cpu_dnnl_fold.c, quantized ops in cpu_dnnl_int8.c).
  *
  * Every value is stored either plain (dense row-major, what the rest of
  * xflow reads) or native: the 4-D activation layout oneDNN's convolutions

@@ -306,7 +306,9 @@ xf_dn_post xf_dn_unary_post(const xf_node *n)
 static bool eltwise_handles(const xf_graph *g, const xf_node *n)
 {
     float alpha, beta;
-    return xf_dn_all_f32(g, n) && (n->n_inputs == 1 || xf_dn_input(n, 1) < 0) && eltwise_alg(n, &alpha, &beta) != dnnl_alg_kind_undef &&
+    /* FastGelu's absent bias: its input 1 named "" */
+    return xf_dn_all_f32(g, n) && (n->n_inputs == 1 || xf_dn_input(n, 1) < 0) &&
+           eltwise_alg(n, &alpha, &beta) != dnnl_alg_kind_undef &&
            vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
 }
 

@@ -309,6 +309,12 @@ START_TEST(bias_act_forms)
         check_graph(g, what);
         xf_graph_free(g);
     }
+    /* FastGelu's bias named "": the plain eltwise GELU */
+    xf_graph *g = xf_graph_create("fast_gelu_absent_bias");
+    int x = add_input(g, SHAPE(3, 10));
+    xf_bt_finish_single(g, XF_OP_MS_FAST_GELU, 2, (int[]){x, -1});
+    check_graph(g, "FastGelu with an absent bias");
+    xf_graph_free(g);
 }
 END_TEST
 
