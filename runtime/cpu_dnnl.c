@@ -171,6 +171,18 @@ xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, in
     return XF_OK;
 }
 
+xf_status xf_dn_bind_scratch(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const dnnl_memory_desc_t *md,
+                             void *data, xf_error *err)
+{
+    xf_dn_arg *a = add_arg(st, arg);
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    a->operand = 0;
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->work, md, c->engine, data));
+    st->exec[st->n_args - 1].memory = a->work;
+    return XF_OK;
+}
+
 xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k, const dnnl_memory_desc_t *part,
                           const dnnl_memory_desc_t *dst, xf_error *err)
 {
@@ -282,6 +294,16 @@ xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t p
     return XF_OK;
 }
 
+xf_status xf_dn_finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
+                               xf_error *err)
+{
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
 xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *posts, int n_posts, dnnl_primitive_attr_t *attr,
                           xf_error *err)
 {
@@ -329,6 +351,7 @@ static void node_free(xf_dn_node *st)
     free(st->views);
     free(st->folded_w);
     free(st->folded_b);
+    free(st->scratch);
     free(st);
 }
 
@@ -369,7 +392,6 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_RECIPROCAL:
     case XF_OP_GELU:
     case XF_OP_MS_GELU:
-    case XF_OP_MS_FAST_GELU:
     case XF_OP_MS_QUICK_GELU:
     case XF_OP_MISH:
     case XF_OP_ROUND: h = &xf_dn_eltwise_handler; break;
@@ -395,6 +417,14 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_QLINEAR_ADD:
     case XF_OP_MS_QLINEAR_MUL: h = &xf_dn_ms_qbinary_handler; break;
     case XF_OP_MS_QGEMM: h = &xf_dn_ms_qgemm_handler; break;
+    case XF_OP_MS_FUSED_GEMM: h = &xf_dn_gemm_handler; break;
+    case XF_OP_MS_FUSED_MATMUL: h = &xf_dn_fused_matmul_handler; break;
+    case XF_OP_MS_FAST_GELU: h = xf_dn_input(n, 1) >= 0 ? &xf_dn_bias_act_handler : &xf_dn_eltwise_handler; break;
+    case XF_OP_MS_BIAS_GELU:
+    case XF_OP_MS_BIAS_ADD: h = &xf_dn_bias_act_handler; break;
+    case XF_OP_MS_SKIP_LAYER_NORM:
+    case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
+    case XF_OP_SIMPLIFIED_LAYER_NORM: h = &xf_dn_skip_norm_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;
@@ -465,6 +495,7 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         }
     }
     free(readers_ok);
+    xf_dn_conv_z_layouts(c, g);
     return xf_dn_plan_folds(c, g, err);
 }
 
@@ -577,13 +608,15 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
     if (st->kernel)
         return st->kernel(n, in, out, err);
     /* the sum post-op adds to what the destination holds */
-    if (st->sum_src)
-        memcpy(st->dst, st->sum_src, st->sum_bytes);
+    const void *sum = st->sum_input ? in[st->sum_input].data : st->sum_src;
+    void *dst0 = st->dst ? st->dst : out[0].data;
+    if (sum && sum != dst0)
+        memcpy(dst0, sum, st->sum_bytes);
     if (st->gemv.on) {
-        float *y = st->dst ? st->dst : out[0].data;
+        float *y = dst0;
         if (st->gemv.bias)
             memcpy(y, st->gemv.bias, sizeof(float) * (size_t)st->gemv.n);
-        float beta = st->gemv.bias || st->sum_src ? 1.0f : 0.0f;
+        float beta = st->gemv.bias || sum ? 1.0f : 0.0f;
         dnnl_dim_t k = st->gemv.k, nn = st->gemv.n;
         XF_DN_TRY(err, n, dnnl_sgemm('N', st->gemv.trans_b, 1, nn, k, st->gemv.alpha, in[0].data, k, in[1].data,
                                      st->gemv.trans_b == 'T' ? k : nn, beta, y, nn));
@@ -604,6 +637,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
             XF_DN_TRY(err, n, dnnl_primitive_execute(a->reorder, c->stream, 2, args));
         }
     }
+    if (st->pre)
+        st->pre(n, st, in, out);
     if (st->prim) /* a Split has only its parts' reorders */
         XF_DN_TRY(err, n, dnnl_primitive_execute(st->prim, c->stream, st->n_args, st->exec));
     for (int i = 0; i < st->n_args; i++) {

@@ -1,6 +1,7 @@
 /* Internals of the `cpu` backend (oneDNN), shared by cpu_dnnl.c (context,
  * layout plan, operand binding, execution), cpu_dnnl_conv.c (window ops)
- * and cpu_dnnl_ops.c (everything else oneDNN runs).
+ * and cpu_dnnl_ops.c (everything else oneDNN runs; ONNX Runtime's contrib ops in
+ * cpu_dnnl_contrib.c, folds in cpu_dnnl_fold.c, quantized ops in cpu_dnnl_int8.c).
  *
  * Every value is stored either plain (dense row-major, what the rest of
  * xflow reads) or native: the 4-D activation layout oneDNN's convolutions
@@ -120,6 +121,7 @@ typedef struct xf_dn_node {
     xf_dn_post posts[XF_DN_MAX_POSTS];
     int n_posts;
     const void *sum_src;
+    int sum_input; /* or the input (> 0) whose bytes the sum adds: FusedConv's Z */
     size_t sum_bytes;
     const void *bias_data; /* MatMul: a folded Add's constant, as bias */
     xf_shape bias_shape;
@@ -138,6 +140,11 @@ typedef struct xf_dn_node {
     int n_zp;
     /* a loop of this backend's own, run instead of a primitive */
     xf_ref_kernel kernel;
+    /* a loop of this backend's own run before the primitive, preparing
+     * what it reads (the sum of a SkipLayerNormalization's inputs, into
+     * `scratch` or an output of the node) */
+    void (*pre)(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out);
+    float *scratch; /* owned here */
     void *dst;
     bool folded;
     int host;
@@ -188,6 +195,27 @@ extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwi
     xf_dn_group_norm_handler, xf_dn_prelu_handler;
 /* com.microsoft Attention and MultiHeadAttention (cpu_dnnl_attn.c) */
 extern const xf_dn_handler xf_dn_attention_handler;
+/* ONNX Runtime's contrib ops (cpu_dnnl_contrib.c): FusedMatMul (through
+ * xf_dn_matmul_build), SkipLayerNormalization, SkipSimplifiedLayerNormalization
+ * and SimplifiedLayerNormalization, and BiasGelu, FastGelu with a bias and
+ * BiasAdd (a binary add with a post-op). */
+extern const xf_dn_handler xf_dn_fused_matmul_handler, xf_dn_skip_norm_handler, xf_dn_bias_act_handler;
+/* The activation of FusedConv or FusedGemm as post-ops into p (room for
+ * 2); returns how many. */
+int xf_dn_ms_act_posts(const xf_node *n, xf_dn_post *p);
+/* Creates matrix product n's primitive: A and B as stored (a_have,
+ * b_have: rank of the output, strided when transposed) times alpha, plus
+ * what is folded into st.  Operands oneDNN cannot read with their strides
+ * are transposed (reordered) into dense copies on the way in.  gemv_ok:
+ * a one-row product may run as dnnl_sgemm (B 2-D, as stored, transposed
+ * when gemv_trans_b). */
+xf_status xf_dn_matmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_dn_node *st, const dnnl_memory_desc_t *a_have,
+                             const dnnl_memory_desc_t *b_have, float alpha, bool gemv_ok, bool gemv_trans_b,
+                             xf_error *err);
+/* xf_dn_post_attr with alpha as the output scale (when not 1). */
+xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post *posts, int n_posts,
+                                 dnnl_primitive_attr_t *attr, xf_error *err);
 /* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
  * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
  * 1 (the other is a constant); chosen only by the fold plan. */
@@ -246,6 +274,10 @@ void xf_dn_operand_md_typed(const xf_dn_ctx *c, const xf_node *n, int operand, c
  * else a reorder through scratch memory. */
 xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
                      const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err);
+/* Binds `arg` to memory of the node's own (data, described by md), which
+ * stays where it is between runs (user NULL: no operand's buffer). */
+xf_status xf_dn_bind_scratch(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const dnnl_memory_desc_t *md,
+                             void *data, xf_error *err);
 /* Binds output k to a copy of `part` (a sub-memory descriptor of input 0
  * as stored), written as `dst` describes: a reorder run per run, the node
  * having no primitive of its own. */
@@ -261,6 +293,10 @@ xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, 
                                 xf_error *err);
 /* Creates the node's primitive from pd (taking ownership of pd). */
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err);
+/* xf_dn_finish when s is XF_OK (binding went well), else frees pd and
+ * returns s. */
+xf_status xf_dn_finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
+                               xf_error *err);
 
 /* Whether a matrix product's operand s broadcasts to output y as oneDNN's
  * matmul allows: its batch dims equal y's or are all 1. */
@@ -283,6 +319,9 @@ bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_con
 xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                            const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
                            const_dnnl_primitive_attr_t attr, xf_error *err);
+
+/* Stores FusedConv's Z and output plain unless both are native. */
+void xf_dn_conv_z_layouts(xf_dn_ctx *c, const xf_graph *g);
 
 /* Padding of a window op along spatial axis i: begin from the attributes
  * (or auto_pad), end chosen so that oneDNN's output size formula gives the

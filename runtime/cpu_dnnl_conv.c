@@ -51,12 +51,29 @@ bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_con
     return b < 0 || xf_shape_numel(&g->values[b].shape) == w->dims[0];
 }
 
-/* Conv, and ONNX Runtime's FusedConv without Z (its activation is a
- * post-op like Conv's own; Z, added before it, is left to cpu_ref). */
+/* FusedConv's Z (input 3), or -1. */
+static int conv_z(const xf_node *n) { return n->op == XF_OP_MS_FUSED_CONV ? xf_dn_input(n, 3) : -1; }
+
+/* Conv, and ONNX Runtime's FusedConv: its activation is a post-op like
+ * Conv's own, Z (of the output's shape) a sum post-op before it. */
 static bool conv_handles(const xf_graph *g, const xf_node *n)
 {
+    int z = conv_z(n);
     return xf_dn_all_f32(g, n) && xf_dn_conv_geometry_ok(g, n, &conv_f32) &&
-           (n->op == XF_OP_CONV || xf_dn_input(n, 3) < 0);
+           (z < 0 || xf_shape_equal(&g->values[z].shape, &g->values[n->outputs[0]].shape));
+}
+
+/* Z is copied into the destination as stored: the layout plan stores it
+ * like the output (xf_dn_conv_z_layouts). */
+static bool conv_native_ok(const xf_graph *g, const xf_node *n, int k) { return k == 0 || (k == 3 && conv_z(n) >= 0); }
+
+void xf_dn_conv_z_layouts(xf_dn_ctx *c, const xf_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        int z = c->handlers[i] == &xf_dn_conv_handler ? conv_z(&g->nodes[i]) : -1, y = g->nodes[i].outputs[0];
+        if (z >= 0 && c->layout[z] != c->layout[y])
+            c->layout[z] = c->layout[y] = XF_DN_PLAIN;
+    }
 }
 
 static dnnl_alg_kind_t activation_alg(xf_activation a)
@@ -70,27 +87,19 @@ static dnnl_alg_kind_t activation_alg(xf_activation a)
     return dnnl_alg_kind_undef;
 }
 
-/* The node's own activation as post-ops (Conv's fused one, FusedConv's);
- * returns how many (at most 2). */
+/* The node's own work after the convolution as post-ops (Conv's fused
+ * activation; FusedConv's sum of Z, then its activation); returns how many
+ * (at most 3). */
 static int own_posts(const xf_node *n, xf_dn_post *p)
 {
     if (n->op == XF_OP_CONV) {
         p[0] = (xf_dn_post){.alg = activation_alg(n->attrs.activation)};
         return n->attrs.activation != XF_ACT_NONE;
     }
-    const float *a = n->attrs.ms_act_params;
-    switch (n->attrs.ms_act) {
-    case XF_MS_ACT_RELU: p[0] = (xf_dn_post){.alg = dnnl_eltwise_relu}; return 1;
-    case XF_MS_ACT_TANH: p[0] = (xf_dn_post){.alg = dnnl_eltwise_tanh}; return 1;
-    case XF_MS_ACT_SIGMOID: p[0] = (xf_dn_post){.alg = dnnl_eltwise_logistic}; return 1;
-    case XF_MS_ACT_LEAKY_RELU: p[0] = (xf_dn_post){.alg = dnnl_eltwise_relu, .alpha = a[0]}; return 1;
-    case XF_MS_ACT_CLIP: p[0] = (xf_dn_post){.alg = dnnl_eltwise_clip, .alpha = a[0], .beta = a[1]}; return 1;
-    case XF_MS_ACT_HARD_SIGMOID: /* clamp(alpha x + beta, 0, 1) */
-        p[0] = (xf_dn_post){.alg = dnnl_eltwise_linear, .alpha = a[0], .beta = a[1]};
-        p[1] = (xf_dn_post){.alg = dnnl_eltwise_clip, .alpha = 0.0f, .beta = 1.0f};
-        return 2;
-    default: return 0;
-    }
+    int z = conv_z(n) >= 0;
+    if (z)
+        p[0] = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};
+    return z + xf_dn_ms_act_posts(n, p + z);
 }
 
 /* The descriptor of convolution n, typed as io says; src_md / dst_md fix
@@ -189,9 +198,16 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
     bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
     /* a sum post-op adds to the destination as stored, so it is written
      * directly, with no reorder */
-    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || st->sum_src;
+    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || st->sum_src || st->sum_input;
     dnnl_convolution_desc_t d;
-    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native ? &src_have : NULL,
+    /* a plain destination fixed with the source in another layout gets
+     * oneDNN's reference convolution: the source is then read plain too
+     * (reordered when stored native) */
+    dnnl_memory_desc_t src_fixed = src_have;
+    bool dst_plain_fixed = dst_fixed && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
+    if (dst_plain_fixed)
+        xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
+    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native || dst_plain_fixed ? &src_fixed : NULL,
                             dst_fixed ? &dst_have : NULL, &d, err);
     if (s != XF_OK)
         return s;
@@ -232,8 +248,12 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     /* the node's own fused activation, then what folded consumers add */
-    xf_dn_post posts[XF_DN_MAX_POSTS + 2];
+    xf_dn_post posts[XF_DN_MAX_POSTS + 3];
     int n_posts = own_posts(n, posts);
+    if (conv_z(n) >= 0) {
+        st->sum_input = 3;
+        st->sum_bytes = xf_rt_bytes(&in[3]);
+    }
     for (int i = 0; i < st->n_posts; i++)
         posts[n_posts++] = st->posts[i];
     dnnl_primitive_attr_t attr;
@@ -245,20 +265,23 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     return s;
 }
 
-/* Any elementwise op and one sum, after the Conv's own activation; not
+/* Any elementwise op and one sum (none after FusedConv's Z), after the
+ * Conv's own activation; not
  * one of the own activation's algorithm with other parameters (oneDNN 2.6
  * runs them all with the first one's). */
 static bool conv_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post)
 {
-    xf_dn_post own[2];
+    xf_dn_post own[3];
     int n_own = own_posts(n, own);
+    if (post->sum && conv_z(n) >= 0)
+        return false;
     for (int i = 0; i < n_own; i++)
         if (!post->sum && own[i].alg == post->alg && (own[i].alpha != post->alpha || own[i].beta != post->beta))
             return false;
     return n_posts + n_own < XF_DN_MAX_POSTS;
 }
 
-const xf_dn_handler xf_dn_conv_handler = {conv_handles, input0_native_ok, conv_prepare, conv_takes_post};
+const xf_dn_handler xf_dn_conv_handler = {conv_handles, conv_native_ok, conv_prepare, conv_takes_post};
 
 /* ---------------------------------------------------------------- ConvTranspose */
 

@@ -44,7 +44,8 @@ static bool is_const(const xf_graph *g, int v) { return v >= 0 && g->values[v].i
  * bn reads). */
 static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const fold_acc *acc)
 {
-    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || conv->attrs.ms_act != XF_MS_ACT_NONE || !is_const(g, conv->inputs[1]) ||
+    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || conv->attrs.ms_act != XF_MS_ACT_NONE ||
+        xf_dn_input(conv, 3) >= 0 || !is_const(g, conv->inputs[1]) ||
         (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])))
         return false;
     for (int k = 1; k < 5; k++)
@@ -162,14 +163,17 @@ static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q, int
     int hn = host_of(c, g->values[n->inputs[k]].producer);
     fold_acc *a = &acc[hn];
     const xf_dn_handler *hh = c->handlers[hn];
-    bool conv = hh == &xf_dn_conv_handler, matmul = hh == &xf_dn_matmul_handler, ok;
+    bool conv = hh == &xf_dn_conv_handler, ok;
+    bool matmul = hh == &xf_dn_matmul_handler || hh == &xf_dn_fused_matmul_handler;
     xf_dn_fold_at f = {.host = hn, .operand = 1 - k};
     if (n->op == XF_OP_BATCH_NORM) {
         f.kind = XF_DN_FOLD_BN;
         ok = conv && c->handlers[q] == &xf_dn_batch_norm_handler && bn_foldable(g, &g->nodes[hn], n, a);
         a->bn = a->bn || ok;
-    } else if (n->op == XF_OP_ADD && matmul && !a->bias && !a->n_posts && bias_foldable(g, n, k)) {
-        /* the bias comes before every post-op */
+    } else if (n->op == XF_OP_ADD && matmul && !a->bias && !a->n_posts && bias_foldable(g, n, k) &&
+               (g->nodes[hn].op != XF_OP_MS_FUSED_MATMUL || g->nodes[hn].attrs.alpha == 1.0f)) {
+        /* the bias comes before every post-op (and would be scaled by
+         * FusedMatMul's alpha, the output scale) */
         f.kind = XF_DN_FOLD_BIAS;
         ok = a->bias = true;
     } else if ((f.post = scalar_post(g, n, k)).alg != dnnl_alg_kind_undef) {

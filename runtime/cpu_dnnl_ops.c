@@ -37,16 +37,6 @@ static xf_status make_pd(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_pri
     return XF_OK;
 }
 
-static xf_status finish_or_free(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_status s,
-                                xf_error *err)
-{
-    if (s != XF_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    return xf_dn_finish(n, st, pd, err);
-}
-
 /* One argument bound to an operand stored as the primitive reads it. */
 typedef struct bind_spec {
     int arg, operand;
@@ -61,7 +51,7 @@ static xf_status bind_and_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st,
     for (int i = 0; i < count && s == XF_OK; i++)
         if (b[i].md)
             s = xf_dn_bind(c, n, st, b[i].arg, b[i].operand, b[i].md, b[i].md, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 /* ---------------------------------------------------------------- MatMul */
@@ -113,48 +103,100 @@ static bool gemv_setup(xf_dn_node *st, const xf_tensor_view *a, const xf_tensor_
     return true;
 }
 
-static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post *posts, int n_posts,
+                                 dnnl_primitive_attr_t *attr, xf_error *err)
+{
+    xf_status s = xf_dn_post_attr(n, posts, n_posts, attr, err);
+    if (s != XF_OK || alpha == 1.0f)
+        return s;
+    dnnl_status_t ds = *attr ? dnnl_success : dnnl_primitive_attr_create(attr);
+    if (ds == dnnl_success)
+        ds = dnnl_primitive_attr_set_output_scales(*attr, 1, 0, &alpha);
+    if (ds != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return xf_dn_fail(err, n, "dnnl_primitive_attr_set_output_scales", ds);
+    }
+    return XF_OK;
+}
+
+/* Makes md dense row-major (same dims). */
+static void dense_like(dnnl_memory_desc_t *md)
+{
+    xf_shape s = {.ndim = md->ndims};
+    for (int d = 0; d < md->ndims; d++)
+        s.dims[d] = md->dims[d];
+    xf_dn_md_plain(&s, dnnl_f32, md);
+}
+
+/* The matmul's primitive descriptor for operands a and b (b_any: the
+ * weights as oneDNN may want them); NULL when oneDNN has no implementation
+ * for these descriptors (their strides). */
+static dnnl_primitive_desc_t matmul_pd(xf_dn_ctx *c, const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b_any,
+                                       const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y,
+                                       const_dnnl_primitive_attr_t attr)
+{
+    dnnl_matmul_desc_t d;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_matmul_desc_init(&d, a, b_any, bias, y) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL) != dnnl_success)
+        return NULL;
+    return pd;
+}
+
+xf_status xf_dn_matmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_dn_node *st, const dnnl_memory_desc_t *a_have,
+                             const dnnl_memory_desc_t *b_have, float alpha, bool gemv_ok, bool gemv_trans_b,
+                             xf_error *err)
 {
     int r = out[0].shape.ndim;
-    if (gemv_setup(st, &in[0], &in[1], g->values[n->inputs[1]].init != NULL, false, 1.0f, st->bias_data,
-                   xf_shape_numel(&st->bias_shape)))
+    if (gemv_ok && gemv_setup(st, &in[0], &in[1], g->values[n->inputs[1]].init != NULL, gemv_trans_b, alpha,
+                              st->bias_data, xf_shape_numel(&st->bias_shape)))
         return XF_OK;
-    dnnl_memory_desc_t a, b, b_any, bias, y;
-    xf_dn_md_rank(&in[0].shape, r, dnnl_f32, &a);
-    xf_dn_md_rank(&in[1].shape, r, dnnl_f32, &b);
+    dnnl_memory_desc_t a = *a_have, b = *b_have, b_any, bias, y;
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &y);
     if (st->bias_data)
         xf_dn_md_rank(&st->bias_shape, r, dnnl_f32, &bias);
     /* constant weights are reordered once into the layout oneDNN prefers */
     bool const_b = g->values[n->inputs[1]].init && in[1].data;
-    b_any = b;
-    if (const_b)
-        dnnl_memory_desc_init_by_tag(&b_any, r, b.dims, dnnl_f32, dnnl_format_tag_any);
-    dnnl_matmul_desc_t d;
-    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b_any, st->bias_data ? &bias : NULL, &y));
+    dnnl_memory_desc_init_by_tag(&b_any, r, b.dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_primitive_attr_t attr;
-    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
+    xf_status s = xf_dn_scaled_post_attr(n, alpha, st->posts, st->n_posts, &attr, err);
     if (s != XF_OK)
         return s;
-    dnnl_primitive_desc_t pd;
-    s = make_pd(c, n, &d, attr, &pd, err);
+    const dnnl_memory_desc_t *bias_md = st->bias_data ? &bias : NULL;
+    dnnl_primitive_desc_t pd = matmul_pd(c, &a, const_b ? &b_any : &b, bias_md, &y, attr);
+    if (!pd) {
+        /* strides oneDNN does not read: dense copies of the operands */
+        dense_like(&a);
+        dense_like(&b);
+        pd = matmul_pd(c, &a, const_b ? &b_any : &b, bias_md, &y, attr);
+    }
     dnnl_primitive_attr_destroy(attr);
-    if (s != XF_OK)
-        return s;
+    if (!pd)
+        return xf_rt_bad_node(err, n, "oneDNN has no matmul for these operands");
     if (const_b)
-        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, &b,
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, b_have,
                              dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err);
     if (s == XF_OK && st->bias_data)
         s = xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->bias_data, &bias, &bias, err);
-    if (s != XF_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    return bind_and_finish(c, n, st, pd, 3,
-                           (bind_spec[]){{DNNL_ARG_SRC, 0, &a}, {DNNL_ARG_WEIGHTS, 1, const_b ? NULL : &b},
-                                         {DNNL_ARG_DST, -1, &y}},
-                           err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, a_have, &a, err);
+    if (s == XF_OK && !const_b)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, 1, b_have, &b, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &y, &y, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
+}
+
+static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    int r = out[0].shape.ndim;
+    dnnl_memory_desc_t a, b;
+    xf_dn_md_rank(&in[0].shape, r, dnnl_f32, &a);
+    xf_dn_md_rank(&in[1].shape, r, dnnl_f32, &b);
+    return xf_dn_matmul_build(c, g, n, in, out, st, &a, &b, 1.0f, true, false, err);
 }
 
 /* Any elementwise op, and the sum of a residual connection. */
@@ -183,7 +225,10 @@ static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
 {
     const xf_attrs *at = &n->attrs;
     bool has_c = gemm_has_c(n);
-    if (!at->trans_a &&
+    /* FusedGemm's activation, after alpha A B + C */
+    xf_dn_post posts[2];
+    int n_posts = n->op == XF_OP_MS_FUSED_GEMM ? xf_dn_ms_act_posts(n, posts) : 0;
+    if (!at->trans_a && !n_posts &&
         gemv_setup(st, &in[0], &in[1], g->values[n->inputs[1]].init != NULL, at->trans_b, at->alpha,
                    has_c ? in[2].data : NULL, has_c ? xf_shape_numel(&in[2].shape) : 0))
         return XF_OK;
@@ -202,12 +247,11 @@ static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     dnnl_matmul_desc_t d;
     XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, &a, &b, has_c ? &bias : NULL, &y));
     dnnl_primitive_attr_t attr;
-    XF_DN_TRY(err, n, dnnl_primitive_attr_create(&attr));
-    dnnl_status_t ds = at->alpha != 1.0f ? dnnl_primitive_attr_set_output_scales(attr, 1, 0, &at->alpha)
-                                         : dnnl_success;
+    xf_status s = xf_dn_scaled_post_attr(n, at->alpha, posts, n_posts, &attr, err);
+    if (s != XF_OK)
+        return s;
     dnnl_primitive_desc_t pd = NULL;
-    xf_status s = ds == dnnl_success ? make_pd(c, n, &d, attr, &pd, err)
-                                     : xf_dn_fail(err, n, "dnnl_primitive_attr_set_output_scales", ds);
+    s = make_pd(c, n, &d, attr, &pd, err);
     dnnl_primitive_attr_destroy(attr);
     if (s != XF_OK)
         return s;
@@ -262,7 +306,9 @@ xf_dn_post xf_dn_unary_post(const xf_node *n)
 static bool eltwise_handles(const xf_graph *g, const xf_node *n)
 {
     float alpha, beta;
-    return xf_dn_all_f32(g, n) && n->n_inputs == 1 && eltwise_alg(n, &alpha, &beta) != dnnl_alg_kind_undef &&
+    /* FastGelu's absent bias: its input 1 named "" */
+    return xf_dn_all_f32(g, n) && (n->n_inputs == 1 || xf_dn_input(n, 1) < 0) &&
+           eltwise_alg(n, &alpha, &beta) != dnnl_alg_kind_undef &&
            vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
 }
 
@@ -280,7 +326,7 @@ static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    return finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
+    return xf_dn_finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
 }
 
 const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, input0_native_ok, eltwise_prepare, NULL};
@@ -385,7 +431,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, second, &src1_have, &src1, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, &dst, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 static bool binary_takes_post(const xf_node *n, int n_posts, const xf_dn_post *post) { return !post->sum; }
@@ -508,7 +554,7 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
     s = bind_in0_out0(c, n, st, in, out, work, err);
     for (int k = 1; k < 5 && s == XF_OK; k++)
         s = xf_dn_bind(c, n, st, args[k - 1], k, &chan, &chan, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 /* oneDNN fuses only a plain Relu into batch normalization. */
@@ -601,7 +647,7 @@ static xf_status lrn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     if (s != XF_OK)
         return s;
     s = bind_in0_out0(c, n, st, in, out, work, err);
-    return finish_or_free(n, st, pd, s, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
 const xf_dn_handler xf_dn_lrn_handler = {lrn_handles, input0_native_ok, lrn_prepare, NULL};
@@ -675,7 +721,7 @@ static xf_status group_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
             s = xf_dn_bind_const(c, n, st, DNNL_ARG_SHIFT, st->folded_b, &chan, &chan, err);
         if (s == XF_OK)
             s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
-        return finish_or_free(n, st, pd, s, err);
+        return xf_dn_finish_or_free(n, st, pd, s, err);
     }
     return bind_and_finish(c, n, st, pd, 4,
                            (bind_spec[]){{DNNL_ARG_SRC, 0, &data},
@@ -759,7 +805,7 @@ static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     free(src);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst, &dst, err);
-    return pd ? finish_or_free(n, st, pd, s, err) : s;
+    return pd ? xf_dn_finish_or_free(n, st, pd, s, err) : s;
 }
 
 const xf_dn_handler xf_dn_concat_handler = {concat_handles, concat_native_ok, concat_prepare, NULL};

@@ -54,10 +54,7 @@ xf_status xf_ref_fused_gemm(const xf_node *n, const xf_tensor_view *in, const xf
     return s;
 }
 
-/* The matrices FusedMatMul's operand s holds: dims (batch..., rows, cols)
- * and the element strides of each in s's buffer.  A vector is a row (A)
- * or a column (B). */
-static void operand_view(const xf_shape *s, bool is_b, int trans, int trans_batch, xf_shape *v, int64_t *strides)
+void xf_rt_fused_matmul_view(const xf_shape *s, bool is_b, int trans, int trans_batch, xf_shape *v, int64_t *strides)
 {
     if (s->ndim == 1) {
         *v = xf_shape_make(2, is_b ? (int64_t[]){s->dims[0], 1} : (int64_t[]){1, s->dims[0]});
@@ -87,8 +84,8 @@ xf_status xf_ref_fused_matmul(const xf_node *n, const xf_tensor_view *in, const 
         return xf_rt_bad_node(err, n, "operands must have at least one dimension");
     xf_shape av, bv;
     int64_t as[XF_MAX_DIMS], bs[XF_MAX_DIMS];
-    operand_view(&in[0].shape, false, at->trans_a, at->trans_batch_a, &av, as);
-    operand_view(&in[1].shape, true, at->trans_b, at->trans_batch_b, &bv, bs);
+    xf_rt_fused_matmul_view(&in[0].shape, false, at->trans_a, at->trans_batch_a, &av, as);
+    xf_rt_fused_matmul_view(&in[1].shape, true, at->trans_b, at->trans_batch_b, &bv, bs);
     int64_t m = av.dims[av.ndim - 2], k = av.dims[av.ndim - 1], nn = bv.dims[bv.ndim - 1];
     if (bv.dims[bv.ndim - 2] != k)
         return xf_rt_bad_node(err, n, "inner dimensions differ (%lld vs %lld)", (long long)k,
@@ -160,28 +157,48 @@ xf_status xf_ref_bias_act(const xf_node *n, const xf_tensor_view *in, const xf_t
  * mean, the inverse of the square root, v itself.
  * SimplifiedLayerNormalization (X, scale; Y, inv_std_var) is the simplified
  * form over the dimensions from axis on, with no skip. */
-xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                                 xf_error *err)
+xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                               xf_rt_skip_norm *a, xf_error *err)
 {
-    const xf_tensor_view *x = &in[0];
-    bool rms = n->op == XF_OP_SIMPLIFIED_LAYER_NORM, simplified = rms || n->op == XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM;
+    const xf_tensor_view *x = a->x = &in[0];
+    bool rms = n->op == XF_OP_SIMPLIFIED_LAYER_NORM;
+    a->simplified = rms || n->op == XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM;
     int axis = rms ? xf_rt_axis(n->attrs.axis, x->shape.ndim) : x->shape.ndim - 1;
     if (axis < 0)
         return xf_rt_bad_node(err, n, "axis %lld out of range", (long long)n->attrs.axis);
-    const xf_tensor_view *skip = rms ? NULL : &in[1], *gamma = &in[rms ? 1 : 2];
+    a->skip = rms ? NULL : &in[1];
+    a->gamma = &in[rms ? 1 : 2];
 #define OPT_IN(k) (n->n_inputs > (k) && xf_rt_present(&in[k]) ? &in[k] : NULL)
 #define OPT_OUT(k) (n->n_outputs > (k) && xf_rt_present(&out[k]) ? &out[k] : NULL)
-    const xf_tensor_view *beta = simplified ? NULL : OPT_IN(3);
-    const xf_tensor_view *bias = rms ? NULL : simplified ? OPT_IN(3) : OPT_IN(4);
-    const xf_tensor_view *mean_out = rms ? NULL : OPT_OUT(1), *inv_out = OPT_OUT(rms ? 1 : 2);
-    const xf_tensor_view *sum_out = rms ? NULL : OPT_OUT(3);
+    a->beta = a->simplified ? NULL : OPT_IN(3);
+    a->bias = rms ? NULL : a->simplified ? OPT_IN(3) : OPT_IN(4);
+    a->mean = rms ? NULL : OPT_OUT(1);
+    a->inv = OPT_OUT(rms ? 1 : 2);
+    a->sum = rms ? NULL : OPT_OUT(3);
 #undef OPT_IN
 #undef OPT_OUT
-    int64_t hidden = xf_rt_dims_product(&x->shape, axis, x->shape.ndim), count = xf_rt_numel(x);
-    int64_t rows = hidden > 0 ? count / hidden : 0, skip_size = skip ? xf_rt_numel(skip) : 0;
-    if (xf_rt_numel(gamma) != hidden || (beta && xf_rt_numel(beta) != hidden) ||
-        (bias && xf_rt_numel(bias) != hidden) || (skip && (skip_size == 0 || count % skip_size || skip_size % hidden)))
+    a->hidden = xf_rt_dims_product(&x->shape, axis, x->shape.ndim);
+    int64_t count = xf_rt_numel(x), hidden = a->hidden;
+    a->rows = hidden > 0 ? count / hidden : 0;
+    a->skip_size = a->skip ? xf_rt_numel(a->skip) : 0;
+    if (xf_rt_numel(a->gamma) != hidden || (a->beta && xf_rt_numel(a->beta) != hidden) ||
+        (a->bias && xf_rt_numel(a->bias) != hidden) ||
+        (a->skip && (a->skip_size == 0 || count % a->skip_size || a->skip_size % hidden)))
         return xf_rt_bad_node(err, n, "skip, gamma, beta or bias does not match the input");
+    return XF_OK;
+}
+
+xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err)
+{
+    xf_rt_skip_norm a;
+    xf_status s = xf_rt_skip_norm_init(n, in, out, &a, err);
+    if (s != XF_OK)
+        return s;
+    const xf_tensor_view *x = a.x, *skip = a.skip, *gamma = a.gamma, *beta = a.beta, *bias = a.bias;
+    const xf_tensor_view *mean_out = a.mean, *inv_out = a.inv, *sum_out = a.sum;
+    bool simplified = a.simplified;
+    int64_t hidden = a.hidden, rows = a.rows, skip_size = a.skip_size;
     double *v = malloc(sizeof *v * (size_t)(hidden > 0 ? hidden : 1));
     if (!v)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");

@@ -184,6 +184,24 @@ xf_status xf_ref_fused_conv(const xf_node *n, const xf_tensor_view *in, const xf
 xf_status xf_ref_fused_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_fused_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_bias_act(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* The matrices FusedMatMul's operand s holds: dims (batch..., rows, cols)
+ * and the element strides of each in s's buffer, for its trans and
+ * transBatch attributes.  A vector is a row (A) or a column (B). */
+void xf_rt_fused_matmul_view(const xf_shape *s, bool is_b, int trans, int trans_batch, xf_shape *v,
+                             int64_t *strides);
+/* The operands of SkipLayerNormalization, SkipSimplifiedLayerNormalization
+ * and SimplifiedLayerNormalization (absent ones NULL): rows of `hidden`
+ * values v = x + skip (repeating every skip_size values) + bias are
+ * normalized (simplified: by their root mean square alone), times gamma,
+ * plus beta; optional outputs mean, inv (the inverse deviation) and sum
+ * (v).  Fails when the operands do not match. */
+typedef struct xf_rt_skip_norm {
+    const xf_tensor_view *x, *skip, *gamma, *beta, *bias, *mean, *inv, *sum;
+    bool simplified;
+    int64_t hidden, rows, skip_size;
+} xf_rt_skip_norm;
+xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                               xf_rt_skip_norm *a, xf_error *err);
 xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
 xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
