@@ -359,6 +359,30 @@ xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *er
     return per_node_pass(g, st, visit_activation, "fusing activations", err);
 }
 
+xf_status xf_pass_lower_fused_convs(xf_graph *g, xf_canon_stats *st, xf_error *err)
+{
+    (void)err;
+    static const xf_activation acts[XF_MS_ACT_COUNT] = {
+        [XF_MS_ACT_NONE] = XF_ACT_NONE, [XF_MS_ACT_RELU] = XF_ACT_RELU, [XF_MS_ACT_TANH] = XF_ACT_TANH,
+        [XF_MS_ACT_SIGMOID] = XF_ACT_SIGMOID};
+    for (int i = 0; i < g->n_nodes; i++) {
+        xf_node *n = &g->nodes[i];
+        int act = n->attrs.ms_act;
+        if (n->op != XF_OP_MS_FUSED_CONV || act < 0 || act >= XF_MS_ACT_COUNT ||
+            (act != XF_MS_ACT_NONE && acts[act] == XF_ACT_NONE) || (n->n_inputs > 3 && n->inputs[3] >= 0) ||
+            n->n_outputs != 1 || n->outputs[0] < 0 || !fusable_dtype(g->values[n->outputs[0]].dtype))
+            continue;
+        n->op = XF_OP_CONV;
+        n->n_inputs = n->n_inputs > 3 ? 3 : n->n_inputs;
+        n->attrs.activation = acts[act];
+        n->attrs.ms_act = XF_MS_ACT_NONE;
+        n->attrs.ms_act_params[0] = n->attrs.ms_act_params[1] = 0;
+        if (st)
+            st->lowered_fused_convs++;
+    }
+    return XF_OK;
+}
+
 /* ------------------------------------------------------------ Identity and Dropout */
 
 /* Identity, or Dropout in inference: its mask unused and training_mode
@@ -636,7 +660,8 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 
 static int64_t stats_total(const xf_canon_stats *s)
 {
-    return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->removed_identity +
+    return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->lowered_fused_convs +
+           s->removed_identity +
            s->inlined_branches + s->merged_constants + s->removed_dead + s->removed_initializers;
 }
 
@@ -664,6 +689,8 @@ xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval,
             s = xf_pass_fold_constants(g, opset, eval, CANON_FOLD_MAX_BYTES, st, err);
         if (s == XF_OK)
             s = xf_pass_merge_constants(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_lower_fused_convs(g, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_batchnorm(g, st, err);
         if (s == XF_OK)

@@ -737,6 +737,7 @@ typedef struct xf_canon_stats {
     int folded_constants;  /* nodes evaluated at compile time */
     int folded_batchnorms; /* BatchNormalization merged into a Conv */
     int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
+    int lowered_fused_convs; /* ONNX Runtime's FusedConv made a Conv with that activation */
     int removed_identity;  /* Identity and inference-mode Dropout */
     int inlined_branches;  /* If nodes replaced by the branch their constant condition picks */
     int merged_constants;  /* floating-point constants equal to another, whose readers now read that one */
@@ -759,6 +760,11 @@ xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
  * bfloat16) Conv's output becomes that Conv's fused activation (as
  * runtimes fuse them; export writes the pair back as two ONNX nodes). */
 xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *err);
+/* ONNX Runtime's FusedConv without its residual input Z and with no
+ * activation, Relu, Sigmoid or Tanh is a Conv with that fused activation:
+ * it becomes one, which the optimizer rewrites and export writes as
+ * standard ONNX (Conv, then the activation). */
+xf_status xf_pass_lower_fused_convs(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* Floating-point constants of at least 256 bytes that equal another (the

@@ -444,6 +444,43 @@ START_TEST(canon_fuse_activations)
 }
 END_TEST
 
+/* ONNX Runtime's FusedConv becomes a Conv where its activation is one a
+ * Conv fuses and it has no residual input Z; others stay. */
+START_TEST(canon_lower_fused_convs)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 2, 4, 4));
+    float w[2 * 2 * 1 * 1] = {1, 2, 3, 4}, bias[2] = {0.5f, -1};
+    int k = constant(g, "k", XF_DT_FLOAT, SHAPE(2, 2, 1, 1), w);
+    int b = constant(g, "b", XF_DT_FLOAT, SHAPE(2), bias);
+    int relu = NODE(g, XF_OP_MS_FUSED_CONV, x, k, b);
+    int leaky = NODE(g, XF_OP_MS_FUSED_CONV, out0(g, relu), k);
+    int with_z = NODE(g, XF_OP_MS_FUSED_CONV, out0(g, leaky), k, b, x);
+    int plain = NODE(g, XF_OP_MS_FUSED_CONV, out0(g, with_z), k);
+    g->nodes[relu].attrs.ms_act = XF_MS_ACT_RELU;
+    g->nodes[leaky].attrs.ms_act = XF_MS_ACT_LEAKY_RELU;
+    g->nodes[leaky].attrs.ms_act_params[0] = 0.1f;
+    g->nodes[with_z].attrs.ms_act = XF_MS_ACT_TANH;
+    xf_graph_add_output(g, out0(g, plain));
+    infer_ok(g, 13);
+
+    xf_canon_stats st = {0};
+    xf_error err;
+    ck_assert_int_eq(xf_pass_lower_fused_convs(g, &st, &err), XF_OK);
+    ck_assert_int_eq(st.lowered_fused_convs, 2);
+    ck_assert_int_eq(g->nodes[relu].op, XF_OP_CONV);
+    ck_assert_int_eq(g->nodes[relu].attrs.activation, XF_ACT_RELU);
+    ck_assert_int_eq(g->nodes[relu].attrs.ms_act, XF_MS_ACT_NONE);
+    ck_assert_int_eq(g->nodes[relu].n_inputs, 3);
+    ck_assert_int_eq(g->nodes[plain].op, XF_OP_CONV);
+    ck_assert_int_eq(g->nodes[plain].attrs.activation, XF_ACT_NONE);
+    ck_assert_int_eq(g->nodes[leaky].op, XF_OP_MS_FUSED_CONV);
+    ck_assert_int_eq(g->nodes[with_z].op, XF_OP_MS_FUSED_CONV);
+    infer_ok(g, 13);
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(canon_remove_dead)
 {
     xf_graph *g = xf_graph_create("g");
@@ -705,6 +742,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_remove_dead);
     tcase_add_test(canon, canon_merge_constants);
     tcase_add_test(canon, canon_all_to_fixed_point);
+    tcase_add_test(canon, canon_lower_fused_convs);
     tcase_add_test(canon, sizes_generalize_and_recompute);
     tcase_add_test(canon, sizes_two_unknown_entries);
     suite_add_tcase(s, canon);

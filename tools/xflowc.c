@@ -924,6 +924,9 @@ int main(int argc, char **argv)
     char branches[128] = "";
     if (st.inlined_branches)
         snprintf(branches, sizeof branches, ", %d If replaced by its constant branch", st.inlined_branches);
+    if (st.lowered_fused_convs)
+        snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d FusedConv made Conv",
+                 st.lowered_fused_convs);
     if (st.merged_constants)
         snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d duplicate weights merged",
                  st.merged_constants);
