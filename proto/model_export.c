@@ -227,7 +227,7 @@ static Onnx__ValueInfoProto *value_info(exporter *x, int v, bool required)
     int fb = known ? -1 : xfp_map_get(&x->fallback, val->name);
     if (fb >= 0)
         return x->extra->graph->input[fb];
-    if (!required && !known && !(seq && val->dtype != XF_DT_UNDEFINED))
+    if (!required && !known && !(seq && val->dtype != XF_DT_UNDEFINED && val->shape.ndim >= 0))
         return NULL;
     Onnx__ValueInfoProto *vi = xfp_alloc(&x->arena, sizeof *vi);
     if (!vi)

@@ -833,8 +833,7 @@ static xf_status classify_declared(importer *im)
         if (v < 0)
             ok = xfp_list_push(&im->unknown_vi, (void *)vi);
         else if (im->g->values[v].producer >= 0 &&
-                 (im->g->values[v].dtype == XF_DT_UNDEFINED || im->g->values[v].shape.ndim < 0 ||
-                  im->g->values[v].kind == XF_VK_SEQUENCE))
+                 (im->g->values[v].dtype == XF_DT_UNDEFINED || im->g->values[v].shape.ndim < 0))
             ok = xfp_list_push(&im->fallback, (void *)vi);
         if (!ok)
             return oom(im);
