@@ -513,7 +513,9 @@ xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base
     return s;
 }
 
-xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err)
+/* Reads the file at path and parses it with xf_tensor_load_pb_buffer
+ * (sequence false) or xf_sequence_load_pb_buffer; errors name the file. */
+static xf_status load_pb_file(const char *path, bool sequence, xf_tensor **out, char **name, xf_error *err)
 {
     *out = NULL;
     if (name)
@@ -526,6 +528,8 @@ xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_e
     char *dir = xfp_dirname(path);
     if (!dir)
         s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    else if (sequence)
+        s = xf_sequence_load_pb_buffer(buf, len, dir, out, err);
     else
         s = xf_tensor_load_pb_buffer(buf, len, dir, out, name, err);
     free(buf);
@@ -535,6 +539,11 @@ xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_e
         xfp_error_one_line(err);
     }
     return s;
+}
+
+xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err)
+{
+    return load_pb_file(path, false, out, name, err);
 }
 
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err)
@@ -628,17 +637,5 @@ xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *ba
 
 xf_status xf_sequence_load_pb(const char *path, xf_tensor **out, xf_error *err)
 {
-    uint8_t *buf;
-    size_t len;
-    *out = NULL;
-    xf_status s = xfp_read_file(path, &buf, &len, err);
-    if (s != XF_OK)
-        return s;
-    char *dir = xfp_dirname(path);
-    s = dir ? xf_sequence_load_pb_buffer(buf, len, dir, out, err) : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    free(buf);
-    free(dir);
-    if (s != XF_OK)
-        xf_error_prefix(err, "%s", path);
-    return s;
+    return load_pb_file(path, true, out, NULL, err);
 }
