@@ -254,6 +254,7 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put(h, a->has_slice_axes);
 
     put_tensor(h, a->value);
+    put(h, (uint64_t)a->new_axis);
 }
 
 /* A value id as the hash of that value; ids out of range (an invalid

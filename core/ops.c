@@ -154,6 +154,9 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_MS_QUICK_GELU:
         a->alpha = 1.702f;
         break;
+    case XF_OP_SEQUENCE_EMPTY: /* the element type, dtype */
+        a->to = XF_DT_FLOAT;
+        break;
     case XF_OP_MS_SKIP_LAYER_NORM: /* ONNX Runtime's schema default */
     case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
         a->epsilon = 1e-12f;

@@ -666,6 +666,16 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MEAN_VARIANCE_NORM xf_infer_mvn
 #define XF_RULE_LRN xf_infer_lrn
 #define XF_RULE_LP_NORM xf_infer_lp_norm
+/* the sequence ops: xf_node_infer_shape calls xf_infer_sequence before
+ * the dtype rules, which know tensors only */
+#define XF_RULE_SEQUENCE_EMPTY xf_infer_sequence
+#define XF_RULE_SEQUENCE_CONSTRUCT xf_infer_sequence
+#define XF_RULE_SEQUENCE_INSERT xf_infer_sequence
+#define XF_RULE_SEQUENCE_AT xf_infer_sequence
+#define XF_RULE_SEQUENCE_ERASE xf_infer_sequence
+#define XF_RULE_SEQUENCE_LENGTH xf_infer_sequence
+#define XF_RULE_SPLIT_TO_SEQUENCE xf_infer_sequence
+#define XF_RULE_CONCAT_FROM_SEQUENCE xf_infer_sequence
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,
@@ -714,6 +724,13 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
         return xf_error_set(err, XF_ERR_INVALID, "node #%d has no valid op kind (%d)", node,
                             (int)c.node->op);
     xf_status st = check_node(&c);
+    /* kinds, element types and shapes at once; unknown element shapes are
+     * the rule's to handle */
+    if (st == XF_OK && (xf_op_get_info(c.node->op)->flags & XF_OPF_SEQ))
+        return rules[c.node->op](&c);
+    /* Identity passes a sequence through (its rule then copies its type) */
+    if (st == XF_OK && c.node->op == XF_OP_IDENTITY && c.node->outputs[0] >= 0)
+        g->values[c.node->outputs[0]].kind = g->values[c.node->inputs[0]].kind;
     if (st == XF_OK)
         st = infer_dtypes(&c);
     if (st != XF_OK)

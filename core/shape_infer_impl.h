@@ -86,6 +86,8 @@ int64_t xf_infer_dims_product(const int64_t *dims, int n);
 bool xf_infer_scalar_like(const xf_shape *s);
 int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi);
 
+/* The sequence ops (shape_infer_seq.c): output kinds, dtypes and shapes. */
+xf_status xf_infer_sequence(xf_infer_ctx *c);
 /* The rules in shape_infer_values.c. */
 xf_status xf_infer_expand(xf_infer_ctx *c);
 xf_status xf_infer_constant_of_shape(xf_infer_ctx *c);

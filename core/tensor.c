@@ -169,8 +169,34 @@ void xf_tensor_release(xf_tensor *t)
             free(t->strings[i]);
         free(t->strings);
     }
+    for (int64_t i = 0; i < t->n_items; i++)
+        xf_tensor_release(t->items[i]);
+    free(t->items);
     free(t->data);
     free(t);
+}
+
+xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!items[i] || items[i]->is_sequence || items[i]->dtype != dtype)
+            return NULL;
+    xf_tensor *t = calloc(1, sizeof *t);
+    if (!t || !(t->items = malloc(sizeof *t->items * (size_t)(n > 0 ? n : 1)))) {
+        free(t);
+        return NULL;
+    }
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->is_sequence = true;
+    t->n_items = n;
+    t->shape = n > 0 ? items[0]->shape : (xf_shape){.ndim = -1};
+    for (int64_t i = 0; i < n; i++) {
+        t->items[i] = xf_tensor_retain(items[i]);
+        if (!xf_shape_equal(&items[i]->shape, &items[0]->shape))
+            t->shape.ndim = -1;
+    }
+    return t;
 }
 
 int64_t xf_tensor_numel(const xf_tensor *t) { return xf_shape_numel(&t->shape); }

@@ -127,6 +127,16 @@ typedef struct xf_tensor {
     size_t nbytes;
     void *data;     /* nbytes bytes, 64-byte aligned; NULL when nbytes == 0 */
     char **strings; /* for XF_DT_STRING only: numel strings (kept verbatim) */
+    /* A sequence value (ONNX's sequence type) at run time: n_items owned
+     * references to tensors of element type dtype, whose shapes may differ;
+     * shape is theirs when all agree, else unknown (ndim -1); no data.  A
+     * sequence travels through the same xf_tensor * slots as a tensor
+     * (session inputs and outputs, control flow's carried values), so that
+     * every API that moves values moves sequences too; it is immutable like
+     * a tensor (the sequence ops make new lists sharing the items). */
+    bool is_sequence;
+    int64_t n_items;
+    struct xf_tensor **items;
 } xf_tensor;
 
 /* New tensor with zeroed data.  NULL when out of memory or the size overflows. */
@@ -135,6 +145,10 @@ xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape);
 xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data);
 xf_tensor *xf_tensor_retain(xf_tensor *t);
 void xf_tensor_release(xf_tensor *t);
+/* New sequence of n tensors of element type dtype, taking a new reference
+ * to each item (items may be NULL when n is 0).  NULL when out of memory
+ * or an item is not a tensor of that type. */
+xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items);
 int64_t xf_tensor_numel(const xf_tensor *t);
 /* Element i converted to double / int64 (for small shape-like tensors). */
 double xf_tensor_get_f64(const xf_tensor *t, int64_t i);
@@ -159,7 +173,7 @@ uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate);
 
 /* ---------------------------------------------------------------- operators */
 
-enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8, XF_OPF_SHAPE_ONLY = 16 };
+enum { XF_OPF_GEN = 1, XF_OPF_ELEM = 2, XF_OPF_OPT_OUTS = 4, XF_OPF_NOFOLD = 8, XF_OPF_SHAPE_ONLY = 16, XF_OPF_SEQ = 32 };
 
 typedef enum xf_op {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) XF_OP_##id,
@@ -399,6 +413,10 @@ typedef struct xf_attrs {
     float ms_act_params[2];
     int trans_batch_a, trans_batch_b;
     xf_attn_attrs attn; /* ONNX Runtime's attention family (contrib ops) */
+    /* the sequence ops: SequenceEmpty's dtype is `to`, SplitToSequence's
+     * axis and keepdims are `axis` and `keepdims`, ConcatFromSequence's
+     * axis is `axis` and new_axis this */
+    int new_axis;
 } xf_attrs;
 
 /* The activations ONNX Runtime's FusedConv (activation, activation_params)
@@ -532,9 +550,23 @@ bool xf_opaque_add_ints(xf_opaque *o, const char *attr, const int64_t *v, int n)
 /* The integer attribute called attr, or NULL. */
 const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr);
 
+/* What a value holds.  Sequences are values of the IR like tensors (and
+ * not opaque payloads): the sequence ops are known ops (ops.def, flag
+ * XF_OPF_SEQ) with shape inference, so that a graph holding them loads,
+ * checks and runs, and Loop/If bodies pass sequences as carried values.
+ * A sequence value's dtype is its element type and its shape the shape
+ * every element has (ndim -1 when entries may differ or are not known);
+ * its length is known at run time only, so graphs holding sequences run in
+ * dynamic mode, on the host backends (the session runs the sequence ops
+ * itself, on xf_tensor sequences).  No rewrite rule matches a sequence op,
+ * and canonicalization never folds one (XF_OPF_NOFOLD), so the optimizer
+ * leaves them and their values as they are. */
+typedef enum xf_value_kind { XF_VK_TENSOR = 0, XF_VK_SEQUENCE } xf_value_kind;
+
 /* A value: a graph input, an initializer (constant) or a node output. */
 typedef struct xf_value {
     char *name;
+    xf_value_kind kind;
     xf_dtype dtype;
     xf_shape shape;
     int producer;     /* node index, or -1 for graph inputs and initializers */

@@ -504,6 +504,21 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->to)
             add_int(&w, "dtype", a->to);
         break;
+    case XF_OP_SEQUENCE_EMPTY:
+        if (a->to != d.to)
+            add_int(&w, "dtype", a->to);
+        break;
+    case XF_OP_SPLIT_TO_SEQUENCE:
+        if (a->axis != d.axis)
+            add_int(&w, "axis", a->axis);
+        if (a->keepdims != d.keepdims)
+            add_int(&w, "keepdims", a->keepdims);
+        break;
+    case XF_OP_CONCAT_FROM_SEQUENCE:
+        add_int(&w, "axis", a->axis);
+        if (a->new_axis)
+            add_int(&w, "new_axis", a->new_axis);
+        break;
     case XF_OP_REVERSE_SEQUENCE:
         if (a->axes[0] != d.axes[0])
             add_int(&w, "batch_axis", a->axes[0]);

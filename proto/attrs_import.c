@@ -44,6 +44,9 @@
  *   SpaceToDepth    blocksize->block_size
  *   EyeLike         k->eye_k  dtype->to (a type xflow knows)
  *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
+ *   SequenceEmpty   dtype->to (default float)
+ *   SplitToSequence axis  keepdims
+ *   ConcatFromSequence  axis (required)  new_axis
  *   OneHot          axis (before opset 11: onehot_legacy)
  *   Compress        axis (has_axis)
  *   Unique          axis (has_axis)  sorted (0: topk_unsorted)
@@ -523,6 +526,22 @@ static bool take_elementwise(reader *r, xf_op op, const char *name, const Onnx__
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
+/* The sequence ops: SequenceEmpty dtype->to; SplitToSequence axis
+ * keepdims; ConcatFromSequence axis (required) new_axis. */
+static bool take_sequence(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
+{
+    xf_attrs *a = r->a;
+    if (op == XF_OP_SEQUENCE_EMPTY && strcmp(name, "dtype") == 0)
+        return read_dtype(r, at, &a->to);
+    if ((op == XF_OP_SPLIT_TO_SEQUENCE || op == XF_OP_CONCAT_FROM_SEQUENCE) && strcmp(name, "axis") == 0)
+        return (r->has_axis = read_int(r, at, &a->axis));
+    if (op == XF_OP_SPLIT_TO_SEQUENCE && strcmp(name, "keepdims") == 0)
+        return read_int32(r, at, &a->keepdims);
+    if (op == XF_OP_CONCAT_FROM_SEQUENCE && strcmp(name, "new_axis") == 0)
+        return read_int32(r, at, &a->new_axis);
+    return refuse(r, "attribute '%s' is not modelled", name);
+}
+
 static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
@@ -820,6 +839,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return xfp_attn_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_MS_QLINEAR_AVERAGE_POOL:
         return take_spatial(r, op, name, at);
+    case XF_OP_SEQUENCE_EMPTY:
+    case XF_OP_SPLIT_TO_SEQUENCE:
+    case XF_OP_CONCAT_FROM_SEQUENCE:
+        return take_sequence(r, op, name, at);
     default:
         break;
     }
@@ -861,6 +884,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     }
     case XF_OP_CAST:
         return a->to != XF_DT_UNDEFINED || refuse(r, "no 'to' attribute", NULL);
+    case XF_OP_CONCAT_FROM_SEQUENCE:
+        return r->has_axis || refuse(r, "no 'axis' attribute", NULL);
     case XF_OP_BIT_SHIFT:
         return r->has_direction || refuse(r, "no 'direction' attribute", NULL);
     case XF_OP_PRELU:

@@ -304,6 +304,26 @@ static xf_status bind_feed_sizes(importer *im)
     return XF_OK;
 }
 
+/* Sets value id's kind; returns id (-1 stays -1). */
+static int set_kind(xf_graph *g, int id, xf_value_kind kind)
+{
+    if (id >= 0)
+        g->values[id].kind = kind;
+    return id;
+}
+
+/* A value of unknown type takes a declared sequence type. */
+static void declared_sequence(xf_value *val, const Onnx__TypeProto *type)
+{
+    xf_dtype dt;
+    xf_shape shape;
+    if (val->dtype != XF_DT_UNDEFINED || !xfp_sequence_type(type, &dt, &shape))
+        return;
+    val->kind = XF_VK_SEQUENCE;
+    val->dtype = dt;
+    val->shape = shape;
+}
+
 static xf_status import_inputs(importer *im)
 {
     xf_status s = check_overrides(im);
@@ -325,6 +345,12 @@ static xf_status import_inputs(importer *im)
         xf_dtype dt;
         xf_shape shape;
         bool guessed[XF_MAX_DIMS];
+        if (xfp_sequence_type(vi->type, &dt, &shape)) { /* its declaration is written back as it came */
+            s = define_value(im, set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), XF_VK_SEQUENCE));
+            if (s == XF_OK && !xfp_list_push(&im->fallback, (void *)vi))
+                s = oom(im);
+            continue;
+        }
         const xf_shape *over = find_override(im, vi->name);
         s = xfp_resolve_input_type(vi, over, over ? NULL : feed_shape(im, i), &im->syms, &dt, &shape, guessed,
                                    im->err);
@@ -572,17 +598,20 @@ static xf_status import_body(const importer *parent, const Onnx__GraphProto *gp,
         xf_dtype dt;
         xf_shape ignored;
         xfp_declared_type(vi->type, &no_symbols, &dt, &ignored);
+        bool seq = xfp_sequence_type(vi->type, &dt, &ignored);
         s = vi->name && vi->name[0] ? check_new_name(&im, vi->name, "a subgraph input")
                                     : xf_error_set(im.err, XF_ERR_INVALID, "subgraph input %zu has no name", i);
         if (s == XF_OK)
-            s = define_value(&im, xf_graph_add_input(im.g, vi->name, dt, &unknown));
+            s = define_value(&im, set_kind(im.g, xf_graph_add_input(im.g, vi->name, dt, &unknown),
+                                           seq ? XF_VK_SEQUENCE : XF_VK_TENSOR));
     }
     for (size_t k = 0; k < n_outer && s == XF_OK; k++) {
         int pv = xfp_map_get(&parent->values, outer[k]);
         xf_dtype dt = pv >= 0 ? parent->g->values[pv].dtype : XF_DT_UNDEFINED;
         s = check_new_name(&im, outer[k], "a subgraph value");
         if (s == XF_OK)
-            s = define_value(&im, xf_graph_add_input(im.g, outer[k], dt, &unknown));
+            s = define_value(&im, set_kind(im.g, xf_graph_add_input(im.g, outer[k], dt, &unknown),
+                                           pv >= 0 ? parent->g->values[pv].kind : XF_VK_TENSOR));
     }
     if (s == XF_OK)
         s = define_node_outputs(&im);
@@ -600,6 +629,8 @@ static xf_status import_body(const importer *parent, const Onnx__GraphProto *gp,
         int d = val->producer >= 0 && val->dtype == XF_DT_UNDEFINED ? xfp_map_get(&im.declared, val->name) : -1;
         xf_shape ignored;
         if (d >= 0)
+            declared_sequence(val, ((const Onnx__ValueInfoProto *)im.declared_list.items[d])->type);
+        if (d >= 0 && val->kind == XF_VK_TENSOR)
             xfp_declared_type(((const Onnx__ValueInfoProto *)im.declared_list.items[d])->type, &no_symbols, &val->dtype,
                               &ignored);
     }
@@ -774,6 +805,9 @@ static void apply_declared(importer *im)
         if (d < 0)
             continue;
         const Onnx__ValueInfoProto *vi = im->declared_list.items[d];
+        declared_sequence(val, vi->type);
+        if (val->kind == XF_VK_SEQUENCE)
+            continue;
         xf_dtype dt;
         xf_shape shape;
         xfp_declared_type(vi->type, &im->syms, &dt, &shape);

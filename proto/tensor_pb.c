@@ -513,7 +513,9 @@ xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base
     return s;
 }
 
-xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err)
+/* Reads the file at path and parses it with xf_tensor_load_pb_buffer
+ * (sequence false) or xf_sequence_load_pb_buffer; errors name the file. */
+static xf_status load_pb_file(const char *path, bool sequence, xf_tensor **out, char **name, xf_error *err)
 {
     *out = NULL;
     if (name)
@@ -526,6 +528,8 @@ xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_e
     char *dir = xfp_dirname(path);
     if (!dir)
         s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    else if (sequence)
+        s = xf_sequence_load_pb_buffer(buf, len, dir, out, err);
     else
         s = xf_tensor_load_pb_buffer(buf, len, dir, out, name, err);
     free(buf);
@@ -535,6 +539,11 @@ xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_e
         xfp_error_one_line(err);
     }
     return s;
+}
+
+xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err)
+{
+    return load_pb_file(path, false, out, name, err);
 }
 
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err)
@@ -554,4 +563,79 @@ xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *pa
     free(buf);
     xfp_arena_free(&a);
     return s;
+}
+
+/* ------------------------------------------------------------ sequences */
+
+/* A varint at *p (before end); false when malformed. */
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* ONNX's SequenceProto (onnx-data.proto, which the generated code lacks):
+ * elem_type (2) and tensor_values (3) are read from the wire; other
+ * fields (name, nested sequences, maps) are skipped or refused. */
+xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
+                                     xf_error *err)
+{
+    const uint8_t *p = buf, *end = p + len;
+    xf_tensor **items = NULL;
+    int64_t n = 0, cap = 0;
+    int32_t elem = 0;
+    xf_status s = XF_OK;
+    *out = NULL;
+    while (p < end && s == XF_OK) {
+        uint64_t key, v;
+        if (!read_varint(&p, end, &key)) {
+            s = xf_error_set(err, XF_ERR_PARSE, "not a SequenceProto (bad field key)");
+            break;
+        }
+        int field = (int)(key >> 3), wire = (int)(key & 7);
+        if (wire == 0 && read_varint(&p, end, &v)) {
+            if (field == 2)
+                elem = (int32_t)v;
+            continue;
+        }
+        if (wire != 2 || !read_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
+            s = xf_error_set(err, XF_ERR_PARSE, "not a SequenceProto (field %d)", field);
+            break;
+        }
+        if (field == 3) {
+            xf_tensor *t = NULL;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                xf_tensor **grown = realloc(items, sizeof *grown * (size_t)cap);
+                if (!grown) {
+                    s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                items = grown;
+            }
+            s = xf_tensor_load_pb_buffer(p, (size_t)v, base_dir, &t, NULL, err);
+            if (s == XF_OK)
+                items[n++] = t;
+        } else if (field > 3) {
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED, "sequences of sequences, maps or optionals are not supported");
+        }
+        p += v;
+    }
+    if (s == XF_OK && !(*out = xf_sequence_create(n > 0 ? items[0]->dtype : (xf_dtype)elem, n, items)))
+        s = xf_error_set(err, XF_ERR_INVALID, "a SequenceProto whose tensors differ in type");
+    for (int64_t i = 0; i < n; i++)
+        xf_tensor_release(items[i]);
+    free(items);
+    return s;
+}
+
+xf_status xf_sequence_load_pb(const char *path, xf_tensor **out, xf_error *err)
+{
+    return load_pb_file(path, true, out, NULL, err);
 }

@@ -95,6 +95,15 @@ bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_
     return *dtype != XF_DT_UNDEFINED;
 }
 
+bool xfp_sequence_type(const Onnx__TypeProto *type, xf_dtype *dtype, xf_shape *shape)
+{
+    static const xfp_symbols none;
+    if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE || !type->sequence_type)
+        return false;
+    xfp_declared_type(type->sequence_type->elem_type, &none, dtype, shape);
+    return tensor_type(type->sequence_type->elem_type) != NULL;
+}
+
 static bool is_param(const Onnx__TensorShapeProto__Dimension *d)
 {
     return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param[0];
@@ -227,6 +236,20 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
     for (int i = 0; guessed_out && i < shape->ndim; i++)
         guessed_out[i] = guessed[i];
     return XF_OK;
+}
+
+Onnx__TypeProto *xfp_sequence_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a)
+{
+    Onnx__TypeProto *t = xfp_alloc(a, sizeof *t);
+    Onnx__TypeProto__Sequence *sq = xfp_alloc(a, sizeof *sq);
+    if (!t || !sq)
+        return NULL;
+    onnx__type_proto__init(t);
+    onnx__type_proto__sequence__init(sq);
+    t->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    t->sequence_type = sq;
+    sq->elem_type = xfp_type_encode(dtype, shape, a);
+    return sq->elem_type ? t : NULL;
 }
 
 Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a)

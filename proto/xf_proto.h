@@ -108,6 +108,11 @@ xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_e
  * (NULL: external data is refused). */
 xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out, char **name,
                                    xf_error *err);
+/* Reads one SequenceProto file of tensors (a sequence input or output of
+ * ONNX's test data) as a sequence (xf_sequence_create). */
+xf_status xf_sequence_load_pb(const char *path, xf_tensor **out, xf_error *err);
+xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
+                                     xf_error *err);
 /* Writes t as a TensorProto file, atomically.  name may be NULL. */
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
 

@@ -45,9 +45,11 @@ bool xf_rt_flow_node(const xf_node *n) { return kind_of(n) != FLOW_NONE; }
 
 /* A session for subgraph attr of node `node`: its inputs typed from what
  * they bind to (formal inputs keep their declared types where they have
- * them; `formal` gives the others, n_formal entries, UNDEFINED to keep). */
+ * them; `formal` gives the others, n_formal entries, UNDEFINED to keep;
+ * formal_of, when not NULL, the values they bind to, whose kind they take). */
 static xf_status body_session(const xf_graph *g, int node, const char *attr, int64_t opset, const char *backend,
-                              const xf_dtype *formal, int n_formal, xf_session **out, xf_error *err)
+                              const xf_dtype *formal, const xf_value *const *formal_of, int n_formal,
+                              xf_session **out, xf_error *err)
 {
     const xf_node *n = &g->nodes[node];
     const xf_opaque *o = n->opaque;
@@ -67,9 +69,14 @@ static xf_status body_session(const xf_graph *g, int node, const char *attr, int
     xf_status st = XF_OK;
     for (int i = 0; i < body->n_inputs && st == XF_OK; i++) {
         xf_value *v = &body->values[body->inputs[i]];
-        xf_dtype want = i < n_formal ? formal[i] : g->values[n->inputs[o->n_own_inputs + i - n_formal]].dtype;
+        const xf_value *bound = formal_of ? formal_of[i] : NULL;
+        if (i >= n_formal)
+            bound = &g->values[n->inputs[o->n_own_inputs + i - n_formal]];
+        xf_dtype want = i < n_formal ? formal[i] : bound->dtype;
         if (want != XF_DT_UNDEFINED && (i >= n_formal || v->dtype == XF_DT_UNDEFINED))
             v->dtype = want;
+        if (bound && bound->kind == XF_VK_SEQUENCE) /* a sequence passed in */
+            v->kind = XF_VK_SEQUENCE;
         if (v->dtype == XF_DT_UNDEFINED)
             st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): the type of '%s' is unknown", n->name,
                               o->op_type, v->name);
@@ -154,7 +161,7 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (If) has %d inputs; If takes one", n->name, f->n_own);
         const char *attrs[2] = {"then_branch", "else_branch"};
         for (int b = 0; b < 2 && st == XF_OK; b++) {
-            st = body_session(g, node, attrs[b], opset, backend, NULL, 0, &f->body[b], err);
+            st = body_session(g, node, attrs[b], opset, backend, NULL, NULL, 0, &f->body[b], err);
             if (st == XF_OK)
                 st = check_outputs(f, f->body[b], attrs[b], n->n_outputs, err);
         }
@@ -171,20 +178,24 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s) has %d inputs and %d outputs", n->name,
                               n->opaque->op_type, f->n_own, n->n_outputs);
         xf_dtype *formal = st == XF_OK ? malloc(sizeof *formal * (size_t)(f->n_own + 1)) : NULL;
-        if (st == XF_OK && !formal)
+        const xf_value **formal_of = st == XF_OK ? calloc((size_t)f->n_own + 1, sizeof *formal_of) : NULL;
+        if (st == XF_OK && (!formal || !formal_of))
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         if (st == XF_OK) {
             const int *ins = n->inputs + f->batched;
             int n_formal = f->n_own - f->batched;
-            for (int j = 0; j < n_formal; j++)
+            for (int j = 0; j < n_formal; j++) {
                 formal[j] = ins[j] >= 0 ? g->values[ins[j]].dtype : XF_DT_UNDEFINED;
+                formal_of[j] = ins[j] >= 0 && (!loop || j >= 2) ? &g->values[ins[j]] : NULL;
+            }
             if (loop) {
                 formal[0] = XF_DT_INT64;
                 formal[1] = XF_DT_BOOL;
             }
-            st = body_session(g, node, "body", opset, backend, formal, n_formal, &f->body[0], err);
+            st = body_session(g, node, "body", opset, backend, formal, formal_of, n_formal, &f->body[0], err);
         }
         free(formal);
+        free(formal_of);
         if (st == XF_OK)
             st = check_outputs(f, f->body[0], "body", (loop ? 1 : 0) + n->n_outputs, err);
     }
@@ -209,8 +220,12 @@ void xf_rt_flow_free(xf_rt_flow *f)
 
 /* ---------------------------------------------------------------- running */
 
+/* A value the loop keeps: a copy of a tensor (the session's are views of
+ * buffers it reuses), a new reference to a sequence (immutable). */
 static xf_tensor *copy_of(const xf_tensor *t)
 {
+    if (t->is_sequence)
+        return xf_tensor_retain((xf_tensor *)t);
     return xf_tensor_from_data(t->dtype, &t->shape, t->data);
 }
 

@@ -206,6 +206,15 @@ typedef struct ref_entry {
 #define XF_REF_MS_QGEMM {xf_ref_ms_qgemm, Q8IN, F32, Q8IN | F32}
 #define XF_REF_MS_QUANTIZE_LINEAR {xf_ref_ms_quantize, F32, F32, QNT}
 #define XF_REF_MS_DEQUANTIZE_LINEAR {xf_ref_ms_quantize, QNT, F32, F32}
+/* the sequence ops have no kernel: the session runs them (sequence.c) */
+#define XF_REF_SEQUENCE_EMPTY {0}
+#define XF_REF_SEQUENCE_CONSTRUCT {0}
+#define XF_REF_SEQUENCE_INSERT {0}
+#define XF_REF_SEQUENCE_AT {0}
+#define XF_REF_SEQUENCE_ERASE {0}
+#define XF_REF_SEQUENCE_LENGTH {0}
+#define XF_REF_SPLIT_TO_SEQUENCE {0}
+#define XF_REF_CONCAT_FROM_SEQUENCE {0}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

@@ -30,6 +30,9 @@ struct xf_session {
     xf_tensor *tmp;          /* dynamic mode: input values for shape inference */
     const xf_tensor **tmp_ptr;
     xf_rt_flow **flows; /* per node: If, Loop and Scan, which the session runs itself; NULL for others */
+    /* dynamic mode, per value: the sequence it holds during a run (held
+     * reference), NULL for tensors */
+    xf_tensor **held;
 };
 
 static const xf_tensor_view omitted_view = {.dtype = XF_DT_UNDEFINED, .shape = {.ndim = -1}};
@@ -52,11 +55,15 @@ static xf_status check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_
         char got[128], want[128];
         if (!t)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' is missing", v->name);
+        if (t->is_sequence != (v->kind == XF_VK_SEQUENCE))
+            return xf_error_set(err, XF_ERR_INVALID, "input '%s' is a %s, the graph expects a %s", v->name,
+                                t->is_sequence ? "sequence" : "tensor", t->is_sequence ? "tensor" : "sequence");
         if (t->dtype != v->dtype)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' has type %s, the graph expects %s", v->name,
                                 xf_dtype_name(t->dtype), xf_dtype_name(v->dtype));
-        bool match = v->shape.ndim < 0 || v->shape.ndim == t->shape.ndim;
-        for (int d = 0; match && d < v->shape.ndim; d++)
+        /* a sequence's entries may differ in shape (or be none) */
+        bool match = v->shape.ndim < 0 || v->shape.ndim == t->shape.ndim || (t->is_sequence && t->shape.ndim < 0);
+        for (int d = 0; match && t->shape.ndim >= 0 && d < v->shape.ndim; d++)
             match = v->shape.dims[d] < 0 || v->shape.dims[d] == t->shape.dims[d];
         if (!match)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' has shape %s, the graph expects %s", v->name,
@@ -75,6 +82,11 @@ static xf_status bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *co
         const xf_tensor *t = inputs[i];
         views[v].dtype = t->dtype;
         views[v].shape = t->shape;
+        if (t->is_sequence) { /* dynamic mode only */
+            views[v].data = NULL;
+            s->held[v] = xf_tensor_retain((xf_tensor *)t);
+            continue;
+        }
         if (s->be->host_memory) {
             views[v].data = t->data;
             continue;
@@ -93,6 +105,10 @@ static xf_status collect_outputs(xf_session *s, const xf_tensor_view *views, xf_
         outputs[k] = NULL;
     for (int k = 0; k < s->g->n_outputs; k++) {
         const xf_tensor_view *v = &views[s->g->outputs[k]];
+        if (s->held[s->g->outputs[k]]) {
+            outputs[k] = xf_tensor_retain(s->held[s->g->outputs[k]]);
+            continue;
+        }
         xf_tensor *t = xf_tensor_create(v->dtype, &v->shape);
         xf_status st = t ? s->be->copy_out(s->ctx, t->data, v->data, t->nbytes, err)
                          : xf_error_set(err, XF_ERR_NOMEM, "out of memory for output '%s'",
@@ -231,6 +247,10 @@ static const xf_tensor *const *inference_inputs(xf_session *s, const xf_graph *g
             s->tmp_ptr[k] = NULL;
             continue;
         }
+        if (s->held[v]) {
+            s->tmp_ptr[k] = s->held[v];
+            continue;
+        }
         const xf_tensor_view *w = &views[v];
         int64_t numel = xf_shape_numel(&w->shape);
         s->tmp[k] = (xf_tensor){.refcount = 1, .dtype = w->dtype, .shape = w->shape, .data = w->data,
@@ -257,12 +277,17 @@ static void release_consumed(xf_session *s, const xf_graph *g, xf_tensor_view *v
             s->be->free(s->ctx, views[v].data);
             owned[v] = false;
         }
+        if (v >= 0 && s->held[v] && s->last_use[v] <= i) {
+            xf_tensor_release(s->held[v]);
+            s->held[v] = NULL;
+        }
     }
 }
 
-/* Runs control-flow node i of g: its outputs' shapes are what its
- * subgraphs produce. */
-static xf_status run_flow_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
+/* Runs node i of g on the host, as the session does for control flow
+ * (its outputs' shapes are what its subgraphs produce) and the sequence
+ * ops: sequences it makes are held, tensors copied to the backend. */
+static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                double *seconds, xf_error *err)
 {
     const xf_node *n = &g->nodes[i];
@@ -271,7 +296,8 @@ static xf_status run_flow_node(xf_session *s, xf_graph *g, xf_tensor_view *views
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     const xf_tensor *const *ins = inference_inputs(s, g, views, i);
     double t0 = seconds ? now_seconds() : 0.0;
-    xf_status st = xf_rt_flow_run(s->flows[i], (xf_tensor *const *)ins, outs, err);
+    xf_status st = s->flows && s->flows[i] ? xf_rt_flow_run(s->flows[i], (xf_tensor *const *)ins, outs, err)
+                                           : xf_rt_seq_run(g, i, (xf_tensor *const *)ins, outs, err);
     if (seconds)
         *seconds = now_seconds() - t0;
     for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
@@ -279,8 +305,15 @@ static xf_status run_flow_node(xf_session *s, xf_graph *g, xf_tensor_view *views
         if (v < 0)
             continue;
         const xf_tensor *t = outs[k];
+        g->values[v].kind = t->is_sequence ? XF_VK_SEQUENCE : XF_VK_TENSOR;
         g->values[v].dtype = t->dtype;
         g->values[v].shape = t->shape;
+        if (t->is_sequence) {
+            views[v] = (xf_tensor_view){t->dtype, t->shape, NULL};
+            s->held[v] = outs[k];
+            outs[k] = NULL;
+            continue;
+        }
         views[v] = (xf_tensor_view){t->dtype, t->shape, s->be->alloc(s->ctx, t->nbytes)};
         owned[v] = views[v].data != NULL;
         if (t->nbytes && !views[v].data)
@@ -300,9 +333,24 @@ static xf_status run_flow_node(xf_session *s, xf_graph *g, xf_tensor_view *views
 static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                   double *seconds, xf_error *err)
 {
-    if (s->flows && s->flows[i])
-        return run_flow_node(s, g, views, owned, i, seconds, err);
+    if ((s->flows && s->flows[i]) || xf_rt_seq_node(&g->nodes[i]))
+        return run_host_node(s, g, views, owned, i, seconds, err);
     const xf_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k], out = n->outputs[0];
+        if (v < 0 || !s->held[v])
+            continue;
+        if (n->op != XF_OP_IDENTITY)
+            return xf_rt_bad_node(err, n, "input %d ('%s') is a sequence, which only the sequence ops read", k,
+                                  g->values[v].name);
+        if (out >= 0) { /* the same sequence */
+            g->values[out].kind = XF_VK_SEQUENCE;
+            views[out] = views[v];
+            s->held[out] = xf_tensor_retain(s->held[v]);
+        }
+        release_consumed(s, g, views, owned, i);
+        return XF_OK;
+    }
     xf_status st = xf_node_infer_shape(g, i, s->opset, inference_inputs(s, g, views, i), err);
     if (st == XF_OK)
         st = s->be->supports(g, i, err);
@@ -355,6 +403,10 @@ static xf_status run_dynamic(xf_session *s, xf_tensor *const *inputs, xf_tensor 
     if (st == XF_OK && outputs)
         st = collect_outputs(s, views, outputs, err);
     free_dynamic(s, views, owned, nv);
+    for (int v = 0; v < nv; v++) {
+        xf_tensor_release(s->held[v]);
+        s->held[v] = NULL;
+    }
 done:
     xf_graph_free(g);
     free(views);
@@ -403,7 +455,8 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
     s->out = malloc(sizeof *s->out * (size_t)(s->max_out + 1));
     s->tmp = malloc(sizeof *s->tmp * (size_t)(s->max_in + 1));
     s->tmp_ptr = malloc(sizeof *s->tmp_ptr * (size_t)(s->max_in + 1));
-    if (!s->views || !s->owned || !s->last_use || !s->in || !s->out || !s->tmp || !s->tmp_ptr)
+    s->held = calloc(nv, sizeof *s->held);
+    if (!s->held || !s->views || !s->owned || !s->last_use || !s->in || !s->out || !s->tmp || !s->tmp_ptr)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int v = 0; v < g->n_values; v++) {
         s->views[v] = (xf_tensor_view){g->values[v].dtype, g->values[v].shape, NULL};
@@ -418,6 +471,15 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
     return XF_OK;
 }
 
+/* The first value that is a sequence, or -1. */
+static int holds_sequence(const xf_graph *g)
+{
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].kind == XF_VK_SEQUENCE)
+            return v;
+    return -1;
+}
+
 static xf_status check_supported(const xf_session *s, xf_error *err)
 {
     xf_status st = XF_OK;
@@ -428,17 +490,29 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
             return xf_error_set(err, XF_ERR_UNSUPPORTED, "input '%s' is not a tensor of a supported type (%s)",
                                 v->name, xf_dtype_name(v->dtype));
     }
-    for (int i = 0; st == XF_OK && i < s->g->n_nodes; i++)
-        if (!xf_rt_flow_node(&s->g->nodes[i]))
+    /* sequences live in host memory, where the session runs their ops */
+    int seq = holds_sequence(s->g);
+    if (seq >= 0 && !s->be->host_memory)
+            return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                                "backend %s does not run sequences ('%s' is one); the host backends do", s->be->name,
+                                s->g->values[seq].name);
+    for (int i = 0; st == XF_OK && i < s->g->n_nodes; i++) {
+        const xf_node *n = &s->g->nodes[i];
+        if (xf_rt_seq_node(n) && !s->be->host_memory)
+            st = xf_rt_unsupported(err, s->be, n, "on sequences, which run on the host backends");
+        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n))
             st = s->be->supports(s->g, i, err);
+    }
     return st;
 }
 
-/* The sessions of If, Loop and Scan subgraphs; a graph with any runs dynamically. */
+/* The sessions of If, Loop and Scan subgraphs; a graph with any, or with
+ * sequence ops, runs dynamically. */
 static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
 {
     *any = false;
     for (int i = 0; i < s->g->n_nodes; i++) {
+        *any |= xf_rt_seq_node(&s->g->nodes[i]) || holds_sequence(s->g) >= 0;
         if (!xf_rt_flow_node(&s->g->nodes[i]))
             continue;
         if (!s->flows && !(s->flows = calloc((size_t)s->g->n_nodes, sizeof *s->flows)))
@@ -628,6 +702,7 @@ void xf_session_free(xf_session *s)
     free(s->out);
     free(s->tmp);
     free(s->tmp_ptr);
+    free(s->held);
     free(s);
 }
 

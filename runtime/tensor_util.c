@@ -57,9 +57,42 @@ xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
     return r;
 }
 
+/* Sequences: the same length, and item by item as tensors. */
+static xf_status compare_sequences(const xf_tensor *a, const xf_tensor *b, double atol, double rtol, double *max_abs,
+                                   double *max_rel, bool *ok, xf_error *err)
+{
+    double worst_abs = 0.0, worst_rel = 0.0;
+    *ok = false;
+    if (!a->is_sequence || !b->is_sequence || a->n_items != b->n_items)
+        return xf_error_set(err, XF_ERR_INVALID, "a %s of %lld entries vs a %s of %lld",
+                            a->is_sequence ? "sequence" : "tensor", (long long)a->n_items,
+                            b->is_sequence ? "sequence" : "tensor", (long long)b->n_items);
+    bool all = true;
+    for (int64_t i = 0; i < a->n_items; i++) {
+        double ma = 0, mr = 0;
+        bool one;
+        xf_status st = xf_tensor_compare(a->items[i], b->items[i], atol, rtol, &ma, &mr, &one, err);
+        if (st != XF_OK) {
+            xf_error_prefix(err, "entry %lld", (long long)i);
+            return st;
+        }
+        all &= one;
+        worst_abs = ma > worst_abs ? ma : worst_abs;
+        worst_rel = mr > worst_rel ? mr : worst_rel;
+    }
+    if (max_abs)
+        *max_abs = worst_abs;
+    if (max_rel)
+        *max_rel = worst_rel;
+    *ok = all;
+    return XF_OK;
+}
+
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err)
 {
+    if (a->is_sequence || b->is_sequence)
+        return compare_sequences(a, b, atol, rtol, max_abs, max_rel, ok, err);
     double worst_abs = 0.0, worst_rel = 0.0;
     *ok = false;
     if (max_abs)

@@ -292,6 +292,16 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
 xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 void xf_rt_flow_free(xf_rt_flow *f);
 
+/* ---------------------------------------------------------------- sequences (sequence.c) */
+
+/* Whether n is one of ONNX's sequence ops (XF_OPF_SEQ): the session runs
+ * them itself, on host memory, in dynamic mode. */
+bool xf_rt_seq_node(const xf_node *n);
+/* Runs sequence node `node`: in[] has its n_inputs values in host memory
+ * (sequences as xf_tensor sequences, NULL for an omitted input), *out
+ * receives a new reference.  Errors name the node. */
+xf_status xf_rt_seq_run(const xf_graph *g, int node, xf_tensor *const *in, xf_tensor **out, xf_error *err);
+
 /* The cpu_ref backend (cpu_ref.c). */
 extern const xf_backend xf_backend_cpu_ref;
 

@@ -191,7 +191,8 @@ xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to);
  * (NaN matches NaN, equal infinities match).  Reports the largest absolute
  * and relative differences (either pointer may be NULL).  Returns
  * XF_ERR_INVALID, with *ok false and err saying how, when dtypes or shapes
- * differ or the dtype is not numeric (float8 included) or bool. */
+ * differ or the dtype is not numeric (float8 included) or bool.  Two
+ * sequences compare entry by entry (their lengths must agree). */
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err);
 

@@ -72,7 +72,9 @@ const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, con
         for (int i = 0; i < g->n_inputs && !result; i++) {
             char path[4600];
             snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
-            if (xf_tensor_load_pb(path, &in[i], NULL, &err) != XF_OK) {
+            xf_status ls = g->values[g->inputs[i]].kind == XF_VK_SEQUENCE ? xf_sequence_load_pb(path, &in[i], &err)
+                                                                          : xf_tensor_load_pb(path, &in[i], NULL, &err);
+            if (ls != XF_OK) {
                 snprintf(why, sizeof why, "input %d: %s", i, err.msg);
                 result = why;
             }
@@ -85,7 +87,9 @@ const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, con
             char path[4600];
             xf_tensor *expect = NULL;
             snprintf(path, sizeof path, "%s/output_%d.pb", dir, k);
-            if (xf_tensor_load_pb(path, &expect, NULL, &err) != XF_OK) {
+            xf_status ls = out[k]->is_sequence ? xf_sequence_load_pb(path, &expect, &err)
+                                               : xf_tensor_load_pb(path, &expect, NULL, &err);
+            if (ls != XF_OK) {
                 snprintf(why, sizeof why, "expected output %d: %s", k, err.msg);
                 result = why;
                 break;
