@@ -820,6 +820,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return xfp_attn_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_MS_QLINEAR_AVERAGE_POOL:
         return take_spatial(r, op, name, at);
+    case XF_OP_MS_MATMUL_NBITS:
+    case XF_OP_MS_GQA:
+        return xfp_llm_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }
@@ -910,6 +913,9 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         return xfp_attn_attrs_finish(op, a, r->why, r->why_len);
+    case XF_OP_MS_MATMUL_NBITS:
+    case XF_OP_MS_GQA:
+        return xfp_llm_attrs_finish(op, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
             return true;
