@@ -395,6 +395,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_QLINEAR_ADD:
     case XF_OP_MS_QLINEAR_MUL: h = &xf_dn_ms_qbinary_handler; break;
     case XF_OP_MS_QGEMM: h = &xf_dn_ms_qgemm_handler; break;
+    case XF_OP_MS_MATMUL_NBITS: h = &xf_dn_nbits_handler; break;
+    case XF_OP_MS_GQA: h = &xf_dn_attention_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;
@@ -576,6 +578,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         return XF_OK;
     if (st->kernel)
         return st->kernel(n, in, out, err);
+    if (st->own_run)
+        return st->own_run(st, n, in, out, err);
     /* the sum post-op adds to what the destination holds */
     if (st->sum_src)
         memcpy(st->dst, st->sum_src, st->sum_bytes);
