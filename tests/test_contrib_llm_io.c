@@ -1,0 +1,398 @@
+/* MatMulNBits and GroupQueryAttention at import and export: attributes read
+ * into the block and written back, independent of the model's default
+ * opset; forms xflow does not model stay opaque and round-trip unchanged;
+ * shape inference with symbolic batch and sequence dims (the present state
+ * follows total_sequence_length when its value is known at load), the
+ * shapes it refuses, and the runs refused. */
+#include "kernel_case_util.h"
+#include "proto_util.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS "com.microsoft"
+#define FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define UINT8 ONNX__TENSOR_PROTO__DATA_TYPE__UINT8
+#define INT32 ONNX__TENSOR_PROTO__DATA_TYPE__INT32
+#define INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+
+static Onnx__NodeProto *ms(const char *op, const char *const *ins, const char *const *outs)
+{
+    Onnx__NodeProto *n = mk_node(op, NULL, ins, outs);
+    n->domain = MS;
+    return n;
+}
+
+static void input(Onnx__GraphProto *g, const char *name, int elem, int ndim, const int64_t *dims,
+                  const char *const *params)
+{
+    PUSH(g->n_input, g->input, mk_vi(name, elem, ndim, dims, params));
+}
+
+static void output(Onnx__GraphProto *g, const char *name, int elem)
+{
+    PUSH(g->n_output, g->output, mk_vi(name, elem, -1, NULL, NULL));
+}
+
+static void nbits_attrs(Onnx__NodeProto *n, int64_t k, int64_t nn, int64_t bits, int64_t block)
+{
+    attr_int(n, "K", k);
+    attr_int(n, "N", nn);
+    attr_int(n, "bits", bits);
+    attr_int(n, "block_size", block);
+}
+
+/* x (batch, seq, 64) -> MatMulNBits (4 bits, block 32, zero points, bias,
+ * accuracy_level 4) -> packed QKV of GroupQueryAttention (4 heads, 2 kv
+ * heads, H 8, rotary, every optional attribute set) with past (batch, 2,
+ * past, 8); total_sequence_length from the mask's shape (the genai form)
+ * -> MatMulNBits (8 bits, block 16). */
+static Onnx__GraphProto *llm_graph(void)
+{
+    Onnx__GraphProto *g = mk_graph("g");
+    input(g, "x", FLOAT, 3, (int64_t[]){-1, -1, 64}, (const char *const[]){"batch", "seq", NULL});
+    input(g, "mask", INT64, 2, (int64_t[]){-1, -1}, (const char *const[]){"batch", "total", NULL});
+    input(g, "past_k", FLOAT, 4, (int64_t[]){-1, 2, -1, 8}, (const char *const[]){"batch", NULL, "past", NULL});
+    input(g, "past_v", FLOAT, 4, (int64_t[]){-1, 2, -1, 8}, (const char *const[]){"batch", NULL, "past", NULL});
+    input(g, "seqlens", INT32, 1, (int64_t[]){-1}, (const char *const[]){"batch"});
+    static uint8_t w1[64 * 2 * 16], zp1[64], w2[32 * 2 * 16];
+    static float s1[64 * 2], b1[64], cache[32 * 4], s2[32 * 2];
+    static int64_t one = 1;
+    /* the protos keep pointers to the dims */
+    static int64_t dw1[] = {64, 2, 16}, ds1[] = {128}, d64[] = {64}, dcache[] = {32, 4}, dw2[] = {32, 2, 16};
+    PUSH(g->n_initializer, g->initializer, mk_raw("w1", UINT8, 3, dw1, w1, sizeof w1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("s1", FLOAT, 1, ds1, s1, sizeof s1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("zp1", UINT8, 1, d64, zp1, sizeof zp1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("b1", FLOAT, 1, d64, b1, sizeof b1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("cache", FLOAT, 2, dcache, cache, sizeof cache));
+    PUSH(g->n_initializer, g->initializer, mk_raw("w2", UINT8, 3, dw2, w2, sizeof w2));
+    PUSH(g->n_initializer, g->initializer, mk_raw("s2", FLOAT, 1, d64, s2, sizeof s2));
+    PUSH(g->n_initializer, g->initializer, mk_raw("one", INT64, 0, NULL, &one, sizeof one));
+    Onnx__NodeProto *m1 = ms("MatMulNBits", (const char *const[]){"x", "w1", "s1", "zp1", "", "b1", NULL},
+                             (const char *const[]){"qkv", NULL});
+    nbits_attrs(m1, 64, 64, 4, 32);
+    attr_int(m1, "accuracy_level", 4);
+    Onnx__NodeProto *shp = mk_node("Shape", NULL, (const char *const[]){"mask", NULL}, (const char *const[]){"ms", NULL});
+    Onnx__NodeProto *gat = mk_node("Gather", NULL, (const char *const[]){"ms", "one", NULL},
+                                   (const char *const[]){"t64", NULL});
+    Onnx__NodeProto *cst = mk_node("Cast", NULL, (const char *const[]){"t64", NULL}, (const char *const[]){"total", NULL});
+    attr_int(cst, "to", INT32);
+    Onnx__NodeProto *q = ms("GroupQueryAttention",
+                            (const char *const[]){"qkv", "", "", "past_k", "past_v", "seqlens", "total", "cache",
+                                                  "cache", NULL},
+                            (const char *const[]){"att", "present_k", "present_v", NULL});
+    attr_int(q, "num_heads", 4);
+    attr_int(q, "kv_num_heads", 2);
+    attr_float(q, "scale", 0.25f);
+    attr_float(q, "softcap", 30.0f);
+    attr_int(q, "local_window_size", 16);
+    attr_int(q, "do_rotary", 1);
+    attr_int(q, "rotary_interleaved", 1);
+    attr_int(q, "smooth_softmax", 1);
+    Onnx__NodeProto *m2 = ms("MatMulNBits", (const char *const[]){"att", "w2", "s2", NULL},
+                             (const char *const[]){"y", NULL});
+    nbits_attrs(m2, 32, 32, 8, 16);
+    Onnx__NodeProto *nodes[] = {m1, shp, gat, cst, q, m2};
+    for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++)
+        PUSH(g->n_node, g->node, nodes[i]);
+    output(g, "y", FLOAT);
+    output(g, "present_k", FLOAT);
+    output(g, "present_v", FLOAT);
+    return g;
+}
+
+/* canon: canonicalized as xflowc does, which folds the mask's shape into
+ * total_sequence_length */
+static xf_model *load_llm(int64_t opset, int64_t batch, int64_t seq, int64_t past, bool canon)
+{
+    Onnx__ModelProto *mp = mk_model(llm_graph(), opset);
+    add_opset(mp, MS, 1);
+    xf_dim_size sizes[] = {{"batch", batch}, {"seq", seq}, {"past", past}, {"total", past + seq}};
+    xf_load_options opt = {.dim_sizes = sizes, .n_dim_sizes = 4};
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, &opt, &m, &e) == XF_OK, "%s", e.msg);
+    if (canon)
+        ck_assert_msg(xf_canonicalize(m->graph, opset, xf_runtime_eval_node, NULL, &e) == XF_OK, "%s", e.msg);
+    return m;
+}
+
+static const xf_node *node_of(const xf_model *m, xf_op op)
+{
+    int i = find_node_op(m->graph, op);
+    ck_assert_int_ge(i, 0);
+    return &m->graph->nodes[i];
+}
+
+static void shape_is(const xf_model *m, const char *value, int ndim, const int64_t *dims)
+{
+    int v = xf_graph_find_value(m->graph, value);
+    ck_assert_int_ge(v, 0);
+    xf_shape want = xf_shape_make(ndim, dims);
+    char a[64], b[64];
+    ck_assert_msg(xf_shape_equal(&m->graph->values[v].shape, &want), "%s: %s, want %s", value,
+                  xf_shape_str(&m->graph->values[v].shape, a, sizeof a), xf_shape_str(&want, b, sizeof b));
+}
+
+START_TEST(test_attrs_roundtrip)
+{
+    for (int64_t opset = 13; opset <= 21; opset += 8) {
+        xf_model *m = load_llm(opset, 2, 3, 5, false);
+        int counts[XF_OP_COUNT + 1];
+        xf_graph_count_ops(m->graph, counts);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], 0);
+        ck_assert_int_eq(counts[XF_OP_MS_MATMUL_NBITS], 2);
+        const xf_attn_attrs *q = &node_of(m, XF_OP_MS_GQA)->attrs.attn;
+        ck_assert_int_eq(q->num_heads, 4);
+        ck_assert_int_eq(q->kv_num_heads, 2);
+        ck_assert_float_eq(q->scale, 0.25f);
+        ck_assert_float_eq(q->softcap, 30.0f);
+        ck_assert_int_eq(q->local_window_size, 16);
+        ck_assert_int_eq(q->do_rotary, 1);
+        ck_assert_int_eq(q->interleaved, 1);
+        ck_assert_int_eq(q->smooth_softmax, 1);
+        const xf_attn_attrs *a = &node_of(m, XF_OP_MS_MATMUL_NBITS)->attrs.attn;
+        ck_assert(a->nb_k == 64 && a->nb_n == 64 && a->nb_bits == 4 && a->nb_block == 32 && a->nb_accuracy == 4);
+        uint8_t *buf;
+        Onnx__ModelProto *mp = saved_proto(m, &buf);
+        int seen = 0;
+        for (size_t i = 0; i < mp->graph->n_node; i++) {
+            const Onnx__NodeProto *n = mp->graph->node[i];
+            if (strcmp(n->op_type, "MatMulNBits") == 0) {
+                ck_assert_str_eq(n->domain, MS);
+                ck_assert(has_attr(n, "K") && has_attr(n, "N") && has_attr(n, "bits") && has_attr(n, "block_size"));
+                ck_assert(has_attr(n, "accuracy_level") == (seen++ == 0));
+            } else if (strcmp(n->op_type, "GroupQueryAttention") == 0) {
+                ck_assert(has_attr(n, "rotary_interleaved") && has_attr(n, "smooth_softmax") &&
+                          has_attr(n, "softcap") && has_attr(n, "local_window_size"));
+            }
+        }
+        ck_assert_int_eq(seen, 2);
+        onnx__model_proto__free_unpacked(mp, NULL);
+        free(buf);
+        xf_model *back = roundtrip(m);
+        ck_assert(xf_attn_attrs_equal(&node_of(back, XF_OP_MS_GQA)->attrs.attn, q));
+        xf_model_free(back);
+        xf_model_free(m);
+        if (opset == 21) { /* onnx.checker wants the present outputs' shapes */
+            m = load_llm(opset, 2, 3, 5, true);
+            assert_saved_valid(m, "contrib_llm");
+            xf_model_free(m);
+        }
+    }
+}
+END_TEST
+
+/* Shapes follow the sizes given to the symbolic dims; present is (batch, 2,
+ * max(total, past), 8) once the mask's shape gives total_sequence_length,
+ * and unknown before. */
+START_TEST(test_symbolic_shapes)
+{
+    static const int64_t sizes[][3] = {{2, 3, 5}, {1, 7, 0}, {4, 1, 9}};
+    for (int i = 0; i < 3; i++) {
+        int64_t b = sizes[i][0], s = sizes[i][1], p = sizes[i][2];
+        xf_model *m = load_llm(17, b, s, p, false);
+        int pk = xf_graph_find_value(m->graph, "present_k");
+        ck_assert_int_eq(m->graph->values[pk].shape.ndim, -1);
+        shape_is(m, "att", 3, (int64_t[]){b, s, 32});
+        xf_model_free(m);
+        m = load_llm(17, b, s, p, true);
+        shape_is(m, "qkv", 3, (int64_t[]){b, s, 64});
+        shape_is(m, "att", 3, (int64_t[]){b, s, 32});
+        shape_is(m, "y", 3, (int64_t[]){b, s, 32});
+        shape_is(m, "present_k", 4, (int64_t[]){b, 2, p + s, 8});
+        shape_is(m, "present_v", 4, (int64_t[]){b, 2, p + s, 8});
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+static void gqa_heads(Onnx__NodeProto *n)
+{
+    attr_int(n, "num_heads", 4);
+    attr_int(n, "kv_num_heads", 2);
+}
+static void nb_ok(Onnx__NodeProto *n) { nbits_attrs(n, 32, 8, 4, 16); }
+static void nb_bits2(Onnx__NodeProto *n) { nbits_attrs(n, 32, 8, 2, 16); }
+static void nb_bits3(Onnx__NodeProto *n) { nbits_attrs(n, 32, 8, 3, 16); }
+static void nb_block24(Onnx__NodeProto *n) { nbits_attrs(n, 32, 8, 4, 24); }
+static void nb_block8(Onnx__NodeProto *n) { nbits_attrs(n, 32, 8, 4, 8); }
+static void nb_prepacked(Onnx__NodeProto *n) { nb_ok(n); attr_int(n, "weight_prepacked", 1); }
+static void nb_accuracy5(Onnx__NodeProto *n) { nb_ok(n); attr_int(n, "accuracy_level", 5); }
+static void nb_no_k(Onnx__NodeProto *n) { attr_int(n, "N", 8); attr_int(n, "block_size", 16); }
+static void gqa_qk(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "qk_output", 1); }
+static void gqa_quant(Onnx__NodeProto *n) { gqa_heads(n); attr_string(n, "k_quant_type", "PER_TENSOR"); }
+static void gqa_unknown(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "not_an_attribute", 1); }
+static void gqa_no_kv(Onnx__NodeProto *n) { attr_int(n, "num_heads", 4); }
+static void gqa_not_multiple(Onnx__NodeProto *n) { attr_int(n, "num_heads", 4); attr_int(n, "kv_num_heads", 3); }
+static void gqa_rotary2(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "do_rotary", 2); }
+static void gqa_window(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "local_window_size", -2); }
+static void gqa_softcap(Onnx__NodeProto *n) { gqa_heads(n); attr_float(n, "softcap", -1.0f); }
+
+/* One node of op over inputs named in ins (declared float, uint8, int32 or
+ * int64 by name prefix: u_, i_, l_), with n_out outputs; whether it stayed
+ * opaque (it comes back unchanged either way). */
+static int load_one(const char *op, const char *const *ins, int n_out, void (*set)(Onnx__NodeProto *))
+{
+    Onnx__GraphProto *g = mk_graph("g");
+    const char *outs[5] = {"o0", "o1", "o2", "o3", NULL};
+    outs[n_out] = NULL;
+    for (int i = 0; ins[i]; i++)
+        if (ins[i][0])
+            input(g, ins[i],
+                  strncmp(ins[i], "i_", 2) == 0   ? INT32
+                  : strncmp(ins[i], "l_", 2) == 0 ? INT64
+                  : strncmp(ins[i], "u_", 2) == 0 ? UINT8
+                                                  : FLOAT,
+                  -1, NULL, NULL);
+    Onnx__NodeProto *n = ms(op, ins, outs);
+    set(n);
+    PUSH(g->n_node, g->node, n);
+    for (int k = 0; k < n_out; k++)
+        output(g, outs[k], FLOAT);
+    Onnx__ModelProto *mp = mk_model(g, 17);
+    add_opset(mp, MS, 1);
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", op, e.msg);
+    int counts[XF_OP_COUNT + 1];
+    xf_graph_count_ops(m->graph, counts);
+    xf_model_free(roundtrip(m));
+    xf_model_free(m);
+    return counts[XF_OP_OPAQUE];
+}
+
+/* Forms xflow does not model stay opaque: other bit widths and block sizes,
+ * prepacked weights, GroupQueryAttention's position_ids, attention_bias and
+ * head_sink inputs, its output_qk, quantized KV cache, bad head counts. */
+START_TEST(test_refused_forms)
+{
+    static const char *const NB[] = {"a", "u_b", "s", NULL};
+    static const char *const NB_ALL[] = {"a", "u_b", "s", "u_zp", "i_gidx", "bias", NULL};
+    static const char *const GQA[] = {"q", "k", "v", "pk", "pv", "i_seqlens", "i_total", NULL};
+    static const char *const GQA_TRAILING[] = {"q", "", "", "pk", "pv", "i_seqlens", "i_total", "c", "s", "", "", "", NULL};
+    static const char *const GQA_POS[] = {"q", "k", "v", "pk", "pv", "i_seqlens", "i_total", "c", "s", "l_pos", NULL};
+    static const char *const GQA_SINK[] = {"q", "k", "v", "", "", "i_seqlens", "i_total", "", "", "", "", "sink", NULL};
+    static const struct {
+        const char *op;
+        const char *const *ins;
+        int n_out;
+        void (*set)(Onnx__NodeProto *);
+        int opaque;
+    } forms[] = {
+        {"MatMulNBits", NB, 1, nb_ok, 0},          {"MatMulNBits", NB_ALL, 1, nb_ok, 0},
+        {"MatMulNBits", NB, 1, nb_bits2, 1},       {"MatMulNBits", NB, 1, nb_bits3, 1},
+        {"MatMulNBits", NB, 1, nb_block24, 1},     {"MatMulNBits", NB, 1, nb_block8, 1},
+        {"MatMulNBits", NB, 1, nb_prepacked, 1},   {"MatMulNBits", NB, 1, nb_accuracy5, 1},
+        {"MatMulNBits", NB, 1, nb_no_k, 1},        {"GroupQueryAttention", GQA, 3, gqa_heads, 0},
+        {"GroupQueryAttention", GQA, 1, gqa_heads, 0}, {"GroupQueryAttention", GQA_TRAILING, 3, gqa_heads, 0},
+        {"GroupQueryAttention", GQA_POS, 3, gqa_heads, 1}, {"GroupQueryAttention", GQA_SINK, 3, gqa_heads, 1},
+        {"GroupQueryAttention", GQA, 4, gqa_heads, 1}, {"GroupQueryAttention", GQA, 3, gqa_qk, 1},
+        {"GroupQueryAttention", GQA, 3, gqa_quant, 1}, {"GroupQueryAttention", GQA, 3, gqa_unknown, 1},
+        {"GroupQueryAttention", GQA, 3, gqa_no_kv, 1}, {"GroupQueryAttention", GQA, 3, gqa_not_multiple, 1},
+        {"GroupQueryAttention", GQA, 3, gqa_rotary2, 1}, {"GroupQueryAttention", GQA, 3, gqa_window, 1},
+        {"GroupQueryAttention", GQA, 3, gqa_softcap, 1},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        ck_assert_msg(load_one(forms[i].op, forms[i].ins, forms[i].n_out, forms[i].set) == forms[i].opaque,
+                      "form %zu (%s)", i, forms[i].op);
+}
+END_TEST
+
+#define RAND(...) iota_f32(DIMS(__VA_ARGS__), 0.0f)
+
+static node_case nbits(node_case c, int64_t k, int64_t n, int64_t bits, int64_t block)
+{
+    c.a.attn.nb_k = k;
+    c.a.attn.nb_n = n;
+    c.a.attn.nb_bits = bits;
+    c.a.attn.nb_block = block;
+    return c;
+}
+
+static node_case gqa(node_case c, int64_t n, int64_t nk)
+{
+    c.a.attn.num_heads = n;
+    c.a.attn.kv_num_heads = nk;
+    c.n_out = 3;
+    return c;
+}
+
+static xf_tensor *bytes(int64_t n0, int64_t n1, int64_t n2)
+{
+    return xf_tensor_create(XF_DT_UINT8, &(xf_shape){3, {n0, n1, n2}});
+}
+
+START_TEST(test_shape_errors)
+{
+    expect_infer_error(nbits(make_case(XF_OP_MS_MATMUL_NBITS, 3, RAND(2, 30), bytes(4, 2, 8), RAND(8)), 32, 4, 4, 16),
+                       "does not end in K = 32");
+    expect_infer_error(nbits(make_case(XF_OP_MS_MATMUL_NBITS, 3, RAND(2, 32), bytes(4, 2, 4), RAND(8)), 32, 4, 4, 16),
+                       "B 4x2x4 does not hold 64 values");
+    expect_infer_error(nbits(make_case(XF_OP_MS_MATMUL_NBITS, 3, RAND(2, 32), bytes(4, 2, 8), RAND(4)), 32, 4, 4, 16),
+                       "scales");
+    expect_infer_error(nbits(make_case(XF_OP_MS_MATMUL_NBITS, 6, RAND(2, 32), bytes(4, 2, 8), RAND(8), NULL, NULL,
+                                       RAND(5)),
+                             32, 4, 4, 16),
+                       "bias");
+    expect_infer_error(nbits(make_case(XF_OP_MS_MATMUL_NBITS, 3, RAND(2, 32), RAND(4, 2, 8), RAND(8)), 32, 4, 4, 16),
+                       "input 1 is FLOAT, expected UINT8");
+    xf_tensor *one = I32(DIMS(1), 0), *tot = I32(DIMS(1), 1);
+    expect_infer_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 30), RAND(1, 1, 16), RAND(1, 1, 16), NULL, NULL,
+                                     xf_tensor_retain(one), xf_tensor_retain(tot)),
+                           4, 2),
+                       "does not split into 4 heads");
+    expect_infer_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 32), RAND(1, 1, 8), RAND(1, 1, 16), NULL, NULL,
+                                     xf_tensor_retain(one), xf_tensor_retain(tot)),
+                           4, 2),
+                       "key 1x1x8");
+    expect_infer_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 32), RAND(1, 1, 16), RAND(1, 1, 16), RAND(1, 2, 3, 8),
+                                     RAND(1, 2, 4, 8), xf_tensor_retain(one), xf_tensor_retain(tot)),
+                           4, 2),
+                       "past_key 1x2x3x8 and past_value 1x2x4x8");
+    expect_infer_error(gqa(make_case(XF_OP_MS_GQA, 3, RAND(1, 1, 32), RAND(1, 1, 16), RAND(1, 1, 16)), 4, 2),
+                       "seqlens_k or total_sequence_length is missing");
+    node_case rot = gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 32), RAND(1, 1, 16), RAND(1, 1, 16), NULL, NULL,
+                                  xf_tensor_retain(one), xf_tensor_retain(tot)),
+                        4, 2);
+    rot.a.attn.do_rotary = 1;
+    expect_infer_error(rot, "do_rotary without cos_cache");
+    expect_infer_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 32), RAND(1, 1, 16), RAND(1, 1, 16), NULL, NULL,
+                                     RAND(1), xf_tensor_retain(tot)),
+                           4, 2),
+                       "takes float data and INT32 indices");
+    xf_tensor_release(one);
+    xf_tensor_release(tot);
+}
+END_TEST
+
+/* What ONNX Runtime's kernel refuses at run time is refused here too: a
+ * prompt after past rows with batch > 1, seqlens_k beyond the buffers. */
+START_TEST(test_run_errors)
+{
+    expect_run_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(2, 2, 32), RAND(2, 2, 16), RAND(2, 2, 16), RAND(2, 2, 3, 8),
+                                   RAND(2, 2, 3, 8), I32(DIMS(2), 4, 4), I32(DIMS(1), 5)),
+                         4, 2),
+                     "needs batch size 1");
+    expect_run_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 32), RAND(1, 1, 16), RAND(1, 1, 16), RAND(1, 2, 3, 8),
+                                   RAND(1, 2, 3, 8), I32(DIMS(1), 7), I32(DIMS(1), 4)),
+                         4, 2),
+                     "seqlens_k out of range");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("contrib_llm_io");
+    TCase *tc = tcase_create("io");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, test_attrs_roundtrip);
+    tcase_add_test(tc, test_symbolic_shapes);
+    tcase_add_test(tc, test_refused_forms);
+    tcase_add_test(tc, test_shape_errors);
+    tcase_add_test(tc, test_run_errors);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
