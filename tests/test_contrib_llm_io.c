@@ -4,8 +4,8 @@
  * shape inference with symbolic batch and sequence dims (the present state
  * follows total_sequence_length when its value is known at load), the
  * shapes it refuses, and the runs refused. */
+#include "contrib_io_util.h"
 #include "kernel_case_util.h"
-#include "proto_util.h"
 #include "xf_test_util.h"
 
 #include <check.h>
@@ -17,24 +17,6 @@
 #define UINT8 ONNX__TENSOR_PROTO__DATA_TYPE__UINT8
 #define INT32 ONNX__TENSOR_PROTO__DATA_TYPE__INT32
 #define INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
-
-static Onnx__NodeProto *ms(const char *op, const char *const *ins, const char *const *outs)
-{
-    Onnx__NodeProto *n = mk_node(op, NULL, ins, outs);
-    n->domain = MS;
-    return n;
-}
-
-static void input(Onnx__GraphProto *g, const char *name, int elem, int ndim, const int64_t *dims,
-                  const char *const *params)
-{
-    PUSH(g->n_input, g->input, mk_vi(name, elem, ndim, dims, params));
-}
-
-static void output(Onnx__GraphProto *g, const char *name, int elem)
-{
-    PUSH(g->n_output, g->output, mk_vi(name, elem, -1, NULL, NULL));
-}
 
 static void nbits_attrs(Onnx__NodeProto *n, int64_t k, int64_t nn, int64_t bits, int64_t block)
 {
@@ -52,11 +34,11 @@ static void nbits_attrs(Onnx__NodeProto *n, int64_t k, int64_t nn, int64_t bits,
 static Onnx__GraphProto *llm_graph(void)
 {
     Onnx__GraphProto *g = mk_graph("g");
-    input(g, "x", FLOAT, 3, (int64_t[]){-1, -1, 64}, (const char *const[]){"batch", "seq", NULL});
-    input(g, "mask", INT64, 2, (int64_t[]){-1, -1}, (const char *const[]){"batch", "total", NULL});
-    input(g, "past_k", FLOAT, 4, (int64_t[]){-1, 2, -1, 8}, (const char *const[]){"batch", NULL, "past", NULL});
-    input(g, "past_v", FLOAT, 4, (int64_t[]){-1, 2, -1, 8}, (const char *const[]){"batch", NULL, "past", NULL});
-    input(g, "seqlens", INT32, 1, (int64_t[]){-1}, (const char *const[]){"batch"});
+    io_input(g, "x", FLOAT, 3, (int64_t[]){-1, -1, 64}, (const char *const[]){"batch", "seq", NULL});
+    io_input(g, "mask", INT64, 2, (int64_t[]){-1, -1}, (const char *const[]){"batch", "total", NULL});
+    io_input(g, "past_k", FLOAT, 4, (int64_t[]){-1, 2, -1, 8}, (const char *const[]){"batch", NULL, "past", NULL});
+    io_input(g, "past_v", FLOAT, 4, (int64_t[]){-1, 2, -1, 8}, (const char *const[]){"batch", NULL, "past", NULL});
+    io_input(g, "seqlens", INT32, 1, (int64_t[]){-1}, (const char *const[]){"batch"});
     static uint8_t w1[64 * 2 * 16], zp1[64], w2[32 * 2 * 16];
     static float s1[64 * 2], b1[64], cache[32 * 4], s2[32 * 2];
     static int64_t one = 1;
@@ -70,7 +52,7 @@ static Onnx__GraphProto *llm_graph(void)
     PUSH(g->n_initializer, g->initializer, mk_raw("w2", UINT8, 3, dw2, w2, sizeof w2));
     PUSH(g->n_initializer, g->initializer, mk_raw("s2", FLOAT, 1, d64, s2, sizeof s2));
     PUSH(g->n_initializer, g->initializer, mk_raw("one", INT64, 0, NULL, &one, sizeof one));
-    Onnx__NodeProto *m1 = ms("MatMulNBits", (const char *const[]){"x", "w1", "s1", "zp1", "", "b1", NULL},
+    Onnx__NodeProto *m1 = ms_node("MatMulNBits", (const char *const[]){"x", "w1", "s1", "zp1", "", "b1", NULL},
                              (const char *const[]){"qkv", NULL});
     nbits_attrs(m1, 64, 64, 4, 32);
     attr_int(m1, "accuracy_level", 4);
@@ -79,7 +61,7 @@ static Onnx__GraphProto *llm_graph(void)
                                    (const char *const[]){"t64", NULL});
     Onnx__NodeProto *cst = mk_node("Cast", NULL, (const char *const[]){"t64", NULL}, (const char *const[]){"total", NULL});
     attr_int(cst, "to", INT32);
-    Onnx__NodeProto *q = ms("GroupQueryAttention",
+    Onnx__NodeProto *q = ms_node("GroupQueryAttention",
                             (const char *const[]){"qkv", "", "", "past_k", "past_v", "seqlens", "total", "cache",
                                                   "cache", NULL},
                             (const char *const[]){"att", "present_k", "present_v", NULL});
@@ -91,15 +73,15 @@ static Onnx__GraphProto *llm_graph(void)
     attr_int(q, "do_rotary", 1);
     attr_int(q, "rotary_interleaved", 1);
     attr_int(q, "smooth_softmax", 1);
-    Onnx__NodeProto *m2 = ms("MatMulNBits", (const char *const[]){"att", "w2", "s2", NULL},
+    Onnx__NodeProto *m2 = ms_node("MatMulNBits", (const char *const[]){"att", "w2", "s2", NULL},
                              (const char *const[]){"y", NULL});
     nbits_attrs(m2, 32, 32, 8, 16);
     Onnx__NodeProto *nodes[] = {m1, shp, gat, cst, q, m2};
     for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++)
         PUSH(g->n_node, g->node, nodes[i]);
-    output(g, "y", FLOAT);
-    output(g, "present_k", FLOAT);
-    output(g, "present_v", FLOAT);
+    io_output(g, "y", FLOAT);
+    io_output(g, "present_k", FLOAT);
+    io_output(g, "present_v", FLOAT);
     return g;
 }
 
@@ -117,23 +99,6 @@ static xf_model *load_llm(int64_t opset, int64_t batch, int64_t seq, int64_t pas
     if (canon)
         ck_assert_msg(xf_canonicalize(m->graph, opset, xf_runtime_eval_node, NULL, &e) == XF_OK, "%s", e.msg);
     return m;
-}
-
-static const xf_node *node_of(const xf_model *m, xf_op op)
-{
-    int i = find_node_op(m->graph, op);
-    ck_assert_int_ge(i, 0);
-    return &m->graph->nodes[i];
-}
-
-static void shape_is(const xf_model *m, const char *value, int ndim, const int64_t *dims)
-{
-    int v = xf_graph_find_value(m->graph, value);
-    ck_assert_int_ge(v, 0);
-    xf_shape want = xf_shape_make(ndim, dims);
-    char a[64], b[64];
-    ck_assert_msg(xf_shape_equal(&m->graph->values[v].shape, &want), "%s: %s, want %s", value,
-                  xf_shape_str(&m->graph->values[v].shape, a, sizeof a), xf_shape_str(&want, b, sizeof b));
 }
 
 START_TEST(test_attrs_roundtrip)
@@ -231,39 +196,6 @@ static void gqa_rotary2(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "do_rota
 static void gqa_window(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "local_window_size", -2); }
 static void gqa_softcap(Onnx__NodeProto *n) { gqa_heads(n); attr_float(n, "softcap", -1.0f); }
 
-/* One node of op over inputs named in ins (declared float, uint8, int32 or
- * int64 by name prefix: u_, i_, l_), with n_out outputs; whether it stayed
- * opaque (it comes back unchanged either way). */
-static int load_one(const char *op, const char *const *ins, int n_out, void (*set)(Onnx__NodeProto *))
-{
-    Onnx__GraphProto *g = mk_graph("g");
-    const char *outs[5] = {"o0", "o1", "o2", "o3", NULL};
-    outs[n_out] = NULL;
-    for (int i = 0; ins[i]; i++)
-        if (ins[i][0])
-            input(g, ins[i],
-                  strncmp(ins[i], "i_", 2) == 0   ? INT32
-                  : strncmp(ins[i], "l_", 2) == 0 ? INT64
-                  : strncmp(ins[i], "u_", 2) == 0 ? UINT8
-                                                  : FLOAT,
-                  -1, NULL, NULL);
-    Onnx__NodeProto *n = ms(op, ins, outs);
-    set(n);
-    PUSH(g->n_node, g->node, n);
-    for (int k = 0; k < n_out; k++)
-        output(g, outs[k], FLOAT);
-    Onnx__ModelProto *mp = mk_model(g, 17);
-    add_opset(mp, MS, 1);
-    xf_model *m;
-    xf_error e;
-    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", op, e.msg);
-    int counts[XF_OP_COUNT + 1];
-    xf_graph_count_ops(m->graph, counts);
-    xf_model_free(roundtrip(m));
-    xf_model_free(m);
-    return counts[XF_OP_OPAQUE];
-}
-
 /* Forms xflow does not model stay opaque: other bit widths and block sizes,
  * prepacked weights, GroupQueryAttention's position_ids, attention_bias and
  * head_sink inputs, its output_qk, quantized KV cache, bad head counts. */
@@ -275,13 +207,7 @@ START_TEST(test_refused_forms)
     static const char *const GQA_TRAILING[] = {"q", "", "", "pk", "pv", "i_seqlens", "i_total", "c", "s", "", "", "", NULL};
     static const char *const GQA_POS[] = {"q", "k", "v", "pk", "pv", "i_seqlens", "i_total", "c", "s", "l_pos", NULL};
     static const char *const GQA_SINK[] = {"q", "k", "v", "", "", "i_seqlens", "i_total", "", "", "", "", "sink", NULL};
-    static const struct {
-        const char *op;
-        const char *const *ins;
-        int n_out;
-        void (*set)(Onnx__NodeProto *);
-        int opaque;
-    } forms[] = {
+    static const opaque_form forms[] = {
         {"MatMulNBits", NB, 1, nb_ok, 0},          {"MatMulNBits", NB_ALL, 1, nb_ok, 0},
         {"MatMulNBits", NB, 1, nb_bits2, 1},       {"MatMulNBits", NB, 1, nb_bits3, 1},
         {"MatMulNBits", NB, 1, nb_block24, 1},     {"MatMulNBits", NB, 1, nb_block8, 1},
@@ -295,9 +221,7 @@ START_TEST(test_refused_forms)
         {"GroupQueryAttention", GQA, 3, gqa_rotary2, 1}, {"GroupQueryAttention", GQA, 3, gqa_window, 1},
         {"GroupQueryAttention", GQA, 3, gqa_softcap, 1},
     };
-    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
-        ck_assert_msg(load_one(forms[i].op, forms[i].ins, forms[i].n_out, forms[i].set) == forms[i].opaque,
-                      "form %zu (%s)", i, forms[i].op);
+    check_forms(forms, sizeof forms / sizeof forms[0]);
 }
 END_TEST
 
