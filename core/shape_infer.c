@@ -410,6 +410,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         return xf_infer_attn_dtypes(c);
     case XF_OP_MS_MATMUL_NBITS:
         return xf_infer_nbits_dtypes(c);
+    case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
+    case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL:
+        return xf_infer_int_matmul_float_dtypes(c);
     default:
         break;
     }
@@ -602,6 +605,8 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MS_DEQUANTIZE_LINEAR xf_infer_ms_quantize
 #define XF_RULE_MS_MATMUL_NBITS xf_infer_ms_matmul_nbits
 #define XF_RULE_MS_GQA xf_infer_ms_gqa
+#define XF_RULE_MS_MATMUL_INTEGER_TO_FLOAT xf_infer_ms_int_matmul_float
+#define XF_RULE_MS_DYNAMIC_QUANTIZE_MATMUL xf_infer_ms_int_matmul_float
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

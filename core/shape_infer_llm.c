@@ -1,5 +1,6 @@
-/* Shape and dtype rules of the com.microsoft ops of int4 LLM exports:
- * MatMulNBits and GroupQueryAttention, with the operand forms of ONNX
+/* Shape and dtype rules of the com.microsoft ops of int4 LLM exports
+ * (MatMulNBits, GroupQueryAttention) and of dynamically quantized models
+ * (MatMulIntegerToFloat, DynamicQuantizeMatMul), with the operand forms of ONNX
  * Runtime's CPU kernels. */
 #include "shape_infer_impl.h"
 
@@ -122,4 +123,58 @@ xf_status xf_infer_ms_gqa(xf_infer_ctx *c)
         xf_infer_set(c, 2, &pres);
     }
     return st;
+}
+
+/* MatMulIntegerToFloat (A, B, a_scale, b_scale, a_zero_point, b_zero_point,
+ * bias) and DynamicQuantizeMatMul (A, B, b_scale, b_zero_point, bias): B
+ * int8 or uint8 (A too, but float for DynamicQuantizeMatMul), zero points
+ * of their operand's type, scales and bias float; Y float. */
+xf_status xf_infer_int_matmul_float_dtypes(xf_infer_ctx *c)
+{
+    bool dyn = c->node->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL;
+    /* per input: 0 float, 1 int8/uint8, 2 the type of A, 3 the type of B */
+    static const int mitf[7] = {1, 1, 0, 0, 2, 3, 0}, dqmm[5] = {0, 1, 0, 3, 0};
+    const int *kind = dyn ? dqmm : mitf;
+    for (int i = 0; i < c->node->n_inputs && i < (dyn ? 5 : 7); i++) {
+        xf_dtype d = xf_infer_dtype(c, i), want = kind[i] == 2 ? xf_infer_dtype(c, 0)
+                                                : kind[i] == 3 ? xf_infer_dtype(c, 1)
+                                                               : XF_DT_FLOAT;
+        bool ok = d == XF_DT_UNDEFINED || (kind[i] == 1 ? d == XF_DT_INT8 || d == XF_DT_UINT8
+                                                        : want == XF_DT_UNDEFINED || d == want);
+        if (!ok)
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s, expected %s", i, xf_dtype_name(d),
+                                 kind[i] == 1 ? "int8 or uint8" : xf_dtype_name(want));
+    }
+    if (c->node->outputs[0] >= 0)
+        c->g->values[c->node->outputs[0]].dtype = XF_DT_FLOAT;
+    return XF_OK;
+}
+
+/* A (..., K) times B (K, N): Y (..., N); A's scale and zero point one
+ * value, B's one value or N (per column), the bias N. */
+xf_status xf_infer_ms_int_matmul_float(xf_infer_ctx *c)
+{
+    bool dyn = c->node->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL;
+    const xf_shape *a = xf_infer_shape(c, 0), *b = xf_infer_shape(c, 1);
+    if (a->ndim < 1 || b->ndim != 2 || a->dims[a->ndim - 1] != b->dims[0])
+        return xf_infer_fail(c, XF_ERR_INVALID, "A %s and B %s are not (..., K) and (K, N)", xf_infer_text(a).s,
+                             xf_infer_text(b).s);
+    int64_t nn = b->dims[1];
+    const int a_params[2] = {dyn ? -1 : 2, dyn ? -1 : 4}, b_params[2] = {dyn ? 2 : 3, dyn ? 3 : 5};
+    for (int k = 0; k < 2; k++) {
+        if (a_params[k] >= 0 && xf_infer_has(c, a_params[k]) && !xf_infer_scalar_like(xf_infer_shape(c, a_params[k])))
+            return xf_infer_fail(c, XF_ERR_INVALID, "A's %s %s is not one value", k ? "zero point" : "scale",
+                                 xf_infer_text(xf_infer_shape(c, a_params[k])).s);
+        int64_t numel = xf_infer_has(c, b_params[k]) ? xf_shape_numel(xf_infer_shape(c, b_params[k])) : 1;
+        if (numel != 1 && numel != nn)
+            return xf_infer_fail(c, XF_ERR_INVALID, "B's %s %s is neither one value nor %" PRId64,
+                                 k ? "zero point" : "scale", xf_infer_text(xf_infer_shape(c, b_params[k])).s, nn);
+    }
+    xf_status st = want_numel(c, dyn ? 4 : 6, "bias", nn);
+    if (st != XF_OK)
+        return st;
+    xf_shape y = *a;
+    y.dims[y.ndim - 1] = nn;
+    xf_infer_set(c, 0, &y);
+    return XF_OK;
 }

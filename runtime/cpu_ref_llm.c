@@ -281,3 +281,73 @@ xf_status xf_ref_ms_gqa(const xf_node *n, const xf_tensor_view *in, const xf_ten
 {
     return xf_attn_gqa(n, in, out, xf_attn_gemm_ref, err);
 }
+
+/* ---------------------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul */
+
+/* The elements of an 8-bit tensor less their zero point (per tensor, or per
+ * column of `cols` columns), as int32. */
+static int32_t *less_zero(const void *data, xf_dtype t, int64_t count, int64_t cols, const xf_tensor_view *zp,
+                          bool per_column)
+{
+    int32_t *c = malloc(sizeof *c * (size_t)(count > 0 ? count : 1));
+    int64_t nz = zp ? xf_rt_numel(zp) : 0;
+    for (int64_t i = 0; c && i < count; i++) {
+        int64_t z = nz ? xf_rt_load_i64(zp->dtype, zp->data, per_column && nz > 1 ? i % cols : 0) : 0;
+        c[i] = (int32_t)(xf_rt_load_i64(t, data, i) - z);
+    }
+    return c;
+}
+
+/* MatMulIntegerToFloat (A, B, a_scale, b_scale, a_zero_point, b_zero_point,
+ * bias) and DynamicQuantizeMatMul (A float, B, b_scale, b_zero_point,
+ * bias; A quantized to uint8 as DynamicQuantizeLinear does): A (..., K)
+ * times B (K, N) in int32, each sum times a_scale * b_scale (per tensor or
+ * per column) plus the bias, as ONNX Runtime's kernels scale their int32
+ * products. */
+xf_status xf_ref_ms_int_matmul_float(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                     xf_error *err)
+{
+    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL;
+    const xf_tensor_view *b = &in[1], *a_zp = NULL, *b_zp, *bias, *b_sc = &in[dyn ? 2 : 3];
+    b_zp = has(n, in, dyn ? 3 : 5) ? &in[dyn ? 3 : 5] : NULL;
+    bias = has(n, in, dyn ? 4 : 6) ? &in[dyn ? 4 : 6] : NULL;
+    if (!dyn && has(n, in, 4))
+        a_zp = &in[4];
+    int64_t k = b->shape.dims[0], nn = b->shape.dims[1], m = xf_rt_numel(&in[0]) / (k > 0 ? k : 1);
+    float sa, zq = 0.0f;
+    int32_t *a = NULL, *bc = less_zero(b->data, b->dtype, k * nn, nn, b_zp, true);
+    if (dyn) {
+        const float *x = in[0].data;
+        float lo = 0.0f, hi = 0.0f;
+        for (int64_t i = 0; i < m * k; i++) {
+            lo = x[i] < lo ? x[i] : lo;
+            hi = x[i] > hi ? x[i] : hi;
+        }
+        xf_rt_dynamic_qparams(n, NULL, lo, hi, &sa, &zq);
+        a = malloc(sizeof *a * (size_t)(m * k > 0 ? m * k : 1));
+        for (int64_t i = 0; a && i < m * k; i++)
+            a[i] = (int32_t)(xf_rt_quantize_round(x[i] / sa, zq, XF_DT_UINT8) - zq);
+    } else {
+        sa = (float)xf_rt_load_f64(in[2].dtype, in[2].data, 0);
+        a = less_zero(in[0].data, in[0].dtype, m * k, k, a_zp, false);
+    }
+    if (!a || !bc) {
+        free(a);
+        free(bc);
+        return nomem(err, n);
+    }
+    int64_t nsc = xf_rt_numel(b_sc);
+    float *y = out[0].data;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < nn; j++) {
+            int64_t acc = 0;
+            for (int64_t t = 0; t < k; t++)
+                acc += (int64_t)a[i * k + t] * bc[t * nn + j];
+            float scale = sa * (float)xf_rt_load_f64(b_sc->dtype, b_sc->data, nsc > 1 ? j : 0);
+            y[i * nn + j] = (float)(int32_t)(uint32_t)(uint64_t)acc * scale +
+                            (bias ? (float)xf_rt_load_f64(bias->dtype, bias->data, j) : 0.0f);
+        }
+    free(a);
+    free(bc);
+    return XF_OK;
+}

@@ -235,6 +235,9 @@ xf_status xf_ref_ms_matmul_nbits(const xf_node *n, const xf_tensor_view *in, con
 xf_status xf_attn_gqa(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                       xf_error *err);
 xf_status xf_ref_ms_gqa(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* MatMulIntegerToFloat and DynamicQuantizeMatMul */
+xf_status xf_ref_ms_int_matmul_float(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                     xf_error *err);
 xf_status xf_ref_lp_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* along one axis: ArgMax/ArgMin, Hardmax, CumSum (cpu_ref_axis.c) */
 xf_status xf_ref_arg_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

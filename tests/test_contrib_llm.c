@@ -5,7 +5,9 @@
  * A quantized per block by ReduceMax, Round and Mul first);
  * GroupQueryAttention against Reshape/Transpose/MatMul/Where/Softmax with
  * the kv heads repeated by Expand, past and new rows joined by Concat and
- * RotaryEmbedding's rotation written in Slice, Mul and Concat. */
+ * RotaryEmbedding's rotation written in Slice, Mul and Concat;
+ * MatMulIntegerToFloat and DynamicQuantizeMatMul against MatMulInteger
+ * (after DynamicQuantizeLinear), Cast, Mul and Add. */
 #include "graph_build_util.h"
 #include "kernel_case_util.h"
 #include "xf_test_util.h"
@@ -329,6 +331,87 @@ START_TEST(test_gqa)
 }
 END_TEST
 
+/* ------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul */
+
+typedef struct imf_case {
+    int dynamic;       /* DynamicQuantizeMatMul (A float) */
+    xf_dtype a, b;     /* 8-bit types (a: MatMulIntegerToFloat only) */
+    int per_column;    /* b's scale and zero point per column */
+    int a_zp, b_zp, bias;
+    int64_t m, k, n;
+} imf_case;
+
+static xf_tensor *bytes_of(gbuild *b, xf_dtype t, int ndim, const int64_t *dims)
+{
+    xf_shape s = xf_shape_make(ndim, dims);
+    xf_tensor *x = xf_tensor_create(t, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+        ((uint8_t *)x->data)[i] = (uint8_t)next(b, 256);
+    return x;
+}
+
+static const char *positive(gbuild *b, int64_t n)
+{
+    xf_tensor *t = gb_rand(b, DIMS(n));
+    for (int64_t i = 0; i < n; i++)
+        ((float *)t->data)[i] = 0.01f + 0.005f * (((float *)t->data)[i] + 1.0f);
+    if (n == 1)
+        t->shape.ndim = 0; /* one value: a scalar */
+    return gb_const(b, t);
+}
+
+static void run_imf(const imf_case *c, unsigned seed)
+{
+    gbuild gb, *b = &gb;
+    gb_init(b, seed);
+    int64_t cols = c->per_column ? c->n : 1;
+    const char *a = c->dynamic ? gb_input(b, "a", gb_rand(b, DIMS(2, c->m, c->k)), (const char *const[]){"batch", "seq", NULL})
+                               : gb_input(b, "a", bytes_of(b, c->a, DIMS(2, c->m, c->k)), (const char *const[]){"batch", "seq", NULL});
+    const char *w = gb_const(b, bytes_of(b, c->b, DIMS(c->k, c->n)));
+    const char *a_sc = c->dynamic ? "" : positive(b, 1), *b_sc = positive(b, cols);
+    const char *a_zp = c->a_zp ? gb_const(b, bytes_of(b, c->a, SCALAR)) : "";
+    const char *b_zp = c->b_zp ? gb_const(b, c->per_column ? bytes_of(b, c->b, DIMS(c->n)) : bytes_of(b, c->b, SCALAR)) : "";
+    const char *bias = c->bias ? gb_const(b, gb_rand(b, DIMS(c->n))) : "";
+    const char *y;
+    if (c->dynamic)
+        gb_node(b, "DynamicQuantizeMatMul", MS, (const char *const[]){a, w, b_sc, b_zp, bias, NULL}, 1, &y);
+    else
+        gb_node(b, "MatMulIntegerToFloat", MS, (const char *const[]){a, w, a_sc, b_sc, a_zp, b_zp, bias, NULL}, 1, &y);
+    /* the same in standard ops: the int32 product, cast, times a_scale * b_scale, plus the bias */
+    if (c->dynamic) {
+        const char *q[3];
+        gb_node(b, "DynamicQuantizeLinear", NULL, (const char *const[]){a, NULL}, 3, q);
+        a = q[0];
+        a_sc = q[1];
+        a_zp = q[2];
+    }
+    const char *sum = GB(b, "MatMulInteger", a, w, a_zp, b_zp), *f;
+    attr_int(gb_node(b, "Cast", NULL, (const char *const[]){sum, NULL}, 1, &f), "to", FLOAT);
+    const char *ref = GB(b, "Mul", f, GB(b, "Mul", a_sc, b_sc));
+    if (c->bias)
+        ref = GB(b, "Add", ref, bias);
+    gb_pair(b, y, ref, FLOAT);
+    char what[128];
+    snprintf(what, sizeof what, "%s a %s b %s per column %d zp %d/%d bias %d", c->dynamic ? "DynamicQuantizeMatMul"
+             : "MatMulIntegerToFloat", xf_dtype_name(c->a), xf_dtype_name(c->b), c->per_column, c->a_zp, c->b_zp,
+             c->bias);
+    gb_check(b, 1e-6, what);
+}
+
+/* uint8 and int8 operands; zero points and scales per tensor and per
+ * column; with and without a bias. */
+START_TEST(test_int_matmul_float)
+{
+    static const imf_case cases[] = {
+        {0, XF_DT_UINT8, XF_DT_INT8, 0, 1, 0, 1, 3, 17, 5},  {0, XF_DT_UINT8, XF_DT_UINT8, 1, 1, 1, 0, 2, 32, 7},
+        {0, XF_DT_INT8, XF_DT_INT8, 1, 0, 1, 1, 1, 9, 4},    {1, XF_DT_UINT8, XF_DT_INT8, 0, 0, 0, 1, 3, 24, 6},
+        {1, XF_DT_UINT8, XF_DT_INT8, 1, 0, 1, 0, 2, 16, 5},  {1, XF_DT_UINT8, XF_DT_UINT8, 1, 0, 1, 1, 4, 40, 3},
+    };
+    GB_RUN_CASES(cases, run_imf, 71);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("contrib_llm");
@@ -336,6 +419,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, test_matmul_nbits);
     tcase_add_test(tc, test_gqa);
+    tcase_add_test(tc, test_int_matmul_float);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

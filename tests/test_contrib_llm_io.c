@@ -195,10 +195,14 @@ static void gqa_not_multiple(Onnx__NodeProto *n) { attr_int(n, "num_heads", 4); 
 static void gqa_rotary2(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "do_rotary", 2); }
 static void gqa_window(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "local_window_size", -2); }
 static void gqa_softcap(Onnx__NodeProto *n) { gqa_heads(n); attr_float(n, "softcap", -1.0f); }
+static void no_attrs(Onnx__NodeProto *n) { (void)n; }
+static void some_attr(Onnx__NodeProto *n) { attr_int(n, "transB", 1); }
 
 /* Forms xflow does not model stay opaque: other bit widths and block sizes,
  * prepacked weights, GroupQueryAttention's position_ids, attention_bias and
- * head_sink inputs, its output_qk, quantized KV cache, bad head counts. */
+ * head_sink inputs, its output_qk, quantized KV cache, bad head counts;
+ * MatMulIntegerToFloat and DynamicQuantizeMatMul with any attribute (they
+ * have none). */
 START_TEST(test_refused_forms)
 {
     static const char *const NB[] = {"a", "u_b", "s", NULL};
@@ -207,7 +211,11 @@ START_TEST(test_refused_forms)
     static const char *const GQA_TRAILING[] = {"q", "", "", "pk", "pv", "i_seqlens", "i_total", "c", "s", "", "", "", NULL};
     static const char *const GQA_POS[] = {"q", "k", "v", "pk", "pv", "i_seqlens", "i_total", "c", "s", "l_pos", NULL};
     static const char *const GQA_SINK[] = {"q", "k", "v", "", "", "i_seqlens", "i_total", "", "", "", "", "sink", NULL};
+    static const char *const MITF[] = {"u_a", "u_b", "as", "bs", "u_az", "u_bz", "bias", NULL};
+    static const char *const DQMM[] = {"a", "u_b", "bs", "u_bz", "bias", NULL};
     static const opaque_form forms[] = {
+        {"MatMulIntegerToFloat", MITF, 1, no_attrs, 0}, {"MatMulIntegerToFloat", MITF, 1, some_attr, 1},
+        {"DynamicQuantizeMatMul", DQMM, 1, no_attrs, 0}, {"DynamicQuantizeMatMul", DQMM, 1, some_attr, 1},
         {"MatMulNBits", NB, 1, nb_ok, 0},          {"MatMulNBits", NB_ALL, 1, nb_ok, 0},
         {"MatMulNBits", NB, 1, nb_bits2, 1},       {"MatMulNBits", NB, 1, nb_bits3, 1},
         {"MatMulNBits", NB, 1, nb_block24, 1},     {"MatMulNBits", NB, 1, nb_block8, 1},
@@ -289,6 +297,21 @@ START_TEST(test_shape_errors)
                        "takes float data and INT32 indices");
     xf_tensor_release(one);
     xf_tensor_release(tot);
+    expect_infer_error(make_case(XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, 4, bytes(2, 3, 4), bytes(2, 4, 5), RAND(1),
+                                 RAND(1)),
+                       "are not (..., K) and (K, N)");
+    expect_infer_error(make_case(XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, 4, bytes(1, 3, 4),
+                                 mk(XF_DT_UINT8, DIMS(4, 5), (uint8_t[20]){0}), RAND(3), RAND(1)),
+                       "A's scale 3 is not one value");
+    expect_infer_error(make_case(XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, 5, RAND(2, 4),
+                                 mk(XF_DT_INT8, DIMS(4, 5), (int8_t[20]){0}), RAND(5), NULL, RAND(4)),
+                       "bias 4 does not hold 5 values");
+    expect_infer_error(make_case(XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, 3, RAND(2, 4),
+                                 mk(XF_DT_INT8, DIMS(4, 5), (int8_t[20]){0}), RAND(2)),
+                       "B's scale 2 is neither one value nor 5");
+    expect_infer_error(make_case(XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, 3, bytes(1, 2, 4),
+                                 mk(XF_DT_INT8, DIMS(4, 5), (int8_t[20]){0}), RAND(1)),
+                       "input 0 is UINT8, expected FLOAT");
 }
 END_TEST
 
