@@ -143,7 +143,8 @@ static void run_nbits(const nb_case *c, unsigned seed)
 }
 
 /* Block sizes 16, 32 and 128; no, packed and float zero points; a bias;
- * odd N, K not a multiple of the block; 8 bits; accuracy_level 4. */
+ * odd N, K not a multiple of the block; 8 bits; accuracy_level 4; products
+ * of many rows and of few. */
 START_TEST(test_matmul_nbits)
 {
     static const nb_case cases[] = {
@@ -151,6 +152,8 @@ START_TEST(test_matmul_nbits)
         {4, 200, 13, 128, 4, 0, 1, 0}, {2, 96, 11, 32, 4, 2, 1, 0},   {2, 50, 7, 16, 8, 1, 0, 0},
         {3, 130, 5, 64, 8, 0, 1, 0},   {3, 100, 37, 32, 4, 1, 1, 4},  {1, 256, 16, 128, 4, 0, 0, 4},
         {2, 40, 6, 16, 8, 1, 0, 4},    {2, 96, 11, 32, 4, 2, 0, 4}, /* float zero points: A stays float */
+        /* at most 4 rows (A is 2 x M x K): the cpu backend's packed path */
+        {1, 100, 37, 32, 4, 1, 1, 4},  {2, 130, 9, 64, 4, 1, 0, 0},   {1, 256, 19, 128, 4, 0, 1, 0},
     };
     GB_RUN_CASES(cases, run_nbits, 31);
 }
