@@ -193,6 +193,11 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_MS_MATMUL_NBITS:
         a->attn.nb_bits = 4;
         break;
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED: /* quantize_axis in axis */
+        a->axis = 1;
+        a->attn.nb_bits = 4;
+        a->attn.nb_block = 128;
+        break;
     default:
         break;
     }

@@ -413,6 +413,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
     case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL:
         return xf_infer_int_matmul_float_dtypes(c);
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED: /* the rule checks the inputs */
+        out = XF_DT_FLOAT;
+        break;
     default:
         break;
     }
@@ -607,6 +610,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MS_GQA xf_infer_ms_gqa
 #define XF_RULE_MS_MATMUL_INTEGER_TO_FLOAT xf_infer_ms_int_matmul_float
 #define XF_RULE_MS_DYNAMIC_QUANTIZE_MATMUL xf_infer_ms_int_matmul_float
+#define XF_RULE_MS_GATHER_BLOCK_QUANTIZED xf_infer_ms_gather_block_quantized
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

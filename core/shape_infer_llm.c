@@ -178,3 +178,44 @@ xf_status xf_infer_ms_int_matmul_float(xf_infer_ctx *c)
     xf_infer_set(c, 0, &y);
     return XF_OK;
 }
+
+/* GatherBlockQuantized: data (G, ..., Q) of uint8 (8 / bits values per
+ * byte along Q), int4 or uint4, gathered along axis 0 by indices (int32 or
+ * int64); scales float, data's shape with the last axis ceil(Q values /
+ * block_size); zero points of data's type, like the scales (uint8: packed
+ * as data is).  Output: indices' shape then data's after axis 0, the last
+ * holding all Q values.  The quantized axis must be the last. */
+xf_status xf_infer_ms_gather_block_quantized(xf_infer_ctx *c)
+{
+    const xf_node *n = c->node;
+    const xf_shape *d = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1), *sc = xf_infer_shape(c, 2);
+    xf_dtype dt = xf_infer_dtype(c, 0), it = xf_infer_dtype(c, 1);
+    bool u8 = dt == XF_DT_UINT8;
+    int64_t per = u8 ? 8 / n->attrs.attn.nb_bits : 1;
+    if ((dt != XF_DT_UNDEFINED && !u8 && dt != XF_DT_INT4 && dt != XF_DT_UINT4) ||
+        (it != XF_DT_UNDEFINED && it != XF_DT_INT32 && it != XF_DT_INT64) ||
+        (xf_infer_dtype(c, 2) != XF_DT_UNDEFINED && xf_infer_dtype(c, 2) != XF_DT_FLOAT) ||
+        (xf_infer_has(c, 3) && xf_infer_dtype(c, 3) != dt))
+        return xf_infer_fail(c, XF_ERR_INVALID, "takes uint8, int4 or uint4 data (zero points alike), int32 or "
+                             "int64 indices and float scales");
+    if (d->ndim < 2 || (n->attrs.axis != -1 && n->attrs.axis != d->ndim - 1) || idx->ndim + d->ndim - 1 > XF_MAX_DIMS)
+        return xf_infer_fail(c, XF_ERR_INVALID, "data %s is not quantized along its last axis (quantize_axis %" PRId64
+                             ")", xf_infer_text(d).s, n->attrs.axis);
+    int64_t q = d->dims[d->ndim - 1] * per, blocks = (q + n->attrs.attn.nb_block - 1) / n->attrs.attn.nb_block;
+    xf_shape want = *d;
+    want.dims[d->ndim - 1] = blocks;
+    if (!xf_shape_equal(sc, &want))
+        return xf_infer_fail(c, XF_ERR_INVALID, "scales %s, expected %s", xf_infer_text(sc).s, xf_infer_text(&want).s);
+    want.dims[d->ndim - 1] = (blocks + per - 1) / per;
+    if (xf_infer_has(c, 3) && !xf_shape_equal(xf_infer_shape(c, 3), &want))
+        return xf_infer_fail(c, XF_ERR_INVALID, "zero_points %s, expected %s", xf_infer_text(xf_infer_shape(c, 3)).s,
+                             xf_infer_text(&want).s);
+    xf_shape y = {.ndim = idx->ndim + d->ndim - 1};
+    for (int i = 0; i < idx->ndim; i++)
+        y.dims[i] = idx->dims[i];
+    for (int i = 1; i < d->ndim; i++)
+        y.dims[idx->ndim + i - 1] = d->dims[i];
+    y.dims[y.ndim - 1] = q;
+    xf_infer_set(c, 0, &y);
+    return XF_OK;
+}

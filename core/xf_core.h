@@ -270,7 +270,8 @@ typedef struct xf_attn_attrs {
     int64_t local_window_size; /* -1: none */
     int do_rotary, smooth_softmax;
     float softcap;             /* 0: none */
-    /* MatMulNBits: K, N, bits, block_size and accuracy_level (0: unset) */
+    /* MatMulNBits: K, N, bits, block_size and accuracy_level (0: unset);
+     * GatherBlockQuantized: bits and block_size */
     int64_t nb_k, nb_n, nb_bits, nb_block, nb_accuracy;
 } xf_attn_attrs;
 

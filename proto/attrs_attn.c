@@ -117,6 +117,9 @@ bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_le
  *                        local_window_size (-1 or more)  do_rotary
  *                        rotary_interleaved  smooth_softmax (0 or 1);
  *                        qk_output 0 only
+ *   GatherBlockQuantized gather_axis 0 only  quantize_axis (not 0; the last
+ *                        axis, which shape inference checks)  block_size
+ *                        bits (as MatMulNBits')
  *
  * Anything else keeps the node opaque. */
 bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len)
@@ -125,10 +128,17 @@ bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, 
     const char *name = at->name;
     int64_t x;
 #define A(s) (strcmp(name, s) == 0)
-    if (op == XF_OP_MS_MATMUL_NBITS) {
-        if (A("K"))
+    if (op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
+        if (A("gather_axis"))
+            return get_int(at, 0, 0, &x, why, why_len);
+        if (A("quantize_axis"))
+            return get_int(at, -1, XF_MAX_DIMS - 1, &a->axis, why, why_len) &&
+                   (a->axis != 0 || refuse(why, why_len, "attribute '%s' names the gathered axis", name));
+    }
+    if (op == XF_OP_MS_MATMUL_NBITS || op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
+        if (op == XF_OP_MS_MATMUL_NBITS && A("K"))
             return get_int(at, 1, INT32_MAX, &t->nb_k, why, why_len);
-        if (A("N"))
+        if (op == XF_OP_MS_MATMUL_NBITS && A("N"))
             return get_int(at, 1, INT32_MAX, &t->nb_n, why, why_len);
         if (A("block_size"))
             return get_int(at, 16, 1 << 20, &t->nb_block, why, why_len) &&
@@ -137,9 +147,9 @@ bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, 
         if (A("bits"))
             return get_int(at, 4, 8, &t->nb_bits, why, why_len) &&
                    (t->nb_bits == 4 || t->nb_bits == 8 || refuse(why, why_len, "%s other than 4 or 8", name));
-        if (A("accuracy_level"))
+        if (op == XF_OP_MS_MATMUL_NBITS && A("accuracy_level"))
             return get_int(at, 0, 4, &t->nb_accuracy, why, why_len);
-        if (A("weight_prepacked"))
+        if (op == XF_OP_MS_MATMUL_NBITS && A("weight_prepacked"))
             return get_int(at, 0, 0, &x, why, why_len);
     } else {
         if (A("num_heads"))

@@ -365,10 +365,18 @@ static void write_attn(writer *w, const xf_node *n, const xf_attrs *d)
         add_int(w, "mask_index_type", t->mask_index_type);
 }
 
-/* MatMulNBits and GroupQueryAttention: the required attributes always */
+/* MatMulNBits, GroupQueryAttention and GatherBlockQuantized: the required
+ * attributes (all of GatherBlockQuantized's) always */
 static void write_llm(writer *w, const xf_node *n, const xf_attrs *d)
 {
     const xf_attn_attrs *t = &n->attrs.attn, *dt = &d->attn;
+    if (n->op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
+        add_int(w, "gather_axis", 0);
+        add_int(w, "quantize_axis", n->attrs.axis);
+        add_int(w, "block_size", t->nb_block);
+        add_int(w, "bits", t->nb_bits);
+        return;
+    }
     if (n->op == XF_OP_MS_MATMUL_NBITS) {
         add_int(w, "K", t->nb_k);
         add_int(w, "N", t->nb_n);
@@ -749,6 +757,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         break;
     case XF_OP_MS_MATMUL_NBITS:
     case XF_OP_MS_GQA:
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
         write_llm(&w, n, &d);
         break;
     default:

@@ -822,6 +822,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return take_spatial(r, op, name, at);
     case XF_OP_MS_MATMUL_NBITS:
     case XF_OP_MS_GQA:
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
         return xfp_llm_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
@@ -915,6 +916,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         return xfp_attn_attrs_finish(op, a, r->why, r->why_len);
     case XF_OP_MS_MATMUL_NBITS:
     case XF_OP_MS_GQA:
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
         return xfp_llm_attrs_finish(op, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)

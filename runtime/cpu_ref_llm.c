@@ -1,5 +1,7 @@
-/* cpu_ref kernels of the com.microsoft ops of int4 LLM exports, computed as
- * ONNX Runtime's CPU kernels compute them (float32):
+/* cpu_ref kernels of the com.microsoft ops of int4 LLM exports and of
+ * dynamically quantized models, computed as ONNX Runtime's CPU kernels
+ * compute them (float32; MatMulIntegerToFloat, DynamicQuantizeMatMul and
+ * GatherBlockQuantized are described at their kernels):
  *
  * MatMulNBits: the weight dequantized -- (q - zero point) * scale per block
  * of K, zero point 2^(bits - 1) when none is given -- then A times it, plus
@@ -349,5 +351,41 @@ xf_status xf_ref_ms_int_matmul_float(const xf_node *n, const xf_tensor_view *in,
         }
     free(a);
     free(bc);
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ GatherBlockQuantized */
+
+/* uint8 data (G, ..., Q) gathered along axis 0, each value (q - zero point)
+ * * scale of its block along the last axis, zero point 2^(bits - 1) when
+ * none is given; indices out of [-G, G) give zeros, as in ONNX Runtime. */
+xf_status xf_ref_ms_gather_block_quantized(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                           xf_error *err)
+{
+    const xf_shape *d = &in[0].shape;
+    int64_t bits = n->attrs.attn.nb_bits, per = 8 / bits, bs = n->attrs.attn.nb_block;
+    int64_t g = d->dims[0], q = d->dims[d->ndim - 1] * per, rows = xf_rt_numel(&in[0]) / (g > 0 ? g : 1) / d->dims[d->ndim - 1];
+    int64_t blocks = (q + bs - 1) / bs, zrow = (blocks + per - 1) / per, count = xf_rt_numel(&in[1]);
+    const uint8_t *data = in[0].data, *zp = has(n, in, 3) ? in[3].data : NULL;
+    const float *sc = in[2].data;
+    float *y = out[0].data;
+    (void)err;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t at = xf_rt_load_i64(in[1].dtype, in[1].data, i);
+        at += at < 0 ? g : 0;
+        for (int64_t r = 0; r < rows; r++) {
+            float *o = y + (i * rows + r) * q;
+            int64_t row = (at * rows + r) % (g * rows > 0 ? g * rows : 1);
+            for (int64_t c = 0; c < q; c++) {
+                if (at < 0 || at >= g) {
+                    o[c] = 0.0f;
+                    continue;
+                }
+                int64_t blk = c / bs;
+                float z = zp ? (float)unpack(zp + row * zrow, blk, bits) : (float)(1 << (bits - 1));
+                o[c] = ((float)unpack(data + row * (q / per), c, bits) - z) * sc[row * blocks + blk];
+            }
+        }
+    }
     return XF_OK;
 }

@@ -238,6 +238,9 @@ xf_status xf_ref_ms_gqa(const xf_node *n, const xf_tensor_view *in, const xf_ten
 /* MatMulIntegerToFloat and DynamicQuantizeMatMul */
 xf_status xf_ref_ms_int_matmul_float(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                      xf_error *err);
+/* GatherBlockQuantized of uint8 data */
+xf_status xf_ref_ms_gather_block_quantized(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                           xf_error *err);
 xf_status xf_ref_lp_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* along one axis: ArgMax/ArgMin, Hardmax, CumSum (cpu_ref_axis.c) */
 xf_status xf_ref_arg_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

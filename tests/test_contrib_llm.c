@@ -7,7 +7,8 @@
  * the kv heads repeated by Expand, past and new rows joined by Concat and
  * RotaryEmbedding's rotation written in Slice, Mul and Concat;
  * MatMulIntegerToFloat and DynamicQuantizeMatMul against MatMulInteger
- * (after DynamicQuantizeLinear), Cast, Mul and Add. */
+ * (after DynamicQuantizeLinear), Cast, Mul and Add; GatherBlockQuantized
+ * against Gather of a table dequantized in standard ops. */
 #include "graph_build_util.h"
 #include "kernel_case_util.h"
 #include "xf_test_util.h"
@@ -16,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MS "com.microsoft"
 #define FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
@@ -334,6 +336,89 @@ START_TEST(test_gqa)
 }
 END_TEST
 
+/* ------------------------------------------------------------ GatherBlockQuantized */
+
+typedef struct gbq_case {
+    int64_t g, rows, q, block, bits;
+    int zp, i64;
+} gbq_case;
+
+/* uint8 data (G, rows, Q values) against Gather of the table dequantized
+ * in standard ops (Sub, Mul per block, Reshape, Slice); indices include
+ * negative ones. */
+static void run_gbq(const gbq_case *c, unsigned seed)
+{
+    gbuild gb, *b = &gb;
+    gb_init(b, seed);
+    int64_t kb = (c->q + c->block - 1) / c->block, full = kb * c->block, lines = c->g * c->rows;
+    int64_t row_bytes, zrow;
+    unsigned *codes = calloc((size_t)(lines * full), sizeof *codes), *zc = malloc(sizeof *zc * (size_t)(lines * kb));
+    float *codes_f = malloc(sizeof *codes_f * (size_t)(lines * full)), *zf = malloc(sizeof *zf * (size_t)(lines * kb));
+    ck_assert(codes && zc && codes_f && zf);
+    for (int64_t l = 0; l < lines; l++)
+        for (int64_t i = 0; i < full; i++)
+            codes_f[l * full + i] = (float)(codes[l * full + i] = i < c->q ? next(b, 1u << c->bits) : 0);
+    for (int64_t i = 0; i < lines * kb; i++)
+        zf[i] = (float)(c->zp ? (zc[i] = next(b, 1u << c->bits)) : (zc[i] = 1u << (c->bits - 1)));
+    unsigned *dense = malloc(sizeof *dense * (size_t)(lines * c->q));
+    ck_assert_ptr_nonnull(dense);
+    for (int64_t l = 0; l < lines; l++)
+        memcpy(dense + l * c->q, codes + l * full, sizeof *dense * (size_t)c->q);
+    uint8_t *packed = pack(dense, lines, c->q, c->bits, &row_bytes);
+    const char *data = gb_const(b, mk(XF_DT_UINT8, DIMS(c->g, c->rows, row_bytes), packed));
+    xf_tensor *scales = gb_rand(b, DIMS(c->g, c->rows, kb));
+    xf_tensor_retain(scales);
+    const char *sc = gb_const(b, scales), *zp = "";
+    if (c->zp) {
+        uint8_t *zpk = pack(zc, lines, kb, c->bits, &zrow);
+        zp = gb_const(b, mk(XF_DT_UINT8, DIMS(c->g, c->rows, zrow), zpk));
+        free(zpk);
+    }
+    int64_t idx[6];
+    for (int i = 0; i < 6; i++)
+        idx[i] = (int64_t)next(b, (unsigned)(2 * c->g)) - c->g;
+    xf_tensor *it = mk(XF_DT_INT64, DIMS(2, 3), idx);
+    if (!c->i64) {
+        int32_t i32[6];
+        for (int i = 0; i < 6; i++)
+            i32[i] = (int32_t)idx[i];
+        xf_tensor_release(it);
+        it = mk(XF_DT_INT32, DIMS(2, 3), i32);
+    }
+    const char *ids = gb_input(b, "ids", it, NULL), *y;
+    Onnx__NodeProto *nd = gb_node(b, "GatherBlockQuantized", MS, (const char *const[]){data, ids, sc, zp, NULL}, 1, &y);
+    attr_int(nd, "quantize_axis", 2);
+    attr_int(nd, "block_size", c->block);
+    attr_int(nd, "bits", c->bits);
+    /* the table in standard ops, then Gather */
+    const char *qf = gb_const(b, mk(XF_DT_FLOAT, DIMS(c->g, c->rows, kb, c->block), codes_f));
+    const char *z = gb_const(b, mk(XF_DT_FLOAT, DIMS(c->g, c->rows, kb, 1), zf));
+    const char *s = GB(b, "Reshape", gb_const(b, scales), gb_ints(b, 4, (int64_t[]){c->g, c->rows, kb, 1}));
+    const char *table = GB(b, "Reshape", GB(b, "Mul", GB(b, "Sub", qf, z), s), gb_ints(b, 3, (int64_t[]){c->g, c->rows, full}));
+    gb_pair(b, y, GB(b, "Gather", slice_last(b, table, 0, c->q), ids), FLOAT);
+    char what[96];
+    snprintf(what, sizeof what, "GatherBlockQuantized G%lld rows %lld Q%lld block %lld bits %lld zp %d",
+             (long long)c->g, (long long)c->rows, (long long)c->q, (long long)c->block, (long long)c->bits, c->zp);
+    gb_check(b, 1e-6, what);
+    free(packed);
+    free(dense);
+    free(codes);
+    free(zc);
+    free(codes_f);
+    free(zf);
+}
+
+/* 4 and 8 bits, with and without zero points, Q not a multiple of the
+ * block, int32 and int64 indices. */
+START_TEST(test_gather_block_quantized)
+{
+    static const gbq_case cases[] = {
+        {7, 1, 64, 32, 4, 1, 1}, {5, 2, 70, 16, 4, 0, 0}, {6, 1, 96, 32, 8, 1, 1}, {4, 3, 130, 128, 4, 1, 0},
+    };
+    GB_RUN_CASES(cases, run_gbq, 91);
+}
+END_TEST
+
 /* ------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul */
 
 typedef struct imf_case {
@@ -423,6 +508,7 @@ int main(void)
     tcase_add_test(tc, test_matmul_nbits);
     tcase_add_test(tc, test_gqa);
     tcase_add_test(tc, test_int_matmul_float);
+    tcase_add_test(tc, test_gather_block_quantized);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -196,13 +196,18 @@ static void gqa_rotary2(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "do_rota
 static void gqa_window(Onnx__NodeProto *n) { gqa_heads(n); attr_int(n, "local_window_size", -2); }
 static void gqa_softcap(Onnx__NodeProto *n) { gqa_heads(n); attr_float(n, "softcap", -1.0f); }
 static void no_attrs(Onnx__NodeProto *n) { (void)n; }
+static void gbq_ok(Onnx__NodeProto *n) { attr_int(n, "gather_axis", 0); attr_int(n, "quantize_axis", 1); attr_int(n, "block_size", 32); }
+static void gbq_axis1(Onnx__NodeProto *n) { attr_int(n, "gather_axis", 1); }
+static void gbq_qaxis0(Onnx__NodeProto *n) { attr_int(n, "quantize_axis", 0); }
+static void gbq_bits2(Onnx__NodeProto *n) { attr_int(n, "bits", 2); }
 static void some_attr(Onnx__NodeProto *n) { attr_int(n, "transB", 1); }
 
 /* Forms xflow does not model stay opaque: other bit widths and block sizes,
  * prepacked weights, GroupQueryAttention's position_ids, attention_bias and
  * head_sink inputs, its output_qk, quantized KV cache, bad head counts;
  * MatMulIntegerToFloat and DynamicQuantizeMatMul with any attribute (they
- * have none). */
+ * have none); GatherBlockQuantized gathering along another axis than 0,
+ * quantized along axis 0, with 2 bits. */
 START_TEST(test_refused_forms)
 {
     static const char *const NB[] = {"a", "u_b", "s", NULL};
@@ -213,7 +218,11 @@ START_TEST(test_refused_forms)
     static const char *const GQA_SINK[] = {"q", "k", "v", "", "", "i_seqlens", "i_total", "", "", "", "", "sink", NULL};
     static const char *const MITF[] = {"u_a", "u_b", "as", "bs", "u_az", "u_bz", "bias", NULL};
     static const char *const DQMM[] = {"a", "u_b", "bs", "u_bz", "bias", NULL};
+    static const char *const GBQ[] = {"u_d", "l_i", "s", "u_z", NULL};
     static const opaque_form forms[] = {
+        {"GatherBlockQuantized", GBQ, 1, gbq_ok, 0},    {"GatherBlockQuantized", GBQ, 1, no_attrs, 0},
+        {"GatherBlockQuantized", GBQ, 1, gbq_axis1, 1}, {"GatherBlockQuantized", GBQ, 1, gbq_qaxis0, 1},
+        {"GatherBlockQuantized", GBQ, 1, gbq_bits2, 1}, {"GatherBlockQuantized", GBQ, 1, some_attr, 1},
         {"MatMulIntegerToFloat", MITF, 1, no_attrs, 0}, {"MatMulIntegerToFloat", MITF, 1, some_attr, 1},
         {"DynamicQuantizeMatMul", DQMM, 1, no_attrs, 0}, {"DynamicQuantizeMatMul", DQMM, 1, some_attr, 1},
         {"MatMulNBits", NB, 1, nb_ok, 0},          {"MatMulNBits", NB_ALL, 1, nb_ok, 0},
@@ -312,6 +321,16 @@ START_TEST(test_shape_errors)
     expect_infer_error(make_case(XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, 3, bytes(1, 2, 4),
                                  mk(XF_DT_INT8, DIMS(4, 5), (int8_t[20]){0}), RAND(1)),
                        "input 0 is UINT8, expected FLOAT");
+    node_case g = make_case(XF_OP_MS_GATHER_BLOCK_QUANTIZED, 3, bytes(5, 2, 16), I64(DIMS(2), 0, 1), RAND(5, 2, 2));
+    g.a.attn.nb_block = 16;
+    g.a.axis = 1;
+    expect_infer_error(g, "is not quantized along its last axis");
+    g = make_case(XF_OP_MS_GATHER_BLOCK_QUANTIZED, 3, bytes(5, 2, 16), I64(DIMS(2), 0, 1), RAND(5, 2, 3));
+    g.a.attn.nb_block = 16;
+    g.a.axis = -1;
+    expect_infer_error(g, "scales 5x2x3, expected 5x2x2");
+    g = make_case(XF_OP_MS_GATHER_BLOCK_QUANTIZED, 3, RAND(5, 16), I64(DIMS(2), 0, 1), RAND(5, 1));
+    expect_infer_error(g, "takes uint8, int4 or uint4 data");
 }
 END_TEST
 
