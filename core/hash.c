@@ -139,6 +139,11 @@ static void put_attn(uint64_t *h, const xf_attn_attrs *t)
     put_float(h, t->mask_filter_value);
     put_float(h, t->scale);
     put(h, (uint64_t)t->rotary_dim);
+    put(h, (uint64_t)t->kv_num_heads << 8 | (uint64_t)(t->do_rotary | t->smooth_softmax << 1));
+    put(h, (uint64_t)t->local_window_size);
+    put_float(h, t->softcap);
+    int64_t nb[5] = {t->nb_k, t->nb_n, t->nb_bits, t->nb_block, t->nb_accuracy};
+    put_ints(h, nb, 5, 5);
 }
 
 /* Every field of the block.  Fields an op does not use hold their defaults

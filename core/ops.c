@@ -76,7 +76,11 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
             return false;
     return a->num_heads == b->num_heads && a->unidirectional == b->unidirectional &&
            a->mask_filter_value == b->mask_filter_value && a->scale == b->scale && a->interleaved == b->interleaved &&
-           a->rotary_dim == b->rotary_dim && a->mask_index_type == b->mask_index_type;
+           a->rotary_dim == b->rotary_dim && a->mask_index_type == b->mask_index_type &&
+           a->kv_num_heads == b->kv_num_heads && a->local_window_size == b->local_window_size &&
+           a->do_rotary == b->do_rotary && a->smooth_softmax == b->smooth_softmax && a->softcap == b->softcap &&
+           a->nb_k == b->nb_k && a->nb_n == b->nb_n && a->nb_bits == b->nb_bits && a->nb_block == b->nb_block &&
+           a->nb_accuracy == b->nb_accuracy;
 }
 
 void xf_attrs_default(xf_op op, xf_attrs *a)
@@ -185,6 +189,17 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_MS_QLINEAR_SOFTMAX:
         a->axis = -1;
         a->ms_opset = 13;
+        break;
+    case XF_OP_MS_GQA:
+        a->attn.local_window_size = -1;
+        break;
+    case XF_OP_MS_MATMUL_NBITS:
+        a->attn.nb_bits = 4;
+        break;
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED: /* quantize_axis in axis */
+        a->axis = 1;
+        a->attn.nb_bits = 4;
+        a->attn.nb_block = 128;
         break;
     default:
         break;

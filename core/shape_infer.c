@@ -406,6 +406,16 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         return xf_infer_attn_dtypes(c);
+    case XF_OP_MS_GQA:
+        return xf_infer_attn_dtypes(c);
+    case XF_OP_MS_MATMUL_NBITS:
+        return xf_infer_nbits_dtypes(c);
+    case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
+    case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL:
+        return xf_infer_int_matmul_float_dtypes(c);
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED: /* the rule checks the inputs */
+        out = XF_DT_FLOAT;
+        break;
     default:
         break;
     }
@@ -596,6 +606,11 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MS_QGEMM xf_infer_ms_qgemm
 #define XF_RULE_MS_QUANTIZE_LINEAR xf_infer_ms_quantize
 #define XF_RULE_MS_DEQUANTIZE_LINEAR xf_infer_ms_quantize
+#define XF_RULE_MS_MATMUL_NBITS xf_infer_ms_matmul_nbits
+#define XF_RULE_MS_GQA xf_infer_ms_gqa
+#define XF_RULE_MS_MATMUL_INTEGER_TO_FLOAT xf_infer_ms_int_matmul_float
+#define XF_RULE_MS_DYNAMIC_QUANTIZE_MATMUL xf_infer_ms_int_matmul_float
+#define XF_RULE_MS_GATHER_BLOCK_QUANTIZED xf_infer_ms_gather_block_quantized
 #define XF_RULE_PRELU infer_prelu
 #define XF_RULE_MEAN infer_broadcast
 #define XF_RULE_BIT_SHIFT infer_broadcast

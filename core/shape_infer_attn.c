@@ -26,6 +26,7 @@ xf_status xf_infer_attn_dtypes(xf_infer_ctx *c)
     case XF_OP_MS_ATTENTION: ints = 1u << 3; break;
     case XF_OP_MS_MHA: ints = 1u << 4; break;
     case XF_OP_MS_EMBED_LAYER_NORM: ints = 1u << 0 | 1u << 1 | 1u << 7 | 1u << 8; break;
+    case XF_OP_MS_GQA: ints = 1u << 5 | 1u << 6; break;
     default: ints = 1u << 1; break;
     }
     xf_dtype t = xf_infer_dtype(c, embed ? 2 : 0);

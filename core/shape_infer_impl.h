@@ -178,6 +178,14 @@ xf_status xf_infer_ms_attention(xf_infer_ctx *c);
 xf_status xf_infer_ms_mha(xf_infer_ctx *c);
 xf_status xf_infer_ms_embed_layer_norm(xf_infer_ctx *c);
 xf_status xf_infer_ms_rotary(xf_infer_ctx *c);
+/* MatMulNBits, GroupQueryAttention, MatMulIntegerToFloat,
+ * DynamicQuantizeMatMul and GatherBlockQuantized (shape_infer_llm.c) */
+xf_status xf_infer_nbits_dtypes(xf_infer_ctx *c);
+xf_status xf_infer_ms_matmul_nbits(xf_infer_ctx *c);
+xf_status xf_infer_ms_gqa(xf_infer_ctx *c);
+xf_status xf_infer_int_matmul_float_dtypes(xf_infer_ctx *c);
+xf_status xf_infer_ms_int_matmul_float(xf_infer_ctx *c);
+xf_status xf_infer_ms_gather_block_quantized(xf_infer_ctx *c);
 
 /* ONNX Runtime's quantized contrib ops (shape_infer_qcontrib.c). */
 xf_status xf_infer_qcontrib_dtype(xf_infer_ctx *c, xf_dtype *out);

@@ -278,6 +278,15 @@ typedef struct xf_attn_attrs {
     int interleaved;         /* RotaryEmbedding: rotate pairs (0, 1), (2, 3), ... (else halves) */
     int64_t rotary_dim;      /* RotaryEmbedding's rotary_embedding_dim: 0 = the head size */
     int mask_index_type;     /* EmbedLayerNormalization: 1 (0: no mask_index) */
+    /* GroupQueryAttention (num_heads, scale and interleaved -- its
+     * rotary_interleaved -- above) */
+    int64_t kv_num_heads;      /* required */
+    int64_t local_window_size; /* -1: none */
+    int do_rotary, smooth_softmax;
+    float softcap;             /* 0: none */
+    /* MatMulNBits: K, N, bits, block_size and accuracy_level (0: unset);
+     * GatherBlockQuantized: bits and block_size */
+    int64_t nb_k, nb_n, nb_bits, nb_block, nb_accuracy;
 } xf_attn_attrs;
 
 bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);

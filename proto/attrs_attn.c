@@ -106,3 +106,82 @@ bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_le
         return refuse(why, why_len, "rotary_embedding_dim is odd or comes without num_heads%s", "");
     return true;
 }
+
+/* The com.microsoft ops of int4 LLM exports:
+ *
+ *   MatMulNBits          K, N, block_size (required; block_size a power of 2,
+ *                        16 or more)  bits (4 or 8)  accuracy_level (0 to 4);
+ *                        weight_prepacked 0 only
+ *   GroupQueryAttention  num_heads, kv_num_heads (required; num_heads a
+ *                        multiple of kv_num_heads)  scale  softcap (>= 0)
+ *                        local_window_size (-1 or more)  do_rotary
+ *                        rotary_interleaved  smooth_softmax (0 or 1);
+ *                        qk_output 0 only
+ *   GatherBlockQuantized gather_axis 0 only  quantize_axis (not 0; the last
+ *                        axis, which shape inference checks)  block_size
+ *                        bits (as MatMulNBits')
+ *
+ * Anything else keeps the node opaque. */
+bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len)
+{
+    xf_attn_attrs *t = &a->attn;
+    const char *name = at->name;
+    int64_t x;
+#define A(s) (strcmp(name, s) == 0)
+    if (op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
+        if (A("gather_axis"))
+            return get_int(at, 0, 0, &x, why, why_len);
+        if (A("quantize_axis"))
+            return get_int(at, -1, XF_MAX_DIMS - 1, &a->axis, why, why_len) &&
+                   (a->axis != 0 || refuse(why, why_len, "attribute '%s' names the gathered axis", name));
+    }
+    if (op == XF_OP_MS_MATMUL_NBITS || op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
+        if (op == XF_OP_MS_MATMUL_NBITS && A("K"))
+            return get_int(at, 1, INT32_MAX, &t->nb_k, why, why_len);
+        if (op == XF_OP_MS_MATMUL_NBITS && A("N"))
+            return get_int(at, 1, INT32_MAX, &t->nb_n, why, why_len);
+        if (A("block_size"))
+            return get_int(at, 16, 1 << 20, &t->nb_block, why, why_len) &&
+                   ((t->nb_block & (t->nb_block - 1)) == 0 ||
+                    refuse(why, why_len, "attribute '%s' is not a power of 2", name));
+        if (A("bits"))
+            return get_int(at, 4, 8, &t->nb_bits, why, why_len) &&
+                   (t->nb_bits == 4 || t->nb_bits == 8 || refuse(why, why_len, "%s other than 4 or 8", name));
+        if (op == XF_OP_MS_MATMUL_NBITS && A("accuracy_level"))
+            return get_int(at, 0, 4, &t->nb_accuracy, why, why_len);
+        if (op == XF_OP_MS_MATMUL_NBITS && A("weight_prepacked"))
+            return get_int(at, 0, 0, &x, why, why_len);
+    } else {
+        if (A("num_heads"))
+            return get_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
+        if (A("kv_num_heads"))
+            return get_int(at, 1, INT32_MAX, &t->kv_num_heads, why, why_len);
+        if (A("scale"))
+            return get_float(at, &t->scale, why, why_len);
+        if (A("softcap"))
+            return get_float(at, &t->softcap, why, why_len) &&
+                   (t->softcap >= 0.0f || refuse(why, why_len, "attribute '%s' is negative", name));
+        if (A("local_window_size"))
+            return get_int(at, -1, INT32_MAX, &t->local_window_size, why, why_len);
+        if (A("do_rotary"))
+            return get_flag(at, &t->do_rotary, why, why_len);
+        if (A("rotary_interleaved"))
+            return get_flag(at, &t->interleaved, why, why_len);
+        if (A("smooth_softmax"))
+            return get_flag(at, &t->smooth_softmax, why, why_len);
+        if (A("qk_output"))
+            return get_int(at, 0, 0, &x, why, why_len);
+    }
+#undef A
+    return refuse(why, why_len, "attribute '%s' is not modelled", name);
+}
+
+bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len)
+{
+    const xf_attn_attrs *t = &a->attn;
+    if (op == XF_OP_MS_MATMUL_NBITS && (t->nb_k < 1 || t->nb_n < 1 || t->nb_block < 1))
+        return refuse(why, why_len, "K, N or block_size missing%s", "");
+    if (op == XF_OP_MS_GQA && (t->num_heads < 1 || t->kv_num_heads < 1 || t->num_heads % t->kv_num_heads))
+        return refuse(why, why_len, "num_heads or kv_num_heads missing, or not a multiple%s", "");
+    return true;
+}

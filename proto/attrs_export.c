@@ -365,6 +365,43 @@ static void write_attn(writer *w, const xf_node *n, const xf_attrs *d)
         add_int(w, "mask_index_type", t->mask_index_type);
 }
 
+/* MatMulNBits, GroupQueryAttention and GatherBlockQuantized: the required
+ * attributes (all of GatherBlockQuantized's) always */
+static void write_llm(writer *w, const xf_node *n, const xf_attrs *d)
+{
+    const xf_attn_attrs *t = &n->attrs.attn, *dt = &d->attn;
+    if (n->op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
+        add_int(w, "gather_axis", 0);
+        add_int(w, "quantize_axis", n->attrs.axis);
+        add_int(w, "block_size", t->nb_block);
+        add_int(w, "bits", t->nb_bits);
+        return;
+    }
+    if (n->op == XF_OP_MS_MATMUL_NBITS) {
+        add_int(w, "K", t->nb_k);
+        add_int(w, "N", t->nb_n);
+        add_int(w, "bits", t->nb_bits);
+        add_int(w, "block_size", t->nb_block);
+        if (t->nb_accuracy != dt->nb_accuracy)
+            add_int(w, "accuracy_level", t->nb_accuracy);
+        return;
+    }
+    add_int(w, "num_heads", t->num_heads);
+    add_int(w, "kv_num_heads", t->kv_num_heads);
+    if (t->scale != dt->scale)
+        add_float(w, "scale", t->scale);
+    if (t->softcap != dt->softcap)
+        add_float(w, "softcap", t->softcap);
+    if (t->local_window_size != dt->local_window_size)
+        add_int(w, "local_window_size", t->local_window_size);
+    if (t->do_rotary != dt->do_rotary)
+        add_int(w, "do_rotary", t->do_rotary);
+    if (t->interleaved != dt->interleaved)
+        add_int(w, "rotary_interleaved", t->interleaved);
+    if (t->smooth_softmax != dt->smooth_softmax)
+        add_int(w, "smooth_softmax", t->smooth_softmax);
+}
+
 xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_arena *arena, Onnx__NodeProto *np,
                            xf_error *err)
 {
@@ -732,6 +769,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_MS_DEQUANTIZE_LINEAR:
         if (a->axis != d.axis)
             add_int(&w, "axis", a->axis);
+        break;
+    case XF_OP_MS_MATMUL_NBITS:
+    case XF_OP_MS_GQA:
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
+        write_llm(&w, n, &d);
         break;
     default:
         break;

@@ -843,6 +843,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_SPLIT_TO_SEQUENCE:
     case XF_OP_CONCAT_FROM_SEQUENCE:
         return take_sequence(r, op, name, at);
+    case XF_OP_MS_MATMUL_NBITS:
+    case XF_OP_MS_GQA:
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
+        return xfp_llm_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }
@@ -935,6 +939,10 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         return xfp_attn_attrs_finish(op, a, r->why, r->why_len);
+    case XF_OP_MS_MATMUL_NBITS:
+    case XF_OP_MS_GQA:
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
+        return xfp_llm_attrs_finish(op, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
             return true;

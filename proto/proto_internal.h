@@ -201,6 +201,9 @@ bool xfp_contrib_finish(xf_op op, xf_attrs *a, xfp_contrib_seen *s);
  * for what the block cannot hold. */
 bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
+/* MatMulNBits and GroupQueryAttention (attrs_attn.c) */
+bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

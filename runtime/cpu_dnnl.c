@@ -425,6 +425,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_SKIP_LAYER_NORM:
     case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
     case XF_OP_SIMPLIFIED_LAYER_NORM: h = &xf_dn_skip_norm_handler; break;
+    case XF_OP_MS_MATMUL_NBITS: h = &xf_dn_nbits_handler; break;
+    case XF_OP_MS_GQA: h = &xf_dn_attention_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;
@@ -607,6 +609,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         return XF_OK;
     if (st->kernel)
         return st->kernel(n, in, out, err);
+    if (st->own_run)
+        return st->own_run(st, n, in, out, err);
     /* the sum post-op adds to what the destination holds */
     const void *sum = st->sum_input ? in[st->sum_input].data : st->sum_src;
     void *dst0 = st->dst ? st->dst : out[0].data;

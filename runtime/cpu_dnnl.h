@@ -140,6 +140,10 @@ typedef struct xf_dn_node {
     int n_zp;
     /* a loop of this backend's own, run instead of a primitive */
     xf_ref_kernel kernel;
+    /* the same, for loops that read this state (MatMulNBits' dequantized
+     * weight in folded_w) */
+    xf_status (*own_run)(struct xf_dn_node *st, const xf_node *n, const xf_tensor_view *in,
+                         const xf_tensor_view *out, xf_error *err);
     /* a loop of this backend's own run before the primitive, preparing
      * what it reads (the sum of a SkipLayerNormalization's inputs, into
      * `scratch` or an output of the node) */
@@ -222,6 +226,9 @@ xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post
 extern const xf_dn_handler xf_dn_gelu_handler;
 /* ONNX Runtime's quantized contrib ops (cpu_dnnl_qcontrib.c; QGemm in cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler;
+/* MatMulNBits with constant weights (cpu_dnnl_llm.c); GroupQueryAttention
+ * runs on xf_dn_attention_handler */
+extern const xf_dn_handler xf_dn_nbits_handler;
 
 /* The elementwise op of a unary node as a post-op; alg undef when oneDNN
  * has none for it. */

@@ -120,7 +120,7 @@ static inline v4f load4(const float *p)
 
 /* Softmax of a row in place, as ONNX Runtime's: less the largest, e^x, times
  * 1 / the sum.  The row is worked on in blocks of 4, the last one padded. */
-static void softmax_row(float *row, int64_t n)
+void xf_attn_softmax_row(float *row, int64_t n)
 {
     int64_t whole = n / 4 * 4;
     float last[4], mx = -INFINITY, sum = 0.0f;
@@ -186,7 +186,7 @@ static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, co
             if (!gemm(true, d->s, tt, d->h, scale, qh, d->h, kh, d->h, 1.0f, sc, tt))
                 st = bad(err, n, "the matrix product failed");
             for (int64_t i = 0; i < d->s && st == XF_OK; i++)
-                softmax_row(sc + i * tt, tt);
+                xf_attn_softmax_row(sc + i * tt, tt);
             float *o = out + b * d->s * d->n * d->hv + h * d->hv;
             if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, d->hv, 0.0f, o, d->n * d->hv))
                 st = bad(err, n, "the matrix product failed");
@@ -401,6 +401,28 @@ xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in,
     return XF_OK;
 }
 
+void xf_rotary_row(const float *xi, float *yo, const float *cr, const float *sr, int64_t rot, int64_t hs,
+                   bool interleaved)
+{
+    int64_t half = rot / 2;
+    for (int64_t i = 0; i < rot; i++) {
+        int64_t ci, j;
+        float sign;
+        if (interleaved) {
+            ci = i / 2;
+            sign = i % 2 == 0 ? -1.0f : 1.0f;
+            j = i % 2 == 0 ? i + 1 : i - 1;
+        } else {
+            ci = i % half;
+            sign = i < half ? -1.0f : 1.0f;
+            j = (i + half) % rot;
+        }
+        yo[i] = xi[i] * cr[ci] + sign * xi[j] * sr[ci];
+    }
+    for (int64_t i = rot; i < hs; i++)
+        yo[i] = xi[i];
+}
+
 xf_status xf_ref_ms_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_shape *xs = &in[0].shape;
@@ -422,24 +444,7 @@ xf_status xf_ref_ms_rotary(const xf_node *n, const xf_tensor_view *in, const xf_
             const float *cr = cosc + p * half, *sr = sinc + p * half;
             for (int64_t h = 0; h < nh; h++) {
                 int64_t off = bi * batch_stride + si * seq_stride + h * head_stride;
-                const float *xi = x + off;
-                float *yo = y + off;
-                for (int64_t i = 0; i < rot; i++) {
-                    int64_t ci, j;
-                    float sign;
-                    if (n->attrs.attn.interleaved) {
-                        ci = i / 2;
-                        sign = i % 2 == 0 ? -1.0f : 1.0f;
-                        j = i % 2 == 0 ? i + 1 : i - 1;
-                    } else {
-                        ci = i % half;
-                        sign = i < half ? -1.0f : 1.0f;
-                        j = (i + half) % rot;
-                    }
-                    yo[i] = xi[i] * cr[ci] + sign * xi[j] * sr[ci];
-                }
-                for (int64_t i = rot; i < hs; i++)
-                    yo[i] = xi[i];
+                xf_rotary_row(x + off, y + off, cr, sr, rot, hs, n->attrs.attn.interleaved);
             }
         }
     return XF_OK;

@@ -233,6 +233,32 @@ xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_ten
 xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                      xf_error *err);
 xf_status xf_ref_ms_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* Softmax of a row in place, as ONNX Runtime's attention kernels compute it. */
+void xf_attn_softmax_row(float *row, int64_t n);
+/* RotaryEmbedding of one head vector x of hs values (the first rot rotated;
+ * interleaved pairs or halves) with a cache row's cos and sin (rot / 2). */
+void xf_rotary_row(const float *x, float *y, const float *cos_row, const float *sin_row, int64_t rot, int64_t hs,
+                   bool interleaved);
+/* MatMulNBits and GroupQueryAttention (cpu_ref_llm.c).  The dequantized
+ * weight is (N, K), row n the weight's column n.  At accuracy_level 4
+ * ONNX Runtime's CPU kernel computes with A quantized to int8 per block of
+ * K (scale max |a| / 127, rounded to nearest even); xf_nbits_quantize_a
+ * gives that A back in float, and xf_nbits_quantizes_a says whether the
+ * node does it. */
+xf_status xf_nbits_dequantize(const xf_node *n, const xf_tensor_view *in, float *w, xf_error *err);
+bool xf_nbits_quantizes_a(const xf_node *n, const xf_tensor_view *in);
+void xf_nbits_quantize_a(const float *a, float *out, int64_t m, int64_t k, int64_t block);
+xf_status xf_ref_ms_matmul_nbits(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err);
+xf_status xf_attn_gqa(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                      xf_error *err);
+xf_status xf_ref_ms_gqa(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* MatMulIntegerToFloat and DynamicQuantizeMatMul */
+xf_status xf_ref_ms_int_matmul_float(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                     xf_error *err);
+/* GatherBlockQuantized of uint8 data */
+xf_status xf_ref_ms_gather_block_quantized(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                           xf_error *err);
 xf_status xf_ref_lp_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* along one axis: ArgMax/ArgMin, Hardmax, CumSum (cpu_ref_axis.c) */
 xf_status xf_ref_arg_reduce(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

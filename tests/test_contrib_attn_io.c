@@ -3,8 +3,8 @@
  * independent of the model's default opset; forms xflow does not model
  * stay opaque and round-trip unchanged; shape inference with symbolic
  * batch and sequence dims, and the shapes it refuses. */
+#include "contrib_io_util.h"
 #include "kernel_case_util.h"
-#include "proto_util.h"
 #include "xf_test_util.h"
 
 #include <check.h>
@@ -16,24 +16,6 @@
 #define INT32 ONNX__TENSOR_PROTO__DATA_TYPE__INT32
 #define INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
 
-static Onnx__NodeProto *ms(const char *op, const char *const *ins, const char *const *outs)
-{
-    Onnx__NodeProto *n = mk_node(op, NULL, ins, outs);
-    n->domain = MS;
-    return n;
-}
-
-static void input(Onnx__GraphProto *g, const char *name, int elem, int ndim, const int64_t *dims,
-                  const char *const *params)
-{
-    PUSH(g->n_input, g->input, mk_vi(name, elem, ndim, dims, params));
-}
-
-static void output(Onnx__GraphProto *g, const char *name, int elem)
-{
-    PUSH(g->n_output, g->output, mk_vi(name, elem, -1, NULL, NULL));
-}
-
 static const char *const BS[] = {"batch", "seq", NULL};
 static const char *const BT[] = {"batch", "total", NULL};
 
@@ -43,33 +25,33 @@ static const char *const BT[] = {"batch", "total", NULL};
 static Onnx__GraphProto *family_graph(void)
 {
     Onnx__GraphProto *g = mk_graph("g");
-    input(g, "x", FLOAT, 3, (int64_t[]){-1, -1, 16}, BS);
-    input(g, "w", FLOAT, 2, (int64_t[]){16, 48}, NULL);
-    input(g, "bias", FLOAT, 1, (int64_t[]){48}, NULL);
-    input(g, "mask", INT32, 2, (int64_t[]){-1, -1}, BT);
-    input(g, "past", FLOAT, 5, (int64_t[]){2, -1, 4, -1, 4}, (const char *const[]){NULL, "batch", NULL, "past", NULL});
-    input(g, "pos", INT64, 2, (int64_t[]){-1, -1}, BS);
-    input(g, "cache", FLOAT, 2, (int64_t[]){64, 2}, NULL);
-    input(g, "ids", INT32, 2, (int64_t[]){-1, -1}, BS);
-    input(g, "emb", FLOAT, 2, (int64_t[]){50, 16}, NULL);
-    input(g, "gamma", FLOAT, 1, (int64_t[]){16}, NULL);
-    input(g, "emask", INT32, 2, (int64_t[]){-1, -1}, BS);
-    Onnx__NodeProto *a = ms("Attention", (const char *const[]){"x", "w", "bias", "mask", "past", NULL},
+    io_input(g, "x", FLOAT, 3, (int64_t[]){-1, -1, 16}, BS);
+    io_input(g, "w", FLOAT, 2, (int64_t[]){16, 48}, NULL);
+    io_input(g, "bias", FLOAT, 1, (int64_t[]){48}, NULL);
+    io_input(g, "mask", INT32, 2, (int64_t[]){-1, -1}, BT);
+    io_input(g, "past", FLOAT, 5, (int64_t[]){2, -1, 4, -1, 4}, (const char *const[]){NULL, "batch", NULL, "past", NULL});
+    io_input(g, "pos", INT64, 2, (int64_t[]){-1, -1}, BS);
+    io_input(g, "cache", FLOAT, 2, (int64_t[]){64, 2}, NULL);
+    io_input(g, "ids", INT32, 2, (int64_t[]){-1, -1}, BS);
+    io_input(g, "emb", FLOAT, 2, (int64_t[]){50, 16}, NULL);
+    io_input(g, "gamma", FLOAT, 1, (int64_t[]){16}, NULL);
+    io_input(g, "emask", INT32, 2, (int64_t[]){-1, -1}, BS);
+    Onnx__NodeProto *a = ms_node("Attention", (const char *const[]){"x", "w", "bias", "mask", "past", NULL},
                             (const char *const[]){"a", "present", NULL});
     attr_int(a, "num_heads", 4);
     attr_int(a, "unidirectional", 1);
     attr_float(a, "mask_filter_value", -1000.0f);
     attr_ints(a, "qkv_hidden_sizes", 3, (int64_t[]){16, 16, 16});
-    Onnx__NodeProto *m = ms("MultiHeadAttention", (const char *const[]){"a", "x", "x", NULL},
+    Onnx__NodeProto *m = ms_node("MultiHeadAttention", (const char *const[]){"a", "x", "x", NULL},
                             (const char *const[]){"m", NULL});
     attr_int(m, "num_heads", 2);
     attr_float(m, "scale", 0.5f);
-    Onnx__NodeProto *r = ms("RotaryEmbedding", (const char *const[]){"m", "pos", "cache", "cache", NULL},
+    Onnx__NodeProto *r = ms_node("RotaryEmbedding", (const char *const[]){"m", "pos", "cache", "cache", NULL},
                             (const char *const[]){"r", NULL});
     attr_int(r, "interleaved", 1);
     attr_int(r, "num_heads", 4);
     attr_int(r, "rotary_embedding_dim", 4);
-    Onnx__NodeProto *e = ms("EmbedLayerNormalization",
+    Onnx__NodeProto *e = ms_node("EmbedLayerNormalization",
                             (const char *const[]){"ids", "", "emb", "emb", "", "gamma", "gamma", "emask", NULL},
                             (const char *const[]){"e", "mi", "esum", NULL});
     attr_float(e, "epsilon", 1e-5f);
@@ -77,11 +59,11 @@ static Onnx__GraphProto *family_graph(void)
     PUSH(g->n_node, g->node, m);
     PUSH(g->n_node, g->node, r);
     PUSH(g->n_node, g->node, e);
-    output(g, "present", FLOAT);
-    output(g, "r", FLOAT);
-    output(g, "e", FLOAT);
-    output(g, "mi", INT32);
-    output(g, "esum", FLOAT);
+    io_output(g, "present", FLOAT);
+    io_output(g, "r", FLOAT);
+    io_output(g, "e", FLOAT);
+    io_output(g, "mi", INT32);
+    io_output(g, "esum", FLOAT);
     return g;
 }
 
@@ -95,23 +77,6 @@ static xf_model *load_family(int64_t opset, int64_t batch, int64_t seq, int64_t 
     xf_error e;
     ck_assert_msg(load_proto(mp, &opt, &m, &e) == XF_OK, "%s", e.msg);
     return m;
-}
-
-static const xf_node *node_of(const xf_model *m, xf_op op)
-{
-    int i = find_node_op(m->graph, op);
-    ck_assert_int_ge(i, 0);
-    return &m->graph->nodes[i];
-}
-
-static void shape_is(const xf_model *m, const char *value, int ndim, const int64_t *dims)
-{
-    int v = xf_graph_find_value(m->graph, value);
-    ck_assert_int_ge(v, 0);
-    xf_shape want = xf_shape_make(ndim, dims);
-    char a[64], b[64];
-    ck_assert_msg(xf_shape_equal(&m->graph->values[v].shape, &want), "%s: %s, want %s", value,
-                  xf_shape_str(&m->graph->values[v].shape, a, sizeof a), xf_shape_str(&want, b, sizeof b));
 }
 
 /* The attributes land in the block whatever the default opset; export
@@ -182,34 +147,6 @@ START_TEST(test_symbolic_shapes)
 }
 END_TEST
 
-/* One node of op with attributes set by `set`, over inputs named in ins
- * (declared float, int32 or int64 by name prefix: i_ int32, l_ int64). */
-static int load_one(const char *op, const char *const *ins, int n_out, void (*set)(Onnx__NodeProto *))
-{
-    Onnx__GraphProto *g = mk_graph("g");
-    const char *outs[5] = {"o0", "o1", "o2", "o3", NULL};
-    outs[n_out] = NULL;
-    for (int i = 0; ins[i]; i++)
-        if (ins[i][0])
-            input(g, ins[i], strncmp(ins[i], "i_", 2) == 0 ? INT32 : strncmp(ins[i], "l_", 2) == 0 ? INT64 : FLOAT, -1,
-                  NULL, NULL);
-    Onnx__NodeProto *n = ms(op, ins, outs);
-    set(n);
-    PUSH(g->n_node, g->node, n);
-    for (int k = 0; k < n_out; k++)
-        output(g, outs[k], FLOAT);
-    Onnx__ModelProto *mp = mk_model(g, 17);
-    add_opset(mp, MS, 1);
-    xf_model *m;
-    xf_error e;
-    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", op, e.msg);
-    int counts[XF_OP_COUNT + 1];
-    xf_graph_count_ops(m->graph, counts);
-    xf_model_free(roundtrip(m)); /* an opaque node comes back as it was */
-    xf_model_free(m);
-    return counts[XF_OP_OPAQUE];
-}
-
 static const char *const ATT[] = {"x", "w", "b", NULL};
 static void heads(Onnx__NodeProto *n) { attr_int(n, "num_heads", 2); }
 static void rotary_attn(Onnx__NodeProto *n) { heads(n); attr_int(n, "do_rotary", 1); }
@@ -238,13 +175,7 @@ START_TEST(test_refused_forms)
      * beam search's cache_indirection (input 9) */
     static const char *const ATT_PSL[] = {"x", "w", "b", "", "", "", "i_psl", NULL};
     static const char *const MHA_CI[] = {"q", "k", "v", "", "", "", "pk", "pv", "i_psl", "i_ci", NULL};
-    static const struct {
-        const char *op;
-        const char *const *ins;
-        int n_out;
-        void (*set)(Onnx__NodeProto *);
-        int opaque;
-    } forms[] = {
+    static const opaque_form forms[] = {
         {"Attention", ATT, 1, heads, 0},           {"Attention", ATT, 1, rotary_attn, 1},
         {"Attention", ATT, 1, shared_buffer, 1},   {"Attention", ATT, 1, no_heads, 1},
         {"Attention", ATT, 1, qk_differ, 1},       {"Attention", ATT, 1, unknown, 1},
@@ -257,9 +188,7 @@ START_TEST(test_refused_forms)
         {"RotaryEmbedding", ROT, 1, rotary_no_heads, 1}, {"EmbedLayerNormalization", ELN, 2, none, 0},
         {"EmbedLayerNormalization", ELN, 2, mask_type, 1},
     };
-    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
-        ck_assert_msg(load_one(forms[i].op, forms[i].ins, forms[i].n_out, forms[i].set) == forms[i].opaque,
-                      "form %zu (%s)", i, forms[i].op);
+    check_forms(forms, sizeof forms / sizeof forms[0]);
 }
 END_TEST
 
