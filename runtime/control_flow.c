@@ -69,9 +69,9 @@ static xf_status body_session(const xf_graph *g, int node, const char *attr, int
     xf_status st = XF_OK;
     for (int i = 0; i < body->n_inputs && st == XF_OK; i++) {
         xf_value *v = &body->values[body->inputs[i]];
-        const xf_value *bound = formal_of ? formal_of[i] : NULL;
-        if (i >= n_formal)
-            bound = &g->values[n->inputs[o->n_own_inputs + i - n_formal]];
+        const xf_value *bound = i >= n_formal ? &g->values[n->inputs[o->n_own_inputs + i - n_formal]]
+                                : formal_of                ? formal_of[i]
+                                                           : NULL;
         xf_dtype want = i < n_formal ? formal[i] : bound->dtype;
         if (want != XF_DT_UNDEFINED && (i >= n_formal || v->dtype == XF_DT_UNDEFINED))
             v->dtype = want;
