@@ -19,7 +19,8 @@
 #                            [--stat median|min] [--omp-passive] [MODEL...]
 #
 # MODEL is a zoo name (default: resnet50 inception-v3 bert, those the zoo
-# has); BERT is built with batch 1.  ONNX Runtime comes from the venv
+# has; BERT is built with batch 1) or a self-contained .onnx file (no
+# external data; symbolic dims taken as 1 by every runtime).  ONNX Runtime comes from the venv
 # .venv-bench (benchmarks/setup-peers.sh when present, else created here).
 #
 # oneDNN here runs on GNU OpenMP, whose threads spin at every barrier: on a
@@ -102,9 +103,16 @@ printf '%-24s %16s %16s %16s %9s %9s' model "cpu_ref ms" "cpu ms" "ORT ms" "ref/
 [ -n "$base" ] && printf ' %16s %9s' "base cpu ms" "cpu/base"
 printf '\n'
 for m in "${models[@]}"; do
-    batch=()
-    [ "$m" = bert ] && batch=(--batch 1)
-    "$build/tools/xflow-zoo" "$m" "${batch[@]}" -o "$work/$m.onnx" > /dev/null
+    if [[ $m == *.onnx ]]; then
+        [ -f "$m" ] || { echo "cpu_vs_ort.sh: $m: no such file" >&2; exit 1; }
+        name=$(basename "$m" .onnx)
+        cp "$m" "$work/$name.onnx"
+        m=$name
+    else
+        batch=()
+        [ "$m" = bert ] && batch=(--batch 1)
+        "$build/tools/xflow-zoo" "$m" "${batch[@]}" -o "$work/$m.onnx" > /dev/null
+    fi
     variants=("$m")
     if "$build/tools/xflowc" "$work/$m.onnx" -o "$work/$m-opt.onnx" -q > "$work/xflowc.log" 2>&1; then
         variants+=("$m-opt")
