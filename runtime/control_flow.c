@@ -75,8 +75,8 @@ static xf_status body_session(const xf_graph *g, int node, const char *attr, int
         xf_dtype want = i < n_formal ? formal[i] : bound->dtype;
         if (want != XF_DT_UNDEFINED && (i >= n_formal || v->dtype == XF_DT_UNDEFINED))
             v->dtype = want;
-        if (bound && bound->kind == XF_VK_SEQUENCE) /* a sequence passed in */
-            v->kind = XF_VK_SEQUENCE;
+        if (bound && bound->kind != XF_VK_TENSOR) /* a sequence or optional passed in */
+            v->kind = bound->kind;
         if (v->dtype == XF_DT_UNDEFINED)
             st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): the type of '%s' is unknown", n->name,
                               o->op_type, v->name);
@@ -224,7 +224,7 @@ void xf_rt_flow_free(xf_rt_flow *f)
  * buffers it reuses), a new reference to a sequence (immutable). */
 static xf_tensor *copy_of(const xf_tensor *t)
 {
-    if (t->is_sequence)
+    if (xf_tensor_is_container(t))
         return xf_tensor_retain((xf_tensor *)t);
     return xf_tensor_from_data(t->dtype, &t->shape, t->data);
 }

@@ -57,16 +57,16 @@ xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
     return r;
 }
 
-/* Sequences: the same length, and item by item as tensors. */
+/* Sequences and optionals: the same kind and length, and item by item. */
 static xf_status compare_sequences(const xf_tensor *a, const xf_tensor *b, double atol, double rtol, double *max_abs,
                                    double *max_rel, bool *ok, xf_error *err)
 {
     double worst_abs = 0.0, worst_rel = 0.0;
     *ok = false;
-    if (!a->is_sequence || !b->is_sequence || a->n_items != b->n_items)
+    if (a->is_sequence != b->is_sequence || a->is_optional != b->is_optional || a->n_items != b->n_items)
         return xf_error_set(err, XF_ERR_INVALID, "a %s of %lld entries vs a %s of %lld",
-                            a->is_sequence ? "sequence" : "tensor", (long long)a->n_items,
-                            b->is_sequence ? "sequence" : "tensor", (long long)b->n_items);
+                            xf_kind_name(xf_tensor_kind(a)), (long long)a->n_items, xf_kind_name(xf_tensor_kind(b)),
+                            (long long)b->n_items);
     bool all = true;
     for (int64_t i = 0; i < a->n_items; i++) {
         double ma = 0, mr = 0;
@@ -91,7 +91,7 @@ static xf_status compare_sequences(const xf_tensor *a, const xf_tensor *b, doubl
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err)
 {
-    if (a->is_sequence || b->is_sequence)
+    if (xf_tensor_is_container(a) || xf_tensor_is_container(b))
         return compare_sequences(a, b, atol, rtol, max_abs, max_rel, ok, err);
     double worst_abs = 0.0, worst_rel = 0.0;
     *ok = false;
