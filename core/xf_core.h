@@ -628,6 +628,10 @@ const char *xf_kind_name(xf_value_kind k);
 typedef struct xf_value {
     char *name;
     xf_value_kind kind;
+    /* Sequence and optional graph inputs: the element shape the file
+     * declares, dims it leaves symbolic as -1 (so not a static shape: what
+     * tools make sample values of); ndim -1 when not declared. */
+    xf_shape elem_decl;
     xf_dtype dtype;
     xf_shape shape;
     int producer;     /* node index, or -1 for graph inputs and initializers */

@@ -348,7 +348,10 @@ static xf_status import_inputs(importer *im)
         bool guessed[XF_MAX_DIMS];
         xf_value_kind kind;
         if (xfp_container_type(vi->type, &kind, &dt, &shape)) { /* its declaration is written back as it came */
-            s = define_value(im, set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), kind));
+            int id = set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), kind);
+            if (id >= 0)
+                xfp_element_decl(vi->type, &im->g->values[id].elem_decl);
+            s = define_value(im, id);
             if (s == XF_OK && !xfp_list_push(&im->fallback, (void *)vi))
                 s = oom(im);
             continue;

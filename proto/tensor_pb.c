@@ -609,6 +609,8 @@ static xf_status load_container(const uint8_t *p, size_t len, const char *base_d
         if (field == 3 || (optional && field == 5)) {
             s = field == 3 ? xf_tensor_load_pb_buffer(p, (size_t)v, base_dir, &t, NULL, err)
                            : load_container(p, (size_t)v, base_dir, false, &t, err);
+        } else if (field > 7) {
+            s = xf_error_set(err, XF_ERR_PARSE, "not %s (it has field %d; a TensorProto file?)", what, field);
         } else if (field > 3) {
             s = xf_error_set(err, XF_ERR_UNSUPPORTED, "%s holding %s is not supported", what,
                              field == 4 ? "sparse tensors" : field == 6 ? "maps" : "sequences or optionals");

@@ -104,6 +104,24 @@ static const Onnx__TypeProto *sequence_elem(const Onnx__TypeProto *type)
     return type->sequence_type->elem_type;
 }
 
+void xfp_element_decl(const Onnx__TypeProto *type, xf_shape *shape)
+{
+    const Onnx__TypeProto *elem = sequence_elem(type);
+    if (!elem && type && type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && type->optional_type)
+        elem = sequence_elem(type->optional_type->elem_type) ? sequence_elem(type->optional_type->elem_type)
+                                                             : type->optional_type->elem_type;
+    const Onnx__TypeProto__Tensor *tt = tensor_type(elem);
+    shape->ndim = -1;
+    if (!tt || !tt->shape || tt->shape->n_dim > XF_MAX_DIMS)
+        return;
+    shape->ndim = (int)tt->shape->n_dim;
+    for (int i = 0; i < shape->ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        shape->dims[i] =
+            d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0 ? d->dim_value : -1;
+    }
+}
+
 bool xfp_container_type(const Onnx__TypeProto *type, xf_value_kind *kind, xf_dtype *dtype, xf_shape *shape)
 {
     static const xfp_symbols none;
