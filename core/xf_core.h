@@ -629,8 +629,9 @@ typedef struct xf_value {
     char *name;
     xf_value_kind kind;
     /* Sequence and optional graph inputs: the element shape the file
-     * declares, dims it leaves symbolic as -1 (so not a static shape: what
-     * tools make sample values of); ndim -1 when not declared. */
+     * declares, named dims sized as the graph's tensor inputs have them,
+     * others the file leaves symbolic -1 (so not a static shape: what tools
+     * make sample values of); ndim -1 when not declared. */
     xf_shape elem_decl;
     xf_dtype dtype;
     xf_shape shape;

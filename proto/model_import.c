@@ -348,10 +348,7 @@ static xf_status import_inputs(importer *im)
         bool guessed[XF_MAX_DIMS];
         xf_value_kind kind;
         if (xfp_container_type(vi->type, &kind, &dt, &shape)) { /* its declaration is written back as it came */
-            int id = set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), kind);
-            if (id >= 0)
-                xfp_element_decl(vi->type, &im->g->values[id].elem_decl);
-            s = define_value(im, id);
+            s = define_value(im, set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), kind));
             if (s == XF_OK && !xfp_list_push(&im->fallback, (void *)vi))
                 s = oom(im);
             continue;
@@ -373,6 +370,13 @@ static xf_status import_inputs(importer *im)
         bool representable = dt != XF_DT_UNDEFINED && shape.ndim >= 0;
         if (s == XF_OK && !representable && !xfp_list_push(&im->fallback, (void *)vi))
             s = oom(im);
+    }
+    /* sequence and optional inputs: their declared element shapes, named
+     * dims sized as the tensor inputs size them (all of those now bound) */
+    for (size_t i = 0; i < im->gp->n_input && s == XF_OK; i++) {
+        int v = xfp_map_get(&im->values, im->gp->input[i]->name);
+        if (v >= 0 && im->g->values[v].is_input && im->g->values[v].kind != XF_VK_TENSOR)
+            xfp_element_decl(im->gp->input[i]->type, &im->syms, &im->g->values[v].elem_decl);
     }
     return s;
 }

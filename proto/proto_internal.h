@@ -158,9 +158,10 @@ Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_aren
  * element type and shape (as xfp_declared_type gives them, symbols left
  * unknown); and the TypeProto of a value of a kind (a tensor's too). */
 bool xfp_container_type(const Onnx__TypeProto *type, xf_value_kind *kind, xf_dtype *dtype, xf_shape *shape);
-/* The element shape such a type declares, symbolic dims as -1 (xf_value's
- * elem_decl); ndim -1 when it declares none. */
-void xfp_element_decl(const Onnx__TypeProto *type, xf_shape *shape);
+/* The element shape such a type declares (xf_value's elem_decl): named
+ * dims syms binds take its size, other symbolic dims -1; ndim -1 when it
+ * declares none. */
+void xfp_element_decl(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_shape *shape);
 Onnx__TypeProto *xfp_container_type_encode(xf_value_kind kind, xf_dtype dtype, const xf_shape *shape,
                                            xfp_arena *a);
 

@@ -95,6 +95,8 @@ bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_
     return *dtype != XF_DT_UNDEFINED;
 }
 
+static bool is_param(const Onnx__TensorShapeProto__Dimension *d);
+
 /* A sequence of tensors: its element type's TypeProto, else NULL. */
 static const Onnx__TypeProto *sequence_elem(const Onnx__TypeProto *type)
 {
@@ -104,7 +106,7 @@ static const Onnx__TypeProto *sequence_elem(const Onnx__TypeProto *type)
     return type->sequence_type->elem_type;
 }
 
-void xfp_element_decl(const Onnx__TypeProto *type, xf_shape *shape)
+void xfp_element_decl(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_shape *shape)
 {
     const Onnx__TypeProto *elem = sequence_elem(type);
     if (!elem && type && type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && type->optional_type)
@@ -117,8 +119,11 @@ void xfp_element_decl(const Onnx__TypeProto *type, xf_shape *shape)
     shape->ndim = (int)tt->shape->n_dim;
     for (int i = 0; i < shape->ndim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        shape->dims[i] =
-            d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0 ? d->dim_value : -1;
+        const xfp_symbol *sym = is_param(d) ? symbol_get(syms, d->dim_param) : NULL;
+        shape->dims[i] = sym ? sym->value
+                         : d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0
+                             ? d->dim_value
+                             : -1;
     }
 }
 

@@ -36,7 +36,11 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
 double xf_tensor_max_abs(const xf_tensor *t)
 {
     double m = 0.0;
-    if (!((XF_DTM_NUMERIC | XF_DTM_FLOAT8) & XF_DTM(t->dtype)))
+    for (int64_t i = 0; i < t->n_items; i++) { /* a sequence's or optional's entries */
+        double x = xf_tensor_max_abs(t->items[i]);
+        m = x > m ? x : m;
+    }
+    if (xf_tensor_is_container(t) || !((XF_DTM_NUMERIC | XF_DTM_FLOAT8) & XF_DTM(t->dtype)))
         return m;
     int64_t numel = xf_tensor_numel(t);
     for (int64_t i = 0; i < numel; i++) {
@@ -48,7 +52,7 @@ double xf_tensor_max_abs(const xf_tensor *t)
 
 xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
 {
-    if (!(XF_DTM_FLOATS & XF_DTM(t->dtype)) || !(XF_DTM_FLOATS & XF_DTM(to)))
+    if (xf_tensor_is_container(t) || !(XF_DTM_FLOATS & XF_DTM(t->dtype)) || !(XF_DTM_FLOATS & XF_DTM(to)))
         return NULL;
     xf_tensor *r = xf_tensor_create(to, &t->shape);
     int64_t numel = xf_tensor_numel(t);
