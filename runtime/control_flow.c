@@ -531,6 +531,17 @@ static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor *
     return st;
 }
 
+/* Frees items (may be NULL): n lists (each may be NULL) of count tensors. */
+static void free_lists(xf_tensor ***items, int n, int64_t count)
+{
+    for (int k = 0; items && k < n; k++) {
+        for (int64_t i = 0; items[k] && i < count; i++)
+            xf_tensor_release(items[k][i]);
+        free(items[k]);
+    }
+    free(items);
+}
+
 /* Scan of opset 8: the scan of each batch entry (entry b of every state
  * and scan input), the results stacked along a new first axis. */
 static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err)
@@ -576,13 +587,8 @@ static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **ou
     }
     for (int k = 0; k < n_out && st == XF_OK; k++)
         st = stack(f, k - f->n_carried, items[k], batch, 0, false, &(xf_shape){.ndim = -1}, &out[k], err);
-    for (int k = 0; items && k < n_out; k++) {
-        for (int64_t b = 0; items[k] && b < batch; b++)
-            xf_tensor_release(items[k][b]);
-        free(items[k]);
-    }
+    free_lists(items, n_out, batch);
     free(in_b);
-    free(items);
     free(out_b);
     return st;
 }
@@ -633,12 +639,7 @@ static xf_status run_sequence_map(xf_rt_flow *f, xf_tensor *const *in, xf_tensor
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap): body output %d changes type between entries",
                               n->name, k);
     }
-    for (int k = 0; items && k < n_out; k++) {
-        for (int64_t i = 0; items[k] && i < len; i++)
-            xf_tensor_release(items[k][i]);
-        free(items[k]);
-    }
-    free(items);
+    free_lists(items, n_out, len);
     free(body_in);
     free(body_out);
     return st;

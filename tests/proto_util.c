@@ -509,3 +509,9 @@ void expect_export_refused(const xf_model *m, const char *node, const char *what
     ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(e.msg, node) && strstr(e.msg, what) && (!also || strstr(e.msg, also)), "%s", e.msg);
 }
+
+void release_all(xf_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++)
+        xf_tensor_release(t[i]);
+}

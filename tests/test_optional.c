@@ -96,12 +96,6 @@ static void run(const xf_model *m, const char *be, xf_tensor **in, xf_tensor **o
     ck_assert_msg(try_run(m, be, in, out, &e) == XF_OK, "%s: %s", be, e.msg);
 }
 
-static void release_all(xf_tensor **t, int n)
-{
-    for (int i = 0; i < n; i++)
-        xf_tensor_release(t[i]);
-}
-
 static bool truth(const xf_tensor *t)
 {
     ck_assert_int_eq(t->dtype, XF_DT_BOOL);
