@@ -253,6 +253,7 @@ int xf_graph_add_value(xf_graph *g, const char *name, xf_dtype dtype, const xf_s
         v->shape = *shape;
     else
         v->shape.ndim = -1;
+    v->elem_decl.ndim = -1;
     v->producer = -1;
     return g->n_values++;
 }

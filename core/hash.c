@@ -260,6 +260,9 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
 
     put_tensor(h, a->value);
     put(h, (uint64_t)a->new_axis);
+    put(h, (uint64_t)a->opt_type);
+    if (a->opt_type)
+        put_shape(h, &a->opt_shape);
 }
 
 /* A value id as the hash of that value; ids out of range (an invalid

@@ -691,6 +691,9 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_SEQUENCE_LENGTH xf_infer_sequence
 #define XF_RULE_SPLIT_TO_SEQUENCE xf_infer_sequence
 #define XF_RULE_CONCAT_FROM_SEQUENCE xf_infer_sequence
+#define XF_RULE_OPTIONAL xf_infer_sequence
+#define XF_RULE_OPTIONAL_HAS_ELEMENT xf_infer_sequence
+#define XF_RULE_OPTIONAL_GET_ELEMENT xf_infer_sequence
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

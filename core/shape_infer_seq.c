@@ -1,6 +1,7 @@
 /* Shape inference of ONNX's sequence ops (SequenceEmpty, SequenceConstruct,
  * SequenceInsert, SequenceAt, SequenceErase, SequenceLength,
- * SplitToSequence, ConcatFromSequence).  One rule sets the kinds, element
+ * SplitToSequence, ConcatFromSequence) and optional ops (Optional,
+ * OptionalHasElement, OptionalGetElement).  One rule sets the kinds, element
  * types and shapes of their outputs.  A sequence's shape is the one every
  * element has; where entries may differ, or their number is only known at
  * run time (ConcatFromSequence), shapes stay unknown and the graph runs in
@@ -9,12 +10,11 @@
 
 static const xf_shape unknown_shape = {.ndim = -1};
 
-/* Whether input i is a sequence: the run-time value's kind when given,
- * else the value's. */
-static bool is_sequence(const xf_infer_ctx *c, int i)
+/* The kind of input i: the run-time value's when given, else the value's. */
+static xf_value_kind kind_of(const xf_infer_ctx *c, int i)
 {
     const xf_tensor *t = c->input_values ? c->input_values[i] : NULL;
-    return t ? t->is_sequence : c->g->values[c->node->inputs[i]].kind == XF_VK_SEQUENCE;
+    return t ? xf_tensor_kind(t) : c->g->values[c->node->inputs[i]].kind;
 }
 
 static void set_output(xf_infer_ctx *c, xf_value_kind kind, xf_dtype dtype, const xf_shape *shape)
@@ -27,16 +27,23 @@ static void set_output(xf_infer_ctx *c, xf_value_kind kind, xf_dtype dtype, cons
     c->g->values[v].shape = *shape;
 }
 
-/* Fails when input i is known to be of the other kind than `sequence`. */
-static xf_status require_kind(const xf_infer_ctx *c, int i, bool sequence)
+/* Whether input i's kind is known: a run-time value, a graph input or
+ * initializer, or what a known op makes (an opaque node's outputs are
+ * known at run time only). */
+static bool kind_known(const xf_infer_ctx *c, int i)
 {
     int v = c->node->inputs[i];
-    bool known = (c->input_values && c->input_values[i]) || c->g->values[v].producer < 0 ||
-                 c->g->nodes[c->g->values[v].producer].op != XF_OP_OPAQUE;
-    if (!known || is_sequence(c, i) == sequence)
+    return (c->input_values && c->input_values[i]) || c->g->values[v].producer < 0 ||
+           c->g->nodes[c->g->values[v].producer].op != XF_OP_OPAQUE;
+}
+
+/* Fails when input i is known to be of another kind than `kind`. */
+static xf_status require_kind(const xf_infer_ctx *c, int i, xf_value_kind kind)
+{
+    if (!kind_known(c, i) || kind_of(c, i) == kind)
         return XF_OK;
-    return xf_infer_fail(c, XF_ERR_INVALID, "input %d ('%s') must be a %s", i, c->g->values[v].name,
-                         sequence ? "sequence" : "tensor");
+    return xf_infer_fail(c, XF_ERR_INVALID, "input %d ('%s') must be a %s, not a %s", i,
+                         c->g->values[c->node->inputs[i]].name, xf_kind_name(kind), xf_kind_name(kind_of(c, i)));
 }
 
 /* The common element type of inputs [first, last): undefined where none
@@ -98,6 +105,40 @@ static xf_status split_shape(xf_infer_ctx *c, xf_shape *out)
     return XF_OK;
 }
 
+/* Optional, OptionalHasElement, OptionalGetElement. */
+static xf_status infer_optional(xf_infer_ctx *c)
+{
+    const xf_node *n = c->node;
+    bool has = n->n_inputs > 0 && xf_infer_has(c, 0);
+    xf_value_kind in = has ? kind_of(c, 0) : XF_VK_TENSOR;
+    bool known = has && kind_known(c, 0);
+    if (n->op == XF_OP_OPTIONAL) {
+        if (!has) {
+            if (!n->attrs.opt_type)
+                return xf_infer_fail(c, XF_ERR_INVALID, "has no input and no 'type' attribute");
+            set_output(c, n->attrs.opt_type == 1 + XF_VK_SEQUENCE ? XF_VK_OPTIONAL_SEQUENCE : XF_VK_OPTIONAL_TENSOR,
+                       n->attrs.to, &n->attrs.opt_shape);
+            return XF_OK;
+        }
+        if (known && xf_kind_is_optional(in))
+            return xf_infer_fail(c, XF_ERR_INVALID, "input 0 ('%s') is an optional; optionals do not nest",
+                                 c->g->values[n->inputs[0]].name);
+        set_output(c, in == XF_VK_SEQUENCE ? XF_VK_OPTIONAL_SEQUENCE : XF_VK_OPTIONAL_TENSOR, xf_infer_dtype(c, 0),
+                   xf_infer_shape(c, 0));
+        return XF_OK;
+    }
+    if (!has && n->op == XF_OP_OPTIONAL_GET_ELEMENT)
+        return xf_infer_fail(c, XF_ERR_INVALID, "input 0 is missing");
+    if (known && !xf_kind_is_optional(in) && c->opset < 18) /* plain inputs: opset 18 */
+        return xf_infer_fail(c, XF_ERR_INVALID, "input 0 ('%s') is a %s; before opset 18 it must be an optional",
+                             c->g->values[n->inputs[0]].name, xf_kind_name(in));
+    if (n->op == XF_OP_OPTIONAL_HAS_ELEMENT)
+        set_output(c, XF_VK_TENSOR, XF_DT_BOOL, &(xf_shape){.ndim = 0});
+    else
+        set_output(c, xf_kind_content(in), xf_infer_dtype(c, 0), xf_infer_shape(c, 0));
+    return XF_OK;
+}
+
 xf_status xf_infer_sequence(xf_infer_ctx *c)
 {
     const xf_node *n = c->node;
@@ -105,6 +146,10 @@ xf_status xf_infer_sequence(xf_infer_ctx *c)
     xf_shape shape = unknown_shape;
     xf_status st = XF_OK;
     switch (n->op) {
+    case XF_OP_OPTIONAL:
+    case XF_OP_OPTIONAL_HAS_ELEMENT:
+    case XF_OP_OPTIONAL_GET_ELEMENT:
+        return infer_optional(c);
     case XF_OP_SEQUENCE_EMPTY:
         if ((unsigned)n->attrs.to >= XF_DT_COUNT_ || xf_dtype_size(n->attrs.to) == 0)
             return xf_infer_fail(c, XF_ERR_UNSUPPORTED, "dtype %d is not an element type xflow runs",
@@ -113,7 +158,7 @@ xf_status xf_infer_sequence(xf_infer_ctx *c)
         return XF_OK;
     case XF_OP_SEQUENCE_CONSTRUCT:
         for (int i = 0; i < n->n_inputs && st == XF_OK; i++)
-            st = require_kind(c, i, false);
+            st = require_kind(c, i, XF_VK_TENSOR);
         if (st == XF_OK)
             st = element_dtype(c, 0, n->n_inputs, &dt);
         shape = *xf_infer_shape(c, 0);
@@ -126,17 +171,17 @@ xf_status xf_infer_sequence(xf_infer_ctx *c)
     case XF_OP_SEQUENCE_AT:
     case XF_OP_SEQUENCE_LENGTH:
     case XF_OP_CONCAT_FROM_SEQUENCE:
-        st = require_kind(c, 0, true);
+        st = require_kind(c, 0, XF_VK_SEQUENCE);
         break;
     case XF_OP_SPLIT_TO_SEQUENCE:
-        st = require_kind(c, 0, false);
+        st = require_kind(c, 0, XF_VK_TENSOR);
         break;
     default:
         return xf_infer_fail(c, XF_ERR_INVALID, "is not a sequence op");
     }
     for (int i = 1; i < n->n_inputs && st == XF_OK; i++)
         if (xf_infer_has(c, i))
-            st = require_kind(c, i, false);
+            st = require_kind(c, i, XF_VK_TENSOR);
     if (st != XF_OK)
         return st;
     switch (n->op) {

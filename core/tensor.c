@@ -179,7 +179,7 @@ void xf_tensor_release(xf_tensor *t)
 xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items)
 {
     for (int64_t i = 0; i < n; i++)
-        if (!items[i] || items[i]->is_sequence || items[i]->dtype != dtype)
+        if (!items[i] || xf_tensor_is_container(items[i]) || items[i]->dtype != dtype)
             return NULL;
     xf_tensor *t = calloc(1, sizeof *t);
     if (!t || !(t->items = malloc(sizeof *t->items * (size_t)(n > 0 ? n : 1)))) {
@@ -197,6 +197,32 @@ xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items
             t->shape.ndim = -1;
     }
     return t;
+}
+
+xf_tensor *xf_optional_create(xf_tensor *content, bool of_sequence, xf_dtype dtype)
+{
+    if (content && content->is_optional)
+        return NULL;
+    xf_tensor *t = calloc(1, sizeof *t);
+    if (!t || !(t->items = malloc(sizeof *t->items))) {
+        free(t);
+        return NULL;
+    }
+    t->refcount = 1;
+    t->is_optional = true;
+    t->optional_of_sequence = content ? content->is_sequence : of_sequence;
+    t->dtype = content ? content->dtype : dtype;
+    t->shape = content ? content->shape : (xf_shape){.ndim = -1};
+    t->n_items = content != NULL;
+    if (content)
+        t->items[0] = xf_tensor_retain(content);
+    return t;
+}
+
+const char *xf_kind_name(xf_value_kind k)
+{
+    static const char *const names[] = {"tensor", "sequence", "optional tensor", "optional sequence"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "value";
 }
 
 int64_t xf_tensor_numel(const xf_tensor *t) { return xf_shape_numel(&t->shape); }

@@ -137,6 +137,13 @@ typedef struct xf_tensor {
     bool is_sequence;
     int64_t n_items;
     struct xf_tensor **items;
+    /* An optional value (ONNX's optional type) at run time: n_items 0
+     * (empty) or 1, items[0] the tensor or sequence it holds (an owned
+     * reference); optional_of_sequence says which it holds or, when empty,
+     * would hold; dtype is the element type and shape the content's (ndim
+     * -1 when empty); no data.  It travels like a sequence. */
+    bool is_optional;
+    bool optional_of_sequence;
 } xf_tensor;
 
 /* New tensor with zeroed data.  NULL when out of memory or the size overflows. */
@@ -149,6 +156,13 @@ void xf_tensor_release(xf_tensor *t);
  * to each item (items may be NULL when n is 0).  NULL when out of memory
  * or an item is not a tensor of that type. */
 xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items);
+/* New optional holding a new reference to content (a tensor or a
+ * sequence), or empty when content is NULL: then of_sequence and dtype say
+ * what it would hold.  NULL when out of memory or content is an optional. */
+xf_tensor *xf_optional_create(xf_tensor *content, bool of_sequence, xf_dtype dtype);
+/* Whether t is a sequence or an optional (a value holding references, with
+ * no data of its own) rather than a tensor. */
+static inline bool xf_tensor_is_container(const xf_tensor *t) { return t->is_sequence || t->is_optional; }
 int64_t xf_tensor_numel(const xf_tensor *t);
 /* Element i converted to double / int64 (for small shape-like tensors). */
 double xf_tensor_get_f64(const xf_tensor *t, int64_t i);
@@ -426,6 +440,11 @@ typedef struct xf_attrs {
      * axis and keepdims are `axis` and `keepdims`, ConcatFromSequence's
      * axis is `axis` and new_axis this */
     int new_axis;
+    /* Optional's type attribute: opt_type 0 when absent, else 1 + the
+     * xf_value_kind it would hold (tensor or sequence), with element type
+     * `to` and element shape opt_shape (ndim -1: not declared) */
+    int opt_type;
+    xf_shape opt_shape;
 } xf_attrs;
 
 /* The activations ONNX Runtime's FusedConv (activation, activation_params)
@@ -569,13 +588,51 @@ const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr);
  * dynamic mode, on the host backends (the session runs the sequence ops
  * itself, on xf_tensor sequences).  No rewrite rule matches a sequence op,
  * and canonicalization never folds one (XF_OPF_NOFOLD), so the optimizer
- * leaves them and their values as they are. */
-typedef enum xf_value_kind { XF_VK_TENSOR = 0, XF_VK_SEQUENCE } xf_value_kind;
+ * leaves them and their values as they are.
+ *
+ * Optionals (ONNX's optional type, opset 15) are a third kind of value,
+ * in two flavours by what they hold: an optional tensor or an optional
+ * sequence.  What an optional holds is part of its type (an empty one
+ * still has it, and export writes it), so the kind says it, and every
+ * place that passes kinds along (import, Identity, Loop/If bodies) passes
+ * it with no second field to keep in step.  dtype and shape are those of
+ * the content.  The optional ops (Optional, OptionalHasElement,
+ * OptionalGetElement) are known ops flagged XF_OPF_SEQ: like the sequence
+ * ops, the session runs them on the host, in dynamic mode (whether an
+ * optional is empty is known at run time only); at run time an optional
+ * is an xf_tensor with is_optional set (see xf_optional_create). */
+typedef enum xf_value_kind {
+    XF_VK_TENSOR = 0,
+    XF_VK_SEQUENCE,
+    XF_VK_OPTIONAL_TENSOR,
+    XF_VK_OPTIONAL_SEQUENCE
+} xf_value_kind;
+
+static inline bool xf_kind_is_optional(xf_value_kind k) { return k == XF_VK_OPTIONAL_TENSOR || k == XF_VK_OPTIONAL_SEQUENCE; }
+/* What an optional of kind k holds (k itself for the other kinds). */
+static inline xf_value_kind xf_kind_content(xf_value_kind k)
+{
+    return k == XF_VK_OPTIONAL_TENSOR ? XF_VK_TENSOR : k == XF_VK_OPTIONAL_SEQUENCE ? XF_VK_SEQUENCE : k;
+}
+/* The kind of a run-time value. */
+static inline xf_value_kind xf_tensor_kind(const xf_tensor *t)
+{
+    return t->is_optional ? (t->optional_of_sequence ? XF_VK_OPTIONAL_SEQUENCE : XF_VK_OPTIONAL_TENSOR)
+           : t->is_sequence ? XF_VK_SEQUENCE
+                            : XF_VK_TENSOR;
+}
+/* "tensor", "sequence", "optional tensor" or "optional sequence". */
+const char *xf_kind_name(xf_value_kind k);
 
 /* A value: a graph input, an initializer (constant) or a node output. */
 typedef struct xf_value {
     char *name;
     xf_value_kind kind;
+    /* Sequence and optional graph inputs: the element shape the file
+     * declares, named dims sized as the graph's tensor inputs have them,
+     * others the file leaves symbolic -1 (so not a static shape: what tools
+     * make sample values of); ndim -1 when not declared. */
+    xf_shape elem_decl;
     xf_dtype dtype;
     xf_shape shape;
     int producer;     /* node index, or -1 for graph inputs and initializers */

@@ -69,6 +69,15 @@ static void add_string(writer *w, const char *name, const char *v)
     }
 }
 
+static void add_type(writer *w, const char *name, Onnx__TypeProto *tp)
+{
+    Onnx__AttributeProto *at = tp ? add(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO) : NULL;
+    if (at)
+        at->tp = tp;
+    else
+        w->oom = true;
+}
+
 /* A list of n floats copied into the arena. */
 static void add_floats(writer *w, const char *name, const float *v, int n)
 {
@@ -544,6 +553,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_SEQUENCE_EMPTY:
         if (a->to != d.to)
             add_int(&w, "dtype", a->to);
+        break;
+    case XF_OP_OPTIONAL:
+        if (a->opt_type)
+            add_type(&w, "type", xfp_container_type_encode((xf_value_kind)(a->opt_type - 1), a->to, &a->opt_shape,
+                                                           w.arena));
         break;
     case XF_OP_SPLIT_TO_SEQUENCE:
         if (a->axis != d.axis)

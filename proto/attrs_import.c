@@ -47,6 +47,7 @@
  *   SequenceEmpty   dtype->to (default float)
  *   SplitToSequence axis  keepdims
  *   ConcatFromSequence  axis (required)  new_axis
+ *   Optional        type->opt_type (1 + the kind held), to, opt_shape
  *   OneHot          axis (before opset 11: onehot_legacy)
  *   Compress        axis (has_axis)
  *   Unique          axis (has_axis)  sorted (0: topk_unsorted)
@@ -542,6 +543,29 @@ static bool take_sequence(reader *r, xf_op op, const char *name, const Onnx__Att
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
+/* Optional's type: the tensor or sequence type it would hold (kind, `to`
+ * and opt_shape). */
+static bool take_optional(reader *r, const char *name, const Onnx__AttributeProto *at)
+{
+    static const xfp_symbols none;
+    xf_attrs *a = r->a;
+    xf_value_kind kind;
+    if (strcmp(name, "type") != 0)
+        return refuse(r, "attribute '%s' is not modelled", name);
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO) || !at->tp)
+        return refuse(r, "attribute '%s' is not a type", name);
+    if (xfp_container_type(at->tp, &kind, &a->to, &a->opt_shape)) {
+        if (kind != XF_VK_SEQUENCE)
+            return refuse(r, "attribute '%s' is an optional type; optionals do not nest", name);
+    } else {
+        xfp_declared_type(at->tp, &none, &a->to, &a->opt_shape);
+    }
+    if (a->to == XF_DT_UNDEFINED)
+        return refuse(r, "attribute '%s' is not a tensor or sequence type xflow knows", name);
+    a->opt_type = 1 + (int)kind;
+    return true;
+}
+
 static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
@@ -843,6 +867,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_SPLIT_TO_SEQUENCE:
     case XF_OP_CONCAT_FROM_SEQUENCE:
         return take_sequence(r, op, name, at);
+    case XF_OP_OPTIONAL:
+        return take_optional(r, name, at);
     case XF_OP_MS_MATMUL_NBITS:
     case XF_OP_MS_GQA:
     case XF_OP_MS_GATHER_BLOCK_QUANTIZED:

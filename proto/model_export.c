@@ -222,7 +222,7 @@ static xf_status write_nodes(exporter *x)
 static Onnx__ValueInfoProto *value_info(exporter *x, int v, bool required)
 {
     const xf_value *val = &x->g->values[v];
-    bool seq = val->kind == XF_VK_SEQUENCE; /* written as declared when it was */
+    bool seq = val->kind != XF_VK_TENSOR; /* a sequence or optional: written as declared when it was */
     bool known = val->dtype != XF_DT_UNDEFINED && val->shape.ndim >= 0 && !seq;
     int fb = known ? -1 : xfp_map_get(&x->fallback, val->name);
     if (fb >= 0)
@@ -235,7 +235,7 @@ static Onnx__ValueInfoProto *value_info(exporter *x, int v, bool required)
     onnx__value_info_proto__init(vi);
     vi->name = val->name;
     if (val->dtype != XF_DT_UNDEFINED && seq)
-        return (vi->type = xfp_sequence_type_encode(val->dtype, &val->shape, &x->arena)) ? vi : NULL;
+        return (vi->type = xfp_container_type_encode(val->kind, val->dtype, &val->shape, &x->arena)) ? vi : NULL;
     if (val->dtype != XF_DT_UNDEFINED && !(vi->type = xfp_type_encode(val->dtype, &val->shape, &x->arena)))
         return NULL;
     /* dims kept symbolic (graph inputs and outputs only) */

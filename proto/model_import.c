@@ -312,14 +312,15 @@ static int set_kind(xf_graph *g, int id, xf_value_kind kind)
     return id;
 }
 
-/* A value of unknown type takes a declared sequence type. */
+/* A value of unknown type takes a declared sequence or optional type. */
 static void declared_sequence(xf_value *val, const Onnx__TypeProto *type)
 {
     xf_dtype dt;
     xf_shape shape;
-    if (val->dtype != XF_DT_UNDEFINED || !xfp_sequence_type(type, &dt, &shape))
+    xf_value_kind kind;
+    if (val->dtype != XF_DT_UNDEFINED || !xfp_container_type(type, &kind, &dt, &shape))
         return;
-    val->kind = XF_VK_SEQUENCE;
+    val->kind = kind;
     val->dtype = dt;
     val->shape = shape;
 }
@@ -345,8 +346,9 @@ static xf_status import_inputs(importer *im)
         xf_dtype dt;
         xf_shape shape;
         bool guessed[XF_MAX_DIMS];
-        if (xfp_sequence_type(vi->type, &dt, &shape)) { /* its declaration is written back as it came */
-            s = define_value(im, set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), XF_VK_SEQUENCE));
+        xf_value_kind kind;
+        if (xfp_container_type(vi->type, &kind, &dt, &shape)) { /* its declaration is written back as it came */
+            s = define_value(im, set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), kind));
             if (s == XF_OK && !xfp_list_push(&im->fallback, (void *)vi))
                 s = oom(im);
             continue;
@@ -368,6 +370,13 @@ static xf_status import_inputs(importer *im)
         bool representable = dt != XF_DT_UNDEFINED && shape.ndim >= 0;
         if (s == XF_OK && !representable && !xfp_list_push(&im->fallback, (void *)vi))
             s = oom(im);
+    }
+    /* sequence and optional inputs: their declared element shapes, named
+     * dims sized as the tensor inputs size them (all of those now bound) */
+    for (size_t i = 0; i < im->gp->n_input && s == XF_OK; i++) {
+        int v = xfp_map_get(&im->values, im->gp->input[i]->name);
+        if (v >= 0 && im->g->values[v].is_input && im->g->values[v].kind != XF_VK_TENSOR)
+            xfp_element_decl(im->gp->input[i]->type, &im->syms, &im->g->values[v].elem_decl);
     }
     return s;
 }
@@ -597,13 +606,13 @@ static xf_status import_body(const importer *parent, const Onnx__GraphProto *gp,
         const Onnx__ValueInfoProto *vi = gp->input[i];
         xf_dtype dt;
         xf_shape ignored;
-        xfp_declared_type(vi->type, &no_symbols, &dt, &ignored);
-        bool seq = xfp_sequence_type(vi->type, &dt, &ignored);
+        xf_value_kind kind;
+        if (!xfp_container_type(vi->type, &kind, &dt, &ignored))
+            xfp_declared_type(vi->type, &no_symbols, &dt, &ignored);
         s = vi->name && vi->name[0] ? check_new_name(&im, vi->name, "a subgraph input")
                                     : xf_error_set(im.err, XF_ERR_INVALID, "subgraph input %zu has no name", i);
         if (s == XF_OK)
-            s = define_value(&im, set_kind(im.g, xf_graph_add_input(im.g, vi->name, dt, &unknown),
-                                           seq ? XF_VK_SEQUENCE : XF_VK_TENSOR));
+            s = define_value(&im, set_kind(im.g, xf_graph_add_input(im.g, vi->name, dt, &unknown), kind));
     }
     for (size_t k = 0; k < n_outer && s == XF_OK; k++) {
         int pv = xfp_map_get(&parent->values, outer[k]);
@@ -806,7 +815,7 @@ static void apply_declared(importer *im)
             continue;
         const Onnx__ValueInfoProto *vi = im->declared_list.items[d];
         declared_sequence(val, vi->type);
-        if (val->kind == XF_VK_SEQUENCE)
+        if (val->kind != XF_VK_TENSOR)
             continue;
         xf_dtype dt;
         xf_shape shape;

@@ -153,11 +153,17 @@ int32_t xfp_foreign_elem_type(const Onnx__TypeProto *type);
 const char *xfp_foreign_type_name(int32_t t);
 /* TypeProto for a tensor of dtype and shape (no shape field when ndim < 0). */
 Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a);
-/* A sequence of tensors (XF_VK_SEQUENCE): true when type is one, with its
+/* A sequence of tensors, an optional tensor or an optional sequence of
+ * tensors (see xf_value_kind): true when type is one, with its kind and
  * element type and shape (as xfp_declared_type gives them, symbols left
- * unknown); and the TypeProto of one. */
-bool xfp_sequence_type(const Onnx__TypeProto *type, xf_dtype *dtype, xf_shape *shape);
-Onnx__TypeProto *xfp_sequence_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a);
+ * unknown); and the TypeProto of a value of a kind (a tensor's too). */
+bool xfp_container_type(const Onnx__TypeProto *type, xf_value_kind *kind, xf_dtype *dtype, xf_shape *shape);
+/* The element shape such a type declares (xf_value's elem_decl): named
+ * dims syms binds take its size, other symbolic dims -1; ndim -1 when it
+ * declares none. */
+void xfp_element_decl(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_shape *shape);
+Onnx__TypeProto *xfp_container_type_encode(xf_value_kind kind, xf_dtype dtype, const xf_shape *shape,
+                                           xfp_arena *a);
 
 /* ---------------------------------------------------------------- subgraph.c */
 

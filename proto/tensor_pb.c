@@ -513,9 +513,12 @@ xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base
     return s;
 }
 
-/* Reads the file at path and parses it with xf_tensor_load_pb_buffer
- * (sequence false) or xf_sequence_load_pb_buffer; errors name the file. */
-static xf_status load_pb_file(const char *path, bool sequence, xf_tensor **out, char **name, xf_error *err)
+static xf_status load_container(const uint8_t *p, size_t len, const char *base_dir, bool optional, xf_tensor **out,
+                                xf_error *err);
+
+/* Reads the file at path and parses it as a TensorProto, SequenceProto or
+ * OptionalProto as kind says; errors name the file. */
+static xf_status load_pb_file(const char *path, xf_value_kind kind, xf_tensor **out, char **name, xf_error *err)
 {
     *out = NULL;
     if (name)
@@ -528,8 +531,8 @@ static xf_status load_pb_file(const char *path, bool sequence, xf_tensor **out, 
     char *dir = xfp_dirname(path);
     if (!dir)
         s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    else if (sequence)
-        s = xf_sequence_load_pb_buffer(buf, len, dir, out, err);
+    else if (kind != XF_VK_TENSOR)
+        s = load_container(buf, len, dir, xf_kind_is_optional(kind), out, err);
     else
         s = xf_tensor_load_pb_buffer(buf, len, dir, out, name, err);
     free(buf);
@@ -543,26 +546,14 @@ static xf_status load_pb_file(const char *path, bool sequence, xf_tensor **out, 
 
 xf_status xf_tensor_load_pb(const char *path, xf_tensor **out, char **name, xf_error *err)
 {
-    return load_pb_file(path, false, out, name, err);
+    return load_pb_file(path, XF_VK_TENSOR, out, name, err);
 }
 
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err)
 {
-    xfp_arena a = {0};
-    Onnx__TensorProto tp;
-    xf_status s = xfp_tensor_encode(t, name, &a, NULL, &tp, err);
-    uint8_t *buf = NULL;
-    if (s == XF_OK) {
-        size_t len = onnx__tensor_proto__get_packed_size(&tp);
-        buf = malloc(len ? len : 1);
-        if (!buf)
-            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory writing '%s'", path);
-        else
-            s = xfp_write_file_atomic(path, buf, onnx__tensor_proto__pack(&tp, buf), err);
-    }
-    free(buf);
-    xfp_arena_free(&a);
-    return s;
+    if (xf_tensor_is_container(t))
+        return xf_error_set(err, XF_ERR_INVALID, "'%s': a %s is not a tensor", path, xf_kind_name(xf_tensor_kind(t)));
+    return xf_value_save_pb(t, name, path, err);
 }
 
 /* ------------------------------------------------------------ sequences */
@@ -580,62 +571,188 @@ static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
     return false;
 }
 
-/* ONNX's SequenceProto (onnx-data.proto, which the generated code lacks):
- * elem_type (2) and tensor_values (3) are read from the wire; other
- * fields (name, nested sequences, maps) are skipped or refused. */
-xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
-                                     xf_error *err)
+/* ONNX's SequenceProto and OptionalProto (onnx-data.proto, which the
+ * generated code lacks), read from the wire: elem_type (2), a sequence's
+ * tensor_values (3), an optional's tensor_value (3) or sequence_value (5).
+ * The name is skipped; sparse tensors, maps and nesting are refused.  An
+ * empty one's element type is left undefined (the file does not say it;
+ * a session gives it the graph input's). */
+enum { PB_TENSOR = 1, PB_SEQUENCE = 3 }; /* OptionalProto.DataType, SequenceProto.DataType */
+
+static xf_status load_container(const uint8_t *p, size_t len, const char *base_dir, bool optional, xf_tensor **out,
+                                xf_error *err)
 {
-    const uint8_t *p = buf, *end = p + len;
-    xf_tensor **items = NULL;
+    const char *what = optional ? "an OptionalProto" : "a SequenceProto";
+    const uint8_t *end = p + len;
+    xf_tensor **items = NULL, *content = NULL;
     int64_t n = 0, cap = 0;
-    int32_t elem = 0;
+    uint64_t elem = 0;
     xf_status s = XF_OK;
     *out = NULL;
     while (p < end && s == XF_OK) {
         uint64_t key, v;
         if (!read_varint(&p, end, &key)) {
-            s = xf_error_set(err, XF_ERR_PARSE, "not a SequenceProto (bad field key)");
+            s = xf_error_set(err, XF_ERR_PARSE, "not %s (bad field key)", what);
             break;
         }
         int field = (int)(key >> 3), wire = (int)(key & 7);
         if (wire == 0 && read_varint(&p, end, &v)) {
             if (field == 2)
-                elem = (int32_t)v;
+                elem = v;
             continue;
         }
         if (wire != 2 || !read_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
-            s = xf_error_set(err, XF_ERR_PARSE, "not a SequenceProto (field %d)", field);
+            s = xf_error_set(err, XF_ERR_PARSE, "not %s (field %d)", what, field);
             break;
         }
-        if (field == 3) {
-            xf_tensor *t = NULL;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 8;
-                xf_tensor **grown = realloc(items, sizeof *grown * (size_t)cap);
-                if (!grown) {
-                    s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-                    break;
-                }
-                items = grown;
-            }
-            s = xf_tensor_load_pb_buffer(p, (size_t)v, base_dir, &t, NULL, err);
-            if (s == XF_OK)
-                items[n++] = t;
+        xf_tensor *t = NULL;
+        if (field == 3 || (optional && field == 5)) {
+            s = field == 3 ? xf_tensor_load_pb_buffer(p, (size_t)v, base_dir, &t, NULL, err)
+                           : load_container(p, (size_t)v, base_dir, false, &t, err);
+        } else if (field > 7) {
+            s = xf_error_set(err, XF_ERR_PARSE, "not %s (it has field %d; a TensorProto file?)", what, field);
         } else if (field > 3) {
-            s = xf_error_set(err, XF_ERR_UNSUPPORTED, "sequences of sequences, maps or optionals are not supported");
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED, "%s holding %s is not supported", what,
+                             field == 4 ? "sparse tensors" : field == 6 ? "maps" : "sequences or optionals");
         }
+        if (t && optional) {
+            xf_tensor_release(content);
+            content = t;
+        } else if (t && n == cap) {
+            xf_tensor **grown = realloc(items, sizeof *grown * (size_t)(cap = cap ? 2 * cap : 8));
+            if (grown)
+                items = grown;
+            else
+                s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        }
+        if (t && !optional && s == XF_OK)
+            items[n++] = t;
+        else if (t && !optional)
+            xf_tensor_release(t);
         p += v;
     }
-    if (s == XF_OK && !(*out = xf_sequence_create(n > 0 ? items[0]->dtype : (xf_dtype)elem, n, items)))
+    if (s == XF_OK && optional && !(*out = xf_optional_create(content, elem == PB_SEQUENCE, XF_DT_UNDEFINED)))
+        s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (s == XF_OK && !optional && !(*out = xf_sequence_create(n > 0 ? items[0]->dtype : XF_DT_UNDEFINED, n, items)))
         s = xf_error_set(err, XF_ERR_INVALID, "a SequenceProto whose tensors differ in type");
     for (int64_t i = 0; i < n; i++)
         xf_tensor_release(items[i]);
     free(items);
+    xf_tensor_release(content);
     return s;
+}
+
+xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
+                                     xf_error *err)
+{
+    return load_container(buf, len, base_dir, false, out, err);
+}
+
+xf_status xf_optional_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
+                                     xf_error *err)
+{
+    return load_container(buf, len, base_dir, true, out, err);
 }
 
 xf_status xf_sequence_load_pb(const char *path, xf_tensor **out, xf_error *err)
 {
-    return load_pb_file(path, true, out, NULL, err);
+    return load_pb_file(path, XF_VK_SEQUENCE, out, NULL, err);
+}
+
+xf_status xf_value_load_pb(const char *path, xf_value_kind kind, xf_tensor **out, char **name, xf_error *err)
+{
+    return load_pb_file(path, kind, out, name, err);
+}
+
+/* ------------------------------------------------------------ writing values */
+
+typedef struct wire {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} wire;
+
+static void put_bytes(wire *w, const void *src, size_t len)
+{
+    if (w->n + len > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->n + len)
+            cap *= 2;
+        uint8_t *grown = w->oom ? NULL : realloc(w->p, cap);
+        if (!grown) {
+            w->oom = true;
+            return;
+        }
+        w->p = grown;
+        w->cap = cap;
+    }
+    if (len)
+        memcpy(w->p + w->n, src, len);
+    w->n += len;
+}
+
+static void put_varint(wire *w, uint64_t v)
+{
+    uint8_t b[10];
+    size_t k = 0;
+    do {
+        b[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    put_bytes(w, b, k);
+}
+
+static void put_field(wire *w, int field, const void *src, size_t len)
+{
+    put_varint(w, (uint64_t)field << 3 | 2);
+    put_varint(w, len);
+    put_bytes(w, src, len);
+}
+
+/* Appends t as the message a TensorProto, SequenceProto or OptionalProto
+ * file holds (as field `field` of the enclosing one when field > 0). */
+static xf_status put_value(wire *w, int field, const xf_tensor *t, const char *name, xf_error *err)
+{
+    wire inner = {0};
+    xf_status s = XF_OK;
+    if (!xf_tensor_is_container(t)) {
+        xfp_arena a = {0};
+        Onnx__TensorProto tp;
+        s = xfp_tensor_encode(t, name, &a, NULL, &tp, err);
+        size_t len = s == XF_OK ? onnx__tensor_proto__get_packed_size(&tp) : 0;
+        uint8_t *buf = s == XF_OK ? malloc(len ? len : 1) : NULL;
+        if (buf)
+            put_bytes(&inner, buf, onnx__tensor_proto__pack(&tp, buf));
+        else if (s == XF_OK)
+            inner.oom = true;
+        free(buf);
+        xfp_arena_free(&a);
+    } else {
+        if (name && name[0])
+            put_field(&inner, 1, name, strlen(name));
+        put_varint(&inner, 2 << 3);
+        put_varint(&inner, t->is_sequence || !t->optional_of_sequence ? PB_TENSOR : PB_SEQUENCE);
+        for (int64_t i = 0; i < t->n_items && s == XF_OK; i++)
+            s = put_value(&inner, t->is_sequence || !t->items[i]->is_sequence ? 3 : 5, t->items[i], NULL, err);
+    }
+    if (inner.oom && s == XF_OK)
+        s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (s == XF_OK && field > 0)
+        put_field(w, field, inner.p, inner.n);
+    else if (s == XF_OK)
+        put_bytes(w, inner.p, inner.n);
+    free(inner.p);
+    return s;
+}
+
+xf_status xf_value_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err)
+{
+    wire w = {0};
+    xf_status s = put_value(&w, 0, t, name, err);
+    if (s == XF_OK && w.oom)
+        s = xf_error_set(err, XF_ERR_NOMEM, "out of memory writing '%s'", path);
+    if (s == XF_OK)
+        s = xfp_write_file_atomic(path, w.p, w.n, err);
+    free(w.p);
+    return s;
 }

@@ -95,13 +95,55 @@ bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_
     return *dtype != XF_DT_UNDEFINED;
 }
 
-bool xfp_sequence_type(const Onnx__TypeProto *type, xf_dtype *dtype, xf_shape *shape)
+static bool is_param(const Onnx__TensorShapeProto__Dimension *d);
+
+/* A sequence of tensors: its element type's TypeProto, else NULL. */
+static const Onnx__TypeProto *sequence_elem(const Onnx__TypeProto *type)
+{
+    if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE || !type->sequence_type ||
+        !tensor_type(type->sequence_type->elem_type))
+        return NULL;
+    return type->sequence_type->elem_type;
+}
+
+void xfp_element_decl(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_shape *shape)
+{
+    const Onnx__TypeProto *elem = sequence_elem(type);
+    if (!elem && type && type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && type->optional_type)
+        elem = sequence_elem(type->optional_type->elem_type) ? sequence_elem(type->optional_type->elem_type)
+                                                             : type->optional_type->elem_type;
+    const Onnx__TypeProto__Tensor *tt = tensor_type(elem);
+    shape->ndim = -1;
+    if (!tt || !tt->shape || tt->shape->n_dim > XF_MAX_DIMS)
+        return;
+    shape->ndim = (int)tt->shape->n_dim;
+    for (int i = 0; i < shape->ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        const xfp_symbol *sym = is_param(d) ? symbol_get(syms, d->dim_param) : NULL;
+        shape->dims[i] = sym ? sym->value
+                         : d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0
+                             ? d->dim_value
+                             : -1;
+    }
+}
+
+bool xfp_container_type(const Onnx__TypeProto *type, xf_value_kind *kind, xf_dtype *dtype, xf_shape *shape)
 {
     static const xfp_symbols none;
-    if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE || !type->sequence_type)
+    const Onnx__TypeProto *elem = sequence_elem(type);
+    *kind = XF_VK_SEQUENCE;
+    if (!elem && type && type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && type->optional_type) {
+        const Onnx__TypeProto *in = type->optional_type->elem_type;
+        elem = sequence_elem(in);
+        *kind = elem ? XF_VK_OPTIONAL_SEQUENCE : XF_VK_OPTIONAL_TENSOR;
+        elem = elem ? elem : tensor_type(in) ? in : NULL;
+    }
+    if (!elem) {
+        *kind = XF_VK_TENSOR;
         return false;
-    xfp_declared_type(type->sequence_type->elem_type, &none, dtype, shape);
-    return tensor_type(type->sequence_type->elem_type) != NULL;
+    }
+    xfp_declared_type(elem, &none, dtype, shape);
+    return true;
 }
 
 static bool is_param(const Onnx__TensorShapeProto__Dimension *d)
@@ -238,13 +280,28 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
     return XF_OK;
 }
 
-Onnx__TypeProto *xfp_sequence_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_arena *a)
+Onnx__TypeProto *xfp_container_type_encode(xf_value_kind kind, xf_dtype dtype, const xf_shape *shape,
+                                           xfp_arena *a)
 {
+    if (kind == XF_VK_TENSOR)
+        return xfp_type_encode(dtype, shape, a);
     Onnx__TypeProto *t = xfp_alloc(a, sizeof *t);
-    Onnx__TypeProto__Sequence *sq = xfp_alloc(a, sizeof *sq);
-    if (!t || !sq)
+    if (!t)
         return NULL;
     onnx__type_proto__init(t);
+    if (xf_kind_is_optional(kind)) {
+        Onnx__TypeProto__Optional *op = xfp_alloc(a, sizeof *op);
+        if (!op)
+            return NULL;
+        onnx__type_proto__optional__init(op);
+        t->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+        t->optional_type = op;
+        op->elem_type = xfp_container_type_encode(xf_kind_content(kind), dtype, shape, a);
+        return op->elem_type ? t : NULL;
+    }
+    Onnx__TypeProto__Sequence *sq = xfp_alloc(a, sizeof *sq);
+    if (!sq)
+        return NULL;
     onnx__type_proto__sequence__init(sq);
     t->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
     t->sequence_type = sq;

@@ -113,8 +113,21 @@ xf_status xf_tensor_load_pb_buffer(const void *buf, size_t len, const char *base
 xf_status xf_sequence_load_pb(const char *path, xf_tensor **out, xf_error *err);
 xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
                                      xf_error *err);
+/* Reads one OptionalProto file (of a tensor or a sequence of tensors) as
+ * an optional (xf_optional_create); an empty one may not say what it would
+ * hold (dtype undefined: a session gives it its input's type). */
+xf_status xf_optional_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
+                                     xf_error *err);
+/* Reads a TensorProto, SequenceProto or OptionalProto file, as a value
+ * of kind `kind` (a graph input's) is stored; *name (when name is not
+ * NULL) receives a tensor's name as xf_tensor_load_pb gives it.  Errors
+ * name the file. */
+xf_status xf_value_load_pb(const char *path, xf_value_kind kind, xf_tensor **out, char **name, xf_error *err);
 /* Writes t as a TensorProto file, atomically.  name may be NULL. */
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
+/* Writes t as a TensorProto, SequenceProto or OptionalProto file (as it
+ * is a tensor, a sequence or an optional), atomically.  name may be NULL. */
+xf_status xf_value_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
 
 /* Parses "name=1x3x224x224" ("name=scalar" for rank 0).  out->name points to
  * *name_owned, which the caller frees. */

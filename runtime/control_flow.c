@@ -1,7 +1,8 @@
-/* Control flow: If, Loop and Scan.  Import keeps these nodes opaque and
- * loads their subgraphs as graphs (xf_opaque_body); the session runs such a
- * node by running the chosen branch, or the body once per iteration, as a
- * session of its own on the same backend.  Body sessions run in dynamic
+/* Control flow: If, Loop, Scan and SequenceMap.  Import keeps these nodes
+ * opaque and loads their subgraphs as graphs (xf_opaque_body); the session
+ * runs such a node by running the chosen branch, or the body once per
+ * iteration (SequenceMap: per sequence entry), as a session of its own on
+ * the same backend.  Body sessions run in dynamic
  * mode: a branch's shapes may differ from one run to the next, and a loop's
  * carried values from one iteration to the next. */
 #include "xf_rt_internal.h"
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN } flow_kind;
+typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN, FLOW_SEQUENCE_MAP } flow_kind;
 
 struct xf_rt_flow {
     flow_kind kind;
@@ -38,6 +39,8 @@ static flow_kind kind_of(const xf_node *n)
         return FLOW_LOOP;
     if (strcmp(n->opaque->op_type, "Scan") == 0)
         return FLOW_SCAN;
+    if (strcmp(n->opaque->op_type, "SequenceMap") == 0)
+        return FLOW_SEQUENCE_MAP;
     return FLOW_NONE;
 }
 
@@ -75,8 +78,8 @@ static xf_status body_session(const xf_graph *g, int node, const char *attr, int
         xf_dtype want = i < n_formal ? formal[i] : bound->dtype;
         if (want != XF_DT_UNDEFINED && (i >= n_formal || v->dtype == XF_DT_UNDEFINED))
             v->dtype = want;
-        if (bound && bound->kind == XF_VK_SEQUENCE) /* a sequence passed in */
-            v->kind = XF_VK_SEQUENCE;
+        if (bound && bound->kind != XF_VK_TENSOR) /* a sequence or optional passed in */
+            v->kind = bound->kind;
         if (v->dtype == XF_DT_UNDEFINED)
             st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): the type of '%s' is unknown", n->name,
                               o->op_type, v->name);
@@ -165,6 +168,21 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
             if (st == XF_OK)
                 st = check_outputs(f, f->body[b], attrs[b], n->n_outputs, err);
         }
+    } else if (f->kind == FLOW_SEQUENCE_MAP) {
+        /* input_sequence, additional inputs... -> body(entry or tensor...):
+         * a sequence's entries are typed by its element type */
+        xf_dtype *formal = malloc(sizeof *formal * (size_t)(f->n_own + 1));
+        if (!formal)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        for (int j = 0; formal && j < f->n_own; j++)
+            formal[j] = n->inputs[j] >= 0 ? g->values[n->inputs[j]].dtype : XF_DT_UNDEFINED;
+        if (st == XF_OK && f->n_own < 1)
+            st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap) has no input sequence", n->name);
+        if (st == XF_OK)
+            st = body_session(g, node, "body", opset, backend, formal, NULL, f->n_own, &f->body[0], err);
+        free(formal);
+        if (st == XF_OK)
+            st = check_outputs(f, f->body[0], "body", n->n_outputs, err);
     } else {
         /* Loop: M, cond, v_initial... -> body(iteration_num, cond, v...);
          * Scan: states..., scan inputs... -> body(states..., slices...) */
@@ -224,7 +242,7 @@ void xf_rt_flow_free(xf_rt_flow *f)
  * buffers it reuses), a new reference to a sequence (immutable). */
 static xf_tensor *copy_of(const xf_tensor *t)
 {
-    if (t->is_sequence)
+    if (xf_tensor_is_container(t))
         return xf_tensor_retain((xf_tensor *)t);
     return xf_tensor_from_data(t->dtype, &t->shape, t->data);
 }
@@ -513,6 +531,17 @@ static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor *
     return st;
 }
 
+/* Frees items (may be NULL): n lists (each may be NULL) of count tensors. */
+static void free_lists(xf_tensor ***items, int n, int64_t count)
+{
+    for (int k = 0; items && k < n; k++) {
+        for (int64_t i = 0; items[k] && i < count; i++)
+            xf_tensor_release(items[k][i]);
+        free(items[k]);
+    }
+    free(items);
+}
+
 /* Scan of opset 8: the scan of each batch entry (entry b of every state
  * and scan input), the results stacked along a new first axis. */
 static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err)
@@ -558,14 +587,61 @@ static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **ou
     }
     for (int k = 0; k < n_out && st == XF_OK; k++)
         st = stack(f, k - f->n_carried, items[k], batch, 0, false, &(xf_shape){.ndim = -1}, &out[k], err);
-    for (int k = 0; items && k < n_out; k++) {
-        for (int64_t b = 0; items[k] && b < batch; b++)
-            xf_tensor_release(items[k][b]);
-        free(items[k]);
-    }
+    free_lists(items, n_out, batch);
     free(in_b);
-    free(items);
     free(out_b);
+    return st;
+}
+
+/* SequenceMap: the body once per entry of the input sequence, given that
+ * entry, the same entry of each additional sequence input (of the same
+ * length) and each additional tensor input whole; output k is the sequence
+ * of the body's output k. */
+static xf_status run_sequence_map(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+{
+    const xf_node *n = f->node;
+    int n_out = n->n_outputs, n_in = f->n_own + f->n_outer;
+    if (!in[0] || !in[0]->is_sequence)
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap): input 0 must be a sequence", n->name);
+    int64_t len = in[0]->n_items;
+    for (int j = 1; j < f->n_own; j++) {
+        if (!in[j] || in[j]->is_optional)
+            return xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap): input %d must be a tensor or a sequence",
+                                n->name, j);
+        if (in[j]->is_sequence && in[j]->n_items != len)
+            return xf_error_set(err, XF_ERR_INVALID,
+                                "node '%s' (SequenceMap): input %d has %lld entries, the input sequence %lld", n->name,
+                                j, (long long)in[j]->n_items, (long long)len);
+    }
+    xf_tensor **body_in = calloc((size_t)n_in + 1, sizeof *body_in);
+    xf_tensor **body_out = calloc((size_t)n_out + 1, sizeof *body_out);
+    xf_tensor ***items = calloc((size_t)n_out + 1, sizeof *items);
+    xf_status st = body_in && body_out && items ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_out && st == XF_OK; k++)
+        if (!(items[k] = calloc((size_t)len + 1, sizeof **items)))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < len && st == XF_OK; i++) {
+        for (int j = 0; j < n_in; j++)
+            body_in[j] = j < f->n_own && in[j]->is_sequence ? in[j]->items[i] : in[j];
+        st = xf_session_run(f->body[0], body_in, body_out, err);
+        for (int k = 0; k < n_out && st == XF_OK; k++) {
+            items[k][i] = body_out[k];
+            body_out[k] = NULL;
+            if (xf_tensor_is_container(items[k][i]))
+                st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (SequenceMap): body output %d is a %s, not a tensor",
+                                  n->name, k, xf_kind_name(xf_tensor_kind(items[k][i])));
+        }
+    }
+    const xf_graph *bg = xf_session_graph(f->body[0]);
+    for (int k = 0; k < n_out && st == XF_OK; k++) {
+        xf_dtype dt = len > 0 ? items[k][0]->dtype : bg->values[bg->outputs[k]].dtype;
+        if (!(out[k] = xf_sequence_create(dt, len, items[k])))
+            st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap): body output %d changes type between entries",
+                              n->name, k);
+    }
+    free_lists(items, n_out, len);
+    free(body_in);
+    free(body_out);
     return st;
 }
 
@@ -573,9 +649,10 @@ xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, x
 {
     for (int k = 0; k < f->node->n_outputs; k++)
         out[k] = NULL;
-    xf_status st = f->kind == FLOW_IF ? run_if(f, in, out, err)
-                   : f->batched       ? run_batched(f, in, out, err)
-                                      : run_iterations(f, in, out, err);
+    xf_status st = f->kind == FLOW_IF             ? run_if(f, in, out, err)
+                   : f->kind == FLOW_SEQUENCE_MAP ? run_sequence_map(f, in, out, err)
+                   : f->batched                   ? run_batched(f, in, out, err)
+                                                  : run_iterations(f, in, out, err);
     if (st != XF_OK)
         for (int k = 0; k < f->node->n_outputs; k++) {
             xf_tensor_release(out[k]);

@@ -215,6 +215,9 @@ typedef struct ref_entry {
 #define XF_REF_SEQUENCE_LENGTH {0}
 #define XF_REF_SPLIT_TO_SEQUENCE {0}
 #define XF_REF_CONCAT_FROM_SEQUENCE {0}
+#define XF_REF_OPTIONAL {0}
+#define XF_REF_OPTIONAL_HAS_ELEMENT {0}
+#define XF_REF_OPTIONAL_GET_ELEMENT {0}
 #define XF_REF_MS_MATMUL_NBITS {xf_ref_ms_matmul_nbits, F32, XF_DTM(XF_DT_UINT8), F32}
 #define XF_REF_MS_GQA {xf_ref_ms_gqa, F32, 0, F32}
 #define XF_REF_MS_MATMUL_INTEGER_TO_FLOAT {xf_ref_ms_int_matmul_float, Q8IN, Q8IN, F32}

@@ -1,10 +1,11 @@
-/* ONNX's sequence ops on host tensors.  A sequence at run time is an
+/* ONNX's sequence and optional ops on host tensors.  A sequence at run time is an
  * xf_tensor with is_sequence set (see xf_sequence_create): a refcounted
  * list of tensor references.  The session runs these nodes itself, like
  * control flow, in dynamic mode on host-memory backends: their outputs'
  * sizes depend on the run.  Items taken from a sequence are shared, never
  * copied; tensors put into one are copied, because the session's tensors
- * are views of buffers it reuses. */
+ * are views of buffers it reuses.  An optional (xf_optional_create) holds
+ * one such reference or none. */
 #include "xf_rt_internal.h"
 
 #include <stdlib.h>
@@ -21,8 +22,9 @@ static xf_status operand(const xf_node *n, xf_tensor *const *in, int i, bool seq
     const xf_tensor *t = i < n->n_inputs ? in[i] : NULL;
     if (!t)
         return xf_rt_bad_node(err, n, "input %d is missing", i);
-    if (t->is_sequence != sequence)
-        return xf_rt_bad_node(err, n, "input %d must be a %s", i, sequence ? "sequence" : "tensor");
+    if (t->is_sequence != sequence || t->is_optional)
+        return xf_rt_bad_node(err, n, "input %d must be a %s, not a%s %s", i, sequence ? "sequence" : "tensor",
+                              t->is_optional ? "n" : "", xf_kind_name(xf_tensor_kind(t)));
     if (xf_dtype_size(t->dtype) == 0)
         return xf_rt_bad_node(err, n, "input %d has elements of type %s, which sequences do not hold", i,
                               xf_dtype_name(t->dtype));
@@ -208,9 +210,55 @@ static xf_status concat_from_sequence(const xf_node *n, const xf_tensor *seq, xf
     return XF_OK;
 }
 
+/* A value to keep past the node: a copy of a tensor (the session's are
+ * views of buffers it reuses), a new reference to a sequence or optional. */
+static xf_tensor *kept(const xf_tensor *t)
+{
+    return xf_tensor_is_container(t) ? xf_tensor_retain((xf_tensor *)t) : own_copy(t);
+}
+
+/* Optional, OptionalHasElement, OptionalGetElement.  From opset 18 the
+ * latter two also take a plain tensor or sequence (shape inference checks
+ * the opset), which counts as present. */
+static xf_status run_optional(const xf_graph *g, const xf_node *n, xf_tensor *const *in, xf_tensor **out,
+                              xf_error *err)
+{
+    const xf_tensor *x = n->n_inputs > 0 ? in[0] : NULL;
+    switch (n->op) {
+    case XF_OP_OPTIONAL:
+        if (x && x->is_optional)
+            return xf_rt_bad_node(err, n, "input 0 is an optional; optionals do not nest");
+        if (!x) {
+            *out = xf_optional_create(NULL, n->attrs.opt_type == 1 + XF_VK_SEQUENCE, n->attrs.to);
+        } else {
+            xf_tensor *content = kept(x);
+            *out = content ? xf_optional_create(content, false, x->dtype) : NULL;
+            xf_tensor_release(content);
+        }
+        return *out ? XF_OK : oom(err);
+    case XF_OP_OPTIONAL_HAS_ELEMENT:
+        if (!(*out = xf_tensor_create(XF_DT_BOOL, &(xf_shape){.ndim = 0})))
+            return oom(err);
+        ((uint8_t *)(*out)->data)[0] = x && (!x->is_optional || x->n_items > 0);
+        return XF_OK;
+    default: /* OptionalGetElement */
+        if (!x)
+            return xf_rt_bad_node(err, n, "input 0 is missing");
+        if (x->is_optional && x->n_items == 0)
+            return xf_rt_bad_node(err, n, "its input '%s' is an empty optional, which has no element to get",
+                                  g->values[n->inputs[0]].name);
+        *out = kept(x->is_optional ? x->items[0] : x);
+        return *out ? XF_OK : oom(err);
+    }
+}
+
 xf_status xf_rt_seq_run(const xf_graph *g, int node, xf_tensor *const *in, xf_tensor **out, xf_error *err)
 {
     const xf_node *n = &g->nodes[node];
+    if (n->op == XF_OP_OPTIONAL || n->op == XF_OP_OPTIONAL_HAS_ELEMENT || n->op == XF_OP_OPTIONAL_GET_ELEMENT) {
+        *out = NULL;
+        return run_optional(g, n, in, out, err);
+    }
     bool seq_in = n->op != XF_OP_SEQUENCE_EMPTY && n->op != XF_OP_SEQUENCE_CONSTRUCT && n->op != XF_OP_SPLIT_TO_SEQUENCE;
     xf_status st = XF_OK;
     *out = NULL;

@@ -30,8 +30,8 @@ struct xf_session {
     xf_tensor *tmp;          /* dynamic mode: input values for shape inference */
     const xf_tensor **tmp_ptr;
     xf_rt_flow **flows; /* per node: If, Loop and Scan, which the session runs itself; NULL for others */
-    /* dynamic mode, per value: the sequence it holds during a run (held
-     * reference), NULL for tensors */
+    /* dynamic mode, per value: the sequence or optional it holds during a
+     * run (held reference), NULL for tensors */
     xf_tensor **held;
 };
 
@@ -47,6 +47,20 @@ static bool shape_known(const xf_shape *s) { return xf_shape_numel(s) >= 0; }
 
 /* ---------------------------------------------------------------- inputs and outputs */
 
+/* An empty optional or sequence of no known element type. */
+static bool untyped_empty(const xf_tensor *t)
+{
+    return xf_tensor_is_container(t) && t->n_items == 0 && t->dtype == XF_DT_UNDEFINED;
+}
+
+/* Whether t is fed to v as an optional holding it: a tensor or sequence
+ * given where an optional of one is expected (a Loop body's carried
+ * optional that the body gives back as a plain value). */
+static bool wraps(const xf_value *v, const xf_tensor *t)
+{
+    return xf_kind_is_optional(v->kind) && !t->is_optional && xf_kind_content(v->kind) == xf_tensor_kind(t);
+}
+
 static xf_status check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_error *err)
 {
     for (int i = 0; i < s->g->n_inputs; i++) {
@@ -55,14 +69,22 @@ static xf_status check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_
         char got[128], want[128];
         if (!t)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' is missing", v->name);
-        if (t->is_sequence != (v->kind == XF_VK_SEQUENCE))
-            return xf_error_set(err, XF_ERR_INVALID, "input '%s' is a %s, the graph expects a %s", v->name,
-                                t->is_sequence ? "sequence" : "tensor", t->is_sequence ? "tensor" : "sequence");
-        if (t->dtype != v->dtype)
+        /* an empty optional read from a file may not say what it would hold,
+         * an empty sequence its element type: they take the graph's */
+        bool untyped = untyped_empty(t);
+        bool kind_ok = untyped ? t->is_optional == xf_kind_is_optional(v->kind) &&
+                                     (t->is_optional || v->kind == XF_VK_SEQUENCE)
+                               : xf_tensor_kind(t) == v->kind || wraps(v, t);
+        if (!kind_ok)
+            return xf_error_set(err, XF_ERR_INVALID, "input '%s' is a%s %s, the graph expects a%s %s", v->name,
+                                t->is_optional ? "n" : "", xf_kind_name(xf_tensor_kind(t)),
+                                xf_kind_is_optional(v->kind) ? "n" : "", xf_kind_name(v->kind));
+        if (t->dtype != v->dtype && !untyped)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' has type %s, the graph expects %s", v->name,
                                 xf_dtype_name(t->dtype), xf_dtype_name(v->dtype));
         /* a sequence's entries may differ in shape (or be none) */
-        bool match = v->shape.ndim < 0 || v->shape.ndim == t->shape.ndim || (t->is_sequence && t->shape.ndim < 0);
+        bool match =
+            v->shape.ndim < 0 || v->shape.ndim == t->shape.ndim || (xf_tensor_is_container(t) && t->shape.ndim < 0);
         for (int d = 0; match && t->shape.ndim >= 0 && d < v->shape.ndim; d++)
             match = v->shape.dims[d] < 0 || v->shape.dims[d] == t->shape.dims[d];
         if (!match)
@@ -82,9 +104,22 @@ static xf_status bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *co
         const xf_tensor *t = inputs[i];
         views[v].dtype = t->dtype;
         views[v].shape = t->shape;
-        if (t->is_sequence) { /* dynamic mode only */
+        const xf_value *val = &s->g->values[v];
+        if (wraps(val, t)) { /* dynamic mode only, as below */
+            xf_tensor *kept = t->is_sequence ? xf_tensor_retain((xf_tensor *)t)
+                                             : xf_tensor_from_data(t->dtype, &t->shape, t->data);
+            s->held[v] = kept ? xf_optional_create(kept, false, t->dtype) : NULL;
+            xf_tensor_release(kept);
+        } else if (xf_tensor_is_container(t)) { /* dynamic mode only */
+            views[v].dtype = val->dtype;
+            s->held[v] = !untyped_empty(t) ? xf_tensor_retain((xf_tensor *)t)
+                         : t->is_optional  ? xf_optional_create(NULL, val->kind == XF_VK_OPTIONAL_SEQUENCE, val->dtype)
+                                           : xf_sequence_create(val->dtype, 0, NULL);
+        }
+        if (xf_tensor_is_container(t) || wraps(val, t)) {
+            if (!s->held[v])
+                return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
             views[v].data = NULL;
-            s->held[v] = xf_tensor_retain((xf_tensor *)t);
             continue;
         }
         if (s->be->host_memory) {
@@ -305,10 +340,10 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
         if (v < 0)
             continue;
         const xf_tensor *t = outs[k];
-        g->values[v].kind = t->is_sequence ? XF_VK_SEQUENCE : XF_VK_TENSOR;
+        g->values[v].kind = xf_tensor_kind(t);
         g->values[v].dtype = t->dtype;
         g->values[v].shape = t->shape;
-        if (t->is_sequence) {
+        if (xf_tensor_is_container(t)) {
             views[v] = (xf_tensor_view){t->dtype, t->shape, NULL};
             s->held[v] = outs[k];
             outs[k] = NULL;
@@ -341,10 +376,11 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
         if (v < 0 || !s->held[v])
             continue;
         if (n->op != XF_OP_IDENTITY)
-            return xf_rt_bad_node(err, n, "input %d ('%s') is a sequence, which only the sequence ops read", k,
-                                  g->values[v].name);
-        if (out >= 0) { /* the same sequence */
-            g->values[out].kind = XF_VK_SEQUENCE;
+            return xf_rt_bad_node(err, n, "input %d ('%s') is a%s %s, which only the sequence and optional ops read",
+                                  k, g->values[v].name, s->held[v]->is_optional ? "n" : "",
+                                  xf_kind_name(xf_tensor_kind(s->held[v])));
+        if (out >= 0) { /* the same sequence or optional */
+            g->values[out].kind = xf_tensor_kind(s->held[v]);
             views[out] = views[v];
             s->held[out] = xf_tensor_retain(s->held[v]);
         }
@@ -471,11 +507,11 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
     return XF_OK;
 }
 
-/* The first value that is a sequence, or -1. */
+/* The first value that is a sequence or an optional, or -1. */
 static int holds_sequence(const xf_graph *g)
 {
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].kind == XF_VK_SEQUENCE)
+        if (g->values[v].kind != XF_VK_TENSOR)
             return v;
     return -1;
 }
@@ -494,12 +530,12 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
     int seq = holds_sequence(s->g);
     if (seq >= 0 && !s->be->host_memory)
             return xf_error_set(err, XF_ERR_UNSUPPORTED,
-                                "backend %s does not run sequences ('%s' is one); the host backends do", s->be->name,
+                                "backend %s does not run sequences or optionals ('%s' is one); the host backends do", s->be->name,
                                 s->g->values[seq].name);
     for (int i = 0; st == XF_OK && i < s->g->n_nodes; i++) {
         const xf_node *n = &s->g->nodes[i];
         if (xf_rt_seq_node(n) && !s->be->host_memory)
-            st = xf_rt_unsupported(err, s->be, n, "on sequences, which run on the host backends");
+            st = xf_rt_unsupported(err, s->be, n, "on sequences or optionals, which run on the host backends");
         else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n))
             st = s->be->supports(s->g, i, err);
     }

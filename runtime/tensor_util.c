@@ -36,7 +36,11 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
 double xf_tensor_max_abs(const xf_tensor *t)
 {
     double m = 0.0;
-    if (!((XF_DTM_NUMERIC | XF_DTM_FLOAT8) & XF_DTM(t->dtype)))
+    for (int64_t i = 0; i < t->n_items; i++) { /* a sequence's or optional's entries */
+        double x = xf_tensor_max_abs(t->items[i]);
+        m = x > m ? x : m;
+    }
+    if (xf_tensor_is_container(t) || !((XF_DTM_NUMERIC | XF_DTM_FLOAT8) & XF_DTM(t->dtype)))
         return m;
     int64_t numel = xf_tensor_numel(t);
     for (int64_t i = 0; i < numel; i++) {
@@ -48,7 +52,7 @@ double xf_tensor_max_abs(const xf_tensor *t)
 
 xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
 {
-    if (!(XF_DTM_FLOATS & XF_DTM(t->dtype)) || !(XF_DTM_FLOATS & XF_DTM(to)))
+    if (xf_tensor_is_container(t) || !(XF_DTM_FLOATS & XF_DTM(t->dtype)) || !(XF_DTM_FLOATS & XF_DTM(to)))
         return NULL;
     xf_tensor *r = xf_tensor_create(to, &t->shape);
     int64_t numel = xf_tensor_numel(t);
@@ -57,16 +61,16 @@ xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
     return r;
 }
 
-/* Sequences: the same length, and item by item as tensors. */
+/* Sequences and optionals: the same kind and length, and item by item. */
 static xf_status compare_sequences(const xf_tensor *a, const xf_tensor *b, double atol, double rtol, double *max_abs,
                                    double *max_rel, bool *ok, xf_error *err)
 {
     double worst_abs = 0.0, worst_rel = 0.0;
     *ok = false;
-    if (!a->is_sequence || !b->is_sequence || a->n_items != b->n_items)
+    if (a->is_sequence != b->is_sequence || a->is_optional != b->is_optional || a->n_items != b->n_items)
         return xf_error_set(err, XF_ERR_INVALID, "a %s of %lld entries vs a %s of %lld",
-                            a->is_sequence ? "sequence" : "tensor", (long long)a->n_items,
-                            b->is_sequence ? "sequence" : "tensor", (long long)b->n_items);
+                            xf_kind_name(xf_tensor_kind(a)), (long long)a->n_items, xf_kind_name(xf_tensor_kind(b)),
+                            (long long)b->n_items);
     bool all = true;
     for (int64_t i = 0; i < a->n_items; i++) {
         double ma = 0, mr = 0;
@@ -91,7 +95,7 @@ static xf_status compare_sequences(const xf_tensor *a, const xf_tensor *b, doubl
 xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol, double rtol,
                             double *max_abs, double *max_rel, bool *ok, xf_error *err)
 {
-    if (a->is_sequence || b->is_sequence)
+    if (xf_tensor_is_container(a) || xf_tensor_is_container(b))
         return compare_sequences(a, b, atol, rtol, max_abs, max_rel, ok, err);
     double worst_abs = 0.0, worst_rel = 0.0;
     *ok = false;

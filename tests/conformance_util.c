@@ -46,80 +46,107 @@ void xf_conformance_free_list(char **names, int n)
     free(names);
 }
 
-/* Same structure (the structural hash) and byte-identical weights.  The
- * hash identifies large tensors by object, so each initializer of b whose
- * bytes equal a's initializer of the same name is first swapped for a's
- * tensor object; a weight that changed keeps its own object and the hashes
- * then differ. */
+/* The model of case_dir loaded for the inputs in[] of one data set: their
+ * shapes size the symbolic dims the graph inputs declare (as xflow-run's
+ * --input files do), so that no dim is guessed as 1 and then fed another
+ * size. */
+static xf_status load_for_inputs(const char *case_dir, const xf_graph *g, xf_tensor *const *in, xf_model **out,
+                                 xf_error *err)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/model.onnx", case_dir);
+    xf_shape *fed = calloc((size_t)g->n_inputs + 1, sizeof *fed);
+    if (!fed)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_inputs; i++)
+        fed[i] = xf_tensor_is_container(in[i]) ? (xf_shape){.ndim = -1} : in[i]->shape;
+    xf_load_options opt = {.feed_shapes = fed, .n_feed_shapes = g->n_inputs};
+    xf_status st = xf_model_load(path, &opt, out, err);
+    free(fed);
+    return st;
+}
+
+/* Runs data set dir: inputs read as m's graph inputs are typed, the model
+ * loaded again sized by them; NULL on success, else why. */
+static const char *run_set(const char *case_dir, int set, const xf_model *m, const char *backend, char *why,
+                           size_t why_len)
+{
+    xf_error err;
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/test_data_set_%d", case_dir, set);
+    const xf_graph *g = m->graph;
+    const char *result = NULL;
+    xf_model *sized = NULL;
+    xf_session *s = NULL;
+    xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+    for (int i = 0; i < g->n_inputs && !result; i++) {
+        char path[4600];
+        snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
+        if (xf_value_load_pb(path, g->values[g->inputs[i]].kind, &in[i], NULL, &err) != XF_OK) {
+            snprintf(why, why_len, "input %d: %s", i, err.msg);
+            result = why;
+        }
+    }
+    if (!result && load_for_inputs(case_dir, g, in, &sized, &err) != XF_OK) {
+        snprintf(why, why_len, "load: %s", err.msg);
+        result = why;
+    }
+    if (!result && xf_session_create(sized->graph, xf_model_opset(sized), backend, NULL, &s, &err) != XF_OK) {
+        snprintf(why, why_len, "session: %s", err.msg);
+        result = why;
+    }
+    if (!result && xf_session_run(s, in, out, &err) != XF_OK) {
+        snprintf(why, why_len, "run: %s", err.msg);
+        result = why;
+    }
+    for (int k = 0; k < g->n_outputs && !result; k++) {
+        char path[4600];
+        xf_tensor *expect = NULL;
+        snprintf(path, sizeof path, "%s/output_%d.pb", dir, k);
+        if (xf_value_load_pb(path, xf_tensor_kind(out[k]), &expect, NULL, &err) != XF_OK) {
+            snprintf(why, why_len, "expected output %d: %s", k, err.msg);
+            result = why;
+            break;
+        }
+        double max_abs = 0, max_rel = 0;
+        bool ok = false;
+        if (xf_tensor_compare(out[k], expect, 1e-5, 1e-3, &max_abs, &max_rel, &ok, &err) != XF_OK) {
+            char sa[128], sb[128];
+            snprintf(why, why_len, "output %d: got %s %s, expected %s %s (%s)", k, xf_dtype_name(out[k]->dtype),
+                     xf_shape_str(&out[k]->shape, sa, sizeof sa), xf_dtype_name(expect->dtype),
+                     xf_shape_str(&expect->shape, sb, sizeof sb), err.msg);
+            result = why;
+        } else if (!ok) {
+            snprintf(why, why_len, "output %d of data set %d differs: max abs %.3g, max rel %.3g", k, set, max_abs, max_rel);
+            result = why;
+        }
+        xf_tensor_release(expect);
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        xf_tensor_release(in[i]);
+    for (int k = 0; k < g->n_outputs; k++)
+        xf_tensor_release(out[k]);
+    free(in);
+    free(out);
+    xf_session_free(s);
+    xf_model_free(sized);
+    return result;
+}
+
 const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, const char *backend)
 {
     static char why[1400];
-    xf_error err;
-    xf_session *s = NULL;
-    const xf_graph *g = m->graph;
-    if (xf_session_create(g, xf_model_opset(m), backend, NULL, &s, &err) != XF_OK) {
-        snprintf(why, sizeof why, "session: %s", err.msg);
-        return why;
-    }
     const char *result = NULL;
     for (int set = 0; !result; set++) {
         char dir[4400];
         snprintf(dir, sizeof dir, "%s/test_data_set_%d", case_dir, set);
         if (!xf_test_exists(dir))
             break;
-        xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
-        xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-        for (int i = 0; i < g->n_inputs && !result; i++) {
-            char path[4600];
-            snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
-            xf_status ls = g->values[g->inputs[i]].kind == XF_VK_SEQUENCE ? xf_sequence_load_pb(path, &in[i], &err)
-                                                                          : xf_tensor_load_pb(path, &in[i], NULL, &err);
-            if (ls != XF_OK) {
-                snprintf(why, sizeof why, "input %d: %s", i, err.msg);
-                result = why;
-            }
-        }
-        if (!result && xf_session_run(s, in, out, &err) != XF_OK) {
-            snprintf(why, sizeof why, "run: %s", err.msg);
-            result = why;
-        }
-        for (int k = 0; k < g->n_outputs && !result; k++) {
-            char path[4600];
-            xf_tensor *expect = NULL;
-            snprintf(path, sizeof path, "%s/output_%d.pb", dir, k);
-            xf_status ls = out[k]->is_sequence ? xf_sequence_load_pb(path, &expect, &err)
-                                               : xf_tensor_load_pb(path, &expect, NULL, &err);
-            if (ls != XF_OK) {
-                snprintf(why, sizeof why, "expected output %d: %s", k, err.msg);
-                result = why;
-                break;
-            }
-            double max_abs = 0, max_rel = 0;
-            bool ok = false;
-            if (xf_tensor_compare(out[k], expect, 1e-5, 1e-3, &max_abs, &max_rel, &ok, &err) != XF_OK) {
-                char sa[128], sb[128];
-                snprintf(why, sizeof why, "output %d: got %s %s, expected %s %s", k, xf_dtype_name(out[k]->dtype),
-                         xf_shape_str(&out[k]->shape, sa, sizeof sa), xf_dtype_name(expect->dtype),
-                         xf_shape_str(&expect->shape, sb, sizeof sb));
-                result = why;
-            } else if (!ok) {
-                snprintf(why, sizeof why, "output %d of data set %d differs: max abs %.3g, max rel %.3g", k,
-                         set, max_abs, max_rel);
-                result = why;
-            }
-            xf_tensor_release(expect);
-        }
-        for (int i = 0; i < g->n_inputs; i++)
-            xf_tensor_release(in[i]);
-        for (int k = 0; k < g->n_outputs; k++)
-            xf_tensor_release(out[k]);
-        free(in);
-        free(out);
+        result = run_set(case_dir, set, m, backend, why, sizeof why);
     }
-    xf_session_free(s);
     return result;
 }
-
 
 static double now_s(void)
 {

@@ -13,7 +13,10 @@ int xf_conformance_list(const char *dir, char ***out);
 void xf_conformance_free_list(char **names, int n);
 /* Runs every test_data_set_N of the case in case_dir (model m) on backend
  * and compares each output with the expected one (rtol 1e-3, atol 1e-5, as
- * ONNX's own backend tests).  NULL on success, else why (static buffer). */
+ * ONNX's own backend tests).  Each data set runs on the model loaded again
+ * with its inputs' shapes as the feed shapes (xf_load_options), so that
+ * symbolic dims take the sizes fed.  NULL on success, else why (static
+ * buffer). */
 const char *xf_conformance_run_case(const char *case_dir, const xf_model *m, const char *backend);
 
 /* The node cases of the test data, run on cpu_ref and, where they pass

@@ -325,7 +325,8 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            xf_rnn_attrs_equal(&a->rnn, &b->rnn) && EQ(resize_mode) && EQ(resize_coord) && EQ(resize_nearest) && EQ(n_slice) && ARR(slice_starts, a->n_slice) && ARR(slice_ends, a->n_slice) &&
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
            tensors_equal(a->value, b->value) && xf_attn_attrs_equal(&a->attn, &b->attn) && EQ(ms_act) &&
-           ARR(ms_act_params, 2) && EQ(trans_batch_a) && EQ(trans_batch_b);
+           ARR(ms_act_params, 2) && EQ(trans_batch_a) && EQ(trans_batch_b) && EQ(new_axis) && EQ(opt_type) &&
+           (!a->opt_type || xf_shape_equal(&a->opt_shape, &b->opt_shape));
 #undef EQ
 #undef ARR
 }
@@ -344,7 +345,7 @@ int find_node_by_output(const xf_graph *g, const char *name)
 bool values_equal(const xf_value *a, const xf_value *b)
 {
     return a->dtype == b->dtype && xf_shape_equal(&a->shape, &b->shape) && tensors_equal(a->init, b->init) &&
-           a->is_input == b->is_input;
+           a->is_input == b->is_input && a->kind == b->kind;
 }
 
 /* Graphs equal up to node order: same inputs, outputs, constants, nodes
@@ -507,4 +508,10 @@ void expect_export_refused(const xf_model *m, const char *node, const char *what
     xf_error e;
     ck_assert_int_eq(xf_model_save_buffer(m, &buf, &len, &e), XF_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(e.msg, node) && strstr(e.msg, what) && (!also || strstr(e.msg, also)), "%s", e.msg);
+}
+
+void release_all(xf_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++)
+        xf_tensor_release(t[i]);
 }

@@ -77,6 +77,8 @@ Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf);
 bool has_attr(const Onnx__NodeProto *n, const char *name);
 /* t is FLOAT of dims and holds want (to 1e-6). */
 void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want);
+/* Releases t[0..n). */
+void release_all(xf_tensor **t, int n);
 /* The backends that run graphs with run-time shapes: cpu_ref, and cpu
  * where this build has it; returns how many were written to names. */
 int host_backends(const char **names);

@@ -61,12 +61,6 @@ static void run(const xf_model *m, const char *be, xf_tensor **in, xf_tensor **o
     xf_session_free(s);
 }
 
-static void release_all(xf_tensor **t, int n)
-{
-    for (int i = 0; i < n; i++)
-        xf_tensor_release(t[i]);
-}
-
 static int64_t scalar_i64(const xf_tensor *t)
 {
     ck_assert_int_eq(t->dtype, XF_DT_INT64);

@@ -141,20 +141,62 @@ bool xf_cli_parse_double(const char *opt, const char *s, double *out)
     return true;
 }
 
-/* A seeded random tensor for graph input i. */
+/* A seeded random tensor of dtype and shape for input v. */
+static xf_status random_tensor(const xf_value *v, const xf_shape *shape, uint64_t seed, xf_tensor **out,
+                               xf_error *err)
+{
+    char buf[128];
+    *out = xf_tensor_random(v->dtype, shape, seed);
+    if (!*out)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "cannot make a random %s tensor of shape %s for input '%s'",
+                            xf_dtype_name(v->dtype), xf_shape_str(shape, buf, sizeof buf), v->name);
+    return XF_OK;
+}
+
+enum { SAMPLE_ENTRIES = 3, SAMPLE_DIM = 2 };
+
+/* A seeded random sequence or optional for input v: SAMPLE_ENTRIES entries
+ * (an optional: one tensor or such a sequence) of its element shape, dims
+ * the file leaves symbolic of size SAMPLE_DIM. */
+static xf_status random_container(const xf_value *v, uint64_t seed, xf_tensor **out, xf_error *err)
+{
+    xf_shape shape = v->shape.ndim >= 0 ? v->shape : v->elem_decl;
+    if (shape.ndim < 0)
+        return xf_error_set(err, XF_ERR_INVALID,
+                            "input '%s' is a%s %s whose element shape the model does not declare; give it with "
+                            "--input FILE.pb",
+                            v->name, xf_kind_is_optional(v->kind) ? "n" : "", xf_kind_name(v->kind));
+    for (int d = 0; d < shape.ndim; d++)
+        shape.dims[d] = shape.dims[d] < 0 ? SAMPLE_DIM : shape.dims[d];
+    bool seq = xf_kind_content(v->kind) == XF_VK_SEQUENCE;
+    xf_tensor *items[SAMPLE_ENTRIES] = {0}, *content = NULL;
+    xf_status st = XF_OK;
+    for (int i = 0; i < (seq ? SAMPLE_ENTRIES : 1) && st == XF_OK; i++)
+        st = random_tensor(v, &shape, seed + 104729u * (uint64_t)i, &items[i], err);
+    if (st == XF_OK)
+        content = seq ? xf_sequence_create(v->dtype, SAMPLE_ENTRIES, items) : xf_tensor_retain(items[0]);
+    *out = !content || !xf_kind_is_optional(v->kind) ? content : xf_optional_create(content, seq, v->dtype);
+    if (content && *out != content)
+        xf_tensor_release(content);
+    for (int i = 0; i < SAMPLE_ENTRIES; i++)
+        xf_tensor_release(items[i]);
+    if (st == XF_OK && !*out)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    return st;
+}
+
+/* A seeded random value for graph input i. */
 static xf_status random_input(const xf_graph *g, int i, uint64_t seed, xf_tensor **out, xf_error *err)
 {
     const xf_value *v = &g->values[g->inputs[i]];
-    char buf[128];
+    seed += (uint64_t)i * 7919u;
+    if (v->kind != XF_VK_TENSOR)
+        return random_container(v, seed, out, err);
     if (v->shape.ndim < 0 || xf_shape_numel(&v->shape) < 0)
         return xf_error_set(err, XF_ERR_INVALID,
                             "input '%s' has no static shape; give one with --input-shape %s=... or an input file",
                             v->name, v->name);
-    *out = xf_tensor_random(v->dtype, &v->shape, seed + (uint64_t)i * 7919u);
-    if (!*out)
-        return xf_error_set(err, XF_ERR_UNSUPPORTED, "cannot make a random %s tensor of shape %s for input '%s'",
-                            xf_dtype_name(v->dtype), xf_shape_str(&v->shape, buf, sizeof buf), v->name);
-    return XF_OK;
+    return random_tensor(v, &v->shape, seed, out, err);
 }
 
 xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
@@ -168,7 +210,8 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     xf_status st = XF_OK;
     for (int i = 0; st == XF_OK && i < g->n_inputs; i++)
-        st = i < n_files ? xf_tensor_load_pb(files[i], &t[i], NULL, err) : random_input(g, i, seed, &t[i], err);
+        st = i < n_files ? xf_value_load_pb(files[i], g->values[g->inputs[i]].kind, &t[i], NULL, err)
+                         : random_input(g, i, seed, &t[i], err);
     if (st != XF_OK) {
         xf_cli_free_tensors(t, g->n_inputs);
         return st;
@@ -184,13 +227,20 @@ xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int 
     if (n_inputs > 0 && !fed)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_inputs; i++) {
+        /* a SequenceProto or OptionalProto file (for a sequence or optional
+         * input) sizes no dim; a file that is none of the three is refused,
+         * naming it, with why it is not a TensorProto */
         xf_tensor *t;
+        xf_error ignored;
         xf_status st = xf_tensor_load_pb(inputs[i], &t, NULL, err);
+        if (st != XF_OK && (xf_value_load_pb(inputs[i], XF_VK_OPTIONAL_TENSOR, &t, NULL, &ignored) == XF_OK ||
+                            xf_value_load_pb(inputs[i], XF_VK_SEQUENCE, &t, NULL, &ignored) == XF_OK))
+            st = XF_OK;
         if (st != XF_OK) {
             free(fed);
             return st;
         }
-        fed[i] = t->shape;
+        fed[i] = xf_tensor_is_container(t) ? (xf_shape){.ndim = -1} : t->shape;
         xf_tensor_release(t);
     }
     xf_load_options lo = {.input_shapes = shapes, .n_input_shapes = n_shapes, .dim_sizes = dims,

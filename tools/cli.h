@@ -45,8 +45,11 @@ int xf_cli_parse_dim(const char *arg, xf_dim_size *dims, int *n, int max);
 void xf_cli_free_dims(xf_dim_size *dims, int n);
 
 void xf_cli_free_tensors(xf_tensor **t, int n);
-/* Inputs for g: files[i] (ONNX TensorProto files) feeds input i, the inputs
- * after them are seeded random tensors.  *out has g->n_inputs entries. */
+/* Inputs for g: files[i] (an ONNX TensorProto, SequenceProto or
+ * OptionalProto file, as input i is a tensor, a sequence or an optional)
+ * feeds input i, the inputs after them are seeded random values (a
+ * sequence: 3 entries of its element shape, symbolic dims of size 2).
+ * *out has g->n_inputs entries. */
 xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
                              xf_tensor ***out, xf_error *err);
 /* Loads the model at path with the --input-shape overrides, the --dim

@@ -21,13 +21,15 @@ static const char usage[] =
     "  --input FILE.pb          an ONNX TensorProto file for the next graph input, in\n"
     "                           input order (repeatable); its size sizes the input's\n"
     "                           symbolic dims (named ones for every input); inputs\n"
-    "                           not given are seeded random tensors\n"
+    "                           not given are seeded random tensors; a sequence or\n"
+    "                           optional input takes a SequenceProto or OptionalProto\n"
     "  --seed N                 seed for random inputs (default 1)\n"
     "  --input-shape NAME=DIMS  static shape for an input with symbolic dims\n"
     "  --dim NAME=N             the size of the symbolic dim NAME wherever an input\n"
     "                           has it (repeatable; e.g. --dim past=32 --dim seq=1\n"
     "                           --dim total=33 for a decoder with a KV cache)\n"
-    "  --output-dir DIR         write output_N.pb files (ONNX test-data layout)\n"
+    "  --output-dir DIR         write output_N.pb files (ONNX test-data layout:\n"
+    "                           SequenceProto or OptionalProto for such outputs)\n"
     "  --iters N                run N timed iterations after warm-up and print\n"
     "                           median/min/max latency\n"
     "  --warmup N               untimed runs before timing (default 3)\n"
@@ -206,6 +208,16 @@ static int cmp_double(const void *a, const void *b)
 static void print_output(const char *name, const xf_tensor *t)
 {
     char shape[128];
+    if (xf_tensor_is_container(t)) {
+        xf_cli_info("output '%s' %s of %s, %lld entr%s\n", name, xf_kind_name(xf_tensor_kind(t)),
+                    xf_dtype_name(t->dtype), (long long)t->n_items, t->n_items == 1 ? "y" : "ies");
+        for (int64_t i = 0; i < t->n_items && i < 8; i++) {
+            char entry[64];
+            snprintf(entry, sizeof entry, "%s[%lld]", name, (long long)i);
+            print_output(entry, t->items[i]);
+        }
+        return;
+    }
     xf_cli_info("output '%s' %s %s:", name, xf_dtype_name(t->dtype), xf_shape_str(&t->shape, shape, sizeof shape));
     int64_t n = xf_tensor_numel(t);
     bool numeric = t->dtype != XF_DT_STRING && xf_dtype_size(t->dtype) > 0 && t->dtype != XF_DT_FLOAT16 &&
@@ -290,7 +302,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < g->n_outputs; k++) {
             char path[4096];
             snprintf(path, sizeof path, "%s/output_%d.pb", o.output_dir, k);
-            if (xf_tensor_save_pb(outputs[k], g->values[g->outputs[k]].name, path, &err) != XF_OK) {
+            if (xf_value_save_pb(outputs[k], g->values[g->outputs[k]].name, path, &err) != XF_OK) {
                 rc = xf_cli_error("%s", err.msg);
                 goto done;
             }
