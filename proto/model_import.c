@@ -1,5 +1,5 @@
 /* ModelProto -> xf_model. */
-#include "proto_internal.h"
+#include "model_import.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -7,23 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct importer {
-    const Onnx__ModelProto *mp;
-    const Onnx__GraphProto *gp;
-    const xf_load_options *opt;
-    xf_model *m;
-    xf_graph *g;
-    xf_error *err;
-    xfp_tensor_src tensors;
-    xfp_name_map values;   /* name -> value id */
-    xfp_name_map declared; /* name -> ValueInfoProto (index into declared_list): value_info, outputs */
-    xfp_ptr_list declared_list;
-    xfp_symbols syms;
-    xfp_ptr_list fallback;   /* declared types xflow cannot represent (see proto_internal.h) */
-    xfp_ptr_list unknown_vi; /* value_info of names that are not values */
-    int *node_outs;          /* per NodeProto: first slot in out_ids; -1 for folded Constants */
-    int *out_ids;
-} importer;
 
 /* Frees what an import made besides its graph and model. */
 static void importer_free(importer *im)
@@ -185,125 +168,6 @@ static xf_status import_initializers(importer *im)
     return XF_OK;
 }
 
-static const xf_shape *find_override(const importer *im, const char *name)
-{
-    for (int i = 0; im->opt && i < im->opt->n_input_shapes; i++)
-        if (im->opt->input_shapes[i].name && strcmp(im->opt->input_shapes[i].name, name) == 0)
-            return &im->opt->input_shapes[i].shape;
-    return NULL;
-}
-
-/* Graph inputs that are not initializers, in order. */
-static bool is_runtime_input(const importer *im, const Onnx__ValueInfoProto *vi)
-{
-    return vi->name && vi->name[0] && xfp_map_get(&im->values, vi->name) < 0;
-}
-
-static xf_status check_overrides(importer *im)
-{
-    for (int i = 0; im->opt && i < im->opt->n_input_shapes; i++) {
-        const char *name = str_or_empty(im->opt->input_shapes[i].name);
-        const Onnx__ValueInfoProto *vi = NULL;
-        for (size_t k = 0; k < im->gp->n_input && !vi; k++)
-            if (im->gp->input[k]->name && strcmp(im->gp->input[k]->name, name) == 0 &&
-                is_runtime_input(im, im->gp->input[k]))
-                vi = im->gp->input[k];
-        if (!vi) {
-            char list[512] = "";
-            size_t used = 0;
-            for (size_t k = 0; k < im->gp->n_input && used < sizeof list; k++)
-                if (is_runtime_input(im, im->gp->input[k]))
-                    used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "",
-                                             im->gp->input[k]->name);
-            return xf_error_set(im->err, XF_ERR_INVALID,
-                                "--input-shape names '%s', which is not a graph input (the inputs are %s)", name,
-                                used ? list : "none");
-        }
-        xf_status s = xfp_bind_override(vi, &im->opt->input_shapes[i].shape, &im->syms, im->err);
-        if (s != XF_OK)
-            return s;
-    }
-    return XF_OK;
-}
-
-/* Whether some graph input has a dim named name. */
-static bool input_dim_named(const importer *im, const char *name)
-{
-    for (size_t i = 0; i < im->gp->n_input; i++) {
-        const Onnx__TypeProto *t = im->gp->input[i]->type;
-        const Onnx__TensorShapeProto *sp =
-            t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
-        for (size_t d = 0; sp && d < sp->n_dim; d++)
-            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                strcmp(sp->dim[d]->dim_param, name) == 0)
-                return true;
-    }
-    return false;
-}
-
-/* --dim sizes: symbols no override fixed take them and stay symbolic. */
-static xf_status bind_dim_sizes(importer *im)
-{
-    for (int i = 0; im->opt && i < im->opt->n_dim_sizes; i++) {
-        const xf_dim_size *ds = &im->opt->dim_sizes[i];
-        if (!ds->name || !input_dim_named(im, ds->name))
-            return xf_error_set(im->err, XF_ERR_INVALID, "--dim names '%s', which no graph input's dims are called",
-                                str_or_empty(ds->name));
-        xf_status s = xfp_bind_dim_size(&im->syms, ds->name, ds->size, im->err);
-        if (s != XF_OK)
-            return s;
-    }
-    return XF_OK;
-}
-
-/* Whether graph input vi is not an initializer, before or after the
- * inputs are defined as values. */
-static bool is_fed_input(const importer *im, const Onnx__ValueInfoProto *vi)
-{
-    int v = vi->name && vi->name[0] ? xfp_map_get(&im->values, vi->name) : -2;
-    return v == -1 || (v >= 0 && im->g->values[v].is_input);
-}
-
-/* The shape of the tensor to be fed to graph input i, or NULL. */
-static const xf_shape *feed_shape(const importer *im, size_t i)
-{
-    if (!im->opt || !is_fed_input(im, im->gp->input[i]))
-        return NULL;
-    int k = 0;
-    for (size_t j = 0; j < i; j++)
-        k += is_fed_input(im, im->gp->input[j]);
-    return k < im->opt->n_feed_shapes ? &im->opt->feed_shapes[k] : NULL;
-}
-
-/* Named dims of inputs to be fed, without an override, take the fed sizes
- * where --input-shape and --dim left them open; a tensor that contradicts a
- * dim the file fixes sizes nothing (feeding it fails, naming the input). */
-static xf_status bind_feed_sizes(importer *im)
-{
-    for (size_t i = 0; im->opt && i < im->gp->n_input; i++) {
-        const Onnx__ValueInfoProto *vi = im->gp->input[i];
-        const xf_shape *feed = feed_shape(im, i);
-        const Onnx__TypeProto *t = vi->type;
-        const Onnx__TensorShapeProto *sp =
-            t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
-        if (!feed || !sp || find_override(im, vi->name) || (size_t)feed->ndim != sp->n_dim)
-            continue;
-        bool fits = true;
-        for (size_t d = 0; d < sp->n_dim; d++)
-            fits &= sp->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-                    sp->dim[d]->dim_value == feed->dims[d];
-        for (size_t d = 0; fits && d < sp->n_dim; d++) {
-            xf_status s = XF_OK;
-            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                sp->dim[d]->dim_param[0])
-                s = xfp_bind_feed_size(&im->syms, sp->dim[d]->dim_param, feed->dims[d], im->err);
-            if (s != XF_OK)
-                return s;
-        }
-    }
-    return XF_OK;
-}
-
 /* Sets value id's kind; returns id (-1 stays -1). */
 static int set_kind(xf_graph *g, int id, xf_value_kind kind)
 {
@@ -327,11 +191,7 @@ static void declared_sequence(xf_value *val, const Onnx__TypeProto *type)
 
 static xf_status import_inputs(importer *im)
 {
-    xf_status s = check_overrides(im);
-    if (s == XF_OK)
-        s = bind_dim_sizes(im);
-    if (s == XF_OK)
-        s = bind_feed_sizes(im);
+    xf_status s = xfp_import_bind_sizes(im);
     for (size_t i = 0; i < im->gp->n_input && s == XF_OK; i++) {
         const Onnx__ValueInfoProto *vi = im->gp->input[i];
         if (!vi->name || !vi->name[0])
@@ -353,8 +213,8 @@ static xf_status import_inputs(importer *im)
                 s = oom(im);
             continue;
         }
-        const xf_shape *over = find_override(im, vi->name);
-        s = xfp_resolve_input_type(vi, over, over ? NULL : feed_shape(im, i), &im->syms, &dt, &shape, guessed,
+        const xf_shape *over = xfp_import_override(im, vi->name);
+        s = xfp_resolve_input_type(vi, over, over ? NULL : xfp_import_feed_shape(im, i), &im->syms, &dt, &shape, guessed,
                                    im->err);
         if (s == XF_OK)
             s = define_value(im, xf_graph_add_input(im->g, vi->name, dt, &shape));
