@@ -257,6 +257,15 @@ xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_sta
     } while (0)
 
 /* The value of n's input k, or -1 when absent. */
+/* `for` loops of this backend's own split over OpenMP's threads (the ones
+ * oneDNN runs on) when cond holds; plain loops without OpenMP. */
+#define XF_DN_PRAGMA(x) _Pragma(#x)
+#ifdef _OPENMP
+#define XF_OMP_FOR(cond) XF_DN_PRAGMA(omp parallel for schedule(static) if (cond))
+#else
+#define XF_OMP_FOR(cond)
+#endif
+
 static inline int xf_dn_input(const xf_node *n, int k) { return k >= 0 && k < n->n_inputs ? n->inputs[k] : -1; }
 
 /* Whether a value may be a float tensor oneDNN computes on. */
