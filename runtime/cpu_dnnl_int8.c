@@ -1,7 +1,9 @@
 /* The ops of quantized models.  The integer products on oneDNN's int8
  * primitives: MatMulInteger, QLinearMatMul and ONNX Runtime's QGemm (alpha
  * 1, A not transposed, its int32 C one per column) as matmul, ConvInteger
- * and QLinearConv as convolution, in the forms where oneDNN 2.6 computes
+ * and QLinearConv as convolution (MatMulIntegerToFloat and
+ * DynamicQuantizeMatMul, at the end, as a matmul of the int32 sums then a
+ * loop of this backend's own), in the forms where oneDNN 2.6 computes
  * what ONNX (ONNX Runtime) specifies:
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);

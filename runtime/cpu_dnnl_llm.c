@@ -1,12 +1,20 @@
-/* The cpu backend's MatMulNBits.  Products of many rows (a prompt): the
- * constant 4- or 8-bit weight is dequantized once, when the node is
- * prepared, into a float (N, K) matrix kept with the node, and every run is
- * one oneDNN sgemm on it (after A is quantized per block at accuracy_level
- * 4, as cpu_ref does).  This trades memory for speed: the float copy is 8
- * (4-bit) or 4 (8-bit) times the size of the packed weight, and the
- * product then runs at sgemm speed instead of unpacking every weight for
- * every row.  In dynamic mode nodes are prepared at each run, and the
- * weight is dequantized each time.
+/* The cpu backend's MatMulNBits, in three paths.
+ *
+ * Many rows (a prompt) of 4-bit weights at accuracy_level 4 (A quantized
+ * to int8 per block, as ONNX Runtime and cpu_ref do): int8 products.  The
+ * weight is unpacked once, when the node is prepared, into int8 q - zero
+ * point in tiles of 16 columns (nb_int8: a quarter of a float copy's
+ * bytes); each block of four rows of A times two tiles is summed exactly in
+ * int32 by AVX-512 VNNI (vpdpbusd) or AVX2 (vpmaddubsw, vpmaddwd), then
+ * times A's and B's block scales in float.  Split over OpenMP's threads by
+ * column tiles and row groups.
+ *
+ * Other products of many rows (accuracy_level 0, 8 bits, float zero
+ * points, g_idx): the constant weight is dequantized once into a float
+ * (N, K) matrix kept with the node, and every run is one oneDNN sgemm on
+ * it (after A is quantized per block at accuracy_level 4, as cpu_ref
+ * does).  The float copy is 8 (4-bit) or 4 (8-bit) times the size of the
+ * packed weight.
  *
  * A few rows (a decoder's token step) of 4-bit weights in blocks of a
  * multiple of 32, on AVX2: the packed weight is read as stored, 32 values
@@ -14,7 +22,12 @@
  * accuracy_level 4 A is quantized to int8 per block as ONNX Runtime does
  * and each block's product is summed exactly in int32 (vpmaddubsw,
  * vpmaddwd) before its scales; otherwise each weight is (q - zero point)
- * in float times A, each block's sum times its scale. */
+ * in float times A, each block's sum times its scale.  Split over OpenMP's
+ * threads by columns.
+ *
+ * In dynamic mode nodes are prepared at each run, and the weight is
+ * unpacked or dequantized each time.  The int8 kernels are chosen at run
+ * time from what the CPU has and what oneDNN may use (DNNL_MAX_CPU_ISA). */
 #include "cpu_dnnl.h"
 
 #include <math.h>
