@@ -80,13 +80,8 @@ static void run_nbits(const nb_form *f)
     const char *sc = gb_const(b, scales(f->n * blocks));
     const char *zp = f->zp ? gb_const(b, random_bytes(XF_DT_UINT8, DIMS(f->n * zrow))) : "";
     const char *bias = f->bias ? gb_const(b, gb_rand(b, DIMS(f->n))) : "";
-    const char *y;
-    Onnx__NodeProto *nd = gb_node(b, "MatMulNBits", MS, (const char *const[]){a, w, sc, zp, "", bias, NULL}, 1, &y);
-    attr_int(nd, "K", f->k);
-    attr_int(nd, "N", f->n);
-    attr_int(nd, "bits", f->bits);
-    attr_int(nd, "block_size", f->block);
-    attr_int(nd, "accuracy_level", f->accuracy);
+    const char *y = gb_matmul_nbits(b, (const char *const[]){a, w, sc, zp, "", bias}, f->k, f->n, f->bits, f->block,
+                                    f->accuracy);
     char what[160];
     snprintf(what, sizeof what, "MatMulNBits M%lld K%lld N%lld block %lld bits %lld zp %d bias %d accuracy %d",
              (long long)f->m, (long long)f->k, (long long)f->n, (long long)f->block, (long long)f->bits, f->zp,
