@@ -97,7 +97,7 @@ START_TEST(test_nbits_random)
     xf_bt_seed(7);
     for (int i = 0; i < 48; i++) {
         nb_form f = {.block = blocks[i % 4], .bits = i % 12 == 11 ? 8 : 4, .zp = i / 4 % 2, .bias = i / 8 % 2,
-                     .accuracy = i / 2 % 2 ? 4 : 0};
+                     .accuracy = i / 3 % 2 ? 4 : 0};
         f.m = i % 3 == 0 ? xf_bt_rnd(1, 4) : xf_bt_rnd(5, 40);
         f.k = f.block * xf_bt_rnd(1, 6) - (i % 2 ? xf_bt_rnd(1, f.block - 1) : 0);
         f.n = xf_bt_rnd(1, 80);
@@ -106,13 +106,16 @@ START_TEST(test_nbits_random)
 }
 END_TEST
 
-/* Shapes of an LLM's layers: whole blocks, N past several tiles. */
+/* Shapes of an LLM's layers: whole blocks, N past several tiles; token
+ * steps with odd block counts. */
 START_TEST(test_nbits_layers)
 {
     static const nb_form forms[] = {
         {32, 768, 256, 32, 4, false, false, 4}, {32, 512, 200, 128, 4, true, true, 4},
         {7, 256, 129, 16, 4, true, false, 4},   {1, 768, 300, 32, 4, true, false, 4},
         {4, 640, 96, 64, 4, false, true, 4},    {12, 384, 100, 32, 4, true, true, 0},
+        {1, 200, 45, 32, 4, true, true, 4},     {3, 90, 33, 32, 4, false, false, 4}, /* odd block counts */
+        {2, 1000, 70, 128, 4, true, false, 4},  {1, 2048, 64, 32, 4, true, false, 4},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
         run_nbits(&forms[i]);
