@@ -604,6 +604,7 @@ static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view
         *g.za = xf_dn_input(n, 4) >= 0 && xf_rt_present(&in[4]) ? (int32_t)xf_rt_load_i64(in[4].dtype, in[4].data, 0)
                                                                  : 0;
     }
+    XF_OMP_FOR(g.m * g.k >= 1 << 16)
     for (int64_t i = 0; i < g.m; i++) {
         int32_t sum = 0;
         for (int64_t t = 0; t < g.k; t++)
@@ -630,6 +631,7 @@ static void imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_vie
         scale[j] = *g.sa * ((const float *)bs->data)[ns > 1 ? j : 0];
     }
     float *y = out[0].data;
+    XF_OMP_FOR(g.m * g.n >= 1 << 16)
     for (int64_t i = 0; i < g.m; i++) {
         uint32_t ra = (uint32_t)g.rowsum[i] - (uint32_t)g.k * za;
         const int32_t *p = g.p + i * g.n;
