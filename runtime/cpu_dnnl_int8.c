@@ -650,6 +650,8 @@ static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     int64_t k = in[1].shape.dims[0], cols = in[1].shape.dims[1], m = xf_rt_numel(&in[0]) / k;
     const int8_t *b = in[1].data;
     /* colsum(B'), then room for c and the scales of each run */
+    free(st->folded_w);
+    free(st->scratch);
     st->folded_w = malloc(sizeof(int32_t) * (size_t)(3 * cols));
     st->scratch = malloc(sizeof(int32_t) * (size_t)(m * cols + m + 2) + (size_t)(dyn ? m * k : 0));
     int8_t *shifted = u8 ? malloc((size_t)(k * cols)) : NULL;

@@ -449,6 +449,8 @@ static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
+    free(st->folded_w); /* a node prepared again */
+    st->folded_w = NULL;
     if (packed_ok(g, n, xf_rt_numel(&in[0]) / t->nb_k)) {
         st->own_run = packed_run;
         return XF_OK;
