@@ -426,6 +426,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
     case XF_OP_SIMPLIFIED_LAYER_NORM: h = &xf_dn_skip_norm_handler; break;
     case XF_OP_MS_MATMUL_NBITS: h = &xf_dn_nbits_handler; break;
+    case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
+    case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL: h = &xf_dn_int_matmul_float_handler; break;
     case XF_OP_MS_GQA: h = &xf_dn_attention_handler; break;
     default: return NULL;
     }
@@ -653,6 +655,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         }
     }
     XF_DN_TRY(err, n, dnnl_stream_wait(c->stream));
+    if (st->post)
+        st->post(n, st, in, out);
     return XF_OK;
 }
 

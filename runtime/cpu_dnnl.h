@@ -148,6 +148,9 @@ typedef struct xf_dn_node {
      * what it reads (the sum of a SkipLayerNormalization's inputs, into
      * `scratch` or an output of the node) */
     void (*pre)(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out);
+    /* and one run after it, finishing the output from what the primitive
+     * wrote (MatMulIntegerToFloat's int32 sums in `scratch`) */
+    void (*post)(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out);
     float *scratch; /* owned here */
     void *dst;
     bool folded;
@@ -193,6 +196,12 @@ extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_
  * integers to float. */
 extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler, xf_dn_dynamic_quantize_handler,
     xf_dn_quantize_handler, xf_dn_dequantize_handler, xf_dn_int_to_float_handler;
+/* Whether oneDNN runs AVX-512 VNNI kernels here (DNNL_MAX_CPU_ISA may
+ * hold it back): their int8 products sum every uint8 x int8 product exactly
+ * in int32, which the int8 paths rely on. */
+bool xf_dn_exact_int8(void);
+/* com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (cpu_dnnl_int8.c) */
+extern const xf_dn_handler xf_dn_int_matmul_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,
@@ -248,6 +257,15 @@ xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_sta
     } while (0)
 
 /* The value of n's input k, or -1 when absent. */
+/* `for` loops of this backend's own split over OpenMP's threads (the ones
+ * oneDNN runs on) when cond holds; plain loops without OpenMP. */
+#define XF_DN_PRAGMA(x) _Pragma(#x)
+#ifdef _OPENMP
+#define XF_OMP_FOR(cond) XF_DN_PRAGMA(omp parallel for schedule(static) if (cond))
+#else
+#define XF_OMP_FOR(cond)
+#endif
+
 static inline int xf_dn_input(const xf_node *n, int k) { return k >= 0 && k < n->n_inputs ? n->inputs[k] : -1; }
 
 /* Whether a value may be a float tensor oneDNN computes on. */

@@ -1,7 +1,9 @@
 /* The ops of quantized models.  The integer products on oneDNN's int8
  * primitives: MatMulInteger, QLinearMatMul and ONNX Runtime's QGemm (alpha
  * 1, A not transposed, its int32 C one per column) as matmul, ConvInteger
- * and QLinearConv as convolution, in the forms where oneDNN 2.6 computes
+ * and QLinearConv as convolution (MatMulIntegerToFloat and
+ * DynamicQuantizeMatMul, at the end, as a matmul of the int32 sums then a
+ * loop of this backend's own), in the forms where oneDNN 2.6 computes
  * what ONNX (ONNX Runtime) specifies:
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
@@ -40,7 +42,7 @@
 
 #include <stdlib.h>
 
-static bool exact_int8(void)
+bool xf_dn_exact_int8(void)
 {
     return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_vnni & ~dnnl_cpu_isa_avx512_core) != 0;
 }
@@ -118,7 +120,7 @@ static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels,
     xf_dtype plain = n->op == XF_OP_MS_QGEMM ? XF_DT_FLOAT : XF_DT_INT32;
     const xf_value *x = value_at(g, n, 0), *w = value_at(g, n, r.w), *w_zp = value_at(g, n, r.w_zp);
     const xf_value *y = n->n_outputs == 1 && n->outputs[0] >= 0 ? &g->values[n->outputs[0]] : NULL;
-    if (!exact_int8() || !x || !w || !y || xf_shape_numel(&x->shape) <= 0 || xf_shape_numel(&w->shape) <= 0 ||
+    if (!xf_dn_exact_int8() || !x || !w || !y || xf_shape_numel(&x->shape) <= 0 || xf_shape_numel(&w->shape) <= 0 ||
         xf_shape_numel(&y->shape) <= 0)
         return false;
     if ((x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || w->dtype != XF_DT_INT8 ||
@@ -515,3 +517,187 @@ static xf_status int_to_float_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_
 }
 
 const xf_dn_handler xf_dn_int_to_float_handler = {int_to_float_handles, NULL, int_to_float_prepare, NULL};
+
+/* ---------------------------------------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul */
+
+/* com.microsoft MatMulIntegerToFloat (A uint8 or int8 with its scale and
+ * zero point, read at run time: a DynamicQuantizeLinear's outputs) and
+ * DynamicQuantizeMatMul (A float, quantized here to uint8 as
+ * DynamicQuantizeLinear does), B a constant (K, N) of uint8 or int8 with
+ * zero points per tensor or per column.  oneDNN computes P = A B' in int32
+ * with no zero points, B' = B (int8) or B - 128 (uint8, as int8) reordered
+ * once; then, per element, as uint32 (wrapping as cpu_ref's truncation):
+ *   sum_k (a - za)(b - zb_j) = P - za colsum(B')_j + c_j (rowsum(A) - K za)
+ * with c_j = 128 - zb_j (uint8 B) or -zb_j, which is cpu_ref's int32 sum
+ * exactly, scaled and biased with cpu_ref's float expression.  Needs VNNI
+ * (xf_dn_exact_int8), as the other int8 products. */
+
+/* What the scratch block holds after P (M x N int32): A's row sums (M
+ * int32), A's scale and zero point, then (DynamicQuantizeMatMul) A as
+ * uint8 (M x K). */
+typedef struct imf_geom {
+    int64_t m, k, n;
+    int32_t *p, *rowsum;
+    float *sa;
+    int32_t *za;
+    uint8_t *qa;
+} imf_geom;
+
+static int imf_input(const xf_node *n, int mif_index)
+{
+    /* DynamicQuantizeMatMul lacks a_scale and a_zero_point (2, 4) */
+    if (n->op != XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL)
+        return mif_index;
+    static const int dqm[7] = {0, 1, -1, 2, -1, 3, 4};
+    return dqm[mif_index];
+}
+
+static imf_geom imf_geom_of(const xf_dn_node *st, const xf_tensor_view *in)
+{
+    imf_geom g = {.k = in[1].shape.dims[0], .n = in[1].shape.dims[1]};
+    g.m = xf_rt_numel(&in[0]) / g.k;
+    g.p = (int32_t *)st->scratch;
+    g.rowsum = g.p + g.m * g.n;
+    g.sa = (float *)(g.rowsum + g.m);
+    g.za = (int32_t *)(g.sa + 1);
+    g.qa = (uint8_t *)(g.za + 1);
+    return g;
+}
+
+static bool imf_handles(const xf_graph *g, const xf_node *n)
+{
+    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL;
+    const xf_value *a = value_at(g, n, 0), *b = value_at(g, n, 1), *bs = value_at(g, n, imf_input(n, 3));
+    const xf_value *bz = value_at(g, n, imf_input(n, 5)), *bias = value_at(g, n, imf_input(n, 6));
+    if (!xf_dn_exact_int8() || !a || !b || !bs || !b->init || b->shape.ndim != 2 || n->n_outputs != 1 ||
+        n->outputs[0] < 0 || !xf_dn_is_f32(g, n->outputs[0]) || xf_shape_numel(&a->shape) <= 0 ||
+        (b->dtype != XF_DT_UINT8 && b->dtype != XF_DT_INT8))
+        return false;
+    int64_t k = b->shape.dims[0], cols = b->shape.dims[1], nz = bz ? xf_shape_numel(&bz->shape) : 1;
+    if (k <= 0 || cols <= 0 || a->shape.dims[a->shape.ndim - 1] != k || (bz && bz->dtype != b->dtype) ||
+        (nz != 1 && nz != cols) || bs->dtype != XF_DT_FLOAT || !(xf_shape_numel(&bs->shape) == 1 || xf_shape_numel(&bs->shape) == cols) ||
+        (bias && (bias->dtype != XF_DT_FLOAT || xf_shape_numel(&bias->shape) != cols)))
+        return false;
+    if (dyn)
+        return xf_dn_is_f32(g, n->inputs[0]);
+    const xf_value *as = value_at(g, n, 2);
+    return (a->dtype == XF_DT_UINT8 || a->dtype == XF_DT_INT8) && as && as->dtype == XF_DT_FLOAT &&
+           single(as) && single(value_at(g, n, 4));
+}
+
+/* A's scale and zero point (DynamicQuantizeMatMul: A quantized into the
+ * scratch block first) and row sums. */
+static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    imf_geom g = imf_geom_of(st, in);
+    const uint8_t *a = in[0].data;
+    bool s8 = in[0].dtype == XF_DT_INT8;
+    if (n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL) {
+        float lo, hi, zp;
+        range_of(in[0].data, g.m * g.k, &lo, &hi);
+        xf_rt_dynamic_qparams(n, NULL, lo, hi, g.sa, &zp);
+        quantize_all(in[0].data, g.qa, g.m * g.k, *g.sa, zp);
+        *g.za = (int32_t)zp;
+        a = g.qa;
+    } else {
+        *g.sa = (float)xf_rt_load_f64(in[2].dtype, in[2].data, 0);
+        *g.za = xf_dn_input(n, 4) >= 0 && xf_rt_present(&in[4]) ? (int32_t)xf_rt_load_i64(in[4].dtype, in[4].data, 0)
+                                                                 : 0;
+    }
+    XF_OMP_FOR(g.m * g.k >= 1 << 16)
+    for (int64_t i = 0; i < g.m; i++) {
+        int32_t sum = 0;
+        for (int64_t t = 0; t < g.k; t++)
+            sum += s8 ? (int8_t)a[i * g.k + t] : a[i * g.k + t];
+        g.rowsum[i] = sum;
+    }
+}
+
+/* The int32 sums from P, scaled and biased as cpu_ref does. */
+static void imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    imf_geom g = imf_geom_of(st, in);
+    const xf_tensor_view *bs = &in[imf_input(n, 3)];
+    int zin = imf_input(n, 5), bin = imf_input(n, 6);
+    const xf_tensor_view *bz = xf_dn_input(n, zin) >= 0 && xf_rt_present(&in[zin]) ? &in[zin] : NULL;
+    const float *bias = xf_dn_input(n, bin) >= 0 && xf_rt_present(&in[bin]) ? in[bin].data : NULL;
+    const int32_t *colsum = (const int32_t *)st->folded_w;
+    int32_t *c = (int32_t *)st->folded_w + g.n;
+    float *scale = (float *)(c + g.n);
+    int64_t nz = bz ? xf_rt_numel(bz) : 0, ns = xf_rt_numel(bs);
+    uint32_t za = (uint32_t)*g.za, off = in[1].dtype == XF_DT_UINT8 ? 128u : 0u;
+    for (int64_t j = 0; j < g.n; j++) {
+        c[j] = (int32_t)(off - (uint32_t)(nz ? xf_rt_load_i64(bz->dtype, bz->data, nz > 1 ? j : 0) : 0));
+        scale[j] = *g.sa * ((const float *)bs->data)[ns > 1 ? j : 0];
+    }
+    float *y = out[0].data;
+    XF_OMP_FOR(g.m * g.n >= 1 << 16)
+    for (int64_t i = 0; i < g.m; i++) {
+        uint32_t ra = (uint32_t)g.rowsum[i] - (uint32_t)g.k * za;
+        const int32_t *p = g.p + i * g.n;
+        float *yr = y + i * g.n;
+        for (int64_t j = 0; j < g.n; j++) {
+            uint32_t acc = (uint32_t)p[j] - za * (uint32_t)colsum[j] + (uint32_t)c[j] * ra;
+            yr[j] = (float)(int32_t)acc * scale[j] + (bias ? bias[j] : 0.0f);
+        }
+    }
+}
+
+static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, u8 = in[1].dtype == XF_DT_UINT8;
+    int64_t k = in[1].shape.dims[0], cols = in[1].shape.dims[1], m = xf_rt_numel(&in[0]) / k;
+    const int8_t *b = in[1].data;
+    /* colsum(B'), then room for c and the scales of each run */
+    free(st->folded_w);
+    free(st->scratch);
+    st->folded_w = malloc(sizeof(int32_t) * (size_t)(3 * cols));
+    st->scratch = malloc(sizeof(int32_t) * (size_t)(m * cols + m + 2) + (size_t)(dyn ? m * k : 0));
+    int8_t *shifted = u8 ? malloc((size_t)(k * cols)) : NULL;
+    if (!st->folded_w || !st->scratch || (u8 && !shifted)) {
+        free(shifted);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    }
+    for (int64_t i = 0; u8 && i < k * cols; i++)
+        shifted[i] = (int8_t)(((const uint8_t *)in[1].data)[i] ^ 0x80u); /* b - 128 */
+    int32_t *colsum = (int32_t *)st->folded_w;
+    for (int64_t j = 0; j < cols; j++)
+        colsum[j] = 0;
+    for (int64_t t = 0; t < k; t++)
+        for (int64_t j = 0; j < cols; j++)
+            colsum[j] += u8 ? shifted[t * cols + j] : b[t * cols + j];
+    imf_geom geo = imf_geom_of(st, in);
+    dnnl_memory_desc_t a, w, w_any, y;
+    dnnl_memory_desc_init_by_tag(&a, 2, (dnnl_dims_t){m, k}, dyn ? dnnl_u8 : dn_type(in[0].dtype), dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&w, 2, (dnnl_dims_t){k, cols}, dnnl_s8, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&w_any, 2, (dnnl_dims_t){k, cols}, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&y, 2, (dnnl_dims_t){m, cols}, dnnl_s32, dnnl_ab);
+    dnnl_matmul_desc_t d;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_matmul_desc_init(&d, &a, &w_any, NULL, &y);
+    if (ds == dnnl_success)
+        ds = dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL);
+    xf_status s = ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "int8 matmul", ds);
+    /* B' of uint8 is the node's own copy: in folded_b, which is never shared */
+    st->folded_b = (float *)shifted;
+    if (s == XF_OK)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, u8 ? (const void *)shifted : b, &w,
+                             dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err);
+    free(shifted);
+    st->folded_b = NULL;
+    if (s == XF_OK)
+        s = dyn ? xf_dn_bind_scratch(c, n, st, DNNL_ARG_SRC, &a, geo.qa, err)
+                : xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &a, &a, err);
+    if (s == XF_OK)
+        s = xf_dn_bind_scratch(c, n, st, DNNL_ARG_DST, &y, geo.p, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    st->pre = imf_pre;
+    st->post = imf_post;
+    return xf_dn_finish(n, st, pd, err);
+}
+
+const xf_dn_handler xf_dn_int_matmul_float_handler = {imf_handles, NULL, imf_prepare, NULL};

@@ -1,12 +1,20 @@
-/* The cpu backend's MatMulNBits.  Products of many rows (a prompt): the
- * constant 4- or 8-bit weight is dequantized once, when the node is
- * prepared, into a float (N, K) matrix kept with the node, and every run is
- * one oneDNN sgemm on it (after A is quantized per block at accuracy_level
- * 4, as cpu_ref does).  This trades memory for speed: the float copy is 8
- * (4-bit) or 4 (8-bit) times the size of the packed weight, and the
- * product then runs at sgemm speed instead of unpacking every weight for
- * every row.  In dynamic mode nodes are prepared at each run, and the
- * weight is dequantized each time.
+/* The cpu backend's MatMulNBits, in three paths.
+ *
+ * Many rows (a prompt) of 4-bit weights at accuracy_level 4 (A quantized
+ * to int8 per block, as ONNX Runtime and cpu_ref do): int8 products.  The
+ * weight is unpacked once, when the node is prepared, into int8 q - zero
+ * point in tiles of 16 columns (nb_int8: a quarter of a float copy's
+ * bytes); each block of four rows of A times two tiles is summed exactly in
+ * int32 by AVX-512 VNNI (vpdpbusd) or AVX2 (vpmaddubsw, vpmaddwd), then
+ * times A's and B's block scales in float.  Split over OpenMP's threads by
+ * column tiles and row groups.
+ *
+ * Other products of many rows (accuracy_level 0, 8 bits, float zero
+ * points, g_idx): the constant weight is dequantized once into a float
+ * (N, K) matrix kept with the node, and every run is one oneDNN sgemm on
+ * it (after A is quantized per block at accuracy_level 4, as cpu_ref
+ * does).  The float copy is 8 (4-bit) or 4 (8-bit) times the size of the
+ * packed weight.
  *
  * A few rows (a decoder's token step) of 4-bit weights in blocks of a
  * multiple of 32, on AVX2: the packed weight is read as stored, 32 values
@@ -14,7 +22,12 @@
  * accuracy_level 4 A is quantized to int8 per block as ONNX Runtime does
  * and each block's product is summed exactly in int32 (vpmaddubsw,
  * vpmaddwd) before its scales; otherwise each weight is (q - zero point)
- * in float times A, each block's sum times its scale. */
+ * in float times A, each block's sum times its scale.  Split over OpenMP's
+ * threads by columns.
+ *
+ * In dynamic mode nodes are prepared at each run, and the weight is
+ * unpacked or dequantized each time.  The int8 kernels are chosen at run
+ * time from what the CPU has and what oneDNN may use (DNNL_MAX_CPU_ISA). */
 #include "cpu_dnnl.h"
 
 #include <math.h>
@@ -42,6 +55,17 @@ static bool packed_ok(const xf_graph *g, const xf_node *n, int64_t m)
            !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
 }
 
+typedef struct nb_geom {
+    int64_t k, n, bs, blocks, blob, zrow;
+    const uint8_t *b, *zp;
+    const float *scale;
+} nb_geom;
+
+static unsigned zero_point(const nb_geom *g, int64_t r, int64_t blk)
+{
+    return g->zp ? (unsigned)(g->zp[r * g->zrow + blk / 2] >> (blk % 2 * 4)) & 15u : 8u;
+}
+
 #if NB_X86
 /* 32 4-bit values (16 bytes, the low half of each byte first) as bytes */
 __attribute__((target("avx2,fma"))) static inline __m256i unpack32(const uint8_t *p)
@@ -59,24 +83,14 @@ __attribute__((target("avx2,fma"))) static inline float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-typedef struct nb_geom {
-    int64_t k, n, bs, blocks, blob, zrow;
-    const uint8_t *b, *zp;
-    const float *scale;
-} nb_geom;
-
-static unsigned zero_point(const nb_geom *g, int64_t r, int64_t blk)
-{
-    return g->zp ? (unsigned)(g->zp[r * g->zrow + blk / 2] >> (blk % 2 * 4)) & 15u : 8u;
-}
-
-/* One row at accuracy_level 4: qa (blocks * bs int8, zeros past K), its
- * per-block scales and sums. */
-__attribute__((target("avx2,fma"))) static void row_int8(const nb_geom *g, const int8_t *qa, const float *as,
-                                                         const int32_t *qsum, const float *bias, float *y)
+/* Columns [r0, r1) of one row at accuracy_level 4: qa (blocks * bs int8,
+ * zeros past K), its per-block scales and sums. */
+__attribute__((target("avx2,fma"))) static void row_int8(const nb_geom *g, int64_t r0, int64_t r1, const int8_t *qa,
+                                                         const float *as, const int32_t *qsum, const float *bias,
+                                                         float *y)
 {
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t r = 0; r < g->n; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         __m256 acc = _mm256_setzero_ps();
         float corr = 0.0f;
         const uint8_t *w = g->b + r * g->blocks * g->blob;
@@ -95,11 +109,11 @@ __attribute__((target("avx2,fma"))) static void row_int8(const nb_geom *g, const
     }
 }
 
-/* One row of float A (blocks * bs, zeros past K). */
-__attribute__((target("avx2,fma"))) static void row_float(const nb_geom *g, const float *a, const float *bias,
-                                                          float *y)
+/* Columns [r0, r1) of one row of float A (blocks * bs, zeros past K). */
+__attribute__((target("avx2,fma"))) static void row_float(const nb_geom *g, int64_t r0, int64_t r1, const float *a,
+                                                          const float *bias, float *y)
 {
-    for (int64_t r = 0; r < g->n; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         __m256 acc = _mm256_setzero_ps();
         const uint8_t *w = g->b + r * g->blocks * g->blob;
         for (int64_t blk = 0; blk < g->blocks; blk++) {
@@ -121,6 +135,34 @@ __attribute__((target("avx2,fma"))) static void row_float(const nb_geom *g, cons
 }
 #endif
 
+/* One row of A quantized per block of bs as xf_nbits_quantize_a does
+ * (scale max |a| / 127, a * (127 / max) rounded to nearest even), into
+ * blocks * bs int8 codes xor flip (zeros past K), their scales and (qsum
+ * not NULL) their sums. */
+static void quantize_row(const float *a, int64_t k, int64_t bs, int64_t blocks, uint8_t flip, int8_t *qa, float *as,
+                         int32_t *qsum)
+{
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        int64_t c0 = blk * bs, c1 = c0 + bs < k ? c0 + bs : k;
+        float amax = 0.0f;
+        for (int64_t c = c0; c < c1; c++)
+            amax = fabsf(a[c]) > amax ? fabsf(a[c]) : amax;
+        float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
+        int32_t sum = 0;
+        as[blk] = amax / 127.0f;
+        for (int64_t c = c0; c < c0 + bs; c++) {
+            int8_t q = c < c1 ? (int8_t)nearbyintf(a[c] * inv) : 0;
+            sum += q;
+            qa[c] = (int8_t)((uint8_t)q ^ flip);
+        }
+        if (qsum)
+            qsum[blk] = sum;
+    }
+}
+
+/* the columns one thread of the packed path takes at a time */
+#define NB_PACKED_CHUNK 64
+
 static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                             xf_error *err)
 {
@@ -134,38 +176,237 @@ static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vi
     int64_t m = xf_rt_numel(&in[0]) / g.k, padded = g.blocks * g.bs;
     const float *a = in[0].data, *bias = has_input(n, 5) ? in[5].data : NULL;
     bool int8 = xf_nbits_quantizes_a(n, in);
-    float *af = calloc((size_t)(padded + 2 * g.blocks), sizeof *af);
-    int8_t *qa = calloc((size_t)padded, 1);
+    /* per row: A padded with zeros, or its int8 codes, scales and sums */
+    float *af = calloc((size_t)(m * (padded + 2 * g.blocks)), sizeof *af);
+    int8_t *qa = calloc((size_t)(m * padded), 1);
     if (!af || !qa) {
         free(af);
         free(qa);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     }
-    float *as = af + padded;
-    int32_t *qsum = (int32_t *)(as + g.blocks);
+    float *as = af + m * padded;
+    int32_t *qsum = (int32_t *)(as + m * g.blocks);
     for (int64_t i = 0; i < m; i++) {
-        memcpy(af, a + i * g.k, sizeof *af * (size_t)g.k);
-        if (!int8) {
-            row_float(&g, af, bias, (float *)out[0].data + i * g.n);
-            continue;
+        if (int8)
+            quantize_row(a + i * g.k, g.k, g.bs, g.blocks, 0, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks);
+        else
+            memcpy(af + i * padded, a + i * g.k, sizeof *af * (size_t)g.k);
+    }
+    int64_t chunks = (g.n + NB_PACKED_CHUNK - 1) / NB_PACKED_CHUNK;
+    float *y = out[0].data;
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        int64_t r0 = ch * NB_PACKED_CHUNK, r1 = r0 + NB_PACKED_CHUNK < g.n ? r0 + NB_PACKED_CHUNK : g.n;
+        for (int64_t i = 0; i < m; i++) {
+            if (int8)
+                row_int8(&g, r0, r1, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks, bias, y + i * g.n);
+            else
+                row_float(&g, r0, r1, af + i * padded, bias, y + i * g.n);
         }
-        for (int64_t blk = 0; blk < g.blocks; blk++) { /* as xf_nbits_quantize_a */
-            float amax = 0.0f;
-            for (int64_t c = blk * g.bs; c < (blk + 1) * g.bs; c++)
-                amax = fabsf(af[c]) > amax ? fabsf(af[c]) : amax;
-            float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
-            as[blk] = amax / 127.0f;
-            qsum[blk] = 0;
-            for (int64_t c = blk * g.bs; c < (blk + 1) * g.bs; c++)
-                qsum[blk] += qa[c] = (int8_t)nearbyintf(af[c] * inv);
-        }
-        row_int8(&g, qa, as, qsum, bias, (float *)out[0].data + i * g.n);
     }
     free(af);
     free(qa);
     return XF_OK;
 #else
     return xf_error_set(err, XF_ERR_UNSUPPORTED, "no packed MatMulNBits path on this machine");
+#endif
+}
+
+/* ------------------------------------------------ int8 products of many rows */
+
+/* The 4-bit weight of the int8 path, unpacked once into w = q - zero point
+ * (int8, zeros past K and past N) in tiles of 16 columns: per tile, per
+ * block, per 4 values of K, the 16 columns' 4 values (64 bytes), which one
+ * vpdpbusd multiplies by 4 codes of a row of A broadcast.  A's codes are
+ * read as uint8 (q + 128), so each block's sum carries 128 times the
+ * block's sum of w, which corr (-128 times it) takes back: the int32 sum
+ * is exactly sum (q_a (q - zero point)), which the products of a few rows
+ * compute too.  The tiles are even in number: the kernels take two. */
+#define NB_TILE 16
+
+typedef struct nb_int8 {
+    int64_t k, n, bs, blocks, tiles;
+    int8_t *w;     /* tiles x blocks x (bs / 4) x 16 x 4 */
+    int32_t *corr; /* tiles x blocks x 16 */
+    float *scale;  /* tiles x blocks x 16: B's scales */
+} nb_int8;
+
+static int int8_isa(void)
+{
+#if NB_X86
+    if (xf_dn_exact_int8() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
+        return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return 1;
+#endif
+    return 0;
+}
+
+static bool int8_ok(const xf_node *n, const xf_tensor_view *in)
+{
+    return n->attrs.attn.nb_bits == 4 && xf_nbits_quantizes_a(n, in) && int8_isa() > 0;
+}
+
+/* The nb_int8 of the node's weight, in one block (freed with free). */
+static nb_int8 *int8_pack(const xf_node *n, const xf_tensor_view *in)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    int64_t bs = t->nb_block, blocks = (t->nb_k + bs - 1) / bs, tiles = (t->nb_n + 2 * NB_TILE - 1) / (2 * NB_TILE) * 2;
+    size_t wbytes = (size_t)(tiles * blocks * bs * NB_TILE), per = (size_t)(tiles * blocks * NB_TILE);
+    size_t head = (sizeof(nb_int8) + 63) / 64 * 64, total = head + wbytes + per * 8;
+    nb_int8 *p = aligned_alloc(64, (total + 63) / 64 * 64);
+    if (!p)
+        return NULL;
+    memset(p, 0, total);
+    *p = (nb_int8){t->nb_k, t->nb_n, bs, blocks, tiles};
+    p->w = (int8_t *)p + head;
+    p->corr = (int32_t *)(p->w + wbytes);
+    p->scale = (float *)(p->corr + per);
+    nb_geom g = {.k = t->nb_k, .bs = bs, .blocks = blocks, .blob = bs / 2, .zrow = (blocks + 1) / 2, .b = in[1].data};
+    g.zp = has_input(n, 3) ? in[3].data : NULL;
+    for (int64_t r = 0; r < p->n; r++)
+        for (int64_t blk = 0; blk < blocks; blk++) {
+            int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE, sum = 0;
+            int8_t *w = p->w + at / NB_TILE * NB_TILE * bs + r % NB_TILE * 4;
+            const uint8_t *src = g.b + (r * blocks + blk) * g.blob;
+            int z = (int)zero_point(&g, r, blk);
+            for (int64_t c = 0; c < bs && blk * bs + c < g.k; c++) {
+                int v = (int)((src[c / 2] >> (c % 2 * 4)) & 15u) - z;
+                w[c / 4 * NB_TILE * 4 + c % 4] = (int8_t)v;
+                sum += v;
+            }
+            p->corr[at] = (int32_t)(-128 * sum);
+            p->scale[at] = ((const float *)in[2].data)[r * blocks + blk];
+        }
+    return p;
+}
+
+static inline int32_t load4(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#if NB_X86
+#define NB_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vnni")))
+#define NB_AVX2 __attribute__((target("avx2,fma")))
+/* the kernels' four rows of A, spelled out so that their sums stay in registers */
+#define NB_ROWS(X) X(0) X(1) X(2) X(3)
+
+/* Four rows of A's codes (stride lda, uint8) times tiles t and t + 1: out
+ * (4 x 32) without the bias. */
+static NB_VNNI void pair_vnni(const nb_int8 *p, int64_t t, const uint8_t *a, int64_t lda, const float *as, float *out)
+{
+    int64_t next = p->blocks * NB_TILE; /* from tile t to t + 1 in corr and scale */
+#define NB_DECL(r) __m512 f##r##0 = _mm512_setzero_ps(), f##r##1 = f##r##0; __m512i d##r##0, d##r##1;
+    NB_ROWS(NB_DECL)
+    for (int64_t blk = 0; blk < p->blocks; blk++) {
+        int64_t at = (t * p->blocks + blk) * NB_TILE;
+        __m512i c0 = _mm512_loadu_si512(p->corr + at), c1 = _mm512_loadu_si512(p->corr + at + next);
+#define NB_INIT(r) d##r##0 = c0; d##r##1 = c1;
+        NB_ROWS(NB_INIT)
+        const int8_t *w0 = p->w + at * p->bs, *w1 = w0 + next * p->bs;
+        const uint8_t *ab = a + blk * p->bs;
+        for (int64_t s = 0; s < p->bs / 4; s++) {
+            __m512i b0 = _mm512_load_si512(w0 + s * 64), b1 = _mm512_load_si512(w1 + s * 64), av;
+#define NB_DOT(r)                                                                                                      \
+    av = _mm512_set1_epi32(load4(ab + r * lda + 4 * s));                                                               \
+    d##r##0 = _mm512_dpbusd_epi32(d##r##0, av, b0);                                                                    \
+    d##r##1 = _mm512_dpbusd_epi32(d##r##1, av, b1);
+            NB_ROWS(NB_DOT)
+        }
+        __m512 s0 = _mm512_loadu_ps(p->scale + at), s1 = _mm512_loadu_ps(p->scale + at + next), sa;
+#define NB_SCALE(r)                                                                                                    \
+    sa = _mm512_set1_ps(as[r * p->blocks + blk]);                                                                      \
+    f##r##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d##r##0), _mm512_mul_ps(sa, s0), f##r##0);                            \
+    f##r##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d##r##1), _mm512_mul_ps(sa, s1), f##r##1);
+        NB_ROWS(NB_SCALE)
+    }
+#define NB_STORE(r)                                                                                                    \
+    _mm512_storeu_ps(out + r * 2 * NB_TILE, f##r##0);                                                                  \
+    _mm512_storeu_ps(out + r * 2 * NB_TILE + NB_TILE, f##r##1);
+    NB_ROWS(NB_STORE)
+}
+
+/* The same for the 8 columns 8 h.. of tile t with AVX2: vpmaddubsw adds
+ * two products of at most 255 x 15 in int16, which cannot saturate. */
+static NB_AVX2 void half_avx2(const nb_int8 *p, int64_t t, int h, const uint8_t *a, int64_t lda, const float *as,
+                              float *out)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+#define NB_DECL2(r) __m256 f##r = _mm256_setzero_ps(); __m256i d##r;
+    NB_ROWS(NB_DECL2)
+    for (int64_t blk = 0; blk < p->blocks; blk++) {
+        int64_t at = (t * p->blocks + blk) * NB_TILE;
+        __m256i c = _mm256_loadu_si256((const __m256i *)(p->corr + at + 8 * h));
+#define NB_INIT2(r) d##r = c;
+        NB_ROWS(NB_INIT2)
+        const int8_t *w = p->w + at * p->bs + 32 * h;
+        const uint8_t *ab = a + blk * p->bs;
+        for (int64_t s = 0; s < p->bs / 4; s++) {
+            __m256i b = _mm256_load_si256((const __m256i *)(w + s * 64)), av;
+#define NB_DOT2(r)                                                                                                     \
+    av = _mm256_set1_epi32(load4(ab + r * lda + 4 * s));                                                               \
+    d##r = _mm256_add_epi32(d##r, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b), ones));
+            NB_ROWS(NB_DOT2)
+        }
+        __m256 sb = _mm256_loadu_ps(p->scale + at + 8 * h);
+#define NB_SCALE2(r)                                                                                                   \
+    f##r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d##r), _mm256_mul_ps(_mm256_set1_ps(as[r * p->blocks + blk]), sb), f##r);
+        NB_ROWS(NB_SCALE2)
+    }
+#define NB_STORE2(r) _mm256_storeu_ps(out + r * 2 * NB_TILE, f##r);
+    NB_ROWS(NB_STORE2)
+}
+
+static NB_AVX2 void pair_avx2(const nb_int8 *p, int64_t t, const uint8_t *a, int64_t lda, const float *as,
+                              float *out)
+{
+    for (int q = 0; q < 4; q++)
+        half_avx2(p, t + q / 2, q % 2, a, lda, as, out + q * 8);
+}
+#endif
+
+static xf_status int8_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                          xf_error *err)
+{
+#if NB_X86
+    const nb_int8 *p = (const nb_int8 *)st->folded_w;
+    int64_t m = xf_rt_numel(&in[0]) / p->k, lda = p->blocks * p->bs;
+    const float *a = in[0].data, *bias = has_input(n, 5) ? in[5].data : NULL;
+    float *y = out[0].data;
+    /* A's codes and scales, in rows padded to a multiple of 4 (codes of 0, scales 0) */
+    int64_t groups = (m + 3) / 4;
+    uint8_t *qa = malloc((size_t)(groups * 4 * lda) + sizeof(float) * (size_t)(groups * 4 * p->blocks));
+    if (!qa)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    float *as = (float *)(qa + groups * 4 * lda);
+    memset(qa + m * lda, 0x80, (size_t)((groups * 4 - m) * lda));
+    memset(as + m * p->blocks, 0, sizeof *as * (size_t)((groups * 4 - m) * p->blocks));
+    XF_OMP_FOR(m * p->k >= 4096)
+    for (int64_t i = 0; i < m; i++)
+        quantize_row(a + i * p->k, p->k, p->bs, p->blocks, 0x80, (int8_t *)qa + i * lda, as + i * p->blocks, NULL);
+    bool vnni = int8_isa() == 2;
+    int64_t pairs = p->tiles / 2;
+    XF_OMP_FOR(pairs * groups > 1)
+    for (int64_t j = 0; j < pairs * groups; j++) {
+        int64_t t = j / groups * 2, i0 = j % groups * 4;
+        int mr = m - i0 < 4 ? (int)(m - i0) : 4;
+        float tmp[4 * 2 * NB_TILE];
+        if (vnni)
+            pair_vnni(p, t, qa + i0 * lda, lda, as + i0 * p->blocks, tmp);
+        else
+            pair_avx2(p, t, qa + i0 * lda, lda, as + i0 * p->blocks, tmp);
+        int64_t c0 = t * NB_TILE, cols = p->n - c0 < 2 * NB_TILE ? p->n - c0 : 2 * NB_TILE;
+        for (int r = 0; r < mr; r++)
+            for (int64_t c = 0; c < cols; c++)
+                y[(i0 + r) * p->n + c0 + c] = tmp[r * 2 * NB_TILE + c] + (bias ? bias[c0 + c] : 0.0f);
+    }
+    free(qa);
+    return XF_OK;
+#else
+    return xf_error_set(err, XF_ERR_UNSUPPORTED, "no int8 MatMulNBits path on this machine");
 #endif
 }
 
@@ -208,8 +449,17 @@ static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
+    free(st->folded_w); /* a node prepared again */
+    st->folded_w = NULL;
     if (packed_ok(g, n, xf_rt_numel(&in[0]) / t->nb_k)) {
         st->own_run = packed_run;
+        return XF_OK;
+    }
+    if (int8_ok(n, in)) {
+        st->folded_w = (float *)int8_pack(n, in);
+        if (!st->folded_w)
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+        st->own_run = int8_run;
         return XF_OK;
     }
     st->folded_w = malloc(sizeof(float) * (size_t)(t->nb_n * t->nb_k));

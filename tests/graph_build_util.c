@@ -81,6 +81,20 @@ Onnx__NodeProto *gb_node(gbuild *b, const char *op, const char *domain, const ch
     return n;
 }
 
+const char *gb_matmul_nbits(gbuild *b, const char *const *ins, int64_t k, int64_t n, int64_t bits, int64_t block,
+                            int64_t accuracy)
+{
+    const char *y;
+    const char *six[7] = {ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], NULL};
+    Onnx__NodeProto *nd = gb_node(b, "MatMulNBits", "com.microsoft", six, 1, &y);
+    attr_int(nd, "K", k);
+    attr_int(nd, "N", n);
+    attr_int(nd, "bits", bits);
+    attr_int(nd, "block_size", block);
+    attr_int(nd, "accuracy_level", accuracy);
+    return y;
+}
+
 void gb_attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v)
 {
     int64_t *copy = zalloc(sizeof *copy * (size_t)(count > 0 ? count : 1));

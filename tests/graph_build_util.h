@@ -37,6 +37,10 @@ const char *gb_float(gbuild *b, float v);                /* float scalar constan
 Onnx__NodeProto *gb_node(gbuild *b, const char *op, const char *domain, const char *const *ins, int n_out,
                          const char **outs);
 const char *gb_op(gbuild *b, const char *op, const char *const *ins);
+/* A com.microsoft MatMulNBits on ins (A, B, scales, zero points, g_idx,
+ * bias; "" for an omitted one) with these attributes.  Returns its output. */
+const char *gb_matmul_nbits(gbuild *b, const char *const *ins, int64_t k, int64_t n, int64_t bits, int64_t block,
+                            int64_t accuracy);
 /* attr_ints on a copy of v (attr_ints keeps the pointer). */
 void gb_attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v);
 #define GB(b, op, ...) gb_op(b, op, (const char *const[]){__VA_ARGS__, NULL})

@@ -111,14 +111,8 @@ static void run_nbits(const nb_case *c, unsigned seed)
         xf_tensor_retain(bt);
         bias = gb_const(b, bt);
     }
-    const char *y;
-    Onnx__NodeProto *nd = gb_node(b, "MatMulNBits", MS, (const char *const[]){a, bw, sc, zp, "", bias, NULL}, 1, &y);
-    attr_int(nd, "K", c->k);
-    attr_int(nd, "N", c->n);
-    attr_int(nd, "bits", c->bits);
-    attr_int(nd, "block_size", c->block);
-    if (c->accuracy)
-        attr_int(nd, "accuracy_level", c->accuracy);
+    const char *y = gb_matmul_nbits(b, (const char *const[]){a, bw, sc, zp, "", bias}, c->k, c->n, c->bits, c->block,
+                                    c->accuracy);
     /* the weight dequantized in standard ops: (codes - zero point) * scale, (K, N) */
     const char *q = gb_const(b, mk(XF_DT_FLOAT, DIMS(c->n, kb, c->block), codes_f));
     const char *z = gb_const(b, mk(XF_DT_FLOAT, DIMS(c->n, kb, 1), zf));

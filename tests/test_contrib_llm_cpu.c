@@ -1,0 +1,195 @@
+/* The cpu backend's own paths for com.microsoft MatMulNBits,
+ * MatMulIntegerToFloat and DynamicQuantizeMatMul against cpu_ref, static and
+ * dynamic, on random shapes: MatMulNBits of 1 to 4 rows (the packed-weight
+ * path) and of more (the int8 path at accuracy_level 4, sgemm on the
+ * dequantized weight otherwise), K not a multiple of the block, blocks of
+ * 16 to 128, zero points or none, a bias or none, 8 bits too; the int8
+ * products of MatMulIntegerToFloat and DynamicQuantizeMatMul with uint8 and
+ * int8 operands, B's scale and zero point per tensor or per column, A's
+ * constant or fed at run time, which must match cpu_ref exactly.  ctest
+ * runs the suite again under DNNL_MAX_CPU_ISA=AVX2, where MatMulNBits takes
+ * the AVX2 kernels. */
+#include "backend_util.h"
+#include "graph_build_util.h"
+#include "kernel_case_util.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MS "com.microsoft"
+
+/* Random bytes of type t (uint8 or int8) in a tensor of the given dims. */
+static xf_tensor *random_bytes(xf_dtype t, int ndim, const int64_t *dims)
+{
+    xf_shape s = xf_shape_make(ndim, dims);
+    xf_tensor *x = xf_tensor_create(t, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+        ((uint8_t *)x->data)[i] = (uint8_t)xf_bt_rnd(0, 255);
+    return x;
+}
+
+/* Small positive scales, n of them (one: a scalar). */
+static xf_tensor *scales(int64_t n)
+{
+    xf_shape s = xf_shape_make(n == 1 ? 0 : 1, (int64_t[]){n});
+    xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < n; i++)
+        ((float *)x->data)[i] = 0.001f + (float)xf_bt_rnd(0, 1000) / 50000.0f;
+    return x;
+}
+
+/* Loads the graph built in b (its outputs `outs`) and checks it on cpu
+ * against cpu_ref, static and dynamic, with xf_bt_check_graph's random
+ * inputs (b's feeds only give the inputs' shapes); atol < 0 is relative
+ * to the largest expected element. */
+static void check_on_cpu(gbuild *b, int n_outs, const char *const *outs, double atol, const char *what)
+{
+    for (int k = 0; k < n_outs; k++)
+        PUSH(b->g->n_output, b->g->output, mk_vi(outs[k], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL, NULL));
+    Onnx__ModelProto *mp = mk_model(b->g, 17);
+    add_opset(mp, MS, 1);
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", what, e.msg);
+    xf_bt_check_graph(m->graph, 17, "cpu", true, atol, 0.0, what);
+    xf_model_free(m);
+    for (int i = 0; i < b->n_feeds; i++)
+        xf_tensor_release(b->feeds[i]);
+}
+
+/* ------------------------------------------------------------ MatMulNBits */
+
+typedef struct nb_form {
+    int64_t m, k, n, block, bits;
+    bool zp, bias;
+    int accuracy;
+} nb_form;
+
+static void run_nbits(const nb_form *f)
+{
+    gbuild gb, *b = &gb;
+    gb_init(b, 1);
+    int64_t blocks = (f->k + f->block - 1) / f->block, blob = f->block * f->bits / 8;
+    int64_t zrow = (blocks * f->bits + 7) / 8;
+    const char *a = gb_input(b, "a", gb_rand(b, DIMS(1, f->m, f->k)), NULL);
+    const char *w = gb_const(b, random_bytes(XF_DT_UINT8, DIMS(f->n, blocks, blob)));
+    const char *sc = gb_const(b, scales(f->n * blocks));
+    const char *zp = f->zp ? gb_const(b, random_bytes(XF_DT_UINT8, DIMS(f->n * zrow))) : "";
+    const char *bias = f->bias ? gb_const(b, gb_rand(b, DIMS(f->n))) : "";
+    const char *y = gb_matmul_nbits(b, (const char *const[]){a, w, sc, zp, "", bias}, f->k, f->n, f->bits, f->block,
+                                    f->accuracy);
+    char what[160];
+    snprintf(what, sizeof what, "MatMulNBits M%lld K%lld N%lld block %lld bits %lld zp %d bias %d accuracy %d",
+             (long long)f->m, (long long)f->k, (long long)f->n, (long long)f->block, (long long)f->bits, f->zp,
+             f->bias, f->accuracy);
+    /* int32 block sums against cpu_ref's float sum of the same products */
+    check_on_cpu(b, 1, &y, -2e-5, what);
+}
+
+/* 48 random forms: every block size, rows 1..4 and more, K off the block. */
+START_TEST(test_nbits_random)
+{
+    static const int64_t blocks[4] = {16, 32, 64, 128};
+    xf_bt_seed(7);
+    for (int i = 0; i < 48; i++) {
+        nb_form f = {.block = blocks[i % 4], .bits = i % 12 == 11 ? 8 : 4, .zp = i / 4 % 2, .bias = i / 8 % 2,
+                     .accuracy = i / 3 % 2 ? 4 : 0};
+        f.m = i % 3 == 0 ? xf_bt_rnd(1, 4) : xf_bt_rnd(5, 40);
+        f.k = f.block * xf_bt_rnd(1, 6) - (i % 2 ? xf_bt_rnd(1, f.block - 1) : 0);
+        f.n = xf_bt_rnd(1, 80);
+        run_nbits(&f);
+    }
+}
+END_TEST
+
+/* Shapes of an LLM's layers: whole blocks, N past several tiles; token
+ * steps with odd block counts. */
+START_TEST(test_nbits_layers)
+{
+    static const nb_form forms[] = {
+        {32, 768, 256, 32, 4, false, false, 4}, {32, 512, 200, 128, 4, true, true, 4},
+        {7, 256, 129, 16, 4, true, false, 4},   {1, 768, 300, 32, 4, true, false, 4},
+        {4, 640, 96, 64, 4, false, true, 4},    {12, 384, 100, 32, 4, true, true, 0},
+        {1, 200, 45, 32, 4, true, true, 4},     {3, 90, 33, 32, 4, false, false, 4}, /* odd block counts */
+        {2, 1000, 70, 128, 4, true, false, 4},  {1, 2048, 64, 32, 4, true, false, 4},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        run_nbits(&forms[i]);
+}
+END_TEST
+
+/* ------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul */
+
+typedef struct imf_form {
+    bool dynamic, a_fed; /* DynamicQuantizeMatMul; A's scale and zero point graph inputs */
+    xf_dtype a, b;
+    bool per_column, a_zp, b_zp, bias;
+    int64_t m, k, n;
+} imf_form;
+
+static void run_imf(const imf_form *f)
+{
+    gbuild gb, *b = &gb;
+    gb_init(b, 1);
+    xf_tensor *at = f->dynamic ? gb_rand(b, DIMS(2, f->m, f->k)) : random_bytes(f->a, DIMS(2, f->m, f->k));
+    const char *a = gb_input(b, "a", at, NULL), *a_sc = "", *a_zp = "";
+    if (!f->dynamic && f->a_fed) {
+        a_sc = gb_input(b, "a_scale", scales(1), NULL);
+        a_zp = f->a_zp ? gb_input(b, "a_zp", random_bytes(f->a, 0, NULL), NULL) : "";
+    } else if (!f->dynamic) {
+        a_sc = gb_const(b, scales(1));
+        a_zp = f->a_zp ? gb_const(b, random_bytes(f->a, 0, NULL)) : "";
+    }
+    int64_t cols = f->per_column ? f->n : 1;
+    const char *w = gb_const(b, random_bytes(f->b, DIMS(f->k, f->n))), *b_sc = gb_const(b, scales(cols));
+    const char *b_zp = !f->b_zp ? "" : gb_const(b, f->per_column ? random_bytes(f->b, DIMS(f->n)) : random_bytes(f->b, 0, NULL));
+    const char *bias = f->bias ? gb_const(b, gb_rand(b, DIMS(f->n))) : "";
+    const char *y;
+    if (f->dynamic)
+        gb_node(b, "DynamicQuantizeMatMul", MS, (const char *const[]){a, w, b_sc, b_zp, bias, NULL}, 1, &y);
+    else
+        gb_node(b, "MatMulIntegerToFloat", MS, (const char *const[]){a, w, a_sc, b_sc, a_zp, b_zp, bias, NULL}, 1,
+                &y);
+    char what[192];
+    snprintf(what, sizeof what, "%s a %s%s b %s per column %d zp %d/%d bias %d M%lld K%lld N%lld",
+             f->dynamic ? "DynamicQuantizeMatMul" : "MatMulIntegerToFloat", xf_dtype_name(f->a),
+             f->a_fed ? " (fed scale)" : "", xf_dtype_name(f->b), f->per_column, f->a_zp, f->b_zp, f->bias,
+             (long long)f->m, (long long)f->k, (long long)f->n);
+    /* the same int32 sums, scaled by the same float expression */
+    check_on_cpu(b, 1, &y, 0.0, what);
+}
+
+/* 40 random forms over both ops, both 8-bit types of A and B, per-tensor
+ * and per-column B, zero points, bias, A's parameters constant or fed. */
+START_TEST(test_int_matmul_float_random)
+{
+    xf_bt_seed(11);
+    for (int i = 0; i < 40; i++) {
+        imf_form f = {.dynamic = i % 4 == 3, .a_fed = i % 4 == 1, .a = i % 8 < 4 ? XF_DT_UINT8 : XF_DT_INT8,
+                      .b = i % 16 < 8 ? XF_DT_INT8 : XF_DT_UINT8, .per_column = i % 3 == 0, .a_zp = i % 5 != 0,
+                      .b_zp = i % 7 != 0, .bias = i % 2 == 0};
+        if (f.dynamic)
+            f.a = XF_DT_UINT8;
+        f.m = xf_bt_rnd(1, 40);
+        f.k = xf_bt_rnd(1, 300);
+        f.n = xf_bt_rnd(1, 70);
+        run_imf(&f);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("contrib_llm_cpu");
+    TCase *tc = tcase_create("cpu");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, test_nbits_random);
+    tcase_add_test(tc, test_nbits_layers);
+    tcase_add_test(tc, test_int_matmul_float_random);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
