@@ -445,7 +445,7 @@ int find_node_op(const xf_graph *g, xf_op op)
     return -1;
 }
 
-/* The attributes of the exported model's only node. */
+/* The exported model of m (*buf holds its bytes). */
 Onnx__ModelProto *saved_proto(const xf_model *m, uint8_t **buf)
 {
     size_t len;

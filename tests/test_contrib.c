@@ -43,16 +43,6 @@ static Onnx__ModelProto *gelu_model(bool ms_opset, bool with_plain, bool with_un
     return m;
 }
 
-static Onnx__ModelProto *saved(const xf_model *m, uint8_t **buf)
-{
-    size_t len;
-    xf_error e;
-    ck_assert_msg(xf_model_save_buffer(m, buf, &len, &e) == XF_OK, "%s", e.msg);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, *buf);
-    ck_assert(mp && mp->graph);
-    return mp;
-}
-
 static int64_t opset_of(const Onnx__ModelProto *mp, const char *domain)
 {
     for (size_t i = 0; i < mp->n_opset_import; i++)
@@ -89,7 +79,7 @@ START_TEST(test_import_export)
     ck_assert_int_eq(counts[XF_OP_GELU], 1);
     ck_assert_int_eq(counts[XF_OP_OPAQUE], 1);
     uint8_t *buf;
-    Onnx__ModelProto *mp = saved(m, &buf);
+    Onnx__ModelProto *mp = saved_proto(m, &buf);
     ck_assert_uint_eq(mp->graph->n_node, 3);
     for (size_t i = 0; i < mp->graph->n_node; i++) {
         const Onnx__NodeProto *n = mp->graph->node[i];
@@ -115,7 +105,7 @@ START_TEST(test_missing_opset_added)
     xf_error e;
     ck_assert_msg(load_proto(gelu_model(false, false, false), NULL, &m, &e) == XF_OK, "%s", e.msg);
     uint8_t *buf;
-    Onnx__ModelProto *mp = saved(m, &buf);
+    Onnx__ModelProto *mp = saved_proto(m, &buf);
     ck_assert_int_eq(opset_of(mp, MS), 1);
     ck_assert_uint_eq(mp->n_opset_import, 2);
     onnx__model_proto__free_unpacked(mp, NULL);
