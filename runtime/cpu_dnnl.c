@@ -401,6 +401,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_DIV:
     case XF_OP_MAX:
     case XF_OP_MIN: h = &xf_dn_binary_handler; break;
+    case XF_OP_POW: h = &xf_dn_pow_handler; break;
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX: h = &xf_dn_softmax_handler; break;
     case XF_OP_BATCH_NORM: h = &xf_dn_batch_norm_handler; break;

@@ -312,12 +312,11 @@ static bool eltwise_handles(const xf_graph *g, const xf_node *n)
            vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
 }
 
-static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+/* One eltwise primitive of alg on input 0 into output 0. */
+static xf_status eltwise_build(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                               xf_dn_node *st, dnnl_alg_kind_t alg, float alpha, float beta, xf_error *err)
 {
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
-    float alpha, beta;
-    dnnl_alg_kind_t alg = eltwise_alg(n, &alpha, &beta);
     dnnl_memory_desc_t data;
     xf_dn_md(c, &in[0].shape, work, &data);
     dnnl_eltwise_desc_t d;
@@ -329,7 +328,47 @@ static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     return xf_dn_finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
 }
 
+static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)g;
+    float alpha, beta;
+    dnnl_alg_kind_t alg = eltwise_alg(n, &alpha, &beta);
+    return eltwise_build(c, n, in, out, st, alg, alpha, beta, err);
+}
+
 const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, input0_native_ok, eltwise_prepare, NULL};
+
+/* Pow by a constant float exponent of one element (x^3 in the tanh form
+ * of GELU): oneDNN's eltwise pow, alpha x^beta with alpha 1. */
+static bool pow_exponent(const xf_graph *g, const xf_node *n, float *beta)
+{
+    if (n->op != XF_OP_POW || n->n_inputs != 2 || n->inputs[1] < 0 || n->n_outputs != 1 || n->outputs[0] < 0)
+        return false;
+    const xf_tensor *e = g->values[n->inputs[1]].init;
+    if (!e || e->dtype != XF_DT_FLOAT || xf_tensor_numel(e) != 1)
+        return false;
+    *beta = ((const float *)e->data)[0];
+    return true;
+}
+
+static bool pow_handles(const xf_graph *g, const xf_node *n)
+{
+    float beta;
+    return pow_exponent(g, n, &beta) && xf_dn_all_f32(g, n) &&
+           xf_shape_equal(vshape(g, n->inputs[0]), vshape(g, n->outputs[0])) &&
+           vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
+}
+
+static xf_status pow_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                             const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    float beta = 1.0f;
+    pow_exponent(g, n, &beta);
+    return eltwise_build(c, n, in, out, st, dnnl_eltwise_pow, 1.0f, beta, err);
+}
+
+const xf_dn_handler xf_dn_pow_handler = {pow_handles, input0_native_ok, pow_prepare, NULL};
 
 static bool never(const xf_graph *g, const xf_node *n) { return false; }
 

@@ -105,6 +105,39 @@ START_TEST(eltwise_all)
 }
 END_TEST
 
+/* Pow by a constant exponent of one element runs as oneDNN's eltwise pow:
+ * integer exponents on inputs of both signs (x^3 of GELU's tanh form),
+ * others on positive ones; a runtime exponent stays on cpu_ref. */
+START_TEST(pow_constant_exponent)
+{
+    if (!have_cpu())
+        return;
+    static const float exps[] = {3.0f, 2.0f, -1.0f, 0.5f, 1.7f};
+    for (int e = 0; e < 5; e++)
+        for (int scalar = 0; scalar < 2; scalar++) {
+            xf_graph *g = xf_graph_create("pow");
+            int x = add_input(g, SHAPE(2, 7, 33));
+            if (exps[e] != (float)(int)exps[e]) /* non-integer exponents of positive bases */
+                x = out0(g, node(g, XF_OP_EXP, "pos", 1, &x, 1));
+            xf_shape es = scalar ? xf_shape_make(0, NULL) : SHAPE(1);
+            xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &es);
+            ((float *)t->data)[0] = exps[e];
+            int k = xf_graph_add_initializer(g, NULL, t);
+            xf_tensor_release(t);
+            xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
+            char what[64];
+            snprintf(what, sizeof what, "Pow by %g (%s)", exps[e], scalar ? "scalar" : "[1]");
+            check_graph(g, 17, 1e-5, 1e-5, what);
+            xf_graph_free(g);
+        }
+    xf_graph *g = xf_graph_create("pow_runtime");
+    int x = add_input(g, SHAPE(3, 4)), k = add_input(g, SHAPE(1));
+    xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
+    check_graph(g, 17, 1e-5, 1e-5, "Pow by a runtime exponent");
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(binary_broadcasting)
 {
     if (!have_cpu())
@@ -709,6 +742,7 @@ int main(void)
     tcase_add_test(ops, matmul_random);
     tcase_add_test(ops, gemm_forms);
     tcase_add_test(ops, eltwise_all);
+    tcase_add_test(ops, pow_constant_exponent);
     tcase_add_test(ops, binary_broadcasting);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
