@@ -92,10 +92,12 @@ static void around_axis(const xf_shape *s, int axis, size_t elem, int64_t *outer
 
 /* Copies `outer` rows: row o of `bytes` bytes goes from src + o * src_step
  * to dst + o * dst_step. */
-static void copy_rows(char *dst, size_t dst_step, const char *src, size_t src_step, int64_t outer, size_t bytes)
+static void copy_rows(void *dst, size_t dst_at, size_t dst_step, const void *src, size_t src_at, size_t src_step,
+                      int64_t outer, size_t bytes)
 {
+    /* an empty tensor's data may be NULL: no arithmetic on it */
     for (int64_t o = 0; bytes && o < outer; o++)
-        memcpy(dst + (size_t)o * dst_step, src + (size_t)o * src_step, bytes);
+        memcpy((char *)dst + dst_at + (size_t)o * dst_step, (const char *)src + src_at + (size_t)o * src_step, bytes);
 }
 
 /* SplitToSequence: pieces of x along axis (one per step without split,
@@ -151,8 +153,8 @@ static xf_status split_to_sequence(const xf_node *n, xf_tensor *const *in, xf_te
             st = oom(err);
             break;
         }
-        copy_rows(items[i]->data, (size_t)len * inner, (const char *)x->data + (size_t)start * inner,
-                  (size_t)dim * inner, outer, (size_t)len * inner);
+        copy_rows(items[i]->data, 0, (size_t)len * inner, x->data, (size_t)start * inner, (size_t)dim * inner, outer,
+                  (size_t)len * inner);
         start += len;
     }
     if (st == XF_OK && !(*out = xf_sequence_create(x->dtype, count, items)))
@@ -204,7 +206,7 @@ static xf_status concat_from_sequence(const xf_node *n, const xf_tensor *seq, xf
     size_t row = (size_t)shape.dims[axis] * inner, at = 0;
     for (int64_t i = 0; i < seq->n_items; i++) {
         size_t bytes = (size_t)(stack ? 1 : seq->items[i]->shape.dims[axis]) * inner;
-        copy_rows((char *)(*out)->data + at, row, seq->items[i]->data, bytes, outer, bytes);
+        copy_rows((*out)->data, at, row, seq->items[i]->data, 0, bytes, outer, bytes);
         at += bytes;
     }
     return XF_OK;

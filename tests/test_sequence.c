@@ -238,6 +238,33 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* Empty tensors split into and concatenated from sequences: the ops of
+ * test_ops_values on x of 0x3, with a position the run fuzzer changed (its
+ * seed file): the nodes before that SequenceAt run, which fails naming the
+ * node. */
+START_TEST(test_empty_tensors)
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(xf_model_load(XF_SOURCE_DIR "/tests/fuzz/corpus/onnx/sequence_split_empty.onnx", NULL, &m, &e) ==
+                      XF_OK,
+                  "%s", e.msg);
+    const char *be[4];
+    int nb = host_backends(be);
+    for (int b = 0; b < nb; b++) {
+        xf_session *s;
+        ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), be[b], NULL, &s, &e) == XF_OK, "%s", e.msg);
+        xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){2, {0, 3}}), *out[8] = {NULL};
+        ck_assert_int_ne(xf_session_run(s, (xf_tensor *const[]){x}, out, &e), XF_OK);
+        ck_assert_msg(strstr(e.msg, "node 'part' (SequenceAt): position 131073 is out of range"), "%s: %s", be[b],
+                      e.msg);
+        xf_tensor_release(x);
+        xf_session_free(s);
+    }
+    xf_model_free(m);
+}
+END_TEST
+
 /* Sequence-typed graph inputs and outputs keep their declared types
  * through export, byte for byte, and run with sequences fed and returned. */
 START_TEST(test_sequence_io_round_trip)
@@ -289,6 +316,7 @@ int main(void)
     tcase_add_test(tc, test_ops_values);
     tcase_add_test(tc, test_loop_carries_a_sequence);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_empty_tensors);
     tcase_add_test(tc, test_sequence_io_round_trip);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
