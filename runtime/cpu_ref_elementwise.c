@@ -13,12 +13,15 @@
 
 /* ---------------------------------------------------------------- unary */
 
+typedef void (*unary_f_run)(double *o, const double *x, int64_t n, const xf_attrs *a);
+typedef void (*unary_i_run)(int64_t *o, const int64_t *x, int64_t n);
+
 typedef struct unary_def {
-    double (*f)(double x, const xf_attrs *a);
-    int64_t (*i)(int64_t x); /* NULL: no integer form */
+    unary_f_run f;
+    unary_i_run i; /* NULL: no integer form */
     /* the form for unsigned types, where i would read uint64 values above
      * INT64_MAX as negative (NULL: i serves) */
-    int64_t (*u)(int64_t x);
+    unary_i_run u;
     bool ints_in_double; /* no integer form: integers go through f, the result truncated */
 } unary_def;
 
@@ -92,54 +95,151 @@ static int64_t ui_sign(int64_t x) { return (x > 0) - (x < 0); }
 static int64_t ui_identity(int64_t x) { return x; }
 static int64_t ui_nonzero(int64_t x) { return x != 0; }
 
+/* the scalar functions over runs, where the compiler can inline them */
+#define UNARY_F(f)                                                                                       \
+    static void f##_run(double *o, const double *x, int64_t n, const xf_attrs *a)                      \
+    {                                                                                                  \
+        for (int64_t k = 0; k < n; k++)                                                                \
+            o[k] = f(x[k], a);                                                                         \
+    }
+#define UNARY_I(f)                                                                                       \
+    static void f##_run(int64_t *o, const int64_t *x, int64_t n)                                       \
+    {                                                                                                  \
+        for (int64_t k = 0; k < n; k++)                                                                \
+            o[k] = f(x[k]);                                                                            \
+    }
+UNARY_F(u_relu) UNARY_F(u_sigmoid) UNARY_F(u_tanh) UNARY_F(u_abs) UNARY_F(u_neg) UNARY_F(u_exp)
+UNARY_F(u_log) UNARY_F(u_sqrt) UNARY_F(u_reciprocal) UNARY_F(u_floor) UNARY_F(u_ceil) UNARY_F(u_erf)
+UNARY_F(u_sin) UNARY_F(u_cos) UNARY_F(u_softplus) UNARY_F(u_leaky_relu) UNARY_F(u_elu)
+UNARY_F(u_hard_sigmoid) UNARY_F(u_hard_swish) UNARY_F(u_is_nan) UNARY_F(u_sign) UNARY_F(u_round)
+UNARY_F(u_is_inf) UNARY_F(u_tan) UNARY_F(u_atan) UNARY_F(u_asin) UNARY_F(u_acos) UNARY_F(u_sinh)
+UNARY_F(u_cosh) UNARY_F(u_asinh) UNARY_F(u_acosh) UNARY_F(u_atanh) UNARY_F(u_softsign)
+UNARY_F(u_thresholded_relu) UNARY_F(u_selu) UNARY_F(u_celu) UNARY_F(u_shrink) UNARY_F(u_mish) UNARY_F(u_gelu)
+UNARY_I(ui_relu) UNARY_I(ui_abs) UNARY_I(ui_identity) UNARY_I(ui_neg) UNARY_I(ui_not) UNARY_I(ui_sign)
+UNARY_I(ui_nonzero)
+
 static const unary_def unary_defs[XF_OP_COUNT] = {
-    [XF_OP_RELU] = {u_relu, ui_relu},
-    [XF_OP_SIGMOID] = {u_sigmoid, NULL},
-    [XF_OP_TANH] = {u_tanh, NULL},
-    [XF_OP_ABS] = {u_abs, ui_abs, ui_identity},
-    [XF_OP_NEG] = {u_neg, ui_neg},
-    [XF_OP_EXP] = {u_exp, NULL},
-    [XF_OP_LOG] = {u_log, NULL},
-    [XF_OP_SQRT] = {u_sqrt, NULL},
-    [XF_OP_RECIPROCAL] = {u_reciprocal, NULL},
-    [XF_OP_FLOOR] = {u_floor, NULL},
-    [XF_OP_CEIL] = {u_ceil, NULL},
-    [XF_OP_ERF] = {u_erf, NULL},
-    [XF_OP_SIN] = {u_sin, NULL},
-    [XF_OP_COS] = {u_cos, NULL},
-    [XF_OP_SOFTPLUS] = {u_softplus, NULL},
-    [XF_OP_LEAKY_RELU] = {u_leaky_relu, NULL},
-    [XF_OP_ELU] = {u_elu, NULL},
-    [XF_OP_HARD_SIGMOID] = {u_hard_sigmoid, NULL},
-    [XF_OP_HARD_SWISH] = {u_hard_swish, NULL},
-    [XF_OP_IS_NAN] = {u_is_nan, NULL},
-    [XF_OP_NOT] = {NULL, ui_not},
-    [XF_OP_SIGN] = {u_sign, ui_sign, ui_nonzero},
-    [XF_OP_ROUND] = {u_round, NULL},
-    [XF_OP_IS_INF] = {u_is_inf, NULL},
-    [XF_OP_TAN] = {u_tan, NULL},
-    [XF_OP_ATAN] = {u_atan, NULL},
-    [XF_OP_ASIN] = {u_asin, NULL},
-    [XF_OP_ACOS] = {u_acos, NULL},
-    [XF_OP_SINH] = {u_sinh, NULL},
-    [XF_OP_COSH] = {u_cosh, NULL},
-    [XF_OP_ASINH] = {u_asinh, NULL},
-    [XF_OP_ACOSH] = {u_acosh, NULL},
-    [XF_OP_ATANH] = {u_atanh, NULL},
-    [XF_OP_SOFTSIGN] = {u_softsign, NULL},
-    [XF_OP_THRESHOLDED_RELU] = {u_thresholded_relu, NULL},
-    [XF_OP_SELU] = {u_selu, NULL},
-    [XF_OP_CELU] = {u_celu, NULL},
+    [XF_OP_RELU] = {u_relu_run, ui_relu_run},
+    [XF_OP_SIGMOID] = {u_sigmoid_run, NULL},
+    [XF_OP_TANH] = {u_tanh_run, NULL},
+    [XF_OP_ABS] = {u_abs_run, ui_abs_run, ui_identity_run},
+    [XF_OP_NEG] = {u_neg_run, ui_neg_run},
+    [XF_OP_EXP] = {u_exp_run, NULL},
+    [XF_OP_LOG] = {u_log_run, NULL},
+    [XF_OP_SQRT] = {u_sqrt_run, NULL},
+    [XF_OP_RECIPROCAL] = {u_reciprocal_run, NULL},
+    [XF_OP_FLOOR] = {u_floor_run, NULL},
+    [XF_OP_CEIL] = {u_ceil_run, NULL},
+    [XF_OP_ERF] = {u_erf_run, NULL},
+    [XF_OP_SIN] = {u_sin_run, NULL},
+    [XF_OP_COS] = {u_cos_run, NULL},
+    [XF_OP_SOFTPLUS] = {u_softplus_run, NULL},
+    [XF_OP_LEAKY_RELU] = {u_leaky_relu_run, NULL},
+    [XF_OP_ELU] = {u_elu_run, NULL},
+    [XF_OP_HARD_SIGMOID] = {u_hard_sigmoid_run, NULL},
+    [XF_OP_HARD_SWISH] = {u_hard_swish_run, NULL},
+    [XF_OP_IS_NAN] = {u_is_nan_run, NULL},
+    [XF_OP_NOT] = {NULL, ui_not_run},
+    [XF_OP_SIGN] = {u_sign_run, ui_sign_run, ui_nonzero_run},
+    [XF_OP_ROUND] = {u_round_run, NULL},
+    [XF_OP_IS_INF] = {u_is_inf_run, NULL},
+    [XF_OP_TAN] = {u_tan_run, NULL},
+    [XF_OP_ATAN] = {u_atan_run, NULL},
+    [XF_OP_ASIN] = {u_asin_run, NULL},
+    [XF_OP_ACOS] = {u_acos_run, NULL},
+    [XF_OP_SINH] = {u_sinh_run, NULL},
+    [XF_OP_COSH] = {u_cosh_run, NULL},
+    [XF_OP_ASINH] = {u_asinh_run, NULL},
+    [XF_OP_ACOSH] = {u_acosh_run, NULL},
+    [XF_OP_ATANH] = {u_atanh_run, NULL},
+    [XF_OP_SOFTSIGN] = {u_softsign_run, NULL},
+    [XF_OP_THRESHOLDED_RELU] = {u_thresholded_relu_run, NULL},
+    [XF_OP_SELU] = {u_selu_run, NULL},
+    [XF_OP_CELU] = {u_celu_run, NULL},
     /* ONNX computes Shrink of integers in floating point, cast back */
-    [XF_OP_SHRINK] = {u_shrink, NULL, NULL, true},
-    [XF_OP_MISH] = {u_mish, NULL},
-    [XF_OP_GELU] = {u_gelu, NULL},
-    [XF_OP_MS_GELU] = {u_gelu, NULL},
+    [XF_OP_SHRINK] = {u_shrink_run, NULL, NULL, true},
+    [XF_OP_MISH] = {u_mish_run, NULL},
+    [XF_OP_GELU] = {u_gelu_run, NULL},
+    [XF_OP_MS_GELU] = {u_gelu_run, NULL},
 };
+
+/* ---------------------------------------------------------------- runs */
+
+/* A kernel's operands: o, the dense output, and up to three inputs; the
+ * form of the op chosen once per node. */
+typedef struct ew_ctx {
+    const xf_tensor_view *o, *v[3];
+    bool ints; /* computed in int64, else in double */
+    unary_f_run uf;
+    unary_i_run ui;
+    const struct binary_def *bd;
+    const xf_attrs *attrs;
+    double lo, hi, count; /* Clip's bounds, Mean's divisor */
+    int64_t ilo, ihi;
+} ew_ctx;
+
+/* A block of at most XF_RT_BLOCK elements: operand k's elements
+ * off[k] + j * step[k] for j < n, operand 0 the output. */
+typedef void (*block_fn)(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n);
+
+/* fn over the dense output of shape o and n_in inputs of shapes in[]
+ * broadcast to it, block by block in the output's row-major order. */
+static void walk_blocks(const xf_shape *o, const xf_shape *const *in, int n_in, block_fn fn, const ew_ctx *e)
+{
+    xf_rt_iter it;
+    int64_t dense[XF_MAX_DIMS], step[XF_RT_MAX_OPERANDS], off[XF_RT_MAX_OPERANDS];
+    xf_rt_iter_init(&it, o);
+    xf_rt_dense_strides(o, dense);
+    xf_rt_iter_add(&it, dense, 0);
+    for (int k = 0; k < n_in; k++)
+        xf_rt_iter_add_broadcast(&it, in[k]);
+    int64_t len = xf_rt_iter_runs(&it, step);
+    int64_t runs = len ? xf_shape_numel(o) / len : 0;
+    for (int64_t r = 0; r < runs; r++, xf_rt_iter_next(&it))
+        for (int64_t j = 0; j < len; j += XF_RT_BLOCK) {
+            for (int k = 0; k <= n_in; k++)
+                off[k] = it.off[k] + j * step[k];
+            fn(e, off, step, len - j < XF_RT_BLOCK ? len - j : XF_RT_BLOCK);
+        }
+}
+
+/* fn over numel elements of the output and of one input, both read flat. */
+static void walk_flat(int64_t numel, block_fn fn, const ew_ctx *e)
+{
+    xf_shape flat = xf_shape_make(1, &numel);
+    const xf_shape *in = &flat;
+    walk_blocks(&flat, &in, 1, fn, e);
+}
+
+/* Where a block of the output is computed: in place when it has the
+ * computation's type, else in buf (then stored). */
+static double *out_f64(const xf_tensor_view *o, int64_t i, double *buf)
+{
+    return o->dtype == XF_DT_DOUBLE ? (double *)o->data + i : buf;
+}
+static int64_t *out_i64(const xf_tensor_view *o, int64_t i, int64_t *buf)
+{
+    return o->dtype == XF_DT_INT64 ? (int64_t *)o->data + i : buf;
+}
+#define LOAD_F64(e, k, off, step, n, buf) xf_rt_load_f64_run((e)->v[k]->dtype, (e)->v[k]->data, off[k + 1], step[k + 1], n, buf)
+#define LOAD_I64(e, k, off, step, n, buf) xf_rt_load_i64_run((e)->v[k]->dtype, (e)->v[k]->data, off[k + 1], step[k + 1], n, buf)
 
 static xf_status no_form(const xf_node *n, xf_dtype t, xf_error *err)
 {
     return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "on %s", xf_dtype_name(t));
+}
+
+static void unary_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    if (e->ints) {
+        int64_t xb[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_i64(e->o, off[0], ob);
+        e->ui(o, LOAD_I64(e, 0, off, step, n, xb), n);
+        xf_rt_store_i64_run(e->o->dtype, e->o->data, off[0], n, o);
+    } else {
+        double xb[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_f64(e->o, off[0], ob);
+        e->uf(o, LOAD_F64(e, 0, off, step, n, xb), n, e->attrs);
+        xf_rt_store_f64_run(e->o->dtype, e->o->data, off[0], n, o);
+    }
 }
 
 xf_status xf_ref_unary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
@@ -150,26 +250,26 @@ xf_status xf_ref_unary(const xf_node *n, const xf_tensor_view *in, const xf_tens
     int64_t numel = xf_rt_numel(y);
     if (xf_rt_numel(x) != numel)
         return xf_rt_bad_node(err, n, "input and output sizes differ");
-    if (xf_rt_is_integral(x->dtype) && !d->ints_in_double) {
-        int64_t (*f)(int64_t) = xf_dtype_is_unsigned(x->dtype) && d->u ? d->u : d->i;
-        if (!f)
+    ew_ctx e = {.o = y, .v = {x}, .attrs = &n->attrs};
+    e.ints = xf_rt_is_integral(x->dtype) && !d->ints_in_double;
+    if (e.ints) {
+        e.ui = xf_dtype_is_unsigned(x->dtype) && d->u ? d->u : d->i;
+        if (!e.ui)
             return no_form(n, x->dtype, err);
-        for (int64_t i = 0; i < numel; i++)
-            xf_rt_store_i64(y->dtype, y->data, i, f(xf_rt_load_i64(x->dtype, x->data, i)));
     } else {
-        if (!d->f)
+        e.uf = d->f;
+        if (!e.uf)
             return no_form(n, x->dtype, err);
-        for (int64_t i = 0; i < numel; i++)
-            xf_rt_store_f64(y->dtype, y->data, i, d->f(xf_rt_load_f64(x->dtype, x->data, i), &n->attrs));
     }
+    walk_flat(numel, unary_block, &e);
     return XF_OK;
 }
 
 /* ---------------------------------------------------------------- binary */
 
 typedef struct binary_def {
-    double (*f)(double a, double b);
-    int64_t (*i)(int64_t a, int64_t b);
+    void (*f)(double *o, const double *a, const double *b, int64_t n);
+    void (*i)(int64_t *o, const int64_t *a, const int64_t *b, int64_t n);
 } binary_def;
 
 static double b_add(double a, double b) { return a + b; }
@@ -246,54 +346,70 @@ static int64_t bi_prelu(int64_t a, int64_t b) { return a < 0 ? bi_mul(a, b) : a;
 static int64_t bi_shift_left(int64_t a, int64_t b) { return (uint64_t)b < 64 ? (int64_t)((uint64_t)a << b) : 0; }
 static int64_t bi_shift_right(int64_t a, int64_t b) { return (uint64_t)b < 64 ? (int64_t)((uint64_t)a >> b) : 0; }
 
+#define BINARY_RUN(f, T)                                                                                 \
+    static void f##_run(T *o, const T *a, const T *b, int64_t n)                                       \
+    {                                                                                                  \
+        for (int64_t k = 0; k < n; k++)                                                               \
+            o[k] = f(a[k], b[k]);                                                                      \
+    }
+#define BINARY_F(f) BINARY_RUN(f, double)
+#define BINARY_I(f) BINARY_RUN(f, int64_t)
+BINARY_F(b_add) BINARY_F(b_sub) BINARY_F(b_mul) BINARY_F(b_div) BINARY_F(b_pow) BINARY_F(b_max)
+BINARY_F(b_min) BINARY_F(b_equal) BINARY_F(b_greater) BINARY_F(b_less) BINARY_F(b_greater_eq)
+BINARY_F(b_less_eq) BINARY_F(b_mod) BINARY_F(b_prelu) BINARY_F(b_fmod)
+BINARY_I(bi_add) BINARY_I(bi_sub) BINARY_I(bi_mul) BINARY_I(bi_div) BINARY_I(bi_pow) BINARY_I(bi_max)
+BINARY_I(bi_min) BINARY_I(bi_equal) BINARY_I(bi_greater) BINARY_I(bi_less) BINARY_I(bi_greater_eq)
+BINARY_I(bi_less_eq) BINARY_I(bi_mod) BINARY_I(bi_and) BINARY_I(bi_or) BINARY_I(bi_xor) BINARY_I(bi_prelu)
+BINARY_I(bi_shift_left) BINARY_I(bi_fmod) BINARY_I(bi_shift_right)
+
 static const binary_def binary_defs[XF_OP_COUNT] = {
-    [XF_OP_ADD] = {b_add, bi_add},
-    [XF_OP_SUB] = {b_sub, bi_sub},
-    [XF_OP_MUL] = {b_mul, bi_mul},
-    [XF_OP_DIV] = {b_div, bi_div},
-    [XF_OP_POW] = {b_pow, bi_pow},
-    [XF_OP_MAX] = {b_max, bi_max},
-    [XF_OP_MIN] = {b_min, bi_min},
-    [XF_OP_SUM] = {b_add, bi_add},
-    [XF_OP_EQUAL] = {b_equal, bi_equal},
-    [XF_OP_GREATER] = {b_greater, bi_greater},
-    [XF_OP_LESS] = {b_less, bi_less},
-    [XF_OP_GREATER_OR_EQUAL] = {b_greater_eq, bi_greater_eq},
-    [XF_OP_LESS_OR_EQUAL] = {b_less_eq, bi_less_eq},
-    [XF_OP_MOD] = {b_mod, bi_mod},
-    [XF_OP_AND] = {NULL, bi_and},
-    [XF_OP_OR] = {NULL, bi_or},
-    [XF_OP_XOR] = {NULL, bi_xor},
-    [XF_OP_PRELU] = {b_prelu, bi_prelu},
-    [XF_OP_MEAN] = {b_add, bi_add},
-    [XF_OP_BIT_SHIFT] = {NULL, bi_shift_left},
+    [XF_OP_ADD] = {b_add_run, bi_add_run},
+    [XF_OP_SUB] = {b_sub_run, bi_sub_run},
+    [XF_OP_MUL] = {b_mul_run, bi_mul_run},
+    [XF_OP_DIV] = {b_div_run, bi_div_run},
+    [XF_OP_POW] = {b_pow_run, bi_pow_run},
+    [XF_OP_MAX] = {b_max_run, bi_max_run},
+    [XF_OP_MIN] = {b_min_run, bi_min_run},
+    [XF_OP_SUM] = {b_add_run, bi_add_run},
+    [XF_OP_EQUAL] = {b_equal_run, bi_equal_run},
+    [XF_OP_GREATER] = {b_greater_run, bi_greater_run},
+    [XF_OP_LESS] = {b_less_run, bi_less_run},
+    [XF_OP_GREATER_OR_EQUAL] = {b_greater_eq_run, bi_greater_eq_run},
+    [XF_OP_LESS_OR_EQUAL] = {b_less_eq_run, bi_less_eq_run},
+    [XF_OP_MOD] = {b_mod_run, bi_mod_run},
+    [XF_OP_AND] = {NULL, bi_and_run},
+    [XF_OP_OR] = {NULL, bi_or_run},
+    [XF_OP_XOR] = {NULL, bi_xor_run},
+    [XF_OP_PRELU] = {b_prelu_run, bi_prelu_run},
+    [XF_OP_MEAN] = {b_add_run, bi_add_run},
+    [XF_OP_BIT_SHIFT] = {NULL, bi_shift_left_run},
 };
-static const binary_def fmod_def = {b_fmod, bi_fmod}, shift_right_def = {NULL, bi_shift_right};
+static const binary_def fmod_def = {b_fmod_run, bi_fmod_run}, shift_right_def = {NULL, bi_shift_right_run};
+
+static void binary_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    if (e->ints) {
+        int64_t ab[XF_RT_BLOCK], bb[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_i64(e->o, off[0], ob);
+        e->bd->i(o, LOAD_I64(e, 0, off, step, n, ab), LOAD_I64(e, 1, off, step, n, bb), n);
+        xf_rt_store_i64_run(e->o->dtype, e->o->data, off[0], n, o);
+    } else {
+        double ab[XF_RT_BLOCK], bb[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_f64(e->o, off[0], ob);
+        e->bd->f(o, LOAD_F64(e, 0, off, step, n, ab), LOAD_F64(e, 1, off, step, n, bb), n);
+        xf_rt_store_f64_run(e->o->dtype, e->o->data, off[0], n, o);
+    }
+}
 
 /* o = d(a, b) with broadcasting.  o may be a itself (same shape and dtype):
- * every element is read before it is written. */
+ * every block is read before it is written. */
 static xf_status binary_apply(const xf_node *n, const binary_def *d, const xf_tensor_view *a,
                               const xf_tensor_view *b, const xf_tensor_view *o, xf_error *err)
 {
     if (!xf_rt_broadcastable(&a->shape, &o->shape) || !xf_rt_broadcastable(&b->shape, &o->shape))
         return xf_rt_bad_node(err, n, "operands do not broadcast to the output shape");
-    xf_rt_iter it;
-    xf_rt_iter_init(&it, &o->shape);
-    xf_rt_iter_add_broadcast(&it, &a->shape);
-    xf_rt_iter_add_broadcast(&it, &b->shape);
-    int64_t numel = xf_rt_numel(o);
     /* Pow of an integer by a float is computed in floating point */
-    if (xf_rt_is_integral(a->dtype) && xf_rt_is_integral(b->dtype)) {
-        for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it))
-            xf_rt_store_i64(o->dtype, o->data, i,
-                            d->i(xf_rt_load_i64(a->dtype, a->data, it.off[0]),
-                                 xf_rt_load_i64(b->dtype, b->data, it.off[1])));
-    } else {
-        for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it))
-            xf_rt_store_f64(o->dtype, o->data, i,
-                            d->f(xf_rt_load_f64(a->dtype, a->data, it.off[0]),
-                                 xf_rt_load_f64(b->dtype, b->data, it.off[1])));
-    }
+    ew_ctx e = {.o = o, .v = {a, b}, .bd = d, .ints = xf_rt_is_integral(a->dtype) && xf_rt_is_integral(b->dtype)};
+    const xf_shape *shapes[] = {&a->shape, &b->shape};
+    walk_blocks(&o->shape, shapes, 2, binary_block, &e);
     return XF_OK;
 }
 
@@ -335,12 +451,15 @@ void xf_rt_reduce_into(xf_reduction r, const xf_tensor_view *acc, int64_t i, con
     static const xf_op ops[] = {[XF_REDUCE_ADD] = XF_OP_ADD, [XF_REDUCE_MUL] = XF_OP_MUL, [XF_REDUCE_MAX] = XF_OP_MAX,
                                 [XF_REDUCE_MIN] = XF_OP_MIN};
     const binary_def *d = &binary_defs[ops[r]];
-    if (xf_rt_is_integral(acc->dtype))
-        xf_rt_store_i64(acc->dtype, acc->data, i,
-                        d->i(xf_rt_load_i64(acc->dtype, acc->data, i), xf_rt_load_i64(x->dtype, x->data, j)));
-    else
-        xf_rt_store_f64(acc->dtype, acc->data, i,
-                        d->f(xf_rt_load_f64(acc->dtype, acc->data, i), xf_rt_load_f64(x->dtype, x->data, j)));
+    if (xf_rt_is_integral(acc->dtype)) {
+        int64_t v = xf_rt_load_i64(acc->dtype, acc->data, i), w = xf_rt_load_i64(x->dtype, x->data, j);
+        d->i(&v, &v, &w, 1);
+        xf_rt_store_i64(acc->dtype, acc->data, i, v);
+    } else {
+        double v = xf_rt_load_f64(acc->dtype, acc->data, i), w = xf_rt_load_f64(x->dtype, x->data, j);
+        d->f(&v, &v, &w, 1);
+        xf_rt_store_f64(acc->dtype, acc->data, i, v);
+    }
 }
 
 /* Max, Min, Sum: a left fold of the binary op, accumulating in the output. */
@@ -361,18 +480,70 @@ xf_status xf_ref_variadic(const xf_node *n, const xf_tensor_view *in, const xf_t
     return st;
 }
 
+static void mean_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    double ob[XF_RT_BLOCK];
+    const double *v = LOAD_F64(e, 0, off, step, n, ob);
+    double *o = out_f64(e->o, off[0], ob);
+    for (int64_t k = 0; k < n; k++)
+        o[k] = v[k] / e->count;
+    xf_rt_store_f64_run(e->o->dtype, e->o->data, off[0], n, o);
+}
+
 /* Mean: the inputs' Sum (accumulated in the output's type, as ONNX's
  * reference does), divided by their number. */
 xf_status xf_ref_mean(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     xf_status st = xf_ref_variadic(n, in, out, err);
-    int64_t numel = xf_rt_numel(&out[0]);
-    for (int64_t i = 0; st == XF_OK && n->n_inputs > 1 && i < numel; i++)
-        xf_rt_store_f64(out[0].dtype, out[0].data, i, xf_rt_load_f64(out[0].dtype, out[0].data, i) / n->n_inputs);
+    if (st == XF_OK && n->n_inputs > 1) {
+        ew_ctx e = {.o = &out[0], .v = {&out[0]}, .count = n->n_inputs};
+        walk_flat(xf_rt_numel(&out[0]), mean_block, &e);
+    }
     return st;
 }
 
 /* ---------------------------------------------------------------- Where, Clip, Cast */
+
+/* The block of operand k (elements of size sizeof(T)) as a contiguous
+ * array: itself, or gathered into buf. */
+#define WHERE_SRC(T, k, buf)                                                                                       \
+    (step[k] == 1 ? (const T *)e->v[(k) - 1]->data + off[k] : gather_##T(e->v[(k) - 1]->data, off[k], step[k], n, buf))
+#define WHERE_GATHER(T)                                                                                            \
+    static const T *gather_##T(const void *base, int64_t i, int64_t s, int64_t n, T *buf)                          \
+    {                                                                                                              \
+        const T *p = (const T *)base + i;                                                                          \
+        for (int64_t k = 0; k < n; k++)                                                                            \
+            buf[k] = p[k * s];                                                                                     \
+        return buf;                                                                                                \
+    }
+WHERE_GATHER(uint8_t) WHERE_GATHER(uint16_t) WHERE_GATHER(uint32_t) WHERE_GATHER(uint64_t)
+#define WHERE_RUN(T)                                                                                               \
+    do {                                                                                                           \
+        T xb[XF_RT_BLOCK], yb[XF_RT_BLOCK], *o = (T *)e->o->data + off[0];                                         \
+        const T *x = WHERE_SRC(T, 2, xb), *y = WHERE_SRC(T, 3, yb);                                                \
+        for (int64_t k = 0; k < n; k++)                                                                            \
+            o[k] = c[k] ? x[k] : y[k];                                                                             \
+        return;                                                                                                    \
+    } while (0)
+
+static void where_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    uint8_t cb[XF_RT_BLOCK];
+    const uint8_t *c = WHERE_SRC(uint8_t, 1, cb);
+    size_t es = xf_dtype_size(e->o->dtype);
+    switch (es) {
+    case 1: WHERE_RUN(uint8_t);
+    case 2: WHERE_RUN(uint16_t);
+    case 4: WHERE_RUN(uint32_t);
+    case 8: WHERE_RUN(uint64_t);
+    default:
+        for (int64_t k = 0; k < n; k++) {
+            const xf_tensor_view *src = c[k] ? e->v[1] : e->v[2];
+            int64_t i = c[k] ? off[2] + k * step[2] : off[3] + k * step[3];
+            memcpy((char *)e->o->data + (off[0] + k) * es, (const char *)src->data + i * es, es);
+        }
+    }
+}
 
 xf_status xf_ref_where(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                        xf_error *err)
@@ -381,19 +552,32 @@ xf_status xf_ref_where(const xf_node *n, const xf_tensor_view *in, const xf_tens
     for (int k = 0; k < 3; k++)
         if (!xf_rt_broadcastable(&in[k].shape, &o->shape))
             return xf_rt_bad_node(err, n, "operands do not broadcast to the output shape");
-    xf_rt_iter it;
-    xf_rt_iter_init(&it, &o->shape);
-    for (int k = 0; k < 3; k++)
-        xf_rt_iter_add_broadcast(&it, &in[k].shape);
-    size_t es = xf_dtype_size(o->dtype);
-    const uint8_t *cond = in[0].data;
-    const char *x = in[1].data, *y = in[2].data;
-    int64_t numel = xf_rt_numel(o);
-    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it)) {
-        const char *src = cond[it.off[0]] ? x + it.off[1] * es : y + it.off[2] * es;
-        memcpy((char *)o->data + i * es, src, es);
-    }
+    ew_ctx e = {.o = o, .v = {&in[0], &in[1], &in[2]}};
+    const xf_shape *shapes[] = {&in[0].shape, &in[1].shape, &in[2].shape};
+    walk_blocks(&o->shape, shapes, 3, where_block, &e);
     return XF_OK;
+}
+
+/* min first, then max: with min > max every element becomes max, as in numpy */
+static void clip_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    if (e->ints) {
+        int64_t xb[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_i64(e->o, off[0], ob);
+        const int64_t *x = LOAD_I64(e, 0, off, step, n, xb);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t v = x[k] < e->ilo ? e->ilo : x[k];
+            o[k] = v > e->ihi ? e->ihi : v;
+        }
+        xf_rt_store_i64_run(e->o->dtype, e->o->data, off[0], n, o);
+    } else {
+        double xb[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_f64(e->o, off[0], ob);
+        const double *x = LOAD_F64(e, 0, off, step, n, xb);
+        for (int64_t k = 0; k < n; k++) {
+            double v = x[k] < e->lo ? e->lo : x[k];
+            o[k] = v > e->hi ? e->hi : v;
+        }
+        xf_rt_store_f64_run(e->o->dtype, e->o->data, off[0], n, o);
+    }
 }
 
 /* Bounds come from inputs 1 and 2 (opset >= 11, either may be omitted) or
@@ -406,28 +590,27 @@ xf_status xf_ref_clip(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     const xf_tensor_view *hi = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
     if ((lo && xf_rt_numel(lo) != 1) || (hi && xf_rt_numel(hi) != 1))
         return xf_rt_bad_node(err, n, "min and max must be scalars");
-    int64_t numel = xf_rt_numel(y);
-    if (xf_rt_is_integral(x->dtype)) {
-        int64_t l = lo ? xf_rt_load_i64(lo->dtype, lo->data, 0) : INT64_MIN;
-        int64_t h = hi ? xf_rt_load_i64(hi->dtype, hi->data, 0) : INT64_MAX;
-        for (int64_t i = 0; i < numel; i++) {
-            int64_t v = xf_rt_load_i64(x->dtype, x->data, i);
-            v = v < l ? l : v;
-            xf_rt_store_i64(y->dtype, y->data, i, v > h ? h : v);
-        }
-        return XF_OK;
+    ew_ctx e = {.o = y, .v = {x}, .ints = xf_rt_is_integral(x->dtype)};
+    if (e.ints) {
+        e.ilo = lo ? xf_rt_load_i64(lo->dtype, lo->data, 0) : INT64_MIN;
+        e.ihi = hi ? xf_rt_load_i64(hi->dtype, hi->data, 0) : INT64_MAX;
+    } else {
+        e.lo = lo ? xf_rt_load_f64(lo->dtype, lo->data, 0) : n->attrs.has_clip_attrs ? n->attrs.clip_min : -INFINITY;
+        e.hi = hi ? xf_rt_load_f64(hi->dtype, hi->data, 0) : n->attrs.has_clip_attrs ? n->attrs.clip_max : INFINITY;
     }
-    double l = lo ? xf_rt_load_f64(lo->dtype, lo->data, 0)
-               : n->attrs.has_clip_attrs ? n->attrs.clip_min : -INFINITY;
-    double h = hi ? xf_rt_load_f64(hi->dtype, hi->data, 0)
-               : n->attrs.has_clip_attrs ? n->attrs.clip_max : INFINITY;
-    /* min first, then max: with min > max every element becomes max, as in numpy */
-    for (int64_t i = 0; i < numel; i++) {
-        double v = xf_rt_load_f64(x->dtype, x->data, i);
-        v = v < l ? l : v;
-        xf_rt_store_f64(y->dtype, y->data, i, v > h ? h : v);
-    }
+    walk_flat(xf_rt_numel(y), clip_block, &e);
     return XF_OK;
+}
+
+static void cast_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    if (e->ints) {
+        int64_t xb[XF_RT_BLOCK];
+        xf_rt_store_i64_run(e->o->dtype, e->o->data, off[0], n, LOAD_I64(e, 0, off, step, n, xb));
+    } else {
+        double xb[XF_RT_BLOCK];
+        xf_rt_store_f64_run(e->o->dtype, e->o->data, off[0], n, LOAD_F64(e, 0, off, step, n, xb));
+    }
 }
 
 xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
@@ -439,12 +622,7 @@ xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tenso
         return xf_rt_bad_node(err, n, "input and output sizes differ");
     /* int64 between integer types keeps every value exact and wraps like
      * ONNX; any float side goes through double */
-    if (xf_rt_is_integral(x->dtype) && xf_rt_is_integral(y->dtype)) {
-        for (int64_t i = 0; i < numel; i++)
-            xf_rt_store_i64(y->dtype, y->data, i, xf_rt_load_i64(x->dtype, x->data, i));
-    } else {
-        for (int64_t i = 0; i < numel; i++)
-            xf_rt_store_f64(y->dtype, y->data, i, xf_rt_load_f64(x->dtype, x->data, i));
-    }
+    ew_ctx e = {.o = y, .v = {x}, .ints = xf_rt_is_integral(x->dtype) && xf_rt_is_integral(y->dtype)};
+    walk_flat(numel, cast_block, &e);
     return XF_OK;
 }

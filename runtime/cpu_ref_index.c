@@ -56,6 +56,31 @@ xf_status xf_ref_tile(const xf_node *n, const xf_tensor_view *in, const xf_tenso
         return xf_rt_bad_node(err, n, "the output is not whole copies of the input along every dim");
     int64_t stride[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0}, numel = xf_rt_numel(&out[0]);
     xf_rt_dense_strides(xs, stride);
+    /* each dimension repeated and longer than 1 read as two, (repeat,
+     * index), the repeats of stride 0: a gather of strided runs */
+    int64_t space[XF_MAX_DIMS], src_stride[XF_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < xs->ndim && nd >= 0; d++) {
+        bool split = xs->dims[d] > 1 && ys->dims[d] > xs->dims[d];
+        if (nd + split >= XF_MAX_DIMS) {
+            nd = -1;
+            break;
+        }
+        if (split) {
+            space[nd] = ys->dims[d] / xs->dims[d];
+            src_stride[nd++] = 0;
+        }
+        space[nd] = split ? xs->dims[d] : ys->dims[d];
+        src_stride[nd++] = xs->dims[d] == 1 ? 0 : stride[d];
+    }
+    if (nd >= 0) {
+        xf_rt_iter it;
+        xf_shape sp = xf_shape_make(nd, space);
+        xf_rt_iter_init(&it, &sp);
+        xf_rt_iter_add(&it, src_stride, 0);
+        xf_rt_gather_iter(&in[0], &out[0], &it);
+        return XF_OK;
+    }
     size_t es = xf_dtype_size(out[0].dtype);
     for (int64_t i = 0; i < numel; i++) {
         int64_t from = 0;

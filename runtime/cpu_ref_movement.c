@@ -10,12 +10,42 @@
 
 static char *elem(const xf_tensor_view *v, int64_t i, size_t es) { return (char *)v->data + i * (int64_t)es; }
 
+#define COPY_STRIDED(T)                                                                                            \
+    do {                                                                                                           \
+        T *p = (T *)o;                                                                                             \
+        const T *q = (const T *)src;                                                                               \
+        for (int64_t k = 0; k < n; k++)                                                                            \
+            p[k] = q[k * s];                                                                                       \
+        return;                                                                                                    \
+    } while (0)
+
+/* n elements of size es to o from src, s elements apart (0: one repeated) */
+static void copy_strided(char *o, const char *src, int64_t s, int64_t n, size_t es)
+{
+    if (s == 1) {
+        memcpy(o, src, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 1: COPY_STRIDED(uint8_t);
+    case 2: COPY_STRIDED(uint16_t);
+    case 4: COPY_STRIDED(uint32_t);
+    case 8: COPY_STRIDED(uint64_t);
+    default:
+        for (int64_t k = 0; k < n; k++)
+            memcpy(o + k * (int64_t)es, src + k * s * (int64_t)es, es);
+    }
+}
+
+/* The output is dense over the iteration space, so whatever dimensions the
+ * input lets xf_rt_iter_runs merge, the output's merge too. */
 void xf_rt_gather_iter(const xf_tensor_view *from, const xf_tensor_view *to, xf_rt_iter *it)
 {
     size_t es = xf_dtype_size(to->dtype);
-    int64_t numel = xf_rt_numel(to);
-    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(it))
-        memcpy(elem(to, i, es), elem(from, it->off[0], es), es);
+    int64_t numel = xf_rt_numel(to), step[XF_RT_MAX_OPERANDS];
+    int64_t len = xf_rt_iter_runs(it, step);
+    for (int64_t i = 0; len && i < numel; i += len, xf_rt_iter_next(it))
+        copy_strided(elem(to, i, es), elem(from, it->off[0], es), step[0], len, es);
 }
 
 /* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the bytes are unchanged. */

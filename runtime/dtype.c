@@ -22,16 +22,7 @@ int64_t xf_rt_load_i64(xf_dtype t, const void *p, int64_t i)
     case XF_DT_INT64: return ((const int64_t *)p)[i];
     case XF_DT_UINT64: return (int64_t)((const uint64_t *)p)[i];
     case XF_DT_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: {
-        double v = xf_rt_load_f64(t, p, i);
-        if (isnan(v))
-            return 0;
-        if (v >= 9223372036854775807.0)
-            return INT64_MAX;
-        if (v <= -9223372036854775808.0)
-            return INT64_MIN;
-        return (int64_t)v;
-    }
+    default: return xf_rt_f64_to_i64(xf_rt_load_f64(t, p, i));
     }
 }
 
@@ -87,13 +78,6 @@ void xf_rt_store_f64(xf_dtype t, void *p, int64_t i, double v)
         /* the upper half of uint64 is beyond int64; NaN and negatives give 0 */
         ((uint64_t *)p)[i] = !(v > 0) ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
         break;
-    default: {
-        int64_t iv = isnan(v) ? 0
-                     : v >= 9223372036854775807.0  ? INT64_MAX
-                     : v <= -9223372036854775808.0 ? INT64_MIN
-                                                   : (int64_t)v;
-        xf_rt_store_i64(t, p, i, iv);
-        break;
-    }
+    default: xf_rt_store_i64(t, p, i, xf_rt_f64_to_i64(v)); break;
     }
 }

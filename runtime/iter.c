@@ -112,3 +112,36 @@ xf_status xf_rt_bad_node(xf_error *err, const xf_node *n, const char *fmt, ...)
     return xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s): %s", n->name ? n->name : "",
                         xf_op_name(n->op), what);
 }
+
+int64_t xf_rt_iter_runs(xf_rt_iter *it, int64_t *step)
+{
+    int nd = 0;
+    for (int d = 0; d < it->ndim; d++) {
+        if (it->dims[d] == 0)
+            return 0;
+        if (it->dims[d] == 1)
+            continue;
+        bool merge = nd > 0;
+        for (int k = 0; k < it->n_ops && merge; k++)
+            merge = it->stride[k][nd - 1] == it->stride[k][d] * it->dims[d];
+        if (merge) {
+            it->dims[nd - 1] *= it->dims[d];
+        } else {
+            it->dims[nd] = it->dims[d];
+            nd++;
+        }
+        for (int k = 0; k < it->n_ops; k++)
+            it->stride[k][nd - 1] = it->stride[k][d];
+    }
+    memset(it->coord, 0, sizeof it->coord);
+    if (nd == 0) {
+        it->ndim = 0;
+        for (int k = 0; k < it->n_ops; k++)
+            step[k] = 0;
+        return 1;
+    }
+    it->ndim = nd - 1;
+    for (int k = 0; k < it->n_ops; k++)
+        step[k] = it->stride[k][nd - 1];
+    return it->dims[nd - 1];
+}

@@ -5,6 +5,8 @@
 
 #include "xf_runtime.h"
 
+#include <math.h>
+
 /* ---------------------------------------------------------------- dtypes */
 
 #define XF_DTM(t) (1u << (t))
@@ -37,6 +39,24 @@ int64_t xf_rt_load_i64(xf_dtype t, const void *base, int64_t i);
 void xf_rt_store_f64(xf_dtype t, void *base, int64_t i, double v);
 /* Integer targets wrap modulo their width, as ONNX Cast does. */
 void xf_rt_store_i64(xf_dtype t, void *base, int64_t i, int64_t v);
+/* A double as xf_rt_store_f64 gives it to an integer target: truncated,
+ * saturated at int64's range, NaN as 0. */
+static inline int64_t xf_rt_f64_to_i64(double v)
+{
+    return isnan(v) ? 0 : v >= 9223372036854775807.0 ? INT64_MAX : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+}
+
+/* Runs of n elements: element i + k * s of a buffer of dtype t for k < n
+ * (s may be 0: one element repeated), converted as xf_rt_load_f64 and
+ * xf_rt_load_i64 do.  They answer buf, filled, or the buffer itself where
+ * it already holds the values as they are (s 1, the same type). */
+const double *xf_rt_load_f64_run(xf_dtype t, const void *base, int64_t i, int64_t s, int64_t n, double *buf);
+const int64_t *xf_rt_load_i64_run(xf_dtype t, const void *base, int64_t i, int64_t s, int64_t n, int64_t *buf);
+/* Elements i .. i + n - 1 stored as xf_rt_store_f64 and xf_rt_store_i64 do. */
+void xf_rt_store_f64_run(xf_dtype t, void *base, int64_t i, int64_t n, const double *v);
+void xf_rt_store_i64_run(xf_dtype t, void *base, int64_t i, int64_t n, const int64_t *v);
+/* Elements per run the elementwise kernels convert at a time. */
+#define XF_RT_BLOCK 256
 
 
 /* ---------------------------------------------------------------- views */
@@ -84,6 +104,12 @@ int xf_rt_iter_add(xf_rt_iter *it, const int64_t *strides, int64_t base);
  * dimension) to the iteration space. */
 int xf_rt_iter_add_broadcast(xf_rt_iter *it, const xf_shape *s);
 void xf_rt_iter_next(xf_rt_iter *it);
+/* Turns the walk into runs: drops unit dimensions, merges adjacent ones
+ * every operand walks as one, and takes the innermost off the iteration.
+ * Returns the run length (0 for an empty space) and sets step[k], operand
+ * k's stride within a run; the iteration then visits the runs' starts, one
+ * xf_rt_iter_next per run, numel / length of them. */
+int64_t xf_rt_iter_runs(xf_rt_iter *it, int64_t *step);
 /* Copies every element of `from` into the dense output `to`, element i of
  * the output taken from element it->off[0] of the input (it walks the
  * output's index space). */
