@@ -259,10 +259,12 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put(h, a->has_slice_axes);
 
     put_tensor(h, a->value);
-    put(h, (uint64_t)a->new_axis);
-    put(h, (uint64_t)a->opt_type);
-    if (a->opt_type)
+    /* nothing for the defaults, so that adding these fields changed no
+     * other node's hash (the generator's choices depend on hashes) */
+    if (a->new_axis || a->opt_type) {
+        put(h, (uint64_t)(a->new_axis | a->opt_type << 1) << 16 | 0x5c);
         put_shape(h, &a->opt_shape);
+    }
 }
 
 /* A value id as the hash of that value; ids out of range (an invalid
