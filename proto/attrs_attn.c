@@ -14,51 +14,17 @@
  * Anything else keeps the node opaque. */
 #include "proto_internal.h"
 
-#include <stdio.h>
 #include <string.h>
-
-static bool refuse(char *why, size_t why_len, const char *fmt, const char *name)
-{
-    snprintf(why, why_len, fmt, name);
-    return false;
-}
-
-static bool get_int(const Onnx__AttributeProto *at, int64_t lo, int64_t hi, int64_t *v, char *why, size_t why_len)
-{
-    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
-        return refuse(why, why_len, "attribute '%s' is not an int", at->name);
-    if (at->i < lo || at->i > hi)
-        return refuse(why, why_len, "attribute '%s' has a value xflow does not model", at->name);
-    *v = at->i;
-    return true;
-}
-
-static bool get_flag(const Onnx__AttributeProto *at, int *v, char *why, size_t why_len)
-{
-    int64_t x;
-    if (!get_int(at, 0, 1, &x, why, why_len))
-        return false;
-    *v = (int)x;
-    return true;
-}
-
-static bool get_float(const Onnx__AttributeProto *at, float *v, char *why, size_t why_len)
-{
-    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
-        return refuse(why, why_len, "attribute '%s' is not a float", at->name);
-    *v = at->f;
-    return true;
-}
 
 static bool get_qkv_sizes(const Onnx__AttributeProto *at, xf_attn_attrs *t, char *why, size_t why_len)
 {
     if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || at->n_ints != 3)
-        return refuse(why, why_len, "attribute '%s' is not a list of 3 ints", at->name);
+        return xfp_attr_refuse(why, why_len, "attribute '%s' is not a list of 3 ints", at->name);
     for (int i = 0; i < 3; i++)
         if (at->ints[i] < 1 || at->ints[i] > INT32_MAX)
-            return refuse(why, why_len, "attribute '%s' has a size xflow does not model", at->name);
+            return xfp_attr_refuse(why, why_len, "attribute '%s' has a size xflow does not model", at->name);
     if (at->ints[0] != at->ints[1])
-        return refuse(why, why_len, "attribute '%s' gives Q and K different sizes", at->name);
+        return xfp_attr_refuse(why, why_len, "attribute '%s' gives Q and K different sizes", at->name);
     memcpy(t->qkv_sizes, at->ints, sizeof t->qkv_sizes);
     t->n_qkv_sizes = 3;
     return true;
@@ -72,38 +38,38 @@ bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a,
     int64_t x;
 #define A(s) (strcmp(name, s) == 0)
     if ((attention || mha || rotary) && A("num_heads"))
-        return get_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
+        return xfp_attr_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
     if ((attention || mha) && A("unidirectional"))
-        return get_flag(at, &t->unidirectional, why, why_len);
+        return xfp_attr_int32(at, 0, 1, &t->unidirectional, why, why_len);
     if ((attention || mha) && A("mask_filter_value"))
-        return get_float(at, &t->mask_filter_value, why, why_len);
+        return xfp_attr_float(at, &t->mask_filter_value, why, why_len);
     if ((attention || mha || rotary) && A("scale"))
-        return get_float(at, &t->scale, why, why_len);
+        return xfp_attr_float(at, &t->scale, why, why_len);
     if (attention && A("qkv_hidden_sizes"))
         return get_qkv_sizes(at, t, why, why_len);
     if (attention && (A("past_present_share_buffer") || A("do_rotary") || A("rotary_embedding_dim")))
-        return get_int(at, 0, 0, &x, why, why_len);
+        return xfp_attr_int(at, 0, 0, &x, why, why_len);
     if (op == XF_OP_MS_EMBED_LAYER_NORM && A("epsilon"))
-        return get_float(at, &a->epsilon, why, why_len);
+        return xfp_attr_float(at, &a->epsilon, why, why_len);
     if (op == XF_OP_MS_EMBED_LAYER_NORM && A("mask_index_type"))
-        return get_flag(at, &t->mask_index_type, why, why_len);
+        return xfp_attr_int32(at, 0, 1, &t->mask_index_type, why, why_len);
     if (rotary && A("interleaved"))
-        return get_flag(at, &t->interleaved, why, why_len);
+        return xfp_attr_int32(at, 0, 1, &t->interleaved, why, why_len);
     if (rotary && A("rotary_embedding_dim"))
-        return get_int(at, 0, INT32_MAX, &t->rotary_dim, why, why_len);
+        return xfp_attr_int(at, 0, INT32_MAX, &t->rotary_dim, why, why_len);
     if (rotary && A("is_packed_batching"))
-        return get_int(at, 0, 0, &x, why, why_len);
+        return xfp_attr_int(at, 0, 0, &x, why, why_len);
 #undef A
-    return refuse(why, why_len, "attribute '%s' is not modelled", name);
+    return xfp_attr_refuse(why, why_len, "attribute '%s' is not modelled", name);
 }
 
 bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len)
 {
     const xf_attn_attrs *t = &a->attn;
     if ((op == XF_OP_MS_ATTENTION || op == XF_OP_MS_MHA) && t->num_heads < 1)
-        return refuse(why, why_len, "no num_heads attribute%s", "");
+        return xfp_attr_refuse(why, why_len, "no num_heads attribute%s", "");
     if (op == XF_OP_MS_ROTARY_EMB && t->rotary_dim > 0 && (t->num_heads < 1 || t->rotary_dim % 2))
-        return refuse(why, why_len, "rotary_embedding_dim is odd or comes without num_heads%s", "");
+        return xfp_attr_refuse(why, why_len, "rotary_embedding_dim is odd or comes without num_heads%s", "");
     return true;
 }
 
@@ -130,58 +96,58 @@ bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, 
 #define A(s) (strcmp(name, s) == 0)
     if (op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
         if (A("gather_axis"))
-            return get_int(at, 0, 0, &x, why, why_len);
+            return xfp_attr_int(at, 0, 0, &x, why, why_len);
         if (A("quantize_axis"))
-            return get_int(at, -1, XF_MAX_DIMS - 1, &a->axis, why, why_len) &&
-                   (a->axis != 0 || refuse(why, why_len, "attribute '%s' names the gathered axis", name));
+            return xfp_attr_int(at, -1, XF_MAX_DIMS - 1, &a->axis, why, why_len) &&
+                   (a->axis != 0 || xfp_attr_refuse(why, why_len, "attribute '%s' names the gathered axis", name));
     }
     if (op == XF_OP_MS_MATMUL_NBITS || op == XF_OP_MS_GATHER_BLOCK_QUANTIZED) {
         if (op == XF_OP_MS_MATMUL_NBITS && A("K"))
-            return get_int(at, 1, INT32_MAX, &t->nb_k, why, why_len);
+            return xfp_attr_int(at, 1, INT32_MAX, &t->nb_k, why, why_len);
         if (op == XF_OP_MS_MATMUL_NBITS && A("N"))
-            return get_int(at, 1, INT32_MAX, &t->nb_n, why, why_len);
+            return xfp_attr_int(at, 1, INT32_MAX, &t->nb_n, why, why_len);
         if (A("block_size"))
-            return get_int(at, 16, 1 << 20, &t->nb_block, why, why_len) &&
+            return xfp_attr_int(at, 16, 1 << 20, &t->nb_block, why, why_len) &&
                    ((t->nb_block & (t->nb_block - 1)) == 0 ||
-                    refuse(why, why_len, "attribute '%s' is not a power of 2", name));
+                    xfp_attr_refuse(why, why_len, "attribute '%s' is not a power of 2", name));
         if (A("bits"))
-            return get_int(at, 4, 8, &t->nb_bits, why, why_len) &&
-                   (t->nb_bits == 4 || t->nb_bits == 8 || refuse(why, why_len, "%s other than 4 or 8", name));
+            return xfp_attr_int(at, 4, 8, &t->nb_bits, why, why_len) &&
+                   (t->nb_bits == 4 || t->nb_bits == 8 || xfp_attr_refuse(why, why_len, "%s other than 4 or 8", name));
         if (op == XF_OP_MS_MATMUL_NBITS && A("accuracy_level"))
-            return get_int(at, 0, 4, &t->nb_accuracy, why, why_len);
+            return xfp_attr_int(at, 0, 4, &t->nb_accuracy, why, why_len);
         if (op == XF_OP_MS_MATMUL_NBITS && A("weight_prepacked"))
-            return get_int(at, 0, 0, &x, why, why_len);
+            return xfp_attr_int(at, 0, 0, &x, why, why_len);
     } else {
         if (A("num_heads"))
-            return get_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
+            return xfp_attr_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
         if (A("kv_num_heads"))
-            return get_int(at, 1, INT32_MAX, &t->kv_num_heads, why, why_len);
+            return xfp_attr_int(at, 1, INT32_MAX, &t->kv_num_heads, why, why_len);
         if (A("scale"))
-            return get_float(at, &t->scale, why, why_len);
+            return xfp_attr_float(at, &t->scale, why, why_len);
         if (A("softcap"))
-            return get_float(at, &t->softcap, why, why_len) &&
-                   (t->softcap >= 0.0f || refuse(why, why_len, "attribute '%s' is negative", name));
+            return xfp_attr_float(at, &t->softcap, why, why_len) &&
+                   (t->softcap >= 0.0f || xfp_attr_refuse(why, why_len, "attribute '%s' is negative", name));
         if (A("local_window_size"))
-            return get_int(at, -1, INT32_MAX, &t->local_window_size, why, why_len);
+            return xfp_attr_int(at, -1, INT32_MAX, &t->local_window_size, why, why_len);
         if (A("do_rotary"))
-            return get_flag(at, &t->do_rotary, why, why_len);
+            return xfp_attr_int32(at, 0, 1, &t->do_rotary, why, why_len);
         if (A("rotary_interleaved"))
-            return get_flag(at, &t->interleaved, why, why_len);
+            return xfp_attr_int32(at, 0, 1, &t->interleaved, why, why_len);
         if (A("smooth_softmax"))
-            return get_flag(at, &t->smooth_softmax, why, why_len);
+            return xfp_attr_int32(at, 0, 1, &t->smooth_softmax, why, why_len);
         if (A("qk_output"))
-            return get_int(at, 0, 0, &x, why, why_len);
+            return xfp_attr_int(at, 0, 0, &x, why, why_len);
     }
 #undef A
-    return refuse(why, why_len, "attribute '%s' is not modelled", name);
+    return xfp_attr_refuse(why, why_len, "attribute '%s' is not modelled", name);
 }
 
 bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len)
 {
     const xf_attn_attrs *t = &a->attn;
     if (op == XF_OP_MS_MATMUL_NBITS && (t->nb_k < 1 || t->nb_n < 1 || t->nb_block < 1))
-        return refuse(why, why_len, "K, N or block_size missing%s", "");
+        return xfp_attr_refuse(why, why_len, "K, N or block_size missing%s", "");
     if (op == XF_OP_MS_GQA && (t->num_heads < 1 || t->kv_num_heads < 1 || t->num_heads % t->kv_num_heads))
-        return refuse(why, why_len, "num_heads or kv_num_heads missing, or not a multiple%s", "");
+        return xfp_attr_refuse(why, why_len, "num_heads or kv_num_heads missing, or not a multiple%s", "");
     return true;
 }

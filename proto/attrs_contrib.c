@@ -24,39 +24,26 @@
  * the node opaque. */
 #include "proto_internal.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static bool refuse(xfp_contrib_seen *s, const char *fmt, const char *name)
 {
-    snprintf(s->why, s->why_len, fmt, name ? name : "");
-    return false;
+    return xfp_attr_refuse(s->why, s->why_len, fmt, name);
 }
 
 static bool get_float(xfp_contrib_seen *s, const Onnx__AttributeProto *at, float *v)
 {
-    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
-        return refuse(s, "attribute '%s' is not a float", at->name);
-    *v = at->f;
-    return true;
+    return xfp_attr_float(at, v, s->why, s->why_len);
 }
 
 static bool get_flag(xfp_contrib_seen *s, const Onnx__AttributeProto *at, int *v)
 {
-    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
-        return refuse(s, "attribute '%s' is not an int", at->name);
-    if (at->i != 0 && at->i != 1)
-        return refuse(s, "attribute '%s' has a value xflow does not model", at->name);
-    *v = (int)at->i;
-    return true;
+    return xfp_attr_int32(at, 0, 1, v, s->why, s->why_len);
 }
 
 static bool get_int(xfp_contrib_seen *s, const Onnx__AttributeProto *at, int64_t *v)
 {
-    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
-        return refuse(s, "attribute '%s' is not an int", at->name);
-    *v = at->i;
-    return true;
+    return xfp_attr_int(at, INT64_MIN, INT64_MAX, v, s->why, s->why_len);
 }
 
 static bool get_activation(xfp_contrib_seen *s, const Onnx__AttributeProto *at, int *act)

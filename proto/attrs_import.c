@@ -44,10 +44,7 @@
  *   SpaceToDepth    blocksize->block_size
  *   EyeLike         k->eye_k  dtype->to (a type xflow knows)
  *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
- *   SequenceEmpty   dtype->to (default float)
- *   SplitToSequence axis  keepdims
- *   ConcatFromSequence  axis (required)  new_axis
- *   Optional        type->opt_type (1 + the kind held), to, opt_shape
+ *   the sequence ops and Optional: attrs_seq.c
  *   OneHot          axis (before opset 11: onehot_legacy)
  *   Compress        axis (has_axis)
  *   Unique          axis (has_axis)  sorted (0: topk_unsorted)
@@ -527,45 +524,6 @@ static bool take_elementwise(reader *r, xf_op op, const char *name, const Onnx__
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
-/* The sequence ops: SequenceEmpty dtype->to; SplitToSequence axis
- * keepdims; ConcatFromSequence axis (required) new_axis. */
-static bool take_sequence(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
-{
-    xf_attrs *a = r->a;
-    if (op == XF_OP_SEQUENCE_EMPTY && strcmp(name, "dtype") == 0)
-        return read_dtype(r, at, &a->to);
-    if ((op == XF_OP_SPLIT_TO_SEQUENCE || op == XF_OP_CONCAT_FROM_SEQUENCE) && strcmp(name, "axis") == 0)
-        return (r->has_axis = read_int(r, at, &a->axis));
-    if (op == XF_OP_SPLIT_TO_SEQUENCE && strcmp(name, "keepdims") == 0)
-        return read_int32(r, at, &a->keepdims);
-    if (op == XF_OP_CONCAT_FROM_SEQUENCE && strcmp(name, "new_axis") == 0)
-        return read_int32(r, at, &a->new_axis);
-    return refuse(r, "attribute '%s' is not modelled", name);
-}
-
-/* Optional's type: the tensor or sequence type it would hold (kind, `to`
- * and opt_shape). */
-static bool take_optional(reader *r, const char *name, const Onnx__AttributeProto *at)
-{
-    static const xfp_symbols none;
-    xf_attrs *a = r->a;
-    xf_value_kind kind;
-    if (strcmp(name, "type") != 0)
-        return refuse(r, "attribute '%s' is not modelled", name);
-    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO) || !at->tp)
-        return refuse(r, "attribute '%s' is not a type", name);
-    if (xfp_container_type(at->tp, &kind, &a->to, &a->opt_shape)) {
-        if (kind != XF_VK_SEQUENCE)
-            return refuse(r, "attribute '%s' is an optional type; optionals do not nest", name);
-    } else {
-        xfp_declared_type(at->tp, &none, &a->to, &a->opt_shape);
-    }
-    if (a->to == XF_DT_UNDEFINED)
-        return refuse(r, "attribute '%s' is not a tensor or sequence type xflow knows", name);
-    a->opt_type = 1 + (int)kind;
-    return true;
-}
-
 static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
 {
     xf_attrs *a = r->a;
@@ -866,9 +824,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_SEQUENCE_EMPTY:
     case XF_OP_SPLIT_TO_SEQUENCE:
     case XF_OP_CONCAT_FROM_SEQUENCE:
-        return take_sequence(r, op, name, at);
     case XF_OP_OPTIONAL:
-        return take_optional(r, name, at);
+        return xfp_seq_attr_import(op, at, a, &r->has_axis, r->why, r->why_len);
     case XF_OP_MS_MATMUL_NBITS:
     case XF_OP_MS_GQA:
     case XF_OP_MS_GATHER_BLOCK_QUANTIZED:

@@ -185,6 +185,17 @@ typedef struct xfp_attr_ctx {
  * (the node then stays opaque); errors only for bad data. */
 xf_status xfp_attrs_import(xf_op op, const Onnx__NodeProto *np, int n_outputs, const xfp_attr_ctx *ctx,
                            xf_attrs *a, bool *known, char *why, size_t why_len, xf_error *err);
+/* attrs_read.c: one attribute read, or why not written to why (false). */
+bool xfp_attr_refuse(char *why, size_t why_len, const char *fmt, const char *name);
+bool xfp_attr_int(const Onnx__AttributeProto *at, int64_t lo, int64_t hi, int64_t *v, char *why, size_t why_len);
+bool xfp_attr_int32(const Onnx__AttributeProto *at, int lo, int hi, int *v, char *why, size_t why_len);
+bool xfp_attr_float(const Onnx__AttributeProto *at, float *v, char *why, size_t why_len);
+/* A tensor element type xflow knows (an int naming an xf_dtype). */
+bool xfp_attr_dtype(const Onnx__AttributeProto *at, xf_dtype *v, char *why, size_t why_len);
+/* attrs_seq.c: the sequence ops' and Optional's attributes (*has_axis set
+ * when an axis is given). */
+bool xfp_seq_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, bool *has_axis, char *why,
+                         size_t why_len);
 /* attrs_contrib.c: ONNX Runtime's contrib ops.  What one node's attributes
  * gave so far, and where a refusal's reason goes. */
 typedef struct xfp_contrib_seen {

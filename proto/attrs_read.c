@@ -1,0 +1,50 @@
+/* Readers of one ONNX attribute for the per-family attribute files: each
+ * takes the attribute, or writes why it cannot into why and returns false
+ * (the node then stays opaque). */
+#include "proto_internal.h"
+
+#include <stdio.h>
+
+bool xfp_attr_refuse(char *why, size_t why_len, const char *fmt, const char *name)
+{
+    snprintf(why, why_len, fmt, name ? name : "");
+    return false;
+}
+
+bool xfp_attr_int(const Onnx__AttributeProto *at, int64_t lo, int64_t hi, int64_t *v, char *why, size_t why_len)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
+        return xfp_attr_refuse(why, why_len, "attribute '%s' is not an int", at->name);
+    if (at->i < lo || at->i > hi)
+        return xfp_attr_refuse(why, why_len, "attribute '%s' has a value xflow does not model", at->name);
+    *v = at->i;
+    return true;
+}
+
+bool xfp_attr_int32(const Onnx__AttributeProto *at, int lo, int hi, int *v, char *why, size_t why_len)
+{
+    int64_t x;
+    if (!xfp_attr_int(at, lo, hi, &x, why, why_len))
+        return false;
+    *v = (int)x;
+    return true;
+}
+
+bool xfp_attr_float(const Onnx__AttributeProto *at, float *v, char *why, size_t why_len)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
+        return xfp_attr_refuse(why, why_len, "attribute '%s' is not a float", at->name);
+    *v = at->f;
+    return true;
+}
+
+bool xfp_attr_dtype(const Onnx__AttributeProto *at, xf_dtype *v, char *why, size_t why_len)
+{
+    int64_t t;
+    if (!xfp_attr_int(at, INT64_MIN, INT64_MAX, &t, why, why_len))
+        return false;
+    if (t <= XF_DT_UNDEFINED || t >= XF_DT_COUNT_)
+        return xfp_attr_refuse(why, why_len, "attribute '%s' names a type xflow does not know", at->name);
+    *v = (xf_dtype)t;
+    return true;
+}
