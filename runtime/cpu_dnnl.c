@@ -20,6 +20,15 @@ xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_sta
                         n->name ? n->name : "", xf_op_name(n->op), dnnl_status2str(s), what);
 }
 
+xf_status xf_dn_pd_create(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr,
+                          dnnl_primitive_desc_t *pd, xf_error *err)
+{
+    *pd = NULL;
+    dnnl_status_t s = dnnl_primitive_desc_create(pd, d, attr, c->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    return s == dnnl_success ? XF_OK : xf_dn_fail(err, n, "creating the primitive", s);
+}
+
 /* ---------------------------------------------------------------- values and descriptors */
 
 bool xf_dn_is_f32(const xf_graph *g, int value)

@@ -249,6 +249,10 @@ xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *posts, int n_posts
 
 /* Turns a oneDNN status into an xflow error naming the node and the call. */
 xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_status_t s);
+/* The primitive descriptor of op descriptor d with attr (which it
+ * destroys), or an error naming the node. */
+xf_status xf_dn_pd_create(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr,
+                          dnnl_primitive_desc_t *pd, xf_error *err);
 #define XF_DN_TRY(err, n, call)                                                                    \
     do {                                                                                           \
         dnnl_status_t xf_dn_s_ = (call);                                                           \

@@ -309,10 +309,10 @@ static xf_status bias_act_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node
     xf_status s = xf_dn_post_attr(n, &post, 1, &attr, err);
     if (s != XF_OK)
         return s;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    XF_DN_TRY(err, n, ds);
+    dnnl_primitive_desc_t pd;
+    s = xf_dn_pd_create(c, n, &d, attr, &pd, err);
+    if (s != XF_OK)
+        return s;
     s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_0, 0, &data, &data, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, 1, &bias, &bias, err);

@@ -393,9 +393,8 @@ static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
         if (s != XF_OK)
             return s;
-        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
-        dnnl_primitive_attr_destroy(attr);
-        XF_DN_TRY(err, n, ds);
+        if ((s = xf_dn_pd_create(c, n, &d, attr, &pd, err)) != XF_OK)
+            return s;
         const char *impl = NULL;
         if (free_layout || !any_native ||
             dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||

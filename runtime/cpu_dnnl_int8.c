@@ -234,10 +234,10 @@ static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     xf_status s = q_attr(g, n, in, y->ndims - 1, &attr, err);
     if (s != XF_OK)
         return s;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    XF_DN_TRY(err, n, ds);
+    dnnl_primitive_desc_t pd;
+    s = xf_dn_pd_create(c, n, &d, attr, &pd, err);
+    if (s != XF_OK)
+        return s;
     s = const_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[r.w].data, b,
                                    dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err)
                 : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, r.w, b, b, err);
