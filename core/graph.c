@@ -349,6 +349,76 @@ static void refresh_producers(xf_graph *g)
         }
 }
 
+/* Min-heap of node indices ordered by (key, index). */
+static int heap_less(const int *key, int a, int b) { return key[a] < key[b] || (key[a] == key[b] && a < b); }
+
+static void heap_push(int *heap, int *len, const int *key, int x)
+{
+    int i = (*len)++;
+    while (i > 0 && heap_less(key, x, heap[(i - 1) / 2])) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = x;
+}
+
+static int heap_pop(int *heap, int *len, const int *key)
+{
+    int top = heap[0], x = heap[--*len], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *len)
+            break;
+        if (c + 1 < *len && heap_less(key, heap[c + 1], heap[c]))
+            c++;
+        if (!heap_less(key, heap[c], x))
+            break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = x;
+    return top;
+}
+
+/* Rewrites order[] (a topological order of n nodes, users[] in CSR form by
+ * ucount[]) into the order described in xf_graph_toposort_mapped. */
+static xf_status order_by_first_use(int n, const int *ucount, const int *users, int *order, xf_error *err)
+{
+    int *key = malloc(sizeof(int) * (size_t)n);
+    int *indeg = calloc((size_t)n, sizeof *indeg);
+    int *heap = malloc(sizeof(int) * (size_t)n);
+    if (!key || !indeg || !heap) {
+        free(key);
+        free(indeg);
+        free(heap);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory sorting %d nodes", n);
+    }
+    for (int t = n - 1; t >= 0; t--) {
+        int i = order[t];
+        key[i] = i;
+        for (int e = ucount[i]; e < ucount[i + 1]; e++) {
+            indeg[users[e]]++;
+            if (key[users[e]] < key[i])
+                key[i] = key[users[e]];
+        }
+    }
+    int len = 0, done = 0;
+    for (int i = 0; i < n; i++)
+        if (indeg[i] == 0)
+            heap_push(heap, &len, key, i);
+    while (len > 0) {
+        int i = heap_pop(heap, &len, key);
+        order[done++] = i;
+        for (int e = ucount[i]; e < ucount[i + 1]; e++)
+            if (--indeg[users[e]] == 0)
+                heap_push(heap, &len, key, users[e]);
+    }
+    free(key);
+    free(indeg);
+    free(heap);
+    return XF_OK;
+}
+
 xf_status xf_graph_toposort(xf_graph *g, xf_error *err) { return xf_graph_toposort_mapped(g, NULL, err); }
 
 xf_status xf_graph_toposort_mapped(xf_graph *g, int *old_index, xf_error *err)
@@ -401,8 +471,14 @@ xf_status xf_graph_toposort_mapped(xf_graph *g, int *old_index, xf_error *err)
             }
         free(fill);
     }
-    /* Kahn's algorithm, taking ready nodes in their original order so that
-     * an already sorted graph keeps its order exactly. */
+    /* Kahn's algorithm in two passes. The first finds an order (and any
+     * cycle); the second takes, among the ready nodes, the one with the
+     * smallest key, where a node's key is its index or, when a user comes
+     * earlier (a node appended by a rewrite), the smallest key among its
+     * users. An already sorted graph keeps its order exactly, and a node
+     * inserted out of place lands just before its first user instead of
+     * wherever breadth-first order would put it (which would hold every
+     * independent branch's intermediates live at once). */
     int head = 0, tail = 0;
     for (int i = 0; i < n; i++)
         if (indeg[i] == 0)
@@ -427,6 +503,8 @@ xf_status xf_graph_toposort_mapped(xf_graph *g, int *old_index, xf_error *err)
                           n - tail, n, on_cycle);
         goto done;
     }
+    if ((st = order_by_first_use(n, ucount, users, order, err)) != XF_OK)
+        goto done;
     for (int i = 0; i < n; i++)
         sorted[i] = g->nodes[order[i]];
     memcpy(g->nodes, sorted, sizeof *sorted * (size_t)n);

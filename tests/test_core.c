@@ -93,6 +93,45 @@ START_TEST(ir_toposort_and_cycle)
 }
 END_TEST
 
+START_TEST(ir_toposort_keeps_order)
+{
+    /* a = Neg(x); b = Exp(a); c = Relu(x); d = Abs(c): sorted already, with
+     * two independent chains that breadth-first order would interleave. */
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2));
+    int v[6];
+    const char *names[6] = {"a", "b", "c", "d", "e", "f"};
+    for (int i = 0; i < 6; i++)
+        v[i] = xf_graph_add_value(g, names[i], XF_DT_FLOAT, NULL);
+    xf_graph_add_node(g, XF_OP_NEG, "a", 1, &x, 1, &v[0]);
+    xf_graph_add_node(g, XF_OP_EXP, "b", 1, &v[0], 1, &v[1]);
+    xf_graph_add_node(g, XF_OP_RELU, "c", 1, &x, 1, &v[2]);
+    /* d reads e, whose producer is appended last (as a rewrite appends). */
+    xf_graph_add_node(g, XF_OP_ABS, "d", 1, &v[4], 1, &v[3]);
+    xf_graph_add_node(g, XF_OP_SIGMOID, "f", 1, &v[1], 1, &v[5]);
+    xf_graph_add_node(g, XF_OP_TANH, "e", 1, &v[2], 1, &v[4]);
+    xf_graph_add_output(g, v[3]);
+    xf_graph_add_output(g, v[5]);
+    xf_error e = {0};
+    int old[6];
+    ck_assert_int_eq(xf_graph_toposort_mapped(g, old, &e), XF_OK);
+    const char *want[6] = {"a", "b", "c", "e", "d", "f"};
+    const int want_old[6] = {0, 1, 2, 5, 3, 4};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_str_eq(g->nodes[i].name, want[i]);
+        ck_assert_int_eq(old[i], want_old[i]);
+    }
+    ck_assert_int_eq(xf_graph_validate(g, &e), XF_OK);
+    /* Sorting a sorted graph changes nothing. */
+    ck_assert_int_eq(xf_graph_toposort_mapped(g, old, &e), XF_OK);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_str_eq(g->nodes[i].name, want[i]);
+        ck_assert_int_eq(old[i], i);
+    }
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(ir_compact)
 {
     xf_graph *g = xf_graph_create("g");
@@ -785,6 +824,7 @@ static Suite *core_suite(void)
     tcase_add_test(ir, ir_add_and_find);
     tcase_add_test(ir, ir_clone_is_independent);
     tcase_add_test(ir, ir_toposort_and_cycle);
+    tcase_add_test(ir, ir_toposort_keeps_order);
     tcase_add_test(ir, ir_compact);
     suite_add_tcase(s, ir);
 
