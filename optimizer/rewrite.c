@@ -515,12 +515,98 @@ static xf_status attr_to_input(xf_graph *g, xf_node *n, const int64_t *v, int co
     return XF_OK;
 }
 
+/* A Split in the attribute form that rules write: one input, one size per
+ * output. */
+static bool attr_split(const xf_node *n)
+{
+    return n->op == XF_OP_SPLIT && n->n_inputs == 1 && n->attrs.n_split == n->n_outputs && n->n_outputs > 0;
+}
+
+static int split_axis(const xf_graph *g, const xf_node *n)
+{
+    int rank = g->values[n->inputs[0]].shape.ndim, axis = (int)n->attrs.axis;
+    return axis < 0 && rank > 0 ? axis + rank : axis;
+}
+
+/* Successive merges leave chains of Splits: merging a third MatMul into
+ * an already merged pair splits the result, then splits a part again.  A
+ * Split whose input is one output of another Split along the same axis,
+ * used by nothing else, joins that Split, so each chain becomes one Split
+ * (one copy of the data instead of one per link).  The emptied Split gets
+ * fresh outputs that nothing reads and goes as dead code.  Returns how
+ * many Splits were merged, or -1 when out of memory. */
+static int merge_split_chains(xf_graph *g)
+{
+    int merged = 0;
+    const int cap = (int)(sizeof g->nodes[0].attrs.split / sizeof g->nodes[0].attrs.split[0]);
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (!attr_split(&g->nodes[j]))
+            continue;
+        int v = g->nodes[j].inputs[0], p = g->values[v].producer;
+        if (p < 0 || !attr_split(&g->nodes[p]) || xf_graph_count_uses(g, v) != 1)
+            continue;
+        xf_node *a = &g->nodes[p], *b = &g->nodes[j];
+        int na = a->n_outputs, nb = b->n_outputs, k = g->values[v].producer_out;
+        if (split_axis(g, a) != split_axis(g, b) || split_axis(g, a) < 0 || na - 1 + nb > cap)
+            continue;
+        int *outs = malloc(sizeof(int) * (size_t)(na - 1 + nb));
+        int *fresh = malloc(sizeof(int) * (size_t)nb);
+        if (!outs || !fresh) {
+            free(outs);
+            free(fresh);
+            return -1;
+        }
+        for (int i = 0; i < nb; i++) {
+            xf_shape shape = g->values[g->nodes[j].outputs[i]].shape; /* adding a value may move values */
+            fresh[i] = xf_graph_add_value(g, NULL, g->values[g->nodes[j].outputs[i]].dtype, &shape);
+            if (fresh[i] < 0) {
+                free(outs);
+                free(fresh);
+                return -1;
+            }
+        }
+        int64_t sizes[64];
+        int n = 0;
+        for (int i = 0; i < na; i++) {
+            if (i != k) {
+                sizes[n] = a->attrs.split[i];
+                outs[n++] = a->outputs[i];
+                continue;
+            }
+            for (int t = 0; t < nb; t++) {
+                sizes[n] = b->attrs.split[t];
+                outs[n++] = b->outputs[t];
+            }
+        }
+        memcpy(a->attrs.split, sizes, sizeof(int64_t) * (size_t)n);
+        a->attrs.n_split = n;
+        free(a->outputs);
+        a->outputs = outs;
+        a->n_outputs = n;
+        free(b->outputs);
+        b->outputs = fresh;
+        /* the parts moved to a: their producer is a now */
+        for (int i = 0; i < n; i++) {
+            g->values[outs[i]].producer = p;
+            g->values[outs[i]].producer_out = i;
+        }
+        for (int i = 0; i < nb; i++) {
+            g->values[fresh[i]].producer = j;
+            g->values[fresh[i]].producer_out = i;
+        }
+        merged++;
+    }
+    return merged;
+}
+
 xf_status xf_rewrite_finalize(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err)
 {
     /* Rules state Split sizes as the attribute (one form for every opset);
      * from opset 13 on ONNX takes them as an input only.  Likewise Pad's
      * pads (kernel enlarge), an input from opset 11 on: a padded constant
      * kernel is folded below, this is for the rest. */
+    if (merge_split_chains(g) < 0)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) {
         xf_node *n = &g->nodes[i];
         xf_status s = XF_OK;

@@ -475,7 +475,20 @@ START_TEST(merge_matmuls)
     ck_assert_int_eq(steps, 2);
     ck_assert_int_eq(count_op(h, XF_OP_MATMUL), 1);
     ck_assert_int_eq(count_op(h, XF_OP_ADD), 1);
+    ck_assert_int_eq(count_op(h, XF_OP_SPLIT), 2); /* a part of the first split again */
     expect_same_after_folding(g, h);
+    /* Finalizing joins the chain into one three-way Split. */
+    ck_assert_int_eq(count_op(h, XF_OP_SPLIT), 1);
+    for (int i = 0; i < h->n_nodes; i++)
+        if (h->nodes[i].op == XF_OP_SPLIT) {
+            const xf_node *s = &h->nodes[i];
+            ck_assert_int_eq(s->n_outputs, 3);
+            ck_assert_int_eq(s->n_inputs, 2); /* sizes as an input at OPSET */
+            const xf_tensor *t = h->values[s->inputs[1]].init;
+            ck_assert_ptr_nonnull(t);
+            for (int k = 0; k < 3; k++)
+                ck_assert_int_eq(xf_tensor_get_i64(t, k), h->values[s->outputs[k]].shape.dims[2]);
+        }
     xf_graph_free(h);
     xf_graph_free(g);
 
