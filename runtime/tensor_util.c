@@ -15,6 +15,11 @@ static uint64_t next_random(uint64_t *state)
 
 xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed)
 {
+    return xf_tensor_random_below(dtype, shape, seed, 10);
+}
+
+xf_tensor *xf_tensor_random_below(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t below)
+{
     bool floating = (XF_DTM_FLOATS & XF_DTM(dtype)) != 0;
     if (!floating && !xf_rt_is_integral(dtype))
         return NULL;
@@ -28,7 +33,7 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
         if (floating)
             xf_rt_store_f64(dtype, t->data, i, (double)(r >> 11) * 0x1p-52 - 1.0);
         else
-            xf_rt_store_i64(dtype, t->data, i, (int64_t)(r % (dtype == XF_DT_BOOL ? 2 : 10)));
+            xf_rt_store_i64(dtype, t->data, i, (int64_t)(r % (uint64_t)(dtype == XF_DT_BOOL ? 2 : below > 0 ? below : 1)));
     }
     return t;
 }

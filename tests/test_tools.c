@@ -316,12 +316,39 @@ START_TEST(test_openmp_wait_policy)
 }
 END_TEST
 
+/* Random integer inputs that index a table (through a Cast here) stay
+ * below its rows: a two-row table, as a BERT's token types, runs without
+ * input files, where indices up to 9 would be out of range. */
+START_TEST(test_random_indices_fit_table)
+{
+    const char *dir = xf_test_tmpdir("tools-random-indices");
+    char model[4300], cmd[9000], *out = NULL;
+    snprintf(model, sizeof model, "%s/gather2.onnx", dir);
+    snprintf(cmd, sizeof cmd,
+             XF_PYTHON " -c \"import onnx, onnx.helper as h, onnx.numpy_helper as nh, numpy as np\n"
+             "g = h.make_graph([h.make_node('Cast', ['ids'], ['i32'], to=6), h.make_node('Gather', ['t', 'i32'], "
+             "['y'])], 'g', [h.make_tensor_value_info('ids', 7, [1, 64])], [h.make_tensor_value_info('y', 1, "
+             "[1, 64, 3])], [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), 't')])\n"
+             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\"",
+             model);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    for (int seed = 1; seed <= 3; seed++) {
+        snprintf(cmd, sizeof cmd, "%s %s --seed %d", xf_test_tool("xflow-run"), model, seed);
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "seed %d: %s", seed, out);
+        ck_assert_msg(strstr(out, "output 'y' FLOAT 1x64x3") != NULL, "%s", out);
+        free(out);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tools");
     TCase *bad = tcase_create("bad-input");
     tcase_add_unchecked_fixture(bad, make_fixtures, NULL);
     tcase_add_test(bad, test_missing_file);
+    tcase_add_test(bad, test_random_indices_fit_table);
     tcase_add_test(bad, test_not_protobuf);
     tcase_add_test(bad, test_truncated);
     tcase_add_test(bad, test_cycle);

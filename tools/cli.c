@@ -141,12 +141,51 @@ bool xf_cli_parse_double(const char *opt, const char *s, double *out)
     return true;
 }
 
-/* A seeded random tensor of dtype and shape for input v. */
-static xf_status random_tensor(const xf_value *v, const xf_shape *shape, uint64_t seed, xf_tensor **out,
-                               xf_error *err)
+/* The rows of the table that index value v selects from, when v (or v
+ * passed through casts and reshapes) indexes a Gather or an embedding of
+ * EmbedLayerNormalization whose table has a known size; else `limit`.  A
+ * random index input then stays in range, so a BERT's token_type_ids
+ * (two rows) runs without an input file. */
+static int64_t index_rows(const xf_graph *g, int v, int64_t limit, int depth)
+{
+    for (int i = 0; i < g->n_nodes && depth < 8; i++) {
+        const xf_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != v)
+                continue;
+            int table = -1, axis = 0;
+            if (n->op == XF_OP_GATHER && k == 1) {
+                table = n->inputs[0];
+                axis = (int)n->attrs.axis;
+            } else if (n->op == XF_OP_MS_EMBED_LAYER_NORM && k <= 1) {
+                table = n->n_inputs > 2 + 2 * k ? n->inputs[2 + 2 * k] : -1; /* word or segment embedding */
+            } else if (n->op == XF_OP_MS_EMBED_LAYER_NORM && k == 8) {
+                table = n->inputs[3]; /* position embedding */
+            } else if (k == 0 && n->n_outputs == 1 &&
+                       (n->op == XF_OP_CAST || n->op == XF_OP_RESHAPE || n->op == XF_OP_SQUEEZE ||
+                        n->op == XF_OP_UNSQUEEZE || n->op == XF_OP_FLATTEN || n->op == XF_OP_IDENTITY)) {
+                limit = index_rows(g, n->outputs[0], limit, depth + 1);
+                continue;
+            }
+            if (table < 0)
+                continue;
+            const xf_shape *ts = &g->values[table].shape;
+            axis = axis < 0 ? axis + ts->ndim : axis;
+            if (axis >= 0 && axis < ts->ndim && ts->dims[axis] > 0 && ts->dims[axis] < limit)
+                limit = ts->dims[axis];
+        }
+    }
+    return limit;
+}
+
+/* A seeded random tensor of dtype and shape for input v: floats in
+ * [-1, 1), integers in [0, 10) or below the rows of a table they index. */
+static xf_status random_tensor(const xf_graph *g, const xf_value *v, const xf_shape *shape, uint64_t seed,
+                               xf_tensor **out, xf_error *err)
 {
     char buf[128];
-    *out = xf_tensor_random(v->dtype, shape, seed);
+    int64_t rows = xf_dtype_is_float(v->dtype) ? 10 : index_rows(g, (int)(v - g->values), 10, 0);
+    *out = xf_tensor_random_below(v->dtype, shape, seed, rows);
     if (!*out)
         return xf_error_set(err, XF_ERR_UNSUPPORTED, "cannot make a random %s tensor of shape %s for input '%s'",
                             xf_dtype_name(v->dtype), xf_shape_str(shape, buf, sizeof buf), v->name);
@@ -158,7 +197,8 @@ enum { SAMPLE_ENTRIES = 3, SAMPLE_DIM = 2 };
 /* A seeded random sequence or optional for input v: SAMPLE_ENTRIES entries
  * (an optional: one tensor or such a sequence) of its element shape, dims
  * the file leaves symbolic of size SAMPLE_DIM. */
-static xf_status random_container(const xf_value *v, uint64_t seed, xf_tensor **out, xf_error *err)
+static xf_status random_container(const xf_graph *g, const xf_value *v, uint64_t seed, xf_tensor **out,
+                                  xf_error *err)
 {
     xf_shape shape = v->shape.ndim >= 0 ? v->shape : v->elem_decl;
     if (shape.ndim < 0)
@@ -172,7 +212,7 @@ static xf_status random_container(const xf_value *v, uint64_t seed, xf_tensor **
     xf_tensor *items[SAMPLE_ENTRIES] = {0}, *content = NULL;
     xf_status st = XF_OK;
     for (int i = 0; i < (seq ? SAMPLE_ENTRIES : 1) && st == XF_OK; i++)
-        st = random_tensor(v, &shape, seed + 104729u * (uint64_t)i, &items[i], err);
+        st = random_tensor(g, v, &shape, seed + 104729u * (uint64_t)i, &items[i], err);
     if (st == XF_OK)
         content = seq ? xf_sequence_create(v->dtype, SAMPLE_ENTRIES, items) : xf_tensor_retain(items[0]);
     *out = !content || !xf_kind_is_optional(v->kind) ? content : xf_optional_create(content, seq, v->dtype);
@@ -191,12 +231,12 @@ static xf_status random_input(const xf_graph *g, int i, uint64_t seed, xf_tensor
     const xf_value *v = &g->values[g->inputs[i]];
     seed += (uint64_t)i * 7919u;
     if (v->kind != XF_VK_TENSOR)
-        return random_container(v, seed, out, err);
+        return random_container(g, v, seed, out, err);
     if (v->shape.ndim < 0 || xf_shape_numel(&v->shape) < 0)
         return xf_error_set(err, XF_ERR_INVALID,
                             "input '%s' has no static shape; give one with --input-shape %s=... or an input file",
                             v->name, v->name);
-    return random_tensor(v, &v->shape, seed, out, err);
+    return random_tensor(g, v, &v->shape, seed, out, err);
 }
 
 xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_files, uint64_t seed,
