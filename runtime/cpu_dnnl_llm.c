@@ -16,8 +16,15 @@
  * does).  The float copy is 8 (4-bit) or 4 (8-bit) times the size of the
  * packed weight.
  *
- * A few rows (a decoder's token step) of 4-bit weights in blocks of a
- * multiple of 32, on AVX2: the packed weight is read as stored, 32 values
+ * A few rows (a decoder's token step) at accuracy_level 4 with AVX-512
+ * VNNI, in static mode: the 4-bit weight is repacked once, still 4 bits a
+ * value, into tiles of 16 columns whose 64-byte groups hold 8 values of K
+ * for each column (4 in the low nibbles, 4 in the high), so that two masks
+ * and two vpdpbusd take 128 products against A's int8 codes; zero points
+ * come off each block's int32 sum as zero point x the block's code sum.
+ *
+ * Otherwise a few rows of 4-bit weights in blocks of a multiple of 32, on
+ * AVX2: the packed weight is read as stored, 32 values
  * at a time, which moves an eighth of the float copy's bytes.  At
  * accuracy_level 4 A is quantized to int8 per block as ONNX Runtime does
  * and each block's product is summed exactly in int32 (vpmaddubsw,
@@ -247,23 +254,41 @@ static bool int8_ok(const xf_node *n, const xf_tensor_view *in)
     return n->attrs.attn.nb_bits == 4 && xf_nbits_quantizes_a(n, in) && int8_isa() > 0;
 }
 
+/* The weight's geometry (g: K, block, blocks, the packed bytes and zero
+ * points) and its tiles of NB_TILE columns, even in number; and one zeroed
+ * 64-byte aligned allocation of `header` bytes (rounded up to 64) then
+ * wbytes and per_tile_block x (tiles x blocks x NB_TILE) bytes, freed with
+ * free.  NULL when out of memory. */
+static void *tiled_alloc(const xf_node *n, const xf_tensor_view *in, size_t header, size_t wbytes_per_value_x2,
+                         size_t per_entry, nb_geom *g, int64_t *tiles, size_t *wbytes)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    int64_t bs = t->nb_block, blocks = (t->nb_k + bs - 1) / bs;
+    *tiles = (t->nb_n + 2 * NB_TILE - 1) / (2 * NB_TILE) * 2;
+    *g = (nb_geom){.k = t->nb_k, .n = t->nb_n, .bs = bs, .blocks = blocks, .blob = bs / 2, .zrow = (blocks + 1) / 2,
+                   .b = in[1].data, .zp = has_input(n, 3) ? in[3].data : NULL, .scale = in[2].data};
+    *wbytes = (size_t)(*tiles * blocks * bs * NB_TILE) * wbytes_per_value_x2 / 2;
+    size_t head = (header + 63) / 64 * 64, total = head + *wbytes + (size_t)(*tiles * blocks * NB_TILE) * per_entry;
+    void *p = aligned_alloc(64, (total + 63) / 64 * 64);
+    if (p)
+        memset(p, 0, total);
+    return p;
+}
+
 /* The nb_int8 of the node's weight, in one block (freed with free). */
 static nb_int8 *int8_pack(const xf_node *n, const xf_tensor_view *in)
 {
-    const xf_attn_attrs *t = &n->attrs.attn;
-    int64_t bs = t->nb_block, blocks = (t->nb_k + bs - 1) / bs, tiles = (t->nb_n + 2 * NB_TILE - 1) / (2 * NB_TILE) * 2;
-    size_t wbytes = (size_t)(tiles * blocks * bs * NB_TILE), per = (size_t)(tiles * blocks * NB_TILE);
-    size_t head = (sizeof(nb_int8) + 63) / 64 * 64, total = head + wbytes + per * 8;
-    nb_int8 *p = aligned_alloc(64, (total + 63) / 64 * 64);
+    nb_geom g;
+    int64_t tiles;
+    size_t wbytes;
+    nb_int8 *p = tiled_alloc(n, in, sizeof(nb_int8), 2, sizeof(int32_t) + sizeof(float), &g, &tiles, &wbytes);
     if (!p)
         return NULL;
-    memset(p, 0, total);
-    *p = (nb_int8){t->nb_k, t->nb_n, bs, blocks, tiles};
-    p->w = (int8_t *)p + head;
+    int64_t bs = g.bs, blocks = g.blocks, per = tiles * blocks * NB_TILE;
+    *p = (nb_int8){g.k, g.n, bs, blocks, tiles};
+    p->w = (int8_t *)p + (sizeof(nb_int8) + 63) / 64 * 64;
     p->corr = (int32_t *)(p->w + wbytes);
     p->scale = (float *)(p->corr + per);
-    nb_geom g = {.k = t->nb_k, .bs = bs, .blocks = blocks, .blob = bs / 2, .zrow = (blocks + 1) / 2, .b = in[1].data};
-    g.zp = has_input(n, 3) ? in[3].data : NULL;
     for (int64_t r = 0; r < p->n; r++)
         for (int64_t blk = 0; blk < blocks; blk++) {
             int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE, sum = 0;
@@ -276,7 +301,7 @@ static nb_int8 *int8_pack(const xf_node *n, const xf_tensor_view *in)
                 sum += v;
             }
             p->corr[at] = (int32_t)(-128 * sum);
-            p->scale[at] = ((const float *)in[2].data)[r * blocks + blk];
+            p->scale[at] = g.scale[r * blocks + blk];
         }
     return p;
 }
@@ -410,6 +435,155 @@ static xf_status int8_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view
 #endif
 }
 
+/* ------------------------------------ a few rows at accuracy_level 4, VNNI */
+
+/* The repacked 4-bit weight of the VNNI token-step path.  Tile t (16
+ * columns), block b, group s (8 values of K) is 64 bytes at
+ * ((t * blocks + b) * (bs / 8) + s) * 64: byte 4 c + i holds column c's
+ * value 8 s + i of the block in its low nibble and value 8 s + 4 + i in its
+ * high nibble.  zp and scale: per tile and block, the 16 columns' zero
+ * points (bytes) and scales.  Past N and K everything is 0.  The tiles are
+ * even in number: the kernel takes two. */
+typedef struct nb_q4 {
+    int64_t k, n, bs, blocks, tiles;
+    uint8_t *w, *zp;
+    float *scale;
+} nb_q4;
+
+static bool q4_ok(const xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int64_t m)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    return c->states && int8_isa() == 2 && t->nb_bits == 4 && t->nb_block % 8 == 0 && m >= 1 &&
+           m <= NB_PACKED_ROWS && !has_input(n, 4) && xf_nbits_quantizes_a(n, in) &&
+           !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
+}
+
+/* The nb_q4 of the node's weight, in one block (freed with free). */
+static nb_q4 *q4_pack(const xf_node *n, const xf_tensor_view *in)
+{
+    nb_geom g;
+    int64_t tiles;
+    size_t wbytes;
+    nb_q4 *p = tiled_alloc(n, in, sizeof(nb_q4), 1, 1 + sizeof(float), &g, &tiles, &wbytes);
+    if (!p)
+        return NULL;
+    int64_t bs = g.bs, blocks = g.blocks, per = tiles * blocks * NB_TILE;
+    *p = (nb_q4){g.k, g.n, bs, blocks, tiles};
+    p->w = (uint8_t *)p + (sizeof(nb_q4) + 63) / 64 * 64;
+    p->scale = (float *)(p->w + wbytes);
+    p->zp = (uint8_t *)(p->scale + per);
+    for (int64_t r = 0; r < p->n; r++)
+        for (int64_t blk = 0; blk < blocks; blk++) {
+            int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE;
+            uint8_t *w = p->w + (r / NB_TILE * blocks + blk) * bs * NB_TILE / 2 + r % NB_TILE * 4;
+            const uint8_t *src = g.b + (r * blocks + blk) * g.blob;
+            for (int64_t c = 0; c < bs && blk * bs + c < g.k; c++) {
+                unsigned v = (src[c / 2] >> (c % 2 * 4)) & 15u;
+                w[c / 8 * 64 + c % 4] |= (uint8_t)(v << (c % 8 / 4 * 4));
+            }
+            p->zp[at] = (uint8_t)zero_point(&g, r, blk);
+            p->scale[at] = g.scale[r * blocks + blk];
+        }
+    return p;
+}
+
+#if NB_X86
+/* R rows of A's codes (signed, stride lda; per block scale as and code sum
+ * qsum) times tiles t and t + 1: out (R x 32) without the bias.  Inlined
+ * for each R so that the sums stay in registers. */
+static inline __attribute__((always_inline)) NB_VNNI void q4_pair(const nb_q4 *p, int64_t t, const int8_t *qa,
+                                                                  int64_t lda, const float *as, const int32_t *qsum,
+                                                                  const int R, float *out)
+{
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const int64_t groups = p->bs / 8, next = p->blocks * groups * 64; /* bytes from tile t to t + 1 */
+    __m512 f[NB_PACKED_ROWS][2];
+    for (int r = 0; r < R; r++)
+        f[r][0] = f[r][1] = _mm512_setzero_ps();
+    for (int64_t blk = 0; blk < p->blocks; blk++) {
+        const uint8_t *w0 = p->w + (t * p->blocks + blk) * groups * 64, *w1 = w0 + next;
+        __m512i lo[NB_PACKED_ROWS][2], hi[NB_PACKED_ROWS][2];
+        for (int r = 0; r < R; r++)
+            lo[r][0] = lo[r][1] = hi[r][0] = hi[r][1] = _mm512_setzero_si512();
+        const int8_t *ab = qa + blk * p->bs;
+        for (int64_t s = 0; s < groups; s++) {
+            __m512i v0 = _mm512_load_si512(w0 + s * 64), v1 = _mm512_load_si512(w1 + s * 64);
+            __m512i l0 = _mm512_and_si512(v0, low), l1 = _mm512_and_si512(v1, low);
+            __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), low);
+            __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), low);
+            for (int r = 0; r < R; r++) {
+                __m512i al = _mm512_set1_epi32(load4((const uint8_t *)ab + r * lda + 8 * s));
+                __m512i ah = _mm512_set1_epi32(load4((const uint8_t *)ab + r * lda + 8 * s + 4));
+                lo[r][0] = _mm512_dpbusd_epi32(lo[r][0], l0, al);
+                lo[r][1] = _mm512_dpbusd_epi32(lo[r][1], l1, al);
+                hi[r][0] = _mm512_dpbusd_epi32(hi[r][0], h0, ah);
+                hi[r][1] = _mm512_dpbusd_epi32(hi[r][1], h1, ah);
+            }
+        }
+        int64_t at = (t * p->blocks + blk) * NB_TILE, at1 = at + p->blocks * NB_TILE;
+        __m512i z0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p->zp + at)));
+        __m512i z1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p->zp + at1)));
+        __m512 s0 = _mm512_loadu_ps(p->scale + at), s1 = _mm512_loadu_ps(p->scale + at1);
+        for (int r = 0; r < R; r++) {
+            __m512i q = _mm512_set1_epi32(qsum[r * p->blocks + blk]);
+            __m512 sa = _mm512_set1_ps(as[r * p->blocks + blk]);
+            __m512i d0 = _mm512_sub_epi32(_mm512_add_epi32(lo[r][0], hi[r][0]), _mm512_mullo_epi32(z0, q));
+            __m512i d1 = _mm512_sub_epi32(_mm512_add_epi32(lo[r][1], hi[r][1]), _mm512_mullo_epi32(z1, q));
+            f[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_mul_ps(sa, s0), f[r][0]);
+            f[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_mul_ps(sa, s1), f[r][1]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        _mm512_storeu_ps(out + r * 2 * NB_TILE, f[r][0]);
+        _mm512_storeu_ps(out + r * 2 * NB_TILE + NB_TILE, f[r][1]);
+    }
+}
+
+static NB_VNNI void q4_pair_rows(const nb_q4 *p, int64_t t, const int8_t *qa, int64_t lda, const float *as,
+                                 const int32_t *qsum, int m, float *out)
+{
+    if (m == 1)
+        q4_pair(p, t, qa, lda, as, qsum, 1, out);
+    else if (m == 2)
+        q4_pair(p, t, qa, lda, as, qsum, 2, out);
+    else
+        q4_pair(p, t, qa, lda, as, qsum, 4, out);
+}
+#endif
+
+static xf_status q4_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err)
+{
+#if NB_X86
+    const nb_q4 *p = (const nb_q4 *)st->folded_w;
+    int64_t m = xf_rt_numel(&in[0]) / p->k, lda = p->blocks * p->bs, rows = m == 3 ? 4 : m;
+    const float *a = in[0].data, *bias = has_input(n, 5) ? in[5].data : NULL;
+    float *y = out[0].data;
+    /* A's codes, scales and code sums, rows past m zero */
+    int8_t *qa = calloc((size_t)(rows * lda) + (sizeof(float) + sizeof(int32_t)) * (size_t)(rows * p->blocks), 1);
+    if (!qa)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    float *as = (float *)(qa + rows * lda);
+    int32_t *qsum = (int32_t *)(as + rows * p->blocks);
+    for (int64_t i = 0; i < m; i++)
+        quantize_row(a + i * p->k, p->k, p->bs, p->blocks, 0, qa + i * lda, as + i * p->blocks, qsum + i * p->blocks);
+    int64_t pairs = p->tiles / 2;
+    XF_OMP_FOR(pairs > 1)
+    for (int64_t j = 0; j < pairs; j++) {
+        float tmp[NB_PACKED_ROWS * 2 * NB_TILE];
+        q4_pair_rows(p, 2 * j, qa, lda, as, qsum, (int)rows, tmp);
+        int64_t c0 = 2 * j * NB_TILE, cols = p->n - c0 < 2 * NB_TILE ? p->n - c0 : 2 * NB_TILE;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < cols; c++)
+                y[r * p->n + c0 + c] = tmp[r * 2 * NB_TILE + c] + (bias ? bias[c0 + c] : 0.0f);
+    }
+    free(qa);
+    return XF_OK;
+#else
+    return xf_error_set(err, XF_ERR_UNSUPPORTED, "no int8 MatMulNBits path on this machine");
+#endif
+}
+
 static bool nbits_handles(const xf_graph *g, const xf_node *n)
 {
     if (!xf_dn_is_f32(g, n->inputs[0]) || xf_shape_numel(&g->values[n->inputs[0]].shape) < 0)
@@ -451,6 +625,13 @@ static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     const xf_attn_attrs *t = &n->attrs.attn;
     free(st->folded_w); /* a node prepared again */
     st->folded_w = NULL;
+    if (q4_ok(c, g, n, in, xf_rt_numel(&in[0]) / t->nb_k)) {
+        st->folded_w = (float *)q4_pack(n, in);
+        if (!st->folded_w)
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+        st->own_run = q4_run;
+        return XF_OK;
+    }
     if (packed_ok(g, n, xf_rt_numel(&in[0]) / t->nb_k)) {
         st->own_run = packed_run;
         return XF_OK;

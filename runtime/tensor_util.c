@@ -15,10 +15,10 @@ static uint64_t next_random(uint64_t *state)
 
 xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed)
 {
-    return xf_tensor_random_below(dtype, shape, seed, 10);
+    return xf_tensor_random_ints(dtype, shape, seed, 0, 10);
 }
 
-xf_tensor *xf_tensor_random_below(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t below)
+xf_tensor *xf_tensor_random_ints(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t lo, int64_t hi)
 {
     bool floating = (XF_DTM_FLOATS & XF_DTM(dtype)) != 0;
     if (!floating && !xf_rt_is_integral(dtype))
@@ -33,7 +33,8 @@ xf_tensor *xf_tensor_random_below(xf_dtype dtype, const xf_shape *shape, uint64_
         if (floating)
             xf_rt_store_f64(dtype, t->data, i, (double)(r >> 11) * 0x1p-52 - 1.0);
         else
-            xf_rt_store_i64(dtype, t->data, i, (int64_t)(r % (uint64_t)(dtype == XF_DT_BOOL ? 2 : below > 0 ? below : 1)));
+            xf_rt_store_i64(dtype, t->data, i, dtype == XF_DT_BOOL && hi - lo > 2 ? (int64_t)(r % 2)
+                                                                     : lo + (int64_t)(r % (uint64_t)(hi > lo ? hi - lo : 1)));
     }
     return t;
 }

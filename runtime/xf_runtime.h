@@ -181,8 +181,9 @@ xf_status xf_runtime_eval_node(const xf_graph *g, int node, xf_tensor **outputs,
 /* Deterministic pseudo-random tensor: floating types uniform in [-1, 1],
  * integer types in [0, 9], bool 0/1.  NULL for unsupported dtypes or no memory. */
 xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed);
-/* The same with integer types in [0, below - 1] (below >= 1). */
-xf_tensor *xf_tensor_random_below(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t below);
+/* The same with integer types in [lo, hi - 1] (hi > lo; bool 0/1 unless
+ * the range says one value). */
+xf_tensor *xf_tensor_random_ints(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t lo, int64_t hi);
 /* The largest |element| of a numeric tensor (0 when it is empty; NaN
  * elements are skipped). */
 double xf_tensor_max_abs(const xf_tensor *t);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,14 +179,27 @@ static int64_t index_rows(const xf_graph *g, int v, int64_t limit, int depth)
     return limit;
 }
 
+/* A name that says mask, as a transformer's attention_mask: case aside. */
+static bool names_mask(const char *name)
+{
+    for (const char *p = name; p && *p; p++)
+        if (strncasecmp(p, "mask", 4) == 0)
+            return true;
+    return false;
+}
+
 /* A seeded random tensor of dtype and shape for input v: floats in
- * [-1, 1), integers in [0, 10) or below the rows of a table they index. */
+ * [-1, 1), integers in [0, 10) or below the rows of a table they index,
+ * and an integer or bool input named as a mask all ones (every position
+ * attended: a random mask would give an LLM's sequence lengths that its
+ * KV cache does not hold). */
 static xf_status random_tensor(const xf_graph *g, const xf_value *v, const xf_shape *shape, uint64_t seed,
                                xf_tensor **out, xf_error *err)
 {
     char buf[128];
-    int64_t rows = xf_dtype_is_float(v->dtype) ? 10 : index_rows(g, (int)(v - g->values), 10, 0);
-    *out = xf_tensor_random_below(v->dtype, shape, seed, rows);
+    bool floating = xf_dtype_is_float(v->dtype), mask = !floating && names_mask(v->name);
+    int64_t rows = floating || mask ? 10 : index_rows(g, (int)(v - g->values), 10, 0);
+    *out = xf_tensor_random_ints(v->dtype, shape, seed, mask ? 1 : 0, mask ? 2 : rows);
     if (!*out)
         return xf_error_set(err, XF_ERR_UNSUPPORTED, "cannot make a random %s tensor of shape %s for input '%s'",
                             xf_dtype_name(v->dtype), xf_shape_str(shape, buf, sizeof buf), v->name);
