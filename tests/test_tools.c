@@ -339,6 +339,20 @@ START_TEST(test_random_indices_fit_table)
         ck_assert_msg(strstr(out, "output 'y' FLOAT 1x64x3") != NULL, "%s", out);
         free(out);
     }
+    /* an integer input named as a mask is all ones: its sum is its size */
+    snprintf(model, sizeof model, "%s/mask.onnx", dir);
+    snprintf(cmd, sizeof cmd,
+             XF_PYTHON " -c \"import onnx, onnx.helper as h\n"
+             "g = h.make_graph([h.make_node('ReduceSum', ['attention_mask'], ['s'], keepdims=0)], 'g', "
+             "[h.make_tensor_value_info('attention_mask', 7, [1, 7])], [h.make_tensor_value_info('s', 7, [])])\n"
+             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\"",
+             model);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), model);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 's' INT64 scalar: 7\n") != NULL, "%s", out);
+    free(out);
 }
 END_TEST
 
