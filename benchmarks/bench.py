@@ -116,8 +116,13 @@ def output_errors(dir_a, dir_b):
     return err, (err / scale if scale > 0 else err)
 
 
-def xflow_run_median(tools, model, backend, iters):
-    rc, out, _ = run([tools["xflow-run"], model, "--backend", backend, "--iters", str(iters), "--warmup", "1"], None)
+def xflow_run_median(tools, model, backend, iters, one_run):
+    # Warm-up of about 0.2 s (one_run, a whole process, bounds a run from
+    # above; 3 to 20 runs below a second): a fresh process's first runs of
+    # a millisecond model are slower (caches, page faults, clocks).
+    warmup = max(1 if one_run >= 1.0 else 3, min(20, int(0.2 / max(one_run, 1e-3))))
+    rc, out, _ = run([tools["xflow-run"], model, "--backend", backend, "--iters", str(iters), "--warmup", str(warmup)],
+                     None)
     m = re.search(r"median " + NUM + " ms", out)
     if rc != 0 or not m:
         raise RuntimeError(last_line(out))
@@ -159,7 +164,8 @@ def bench_xflow(tools, backend, orig, opt, work, args):
         for i in range(rounds):
             order = ("original", "optimized") if i % 2 == 0 else ("optimized", "original")
             for tag in order:
-                meds[tag].append(xflow_run_median(tools, orig if tag == "original" else opt, backend, per_round))
+                meds[tag].append(xflow_run_median(tools, orig if tag == "original" else opt, backend, per_round,
+                                                  one_run))
     except RuntimeError as e:
         r["note"] = f"failed: {e}"
         return r
