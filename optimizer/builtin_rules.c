@@ -118,10 +118,11 @@ static bool add_param(xf_rule *r, xf_attr_field f, int index, const int *pattern
     return add_binding(r, true, replacement_conv, f, index, xf_expr_param(p));
 }
 
-/* Generalizes every Conv attribute: kernel, stride, dilation and pads per
- * spatial dim, group, and (when with_activation) the fused activation. */
+/* Generalizes the Conv attributes: kernel, stride, dilation and pads per
+ * spatial dim, group when with_group (else the pattern's group of 1 must
+ * match), and (when with_activation) the fused activation. */
 static bool generalize_conv(xf_rule *r, int spatial, const int *pattern_convs, int n_pattern, int replacement_conv,
-                            bool with_activation)
+                            bool with_group, bool with_activation)
 {
     bool ok = true;
     for (int d = 0; ok && d < spatial; d++)
@@ -130,7 +131,8 @@ static bool generalize_conv(xf_rule *r, int spatial, const int *pattern_convs, i
              add_param(r, XF_AF_DILATION, d, pattern_convs, n_pattern, replacement_conv) &&
              add_param(r, XF_AF_PAD, d, pattern_convs, n_pattern, replacement_conv) &&
              add_param(r, XF_AF_PAD, spatial + d, pattern_convs, n_pattern, replacement_conv);
-    ok = ok && add_param(r, XF_AF_GROUP, 0, pattern_convs, n_pattern, replacement_conv);
+    if (ok && with_group)
+        ok = add_param(r, XF_AF_GROUP, 0, pattern_convs, n_pattern, replacement_conv);
     if (ok && with_activation)
         ok = add_param(r, XF_AF_ACTIVATION, 0, pattern_convs, n_pattern, replacement_conv);
     return ok;
@@ -188,7 +190,7 @@ static xf_rule *conv_act_rule(int spatial, bool bias, int which, xf_error *err)
         if (ok)
             xf_graph_add_output(g, out);
     }
-    ok = ok && generalize_conv(r, spatial, (int[]){0}, 1, 0, false);
+    ok = ok && generalize_conv(r, spatial, (int[]){0}, 1, 0, true, false);
     return finish(r, ok, "built-in: activation fused into the Conv by the runtime", err);
 }
 
@@ -246,8 +248,11 @@ static xf_rule *merge_convs_rule(int spatial, xf_error *err)
          * rule inputs 1 and 3). */
         ok = c >= 0 && add_split_outputs(r, g->nodes[c].outputs[0], 1, 1, 3, 0);
     }
-    /* Node 2 of the replacement is the merged Conv. */
-    ok = ok && generalize_conv(r, spatial, (int[]){0, 1}, 2, 2, true);
+    /* Node 2 of the replacement is the merged Conv.  Grouped Convs do not
+     * merge this way: with g groups the concatenated kernel's groups would
+     * mix the two Convs' channels (each group's outputs come from one
+     * slice of the input), so the rule holds for a group of 1 only. */
+    ok = ok && generalize_conv(r, spatial, (int[]){0, 1}, 2, 2, false, true);
     return finish(r, ok, "built-in: convolutions with bias sharing their input merged", err);
 }
 

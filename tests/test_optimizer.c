@@ -373,6 +373,20 @@ START_TEST(merge_biased_convs)
     xf_graph *g = biased_convs_graph(2, XF_ACT_NONE);
     ck_assert_int_eq(matches_of(rs, -1, g).n, 0);
     xf_graph_free(g);
+    /* Grouped convs (as SqueezeBERT's Q/K/V): concatenated kernels would
+     * mix the groups, so they do not merge. */
+    g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 6, 7, 7));
+    int c1 = NODE(g, XF_OP_CONV, x, random_weight(g, SHAPE(4, 3, 3, 3), 45), random_weight(g, SHAPE(4), 46));
+    int c2 = NODE(g, XF_OP_CONV, x, random_weight(g, SHAPE(6, 3, 3, 3), 47), random_weight(g, SHAPE(6), 48));
+    conv_attrs(g, c1, 3);
+    conv_attrs(g, c2, 3);
+    attrs(g, c1)->group = attrs(g, c2)->group = 2;
+    xf_graph_add_output(g, out0(g, c1));
+    xf_graph_add_output(g, out0(g, c2));
+    infer_ok(g, OPSET);
+    ck_assert_int_eq(matches_of(rs, -1, g).n, 0);
+    xf_graph_free(g);
     xf_rule_set_free(rs);
     free_rules(rules, n);
 }
