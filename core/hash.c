@@ -224,8 +224,10 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, 0xe7e);
         put(h, (uint64_t)a->eye_k);
     }
-    if (a->resize_mode || a->resize_coord || a->resize_nearest)
-        put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8) << 16 | 0x5e);
+    if (a->resize_mode || a->resize_coord || a->resize_nearest || a->resize_exclude)
+        put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8 | a->resize_exclude << 12)
+                       << 16 |
+                   0x5e);
     put(h, a->softmax_legacy);
     if (a->ms_act || a->trans_batch_a || a->trans_batch_b) { /* contrib ops' (all 0 for other ops) */
         put(h, (uint64_t)(a->ms_act | a->trans_batch_a << 8 | a->trans_batch_b << 9) << 16 | 0x3c);

@@ -142,6 +142,10 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->alpha = 0.5f;
         a->beta = 0.0f;
         break;
+    case XF_OP_RESIZE: /* cubic_coeff_a, extrapolation_value */
+        a->alpha = -0.75f;
+        a->beta = 0.0f;
+        break;
     case XF_OP_UPSAMPLE: /* Resize's asymmetric coordinates, nearest rounding down */
         a->resize_coord = 1;
         a->resize_nearest = 2;

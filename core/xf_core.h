@@ -352,11 +352,14 @@ typedef struct xf_attrs {
     int64_t split[64];
     int allowzero;            /* Reshape */
     int fmod;                 /* Mod: 1 = C's fmod (sign of the dividend), 0 = sign of the divisor */
-    /* Resize (opset >= 11): mode 0 nearest, 1 linear; coordinate mode
-     * 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel;
-     * nearest mode 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil.
+    /* Resize (opset >= 11): mode 0 nearest, 1 linear, 2 cubic; coordinate
+     * mode 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel,
+     * 4 tf_crop_and_resize, 5 half_pixel_symmetric; nearest mode
+     * 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil;
+     * exclude_outside.  Its cubic_coeff_a is alpha (default -0.75), its
+     * extrapolation_value beta (default 0).
      * Upsample: its mode, always asymmetric and floor */
-    int resize_mode, resize_coord, resize_nearest;
+    int resize_mode, resize_coord, resize_nearest, resize_exclude;
     int batch_dims;           /* GatherND */
     int topk_smallest;        /* TopK: largest = 0 */
     int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway);

@@ -479,15 +479,22 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "saturate", 0);
         break;
     case XF_OP_RESIZE: {
-        static const char *const modes[] = {"nearest", "linear"};
-        static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"};
+        static const char *const modes[] = {"nearest", "linear", "cubic"};
+        static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
+                                             "tf_crop_and_resize", "half_pixel_symmetric"};
         static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-        if (a->resize_mode)
-            add_string(&w, "mode", modes[a->resize_mode & 1]);
-        if (a->resize_coord)
-            add_string(&w, "coordinate_transformation_mode", coords[a->resize_coord & 3]);
+        if (a->resize_mode > 0 && a->resize_mode < 3)
+            add_string(&w, "mode", modes[a->resize_mode]);
+        if (a->resize_coord > 0 && a->resize_coord < 6)
+            add_string(&w, "coordinate_transformation_mode", coords[a->resize_coord]);
         if (a->resize_nearest)
             add_string(&w, "nearest_mode", nearest[a->resize_nearest & 3]);
+        if (a->resize_exclude)
+            add_int(&w, "exclude_outside", 1);
+        if (a->alpha != -0.75f)
+            add_float(&w, "cubic_coeff_a", a->alpha);
+        if (a->beta != 0.0f)
+            add_float(&w, "extrapolation_value", a->beta);
         break;
     }
     case XF_OP_GATHER_ND:

@@ -695,29 +695,35 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             return (a->has_slice_axes = read_ints(r, at, a->slice_axes, XF_MAX_DIMS, &r->n_slice_axes));
         break;
     case XF_OP_RESIZE: {
-        static const char *const modes[] = {"nearest", "linear"};
-        static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"};
+        static const char *const modes[] = {"nearest", "linear", "cubic"};
+        static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
+                                             "tf_crop_and_resize", "half_pixel_symmetric"};
         static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
         static const char *const stretch[] = {"stretch"};
         int i;
         if (A("mode"))
-            return read_enum(r, at, modes, 2, &a->resize_mode);
+            return read_enum(r, at, modes, 3, &a->resize_mode);
         if (A("coordinate_transformation_mode"))
-            return read_enum(r, at, coords, 4, &a->resize_coord);
+            return read_enum(r, at, coords, 6, &a->resize_coord);
         if (A("nearest_mode"))
             return read_enum(r, at, nearest, 4, &a->resize_nearest);
         if (A("keep_aspect_ratio_policy"))
             return read_enum(r, at, stretch, 1, &i);
-        if (A("exclude_outside") || A("antialias")) { /* 0 only */
+        if (A("exclude_outside")) {
+            if (!read_int32(r, at, &i))
+                return false;
+            a->resize_exclude = i != 0;
+            return true;
+        }
+        if (A("antialias")) { /* 0 only */
             if (!read_int32(r, at, &i))
                 return false;
             return i == 0 || refuse(r, "attribute '%s' is not 0", name);
         }
-        /* used only by cubic and tf_crop_and_resize, which are not modelled */
-        if (A("cubic_coeff_a") || A("extrapolation_value")) {
-            float f;
-            return read_float(r, at, &f);
-        }
+        if (A("cubic_coeff_a"))
+            return read_float(r, at, &a->alpha);
+        if (A("extrapolation_value"))
+            return read_float(r, at, &a->beta);
         break;
     }
     case XF_OP_GATHER_ND:

@@ -465,39 +465,83 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
     return st;
 }
 
-/* Resize and Upsample, nearest or (multi)linear: each output coordinate is
- * mapped back to the input by the coordinate mode, per dim, with the scale
- * given (or out / in when sizes were given). */
+/* Resize and Upsample, nearest, (multi)linear or cubic: each output
+ * coordinate is mapped back to the input by the coordinate mode, per dim,
+ * with the scale given (or out / in when sizes were given), and reads up
+ * to 4 input indices per dim (edges repeated past the ends) with weights
+ * whose products over the dims weight each input element, as ONNX's
+ * reference does. */
 typedef struct resize_axis {
-    int64_t lo, hi; /* input indices read */
-    double w;       /* weight of hi (linear) */
+    int n;           /* taps of nonzero weight; 0: outside tf_crop_and_resize's crop */
+    int64_t idx[4];  /* input indices read */
+    double w[4];     /* their weights */
 } resize_axis;
 
-static resize_axis resize_map(const xf_attrs *a, int64_t x, int64_t len_in, int64_t len_out, double scale)
+/* The input coordinate output index x maps to; roi: this dim's crop
+ * (start, end) for tf_crop_and_resize. */
+static double resize_source(const xf_attrs *a, int64_t x, int64_t len_in, int64_t len_out, double scale,
+                            const double *roi)
 {
-    double s;
+    double out_len = (double)len_in * scale; /* unrounded, as ONNX */
     switch (a->resize_coord) {
-    case 1: s = (double)x / scale; break;                                                   /* asymmetric */
-    case 2: /* align_corners, on the unrounded output length len_in * scale, as ONNX */
-        s = len_out == 1 ? 0 : (double)x * (double)(len_in - 1) / ((double)len_in * scale - 1);
-        break;
-    case 3: s = len_out > 1 ? ((double)x + 0.5) / scale - 0.5 : 0; break;                   /* pytorch_half_pixel */
-    default: s = ((double)x + 0.5) / scale - 0.5; break;                                   /* half_pixel */
+    case 1: return (double)x / scale; /* asymmetric */
+    case 2: return out_len == 1 ? 0 : (double)x * (double)(len_in - 1) / (out_len - 1); /* align_corners */
+    case 3: return out_len == 1 ? -0.5 : ((double)x + 0.5) / scale - 0.5;                /* pytorch_half_pixel */
+    case 4: /* tf_crop_and_resize */
+        return roi[0] * (double)(len_in - 1) + (len_out == 1 ? (roi[1] - roi[0]) * (double)(len_in - 1) / 2
+                                                             : (double)x * (roi[1] - roi[0]) * (double)(len_in - 1) /
+                                                                   (double)(len_out - 1));
+    case 5: { /* half_pixel_symmetric */
+        double offset = (double)len_in / 2 * (1 - (double)len_out / out_len);
+        return offset + ((double)x + 0.5) / scale - 0.5;
     }
-    resize_axis r;
+    default: return ((double)x + 0.5) / scale - 0.5; /* half_pixel */
+    }
+}
+
+static resize_axis resize_map(const xf_attrs *a, int64_t x, int64_t len_in, int64_t len_out, double scale,
+                              const double *roi)
+{
+    double s = resize_source(a, x, len_in, len_out, scale, roi);
+    resize_axis r = {0};
+    if (a->resize_coord == 4 && (s < 0 || s > (double)(len_in - 1)))
+        return r; /* the extrapolation value */
     if (a->resize_mode == 0) {
         double f = floor(s);
         int64_t i = a->resize_nearest == 2   ? (int64_t)f
                     : a->resize_nearest == 3 ? (int64_t)ceil(s)
                     : s - f == 0.5           ? (int64_t)f + (a->resize_nearest == 1)
                                              : (int64_t)floor(s + 0.5);
-        i = i < 0 ? 0 : i >= len_in ? len_in - 1 : i;
-        return (resize_axis){i, i, 0};
+        return (resize_axis){1, {i < 0 ? 0 : i >= len_in ? len_in - 1 : i}, {1}};
     }
-    s = s < 0 ? 0 : s > (double)(len_in - 1) ? (double)(len_in - 1) : s;
-    r.lo = (int64_t)floor(s);
-    r.hi = r.lo + 1 < len_in ? r.lo + 1 : r.lo;
-    r.w = s - (double)r.lo;
+    double f = floor(s), t = s - f, w[4];
+    int taps = a->resize_mode == 2 ? 4 : 2;
+    int64_t first = (int64_t)f - (taps == 4);
+    if (taps == 2) {
+        w[0] = 1 - t;
+        w[1] = t;
+    } else { /* Keys' cubic convolution with coefficient A */
+        double A = a->alpha, u = 1 - t;
+        w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
+        w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+        w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+        w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
+    }
+    double sum = 0;
+    for (int k = 0; k < taps; k++) {
+        int64_t i = first + k;
+        if (a->resize_exclude && (i < 0 || i >= len_in))
+            w[k] = 0;
+        sum += w[k];
+    }
+    for (int k = 0; k < taps; k++) {
+        int64_t i = first + k;
+        double wk = a->resize_exclude && sum != 0 ? w[k] / sum : w[k];
+        if (wk == 0)
+            continue;
+        r.idx[r.n] = i < 0 ? 0 : i >= len_in ? len_in - 1 : i;
+        r.w[r.n++] = wk;
+    }
     return r;
 }
 
@@ -526,6 +570,9 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
     const xf_tensor_view *scales = resize_scales(n, in, &attr);
     if (y->shape.ndim != rank || rank < 1 || (scales && xf_rt_numel(scales) != rank))
         return xf_rt_bad_node(err, n, "output rank differs from the input's, or scales is not one per dim");
+    const xf_tensor_view *roi = n->op == XF_OP_RESIZE && n->n_inputs > 1 && xf_rt_present(&in[1]) ? &in[1] : NULL;
+    if (n->attrs.resize_coord == 4 && (!roi || xf_rt_numel(roi) != 2 * rank))
+        return xf_rt_bad_node(err, n, "tf_crop_and_resize needs a roi of 2 values per dim (start then end)");
     int64_t istride[XF_MAX_DIMS], s = 1;
     resize_axis *map[XF_MAX_DIMS] = {NULL};
     xf_status st = XF_OK;
@@ -534,6 +581,11 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
         s *= x->shape.dims[d];
         int64_t li = x->shape.dims[d], lo = y->shape.dims[d];
         double scale = scales ? xf_rt_load_f64(scales->dtype, scales->data, d) : li ? (double)lo / (double)li : 1;
+        double crop[2] = {0, 1};
+        if (roi) {
+            crop[0] = xf_rt_load_f64(roi->dtype, roi->data, d);
+            crop[1] = xf_rt_load_f64(roi->dtype, roi->data, rank + d);
+        }
         map[d] = malloc(sizeof **map * (size_t)(lo > 0 ? lo : 1));
         if (!map[d]) {
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -542,23 +594,32 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
         if (lo > 0 && (li == 0 || !(scale > 0)))
             st = xf_rt_bad_node(err, n, "cannot resize an empty dim or by a scale of %g", scale);
         for (int64_t i = 0; i < lo && st == XF_OK; i++)
-            map[d][i] = resize_map(&n->attrs, i, li, lo, scale);
+            map[d][i] = resize_map(&n->attrs, i, li, lo, scale, crop);
     }
     int64_t numel = xf_rt_numel(y), coord[XF_MAX_DIMS] = {0};
     for (int64_t i = 0; i < numel && st == XF_OK; i++) {
-        /* the 2^rank corners, those of zero weight skipped */
-        double v = 0;
-        for (int corner = 0; corner < 1 << rank; corner++) {
+        /* every combination of the dims' taps */
+        const resize_axis *r[XF_MAX_DIMS];
+        int tap[XF_MAX_DIMS] = {0};
+        bool outside = false;
+        for (int d = 0; d < rank; d++) {
+            r[d] = &map[d][coord[d]];
+            outside |= r[d]->n == 0;
+        }
+        double v = outside ? n->attrs.beta : 0;
+        while (!outside) {
             double w = 1;
             int64_t off = 0;
-            for (int d = 0; d < rank && w != 0; d++) {
-                const resize_axis *r = &map[d][coord[d]];
-                bool hi = corner >> d & 1;
-                w *= hi ? r->w : 1 - r->w;
-                off += (hi ? r->hi : r->lo) * istride[d];
+            for (int d = 0; d < rank; d++) {
+                w *= r[d]->w[tap[d]];
+                off += r[d]->idx[tap[d]] * istride[d];
             }
-            if (w != 0)
-                v += w * xf_rt_load_f64(x->dtype, x->data, off);
+            v += w * xf_rt_load_f64(x->dtype, x->data, off);
+            int d = rank - 1;
+            while (d >= 0 && ++tap[d] == r[d]->n)
+                tap[d--] = 0;
+            if (d < 0)
+                break;
         }
         xf_rt_store_f64(y->dtype, y->data, i, v);
         for (int d = rank - 1; d >= 0 && ++coord[d] == y->shape.dims[d]; d--)

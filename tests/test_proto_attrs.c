@@ -39,30 +39,39 @@ START_TEST(test_mod_fmod_and_newer_elementwise_ops)
 }
 END_TEST
 
-/* Resize is modelled from opset 11 (X, roi, scales, sizes) with its modes;
- * opset 10's form, and modes xflow does not model, stay opaque. */
+/* Resize is modelled from opset 11 (X, roi, scales, sizes) with its modes,
+ * cubic's coefficient and exclude_outside included; opset 10's form and
+ * antialias stay opaque. */
 START_TEST(test_resize_forms)
 {
     static const int64_t d[] = {1, 1, 2, 2}, four[] = {4}, o[] = {1, 1, 4, 4};
     static const float scales[] = {1, 1, 2, 2};
-    for (int form = 0; form < 3; form++) {
+    for (int form = 0; form < 4; form++) {
         Onnx__GraphProto *g = mk_graph("g");
         PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
         PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, four, scales, sizeof scales));
         Onnx__NodeProto *rs = mk_node("Resize", "r", form == 0 ? (const char *[]){"x", "s", NULL}
                                                                 : (const char *[]){"x", "", "s", NULL},
                                       (const char *[]){"y", NULL});
-        attr_string(rs, "mode", form == 2 ? "cubic" : "linear");
+        attr_string(rs, "mode", form >= 2 ? "cubic" : "linear");
         attr_string(rs, "coordinate_transformation_mode", "align_corners");
+        if (form == 2) {
+            attr_float(rs, "cubic_coeff_a", -0.5f);
+            attr_int(rs, "exclude_outside", 1);
+        }
+        if (form == 3)
+            attr_int(rs, "antialias", 1);
         PUSH(g->n_node, g->node, rs);
         PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 4, o, NULL));
         int counts[XF_OP_COUNT + 1];
-        xf_model *m = load_counting(g, form == 0 ? 10 : 13, counts);
-        ck_assert_int_eq(counts[XF_OP_RESIZE], form == 1);
-        if (form == 1) {
+        xf_model *m = load_counting(g, form == 0 ? 10 : form == 3 ? 18 : 13, counts);
+        ck_assert_int_eq(counts[XF_OP_RESIZE], form == 1 || form == 2);
+        if (form == 1 || form == 2) {
             const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_RESIZE)];
-            ck_assert_int_eq(n->attrs.resize_mode, 1);
+            ck_assert_int_eq(n->attrs.resize_mode, form);
             ck_assert_int_eq(n->attrs.resize_coord, 2);
+            ck_assert_int_eq(n->attrs.resize_exclude, form == 2);
+            ck_assert(n->attrs.alpha == (form == 2 ? -0.5f : -0.75f));
             ck_assert_int_eq(m->graph->values[n->outputs[0]].shape.dims[3], 4);
             xf_model_free(roundtrip(m));
         }
