@@ -356,6 +356,39 @@ START_TEST(test_random_indices_fit_table)
 }
 END_TEST
 
+/* A symbolic dim checked at sizes the model can take: a sequence given as
+ * 7 is tried at 28 and 35 first, past a 32-row position table, and then at
+ * 14 and 21, and stays symbolic. */
+START_TEST(test_symbolic_checked_within_table)
+{
+    const char *dir = xf_test_tmpdir("tools-symbolic-table");
+    char model[1024], input[1024], outp[1024], cmd[9000], *out = NULL;
+    snprintf(model, sizeof model, "%s/pos.onnx", dir);
+    snprintf(input, sizeof input, "%s/x.pb", dir);
+    snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
+    snprintf(cmd, sizeof cmd,
+             XF_PYTHON " -c \"import onnx, numpy as np, onnx.helper as h, onnx.numpy_helper as nh\n"
+             "c = lambda n, v: h.make_node('Constant', [], [n], value=nh.from_array(np.array(v, dtype=np.int64)))\n"
+             "nodes = [h.make_node('Shape', ['x'], ['s']), c('one', 1), c('zero', 0),\n"
+             "         h.make_node('Gather', ['s', 'one'], ['len']), h.make_node('Range', ['zero', 'len', 'one'], ['pos']),\n"
+             "         h.make_node('Gather', ['t', 'pos'], ['e']), h.make_node('Unsqueeze', ['x', 'one'], ['x3']),\n"
+             "         h.make_node('Transpose', ['x3'], ['xt'], perm=[0, 2, 1]), h.make_node('Mul', ['e', 'xt'], ['y'])]\n"
+             "t = nh.from_array(np.arange(128, dtype=np.float32).reshape(32, 4), 't')\n"
+             "g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', 1, [1, 'seq'])],\n"
+             "                 [h.make_tensor_value_info('y', 1, None)], [t])\n"
+             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\n"
+             "open('%s', 'wb').write(nh.from_array(np.ones((1, 7), np.float32), 'x').SerializeToString())\"",
+             model, input);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --input %s --check", xf_test_tool("xflowc"), model, outp, input);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 1 ('seq') (checked at seq 14 and 21") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "fixed at the size") == NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tools");
@@ -363,6 +396,7 @@ int main(void)
     tcase_add_unchecked_fixture(bad, make_fixtures, NULL);
     tcase_add_test(bad, test_missing_file);
     tcase_add_test(bad, test_random_indices_fit_table);
+    tcase_add_test(bad, test_symbolic_checked_within_table);
     tcase_add_test(bad, test_not_protobuf);
     tcase_add_test(bad, test_truncated);
     tcase_add_test(bad, test_cycle);

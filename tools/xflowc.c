@@ -612,27 +612,40 @@ static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opse
 }
 
 /* Whether g, the graph to write, holds for other sizes: canonicalized at
- * rounds 2 and 3, its outputs' shapes are the original's, and at round 2
- * (as written) it computes the original's outputs on the fastest CPU
- * backend.  opt[] receives the canonicalized graphs. */
+ * rounds r0 and r0 + 1, its outputs' shapes are the original's, and at
+ * round r0 (as written) it computes the original's outputs on the fastest
+ * CPU backend.  r0 is 2 (sizes not used before) unless the original itself
+ * fails there (a sequence past the model's position table, say); then 0,
+ * the sizes that prepare_symbolic used.  opt[] receives the canonicalized
+ * graphs, *round0 the r0 used. */
 static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, const xf_graph *g, int64_t opset,
-                                 uint64_t seed, const sym_plan *p, xf_graph **opt, char *why, size_t n)
+                                 uint64_t seed, const sym_plan *p, xf_graph **opt, int *round0, char *why, size_t n)
 {
-    bool ok = true;
-    for (int r = 0; r < 2 && ok; r++) {
-        xf_graph *orig = resized(m, original, 2 + r, p->distinct, opset, why, n);
-        opt[r] = orig ? resized(m, g, 2 + r, p->distinct, opset, why, n) : NULL;
-        ok = orig && opt[r];
-        for (int k = 0; ok && k < orig->n_outputs; k++)
-            if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[r]->values[opt[r]->outputs[k]].shape)) {
-                snprintf(why, n, "output '%s' gets another shape", orig->values[orig->outputs[k]].name);
-                ok = false;
-            }
-        xf_graph *as_written = ok && r == 0 ? with_sizes(m, g, 2, p->distinct) : NULL;
-        if (ok && r == 0)
-            ok = as_written && same_outputs(orig, as_written, opset, seed, why, n);
-        xf_graph_free(as_written);
-        xf_graph_free(orig);
+    bool ok = true, original_fails = false;
+    for (int r0 = 2; r0 >= 0; r0 -= 2) {
+        ok = true;
+        original_fails = false;
+        *round0 = r0;
+        for (int r = 0; r < 2 && ok; r++) {
+            xf_graph_free(opt[r]);
+            opt[r] = NULL;
+            xf_graph *orig = resized(m, original, r0 + r, p->distinct, opset, why, n);
+            original_fails = !orig;
+            opt[r] = orig ? resized(m, g, r0 + r, p->distinct, opset, why, n) : NULL;
+            ok = orig && opt[r];
+            for (int k = 0; ok && k < orig->n_outputs; k++)
+                if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[r]->values[opt[r]->outputs[k]].shape)) {
+                    snprintf(why, n, "output '%s' gets another shape", orig->values[orig->outputs[k]].name);
+                    ok = false;
+                }
+            xf_graph *as_written = ok && r == 0 ? with_sizes(m, g, r0, p->distinct) : NULL;
+            if (ok && r == 0)
+                ok = as_written && same_outputs(orig, as_written, opset, seed, why, n);
+            xf_graph_free(as_written);
+            xf_graph_free(orig);
+        }
+        if (ok || !original_fails)
+            break;
     }
     return ok;
 }
@@ -653,7 +666,8 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
     bool ok = g && xf_sizes_recompute(g, original, &p->recompute, &recomputed, &err) == XF_OK;
     if (!ok && !why[0])
         snprintf(why, sizeof why, "%s", g ? err.msg : "out of memory");
-    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, why, sizeof why);
+    int r0 = 2;
+    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, &r0, why, sizeof why);
     int n_inputs = m->n_symbolic;
     for (int k = 0; ok && k < g->n_outputs; k++) {
         const xf_shape *s = &g->values[g->outputs[k]].shape;
@@ -666,8 +680,8 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
             /* named after the input dim whose sizes it follows */
             const char *name = "";
             for (int i = 0; i < n_inputs && !name[0]; i++)
-                if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, 2, p->distinct) &&
-                    b == sym_size(m, i, 3, p->distinct))
+                if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, r0, p->distinct) &&
+                    b == sym_size(m, i, r0 + 1, p->distinct))
                     name = m->symbolic[i].name;
             if (!xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d, name)) {
                 snprintf(why, sizeof why, "out of memory");
@@ -687,7 +701,7 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
         if (first)
             snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %" PRId64 " and %" PRId64,
                      sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
-                     sym_size(m, i, 2, p->distinct), sym_size(m, i, 3, p->distinct));
+                     sym_size(m, i, r0, p->distinct), sym_size(m, i, r0 + 1, p->distinct));
     }
     if (ok) {
         xf_graph_free(m->graph);
