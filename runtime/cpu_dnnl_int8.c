@@ -585,6 +585,24 @@ static bool imf_handles(const xf_graph *g, const xf_node *n)
            single(as) && single(value_at(g, n, 4));
 }
 
+/* The sum of count bytes, in blocks of LANES (exact: K < 2^23). */
+#define XF_SUM_BYTES(name, type)                                                                                       \
+    static int32_t name(const type *restrict x, int64_t count)                                                        \
+    {                                                                                                                  \
+        int32_t lane[LANES] = {0}, sum = 0;                                                                           \
+        int64_t i = 0;                                                                                                 \
+        for (; i + LANES <= count; i += LANES)                                                                         \
+            for (int l = 0; l < LANES; l++)                                                                            \
+                lane[l] += x[i + l];                                                                                   \
+        for (int l = 0; l < LANES; l++)                                                                                \
+            sum += lane[l];                                                                                            \
+        for (; i < count; i++)                                                                                         \
+            sum += x[i];                                                                                               \
+        return sum;                                                                                                    \
+    }
+XF_SUM_BYTES(sum_u8, uint8_t)
+XF_SUM_BYTES(sum_s8, int8_t)
+
 /* A's scale and zero point (DynamicQuantizeMatMul: A quantized into the
  * scratch block first) and row sums. */
 static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
@@ -605,12 +623,33 @@ static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view
                                                                  : 0;
     }
     XF_OMP_FOR(g.m * g.k >= 1 << 16)
-    for (int64_t i = 0; i < g.m; i++) {
-        int32_t sum = 0;
-        for (int64_t t = 0; t < g.k; t++)
-            sum += s8 ? (int8_t)a[i * g.k + t] : a[i * g.k + t];
-        g.rowsum[i] = sum;
+    for (int64_t i = 0; i < g.m; i++)
+        g.rowsum[i] = s8 ? sum_s8((const int8_t *)a + i * g.k, g.k) : sum_u8(a + i * g.k, g.k);
+}
+
+/* One row of the output from its row of P (n columns; ra: the row's sum
+ * of A less K za), in blocks of LANES, which the compiler vectorizes. */
+static void imf_row(int64_t n, const int32_t *restrict p, uint32_t ra, uint32_t za, const int32_t *restrict colsum,
+                    const int32_t *restrict c, const float *restrict scale, const float *restrict bias,
+                    float *restrict y)
+{
+    int64_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            uint32_t acc = (uint32_t)p[j + l] - za * (uint32_t)colsum[j + l] + (uint32_t)c[j + l] * ra;
+            y[j + l] = (float)(int32_t)acc * scale[j + l];
+        }
+    for (; j < n; j++) {
+        uint32_t acc = (uint32_t)p[j] - za * (uint32_t)colsum[j] + (uint32_t)c[j] * ra;
+        y[j] = (float)(int32_t)acc * scale[j];
     }
+    if (!bias)
+        return;
+    for (j = 0; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            y[j + l] += bias[j + l];
+    for (; j < n; j++)
+        y[j] += bias[j];
 }
 
 /* The int32 sums from P, scaled and biased as cpu_ref does. */
@@ -632,15 +671,9 @@ static void imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_vie
     }
     float *y = out[0].data;
     XF_OMP_FOR(g.m * g.n >= 1 << 16)
-    for (int64_t i = 0; i < g.m; i++) {
-        uint32_t ra = (uint32_t)g.rowsum[i] - (uint32_t)g.k * za;
-        const int32_t *p = g.p + i * g.n;
-        float *yr = y + i * g.n;
-        for (int64_t j = 0; j < g.n; j++) {
-            uint32_t acc = (uint32_t)p[j] - za * (uint32_t)colsum[j] + (uint32_t)c[j] * ra;
-            yr[j] = (float)(int32_t)acc * scale[j] + (bias ? bias[j] : 0.0f);
-        }
-    }
+    for (int64_t i = 0; i < g.m; i++)
+        imf_row(g.n, g.p + i * g.n, (uint32_t)g.rowsum[i] - (uint32_t)g.k * za, za, colsum, c, scale, bias,
+                y + i * g.n);
 }
 
 static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
