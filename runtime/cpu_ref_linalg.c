@@ -6,10 +6,27 @@
 #include <stdlib.h>
 
 /* One (m x k) by (k x n) product; element (i, j) of an operand is at
- * i * row + j * col, so transposed operands are just other strides. */
+ * i * row + j * col, so transposed operands are just other strides.  Each
+ * sum runs over t in order either way; with B's rows contiguous they are
+ * built a row of B at a time (walking B's columns would stride by whole
+ * rows, which at widths of a multiple of 4 KiB all fall in one cache set). */
 void xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
                          int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc)
 {
+    if (b_col == 1) {
+        for (int64_t i = 0; i < m; i++) {
+            double *row = acc + i * n;
+            for (int64_t j = 0; j < n; j++)
+                row[j] = 0.0;
+            for (int64_t t = 0; t < k; t++) {
+                double av = a[i * a_row + t * a_col];
+                const float *bt = b + t * b_row;
+                for (int64_t j = 0; j < n; j++)
+                    row[j] += av * bt[j];
+            }
+        }
+        return;
+    }
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double s = 0.0;
