@@ -221,7 +221,7 @@ xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const 
                                               : "1");
     }
     if (st == XF_OK) {
-        int64_t xn = xf_rt_numel(&in[0]), per = xf_rt_numel(&in[wi]) / ch.c_out;
+        int64_t xn = xf_rt_numel(&in[0]), per = ch.c_out ? xf_rt_numel(&in[wi]) / ch.c_out : 0;
         for (int64_t i = 0; i < xn; i++)
             x[i] -= param_at(x_zp, 0);
         for (int64_t i = 0; i < per * ch.c_out; i++)

@@ -8,6 +8,7 @@
 #include "backend_util.h"
 #include "kernel_case_util.h"
 #include "xf_optimizer.h"
+#include "xf_proto.h"
 #include "xf_test_util.h"
 
 #include <check.h>
@@ -559,6 +560,40 @@ START_TEST(conv_integer)
 }
 END_TEST
 
+/* ConvInteger with no output channels (a kernel of shape 0x1x2x2: the
+ * run fuzzer's find, kept as a seed) gives an empty output on both host
+ * backends; it divided by the channel count. */
+START_TEST(conv_integer_no_channels)
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(xf_model_load(XF_SOURCE_DIR "/tests/fuzz/corpus/onnx/convinteger_no_channels.onnx", NULL, &m, &e) ==
+                      XF_OK,
+                  "%s", e.msg);
+    static const char *const backends[] = {"cpu_ref", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        if (!xf_backend_find(backends[b]))
+            continue;
+        xf_session *s;
+        ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backends[b], NULL, &s, &e) == XF_OK, "%s",
+                      e.msg);
+        xf_tensor *in[3] = {xf_tensor_create(XF_DT_UINT8, &(xf_shape){4, {1, 1, 3, 91}}),
+                            xf_tensor_create(XF_DT_UINT8, &(xf_shape){4, {0, 1, 2, 2}}),
+                            xf_tensor_create(XF_DT_UINT8, &(xf_shape){0, {0}})};
+        xf_tensor *out[1] = {NULL};
+        ck_assert_msg(xf_session_run(s, in, out, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        ck_assert_int_eq(out[0]->shape.ndim, 4);
+        ck_assert_int_eq(out[0]->shape.dims[1], 0);
+        ck_assert_int_eq(xf_tensor_numel(out[0]), 0);
+        for (int k = 0; k < 3; k++)
+            xf_tensor_release(in[k]);
+        xf_tensor_release(out[0]);
+        xf_session_free(s);
+    }
+    xf_model_free(m);
+}
+END_TEST
+
 /* QLinearConv with per-channel weight scales and an int32 bias: channel 0
  * (scale 0.5) sums 1 + 2 + 3 + 4 = 10, plus bias 1 -> 5.5 -> 6; channel 1
  * (scale 0.25) sums 2 * 10 + bias -8 = 12 -> 3, plus y_zero_point 100. */
@@ -634,6 +669,7 @@ int main(void)
     Suite *s = suite_create("convq");
     TCase *ct = tcase_create("conv_transpose");
     tcase_add_test(ct, conv_transpose_full_result);
+    tcase_add_test(ct, conv_integer_no_channels);
     tcase_add_test(ct, conv_transpose_pads_and_output_padding);
     tcase_add_test(ct, conv_transpose_output_shape_and_auto_pad);
     tcase_add_test(ct, conv_transpose_groups_and_dilations);
