@@ -5,6 +5,7 @@
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +317,20 @@ START_TEST(test_openmp_wait_policy)
 }
 END_TEST
 
+/* Runs the Python script made from fmt (with onnx and numpy: it writes a
+ * test's model and inputs), which must succeed. */
+static void python_fixture(const char *fmt, ...)
+{
+    char script[6000], cmd[6200], *out = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(script, sizeof script, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s -c \"%s\"", XF_PYTHON, script);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+}
+
 /* Random integer inputs that index a table (through a Cast here) stay
  * below its rows: a two-row table, as a BERT's token types, runs without
  * input files, where indices up to 9 would be out of range. */
@@ -324,15 +339,12 @@ START_TEST(test_random_indices_fit_table)
     const char *dir = xf_test_tmpdir("tools-random-indices");
     char model[4300], cmd[9000], *out = NULL;
     snprintf(model, sizeof model, "%s/gather2.onnx", dir);
-    snprintf(cmd, sizeof cmd,
-             XF_PYTHON " -c \"import onnx, onnx.helper as h, onnx.numpy_helper as nh, numpy as np\n"
-             "g = h.make_graph([h.make_node('Cast', ['ids'], ['i32'], to=6), h.make_node('Gather', ['t', 'i32'], "
-             "['y'])], 'g', [h.make_tensor_value_info('ids', 7, [1, 64])], [h.make_tensor_value_info('y', 1, "
-             "[1, 64, 3])], [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), 't')])\n"
-             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\"",
-             model);
-    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    free(out);
+    python_fixture("import onnx, onnx.helper as h, onnx.numpy_helper as nh, numpy as np\n"
+                   "g = h.make_graph([h.make_node('Cast', ['ids'], ['i32'], to=6), h.make_node('Gather', ['t', 'i32'], "
+                   "['y'])], 'g', [h.make_tensor_value_info('ids', 7, [1, 64])], [h.make_tensor_value_info('y', 1, "
+                   "[1, 64, 3])], [nh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), 't')])\n"
+                   "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')",
+                   model);
     for (int seed = 1; seed <= 3; seed++) {
         snprintf(cmd, sizeof cmd, "%s %s --seed %d", xf_test_tool("xflow-run"), model, seed);
         ck_assert_msg(xf_test_run(cmd, &out) == 0, "seed %d: %s", seed, out);
@@ -341,14 +353,11 @@ START_TEST(test_random_indices_fit_table)
     }
     /* an integer input named as a mask is all ones: its sum is its size */
     snprintf(model, sizeof model, "%s/mask.onnx", dir);
-    snprintf(cmd, sizeof cmd,
-             XF_PYTHON " -c \"import onnx, onnx.helper as h\n"
-             "g = h.make_graph([h.make_node('ReduceSum', ['attention_mask'], ['s'], keepdims=0)], 'g', "
-             "[h.make_tensor_value_info('attention_mask', 7, [1, 7])], [h.make_tensor_value_info('s', 7, [])])\n"
-             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\"",
-             model);
-    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    free(out);
+    python_fixture("import onnx, onnx.helper as h\n"
+                   "g = h.make_graph([h.make_node('ReduceSum', ['attention_mask'], ['s'], keepdims=0)], 'g', "
+                   "[h.make_tensor_value_info('attention_mask', 7, [1, 7])], [h.make_tensor_value_info('s', 7, [])])\n"
+                   "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')",
+                   model);
     snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), model);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "output 's' INT64 scalar: 7\n") != NULL, "%s", out);
@@ -366,21 +375,18 @@ START_TEST(test_symbolic_checked_within_table)
     snprintf(model, sizeof model, "%s/pos.onnx", dir);
     snprintf(input, sizeof input, "%s/x.pb", dir);
     snprintf(outp, sizeof outp, "%s/opt.onnx", dir);
-    snprintf(cmd, sizeof cmd,
-             XF_PYTHON " -c \"import onnx, numpy as np, onnx.helper as h, onnx.numpy_helper as nh\n"
-             "c = lambda n, v: h.make_node('Constant', [], [n], value=nh.from_array(np.array(v, dtype=np.int64)))\n"
-             "nodes = [h.make_node('Shape', ['x'], ['s']), c('one', 1), c('zero', 0),\n"
-             "         h.make_node('Gather', ['s', 'one'], ['len']), h.make_node('Range', ['zero', 'len', 'one'], ['pos']),\n"
-             "         h.make_node('Gather', ['t', 'pos'], ['e']), h.make_node('Unsqueeze', ['x', 'one'], ['x3']),\n"
-             "         h.make_node('Transpose', ['x3'], ['xt'], perm=[0, 2, 1]), h.make_node('Mul', ['e', 'xt'], ['y'])]\n"
-             "t = nh.from_array(np.arange(128, dtype=np.float32).reshape(32, 4), 't')\n"
-             "g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', 1, [1, 'seq'])],\n"
-             "                 [h.make_tensor_value_info('y', 1, None)], [t])\n"
-             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\n"
-             "open('%s', 'wb').write(nh.from_array(np.ones((1, 7), np.float32), 'x').SerializeToString())\"",
-             model, input);
-    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    free(out);
+    python_fixture("import onnx, numpy as np, onnx.helper as h, onnx.numpy_helper as nh\n"
+                   "c = lambda n, v: h.make_node('Constant', [], [n], value=nh.from_array(np.array(v, dtype=np.int64)))\n"
+                   "nodes = [h.make_node('Shape', ['x'], ['s']), c('one', 1), c('zero', 0),\n"
+                   "         h.make_node('Gather', ['s', 'one'], ['len']), h.make_node('Range', ['zero', 'len', 'one'], ['pos']),\n"
+                   "         h.make_node('Gather', ['t', 'pos'], ['e']), h.make_node('Unsqueeze', ['x', 'one'], ['x3']),\n"
+                   "         h.make_node('Transpose', ['x3'], ['xt'], perm=[0, 2, 1]), h.make_node('Mul', ['e', 'xt'], ['y'])]\n"
+                   "t = nh.from_array(np.arange(128, dtype=np.float32).reshape(32, 4), 't')\n"
+                   "g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', 1, [1, 'seq'])],\n"
+                   "                 [h.make_tensor_value_info('y', 1, None)], [t])\n"
+                   "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '%s')\n"
+                   "open('%s', 'wb').write(nh.from_array(np.ones((1, 7), np.float32), 'x').SerializeToString())",
+                   model, input);
     snprintf(cmd, sizeof cmd, "%s %s -o %s --input %s --check", xf_test_tool("xflowc"), model, outp, input);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 1 ('seq') (checked at seq 14 and 21") != NULL, "%s", out);
