@@ -1,6 +1,6 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
  * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum,
- * Upsample, Unique, Scatter):
+ * Upsample, Resize, Unique, Scatter):
  * cpu_ref against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
@@ -557,6 +557,38 @@ static node_case upsample_case(xf_tensor *x, xf_tensor *scales, xf_tensor *attr,
     return c;
 }
 
+/* Resize by scales: nearest (asymmetric, floor) and linear (half_pixel,
+ * edges clamped), 1x1x1x2 -> 1x1x1x4. */
+START_TEST(resize_forms)
+{
+    node_case c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 2), 1, 3), NULL, F32(DIMS(4), 1, 1, 1, 2));
+    c.a.resize_coord = 1;
+    c.a.resize_nearest = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1, 1, 3, 3);
+    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 2), 1, 3), NULL, F32(DIMS(4), 1, 1, 1, 2));
+    c.a.resize_mode = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1, 1.5, 2.5, 3);
+    /* cubic (A = -0.75, edges repeated; A = -0.5 with the taps outside
+     * dropped and the rest renormalized) and half_pixel_symmetric, by 1.5
+     * and 0.6: the values of ONNX's reference implementation */
+    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 4), 1, 2, 4, 8), NULL, F32(DIMS(4), 1, 1, 1, 1.5));
+    c.a.resize_mode = 2;
+    c.a.alpha = -0.75f;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 6), 0.9131948351860046, 1.3125, 2.3044016361236572,
+           3.3831019401550293, 6.1875, 8.347225189208984);
+    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 4), 1, 2, 4, 8), NULL, F32(DIMS(4), 1, 1, 1, 1.5));
+    c.a.resize_mode = 2;
+    c.a.alpha = -0.5f;
+    c.a.resize_exclude = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 6), 0.9342107772827148, 1.3529411554336548, 2.2523133754730225,
+           3.539353370666504, 6.235294342041016, 8.26315689086914);
+    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 4), 1, 2, 4, 8), NULL, F32(DIMS(4), 1, 1, 1, 0.6f));
+    c.a.resize_mode = 1;
+    c.a.resize_coord = 5;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 2), 1.6666667461395264, 5.3333330154418945);
+}
+END_TEST
+
 /* Nearest takes input floor(i / scale), linear interpolates at i / scale
  * (asymmetric, clamped to the last input element), whole or fractional
  * scales, from the attribute (opset 7) or the input (opset 9). */
@@ -735,6 +767,7 @@ int main(void)
     tc = tcase_create("upsample");
     tcase_add_test(tc, upsample_nearest_and_linear);
     tcase_add_test(tc, upsample_errors);
+    tcase_add_test(tc, resize_forms);
     suite_add_tcase(s, tc);
     tc = tcase_create("unique_scatter");
     tcase_add_test(tc, unique_groups);

@@ -488,38 +488,6 @@ START_TEST(top_k)
 }
 END_TEST
 
-/* Resize by scales: nearest (asymmetric, floor) and linear (half_pixel,
- * edges clamped), 1x1x1x2 -> 1x1x1x4. */
-START_TEST(resize_forms)
-{
-    node_case c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 2), 1, 3), NULL, F32(DIMS(4), 1, 1, 1, 2));
-    c.a.resize_coord = 1;
-    c.a.resize_nearest = 2;
-    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1, 1, 3, 3);
-    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 2), 1, 3), NULL, F32(DIMS(4), 1, 1, 1, 2));
-    c.a.resize_mode = 1;
-    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1, 1.5, 2.5, 3);
-    /* cubic (A = -0.75, edges repeated; A = -0.5 with the taps outside
-     * dropped and the rest renormalized) and half_pixel_symmetric, by 1.5
-     * and 0.6: the values of ONNX's reference implementation */
-    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 4), 1, 2, 4, 8), NULL, F32(DIMS(4), 1, 1, 1, 1.5));
-    c.a.resize_mode = 2;
-    c.a.alpha = -0.75f;
-    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 6), 0.9131948351860046, 1.3125, 2.3044016361236572,
-           3.3831019401550293, 6.1875, 8.347225189208984);
-    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 4), 1, 2, 4, 8), NULL, F32(DIMS(4), 1, 1, 1, 1.5));
-    c.a.resize_mode = 2;
-    c.a.alpha = -0.5f;
-    c.a.resize_exclude = 1;
-    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 6), 0.9342107772827148, 1.3529411554336548, 2.2523133754730225,
-           3.539353370666504, 6.235294342041016, 8.26315689086914);
-    c = make_case(XF_OP_RESIZE, 3, F32(DIMS(1, 1, 1, 4), 1, 2, 4, 8), NULL, F32(DIMS(4), 1, 1, 1, 0.6f));
-    c.a.resize_mode = 1;
-    c.a.resize_coord = 5;
-    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 2), 1.6666667461395264, 5.3333330154418945);
-}
-END_TEST
-
 START_TEST(unary_clip_cast)
 {
     EXPECT(run1(make_case(XF_OP_RELU, 1, F32(DIMS(3), -1, 0, 2))), XF_DT_FLOAT, DIMS(3), 0, 0, 2);
@@ -980,7 +948,6 @@ static Suite *runtime_suite(void)
     tcase_add_test(k, comparison_mod_logic);
     tcase_add_test(k, gather_elements_scatter_nd);
     tcase_add_test(k, scatter_elements);
-    tcase_add_test(k, resize_forms);
     tcase_add_test(k, top_k);
     tcase_add_test(k, unary_clip_cast);
     tcase_add_test(k, slice_negative_steps_and_forms);
