@@ -394,7 +394,9 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_ABS:
     case XF_OP_NEG:
     case XF_OP_EXP:
-    case XF_OP_LOG:
+    /* not Log: oneDNN's is a few ulp off, which flips the integer a Cast
+     * takes from a log that should be whole (MPNet's relative position
+     * buckets: log(16 / 8) / log(16) * 8 = 2), so it stays on cpu_ref */
     case XF_OP_SQRT:
     case XF_OP_ELU:
     case XF_OP_SOFTPLUS:

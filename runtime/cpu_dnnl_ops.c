@@ -279,7 +279,6 @@ static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
     case XF_OP_ABS: return dnnl_eltwise_abs;
     case XF_OP_NEG: *alpha = -1.0f; return dnnl_eltwise_linear;
     case XF_OP_EXP: return dnnl_eltwise_exp;
-    case XF_OP_LOG: return dnnl_eltwise_log;
     case XF_OP_SQRT: return dnnl_eltwise_sqrt;
     case XF_OP_ELU: *alpha = n->attrs.alpha; return dnnl_eltwise_elu;
     case XF_OP_SOFTPLUS: return dnnl_eltwise_soft_relu;

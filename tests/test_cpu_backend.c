@@ -105,6 +105,28 @@ START_TEST(eltwise_all)
 }
 END_TEST
 
+/* Log is exact on cpu (the correctly rounded result cpu_ref gives): an
+ * integer taken from a log that should be whole (MPNet's relative position
+ * buckets, log(16 / 8) / log(16) * 8 = 2) must not flip, as it did with
+ * oneDNN's log, a few ulp off. */
+START_TEST(log_exact)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("log");
+    int x = add_input(g, SHAPE(3, 5, 67));
+    x = out0(g, node(g, XF_OP_ABS, "abs", 1, &x, 1));
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
+    ((float *)t->data)[0] = 1.5f;
+    int k = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    x = out0(g, node(g, XF_OP_ADD, "shift", 2, (int[]){x, k}, 1));
+    xf_bt_finish_single(g, XF_OP_LOG, 1, &x);
+    check_graph(g, 17, 0.0, 0.0, "Log of values in [1.5, 2.5)");
+    xf_graph_free(g);
+}
+END_TEST
+
 /* Pow by a constant exponent of one element runs as oneDNN's eltwise pow:
  * integer exponents on inputs of both signs (x^3 of GELU's tanh form),
  * others on positive ones; a runtime exponent stays on cpu_ref. */
@@ -743,6 +765,7 @@ int main(void)
     tcase_add_test(ops, gemm_forms);
     tcase_add_test(ops, eltwise_all);
     tcase_add_test(ops, pow_constant_exponent);
+    tcase_add_test(ops, log_exact);
     tcase_add_test(ops, binary_broadcasting);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
