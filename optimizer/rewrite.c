@@ -601,12 +601,12 @@ static int merge_split_chains(xf_graph *g)
 
 xf_status xf_rewrite_finalize(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err)
 {
+    if (merge_split_chains(g) < 0)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     /* Rules state Split sizes as the attribute (one form for every opset);
      * from opset 13 on ONNX takes them as an input only.  Likewise Pad's
      * pads (kernel enlarge), an input from opset 11 on: a padded constant
      * kernel is folded below, this is for the rest. */
-    if (merge_split_chains(g) < 0)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) {
         xf_node *n = &g->nodes[i];
         xf_status s = XF_OK;

@@ -86,10 +86,12 @@ xf_status xf_match_each(const xf_rule_set *rs, int rule, const xf_graph *g, xf_m
 xf_status xf_rewrite_apply(const xf_rule_set *rs, const xf_graph *g, int64_t opset, const xf_match *m,
                            xf_graph **out, xf_error *err);
 
-/* Makes a graph the search produced ready to write: Split sizes, which
- * rules give as the attribute, become the input that opset 13 and later
- * expect, and the constants rewrites computed as nodes (concatenated
- * kernels, ...) are folded by canonicalization.  st may be NULL. */
+/* Makes a graph the search produced ready to write: chains of Splits
+ * along one axis (which successive merges leave) become one Split, Split
+ * sizes, which rules give as the attribute, become the input that opset 13
+ * and later expect, and the constants rewrites computed as nodes
+ * (concatenated kernels, ...) are folded by canonicalization.  st may be
+ * NULL. */
 xf_status xf_rewrite_finalize(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err);
 
 /* ---------------------------------------------------------------- cost models */
