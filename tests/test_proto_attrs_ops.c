@@ -291,6 +291,50 @@ START_TEST(test_reduce_norm_defaults_and_refusals)
 }
 END_TEST
 
+/* LayerNormalization with its optional Mean and InvStdDev (either may be
+ * omitted): a known node whose statistics have X's rank, X's dims before
+ * axis and 1 from axis on, in float; a fourth output leaves it opaque. */
+START_TEST(test_layer_norm_statistics)
+{
+    static const int64_t d[] = {2, 3, 4}, four[] = {4};
+    static const float ones[] = {1, 1, 1, 1};
+    static const char *const outs[][5] = {{"y", "mean", "inv", NULL}, {"y", "", "inv", NULL}, {"y", "mean", NULL},
+                                          {"y", "mean", "inv", "extra", NULL}};
+    for (int form = 0; form < 4; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, d, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, four, ones, sizeof ones));
+        PUSH(g->n_node, g->node, mk_node("LayerNormalization", "ln", (const char *[]){"x", "s", NULL}, outs[form]));
+        for (int k = 0; outs[form][k]; k++)
+            if (outs[form][k][0])
+                PUSH(g->n_output, g->output, mk_vi(outs[form][k], XF_DT_UNDEFINED, -1, NULL, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, 17, counts);
+        ck_assert_int_eq(counts[XF_OP_LAYER_NORM], form != 3);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], form == 3);
+        if (form != 3) {
+            const xf_graph *gr = m->graph;
+            const xf_node *n = &gr->nodes[find_node_op(gr, XF_OP_LAYER_NORM)];
+            ck_assert_int_eq(n->n_outputs, form == 2 ? 2 : 3);
+            for (int k = 1; k < n->n_outputs; k++) {
+                ck_assert_int_eq(n->outputs[k] < 0, form == 1 && k == 1);
+                if (n->outputs[k] < 0)
+                    continue;
+                const xf_value *v = &gr->values[n->outputs[k]];
+                ck_assert_int_eq(v->dtype, XF_DT_FLOAT);
+                ck_assert(v->shape.ndim == 3 && v->shape.dims[0] == 2 && v->shape.dims[1] == 3 && v->shape.dims[2] == 1);
+            }
+            xf_model *back = roundtrip(m);
+            const xf_node *b = &back->graph->nodes[find_node_op(back->graph, XF_OP_LAYER_NORM)];
+            ck_assert_int_eq(b->n_outputs, n->n_outputs);
+            ck_assert_int_eq(b->outputs[1] < 0, form == 1);
+            xf_model_free(back);
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 
 /* ConvTranspose keeps every attribute (output_shape as its spatial
  * extents, which then decide the output); a symbolic batch takes the size
@@ -712,6 +756,7 @@ int main(void)
     tcase_add_test(tc, test_prelu_opsets);
     tcase_add_test(tc, test_reduce_norm_attributes);
     tcase_add_test(tc, test_reduce_norm_defaults_and_refusals);
+    tcase_add_test(tc, test_layer_norm_statistics);
     tcase_add_test(tc, test_conv_transpose_attributes);
     tcase_add_test(tc, test_plain_rnn_attributes);
     tcase_add_test(tc, test_quantized_ops_attributes);
