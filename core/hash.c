@@ -224,8 +224,10 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, 0xe7e);
         put(h, (uint64_t)a->eye_k);
     }
-    if (a->resize_mode || a->resize_coord || a->resize_nearest || a->resize_exclude)
-        put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8 | a->resize_exclude << 12)
+    if (a->resize_mode || a->resize_coord || a->resize_nearest || a->resize_exclude || a->resize_antialias ||
+        a->resize_keep)
+        put(h, (uint64_t)(a->resize_mode | a->resize_coord << 4 | a->resize_nearest << 8 | a->resize_exclude << 12 |
+                          a->resize_antialias << 13 | a->resize_keep << 14)
                        << 16 |
                    0x5e);
     put(h, a->softmax_legacy);

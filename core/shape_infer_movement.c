@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -442,23 +443,89 @@ static xf_status infer_scaled(xf_infer_ctx *c, const xf_tensor *scales)
     return XF_OK;
 }
 
-/* Resize: the sizes input when given, else floor(dim * scale). */
+bool xf_resize_plan(const xf_attrs *a, const xf_shape *in, const double *scales, int n_scales,
+                    const int64_t *sizes, int n_sizes, double *scale, int64_t *out, int *axes_at, char *why,
+                    size_t why_len)
+{
+    int rank = in->ndim, n = a->has_axes ? a->n_axes : rank;
+    bool listed[XF_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) {
+        int64_t ax = a->has_axes ? a->axes[i] : i;
+        int d = (int)(ax < 0 ? ax + rank : ax);
+        if (ax < -rank || ax >= rank || listed[d]) {
+            snprintf(why, why_len, "axis %lld is out of range for rank %d or repeated", (long long)ax, rank);
+            return false;
+        }
+        listed[d] = true;
+        axes_at[i] = d;
+    }
+    bool by_sizes = sizes != NULL;
+    if ((by_sizes ? n_sizes : n_scales) != n) {
+        snprintf(why, why_len, "%s has %d values for %d dims", by_sizes ? "sizes" : "scales",
+                 by_sizes ? n_sizes : n_scales, n);
+        return false;
+    }
+    for (int d = 0; d < rank; d++) {
+        scale[d] = 1;
+        out[d] = in->dims[d];
+    }
+    double kept = a->resize_keep == 1 ? INFINITY : 0;
+    for (int i = 0; i < n; i++) {
+        int d = axes_at[i];
+        int64_t extent = in->dims[d];
+        if (by_sizes) {
+            if (sizes[i] < 0) {
+                snprintf(why, why_len, "size %lld of dim %d is negative", (long long)sizes[i], d);
+                return false;
+            }
+            out[d] = sizes[i];
+            scale[d] = extent > 0 ? (double)sizes[i] / (double)extent : 1;
+            kept = a->resize_keep == 1 ? fmin(kept, scale[d]) : fmax(kept, scale[d]);
+            continue;
+        }
+        if (!(scales[i] > 0) || (double)extent * scales[i] >= 0x1p62) {
+            snprintf(why, why_len, "scale %g of dim %d is not positive, or too large", scales[i], d);
+            return false;
+        }
+        scale[d] = scales[i];
+        out[d] = (int64_t)floor((double)extent * scales[i]);
+    }
+    for (int i = 0; by_sizes && a->resize_keep != 0 && i < n; i++) {
+        int d = axes_at[i];
+        scale[d] = kept;
+        out[d] = (int64_t)(kept * (double)in->dims[d] + 0.5);
+    }
+    return true;
+}
+
+/* Resize: the sizes input when given, else floor(dim * scale), for the
+ * dims its axes list (see xf_resize_plan). */
 xf_status xf_infer_resize(xf_infer_ctx *c)
 {
     const xf_shape *in = xf_infer_shape(c, 0);
     bool has_sizes = xf_infer_has(c, 3) && xf_infer_shape(c, 3)->ndim == 1 && xf_infer_shape(c, 3)->dims[0] > 0;
-    if (!has_sizes) {
-        const xf_tensor *scales = xf_infer_has(c, 2) ? xf_infer_value(c, 2) : NULL;
-        return scales ? infer_scaled(c, scales) : xf_infer_unknown(c);
+    double scales[XF_MAX_DIMS], scale[XF_MAX_DIMS];
+    int64_t sizes[XF_MAX_DIMS];
+    int n = 0, axes_at[XF_MAX_DIMS];
+    if (has_sizes) {
+        xf_status st = xf_infer_read_ints(c, 3, "sizes", sizes, XF_MAX_DIMS, &n);
+        if (st != XF_OK || n < 0)
+            return st != XF_OK ? st : xf_infer_unknown(c);
+    } else {
+        const xf_tensor *t = xf_infer_has(c, 2) ? xf_infer_value(c, 2) : NULL;
+        if (!t)
+            return xf_infer_unknown(c);
+        if (t->dtype != XF_DT_FLOAT || t->shape.ndim != 1 || t->shape.dims[0] > XF_MAX_DIMS)
+            return xf_infer_fail(c, XF_ERR_INVALID, "scales must be a list of at most %d floats", XF_MAX_DIMS);
+        n = (int)t->shape.dims[0];
+        for (int i = 0; i < n; i++)
+            scales[i] = xf_tensor_get_f64(t, i);
     }
     xf_shape out = {.ndim = in->ndim};
-    int n;
-    xf_status st = xf_infer_read_ints(c, 3, "sizes", out.dims, XF_MAX_DIMS, &n);
-    if (st != XF_OK || n < 0)
-        return st != XF_OK ? st : xf_infer_unknown(c);
-    if (n != in->ndim)
-        return xf_infer_fail(c, XF_ERR_INVALID, "sizes %s do not match the input's rank %d",
-                             xf_infer_ints_text(out.dims, n).s, in->ndim);
+    char why[160];
+    if (!xf_resize_plan(&c->node->attrs, in, scales, n, has_sizes ? sizes : NULL, n, scale, out.dims, axes_at, why,
+                        sizeof why))
+        return xf_infer_fail(c, XF_ERR_INVALID, "%s", why);
     xf_infer_set(c, 0, &out);
     return XF_OK;
 }

@@ -355,11 +355,15 @@ typedef struct xf_attrs {
     /* Resize (opset >= 11): mode 0 nearest, 1 linear, 2 cubic; coordinate
      * mode 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel,
      * 4 tf_crop_and_resize, 5 half_pixel_symmetric; nearest mode
-     * 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil;
-     * exclude_outside.  Its cubic_coeff_a is alpha (default -0.75), its
-     * extrapolation_value beta (default 0).
+     * 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil,
+     * 4 opset 10's (floor where a dim grows, ceil where it shrinks);
+     * exclude_outside; antialias; keep_aspect_ratio_policy 0 stretch,
+     * 1 not_larger, 2 not_smaller.  Its cubic_coeff_a is alpha (default
+     * -0.75), its extrapolation_value beta (default 0), its axes (opset 18)
+     * has_axes, n_axes and axes.  Opset 10's Resize (X, scales) is this
+     * node with no roi, asymmetric, nearest mode 4 when nearest.
      * Upsample: its mode, always asymmetric and floor */
-    int resize_mode, resize_coord, resize_nearest, resize_exclude;
+    int resize_mode, resize_coord, resize_nearest, resize_exclude, resize_antialias, resize_keep;
     int batch_dims;           /* GatherND */
     int topk_smallest;        /* TopK: largest = 0 */
     int topk_unsorted;        /* TopK: sorted = 0 (which leaves the order open: kernels sort anyway);
@@ -963,6 +967,22 @@ const char *xf_einsum_equation(const xf_attrs *a);
 /* Works out equation for n operands of these shapes; false with the reason
  * in why. */
 bool xf_einsum_plan(const char *equation, int n, const xf_shape *const *shapes, xf_einsum *e, char *why,
+                    size_t why_len);
+
+/* ---------------------------------------------------------------- resize */
+
+/* Resize's output extents and per-dim scales for an input of shape in,
+ * from its scales (n_scales of them) or its sizes (n_sizes; sizes win
+ * when both are given, as ONNX says), listed for attrs' axes (opset 18)
+ * or for every dim: a dim not listed keeps its extent at scale 1.  From
+ * scales, out = floor(extent * scale); from sizes, scale = size / extent
+ * (1 for an empty dim) unless keep_aspect_ratio_policy takes the smallest
+ * (not_larger) or largest (not_smaller) of those over the listed dims for
+ * all of them, each extent then rounded half up.  axes_at[i] gets the dim
+ * of the i-th listed value.  False with the reason in why.  Shape
+ * inference and cpu_ref's kernel both use it. */
+bool xf_resize_plan(const xf_attrs *a, const xf_shape *in, const double *scales, int n_scales,
+                    const int64_t *sizes, int n_sizes, double *scale, int64_t *out, int *axes_at, char *why,
                     size_t why_len);
 
 /* ---------------------------------------------------------------- sizes */

@@ -320,6 +320,51 @@ static xf_status write_upsample(writer *w, const xf_node *n, int64_t opset, xf_e
     return XF_OK;
 }
 
+/* Resize: opset 10's (X, scales) is asymmetric with its own nearest
+ * rounding and only a mode; later opsets name every attribute away from
+ * its default, antialias, keep_aspect_ratio_policy and axes from 18. */
+static xf_status write_resize(writer *w, const xf_node *n, int64_t opset, xf_error *err)
+{
+    static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
+                                         "tf_crop_and_resize", "half_pixel_symmetric"};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const char *const keep[] = {"stretch", "not_larger", "not_smaller"};
+    const xf_attrs *a = &n->attrs;
+    const char *lacks = NULL;
+    bool v18 = a->resize_antialias || a->resize_keep || a->has_axes;
+    if (opset < 11 && (a->resize_mode > 1 || a->resize_coord != 1 || (a->resize_mode == 0 && a->resize_nearest != 4) ||
+                       a->resize_exclude || v18 || n->n_inputs != 3 || n->inputs[1] >= 0 || a->beta != 0))
+        lacks = "opset 10's Resize (X and scales, asymmetric, its own nearest rounding)";
+    else if (opset >= 11 && a->resize_mode == 0 && a->resize_nearest == 4)
+        lacks = "opset 10's nearest rounding";
+    else if (opset < 18 && v18)
+        lacks = "antialias, keep_aspect_ratio_policy or axes (opset 18 has them)";
+    if (lacks)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (Resize) has a form opset %lld cannot express: %s",
+                            n->name ? n->name : "", (long long)opset, lacks);
+    if (a->resize_mode > 0 && a->resize_mode < 3)
+        add_string(w, "mode", a->resize_mode == 1 ? "linear" : "cubic");
+    if (opset < 11)
+        return XF_OK;
+    if (a->resize_coord > 0 && a->resize_coord < 6)
+        add_string(w, "coordinate_transformation_mode", coords[a->resize_coord]);
+    if (a->resize_nearest > 0 && a->resize_nearest < 4)
+        add_string(w, "nearest_mode", nearest[a->resize_nearest]);
+    if (a->resize_exclude)
+        add_int(w, "exclude_outside", 1);
+    if (a->alpha != -0.75f)
+        add_float(w, "cubic_coeff_a", a->alpha);
+    if (a->beta != 0.0f)
+        add_float(w, "extrapolation_value", a->beta);
+    if (a->resize_antialias)
+        add_int(w, "antialias", 1);
+    if (a->resize_keep > 0 && a->resize_keep < 3)
+        add_string(w, "keep_aspect_ratio_policy", keep[a->resize_keep]);
+    if (a->has_axes)
+        add_ints(w, "axes", a->axes, a->n_axes);
+    return XF_OK;
+}
+
 /* FusedConv's and FusedGemm's activation (attrs_contrib.c reads it back). */
 static void write_ms_act(writer *w, const xf_node *n)
 {
@@ -478,25 +523,9 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->no_saturate)
             add_int(&w, "saturate", 0);
         break;
-    case XF_OP_RESIZE: {
-        static const char *const modes[] = {"nearest", "linear", "cubic"};
-        static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
-                                             "tf_crop_and_resize", "half_pixel_symmetric"};
-        static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-        if (a->resize_mode > 0 && a->resize_mode < 3)
-            add_string(&w, "mode", modes[a->resize_mode]);
-        if (a->resize_coord > 0 && a->resize_coord < 6)
-            add_string(&w, "coordinate_transformation_mode", coords[a->resize_coord]);
-        if (a->resize_nearest)
-            add_string(&w, "nearest_mode", nearest[a->resize_nearest & 3]);
-        if (a->resize_exclude)
-            add_int(&w, "exclude_outside", 1);
-        if (a->alpha != -0.75f)
-            add_float(&w, "cubic_coeff_a", a->alpha);
-        if (a->beta != 0.0f)
-            add_float(&w, "extrapolation_value", a->beta);
+    case XF_OP_RESIZE:
+        s = write_resize(&w, n, opset, err);
         break;
-    }
     case XF_OP_GATHER_ND:
         if (a->batch_dims)
             add_int(&w, "batch_dims", a->batch_dims);

@@ -57,9 +57,10 @@
  *                   also saturate (0: no_saturate) and precision (0 only)
  *   RNN, LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
  *                   activation_beta -> rnn.*; LSTM input_forget, GRU linear_before_reset
- *   Resize          mode (nearest/linear), coordinate_transformation_mode
- *                   (half_pixel/asymmetric/align_corners/pytorch_half_pixel),
- *                   nearest_mode; opset >= 11 only
+ *   Resize          mode, coordinate_transformation_mode, nearest_mode,
+ *                   exclude_outside, cubic_coeff_a, extrapolation_value,
+ *                   antialias, keep_aspect_ratio_policy, axes (has_axes);
+ *                   opset 10 (X, scales): asymmetric, nearest mode 4 when nearest
  *   Flatten, Gather axis
  *   Squeeze, Unsqueeze  axes (< 13; has_axes)
  *   Slice (1)       starts ends axes -> slice_* (has_slice_attrs, has_slice_axes)
@@ -699,7 +700,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
                                              "tf_crop_and_resize", "half_pixel_symmetric"};
         static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-        static const char *const stretch[] = {"stretch"};
+        static const char *const keep[] = {"stretch", "not_larger", "not_smaller"};
         int i;
         if (A("mode"))
             return read_enum(r, at, modes, 3, &a->resize_mode);
@@ -708,18 +709,15 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("nearest_mode"))
             return read_enum(r, at, nearest, 4, &a->resize_nearest);
         if (A("keep_aspect_ratio_policy"))
-            return read_enum(r, at, stretch, 1, &i);
-        if (A("exclude_outside")) {
+            return read_enum(r, at, keep, 3, &a->resize_keep);
+        if (A("exclude_outside") || A("antialias")) {
             if (!read_int32(r, at, &i))
                 return false;
-            a->resize_exclude = i != 0;
+            *(A("antialias") ? &a->resize_antialias : &a->resize_exclude) = i != 0;
             return true;
         }
-        if (A("antialias")) { /* 0 only */
-            if (!read_int32(r, at, &i))
-                return false;
-            return i == 0 || refuse(r, "attribute '%s' is not 0", name);
-        }
+        if (A("axes"))
+            return (a->has_axes = read_ints(r, at, a->axes, XF_MAX_DIMS, &a->n_axes));
         if (A("cubic_coeff_a"))
             return read_float(r, at, &a->alpha);
         if (A("extrapolation_value"))
@@ -888,8 +886,12 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_LSTM:
     case XF_OP_GRU:
         return give_act_params(r, &a->rnn);
-    case XF_OP_RESIZE: /* opset 10's form (X, scales) is not modelled */
-        return r->ctx->opset >= 11 || refuse(r, "Resize before opset 11", NULL);
+    case XF_OP_RESIZE: /* opset 10: asymmetric, and its own nearest rounding */
+        if (r->ctx->opset >= 11)
+            return true;
+        a->resize_coord = 1;
+        a->resize_nearest = a->resize_mode == 0 ? 4 : 0;
+        return a->resize_mode < 2 || refuse(r, "cubic mode before opset 11", NULL);
     case XF_OP_UPSAMPLE: /* opset 1's experimental form is not modelled */
         return r->ctx->opset >= 7 || refuse(r, "Upsample before opset 7", NULL);
     case XF_OP_ROI_ALIGN: /* opset 10's RoiAlign is output_half_pixel, and says nothing of it */

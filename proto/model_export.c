@@ -111,6 +111,10 @@ static xf_status write_known(exporter *x, const xf_node *n, const char *label)
     np->domain = xf_op_domain(n->op)[0] ? (char *)xf_op_domain(n->op) : NULL;
     for (int k = 0; k < n_in; k++)
         np->input[k] = vname(x, n->inputs[k]);
+    if (n->op == XF_OP_RESIZE && x->opset < 11 && n_in == 3 && n->inputs[1] < 0) {
+        np->input[1] = np->input[2]; /* opset 10's (X, scales); export refuses other forms */
+        np->n_input = 2;
+    }
     for (int k = 0; k < n->n_outputs; k++)
         np->output[k] = vname(x, n->outputs[k]);
     int in_rank = n->n_inputs > 0 && n->inputs[0] >= 0 ? x->g->values[n->inputs[0]].shape.ndim : -1;

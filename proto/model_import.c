@@ -417,6 +417,8 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
         why = "input count outside what xflow models";
     else if (n_out < least_outs || n_out > most_outs)
         why = "output count outside what xflow models";
+    else if (kind == XF_OP_RESIZE && xf_model_opset(im->m) < 11 && n_in != 2)
+        why = "opset 10's Resize takes X and scales";
     else if (kind == XF_OP_DROPOUT && !dropout_in_inference(im, n_in, ins))
         why = "training_mode is not a constant false";
     for (int k = 0; k < n_out && !why && !optional_outs; k++)
@@ -610,6 +612,11 @@ static xf_status import_node(importer *im, size_t index)
         s = classify(im, np, label, n_in_used, ins, n_out_used, outs, &op, &attrs);
     if (s == XF_OK && op == XF_OP_OPAQUE)
         s = make_opaque(im, np, label, &opaque, &ins, &n_in);
+    if (s == XF_OK && op == XF_OP_RESIZE && xf_model_opset(im->m) < 11) {
+        ins[2] = ins[1]; /* opset 10's (X, scales) as (X, no roi, scales) */
+        ins[1] = -1;
+        n_in_used = 3;
+    }
     if (s == XF_OK) {
         bool known = op != XF_OP_OPAQUE;
         int idx = xf_graph_add_node(im->g, op, np->name, known ? n_in_used : n_in, ins, known ? n_out_used : n_out,

@@ -589,6 +589,83 @@ START_TEST(resize_forms)
 }
 END_TEST
 
+#define X8() F32(DIMS(1, 1, 1, 8), 1, 2, 4, 8, 16, 3, 5, 7)
+
+/* Opset 18's antialias (the linear or cubic filter stretched where a dim
+ * shrinks), axes (the dims the scales or sizes list) and
+ * keep_aspect_ratio_policy, and opset 10's nearest rounding: the values of
+ * ONNX's reference implementation, and by hand for opset 10. */
+START_TEST(resize_antialias_axes_keep)
+{
+    /* linear by 0.5: output 0 reads 1, 1, 2, 4 (the first repeated) at
+     * 1/8, 3/8, 3/8, 1/8 */
+    node_case c = make_case(XF_OP_RESIZE, 3, X8(), NULL, F32(DIMS(4), 1, 1, 1, 0.5));
+    c.a.resize_mode = 1;
+    c.a.resize_antialias = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1.75, 6.75, 8.75, 5.75);
+    c = make_case(XF_OP_RESIZE, 3, X8(), NULL, F32(DIMS(1), 0.5));
+    c.a.resize_mode = 1;
+    c.a.resize_antialias = 1;
+    c.a.has_axes = true;
+    c.a.n_axes = 1;
+    c.a.axes[0] = -1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 4), 1.75, 6.75, 8.75, 5.75);
+    c = make_case(XF_OP_RESIZE, 4, X8(), NULL, NULL, I64(DIMS(4), 1, 1, 1, 3));
+    c.a.resize_mode = 2;
+    c.a.alpha = -0.75f;
+    c.a.resize_antialias = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 3), 2.0282421112060547, 9.373137474060059, 5.932241916656494);
+    c = make_case(XF_OP_RESIZE, 3, X8(), NULL, F32(DIMS(4), 1, 1, 1, 0.4f));
+    c.a.resize_mode = 2;
+    c.a.alpha = -0.75f;
+    c.a.resize_antialias = 1;
+    c.a.resize_exclude = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 3), 1.699357271194458, 9.236882209777832, 6.185595989227295);
+    /* not_larger: 2x4 to at most 3x8 keeps the aspect at 1.5 (3x6) */
+    c = make_case(XF_OP_RESIZE, 4, iota_f32(DIMS(1, 1, 2, 4), 1), NULL, NULL, I64(DIMS(2), 3, 8));
+    c.a.resize_mode = 1;
+    c.a.resize_keep = 1;
+    c.a.has_axes = true;
+    c.a.n_axes = 2;
+    c.a.axes[0] = 2;
+    c.a.axes[1] = 3;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 3, 6), 1.0, 1.5, 2.1666667461395264, 2.8333332538604736, 3.5, 4.0, 3.0,
+           3.5, 4.166666507720947, 4.833333492279053, 5.5, 6.0, 5.0, 5.5, 6.166666507720947, 6.833333492279053, 7.5,
+           8.0);
+    /* not_smaller: at least 1x1 is 0.5 (1x2) */
+    xf_attrs keep = c.a;
+    c = make_case(XF_OP_RESIZE, 4, iota_f32(DIMS(1, 1, 2, 4), 1), NULL, NULL, I64(DIMS(2), 1, 1));
+    c.a = keep;
+    c.a.resize_keep = 2;
+    c.a.resize_mode = 0;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 1, 2), 1, 3);
+    /* opset 10: asymmetric, ceil where a dim shrinks (0, 5/3, 10/3 read
+     * 0, 2, 4), floor where it grows */
+    c = make_case(XF_OP_RESIZE, 3, iota_f32(DIMS(1, 5), 1), NULL, F32(DIMS(2), 2, 0.6f));
+    c.opset = 10;
+    c.a.resize_coord = 1;
+    c.a.resize_nearest = 4;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 3), 1, 3, 5, 1, 3, 5);
+    keep = c.a;
+    c = make_case(XF_OP_RESIZE, 3, iota_f32(DIMS(1, 5), 1), NULL, F32(DIMS(2), 1, 1.5f));
+    c.opset = 10;
+    c.a = keep;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 7), 1, 1, 2, 3, 3, 4, 5);
+    /* errors: scales not one per listed axis, a repeated axis */
+    c = make_case(XF_OP_RESIZE, 3, X8(), NULL, F32(DIMS(2), 1, 0.5));
+    c.a.has_axes = true;
+    c.a.n_axes = 1;
+    c.a.axes[0] = 3;
+    expect_infer_error(c, "scales has 2 values for 1 dims");
+    c = make_case(XF_OP_RESIZE, 3, X8(), NULL, F32(DIMS(2), 1, 0.5));
+    c.a.has_axes = true;
+    c.a.n_axes = 2;
+    c.a.axes[0] = 3;
+    c.a.axes[1] = -1;
+    expect_infer_error(c, "axis -1 is out of range for rank 4 or repeated");
+}
+END_TEST
+
 /* Nearest takes input floor(i / scale), linear interpolates at i / scale
  * (asymmetric, clamped to the last input element), whole or fractional
  * scales, from the attribute (opset 7) or the input (opset 9). */
@@ -768,6 +845,7 @@ int main(void)
     tcase_add_test(tc, upsample_nearest_and_linear);
     tcase_add_test(tc, upsample_errors);
     tcase_add_test(tc, resize_forms);
+    tcase_add_test(tc, resize_antialias_axes_keep);
     suite_add_tcase(s, tc);
     tc = tcase_create("unique_scatter");
     tcase_add_test(tc, unique_groups);

@@ -714,6 +714,75 @@ START_TEST(test_upsample_forms)
 }
 END_TEST
 
+/* Resize: opset 10's (X, scales) loads as the later form with no roi,
+ * asymmetric, with its own nearest rounding, and is written back with two
+ * inputs (cubic, which it lacks, stays opaque); opset 18's antialias, axes
+ * and keep_aspect_ratio_policy are kept; a form the model's opset cannot
+ * express is refused at export. */
+START_TEST(test_resize_forms_io)
+{
+    static const int64_t d[] = {1, 1, 2, 2}, four[] = {4}, two[] = {2}, axes[] = {2, 3};
+    static const float scales[] = {1, 1, 2, 0.5f};
+    static const int64_t sizes[] = {3, 3};
+    for (int f = 0; f < 3; f++) {
+        Onnx__GraphProto *g;
+        xf_model *m;
+        bool v10 = f < 2;
+        Onnx__NodeProto *n = one_node(&g, "Resize", 4, d, v10 ? (const char *[]){"s", NULL}
+                                                              : (const char *[]){"", "", "z", NULL});
+        if (v10)
+            PUSH(g->n_initializer, g->initializer, mk_raw("s", XF_DT_FLOAT, 1, four, scales, sizeof scales));
+        else
+            PUSH(g->n_initializer, g->initializer, mk_raw("z", XF_DT_INT64, 1, two, sizes, sizeof sizes));
+        attr_string(n, "mode", f == 1 ? "cubic" : "linear");
+        if (!v10) {
+            attr_int(n, "antialias", 1);
+            attr_ints(n, "axes", 2, axes);
+            attr_string(n, "keep_aspect_ratio_policy", "not_larger");
+        }
+        const xf_node *x = load_one(g, v10 ? 10 : 19, XF_OP_RESIZE, &m);
+        ck_assert_int_eq(x != NULL, f != 1);
+        if (!x) {
+            xf_model_free(m);
+            continue;
+        }
+        const xf_attrs *a = &x->attrs;
+        const xf_shape *s = &m->graph->values[x->outputs[0]].shape;
+        ck_assert_int_eq(a->resize_mode, 1);
+        if (v10) {
+            ck_assert(x->n_inputs == 3 && x->inputs[1] < 0 && a->resize_coord == 1 && a->resize_nearest == 0);
+            ck_assert(s->ndim == 4 && s->dims[2] == 4 && s->dims[3] == 1);
+            uint8_t *buf;
+            size_t len;
+            xf_error e;
+            ck_assert_msg(xf_model_save_buffer(m, &buf, &len, &e) == XF_OK, "%s", e.msg);
+            Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+            ck_assert(mp && mp->graph->n_node == 1 && mp->graph->node[0]->n_input == 2);
+            ck_assert_str_eq(mp->graph->node[0]->input[1], "s");
+            ck_assert_uint_eq(mp->graph->node[0]->n_attribute, 1);
+            onnx__model_proto__free_unpacked(mp, NULL);
+            free(buf);
+            /* linear is opset 13's asymmetric linear; nearest has no such rounding there */
+            m->opsets[0].version = 13;
+            xf_model_free(roundtrip(m));
+            m->graph->nodes[0].attrs.resize_mode = 0;
+            m->graph->nodes[0].attrs.resize_nearest = 4;
+            expect_export_refused(m, "node 'n' (Resize)", "opset 10's nearest rounding", NULL);
+            m->opsets[0].version = 10;
+            m->graph->nodes[0].attrs.resize_coord = 0;
+            expect_export_refused(m, "node 'n' (Resize)", "opset 10's Resize", NULL);
+        } else {
+            ck_assert(a->resize_antialias && a->resize_keep == 1 && a->has_axes && a->n_axes == 2 && a->axes[1] == 3);
+            /* not_larger: 2x2 to at most 3x3 is 1.5 */
+            ck_assert(s->ndim == 4 && s->dims[2] == 3 && s->dims[3] == 3);
+            m->opsets[0].version = 17;
+            expect_export_refused(m, "node 'n' (Resize)", "antialias", NULL);
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 /* Unique keeps axis and sorted, with any of its outputs but Y left out
  * (inverse_indices here); Scatter (opset 9 and 10) keeps axis. */
 START_TEST(test_unique_scatter_attributes)
@@ -764,6 +833,7 @@ int main(void)
     tcase_add_test(tc, test_indexing_attributes);
     tcase_add_test(tc, test_einsum_equation);
     tcase_add_test(tc, test_upsample_forms);
+    tcase_add_test(tc, test_resize_forms_io);
     tcase_add_test(tc, test_unique_scatter_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);

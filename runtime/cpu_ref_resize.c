@@ -1,0 +1,238 @@
+/* cpu_ref's Resize and Upsample. */
+#include "xf_rt_internal.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Resize and Upsample, nearest, (multi)linear or cubic: each output
+ * coordinate is mapped back to the input by the coordinate mode, per dim,
+ * with the dim's scale (see xf_resize_plan), and reads input indices per
+ * dim (edges repeated past the ends) with weights whose products over the
+ * dims weight each input element, as ONNX's reference does: 2 (linear) or
+ * 4 (cubic) taps, or with antialias where a dim shrinks by s < 1 the
+ * filter stretched by 1 / s over 2 / s or 4 / s taps, its weights summing
+ * to 1. */
+typedef struct resize_axis {
+    int n;         /* taps of nonzero weight; 0: outside tf_crop_and_resize's crop */
+    int64_t *idx;  /* input indices read */
+    double *w;     /* their weights */
+} resize_axis;
+
+/* The input coordinate output index x maps to; roi: this dim's crop
+ * (start, end) for tf_crop_and_resize. */
+static double resize_source(const xf_attrs *a, int64_t x, int64_t len_in, int64_t len_out, double scale,
+                            const double *roi)
+{
+    double out_len = (double)len_in * scale; /* unrounded, as ONNX */
+    switch (a->resize_coord) {
+    case 1: return (double)x / scale; /* asymmetric */
+    case 2: return out_len == 1 ? 0 : (double)x * (double)(len_in - 1) / (out_len - 1); /* align_corners */
+    case 3: return out_len == 1 ? -0.5 : ((double)x + 0.5) / scale - 0.5;                /* pytorch_half_pixel */
+    case 4: /* tf_crop_and_resize */
+        return roi[0] * (double)(len_in - 1) + (len_out == 1 ? (roi[1] - roi[0]) * (double)(len_in - 1) / 2
+                                                             : (double)x * (roi[1] - roi[0]) * (double)(len_in - 1) /
+                                                                   (double)(len_out - 1));
+    case 5: { /* half_pixel_symmetric */
+        double offset = (double)len_in / 2 * (1 - (double)len_out / out_len);
+        return offset + ((double)x + 0.5) / scale - 0.5;
+    }
+    default: return ((double)x + 0.5) / scale - 0.5; /* half_pixel */
+    }
+}
+
+/* The first tap's offset from the tap left of the source, for antialias
+ * at scale s < 1 (the taps run from there to 1 - first). */
+static int64_t resize_aa_first(const xf_attrs *a, double s)
+{
+    return (int64_t)floor((a->resize_mode == 2 ? -2 : -1) / s) + 1;
+}
+
+/* The most taps a dim reads at this scale. */
+static int64_t resize_taps(const xf_attrs *a, double scale)
+{
+    if (a->resize_mode == 0)
+        return 1;
+    if (a->resize_antialias && scale < 1)
+        return 2 - 2 * resize_aa_first(a, scale);
+    return a->resize_mode == 2 ? 4 : 2;
+}
+
+/* Keys' cubic convolution with coefficient A at distance t. */
+static double cubic_weight(double A, double t)
+{
+    t = fabs(t);
+    return t <= 1 ? ((A + 2) * t - (A + 3)) * t * t + 1 : t < 2 ? ((A * t - 5 * A) * t + 8 * A) * t - 4 * A : 0;
+}
+
+static void resize_map(const xf_attrs *a, int64_t x, int64_t len_in, int64_t len_out, double scale,
+                       const double *roi, resize_axis *r)
+{
+    double s = resize_source(a, x, len_in, len_out, scale, roi);
+    r->n = 0;
+    if (a->resize_coord == 4 && (s < 0 || s > (double)(len_in - 1)))
+        return; /* the extrapolation value */
+    if (a->resize_mode == 0) {
+        double f = floor(s);
+        int64_t i = a->resize_nearest == 4   ? (scale < 1 ? (int64_t)ceil(s) : (int64_t)s)
+                    : a->resize_nearest == 2 ? (int64_t)f
+                    : a->resize_nearest == 3 ? (int64_t)ceil(s)
+                    : s - f == 0.5           ? (int64_t)f + (a->resize_nearest == 1)
+                                             : (int64_t)floor(s + 0.5);
+        r->idx[0] = i < 0 ? 0 : i >= len_in ? len_in - 1 : i;
+        r->w[0] = 1;
+        r->n = 1;
+        return;
+    }
+    /* taps left + first .. left + first + taps - 1 at distance t - k from s */
+    bool aa = a->resize_antialias && scale < 1;
+    double left = aa ? ceil(s) - 1 : floor(s), t = s - left, sum = 0;
+    int64_t first = aa ? resize_aa_first(a, scale) : -(a->resize_mode == 2), taps = resize_taps(a, scale);
+    double stretch = aa ? scale : 1;
+    for (int64_t k = 0; k < taps; k++) {
+        double d = ((double)(first + k) - t) * stretch;
+        r->w[k] = a->resize_mode == 2 ? cubic_weight(a->alpha, d) : fmax(0, 1 - fabs(d));
+        int64_t i = (int64_t)left + first + k;
+        if (a->resize_exclude && (i < 0 || i >= len_in))
+            r->w[k] = 0;
+        sum += r->w[k];
+    }
+    for (int64_t k = 0; k < taps; k++) {
+        int64_t i = (int64_t)left + first + k;
+        double wk = (aa || a->resize_exclude) && sum != 0 ? r->w[k] / sum : r->w[k];
+        if (wk == 0)
+            continue;
+        r->idx[r->n] = i < 0 ? 0 : i >= len_in ? len_in - 1 : i;
+        r->w[r->n++] = wk;
+    }
+}
+
+/* Each dim's scale (and, with axes, its roi), checking the output's
+ * extents: Resize's from xf_resize_plan over its scales or sizes,
+ * Upsample's from its scales (an input, or an attribute before opset 9). */
+static xf_status resize_params(const xf_node *n, const xf_tensor_view *in, const xf_shape *y, double *scale,
+                               double *roi, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0];
+    int rank = x->shape.ndim, na = rank, axes_at[XF_MAX_DIMS];
+    for (int d = 0; d < rank; d++) {
+        roi[d] = 0;
+        roi[rank + d] = 1;
+        axes_at[d] = d;
+    }
+    int64_t out[XF_MAX_DIMS];
+    if (n->op == XF_OP_UPSAMPLE) {
+        const xf_tensor *t = n->attrs.value;
+        xf_tensor_view sv = t ? (xf_tensor_view){t->dtype, t->shape, t->data} : in[1];
+        if (xf_rt_numel(&sv) != rank)
+            return xf_rt_bad_node(err, n, "scales is not one per dim");
+        for (int d = 0; d < rank; d++) {
+            scale[d] = xf_rt_load_f64(sv.dtype, sv.data, d);
+            out[d] = (int64_t)floor((double)x->shape.dims[d] * scale[d]);
+        }
+    } else {
+        bool by_sizes = n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0;
+        const xf_tensor_view *v = by_sizes ? &in[3] : n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+        int64_t count = v ? xf_rt_numel(v) : 0, sizes[XF_MAX_DIMS];
+        double scales[XF_MAX_DIMS];
+        if (!v || count > XF_MAX_DIMS)
+            return xf_rt_bad_node(err, n, "has neither scales nor sizes of at most %d values", XF_MAX_DIMS);
+        for (int64_t i = 0; i < count; i++) {
+            if (by_sizes)
+                sizes[i] = xf_rt_load_i64(v->dtype, v->data, i);
+            else
+                scales[i] = xf_rt_load_f64(v->dtype, v->data, i);
+        }
+        char why[160];
+        if (!xf_resize_plan(&n->attrs, &x->shape, scales, (int)count, by_sizes ? sizes : NULL, (int)count, scale, out,
+                            axes_at, why, sizeof why))
+            return xf_rt_bad_node(err, n, "%s", why);
+        na = n->attrs.has_axes ? n->attrs.n_axes : rank;
+    }
+    for (int d = 0; d < rank; d++)
+        if (out[d] != y->dims[d])
+            return xf_rt_bad_node(err, n, "output dim %d is %lld, its scale gives %lld", d, (long long)y->dims[d],
+                                  (long long)out[d]);
+    const xf_tensor_view *r = n->op == XF_OP_RESIZE && n->n_inputs > 1 && xf_rt_present(&in[1]) ? &in[1] : NULL;
+    if (n->attrs.resize_coord != 4)
+        return XF_OK;
+    if (!r || xf_rt_numel(r) != 2 * na)
+        return xf_rt_bad_node(err, n, "tf_crop_and_resize needs a roi of 2 values per resized dim (starts, ends)");
+    for (int i = 0; i < na; i++) {
+        roi[axes_at[i]] = xf_rt_load_f64(r->dtype, r->data, i);
+        roi[rank + axes_at[i]] = xf_rt_load_f64(r->dtype, r->data, na + i);
+    }
+    return XF_OK;
+}
+
+xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    int rank = x->shape.ndim;
+    if (y->shape.ndim != rank || rank < 1)
+        return xf_rt_bad_node(err, n, "output rank differs from the input's");
+    double scale[XF_MAX_DIMS], roi[2 * XF_MAX_DIMS];
+    xf_status st = resize_params(n, in, &y->shape, scale, roi, err);
+    if (st != XF_OK)
+        return st;
+    int64_t istride[XF_MAX_DIMS], s = 1;
+    resize_axis *map[XF_MAX_DIMS] = {NULL};
+    for (int d = rank - 1; d >= 0 && st == XF_OK; d--) {
+        istride[d] = s;
+        s *= x->shape.dims[d];
+        int64_t li = x->shape.dims[d], lo = y->shape.dims[d];
+        if (lo > 0 && (li == 0 || !(scale[d] > 0))) {
+            st = xf_rt_bad_node(err, n, "cannot resize an empty dim or by a scale of %g", scale[d]);
+            break;
+        }
+        int64_t taps = lo > 0 ? resize_taps(&n->attrs, scale[d]) : 1, rows = lo > 0 ? lo : 1;
+        if (taps > 4 * li + 8) { /* a scale far below 1 / li, which leaves no output */
+            st = xf_rt_bad_node(err, n, "scale %g of dim %d is too small", scale[d], d);
+            break;
+        }
+        /* one block: the rows, then their indices, then their weights */
+        map[d] = malloc((size_t)rows * (sizeof **map + (size_t)taps * (sizeof(int64_t) + sizeof(double))));
+        if (!map[d]) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        int64_t *idx = (int64_t *)(map[d] + rows);
+        double *w = (double *)(idx + rows * taps);
+        for (int64_t i = 0; i < lo; i++) {
+            map[d][i] = (resize_axis){0, idx + i * taps, w + i * taps};
+            resize_map(&n->attrs, i, li, lo, scale[d], (double[2]){roi[d], roi[rank + d]}, &map[d][i]);
+        }
+    }
+    int64_t numel = xf_rt_numel(y), coord[XF_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < numel && st == XF_OK; i++) {
+        /* every combination of the dims' taps */
+        const resize_axis *r[XF_MAX_DIMS];
+        int tap[XF_MAX_DIMS] = {0};
+        bool outside = false;
+        for (int d = 0; d < rank; d++) {
+            r[d] = &map[d][coord[d]];
+            outside |= r[d]->n == 0;
+        }
+        double v = outside ? n->attrs.beta : 0;
+        while (!outside) {
+            double w = 1;
+            int64_t off = 0;
+            for (int d = 0; d < rank; d++) {
+                w *= r[d]->w[tap[d]];
+                off += r[d]->idx[tap[d]] * istride[d];
+            }
+            v += w * xf_rt_load_f64(x->dtype, x->data, off);
+            int d = rank - 1;
+            while (d >= 0 && ++tap[d] == r[d]->n)
+                tap[d--] = 0;
+            if (d < 0)
+                break;
+        }
+        xf_rt_store_f64(y->dtype, y->data, i, v);
+        for (int d = rank - 1; d >= 0 && ++coord[d] == y->shape.dims[d]; d--)
+            coord[d] = 0;
+    }
+    for (int d = 0; d < rank; d++)
+        free(map[d]);
+    return st;
+}
