@@ -623,6 +623,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_QLINEAR_MATMUL xf_infer_qmatmul
 #define XF_RULE_QLINEAR_CONV xf_infer_qconv
 #define XF_RULE_TRILU xf_infer_trilu
+#define XF_RULE_DET xf_infer_det
 #define XF_RULE_TILE xf_infer_tile
 #define XF_RULE_DEPTH_TO_SPACE xf_infer_depth_space
 #define XF_RULE_SPACE_TO_DEPTH xf_infer_depth_space

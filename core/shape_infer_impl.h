@@ -151,6 +151,7 @@ xf_status xf_infer_roi_align(xf_infer_ctx *c);
 xf_status xf_infer_nms(xf_infer_ctx *c);
 /* The movement and indexing rules (shape_infer_index.c). */
 xf_status xf_infer_trilu(xf_infer_ctx *c);
+xf_status xf_infer_det(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);

@@ -21,6 +21,18 @@ xf_status xf_infer_trilu(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* Det: the determinants of the square matrices in the last two dims. */
+xf_status xf_infer_det(xf_infer_ctx *c)
+{
+    const xf_shape *x = xf_infer_shape(c, 0);
+    if (x->ndim < 2 || x->dims[x->ndim - 1] != x->dims[x->ndim - 2])
+        return xf_infer_fail(c, XF_ERR_INVALID, "input %s is not square matrices (rank 2 or more, the last two dims "
+                             "equal)", xf_infer_text(x).s);
+    xf_shape out = xf_shape_make(x->ndim - 2, x->dims);
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
 /* Tile: each dim times its entry of repeats (one per dim, none negative). */
 xf_status xf_infer_tile(xf_infer_ctx *c)
 {

@@ -128,6 +128,7 @@ typedef struct ref_entry {
 #define XF_REF_ONE_HOT {xf_ref_one_hot, NUM, NUM, ANY}
 #define XF_REF_COMPRESS {xf_ref_compress, ANY, BOOL, 0}
 #define XF_REF_EINSUM {xf_ref_einsum, NUM, NUM, 0, true}
+#define XF_REF_DET {xf_ref_det, FLT, FLT, 0}
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}

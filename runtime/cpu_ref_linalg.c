@@ -1,8 +1,9 @@
 /* cpu_ref matrix products: MatMul (numpy matmul: batched, broadcasting,
  * 1-D operands) and Gemm, float32 accumulated in double; Einsum over every
- * numeric type. */
+ * numeric type; Det. */
 #include "xf_rt_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* One (m x k) by (k x n) product; element (i, j) of an operand is at
@@ -210,5 +211,51 @@ xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_ten
     free(stride);
     free(acc);
     free(iacc);
+    return XF_OK;
+}
+
+/* Det: each matrix's LU factorization with partial pivoting, in double;
+ * the determinant is the product of the pivots, negated per row swap. */
+xf_status xf_ref_det(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0];
+    int rank = x->shape.ndim;
+    if (rank < 2 || x->shape.dims[rank - 1] != x->shape.dims[rank - 2])
+        return xf_rt_bad_node(err, n, "input is not square matrices");
+    int64_t m = x->shape.dims[rank - 1], count = xf_rt_numel(&out[0]);
+    double *a = malloc(sizeof *a * (size_t)(m * m > 0 ? m * m : 1));
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t b = 0; b < count; b++) {
+        for (int64_t i = 0; i < m * m; i++)
+            a[i] = xf_rt_load_f64(x->dtype, x->data, b * m * m + i);
+        double det = 1;
+        for (int64_t k = 0; k < m && det != 0; k++) {
+            int64_t p = k;
+            for (int64_t i = k + 1; i < m; i++)
+                if (fabs(a[i * m + k]) > fabs(a[p * m + k]))
+                    p = i;
+            if (a[p * m + k] == 0) {
+                det = 0;
+                break;
+            }
+            if (p != k) {
+                for (int64_t j = 0; j < m; j++) {
+                    double t = a[k * m + j];
+                    a[k * m + j] = a[p * m + j];
+                    a[p * m + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[k * m + k];
+            for (int64_t i = k + 1; i < m; i++) {
+                double f = a[i * m + k] / a[k * m + k];
+                for (int64_t j = k + 1; j < m; j++)
+                    a[i * m + j] -= f * a[k * m + j];
+            }
+        }
+        xf_rt_store_f64(out[0].dtype, out[0].data, b, det);
+    }
+    free(a);
     return XF_OK;
 }

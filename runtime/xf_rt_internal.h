@@ -231,6 +231,7 @@ xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const
 xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
 xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_det(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* recurrent layers: RNN, LSTM and GRU (cpu_ref_rnn.c) */
 xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* normalization and reductions (cpu_ref_norm.c) */

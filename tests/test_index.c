@@ -1,5 +1,5 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
- * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum,
+ * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum, Det,
  * Upsample, Resize, Unique, Scatter):
  * cpu_ref against
  * hand-computed values, their shape rules (with the values they need
@@ -467,6 +467,21 @@ static node_case einsum_case(const char *equation, int n, ...)
     return c;
 }
 
+
+/* Det of a batch of square matrices (a zero first pivot needs a row
+ * swap; a singular matrix gives 0); matrices that are not square fail
+ * inference naming the node. */
+START_TEST(det_values)
+{
+    EXPECT(run1(make_case(XF_OP_DET, 1, F32(DIMS(2, 2), 1, 2, 3, 4))), XF_DT_FLOAT, SCALAR, -2);
+    EXPECT(run1(make_case(XF_OP_DET, 1, F32(DIMS(2, 3, 3), 0, 1, 2, 1, 0, 3, 4, -3, 8, 2, 0, 0, 0, 3, 0, 0, 0, 0.5f))),
+           XF_DT_FLOAT, DIMS(2), -2, 3);
+    double d[] = {1, 2, 2, 4, 5, 0, 0, 7};
+    EXPECT(run1(make_case(XF_OP_DET, 1, mk(XF_DT_DOUBLE, DIMS(2, 1, 2, 2), d))), XF_DT_DOUBLE, DIMS(2, 1), 0, 35);
+    expect_infer_error(make_case(XF_OP_DET, 1, iota_f32(DIMS(2, 3), 0)), "is not square matrices");
+    expect_infer_error(make_case(XF_OP_DET, 1, iota_f32(DIMS(3), 0)), "is not square matrices");
+}
+END_TEST
 /* Transposes, products, sums and traces in explicit and implicit form. */
 START_TEST(einsum_explicit_and_implicit)
 {
@@ -836,7 +851,8 @@ int main(void)
     tcase_add_test(tc, compress_selects);
     tcase_add_test(tc, compress_errors);
     suite_add_tcase(s, tc);
-    tc = tcase_create("einsum");
+    tc = tcase_create("einsum_det");
+    tcase_add_test(tc, det_values);
     tcase_add_test(tc, einsum_explicit_and_implicit);
     tcase_add_test(tc, einsum_diagonals_and_broadcasting);
     tcase_add_test(tc, einsum_errors);
