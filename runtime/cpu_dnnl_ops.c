@@ -281,7 +281,6 @@ static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
     case XF_OP_EXP: return dnnl_eltwise_exp;
     case XF_OP_SQRT: return dnnl_eltwise_sqrt;
     case XF_OP_ELU: *alpha = n->attrs.alpha; return dnnl_eltwise_elu;
-    case XF_OP_SOFTPLUS: return dnnl_eltwise_soft_relu;
     case XF_OP_RECIPROCAL: *alpha = 1.0f; *beta = -1.0f; return dnnl_eltwise_pow;
     case XF_OP_GELU: return n->attrs.gelu_tanh ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
     case XF_OP_MS_GELU: return dnnl_eltwise_gelu_erf;

@@ -127,6 +127,30 @@ START_TEST(log_exact)
 }
 END_TEST
 
+/* Softplus on cpu is cpu_ref's log1p(exp(x)), positive everywhere (oneDNN's
+ * went below 0 for inputs under about -5): equal to cpu_ref on [-96, 32). */
+START_TEST(softplus_positive)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("softplus");
+    int x = add_input(g, SHAPE(4, 7, 61));
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
+    ((float *)t->data)[0] = 64.0f; /* powers of two: the inputs are exact however fused */
+    int k = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    x = out0(g, node(g, XF_OP_MUL, "spread", 2, (int[]){x, k}, 1));
+    xf_tensor *shift = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
+    ((float *)shift->data)[0] = -32.0f;
+    int s = xf_graph_add_initializer(g, NULL, shift);
+    xf_tensor_release(shift);
+    x = out0(g, node(g, XF_OP_ADD, "shift", 2, (int[]){x, s}, 1));
+    xf_bt_finish_single(g, XF_OP_SOFTPLUS, 1, &x);
+    check_graph(g, 17, 0.0, 0.0, "Softplus of values in [-96, 32)");
+    xf_graph_free(g);
+}
+END_TEST
+
 /* Pow by a constant exponent of one element runs as oneDNN's eltwise pow:
  * integer exponents on inputs of both signs (x^3 of GELU's tanh form),
  * others on positive ones; a runtime exponent stays on cpu_ref. */
@@ -766,6 +790,7 @@ int main(void)
     tcase_add_test(ops, eltwise_all);
     tcase_add_test(ops, pow_constant_exponent);
     tcase_add_test(ops, log_exact);
+    tcase_add_test(ops, softplus_positive);
     tcase_add_test(ops, binary_broadcasting);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
