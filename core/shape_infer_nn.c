@@ -224,16 +224,23 @@ xf_status xf_infer_conv_transpose(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* spatial_rank for the pools and MaxUnpool, whose kernel_shape is required. */
+static xf_status pool_rank(const xf_infer_ctx *c, const xf_shape *x, int *nsp)
+{
+    xf_status st = spatial_rank(c, x, nsp);
+    if (st == XF_OK && c->node->attrs.n_spatial == 0)
+        return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape is required");
+    return st;
+}
+
 xf_status xf_infer_pool(xf_infer_ctx *c)
 {
     const xf_attrs *a = &c->node->attrs;
     const xf_shape *x = xf_infer_shape(c, 0);
     int nsp;
-    xf_status st = spatial_rank(c, x, &nsp);
+    xf_status st = pool_rank(c, x, &nsp);
     if (st != XF_OK)
         return st;
-    if (a->n_spatial == 0)
-        return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape is required");
     if (a->storage_order != 0 && a->storage_order != 1)
         return xf_infer_fail(c, XF_ERR_INVALID, "storage_order %d must be 0 or 1", a->storage_order);
     xf_shape out = *x;
@@ -254,11 +261,9 @@ xf_status xf_infer_max_unpool(xf_infer_ctx *c)
     const xf_attrs *a = &c->node->attrs;
     const xf_shape *x = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1);
     int nsp;
-    xf_status st = spatial_rank(c, x, &nsp);
+    xf_status st = pool_rank(c, x, &nsp);
     if (st != XF_OK)
         return st;
-    if (a->n_spatial == 0)
-        return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape is required");
     if (!xf_shape_equal(x, idx))
         return xf_infer_fail(c, XF_ERR_INVALID, "I has shape %s, X %s: they must be equal", xf_infer_text(idx).s,
                              xf_infer_text(x).s);

@@ -255,9 +255,5 @@ int main(void)
     tcase_add_test(tc, pool_unpool_round_trip);
     tcase_add_test(tc, shape_rule_errors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }
