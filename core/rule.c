@@ -370,6 +370,12 @@ xf_status xf_rule_validate(const xf_rule *r, xf_error *err)
     xf_error sub = {0};
     if (xf_graph_validate(p, &sub) != XF_OK || xf_graph_validate(q, &sub) != XF_OK)
         return xf_error_set(err, XF_ERR_INVALID, "rule %s: %s", r->name, sub.msg);
+    /* the specifications (verifier, fingerprints) model MaxPool's Y only */
+    const xf_graph *sides[2] = {p, q};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < sides[s]->n_nodes; i++)
+            if (sides[s]->nodes[i].op == XF_OP_MAX_POOL && sides[s]->nodes[i].n_outputs > 1)
+                return xf_error_set(err, XF_ERR_UNSUPPORTED, "rule %s: a MaxPool with an Indices output", r->name);
     if (r->n_params < 0 || (r->n_params > 0 && !r->param_names))
         return xf_error_set(err, XF_ERR_INVALID, "rule %s: bad parameter list", r->name);
 

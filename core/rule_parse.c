@@ -277,7 +277,9 @@ static xf_status parse_node_line(parser *ps)
     if (n_in < info->min_inputs || n_in > info->max_inputs)
         return perr(ps, "%s takes %d to %d inputs, not %d", info->onnx_name, info->min_inputs, info->max_inputs,
                     n_in);
-    if (info->num_outputs >= 0 && n_out != info->num_outputs)
+    if (info->num_outputs >= 0 && (info->flags & XF_OPF_OPT_OUTS) && (n_out < 1 || n_out > info->num_outputs))
+        return perr(ps, "%s has 1 to %d outputs, not %d", info->onnx_name, info->num_outputs, n_out);
+    if (info->num_outputs >= 0 && !(info->flags & XF_OPF_OPT_OUTS) && n_out != info->num_outputs)
         return perr(ps, "%s has %d outputs, not %d", info->onnx_name, info->num_outputs, n_out);
     int outv[16];
     for (int k = 0; k < n_out; k++) {

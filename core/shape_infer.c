@@ -326,6 +326,11 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_UPSAMPLE:
         st = require_dtype(c, 1, XF_DT_FLOAT);
         break;
+    case XF_OP_MAX_UNPOOL: /* I and output_shape */
+        st = require_dtype(c, 1, XF_DT_INT64);
+        if (st == XF_OK)
+            st = require_dtype(c, 2, XF_DT_INT64);
+        break;
     case XF_OP_ONE_HOT: /* values' type */
         out = input_dtype(c, 2);
         break;
@@ -430,7 +435,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
          * float, the only stash_type import takes. */
         if (n->op == XF_OP_LAYER_NORM && k > 0)
             d = XF_DT_FLOAT;
-        if ((n->op == XF_OP_TOP_K && k == 1) || (n->op == XF_OP_UNIQUE && k > 0))
+        if ((n->op == XF_OP_TOP_K && k == 1) || (n->op == XF_OP_UNIQUE && k > 0) ||
+            (n->op == XF_OP_MAX_POOL && k == 1))
             d = XF_DT_INT64;
         if (n->op == XF_OP_DYNAMIC_QUANTIZE_LINEAR && k == 1)
             d = XF_DT_FLOAT;
@@ -659,6 +665,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_AVERAGE_POOL xf_infer_pool
 #define XF_RULE_GLOBAL_AVERAGE_POOL xf_infer_global_pool
 #define XF_RULE_GLOBAL_MAX_POOL xf_infer_global_pool
+#define XF_RULE_MAX_UNPOOL xf_infer_max_unpool
 #define XF_RULE_BATCH_NORM xf_infer_batch_norm
 #define XF_RULE_LAYER_NORM xf_infer_layer_norm
 #define XF_RULE_SOFTMAX xf_infer_softmax

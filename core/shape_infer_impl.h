@@ -122,6 +122,7 @@ xf_status xf_infer_conv_operands(xf_infer_ctx *c, int xi, int wi, int bi);
 xf_status xf_infer_conv_transpose(xf_infer_ctx *c);
 xf_status xf_infer_pool(xf_infer_ctx *c);
 xf_status xf_infer_global_pool(xf_infer_ctx *c);
+xf_status xf_infer_max_unpool(xf_infer_ctx *c);
 xf_status xf_infer_batch_norm(xf_infer_ctx *c);
 xf_status xf_infer_layer_norm(xf_infer_ctx *c);
 xf_status xf_infer_softmax(xf_infer_ctx *c);

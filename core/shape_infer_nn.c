@@ -224,23 +224,80 @@ xf_status xf_infer_conv_transpose(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* spatial_rank for the pools and MaxUnpool, whose kernel_shape is required. */
+static xf_status pool_rank(const xf_infer_ctx *c, const xf_shape *x, int *nsp)
+{
+    xf_status st = spatial_rank(c, x, nsp);
+    if (st == XF_OK && c->node->attrs.n_spatial == 0)
+        return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape is required");
+    return st;
+}
+
 xf_status xf_infer_pool(xf_infer_ctx *c)
 {
     const xf_attrs *a = &c->node->attrs;
     const xf_shape *x = xf_infer_shape(c, 0);
     int nsp;
-    xf_status st = spatial_rank(c, x, &nsp);
+    xf_status st = pool_rank(c, x, &nsp);
     if (st != XF_OK)
         return st;
-    if (a->n_spatial == 0)
-        return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape is required");
+    if (a->storage_order != 0 && a->storage_order != 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "storage_order %d must be 0 or 1", a->storage_order);
     xf_shape out = *x;
     for (int i = 0; i < nsp && st == XF_OK; i++)
         st = window_length(c, i, nsp, x->dims[2 + i], a->kernel[i], a->ceil_mode != 0,
                            &out.dims[2 + i]);
-    if (st == XF_OK)
+    if (st == XF_OK) {
         xf_infer_set(c, 0, &out);
+        xf_infer_set(c, 1, &out); /* MaxPool's Indices */
+    }
     return st;
+}
+
+/* MaxUnpool: output_shape's value when given, else per spatial axis
+ * (in - 1) * stride + kernel - pad_begin - pad_end.  I has X's shape. */
+xf_status xf_infer_max_unpool(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *x = xf_infer_shape(c, 0), *idx = xf_infer_shape(c, 1);
+    int nsp;
+    xf_status st = pool_rank(c, x, &nsp);
+    if (st != XF_OK)
+        return st;
+    if (!xf_shape_equal(x, idx))
+        return xf_infer_fail(c, XF_ERR_INVALID, "I has shape %s, X %s: they must be equal", xf_infer_text(idx).s,
+                             xf_infer_text(x).s);
+    xf_shape out = *x;
+    for (int i = 0; i < nsp; i++) {
+        int64_t k = a->kernel[i], s = a->strides[i], pb = a->pads[i], pe = a->pads[nsp + i];
+        if (k < 1 || k > WINDOW_LIMIT || s < 1 || s > WINDOW_LIMIT || pb < 0 || pe < 0 || pb > WINDOW_LIMIT ||
+            pe > WINDOW_LIMIT)
+            return xf_infer_fail(c, XF_ERR_INVALID,
+                                 "spatial axis %d: kernel %" PRId64 " and stride %" PRId64
+                                 " must be positive, pads %" PRId64 " and %" PRId64 " not negative",
+                                 i, k, s, pb, pe);
+        out.dims[2 + i] = x->dims[2 + i] > 0 ? (x->dims[2 + i] - 1) * s + k - pb - pe : 0;
+        if (out.dims[2 + i] < 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "spatial axis %d: pads %" PRId64 " and %" PRId64
+                                 " leave a negative output size", i, pb, pe);
+    }
+    if (!xf_infer_has(c, 2)) {
+        xf_infer_set(c, 0, &out);
+        return XF_OK;
+    }
+    int n;
+    st = xf_infer_read_ints(c, 2, "output_shape", out.dims, XF_MAX_DIMS, &n);
+    if (st != XF_OK || n < 0)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (n != x->ndim)
+        return xf_infer_fail(c, XF_ERR_INVALID, "output_shape %s has %d entries; X has rank %d",
+                             xf_infer_ints_text(out.dims, n).s, n, x->ndim);
+    for (int d = 0; d < n; d++)
+        if (out.dims[d] < 0)
+            return xf_infer_fail(c, XF_ERR_INVALID, "output_shape %s has a negative dimension",
+                                 xf_infer_ints_text(out.dims, n).s);
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
 }
 
 xf_status xf_infer_global_pool(xf_infer_ctx *c)

@@ -328,6 +328,7 @@ typedef struct xf_attrs {
     int64_t group;                     /* default 1; GroupNormalization's num_groups (required) */
     xf_auto_pad auto_pad;
     int ceil_mode, count_include_pad;
+    int storage_order;                 /* MaxPool's Indices: 1 = spatial axes column-major (last one slowest) */
     xf_activation activation; /* fused activation after a Conv (xflow-internal) */
     /* ConvTranspose (0 for every other op): output_padding, and the
      * spatial extents of output_shape when has_output_shape (which then

@@ -130,6 +130,8 @@ static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
     if ((n->op == XF_OP_AVERAGE_POOL || n->op == XF_OP_MS_QLINEAR_AVERAGE_POOL) &&
         a->count_include_pad != d->count_include_pad)
         add_int(w, "count_include_pad", a->count_include_pad);
+    if (n->op == XF_OP_MAX_POOL && a->storage_order != d->storage_order)
+        add_int(w, "storage_order", a->storage_order);
 }
 
 /* RNN, LSTM and GRU; activation_alpha (beta) lists the values of the functions
@@ -473,6 +475,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
+    case XF_OP_MAX_UNPOOL:
     case XF_OP_MS_FUSED_CONV:
         write_spatial(&w, n, &d);
         write_ms_act(&w, n);

@@ -9,7 +9,8 @@
  *   ConvInteger, QLinearConv  as Conv
  *   ConvTranspose   as Conv; output_padding  output_shape (its spatial extents:
  *                   has_output_shape)
- *   MaxPool         as Conv without group; ceil_mode; storage_order (0 only)
+ *   MaxPool         as Conv without group; ceil_mode; storage_order (0 or 1)
+ *   MaxUnpool       kernel_shape strides pads (as Conv's)
  *   AveragePool     as Conv without group; ceil_mode; count_include_pad
  *   Gemm            alpha beta transA->trans_a transB->trans_b
  *   LeakyRelu, Elu, ThresholdedRelu, Celu  alpha;  HardSigmoid alpha beta
@@ -327,7 +328,8 @@ static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__Attr
     if (op == XF_OP_MS_QLINEAR_AVERAGE_POOL && strcmp(name, "channels_last") == 0)
         return read_fixed(r, at, 0);
     if (op == XF_OP_MAX_POOL && strcmp(name, "storage_order") == 0)
-        return read_fixed(r, at, 0);
+        return read_int32(r, at, &a->storage_order) &&
+               ((unsigned)a->storage_order <= 1 || refuse(r, "storage_order other than 0 and 1", NULL));
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
@@ -546,6 +548,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
         return take_spatial(r, op, name, at);
+    case XF_OP_MAX_UNPOOL:
+        if (A("kernel_shape") || A("strides") || A("pads"))
+            return take_spatial(r, op, name, at);
+        break;
     case XF_OP_GEMM:
         if (A("alpha"))
             return read_float(r, at, &a->alpha);
@@ -855,6 +861,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
+    case XF_OP_MAX_UNPOOL:
     case XF_OP_MS_QLINEAR_AVERAGE_POOL: {
         int n = -1;
         int lens[6] = {r->n_kernel,       r->n_strides,       r->n_pads < 0 ? -1 : r->n_pads / 2,

@@ -424,6 +424,8 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
     for (int k = 0; k < n_out && !why && !optional_outs; k++)
         if (outs[k] < 0)
             why = "an omitted output in the middle";
+    if (!why && kind == XF_OP_MAX_POOL && outs[0] < 0)
+        why = "Indices without Y";
     if (why) {
         xf_log(XF_LOG_INFO, "%s stays opaque: %s", label, why);
         return XF_OK;

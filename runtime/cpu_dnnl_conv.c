@@ -453,6 +453,8 @@ static dnnl_data_type_t pool_int8_type(const xf_graph *g, const xf_node *n)
 
 static bool pool_handles(const xf_graph *g, const xf_node *n)
 {
+    if (n->n_outputs != 1) /* MaxPool's Indices: oneDNN's workspace is not them; cpu_ref gives them */
+        return false;
     if (!(pool_int8_type(g, n) != dnnl_data_type_undef ? window_ranks_ok(g, n) : window_shapes_ok(g, n)))
         return false;
     const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;

@@ -157,6 +157,7 @@ typedef struct ref_entry {
 #define XF_REF_AVERAGE_POOL {xf_ref_pool, FLT, 0, 0}
 #define XF_REF_GLOBAL_AVERAGE_POOL {xf_ref_global_pool, FLT, 0, 0}
 #define XF_REF_GLOBAL_MAX_POOL {xf_ref_global_pool, FLT, 0, 0}
+#define XF_REF_MAX_UNPOOL {xf_ref_max_unpool, NUM, I64, 0}
 #define XF_REF_BATCH_NORM {xf_ref_batch_norm, FLT, FLT, 0}
 #define XF_REF_LAYER_NORM {xf_ref_layer_norm, FLT, FLT, 0}
 #define XF_REF_SOFTMAX {xf_ref_softmax, FLT, 0, 0}

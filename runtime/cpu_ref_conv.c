@@ -1,11 +1,12 @@
 /* cpu_ref sliding-window kernels: Conv, ConvTranspose, the integer
- * convolutions (ConvInteger, QLinearConv) and the pools, for 1 to 3
+ * convolutions (ConvInteger, QLinearConv), the pools and MaxUnpool, for 1 to 3
  * spatial dimensions.  Fewer spatial dimensions are run as 3 with the missing ones
  * of size 1, so there is one loop nest per op. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 xf_status xf_rt_window_setup(const xf_node *n, const xf_shape *x, const xf_shape *y, const int64_t *kernel,
                              xf_rt_window *w, xf_error *err)
@@ -324,21 +325,39 @@ xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, cons
     return XF_OK;
 }
 
+/* The index MaxPool's Indices give input position pos of plane p: into
+ * the whole input, its spatial axes row-major, or with storage_order 1
+ * column-major (the first spatial axis fastest). */
+static int64_t pool_index(const xf_rt_window *w, int storage_order, int64_t p, const int64_t *pos)
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2];
+    if (storage_order)
+        return p * in_sp + (pos[2] * w->in[1] + pos[1]) * w->in[0] + pos[0];
+    return p * in_sp + (pos[0] * w->in[1] + pos[1]) * w->in[2] + pos[2];
+}
+
 /* MaxPool and AveragePool over any numeric dtype.  Taps outside the input
  * never contribute a value; AveragePool divides by the taps inside the
  * input, or with count_include_pad by those inside the explicitly padded
- * input (the extra room ceil_mode adds at the end is not padding). */
+ * input (the extra room ceil_mode adds at the end is not padding).
+ * MaxPool's Indices (a second output) name the first tap in scan order
+ * holding the maximum, as ONNX's reference does; a window whose taps
+ * never beat -inf names its first tap inside the input, one with none
+ * inside the input gets -1. */
 xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                       xf_error *err)
 {
     const xf_tensor_view *x = &in[0], *y = &out[0];
+    bool is_max = n->op == XF_OP_MAX_POOL;
+    const xf_tensor_view *ind = is_max && n->n_outputs > 1 && xf_rt_present(&out[1]) ? &out[1] : NULL;
     if (x->shape.ndim < 3 || y->shape.dims[0] != x->shape.dims[0] || y->shape.dims[1] != x->shape.dims[1])
         return xf_rt_bad_node(err, n, "input and output batch/channels differ");
+    if (ind && (ind->dtype != XF_DT_INT64 || !xf_shape_equal(&ind->shape, &y->shape)))
+        return xf_rt_bad_node(err, n, "Indices must be int64 of Y's shape");
     xf_rt_window w;
     xf_status st = xf_rt_window_setup(n, &x->shape, &y->shape, n->attrs.kernel, &w, err);
     if (st != XF_OK)
         return st;
-    bool is_max = n->op == XF_OP_MAX_POOL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
     int64_t in_sp = w.in[0] * w.in[1] * w.in[2];
     int64_t oi = 0;
@@ -348,7 +367,7 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
                 for (int64_t o2 = 0; o2 < w.out[2]; o2++, oi++) {
                     int64_t o[3] = {o0, o1, o2};
                     double acc = is_max ? -INFINITY : 0.0;
-                    int64_t inside = 0, padded = 0;
+                    int64_t inside = 0, padded = 0, best = -1;
                     for (int64_t k0 = 0; k0 < w.k[0]; k0++)
                         for (int64_t k1 = 0; k1 < w.k[1]; k1++)
                             for (int64_t k2 = 0; k2 < w.k[2]; k2++) {
@@ -365,6 +384,8 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
                                 inside++;
                                 double v = xf_rt_load_f64(x->dtype, x->data,
                                                           p * in_sp + (pos[0] * w.in[1] + pos[1]) * w.in[2] + pos[2]);
+                                if (ind && (best < 0 || v > acc))
+                                    best = pool_index(&w, n->attrs.storage_order, p, pos);
                                 if (is_max)
                                     acc = v > acc ? v : acc;
                                 else
@@ -373,7 +394,33 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
                     if (!is_max)
                         acc /= (double)(n->attrs.count_include_pad ? padded : inside);
                     xf_rt_store_f64(y->dtype, y->data, oi, acc);
+                    if (ind)
+                        xf_rt_store_i64(ind->dtype, ind->data, oi, best);
                 }
+    return XF_OK;
+}
+
+/* MaxUnpool: Y is zeros but for X's elements, each at the place its index
+ * in I names in the whole of Y (as ONNX Runtime and PyTorch place them:
+ * MaxPool's Indices of an input of Y's shape put each maximum back where
+ * it was); of two elements with one index the later one stays. */
+xf_status xf_ref_max_unpool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                            xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *ind = &in[1], *y = &out[0];
+    if (ind->dtype != XF_DT_INT64 || !xf_shape_equal(&ind->shape, &x->shape) || y->dtype != x->dtype)
+        return xf_rt_bad_node(err, n, "I must be int64 of X's shape, and Y of X's type");
+    int64_t count = xf_rt_numel(x), total = xf_rt_numel(y);
+    size_t size = xf_dtype_size(x->dtype);
+    if (total > 0)
+        memset(y->data, 0, xf_rt_bytes(y));
+    for (int64_t i = 0; i < count; i++) {
+        int64_t at = xf_rt_load_i64(ind->dtype, ind->data, i);
+        if (at < 0 || at >= total)
+            return xf_rt_bad_node(err, n, "index %lld (element %lld of I) is outside the output's %lld elements",
+                                  (long long)at, (long long)i, (long long)total);
+        memcpy((char *)y->data + (size_t)at * size, (const char *)x->data + (size_t)i * size, size);
+    }
     return XF_OK;
 }
 

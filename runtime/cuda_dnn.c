@@ -338,6 +338,8 @@ const xf_cu_handler xf_cu_conv_handler = {conv_accepts, conv_prepare, conv_run};
  * pads symmetrically itself. */
 static bool pool_accepts(const xf_graph *g, const xf_node *n, WHY)
 {
+    if (n->n_outputs != 1)
+        return xf_cu_refuse(why, why_len, "with an Indices output (cuDNN's pooling gives none)");
     if (!xf_cu_all_f32(g, n, why, why_len))
         return false;
     const xf_attrs *a = &n->attrs;

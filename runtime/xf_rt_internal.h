@@ -185,6 +185,7 @@ xf_status xf_rt_window_setup(const xf_node *n, const xf_shape *x, const xf_shape
                              xf_rt_window *w, xf_error *err);
 xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_max_unpool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* matrix products (cpu_ref_linalg.c) */
 xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* A MatMul's geometry, checked (numpy rules: 1-D operands as a row or a

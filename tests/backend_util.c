@@ -200,6 +200,33 @@ void xf_bt_pool_random(xf_bt_check_fn check, const xf_bt_pool_forms *forms)
     }
 }
 
+xf_graph *xf_bt_pool_indices_graph(int storage_order)
+{
+    xf_graph *g = xf_graph_create("unpool");
+    int x = add_input(g, SHAPE(2, 16, 9, 7));
+    int with = node(g, XF_OP_MAX_POOL, "with_indices", 1, &x, 2);
+    int plain = node(g, XF_OP_MAX_POOL, "plain", 1, &x, 1);
+    int u = NODE(g, XF_OP_MAX_UNPOOL, out0(g, with), g->nodes[with].outputs[1], CONST_I64(g, 2, 16, 9, 7));
+    for (int n = with; n <= u; n++)
+        xf_bt_set_window(attrs(g, n), 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 0}, (int64_t[]){1, 1},
+                         (int64_t[]){1, 1});
+    attrs(g, with)->storage_order = storage_order;
+    xf_graph_add_output(g, out0(g, with));
+    xf_graph_add_output(g, g->nodes[with].outputs[1]);
+    xf_graph_add_output(g, out0(g, plain));
+    xf_graph_add_output(g, out0(g, u));
+    return g;
+}
+
+void xf_bt_pool_indices(xf_bt_check_fn check)
+{
+    for (int order = 0; order < 2; order++) {
+        xf_graph *g = xf_bt_pool_indices_graph(order);
+        check(g, 12, 0, 0, order ? "MaxPool with column-major Indices, MaxUnpool" : "MaxPool with Indices, MaxUnpool");
+        xf_graph_free(g);
+    }
+}
+
 void xf_bt_matmul_random(xf_bt_check_fn check, int n_forms, int64_t min_batch)
 {
     /* (a rank, b rank, a batch broadcast, b batch broadcast); form 8 mixes

@@ -54,6 +54,13 @@ typedef struct {
 } xf_bt_pool_forms;
 void xf_bt_pool_random(xf_bt_check_fn check, const xf_bt_pool_forms *forms);
 
+/* MaxPool with its Indices output (storage_order as given) and a
+ * one-output MaxPool of one input, and MaxUnpool of the first one's
+ * outputs (output_shape the input's); all four results are graph outputs. */
+xf_graph *xf_bt_pool_indices_graph(int storage_order);
+/* That graph in both storage orders, exactly as cpu_ref computes it. */
+void xf_bt_pool_indices(xf_bt_check_fn check);
+
 /* Two random MatMul cases for each of the first n_forms operand forms (at
  * most 10): ranks 1 to 4, batch dimensions (2..3, then min_batch..4)
  * broadcast against 1s, b a constant or a graph input. */

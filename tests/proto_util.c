@@ -309,7 +309,8 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
 #define ARR(f, n) ((n) <= 0 || memcmp(a->f, b->f, sizeof a->f[0] * (size_t)(n)) == 0)
     return EQ(n_spatial) && ARR(kernel, XF_MAX_SPATIAL) && ARR(strides, XF_MAX_SPATIAL) &&
            ARR(pads, 2 * XF_MAX_SPATIAL) && ARR(dilations, XF_MAX_SPATIAL) && EQ(group) && EQ(auto_pad) &&
-           EQ(ceil_mode) && EQ(count_include_pad) && EQ(activation) && ARR(output_padding, XF_MAX_SPATIAL) &&
+           EQ(ceil_mode) && EQ(count_include_pad) && EQ(storage_order) && EQ(activation) &&
+           ARR(output_padding, XF_MAX_SPATIAL) &&
            ARR(output_shape, XF_MAX_SPATIAL) && EQ(has_output_shape) && EQ(axis) && EQ(n_axes) &&
            ARR(axes, a->n_axes) && EQ(has_axes) && EQ(n_perm) && ARR(perm, a->n_perm) && EQ(keepdims) &&
            EQ(noop_with_empty_axes) && EQ(num_outputs) && EQ(n_split) && ARR(split, a->n_split) &&

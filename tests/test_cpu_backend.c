@@ -73,6 +73,17 @@ START_TEST(pool_random)
 }
 END_TEST
 
+/* MaxPool with its Indices output (which oneDNN's pooling does not give)
+ * runs on cpu_ref's kernel, next to a one-output MaxPool on oneDNN, and
+ * MaxUnpool of its outputs likewise: every output as cpu_ref has it. */
+START_TEST(pool_indices_and_unpool)
+{
+    if (!have_cpu())
+        return;
+    xf_bt_pool_indices(check_graph);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- matrix products */
 
 START_TEST(matmul_random)
@@ -785,6 +796,7 @@ int main(void)
     tcase_add_test(ops, conv_random);
     tcase_add_test(ops, conv_runtime_weights);
     tcase_add_test(ops, pool_random);
+    tcase_add_test(ops, pool_indices_and_unpool);
     tcase_add_test(ops, matmul_random);
     tcase_add_test(ops, gemm_forms);
     tcase_add_test(ops, eltwise_all);

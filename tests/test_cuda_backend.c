@@ -159,6 +159,27 @@ START_TEST(zoo_ops_supported)
 }
 END_TEST
 
+/* MaxPool with its Indices output (which cuDNN's pooling does not give)
+ * and MaxUnpool run through cpu_ref on host copies: the support check
+ * takes them, before any device is needed; with a GPU every output is
+ * cpu_ref's. */
+START_TEST(pool_indices_host_fallback)
+{
+    if (!xf_backend_find("cuda"))
+        return;
+    if (have_gpu()) {
+        xf_bt_pool_indices(check_graph);
+        return;
+    }
+    xf_graph *g = xf_bt_pool_indices_graph(0);
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_session_create(g, 12, "cuda", NULL, &s, &err), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(!strncmp(err.msg, "no CUDA device: ", 16), "message: %s", err.msg);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* xflow-run: one clear line and a non-zero exit without a GPU, the outputs
  * with one. */
 START_TEST(no_device_tool)
@@ -689,6 +710,7 @@ int main(int argc, char **argv)
         tcase_add_test(basic, no_device_session);
         tcase_add_test(basic, no_device_tool);
         tcase_add_test(basic, refused_by_name);
+        tcase_add_test(basic, pool_indices_host_fallback);
         tcase_add_loop_test(basic, zoo_ops_supported, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
         suite_add_tcase(s, basic);
         return xf_test_run_suite(s);

@@ -1,7 +1,8 @@
 /* Optimizer: matching and rewriting.  Every rule family is applied to a
  * small graph and the result checked numerically against the original on
- * cpu_ref; the external-use rule, attribute generalization, constraints and
- * opaque nodes are checked on graphs built for them. */
+ * cpu_ref; the external-use rule, attribute generalization, constraints,
+ * opaque nodes and MaxPool's two-output form are checked on graphs built
+ * for them. */
 #include "opt_builders.h"
 #include "xf_test_util.h"
 
@@ -650,6 +651,80 @@ START_TEST(rule_constants_sized_by_match)
 }
 END_TEST
 
+/* Relu then MaxPool (3x3, stride 1, pads 1) becomes MaxPool then Relu. */
+static const char relu_pool_text[] =
+    "xflow-library 1\ngenerator test\nop-set Relu,MaxPool\nmax-ops 2\nseed 1\nopset 17\nrules 1\n"
+    "rule relu_pool\nproved yes\ninput x FLOAT 2x2x4x4\npattern\n  %0 = Relu(x)\n"
+    "  %1 = MaxPool(%0) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n  output %1\nreplacement\n"
+    "  %0 = MaxPool(x) kernel=3,3 strides=1,1 pads=1,1,1,1 dilations=1,1\n  %1 = Relu(%0)\n  output %1\nend\n";
+
+static void pool_window(xf_attrs *a)
+{
+    a->n_spatial = 2;
+    a->kernel[0] = a->kernel[1] = 3;
+    a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
+}
+
+/* x -> Relu -> MaxPool -> output; with indices, the MaxPool's Indices
+ * feed a MaxUnpool whose output is a graph output too. */
+static xf_graph *relu_pool_graph(bool indices)
+{
+    xf_graph *g = xf_graph_create("g");
+    int r = NODE(g, XF_OP_RELU, input(g, "x", XF_DT_FLOAT, SHAPE(1, 3, 6, 6)));
+    int p = node(g, XF_OP_MAX_POOL, "pool", 1, (int[]){out0(g, r)}, indices ? 2 : 1);
+    pool_window(attrs(g, p));
+    xf_graph_add_output(g, out0(g, p));
+    if (indices) {
+        int u = NODE(g, XF_OP_MAX_UNPOOL, out0(g, p), g->nodes[p].outputs[1]);
+        pool_window(attrs(g, u));
+        xf_graph_add_output(g, out0(g, u));
+    }
+    infer_ok(g, OPSET);
+    return g;
+}
+
+/* Rules describe the one-output MaxPool: one with its Indices output
+ * matches no rule written for it, the search leaves it as it is (both
+ * outputs, reading the Relu), and a rule holding one does not load. */
+START_TEST(pool_with_indices_stays)
+{
+    xf_library *lib = xf_test_library(relu_pool_text);
+    xf_rule_set *rs = rule_set_of(lib->rules, lib->n_rules);
+    xf_graph *plain = relu_pool_graph(false), *g = relu_pool_graph(true);
+    ck_assert_int_eq(matches_of(rs, -1, plain).n, 1);
+    ck_assert_int_eq(matches_of(rs, -1, g).n, 0);
+    xf_error e = {0};
+    xf_cost_model *cm = NULL;
+    ck_assert_msg(xf_cost_model_create("analytic:cpu", NULL, &cm, &e) == XF_OK, "%s", e.msg);
+    xf_search_options o;
+    xf_search_options_default(&o);
+    o.opset = OPSET;
+    xf_search_result res = {0};
+    ck_assert_msg(xf_search(g, rs, cm, &o, &res, &e) == XF_OK, "%s", e.msg);
+    const xf_graph *b = res.best;
+    ck_assert_int_eq(count_op(b, XF_OP_MAX_POOL), 1);
+    int pi = 0;
+    while (b->nodes[pi].op != XF_OP_MAX_POOL)
+        pi++;
+    const xf_node *pool = &b->nodes[pi];
+    ck_assert(pool->n_outputs == 2 && pool->outputs[1] >= 0 && b->values[pool->outputs[1]].dtype == XF_DT_INT64);
+    ck_assert_int_eq(b->nodes[b->values[pool->inputs[0]].producer].op, XF_OP_RELU);
+    expect_same_function(g, b);
+    xf_search_result_free(&res);
+    xf_cost_model_free(cm);
+    xf_graph_free(g);
+    xf_graph_free(plain);
+    xf_rule_set_free(rs);
+    xf_library_free(lib);
+    char bad[sizeof relu_pool_text + 8];
+    const char *at = strstr(relu_pool_text, "  %1 = MaxPool");
+    snprintf(bad, sizeof bad, "%.*s  %%1, %%2%s", (int)(at - relu_pool_text), relu_pool_text, at + 4);
+    xf_library *refused = NULL;
+    ck_assert_int_ne(xf_library_parse(bad, strlen(bad), "bad", &refused, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "a MaxPool with an Indices output"), "%s", e.msg);
+}
+END_TEST
+
 static Suite *optimizer_suite(void)
 {
     Suite *s = suite_create("optimizer");
@@ -667,6 +742,7 @@ static Suite *optimizer_suite(void)
     tcase_add_test(m, attributes_and_constraints);
     tcase_add_test(m, opaque_nodes_stay_outside);
     tcase_add_test(m, invalid_rules_are_skipped);
+    tcase_add_test(m, pool_with_indices_stays);
     suite_add_tcase(s, m);
     return s;
 }

@@ -271,7 +271,7 @@ START_TEST(test_known_op_with_unmodelled_attribute_stays_opaque)
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
     Onnx__NodeProto *pool = mk_node("MaxPool", "p", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
     attr_ints(pool, "kernel_shape", 2, k);
-    attr_int(pool, "storage_order", 1);
+    attr_int(pool, "storage_order", 2);
     PUSH(g->n_node, g->node, pool);
     Onnx__NodeProto *sm = mk_node("Softmax", "s", (const char *[]){"y", NULL}, (const char *[]){"z", NULL});
     attr_string(sm, "flavour", "unknown");

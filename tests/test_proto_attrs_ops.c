@@ -1,8 +1,9 @@
 /* ONNX import/export of the attributes of the elementwise ops of
  * test_elementwise, the reductions and normalizations of test_reduce_norm,
  * ConvTranspose, RNN and the integer quantized ops of test_convq, and the
- * movement and indexing ops of test_index: what import keeps, what leaves a
- * node opaque, and that export gives back the same attributes. */
+ * movement and indexing ops of test_index, MaxPool's Indices and MaxUnpool
+ * of test_unpool: what import keeps, what leaves a node opaque, and that
+ * export gives back the same attributes. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -816,6 +817,63 @@ START_TEST(test_unique_scatter_attributes)
 }
 END_TEST
 
+/* MaxPool keeps storage_order and its Indices output (int64, of Y's
+ * shape); one with Indices but no Y, or a storage_order other than 0 and
+ * 1, stays opaque.  MaxUnpool keeps kernel_shape, strides and pads (its
+ * output_shape is an input); without kernel_shape, or with an attribute
+ * it does not have, it stays opaque.  Export writes back what it read. */
+START_TEST(test_pool_indices_unpool_attributes)
+{
+    static const int64_t d[] = {1, 2, 5, 5}, k[] = {2, 2}, s[] = {2, 2}, p[] = {0, 1, 0, 1}, dil[] = {1, 1};
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, d, NULL));
+        Onnx__NodeProto *n = mk_node("MaxPool", "n", (const char *[]){"x", NULL},
+                                     (const char *[]){form == 1 ? "" : "y", "i", NULL});
+        attr_ints(n, "kernel_shape", 2, k);
+        attr_ints(n, "strides", 2, s);
+        attr_int(n, "storage_order", form == 2 ? 2 : 1);
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("i", XF_DT_INT64, -1, NULL, NULL));
+        xf_model *m;
+        const xf_node *x = load_one(g, 12, XF_OP_MAX_POOL, &m);
+        ck_assert_int_eq(x != NULL, form == 0);
+        if (x) {
+            const xf_value *iv = &m->graph->values[x->outputs[1]];
+            ck_assert(x->n_outputs == 2 && x->attrs.storage_order == 1 && iv->dtype == XF_DT_INT64);
+            ck_assert(iv->shape.ndim == 4 && iv->shape.dims[1] == 2 && iv->shape.dims[2] == 2 && iv->shape.dims[3] == 2);
+            uint8_t *buf;
+            Onnx__ModelProto *mp = exported(m, &buf);
+            ck_assert(has_attr(mp->graph->node[0], "storage_order") && mp->graph->node[0]->n_output == 2);
+            onnx__model_proto__free_unpacked(mp, NULL);
+            free(buf);
+        }
+        xf_model_free(m);
+    }
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g;
+        Onnx__NodeProto *n = one_node(&g, "MaxUnpool", 4, d, (const char *[]){"i", NULL});
+        PUSH(g->n_input, g->input, mk_vi("i", XF_DT_INT64, 4, d, NULL));
+        if (form != 1)
+            attr_ints(n, "kernel_shape", 2, k);
+        attr_ints(n, "strides", 2, s);
+        attr_ints(n, "pads", 4, p);
+        if (form == 2)
+            attr_ints(n, "dilations", 2, dil);
+        xf_model *m;
+        const xf_node *x = load_one(g, 11, XF_OP_MAX_UNPOOL, &m);
+        ck_assert_int_eq(x != NULL, form == 0);
+        if (x) {
+            ck_assert(x->attrs.n_spatial == 2 && x->attrs.kernel[1] == 2 && x->attrs.strides[0] == 2);
+            ck_assert(x->attrs.pads[1] == 1 && x->attrs.pads[3] == 1 && x->attrs.pads[0] == 0);
+            const xf_shape *ys = &m->graph->values[x->outputs[0]].shape; /* (5 - 1) * 2 + 2 - pads */
+            ck_assert(ys->ndim == 4 && ys->dims[2] == 10 && ys->dims[3] == 8);
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs_ops");
@@ -835,6 +893,7 @@ int main(void)
     tcase_add_test(tc, test_upsample_forms);
     tcase_add_test(tc, test_resize_forms_io);
     tcase_add_test(tc, test_unique_scatter_attributes);
+    tcase_add_test(tc, test_pool_indices_unpool_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
