@@ -6,6 +6,7 @@
  * an IoU on the threshold decides the same way; max and min are Python's
  * (the first operand unless the second is strictly beyond it). */
 #include "shape_infer_impl.h"
+#include "xf_op_plans.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -2,6 +2,7 @@
  * once, in core, for shape inference and for cpu_ref's kernel alike (see
  * xf_einsum_plan in xf_core.h). */
 #include "shape_infer_impl.h"
+#include "xf_op_plans.h"
 
 #include <inttypes.h>
 #include <stdio.h>

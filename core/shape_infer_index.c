@@ -2,6 +2,7 @@
  * DepthToSpace, SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress
  * and Unique, with Unique's grouping (see shape_infer.c for the driver). */
 #include "shape_infer_impl.h"
+#include "xf_op_plans.h"
 
 #include <inttypes.h>
 #include <math.h>

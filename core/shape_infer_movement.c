@@ -2,6 +2,7 @@
  * reshape and its kin, gathers and scatters, TopK, resize, slice and pad (see
  * shape_infer.c for the driver and the rest). */
 #include "shape_infer_impl.h"
+#include "xf_op_plans.h"
 
 #include <inttypes.h>
 #include <math.h>

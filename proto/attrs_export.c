@@ -4,6 +4,7 @@
  * something the block records (the rank of a Conv's lists, whether Clip or
  * Slice used attributes), so that import gives back the same block. */
 #include "proto_internal.h"
+#include "xf_op_plans.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,6 +6,7 @@
  * of two floats computed in double and rounded to float is the float
  * operation's result), on double tensors nothing rounds; 16-bit floats are
  * widened to float (cpu_ref.c). */
+#include "xf_op_plans.h"
 #include "xf_rt_internal.h"
 
 #include <math.h>

@@ -2,6 +2,7 @@
  * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress and Unique.  Like
  * cpu_ref_movement.c they move raw elements of any fixed size, so one
  * piece of code serves every dtype. */
+#include "xf_op_plans.h"
 #include "xf_rt_internal.h"
 
 #include <math.h>

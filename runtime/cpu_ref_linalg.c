@@ -1,6 +1,7 @@
 /* cpu_ref matrix products: MatMul (numpy matmul: batched, broadcasting,
  * 1-D operands) and Gemm, float32 accumulated in double; Einsum over every
  * numeric type; Det. */
+#include "xf_op_plans.h"
 #include "xf_rt_internal.h"
 
 #include <math.h>

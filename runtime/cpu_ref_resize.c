@@ -1,4 +1,5 @@
 /* cpu_ref's Resize and Upsample. */
+#include "xf_op_plans.h"
 #include "xf_rt_internal.h"
 
 #include <math.h>

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "proto_util.h"
+#include "xf_op_plans.h"
 #include "xf_test_util.h"
 
 /* The elementwise ops' attributes: IsInf's detect_*, ThresholdedRelu's
