@@ -202,6 +202,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)a->roi_sampling_ratio);
         put_float(h, a->roi_spatial_scale);
     }
+    if (a->grid_mode || a->grid_padding || a->grid_align_corners) /* GridSample's (all 0 for other ops) */
+        put(h, (uint64_t)(a->grid_mode | a->grid_padding << 4 | a->grid_align_corners << 8) << 16 | 0x65);
     if (a->center_point_box)
         put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
     /* IsInf's, Gelu's, BitShift's and PRelu's flags (all 0 for other ops) */

@@ -350,6 +350,11 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         if (st == XF_OK)
             st = require_dtype(c, 2, XF_DT_INT64);
         break;
+    case XF_OP_GRID_SAMPLE: /* Y is X's type, whatever the grid's */
+        if (input_dtype(c, 1) != XF_DT_UNDEFINED && !xf_dtype_is_float(input_dtype(c, 1)))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "grid must be a floating-point tensor, got %s",
+                               xf_dtype_name(input_dtype(c, 1)));
+        break;
     case XF_OP_NON_MAX_SUPPRESSION:
         for (int i = 0; i < n->n_inputs && st == XF_OK; i++)
             st = require_dtype(c, i, i == 2 ? XF_DT_INT64 : XF_DT_FLOAT);
@@ -567,6 +572,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_NON_ZERO xf_infer_non_zero
 #define XF_RULE_ROI_ALIGN xf_infer_roi_align
 #define XF_RULE_NON_MAX_SUPPRESSION xf_infer_nms
+#define XF_RULE_GRID_SAMPLE xf_infer_grid_sample
 #define XF_RULE_SIGN infer_same
 #define XF_RULE_ROUND infer_same
 #define XF_RULE_IS_INF infer_same

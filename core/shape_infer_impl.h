@@ -111,6 +111,7 @@ xf_status xf_infer_scatter_elements(xf_infer_ctx *c);
 xf_status xf_infer_gather_nd(xf_infer_ctx *c);
 xf_status xf_infer_resize(xf_infer_ctx *c);
 xf_status xf_infer_upsample(xf_infer_ctx *c);
+xf_status xf_infer_grid_sample(xf_infer_ctx *c);
 xf_status xf_infer_top_k(xf_infer_ctx *c);
 xf_status xf_infer_slice(xf_infer_ctx *c);
 xf_status xf_infer_pad(xf_infer_ctx *c);

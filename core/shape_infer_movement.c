@@ -1,5 +1,5 @@
 /* Shape rules of the data-movement ops: concat and split, transpose,
- * reshape and its kin, gathers and scatters, TopK, resize, slice and pad (see
+ * reshape and its kin, gathers and scatters, TopK, resize, GridSample, slice and pad (see
  * shape_infer.c for the driver and the rest). */
 #include "shape_infer_impl.h"
 #include "xf_op_plans.h"
@@ -542,6 +542,40 @@ xf_status xf_infer_upsample(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID, "has no scales (an attribute before opset 9, an input from it)");
     const xf_tensor *scales = attr ? attr : xf_infer_value(c, 1);
     return scales ? infer_scaled(c, scales) : xf_infer_unknown(c);
+}
+
+/* GridSample: X (N, C, D1, ..., Dr) sampled at grid (N, D1_out, ...,
+ * Dr_out, r) gives (N, C, D1_out, ..., Dr_out); before opset 20 X is 4-D
+ * only. */
+xf_status xf_infer_grid_sample(xf_infer_ctx *c)
+{
+    const xf_attrs *a = &c->node->attrs;
+    const xf_shape *x = xf_infer_shape(c, 0), *grid = xf_infer_shape(c, 1);
+    if ((unsigned)a->grid_mode > 2 || (unsigned)a->grid_padding > 2 || (unsigned)a->grid_align_corners > 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "mode %d, padding_mode %d or align_corners %d is out of range",
+                             a->grid_mode, a->grid_padding, a->grid_align_corners);
+    if (c->opset < 20 && x->ndim != 4)
+        return xf_infer_fail(c, XF_ERR_INVALID, "X must have shape [N, C, H, W] before opset 20, got %s",
+                             xf_infer_text(x).s);
+    if (x->ndim < 3)
+        return xf_infer_fail(c, XF_ERR_INVALID, "X must have shape [N, C, D1, ...] (rank 3 or more), got %s",
+                             xf_infer_text(x).s);
+    int r = x->ndim - 2;
+    if (grid->ndim != x->ndim)
+        return xf_infer_fail(c, XF_ERR_INVALID, "grid must have rank %d (X's) for %d spatial dims, got %s",
+                             x->ndim, r, xf_infer_text(grid).s);
+    if (grid->dims[x->ndim - 1] != r)
+        return xf_infer_fail(c, XF_ERR_INVALID, "grid's last dim must be %d (one coordinate per spatial dim of X), "
+                             "got %s", r, xf_infer_text(grid).s);
+    if (grid->dims[0] != x->dims[0])
+        return xf_infer_fail(c, XF_ERR_INVALID, "grid's batch %" PRId64 " differs from X's %" PRId64,
+                             grid->dims[0], x->dims[0]);
+    xf_shape out = *grid;
+    out.dims[1] = x->dims[1];
+    for (int d = 2; d < x->ndim; d++)
+        out.dims[d] = grid->dims[d - 1];
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
 }
 
 int64_t xf_infer_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }

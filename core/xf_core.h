@@ -383,6 +383,7 @@ typedef struct xf_attrs {
     int64_t roi_output_h, roi_output_w, roi_sampling_ratio;
     float roi_spatial_scale;
     int roi_output_half_pixel;
+    int grid_mode, grid_padding, grid_align_corners; /* GridSample: linear/nearest/cubic, zeros/border/reflection */
     int center_point_box;     /* NonMaxSuppression: boxes are [x_center, y_center, width, height] */
     int isinf_no_neg, isinf_no_pos; /* IsInf: detect_negative = 0, detect_positive = 0 */
     int gelu_tanh;            /* Gelu (opset 20): approximate = "tanh" */

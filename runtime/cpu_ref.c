@@ -131,6 +131,7 @@ typedef struct ref_entry {
 #define XF_REF_DET {xf_ref_det, FLT, FLT, 0}
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
+#define XF_REF_GRID_SAMPLE {xf_ref_grid_sample, FLT, FLT, 0, true}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
@@ -256,6 +257,9 @@ static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
         return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, NULL);
     const ref_entry *e = &ref_table[n->op];
     int in0 = n->n_inputs > 0 ? n->inputs[0] : -1, in1 = n->n_inputs > 1 ? n->inputs[1] : -1;
+    if (n->op == XF_OP_GRID_SAMPLE && n->attrs.grid_mode == 2 && in0 >= 0 && g->values[in0].shape.ndim > 4)
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "in mode cubic on %d spatial dims (1 or 2 only)",
+                                 g->values[in0].shape.ndim - 2);
     int out0 = n->n_outputs > 0 ? n->outputs[0] : -1;
     if (in0 >= 0 && !dtype_ok(e->in0, g->values[in0].dtype))
         return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "on %s", xf_dtype_name(g->values[in0].dtype));

@@ -328,6 +328,8 @@ xf_status xf_ref_unique(const xf_node *n, const xf_tensor_view *in, const xf_ten
 /* detection (cpu_ref_detect.c) */
 xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* sampling (cpu_ref_sample.c) */
+xf_status xf_ref_grid_sample(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 
 /* ---------------------------------------------------------------- control flow (control_flow.c) */
 
