@@ -565,6 +565,14 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_ROI_ALIGN:
         s = write_roi_align(&w, n, opset, err);
         break;
+    case XF_OP_GRID_SAMPLE: /* the mode's name under the model's opset */
+        if (a->grid_mode > 0 && a->grid_mode < 3)
+            add_string(&w, "mode", xfp_grid_modes(opset)[a->grid_mode]);
+        if (a->grid_padding > 0 && a->grid_padding < 3)
+            add_string(&w, "padding_mode", xfp_grid_paddings[a->grid_padding]);
+        if (a->grid_align_corners)
+            add_int(&w, "align_corners", a->grid_align_corners);
+        break;
     case XF_OP_NON_MAX_SUPPRESSION:
         if (a->center_point_box)
             add_int(&w, "center_point_box", a->center_point_box);

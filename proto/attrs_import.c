@@ -40,6 +40,7 @@
  *                   (half_pixel/output_half_pixel, opset 16+; before 16 the op
  *                   has no such attribute and works as output_half_pixel)
  *   NonMaxSuppression  center_point_box
+ *   GridSample (16+)  mode padding_mode align_corners: attrs_sample.c
  *   Trilu           upper (0: trilu_lower)
  *   DepthToSpace    blocksize->block_size  mode (DCR/CRD: depth_crd, opset 11+)
  *   SpaceToDepth    blocksize->block_size
@@ -216,14 +217,7 @@ static bool read_floats(reader *r, const Onnx__AttributeProto *at, float *out, s
 /* A string attribute equal to one of `names`; *index receives which. */
 static bool read_enum(reader *r, const Onnx__AttributeProto *at, const char *const *names, int count, int *index)
 {
-    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING))
-        return refuse(r, "attribute '%s' is not a string", at->name);
-    for (int i = 0; i < count; i++)
-        if (strlen(names[i]) == at->s.len && memcmp(names[i], at->s.data, at->s.len) == 0) {
-            *index = i;
-            return true;
-        }
-    return refuse(r, "attribute '%s' has a value xflow does not model", at->name);
+    return xfp_attr_enum(at, names, count, index, r->why, r->why_len);
 }
 
 static bool read_value_tensor(reader *r, const Onnx__AttributeProto *at)
@@ -747,6 +741,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         break;
     case XF_OP_ROI_ALIGN:
         return take_roi_align(r, name, at);
+    case XF_OP_GRID_SAMPLE:
+        return xfp_grid_sample_attr_import(at, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_NON_MAX_SUPPRESSION:
         if (A("center_point_box"))
             return read_int32(r, at, &a->center_point_box);
@@ -907,6 +903,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         if (r->ctx->opset < 16)
             a->roi_output_half_pixel = 1;
         return true;
+    case XF_OP_GRID_SAMPLE:
+        return r->ctx->opset >= 16 || refuse(r, "GridSample before opset 16", NULL);
     case XF_OP_GROUP_NORM:
     case XF_OP_LRN:
         return r->has_required || refuse(r, op == XF_OP_LRN ? "no size attribute" : "no num_groups attribute", NULL);

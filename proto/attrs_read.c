@@ -4,6 +4,7 @@
 #include "proto_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 bool xfp_attr_refuse(char *why, size_t why_len, const char *fmt, const char *name)
 {
@@ -47,4 +48,17 @@ bool xfp_attr_dtype(const Onnx__AttributeProto *at, xf_dtype *v, char *why, size
         return xfp_attr_refuse(why, why_len, "attribute '%s' names a type xflow does not know", at->name);
     *v = (xf_dtype)t;
     return true;
+}
+
+bool xfp_attr_enum(const Onnx__AttributeProto *at, const char *const *names, int count, int *index, char *why,
+                   size_t why_len)
+{
+    if (!at->has_type || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+        return xfp_attr_refuse(why, why_len, "attribute '%s' is not a string", at->name);
+    for (int i = 0; i < count; i++)
+        if (strlen(names[i]) == at->s.len && memcmp(names[i], at->s.data, at->s.len) == 0) {
+            *index = i;
+            return true;
+        }
+    return xfp_attr_refuse(why, why_len, "attribute '%s' has a value xflow does not model", at->name);
 }

@@ -192,6 +192,15 @@ bool xfp_attr_int32(const Onnx__AttributeProto *at, int lo, int hi, int *v, char
 bool xfp_attr_float(const Onnx__AttributeProto *at, float *v, char *why, size_t why_len);
 /* A tensor element type xflow knows (an int naming an xf_dtype). */
 bool xfp_attr_dtype(const Onnx__AttributeProto *at, xf_dtype *v, char *why, size_t why_len);
+/* A string attribute equal to one of `names`; *index receives which. */
+bool xfp_attr_enum(const Onnx__AttributeProto *at, const char *const *names, int count, int *index, char *why,
+                   size_t why_len);
+/* attrs_sample.c: GridSample's attributes under opset, and the names of
+ * its modes (by grid_mode) under opset and of its padding modes. */
+bool xfp_grid_sample_attr_import(const Onnx__AttributeProto *at, int64_t opset, xf_attrs *a, char *why,
+                                 size_t why_len);
+const char *const *xfp_grid_modes(int64_t opset);
+extern const char *const xfp_grid_paddings[3];
 /* attrs_seq.c: the sequence ops' and Optional's attributes (*has_axis set
  * when an axis is given). */
 bool xfp_seq_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, bool *has_axis, char *why,

@@ -1,8 +1,8 @@
 /* ONNX import/export of the attributes of ops added after the core set
  * (Mod, Resize, TopK, the scatters, LSTM and GRU, QuantizeLinear and
- * DequantizeLinear, RoiAlign, NonMaxSuppression; the later ones are in
- * test_proto_attrs_ops.c): what import keeps, what leaves a node opaque,
- * and that export gives back the same attributes. */
+ * DequantizeLinear, RoiAlign, NonMaxSuppression, GridSample; the others
+ * are in test_proto_attrs_ops.c): what import keeps, what leaves a node
+ * opaque, and that export gives back the same attributes. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +355,89 @@ START_TEST(test_nms_attributes)
 }
 END_TEST
 
+/* A GridSample of X (rank `rank`: [1, 2, 4, 5] or [1, 2, 3, 4, 5]) at a
+ * grid of 6 (or 2 x 3) points per image, with the attributes given (NULL,
+ * or -1 for align_corners: absent). */
+static Onnx__GraphProto *grid_sample_graph(int rank, const char *mode, const char *padding, int align_corners)
+{
+    static const int64_t x4[] = {1, 2, 4, 5}, g4[] = {1, 1, 6, 2}, x5[] = {1, 2, 3, 4, 5}, g5[] = {1, 1, 2, 3, 3};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, rank, rank == 4 ? x4 : x5, NULL));
+    PUSH(g->n_input, g->input, mk_vi("grid", XF_DT_FLOAT, rank, rank == 4 ? g4 : g5, NULL));
+    Onnx__NodeProto *n = mk_node("GridSample", "gs", (const char *[]){"x", "grid", NULL}, (const char *[]){"y", NULL});
+    if (mode)
+        attr_string(n, "mode", mode);
+    if (padding)
+        attr_string(n, "padding_mode", padding);
+    if (align_corners >= 0)
+        attr_int(n, "align_corners", align_corners);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_UNDEFINED, -1, NULL, NULL));
+    return g;
+}
+
+/* The string attribute name of node n ("" when absent). */
+static const char *string_attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (strcmp(n->attribute[i]->name, name) == 0) {
+            char *s = zalloc(n->attribute[i]->s.len + 1);
+            memcpy(s, n->attribute[i]->s.data, n->attribute[i]->s.len);
+            return s;
+        }
+    return "";
+}
+
+/* GridSample keeps mode (opset 16's names bilinear and bicubic, opset
+ * 20's linear and cubic), padding_mode and align_corners, and export
+ * writes the mode as the model's opset names it (nothing for the
+ * default); a mode named as the other opset names it, a padding_mode or
+ * align_corners xflow does not model, or an opset before 16 leave the node
+ * opaque. */
+START_TEST(test_grid_sample_attributes)
+{
+    struct {
+        int64_t opset;
+        int rank;
+        const char *mode, *padding;
+        int align_corners;
+        int known, grid_mode, grid_padding;
+    } forms[] = {{16, 4, "bicubic", "reflection", 1, 1, 2, 2}, {16, 4, "nearest", "border", 0, 1, 1, 1},
+                 {16, 4, "bilinear", NULL, -1, 1, 0, 0},      {20, 5, "linear", "zeros", 1, 1, 0, 0},
+                 {20, 4, "cubic", "border", 0, 1, 2, 1},      {20, 5, "nearest", NULL, -1, 1, 1, 0},
+                 {16, 4, "linear", NULL, -1, 0, 0, 0},        {20, 4, "bicubic", NULL, -1, 0, 0, 0},
+                 {16, 4, "nearest", "mirror", -1, 0, 0, 0},   {16, 4, NULL, NULL, 2, 0, 0, 0},
+                 {15, 4, NULL, NULL, -1, 0, 0, 0}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(grid_sample_graph(forms[f].rank, forms[f].mode, forms[f].padding,
+                                                      forms[f].align_corners),
+                                    forms[f].opset, counts);
+        ck_assert_msg(counts[XF_OP_GRID_SAMPLE] == forms[f].known, "form %zu", f);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], !forms[f].known);
+        if (forms[f].known) {
+            const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_GRID_SAMPLE)];
+            ck_assert_int_eq(n->attrs.grid_mode, forms[f].grid_mode);
+            ck_assert_int_eq(n->attrs.grid_padding, forms[f].grid_padding);
+            ck_assert_int_eq(n->attrs.grid_align_corners, forms[f].align_corners == 1);
+            const xf_shape *y = &m->graph->values[n->outputs[0]].shape;
+            ck_assert(forms[f].rank == 4 ? y->ndim == 4 && y->dims[1] == 2 && y->dims[2] == 1 && y->dims[3] == 6
+                                         : y->ndim == 5 && y->dims[1] == 2 && y->dims[3] == 2 && y->dims[4] == 3);
+            uint8_t *buf;
+            Onnx__ModelProto *mp = exported(m, &buf);
+            const Onnx__NodeProto *np = mp->graph->node[0];
+            ck_assert_str_eq(string_attr(np, "mode"), forms[f].grid_mode ? forms[f].mode : "");
+            ck_assert_str_eq(string_attr(np, "padding_mode"), forms[f].grid_padding ? forms[f].padding : "");
+            ck_assert_int_eq(has_attr(np, "align_corners"), forms[f].align_corners == 1);
+            onnx__model_proto__free_unpacked(mp, NULL);
+            free(buf);
+        }
+        xf_model_free(roundtrip(m));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_attrs");
@@ -368,6 +451,7 @@ int main(void)
     tcase_add_test(tc, test_quantize_attributes);
     tcase_add_test(tc, test_roi_align_attributes);
     tcase_add_test(tc, test_nms_attributes);
+    tcase_add_test(tc, test_grid_sample_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
