@@ -1,7 +1,8 @@
 /* GridSample: cpu_ref against hand-computed values and the examples of
  * ONNX's operator documentation, for every mode, padding_mode and
  * align_corners, in 1, 2 and 3 spatial dims; its shape rule and the errors
- * for operands that do not fit; and the cpu backend against cpu_ref. */
+ * for operands that do not fit; the cpu backend against cpu_ref, and the
+ * cuda backend's support check. */
 #include "backend_util.h"
 #include "kernel_case_util.h"
 #include "xf_test_util.h"
@@ -207,21 +208,61 @@ START_TEST(other_precisions)
 }
 END_TEST
 
+/* ------------------------------------------------------------ other backends */
+
+/* A GridSample of graph inputs X [2, 3, 5, 4] (or [2, 3, 2, 5, 4]) and a
+ * grid of 3 x 6 points per image. */
+static xf_graph *gs_graph(int rank, int mode, int padding, int align_corners)
+{
+    xf_graph *g = xf_graph_create("gs");
+    int ins[2] = {xf_bt_input(g, XF_DT_FLOAT, rank == 4 ? xf_shape_make(DIMS(2, 3, 5, 4))
+                                                       : xf_shape_make(DIMS(2, 3, 2, 5, 4))),
+                  xf_bt_input(g, XF_DT_FLOAT, rank == 4 ? xf_shape_make(DIMS(2, 3, 6, 2))
+                                                       : xf_shape_make(DIMS(2, 1, 3, 6, 3)))};
+    int node = xf_bt_finish_single(g, GS, 2, ins);
+    g->nodes[node].attrs.grid_mode = mode;
+    g->nodes[node].attrs.grid_padding = padding;
+    g->nodes[node].attrs.grid_align_corners = align_corners;
+    return g;
+}
+
 /* The cpu backend runs GridSample (through cpu_ref's kernel) as cpu_ref
  * does, on random X and grids, in every mode and padding_mode. */
 START_TEST(cpu_backend_matches)
 {
     for (int form = 0; form < 9; form++) {
-        xf_graph *g = xf_graph_create("gs");
-        int ins[2] = {xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(DIMS(2, 3, 5, 4))),
-                      xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(DIMS(2, 3, 6, 2)))};
-        int node = xf_bt_finish_single(g, GS, 2, ins);
-        g->nodes[node].attrs.grid_mode = form / 3;
-        g->nodes[node].attrs.grid_padding = form % 3;
-        g->nodes[node].attrs.grid_align_corners = form % 2;
+        xf_graph *g = gs_graph(4, form / 3, form % 3, form % 2);
         xf_bt_check_graph(g, 16, "cpu", true, 0, 0, "GridSample");
         xf_graph_free(g);
     }
+    xf_graph *g = gs_graph(5, LINEAR, REFLECTION, 0);
+    xf_bt_check_graph(g, 20, "cpu", true, 0, 0, "GridSample, 3 spatial dims");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* The cuda backend has no device path for GridSample: it takes the node
+ * (to run through cpu_ref on host copies), which gets session creation
+ * past the support check to the device (absent here, or the GPU, which
+ * then gives cpu_ref's values); cubic sampling in 3 dims it refuses by
+ * name, as cpu_ref does. */
+START_TEST(cuda_backend_takes_it)
+{
+    if (!xf_backend_find("cuda"))
+        return;
+    xf_graph *g = gs_graph(4, CUBIC, BORDER, 1);
+    xf_session *s = NULL;
+    xf_error e = {0};
+    xf_status st = xf_session_create(g, 16, "cuda", NULL, &s, &e);
+    ck_assert_msg(st == XF_OK || (st == XF_ERR_UNSUPPORTED && !strncmp(e.msg, "no CUDA device: ", 16)), "%s", e.msg);
+    xf_session_free(s);
+    if (st == XF_OK)
+        xf_bt_check_graph(g, 16, "cuda", false, 0, 0, "GridSample on cuda");
+    xf_graph_free(g);
+    g = gs_graph(5, CUBIC, ZEROS, 0);
+    ck_assert_int_eq(xf_session_create(g, 20, "cuda", NULL, &s, &e), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(e.msg, "backend cuda does not support op GridSample (node "), "%s", e.msg);
+    xf_graph_free(g);
 }
 END_TEST
 
@@ -281,6 +322,7 @@ int main(void)
     tcase_add_test(tc, non_finite_grid);
     tcase_add_test(tc, other_precisions);
     tcase_add_test(tc, cpu_backend_matches);
+    tcase_add_test(tc, cuda_backend_takes_it);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, shape_errors);
