@@ -15,7 +15,8 @@ const char *const xfp_grid_paddings[3] = {"zeros", "border", "reflection"};
 
 const char *const *xfp_grid_modes(int64_t opset)
 {
-    static const char *const v16[3] = {"bilinear", "nearest", "bicubic"}, *const v20[3] = {"linear", "nearest", "cubic"};
+    static const char *const v16[3] = {"bilinear", "nearest", "bicubic"};
+    static const char *const v20[3] = {"linear", "nearest", "cubic"};
     return opset < 20 ? v16 : v20;
 }
 

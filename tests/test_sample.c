@@ -60,7 +60,8 @@ static const double row_want[2][3][3][3] = {
 
 START_TEST(every_mode_padding_and_alignment)
 {
-    static const char *const modes[] = {"linear", "nearest", "cubic"}, *const pads[] = {"zeros", "border", "reflection"};
+    static const char *const modes[] = {"linear", "nearest", "cubic"};
+    static const char *const pads[] = {"zeros", "border", "reflection"};
     for (int ac = 0; ac < 2; ac++)
         for (int mode = 0; mode < 3; mode++)
             for (int pad = 0; pad < 3; pad++) {
