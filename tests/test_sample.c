@@ -272,9 +272,9 @@ END_TEST
 /* Operands that do not fit fail inference, naming the node. */
 START_TEST(shape_errors)
 {
-    expect_infer_error(gs_case(iota_f32(DIMS(1, 1, 3, 2), 0), F32(DIMS(1, 2, 4, 3), 0), LINEAR, ZEROS, 0, 16),
+    expect_infer_error(gs_case(iota_f32(DIMS(1, 1, 3, 2), 0), iota_f32(DIMS(1, 2, 4, 3), 0), LINEAR, ZEROS, 0, 16),
                        "grid's last dim must be 2 (one coordinate per spatial dim of X), got 1x2x4x3");
-    expect_infer_error(gs_case(iota_f32(DIMS(1, 1, 3, 2), 0), F32(DIMS(1, 8, 2), 0), LINEAR, ZEROS, 0, 16),
+    expect_infer_error(gs_case(iota_f32(DIMS(1, 1, 3, 2), 0), iota_f32(DIMS(1, 8, 2), 0), LINEAR, ZEROS, 0, 16),
                        "grid must have rank 4 (X's) for 2 spatial dims, got 1x8x2");
     expect_infer_error(gs_case(iota_f32(DIMS(1, 1, 2, 2, 2), 0), F32(DIMS(1, 1, 1, 1, 2), 0, 0), LINEAR, ZEROS, 0, 20),
                        "grid's last dim must be 3");
