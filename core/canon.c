@@ -233,8 +233,8 @@ static const xf_tensor *float_constant(const xf_graph *g, int v, int64_t numel)
  * channel. */
 static int foldable_conv(const xf_graph *g, const xf_node *bn)
 {
-    if (bn->n_inputs != 5 || bn->inputs[0] < 0 || bn->n_outputs < 1 || bn->outputs[0] < 0)
-        return -1;
+    if (bn->n_inputs != 5 || bn->inputs[0] < 0 || bn->n_outputs < 1 || bn->outputs[0] < 0 || bn->attrs.bn_training)
+        return -1; /* training mode normalizes by the batch's statistics */
     for (int k = 1; k < bn->n_outputs; k++)
         if (bn->outputs[k] >= 0 && xf_graph_count_uses(g, bn->outputs[k]) > 0)
             return -1; /* training-mode statistics are used */

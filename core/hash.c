@@ -224,6 +224,10 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put_attn(h, &a->attn);
     if (a->onehot_legacy || a->has_axis)
         put(h, (uint64_t)(a->onehot_legacy | a->has_axis << 1) << 16 | 0x1a);
+    if (a->bn_training) {
+        put(h, 0xb7);
+        put_float(h, a->bn_momentum);
+    }
     if (a->eye_k) {
         put(h, 0xe7e);
         put(h, (uint64_t)a->eye_k);

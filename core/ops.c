@@ -95,6 +95,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     a->alpha = 1.0f;
     a->beta = 1.0f;
     a->epsilon = 1e-5f;
+    a->bn_momentum = 0.9f;
     a->end = INT64_MAX;
     a->clip_min = -3.402823466e+38f;
     a->clip_max = 3.402823466e+38f;

@@ -328,6 +328,9 @@ xf_status xf_infer_batch_norm(xf_infer_ctx *c)
                                  params[i], xf_infer_text(p).s, x->dims[1], xf_infer_text(x).s);
     }
     xf_infer_set(c, 0, x);
+    /* training mode's running mean and variance: per channel */
+    for (int k = 1; k < c->node->n_outputs; k++)
+        xf_infer_set(c, k, xf_infer_shape(c, 2 + k));
     return XF_OK;
 }
 

@@ -411,6 +411,11 @@ typedef struct xf_attrs {
                                  gamma (1.6733, 1.0507), Shrink lambd and bias (0.5, 0),
                                  LRN (1e-4, 0.75) */
     float epsilon;            /* BatchNorm, LayerNorm, InstanceNorm, GroupNorm (1e-5) */
+    /* BatchNormalization 14+: training_mode (the batch's statistics; outputs
+     * 1 and 2 the running mean and variance moved by momentum, kept at its
+     * default 0.9 when not training) */
+    int bn_training;
+    float bn_momentum;
     int trans_a, trans_b;     /* Gemm */
     xf_dtype to;              /* Cast; EyeLike's dtype (0: the input's) */
     int64_t start, end;       /* Shape (opset 15): end == INT64_MAX when absent */

@@ -303,7 +303,8 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
         !xf_rnn_attrs_equal(&a->rnn, &b->rnn) || !xf_attn_attrs_equal(&a->attn, &b->attn) || a->resize_mode != b->resize_mode ||
         a->resize_coord != b->resize_coord || a->resize_nearest != b->resize_nearest ||
         a->resize_exclude != b->resize_exclude || a->resize_antialias != b->resize_antialias ||
-        a->resize_keep != b->resize_keep || a->softmax_legacy != b->softmax_legacy || a->alpha != b->alpha ||
+        a->resize_keep != b->resize_keep || a->bn_training != b->bn_training ||
+        (a->bn_training && a->bn_momentum != b->bn_momentum) || a->softmax_legacy != b->softmax_legacy || a->alpha != b->alpha ||
         a->beta != b->beta || a->epsilon != b->epsilon || a->trans_a != b->trans_a || a->trans_b != b->trans_b)
         return false;
     if (a->ms_act != b->ms_act || a->ms_act_params[0] != b->ms_act_params[0] ||

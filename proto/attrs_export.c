@@ -758,6 +758,14 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_BATCH_NORM:
         if (a->epsilon != d.epsilon)
             add_float(&w, "epsilon", a->epsilon);
+        if (a->bn_training && opset < 14)
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (BatchNormalization) is in training mode, which "
+                             "opset %lld cannot express (14 can)", n->name ? n->name : "", (long long)opset);
+        if (a->bn_training) {
+            add_int(&w, "training_mode", 1);
+            if (a->bn_momentum != d.bn_momentum)
+                add_float(&w, "momentum", a->bn_momentum);
+        }
         break;
     case XF_OP_LAYER_NORM:
         if (a->axis != d.axis)

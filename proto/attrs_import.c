@@ -73,7 +73,8 @@
  *   Dropout         ratio, seed: ignored (xflow runs inference, where Dropout
  *                   is the identity whatever they say)
  *   BatchNormalization  epsilon; momentum ignored (only used in training);
- *                   spatial (1 only); training_mode (0 only)
+ *                   spatial (1 only); training_mode, momentum (14+: its
+ *                   running statistics as outputs 1 and 2)
  *   LayerNormalization  axis epsilon; stash_type (1 only)
  *   Softmax, LogSoftmax, Hardmax  axis (opset < 13: softmax_legacy, default axis 1)
  *   ReduceMean/Sum/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare  axes (has_axes)
@@ -778,11 +779,12 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("epsilon"))
             return read_float(r, at, &a->epsilon);
         if (A("momentum"))
-            return true;
+            return read_float(r, at, &a->bn_momentum);
         if (A("spatial"))
             return read_fixed(r, at, 1);
         if (A("training_mode"))
-            return read_fixed(r, at, 0);
+            return read_int32(r, at, &a->bn_training) && (a->bn_training == (a->bn_training != 0) ||
+                                                           refuse(r, "training_mode is not 0 or 1", NULL));
         break;
     case XF_OP_LAYER_NORM:
         if (A("axis"))
@@ -885,6 +887,12 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_PRELU:
         a->prelu_channels = r->ctx->opset < 7;
         return true;
+    case XF_OP_BATCH_NORM: /* before 14, more outputs meant training in forms not modelled */
+        if (!a->bn_training)
+            a->bn_momentum = 0.9f;
+        if (n_outputs > 1 && !a->bn_training)
+            return refuse(r, "running statistics outputs outside training_mode", NULL);
+        return !a->bn_training || r->ctx->opset >= 14 || refuse(r, "training_mode before opset 14", NULL);
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:

@@ -580,7 +580,7 @@ const xf_dn_handler xf_dn_softmax_handler = {softmax_handles, NULL, softmax_prep
 
 static bool batch_norm_handles(const xf_graph *g, const xf_node *n)
 {
-    if (!xf_dn_all_f32(g, n) || n->n_inputs != 5 || n->n_outputs != 1)
+    if (!xf_dn_all_f32(g, n) || n->n_inputs != 5 || n->n_outputs != 1 || n->attrs.bn_training)
         return false;
     const xf_shape *x = vshape(g, n->inputs[0]);
     if (x->ndim < 3 || x->ndim > 5)

@@ -28,7 +28,11 @@ static void block_stats(const xf_tensor_view *x, int64_t base, int64_t count, do
 }
 static void st(const xf_tensor_view *v, int64_t i, double x) { xf_rt_store_f64(v->dtype, v->data, i, x); }
 
-/* y = (x - mean) / sqrt(var + epsilon) * scale + bias, per channel (dim 1). */
+/* y = (x - mean) / sqrt(var + epsilon) * scale + bias, per channel (dim 1):
+ * mean and var the inputs, or in training mode the batch's (over every dim
+ * but the channel's; var the population variance), when outputs 1 and 2
+ * get the inputs' moved by momentum: input * momentum + batch's * (1 -
+ * momentum). */
 xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                             xf_error *err)
 {
@@ -41,11 +45,38 @@ xf_status xf_ref_batch_norm(const xf_node *n, const xf_tensor_view *in, const xf
             return xf_rt_bad_node(err, n, "input %d has %lld elements for %lld channels", k,
                                   (long long)xf_rt_numel(&in[k]), (long long)channels);
     int64_t inner = xf_rt_dims_product(&x->shape, 2, x->shape.ndim), numel = xf_rt_numel(x);
+    int64_t batch = x->shape.dims[0];
+    double *stats = malloc(sizeof *stats * (size_t)(2 * channels + 1));
+    if (!stats)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t c = 0; c < channels; c++) {
+        double mean = ld(&in[3], c), var = ld(&in[4], c);
+        if (n->attrs.bn_training) {
+            double sum = 0, dev = 0;
+            for (int64_t b = 0; b < batch; b++)
+                for (int64_t i = 0; i < inner; i++)
+                    sum += ld(x, (b * channels + c) * inner + i);
+            int64_t count = batch * inner;
+            mean = count > 0 ? sum / (double)count : 0;
+            for (int64_t b = 0; b < batch; b++)
+                for (int64_t i = 0; i < inner; i++) {
+                    double d = ld(x, (b * channels + c) * inner + i) - mean;
+                    dev += d * d;
+                }
+            var = count > 0 ? dev / (double)count : 0;
+            double m = (double)n->attrs.bn_momentum;
+            for (int k = 1; k < n->n_outputs && k < 3; k++)
+                if (xf_rt_present(&out[k]))
+                    st(&out[k], c, ld(&in[2 + k], c) * m + (k == 1 ? mean : var) * (1 - m));
+        }
+        stats[2 * c] = mean;
+        stats[2 * c + 1] = 1.0 / sqrt(var + (double)n->attrs.epsilon);
+    }
     for (int64_t i = 0; i < numel; i++) {
         int64_t c = i / inner % channels;
-        double inv = 1.0 / sqrt(ld(&in[4], c) + (double)n->attrs.epsilon);
-        st(y, i, (ld(x, i) - ld(&in[3], c)) * inv * ld(&in[1], c) + ld(&in[2], c));
+        st(y, i, (ld(x, i) - stats[2 * c]) * stats[2 * c + 1] * ld(&in[1], c) + ld(&in[2], c));
     }
+    free(stats);
     return XF_OK;
 }
 

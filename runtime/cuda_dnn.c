@@ -458,6 +458,8 @@ static bool batch_norm_accepts(const xf_graph *g, const xf_node *n, WHY)
     const xf_shape *xs = &g->values[n->inputs[0]].shape;
     if (xs->ndim < 2 || !fits_int(xs))
         return xf_cu_refuse(why, why_len, "of rank %d", xs->ndim);
+    if (n->attrs.bn_training)
+        return xf_cu_refuse(why, why_len, "in training mode (its batch's statistics)");
     return true;
 }
 

@@ -282,6 +282,20 @@ START_TEST(canon_fold_batchnorm)
     canon_ok(xf_pass_fold_batchnorm(g, &st, &e), &e);
     ck_assert_int_eq(g->n_nodes, 2);
     xf_graph_free(g);
+
+    /* Nor in training mode, which normalizes by the batch's statistics. */
+    g = xf_graph_create("g");
+    xi = input(g, "x", XF_DT_FLOAT, SHAPE(1, C, H, W));
+    wi = constant(g, "w", XF_DT_FLOAT, SHAPE(M, C, K, K), wt);
+    conv = NODE(g, XF_OP_CONV, xi, wi);
+    for (int i = 0; i < 4; i++)
+        params[i] = constant(g, NULL, XF_DT_FLOAT, SHAPE(M), pdata[i]);
+    bn = NODE(g, XF_OP_BATCH_NORM, out0(g, conv), params[0], params[1], params[2], params[3]);
+    attrs(g, bn)->bn_training = 1;
+    xf_graph_add_output(g, out0(g, bn));
+    canon_ok(xf_pass_fold_batchnorm(g, &st, &e), &e);
+    ck_assert_int_eq(g->n_nodes, 2);
+    xf_graph_free(g);
 }
 END_TEST
 

@@ -338,6 +338,51 @@ START_TEST(test_layer_norm_statistics)
 END_TEST
 
 
+/* BatchNormalization's training_mode (opset 14+) with momentum and its
+ * running mean and variance outputs; running statistics without
+ * training_mode, or training_mode before 14, leave it opaque; export
+ * refuses training mode where the opset lacks it. */
+START_TEST(test_batch_norm_training)
+{
+    static const int64_t d[] = {2, 3, 4}, three[] = {3};
+    static const float ones[] = {1, 1, 1};
+    struct {
+        int64_t opset;
+        int training, outs;
+        bool known;
+    } forms[] = {{15, 1, 3, true}, {14, 1, 1, true}, {15, 0, 3, false}, {13, 1, 1, false}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, d, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("p", XF_DT_FLOAT, 1, three, ones, sizeof ones));
+        const char *outs[] = {"y", forms[f].outs > 1 ? "rm" : NULL, "rv", NULL};
+        Onnx__NodeProto *n = mk_node("BatchNormalization", "bn", (const char *[]){"x", "p", "p", "p", "p", NULL}, outs);
+        attr_int(n, "training_mode", forms[f].training);
+        attr_float(n, "momentum", 0.25f);
+        PUSH(g->n_node, g->node, n);
+        for (int k = 0; k < forms[f].outs; k++)
+            PUSH(g->n_output, g->output, mk_vi(outs[k], XF_DT_UNDEFINED, -1, NULL, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, forms[f].opset, counts);
+        ck_assert_int_eq(counts[XF_OP_BATCH_NORM], forms[f].known);
+        if (forms[f].known) {
+            const xf_node *bn = &m->graph->nodes[find_node_op(m->graph, XF_OP_BATCH_NORM)];
+            ck_assert(bn->attrs.bn_training == 1 && bn->attrs.bn_momentum == 0.25f);
+            ck_assert_int_eq(bn->n_outputs, forms[f].outs);
+            for (int k = 1; k < bn->n_outputs; k++) {
+                const xf_value *v = &m->graph->values[bn->outputs[k]];
+                ck_assert(v->dtype == XF_DT_FLOAT && v->shape.ndim == 1 && v->shape.dims[0] == 3);
+            }
+            xf_model_free(roundtrip(m));
+            m->opsets[0].version = 13;
+            expect_export_refused(m, "node 'bn' (BatchNormalization)", "training mode", "opset 13");
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+
 /* ConvTranspose keeps every attribute (output_shape as its spatial
  * extents, which then decide the output); a symbolic batch takes the size
  * given; an output_shape of another length, or lists of different lengths,
@@ -885,6 +930,7 @@ int main(void)
     tcase_add_test(tc, test_reduce_norm_attributes);
     tcase_add_test(tc, test_reduce_norm_defaults_and_refusals);
     tcase_add_test(tc, test_layer_norm_statistics);
+    tcase_add_test(tc, test_batch_norm_training);
     tcase_add_test(tc, test_conv_transpose_attributes);
     tcase_add_test(tc, test_plain_rnn_attributes);
     tcase_add_test(tc, test_quantized_ops_attributes);

@@ -1,6 +1,7 @@
 /* ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare,
  * ArgMax, ArgMin, Hardmax, CumSum, InstanceNormalization,
- * GroupNormalization, MeanVarianceNormalization, LRN and LpNormalization:
+ * GroupNormalization, MeanVarianceNormalization, LRN, LpNormalization and
+ * BatchNormalization in training mode:
  * cpu_ref against hand-computed values (every case in static and dynamic
  * mode), the edge cases ONNX defines (empty sets, NaN, ties, -0, integers
  * past 2^53, noop_with_empty_axes), the shape rules (negative axes,
@@ -48,6 +49,36 @@ static node_case reduce18(xf_op op, xf_tensor *x, xf_tensor *axes, bool fed, int
 }
 
 #define X23() F32(DIMS(2, 3), 1, -2, 3, -4, 5, -6)
+
+/* ------------------------------------------------------------ BatchNormalization */
+
+/* Training mode (opset 14+): each channel normalized by the batch's mean
+ * and population variance; outputs 1 and 2 move the running mean and
+ * variance given by momentum.  Channel 0 holds 0, 2, 4, 6 (mean 3,
+ * variance 5: with epsilon 4, a deviation of 3), channel 1 all ones. */
+START_TEST(batch_norm_training)
+{
+    node_case c = make_case(XF_OP_BATCH_NORM, 5, F32(DIMS(2, 2, 2), 0, 2, 1, 1, 4, 6, 1, 1), F32(DIMS(2), 3, 2),
+                            F32(DIMS(2), 1, 0), F32(DIMS(2), 1, 0), F32(DIMS(2), 3, 1));
+    c.opset = 15;
+    c.n_out = 3;
+    c.a.epsilon = 4;
+    c.a.bn_training = 1;
+    c.a.bn_momentum = 0.5f;
+    xf_tensor *out[3];
+    run_case(&c, out);
+    EXPECT(out[0], XF_DT_FLOAT, DIMS(2, 2, 2), -2, 0, 0, 0, 2, 4, 0, 0);
+    EXPECT(out[1], XF_DT_FLOAT, DIMS(2), 2, 0.5);
+    EXPECT(out[2], XF_DT_FLOAT, DIMS(2), 4, 0.5);
+    /* Y alone */
+    c = make_case(XF_OP_BATCH_NORM, 5, F32(DIMS(2, 2, 2), 0, 2, 1, 1, 4, 6, 1, 1), F32(DIMS(2), 3, 2),
+                  F32(DIMS(2), 1, 0), F32(DIMS(2), 1, 0), F32(DIMS(2), 3, 1));
+    c.opset = 15;
+    c.a.epsilon = 4;
+    c.a.bn_training = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2, 2), -2, 0, 0, 0, 2, 4, 0, 0);
+}
+END_TEST
 
 /* ------------------------------------------------------------ Reduce* */
 
@@ -560,6 +591,7 @@ int main(void)
     Suite *s = suite_create("reduce_norm");
     TCase *tc = tcase_create("reductions");
     tcase_add_test(tc, reduce_values);
+    tcase_add_test(tc, batch_norm_training);
     tcase_add_test(tc, reduce_axes_input);
     tcase_add_test(tc, reduce_edges_and_dtypes);
     tcase_add_test(tc, arg_reduce_values);
