@@ -204,6 +204,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     }
     if (a->grid_mode || a->grid_padding || a->grid_align_corners) /* GridSample's (all 0 for other ops) */
         put(h, (uint64_t)(a->grid_mode | a->grid_padding << 4 | a->grid_align_corners << 8) << 16 | 0x65);
+    if (a->dft_inverse || a->dft_onesided || a->window_symmetric) /* the signal ops' (0 for other ops) */
+        put(h, (uint64_t)(a->dft_inverse | a->dft_onesided << 1 | a->window_symmetric << 2) << 16 | 0xdf);
     if (a->center_point_box)
         put(h, (uint64_t)a->center_point_box << 16 | 0xcb);
     /* IsInf's, Gelu's, BitShift's and PRelu's flags (all 0 for other ops) */

@@ -156,6 +156,12 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->axes[0] = 1;
         a->axes[1] = 0;
         break;
+    case XF_OP_DFT:
+        a->axis = 1;
+        break;
+    case XF_OP_STFT:
+        a->dft_onesided = 1;
+        break;
     case XF_OP_ROI_ALIGN:
         a->roi_output_h = a->roi_output_w = 1;
         a->roi_spatial_scale = 1.0f;

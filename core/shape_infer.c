@@ -355,6 +355,26 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
             st = xf_infer_fail(c, XF_ERR_INVALID, "grid must be a floating-point tensor, got %s",
                                xf_dtype_name(input_dtype(c, 1)));
         break;
+    case XF_OP_DFT:
+    case XF_OP_STFT: /* T1 for the signal (and STFT's window), int32 or int64 for the lengths and axis */
+        if (n->op == XF_OP_STFT && out != XF_DT_UNDEFINED && input_dtype(c, 2) != XF_DT_UNDEFINED &&
+            input_dtype(c, 2) != out)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "the window is %s but the signal is %s",
+                               xf_dtype_name(input_dtype(c, 2)), xf_dtype_name(out));
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_float(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "the signal must be a floating-point tensor, got %s",
+                               xf_dtype_name(out));
+        for (int i = 1; i < n->n_inputs && st == XF_OK; i++)
+            if (!(n->op == XF_OP_STFT && i == 2) && input_dtype(c, i) != XF_DT_UNDEFINED &&
+                input_dtype(c, i) != XF_DT_INT64 && input_dtype(c, i) != XF_DT_INT32)
+                st = xf_infer_fail(c, XF_ERR_INVALID, "input %d must be int32 or int64, got %s", i,
+                                   xf_dtype_name(input_dtype(c, i)));
+        break;
+    case XF_OP_HANN_WINDOW: case XF_OP_HAMMING_WINDOW: case XF_OP_BLACKMAN_WINDOW:
+        if (out != XF_DT_UNDEFINED && out != XF_DT_INT64 && out != XF_DT_INT32)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "size must be int32 or int64, got %s", xf_dtype_name(out));
+        out = n->attrs.output_dtype != XF_DT_UNDEFINED ? n->attrs.output_dtype : XF_DT_FLOAT;
+        break;
     case XF_OP_NON_MAX_SUPPRESSION:
         for (int i = 0; i < n->n_inputs && st == XF_OK; i++)
             st = require_dtype(c, i, i == 2 ? XF_DT_INT64 : XF_DT_FLOAT);
@@ -708,6 +728,11 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_OPTIONAL xf_infer_sequence
 #define XF_RULE_OPTIONAL_HAS_ELEMENT xf_infer_sequence
 #define XF_RULE_OPTIONAL_GET_ELEMENT xf_infer_sequence
+#define XF_RULE_DFT xf_infer_dft
+#define XF_RULE_STFT xf_infer_stft
+#define XF_RULE_HANN_WINDOW xf_infer_window
+#define XF_RULE_HAMMING_WINDOW xf_infer_window
+#define XF_RULE_BLACKMAN_WINDOW xf_infer_window
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

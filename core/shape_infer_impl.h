@@ -161,6 +161,10 @@ xf_status xf_infer_reverse_sequence(xf_infer_ctx *c);
 xf_status xf_infer_one_hot(xf_infer_ctx *c);
 xf_status xf_infer_compress(xf_infer_ctx *c);
 xf_status xf_infer_unique(xf_infer_ctx *c);
+/* DFT, STFT and the windows (shape_infer_signal.c). */
+xf_status xf_infer_dft(xf_infer_ctx *c);
+xf_status xf_infer_stft(xf_infer_ctx *c);
+xf_status xf_infer_window(xf_infer_ctx *c);
 /* Einsum (shape_infer_einsum.c). */
 xf_status xf_infer_einsum(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output

@@ -311,6 +311,10 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);
 bool xf_rotary_layout(const xf_attn_attrs *t, const xf_shape *x, const xf_shape *cache, int64_t *heads,
                       int64_t *head_size, int64_t *rot);
 
+/* DFT's axis (in [-rank, -2] or [0, rank - 2]; the last dim holds real
+ * and imaginary parts) normalized into *out; false when out of range. */
+bool xf_dft_axis_valid(int64_t axis, int rank, int *out);
+
 /* The small fixed attribute block of a known op.  Fields that an op does not
  * use stay at their defaults (xf_attrs_default).  The importer fills it from
  * the ONNX attributes; a known op with an attribute that this block cannot
@@ -404,6 +408,13 @@ typedef struct xf_attrs {
     int channels_last;        /* QLinearGlobalAveragePool, QLinearAveragePool: channels come last (NHWC) */
     int64_t ms_opset;         /* QLinearSoftmax: opset (required), whose Softmax it follows (< 13:
                                * softmax_legacy; its default axis 1, else -1) */
+    /* DFT: inverse, onesided (0) and axis (`axis`: opset 17's attribute,
+     * default 1; from opset 20 the default -2 where no axis input is
+     * given); STFT: onesided (1); HannWindow, HammingWindow,
+     * BlackmanWindow: periodic = 0 (window_symmetric) and output_datatype
+     * (output_dtype, 0: float) */
+    int dft_inverse, dft_onesided;
+    int window_symmetric;
 
     /* scalars */
     float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5),

@@ -293,6 +293,8 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
         a->roi_output_half_pixel != b->roi_output_half_pixel || a->center_point_box != b->center_point_box ||
         a->grid_mode != b->grid_mode || a->grid_padding != b->grid_padding ||
         a->grid_align_corners != b->grid_align_corners ||
+        a->dft_inverse != b->dft_inverse || a->dft_onesided != b->dft_onesided ||
+        a->window_symmetric != b->window_symmetric ||
         a->isinf_no_neg != b->isinf_no_neg || a->isinf_no_pos != b->isinf_no_pos || a->gelu_tanh != b->gelu_tanh ||
         a->shift_right != b->shift_right || a->prelu_channels != b->prelu_channels ||
         a->select_last_index != b->select_last_index || a->cumsum_exclusive != b->cumsum_exclusive ||

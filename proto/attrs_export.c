@@ -384,6 +384,40 @@ static void write_ms_act(writer *w, const xf_node *n)
         add_float(w, "activation_beta", a->ms_act_params[1]);
 }
 
+/* DFT, STFT and the windows.  DFT's axis is an attribute before opset
+ * 20 and an input (default -2) from opset 20. */
+static xf_status write_signal(writer *w, const xf_node *n, int64_t opset, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    bool axis_input = n->n_inputs > 2 && n->inputs[2] >= 0;
+    switch (n->op) {
+    case XF_OP_DFT:
+        if (a->dft_inverse)
+            add_int(w, "inverse", a->dft_inverse);
+        if (a->dft_onesided)
+            add_int(w, "onesided", a->dft_onesided);
+        if (opset < 20 && a->axis != 1)
+            add_int(w, "axis", a->axis);
+        if ((opset < 20 && axis_input) || (opset >= 20 && !axis_input && a->axis != -2))
+            return xf_error_set(err, XF_ERR_UNSUPPORTED,
+                                "node '%s' (DFT) takes its axis as %s, which opset %lld cannot express (DFT's "
+                                "axis is an attribute before opset 20, an input from 20)",
+                                n->name ? n->name : "", axis_input ? "an input" : "an attribute", (long long)opset);
+        break;
+    case XF_OP_STFT:
+        if (!a->dft_onesided)
+            add_int(w, "onesided", 0);
+        break;
+    default: /* the windows */
+        if (a->window_symmetric)
+            add_int(w, "periodic", 0);
+        if (a->output_dtype)
+            add_int(w, "output_datatype", a->output_dtype);
+        break;
+    }
+    return XF_OK;
+}
+
 static xf_status write_value_tensor(writer *w, const xf_tensor *t, xf_error *err)
 {
     Onnx__AttributeProto *at = add(w, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -572,6 +606,9 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_string(&w, "padding_mode", xfp_grid_paddings[a->grid_padding]);
         if (a->grid_align_corners)
             add_int(&w, "align_corners", a->grid_align_corners);
+        break;
+    case XF_OP_DFT: case XF_OP_STFT: case XF_OP_HANN_WINDOW: case XF_OP_HAMMING_WINDOW: case XF_OP_BLACKMAN_WINDOW:
+        s = write_signal(&w, n, opset, err);
         break;
     case XF_OP_NON_MAX_SUPPRESSION:
         if (a->center_point_box)

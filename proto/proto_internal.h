@@ -230,6 +230,13 @@ bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_le
 /* MatMulNBits and GroupQueryAttention (attrs_attn.c) */
 bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
+/* DFT, STFT and the windows (attrs_signal.c): one attribute of a node of
+ * op in a model of the given opset (false, with the reason in why, for
+ * what the block cannot hold), and the defaults that depend on the opset
+ * once all are read. */
+bool xfp_signal_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *at, xf_attrs *a, char *why,
+                            size_t why_len);
+void xfp_signal_attrs_finish(xf_op op, int64_t opset, xf_attrs *a);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

@@ -104,6 +104,12 @@ typedef struct ref_entry {
 #define XF_REF_GATHER_ND {xf_ref_gather_nd, ANY, I64, 0}
 #define XF_REF_NON_ZERO {xf_ref_non_zero, NUM | BOOL, 0, I64}
 #define XF_REF_ROI_ALIGN {xf_ref_roi_align, FLT, FLT, 0, true}
+/* the signal ops compute in double; the windows make any numeric type */
+#define XF_REF_DFT {xf_ref_dft, FLT, IDX, 0, true}
+#define XF_REF_STFT {xf_ref_stft, FLT, IDX, 0, true}
+#define XF_REF_HANN_WINDOW {xf_ref_window, IDX, 0, NUM}
+#define XF_REF_HAMMING_WINDOW {xf_ref_window, IDX, 0, NUM}
+#define XF_REF_BLACKMAN_WINDOW {xf_ref_window, IDX, 0, NUM}
 #define XF_REF_NON_MAX_SUPPRESSION {xf_ref_nms, F32, F32, I64}
 #define XF_REF_TOP_K {xf_ref_top_k, NUM, I64, 0}
 #define XF_REF_SCATTER_ELEMENTS {xf_ref_scatter_elements, ANY, IDX, 0}

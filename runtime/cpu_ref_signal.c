@@ -1,0 +1,190 @@
+/* cpu_ref signal-processing ops: DFT, STFT, HannWindow, HammingWindow and
+ * BlackmanWindow.
+ *
+ * The transforms are direct O(n^2) sums in double, each term's twiddle the
+ * cosine and sine of 2*pi*m/n with m = k*t mod n (exact integer
+ * arithmetic, so that long transforms lose nothing to large angles);
+ * 16-bit floats are widened to float (cpu_ref.c). */
+#include "xf_rt_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define SIGNAL_PI 3.14159265358979323846
+
+/* The scalar integer input i; false when absent. */
+static bool scalar_input(const xf_node *n, const xf_tensor_view *in, int i, int64_t *v)
+{
+    if (n->n_inputs <= i || !xf_rt_present(&in[i]) || xf_rt_numel(&in[i]) != 1)
+        return false;
+    *v = xf_rt_load_i64(in[i].dtype, in[i].data, 0);
+    return true;
+}
+
+/* An n-point transform's twiddles and the buffers of one line of it. */
+typedef struct dft_plan {
+    int64_t n, bins;
+    bool inverse;
+    double *cs, *sn; /* cos and sin of 2*pi*m/n, m < n */
+    double *re, *im; /* the line's samples (n of them, zero past its length) */
+    double *out;     /* bins x (real, imaginary) */
+} dft_plan;
+
+static void dft_plan_free(dft_plan *p)
+{
+    free(p->cs);
+    free(p->sn);
+    free(p->re);
+    free(p->im);
+    free(p->out);
+}
+
+static xf_status dft_plan_make(dft_plan *p, int64_t n, int64_t bins, bool inverse, xf_error *err)
+{
+    *p = (dft_plan){.n = n, .bins = bins, .inverse = inverse};
+    size_t count = (size_t)(n > 0 ? n : 1);
+    p->cs = malloc(sizeof *p->cs * count);
+    p->sn = malloc(sizeof *p->sn * count);
+    p->re = malloc(sizeof *p->re * count);
+    p->im = malloc(sizeof *p->im * count);
+    p->out = malloc(sizeof *p->out * 2 * (size_t)(bins > 0 ? bins : 1));
+    if (!p->cs || !p->sn || !p->re || !p->im || !p->out) {
+        dft_plan_free(p);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory for a %lld-point DFT", (long long)n);
+    }
+    for (int64_t m = 0; m < n; m++) {
+        double angle = 2.0 * SIGNAL_PI * (double)m / (double)n;
+        p->cs[m] = cos(angle);
+        p->sn[m] = sin(angle);
+    }
+    return XF_OK;
+}
+
+/* p->out[k] = sum over t of (re[t] + i im[t]) e^(-+2 pi i k t / n), the
+ * inverse scaled by 1/n. */
+static void dft_plan_run(dft_plan *p)
+{
+    double sign = p->inverse ? 1.0 : -1.0, scale = p->inverse ? 1.0 / (double)p->n : 1.0;
+    for (int64_t k = 0; k < p->bins; k++) {
+        double sr = 0, si = 0;
+        int64_t m = 0; /* k * t mod n */
+        for (int64_t t = 0; t < p->n; t++) {
+            double c = p->cs[m], s = sign * p->sn[m];
+            sr += p->re[t] * c - p->im[t] * s;
+            si += p->re[t] * s + p->im[t] * c;
+            m += k;
+            if (m >= p->n)
+                m %= p->n;
+        }
+        p->out[2 * k] = sr * scale;
+        p->out[2 * k + 1] = si * scale;
+    }
+}
+
+/* DFT: input [..., L, ..., c] (c 1: real, 2: complex) along axis, n =
+ * dft_length points (the line zero-padded or cut), into [..., bins, ..., 2]. */
+xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    const xf_shape *xs = &in[0].shape;
+    int64_t axis = a->axis, len = 0;
+    int ax;
+    scalar_input(n, in, 2, &axis);
+    if (xs->ndim < 2 || (xs->dims[xs->ndim - 1] != 1 && xs->dims[xs->ndim - 1] != 2) ||
+        !xf_dft_axis_valid(axis, xs->ndim, &ax))
+        return xf_rt_bad_node(err, n, "the input is not [..., 1 or 2] with axis %lld among its signal dims",
+                              (long long)axis);
+    int64_t c = xs->dims[xs->ndim - 1], lines = xs->dims[ax], outer = 1, inner = 1;
+    if (!scalar_input(n, in, 1, &len))
+        len = lines;
+    int64_t bins = a->dft_onesided ? len / 2 + 1 : len;
+    xf_shape want = *xs;
+    want.dims[ax] = bins;
+    want.dims[xs->ndim - 1] = 2;
+    if (len < 1 || (a->dft_inverse && a->dft_onesided) || !xf_shape_equal(&out[0].shape, &want))
+        return xf_rt_bad_node(err, n, "the output is not the input's shape with %lld bins along axis %d and 2 last",
+                              (long long)bins, ax);
+    for (int d = 0; d < ax; d++)
+        outer *= xs->dims[d];
+    for (int d = ax + 1; d < xs->ndim - 1; d++)
+        inner *= xs->dims[d];
+    dft_plan p;
+    xf_status st = dft_plan_make(&p, len, bins, a->dft_inverse, err);
+    if (st != XF_OK)
+        return st;
+    int64_t used = lines < len ? lines : len;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            for (int64_t t = 0; t < len; t++) {
+                int64_t at = ((o * lines + t) * inner + i) * c;
+                p.re[t] = t < used ? xf_rt_load_f64(in[0].dtype, in[0].data, at) : 0;
+                p.im[t] = t < used && c == 2 ? xf_rt_load_f64(in[0].dtype, in[0].data, at + 1) : 0;
+            }
+            dft_plan_run(&p);
+            for (int64_t k = 0; k < bins; k++) {
+                int64_t at = ((o * bins + k) * inner + i) * 2;
+                xf_rt_store_f64(out[0].dtype, out[0].data, at, p.out[2 * k]);
+                xf_rt_store_f64(out[0].dtype, out[0].data, at + 1, p.out[2 * k + 1]);
+            }
+        }
+    dft_plan_free(&p);
+    return XF_OK;
+}
+
+/* STFT: signal [B, L, c], frames of frame_length samples every frame_step,
+ * each times the window (ones when absent), into [B, frames, bins, 2]. */
+xf_status xf_ref_stft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    const xf_tensor_view *win = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+    int64_t step = 0, frame = win ? win->shape.dims[0] : xs->ndim == 3 ? xs->dims[1] : 0;
+    scalar_input(n, in, 3, &frame);
+    if (xs->ndim != 3 || (xs->dims[2] != 1 && xs->dims[2] != 2) || !scalar_input(n, in, 1, &step) || step < 1 ||
+        frame < 1 || frame > xs->dims[1] || (win && (win->shape.ndim != 1 || win->shape.dims[0] != frame)))
+        return xf_rt_bad_node(err, n, "the operands are not a signal [batch, length, 1 or 2], a positive "
+                                      "frame_step and a window of frame_length (at most length) samples");
+    int64_t batch = xs->dims[0], length = xs->dims[1], c = xs->dims[2];
+    int64_t frames = 1 + (length - frame) / step, bins = n->attrs.dft_onesided ? frame / 2 + 1 : frame;
+    xf_shape want = {.ndim = 4, .dims = {batch, frames, bins, 2}};
+    if (!xf_shape_equal(&out[0].shape, &want))
+        return xf_rt_bad_node(err, n, "the output is not [batch, frames, bins, 2]");
+    dft_plan p;
+    xf_status st = dft_plan_make(&p, frame, bins, false, err);
+    if (st != XF_OK)
+        return st;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t f = 0; f < frames; f++) {
+            for (int64_t t = 0; t < frame; t++) {
+                double w = win ? xf_rt_load_f64(win->dtype, win->data, t) : 1.0;
+                int64_t at = (b * length + f * step + t) * c;
+                p.re[t] = xf_rt_load_f64(in[0].dtype, in[0].data, at) * w;
+                p.im[t] = c == 2 ? xf_rt_load_f64(in[0].dtype, in[0].data, at + 1) * w : 0;
+            }
+            dft_plan_run(&p);
+            xf_rt_store_f64_run(out[0].dtype, out[0].data, (b * frames + f) * bins * 2, bins * 2, p.out);
+        }
+    dft_plan_free(&p);
+    return XF_OK;
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow of `size` samples over a
+ * period of N = size (periodic) or size - 1 (symmetric; 0 for one sample,
+ * whose value is then NaN as in ONNX's reference). */
+xf_status xf_ref_window(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    int64_t size = 0;
+    if (!scalar_input(n, in, 0, &size) || size < 0 || out[0].shape.ndim != 1 || out[0].shape.dims[0] != size)
+        return xf_rt_bad_node(err, n, "size is not a non-negative scalar equal to the output's length");
+    double period = (double)(n->attrs.window_symmetric ? size - 1 : size);
+    for (int64_t i = 0; i < size; i++) {
+        double x = period > 0 ? 2.0 * SIGNAL_PI * (double)i / period : NAN, v;
+        if (n->op == XF_OP_HANN_WINDOW)
+            v = sin(x / 2) * sin(x / 2);
+        else if (n->op == XF_OP_HAMMING_WINDOW)
+            v = 25.0 / 46.0 - 21.0 / 46.0 * cos(x);
+        else
+            v = 0.42 - 0.5 * cos(x) + 0.08 * cos(2 * x);
+        xf_rt_store_f64(out[0].dtype, out[0].data, i, v);
+    }
+    return XF_OK;
+}
