@@ -328,10 +328,6 @@ static xf_status write_upsample(writer *w, const xf_node *n, int64_t opset, xf_e
  * its default, antialias, keep_aspect_ratio_policy and axes from 18. */
 static xf_status write_resize(writer *w, const xf_node *n, int64_t opset, xf_error *err)
 {
-    static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
-                                         "tf_crop_and_resize", "half_pixel_symmetric"};
-    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-    static const char *const keep[] = {"stretch", "not_larger", "not_smaller"};
     const xf_attrs *a = &n->attrs;
     const char *lacks = NULL;
     bool v18 = a->resize_antialias || a->resize_keep || a->has_axes;
@@ -346,13 +342,13 @@ static xf_status write_resize(writer *w, const xf_node *n, int64_t opset, xf_err
         return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (Resize) has a form opset %lld cannot express: %s",
                             n->name ? n->name : "", (long long)opset, lacks);
     if (a->resize_mode > 0 && a->resize_mode < 3)
-        add_string(w, "mode", a->resize_mode == 1 ? "linear" : "cubic");
+        add_string(w, "mode", xfp_resize_modes[a->resize_mode]);
     if (opset < 11)
         return XF_OK;
     if (a->resize_coord > 0 && a->resize_coord < 6)
-        add_string(w, "coordinate_transformation_mode", coords[a->resize_coord]);
+        add_string(w, "coordinate_transformation_mode", xfp_resize_coords[a->resize_coord]);
     if (a->resize_nearest > 0 && a->resize_nearest < 4)
-        add_string(w, "nearest_mode", nearest[a->resize_nearest]);
+        add_string(w, "nearest_mode", xfp_resize_nearest[a->resize_nearest]);
     if (a->resize_exclude)
         add_int(w, "exclude_outside", 1);
     if (a->alpha != -0.75f)
@@ -362,7 +358,7 @@ static xf_status write_resize(writer *w, const xf_node *n, int64_t opset, xf_err
     if (a->resize_antialias)
         add_int(w, "antialias", 1);
     if (a->resize_keep > 0 && a->resize_keep < 3)
-        add_string(w, "keep_aspect_ratio_policy", keep[a->resize_keep]);
+        add_string(w, "keep_aspect_ratio_policy", xfp_resize_keep[a->resize_keep]);
     if (a->has_axes)
         add_ints(w, "axes", a->axes, a->n_axes);
     return XF_OK;

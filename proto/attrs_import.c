@@ -59,10 +59,8 @@
  *                   also saturate (0: no_saturate) and precision (0 only)
  *   RNN, LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
  *                   activation_beta -> rnn.*; LSTM input_forget, GRU linear_before_reset
- *   Resize          mode, coordinate_transformation_mode, nearest_mode,
- *                   exclude_outside, cubic_coeff_a, extrapolation_value,
- *                   antialias, keep_aspect_ratio_policy, axes (has_axes);
- *                   opset 10 (X, scales): asymmetric, nearest mode 4 when nearest
+ *   Resize          attrs_sample.c; opset 10 (X, scales): asymmetric,
+ *                   nearest mode 4 when nearest
  *   Flatten, Gather axis
  *   Squeeze, Unsqueeze  axes (< 13; has_axes)
  *   Slice (1)       starts ends axes -> slice_* (has_slice_attrs, has_slice_axes)
@@ -192,16 +190,7 @@ static bool read_float(reader *r, const Onnx__AttributeProto *at, float *v)
 static bool read_list(reader *r, const Onnx__AttributeProto *at, Onnx__AttributeProto__AttributeType t, size_t count,
                       const void *items, size_t size, void *out, size_t max, int *n)
 {
-    if (!is_type(at, t))
-        return refuse(r, t == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS ? "attribute '%s' is not a list of ints"
-                                                                       : "attribute '%s' is not a list of floats",
-                      at->name);
-    if (count > max)
-        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
-    if (count)
-        memcpy(out, items, count * size);
-    *n = (int)count;
-    return true;
+    return xfp_attr_list(at, t, count, items, size, out, max, n, r->why, r->why_len);
 }
 
 static bool read_ints(reader *r, const Onnx__AttributeProto *at, int64_t *out, size_t max, int *n)
@@ -645,9 +634,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
             return read_string_value(r, at);
         break;
     case XF_OP_UPSAMPLE: {
-        static const char *const modes[] = {"nearest", "linear"};
-        if (A("mode"))
-            return read_enum(r, at, modes, 2, &a->resize_mode);
+        if (A("mode")) /* nearest or linear */
+            return read_enum(r, at, xfp_resize_modes, 2, &a->resize_mode);
         if (A("scales") && r->ctx->opset < 9)
             return read_scales(r, at);
         break;
@@ -697,35 +685,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("axes"))
             return (a->has_slice_axes = read_ints(r, at, a->slice_axes, XF_MAX_DIMS, &r->n_slice_axes));
         break;
-    case XF_OP_RESIZE: {
-        static const char *const modes[] = {"nearest", "linear", "cubic"};
-        static const char *const coords[] = {"half_pixel",         "asymmetric", "align_corners", "pytorch_half_pixel",
-                                             "tf_crop_and_resize", "half_pixel_symmetric"};
-        static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-        static const char *const keep[] = {"stretch", "not_larger", "not_smaller"};
-        int i;
-        if (A("mode"))
-            return read_enum(r, at, modes, 3, &a->resize_mode);
-        if (A("coordinate_transformation_mode"))
-            return read_enum(r, at, coords, 6, &a->resize_coord);
-        if (A("nearest_mode"))
-            return read_enum(r, at, nearest, 4, &a->resize_nearest);
-        if (A("keep_aspect_ratio_policy"))
-            return read_enum(r, at, keep, 3, &a->resize_keep);
-        if (A("exclude_outside") || A("antialias")) {
-            if (!read_int32(r, at, &i))
-                return false;
-            *(A("antialias") ? &a->resize_antialias : &a->resize_exclude) = i != 0;
-            return true;
-        }
-        if (A("axes"))
-            return (a->has_axes = read_ints(r, at, a->axes, XF_MAX_DIMS, &a->n_axes));
-        if (A("cubic_coeff_a"))
-            return read_float(r, at, &a->alpha);
-        if (A("extrapolation_value"))
-            return read_float(r, at, &a->beta);
-        break;
-    }
+    case XF_OP_RESIZE:
+        return xfp_resize_attr_import(at, a, r->why, r->why_len);
     case XF_OP_GATHER_ND:
         if (A("batch_dims"))
             return read_int32(r, at, &a->batch_dims);

@@ -50,6 +50,22 @@ bool xfp_attr_dtype(const Onnx__AttributeProto *at, xf_dtype *v, char *why, size
     return true;
 }
 
+bool xfp_attr_list(const Onnx__AttributeProto *at, Onnx__AttributeProto__AttributeType t, size_t count,
+                   const void *items, size_t size, void *out, size_t max, int *n, char *why, size_t why_len)
+{
+    if (!at->has_type || at->type != t)
+        return xfp_attr_refuse(why, why_len,
+                               t == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS ? "attribute '%s' is not a list of ints"
+                                                                               : "attribute '%s' is not a list of floats",
+                               at->name);
+    if (count > max)
+        return xfp_attr_refuse(why, why_len, "attribute '%s' has more entries than xflow holds", at->name);
+    if (count)
+        memcpy(out, items, count * size);
+    *n = (int)count;
+    return true;
+}
+
 bool xfp_attr_enum(const Onnx__AttributeProto *at, const char *const *names, int count, int *index, char *why,
                    size_t why_len)
 {

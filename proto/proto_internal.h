@@ -195,8 +195,19 @@ bool xfp_attr_dtype(const Onnx__AttributeProto *at, xf_dtype *v, char *why, size
 /* A string attribute equal to one of `names`; *index receives which. */
 bool xfp_attr_enum(const Onnx__AttributeProto *at, const char *const *names, int count, int *index, char *why,
                    size_t why_len);
-/* attrs_sample.c: GridSample's attributes under opset, and the names of
- * its modes (by grid_mode) under opset and of its padding modes. */
+/* A list attribute of type t (ints or floats: count items of size bytes)
+ * copied to out, which holds max; *n receives the count. */
+bool xfp_attr_list(const Onnx__AttributeProto *at, Onnx__AttributeProto__AttributeType t, size_t count,
+                   const void *items, size_t size, void *out, size_t max, int *n, char *why, size_t why_len);
+/* attrs_sample.c: Resize's attributes and the names of its modes,
+ * coordinate modes, nearest modes and aspect policies (by the resize_*
+ * values); GridSample's attributes under opset, and the names of its
+ * modes (by grid_mode) under opset and of its padding modes. */
+bool xfp_resize_attr_import(const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+extern const char *const xfp_resize_modes[3];
+extern const char *const xfp_resize_coords[6];
+extern const char *const xfp_resize_nearest[4];
+extern const char *const xfp_resize_keep[3];
 bool xfp_grid_sample_attr_import(const Onnx__AttributeProto *at, int64_t opset, xf_attrs *a, char *why,
                                  size_t why_len);
 const char *const *xfp_grid_modes(int64_t opset);

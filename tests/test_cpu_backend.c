@@ -116,6 +116,16 @@ START_TEST(eltwise_all)
 }
 END_TEST
 
+/* x op c, for a float scalar c (an initializer). */
+static int with_scalar(xf_graph *g, xf_op op, int x, float c)
+{
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
+    ((float *)t->data)[0] = c;
+    int k = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return out0(g, node(g, op, NULL, 2, (int[]){x, k}, 1));
+}
+
 /* Log is exact on cpu (the correctly rounded result cpu_ref gives): an
  * integer taken from a log that should be whole (MPNet's relative position
  * buckets, log(16 / 8) / log(16) * 8 = 2) must not flip, as it did with
@@ -127,11 +137,7 @@ START_TEST(log_exact)
     xf_graph *g = xf_graph_create("log");
     int x = add_input(g, SHAPE(3, 5, 67));
     x = out0(g, node(g, XF_OP_ABS, "abs", 1, &x, 1));
-    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
-    ((float *)t->data)[0] = 1.5f;
-    int k = xf_graph_add_initializer(g, NULL, t);
-    xf_tensor_release(t);
-    x = out0(g, node(g, XF_OP_ADD, "shift", 2, (int[]){x, k}, 1));
+    x = with_scalar(g, XF_OP_ADD, x, 1.5f);
     xf_bt_finish_single(g, XF_OP_LOG, 1, &x);
     check_graph(g, 17, 0.0, 0.0, "Log of values in [1.5, 2.5)");
     xf_graph_free(g);
@@ -146,16 +152,8 @@ START_TEST(softplus_positive)
         return;
     xf_graph *g = xf_graph_create("softplus");
     int x = add_input(g, SHAPE(4, 7, 61));
-    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
-    ((float *)t->data)[0] = 64.0f; /* powers of two: the inputs are exact however fused */
-    int k = xf_graph_add_initializer(g, NULL, t);
-    xf_tensor_release(t);
-    x = out0(g, node(g, XF_OP_MUL, "spread", 2, (int[]){x, k}, 1));
-    xf_tensor *shift = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
-    ((float *)shift->data)[0] = -32.0f;
-    int s = xf_graph_add_initializer(g, NULL, shift);
-    xf_tensor_release(shift);
-    x = out0(g, node(g, XF_OP_ADD, "shift", 2, (int[]){x, s}, 1));
+    /* powers of two: the inputs are exact however the two are fused */
+    x = with_scalar(g, XF_OP_ADD, with_scalar(g, XF_OP_MUL, x, 64.0f), -32.0f);
     xf_bt_finish_single(g, XF_OP_SOFTPLUS, 1, &x);
     check_graph(g, 17, 0.0, 0.0, "Softplus of values in [-96, 32)");
     xf_graph_free(g);
