@@ -5,7 +5,8 @@
  * model is measured once per machine, not once per search.
  *
  * The cache file is plain text, one "KEY SECONDS" line per op, KEY being
- * the 64-bit hash of the op's description in hex.  Ops the backend cannot
+ * the 64-bit hash of the op's description in hex (the op by its domain and
+ * name, so that a key outlives the order of core/ops.def).  Ops the backend cannot
  * run (opaque nodes, ops it lacks) are priced by the analytic model of the
  * same kind of device and not written to the file. */
 #include "cost_internal.h"
@@ -40,6 +41,15 @@ static void put_ints(uint64_t *h, const int64_t *v, int n)
         put(h, (uint64_t)v[i]);
 }
 
+/* A string's bytes and its end: op names, which keep a key when ops are
+ * added to the list and ids move. */
+static void put_str(uint64_t *h, const char *s)
+{
+    for (; *s; s++)
+        put(h, (unsigned char)*s);
+    put(h, 0x5a);
+}
+
 static void put_value(uint64_t *h, const xf_graph *g, int v, const bool *konst)
 {
     if (v < 0) {
@@ -58,7 +68,8 @@ static uint64_t node_key(const xf_graph *g, int i, const bool *konst)
     const xf_node *n = &g->nodes[i];
     const xf_attrs *a = &n->attrs;
     uint64_t h = 0x5eed;
-    put(&h, (uint64_t)n->op);
+    put_str(&h, xf_op_domain(n->op));
+    put_str(&h, xf_op_name(n->op));
     put(&h, (uint64_t)a->n_spatial);
     put_ints(&h, a->kernel, XF_MAX_SPATIAL);
     put_ints(&h, a->strides, XF_MAX_SPATIAL);
