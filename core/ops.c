@@ -80,7 +80,8 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
            a->kv_num_heads == b->kv_num_heads && a->local_window_size == b->local_window_size &&
            a->do_rotary == b->do_rotary && a->smooth_softmax == b->smooth_softmax && a->softcap == b->softcap &&
            a->nb_k == b->nb_k && a->nb_n == b->nb_n && a->nb_bits == b->nb_bits && a->nb_block == b->nb_block &&
-           a->nb_accuracy == b->nb_accuracy;
+           a->nb_accuracy == b->nb_accuracy && a->qk_mode == b->qk_mode &&
+           a->softmax_precision == b->softmax_precision;
 }
 
 void xf_attrs_default(xf_op op, xf_attrs *a)
@@ -103,6 +104,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_LOG_SOFTMAX:
     case XF_OP_HARDMAX:
     case XF_OP_LAYER_NORM:
+    case XF_OP_RMS_NORM:
     case XF_OP_TOP_K:
     case XF_OP_ONE_HOT:
         a->axis = -1;

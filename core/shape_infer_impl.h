@@ -153,6 +153,11 @@ xf_status xf_infer_nms(xf_infer_ctx *c);
 /* The movement and indexing rules (shape_infer_index.c). */
 xf_status xf_infer_trilu(xf_infer_ctx *c);
 xf_status xf_infer_det(xf_infer_ctx *c);
+/* ONNX's Attention, RMSNormalization and RotaryEmbedding (shape_infer_opset23.c). */
+xf_status xf_infer_attention_dtypes(xf_infer_ctx *c);
+xf_status xf_infer_attention(xf_infer_ctx *c);
+xf_status xf_infer_rms_norm(xf_infer_ctx *c);
+xf_status xf_infer_rotary(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);
