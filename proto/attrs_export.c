@@ -422,6 +422,49 @@ static void write_attn(writer *w, const xf_node *n, const xf_attrs *d)
         add_int(w, "mask_index_type", t->mask_index_type);
 }
 
+/* ONNX's Attention, RMSNormalization and RotaryEmbedding, which opset 23
+ * brought (and opset 24 Attention's nonpad_kv_seqlen). */
+static xf_status write_opset23(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    bool nonpad = n->op == XF_OP_ATTENTION && n->n_inputs > 6 && n->inputs[6] >= 0;
+    if (opset < (nonpad ? 24 : 23))
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s%s) needs opset %d; the model is written at %lld",
+                            n->name ? n->name : "", xf_op_name(n->op), nonpad ? " with nonpad_kv_seqlen" : "",
+                            nonpad ? 24 : 23, (long long)opset);
+    if (n->op == XF_OP_RMS_NORM) {
+        if (n->attrs.axis != d->axis)
+            add_int(w, "axis", n->attrs.axis);
+        if (n->attrs.epsilon != d->epsilon)
+            add_float(w, "epsilon", n->attrs.epsilon);
+        return XF_OK;
+    }
+    if (n->op == XF_OP_ROTARY_EMB) {
+        if (t->interleaved)
+            add_int(w, "interleaved", t->interleaved);
+        if (t->rotary_dim)
+            add_int(w, "rotary_embedding_dim", t->rotary_dim);
+        if (t->num_heads)
+            add_int(w, "num_heads", t->num_heads);
+        return XF_OK;
+    }
+    if (t->unidirectional)
+        add_int(w, "is_causal", t->unidirectional);
+    if (t->num_heads)
+        add_int(w, "q_num_heads", t->num_heads);
+    if (t->kv_num_heads)
+        add_int(w, "kv_num_heads", t->kv_num_heads);
+    if (t->qk_mode)
+        add_int(w, "qk_matmul_output_mode", t->qk_mode);
+    if (t->scale != 0.0f)
+        add_float(w, "scale", t->scale);
+    if (t->softcap != 0.0f)
+        add_float(w, "softcap", t->softcap);
+    if (t->softmax_precision)
+        add_int(w, "softmax_precision", t->softmax_precision);
+    return XF_OK;
+}
+
 /* MatMulNBits, GroupQueryAttention and GatherBlockQuantized: the required
  * attributes (all of GatherBlockQuantized's) always */
 static void write_llm(writer *w, const xf_node *n, const xf_attrs *d)
@@ -793,6 +836,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         write_attn(&w, n, &d);
+        break;
+    case XF_OP_ATTENTION:
+    case XF_OP_RMS_NORM:
+    case XF_OP_ROTARY_EMB:
+        s = write_opset23(&w, n, &d, opset, err);
         break;
     /* com.microsoft, version 1: nothing depends on the model's opset */
     case XF_OP_MS_QLINEAR_AVERAGE_POOL:
