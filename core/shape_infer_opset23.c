@@ -32,17 +32,6 @@ xf_status xf_infer_attention_dtypes(xf_infer_ctx *c)
     return XF_OK;
 }
 
-static xf_status want(xf_infer_ctx *c, int i, const char *what, int ndim, const int64_t *dims)
-{
-    if (!xf_infer_has(c, i))
-        return XF_OK;
-    xf_shape w = xf_shape_make(ndim, dims);
-    if (!xf_shape_equal(xf_infer_shape(c, i), &w))
-        return xf_infer_fail(c, XF_ERR_INVALID, "%s is %s, expected %s", what, xf_infer_text(xf_infer_shape(c, i)).s,
-                             xf_infer_text(&w).s);
-    return XF_OK;
-}
-
 /* attn_mask broadcasts to (B, Nq, S, T) except in its last dim, which may
  * be shorter than T (the rest is masked). */
 static xf_status check_mask(xf_infer_ctx *c, const int64_t *full)
@@ -115,11 +104,11 @@ xf_status xf_infer_attention(xf_infer_ctx *c)
     if (past && nonpad)
         return xf_infer_fail(c, XF_ERR_INVALID, "nonpad_kv_seqlen does not go with past_key and past_value");
     int64_t p = past && xf_infer_shape(c, 4)->ndim == 4 ? xf_infer_shape(c, 4)->dims[2] : 0;
-    xf_status st = want(c, 4, "past_key", 4, (const int64_t[]){b, nkv, p, h});
+    xf_status st = xf_infer_want_shape(c, 4, "past_key", 4, (const int64_t[]){b, nkv, p, h});
     if (st == XF_OK)
-        st = want(c, 5, "past_value", 4, (const int64_t[]){b, nkv, p, hv});
+        st = xf_infer_want_shape(c, 5, "past_value", 4, (const int64_t[]){b, nkv, p, hv});
     if (st == XF_OK && nonpad)
-        st = want(c, 6, "nonpad_kv_seqlen", 1, &b);
+        st = xf_infer_want_shape(c, 6, "nonpad_kv_seqlen", 1, &b);
     int64_t tt = p + l, full[4] = {b, nq, s, tt};
     if (st == XF_OK)
         st = check_mask(c, full);
@@ -190,11 +179,11 @@ xf_status xf_infer_rotary(xf_infer_ctx *c)
         st = xf_infer_fail(c, XF_ERR_INVALID, "cos_cache %s is not (max position, %" PRId64 ")",
                            xf_infer_text(cache).s, rot / 2);
     else if (!pos)
-        st = want(c, 1, "cos_cache (without position_ids)", 3, (const int64_t[]){b, s, rot / 2});
+        st = xf_infer_want_shape(c, 1, "cos_cache (without position_ids)", 3, (const int64_t[]){b, s, rot / 2});
     if (st == XF_OK)
-        st = want(c, 2, "sin_cache", cache->ndim, cache->dims);
+        st = xf_infer_want_shape(c, 2, "sin_cache", cache->ndim, cache->dims);
     if (st == XF_OK && pos)
-        st = want(c, 3, "position_ids", 2, (const int64_t[]){b, s});
+        st = xf_infer_want_shape(c, 3, "position_ids", 2, (const int64_t[]){b, s});
     if (st == XF_OK)
         xf_infer_set(c, 0, x);
     return st;
