@@ -365,8 +365,8 @@ static Onnx__GraphProto *rms_rotary_graph(int stash_type)
 
 /* Every attribute of the three ops survives import and export at opset 23
  * and 24 (nonpad_kv_seqlen); the forms xflow does not run stay opaque:
- * before opset 23, nonpad_kv_seqlen at 23, softmax_precision float16,
- * stash_type 0.  A model of opset 22 cannot take them back. */
+ * before opset 23, nonpad_kv_seqlen at 23, softmax_precision float16, no
+ * Y, stash_type 0.  A model of opset 22 cannot take them back. */
 START_TEST(attributes_round_trip)
 {
     int counts[XF_OP_COUNT + 1];
@@ -390,6 +390,11 @@ START_TEST(attributes_round_trip)
     xf_model_free(load_counting(attention_graph(true, XF_DT_FLOAT), 23, counts));
     ck_assert_int_eq(counts[ATT], 0);
     xf_model_free(load_counting(attention_graph(false, XF_DT_FLOAT16), 23, counts));
+    ck_assert_int_eq(counts[ATT], 0);
+    Onnx__GraphProto *g = attention_graph(false, XF_DT_FLOAT);
+    g->node[0]->output[0] = (char *)""; /* present_key and the rest without Y */
+    g->output[0] = g->output[--g->n_output];
+    xf_model_free(load_counting(g, 23, counts));
     ck_assert_int_eq(counts[ATT], 0);
     m = load_counting(rms_rotary_graph(1), 23, counts);
     ck_assert(counts[RMS] == 1 && counts[ROT] == 1);
