@@ -56,7 +56,8 @@ static xf_status check_mask(xf_infer_ctx *c, const int64_t *full)
  * q_num_heads and kv_num_heads, or 4-D (B, Nq, S, H), (B, Nkv, L, H),
  * (B, Nkv, L, Hv); Nq a multiple of Nkv.  past_key (B, Nkv, P, H) and
  * past_value (B, Nkv, P, Hv) come together, nonpad_kv_seqlen (B) without
- * them.  Y is (B, S, Nq * Hv) or (B, Nq, S, Hv), present_key and
+ * them (from opset 25 4-D inputs come without q_num_heads and
+ * kv_num_heads).  Y is (B, S, Nq * Hv) or (B, Nq, S, Hv), present_key and
  * present_value (B, Nkv, T, H or Hv), qk_matmul_output (B, Nq, S, T). */
 xf_status xf_infer_attention(xf_infer_ctx *c)
 {
@@ -82,6 +83,8 @@ xf_status xf_infer_attention(xf_infer_ctx *c)
                                  "Q %s, K %s and V %s do not split into %" PRId64 " and %" PRId64 " heads",
                                  xf_infer_text(q).s, xf_infer_text(k).s, xf_infer_text(v).s, nq, nkv);
     } else {
+        if (c->opset >= 25 && (t->num_heads || t->kv_num_heads))
+            return xf_infer_fail(c, XF_ERR_INVALID, "q_num_heads and kv_num_heads go with 3-D inputs from opset 25");
         nq = q->dims[1];
         nkv = k->dims[1];
         s = q->dims[2];

@@ -303,9 +303,11 @@ typedef struct xf_attn_attrs {
     int64_t nb_k, nb_n, nb_bits, nb_block, nb_accuracy;
     /* ONNX's Attention (opset 23): q_num_heads, kv_num_heads, is_causal,
      * scale (0: 1/sqrt(head size)) and softcap are the fields above;
-     * qk_matmul_output_mode 0 to 3; softmax_precision (0: not given) */
+     * qk_matmul_output_mode 0 to 3; softmax_precision (0: not given);
+     * opset 25's left_window_size and right_window_size (-1: unbounded) */
     int qk_mode;
     xf_dtype softmax_precision;
+    int64_t left_window, right_window;
 } xf_attn_attrs;
 
 bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);

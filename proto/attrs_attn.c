@@ -79,12 +79,14 @@ bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_le
  *
  *   Attention         is_causal (0 or 1)  q_num_heads  kv_num_heads (1 or
  *                     more)  qk_matmul_output_mode (0 to 3)  scale (not 0)
- *                     softcap (0 or more)  softmax_precision (float or double)
+ *                     softcap (0 or more)  softmax_precision (float or double);
+ *                     from opset 25 left_window_size right_window_size (-1 or more)
  *   RMSNormalization  axis  epsilon; stash_type 1 only
  *   RotaryEmbedding   interleaved (0 or 1)  rotary_embedding_dim  num_heads
  *
  * Anything else keeps the node opaque. */
-bool xfp_opset23_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len)
+bool xfp_opset23_attr_import(xf_op op, const Onnx__AttributeProto *at, int64_t opset, xf_attrs *a, char *why,
+                             size_t why_len)
 {
     xf_attn_attrs *t = &a->attn;
     const char *name = at->name;
@@ -105,6 +107,9 @@ bool xfp_opset23_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs 
         if (A("softcap"))
             return xfp_attr_float(at, &t->softcap, why, why_len) &&
                    (t->softcap >= 0.0f || xfp_attr_refuse(why, why_len, "attribute '%s' is negative", name));
+        if (opset >= 25 && (A("left_window_size") || A("right_window_size")))
+            return xfp_attr_int(at, -1, INT32_MAX, A("left_window_size") ? &t->left_window : &t->right_window, why,
+                                why_len);
         if (A("softmax_precision")) {
             if (!xfp_attr_int(at, XF_DT_FLOAT, XF_DT_DOUBLE, &x, why, why_len))
                 return false;

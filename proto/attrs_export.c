@@ -423,15 +423,17 @@ static void write_attn(writer *w, const xf_node *n, const xf_attrs *d)
 }
 
 /* ONNX's Attention, RMSNormalization and RotaryEmbedding, which opset 23
- * brought (and opset 24 Attention's nonpad_kv_seqlen). */
+ * brought (opset 24 Attention's nonpad_kv_seqlen, opset 25 its windows). */
 static xf_status write_opset23(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
     bool nonpad = n->op == XF_OP_ATTENTION && n->n_inputs > 6 && n->inputs[6] >= 0;
-    if (opset < (nonpad ? 24 : 23))
+    bool window = n->op == XF_OP_ATTENTION && (t->left_window >= 0 || t->right_window >= 0);
+    int need = window ? 25 : nonpad ? 24 : 23;
+    if (opset < need)
         return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s%s) needs opset %d; the model is written at %lld",
-                            n->name ? n->name : "", xf_op_name(n->op), nonpad ? " with nonpad_kv_seqlen" : "",
-                            nonpad ? 24 : 23, (long long)opset);
+                            n->name ? n->name : "", xf_op_name(n->op),
+                            window ? " with a window" : nonpad ? " with nonpad_kv_seqlen" : "", need, (long long)opset);
     if (n->op == XF_OP_RMS_NORM) {
         if (n->attrs.axis != d->axis)
             add_int(w, "axis", n->attrs.axis);
@@ -462,6 +464,10 @@ static xf_status write_opset23(writer *w, const xf_node *n, const xf_attrs *d, i
         add_float(w, "softcap", t->softcap);
     if (t->softmax_precision)
         add_int(w, "softmax_precision", t->softmax_precision);
+    if (t->left_window >= 0)
+        add_int(w, "left_window_size", t->left_window);
+    if (t->right_window >= 0)
+        add_int(w, "right_window_size", t->right_window);
     return XF_OK;
 }
 

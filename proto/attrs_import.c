@@ -832,7 +832,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_ATTENTION:
     case XF_OP_RMS_NORM:
     case XF_OP_ROTARY_EMB:
-        return xfp_opset23_attr_import(op, at, a, r->why, r->why_len);
+        return xfp_opset23_attr_import(op, at, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_MS_QLINEAR_AVERAGE_POOL:
         return take_spatial(r, op, name, at);
     case XF_OP_SEQUENCE_EMPTY:

@@ -8,8 +8,9 @@
  * the additive bias: the mask (a bool mask's false -inf, a float mask's
  * value; columns past the mask's last dim -inf), -inf after the causal
  * frontier j > i + offset (offset P with a past, nonpad_kv_seqlen[b] - S
- * with that input alone, else 0) and -inf from column nonpad_kv_seqlen[b]
- * on.  A row whose bias is -inf throughout gets zero probabilities (and Y
+ * with that input alone, else 0), -inf outside opset 25's window (j below
+ * i + offset - left_window_size or above i + offset + right_window_size)
+ * and -inf from column nonpad_kv_seqlen[b] on.  A row whose bias is -inf throughout gets zero probabilities (and Y
  * zeros); the others their softmax (in double when softmax_precision says
  * so).  qk_matmul_output holds the scores before softcap (mode 0), after
  * it (1), with the bias (2) or the probabilities (3): ONNX's definition and
@@ -85,7 +86,7 @@ static void join_past(const sdpa *d, const float *past, const float *cur, int64_
 
 /* The additive bias of query row i of batch b and head h into row (T
  * values); true when it is -inf throughout. */
-static bool bias_row(const sdpa *d, bool causal, int64_t b, int64_t h, int64_t i, float *row)
+static bool bias_row(const sdpa *d, const xf_attn_attrs *t, int64_t b, int64_t h, int64_t i, float *row)
 {
     int64_t off = b * d->mstride[0] + h * d->mstride[1] + i * d->mstride[2];
     int64_t frontier = i + (d->p > 0 || !d->nonpad ? d->p : d->nonpad[b] - d->s);
@@ -98,7 +99,10 @@ static bool bias_row(const sdpa *d, bool causal, int64_t b, int64_t h, int64_t i
             v = ((const bool *)d->mask->data)[off + j] ? 0.0f : -INFINITY;
         else if (d->mask)
             v = (float)xf_rt_load_f64(d->mask->dtype, d->mask->data, off + j);
-        if (causal && j > frontier)
+        if (t->unidirectional && j > frontier)
+            v += -INFINITY;
+        if ((t->left_window >= 0 && frontier - j > t->left_window) ||
+            (t->right_window >= 0 && j - frontier > t->right_window))
             v += -INFINITY;
         if (d->nonpad && j >= d->nonpad[b])
             v += -INFINITY;
@@ -133,7 +137,7 @@ static void probabilities(const xf_node *n, const sdpa *d, int64_t b, int64_t h,
         memcpy(qk, sc, bytes);
     for (int64_t i = 0; i < d->s; i++) {
         float *row = sc + i * d->t;
-        bool masked = bias_row(d, t->unidirectional, b, h, i, brow);
+        bool masked = bias_row(d, t, b, h, i, brow);
         for (int64_t j = 0; j < d->t; j++)
             row[j] += brow[j];
         brow[d->t + i] = masked;

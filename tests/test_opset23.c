@@ -214,6 +214,32 @@ START_TEST(attention_nonpad)
 }
 END_TEST
 
+/* Opset 25's windows: causal after one past row with one key to the left
+ * (mode 3); one key to the right and none to the left. */
+START_TEST(attention_window)
+{
+    xf_tensor *o[4];
+    node_case c = attention(F32(DIMS(1, 1, 3, 2), -1, -0.9, 0.2, -0.5, -0.9, -0.7),
+                            F32(DIMS(1, 1, 3, 2), -0.3, -0.3, 0.1, 0.8, -0.3, -0.6),
+                            F32(DIMS(1, 1, 3, 2), 0.2, -1, -0.2, -0.4, -0.2, -0.9), NULL, F32(DIMS(1, 1, 1, 2), 0.1, 0.2),
+                            F32(DIMS(1, 1, 1, 2), 0.5, 0.9), 4, false);
+    c.opset = 25;
+    c.a.attn.unidirectional = 1;
+    c.a.attn.left_window = 1;
+    c.a.attn.qk_mode = 3;
+    run_case(&c, o);
+    EXPECT(o[0], XF_DT_FLOAT, DIMS(1, 1, 3, 2), 0.3062317, -0.3271994, 0.03293147, -0.7493972, -0.2, -0.7603084);
+    EXPECT(o[1], XF_DT_FLOAT, DIMS(1, 1, 3, 4), 0.3541056, 0.6458944, 0, 0, 0, 0.5823287, 0.4176713, 0, 0, 0,
+           0.2793832, 0.7206168);
+    c = attention(F32(DIMS(1, 1, 3, 2), -0.3, 0.3, -0.1, -0.6, 0.8, 0.5), F32(DIMS(1, 1, 3, 2), 0.9, 0.6, 0.8, -0.7, -1, -0.6),
+                  F32(DIMS(1, 1, 3, 2), -0.2, 0.4, -0.1, 0, 0.5, -0.9), NULL, NULL, NULL, 1, false);
+    c.opset = 25;
+    c.a.attn.left_window = 0;
+    c.a.attn.right_window = 1;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 1, 3, 2), -0.1563298, 0.2253193, 0.2127203, -0.4690804, 0.5, -0.9);
+}
+END_TEST
+
 /* ------------------------------------------------------------ errors */
 
 START_TEST(shape_errors)
@@ -233,8 +259,13 @@ START_TEST(shape_errors)
     expect_infer_error(attention(F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 3), 0), F32(DIMS(1, 1, 1, 2), 0), NULL,
                                  NULL, NULL, 1, false),
                        "are not (B, Nq, S, H)");
+    node_case c = attention(F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 2), 0), NULL, NULL,
+                            NULL, 1, false);
+    c.opset = 25;
+    c.a.attn.num_heads = 1;
+    expect_infer_error(c, "go with 3-D inputs from opset 25");
     expect_infer_error(at23(RMS, 2, F32(DIMS(2, 3), 0), F32(DIMS(2), 0), NULL, NULL), "does not broadcast");
-    node_case c = at23(RMS, 2, F32(DIMS(2, 3, 4), 0), F32(DIMS(3, 1), 0), NULL, NULL);
+    c = at23(RMS, 2, F32(DIMS(2, 3, 4), 0), F32(DIMS(3, 1), 0), NULL, NULL);
     c.a.axis = 1;
     expect_infer_status(c, XF_ERR_UNSUPPORTED, "other than along its leading dims");
     expect_infer_error(at23(ROT, 3, F32(DIMS(1, 2, 4), 0), F32(DIMS(1, 2, 2), 0), F32(DIMS(1, 2, 2), 0), NULL),
@@ -321,8 +352,9 @@ static Onnx__GraphProto *one_node(Onnx__NodeProto *n, int n_in, const char *cons
 }
 
 /* Attention of 3-D (1, 4, 16), (1, 6, 8) x2 with a mask, the past and
- * (at opset 24) nonpad_kv_seqlen as graph inputs, every attribute set. */
-static Onnx__GraphProto *attention_graph(bool nonpad, int precision)
+ * (at opset 24) nonpad_kv_seqlen as graph inputs, every attribute set
+ * (opset 25's windows when window). */
+static Onnx__GraphProto *attention_graph(bool nonpad, int precision, bool window)
 {
     static const int64_t dims[7][4] = {{1, 4, 16}, {1, 6, 8}, {1, 6, 8}, {4, 6}, {1, 2, 2, 4}, {1, 2, 2, 4}, {1}};
     static const int ranks[] = {3, 3, 3, 2, 4, 4, 1};
@@ -336,6 +368,10 @@ static Onnx__GraphProto *attention_graph(bool nonpad, int precision)
     attr_float(n, "scale", 0.125f);
     attr_float(n, "softcap", 30.0f);
     attr_int(n, "softmax_precision", precision);
+    if (window) {
+        attr_int(n, "left_window_size", 3);
+        attr_int(n, "right_window_size", 0);
+    }
     const char *graph_ins[7] = {"q", "k", "v", "m", node_ins[4], node_ins[5], nonpad ? "np" : ""};
     return one_node(n, 7, graph_ins, dims, ranks, types);
 }
@@ -364,13 +400,13 @@ static Onnx__GraphProto *rms_rotary_graph(int stash_type)
 }
 
 /* Every attribute of the three ops survives import and export at opset 23
- * and 24 (nonpad_kv_seqlen); the forms xflow does not run stay opaque:
- * before opset 23, nonpad_kv_seqlen at 23, softmax_precision float16, no
- * Y, stash_type 0.  A model of opset 22 cannot take them back. */
+ * and 24 (nonpad_kv_seqlen) and 25 (windows); the forms xflow does not run
+ * stay opaque: before opset 23, nonpad_kv_seqlen at 23, windows at 24,
+ * softmax_precision float16, no Y, stash_type 0.  A model of opset 22 cannot take them back. */
 START_TEST(attributes_round_trip)
 {
     int counts[XF_OP_COUNT + 1];
-    xf_model *m = load_counting(attention_graph(false, XF_DT_DOUBLE), 23, counts);
+    xf_model *m = load_counting(attention_graph(false, XF_DT_DOUBLE, false), 23, counts);
     ck_assert_int_eq(counts[ATT], 1);
     const xf_node *n = &m->graph->nodes[find_node_op(m->graph, ATT)];
     const xf_attn_attrs *t = &n->attrs.attn;
@@ -383,15 +419,27 @@ START_TEST(attributes_round_trip)
             m->opsets[i].version = 22;
     expect_export_refused(m, "node 'att' (Attention)", "needs opset 23", NULL);
     xf_model_free(m);
-    m = load_counting(attention_graph(true, XF_DT_FLOAT), 24, counts);
+    m = load_counting(attention_graph(true, XF_DT_FLOAT, false), 24, counts);
     ck_assert_int_eq(counts[ATT], 1);
     xf_model_free(roundtrip(m));
     xf_model_free(m);
-    xf_model_free(load_counting(attention_graph(true, XF_DT_FLOAT), 23, counts));
+    xf_model_free(load_counting(attention_graph(true, XF_DT_FLOAT, false), 23, counts));
     ck_assert_int_eq(counts[ATT], 0);
-    xf_model_free(load_counting(attention_graph(false, XF_DT_FLOAT16), 23, counts));
+    m = load_counting(attention_graph(true, XF_DT_FLOAT, true), 25, counts);
+    ck_assert_int_eq(counts[ATT], 1);
+    t = &m->graph->nodes[find_node_op(m->graph, ATT)].attrs.attn;
+    ck_assert(t->left_window == 3 && t->right_window == 0);
+    xf_model_free(roundtrip(m));
+    for (int i = 0; i < m->n_opsets; i++)
+        if (!m->opsets[i].domain[0])
+            m->opsets[i].version = 24;
+    expect_export_refused(m, "node 'att' (Attention with a window)", "needs opset 25", NULL);
+    xf_model_free(m);
+    xf_model_free(load_counting(attention_graph(false, XF_DT_FLOAT, true), 24, counts));
     ck_assert_int_eq(counts[ATT], 0);
-    Onnx__GraphProto *g = attention_graph(false, XF_DT_FLOAT);
+    xf_model_free(load_counting(attention_graph(false, XF_DT_FLOAT16, false), 23, counts));
+    ck_assert_int_eq(counts[ATT], 0);
+    Onnx__GraphProto *g = attention_graph(false, XF_DT_FLOAT, false);
     g->node[0]->output[0] = (char *)""; /* present_key and the rest without Y */
     g->output[0] = g->output[--g->n_output];
     xf_model_free(load_counting(g, 23, counts));
@@ -423,6 +471,7 @@ int main(void)
     tcase_add_test(tc, attention_causal);
     tcase_add_test(tc, attention_masks);
     tcase_add_test(tc, attention_nonpad);
+    tcase_add_test(tc, attention_window);
     tcase_add_test(tc, shape_errors);
     tcase_add_test(tc, cpu_backend);
     tcase_add_test(tc, attributes_round_trip);
