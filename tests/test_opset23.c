@@ -399,6 +399,17 @@ static Onnx__GraphProto *rms_rotary_graph(int stash_type)
     return g;
 }
 
+/* Export of m at the default-domain opset `opset` is refused naming node
+ * and what; frees m. */
+static void refused_at(xf_model *m, int64_t opset, const char *node, const char *what)
+{
+    for (int i = 0; i < m->n_opsets; i++)
+        if (!m->opsets[i].domain[0])
+            m->opsets[i].version = opset;
+    expect_export_refused(m, node, what, NULL);
+    xf_model_free(m);
+}
+
 /* Every attribute of the three ops survives import and export at opset 23
  * and 24 (nonpad_kv_seqlen) and 25 (windows); the forms xflow does not run
  * stay opaque: before opset 23, nonpad_kv_seqlen at 23, windows at 24,
@@ -414,11 +425,7 @@ START_TEST(attributes_round_trip)
               t->scale == 0.125f && t->softcap == 30.0f && t->softmax_precision == XF_DT_DOUBLE);
     ck_assert_int_eq(m->graph->values[n->outputs[3]].shape.dims[3], 8);
     xf_model_free(roundtrip(m));
-    for (int i = 0; i < m->n_opsets; i++)
-        if (!m->opsets[i].domain[0])
-            m->opsets[i].version = 22;
-    expect_export_refused(m, "node 'att' (Attention)", "needs opset 23", NULL);
-    xf_model_free(m);
+    refused_at(m, 22, "node 'att' (Attention)", "needs opset 23");
     m = load_counting(attention_graph(true, XF_DT_FLOAT, false), 24, counts);
     ck_assert_int_eq(counts[ATT], 1);
     xf_model_free(roundtrip(m));
@@ -430,11 +437,7 @@ START_TEST(attributes_round_trip)
     t = &m->graph->nodes[find_node_op(m->graph, ATT)].attrs.attn;
     ck_assert(t->left_window == 3 && t->right_window == 0);
     xf_model_free(roundtrip(m));
-    for (int i = 0; i < m->n_opsets; i++)
-        if (!m->opsets[i].domain[0])
-            m->opsets[i].version = 24;
-    expect_export_refused(m, "node 'att' (Attention with a window)", "needs opset 25", NULL);
-    xf_model_free(m);
+    refused_at(m, 24, "node 'att' (Attention with a window)", "needs opset 25");
     xf_model_free(load_counting(attention_graph(false, XF_DT_FLOAT, true), 24, counts));
     ck_assert_int_eq(counts[ATT], 0);
     xf_model_free(load_counting(attention_graph(false, XF_DT_FLOAT16, false), 23, counts));
