@@ -144,6 +144,9 @@ static void put_attn(uint64_t *h, const xf_attn_attrs *t)
     put_float(h, t->softcap);
     int64_t nb[5] = {t->nb_k, t->nb_n, t->nb_bits, t->nb_block, t->nb_accuracy};
     put_ints(h, nb, 5, 5);
+    put(h, (uint64_t)t->qk_mode << 8 | (uint64_t)t->softmax_precision);
+    put(h, (uint64_t)t->left_window);
+    put(h, (uint64_t)t->right_window);
 }
 
 /* Every field of the block.  Fields an op does not use hold their defaults

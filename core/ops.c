@@ -80,7 +80,9 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
            a->kv_num_heads == b->kv_num_heads && a->local_window_size == b->local_window_size &&
            a->do_rotary == b->do_rotary && a->smooth_softmax == b->smooth_softmax && a->softcap == b->softcap &&
            a->nb_k == b->nb_k && a->nb_n == b->nb_n && a->nb_bits == b->nb_bits && a->nb_block == b->nb_block &&
-           a->nb_accuracy == b->nb_accuracy;
+           a->nb_accuracy == b->nb_accuracy && a->qk_mode == b->qk_mode &&
+           a->softmax_precision == b->softmax_precision && a->left_window == b->left_window &&
+           a->right_window == b->right_window;
 }
 
 void xf_attrs_default(xf_op op, xf_attrs *a)
@@ -104,6 +106,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_LOG_SOFTMAX:
     case XF_OP_HARDMAX:
     case XF_OP_LAYER_NORM:
+    case XF_OP_RMS_NORM:
     case XF_OP_TOP_K:
     case XF_OP_ONE_HOT:
         a->axis = -1;
@@ -203,6 +206,9 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         break;
     case XF_OP_MS_GQA:
         a->attn.local_window_size = -1;
+        break;
+    case XF_OP_ATTENTION:
+        a->attn.left_window = a->attn.right_window = -1;
         break;
     case XF_OP_MS_MATMUL_NBITS:
         a->attn.nb_bits = 4;

@@ -438,6 +438,24 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         return xf_infer_attn_dtypes(c);
     case XF_OP_MS_GQA:
         return xf_infer_attn_dtypes(c);
+    case XF_OP_ATTENTION:
+        return xf_infer_attention_dtypes(c);
+    case XF_OP_RMS_NORM: { /* X's type T and the scale's V, which Y has */
+        xf_dtype v = input_dtype(c, 1);
+        if ((out != XF_DT_UNDEFINED && !xf_dtype_is_float(out)) || (v != XF_DT_UNDEFINED && !xf_dtype_is_float(v)))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "X is %s and scale %s; both must be floating-point",
+                               xf_dtype_name(out), xf_dtype_name(v));
+        if (v != XF_DT_UNDEFINED)
+            out = v;
+        break;
+    }
+    case XF_OP_ROTARY_EMB:
+        st = same_dtype(c, 0, 3, &out);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_float(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "X must be a floating-point tensor, got %s", xf_dtype_name(out));
+        if (st == XF_OK && n->n_inputs > 3)
+            st = require_dtype(c, 3, XF_DT_INT64);
+        break;
     case XF_OP_MS_MATMUL_NBITS:
         return xf_infer_nbits_dtypes(c);
     case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
@@ -656,6 +674,9 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_QLINEAR_CONV xf_infer_qconv
 #define XF_RULE_TRILU xf_infer_trilu
 #define XF_RULE_DET xf_infer_det
+#define XF_RULE_ATTENTION xf_infer_attention
+#define XF_RULE_RMS_NORM xf_infer_rms_norm
+#define XF_RULE_ROTARY_EMB xf_infer_rotary
 #define XF_RULE_TILE xf_infer_tile
 #define XF_RULE_DEPTH_TO_SPACE xf_infer_depth_space
 #define XF_RULE_SPACE_TO_DEPTH xf_infer_depth_space

@@ -50,7 +50,7 @@ xf_status xf_infer_attn_dtypes(xf_infer_ctx *c)
     return XF_OK;
 }
 
-static xf_status want_shape(xf_infer_ctx *c, int i, const char *what, int ndim, const int64_t *dims)
+xf_status xf_infer_want_shape(xf_infer_ctx *c, int i, const char *what, int ndim, const int64_t *dims)
 {
     if (!xf_infer_has(c, i))
         return XF_OK;
@@ -129,7 +129,7 @@ xf_status xf_infer_ms_attention(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID, "weights %s do not hold Q, K and V", xf_infer_text(w).s);
     xf_status st = heads_divide(c, d, dv, n);
     if (st == XF_OK)
-        st = want_shape(c, 2, "bias", 1, &w->dims[1]);
+        st = xf_infer_want_shape(c, 2, "bias", 1, &w->dims[1]);
     int64_t p = 0, h = d / n;
     if (st == XF_OK && xf_infer_has(c, 4)) {
         const xf_shape *past = xf_infer_shape(c, 4);
@@ -137,7 +137,7 @@ xf_status xf_infer_ms_attention(xf_infer_ctx *c)
             return xf_infer_fail(c, XF_ERR_INVALID, "past %s with hidden sizes %" PRId64 " and %" PRId64,
                                  xf_infer_text(past).s, d, dv);
         p = past->dims[3];
-        st = want_shape(c, 4, "past", 5, (const int64_t[]){2, b, n, p, h});
+        st = xf_infer_want_shape(c, 4, "past", 5, (const int64_t[]){2, b, n, p, h});
     }
     if (st == XF_OK && xf_infer_has(c, 4) && xf_infer_has(c, 5))
         return xf_infer_fail(c, XF_ERR_INVALID, "past and attention_bias do not come together");
@@ -187,15 +187,15 @@ xf_status xf_infer_ms_mha(xf_infer_ctx *c)
     }
     xf_status st = heads_divide(c, d, dv, n);
     if (st == XF_OK)
-        st = want_shape(c, 3, "bias", 1, (const int64_t[]){d + d + dv});
+        st = xf_infer_want_shape(c, 3, "bias", 1, (const int64_t[]){d + d + dv});
     int64_t p = 0;
     if (st == XF_OK && (xf_infer_has(c, 6) || xf_infer_has(c, 7))) {
         if (!xf_infer_has(c, 6) || !xf_infer_has(c, 7) || xf_infer_shape(c, 6)->ndim != 4)
             return xf_infer_fail(c, XF_ERR_INVALID, "past_key and past_value come together, 4-D");
         p = xf_infer_shape(c, 6)->dims[2];
-        st = want_shape(c, 6, "past_key", 4, (const int64_t[]){b, n, p, d / n});
+        st = xf_infer_want_shape(c, 6, "past_key", 4, (const int64_t[]){b, n, p, d / n});
         if (st == XF_OK)
-            st = want_shape(c, 7, "past_value", 4, (const int64_t[]){b, n, p, dv / n});
+            st = xf_infer_want_shape(c, 7, "past_value", 4, (const int64_t[]){b, n, p, dv / n});
     }
     if (st == XF_OK)
         st = check_masks(c, 4, 5, b, n, s, p + l);
@@ -228,21 +228,21 @@ xf_status xf_infer_ms_embed_layer_norm(xf_infer_ctx *c)
     if (st != XF_OK)
         return st;
     int64_t b = ids->dims[0], s = ids->dims[1], h = word->dims[1];
-    st = want_shape(c, 1, "segment_ids", 2, ids->dims);
+    st = xf_infer_want_shape(c, 1, "segment_ids", 2, ids->dims);
     if (st == XF_OK && xf_infer_has(c, 4) &&
         (xf_infer_shape(c, 4)->ndim != 2 || xf_infer_shape(c, 4)->dims[1] != h))
         return xf_infer_fail(c, XF_ERR_INVALID, "segment_embedding %s is not (G, %" PRId64 ")",
                              xf_infer_text(xf_infer_shape(c, 4)).s, h);
     if (st == XF_OK)
-        st = want_shape(c, 5, "gamma", 1, &h);
+        st = xf_infer_want_shape(c, 5, "gamma", 1, &h);
     if (st == XF_OK)
-        st = want_shape(c, 6, "beta", 1, &h);
+        st = xf_infer_want_shape(c, 6, "beta", 1, &h);
     if (st == XF_OK)
-        st = want_shape(c, 7, "mask", 2, ids->dims);
+        st = xf_infer_want_shape(c, 7, "mask", 2, ids->dims);
     if (st == XF_OK && xf_infer_has(c, 8) && xf_infer_shape(c, 8)->ndim == 2 && xf_infer_shape(c, 8)->dims[0] == 1)
-        st = want_shape(c, 8, "position_ids", 2, (const int64_t[]){1, s});
+        st = xf_infer_want_shape(c, 8, "position_ids", 2, (const int64_t[]){1, s});
     else if (st == XF_OK)
-        st = want_shape(c, 8, "position_ids", 2, ids->dims);
+        st = xf_infer_want_shape(c, 8, "position_ids", 2, ids->dims);
     if (st != XF_OK)
         return st;
     xf_infer_set(c, 0, &(xf_shape){.ndim = 3, .dims = {b, s, h}});
@@ -280,9 +280,9 @@ xf_status xf_infer_ms_rotary(xf_infer_ctx *c)
                              xf_infer_text(x).s, xf_infer_text(cache).s, c->node->attrs.attn.num_heads,
                              c->node->attrs.attn.rotary_dim);
     int64_t s = x->dims[x->ndim == 4 ? 2 : 1];
-    xf_status st = want_shape(c, 3, "sin_cache", 2, cache->dims);
+    xf_status st = xf_infer_want_shape(c, 3, "sin_cache", 2, cache->dims);
     if (st == XF_OK && !xf_infer_scalar_like(pos))
-        st = want_shape(c, 1, "position_ids", 2, (const int64_t[]){x->dims[0], s});
+        st = xf_infer_want_shape(c, 1, "position_ids", 2, (const int64_t[]){x->dims[0], s});
     if (st == XF_OK)
         xf_infer_set(c, 0, x);
     return st;

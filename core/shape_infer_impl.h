@@ -154,6 +154,14 @@ xf_status xf_infer_nms(xf_infer_ctx *c);
 /* The movement and indexing rules (shape_infer_index.c). */
 xf_status xf_infer_trilu(xf_infer_ctx *c);
 xf_status xf_infer_det(xf_infer_ctx *c);
+/* Input i, when present, has the shape (ndim, dims), else the rule fails
+ * naming it `what` (shape_infer_attn.c). */
+xf_status xf_infer_want_shape(xf_infer_ctx *c, int i, const char *what, int ndim, const int64_t *dims);
+/* ONNX's Attention, RMSNormalization and RotaryEmbedding (shape_infer_opset23.c). */
+xf_status xf_infer_attention_dtypes(xf_infer_ctx *c);
+xf_status xf_infer_attention(xf_infer_ctx *c);
+xf_status xf_infer_rms_norm(xf_infer_ctx *c);
+xf_status xf_infer_rotary(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);

@@ -281,7 +281,7 @@ bool xf_rnn_attrs_equal(const xf_rnn_attrs *a, const xf_rnn_attrs *b);
 
 /* The attention family of ONNX Runtime's contrib ops: Attention,
  * MultiHeadAttention, RotaryEmbedding (EmbedLayerNormalization keeps its
- * epsilon in xf_attrs.epsilon). */
+ * epsilon in xf_attrs.epsilon); ONNX's Attention and RotaryEmbedding. */
 typedef struct xf_attn_attrs {
     int64_t num_heads;       /* Attention, MultiHeadAttention: required; RotaryEmbedding: 0 = not given */
     int unidirectional;      /* causal masking */
@@ -301,6 +301,13 @@ typedef struct xf_attn_attrs {
     /* MatMulNBits: K, N, bits, block_size and accuracy_level (0: unset);
      * GatherBlockQuantized: bits and block_size */
     int64_t nb_k, nb_n, nb_bits, nb_block, nb_accuracy;
+    /* ONNX's Attention (opset 23): q_num_heads, kv_num_heads, is_causal,
+     * scale (0: 1/sqrt(head size)) and softcap are the fields above;
+     * qk_matmul_output_mode 0 to 3; softmax_precision (0: not given);
+     * opset 25's left_window_size and right_window_size (-1: unbounded) */
+    int qk_mode;
+    xf_dtype softmax_precision;
+    int64_t left_window, right_window;
 } xf_attn_attrs;
 
 bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);

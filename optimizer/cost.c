@@ -132,6 +132,17 @@ static double node_flops(const xf_graph *g, int i)
             k *= (double)(n->attrs.kernel[d] > 0 ? n->attrs.kernel[d] : 1);
         return (double)out * k;
     }
+    case XF_OP_ATTENTION: { /* Q K' and P V over the T keys of each query row, and the softmax */
+        const xf_shape *q = &g->values[n->inputs[0]].shape, *k = &g->values[n->inputs[1]].shape;
+        if (q->ndim < 3 || k->ndim != q->ndim)
+            return (double)out;
+        double rows = (double)q->dims[0] * (double)q->dims[1] *
+                      (double)(q->ndim == 4 ? q->dims[2] : n->attrs.attn.num_heads);
+        double t = (double)k->dims[k->ndim - 2];
+        if (n->n_inputs > 4 && n->inputs[4] >= 0 && g->values[n->inputs[4]].shape.ndim == 4)
+            t += (double)g->values[n->inputs[4]].shape.dims[2];
+        return 2.0 * (double)(in + out) * t + 5.0 * rows * t;
+    }
     case XF_OP_QUANTIZE_LINEAR: /* a division, a rounding, an addition and a clamp per element */
         return 4.0 * (double)out;
     case XF_OP_DEQUANTIZE_LINEAR: /* a subtraction and a multiplication */
@@ -144,6 +155,7 @@ static double node_flops(const xf_graph *g, int i)
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:
     case XF_OP_LAYER_NORM:
+    case XF_OP_RMS_NORM:
         return 5.0 * (double)(out > in ? out : in);
     default:
         return (double)(out > in ? out : in);
@@ -154,7 +166,7 @@ static bool is_matrix_op(xf_op op)
 {
     return op == XF_OP_CONV || op == XF_OP_MATMUL || op == XF_OP_GEMM || op == XF_OP_CONV_TRANSPOSE ||
            op == XF_OP_CONV_INTEGER || op == XF_OP_QLINEAR_CONV || op == XF_OP_MATMUL_INTEGER ||
-           op == XF_OP_QLINEAR_MATMUL;
+           op == XF_OP_QLINEAR_MATMUL || op == XF_OP_ATTENTION;
 }
 
 double cost_analytic_node(const cost_device *d, const xf_graph *g, int i)

@@ -11,7 +11,8 @@
  *   RotaryEmbedding interleaved (0 or 1)  rotary_embedding_dim (even; needs
  *                   num_heads)  num_heads  scale; is_packed_batching 0 only
  *
- * Anything else keeps the node opaque. */
+ * Anything else keeps the node opaque.  ONNX's ops of opset 23 (default
+ * domain) come after them. */
 #include "proto_internal.h"
 
 #include <string.h>
@@ -71,6 +72,68 @@ bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_le
     if (op == XF_OP_MS_ROTARY_EMB && t->rotary_dim > 0 && (t->num_heads < 1 || t->rotary_dim % 2))
         return xfp_attr_refuse(why, why_len, "rotary_embedding_dim is odd or comes without num_heads%s", "");
     return true;
+}
+
+/* ONNX's opset 23 ops for transformers (model_import.c keeps them opaque
+ * before opset 23, and Attention's nonpad_kv_seqlen before 24):
+ *
+ *   Attention         is_causal (0 or 1)  q_num_heads  kv_num_heads (1 or
+ *                     more)  qk_matmul_output_mode (0 to 3)  scale (not 0)
+ *                     softcap (0 or more)  softmax_precision (float or double);
+ *                     from opset 25 left_window_size right_window_size (-1 or more)
+ *   RMSNormalization  axis  epsilon; stash_type 1 only
+ *   RotaryEmbedding   interleaved (0 or 1)  rotary_embedding_dim  num_heads
+ *
+ * Anything else keeps the node opaque. */
+bool xfp_opset23_attr_import(xf_op op, const Onnx__AttributeProto *at, int64_t opset, xf_attrs *a, char *why,
+                             size_t why_len)
+{
+    xf_attn_attrs *t = &a->attn;
+    const char *name = at->name;
+    int64_t x;
+#define A(s) (strcmp(name, s) == 0)
+    if (op == XF_OP_ATTENTION) {
+        if (A("is_causal"))
+            return xfp_attr_int32(at, 0, 1, &t->unidirectional, why, why_len);
+        if (A("q_num_heads"))
+            return xfp_attr_int(at, 1, INT32_MAX, &t->num_heads, why, why_len);
+        if (A("kv_num_heads"))
+            return xfp_attr_int(at, 1, INT32_MAX, &t->kv_num_heads, why, why_len);
+        if (A("qk_matmul_output_mode"))
+            return xfp_attr_int32(at, 0, 3, &t->qk_mode, why, why_len);
+        if (A("scale"))
+            return xfp_attr_float(at, &t->scale, why, why_len) &&
+                   (t->scale != 0.0f || xfp_attr_refuse(why, why_len, "attribute '%s' is 0", name));
+        if (A("softcap"))
+            return xfp_attr_float(at, &t->softcap, why, why_len) &&
+                   (t->softcap >= 0.0f || xfp_attr_refuse(why, why_len, "attribute '%s' is negative", name));
+        if (opset >= 25 && (A("left_window_size") || A("right_window_size")))
+            return xfp_attr_int(at, -1, INT32_MAX, A("left_window_size") ? &t->left_window : &t->right_window, why,
+                                why_len);
+        if (A("softmax_precision")) {
+            if (!xfp_attr_int(at, XF_DT_FLOAT, XF_DT_DOUBLE, &x, why, why_len))
+                return false;
+            t->softmax_precision = (xf_dtype)x;
+            return x == XF_DT_FLOAT || x == XF_DT_DOUBLE ||
+                   xfp_attr_refuse(why, why_len, "attribute '%s' is neither float nor double", name);
+        }
+    } else if (op == XF_OP_RMS_NORM) {
+        if (A("axis"))
+            return xfp_attr_int(at, INT64_MIN, INT64_MAX, &a->axis, why, why_len);
+        if (A("epsilon"))
+            return xfp_attr_float(at, &a->epsilon, why, why_len);
+        if (A("stash_type"))
+            return xfp_attr_int(at, 1, 1, &x, why, why_len);
+    } else {
+        if (A("interleaved"))
+            return xfp_attr_int32(at, 0, 1, &t->interleaved, why, why_len);
+        if (A("rotary_embedding_dim"))
+            return xfp_attr_int(at, 0, INT32_MAX, &t->rotary_dim, why, why_len);
+        if (A("num_heads"))
+            return xfp_attr_int(at, 0, INT32_MAX, &t->num_heads, why, why_len);
+    }
+#undef A
+    return xfp_attr_refuse(why, why_len, "attribute '%s' is not modelled", name);
 }
 
 /* The com.microsoft ops of int4 LLM exports:

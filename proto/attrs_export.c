@@ -452,6 +452,55 @@ static void write_attn(writer *w, const xf_node *n, const xf_attrs *d)
         add_int(w, "mask_index_type", t->mask_index_type);
 }
 
+/* ONNX's Attention, RMSNormalization and RotaryEmbedding, which opset 23
+ * brought (opset 24 Attention's nonpad_kv_seqlen, opset 25 its windows). */
+static xf_status write_opset23(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    bool nonpad = n->op == XF_OP_ATTENTION && n->n_inputs > 6 && n->inputs[6] >= 0;
+    bool window = n->op == XF_OP_ATTENTION && (t->left_window >= 0 || t->right_window >= 0);
+    int need = window ? 25 : nonpad ? 24 : 23;
+    if (opset < need)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s%s) needs opset %d; the model is written at %lld",
+                            n->name ? n->name : "", xf_op_name(n->op),
+                            window ? " with a window" : nonpad ? " with nonpad_kv_seqlen" : "", need, (long long)opset);
+    if (n->op == XF_OP_RMS_NORM) {
+        if (n->attrs.axis != d->axis)
+            add_int(w, "axis", n->attrs.axis);
+        if (n->attrs.epsilon != d->epsilon)
+            add_float(w, "epsilon", n->attrs.epsilon);
+        return XF_OK;
+    }
+    if (n->op == XF_OP_ROTARY_EMB) {
+        if (t->interleaved)
+            add_int(w, "interleaved", t->interleaved);
+        if (t->rotary_dim)
+            add_int(w, "rotary_embedding_dim", t->rotary_dim);
+        if (t->num_heads)
+            add_int(w, "num_heads", t->num_heads);
+        return XF_OK;
+    }
+    if (t->unidirectional)
+        add_int(w, "is_causal", t->unidirectional);
+    if (t->num_heads)
+        add_int(w, "q_num_heads", t->num_heads);
+    if (t->kv_num_heads)
+        add_int(w, "kv_num_heads", t->kv_num_heads);
+    if (t->qk_mode)
+        add_int(w, "qk_matmul_output_mode", t->qk_mode);
+    if (t->scale != 0.0f)
+        add_float(w, "scale", t->scale);
+    if (t->softcap != 0.0f)
+        add_float(w, "softcap", t->softcap);
+    if (t->softmax_precision)
+        add_int(w, "softmax_precision", t->softmax_precision);
+    if (t->left_window >= 0)
+        add_int(w, "left_window_size", t->left_window);
+    if (t->right_window >= 0)
+        add_int(w, "right_window_size", t->right_window);
+    return XF_OK;
+}
+
 /* MatMulNBits, GroupQueryAttention and GatherBlockQuantized: the required
  * attributes (all of GatherBlockQuantized's) always */
 static void write_llm(writer *w, const xf_node *n, const xf_attrs *d)
@@ -842,6 +891,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         write_attn(&w, n, &d);
+        break;
+    case XF_OP_ATTENTION:
+    case XF_OP_RMS_NORM:
+    case XF_OP_ROTARY_EMB:
+        s = write_opset23(&w, n, &d, opset, err);
         break;
     /* com.microsoft, version 1: nothing depends on the model's opset */
     case XF_OP_MS_QLINEAR_AVERAGE_POOL:

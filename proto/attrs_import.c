@@ -87,8 +87,8 @@
  *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow: attrs_signal.c
  *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
  *   model's opset): attrs_contrib.c; its attention family (Attention,
- *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding):
- *   attrs_attn.c; QLinearAveragePool  as AveragePool; channels_last (0 only)
+ *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding) and
+ *   ONNX's Attention, RMSNormalization and RotaryEmbedding: attrs_attn.c; QLinearAveragePool  as AveragePool; channels_last (0 only)
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -789,6 +789,10 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
         return xfp_attn_attr_import(op, at, a, r->why, r->why_len);
+    case XF_OP_ATTENTION:
+    case XF_OP_RMS_NORM:
+    case XF_OP_ROTARY_EMB:
+        return xfp_opset23_attr_import(op, at, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_MS_QLINEAR_AVERAGE_POOL:
         return take_spatial(r, op, name, at);
     case XF_OP_SEQUENCE_EMPTY:

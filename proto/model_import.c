@@ -421,11 +421,18 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
         why = "opset 10's Resize takes X and scales";
     else if (kind == XF_OP_DROPOUT && !dropout_in_inference(im, n_in, ins))
         why = "training_mode is not a constant false";
+    else if ((kind == XF_OP_ATTENTION || kind == XF_OP_RMS_NORM || kind == XF_OP_ROTARY_EMB) &&
+             xf_model_opset(im->m) < 23)
+        why = "an opset 23 op in a model of an earlier opset";
+    else if (kind == XF_OP_ATTENTION && n_in > 6 && xf_model_opset(im->m) < 24)
+        why = "nonpad_kv_seqlen before opset 24";
     for (int k = 0; k < n_out && !why && !optional_outs; k++)
         if (outs[k] < 0)
             why = "an omitted output in the middle";
     if (!why && kind == XF_OP_MAX_POOL && outs[0] < 0)
         why = "Indices without Y";
+    if (!why && kind == XF_OP_ATTENTION && outs[0] < 0)
+        why = "no output Y";
     if (why) {
         xf_log(XF_LOG_INFO, "%s stays opaque: %s", label, why);
         return XF_OK;

@@ -238,6 +238,9 @@ bool xfp_contrib_finish(xf_op op, xf_attrs *a, xfp_contrib_seen *s);
  * for what the block cannot hold. */
 bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
+/* ONNX's Attention, RMSNormalization and RotaryEmbedding (attrs_attn.c). */
+bool xfp_opset23_attr_import(xf_op op, const Onnx__AttributeProto *at, int64_t opset, xf_attrs *a, char *why,
+                             size_t why_len);
 /* MatMulNBits and GroupQueryAttention (attrs_attn.c) */
 bool xfp_llm_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);

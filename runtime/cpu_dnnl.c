@@ -438,11 +438,13 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_BIAS_ADD: h = &xf_dn_bias_act_handler; break;
     case XF_OP_MS_SKIP_LAYER_NORM:
     case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
-    case XF_OP_SIMPLIFIED_LAYER_NORM: h = &xf_dn_skip_norm_handler; break;
+    case XF_OP_SIMPLIFIED_LAYER_NORM:
+    case XF_OP_RMS_NORM: h = &xf_dn_skip_norm_handler; break;
     case XF_OP_MS_MATMUL_NBITS: h = &xf_dn_nbits_handler; break;
     case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
     case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL: h = &xf_dn_int_matmul_float_handler; break;
-    case XF_OP_MS_GQA: h = &xf_dn_attention_handler; break;
+    case XF_OP_MS_GQA:
+    case XF_OP_ATTENTION: h = &xf_dn_attention_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;

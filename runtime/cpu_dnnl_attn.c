@@ -1,7 +1,8 @@
-/* The cpu backend's Attention, MultiHeadAttention and GroupQueryAttention: cpu_ref's kernels
- * (the same masks, layouts and softmax) with their matrix products -- Q, K
- * and V's projection and each head's Q K' and probabilities times V -- run
- * by oneDNN's sgemm. */
+/* The cpu backend's Attention, MultiHeadAttention and GroupQueryAttention
+ * (com.microsoft) and ONNX's Attention: cpu_ref's kernels (the same masks,
+ * layouts and softmax) with their matrix products -- Q, K and V's
+ * projection and each head's Q K' and probabilities times V -- run by
+ * oneDNN's sgemm. */
 #include "cpu_dnnl.h"
 
 static bool dn_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
@@ -18,12 +19,21 @@ static xf_status attention_run(const xf_node *n, const xf_tensor_view *in, const
 {
     if (n->op == XF_OP_MS_GQA)
         return xf_attn_gqa(n, in, out, dn_gemm, err);
+    if (n->op == XF_OP_ATTENTION)
+        return xf_attn_onnx(n, in, out, dn_gemm, err);
     return n->op == XF_OP_MS_ATTENTION ? xf_attn_attention(n, in, out, dn_gemm, err)
                                        : xf_attn_mha(n, in, out, dn_gemm, err);
 }
 
 static bool attention_handles(const xf_graph *g, const xf_node *n)
 {
+    if (n->op == XF_OP_ATTENTION) { /* float operands; the mask bool or float, nonpad_kv_seqlen int64 */
+        for (int i = 0; i < n->n_inputs && i < 6; i++)
+            if (n->inputs[i] >= 0 && g->values[n->inputs[i]].dtype != XF_DT_FLOAT &&
+                !(i == 3 && g->values[n->inputs[i]].dtype == XF_DT_BOOL))
+                return false;
+        return true;
+    }
     /* the masks (GroupQueryAttention's lengths) are int32; everything else float */
     for (int i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] >= 0 && i != (n->op == XF_OP_MS_ATTENTION ? 3 : 4) && !(n->op == XF_OP_MS_GQA && (i == 5 || i == 6)) &&

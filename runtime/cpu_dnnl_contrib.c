@@ -226,7 +226,7 @@ static bool skip_norm_handles(const xf_graph *g, const xf_node *n)
     xf_tensor_view in[5], out[4];
     graph_views(g, n, in, out);
     xf_rt_skip_norm a;
-    return xf_rt_skip_norm_init(n, in, out, &a, NULL) == XF_OK;
+    return xf_rt_skip_norm_init(n, in, out, &a, NULL) == XF_OK && a.gamma_size == a.hidden;
 }
 
 static xf_status skip_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,

@@ -135,6 +135,9 @@ typedef struct ref_entry {
 #define XF_REF_COMPRESS {xf_ref_compress, ANY, BOOL, 0}
 #define XF_REF_EINSUM {xf_ref_einsum, NUM, NUM, 0, true}
 #define XF_REF_DET {xf_ref_det, FLT, FLT, 0}
+#define XF_REF_ATTENTION {xf_ref_attention, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_RMS_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
+#define XF_REF_ROTARY_EMB {xf_ref_rotary, F32 | F16, F32 | F16, 0, true}
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_GRID_SAMPLE {xf_ref_grid_sample, FLT, FLT, 0, true}

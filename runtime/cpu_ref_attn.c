@@ -423,29 +423,42 @@ void xf_rotary_row(const float *xi, float *yo, const float *cr, const float *sr,
         yo[i] = xi[i];
 }
 
+void xf_rotary_apply(const xf_rotary_geom *g, const float *x, float *y, const float *cosc, const float *sinc,
+                     const int64_t *rows)
+{
+    int64_t half = g->rot / 2, head_stride = g->bnsh ? g->s * g->hs : g->hs;
+    int64_t seq_stride = g->bnsh ? g->hs : g->heads * g->hs, batch_stride = g->s * g->heads * g->hs;
+    for (int64_t bi = 0; bi < g->b; bi++)
+        for (int64_t si = 0; si < g->s; si++) {
+            int64_t p = rows[bi * g->s + si];
+            for (int64_t h = 0; h < g->heads; h++) {
+                int64_t off = bi * batch_stride + si * seq_stride + h * head_stride;
+                xf_rotary_row(x + off, y + off, cosc + p * half, sinc + p * half, g->rot, g->hs, g->interleaved);
+            }
+        }
+}
+
 xf_status xf_ref_ms_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_shape *xs = &in[0].shape;
-    int64_t nh, hs, rot;
-    if (!xf_rotary_layout(&n->attrs.attn, xs, &in[2].shape, &nh, &hs, &rot))
+    xf_rotary_geom g = {.bnsh = xs->ndim == 4, .interleaved = n->attrs.attn.interleaved};
+    if (!xf_rotary_layout(&n->attrs.attn, xs, &in[2].shape, &g.heads, &g.hs, &g.rot))
         return bad(err, n, "input and cache sizes do not agree");
-    bool bnsh = xs->ndim == 4;
-    int64_t b = xs->dims[0], s = xs->dims[bnsh ? 2 : 1], half = rot / 2, m = in[2].shape.dims[0];
-    int64_t head_stride = bnsh ? s * hs : hs, seq_stride = bnsh ? hs : nh * hs, batch_stride = s * nh * hs;
+    g.b = xs->dims[0];
+    g.s = xs->dims[g.bnsh ? 2 : 1];
+    int64_t m = in[2].shape.dims[0], *rows = malloc(sizeof *rows * (size_t)(g.b * g.s + 1));
+    if (!rows)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     const int64_t *pos = in[1].data;
     bool one = xf_rt_numel(&in[1]) == 1; /* a start position (for B = S = 1 the two forms agree) */
-    const float *x = in[0].data, *cosc = in[2].data, *sinc = in[3].data;
-    float *y = out[0].data;
-    for (int64_t bi = 0; bi < b; bi++)
-        for (int64_t si = 0; si < s; si++) {
-            int64_t p = one ? pos[0] + si : pos[bi * s + si];
-            if (p < 0 || p >= m)
-                return bad(err, n, "position id out of the cache's range");
-            const float *cr = cosc + p * half, *sr = sinc + p * half;
-            for (int64_t h = 0; h < nh; h++) {
-                int64_t off = bi * batch_stride + si * seq_stride + h * head_stride;
-                xf_rotary_row(x + off, y + off, cr, sr, rot, hs, n->attrs.attn.interleaved);
-            }
+    for (int64_t i = 0; i < g.b * g.s; i++) {
+        rows[i] = one ? pos[0] + i % g.s : pos[i];
+        if (rows[i] < 0 || rows[i] >= m) {
+            free(rows);
+            return bad(err, n, "position id out of the cache's range");
         }
+    }
+    xf_rotary_apply(&g, in[0].data, out[0].data, in[2].data, in[3].data, rows);
+    free(rows);
     return XF_OK;
 }

@@ -156,12 +156,14 @@ xf_status xf_ref_bias_act(const xf_node *n, const xf_tensor_view *in, const xf_t
  * or, simplified, v / sqrt(q + epsilon) * gamma.  Optional outputs: the
  * mean, the inverse of the square root, v itself.
  * SimplifiedLayerNormalization (X, scale; Y, inv_std_var) is the simplified
- * form over the dimensions from axis on, with no skip. */
+ * form over the dimensions from axis on, with no skip, and so is ONNX's
+ * RMSNormalization (X, scale; Y), whose scale may be the trailing dims of
+ * the normalized ones (gamma_size values, repeated along the row). */
 xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                xf_rt_skip_norm *a, xf_error *err)
 {
     const xf_tensor_view *x = a->x = &in[0];
-    bool rms = n->op == XF_OP_SIMPLIFIED_LAYER_NORM;
+    bool rms = n->op == XF_OP_SIMPLIFIED_LAYER_NORM || n->op == XF_OP_RMS_NORM;
     a->simplified = rms || n->op == XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM;
     int axis = rms ? xf_rt_axis(n->attrs.axis, x->shape.ndim) : x->shape.ndim - 1;
     if (axis < 0)
@@ -181,7 +183,9 @@ xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const
     int64_t count = xf_rt_numel(x), hidden = a->hidden;
     a->rows = hidden > 0 ? count / hidden : 0;
     a->skip_size = a->skip ? xf_rt_numel(a->skip) : 0;
-    if (xf_rt_numel(a->gamma) != hidden || (a->beta && xf_rt_numel(a->beta) != hidden) ||
+    a->gamma_size = xf_rt_numel(a->gamma);
+    bool repeats = n->op == XF_OP_RMS_NORM && a->gamma_size > 0 && hidden % a->gamma_size == 0;
+    if ((a->gamma_size != hidden && !repeats) || (a->beta && xf_rt_numel(a->beta) != hidden) ||
         (a->bias && xf_rt_numel(a->bias) != hidden) ||
         (a->skip && (a->skip_size == 0 || count % a->skip_size || a->skip_size % hidden)))
         return xf_rt_bad_node(err, n, "skip, gamma, beta or bias does not match the input");
@@ -216,7 +220,7 @@ xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, con
         double denom = sqrt(square / (double)hidden - (simplified ? 0.0 : mean * mean) + (double)n->attrs.epsilon);
         for (int64_t h = 0; h < hidden; h++)
             st(&out[0], base + h,
-               (v[h] - (simplified ? 0.0 : mean)) / denom * ld(gamma, h) + (beta ? ld(beta, h) : 0.0));
+               (v[h] - (simplified ? 0.0 : mean)) / denom * ld(gamma, h % a.gamma_size) + (beta ? ld(beta, h) : 0.0));
         if (mean_out)
             st(mean_out, r, mean);
         if (inv_out)

@@ -216,16 +216,16 @@ xf_status xf_ref_bias_act(const xf_node *n, const xf_tensor_view *in, const xf_t
  * transBatch attributes.  A vector is a row (A) or a column (B). */
 void xf_rt_fused_matmul_view(const xf_shape *s, bool is_b, int trans, int trans_batch, xf_shape *v,
                              int64_t *strides);
-/* The operands of SkipLayerNormalization, SkipSimplifiedLayerNormalization
- * and SimplifiedLayerNormalization (absent ones NULL): rows of `hidden`
- * values v = x + skip (repeating every skip_size values) + bias are
- * normalized (simplified: by their root mean square alone), times gamma,
- * plus beta; optional outputs mean, inv (the inverse deviation) and sum
+/* The operands of SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+ * SimplifiedLayerNormalization and RMSNormalization (absent ones NULL):
+ * rows of `hidden` values v = x + skip (repeating every skip_size values) +
+ * bias are normalized (simplified: by their root mean square alone), times
+ * gamma (repeating every gamma_size values), plus beta; optional outputs mean, inv (the inverse deviation) and sum
  * (v).  Fails when the operands do not match. */
 typedef struct xf_rt_skip_norm {
     const xf_tensor_view *x, *skip, *gamma, *beta, *bias, *mean, *inv, *sum;
     bool simplified;
-    int64_t hidden, rows, skip_size;
+    int64_t hidden, rows, skip_size, gamma_size;
 } xf_rt_skip_norm;
 xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                xf_rt_skip_norm *a, xf_error *err);
@@ -267,6 +267,21 @@ void xf_attn_softmax_row(float *row, int64_t n);
  * interleaved pairs or halves) with a cache row's cos and sin (rot / 2). */
 void xf_rotary_row(const float *x, float *y, const float *cos_row, const float *sin_row, int64_t rot, int64_t hs,
                    bool interleaved);
+/* Every head vector of x (B, S, N * H), or (B, N, S, H) when bnsh, rotated
+ * into y, position (b, s) with cache row rows[b * S + s] (rot / 2 values;
+ * the caller checks the rows). */
+typedef struct xf_rotary_geom {
+    int64_t b, s, heads, hs, rot;
+    bool bnsh, interleaved;
+} xf_rotary_geom;
+void xf_rotary_apply(const xf_rotary_geom *g, const float *x, float *y, const float *cosc, const float *sinc,
+                     const int64_t *rows);
+/* ONNX's Attention (opset 23 and 24) and RotaryEmbedding (cpu_ref_opset23.c);
+ * Attention's matrix products go through gemm. */
+xf_status xf_attn_onnx(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                       xf_error *err);
+xf_status xf_ref_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* MatMulNBits and GroupQueryAttention (cpu_ref_llm.c).  The dequantized
  * weight is (N, K), row n the weight's column n.  At accuracy_level 4
  * ONNX Runtime's CPU kernel computes with A quantized to int8 per block of
