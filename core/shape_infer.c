@@ -267,10 +267,12 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
         st = same_dtype(c, 0, n->n_inputs, &out);
         break;
-    case XF_OP_BIT_SHIFT:
+    case XF_OP_BIT_SHIFT: /* signed integers from opset 28 */
         st = same_dtype(c, 0, n->n_inputs, &out);
-        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_unsigned(out))
-            st = xf_infer_fail(c, XF_ERR_INVALID, "shifts unsigned integers, got %s", xf_dtype_name(out));
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_unsigned(out) &&
+            (!xf_dtype_is_signed_int(out) || (c->opset > 0 && c->opset < 28)))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "shifts unsigned integers (and from opset 28 signed ones), got %s",
+                               xf_dtype_name(out));
         break;
     case XF_OP_CAST_LIKE: /* the type of target_type, whatever its values */
         out = input_dtype(c, 1);

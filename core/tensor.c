@@ -39,6 +39,11 @@ bool xf_dtype_is_unsigned(xf_dtype t)
     return t == XF_DT_UINT8 || t == XF_DT_UINT16 || t == XF_DT_UINT32 || t == XF_DT_UINT64;
 }
 
+bool xf_dtype_is_signed_int(xf_dtype t)
+{
+    return t == XF_DT_INT8 || t == XF_DT_INT16 || t == XF_DT_INT32 || t == XF_DT_INT64;
+}
+
 size_t xf_dtype_nbytes(xf_dtype t, int64_t numel)
 {
     int bits = xf_dtype_bits(t);

@@ -92,8 +92,9 @@ int xf_dtype_bits(xf_dtype t);
  * but quantization computes in them); float16 or bfloat16. */
 bool xf_dtype_is_float(xf_dtype t);
 bool xf_dtype_is_half(xf_dtype t);
-/* uint8, uint16, uint32 or uint64. */
+/* uint8, uint16, uint32 or uint64; int8, int16, int32 or int64. */
 bool xf_dtype_is_unsigned(xf_dtype t);
+bool xf_dtype_is_signed_int(xf_dtype t);
 size_t xf_dtype_nbytes(xf_dtype t, int64_t numel);
 const char *xf_dtype_name(xf_dtype t);
 

@@ -97,7 +97,7 @@ typedef struct ref_entry {
 #define XF_REF_GELU {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_PRELU {xf_ref_prelu, NUM, NUM, 0}
 #define XF_REF_MEAN {xf_ref_mean, FLT, FLT, 0}
-#define XF_REF_BIT_SHIFT {xf_ref_binary, UNS, UNS, 0}
+#define XF_REF_BIT_SHIFT {xf_ref_binary, IDX | UNS | XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_INT16), IDX | UNS | XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_INT16), 0}
 #define XF_REF_CAST_LIKE {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
 #define XF_REF_RESIZE {xf_ref_resize, FLT, FLT | I64, 0}
 #define XF_REF_UPSAMPLE {xf_ref_resize, FLT, F32, 0}

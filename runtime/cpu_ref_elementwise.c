@@ -340,11 +340,17 @@ static int64_t bi_and(int64_t a, int64_t b) { return a && b; }
 static int64_t bi_or(int64_t a, int64_t b) { return a || b; }
 static int64_t bi_xor(int64_t a, int64_t b) { return !a != !b; }
 static int64_t bi_prelu(int64_t a, int64_t b) { return a < 0 ? bi_mul(a, b) : a; }
-/* BitShift of unsigned values (uint64 ones read as their bits): shifting
- * by the width or more leaves 0, as numpy does; storing drops the bits
- * shifted past narrower types */
+/* BitShift of unsigned values (uint64 ones read as their bits) and, from
+ * opset 28, of signed ones (sign-extended): shifting by the width or more,
+ * or by a negative amount, leaves 0 (a signed right shift: its sign fill,
+ * -1 for a negative value); storing drops the bits shifted past narrower
+ * types, which is also a signed left shift's wrap */
 static int64_t bi_shift_left(int64_t a, int64_t b) { return (uint64_t)b < 64 ? (int64_t)((uint64_t)a << b) : 0; }
 static int64_t bi_shift_right(int64_t a, int64_t b) { return (uint64_t)b < 64 ? (int64_t)((uint64_t)a >> b) : 0; }
+static int64_t bi_shift_right_signed(int64_t a, int64_t b)
+{
+    return (uint64_t)b < 64 ? (a < 0 ? ~(~a >> b) : a >> b) : a < 0 ? -1 : 0;
+}
 
 #define BINARY_RUN(f, T)                                                                                 \
     static void f##_run(T *o, const T *a, const T *b, int64_t n)                                       \
@@ -360,7 +366,7 @@ BINARY_F(b_less_eq) BINARY_F(b_mod) BINARY_F(b_prelu) BINARY_F(b_fmod)
 BINARY_I(bi_add) BINARY_I(bi_sub) BINARY_I(bi_mul) BINARY_I(bi_div) BINARY_I(bi_pow) BINARY_I(bi_max)
 BINARY_I(bi_min) BINARY_I(bi_equal) BINARY_I(bi_greater) BINARY_I(bi_less) BINARY_I(bi_greater_eq)
 BINARY_I(bi_less_eq) BINARY_I(bi_mod) BINARY_I(bi_and) BINARY_I(bi_or) BINARY_I(bi_xor) BINARY_I(bi_prelu)
-BINARY_I(bi_shift_left) BINARY_I(bi_fmod) BINARY_I(bi_shift_right)
+BINARY_I(bi_shift_left) BINARY_I(bi_fmod) BINARY_I(bi_shift_right) BINARY_I(bi_shift_right_signed)
 
 static const binary_def binary_defs[XF_OP_COUNT] = {
     [XF_OP_ADD] = {b_add_run, bi_add_run},
@@ -384,7 +390,8 @@ static const binary_def binary_defs[XF_OP_COUNT] = {
     [XF_OP_MEAN] = {b_add_run, bi_add_run},
     [XF_OP_BIT_SHIFT] = {NULL, bi_shift_left_run},
 };
-static const binary_def fmod_def = {b_fmod_run, bi_fmod_run}, shift_right_def = {NULL, bi_shift_right_run};
+static const binary_def fmod_def = {b_fmod_run, bi_fmod_run}, shift_right_def = {NULL, bi_shift_right_run},
+                        shift_right_signed_def = {NULL, bi_shift_right_signed_run};
 
 static void binary_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
 {
@@ -416,9 +423,11 @@ static xf_status binary_apply(const xf_node *n, const binary_def *d, const xf_te
 xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                         xf_error *err)
 {
-    const binary_def *d = n->op == XF_OP_MOD && n->attrs.fmod                ? &fmod_def
-                          : n->op == XF_OP_BIT_SHIFT && n->attrs.shift_right ? &shift_right_def
-                                                                              : &binary_defs[n->op];
+    bool shift_right = n->op == XF_OP_BIT_SHIFT && n->attrs.shift_right;
+    const binary_def *d = n->op == XF_OP_MOD && n->attrs.fmod                    ? &fmod_def
+                          : shift_right && xf_dtype_is_signed_int(in[0].dtype) ? &shift_right_signed_def
+                          : shift_right                                          ? &shift_right_def
+                                                                                 : &binary_defs[n->op];
     return binary_apply(n, d, &in[0], &in[1], &out[0], err);
 }
 

@@ -208,6 +208,30 @@ START_TEST(bit_shift)
 }
 END_TEST
 
+/* Opset 28's signed BitShift: a right shift fills with the sign bit (past
+ * the width or by a negative amount only the fill is left: -1 or 0), a
+ * left shift wraps into and past the sign bit; before opset 28 signed
+ * types fail inference naming the node. */
+START_TEST(bit_shift_signed)
+{
+    int8_t a[] = {-128, -128, -128, -7, 5, 64, 1, 3}, b[] = {1, 9, -1, 1, 9, 1, 8, -2};
+    node_case c = make_case(XF_OP_BIT_SHIFT, 2, mk(XF_DT_INT8, DIMS(8), a), mk(XF_DT_INT8, DIMS(8), b));
+    c.opset = 28;
+    c.a.shift_right = 1;
+    EXPECT(run1(c), XF_DT_INT8, DIMS(8), -64, -1, -1, -4, 0, 32, 0, 0);
+    c = make_case(XF_OP_BIT_SHIFT, 2, mk(XF_DT_INT8, DIMS(8), a), mk(XF_DT_INT8, DIMS(8), b));
+    c.opset = 28;
+    EXPECT(run1(c), XF_DT_INT8, DIMS(8), 0, 0, 0, -14, 0, -128, 0, 0);
+    c = make_case(XF_OP_BIT_SHIFT, 2, I32(DIMS(3), -1, INT32_MIN, 1), I32(DIMS(3), 31, 31, 31));
+    c.opset = 28;
+    c.a.shift_right = 1;
+    EXPECT(run1(c), XF_DT_INT32, DIMS(3), -1, -1, 0);
+    c = make_case(XF_OP_BIT_SHIFT, 2, I32(DIMS(1), 1), I32(DIMS(1), 1));
+    c.opset = 27;
+    expect_infer_error(c, "shifts unsigned integers (and from opset 28 signed ones), got INT32");
+}
+END_TEST
+
 /* CastLike casts to the type of its second input, whatever its shape and
  * values. */
 START_TEST(cast_like)
@@ -370,8 +394,8 @@ START_TEST(operand_and_attribute_errors)
     expect_infer_error(c, "before opset 7 a slope is one value, one per channel or one per element");
     expect_infer_error(make_case(XF_OP_PRELU, 2, F32(DIMS(1), 0), I32(DIMS(1), 0)),
                        "input 0 is FLOAT but input 1 is INT32");
-    expect_infer_error(make_case(XF_OP_BIT_SHIFT, 2, I32(DIMS(1), 1), I32(DIMS(1), 1)),
-                       "shifts unsigned integers, got INT32");
+    expect_infer_error(make_case(XF_OP_BIT_SHIFT, 2, F32(DIMS(1), 1), F32(DIMS(1), 1)),
+                       "shifts unsigned integers (and from opset 28 signed ones), got FLOAT");
     expect_infer_error(make_case(XF_OP_MEAN, 2, F32(DIMS(2), 0, 0), F32(DIMS(3), 0, 0, 0)),
                        "shapes 2 and 3 are not broadcastable");
     c = make_case(XF_OP_CELU, 1, F32(DIMS(1), 0));
@@ -421,6 +445,7 @@ int main(void)
     tcase_add_test(tc, prelu_unsigned_and_legacy);
     tcase_add_test(tc, mean);
     tcase_add_test(tc, bit_shift);
+    tcase_add_test(tc, bit_shift_signed);
     tcase_add_test(tc, cast_like);
     tcase_add_test(tc, cpu_backend_forms);
     suite_add_tcase(s, tc);
