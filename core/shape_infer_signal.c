@@ -38,13 +38,15 @@ bool xf_dft_axis_valid(int64_t axis, int rank, int *out)
 /* DFT: input [..., signal, ..., 1 or 2] gives the same shape with the
  * axis' extent dft_length (floor(dft_length / 2) + 1 when onesided) and
  * 2 (real, imaginary) last.  dft_length defaults to the axis' extent;
- * axis is an input from opset 20 (else the attribute). */
+ * axis is an input from opset 20 (else the attribute).  Inverse and
+ * onesided together are the inverse real transform: one-sided bins in,
+ * dft_length real samples out (last dim 1), dft_length defaulting to
+ * 2 (bins - 1). */
 xf_status xf_infer_dft(xf_infer_ctx *c)
 {
     const xf_attrs *a = &c->node->attrs;
     const xf_shape *x = xf_infer_shape(c, 0);
-    if (a->dft_inverse && a->dft_onesided)
-        return xf_infer_fail(c, XF_ERR_INVALID, "inverse and onesided cannot both be set");
+    bool irfft = a->dft_inverse && a->dft_onesided;
     if (x->ndim < 2 || (x->dims[x->ndim - 1] != 1 && x->dims[x->ndim - 1] != 2))
         return xf_infer_fail(c, XF_ERR_INVALID, "input must have shape [..., 1] (real) or [..., 2] (complex), got %s",
                              xf_infer_text(x).s);
@@ -60,15 +62,15 @@ xf_status xf_infer_dft(xf_infer_ctx *c)
     if (!xf_dft_axis_valid(axis, x->ndim, &ax))
         return xf_infer_fail(c, XF_ERR_INVALID, "axis %" PRId64 " is out of range for rank %d (the last dim holds "
                              "real and imaginary parts)", axis, x->ndim);
-    length = x->dims[ax];
+    length = irfft ? 2 * (x->dims[ax] - 1) : x->dims[ax];
     st = xf_infer_has(c, 1) ? read_scalar(c, 1, "dft_length", &length, &known) : XF_OK;
     if (st != XF_OK || !known)
         return st != XF_OK ? st : xf_infer_unknown(c);
     if (length < 1)
         return xf_infer_fail(c, XF_ERR_INVALID, "dft_length %" PRId64 " is not positive", length);
     xf_shape out = *x;
-    out.dims[ax] = a->dft_onesided ? length / 2 + 1 : length;
-    out.dims[x->ndim - 1] = 2;
+    out.dims[ax] = a->dft_onesided && !irfft ? length / 2 + 1 : length;
+    out.dims[x->ndim - 1] = irfft ? 1 : 2;
     xf_infer_set(c, 0, &out);
     return XF_OK;
 }

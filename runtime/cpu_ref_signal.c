@@ -82,7 +82,11 @@ static void dft_plan_run(dft_plan *p)
 }
 
 /* DFT: input [..., L, ..., c] (c 1: real, 2: complex) along axis, n =
- * dft_length points (the line zero-padded or cut), into [..., bins, ..., 2]. */
+ * dft_length points (the line zero-padded or cut), into [..., bins, ..., 2].
+ * Inverse and onesided: the inverse real transform of the first n / 2 + 1
+ * bins (zeros past L) completed as a Hermitian spectrum, whose real part
+ * goes to [..., n, ..., 1] (the imaginary parts of bin 0 and, n even, of
+ * bin n / 2 drop out, as numpy's irfft has it). */
 xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_attrs *a = &n->attrs;
@@ -95,15 +99,16 @@ xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor
         return xf_rt_bad_node(err, n, "the input is not [..., 1 or 2] with axis %lld among its signal dims",
                               (long long)axis);
     int64_t c = xs->dims[xs->ndim - 1], lines = xs->dims[ax], outer = 1, inner = 1;
+    bool irfft = a->dft_inverse && a->dft_onesided;
     if (!scalar_input(n, in, 1, &len))
-        len = lines;
-    int64_t bins = a->dft_onesided ? len / 2 + 1 : len;
+        len = irfft ? 2 * (lines - 1) : lines;
+    int64_t bins = a->dft_onesided && !irfft ? len / 2 + 1 : len, oc = irfft ? 1 : 2;
     xf_shape want = *xs;
     want.dims[ax] = bins;
-    want.dims[xs->ndim - 1] = 2;
-    if (len < 1 || (a->dft_inverse && a->dft_onesided) || !xf_shape_equal(&out[0].shape, &want))
-        return xf_rt_bad_node(err, n, "the output is not the input's shape with %lld bins along axis %d and 2 last",
-                              (long long)bins, ax);
+    want.dims[xs->ndim - 1] = oc;
+    if (len < 1 || !xf_shape_equal(&out[0].shape, &want))
+        return xf_rt_bad_node(err, n, "the output is not the input's shape with %lld bins along axis %d and %lld last",
+                              (long long)bins, ax, (long long)oc);
     for (int d = 0; d < ax; d++)
         outer *= xs->dims[d];
     for (int d = ax + 1; d < xs->ndim - 1; d++)
@@ -116,15 +121,20 @@ xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             for (int64_t t = 0; t < len; t++) {
-                int64_t at = ((o * lines + t) * inner + i) * c;
-                p.re[t] = t < used ? xf_rt_load_f64(in[0].dtype, in[0].data, at) : 0;
-                p.im[t] = t < used && c == 2 ? xf_rt_load_f64(in[0].dtype, in[0].data, at + 1) : 0;
+                int64_t src = irfft && t > len / 2 ? len - t : t; /* the conjugate of bin n - t */
+                int64_t at = ((o * lines + src) * inner + i) * c;
+                bool have = src < used && (!irfft || src <= len / 2);
+                p.re[t] = have ? xf_rt_load_f64(in[0].dtype, in[0].data, at) : 0;
+                p.im[t] = have && c == 2 ? xf_rt_load_f64(in[0].dtype, in[0].data, at + 1) : 0;
+                if (src != t)
+                    p.im[t] = -p.im[t];
             }
             dft_plan_run(&p);
             for (int64_t k = 0; k < bins; k++) {
-                int64_t at = ((o * bins + k) * inner + i) * 2;
+                int64_t at = ((o * bins + k) * inner + i) * oc;
                 xf_rt_store_f64(out[0].dtype, out[0].data, at, p.out[2 * k]);
-                xf_rt_store_f64(out[0].dtype, out[0].data, at + 1, p.out[2 * k + 1]);
+                if (oc == 2)
+                    xf_rt_store_f64(out[0].dtype, out[0].data, at + 1, p.out[2 * k + 1]);
             }
         }
     dft_plan_free(&p);
