@@ -115,6 +115,10 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->axis = -1;
         a->lp_p = 2;
         break;
+    case XF_OP_LP_POOL:
+    case XF_OP_GLOBAL_LP_POOL:
+        a->lp_p = 2;
+        break;
     case XF_OP_MEAN_VARIANCE_NORM:
         a->n_axes = 3;
         a->axes[0] = 0;

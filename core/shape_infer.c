@@ -282,6 +282,18 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         st = same_dtype(c, 0, n->n_inputs, &out);
         out = XF_DT_BOOL;
         break;
+    case XF_OP_BITWISE_AND: case XF_OP_BITWISE_OR: case XF_OP_BITWISE_XOR: case XF_OP_BITWISE_NOT:
+        st = same_dtype(c, 0, n->n_inputs, &out);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_unsigned(out) && !xf_dtype_is_signed_int(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "takes integers, got %s", xf_dtype_name(out));
+        break;
+    case XF_OP_LP_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_SWISH:
+        if (out != XF_DT_UNDEFINED && !xf_dtype_is_float(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "X must be a floating-point tensor, got %s", xf_dtype_name(out));
+        break;
+    case XF_OP_MEL_WEIGHT_MATRIX:
+        st = xf_infer_mel_dtype(c, &out);
+        break;
     case XF_OP_AND: case XF_OP_OR: case XF_OP_XOR:
         st = require_dtype(c, 0, XF_DT_BOOL);
         if (st == XF_OK)
@@ -304,7 +316,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_ARG_MIN:
         out = XF_DT_INT64;
         break;
-    case XF_OP_CUM_SUM: {
+    case XF_OP_CUM_SUM:
+    case XF_OP_CUM_PROD: {
         xf_dtype d = input_dtype(c, 1);
         if (d != XF_DT_UNDEFINED && d != XF_DT_INT32 && d != XF_DT_INT64)
             st = xf_infer_fail(c, XF_ERR_INVALID, "axis must be int32 or int64, got %s", xf_dtype_name(d));
@@ -756,6 +769,15 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_HANN_WINDOW xf_infer_window
 #define XF_RULE_HAMMING_WINDOW xf_infer_window
 #define XF_RULE_BLACKMAN_WINDOW xf_infer_window
+#define XF_RULE_LP_POOL xf_infer_pool
+#define XF_RULE_GLOBAL_LP_POOL xf_infer_global_pool
+#define XF_RULE_BITWISE_AND infer_broadcast
+#define XF_RULE_BITWISE_OR infer_broadcast
+#define XF_RULE_BITWISE_XOR infer_broadcast
+#define XF_RULE_BITWISE_NOT infer_same
+#define XF_RULE_CUM_PROD xf_infer_cumsum
+#define XF_RULE_SWISH infer_same
+#define XF_RULE_MEL_WEIGHT_MATRIX xf_infer_mel_weight_matrix
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

@@ -173,6 +173,10 @@ xf_status xf_infer_unique(xf_infer_ctx *c);
 xf_status xf_infer_dft(xf_infer_ctx *c);
 xf_status xf_infer_stft(xf_infer_ctx *c);
 xf_status xf_infer_window(xf_infer_ctx *c);
+/* MelWeightMatrix: the output dtype (*out), checking the inputs'; the
+ * shape rule. */
+xf_status xf_infer_mel_dtype(xf_infer_ctx *c, xf_dtype *out);
+xf_status xf_infer_mel_weight_matrix(xf_infer_ctx *c);
 /* Einsum (shape_infer_einsum.c). */
 xf_status xf_infer_einsum(xf_infer_ctx *c);
 /* QuantizeLinear and DequantizeLinear (shape_infer_quant.c): the output

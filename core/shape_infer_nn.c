@@ -233,12 +233,25 @@ static xf_status pool_rank(const xf_infer_ctx *c, const xf_shape *x, int *nsp)
     return st;
 }
 
+/* LpPool's and GlobalLpPool's p (the other pools pass); beyond
+ * XF_LP_POOL_MAX_P every |x|^p of a float overflows or vanishes. */
+static xf_status lp_order(const xf_infer_ctx *c)
+{
+    xf_op op = c->node->op;
+    int p = c->node->attrs.lp_p;
+    if ((op == XF_OP_LP_POOL || op == XF_OP_GLOBAL_LP_POOL) && (p < 1 || p > XF_LP_POOL_MAX_P))
+        return xf_infer_fail(c, XF_ERR_INVALID, "p %d must be 1 to %d", p, XF_LP_POOL_MAX_P);
+    return XF_OK;
+}
+
 xf_status xf_infer_pool(xf_infer_ctx *c)
 {
     const xf_attrs *a = &c->node->attrs;
     const xf_shape *x = xf_infer_shape(c, 0);
     int nsp;
-    xf_status st = pool_rank(c, x, &nsp);
+    xf_status st = lp_order(c);
+    if (st == XF_OK)
+        st = pool_rank(c, x, &nsp);
     if (st != XF_OK)
         return st;
     if (a->storage_order != 0 && a->storage_order != 1)
@@ -303,6 +316,9 @@ xf_status xf_infer_max_unpool(xf_infer_ctx *c)
 xf_status xf_infer_global_pool(xf_infer_ctx *c)
 {
     const xf_shape *x = xf_infer_shape(c, 0);
+    xf_status st = lp_order(c);
+    if (st != XF_OK)
+        return st;
     if (x->ndim < 2)
         return xf_infer_fail(c, XF_ERR_INVALID, "input shape %s has no channel dimension",
                              xf_infer_text(x).s);

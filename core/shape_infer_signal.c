@@ -1,5 +1,5 @@
-/* The shape rules of the signal-processing ops: DFT, STFT and the windows
- * (see shape_infer.c for the driver).  Their output lengths are values of
+/* The shape rules of the signal-processing ops: DFT, STFT, the windows
+ * and MelWeightMatrix (see shape_infer.c for the driver).  Their output lengths are values of
  * their integer inputs: where such a value is not known here the shape is
  * unknown, and sessions infer it per run. */
 #include "shape_infer_impl.h"
@@ -121,6 +121,47 @@ xf_status xf_infer_window(xf_infer_ctx *c)
     if (size < 0)
         return xf_infer_fail(c, XF_ERR_INVALID, "size %" PRId64 " is negative", size);
     xf_shape out = {.ndim = 1, .dims = {size}};
+    xf_infer_set(c, 0, &out);
+    return XF_OK;
+}
+
+/* MelWeightMatrix: num_mel_bins, dft_length and sample_rate are one
+ * integer type (int32 or int64), lower_edge_hertz and upper_edge_hertz
+ * one floating-point type; the output is output_datatype's (float). */
+xf_status xf_infer_mel_dtype(xf_infer_ctx *c, xf_dtype *out)
+{
+    for (int i = 0; i < 5; i++) {
+        xf_dtype d = xf_infer_dtype(c, i), first = xf_infer_dtype(c, i < 3 ? 0 : 3);
+        bool fits = i < 3 ? d == XF_DT_INT32 || d == XF_DT_INT64 : xf_dtype_is_float(d);
+        if (d != XF_DT_UNDEFINED && !fits)
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d must be %s, got %s", i,
+                                 i < 3 ? "int32 or int64" : "a floating-point tensor", xf_dtype_name(d));
+        if (d != XF_DT_UNDEFINED && first != XF_DT_UNDEFINED && d != first)
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s but input %d is %s", i, xf_dtype_name(d),
+                                 i < 3 ? 0 : 3, xf_dtype_name(first));
+    }
+    *out = c->node->attrs.output_dtype != XF_DT_UNDEFINED ? c->node->attrs.output_dtype : XF_DT_FLOAT;
+    return XF_OK;
+}
+
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins]. */
+xf_status xf_infer_mel_weight_matrix(xf_infer_ctx *c)
+{
+    int64_t bins = 0, length = 0;
+    bool known = true;
+    xf_status st = read_scalar(c, 0, "num_mel_bins", &bins, &known);
+    if (st == XF_OK && known)
+        st = read_scalar(c, 1, "dft_length", &length, &known);
+    for (int i = 2; i < 5 && st == XF_OK; i++)
+        if (!xf_infer_scalar_like(xf_infer_shape(c, i)))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "input %d must be a scalar, got shape %s", i,
+                               xf_infer_text(xf_infer_shape(c, i)).s);
+    if (st != XF_OK || !known)
+        return st != XF_OK ? st : xf_infer_unknown(c);
+    if (bins < 1 || length < 1)
+        return xf_infer_fail(c, XF_ERR_INVALID, "num_mel_bins %" PRId64 " and dft_length %" PRId64
+                             " must be positive", bins, length);
+    xf_shape out = {.ndim = 2, .dims = {length / 2 + 1, bins}};
     xf_infer_set(c, 0, &out);
     return XF_OK;
 }

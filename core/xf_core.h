@@ -216,6 +216,8 @@ const char *xf_op_domain(xf_op op); /* "" for the default domain */
 
 /* ---------------------------------------------------------------- attributes */
 
+enum { XF_LP_POOL_MAX_P = 1 << 16 }; /* LpPool's and GlobalLpPool's largest p */
+
 typedef enum xf_auto_pad {
     XF_AUTO_PAD_NOTSET = 0,
     XF_AUTO_PAD_VALID,
@@ -402,10 +404,11 @@ typedef struct xf_attrs {
     int shift_right;          /* BitShift: direction "RIGHT" (else "LEFT") */
     bool prelu_channels;      /* PRelu before opset 7: a 1-D slope runs along X's axis 1 (channels) */
     int select_last_index;    /* ArgMax, ArgMin (opset 12): the last of equal extremes */
-    int cumsum_exclusive, cumsum_reverse; /* CumSum */
+    int cumsum_exclusive, cumsum_reverse; /* CumSum, CumProd */
     int64_t lrn_size;         /* LRN: the channels summed over (required) */
     float lrn_bias;           /* LRN (1) */
-    int lp_p;                 /* LpNormalization: the norm's order, 1 or 2 (2) */
+    int lp_p;                 /* LpNormalization: the norm's order, 1 or 2 (2); LpPool, GlobalLpPool: 1 to
+                               * XF_LP_POOL_MAX_P (2) */
     int trilu_lower;          /* Trilu: upper = 0 (keep the lower triangle) */
     int depth_crd;            /* DepthToSpace: mode CRD (else DCR) */
     int64_t eye_k;            /* EyeLike: k, the diagonal of ones (> 0: above the main one) */
@@ -419,8 +422,8 @@ typedef struct xf_attrs {
     /* DFT: inverse, onesided (0) and axis (`axis`: opset 17's attribute,
      * default 1; from opset 20 the default -2 where no axis input is
      * given); STFT: onesided (1); HannWindow, HammingWindow,
-     * BlackmanWindow: periodic = 0 (window_symmetric) and output_datatype
-     * (output_dtype, 0: float) */
+     * BlackmanWindow, MelWeightMatrix: output_datatype (output_dtype, 0:
+     * float); the windows: periodic = 0 (window_symmetric) */
     int dft_inverse, dft_onesided;
     int window_symmetric;
 
@@ -428,7 +431,7 @@ typedef struct xf_attrs {
     float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5),
                                  ThresholdedRelu alpha (1), Celu alpha (1), Selu alpha and
                                  gamma (1.6733, 1.0507), Shrink lambd and bias (0.5, 0),
-                                 LRN (1e-4, 0.75) */
+                                 LRN (1e-4, 0.75), Swish alpha (1) */
     float epsilon;            /* BatchNorm, LayerNorm, InstanceNorm, GroupNorm (1e-5) */
     /* BatchNormalization 14+: training_mode (the batch's statistics; outputs
      * 1 and 2 the running mean and variance moved by momentum, kept at its

@@ -267,6 +267,7 @@ static xf_status write_norm(writer *w, const xf_node *n, const xf_attrs *d, int6
             add_int(w, "select_last_index", a->select_last_index);
         break;
     case XF_OP_CUM_SUM:
+    case XF_OP_CUM_PROD:
         if (a->cumsum_exclusive)
             add_int(w, "exclusive", a->cumsum_exclusive);
         if (a->cumsum_reverse)
@@ -380,7 +381,7 @@ static void write_ms_act(writer *w, const xf_node *n)
         add_float(w, "activation_beta", a->ms_act_params[1]);
 }
 
-/* DFT, STFT and the windows.  DFT's axis is an attribute before opset
+/* DFT, STFT, the windows and MelWeightMatrix.  DFT's axis is an attribute before opset
  * 20 and an input (default -2) from opset 20. */
 static xf_status write_signal(writer *w, const xf_node *n, int64_t opset, xf_error *err)
 {
@@ -404,7 +405,7 @@ static xf_status write_signal(writer *w, const xf_node *n, int64_t opset, xf_err
         if (!a->dft_onesided)
             add_int(w, "onesided", 0);
         break;
-    default: /* the windows */
+    default: /* the windows, MelWeightMatrix */
         if (a->window_symmetric)
             add_int(w, "periodic", 0);
         if (a->output_dtype)
@@ -580,6 +581,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_CELU:
     case XF_OP_SELU:
     case XF_OP_SHRINK:
+    case XF_OP_SWISH:
         write_alpha_beta(&w, n, &d);
         break;
     case XF_OP_IS_INF:
@@ -653,7 +655,18 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "align_corners", a->grid_align_corners);
         break;
     case XF_OP_DFT: case XF_OP_STFT: case XF_OP_HANN_WINDOW: case XF_OP_HAMMING_WINDOW: case XF_OP_BLACKMAN_WINDOW:
+    case XF_OP_MEL_WEIGHT_MATRIX:
         s = write_signal(&w, n, opset, err);
+        break;
+    case XF_OP_LP_POOL: /* dilations and ceil_mode came with opset 18 */
+        write_spatial(&w, n, &d);
+        if (opset < 18 && (a->ceil_mode || differs(a->dilations, a->n_spatial, 1)))
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (LpPool) uses dilations or ceil_mode, which opset "
+                             "%lld cannot express", n->name ? n->name : "", (long long)opset);
+        /* fall through */
+    case XF_OP_GLOBAL_LP_POOL:
+        if (a->lp_p != d.lp_p)
+            add_int(&w, "p", a->lp_p);
         break;
     case XF_OP_NON_MAX_SUPPRESSION:
         if (a->center_point_box)
@@ -765,6 +778,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_ARG_MAX:
     case XF_OP_ARG_MIN:
     case XF_OP_CUM_SUM:
+    case XF_OP_CUM_PROD:
     case XF_OP_INSTANCE_NORM:
     case XF_OP_GROUP_NORM:
     case XF_OP_MEAN_VARIANCE_NORM:

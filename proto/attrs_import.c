@@ -13,7 +13,7 @@
  *   MaxUnpool       kernel_shape strides pads (as Conv's)
  *   AveragePool     as Conv without group; ceil_mode; count_include_pad
  *   Gemm            alpha beta transA->trans_a transB->trans_b
- *   LeakyRelu, Elu, ThresholdedRelu, Celu  alpha;  HardSigmoid alpha beta
+ *   LeakyRelu, Elu, ThresholdedRelu, Celu, Swish  alpha;  HardSigmoid alpha beta
  *   Selu            alpha  gamma->beta
  *   Shrink          lambd->alpha  bias->beta
  *   IsInf           detect_negative detect_positive (0: isinf_no_neg, isinf_no_pos)
@@ -84,7 +84,9 @@
  *   MeanVarianceNormalization  axes (default [0, 2, 3])
  *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
  *   LpNormalization axis p->lp_p
- *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow: attrs_signal.c
+ *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix:
+ *                   attrs_signal.c
+ *   LpPool, GlobalLpPool, CumProd: attrs_small.c
  *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
  *   model's opset): attrs_contrib.c; its attention family (Attention,
  *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding) and
@@ -551,6 +553,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_ELU:
     case XF_OP_THRESHOLDED_RELU:
     case XF_OP_CELU:
+    case XF_OP_SWISH:
         if (A("alpha"))
             return read_float(r, at, &a->alpha);
         break;
@@ -805,7 +808,12 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
         return xfp_llm_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_DFT: case XF_OP_STFT: case XF_OP_HANN_WINDOW: case XF_OP_HAMMING_WINDOW: case XF_OP_BLACKMAN_WINDOW:
+    case XF_OP_MEL_WEIGHT_MATRIX:
         return xfp_signal_attr_import(op, r->ctx->opset, at, a, r->why, r->why_len);
+    case XF_OP_LP_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_CUM_PROD: {
+        int taken = xfp_small_attr_import(op, r->ctx->opset, at, a, r->why, r->why_len);
+        return taken >= 0 ? taken : take_spatial(r, op, name, at);
+    }
     default:
         break;
     }
@@ -827,6 +835,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_QLINEAR_CONV:
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
+    case XF_OP_LP_POOL:
     case XF_OP_MAX_UNPOOL:
     case XF_OP_MS_QLINEAR_AVERAGE_POOL: {
         int n = -1;

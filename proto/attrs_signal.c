@@ -8,13 +8,14 @@
  *                   periodic (0 or 1; 0: window_symmetric)
  *                   output_datatype->output_dtype (a float or integer type
  *                   of ONNX's T2)
+ *   MelWeightMatrix output_datatype->output_dtype (the same types: its T3)
  *
  * Anything else keeps the node opaque. */
 #include "proto_internal.h"
 
 #include <string.h>
 
-/* The types a window may be made in (ONNX's T2). */
+/* The types a window (or a mel weight matrix) may be made in (ONNX's T2). */
 static bool window_dtype(xf_dtype t)
 {
     switch (t) {
@@ -39,17 +40,18 @@ bool xfp_signal_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto 
         return xfp_attr_int32(at, 0, 1, &a->dft_onesided, why, why_len);
     if (op == XF_OP_DFT && A("axis") && opset < 20)
         return xfp_attr_int(at, INT64_MIN, INT64_MAX, &a->axis, why, why_len);
-    if (op != XF_OP_DFT && op != XF_OP_STFT && A("periodic")) {
+    bool window = op == XF_OP_HANN_WINDOW || op == XF_OP_HAMMING_WINDOW || op == XF_OP_BLACKMAN_WINDOW;
+    if (window && A("periodic")) {
         if (!xfp_attr_int32(at, 0, 1, &periodic, why, why_len))
             return false;
         a->window_symmetric = !periodic;
         return true;
     }
-    if (op != XF_OP_DFT && op != XF_OP_STFT && A("output_datatype")) {
+    if ((window || op == XF_OP_MEL_WEIGHT_MATRIX) && A("output_datatype")) {
         if (!xfp_attr_dtype(at, &a->output_dtype, why, why_len))
             return false;
         return window_dtype(a->output_dtype) ||
-               xfp_attr_refuse(why, why_len, "attribute '%s' names a type a window is not made in", name);
+               xfp_attr_refuse(why, why_len, "attribute '%s' names a type xflow does not make here", name);
     }
 #undef A
     return xfp_attr_refuse(why, why_len, "attribute '%s' is not modelled", name);

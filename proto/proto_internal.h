@@ -251,6 +251,11 @@ bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len
 bool xfp_signal_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *at, xf_attrs *a, char *why,
                             size_t why_len);
 void xfp_signal_attrs_finish(xf_op op, int64_t opset, xf_attrs *a);
+/* LpPool, GlobalLpPool and CumProd (attrs_small.c): one attribute
+ * of a node of op in a model of the given opset: 1 read, 0 not (the reason
+ * in why), -1 one of LpPool's window attributes, for attrs_import.c. */
+int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *at, xf_attrs *a, char *why,
+                          size_t why_len);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

@@ -110,6 +110,15 @@ typedef struct ref_entry {
 #define XF_REF_HANN_WINDOW {xf_ref_window, IDX, 0, NUM}
 #define XF_REF_HAMMING_WINDOW {xf_ref_window, IDX, 0, NUM}
 #define XF_REF_BLACKMAN_WINDOW {xf_ref_window, IDX, 0, NUM}
+#define XF_REF_MEL_WEIGHT_MATRIX {xf_ref_mel_weight_matrix, IDX, IDX, NUM}
+#define XF_REF_LP_POOL {xf_ref_pool, FLT, 0, 0}
+#define XF_REF_GLOBAL_LP_POOL {xf_ref_global_pool, FLT, 0, 0}
+#define XF_REF_BITWISE_AND {xf_ref_binary, XF_DTM_INTS, XF_DTM_INTS, 0}
+#define XF_REF_BITWISE_OR {xf_ref_binary, XF_DTM_INTS, XF_DTM_INTS, 0}
+#define XF_REF_BITWISE_XOR {xf_ref_binary, XF_DTM_INTS, XF_DTM_INTS, 0}
+#define XF_REF_BITWISE_NOT {xf_ref_unary, XF_DTM_INTS, 0, 0}
+#define XF_REF_CUM_PROD {xf_ref_cumsum, NUM, IDX, 0}
+#define XF_REF_SWISH {xf_ref_unary, FLT, 0, 0}
 #define XF_REF_NON_MAX_SUPPRESSION {xf_ref_nms, F32, F32, I64}
 #define XF_REF_TOP_K {xf_ref_top_k, NUM, I64, 0}
 #define XF_REF_SCATTER_ELEMENTS {xf_ref_scatter_elements, ANY, IDX, 0}

@@ -1,4 +1,5 @@
-/* cpu_ref ops that run along one axis: ArgMax/ArgMin, Hardmax and CumSum.
+/* cpu_ref ops that run along one axis: ArgMax/ArgMin, Hardmax, CumSum and
+ * CumProd.
  * Each sees its input as outer x len x inner around the axis and walks the
  * len elements of every (outer, inner) line. */
 #include "xf_rt_internal.h"
@@ -98,9 +99,10 @@ xf_status xf_ref_hardmax(const xf_node *n, const xf_tensor_view *in, const xf_te
     return XF_OK;
 }
 
-/* CumSum along the axis input's value: each element the sum of those
- * before it (from the end with reverse), itself included unless exclusive.
- * Integers add exactly (wrapping as the dtype does), floats in double. */
+/* CumSum (CumProd) along the axis input's value: each element the sum
+ * (product) of those before it (from the end with reverse), itself
+ * included unless exclusive.  Integers add and multiply exactly (wrapping
+ * as the dtype does), floats in double. */
 xf_status xf_ref_cumsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_tensor_view *x = &in[0], *y = &out[0];
@@ -112,21 +114,21 @@ xf_status xf_ref_cumsum(const xf_node *n, const xf_tensor_view *in, const xf_ten
         return xf_rt_bad_node(err, n, "axis %lld out of range for rank %d", (long long)axis_value, x->shape.ndim);
     line_geometry l = lines_at(&x->shape, axis, false);
     bool integral = xf_rt_is_integral(x->dtype), exclusive = n->attrs.cumsum_exclusive != 0;
+    bool prod = n->op == XF_OP_CUM_PROD;
     for (int64_t o = 0; o < l.outer; o++)
         for (int64_t j = 0; j < l.inner; j++) {
-            uint64_t isum = 0;
-            double fsum = 0.0;
+            uint64_t iacc = prod;
+            double facc = prod;
             for (int64_t k = 0; k < l.len; k++) {
                 int64_t i = n->attrs.cumsum_reverse ? l.len - 1 - k : k, at = (o * l.len + i) * l.inner + j;
                 if (integral) {
-                    uint64_t v = (uint64_t)xf_rt_load_i64(x->dtype, x->data, at);
-                    isum += exclusive ? 0 : v;
-                    xf_rt_store_i64(y->dtype, y->data, at, (int64_t)isum);
-                    isum += exclusive ? v : 0;
-                } else { /* the first sum is the element itself, -0 kept */
-                    double v = xf_rt_load_f64(x->dtype, x->data, at), before = fsum;
-                    fsum = k == 0 ? v : fsum + v;
-                    xf_rt_store_f64(y->dtype, y->data, at, exclusive ? before : fsum);
+                    uint64_t v = (uint64_t)xf_rt_load_i64(x->dtype, x->data, at), with = prod ? iacc * v : iacc + v;
+                    xf_rt_store_i64(y->dtype, y->data, at, (int64_t)(exclusive ? iacc : with));
+                    iacc = with;
+                } else { /* the first sum (product) is the element itself, -0 kept */
+                    double v = xf_rt_load_f64(x->dtype, x->data, at), before = facc;
+                    facc = k == 0 ? v : prod ? facc * v : facc + v;
+                    xf_rt_store_f64(y->dtype, y->data, at, exclusive ? before : facc);
                 }
             }
         }

@@ -336,10 +336,11 @@ static int64_t pool_index(const xf_rt_window *w, int storage_order, int64_t p, c
     return p * in_sp + (pos[0] * w->in[1] + pos[1]) * w->in[2] + pos[2];
 }
 
-/* MaxPool and AveragePool over any numeric dtype.  Taps outside the input
- * never contribute a value; AveragePool divides by the taps inside the
- * input, or with count_include_pad by those inside the explicitly padded
- * input (the extra room ceil_mode adds at the end is not padding).
+/* MaxPool, AveragePool and LpPool over any numeric dtype.  Taps outside
+ * the input never contribute a value; AveragePool divides by the taps
+ * inside the input, or with count_include_pad by those inside the
+ * explicitly padded input (the extra room ceil_mode adds at the end is not
+ * padding); LpPool is (the sum of |x|^p over the taps inside)^(1 / p).
  * MaxPool's Indices (a second output) name the first tap in scan order
  * holding the maximum, as ONNX's reference does; a window whose taps
  * never beat -inf names its first tap inside the input, one with none
@@ -348,7 +349,7 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
                       xf_error *err)
 {
     const xf_tensor_view *x = &in[0], *y = &out[0];
-    bool is_max = n->op == XF_OP_MAX_POOL;
+    bool is_max = n->op == XF_OP_MAX_POOL, is_lp = n->op == XF_OP_LP_POOL;
     const xf_tensor_view *ind = is_max && n->n_outputs > 1 && xf_rt_present(&out[1]) ? &out[1] : NULL;
     if (x->shape.ndim < 3 || y->shape.dims[0] != x->shape.dims[0] || y->shape.dims[1] != x->shape.dims[1])
         return xf_rt_bad_node(err, n, "input and output batch/channels differ");
@@ -389,9 +390,11 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
                                 if (is_max)
                                     acc = v > acc ? v : acc;
                                 else
-                                    acc += v;
+                                    acc += is_lp ? pow(fabs(v), n->attrs.lp_p) : v;
                             }
-                    if (!is_max)
+                    if (is_lp)
+                        acc = pow(acc, 1.0 / n->attrs.lp_p);
+                    else if (!is_max)
                         acc /= (double)(n->attrs.count_include_pad ? padded : inside);
                     xf_rt_store_f64(y->dtype, y->data, oi, acc);
                     if (ind)
@@ -424,7 +427,8 @@ xf_status xf_ref_max_unpool(const xf_node *n, const xf_tensor_view *in, const xf
     return XF_OK;
 }
 
-/* GlobalAveragePool / GlobalMaxPool: one value per (batch, channel). */
+/* GlobalAveragePool / GlobalMaxPool / GlobalLpPool: one value per (batch,
+ * channel). */
 xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                              xf_error *err)
 {
@@ -435,14 +439,14 @@ xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const x
     if (xf_rt_numel(y) != planes)
         return xf_rt_bad_node(err, n, "output size differs from batch x channels");
     int64_t sp = planes ? xf_rt_numel(x) / planes : 0;
-    bool is_max = n->op == XF_OP_GLOBAL_MAX_POOL;
+    bool is_max = n->op == XF_OP_GLOBAL_MAX_POOL, is_lp = n->op == XF_OP_GLOBAL_LP_POOL;
     for (int64_t p = 0; p < planes; p++) {
         double acc = is_max ? -INFINITY : 0.0;
         for (int64_t i = 0; i < sp; i++) {
             double v = xf_rt_load_f64(x->dtype, x->data, p * sp + i);
-            acc = is_max ? (v > acc ? v : acc) : acc + v;
+            acc = is_max ? (v > acc ? v : acc) : acc + (is_lp ? pow(fabs(v), n->attrs.lp_p) : v);
         }
-        xf_rt_store_f64(y->dtype, y->data, p, is_max ? acc : acc / (double)sp);
+        xf_rt_store_f64(y->dtype, y->data, p, is_max ? acc : is_lp ? pow(acc, 1.0 / n->attrs.lp_p) : acc / (double)sp);
     }
     return XF_OK;
 }

@@ -77,6 +77,8 @@ static double u_shrink(double x, const xf_attrs *a)
     return x < -a->alpha ? x + a->beta : x > a->alpha ? x - a->beta : 0;
 }
 static double u_mish(double x, const xf_attrs *a) { return x * tanh(u_softplus(x, a)); }
+/* x * sigmoid(alpha * x) */
+static double u_swish(double x, const xf_attrs *a) { return x * u_sigmoid(a->alpha * x, a); }
 /* 0.5 x (1 + erf(x / sqrt 2)), as 0.5 x erfc(-x / sqrt 2) so that large
  * negative x keeps its tiny result; or the tanh approximation */
 static double u_gelu(double x, const xf_attrs *a)
@@ -94,6 +96,8 @@ static int64_t ui_not(int64_t x) { return !x; }
 static int64_t ui_sign(int64_t x) { return (x > 0) - (x < 0); }
 static int64_t ui_identity(int64_t x) { return x; }
 static int64_t ui_nonzero(int64_t x) { return x != 0; }
+/* BitwiseNot: storing drops the bits above narrower types */
+static int64_t ui_bit_not(int64_t x) { return ~x; }
 
 /* the scalar functions over runs, where the compiler can inline them */
 #define UNARY_F(f)                                                                                       \
@@ -115,8 +119,9 @@ UNARY_F(u_hard_sigmoid) UNARY_F(u_hard_swish) UNARY_F(u_is_nan) UNARY_F(u_sign) 
 UNARY_F(u_is_inf) UNARY_F(u_tan) UNARY_F(u_atan) UNARY_F(u_asin) UNARY_F(u_acos) UNARY_F(u_sinh)
 UNARY_F(u_cosh) UNARY_F(u_asinh) UNARY_F(u_acosh) UNARY_F(u_atanh) UNARY_F(u_softsign)
 UNARY_F(u_thresholded_relu) UNARY_F(u_selu) UNARY_F(u_celu) UNARY_F(u_shrink) UNARY_F(u_mish) UNARY_F(u_gelu)
+UNARY_F(u_swish)
 UNARY_I(ui_relu) UNARY_I(ui_abs) UNARY_I(ui_identity) UNARY_I(ui_neg) UNARY_I(ui_not) UNARY_I(ui_sign)
-UNARY_I(ui_nonzero)
+UNARY_I(ui_nonzero) UNARY_I(ui_bit_not)
 
 static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_RELU] = {u_relu_run, ui_relu_run},
@@ -161,6 +166,8 @@ static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_MISH] = {u_mish_run, NULL},
     [XF_OP_GELU] = {u_gelu_run, NULL},
     [XF_OP_MS_GELU] = {u_gelu_run, NULL},
+    [XF_OP_SWISH] = {u_swish_run, NULL},
+    [XF_OP_BITWISE_NOT] = {NULL, ui_bit_not_run},
 };
 
 /* ---------------------------------------------------------------- runs */
@@ -339,6 +346,11 @@ static int64_t bi_mod(int64_t a, int64_t b)
 static int64_t bi_and(int64_t a, int64_t b) { return a && b; }
 static int64_t bi_or(int64_t a, int64_t b) { return a || b; }
 static int64_t bi_xor(int64_t a, int64_t b) { return !a != !b; }
+/* the bitwise ops: sign-extended or zero-extended bits, cut back to the
+ * type when stored */
+static int64_t bi_bit_and(int64_t a, int64_t b) { return a & b; }
+static int64_t bi_bit_or(int64_t a, int64_t b) { return a | b; }
+static int64_t bi_bit_xor(int64_t a, int64_t b) { return a ^ b; }
 static int64_t bi_prelu(int64_t a, int64_t b) { return a < 0 ? bi_mul(a, b) : a; }
 /* BitShift of unsigned values (uint64 ones read as their bits) and, from
  * opset 28, of signed ones (sign-extended): shifting by the width or more,
@@ -367,6 +379,7 @@ BINARY_I(bi_add) BINARY_I(bi_sub) BINARY_I(bi_mul) BINARY_I(bi_div) BINARY_I(bi_
 BINARY_I(bi_min) BINARY_I(bi_equal) BINARY_I(bi_greater) BINARY_I(bi_less) BINARY_I(bi_greater_eq)
 BINARY_I(bi_less_eq) BINARY_I(bi_mod) BINARY_I(bi_and) BINARY_I(bi_or) BINARY_I(bi_xor) BINARY_I(bi_prelu)
 BINARY_I(bi_shift_left) BINARY_I(bi_fmod) BINARY_I(bi_shift_right) BINARY_I(bi_shift_right_signed)
+BINARY_I(bi_bit_and) BINARY_I(bi_bit_or) BINARY_I(bi_bit_xor)
 
 static const binary_def binary_defs[XF_OP_COUNT] = {
     [XF_OP_ADD] = {b_add_run, bi_add_run},
@@ -389,6 +402,9 @@ static const binary_def binary_defs[XF_OP_COUNT] = {
     [XF_OP_PRELU] = {b_prelu_run, bi_prelu_run},
     [XF_OP_MEAN] = {b_add_run, bi_add_run},
     [XF_OP_BIT_SHIFT] = {NULL, bi_shift_left_run},
+    [XF_OP_BITWISE_AND] = {NULL, bi_bit_and_run},
+    [XF_OP_BITWISE_OR] = {NULL, bi_bit_or_run},
+    [XF_OP_BITWISE_XOR] = {NULL, bi_bit_xor_run},
 };
 static const binary_def fmod_def = {b_fmod_run, bi_fmod_run}, shift_right_def = {NULL, bi_shift_right_run},
                         shift_right_signed_def = {NULL, bi_shift_right_signed_run};

@@ -1,5 +1,5 @@
-/* cpu_ref signal-processing ops: DFT, STFT, HannWindow, HammingWindow and
- * BlackmanWindow.
+/* cpu_ref signal-processing ops: DFT, STFT, HannWindow, HammingWindow,
+ * BlackmanWindow and MelWeightMatrix.
  *
  * The transforms are direct O(n^2) sums in double, each term's twiddle the
  * cosine and sine of 2*pi*m/n with m = k*t mod n (exact integer
@@ -196,5 +196,78 @@ xf_status xf_ref_window(const xf_node *n, const xf_tensor_view *in, const xf_ten
             v = 0.42 - 0.5 * cos(x) + 0.08 * cos(2 * x);
         xf_rt_store_f64(out[0].dtype, out[0].data, i, v);
     }
+    return XF_OK;
+}
+
+/* Hertz to mel as ONNX's reference computes it: 2595 * log1p(hz / 700) in
+ * the edges' precision (double, else float), divided by ln 10 in double. */
+static double hz_to_mel(double hz, bool in_double)
+{
+    if (in_double)
+        return 2595.0 * log1p(hz / 700.0) / log(10.0);
+    return (double)(2595.0f * log1pf((float)hz / 700.0f)) / log(10.0);
+}
+
+/* Python's (and numpy's) floor division of doubles, which rounds the
+ * exact quotient of a - fmod(a, b) by b rather than a / b. */
+static double floor_div(double a, double b)
+{
+    double mod = fmod(a, b), div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0))
+        div -= 1.0;
+    if (div == 0)
+        return copysign(0.0, a / b);
+    double f = floor(div);
+    return div - f > 0.5 ? f + 1.0 : f;
+}
+
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] triangles over
+ * num_mel_bins + 2 points spaced evenly in mel from lower_edge_hertz to
+ * upper_edge_hertz in steps of (high - low) / (num_mel_bins + 2), each
+ * point's frequency bin floor((dft_length + 1) * hz / sample_rate), as
+ * ONNX's reference builds them (and ONNX Runtime, in float).  A point that
+ * falls outside the bins is an error. */
+xf_status xf_ref_mel_weight_matrix(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                   xf_error *err)
+{
+    int64_t mels = 0, length = 0, rate = 0;
+    const xf_tensor_view *y = &out[0];
+    if (!scalar_input(n, in, 0, &mels) || !scalar_input(n, in, 1, &length) || !scalar_input(n, in, 2, &rate) ||
+        xf_rt_numel(&in[3]) != 1 || xf_rt_numel(&in[4]) != 1)
+        return xf_rt_bad_node(err, n, "its five inputs must be scalars");
+    int64_t spec = length / 2 + 1;
+    if (mels < 1 || length < 1 || rate < 1 || y->shape.ndim != 2 || y->shape.dims[0] != spec ||
+        y->shape.dims[1] != mels)
+        return xf_rt_bad_node(err, n, "num_mel_bins %lld, dft_length %lld and sample_rate %lld must be positive "
+                              "and give the output's shape", (long long)mels, (long long)length, (long long)rate);
+    bool in_double = in[3].dtype == XF_DT_DOUBLE;
+    double low = hz_to_mel(xf_rt_load_f64(in[3].dtype, in[3].data, 0), in_double);
+    double high = hz_to_mel(xf_rt_load_f64(in[4].dtype, in[4].data, 0), in_double);
+    double step = (high - low) / (double)(mels + 2);
+    int64_t *bins = malloc(sizeof *bins * (size_t)(mels + 2));
+    if (!bins)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory for %lld mel bins", (long long)mels);
+    for (int64_t i = 0; i < mels + 2; i++) {
+        double hz = 700.0 * expm1(((double)i * step + low) / 2595.0 * log(10.0));
+        double bin = floor_div((double)(length + 1) * hz, (double)rate);
+        if (!(bin >= 0 && bin < (double)spec)) {
+            free(bins);
+            return xf_rt_bad_node(err, n, "mel point %lld falls on frequency bin %g, outside the %lld bins "
+                                  "(the edges must lie in [0, sample_rate / 2])", (long long)i, bin, (long long)spec);
+        }
+        bins[i] = (int64_t)bin;
+    }
+    for (int64_t i = 0; i < spec * mels; i++)
+        xf_rt_store_f64(y->dtype, y->data, i, 0.0);
+    for (int64_t i = 0; i < mels; i++) {
+        int64_t lo = bins[i], center = bins[i + 1], hi = bins[i + 2];
+        if (center == lo)
+            xf_rt_store_f64(y->dtype, y->data, center * mels + i, 1.0);
+        for (int64_t j = lo; center != lo && j <= center; j++)
+            xf_rt_store_f64(y->dtype, y->data, j * mels + i, (double)(j - lo) / (double)(center - lo));
+        for (int64_t j = center; j < hi; j++)
+            xf_rt_store_f64(y->dtype, y->data, j * mels + i, (double)(hi - j) / (double)(hi - center));
+    }
+    free(bins);
     return XF_OK;
 }

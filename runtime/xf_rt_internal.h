@@ -345,10 +345,12 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
 xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* sampling (cpu_ref_sample.c) */
 xf_status xf_ref_grid_sample(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
-/* signal processing (cpu_ref_signal.c): DFT, STFT, the windows */
+/* signal processing (cpu_ref_signal.c): DFT, STFT, the windows, MelWeightMatrix */
 xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_stft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_window(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_mel_weight_matrix(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                   xf_error *err);
 
 /* ---------------------------------------------------------------- control flow (control_flow.c) */
 
