@@ -85,6 +85,7 @@
  *   LRN             alpha beta bias->lrn_bias size->lrn_size (required)
  *   LpNormalization axis p->lp_p
  *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow: attrs_signal.c
+ *   Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool: attrs_image.c
  *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
  *   model's opset): attrs_contrib.c; its attention family (Attention,
  *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding) and
@@ -806,6 +807,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return xfp_llm_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_DFT: case XF_OP_STFT: case XF_OP_HANN_WINDOW: case XF_OP_HAMMING_WINDOW: case XF_OP_BLACKMAN_WINDOW:
         return xfp_signal_attr_import(op, r->ctx->opset, at, a, r->why, r->why_len);
+    case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
+    case XF_OP_MAX_ROI_POOL:
+        return xfp_image_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }
@@ -918,6 +922,9 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_DFT:
         xfp_signal_attrs_finish(op, r->ctx->opset, a);
         return true;
+    case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
+    case XF_OP_MAX_ROI_POOL:
+        return xfp_image_attrs_finish(op, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
             return true;
