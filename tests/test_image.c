@@ -384,6 +384,37 @@ START_TEST(max_roi_pool_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------ float16 */
+
+/* A float16 tensor of floats that float16 holds exactly. */
+static xf_tensor *f16(int ndim, const int64_t *dims, const float *v)
+{
+    uint16_t h[64];
+    xf_shape s = xf_shape_make(ndim, dims);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+        h[i] = xf_f32_to_f16(v[i]);
+    return mk(XF_DT_FLOAT16, ndim, dims, h);
+}
+
+/* float16 runs in float and rounds once: Col2Im's 1-D overlap, the
+ * identity grid with align_corners, Conv by zero offsets, the ROI of all
+ * of X (the cases above). */
+START_TEST(half_precision)
+{
+    EXPECT(run1(col2im_case(f16(DIMS(1, 2, 3), (float[]){1, 2, 3, 10, 20, 30}), I64(DIMS(1), 4), I64(DIMS(1), 2),
+                            false)),
+           XF_DT_FLOAT16, DIMS(1, 1, 4), 1, 12, 23, 30);
+    EXPECT(run1(affine_case(f16(DIMS(1, 2, 3), (float[]){1, 0, 0, 0, 1, 0}), I64(DIMS(4), 1, 1, 2, 2), 1, false)),
+           XF_DT_FLOAT16, DIMS(1, 2, 2, 2), -1, -1, 1, -1, -1, 1, 1, 1);
+    float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, zero[32] = {0};
+    EXPECT(run1(deform_case(f16(DIMS(1, 1, 3, 3), x), f16(DIMS(1, 1, 2, 2), (float[]){1, 1, 1, 1}),
+                            f16(DIMS(1, 8, 2, 2), zero), NULL, NULL)),
+           XF_DT_FLOAT16, DIMS(1, 1, 2, 2), 12, 16, 24, 28);
+    EXPECT(run1(mrp_case(f16(DIMS(1, 1, 3, 3), x), f16(DIMS(1, 5), (float[]){0, 0, 0, 2, 2}), 1, 1, 1)),
+           XF_DT_FLOAT16, DIMS(1, 1, 1, 1), 9);
+}
+END_TEST
+
 /* ------------------------------------------------------------ other backends */
 
 static int add_const(xf_graph *g, const char *name, xf_tensor *t)
@@ -628,6 +659,7 @@ int main(void)
     tcase_add_test(tc, deform_conv_by_hand);
     tcase_add_test(tc, deform_conv_attributes);
     tcase_add_test(tc, max_roi_pool_by_hand);
+    tcase_add_test(tc, half_precision);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, col2im_shape_errors);
