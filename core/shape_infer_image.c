@@ -10,6 +10,12 @@
 #include <math.h>
 #include <stdio.h>
 
+/* Extents, strides, dilations and pads beyond this are refused, so that
+ * the windows' arithmetic cannot overflow (Conv's limit). */
+#define WINDOW_LIMIT ((int64_t)1 << 31)
+
+static bool window_fits(int64_t v) { return v >= 0 && v <= WINDOW_LIMIT; }
+
 /* Element i of one of a's spatial lists of r entries (default dflt where
  * the node gives none: n_spatial 0). */
 static int64_t spatial_at(const xf_attrs *a, const int64_t *list, int i, int64_t dflt)
@@ -25,13 +31,18 @@ bool xf_col2im_blocks(const xf_attrs *a, int r, const int64_t *image, const int6
                                a->n_spatial, r);
     for (int i = 0; i < r; i++) {
         int64_t s = spatial_at(a, a->strides, i, 1), d = spatial_at(a, a->dilations, i, 1);
-        int64_t pads = spatial_at(a, a->pads, i, 0) + (a->n_spatial > 0 ? a->pads[a->n_spatial + i] : 0);
-        if (s < 1 || d < 1 || block[i] < 1 || image[i] < 1)
+        int64_t pad0 = spatial_at(a, a->pads, i, 0), pad1 = a->n_spatial > 0 ? a->pads[a->n_spatial + i] : 0;
+        if (s < 1 || d < 1 || block[i] < 1 || image[i] < 1 || !window_fits(s) || !window_fits(d) ||
+            !window_fits(block[i]) || !window_fits(image[i]))
             return xf_infer_refuse(why, why_len, "spatial dim %d: image extent %" PRId64 ", block extent %" PRId64
-                                   ", stride %" PRId64 " and dilation %" PRId64 " must be positive",
+                                   ", stride %" PRId64 " and dilation %" PRId64 " must be positive (and below 2^31)",
                                    i, image[i], block[i], s, d);
+        if (!window_fits(pad0) || !window_fits(pad1))
+            return xf_infer_refuse(why, why_len, "spatial dim %d: pads %" PRId64 " and %" PRId64 " are out of range",
+                                   i, pad0, pad1);
+        int64_t pads = pad0 + pad1;
         int64_t span = d * (block[i] - 1) + 1, room = image[i] + pads - span;
-        if (room < 0 || pads < 0)
+        if (room < 0)
             return xf_infer_refuse(why, why_len, "spatial dim %d: a block spans %" PRId64 " but the padded image "
                                    "only %" PRId64, i, span, image[i] + pads);
         blocks[i] = room / s + 1;
@@ -155,7 +166,7 @@ xf_status xf_infer_deform_conv(xf_infer_ctx *c)
         return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape, strides, pads and dilations have %d entries for %d "
                              "spatial dims", a->n_spatial, r);
     if (a->group < 1 || a->offset_group < 1 || x->dims[1] % a->group || w->dims[0] % a->group ||
-        x->dims[1] % a->offset_group || w->dims[1] * a->group != x->dims[1])
+        x->dims[1] % a->offset_group || w->dims[1] != x->dims[1] / a->group)
         return xf_infer_fail(c, XF_ERR_INVALID, "X's %" PRId64 " channels, W %s, group %" PRId64 " and offset_group "
                              "%" PRId64 " do not agree", x->dims[1], xf_infer_text(w).s, a->group, a->offset_group);
     xf_shape out = {.ndim = x->ndim, .dims = {x->dims[0], w->dims[0]}};
@@ -164,15 +175,24 @@ xf_status xf_infer_deform_conv(xf_infer_ctx *c)
         if (a->n_spatial > 0 && a->kernel[i] != 0 && a->kernel[i] != k)
             return xf_infer_fail(c, XF_ERR_INVALID, "kernel_shape %s differs from W's %s",
                                  xf_infer_ints_text(a->kernel, r).s, xf_infer_text(w).s);
-        int64_t padded = x->dims[2 + i] + spatial_at(a, a->pads, i, 0) + (a->n_spatial > 0 ? a->pads[r + i] : 0);
+        int64_t pad0 = spatial_at(a, a->pads, i, 0), pad1 = a->n_spatial > 0 ? a->pads[r + i] : 0;
+        if (!window_fits(pad0) || !window_fits(pad1) || !window_fits(k) || !window_fits(s) || !window_fits(d))
+            return xf_infer_fail(c, XF_ERR_INVALID, "spatial dim %d: kernel %" PRId64 ", stride %" PRId64 ", dilation "
+                                 "%" PRId64 " or pads %" PRId64 " and %" PRId64 " are out of range", i, k, s, d, pad0,
+                                 pad1);
+        int64_t padded = x->dims[2 + i] + pad0 + pad1;
         if (k < 1 || s < 1 || d < 1 || padded < d * (k - 1) + 1)
             return xf_infer_fail(c, XF_ERR_INVALID, "spatial dim %d: kernel %" PRId64 " (dilation %" PRId64 ") does "
                                  "not fit the padded extent %" PRId64 ", or a stride is not positive", i, k, d, padded);
         out.dims[2 + i] = (padded - d * (k - 1) - 1) / s + 1;
     }
-    int64_t taps = a->offset_group * xf_infer_dims_product(w->dims + 2, r);
+    int64_t counts[XF_MAX_DIMS] = {a->offset_group}; /* offset_group, the kernel's extents, r */
+    for (int i = 0; i < r; i++)
+        counts[1 + i] = w->dims[2 + i];
+    counts[1 + r] = r;
+    int64_t taps = xf_infer_dims_product(counts, r + 1);
     xf_shape want = out;
-    want.dims[1] = taps * r;
+    want.dims[1] = xf_infer_dims_product(counts, r + 2);
     if (!xf_shape_equal(off, &want))
         return xf_infer_fail(c, XF_ERR_INVALID, "offset must have shape %s, got %s", xf_infer_text(&want).s,
                              xf_infer_text(off).s);

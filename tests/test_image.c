@@ -90,6 +90,10 @@ START_TEST(col2im_shape_errors)
                        "must have one entry per spatial dim");
     expect_infer_error(col2im_case(iota_f32(DIMS(1, 5, 5), 0), I64(DIMS(2), 5, 2), I64(DIMS(2), 1, 5), false),
                        "spatial dim 1: a block spans 5 but the padded image only 2");
+    expect_infer_error(col2im_case(iota_f32(DIMS(1, 5, 5), 0), I64(DIMS(2), 5, 5), I64(DIMS(2), (int64_t)1 << 62, 5),
+                                   false),
+                       "spatial dim 0: image extent 5, block extent 4611686018427387904, stride 1 and dilation 1 must "
+                       "be positive (and below 2^31)");
     expect_infer_error(col2im_case(iota_f32(DIMS(5, 5), 0), I64(DIMS(2), 5, 5), I64(DIMS(2), 1, 5), false),
                        "input must have shape [N, C * prod(block_shape), L], got 5x5");
     node_case c = col2im_case(iota_f32(DIMS(1, 5, 5), 0), I64(DIMS(2), 5, 5), I64(DIMS(2), 1, 5), false);
