@@ -166,6 +166,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put(h, (uint64_t)a->count_include_pad);
     if (a->storage_order) /* MaxPool's (0 for other ops) */
         put(h, (uint64_t)a->storage_order << 16 | 0x50);
+    if (a->offset_group) /* DeformConv's (0 for other ops) */
+        put(h, (uint64_t)a->offset_group << 16 | 0xdc);
     put(h, (uint64_t)a->activation);
     for (int i = 0; i < XF_MAX_SPATIAL; i++)
         if (a->output_padding[i] || a->has_output_shape) { /* ConvTranspose's (0 for other ops) */

@@ -173,6 +173,12 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->roi_output_h = a->roi_output_w = 1;
         a->roi_spatial_scale = 1.0f;
         break;
+    case XF_OP_MAX_ROI_POOL: /* pooled_shape is required */
+        a->roi_spatial_scale = 1.0f;
+        break;
+    case XF_OP_DEFORM_CONV:
+        a->offset_group = 1;
+        break;
     case XF_OP_MS_QUICK_GELU:
         a->alpha = 1.702f;
         break;

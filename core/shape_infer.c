@@ -365,6 +365,25 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         if (st == XF_OK)
             st = require_dtype(c, 2, XF_DT_INT64);
         break;
+    case XF_OP_COL2IM: /* image_shape and block_shape are int64 */
+        st = require_dtype(c, 1, XF_DT_INT64);
+        if (st == XF_OK)
+            st = require_dtype(c, 2, XF_DT_INT64);
+        break;
+    case XF_OP_CENTER_CROP_PAD:
+        if (input_dtype(c, 1) != XF_DT_UNDEFINED && input_dtype(c, 1) != XF_DT_INT64 &&
+            input_dtype(c, 1) != XF_DT_INT32)
+            st = xf_infer_fail(c, XF_ERR_INVALID, "shape must be int32 or int64, got %s",
+                               xf_dtype_name(input_dtype(c, 1)));
+        break;
+    case XF_OP_AFFINE_GRID: /* the grid is theta's type */
+    case XF_OP_DEFORM_CONV: /* X, W, offset, B and mask share T */
+    case XF_OP_MAX_ROI_POOL: /* X and rois share T */
+        st = n->op == XF_OP_AFFINE_GRID ? require_dtype(c, 1, XF_DT_INT64) : same_dtype(c, 0, n->n_inputs, &out);
+        if (st == XF_OK && out != XF_DT_UNDEFINED && !xf_dtype_is_float(out))
+            st = xf_infer_fail(c, XF_ERR_INVALID, "%s must be a floating-point tensor, got %s",
+                               n->op == XF_OP_AFFINE_GRID ? "theta" : "X", xf_dtype_name(out));
+        break;
     case XF_OP_GRID_SAMPLE: /* Y is X's type, whatever the grid's */
         if (input_dtype(c, 1) != XF_DT_UNDEFINED && !xf_dtype_is_float(input_dtype(c, 1)))
             st = xf_infer_fail(c, XF_ERR_INVALID, "grid must be a floating-point tensor, got %s",
@@ -626,6 +645,11 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_ROI_ALIGN xf_infer_roi_align
 #define XF_RULE_NON_MAX_SUPPRESSION xf_infer_nms
 #define XF_RULE_GRID_SAMPLE xf_infer_grid_sample
+#define XF_RULE_COL2IM xf_infer_col2im
+#define XF_RULE_CENTER_CROP_PAD xf_infer_center_crop_pad
+#define XF_RULE_AFFINE_GRID xf_infer_affine_grid
+#define XF_RULE_DEFORM_CONV xf_infer_deform_conv
+#define XF_RULE_MAX_ROI_POOL xf_infer_max_roi_pool
 #define XF_RULE_SIGN infer_same
 #define XF_RULE_ROUND infer_same
 #define XF_RULE_IS_INF infer_same

@@ -169,6 +169,12 @@ xf_status xf_infer_reverse_sequence(xf_infer_ctx *c);
 xf_status xf_infer_one_hot(xf_infer_ctx *c);
 xf_status xf_infer_compress(xf_infer_ctx *c);
 xf_status xf_infer_unique(xf_infer_ctx *c);
+/* Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool (shape_infer_image.c). */
+xf_status xf_infer_col2im(xf_infer_ctx *c);
+xf_status xf_infer_center_crop_pad(xf_infer_ctx *c);
+xf_status xf_infer_affine_grid(xf_infer_ctx *c);
+xf_status xf_infer_deform_conv(xf_infer_ctx *c);
+xf_status xf_infer_max_roi_pool(xf_infer_ctx *c);
 /* DFT, STFT and the windows (shape_infer_signal.c). */
 xf_status xf_infer_dft(xf_infer_ctx *c);
 xf_status xf_infer_stft(xf_infer_ctx *c);

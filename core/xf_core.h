@@ -340,6 +340,8 @@ typedef struct xf_attrs {
     int64_t pads[2 * XF_MAX_SPATIAL];  /* ONNX order: begins then ends; default 0 */
     int64_t dilations[XF_MAX_SPATIAL]; /* default 1 */
     int64_t group;                     /* default 1; GroupNormalization's num_groups (required) */
+    /* DeformConv: Conv's fields and offset_group (1; 0 for other ops); Col2Im: strides, pads, dilations */
+    int64_t offset_group;
     xf_auto_pad auto_pad;
     int ceil_mode, count_include_pad;
     int storage_order;                 /* MaxPool's Indices: 1 = spatial axes column-major (last one slowest) */
@@ -357,7 +359,7 @@ typedef struct xf_attrs {
     int n_axes;               /* Squeeze/Unsqueeze/Reduce*: attribute form; MeanVarianceNormalization
                                * (default [0, 2, 3]) */
     int64_t axes[XF_MAX_DIMS]; /* ReverseSequence: [batch_axis, time_axis] (n_axes 2) */
-    bool has_axes;            /* axes came as an attribute */
+    bool has_axes;            /* axes came as an attribute (CenterCropPad's too) */
     int n_perm;               /* Transpose; 0 = reverse */
     int64_t perm[XF_MAX_DIMS];
     int keepdims;             /* Reduce*: default 1 */
@@ -392,12 +394,14 @@ typedef struct xf_attrs {
     /* RoiAlign (0 for every other op): mode max (else avg); output_height,
      * output_width (default 1); sampling_ratio (0: adaptive); spatial_scale
      * (default 1); coordinate_transformation_mode output_half_pixel (opset
-     * 10's only behaviour), else half_pixel (opset 16's default) */
+     * 10's only behaviour), else half_pixel (opset 16's default);
+     * MaxRoiPool: pooled_shape (required) and spatial_scale (default 1) */
     int roi_max;
     int64_t roi_output_h, roi_output_w, roi_sampling_ratio;
     float roi_spatial_scale;
     int roi_output_half_pixel;
-    int grid_mode, grid_padding, grid_align_corners; /* GridSample: linear/nearest/cubic, zeros/border/reflection */
+    int grid_mode, grid_padding, grid_align_corners; /* GridSample: linear/nearest/cubic, zeros/border/reflection;
+                                                      * AffineGrid: align_corners */
     int center_point_box;     /* NonMaxSuppression: boxes are [x_center, y_center, width, height] */
     int isinf_no_neg, isinf_no_pos; /* IsInf: detect_negative = 0, detect_positive = 0 */
     int gelu_tanh;            /* Gelu (opset 20): approximate = "tanh" */

@@ -1,6 +1,6 @@
 /* What some ops work out from their operands, shared by their shape
  * inference and their cpu_ref kernels: NonMaxSuppression's selection,
- * Unique's grouping, Einsum's equation and Resize's plan. */
+ * Unique's grouping, Einsum's equation, Col2Im's blocks and Resize's plan. */
 #ifndef XF_OP_PLANS_H
 #define XF_OP_PLANS_H
 
@@ -83,6 +83,15 @@ const char *xf_einsum_equation(const xf_attrs *a);
  * in why. */
 bool xf_einsum_plan(const char *equation, int n, const xf_shape *const *shapes, xf_einsum *e, char *why,
                     size_t why_len);
+
+/* ---------------------------------------------------------------- Col2Im */
+
+/* The count of blocks along each of the r spatial dims of Col2Im's image
+ * (extents image) cut into blocks (extents block) under a's strides, pads
+ * and dilations (1, 0 and 1 where the node gives none) into blocks[];
+ * false with the reason in why when they do not fit (shape_infer_image.c). */
+bool xf_col2im_blocks(const xf_attrs *a, int r, const int64_t *image, const int64_t *block, int64_t *blocks,
+                      char *why, size_t why_len);
 
 /* ---------------------------------------------------------------- resize */
 

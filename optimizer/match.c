@@ -274,9 +274,9 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
     if (!ints_equal(a->output_padding, b->output_padding, XF_MAX_SPATIAL) ||
         !ints_equal(a->output_shape, b->output_shape, XF_MAX_SPATIAL) || a->has_output_shape != b->has_output_shape)
         return false;
-    if (a->group != b->group || a->auto_pad != b->auto_pad || a->ceil_mode != b->ceil_mode ||
-        a->count_include_pad != b->count_include_pad || a->storage_order != b->storage_order ||
-        a->activation != b->activation || a->axis != b->axis)
+    if (a->group != b->group || a->offset_group != b->offset_group || a->auto_pad != b->auto_pad ||
+        a->ceil_mode != b->ceil_mode || a->count_include_pad != b->count_include_pad ||
+        a->storage_order != b->storage_order || a->activation != b->activation || a->axis != b->axis)
         return false;
     if (a->n_axes != b->n_axes || a->has_axes != b->has_axes || !ints_equal(a->axes, b->axes, a->n_axes))
         return false;

@@ -106,7 +106,8 @@ static void write_spatial(writer *w, const xf_node *n, const xf_attrs *d)
     static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
     const xf_attrs *a = &n->attrs;
     bool conv = n->op == XF_OP_CONV || n->op == XF_OP_CONV_TRANSPOSE || n->op == XF_OP_CONV_INTEGER ||
-                n->op == XF_OP_QLINEAR_CONV || n->op == XF_OP_MS_FUSED_CONV;
+                n->op == XF_OP_QLINEAR_CONV || n->op == XF_OP_MS_FUSED_CONV || n->op == XF_OP_DEFORM_CONV ||
+                n->op == XF_OP_COL2IM;
     int k = a->n_spatial;
     size_t before = w->n;
     if (differs(a->kernel, k, 0) || (!conv && k > 0))
@@ -668,6 +669,31 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         if (a->lp_p != d.lp_p)
             add_int(&w, "p", a->lp_p);
         break;
+    case XF_OP_COL2IM: /* Conv's lists but kernel_shape (block_shape is an input), no group */
+    case XF_OP_DEFORM_CONV:
+        write_spatial(&w, n, &d);
+        if (a->offset_group > 1)
+            add_int(&w, "offset_group", a->offset_group);
+        break;
+    case XF_OP_CENTER_CROP_PAD:
+        if (a->has_axes)
+            add_ints(&w, "axes", a->axes, a->n_axes);
+        break;
+    case XF_OP_AFFINE_GRID:
+        if (a->grid_align_corners)
+            add_int(&w, "align_corners", a->grid_align_corners);
+        break;
+    case XF_OP_MAX_ROI_POOL: { /* pooled_shape is required */
+        int64_t *pooled = xfp_alloc(arena, 2 * sizeof *pooled);
+        if (!pooled)
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        pooled[0] = a->roi_output_h;
+        pooled[1] = a->roi_output_w;
+        add_ints(&w, "pooled_shape", pooled, 2);
+        if (a->roi_spatial_scale != 1.0f)
+            add_float(&w, "spatial_scale", a->roi_spatial_scale);
+        break;
+    }
     case XF_OP_NON_MAX_SUPPRESSION:
         if (a->center_point_box)
             add_int(&w, "center_point_box", a->center_point_box);

@@ -87,10 +87,12 @@
  *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix:
  *                   attrs_signal.c
  *   LpPool, GlobalLpPool, CumProd: attrs_small.c
+ *   Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool: attrs_image.c
  *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
  *   model's opset): attrs_contrib.c; its attention family (Attention,
  *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding) and
- *   ONNX's Attention, RMSNormalization and RotaryEmbedding: attrs_attn.c; QLinearAveragePool  as AveragePool; channels_last (0 only)
+ *   ONNX's Attention, RMSNormalization and RotaryEmbedding: attrs_attn.c;
+ *   QLinearAveragePool as AveragePool; channels_last (0 only)
  *   all others      no attributes
  *
  * Attributes of opset 1-6 that changed meaning later (broadcast, axis on
@@ -814,6 +816,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         int taken = xfp_small_attr_import(op, r->ctx->opset, at, a, r->why, r->why_len);
         return taken >= 0 ? taken : take_spatial(r, op, name, at);
     }
+    case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
+    case XF_OP_MAX_ROI_POOL:
+        return xfp_image_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }
@@ -927,6 +932,9 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_DFT:
         xfp_signal_attrs_finish(op, r->ctx->opset, a);
         return true;
+    case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
+    case XF_OP_MAX_ROI_POOL:
+        return xfp_image_attrs_finish(op, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
             return true;

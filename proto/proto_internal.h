@@ -256,6 +256,12 @@ void xfp_signal_attrs_finish(xf_op op, int64_t opset, xf_attrs *a);
  * in why), -1 one of LpPool's window attributes, for attrs_import.c. */
 int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *at, xf_attrs *a, char *why,
                           size_t why_len);
+/* Col2Im, CenterCropPad, AffineGrid, DeformConv and MaxRoiPool
+ * (attrs_image.c): one attribute, and the checks once all are read (the
+ * model's opset has the op, MaxRoiPool's pooled_shape is given); false,
+ * with the reason in why, for what the block cannot hold. */
+bool xfp_image_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+bool xfp_image_attrs_finish(xf_op op, int64_t opset, const xf_attrs *a, char *why, size_t why_len);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

@@ -150,6 +150,11 @@ typedef struct ref_entry {
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_GRID_SAMPLE {xf_ref_grid_sample, FLT, FLT, 0, true}
+#define XF_REF_COL2IM {xf_ref_col2im, FLT, I64, 0, true}
+#define XF_REF_CENTER_CROP_PAD {xf_ref_center_crop_pad, NUM | BOOL, IDX, 0}
+#define XF_REF_AFFINE_GRID {xf_ref_affine_grid, FLT, I64, 0, true}
+#define XF_REF_DEFORM_CONV {xf_ref_deform_conv, FLT, FLT, 0, true}
+#define XF_REF_MAX_ROI_POOL {xf_ref_max_roi_pool, FLT, FLT, 0, true}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
@@ -278,7 +283,13 @@ static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
     if (n->op == XF_OP_GRID_SAMPLE && n->attrs.grid_mode == 2 && in0 >= 0 && g->values[in0].shape.ndim > 4)
         return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "in mode cubic on %d spatial dims (1 or 2 only)",
                                  g->values[in0].shape.ndim - 2);
+    if (n->op == XF_OP_DEFORM_CONV && in0 >= 0 && g->values[in0].shape.ndim >= 0 && g->values[in0].shape.ndim != 4)
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "on %d spatial dims (2 only, as ONNX's reference)",
+                                 g->values[in0].shape.ndim - 2);
     int out0 = n->n_outputs > 0 ? n->outputs[0] : -1;
+    if (n->op == XF_OP_COL2IM && out0 >= 0 && g->values[out0].shape.ndim > 2 + XF_MAX_SPATIAL)
+        return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "on %d spatial dims (1 to %d)",
+                                 g->values[out0].shape.ndim - 2, XF_MAX_SPATIAL);
     if (in0 >= 0 && !dtype_ok(e->in0, g->values[in0].dtype))
         return xf_rt_unsupported(err, &xf_backend_cpu_ref, n, "on %s", xf_dtype_name(g->values[in0].dtype));
     if (in1 >= 0 && !dtype_ok(e->in1, g->values[in1].dtype))

@@ -1,7 +1,8 @@
-/* cpu_ref sliding-window kernels: Conv, ConvTranspose, the integer
+/* cpu_ref sliding-window kernels: Conv, ConvTranspose, Col2Im, the integer
  * convolutions (ConvInteger, QLinearConv), the pools and MaxUnpool, for 1 to 3
  * spatial dimensions.  Fewer spatial dimensions are run as 3 with the missing ones
  * of size 1, so there is one loop nest per op. */
+#include "xf_op_plans.h"
 #include "xf_rt_internal.h"
 
 #include <math.h>
@@ -247,10 +248,54 @@ xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const 
     return st;
 }
 
+/* A transposed window (ConvTranspose, Col2Im) of 1 to 3 spatial dims, the
+ * missing ones of extent 1: output position o gathers the input positions
+ * i whose kernel taps k land on it, o + pad = i * stride + k * dilation. */
+typedef struct gather_window {
+    int64_t in[3], out[3], k[3], s[3], d[3], pad[3];
+} gather_window;
+
+static gather_window gather_window_unit(void)
+{
+    gather_window w = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}};
+    return w;
+}
+
+/* The taps landing on output position (o0, o1, o2), in the order of the
+ * kernel's elements: their kernel elements in kk[], input positions in
+ * ii[]; returns how many. */
+static int64_t gather_taps(const gather_window *w, int64_t o0, int64_t o1, int64_t o2, int64_t *kk, int64_t *ii)
+{
+    int64_t n = 0;
+    for (int64_t k0 = 0; k0 < w->k[0]; k0++) {
+        int64_t p0 = o0 + w->pad[0] - k0 * w->d[0];
+        if (p0 < 0 || p0 % w->s[0] || p0 / w->s[0] >= w->in[0])
+            continue;
+        for (int64_t k1 = 0; k1 < w->k[1]; k1++) {
+            int64_t p1 = o1 + w->pad[1] - k1 * w->d[1];
+            if (p1 < 0 || p1 % w->s[1] || p1 / w->s[1] >= w->in[1])
+                continue;
+            for (int64_t k2 = 0; k2 < w->k[2]; k2++) {
+                int64_t p2 = o2 + w->pad[2] - k2 * w->d[2];
+                if (p2 < 0 || p2 % w->s[2] || p2 / w->s[2] >= w->in[2])
+                    continue;
+                kk[n] = (k0 * w->k[1] + k1) * w->k[2] + k2;
+                ii[n++] = (p0 / w->s[0] * w->in[1] + p1 / w->s[1]) * w->in[2] + p2 / w->s[2];
+            }
+        }
+    }
+    return n;
+}
+
+/* Room for the taps of one output position of w (NULL when out of memory). */
+static int64_t *gather_taps_alloc(const gather_window *w)
+{
+    return malloc(sizeof(int64_t) * 2 * (size_t)(w->k[0] * w->k[1] * w->k[2]));
+}
+
 /* ConvTranspose: X (N, C, spatial), W (C, M/group, kernel), optional B
- * (M); floating types, accumulated in double.  Each output position
- * gathers the input positions whose kernel taps land on it: o + pad_begin
- * = i * stride + k * dilation (xf_conv_transpose_axis gives the pads). */
+ * (M); floating types, accumulated in double (xf_conv_transpose_axis gives
+ * the pads). */
 xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
@@ -265,63 +310,107 @@ xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, cons
     int ns = xs->ndim - 2;
     if (ns > XF_MAX_SPATIAL)
         return xf_rt_bad_node(err, n, "%d spatial dimensions (at most %d)", ns, XF_MAX_SPATIAL);
-    int64_t in_e[3] = {1, 1, 1}, out_e[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
-    int64_t pad[3] = {0, 0, 0};
+    gather_window w = gather_window_unit();
     for (int i = 0; i < ns; i++) {
         int64_t extent, pad_end;
         char why[300];
-        if (!xf_conv_transpose_axis(&n->attrs, ns, i, xs->dims[2 + i], ws->dims[2 + i], &extent, &pad[i], &pad_end, why,
-                                    sizeof why))
+        if (!xf_conv_transpose_axis(&n->attrs, ns, i, xs->dims[2 + i], ws->dims[2 + i], &extent, &w.pad[i], &pad_end,
+                                    why, sizeof why))
             return xf_rt_bad_node(err, n, "%s", why);
         if (extent != ys->dims[2 + i])
             return xf_rt_bad_node(err, n, "output extent %lld on spatial axis %d, the attributes give %lld",
                                   (long long)ys->dims[2 + i], i, (long long)extent);
-        in_e[i] = xs->dims[2 + i];
-        out_e[i] = extent;
-        k[i] = ws->dims[2 + i];
-        s[i] = n->attrs.strides[i];
-        d[i] = n->attrs.dilations[i];
+        w.in[i] = xs->dims[2 + i];
+        w.out[i] = extent;
+        w.k[i] = ws->dims[2 + i];
+        w.s[i] = n->attrs.strides[i];
+        w.d[i] = n->attrs.dilations[i];
     }
     double *x = load_all(&in[0]), *wt = load_all(&in[1]);
-    if (!x || !wt) {
+    int64_t *kk = gather_taps_alloc(&w);
+    if (!x || !wt || !kk) {
         free(x);
         free(wt);
+        free(kk);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in ConvTranspose");
     }
-    int64_t in_sp = in_e[0] * in_e[1] * in_e[2], k_sp = k[0] * k[1] * k[2], yi = 0;
+    int64_t in_sp = w.in[0] * w.in[1] * w.in[2], k_sp = w.k[0] * w.k[1] * w.k[2], yi = 0, *ii = kk + k_sp;
     for (int64_t b = 0; b < ch.batch; b++)
         for (int64_t m = 0; m < ch.c_out; m++) {
             int64_t g = m / ch.mg, mm = m % ch.mg;
-            for (int64_t o0 = 0; o0 < out_e[0]; o0++)
-                for (int64_t o1 = 0; o1 < out_e[1]; o1++)
-                    for (int64_t o2 = 0; o2 < out_e[2]; o2++, yi++) {
+            for (int64_t o0 = 0; o0 < w.out[0]; o0++)
+                for (int64_t o1 = 0; o1 < w.out[1]; o1++)
+                    for (int64_t o2 = 0; o2 < w.out[2]; o2++, yi++) {
+                        int64_t taps = gather_taps(&w, o0, o1, o2, kk, ii);
                         double acc = bias ? xf_rt_load_f64(bias->dtype, bias->data, m) : 0.0;
                         for (int64_t c = g * ch.cg; c < (g + 1) * ch.cg; c++) {
                             const double *xc = x + (b * ch.c_in + c) * in_sp;
                             const double *wc = wt + (c * ch.mg + mm) * k_sp;
-                            for (int64_t k0 = 0; k0 < k[0]; k0++) {
-                                int64_t p0 = o0 + pad[0] - k0 * d[0];
-                                if (p0 < 0 || p0 % s[0] || p0 / s[0] >= in_e[0])
-                                    continue;
-                                for (int64_t k1 = 0; k1 < k[1]; k1++) {
-                                    int64_t p1 = o1 + pad[1] - k1 * d[1];
-                                    if (p1 < 0 || p1 % s[1] || p1 / s[1] >= in_e[1])
-                                        continue;
-                                    for (int64_t k2 = 0; k2 < k[2]; k2++) {
-                                        int64_t p2 = o2 + pad[2] - k2 * d[2];
-                                        if (p2 < 0 || p2 % s[2] || p2 / s[2] >= in_e[2])
-                                            continue;
-                                        acc += xc[(p0 / s[0] * in_e[1] + p1 / s[1]) * in_e[2] + p2 / s[2]] *
-                                               wc[(k0 * k[1] + k1) * k[2] + k2];
-                                    }
-                                }
-                            }
+                            for (int64_t t = 0; t < taps; t++)
+                                acc += xc[ii[t]] * wc[kk[t]];
                         }
                         xf_rt_store_f64(out[0].dtype, out[0].data, yi, acc);
                     }
         }
     free(x);
     free(wt);
+    free(kk);
+    return XF_OK;
+}
+
+/* Col2Im: input (N, C * prod(block), L), its column c * prod(block) + k
+ * holding element k of every block of channel c (L blocks, row-major over
+ * the block grid), summed into (N, C, image) where the blocks overlap: the
+ * transposed window of the block grid (in), the block (kernel) and the
+ * image (out).  Accumulated in double, in the order of the kernel's
+ * elements as ONNX's reference adds them. */
+xf_status xf_ref_col2im(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    int ns = ys->ndim - 2;
+    if (ns < 1 || ns > XF_MAX_SPATIAL)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (Col2Im): %d spatial dimensions (cpu_ref handles "
+                            "1 to %d)", n->name, ns, XF_MAX_SPATIAL);
+    if (xf_rt_numel(&in[2]) != ns || xf_rt_numel(&in[1]) != ns)
+        return xf_rt_bad_node(err, n, "image_shape and block_shape need one entry per spatial dim of the output");
+    int64_t image[XF_MAX_SPATIAL], block[XF_MAX_SPATIAL], blocks[XF_MAX_SPATIAL];
+    gather_window w = gather_window_unit();
+    for (int i = 0; i < ns; i++) {
+        image[i] = ys->dims[2 + i];
+        block[i] = xf_rt_load_i64(in[2].dtype, in[2].data, i);
+    }
+    char why[300];
+    if (!xf_col2im_blocks(&n->attrs, ns, image, block, blocks, why, sizeof why))
+        return xf_rt_bad_node(err, n, "%s", why);
+    int64_t per = 1, count = 1;
+    for (int i = 0; i < ns; i++) {
+        const xf_attrs *a = &n->attrs;
+        w.in[i] = blocks[i];
+        w.out[i] = image[i];
+        w.k[i] = block[i];
+        w.s[i] = a->n_spatial ? a->strides[i] : 1;
+        w.d[i] = a->n_spatial ? a->dilations[i] : 1;
+        w.pad[i] = a->n_spatial ? a->pads[i] : 0;
+        per *= block[i];
+        count *= blocks[i];
+    }
+    if (xs->ndim != 3 || xs->dims[0] != ys->dims[0] || xs->dims[1] != ys->dims[1] * per || xs->dims[2] != count)
+        return xf_rt_bad_node(err, n, "the input is not [N, C * %lld, %lld] for the output", (long long)per,
+                              (long long)count);
+    int64_t *kk = gather_taps_alloc(&w), *ii = kk ? kk + per : NULL, yi = 0;
+    if (!kk)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Col2Im");
+    for (int64_t p = 0; p < ys->dims[0] * ys->dims[1]; p++)
+        for (int64_t o0 = 0; o0 < w.out[0]; o0++)
+            for (int64_t o1 = 0; o1 < w.out[1]; o1++)
+                for (int64_t o2 = 0; o2 < w.out[2]; o2++, yi++) {
+                    int64_t taps = gather_taps(&w, o0, o1, o2, kk, ii);
+                    double acc = 0;
+                    for (int64_t t = 0; t < taps; t++)
+                        acc += xf_rt_load_f64(in[0].dtype, in[0].data, (p * per + kk[t]) * count + ii[t]);
+                    xf_rt_store_f64(out[0].dtype, out[0].data, yi, acc);
+                }
+    free(kk);
     return XF_OK;
 }
 

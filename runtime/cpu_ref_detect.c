@@ -1,4 +1,4 @@
-/* cpu_ref detection ops: RoiAlign, and NonMaxSuppression (whose selection
+/* cpu_ref detection ops: RoiAlign, MaxRoiPool, and NonMaxSuppression (whose selection
  * is core's, shared with shape inference).
  *
  * RoiAlign follows ONNX's reference implementation step by step: on float
@@ -172,6 +172,63 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
     }
     free(acc);
     return st;
+}
+
+/* MaxRoiPool: Y[r, c] is the pooled_shape bins of ROI r (batch index, x1,
+ * y1, x2, y2; the corners times spatial_scale, rounded half away from
+ * zero, a malformed ROI at least one pixel) over channel c of its image,
+ * each bin the maximum of the pixels it covers (floor of its start, ceil
+ * of its end, clipped to X), 0 for a bin covering none.  As ONNX's
+ * reference: the scaling and the bin size are float on float tensors, the
+ * batch index truncated; a NaN in a bin gives NaN. */
+xf_status xf_ref_max_roi_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    const xf_tensor_view *x = &in[0], *rois = &in[1], *y = &out[0];
+    const xf_shape *xs = &x->shape;
+    int64_t r_count = rois->shape.dims[0], channels = xs->dims[1], ph = a->roi_output_h, pw = a->roi_output_w;
+    xf_shape want = {.ndim = 4, .dims = {r_count, channels, ph, pw}};
+    if (xs->ndim != 4 || rois->shape.ndim != 2 || rois->shape.dims[1] != 5 || !xf_shape_equal(&y->shape, &want) ||
+        ph < 1 || pw < 1)
+        return xf_rt_bad_node(err, n, "operands are not X [N, C, H, W], rois [R, 5] and Y [R, C, pooled_shape]");
+    bool single = x->dtype != XF_DT_DOUBLE;
+    int64_t h = xs->dims[2], w = xs->dims[3];
+    double scale = rnd(single, a->roi_spatial_scale);
+    for (int64_t r = 0; r < r_count; r++) {
+        double c[5];
+        for (int k = 0; k < 5; k++) {
+            c[k] = rnd(single, xf_rt_load_f64(rois->dtype, rois->data, r * 5 + k));
+            if (k > 0)
+                c[k] = round(rnd(single, c[k] * scale));
+            if (!isfinite(c[k]))
+                return xf_rt_bad_node(err, n, "ROI %lld has a value that is not finite (after spatial_scale)",
+                                      (long long)r);
+        }
+        double b = trunc(c[0]);
+        if (!(b >= 0 && b < (double)xs->dims[0]))
+            return xf_rt_bad_node(err, n, "batch index %g of ROI %lld is out of range for %lld images", b,
+                                  (long long)r, (long long)xs->dims[0]);
+        double roi_w = fmax(c[3] - c[1] + 1, 1), roi_h = fmax(c[4] - c[2] + 1, 1);
+        double bin_h = rnd(single, roi_h / (double)ph), bin_w = rnd(single, roi_w / (double)pw);
+        for (int64_t i = 0; i < ph; i++)
+            for (int64_t j = 0; j < pw; j++) {
+                double y0 = fmin(fmax(floor(rnd(single, (double)i * bin_h)) + c[2], 0), (double)h);
+                double y1 = fmin(fmax(ceil(rnd(single, (double)(i + 1) * bin_h)) + c[2], 0), (double)h);
+                double x0 = fmin(fmax(floor(rnd(single, (double)j * bin_w)) + c[1], 0), (double)w);
+                double x1 = fmin(fmax(ceil(rnd(single, (double)(j + 1) * bin_w)) + c[1], 0), (double)w);
+                for (int64_t ch = 0; ch < channels; ch++) {
+                    int64_t base = ((int64_t)b * channels + ch) * h * w;
+                    double m = y1 <= y0 || x1 <= x0 ? 0.0 : -INFINITY;
+                    for (int64_t yy = (int64_t)y0; yy < (int64_t)y1; yy++)
+                        for (int64_t xx = (int64_t)x0; xx < (int64_t)x1; xx++) {
+                            double v = xf_rt_load_f64(x->dtype, x->data, base + yy * w + xx);
+                            m = isnan(v) || v > m ? v : m;
+                        }
+                    xf_rt_store_f64(y->dtype, y->data, ((r * channels + ch) * ph + i) * pw + j, m);
+                }
+            }
+    }
+    return XF_OK;
 }
 
 /* NonMaxSuppression: the selected [batch, class, box] triples, as many as

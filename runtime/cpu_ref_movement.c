@@ -556,6 +556,36 @@ static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
     return i < dim ? i : period - i;
 }
 
+/* y[i] = x[i - begin] (begin negative: a crop); outside x the constant
+ * value, or (reflect, edge) the element pad_source maps it to. */
+static void pad_fill(const xf_tensor_view *x, const xf_tensor_view *y, const int64_t *begin, xf_pad_mode mode,
+                     const unsigned char *value)
+{
+    int rank = x->shape.ndim;
+    size_t es = xf_dtype_size(x->dtype);
+    int64_t in_strides[XF_MAX_DIMS];
+    xf_rt_dense_strides(&x->shape, in_strides);
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &y->shape);
+    int64_t numel = xf_rt_numel(y);
+    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it)) {
+        int64_t off = 0;
+        bool outside = false;
+        for (int d = 0; d < rank; d++) {
+            int64_t c = it.coord[d] - begin[d];
+            if (c < 0 || c >= x->shape.dims[d]) {
+                if (mode == XF_PAD_CONSTANT) {
+                    outside = true;
+                    break;
+                }
+                c = pad_source(mode, c, x->shape.dims[d]);
+            }
+            off += c * in_strides[d];
+        }
+        memcpy(elem(y, i, es), outside ? (const char *)value : elem(x, off, es), es);
+    }
+}
+
 /* Pad: pads (begins then ends) and the constant from the attributes (opset
  * < 11) or inputs 1-3 (axes from opset 18).  Negative pads crop. */
 xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
@@ -604,27 +634,25 @@ xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor
         if (a->pad_mode != XF_PAD_CONSTANT && x->shape.dims[d] == 0 && y->shape.dims[d] > 0)
             return xf_rt_bad_node(err, n, "cannot reflect or extend an empty dimension %d", d);
     }
-    int64_t in_strides[XF_MAX_DIMS];
-    xf_rt_dense_strides(&x->shape, in_strides);
-    xf_rt_iter it;
-    xf_rt_iter_init(&it, &y->shape);
-    int64_t numel = xf_rt_numel(y);
-    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it)) {
-        int64_t off = 0;
-        bool outside = false;
-        for (int d = 0; d < rank; d++) {
-            int64_t c = it.coord[d] - begin[d];
-            if (c < 0 || c >= x->shape.dims[d]) {
-                if (a->pad_mode == XF_PAD_CONSTANT) {
-                    outside = true;
-                    break;
-                }
-                c = pad_source(a->pad_mode, c, x->shape.dims[d]);
-            }
-            off += c * in_strides[d];
-        }
-        memcpy(elem(y, i, es), outside ? (const char *)value : elem(x, off, es), es);
-    }
+    pad_fill(x, y, begin, a->pad_mode, value);
+    return XF_OK;
+}
+
+/* CenterCropPad: each dim whose extent changes is cropped or padded with
+ * zeros around its centre, the odd element of the difference at the end
+ * (ONNX's reference): Pad with the begin pads that gives, negative ones
+ * cropping. */
+xf_status xf_ref_center_crop_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    if (ys->ndim != xs->ndim)
+        return xf_rt_bad_node(err, n, "input and output ranks differ");
+    int64_t begin[XF_MAX_DIMS];
+    for (int d = 0; d < xs->ndim; d++)
+        begin[d] = ys->dims[d] >= xs->dims[d] ? (ys->dims[d] - xs->dims[d]) / 2 : -((xs->dims[d] - ys->dims[d]) / 2);
+    static const unsigned char zero[16];
+    pad_fill(&in[0], &out[0], begin, XF_PAD_CONSTANT, zero);
     return XF_OK;
 }
 

@@ -1,4 +1,5 @@
-/* cpu_ref sampling ops: GridSample.
+/* cpu_ref sampling ops: GridSample, AffineGrid (the grids it samples at)
+ * and DeformConv (a convolution of bilinear samples).
  *
  * GridSample follows ONNX's reference implementation: each grid point's
  * coordinates are denormalized (align_corners or not), rounded to the
@@ -19,6 +20,7 @@
 #include "xf_rt_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 enum { GS_LINEAR, GS_NEAREST, GS_CUBIC };
 enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
@@ -85,17 +87,14 @@ static void gs_cubic_weights(double t, double *w)
     w[3] = ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A;
 }
 
-/* The taps of the grid point whose normalized coordinates (x first, as
- * grid holds them) start at element at of grid. */
-static void gs_point_make(const gs_geometry *g, const xf_node *n, const xf_tensor_view *grid, int64_t at,
-                          gs_point *p)
+/* The taps of the point at pixel coordinates pixel[] (the first spatial
+ * dim first), in mode (an xf_attrs grid_mode). */
+static void gs_point_at(const gs_geometry *g, int mode, const double *pixel, gs_point *p)
 {
-    const xf_attrs *a = &n->attrs;
     p->nan = false;
     for (int d = 0; d < g->rank; d++) {
-        double v = xf_rt_load_f64(grid->dtype, grid->data, at + g->rank - 1 - d), len = (double)g->len[d];
-        double x = rnd(g->single, a->grid_align_corners ? (v + 1) / 2 * (len - 1) : ((v + 1) * len - 1) / 2);
-        if (a->grid_mode == GS_NEAREST)
+        double x = pixel[d], len = (double)g->len[d];
+        if (mode == GS_NEAREST)
             x = rint(x);
         if (x < g->lo[d] || x > g->hi[d]) {
             if (g->padding == GS_BORDER)
@@ -107,13 +106,13 @@ static void gs_point_make(const gs_geometry *g, const xf_node *n, const xf_tenso
             p->nan = true;
             return;
         }
-        if (a->grid_mode == GS_NEAREST) {
+        if (mode == GS_NEAREST) {
             p->idx[d][0] = gs_tap(g, d, trunc(x));
             p->w[d][0] = 1;
             continue;
         }
         double x0 = floor(x), t = x - x0, w[4];
-        if (a->grid_mode == GS_CUBIC) {
+        if (mode == GS_CUBIC) {
             gs_cubic_weights(t, w);
         } else {
             w[0] = 1 - t;
@@ -125,6 +124,20 @@ static void gs_point_make(const gs_geometry *g, const xf_node *n, const xf_tenso
             p->w[d][k] = rnd(g->single, w[k]);
         }
     }
+}
+
+/* The taps of the grid point whose normalized coordinates (x first, as
+ * grid holds them) start at element at of grid. */
+static void gs_point_make(const gs_geometry *g, const xf_node *n, const xf_tensor_view *grid, int64_t at,
+                          gs_point *p)
+{
+    const xf_attrs *a = &n->attrs;
+    double x[XF_MAX_DIMS];
+    for (int d = 0; d < g->rank; d++) {
+        double v = xf_rt_load_f64(grid->dtype, grid->data, at + g->rank - 1 - d), len = (double)g->len[d];
+        x[d] = rnd(g->single, a->grid_align_corners ? (v + 1) / 2 * (len - 1) : ((v + 1) * len - 1) / 2);
+    }
+    gs_point_at(g, a->grid_mode, x, p);
 }
 
 /* The value at point p of the map of X at element off, from dim d on:
@@ -183,5 +196,131 @@ xf_status xf_ref_grid_sample(const xf_node *n, const xf_tensor_view *in, const x
                                 p.nan ? NAN : gs_interpolate(&g, &p, x, 0, off));
             }
         }
+    return XF_OK;
+}
+
+/* AffineGrid: grid[b, o..., j] = sum_k theta[b, j, k] * base[o..., k],
+ * base the point's (x, y[, z], 1), each coordinate in [-1, 1] along its
+ * dim: the centres of its pixels, or (align_corners) their corners.  The
+ * coordinates are those of numpy's arange in ONNX's reference (start, then
+ * start + i * ((start + step) - start)); the sums are in double, rounded
+ * once. */
+xf_status xf_ref_affine_grid(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *theta = &in[0], *y = &out[0];
+    const xf_shape *ts = &theta->shape, *ys = &y->shape;
+    int r = ys->ndim - 2;
+    if ((r != 2 && r != 3) || ts->ndim != 3 || ts->dims[0] != ys->dims[0] || ts->dims[1] != r ||
+        ts->dims[2] != r + 1 || ys->dims[r + 1] != r)
+        return xf_rt_bad_node(err, n, "theta is not [N, %d, %d] for a grid [N, ..., %d]", r, r + 1, r);
+    double *base[3] = {NULL};
+    xf_status st = XF_OK;
+    for (int d = 0; d < r && st == XF_OK; d++) { /* base[d]: dim d of the grid's (D, H, W), coordinate r - 1 - d */
+        int64_t len = ys->dims[1 + d];
+        if (!(base[d] = malloc(sizeof *base[d] * (size_t)(len > 0 ? len : 1)))) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in AffineGrid");
+            break;
+        }
+        double step = n->attrs.grid_align_corners ? 2.0 / (double)(len - 1) : 2.0 / (double)len;
+        double start = n->attrs.grid_align_corners ? -1.0 : -1.0 + step / 2, delta = (start + step) - start;
+        for (int64_t i = 0; i < len; i++)
+            base[d][i] = i == 0 ? start : start + (double)i * delta;
+    }
+    int64_t points = 1;
+    for (int d = 0; d < r; d++)
+        points *= ys->dims[1 + d];
+    for (int64_t b = 0; b < ys->dims[0] && st == XF_OK; b++)
+        for (int64_t o = 0; o < points; o++) {
+            double v[4] = {0, 0, 0, 1}; /* x, y[, z], 1 */
+            for (int64_t d = r - 1, rest = o; d >= 0; rest /= ys->dims[1 + d], d--)
+                v[r - 1 - d] = base[d][rest % ys->dims[1 + d]];
+            v[r] = 1;
+            for (int j = 0; j < r; j++) {
+                double sum = 0;
+                for (int k = 0; k <= r; k++)
+                    sum += xf_rt_load_f64(theta->dtype, theta->data, (b * r + j) * (r + 1) + k) * v[k];
+                xf_rt_store_f64(y->dtype, y->data, (b * points + o) * r + j, sum);
+            }
+        }
+    for (int d = 0; d < 3; d++)
+        free(base[d]);
+    return st;
+}
+
+/* DeformConv (2 spatial dims, as ONNX's reference): each tap (ki, kj) of
+ * the kernel at output (i, j) reads X's channel at (i * stride - pad +
+ * ki * dilation, likewise along W) moved by its offset, sampled bilinearly
+ * with zeros outside X as the reference's GridSample does (align_corners:
+ * the coordinates go through its normalization to [-1, 1] and back; on
+ * float tensors the offset and the window's corner add in float, and the
+ * coordinates round to float), times its mask (1 without one).  The
+ * offsets and mask of input channel c are those of its offset group, c /
+ * (C / offset_group).  Sums in double. */
+xf_status xf_ref_deform_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_attrs *a = &n->attrs;
+    const xf_tensor_view *x = &in[0], *wt = &in[1], *off = &in[2], *y = &out[0];
+    const xf_tensor_view *bias = n->n_inputs > 3 && xf_rt_present(&in[3]) ? &in[3] : NULL;
+    const xf_tensor_view *mask = n->n_inputs > 4 && xf_rt_present(&in[4]) ? &in[4] : NULL;
+    const xf_shape *xs = &x->shape, *ws = &wt->shape, *ys = &y->shape;
+    if (xs->ndim != 4)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (DeformConv): %d spatial dimensions (cpu_ref "
+                            "handles 2, as ONNX's reference does)", n->name, xs->ndim - 2);
+    int64_t batch = xs->dims[0], c_in = xs->dims[1], c_out = ws->dims[0], kh = ws->dims[2], kw = ws->dims[3];
+    int64_t oh = ys->dims[2], ow = ys->dims[3], og = a->offset_group, cg = ws->dims[1], mg = c_out / a->group;
+    if (ws->ndim != 4 || ys->ndim != 4 || ys->dims[0] != batch || ys->dims[1] != c_out || cg * a->group != c_in ||
+        og < 1 || c_in % og || off->shape.ndim != 4 || off->shape.dims[1] != og * kh * kw * 2 ||
+        off->shape.dims[2] != oh || off->shape.dims[3] != ow || (mask && xf_rt_numel(mask) * 2 != xf_rt_numel(off)) ||
+        (bias && xf_rt_numel(bias) != c_out))
+        return xf_rt_bad_node(err, n, "operands are not X [N, C, H, W], W [M, C / group, kH, kW], offset [N, "
+                                      "offset_group * kH * kW * 2, oH, oW], B [M] and mask [N, offset_group * kH * "
+                                      "kW, oH, oW]");
+    gs_geometry g = {.rank = 2, .taps = 2, .padding = GS_ZEROS, .single = x->dtype != XF_DT_DOUBLE};
+    int64_t stride[2], pad[2], dil[2];
+    for (int d = 0; d < 2; d++) {
+        g.len[d] = xs->dims[2 + d];
+        g.lo[d] = 0;
+        g.hi[d] = (double)(g.len[d] - 1);
+        stride[d] = a->n_spatial ? a->strides[d] : 1;
+        pad[d] = a->n_spatial ? a->pads[d] : 0;
+        dil[d] = a->n_spatial ? a->dilations[d] : 1;
+    }
+    g.stride[0] = g.len[1];
+    g.stride[1] = 1;
+    double *acc = malloc(sizeof *acc * (size_t)(c_out * oh * ow > 0 ? c_out * oh * ow : 1));
+    if (!acc)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in DeformConv");
+    int64_t plane = oh * ow, taps = kh * kw;
+    gs_point p;
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t i = 0; i < c_out * plane; i++)
+            acc[i] = bias ? xf_rt_load_f64(bias->dtype, bias->data, i / plane) : 0.0;
+        for (int64_t c = 0; c < c_in; c++) {
+            int64_t grp = c / cg, ogi = c / (c_in / og), xoff = (b * c_in + c) * g.len[0] * g.len[1];
+            for (int64_t o = 0; o < plane; o++)
+                for (int64_t t = 0; t < taps; t++) {
+                    int64_t at = ((b * og + ogi) * taps + t) * 2 * plane + o;
+                    double px[2];
+                    for (int d = 0; d < 2; d++) {
+                        double corner = (double)((d ? o % ow : o / ow) * stride[d] - pad[d]);
+                        double h = (double)((d ? t % kw : t / kw) * dil[d]) +
+                                   rnd(g.single, corner + xf_rt_load_f64(off->dtype, off->data, at + d * plane));
+                        double last = (double)(g.len[d] - 1);
+                        px[d] = rnd(g.single, last > 0 ? (h / last * 2 - 1 + 1) / 2 * last : h);
+                    }
+                    gs_point_at(&g, GS_LINEAR, px, &p);
+                    double v = p.nan ? NAN : gs_interpolate(&g, &p, x, 0, xoff);
+                    double m = mask ? xf_rt_load_f64(mask->dtype, mask->data, ((b * og + ogi) * taps + t) * plane + o)
+                                    : 1.0;
+                    for (int64_t oc = grp * mg; oc < (grp + 1) * mg; oc++) {
+                        double w = xf_rt_load_f64(wt->dtype, wt->data, (oc * cg + c % cg) * taps + t);
+                        acc[oc * plane + o] += rnd(g.single, rnd(g.single, v * w) * m);
+                    }
+                }
+        }
+        for (int64_t i = 0; i < c_out * plane; i++)
+            xf_rt_store_f64(y->dtype, y->data, b * c_out * plane + i, acc[i]);
+    }
+    free(acc);
     return XF_OK;
 }

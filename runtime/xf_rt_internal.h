@@ -167,6 +167,7 @@ void xf_rt_qlinear_table(xf_dtype t, float xs, int32_t xz, float ys, int32_t yz,
 /* windows (cpu_ref_conv.c) */
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_col2im(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* ConvInteger and QLinearConv */
 xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* The geometry of one window op along three spatial axes (fewer spatial
@@ -325,6 +326,8 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
 xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_center_crop_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err);
 xf_status xf_ref_expand(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_shape(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_size(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
@@ -343,8 +346,11 @@ xf_status xf_ref_unique(const xf_node *n, const xf_tensor_view *in, const xf_ten
 /* detection (cpu_ref_detect.c) */
 xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_nms(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_max_roi_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* sampling (cpu_ref_sample.c) */
 xf_status xf_ref_grid_sample(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_affine_grid(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_deform_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* signal processing (cpu_ref_signal.c): DFT, STFT, the windows, MelWeightMatrix */
 xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_stft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -321,7 +321,7 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(block_size) && EQ(output_dtype) && EQ(no_saturate) && EQ(roi_max) && EQ(roi_output_h) && EQ(roi_output_w) &&
            EQ(roi_sampling_ratio) && EQ(roi_spatial_scale) && EQ(roi_output_half_pixel) && EQ(center_point_box) &&
            EQ(grid_mode) && EQ(grid_padding) && EQ(grid_align_corners) &&
-           EQ(dft_inverse) && EQ(dft_onesided) && EQ(window_symmetric) &&
+           EQ(dft_inverse) && EQ(dft_onesided) && EQ(window_symmetric) && EQ(offset_group) &&
            EQ(isinf_no_neg) && EQ(isinf_no_pos) && EQ(gelu_tanh) && EQ(shift_right) && EQ(prelu_channels) &&
            EQ(select_last_index) && EQ(cumsum_exclusive) && EQ(cumsum_reverse) && EQ(lrn_size) && EQ(lrn_bias) &&
            EQ(lp_p) && EQ(trilu_lower) && EQ(depth_crd) && EQ(eye_k) && EQ(onehot_legacy) && EQ(has_axis) &&

@@ -276,7 +276,7 @@ static Onnx__GraphProto *signal_graph(int64_t opset, int form)
     Onnx__GraphProto *g = mk_graph("g");
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, d, NULL));
     PUSH(g->n_input, g->input, mk_vi("xc", XF_DT_FLOAT, 3, s, NULL));
-    int64_t one = 1, four = 4;
+    static const int64_t one = 1, four = 4; /* mk_raw keeps the pointer */
     PUSH(g->n_initializer, g->initializer, mk_raw("step", XF_DT_INT64, 0, none, &four, sizeof four));
     PUSH(g->n_initializer, g->initializer, mk_raw("size", XF_DT_INT64, 0, none, &four, sizeof four));
     PUSH(g->n_initializer, g->initializer, mk_raw("ax", XF_DT_INT64, 0, none, &one, sizeof one));
