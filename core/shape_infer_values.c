@@ -85,6 +85,8 @@ xf_status xf_infer_range(xf_infer_ctx *c)
     const uint64_t max_len = (uint64_t)1 << 62;
     uint64_t len;
     switch (t[0]->dtype) {
+    case XF_DT_FLOAT16: /* opset 27 */
+    case XF_DT_BFLOAT16:
     case XF_DT_FLOAT:
     case XF_DT_DOUBLE: {
         double start = xf_tensor_get_f64(t[0], 0), limit = xf_tensor_get_f64(t[1], 0);

@@ -174,7 +174,7 @@ typedef struct ref_entry {
 #define XF_REF_SHAPE {xf_ref_shape, 0, 0, I64}
 #define XF_REF_SIZE {xf_ref_size, 0, 0, I64}
 #define XF_REF_CONSTANT_OF_SHAPE {xf_ref_constant_of_shape, I64, 0, ANY}
-#define XF_REF_RANGE {xf_ref_range, NUM, NUM, 0}
+#define XF_REF_RANGE {xf_ref_range, NUM | F16, NUM | F16, 0}
 #define XF_REF_IDENTITY {xf_ref_copy, ANY, 0, 0}
 #define XF_REF_DROPOUT {xf_ref_dropout, ANY, FLT, 0}
 #define XF_REF_MAX_POOL {xf_ref_pool, NUM, 0, 0}

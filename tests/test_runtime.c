@@ -173,8 +173,8 @@ static xf_tensor *as_dtype(xf_tensor *t, xf_dtype dt)
     return r;
 }
 
-/* float16 and bfloat16 matrix products and convolutions: computed in float
- * and rounded once (these values are exact in both). */
+/* float16 and bfloat16 matrix products, convolutions and ranges: computed
+ * in float and rounded once (these values are exact in both). */
 START_TEST(half_precision_products)
 {
     static const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
@@ -191,6 +191,10 @@ START_TEST(half_precision_products)
                       as_dtype(F32(DIMS(1, 1, 1, 1), 2), t), as_dtype(F32(DIMS(1), 1), t));
         c.a.activation = XF_ACT_RELU;
         EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(1, 1, 2, 2), 3, 0, 7, 0);
+        /* Range (opset 27 takes the 16-bit floats) */
+        c = make_case(XF_OP_RANGE, 3, as_dtype(F32(SCALAR, 0), t), as_dtype(F32(SCALAR, 3), t),
+                      as_dtype(F32(SCALAR, 0.5f), t));
+        EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(6), 0, 0.5, 1, 1.5, 2, 2.5);
     }
 }
 END_TEST
