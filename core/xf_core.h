@@ -232,7 +232,7 @@ typedef enum xf_activation {
     XF_ACT_TANH
 } xf_activation;
 
-typedef enum xf_pad_mode { XF_PAD_CONSTANT = 0, XF_PAD_REFLECT, XF_PAD_EDGE } xf_pad_mode;
+typedef enum xf_pad_mode { XF_PAD_CONSTANT = 0, XF_PAD_REFLECT, XF_PAD_EDGE, XF_PAD_WRAP /* 19 */ } xf_pad_mode;
 
 /* How ScatterElements and ScatterND combine an update with the element
  * it lands on (ONNX's reduction attribute). */

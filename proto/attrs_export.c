@@ -858,8 +858,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_ints(&w, "axes", a->slice_axes, a->n_slice);
         break;
     case XF_OP_PAD: {
-        static const char *const modes[] = {"constant", "reflect", "edge"};
-        if (a->pad_mode != d.pad_mode && (unsigned)a->pad_mode < 3)
+        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+        if (a->pad_mode == XF_PAD_WRAP && opset < 19)
+            s = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (Pad) is in mode wrap, which opset %lld lacks (19 "
+                             "has it)", n->name ? n->name : "", (long long)opset);
+        if (a->pad_mode != d.pad_mode && (unsigned)a->pad_mode < 4)
             add_string(&w, "mode", modes[a->pad_mode]);
         if (a->has_pads)
             add_ints(&w, "pads", a->pad_pads, a->n_pads);

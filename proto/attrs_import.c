@@ -276,7 +276,7 @@ static bool read_scales(reader *r, const Onnx__AttributeProto *at)
 /* ------------------------------------------------------------ per op family */
 
 static const char *const auto_pad_names[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
-static const char *const pad_mode_names[] = {"constant", "reflect", "edge"};
+static const char *const pad_mode_names[] = {"constant", "reflect", "edge", "wrap"};
 static const char *const reduction_names[] = {"none", "add", "mul", "max", "min"}; /* xf_reduction */
 
 /* The convolutions: a group, and no pooling attributes. */
@@ -718,7 +718,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_PAD:
         if (A("mode")) {
             int i;
-            if (!read_enum(r, at, pad_mode_names, 3, &i))
+            if (!read_enum(r, at, pad_mode_names, r->ctx->opset >= 19 ? 4 : 3, &i))
                 return false;
             a->pad_mode = (xf_pad_mode)i;
             return true;

@@ -188,8 +188,8 @@ typedef struct ref_entry {
 #define XF_REF_LOG_SOFTMAX {xf_ref_softmax, FLT, 0, 0}
 #define XF_REF_REDUCE_MEAN {xf_ref_reduce, NUM, I64, 0}
 #define XF_REF_REDUCE_SUM {xf_ref_reduce, NUM, I64, 0}
-#define XF_REF_REDUCE_MAX {xf_ref_reduce, NUM, I64, 0}
-#define XF_REF_REDUCE_MIN {xf_ref_reduce, NUM, I64, 0}
+#define XF_REF_REDUCE_MAX {xf_ref_reduce, NUM | BOOL, I64, 0} /* bool from opset 20 */
+#define XF_REF_REDUCE_MIN {xf_ref_reduce, NUM | BOOL, I64, 0}
 #define XF_REF_REDUCE_PROD {xf_ref_reduce, NUM, I64, 0}
 #define XF_REF_REDUCE_L1 {xf_ref_reduce, NUM, I64, 0}
 #define XF_REF_REDUCE_L2 {xf_ref_reduce, NUM, I64, 0}

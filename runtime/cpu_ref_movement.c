@@ -543,11 +543,14 @@ xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tens
     return XF_OK;
 }
 
-/* Maps a padded coordinate back into [0, dim) for reflect and edge modes. */
+/* Maps a padded coordinate back into [0, dim) for the reflect, edge and
+ * wrap (opset 19: the other end's elements, as numpy's wrap) modes. */
 static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
 {
     if (mode == XF_PAD_EDGE)
         return clamp64(i, 0, dim - 1);
+    if (mode == XF_PAD_WRAP)
+        return (i % dim + dim) % dim;
     if (dim == 1)
         return 0;
     int64_t period = 2 * (dim - 1); /* reflect without repeating the edge */

@@ -248,8 +248,10 @@ xf_status xf_ref_reduce(const xf_node *n, const xf_tensor_view *in, const xf_ten
     if (xf_rt_numel(y) != n_out)
         return xf_rt_bad_node(err, n, "output size does not match the reduced shape");
 
-    double init = n->op == XF_OP_REDUCE_MAX    ? -INFINITY
-                  : n->op == XF_OP_REDUCE_MIN  ? INFINITY
+    /* an empty set's max and min; of bools (opset 20: any, all) false and true */
+    bool flags = x->dtype == XF_DT_BOOL;
+    double init = n->op == XF_OP_REDUCE_MAX    ? (flags ? 0.0 : -INFINITY)
+                  : n->op == XF_OP_REDUCE_MIN  ? (flags ? 1.0 : INFINITY)
                   : n->op == XF_OP_REDUCE_PROD ? 1.0
                                                : 0.0;
     /* ReduceLogSumExp sums exp(x - shift), shift being the largest element

@@ -220,7 +220,9 @@ template <typename W> __global__ void pad_kernel(pad_geom p, int64_t n, W value,
                     outside = true;
                     break;
                 }
-                if (p.mode == 2 || dim == 1) {
+                if (p.mode == 3) { /* wrap */
+                    c = (c % dim + dim) % dim;
+                } else if (p.mode == 2 || dim == 1) {
                     c = c < 0 ? 0 : dim - 1;
                 } else { /* reflect without repeating the edge */
                     int64_t period = 2 * (dim - 1);

@@ -108,6 +108,39 @@ START_TEST(test_topk_attributes)
 }
 END_TEST
 
+/* Pad's mode wrap is known from opset 19 (opaque before) and written back
+ * only where the opset has it; Dropout's mask output is known. */
+START_TEST(test_pad_wrap_and_dropout_mask)
+{
+    static const int64_t d[] = {2, 3}, four[] = {4}, pads[] = {0, 1, 0, 1};
+    for (int64_t opset = 18; opset <= 19; opset++) {
+        Onnx__GraphProto *g = mk_graph("g");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("p", XF_DT_INT64, 1, four, pads, sizeof pads));
+        Onnx__NodeProto *n = mk_node("Pad", "pad", (const char *[]){"x", "p", NULL}, (const char *[]){"y", NULL});
+        attr_string(n, "mode", "wrap");
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_node, g->node, mk_node("Dropout", "drop", (const char *[]){"x", NULL}, (const char *[]){"z", "m", NULL}));
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+        PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, -1, NULL, NULL));
+        PUSH(g->n_output, g->output, mk_vi("m", XF_DT_UNDEFINED, -1, NULL, NULL));
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(g, opset, counts);
+        ck_assert_int_eq(counts[XF_OP_PAD], opset >= 19);
+        ck_assert_int_eq(counts[XF_OP_DROPOUT], 1);
+        const xf_node *drop = &m->graph->nodes[find_node_op(m->graph, XF_OP_DROPOUT)];
+        ck_assert_int_eq(m->graph->values[drop->outputs[1]].dtype, XF_DT_BOOL);
+        if (opset >= 19) {
+            ck_assert_int_eq(m->graph->nodes[find_node_op(m->graph, XF_OP_PAD)].attrs.pad_mode, XF_PAD_WRAP);
+            xf_model_free(roundtrip(m));
+            m->opsets[0].version = 18;
+            expect_export_refused(m, "node 'pad' (Pad)", "wrap", "opset 18");
+        }
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 /* ScatterElements keeps axis and reduction, ScatterND its reduction;
  * reductions ONNX does not define keep the node opaque. */
 START_TEST(test_scatter_reductions)
@@ -452,6 +485,7 @@ int main(void)
     tcase_add_test(tc, test_roi_align_attributes);
     tcase_add_test(tc, test_nms_attributes);
     tcase_add_test(tc, test_grid_sample_attributes);
+    tcase_add_test(tc, test_pad_wrap_and_dropout_mask);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -80,6 +80,28 @@ START_TEST(batch_norm_training)
 }
 END_TEST
 
+/* ReduceMax and ReduceMin of bools (opset 20): any and all, an empty set
+ * false and true; and Dropout in inference with its mask, all true. */
+START_TEST(reduce_bool_and_dropout_mask)
+{
+    bool v[] = {false, true, false, false};
+    EXPECT(run1(reduce18(XF_OP_REDUCE_MAX, mk(XF_DT_BOOL, DIMS(2, 2), v), I64(DIMS(1), 1), false, 0, 0)), XF_DT_BOOL,
+           DIMS(2), 1, 0);
+    EXPECT(run1(reduce18(XF_OP_REDUCE_MIN, mk(XF_DT_BOOL, DIMS(2, 2), v), I64(DIMS(1), 0), false, 0, 0)), XF_DT_BOOL,
+           DIMS(2), 0, 0);
+    EXPECT(run1(reduce18(XF_OP_REDUCE_MAX, mk(XF_DT_BOOL, DIMS(2, 0), NULL), I64(DIMS(1), 1), false, 0, 0)),
+           XF_DT_BOOL, DIMS(2), 0, 0);
+    EXPECT(run1(reduce18(XF_OP_REDUCE_MIN, mk(XF_DT_BOOL, DIMS(2, 0), NULL), I64(DIMS(1), 1), false, 0, 0)),
+           XF_DT_BOOL, DIMS(2), 1, 1);
+    node_case c = make_case(XF_OP_DROPOUT, 1, F32(DIMS(3), 1, -2, 3));
+    c.n_out = 2;
+    xf_tensor *out[2];
+    run_case(&c, out);
+    EXPECT(out[0], XF_DT_FLOAT, DIMS(3), 1, -2, 3);
+    EXPECT(out[1], XF_DT_BOOL, DIMS(3), 1, 1, 1);
+}
+END_TEST
+
 /* ------------------------------------------------------------ Reduce* */
 
 START_TEST(reduce_values)
@@ -592,6 +614,7 @@ int main(void)
     TCase *tc = tcase_create("reductions");
     tcase_add_test(tc, reduce_values);
     tcase_add_test(tc, batch_norm_training);
+    tcase_add_test(tc, reduce_bool_and_dropout_mask);
     tcase_add_test(tc, reduce_axes_input);
     tcase_add_test(tc, reduce_edges_and_dtypes);
     tcase_add_test(tc, arg_reduce_values);

@@ -574,11 +574,12 @@ END_TEST
 
 START_TEST(pad_modes)
 {
-    xf_pad_mode modes[] = {XF_PAD_REFLECT, XF_PAD_EDGE, XF_PAD_CONSTANT};
-    double want[3][12] = {{3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5},
+    xf_pad_mode modes[] = {XF_PAD_REFLECT, XF_PAD_EDGE, XF_PAD_CONSTANT, XF_PAD_WRAP};
+    double want[4][12] = {{3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5},
                           {1, 1, 1, 2, 3, 3, 4, 4, 4, 5, 6, 6},
-                          {9, 9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9}};
-    for (int m = 0; m < 3; m++) {
+                          {9, 9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9},
+                          {2, 3, 1, 2, 3, 1, 5, 6, 4, 5, 6, 4}};
+    for (int m = 0; m < 4; m++) {
         node_case c = make_case(XF_OP_PAD, 3, iota_f32(DIMS(2, 3), 1), I64(DIMS(4), 0, 2, 0, 1), F32(SCALAR, 9));
         c.a.pad_mode = modes[m];
         expect(run1(c), XF_DT_FLOAT, DIMS(2, 6), want[m]);
