@@ -314,8 +314,8 @@ START_TEST(deform_conv_shape_errors)
     c.a.n_spatial = 2;
     c.a.kernel[0] = c.a.kernel[1] = 3;
     expect_infer_error(c, "kernel_shape [3,3] differs from W's 1x1x2x2");
-    expect_infer_error(deform_case(X33(), W22(), I32(DIMS(1, 8, 2, 2), 0), NULL, NULL), "input 0 is FLOAT but input 2 "
-                                                                                        "is INT32");
+    expect_infer_error(deform_case(X33(), W22(), mk(XF_DT_INT32, DIMS(1, 8, 2, 2), (int32_t[32]){0}), NULL, NULL),
+                       "input 0 is FLOAT but input 2 is INT32");
 #undef X33
 #undef W22
     /* 3 spatial dims: shapes infer, cpu_ref refuses by name */

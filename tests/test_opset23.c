@@ -244,38 +244,40 @@ END_TEST
 
 START_TEST(shape_errors)
 {
-    expect_infer_error(attention(F32(DIMS(1, 2, 4), 0), F32(DIMS(1, 2, 4), 0), F32(DIMS(1, 2, 4), 0), NULL, NULL, NULL,
+#define Z(...) iota_f32(DIMS(__VA_ARGS__), 0) /* values that do not matter */
+    expect_infer_error(attention(Z(1, 2, 4), Z(1, 2, 4), Z(1, 2, 4), NULL, NULL, NULL,
                                  1, false),
                        "3-D inputs need q_num_heads and kv_num_heads");
-    expect_infer_error(attention(F32(DIMS(1, 3, 1, 2), 0), F32(DIMS(1, 2, 1, 2), 0), F32(DIMS(1, 2, 1, 2), 0), NULL,
+    expect_infer_error(attention(Z(1, 3, 1, 2), Z(1, 2, 1, 2), Z(1, 2, 1, 2), NULL,
                                  NULL, NULL, 1, false),
                        "not a multiple");
-    expect_infer_error(attention(F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 2, 2), 0), F32(DIMS(1, 1, 2, 2), 0),
-                                 F32(DIMS(1, 3), 0), NULL, NULL, 1, false),
+    expect_infer_error(attention(Z(1, 1, 1, 2), Z(1, 1, 2, 2), Z(1, 1, 2, 2),
+                                 Z(1, 3), NULL, NULL, 1, false),
                        "attn_mask 1x3 does not broadcast");
-    expect_infer_error(attention(F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 2), 0), NULL,
-                                 F32(DIMS(1, 1, 1, 2), 0), NULL, 1, false),
+    expect_infer_error(attention(Z(1, 1, 1, 2), Z(1, 1, 1, 2), Z(1, 1, 1, 2), NULL,
+                                 Z(1, 1, 1, 2), NULL, 1, false),
                        "past_key and past_value come together");
-    expect_infer_error(attention(F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 3), 0), F32(DIMS(1, 1, 1, 2), 0), NULL,
+    expect_infer_error(attention(Z(1, 1, 1, 2), Z(1, 1, 1, 3), Z(1, 1, 1, 2), NULL,
                                  NULL, NULL, 1, false),
                        "are not (B, Nq, S, H)");
-    node_case c = attention(F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 2), 0), F32(DIMS(1, 1, 1, 2), 0), NULL, NULL,
+    node_case c = attention(Z(1, 1, 1, 2), Z(1, 1, 1, 2), Z(1, 1, 1, 2), NULL, NULL,
                             NULL, 1, false);
     c.opset = 25;
     c.a.attn.num_heads = 1;
     expect_infer_error(c, "go with 3-D inputs from opset 25");
-    expect_infer_error(at23(RMS, 2, F32(DIMS(2, 3), 0), F32(DIMS(2), 0), NULL, NULL), "does not broadcast");
-    c = at23(RMS, 2, F32(DIMS(2, 3, 4), 0), F32(DIMS(3, 1), 0), NULL, NULL);
+    expect_infer_error(at23(RMS, 2, Z(2, 3), Z(2), NULL, NULL), "does not broadcast");
+    c = at23(RMS, 2, Z(2, 3, 4), Z(3, 1), NULL, NULL);
     c.a.axis = 1;
     expect_infer_status(c, XF_ERR_UNSUPPORTED, "other than along its leading dims");
-    expect_infer_error(at23(ROT, 3, F32(DIMS(1, 2, 4), 0), F32(DIMS(1, 2, 2), 0), F32(DIMS(1, 2, 2), 0), NULL),
+    expect_infer_error(at23(ROT, 3, Z(1, 2, 4), Z(1, 2, 2), Z(1, 2, 2), NULL),
                        "do not agree");
-    expect_infer_error(at23(ROT, 4, F32(DIMS(1, 1, 2, 4), 0), F32(DIMS(3, 1), 0), F32(DIMS(3, 1), 0),
+    expect_infer_error(at23(ROT, 4, Z(1, 1, 2, 4), Z(3, 1), Z(3, 1),
                             I64(DIMS(1, 2), 0, 1)),
                        "is not (max position, 2)");
-    expect_run_error(at23(ROT, 4, F32(DIMS(1, 1, 2, 4), 0), F32(DIMS(3, 2), 0), F32(DIMS(3, 2), 0), I64(DIMS(1, 2), 0, 3)),
+    expect_run_error(at23(ROT, 4, Z(1, 1, 2, 4), Z(3, 2), Z(3, 2), I64(DIMS(1, 2), 0, 3)),
                      "position id 3 is outside the cache's 3 rows");
 }
+#undef Z
 END_TEST
 
 /* ------------------------------------------------------------ the cpu backend */
