@@ -174,8 +174,8 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
         return xf_rt_bad_node(err, n, "output rank differs from the input's");
     double scale[XF_MAX_DIMS], roi[2 * XF_MAX_DIMS];
     xf_status st = resize_params(n, in, &y->shape, scale, roi, err);
-    if (st != XF_OK)
-        return st;
+    if (st != XF_OK || xf_rt_numel(y) == 0)
+        return st; /* an empty output needs no taps, however long its other dims */
     int64_t istride[XF_MAX_DIMS], s = 1;
     resize_axis *map[XF_MAX_DIMS] = {NULL};
     for (int d = rank - 1; d >= 0 && st == XF_OK; d--) {
