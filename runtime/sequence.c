@@ -121,7 +121,7 @@ static xf_status split_to_sequence(const xf_node *n, xf_tensor *const *in, xf_te
         piece = xf_rt_load_i64(split->dtype, split->data, 0);
         if (piece <= 0)
             return xf_rt_bad_node(err, n, "split %lld is not positive", (long long)piece);
-        count = (dim + piece - 1) / piece;
+        count = dim / piece + (dim % piece != 0); /* without overflow for any piece */
     } else {
         count = split->shape.dims[0];
         int64_t sum = 0;
@@ -129,6 +129,9 @@ static xf_status split_to_sequence(const xf_node *n, xf_tensor *const *in, xf_te
             int64_t v = xf_rt_load_i64(split->dtype, split->data, i);
             if (v < 0)
                 return xf_rt_bad_node(err, n, "split[%lld] = %lld is negative", (long long)i, (long long)v);
+            if (v > dim - sum)
+                return xf_rt_bad_node(err, n, "split sums past %lld, the axis's extent, at split[%lld]", (long long)dim,
+                                      (long long)i);
             sum += v;
         }
         if (sum != dim)

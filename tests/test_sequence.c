@@ -204,7 +204,7 @@ START_TEST(test_loop_carries_a_sequence)
 END_TEST
 
 /* A position out of range fails the run naming the node; a tensor fed
- * for a sequence input is refused. */
+ * for a sequence input is refused; so are split sizes past the extent. */
 START_TEST(test_errors)
 {
     Onnx__GraphProto *g = mk_graph("bad");
@@ -234,6 +234,24 @@ START_TEST(test_errors)
     xf_tensor_release(seq);
     xf_tensor_release(item);
     xf_tensor_release(in[1]);
+    xf_model_free(m);
+
+    /* split sizes that would sum past int64 are refused before they do */
+    g = mk_graph("split");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, (const int64_t[]){6}, NULL));
+    PUSH(g->n_input, g->input, mk_vi("sp", XF_DT_INT64, 1, (const int64_t[]){2}, NULL));
+    node(g, "SplitToSequence", "parts", NAMES("x", "sp"), NAMES("seq"));
+    PUSH(g->n_output, g->output, seq_vi("seq"));
+    m = load(g);
+    ck_assert_msg(xf_session_create(m->graph, 17, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    int64_t sizes[2] = {INT64_MAX - 1, INT64_MAX - 1};
+    xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){1, {6}});
+    xf_tensor *split_in[2] = {x, xf_tensor_from_data(XF_DT_INT64, &(xf_shape){1, {2}}, sizes)};
+    ck_assert_int_ne(xf_session_run(s, split_in, out, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "parts") && strstr(e.msg, "split sums past 6"), "%s", e.msg);
+    xf_session_free(s);
+    xf_tensor_release(split_in[0]);
+    xf_tensor_release(split_in[1]);
     xf_model_free(m);
 }
 END_TEST
