@@ -98,43 +98,154 @@ static xf_status conv_channels_make(const xf_node *n, const xf_shape *xs, const 
     return XF_OK;
 }
 
+/* The first and one past the last output position o along one dim whose
+ * tap at offset off = k * dilation - pad_begin reads inside the input,
+ * 0 <= o * stride + off < in, clamped to [0, out). */
+static void tap_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t *lo, int64_t *hi)
+{
+    int64_t a = -off, b = in - 1 - off; /* stride * o in [a, b] */
+    int64_t first = a <= 0 ? 0 : (a + stride - 1) / stride;
+    int64_t last = b < 0 ? -1 : b / stride;
+    *lo = first;
+    *hi = last + 1 < out ? last + 1 : out;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
 /* Direct convolution of x (N, C, spatial) by wt (M, C/group, kernel),
- * both as doubles, into y (N, M, out): the raw sums, in one order for
- * every caller. */
-static void conv_direct(const xf_rt_window *w, const conv_channels *ch, const double *x, const double *wt, double *y)
+ * both as doubles, into y (N, M, out): the raw sums.  Every output sums its
+ * products in one order, input channel then kernel taps, skipping the taps
+ * that fall in the padding, for every caller.  The loops run a tap at a
+ * time over the whole output plane, so the innermost loop walks a row of
+ * input and output together; each output still gets its terms in that
+ * order, so the sums are the ones a loop per output would give. */
+static void conv_direct(const xf_rt_window *w, const conv_channels *ch, const double *x, const double *wt,
+                        double *restrict y)
 {
     int64_t in_sp = w->in[0] * w->in[1] * w->in[2], k_sp = w->k[0] * w->k[1] * w->k[2];
+    int64_t out_sp = w->out[0] * w->out[1] * w->out[2];
+    for (int64_t i = 0; i < ch->batch * ch->c_out * out_sp; i++)
+        y[i] = 0.0;
     for (int64_t b = 0; b < ch->batch; b++)
         for (int64_t m = 0; m < ch->c_out; m++) {
             int64_t g = m / ch->mg;
-            for (int64_t o0 = 0; o0 < w->out[0]; o0++)
-                for (int64_t o1 = 0; o1 < w->out[1]; o1++)
-                    for (int64_t o2 = 0; o2 < w->out[2]; o2++) {
-                        double acc = 0.0;
-                        for (int64_t c = 0; c < ch->cg; c++) {
-                            const double *xc = x + (b * ch->c_in + g * ch->cg + c) * in_sp;
-                            const double *wc = wt + (m * ch->cg + c) * k_sp;
-                            for (int64_t k0 = 0; k0 < w->k[0]; k0++) {
-                                int64_t i0 = o0 * w->stride[0] - w->pad_begin[0] + k0 * w->dil[0];
-                                if (i0 < 0 || i0 >= w->in[0])
-                                    continue;
-                                for (int64_t k1 = 0; k1 < w->k[1]; k1++) {
-                                    int64_t i1 = o1 * w->stride[1] - w->pad_begin[1] + k1 * w->dil[1];
-                                    if (i1 < 0 || i1 >= w->in[1])
-                                        continue;
-                                    for (int64_t k2 = 0; k2 < w->k[2]; k2++) {
-                                        int64_t i2 = o2 * w->stride[2] - w->pad_begin[2] + k2 * w->dil[2];
-                                        if (i2 < 0 || i2 >= w->in[2])
-                                            continue;
-                                        acc += xc[(i0 * w->in[1] + i1) * w->in[2] + i2] *
-                                               wc[(k0 * w->k[1] + k1) * w->k[2] + k2];
-                                    }
+            double *yp = y + (b * ch->c_out + m) * out_sp;
+            for (int64_t c = 0; c < ch->cg; c++) {
+                const double *xc = x + (b * ch->c_in + g * ch->cg + c) * in_sp;
+                const double *wc = wt + (m * ch->cg + c) * k_sp;
+                for (int64_t k0 = 0; k0 < w->k[0]; k0++) {
+                    int64_t off0 = k0 * w->dil[0] - w->pad_begin[0], lo0, hi0;
+                    tap_range(off0, w->stride[0], w->in[0], w->out[0], &lo0, &hi0);
+                    for (int64_t k1 = 0; k1 < w->k[1]; k1++) {
+                        int64_t off1 = k1 * w->dil[1] - w->pad_begin[1], lo1, hi1;
+                        tap_range(off1, w->stride[1], w->in[1], w->out[1], &lo1, &hi1);
+                        for (int64_t k2 = 0; k2 < w->k[2]; k2++) {
+                            int64_t off2 = k2 * w->dil[2] - w->pad_begin[2], lo2, hi2, s2 = w->stride[2];
+                            tap_range(off2, s2, w->in[2], w->out[2], &lo2, &hi2);
+                            double wv = wc[(k0 * w->k[1] + k1) * w->k[2] + k2];
+                            for (int64_t o0 = lo0; o0 < hi0; o0++) {
+                                int64_t i0 = o0 * w->stride[0] + off0;
+                                for (int64_t o1 = lo1; o1 < hi1; o1++) {
+                                    int64_t i1 = o1 * w->stride[1] + off1;
+                                    const double *xr = xc + (i0 * w->in[1] + i1) * w->in[2] + off2;
+                                    double *yr = yp + (o0 * w->out[1] + o1) * w->out[2];
+                                    if (s2 == 1)
+                                        for (int64_t o2 = lo2; o2 < hi2; o2++)
+                                            yr[o2] += xr[o2] * wv;
+                                    else
+                                        for (int64_t o2 = lo2; o2 < hi2; o2++)
+                                            yr[o2] += xr[o2 * s2] * wv;
                                 }
                             }
                         }
-                        *y++ = acc;
                     }
+                }
+            }
         }
+}
+
+/* Columns [p0, p0 + pn) of the im2col matrix of channels [c0, c0 + cn) of
+ * one image xi: row (c, k0, k1, k2), column output position p, holding the
+ * input element that tap reads for p, or 0 where it falls in the padding. */
+static void im2col(const xf_rt_window *w, const double *xi, int64_t c0, int64_t cn, int64_t p0, int64_t pn,
+                   double *restrict col)
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2];
+    for (int64_t c = 0; c < cn; c++) {
+        const double *xc = xi + (c0 + c) * in_sp;
+        for (int64_t k0 = 0; k0 < w->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < w->k[1]; k1++)
+                for (int64_t k2 = 0; k2 < w->k[2]; k2++) {
+                    int64_t off[3] = {k0 * w->dil[0] - w->pad_begin[0], k1 * w->dil[1] - w->pad_begin[1],
+                                      k2 * w->dil[2] - w->pad_begin[2]};
+                    int64_t o2 = p0 % w->out[2], o1 = p0 / w->out[2] % w->out[1], o0 = p0 / w->out[2] / w->out[1];
+                    for (int64_t j = 0; j < pn; j++) {
+                        int64_t i0 = o0 * w->stride[0] + off[0], i1 = o1 * w->stride[1] + off[1],
+                                i2 = o2 * w->stride[2] + off[2];
+                        bool inside = i0 >= 0 && i0 < w->in[0] && i1 >= 0 && i1 < w->in[1] && i2 >= 0 && i2 < w->in[2];
+                        *col++ = inside ? xc[(i0 * w->in[1] + i1) * w->in[2] + i2] : 0.0;
+                        if (++o2 == w->out[2]) {
+                            o2 = 0;
+                            if (++o1 == w->out[1]) {
+                                o1 = 0;
+                                o0++;
+                            }
+                        }
+                    }
+                }
+    }
+}
+
+/* The raw sums of conv_direct, as a product of each group's weights by its
+ * im2col matrix, built a band of output positions at a time (at most
+ * about 32 MiB).  A tap in the padding adds 0 * w, which leaves a sum
+ * that starts at +0 unchanged unless w is infinite or NaN, so the caller
+ * takes this path only for finite weights.  1x1 convolutions of stride 1
+ * without padding read their input as it is. */
+static xf_status conv_im2col(const xf_rt_window *w, const conv_channels *ch, const double *x, const double *wt,
+                             double *y)
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2], k_sp = w->k[0] * w->k[1] * w->k[2];
+    int64_t out_sp = w->out[0] * w->out[1] * w->out[2], rows = ch->cg * k_sp;
+    bool direct = k_sp == 1 && in_sp == out_sp;
+    for (int i = 0; i < 3 && direct; i++)
+        direct = w->stride[i] == 1 && w->pad_begin[i] == 0;
+    int64_t band = rows > 0 ? ((int64_t)32 << 20) / (8 * rows) : out_sp;
+    band = band < 1 ? 1 : band > out_sp ? out_sp : band;
+    double *col = direct ? NULL : malloc(sizeof *col * (size_t)(rows * band > 0 ? rows * band : 1));
+    if (!direct && !col)
+        return XF_ERR_NOMEM;
+    for (int64_t i = 0; i < ch->batch * ch->c_out * out_sp; i++)
+        y[i] = 0.0;
+    for (int64_t b = 0; b < ch->batch; b++)
+        for (int64_t g = 0; g < ch->group; g++) {
+            const double *xi = x + b * ch->c_in * in_sp, *wg = wt + g * ch->mg * rows;
+            double *yg = y + (b * ch->c_out + g * ch->mg) * out_sp;
+            if (direct) {
+                xf_rt_gemm_in_order(ch->mg, rows, out_sp, wg, rows, xi + g * ch->cg * in_sp, in_sp, yg, out_sp);
+                continue;
+            }
+            for (int64_t p0 = 0; p0 < out_sp; p0 += band) {
+                int64_t pn = out_sp - p0 < band ? out_sp - p0 : band;
+                im2col(w, xi, g * ch->cg, ch->cg, p0, pn, col);
+                xf_rt_gemm_in_order(ch->mg, rows, pn, wg, rows, col, pn, yg + p0, out_sp);
+            }
+        }
+    free(col);
+    return XF_OK;
+}
+
+/* The raw sums of a convolution (see conv_direct), through im2col where
+ * every weight is finite. */
+static xf_status conv_sums(const xf_rt_window *w, const conv_channels *ch, const double *x, const double *wt, double *y)
+{
+    int64_t count = ch->c_out * ch->cg * w->k[0] * w->k[1] * w->k[2];
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(wt[i])) {
+            conv_direct(w, ch, x, wt, y);
+            return XF_OK;
+        }
+    return conv_im2col(w, ch, x, wt, y);
 }
 
 /* The window of a convolution whose weight is input wi, its channels and
@@ -173,8 +284,9 @@ xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     if (st == XF_OK && bias && xf_rt_numel(&in[2]) != ch.c_out)
         st = xf_rt_bad_node(err, n, "bias has %lld elements for %lld output channels", (long long)xf_rt_numel(&in[2]),
                             (long long)ch.c_out);
+    if (st == XF_OK && conv_sums(&w, &ch, x, wt, acc) != XF_OK)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st == XF_OK) {
-        conv_direct(&w, &ch, x, wt, acc);
         int64_t plane = w.out[0] * w.out[1] * w.out[2];
         float *y = out[0].data;
         for (int64_t i = 0; i < ch.batch * ch.c_out * plane; i++)
@@ -228,9 +340,10 @@ xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const 
             x[i] -= param_at(x_zp, 0);
         for (int64_t i = 0; i < per * ch.c_out; i++)
             wt[i] -= param_at(w_zp, i / per);
-        conv_direct(&w, &ch, x, wt, acc);
+        if (conv_sums(&w, &ch, x, wt, acc) != XF_OK)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
         int64_t plane = w.out[0] * w.out[1] * w.out[2];
-        for (int64_t i = 0; i < ch.batch * ch.c_out * plane; i++) {
+        for (int64_t i = 0; st == XF_OK && i < ch.batch * ch.c_out * plane; i++) {
             int64_t m = i / plane % ch.c_out;
             int32_t sum = (int32_t)(uint32_t)((uint64_t)(int64_t)acc[i] + (uint64_t)(int64_t)param_at(bias, m));
             if (!q) {

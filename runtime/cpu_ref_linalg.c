@@ -7,35 +7,67 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* One (m x k) by (k x n) product; element (i, j) of an operand is at
- * i * row + j * col, so transposed operands are just other strides.  Each
- * sum runs over t in order either way; with B's rows contiguous they are
- * built a row of B at a time (walking B's columns would stride by whole
- * rows, which at widths of a multiple of 4 KiB all fall in one cache set). */
-void xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
-                         int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc)
+/* c (m x p, rows ldc apart) += a (m x t, rows lda apart) times b (t x p,
+ * rows ldb apart), every element's products added in order of t, as a
+ * loop per element would.  Tiles of b stay in cache while every row of a
+ * passes over them, and four products go into an element per load and
+ * store of it. */
+void xf_rt_gemm_in_order(int64_t m, int64_t t, int64_t p, const double *a, int64_t lda, const double *b, int64_t ldb,
+                         double *restrict c, int64_t ldc)
 {
-    if (b_col == 1) {
-        for (int64_t i = 0; i < m; i++) {
-            double *row = acc + i * n;
-            for (int64_t j = 0; j < n; j++)
-                row[j] = 0.0;
-            for (int64_t t = 0; t < k; t++) {
-                double av = a[i * a_row + t * a_col];
-                const float *bt = b + t * b_row;
-                for (int64_t j = 0; j < n; j++)
-                    row[j] += av * bt[j];
+    enum { P_TILE = 256, T_TILE = 64 };
+    for (int64_t p0 = 0; p0 < p; p0 += P_TILE) {
+        int64_t pn = p - p0 < P_TILE ? p - p0 : P_TILE;
+        for (int64_t t0 = 0; t0 < t; t0 += T_TILE) {
+            int64_t tn = t - t0 < T_TILE ? t - t0 : T_TILE;
+            for (int64_t i = 0; i < m; i++) {
+                double *cr = c + i * ldc + p0;
+                const double *ar = a + i * lda + t0, *br = b + t0 * ldb + p0;
+                int64_t s = 0;
+                for (; s + 4 <= tn; s += 4) {
+                    double a0 = ar[s], a1 = ar[s + 1], a2 = ar[s + 2], a3 = ar[s + 3];
+                    const double *b0 = br + s * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+                    for (int64_t j = 0; j < pn; j++)
+                        cr[j] = (((cr[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
+                }
+                for (; s < tn; s++) {
+                    double a0 = ar[s];
+                    const double *b0 = br + s * ldb;
+                    for (int64_t j = 0; j < pn; j++)
+                        cr[j] += a0 * b0[j];
+                }
             }
         }
-        return;
     }
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double s = 0.0;
-            for (int64_t t = 0; t < k; t++)
-                s += (double)a[i * a_row + t * a_col] * b[t * b_row + j * b_col];
-            acc[i * n + j] = s;
-        }
+}
+
+/* One (m x k) by (k x n) product into acc; element (i, j) of an operand is
+ * at i * row + j * col, so transposed operands are just other strides.
+ * Each sum runs over t in order: the operands go to doubles a band of 64
+ * values of t at a time (whole operands as doubles could be twice a large
+ * weight) and each band's products are added in turn. */
+xf_status xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
+                             int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc)
+{
+    enum { BAND = 64 };
+    for (int64_t i = 0; i < m * n; i++)
+        acc[i] = 0.0;
+    double *ad = malloc(sizeof *ad * (size_t)(m * BAND > 0 ? m * BAND : 1));
+    double *bd = malloc(sizeof *bd * (size_t)(n * BAND > 0 ? n * BAND : 1));
+    for (int64_t t0 = 0; ad && bd && t0 < k; t0 += BAND) {
+        int64_t tn = k - t0 < BAND ? k - t0 : BAND;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t t = 0; t < tn; t++)
+                ad[i * tn + t] = a[i * a_row + (t0 + t) * a_col];
+        for (int64_t t = 0; t < tn; t++)
+            for (int64_t j = 0; j < n; j++)
+                bd[t * n + j] = b[(t0 + t) * b_row + j * b_col];
+        xf_rt_gemm_in_order(m, tn, n, ad, tn, bd, n, acc, n);
+    }
+    xf_status st = ad && bd ? XF_OK : XF_ERR_NOMEM;
+    free(ad);
+    free(bd);
+    return st;
 }
 
 xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
@@ -93,8 +125,11 @@ xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_ten
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
     float *y = out[0].data;
     for (int64_t bi = 0; bi < mm.n_batch; bi++, xf_rt_iter_next(&it)) {
-        xf_rt_matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
-                     nn, 1, m, k, nn, acc);
+        if (xf_rt_matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
+                               nn, 1, m, k, nn, acc) != XF_OK) {
+            free(acc);
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
+        }
         for (int64_t i = 0; i < m * nn; i++)
             y[bi * m * nn + i] = (float)acc[i];
     }
@@ -122,8 +157,11 @@ xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Gemm");
     /* A stored (M, K) has element (i, t) at i*K + t; stored (K, M) at t*M + i */
-    xf_rt_matmul_block(in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data, at->trans_b ? 1 : nn,
-                 at->trans_b ? k : 1, m, k, nn, acc);
+    if (xf_rt_matmul_block(in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data, at->trans_b ? 1 : nn,
+                           at->trans_b ? k : 1, m, k, nn, acc) != XF_OK) {
+        free(acc);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Gemm");
+    }
     xf_rt_iter it;
     xf_rt_iter_init(&it, ys);
     if (c)

@@ -201,10 +201,14 @@ typedef struct xf_rt_matmul {
 xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_rt_matmul *mm, xf_error *err);
 xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
-/* One (m x k) by (k x n) product into acc; element (i, j) of an operand is
- * at i * row + j * col. */
-void xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row, int64_t b_col,
-                        int64_t m, int64_t k, int64_t n, double *acc);
+/* One (m x k) by (k x n) product into acc (XF_ERR_NOMEM when out of
+ * memory); element (i, j) of an operand is at i * row + j * col. */
+xf_status xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
+                             int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc);
+/* c (m x p, rows ldc apart) += a (m x t, rows lda apart) b (t x p, rows ldb
+ * apart), each element's products added in order of t. */
+void xf_rt_gemm_in_order(int64_t m, int64_t t, int64_t p, const double *a, int64_t lda, const double *b, int64_t ldb,
+                         double *restrict c, int64_t ldc);
 /* ONNX Runtime's contrib ops (cpu_ref_contrib.c): FusedConv, FusedGemm,
  * FusedMatMul; FastGelu, BiasGelu, QuickGelu, BiasAdd; the skip layer
  * normalizations and SimplifiedLayerNormalization */
