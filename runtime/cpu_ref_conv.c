@@ -207,9 +207,9 @@ static xf_status conv_im2col(const xf_rt_window *w, const conv_channels *ch, con
 {
     int64_t in_sp = w->in[0] * w->in[1] * w->in[2], k_sp = w->k[0] * w->k[1] * w->k[2];
     int64_t out_sp = w->out[0] * w->out[1] * w->out[2], rows = ch->cg * k_sp;
-    bool direct = k_sp == 1 && in_sp == out_sp;
+    bool direct = k_sp == 1;
     for (int i = 0; i < 3 && direct; i++)
-        direct = w->stride[i] == 1 && w->pad_begin[i] == 0;
+        direct = w->stride[i] == 1 && w->pad_begin[i] == 0 && w->in[i] == w->out[i];
     int64_t band = rows > 0 ? ((int64_t)32 << 20) / (8 * rows) : out_sp;
     band = band < 1 ? 1 : band > out_sp ? out_sp : band;
     double *col = direct ? NULL : malloc(sizeof *col * (size_t)(rows * band > 0 ? rows * band : 1));
