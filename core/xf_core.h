@@ -311,7 +311,24 @@ typedef struct xf_attn_attrs {
     int qk_mode;
     xf_dtype softmax_precision;
     int64_t left_window, right_window;
+    /* LinearAttention (opset 27): q_num_heads, kv_num_heads and scale (0:
+     * 1/sqrt(d_k)) are num_heads, kv_num_heads and scale above;
+     * update_rule an xf_linear_rule (gated_delta); chunk_size (64), a
+     * tuning hint that changes no value.  CausalConvWithState (opset 27):
+     * activation silu or swish (else none) */
+    int linear_rule;
+    int64_t chunk_size;
+    int conv_silu;
 } xf_attn_attrs;
+
+/* LinearAttention's update rules: bit 0 decays the state (gated), bit 1
+ * corrects it toward the value (delta). */
+typedef enum xf_linear_rule {
+    XF_LINEAR_PLAIN = 0,
+    XF_LINEAR_GATED = 1,
+    XF_LINEAR_DELTA = 2,
+    XF_LINEAR_GATED_DELTA = 3
+} xf_linear_rule;
 
 bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);
 /* RotaryEmbedding on input x (B, S, D) or (B, N, S, H) with a cos/sin cache

@@ -287,6 +287,10 @@ xf_status xf_attn_onnx(const xf_node *n, const xf_tensor_view *in, const xf_tens
                        xf_error *err);
 xf_status xf_ref_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* opset 27's CausalConvWithState and LinearAttention (cpu_ref_state.c) */
+xf_status xf_ref_causal_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_linear_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_error *err);
 /* MatMulNBits and GroupQueryAttention (cpu_ref_llm.c).  The dequantized
  * weight is (N, K), row n the weight's column n.  At accuracy_level 4
  * ONNX Runtime's CPU kernel computes with A quantized to int8 per block of
