@@ -382,6 +382,13 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
  * omitted one), out[] receives n_outputs new tensors. */
 xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 void xf_rt_flow_free(xf_rt_flow *f);
+/* FlexAttention (flex_attention.c): the softmax precision of node n on
+ * inputs of type t (UNDEFINED for a type it cannot be computed in); runs the
+ * node on Q, K and V (in), its score_mod and prob_mod sessions (NULL: not
+ * given) taking the outer values after their own input. */
+xf_dtype xf_rt_flex_precision(const xf_node *n, xf_dtype t);
+xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *const *outer, int n_outer,
+                         xf_session *score_mod, xf_session *prob_mod, xf_tensor **out, xf_error *err);
 
 /* ---------------------------------------------------------------- sequences (sequence.c) */
 
