@@ -48,17 +48,6 @@ xf_status xf_infer_state_dtypes(xf_infer_ctx *c)
     return XF_OK;
 }
 
-static xf_status want(xf_infer_ctx *c, int i, const char *what, int ndim, const int64_t *dims)
-{
-    if (!xf_infer_has(c, i))
-        return XF_OK;
-    xf_shape w = xf_shape_make(ndim, dims);
-    if (!xf_shape_equal(xf_infer_shape(c, i), &w))
-        return xf_infer_fail(c, XF_ERR_INVALID, "%s is %s, expected %s", what, xf_infer_text(xf_infer_shape(c, i)).s,
-                             xf_infer_text(&w).s);
-    return XF_OK;
-}
-
 /* Whether the product of n dims stays below INT64_MAX (the saturated
  * value). */
 static bool product_fits(int n, const int64_t *dims) { return xf_infer_dims_product(dims, n) < INT64_MAX; }
@@ -79,10 +68,10 @@ xf_status xf_infer_causal_conv(xf_infer_ctx *c)
     if (l > INT64_MAX - k || !product_fits(3, (const int64_t[]){b, ch, l + (k - 1)}))
         return xf_infer_fail(c, XF_ERR_INVALID, "input %s with a kernel of %" PRId64 " is too large",
                              xf_infer_text(x).s, k);
-    xf_status st = c->node->n_inputs > 2 ? want(c, 2, "bias", 1, &ch) : XF_OK;
+    xf_status st = c->node->n_inputs > 2 ? xf_infer_want_shape(c, 2, "bias", 1, &ch) : XF_OK;
     int64_t state[3] = {b, ch, k - 1};
     if (st == XF_OK && c->node->n_inputs > 3)
-        st = want(c, 3, "past_state", 3, state);
+        st = xf_infer_want_shape(c, 3, "past_state", 3, state);
     if (st != XF_OK)
         return st;
     xf_infer_set(c, 0, x);
@@ -125,7 +114,7 @@ xf_status xf_infer_linear_attention(xf_infer_ctx *c)
     if (gated != has_decay || delta != has_beta)
         return xf_infer_fail(c, XF_ERR_INVALID, "update_rule %s %s decay and %s beta", rules[a->linear_rule],
                              gated ? "needs" : "takes no", delta ? "needs" : "takes no");
-    xf_status st = n->n_inputs > 3 ? want(c, 3, "past_state", 4, state) : XF_OK;
+    xf_status st = n->n_inputs > 3 ? xf_infer_want_shape(c, 3, "past_state", 4, state) : XF_OK;
     if (st == XF_OK && has_decay) {
         const xf_shape *d = xf_infer_shape(c, 4);
         int64_t last = d->ndim == 3 ? d->dims[2] : -1;

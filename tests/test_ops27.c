@@ -71,6 +71,21 @@ START_TEST(causal_conv_decode_and_k1)
 }
 END_TEST
 
+/* LinearAttention's delta rule over two key/value heads of d_k = d_v = 1,
+ * each with its own beta, scale 1 (1 / sqrt(1)): head 0's state becomes
+ * 0.5 (2 - 0) = 1 and its output 1 x 1. */
+static node_case la_two_heads(xf_tensor *past)
+{
+    node_case c = make_case(XF_OP_LINEAR_ATTENTION, 6, F32(DIMS(1, 2, 2), 1, 2, -1, 0.5),
+                            F32(DIMS(1, 2, 2), 1, -1, 0.5, 2), F32(DIMS(1, 2, 2), 2, 1, -1, 3), past, NULL,
+                            F32(DIMS(1, 2, 2), 0.5, 1, 0.25, 0.75));
+    c.a.attn.num_heads = c.a.attn.kv_num_heads = 2;
+    c.a.attn.linear_rule = XF_LINEAR_DELTA;
+    c.n_out = 2;
+    c.opset = 27;
+    return c;
+}
+
 static xf_tensor *f16(int ndim, const int64_t *dims, const float *v)
 {
     int64_t n = 1;
@@ -93,13 +108,7 @@ START_TEST(half_precision)
     run_case(&c, out);
     EXPECT(out[0], XF_DT_FLOAT16, DIMS(1, 2, 3), 0.25, 3.75, 4.75, 3.5, -1.25, -2);
     EXPECT(out[1], XF_DT_FLOAT16, DIMS(1, 2, 2), 2, 3, 0.5, 2);
-    c = make_case(XF_OP_LINEAR_ATTENTION, 6, F32(DIMS(1, 2, 2), 1, 2, -1, 0.5), F32(DIMS(1, 2, 2), 1, -1, 0.5, 2),
-                  F32(DIMS(1, 2, 2), 2, 1, -1, 3), f16(DIMS(1, 2, 1, 1), (float[]){0, 0}), NULL,
-                  F32(DIMS(1, 2, 2), 0.5, 1, 0.25, 0.75));
-    c.a.attn.num_heads = c.a.attn.kv_num_heads = 2;
-    c.a.attn.linear_rule = XF_LINEAR_DELTA;
-    c.n_out = 2;
-    c.opset = 27;
+    c = la_two_heads(f16(DIMS(1, 2, 1, 1), (float[]){0, 0}));
     run_case(&c, out);
     EXPECT(out[0], XF_DT_FLOAT, DIMS(1, 2, 2), 1, -2, -0.8125, 3.25);
     EXPECT(out[1], XF_DT_FLOAT16, DIMS(1, 2, 1, 1), 0.8125, 6.5);
@@ -175,13 +184,7 @@ START_TEST(linear_attention_delta)
     EXPECT(out[0], XF_DT_FLOAT, DIMS(1, 2, 4), 0.18211028, -0.801680267, -0.723601103, -0.0109962812, 0.576963902,
            0.474862188, 0.0112133268, -0.38084659);
     EXPECT(out[1], XF_DT_FLOAT, DIMS(1, 1, 2, 2), 0.196058527, 0.437188357, 0.423833132, -0.202820182);
-    c = make_case(XF_OP_LINEAR_ATTENTION, 6, F32(DIMS(1, 2, 2), 1, 2, -1, 0.5), F32(DIMS(1, 2, 2), 1, -1, 0.5, 2),
-                  F32(DIMS(1, 2, 2), 2, 1, -1, 3), NULL, NULL, F32(DIMS(1, 2, 2), 0.5, 1, 0.25, 0.75));
-    c.a.attn.num_heads = c.a.attn.kv_num_heads = 2;
-    c.a.attn.linear_rule = XF_LINEAR_DELTA;
-    c.a.attn.scale = 1;
-    c.n_out = 2;
-    c.opset = 27;
+    c = la_two_heads(NULL);
     run_case(&c, out);
     EXPECT(out[0], XF_DT_FLOAT, DIMS(1, 2, 2), 1, -2, -0.8125, 3.25);
     EXPECT(out[1], XF_DT_FLOAT, DIMS(1, 2, 1, 1), 0.8125, 6.5);
@@ -454,13 +457,6 @@ START_TEST(export_needs_opset_27)
 END_TEST
 
 /* ------------------------------------------------------------ FlexAttention */
-
-static Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
-{
-    Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    a->g = g;
-    return a;
-}
 
 /* A modifier out = in op c, c an initializer of its own (name c) or of
  * the enclosing graph. */
