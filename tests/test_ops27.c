@@ -507,12 +507,11 @@ static xf_status flex_run(const xf_model *m, const char *backend, xf_tensor **y,
     xf_tensor *in[3];
     for (int i = 0; i < 3; i++)
         in[i] = xf_tensor_from_data(XF_DT_FLOAT, &g->values[g->inputs[i]].shape, i == 0 ? q : i == 1 ? k : v);
-    xf_session *s;
+    xf_session *s = NULL;
     xf_status st = xf_session_create(g, xf_model_opset(m), backend, NULL, &s, e);
     if (st == XF_OK)
         st = xf_session_run(s, in, y, e);
-    if (st == XF_OK)
-        xf_session_free(s);
+    xf_session_free(s);
     release_all(in, 3);
     return st;
 }
