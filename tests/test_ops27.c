@@ -265,7 +265,8 @@ START_TEST(shape_overflow)
     int64_t huge = (int64_t)1 << 40;
     int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &(xf_shape){.ndim = 3, .dims = {huge, huge, 4}});
     int w = xf_graph_add_input(g, "w", XF_DT_FLOAT, &(xf_shape){.ndim = 3, .dims = {huge, 1, 3}});
-    int outs[2] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL), xf_graph_add_value(g, "s", XF_DT_UNDEFINED, NULL)};
+    int outs[2] = {xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL),
+                   xf_graph_add_value(g, "s", XF_DT_UNDEFINED, NULL)};
     xf_graph_add_node(g, XF_OP_CAUSAL_CONV_WITH_STATE, "n0", 2, (int[]){x, w}, 2, outs);
     xf_error e = {0};
     ck_assert_int_eq(xf_graph_infer_shapes(g, 27, &e), XF_ERR_INVALID);
