@@ -72,6 +72,9 @@ void xf_opaque_release(xf_opaque *o)
         free(o->ints[i].v);
     }
     free(o->ints);
+    for (int i = 0; i < o->n_floats; i++)
+        free(o->floats[i].attr);
+    free(o->floats);
     free(o);
 }
 
@@ -121,6 +124,28 @@ const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr)
     for (int i = 0; o && i < o->n_ints; i++)
         if (strcmp(o->ints[i].attr, attr) == 0)
             return &o->ints[i];
+    return NULL;
+}
+
+bool xf_opaque_add_float(xf_opaque *o, const char *attr, float v)
+{
+    xf_opaque_float *grown = realloc(o->floats, sizeof *grown * (size_t)(o->n_floats + 1));
+    char *name = dup_str(attr ? attr : "");
+    if (grown)
+        o->floats = grown;
+    if (!grown || !name) {
+        free(name);
+        return false;
+    }
+    o->floats[o->n_floats++] = (xf_opaque_float){name, v};
+    return true;
+}
+
+const xf_opaque_float *xf_opaque_find_float(const xf_opaque *o, const char *attr)
+{
+    for (int i = 0; o && i < o->n_floats; i++)
+        if (strcmp(o->floats[i].attr, attr) == 0)
+            return &o->floats[i];
     return NULL;
 }
 

@@ -147,6 +147,8 @@ static void put_attn(uint64_t *h, const xf_attn_attrs *t)
     put(h, (uint64_t)t->qk_mode << 8 | (uint64_t)t->softmax_precision);
     put(h, (uint64_t)t->left_window);
     put(h, (uint64_t)t->right_window);
+    put(h, (uint64_t)(t->linear_rule | t->conv_silu << 4) << 16 | 0x1a7);
+    put(h, (uint64_t)t->chunk_size);
 }
 
 /* Every field of the block.  Fields an op does not use hold their defaults

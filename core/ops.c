@@ -82,7 +82,8 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
            a->nb_k == b->nb_k && a->nb_n == b->nb_n && a->nb_bits == b->nb_bits && a->nb_block == b->nb_block &&
            a->nb_accuracy == b->nb_accuracy && a->qk_mode == b->qk_mode &&
            a->softmax_precision == b->softmax_precision && a->left_window == b->left_window &&
-           a->right_window == b->right_window;
+           a->right_window == b->right_window && a->linear_rule == b->linear_rule &&
+           a->chunk_size == b->chunk_size && a->conv_silu == b->conv_silu;
 }
 
 void xf_attrs_default(xf_op op, xf_attrs *a)
@@ -219,6 +220,10 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         break;
     case XF_OP_ATTENTION:
         a->attn.left_window = a->attn.right_window = -1;
+        break;
+    case XF_OP_LINEAR_ATTENTION:
+        a->attn.linear_rule = XF_LINEAR_GATED_DELTA;
+        a->attn.chunk_size = 64;
         break;
     case XF_OP_MS_MATMUL_NBITS:
         a->attn.nb_bits = 4;

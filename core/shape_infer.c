@@ -474,6 +474,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         return xf_infer_attn_dtypes(c);
     case XF_OP_ATTENTION:
         return xf_infer_attention_dtypes(c);
+    case XF_OP_CAUSAL_CONV_WITH_STATE:
+    case XF_OP_LINEAR_ATTENTION:
+        return xf_infer_state_dtypes(c);
     case XF_OP_RMS_NORM: { /* X's type T and the scale's V, which Y has */
         xf_dtype v = input_dtype(c, 1);
         if ((out != XF_DT_UNDEFINED && !xf_dtype_is_float(out)) || (v != XF_DT_UNDEFINED && !xf_dtype_is_float(v)))
@@ -650,6 +653,8 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_AFFINE_GRID xf_infer_affine_grid
 #define XF_RULE_DEFORM_CONV xf_infer_deform_conv
 #define XF_RULE_MAX_ROI_POOL xf_infer_max_roi_pool
+#define XF_RULE_CAUSAL_CONV_WITH_STATE xf_infer_causal_conv
+#define XF_RULE_LINEAR_ATTENTION xf_infer_linear_attention
 #define XF_RULE_SIGN infer_same
 #define XF_RULE_ROUND infer_same
 #define XF_RULE_IS_INF infer_same

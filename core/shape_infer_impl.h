@@ -162,6 +162,11 @@ xf_status xf_infer_attention_dtypes(xf_infer_ctx *c);
 xf_status xf_infer_attention(xf_infer_ctx *c);
 xf_status xf_infer_rms_norm(xf_infer_ctx *c);
 xf_status xf_infer_rotary(xf_infer_ctx *c);
+/* CausalConvWithState and LinearAttention (shape_infer_state.c): their
+ * dtypes, their shapes. */
+xf_status xf_infer_state_dtypes(xf_infer_ctx *c);
+xf_status xf_infer_causal_conv(xf_infer_ctx *c);
+xf_status xf_infer_linear_attention(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);

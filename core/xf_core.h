@@ -311,7 +311,24 @@ typedef struct xf_attn_attrs {
     int qk_mode;
     xf_dtype softmax_precision;
     int64_t left_window, right_window;
+    /* LinearAttention (opset 27): q_num_heads, kv_num_heads and scale (0:
+     * 1/sqrt(d_k)) are num_heads, kv_num_heads and scale above;
+     * update_rule an xf_linear_rule (gated_delta); chunk_size (64), a
+     * tuning hint that changes no value.  CausalConvWithState (opset 27):
+     * activation silu or swish (else none) */
+    int linear_rule;
+    int64_t chunk_size;
+    int conv_silu;
 } xf_attn_attrs;
+
+/* LinearAttention's update rules: bit 0 decays the state (gated), bit 1
+ * corrects it toward the value (delta). */
+typedef enum xf_linear_rule {
+    XF_LINEAR_PLAIN = 0,
+    XF_LINEAR_GATED = 1,
+    XF_LINEAR_DELTA = 2,
+    XF_LINEAR_GATED_DELTA = 3
+} xf_linear_rule;
 
 bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b);
 /* RotaryEmbedding on input x (B, S, D) or (B, N, S, H) with a cos/sin cache
@@ -587,6 +604,13 @@ typedef struct xf_opaque_ints {
     int64_t *v;
 } xf_opaque_ints;
 
+/* A FLOAT attribute of an opaque node, for runtimes that run the node
+ * (FlexAttention's scale). */
+typedef struct xf_opaque_float {
+    char *attr;
+    float v;
+} xf_opaque_float;
+
 typedef struct xf_opaque {
     int refcount;
     char *op_type;
@@ -600,9 +624,13 @@ typedef struct xf_opaque {
      * or when one could not be loaded: the node is then only carried). */
     int n_bodies;
     xf_opaque_body *bodies;
+    int n_graph_attrs; /* its subgraph attributes, loaded or not */
     /* Its INT and INTS attributes. */
     int n_ints;
     xf_opaque_ints *ints;
+    /* Its FLOAT attributes. */
+    int n_floats;
+    xf_opaque_float *floats;
 } xf_opaque;
 
 xf_opaque *xf_opaque_create(const char *op_type, const char *domain, const void *proto, size_t len);
@@ -617,6 +645,10 @@ const xf_opaque_body *xf_opaque_find_body(const xf_opaque *o, const char *attr);
 bool xf_opaque_add_ints(xf_opaque *o, const char *attr, const int64_t *v, int n);
 /* The integer attribute called attr, or NULL. */
 const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr);
+/* Adds float attribute attr; false when out of memory. */
+bool xf_opaque_add_float(xf_opaque *o, const char *attr, float v);
+/* The float attribute called attr, or NULL. */
+const xf_opaque_float *xf_opaque_find_float(const xf_opaque *o, const char *attr);
 
 /* What a value holds.  Sequences are values of the IR like tensors (and
  * not opaque payloads): the sequence ops are known ops (ops.def, flag

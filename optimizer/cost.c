@@ -143,6 +143,23 @@ static double node_flops(const xf_graph *g, int i)
             t += (double)g->values[n->inputs[4]].shape.dims[2];
         return 2.0 * (double)(in + out) * t + 5.0 * rows * t;
     }
+    case XF_OP_CAUSAL_CONV_WITH_STATE: { /* k multiply-adds per output, the bias, the SiLU's sigmoid */
+        const xf_shape *w = &g->values[n->inputs[1]].shape;
+        double k = w->ndim == 3 ? (double)w->dims[2] : 1;
+        return (2.0 * k + 1.0 + (n->attrs.attn.conv_silu ? 5.0 : 0.0)) * (double)out;
+    }
+    case XF_OP_LINEAR_ATTENTION: { /* per token, each key/value head's d_k x d_v state: the update k v'
+                                    * (2), the decay (1) and the delta's S' k (2); each query head's S' q (2) */
+        const xf_shape *q = &g->values[n->inputs[0]].shape, *v = &g->values[n->inputs[2]].shape;
+        const xf_attn_attrs *t = &n->attrs.attn;
+        if (q->ndim != 3 || v->ndim != 3 || t->num_heads < 1 || t->kv_num_heads < 1)
+            return (double)out;
+        double tokens = (double)q->dims[0] * (double)q->dims[1];
+        double cells = (double)(q->dims[2] / t->num_heads) * (double)(v->dims[2] / t->kv_num_heads);
+        double per_kv = 2.0 + (t->linear_rule & XF_LINEAR_GATED ? 1.0 : 0.0) +
+                        (t->linear_rule & XF_LINEAR_DELTA ? 2.0 : 0.0);
+        return tokens * cells * (per_kv * (double)t->kv_num_heads + 2.0 * (double)t->num_heads);
+    }
     case XF_OP_QUANTIZE_LINEAR: /* a division, a rounding, an addition and a clamp per element */
         return 4.0 * (double)out;
     case XF_OP_DEQUANTIZE_LINEAR: /* a subtraction and a multiplication */

@@ -503,6 +503,31 @@ static xf_status write_opset23(writer *w, const xf_node *n, const xf_attrs *d, i
     return XF_OK;
 }
 
+/* CausalConvWithState and LinearAttention (opset 27); LinearAttention's
+ * head counts are required. */
+static xf_status write_state(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    if (opset < 27)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s) needs opset 27; the model is written at %lld",
+                            n->name ? n->name : "", xf_op_name(n->op), (long long)opset);
+    if (n->op == XF_OP_CAUSAL_CONV_WITH_STATE) {
+        if (t->conv_silu)
+            add_string(w, "activation", "silu");
+        return XF_OK;
+    }
+    static const char *const rules[4] = {"linear", "gated", "delta", "gated_delta"};
+    add_int(w, "q_num_heads", t->num_heads);
+    add_int(w, "kv_num_heads", t->kv_num_heads);
+    if (t->linear_rule != d->attn.linear_rule && t->linear_rule >= 0 && t->linear_rule < 4)
+        add_string(w, "update_rule", rules[t->linear_rule]);
+    if (t->scale != 0.0f)
+        add_float(w, "scale", t->scale);
+    if (t->chunk_size != d->attn.chunk_size)
+        add_int(w, "chunk_size", t->chunk_size);
+    return XF_OK;
+}
+
 /* MatMulNBits, GroupQueryAttention and GatherBlockQuantized: the required
  * attributes (all of GatherBlockQuantized's) always */
 static void write_llm(writer *w, const xf_node *n, const xf_attrs *d)
@@ -694,6 +719,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_float(&w, "spatial_scale", a->roi_spatial_scale);
         break;
     }
+    case XF_OP_CAUSAL_CONV_WITH_STATE:
+    case XF_OP_LINEAR_ATTENTION:
+        s = write_state(&w, n, &d, opset, err);
+        break;
     case XF_OP_NON_MAX_SUPPRESSION:
         if (a->center_point_box)
             add_int(&w, "center_point_box", a->center_point_box);

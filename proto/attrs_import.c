@@ -88,6 +88,7 @@
  *                   attrs_signal.c
  *   LpPool, GlobalLpPool, CumProd: attrs_small.c
  *   Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool: attrs_image.c
+ *   CausalConvWithState, LinearAttention: attrs_state.c
  *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
  *   model's opset): attrs_contrib.c; its attention family (Attention,
  *   MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding) and
@@ -819,6 +820,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
     case XF_OP_MAX_ROI_POOL:
         return xfp_image_attr_import(op, at, a, r->why, r->why_len);
+    case XF_OP_CAUSAL_CONV_WITH_STATE: case XF_OP_LINEAR_ATTENTION:
+        return xfp_state_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }
@@ -935,6 +938,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
     case XF_OP_MAX_ROI_POOL:
         return xfp_image_attrs_finish(op, r->ctx->opset, a, r->why, r->why_len);
+    case XF_OP_CAUSAL_CONV_WITH_STATE: case XF_OP_LINEAR_ATTENTION:
+        return xfp_state_attrs_finish(op, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_SLICE:
         if (!a->has_slice_attrs && r->n_ends < 0 && !a->has_slice_axes)
             return true;

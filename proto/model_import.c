@@ -582,8 +582,12 @@ static xf_status make_opaque(importer *im, const Onnx__NodeProto *np, const char
     for (size_t i = 0; i < np->n_attribute && s == XF_OK; i++) {
         const Onnx__AttributeProto *a = np->attribute[i];
         bool one = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        (*out)->n_graph_attrs += a->g != NULL;
         if ((one || a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) &&
             !xf_opaque_add_ints(*out, str_or_empty(a->name), one ? &a->i : a->ints, one ? 1 : (int)a->n_ints))
+            s = oom(im);
+        if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT &&
+            !xf_opaque_add_float(*out, str_or_empty(a->name), a->f))
             s = oom(im);
     }
     for (size_t k = 0; k < n_outer && s == XF_OK; k++)

@@ -262,6 +262,10 @@ int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *a
  * with the reason in why, for what the block cannot hold. */
 bool xfp_image_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_image_attrs_finish(xf_op op, int64_t opset, const xf_attrs *a, char *why, size_t why_len);
+/* CausalConvWithState and LinearAttention (attrs_state.c): one attribute,
+ * and the checks once all are read. */
+bool xfp_state_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+bool xfp_state_attrs_finish(xf_op op, int64_t opset, const xf_attrs *a, char *why, size_t why_len);
 /* Writes n's attributes to np (pieces in the arena).  in_rank is the rank of
  * the node's first input (-1 when unknown), needed to decide whether a
  * Softmax can be written for the model's opset. */

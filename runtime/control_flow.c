@@ -1,4 +1,6 @@
-/* Control flow: If, Loop, Scan and SequenceMap.  Import keeps these nodes
+/* Control flow: If, Loop, Scan and SequenceMap, and FlexAttention (of
+ * ai.onnx.preview), whose score_mod and prob_mod run like a branch on the
+ * node's scores and probabilities (flex_attention.c).  Import keeps these nodes
  * opaque and loads their subgraphs as graphs (xf_opaque_body); the session
  * runs such a node by running the chosen branch, or the body once per
  * iteration (SequenceMap: per sequence entry), as a session of its own on
@@ -10,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN, FLOW_SEQUENCE_MAP } flow_kind;
+typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN, FLOW_SEQUENCE_MAP, FLOW_FLEX } flow_kind;
 
 struct xf_rt_flow {
     flow_kind kind;
@@ -20,7 +22,8 @@ struct xf_rt_flow {
     int n_scan_in;         /* Scan: scan inputs */
     bool batched;          /* Scan of opset 8: inputs lead with sequence_lens and have a batch axis first */
     int64_t opset;
-    xf_session *body[2];   /* If: then, else; Loop and Scan: body */
+    xf_session *body[2];   /* If: then, else; Loop and Scan: body; FlexAttention: score_mod, prob_mod (NULL:
+                            * not given) */
     /* Scan: per scan input, then per scan output, its axis and whether it
      * runs backwards */
     int64_t *axis, *reverse;
@@ -31,6 +34,8 @@ static flow_kind kind_of(const xf_node *n)
     if (n->op != XF_OP_OPAQUE || !n->opaque)
         return FLOW_NONE;
     const char *d = n->opaque->domain;
+    if (strcmp(d, "ai.onnx.preview") == 0 && strcmp(n->opaque->op_type, "FlexAttention") == 0)
+        return FLOW_FLEX;
     if (d[0] && strcmp(d, "ai.onnx") != 0)
         return FLOW_NONE;
     if (strcmp(n->opaque->op_type, "If") == 0)
@@ -145,6 +150,35 @@ static xf_status scan_attrs(xf_rt_flow *f, int64_t opset, xf_error *err)
     return XF_OK;
 }
 
+/* FlexAttention: Q, K, V, then the outer values its modifiers use; each
+ * modifier given takes one tensor of the softmax precision and gives one. */
+static xf_status flex_create(xf_rt_flow *f, const xf_graph *g, int node, int64_t opset, const char *backend,
+                             xf_error *err)
+{
+    const xf_node *n = f->node;
+    if (f->n_own != 3 || n->n_outputs != 1 || n->inputs[0] < 0)
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' (FlexAttention) has %d inputs and %d outputs; it takes "
+                            "Q, K and V and gives Y", n->name, f->n_own, n->n_outputs);
+    if (n->opaque->n_bodies != n->opaque->n_graph_attrs)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (FlexAttention): a subgraph did not load, so the "
+                            "node can only be carried (-v says why)", n->name);
+    xf_dtype sp = xf_rt_flex_precision(n, g->values[n->inputs[0]].dtype);
+    if (sp == XF_DT_UNDEFINED)
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (FlexAttention): softmax_precision is not float, "
+                            "float16, bfloat16 or double", n->name);
+    static const char *const attrs[2] = {"score_mod", "prob_mod"};
+    for (int b = 0; b < 2; b++) {
+        if (!xf_opaque_find_body(n->opaque, attrs[b]))
+            continue;
+        xf_status st = body_session(g, node, attrs[b], opset, backend, &sp, NULL, 1, &f->body[b], err);
+        if (st == XF_OK)
+            st = check_outputs(f, f->body[b], attrs[b], 1, err);
+        if (st != XF_OK)
+            return st;
+    }
+    return XF_OK;
+}
+
 xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, xf_rt_flow **out,
                             xf_error *err)
 {
@@ -159,7 +193,9 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
     f->n_own = n->opaque->n_own_inputs;
     f->n_outer = n->n_inputs - f->n_own;
     xf_status st = XF_OK;
-    if (f->kind == FLOW_IF) {
+    if (f->kind == FLOW_FLEX) {
+        st = flex_create(f, g, node, opset, backend, err);
+    } else if (f->kind == FLOW_IF) {
         if (f->n_own != 1)
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (If) has %d inputs; If takes one", n->name, f->n_own);
         const char *attrs[2] = {"then_branch", "else_branch"};
@@ -650,6 +686,8 @@ xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, x
     for (int k = 0; k < f->node->n_outputs; k++)
         out[k] = NULL;
     xf_status st = f->kind == FLOW_IF             ? run_if(f, in, out, err)
+                   : f->kind == FLOW_FLEX
+                       ? xf_rt_flex_run(f->node, in, in + f->n_own, f->n_outer, f->body[0], f->body[1], out, err)
                    : f->kind == FLOW_SEQUENCE_MAP ? run_sequence_map(f, in, out, err)
                    : f->batched                   ? run_batched(f, in, out, err)
                                                   : run_iterations(f, in, out, err);

@@ -155,6 +155,8 @@ typedef struct ref_entry {
 #define XF_REF_AFFINE_GRID {xf_ref_affine_grid, FLT, I64, 0, true}
 #define XF_REF_DEFORM_CONV {xf_ref_deform_conv, FLT, FLT, 0, true}
 #define XF_REF_MAX_ROI_POOL {xf_ref_max_roi_pool, FLT, FLT, 0, true}
+#define XF_REF_CAUSAL_CONV_WITH_STATE {xf_ref_causal_conv, F32 | F16, F32 | F16, 0, true}
+#define XF_REF_LINEAR_ATTENTION {xf_ref_linear_attention, F32 | F16, F32 | F16, 0, true}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
 #define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}

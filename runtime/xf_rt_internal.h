@@ -287,6 +287,10 @@ xf_status xf_attn_onnx(const xf_node *n, const xf_tensor_view *in, const xf_tens
                        xf_error *err);
 xf_status xf_ref_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_rotary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* opset 27's CausalConvWithState and LinearAttention (cpu_ref_state.c) */
+xf_status xf_ref_causal_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_linear_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_error *err);
 /* MatMulNBits and GroupQueryAttention (cpu_ref_llm.c).  The dequantized
  * weight is (N, K), row n the weight's column n.  At accuracy_level 4
  * ONNX Runtime's CPU kernel computes with A quantized to int8 per block of
@@ -378,6 +382,13 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
  * omitted one), out[] receives n_outputs new tensors. */
 xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 void xf_rt_flow_free(xf_rt_flow *f);
+/* FlexAttention (flex_attention.c): the softmax precision of node n on
+ * inputs of type t (UNDEFINED for a type it cannot be computed in); runs the
+ * node on Q, K and V (in), its score_mod and prob_mod sessions (NULL: not
+ * given) taking the outer values after their own input. */
+xf_dtype xf_rt_flex_precision(const xf_node *n, xf_dtype t);
+xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *const *outer, int n_outer,
+                         xf_session *score_mod, xf_session *prob_mod, xf_tensor **out, xf_error *err);
 
 /* ---------------------------------------------------------------- sequences (sequence.c) */
 

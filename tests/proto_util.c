@@ -94,6 +94,13 @@ void attr_strings(Onnx__NodeProto *n, const char *name, int count, const char *c
         a->strings[i] = (ProtobufCBinaryData){strlen(v[i]), (uint8_t *)v[i]};
 }
 
+Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
+{
+    Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = g;
+    return a;
+}
+
 void attr_string(Onnx__NodeProto *n, const char *name, const char *v)
 {
     Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);

@@ -38,6 +38,8 @@ void attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v
 void attr_string(Onnx__NodeProto *n, const char *name, const char *v);
 void attr_floats(Onnx__NodeProto *n, const char *name, int count, const float *v);
 void attr_strings(Onnx__NodeProto *n, const char *name, int count, const char *const *v);
+/* A GRAPH attribute holding g. */
+Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g);
 Onnx__ValueInfoProto *mk_vi(const char *name, int elem, int ndim, const int64_t *dims,
                           const char *const *params);
 Onnx__TensorProto *mk_tensor(const char *name, int dtype, int ndim, const int64_t *dims);

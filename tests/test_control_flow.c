@@ -18,13 +18,6 @@
 static const int64_t d4[] = {4};
 static const xf_shape v4 = {1, {4}};
 
-static Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
-{
-    Onnx__AttributeProto *a = mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    a->g = g;
-    return a;
-}
-
 /* y = If(sum(x) > 0, then: Relu(x) * w, else: Concat(x, x)) + 1, with w an
  * initializer of the outer graph that only the then-branch uses; the
  * branches' outputs differ in shape. */

@@ -17,11 +17,6 @@
 
 static const int64_t d2[] = {2};
 
-static void attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
-{
-    mk_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = g;
-}
-
 /* (sum, sums) = Scan(s0 = 0, x) at opset `opset`: sum is the sum of x's
  * rows, sums[t] the sum of its first t + 1 rows. */
 static Onnx__ModelProto *cumsum_model(int64_t opset)
