@@ -124,6 +124,7 @@ typedef xf_status (*xf_ref_kernel)(const xf_node *n, const xf_tensor_view *in,
 
 /* elementwise (cpu_ref_elementwise.c) */
 xf_status xf_ref_unary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_swiglu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_variadic(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_prelu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
@@ -328,6 +329,8 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
 xf_status xf_ref_scatter_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                   xf_error *err);
 xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_tensor_scatter(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err);
 xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
