@@ -167,6 +167,9 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_DFT:
         a->axis = 1;
         break;
+    case XF_OP_TENSOR_SCATTER:
+        a->axis = -2;
+        break;
     case XF_OP_STFT:
         a->dft_onesided = 1;
         break;

@@ -294,6 +294,9 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_MEL_WEIGHT_MATRIX:
         st = xf_infer_mel_dtype(c, &out);
         break;
+    case XF_OP_TENSOR_SCATTER: case XF_OP_BIT_CAST: case XF_OP_SWIGLU:
+        st = xf_infer_opset28_dtype(c, &out);
+        break;
     case XF_OP_AND: case XF_OP_OR: case XF_OP_XOR:
         st = require_dtype(c, 0, XF_DT_BOOL);
         if (st == XF_OK)
@@ -807,6 +810,9 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_CUM_PROD xf_infer_cumsum
 #define XF_RULE_SWISH infer_same
 #define XF_RULE_MEL_WEIGHT_MATRIX xf_infer_mel_weight_matrix
+#define XF_RULE_TENSOR_SCATTER xf_infer_tensor_scatter
+#define XF_RULE_BIT_CAST infer_same
+#define XF_RULE_SWIGLU xf_infer_swiglu
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

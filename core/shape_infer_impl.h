@@ -167,6 +167,12 @@ xf_status xf_infer_rotary(xf_infer_ctx *c);
 xf_status xf_infer_state_dtypes(xf_infer_ctx *c);
 xf_status xf_infer_causal_conv(xf_infer_ctx *c);
 xf_status xf_infer_linear_attention(xf_infer_ctx *c);
+/* TensorScatter, BitCast and SwiGLU (shape_infer_opset28.c): the output
+ * dtype (*out), checking the inputs'; the shape rules (BitCast's is
+ * infer_same). */
+xf_status xf_infer_opset28_dtype(xf_infer_ctx *c, xf_dtype *out);
+xf_status xf_infer_tensor_scatter(xf_infer_ctx *c);
+xf_status xf_infer_swiglu(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);

@@ -431,7 +431,7 @@ typedef struct xf_attrs {
     int lp_p;                 /* LpNormalization: the norm's order, 1 or 2 (2); LpPool, GlobalLpPool: 1 to
                                * XF_LP_POOL_MAX_P (2) */
     int trilu_lower;          /* Trilu: upper = 0 (keep the lower triangle) */
-    int depth_crd;            /* DepthToSpace: mode CRD (else DCR) */
+    int depth_crd;            /* DepthToSpace, SpaceToDepth (opset 28): mode CRD (else DCR) */
     int64_t eye_k;            /* EyeLike: k, the diagonal of ones (> 0: above the main one) */
     int onehot_legacy;        /* OneHot before opset 11: negative indices are out of range */
     bool has_axis;            /* Compress, Unique: axis given (else they work on the flattened input) */
@@ -452,7 +452,7 @@ typedef struct xf_attrs {
     float alpha, beta;        /* Gemm (1,1), LeakyRelu (0.01), Elu (1), HardSigmoid (0.2, 0.5),
                                  ThresholdedRelu alpha (1), Celu alpha (1), Selu alpha and
                                  gamma (1.6733, 1.0507), Shrink lambd and bias (0.5, 0),
-                                 LRN (1e-4, 0.75), Swish alpha (1) */
+                                 LRN (1e-4, 0.75), Swish and SwiGLU alpha (1) */
     float epsilon;            /* BatchNorm, LayerNorm, InstanceNorm, GroupNorm (1e-5) */
     /* BatchNormalization 14+: training_mode (the batch's statistics; outputs
      * 1 and 2 the running mean and variance moved by momentum, kept at its
@@ -460,11 +460,12 @@ typedef struct xf_attrs {
     int bn_training;
     float bn_momentum;
     int trans_a, trans_b;     /* Gemm */
-    xf_dtype to;              /* Cast; EyeLike's dtype (0: the input's) */
+    xf_dtype to;              /* Cast, BitCast; EyeLike's dtype (0: the input's) */
     int64_t start, end;       /* Shape (opset 15): end == INT64_MAX when absent */
     bool has_end;
 
-    /* Pad (opset < 11 attribute form) */
+    /* Pad (opset < 11 attribute form); TensorScatter: pad_mode XF_PAD_WRAP is
+     * mode circular (axis: its axis, default -2) */
     xf_pad_mode pad_mode;
     float pad_value;
     int n_pads;

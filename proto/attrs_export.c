@@ -608,6 +608,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_SELU:
     case XF_OP_SHRINK:
     case XF_OP_SWISH:
+    case XF_OP_SWIGLU:
         write_alpha_beta(&w, n, &d);
         break;
     case XF_OP_IS_INF:
@@ -732,13 +733,13 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "upper", 0);
         break;
     case XF_OP_DEPTH_TO_SPACE:
-    case XF_OP_SPACE_TO_DEPTH: /* blocksize is required */
+    case XF_OP_SPACE_TO_DEPTH: /* blocksize is required; SpaceToDepth's mode came with opset 28 */
         add_int(&w, "blocksize", a->block_size);
-        if (a->depth_crd && opset < 11)
+        if (a->depth_crd && opset < (n->op == XF_OP_DEPTH_TO_SPACE ? 11 : 28))
             s = xf_error_set(err, XF_ERR_UNSUPPORTED,
-                             "node '%s' (DepthToSpace) uses mode CRD, which opset %lld cannot express (DCR only "
-                             "before opset 11)",
-                             n->name ? n->name : "", (long long)opset);
+                             "node '%s' (%s) uses mode CRD, which opset %lld cannot express (DCR only before opset %d)",
+                             n->name ? n->name : "", xf_op_name(n->op), (long long)opset,
+                             n->op == XF_OP_DEPTH_TO_SPACE ? 11 : 28);
         else if (a->depth_crd)
             add_string(&w, "mode", "CRD");
         break;
@@ -814,6 +815,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         }
         break;
     case XF_OP_CAST:
+    case XF_OP_BIT_CAST:
         add_int(&w, "to", a->to);
         break;
     case XF_OP_CONCAT: /* required from opset 4, and its opset-1 default differs */
@@ -822,8 +824,11 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_FLATTEN:
     case XF_OP_GATHER:
     case XF_OP_GATHER_ELEMENTS:
+    case XF_OP_TENSOR_SCATTER:
         if (a->axis != d.axis)
             add_int(&w, "axis", a->axis);
+        if (n->op == XF_OP_TENSOR_SCATTER && a->pad_mode == XF_PAD_WRAP)
+            add_string(&w, "mode", "circular");
         break;
     case XF_OP_SOFTMAX:
     case XF_OP_LOG_SOFTMAX:

@@ -13,7 +13,7 @@
  *   MaxUnpool       kernel_shape strides pads (as Conv's)
  *   AveragePool     as Conv without group; ceil_mode; count_include_pad
  *   Gemm            alpha beta transA->trans_a transB->trans_b
- *   LeakyRelu, Elu, ThresholdedRelu, Celu, Swish  alpha;  HardSigmoid alpha beta
+ *   LeakyRelu, Elu, ThresholdedRelu, Celu, Swish, SwiGLU  alpha;  HardSigmoid alpha beta
  *   Selu            alpha  gamma->beta
  *   Shrink          lambd->alpha  bias->beta
  *   IsInf           detect_negative detect_positive (0: isinf_no_neg, isinf_no_pos)
@@ -25,6 +25,7 @@
  *                   round_mode (25+, for float8e8m0 targets): "up" only
  *   Clip (< 11)     min->clip_min max->clip_max (has_clip_attrs)
  *   Cast            to (required; a number: the string form of opset 1 stays opaque)
+ *   BitCast         to (required)
  *   Concat          axis (opset < 4: default 1)
  *   Split           axis  split (n_split, < 13; must match the outputs)  num_outputs (18)
  *   Transpose       perm->perm/n_perm
@@ -43,7 +44,7 @@
  *   GridSample (16+)  mode padding_mode align_corners: attrs_sample.c
  *   Trilu           upper (0: trilu_lower)
  *   DepthToSpace    blocksize->block_size  mode (DCR/CRD: depth_crd, opset 11+)
- *   SpaceToDepth    blocksize->block_size
+ *   SpaceToDepth    blocksize->block_size  mode (opset 28+, as DepthToSpace's)
  *   EyeLike         k->eye_k  dtype->to (a type xflow knows)
  *   ReverseSequence batch_axis->axes[0]  time_axis->axes[1]
  *   the sequence ops and Optional: attrs_seq.c
@@ -86,7 +87,7 @@
  *   LpNormalization axis p->lp_p
  *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix:
  *                   attrs_signal.c
- *   LpPool, GlobalLpPool, CumProd: attrs_small.c
+ *   LpPool, GlobalLpPool, CumProd, TensorScatter: attrs_small.c
  *   Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool: attrs_image.c
  *   CausalConvWithState, LinearAttention: attrs_state.c
  *   ONNX Runtime's contrib ops (com.microsoft, version 1, whatever the
@@ -557,6 +558,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_THRESHOLDED_RELU:
     case XF_OP_CELU:
     case XF_OP_SWISH:
+    case XF_OP_SWIGLU:
         if (A("alpha"))
             return read_float(r, at, &a->alpha);
         break;
@@ -584,6 +586,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         }
         break;
     case XF_OP_CAST:
+    case XF_OP_BIT_CAST:
         if (A("to"))
             return read_dtype(r, at, &a->to);
         break;
@@ -601,7 +604,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         static const char *const modes[] = {"DCR", "CRD"};
         if (A("blocksize"))
             return read_int(r, at, &a->block_size);
-        if (op == XF_OP_DEPTH_TO_SPACE && A("mode"))
+        if ((op == XF_OP_DEPTH_TO_SPACE || r->ctx->opset >= 28) && A("mode"))
             return read_enum(r, at, modes, 2, &a->depth_crd);
         break;
     }
@@ -813,7 +816,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_DFT: case XF_OP_STFT: case XF_OP_HANN_WINDOW: case XF_OP_HAMMING_WINDOW: case XF_OP_BLACKMAN_WINDOW:
     case XF_OP_MEL_WEIGHT_MATRIX:
         return xfp_signal_attr_import(op, r->ctx->opset, at, a, r->why, r->why_len);
-    case XF_OP_LP_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_CUM_PROD: {
+    case XF_OP_LP_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_CUM_PROD: case XF_OP_TENSOR_SCATTER: {
         int taken = xfp_small_attr_import(op, r->ctx->opset, at, a, r->why, r->why_len);
         return taken >= 0 ? taken : take_spatial(r, op, name, at);
     }
@@ -864,6 +867,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
         return true;
     }
     case XF_OP_CAST:
+    case XF_OP_BIT_CAST:
         return a->to != XF_DT_UNDEFINED || refuse(r, "no 'to' attribute", NULL);
     case XF_OP_CONCAT_FROM_SEQUENCE:
         return r->has_axis || refuse(r, "no 'axis' attribute", NULL);

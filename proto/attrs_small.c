@@ -1,4 +1,5 @@
-/* ONNX attributes -> xf_attrs for LpPool, GlobalLpPool and CumProd:
+/* ONNX attributes -> xf_attrs for LpPool, GlobalLpPool, CumProd and
+ * TensorScatter:
  *
  *   LpPool (2+)       p->lp_p (1 to XF_LP_POOL_MAX_P; opset 1's float p stays
  *                     opaque)
@@ -7,6 +8,7 @@
  *                     opset 18
  *   GlobalLpPool (2+) p->lp_p
  *   CumProd           exclusive reverse (0 or 1) -> cumsum_*
+ *   TensorScatter     axis; mode (linear, or circular: pad_mode XF_PAD_WRAP)
  *
  * Anything else keeps the node opaque. */
 #include "proto_internal.h"
@@ -29,6 +31,26 @@ int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *a
         return xfp_attr_int32(at, 0, 1, &a->cumsum_exclusive, why, why_len);
     if (op == XF_OP_CUM_PROD && A("reverse"))
         return xfp_attr_int32(at, 0, 1, &a->cumsum_reverse, why, why_len);
+    if (op == XF_OP_TENSOR_SCATTER && A("axis"))
+        return xfp_attr_int(at, INT64_MIN, INT64_MAX, &a->axis, why, why_len);
+    if (op == XF_OP_TENSOR_SCATTER && A("mode")) {
+        static const char *const modes[] = {"linear", "circular"};
+        int circular;
+        if (!xfp_attr_enum(at, modes, 2, &circular, why, why_len))
+            return false;
+        a->pad_mode = circular ? XF_PAD_WRAP : XF_PAD_CONSTANT;
+        return true;
+    }
 #undef A
     return xfp_attr_refuse(why, why_len, "attribute '%s' is not modelled", name);
+}
+
+int xfp_op_since(xf_op op)
+{
+    switch (op) {
+    case XF_OP_TENSOR_SCATTER: return 24;
+    case XF_OP_BIT_CAST: return 26;
+    case XF_OP_SWIGLU: return 28;
+    default: return 0;
+    }
 }

@@ -117,6 +117,9 @@ static xf_status write_known(exporter *x, const xf_node *n, const char *label)
     }
     for (int k = 0; k < n->n_outputs; k++)
         np->output[k] = vname(x, n->outputs[k]);
+    if (x->opset < xfp_op_since(n->op))
+        return xf_error_set(x->err, XF_ERR_UNSUPPORTED, "%s needs opset %d; the model is written at %lld", label,
+                            xfp_op_since(n->op), (long long)x->opset);
     int in_rank = n->n_inputs > 0 && n->inputs[0] >= 0 ? x->g->values[n->inputs[0]].shape.ndim : -1;
     xf_status s = xfp_attrs_export(n, in_rank, x->opset, &x->arena, np, x->err);
     if (s != XF_OK) {

@@ -426,6 +426,8 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
         why = "an opset 23 op in a model of an earlier opset";
     else if (kind == XF_OP_ATTENTION && n_in > 6 && xf_model_opset(im->m) < 24)
         why = "nonpad_kv_seqlen before opset 24";
+    else if (xf_model_opset(im->m) < xfp_op_since(kind))
+        why = "an op of an opset later than the model's";
     for (int k = 0; k < n_out && !why && !optional_outs; k++)
         if (outs[k] < 0)
             why = "an omitted output in the middle";

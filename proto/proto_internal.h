@@ -251,11 +251,15 @@ bool xfp_llm_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len
 bool xfp_signal_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *at, xf_attrs *a, char *why,
                             size_t why_len);
 void xfp_signal_attrs_finish(xf_op op, int64_t opset, xf_attrs *a);
-/* LpPool, GlobalLpPool and CumProd (attrs_small.c): one attribute
+/* LpPool, GlobalLpPool, CumProd and TensorScatter (attrs_small.c): one attribute
  * of a node of op in a model of the given opset: 1 read, 0 not (the reason
  * in why), -1 one of LpPool's window attributes, for attrs_import.c. */
 int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *at, xf_attrs *a, char *why,
                           size_t why_len);
+/* The opset that brought op, for TensorScatter, BitCast and SwiGLU (0 for
+ * the other ops): import keeps them opaque in a model of an earlier opset,
+ * export refuses to write them there (attrs_small.c). */
+int xfp_op_since(xf_op op);
 /* Col2Im, CenterCropPad, AffineGrid, DeformConv and MaxRoiPool
  * (attrs_image.c): one attribute, and the checks once all are read (the
  * model's opset has the op, MaxRoiPool's pooled_shape is given); false,

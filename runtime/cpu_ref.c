@@ -35,8 +35,9 @@ typedef struct ref_entry {
 #define UNS (XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_UINT16) | XF_DTM(XF_DT_UINT32) | XF_DTM(XF_DT_UINT64))
 
 #define XF_REF_CONV {xf_ref_conv, F32 | F16, F32 | F16, 0, true}
-#define XF_REF_MATMUL {xf_ref_matmul, F32 | F16, F32 | F16, 0, true}
-#define XF_REF_GEMM {xf_ref_gemm, F32 | F16, F32 | F16, 0, true}
+#define F64 XF_DTM(XF_DT_DOUBLE)
+#define XF_REF_MATMUL {xf_ref_matmul, F32 | F64 | F16, F32 | F64 | F16, 0, true}
+#define XF_REF_GEMM {xf_ref_gemm, F32 | F64 | F16, F32 | F64 | F16, 0, true}
 #define XF_REF_ADD {xf_ref_binary, NUM, NUM, 0}
 #define XF_REF_SUB {xf_ref_binary, NUM, NUM, 0}
 #define XF_REF_MUL {xf_ref_binary, NUM, NUM, 0}
@@ -147,6 +148,13 @@ typedef struct ref_entry {
 #define XF_REF_ATTENTION {xf_ref_attention, F32 | F16, F32 | F16, 0, true}
 #define XF_REF_RMS_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
 #define XF_REF_ROTARY_EMB {xf_ref_rotary, F32 | F16, F32 | F16, 0, true}
+/* TensorScatter and BitCast move bytes: every type of whole bytes but
+ * string, the float8 ones included (the packed 4- and 2-bit types are
+ * carried only, see xf_dtype) */
+#define BYTE_TYPES (ANY | XF_DTM_FLOAT8 | XF_DTM(XF_DT_FLOAT8E8M0))
+#define XF_REF_TENSOR_SCATTER {xf_ref_tensor_scatter, BYTE_TYPES, BYTE_TYPES, 0}
+#define XF_REF_BIT_CAST {xf_ref_copy, BYTE_TYPES, 0, BYTE_TYPES}
+#define XF_REF_SWIGLU {xf_ref_swiglu, FLT, FLT, 0}
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_GRID_SAMPLE {xf_ref_grid_sample, FLT, FLT, 0, true}

@@ -116,7 +116,7 @@ xf_status xf_ref_fused_matmul(const xf_node *n, const xf_tensor_view *in, const 
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in FusedMatMul");
     float *y = out[0].data;
     for (int64_t bi = 0; bi < n_batch; bi++, xf_rt_iter_next(&it)) {
-        if (xf_rt_matmul_block((const float *)in[0].data + it.off[0], as[av.ndim - 2], as[av.ndim - 1],
+        if (xf_rt_matmul_block(XF_DT_FLOAT, (const float *)in[0].data + it.off[0], as[av.ndim - 2], as[av.ndim - 1],
                                (const float *)in[1].data + it.off[1], bs[bv.ndim - 2], bs[bv.ndim - 1], m, k, nn,
                                acc) != XF_OK) {
             free(acc);

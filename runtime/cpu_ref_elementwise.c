@@ -527,6 +527,28 @@ xf_status xf_ref_mean(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     return st;
 }
 
+static void swiglu_block(const ew_ctx *e, const int64_t *off, const int64_t *step, int64_t n)
+{
+    double ab[XF_RT_BLOCK], bb[XF_RT_BLOCK], sw[XF_RT_BLOCK], ob[XF_RT_BLOCK], *o = out_f64(e->o, off[0], ob);
+    u_swish_run(sw, LOAD_F64(e, 0, off, step, n, ab), n, e->attrs);
+    const double *b = LOAD_F64(e, 1, off, step, n, bb);
+    for (int64_t k = 0; k < n; k++)
+        o[k] = sw[k] * b[k];
+    xf_rt_store_f64_run(e->o->dtype, e->o->data, off[0], n, o);
+}
+
+/* SwiGLU: Swish(A) * B (Swish's alpha), A, B and Y of one shape, in
+ * double and rounded once. */
+xf_status xf_ref_swiglu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    if (!xf_shape_equal(&in[0].shape, &in[1].shape) || !xf_shape_equal(&in[0].shape, &out[0].shape))
+        return xf_rt_bad_node(err, n, "A, B and Y differ in shape");
+    ew_ctx e = {.o = &out[0], .v = {&in[0], &in[1]}, .attrs = &n->attrs};
+    const xf_shape *shapes[] = {&in[0].shape, &in[1].shape};
+    walk_blocks(&out[0].shape, shapes, 2, swiglu_block, &e);
+    return XF_OK;
+}
+
 /* ---------------------------------------------------------------- Where, Clip, Cast */
 
 /* The block of operand k (elements of size sizeof(T)) as a contiguous

@@ -98,8 +98,8 @@ xf_status xf_ref_tile(const xf_node *n, const xf_tensor_view *in, const xf_tenso
  * a transpose and a reshape back, done as one walk over the output with
  * the input's strides.  DepthToSpace's output (n, c, h * b + y, w * b + x)
  * is input channel (y * b + x) * C' + c in DCR mode, c * b^2 + y * b + x in
- * CRD mode; SpaceToDepth's output channel (y * b + x) * C + c is input
- * (n, c, h * b + y, w * b + x). */
+ * CRD mode; SpaceToDepth's output channel (y * b + x) * C + c (DCR) or
+ * c * b^2 + y * b + x (CRD, opset 28) is input (n, c, h * b + y, w * b + x). */
 xf_status xf_ref_depth_space(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_shape *xs = &in[0].shape;
@@ -118,10 +118,11 @@ xf_status xf_ref_depth_space(const xf_node *n, const xf_tensor_view *in, const x
         int64_t s[6] = {ch * h * w, crd ? b * b * h * w : h * w, w, crd ? b * h * w : b * oc * h * w, 1,
                         crd ? h * w : oc * h * w};
         memcpy(stride, s, sizeof s);
-    } else { /* the output as (n, y, x, c, h', w') */
-        space = (xf_shape){6, {batch, b, b, ch, h / b, w / b}};
+    } else { /* the output as (n, y, x, c, h', w'), in CRD mode (n, c, y, x, h', w') */
+        bool crd = n->attrs.depth_crd;
+        space = crd ? (xf_shape){6, {batch, ch, b, b, h / b, w / b}} : (xf_shape){6, {batch, b, b, ch, h / b, w / b}};
         want = (xf_shape){4, {batch, ch * b * b, h / b, w / b}};
-        int64_t s[6] = {ch * h * w, w, 1, h * w, b * w, b};
+        int64_t s[6] = {ch * h * w, crd ? h * w : w, crd ? w : 1, crd ? 1 : h * w, b * w, b};
         memcpy(stride, s, sizeof s);
     }
     if (!xf_shape_equal(&out[0].shape, &want))

@@ -1,6 +1,6 @@
 /* cpu_ref matrix products: MatMul (numpy matmul: batched, broadcasting,
- * 1-D operands) and Gemm, float32 accumulated in double; Einsum over every
- * numeric type; Det. */
+ * 1-D operands) and Gemm, float32 and double accumulated in double; Einsum
+ * over every numeric type; Det. */
 #include "xf_op_plans.h"
 #include "xf_rt_internal.h"
 
@@ -72,12 +72,18 @@ void xf_rt_gemm_in_order(int64_t m, int64_t t, int64_t p, const double *a, int64
     }
 }
 
+/* Element i of a float (or, with dt double, a double) operand. */
+static inline double operand(xf_dtype dt, const void *p, int64_t i)
+{
+    return dt == XF_DT_DOUBLE ? ((const double *)p)[i] : ((const float *)p)[i];
+}
+
 /* One (m x k) by (k x n) product into acc; element (i, j) of an operand is
  * at i * row + j * col, so transposed operands are just other strides.
  * Each sum runs over t in order: the operands go to doubles a band of 64
  * values of t at a time (whole operands as doubles could be twice a large
  * weight) and each band's products are added in turn. */
-xf_status xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
+xf_status xf_rt_matmul_block(xf_dtype dt, const void *a, int64_t a_row, int64_t a_col, const void *b, int64_t b_row,
                              int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc)
 {
     enum { BAND = 64 };
@@ -89,10 +95,10 @@ xf_status xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const
         int64_t tn = k - t0 < BAND ? k - t0 : BAND;
         for (int64_t i = 0; i < m; i++)
             for (int64_t t = 0; t < tn; t++)
-                ad[i * tn + t] = a[i * a_row + (t0 + t) * a_col];
+                ad[i * tn + t] = operand(dt, a, i * a_row + (t0 + t) * a_col);
         for (int64_t t = 0; t < tn; t++)
             for (int64_t j = 0; j < n; j++)
-                bd[t * n + j] = b[(t0 + t) * b_row + j * b_col];
+                bd[t * n + j] = operand(dt, b, (t0 + t) * b_row + j * b_col);
         xf_rt_gemm_in_order(m, tn, n, ad, tn, bd, n, acc, n);
     }
     xf_status st = ad && bd ? XF_OK : XF_ERR_NOMEM;
@@ -154,15 +160,15 @@ xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_ten
     double *acc = malloc(sizeof *acc * (size_t)(m * nn > 0 ? m * nn : 1));
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
-    float *y = out[0].data;
+    xf_dtype dt = in[0].dtype;
+    size_t es = xf_dtype_size(dt);
     for (int64_t bi = 0; bi < mm.n_batch; bi++, xf_rt_iter_next(&it)) {
-        if (xf_rt_matmul_block((const float *)in[0].data + it.off[0], k, 1, (const float *)in[1].data + it.off[1],
-                               nn, 1, m, k, nn, acc) != XF_OK) {
+        if (xf_rt_matmul_block(dt, (const char *)in[0].data + it.off[0] * (int64_t)es, k, 1,
+                               (const char *)in[1].data + it.off[1] * (int64_t)es, nn, 1, m, k, nn, acc) != XF_OK) {
             free(acc);
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
         }
-        for (int64_t i = 0; i < m * nn; i++)
-            y[bi * m * nn + i] = (float)acc[i];
+        xf_rt_store_f64_run(out[0].dtype, out[0].data, bi * m * nn, m * nn, acc);
     }
     free(acc);
     return XF_OK;
@@ -188,8 +194,8 @@ xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Gemm");
     /* A stored (M, K) has element (i, t) at i*K + t; stored (K, M) at t*M + i */
-    if (xf_rt_matmul_block(in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data, at->trans_b ? 1 : nn,
-                           at->trans_b ? k : 1, m, k, nn, acc) != XF_OK) {
+    if (xf_rt_matmul_block(in[0].dtype, in[0].data, at->trans_a ? 1 : k, at->trans_a ? m : 1, in[1].data,
+                           at->trans_b ? 1 : nn, at->trans_b ? k : 1, m, k, nn, acc) != XF_OK) {
         free(acc);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Gemm");
     }
@@ -197,10 +203,9 @@ xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     xf_rt_iter_init(&it, ys);
     if (c)
         xf_rt_iter_add_broadcast(&it, &c->shape);
-    float *y = out[0].data;
-    const float *cd = c ? c->data : NULL;
     for (int64_t i = 0; i < m * nn; i++, xf_rt_iter_next(&it))
-        y[i] = (float)(at->alpha * acc[i] + (cd ? at->beta * (double)cd[it.off[0]] : 0.0));
+        acc[i] = at->alpha * acc[i] + (c ? at->beta * xf_rt_load_f64(c->dtype, c->data, it.off[0]) : 0.0);
+    xf_rt_store_f64_run(out[0].dtype, out[0].data, 0, m * nn, acc);
     free(acc);
     return XF_OK;
 }

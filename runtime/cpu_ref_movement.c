@@ -48,7 +48,7 @@ void xf_rt_gather_iter(const xf_tensor_view *from, const xf_tensor_view *to, xf_
         copy_strided(elem(to, i, es), elem(from, it->off[0], es), step[0], len, es);
 }
 
-/* Reshape, Flatten, Squeeze, Unsqueeze, Identity: the bytes are unchanged. */
+/* Reshape, Flatten, Squeeze, Unsqueeze, Identity, BitCast: the bytes are unchanged. */
 xf_status xf_ref_copy(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                       xf_error *err)
 {
@@ -461,6 +461,45 @@ xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf
             return XF_ERR_INVALID;
         for (int64_t e = 0; e < slice; e++)
             scatter_one((xf_reduction)n->attrs.reduction, &out[0], off * slice + e, upd, j * slice + e);
+    }
+    return st;
+}
+
+/* TensorScatter: out = past_cache, then for every index before axis the
+ * update's len rows along axis written from row w on, w the write index of
+ * that index's batch entry (0 without write_indices); in circular mode row
+ * (w + s) mod rows, else w + s, which must stay inside the axis. */
+xf_status xf_ref_tensor_scatter(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err)
+{
+    const xf_tensor_view *past = &in[0], *upd = &in[1];
+    const xf_tensor_view *wi = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+    const xf_shape *ps = &past->shape;
+    int rank = ps->ndim, axis = xf_rt_axis(n->attrs.axis, rank);
+    bool fits = axis > 0 && upd->shape.ndim == rank && upd->dtype == past->dtype &&
+                xf_shape_equal(ps, &out[0].shape);
+    for (int d = 0; fits && d < rank; d++)
+        fits = d == axis ? upd->shape.dims[d] <= ps->dims[d] : upd->shape.dims[d] == ps->dims[d];
+    if (!fits || (wi && (wi->shape.ndim != 1 || wi->shape.dims[0] != ps->dims[0])))
+        return xf_rt_bad_node(err, n, "axis, update and write_indices do not fit past_cache");
+    bool circular = n->attrs.pad_mode == XF_PAD_WRAP;
+    int64_t batch = ps->dims[0], outer = prod_dims(ps, 0, axis), rows = ps->dims[axis], len = upd->shape.dims[axis];
+    int64_t inner = prod_dims(ps, axis + 1, rank);
+    for (int64_t b = 0; wi && !circular && b < batch; b++) {
+        int64_t at = xf_rt_load_i64(wi->dtype, wi->data, b);
+        if (at < 0 || at > rows - len)
+            return xf_rt_bad_node(err, n, "write index %lld of batch entry %lld puts %lld rows outside the %lld of "
+                                  "axis %d (mode linear)", (long long)at, (long long)b, (long long)len,
+                                  (long long)rows, axis);
+    }
+    xf_status st = xf_ref_copy(n, in, out, err);
+    size_t es = xf_dtype_size(past->dtype), row_bytes = (size_t)inner * es;
+    for (int64_t o = 0; st == XF_OK && row_bytes && o < outer; o++) {
+        int64_t w = wi ? xf_rt_load_i64(wi->dtype, wi->data, o / (outer / batch)) : 0;
+        if (circular) /* w mod rows in [0, rows), then s added one row at a time */
+            w = rows ? (w % rows + rows) % rows : 0;
+        for (int64_t s = 0; s < len; s++, w = circular && w + 1 == rows ? 0 : w + 1)
+            memcpy(elem(&out[0], (o * rows + w) * inner, es), elem(upd, (o * len + s) * inner, es), row_bytes);
     }
     return st;
 }

@@ -124,6 +124,7 @@ typedef xf_status (*xf_ref_kernel)(const xf_node *n, const xf_tensor_view *in,
 
 /* elementwise (cpu_ref_elementwise.c) */
 xf_status xf_ref_unary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_swiglu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_variadic(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_prelu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
@@ -201,9 +202,10 @@ typedef struct xf_rt_matmul {
 xf_status xf_rt_matmul_geometry(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_rt_matmul *mm, xf_error *err);
 xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
-/* One (m x k) by (k x n) product into acc (XF_ERR_NOMEM when out of
- * memory); element (i, j) of an operand is at i * row + j * col. */
-xf_status xf_rt_matmul_block(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
+/* One (m x k) by (k x n) product of operands of type dt (float or
+ * double) into acc (XF_ERR_NOMEM when out of memory); element (i, j) of an
+ * operand is at i * row + j * col. */
+xf_status xf_rt_matmul_block(xf_dtype dt, const void *a, int64_t a_row, int64_t a_col, const void *b, int64_t b_row,
                              int64_t b_col, int64_t m, int64_t k, int64_t n, double *acc);
 /* c (m x p, rows ldc apart) += a (m x t, rows lda apart) b (t x p, rows ldb
  * apart), each element's products added in order of t. */
@@ -331,6 +333,8 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
 xf_status xf_ref_scatter_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                   xf_error *err);
 xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_tensor_scatter(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err);
 xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int xf_bt_input(xf_graph *g, xf_dtype t, xf_shape s)
 {
@@ -106,6 +107,18 @@ void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bo
     free(in);
     free(want);
     free(got);
+}
+
+void xf_bt_cuda_takes(const xf_graph *g, int64_t opset, const char *what)
+{
+    xf_session *s = NULL;
+    xf_error e = {0};
+    xf_status st = xf_session_create(g, opset, "cuda", NULL, &s, &e);
+    ck_assert_msg(st == XF_OK || (st == XF_ERR_UNSUPPORTED && !strncmp(e.msg, "no CUDA device: ", 16)), "%s: %s",
+                  what, e.msg);
+    xf_session_free(s);
+    if (st == XF_OK)
+        xf_bt_check_graph(g, opset, "cuda", false, 0, 0, what);
 }
 
 /* ---------------------------------------------------------------- op cases both suites run */

@@ -27,6 +27,12 @@ void xf_bt_set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, c
 void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bool dynamic_too, double atol,
                        double rtol, const char *what);
 
+/* The cuda backend takes every node of g (on the device or through
+ * cpu_ref on host copies): session creation gets past the support check to
+ * the device, absent here ("no CUDA device"), or present and then giving
+ * cpu_ref's values exactly.  Only where the build has the cuda backend. */
+void xf_bt_cuda_takes(const xf_graph *g, int64_t opset, const char *what);
+
 /* A suite's check of one graph against cpu_ref (xf_bt_check_graph on the
  * suite's backend and modes). */
 typedef void (*xf_bt_check_fn)(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
