@@ -284,14 +284,18 @@ float xf_f16_to_f32(uint16_t h)
     return f;
 }
 
-/* Truncation, as the ONNX conformance data for Cast (opset 13) expects;
- * NaN stays a quiet NaN rather than possibly becoming infinity. */
+/* Round to nearest, ties to even, as ONNX's reference (ml_dtypes), ONNX
+ * Runtime, PyTorch, oneDNN and CUDA's __float2bfloat16 do (ONNX 1.12's
+ * Cast test data was made by truncation, which is biased toward zero);
+ * finite values past bfloat16's largest round to infinity, and NaN stays a
+ * quiet NaN rather than possibly becoming infinity. */
 uint16_t xf_f32_to_bf16(float f)
 {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
     if ((x & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
     return (uint16_t)(x >> 16);
 }
 

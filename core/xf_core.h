@@ -173,8 +173,8 @@ int64_t xf_tensor_get_i64(const xf_tensor *t, int64_t i);
  * they are. */
 void xf_tensor_set_f64(xf_tensor *t, int64_t i, double v);
 /* IEEE binary16 (round to nearest even, subnormals, inf, NaN) and
- * bfloat16 (truncated, as ONNX's Cast conformance data expects; NaN stays
- * a quiet NaN) to and from float. */
+ * bfloat16 (round to nearest even; NaN stays a quiet NaN) to and from
+ * float. */
 uint16_t xf_f32_to_f16(float f);
 float xf_f16_to_f32(uint16_t h);
 uint16_t xf_f32_to_bf16(float f);
