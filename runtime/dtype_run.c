@@ -86,6 +86,8 @@ const int64_t *xf_rt_load_i64_run(xf_dtype t, const void *base, int64_t i, int64
 
 void xf_rt_store_f64_run(xf_dtype t, void *base, int64_t i, int64_t n, const double *v)
 {
+    if (n <= 0) /* an empty output may have no buffer */
+        return;
     switch (t) {
     case XF_DT_DOUBLE:
         if ((const double *)base + i == v)
@@ -107,6 +109,8 @@ void xf_rt_store_f64_run(xf_dtype t, void *base, int64_t i, int64_t n, const dou
 
 void xf_rt_store_i64_run(xf_dtype t, void *base, int64_t i, int64_t n, const int64_t *v)
 {
+    if (n <= 0)
+        return;
     switch (t) {
     case XF_DT_INT64:
         if ((const int64_t *)base + i == v)

@@ -160,6 +160,27 @@ START_TEST(products_equal_loop_per_output)
 }
 END_TEST
 
+/* Products with an empty output (rows or columns of 0; an empty output
+ * has no buffer) or an empty inner dimension (all sums 0, plus C), in float
+ * and double. */
+START_TEST(products_with_empty_dims)
+{
+    static const double d[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    static const float f[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    for (int dbl = 0; dbl < 2; dbl++) {
+        xf_dtype t = dbl ? XF_DT_DOUBLE : XF_DT_FLOAT;
+        const void *v = dbl ? (const void *)d : (const void *)f;
+        EXPECT(run1(make_case(XF_OP_MATMUL, 2, mk(t, DIMS(0, 4), v), mk(t, DIMS(4, 3), v))), t, DIMS(0, 3), 0);
+        node_case c = make_case(XF_OP_GEMM, 3, mk(t, DIMS(2, 3), v), mk(t, DIMS(0, 3), v), mk(t, DIMS(1, 1), v));
+        c.a.trans_b = 1;
+        EXPECT(run1(c), t, DIMS(2, 0), 0);
+        c = make_case(XF_OP_GEMM, 3, mk(t, DIMS(2, 0), v), mk(t, DIMS(0, 3), v), mk(t, DIMS(1, 3), v));
+        c.a.beta = 2;
+        EXPECT(run1(c), t, DIMS(2, 3), 2, 4, 6, 2, 4, 6);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ref_products");
@@ -167,6 +188,7 @@ int main(void)
     tcase_add_test(k, conv_equals_loop_per_output);
     tcase_add_test(k, conv_infinite_weight_only_in_padding);
     tcase_add_test(k, products_equal_loop_per_output);
+    tcase_add_test(k, products_with_empty_dims);
     suite_add_tcase(s, k);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
