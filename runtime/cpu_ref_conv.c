@@ -530,6 +530,19 @@ xf_status xf_ref_col2im(const xf_node *n, const xf_tensor_view *in, const xf_ten
 /* The index MaxPool's Indices give input position pos of plane p: into
  * the whole input, its spatial axes row-major, or with storage_order 1
  * column-major (the first spatial axis fastest). */
+/* The taps k in [0, k_count) of one dim whose position base + k * dil lies
+ * in [from, to), as [*lo, *hi) (empty when none do). */
+static void taps_between(int64_t base, int64_t dil, int64_t k_count, int64_t from, int64_t to, int64_t *lo,
+                         int64_t *hi)
+{
+    int64_t a = from - base, b = to - base; /* k * dil in [a, b) */
+    *lo = a <= 0 ? 0 : (a + dil - 1) / dil;
+    *hi = b <= 0 ? 0 : (b + dil - 1) / dil;
+    *hi = *hi < k_count ? *hi : k_count;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
 static int64_t pool_index(const xf_rt_window *w, int storage_order, int64_t p, const int64_t *pos)
 {
     int64_t in_sp = w->in[0] * w->in[1] * w->in[2];
@@ -563,30 +576,33 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
         return st;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
     int64_t in_sp = w.in[0] * w.in[1] * w.in[2];
+    double *xd = load_all(x);
+    if (!xd)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     int64_t oi = 0;
     for (int64_t p = 0; p < planes; p++)
         for (int64_t o0 = 0; o0 < w.out[0]; o0++)
             for (int64_t o1 = 0; o1 < w.out[1]; o1++)
                 for (int64_t o2 = 0; o2 < w.out[2]; o2++, oi++) {
-                    int64_t o[3] = {o0, o1, o2};
+                    /* per dim, the taps inside the input, [lo, hi), and how
+                     * many fall inside the padded input (never before it) */
+                    int64_t o[3] = {o0, o1, o2}, lo[3], hi[3], inside = 1, padded = 1;
+                    for (int i = 0; i < 3; i++) {
+                        int64_t base = o[i] * w.stride[i] - w.pad_begin[i], plo, phi;
+                        taps_between(base, w.dil[i], w.k[i], 0, w.in[i], &lo[i], &hi[i]);
+                        taps_between(base, w.dil[i], w.k[i], -w.pad_begin[i], w.in[i] + w.pad_end[i], &plo, &phi);
+                        inside *= hi[i] - lo[i];
+                        padded *= phi - plo;
+                    }
                     double acc = is_max ? -INFINITY : 0.0;
-                    int64_t inside = 0, padded = 0, best = -1;
-                    for (int64_t k0 = 0; k0 < w.k[0]; k0++)
-                        for (int64_t k1 = 0; k1 < w.k[1]; k1++)
-                            for (int64_t k2 = 0; k2 < w.k[2]; k2++) {
-                                int64_t kk[3] = {k0, k1, k2}, pos[3];
-                                bool in_input = true, in_padded = true;
-                                for (int i = 0; i < 3; i++) {
-                                    pos[i] = o[i] * w.stride[i] - w.pad_begin[i] + kk[i] * w.dil[i];
-                                    in_input &= pos[i] >= 0 && pos[i] < w.in[i];
-                                    in_padded &= pos[i] >= -w.pad_begin[i] && pos[i] < w.in[i] + w.pad_end[i];
-                                }
-                                padded += in_padded;
-                                if (!in_input)
-                                    continue;
-                                inside++;
-                                double v = xf_rt_load_f64(x->dtype, x->data,
-                                                          p * in_sp + (pos[0] * w.in[1] + pos[1]) * w.in[2] + pos[2]);
+                    int64_t best = -1;
+                    for (int64_t k0 = lo[0]; k0 < hi[0]; k0++)
+                        for (int64_t k1 = lo[1]; k1 < hi[1]; k1++)
+                            for (int64_t k2 = lo[2]; k2 < hi[2]; k2++) {
+                                int64_t pos[3] = {o0 * w.stride[0] - w.pad_begin[0] + k0 * w.dil[0],
+                                                  o1 * w.stride[1] - w.pad_begin[1] + k1 * w.dil[1],
+                                                  o2 * w.stride[2] - w.pad_begin[2] + k2 * w.dil[2]};
+                                double v = xd[p * in_sp + (pos[0] * w.in[1] + pos[1]) * w.in[2] + pos[2]];
                                 if (ind && (best < 0 || v > acc))
                                     best = pool_index(&w, n->attrs.storage_order, p, pos);
                                 if (is_max)
@@ -602,6 +618,7 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
                     if (ind)
                         xf_rt_store_i64(ind->dtype, ind->data, oi, best);
                 }
+    free(xd);
     return XF_OK;
 }
 
