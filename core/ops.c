@@ -139,6 +139,15 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_LEAKY_RELU:
         a->alpha = 0.01f;
         break;
+    case XF_OP_RANDOM_NORMAL:
+    case XF_OP_RANDOM_UNIFORM:
+    case XF_OP_RANDOM_NORMAL_LIKE:
+    case XF_OP_RANDOM_UNIFORM_LIKE:
+        a->rand_b = 1.0f;
+        break;
+    case XF_OP_MULTINOMIAL:
+        a->sample_size = 1;
+        break;
     case XF_OP_HARD_SIGMOID:
         a->alpha = 0.2f;
         a->beta = 0.5f;

@@ -503,6 +503,15 @@ typedef struct xf_attrs {
      * `to` and element shape opt_shape (ndim -1: not declared) */
     int opt_type;
     xf_shape opt_shape;
+    /* the random ops: RandomNormal(Like) mean and scale, RandomUniform(Like)
+     * low and high in rand_a and rand_b (0 and 1); seed when rand_has_seed;
+     * RandomNormal's and RandomUniform's shape (required: rand_has_shape);
+     * Multinomial's sample_size (1); the output type in `to` (0: the op's
+     * default: float, the input's, or Multinomial's int32) */
+    float rand_a, rand_b, rand_seed;
+    bool rand_has_seed, rand_has_shape;
+    int64_t sample_size;
+    xf_shape rand_shape;
 } xf_attrs;
 
 /* The activations ONNX Runtime's FusedConv (activation, activation_params)
