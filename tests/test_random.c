@@ -520,28 +520,11 @@ static xf_graph *op_graph(int which)
     return g;
 }
 
-START_TEST(cpu_backend_matches)
+/* The cpu backend gives cpu_ref's values, and the cuda backend takes them
+ * (to run through cpu_ref on host copies). */
+START_TEST(backends_run_them)
 {
-    for (int which = 0; which < N_OP_GRAPHS; which++) {
-        xf_graph *g = op_graph(which);
-        xf_bt_check_graph(g, 15, "cpu", true, 0, 0, xf_op_name(g->nodes[0].op));
-        xf_graph_free(g);
-    }
-}
-END_TEST
-
-/* The cuda backend runs them through cpu_ref on host copies. */
-START_TEST(cuda_backend_takes_them)
-{
-    const xf_backend *ref = xf_backend_find("cpu_ref");
-    for (int which = 0; which < N_OP_GRAPHS; which++) {
-        xf_graph *g = op_graph(which);
-        xf_error e = {0};
-        ck_assert_msg(ref->supports(g, 0, &e) == XF_OK, "%s", e.msg);
-        if (xf_backend_find("cuda"))
-            xf_bt_cuda_takes(g, 15, xf_op_name(g->nodes[0].op));
-        xf_graph_free(g);
-    }
+    xf_bt_through_ref(op_graph, N_OP_GRAPHS, 15);
 }
 END_TEST
 
@@ -568,8 +551,7 @@ int main(void)
     tcase_add_test(tc, optimizer_keeps_two_draws);
     suite_add_tcase(s, tc);
     tc = tcase_create("backends");
-    tcase_add_test(tc, cpu_backend_matches);
-    tcase_add_test(tc, cuda_backend_takes_them);
+    tcase_add_test(tc, backends_run_them);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
