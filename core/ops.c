@@ -86,6 +86,12 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
            a->chunk_size == b->chunk_size && a->conv_silu == b->conv_silu;
 }
 
+bool xf_op_is_random(xf_op op)
+{
+    return op == XF_OP_RANDOM_NORMAL || op == XF_OP_RANDOM_UNIFORM || op == XF_OP_RANDOM_NORMAL_LIKE ||
+           op == XF_OP_RANDOM_UNIFORM_LIKE || op == XF_OP_BERNOULLI || op == XF_OP_MULTINOMIAL;
+}
+
 void xf_attrs_default(xf_op op, xf_attrs *a)
 {
     memset(a, 0, sizeof *a);

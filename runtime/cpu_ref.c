@@ -155,7 +155,7 @@ typedef struct ref_entry {
 #define XF_REF_TENSOR_SCATTER {xf_ref_tensor_scatter, BYTE_TYPES, BYTE_TYPES, 0}
 #define XF_REF_BIT_CAST {xf_ref_copy, BYTE_TYPES, 0, BYTE_TYPES}
 #define XF_REF_SWIGLU {xf_ref_swiglu, FLT, FLT, 0}
-/* the random ops: run_node passes the key of the node's output name */
+/* the random ops: run_node passes the key of the node's name */
 #define RND (F32 | F64 | F16)
 #define XF_REF_RANDOM_NORMAL {xf_ref_random_unnamed, 0, 0, RND}
 #define XF_REF_RANDOM_UNIFORM {xf_ref_random_unnamed, 0, 0, RND}

@@ -4,11 +4,13 @@
  * The generator is xoshiro256** (Blackman and Vigna), its four words of
  * state filled by splitmix64 from a 64-bit key: the bits of the node's
  * seed attribute (as a double) when it has one, else the FNV-1a hash of
- * the name of the node's first output.  A node without a seed thus draws
- * the same values in every session and in every graph that keeps that
- * name (xflowc keeps the names of the nodes it does not rewrite, so
- * `xflowc --check` compares like with like), and two unseeded nodes of
- * one graph draw different values.  Kernels stay pure functions of their
+ * the node's name or, for a node without one, of its first output's name.
+ * A node without a seed thus draws the same values in every session and
+ * in every graph that keeps that name (xflowc keeps the names of the
+ * nodes it does not rewrite, and canonicalization keeps the Identity that
+ * would rename an unnamed node's output, so `xflowc --check` compares
+ * like with like), and two unseeded nodes of one graph draw different
+ * values.  Kernels stay pure functions of their
  * inputs: each run of a session draws the same values again.  ONNX
  * Runtime uses its own generator and continues its stream across runs,
  * so its values differ from these; only their distribution agrees.
@@ -71,6 +73,8 @@ static uint64_t fnv1a(const char *s)
 
 uint64_t xf_ref_random_key(const xf_graph *g, const xf_node *n)
 {
+    if (n->name && n->name[0])
+        return fnv1a(n->name);
     return fnv1a(n->n_outputs > 0 && n->outputs[0] >= 0 ? g->values[n->outputs[0]].name : NULL);
 }
 

@@ -72,13 +72,8 @@ static xf_status load_for_inputs(const char *case_dir, const xf_graph *g, xf_ten
 static bool draws_random(const xf_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++)
-        switch (g->nodes[i].op) {
-        case XF_OP_RANDOM_NORMAL: case XF_OP_RANDOM_UNIFORM: case XF_OP_RANDOM_NORMAL_LIKE:
-        case XF_OP_RANDOM_UNIFORM_LIKE: case XF_OP_BERNOULLI: case XF_OP_MULTINOMIAL:
+        if (xf_op_is_random(g->nodes[i].op))
             return true;
-        default:
-            break;
-        }
     return false;
 }
 
