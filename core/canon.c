@@ -404,6 +404,13 @@ static bool is_identity(const xf_graph *g, const xf_node *n)
            xf_tensor_get_i64(training, 0) == 0;
 }
 
+/* A random node without a seed or a name: its draws are keyed by its
+ * output's name (see runtime/cpu_ref_random.c), which must not change. */
+static bool keyed_by_output(const xf_node *p)
+{
+    return xf_op_is_random(p->op) && !p->attrs.rand_has_seed && (!p->name || !p->name[0]);
+}
+
 static bool visit_identity(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
 {
     const xf_node *n = &g->nodes[i];
@@ -413,7 +420,8 @@ static bool visit_identity(xf_graph *g, int i, xf_canon_stats *st, xf_status *s,
     const xf_value *xv = &g->values[x];
     if (!is_graph_output(g, y)) {
         xf_graph_replace_uses(g, y, x);
-    } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !is_graph_output(g, x)) {
+    } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !is_graph_output(g, x) &&
+               !keyed_by_output(&g->nodes[xv->producer])) {
         /* y names a graph output: x's producer takes y over instead, so
          * the output keeps its name. */
         int p = xv->producer, k = xv->producer_out;

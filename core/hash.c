@@ -286,6 +286,14 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
         put(h, (uint64_t)(a->new_axis | a->opt_type << 1) << 16 | 0x5c);
         put_shape(h, &a->opt_shape);
     }
+    if (a->rand_a != 0 || a->rand_b != 0 || a->rand_has_seed || a->rand_has_shape || a->sample_size) {
+        put(h, (uint64_t)(a->rand_has_seed | a->rand_has_shape << 1) << 16 | 0x4a);
+        put_float(h, a->rand_a);
+        put_float(h, a->rand_b);
+        put_float(h, a->rand_seed);
+        put(h, (uint64_t)a->sample_size);
+        put_shape(h, &a->rand_shape);
+    }
 }
 
 /* A value id as the hash of that value; ids out of range (an invalid

@@ -86,6 +86,12 @@ bool xf_attn_attrs_equal(const xf_attn_attrs *a, const xf_attn_attrs *b)
            a->chunk_size == b->chunk_size && a->conv_silu == b->conv_silu;
 }
 
+bool xf_op_is_random(xf_op op)
+{
+    return op == XF_OP_RANDOM_NORMAL || op == XF_OP_RANDOM_UNIFORM || op == XF_OP_RANDOM_NORMAL_LIKE ||
+           op == XF_OP_RANDOM_UNIFORM_LIKE || op == XF_OP_BERNOULLI || op == XF_OP_MULTINOMIAL;
+}
+
 void xf_attrs_default(xf_op op, xf_attrs *a)
 {
     memset(a, 0, sizeof *a);
@@ -138,6 +144,15 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         break;
     case XF_OP_LEAKY_RELU:
         a->alpha = 0.01f;
+        break;
+    case XF_OP_RANDOM_NORMAL:
+    case XF_OP_RANDOM_UNIFORM:
+    case XF_OP_RANDOM_NORMAL_LIKE:
+    case XF_OP_RANDOM_UNIFORM_LIKE:
+        a->rand_b = 1.0f;
+        break;
+    case XF_OP_MULTINOMIAL:
+        a->sample_size = 1;
         break;
     case XF_OP_HARD_SIGMOID:
         a->alpha = 0.2f;

@@ -297,6 +297,10 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_TENSOR_SCATTER: case XF_OP_BIT_CAST: case XF_OP_SWIGLU:
         st = xf_infer_opset28_dtype(c, &out);
         break;
+    case XF_OP_RANDOM_NORMAL: case XF_OP_RANDOM_UNIFORM: case XF_OP_RANDOM_NORMAL_LIKE:
+    case XF_OP_RANDOM_UNIFORM_LIKE: case XF_OP_BERNOULLI: case XF_OP_MULTINOMIAL:
+        st = xf_infer_random_dtype(c, &out);
+        break;
     case XF_OP_AND: case XF_OP_OR: case XF_OP_XOR:
         st = require_dtype(c, 0, XF_DT_BOOL);
         if (st == XF_OK)
@@ -813,6 +817,12 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_TENSOR_SCATTER xf_infer_tensor_scatter
 #define XF_RULE_BIT_CAST infer_same
 #define XF_RULE_SWIGLU xf_infer_swiglu
+#define XF_RULE_RANDOM_NORMAL xf_infer_random
+#define XF_RULE_RANDOM_UNIFORM xf_infer_random
+#define XF_RULE_RANDOM_NORMAL_LIKE xf_infer_random
+#define XF_RULE_RANDOM_UNIFORM_LIKE xf_infer_random
+#define XF_RULE_BERNOULLI xf_infer_random
+#define XF_RULE_MULTINOMIAL xf_infer_random
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

@@ -173,6 +173,10 @@ xf_status xf_infer_linear_attention(xf_infer_ctx *c);
 xf_status xf_infer_opset28_dtype(xf_infer_ctx *c, xf_dtype *out);
 xf_status xf_infer_tensor_scatter(xf_infer_ctx *c);
 xf_status xf_infer_swiglu(xf_infer_ctx *c);
+/* The random ops (shape_infer_random.c): the output dtype (*out), checking
+ * the attributes' and the input's; the shape rule. */
+xf_status xf_infer_random_dtype(xf_infer_ctx *c, xf_dtype *out);
+xf_status xf_infer_random(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);

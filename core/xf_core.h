@@ -503,6 +503,13 @@ typedef struct xf_attrs {
      * `to` and element shape opt_shape (ndim -1: not declared) */
     int opt_type;
     xf_shape opt_shape;
+    /* the random ops: mean and scale, or low and high, in rand_a, rand_b (0, 1); seed when
+     * rand_has_seed; RandomNormal's and RandomUniform's shape (required); Multinomial's
+     * sample_size (1); the output type in `to` (0: float, the input's, or int32) */
+    float rand_a, rand_b, rand_seed;
+    bool rand_has_seed, rand_has_shape;
+    int64_t sample_size;
+    xf_shape rand_shape;
 } xf_attrs;
 
 /* The activations ONNX Runtime's FusedConv (activation, activation_params)
@@ -525,6 +532,8 @@ double xf_ms_act_apply(int act, const float *params, double v);
 
 /* Defaults for op: alpha/beta/epsilon/axis/keepdims set as ONNX defines them. */
 void xf_attrs_default(xf_op op, xf_attrs *a);
+/* RandomNormal(Like), RandomUniform(Like), Bernoulli and Multinomial. */
+bool xf_op_is_random(xf_op op);
 
 /* ---------------------------------------------------------------- transposed convolution */
 

@@ -789,6 +789,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
         xfp_write_llm(&w, n, &d);
         break;
+    case XF_OP_RANDOM_NORMAL: case XF_OP_RANDOM_UNIFORM: case XF_OP_RANDOM_NORMAL_LIKE:
+    case XF_OP_RANDOM_UNIFORM_LIKE: case XF_OP_BERNOULLI: case XF_OP_MULTINOMIAL:
+        xfp_write_random(&w, n, &d);
+        break;
     default:
         break;
     }

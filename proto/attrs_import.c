@@ -87,6 +87,7 @@
  *   LpNormalization axis p->lp_p
  *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix:
  *                   attrs_signal.c
+ *   the random ops  attrs_random.c
  *   LpPool, GlobalLpPool, CumProd, TensorScatter: attrs_small.c
  *   Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool: attrs_image.c
  *   CausalConvWithState, LinearAttention: attrs_state.c
@@ -825,6 +826,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return xfp_image_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_CAUSAL_CONV_WITH_STATE: case XF_OP_LINEAR_ATTENTION:
         return xfp_state_attr_import(op, at, a, r->why, r->why_len);
+    case XF_OP_RANDOM_NORMAL: case XF_OP_RANDOM_UNIFORM: case XF_OP_RANDOM_NORMAL_LIKE:
+    case XF_OP_RANDOM_UNIFORM_LIKE: case XF_OP_BERNOULLI: case XF_OP_MULTINOMIAL:
+        return xfp_random_attr_import(op, at, a, r->why, r->why_len);
     default:
         break;
     }

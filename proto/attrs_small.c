@@ -51,6 +51,8 @@ int xfp_op_since(xf_op op)
     case XF_OP_TENSOR_SCATTER: return 24;
     case XF_OP_BIT_CAST: return 26;
     case XF_OP_SWIGLU: return 28;
+    case XF_OP_MULTINOMIAL: return 7;
+    case XF_OP_BERNOULLI: return 15;
     default: return 0;
     }
 }

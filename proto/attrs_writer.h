@@ -100,5 +100,8 @@ void xfp_write_attn(writer *w, const xf_node *n, const xf_attrs *d);
 xf_status xfp_write_opset23(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err);
 xf_status xfp_write_state(writer *w, const xf_node *n, const xf_attrs *d, int64_t opset, xf_error *err);
 void xfp_write_llm(writer *w, const xf_node *n, const xf_attrs *d);
+/* The random ops (attrs_random.c): what differs from the defaults, and
+ * RandomNormal's and RandomUniform's required shape. */
+void xfp_write_random(writer *w, const xf_node *n, const xf_attrs *d);
 
 #endif

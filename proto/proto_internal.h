@@ -260,6 +260,10 @@ int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *a
  * the other ops): import keeps them opaque in a model of an earlier opset,
  * export refuses to write them there (attrs_small.c). */
 int xfp_op_since(xf_op op);
+/* The random ops' attributes (attrs_random.c): dtype, mean/scale,
+ * low/high, seed, shape, sample_size; false with why set for anything
+ * else, which keeps the node opaque. */
+bool xfp_random_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 /* Col2Im, CenterCropPad, AffineGrid, DeformConv and MaxRoiPool
  * (attrs_image.c): one attribute, and the checks once all are read (the
  * model's opset has the op, MaxRoiPool's pooled_shape is given); false,

@@ -155,6 +155,14 @@ typedef struct ref_entry {
 #define XF_REF_TENSOR_SCATTER {xf_ref_tensor_scatter, BYTE_TYPES, BYTE_TYPES, 0}
 #define XF_REF_BIT_CAST {xf_ref_copy, BYTE_TYPES, 0, BYTE_TYPES}
 #define XF_REF_SWIGLU {xf_ref_swiglu, FLT, FLT, 0}
+/* the random ops: run_node passes the key of the node's name */
+#define RND (F32 | F64 | F16)
+#define XF_REF_RANDOM_NORMAL {xf_ref_random_unnamed, 0, 0, RND}
+#define XF_REF_RANDOM_UNIFORM {xf_ref_random_unnamed, 0, 0, RND}
+#define XF_REF_RANDOM_NORMAL_LIKE {xf_ref_random_unnamed, 0, 0, RND}
+#define XF_REF_RANDOM_UNIFORM_LIKE {xf_ref_random_unnamed, 0, 0, RND}
+#define XF_REF_BERNOULLI {xf_ref_random_unnamed, RND, 0, NUM | BOOL}
+#define XF_REF_MULTINOMIAL {xf_ref_random_unnamed, RND, 0, I32 | I64}
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_GRID_SAMPLE {xf_ref_grid_sample, FLT, FLT, 0, true}
@@ -352,6 +360,8 @@ static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *stat
 {
     const xf_node *n = &g->nodes[node];
     const ref_entry *e = &ref_table[n->op];
+    if (e->kernel == xf_ref_random_unnamed)
+        return xf_ref_random(n, xf_ref_random_key(g, n), in, out, err);
     bool half = false;
     for (int k = 0; e->widen && k < n->n_inputs + n->n_outputs; k++)
         half |= xf_dtype_is_half(k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype);

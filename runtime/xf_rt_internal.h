@@ -369,6 +369,15 @@ xf_status xf_ref_stft(const xf_node *n, const xf_tensor_view *in, const xf_tenso
 xf_status xf_ref_window(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_mel_weight_matrix(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                    xf_error *err);
+/* the random ops (cpu_ref_random.c): key seeds the generator of a node
+ * without a seed attribute; cpu_ref's run_node passes xf_ref_random_key,
+ * the hash of the node's name (else of its first output's).
+ * xf_ref_random_unnamed is the kernel-table form: the key of no name. */
+uint64_t xf_ref_random_key(const xf_graph *g, const xf_node *n);
+xf_status xf_ref_random(const xf_node *n, uint64_t key, const xf_tensor_view *in, const xf_tensor_view *out,
+                        xf_error *err);
+xf_status xf_ref_random_unnamed(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err);
 
 /* ---------------------------------------------------------------- control flow (control_flow.c) */
 

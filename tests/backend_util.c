@@ -121,6 +121,21 @@ void xf_bt_cuda_takes(const xf_graph *g, int64_t opset, const char *what)
         xf_bt_check_graph(g, opset, "cuda", false, 0, 0, what);
 }
 
+void xf_bt_through_ref(xf_graph *(*make)(int which), int n, int64_t opset)
+{
+    const xf_backend *ref = xf_backend_find("cpu_ref");
+    for (int which = 0; which < n; which++) {
+        xf_graph *g = make(which);
+        const char *what = xf_op_name(g->nodes[0].op);
+        xf_error e = {0};
+        ck_assert_msg(ref->supports(g, 0, &e) == XF_OK, "%s: %s", what, e.msg);
+        xf_bt_check_graph(g, opset, "cpu", true, 0, 0, what);
+        if (xf_backend_find("cuda"))
+            xf_bt_cuda_takes(g, opset, what);
+        xf_graph_free(g);
+    }
+}
+
 /* ---------------------------------------------------------------- op cases both suites run */
 
 static uint64_t rng_state;

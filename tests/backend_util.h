@@ -33,6 +33,13 @@ void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bo
  * cpu_ref's values exactly.  Only where the build has the cuda backend. */
 void xf_bt_cuda_takes(const xf_graph *g, int64_t opset, const char *what);
 
+/* The backend checks of ops that cpu and cuda run through cpu_ref, on the
+ * one-node graphs make(0) .. make(n - 1): cpu_ref supports the node, the
+ * cpu backend gives cpu_ref's values exactly (static and dynamic mode),
+ * and the cuda backend takes it (xf_bt_cuda_takes) where the build has
+ * one. */
+void xf_bt_through_ref(xf_graph *(*make)(int which), int n, int64_t opset);
+
 /* A suite's check of one graph against cpu_ref (xf_bt_check_graph on the
  * suite's backend and modes). */
 typedef void (*xf_bt_check_fn)(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);

@@ -336,7 +336,9 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            ARR(slice_axes, a->n_slice) && EQ(has_slice_attrs) && EQ(has_slice_axes) &&
            tensors_equal(a->value, b->value) && xf_attn_attrs_equal(&a->attn, &b->attn) && EQ(ms_act) &&
            ARR(ms_act_params, 2) && EQ(trans_batch_a) && EQ(trans_batch_b) && EQ(new_axis) && EQ(opt_type) &&
-           (!a->opt_type || xf_shape_equal(&a->opt_shape, &b->opt_shape));
+           (!a->opt_type || xf_shape_equal(&a->opt_shape, &b->opt_shape)) && EQ(rand_a) && EQ(rand_b) &&
+           EQ(rand_has_seed) && EQ(rand_seed) && EQ(rand_has_shape) && EQ(sample_size) &&
+           (!a->rand_has_shape || xf_shape_equal(&a->rand_shape, &b->rand_shape));
 #undef EQ
 #undef ARR
 }

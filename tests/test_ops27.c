@@ -313,30 +313,12 @@ static xf_graph *op_graph(int which)
     return g;
 }
 
-/* The cpu backend runs them (through cpu_ref's kernels) as cpu_ref does. */
-START_TEST(cpu_backend_matches)
+/* The cpu backend runs them (through cpu_ref's kernels) as cpu_ref does;
+ * the cuda backend has no device path for them: it takes each node (to
+ * run through cpu_ref on host copies). */
+START_TEST(backends_run_them)
 {
-    for (int which = 0; which < 6; which++) {
-        xf_graph *g = op_graph(which);
-        xf_bt_check_graph(g, 27, "cpu", true, 0, 0, xf_op_name(g->nodes[0].op));
-        xf_graph_free(g);
-    }
-}
-END_TEST
-
-/* The cuda backend has no device path for them: it takes each node (to
- * run through cpu_ref on host copies), which gets session creation past
- * the support check to the device (absent here, or the GPU, which then
- * gives cpu_ref's values). */
-START_TEST(cuda_backend_takes_them)
-{
-    if (!xf_backend_find("cuda"))
-        return;
-    for (int which = 0; which < 6; which++) {
-        xf_graph *g = op_graph(which);
-        xf_bt_cuda_takes(g, 27, xf_op_name(g->nodes[0].op));
-        xf_graph_free(g);
-    }
+    xf_bt_through_ref(op_graph, 6, 27);
 }
 END_TEST
 
@@ -567,8 +549,7 @@ int main(void)
     tcase_add_test(tc, shape_overflow);
     suite_add_tcase(s, tc);
     tc = tcase_create("backends");
-    tcase_add_test(tc, cpu_backend_matches);
-    tcase_add_test(tc, cuda_backend_takes_them);
+    tcase_add_test(tc, backends_run_them);
     suite_add_tcase(s, tc);
     tc = tcase_create("onnx");
     tcase_add_checked_fixture(tc, NULL, free_allocs);

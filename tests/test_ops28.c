@@ -331,32 +331,12 @@ static xf_graph *op_graph(int which)
     return g;
 }
 
-/* The cpu backend runs them (through cpu_ref's kernels) as cpu_ref does. */
-START_TEST(cpu_backend_matches)
+/* The cpu backend runs them (through cpu_ref's kernels) as cpu_ref does;
+ * the cuda backend has no device path for them: it takes each node that
+ * cpu_ref supports, to run through cpu_ref on host copies. */
+START_TEST(backends_run_them)
 {
-    for (int which = 0; which < N_OP_GRAPHS; which++) {
-        xf_graph *g = op_graph(which);
-        xf_bt_check_graph(g, 28, "cpu", true, 0, 0, xf_op_name(g->nodes[0].op));
-        xf_graph_free(g);
-    }
-}
-END_TEST
-
-/* The cuda backend has no device path for them: it takes each node that
- * cpu_ref supports, to run through cpu_ref on host copies (where the build
- * has it: past the support check to the device, or on the GPU cpu_ref's
- * values). */
-START_TEST(cuda_backend_takes_them)
-{
-    const xf_backend *ref = xf_backend_find("cpu_ref");
-    for (int which = 0; which < N_OP_GRAPHS; which++) {
-        xf_graph *g = op_graph(which);
-        xf_error e = {0};
-        ck_assert_msg(ref->supports(g, 0, &e) == XF_OK, "%s", e.msg);
-        if (xf_backend_find("cuda"))
-            xf_bt_cuda_takes(g, 28, xf_op_name(g->nodes[0].op));
-        xf_graph_free(g);
-    }
+    xf_bt_through_ref(op_graph, N_OP_GRAPHS, 28);
 }
 END_TEST
 
@@ -505,8 +485,7 @@ int main(void)
     tcase_add_test(tc, shape_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("backends");
-    tcase_add_test(tc, cpu_backend_matches);
-    tcase_add_test(tc, cuda_backend_takes_them);
+    tcase_add_test(tc, backends_run_them);
     suite_add_tcase(s, tc);
     tc = tcase_create("attributes");
     tcase_add_checked_fixture(tc, NULL, free_allocs);
