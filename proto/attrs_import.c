@@ -58,8 +58,7 @@
  *   QuantizeLinear, DequantizeLinear  axis  block_size  output_dtype (a type
  *                   xflow knows: float8 and 4-bit ones stay opaque); Quantize
  *                   also saturate (0: no_saturate) and precision (0 only)
- *   RNN, LSTM, GRU (7+)  direction hidden_size layout clip activations activation_alpha
- *                   activation_beta -> rnn.*; LSTM input_forget, GRU linear_before_reset
+ *   RNN, LSTM, GRU (7+)  attrs_rnn.c
  *   Resize          attrs_sample.c; opset 10 (X, scales): asymmetric,
  *                   nearest mode 4 when nearest
  *   Flatten, Gather axis
@@ -106,7 +105,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 typedef struct reader {
     const xfp_attr_ctx *ctx;
@@ -122,10 +120,7 @@ typedef struct reader {
     bool has_roi_coord;
     bool has_direction;
     bool has_required; /* GroupNormalization's num_groups, LRN's size */
-    /* LSTM/GRU activation_alpha and activation_beta, handed out to the
-     * functions once all attributes are read */
-    float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
-    int n_act_alpha, n_act_beta;
+    xfp_rnn_seen rnn; /* LSTM/GRU activation_alpha and activation_beta (attrs_rnn.c) */
     xfp_contrib_seen contrib; /* contrib ops (attrs_contrib.c) */
 } reader;
 
@@ -144,21 +139,12 @@ static bool is_type(const Onnx__AttributeProto *at, Onnx__AttributeProto__Attrib
 
 static bool read_int(reader *r, const Onnx__AttributeProto *at, int64_t *v)
 {
-    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))
-        return refuse(r, "attribute '%s' is not an int", at->name);
-    *v = at->i;
-    return true;
+    return xfp_attr_int(at, INT64_MIN, INT64_MAX, v, r->why, r->why_len);
 }
 
 static bool read_int32(reader *r, const Onnx__AttributeProto *at, int *v)
 {
-    int64_t x;
-    if (!read_int(r, at, &x))
-        return false;
-    if (x < -2147483647 || x > 2147483647)
-        return refuse(r, "attribute '%s' is out of range", at->name);
-    *v = (int)x;
-    return true;
+    return xfp_attr_int32(at, -INT32_MAX, INT32_MAX, v, r->why, r->why_len);
 }
 
 /* An int attribute that xflow only handles at one value. */
@@ -175,21 +161,12 @@ static bool read_fixed(reader *r, const Onnx__AttributeProto *at, int64_t only)
 /* A tensor element type xflow knows (Cast's to, EyeLike's dtype). */
 static bool read_dtype(reader *r, const Onnx__AttributeProto *at, xf_dtype *v)
 {
-    int64_t t;
-    if (!read_int(r, at, &t))
-        return false;
-    if (t <= XF_DT_UNDEFINED || t >= XF_DT_COUNT_)
-        return refuse(r, "attribute '%s' names a type xflow does not know", at->name);
-    *v = (xf_dtype)t;
-    return true;
+    return xfp_attr_dtype(at, v, r->why, r->why_len);
 }
 
 static bool read_float(reader *r, const Onnx__AttributeProto *at, float *v)
 {
-    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT))
-        return refuse(r, "attribute '%s' is not a float", at->name);
-    *v = at->f;
-    return true;
+    return xfp_attr_float(at, v, r->why, r->why_len);
 }
 
 /* A list attribute of type t (count items of size bytes at items) copied
@@ -323,69 +300,6 @@ static bool take_spatial(reader *r, xf_op op, const char *name, const Onnx__Attr
         return read_int32(r, at, &a->storage_order) &&
                ((unsigned)a->storage_order <= 1 || refuse(r, "storage_order other than 0 and 1", NULL));
     return refuse(r, "attribute '%s' is not modelled", name);
-}
-
-/* LSTM's and GRU's activation functions, by ONNX name in any case (as
- * ONNX Runtime reads them). */
-static bool read_acts(reader *r, const Onnx__AttributeProto *at, xf_rnn_attrs *rnn)
-{
-    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS))
-        return refuse(r, "attribute '%s' is not a list of strings", at->name);
-    if (at->n_strings > XF_RNN_MAX_ACTS)
-        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
-    for (size_t i = 0; i < at->n_strings; i++) {
-        const ProtobufCBinaryData *s = &at->strings[i];
-        int code = XF_RNN_DEFAULT;
-        for (int k = 1; k < XF_RNN_ACT_COUNT && !code; k++)
-            if (strlen(xf_rnn_acts[k].name) == s->len &&
-                strncasecmp(xf_rnn_acts[k].name, (const char *)s->data, s->len) == 0)
-                code = k;
-        if (!code)
-            return refuse(r, "attribute '%s' names a function xflow does not know", at->name);
-        rnn->acts[i] = (unsigned char)code;
-    }
-    rnn->n_acts = (int)at->n_strings;
-    return true;
-}
-
-static bool take_rnn(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
-{
-    static const char *const directions[] = {"forward", "reverse", "bidirectional"};
-    xf_rnn_attrs *rnn = &r->a->rnn;
-    if (strcmp(name, "direction") == 0)
-        return read_enum(r, at, directions, 3, &rnn->direction);
-    if (strcmp(name, "hidden_size") == 0)
-        return read_int(r, at, &rnn->hidden_size);
-    if (strcmp(name, "layout") == 0)
-        return read_int32(r, at, &rnn->layout);
-    if (strcmp(name, "clip") == 0)
-        return (rnn->has_clip = read_float(r, at, &rnn->clip));
-    if (strcmp(name, "activations") == 0)
-        return read_acts(r, at, rnn);
-    if (strcmp(name, "activation_alpha") == 0)
-        return read_floats(r, at, r->act_alpha, XF_RNN_MAX_ACTS, &r->n_act_alpha);
-    if (strcmp(name, "activation_beta") == 0)
-        return read_floats(r, at, r->act_beta, XF_RNN_MAX_ACTS, &r->n_act_beta);
-    if (op == XF_OP_LSTM && strcmp(name, "input_forget") == 0)
-        return read_int32(r, at, &rnn->input_forget);
-    if (op == XF_OP_GRU && strcmp(name, "linear_before_reset") == 0)
-        return read_int32(r, at, &rnn->linear_before_reset);
-    return refuse(r, "attribute '%s' is not modelled", name);
-}
-
-/* Each activation function takes the next activation_alpha (beta) value
- * when it has a parameter of that name, else its default. */
-static bool give_act_params(reader *r, xf_rnn_attrs *rnn)
-{
-    int ia = 0, ib = 0;
-    for (int i = 0; i < rnn->n_acts; i++) {
-        const xf_rnn_act_info *f = &xf_rnn_acts[rnn->acts[i]];
-        rnn->act_alpha[i] = f->takes_alpha && ia < r->n_act_alpha ? r->act_alpha[ia++] : f->alpha;
-        rnn->act_beta[i] = f->takes_beta && ib < r->n_act_beta ? r->act_beta[ib++] : f->beta;
-    }
-    if (ia < r->n_act_alpha || ib < r->n_act_beta)
-        return refuse(r, "activation_alpha or activation_beta has more values than the activations take", NULL);
-    return true;
 }
 
 static bool take_quant(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
@@ -790,7 +704,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
-        return take_rnn(r, op, name, at);
+        return xfp_rnn_attr_import(op, at, &a->rnn, &r->rnn, r->why, r->why_len);
     case XF_OP_QUANTIZE_LINEAR:
     case XF_OP_DEQUANTIZE_LINEAR:
         return take_quant(r, op, name, at);
@@ -889,7 +803,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
-        return give_act_params(r, &a->rnn);
+        return xfp_rnn_attrs_finish(&a->rnn, &r->rnn, r->why, r->why_len);
     case XF_OP_RESIZE: /* opset 10: asymmetric, and its own nearest rounding */
         if (r->ctx->opset >= 11)
             return true;

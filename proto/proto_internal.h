@@ -270,6 +270,16 @@ bool xfp_random_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *
  * with the reason in why, for what the block cannot hold. */
 bool xfp_image_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_image_attrs_finish(xf_op op, int64_t opset, const xf_attrs *a, char *why, size_t why_len);
+/* attrs_rnn.c: RNN's, LSTM's and GRU's attributes; activation_alpha and
+ * activation_beta are kept in *seen until xfp_rnn_attrs_finish gives them
+ * to the activations, once every attribute is read. */
+typedef struct xfp_rnn_seen {
+    float act_alpha[XF_RNN_MAX_ACTS], act_beta[XF_RNN_MAX_ACTS];
+    int n_act_alpha, n_act_beta;
+} xfp_rnn_seen;
+bool xfp_rnn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_rnn_attrs *rnn, xfp_rnn_seen *seen,
+                         char *why, size_t why_len);
+bool xfp_rnn_attrs_finish(xf_rnn_attrs *rnn, const xfp_rnn_seen *seen, char *why, size_t why_len);
 /* CausalConvWithState and LinearAttention (attrs_state.c): one attribute,
  * and the checks once all are read. */
 bool xfp_state_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
