@@ -581,8 +581,9 @@ static bool reads_constants(const xf_graph *c, const xf_node *n)
  * dim read with Shape, the mask or positions a decoder builds from it (as
  * in models whose symbolic dims xflowc kept).  On a clone, nodes that read
  * only constants are evaluated in order (small results only), every node's
- * shapes inferred with the values known; what becomes known is copied to
- * g, so that such graphs run in static mode.  The nodes still run. */
+ * shapes inferred with the values known; what becomes known, or
+ * contradicts a declared shape, is copied to g, so that such graphs run in
+ * static mode.  The nodes still run. */
 static void infer_through_constants(xf_graph *g, int64_t opset)
 {
     if (all_shapes_static(g))
@@ -619,8 +620,12 @@ static void infer_through_constants(xf_graph *g, int64_t opset)
     }
     for (int v = 0; vals && outs && v < g->n_values; v++) {
         xf_value *gv = &g->values[v];
-        if (gv->producer >= 0 && !shape_known(&gv->shape) && shape_known(&c->values[v].shape)) {
-            gv->shape = c->values[v].shape;
+        /* a known shape that inference contradicts was declared (value_info
+         * or a graph output's type): what the nodes compute wins, as in
+         * ONNX Runtime */
+        const xf_shape *found = &c->values[v].shape;
+        if (gv->producer >= 0 && shape_known(found) && (!shape_known(&gv->shape) || !xf_shape_equal(&gv->shape, found))) {
+            gv->shape = *found;
             if (gv->dtype == XF_DT_UNDEFINED)
                 gv->dtype = c->values[v].dtype;
         }

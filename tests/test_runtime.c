@@ -737,7 +737,8 @@ END_TEST
 
 /* Shapes computed from the input's static shape (positions as a decoder
  * builds them: Range(0, Shape(x)[1]), cast and added) are known when the
- * session is made, so it runs in static mode; the nodes still run. */
+ * session is made, so it runs in static mode; the nodes still run.  The
+ * output's declared shape, which the computation contradicts, gives way. */
 START_TEST(static_through_shape_computations)
 {
     xf_graph *g = xf_graph_create("positions");
@@ -750,7 +751,8 @@ START_TEST(static_through_shape_computations)
     xf_tensor_release(zero_t);
     int sh = xf_graph_add_value(g, "sh", XF_DT_UNDEFINED, NULL), n = xf_graph_add_value(g, "n", XF_DT_UNDEFINED, NULL);
     int pos = xf_graph_add_value(g, "pos", XF_DT_UNDEFINED, NULL), posf = xf_graph_add_value(g, "posf", XF_DT_UNDEFINED, NULL);
-    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
+    xf_shape wrong = xf_shape_make(DIMS(1, 5));
+    int y = xf_graph_add_value(g, "y", XF_DT_FLOAT, &wrong);
     xf_graph_add_node(g, XF_OP_SHAPE, "shape", 1, &x, 1, &sh);
     g->nodes[xf_graph_add_node(g, XF_OP_GATHER, "len", 2, (int[]){sh, one_c}, 1, &n)].attrs.axis = 0;
     xf_graph_add_node(g, XF_OP_RANGE, "range", 3, (int[]){zero_c, n, one_c}, 1, &pos);
@@ -764,6 +766,7 @@ START_TEST(static_through_shape_computations)
     ck_assert_ptr_nonnull(xf_session_memplan(s));
     xf_tensor *xt = iota_f32(DIMS(2, 5), 0), *out = NULL;
     ck_assert_msg(xf_session_run(s, &xt, &out, &err) == XF_OK, "%s", err.msg);
+    ck_assert(xf_shape_equal(&out->shape, &xs));
     for (int i = 0; i < 10; i++)
         ck_assert_float_eq(((float *)out->data)[i], (float)i + (float)(i % 5));
     xf_tensor_release(out);
