@@ -145,6 +145,9 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
     case XF_OP_LEAKY_RELU:
         a->alpha = 0.01f;
         break;
+    case XF_OP_AFFINE:
+        a->beta = 0.0f;
+        break;
     case XF_OP_RANDOM_NORMAL:
     case XF_OP_RANDOM_UNIFORM:
     case XF_OP_RANDOM_NORMAL_LIKE:

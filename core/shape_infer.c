@@ -288,6 +288,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
             st = xf_infer_fail(c, XF_ERR_INVALID, "takes integers, got %s", xf_dtype_name(out));
         break;
     case XF_OP_LP_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_SWISH:
+    case XF_OP_AFFINE: case XF_OP_SCALE: case XF_OP_SCALED_TANH: case XF_OP_PARAMETRIC_SOFTPLUS:
+    case XF_OP_IMAGE_SCALER: case XF_OP_CROP:
         if (out != XF_DT_UNDEFINED && !xf_dtype_is_float(out))
             st = xf_infer_fail(c, XF_ERR_INVALID, "X must be a floating-point tensor, got %s", xf_dtype_name(out));
         break;
@@ -823,6 +825,12 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_RANDOM_UNIFORM_LIKE xf_infer_random
 #define XF_RULE_BERNOULLI xf_infer_random
 #define XF_RULE_MULTINOMIAL xf_infer_random
+#define XF_RULE_AFFINE infer_same
+#define XF_RULE_SCALE infer_same
+#define XF_RULE_SCALED_TANH infer_same
+#define XF_RULE_PARAMETRIC_SOFTPLUS infer_same
+#define XF_RULE_IMAGE_SCALER xf_infer_image_scaler
+#define XF_RULE_CROP xf_infer_crop
 
 static const xf_infer_fn rules[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_RULE_##id,

@@ -177,6 +177,9 @@ xf_status xf_infer_swiglu(xf_infer_ctx *c);
  * the attributes' and the input's; the shape rule. */
 xf_status xf_infer_random_dtype(xf_infer_ctx *c, xf_dtype *out);
 xf_status xf_infer_random(xf_infer_ctx *c);
+/* ImageScaler and Crop, of opsets 1 to 9 (shape_infer_legacy.c). */
+xf_status xf_infer_image_scaler(xf_infer_ctx *c);
+xf_status xf_infer_crop(xf_infer_ctx *c);
 xf_status xf_infer_tile(xf_infer_ctx *c);
 xf_status xf_infer_depth_space(xf_infer_ctx *c);
 xf_status xf_infer_eye_like(xf_infer_ctx *c);

@@ -145,7 +145,9 @@ bool xf_dft_axis_valid(int64_t axis, int rank, int *out);
  * Pad pads, Clip min/max, Squeeze axes, ...) stay inputs; the older attribute
  * forms are stored here and the has_* flags say which form a node uses. */
 typedef struct xf_attrs {
-    /* Conv, pools */
+    /* Conv, pools; Crop (opsets 1-9): its border (left, top, right,
+     * bottom) in pads[0..3], its scale (height, width) in kernel[0..1]
+     * with n_spatial 2 when given */
     int n_spatial;                     /* number of entries set in kernel/strides/...; 0 = none given */
     int64_t kernel[XF_MAX_SPATIAL];    /* kernel_shape; 0 = take it from the weight */
     int64_t strides[XF_MAX_SPATIAL];   /* default 1 */
@@ -278,7 +280,8 @@ typedef struct xf_attrs {
 
     /* ConstantOfShape value (NULL = float 0); Einsum's equation (a string
      * scalar); Upsample's scales before opset 9 (floats, NULL from opset 9,
-     * where they are an input); owned reference */
+     * where they are an input); ImageScaler's bias (floats, NULL when
+     * absent; its scale is alpha); owned reference */
     xf_tensor *value;
 
     /* ONNX Runtime's contrib ops: FusedConv's and FusedGemm's activation

@@ -793,6 +793,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_RANDOM_UNIFORM_LIKE: case XF_OP_BERNOULLI: case XF_OP_MULTINOMIAL:
         xfp_write_random(&w, n, &d);
         break;
+    case XF_OP_AFFINE: case XF_OP_SCALE: case XF_OP_SCALED_TANH: case XF_OP_PARAMETRIC_SOFTPLUS:
+    case XF_OP_IMAGE_SCALER: case XF_OP_CROP:
+        xfp_write_legacy(&w, n, &d);
+        break;
     default:
         break;
     }

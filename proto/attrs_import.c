@@ -87,6 +87,8 @@
  *   DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix:
  *                   attrs_signal.c
  *   the random ops  attrs_random.c
+ *   Affine, Scale, ScaledTanh, ParametricSoftplus, ImageScaler, Crop (opsets
+ *                   1 to 9): attrs_legacy.c; ImageScaler's bias -> value
  *   LpPool, GlobalLpPool, CumProd, TensorScatter: attrs_small.c
  *   Col2Im, CenterCropPad, AffineGrid, DeformConv, MaxRoiPool: attrs_image.c
  *   CausalConvWithState, LinearAttention: attrs_state.c
@@ -183,12 +185,6 @@ static bool read_ints(reader *r, const Onnx__AttributeProto *at, int64_t *out, s
                      n);
 }
 
-static bool read_floats(reader *r, const Onnx__AttributeProto *at, float *out, size_t max, int *n)
-{
-    return read_list(r, at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, at->n_floats, at->floats, sizeof *out, out,
-                     max, n);
-}
-
 /* A string attribute equal to one of `names`; *index receives which. */
 static bool read_enum(reader *r, const Onnx__AttributeProto *at, const char *const *names, int count, int *index)
 {
@@ -237,16 +233,16 @@ static bool read_string_value(reader *r, const Onnx__AttributeProto *at)
     return true;
 }
 
-/* Upsample's scales attribute (before opset 9) kept as a float tensor in
- * the value tensor. */
-static bool read_scales(reader *r, const Onnx__AttributeProto *at)
+/* A list of floats kept as a 1-D float tensor in the value tensor:
+ * Upsample's scales (before opset 9; at most max), ImageScaler's bias. */
+static bool read_float_values(reader *r, const Onnx__AttributeProto *at, size_t max)
 {
-    float scales[XF_MAX_DIMS];
-    int n;
-    if (!read_floats(r, at, scales, XF_MAX_DIMS, &n))
-        return false;
-    xf_shape s = {.ndim = 1, .dims = {n}};
-    if (!(r->a->value = xf_tensor_from_data(XF_DT_FLOAT, &s, scales))) {
+    if (!is_type(at, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS))
+        return refuse(r, "attribute '%s' is not a list of floats", at->name);
+    if (at->n_floats > max)
+        return refuse(r, "attribute '%s' has more entries than xflow holds", at->name);
+    xf_shape s = {.ndim = 1, .dims = {(int64_t)at->n_floats}};
+    if (!(r->a->value = xf_tensor_from_data(XF_DT_FLOAT, &s, at->floats))) {
         r->status = xf_error_set(r->err, XF_ERR_NOMEM, "out of memory");
         return false;
     }
@@ -561,7 +557,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("mode")) /* nearest or linear */
             return read_enum(r, at, xfp_resize_modes, 2, &a->resize_mode);
         if (A("scales") && r->ctx->opset < 9)
-            return read_scales(r, at);
+            return read_float_values(r, at, XF_MAX_DIMS);
         break;
     }
     case XF_OP_SCATTER_ELEMENTS:
@@ -740,6 +736,11 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return xfp_image_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_CAUSAL_CONV_WITH_STATE: case XF_OP_LINEAR_ATTENTION:
         return xfp_state_attr_import(op, at, a, r->why, r->why_len);
+    case XF_OP_AFFINE: case XF_OP_SCALE: case XF_OP_SCALED_TANH: case XF_OP_PARAMETRIC_SOFTPLUS:
+    case XF_OP_IMAGE_SCALER: case XF_OP_CROP:
+        if (op == XF_OP_IMAGE_SCALER && A("bias"))
+            return read_float_values(r, at, (size_t)1 << 24);
+        return xfp_legacy_attr_import(op, at, a, r->why, r->why_len);
     case XF_OP_RANDOM_NORMAL: case XF_OP_RANDOM_UNIFORM: case XF_OP_RANDOM_NORMAL_LIKE:
     case XF_OP_RANDOM_UNIFORM_LIKE: case XF_OP_BERNOULLI: case XF_OP_MULTINOMIAL:
         return xfp_random_attr_import(op, at, a, r->why, r->why_len);
@@ -860,6 +861,8 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_COL2IM: case XF_OP_CENTER_CROP_PAD: case XF_OP_AFFINE_GRID: case XF_OP_DEFORM_CONV:
     case XF_OP_MAX_ROI_POOL:
         return xfp_image_attrs_finish(op, r->ctx->opset, a, r->why, r->why_len);
+    case XF_OP_CROP:
+        return xfp_legacy_attrs_finish(op, a, r->why, r->why_len);
     case XF_OP_CAUSAL_CONV_WITH_STATE: case XF_OP_LINEAR_ATTENTION:
         return xfp_state_attrs_finish(op, r->ctx->opset, a, r->why, r->why_len);
     case XF_OP_SLICE:

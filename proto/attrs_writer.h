@@ -103,5 +103,7 @@ void xfp_write_llm(writer *w, const xf_node *n, const xf_attrs *d);
 /* The random ops (attrs_random.c): what differs from the defaults, and
  * RandomNormal's and RandomUniform's required shape. */
 void xfp_write_random(writer *w, const xf_node *n, const xf_attrs *d);
+/* The experimental ops of opsets 1 to 9 (attrs_legacy.c). */
+void xfp_write_legacy(writer *w, const xf_node *n, const xf_attrs *d);
 
 #endif

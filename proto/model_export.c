@@ -120,6 +120,9 @@ static xf_status write_known(exporter *x, const xf_node *n, const char *label)
     if (x->opset < xfp_op_since(n->op))
         return xf_error_set(x->err, XF_ERR_UNSUPPORTED, "%s needs opset %d; the model is written at %lld", label,
                             xfp_op_since(n->op), (long long)x->opset);
+    if (x->opset >= xfp_op_removed(n->op))
+        return xf_error_set(x->err, XF_ERR_UNSUPPORTED, "%s was removed in opset %d; the model is written at %lld",
+                            label, xfp_op_removed(n->op), (long long)x->opset);
     int in_rank = n->n_inputs > 0 && n->inputs[0] >= 0 ? x->g->values[n->inputs[0]].shape.ndim : -1;
     xf_status s = xfp_attrs_export(n, in_rank, x->opset, &x->arena, np, x->err);
     if (s != XF_OK) {

@@ -428,6 +428,8 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
         why = "nonpad_kv_seqlen before opset 24";
     else if (xf_model_opset(im->m) < xfp_op_since(kind))
         why = "an op of an opset later than the model's";
+    else if (xf_model_opset(im->m) >= xfp_op_removed(kind))
+        why = "an experimental op that opset 10 removed, in a model of opset 10 or later";
     for (int k = 0; k < n_out && !why && !optional_outs; k++)
         if (outs[k] < 0)
             why = "an omitted output in the middle";

@@ -263,6 +263,12 @@ int xfp_op_since(xf_op op);
 /* The random ops' attributes (attrs_random.c): dtype, mean/scale,
  * low/high, seed, shape, sample_size; false with why set for anything
  * else, which keeps the node opaque. */
+/* The experimental ops of opsets 1 to 9 (attrs_legacy.c): the opset that
+ * removed op (INT_MAX for every other op); one attribute, and the checks
+ * once all are read. */
+int xfp_op_removed(xf_op op);
+bool xfp_legacy_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
+bool xfp_legacy_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
 bool xfp_random_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 /* Col2Im, CenterCropPad, AffineGrid, DeformConv and MaxRoiPool
  * (attrs_image.c): one attribute, and the checks once all are read (the

@@ -163,6 +163,12 @@ typedef struct ref_entry {
 #define XF_REF_RANDOM_UNIFORM_LIKE {xf_ref_random_unnamed, 0, 0, RND}
 #define XF_REF_BERNOULLI {xf_ref_random_unnamed, RND, 0, NUM | BOOL}
 #define XF_REF_MULTINOMIAL {xf_ref_random_unnamed, RND, 0, I32 | I64}
+#define XF_REF_AFFINE {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SCALE {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_SCALED_TANH {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_PARAMETRIC_SOFTPLUS {xf_ref_unary, FLT, 0, 0}
+#define XF_REF_IMAGE_SCALER {xf_ref_image_scaler, FLT, 0, 0}
+#define XF_REF_CROP {xf_ref_crop, FLT, 0, 0}
 #define XF_REF_UNIQUE {xf_ref_unique, NUM | BOOL, 0, 0}
 #define XF_REF_SCATTER {xf_ref_scatter_elements, ANY, IDX, 0}
 #define XF_REF_GRID_SAMPLE {xf_ref_grid_sample, FLT, FLT, 0, true}

@@ -77,6 +77,13 @@ static double u_shrink(double x, const xf_attrs *a)
     return x < -a->alpha ? x + a->beta : x > a->alpha ? x - a->beta : 0;
 }
 static double u_mish(double x, const xf_attrs *a) { return x * tanh(u_softplus(x, a)); }
+/* opsets 1 to 9: Affine alpha * x + beta, Scale scale (alpha) * x,
+ * ScaledTanh alpha * tanh(beta * x), ParametricSoftplus alpha *
+ * ln(1 + e^(beta * x)) */
+static double u_affine(double x, const xf_attrs *a) { return a->alpha * x + a->beta; }
+static double u_scale(double x, const xf_attrs *a) { return a->alpha * x; }
+static double u_scaled_tanh(double x, const xf_attrs *a) { return a->alpha * tanh(a->beta * x); }
+static double u_parametric_softplus(double x, const xf_attrs *a) { return a->alpha * u_softplus(a->beta * x, a); }
 /* x * sigmoid(alpha * x) */
 static double u_swish(double x, const xf_attrs *a) { return x * u_sigmoid(a->alpha * x, a); }
 /* 0.5 x (1 + erf(x / sqrt 2)), as 0.5 x erfc(-x / sqrt 2) so that large
@@ -119,7 +126,7 @@ UNARY_F(u_hard_sigmoid) UNARY_F(u_hard_swish) UNARY_F(u_is_nan) UNARY_F(u_sign) 
 UNARY_F(u_is_inf) UNARY_F(u_tan) UNARY_F(u_atan) UNARY_F(u_asin) UNARY_F(u_acos) UNARY_F(u_sinh)
 UNARY_F(u_cosh) UNARY_F(u_asinh) UNARY_F(u_acosh) UNARY_F(u_atanh) UNARY_F(u_softsign)
 UNARY_F(u_thresholded_relu) UNARY_F(u_selu) UNARY_F(u_celu) UNARY_F(u_shrink) UNARY_F(u_mish) UNARY_F(u_gelu)
-UNARY_F(u_swish)
+UNARY_F(u_swish) UNARY_F(u_affine) UNARY_F(u_scale) UNARY_F(u_scaled_tanh) UNARY_F(u_parametric_softplus)
 UNARY_I(ui_relu) UNARY_I(ui_abs) UNARY_I(ui_identity) UNARY_I(ui_neg) UNARY_I(ui_not) UNARY_I(ui_sign)
 UNARY_I(ui_nonzero) UNARY_I(ui_bit_not)
 
@@ -167,6 +174,10 @@ static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_GELU] = {u_gelu_run, NULL},
     [XF_OP_MS_GELU] = {u_gelu_run, NULL},
     [XF_OP_SWISH] = {u_swish_run, NULL},
+    [XF_OP_AFFINE] = {u_affine_run, NULL},
+    [XF_OP_SCALE] = {u_scale_run, NULL},
+    [XF_OP_SCALED_TANH] = {u_scaled_tanh_run, NULL},
+    [XF_OP_PARAMETRIC_SOFTPLUS] = {u_parametric_softplus_run, NULL},
     [XF_OP_BITWISE_NOT] = {NULL, ui_bit_not_run},
 };
 

@@ -369,6 +369,9 @@ xf_status xf_ref_stft(const xf_node *n, const xf_tensor_view *in, const xf_tenso
 xf_status xf_ref_window(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_mel_weight_matrix(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                    xf_error *err);
+/* ImageScaler and Crop, of opsets 1 to 9 (cpu_ref_legacy.c). */
+xf_status xf_ref_image_scaler(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_crop(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* the random ops (cpu_ref_random.c): key seeds the generator of a node
  * without a seed attribute; cpu_ref's run_node passes xf_ref_random_key,
  * the hash of the node's name (else of its first output's).
