@@ -545,14 +545,26 @@ static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool d
 }
 
 /* Runs a and b on the fastest CPU backend with the same seeded random
- * inputs; true when every output agrees (as --check, default tolerances). */
-static bool same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, uint64_t seed, char *why, size_t n)
+ * inputs: 1 when every output agrees (as --check, default tolerances), 0
+ * when one does not or b fails, -1 when a itself cannot run there (an op
+ * no backend runs, an input of a type sessions do not take); why says so. */
+static int same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, uint64_t seed, char *why, size_t n)
 {
     xf_error err = {0};
     run_pair r;
-    bool same = run_both(a, b, opset, xf_backend_find("cpu") ? "cpu" : "cpu_ref", NULL, 0, seed, &r, &err) == XF_OK;
-    if (!same)
+    const char *backend = xf_backend_find("cpu") ? "cpu" : "cpu_ref";
+    bool same = run_both(a, b, opset, backend, NULL, 0, seed, &r, &err) == XF_OK;
+    if (!same) {
         snprintf(why, n, "%s", err.msg);
+        xf_session *sa = NULL;
+        xf_error aerr = {0};
+        if (!r.ran && xf_session_create(a, opset, backend, NULL, &sa, &aerr) == XF_ERR_UNSUPPORTED) {
+            snprintf(why, n, "%s", aerr.msg);
+            run_pair_free(&r);
+            return -1;
+        }
+        xf_session_free(sa);
+    }
     for (int k = 0; k < r.n_out && same; k++) {
         bool ok = false;
         double max_abs = 0, max_rel = 0;
@@ -618,9 +630,12 @@ static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opse
  * CPU backend.  r0 is 2 (sizes not used before) unless the original itself
  * fails there (a sequence past the model's position table, say); then 0,
  * the sizes that prepare_symbolic used.  opt[] receives the canonicalized
- * graphs, *round0 the r0 used. */
+ * graphs, *round0 the r0 used.  Where the original cannot run on any CPU
+ * backend (an op none of them runs: a custom op, ONNX-ML's), the shapes are
+ * all that is compared, and unchecked (size un) says why. */
 static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, const xf_graph *g, int64_t opset,
-                                 uint64_t seed, const sym_plan *p, xf_graph **opt, int *round0, char *why, size_t n)
+                                 uint64_t seed, const sym_plan *p, xf_graph **opt, int *round0, char *why, size_t n,
+                                 char *unchecked, size_t un)
 {
     bool ok = true, original_fails = false;
     for (int r0 = 2; r0 >= 0; r0 -= 2) {
@@ -640,8 +655,13 @@ static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, co
                     ok = false;
                 }
             xf_graph *as_written = ok && r == 0 ? with_sizes(m, g, r0, p->distinct) : NULL;
+            int same = ok && r == 0 && as_written ? same_outputs(orig, as_written, opset, seed, unchecked, un) : 1;
             if (ok && r == 0)
-                ok = as_written && same_outputs(orig, as_written, opset, seed, why, n);
+                ok = as_written && same != 0;
+            if (same == 0)
+                snprintf(why, n, "%s", unchecked);
+            if (r == 0 && same >= 0)
+                unchecked[0] = '\0';
             xf_graph_free(as_written);
             xf_graph_free(orig);
         }
@@ -668,7 +688,9 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
     if (!ok && !why[0])
         snprintf(why, sizeof why, "%s", g ? err.msg : "out of memory");
     int r0 = 2;
-    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, &r0, why, sizeof why);
+    char unchecked[1200] = "";
+    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, &r0, why, sizeof why, unchecked,
+                                    sizeof unchecked);
     int n_inputs = m->n_symbolic;
     for (int k = 0; ok && k < g->n_outputs; k++) {
         const xf_shape *s = &g->values[g->outputs[k]].shape;
@@ -713,6 +735,9 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
         if (recomputed)
             xf_cli_info("; %d constant%s computed at run time", recomputed, recomputed == 1 ? "" : "s");
         xf_cli_info(")\n");
+        if (unchecked[0])
+            xf_log(XF_LOG_WARN, "the symbolic dims were checked on shapes only: the original model does not run "
+                   "here (%s)", unchecked);
     } else {
         xf_log(XF_LOG_WARN, "the written model is fixed at the size used for %s: it does not hold for other sizes "
                "(%s); set them with --input-shape", list, why);
