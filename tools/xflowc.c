@@ -929,7 +929,16 @@ int main(int argc, char **argv)
         keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym);
 
     xf_save_options so = {.external_data = o.external, .external_threshold = 1024};
-    if (xf_model_save(m, o.out, &so, &err) != XF_OK) {
+    xf_status saved = xf_model_save(m, o.out, &so, &err);
+    if (saved == XF_ERR_LIMIT && !o.external) {
+        /* over protobuf's 2 GiB: the weights go beside the model, as
+         * --external-data puts them (the failed attempt wrote nothing) */
+        xf_log(XF_LOG_WARN, "%s is over protobuf's 2 GiB limit as one file; its weights go to %s.data (as "
+               "--external-data)", o.out, o.out);
+        so.external_data = true;
+        saved = xf_model_save(m, o.out, &so, &err);
+    }
+    if (saved != XF_OK) {
         rc = xf_cli_error("%s", err.msg);
         goto done;
     }
