@@ -19,6 +19,7 @@ static void importer_free(importer *im)
     xfp_list_free(&im->unknown_vi);
     free(im->node_outs);
     free(im->out_ids);
+    xfp_arena_free(&im->inlined);
 }
 
 static xf_status oom(importer *im) { return xf_error_set(im->err, XF_ERR_NOMEM, "out of memory"); }
@@ -840,10 +841,13 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
     im.tensors.max_bytes = opt && opt->max_tensor_bytes ? opt->max_tensor_bytes : XF_DEFAULT_MAX_TENSOR_BYTES;
     im.m = xf_model_create();
     xf_status s = XF_OK;
+    int inlined = 0;
     if (!im.m)
         s = oom(&im);
     else
         im.g = im.m->graph;
+    if (s == XF_OK && (s = xfp_inline_functions(mp, &im.inlined, &im.gp, &inlined, err)) == XF_OK && inlined)
+        xf_log(XF_LOG_INFO, "%d call%s of model-local functions inlined", inlined, inlined == 1 ? "" : "s");
     if (s == XF_OK)
         s = import_model(&im);
     importer_free(&im);

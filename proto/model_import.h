@@ -20,6 +20,7 @@ typedef struct importer {
     xfp_ptr_list unknown_vi; /* value_info of names that are not values */
     int *node_outs;          /* per NodeProto: first slot in out_ids; -1 for folded Constants */
     int *out_ids;
+    xfp_arena inlined;       /* the graph with model-local functions inlined (model_functions.c) */
 } importer;
 
 /* model_import_dims.c: the sizes a load is given for symbolic dims

@@ -172,6 +172,15 @@ Onnx__TypeProto *xfp_container_type_encode(xf_value_kind kind, xf_dtype dtype, c
  * each once; pointers into np.  *names is malloc'd (NULL when there are none). */
 xf_status xfp_outer_names(const Onnx__NodeProto *np, const char ***names, size_t *n, xf_error *err);
 
+/* ---------------------------------------------------------------- model_functions.c */
+
+/* mp's graph with the calls of its model-local functions replaced by their
+ * bodies where that keeps their meaning (*graph is mp->graph when there is
+ * nothing to inline); the new pieces live in arena, the rest is mp's.
+ * *inlined receives the number of calls inlined. */
+xf_status xfp_inline_functions(const Onnx__ModelProto *mp, xfp_arena *arena, const Onnx__GraphProto **graph,
+                               int *inlined, xf_error *err);
+
 /* ---------------------------------------------------------------- attrs_import.c / attrs_export.c */
 
 typedef struct xfp_attr_ctx {
