@@ -182,23 +182,23 @@ Onnx__ModelProto *mk_model(Onnx__GraphProto *g, int64_t opset)
     m->has_ir_version = 1;
     m->ir_version = 8;
     m->graph = g;
-    Onnx__OperatorSetIdProto *o = zalloc(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
-    o->domain = "";
-    o->has_version = 1;
-    o->version = opset;
-    PUSH(m->n_opset_import, m->opset_import, o);
+    PUSH(m->n_opset_import, m->opset_import, mk_opset("", opset));
     return m;
 }
 
-void add_opset(Onnx__ModelProto *m, const char *domain, int64_t version)
+Onnx__OperatorSetIdProto *mk_opset(const char *domain, int64_t version)
 {
     Onnx__OperatorSetIdProto *o = zalloc(sizeof *o);
     onnx__operator_set_id_proto__init(o);
     o->domain = (char *)domain;
     o->has_version = 1;
     o->version = version;
-    PUSH(m->n_opset_import, m->opset_import, o);
+    return o;
+}
+
+void add_opset(Onnx__ModelProto *m, const char *domain, int64_t version)
+{
+    PUSH(m->n_opset_import, m->opset_import, mk_opset(domain, version));
 }
 
 uint8_t *pack_model(const Onnx__ModelProto *m, size_t *len)

@@ -48,6 +48,8 @@ Onnx__TensorProto *mk_raw(const char *name, int dtype, int ndim, const int64_t *
 Onnx__GraphProto *mk_graph(const char *name);
 Onnx__ModelProto *mk_model(Onnx__GraphProto *g, int64_t opset);
 void add_opset(Onnx__ModelProto *m, const char *domain, int64_t version);
+/* An opset import of domain at version. */
+Onnx__OperatorSetIdProto *mk_opset(const char *domain, int64_t version);
 uint8_t *pack_model(const Onnx__ModelProto *m, size_t *len);
 void write_bytes(const char *path, const void *buf, size_t len);
 void write_model(const Onnx__ModelProto *m, const char *path);

@@ -20,12 +20,7 @@ static Onnx__FunctionProto *mk_function(const char *name, int64_t opset)
     f->domain = "local";
     PUSH(f->n_input, f->input, "a");
     PUSH(f->n_output, f->output, "b");
-    Onnx__OperatorSetIdProto *o = zalloc(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
-    o->domain = "";
-    o->has_version = 1;
-    o->version = opset;
-    PUSH(f->n_opset_import, f->opset_import, o);
+    PUSH(f->n_opset_import, f->opset_import, mk_opset("", opset));
     return f;
 }
 
@@ -153,14 +148,7 @@ START_TEST(recursion_bounded)
 {
     static const int64_t xd[] = {2};
     Onnx__FunctionProto *grow = mk_function("Grow", 17);
-    {
-        Onnx__OperatorSetIdProto *o = zalloc(sizeof *o);
-        onnx__operator_set_id_proto__init(o);
-        o->domain = "local";
-        o->has_version = 1;
-        o->version = 1;
-        PUSH(grow->n_opset_import, grow->opset_import, o);
-    }
+    PUSH(grow->n_opset_import, grow->opset_import, mk_opset("local", 1));
     static const char *const chain[] = {"a", "t1", "t2", "t3", "b"};
     for (int i = 0; i < 4; i++)
         PUSH(grow->n_node, grow->node, call("Grow", NULL, chain[i], chain[i + 1]));
