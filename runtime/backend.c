@@ -47,6 +47,9 @@ xf_status xf_rt_unsupported(xf_error *err, const xf_backend *be, const xf_node *
         va_end(ap);
     }
     const char *op = n->op == XF_OP_OPAQUE && n->opaque ? n->opaque->op_type : xf_op_name(n->op);
-    return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend %s does not support op %s%s (node '%s')", be->name, op,
-                        detail, n->name ? n->name : "");
+    /* an op of another domain (a custom op library's, ONNX-ML's) by its domain too */
+    const char *domain = n->op == XF_OP_OPAQUE && n->opaque ? n->opaque->domain : xf_op_domain(n->op);
+    bool other = domain && domain[0] && strcmp(domain, "ai.onnx") != 0;
+    return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend %s does not support op %s%s%s%s (node '%s')", be->name,
+                        other ? domain : "", other ? ":" : "", op, detail, n->name ? n->name : "");
 }
