@@ -745,13 +745,13 @@ xf_model *xf_model_create(void)
     return m;
 }
 
-bool xf_model_add_symbolic(xf_model *m, const char *value, int dim, const char *name)
+static bool add_dim(xf_symbolic_dim **list, int *n, const char *value, int dim, const char *name)
 {
-    xf_symbolic_dim *grown = realloc(m->symbolic, sizeof *grown * (size_t)(m->n_symbolic + 1));
+    xf_symbolic_dim *grown = realloc(*list, sizeof *grown * (size_t)(*n + 1));
     if (!grown)
         return false;
-    m->symbolic = grown;
-    xf_symbolic_dim *s = &grown[m->n_symbolic];
+    *list = grown;
+    xf_symbolic_dim *s = &grown[*n];
     s->value = strdup(value);
     s->name = strdup(name ? name : "");
     s->dim = dim;
@@ -760,19 +760,35 @@ bool xf_model_add_symbolic(xf_model *m, const char *value, int dim, const char *
         free(s->name);
         return false;
     }
-    m->n_symbolic++;
+    (*n)++;
     return true;
+}
+
+bool xf_model_add_symbolic(xf_model *m, const char *value, int dim, const char *name)
+{
+    return add_dim(&m->symbolic, &m->n_symbolic, value, dim, name);
+}
+
+bool xf_model_add_declared_output(xf_model *m, const char *value, int dim, const char *name)
+{
+    return add_dim(&m->declared_out, &m->n_declared_out, value, dim, name);
+}
+
+static void free_dims(xf_symbolic_dim *list, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(list[i].value);
+        free(list[i].name);
+    }
+    free(list);
 }
 
 void xf_model_free(xf_model *m)
 {
     if (!m)
         return;
-    for (int i = 0; i < m->n_symbolic; i++) {
-        free(m->symbolic[i].value);
-        free(m->symbolic[i].name);
-    }
-    free(m->symbolic);
+    free_dims(m->symbolic, m->n_symbolic);
+    free_dims(m->declared_out, m->n_declared_out);
     xf_graph_free(m->graph);
     free(m->producer_name);
     free(m->producer_version);

@@ -419,10 +419,17 @@ typedef struct xf_model {
     int n_symbolic;
     xf_symbolic_dim *symbolic;
     bool keep_symbolic;
+    /* The dims of graph outputs that the file declares symbolic, as it
+     * names them: xflowc writes an output's dims so where the sizes cannot
+     * tell (behind an op no backend runs). */
+    int n_declared_out;
+    xf_symbolic_dim *declared_out;
 } xf_model;
 
 /* Adds a symbolic dim to m; false when out of memory. */
 bool xf_model_add_symbolic(xf_model *m, const char *value, int dim, const char *name);
+/* Adds a graph output's dim that the file declares symbolic; false when out of memory. */
+bool xf_model_add_declared_output(xf_model *m, const char *value, int dim, const char *name);
 
 
 xf_graph *xf_graph_create(const char *name);

@@ -667,6 +667,17 @@ static xf_status import_outputs(importer *im)
         xf_graph_add_output(im->g, id);
         if (im->g->n_outputs != (int)i + 1)
             return oom(im);
+        /* the dims the main graph's outputs declare symbolic, as it names them */
+        const Onnx__TypeProto *t = im->g == im->m->graph ? im->gp->output[i]->type : NULL;
+        const Onnx__TensorShapeProto *sp =
+            t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
+        for (size_t d = 0; sp && d < sp->n_dim && d < XF_MAX_DIMS; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+            bool named = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            if ((named || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) &&
+                !xf_model_add_declared_output(im->m, name, (int)d, named ? dim->dim_param : ""))
+                return oom(im);
+        }
     }
     return XF_OK;
 }

@@ -679,6 +679,16 @@ static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, co
     return ok;
 }
 
+/* Whether the file declares a dim of graph output name symbolic (its
+ * other dims it then declares static). */
+static bool declares_symbolic(const xf_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_declared_out; i++)
+        if (!strcmp(m->declared_out[i].value, name))
+            return true;
+    return false;
+}
+
 /* The dims the file left symbolic (and no --input-shape fixed) stay
  * symbolic in the written model when the optimized graph, with the
  * constants that depend on them computed again, holds for other sizes.
@@ -708,9 +718,18 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
             int64_t a = sa->ndim == s->ndim ? sa->dims[d] : -1, b = sb->ndim == s->ndim ? sb->dims[d] : -1;
             if (a == s->dims[d] && b == s->dims[d])
                 continue;
+            /* behind an op no backend runs, the sizes cannot tell: the
+             * file's declaration says (a dim it declares static stays) */
+            const xf_symbolic_dim *declared = NULL;
+            for (int i = 0; i < m->n_declared_out && !declared; i++)
+                if (m->declared_out[i].dim == d && !strcmp(m->declared_out[i].value, g->values[g->outputs[k]].name))
+                    declared = &m->declared_out[i];
+            bool unknown = sa->ndim < 0 || sb->ndim < 0;
+            if (unknown && !declared && declares_symbolic(m, g->values[g->outputs[k]].name))
+                continue;
             /* named after the input dim whose sizes it follows */
-            const char *name = "";
-            for (int i = 0; i < n_inputs && !name[0]; i++)
+            const char *name = unknown && declared ? declared->name : "";
+            for (int i = 0; i < n_inputs && !name[0] && !(unknown && declared); i++)
                 if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, r0, p->distinct) &&
                     b == sym_size(m, i, r0 + 1, p->distinct))
                     name = m->symbolic[i].name;
