@@ -577,7 +577,8 @@ static xf_status dn_supports(const xf_graph *g, int node, xf_error *err)
     return st;
 }
 
-/* Nodes oneDNN does not run get no state and go to cpu_ref. */
+/* Nodes oneDNN does not run get no state and go to cpu_ref's kernels
+ * (xf_dn_run_sliced). */
 static xf_status dn_prepare(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                             const xf_tensor_view *out, void **state, xf_error *err)
 {
@@ -622,7 +623,7 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
     xf_dn_node *st = state;
     const xf_node *n = &g->nodes[node];
     if (!st)
-        return xf_backend_cpu_ref.run_node(NULL, g, node, NULL, in, out, err);
+        return xf_dn_run_sliced(g, node, in, out, err);
     if (st->folded)
         return XF_OK;
     if (st->kernel)

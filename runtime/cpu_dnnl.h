@@ -189,6 +189,12 @@ void xf_dn_node_clear(xf_dn_node *st);
  * convolutions (none when g has none). */
 void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 
+/* Runs node on cpu_ref's kernel: an elementwise op over slices of its
+ * output, one per OpenMP thread, when it is large enough
+ * (cpu_dnnl_slices.c); the bytes are the ones one run writes. */
+xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
+                           xf_error *err);
+
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler;
 /* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
  * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear,

@@ -363,7 +363,7 @@ static inline uint8_t quantize_u8(float x, float scale, float zp)
 
 /* The smallest and largest of x[0..count) and 0, NaNs skipped, over 16
  * lanes. */
-static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
+static void range_run_of(const float *x, int64_t count, float *lo_out, float *hi_out)
 {
     float lo[LANES] = {0}, hi[LANES] = {0}, l = 0, h = 0;
     int64_t i = 0;
@@ -384,7 +384,7 @@ static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out
     *hi_out = h;
 }
 
-static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
+static void quantize_run_of(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
 {
     int64_t i = 0;
     for (; i + LANES <= count; i += LANES)
@@ -392,6 +392,46 @@ static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t c
             y[i + j] = quantize_u8(x[i + j], scale, zp);
     for (; i < count; i++)
         y[i] = quantize_u8(x[i], scale, zp);
+}
+
+/* The loops over a whole tensor go in CHUNKS parts of at least CHUNK_MIN
+ * elements, over OpenMP's threads. */
+enum { CHUNKS = 64, CHUNK_MIN = 8192 };
+
+static int64_t chunks_of(int64_t count, int64_t *size)
+{
+    int64_t s = (count + CHUNKS - 1) / CHUNKS;
+    *size = s > CHUNK_MIN ? s : CHUNK_MIN;
+    return (count + *size - 1) / *size;
+}
+
+static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
+{
+    int64_t size, chunks = chunks_of(count, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size, m = count - i < size ? count - i : size;
+        quantize_run_of(x + i, y + i, m, scale, zp);
+    }
+}
+
+/* The same over the whole tensor, in chunks; min and max are exact, so
+ * the result does not depend on how it is split. */
+static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
+{
+    float lo[CHUNKS], hi[CHUNKS], l = 0, h = 0;
+    int64_t size, chunks = chunks_of(count, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size;
+        range_run_of(x + i, count - i < size ? count - i : size, &lo[c], &hi[c]);
+    }
+    for (int64_t c = 0; c < chunks; c++) {
+        l = lo[c] < l ? lo[c] : l;
+        h = hi[c] > h ? hi[c] : h;
+    }
+    *lo_out = l;
+    *hi_out = h;
 }
 
 /* cpu_ref's DynamicQuantizeLinear (xf_ref_dynamic_quantize: the same range
@@ -457,8 +497,8 @@ static bool dequantize_handles(const xf_graph *g, const xf_node *n)
            n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
 }
 
-static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip, int32_t offset,
-                           float scale)
+static void dequantize_run_of(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip,
+                              int32_t offset, float scale)
 {
     int64_t i = 0;
     for (; i + LANES <= count; i += LANES)
@@ -466,6 +506,17 @@ static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t
             y[i + j] = (float)((int32_t)(x[i + j] ^ flip) - offset) * scale;
     for (; i < count; i++)
         y[i] = (float)((int32_t)(x[i] ^ flip) - offset) * scale;
+}
+
+static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip, int32_t offset,
+                           float scale)
+{
+    int64_t size, chunks = chunks_of(count, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size;
+        dequantize_run_of(x + i, y + i, count - i < size ? count - i : size, flip, offset, scale);
+    }
 }
 
 static xf_status dequantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,

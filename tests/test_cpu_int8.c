@@ -644,14 +644,16 @@ static qcase quantize(xf_tensor *x, float scale, int64_t zp)
  * scale exactly half-way: the range [-127.5, 127.5] makes DQL's scale 1),
  * NaNs (skipped in the range, written as 0), infinities (an infinite
  * scale), all zeros (scale 1), ranges without 0, values far beyond the
- * saturation bounds. */
+ * saturation bounds, and tensors the loop splits in chunks over the
+ * threads (a NaN in the first chunk, infinities in the last). */
 START_TEST(quantize_linear_edges)
 {
     if (!have_cpu())
         return;
     xf_bt_seed(14);
     for (int t = 0; t < 8; t++) {
-        int64_t count = t == 0 ? 1 : t == 1 ? 15 : t == 2 ? 16 : 1000 + t;
+        /* from case 5 on, loops split in chunks over the threads */
+        int64_t count = t == 0 ? 1 : t == 1 ? 15 : t == 2 ? 16 : t < 5 ? 1000 + t : 40000 + 7 * t;
         xf_shape shape = SHAPE(count);
         xf_tensor *x = xf_tensor_create(XF_DT_FLOAT, &shape);
         ck_assert_ptr_nonnull(x);
@@ -699,7 +701,7 @@ START_TEST(dequantize_linear_8bit)
     xf_bt_seed(17);
     for (int t = 0; t < 8; t++) {
         xf_dtype xt = t % 2 ? XF_DT_INT8 : XF_DT_UINT8;
-        int64_t count = t / 2 == 0 ? 15 : t / 2 == 1 ? 16 : 1000 + t;
+        int64_t count = t / 2 == 0 ? 15 : t / 2 == 1 ? 16 : t / 2 == 2 ? 1000 + t : 40000 + 7 * t;
         qcase c = {.g = xf_graph_create("dq")};
         float scale = (float)xf_bt_rnd(1, 1000) / 3000.0f;
         int in[3] = {operand(&c, full_range(xt, SHAPE(count)), false), constant(c.g, NULL, XF_DT_FLOAT, SCALAR, &scale),

@@ -1,0 +1,129 @@
+/* Elementwise ops oneDNN does not run here (IsNaN, Where, And, Not,
+ * comparisons, Cast between types oneDNN lacks, integer arithmetic, ...)
+ * on cpu_ref's kernels, over slices of the output, one per OpenMP thread
+ * (the threads oneDNN runs on).  On one thread they would leave the
+ * others idle long enough to go to sleep, and the next primitive would
+ * pay for waking them.
+ *
+ * The output's leading dims are seen as rows: the longest run of leading
+ * dims in which every input either has the output's dims (it is sliced
+ * with the output) or only 1s (each slice reads all of it).  Each slice is
+ * then a node of the same op on smaller views, whose elements are the
+ * ones the whole run computes, in the same arithmetic: the results are
+ * the same bytes. */
+#include "cpu_dnnl.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum {
+    SLICE_MIN = 4096,  /* the fewest output elements a thread takes */
+    SLICE_MAX_IN = 16, /* inputs a sliced node may have (Sum, Max, ... take up to 64) */
+};
+
+/* Whether n is an elementwise op whose operands have whole bytes per
+ * element (not strings, not the packed 4- and 2-bit types). */
+static bool sliceable(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    if (!(xf_op_get_info(n->op)->flags & XF_OPF_ELEM) || n->n_outputs != 1 || n->n_inputs > SLICE_MAX_IN ||
+        xf_dtype_size(out[0].dtype) == 0)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (xf_rt_present(&in[k]) && xf_dtype_size(in[k].dtype) == 0)
+            return false;
+    return true;
+}
+
+/* Dim d of s aligned to a shape of rank r at the last dimension. */
+static int64_t aligned_dim(const xf_shape *s, int r, int d)
+{
+    int at = d - (r - s->ndim);
+    return at < 0 ? 1 : s->dims[at];
+}
+
+/* The number of the output's leading dims that can be rows; full[k] says
+ * whether input k is sliced with them (else it is read whole). */
+static int row_dims(const xf_node *n, const xf_tensor_view *in, const xf_shape *y, bool *full)
+{
+    int lead = 0;
+    bool seen_full[SLICE_MAX_IN] = {false}, seen_one[SLICE_MAX_IN] = {false};
+    for (int d = 0; d < y->ndim; d++) {
+        bool ok = true;
+        for (int k = 0; ok && k < n->n_inputs; k++) {
+            if (!xf_rt_present(&in[k]) || y->dims[d] == 1)
+                continue;
+            int64_t dk = aligned_dim(&in[k].shape, y->ndim, d);
+            if (dk == y->dims[d] && !seen_one[k])
+                continue;
+            ok = dk == 1 && !seen_full[k];
+        }
+        if (!ok)
+            break;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (xf_rt_present(&in[k]) && y->dims[d] != 1) {
+                bool f = aligned_dim(&in[k].shape, y->ndim, d) == y->dims[d];
+                seen_full[k] |= f;
+                seen_one[k] |= !f;
+            }
+        lead = d + 1;
+    }
+    for (int k = 0; k < n->n_inputs; k++)
+        full[k] = seen_full[k];
+    return lead;
+}
+
+/* The views of rows [r0, r1): the row dims become one, of r1 - r0 rows
+ * (or 1 for an input read whole). */
+static void slice_view(const xf_tensor_view *v, const xf_shape *y, int lead, bool sliced, int64_t r0, int64_t r1,
+                       xf_tensor_view *s)
+{
+    *s = *v;
+    if (!xf_rt_present(v))
+        return;
+    s->shape.ndim = y->ndim - lead + 1;
+    s->shape.dims[0] = sliced ? r1 - r0 : 1;
+    int64_t inner = 1;
+    for (int d = lead; d < y->ndim; d++)
+        inner *= s->shape.dims[d - lead + 1] = aligned_dim(&v->shape, y->ndim, d);
+    if (sliced)
+        s->data = (char *)v->data + (size_t)(r0 * inner) * xf_dtype_size(v->dtype);
+}
+
+xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
+                           xf_error *err)
+{
+    const xf_backend *ref = &xf_backend_cpu_ref;
+    const xf_node *n = &g->nodes[node];
+    if (!sliceable(n, in, out))
+        return ref->run_node(NULL, g, node, NULL, in, out, err);
+    const xf_shape *y = &out[0].shape;
+    bool full[SLICE_MAX_IN];
+    int lead = row_dims(n, in, y, full);
+    int64_t rows = 1, numel = xf_shape_numel(y);
+    for (int d = 0; d < lead; d++)
+        rows *= y->dims[d];
+    int parts = 1;
+#ifdef _OPENMP
+    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
+    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
+#endif
+    if (parts < 2 || y->ndim - lead + 1 > XF_MAX_DIMS)
+        return ref->run_node(NULL, g, node, NULL, in, out, err);
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(parts) reduction(+ : failed)
+#endif
+    for (int p = 0; p < parts; p++) {
+        int64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
+        xf_tensor_view sin[SLICE_MAX_IN], sout;
+        for (int k = 0; k < n->n_inputs; k++)
+            slice_view(&in[k], y, lead, full[k], r0, r1, &sin[k]);
+        slice_view(&out[0], y, lead, true, r0, r1, &sout);
+        xf_error e = {0};
+        failed += ref->run_node(NULL, g, node, NULL, sin, &sout, &e) != XF_OK;
+    }
+    /* a kernel that refuses a slice refuses the whole: its message then
+     * names the node's own shapes */
+    return failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
+}

@@ -1,0 +1,149 @@
+/* The cpu backend's elementwise ops that run on cpu_ref's kernels over
+ * slices of the output, one per thread (cpu_dnnl_slices.c), against one
+ * cpu_ref run: the same bytes, for outputs large enough to be split, with
+ * inputs that are sliced with the output, read whole (broadcast on the
+ * row dims), or broadcast so that only some leading dims can be rows.
+ * ctest runs the suite on three threads (OMP_NUM_THREADS=3), so that the
+ * slices are uneven; run by hand, it takes OpenMP's default. */
+#include "backend_util.h"
+#include "core_builders.h"
+#include "xf_runtime.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static bool have_cpu(void)
+{
+    if (xf_backend_find("cpu"))
+        return true;
+    printf("skipped: this build has no oneDNN, so no cpu backend\n");
+    return false;
+}
+
+static void check(xf_graph *g, const char *what)
+{
+    xf_graph_add_output(g, out0(g, g->n_nodes - 1));
+    xf_bt_check_graph(g, 18, "cpu", true, 0, 0, what);
+    xf_graph_free(g);
+}
+
+static int in(xf_graph *g, xf_dtype t, xf_shape s) { return xf_bt_input(g, t, s); }
+
+/* x < 0 (about half true for random floats) */
+static int negative(xf_graph *g, xf_shape s)
+{
+    float zero = 0;
+    return out0(g, NODE(g, XF_OP_LESS, in(g, XF_DT_FLOAT, s), constant(g, NULL, XF_DT_FLOAT, SCALAR, &zero)));
+}
+
+START_TEST(unary_and_cast)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("isnan");
+    /* Log of the negative half is NaN */
+    NODE(g, XF_OP_IS_NAN, out0(g, NODE(g, XF_OP_LOG, in(g, XF_DT_FLOAT, SHAPE(2, 3, 64, 65)))));
+    check(g, "IsNaN of Log");
+
+    g = xf_graph_create("not");
+    NODE(g, XF_OP_NOT, negative(g, SHAPE(3, 17, 401)));
+    check(g, "Not");
+
+    static const xf_dtype to[] = {XF_DT_INT32, XF_DT_FLOAT16, XF_DT_BOOL, XF_DT_DOUBLE, XF_DT_UINT8};
+    for (size_t i = 0; i < sizeof to / sizeof *to; i++) {
+        g = xf_graph_create("cast");
+        int n = NODE(g, XF_OP_CAST, in(g, XF_DT_FLOAT, SHAPE(9, 7, 11, 31)));
+        attrs(g, n)->to = to[i];
+        check(g, "Cast of float");
+    }
+    g = xf_graph_create("cast_i64");
+    attrs(g, NODE(g, XF_OP_CAST, in(g, XF_DT_INT64, SHAPE(1, 50000))))->to = XF_DT_FLOAT;
+    check(g, "Cast of int64 to float");
+}
+END_TEST
+
+START_TEST(broadcasting)
+{
+    if (!have_cpu())
+        return;
+    /* the condition read whole on the first dim, sliced on none after it */
+    xf_graph *g = xf_graph_create("where");
+    int c = negative(g, SHAPE(2, 1, 1, 65));
+    NODE(g, XF_OP_WHERE, c, in(g, XF_DT_FLOAT, SHAPE(2, 3, 64, 65)), in(g, XF_DT_FLOAT, SHAPE(65)));
+    check(g, "Where, condition [2,1,1,65]");
+
+    /* an attention mask's form: the condition whole, both values scalars */
+    g = xf_graph_create("where_mask");
+    float lo = -3.4e38f, zero = 0;
+    NODE(g, XF_OP_WHERE, negative(g, SHAPE(1, 2, 128, 128)), constant(g, NULL, XF_DT_FLOAT, SCALAR, &lo),
+         constant(g, NULL, XF_DT_FLOAT, SCALAR, &zero));
+    check(g, "Where, scalar values");
+
+    /* only the first dim can be rows */
+    g = xf_graph_create("and");
+    NODE(g, XF_OP_AND, negative(g, SHAPE(48, 1, 90)), negative(g, SHAPE(48, 100, 1)));
+    check(g, "And, [48,1,90] and [48,100,1]");
+
+    /* three inputs: rows over the first two dims of the output */
+    g = xf_graph_create("sum");
+    NODE(g, XF_OP_SUM, in(g, XF_DT_FLOAT, SHAPE(1, 1, 40, 300)), in(g, XF_DT_FLOAT, SHAPE(7, 1, 300)),
+         in(g, XF_DT_FLOAT, SHAPE(7, 40, 1)));
+    check(g, "Sum of three");
+
+    /* integer arithmetic, which no primitive runs */
+    g = xf_graph_create("add_i64");
+    NODE(g, XF_OP_ADD, in(g, XF_DT_INT64, SHAPE(33, 1, 500)), in(g, XF_DT_INT64, SHAPE(500)));
+    check(g, "Add of int64");
+
+    g = xf_graph_create("mod");
+    NODE(g, XF_OP_MOD, in(g, XF_DT_INT32, SHAPE(20, 30, 40)), in(g, XF_DT_INT32, SHAPE(30, 1)));
+    check(g, "Mod of int32");
+
+    g = xf_graph_create("shift");
+    int n = NODE(g, XF_OP_BIT_SHIFT, in(g, XF_DT_UINT8, SHAPE(40, 400)), in(g, XF_DT_UINT8, SHAPE(400)));
+    attrs(g, n)->shift_right = 1;
+    check(g, "BitShift of uint8");
+
+    /* absent and scalar inputs */
+    g = xf_graph_create("clip");
+    int32_t bounds[2] = {2, 7};
+    NODE(g, XF_OP_CLIP, in(g, XF_DT_INT32, SHAPE(6, 5, 4, 3, 200)), constant(g, NULL, XF_DT_INT32, SCALAR, &bounds[0]),
+         constant(g, NULL, XF_DT_INT32, SCALAR, &bounds[1]));
+    check(g, "Clip of int32");
+    g = xf_graph_create("clip_max");
+    NODE(g, XF_OP_CLIP, in(g, XF_DT_INT32, SHAPE(6, 5, 4, 3, 200)), -1,
+         constant(g, NULL, XF_DT_INT32, SCALAR, &bounds[1]));
+    check(g, "Clip of int32, max only");
+}
+END_TEST
+
+/* Below a few thousand elements per thread: one run. */
+START_TEST(small)
+{
+    if (!have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("small");
+    NODE(g, XF_OP_IS_NAN, out0(g, NODE(g, XF_OP_LOG, in(g, XF_DT_FLOAT, SHAPE(3, 1000)))));
+    check(g, "IsNaN, 3000 elements");
+    g = xf_graph_create("scalar");
+    NODE(g, XF_OP_EQUAL, in(g, XF_DT_INT64, SCALAR), in(g, XF_DT_INT64, SCALAR));
+    check(g, "Equal of scalars");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_slices");
+    TCase *tc = tcase_create("slices");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, unary_and_cast);
+    tcase_add_test(tc, broadcasting);
+    tcase_add_test(tc, small);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
