@@ -46,11 +46,55 @@ void xf_memplan_free(xf_memplan *p)
     free(p->size);
     free(p->first);
     free(p->last);
+    free(p->alias);
     memset(p, 0, sizeof *p);
 }
 
-/* Sizes and lifetimes of the planned values (node outputs).  A node of a
- * group counts as running from the group's first node to its last. */
+/* Whether node n gives its input 0 another shape and nothing else. */
+static bool view_op(const xf_node *n)
+{
+    switch (n->op) {
+    case XF_OP_RESHAPE:
+    case XF_OP_FLATTEN:
+    case XF_OP_SQUEEZE:
+    case XF_OP_UNSQUEEZE:
+    case XF_OP_IDENTITY: return n->n_inputs >= 1 && n->n_outputs == 1;
+    default: return false;
+    }
+}
+
+/* The views (p->alias): outputs of view ops whose input is a tensor a node
+ * produces (not a graph input, bound per run, nor a constant), of the same
+ * type and size; a view of a view shares the first one's bytes. */
+static void plan_aliases(const xf_graph *g, xf_memplan *p)
+{
+    for (int v = 0; v < g->n_values; v++)
+        p->alias[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (!view_op(n) || n->inputs[0] < 0 || n->outputs[0] < 0)
+            continue;
+        const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+        if (x->producer < 0 || x->kind != XF_VK_TENSOR || y->kind != XF_VK_TENSOR || x->dtype != y->dtype ||
+            xf_shape_numel(&x->shape) != xf_shape_numel(&y->shape) || xf_shape_numel(&x->shape) <= 0)
+            continue;
+        int root = p->alias[n->inputs[0]];
+        p->alias[n->outputs[0]] = root >= 0 ? root : n->inputs[0];
+    }
+}
+
+bool xf_memplan_is_view(const xf_memplan *p, const xf_graph *g, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    return p && p->alias && view_op(n) && n->outputs[0] >= 0 && p->alias[n->outputs[0]] >= 0;
+}
+
+/* The value whose bytes v holds. */
+static int root_of(const xf_memplan *p, int v) { return p->alias[v] >= 0 ? p->alias[v] : v; }
+
+/* Sizes and lifetimes of the planned values (node outputs; a view's are
+ * set from its root's afterwards).  A node of a group counts as running
+ * from the group's first node to its last. */
 static xf_status plan_lifetimes(const xf_graph *g, const int *group, xf_memplan *p, xf_error *err)
 {
     for (int v = 0; v < g->n_values; v++) {
@@ -60,7 +104,7 @@ static xf_status plan_lifetimes(const xf_graph *g, const int *group, xf_memplan 
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_outputs; k++) {
             int v = g->nodes[i].outputs[k];
-            if (v < 0)
+            if (v < 0 || p->alias[v] >= 0)
                 continue;
             const xf_value *val = &g->values[v];
             int64_t numel = xf_shape_numel(&val->shape);
@@ -85,15 +129,15 @@ static xf_status plan_lifetimes(const xf_graph *g, const int *group, xf_memplan 
     for (int i = 0; i < g->n_nodes; i++) {
         int end = group_end[group ? group[i] : i];
         for (int k = 0; k < g->nodes[i].n_inputs; k++) {
-            int v = g->nodes[i].inputs[k];
+            int v = g->nodes[i].inputs[k] >= 0 ? root_of(p, g->nodes[i].inputs[k]) : -1;
             if (v >= 0 && p->first[v] >= 0 && p->last[v] < end)
                 p->last[v] = end;
         }
     }
     free(group_end);
     for (int k = 0; k < g->n_outputs; k++)
-        if (p->first[g->outputs[k]] >= 0)
-            p->last[g->outputs[k]] = g->n_nodes;
+        if (p->first[root_of(p, g->outputs[k])] >= 0)
+            p->last[root_of(p, g->outputs[k])] = g->n_nodes;
     return XF_OK;
 }
 
@@ -137,13 +181,15 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_mem
     p->size = calloc(n, sizeof *p->size);
     p->first = malloc(n * sizeof *p->first);
     p->last = malloc(n * sizeof *p->last);
+    p->alias = malloc(n * sizeof *p->alias);
     plan_item *items = malloc(n * sizeof *items);
     span *busy = malloc(n * sizeof *busy);
     xf_status st = XF_OK;
-    if (!p->offset || !p->size || !p->first || !p->last || !items || !busy) {
+    if (!p->offset || !p->size || !p->first || !p->last || !p->alias || !items || !busy) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory planning %d values", nv);
         goto done;
     }
+    plan_aliases(g, p);
     st = plan_lifetimes(g, group, p, err);
     if (st != XF_OK)
         goto done;
@@ -181,6 +227,14 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_mem
             p->arena_bytes = best + size;
     }
     st = plan_peak(g, p, err);
+    for (int v = 0; v < nv; v++)
+        if (p->alias[v] >= 0) {
+            int r = p->alias[v];
+            p->offset[v] = p->offset[r];
+            p->size[v] = p->size[r];
+            p->first[v] = p->first[r];
+            p->last[v] = p->last[r];
+        }
 
 done:
     free(items);

@@ -203,6 +203,11 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
 {
     xf_status st = bind_inputs(s, s->views, inputs, err);
     for (int i = 0; i < s->g->n_nodes && st == XF_OK; i++) {
+        if (xf_memplan_is_view(&s->plan, s->g, i)) { /* its output is its input's bytes */
+            if (node_seconds)
+                node_seconds[i] = 0;
+            continue;
+        }
         node_views(s, s->g, s->views, i);
         st = run_one(s, s->g, i, s->states[i], node_seconds ? &node_seconds[i] : NULL, err);
     }
@@ -260,6 +265,8 @@ static xf_status setup_static(xf_session *s, xf_error *err)
     if (!s->states)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int i = 0; i < s->g->n_nodes && s->be->prepare; i++) {
+        if (xf_memplan_is_view(&s->plan, s->g, i))
+            continue;
         node_views(s, s->g, s->views, i);
         st = s->be->prepare(s->ctx, s->g, i, s->in, s->out, &s->states[i], err);
         if (st != XF_OK)

@@ -109,13 +109,19 @@ int xf_backend_list(const xf_backend *const **list);
  * outputs (graph inputs are bound to the caller's tensors, initializers to
  * their data).  A value lives from the node that produces it to its last
  * consumer, graph outputs to the end; two values share bytes only when
- * their lifetimes are disjoint.  Offsets are 64-byte aligned. */
+ * their lifetimes are disjoint, or when one is a view of the other: the
+ * output of a Reshape, Flatten, Squeeze, Unsqueeze or Identity of a
+ * planned tensor is its input's bytes (`alias`), which then live as long
+ * as either is read, and the session does not run that node.  Offsets are
+ * 64-byte aligned. */
 typedef struct xf_memplan {
     int n_values;         /* == the graph's n_values; arrays below are per value id */
     int64_t *offset;      /* byte offset in the arena; -1 for values outside the plan */
     size_t *size;         /* bytes reserved (rounded up to 64); 0 outside the plan */
     int *first;           /* lifetime: first and last node index (n_nodes = end of run) */
     int *last;
+    int *alias;           /* the value whose bytes a view shares (offset, size and
+                           * lifetime are that value's); -1 for every other value */
     size_t arena_bytes;   /* the arena this plan needs */
     size_t peak_bytes;    /* most bytes live at one step: no plan can need less */
     size_t total_bytes;   /* sum of all sizes: what a plan without reuse would need */
@@ -130,6 +136,9 @@ xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *out, xf_error *err);
  * last reader's group's last node. */
 xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_memplan *out, xf_error *err);
 void xf_memplan_free(xf_memplan *p);
+/* Whether node i of g only gives its input's bytes another name in plan p
+ * (its output is an alias): the session neither prepares nor runs it. */
+bool xf_memplan_is_view(const xf_memplan *p, const xf_graph *g, int i);
 
 /* ---------------------------------------------------------------- sessions */
 

@@ -1,6 +1,7 @@
-/* Memory planning: values alive at the same time never share bytes,
- * offsets are aligned, and reuse makes the arena smaller than the sum of
- * the values.  Graphs are built with the core API only. */
+/* Memory planning: values alive at the same time never share bytes
+ * unless one is a view of the other (a Reshape's output is its input's
+ * bytes), offsets are aligned, and reuse makes the arena smaller than the
+ * sum of the values.  Graphs are built with the core API only. */
 #include <check.h>
 
 #include "xf_test_util.h"
@@ -24,9 +25,21 @@ static void check_plan(const xf_graph *g, const xf_memplan *p)
         ck_assert_int_eq(p->offset[v] % 64, 0);
         ck_assert_uint_le((size_t)p->offset[v] + p->size[v], p->arena_bytes);
         ck_assert_int_le(p->first[v], p->last[v]);
+        int root = p->alias[v] >= 0 ? p->alias[v] : v;
+        if (root != v) {
+            /* a view: its root's bytes and lifetime, which covers its readers */
+            ck_assert_int_lt(p->alias[root], 0);
+            ck_assert_int_eq(p->offset[v], p->offset[root]);
+            ck_assert_int_eq(p->last[v], p->last[root]);
+            for (int i = 0; i < g->n_nodes; i++)
+                for (int k = 0; k < g->nodes[i].n_inputs; k++)
+                    if (g->nodes[i].inputs[k] == v)
+                        ck_assert_int_ge(p->last[root], i);
+            continue;
+        }
         sum += p->size[v];
         for (int w = 0; w < v; w++) {
-            if (p->offset[w] < 0 || p->first[w] > p->last[v] || p->first[v] > p->last[w])
+            if (p->offset[w] < 0 || p->alias[w] == v || p->first[w] > p->last[v] || p->first[v] > p->last[w])
                 continue;
             bool disjoint = (size_t)p->offset[v] + p->size[v] <= (size_t)p->offset[w] ||
                             (size_t)p->offset[w] + p->size[w] <= (size_t)p->offset[v];
@@ -199,6 +212,86 @@ START_TEST(session_uses_the_plan)
 }
 END_TEST
 
+/* A view op of x to shape s: Reshape reads s as its second input,
+ * Unsqueeze axis 0. */
+static int add_view(xf_graph *g, xf_op op, int x, const xf_shape *s)
+{
+    int y = xf_graph_add_value(g, NULL, XF_DT_FLOAT, s);
+    int in[2] = {x, -1};
+    if (op == XF_OP_RESHAPE || op == XF_OP_UNSQUEEZE) {
+        int64_t zero = 0;
+        xf_shape one = xf_shape_make(1, (int64_t[]){op == XF_OP_RESHAPE ? s->ndim : 1});
+        xf_tensor *t = xf_tensor_from_data(XF_DT_INT64, &one, op == XF_OP_RESHAPE ? s->dims : &zero);
+        ck_assert_ptr_nonnull(t);
+        in[1] = xf_graph_add_initializer(g, NULL, t);
+        xf_tensor_release(t);
+    }
+    xf_graph_add_node(g, op, NULL, in[1] >= 0 ? 2 : 1, in, 1, &y);
+    return y;
+}
+
+/* Reshape, Unsqueeze and Identity of a computed value share its bytes,
+ * which then live until the views' last reader; views of a graph input
+ * (bound per run) are copies.  In a session the view nodes do not run,
+ * and the outputs are those of a session that copies (dynamic mode). */
+START_TEST(views_share_bytes)
+{
+    xf_graph *g = xf_graph_create("views");
+    xf_shape s = xf_shape_make(2, (int64_t[]){4, 6}), flat = xf_shape_make(1, (int64_t[]){24});
+    xf_shape s3 = xf_shape_make(3, (int64_t[]){1, 4, 6});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s);
+    int xi = add_view(g, XF_OP_IDENTITY, x, &s); /* of a graph input: a copy */
+    int a = add_unary(g, XF_OP_RELU, xi, &s);
+    int b = add_view(g, XF_OP_RESHAPE, a, &flat);
+    int c = add_unary(g, XF_OP_EXP, x, &s); /* made while a is held by its views */
+    int d = add_view(g, XF_OP_IDENTITY, b, &flat);
+    int e = add_unary(g, XF_OP_NEG, c, &s);
+    int f = add_view(g, XF_OP_UNSQUEEZE, e, &s3);
+    int y = add_unary(g, XF_OP_SIGMOID, d, &flat);
+    xf_graph_add_output(g, y);
+    xf_graph_add_output(g, f); /* a view as a graph output */
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute(g, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert_int_eq(p.alias[xi], -1);
+    ck_assert_int_eq(p.alias[b], a);
+    ck_assert_int_eq(p.alias[d], a);
+    ck_assert_int_eq(p.alias[f], e);
+    ck_assert_int_eq(p.last[a], g->values[y].producer); /* held for d's reader */
+    ck_assert_int_eq(p.last[e], g->n_nodes);            /* f is a graph output */
+    ck_assert(!xf_memplan_is_view(&p, g, 0));
+    ck_assert(xf_memplan_is_view(&p, g, g->values[b].producer));
+    xf_memplan_free(&p);
+
+    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &s, 11);
+    xf_tensor *out[2][2];
+    for (int mode = 0; mode < 2; mode++) {
+        xf_session_options opt = {.force_dynamic = mode == 1};
+        xf_session *sess;
+        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
+        if (mode == 0)
+            check_plan(xf_session_graph(sess), xf_session_memplan(sess));
+        for (int r = 0; r < 2; r++) {
+            ck_assert_msg(xf_session_run(sess, &in, out[mode], &err) == XF_OK, "%s", err.msg);
+            for (int k = 0; r == 0 && k < 2; k++)
+                xf_tensor_release(out[mode][k]);
+        }
+        xf_session_free(sess);
+    }
+    for (int k = 0; k < 2; k++) {
+        bool ok;
+        ck_assert(xf_shape_equal(&out[0][k]->shape, &out[1][k]->shape));
+        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
+        ck_assert_msg(ok, "output %d differs from the copying session's", k);
+        xf_tensor_release(out[0][k]);
+        xf_tensor_release(out[1][k]);
+    }
+    xf_tensor_release(in);
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("memplan");
@@ -208,6 +301,7 @@ int main(void)
     tcase_add_test(tc, mixed_sizes_and_unused_outputs);
     tcase_add_test(tc, unknown_shape_is_reported);
     tcase_add_test(tc, session_uses_the_plan);
+    tcase_add_test(tc, views_share_bytes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
