@@ -276,6 +276,18 @@ xf_status xf_dn_pd_create(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_pr
 #define XF_OMP_FOR(cond)
 #endif
 
+/* Loops of this backend's own over a whole tensor of count elements go in
+ * at most XF_DN_CHUNKS parts of at least XF_DN_CHUNK_MIN elements, over
+ * OpenMP's threads (XF_OMP_FOR(chunks > 1)); returns the number of parts,
+ * *size the elements of each but the last. */
+enum { XF_DN_CHUNKS = 64, XF_DN_CHUNK_MIN = 8192 };
+static inline int64_t xf_dn_chunks(int64_t count, int64_t *size)
+{
+    int64_t s = (count + XF_DN_CHUNKS - 1) / XF_DN_CHUNKS;
+    *size = s > XF_DN_CHUNK_MIN ? s : XF_DN_CHUNK_MIN;
+    return (count + *size - 1) / *size;
+}
+
 static inline int xf_dn_input(const xf_node *n, int k) { return k >= 0 && k < n->n_inputs ? n->inputs[k] : -1; }
 
 /* Whether a value may be a float tensor oneDNN computes on. */

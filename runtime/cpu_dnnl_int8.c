@@ -394,20 +394,9 @@ static void quantize_run_of(const float *restrict x, uint8_t *restrict y, int64_
         y[i] = quantize_u8(x[i], scale, zp);
 }
 
-/* The loops over a whole tensor go in CHUNKS parts of at least CHUNK_MIN
- * elements, over OpenMP's threads. */
-enum { CHUNKS = 64, CHUNK_MIN = 8192 };
-
-static int64_t chunks_of(int64_t count, int64_t *size)
-{
-    int64_t s = (count + CHUNKS - 1) / CHUNKS;
-    *size = s > CHUNK_MIN ? s : CHUNK_MIN;
-    return (count + *size - 1) / *size;
-}
-
 static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
 {
-    int64_t size, chunks = chunks_of(count, &size);
+    int64_t size, chunks = xf_dn_chunks(count, &size);
     XF_OMP_FOR(chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * size, m = count - i < size ? count - i : size;
@@ -419,8 +408,8 @@ static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t c
  * the result does not depend on how it is split. */
 static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
 {
-    float lo[CHUNKS], hi[CHUNKS], l = 0, h = 0;
-    int64_t size, chunks = chunks_of(count, &size);
+    float lo[XF_DN_CHUNKS], hi[XF_DN_CHUNKS], l = 0, h = 0;
+    int64_t size, chunks = xf_dn_chunks(count, &size);
     XF_OMP_FOR(chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * size;
@@ -511,7 +500,7 @@ static void dequantize_run_of(const uint8_t *restrict x, float *restrict y, int6
 static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip, int32_t offset,
                            float scale)
 {
-    int64_t size, chunks = chunks_of(count, &size);
+    int64_t size, chunks = xf_dn_chunks(count, &size);
     XF_OMP_FOR(chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * size;

@@ -361,18 +361,40 @@ static bool pow_handles(const xf_graph *g, const xf_node *n)
 
 /* x^2 and x^3 (oneDNN's pow takes exp and log: 10 ns an element): x x
  * (x) in double, where x x is exact, rounded once to float as cpu_ref's
- * pow is. */
+ * pow is; in blocks of 16 elements, which the compiler vectorizes, and in
+ * chunks over the threads. */
+enum { POW_LANES = 16 };
+
+static inline float pow_square(float x) { return (float)((double)x * x); }
+static inline float pow_cube(float x) { return (float)((double)x * x * x); }
+
+static void pow_small_of(const float *restrict x, float *restrict y, int64_t count, bool cube)
+{
+    int64_t i = 0;
+    if (cube)
+        for (; i + POW_LANES <= count; i += POW_LANES)
+            for (int l = 0; l < POW_LANES; l++)
+                y[i + l] = pow_cube(x[i + l]);
+    else
+        for (; i + POW_LANES <= count; i += POW_LANES)
+            for (int l = 0; l < POW_LANES; l++)
+                y[i + l] = pow_square(x[i + l]);
+    for (; i < count; i++)
+        y[i] = cube ? pow_cube(x[i]) : pow_square(x[i]);
+}
+
 static xf_status pow_small_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     (void)err;
+    (void)n;
     const float *x = in[0].data;
     float *y = out[0].data;
     bool cube = ((const float *)in[1].data)[0] == 3.0f;
-    int64_t count = xf_rt_numel(&out[0]);
-    (void)n;
-    for (int64_t i = 0; i < count; i++) {
-        double v = (double)x[i] * x[i];
-        y[i] = (float)(cube ? v * x[i] : v);
+    int64_t count = xf_rt_numel(&out[0]), size, chunks = xf_dn_chunks(count, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size;
+        pow_small_of(x + i, y + i, count - i < size ? count - i : size, cube);
     }
     return XF_OK;
 }

@@ -185,6 +185,19 @@ START_TEST(pow_constant_exponent)
             check_graph(g, 17, 1e-5, 1e-5, what);
             xf_graph_free(g);
         }
+    /* squares and cubes of tensors split in chunks over the threads:
+     * cpu_ref's bytes */
+    for (int e = 0; e < 2; e++) {
+        xf_graph *g = xf_graph_create("pow_large");
+        int x = add_input(g, SHAPE(3, 97, 101));
+        xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){.ndim = 0});
+        ((float *)t->data)[0] = exps[e];
+        int k = xf_graph_add_initializer(g, NULL, t);
+        xf_tensor_release(t);
+        xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
+        check_graph(g, 17, 0, 0, e ? "Pow by 2, 29391 elements" : "Pow by 3, 29391 elements");
+        xf_graph_free(g);
+    }
     xf_graph *g = xf_graph_create("pow_runtime");
     int x = add_input(g, SHAPE(3, 4)), k = add_input(g, SHAPE(1));
     xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
