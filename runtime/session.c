@@ -33,7 +33,19 @@ struct xf_session {
     /* dynamic mode, per value: the sequence or optional it holds during a
      * run (held reference), NULL for tensors */
     xf_tensor **held;
+    size_t max_bytes; /* xf_session_options.max_tensor_bytes */
 };
+
+/* Whether a tensor of `bytes` for value `name` fits the session's limit
+ * (else sets err). */
+static bool fits(const xf_session *s, size_t bytes, const char *name, xf_error *err)
+{
+    if (!s->max_bytes || bytes <= s->max_bytes)
+        return true;
+    xf_error_set(err, XF_ERR_LIMIT, "'%s' needs %zu bytes, over the session's limit of %zu per tensor", name, bytes,
+                 s->max_bytes);
+    return false;
+}
 
 static const xf_tensor_view omitted_view = {.dtype = XF_DT_UNDEFINED, .shape = {.ndim = -1}};
 
@@ -242,6 +254,9 @@ static xf_status setup_static(xf_session *s, xf_error *err)
     st = plan_memory(s, err);
     if (st != XF_OK)
         return st;
+    for (int v = 0; v < s->g->n_values; v++)
+        if (s->plan.offset[v] >= 0 && !fits(s, value_bytes(&s->g->values[v]), s->g->values[v].name, err))
+            return XF_ERR_LIMIT;
     if (s->plan.arena_bytes) {
         s->arena = s->be->alloc(s->ctx, s->plan.arena_bytes);
         if (!s->arena)
@@ -347,6 +362,10 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
         if (v < 0)
             continue;
         const xf_tensor *t = outs[k];
+        if (!fits(s, t->nbytes, g->values[v].name, err)) {
+            st = XF_ERR_LIMIT;
+            break;
+        }
         g->values[v].kind = xf_tensor_kind(t);
         g->values[v].dtype = t->dtype;
         g->values[v].shape = t->shape;
@@ -406,6 +425,8 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
             return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): cannot determine the shape of '%s'",
                                 n->name, xf_op_name(n->op), val->name);
         size_t bytes = value_bytes(val);
+        if (!fits(s, bytes, val->name, err))
+            return XF_ERR_LIMIT;
         views[v] = (xf_tensor_view){val->dtype, val->shape, s->be->alloc(s->ctx, bytes)};
         owned[v] = true;
         if (bytes && !views[v].data)
@@ -560,7 +581,7 @@ static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
             continue;
         if (!s->flows && !(s->flows = calloc((size_t)s->g->n_nodes, sizeof *s->flows)))
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        xf_status st = xf_rt_flow_create(s->g, i, s->opset, s->be->name, &s->flows[i], err);
+        xf_status st = xf_rt_flow_create(s->g, i, s->opset, s->be->name, s->max_bytes, &s->flows[i], err);
         if (st != XF_OK)
             return st;
         *any = true;
@@ -676,6 +697,7 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     s->be = be;
     s->opset = opset;
+    s->max_bytes = opt ? opt->max_tensor_bytes : 0;
     s->g = xf_graph_clone(graph);
     xf_status st = s->g ? xf_graph_validate(s->g, err) : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     /* before inference, so that an unsupported op is what gets reported;

@@ -390,10 +390,11 @@ xf_status xf_ref_random_unnamed(const xf_node *n, const xf_tensor_view *in, cons
 typedef struct xf_rt_flow xf_rt_flow;
 /* Whether n is an If, a Loop or a Scan (loaded or not: create says which). */
 bool xf_rt_flow_node(const xf_node *n);
-/* Makes the sessions of node `node`'s subgraphs; fails naming the node when
- * a subgraph did not load or holds an op the backend lacks. */
-xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, xf_rt_flow **out,
-                            xf_error *err);
+/* Makes the sessions of node `node`'s subgraphs, with the largest tensor
+ * they may hold (xf_session_options.max_tensor_bytes); fails naming the
+ * node when a subgraph did not load or holds an op the backend lacks. */
+xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
+                            xf_rt_flow **out, xf_error *err);
 /* Runs the node: in[] has its n_inputs tensors in host memory (NULL for an
  * omitted one), out[] receives n_outputs new tensors. */
 xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err);

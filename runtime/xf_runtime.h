@@ -149,6 +149,13 @@ typedef struct xf_session_options {
     /* Run in dynamic mode even when every shape is static (tests, and
      * graphs whose static shapes are not trusted). */
     bool force_dynamic;
+    /* The most bytes one tensor may take (0: no limit): a value whose size
+     * is known at creation and over it fails the creation, one whose size
+     * comes from the data (a Range's limit, a Loop's trip count) the run,
+     * naming it; the sessions of If, Loop and Scan bodies and of
+     * FlexAttention's modifiers have the same limit.  For running models
+     * from untrusted sources without exhausting memory. */
+    size_t max_tensor_bytes;
 } xf_session_options;
 
 /* Binds g to the backend (NULL: "cpu_ref").  The session keeps its own

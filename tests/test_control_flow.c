@@ -411,6 +411,72 @@ START_TEST(test_xflowc_keeps_size_dependent_if)
 }
 END_TEST
 
+/* Loop(M, true, s0) with body (i, c, s) -> (c, s + sum(Expand(x, [256, 3]))):
+ * a body tensor of 3072 bytes, outer values of a few. */
+static Onnx__ModelProto *expand_loop_model(void)
+{
+    static const int64_t d3[] = {3}, big[] = {256, 3}, d2[] = {2};
+    static const float s0 = 0;
+    static const uint8_t yes = 1;
+    Onnx__GraphProto *g = mk_graph("expand_loop");
+    PUSH(g->n_input, g->input, mk_vi("M", XF_DT_INT64, 0, NULL, NULL));
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, d3, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("cond0", XF_DT_BOOL, 0, NULL, &yes, 1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("s0", XF_DT_FLOAT, 0, NULL, &s0, sizeof s0));
+    Onnx__GraphProto *body = mk_graph("body");
+    PUSH(body->n_input, body->input, mk_vi("i", XF_DT_INT64, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("c_in", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("s_in", XF_DT_FLOAT, 0, NULL, NULL));
+    PUSH(body->n_initializer, body->initializer, mk_raw("shape", XF_DT_INT64, 1, d2, big, sizeof big));
+    PUSH(body->n_node, body->node, mk_node("Expand", "b_expand", NAMES("x", "shape"), NAMES("big")));
+    Onnx__NodeProto *sum = mk_node("ReduceSum", "b_sum", NAMES("big"), NAMES("t"));
+    attr_int(sum, "keepdims", 0);
+    PUSH(body->n_node, body->node, sum);
+    PUSH(body->n_node, body->node, mk_node("Add", "b_add", NAMES("s_in", "t"), NAMES("s_out")));
+    PUSH(body->n_node, body->node, mk_node("Identity", "b_id", NAMES("c_in"), NAMES("c_out")));
+    PUSH(body->n_output, body->output, mk_vi("c_out", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_output, body->output, mk_vi("s_out", XF_DT_FLOAT, 0, NULL, NULL));
+    Onnx__NodeProto *loop = mk_node("Loop", "loop", NAMES("M", "cond0", "s0"), NAMES("s"));
+    attr_graph(loop, "body", body);
+    PUSH(g->n_node, g->node, loop);
+    PUSH(g->n_output, g->output, mk_vi("s", XF_DT_FLOAT, 0, NULL, NULL));
+    return mk_model(g, 13);
+}
+
+/* A session's limit on one tensor's bytes holds inside a Loop's body: the
+ * run that would make a larger tensor there fails naming it. */
+START_TEST(test_tensor_limit_reaches_bodies)
+{
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(expand_loop_model(), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    static const float x[] = {1, 2, 3};
+    int64_t trips = 2;
+    xf_tensor *in[2] = {xf_tensor_from_data(XF_DT_INT64, &(xf_shape){0}, &trips),
+                        xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {3}}, x)};
+    for (int limited = 0; limited < 2; limited++) {
+        xf_session_options opt = {.max_tensor_bytes = limited ? 2048 : 4096};
+        xf_session *s;
+        ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", &opt, &s, &e) == XF_OK, "%s",
+                      e.msg);
+        xf_tensor *out = NULL;
+        xf_status st = xf_session_run(s, in, &out, &e);
+        if (limited) {
+            ck_assert_int_eq(st, XF_ERR_LIMIT);
+            ck_assert_msg(strstr(e.msg, "'big' needs 3072 bytes, over the session's limit of 2048"), "%s", e.msg);
+        } else {
+            ck_assert_msg(st == XF_OK, "%s", e.msg);
+            ck_assert_float_eq(*(const float *)out->data, 2 * 256 * 6.0f);
+            xf_tensor_release(out);
+        }
+        xf_session_free(s);
+    }
+    xf_tensor_release(in[0]);
+    xf_tensor_release(in[1]);
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("control_flow");
@@ -422,6 +488,7 @@ int main(void)
     tcase_add_test(tc, test_control_flow_errors);
     tcase_add_test(tc, test_constant_if_is_inlined);
     tcase_add_test(tc, test_xflowc_keeps_size_dependent_if);
+    tcase_add_test(tc, test_tensor_limit_reaches_bodies);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

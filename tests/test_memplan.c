@@ -6,6 +6,7 @@
 
 #include "xf_test_util.h"
 #include <stdlib.h>
+#include <string.h>
 
 #include "xf_runtime.h"
 
@@ -292,6 +293,55 @@ START_TEST(views_share_bytes)
 }
 END_TEST
 
+/* A session's limit on one tensor's bytes: a static value over it fails
+ * the creation, a Range whose length comes from its input the run; both
+ * name the value. */
+START_TEST(tensor_limit)
+{
+    xf_error err = {0};
+    xf_session *sess = NULL;
+    xf_session_options opt = {.max_tensor_bytes = 1024};
+    xf_graph *g = xf_graph_create("static");
+    xf_shape big = xf_shape_make(1, (int64_t[]){300});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &big), wide = xf_graph_add_value(g, "wide", XF_DT_FLOAT, &big);
+    xf_graph_add_node(g, XF_OP_RELU, "relu", 1, &x, 1, &wide);
+    xf_graph_add_output(g, wide);
+    ck_assert_int_eq(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err), XF_ERR_LIMIT);
+    ck_assert_msg(strstr(err.msg, "'wide' needs 1200 bytes, over the session's limit of 1024"), "%s", err.msg);
+    xf_graph_free(g);
+
+    g = xf_graph_create("range");
+    xf_shape scalar = {.ndim = 0};
+    int64_t zero = 0, one = 1;
+    xf_tensor *t0 = xf_tensor_from_data(XF_DT_INT64, &scalar, &zero);
+    xf_tensor *t1 = xf_tensor_from_data(XF_DT_INT64, &scalar, &one);
+    int n = xf_graph_add_input(g, "n", XF_DT_INT64, &scalar);
+    int r = xf_graph_add_value(g, "r", XF_DT_INT64, NULL);
+    xf_graph_add_node(g, XF_OP_RANGE, "range", 3,
+                      (int[]){xf_graph_add_initializer(g, "start", t0), n, xf_graph_add_initializer(g, "delta", t1)}, 1,
+                      &r);
+    xf_graph_add_output(g, r);
+    xf_tensor_release(t0);
+    xf_tensor_release(t1);
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
+    for (int64_t len = 100; len <= 200; len += 100) {
+        xf_tensor *in = xf_tensor_from_data(XF_DT_INT64, &scalar, &len), *out = NULL;
+        xf_status st = xf_session_run(sess, &in, &out, &err);
+        if (len == 100) {
+            ck_assert_msg(st == XF_OK, "%s", err.msg);
+            ck_assert_int_eq(out->shape.dims[0], 100);
+            xf_tensor_release(out);
+        } else {
+            ck_assert_int_eq(st, XF_ERR_LIMIT);
+            ck_assert_msg(strstr(err.msg, "'r' needs 1600 bytes"), "%s", err.msg);
+        }
+        xf_tensor_release(in);
+    }
+    xf_session_free(sess);
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("memplan");
@@ -302,6 +352,7 @@ int main(void)
     tcase_add_test(tc, unknown_shape_is_reported);
     tcase_add_test(tc, session_uses_the_plan);
     tcase_add_test(tc, views_share_bytes);
+    tcase_add_test(tc, tensor_limit);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

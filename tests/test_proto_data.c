@@ -11,6 +11,7 @@
 
 #include "proto_util.h"
 #include "xf_rule.h"
+#include "xf_runtime.h"
 #include "xf_test_util.h"
 
 /* ------------------------------------------------------------ the ONNX backend test data */
@@ -244,7 +245,35 @@ END_TEST
 
 /* Every input a fuzz harness once failed on (tests/fuzz/regressions) is
  * handled cleanly: models and tensor files are refused with a one-line
- * message; library text is refused or round-trips exactly. */
+ * message; library text is refused or round-trips exactly; models the run
+ * harness failed on (run-*) load, and their run on cpu_ref with seeded
+ * random inputs and fuzz_run's limit of 1 MiB per tensor stops at the
+ * limit, with a one-line message (a FlexAttention modifier whose mutated
+ * Range would have made 170 M and 1.7 G elements). */
+/* m's run on cpu_ref as fuzz_run makes it. */
+static xf_status run_limited(const xf_model *m, xf_error *e)
+{
+    xf_session_options opt = {.max_tensor_bytes = 1 << 20};
+    xf_session *sess = NULL;
+    xf_status s = xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", &opt, &sess, e);
+    const xf_graph *g = sess ? xf_session_graph(sess) : NULL;
+    xf_tensor *in[16] = {0}, *out[16] = {0};
+    ck_assert(!g || (g->n_inputs <= 16 && g->n_outputs <= 16));
+    for (int i = 0; s == XF_OK && i < g->n_inputs; i++) {
+        const xf_value *v = &g->values[g->inputs[i]];
+        in[i] = xf_tensor_random(v->dtype, &v->shape, (uint64_t)i + 1);
+        ck_assert_ptr_nonnull(in[i]);
+    }
+    if (s == XF_OK)
+        s = xf_session_run(sess, in, out, e);
+    for (int i = 0; i < 16; i++) {
+        xf_tensor_release(in[i]);
+        xf_tensor_release(out[i]);
+    }
+    xf_session_free(sess);
+    return s;
+}
+
 START_TEST(test_fuzz_regressions)
 {
     glob_t gl;
@@ -283,6 +312,12 @@ START_TEST(test_fuzz_regressions)
                 continue;
             }
             s = XF_ERR_PARSE;
+        } else if (strncmp(base, "run-", 4) == 0) {
+            xf_model *m = NULL;
+            ck_assert_msg(xf_model_load_buffer(buf, len, NULL, NULL, &m, &e) == XF_OK, "%s: %s", base, e.msg);
+            s = run_limited(m, &e);
+            ck_assert_msg(s == XF_ERR_LIMIT, "%s: %s", base, e.msg);
+            xf_model_free(m);
         } else {
             xf_model *m = NULL;
             s = xf_model_load_buffer(buf, len, NULL, NULL, &m, &e);

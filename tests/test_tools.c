@@ -222,6 +222,29 @@ START_TEST(test_run_profile)
 }
 END_TEST
 
+/* xflow-run --max-tensor-mb stops a model whose data asks for a huge
+ * tensor (inside a FlexAttention modifier), naming the value; a model
+ * under the limit runs. */
+START_TEST(test_run_max_tensor)
+{
+    char cmd[9000], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s/tests/fuzz/regressions/run-flex-modifier-range-1700m.onnx --max-tensor-mb 64",
+             xf_test_tool("xflow-run"), XF_SOURCE_DIR);
+    ck_assert_int_eq(xf_test_run(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "'kr' needs 13907513144 bytes, over the session's limit of 67108864 per tensor"), "%s",
+                  out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --max-tensor-mb 1 -q", xf_test_tool("xflow-run"),
+             XF_SOURCE_DIR);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --max-tensor-mb 0", xf_test_tool("xflow-run"),
+             XF_SOURCE_DIR);
+    ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+    free(out);
+}
+END_TEST
+
 /* --max-memory bounds the search's candidate graphs, and the result still
  * passes --check. */
 START_TEST(test_max_memory_bounds_search)
@@ -418,6 +441,7 @@ int main(void)
     tcase_add_test(ex, test_example_check);
     tcase_add_test(ex, test_measured_choice);
     tcase_add_test(ex, test_run_profile);
+    tcase_add_test(ex, test_run_max_tensor);
     tcase_add_test(ex, test_example_is_reproducible);
     tcase_add_test(ex, test_max_memory_bounds_search);
     tcase_add_test(ex, test_check_with_input_files);

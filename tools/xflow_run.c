@@ -39,6 +39,10 @@ static const char usage[] =
     "  --profile N              time every node (median of --iters runs, at least\n"
     "                           10) and print the N slowest nodes and the time per\n"
     "                           op type\n"
+    "  --max-tensor-mb N        fail the run (naming the value) rather than make a\n"
+    "                           tensor of more than N MiB, also inside If, Loop and\n"
+    "                           Scan bodies: for models whose sizes come from their\n"
+    "                           data (default: no limit)\n"
     "  --list-backends          print the backends this build has\n"
     "  -q, --quiet, -v, --verbose, -h, --help, --version\n";
 
@@ -51,7 +55,7 @@ typedef struct options {
     int n_shapes;
     xf_dim_size dims[64];
     int n_dims;
-    long iters, warmup, seed, profile;
+    long iters, warmup, seed, profile, max_tensor_mb;
     int verbosity;
 } options;
 
@@ -142,7 +146,8 @@ static int parse_args(int argc, char **argv, options *o)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes_value = !strcmp(a, "--backend") || !strcmp(a, "--input") || !strcmp(a, "--output-dir") ||
                            !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--seed") ||
-                           !strcmp(a, "--input-shape") || !strcmp(a, "--profile") || !strcmp(a, "--dim");
+                           !strcmp(a, "--input-shape") || !strcmp(a, "--profile") || !strcmp(a, "--dim") ||
+                           !strcmp(a, "--max-tensor-mb");
         if (takes_value && !next)
             return xf_cli_usage_error("%s needs a value", a);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -174,6 +179,9 @@ static int parse_args(int argc, char **argv, options *o)
                 return rc;
         } else if (!strcmp(a, "--profile")) {
             if (!xf_cli_parse_int(a, argv[++i], 1, 1000000, &o->profile))
+                return 2;
+        } else if (!strcmp(a, "--max-tensor-mb")) {
+            if (!xf_cli_parse_int(a, argv[++i], 1, 1L << 30, &o->max_tensor_mb))
                 return 2;
         } else if (!strcmp(a, "--warmup")) {
             if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->warmup))
@@ -259,7 +267,8 @@ int main(int argc, char **argv)
         rc = xf_cli_error("%d --input files given but %s has %d inputs", o.n_inputs, o.model, g->n_inputs);
         goto done;
     }
-    if (xf_session_create(g, xf_model_opset(m), o.backend, NULL, &s, &err) != XF_OK) {
+    xf_session_options sopt = {.max_tensor_bytes = (size_t)o.max_tensor_mb << 20};
+    if (xf_session_create(g, xf_model_opset(m), o.backend, &sopt, &s, &err) != XF_OK) {
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
     }
