@@ -47,6 +47,8 @@ void xf_memplan_free(xf_memplan *p)
     free(p->first);
     free(p->last);
     free(p->alias);
+    free(p->alias_offset);
+    free(p->skip);
     memset(p, 0, sizeof *p);
 }
 
@@ -63,31 +65,92 @@ static bool view_op(const xf_node *n)
     }
 }
 
-/* The views (p->alias): outputs of view ops whose input is a tensor a node
- * produces (not a graph input, bound per run, nor a constant), of the same
- * type and size; a view of a view shares the first one's bytes. */
-static void plan_aliases(const xf_graph *g, xf_memplan *p)
+/* Whether the value v is a tensor a node produces (not a graph input,
+ * bound per run, nor a constant) of static size over 0. */
+static bool planned_tensor(const xf_graph *g, int v)
 {
-    for (int v = 0; v < g->n_values; v++)
+    const xf_value *x = v >= 0 ? &g->values[v] : NULL;
+    return x && x->producer >= 0 && x->kind == XF_VK_TENSOR && xf_shape_numel(&x->shape) > 0;
+}
+
+/* Concat node n as its inputs written in place, one after another in its
+ * output's bytes: every dim before the axis is 1, each input is made by a
+ * node, appears once, is not already part of another value's bytes and
+ * starts at an aligned byte; returns whether it is, recording the inputs
+ * (and what was part of an input's bytes, a view of it or the inputs of
+ * a Concat that made it, moves with it). */
+static bool plan_concat(const xf_graph *g, const xf_node *n, xf_memplan *p)
+{
+    int y = n->outputs[0];
+    if (n->n_outputs != 1 || !planned_tensor(g, y) || p->alias[y] >= 0)
+        return false;
+    const xf_shape *ys = &g->values[y].shape;
+    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + ys->ndim : n->attrs.axis, at = 0;
+    size_t es = xf_dtype_size(g->values[y].dtype);
+    if (axis < 0 || axis >= ys->ndim)
+        return false;
+    for (int d = 0; d < axis; d++)
+        if (ys->dims[d] != 1)
+            return false;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int x = n->inputs[k];
+        if (!planned_tensor(g, x) || g->values[x].dtype != g->values[y].dtype || p->alias[x] >= 0 ||
+            (at * es) % XF_PLAN_ALIGN)
+            return false;
+        for (int j = 0; j < k; j++)
+            if (n->inputs[j] == x)
+                return false;
+        at += xf_shape_numel(&g->values[x].shape);
+    }
+    if (at != xf_shape_numel(ys))
+        return false;
+    at = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int x = n->inputs[k];
+        size_t off = (size_t)at * es;
+        for (int w = 0; w < g->n_values; w++)
+            if (p->alias[w] == x) {
+                p->alias[w] = y;
+                p->alias_offset[w] += off;
+            }
+        p->alias[x] = y;
+        p->alias_offset[x] = off;
+        at += xf_shape_numel(&g->values[x].shape);
+    }
+    return true;
+}
+
+/* The values that share another's bytes (p->alias), and the nodes whose
+ * work that does (p->skip): outputs of view ops of a planned tensor of the
+ * same type and size (a view of a view, or of a Concat's input, shares
+ * the same bytes), and the inputs of a Concat that in_place allows
+ * (NULL: all) and plan_concat takes. */
+static void plan_aliases(const xf_graph *g, const bool *in_place, xf_memplan *p)
+{
+    for (int v = 0; v < g->n_values; v++) {
         p->alias[v] = -1;
+        p->alias_offset[v] = 0;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *n = &g->nodes[i];
-        if (!view_op(n) || n->inputs[0] < 0 || n->outputs[0] < 0)
+        p->skip[i] = false;
+        if (n->op == XF_OP_CONCAT && (!in_place || in_place[i])) {
+            p->skip[i] = plan_concat(g, n, p);
+            continue;
+        }
+        if (!view_op(n) || !planned_tensor(g, n->inputs[0]) || n->outputs[0] < 0)
             continue;
         const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
-        if (x->producer < 0 || x->kind != XF_VK_TENSOR || y->kind != XF_VK_TENSOR || x->dtype != y->dtype ||
-            xf_shape_numel(&x->shape) != xf_shape_numel(&y->shape) || xf_shape_numel(&x->shape) <= 0)
+        if (y->kind != XF_VK_TENSOR || x->dtype != y->dtype || xf_shape_numel(&x->shape) != xf_shape_numel(&y->shape))
             continue;
         int root = p->alias[n->inputs[0]];
         p->alias[n->outputs[0]] = root >= 0 ? root : n->inputs[0];
+        p->alias_offset[n->outputs[0]] = root >= 0 ? p->alias_offset[n->inputs[0]] : 0;
+        p->skip[i] = true;
     }
 }
 
-bool xf_memplan_is_view(const xf_memplan *p, const xf_graph *g, int i)
-{
-    const xf_node *n = &g->nodes[i];
-    return p && p->alias && view_op(n) && n->outputs[0] >= 0 && p->alias[n->outputs[0]] >= 0;
-}
+bool xf_memplan_skips(const xf_memplan *p, int i) { return p && p->skip && p->skip[i]; }
 
 /* The value whose bytes v holds. */
 static int root_of(const xf_memplan *p, int v) { return p->alias[v] >= 0 ? p->alias[v] : v; }
@@ -119,6 +182,14 @@ static xf_status plan_lifetimes(const xf_graph *g, const int *group, xf_memplan 
             size_t bytes = (size_t)numel * es;
             p->size[v] = (bytes + XF_PLAN_ALIGN - 1) & ~(size_t)(XF_PLAN_ALIGN - 1);
             p->first[v] = p->last[v] = group ? group[i] : i;
+        }
+    /* a value whose bytes are another's (a Concat's output) makes them
+     * live from when it is made */
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_outputs; k++) {
+            int v = g->nodes[i].outputs[k], r = v >= 0 ? root_of(p, v) : -1, at = group ? group[i] : i;
+            if (r != v && p->first[r] > at)
+                p->first[r] = at;
         }
     /* the last node of each group, stored at its first node */
     int *group_end = malloc(sizeof *group_end * (size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
@@ -168,10 +239,11 @@ static xf_status plan_peak(const xf_graph *g, xf_memplan *p, xf_error *err)
 
 xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *p, xf_error *err)
 {
-    return xf_memplan_compute_grouped(g, NULL, p, err);
+    return xf_memplan_compute_grouped(g, NULL, NULL, p, err);
 }
 
-xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_memplan *p, xf_error *err)
+xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *in_place, xf_memplan *p,
+                                     xf_error *err)
 {
     memset(p, 0, sizeof *p);
     int nv = g->n_values;
@@ -182,14 +254,18 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_mem
     p->first = malloc(n * sizeof *p->first);
     p->last = malloc(n * sizeof *p->last);
     p->alias = malloc(n * sizeof *p->alias);
+    p->alias_offset = malloc(n * sizeof *p->alias_offset);
+    p->n_nodes = g->n_nodes;
+    p->skip = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *p->skip);
     plan_item *items = malloc(n * sizeof *items);
     span *busy = malloc(n * sizeof *busy);
     xf_status st = XF_OK;
-    if (!p->offset || !p->size || !p->first || !p->last || !p->alias || !items || !busy) {
+    if (!p->offset || !p->size || !p->first || !p->last || !p->alias || !p->alias_offset || !p->skip || !items ||
+        !busy) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory planning %d values", nv);
         goto done;
     }
-    plan_aliases(g, p);
+    plan_aliases(g, in_place, p);
     st = plan_lifetimes(g, group, p, err);
     if (st != XF_OK)
         goto done;
@@ -230,8 +306,9 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_mem
     for (int v = 0; v < nv; v++)
         if (p->alias[v] >= 0) {
             int r = p->alias[v];
-            p->offset[v] = p->offset[r];
-            p->size[v] = p->size[r];
+            size_t bytes = (size_t)xf_shape_numel(&g->values[v].shape) * xf_dtype_size(g->values[v].dtype);
+            p->offset[v] = p->offset[r] + (int64_t)p->alias_offset[v];
+            p->size[v] = (bytes + XF_PLAN_ALIGN - 1) & ~(size_t)(XF_PLAN_ALIGN - 1);
             p->first[v] = p->first[r];
             p->last[v] = p->last[r];
         }

@@ -215,7 +215,7 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
 {
     xf_status st = bind_inputs(s, s->views, inputs, err);
     for (int i = 0; i < s->g->n_nodes && st == XF_OK; i++) {
-        if (xf_memplan_is_view(&s->plan, s->g, i)) { /* its output is its input's bytes */
+        if (xf_memplan_skips(&s->plan, i)) { /* the plan did its work: a view, a Concat */
             if (node_seconds)
                 node_seconds[i] = 0;
             continue;
@@ -228,19 +228,28 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
     return st;
 }
 
-/* Plans memory around the groups of nodes the backend runs as one. */
+/* Plans memory around the groups of nodes the backend runs as one, with
+ * the Concats it lets the plan do. */
 static xf_status plan_memory(xf_session *s, xf_error *err)
 {
-    if (!s->be->fusion_groups)
-        return xf_memplan_compute(s->g, &s->plan, err);
-    int *group = malloc(sizeof *group * (size_t)(s->g->n_nodes > 0 ? s->g->n_nodes : 1));
-    if (!group)
+    size_t nn = (size_t)(s->g->n_nodes > 0 ? s->g->n_nodes : 1);
+    int *group = malloc(sizeof *group * nn);
+    bool *in_place = malloc(sizeof *in_place * nn);
+    if (!group || !in_place) {
+        free(group);
+        free(in_place);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < s->g->n_nodes; i++)
+    }
+    for (int i = 0; i < s->g->n_nodes; i++) {
         group[i] = i;
-    s->be->fusion_groups(s->ctx, s->g, group);
-    xf_status st = xf_memplan_compute_grouped(s->g, group, &s->plan, err);
+        in_place[i] = s->g->nodes[i].op == XF_OP_CONCAT &&
+                      (!s->be->concat_in_place || s->be->concat_in_place(s->ctx, s->g, i));
+    }
+    if (s->be->fusion_groups)
+        s->be->fusion_groups(s->ctx, s->g, group);
+    xf_status st = xf_memplan_compute_grouped(s->g, s->be->fusion_groups ? group : NULL, in_place, &s->plan, err);
     free(group);
+    free(in_place);
     return st;
 }
 
@@ -280,7 +289,7 @@ static xf_status setup_static(xf_session *s, xf_error *err)
     if (!s->states)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int i = 0; i < s->g->n_nodes && s->be->prepare; i++) {
-        if (xf_memplan_is_view(&s->plan, s->g, i))
+        if (xf_memplan_skips(&s->plan, i))
             continue;
         node_views(s, s->g, s->views, i);
         st = s->be->prepare(s->ctx, s->g, i, s->in, s->out, &s->states[i], err);

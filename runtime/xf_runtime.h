@@ -67,6 +67,12 @@ typedef struct xf_backend {
      * from its first node to its last, so that the first node may write
      * what the later ones would. */
     void (*fusion_groups)(void *ctx, const xf_graph *g, int *group);
+    /* optional, static mode only, called after prepare_graph: whether the
+     * inputs of Concat node `node` may be written straight into its
+     * output's bytes, each its own range of them (the memory plan then
+     * skips the node when the geometry allows: every dim before the axis
+     * 1), given the layouts the backend stores them in.  NULL: they may. */
+    bool (*concat_in_place)(void *ctx, const xf_graph *g, int node);
     /* optional: per-node state (primitive/algorithm caches) for these shapes. */
     xf_status (*prepare)(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                          const xf_tensor_view *out, void **state, xf_error *err);
@@ -109,19 +115,24 @@ int xf_backend_list(const xf_backend *const **list);
  * outputs (graph inputs are bound to the caller's tensors, initializers to
  * their data).  A value lives from the node that produces it to its last
  * consumer, graph outputs to the end; two values share bytes only when
- * their lifetimes are disjoint, or when one is a view of the other: the
- * output of a Reshape, Flatten, Squeeze, Unsqueeze or Identity of a
- * planned tensor is its input's bytes (`alias`), which then live as long
- * as either is read, and the session does not run that node.  Offsets are
- * 64-byte aligned. */
+ * their lifetimes are disjoint, or when one holds the other's bytes
+ * (`alias`): the output of a Reshape, Flatten, Squeeze, Unsqueeze or
+ * Identity of a planned tensor is its input's bytes, and the inputs of a
+ * Concat whose dims before the axis are 1 are its output's bytes, each at
+ * its place (a 64-byte aligned one); those bytes then live from the first
+ * of them made to the last read, and the session does not run such nodes
+ * (`skip`).  Offsets are 64-byte aligned. */
 typedef struct xf_memplan {
     int n_values;         /* == the graph's n_values; arrays below are per value id */
     int64_t *offset;      /* byte offset in the arena; -1 for values outside the plan */
     size_t *size;         /* bytes reserved (rounded up to 64); 0 outside the plan */
     int *first;           /* lifetime: first and last node index (n_nodes = end of run) */
     int *last;
-    int *alias;           /* the value whose bytes a view shares (offset, size and
-                           * lifetime are that value's); -1 for every other value */
+    int *alias;           /* the value whose bytes this one is part of (its lifetime
+                           * is that value's); -1 for every other value */
+    size_t *alias_offset; /* where in them it starts (0 for views) */
+    int n_nodes;
+    bool *skip;           /* per node: its work is done by the plan (a view, a Concat) */
     size_t arena_bytes;   /* the arena this plan needs */
     size_t peak_bytes;    /* most bytes live at one step: no plan can need less */
     size_t total_bytes;   /* sum of all sizes: what a plan without reuse would need */
@@ -133,12 +144,15 @@ xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *out, xf_error *err);
 /* The same for a backend that runs groups of nodes as one (see
  * fusion_groups); group may be NULL (no groups).  Lifetimes are then in
  * group steps: a value lives from its producer's group's first node to its
- * last reader's group's last node. */
-xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, xf_memplan *out, xf_error *err);
+ * last reader's group's last node.  concat_in_place[i] says whether
+ * Concat node i may have its inputs in its output's bytes (NULL: every
+ * Concat may; see xf_backend.concat_in_place). */
+xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *concat_in_place,
+                                     xf_memplan *out, xf_error *err);
 void xf_memplan_free(xf_memplan *p);
-/* Whether node i of g only gives its input's bytes another name in plan p
- * (its output is an alias): the session neither prepares nor runs it. */
-bool xf_memplan_is_view(const xf_memplan *p, const xf_graph *g, int i);
+/* Whether plan p does node i's work (p->skip): the session neither
+ * prepares nor runs it. */
+bool xf_memplan_skips(const xf_memplan *p, int i);
 
 /* ---------------------------------------------------------------- sessions */
 

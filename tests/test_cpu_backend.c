@@ -251,6 +251,28 @@ START_TEST(concat_axes)
         check_graph(g, 17, 0, 0, what);
         xf_graph_free(g);
     }
+    /* convolutions of 16 and 32 channels concatenated on the channels and
+     * read by a convolution: with one image the convolutions write into
+     * the Concat's output in the native layout and the Concat does not
+     * run; with two it copies */
+    for (int64_t batch = 1; batch <= 2; batch++) {
+        xf_graph *g = xf_graph_create("concat_convs");
+        int x = add_input(g, SHAPE(batch, 8, 10, 10));
+        int c1 = node(g, XF_OP_CONV, "c1", 2, (int[]){x, xf_bt_random_const(g, SHAPE(16, 8, 3, 3), false)}, 1);
+        xf_bt_set_window(attrs(g, c1), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+                         (int64_t[]){1, 1});
+        int c2 = node(g, XF_OP_CONV, "c2", 2, (int[]){x, xf_bt_random_const(g, SHAPE(32, 8, 1, 1), false)}, 1);
+        xf_bt_set_window(attrs(g, c2), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0},
+                         (int64_t[]){1, 1});
+        int cat = node(g, XF_OP_CONCAT, "cat", 2, (int[]){out0(g, c1), out0(g, c2)}, 1);
+        attrs(g, cat)->axis = 1;
+        int w3 = xf_bt_random_const(g, SHAPE(8, 48, 1, 1), false);
+        int c3 = xf_bt_finish_single(g, XF_OP_CONV, 2, (int[]){out0(g, cat), w3});
+        xf_bt_set_window(attrs(g, c3), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0},
+                         (int64_t[]){1, 1});
+        check_graph(g, 17, 1e-4, 1e-3, batch == 1 ? "convolutions into a Concat, one image" : "the same, two images");
+        xf_graph_free(g);
+    }
 }
 END_TEST
 

@@ -28,10 +28,14 @@ static void check_plan(const xf_graph *g, const xf_memplan *p)
         ck_assert_int_le(p->first[v], p->last[v]);
         int root = p->alias[v] >= 0 ? p->alias[v] : v;
         if (root != v) {
-            /* a view: its root's bytes and lifetime, which covers its readers */
+            /* a view or a Concat's input: within its root's bytes, whose
+             * lifetime covers its making and its readers */
             ck_assert_int_lt(p->alias[root], 0);
-            ck_assert_int_eq(p->offset[v], p->offset[root]);
+            ck_assert_int_eq(p->offset[v], p->offset[root] + (int64_t)p->alias_offset[v]);
+            ck_assert_uint_le(p->alias_offset[v] + (size_t)numel * xf_dtype_size(g->values[v].dtype), p->size[root]);
+            ck_assert_int_eq(p->first[v], p->first[root]);
             ck_assert_int_eq(p->last[v], p->last[root]);
+            ck_assert_int_le(p->first[root], g->values[v].producer);
             for (int i = 0; i < g->n_nodes; i++)
                 for (int k = 0; k < g->nodes[i].n_inputs; k++)
                     if (g->nodes[i].inputs[k] == v)
@@ -261,8 +265,8 @@ START_TEST(views_share_bytes)
     ck_assert_int_eq(p.alias[f], e);
     ck_assert_int_eq(p.last[a], g->values[y].producer); /* held for d's reader */
     ck_assert_int_eq(p.last[e], g->n_nodes);            /* f is a graph output */
-    ck_assert(!xf_memplan_is_view(&p, g, 0));
-    ck_assert(xf_memplan_is_view(&p, g, g->values[b].producer));
+    ck_assert(!xf_memplan_skips(&p, 0));
+    ck_assert(xf_memplan_skips(&p, g->values[b].producer));
     xf_memplan_free(&p);
 
     xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &s, 11);
@@ -289,6 +293,95 @@ START_TEST(views_share_bytes)
         xf_tensor_release(out[1][k]);
     }
     xf_tensor_release(in);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* A Concat along its first dim of size over 1 (those before it 1) gets
+ * its inputs in its output's bytes, each at its place, and does not run,
+ * also when that output is an input of another such Concat; one whose
+ * earlier dims are not 1, one of a graph input and one whose second input
+ * would start off a 64-byte boundary are run. */
+START_TEST(concat_in_place)
+{
+    xf_graph *g = xf_graph_create("concat");
+    xf_shape s = xf_shape_make(3, (int64_t[]){1, 4, 8}), two = xf_shape_make(3, (int64_t[]){2, 4, 8});
+    xf_shape odd = xf_shape_make(2, (int64_t[]){1, 3});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s), x2 = xf_graph_add_input(g, "x2", XF_DT_FLOAT, &two);
+    int xo = xf_graph_add_input(g, "xo", XF_DT_FLOAT, &odd);
+    int a = add_unary(g, XF_OP_RELU, x, &s), b = add_unary(g, XF_OP_EXP, x, &s);
+    xf_shape cs = xf_shape_make(3, (int64_t[]){1, 8, 8});
+    int c = xf_graph_add_value(g, "c", XF_DT_FLOAT, &cs);
+    int cat = xf_graph_add_node(g, XF_OP_CONCAT, "cat", 2, (int[]){a, b}, 1, &c);
+    g->nodes[cat].attrs.axis = 1;
+    int d = add_unary(g, XF_OP_SIGMOID, c, &cs);
+    int e = add_unary(g, XF_OP_NEG, a, &s); /* a read after the Concat */
+    /* dims before the axis not 1: a copy */
+    int a2 = add_unary(g, XF_OP_RELU, x2, &two), b2 = add_unary(g, XF_OP_TANH, x2, &two);
+    xf_shape c2s = xf_shape_make(3, (int64_t[]){2, 8, 8});
+    int c2 = xf_graph_add_value(g, "c2", XF_DT_FLOAT, &c2s);
+    int cat2 = xf_graph_add_node(g, XF_OP_CONCAT, "cat2", 2, (int[]){a2, b2}, 1, &c2);
+    g->nodes[cat2].attrs.axis = 1;
+    /* a graph input among the inputs, and 12-byte inputs: copies */
+    int c3 = xf_graph_add_value(g, "c3", XF_DT_FLOAT, &cs);
+    int cat3 = xf_graph_add_node(g, XF_OP_CONCAT, "cat3", 2, (int[]){x, add_unary(g, XF_OP_ABS, x, &s)}, 1, &c3);
+    g->nodes[cat3].attrs.axis = 1;
+    int ao = add_unary(g, XF_OP_RELU, xo, &odd), bo = add_unary(g, XF_OP_EXP, xo, &odd);
+    xf_shape c4s = xf_shape_make(2, (int64_t[]){1, 6});
+    int c4 = xf_graph_add_value(g, "c4", XF_DT_FLOAT, &c4s);
+    int cat4 = xf_graph_add_node(g, XF_OP_CONCAT, "cat4", 2, (int[]){ao, bo}, 1, &c4);
+    g->nodes[cat4].attrs.axis = -1;
+    /* the Concat's output in another Concat: its inputs move with it */
+    int h = add_unary(g, XF_OP_TANH, x, &s);
+    xf_shape fs = xf_shape_make(3, (int64_t[]){1, 12, 8});
+    int f = xf_graph_add_value(g, "f", XF_DT_FLOAT, &fs);
+    int cat5 = xf_graph_add_node(g, XF_OP_CONCAT, "cat5", 2, (int[]){c, h}, 1, &f);
+    g->nodes[cat5].attrs.axis = 1;
+    int outs[] = {d, e, c2, c3, c4, f};
+    for (int k = 0; k < 6; k++)
+        xf_graph_add_output(g, outs[k]);
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute(g, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert_int_eq(p.alias[c], f);
+    ck_assert_int_eq(p.alias[a], f);
+    ck_assert_int_eq(p.alias[b], f);
+    ck_assert_int_eq(p.alias[h], f);
+    ck_assert_uint_eq(p.alias_offset[a], 0);
+    ck_assert_uint_eq(p.alias_offset[b], 4 * 8 * sizeof(float));
+    ck_assert_uint_eq(p.alias_offset[h], 8 * 8 * sizeof(float));
+    ck_assert(p.skip[cat] && p.skip[cat5] && !p.skip[cat2] && !p.skip[cat3] && !p.skip[cat4]);
+    ck_assert_int_eq(p.alias[a2], -1);
+    ck_assert_int_eq(p.alias[ao], -1);
+    ck_assert_int_eq(p.first[f], g->values[a].producer); /* from its first input on */
+    xf_memplan_free(&p);
+
+    xf_tensor *in[3] = {xf_tensor_random(XF_DT_FLOAT, &s, 3), xf_tensor_random(XF_DT_FLOAT, &two, 4),
+                        xf_tensor_random(XF_DT_FLOAT, &odd, 5)};
+    xf_tensor *out[2][6];
+    for (int mode = 0; mode < 2; mode++) {
+        xf_session_options opt = {.force_dynamic = mode == 1};
+        xf_session *sess;
+        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
+        if (mode == 0)
+            check_plan(xf_session_graph(sess), xf_session_memplan(sess));
+        for (int r = 0; r < 2; r++) {
+            ck_assert_msg(xf_session_run(sess, in, out[mode], &err) == XF_OK, "%s", err.msg);
+            for (int k = 0; r == 0 && k < 6; k++)
+                xf_tensor_release(out[mode][k]);
+        }
+        xf_session_free(sess);
+    }
+    for (int k = 0; k < 6; k++) {
+        bool ok;
+        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
+        ck_assert_msg(ok, "output %d differs from the copying session's", k);
+        xf_tensor_release(out[0][k]);
+        xf_tensor_release(out[1][k]);
+    }
+    for (int k = 0; k < 3; k++)
+        xf_tensor_release(in[k]);
     xf_graph_free(g);
 }
 END_TEST
@@ -353,6 +446,7 @@ int main(void)
     tcase_add_test(tc, session_uses_the_plan);
     tcase_add_test(tc, views_share_bytes);
     tcase_add_test(tc, tensor_limit);
+    tcase_add_test(tc, concat_in_place);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
