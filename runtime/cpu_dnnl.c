@@ -527,24 +527,28 @@ static void dn_fusion_groups(void *ctx, const xf_graph *g, int *group)
             group[i] = c->folds[i].host;
 }
 
-/* A Concat's inputs may be its output's bytes when all are stored alike:
- * plain, or in a channel-blocked native layout (nChw16c, nChw8c) along
- * the channels with whole blocks in each input, where one image's
- * channel blocks follow each other as in the plain layout. */
-static bool dn_concat_in_place(void *ctx, const xf_graph *g, int node)
+/* A Concat's inputs may be its output's bytes, and a Split's outputs its
+ * input's, when all are stored alike: plain, or in a channel-blocked
+ * native layout (nChw16c, nChw8c) along the channels with whole blocks in
+ * each part, where one image's channel blocks follow each other as in the
+ * plain layout. */
+static bool dn_in_place(void *ctx, const xf_graph *g, int node)
 {
     const xf_dn_ctx *c = ctx;
     const xf_node *n = &g->nodes[node];
-    if (n->n_outputs != 1 || n->outputs[0] < 0)
+    bool split = n->op == XF_OP_SPLIT;
+    int whole = split ? xf_dn_input(n, 0) : n->n_outputs == 1 ? n->outputs[0] : -1;
+    if (whole < 0)
         return false;
-    xf_dn_layout l = xf_dn_value_layout(c, n->outputs[0]);
-    const xf_value *y = &g->values[n->outputs[0]];
+    xf_dn_layout l = xf_dn_value_layout(c, whole);
+    const xf_value *w = &g->values[whole];
     bool blocked = c->native_tag == dnnl_nChw16c || c->native_tag == dnnl_nChw8c;
-    if (l == XF_DN_NATIVE && !(blocked && y->dtype == XF_DT_FLOAT && y->shape.ndim == 4 &&
+    if (l == XF_DN_NATIVE && !(blocked && w->dtype == XF_DT_FLOAT && w->shape.ndim == 4 &&
                                (n->attrs.axis == 1 || n->attrs.axis == -3)))
         return false;
-    for (int k = 0; k < n->n_inputs; k++) {
-        int x = n->inputs[k];
+    int parts = split ? n->n_outputs : n->n_inputs;
+    for (int k = 0; k < parts; k++) {
+        int x = split ? n->outputs[k] : n->inputs[k];
         if (x < 0 || xf_dn_value_layout(c, x) != l ||
             (l == XF_DN_NATIVE && g->values[x].shape.dims[1] % c->native_block != 0))
             return false;
@@ -737,7 +741,7 @@ const xf_backend xf_backend_cpu = {
     .supports = dn_supports,
     .prepare_graph = plan_layouts,
     .fusion_groups = dn_fusion_groups,
-    .concat_in_place = dn_concat_in_place,
+    .in_place = dn_in_place,
     .prepare = dn_prepare,
     .run_node = dn_run_node,
     .release = dn_release,

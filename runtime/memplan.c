@@ -120,11 +120,64 @@ static bool plan_concat(const xf_graph *g, const xf_node *n, xf_memplan *p)
     return true;
 }
 
+/* Whether a Concat that in_place allows reads value v: v had better be
+ * made in that Concat's bytes (a Concat copies all its bytes, a Split
+ * only its parts). */
+static bool read_by_concat(const xf_graph *g, const bool *in_place, int v)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == XF_OP_CONCAT && (!in_place || in_place[i]))
+            for (int k = 0; k < g->nodes[i].n_inputs; k++)
+                if (g->nodes[i].inputs[k] == v)
+                    return true;
+    return false;
+}
+
+/* Split node n as views of its input, each output its own range of the
+ * input's bytes: every dim before the axis is 1, the input is made by a
+ * node, each output starts at an aligned byte and none is an input of a
+ * Concat that may be done in place. */
+static bool plan_split(const xf_graph *g, const xf_node *n, const bool *in_place, xf_memplan *p)
+{
+    int x = n->inputs[0];
+    if (!planned_tensor(g, x))
+        return false;
+    const xf_shape *xs = &g->values[x].shape;
+    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + xs->ndim : n->attrs.axis, at = 0;
+    size_t es = xf_dtype_size(g->values[x].dtype), base = p->alias[x] >= 0 ? p->alias_offset[x] : 0;
+    if (axis < 0 || axis >= xs->ndim)
+        return false;
+    for (int d = 0; d < axis; d++)
+        if (xs->dims[d] != 1)
+            return false;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int y = n->outputs[k];
+        if (y < 0)
+            return false;
+        const xf_value *yv = &g->values[y];
+        if (yv->kind != XF_VK_TENSOR || yv->dtype != g->values[x].dtype || p->alias[y] >= 0 ||
+            (base + (size_t)at * es) % XF_PLAN_ALIGN || xf_shape_numel(&yv->shape) < 0 ||
+            read_by_concat(g, in_place, y))
+            return false;
+        at += xf_shape_numel(&yv->shape);
+    }
+    if (at != xf_shape_numel(xs))
+        return false;
+    at = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int y = n->outputs[k];
+        p->alias[y] = p->alias[x] >= 0 ? p->alias[x] : x;
+        p->alias_offset[y] = base + (size_t)at * es;
+        at += xf_shape_numel(&g->values[y].shape);
+    }
+    return true;
+}
+
 /* The values that share another's bytes (p->alias), and the nodes whose
  * work that does (p->skip): outputs of view ops of a planned tensor of the
  * same type and size (a view of a view, or of a Concat's input, shares
- * the same bytes), and the inputs of a Concat that in_place allows
- * (NULL: all) and plan_concat takes. */
+ * the same bytes), the inputs of a Concat and the outputs of a Split that
+ * in_place allows (NULL: all) and plan_concat or plan_split take. */
 static void plan_aliases(const xf_graph *g, const bool *in_place, xf_memplan *p)
 {
     for (int v = 0; v < g->n_values; v++) {
@@ -134,8 +187,8 @@ static void plan_aliases(const xf_graph *g, const bool *in_place, xf_memplan *p)
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *n = &g->nodes[i];
         p->skip[i] = false;
-        if (n->op == XF_OP_CONCAT && (!in_place || in_place[i])) {
-            p->skip[i] = plan_concat(g, n, p);
+        if ((n->op == XF_OP_CONCAT || n->op == XF_OP_SPLIT) && (!in_place || in_place[i])) {
+            p->skip[i] = n->op == XF_OP_CONCAT ? plan_concat(g, n, p) : plan_split(g, n, in_place, p);
             continue;
         }
         if (!view_op(n) || !planned_tensor(g, n->inputs[0]) || n->outputs[0] < 0)

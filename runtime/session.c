@@ -229,7 +229,7 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
 }
 
 /* Plans memory around the groups of nodes the backend runs as one, with
- * the Concats it lets the plan do. */
+ * the Concats and Splits it lets the plan do. */
 static xf_status plan_memory(xf_session *s, xf_error *err)
 {
     size_t nn = (size_t)(s->g->n_nodes > 0 ? s->g->n_nodes : 1);
@@ -242,8 +242,8 @@ static xf_status plan_memory(xf_session *s, xf_error *err)
     }
     for (int i = 0; i < s->g->n_nodes; i++) {
         group[i] = i;
-        in_place[i] = s->g->nodes[i].op == XF_OP_CONCAT &&
-                      (!s->be->concat_in_place || s->be->concat_in_place(s->ctx, s->g, i));
+        xf_op op = s->g->nodes[i].op;
+        in_place[i] = (op == XF_OP_CONCAT || op == XF_OP_SPLIT) && (!s->be->in_place || s->be->in_place(s->ctx, s->g, i));
     }
     if (s->be->fusion_groups)
         s->be->fusion_groups(s->ctx, s->g, group);

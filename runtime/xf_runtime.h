@@ -68,11 +68,12 @@ typedef struct xf_backend {
      * what the later ones would. */
     void (*fusion_groups)(void *ctx, const xf_graph *g, int *group);
     /* optional, static mode only, called after prepare_graph: whether the
-     * inputs of Concat node `node` may be written straight into its
-     * output's bytes, each its own range of them (the memory plan then
-     * skips the node when the geometry allows: every dim before the axis
-     * 1), given the layouts the backend stores them in.  NULL: they may. */
-    bool (*concat_in_place)(void *ctx, const xf_graph *g, int node);
+     * parts of Concat or Split node `node` (a Concat's inputs, a Split's
+     * outputs) may be ranges of the whole's bytes (the memory plan then
+     * does the node's work when the geometry allows: every dim before the
+     * axis 1), given the layouts the backend stores them in.  NULL: they
+     * may. */
+    bool (*in_place)(void *ctx, const xf_graph *g, int node);
     /* optional: per-node state (primitive/algorithm caches) for these shapes. */
     xf_status (*prepare)(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                          const xf_tensor_view *out, void **state, xf_error *err);
@@ -117,11 +118,12 @@ int xf_backend_list(const xf_backend *const **list);
  * consumer, graph outputs to the end; two values share bytes only when
  * their lifetimes are disjoint, or when one holds the other's bytes
  * (`alias`): the output of a Reshape, Flatten, Squeeze, Unsqueeze or
- * Identity of a planned tensor is its input's bytes, and the inputs of a
- * Concat whose dims before the axis are 1 are its output's bytes, each at
- * its place (a 64-byte aligned one); those bytes then live from the first
- * of them made to the last read, and the session does not run such nodes
- * (`skip`).  Offsets are 64-byte aligned. */
+ * Identity of a planned tensor is its input's bytes, and where the dims
+ * before the axis are 1 the inputs of a Concat are its output's bytes and
+ * the outputs of a Split its input's, each at its place (a 64-byte
+ * aligned one); those bytes then live from the first of them made to the
+ * last read, and the session does not run such nodes (`skip`).  Offsets
+ * are 64-byte aligned. */
 typedef struct xf_memplan {
     int n_values;         /* == the graph's n_values; arrays below are per value id */
     int64_t *offset;      /* byte offset in the arena; -1 for values outside the plan */
@@ -144,10 +146,10 @@ xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *out, xf_error *err);
 /* The same for a backend that runs groups of nodes as one (see
  * fusion_groups); group may be NULL (no groups).  Lifetimes are then in
  * group steps: a value lives from its producer's group's first node to its
- * last reader's group's last node.  concat_in_place[i] says whether
- * Concat node i may have its inputs in its output's bytes (NULL: every
- * Concat may; see xf_backend.concat_in_place). */
-xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *concat_in_place,
+ * last reader's group's last node.  in_place[i] says whether Concat or
+ * Split node i may have its parts in the whole's bytes (NULL: every one
+ * may; see xf_backend.in_place). */
+xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *in_place,
                                      xf_memplan *out, xf_error *err);
 void xf_memplan_free(xf_memplan *p);
 /* Whether plan p does node i's work (p->skip): the session neither

@@ -386,6 +386,89 @@ START_TEST(concat_in_place)
 }
 END_TEST
 
+/* Split node of x along axis 1 into two halves of shape hs. */
+static int add_split(xf_graph *g, int x, const xf_shape *hs, int *y)
+{
+    int64_t sizes[2] = {hs->dims[1], hs->dims[1]};
+    xf_shape two = xf_shape_make(1, (int64_t[]){2});
+    xf_tensor *t = xf_tensor_from_data(XF_DT_INT64, &two, sizes);
+    ck_assert_ptr_nonnull(t);
+    int in[2] = {x, xf_graph_add_initializer(g, NULL, t)};
+    xf_tensor_release(t);
+    y[0] = xf_graph_add_value(g, NULL, XF_DT_FLOAT, hs);
+    y[1] = xf_graph_add_value(g, NULL, XF_DT_FLOAT, hs);
+    int n = xf_graph_add_node(g, XF_OP_SPLIT, NULL, 2, in, 2, y);
+    g->nodes[n].attrs.axis = 1;
+    return n;
+}
+
+/* A Split along its first dim of size over 1 makes views of its input's
+ * bytes and does not run, also of a Concat's output written in place; one
+ * whose earlier dims are not 1 is run, and so is one with an output that
+ * a Concat reads (which then takes it in place). */
+START_TEST(split_views)
+{
+    xf_graph *g = xf_graph_create("split");
+    xf_shape s = xf_shape_make(3, (int64_t[]){1, 8, 8}), h = xf_shape_make(3, (int64_t[]){1, 4, 8});
+    xf_shape two = xf_shape_make(3, (int64_t[]){2, 8, 8}), h2 = xf_shape_make(3, (int64_t[]){2, 4, 8});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s), x2 = xf_graph_add_input(g, "x2", XF_DT_FLOAT, &two);
+    int a = add_unary(g, XF_OP_RELU, x, &s), y[2], y2[2], z[2];
+    int sp = add_split(g, a, &h, y);
+    int e = add_unary(g, XF_OP_EXP, y[1], &h);
+    /* Concat of two halves, split again: views of the Concat's bytes */
+    int c = xf_graph_add_value(g, "c", XF_DT_FLOAT, &s);
+    int cat = xf_graph_add_node(g, XF_OP_CONCAT, "cat", 2, (int[]){add_unary(g, XF_OP_NEG, y[0], &h), e}, 1, &c);
+    g->nodes[cat].attrs.axis = 1;
+    int sp3 = add_split(g, c, &h, z);
+    int sp2 = add_split(g, add_unary(g, XF_OP_TANH, x2, &two), &h2, y2);
+    /* an output read by a Concat: the Split copies, the Concat is in place */
+    int w[2], sp4 = add_split(g, add_unary(g, XF_OP_ABS, x, &s), &h, w);
+    int c5 = xf_graph_add_value(g, "c5", XF_DT_FLOAT, &s);
+    int cat5 = xf_graph_add_node(g, XF_OP_CONCAT, "cat5", 2, (int[]){w[0], add_unary(g, XF_OP_SIGMOID, w[1], &h)}, 1,
+                                 &c5);
+    g->nodes[cat5].attrs.axis = 1;
+    int outs[] = {add_unary(g, XF_OP_SIGMOID, z[0], &h), z[1], y2[0], y2[1], a, c5};
+    for (int k = 0; k < 6; k++)
+        xf_graph_add_output(g, outs[k]);
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute(g, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert(p.skip[sp] && p.skip[sp3] && p.skip[cat] && !p.skip[sp2] && !p.skip[sp4] && p.skip[cat5]);
+    ck_assert_int_eq(p.alias[y[0]], a);
+    ck_assert_uint_eq(p.alias_offset[y[1]], 4 * 8 * sizeof(float));
+    ck_assert_int_eq(p.alias[z[0]], c);
+    ck_assert_int_eq(p.alias[z[1]], c);
+    ck_assert_int_eq(p.offset[z[1]], p.offset[e]);
+    ck_assert_int_eq(p.alias[y2[0]], -1);
+    xf_memplan_free(&p);
+
+    xf_tensor *in[2] = {xf_tensor_random(XF_DT_FLOAT, &s, 8), xf_tensor_random(XF_DT_FLOAT, &two, 9)};
+    xf_tensor *out[2][6];
+    for (int mode = 0; mode < 2; mode++) {
+        xf_session_options opt = {.force_dynamic = mode == 1};
+        xf_session *sess;
+        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
+        for (int r = 0; r < 2; r++) {
+            ck_assert_msg(xf_session_run(sess, in, out[mode], &err) == XF_OK, "%s", err.msg);
+            for (int k = 0; r == 0 && k < 6; k++)
+                xf_tensor_release(out[mode][k]);
+        }
+        xf_session_free(sess);
+    }
+    for (int k = 0; k < 6; k++) {
+        bool ok;
+        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
+        ck_assert_msg(ok, "output %d differs from the copying session's", k);
+        xf_tensor_release(out[0][k]);
+        xf_tensor_release(out[1][k]);
+    }
+    xf_tensor_release(in[0]);
+    xf_tensor_release(in[1]);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* A session's limit on one tensor's bytes: a static value over it fails
  * the creation, a Range whose length comes from its input the run; both
  * name the value. */
@@ -447,6 +530,7 @@ int main(void)
     tcase_add_test(tc, views_share_bytes);
     tcase_add_test(tc, tensor_limit);
     tcase_add_test(tc, concat_in_place);
+    tcase_add_test(tc, split_views);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
