@@ -243,7 +243,8 @@ static xf_status plan_memory(xf_session *s, xf_error *err)
     for (int i = 0; i < s->g->n_nodes; i++) {
         group[i] = i;
         xf_op op = s->g->nodes[i].op;
-        in_place[i] = (op == XF_OP_CONCAT || op == XF_OP_SPLIT) && (!s->be->in_place || s->be->in_place(s->ctx, s->g, i));
+        in_place[i] = (op == XF_OP_CONCAT || op == XF_OP_SPLIT) &&
+                      (!s->be->in_place || s->be->in_place(s->ctx, s->g, i));
     }
     if (s->be->fusion_groups)
         s->be->fusion_groups(s->ctx, s->g, group);
