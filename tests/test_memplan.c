@@ -217,6 +217,49 @@ START_TEST(session_uses_the_plan)
 }
 END_TEST
 
+/* Runs g in a static session (its plan checked; twice, the second run
+ * reusing the arena) and in a dynamic one, which copies every value, on
+ * the same seeded random inputs: every output is the same. */
+static void runs_as_copying(const xf_graph *g)
+{
+    xf_error err = {0};
+    int ni = g->n_inputs, no = g->n_outputs;
+    xf_tensor **in = calloc((size_t)ni + 1, sizeof *in), **out[2];
+    out[0] = calloc((size_t)no + 1, sizeof **out);
+    out[1] = calloc((size_t)no + 1, sizeof **out);
+    ck_assert(in && out[0] && out[1]);
+    for (int i = 0; i < ni; i++) {
+        const xf_value *v = &g->values[g->inputs[i]];
+        ck_assert_ptr_nonnull(in[i] = xf_tensor_random(v->dtype, &v->shape, 3 + (uint64_t)i));
+    }
+    for (int mode = 0; mode < 2; mode++) {
+        xf_session_options opt = {.force_dynamic = mode == 1};
+        xf_session *sess;
+        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
+        if (mode == 0)
+            check_plan(xf_session_graph(sess), xf_session_memplan(sess));
+        for (int r = 0; r < 2; r++) {
+            ck_assert_msg(xf_session_run(sess, in, out[mode], &err) == XF_OK, "%s", err.msg);
+            for (int k = 0; r == 0 && k < no; k++)
+                xf_tensor_release(out[mode][k]);
+        }
+        xf_session_free(sess);
+    }
+    for (int k = 0; k < no; k++) {
+        bool ok;
+        ck_assert(xf_shape_equal(&out[0][k]->shape, &out[1][k]->shape));
+        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
+        ck_assert_msg(ok, "output %d differs from the copying session's", k);
+        xf_tensor_release(out[0][k]);
+        xf_tensor_release(out[1][k]);
+    }
+    for (int i = 0; i < ni; i++)
+        xf_tensor_release(in[i]);
+    free(in);
+    free(out[0]);
+    free(out[1]);
+}
+
 /* A view op of x to shape s: Reshape reads s as its second input,
  * Unsqueeze axis 0. */
 static int add_view(xf_graph *g, xf_op op, int x, const xf_shape *s)
@@ -269,30 +312,7 @@ START_TEST(views_share_bytes)
     ck_assert(xf_memplan_skips(&p, g->values[b].producer));
     xf_memplan_free(&p);
 
-    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &s, 11);
-    xf_tensor *out[2][2];
-    for (int mode = 0; mode < 2; mode++) {
-        xf_session_options opt = {.force_dynamic = mode == 1};
-        xf_session *sess;
-        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
-        if (mode == 0)
-            check_plan(xf_session_graph(sess), xf_session_memplan(sess));
-        for (int r = 0; r < 2; r++) {
-            ck_assert_msg(xf_session_run(sess, &in, out[mode], &err) == XF_OK, "%s", err.msg);
-            for (int k = 0; r == 0 && k < 2; k++)
-                xf_tensor_release(out[mode][k]);
-        }
-        xf_session_free(sess);
-    }
-    for (int k = 0; k < 2; k++) {
-        bool ok;
-        ck_assert(xf_shape_equal(&out[0][k]->shape, &out[1][k]->shape));
-        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
-        ck_assert_msg(ok, "output %d differs from the copying session's", k);
-        xf_tensor_release(out[0][k]);
-        xf_tensor_release(out[1][k]);
-    }
-    xf_tensor_release(in);
+    runs_as_copying(g);
     xf_graph_free(g);
 }
 END_TEST
@@ -357,31 +377,7 @@ START_TEST(concat_in_place)
     ck_assert_int_eq(p.first[f], g->values[a].producer); /* from its first input on */
     xf_memplan_free(&p);
 
-    xf_tensor *in[3] = {xf_tensor_random(XF_DT_FLOAT, &s, 3), xf_tensor_random(XF_DT_FLOAT, &two, 4),
-                        xf_tensor_random(XF_DT_FLOAT, &odd, 5)};
-    xf_tensor *out[2][6];
-    for (int mode = 0; mode < 2; mode++) {
-        xf_session_options opt = {.force_dynamic = mode == 1};
-        xf_session *sess;
-        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
-        if (mode == 0)
-            check_plan(xf_session_graph(sess), xf_session_memplan(sess));
-        for (int r = 0; r < 2; r++) {
-            ck_assert_msg(xf_session_run(sess, in, out[mode], &err) == XF_OK, "%s", err.msg);
-            for (int k = 0; r == 0 && k < 6; k++)
-                xf_tensor_release(out[mode][k]);
-        }
-        xf_session_free(sess);
-    }
-    for (int k = 0; k < 6; k++) {
-        bool ok;
-        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
-        ck_assert_msg(ok, "output %d differs from the copying session's", k);
-        xf_tensor_release(out[0][k]);
-        xf_tensor_release(out[1][k]);
-    }
-    for (int k = 0; k < 3; k++)
-        xf_tensor_release(in[k]);
+    runs_as_copying(g);
     xf_graph_free(g);
 }
 END_TEST
@@ -443,28 +439,7 @@ START_TEST(split_views)
     ck_assert_int_eq(p.alias[y2[0]], -1);
     xf_memplan_free(&p);
 
-    xf_tensor *in[2] = {xf_tensor_random(XF_DT_FLOAT, &s, 8), xf_tensor_random(XF_DT_FLOAT, &two, 9)};
-    xf_tensor *out[2][6];
-    for (int mode = 0; mode < 2; mode++) {
-        xf_session_options opt = {.force_dynamic = mode == 1};
-        xf_session *sess;
-        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", &opt, &sess, &err) == XF_OK, "%s", err.msg);
-        for (int r = 0; r < 2; r++) {
-            ck_assert_msg(xf_session_run(sess, in, out[mode], &err) == XF_OK, "%s", err.msg);
-            for (int k = 0; r == 0 && k < 6; k++)
-                xf_tensor_release(out[mode][k]);
-        }
-        xf_session_free(sess);
-    }
-    for (int k = 0; k < 6; k++) {
-        bool ok;
-        ck_assert_int_eq(xf_tensor_compare(out[0][k], out[1][k], 0, 0, NULL, NULL, &ok, NULL), XF_OK);
-        ck_assert_msg(ok, "output %d differs from the copying session's", k);
-        xf_tensor_release(out[0][k]);
-        xf_tensor_release(out[1][k]);
-    }
-    xf_tensor_release(in[0]);
-    xf_tensor_release(in[1]);
+    runs_as_copying(g);
     xf_graph_free(g);
 }
 END_TEST
