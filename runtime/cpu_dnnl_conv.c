@@ -213,6 +213,26 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
         return s;
     dnnl_primitive_desc_t pd = NULL;
     XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL));
+    /* where the stored layouts leave only oneDNN's reference convolution
+     * (a grouped one of 8 channels per group, channels-last: RegNet's), it
+     * gets the layouts it prefers, with reorders around it; not with a sum
+     * post-op, which adds to the destination as stored */
+    const char *impl = NULL;
+    bool sum = st->sum_src || st->sum_input;
+    if ((src_native || dst_fixed) && !sum &&
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        strncmp(impl, "ref", 3) == 0) {
+        dnnl_primitive_desc_t free_pd = NULL;
+        if (conv_desc(g, n, x, w, y, has_bias, io, NULL, NULL, &d, err) == XF_OK &&
+            dnnl_primitive_desc_create(&free_pd, &d, attr, c->engine, NULL) == dnnl_success &&
+            dnnl_primitive_desc_query(free_pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+            strncmp(impl, "ref", 3) != 0) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = free_pd;
+        } else if (free_pd) {
+            dnnl_primitive_desc_destroy(free_pd);
+        }
+    }
 
     s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                    err);
