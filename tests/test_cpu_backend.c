@@ -126,6 +126,35 @@ static int with_scalar(xf_graph *g, xf_op op, int x, float c)
     return out0(g, node(g, op, NULL, 2, (int[]){x, k}, 1));
 }
 
+/* HardSigmoid (a linear eltwise with a clip post-op) and HardSwish
+ * (oneDNN's hardswish), on inputs scaled so that both clip on each side,
+ * HardSwish also folded into the convolution before it (MobileNetV3's
+ * blocks); HardSigmoid with PyTorch's alpha of 1/6 and ONNX's default,
+ * over tensors its loop splits in chunks over the threads. */
+START_TEST(hard_activations)
+{
+    if (!have_cpu())
+        return;
+    static const float alphas[] = {1.0f / 6.0f, 0.2f};
+    for (int t = 0; t < 4; t++) {
+        xf_graph *g = xf_graph_create("hard");
+        int x = with_scalar(g, XF_OP_MUL, add_input(g, SHAPE(2, 16, 30, 30)), 8.0f);
+        if (t == 3) {
+            int w = xf_bt_random_const(g, SHAPE(16, 16, 1, 1), false);
+            x = out0(g, node(g, XF_OP_CONV, "conv", 2, (int[]){x, w}, 1));
+            xf_bt_set_window(attrs(g, g->n_nodes - 1), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0},
+                             (int64_t[]){0, 0}, (int64_t[]){1, 1});
+        }
+        int n = xf_bt_finish_single(g, t < 2 ? XF_OP_HARD_SIGMOID : XF_OP_HARD_SWISH, 1, &x);
+        xf_attrs_default(g->nodes[n].op, attrs(g, n));
+        if (t < 2)
+            attrs(g, n)->alpha = alphas[t];
+        check_graph(g, 17, 1e-5, 1e-5, t < 2 ? "HardSigmoid" : t == 2 ? "HardSwish" : "Conv + HardSwish");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* Log is exact on cpu (the correctly rounded result cpu_ref gives): an
  * integer taken from a log that should be whole (MPNet's relative position
  * buckets, log(16 / 8) / log(16) * 8 = 2) must not flip, as it did with
@@ -409,6 +438,30 @@ static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, i
     attrs(g, n)->activation = act;
     return out0(g, n);
 }
+
+/* A grouped convolution of 8 channels per group between two others (a
+ * RegNet block): where the layout the others store it in leaves oneDNN
+ * its reference kernel only, the convolution gets the layouts it prefers,
+ * with reorders around it; the values are cpu_ref's. */
+START_TEST(grouped_conv_between_convs)
+{
+    if (!have_cpu())
+        return;
+    for (int64_t stride = 1; stride <= 2; stride++) {
+        xf_graph *g = xf_graph_create("regnet_block");
+        int x = conv_node(g, add_input(g, SHAPE(1, 16, 20, 20)), 16, 48, 1, 1, XF_ACT_RELU);
+        int w = xf_bt_random_const(g, SHAPE(48, 8, 3, 3), false);
+        int n = node(g, XF_OP_CONV, "grouped", 2, (int[]){x, w}, 1);
+        xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+                         (int64_t[]){1, 1});
+        attrs(g, n)->group = 6;
+        attrs(g, n)->activation = XF_ACT_RELU;
+        xf_graph_add_output(g, conv_node(g, out0(g, n), 48, 32, 1, 1, XF_ACT_NONE));
+        check_graph(g, 17, 1e-4, 1e-4, stride == 1 ? "grouped convolution, stride 1" : "grouped convolution, stride 2");
+        xf_graph_free(g);
+    }
+}
+END_TEST
 
 static int bn_node(xf_graph *g, int x, int64_t c)
 {
@@ -837,6 +890,7 @@ int main(void)
     tcase_add_test(ops, eltwise_all);
     tcase_add_test(ops, pow_constant_exponent);
     tcase_add_test(ops, log_exact);
+    tcase_add_test(ops, hard_activations);
     tcase_add_test(ops, softplus_positive);
     tcase_add_test(ops, binary_broadcasting);
     tcase_add_test(ops, softmax_axes);
@@ -854,6 +908,7 @@ int main(void)
     tcase_add_test(graphs, repeated_post_algorithms);
     tcase_add_test(graphs, activation_posts);
     tcase_add_test(graphs, split_parts);
+    tcase_add_test(graphs, grouped_conv_between_convs);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
