@@ -237,8 +237,9 @@ xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post
                                  dnnl_primitive_attr_t *attr, xf_error *err);
 /* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
  * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
- * 1 (the other is a constant); chosen only by the fold plan. */
-extern const xf_dn_handler xf_dn_gelu_handler;
+ * 1 (the other is a constant); x * Sigmoid(x) as one swish, run by the
+ * Sigmoid; chosen only by the fold plan. */
+extern const xf_dn_handler xf_dn_gelu_handler, xf_dn_swish_handler;
 /* ONNX Runtime's quantized contrib ops (cpu_dnnl_qcontrib.c; QGemm in cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler;
 /* MatMulNBits with constant weights (cpu_dnnl_llm.c); GroupQueryAttention

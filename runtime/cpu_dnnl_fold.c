@@ -1,8 +1,9 @@
 /* Folding nodes into the primitive of the node before them (static mode):
  * Conv -> BatchNormalization (into the weights), Conv -> Add of another
  * tensor (a sum post-op: the residual connection), unary ops after a
- * Conv, BatchNormalization or binary op (eltwise post-ops), and the five
- * nodes of the exact GELU into one eltwise primitive.
+ * Conv, BatchNormalization or binary op (eltwise post-ops), the five
+ * nodes of the exact GELU and the two of SiLU (x * Sigmoid(x)) into one
+ * eltwise primitive or post-op.
  *
  * The plan is made from the graph alone, before memory is planned, so that
  * the memory plan can treat a host and the nodes folded into it as one
@@ -227,6 +228,26 @@ static int pattern_step(const xf_dn_ctx *c, const xf_graph *g, int q, xf_op op, 
     return same ? y : -1;
 }
 
+/* The pattern nodes[0..count) on x, computed as the eltwise `post`:
+ * folded into x's producer when x is read by the pattern alone (its
+ * first and one more node) and the producer takes the post-op, else run
+ * by nodes[0] with `handler`; the other nodes are steps of the host. */
+static void fold_pattern(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int x, xf_dn_post post,
+                         const xf_dn_handler *handler, const int *nodes, int count)
+{
+    int p = g->values[x].producer, q = nodes[0];
+    xf_dn_fold_at first = {.host = -1, .kind = XF_DN_FOLD_POST, .post = post};
+    if (p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[x] == 2 &&
+        take_post(c, g, acc, host_of(c, p), &first.post))
+        first.host = host_of(c, p);
+    else
+        c->handlers[q] = handler;
+    c->folds[q] = first;
+    int hn = first.host >= 0 ? first.host : q;
+    for (int i = 1; i < count; i++)
+        c->folds[nodes[i]] = (xf_dn_fold_at){.host = hn, .kind = XF_DN_FOLD_STEP};
+}
+
 /* When node q starts x * 0.5 * (1 + Erf(x / sqrt(2))) (as PyTorch exports
  * it: Div or Mul by the constant, Erf, Add 1, Mul by x, Mul by 0.5, each
  * intermediate read by the next node alone), folds the pattern into x's
@@ -248,17 +269,26 @@ static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int 
     v = pattern_step(c, g, nodes[4] = sole_reader(c, reader, v), XF_OP_MUL, v, 0.5, -1);
     if (v < 0)
         return false;
-    int p = g->values[x].producer;
-    xf_dn_fold_at first = {.host = -1, .kind = XF_DN_FOLD_POST, .post = {.alg = dnnl_eltwise_gelu_erf}};
-    if (p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[x] == 2 &&
-        take_post(c, g, acc, host_of(c, p), &first.post))
-        first.host = host_of(c, p);
-    else
-        c->handlers[q] = &xf_dn_gelu_handler;
-    c->folds[q] = first;
-    int hn = first.host >= 0 ? first.host : q;
-    for (int i = 1; i < 5; i++)
-        c->folds[nodes[i]] = (xf_dn_fold_at){.host = hn, .kind = XF_DN_FOLD_STEP};
+    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_gelu_erf}, &xf_dn_gelu_handler, nodes, 5);
+    return true;
+}
+
+/* When node q starts x * Sigmoid(x) (SiLU as PyTorch exports it before
+ * opset 22: Sigmoid, then Mul by x, the Sigmoid read by the Mul alone),
+ * folds it into x's producer as a swish post-op when nothing else reads x
+ * and the producer takes it, else makes q the host of one swish. */
+static bool plan_swish(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
+{
+    const xf_node *n = &g->nodes[q];
+    if (n->op != XF_OP_SIGMOID || n->n_inputs != 1 || n->inputs[0] < 0 || !xf_dn_is_f32(g, n->inputs[0]))
+        return false;
+    int x = n->inputs[0], nodes[2] = {q};
+    int v = pattern_step(c, g, q, XF_OP_SIGMOID, x, 0, -1);
+    v = pattern_step(c, g, nodes[1] = sole_reader(c, reader, v), XF_OP_MUL, v, 0, x);
+    if (v < 0)
+        return false;
+    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_swish, .alpha = 1.0f}, &xf_dn_swish_handler, nodes,
+                 2);
     return true;
 }
 
@@ -282,7 +312,8 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
                 reader[g->nodes[q].inputs[k]] = q;
     }
     for (int q = 0; q < g->n_nodes; q++) {
-        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || !c->handlers[q])
+        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || plan_swish(c, g, acc, reader, q) ||
+            !c->handlers[q])
             continue;
         /* a binary op may chain on either input */
         if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].n_inputs == 2)

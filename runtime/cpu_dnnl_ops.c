@@ -488,6 +488,27 @@ static xf_status gelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
 
 const xf_dn_handler xf_dn_gelu_handler = {never, NULL, gelu_prepare, NULL};
 
+/* x * Sigmoid(x) from a Sigmoid node's input, into the Mul's output (the
+ * fold plan's SiLU; oneDNN's swish with alpha 1). */
+static xf_status swish_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)g;
+    dnnl_memory_desc_t data;
+    xf_dn_operand_md(c, n, 0, &in[0].shape, &data);
+    dnnl_eltwise_desc_t d;
+    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_swish, &data, 1.0f,
+                                                     0.0f));
+    dnnl_primitive_desc_t pd;
+    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    if (s != XF_OK)
+        return s;
+    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_DST, -1, &data}},
+                           err);
+}
+
+const xf_dn_handler xf_dn_swish_handler = {never, NULL, swish_prepare, NULL};
+
 /* ---------------------------------------------------------------- binary */
 
 static dnnl_alg_kind_t binary_alg(xf_op op)
@@ -524,11 +545,27 @@ static bool binary_handles(const xf_graph *g, const xf_node *n)
            full_input(g, n) >= 0;
 }
 
-/* Native operands only when nothing broadcasts. */
+/* Whether o broadcasts to the 4-D y one value per channel (or one). */
+static bool per_channel(const xf_shape *o, const xf_shape *y)
+{
+    if (y->ndim != 4 || o->ndim > 4)
+        return false;
+    for (int d = 0; d < 4; d++) {
+        int64_t od = d < 4 - o->ndim ? 1 : o->dims[d - (4 - o->ndim)];
+        if (od != 1 && !(d == 1 && od == y->dims[1]))
+            return false;
+    }
+    return true;
+}
+
+/* Native operands when nothing broadcasts, or the full operand when the
+ * other holds one value per channel (a squeeze-and-excitation scale: it is
+ * read as stored, plain). */
 static bool binary_native_ok(const xf_graph *g, const xf_node *n, int k)
 {
-    const xf_shape *y = vshape(g, n->outputs[0]);
-    return xf_shape_equal(vshape(g, n->inputs[0]), y) && xf_shape_equal(vshape(g, n->inputs[1]), y);
+    const xf_shape *y = vshape(g, n->outputs[0]), *other = vshape(g, n->inputs[1 - k]);
+    return xf_shape_equal(vshape(g, n->inputs[k]), y) &&
+           (xf_shape_equal(other, y) || (k == full_input(g, n) && per_channel(other, y)));
 }
 
 static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,

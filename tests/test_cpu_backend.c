@@ -463,6 +463,30 @@ START_TEST(grouped_conv_between_convs)
 }
 END_TEST
 
+/* A squeeze-and-excitation block (EfficientNet's, MobileNetV3's): the
+ * convolution's output stays in the native layout through the Mul by one
+ * value per channel (computed, a constant of rank 3, or one value). */
+START_TEST(squeeze_excitation)
+{
+    if (!have_cpu())
+        return;
+    for (int t = 0; t < 3; t++) {
+        xf_graph *g = xf_graph_create("se");
+        int y = conv_node(g, add_input(g, SHAPE(1, 16, 12, 12)), 16, 32, 3, 1, XF_ACT_RELU), s;
+        if (t == 0) {
+            int pool = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, y));
+            s = out0(g, NODE(g, XF_OP_SIGMOID, conv_node(g, pool, 32, 32, 1, 1, XF_ACT_NONE)));
+        } else {
+            s = xf_bt_random_const(g, t == 1 ? SHAPE(32, 1, 1) : SHAPE(1), false);
+        }
+        int z = out0(g, NODE(g, XF_OP_MUL, y, s));
+        xf_graph_add_output(g, conv_node(g, z, 32, 8, 3, 1, XF_ACT_NONE));
+        check_graph(g, 17, 1e-4, 1e-4, t == 0 ? "SE scale computed" : t == 1 ? "SE scale [32,1,1]" : "scale [1]");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 static int bn_node(xf_graph *g, int x, int64_t c)
 {
     int ins[5] = {x, xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false),
@@ -909,6 +933,7 @@ int main(void)
     tcase_add_test(graphs, activation_posts);
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, grouped_conv_between_convs);
+    tcase_add_test(graphs, squeeze_excitation);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
