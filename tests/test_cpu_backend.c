@@ -463,6 +463,27 @@ START_TEST(grouped_conv_between_convs)
 }
 END_TEST
 
+/* x * Sigmoid(x) (SiLU as PyTorch exports it before opset 22), either
+ * order of the Mul's inputs: folded into the convolution making x as a
+ * swish post-op (between convolutions, all stored alike), or one swish on
+ * a graph input (run by the Sigmoid). */
+START_TEST(silu_patterns)
+{
+    if (!have_cpu())
+        return;
+    for (int t = 0; t < 3; t++) {
+        xf_graph *g = xf_graph_create("silu");
+        int in = add_input(g, SHAPE(1, 16, 10, 10));
+        int x = t < 2 ? conv_node(g, in, 16, 16, 3, 1, XF_ACT_NONE) : in;
+        int sig = out0(g, NODE(g, XF_OP_SIGMOID, x));
+        int y = out0(g, t == 1 ? NODE(g, XF_OP_MUL, sig, x) : NODE(g, XF_OP_MUL, x, sig));
+        xf_graph_add_output(g, t < 2 ? conv_node(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
+        check_graph(g, 17, 1e-5, 1e-4, t == 0 ? "Conv, x * Sigmoid(x)" : t == 1 ? "Conv, Sigmoid(x) * x" : "SiLU");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* A squeeze-and-excitation block (EfficientNet's, MobileNetV3's): the
  * convolution's output stays in the native layout through the Mul by one
  * value per channel (computed, a constant of rank 3, or one value). */
@@ -934,6 +955,7 @@ int main(void)
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, grouped_conv_between_convs);
     tcase_add_test(graphs, squeeze_excitation);
+    tcase_add_test(graphs, silu_patterns);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
