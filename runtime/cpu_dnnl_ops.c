@@ -468,22 +468,28 @@ const xf_dn_handler xf_dn_pow_handler = {pow_handles, NULL, pow_prepare, NULL};
 
 static bool never(const xf_graph *g, const xf_node *n) { return false; }
 
-static xf_status gelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+/* One eltwise alg over input k of pattern host n, into the pattern's last
+ * output (same shape and layout as that input). */
+static xf_status pattern_eltwise(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st, int k,
+                                 dnnl_alg_kind_t alg, float alpha, xf_error *err)
 {
-    int kx = g->values[n->inputs[0]].init ? 1 : 0;
     dnnl_memory_desc_t data;
-    xf_dn_operand_md(c, n, kx, &in[kx].shape, &data);
+    xf_dn_operand_md(c, n, k, &in[k].shape, &data);
     dnnl_eltwise_desc_t d;
-    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_gelu_erf, &data, 0.0f,
-                                                     0.0f));
+    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &data, alpha, 0.0f));
     dnnl_primitive_desc_t pd;
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    /* the output is the pattern's last value: same shape and layout as x */
-    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_SRC, kx, &data}, {DNNL_ARG_DST, -1, &data}},
+    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_SRC, k, &data}, {DNNL_ARG_DST, -1, &data}},
                            err);
+}
+
+static xf_status gelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)out;
+    return pattern_eltwise(c, n, in, st, g->values[n->inputs[0]].init ? 1 : 0, dnnl_eltwise_gelu_erf, 0.0f, err);
 }
 
 const xf_dn_handler xf_dn_gelu_handler = {never, NULL, gelu_prepare, NULL};
@@ -494,17 +500,8 @@ static xf_status swish_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     (void)g;
-    dnnl_memory_desc_t data;
-    xf_dn_operand_md(c, n, 0, &in[0].shape, &data);
-    dnnl_eltwise_desc_t d;
-    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_swish, &data, 1.0f,
-                                                     0.0f));
-    dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
-    if (s != XF_OK)
-        return s;
-    return bind_and_finish(c, n, st, pd, 2, (bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_DST, -1, &data}},
-                           err);
+    (void)out;
+    return pattern_eltwise(c, n, in, st, 0, dnnl_eltwise_swish, 1.0f, err);
 }
 
 const xf_dn_handler xf_dn_swish_handler = {never, NULL, swish_prepare, NULL};
