@@ -240,6 +240,13 @@ xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post
  * 1 (the other is a constant); x * Sigmoid(x) as one swish, run by the
  * Sigmoid; chosen only by the fold plan. */
 extern const xf_dn_handler xf_dn_gelu_handler, xf_dn_swish_handler;
+
+/* Loops of the backend's own (cpu_dnnl_loops.c): Pow of a float tensor by
+ * a constant 2 or 3 (input 1), and HardSigmoid; in any layout that stores
+ * input and output alike, with no padding. */
+xf_status xf_dn_pow_small_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                 xf_error *err);
 /* ONNX Runtime's quantized contrib ops (cpu_dnnl_qcontrib.c; QGemm in cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler;
 /* MatMulNBits with constant weights (cpu_dnnl_llm.c); GroupQueryAttention
