@@ -317,6 +317,15 @@ START_TEST(views_share_bytes)
 }
 END_TEST
 
+/* Concat node of a and b along axis into *y, of shape ys. */
+static int add_concat(xf_graph *g, int a, int b, const xf_shape *ys, int64_t axis, int *y)
+{
+    *y = xf_graph_add_value(g, NULL, XF_DT_FLOAT, ys);
+    int n = xf_graph_add_node(g, XF_OP_CONCAT, NULL, 2, (int[]){a, b}, 1, y);
+    g->nodes[n].attrs.axis = axis;
+    return n;
+}
+
 /* A Concat along its first dim of size over 1 (those before it 1) gets
  * its inputs in its output's bytes, each at its place, and does not run,
  * also when that output is an input of another such Concat; one whose
@@ -331,32 +340,22 @@ START_TEST(concat_in_place)
     int xo = xf_graph_add_input(g, "xo", XF_DT_FLOAT, &odd);
     int a = add_unary(g, XF_OP_RELU, x, &s), b = add_unary(g, XF_OP_EXP, x, &s);
     xf_shape cs = xf_shape_make(3, (int64_t[]){1, 8, 8});
-    int c = xf_graph_add_value(g, "c", XF_DT_FLOAT, &cs);
-    int cat = xf_graph_add_node(g, XF_OP_CONCAT, "cat", 2, (int[]){a, b}, 1, &c);
-    g->nodes[cat].attrs.axis = 1;
+    int c, cat = add_concat(g, a, b, &cs, 1, &c);
     int d = add_unary(g, XF_OP_SIGMOID, c, &cs);
     int e = add_unary(g, XF_OP_NEG, a, &s); /* a read after the Concat */
     /* dims before the axis not 1: a copy */
     int a2 = add_unary(g, XF_OP_RELU, x2, &two), b2 = add_unary(g, XF_OP_TANH, x2, &two);
     xf_shape c2s = xf_shape_make(3, (int64_t[]){2, 8, 8});
-    int c2 = xf_graph_add_value(g, "c2", XF_DT_FLOAT, &c2s);
-    int cat2 = xf_graph_add_node(g, XF_OP_CONCAT, "cat2", 2, (int[]){a2, b2}, 1, &c2);
-    g->nodes[cat2].attrs.axis = 1;
+    int c2, cat2 = add_concat(g, a2, b2, &c2s, 1, &c2);
     /* a graph input among the inputs, and 12-byte inputs: copies */
-    int c3 = xf_graph_add_value(g, "c3", XF_DT_FLOAT, &cs);
-    int cat3 = xf_graph_add_node(g, XF_OP_CONCAT, "cat3", 2, (int[]){x, add_unary(g, XF_OP_ABS, x, &s)}, 1, &c3);
-    g->nodes[cat3].attrs.axis = 1;
+    int c3, cat3 = add_concat(g, x, add_unary(g, XF_OP_ABS, x, &s), &cs, 1, &c3);
     int ao = add_unary(g, XF_OP_RELU, xo, &odd), bo = add_unary(g, XF_OP_EXP, xo, &odd);
     xf_shape c4s = xf_shape_make(2, (int64_t[]){1, 6});
-    int c4 = xf_graph_add_value(g, "c4", XF_DT_FLOAT, &c4s);
-    int cat4 = xf_graph_add_node(g, XF_OP_CONCAT, "cat4", 2, (int[]){ao, bo}, 1, &c4);
-    g->nodes[cat4].attrs.axis = -1;
+    int c4, cat4 = add_concat(g, ao, bo, &c4s, -1, &c4);
     /* the Concat's output in another Concat: its inputs move with it */
     int h = add_unary(g, XF_OP_TANH, x, &s);
     xf_shape fs = xf_shape_make(3, (int64_t[]){1, 12, 8});
-    int f = xf_graph_add_value(g, "f", XF_DT_FLOAT, &fs);
-    int cat5 = xf_graph_add_node(g, XF_OP_CONCAT, "cat5", 2, (int[]){c, h}, 1, &f);
-    g->nodes[cat5].attrs.axis = 1;
+    int f, cat5 = add_concat(g, c, h, &fs, 1, &f);
     int outs[] = {d, e, c2, c3, c4, f};
     for (int k = 0; k < 6; k++)
         xf_graph_add_output(g, outs[k]);
@@ -412,17 +411,12 @@ START_TEST(split_views)
     int sp = add_split(g, a, &h, y);
     int e = add_unary(g, XF_OP_EXP, y[1], &h);
     /* Concat of two halves, split again: views of the Concat's bytes */
-    int c = xf_graph_add_value(g, "c", XF_DT_FLOAT, &s);
-    int cat = xf_graph_add_node(g, XF_OP_CONCAT, "cat", 2, (int[]){add_unary(g, XF_OP_NEG, y[0], &h), e}, 1, &c);
-    g->nodes[cat].attrs.axis = 1;
+    int c, cat = add_concat(g, add_unary(g, XF_OP_NEG, y[0], &h), e, &s, 1, &c);
     int sp3 = add_split(g, c, &h, z);
     int sp2 = add_split(g, add_unary(g, XF_OP_TANH, x2, &two), &h2, y2);
     /* an output read by a Concat: the Split copies, the Concat is in place */
     int w[2], sp4 = add_split(g, add_unary(g, XF_OP_ABS, x, &s), &h, w);
-    int c5 = xf_graph_add_value(g, "c5", XF_DT_FLOAT, &s);
-    int cat5 = xf_graph_add_node(g, XF_OP_CONCAT, "cat5", 2, (int[]){w[0], add_unary(g, XF_OP_SIGMOID, w[1], &h)}, 1,
-                                 &c5);
-    g->nodes[cat5].attrs.axis = 1;
+    int c5, cat5 = add_concat(g, w[0], add_unary(g, XF_OP_SIGMOID, w[1], &h), &s, 1, &c5);
     int outs[] = {add_unary(g, XF_OP_SIGMOID, z[0], &h), z[1], y2[0], y2[1], a, c5};
     for (int k = 0; k < 6; k++)
         xf_graph_add_output(g, outs[k]);
