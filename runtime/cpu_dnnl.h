@@ -235,11 +235,12 @@ xf_status xf_dn_matmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
 /* xf_dn_post_attr with alpha as the output scale (when not 1). */
 xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post *posts, int n_posts,
                                  dnnl_primitive_attr_t *attr, xf_error *err);
-/* x * 0.5 * (1 + Erf(x / sqrt(2))) as one eltwise gelu_erf over x, run by
- * the pattern's first node (x / sqrt(2)), which names x as its input 0 or
- * 1 (the other is a constant); x * Sigmoid(x) as one swish, run by the
- * Sigmoid; chosen only by the fold plan. */
-extern const xf_dn_handler xf_dn_gelu_handler, xf_dn_swish_handler;
+/* A pattern of nodes computing one eltwise of oneDNN's over x (GELU,
+ * SiLU, HardSwish as exported before their ops existed), run by the
+ * pattern's first node, which names x as its input 0 or, after a constant,
+ * 1; the alg is the first node's post in the fold plan, which alone
+ * chooses this handler. */
+extern const xf_dn_handler xf_dn_pattern_handler;
 
 /* Loops of the backend's own (cpu_dnnl_loops.c): Pow of a float tensor by
  * a constant 2 or 3 (input 1), and HardSigmoid; in any layout that stores

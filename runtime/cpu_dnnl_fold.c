@@ -231,9 +231,10 @@ static int pattern_step(const xf_dn_ctx *c, const xf_graph *g, int q, xf_op op, 
 /* The pattern nodes[0..count) on x, computed as the eltwise `post`:
  * folded into x's producer when x is read by the pattern alone (its
  * first and one more node) and the producer takes the post-op, else run
- * by nodes[0] with `handler`; the other nodes are steps of the host. */
-static void fold_pattern(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int x, xf_dn_post post,
-                         const xf_dn_handler *handler, const int *nodes, int count)
+ * by nodes[0] with xf_dn_pattern_handler; the other nodes are steps of
+ * the host. */
+static void fold_pattern(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int x, xf_dn_post post, const int *nodes,
+                         int count)
 {
     int p = g->values[x].producer, q = nodes[0];
     xf_dn_fold_at first = {.host = -1, .kind = XF_DN_FOLD_POST, .post = post};
@@ -241,7 +242,7 @@ static void fold_pattern(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int x, 
         take_post(c, g, acc, host_of(c, p), &first.post))
         first.host = host_of(c, p);
     else
-        c->handlers[q] = handler;
+        c->handlers[q] = &xf_dn_pattern_handler;
     c->folds[q] = first;
     int hn = first.host >= 0 ? first.host : q;
     for (int i = 1; i < count; i++)
@@ -269,26 +270,38 @@ static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int 
     v = pattern_step(c, g, nodes[4] = sole_reader(c, reader, v), XF_OP_MUL, v, 0.5, -1);
     if (v < 0)
         return false;
-    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_gelu_erf}, &xf_dn_gelu_handler, nodes, 5);
+    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_gelu_erf}, nodes, 5);
     return true;
 }
 
-/* When node q starts x * Sigmoid(x) (SiLU as PyTorch exports it before
- * opset 22: Sigmoid, then Mul by x, the Sigmoid read by the Mul alone),
- * folds it into x's producer as a swish post-op when nothing else reads x
- * and the producer takes it, else makes q the host of one swish. */
-static bool plan_swish(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
+/* The oneDNN eltwise that x * f(x) is when f is node n (Sigmoid: SiLU;
+ * HardSigmoid with alpha 1/6 and beta 1/2: HardSwish), as a post. */
+static xf_dn_post gated_post(const xf_node *n)
+{
+    if (n->op == XF_OP_SIGMOID)
+        return (xf_dn_post){.alg = dnnl_eltwise_swish, .alpha = 1.0f};
+    if (n->op == XF_OP_HARD_SIGMOID && fabs(n->attrs.alpha - 1.0 / 6) <= 1e-6 && n->attrs.beta == 0.5f)
+        return (xf_dn_post){.alg = dnnl_eltwise_hardswish};
+    return (xf_dn_post){.alg = dnnl_alg_kind_undef};
+}
+
+/* When node q starts x * f(x) with f a gate of gated_post (SiLU and
+ * HardSwish as PyTorch exports them before opsets 22 and 14: the gate,
+ * then Mul by x, the gate read by the Mul alone), folds it into x's
+ * producer as that post-op when nothing else reads x and the producer
+ * takes it, else makes q the host of the one eltwise. */
+static bool plan_gated(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
 {
     const xf_node *n = &g->nodes[q];
-    if (n->op != XF_OP_SIGMOID || n->n_inputs != 1 || n->inputs[0] < 0 || !xf_dn_is_f32(g, n->inputs[0]))
+    xf_dn_post post = gated_post(n);
+    if (post.alg == dnnl_alg_kind_undef || n->n_inputs != 1 || n->inputs[0] < 0 || !xf_dn_is_f32(g, n->inputs[0]))
         return false;
     int x = n->inputs[0], nodes[2] = {q};
-    int v = pattern_step(c, g, q, XF_OP_SIGMOID, x, 0, -1);
+    int v = pattern_step(c, g, q, n->op, x, 0, -1);
     v = pattern_step(c, g, nodes[1] = sole_reader(c, reader, v), XF_OP_MUL, v, 0, x);
     if (v < 0)
         return false;
-    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_swish, .alpha = 1.0f}, &xf_dn_swish_handler, nodes,
-                 2);
+    fold_pattern(c, g, acc, x, post, nodes, 2);
     return true;
 }
 
@@ -312,7 +325,7 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
                 reader[g->nodes[q].inputs[k]] = q;
     }
     for (int q = 0; q < g->n_nodes; q++) {
-        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || plan_swish(c, g, acc, reader, q) ||
+        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || plan_gated(c, g, acc, reader, q) ||
             !c->handlers[q])
             continue;
         /* a binary op may chain on either input */

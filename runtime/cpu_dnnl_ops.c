@@ -387,15 +387,21 @@ const xf_dn_handler xf_dn_pow_handler = {pow_handles, NULL, pow_prepare, NULL};
 
 static bool never(const xf_graph *g, const xf_node *n) { return false; }
 
-/* One eltwise alg over input k of pattern host n, into the pattern's last
- * output (same shape and layout as that input). */
-static xf_status pattern_eltwise(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st, int k,
-                                 dnnl_alg_kind_t alg, float alpha, xf_error *err)
+/* The eltwise the fold plan chose for the pattern node n starts (its
+ * post), over the pattern's input x (input 0 of n, or input 1 when input 0
+ * is the constant of a Mul), into the pattern's last output (same shape and
+ * layout as x). */
+static xf_status pattern_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
+    (void)out;
+    const xf_dn_post *post = &c->folds[n - g->nodes].post;
+    int k = g->values[n->inputs[0]].init ? 1 : 0;
     dnnl_memory_desc_t data;
     xf_dn_operand_md(c, n, k, &in[k].shape, &data);
     dnnl_eltwise_desc_t d;
-    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &data, alpha, 0.0f));
+    XF_DN_TRY(err, n,
+              dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, post->alg, &data, post->alpha, post->beta));
     dnnl_primitive_desc_t pd;
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
@@ -404,26 +410,7 @@ static xf_status pattern_eltwise(xf_dn_ctx *c, const xf_node *n, const xf_tensor
                            err);
 }
 
-static xf_status gelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
-{
-    (void)out;
-    return pattern_eltwise(c, n, in, st, g->values[n->inputs[0]].init ? 1 : 0, dnnl_eltwise_gelu_erf, 0.0f, err);
-}
-
-const xf_dn_handler xf_dn_gelu_handler = {never, NULL, gelu_prepare, NULL};
-
-/* x * Sigmoid(x) from a Sigmoid node's input, into the Mul's output (the
- * fold plan's SiLU; oneDNN's swish with alpha 1). */
-static xf_status swish_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
-{
-    (void)g;
-    (void)out;
-    return pattern_eltwise(c, n, in, st, 0, dnnl_eltwise_swish, 1.0f, err);
-}
-
-const xf_dn_handler xf_dn_swish_handler = {never, NULL, swish_prepare, NULL};
+const xf_dn_handler xf_dn_pattern_handler = {never, NULL, pattern_prepare, NULL};
 
 /* ---------------------------------------------------------------- binary */
 

@@ -463,22 +463,34 @@ START_TEST(grouped_conv_between_convs)
 }
 END_TEST
 
-/* x * Sigmoid(x) (SiLU as PyTorch exports it before opset 22), either
- * order of the Mul's inputs: folded into the convolution making x as a
- * swish post-op (between convolutions, all stored alike), or one swish on
- * a graph input (run by the Sigmoid). */
-START_TEST(silu_patterns)
+/* x * Sigmoid(x) and x * HardSigmoid(x) with alpha 1/6 (SiLU and
+ * HardSwish as PyTorch exports them before opsets 22 and 14), either order
+ * of the Mul's inputs: folded into the convolution making x as a post-op
+ * (between convolutions, all stored alike), or one eltwise on a Mul's
+ * output or a graph input (run by the gate); HardSigmoid with ONNX's
+ * default alpha stays a gate and a Mul.  Inputs scaled so that the hard
+ * gates clip on each side. */
+START_TEST(gated_patterns)
 {
     if (!have_cpu())
         return;
-    for (int t = 0; t < 3; t++) {
-        xf_graph *g = xf_graph_create("silu");
+    static const char *gates[] = {"Sigmoid", "HardSigmoid 1/6", "HardSigmoid 0.2"};
+    static const char *where[] = {"Conv, x * gate(x)", "Conv, gate(x) * x", "on x * 8", "on a graph input"};
+    for (int t = 0; t < 12; t++) {
+        int gate = t / 4, at = t % 4;
+        xf_graph *g = xf_graph_create("gated");
         int in = add_input(g, SHAPE(1, 16, 10, 10));
-        int x = t < 2 ? conv_node(g, in, 16, 16, 3, 1, XF_ACT_NONE) : in;
-        int sig = out0(g, NODE(g, XF_OP_SIGMOID, x));
-        int y = out0(g, t == 1 ? NODE(g, XF_OP_MUL, sig, x) : NODE(g, XF_OP_MUL, x, sig));
-        xf_graph_add_output(g, t < 2 ? conv_node(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
-        check_graph(g, 17, 1e-5, 1e-4, t == 0 ? "Conv, x * Sigmoid(x)" : t == 1 ? "Conv, Sigmoid(x) * x" : "SiLU");
+        int x = at < 2 ? conv_node(g, with_scalar(g, XF_OP_MUL, in, 8.0f), 16, 16, 3, 1, XF_ACT_NONE)
+                : at == 2 ? with_scalar(g, XF_OP_MUL, in, 8.0f) : in;
+        int gn = NODE(g, gate ? XF_OP_HARD_SIGMOID : XF_OP_SIGMOID, x);
+        xf_attrs_default(g->nodes[gn].op, attrs(g, gn));
+        if (gate == 1)
+            attrs(g, gn)->alpha = 1.0f / 6.0f;
+        int y = out0(g, at == 1 ? NODE(g, XF_OP_MUL, out0(g, gn), x) : NODE(g, XF_OP_MUL, x, out0(g, gn)));
+        xf_graph_add_output(g, at < 2 ? conv_node(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
+        char what[64];
+        snprintf(what, sizeof what, "%s, %s", gates[gate], where[at]);
+        check_graph(g, 17, 1e-5, 1e-4, what);
         xf_graph_free(g);
     }
 }
@@ -955,7 +967,7 @@ int main(void)
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, grouped_conv_between_convs);
     tcase_add_test(graphs, squeeze_excitation);
-    tcase_add_test(graphs, silu_patterns);
+    tcase_add_test(graphs, gated_patterns);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
