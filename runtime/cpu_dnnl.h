@@ -256,7 +256,7 @@ extern const xf_dn_handler xf_dn_nbits_handler;
 
 /* The elementwise op of a unary node as a post-op; alg undef when oneDNN
  * has none for it. */
-xf_dn_post xf_dn_unary_post(const xf_node *n);
+xf_dn_post xf_dn_unary_post(const xf_graph *g, const xf_node *n);
 /* Attribute carrying the n posts (NULL when n is 0); *attr must be
  * destroyed by the caller when set. */
 xf_status xf_dn_post_attr(const xf_node *n, const xf_dn_post *posts, int n_posts, dnnl_primitive_attr_t *attr,

@@ -186,7 +186,7 @@ static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q, int
         ok = (conv || matmul) && sum_foldable(c, g, n, k, hn) && take_post(c, g, acc, hn, &f.post);
     } else {
         f.kind = XF_DN_FOLD_POST;
-        f.post = xf_dn_unary_post(n);
+        f.post = xf_dn_unary_post(g, n);
         ok = f.post.alg != dnnl_alg_kind_undef && take_post(c, g, acc, hn, &f.post);
     }
     if (ok)

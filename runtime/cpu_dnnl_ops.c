@@ -8,6 +8,7 @@
  * sit inside native runs; the rest compute on plain tensors. */
 #include "cpu_dnnl.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static const xf_shape *vshape(const xf_graph *g, int v) { return &g->values[v].shape; }
@@ -267,11 +268,31 @@ const xf_dn_handler xf_dn_gemm_handler = {gemm_handles, NULL, gemm_prepare, NULL
 
 /* ---------------------------------------------------------------- eltwise */
 
+/* Clip's bounds, when each is absent or a constant float (opset 11 on:
+ * inputs 1 and 2; before: attributes) and they are in order (oneDNN's clip
+ * would not give max for min > max).  A NaN comes out as the lower bound,
+ * as from ONNX Runtime's Clip, where cpu_ref keeps it NaN. */
+static bool clip_bounds(const xf_graph *g, const xf_node *n, float *lo, float *hi)
+{
+    *lo = n->attrs.has_clip_attrs ? n->attrs.clip_min : -INFINITY;
+    *hi = n->attrs.has_clip_attrs ? n->attrs.clip_max : INFINITY;
+    for (int k = 1; k < n->n_inputs && k < 3; k++) {
+        int v = n->inputs[k];
+        const xf_tensor *t = v >= 0 ? g->values[v].init : NULL;
+        if (v >= 0 && (!t || t->dtype != XF_DT_FLOAT || xf_tensor_numel(t) != 1))
+            return false;
+        if (t)
+            *(k == 1 ? lo : hi) = ((const float *)t->data)[0];
+    }
+    return n->n_inputs <= 3 && *lo <= *hi;
+}
+
 /* oneDNN's algorithm and (alpha, beta) for a unary op. */
-static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
+static dnnl_alg_kind_t eltwise_alg(const xf_graph *g, const xf_node *n, float *alpha, float *beta)
 {
     *alpha = *beta = 0.0f;
     switch (n->op) {
+    case XF_OP_CLIP: return clip_bounds(g, n, alpha, beta) ? dnnl_eltwise_clip : dnnl_alg_kind_undef;
     case XF_OP_RELU: return dnnl_eltwise_relu;
     case XF_OP_LEAKY_RELU: *alpha = n->attrs.alpha; return dnnl_eltwise_relu;
     case XF_OP_SIGMOID: return dnnl_eltwise_logistic;
@@ -300,20 +321,21 @@ static dnnl_alg_kind_t eltwise_alg(const xf_node *n, float *alpha, float *beta)
     }
 }
 
-xf_dn_post xf_dn_unary_post(const xf_node *n)
+xf_dn_post xf_dn_unary_post(const xf_graph *g, const xf_node *n)
 {
     xf_dn_post p = {.sum = false};
     /* HardSigmoid takes two: the linear step and the clip */
-    p.alg = n->op == XF_OP_HARD_SIGMOID ? dnnl_alg_kind_undef : eltwise_alg(n, &p.alpha, &p.beta);
+    p.alg = n->op == XF_OP_HARD_SIGMOID ? dnnl_alg_kind_undef : eltwise_alg(g, n, &p.alpha, &p.beta);
     return p;
 }
 
 static bool eltwise_handles(const xf_graph *g, const xf_node *n)
 {
     float alpha, beta;
-    /* FastGelu's absent bias: its input 1 named "" */
-    return xf_dn_all_f32(g, n) && (n->n_inputs == 1 || xf_dn_input(n, 1) < 0) &&
-           eltwise_alg(n, &alpha, &beta) != dnnl_alg_kind_undef &&
+    /* FastGelu's absent bias: its input 1 named ""; Clip's bounds are
+     * constants (eltwise_alg) */
+    return xf_dn_all_f32(g, n) && (n->n_inputs == 1 || xf_dn_input(n, 1) < 0 || n->op == XF_OP_CLIP) &&
+           eltwise_alg(g, n, &alpha, &beta) != dnnl_alg_kind_undef &&
            vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
 }
 
@@ -336,13 +358,12 @@ static xf_status eltwise_build(xf_dn_ctx *c, const xf_node *n, const xf_tensor_v
 static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    (void)g;
     if (n->op == XF_OP_HARD_SIGMOID) {
         st->kernel = xf_dn_hard_sigmoid_run;
         return XF_OK;
     }
     float alpha, beta;
-    dnnl_alg_kind_t alg = eltwise_alg(n, &alpha, &beta);
+    dnnl_alg_kind_t alg = eltwise_alg(g, n, &alpha, &beta);
     return eltwise_build(c, n, in, out, st, alg, alpha, beta, err);
 }
 

@@ -29,6 +29,31 @@ int xf_bt_random_const(xf_graph *g, xf_shape s, bool positive)
     return v;
 }
 
+int xf_bt_scalar(xf_graph *g, float value, int rank)
+{
+    xf_shape s = {.ndim = rank, .dims = {1}};
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &s);
+    ck_assert_ptr_nonnull(t);
+    *(float *)t->data = value;
+    int v = xf_graph_add_initializer(g, NULL, t);
+    xf_tensor_release(t);
+    return v;
+}
+
+int xf_bt_with_scalar(xf_graph *g, xf_op op, int x, float c) { return out0(g, NODE(g, op, x, xf_bt_scalar(g, c, 0))); }
+
+int xf_bt_conv(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act)
+{
+    int w = xf_bt_random_const(g, SHAPE(cout, cin, k, k), false);
+    int b = xf_bt_random_const(g, SHAPE(cout), false);
+    int n = node(g, XF_OP_CONV, NULL, 3, (int[]){x, w, b}, 1);
+    int64_t p = k / 2;
+    xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){p, p}, (int64_t[]){p, p},
+                     (int64_t[]){1, 1});
+    attrs(g, n)->activation = act;
+    return out0(g, n);
+}
+
 int xf_bt_finish_single(xf_graph *g, xf_op op, int n_in, const int *ins)
 {
     int n = node(g, op, "n", n_in, ins, 1);
@@ -107,6 +132,19 @@ void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bo
     free(in);
     free(want);
     free(got);
+}
+
+bool xf_bt_have_cpu(void)
+{
+    if (xf_backend_find("cpu"))
+        return true;
+    printf("skipped: this build has no oneDNN, so no cpu backend\n");
+    return false;
+}
+
+void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
+{
+    xf_bt_check_graph(g, opset, "cpu", true, atol, rtol, what);
 }
 
 void xf_bt_cuda_takes(const xf_graph *g, int64_t opset, const char *what)

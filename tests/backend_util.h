@@ -14,6 +14,13 @@
 int xf_bt_input(xf_graph *g, xf_dtype t, xf_shape s);
 /* A random float initializer; `positive` maps it into [0.5, 1.5]. */
 int xf_bt_random_const(xf_graph *g, xf_shape s, bool positive);
+/* A float constant of one element (rank 0 or 1). */
+int xf_bt_scalar(xf_graph *g, float value, int rank);
+/* x op c, for a float scalar c (rank 0); returns the node's output. */
+int xf_bt_with_scalar(xf_graph *g, xf_op op, int x, float c);
+/* A 2-D Conv of x (cin channels) to cout channels, k x k kernel, "same"
+ * pads, random weights and bias, the fused activation act; its output. */
+int xf_bt_conv(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act);
 /* Adds node op on ins; its output becomes the graph output. */
 int xf_bt_finish_single(xf_graph *g, xf_op op, int n_in, const int *ins);
 /* Sets a window op's kernel (NULL: none), strides, pads and dilations. */
@@ -26,6 +33,12 @@ void xf_bt_set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, c
  * networks, where elements near zero carry the rounding of large sums). */
 void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bool dynamic_too, double atol,
                        double rtol, const char *what);
+
+/* Whether this build has the cpu backend (oneDNN); if not, says that the
+ * check is skipped and why. */
+bool xf_bt_have_cpu(void);
+/* xf_bt_check_graph on the cpu backend, static and dynamic mode. */
+void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
 
 /* The cuda backend takes every node of g (on the device or through
  * cpu_ref on host copies): session creation gets past the support check to

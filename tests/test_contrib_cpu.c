@@ -14,14 +14,6 @@
 #include <check.h>
 #include <stdio.h>
 
-static bool have_cpu(void)
-{
-    if (xf_backend_find("cpu"))
-        return true;
-    printf("skipped: this build has no oneDNN, so no cpu backend\n");
-    return false;
-}
-
 static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
 
 static void check_graph(const xf_graph *g, const char *what)
@@ -51,7 +43,7 @@ static xf_shape stored(int nb, const int64_t *batch, int64_t rows, int64_t cols,
  * 4, B of rank 2 or a constant in some, alpha away from 1 in most. */
 START_TEST(fused_matmul_forms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(11);
     for (int form = 0; form < 32; form++) {
@@ -85,7 +77,7 @@ END_TEST
  * large constant weights (dnnl_sgemm). */
 START_TEST(fused_matmul_folds)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int t = 0; t < 4; t++) {
         xf_graph *g = xf_graph_create("fused_matmul_folds");
@@ -124,7 +116,7 @@ END_TEST
 
 START_TEST(fused_gemm_activations)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const struct {
         int act;
@@ -174,7 +166,7 @@ static int conv3x3(xf_graph *g, xf_op op, int x, int64_t cin, int64_t cout, int 
  * BatchNormalization after it (not folded into the weights). */
 START_TEST(fused_conv_z)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int t = 0; t < 6; t++) {
         int64_t ch = t % 2 ? 16 : 5;
@@ -238,7 +230,7 @@ static void check_norm(xf_op op, xf_graph *g, int n_in, const int *ins, int n_ou
  * outputs (the backend's own loop), odd and vector-sized hidden sizes. */
 START_TEST(skip_layer_norm_forms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int t = 0; t < 8; t++) {
         int64_t h = t % 2 ? 64 : 37, s = 3 + t;
@@ -260,7 +252,7 @@ END_TEST
  * SimplifiedLayerNormalization over several axes (inv_std_var). */
 START_TEST(simplified_norm_forms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int t = 0; t < 4; t++) {
         int64_t h = t % 2 ? 32 : 19;
@@ -292,7 +284,7 @@ END_TEST
 
 START_TEST(bias_act_forms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const xf_op ops[] = {XF_OP_MS_BIAS_GELU, XF_OP_MS_FAST_GELU, XF_OP_MS_FAST_GELU, XF_OP_MS_BIAS_ADD};
     for (int t = 0; t < 8; t++) {

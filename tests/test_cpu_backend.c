@@ -5,8 +5,9 @@
  * the layout plan may keep values in the native layout) and in dynamic mode (plain).
  * Chains of convolutions exercise native layouts and the reorders at their
  * edges; the bundled example and the ONNX node conformance cases check
- * whole graphs.  Without oneDNN the backend is absent and the suite says
- * so and checks only that. */
+ * whole graphs.  Elementwise ops and the activation patterns are in
+ * test_cpu_activations.c.  Without oneDNN the backend is absent and the
+ * suite says so and checks only that. */
 #include "conformance_util.h"
 #include "backend_util.h"
 #include "core_builders.h"
@@ -20,45 +21,32 @@
 #include <string.h>
 
 
-static bool have_cpu(void)
-{
-    if (xf_backend_find("cpu"))
-        return true;
-    printf("skipped: this build has no oneDNN, so no cpu backend\n");
-    return false;
-}
-
 /* ---------------------------------------------------------------- random graphs */
 
 static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
 
-/* Runs g on cpu_ref and on cpu (static and dynamic mode) and compares every output. */
-static void check_graph(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
-{
-    xf_bt_check_graph(g, opset, "cpu", true, atol, rtol, what);
-}
 
 /* ---------------------------------------------------------------- convolution */
 
 START_TEST(conv_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_conv_random(check_graph, 40, false);
+    xf_bt_conv_random(xf_bt_check_cpu, 40, false);
 }
 END_TEST
 
 /* Weights computed in the graph (not an initializer) are reordered per run. */
 START_TEST(conv_runtime_weights)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_graph *g = xf_graph_create("conv");
     int x = add_input(g, SHAPE(1, 16, 9, 9));
     int w = add_input(g, SHAPE(32, 16, 3, 3));
     int n = xf_bt_finish_single(g, XF_OP_CONV, 2, (int[]){x, w});
     xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
-    check_graph(g, 17, 1e-4, 1e-3, "conv with weights as a graph input");
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-3, "conv with weights as a graph input");
     xf_graph_free(g);
 }
 END_TEST
@@ -67,9 +55,9 @@ END_TEST
 
 START_TEST(pool_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_pool_random(check_graph, &(xf_bt_pool_forms){.cases = 32, .random_dilations = true});
+    xf_bt_pool_random(xf_bt_check_cpu, &(xf_bt_pool_forms){.cases = 32, .random_dilations = true});
 }
 END_TEST
 
@@ -78,9 +66,9 @@ END_TEST
  * MaxUnpool of its outputs likewise: every output as cpu_ref has it. */
 START_TEST(pool_indices_and_unpool)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_pool_indices(check_graph);
+    xf_bt_pool_indices(xf_bt_check_cpu);
 }
 END_TEST
 
@@ -88,163 +76,31 @@ END_TEST
 
 START_TEST(matmul_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_matmul_random(check_graph, 8, 1);
+    xf_bt_matmul_random(xf_bt_check_cpu, 8, 1);
 }
 END_TEST
 
 START_TEST(gemm_forms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     /* alpha and beta away from 1 take the cpu_ref path: still checked */
-    xf_bt_gemm_forms(check_graph);
-}
-END_TEST
-
-/* ---------------------------------------------------------------- elementwise */
-
-START_TEST(eltwise_all)
-{
-    if (!have_cpu())
-        return;
-    static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS,
-                                XF_OP_NEG, XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU,
-                                XF_OP_SOFTPLUS, XF_OP_RECIPROCAL, XF_OP_GELU, XF_OP_MISH, XF_OP_ROUND};
-    xf_bt_unary_ops(check_graph, ops, (int)(sizeof ops / sizeof *ops));
-}
-END_TEST
-
-/* x op c, for a float scalar c (an initializer). */
-static int with_scalar(xf_graph *g, xf_op op, int x, float c)
-{
-    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){0, {0}});
-    ((float *)t->data)[0] = c;
-    int k = xf_graph_add_initializer(g, NULL, t);
-    xf_tensor_release(t);
-    return out0(g, node(g, op, NULL, 2, (int[]){x, k}, 1));
-}
-
-/* HardSigmoid (a linear eltwise with a clip post-op) and HardSwish
- * (oneDNN's hardswish), on inputs scaled so that both clip on each side,
- * HardSwish also folded into the convolution before it (MobileNetV3's
- * blocks); HardSigmoid with PyTorch's alpha of 1/6 and ONNX's default,
- * over tensors its loop splits in chunks over the threads. */
-START_TEST(hard_activations)
-{
-    if (!have_cpu())
-        return;
-    static const float alphas[] = {1.0f / 6.0f, 0.2f};
-    for (int t = 0; t < 4; t++) {
-        xf_graph *g = xf_graph_create("hard");
-        int x = with_scalar(g, XF_OP_MUL, add_input(g, SHAPE(2, 16, 30, 30)), 8.0f);
-        if (t == 3) {
-            int w = xf_bt_random_const(g, SHAPE(16, 16, 1, 1), false);
-            x = out0(g, node(g, XF_OP_CONV, "conv", 2, (int[]){x, w}, 1));
-            xf_bt_set_window(attrs(g, g->n_nodes - 1), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0},
-                             (int64_t[]){0, 0}, (int64_t[]){1, 1});
-        }
-        int n = xf_bt_finish_single(g, t < 2 ? XF_OP_HARD_SIGMOID : XF_OP_HARD_SWISH, 1, &x);
-        xf_attrs_default(g->nodes[n].op, attrs(g, n));
-        if (t < 2)
-            attrs(g, n)->alpha = alphas[t];
-        check_graph(g, 17, 1e-5, 1e-5, t < 2 ? "HardSigmoid" : t == 2 ? "HardSwish" : "Conv + HardSwish");
-        xf_graph_free(g);
-    }
-}
-END_TEST
-
-/* Log is exact on cpu (the correctly rounded result cpu_ref gives): an
- * integer taken from a log that should be whole (MPNet's relative position
- * buckets, log(16 / 8) / log(16) * 8 = 2) must not flip, as it did with
- * oneDNN's log, a few ulp off. */
-START_TEST(log_exact)
-{
-    if (!have_cpu())
-        return;
-    xf_graph *g = xf_graph_create("log");
-    int x = add_input(g, SHAPE(3, 5, 67));
-    x = out0(g, node(g, XF_OP_ABS, "abs", 1, &x, 1));
-    x = with_scalar(g, XF_OP_ADD, x, 1.5f);
-    xf_bt_finish_single(g, XF_OP_LOG, 1, &x);
-    check_graph(g, 17, 0.0, 0.0, "Log of values in [1.5, 2.5)");
-    xf_graph_free(g);
-}
-END_TEST
-
-/* Softplus on cpu is cpu_ref's log1p(exp(x)), positive everywhere (oneDNN's
- * went below 0 for inputs under about -5): equal to cpu_ref on [-96, 32). */
-START_TEST(softplus_positive)
-{
-    if (!have_cpu())
-        return;
-    xf_graph *g = xf_graph_create("softplus");
-    int x = add_input(g, SHAPE(4, 7, 61));
-    /* powers of two: the inputs are exact however the two are fused */
-    x = with_scalar(g, XF_OP_ADD, with_scalar(g, XF_OP_MUL, x, 64.0f), -32.0f);
-    xf_bt_finish_single(g, XF_OP_SOFTPLUS, 1, &x);
-    check_graph(g, 17, 0.0, 0.0, "Softplus of values in [-96, 32)");
-    xf_graph_free(g);
-}
-END_TEST
-
-/* Pow by a constant exponent of one element runs as oneDNN's eltwise pow:
- * integer exponents on inputs of both signs (x^3 of GELU's tanh form),
- * others on positive ones; a runtime exponent stays on cpu_ref. */
-START_TEST(pow_constant_exponent)
-{
-    if (!have_cpu())
-        return;
-    static const float exps[] = {3.0f, 2.0f, -1.0f, 0.5f, 1.7f};
-    for (int e = 0; e < 5; e++)
-        for (int scalar = 0; scalar < 2; scalar++) {
-            xf_graph *g = xf_graph_create("pow");
-            int x = add_input(g, SHAPE(2, 7, 33));
-            if (exps[e] != (float)(int)exps[e]) /* non-integer exponents of positive bases */
-                x = out0(g, node(g, XF_OP_EXP, "pos", 1, &x, 1));
-            xf_shape es = scalar ? xf_shape_make(0, NULL) : SHAPE(1);
-            xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &es);
-            ((float *)t->data)[0] = exps[e];
-            int k = xf_graph_add_initializer(g, NULL, t);
-            xf_tensor_release(t);
-            xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
-            char what[64];
-            snprintf(what, sizeof what, "Pow by %g (%s)", exps[e], scalar ? "scalar" : "[1]");
-            check_graph(g, 17, 1e-5, 1e-5, what);
-            xf_graph_free(g);
-        }
-    /* squares and cubes of tensors split in chunks over the threads:
-     * cpu_ref's bytes */
-    for (int e = 0; e < 2; e++) {
-        xf_graph *g = xf_graph_create("pow_large");
-        int x = add_input(g, SHAPE(3, 97, 101));
-        xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){.ndim = 0});
-        ((float *)t->data)[0] = exps[e];
-        int k = xf_graph_add_initializer(g, NULL, t);
-        xf_tensor_release(t);
-        xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
-        check_graph(g, 17, 0, 0, e ? "Pow by 2, 29391 elements" : "Pow by 3, 29391 elements");
-        xf_graph_free(g);
-    }
-    xf_graph *g = xf_graph_create("pow_runtime");
-    int x = add_input(g, SHAPE(3, 4)), k = add_input(g, SHAPE(1));
-    xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
-    check_graph(g, 17, 1e-5, 1e-5, "Pow by a runtime exponent");
-    xf_graph_free(g);
+    xf_bt_gemm_forms(xf_bt_check_cpu);
 }
 END_TEST
 
 START_TEST(binary_broadcasting)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const xf_op ops[] = {XF_OP_ADD, XF_OP_SUB, XF_OP_MUL, XF_OP_DIV, XF_OP_MAX, XF_OP_MIN};
     /* the first operand takes the small shape in the swapped forms */
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
         for (int f = 0; f < XF_BT_BINARY_FORMS; f++)
             for (int swap = 0; swap < 2; swap++)
-                xf_bt_binary_case(check_graph, ops[o], XF_DT_FLOAT, f, swap);
+                xf_bt_binary_case(xf_bt_check_cpu, ops[o], XF_DT_FLOAT, f, swap);
 }
 END_TEST
 
@@ -252,32 +108,32 @@ END_TEST
 
 START_TEST(softmax_axes)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_softmax_axes(check_graph);
+    xf_bt_softmax_axes(xf_bt_check_cpu);
 }
 END_TEST
 
 START_TEST(batch_norm_ranks)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const int64_t shapes[][5] = {{2, 7, 5}, {1, 16, 9, 11}, {2, 3, 4, 5, 6}};
     for (int r = 0; r < 3; r++)
-        xf_bt_batch_norm_case(check_graph, 3 + r, shapes[r], 1e-3f);
+        xf_bt_batch_norm_case(xf_bt_check_cpu, 3 + r, shapes[r], 1e-3f);
 }
 END_TEST
 
 START_TEST(concat_axes)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int axis = -4; axis < 4; axis++) {
         xf_graph *g = xf_graph_create("concat");
         xf_bt_concat3(g, axis);
         char what[32];
         snprintf(what, sizeof what, "Concat axis %d", axis);
-        check_graph(g, 17, 0, 0, what);
+        xf_bt_check_cpu(g, 17, 0, 0, what);
         xf_graph_free(g);
     }
     /* convolutions of 16 and 32 channels concatenated on the channels and
@@ -299,7 +155,7 @@ START_TEST(concat_axes)
         int c3 = xf_bt_finish_single(g, XF_OP_CONV, 2, (int[]){out0(g, cat), w3});
         xf_bt_set_window(attrs(g, c3), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0},
                          (int64_t[]){1, 1});
-        check_graph(g, 17, 1e-4, 1e-3, batch == 1 ? "convolutions into a Concat, one image" : "the same, two images");
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, batch == 1 ? "convolutions into a Concat, one image" : "the same, two images");
         xf_graph_free(g);
     }
 }
@@ -307,7 +163,7 @@ END_TEST
 
 START_TEST(layer_norm_axes)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(21);
     for (int t = 0; t < 12; t++) {
@@ -327,7 +183,7 @@ START_TEST(layer_norm_axes)
         attrs(g, n)->epsilon = t % 2 ? 1e-5f : 1e-12f;
         char what[64];
         snprintf(what, sizeof what, "LayerNormalization case %d (rank %d, axis %d)", t, rank, axis);
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -337,15 +193,15 @@ END_TEST
  * nodes run on cpu_ref; checked against cpu_ref and a direct computation. */
 START_TEST(layer_norm_stats)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_layer_norm_stats(check_graph, "cpu");
+    xf_bt_layer_norm_stats(xf_bt_check_cpu, "cpu");
 }
 END_TEST
 
 START_TEST(transpose_perms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(31);
     for (int t = 0; t < 16; t++) {
@@ -369,57 +225,7 @@ START_TEST(transpose_perms)
         memcpy(attrs(g, n)->perm, perm, sizeof perm);
         char what[48];
         snprintf(what, sizeof what, "Transpose case %d (rank %d)", t, rank);
-        check_graph(g, 17, 0, 0, what);
-        xf_graph_free(g);
-    }
-}
-END_TEST
-
-/* A float constant of one element (rank 0 or 1). */
-static int add_scalar(xf_graph *g, float value, int rank)
-{
-    xf_shape s = {.ndim = rank, .dims = {1}};
-    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &s);
-    ck_assert_ptr_nonnull(t);
-    *(float *)t->data = value;
-    int v = xf_graph_add_initializer(g, NULL, t);
-    xf_tensor_release(t);
-    return v;
-}
-
-/* x * 0.5 * (1 + Erf(x / sqrt(2))) as exported (Div or Mul by the
- * constant, operands in either order) runs as one gelu_erf primitive in
- * static mode; near misses (another constant, an intermediate read twice,
- * x not the other factor) must not, and every form matches cpu_ref. */
-START_TEST(gelu_patterns)
-{
-    if (!have_cpu())
-        return;
-    xf_bt_seed(41);
-    for (int t = 0; t < 10; t++) {
-        int64_t rows = xf_bt_rnd(1, 9), cols = xf_bt_rnd(1, 37);
-        xf_graph *g = xf_graph_create("gelu");
-        int in = add_input(g, SHAPE(rows, cols));
-        /* x from a node (scaled so that Erf sees its whole range) or the graph input */
-        int x = t % 3 == 2 ? in : out0(g, NODE(g, XF_OP_MUL, in, add_scalar(g, 3.0f, 1)));
-        int scaled;
-        if (t % 2)
-            scaled = out0(g, NODE(g, XF_OP_DIV, x, add_scalar(g, t == 7 ? 1.5f : 1.41421356f, 0)));
-        else
-            scaled = out0(g, t % 4 ? NODE(g, XF_OP_MUL, add_scalar(g, 0.70710678f, 1), x)
-                                   : NODE(g, XF_OP_MUL, x, add_scalar(g, 0.70710678f, 0)));
-        int e = out0(g, NODE(g, XF_OP_ERF, scaled));
-        int one = out0(g, t % 4 == 1 ? NODE(g, XF_OP_ADD, add_scalar(g, 1.0f, 0), e)
-                                     : NODE(g, XF_OP_ADD, e, add_scalar(g, 1.0f, 1)));
-        int prod = out0(g, NODE(g, XF_OP_MUL, t == 5 ? in : x, one));
-        int y = out0(g, t % 3 ? NODE(g, XF_OP_MUL, prod, add_scalar(g, 0.5f, 0))
-                              : NODE(g, XF_OP_MUL, add_scalar(g, 0.5f, 1), prod));
-        xf_graph_add_output(g, y);
-        if (t == 8)
-            xf_graph_add_output(g, e);
-        char what[32];
-        snprintf(what, sizeof what, "GELU case %d", t);
-        check_graph(g, 17, 1e-5, 1e-4, what);
+        xf_bt_check_cpu(g, 17, 0, 0, what);
         xf_graph_free(g);
     }
 }
@@ -427,70 +233,25 @@ END_TEST
 
 /* ---------------------------------------------------------------- native layouts */
 
-static int conv_node(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act)
-{
-    int w = xf_bt_random_const(g, SHAPE(cout, cin, k, k), false);
-    int b = xf_bt_random_const(g, SHAPE(cout), false);
-    int n = node(g, XF_OP_CONV, NULL, 3, (int[]){x, w, b}, 1);
-    int64_t p = k / 2;
-    xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){p, p}, (int64_t[]){p, p},
-               (int64_t[]){1, 1});
-    attrs(g, n)->activation = act;
-    return out0(g, n);
-}
-
 /* A grouped convolution of 8 channels per group between two others (a
  * RegNet block): where the layout the others store it in leaves oneDNN
  * its reference kernel only, the convolution gets the layouts it prefers,
  * with reorders around it; the values are cpu_ref's. */
 START_TEST(grouped_conv_between_convs)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int64_t stride = 1; stride <= 2; stride++) {
         xf_graph *g = xf_graph_create("regnet_block");
-        int x = conv_node(g, add_input(g, SHAPE(1, 16, 20, 20)), 16, 48, 1, 1, XF_ACT_RELU);
+        int x = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 20, 20)), 16, 48, 1, 1, XF_ACT_RELU);
         int w = xf_bt_random_const(g, SHAPE(48, 8, 3, 3), false);
         int n = node(g, XF_OP_CONV, "grouped", 2, (int[]){x, w}, 1);
         xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){stride, stride}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
                          (int64_t[]){1, 1});
         attrs(g, n)->group = 6;
         attrs(g, n)->activation = XF_ACT_RELU;
-        xf_graph_add_output(g, conv_node(g, out0(g, n), 48, 32, 1, 1, XF_ACT_NONE));
-        check_graph(g, 17, 1e-4, 1e-4, stride == 1 ? "grouped convolution" : "grouped convolution, stride 2");
-        xf_graph_free(g);
-    }
-}
-END_TEST
-
-/* x * Sigmoid(x) and x * HardSigmoid(x) with alpha 1/6 (SiLU and
- * HardSwish as PyTorch exports them before opsets 22 and 14), either order
- * of the Mul's inputs: folded into the convolution making x as a post-op
- * (between convolutions, all stored alike), or one eltwise on a Mul's
- * output or a graph input (run by the gate); HardSigmoid with ONNX's
- * default alpha stays a gate and a Mul.  Inputs scaled so that the hard
- * gates clip on each side. */
-START_TEST(gated_patterns)
-{
-    if (!have_cpu())
-        return;
-    static const char *gates[] = {"Sigmoid", "HardSigmoid 1/6", "HardSigmoid 0.2"};
-    static const char *where[] = {"Conv, x * gate(x)", "Conv, gate(x) * x", "on x * 8", "on a graph input"};
-    for (int t = 0; t < 12; t++) {
-        int gate = t / 4, at = t % 4;
-        xf_graph *g = xf_graph_create("gated");
-        int in = add_input(g, SHAPE(1, 16, 10, 10));
-        int x = at < 2 ? conv_node(g, with_scalar(g, XF_OP_MUL, in, 8.0f), 16, 16, 3, 1, XF_ACT_NONE)
-                : at == 2 ? with_scalar(g, XF_OP_MUL, in, 8.0f) : in;
-        int gn = NODE(g, gate ? XF_OP_HARD_SIGMOID : XF_OP_SIGMOID, x);
-        xf_attrs_default(g->nodes[gn].op, attrs(g, gn));
-        if (gate == 1)
-            attrs(g, gn)->alpha = 1.0f / 6.0f;
-        int y = out0(g, at == 1 ? NODE(g, XF_OP_MUL, out0(g, gn), x) : NODE(g, XF_OP_MUL, x, out0(g, gn)));
-        xf_graph_add_output(g, at < 2 ? conv_node(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
-        char what[64];
-        snprintf(what, sizeof what, "%s, %s", gates[gate], where[at]);
-        check_graph(g, 17, 1e-5, 1e-4, what);
+        xf_graph_add_output(g, xf_bt_conv(g, out0(g, n), 48, 32, 1, 1, XF_ACT_NONE));
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-4, stride == 1 ? "grouped convolution" : "grouped convolution, stride 2");
         xf_graph_free(g);
     }
 }
@@ -501,20 +262,20 @@ END_TEST
  * value per channel (computed, a constant of rank 3, or one value). */
 START_TEST(squeeze_excitation)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int t = 0; t < 3; t++) {
         xf_graph *g = xf_graph_create("se");
-        int y = conv_node(g, add_input(g, SHAPE(1, 16, 12, 12)), 16, 32, 3, 1, XF_ACT_RELU), s;
+        int y = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 12, 12)), 16, 32, 3, 1, XF_ACT_RELU), s;
         if (t == 0) {
             int pool = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, y));
-            s = out0(g, NODE(g, XF_OP_SIGMOID, conv_node(g, pool, 32, 32, 1, 1, XF_ACT_NONE)));
+            s = out0(g, NODE(g, XF_OP_SIGMOID, xf_bt_conv(g, pool, 32, 32, 1, 1, XF_ACT_NONE)));
         } else {
             s = xf_bt_random_const(g, t == 1 ? SHAPE(32, 1, 1) : SHAPE(1), false);
         }
         int z = out0(g, NODE(g, XF_OP_MUL, y, s));
-        xf_graph_add_output(g, conv_node(g, z, 32, 8, 3, 1, XF_ACT_NONE));
-        check_graph(g, 17, 1e-4, 1e-4, t == 0 ? "SE scale computed" : t == 1 ? "SE scale [32,1,1]" : "scale [1]");
+        xf_graph_add_output(g, xf_bt_conv(g, z, 32, 8, 3, 1, XF_ACT_NONE));
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-4, t == 0 ? "SE scale computed" : t == 1 ? "SE scale [32,1,1]" : "scale [1]");
         xf_graph_free(g);
     }
 }
@@ -536,24 +297,24 @@ static int bn_node(xf_graph *g, int x, int64_t c)
  * Relu and Conv -> Tanh may be folded into one primitive in static mode. */
 START_TEST(native_runs)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_graph *g = xf_graph_create("net");
     int x = add_input(g, SHAPE(2, 3, 19, 17));
-    int y = conv_node(g, x, 3, 32, 3, 2, XF_ACT_RELU);
-    int z = conv_node(g, y, 32, 32, 3, 1, XF_ACT_NONE);
+    int y = xf_bt_conv(g, x, 3, 32, 3, 2, XF_ACT_RELU);
+    int z = xf_bt_conv(g, y, 32, 32, 3, 1, XF_ACT_NONE);
     z = bn_node(g, z, 32);
     z = out0(g, NODE(g, XF_OP_RELU, z));
-    z = conv_node(g, z, 32, 32, 1, 1, XF_ACT_NONE);
+    z = xf_bt_conv(g, z, 32, 32, 1, 1, XF_ACT_NONE);
     int sum = out0(g, NODE(g, XF_OP_ADD, z, y));
     sum = out0(g, NODE(g, XF_OP_RELU, sum));
-    int side = conv_node(g, sum, 32, 16, 1, 1, XF_ACT_SIGMOID);
+    int side = xf_bt_conv(g, sum, 32, 16, 1, 1, XF_ACT_SIGMOID);
     int cat = out0(g, NODE(g, XF_OP_CONCAT, sum, side));
     attrs(g, g->n_nodes - 1)->axis = 1;
     int mp = NODE(g, XF_OP_MAX_POOL, cat);
     xf_bt_set_window(attrs(g, mp), 2, (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
                (int64_t[]){1, 1});
-    int deep = conv_node(g, out0(g, mp), 48, 64, 3, 1, XF_ACT_NONE);
+    int deep = xf_bt_conv(g, out0(g, mp), 48, 64, 3, 1, XF_ACT_NONE);
     deep = out0(g, NODE(g, XF_OP_TANH, deep));
     int gap = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, deep));
     int flat = NODE(g, XF_OP_FLATTEN, gap);
@@ -564,7 +325,7 @@ START_TEST(native_runs)
     attrs(g, sm)->axis = 1;
     xf_graph_add_output(g, out0(g, sm));
     xf_graph_add_output(g, side);
-    check_graph(g, 17, 1e-4, 1e-3, "conv net with native runs");
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-3, "conv net with native runs");
     xf_graph_free(g);
 }
 END_TEST
@@ -576,7 +337,7 @@ END_TEST
  * allows. */
 START_TEST(split_parts)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(23);
     for (int t = 0; t < 8; t++) {
@@ -584,7 +345,7 @@ START_TEST(split_parts)
         int x = add_input(g, SHAPE(t >= 6 ? 1 : 2, 8, 7, 5));
         bool channels = t >= 4;
         int64_t parts[2] = {t % 2 == 0 && channels ? 16 : 7, t % 2 == 0 && channels ? 32 : 13};
-        int src = channels ? conv_node(g, x, 8, parts[0] + parts[1], 1, 1, XF_ACT_NONE) : x;
+        int src = channels ? xf_bt_conv(g, x, 8, parts[0] + parts[1], 1, 1, XF_ACT_NONE) : x;
         int axis = channels ? 1 : t - 1; /* -1, 0, 1, 2 */
         int64_t len = g->values[src].shape.dims[axis < 0 ? 3 : axis];
         if (!channels) {
@@ -595,11 +356,11 @@ START_TEST(split_parts)
         attrs(g, n)->axis = axis;
         for (int k = 0; k < 2; k++) {
             int part = g->nodes[n].outputs[k];
-            xf_graph_add_output(g, channels ? conv_node(g, part, parts[k], 4, 3, 1, XF_ACT_RELU) : part);
+            xf_graph_add_output(g, channels ? xf_bt_conv(g, part, parts[k], 4, 3, 1, XF_ACT_RELU) : part);
         }
         char what[48];
         snprintf(what, sizeof what, "Split case %d (axis %d)", t, axis);
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -611,16 +372,16 @@ END_TEST
  * inputs so that no buffer of the plan can stand in the way. */
 START_TEST(folded_chains)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     for (int64_t c = 5; c <= 32; c += 27) {
         xf_graph *g = xf_graph_create("folds");
         int x = add_input(g, SHAPE(2, 4, 11, 9));
         int x2 = add_input(g, SHAPE(2, 4, 11, 9));
-        int a = conv_node(g, x, 4, c, 3, 1, XF_ACT_NONE);
+        int a = xf_bt_conv(g, x, 4, c, 3, 1, XF_ACT_NONE);
         a = bn_node(g, a, c);
         a = out0(g, NODE(g, XF_OP_RELU, a));
-        int b = conv_node(g, x2, 4, c, 1, 1, XF_ACT_NONE);
+        int b = xf_bt_conv(g, x2, 4, c, 1, 1, XF_ACT_NONE);
         b = out0(g, NODE(g, XF_OP_SIGMOID, b));
         int s1 = out0(g, NODE(g, XF_OP_ADD, a, b));
         s1 = out0(g, NODE(g, XF_OP_RELU, s1));
@@ -630,7 +391,7 @@ START_TEST(folded_chains)
         xf_graph_add_output(g, a);
         char what[48];
         snprintf(what, sizeof what, "folded chains, %lld channels", (long long)c);
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -642,28 +403,28 @@ END_TEST
  * LeakyRelu, MatMul -> Div -> Sub. */
 START_TEST(repeated_post_algorithms)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_graph *g = xf_graph_create("posts");
     int x = add_input(g, SHAPE(4, 9, 12)), x2 = add_input(g, SHAPE(4, 9, 12));
     int a = out0(g, NODE(g, XF_OP_ADD, x, x2));
-    a = out0(g, NODE(g, XF_OP_MUL, a, add_scalar(g, 0.5f, 0)));
-    a = out0(g, NODE(g, XF_OP_MUL, a, add_scalar(g, 1.5f, 0)));
+    a = out0(g, NODE(g, XF_OP_MUL, a, xf_bt_scalar(g, 0.5f, 0)));
+    a = out0(g, NODE(g, XF_OP_MUL, a, xf_bt_scalar(g, 1.5f, 0)));
     int t = out0(g, NODE(g, XF_OP_ADD, x2, x));
-    t = out0(g, NODE(g, XF_OP_MUL, t, add_scalar(g, 0.7978846f, 0)));
+    t = out0(g, NODE(g, XF_OP_MUL, t, xf_bt_scalar(g, 0.7978846f, 0)));
     t = out0(g, NODE(g, XF_OP_TANH, t));
-    t = out0(g, NODE(g, XF_OP_ADD, t, add_scalar(g, 1.0f, 0)));
+    t = out0(g, NODE(g, XF_OP_ADD, t, xf_bt_scalar(g, 1.0f, 0)));
     int img = add_input(g, SHAPE(2, 4, 7, 5));
-    int cv = out0(g, NODE(g, XF_OP_LEAKY_RELU, conv_node(g, img, 4, 6, 3, 1, XF_ACT_RELU)));
+    int cv = out0(g, NODE(g, XF_OP_LEAKY_RELU, xf_bt_conv(g, img, 4, 6, 3, 1, XF_ACT_RELU)));
     attrs(g, g->values[cv].producer)->alpha = 0.1f;
     int m = out0(g, NODE(g, XF_OP_MATMUL, x, xf_bt_random_const(g, SHAPE(12, 5), false)));
-    m = out0(g, NODE(g, XF_OP_DIV, m, add_scalar(g, 4.0f, 0)));
-    m = out0(g, NODE(g, XF_OP_SUB, m, add_scalar(g, 0.25f, 1)));
+    m = out0(g, NODE(g, XF_OP_DIV, m, xf_bt_scalar(g, 4.0f, 0)));
+    m = out0(g, NODE(g, XF_OP_SUB, m, xf_bt_scalar(g, 0.25f, 1)));
     xf_graph_add_output(g, a);
     xf_graph_add_output(g, t);
     xf_graph_add_output(g, cv);
     xf_graph_add_output(g, m);
-    check_graph(g, 17, 1e-4, 1e-3, "repeated post-op algorithms");
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-3, "repeated post-op algorithms");
     xf_graph_free(g);
 }
 END_TEST
@@ -673,19 +434,19 @@ END_TEST
  * (each a single node here, not the pattern gelu_patterns folds). */
 START_TEST(activation_posts)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_graph *g = xf_graph_create("activation posts");
     int img = add_input(g, SHAPE(2, 4, 7, 5)), x = add_input(g, SHAPE(4, 9, 12));
-    int mish = out0(g, NODE(g, XF_OP_MISH, conv_node(g, img, 4, 6, 3, 1, XF_ACT_NONE)));
-    int gelu = out0(g, NODE(g, XF_OP_GELU, conv_node(g, img, 4, 8, 1, 1, XF_ACT_NONE)));
+    int mish = out0(g, NODE(g, XF_OP_MISH, xf_bt_conv(g, img, 4, 6, 3, 1, XF_ACT_NONE)));
+    int gelu = out0(g, NODE(g, XF_OP_GELU, xf_bt_conv(g, img, 4, 8, 1, 1, XF_ACT_NONE)));
     int m = out0(g, NODE(g, XF_OP_MATMUL, x, xf_bt_random_const(g, SHAPE(12, 5), false)));
     m = out0(g, NODE(g, XF_OP_GELU, m));
     attrs(g, g->values[m].producer)->gelu_tanh = 1;
     xf_graph_add_output(g, mish);
     xf_graph_add_output(g, gelu);
     xf_graph_add_output(g, m);
-    check_graph(g, 17, 1e-4, 1e-3, "activation post-ops");
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-3, "activation post-ops");
     xf_graph_free(g);
 }
 END_TEST
@@ -701,7 +462,7 @@ END_TEST
  * the shortcut is sometimes also read by a later node. */
 START_TEST(residual_sums)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(11);
     for (int t = 0; t < 24; t++) {
@@ -717,21 +478,21 @@ START_TEST(residual_sums)
         int extra = shortcut == 3 ? add_input(g, SHAPE(n, c, h, w)) : -1;
         int r = shortcut == 1 ? x_relu : extra;
         if (shortcut == 0 && !shortcut_last)
-            r = bn_node(g, conv_node(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
-        int branch = conv_node(g, x_relu, c, c, 3, stride, t % 5 == 2 ? XF_ACT_RELU : XF_ACT_NONE);
+            r = bn_node(g, xf_bt_conv(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
+        int branch = xf_bt_conv(g, x_relu, c, c, 3, stride, t % 5 == 2 ? XF_ACT_RELU : XF_ACT_NONE);
         if (use_bn)
             branch = bn_node(g, branch, c);
         if (t % 6 == 3)
             branch = out0(g, NODE(g, XF_OP_SIGMOID, branch));
         if (shortcut == 0 && shortcut_last)
-            r = bn_node(g, conv_node(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
+            r = bn_node(g, xf_bt_conv(g, x_relu, c, c, 1, stride, XF_ACT_NONE), c);
         if (shortcut == 2)
             r = out0(g, NODE(g, XF_OP_ABS, x));
         int sum = out0(g, swap ? NODE(g, XF_OP_ADD, r, branch) : NODE(g, XF_OP_ADD, branch, r));
         if (xf_bt_rnd(0, 2))
             sum = out0(g, NODE(g, XF_OP_RELU, sum));
         if (t % 2) {
-            int after = conv_node(g, sum, c, c, 1, 1, XF_ACT_NONE);
+            int after = xf_bt_conv(g, sum, c, c, 1, 1, XF_ACT_NONE);
             xf_graph_add_output(g, t % 8 == 1 ? out0(g, NODE(g, XF_OP_ADD, after, r)) : after);
         } else {
             xf_graph_add_output(g, sum);
@@ -739,7 +500,7 @@ START_TEST(residual_sums)
         char what[96];
         snprintf(what, sizeof what, "residual case %d (%lld channels, shortcut %d%s)", t, (long long)c, shortcut,
                  shortcut_last ? ", last" : "");
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -752,7 +513,7 @@ END_TEST
  * node, and inputs the sum cannot take (graph inputs) keep nodes apart. */
 START_TEST(matmul_chains)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(51);
     for (int t = 0; t < 16; t++) {
@@ -767,18 +528,18 @@ START_TEST(matmul_chains)
                                 : xf_bt_random_const(g, SHAPE(hidden), false);
         h = out0(g, t % 2 ? NODE(g, XF_OP_ADD, bias, h) : NODE(g, XF_OP_ADD, h, bias));
         if (t % 3 == 0) {
-            int s = out0(g, NODE(g, XF_OP_DIV, h, add_scalar(g, 1.41421356f, 0)));
+            int s = out0(g, NODE(g, XF_OP_DIV, h, xf_bt_scalar(g, 1.41421356f, 0)));
             s = out0(g, NODE(g, XF_OP_ERF, s));
-            s = out0(g, NODE(g, XF_OP_ADD, s, add_scalar(g, 1.0f, 0)));
+            s = out0(g, NODE(g, XF_OP_ADD, s, xf_bt_scalar(g, 1.0f, 0)));
             s = out0(g, NODE(g, XF_OP_MUL, h, s));
-            int gelu = out0(g, NODE(g, XF_OP_MUL, s, add_scalar(g, 0.5f, 0)));
+            int gelu = out0(g, NODE(g, XF_OP_MUL, s, xf_bt_scalar(g, 0.5f, 0)));
             /* a third reader of x keeps the GELU out of the MatMul */
             h = t == 6 ? out0(g, NODE(g, XF_OP_ADD, gelu, h)) : gelu;
         } else if (t % 3 == 1) {
             h = out0(g, NODE(g, XF_OP_RELU, h));
         }
         /* a scale by a constant: Mul, Div or Sub, constant first or second */
-        int scale = add_scalar(g, 0.125f * (float)xf_bt_rnd(1, 16), (int)xf_bt_rnd(0, 1));
+        int scale = xf_bt_scalar(g, 0.125f * (float)xf_bt_rnd(1, 16), (int)xf_bt_rnd(0, 1));
         if (t % 4 == 1)
             h = out0(g, t % 8 == 1 ? NODE(g, XF_OP_MUL, scale, h) : NODE(g, XF_OP_DIV, h, scale));
         else if (t % 4 == 2)
@@ -792,7 +553,7 @@ START_TEST(matmul_chains)
         xf_graph_add_output(g, out0(g, ln));
         char what[48];
         snprintf(what, sizeof what, "MatMul chain case %d", t);
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -805,7 +566,7 @@ END_TEST
  * copy) and over 2 MB (run as sgemm on the weights as stored). */
 START_TEST(single_row_products)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(71);
     for (int t = 0; t < 12; t++) {
@@ -833,7 +594,7 @@ START_TEST(single_row_products)
         }
         char what[48];
         snprintf(what, sizeof what, "single-row case %d", t);
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -846,7 +607,7 @@ END_TEST
  * BatchNormalization folded in (weights of its own). */
 START_TEST(shared_weights)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(61);
     for (int t = 0; t < 4; t++) {
@@ -877,7 +638,7 @@ START_TEST(shared_weights)
         xf_graph_add_output(g, bn_node(g, y, 4));
         char what[48];
         snprintf(what, sizeof what, "shared weights case %d", t);
-        check_graph(g, 17, 1e-4, 1e-3, what);
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
         xf_graph_free(g);
     }
 }
@@ -887,16 +648,16 @@ END_TEST
 
 START_TEST(inception_example)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
-    xf_bt_inception_example(check_graph);
+    xf_bt_inception_example(xf_bt_check_cpu);
 }
 END_TEST
 
 /* Every node case that passes on cpu_ref must pass on cpu. */
 START_TEST(conformance_node_cases)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_log_set(NULL, NULL, XF_LOG_ERROR);
     xf_conformance_tally t;
@@ -919,7 +680,7 @@ START_TEST(registry_and_errors)
     for (int i = 0; i < n; i++)
         found = found || strcmp(list[i]->name, "cpu") == 0;
     ck_assert(found == (xf_backend_find("cpu") != NULL));
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     /* an op neither oneDNN nor cpu_ref runs is reported under this backend's name */
     xf_graph *g = xf_graph_create("bad");
@@ -944,11 +705,6 @@ int main(void)
     tcase_add_test(ops, pool_indices_and_unpool);
     tcase_add_test(ops, matmul_random);
     tcase_add_test(ops, gemm_forms);
-    tcase_add_test(ops, eltwise_all);
-    tcase_add_test(ops, pow_constant_exponent);
-    tcase_add_test(ops, log_exact);
-    tcase_add_test(ops, hard_activations);
-    tcase_add_test(ops, softplus_positive);
     tcase_add_test(ops, binary_broadcasting);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
@@ -956,7 +712,6 @@ int main(void)
     tcase_add_test(ops, layer_norm_axes);
     tcase_add_test(ops, layer_norm_stats);
     tcase_add_test(ops, transpose_perms);
-    tcase_add_test(ops, gelu_patterns);
     suite_add_tcase(s, ops);
     TCase *graphs = tcase_create("graphs");
     tcase_set_timeout(graphs, 300);
@@ -967,7 +722,6 @@ int main(void)
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, grouped_conv_between_convs);
     tcase_add_test(graphs, squeeze_excitation);
-    tcase_add_test(graphs, gated_patterns);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);

@@ -31,14 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static bool have_cpu(void)
-{
-    if (xf_backend_find("cpu"))
-        return true;
-    printf("skipped: this build has no oneDNN, so no cpu backend\n");
-    return false;
-}
-
 /* Whether oneDNN's int8 paths may be taken here (see cpu_dnnl_int8.c). */
 static bool have_vnni(void)
 {
@@ -333,7 +325,7 @@ static qcase matmul_integer(xf_tensor *a, xf_tensor *b, zp_form a_zp, zp_form b_
 
 START_TEST(matmul_integer_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const zp_form b_forms[] = {ZP_ABSENT, ZP_ZERO_CHANNELS, ZP_ZERO, ZP_CONST, ZP_RUNTIME};
     xf_bt_seed(7);
@@ -353,7 +345,7 @@ END_TEST
 /* Sums past 2^24 (where a float would round them) stay exact. */
 START_TEST(matmul_integer_extremes)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(8);
     qcase c = matmul_integer(ints(XF_DT_UINT8, SHAPE(3, 1100), 255, 255), ints(XF_DT_INT8, SHAPE(1100, 17), -128, -128),
@@ -368,7 +360,7 @@ END_TEST
 /* The forms oneDNN cannot compute exactly stay on cpu_ref. */
 START_TEST(matmul_integer_on_cpu_ref)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(9);
     qcase c = matmul_integer(full_range(XF_DT_UINT8, SHAPE(5, 7)), full_range(XF_DT_UINT8, SHAPE(7, 3)), ZP_CONST,
@@ -411,7 +403,7 @@ static qcase qlinear_matmul(xf_tensor *a, xf_tensor *b, xf_dtype yt, bool per_co
 
 START_TEST(qlinear_matmul_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const zp_form forms[] = {ZP_ZERO, ZP_CONST, ZP_RUNTIME};
     xf_bt_seed(10);
@@ -476,7 +468,7 @@ static qcase conv_integer(xf_tensor *x, xf_tensor *w, const conv_geom *geo, zp_f
 
 START_TEST(conv_integer_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const zp_form w_forms[] = {ZP_ABSENT, ZP_ZERO, ZP_ZERO_CHANNELS};
     xf_bt_seed(11);
@@ -537,7 +529,7 @@ static qcase qlinear_conv(xf_tensor *x, xf_tensor *w, const conv_geom *geo, xf_d
 
 START_TEST(qlinear_conv_random)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     static const zp_form forms[] = {ZP_ZERO, ZP_CONST, ZP_RUNTIME};
     xf_bt_seed(12);
@@ -562,7 +554,7 @@ END_TEST
  * a 1x1 convolution of them. */
 START_TEST(qlinear_near_ties)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     const float below_half = 0.49999905f, one = 1.0f;
     for (int conv = 0; conv < 2; conv++) {
@@ -590,7 +582,7 @@ END_TEST
  * that every output is exact and no difference carries on. */
 START_TEST(qlinear_conv_chains)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(16);
     static const int64_t channels[] = {16, 32, 32, 24, 40};
@@ -648,7 +640,7 @@ static qcase quantize(xf_tensor *x, float scale, int64_t zp)
  * threads (a NaN in the first chunk, infinities in the last). */
 START_TEST(quantize_linear_edges)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(14);
     for (int t = 0; t < 8; t++) {
@@ -696,7 +688,7 @@ END_TEST
  * int8, with and without a zero point, on sizes off its blocks. */
 START_TEST(dequantize_linear_8bit)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(17);
     for (int t = 0; t < 8; t++) {
@@ -718,7 +710,7 @@ END_TEST
  * as cpu_ref does; other casts stay on cpu_ref. */
 START_TEST(int_to_float_casts)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(15);
     static const xf_dtype from[] = {XF_DT_INT32, XF_DT_INT8, XF_DT_UINT8, XF_DT_FLOAT};
@@ -741,7 +733,7 @@ END_TEST
  * the zero point oneDNN reads is computed per run. */
 START_TEST(dynamic_quantization_block)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(13);
     xf_graph *g = xf_graph_create("dq");

@@ -13,14 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static bool have_cpu(void)
-{
-    if (xf_backend_find("cpu"))
-        return true;
-    printf("skipped: this build has no oneDNN, so no cpu backend\n");
-    return false;
-}
-
 static void check(xf_graph *g, const char *what)
 {
     xf_graph_add_output(g, out0(g, g->n_nodes - 1));
@@ -39,7 +31,7 @@ static int negative(xf_graph *g, xf_shape s)
 
 START_TEST(unary_and_cast)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_graph *g = xf_graph_create("isnan");
     /* Log of the negative half is NaN */
@@ -65,7 +57,7 @@ END_TEST
 
 START_TEST(broadcasting)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     /* the condition read whole on the first dim, sliced on none after it */
     xf_graph *g = xf_graph_create("where");
@@ -121,7 +113,7 @@ END_TEST
 /* Below a few thousand elements per thread: one run. */
 START_TEST(small)
 {
-    if (!have_cpu())
+    if (!xf_bt_have_cpu())
         return;
     xf_graph *g = xf_graph_create("small");
     NODE(g, XF_OP_IS_NAN, out0(g, NODE(g, XF_OP_LOG, in(g, XF_DT_FLOAT, SHAPE(3, 1000)))));

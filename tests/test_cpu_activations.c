@@ -1,0 +1,268 @@
+/* The `cpu` backend's elementwise ops against cpu_ref: every unary op
+ * oneDNN runs, the activations with bounds (HardSigmoid, HardSwish, Clip)
+ * clipping on each side, the ops run exactly as cpu_ref (Log, Softplus,
+ * Pow by 2 and 3), and the patterns that exporters spell as several nodes
+ * (GELU, SiLU, HardSwish), each as one eltwise or a post-op of the
+ * convolution before it, or left as nodes where the pattern is not quite
+ * there. */
+#include "backend_util.h"
+#include "core_builders.h"
+#include "xf_runtime.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
+
+
+START_TEST(eltwise_all)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const xf_op ops[] = {XF_OP_RELU, XF_OP_LEAKY_RELU, XF_OP_SIGMOID, XF_OP_TANH, XF_OP_ABS,
+                                XF_OP_NEG, XF_OP_EXP, XF_OP_LOG, XF_OP_SQRT, XF_OP_ELU,
+                                XF_OP_SOFTPLUS, XF_OP_RECIPROCAL, XF_OP_GELU, XF_OP_MISH, XF_OP_ROUND};
+    xf_bt_unary_ops(xf_bt_check_cpu, ops, (int)(sizeof ops / sizeof *ops));
+}
+END_TEST
+
+/* HardSigmoid (a linear eltwise with a clip post-op) and HardSwish
+ * (oneDNN's hardswish), on inputs scaled so that both clip on each side,
+ * HardSwish also folded into the convolution before it (MobileNetV3's
+ * blocks); HardSigmoid with PyTorch's alpha of 1/6 and ONNX's default,
+ * over tensors its loop splits in chunks over the threads. */
+START_TEST(hard_activations)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const float alphas[] = {1.0f / 6.0f, 0.2f};
+    for (int t = 0; t < 4; t++) {
+        xf_graph *g = xf_graph_create("hard");
+        int x = xf_bt_with_scalar(g, XF_OP_MUL, add_input(g, SHAPE(2, 16, 30, 30)), 8.0f);
+        if (t == 3) {
+            int w = xf_bt_random_const(g, SHAPE(16, 16, 1, 1), false);
+            x = out0(g, node(g, XF_OP_CONV, "conv", 2, (int[]){x, w}, 1));
+            xf_bt_set_window(attrs(g, g->n_nodes - 1), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0},
+                             (int64_t[]){0, 0}, (int64_t[]){1, 1});
+        }
+        int n = xf_bt_finish_single(g, t < 2 ? XF_OP_HARD_SIGMOID : XF_OP_HARD_SWISH, 1, &x);
+        xf_attrs_default(g->nodes[n].op, attrs(g, n));
+        if (t < 2)
+            attrs(g, n)->alpha = alphas[t];
+        xf_bt_check_cpu(g, 17, 1e-5, 1e-5, t < 2 ? "HardSigmoid" : t == 2 ? "HardSwish" : "Conv + HardSwish");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* Log is exact on cpu (the correctly rounded result cpu_ref gives): an
+ * integer taken from a log that should be whole (MPNet's relative position
+ * buckets, log(16 / 8) / log(16) * 8 = 2) must not flip, as it did with
+ * oneDNN's log, a few ulp off. */
+START_TEST(log_exact)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("log");
+    int x = add_input(g, SHAPE(3, 5, 67));
+    x = out0(g, node(g, XF_OP_ABS, "abs", 1, &x, 1));
+    x = xf_bt_with_scalar(g, XF_OP_ADD, x, 1.5f);
+    xf_bt_finish_single(g, XF_OP_LOG, 1, &x);
+    xf_bt_check_cpu(g, 17, 0.0, 0.0, "Log of values in [1.5, 2.5)");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* Softplus on cpu is cpu_ref's log1p(exp(x)), positive everywhere (oneDNN's
+ * went below 0 for inputs under about -5): equal to cpu_ref on [-96, 32). */
+START_TEST(softplus_positive)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("softplus");
+    int x = add_input(g, SHAPE(4, 7, 61));
+    /* powers of two: the inputs are exact however the two are fused */
+    x = xf_bt_with_scalar(g, XF_OP_ADD, xf_bt_with_scalar(g, XF_OP_MUL, x, 64.0f), -32.0f);
+    xf_bt_finish_single(g, XF_OP_SOFTPLUS, 1, &x);
+    xf_bt_check_cpu(g, 17, 0.0, 0.0, "Softplus of values in [-96, 32)");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* Pow by a constant exponent of one element runs as oneDNN's eltwise pow:
+ * integer exponents on inputs of both signs (x^3 of GELU's tanh form),
+ * others on positive ones; a runtime exponent stays on cpu_ref. */
+START_TEST(pow_constant_exponent)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const float exps[] = {3.0f, 2.0f, -1.0f, 0.5f, 1.7f};
+    for (int e = 0; e < 5; e++)
+        for (int scalar = 0; scalar < 2; scalar++) {
+            xf_graph *g = xf_graph_create("pow");
+            int x = add_input(g, SHAPE(2, 7, 33));
+            if (exps[e] != (float)(int)exps[e]) /* non-integer exponents of positive bases */
+                x = out0(g, node(g, XF_OP_EXP, "pos", 1, &x, 1));
+            xf_shape es = scalar ? xf_shape_make(0, NULL) : SHAPE(1);
+            xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &es);
+            ((float *)t->data)[0] = exps[e];
+            int k = xf_graph_add_initializer(g, NULL, t);
+            xf_tensor_release(t);
+            xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
+            char what[64];
+            snprintf(what, sizeof what, "Pow by %g (%s)", exps[e], scalar ? "scalar" : "[1]");
+            xf_bt_check_cpu(g, 17, 1e-5, 1e-5, what);
+            xf_graph_free(g);
+        }
+    /* squares and cubes of tensors split in chunks over the threads:
+     * cpu_ref's bytes */
+    for (int e = 0; e < 2; e++) {
+        xf_graph *g = xf_graph_create("pow_large");
+        int x = add_input(g, SHAPE(3, 97, 101));
+        xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){.ndim = 0});
+        ((float *)t->data)[0] = exps[e];
+        int k = xf_graph_add_initializer(g, NULL, t);
+        xf_tensor_release(t);
+        xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
+        xf_bt_check_cpu(g, 17, 0, 0, e ? "Pow by 2, 29391 elements" : "Pow by 3, 29391 elements");
+        xf_graph_free(g);
+    }
+    xf_graph *g = xf_graph_create("pow_runtime");
+    int x = add_input(g, SHAPE(3, 4)), k = add_input(g, SHAPE(1));
+    xf_bt_finish_single(g, XF_OP_POW, 2, (int[]){x, k});
+    xf_bt_check_cpu(g, 17, 1e-5, 1e-5, "Pow by a runtime exponent");
+    xf_graph_free(g);
+}
+END_TEST
+
+/* x * 0.5 * (1 + Erf(x / sqrt(2))) as exported (Div or Mul by the
+ * constant, operands in either order) runs as one gelu_erf primitive in
+ * static mode; near misses (another constant, an intermediate read twice,
+ * x not the other factor) must not, and every form matches cpu_ref. */
+START_TEST(gelu_patterns)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_bt_seed(41);
+    for (int t = 0; t < 10; t++) {
+        int64_t rows = xf_bt_rnd(1, 9), cols = xf_bt_rnd(1, 37);
+        xf_graph *g = xf_graph_create("gelu");
+        int in = add_input(g, SHAPE(rows, cols));
+        /* x from a node (scaled so that Erf sees its whole range) or the graph input */
+        int x = t % 3 == 2 ? in : out0(g, NODE(g, XF_OP_MUL, in, xf_bt_scalar(g, 3.0f, 1)));
+        int scaled;
+        if (t % 2)
+            scaled = out0(g, NODE(g, XF_OP_DIV, x, xf_bt_scalar(g, t == 7 ? 1.5f : 1.41421356f, 0)));
+        else
+            scaled = out0(g, t % 4 ? NODE(g, XF_OP_MUL, xf_bt_scalar(g, 0.70710678f, 1), x)
+                                   : NODE(g, XF_OP_MUL, x, xf_bt_scalar(g, 0.70710678f, 0)));
+        int e = out0(g, NODE(g, XF_OP_ERF, scaled));
+        int one = out0(g, t % 4 == 1 ? NODE(g, XF_OP_ADD, xf_bt_scalar(g, 1.0f, 0), e)
+                                     : NODE(g, XF_OP_ADD, e, xf_bt_scalar(g, 1.0f, 1)));
+        int prod = out0(g, NODE(g, XF_OP_MUL, t == 5 ? in : x, one));
+        int y = out0(g, t % 3 ? NODE(g, XF_OP_MUL, prod, xf_bt_scalar(g, 0.5f, 0))
+                              : NODE(g, XF_OP_MUL, xf_bt_scalar(g, 0.5f, 1), prod));
+        xf_graph_add_output(g, y);
+        if (t == 8)
+            xf_graph_add_output(g, e);
+        char what[32];
+        snprintf(what, sizeof what, "GELU case %d", t);
+        xf_bt_check_cpu(g, 17, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* x * Sigmoid(x) and x * HardSigmoid(x) with alpha 1/6 (SiLU and
+ * HardSwish as PyTorch exports them before opsets 22 and 14), either order
+ * of the Mul's inputs: folded into the convolution making x as a post-op
+ * (between convolutions, all stored alike), or one eltwise on a Mul's
+ * output or a graph input (run by the gate); HardSigmoid with ONNX's
+ * default alpha stays a gate and a Mul.  Inputs scaled so that the hard
+ * gates clip on each side. */
+START_TEST(gated_patterns)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const char *gates[] = {"Sigmoid", "HardSigmoid 1/6", "HardSigmoid 0.2"};
+    static const char *where[] = {"Conv, x * gate(x)", "Conv, gate(x) * x", "on x * 8", "on a graph input"};
+    for (int t = 0; t < 12; t++) {
+        int gate = t / 4, at = t % 4;
+        xf_graph *g = xf_graph_create("gated");
+        int in = add_input(g, SHAPE(1, 16, 10, 10));
+        int x = at < 2 ? xf_bt_conv(g, xf_bt_with_scalar(g, XF_OP_MUL, in, 8.0f), 16, 16, 3, 1, XF_ACT_NONE)
+                : at == 2 ? xf_bt_with_scalar(g, XF_OP_MUL, in, 8.0f) : in;
+        int gn = NODE(g, gate ? XF_OP_HARD_SIGMOID : XF_OP_SIGMOID, x);
+        xf_attrs_default(g->nodes[gn].op, attrs(g, gn));
+        if (gate == 1)
+            attrs(g, gn)->alpha = 1.0f / 6.0f;
+        int y = out0(g, at == 1 ? NODE(g, XF_OP_MUL, out0(g, gn), x) : NODE(g, XF_OP_MUL, x, out0(g, gn)));
+        xf_graph_add_output(g, at < 2 ? xf_bt_conv(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
+        char what[64];
+        snprintf(what, sizeof what, "%s, %s", gates[gate], where[at]);
+        xf_bt_check_cpu(g, 17, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* Clip with constant bounds runs as oneDNN's clip (ReLU6 in MobileNetV2,
+ * folded into the convolution before it): bounds as inputs (opset 11 on)
+ * or attributes (before), either absent; bounds out of order (min > max:
+ * every element max) and a bound computed in the graph stay on cpu_ref. */
+START_TEST(clip_bounds)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const char *forms[] = {"Conv, Clip(0, 6)", "Clip(-2, 3)", "Clip(max 2)", "Clip(min -1)",
+                                  "Clip attrs (-0.5, 4)", "Clip(3, -2)", "Clip(runtime min, 1)"};
+    for (int t = 0; t < 7; t++) {
+        xf_graph *g = xf_graph_create("clip");
+        int x = xf_bt_with_scalar(g, XF_OP_MUL, add_input(g, SHAPE(1, 16, 10, 10)), 8.0f);
+        if (t == 0)
+            x = xf_bt_conv(g, x, 16, 16, 3, 1, XF_ACT_NONE);
+        static const float lo[] = {0.0f, -2.0f, NAN, -1.0f, NAN, 3.0f, NAN};
+        static const float hi[] = {6.0f, 3.0f, 2.0f, NAN, NAN, -2.0f, 1.0f};
+        int ins[3] = {x, isnan(lo[t]) ? -1 : xf_bt_scalar(g, lo[t], 0), isnan(hi[t]) ? -1 : xf_bt_scalar(g, hi[t], 0)};
+        if (t == 6)
+            ins[1] = add_input(g, xf_shape_make(0, NULL));
+        int n = node(g, XF_OP_CLIP, NULL, t == 4 ? 1 : ins[2] >= 0 ? 3 : 2, ins, 1);
+        xf_attrs_default(XF_OP_CLIP, attrs(g, n));
+        if (t == 4) {
+            attrs(g, n)->has_clip_attrs = true;
+            attrs(g, n)->clip_min = -0.5f;
+            attrs(g, n)->clip_max = 4.0f;
+        }
+        int y = out0(g, n);
+        xf_graph_add_output(g, t == 0 ? xf_bt_conv(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
+        xf_bt_check_cpu(g, t == 4 ? 6 : 17, 1e-5, 1e-4, forms[t]);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_activations");
+    TCase *ops = tcase_create("ops");
+    tcase_set_timeout(ops, 600);
+    tcase_add_test(ops, eltwise_all);
+    tcase_add_test(ops, pow_constant_exponent);
+    tcase_add_test(ops, log_exact);
+    tcase_add_test(ops, softplus_positive);
+    tcase_add_test(ops, hard_activations);
+    tcase_add_test(ops, clip_bounds);
+    TCase *patterns = tcase_create("patterns");
+    tcase_set_timeout(patterns, 600);
+    tcase_add_test(patterns, gelu_patterns);
+    tcase_add_test(patterns, gated_patterns);
+    suite_add_tcase(s, ops);
+    suite_add_tcase(s, patterns);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
