@@ -195,7 +195,7 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g);
 xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
                            xf_error *err);
 
-extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler;
+extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler, xf_dn_resample_handler;
 /* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
  * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear,
  * QuantizeLinear to uint8, DequantizeLinear of 8-bit integers, and Cast of

@@ -1,8 +1,9 @@
 /* Window ops on oneDNN: convolution (bias and fused activation as post-ops,
  * weights reordered once into the layout the chosen kernel wants),
- * transposed convolution (oneDNN's deconvolution, likewise) and the pools.
- * Convolutions let oneDNN pick every layout (format "any"); pools compute
- * in the layout their input is stored in. */
+ * transposed convolution (oneDNN's deconvolution, likewise), the pools and
+ * resampling (Resize, Upsample).  Convolutions let oneDNN pick every
+ * layout (format "any"); pools and resampling compute in the layout their
+ * input is stored in. */
 #include "cpu_dnnl.h"
 
 #include <string.h>
@@ -453,6 +454,24 @@ const xf_dn_handler xf_dn_deconv_handler = {deconv_handles, input0_native_ok, de
 
 /* ---------------------------------------------------------------- pools */
 
+/* The primitive of op_desc d, reading input 0 as src and writing the
+ * output (stored as dst_have) from dst, both in the layout they are given. */
+static xf_status src_dst_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, const void *d,
+                                const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst_have,
+                                const dnnl_memory_desc_t *dst, xf_error *err)
+{
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, d, NULL, c->engine, NULL));
+    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, src, src, err);
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, dst_have, dst, err);
+    if (s != XF_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return s;
+    }
+    return xf_dn_finish(n, st, pd, err);
+}
+
 static bool pool_is_global(const xf_node *n)
 {
     return n->op == XF_OP_GLOBAL_AVERAGE_POOL || n->op == XF_OP_GLOBAL_MAX_POOL;
@@ -524,16 +543,84 @@ static xf_status pool_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     dnnl_pooling_v2_desc_t d;
     XF_DN_TRY(err, n, dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst, strides, kernel,
                                                         dil, pl, pr));
-    dnnl_primitive_desc_t pd;
-    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL));
-    xf_status s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src, &src, err);
-    if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, &dst, err);
-    if (s != XF_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return s;
-    }
-    return xf_dn_finish(n, st, pd, err);
+    return src_dst_finish(c, n, st, &d, &src, &dst_have, &dst, err);
 }
 
 const xf_dn_handler xf_dn_pool_handler = {pool_handles, input0_native_ok, pool_prepare, NULL};
+
+/* ---------------------------------------------------------------- resampling */
+
+/* Resize's or Upsample's scale of each dim when every one is known before
+ * the run: from sizes (any computed value: the output's dims are then
+ * what shape inference gave them) as out / in, or from constant scales. */
+static bool resample_scales(const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *y, double *s)
+{
+    int sizes = xf_dn_input(n, 3), scales = n->op == XF_OP_UPSAMPLE ? xf_dn_input(n, 1) : xf_dn_input(n, 2);
+    const xf_tensor *st = scales >= 0 ? g->values[scales].init : NULL;
+    bool by_sizes = sizes >= 0 && n->op == XF_OP_RESIZE &&
+                    (!g->values[sizes].init || xf_tensor_numel(g->values[sizes].init) > 0);
+    if (n->op == XF_OP_UPSAMPLE && n->attrs.value)
+        st = n->attrs.value;
+    else if (by_sizes)
+        st = NULL;
+    else if (!st || st->dtype != XF_DT_FLOAT || xf_tensor_numel(st) != x->ndim)
+        return false;
+    for (int d = 0; d < x->ndim; d++)
+        s[d] = st ? ((const float *)st->data)[d] : (double)y->dims[d] / (double)x->dims[d];
+    return !by_sizes || n->attrs.resize_keep == 0;
+}
+
+/* The ONNX forms oneDNN's resampling computes, in the dims oneDNN resizes
+ * (after batch and channels), where ONNX's scale is the ratio of the dims
+ * (oneDNN's): linear on half-pixel coordinates (edges clamped, as both
+ * do), no antialias where a dim shrinks; nearest by whole factors, where
+ * oneDNN's rounding of (o + 0.5) / k - 0.5 picks floor(o / k), which is
+ * ONNX's on asymmetric coordinates rounding down (PyTorch's export), and
+ * also rounding to nearest where every factor is at most 2 or the
+ * coordinates are half-pixel (no ties then). */
+static bool resample_handles(const xf_graph *g, const xf_node *n)
+{
+    const xf_attrs *a = &n->attrs;
+    if (!window_ranks_ok(g, n) || !xf_dn_is_f32(g, n->inputs[0]) || !xf_dn_is_f32(g, n->outputs[0]) ||
+        (n->op == XF_OP_RESIZE && a->has_axes) || a->resize_exclude)
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
+    double s[XF_MAX_DIMS];
+    if (xf_shape_numel(x) <= 0 || xf_shape_numel(y) <= 0 || x->dims[1] != y->dims[1] ||
+        !resample_scales(g, n, x, y, s) || s[0] != 1 || s[1] != 1)
+        return false;
+    /* pytorch_half_pixel maps to 0 where a dim becomes 1 */
+    bool half_pixel = a->resize_coord == 0 || a->resize_coord == 5 || a->resize_coord == 3, max2 = true;
+    for (int d = 2; d < x->ndim; d++) {
+        if (s[d] != (double)y->dims[d] / (double)x->dims[d])
+            return false;
+        half_pixel = half_pixel && (a->resize_coord != 3 || y->dims[d] > 1);
+        bool whole = y->dims[d] % x->dims[d] == 0;
+        max2 = max2 && whole && y->dims[d] <= 2 * x->dims[d];
+        if (a->resize_mode == 1 ? a->resize_antialias && s[d] < 1 : a->resize_mode != 0 || !whole)
+            return false;
+    }
+    if (a->resize_mode == 1)
+        return half_pixel;
+    bool rounds = a->resize_nearest == 0 || a->resize_nearest == 1;
+    return (a->resize_coord == 1 && (a->resize_nearest == 2 || a->resize_nearest == 4 ||
+                                     (a->resize_nearest == 0 && max2))) ||
+           (half_pixel && rounds);
+}
+
+static xf_status resample_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)g;
+    xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    dnnl_memory_desc_t src, dst_have, dst;
+    xf_dn_md(c, &in[0].shape, work, &src);
+    xf_dn_md(c, &out[0].shape, work, &dst);
+    xf_dn_operand_md(c, n, -1, &out[0].shape, &dst_have);
+    dnnl_resampling_desc_t d;
+    dnnl_alg_kind_t alg = n->attrs.resize_mode == 1 ? dnnl_resampling_linear : dnnl_resampling_nearest;
+    XF_DN_TRY(err, n, dnnl_resampling_forward_desc_init(&d, dnnl_forward_inference, alg, NULL, &src, &dst));
+    return src_dst_finish(c, n, st, &d, &src, &dst_have, &dst, err);
+}
+
+const xf_dn_handler xf_dn_resample_handler = {resample_handles, input0_native_ok, resample_prepare, NULL};

@@ -8,6 +8,7 @@
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
+#include "xf_test_util.h"
 
 #include <check.h>
 #include <math.h>
@@ -260,9 +261,5 @@ int main(void)
     tcase_add_test(patterns, gated_patterns);
     suite_add_tcase(s, ops);
     suite_add_tcase(s, patterns);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }
