@@ -2,7 +2,8 @@
  * every direction and both layouts, with sequence lengths, initial states,
  * peepholes, clip, input_forget, linear_before_reset and the activation
  * functions ONNX lists.  Generic over the floating dtypes, computed in
- * double, one batch entry and direction at a time. */
+ * double (the weights converted once per run), one batch entry and
+ * direction at a time. */
 #include "xf_rt_internal.h"
 
 #include <math.h>
@@ -14,6 +15,7 @@ typedef struct rnn {
     const xf_rnn_attrs *a;
     const xf_tensor_view *x, *w, *r, *b, *lens, *h0, *c0, *p;
     const xf_tensor_view *y, *yh, *yc;
+    const double *wd, *rd, *bd; /* W, R and B (NULL when absent) as doubles */
     int64_t seq, batch, in, hidden, dirs;
     int gates, funcs; /* LSTM: 4 gates (iofc), 3 functions (f, g, h); GRU: 3 (zrh), 2 (f, g); RNN: 1 (i), 1 (f) */
 } rnn;
@@ -125,17 +127,18 @@ static double gate(const rnn *s, double v)
 }
 
 /* Row `row` of direction d of weights m (rows of len values) times v. */
-static double row_times(const xf_tensor_view *m, int64_t d, int64_t rows, int64_t row, int64_t len, const double *v)
+static double row_times(const double *m, int64_t d, int64_t rows, int64_t row, int64_t len, const double *v)
 {
+    const double *mr = m + (d * rows + row) * len;
     double sum = 0;
     for (int64_t j = 0; j < len; j++)
-        sum += ld(m, (d * rows + row) * len + j) * v[j];
+        sum += mr[j] * v[j];
     return sum;
 }
 
 static double bias(const rnn *s, int64_t d, int64_t at)
 {
-    return s->b ? ld(s->b, d * 2 * s->gates * s->hidden + at) : 0;
+    return s->bd ? s->bd[d * 2 * s->gates * s->hidden + at] : 0;
 }
 
 /* Per gate row: gx = W xt + Wb, gh = R h + Rb. */
@@ -143,8 +146,8 @@ static void gate_inputs(const rnn *s, int64_t d, const double *xt, const double 
 {
     int64_t rows = s->gates * s->hidden;
     for (int64_t row = 0; row < rows; row++) {
-        gx[row] = row_times(s->w, d, rows, row, s->in, xt) + bias(s, d, row);
-        gh[row] = row_times(s->r, d, rows, row, s->hidden, h) + bias(s, d, rows + row);
+        gx[row] = row_times(s->wd, d, rows, row, s->in, xt) + bias(s, d, row);
+        gh[row] = row_times(s->rd, d, rows, row, s->hidden, h) + bias(s, d, rows + row);
     }
 }
 
@@ -181,7 +184,7 @@ static void gru_step(const rnn *s, int64_t d, const double *gx, const double *gh
         int64_t gz = j, gn = 2 * hs + j;
         double z = activate(s, d, 0, gate(s, gx[gz] + gh[gz]));
         double recur = s->a->linear_before_reset ? r[j] * gh[gn]
-                                                 : row_times(s->r, d, rows, gn, hs, rh) + bias(s, d, rows + gn);
+                                                 : row_times(s->rd, d, rows, gn, hs, rh) + bias(s, d, rows + gn);
         h[j] = (1 - z) * activate(s, d, 1, gate(s, gx[gn] + recur)) + z * h[j];
     }
 }
@@ -203,10 +206,22 @@ xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor
     xf_status st = bind(&s, n, in, out, err);
     if (st != XF_OK)
         return st;
-    int64_t hs = s.hidden, rows = s.gates * hs;
-    double *xt = malloc(sizeof *xt * (size_t)(s.in + 2 * rows + 4 * hs + 1));
-    if (!xt)
+    int64_t hs = s.hidden, rows = s.gates * hs, nw = s.dirs * rows * s.in, nr = s.dirs * rows * hs;
+    int64_t nb = s.b ? s.dirs * 2 * rows : 0;
+    /* the weights once as doubles, then per step x, the gate inputs and the states */
+    double *wd = malloc(sizeof *wd * (size_t)(nw + nr + nb + s.in + 2 * rows + 4 * hs + 1));
+    if (!wd)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    double *rd = wd + nw, *bd = rd + nr, *xt = bd + nb;
+    for (int64_t i = 0; i < nw; i++)
+        wd[i] = ld(s.w, i);
+    for (int64_t i = 0; i < nr; i++)
+        rd[i] = ld(s.r, i);
+    for (int64_t i = 0; i < nb; i++)
+        bd[i] = ld(s.b, i);
+    s.wd = wd;
+    s.rd = rd;
+    s.bd = s.b ? bd : NULL;
     double *gx = xt + s.in, *gh = gx + rows, *h = gh + rows, *c = h + hs, *scratch = c + hs;
     for (int64_t d = 0; d < s.dirs; d++)
         for (int64_t b = 0; b < s.batch; b++) {
@@ -240,6 +255,6 @@ xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor
                     xf_rt_store_f64(s.yc->dtype, s.yc->data, state_at(&s, d, b) + j, len ? c[j] : 0);
             }
         }
-    free(xt);
+    free(wd);
     return XF_OK;
 }
