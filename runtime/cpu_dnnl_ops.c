@@ -287,11 +287,32 @@ static bool clip_bounds(const xf_graph *g, const xf_node *n, float *lo, float *h
     return n->n_inputs <= 3 && *lo <= *hi;
 }
 
+/* Whether Pad node n pads nothing (PyTorch's opset 9 export puts one
+ * before each AveragePool): pads (attribute, or constant input) all 0. */
+static bool pad_is_none(const xf_graph *g, const xf_node *n)
+{
+    if (n->attrs.has_pads) {
+        for (int i = 0; i < n->attrs.n_pads; i++)
+            if (n->attrs.pad_pads[i] != 0)
+                return false;
+        return true;
+    }
+    const xf_tensor *t = n->n_inputs > 1 && n->inputs[1] >= 0 ? g->values[n->inputs[1]].init : NULL;
+    if (!t || t->dtype != XF_DT_INT64)
+        return false;
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        if (((const int64_t *)t->data)[i] != 0)
+            return false;
+    return true;
+}
+
 /* oneDNN's algorithm and (alpha, beta) for a unary op. */
 static dnnl_alg_kind_t eltwise_alg(const xf_graph *g, const xf_node *n, float *alpha, float *beta)
 {
     *alpha = *beta = 0.0f;
     switch (n->op) {
+    /* a Pad of nothing: a copy (or, folded, nothing) */
+    case XF_OP_PAD: *alpha = 1.0f; return pad_is_none(g, n) ? dnnl_eltwise_linear : dnnl_alg_kind_undef;
     case XF_OP_CLIP: return clip_bounds(g, n, alpha, beta) ? dnnl_eltwise_clip : dnnl_alg_kind_undef;
     case XF_OP_RELU: return dnnl_eltwise_relu;
     case XF_OP_LEAKY_RELU: *alpha = n->attrs.alpha; return dnnl_eltwise_relu;
@@ -332,9 +353,11 @@ xf_dn_post xf_dn_unary_post(const xf_graph *g, const xf_node *n)
 static bool eltwise_handles(const xf_graph *g, const xf_node *n)
 {
     float alpha, beta;
-    /* FastGelu's absent bias: its input 1 named ""; Clip's bounds are
-     * constants (eltwise_alg) */
-    return xf_dn_all_f32(g, n) && (n->n_inputs == 1 || xf_dn_input(n, 1) < 0 || n->op == XF_OP_CLIP) &&
+    /* FastGelu's absent bias: its input 1 named ""; Clip's bounds and
+     * Pad's pads are constants (eltwise_alg) */
+    bool operands = n->op == XF_OP_CLIP || n->op == XF_OP_PAD;
+    return xf_dn_is_f32(g, n->inputs[0]) && xf_dn_is_f32(g, n->outputs[0]) &&
+           (n->n_inputs == 1 || xf_dn_input(n, 1) < 0 || operands) && (operands || xf_dn_all_f32(g, n)) &&
            eltwise_alg(g, n, &alpha, &beta) != dnnl_alg_kind_undef &&
            vshape(g, n->inputs[0])->ndim <= DNNL_MAX_NDIMS;
 }

@@ -4,7 +4,7 @@
  * Pow by 2 and 3), and the patterns that exporters spell as several nodes
  * (GELU, SiLU, HardSwish), each as one eltwise or a post-op of the
  * convolution before it, or left as nodes where the pattern is not quite
- * there. */
+ * there; and a Pad of nothing, a copy. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
 
@@ -244,6 +245,44 @@ START_TEST(clip_bounds)
 }
 END_TEST
 
+/* A Pad of nothing (PyTorch's opset 9 export puts one before each
+ * AveragePool) is a copy, folded into the convolution before it: pads as
+ * an attribute (opset 2) or a constant input (opset 13); pads of 1 stay
+ * on cpu_ref, as does a Pad whose pads are computed. */
+START_TEST(pad_of_nothing)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const char *forms[] = {"Pad attribute of zeros", "Pad input of zeros", "Pad input of ones",
+                                  "Pad of computed zeros"};
+    for (int t = 0; t < 4; t++) {
+        xf_graph *g = xf_graph_create("pad");
+        int in = add_input(g, SHAPE(1, 16, 8, 8));
+        int x = xf_bt_conv(g, in, 16, 16, 3, 1, XF_ACT_NONE), n;
+        int64_t pads[8] = {0};
+        if (t == 2)
+            pads[2] = pads[3] = pads[6] = pads[7] = 1;
+        if (t == 0) {
+            n = NODE(g, XF_OP_PAD, x);
+            attrs(g, n)->has_pads = true;
+            attrs(g, n)->n_pads = 8;
+            memcpy(attrs(g, n)->pad_pads, pads, sizeof pads);
+        } else {
+            int p = constant(g, NULL, XF_DT_INT64, SHAPE(8), pads);
+            if (t == 3) /* an Identity of the pads: not a constant */
+                p = out0(g, NODE(g, XF_OP_IDENTITY, p));
+            n = NODE(g, XF_OP_PAD, x, p);
+        }
+        int pool = NODE(g, XF_OP_AVERAGE_POOL, out0(g, n));
+        xf_bt_set_window(attrs(g, pool), 2, (int64_t[]){2, 2}, (int64_t[]){2, 2}, (int64_t[]){0, 0},
+                         (int64_t[]){0, 0}, (int64_t[]){1, 1});
+        xf_graph_add_output(g, out0(g, pool));
+        xf_bt_check_cpu(g, t == 0 ? 9 : 13, 1e-5, 1e-4, forms[t]);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_activations");
@@ -255,6 +294,7 @@ int main(void)
     tcase_add_test(ops, softplus_positive);
     tcase_add_test(ops, hard_activations);
     tcase_add_test(ops, clip_bounds);
+    tcase_add_test(ops, pad_of_nothing);
     TCase *patterns = tcase_create("patterns");
     tcase_set_timeout(patterns, 600);
     tcase_add_test(patterns, gelu_patterns);
