@@ -379,6 +379,9 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_GLOBAL_MAX_POOL: h = &xf_dn_pool_handler; break;
     case XF_OP_RESIZE:
     case XF_OP_UPSAMPLE: h = &xf_dn_resample_handler; break;
+    case XF_OP_LSTM:
+    case XF_OP_GRU:
+    case XF_OP_RNN: h = &xf_dn_rnn_handler; break;
     case XF_OP_MATMUL: h = &xf_dn_matmul_handler; break;
     case XF_OP_GEMM: h = &xf_dn_gemm_handler; break;
     case XF_OP_MATMUL_INTEGER:

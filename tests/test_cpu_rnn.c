@@ -1,0 +1,140 @@
+/* LSTM, GRU and RNN on the cpu backend against cpu_ref: the forms oneDNN's
+ * RNN primitives run (every direction; with and without bias, initial
+ * states and each output; GRU with and without linear_before_reset; RNN
+ * with each activation oneDNN has; sequence lengths all of the whole
+ * length), and the neighbouring forms that stay on cpu_ref (shorter
+ * sequences, clip, other activations, peepholes, batch-first layout). */
+#include "backend_util.h"
+#include "core_builders.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdio.h>
+
+enum { T = 5, N = 3, I = 7, H = 6 };
+
+typedef struct rnn_form {
+    xf_op op;
+    int direction, lbr, act;  /* act: RNN's (xf_rnn_act) or LSTM's g; 0 the default */
+    bool bias, h0, c0, lens, short_lens, clip, peep, batch_first;
+    int outputs;              /* bit k: output k is used */
+} rnn_form;
+
+static int gates(xf_op op) { return op == XF_OP_LSTM ? 4 : op == XF_OP_GRU ? 3 : 1; }
+
+static xf_graph *rnn_graph(const rnn_form *f)
+{
+    xf_graph *g = xf_graph_create("rnn");
+    int64_t d = f->direction == 2 ? 2 : 1, rows = gates(f->op) * H;
+    int x = xf_bt_input(g, XF_DT_FLOAT, f->batch_first ? SHAPE(N, T, I) : SHAPE(T, N, I));
+    int ins[8] = {x, xf_bt_random_const(g, SHAPE(d, rows, I), false), xf_bt_random_const(g, SHAPE(d, rows, H), false),
+                  -1, -1, -1, -1, -1};
+    if (f->bias)
+        ins[3] = xf_bt_random_const(g, SHAPE(d, 2 * rows), false);
+    if (f->lens) {
+        int32_t lens[N] = {T, T, T};
+        if (f->short_lens)
+            lens[1] = 2;
+        ins[4] = constant(g, NULL, XF_DT_INT32, SHAPE(N), lens);
+    }
+    xf_shape state = f->batch_first ? SHAPE(N, d, H) : SHAPE(d, N, H);
+    if (f->h0)
+        ins[5] = xf_bt_input(g, XF_DT_FLOAT, state);
+    if (f->c0)
+        ins[6] = xf_bt_input(g, XF_DT_FLOAT, state);
+    if (f->peep)
+        ins[7] = xf_bt_random_const(g, SHAPE(d, 3 * H), false);
+    int n_in = f->op == XF_OP_LSTM ? 8 : 6, n_out = f->op == XF_OP_LSTM ? 3 : 2;
+    while (n_in > 3 && ins[n_in - 1] < 0)
+        n_in--;
+    int n = node(g, f->op, NULL, n_in, ins, n_out);
+    xf_rnn_attrs *a = &attrs(g, n)->rnn;
+    a->hidden_size = H;
+    a->direction = f->direction;
+    a->linear_before_reset = f->lbr;
+    a->layout = f->batch_first;
+    if (f->clip) {
+        a->has_clip = true;
+        a->clip = 0.5f;
+    }
+    int funcs = f->op == XF_OP_LSTM ? 3 : f->op == XF_OP_GRU ? 2 : 1;
+    for (int k = 0; f->act && k < funcs * d; k++) {
+        static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+        a->acts[k] = f->op == XF_OP_RNN ? (unsigned char)f->act : k % 3 == 1 ? (unsigned char)f->act : lstm[k % 3];
+        a->n_acts = k + 1;
+    }
+    /* the outputs not used are absent (named "" in ONNX) */
+    for (int k = 0; k < n_out; k++) {
+        if (f->outputs >> k & 1)
+            xf_graph_add_output(g, g->nodes[n].outputs[k]);
+        else
+            g->nodes[n].outputs[k] = -1;
+    }
+    return g;
+}
+
+static void check_form(const rnn_form *f)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s dir %d lbr %d act %d bias %d h0 %d c0 %d lens %d/%d clip %d peep %d bf %d out %x",
+             f->op == XF_OP_LSTM ? "LSTM" : f->op == XF_OP_GRU ? "GRU" : "RNN", f->direction, f->lbr, f->act,
+             f->bias, f->h0, f->c0, f->lens, f->short_lens, f->clip, f->peep, f->batch_first, f->outputs);
+    xf_graph *g = rnn_graph(f);
+    xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
+    xf_graph_free(g);
+}
+
+START_TEST(onednn_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        int lbr, act;
+    } kinds[] = {{XF_OP_LSTM, 0, 0}, {XF_OP_GRU, 0, 0},           {XF_OP_GRU, 1, 0},
+                 {XF_OP_RNN, 0, 0},  {XF_OP_RNN, 0, XF_RNN_RELU}, {XF_OP_RNN, 0, XF_RNN_SIGMOID}};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int dir = 0; dir < 3; dir++)
+            for (int v = 0; v < 4; v++) {
+                bool lstm = kinds[k].op == XF_OP_LSTM;
+                rnn_form f = {.op = kinds[k].op, .direction = dir, .lbr = kinds[k].lbr, .act = kinds[k].act};
+                /* everything; nothing optional, Y alone; h0 alone, Y_h alone; lengths, Y and Y_c */
+                f.bias = v != 1;
+                f.h0 = v == 0 || v == 2;
+                f.c0 = lstm && v == 0;
+                f.lens = v == 3;
+                f.outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : lstm ? 5 : 1;
+                if (!lstm)
+                    f.outputs &= 3;
+                check_form(&f);
+            }
+}
+END_TEST
+
+START_TEST(cpu_ref_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    rnn_form forms[] = {
+        {.op = XF_OP_LSTM, .direction = 2, .bias = true, .lens = true, .short_lens = true, .outputs = 7},
+        {.op = XF_OP_GRU, .bias = true, .clip = true, .outputs = 3},
+        {.op = XF_OP_LSTM, .act = XF_RNN_RELU, .bias = true, .outputs = 7},
+        {.op = XF_OP_LSTM, .direction = 1, .bias = true, .peep = true, .outputs = 7},
+        {.op = XF_OP_GRU, .direction = 2, .lbr = 1, .h0 = true, .batch_first = true, .outputs = 3},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
+        check_form(&forms[i]);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_rnn");
+    TCase *tc = tcase_create("rnn");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, onednn_forms);
+    tcase_add_test(tc, cpu_ref_forms);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
