@@ -718,6 +718,12 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         st = xf_graph_infer_shapes(s->g, opset, err);
     if (st == XF_OK)
         infer_through_constants(s->g, opset);
+    /* what an Identity (or an inference Dropout) passes on is read where it
+     * comes from: a constant stays a constant for the backend (PyTorch's
+     * exports share equal initializers through Identity nodes, such as a
+     * BatchNormalization's running mean, which a Conv can then take in) */
+    if (st == XF_OK)
+        st = xf_pass_remove_identity(s->g, NULL, err);
     /* a Conv and the activation after it run as one node, as xflowc plans */
     if (st == XF_OK)
         st = xf_pass_fuse_activations(s->g, NULL, err);

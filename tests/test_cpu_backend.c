@@ -646,6 +646,41 @@ END_TEST
 
 /* ---------------------------------------------------------------- whole models */
 
+/* Sessions read what an Identity passes on where it comes from: the
+ * running mean and variance PyTorch shares with other initializers
+ * through Identity nodes are constants again, and the BatchNormalization
+ * folds into the convolution; an Identity of a computed value that is a
+ * graph output hands its name to the producer.  No Identity is left. */
+START_TEST(identity_of_constants)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("identity");
+    int x = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 8, 8)), 16, 16, 3, 1, XF_ACT_NONE);
+    int mean = out0(g, NODE(g, XF_OP_IDENTITY, xf_bt_random_const(g, SHAPE(16), false)));
+    int var = out0(g, NODE(g, XF_OP_IDENTITY, xf_bt_random_const(g, SHAPE(16), true)));
+    int bn = node(g, XF_OP_BATCH_NORM, NULL, 5,
+                  (int[]){x, xf_bt_random_const(g, SHAPE(16), false), xf_bt_random_const(g, SHAPE(16), false), mean, var},
+                  1);
+    attrs(g, bn)->epsilon = 1e-5f;
+    xf_graph_add_output(g, out0(g, NODE(g, XF_OP_IDENTITY, out0(g, NODE(g, XF_OP_RELU, out0(g, bn))))));
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    const xf_graph *sg = xf_session_graph(s);
+    for (int i = 0; i < sg->n_nodes; i++) {
+        ck_assert_int_ne(sg->nodes[i].op, XF_OP_IDENTITY);
+        if (sg->nodes[i].op == XF_OP_BATCH_NORM)
+            for (int k = 1; k < 5; k++)
+                ck_assert_ptr_nonnull(sg->values[sg->nodes[i].inputs[k]].init);
+    }
+    ck_assert_str_eq(sg->values[sg->outputs[0]].name, g->values[g->outputs[0]].name);
+    xf_session_free(s);
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-4, "BatchNormalization statistics through Identity");
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(inception_example)
 {
     if (!xf_bt_have_cpu())
@@ -726,6 +761,7 @@ int main(void)
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
     tcase_add_test(graphs, single_row_products);
+    tcase_add_test(graphs, identity_of_constants);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);
