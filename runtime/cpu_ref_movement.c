@@ -598,33 +598,62 @@ static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
     return i < dim ? i : period - i;
 }
 
+/* Element j of an output row of the last dim, outside x's row xrow (of
+ * w elements) at begin b: the constant value, or the element pad_source
+ * maps it to. */
+static void pad_outside(char *yrow, const char *xrow, int64_t j, int64_t b, int64_t w, xf_pad_mode mode,
+                        const unsigned char *value, size_t es)
+{
+    const void *src = mode == XF_PAD_CONSTANT ? (const void *)value : xrow + pad_source(mode, j - b, w) * (int64_t)es;
+    memcpy(yrow + j * (int64_t)es, src, es);
+}
+
 /* y[i] = x[i - begin] (begin negative: a crop); outside x the constant
- * value, or (reflect, edge) the element pad_source maps it to. */
+ * value, or (reflect, edge) the element pad_source maps it to.  Row by row
+ * of the last dim: the part inside x in one copy. */
 static void pad_fill(const xf_tensor_view *x, const xf_tensor_view *y, const int64_t *begin, xf_pad_mode mode,
                      const unsigned char *value)
 {
-    int rank = x->shape.ndim;
+    int rank = x->shape.ndim, last = rank - 1;
     size_t es = xf_dtype_size(x->dtype);
-    int64_t in_strides[XF_MAX_DIMS];
+    if (rank == 0) {
+        if (xf_rt_numel(y) > 0)
+            memcpy(y->data, x->data, es);
+        return;
+    }
+    int64_t in_strides[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0};
     xf_rt_dense_strides(&x->shape, in_strides);
-    xf_rt_iter it;
-    xf_rt_iter_init(&it, &y->shape);
-    int64_t numel = xf_rt_numel(y);
-    for (int64_t i = 0; i < numel; i++, xf_rt_iter_next(&it)) {
+    int64_t w_in = x->shape.dims[last], w_out = y->shape.dims[last], b = begin[last];
+    if (w_out == 0)
+        return;
+    int64_t rows = xf_rt_numel(y) / w_out;
+    int64_t lo = b < 0 ? 0 : b > w_out ? w_out : b, hi = b + w_in < lo ? lo : b + w_in > w_out ? w_out : b + w_in;
+    for (int64_t r = 0; r < rows; r++) {
+        char *yrow = (char *)y->data + r * w_out * (int64_t)es;
         int64_t off = 0;
         bool outside = false;
-        for (int d = 0; d < rank; d++) {
-            int64_t c = it.coord[d] - begin[d];
+        for (int d = 0; d < last && !outside; d++) {
+            int64_t c = coord[d] - begin[d];
             if (c < 0 || c >= x->shape.dims[d]) {
-                if (mode == XF_PAD_CONSTANT) {
-                    outside = true;
-                    break;
-                }
-                c = pad_source(mode, c, x->shape.dims[d]);
+                outside = mode == XF_PAD_CONSTANT;
+                c = outside ? 0 : pad_source(mode, c, x->shape.dims[d]);
             }
             off += c * in_strides[d];
         }
-        memcpy(elem(y, i, es), outside ? (const char *)value : elem(x, off, es), es);
+        const char *xrow = (const char *)x->data + off * (int64_t)es;
+        if (outside) {
+            for (int64_t j = 0; j < w_out; j++)
+                memcpy(yrow + j * (int64_t)es, value, es);
+        } else {
+            for (int64_t j = 0; j < lo; j++)
+                pad_outside(yrow, xrow, j, b, w_in, mode, value, es);
+            if (hi > lo)
+                memcpy(yrow + lo * (int64_t)es, xrow + (lo - b) * (int64_t)es, (size_t)(hi - lo) * es);
+            for (int64_t j = hi; j < w_out; j++)
+                pad_outside(yrow, xrow, j, b, w_in, mode, value, es);
+        }
+        for (int d = last - 1; d >= 0 && ++coord[d] == y->shape.dims[d]; d--)
+            coord[d] = 0;
     }
 }
 
