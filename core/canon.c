@@ -441,6 +441,106 @@ xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err
     return per_node_pass(g, st, visit_identity, "removing Identity nodes", err);
 }
 
+/* ------------------------------------------------------------ Pad into the window op reading it */
+
+/* The spatial pads (begins then ends, 2 * (rank - 2)) of a Pad node that
+ * pads only the dims after batch and channels, with zeros: constant mode,
+ * value 0, constant pads, none negative (a crop). */
+static bool zero_spatial_pads(const xf_graph *g, const xf_node *n, int64_t *pads, int *rank)
+{
+    int64_t all[2 * XF_MAX_DIMS];
+    int r;
+    if (n->attrs.pad_mode != XF_PAD_CONSTANT || n->n_inputs < 1 || n->inputs[0] < 0)
+        return false;
+    if (n->attrs.has_pads) {
+        r = n->attrs.n_pads / 2;
+        if (n->attrs.pad_value != 0 || r < 1 || r > XF_MAX_DIMS)
+            return false;
+        memcpy(all, n->attrs.pad_pads, sizeof *all * (size_t)(2 * r));
+    } else {
+        const xf_tensor *p = n->n_inputs > 1 ? constant_of(g, n->inputs[1]) : NULL;
+        const xf_tensor *v = n->n_inputs > 2 ? constant_of(g, n->inputs[2]) : NULL;
+        bool value_zero = n->n_inputs < 3 || n->inputs[2] < 0 ||
+                          (v && (xf_tensor_numel(v) == 0 || (v->data && xf_tensor_get_f64(v, 0) == 0)));
+        if (!p || !p->data || !value_zero || (n->n_inputs > 3 && n->inputs[3] >= 0) || xf_tensor_numel(p) % 2 ||
+            xf_tensor_numel(p) > 2 * XF_MAX_DIMS)
+            return false;
+        r = (int)(xf_tensor_numel(p) / 2);
+        for (int i = 0; i < 2 * r; i++)
+            all[i] = xf_tensor_get_i64(p, i);
+    }
+    if (r < 3 || r - 2 > XF_MAX_SPATIAL)
+        return false;
+    for (int d = 0; d < r; d++) {
+        if (all[d] < 0 || all[r + d] < 0 || (d < 2 && (all[d] || all[r + d])))
+            return false;
+        if (d >= 2) {
+            pads[d - 2] = all[d];
+            pads[r - 2 + d - 2] = all[r + d];
+        }
+    }
+    *rank = r;
+    return true;
+}
+
+/* Node q reads v as its input 0 and nowhere else. */
+static bool reads_only_as_input0(const xf_node *q, int v)
+{
+    if (q->n_inputs < 1 || q->inputs[0] != v)
+        return false;
+    for (int k = 1; k < q->n_inputs; k++)
+        if (q->inputs[k] == v)
+            return false;
+    return true;
+}
+
+static xf_status fold_pads(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err)
+{
+    bool *keep = keep_all(g);
+    if (!keep)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding pads");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        int y = n->n_outputs == 1 ? n->outputs[0] : -1, rank, r = -1;
+        int64_t pads[2 * XF_MAX_SPATIAL];
+        if (n->op != XF_OP_PAD || y < 0 || is_graph_output(g, y) || xf_graph_count_uses(g, y) != 1 ||
+            !zero_spatial_pads(g, n, pads, &rank))
+            continue;
+        for (int q = 0; q < g->n_nodes && r < 0; q++)
+            if (reads_only_as_input0(&g->nodes[q], y))
+                r = q;
+        xf_attrs *a = r >= 0 ? &g->nodes[r].attrs : NULL;
+        int ns = rank - 2;
+        bool conv = r >= 0 && g->nodes[r].op == XF_OP_CONV, avg = r >= 0 && g->nodes[r].op == XF_OP_AVERAGE_POOL;
+        if (!(conv || avg) || a->auto_pad != XF_AUTO_PAD_NOTSET || a->n_spatial != ns)
+            continue;
+        bool own_pads = false, ok = true;
+        for (int k = 0; k < 2 * ns; k++) {
+            own_pads = own_pads || a->pads[k];
+            ok = ok && (conv || a->pads[k] + pads[k] < a->kernel[k % ns]);
+        }
+        /* a pool counts the zeros as elements (count_include_pad, opset 7 on) */
+        if (avg && (!ok || opset < 7 || a->ceil_mode || (own_pads && !a->count_include_pad)))
+            continue;
+        for (int k = 0; k < 2 * ns; k++)
+            a->pads[k] += pads[k];
+        if (avg)
+            a->count_include_pad = 1;
+        g->nodes[r].inputs[0] = n->inputs[0];
+        keep[i] = false;
+        st->folded_pads++;
+    }
+    compact_counting(g, keep, NULL, st);
+    free(keep);
+    return XF_OK;
+}
+
+xf_status xf_pass_fold_pads(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err)
+{
+    xf_canon_stats unused = {0};
+    return fold_pads(g, opset, st ? st : &unused, err);
+}
+
 /* ------------------------------------------------------------ If with a constant condition */
 
 /* The branch an If node takes when its condition is a constant, with its
@@ -669,7 +769,7 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 static int64_t stats_total(const xf_canon_stats *s)
 {
     return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->lowered_fused_convs +
-           s->removed_identity +
+           s->removed_identity + s->folded_pads +
            s->inlined_branches + s->merged_constants + s->removed_dead + s->removed_initializers;
 }
 
@@ -701,6 +801,8 @@ xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval,
             s = xf_pass_lower_fused_convs(g, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_batchnorm(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_fold_pads(g, opset, st, err);
         if (s == XF_OK)
             s = xf_pass_fuse_activations(g, st, err);
         if (s == XF_OK)

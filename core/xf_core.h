@@ -557,6 +557,7 @@ typedef struct xf_canon_stats {
     int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
     int lowered_fused_convs; /* ONNX Runtime's FusedConv made a Conv with that activation */
     int removed_identity;  /* Identity and inference-mode Dropout */
+    int folded_pads;       /* Pads of zeros merged into the Conv or AveragePool reading them */
     int inlined_branches;  /* If nodes replaced by the branch their constant condition picks */
     int merged_constants;  /* floating-point constants equal to another, whose readers now read that one */
     int removed_dead;      /* nodes whose outputs nothing uses */
@@ -584,6 +585,12 @@ xf_status xf_pass_fuse_activations(xf_graph *g, xf_canon_stats *st, xf_error *er
  * standard ONNX (Conv, then the activation). */
 xf_status xf_pass_lower_fused_convs(xf_graph *g, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err);
+/* A Pad of zeros over the spatial dims alone (constant mode, value 0,
+ * constant pads, none negative) that only a Conv or an AveragePool reads
+ * (explicit pads, no auto_pad; the pool without ceil_mode, from opset 7,
+ * and then counting the padding: count_include_pad) becomes that node's
+ * pads, as ONNX Runtime's PadFusion does. */
+xf_status xf_pass_fold_pads(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* Floating-point constants of at least 256 bytes that equal another (the
  * same weights folded once per step of an unrolled RNN) are read from one

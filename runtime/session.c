@@ -724,6 +724,9 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
      * BatchNormalization's running mean, which a Conv can then take in) */
     if (st == XF_OK)
         st = xf_pass_remove_identity(s->g, NULL, err);
+    /* a Pad of zeros before a Conv or AveragePool becomes its padding */
+    if (st == XF_OK)
+        st = xf_pass_fold_pads(s->g, opset, NULL, err);
     /* a Conv and the activation after it run as one node, as xflowc plans */
     if (st == XF_OK)
         st = xf_pass_fuse_activations(s->g, NULL, err);

@@ -1,6 +1,7 @@
 /* Check suite for structural hashing and the canonicalization passes
  * (constant folding with the runtime's evaluator, BatchNormalization
- * folding, Identity/Dropout and dead-node removal). */
+ * folding, Identity/Dropout and dead-node removal, Pads into their
+ * readers). */
 #include "core_builders.h"
 #include "xf_runtime.h"
 
@@ -518,6 +519,123 @@ START_TEST(canon_remove_dead)
 }
 END_TEST
 
+/* ------------------------------------------------------------ Pad into its reader */
+
+typedef struct pad_case {
+    const char *what;
+    xf_op reader;
+    bool attr_form; /* opset 2's pads attribute, else inputs */
+    int64_t pads[8];
+    float value;
+    xf_pad_mode mode;
+    int64_t own_pad;
+    int count_include_pad, ceil_mode;
+    bool folds;
+} pad_case;
+
+/* x [1, 3, 6, 6] -> Pad -> reader (3x3 window, stride 1); the Pad's
+ * output also a graph output when export_pad (which keeps it). */
+static xf_graph *pad_graph(const pad_case *c, bool export_pad)
+{
+    xf_graph *g = xf_graph_create("pad");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 3, 6, 6)), p;
+    if (c->attr_form) {
+        p = NODE(g, XF_OP_PAD, x);
+        attrs(g, p)->has_pads = true;
+        attrs(g, p)->n_pads = 8;
+        memcpy(attrs(g, p)->pad_pads, c->pads, sizeof c->pads);
+        attrs(g, p)->pad_value = c->value;
+    } else {
+        p = NODE(g, XF_OP_PAD, x, constant(g, NULL, XF_DT_INT64, SHAPE(8), c->pads),
+                 constant(g, NULL, XF_DT_FLOAT, SCALAR, &c->value));
+    }
+    attrs(g, p)->pad_mode = c->mode;
+    float w[4 * 3 * 3 * 3];
+    rng_state = 99; /* the same weights in every graph */
+    for (int i = 0; i < 4 * 3 * 3 * 3; i++)
+        w[i] = rand_float();
+    int r = c->reader == XF_OP_CONV
+                ? NODE(g, XF_OP_CONV, out0(g, p), constant(g, NULL, XF_DT_FLOAT, SHAPE(4, 3, 3, 3), w))
+                : NODE(g, c->reader, out0(g, p));
+    xf_attrs *a = attrs(g, r);
+    a->n_spatial = 2;
+    for (int k = 0; k < 2; k++) {
+        a->kernel[k] = 3;
+        a->strides[k] = a->dilations[k] = 1;
+        a->pads[k] = a->pads[2 + k] = c->own_pad;
+    }
+    a->count_include_pad = c->count_include_pad;
+    a->ceil_mode = c->ceil_mode;
+    xf_graph_add_output(g, out0(g, r));
+    if (export_pad)
+        xf_graph_add_output(g, out0(g, p));
+    return g;
+}
+
+/* The Pad of zeros that a Conv or AveragePool alone reads becomes its
+ * padding (the pool's counting the zeros), and sessions compute what the
+ * Pad and its reader did (on cpu_ref, against the same graph with the
+ * Pad's output exported, which keeps the Pad); every near miss stays. */
+START_TEST(canon_fold_pads)
+{
+    const pad_case cases[] = {
+        {"Conv", XF_OP_CONV, false, {0, 0, 1, 2, 0, 0, 2, 1}, 0, XF_PAD_CONSTANT, 1, 0, 0, true},
+        {"AveragePool", XF_OP_AVERAGE_POOL, true, {0, 0, 1, 1, 0, 0, 1, 1}, 0, XF_PAD_CONSTANT, 0, 0, 0, true},
+        {"AveragePool counting its own pads", XF_OP_AVERAGE_POOL, false, {0, 0, 1, 0, 0, 0, 0, 1}, 0,
+         XF_PAD_CONSTANT, 1, 1, 0, true},
+        {"value 1", XF_OP_CONV, false, {0, 0, 1, 1, 0, 0, 1, 1}, 1, XF_PAD_CONSTANT, 0, 0, 0, false},
+        {"channels padded", XF_OP_AVERAGE_POOL, true, {0, 1, 1, 1, 0, 0, 1, 1}, 0, XF_PAD_CONSTANT, 0, 0, 0, false},
+        {"a crop", XF_OP_CONV, false, {0, 0, -1, 1, 0, 0, 1, 1}, 0, XF_PAD_CONSTANT, 0, 0, 0, false},
+        {"reflect", XF_OP_CONV, false, {0, 0, 1, 1, 0, 0, 1, 1}, 0, XF_PAD_REFLECT, 0, 0, 0, false},
+        {"MaxPool", XF_OP_MAX_POOL, false, {0, 0, 1, 1, 0, 0, 1, 1}, 0, XF_PAD_CONSTANT, 0, 0, 0, false},
+        {"ceil_mode", XF_OP_AVERAGE_POOL, false, {0, 0, 1, 1, 0, 0, 1, 1}, 0, XF_PAD_CONSTANT, 0, 0, 1, false},
+        {"own pads not counted", XF_OP_AVERAGE_POOL, false, {0, 0, 1, 1, 0, 0, 1, 1}, 1, XF_PAD_CONSTANT, 0, 0, 0,
+         false},
+        {"pads as wide as the window", XF_OP_AVERAGE_POOL, false, {0, 0, 3, 0, 0, 0, 0, 0}, 0, XF_PAD_CONSTANT, 0,
+         0, 0, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const pad_case *c = &cases[i];
+        xf_graph *g = pad_graph(c, false);
+        xf_canon_stats st = {0};
+        xf_error e = {0};
+        canon_ok(xf_pass_fold_pads(g, 13, &st, &e), &e);
+        validate_ok(g);
+        ck_assert_msg(st.folded_pads == (c->folds ? 1 : 0), "%s: %d folded", c->what, st.folded_pads);
+        ck_assert_int_eq(g->n_nodes, c->folds ? 1 : 2);
+        const xf_attrs *a = &g->nodes[g->n_nodes - 1].attrs;
+        for (int k = 0; c->folds && k < 2; k++) {
+            ck_assert_int_eq(a->pads[k], c->own_pad + c->pads[2 + k]);
+            ck_assert_int_eq(a->pads[2 + k], c->own_pad + c->pads[6 + k]);
+        }
+        ck_assert_int_eq(a->count_include_pad,
+                         c->folds && c->reader == XF_OP_AVERAGE_POOL ? 1 : c->count_include_pad);
+        xf_graph_free(g);
+        /* the session's own fold against the Pad run */
+        xf_graph *folded = pad_graph(c, false), *kept = pad_graph(c, true);
+        xf_shape xs = SHAPE(1, 3, 6, 6);
+        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &xs, 3), *out1[1] = {NULL}, *out2[2] = {NULL};
+        xf_session *s1 = NULL, *s2 = NULL;
+        ck_assert_msg(xf_session_create(folded, 13, "cpu_ref", NULL, &s1, &e) == XF_OK, "%s: %s", c->what, e.msg);
+        ck_assert_msg(xf_session_create(kept, 13, "cpu_ref", NULL, &s2, &e) == XF_OK, "%s: %s", c->what, e.msg);
+        ck_assert_int_eq(xf_session_graph(s1)->n_nodes, c->folds ? 1 : 2);
+        ck_assert_msg(xf_session_run(s1, &in, out1, &e) == XF_OK && xf_session_run(s2, &in, out2, &e) == XF_OK, "%s",
+                      e.msg);
+        double max_abs = 0, max_rel = 0;
+        bool ok = false;
+        ck_assert(xf_tensor_compare(out1[0], out2[0], 1e-6, 1e-6, &max_abs, &max_rel, &ok, &e) == XF_OK);
+        ck_assert_msg(ok, "%s: the folded graph differs by %g", c->what, max_abs);
+        xf_tensor_release(in);
+        xf_tensor_release(out1[0]);
+        for (int k = 0; k < 2; k++)
+            xf_tensor_release(out2[k]);
+        xf_session_free(s1);
+        xf_session_free(s2);
+        free_graphs(folded, kept);
+    }
+}
+END_TEST
+
 /* Equal floating-point weights are read from one copy; small, integer and
  * output constants, and different data, are left alone. */
 START_TEST(canon_merge_constants)
@@ -748,6 +866,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_merge_constants);
     tcase_add_test(canon, canon_all_to_fixed_point);
     tcase_add_test(canon, canon_lower_fused_convs);
+    tcase_add_test(canon, canon_fold_pads);
     tcase_add_test(canon, sizes_generalize_and_recompute);
     tcase_add_test(canon, sizes_two_unknown_entries);
     suite_add_tcase(s, canon);

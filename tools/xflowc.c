@@ -927,7 +927,7 @@ int main(int argc, char **argv)
         goto done;
     }
     double t_canon = xf_cli_now();
-    char branches[128] = "";
+    char branches[192] = "";
     if (st.inlined_branches)
         snprintf(branches, sizeof branches, ", %d If replaced by its constant branch", st.inlined_branches);
     if (st.lowered_fused_convs)
@@ -936,6 +936,9 @@ int main(int argc, char **argv)
     if (st.merged_constants)
         snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d duplicate weights merged",
                  st.merged_constants);
+    if (st.folded_pads)
+        snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d Pad folded into its reader",
+                 st.folded_pads);
     xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
                 "into Conv, %d Identity/Dropout removed%s, %d dead nodes and %d unused initializers removed "
                 "(%.3f s)\n",
