@@ -460,9 +460,12 @@ static bool zero_spatial_pads(const xf_graph *g, const xf_node *n, int64_t *pads
     } else {
         const xf_tensor *p = n->n_inputs > 1 ? constant_of(g, n->inputs[1]) : NULL;
         const xf_tensor *v = n->n_inputs > 2 ? constant_of(g, n->inputs[2]) : NULL;
+        /* of the float types Conv and AveragePool read */
         bool value_zero = n->n_inputs < 3 || n->inputs[2] < 0 ||
-                          (v && (xf_tensor_numel(v) == 0 || (v->data && xf_tensor_get_f64(v, 0) == 0)));
-        if (!p || !p->data || !value_zero || (n->n_inputs > 3 && n->inputs[3] >= 0) || xf_tensor_numel(p) % 2 ||
+                          (v && (xf_tensor_numel(v) == 0 ||
+                                 (v->data && xf_dtype_is_float(v->dtype) && xf_tensor_get_f64(v, 0) == 0)));
+        if (!p || !p->data || p->dtype != XF_DT_INT64 || !value_zero || (n->n_inputs > 3 && n->inputs[3] >= 0) ||
+            xf_tensor_numel(p) % 2 ||
             xf_tensor_numel(p) > 2 * XF_MAX_DIMS)
             return false;
         r = (int)(xf_tensor_numel(p) / 2);
