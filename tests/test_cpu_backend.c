@@ -506,8 +506,9 @@ START_TEST(residual_sums)
 }
 END_TEST
 
-/* Transformer-style chains: MatMul -> Add of a constant (the MatMul's bias
- * when it broadcasts with dims of 1) -> exact GELU or Relu -> Mul, Div or
+/* Transformer-style chains: MatMul (of a matrix: all of A's rows as one
+ * product) -> Add of a constant (the MatMul's bias when it broadcasts with
+ * dims of 1) -> exact GELU or Relu -> Mul, Div or
  * Sub by a constant (post-ops of the MatMul) -> MatMul -> bias -> Add of
  * the block's input (a sum post-op) -> LayerNormalization.  Biases computed in the graph, x read by a third
  * node, and inputs the sum cannot take (graph inputs) keep nodes apart. */
@@ -525,6 +526,7 @@ START_TEST(matmul_chains)
         int h = out0(g, NODE(g, XF_OP_MATMUL, x, xf_bt_random_const(g, SHAPE(k, hidden), false)));
         int bias = t % 5 == 4 ? add_input(g, SHAPE(hidden))
                    : t % 3 == 1 ? xf_bt_random_const(g, SHAPE(m, 1), false)
+                   : t % 7 == 5 ? xf_bt_random_const(g, SHAPE(1, 1, hidden), false)
                                 : xf_bt_random_const(g, SHAPE(hidden), false);
         h = out0(g, t % 2 ? NODE(g, XF_OP_ADD, bias, h) : NODE(g, XF_OP_ADD, h, bias));
         if (t % 3 == 0) {
