@@ -295,6 +295,13 @@ xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int a
     return XF_OK;
 }
 
+bool xf_dn_pd_is_ref(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           strncmp(impl, "ref", 3) == 0;
+}
+
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err)
 {
     dnnl_status_t s = dnnl_primitive_create(&st->prim, pd);
@@ -660,7 +667,7 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
     xf_dn_ctx *c = ctx;
     xf_dn_node *st = state;
     const xf_node *n = &g->nodes[node];
-    if (!st)
+    if (!st || st->on_ref)
         return xf_dn_run_sliced(g, node, in, out, err);
     if (st->folded)
         return XF_OK;

@@ -154,6 +154,9 @@ typedef struct xf_dn_node {
     float *scratch; /* owned here */
     void *dst;
     bool folded;
+    /* run on cpu_ref's kernel (xf_dn_run_sliced) after all: oneDNN had
+     * only its reference implementation, and the operands are plain */
+    bool on_ref;
     int host;
 } xf_dn_node;
 
@@ -349,6 +352,9 @@ xf_status xf_dn_bind_const(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int a
  * `operand`'s single element, read as int32 at each run. */
 xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
                                 xf_error *err);
+/* Whether oneDNN picked its reference implementation for pd (the slow one,
+ * for forms its kernels lack). */
+bool xf_dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 /* Creates the node's primitive from pd (taking ownership of pd). */
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err);
 /* xf_dn_finish when s is XF_OK (binding went well), else frees pd and

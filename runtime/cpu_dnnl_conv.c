@@ -218,16 +218,12 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
      * (a grouped one of 8 channels per group, channels-last: RegNet's), it
      * gets the layouts it prefers, with reorders around it; not with a sum
      * post-op, which adds to the destination as stored */
-    const char *impl = NULL;
     bool sum = st->sum_src || st->sum_input;
-    if ((src_native || dst_fixed) && !sum &&
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-        strncmp(impl, "ref", 3) == 0) {
+    if ((src_native || dst_fixed) && !sum && xf_dn_pd_is_ref(pd)) {
         dnnl_primitive_desc_t free_pd = NULL;
         if (conv_desc(g, n, x, w, y, has_bias, io, NULL, NULL, &d, err) == XF_OK &&
             dnnl_primitive_desc_create(&free_pd, &d, attr, c->engine, NULL) == dnnl_success &&
-            dnnl_primitive_desc_query(free_pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-            strncmp(impl, "ref", 3) != 0) {
+            !xf_dn_pd_is_ref(free_pd)) {
             dnnl_primitive_desc_destroy(pd);
             pd = free_pd;
         } else if (free_pd) {
@@ -416,10 +412,7 @@ static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
             return s;
         if ((s = xf_dn_pd_create(c, n, &d, attr, &pd, err)) != XF_OK)
             return s;
-        const char *impl = NULL;
-        if (free_layout || !any_native ||
-            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
-            strncmp(impl, "ref", 3) != 0)
+        if (free_layout || !any_native || !xf_dn_pd_is_ref(pd))
             break;
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;

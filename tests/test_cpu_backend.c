@@ -104,6 +104,25 @@ START_TEST(binary_broadcasting)
 }
 END_TEST
 
+/* A broadcast over a middle dim (Swin's attention mask, [1, 4, 1, 7, 7] to
+ * [1, 4, 3, 7, 7]), which oneDNN's binary kernels lack: alone it runs on
+ * cpu_ref's kernel over the threads; with a Relu folded in, on oneDNN's
+ * reference binary (the node prepared again with the post-op). */
+START_TEST(binary_middle_broadcast)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int relu = 0; relu < 2; relu++) {
+        xf_graph *g = xf_graph_create("mask");
+        int x = out0(g, NODE(g, XF_OP_ABS, add_input(g, SHAPE(1, 4, 3, 7, 7))));
+        int y = out0(g, NODE(g, XF_OP_ADD, x, xf_bt_random_const(g, SHAPE(1, 4, 1, 7, 7), false)));
+        xf_graph_add_output(g, relu ? out0(g, NODE(g, XF_OP_RELU, y)) : y);
+        xf_bt_check_cpu(g, 17, 1e-6, 1e-6, relu ? "middle broadcast, then Relu" : "middle broadcast");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- normalization, concat */
 
 START_TEST(softmax_axes)
@@ -743,6 +762,7 @@ int main(void)
     tcase_add_test(ops, matmul_random);
     tcase_add_test(ops, gemm_forms);
     tcase_add_test(ops, binary_broadcasting);
+    tcase_add_test(ops, binary_middle_broadcast);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
     tcase_add_test(ops, concat_axes);
