@@ -355,6 +355,14 @@ xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, 
 /* Whether oneDNN picked its reference implementation for pd (the slow one,
  * for forms its kernels lack). */
 bool xf_dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
+/* One argument bound to an operand stored as the primitive reads it. */
+typedef struct xf_dn_bind_spec {
+    int arg, operand;
+    const dnnl_memory_desc_t *md; /* NULL: an absent optional operand, skipped */
+} xf_dn_bind_spec;
+/* Binds each argument in turn, then creates the primitive (or frees pd). */
+xf_status xf_dn_bind_and_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, int count,
+                                const xf_dn_bind_spec *b, xf_error *err);
 /* Creates the node's primitive from pd (taking ownership of pd). */
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err);
 /* xf_dn_finish when s is XF_OK (binding went well), else frees pd and
