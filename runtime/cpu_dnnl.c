@@ -390,6 +390,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_GRU:
     case XF_OP_RNN: h = &xf_dn_rnn_handler; break;
     case XF_OP_MATMUL: h = &xf_dn_matmul_handler; break;
+    case XF_OP_EINSUM: h = &xf_dn_einsum_handler; break;
     case XF_OP_GEMM: h = &xf_dn_gemm_handler; break;
     case XF_OP_MATMUL_INTEGER:
     case XF_OP_QLINEAR_MATMUL: h = &xf_dn_qmatmul_handler; break;

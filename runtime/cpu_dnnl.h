@@ -199,6 +199,8 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
                            xf_error *err);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler, xf_dn_resample_handler;
+/* Einsum equations that are batched matrix products (cpu_dnnl_matmul.c) */
+extern const xf_dn_handler xf_dn_einsum_handler;
 /* LSTM, GRU and RNN on oneDNN's RNN primitives (cpu_dnnl_rnn.c) */
 extern const xf_dn_handler xf_dn_rnn_handler;
 /* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and

@@ -3,6 +3,7 @@
  * and a bias-like C, and Einsum equations that are batched matrix
  * products; one-row products of large constant weights as dnnl_sgemm. */
 #include "cpu_dnnl.h"
+#include "xf_op_plans.h"
 
 #include <stdlib.h>
 
@@ -245,3 +246,73 @@ static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
 
 const xf_dn_handler xf_dn_gemm_handler = {gemm_handles, NULL, gemm_prepare, NULL};
 
+
+/* ---------------------------------------------------------------- Einsum */
+
+/* The batched matrix product an Einsum of two operands is, when it is one:
+ * the output's indices are batch dims at the same places in both operands
+ * (of the output's extents), then i and j; A's last two are i and a
+ * summed index k in either order, B's k and j in either order, each index
+ * once per operand (MaxViT's "BGHID,BGHJD->BGHIJ" is A B^T).  a and b
+ * describe the operands as stored, read as [batch, M, K] and [batch, K,
+ * N] (a transposed one with swapped strides). */
+static bool einsum_product(const xf_node *n, const xf_shape *sa, const xf_shape *sb, const xf_shape *sy,
+                           dnnl_memory_desc_t *a, dnnl_memory_desc_t *b)
+{
+    const char *eq = xf_einsum_equation(&n->attrs);
+    int r = sy->ndim;
+    xf_einsum e;
+    char why[128];
+    if (!eq || n->n_inputs != 2 || sa->ndim != r || sb->ndim != r || r < 2 || r > DNNL_MAX_NDIMS ||
+        !xf_einsum_plan(eq, 2, (const xf_shape *[]){sa, sb}, &e, why, sizeof why) || !xf_shape_equal(&e.out, sy))
+        return false;
+    const unsigned char *ia = e.index[0], *ib = e.index[1], *io = e.out_index;
+    for (int d = 0; d < r - 2; d++)
+        if (ia[d] != io[d] || ib[d] != io[d] || sa->dims[d] != sy->dims[d] || sb->dims[d] != sy->dims[d])
+            return false;
+    int i = io[r - 2], j = io[r - 1];
+    bool a_t = ia[r - 2] != i, b_t = ib[r - 1] != j; /* A stored [k, i], B [j, k] */
+    int k = a_t ? ia[r - 2] : ia[r - 1];
+    if ((a_t ? ia[r - 1] : ia[r - 2]) != i || (b_t ? ib[r - 1] : ib[r - 2]) != k ||
+        (b_t ? ib[r - 2] : ib[r - 1]) != j || i == j || k == i || k == j)
+        return false;
+    int64_t m = e.extent[i], kk = e.extent[k], nn = e.extent[j];
+    dnnl_dims_t ad, as, bd, bs;
+    int64_t sa_b = m * kk, sb_b = kk * nn; /* the batch strides, dense */
+    for (int d = r - 3; d >= 0; d--) {
+        ad[d] = bd[d] = sy->dims[d];
+        as[d] = sa_b;
+        bs[d] = sb_b;
+        sa_b *= sy->dims[d];
+        sb_b *= sy->dims[d];
+    }
+    ad[r - 2] = m;
+    ad[r - 1] = kk;
+    as[r - 2] = a_t ? 1 : kk;
+    as[r - 1] = a_t ? m : 1;
+    bd[r - 2] = kk;
+    bd[r - 1] = nn;
+    bs[r - 2] = b_t ? 1 : nn;
+    bs[r - 1] = b_t ? kk : 1;
+    dnnl_memory_desc_init_by_strides(a, r, ad, dnnl_f32, as);
+    dnnl_memory_desc_init_by_strides(b, r, bd, dnnl_f32, bs);
+    return true;
+}
+
+static bool einsum_handles(const xf_graph *g, const xf_node *n)
+{
+    dnnl_memory_desc_t a, b;
+    return xf_dn_all_f32(g, n) && n->n_outputs == 1 &&
+           einsum_product(n, vshape(g, n->inputs[0]), vshape(g, n->inputs[1]), vshape(g, n->outputs[0]), &a, &b);
+}
+
+static xf_status einsum_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    dnnl_memory_desc_t a, b;
+    if (!einsum_product(n, &in[0].shape, &in[1].shape, &out[0].shape, &a, &b))
+        return xf_rt_bad_node(err, n, "is not a matrix product for these shapes");
+    return xf_dn_matmul_build(c, g, n, in, out, st, &a, &b, 1.0f, false, false, err);
+}
+
+const xf_dn_handler xf_dn_einsum_handler = {einsum_handles, NULL, einsum_prepare, NULL};

@@ -123,6 +123,42 @@ START_TEST(binary_middle_broadcast)
 }
 END_TEST
 
+/* Einsums that are batched matrix products run as oneDNN's matmul (A or B
+ * read transposed through strides, B constant or computed); the others
+ * (an output transposed, a diagonal, a broadcast batch) on cpu_ref. */
+START_TEST(einsum_products)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        const char *eq;
+        int64_t a[4], b[4];
+        int rank;
+        bool b_const;
+    } cases[] = {
+        {"bhid,bhjd->bhij", {2, 3, 5, 4}, {2, 3, 6, 4}, 4, false}, /* MaxViT's A B^T */
+        {"bhij,bhjd->bhid", {2, 3, 5, 6}, {2, 3, 6, 4}, 4, false},
+        {"ik,kj->ij", {7, 9}, {9, 5}, 2, true},
+        {"bki,bkj->bij", {3, 9, 7}, {3, 9, 5}, 3, true},
+        {"bij,bjk->bki", {3, 7, 9}, {3, 9, 5}, 3, false},  /* output transposed */
+        {"bii,bij->bj", {3, 7, 7}, {3, 7, 5}, 3, false},   /* a diagonal */
+        {"bij,bjk->bik", {1, 7, 9}, {3, 9, 5}, 3, false},  /* A's batch broadcast */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        xf_graph *g = xf_graph_create("einsum");
+        xf_shape sa = xf_shape_make(cases[i].rank, cases[i].a), sb = xf_shape_make(cases[i].rank, cases[i].b);
+        int b = cases[i].b_const ? xf_bt_random_const(g, sb, false) : add_input(g, sb);
+        int n = xf_bt_finish_single(g, XF_OP_EINSUM, 2, (int[]){add_input(g, sa), b});
+        xf_tensor *eq = xf_tensor_create(XF_DT_STRING, &(xf_shape){.ndim = 0});
+        ck_assert_ptr_nonnull(eq);
+        eq->strings[0] = strdup(cases[i].eq);
+        attrs(g, n)->value = eq;
+        xf_bt_check_cpu(g, 12, 1e-5, 1e-4, cases[i].eq);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- normalization, concat */
 
 START_TEST(softmax_axes)
@@ -763,6 +799,7 @@ int main(void)
     tcase_add_test(ops, gemm_forms);
     tcase_add_test(ops, binary_broadcasting);
     tcase_add_test(ops, binary_middle_broadcast);
+    tcase_add_test(ops, einsum_products);
     tcase_add_test(ops, softmax_axes);
     tcase_add_test(ops, batch_norm_ranks);
     tcase_add_test(ops, concat_axes);
