@@ -465,9 +465,34 @@ static xf_status src_dst_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, 
     return xf_dn_finish(n, st, pd, err);
 }
 
-static bool pool_is_global(const xf_node *n)
+/* A ReduceMean or ReduceMax over every dim after batch and channels, dims
+ * kept (a squeeze-and-excitation block's pool as PyTorch's dynamo exports
+ * it): a global pool.  Axes from the attribute or a constant input. */
+static bool reduce_is_global_pool(const xf_graph *g, const xf_node *n)
 {
-    return n->op == XF_OP_GLOBAL_AVERAGE_POOL || n->op == XF_OP_GLOBAL_MAX_POOL;
+    if ((n->op != XF_OP_REDUCE_MEAN && n->op != XF_OP_REDUCE_MAX) || n->n_outputs != 1 || !n->attrs.keepdims ||
+        n->n_inputs < 1 || n->inputs[0] < 0)
+        return false;
+    int r = g->values[n->inputs[0]].shape.ndim, count = 0;
+    const xf_tensor *t = n->n_inputs > 1 && n->inputs[1] >= 0 ? g->values[n->inputs[1]].init : NULL;
+    if (n->n_inputs > 1 && n->inputs[1] >= 0 && (!t || t->dtype != XF_DT_INT64 || !t->data))
+        return false;
+    int64_t m = t ? xf_tensor_numel(t) : n->attrs.has_axes ? n->attrs.n_axes : 0;
+    bool seen[XF_MAX_DIMS] = {false};
+    for (int64_t i = 0; i < m; i++) {
+        int64_t ax = t ? ((const int64_t *)t->data)[i] : n->attrs.axes[i];
+        ax = ax < 0 ? ax + r : ax;
+        if (ax < 2 || ax >= r || seen[ax])
+            return false;
+        seen[ax] = true;
+        count++;
+    }
+    return r >= 3 && count == r - 2;
+}
+
+static bool pool_is_global(const xf_graph *g, const xf_node *n)
+{
+    return n->op == XF_OP_GLOBAL_AVERAGE_POOL || n->op == XF_OP_GLOBAL_MAX_POOL || reduce_is_global_pool(g, n);
 }
 
 /* The 8-bit integers of quantized models (int8, uint8), which a max pool
@@ -487,12 +512,15 @@ static bool pool_handles(const xf_graph *g, const xf_node *n)
 {
     if (n->n_outputs != 1) /* MaxPool's Indices: oneDNN's workspace is not them; cpu_ref gives them */
         return false;
-    if (!(pool_int8_type(g, n) != dnnl_data_type_undef ? window_ranks_ok(g, n) : window_shapes_ok(g, n)))
+    bool reduce = n->op == XF_OP_REDUCE_MEAN || n->op == XF_OP_REDUCE_MAX;
+    if (reduce ? !reduce_is_global_pool(g, n) || !window_ranks_ok(g, n) || !xf_dn_is_f32(g, n->inputs[0]) ||
+                     !xf_dn_is_f32(g, n->outputs[0])
+               : !(pool_int8_type(g, n) != dnnl_data_type_undef ? window_ranks_ok(g, n) : window_shapes_ok(g, n)))
         return false;
     const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
     if (y->dims[1] != x->dims[1])
         return false;
-    if (pool_is_global(n))
+    if (pool_is_global(g, n))
         return true;
     /* ONNX averages over the ceil-mode overhang differently from oneDNN */
     if (n->op == XF_OP_AVERAGE_POOL && n->attrs.ceil_mode && n->attrs.count_include_pad)
@@ -510,7 +538,7 @@ static xf_status pool_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     int ns = x->ndim - 2;
     dnnl_dims_t kernel, strides, dil, pl, pr;
     for (int i = 0; i < ns; i++) {
-        if (pool_is_global(n)) {
+        if (pool_is_global(g, n)) {
             kernel[i] = x->dims[2 + i];
             strides[i] = 1;
             dil[i] = pl[i] = pr[i] = 0;
@@ -523,8 +551,9 @@ static xf_status pool_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
         dil[i] = dl - 1;
         xf_dn_window_pads(&n->attrs, ns, i, x->dims[2 + i], y->dims[2 + i], kernel[i], s, dl, &pl[i], &pr[i]);
     }
-    dnnl_alg_kind_t alg = n->op == XF_OP_MAX_POOL || n->op == XF_OP_GLOBAL_MAX_POOL ? dnnl_pooling_max
-                          : n->attrs.count_include_pad && !pool_is_global(n) ? dnnl_pooling_avg_include_padding
+    bool max = n->op == XF_OP_MAX_POOL || n->op == XF_OP_GLOBAL_MAX_POOL || n->op == XF_OP_REDUCE_MAX;
+    dnnl_alg_kind_t alg = max ? dnnl_pooling_max
+                          : n->attrs.count_include_pad && !pool_is_global(g, n) ? dnnl_pooling_avg_include_padding
                                                                               : dnnl_pooling_avg_exclude_padding;
     /* computed in the layout the input is stored in */
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);

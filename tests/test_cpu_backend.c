@@ -336,6 +336,44 @@ START_TEST(squeeze_excitation)
 }
 END_TEST
 
+/* ReduceMean and ReduceMax over the spatial dims, dims kept (the pool of a
+ * squeeze-and-excitation block as PyTorch's dynamo exports it) run as
+ * global pools on the convolution's native output: axes as an attribute
+ * (opset 13) or an input (18), negative or not; over the channels too, or
+ * without keepdims, they stay on cpu_ref. */
+START_TEST(reduce_as_global_pool)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        int64_t opset, axes[3];
+        int n_axes, keepdims;
+    } cases[] = {{XF_OP_REDUCE_MEAN, 13, {2, 3}, 2, 1}, {XF_OP_REDUCE_MEAN, 18, {-1, -2}, 2, 1},
+                 {XF_OP_REDUCE_MAX, 18, {3, 2}, 2, 1},  {XF_OP_REDUCE_MEAN, 18, {1, 2, 3}, 3, 1},
+                 {XF_OP_REDUCE_MEAN, 13, {2, 3}, 2, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        xf_graph *g = xf_graph_create("se_pool");
+        int y = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 9, 11)), 16, 32, 3, 1, XF_ACT_RELU), n;
+        if (cases[i].opset >= 18) {
+            n = NODE(g, cases[i].op, y,
+                     constant(g, NULL, XF_DT_INT64, xf_shape_make(1, (int64_t[]){cases[i].n_axes}), cases[i].axes));
+        } else {
+            n = NODE(g, cases[i].op, y);
+            attrs(g, n)->has_axes = true;
+            attrs(g, n)->n_axes = cases[i].n_axes;
+            memcpy(attrs(g, n)->axes, cases[i].axes, sizeof cases[i].axes);
+        }
+        attrs(g, n)->keepdims = cases[i].keepdims;
+        xf_graph_add_output(g, out0(g, n));
+        char what[64];
+        snprintf(what, sizeof what, "%s case %zu", xf_op_name(cases[i].op), i);
+        xf_bt_check_cpu(g, cases[i].opset, 1e-5, 1e-4, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 static int bn_node(xf_graph *g, int x, int64_t c)
 {
     int ins[5] = {x, xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false), xf_bt_random_const(g, SHAPE(c), false),
@@ -816,6 +854,7 @@ int main(void)
     tcase_add_test(graphs, split_parts);
     tcase_add_test(graphs, grouped_conv_between_convs);
     tcase_add_test(graphs, squeeze_excitation);
+    tcase_add_test(graphs, reduce_as_global_pool);
     tcase_add_test(graphs, residual_sums);
     tcase_add_test(graphs, matmul_chains);
     tcase_add_test(graphs, shared_weights);
