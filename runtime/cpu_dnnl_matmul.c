@@ -237,11 +237,11 @@ static xf_status gemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 4,
-                           (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &a},
-                                         {DNNL_ARG_WEIGHTS, 1, &b},
-                                         {DNNL_ARG_BIAS, 2, has_c ? &bias : NULL},
-                                         {DNNL_ARG_DST, -1, &y}},
-                           err);
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &a},
+                                                     {DNNL_ARG_WEIGHTS, 1, &b},
+                                                     {DNNL_ARG_BIAS, 2, has_c ? &bias : NULL},
+                                                     {DNNL_ARG_DST, -1, &y}},
+                                 err);
 }
 
 const xf_dn_handler xf_dn_gemm_handler = {gemm_handles, NULL, gemm_prepare, NULL};

@@ -231,8 +231,8 @@ static xf_status pattern_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    return xf_dn_bind_and_finish(c, n, st, pd, 2, (xf_dn_bind_spec[]){{DNNL_ARG_SRC, k, &data}, {DNNL_ARG_DST, -1, &data}},
-                           err);
+    return xf_dn_bind_and_finish(c, n, st, pd, 2,
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, k, &data}, {DNNL_ARG_DST, -1, &data}}, err);
 }
 
 const xf_dn_handler xf_dn_pattern_handler = {never, NULL, pattern_prepare, NULL};
@@ -374,9 +374,9 @@ static xf_status prelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 3,
-                           (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_WEIGHTS, 1, &slope},
-                                         {DNNL_ARG_DST, -1, &data}},
-                           err);
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_WEIGHTS, 1, &slope},
+                                                     {DNNL_ARG_DST, -1, &data}},
+                                 err);
 }
 
 const xf_dn_handler xf_dn_prelu_handler = {prelu_handles, NULL, prelu_prepare, NULL};
@@ -421,8 +421,8 @@ static xf_status softmax_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     xf_status s = make_pd(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    return xf_dn_bind_and_finish(c, n, st, pd, 2, (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_DST, -1, &data}},
-                           err);
+    return xf_dn_bind_and_finish(c, n, st, pd, 2,
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_DST, -1, &data}}, err);
 }
 
 const xf_dn_handler xf_dn_softmax_handler = {softmax_handles, NULL, softmax_prepare, NULL};
@@ -524,11 +524,11 @@ static xf_status layer_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 4,
-                           (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data},
-                                         {DNNL_ARG_SCALE, 1, &chan},
-                                         {DNNL_ARG_SHIFT, 2, has_bias ? &chan : NULL},
-                                         {DNNL_ARG_DST, -1, &data}},
-                           err);
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data},
+                                                     {DNNL_ARG_SCALE, 1, &chan},
+                                                     {DNNL_ARG_SHIFT, 2, has_bias ? &chan : NULL},
+                                                     {DNNL_ARG_DST, -1, &data}},
+                                 err);
 }
 
 const xf_dn_handler xf_dn_layer_norm_handler = {layer_norm_handles, NULL, layer_norm_prepare, NULL};
@@ -636,11 +636,11 @@ static xf_status group_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
         return xf_dn_finish_or_free(n, st, pd, s, err);
     }
     return xf_dn_bind_and_finish(c, n, st, pd, 4,
-                           (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data},
-                                         {DNNL_ARG_SCALE, 1, &chan},
-                                         {DNNL_ARG_SHIFT, 2, &chan},
-                                         {DNNL_ARG_DST, -1, &data}},
-                           err);
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data},
+                                                     {DNNL_ARG_SCALE, 1, &chan},
+                                                     {DNNL_ARG_SHIFT, 2, &chan},
+                                                     {DNNL_ARG_DST, -1, &data}},
+                                 err);
 }
 
 const xf_dn_handler xf_dn_group_norm_handler = {group_norm_handles, NULL, group_norm_prepare, NULL};
@@ -674,7 +674,8 @@ static xf_status transpose_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_nod
     xf_dn_md(c, &out[0].shape, XF_DN_PLAIN, &dst);
     dnnl_primitive_desc_t pd;
     XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, &src, c->engine, &dst, c->engine, NULL));
-    return xf_dn_bind_and_finish(c, n, st, pd, 2, (xf_dn_bind_spec[]){{DNNL_ARG_FROM, 0, &src}, {DNNL_ARG_TO, -1, &dst}}, err);
+    return xf_dn_bind_and_finish(c, n, st, pd, 2,
+                                 (xf_dn_bind_spec[]){{DNNL_ARG_FROM, 0, &src}, {DNNL_ARG_TO, -1, &dst}}, err);
 }
 
 const xf_dn_handler xf_dn_transpose_handler = {transpose_handles, NULL, transpose_prepare, NULL};

@@ -210,7 +210,8 @@ START_TEST(concat_axes)
         int c3 = xf_bt_finish_single(g, XF_OP_CONV, 2, (int[]){out0(g, cat), w3});
         xf_bt_set_window(attrs(g, c3), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){0, 0}, (int64_t[]){0, 0},
                          (int64_t[]){1, 1});
-        xf_bt_check_cpu(g, 17, 1e-4, 1e-3, batch == 1 ? "convolutions into a Concat, one image" : "the same, two images");
+        xf_bt_check_cpu(g, 17, 1e-4, 1e-3,
+                        batch == 1 ? "convolutions into a Concat, one image" : "the same, two images");
         xf_graph_free(g);
     }
 }
@@ -754,9 +755,8 @@ START_TEST(identity_of_constants)
     int x = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 8, 8)), 16, 16, 3, 1, XF_ACT_NONE);
     int mean = out0(g, NODE(g, XF_OP_IDENTITY, xf_bt_random_const(g, SHAPE(16), false)));
     int var = out0(g, NODE(g, XF_OP_IDENTITY, xf_bt_random_const(g, SHAPE(16), true)));
-    int bn = node(g, XF_OP_BATCH_NORM, NULL, 5,
-                  (int[]){x, xf_bt_random_const(g, SHAPE(16), false), xf_bt_random_const(g, SHAPE(16), false), mean, var},
-                  1);
+    int scale = xf_bt_random_const(g, SHAPE(16), false), shift = xf_bt_random_const(g, SHAPE(16), false);
+    int bn = node(g, XF_OP_BATCH_NORM, NULL, 5, (int[]){x, scale, shift, mean, var}, 1);
     attrs(g, bn)->epsilon = 1e-5f;
     xf_graph_add_output(g, out0(g, NODE(g, XF_OP_IDENTITY, out0(g, NODE(g, XF_OP_RELU, out0(g, bn))))));
     xf_session *s = NULL;
