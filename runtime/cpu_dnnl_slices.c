@@ -10,7 +10,8 @@
  * with the output) or only 1s (each slice reads all of it).  Each slice is
  * then a node of the same op on smaller views, whose elements are the
  * ones the whole run computes, in the same arithmetic: the results are
- * the same bytes. */
+ * the same bytes.  Resizes oneDNN does not run are split along a dim they
+ * keep (run_resize_sliced). */
 #include "cpu_dnnl.h"
 
 #ifdef _OPENMP
@@ -90,11 +91,82 @@ static void slice_view(const xf_tensor_view *v, const xf_shape *y, int lead, boo
         s->data = (char *)v->data + (size_t)(r0 * inner) * xf_dtype_size(v->dtype);
 }
 
+/* The dim a Resize or Upsample (one oneDNN does not run: cubic, corners
+ * aligned, opset 9's linear) can be split along: the first one over 1,
+ * all before it 1, kept with a scale of 1 (scales, or sizes of int64; not
+ * with axes or a crop's roi); -1 if none. */
+static int resize_split_dim(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    const xf_shape *x = &in[0].shape, *y = &out[0].shape;
+    bool resize = n->op == XF_OP_RESIZE;
+    if ((!resize && n->op != XF_OP_UPSAMPLE) || n->n_outputs != 1 || x->ndim != y->ndim || x->ndim < 3 ||
+        n->n_inputs > SLICE_MAX_IN || (resize && (n->attrs.has_axes || n->attrs.resize_coord == 4)))
+        return -1;
+    int d = 0;
+    for (; d < y->ndim && y->dims[d] == 1; d++)
+        if (x->dims[d] != 1)
+            return -1;
+    if (d >= y->ndim - 2 || x->dims[d] != y->dims[d])
+        return -1;
+    if (resize && n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0)
+        return in[3].dtype == XF_DT_INT64 && xf_rt_numel(&in[3]) == y->ndim ? d : -1;
+    const xf_tensor *t = resize ? NULL : n->attrs.value;
+    int k = resize ? 2 : 1;
+    xf_tensor_view sv = t ? (xf_tensor_view){t->dtype, t->shape, t->data}
+                          : n->n_inputs > k ? in[k] : (xf_tensor_view){XF_DT_UNDEFINED};
+    bool ok = xf_rt_present(&sv) && xf_dtype_is_float(sv.dtype) && xf_rt_numel(&sv) == y->ndim;
+    return ok && xf_rt_load_f64(sv.dtype, sv.data, d) == 1.0 ? d : -1;
+}
+
+/* Such a Resize on cpu_ref's kernel over slices of dim d, one per thread,
+ * each resizing its planes (sizes made the slice's): the bytes are the
+ * ones one run writes. */
+static xf_status run_resize_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
+                                   int d, xf_error *err)
+{
+    const xf_backend *ref = &xf_backend_cpu_ref;
+    const xf_node *n = &g->nodes[node];
+    int64_t rows = out[0].shape.dims[d], numel = xf_rt_numel(&out[0]);
+    int parts = 1;
+#ifdef _OPENMP
+    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
+    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
+#endif
+    if (parts < 2)
+        return ref->run_node(NULL, g, node, NULL, in, out, err);
+    size_t in_row = xf_rt_bytes(&in[0]) / (size_t)rows, out_row = xf_rt_bytes(&out[0]) / (size_t)rows;
+    bool sized = n->op == XF_OP_RESIZE && n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0;
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(parts) reduction(+ : failed)
+#endif
+    for (int p = 0; p < parts; p++) {
+        int64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts, sizes[XF_MAX_DIMS];
+        xf_tensor_view sin[SLICE_MAX_IN], sout = out[0];
+        for (int k = 0; k < n->n_inputs; k++)
+            sin[k] = in[k];
+        sin[0].shape.dims[d] = sout.shape.dims[d] = r1 - r0;
+        sin[0].data = (char *)in[0].data + (size_t)r0 * in_row;
+        sout.data = (char *)out[0].data + (size_t)r0 * out_row;
+        if (sized) {
+            for (int i = 0; i < sout.shape.ndim; i++)
+                sizes[i] = sout.shape.dims[i];
+            sin[3].data = sizes;
+        }
+        xf_error e = {0};
+        failed += ref->run_node(NULL, g, node, NULL, sin, &sout, &e) != XF_OK;
+    }
+    return failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
+}
+
 xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
                            xf_error *err)
 {
     const xf_backend *ref = &xf_backend_cpu_ref;
     const xf_node *n = &g->nodes[node];
+    int split = resize_split_dim(n, in, out);
+    if (split >= 0)
+        return run_resize_sliced(g, node, in, out, split, err);
     if (!sliceable(n, in, out))
         return ref->run_node(NULL, g, node, NULL, in, out, err);
     const xf_shape *y = &out[0].shape;

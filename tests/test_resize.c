@@ -3,7 +3,8 @@
  * back), over every mode, coordinate mode and rounding; the cpu backend
  * runs the forms oneDNN's resampling computes there (nearest by whole
  * factors, linear on half-pixel coordinates, also after a convolution, in
- * its native layout) and the rest on cpu_ref, every form matching cpu_ref. */
+ * its native layout) and the rest on cpu_ref (split over the threads
+ * along a dim they keep), every form matching cpu_ref. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -196,6 +197,22 @@ START_TEST(cpu_backend_matches)
     for (int t = 0; t < 60; t++) {
         c = random_case();
         check_cpu(&c, false);
+    }
+    /* forms on cpu_ref large enough to be split over the threads (along
+     * the channels, or the batch), by scales or sizes: cpu_ref's bytes */
+    static const resize_case split[] = {
+        {XF_OP_UPSAMPLE, 9, 4, {1, 8, 40, 40}, {1, 1, 2, 2}, {0}, 0, 1, 1, 2, 0, 0},
+        {XF_OP_RESIZE, 19, 4, {1, 8, 40, 40}, {0}, {1, 8, 67, 90}, 1, 1, 2, 0, 0, 0},
+        {XF_OP_RESIZE, 19, 4, {3, 4, 30, 30}, {1, 1, 1.5, 1.5}, {0}, 0, 2, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof split / sizeof *split; i++) {
+        xf_graph *g = xf_graph_create("resize_split");
+        int x = xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(split[i].rank, split[i].in));
+        xf_graph_add_output(g, add_resize(g, x, &split[i]));
+        char what[200];
+        describe(&split[i], what, sizeof what);
+        xf_bt_check_cpu(g, split[i].opset, 0, 0, what);
+        xf_graph_free(g);
     }
 }
 END_TEST
