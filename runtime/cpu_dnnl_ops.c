@@ -29,14 +29,6 @@ static xf_status bind_in0_out0(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, c
     return xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &have, &want, err);
 }
 
-/* Creates the primitive for op descriptor d, or fails naming the node. */
-static xf_status make_pd(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr,
-                         dnnl_primitive_desc_t *pd, xf_error *err)
-{
-    XF_DN_TRY(err, n, dnnl_primitive_desc_create(pd, d, attr, c->engine, NULL));
-    return XF_OK;
-}
-
 xf_status xf_dn_bind_and_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, int count,
                                 const xf_dn_bind_spec *b, xf_error *err)
 {
@@ -153,7 +145,7 @@ static xf_status eltwise_build(xf_dn_ctx *c, const xf_node *n, const xf_tensor_v
     dnnl_eltwise_desc_t d;
     XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &data, alpha, beta));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     return xf_dn_finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
@@ -228,7 +220,7 @@ static xf_status pattern_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     XF_DN_TRY(err, n,
               dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, post->alg, &data, post->alpha, post->beta));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 2,
@@ -322,8 +314,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
-    s = make_pd(c, n, &d, attr, &pd, err);
-    dnnl_primitive_attr_destroy(attr);
+    s = xf_dn_pd_create(c, n, &d, attr, &pd, err); /* destroys attr */
     if (s != XF_OK)
         return s;
     /* a broadcast oneDNN's kernels lack (Swin's attention mask, [1, 64, 1,
@@ -370,7 +361,7 @@ static xf_status prelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     dnnl_prelu_desc_t d;
     XF_DN_TRY(err, n, dnnl_prelu_forward_desc_init(&d, dnnl_forward_inference, &data, &slope));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 3,
@@ -418,7 +409,7 @@ static xf_status softmax_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
                                                                                    : dnnl_softmax_accurate,
                                                         &data, &data, 1));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 2,
@@ -459,7 +450,7 @@ static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
                                                                           ? dnnl_fuse_norm_relu
                                                                           : 0u)));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     static const int args[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
@@ -520,7 +511,7 @@ static xf_status layer_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
                                                                  n->attrs.epsilon,
                                                                  dnnl_use_scale | (has_bias ? dnnl_use_shift : 0u)));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     return xf_dn_bind_and_finish(c, n, st, pd, 4,
@@ -555,7 +546,7 @@ static xf_status lrn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
                                                  n->attrs.lrn_size, n->attrs.alpha, n->attrs.beta,
                                                  n->attrs.lrn_bias));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     s = bind_in0_out0(c, n, st, in, out, work, err);
@@ -610,7 +601,7 @@ static xf_status group_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
     XF_DN_TRY(err, n, dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, n->attrs.epsilon,
                                                                  dnnl_use_scale | dnnl_use_shift));
     dnnl_primitive_desc_t pd;
-    xf_status s = make_pd(c, n, &d, NULL, &pd, err);
+    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
     if (batch > 1) {
