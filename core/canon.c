@@ -19,20 +19,7 @@
  * its inputs (which then die), so this bounds the transient extra memory. */
 #define CANON_FOLD_MAX_BYTES ((size_t)64 << 20)
 
-static bool is_graph_output(const xf_graph *g, int v)
-{
-    for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] == v)
-            return true;
-    return false;
-}
 
-/* Data known at compile time; an initializer that is also a graph input is
- * only a default the caller may override. */
-static const xf_tensor *constant_of(const xf_graph *g, int v)
-{
-    return v >= 0 && !g->values[v].is_input ? g->values[v].init : NULL;
-}
 
 /* All nodes kept, for passes that then mark the ones they remove. */
 static bool *keep_all(const xf_graph *g)
@@ -110,7 +97,7 @@ static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
         int v = n->inputs[k];
         if (v < 0)
             continue;
-        bool known = shape_only ? xf_shape_numel(&g->values[v].shape) >= 0 : constant_of(g, v) != NULL;
+        bool known = shape_only ? xf_shape_numel(&g->values[v].shape) >= 0 : xf_graph_constant(g, v) != NULL;
         if (!known)
             return false;
     }
@@ -121,7 +108,7 @@ static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
             continue;
         int64_t numel = xf_shape_numel(&g->values[v].shape);
         size_t esize = xf_dtype_size(g->values[v].dtype);
-        if (is_graph_output(g, v) || numel < 0 || esize == 0 ||
+        if (xf_graph_is_output(g, v) || numel < 0 || esize == 0 ||
             (uint64_t)numel > (max_bytes - bytes) / esize)
             return false;
         bytes += (size_t)numel * esize;
@@ -220,7 +207,7 @@ xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eva
 /* Value v when it is a floating constant with numel elements, else NULL. */
 static const xf_tensor *float_constant(const xf_graph *g, int v, int64_t numel)
 {
-    const xf_tensor *t = constant_of(g, v);
+    const xf_tensor *t = xf_graph_constant(g, v);
     if (!t || !xf_dtype_is_float(t->dtype) || xf_tensor_numel(t) != numel || (numel > 0 && !t->data))
         return NULL;
     return t;
@@ -244,7 +231,7 @@ static int foldable_conv(const xf_graph *g, const xf_node *bn)
         g->nodes[p].outputs[0] != x || xf_graph_count_uses(g, x) != 1)
         return -1;
     const xf_node *conv = &g->nodes[p];
-    const xf_tensor *w = constant_of(g, conv->inputs[1]);
+    const xf_tensor *w = xf_graph_constant(g, conv->inputs[1]);
     if (!w || !xf_dtype_is_float(w->dtype) || w->shape.ndim < 3 || !w->data)
         return -1;
     int64_t channels = w->shape.dims[0];
@@ -264,7 +251,7 @@ static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
 {
     xf_node *conv = &g->nodes[ci];
     const xf_node *bn = &g->nodes[bi];
-    const xf_tensor *w = constant_of(g, conv->inputs[1]);
+    const xf_tensor *w = xf_graph_constant(g, conv->inputs[1]);
     int64_t channels = w->shape.dims[0], per_channel = channels ? xf_tensor_numel(w) / channels : 0;
     const xf_tensor *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0
                                 ? float_constant(g, conv->inputs[2], channels)
@@ -342,7 +329,7 @@ static bool visit_activation(xf_graph *g, int i, xf_canon_stats *st, xf_status *
     int x = a->inputs[0], y = a->outputs[0], c = g->values[x].producer;
     /* the Conv's output feeds this activation alone and is no output */
     if (c < 0 || g->nodes[c].op != XF_OP_CONV || g->nodes[c].attrs.activation != XF_ACT_NONE ||
-        g->nodes[c].n_outputs != 1 || !fusable_dtype(g->values[x].dtype) || is_graph_output(g, x) ||
+        g->nodes[c].n_outputs != 1 || !fusable_dtype(g->values[x].dtype) || xf_graph_is_output(g, x) ||
         xf_graph_count_uses(g, x) != 1)
         return false;
     g->nodes[c].attrs.activation = act;
@@ -399,7 +386,7 @@ static bool is_identity(const xf_graph *g, const xf_node *n)
         return false;
     if (n->n_inputs < 3 || n->inputs[2] < 0)
         return true;
-    const xf_tensor *training = constant_of(g, n->inputs[2]);
+    const xf_tensor *training = xf_graph_constant(g, n->inputs[2]);
     return training && xf_tensor_numel(training) == 1 && training->data &&
            xf_tensor_get_i64(training, 0) == 0;
 }
@@ -418,9 +405,9 @@ static bool visit_identity(xf_graph *g, int i, xf_canon_stats *st, xf_status *s,
         return false;
     int x = n->inputs[0], y = n->outputs[0];
     const xf_value *xv = &g->values[x];
-    if (!is_graph_output(g, y)) {
+    if (!xf_graph_is_output(g, y)) {
         xf_graph_replace_uses(g, y, x);
-    } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !is_graph_output(g, x) &&
+    } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !xf_graph_is_output(g, x) &&
                !keyed_by_output(&g->nodes[xv->producer])) {
         /* y names a graph output: x's producer takes y over instead, so
          * the output keeps its name. */
@@ -458,8 +445,8 @@ static bool zero_spatial_pads(const xf_graph *g, const xf_node *n, int64_t *pads
             return false;
         memcpy(all, n->attrs.pad_pads, sizeof *all * (size_t)(2 * r));
     } else {
-        const xf_tensor *p = n->n_inputs > 1 ? constant_of(g, n->inputs[1]) : NULL;
-        const xf_tensor *v = n->n_inputs > 2 ? constant_of(g, n->inputs[2]) : NULL;
+        const xf_tensor *p = n->n_inputs > 1 ? xf_graph_constant(g, n->inputs[1]) : NULL;
+        const xf_tensor *v = n->n_inputs > 2 ? xf_graph_constant(g, n->inputs[2]) : NULL;
         /* of the float types Conv and AveragePool read */
         bool value_zero = n->n_inputs < 3 || n->inputs[2] < 0 ||
                           (v && (xf_tensor_numel(v) == 0 ||
@@ -506,7 +493,7 @@ static xf_status fold_pads(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_er
         const xf_node *n = &g->nodes[i];
         int y = n->n_outputs == 1 ? n->outputs[0] : -1, rank, r = -1;
         int64_t pads[2 * XF_MAX_SPATIAL];
-        if (n->op != XF_OP_PAD || y < 0 || is_graph_output(g, y) || xf_graph_count_uses(g, y) != 1 ||
+        if (n->op != XF_OP_PAD || y < 0 || xf_graph_is_output(g, y) || xf_graph_count_uses(g, y) != 1 ||
             !zero_spatial_pads(g, n, pads, &rank))
             continue;
         for (int q = 0; q < g->n_nodes && r < 0; q++)
@@ -553,7 +540,7 @@ static const xf_opaque_body *constant_branch(const xf_graph *g, const xf_node *n
     if (n->op != XF_OP_OPAQUE || !n->opaque || strcmp(n->opaque->op_type, "If") != 0 ||
         (n->opaque->domain[0] && strcmp(n->opaque->domain, "ai.onnx") != 0) || n->opaque->n_own_inputs != 1)
         return NULL;
-    const xf_tensor *c = constant_of(g, n->inputs[0]);
+    const xf_tensor *c = xf_graph_constant(g, n->inputs[0]);
     if (!c || c->dtype != XF_DT_BOOL || xf_tensor_numel(c) != 1 || !c->data)
         return NULL;
     const xf_opaque_body *b = xf_opaque_find_body(n->opaque, xf_tensor_get_i64(c, 0) ? "then_branch" : "else_branch");
@@ -571,7 +558,7 @@ static bool can_inline(const xf_graph *g, const xf_node *n, const xf_graph *b)
         if (!b->values[v].is_input && xf_graph_find_value(g, b->values[v].name) >= 0)
             return false;
     for (int k = 0; k < n->n_outputs; k++) {
-        if (n->outputs[k] < 0 || !is_graph_output(g, n->outputs[k]))
+        if (n->outputs[k] < 0 || !xf_graph_is_output(g, n->outputs[k]))
             continue;
         int bo = b->outputs[k];
         if (b->values[bo].producer < 0)
@@ -622,7 +609,7 @@ static xf_status inline_branch(xf_graph *g, int i, const xf_graph *b, xf_error *
         int y = g->nodes[i].outputs[k], x = map[b->outputs[k]];
         if (y < 0)
             continue;
-        if (!is_graph_output(g, y)) {
+        if (!xf_graph_is_output(g, y)) {
             xf_graph_replace_uses(g, y, x);
         } else {
             /* y names a graph output: the branch's node writes y instead */
@@ -696,8 +683,8 @@ static int by_content(const void *pa, const void *pb)
  * tiny. */
 static bool mergeable(const xf_graph *g, int v)
 {
-    const xf_tensor *t = constant_of(g, v);
-    return t && t->data && t->nbytes >= 256 && xf_dtype_is_float(t->dtype) && !is_graph_output(g, v);
+    const xf_tensor *t = xf_graph_constant(g, v);
+    return t && t->data && t->nbytes >= 256 && xf_dtype_is_float(t->dtype) && !xf_graph_is_output(g, v);
 }
 
 xf_status xf_pass_merge_constants(xf_graph *g, xf_canon_stats *st, xf_error *err)
@@ -772,7 +759,7 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 static int64_t stats_total(const xf_canon_stats *s)
 {
     return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->lowered_fused_convs +
-           s->removed_identity + s->folded_pads +
+           s->removed_identity + s->folded_pads + s->removed_transposes +
            s->inlined_branches + s->merged_constants + s->removed_dead + s->removed_initializers;
 }
 
@@ -804,6 +791,8 @@ xf_status xf_canonicalize_with(xf_graph *g, int64_t opset, xf_node_eval_fn eval,
             s = xf_pass_lower_fused_convs(g, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_batchnorm(g, st, err);
+        if (s == XF_OK)
+            s = xf_pass_push_transposes(g, opset, st, err);
         if (s == XF_OK)
             s = xf_pass_fold_pads(g, opset, st, err);
         if (s == XF_OK)

@@ -687,6 +687,19 @@ void xf_graph_compact_mapped(xf_graph *g, const bool *keep, int *node_map, int *
     refresh_producers(g);
 }
 
+bool xf_graph_is_output(const xf_graph *g, int v)
+{
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == v)
+            return true;
+    return false;
+}
+
+const xf_tensor *xf_graph_constant(const xf_graph *g, int v)
+{
+    return v >= 0 && !g->values[v].is_input ? g->values[v].init : NULL;
+}
+
 void xf_graph_replace_uses(xf_graph *g, int from, int to)
 {
     for (int i = 0; i < g->n_nodes; i++)

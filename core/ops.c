@@ -281,3 +281,22 @@ double xf_ms_act_apply(int act, const float *p, double v)
     default: return v;
     }
 }
+
+bool xf_op_is_reduce(xf_op op)
+{
+    switch (op) {
+    case XF_OP_REDUCE_MEAN:
+    case XF_OP_REDUCE_SUM:
+    case XF_OP_REDUCE_MAX:
+    case XF_OP_REDUCE_MIN:
+    case XF_OP_REDUCE_PROD:
+    case XF_OP_REDUCE_L1:
+    case XF_OP_REDUCE_L2:
+    case XF_OP_REDUCE_LOG_SUM:
+    case XF_OP_REDUCE_LOG_SUM_EXP:
+    case XF_OP_REDUCE_SUM_SQUARE:
+        return true;
+    default:
+        return false;
+    }
+}

@@ -213,6 +213,8 @@ xf_op xf_op_from_onnx(const char *op_type);
 /* The same in a domain (NULL, "" and "ai.onnx" are the default one). */
 xf_op xf_op_lookup(const char *domain, const char *op_type);
 const char *xf_op_domain(xf_op op); /* "" for the default domain */
+/* ReduceMean, ReduceSum and the other Reduce* ops (axes, keepdims). */
+bool xf_op_is_reduce(xf_op op);
 
 #include "xf_attrs.h" /* attributes, transposed convolution, quantization layouts */
 
@@ -477,6 +479,12 @@ void xf_graph_compact(xf_graph *g, const bool *keep);
  * index, or -1 for what was removed.  Either may be NULL. */
 void xf_graph_compact_mapped(xf_graph *g, const bool *keep, int *node_map, int *value_map);
 
+/* Whether v is one of g's outputs. */
+bool xf_graph_is_output(const xf_graph *g, int v);
+/* The data of v when known at compile time (an initializer that is not
+ * also a graph input: then it is only a default the caller may
+ * override), else NULL; also for v -1. */
+const xf_tensor *xf_graph_constant(const xf_graph *g, int v);
 /* Replaces every use of value `from` (node inputs and graph outputs) by `to`. */
 void xf_graph_replace_uses(xf_graph *g, int from, int to);
 /* Number of node inputs plus graph outputs that use value v. */
@@ -558,6 +566,7 @@ typedef struct xf_canon_stats {
     int lowered_fused_convs; /* ONNX Runtime's FusedConv made a Conv with that activation */
     int removed_identity;  /* Identity and inference-mode Dropout */
     int folded_pads;       /* Pads of zeros merged into the Conv or AveragePool reading them */
+    int removed_transposes; /* Transposes cancelled once moved through the ops after them */
     int inlined_branches;  /* If nodes replaced by the branch their constant condition picks */
     int merged_constants;  /* floating-point constants equal to another, whose readers now read that one */
     int removed_dead;      /* nodes whose outputs nothing uses */
@@ -591,6 +600,14 @@ xf_status xf_pass_remove_identity(xf_graph *g, xf_canon_stats *st, xf_error *err
  * and then counting the padding: count_include_pad) becomes that node's
  * pads, as ONNX Runtime's PadFusion does. */
 xf_status xf_pass_fold_pads(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err);
+/* Transposes moved later through the ops that carry a layout along
+ * (elementwise ops from opset 7, Concat, Pad, reductions, Softmax from
+ * opset 13) and composed with the Transposes they meet, cancelling those
+ * that invert each other (TensorFlow's NHWC exports wrap every Conv in a
+ * Transpose to NCHW and one back), like ONNX Runtime's transpose
+ * optimizer.  Kept only when the graph ends with fewer Transposes; graph
+ * outputs keep their names and shapes. */
+xf_status xf_pass_push_transposes(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_error *err);
 xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* Floating-point constants of at least 256 bytes that equal another (the
  * same weights folded once per step of an unrolled RNN) are read from one

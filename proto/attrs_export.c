@@ -644,24 +644,8 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         break;
     case XF_OP_SQUEEZE:
     case XF_OP_UNSQUEEZE:
-    case XF_OP_REDUCE_MEAN:
-    case XF_OP_REDUCE_SUM:
-    case XF_OP_REDUCE_MAX:
-    case XF_OP_REDUCE_MIN:
-    case XF_OP_REDUCE_PROD:
-    case XF_OP_REDUCE_L1:
-    case XF_OP_REDUCE_L2:
-    case XF_OP_REDUCE_LOG_SUM:
-    case XF_OP_REDUCE_LOG_SUM_EXP:
-    case XF_OP_REDUCE_SUM_SQUARE:
         if (a->has_axes)
             add_ints(&w, "axes", a->axes, a->n_axes);
-        if (n->op == XF_OP_SQUEEZE || n->op == XF_OP_UNSQUEEZE)
-            break;
-        if (a->keepdims != d.keepdims)
-            add_int(&w, "keepdims", a->keepdims);
-        if (a->noop_with_empty_axes != d.noop_with_empty_axes)
-            add_int(&w, "noop_with_empty_axes", a->noop_with_empty_axes);
         break;
     case XF_OP_SLICE:
         if (a->has_slice_attrs) {
@@ -798,6 +782,14 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
         xfp_write_legacy(&w, n, &d);
         break;
     default:
+        if (!xf_op_is_reduce(n->op))
+            break;
+        if (a->has_axes)
+            add_ints(&w, "axes", a->axes, a->n_axes);
+        if (a->keepdims != d.keepdims)
+            add_int(&w, "keepdims", a->keepdims);
+        if (a->noop_with_empty_axes != d.noop_with_empty_axes)
+            add_int(&w, "noop_with_empty_axes", a->noop_with_empty_axes);
         break;
     }
     if (s != XF_OK)

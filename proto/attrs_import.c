@@ -440,6 +440,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         return contrib;
     if (op == XF_OP_MS_FUSED_GEMM) /* the rest are Gemm's */
         op = XF_OP_GEMM;
+    if (xf_op_is_reduce(op))
+        return take_reduce(r, name, at);
 #define A(s) (strcmp(name, s) == 0)
     switch (op) {
     case XF_OP_MS_FUSED_CONV:
@@ -676,17 +678,6 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("stash_type"))
             return read_fixed(r, at, 1);
         break;
-    case XF_OP_REDUCE_MEAN:
-    case XF_OP_REDUCE_SUM:
-    case XF_OP_REDUCE_MAX:
-    case XF_OP_REDUCE_MIN:
-    case XF_OP_REDUCE_PROD:
-    case XF_OP_REDUCE_L1:
-    case XF_OP_REDUCE_L2:
-    case XF_OP_REDUCE_LOG_SUM:
-    case XF_OP_REDUCE_LOG_SUM_EXP:
-    case XF_OP_REDUCE_SUM_SQUARE:
-        return take_reduce(r, name, at);
     case XF_OP_ARG_MAX:
     case XF_OP_ARG_MIN:
     case XF_OP_HARDMAX:

@@ -722,13 +722,18 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
      * comes from: a constant stays a constant for the backend (PyTorch's
      * exports share equal initializers through Identity nodes, such as a
      * BatchNormalization's running mean, which a Conv can then take in) */
-    if (st == XF_OK)
+    bool rewrite = !(opt && opt->as_given);
+    if (st == XF_OK && rewrite)
         st = xf_pass_remove_identity(s->g, NULL, err);
+    /* Transposes moved through the ops after them and cancelled in pairs
+     * (TensorFlow's NHWC exports) */
+    if (st == XF_OK && rewrite)
+        st = xf_pass_push_transposes(s->g, opset, NULL, err);
     /* a Pad of zeros before a Conv or AveragePool becomes its padding */
-    if (st == XF_OK)
+    if (st == XF_OK && rewrite)
         st = xf_pass_fold_pads(s->g, opset, NULL, err);
     /* a Conv and the activation after it run as one node, as xflowc plans */
-    if (st == XF_OK)
+    if (st == XF_OK && rewrite)
         st = xf_pass_fuse_activations(s->g, NULL, err);
     if (st == XF_OK)
         st = check_supported(s, err);

@@ -172,6 +172,11 @@ typedef struct xf_session_options {
      * FlexAttention's modifiers have the same limit.  For running models
      * from untrusted sources without exhausting memory. */
     size_t max_tensor_bytes;
+    /* Run the graph as given, without the session's own rewrites (what an
+     * Identity passes on read where it comes from, Transposes moved and
+     * cancelled, Pads folded into their readers, activations fused into
+     * Convs): the reference run that checks those rewrites too. */
+    bool as_given;
 } xf_session_options;
 
 /* Binds g to the backend (NULL: "cpu_ref").  The session keeps its own
@@ -192,8 +197,9 @@ xf_status xf_session_profile(xf_session *s, xf_tensor *const *inputs, int warmup
                              double *node_seconds, xf_error *err);
 void xf_session_free(xf_session *s);
 
-/* The session's graph (shapes inferred; node i of it is node i of the
- * graph it was created from). */
+/* The session's graph: the graph it was created from with shapes
+ * inferred and the session's rewrites applied (see as_given); its inputs
+ * and outputs are the same values in the same order. */
 const xf_graph *xf_session_graph(const xf_session *s);
 /* True when shapes are resolved per run. */
 bool xf_session_is_dynamic(const xf_session *s);

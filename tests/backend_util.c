@@ -98,8 +98,10 @@ void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bo
         in[i] = xf_tensor_random(v->dtype, &v->shape, 1000u + (uint64_t)i);
         ck_assert_ptr_nonnull(in[i]);
     }
+    /* the graph as given, so that the session's own rewrites are checked too */
     xf_session *ref = NULL;
-    ck_assert_msg(xf_session_create(g, opset, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s: cpu_ref: %s", what,
+    xf_session_options given = {.as_given = true};
+    ck_assert_msg(xf_session_create(g, opset, "cpu_ref", &given, &ref, &err) == XF_OK, "%s: cpu_ref: %s", what,
                   err.msg);
     ck_assert_msg(xf_session_run(ref, in, want, &err) == XF_OK, "%s: cpu_ref run: %s", what, err.msg);
     for (int dynamic = 0; dynamic < (dynamic_too ? 2 : 1); dynamic++) {

@@ -227,9 +227,11 @@ static xf_status run_both(const xf_graph *a, const xf_graph *b, int64_t opset, c
     r->b = calloc((size_t)r->n_out + 1, sizeof *r->b);
     xf_status st = r->a && r->b ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     /* one session at a time: a backend may hold the weights again in a
-     * layout of its own, and two of them would double that */
+     * layout of its own, and two of them would double that; the original
+     * runs as given, so that the sessions' own rewrites are checked too */
     xf_session *s = NULL;
-    if (st == XF_OK && (st = xf_session_create(a, opset, backend, NULL, &s, err)) == XF_OK &&
+    xf_session_options given = {.as_given = true};
+    if (st == XF_OK && (st = xf_session_create(a, opset, backend, &given, &s, err)) == XF_OK &&
         (st = xf_cli_load_inputs(a, files, n_files, seed, &r->in, err)) == XF_OK) {
         r->ran = true;
         st = xf_session_run(s, r->in, r->a, err);
@@ -927,7 +929,7 @@ int main(int argc, char **argv)
         goto done;
     }
     double t_canon = xf_cli_now();
-    char branches[192] = "";
+    char branches[256] = "";
     if (st.inlined_branches)
         snprintf(branches, sizeof branches, ", %d If replaced by its constant branch", st.inlined_branches);
     if (st.lowered_fused_convs)
@@ -939,6 +941,9 @@ int main(int argc, char **argv)
     if (st.folded_pads)
         snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d Pad folded into its reader",
                  st.folded_pads);
+    if (st.removed_transposes)
+        snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d Transpose cancelled",
+                 st.removed_transposes);
     xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
                 "into Conv, %d Identity/Dropout removed%s, %d dead nodes and %d unused initializers removed "
                 "(%.3f s)\n",
