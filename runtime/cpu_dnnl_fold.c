@@ -306,6 +306,47 @@ static bool plan_gated(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int
     return true;
 }
 
+/* Node q's output when q scales v by 1/6 (Mul by 1/6 or Div by 6), else -1. */
+static int sixth_step(const xf_dn_ctx *c, const xf_graph *g, int q, int v)
+{
+    int y = pattern_step(c, g, q, XF_OP_MUL, v, 1.0 / 6, -1);
+    return y >= 0 ? y : q >= 0 && g->nodes[q].inputs[0] == v ? pattern_step(c, g, q, XF_OP_DIV, v, 6.0, -1) : -1;
+}
+
+/* When node q starts x * Clip(x + 3, 0, 6) / 6 (TensorFlow's hard_swish,
+ * written as Add 3, Clip to [0, 6], the scaling by 1/6 and Mul by x, or
+ * the Mul by x before the scaling; each intermediate read by the next
+ * node alone), folds the pattern as oneDNN's hardswish, as plan_gelu
+ * does. */
+static bool plan_hard_swish(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
+{
+    const xf_node *n = &g->nodes[q];
+    if (n->op != XF_OP_ADD || n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0)
+        return false;
+    int x = n->inputs[g->values[n->inputs[0]].init ? 1 : 0];
+    if (!xf_dn_is_f32(g, x))
+        return false;
+    int nodes[4] = {q};
+    int v = pattern_step(c, g, q, XF_OP_ADD, x, 3.0, -1);
+    int clip = nodes[1] = sole_reader(c, reader, v);
+    xf_dn_post bounds = clip >= 0 && g->nodes[clip].op == XF_OP_CLIP ? xf_dn_unary_post(g, &g->nodes[clip])
+                                                                      : (xf_dn_post){.alg = dnnl_alg_kind_undef};
+    if (bounds.alg != dnnl_eltwise_clip || bounds.alpha != 0 || bounds.beta != 6)
+        return false;
+    v = pattern_step(c, g, clip, XF_OP_CLIP, v, 0, -1);
+    int r = nodes[2] = sole_reader(c, reader, v), s = sixth_step(c, g, r, v);
+    if (s >= 0) {
+        v = pattern_step(c, g, nodes[3] = sole_reader(c, reader, s), XF_OP_MUL, s, 0, x);
+    } else {
+        v = pattern_step(c, g, r, XF_OP_MUL, v, 0, x);
+        v = sixth_step(c, g, nodes[3] = sole_reader(c, reader, v), v);
+    }
+    if (v < 0)
+        return false;
+    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_hardswish}, nodes, 4);
+    return true;
+}
+
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
 {
     size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1), nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
@@ -327,7 +368,7 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
     }
     for (int q = 0; q < g->n_nodes; q++) {
         if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || plan_gated(c, g, acc, reader, q) ||
-            !c->handlers[q])
+            plan_hard_swish(c, g, acc, reader, q) || !c->handlers[q])
             continue;
         /* a binary op may chain on either input */
         if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].n_inputs == 2)

@@ -206,8 +206,8 @@ static bool never(const xf_graph *g, const xf_node *n) { return false; }
 
 /* The eltwise the fold plan chose for the pattern node n starts (its
  * post), over the pattern's input x (input 0 of n, or input 1 when input 0
- * is the constant of a Mul), into the pattern's last output (same shape and
- * layout as x). */
+ * is the constant of a Mul or an Add), into the pattern's last output
+ * (same shape and layout as x). */
 static xf_status pattern_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {

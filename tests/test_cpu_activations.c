@@ -2,9 +2,9 @@
  * oneDNN runs, the activations with bounds (HardSigmoid, HardSwish, Clip)
  * clipping on each side, the ops run exactly as cpu_ref (Log, Softplus,
  * Pow by 2 and 3), and the patterns that exporters spell as several nodes
- * (GELU, SiLU, HardSwish), each as one eltwise or a post-op of the
- * convolution before it, or left as nodes where the pattern is not quite
- * there; and a Pad of nothing, a copy. */
+ * (GELU, SiLU, HardSwish, TensorFlow's hard_swish), each as one eltwise or
+ * a post-op of the convolution before it, or left as nodes where the
+ * pattern is not quite there; and a Pad of nothing, a copy. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -210,6 +210,50 @@ START_TEST(gated_patterns)
 }
 END_TEST
 
+/* x * Clip(x + 3, 0, 6) / 6 as TensorFlow exports its hard_swish (Add 3,
+ * Clip, Mul by 1/6 or Div by 6, Mul by x; or the Mul by x before the
+ * scaling), folded as oneDNN's hardswish into the convolution making x or
+ * run as one eltwise; near misses (another bound or scale, an
+ * intermediate read twice, a broadcast Add) stay as they are, and every
+ * form matches cpu_ref.  Inputs scaled so that the Clip bounds each side. */
+START_TEST(tf_hard_swish)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const char *forms[] = {"Conv, Mul 1/6, Mul x", "Conv, 3 + x, Div 6, x *", "Mul x, then Mul 1/6",
+                                  "on a graph input",     "opset 10 Clip",             "Clip(0, 5)",
+                                  "Div by 5",             "Clip read twice",           "Add of a [16, 1, 1]"};
+    for (int t = 0; t < 9; t++) {
+        xf_graph *g = xf_graph_create("tf_hard_swish");
+        int in = add_input(g, SHAPE(1, 16, 10, 10));
+        int x = t == 3 ? in : xf_bt_conv(g, xf_bt_with_scalar(g, XF_OP_MUL, in, 8.0f), 16, 16, 3, 1, XF_ACT_NONE);
+        int three = t == 8 ? xf_bt_random_const(g, SHAPE(16, 1, 1), true) : xf_bt_scalar(g, 3.0f, t % 2);
+        int a = out0(g, t == 1 ? NODE(g, XF_OP_ADD, three, x) : NODE(g, XF_OP_ADD, x, three));
+        int c = t == 4 ? NODE(g, XF_OP_CLIP, a)
+                       : NODE(g, XF_OP_CLIP, a, xf_bt_scalar(g, 0.0f, 0), xf_bt_scalar(g, t == 5 ? 5.0f : 6.0f, 0));
+        xf_attrs_default(XF_OP_CLIP, attrs(g, c));
+        if (t == 4) {
+            attrs(g, c)->has_clip_attrs = true;
+            attrs(g, c)->clip_min = 0.0f;
+            attrs(g, c)->clip_max = 6.0f;
+        }
+        int y;
+        if (t == 2) {
+            y = xf_bt_with_scalar(g, XF_OP_MUL, out0(g, NODE(g, XF_OP_MUL, x, out0(g, c))), 1.0f / 6);
+        } else {
+            int s = t == 1 || t == 6 ? xf_bt_with_scalar(g, XF_OP_DIV, out0(g, c), t == 6 ? 5.0f : 6.0f)
+                                     : xf_bt_with_scalar(g, XF_OP_MUL, out0(g, c), 1.0f / 6);
+            y = out0(g, t == 1 ? NODE(g, XF_OP_MUL, s, x) : NODE(g, XF_OP_MUL, x, s));
+        }
+        xf_graph_add_output(g, t == 3 ? y : xf_bt_conv(g, y, 16, 8, 1, 1, XF_ACT_NONE));
+        if (t == 7)
+            xf_graph_add_output(g, out0(g, c));
+        xf_bt_check_cpu(g, t == 4 ? 10 : 17, -1e-6, 1e-4, forms[t]); /* x^2 / 6 of large x */
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* Clip with constant bounds runs as oneDNN's clip (ReLU6 in MobileNetV2,
  * folded into the convolution before it): bounds as inputs (opset 11 on)
  * or attributes (before), either absent; bounds out of order (min > max:
@@ -299,6 +343,7 @@ int main(void)
     tcase_set_timeout(patterns, 600);
     tcase_add_test(patterns, gelu_patterns);
     tcase_add_test(patterns, gated_patterns);
+    tcase_add_test(patterns, tf_hard_swish);
     suite_add_tcase(s, ops);
     suite_add_tcase(s, patterns);
     return xf_test_run_suite(s);
