@@ -154,9 +154,9 @@ static void step_cnn(rg *r)
                        : zb_global_avg_pool(&r->b, x);
         break;
     case 7: y = zb_bn(&r->b, x); break;
-    case 8: {
-        int64_t perm[4] = {0, 1, 3, 2};
-        y = zb_transpose(&r->b, x, 4, perm);
+    case 8: { /* H and W swapped, or to or from channels-last (what canonicalization cancels) */
+        static const int64_t perms[3][4] = {{0, 1, 3, 2}, {0, 2, 3, 1}, {0, 3, 1, 2}};
+        y = zb_transpose(&r->b, x, 4, perms[pick(r, 3)]);
         break;
     }
     default: { /* a per-channel affine term, broadcast over N, H, W */
