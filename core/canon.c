@@ -502,8 +502,9 @@ static xf_status fold_pads(xf_graph *g, int64_t opset, xf_canon_stats *st, xf_er
         xf_attrs *a = r >= 0 ? &g->nodes[r].attrs : NULL;
         int ns = rank - 2;
         bool conv = r >= 0 && g->nodes[r].op == XF_OP_CONV, avg = r >= 0 && g->nodes[r].op == XF_OP_AVERAGE_POOL;
-        if (!(conv || avg) || a->auto_pad != XF_AUTO_PAD_NOTSET || a->n_spatial != ns)
+        if (!(conv || avg) || a->auto_pad != XF_AUTO_PAD_NOTSET || (a->n_spatial != ns && !(conv && !a->n_spatial)))
             continue;
+        a->n_spatial = ns; /* a Conv that gives none: kernel from the weight, strides 1, no pads */
         bool own_pads = false, ok = true;
         for (int k = 0; k < 2 * ns; k++) {
             own_pads = own_pads || a->pads[k];

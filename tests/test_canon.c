@@ -531,6 +531,7 @@ typedef struct pad_case {
     int64_t own_pad;
     int count_include_pad, ceil_mode;
     bool folds;
+    bool bare; /* a Conv with no attributes (kernel from its weight) */
 } pad_case;
 
 /* x [1, 3, 6, 6] -> Pad -> reader (3x3 window, stride 1); the Pad's
@@ -558,8 +559,8 @@ static xf_graph *pad_graph(const pad_case *c, bool export_pad)
                 ? NODE(g, XF_OP_CONV, out0(g, p), constant(g, NULL, XF_DT_FLOAT, SHAPE(4, 3, 3, 3), w))
                 : NODE(g, c->reader, out0(g, p));
     xf_attrs *a = attrs(g, r);
-    a->n_spatial = 2;
-    for (int k = 0; k < 2; k++) {
+    a->n_spatial = c->bare ? 0 : 2;
+    for (int k = 0; k < 2 && !c->bare; k++) {
         a->kernel[k] = 3;
         a->strides[k] = a->dilations[k] = 1;
         a->pads[k] = a->pads[2 + k] = c->own_pad;
@@ -580,6 +581,8 @@ START_TEST(canon_fold_pads)
 {
     const pad_case cases[] = {
         {"Conv", XF_OP_CONV, false, {0, 0, 1, 2, 0, 0, 2, 1}, 0, XF_PAD_CONSTANT, 1, 0, 0, true},
+        {"Conv without attributes", XF_OP_CONV, false, {0, 0, 1, 2, 0, 0, 2, 1}, 0, XF_PAD_CONSTANT, 0, 0, 0, true,
+         true},
         {"AveragePool", XF_OP_AVERAGE_POOL, true, {0, 0, 1, 1, 0, 0, 1, 1}, 0, XF_PAD_CONSTANT, 0, 0, 0, true},
         {"AveragePool counting its own pads", XF_OP_AVERAGE_POOL, false, {0, 0, 1, 0, 0, 0, 0, 1}, 0,
          XF_PAD_CONSTANT, 1, 1, 0, true},
