@@ -213,11 +213,27 @@ static const xf_tensor *float_constant(const xf_graph *g, int v, int64_t numel)
     return t;
 }
 
-/* The Conv node that BatchNormalization node bn can fold into, or -1: the
- * Conv (without fused activation) produces bn's input, nothing else uses
- * that value, and the weight, the optional bias and bn's parameters are
- * floating constants (of any float precision) with one entry per output
- * channel. */
+/* The Conv that value x is the sole output of, when it can take a
+ * per-channel affine map of its output: no fused activation, nothing else
+ * reads x, its weight and optional bias floating constants; or -1. */
+static int affine_conv(const xf_graph *g, int x)
+{
+    int p = x >= 0 ? g->values[x].producer : -1;
+    if (p < 0 || g->nodes[p].op != XF_OP_CONV || g->nodes[p].n_inputs < 2 ||
+        g->nodes[p].attrs.activation != XF_ACT_NONE || g->nodes[p].outputs[0] != x || xf_graph_count_uses(g, x) != 1)
+        return -1;
+    const xf_node *conv = &g->nodes[p];
+    const xf_tensor *w = xf_graph_constant(g, conv->inputs[1]);
+    if (!w || !xf_dtype_is_float(w->dtype) || w->shape.ndim < 3 || !w->data)
+        return -1;
+    if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !float_constant(g, conv->inputs[2], w->shape.dims[0]))
+        return -1;
+    return p;
+}
+
+/* The Conv that BatchNormalization node bn can fold into (inference mode,
+ * its parameters floating constants with one entry per output channel),
+ * or -1. */
 static int foldable_conv(const xf_graph *g, const xf_node *bn)
 {
     if (bn->n_inputs != 5 || bn->inputs[0] < 0 || bn->n_outputs < 1 || bn->outputs[0] < 0 || bn->attrs.bn_training)
@@ -225,41 +241,25 @@ static int foldable_conv(const xf_graph *g, const xf_node *bn)
     for (int k = 1; k < bn->n_outputs; k++)
         if (bn->outputs[k] >= 0 && xf_graph_count_uses(g, bn->outputs[k]) > 0)
             return -1; /* training-mode statistics are used */
-    int x = bn->inputs[0], p = g->values[x].producer;
-    if (p < 0 || g->nodes[p].op != XF_OP_CONV || g->nodes[p].n_inputs < 2 ||
-        g->nodes[p].attrs.activation != XF_ACT_NONE ||
-        g->nodes[p].outputs[0] != x || xf_graph_count_uses(g, x) != 1)
-        return -1;
-    const xf_node *conv = &g->nodes[p];
-    const xf_tensor *w = xf_graph_constant(g, conv->inputs[1]);
-    if (!w || !xf_dtype_is_float(w->dtype) || w->shape.ndim < 3 || !w->data)
-        return -1;
-    int64_t channels = w->shape.dims[0];
-    if (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !float_constant(g, conv->inputs[2], channels))
-        return -1;
-    for (int k = 1; k < 5; k++)
-        if (!float_constant(g, bn->inputs[k], channels))
+    int p = affine_conv(g, bn->inputs[0]);
+    for (int k = 1; k < 5 && p >= 0; k++)
+        if (!float_constant(g, bn->inputs[k], g->values[g->nodes[p].inputs[1]].init->shape.dims[0]))
             return -1;
     return p;
 }
 
-/* W'[m] = W[m] * s[m] and b'[m] = (b[m] - mean[m]) * s[m] + B[m] with
- * s = scale / sqrt(var + epsilon), computed in double and stored in the
- * weight's precision, into new tensors: the old ones may be shared with
- * other nodes or graphs.  The Conv then produces bn's output. */
-static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
+/* W'[m] = W[m] * s[m] and b'[m] = b[m] * s[m] + t[m] for the Conv's
+ * channels m, computed in double and stored in the weight's precision,
+ * into new tensors (the old ones may be shared with other nodes or
+ * graphs); the Conv then produces y, the output of the node folded. */
+static xf_status fold_into_conv(xf_graph *g, int ci, const double *s, const double *t, int y, xf_error *err)
 {
     xf_node *conv = &g->nodes[ci];
-    const xf_node *bn = &g->nodes[bi];
     const xf_tensor *w = xf_graph_constant(g, conv->inputs[1]);
     int64_t channels = w->shape.dims[0], per_channel = channels ? xf_tensor_numel(w) / channels : 0;
     const xf_tensor *bias = conv->n_inputs > 2 && conv->inputs[2] >= 0
                                 ? float_constant(g, conv->inputs[2], channels)
                                 : NULL;
-    const xf_tensor *scale = float_constant(g, bn->inputs[1], channels);
-    const xf_tensor *shift = float_constant(g, bn->inputs[2], channels);
-    const xf_tensor *mean = float_constant(g, bn->inputs[3], channels);
-    const xf_tensor *var = float_constant(g, bn->inputs[4], channels);
     xf_shape bshape = {.ndim = 1, .dims = {channels}};
     xf_tensor *nw = xf_tensor_create(w->dtype, &w->shape);
     xf_tensor *nb = xf_tensor_create(w->dtype, &bshape);
@@ -267,24 +267,20 @@ static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
     if (!nw || !nb || !inputs) {
         xf_tensor_release(nw);
         xf_tensor_release(nb);
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding a BatchNormalization");
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding into a Conv");
     }
     conv->inputs = inputs;
     for (int64_t m = 0; m < channels; m++) {
-        double s = xf_tensor_get_f64(scale, m) / sqrt(xf_tensor_get_f64(var, m) + bn->attrs.epsilon);
         for (int64_t j = 0; j < per_channel; j++)
-            xf_tensor_set_f64(nw, m * per_channel + j, xf_tensor_get_f64(w, m * per_channel + j) * s);
-        xf_tensor_set_f64(nb, m,
-                          ((bias ? xf_tensor_get_f64(bias, m) : 0.0) - xf_tensor_get_f64(mean, m)) * s +
-                              xf_tensor_get_f64(shift, m));
+            xf_tensor_set_f64(nw, m * per_channel + j, xf_tensor_get_f64(w, m * per_channel + j) * s[m]);
+        xf_tensor_set_f64(nb, m, (bias ? xf_tensor_get_f64(bias, m) : 0.0) * s[m] + t[m]);
     }
     int wid = xf_graph_add_initializer(g, NULL, nw);
     int bid = wid >= 0 ? xf_graph_add_initializer(g, NULL, nb) : -1;
     xf_tensor_release(nw);
     xf_tensor_release(nb);
     if (bid < 0)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding a BatchNormalization");
-    int y = bn->outputs[0];
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory folding into a Conv");
     conv->inputs[1] = wid;
     conv->inputs[2] = bid;
     conv->n_inputs = 3;
@@ -294,13 +290,80 @@ static xf_status fold_into_conv(xf_graph *g, int ci, int bi, xf_error *err)
     return XF_OK;
 }
 
+/* The per-channel map of BatchNormalization node bn: s = scale /
+ * sqrt(var + epsilon), t = shift - mean * s. */
+static void batchnorm_map(const xf_graph *g, const xf_node *bn, int64_t channels, double *s, double *t)
+{
+    const xf_tensor *p[4];
+    for (int k = 0; k < 4; k++)
+        p[k] = float_constant(g, bn->inputs[1 + k], channels);
+    for (int64_t m = 0; m < channels; m++) {
+        s[m] = xf_tensor_get_f64(p[0], m) / sqrt(xf_tensor_get_f64(p[3], m) + bn->attrs.epsilon);
+        t[m] = xf_tensor_get_f64(p[1], m) - xf_tensor_get_f64(p[2], m) * s[m];
+    }
+}
+
+/* Node n multiplies, divides, adds or subtracts the output of a Conv (its
+ * input 0, or either input of Mul and Add) by a floating constant that is
+ * one value or one per channel ([C, 1, ...] aligned to the output's dim
+ * 1): the Conv's index, and the map in s and t (channels entries). */
+static int affine_node(const xf_graph *g, const xf_node *n, double **s, double **t)
+{
+    bool mul = n->op == XF_OP_MUL || n->op == XF_OP_DIV;
+    if (!(mul || n->op == XF_OP_ADD || n->op == XF_OP_SUB) || n->n_inputs != 2 || n->outputs[0] < 0)
+        return -1;
+    bool commutes = n->op == XF_OP_MUL || n->op == XF_OP_ADD;
+    int k = affine_conv(g, n->inputs[0]) >= 0 ? 0 : commutes && affine_conv(g, n->inputs[1]) >= 0 ? 1 : -1;
+    int p = k >= 0 ? affine_conv(g, n->inputs[k]) : -1;
+    const xf_tensor *c = p >= 0 ? xf_graph_constant(g, n->inputs[1 - k]) : NULL;
+    const xf_shape *y = &g->values[n->inputs[k]].shape;
+    if (!c || !xf_dtype_is_float(c->dtype) || !c->data || y->ndim < 3 || c->shape.ndim > y->ndim ||
+        !xf_shape_equal(y, &g->values[n->outputs[0]].shape))
+        return -1;
+    int64_t channels = y->dims[1], numel = xf_tensor_numel(c);
+    for (int d = 0; d < c->shape.ndim; d++)
+        if (c->shape.dims[d] != 1 && (y->ndim - c->shape.ndim + d != 1 || c->shape.dims[d] != channels))
+            return -1;
+    if (channels != g->values[g->nodes[p].inputs[1]].init->shape.dims[0])
+        return -1;
+    for (int64_t m = 0; n->op == XF_OP_DIV && m < numel; m++)
+        if (xf_tensor_get_f64(c, m) == 0)
+            return -1; /* the quotient's infinities and NaNs are not a scaling */
+    *s = malloc(sizeof **s * (size_t)(channels > 0 ? channels : 1));
+    *t = malloc(sizeof **t * (size_t)(channels > 0 ? channels : 1));
+    for (int64_t m = 0; *s && *t && m < channels; m++) {
+        double v = xf_tensor_get_f64(c, numel == 1 ? 0 : m);
+        (*s)[m] = n->op == XF_OP_MUL ? v : n->op == XF_OP_DIV ? 1.0 / v : 1.0;
+        (*t)[m] = n->op == XF_OP_ADD ? v : n->op == XF_OP_SUB ? -v : 0.0;
+    }
+    return p;
+}
+
 static bool visit_batchnorm(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
 {
-    int ci = g->nodes[i].op == XF_OP_BATCH_NORM ? foldable_conv(g, &g->nodes[i]) : -1;
-    if (ci < 0 || (*s = fold_into_conv(g, ci, i, err)) != XF_OK)
-        return false;
-    st->folded_batchnorms++;
-    return true;
+    const xf_node *n = &g->nodes[i];
+    double *sc = NULL, *sh = NULL;
+    int ci = n->op == XF_OP_BATCH_NORM ? foldable_conv(g, n) : affine_node(g, n, &sc, &sh);
+    if (ci >= 0 && n->op == XF_OP_BATCH_NORM) {
+        int64_t channels = g->values[g->nodes[ci].inputs[1]].init->shape.dims[0];
+        sc = malloc(sizeof *sc * (size_t)(channels > 0 ? channels : 1));
+        sh = malloc(sizeof *sh * (size_t)(channels > 0 ? channels : 1));
+        if (sc && sh)
+            batchnorm_map(g, n, channels, sc, sh);
+    }
+    bool folded = false;
+    if (ci >= 0 && (!sc || !sh))
+        *s = xf_error_set(err, XF_ERR_NOMEM, "out of memory folding into a Conv");
+    else if (ci >= 0 && (*s = fold_into_conv(g, ci, sc, sh, g->nodes[i].outputs[0], err)) == XF_OK) {
+        folded = true;
+        if (g->nodes[i].op == XF_OP_BATCH_NORM)
+            st->folded_batchnorms++;
+        else
+            st->folded_affine++;
+    }
+    free(sc);
+    free(sh);
+    return folded;
 }
 
 xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err)
@@ -760,7 +823,7 @@ xf_status xf_pass_remove_dead(xf_graph *g, xf_canon_stats *st, xf_error *err)
 static int64_t stats_total(const xf_canon_stats *s)
 {
     return (int64_t)s->folded_constants + s->folded_batchnorms + s->fused_activations + s->lowered_fused_convs +
-           s->removed_identity + s->folded_pads + s->removed_transposes +
+           s->removed_identity + s->folded_pads + s->removed_transposes + s->folded_affine +
            s->inlined_branches + s->merged_constants + s->removed_dead + s->removed_initializers;
 }
 

@@ -562,6 +562,7 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
 typedef struct xf_canon_stats {
     int folded_constants;  /* nodes evaluated at compile time */
     int folded_batchnorms; /* BatchNormalization merged into a Conv */
+    int folded_affine;     /* Mul, Div, Add or Sub by a per-channel constant merged into the Conv before it */
     int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
     int lowered_fused_convs; /* ONNX Runtime's FusedConv made a Conv with that activation */
     int removed_identity;  /* Identity and inference-mode Dropout */
@@ -583,6 +584,11 @@ typedef struct xf_canon_stats {
 typedef xf_status (*xf_node_eval_fn)(const xf_graph *g, int node, xf_tensor **outputs, xf_error *err);
 xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
                                  xf_canon_stats *st, xf_error *err);
+/* A BatchNormalization (inference mode), or a Mul, Div, Add or Sub by a
+ * floating constant of one value or one per channel, that alone reads a
+ * Conv's output (no fused activation, constant weights) becomes that
+ * Conv's weights and bias, as ONNX Runtime's ConvBNFusion, ConvMulFusion
+ * and ConvAddFusion do. */
 xf_status xf_pass_fold_batchnorm(xf_graph *g, xf_canon_stats *st, xf_error *err);
 /* A Relu, Sigmoid or Tanh that alone reads a float (float32, float16 or
  * bfloat16) Conv's output becomes that Conv's fused activation (as

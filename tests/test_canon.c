@@ -1,7 +1,7 @@
 /* Check suite for structural hashing and the canonicalization passes
- * (constant folding with the runtime's evaluator, BatchNormalization
- * folding, Identity/Dropout and dead-node removal, Pads into their
- * readers). */
+ * (constant folding with the runtime's evaluator, BatchNormalization and
+ * per-channel Mul/Add folding, Identity/Dropout and dead-node removal,
+ * Pads into their readers). */
 #include "core_builders.h"
 #include "xf_runtime.h"
 
@@ -300,6 +300,81 @@ static xf_canon_stats run_pass(xf_graph *g, xf_status (*pass)(xf_graph *, xf_can
     validate_ok(g);
     return st;
 }
+
+/* x [1, 2, 7, 5] -> Conv (3 channels: [1, 3, 5, 3]) -> op by a constant
+ * of shape cs (values 0.5, 1.5, ..., entry zero_at 0; first when
+ * const_first) -> y, the Conv's output also a graph output when shared. */
+static xf_graph *affine_graph(xf_op op, xf_shape cs, bool const_first, bool shared, float zero_at)
+{
+    xf_graph *g = xf_graph_create("affine");
+    float w[3 * 2 * 3 * 3], c[16];
+    for (int i = 0; i < 54; i++)
+        w[i] = rand_float();
+    for (int i = 0; i < 16; i++)
+        c[i] = i == zero_at ? 0.0f : 0.5f + (float)i;
+    int conv = NODE(g, XF_OP_CONV, input(g, "x", XF_DT_FLOAT, SHAPE(1, 2, 7, 5)),
+                    constant(g, NULL, XF_DT_FLOAT, SHAPE(3, 2, 3, 3), w));
+    int k = constant(g, NULL, XF_DT_FLOAT, cs, c);
+    int n = const_first ? NODE(g, op, k, out0(g, conv)) : NODE(g, op, out0(g, conv), k);
+    xf_graph_add_output(g, out0(g, n));
+    if (shared)
+        xf_graph_add_output(g, out0(g, conv));
+    infer_ok(g, 13);
+    return g;
+}
+
+/* A Mul, Div, Add or Sub of a Conv's output by one value or one per
+ * channel becomes the Conv's weights and bias (computing what the graph
+ * as given does); near misses stay: a constant over the width (as wide as
+ * the channels are many), the Conv's output read twice, a Div by a zero,
+ * the constant first in a Sub. */
+START_TEST(canon_fold_affine)
+{
+    static const struct {
+        xf_op op;
+        xf_shape cs;
+        bool const_first, shared;
+        float zero_at;
+        bool folds;
+    } cases[] = {
+        {XF_OP_MUL, {3, {3, 1, 1}}, false, false, -1, true}, {XF_OP_ADD, {4, {1, 3, 1, 1}}, true, false, -1, true},
+        {XF_OP_DIV, {0, {0}}, false, false, -1, true},       {XF_OP_SUB, {3, {3, 1, 1}}, false, false, -1, true},
+        {XF_OP_MUL, {1, {3}}, false, false, -1, false},      {XF_OP_ADD, {3, {3, 1, 1}}, false, true, -1, false},
+        {XF_OP_DIV, {3, {3, 1, 1}}, false, false, 1, false}, {XF_OP_SUB, {3, {3, 1, 1}}, true, false, -1, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rng_state = 12345;
+        xf_graph *orig = affine_graph(cases[i].op, cases[i].cs, cases[i].const_first, cases[i].shared,
+                                      cases[i].zero_at);
+        rng_state = 12345; /* the same weights */
+        xf_graph *g = affine_graph(cases[i].op, cases[i].cs, cases[i].const_first, cases[i].shared,
+                                   cases[i].zero_at);
+        xf_canon_stats st = run_pass(g, xf_pass_fold_batchnorm);
+        ck_assert_msg(st.folded_affine == (int)cases[i].folds && g->n_nodes == 2 - (int)cases[i].folds,
+                      "case %zu: %d folded", i, st.folded_affine);
+        xf_error e = {0};
+        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[g->inputs[0]].shape, 5);
+        xf_session_options given = {.as_given = true};
+        xf_session *sa = NULL, *sb = NULL;
+        ck_assert(xf_session_create(orig, 13, "cpu_ref", &given, &sa, &e) == XF_OK);
+        ck_assert(xf_session_create(g, 13, "cpu_ref", &given, &sb, &e) == XF_OK);
+        xf_tensor *oa[2] = {NULL}, *ob[2] = {NULL};
+        ck_assert(xf_session_run(sa, &in, oa, &e) == XF_OK && xf_session_run(sb, &in, ob, &e) == XF_OK);
+        double max_abs = 0, max_rel = 0;
+        bool ok = false;
+        ck_assert(xf_tensor_compare(ob[0], oa[0], 1e-5, 1e-5, &max_abs, &max_rel, &ok, &e) == XF_OK);
+        ck_assert_msg(ok, "case %zu: the folded Conv differs by %g", i, max_abs);
+        for (int k = 0; k < 2; k++) {
+            xf_tensor_release(oa[k]);
+            xf_tensor_release(ob[k]);
+        }
+        xf_tensor_release(in);
+        xf_session_free(sa);
+        xf_session_free(sb);
+        free_graphs(orig, g);
+    }
+}
+END_TEST
 
 /* A float16 or bfloat16 constant holding v[0..n) (rounded). */
 static int half_constant(xf_graph *g, xf_dtype dt, xf_shape s, const float *v)
@@ -863,6 +938,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_fold_limits);
     tcase_add_test(canon, canon_fold_batchnorm);
     tcase_add_test(canon, canon_fold_batchnorm_half);
+    tcase_add_test(canon, canon_fold_affine);
     tcase_add_test(canon, canon_remove_identity);
     tcase_add_test(canon, canon_fuse_activations);
     tcase_add_test(canon, canon_remove_dead);

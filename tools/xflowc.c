@@ -929,7 +929,7 @@ int main(int argc, char **argv)
         goto done;
     }
     double t_canon = xf_cli_now();
-    char branches[256] = "";
+    char branches[320] = "";
     if (st.inlined_branches)
         snprintf(branches, sizeof branches, ", %d If replaced by its constant branch", st.inlined_branches);
     if (st.lowered_fused_convs)
@@ -941,6 +941,9 @@ int main(int argc, char **argv)
     if (st.folded_pads)
         snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d Pad folded into its reader",
                  st.folded_pads);
+    if (st.folded_affine)
+        snprintf(branches + strlen(branches), sizeof branches - strlen(branches),
+                 ", %d per-channel Mul/Add folded into Conv", st.folded_affine);
     if (st.removed_transposes)
         snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d Transpose cancelled",
                  st.removed_transposes);
