@@ -640,11 +640,11 @@ static void pad_fill(const xf_tensor_view *x, const xf_tensor_view *y, const int
             }
             off += c * in_strides[d];
         }
-        const char *xrow = (const char *)x->data + off * (int64_t)es;
-        if (outside) {
+        if (outside) { /* no row of x here */
             for (int64_t j = 0; j < w_out; j++)
                 memcpy(yrow + j * (int64_t)es, value, es);
         } else {
+            const char *xrow = x->data ? (const char *)x->data + off * (int64_t)es : NULL; /* NULL: x empty */
             for (int64_t j = 0; j < lo; j++)
                 pad_outside(yrow, xrow, j, b, w_in, mode, value, es);
             if (hi > lo)

@@ -247,9 +247,11 @@ END_TEST
  * handled cleanly: models and tensor files are refused with a one-line
  * message; library text is refused or round-trips exactly; models the run
  * harness failed on (run-*) load, and their run on cpu_ref with seeded
- * random inputs and fuzz_run's limit of 1 MiB per tensor stops at the
- * limit, with a one-line message (a FlexAttention modifier whose mutated
- * Range would have made 170 M and 1.7 G elements). */
+ * random inputs and fuzz_run's limit of 1 MiB per tensor ends, or stops
+ * at the limit with a one-line message (a FlexAttention modifier whose
+ * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
+ * of an empty input, which the sanitizer build runs without finding
+ * undefined behaviour). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
 {
@@ -316,8 +318,10 @@ START_TEST(test_fuzz_regressions)
             xf_model *m = NULL;
             ck_assert_msg(xf_model_load_buffer(buf, len, NULL, NULL, &m, &e) == XF_OK, "%s: %s", base, e.msg);
             s = run_limited(m, &e);
-            ck_assert_msg(s == XF_ERR_LIMIT, "%s: %s", base, e.msg);
+            ck_assert_msg(s == XF_OK || s == XF_ERR_LIMIT, "%s: %s", base, e.msg);
             xf_model_free(m);
+            if (s == XF_OK)
+                continue;
         } else {
             xf_model *m = NULL;
             s = xf_model_load_buffer(buf, len, NULL, NULL, &m, &e);
