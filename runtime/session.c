@@ -33,6 +33,12 @@ struct xf_session {
     /* dynamic mode, per value: the sequence or optional it holds during a
      * run (held reference), NULL for tensors */
     xf_tensor **held;
+    /* dynamic mode, per node: the state prepare made on an earlier run and
+     * the operands it saw (dtypes and shapes; the data moves from run to
+     * run, and states take it at run time), kept while they stay the same:
+     * a Loop body's nodes are prepared once, not once per iteration */
+    void **dyn_states;
+    xf_tensor_view **dyn_seen;
     size_t max_bytes; /* xf_session_options.max_tensor_bytes */
 };
 
@@ -400,6 +406,47 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
     return st;
 }
 
+static bool same_operands(const xf_tensor_view *a, const xf_tensor_view *b, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (a[k].dtype != b[k].dtype || !xf_shape_equal(&a[k].shape, &b[k].shape))
+            return false;
+    return true;
+}
+
+static void drop_dynamic_state(xf_session *s, int i)
+{
+    if (s->dyn_states[i] && s->be->release)
+        s->be->release(s->ctx, s->dyn_states[i]);
+    s->dyn_states[i] = NULL;
+    free(s->dyn_seen[i]);
+    s->dyn_seen[i] = NULL;
+}
+
+/* Node i's state for the operands in s->in and s->out: the one an earlier
+ * run prepared for the same dtypes and shapes, else a new one. */
+static xf_status dynamic_state(xf_session *s, const xf_graph *g, int i, void **state, xf_error *err)
+{
+    const xf_node *n = &g->nodes[i];
+    int ni = n->n_inputs, no = n->n_outputs;
+    xf_tensor_view *seen = s->dyn_seen[i];
+    if (seen && same_operands(seen, s->in, ni) && same_operands(seen + ni, s->out, no)) {
+        *state = s->dyn_states[i];
+        return XF_OK;
+    }
+    drop_dynamic_state(s, i);
+    xf_status st = s->be->prepare(s->ctx, g, i, s->in, s->out, state, err);
+    if (st != XF_OK)
+        return st;
+    s->dyn_states[i] = *state;
+    if ((seen = malloc(sizeof *seen * (size_t)(ni + no + 1))) != NULL) {
+        memcpy(seen, s->in, sizeof *seen * (size_t)ni);
+        memcpy(seen + ni, s->out, sizeof *seen * (size_t)no);
+    }
+    s->dyn_seen[i] = seen; /* when out of memory, prepared again next run */
+    return XF_OK;
+}
+
 /* Infers, allocates and runs node i of g (the run's clone of s->g). */
 static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                   double *seconds, xf_error *err)
@@ -447,11 +494,9 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
     node_views(s, g, views, i);
     void *state = NULL;
     if (s->be->prepare)
-        st = s->be->prepare(s->ctx, g, i, s->in, s->out, &state, err);
+        st = dynamic_state(s, g, i, &state, err);
     if (st == XF_OK)
         st = run_one(s, g, i, state, seconds, err);
-    if (s->be->release && state)
-        s->be->release(s->ctx, state);
     release_consumed(s, g, views, owned, i);
     return st;
 }
@@ -530,7 +575,11 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
     s->tmp = malloc(sizeof *s->tmp * (size_t)(s->max_in + 1));
     s->tmp_ptr = malloc(sizeof *s->tmp_ptr * (size_t)(s->max_in + 1));
     s->held = calloc(nv, sizeof *s->held);
-    if (!s->held || !s->views || !s->owned || !s->last_use || !s->in || !s->out || !s->tmp || !s->tmp_ptr)
+    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    s->dyn_states = calloc(nn, sizeof *s->dyn_states);
+    s->dyn_seen = calloc(nn, sizeof *s->dyn_seen);
+    if (!s->held || !s->views || !s->owned || !s->last_use || !s->in || !s->out || !s->tmp || !s->tmp_ptr ||
+        !s->dyn_states || !s->dyn_seen)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int v = 0; v < g->n_values; v++) {
         s->views[v] = (xf_tensor_view){g->values[v].dtype, g->values[v].shape, NULL};
@@ -775,6 +824,10 @@ void xf_session_free(xf_session *s)
         for (int i = 0; i < s->g->n_nodes; i++)
             if (s->states[i])
                 s->be->release(s->ctx, s->states[i]);
+    for (int i = 0; s->dyn_states && s->dyn_seen && i < s->g->n_nodes; i++)
+        drop_dynamic_state(s, i);
+    free(s->dyn_states);
+    free(s->dyn_seen);
     if (s->owned)
         for (int v = 0; v < s->g->n_values; v++)
             if (s->owned[v])

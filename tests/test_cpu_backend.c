@@ -776,6 +776,49 @@ START_TEST(identity_of_constants)
 }
 END_TEST
 
+/* A dynamic session keeps each node's prepared state while its operands
+ * keep their shapes, and prepares it again when they change: runs at
+ * three input shapes, back and forth, each against cpu_ref. */
+START_TEST(dynamic_states_follow_shapes)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("dynamic");
+    int x = add_input(g, (xf_shape){.ndim = -1}); /* any shape: the session runs dynamically */
+    int c = xf_bt_conv(g, x, 3, 8, 3, 1, XF_ACT_RELU);
+    int p = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, c));
+    int f = out0(g, NODE(g, XF_OP_FLATTEN, p));
+    xf_graph_add_output(g, out0(g, NODE(g, XF_OP_MATMUL, f, xf_bt_random_const(g, SHAPE(8, 5), false))));
+    xf_graph_add_output(g, c);
+    xf_session *s = NULL, *ref = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
+    ck_assert(xf_session_is_dynamic(s));
+    const xf_shape shapes[] = {SHAPE(1, 3, 8, 8), SHAPE(2, 3, 5, 7), SHAPE(2, 3, 5, 7), SHAPE(1, 3, 8, 8),
+                               SHAPE(3, 3, 4, 4)};
+    for (int r = 0; r < 5; r++) {
+        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &shapes[r], 100u + (uint64_t)r);
+        xf_tensor *got[2] = {NULL}, *want[2] = {NULL};
+        ck_assert_msg(xf_session_run(s, &in, got, &err) == XF_OK, "run %d: %s", r, err.msg);
+        ck_assert_msg(xf_session_run(ref, &in, want, &err) == XF_OK, "run %d: %s", r, err.msg);
+        for (int k = 0; k < 2; k++) {
+            double max_abs = 0, max_rel = 0;
+            bool ok = false;
+            ck_assert(xf_shape_equal(&got[k]->shape, &want[k]->shape));
+            ck_assert(xf_tensor_compare(got[k], want[k], 1e-5, 1e-4, &max_abs, &max_rel, &ok, &err) == XF_OK);
+            ck_assert_msg(ok, "run %d, output %d: differs from cpu_ref by %g", r, k, max_abs);
+            xf_tensor_release(got[k]);
+            xf_tensor_release(want[k]);
+        }
+        xf_tensor_release(in);
+    }
+    xf_session_free(s);
+    xf_session_free(ref);
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(inception_example)
 {
     if (!xf_bt_have_cpu())
@@ -860,6 +903,7 @@ int main(void)
     tcase_add_test(graphs, shared_weights);
     tcase_add_test(graphs, single_row_products);
     tcase_add_test(graphs, identity_of_constants);
+    tcase_add_test(graphs, dynamic_states_follow_shapes);
     tcase_add_test(graphs, inception_example);
     tcase_add_test(graphs, conformance_node_cases);
     tcase_add_test(graphs, registry_and_errors);
