@@ -92,43 +92,101 @@ static xf_status roi_geometry_make(const xf_node *n, const xf_tensor_view *rois,
     return XF_OK;
 }
 
-/* Pools every channel of one output bin (ph, pw) of ROI r of image b into
- * acc[0..channels): the mean (or the largest weighted neighbour) over
- * the bin's grid of bilinear samples; 0 for an empty grid. */
-static void pool_bin(const xf_node *n, const xf_tensor_view *x, int64_t b, const roi_geometry *g, int64_t ph,
-                     int64_t pw, bool single, double *acc)
+/* Samples computed at once: the bins of a run, or a part of one bin that
+ * has more. */
+#define ROI_SAMPLES_AT_ONCE 4096
+
+/* Samples [first, first + count) of the grids of bins bin0, bin0 + 1, ...
+ * of an ROI (ow bins a row), in the order each bin's sum takes them. */
+static void roi_samples(const roi_geometry *g, int64_t ow, int64_t h, int64_t w, bool single, int64_t bin0,
+                        int64_t first, int64_t count, roi_sample *sp)
 {
-    int64_t channels = x->shape.dims[1], h = x->shape.dims[2], w = x->shape.dims[3];
-    bool max = n->attrs.roi_max;
-    for (int64_t ch = 0; ch < channels; ch++)
-        acc[ch] = 0;
-    int64_t s = 0;
-    for (int64_t iy = 0; iy < g->grid_h; iy++) {
+    int64_t per_bin = g->grid_h * g->grid_w;
+    for (int64_t k = 0; k < count; k++) {
+        int64_t b = bin0 + (first + k) / per_bin, s = (first + k) % per_bin;
+        int64_t ph = b / ow, pw = b % ow, iy = s / g->grid_w, ix = s % g->grid_w;
         double yy = rnd(single, rnd(single, g->y0 + rnd(single, (double)ph * g->bin_h)) +
                                     rnd(single, rnd(single, ((double)iy + 0.5) * g->bin_h) / (double)g->grid_h));
-        for (int64_t ix = 0; ix < g->grid_w; ix++, s++) {
-            double xx = rnd(single, rnd(single, g->x0 + rnd(single, (double)pw * g->bin_w)) +
-                                        rnd(single, rnd(single, ((double)ix + 0.5) * g->bin_w) / (double)g->grid_w));
-            roi_sample sp = sample_at(single, yy, xx, h, w);
-            for (int64_t ch = 0; ch < channels; ch++) {
-                int64_t base = (b * channels + ch) * h * w;
-                double t[4];
-                for (int k = 0; k < 4; k++)
-                    t[k] = rnd(single, sp.w[k] * xf_rt_load_f64(x->dtype, x->data, base + sp.pos[k]));
-                if (max) {
-                    double v = t[0];
-                    for (int k = 1; k < 4; k++)
-                        v = t[k] > v ? t[k] : v;
-                    acc[ch] = s == 0 || v > acc[ch] ? v : acc[ch];
-                } else {
-                    acc[ch] = rnd(single, acc[ch] + rnd(single, rnd(single, rnd(single, t[0] + t[1]) + t[2]) + t[3]));
-                }
-            }
-        }
+        double xx = rnd(single, rnd(single, g->x0 + rnd(single, (double)pw * g->bin_w)) +
+                                    rnd(single, rnd(single, ((double)ix + 0.5) * g->bin_w) / (double)g->grid_w));
+        sp[k] = sample_at(single, yy, xx, h, w);
     }
-    int64_t count = g->grid_h * g->grid_w > 1 ? g->grid_h * g->grid_w : 1;
-    for (int64_t ch = 0; !max && ch < channels; ch++)
-        acc[ch] = rnd(single, acc[ch] / (double)count);
+}
+
+/* acc (one channel's, one bin's) after samples sp[0..count) of its plane,
+ * which are samples first, first + 1, ... of the bin: the sum of each
+ * sample's weighted neighbours, or the largest of them.  In the tensor's
+ * type: on float planes each operation rounds as the reference's does. */
+#define ROI_TAKE(T, name)                                                                                   \
+    static T name(const T *plane, const roi_sample *sp, int64_t count, bool max, int64_t first, T acc)      \
+    {                                                                                                       \
+        for (int64_t s = 0; s < count; s++) {                                                               \
+            T t[4];                                                                                         \
+            for (int k = 0; k < 4; k++)                                                                     \
+                t[k] = (T)sp[s].w[k] * plane[sp[s].pos[k]];                                                 \
+            if (max) {                                                                                      \
+                T v = t[0];                                                                                 \
+                for (int k = 1; k < 4; k++)                                                                 \
+                    v = t[k] > v ? t[k] : v;                                                                \
+                acc = first + s == 0 || v > acc ? v : acc;                                                  \
+            } else {                                                                                        \
+                acc = acc + (((t[0] + t[1]) + t[2]) + t[3]);                                                \
+            }                                                                                               \
+        }                                                                                                   \
+        return acc;                                                                                         \
+    }
+ROI_TAKE(float, roi_take_f32)
+ROI_TAKE(double, roi_take_f64)
+
+/* The most bins a run may hold: acc holds a value per channel and bin. */
+static int64_t roi_run_limit(int64_t channels) { return channels < 65536 ? 65536 / (channels > 1 ? channels : 1) : 1; }
+
+/* Channel ch's value of one bin after some of its samples, from acc. */
+static double roi_take(const xf_tensor_view *x, int64_t b, int64_t ch, const roi_sample *sp, int64_t count,
+                       bool max, int64_t first, double acc)
+{
+    size_t plane = (size_t)((b * x->shape.dims[1] + ch) * x->shape.dims[2] * x->shape.dims[3]);
+    return x->dtype == XF_DT_FLOAT
+               ? roi_take_f32((const float *)x->data + plane, sp, count, max, first, (float)acc)
+               : roi_take_f64((const double *)x->data + plane, sp, count, max, first, acc);
+}
+
+/* Y[r] for ROI r of image b: the bins in runs whose samples fit at once,
+ * every channel in turn over a run (its map stays in cache while the
+ * run's bins read it); a bin with more samples than fit alone, in parts,
+ * each channel's value carried in acc from part to part.  A bin's value
+ * is the mean of its samples (the sum over their count, at least 1), or
+ * the largest; 0 for an empty grid. */
+static void roi_pool(const xf_node *n, const xf_tensor_view *x, const xf_tensor_view *y, int64_t r, int64_t b,
+                     const roi_geometry *g, roi_sample *sp, double *acc)
+{
+    int64_t channels = x->shape.dims[1], h = x->shape.dims[2], w = x->shape.dims[3];
+    int64_t ow = n->attrs.roi_output_w, bins = n->attrs.roi_output_h * ow, per_bin = g->grid_h * g->grid_w;
+    bool max = n->attrs.roi_max, single = x->dtype != XF_DT_DOUBLE;
+    double count = per_bin > 1 ? (double)per_bin : 1.0;
+    int64_t run = per_bin <= ROI_SAMPLES_AT_ONCE ? ROI_SAMPLES_AT_ONCE / (per_bin > 1 ? per_bin : 1) : 1;
+    run = run < roi_run_limit(channels) ? run : roi_run_limit(channels);
+    for (int64_t bin0 = 0; bin0 < bins; bin0 += run) {
+        int64_t n_bins = bins - bin0 < run ? bins - bin0 : run;
+        for (int64_t i = 0; i < n_bins * channels; i++)
+            acc[i] = 0;
+        for (int64_t first = 0; first < n_bins * per_bin; first += ROI_SAMPLES_AT_ONCE) {
+            int64_t part = n_bins * per_bin - first < ROI_SAMPLES_AT_ONCE ? n_bins * per_bin - first
+                                                                           : ROI_SAMPLES_AT_ONCE;
+            roi_samples(g, ow, h, w, single, bin0, first, part, sp);
+            for (int64_t ch = 0; ch < channels; ch++)
+                for (int64_t i = 0; i < n_bins; i++) {
+                    int64_t from = n_bins > 1 ? i * per_bin : 0, take = n_bins > 1 ? per_bin : part;
+                    acc[ch * n_bins + i] = roi_take(x, b, ch, sp + from, take, max, n_bins > 1 ? 0 : first,
+                                                    acc[ch * n_bins + i]);
+                }
+        }
+        for (int64_t ch = 0; ch < channels; ch++)
+            for (int64_t i = 0; i < n_bins; i++) {
+                double v = max ? acc[ch * n_bins + i] : rnd(single, acc[ch * n_bins + i] / count);
+                xf_rt_store_f64(y->dtype, y->data, (r * channels + ch) * bins + bin0 + i, v);
+            }
+    }
 }
 
 /* RoiAlign: Y[r, c] is the output_height x output_width bins of ROI r
@@ -150,10 +208,16 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
         return xf_rt_bad_node(err, n, "the output is not [R, C, output_height, output_width]");
     if (r_count > 0 && channels > 0 && (xs->dims[2] == 0 || xs->dims[3] == 0))
         return xf_rt_bad_node(err, n, "there are ROIs to pool but X's feature maps are empty");
+    if (x->dtype != XF_DT_FLOAT && x->dtype != XF_DT_DOUBLE)
+        return xf_rt_bad_node(err, n, "X is %s, not float or double", xf_dtype_name(x->dtype));
     bool single = x->dtype != XF_DT_DOUBLE;
-    double *acc = malloc(sizeof *acc * (size_t)(channels > 0 ? channels : 1));
-    if (!acc)
+    double *acc = malloc(sizeof *acc * (size_t)(channels > 0 ? channels : 1) * (size_t)roi_run_limit(channels));
+    roi_sample *sp = malloc(sizeof *sp * ROI_SAMPLES_AT_ONCE);
+    if (!acc || !sp) {
+        free(acc);
+        free(sp);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in RoiAlign");
+    }
     xf_status st = XF_OK;
     for (int64_t r = 0; r < r_count && st == XF_OK; r++) {
         int64_t b = xf_rt_load_i64(idx->dtype, idx->data, r);
@@ -163,14 +227,11 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
                                 (long long)b, (long long)r, (long long)xs->dims[0]);
         else
             st = roi_geometry_make(n, rois, r, single, &g, err);
-        for (int64_t ph = 0; ph < oh && st == XF_OK; ph++)
-            for (int64_t pw = 0; pw < ow; pw++) {
-                pool_bin(n, x, b, &g, ph, pw, single, acc);
-                for (int64_t ch = 0; ch < channels; ch++)
-                    xf_rt_store_f64(y->dtype, y->data, ((r * channels + ch) * oh + ph) * ow + pw, acc[ch]);
-            }
+        if (st == XF_OK)
+            roi_pool(n, x, y, r, b, &g, sp, acc);
     }
     free(acc);
+    free(sp);
     return st;
 }
 

@@ -202,38 +202,42 @@ xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_ten
     return XF_OK;
 }
 
+/* Indices' elements taken at once by GatherElements and ScatterElements. */
+#define ELEMENT_CHUNK 4096
+
 /* The data element that each element i of indices (of the data's rank)
  * names: i's coordinates with the one on the axis replaced by indices[i]
- * (negative from the end).  *offs is malloc'd. */
+ * (negative from the end); for elements [start, start + count), into
+ * offs.  Every dim of indices but the axis's must be within the data's. */
 static xf_status element_offsets(const xf_node *n, const xf_tensor_view *data, const xf_tensor_view *idx, int axis,
-                                 int64_t **offs, xf_error *err)
+                                 int64_t start, int64_t count, int64_t *offs, xf_error *err)
 {
     int rank = data->shape.ndim;
-    int64_t numel = xf_rt_numel(idx), len = data->shape.dims[axis], stride[XF_MAX_DIMS], coord[XF_MAX_DIMS] = {0};
+    int64_t len = data->shape.dims[axis], stride[XF_MAX_DIMS], coord[XF_MAX_DIMS], base = 0, rest = start;
     xf_rt_dense_strides(&data->shape, stride);
-    *offs = malloc(sizeof **offs * (size_t)(numel > 0 ? numel : 1));
-    if (!*offs)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    xf_status st = XF_OK;
-    for (int64_t i = 0; i < numel && st == XF_OK; i++) {
-        int64_t k = xf_rt_load_i64(idx->dtype, idx->data, i);
+    for (int d = rank - 1; d >= 0; d--) {
+        if (d != axis && idx->shape.dims[d] > data->shape.dims[d])
+            return xf_rt_bad_node(err, n, "the indices' shape reaches beyond the data");
+        coord[d] = rest % idx->shape.dims[d];
+        rest /= idx->shape.dims[d];
+        base += d == axis ? 0 : coord[d] * stride[d];
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int64_t k = idx->dtype == XF_DT_INT64 ? ((const int64_t *)idx->data)[start + i]
+                                              : xf_rt_load_i64(idx->dtype, idx->data, start + i);
         if (k < -len || k >= len)
-            st = xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k, (long long)len);
-        k += k < 0 ? len : 0;
-        (*offs)[i] = 0;
-        for (int d = 0; d < rank && st == XF_OK; d++) {
-            if (d != axis && coord[d] >= data->shape.dims[d])
-                st = xf_rt_bad_node(err, n, "the indices' shape reaches beyond the data");
-            (*offs)[i] += (d == axis ? k : coord[d]) * stride[d];
-        }
-        for (int d = rank - 1; d >= 0 && ++coord[d] == idx->shape.dims[d]; d--)
+            return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k,
+                                  (long long)len);
+        offs[i] = base + (k + (k < 0 ? len : 0)) * stride[axis];
+        for (int d = rank - 1; d >= 0; d--) { /* the next element's coordinates */
+            base += d == axis ? 0 : stride[d];
+            if (++coord[d] < idx->shape.dims[d])
+                break;
+            base -= d == axis ? 0 : coord[d] * stride[d];
             coord[d] = 0;
+        }
     }
-    if (st != XF_OK) {
-        free(*offs);
-        *offs = NULL;
-    }
-    return st;
+    return XF_OK;
 }
 
 /* out[i] = data[i with its axis coordinate replaced by indices[i]]. */
@@ -244,14 +248,16 @@ xf_status xf_ref_gather_elements(const xf_node *n, const xf_tensor_view *in, con
     int axis = xf_rt_axis(n->attrs.axis, data->shape.ndim);
     if (axis < 0 || idx->shape.ndim != data->shape.ndim || !xf_shape_equal(&idx->shape, &out[0].shape))
         return xf_rt_bad_node(err, n, "axis, indices and output do not fit the data");
-    int64_t *offs;
-    xf_status st = element_offsets(n, data, idx, axis, &offs, err);
-    if (st != XF_OK)
-        return st;
+    int64_t offs[ELEMENT_CHUNK], numel = xf_rt_numel(idx);
     size_t es = xf_dtype_size(data->dtype);
-    for (int64_t i = 0; i < xf_rt_numel(idx); i++)
-        memcpy(elem(&out[0], i, es), elem(data, offs[i], es), es);
-    free(offs);
+    for (int64_t at = 0; at < numel; at += ELEMENT_CHUNK) {
+        int64_t count = numel - at < ELEMENT_CHUNK ? numel - at : ELEMENT_CHUNK;
+        xf_status st = element_offsets(n, data, idx, axis, at, count, offs, err);
+        if (st != XF_OK)
+            return st;
+        for (int64_t i = 0; i < count; i++)
+            memcpy(elem(&out[0], at + i, es), elem(data, offs[i], es), es);
+    }
     return XF_OK;
 }
 
@@ -431,13 +437,20 @@ xf_status xf_ref_scatter_elements(const xf_node *n, const xf_tensor_view *in, co
     int axis = xf_rt_axis(n->attrs.axis, data->shape.ndim);
     if (axis < 0 || idx->shape.ndim != data->shape.ndim || !xf_shape_equal(&idx->shape, &upd->shape))
         return xf_rt_bad_node(err, n, "axis, indices and updates do not fit the data");
-    int64_t *offs = NULL;
+    xf_reduction r = (xf_reduction)n->attrs.reduction;
+    int64_t offs[ELEMENT_CHUNK], numel = xf_rt_numel(upd);
+    size_t es = xf_dtype_size(data->dtype);
     xf_status st = scatter_start(n, in, out, err);
-    if (st == XF_OK)
-        st = element_offsets(n, data, idx, axis, &offs, err);
-    for (int64_t i = 0; st == XF_OK && i < xf_rt_numel(upd); i++)
-        scatter_one((xf_reduction)n->attrs.reduction, &out[0], offs[i], upd, i);
-    free(offs);
+    for (int64_t at = 0; at < numel && st == XF_OK; at += ELEMENT_CHUNK) {
+        int64_t count = numel - at < ELEMENT_CHUNK ? numel - at : ELEMENT_CHUNK;
+        st = element_offsets(n, data, idx, axis, at, count, offs, err);
+        if (st == XF_OK && r == XF_REDUCE_NONE && es == 4)
+            for (int64_t i = 0; i < count; i++)
+                ((uint32_t *)out[0].data)[offs[i]] = ((const uint32_t *)upd->data)[at + i];
+        else
+            for (int64_t i = 0; st == XF_OK && i < count; i++)
+                scatter_one(r, &out[0], offs[i], upd, at + i);
+    }
     return st;
 }
 
