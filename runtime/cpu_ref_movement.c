@@ -793,8 +793,16 @@ xf_status xf_ref_constant_of_shape(const xf_node *n, const xf_tensor_view *in,
     }
     if (v->dtype != out[0].dtype || xf_tensor_numel(v) != 1)
         return xf_rt_bad_node(err, n, "value must be one element of the output dtype");
-    for (int64_t i = 0; i < numel; i++)
-        memcpy(elem(&out[0], i, es), v->data, es);
+    if (numel == 0)
+        return XF_OK;
+    /* the element, then what is filled so far copied after itself */
+    size_t total = (size_t)numel * es, done = es;
+    memcpy(out[0].data, v->data, es);
+    while (done < total) {
+        size_t more = done < total - done ? done : total - done;
+        memcpy((char *)out[0].data + done, out[0].data, more);
+        done += more;
+    }
     return XF_OK;
 }
 

@@ -39,6 +39,13 @@ struct xf_session {
      * a Loop body's nodes are prepared once, not once per iteration */
     void **dyn_states;
     xf_tensor_view **dyn_seen;
+    /* dynamic mode: blocks of finished values kept for later values, of
+     * this run and the next (see dyn_alloc); per value the size of the
+     * block it holds */
+    struct dyn_block *pool;
+    int n_pool, cap_pool;
+    size_t pool_bytes;
+    size_t *block_bytes;
     size_t max_bytes; /* xf_session_options.max_tensor_bytes */
 };
 
@@ -308,6 +315,75 @@ static xf_status setup_static(xf_session *s, xf_error *err)
 
 /* ---------------------------------------------------------------- dynamic mode */
 
+/* A block a finished value held, and whether this run gave it back. */
+typedef struct dyn_block {
+    void *p;
+    size_t bytes;
+    bool this_run;
+} dyn_block;
+
+/* Blocks this large go to the pool, up to this many bytes in all.  The C
+ * library hands blocks of many megabytes back to the system when freed,
+ * and their pages fault in again (zeroed) when the next run allocates
+ * them: a run of Faster R-CNN's box head spent milliseconds per large
+ * tensor on that. */
+#define DYN_POOL_MIN ((size_t)64 << 10)
+#define DYN_POOL_MAX ((size_t)1 << 30)
+
+/* A block of at least `bytes` for value v: the smallest pooled one of up
+ * to twice the size, else a new one. */
+static void *dyn_alloc(xf_session *s, int v, size_t bytes)
+{
+    int best = -1;
+    for (int i = 0; bytes >= DYN_POOL_MIN && i < s->n_pool; i++)
+        if (s->pool[i].bytes >= bytes && s->pool[i].bytes / 2 <= bytes &&
+            (best < 0 || s->pool[i].bytes < s->pool[best].bytes))
+            best = i;
+    if (best < 0) {
+        s->block_bytes[v] = bytes;
+        return s->be->alloc(s->ctx, bytes);
+    }
+    void *p = s->pool[best].p;
+    s->block_bytes[v] = s->pool[best].bytes;
+    s->pool_bytes -= s->pool[best].bytes;
+    s->pool[best] = s->pool[--s->n_pool];
+    return p;
+}
+
+/* Value v's block back: to the pool when it is large and the pool has room. */
+static void dyn_free(xf_session *s, int v, void *p)
+{
+    size_t bytes = s->block_bytes[v];
+    if (p && bytes >= DYN_POOL_MIN && s->pool_bytes + bytes <= DYN_POOL_MAX && s->n_pool == s->cap_pool) {
+        int cap = s->cap_pool ? 2 * s->cap_pool : 16;
+        dyn_block *grown = realloc(s->pool, sizeof *grown * (size_t)cap);
+        if (grown) {
+            s->pool = grown;
+            s->cap_pool = cap;
+        }
+    }
+    if (p && bytes >= DYN_POOL_MIN && s->pool_bytes + bytes <= DYN_POOL_MAX && s->n_pool < s->cap_pool) {
+        s->pool[s->n_pool++] = (dyn_block){p, bytes, true};
+        s->pool_bytes += bytes;
+    } else {
+        s->be->free(s->ctx, p);
+    }
+}
+
+/* After a run: the blocks it did not give back go (all of them when all). */
+static void dyn_pool_trim(xf_session *s, bool all)
+{
+    for (int i = 0; i < s->n_pool;) {
+        if (all || !s->pool[i].this_run) {
+            s->be->free(s->ctx, s->pool[i].p);
+            s->pool_bytes -= s->pool[i].bytes;
+            s->pool[i] = s->pool[--s->n_pool];
+        } else {
+            s->pool[i++].this_run = false;
+        }
+    }
+}
+
 /* Node i's input values as tensors, for shape inference to read
  * (Reshape's shape, Slice's starts, ...).  Host memory only. */
 static const xf_tensor *const *inference_inputs(xf_session *s, const xf_graph *g, const xf_tensor_view *views,
@@ -337,7 +413,8 @@ static void free_dynamic(xf_session *s, xf_tensor_view *views, bool *owned, int 
 {
     for (int v = 0; v < n_values; v++)
         if (owned[v])
-            s->be->free(s->ctx, views[v].data);
+            dyn_free(s, v, views[v].data);
+    dyn_pool_trim(s, false);
 }
 
 /* Values whose last reader is node i go back to the backend. */
@@ -347,7 +424,7 @@ static void release_consumed(xf_session *s, const xf_graph *g, xf_tensor_view *v
     for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
         int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (v >= 0 && owned[v] && s->last_use[v] <= i) {
-            s->be->free(s->ctx, views[v].data);
+            dyn_free(s, v, views[v].data);
             owned[v] = false;
         }
         if (v >= 0 && s->held[v] && s->last_use[v] <= i) {
@@ -391,7 +468,7 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
             outs[k] = NULL;
             continue;
         }
-        views[v] = (xf_tensor_view){t->dtype, t->shape, s->be->alloc(s->ctx, t->nbytes)};
+        views[v] = (xf_tensor_view){t->dtype, t->shape, dyn_alloc(s, v, t->nbytes)};
         owned[v] = views[v].data != NULL;
         if (t->nbytes && !views[v].data)
             st = xf_error_set(err, XF_ERR_NOMEM, "cannot allocate %zu bytes for '%s'", t->nbytes,
@@ -484,7 +561,7 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
         size_t bytes = value_bytes(val);
         if (!fits(s, bytes, val->name, err))
             return XF_ERR_LIMIT;
-        views[v] = (xf_tensor_view){val->dtype, val->shape, s->be->alloc(s->ctx, bytes)};
+        views[v] = (xf_tensor_view){val->dtype, val->shape, dyn_alloc(s, v, bytes)};
         owned[v] = true;
         if (bytes && !views[v].data)
             return xf_error_set(err, XF_ERR_NOMEM, "cannot allocate %zu bytes for '%s'", bytes, val->name);
@@ -578,8 +655,9 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
     size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
     s->dyn_states = calloc(nn, sizeof *s->dyn_states);
     s->dyn_seen = calloc(nn, sizeof *s->dyn_seen);
+    s->block_bytes = calloc(nv, sizeof *s->block_bytes);
     if (!s->held || !s->views || !s->owned || !s->last_use || !s->in || !s->out || !s->tmp || !s->tmp_ptr ||
-        !s->dyn_states || !s->dyn_seen)
+        !s->dyn_states || !s->dyn_seen || !s->block_bytes)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int v = 0; v < g->n_values; v++) {
         s->views[v] = (xf_tensor_view){g->values[v].dtype, g->values[v].shape, NULL};
@@ -828,6 +906,10 @@ void xf_session_free(xf_session *s)
         drop_dynamic_state(s, i);
     free(s->dyn_states);
     free(s->dyn_seen);
+    if (s->pool)
+        dyn_pool_trim(s, true);
+    free(s->pool);
+    free(s->block_bytes);
     if (s->owned)
         for (int v = 0; v < s->g->n_values; v++)
             if (s->owned[v])
