@@ -11,7 +11,8 @@
  * then a node of the same op on smaller views, whose elements are the
  * ones the whole run computes, in the same arithmetic: the results are
  * the same bytes.  Resizes oneDNN does not run are split along a dim they
- * keep (run_resize_sliced). */
+ * keep (run_resize_sliced), RoiAlign and MaxRoiPool along their ROIs
+ * (run_rois_sliced). */
 #include "cpu_dnnl.h"
 
 #ifdef _OPENMP
@@ -159,6 +160,55 @@ static xf_status run_resize_sliced(const xf_graph *g, int node, const xf_tensor_
     return failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
 }
 
+/* RoiAlign and MaxRoiPool on cpu_ref's kernel over slices of their ROIs,
+ * one per thread (the ROIs and batch indices sliced with the output, the
+ * maps read whole): each ROI's bins are computed alone, so the bytes are
+ * the ones one run writes.  False when the node is not one of those. */
+static bool run_rois_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
+                            xf_status *st, xf_error *err)
+{
+    const xf_backend *ref = &xf_backend_cpu_ref;
+    const xf_node *n = &g->nodes[node];
+    int n_in = n->op == XF_OP_ROI_ALIGN ? 3 : n->op == XF_OP_MAX_ROI_POOL ? 2 : 0;
+    if (!n_in || n->n_inputs != n_in || n->n_outputs != 1 || out[0].shape.ndim < 1)
+        return false;
+    int64_t rows = out[0].shape.dims[0], numel = xf_rt_numel(&out[0]);
+    for (int k = 1; k < n_in; k++)
+        if (in[k].shape.ndim < 1 || in[k].shape.dims[0] != rows || xf_dtype_size(in[k].dtype) == 0)
+            return false;
+    int parts = 1;
+#ifdef _OPENMP
+    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
+    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
+#endif
+    if (parts < 2) {
+        *st = ref->run_node(NULL, g, node, NULL, in, out, err);
+        return true;
+    }
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(parts) reduction(+ : failed)
+#endif
+    for (int p = 0; p < parts; p++) {
+        int64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
+        xf_tensor_view sin[3], sout = out[0];
+        for (int k = 0; k < n_in; k++) {
+            sin[k] = in[k];
+            if (k == 0)
+                continue;
+            sin[k].shape.dims[0] = r1 - r0;
+            sin[k].data = (char *)in[k].data + (size_t)r0 * (xf_rt_bytes(&in[k]) / (size_t)rows);
+        }
+        sout.shape.dims[0] = r1 - r0;
+        sout.data = (char *)out[0].data + (size_t)r0 * (xf_rt_bytes(&out[0]) / (size_t)rows);
+        xf_error e = {0};
+        failed += ref->run_node(NULL, g, node, NULL, sin, &sout, &e) != XF_OK;
+    }
+    /* a slice refused (a ROI out of range): the whole run names it */
+    *st = failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
+    return true;
+}
+
 xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
                            xf_error *err)
 {
@@ -167,6 +217,9 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
     int split = resize_split_dim(n, in, out);
     if (split >= 0)
         return run_resize_sliced(g, node, in, out, split, err);
+    xf_status st;
+    if (run_rois_sliced(g, node, in, out, &st, err))
+        return st;
     if (!sliceable(n, in, out))
         return ref->run_node(NULL, g, node, NULL, in, out, err);
     const xf_shape *y = &out[0].shape;

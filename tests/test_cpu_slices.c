@@ -2,7 +2,8 @@
  * slices of the output, one per thread (cpu_dnnl_slices.c), against one
  * cpu_ref run: the same bytes, for outputs large enough to be split, with
  * inputs that are sliced with the output, read whole (broadcast on the
- * row dims), or broadcast so that only some leading dims can be rows.
+ * row dims), or broadcast so that only some leading dims can be rows; and
+ * RoiAlign and MaxRoiPool over slices of their ROIs.
  * ctest runs the suite on three threads (OMP_NUM_THREADS=3), so that the
  * slices are uneven; run by hand, it takes OpenMP's default. */
 #include "backend_util.h"
@@ -110,6 +111,40 @@ START_TEST(broadcasting)
 }
 END_TEST
 
+/* RoiAlign (both modes) and MaxRoiPool split over their ROIs: nine ROIs,
+ * inside the maps, across their borders and beyond them, of both images;
+ * 17,280 output elements. */
+START_TEST(rois)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const float boxes[9][4] = {{0, 0, 23, 19},   {2.5f, 3, 9, 7},   {-4, -3, 6, 5},   {20, 15, 30, 28},
+                                      {5, 5, 5.5f, 5.5f}, {1, 10, 22, 12}, {30, 30, 40, 40}, {0, 0, 1, 1},
+                                      {7, 2, 16, 18}};
+    static const int64_t images[9] = {0, 1, 1, 0, 1, 0, 1, 0, 1};
+    float pool_rois[9][5];
+    for (int r = 0; r < 9; r++) {
+        pool_rois[r][0] = (float)images[r];
+        for (int k = 0; k < 4; k++)
+            pool_rois[r][1 + k] = boxes[r][k];
+    }
+    for (int form = 0; form < 3; form++) {
+        xf_graph *g = xf_graph_create("rois");
+        int x = in(g, XF_DT_FLOAT, SHAPE(2, 64, 20, 24));
+        int y = form < 2 ? NODE(g, XF_OP_ROI_ALIGN, x, constant(g, NULL, XF_DT_FLOAT, SHAPE(9, 4), boxes),
+                                constant(g, NULL, XF_DT_INT64, SHAPE(9), images))
+                         : NODE(g, XF_OP_MAX_ROI_POOL, x, constant(g, NULL, XF_DT_FLOAT, SHAPE(9, 5), pool_rois));
+        xf_attrs *a = attrs(g, y);
+        a->roi_output_h = 5;
+        a->roi_output_w = 6;
+        a->roi_sampling_ratio = 2;
+        a->roi_spatial_scale = 1.0f;
+        a->roi_max = form == 1;
+        check(g, form == 0 ? "RoiAlign, avg" : form == 1 ? "RoiAlign, max" : "MaxRoiPool");
+    }
+}
+END_TEST
+
 /* Below a few thousand elements per thread: one run. */
 START_TEST(small)
 {
@@ -131,6 +166,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, unary_and_cast);
     tcase_add_test(tc, broadcasting);
+    tcase_add_test(tc, rois);
     tcase_add_test(tc, small);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
