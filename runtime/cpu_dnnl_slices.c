@@ -37,6 +37,18 @@ static bool sliceable(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     return true;
 }
 
+/* The slices a run of `rows` rows (numel output elements) takes: one per
+ * thread, each of at least SLICE_MIN elements and one row. */
+static int slice_parts(int64_t rows, int64_t numel)
+{
+    int parts = 1;
+#ifdef _OPENMP
+    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
+    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
+#endif
+    return parts;
+}
+
 /* Dim d of s aligned to a shape of rank r at the last dimension. */
 static int64_t aligned_dim(const xf_shape *s, int r, int d)
 {
@@ -128,11 +140,7 @@ static xf_status run_resize_sliced(const xf_graph *g, int node, const xf_tensor_
     const xf_backend *ref = &xf_backend_cpu_ref;
     const xf_node *n = &g->nodes[node];
     int64_t rows = out[0].shape.dims[d], numel = xf_rt_numel(&out[0]);
-    int parts = 1;
-#ifdef _OPENMP
-    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
-    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
-#endif
+    int parts = slice_parts(rows, numel);
     if (parts < 2)
         return ref->run_node(NULL, g, node, NULL, in, out, err);
     size_t in_row = xf_rt_bytes(&in[0]) / (size_t)rows, out_row = xf_rt_bytes(&out[0]) / (size_t)rows;
@@ -176,11 +184,7 @@ static bool run_rois_sliced(const xf_graph *g, int node, const xf_tensor_view *i
     for (int k = 1; k < n_in; k++)
         if (in[k].shape.ndim < 1 || in[k].shape.dims[0] != rows || xf_dtype_size(in[k].dtype) == 0)
             return false;
-    int parts = 1;
-#ifdef _OPENMP
-    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
-    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
-#endif
+    int parts = slice_parts(rows, numel);
     if (parts < 2) {
         *st = ref->run_node(NULL, g, node, NULL, in, out, err);
         return true;
@@ -228,11 +232,7 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
     int64_t rows = 1, numel = xf_shape_numel(y);
     for (int d = 0; d < lead; d++)
         rows *= y->dims[d];
-    int parts = 1;
-#ifdef _OPENMP
-    int64_t most = numel / SLICE_MIN < rows ? numel / SLICE_MIN : rows;
-    parts = most < omp_get_max_threads() ? (int)most : omp_get_max_threads();
-#endif
+    int parts = slice_parts(rows, numel);
     if (parts < 2 || y->ndim - lead + 1 > XF_MAX_DIMS)
         return ref->run_node(NULL, g, node, NULL, in, out, err);
     int failed = 0;
