@@ -314,8 +314,10 @@ static int affine_node(const xf_graph *g, const xf_node *n, double **s, double *
         return -1;
     bool commutes = n->op == XF_OP_MUL || n->op == XF_OP_ADD;
     int k = affine_conv(g, n->inputs[0]) >= 0 ? 0 : commutes && affine_conv(g, n->inputs[1]) >= 0 ? 1 : -1;
-    int p = k >= 0 ? affine_conv(g, n->inputs[k]) : -1;
-    const xf_tensor *c = p >= 0 ? xf_graph_constant(g, n->inputs[1 - k]) : NULL;
+    if (k < 0)
+        return -1;
+    int p = affine_conv(g, n->inputs[k]);
+    const xf_tensor *c = xf_graph_constant(g, n->inputs[1 - k]);
     const xf_shape *y = &g->values[n->inputs[k]].shape;
     if (!c || !xf_dtype_is_float(c->dtype) || !c->data || y->ndim < 3 || c->shape.ndim > y->ndim ||
         !xf_shape_equal(y, &g->values[n->outputs[0]].shape))
