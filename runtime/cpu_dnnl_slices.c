@@ -11,8 +11,7 @@
  * then a node of the same op on smaller views, whose elements are the
  * ones the whole run computes, in the same arithmetic: the results are
  * the same bytes.  Resizes oneDNN does not run are split along a dim they
- * keep (run_resize_sliced), RoiAlign and MaxRoiPool along their ROIs
- * (run_rois_sliced). */
+ * keep, RoiAlign and MaxRoiPool along their ROIs (run_in_slices). */
 #include "cpu_dnnl.h"
 
 #ifdef _OPENMP
@@ -131,124 +130,116 @@ static int resize_split_dim(const xf_node *n, const xf_tensor_view *in, const xf
     return ok && xf_rt_load_f64(sv.dtype, sv.data, d) == 1.0 ? d : -1;
 }
 
-/* Such a Resize on cpu_ref's kernel over slices of dim d, one per thread,
- * each resizing its planes (sizes made the slice's): the bytes are the
- * ones one run writes. */
-static xf_status run_resize_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
-                                   int d, xf_error *err)
+/* How a node's operands are cut into the slice of rows [r0, r1). */
+typedef enum cut_kind {
+    CUT_ROWS, /* elementwise: the output's leading `lead` dims are the rows (slice_view) */
+    CUT_DIM,  /* a Resize: dim d of input 0 and the output (sizes made the slice's) */
+    CUT_ROIS  /* RoiAlign, MaxRoiPool: dim 0 of the output and of every input but the maps */
+} cut_kind;
+
+typedef struct slicing {
+    cut_kind kind;
+    int64_t rows;
+    int lead;                 /* CUT_ROWS */
+    bool full[SLICE_MAX_IN];  /* CUT_ROWS: input k sliced with the rows (else read whole) */
+    int d;                    /* CUT_DIM */
+    bool sized;               /* CUT_DIM: the Resize takes sizes (input 3) */
+} slicing;
+
+/* The views of rows [r0, r1) of v along dim d (rows in all). */
+static xf_tensor_view rows_of(const xf_tensor_view *v, int d, int64_t rows, int64_t r0, int64_t r1)
+{
+    xf_tensor_view s = *v;
+    size_t row = xf_rt_bytes(v) / (size_t)rows;
+    s.shape.dims[d] = r1 - r0;
+    s.data = (char *)v->data + (size_t)r0 * row;
+    return s;
+}
+
+/* Node n's operands cut to rows [r0, r1) (sizes: room for a Resize's). */
+static void cut(const xf_node *n, const slicing *sl, const xf_tensor_view *in, const xf_tensor_view *out,
+                int64_t r0, int64_t r1, xf_tensor_view *sin, xf_tensor_view *sout, int64_t *sizes)
+{
+    for (int k = 0; k < n->n_inputs; k++) {
+        if (sl->kind == CUT_ROWS)
+            slice_view(&in[k], &out[0].shape, sl->lead, sl->full[k], r0, r1, &sin[k]);
+        else if ((sl->kind == CUT_DIM && k == 0) || (sl->kind == CUT_ROIS && k > 0))
+            sin[k] = rows_of(&in[k], sl->kind == CUT_DIM ? sl->d : 0, sl->rows, r0, r1);
+        else
+            sin[k] = in[k];
+    }
+    if (sl->kind == CUT_ROWS)
+        slice_view(&out[0], &out[0].shape, sl->lead, true, r0, r1, sout);
+    else
+        *sout = rows_of(&out[0], sl->kind == CUT_DIM ? sl->d : 0, sl->rows, r0, r1);
+    if (sl->kind == CUT_DIM && sl->sized) {
+        for (int i = 0; i < sout->shape.ndim; i++)
+            sizes[i] = sout->shape.dims[i];
+        sin[3].data = sizes;
+    }
+}
+
+/* Node n on cpu_ref's kernel over slices of its rows, one per thread; one
+ * run when the rows are too few or too small to share.  Each slice
+ * computes its elements as the whole run does, so the bytes are the same;
+ * a kernel that refuses a slice refuses the whole, whose message then
+ * names the node's own shapes. */
+static xf_status run_in_slices(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
+                               const slicing *sl, xf_error *err)
 {
     const xf_backend *ref = &xf_backend_cpu_ref;
     const xf_node *n = &g->nodes[node];
-    int64_t rows = out[0].shape.dims[d], numel = xf_rt_numel(&out[0]);
-    int parts = slice_parts(rows, numel);
+    int64_t rows = sl->rows;
+    int parts = slice_parts(rows, xf_rt_numel(&out[0]));
     if (parts < 2)
         return ref->run_node(NULL, g, node, NULL, in, out, err);
-    size_t in_row = xf_rt_bytes(&in[0]) / (size_t)rows, out_row = xf_rt_bytes(&out[0]) / (size_t)rows;
-    bool sized = n->op == XF_OP_RESIZE && n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0;
     int failed = 0;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(parts) reduction(+ : failed)
 #endif
     for (int p = 0; p < parts; p++) {
-        int64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts, sizes[XF_MAX_DIMS];
-        xf_tensor_view sin[SLICE_MAX_IN], sout = out[0];
-        for (int k = 0; k < n->n_inputs; k++)
-            sin[k] = in[k];
-        sin[0].shape.dims[d] = sout.shape.dims[d] = r1 - r0;
-        sin[0].data = (char *)in[0].data + (size_t)r0 * in_row;
-        sout.data = (char *)out[0].data + (size_t)r0 * out_row;
-        if (sized) {
-            for (int i = 0; i < sout.shape.ndim; i++)
-                sizes[i] = sout.shape.dims[i];
-            sin[3].data = sizes;
-        }
+        int64_t sizes[XF_MAX_DIMS];
+        xf_tensor_view sin[SLICE_MAX_IN], sout;
+        cut(n, sl, in, out, rows * p / parts, rows * (p + 1) / parts, sin, &sout, sizes);
         xf_error e = {0};
         failed += ref->run_node(NULL, g, node, NULL, sin, &sout, &e) != XF_OK;
     }
     return failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
 }
 
-/* RoiAlign and MaxRoiPool on cpu_ref's kernel over slices of their ROIs,
- * one per thread (the ROIs and batch indices sliced with the output, the
- * maps read whole): each ROI's bins are computed alone, so the bytes are
- * the ones one run writes.  False when the node is not one of those. */
-static bool run_rois_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
-                            xf_status *st, xf_error *err)
+/* Whether n is RoiAlign or MaxRoiPool with its ROIs (and batch indices)
+ * as many as the output's rows: each ROI's bins are computed alone, so
+ * they can be split over the threads, the maps read whole. */
+static bool rois_sliceable(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out)
 {
-    const xf_backend *ref = &xf_backend_cpu_ref;
-    const xf_node *n = &g->nodes[node];
     int n_in = n->op == XF_OP_ROI_ALIGN ? 3 : n->op == XF_OP_MAX_ROI_POOL ? 2 : 0;
     if (!n_in || n->n_inputs != n_in || n->n_outputs != 1 || out[0].shape.ndim < 1)
         return false;
-    int64_t rows = out[0].shape.dims[0], numel = xf_rt_numel(&out[0]);
     for (int k = 1; k < n_in; k++)
-        if (in[k].shape.ndim < 1 || in[k].shape.dims[0] != rows || xf_dtype_size(in[k].dtype) == 0)
+        if (in[k].shape.ndim < 1 || in[k].shape.dims[0] != out[0].shape.dims[0] || xf_dtype_size(in[k].dtype) == 0)
             return false;
-    int parts = slice_parts(rows, numel);
-    if (parts < 2) {
-        *st = ref->run_node(NULL, g, node, NULL, in, out, err);
-        return true;
-    }
-    int failed = 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(parts) reduction(+ : failed)
-#endif
-    for (int p = 0; p < parts; p++) {
-        int64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
-        xf_tensor_view sin[3], sout = out[0];
-        for (int k = 0; k < n_in; k++) {
-            sin[k] = in[k];
-            if (k == 0)
-                continue;
-            sin[k].shape.dims[0] = r1 - r0;
-            sin[k].data = (char *)in[k].data + (size_t)r0 * (xf_rt_bytes(&in[k]) / (size_t)rows);
-        }
-        sout.shape.dims[0] = r1 - r0;
-        sout.data = (char *)out[0].data + (size_t)r0 * (xf_rt_bytes(&out[0]) / (size_t)rows);
-        xf_error e = {0};
-        failed += ref->run_node(NULL, g, node, NULL, sin, &sout, &e) != XF_OK;
-    }
-    /* a slice refused (a ROI out of range): the whole run names it */
-    *st = failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
     return true;
 }
 
 xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in, const xf_tensor_view *out,
                            xf_error *err)
 {
-    const xf_backend *ref = &xf_backend_cpu_ref;
     const xf_node *n = &g->nodes[node];
-    int split = resize_split_dim(n, in, out);
-    if (split >= 0)
-        return run_resize_sliced(g, node, in, out, split, err);
-    xf_status st;
-    if (run_rois_sliced(g, node, in, out, &st, err))
-        return st;
-    if (!sliceable(n, in, out))
-        return ref->run_node(NULL, g, node, NULL, in, out, err);
     const xf_shape *y = &out[0].shape;
-    bool full[SLICE_MAX_IN];
-    int lead = row_dims(n, in, y, full);
-    int64_t rows = 1, numel = xf_shape_numel(y);
-    for (int d = 0; d < lead; d++)
-        rows *= y->dims[d];
-    int parts = slice_parts(rows, numel);
-    if (parts < 2 || y->ndim - lead + 1 > XF_MAX_DIMS)
-        return ref->run_node(NULL, g, node, NULL, in, out, err);
-    int failed = 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(parts) reduction(+ : failed)
-#endif
-    for (int p = 0; p < parts; p++) {
-        int64_t r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
-        xf_tensor_view sin[SLICE_MAX_IN], sout;
-        for (int k = 0; k < n->n_inputs; k++)
-            slice_view(&in[k], y, lead, full[k], r0, r1, &sin[k]);
-        slice_view(&out[0], y, lead, true, r0, r1, &sout);
-        xf_error e = {0};
-        failed += ref->run_node(NULL, g, node, NULL, sin, &sout, &e) != XF_OK;
+    slicing sl = {.kind = CUT_ROWS, .rows = 1};
+    if ((sl.d = resize_split_dim(n, in, out)) >= 0) {
+        sl.kind = CUT_DIM;
+        sl.rows = y->dims[sl.d];
+        sl.sized = n->op == XF_OP_RESIZE && n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0;
+    } else if (rois_sliceable(n, in, out)) {
+        sl.kind = CUT_ROIS;
+        sl.rows = y->dims[0];
+    } else if (sliceable(n, in, out)) {
+        sl.lead = row_dims(n, in, y, sl.full);
+        for (int d = 0; d < sl.lead; d++)
+            sl.rows *= y->dims[d];
+        if (y->ndim - sl.lead + 1 > XF_MAX_DIMS)
+            sl.rows = 1;
     }
-    /* a kernel that refuses a slice refuses the whole: its message then
-     * names the node's own shapes */
-    return failed ? ref->run_node(NULL, g, node, NULL, in, out, err) : XF_OK;
+    return run_in_slices(g, node, in, out, &sl, err);
 }
