@@ -404,16 +404,35 @@ static xf_status softmax_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     dnnl_memory_desc_t data;
     xf_dn_md(c, &s3, XF_DN_PLAIN, &data);
     dnnl_softmax_v2_desc_t d;
-    XF_DN_TRY(err, n, dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference,
-                                                        n->op == XF_OP_LOG_SOFTMAX ? dnnl_softmax_log
-                                                                                   : dnnl_softmax_accurate,
-                                                        &data, &data, 1));
+    dnnl_alg_kind_t alg = n->op == XF_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate;
+    XF_DN_TRY(err, n, dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &data, &data, 1));
     dnnl_primitive_desc_t pd;
     xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
     if (s != XF_OK)
         return s;
-    return xf_dn_bind_and_finish(c, n, st, pd, 2,
-                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data}, {DNNL_ARG_DST, -1, &data}}, err);
+    /* oneDNN's kernels want the axis innermost in memory; over a strided
+     * axis (YOLO's DFL Softmax: 16 bins over 8400 anchors) it runs its
+     * reference loops, some 50x slower than reordering in and out. */
+    dnnl_memory_desc_t work = data;
+    if (s3.dims[2] > 1 && xf_dn_pd_is_ref(pd)) {
+        dnnl_primitive_desc_t inner_pd = NULL;
+        dnnl_memory_desc_init_by_tag(&work, 3, (dnnl_dims_t){s3.dims[0], s3.dims[1], s3.dims[2]}, dnnl_f32,
+                                     dnnl_acb);
+        if (dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &work, &work, 1) == dnnl_success &&
+            dnnl_primitive_desc_create(&inner_pd, &d, NULL, c->engine, NULL) == dnnl_success &&
+            !xf_dn_pd_is_ref(inner_pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = inner_pd;
+        } else {
+            if (inner_pd)
+                dnnl_primitive_desc_destroy(inner_pd);
+            work = data;
+        }
+    }
+    xf_status bs = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &data, &work, err);
+    if (bs == XF_OK)
+        bs = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &work, err);
+    return xf_dn_finish_or_free(n, st, pd, bs, err);
 }
 
 const xf_dn_handler xf_dn_softmax_handler = {softmax_handles, NULL, softmax_prepare, NULL};
