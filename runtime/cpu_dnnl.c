@@ -180,6 +180,28 @@ xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, in
     return XF_OK;
 }
 
+xf_status xf_dn_bind_dst_view(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, const dnnl_memory_desc_t *want,
+                              const dnnl_memory_desc_t *work_view, const dnnl_memory_desc_t *out_view,
+                              xf_error *err)
+{
+    xf_dn_arg *a = add_arg(st, DNNL_ARG_DST);
+    if (!a)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    a->operand = -1;
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->user, out_view, c->engine, DNNL_MEMORY_NONE));
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->work, want, c->engine, DNNL_MEMORY_ALLOCATE));
+    st->exec[st->n_args - 1].memory = a->work;
+    void *bytes;
+    XF_DN_TRY(err, n, dnnl_memory_get_data_handle(a->work, &bytes));
+    XF_DN_TRY(err, n, dnnl_memory_create(&a->view, work_view, c->engine, bytes));
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, work_view, c->engine, out_view, c->engine, NULL));
+    dnnl_status_t s = dnnl_primitive_create(&a->reorder, pd);
+    dnnl_primitive_desc_destroy(pd);
+    XF_DN_TRY(err, n, s);
+    return XF_OK;
+}
+
 xf_status xf_dn_bind_scratch(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const dnnl_memory_desc_t *md,
                              void *data, xf_error *err)
 {
@@ -349,6 +371,7 @@ void xf_dn_node_clear(xf_dn_node *st)
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         dnnl_primitive_destroy(a->reorder);
+        dnnl_memory_destroy(a->view);
         if (a->work != a->user && !a->shared)
             dnnl_memory_destroy(a->work);
         dnnl_memory_destroy(a->user);
@@ -715,7 +738,7 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         if (a->reorder && a->operand < 0) {
-            dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a->work}, {DNNL_ARG_TO, a->user}};
+            dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a->view ? a->view : a->work}, {DNNL_ARG_TO, a->user}};
             XF_DN_TRY(err, n, dnnl_primitive_execute(a->reorder, c->stream, 2, args));
         }
     }

@@ -62,6 +62,7 @@ typedef struct xf_dn_arg {
     dnnl_memory_t user;       /* on the operand's buffer (handle set per run); NULL when constant */
     dnnl_memory_t work;       /* what the primitive reads or writes */
     dnnl_primitive_t reorder; /* user <-> work, NULL when they are the same memory */
+    dnnl_memory_t view;       /* an output's work bytes as that reorder reads them (NULL: work) */
     bool work_on_input;       /* work is a part of input 0's buffer (handle set per run): a Split's output */
 } xf_dn_arg;
 
@@ -341,6 +342,14 @@ xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, in
  * stays where it is between runs (user NULL: no operand's buffer). */
 xf_status xf_dn_bind_scratch(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const dnnl_memory_desc_t *md,
                              void *data, xf_error *err);
+/* Binds the primitive's destination to memory of the node's own, laid out
+ * as `want`, and the output to a reorder of its bytes run per run: it
+ * reads them as `work_view` describes and writes the output (stored as
+ * `out_view` describes: the same dims as work_view, other than want's), so
+ * a permutation the primitive's layouts cannot state is one reorder. */
+xf_status xf_dn_bind_dst_view(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, const dnnl_memory_desc_t *want,
+                              const dnnl_memory_desc_t *work_view, const dnnl_memory_desc_t *out_view,
+                              xf_error *err);
 /* Binds output k to a copy of `part` (a sub-memory descriptor of input 0
  * as stored), written as `dst` describes: a reorder run per run, the node
  * having no primitive of its own. */
@@ -393,6 +402,14 @@ bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_con
 xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                            const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
                            const_dnnl_primitive_attr_t attr, xf_error *err);
+
+/* Whether Conv n (with a bias or not), its own post-ops, then posts and
+ * next, gets one of oneDNN's kernels with the layouts the plan stores its
+ * input and output in, rather than its reference convolution (oneDNN
+ * 2.6's kernels for AVX2, and for blocked layouts, take a sum only as the
+ * first post-op: YOLO's residual Add after a SiLU ran 3000x slower). */
+bool xf_dn_conv_posts_fast(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, bool bias, const xf_dn_post *posts,
+                           int n_posts, const xf_dn_post *next);
 
 /* Stores FusedConv's Z and output plain unless both are native. */
 void xf_dn_conv_z_layouts(xf_dn_ctx *c, const xf_graph *g);

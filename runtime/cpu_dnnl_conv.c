@@ -6,6 +6,7 @@
  * input is stored in. */
 #include "cpu_dnnl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The shape checks every window op shares: 1 to 3 spatial dims, one
@@ -185,51 +186,66 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         }
 }
 
+/* Creates convolution n's primitive descriptor as it is run: its source
+ * and destination as stored (*src_have, *dst_have) where the layout plan
+ * and a sum post-op fix them, else oneDNN's choice. */
+static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *x,
+                             const xf_shape *w, const xf_shape *y, bool has_bias, bool sum, const xf_dn_conv_io *io,
+                             const_dnnl_primitive_attr_t attr, dnnl_memory_desc_t *src_have,
+                             dnnl_memory_desc_t *dst_have, dnnl_primitive_desc_t *pd, xf_error *err)
+{
+    *pd = NULL;
+    /* operands stored native are read and written as they are, so runs of
+     * convolutions need no reorders; plain ones let oneDNN choose */
+    xf_dn_operand_md_typed(c, n, 0, x, io->src, src_have);
+    xf_dn_operand_md_typed(c, n, -1, y, io->dst, dst_have);
+    bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
+    /* a sum post-op adds to the destination as stored, so it is written
+     * directly, with no reorder */
+    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || sum;
+    dnnl_convolution_desc_t d;
+    /* a plain destination fixed with the source in another layout gets
+     * oneDNN's reference convolution: the source is then read plain too
+     * (reordered when stored native) */
+    dnnl_memory_desc_t src_fixed = *src_have;
+    bool dst_plain_fixed = dst_fixed && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
+    if (dst_plain_fixed)
+        xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
+    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native || dst_plain_fixed ? &src_fixed : NULL,
+                            dst_fixed ? dst_have : NULL, &d, err);
+    if (s != XF_OK)
+        return s;
+    XF_DN_TRY(err, n, dnnl_primitive_desc_create(pd, &d, attr, c->engine, NULL));
+    /* where the stored layouts leave only oneDNN's reference convolution
+     * (a grouped one of 8 channels per group, channels-last: RegNet's), it
+     * gets the layouts it prefers, with reorders around it; not with a sum
+     * post-op, which adds to the destination as stored */
+    if ((src_native || dst_fixed) && !sum && xf_dn_pd_is_ref(*pd)) {
+        dnnl_primitive_desc_t free_pd = NULL;
+        if (conv_desc(g, n, x, w, y, has_bias, io, NULL, NULL, &d, err) == XF_OK &&
+            dnnl_primitive_desc_create(&free_pd, &d, attr, c->engine, NULL) == dnnl_success &&
+            !xf_dn_pd_is_ref(free_pd)) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = free_pd;
+        } else if (free_pd) {
+            dnnl_primitive_desc_destroy(free_pd);
+        }
+    }
+    return XF_OK;
+}
+
 xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                            const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
                            const_dnnl_primitive_attr_t attr, xf_error *err)
 {
     const xf_shape *x = &in[0].shape, *w = &in[io->w].shape, *y = &out[0].shape;
     bool has_bias = st->folded_b || (xf_dn_input(n, io->bias) >= 0 && xf_rt_present(&in[io->bias]));
-    /* operands stored native are read and written as they are, so runs of
-     * convolutions need no reorders; plain ones let oneDNN choose */
     dnnl_memory_desc_t src_have, dst_have;
-    xf_dn_operand_md_typed(c, n, 0, x, io->src, &src_have);
-    xf_dn_operand_md_typed(c, n, -1, y, io->dst, &dst_have);
-    bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
-    /* a sum post-op adds to the destination as stored, so it is written
-     * directly, with no reorder */
-    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || st->sum_src || st->sum_input;
-    dnnl_convolution_desc_t d;
-    /* a plain destination fixed with the source in another layout gets
-     * oneDNN's reference convolution: the source is then read plain too
-     * (reordered when stored native) */
-    dnnl_memory_desc_t src_fixed = src_have;
-    bool dst_plain_fixed = dst_fixed && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
-    if (dst_plain_fixed)
-        xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
-    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, src_native || dst_plain_fixed ? &src_fixed : NULL,
-                            dst_fixed ? &dst_have : NULL, &d, err);
+    dnnl_primitive_desc_t pd;
+    xf_status s = conv_create(c, g, n, x, w, y, has_bias, st->sum_src || st->sum_input, io, attr, &src_have,
+                              &dst_have, &pd, err);
     if (s != XF_OK)
         return s;
-    dnnl_primitive_desc_t pd = NULL;
-    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL));
-    /* where the stored layouts leave only oneDNN's reference convolution
-     * (a grouped one of 8 channels per group, channels-last: RegNet's), it
-     * gets the layouts it prefers, with reorders around it; not with a sum
-     * post-op, which adds to the destination as stored */
-    bool sum = st->sum_src || st->sum_input;
-    if ((src_native || dst_fixed) && !sum && xf_dn_pd_is_ref(pd)) {
-        dnnl_primitive_desc_t free_pd = NULL;
-        if (conv_desc(g, n, x, w, y, has_bias, io, NULL, NULL, &d, err) == XF_OK &&
-            dnnl_primitive_desc_create(&free_pd, &d, attr, c->engine, NULL) == dnnl_success &&
-            !xf_dn_pd_is_ref(free_pd)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = free_pd;
-        } else if (free_pd) {
-            dnnl_primitive_desc_destroy(free_pd);
-        }
-    }
 
     s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                    err);
@@ -280,6 +296,32 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     s = xf_dn_conv_build(c, g, n, in, out, st, &conv_f32, attr, err);
     dnnl_primitive_attr_destroy(attr);
     return s;
+}
+
+bool xf_dn_conv_posts_fast(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, bool bias, const xf_dn_post *posts,
+                           int n_posts, const xf_dn_post *next)
+{
+    xf_dn_post all[XF_DN_MAX_POSTS + 4];
+    int k = own_posts(n, all);
+    bool sum = false;
+    for (int i = 0; i <= n_posts && k < XF_DN_MAX_POSTS + 4; i++)
+        all[k++] = i < n_posts ? posts[i] : *next;
+    for (int i = 0; i < k; i++)
+        sum = sum || all[i].sum;
+    xf_error ignored;
+    dnnl_primitive_attr_t attr;
+    if (xf_dn_post_attr(n, all, k, &attr, &ignored) != XF_OK)
+        return false;
+    dnnl_memory_desc_t src, dst;
+    dnnl_primitive_desc_t pd;
+    bool fast = conv_create(c, g, n, &g->values[n->inputs[0]].shape, &g->values[n->inputs[1]].shape,
+                            &g->values[n->outputs[0]].shape, bias, sum, &conv_f32, attr, &src, &dst, &pd,
+                            &ignored) == XF_OK &&
+                !xf_dn_pd_is_ref(pd);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return fast;
 }
 
 /* Any elementwise op and one sum (none after FusedConv's Z), after the
@@ -362,6 +404,116 @@ static void deconv_weights_md(const xf_shape *w, int64_t group, dnnl_memory_desc
     dnnl_memory_desc_init_by_strides(md, rank + lead, dims, dnnl_f32, strides);
 }
 
+/* A ConvTranspose whose kernel equals its stride (no padding, dilation or
+ * groups: U-Net and YOLO's mask head upsample so) writes each input pixel
+ * into its own block of the output: a 1x1 convolution to M * k... channels
+ * ordered (m, kernel position), as the weights are stored (C, M, k...),
+ * then a DepthToSpace (CRD).  oneDNN 2.6 runs such deconvolutions 3x
+ * slower than ONNX Runtime; the convolution and one reorder, as fast.
+ * The output must be stored as a permutation of plain dims (not blocked):
+ * its strides then give the reorder's view. */
+static bool deconv_is_shuffle(const xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const int64_t *pl,
+                              const int64_t *pr)
+{
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *w = &g->values[n->inputs[1]].shape;
+    const xf_shape *y = &g->values[n->outputs[0]].shape;
+    int b = xf_dn_input(n, 2);
+    if (n->attrs.group != 1 || !g->values[n->inputs[1]].init || (b >= 0 && !g->values[b].init))
+        return false;
+    for (int d = 0; d < x->ndim - 2; d++)
+        if (w->dims[2 + d] != n->attrs.strides[d] || n->attrs.dilations[d] != 1 || pl[d] || pr[d] ||
+            y->dims[2 + d] != x->dims[2 + d] * w->dims[2 + d])
+            return false;
+    dnnl_memory_desc_t out;
+    xf_dn_operand_md(c, n, -1, y, &out);
+    return out.format_kind == dnnl_blocked && out.format_desc.blocking.inner_nblks == 0;
+}
+
+/* Prepares such a ConvTranspose: the convolution writes (N, M * K, X...)
+ * channels-last into memory of the node's, which the reorder reads as
+ * (N, X0, k0, X1, k1, ..., M) and writes into the output as stored. */
+static xf_status deconv_shuffle_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                        const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    const xf_shape *x = &in[0].shape, *w = &in[1].shape, *y = &out[0].shape;
+    int rank = x->ndim, ns = rank - 2, vrank = 2 + 2 * ns;
+    int64_t cin = x->dims[1], m = y->dims[1], kk = xf_shape_numel(w) / (cin * m), chans = m * kk;
+    bool has_bias = xf_dn_input(n, 2) >= 0 && xf_rt_present(&in[2]);
+    /* weights (M * K, C, 1...): element (j, c) is ONNX's (c, j) */
+    dnnl_dims_t zdims = {x->dims[0], chans}, wdims = {chans, cin}, wstr = {1, chans}, one = {0}, zero = {0};
+    for (int d = 0; d < ns; d++) {
+        zdims[2 + d] = x->dims[2 + d];
+        wdims[2 + d] = 1;
+        wstr[2 + d] = 1;
+        one[d] = 1;
+    }
+    static const dnnl_format_tag_t last[] = {dnnl_acb, dnnl_acdb, dnnl_acdeb};
+    dnnl_memory_desc_t src_have, src, wei_have, wei, bias, z, dst_have;
+    xf_dn_operand_md(c, n, 0, x, &src_have);
+    if (xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
+        src = src_have;
+    else
+        md_any(rank, x->dims, dnnl_f32, &src);
+    dnnl_memory_desc_init_by_strides(&wei_have, rank, wdims, dnnl_f32, wstr);
+    dnnl_memory_desc_init_by_tag(&wei, rank, wdims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&bias, 1, (dnnl_dims_t){chans}, dnnl_f32, dnnl_a);
+    dnnl_memory_desc_init_by_tag(&z, rank, zdims, dnnl_f32, last[ns - 1]);
+    dnnl_convolution_desc_t d;
+    XF_DN_TRY(err, n, dnnl_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src,
+                                                         &wei, has_bias ? &bias : NULL, &z, one, zero, zero));
+    dnnl_primitive_attr_t attr;
+    xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
+    dnnl_primitive_desc_t pd = NULL;
+    if (s == XF_OK)
+        s = xf_dn_pd_create(c, n, &d, attr, &pd, err);
+    if (s != XF_OK)
+        return s;
+    /* the views: dims (N, X0, k0, ..., M); the convolution's result has
+     * pixel stride M * K and channel j = m * K + (k0 * k1 + ...) */
+    dnnl_dims_t vdims, zstr, ystr;
+    xf_dn_operand_md(c, n, -1, y, &dst_have);
+    const dnnl_dims_t *ys = &dst_have.format_desc.blocking.strides;
+    int64_t pixel = chans, kpos = 1;
+    vdims[0] = x->dims[0];
+    vdims[vrank - 1] = m;
+    zstr[vrank - 1] = kk;
+    ystr[0] = (*ys)[0];
+    ystr[vrank - 1] = (*ys)[1];
+    for (int e = ns - 1; e >= 0; e--) {
+        int64_t k = w->dims[2 + e];
+        vdims[1 + 2 * e] = x->dims[2 + e];
+        vdims[2 + 2 * e] = k;
+        zstr[1 + 2 * e] = pixel;
+        zstr[2 + 2 * e] = kpos;
+        ystr[1 + 2 * e] = (*ys)[2 + e] * k;
+        ystr[2 + 2 * e] = (*ys)[2 + e];
+        pixel *= x->dims[2 + e];
+        kpos *= k;
+    }
+    zstr[0] = pixel;
+    dnnl_memory_desc_t zview, yview;
+    dnnl_memory_desc_init_by_strides(&zview, vrank, vdims, dnnl_f32, zstr);
+    dnnl_memory_desc_init_by_strides(&yview, vrank, vdims, dnnl_f32, ystr);
+    if (has_bias) {
+        free(st->folded_b);
+        if (!(st->folded_b = malloc(sizeof(float) * (size_t)chans)))
+            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        for (int64_t j = 0; s == XF_OK && j < chans; j++)
+            st->folded_b[j] = ((const float *)in[2].data)[j / kk];
+    }
+    if (s == XF_OK)
+        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+                       err);
+    if (s == XF_OK)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, &wei_have,
+                             dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err);
+    if (s == XF_OK && has_bias)
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->folded_b, &bias, &bias, err);
+    if (s == XF_OK)
+        s = xf_dn_bind_dst_view(c, n, st, &z, &zview, &yview, err);
+    return xf_dn_finish_or_free(n, st, pd, s, err);
+}
+
 static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
@@ -371,6 +523,8 @@ static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     bool has_bias = n->n_inputs > 2 && xf_rt_present(&in[2]);
     if (!deconv_pads(n, x, w, y, pl64, pr64))
         return xf_rt_bad_node(err, n, "the output shape does not follow from the attributes");
+    if (deconv_is_shuffle(c, g, n, pl64, pr64))
+        return deconv_shuffle_prepare(c, g, n, in, out, st, err);
     dnnl_dims_t strides, dil, pl, pr;
     for (int i = 0; i < ns; i++) {
         strides[i] = n->attrs.strides[i];

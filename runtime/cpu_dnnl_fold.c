@@ -149,6 +149,10 @@ static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, co
     for (int i = 0; i < a->n_posts; i++)
         if (post_conflicts(&a->posts[i], post))
             return false;
+    const xf_node *h = &g->nodes[hn];
+    if (post->sum && hh == &xf_dn_conv_handler &&
+        !xf_dn_conv_posts_fast(c, g, h, a->bn || xf_dn_input(h, 2) >= 0, a->posts, a->n_posts, post))
+        return false;
     a->posts[a->n_posts++] = *post;
     a->sum = a->sum || post->sum;
     return true;

@@ -344,6 +344,81 @@ START_TEST(conv_transpose_cpu_decoder)
 }
 END_TEST
 
+/* One ConvTranspose whose kernel equals its stride, as the cpu backend
+ * runs it: a 1x1 convolution and a reorder into the output (kernel
+ * positions interleaved with the pixels).  Optionally a 3x3 Conv before
+ * it and after it (values stored in oneDNN's native layout) and a Relu
+ * folded into it; near misses (pads, groups, dilations, computed weights)
+ * take oneDNN's deconvolution. */
+typedef struct shuffle_case {
+    int ns;
+    int64_t n, c, m, k[3], x[3];
+    bool bias, conv_before, relu, conv_after, computed_w;
+    int64_t pad, group, dil;
+} shuffle_case;
+
+static void check_shuffle(const shuffle_case *sc, const char *what)
+{
+    xf_graph *g = xf_graph_create("kernel_is_stride");
+    int64_t x_dims[5] = {sc->n, sc->c}, w_dims[5] = {sc->c, sc->m / sc->group};
+    for (int i = 0; i < sc->ns; i++) {
+        x_dims[2 + i] = sc->x[i];
+        w_dims[2 + i] = sc->k[i];
+    }
+    int x = xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(2 + sc->ns, x_dims));
+    if (sc->conv_before)
+        x = xf_bt_conv(g, x, sc->c, sc->c, 3, 1, XF_ACT_RELU);
+    xf_shape ws = xf_shape_make(2 + sc->ns, w_dims);
+    int w = sc->computed_w ? xf_bt_input(g, XF_DT_FLOAT, ws) : xf_bt_random_const(g, ws, false);
+    int b = sc->bias ? xf_bt_random_const(g, xf_shape_make(1, (int64_t[]){sc->m}), false) : -1;
+    int y = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+    int n = xf_graph_add_node(g, CT, NULL, b >= 0 ? 3 : 2, (int[]){x, w, b}, 1, &y);
+    ck_assert_int_ge(n, 0);
+    int64_t p[3] = {sc->pad, sc->pad, sc->pad}, d[3] = {sc->dil, sc->dil, sc->dil};
+    xf_bt_set_window(node_attrs(g, n), sc->ns, NULL, sc->k, p, p, d);
+    node_attrs(g, n)->group = sc->group;
+    if (sc->relu) {
+        int r = xf_graph_add_value(g, NULL, XF_DT_UNDEFINED, NULL);
+        ck_assert_int_ge(xf_graph_add_node(g, XF_OP_RELU, NULL, 1, &y, 1, &r), 0);
+        y = r;
+    }
+    if (sc->conv_after)
+        y = xf_bt_conv(g, y, sc->m, 16, 3, 1, XF_ACT_NONE);
+    xf_graph_add_output(g, y);
+    check_cpu(g, 17, 1e-4, 1e-3, what);
+    xf_graph_free(g);
+}
+
+START_TEST(conv_transpose_cpu_kernel_is_stride)
+{
+    if (!xf_backend_find("cpu")) {
+        printf("skipped: this build has no oneDNN, so no cpu backend\n");
+        return;
+    }
+    xf_bt_seed(77);
+    static const shuffle_case cases[] = {
+        /* YOLO's mask head: native in and out, bias, a Relu folded in */
+        {2, 1, 32, 32, {2, 2}, {7, 5}, true, true, true, true, false, 0, 1, 1},
+        /* plain in and out, a kernel of 2 x 3, no bias, batch 2 */
+        {2, 2, 3, 5, {2, 3}, {4, 3}, false, false, false, false, false, 0, 1, 1},
+        {1, 1, 16, 48, {4}, {9}, true, false, false, false, false, 0, 1, 1},
+        {3, 1, 5, 3, {2, 1, 3}, {3, 4, 2}, true, false, true, false, false, 0, 1, 1},
+        /* a kernel of one: a 1x1 convolution */
+        {2, 1, 16, 16, {1, 1}, {6, 6}, true, true, false, true, false, 0, 1, 1},
+        /* near misses */
+        {2, 1, 16, 32, {2, 2}, {6, 6}, true, true, false, true, false, 1, 1, 1},
+        {2, 1, 16, 32, {2, 2}, {6, 6}, true, true, false, false, false, 0, 2, 1},
+        {2, 1, 16, 32, {2, 2}, {6, 6}, true, true, false, false, false, 0, 1, 2},
+        {2, 1, 16, 32, {2, 2}, {6, 6}, true, false, false, false, true, 0, 1, 1},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
+        char what[64];
+        snprintf(what, sizeof what, "kernel-is-stride case %d", i);
+        check_shuffle(&cases[i], what);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ RNN */
 
 /* One hidden unit over one input feature: W 0.5, R 0.25, biases 0.1 and
@@ -679,6 +754,7 @@ int main(void)
     tcase_add_test(ct, conv_transpose_cost);
     tcase_add_test(ct, conv_transpose_cpu_random);
     tcase_add_test(ct, conv_transpose_cpu_decoder);
+    tcase_add_test(ct, conv_transpose_cpu_kernel_is_stride);
     suite_add_tcase(s, ct);
     TCase *rnn = tcase_create("rnn");
     tcase_add_test(rnn, rnn_directions);
