@@ -10,6 +10,7 @@
 
 #include <dnnl_debug.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 extern const xf_backend xf_backend_cpu;
@@ -750,6 +751,30 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
 
 static void dn_release(void *ctx, void *state) { node_free(state); }
 
+static void dn_node_impl(void *ctx, const xf_graph *g, int node, void *state, char *buf, size_t n)
+{
+    const xf_dn_node *st = state;
+    const char *impl = NULL;
+    if (!st || st->on_ref)
+        impl = "cpu_ref kernel";
+    else if (st->folded)
+        snprintf(buf, n, "folded into '%s'", g->nodes[st->host].name ? g->nodes[st->host].name : "");
+    else if (st->kernel || st->own_run)
+        impl = "own loop";
+    else if (st->gemv.on)
+        impl = "sgemm";
+    else if (!st->prim)
+        impl = "reorders";
+    else {
+        const_dnnl_primitive_desc_t pd = NULL;
+        if (dnnl_primitive_get_primitive_desc(st->prim, &pd) != dnnl_success ||
+            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+            impl = "oneDNN";
+    }
+    if (impl)
+        snprintf(buf, n, "%s", impl);
+}
+
 /* 64-byte alignment suits oneDNN's vector loads on every buffer it binds. */
 static void *dn_alloc(void *ctx, size_t bytes)
 {
@@ -787,6 +812,7 @@ const xf_backend xf_backend_cpu = {
     .prepare = dn_prepare,
     .run_node = dn_run_node,
     .release = dn_release,
+    .node_impl = dn_node_impl,
     .alloc = dn_alloc,
     .free = dn_free,
     .copy_in = dn_copy,

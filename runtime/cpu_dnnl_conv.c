@@ -406,106 +406,154 @@ static void deconv_weights_md(const xf_shape *w, int64_t group, dnnl_memory_desc
 
 /* A ConvTranspose whose kernel equals its stride (no padding, dilation or
  * groups: U-Net and YOLO's mask head upsample so) writes each input pixel
- * into its own block of the output: a 1x1 convolution to M * k... channels
- * ordered (m, kernel position), as the weights are stored (C, M, k...),
- * then a DepthToSpace (CRD).  oneDNN 2.6 runs such deconvolutions 3x
- * slower than ONNX Runtime; the convolution and one reorder, as fast.
- * The output must be stored as a permutation of plain dims (not blocked):
- * its strides then give the reorder's view. */
-static bool deconv_is_shuffle(const xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const int64_t *pl,
-                              const int64_t *pr)
+ * into its own block of the output: a 1x1 convolution to K * M channels
+ * (K kernel positions, M output channels; channel j = kpos * M + m), then
+ * a DepthToSpace.  oneDNN 2.6 runs such deconvolutions 3x slower than
+ * ONNX Runtime; the convolution and one reorder, as fast.  The output
+ * must be stored as a permutation of plain dims, or with whole blocks of
+ * channels innermost: its strides then give the reorder's view. */
+static int64_t deconv_shuffle_block(const xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const int64_t *pl,
+                                    const int64_t *pr)
 {
     const xf_shape *x = &g->values[n->inputs[0]].shape, *w = &g->values[n->inputs[1]].shape;
     const xf_shape *y = &g->values[n->outputs[0]].shape;
     int b = xf_dn_input(n, 2);
     if (n->attrs.group != 1 || !g->values[n->inputs[1]].init || (b >= 0 && !g->values[b].init))
-        return false;
+        return 0;
     for (int d = 0; d < x->ndim - 2; d++)
         if (w->dims[2 + d] != n->attrs.strides[d] || n->attrs.dilations[d] != 1 || pl[d] || pr[d] ||
             y->dims[2 + d] != x->dims[2 + d] * w->dims[2 + d])
-            return false;
+            return 0;
     dnnl_memory_desc_t out;
     xf_dn_operand_md(c, n, -1, y, &out);
-    return out.format_kind == dnnl_blocked && out.format_desc.blocking.inner_nblks == 0;
+    const dnnl_blocking_desc_t *blk = &out.format_desc.blocking;
+    if (out.format_kind != dnnl_blocked)
+        return 0;
+    if (blk->inner_nblks == 0)
+        return 1;
+    return blk->inner_nblks == 1 && blk->inner_idxs[0] == 1 && y->dims[1] % blk->inner_blks[0] == 0
+               ? blk->inner_blks[0]
+               : 0;
 }
 
-/* Prepares such a ConvTranspose: the convolution writes (N, M * K, X...)
- * channels-last into memory of the node's, which the reorder reads as
- * (N, X0, k0, X1, k1, ..., M) and writes into the output as stored. */
+/* The view (N, X0, k0, X1, k1, ..., M) of a tensor of outer strides `st`
+ * (as oneDNN's blocking gives them) in which kernel position kpos of
+ * pixel x is element (x * k + kpos) of each spatial dim (the output) or
+ * channel kpos * M + m (the convolution's result: `conv`).  M is viewed as
+ * (M / block, block) when block > 1, the tensor storing blocks of that
+ * many channels innermost when `blocked`. */
+static void shuffle_view(const xf_shape *x, const xf_shape *w, int64_t m, int64_t block, bool blocked,
+                         const dnnl_dims_t st, bool conv, dnnl_memory_desc_t *md)
+{
+    int ns = x->ndim - 2, vrank = 2 + 2 * ns + (block > 1);
+    dnnl_dims_t dims, strides;
+    dims[0] = x->dims[0];
+    strides[0] = st[0];
+    int64_t kpos = 1;
+    for (int e = ns - 1; e >= 0; e--) {
+        int64_t k = w->dims[2 + e];
+        dims[1 + 2 * e] = x->dims[2 + e];
+        dims[2 + 2 * e] = k;
+        strides[1 + 2 * e] = conv ? st[2 + e] : st[2 + e] * k;
+        strides[2 + 2 * e] = conv ? kpos * (blocked ? m / block : m) * st[1] : st[2 + e];
+        kpos *= k;
+    }
+    dims[1 + 2 * ns] = m / block;
+    strides[1 + 2 * ns] = blocked ? st[1] : block * st[1];
+    if (block > 1) {
+        dims[vrank - 1] = block;
+        strides[vrank - 1] = blocked ? 1 : st[1];
+    }
+    dnnl_memory_desc_init_by_strides(md, vrank, dims, dnnl_f32, strides);
+}
+
+/* Prepares such a ConvTranspose when oneDNN has a kernel for its
+ * convolution (*taken): the convolution writes (N, K * M, X...) into memory
+ * of the node's, channels-last or channel-blocked (blocked as the output
+ * is, or as oneDNN's kernels want), and the reorder copies it into the
+ * output through the two views. */
 static xf_status deconv_shuffle_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                        const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+                                        const xf_tensor_view *out, xf_dn_node *st, int64_t out_block, bool *taken,
+                                        xf_error *err)
 {
     const xf_shape *x = &in[0].shape, *w = &in[1].shape, *y = &out[0].shape;
-    int rank = x->ndim, ns = rank - 2, vrank = 2 + 2 * ns;
+    int rank = x->ndim, ns = rank - 2;
     int64_t cin = x->dims[1], m = y->dims[1], kk = xf_shape_numel(w) / (cin * m), chans = m * kk;
     bool has_bias = xf_dn_input(n, 2) >= 0 && xf_rt_present(&in[2]);
-    /* weights (M * K, C, 1...): element (j, c) is ONNX's (c, j) */
-    dnnl_dims_t zdims = {x->dims[0], chans}, wdims = {chans, cin}, wstr = {1, chans}, one = {0}, zero = {0};
+    *taken = false;
+    dnnl_dims_t zdims = {x->dims[0], chans}, wdims = {chans, cin}, one = {0}, zero = {0};
     for (int d = 0; d < ns; d++) {
         zdims[2 + d] = x->dims[2 + d];
         wdims[2 + d] = 1;
-        wstr[2 + d] = 1;
         one[d] = 1;
     }
     static const dnnl_format_tag_t last[] = {dnnl_acb, dnnl_acdb, dnnl_acdeb};
-    dnnl_memory_desc_t src_have, src, wei_have, wei, bias, z, dst_have;
+    static const dnnl_format_tag_t by8[] = {dnnl_aBc8b, dnnl_aBcd8b, dnnl_aBcde8b};
+    static const dnnl_format_tag_t by16[] = {dnnl_aBc16b, dnnl_aBcd16b, dnnl_aBcde16b};
+    dnnl_memory_desc_t src_have, src, wei_plain, wei, bias, z, dst_have;
     xf_dn_operand_md(c, n, 0, x, &src_have);
     if (xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
         src = src_have;
     else
         md_any(rank, x->dims, dnnl_f32, &src);
-    dnnl_memory_desc_init_by_strides(&wei_have, rank, wdims, dnnl_f32, wstr);
+    dnnl_memory_desc_init_by_tag(&wei_plain, rank, wdims, dnnl_f32, rank == 3 ? dnnl_abc : rank == 4 ? dnnl_abcd
+                                                                                                   : dnnl_abcde);
     dnnl_memory_desc_init_by_tag(&wei, rank, wdims, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&bias, 1, (dnnl_dims_t){chans}, dnnl_f32, dnnl_a);
-    dnnl_memory_desc_init_by_tag(&z, rank, zdims, dnnl_f32, last[ns - 1]);
-    dnnl_convolution_desc_t d;
-    XF_DN_TRY(err, n, dnnl_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src,
-                                                         &wei, has_bias ? &bias : NULL, &z, one, zero, zero));
     dnnl_primitive_attr_t attr;
     xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
-    dnnl_primitive_desc_t pd = NULL;
-    if (s == XF_OK)
-        s = xf_dn_pd_create(c, n, &d, attr, &pd, err);
     if (s != XF_OK)
         return s;
-    /* the views: dims (N, X0, k0, ..., M); the convolution's result has
-     * pixel stride M * K and channel j = m * K + (k0 * k1 + ...) */
-    dnnl_dims_t vdims, zstr, ystr;
+    /* the result blocked as the output is; else channels-last, or blocked
+     * where oneDNN's kernels take only that (AVX2) */
+    const int64_t blocks[] = {out_block, out_block == 1 ? 16 : 0, out_block == 1 ? 8 : 0};
+    dnnl_primitive_desc_t pd = NULL;
+    int64_t z_block = 0;
+    for (int i = 0; i < 3 && !pd; i++) {
+        z_block = blocks[i];
+        if (!z_block || m % z_block || (z_block != 1 && z_block != 8 && z_block != 16))
+            continue;
+        dnnl_memory_desc_init_by_tag(&z, rank, zdims, dnnl_f32,
+                                     (z_block == 1 ? last : z_block == 8 ? by8 : by16)[ns - 1]);
+        dnnl_convolution_desc_t d;
+        if (dnnl_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src, &wei,
+                                               has_bias ? &bias : NULL, &z, one, zero, zero) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL) != dnnl_success)
+            pd = NULL;
+        else if (xf_dn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        }
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (!pd)
+        return XF_OK;
+    *taken = true;
+    /* weights (K * M, C, 1...): row kpos * M + m is ONNX's (c, m, kpos) over c */
+    free(st->folded_w);
+    free(st->folded_b);
+    st->folded_w = malloc(sizeof(float) * (size_t)(chans * cin));
+    st->folded_b = has_bias ? malloc(sizeof(float) * (size_t)chans) : NULL;
+    if (!st->folded_w || (has_bias && !st->folded_b)) {
+        dnnl_primitive_desc_destroy(pd);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    const float *wd = in[1].data;
+    for (int64_t kp = 0; kp < kk; kp++)
+        for (int64_t o = 0; o < m; o++) {
+            for (int64_t i = 0; i < cin; i++)
+                st->folded_w[(kp * m + o) * cin + i] = wd[(i * m + o) * kk + kp];
+            if (has_bias)
+                st->folded_b[kp * m + o] = ((const float *)in[2].data)[o];
+        }
     xf_dn_operand_md(c, n, -1, y, &dst_have);
-    const dnnl_dims_t *ys = &dst_have.format_desc.blocking.strides;
-    int64_t pixel = chans, kpos = 1;
-    vdims[0] = x->dims[0];
-    vdims[vrank - 1] = m;
-    zstr[vrank - 1] = kk;
-    ystr[0] = (*ys)[0];
-    ystr[vrank - 1] = (*ys)[1];
-    for (int e = ns - 1; e >= 0; e--) {
-        int64_t k = w->dims[2 + e];
-        vdims[1 + 2 * e] = x->dims[2 + e];
-        vdims[2 + 2 * e] = k;
-        zstr[1 + 2 * e] = pixel;
-        zstr[2 + 2 * e] = kpos;
-        ystr[1 + 2 * e] = (*ys)[2 + e] * k;
-        ystr[2 + 2 * e] = (*ys)[2 + e];
-        pixel *= x->dims[2 + e];
-        kpos *= k;
-    }
-    zstr[0] = pixel;
+    int64_t view_block = z_block > out_block ? z_block : out_block;
     dnnl_memory_desc_t zview, yview;
-    dnnl_memory_desc_init_by_strides(&zview, vrank, vdims, dnnl_f32, zstr);
-    dnnl_memory_desc_init_by_strides(&yview, vrank, vdims, dnnl_f32, ystr);
-    if (has_bias) {
-        free(st->folded_b);
-        if (!(st->folded_b = malloc(sizeof(float) * (size_t)chans)))
-            s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        for (int64_t j = 0; s == XF_OK && j < chans; j++)
-            st->folded_b[j] = ((const float *)in[2].data)[j / kk];
-    }
+    shuffle_view(x, w, m, view_block, z_block > 1, z.format_desc.blocking.strides, true, &zview);
+    shuffle_view(x, w, m, view_block, out_block > 1, dst_have.format_desc.blocking.strides, false, &yview);
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), err);
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &src_have, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
-                       err);
-    if (s == XF_OK)
-        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[1].data, &wei_have,
+        s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, st->folded_w, &wei_plain,
                              dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err);
     if (s == XF_OK && has_bias)
         s = xf_dn_bind_const(c, n, st, DNNL_ARG_BIAS, st->folded_b, &bias, &bias, err);
@@ -523,8 +571,11 @@ static xf_status deconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     bool has_bias = n->n_inputs > 2 && xf_rt_present(&in[2]);
     if (!deconv_pads(n, x, w, y, pl64, pr64))
         return xf_rt_bad_node(err, n, "the output shape does not follow from the attributes");
-    if (deconv_is_shuffle(c, g, n, pl64, pr64))
-        return deconv_shuffle_prepare(c, g, n, in, out, st, err);
+    int64_t block = deconv_shuffle_block(c, g, n, pl64, pr64);
+    bool taken = false;
+    xf_status shuffled = block ? deconv_shuffle_prepare(c, g, n, in, out, st, block, &taken, err) : XF_OK;
+    if (shuffled != XF_OK || taken)
+        return shuffled;
     dnnl_dims_t strides, dil, pl, pr;
     for (int i = 0; i < ns; i++) {
         strides[i] = n->attrs.strides[i];

@@ -1,53 +1,12 @@
 /* Sessions: a graph bound to a backend, run in static mode (memory planned
  * once, nodes prepared once) or dynamic mode (shapes inferred per run from
  * the actual tensors), with per-node timing for the cost model. */
-#include "xf_rt_internal.h"
+#include "session_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-struct xf_session {
-    const xf_backend *be;
-    void *ctx;
-    xf_graph *g; /* own clone, shapes inferred */
-    int64_t opset;
-    bool dynamic;
-    /* static mode */
-    xf_memplan plan;
-    void *arena;
-    void **states; /* per node, from prepare */
-    /* per value: where it lives (static mode; in dynamic mode only the
-     * initializers); `owned` marks backend memory this session allocated
-     * for it outside the arena (uploads, input buffers) */
-    xf_tensor_view *views;
-    bool *owned;
-    int *last_use; /* per value: last node reading it; n_nodes for graph outputs */
-    /* scratch for one node's operands */
-    int max_in, max_out;
-    xf_tensor_view *in, *out;
-    xf_tensor *tmp;          /* dynamic mode: input values for shape inference */
-    const xf_tensor **tmp_ptr;
-    xf_rt_flow **flows; /* per node: If, Loop and Scan, which the session runs itself; NULL for others */
-    /* dynamic mode, per value: the sequence or optional it holds during a
-     * run (held reference), NULL for tensors */
-    xf_tensor **held;
-    /* dynamic mode, per node: the state prepare made on an earlier run and
-     * the operands it saw (dtypes and shapes; the data moves from run to
-     * run, and states take it at run time), kept while they stay the same:
-     * a Loop body's nodes are prepared once, not once per iteration */
-    void **dyn_states;
-    xf_tensor_view **dyn_seen;
-    /* dynamic mode: blocks of finished values kept for later values, of
-     * this run and the next (see dyn_alloc); per value the size of the
-     * block it holds */
-    struct dyn_block *pool;
-    int n_pool, cap_pool;
-    size_t pool_bytes;
-    size_t *block_bytes;
-    size_t max_bytes; /* xf_session_options.max_tensor_bytes */
-};
 
 /* Whether a tensor of `bytes` for value `name` fits the session's limit
  * (else sets err). */
@@ -937,8 +896,8 @@ void xf_session_free(xf_session *s)
 
 /* ---------------------------------------------------------------- running */
 
-static xf_status execute(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs, double *node_seconds,
-                         xf_error *err)
+xf_status xf_session_execute(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs, double *node_seconds,
+                             xf_error *err)
 {
     xf_status st = check_inputs(s, inputs, err);
     if (st != XF_OK)
@@ -949,42 +908,7 @@ static xf_status execute(xf_session *s, xf_tensor *const *inputs, xf_tensor **ou
 
 xf_status xf_session_run(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs, xf_error *err)
 {
-    return execute(s, inputs, outputs, NULL, err);
-}
-
-static int cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return a < b ? -1 : a > b;
-}
-
-xf_status xf_session_profile(xf_session *s, xf_tensor *const *inputs, int warmup, int repeats,
-                             double *node_seconds, xf_error *err)
-{
-    int nn = s->g->n_nodes;
-    if (repeats < 1)
-        return xf_error_set(err, XF_ERR_INVALID, "profiling needs at least one timed run");
-    xf_status st = XF_OK;
-    for (int r = 0; r < warmup && st == XF_OK; r++)
-        st = execute(s, inputs, NULL, NULL, err);
-    /* times[i * repeats + r]: node i in run r, so each node's runs sort together */
-    double *times = malloc(sizeof *times * (size_t)(nn > 0 ? nn : 1) * (size_t)repeats);
-    double *run = malloc(sizeof *run * (size_t)(nn > 0 ? nn : 1));
-    if (!times || !run)
-        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int r = 0; r < repeats && st == XF_OK; r++) {
-        st = execute(s, inputs, NULL, run, err);
-        for (int i = 0; i < nn; i++)
-            times[(size_t)i * (size_t)repeats + (size_t)r] = run[i];
-    }
-    for (int i = 0; i < nn && st == XF_OK; i++) {
-        double *t = &times[(size_t)i * (size_t)repeats];
-        qsort(t, (size_t)repeats, sizeof *t, cmp_double);
-        node_seconds[i] = repeats % 2 ? t[repeats / 2] : 0.5 * (t[repeats / 2 - 1] + t[repeats / 2]);
-    }
-    free(times);
-    free(run);
-    return st;
+    return xf_session_execute(s, inputs, outputs, NULL, err);
 }
 
 const xf_graph *xf_session_graph(const xf_session *s) { return s->g; }

@@ -103,6 +103,11 @@ typedef struct xf_backend {
     /* optional: the device a context runs on (e.g. "NVIDIA H200 sm_90"),
      * so that what is measured on it is kept apart from other devices'. */
     void (*device_name)(void *ctx, char *buf, size_t n);
+    /* optional: how the backend runs prepared node `node` (state from
+     * prepare, NULL when it made none), in its library's words: oneDNN's
+     * implementation ("brgconv:avx512_core", "ref:any" for its slow
+     * reference loops), a node folded into another, a loop of its own. */
+    void (*node_impl)(void *ctx, const xf_graph *g, int node, void *state, char *buf, size_t n);
 } xf_backend;
 
 /* The backend called name, or NULL. */
@@ -196,6 +201,9 @@ xf_status xf_session_run(xf_session *s, xf_tensor *const *inputs, xf_tensor **ou
 xf_status xf_session_profile(xf_session *s, xf_tensor *const *inputs, int warmup, int repeats,
                              double *node_seconds, xf_error *err);
 void xf_session_free(xf_session *s);
+/* How the backend runs node `node` (xf_backend.node_impl) as last
+ * prepared; empty where the backend says nothing. */
+void xf_session_node_impl(const xf_session *s, int node, char *buf, size_t n);
 
 /* The session's graph: the graph it was created from with shapes
  * inferred and the session's rewrites applied (see as_given); its inputs

@@ -215,6 +215,25 @@ START_TEST(test_run_profile)
         lines += *p == '\n';
     ck_assert_msg(lines == 4, "%d lines: %s", lines, out);
     free(out);
+    /* on cpu, each node line names how the backend runs it, none on
+     * oneDNN's slow reference implementation */
+    if (xf_backend_find("cpu")) {
+        snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --backend cpu --profile 100 --warmup 1",
+                 xf_test_tool("xflow-run"), XF_SOURCE_DIR);
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+        per_op = strstr(out, "per op type:");
+        const char *line = strstr(out, "profile on cpu:");
+        ck_assert_msg(line && per_op, "%s", out);
+        int named = 0;
+        for (line = strchr(line, '\n') + 1; line < per_op; line = strchr(line, '\n') + 1) {
+            const char *end = strchr(line, '\n');
+            ck_assert_msg(end[-1] == ']' && memchr(line, '[', (size_t)(end - line)), "%.*s", (int)(end - line), line);
+            named++;
+        }
+        ck_assert_msg(named > 0 && !strstr(out, "[ref:") && !strstr(out, "reference implementation"), "%s", out);
+        ck_assert_msg(strstr(out, "[brgconv") || strstr(out, "[jit"), "%s", out);
+        free(out);
+    }
     snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --profile 0", xf_test_tool("xflow-run"),
              XF_SOURCE_DIR);
     ck_assert_int_eq(xf_test_run(cmd, &out), 2);

@@ -102,11 +102,24 @@ static int print_profile(xf_session *s, xf_tensor *const *inputs, const options 
     }
     qsort(nt, (size_t)n, sizeof *nt, slower_first);
     printf("profile on %s: %d nodes, %.3f ms in all (medians of %d runs)\n", o->backend, n, 1e3 * total, repeats);
+    char impl[128];
     for (int i = 0; i < n && i < o->profile; i++) {
         const xf_node *nd = &g->nodes[nt[i].node];
-        printf("  %9.3f ms %5.1f%%  %-20s %s\n", 1e3 * nt[i].seconds, total > 0 ? 100 * nt[i].seconds / total : 0,
-               op_label(nd), nd->name && nd->name[0] ? nd->name : "(unnamed)");
+        xf_session_node_impl(s, nt[i].node, impl, sizeof impl);
+        printf("  %9.3f ms %5.1f%%  %-20s %s%s%s%s\n", 1e3 * nt[i].seconds,
+               total > 0 ? 100 * nt[i].seconds / total : 0, op_label(nd), nd->name && nd->name[0] ? nd->name : "(unnamed)",
+               impl[0] ? "  [" : "", impl, impl[0] ? "]" : "");
     }
+    /* oneDNN's reference implementations are its slow fallbacks: worth a
+     * line of their own wherever they are in the list */
+    int slow = 0;
+    for (int i = 0; i < n; i++) {
+        xf_session_node_impl(s, i, impl, sizeof impl);
+        slow += strncmp(impl, "ref:", 4) == 0;
+    }
+    if (slow)
+        printf("note: %d node%s run on oneDNN's reference implementation (its slow fallback for forms its kernels "
+               "lack), shown as [ref:...]\n", slow, slow == 1 ? "" : "s");
     qsort(per_op, (size_t)XF_OP_COUNT + 1, sizeof *per_op, slower_first);
     printf("per op type:\n");
     for (int k = 0; k <= XF_OP_COUNT && per_op[k].seconds > 0; k++)

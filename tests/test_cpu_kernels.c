@@ -1,0 +1,151 @@
+/* The `cpu` backend runs the forms detection and classification models
+ * are made of on oneDNN's kernels, not on its reference implementation
+ * (oneDNN's fallback for forms its kernels lack, 50 to 3000 times slower):
+ * YOLO's bottleneck (a residual Add after a convolution with a SiLU),
+ * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis and a
+ * ConvTranspose whose kernel is its stride.  Each graph is checked against
+ * cpu_ref, and every node's implementation (xf_session_node_impl) is read
+ * back.  ctest runs the suite again with oneDNN held at AVX2, where values
+ * are stored channel-blocked and the kernels take fewer forms. */
+#include "backend_util.h"
+#include "core_builders.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
+
+/* x * Sigmoid(x), as exporters write SiLU. */
+static int silu(xf_graph *g, int x) { return out0(g, NODE(g, XF_OP_MUL, x, out0(g, NODE(g, XF_OP_SIGMOID, x)))); }
+
+/* Checks g against cpu_ref, then that no node of its static session runs
+ * oneDNN's reference implementation; returns the implementation of the
+ * session's (first) node of op `op` in impl. */
+static void check_kernels(const xf_graph *g, const char *what, xf_op op, char *impl, size_t n)
+{
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-3, what);
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s: %s", what, err.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    const xf_graph *sg = xf_session_graph(s);
+    impl[0] = '\0';
+    bool found = false;
+    for (int i = 0; i < sg->n_nodes; i++) {
+        char got[128];
+        xf_session_node_impl(s, i, got, sizeof got);
+        ck_assert_msg(got[0], "%s: node %d (%s) has no implementation named", what, i, xf_op_name(sg->nodes[i].op));
+        ck_assert_msg(strncmp(got, "ref:", 4) != 0, "%s: node %d (%s) runs oneDNN's reference implementation",
+                      what, i, xf_op_name(sg->nodes[i].op));
+        if (sg->nodes[i].op == op && !found) {
+            snprintf(impl, n, "%s", got);
+            found = true;
+        }
+    }
+    ck_assert_msg(found, "%s: the session has no %s node", what, xf_op_name(op));
+    xf_session_free(s);
+}
+
+/* YOLOv8's C2f bottleneck: y = a + SiLU(Conv(SiLU(Conv(a)))), a itself a
+ * convolution's SiLU.  oneDNN's AVX2 and blocked kernels take the Add as
+ * a sum post-op only before the SiLU, so there it stays a node of its own. */
+START_TEST(residual_after_silu)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int c = 16; c <= 32; c += 16) {
+        xf_graph *g = xf_graph_create("bottleneck");
+        int x = add_input(g, SHAPE(1, c, 20, 18));
+        int a = silu(g, xf_bt_conv(g, x, c, c, 1, 1, XF_ACT_NONE));
+        int b = silu(g, xf_bt_conv(g, silu(g, xf_bt_conv(g, a, c, c, 3, 1, XF_ACT_NONE)), c, c, 3, 1, XF_ACT_NONE));
+        int y = out0(g, NODE(g, XF_OP_ADD, a, b));
+        xf_graph_add_output(g, xf_bt_conv(g, y, c, 8, 1, 1, XF_ACT_NONE));
+        char impl[128], what[64];
+        snprintf(what, sizeof what, "bottleneck of %d channels", c);
+        check_kernels(g, what, XF_OP_ADD, impl, sizeof impl);
+        ck_assert_msg(strncmp(impl, "folded into", 11) == 0 || strstr(impl, "jit") || strstr(impl, "brg"),
+                      "%s: the Add runs as %s", what, impl);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* A squeeze-and-excitation block: the convolution's output times one
+ * value per channel, computed from its pool. */
+START_TEST(squeeze_excitation_mul)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("se");
+    int y = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 12, 12)), 16, 48, 3, 1, XF_ACT_RELU);
+    int pool = out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, y));
+    int s = out0(g, NODE(g, XF_OP_SIGMOID, xf_bt_conv(g, pool, 48, 48, 1, 1, XF_ACT_NONE)));
+    int z = out0(g, NODE(g, XF_OP_MUL, y, s));
+    xf_graph_add_output(g, xf_bt_conv(g, z, 48, 16, 3, 1, XF_ACT_NONE));
+    char impl[128];
+    check_kernels(g, "squeeze-and-excitation", XF_OP_MUL, impl, sizeof impl);
+    ck_assert_msg(strstr(impl, "jit"), "the scaling Mul runs as %s", impl);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* YOLO's DFL: a Softmax over 16 bins that lie 4 x anchors apart in memory
+ * (and the LogSoftmax of the same form). */
+START_TEST(softmax_strided_axis)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int log = 0; log < 2; log++) {
+        xf_op op = log ? XF_OP_LOG_SOFTMAX : XF_OP_SOFTMAX;
+        xf_graph *g = xf_graph_create("dfl");
+        int n = NODE(g, op, add_input(g, SHAPE(1, 16, 4, 210)));
+        attrs(g, n)->axis = 1;
+        xf_graph_add_output(g, out0(g, n));
+        char impl[128];
+        check_kernels(g, xf_op_name(op), op, impl, sizeof impl);
+        ck_assert_msg(strstr(impl, "jit"), "%s runs as %s", xf_op_name(op), impl);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* YOLO's mask head upsamples by a ConvTranspose of kernel 2, stride 2:
+ * a 1x1 convolution and a reorder, between convolutions (values stored
+ * natively), and from a graph input to a graph output (plain: on AVX2 the
+ * convolution's result is then channel-blocked, the output not). */
+START_TEST(conv_transpose_as_conv)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int chain = 0; chain < 2; chain++) {
+        xf_graph *g = xf_graph_create("upsample");
+        int x = add_input(g, SHAPE(1, 16, 10, 9));
+        int y = chain ? silu(g, xf_bt_conv(g, x, 16, 32, 3, 1, XF_ACT_NONE)) : x;
+        int w = xf_bt_random_const(g, SHAPE(chain ? 32 : 16, 48, 2, 2), false);
+        int n = NODE(g, XF_OP_CONV_TRANSPOSE, y, w, xf_bt_random_const(g, SHAPE(48), false));
+        xf_bt_set_window(attrs(g, n), 2, NULL, (int64_t[]){2, 2}, (int64_t[]){0, 0}, (int64_t[]){0, 0},
+                         (int64_t[]){1, 1});
+        xf_graph_add_output(g, chain ? xf_bt_conv(g, silu(g, out0(g, n)), 48, 16, 3, 1, XF_ACT_NONE) : out0(g, n));
+        char impl[128];
+        const char *what = chain ? "upsampling ConvTranspose between Convs" : "upsampling ConvTranspose alone";
+        check_kernels(g, what, XF_OP_CONV_TRANSPOSE, impl, sizeof impl);
+        ck_assert_msg(strstr(impl, "1x1"), "%s runs as %s", what, impl);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_kernels");
+    TCase *t = tcase_create("kernels");
+    tcase_add_test(t, residual_after_silu);
+    tcase_add_test(t, squeeze_excitation_mul);
+    tcase_add_test(t, softmax_strided_axis);
+    tcase_add_test(t, conv_transpose_as_conv);
+    suite_add_tcase(s, t);
+    return xf_test_run_suite(s);
+}
