@@ -720,23 +720,42 @@ static bool concat_native_ok(const xf_graph *g, const xf_node *n, int k)
     return rank == 4 && xf_rt_axis(n->attrs.axis, rank) == 1;
 }
 
-/* Each source is read in the layout it is stored in. */
+/* Each source is read in the layout it is stored in, unless oneDNN then
+ * has only its reference concat (sources stored in other layouts than
+ * the destination: a plain one beside convolution outputs): they are
+ * then reordered into the destination's layout first. */
 static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    dnnl_memory_desc_t dst, *src = malloc(sizeof *src * (size_t)n->n_inputs);
+    dnnl_memory_desc_t dst, *src = malloc(sizeof *src * (size_t)n->n_inputs * 2);
     if (!src)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int k = 0; k < n->n_inputs; k++)
+    dnnl_memory_desc_t *want = src + n->n_inputs;
+    int axis = xf_rt_axis(n->attrs.axis, out[0].shape.ndim);
+    for (int k = 0; k < n->n_inputs; k++) {
         xf_dn_operand_md(c, n, k, &in[k].shape, &src[k]);
+        want[k] = src[k];
+    }
     xf_dn_operand_md(c, n, -1, &out[0].shape, &dst);
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = dnnl_concat_primitive_desc_create(&pd, &dst, n->n_inputs,
-                                                         xf_rt_axis(n->attrs.axis, out[0].shape.ndim), src, NULL,
-                                                         c->engine);
+    dnnl_primitive_desc_t pd = NULL, like_dst = NULL;
+    dnnl_status_t ds = dnnl_concat_primitive_desc_create(&pd, &dst, n->n_inputs, axis, src, NULL, c->engine);
     xf_status s = ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "dnnl_concat_primitive_desc_create", ds);
+    if (s == XF_OK && xf_dn_pd_is_ref(pd)) {
+        for (int k = 0; k < n->n_inputs; k++)
+            xf_dn_md(c, &in[k].shape, xf_dn_value_layout(c, n->outputs[0]), &want[k]);
+        if (dnnl_concat_primitive_desc_create(&like_dst, &dst, n->n_inputs, axis, want, NULL, c->engine) ==
+                dnnl_success &&
+            !xf_dn_pd_is_ref(like_dst)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = like_dst;
+        } else {
+            dnnl_primitive_desc_destroy(like_dst);
+            for (int k = 0; k < n->n_inputs; k++)
+                want[k] = src[k];
+        }
+    }
     for (int k = 0; k < n->n_inputs && s == XF_OK; k++)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_MULTIPLE_SRC + k, k, &src[k], &src[k], err);
+        s = xf_dn_bind(c, n, st, DNNL_ARG_MULTIPLE_SRC + k, k, &src[k], &want[k], err);
     free(src);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst, &dst, err);

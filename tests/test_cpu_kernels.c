@@ -2,8 +2,9 @@
  * are made of on oneDNN's kernels, not on its reference implementation
  * (oneDNN's fallback for forms its kernels lack, 50 to 3000 times slower):
  * YOLO's bottleneck (a residual Add after a convolution with a SiLU),
- * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis and a
- * ConvTranspose whose kernel is its stride.  Each graph is checked against
+ * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis, a
+ * ConvTranspose whose kernel is its stride and a Concat of a
+ * convolution's output and a tensor stored plain.  Each graph is checked against
  * cpu_ref, and every node's implementation (xf_session_node_impl) is read
  * back.  ctest runs the suite again with oneDNN held at AVX2, where values
  * are stored channel-blocked and the kernels take fewer forms. */
@@ -138,6 +139,28 @@ START_TEST(conv_transpose_as_conv)
 }
 END_TEST
 
+/* A Concat of a convolution's output (stored natively) and a tensor
+ * stored plain (a graph input, a pool's output: ShuffleNetV2's, DenseNet's
+ * and DeepLabV3's) along the channels, feeding a convolution. */
+START_TEST(concat_mixed_layouts)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int first = 0; first < 2; first++) {
+        xf_graph *g = xf_graph_create("concat");
+        int x = add_input(g, SHAPE(1, 16, 12, 10)), p = add_input(g, SHAPE(1, 32, 12, 10));
+        int y = xf_bt_conv(g, x, 16, 32, 3, 1, XF_ACT_RELU);
+        int n = first ? NODE(g, XF_OP_CONCAT, p, y) : NODE(g, XF_OP_CONCAT, y, p);
+        attrs(g, n)->axis = 1;
+        xf_graph_add_output(g, xf_bt_conv(g, out0(g, n), 64, 16, 3, 1, XF_ACT_NONE));
+        char impl[128];
+        check_kernels(g, first ? "Concat, plain input first" : "Concat, plain input second", XF_OP_CONCAT, impl,
+                      sizeof impl);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_kernels");
@@ -146,6 +169,7 @@ int main(void)
     tcase_add_test(t, squeeze_excitation_mul);
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
+    tcase_add_test(t, concat_mixed_layouts);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }
