@@ -467,6 +467,24 @@ static void shuffle_view(const xf_shape *x, const xf_shape *w, int64_t m, int64_
     dnnl_memory_desc_init_by_strides(md, vrank, dims, dnnl_f32, strides);
 }
 
+/* The layout of the 1x1 convolution's result: channels-last (block 1) or
+ * blocks of 8 or 16 channels, for 1 to 3 spatial dims. */
+static dnnl_format_tag_t shuffle_result_tag(int ns, int64_t block)
+{
+    switch (ns * 100 + (int)block) {
+    case 101: return dnnl_acb;
+    case 201: return dnnl_acdb;
+    case 301: return dnnl_acdeb;
+    case 108: return dnnl_aBc8b;
+    case 208: return dnnl_aBcd8b;
+    case 308: return dnnl_aBcde8b;
+    case 116: return dnnl_aBc16b;
+    case 216: return dnnl_aBcd16b;
+    case 316: return dnnl_aBcde16b;
+    default: return dnnl_format_tag_undef;
+    }
+}
+
 /* Prepares such a ConvTranspose when oneDNN has a kernel for its
  * convolution (*taken): the convolution writes (N, K * M, X...) into memory
  * of the node's, channels-last or channel-blocked (blocked as the output
@@ -487,9 +505,6 @@ static xf_status deconv_shuffle_prepare(xf_dn_ctx *c, const xf_graph *g, const x
         wdims[2 + d] = 1;
         one[d] = 1;
     }
-    static const dnnl_format_tag_t last[] = {dnnl_acb, dnnl_acdb, dnnl_acdeb};
-    static const dnnl_format_tag_t by8[] = {dnnl_aBc8b, dnnl_aBcd8b, dnnl_aBcde8b};
-    static const dnnl_format_tag_t by16[] = {dnnl_aBc16b, dnnl_aBcd16b, dnnl_aBcde16b};
     dnnl_memory_desc_t src_have, src, wei_plain, wei, bias, z, dst_have;
     xf_dn_operand_md(c, n, 0, x, &src_have);
     if (xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE)
@@ -511,10 +526,9 @@ static xf_status deconv_shuffle_prepare(xf_dn_ctx *c, const xf_graph *g, const x
     int64_t z_block = 0;
     for (int i = 0; i < 3 && !pd; i++) {
         z_block = blocks[i];
-        if (!z_block || m % z_block || (z_block != 1 && z_block != 8 && z_block != 16))
+        if (!z_block || m % z_block || shuffle_result_tag(ns, z_block) == dnnl_format_tag_undef)
             continue;
-        dnnl_memory_desc_init_by_tag(&z, rank, zdims, dnnl_f32,
-                                     (z_block == 1 ? last : z_block == 8 ? by8 : by16)[ns - 1]);
+        dnnl_memory_desc_init_by_tag(&z, rank, zdims, dnnl_f32, shuffle_result_tag(ns, z_block));
         dnnl_convolution_desc_t d;
         if (dnnl_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src, &wei,
                                                has_bias ? &bias : NULL, &z, one, zero, zero) != dnnl_success ||

@@ -296,6 +296,16 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     const xf_shape *y = &out[0].shape;
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[first]);
     dnnl_memory_desc_t src0, src0_have, src1, src1_have, dst, dst_have;
+    /* a native tensor of dims (1, C, 1, 1) (a pooled map) holds the bytes
+     * of the plain one when no channel block is padded: it is computed as
+     * plain, where oneDNN's AVX2 kernels also broadcast a single value */
+    bool flat = work == XF_DN_NATIVE && y->ndim == 4 && y->dims[0] == 1 && y->dims[2] == 1 && y->dims[3] == 1;
+    if (flat) {
+        xf_dn_md(c, y, XF_DN_NATIVE, &src0);
+        xf_dn_md(c, y, XF_DN_PLAIN, &dst);
+        flat = dnnl_memory_desc_get_size(&src0) == dnnl_memory_desc_get_size(&dst);
+        work = flat ? XF_DN_PLAIN : work;
+    }
     xf_dn_md(c, y, work, &src0);
     xf_dn_operand_md(c, n, first, y, &src0_have);
     if (xf_shape_equal(&in[second].shape, y)) {
@@ -319,6 +329,11 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     }
     xf_dn_md(c, y, work, &dst);
     xf_dn_operand_md(c, n, -1, y, &dst_have);
+    if (flat) { /* as stored, native or plain: the same bytes */
+        src0_have = dst_have = src0;
+        if (xf_shape_equal(&in[second].shape, y))
+            src1_have = src1;
+    }
     dnnl_binary_desc_t d;
     XF_DN_TRY(err, n, dnnl_binary_desc_init(&d, binary_alg(n->op), &src0, &src1, &dst));
     dnnl_primitive_attr_t attr;

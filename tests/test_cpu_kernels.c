@@ -3,11 +3,12 @@
  * (oneDNN's fallback for forms its kernels lack, 50 to 3000 times slower):
  * YOLO's bottleneck (a residual Add after a convolution with a SiLU),
  * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis, a
- * ConvTranspose whose kernel is its stride and a Concat of a
- * convolution's output and a tensor stored plain.  Each graph is checked against
- * cpu_ref, and every node's implementation (xf_session_node_impl) is read
- * back.  ctest runs the suite again with oneDNN held at AVX2, where values
- * are stored channel-blocked and the kernels take fewer forms. */
+ * ConvTranspose whose kernel is its stride, a Concat of a convolution's
+ * output and a tensor stored plain, and binary ops on a pooled map.  Each
+ * graph is checked against cpu_ref, and every node's implementation
+ * (xf_session_node_impl) is read back.  ctest runs the suite again with
+ * oneDNN held at AVX2, where values are stored channel-blocked and the
+ * kernels take fewer forms. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -139,6 +140,26 @@ START_TEST(conv_transpose_as_conv)
 }
 END_TEST
 
+/* Binary ops on a pooled map, dims (1, C, 1, 1), stored natively: a Mul
+ * by one constant value (TensorFlow's hard_sigmoid scale after the pool)
+ * that cannot fold into the convolution before it (whose output another
+ * node reads too), then an Add of two such maps. */
+START_TEST(pooled_map_ops)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("pooled");
+    int y = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 9, 9)), 16, 32, 3, 1, XF_ACT_RELU);
+    int a = xf_bt_conv(g, out0(g, NODE(g, XF_OP_GLOBAL_AVERAGE_POOL, y)), 32, 48, 1, 1, XF_ACT_NONE);
+    int m = out0(g, NODE(g, XF_OP_MUL, a, xf_bt_scalar(g, 0.25f, 0)));
+    xf_graph_add_output(g, xf_bt_conv(g, out0(g, NODE(g, XF_OP_ADD, m, a)), 48, 16, 1, 1, XF_ACT_NONE));
+    char impl[128];
+    check_kernels(g, "pooled map", XF_OP_MUL, impl, sizeof impl);
+    ck_assert_msg(strstr(impl, "jit") || strncmp(impl, "folded into", 11) == 0, "the Mul runs as %s", impl);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* A Concat of a convolution's output (stored natively) and a tensor
  * stored plain (a graph input, a pool's output: ShuffleNetV2's, DenseNet's
  * and DeepLabV3's) along the channels, feeding a convolution. */
@@ -170,6 +191,7 @@ int main(void)
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
+    tcase_add_test(t, pooled_map_ops);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }

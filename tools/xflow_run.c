@@ -107,8 +107,8 @@ static int print_profile(xf_session *s, xf_tensor *const *inputs, const options 
         const xf_node *nd = &g->nodes[nt[i].node];
         xf_session_node_impl(s, nt[i].node, impl, sizeof impl);
         printf("  %9.3f ms %5.1f%%  %-20s %s%s%s%s\n", 1e3 * nt[i].seconds,
-               total > 0 ? 100 * nt[i].seconds / total : 0, op_label(nd), nd->name && nd->name[0] ? nd->name : "(unnamed)",
-               impl[0] ? "  [" : "", impl, impl[0] ? "]" : "");
+               total > 0 ? 100 * nt[i].seconds / total : 0, op_label(nd),
+               nd->name && nd->name[0] ? nd->name : "(unnamed)", impl[0] ? "  [" : "", impl, impl[0] ? "]" : "");
     }
     /* oneDNN's reference implementations are its slow fallbacks: worth a
      * line of their own wherever they are in the list */
