@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { GS_LINEAR, GS_NEAREST, GS_CUBIC };
 enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
@@ -156,6 +157,61 @@ static double gs_interpolate(const gs_geometry *g, const gs_point *p, const xf_t
     return rnd(g->single, v);
 }
 
+/* The taps of one grid point along 2 spatial dims (gs_point's first two). */
+typedef struct gs_point2 {
+    int64_t idx[2][4];
+    double w[2][4];
+    bool nan;
+} gs_point2;
+
+/* GridSample of float X with 2 spatial dims: each image's grid points'
+ * taps made once, then every channel's map sampled at all of them (one
+ * map at a time stays in cache: deformable attention samples 32-channel
+ * maps at thousands of points), each row's interpolation rounded to float
+ * as gs_interpolate rounds it (the same bytes). */
+static xf_status gs_sample_2d_f32(const gs_geometry *g, const xf_node *n, const xf_tensor_view *grid,
+                                  const float *x, float *y, int64_t batch, int64_t channels, int64_t map,
+                                  int64_t points, xf_error *err)
+{
+    gs_point2 *pts = malloc(sizeof *pts * (size_t)(points > 0 ? points : 1));
+    if (!pts)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in GridSample");
+    gs_point p;
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t o = 0; o < points; o++) {
+            gs_point_make(g, n, grid, (b * points + o) * 2, &p);
+            memcpy(pts[o].idx, p.idx, sizeof pts[o].idx);
+            memcpy(pts[o].w, p.w, sizeof pts[o].w);
+            pts[o].nan = p.nan;
+        }
+        for (int64_t c = 0; c < channels; c++) {
+            const float *xm = x + (b * channels + c) * map;
+            float *ym = y + (b * channels + c) * points;
+            for (int64_t o = 0; o < points; o++) {
+                const gs_point2 *q = &pts[o];
+                if (q->nan) { /* its taps were not made */
+                    ym[o] = NAN;
+                    continue;
+                }
+                double v = 0;
+                for (int k = 0; k < g->taps; k++) {
+                    if (q->idx[0][k] < 0)
+                        continue;
+                    const float *row = xm + q->idx[0][k] * g->stride[0];
+                    double r = 0;
+                    for (int j = 0; j < g->taps; j++)
+                        if (q->idx[1][j] >= 0)
+                            r += q->w[1][j] * (double)row[q->idx[1][j] * g->stride[1]];
+                    v += q->w[0][k] * (double)(float)r;
+                }
+                ym[o] = (float)v;
+            }
+        }
+    }
+    free(pts);
+    return XF_OK;
+}
+
 /* GridSample: Y[b, c, o...] is X[b, c] sampled at grid[b, o...]. */
 xf_status xf_ref_grid_sample(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
@@ -186,6 +242,8 @@ xf_status xf_ref_grid_sample(const xf_node *n, const xf_tensor_view *in, const x
     int64_t batch = xs->dims[0], channels = xs->dims[1];
     if (map == 0 && points > 0 && channels > 0)
         return xf_rt_bad_node(err, n, "X's spatial dims are empty; there is nothing to sample");
+    if (rank == 2 && x->dtype == XF_DT_FLOAT && y->dtype == XF_DT_FLOAT)
+        return gs_sample_2d_f32(&g, n, grid, x->data, y->data, batch, channels, map, points, err);
     gs_point p;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t o = 0; o < points; o++) {
