@@ -288,12 +288,22 @@ static bool binary_native_ok(const xf_graph *g, const xf_node *n, int k)
            (xf_shape_equal(other, y) || (k == full_input(g, n) && per_channel(other, y)));
 }
 
-static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+/* How a binary op's operands are described: the full one first (oneDNN
+ * broadcasts only its second source), each as the primitive reads it and
+ * as it is stored (*_have). */
+typedef struct binary_mds {
+    int first, second;
+    xf_dn_layout work; /* the layout the op computes in */
+    dnnl_memory_desc_t src0, src0_have, src1, src1_have, dst, dst_have;
+} binary_mds;
+
+static void binary_layouts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *other,
+                           const xf_shape *y, binary_mds *m)
 {
     int first = full_input(g, n);
     int second = 1 - first;
-    const xf_shape *y = &out[0].shape;
+    m->first = first;
+    m->second = second;
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[first]);
     dnnl_memory_desc_t src0, src0_have, src1, src1_have, dst, dst_have;
     /* a native tensor of dims (1, C, 1, 1) (a pooled map) holds the bytes
@@ -308,11 +318,11 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     }
     xf_dn_md(c, y, work, &src0);
     xf_dn_operand_md(c, n, first, y, &src0_have);
-    if (xf_shape_equal(&in[second].shape, y)) {
+    if (xf_shape_equal(other, y)) {
         xf_dn_md(c, y, work, &src1);
         xf_dn_operand_md(c, n, second, y, &src1_have);
     } else {
-        xf_dn_md_rank(&in[second].shape, y->ndim, dnnl_f32, &src1);
+        xf_dn_md_rank(other, y->ndim, dnnl_f32, &src1);
         src1_have = src1;
         /* one value per channel of all the channels, with a native full
          * operand: described in the native layout, whose bytes are the
@@ -331,11 +341,33 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
     xf_dn_operand_md(c, n, -1, y, &dst_have);
     if (flat) { /* as stored, native or plain: the same bytes */
         src0_have = dst_have = src0;
-        if (xf_shape_equal(&in[second].shape, y))
+        if (xf_shape_equal(other, y))
             src1_have = src1;
     }
+    *m = (binary_mds){first, second, work, src0, src0_have, src1, src1_have, dst, dst_have};
+}
+
+bool xf_dn_binary_kernel(xf_dn_ctx *c, const xf_graph *g, const xf_node *n)
+{
+    binary_mds m;
+    binary_layouts(c, g, n, vshape(g, n->inputs[1 - full_input(g, n)]), vshape(g, n->outputs[0]), &m);
     dnnl_binary_desc_t d;
-    XF_DN_TRY(err, n, dnnl_binary_desc_init(&d, binary_alg(n->op), &src0, &src1, &dst));
+    dnnl_primitive_desc_t pd = NULL;
+    bool kernel = dnnl_binary_desc_init(&d, binary_alg(n->op), &m.src0, &m.src1, &m.dst) == dnnl_success &&
+                  dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL) == dnnl_success &&
+                  !xf_dn_pd_is_ref(pd);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return kernel;
+}
+
+static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    binary_mds m;
+    binary_layouts(c, g, n, &in[1 - full_input(g, n)].shape, &out[0].shape, &m);
+    dnnl_binary_desc_t d;
+    XF_DN_TRY(err, n, dnnl_binary_desc_init(&d, binary_alg(n->op), &m.src0, &m.src1, &m.dst));
     dnnl_primitive_attr_t attr;
     xf_status s = xf_dn_post_attr(n, st->posts, st->n_posts, &attr, err);
     if (s != XF_OK)
@@ -348,7 +380,7 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
      * 49, 49] to [1, 64, 3, 49, 49]: 41 ms on its reference one) runs on
      * cpu_ref's kernel over the threads, where it can: nothing folded in,
      * every operand plain */
-    bool plain = work == XF_DN_PLAIN && xf_dn_value_layout(c, n->inputs[second]) == XF_DN_PLAIN &&
+    bool plain = m.work == XF_DN_PLAIN && xf_dn_value_layout(c, n->inputs[m.second]) == XF_DN_PLAIN &&
                  xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
     st->on_ref = false; /* prepared again with a node folded in: on oneDNN */
     if (plain && !st->n_posts && xf_dn_pd_is_ref(pd)) {
@@ -356,11 +388,11 @@ static xf_status binary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
         st->on_ref = true;
         return XF_OK;
     }
-    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_0, first, &src0_have, &src0, err);
+    s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_0, m.first, &m.src0_have, &m.src0, err);
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, second, &src1_have, &src1, err);
+        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC_1, m.second, &m.src1_have, &m.src1, err);
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have, &dst, err);
+        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &m.dst_have, &m.dst, err);
     return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 

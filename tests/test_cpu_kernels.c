@@ -4,9 +4,10 @@
  * YOLO's bottleneck (a residual Add after a convolution with a SiLU),
  * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis, a
  * ConvTranspose whose kernel is its stride, a Concat of a convolution's
- * output and a tensor stored plain, and binary ops on a pooled map.  Each
- * graph is checked against cpu_ref, and every node's implementation
- * (xf_session_node_impl) is read back.  ctest runs the suite again with
+ * output and a tensor stored plain, binary ops on a pooled map and a
+ * broadcast oneDNN lacks followed by a scale.  Each graph is checked
+ * against cpu_ref, and every node's implementation (xf_session_node_impl)
+ * is read back.  ctest runs the suite again with
  * oneDNN held at AVX2, where values are stored channel-blocked and the
  * kernels take fewer forms. */
 #include "backend_util.h"
@@ -160,6 +161,25 @@ START_TEST(pooled_map_ops)
 }
 END_TEST
 
+/* RT-DETR's deformable attention scales its sampling offsets by the
+ * boxes' sizes, a broadcast over two middle dims that oneDNN's binary
+ * kernels lack, then by 0.5: the Mul by 0.5 must not fold into the first
+ * one (oneDNN's reference kernel then), which runs on cpu_ref's kernel. */
+START_TEST(middle_broadcast_then_scale)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("offsets");
+    int off = add_input(g, SHAPE(1, 30, 8, 12, 2)), wh = add_input(g, SHAPE(1, 30, 1, 1, 2));
+    int m = out0(g, NODE(g, XF_OP_MUL, off, wh));
+    xf_graph_add_output(g, out0(g, NODE(g, XF_OP_MUL, m, xf_bt_scalar(g, 0.5f, 0))));
+    char impl[128];
+    check_kernels(g, "offsets scaled", XF_OP_MUL, impl, sizeof impl);
+    ck_assert_msg(!strcmp(impl, "cpu_ref kernel"), "the broadcasting Mul runs as %s", impl);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* A Concat of a convolution's output (stored natively) and a tensor
  * stored plain (a graph input, a pool's output: ShuffleNetV2's, DenseNet's
  * and DeepLabV3's) along the channels, feeding a convolution. */
@@ -192,6 +212,7 @@ int main(void)
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
     tcase_add_test(t, pooled_map_ops);
+    tcase_add_test(t, middle_broadcast_then_scale);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }
