@@ -7,9 +7,9 @@
  * output and a tensor stored plain, binary ops on a pooled map and a
  * broadcast oneDNN lacks followed by a scale.  Each graph is checked
  * against cpu_ref, and every node's implementation (xf_session_node_impl)
- * is read back.  ctest runs the suite again with
- * oneDNN held at AVX2, where values are stored channel-blocked and the
- * kernels take fewer forms. */
+ * is read back.  ctest runs the suite again with oneDNN held at AVX2,
+ * where values are stored channel-blocked and the kernels take fewer
+ * forms. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
