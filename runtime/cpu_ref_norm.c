@@ -175,12 +175,57 @@ static int64_t reduce_strides(const xf_shape *s, const bool *reduced, int64_t *s
     return xf_shape_numel(&kept);
 }
 
+/* The elements of x each output element folds, when those are runs of
+ * `inner` consecutive ones (every reduced dim after every kept one that is
+ * more than 1): 0 otherwise. */
+static int64_t reduce_inner_run(const xf_shape *s, const int64_t *strides)
+{
+    int d = s->ndim;
+    int64_t inner = 1;
+    for (; d > 0 && strides[d - 1] == 0; d--)
+        inner *= s->dims[d - 1];
+    for (int e = 0; e < d; e++)
+        if (strides[e] == 0 && s->dims[e] > 1)
+            return 0;
+    return inner;
+}
+
+/* reduce_pass over float runs (reduce_inner_run): the same updates in the
+ * same order, without an iterator and a load by dtype per element
+ * (RT-DETR's sums of 12 samples: 4 ns an element before).  False when op
+ * is not one of these. */
+static bool reduce_runs_f32(xf_op op, const float *x, int64_t inner, int64_t n_out, double *acc)
+{
+    if (op != XF_OP_REDUCE_SUM && op != XF_OP_REDUCE_MEAN && op != XF_OP_REDUCE_MAX && op != XF_OP_REDUCE_MIN &&
+        op != XF_OP_REDUCE_L1 && op != XF_OP_REDUCE_L2 && op != XF_OP_REDUCE_SUM_SQUARE)
+        return false;
+    for (int64_t o = 0; o < n_out; o++, x += inner) {
+        double r = acc[o];
+        for (int64_t j = 0; j < inner; j++) {
+            double v = x[j];
+            switch (op) {
+            case XF_OP_REDUCE_MAX: r = v > r || isnan(v) ? v : r; break;
+            case XF_OP_REDUCE_MIN: r = v < r || isnan(v) ? v : r; break;
+            case XF_OP_REDUCE_L1: r += fabs(v); break;
+            case XF_OP_REDUCE_L2:
+            case XF_OP_REDUCE_SUM_SQUARE: r += v * v; break;
+            default: r += v; break;
+            }
+        }
+        acc[o] = r;
+    }
+    return true;
+}
+
 /* Folds every element of x into acc[o], o its output element (strides:
  * the output's, 0 on the reduced axes), as Reduce`op` does; shift: what
  * ReduceLogSumExp subtracts before exp. */
 static void reduce_pass(xf_op op, const xf_tensor_view *x, const int64_t *strides, double *acc,
                         const double *shift)
 {
+    int64_t inner = x->dtype == XF_DT_FLOAT ? reduce_inner_run(&x->shape, strides) : 0;
+    if (inner > 0 && reduce_runs_f32(op, x->data, inner, xf_rt_numel(x) / inner, acc))
+        return;
     xf_rt_iter it;
     xf_rt_iter_init(&it, &x->shape);
     xf_rt_iter_add(&it, strides, 0);
