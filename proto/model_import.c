@@ -810,7 +810,7 @@ static void hint_symbol_sizes(importer *im)
     size_t len = strlen(im->err->msg);
     if (any && len < sizeof im->err->msg)
         snprintf(im->err->msg + len, sizeof im->err->msg - len,
-                 " (the symbolic dims were sized %s; if the model relates them, give sizes that fit with xflowc's "
+                 " (the symbolic dims were sized %s; if the model relates them, give sizes that fit with "
                  "--dim NAME=N, or fix them with --input-shape)",
                  list);
 }

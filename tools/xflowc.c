@@ -796,7 +796,7 @@ static const char *sizes_hint(const xf_model *m)
         return "";
     static char out[800];
     snprintf(out, sizeof out, " (the symbolic dims were sized %s; if the model relates them, give sizes that fit "
-             "with xflowc's --dim NAME=N, or fix them with --input-shape)", hint);
+             "with --dim NAME=N, or fix them with --input-shape)", hint);
     return out;
 }
 
