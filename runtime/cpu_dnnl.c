@@ -158,6 +158,18 @@ static xf_dn_arg *add_arg(xf_dn_node *st, int arg)
     return a;
 }
 
+/* A reorder primitive copying memory described by `from` into `to`. */
+static xf_status make_reorder(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t *from,
+                              const dnnl_memory_desc_t *to, dnnl_primitive_t *reorder, xf_error *err)
+{
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, from, c->engine, to, c->engine, NULL));
+    dnnl_status_t s = dnnl_primitive_create(reorder, pd);
+    dnnl_primitive_desc_destroy(pd);
+    XF_DN_TRY(err, n, s);
+    return XF_OK;
+}
+
 xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand,
                      const dnnl_memory_desc_t *have, const dnnl_memory_desc_t *want, xf_error *err)
 {
@@ -170,12 +182,9 @@ xf_status xf_dn_bind(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, in
     if (!dnnl_memory_desc_equal(have, want)) {
         XF_DN_TRY(err, n, dnnl_memory_create(&a->work, want, c->engine, DNNL_MEMORY_ALLOCATE));
         bool in = operand >= 0;
-        dnnl_primitive_desc_t pd;
-        XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, in ? have : want, c->engine, in ? want : have,
-                                                             c->engine, NULL));
-        dnnl_status_t s = dnnl_primitive_create(&a->reorder, pd);
-        dnnl_primitive_desc_destroy(pd);
-        XF_DN_TRY(err, n, s);
+        xf_status s = make_reorder(c, n, in ? have : want, in ? want : have, &a->reorder, err);
+        if (s != XF_OK)
+            return s;
     }
     st->exec[st->n_args - 1].memory = a->work;
     return XF_OK;
@@ -195,12 +204,7 @@ xf_status xf_dn_bind_dst_view(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, co
     void *bytes;
     XF_DN_TRY(err, n, dnnl_memory_get_data_handle(a->work, &bytes));
     XF_DN_TRY(err, n, dnnl_memory_create(&a->view, work_view, c->engine, bytes));
-    dnnl_primitive_desc_t pd;
-    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, work_view, c->engine, out_view, c->engine, NULL));
-    dnnl_status_t s = dnnl_primitive_create(&a->reorder, pd);
-    dnnl_primitive_desc_destroy(pd);
-    XF_DN_TRY(err, n, s);
-    return XF_OK;
+    return make_reorder(c, n, work_view, out_view, &a->reorder, err);
 }
 
 xf_status xf_dn_bind_scratch(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, const dnnl_memory_desc_t *md,
@@ -225,13 +229,8 @@ xf_status xf_dn_bind_part(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int k,
     a->work_on_input = true;
     XF_DN_TRY(err, n, dnnl_memory_create(&a->user, dst, c->engine, DNNL_MEMORY_NONE));
     XF_DN_TRY(err, n, dnnl_memory_create(&a->work, part, c->engine, DNNL_MEMORY_NONE));
-    dnnl_primitive_desc_t pd;
-    XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, part, c->engine, dst, c->engine, NULL));
-    dnnl_status_t s = dnnl_primitive_create(&a->reorder, pd);
-    dnnl_primitive_desc_destroy(pd);
-    XF_DN_TRY(err, n, s);
     st->exec[st->n_args - 1].memory = a->user;
-    return XF_OK;
+    return make_reorder(c, n, part, dst, &a->reorder, err);
 }
 
 xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, int arg, int operand, xf_error *err)
