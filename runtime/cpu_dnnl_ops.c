@@ -302,8 +302,6 @@ static void binary_layouts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
 {
     int first = full_input(g, n);
     int second = 1 - first;
-    m->first = first;
-    m->second = second;
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[first]);
     dnnl_memory_desc_t src0, src0_have, src1, src1_have, dst, dst_have;
     /* a native tensor of dims (1, C, 1, 1) (a pooled map) holds the bytes
@@ -796,7 +794,8 @@ static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
             dnnl_primitive_desc_destroy(pd);
             pd = like_dst;
         } else {
-            dnnl_primitive_desc_destroy(like_dst);
+            if (like_dst)
+                dnnl_primitive_desc_destroy(like_dst);
             for (int k = 0; k < n->n_inputs; k++)
                 want[k] = src[k];
         }
