@@ -11,7 +11,9 @@
  * then a node of the same op on smaller views, whose elements are the
  * ones the whole run computes, in the same arithmetic: the results are
  * the same bytes.  Resizes oneDNN does not run are split along a dim they
- * keep, RoiAlign and MaxRoiPool along their ROIs (run_in_slices). */
+ * keep, Reduce ops along a dim they keep, GridSample along its images (or
+ * one image's channels), RoiAlign and MaxRoiPool along their ROIs
+ * (run_in_slices). */
 #include "cpu_dnnl.h"
 
 #ifdef _OPENMP
@@ -36,7 +38,7 @@ static bool sliceable(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     return true;
 }
 
-/* The slices a run of `rows` rows (numel output elements) takes: one per
+/* The slices a run of `rows` rows (numel elements of work) takes: one per
  * thread, each of at least SLICE_MIN elements and one row. */
 static int slice_parts(int64_t rows, int64_t numel)
 {
@@ -130,16 +132,42 @@ static int resize_split_dim(const xf_node *n, const xf_tensor_view *in, const xf
     return ok && xf_rt_load_f64(sv.dtype, sv.data, d) == 1.0 ? d : -1;
 }
 
+/* The dim a Reduce op can be split along: X's first dim over 1, kept, as
+ * every dim before it (all 1); the output has it at the same place.  -1
+ * if none (every axis reduced, or no axes and noop_with_empty_axes). */
+static int reduce_split_dim(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    const xf_shape *x = &in[0].shape;
+    if (!xf_op_is_reduce(n->op) || n->n_outputs != 1 || n->n_inputs > SLICE_MAX_IN || xf_dtype_size(in[0].dtype) == 0)
+        return -1;
+    int d = 0;
+    while (d < x->ndim && x->dims[d] == 1)
+        d++;
+    const xf_attrs *a = &n->attrs;
+    int64_t n_axes = a->has_axes ? a->n_axes : n->n_inputs > 1 && xf_rt_present(&in[1]) ? xf_rt_numel(&in[1]) : 0;
+    if (d >= x->ndim || n_axes == 0 || (!a->has_axes && in[1].dtype != XF_DT_INT64))
+        return -1;
+    for (int64_t i = 0; i < n_axes; i++) {
+        int ax = xf_rt_axis(a->has_axes ? a->axes[i] : ((const int64_t *)in[1].data)[i], x->ndim);
+        if (ax < 0 || ax <= d)
+            return -1;
+    }
+    return out[0].shape.ndim > d && out[0].shape.dims[d] == x->dims[d] ? d : -1;
+}
+
 /* How a node's operands are cut into the slice of rows [r0, r1). */
 typedef enum cut_kind {
-    CUT_ROWS, /* elementwise: the output's leading `lead` dims are the rows (slice_view) */
-    CUT_DIM,  /* a Resize: dim d of input 0 and the output (sizes made the slice's) */
-    CUT_ROIS  /* RoiAlign, MaxRoiPool: dim 0 of the output and of every input but the maps */
+    CUT_ROWS,  /* elementwise: the output's leading `lead` dims are the rows (slice_view) */
+    CUT_DIM,   /* a Resize, a Reduce, GridSample of one image: dim d of input 0 and the output (a Resize's
+                * sizes made the slice's) */
+    CUT_ROIS,  /* RoiAlign, MaxRoiPool: dim 0 of the output and of every input but the maps */
+    CUT_IMAGES /* GridSample: dim 0 of every operand */
 } cut_kind;
 
 typedef struct slicing {
     cut_kind kind;
     int64_t rows;
+    int64_t work;             /* elements computed or read, whichever are more */
     int lead;                 /* CUT_ROWS */
     bool full[SLICE_MAX_IN];  /* CUT_ROWS: input k sliced with the rows (else read whole) */
     int d;                    /* CUT_DIM */
@@ -163,7 +191,7 @@ static void cut(const xf_node *n, const slicing *sl, const xf_tensor_view *in, c
     for (int k = 0; k < n->n_inputs; k++) {
         if (sl->kind == CUT_ROWS)
             slice_view(&in[k], &out[0].shape, sl->lead, sl->full[k], r0, r1, &sin[k]);
-        else if ((sl->kind == CUT_DIM && k == 0) || (sl->kind == CUT_ROIS && k > 0))
+        else if ((sl->kind == CUT_DIM && k == 0) || (sl->kind == CUT_ROIS && k > 0) || sl->kind == CUT_IMAGES)
             sin[k] = rows_of(&in[k], sl->kind == CUT_DIM ? sl->d : 0, sl->rows, r0, r1);
         else
             sin[k] = in[k];
@@ -190,7 +218,7 @@ static xf_status run_in_slices(const xf_graph *g, int node, const xf_tensor_view
     const xf_backend *ref = &xf_backend_cpu_ref;
     const xf_node *n = &g->nodes[node];
     int64_t rows = sl->rows;
-    int parts = slice_parts(rows, xf_rt_numel(&out[0]));
+    int parts = slice_parts(rows, sl->work);
     if (parts < 2)
         return ref->run_node(NULL, g, node, NULL, in, out, err);
     int failed = 0;
@@ -226,11 +254,22 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
 {
     const xf_node *n = &g->nodes[node];
     const xf_shape *y = &out[0].shape;
-    slicing sl = {.kind = CUT_ROWS, .rows = 1};
+    slicing sl = {.kind = CUT_ROWS, .rows = 1, .work = xf_rt_numel(&out[0])};
     if ((sl.d = resize_split_dim(n, in, out)) >= 0) {
         sl.kind = CUT_DIM;
         sl.rows = y->dims[sl.d];
         sl.sized = n->op == XF_OP_RESIZE && n->n_inputs > 3 && xf_rt_present(&in[3]) && xf_rt_numel(&in[3]) > 0;
+    } else if ((sl.d = reduce_split_dim(n, in, out)) >= 0) {
+        sl.kind = CUT_DIM;
+        sl.rows = y->dims[sl.d];
+        sl.work = xf_rt_numel(&in[0]);
+    } else if (n->op == XF_OP_GRID_SAMPLE && n->n_inputs == 2 && n->n_outputs == 1 && y->ndim >= 3 &&
+               in[0].shape.ndim == y->ndim && in[1].shape.ndim == y->ndim && in[1].shape.dims[0] == y->dims[0] &&
+               in[0].shape.dims[0] == y->dims[0] && in[0].shape.dims[1] == y->dims[1]) {
+        /* the images apart; one image's channels apart (each samples its own map at the same points) */
+        sl.kind = y->dims[0] > 1 ? CUT_IMAGES : CUT_DIM;
+        sl.d = 1;
+        sl.rows = y->dims[0] > 1 ? y->dims[0] : y->dims[1];
     } else if (rois_sliceable(n, in, out)) {
         sl.kind = CUT_ROIS;
         sl.rows = y->dims[0];

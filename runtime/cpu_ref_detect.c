@@ -138,6 +138,31 @@ static void roi_samples(const roi_geometry *g, int64_t ow, int64_t h, int64_t w,
 ROI_TAKE(float, roi_take_f32)
 ROI_TAKE(double, roi_take_f64)
 
+/* A sample of a float plane: its taps' offsets and weights (which are
+ * floats: sample_at rounds them). */
+typedef struct roi_tap_f32 {
+    int32_t pos[4];
+    float w[4];
+} roi_tap_f32;
+
+/* acc[i], for each of n_bins bins of per_bin samples tp[i * per_bin ..]:
+ * their sum over a float plane, as roi_take_f32 takes it from 0, without
+ * a call, the weights' conversions and the max test per bin (Faster
+ * R-CNN's 1000 ROIs of 256 channels: 12.5 M bins of 4 samples). */
+static void roi_sum_bins_f32(const float *plane, const roi_tap_f32 *tp, int64_t n_bins, int64_t per_bin,
+                             double *acc)
+{
+    for (int64_t i = 0; i < n_bins; i++, tp += per_bin) {
+        float a = 0;
+        for (int64_t s = 0; s < per_bin; s++) {
+            float t0 = tp[s].w[0] * plane[tp[s].pos[0]], t1 = tp[s].w[1] * plane[tp[s].pos[1]];
+            float t2 = tp[s].w[2] * plane[tp[s].pos[2]], t3 = tp[s].w[3] * plane[tp[s].pos[3]];
+            a = a + (((t0 + t1) + t2) + t3);
+        }
+        acc[i] = a;
+    }
+}
+
 /* The most bins a run may hold: acc holds a value per channel and bin. */
 static int64_t roi_run_limit(int64_t channels) { return channels < 65536 ? 65536 / (channels > 1 ? channels : 1) : 1; }
 
@@ -158,7 +183,7 @@ static double roi_take(const xf_tensor_view *x, int64_t b, int64_t ch, const roi
  * is the mean of its samples (the sum over their count, at least 1), or
  * the largest; 0 for an empty grid. */
 static void roi_pool(const xf_node *n, const xf_tensor_view *x, const xf_tensor_view *y, int64_t r, int64_t b,
-                     const roi_geometry *g, roi_sample *sp, double *acc)
+                     const roi_geometry *g, roi_sample *sp, roi_tap_f32 *tp, double *acc)
 {
     int64_t channels = x->shape.dims[1], h = x->shape.dims[2], w = x->shape.dims[3];
     int64_t ow = n->attrs.roi_output_w, bins = n->attrs.roi_output_h * ow, per_bin = g->grid_h * g->grid_w;
@@ -174,6 +199,17 @@ static void roi_pool(const xf_node *n, const xf_tensor_view *x, const xf_tensor_
             int64_t part = n_bins * per_bin - first < ROI_SAMPLES_AT_ONCE ? n_bins * per_bin - first
                                                                            : ROI_SAMPLES_AT_ONCE;
             roi_samples(g, ow, h, w, single, bin0, first, part, sp);
+            if (x->dtype == XF_DT_FLOAT && !max && n_bins > 1 && h * w <= INT32_MAX) { /* whole bins */
+                for (int64_t k = 0; k < part; k++)
+                    for (int t = 0; t < 4; t++) {
+                        tp[k].pos[t] = (int32_t)sp[k].pos[t];
+                        tp[k].w[t] = (float)sp[k].w[t];
+                    }
+                const float *maps = (const float *)x->data + b * channels * h * w;
+                for (int64_t ch = 0; ch < channels; ch++)
+                    roi_sum_bins_f32(maps + ch * h * w, tp, n_bins, per_bin, acc + ch * n_bins);
+                continue;
+            }
             for (int64_t ch = 0; ch < channels; ch++)
                 for (int64_t i = 0; i < n_bins; i++) {
                     int64_t from = n_bins > 1 ? i * per_bin : 0, take = n_bins > 1 ? per_bin : part;
@@ -213,9 +249,11 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
     bool single = x->dtype != XF_DT_DOUBLE;
     double *acc = malloc(sizeof *acc * (size_t)(channels > 0 ? channels : 1) * (size_t)roi_run_limit(channels));
     roi_sample *sp = malloc(sizeof *sp * ROI_SAMPLES_AT_ONCE);
-    if (!acc || !sp) {
+    roi_tap_f32 *tp = malloc(sizeof *tp * ROI_SAMPLES_AT_ONCE);
+    if (!acc || !sp || !tp) {
         free(acc);
         free(sp);
+        free(tp);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in RoiAlign");
     }
     xf_status st = XF_OK;
@@ -228,10 +266,11 @@ xf_status xf_ref_roi_align(const xf_node *n, const xf_tensor_view *in, const xf_
         else
             st = roi_geometry_make(n, rois, r, single, &g, err);
         if (st == XF_OK)
-            roi_pool(n, x, y, r, b, &g, sp, acc);
+            roi_pool(n, x, y, r, b, &g, sp, tp, acc);
     }
     free(acc);
     free(sp);
+    free(tp);
     return st;
 }
 

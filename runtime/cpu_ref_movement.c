@@ -361,6 +361,47 @@ static int largest_first(const void *a, const void *b)
     return o ? o : by_index(a, b);
 }
 
+typedef int (*topk_order)(const void *, const void *);
+
+/* Heap entry i moved down to its place in keys[0..k), a heap whose first
+ * entry is the one that comes last in `order` (the first to drop). */
+static void topk_sift(topk_key *keys, int64_t k, int64_t i, topk_order order)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, last = i;
+        if (l < k && order(&keys[l], &keys[last]) > 0)
+            last = l;
+        if (r < k && order(&keys[r], &keys[last]) > 0)
+            last = r;
+        if (last == i)
+            return;
+        topk_key t = keys[i];
+        keys[i] = keys[last];
+        keys[last] = t;
+        i = last;
+    }
+}
+
+/* The first k of keys[0..len) in `order` (a total order: ties go by index),
+ * sorted, in keys[0..k).  Fewer than a quarter of them are kept in a heap
+ * as the rest go by, which costs about len comparisons against the heap's
+ * last (a detector's 300 best of 24,000 scores: 6 ms by sorting them all);
+ * otherwise all are sorted.  Either way the same k come out in the same order. */
+static void topk_select(topk_key *keys, int64_t len, int64_t k, topk_order order)
+{
+    if (k > 0 && k < len / 4) {
+        for (int64_t i = k / 2 - 1; i >= 0; i--)
+            topk_sift(keys, k, i, order);
+        for (int64_t j = k; j < len; j++)
+            if (order(&keys[j], &keys[0]) < 0) {
+                keys[0] = keys[j];
+                topk_sift(keys, k, 0, order);
+            }
+        len = k;
+    }
+    qsort(keys, (size_t)len, sizeof *keys, order);
+}
+
 /* TopK: along the axis, the K largest (or smallest) elements, sorted, and
  * their indices; of equal elements the one with the lower index comes first. */
 xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
@@ -393,7 +434,7 @@ xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tens
                 keys[j].f = integral ? (double)keys[j].i : xf_rt_load_f64(x->dtype, x->data, from + j * inner);
                 keys[j].idx = j;
             }
-            qsort(keys, (size_t)len, sizeof *keys, n->attrs.topk_smallest ? smallest_first : largest_first);
+            topk_select(keys, len, k, n->attrs.topk_smallest ? smallest_first : largest_first);
             for (int64_t j = 0; j < k; j++) {
                 memcpy(elem(vals, to + j * inner, es), elem(x, from + keys[j].idx * inner, es), es);
                 if (idxs)

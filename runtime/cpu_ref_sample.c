@@ -164,18 +164,51 @@ typedef struct gs_point2 {
     bool nan;
 } gs_point2;
 
+/* A bilinear grid point whose four taps all lie in X: their offsets in a
+ * map (row k, column j at [2 * k + j]) and the weights along each dim. */
+typedef struct gs_inside {
+    int64_t at[4];
+    double wy[2], wx[2];
+    bool on; /* else the point takes gs_point2's general path */
+} gs_inside;
+
+/* The value of map xm at point q, as gs_interpolate computes it. */
+static float gs_value_2d(const gs_geometry *g, const gs_point2 *q, const float *xm)
+{
+    if (q->nan) /* its taps were not made */
+        return NAN;
+    double v = 0;
+    for (int k = 0; k < g->taps; k++) {
+        if (q->idx[0][k] < 0)
+            continue;
+        const float *row = xm + q->idx[0][k] * g->stride[0];
+        double r = 0;
+        for (int j = 0; j < g->taps; j++)
+            if (q->idx[1][j] >= 0)
+                r += q->w[1][j] * (double)row[q->idx[1][j] * g->stride[1]];
+        v += q->w[0][k] * (double)(float)r;
+    }
+    return (float)v;
+}
+
 /* GridSample of float X with 2 spatial dims: each image's grid points'
  * taps made once, then every channel's map sampled at all of them (one
  * map at a time stays in cache: deformable attention samples 32-channel
  * maps at thousands of points), each row's interpolation rounded to float
- * as gs_interpolate rounds it (the same bytes). */
+ * as gs_interpolate rounds it (the same bytes).  Bilinear points with all
+ * four taps inside X (most of them) take a loop without the taps' tests,
+ * whose sums start from 0 as gs_interpolate's do (0 + -0 is +0). */
 static xf_status gs_sample_2d_f32(const gs_geometry *g, const xf_node *n, const xf_tensor_view *grid,
                                   const float *x, float *y, int64_t batch, int64_t channels, int64_t map,
                                   int64_t points, xf_error *err)
 {
     gs_point2 *pts = malloc(sizeof *pts * (size_t)(points > 0 ? points : 1));
-    if (!pts)
+    gs_inside *ins = malloc(sizeof *ins * (size_t)(points > 0 ? points : 1));
+    if (!pts || !ins) {
+        free(pts);
+        free(ins);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in GridSample");
+    }
     gs_point p;
     for (int64_t b = 0; b < batch; b++) {
         for (int64_t o = 0; o < points; o++) {
@@ -183,32 +216,38 @@ static xf_status gs_sample_2d_f32(const gs_geometry *g, const xf_node *n, const 
             memcpy(pts[o].idx, p.idx, sizeof pts[o].idx);
             memcpy(pts[o].w, p.w, sizeof pts[o].w);
             pts[o].nan = p.nan;
+            gs_inside *q = &ins[o];
+            q->on = g->taps == 2 && !p.nan && p.idx[0][0] >= 0 && p.idx[0][1] >= 0 && p.idx[1][0] >= 0 &&
+                    p.idx[1][1] >= 0;
+            for (int k = 0; q->on && k < 2; k++) {
+                q->wy[k] = p.w[0][k];
+                q->wx[k] = p.w[1][k];
+                for (int j = 0; j < 2; j++)
+                    q->at[2 * k + j] = p.idx[0][k] * g->stride[0] + p.idx[1][j] * g->stride[1];
+            }
         }
         for (int64_t c = 0; c < channels; c++) {
             const float *xm = x + (b * channels + c) * map;
             float *ym = y + (b * channels + c) * points;
             for (int64_t o = 0; o < points; o++) {
-                const gs_point2 *q = &pts[o];
-                if (q->nan) { /* its taps were not made */
-                    ym[o] = NAN;
+                const gs_inside *q = &ins[o];
+                if (!q->on) {
+                    ym[o] = gs_value_2d(g, &pts[o], xm);
                     continue;
                 }
-                double v = 0;
-                for (int k = 0; k < g->taps; k++) {
-                    if (q->idx[0][k] < 0)
-                        continue;
-                    const float *row = xm + q->idx[0][k] * g->stride[0];
-                    double r = 0;
-                    for (int j = 0; j < g->taps; j++)
-                        if (q->idx[1][j] >= 0)
-                            r += q->w[1][j] * (double)row[q->idx[1][j] * g->stride[1]];
-                    v += q->w[0][k] * (double)(float)r;
-                }
+                double r0 = 0, r1 = 0, v = 0;
+                r0 += q->wx[0] * (double)xm[q->at[0]];
+                r0 += q->wx[1] * (double)xm[q->at[1]];
+                r1 += q->wx[0] * (double)xm[q->at[2]];
+                r1 += q->wx[1] * (double)xm[q->at[3]];
+                v += q->wy[0] * (double)(float)r0;
+                v += q->wy[1] * (double)(float)r1;
                 ym[o] = (float)v;
             }
         }
     }
     free(pts);
+    free(ins);
     return XF_OK;
 }
 

@@ -2,8 +2,9 @@
  * slices of the output, one per thread (cpu_dnnl_slices.c), against one
  * cpu_ref run: the same bytes, for outputs large enough to be split, with
  * inputs that are sliced with the output, read whole (broadcast on the
- * row dims), or broadcast so that only some leading dims can be rows; and
- * RoiAlign and MaxRoiPool over slices of their ROIs.
+ * row dims), or broadcast so that only some leading dims can be rows;
+ * RoiAlign and MaxRoiPool over slices of their ROIs, Reduce ops over a
+ * dim they keep and GridSample over images or channels.
  * ctest runs the suite on three threads (OMP_NUM_THREADS=3), so that the
  * slices are uneven; run by hand, it takes OpenMP's default. */
 #include "backend_util.h"
@@ -13,6 +14,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void check(xf_graph *g, const char *what)
 {
@@ -145,6 +147,70 @@ START_TEST(rois)
 }
 END_TEST
 
+/* Reduce ops split along the first dim over 1 when it is kept: RT-DETR's
+ * sum of 12 samples per query (axes as an input), the largest of 80 class
+ * scores, reductions over inner dims and over a middle one after a batch
+ * of 5, and one whose first dim over 1 is reduced (one run). */
+START_TEST(reductions)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        xf_shape shape;
+        int n_axes;
+        int64_t axes[2];
+        int keepdims;
+        bool as_input;
+    } forms[] = {
+        {XF_OP_REDUCE_SUM, {4, {8, 32, 300, 12}}, 1, {-1}, 0, true},
+        {XF_OP_REDUCE_MAX, {3, {1, 8400, 80}}, 1, {-1}, 0, false},
+        {XF_OP_REDUCE_LOG_SUM_EXP, {4, {2, 3, 50, 60}}, 2, {2, 3}, 1, false},
+        {XF_OP_REDUCE_L2, {4, {1, 1, 700, 30}}, 1, {3}, 1, true},
+        {XF_OP_REDUCE_MIN, {3, {5, 700, 3}}, 1, {1}, 0, false},
+        {XF_OP_REDUCE_SUM_SQUARE, {3, {1, 700, 30}}, 1, {1}, 1, false},
+    };
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+        xf_graph *g = xf_graph_create("reduce");
+        int x = in(g, XF_DT_FLOAT, forms[f].shape);
+        int n = forms[f].as_input
+                    ? NODE(g, forms[f].op, x, constant(g, NULL, XF_DT_INT64, SHAPE(forms[f].n_axes), forms[f].axes))
+                    : NODE(g, forms[f].op, x);
+        xf_attrs *a = attrs(g, n);
+        a->keepdims = forms[f].keepdims;
+        if (!forms[f].as_input) {
+            a->has_axes = true;
+            a->n_axes = forms[f].n_axes;
+            memcpy(a->axes, forms[f].axes, sizeof forms[f].axes);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s, form %zu", xf_op_name(forms[f].op), f);
+        check(g, what);
+    }
+}
+END_TEST
+
+/* GridSample split over its images, and one image's over its channels:
+ * in every mode, grids reaching past X's borders. */
+START_TEST(grid_samples)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int form = 0; form < 6; form++) {
+        int64_t images = form < 3 ? 8 : 1, channels = form < 3 ? 8 : 24;
+        xf_graph *g = xf_graph_create("grid_sample");
+        int x = in(g, XF_DT_FLOAT, SHAPE(images, channels, 20, 17));
+        int grid = out0(g, NODE(g, XF_OP_MUL, in(g, XF_DT_FLOAT, SHAPE(images, 30, 40, 2)),
+                                xf_bt_scalar(g, 1.25f, 0)));
+        xf_attrs *a = attrs(g, NODE(g, XF_OP_GRID_SAMPLE, x, grid));
+        a->grid_mode = form % 3;
+        a->grid_padding = form / 2 % 3;
+        a->grid_align_corners = form % 2;
+        check(g, form < 3 ? "GridSample of 8 images" : "GridSample of one image");
+    }
+}
+END_TEST
+
 /* Below a few thousand elements per thread: one run. */
 START_TEST(small)
 {
@@ -167,6 +233,8 @@ int main(void)
     tcase_add_test(tc, unary_and_cast);
     tcase_add_test(tc, broadcasting);
     tcase_add_test(tc, rois);
+    tcase_add_test(tc, reductions);
+    tcase_add_test(tc, grid_samples);
     tcase_add_test(tc, small);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);

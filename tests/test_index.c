@@ -1,6 +1,6 @@
 /* The movement and indexing ops (Size, Trilu, Tile, DepthToSpace,
  * SpaceToDepth, EyeLike, ReverseSequence, OneHot, Compress, Einsum, Det,
- * Upsample, Resize, Unique, Scatter):
+ * Upsample, Resize, Unique, Scatter, TopK's selection):
  * cpu_ref against
  * hand-computed values, their shape rules (with the values they need
  * known or not, and for other sizes of a symbolic dim), and the errors for
@@ -832,6 +832,64 @@ START_TEST(scatter_elements_alias)
 }
 END_TEST
 
+/* ------------------------------------------------------------ TopK */
+
+/* -1 when element i comes before element j among TopK's results: the
+ * larger (smaller) first, NaN above every number, ties by index. */
+static int topk_before(const float *v, int64_t i, int64_t j, bool smallest)
+{
+    bool ni = isnan(v[i]), nj = isnan(v[j]);
+    int o = ni != nj ? (ni ? 1 : -1) : ni || v[i] == v[j] ? 0 : v[i] < v[j] ? -1 : 1;
+    o = smallest ? o : -o;
+    return o ? o : i < j ? -1 : 1;
+}
+
+/* A few of many (kept in a heap as the rest go by) or many (all sorted):
+ * rows of 2000 whole numbers in [-20, 20] (ties everywhere) with NaNs,
+ * the largest and the smallest, against a selection made here one element
+ * at a time. */
+START_TEST(top_k_selects_in_order)
+{
+    enum { ROWS = 2, LEN = 2000 };
+    static float v[ROWS * LEN];
+    uint64_t r = 99;
+    for (int i = 0; i < ROWS * LEN; i++) {
+        r = r * 6364136223846793005u + 1442695040888963407u;
+        v[i] = i % 331 == 7 ? NAN : (float)((int)(r >> 33) % 41 - 20);
+    }
+    static const int64_t ks[] = {1, 37, 499, 500, 1999, 2000};
+    for (size_t t = 0; t < 2 * sizeof ks / sizeof *ks; t++) {
+        int64_t k = ks[t / 2];
+        bool smallest = t % 2;
+        xf_tensor *outs[2];
+        node_case c = make_case(XF_OP_TOP_K, 2, mk(XF_DT_FLOAT, DIMS(ROWS, LEN), v), I64(DIMS(1), k));
+        c.n_out = 2;
+        c.a.topk_smallest = smallest;
+        run_case(&c, outs);
+        ck_assert_int_eq(xf_tensor_numel(outs[1]), ROWS * k);
+        static bool taken[LEN];
+        for (int row = 0; row < ROWS; row++) {
+            const float *x = v + row * LEN;
+            memset(taken, 0, sizeof taken);
+            for (int64_t j = 0; j < k; j++) {
+                int64_t best = -1;
+                for (int64_t i = 0; i < LEN; i++)
+                    if (!taken[i] && (best < 0 || topk_before(x, i, best, smallest) < 0))
+                        best = i;
+                taken[best] = true;
+                int64_t at = row * k + j, got = xf_tensor_get_i64(outs[1], at);
+                ck_assert_msg(got == best, "k %lld, %s, row %d, place %lld: index %lld, not %lld", (long long)k,
+                              smallest ? "smallest" : "largest", row, (long long)j, (long long)got, (long long)best);
+                float gv = ((const float *)outs[0]->data)[at];
+                ck_assert(memcmp(&gv, &x[best], sizeof gv) == 0);
+            }
+        }
+        xf_tensor_release(outs[0]);
+        xf_tensor_release(outs[1]);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -873,6 +931,7 @@ int main(void)
     tcase_add_test(tc, unique_groups);
     tcase_add_test(tc, unique_values_and_shapes);
     tcase_add_test(tc, scatter_elements_alias);
+    tcase_add_test(tc, top_k_selects_in_order);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -171,6 +171,44 @@ START_TEST(reduce_edges_and_dtypes)
 }
 END_TEST
 
+/* Float sets of consecutive elements take a kernel of their own (four
+ * sets at a time); double ones the general iterator.  Both sum in double,
+ * so the float result is the double one rounded: on random values with
+ * NaN and -0 among them, 11 sets of 13 (the last three after the groups
+ * of four) and one set of 143, every op of that kernel. */
+START_TEST(reduce_float_runs_match_double)
+{
+    static const xf_op ops[] = {XF_OP_REDUCE_SUM, XF_OP_REDUCE_MEAN, XF_OP_REDUCE_MAX, XF_OP_REDUCE_MIN,
+                                XF_OP_REDUCE_L1,  XF_OP_REDUCE_L2,   XF_OP_REDUCE_SUM_SQUARE};
+    enum { SETS = 11, LEN = 13 };
+    float xf[SETS * LEN];
+    double xd[SETS * LEN];
+    uint64_t r = 7;
+    for (int i = 0; i < SETS * LEN; i++) {
+        r = r * 6364136223846793005u + 1442695040888963407u;
+        xf[i] = i == 40 ? NAN : i % 17 == 3 ? -0.0f : (float)((double)(r >> 11) / 9007199254740992.0 * 8 - 4);
+        xd[i] = xf[i];
+    }
+    for (size_t k = 0; k < 2 * sizeof ops / sizeof *ops; k++) {
+        bool whole = k % 2; /* one set of all 143 */
+        xf_op op = ops[k / 2];
+        static const int64_t axes[2] = {0, 1};
+        int n_axes = whole ? 2 : 1;
+        const int64_t *from = whole ? axes : axes + 1;
+        xf_tensor *yf = run1(reduce13(op, mk(XF_DT_FLOAT, DIMS(SETS, LEN), xf), n_axes, from, 0));
+        xf_tensor *yd = run1(reduce13(op, mk(XF_DT_DOUBLE, DIMS(SETS, LEN), xd), n_axes, from, 0));
+        ck_assert_int_eq(xf_tensor_numel(yf), whole ? 1 : SETS);
+        for (int64_t i = 0; i < xf_tensor_numel(yf); i++) {
+            float got = ((const float *)yf->data)[i], want = (float)((const double *)yd->data)[i];
+            ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "%s, set %lld: %.9g, not %.9g", xf_op_name(op),
+                          (long long)i, got, want);
+        }
+        xf_tensor_release(yf);
+        xf_tensor_release(yd);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ ArgMax, ArgMin */
 
 static node_case arg_case(xf_op op, xf_tensor *x, int64_t axis, int keepdims, int last)
@@ -617,6 +655,7 @@ int main(void)
     tcase_add_test(tc, reduce_bool_and_dropout_mask);
     tcase_add_test(tc, reduce_axes_input);
     tcase_add_test(tc, reduce_edges_and_dtypes);
+    tcase_add_test(tc, reduce_float_runs_match_double);
     tcase_add_test(tc, arg_reduce_values);
     tcase_add_test(tc, hardmax_values);
     tcase_add_test(tc, cumsum_values);

@@ -209,6 +209,45 @@ START_TEST(other_precisions)
 }
 END_TEST
 
+/* Float maps with 2 spatial dims take a kernel of their own (bilinear
+ * points with every tap inside X without the taps' tests); a volume of
+ * depth 1 sampled at z = 0 (weight 1 on its one plane, in every mode and
+ * alignment) takes the general one.  On random maps, with a block of -0
+ * in each, and grids reaching past the borders: the same bytes, in linear and
+ * nearest mode (cubic has no 3-D form), every padding and alignment. */
+START_TEST(planar_kernel_matches_volume_of_depth_one)
+{
+    enum { N = 2, C = 3, H = 9, W = 11, OH = 7, OW = 8 };
+    static float x[N * C * H * W], g2[N * OH * OW * 2], g3[N * OH * OW * 3];
+    uint64_t r = 12345;
+    for (int i = 0; i < N * C * H * W; i++) {
+        r = r * 6364136223846793005u + 1442695040888963407u;
+        int row = i / W % H, col = i % W; /* a block of -0 in every map, where whole sums are -0 */
+        x[i] = row >= 2 && row < 6 && col >= 3 && col < 7 ? -0.0f
+                                                          : (float)((double)(r >> 11) / 9007199254740992.0 * 4 - 2);
+    }
+    for (int p = 0; p < N * OH * OW; p++)
+        for (int k = 0; k < 2; k++) {
+            r = r * 6364136223846793005u + 1442695040888963407u;
+            g2[2 * p + k] = g3[3 * p + k] = (float)((double)(r >> 11) / 9007199254740992.0 * 2.6 - 1.3);
+            g3[3 * p + 2] = 0;
+        }
+    for (int form = 0; form < 12; form++) {
+        int mode = form / 6 ? NEAREST : LINEAR, padding = form % 3, align = form / 3 % 2;
+        xf_tensor *y2 = run1(gs_case(mk(XF_DT_FLOAT, DIMS(N, C, H, W), x), mk(XF_DT_FLOAT, DIMS(N, OH, OW, 2), g2),
+                                     mode, padding, align, 20));
+        xf_tensor *y3 = run1(gs_case(mk(XF_DT_FLOAT, DIMS(N, C, 1, H, W), x),
+                                     mk(XF_DT_FLOAT, DIMS(N, 1, OH, OW, 3), g3), mode, padding, align, 20));
+        ck_assert_int_eq(xf_tensor_numel(y2), N * C * OH * OW);
+        ck_assert_int_eq(xf_tensor_numel(y3), N * C * OH * OW);
+        ck_assert_msg(memcmp(y2->data, y3->data, sizeof(float) * N * C * OH * OW) == 0,
+                      "mode %d, padding %d, align_corners %d: the planar kernel differs", mode, padding, align);
+        xf_tensor_release(y2);
+        xf_tensor_release(y3);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ other backends */
 
 /* A GridSample of graph inputs X [2, 3, 5, 4] (or [2, 3, 2, 5, 4]) and a
@@ -322,6 +361,7 @@ int main(void)
     tcase_add_test(tc, one_spatial_dim);
     tcase_add_test(tc, non_finite_grid);
     tcase_add_test(tc, other_precisions);
+    tcase_add_test(tc, planar_kernel_matches_volume_of_depth_one);
     tcase_add_test(tc, cpu_backend_matches);
     tcase_add_test(tc, cuda_backend_takes_it);
     suite_add_tcase(s, tc);
