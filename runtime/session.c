@@ -8,6 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+/* The largest result a session computes from constants when it is made
+ * (the rest run, as given). */
+#define SESSION_FOLD_MAX_BYTES ((size_t)4 << 10)
+
 /* Whether a tensor of `bytes` for value `name` fits the session's limit
  * (else sets err). */
 static bool fits(const xf_session *s, size_t bytes, const char *name, xf_error *err)
@@ -811,6 +815,12 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     bool rewrite = !(opt && opt->as_given);
     if (st == XF_OK && rewrite)
         st = xf_pass_remove_identity(s->g, NULL, err);
+    /* small computations on constants (a Pad's pads cast from a
+     * Constant, a shape read from a static one) done once, as ONNX
+     * Runtime's constant folding does, so that the rewrites below see
+     * them as constants */
+    if (st == XF_OK && rewrite)
+        st = xf_pass_fold_constants(s->g, opset, xf_runtime_eval_node, SESSION_FOLD_MAX_BYTES, NULL, err);
     /* Transposes moved through the ops after them and cancelled in pairs
      * (TensorFlow's NHWC exports) */
     if (st == XF_OK && rewrite)
