@@ -10,10 +10,10 @@
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
+#include "xf_test_util.h"
 
 #include <check.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 enum { SRC_INPUT, SRC_RELU, SRC_CLIP0, SRC_CLIP_NEG, SRC_CONV_RELU, SRC_SIGMOID };
 enum { R_MAXPOOL, R_CONV, R_ADD };
@@ -183,9 +183,5 @@ int main(void)
     TCase *tc = tcase_create("fold_pads");
     tcase_add_test(tc, folds_and_near_misses);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return xf_test_run_suite(s);
 }
