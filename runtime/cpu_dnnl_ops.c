@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const xf_shape *vshape(const xf_graph *g, int v) { return &g->values[v].shape; }
 
@@ -765,6 +766,52 @@ static bool concat_native_ok(const xf_graph *g, const xf_node *n, int k)
     return rank == 4 && xf_rt_axis(n->attrs.axis, rank) == 1;
 }
 
+/* A Concat of plain tensors with many rows before its axis, copied row by
+ * row over the threads: oneDNN's simple concat takes several times as long
+ * where the pieces are small (RT-DETR's decoder joins three [8, 32, 300, 4]
+ * samplings along the last dim, 16-byte pieces: 4.3 ms on one thread
+ * against 0.9 for ONNX Runtime). */
+enum { CONCAT_ROWS_MIN = 64 };
+
+static int64_t concat_rows(const xf_shape *y, int axis)
+{
+    int64_t rows = 1;
+    for (int d = 0; d < axis; d++)
+        rows *= y->dims[d];
+    return rows;
+}
+
+static xf_status concat_plain(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *y = &out[0].shape;
+    int axis = xf_rt_axis(n->attrs.axis, y->ndim);
+    int64_t rows = concat_rows(y, axis), row = rows ? (int64_t)xf_rt_bytes(&out[0]) / rows : 0;
+    size_t few[16], *piece = n->n_inputs <= 16 ? few : malloc(sizeof *piece * (size_t)n->n_inputs);
+    if (!piece)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n->n_inputs && rows; k++)
+        piece[k] = xf_rt_bytes(&in[k]) / (size_t)rows;
+    XF_OMP_FOR(rows * row >= (int64_t)XF_DN_CHUNK_MIN * 4)
+    for (int64_t r = 0; r < rows; r++) {
+        char *dst = (char *)out[0].data + r * row;
+        for (int k = 0; k < n->n_inputs; k++) {
+            const char *src = (const char *)in[k].data + (size_t)r * piece[k];
+            switch (piece[k]) { /* small pieces of known size copied inline */
+            case 4: memcpy(dst, src, 4); break;
+            case 8: memcpy(dst, src, 8); break;
+            case 16: memcpy(dst, src, 16); break;
+            case 32: memcpy(dst, src, 32); break;
+            case 64: memcpy(dst, src, 64); break;
+            default: memcpy(dst, src, piece[k]); break;
+            }
+            dst += piece[k];
+        }
+    }
+    if (piece != few)
+        free(piece);
+    return XF_OK;
+}
+
 /* Each source is read in the layout it is stored in, unless oneDNN then
  * has only its reference concat (sources stored in other layouts than
  * the destination: a plain one beside convolution outputs): they are
@@ -772,11 +819,18 @@ static bool concat_native_ok(const xf_graph *g, const xf_node *n, int k)
 static xf_status concat_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
+    int axis = xf_rt_axis(n->attrs.axis, out[0].shape.ndim);
+    bool plain = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
+    for (int k = 0; k < n->n_inputs; k++)
+        plain = plain && xf_dn_value_layout(c, n->inputs[k]) == XF_DN_PLAIN;
+    if (plain && concat_rows(&out[0].shape, axis) >= CONCAT_ROWS_MIN) {
+        st->kernel = concat_plain;
+        return XF_OK;
+    }
     dnnl_memory_desc_t dst, *src = malloc(sizeof *src * (size_t)n->n_inputs * 2);
     if (!src)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     dnnl_memory_desc_t *want = src + n->n_inputs;
-    int axis = xf_rt_axis(n->attrs.axis, out[0].shape.ndim);
     for (int k = 0; k < n->n_inputs; k++) {
         xf_dn_operand_md(c, n, k, &in[k].shape, &src[k]);
         want[k] = src[k];

@@ -4,7 +4,7 @@
  * YOLO's bottleneck (a residual Add after a convolution with a SiLU),
  * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis, a
  * ConvTranspose whose kernel is its stride, a Concat of a convolution's
- * output and a tensor stored plain, binary ops on a pooled map and a
+ * output and a tensor stored plain, Concats of small plain pieces, binary ops on a pooled map and a
  * broadcast oneDNN lacks followed by a scale.  Each graph is checked
  * against cpu_ref, and every node's implementation (xf_session_node_impl)
  * is read back.  ctest runs the suite again with oneDNN held at AVX2,
@@ -202,6 +202,32 @@ START_TEST(concat_mixed_layouts)
 }
 END_TEST
 
+/* Concats of plain tensors along an inner axis, in many small pieces
+ * (RT-DETR's decoder joins three [8, 32, 300, 4] samplings along the
+ * last dim), run as a loop of the backend's own, whatever the pieces'
+ * sizes (4, 8, 16, 32 and 64 bytes inline, others not): cpu_ref's bytes. */
+START_TEST(concat_small_pieces)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const int64_t widths[][3] = {{4, 4, 4}, {1, 2, 3}, {16, 8, 5}, {7, 1, 1}};
+    for (int f = 0; f < 4; f++) {
+        xf_graph *g = xf_graph_create("concat");
+        int ins[3];
+        for (int k = 0; k < 3; k++)
+            ins[k] = add_input(g, SHAPE(4, 8, 30, widths[f][k]));
+        int n = NODE(g, XF_OP_CONCAT, ins[0], ins[1], ins[2]);
+        attrs(g, n)->axis = f % 2 ? 3 : -1;
+        xf_graph_add_output(g, out0(g, n));
+        xf_bt_check_graph(g, 17, "cpu", true, 0, 0, "Concat of small pieces");
+        char impl[128];
+        check_kernels(g, "Concat of small pieces", XF_OP_CONCAT, impl, sizeof impl);
+        ck_assert_str_eq(impl, "own loop");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_kernels");
@@ -211,6 +237,7 @@ int main(void)
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
+    tcase_add_test(t, concat_small_pieces);
     tcase_add_test(t, pooled_map_ops);
     tcase_add_test(t, middle_broadcast_then_scale);
     suite_add_tcase(s, t);
