@@ -565,20 +565,14 @@ static bool never_negative(const xf_graph *g, int v)
     case XF_OP_CLIP: {
         const xf_tensor *lo = q->n_inputs > 1 && q->inputs[1] >= 0 ? xf_graph_constant(g, q->inputs[1]) : NULL;
         if (lo)
-            return lo->data && xf_dtype_is_float(lo->dtype) && xf_tensor_numel(lo) == 1 && xf_tensor_get_f64(lo, 0) >= 0;
+            return lo->data && xf_dtype_is_float(lo->dtype) && xf_tensor_numel(lo) == 1 &&
+                   xf_tensor_get_f64(lo, 0) >= 0;
         return (q->n_inputs < 2 || q->inputs[1] < 0) && q->attrs.has_clip_attrs && q->attrs.clip_min >= 0;
     }
     default: return false;
     }
 }
 
-/* Whether node q, reading a Pad's output (of `never_neg` elements) as its
- * input 0 and nowhere else, can take the Pad's spatial pads (ns dims) as
- * its own: a Conv; an AveragePool that counts the zeros (count_include_pad,
- * opset 7 on) with every window keeping an element of its own; a MaxPool
- * of elements that are never negative (whose zeros then never win) with
- * every window, contiguous, keeping an element of its own and no Indices
- * output. */
 /* Whether a window op's ceil_mode adds no window along any of its ns
  * dims for input x (the Pad's output): every stride divides what the
  * windows travel, whatever the size when 1. */
@@ -598,6 +592,13 @@ static bool ceil_adds_none(const xf_graph *g, const xf_attrs *a, int x, int ns)
     return true;
 }
 
+/* Whether node q, reading a Pad's output (of `never_neg` elements) as its
+ * input 0 and nowhere else, can take the Pad's spatial pads (ns dims) as
+ * its own: a Conv; an AveragePool that counts the zeros (count_include_pad,
+ * opset 7 on) with every window keeping an element of its own; a MaxPool
+ * of elements that are never negative (whose zeros then never win) with
+ * every window, contiguous, keeping an element of its own and no Indices
+ * output. */
 static bool takes_pads(const xf_graph *g, const xf_node *q, int y, int ns, const int64_t *pads, int64_t opset,
                        bool never_neg)
 {
