@@ -202,6 +202,8 @@ static xf_status gs_sample_2d_f32(const gs_geometry *g, const xf_node *n, const 
                                   const float *x, float *y, int64_t batch, int64_t channels, int64_t map,
                                   int64_t points, xf_error *err)
 {
+    if (batch == 0 || channels == 0 || points == 0) /* an empty output (whose data may be NULL) */
+        return XF_OK;
     gs_point2 *pts = malloc(sizeof *pts * (size_t)(points > 0 ? points : 1));
     gs_inside *ins = malloc(sizeof *ins * (size_t)(points > 0 ? points : 1));
     if (!pts || !ins) {

@@ -250,8 +250,8 @@ END_TEST
  * random inputs and fuzz_run's limit of 1 MiB per tensor ends, or stops
  * at the limit with a one-line message (a FlexAttention modifier whose
  * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
- * of an empty input, which the sanitizer build runs without finding
- * undefined behaviour). */
+ * of an empty input and a GridSample of an empty grid, which the
+ * sanitizer build runs without finding undefined behaviour). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
 {
