@@ -403,6 +403,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_CONV:
     case XF_OP_MS_FUSED_CONV: h = &xf_dn_conv_handler; break;
     case XF_OP_CONV_TRANSPOSE: h = &xf_dn_deconv_handler; break;
+    case XF_OP_GRID_SAMPLE: h = &xf_dn_grid_sample_handler; break;
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
     case XF_OP_GLOBAL_AVERAGE_POOL:

@@ -250,6 +250,9 @@ xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post
  * chooses this handler. */
 extern const xf_dn_handler xf_dn_pattern_handler;
 
+/* Bilinear GridSample of float maps with 2 spatial dims, a loop of the
+ * backend's own (cpu_dnnl_sample.c) */
+extern const xf_dn_handler xf_dn_grid_sample_handler;
 /* Loops of the backend's own (cpu_dnnl_loops.c): Pow of a float tensor by
  * a constant 2 or 3 (input 1), and HardSigmoid; in any layout that stores
  * input and output alike, with no padding. */

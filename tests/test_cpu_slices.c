@@ -191,12 +191,16 @@ START_TEST(reductions)
 END_TEST
 
 /* GridSample split over its images, and one image's over its channels:
- * in every mode, grids reaching past X's borders. */
+ * in the modes cpu_ref's kernel runs for the cpu backend (nearest and
+ * cubic; bilinear has a loop of the backend's own), grids reaching past
+ * X's borders. */
 START_TEST(grid_samples)
 {
     if (!xf_bt_have_cpu())
         return;
     for (int form = 0; form < 6; form++) {
+        if (form % 3 == 0)
+            continue; /* bilinear */
         int64_t images = form < 3 ? 8 : 1, channels = form < 3 ? 8 : 24;
         xf_graph *g = xf_graph_create("grid_sample");
         int x = in(g, XF_DT_FLOAT, SHAPE(images, channels, 20, 17));

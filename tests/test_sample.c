@@ -266,18 +266,68 @@ static xf_graph *gs_graph(int rank, int mode, int padding, int align_corners)
     return g;
 }
 
-/* The cpu backend runs GridSample (through cpu_ref's kernel) as cpu_ref
- * does, on random X and grids, in every mode and padding_mode. */
+/* The cpu backend runs GridSample as cpu_ref does, on random X and grids,
+ * in every mode and padding_mode: through cpu_ref's kernel exactly, but
+ * bilinear sampling of 2 spatial dims, whose points with every tap inside
+ * X it computes in float (within a few ulp). */
 START_TEST(cpu_backend_matches)
 {
     for (int form = 0; form < 9; form++) {
         xf_graph *g = gs_graph(4, form / 3, form % 3, form % 2);
-        xf_bt_check_graph(g, 16, "cpu", true, 0, 0, "GridSample");
+        double tol = form / 3 == LINEAR ? 1e-6 : 0;
+        xf_bt_check_graph(g, 16, "cpu", true, tol, tol, "GridSample");
         xf_graph_free(g);
     }
     xf_graph *g = gs_graph(5, LINEAR, REFLECTION, 0);
     xf_bt_check_graph(g, 20, "cpu", true, 0, 0, "GridSample, 3 spatial dims");
     xf_graph_free(g);
+}
+END_TEST
+
+/* The cpu backend's own bilinear kernel (float maps, 2 spatial dims):
+ * points inside X in its loop, the rest (past a border, NaN or infinite
+ * coordinates) through cpu_ref's kernel, one image and many, every
+ * padding and alignment, maps of one row or column (no point inside);
+ * the node's implementation is that loop. */
+START_TEST(cpu_bilinear_kernel)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const int64_t forms[][6] = {/* N, C, H, W, grid H, grid W */
+                                       {8, 16, 20, 17, 30, 4}, {1, 5, 9, 11, 7, 13}, {3, 2, 1, 6, 5, 5},
+                                       {2, 3, 7, 1, 4, 4}};
+    static float grid[8 * 30 * 4 * 2];
+    for (int f = 0; f < 4; f++)
+        for (int pad = 0; pad < 3; pad++) {
+            const int64_t *d = forms[f];
+            uint64_t r = 77u + (uint64_t)f;
+            for (int64_t i = 0; i < d[0] * d[4] * d[5] * 2; i++) {
+                r = r * 6364136223846793005u + 1442695040888963407u;
+                grid[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2.5 - 1.25); /* some past the borders */
+            }
+            grid[0] = NAN;
+            grid[3] = INFINITY;
+            grid[4] = -INFINITY;
+            xf_graph *g = xf_graph_create("gs");
+            xf_shape gshape = xf_shape_make(DIMS(d[0], d[4], d[5], 2));
+            xf_tensor *gt = xf_tensor_from_data(XF_DT_FLOAT, &gshape, grid);
+            ck_assert_ptr_nonnull(gt);
+            int ins[2] = {xf_bt_input(g, XF_DT_FLOAT, xf_shape_make(DIMS(d[0], d[1], d[2], d[3]))),
+                          xf_graph_add_initializer(g, NULL, gt)};
+            xf_tensor_release(gt);
+            int node = xf_bt_finish_single(g, GS, 2, ins);
+            g->nodes[node].attrs.grid_padding = pad;
+            g->nodes[node].attrs.grid_align_corners = (f + pad) % 2;
+            xf_bt_check_graph(g, 16, "cpu", true, 1e-6, 1e-6, "GridSample, bilinear");
+            xf_session *s = NULL;
+            xf_error e = {0};
+            ck_assert_msg(xf_session_create(g, 16, "cpu", NULL, &s, &e) == XF_OK, "%s", e.msg);
+            char impl[64];
+            xf_session_node_impl(s, 0, impl, sizeof impl);
+            ck_assert_str_eq(impl, "own loop");
+            xf_session_free(s);
+            xf_graph_free(g);
+        }
 }
 END_TEST
 
@@ -363,6 +413,7 @@ int main(void)
     tcase_add_test(tc, other_precisions);
     tcase_add_test(tc, planar_kernel_matches_volume_of_depth_one);
     tcase_add_test(tc, cpu_backend_matches);
+    tcase_add_test(tc, cpu_bilinear_kernel);
     tcase_add_test(tc, cuda_backend_takes_it);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
