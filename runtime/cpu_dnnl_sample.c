@@ -9,8 +9,8 @@
  * applies), and under zeros padding every point of finite coordinates
  * (a tap outside reads 0, as there); the others (non-finite coordinates,
  * border and reflection padding near the borders) are computed by
- * cpu_ref's kernel, as cpu_ref computes them.  RT-DETR samples 32-channel maps of up to 80 x 80 at
- * 1200 points per image, 18 times per run. */
+ * cpu_ref's kernel, as cpu_ref computes them.  RT-DETR samples 32-channel
+ * maps of up to 80 x 80 at 1200 points per image, 18 times per run. */
 #include "cpu_dnnl.h"
 
 #include <math.h>
@@ -150,7 +150,8 @@ static xf_status grid_sample_run(const xf_node *n, const xf_tensor_view *in, con
     for (int64_t p = 0; p < all; p++) {
         int64_t ix[2] = {-1, -1}, iy[2] = {-1, -1};
         float wx[2] = {0, 0}, wy[2] = {0, 0};
-        bool made = gs_axis(grid[2 * p], w, corners, zeros, ix, wx) && gs_axis(grid[2 * p + 1], h, corners, zeros, iy, wy);
+        bool made = gs_axis(grid[2 * p], w, corners, zeros, ix, wx) &&
+                    gs_axis(grid[2 * p + 1], h, corners, zeros, iy, wy);
         outside[p] = !made; /* its taps read nothing; cpu_ref's kernel writes it */
         for (int k = 0; k < 4; k++) {
             int64_t r = made ? iy[k / 2] : -1, c = made ? ix[k % 2] : -1;
