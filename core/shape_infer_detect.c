@@ -1,10 +1,6 @@
 /* RoiAlign and NonMaxSuppression: their shape rules (see shape_infer.c for
- * the driver), and NonMaxSuppression's selection (xf_core.h), which shape
- * inference runs to count the boxes it selects when the inputs' values are
- * known, and cpu_ref to write them.  The selection computes in float, step
- * by step as ONNX's reference implementation and ONNX Runtime do, so that
- * an IoU on the threshold decides the same way; max and min are Python's
- * (the first operand unless the second is strictly beyond it). */
+ * the driver); NonMaxSuppression's are the count of the boxes its
+ * selection (nms_select.c) selects when the inputs' values are known. */
 #include "shape_infer_impl.h"
 #include "xf_op_plans.h"
 
@@ -104,107 +100,6 @@ bool xf_nms_problem_init(xf_nms_problem *p, const xf_tensor *const in[5], int ce
     if (p->has_score_threshold)
         p->score_threshold = *(const float *)in[4]->data;
     return true;
-}
-
-static float py_max(float a, float b) { return b > a ? b : a; }
-static float py_min(float a, float b) { return b < a ? b : a; }
-
-/* A box's extent along one axis from its two corner coordinates (either order). */
-static void span(float u, float v, float *lo, float *hi)
-{
-    *lo = u >= v ? v : u;
-    *hi = u >= v ? u : v;
-}
-
-/* Whether the candidate box a overlaps the selected box b by an IoU above
- * the threshold (boxes of no area overlap nothing). */
-static bool suppresses(const float *a, const float *b, bool center, float iou_threshold)
-{
-    float ax0, ax1, bx0, bx1, ay0, ay1, by0, by1;
-    if (center) {
-        float aw = a[2] / 2, ah = a[3] / 2, bw = b[2] / 2, bh = b[3] / 2;
-        ax0 = a[0] - aw, ax1 = a[0] + aw, bx0 = b[0] - bw, bx1 = b[0] + bw;
-        ay0 = a[1] - ah, ay1 = a[1] + ah, by0 = b[1] - bh, by1 = b[1] + bh;
-    } else {
-        span(a[1], a[3], &ax0, &ax1);
-        span(b[1], b[3], &bx0, &bx1);
-        span(a[0], a[2], &ay0, &ay1);
-        span(b[0], b[2], &by0, &by1);
-    }
-    float ix0 = py_max(ax0, bx0), ix1 = py_min(ax1, bx1);
-    if (ix1 <= ix0)
-        return false;
-    float iy0 = py_max(ay0, by0), iy1 = py_min(ay1, by1);
-    if (iy1 <= iy0)
-        return false;
-    float inter = (ix1 - ix0) * (iy1 - iy0);
-    if (inter <= 0)
-        return false;
-    float area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
-    float uni = area_a + area_b - inter;
-    if (area_a <= 0 || area_b <= 0 || uni <= 0)
-        return false;
-    float iou = inter / uni;
-    return iou > iou_threshold;
-}
-
-typedef struct candidate {
-    float score;
-    int64_t box;
-} candidate;
-
-/* Highest score first, NaN last; equal scores by box index. */
-static int by_score(const void *pa, const void *pb)
-{
-    const candidate *a = pa, *b = pb;
-    bool na = isnan(a->score), nb = isnan(b->score);
-    if (na != nb)
-        return na ? 1 : -1;
-    if (!na && a->score != b->score)
-        return a->score > b->score ? -1 : 1;
-    return (a->box > b->box) - (a->box < b->box);
-}
-
-int64_t xf_nms_select(const xf_nms_problem *p, int64_t *selected, int64_t cap)
-{
-    size_t n = (size_t)(p->n_boxes > 0 ? p->n_boxes : 1);
-    candidate *cands = malloc(sizeof *cands * n);
-    int64_t *kept = malloc(sizeof *kept * n);
-    if (!cands || !kept) {
-        free(cands);
-        free(kept);
-        return -1;
-    }
-    int64_t count = 0;
-    for (int64_t b = 0; b < p->batches; b++) {
-        const float *boxes = p->boxes + b * p->n_boxes * 4;
-        for (int64_t c = 0; c < p->classes; c++) {
-            const float *scores = p->scores + (b * p->classes + c) * p->n_boxes;
-            int64_t n_cands = 0, n_kept = 0;
-            for (int64_t i = 0; i < p->n_boxes; i++)
-                if (!p->has_score_threshold || scores[i] > p->score_threshold)
-                    cands[n_cands++] = (candidate){scores[i], i};
-            qsort(cands, (size_t)n_cands, sizeof *cands, by_score);
-            for (int64_t k = 0; k < n_cands && n_kept < p->max_per_class; k++) {
-                const float *box = boxes + cands[k].box * 4;
-                bool keep = true;
-                for (int64_t j = 0; j < n_kept && keep; j++)
-                    keep = !suppresses(box, boxes + kept[j] * 4, p->center_point_box, p->iou_threshold);
-                if (!keep)
-                    continue;
-                kept[n_kept++] = cands[k].box;
-                if (count < cap) {
-                    selected[3 * count] = b;
-                    selected[3 * count + 1] = c;
-                    selected[3 * count + 2] = cands[k].box;
-                }
-                count++;
-            }
-        }
-    }
-    free(cands);
-    free(kept);
-    return count;
 }
 
 /* [number of selected boxes, 3]: known where every input's value is. */
