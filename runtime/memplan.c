@@ -52,8 +52,7 @@ void xf_memplan_free(xf_memplan *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Whether node n gives its input 0 another shape and nothing else. */
-static bool view_op(const xf_node *n)
+bool xf_rt_view_op(const xf_node *n)
 {
     switch (n->op) {
     case XF_OP_RESHAPE:
@@ -191,7 +190,7 @@ static void plan_aliases(const xf_graph *g, const bool *in_place, xf_memplan *p)
             p->skip[i] = n->op == XF_OP_CONCAT ? plan_concat(g, n, p) : plan_split(g, n, in_place, p);
             continue;
         }
-        if (!view_op(n) || !planned_tensor(g, n->inputs[0]) || n->outputs[0] < 0)
+        if (!xf_rt_view_op(n) || !planned_tensor(g, n->inputs[0]) || n->outputs[0] < 0)
             continue;
         const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
         if (y->kind != XF_VK_TENSOR || x->dtype != y->dtype || xf_shape_numel(&x->shape) != xf_shape_numel(&y->shape))

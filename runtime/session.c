@@ -487,6 +487,22 @@ static xf_status dynamic_state(xf_session *s, const xf_graph *g, int i, void **s
     return XF_OK;
 }
 
+/* When node i only reshapes its input, and is that block's last reader:
+ * the block becomes its output's, with nothing copied.  Whether it did. */
+static bool hand_on(xf_session *s, const xf_graph *g, xf_tensor_view *views, bool *owned, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    int x = n->inputs[0], y = n->outputs[0];
+    if (!xf_rt_view_op(n) || x < 0 || y < 0 || !owned[x] || s->last_use[x] != i || s->held[x] ||
+        g->values[y].dtype != views[x].dtype || value_bytes(&g->values[y]) != value_bytes(&g->values[x]))
+        return false;
+    views[y] = (xf_tensor_view){g->values[y].dtype, g->values[y].shape, views[x].data};
+    owned[y] = true;
+    owned[x] = false;
+    s->block_bytes[y] = s->block_bytes[x];
+    return true;
+}
+
 /* Infers, allocates and runs node i of g (the run's clone of s->g). */
 static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                   double *seconds, xf_error *err)
@@ -513,6 +529,12 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
     xf_status st = xf_node_infer_shape(g, i, s->opset, inference_inputs(s, g, views, i), err);
     if (st == XF_OK)
         st = s->be->supports(g, i, err);
+    if (st == XF_OK && hand_on(s, g, views, owned, i)) {
+        if (seconds)
+            *seconds = 0;
+        release_consumed(s, g, views, owned, i);
+        return XF_OK;
+    }
     for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
         int v = n->outputs[k];
         if (v < 0)
@@ -557,8 +579,11 @@ static xf_status run_dynamic(xf_session *s, xf_tensor *const *inputs, xf_tensor 
     for (int i = 0; i < g->n_inputs; i++)
         g->values[g->inputs[i]].shape = inputs[i]->shape;
     st = bind_inputs(s, views, inputs, err);
+    if (st == XF_OK && s->part)
+        st = xf_static_part_run(s->part, inputs, views, node_seconds, err);
     for (int i = 0; i < g->n_nodes && st == XF_OK; i++)
-        st = run_dynamic_node(s, g, views, owned, i, node_seconds ? &node_seconds[i] : NULL, err);
+        if (!xf_static_part_has(s->part, i))
+            st = run_dynamic_node(s, g, views, owned, i, node_seconds ? &node_seconds[i] : NULL, err);
     if (st == XF_OK && outputs)
         st = collect_outputs(s, views, outputs, err);
     free_dynamic(s, views, owned, nv);
@@ -850,6 +875,8 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         st = bind_initializers(s, err);
     if (st == XF_OK && !s->dynamic)
         st = setup_static(s, err);
+    else if (st == XF_OK && !(opt && opt->force_dynamic))
+        st = xf_static_part_create(s, opt, err);
     if (st != XF_OK) {
         xf_session_free(s);
         return st;
@@ -873,6 +900,7 @@ void xf_session_free(xf_session *s)
                 s->be->release(s->ctx, s->states[i]);
     for (int i = 0; s->dyn_states && s->dyn_seen && i < s->g->n_nodes; i++)
         drop_dynamic_state(s, i);
+    xf_static_part_free(s->part);
     free(s->dyn_states);
     free(s->dyn_seen);
     if (s->pool)
@@ -923,4 +951,5 @@ xf_status xf_session_run(xf_session *s, xf_tensor *const *inputs, xf_tensor **ou
 
 const xf_graph *xf_session_graph(const xf_session *s) { return s->g; }
 bool xf_session_is_dynamic(const xf_session *s) { return s->dynamic; }
+int xf_session_static_nodes(const xf_session *s) { return s->dynamic ? xf_static_part_nodes(s->part) : s->g->n_nodes; }
 const xf_memplan *xf_session_memplan(const xf_session *s) { return s->dynamic ? NULL : &s->plan; }

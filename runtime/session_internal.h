@@ -45,11 +45,33 @@ struct xf_session {
     size_t pool_bytes;
     size_t *block_bytes;
     size_t max_bytes; /* xf_session_options.max_tensor_bytes */
+    /* dynamic mode: the nodes whose shapes are all known before a run, run
+     * as a static session of their own (session_part.c); NULL: none */
+    struct xf_static_part *part;
 };
 
 /* One run: binds inputs, runs every node (timing each into node_seconds[i]
  * when it is not NULL) and hands out the outputs (outputs NULL: none). */
 xf_status xf_session_execute(xf_session *s, xf_tensor *const *inputs, xf_tensor **outputs, double *node_seconds,
                              xf_error *err);
+
+/* The static part of a dynamic session (session_part.c). */
+typedef struct xf_static_part xf_static_part;
+/* Makes s->part when s (dynamic) has nodes whose shapes are all static;
+ * fails only when out of memory (a part that cannot be made leaves the
+ * whole graph dynamic). */
+xf_status xf_static_part_create(xf_session *s, const xf_session_options *opt, xf_error *err);
+void xf_static_part_free(xf_static_part *p);
+/* How many nodes part p has (p may be NULL: 0). */
+int xf_static_part_nodes(const xf_static_part *p);
+/* Whether node `node` of the dynamic session is in part p (p may be NULL). */
+bool xf_static_part_has(const xf_static_part *p, int node);
+/* Runs the part on the session's inputs and points views[v] of its
+ * results at them (valid until the next run); node_seconds as in
+ * xf_session_execute, for the part's nodes. */
+xf_status xf_static_part_run(xf_static_part *p, xf_tensor *const *inputs, xf_tensor_view *views,
+                             double *node_seconds, xf_error *err);
+/* xf_session_node_impl for node `node` of the dynamic session, in p. */
+void xf_static_part_node_impl(const xf_static_part *p, int node, char *buf, size_t n);
 
 #endif

@@ -23,7 +23,7 @@ xf_status xf_session_profile(xf_session *s, xf_tensor *const *inputs, int warmup
         st = xf_session_execute(s, inputs, NULL, NULL, err);
     /* times[i * repeats + r]: node i in run r, so each node's runs sort together */
     double *times = malloc(sizeof *times * (size_t)(nn > 0 ? nn : 1) * (size_t)repeats);
-    double *run = malloc(sizeof *run * (size_t)(nn > 0 ? nn : 1));
+    double *run = calloc((size_t)(nn > 0 ? nn : 1), sizeof *run); /* a node no run times stays at 0 */
     if (!times || !run)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int r = 0; r < repeats && st == XF_OK; r++) {
@@ -53,6 +53,10 @@ void xf_session_node_impl(const xf_session *s, int node, char *buf, size_t n)
     }
     if (s->flows && s->flows[node]) {
         snprintf(buf, n, "session (subgraphs)");
+        return;
+    }
+    if (xf_static_part_has(s->part, node)) {
+        xf_static_part_node_impl(s->part, node, buf, n);
         return;
     }
     if (!s->be->node_impl)

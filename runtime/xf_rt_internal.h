@@ -412,6 +412,11 @@ xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *cons
 /* Whether n is one of ONNX's sequence ops (XF_OPF_SEQ): the session runs
  * them itself, on host memory, in dynamic mode. */
 bool xf_rt_seq_node(const xf_node *n);
+
+/* Whether node n gives its input 0 another shape and nothing else
+ * (Reshape, Flatten, Squeeze, Unsqueeze, Identity): memory plans make its
+ * output a view of its input, dynamic runs hand its input's block on. */
+bool xf_rt_view_op(const xf_node *n);
 /* Runs sequence node `node`: in[] has its n_inputs values in host memory
  * (sequences as xf_tensor sequences, NULL for an omitted input), *out
  * receives a new reference.  Errors name the node. */

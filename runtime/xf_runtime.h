@@ -167,8 +167,11 @@ bool xf_memplan_skips(const xf_memplan *p, int i);
 typedef struct xf_session xf_session;
 
 typedef struct xf_session_options {
-    /* Run in dynamic mode even when every shape is static (tests, and
-     * graphs whose static shapes are not trusted). */
+    /* Run every node in dynamic mode, even when every shape is static
+     * (tests, and graphs whose static shapes are not trusted).  Without it
+     * a graph with shapes known only at run time still runs the nodes
+     * whose shapes are all known before (and all they read) as a static
+     * session. */
     bool force_dynamic;
     /* The most bytes one tensor may take (0: no limit): a value whose size
      * is known at creation and over it fails the creation, one whose size
@@ -211,6 +214,10 @@ void xf_session_node_impl(const xf_session *s, int node, char *buf, size_t n);
 const xf_graph *xf_session_graph(const xf_session *s);
 /* True when shapes are resolved per run. */
 bool xf_session_is_dynamic(const xf_session *s);
+/* How many nodes run with memory planned and state prepared once, at
+ * creation: all in static mode, those of the static part in dynamic mode
+ * (see force_dynamic). */
+int xf_session_static_nodes(const xf_session *s);
 /* The memory plan of a static session; NULL in dynamic mode. */
 const xf_memplan *xf_session_memplan(const xf_session *s);
 

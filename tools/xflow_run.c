@@ -102,6 +102,9 @@ static int print_profile(xf_session *s, xf_tensor *const *inputs, const options 
     }
     qsort(nt, (size_t)n, sizeof *nt, slower_first);
     printf("profile on %s: %d nodes, %.3f ms in all (medians of %d runs)\n", o->backend, n, 1e3 * total, repeats);
+    if (xf_session_is_dynamic(s))
+        printf("dynamic mode (shapes known only at run time): %d of the nodes planned and prepared once\n",
+               xf_session_static_nodes(s));
     char impl[128];
     for (int i = 0; i < n && i < o->profile; i++) {
         const xf_node *nd = &g->nodes[nt[i].node];
@@ -285,6 +288,9 @@ int main(int argc, char **argv)
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
     }
+    if (xf_session_is_dynamic(s))
+        xf_log(XF_LOG_INFO, "%s: dynamic mode (shapes known only at run time); %d of %d nodes planned and prepared once",
+               o.model, xf_session_static_nodes(s), xf_session_graph(s)->n_nodes);
     if (xf_cli_load_inputs(g, o.inputs, o.n_inputs, (uint64_t)o.seed, &inputs, &err) != XF_OK) {
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
