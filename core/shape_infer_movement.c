@@ -176,6 +176,12 @@ xf_status xf_infer_reshape(xf_infer_ctx *c)
         out.dims[i] = d;
     }
     int64_t numel = xf_shape_numel(in), known = xf_shape_numel(&out);
+    if (numel < 0 || known < 0) { /* dims known only at run time: the -1 is one of them */
+        if (infer_at >= 0)
+            out.dims[infer_at] = -1;
+        xf_infer_set(c, 0, &out);
+        return XF_OK;
+    }
     if (infer_at >= 0) {
         if (allowzero && has_zero)
             return xf_infer_fail(c, XF_ERR_INVALID, "shape %s has both 0 and -1 with allowzero",

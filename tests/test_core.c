@@ -566,7 +566,13 @@ START_TEST(shape_transpose_reshape_flatten)
     attrs(g, flat)->axis = 2;
     int flat0 = NODE(g, XF_OP_FLATTEN, x);
     attrs(g, flat0)->axis = 0;
+    /* an input of a symbolic dim: the -1 and the dims copied from it unknown */
+    int sym = input(g, "sym", XF_DT_FLOAT, (xf_shape){.ndim = 2, .dims = {-1, 6}});
+    int sym_rows = NODE(g, XF_OP_RESHAPE, sym, CONST_I64(g, -1, 2));
+    int sym_copy = NODE(g, XF_OP_RESHAPE, sym, CONST_I64(g, 0, 3, 2));
     infer_ok(g, 14);
+    expect_shape(g, out0(g, sym_rows), SHAPE(-1, 2));
+    expect_shape(g, out0(g, sym_copy), SHAPE(-1, 3, 2));
     expect_shape(g, out0(g, rev), SHAPE(4, 3, 2));
     expect_shape(g, out0(g, perm), SHAPE(2, 4, 3));
     expect_shape(g, out0(g, copy0), SHAPE(2, 12));

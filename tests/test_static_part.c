@@ -11,6 +11,7 @@
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -156,6 +157,51 @@ START_TEST(whole_graph_or_none)
 }
 END_TEST
 
+/* Dynamic runs: a Reshape that is the last reader of its input takes the
+ * input's block over; one that is not copies it, so that the block stays
+ * its input's while it is read (here after the Reshape's output is gone
+ * and a block of that size is drawn again). */
+START_TEST(reshape_hands_on_its_last_read)
+{
+    xf_graph *g = xf_graph_create("hand_on");
+    xf_shape ds = {.ndim = 1, .dims = {-1}};
+    int d = input(g, "d", XF_DT_FLOAT, ds);
+    int a = xf_bt_with_scalar(g, XF_OP_MUL, d, 2.0f);
+    int r = out0(g, NODE(g, XF_OP_RESHAPE, a, CONST_I64(g, -1, 2)));
+    int sum = out0(g, NODE(g, XF_OP_REDUCE_SUM, r)); /* r's last reader */
+    int t = xf_bt_with_scalar(g, XF_OP_ADD, d, 3.0f);
+    int late = out0(g, NODE(g, XF_OP_ADD, a, t)); /* a read after r is gone */
+    int last = out0(g, NODE(g, XF_OP_FLATTEN, xf_bt_with_scalar(g, XF_OP_MUL, late, 1.0f))); /* hands on */
+    xf_graph_add_output(g, sum);
+    xf_graph_add_output(g, last);
+    const char *backends[] = {"cpu_ref", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        if (!xf_backend_find(backends[b]))
+            continue;
+        xf_session *s = make(g, backends[b], false);
+        for (int64_t n = 20000; n <= 40000; n += 20000) { /* blocks the session pools */
+            xf_shape shape = SHAPE(n);
+            xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &shape, (uint64_t)n), *out[2] = {NULL};
+            xf_error e = {0};
+            ck_assert_msg(xf_session_run(s, &in, out, &e) == XF_OK, "%s", e.msg);
+            const float *x = in->data, *y = out[1]->data;
+            double want = 0;
+            for (int64_t i = 0; i < n; i++) {
+                want += 2.0 * x[i];
+                ck_assert_msg(y[i] == 2 * x[i] + (x[i] + 3), "%s: element %lld", backends[b], (long long)i);
+            }
+            ck_assert_int_eq(out[1]->shape.ndim, 2);
+            ck_assert_msg(fabs(((const float *)out[0]->data)[0] - want) < 1e-2, "%s: the sum", backends[b]);
+            xf_tensor_release(in);
+            xf_tensor_release(out[0]);
+            xf_tensor_release(out[1]);
+        }
+        xf_session_free(s);
+    }
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("static_part");
@@ -163,6 +209,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, part_runs_as_dynamic_mode_does);
     tcase_add_test(tc, whole_graph_or_none);
+    tcase_add_test(tc, reshape_hands_on_its_last_read);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
