@@ -143,6 +143,11 @@ xf_status xf_infer_broadcast(const xf_infer_ctx *c, const xf_shape *a, const xf_
     for (int i = 0; i < r; i++) {
         int ia = i - (r - a->ndim), ib = i - (r - b->ndim);
         int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        /* a dim known only at run time is 1 there or the other's size */
+        if (da < 0 && db >= 0 && db != 1)
+            da = db;
+        else if (db < 0 && da >= 0 && da != 1)
+            db = da;
         if (da == db || db == 1)
             o.dims[i] = da;
         else if (da == 1)
@@ -160,8 +165,8 @@ bool xf_infer_broadcasts_to(const xf_shape *from, const xf_shape *to)
     if (from->ndim > to->ndim)
         return false;
     for (int i = 1; i <= from->ndim; i++) {
-        int64_t f = from->dims[from->ndim - i];
-        if (f != 1 && f != to->dims[to->ndim - i])
+        int64_t f = from->dims[from->ndim - i], t = to->dims[to->ndim - i];
+        if (f != 1 && f != t && f >= 0 && t >= 0) /* unknown dims may fit */
             return false;
     }
     return true;

@@ -47,10 +47,11 @@ bool xf_nms_check(const xf_shape *const shapes[5], int center_point_box, char *w
     const xf_shape *boxes = shapes[0], *scores = shapes[1];
     if (!boxes || !scores)
         return xf_infer_refuse(why, why_len, "boxes and scores are required");
-    if (boxes->ndim != 3 || boxes->dims[2] != 4)
+    if (boxes->ndim != 3 || !xf_dims_may_equal(boxes->dims[2], 4))
         return xf_infer_refuse(why, why_len, "boxes must have shape [batches, boxes, 4], got %s",
                                xf_infer_text(boxes).s);
-    if (scores->ndim != 3 || scores->dims[0] != boxes->dims[0] || scores->dims[2] != boxes->dims[1])
+    if (scores->ndim != 3 || !xf_dims_may_equal(scores->dims[0], boxes->dims[0]) ||
+        !xf_dims_may_equal(scores->dims[2], boxes->dims[1]))
         return xf_infer_refuse(why, why_len,
                                "scores must have shape [%" PRId64 ", classes, %" PRId64 "] for boxes of shape %s, "
                                "got %s", boxes->dims[0], boxes->dims[1], xf_infer_text(boxes).s,

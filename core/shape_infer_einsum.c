@@ -56,6 +56,8 @@ static char letter_char(int l) { return (char)(l < 26 ? 'A' + l : 'a' + l - 26);
  * (-1: none yet): equal, or one of them 1 (numpy broadcasting). */
 static bool meet(int64_t *e, int64_t d)
 {
+    if (d < 0) /* known only at run time: it meets any extent (the run checks) */
+        return true;
     if (*e < 0 || *e == 1)
         *e = d;
     return d == *e || d == 1;
@@ -76,17 +78,19 @@ static bool plan_ellipses(const einsum_term *terms, int n, const xf_shape *const
         n_ell = ell_count[k] > n_ell ? ell_count[k] : n_ell;
     }
     e->n_indices = n_ell;
+    bool unknown[XF_MAX_DIMS] = {false};
     for (int i = 0; i < n_ell; i++)
         e->extent[i] = -1;
     for (int k = 0; k < n; k++)
         for (int j = 0; j < ell_count[k]; j++) {
             int64_t d = shapes[k]->dims[terms[k].ellipsis_at + j];
+            unknown[n_ell - ell_count[k] + j] |= d < 0;
             if (!meet(&e->extent[n_ell - ell_count[k] + j], d))
                 return xf_infer_refuse(why, why_len, "the ellipsis dims of operand %d (%s) do not broadcast with "
                                        "the other operands'", k, xf_infer_text(shapes[k]).s);
         }
-    for (int i = 0; i < n_ell; i++)
-        e->extent[i] = e->extent[i] < 0 ? 1 : e->extent[i];
+    for (int i = 0; i < n_ell; i++) /* a dim no operand has is 1; one known only at run time unknown */
+        e->extent[i] = e->extent[i] < 0 && !unknown[i] ? 1 : e->extent[i];
     return true;
 }
 
@@ -113,7 +117,7 @@ static bool plan_operands(const einsum_term *terms, int n, const xf_shape *const
             uses[letter]++;
             int64_t d = shapes[k]->dims[j];
             for (int i = 0; i < j; i++) /* a repeated letter takes the diagonal: equal extents */
-                if (e->index[k][i] == index && shapes[k]->dims[i] != d)
+                if (e->index[k][i] == index && shapes[k]->dims[i] != d && d >= 0 && shapes[k]->dims[i] >= 0)
                     return xf_infer_refuse(why, why_len, "operand %d repeats '%c' over dims of extents %" PRId64
                                            " and %" PRId64, k, letter_char(letter), shapes[k]->dims[i], d);
             int64_t before = e->extent[index];

@@ -241,4 +241,16 @@ xf_status xf_infer_ms_qconcat(xf_infer_ctx *c);
 xf_status xf_infer_ms_qgemm(xf_infer_ctx *c);
 xf_status xf_infer_ms_quantize(xf_infer_ctx *c);
 
+/* Whether dims a and b can be the same size: equal, or one known only at
+ * run time (-1), which the run then checks. */
+static inline bool xf_dims_may_equal(int64_t a, int64_t b) { return a == b || a < 0 || b < 0; }
+/* Whether shapes a and b can be the same: one rank, each dim may equal. */
+static inline bool xf_shapes_may_equal(const xf_shape *a, const xf_shape *b)
+{
+    bool ok = a->ndim == b->ndim;
+    for (int d = 0; ok && d < a->ndim; d++)
+        ok = xf_dims_may_equal(a->dims[d], b->dims[d]);
+    return ok;
+}
+
 #endif

@@ -71,15 +71,18 @@ xf_status xf_infer_depth_space(xf_infer_ctx *c)
     if (x->ndim != 4)
         return xf_infer_fail(c, XF_ERR_INVALID, "input must have shape [N, C, H, W], got %s", xf_infer_text(x).s);
     xf_shape out = *x;
+    /* a dim known only at run time gives one (checked at run time) */
+    int64_t d1 = x->dims[1] < 0 ? bb : x->dims[1], d2 = x->dims[2] < 0 ? b : x->dims[2];
+    int64_t d3 = x->dims[3] < 0 ? b : x->dims[3];
     if (c->node->op == XF_OP_DEPTH_TO_SPACE) {
-        if (x->dims[1] % bb)
+        if (d1 % bb)
             return xf_infer_fail(c, XF_ERR_INVALID, "%" PRId64 " channels are not a multiple of blocksize^2 = %" PRId64,
                                  x->dims[1], bb);
         out.dims[1] = x->dims[1] / bb;
         if (__builtin_mul_overflow(x->dims[2], b, &out.dims[2]) || __builtin_mul_overflow(x->dims[3], b, &out.dims[3]))
             return xf_infer_fail(c, XF_ERR_LIMIT, "the output's height or width overflows");
     } else {
-        if (x->dims[2] % b || x->dims[3] % b)
+        if (d2 % b || d3 % b)
             return xf_infer_fail(c, XF_ERR_INVALID, "height %" PRId64 " and width %" PRId64 " must be multiples of "
                                  "blocksize %" PRId64, x->dims[2], x->dims[3], b);
         if (__builtin_mul_overflow(x->dims[1], bb, &out.dims[1]))
@@ -87,6 +90,8 @@ xf_status xf_infer_depth_space(xf_infer_ctx *c)
         out.dims[2] = x->dims[2] / b;
         out.dims[3] = x->dims[3] / b;
     }
+    for (int d = 1; d < 4; d++)
+        out.dims[d] = x->dims[d] < 0 ? -1 : out.dims[d];
     xf_infer_set(c, 0, &out);
     return XF_OK;
 }
@@ -113,7 +118,7 @@ xf_status xf_infer_reverse_sequence(xf_infer_ctx *c)
                              "in some order", batch, time);
     if (x->ndim < 2)
         return xf_infer_fail(c, XF_ERR_INVALID, "input must have rank 2 or more, got %s", xf_infer_text(x).s);
-    if (lens->ndim != 1 || lens->dims[0] != x->dims[batch])
+    if (lens->ndim != 1 || !xf_dims_may_equal(lens->dims[0], x->dims[batch]))
         return xf_infer_fail(c, XF_ERR_INVALID, "sequence_lens must have shape [%" PRId64 "] (one per batch entry), "
                              "got %s", x->dims[batch], xf_infer_text(lens).s);
     xf_infer_set(c, 0, x);

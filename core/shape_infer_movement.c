@@ -23,14 +23,19 @@ xf_status xf_infer_concat(xf_infer_ctx *c)
             continue;
         const xf_shape *s = xf_infer_shape(c, i);
         bool fits = s->ndim == first->ndim;
-        for (int d = 0; fits && d < s->ndim; d++)
-            fits = d == axis || s->dims[d] == first->dims[d];
+        for (int d = 0; fits && d < s->ndim; d++) {
+            fits = d == axis || s->dims[d] == first->dims[d] || s->dims[d] < 0 || first->dims[d] < 0;
+            if (d != axis && out.dims[d] < 0) /* the dim another input knows */
+                out.dims[d] = s->dims[d];
+        }
         if (!fits)
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "input %d has shape %s, which does not match input 0's %s "
                                  "outside axis %d",
                                  i, xf_infer_text(s).s, xf_infer_text(first).s, axis);
-        if (__builtin_add_overflow(out.dims[axis], s->dims[axis], &out.dims[axis]))
+        if (out.dims[axis] < 0 || s->dims[axis] < 0)
+            out.dims[axis] = -1;
+        else if (__builtin_add_overflow(out.dims[axis], s->dims[axis], &out.dims[axis]))
             return xf_infer_fail(c, XF_ERR_INVALID, "the concatenated size overflows");
     }
     xf_infer_set(c, 0, &out);
@@ -67,6 +72,10 @@ static xf_status split_sizes(xf_infer_ctx *c, int64_t dim, int64_t *sizes, bool 
     if (a->num_outputs != 0 && a->num_outputs != n)
         return xf_infer_fail(c, XF_ERR_INVALID, "num_outputs is %d but the node has %d outputs",
                              a->num_outputs, n);
+    if (dim < 0) { /* known only at run time */
+        *known = false;
+        return XF_OK;
+    }
     if (a->num_outputs == 0 && dim % n != 0)
         return xf_infer_fail(c, XF_ERR_INVALID,
                              "dimension %" PRId64 " does not split evenly into %d outputs", dim, n);
@@ -93,10 +102,10 @@ xf_status xf_infer_split(xf_infer_ctx *c)
         int64_t left = dim;
         bool fits = true;
         for (int k = 0; k < n && fits; k++) {
-            fits = sizes[k] >= 0 && sizes[k] <= left;
+            fits = sizes[k] >= 0 && (sizes[k] <= left || dim < 0);
             left -= fits ? sizes[k] : 0;
         }
-        if (!fits || left != 0)
+        if (!fits || (left != 0 && dim >= 0))
             st = xf_infer_fail(c, XF_ERR_INVALID,
                                "split sizes %s do not partition dimension %" PRId64 " of axis %d",
                                xf_infer_ints_text(sizes, n).s, dim, axis);
@@ -106,7 +115,10 @@ xf_status xf_infer_split(xf_infer_ctx *c)
             xf_infer_set(c, k, &out);
         }
     } else if (st == XF_OK) {
-        xf_infer_unknown(c);
+        xf_shape out = *in; /* sizes known at run time, the other dims now */
+        out.dims[axis] = -1;
+        for (int k = 0; k < n; k++)
+            xf_infer_set(c, k, &out);
     }
     free(sizes);
     return st;
@@ -362,9 +374,9 @@ xf_status xf_infer_scatter_nd(xf_infer_ctx *c)
     int64_t k = idx->ndim > 0 ? idx->dims[idx->ndim - 1] : -1;
     bool ok = k >= 1 && k <= data->ndim && upd->ndim == idx->ndim - 1 + data->ndim - (int)k;
     for (int d = 0; ok && d < idx->ndim - 1; d++)
-        ok = upd->dims[d] == idx->dims[d];
+        ok = xf_dims_may_equal(upd->dims[d], idx->dims[d]);
     for (int d = (int)k; ok && d < data->ndim; d++)
-        ok = upd->dims[idx->ndim - 1 + d - (int)k] == data->dims[d];
+        ok = xf_dims_may_equal(upd->dims[idx->ndim - 1 + d - (int)k], data->dims[d]);
     return scatter_result(c, ok, data, idx, upd);
 }
 
@@ -377,9 +389,10 @@ xf_status xf_infer_scatter_elements(xf_infer_ctx *c)
     xf_status st = data_axis(c, &axis);
     if (st != XF_OK)
         return st;
-    bool ok = idx->ndim == data->ndim && xf_shape_equal(idx, upd);
+    bool ok = idx->ndim == data->ndim && idx->ndim == upd->ndim;
     for (int d = 0; ok && d < data->ndim; d++)
-        ok = d == axis || idx->dims[d] <= data->dims[d];
+        ok = xf_dims_may_equal(idx->dims[d], upd->dims[d]) &&
+             (d == axis || idx->dims[d] <= data->dims[d] || idx->dims[d] < 0 || data->dims[d] < 0);
     return scatter_result(c, ok, data, idx, upd);
 }
 
@@ -392,7 +405,7 @@ xf_status xf_infer_gather_nd(xf_infer_ctx *c)
     int64_t k = idx->ndim > 0 ? idx->dims[idx->ndim - 1] : -1;
     bool ok = b >= 0 && idx->ndim >= b + 1 && k >= 1 && b + k <= data->ndim;
     for (int d = 0; ok && d < b; d++)
-        ok = data->dims[d] == idx->dims[d];
+        ok = xf_dims_may_equal(data->dims[d], idx->dims[d]);
     int rank = ok ? idx->ndim - 1 + data->ndim - b - (int)k : 0;
     if (!ok || rank > XF_MAX_DIMS)
         return xf_infer_fail(c, ok ? XF_ERR_UNSUPPORTED : XF_ERR_INVALID,
@@ -570,10 +583,10 @@ xf_status xf_infer_grid_sample(xf_infer_ctx *c)
     if (grid->ndim != x->ndim)
         return xf_infer_fail(c, XF_ERR_INVALID, "grid must have rank %d (X's) for %d spatial dims, got %s",
                              x->ndim, r, xf_infer_text(grid).s);
-    if (grid->dims[x->ndim - 1] != r)
+    if (grid->dims[x->ndim - 1] != r && grid->dims[x->ndim - 1] >= 0)
         return xf_infer_fail(c, XF_ERR_INVALID, "grid's last dim must be %d (one coordinate per spatial dim of X), "
                              "got %s", r, xf_infer_text(grid).s);
-    if (grid->dims[0] != x->dims[0])
+    if (!xf_dims_may_equal(grid->dims[0], x->dims[0]))
         return xf_infer_fail(c, XF_ERR_INVALID, "grid's batch %" PRId64 " differs from X's %" PRId64,
                              grid->dims[0], x->dims[0]);
     xf_shape out = *grid;
@@ -713,6 +726,10 @@ xf_status xf_infer_pad(xf_infer_ctx *c)
     for (int i = 0; i < n_axes; i++) {
         int ax = (int)(axes[i] < 0 ? axes[i] + in->ndim : axes[i]);
         int64_t d;
+        if (in->dims[ax] < 0) { /* known only at run time */
+            out.dims[ax] = -1;
+            continue;
+        }
         if (__builtin_add_overflow(in->dims[ax], pads[i], &d) ||
             __builtin_add_overflow(d, pads[n_axes + i], &d) || d < 0)
             return xf_infer_fail(c, XF_ERR_INVALID, "pads %s do not fit axis %d of %s",

@@ -25,6 +25,10 @@ static xf_status window_length(const xf_infer_ctx *c, int i, int nsp, int64_t in
                              " and dilation %" PRId64 " must be positive",
                              i, kernel, stride, dil);
     int64_t extent = (kernel - 1) * dil + 1;
+    if (in < 0) { /* known only at run time */
+        *out = -1;
+        return XF_OK;
+    }
     switch (a->auto_pad) {
     case XF_AUTO_PAD_VALID:
         if (in < extent)
@@ -93,7 +97,7 @@ xf_status xf_infer_conv_operands(xf_infer_ctx *c, int xi, int wi, int bi)
     if (a->group < 1)
         return xf_infer_fail(c, XF_ERR_INVALID, "group %" PRId64 " must be positive", a->group);
     int64_t m = w->dims[0];
-    if (x->dims[1] % a->group != 0 || x->dims[1] / a->group != w->dims[1])
+    if (x->dims[1] >= 0 && (x->dims[1] % a->group != 0 || x->dims[1] / a->group != w->dims[1]))
         return xf_infer_fail(c, XF_ERR_INVALID,
                              "input channels %" PRId64 " do not match weight's %" PRId64
                              " x group %" PRId64 " (input %s, weight %s)",
@@ -196,7 +200,7 @@ xf_status xf_infer_conv_transpose(xf_infer_ctx *c)
     if (w->ndim != x->ndim)
         return xf_infer_fail(c, XF_ERR_INVALID, "weight shape %s does not fit input shape %s", xf_infer_text(w).s,
                              xf_infer_text(x).s);
-    if (a->group < 1 || x->dims[1] % a->group != 0 || w->dims[0] != x->dims[1])
+    if (a->group < 1 || (x->dims[1] >= 0 && (x->dims[1] % a->group != 0 || w->dims[0] != x->dims[1])))
         return xf_infer_fail(c, XF_ERR_INVALID,
                              "input channels %" PRId64
                              " must equal the weight's first dimension and divide by group %" PRId64
@@ -217,7 +221,10 @@ xf_status xf_infer_conv_transpose(xf_infer_ctx *c)
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "kernel_shape %" PRId64 " on spatial axis %d does not match weight shape %s",
                                  a->kernel[i], i, xf_infer_text(w).s);
-        if (!xf_conv_transpose_axis(a, nsp, i, x->dims[2 + i], k, &out.dims[2 + i], &begin, &end, why, sizeof why))
+        if (x->dims[2 + i] < 0) /* known only at run time */
+            out.dims[2 + i] = -1;
+        else if (!xf_conv_transpose_axis(a, nsp, i, x->dims[2 + i], k, &out.dims[2 + i], &begin, &end, why,
+                                         sizeof why))
             return xf_infer_fail(c, XF_ERR_INVALID, "%s", why);
     }
     xf_infer_set(c, 0, &out);
@@ -277,7 +284,7 @@ xf_status xf_infer_max_unpool(xf_infer_ctx *c)
     xf_status st = pool_rank(c, x, &nsp);
     if (st != XF_OK)
         return st;
-    if (!xf_shape_equal(x, idx))
+    if (!xf_shapes_may_equal(x, idx))
         return xf_infer_fail(c, XF_ERR_INVALID, "I has shape %s, X %s: they must be equal", xf_infer_text(idx).s,
                              xf_infer_text(x).s);
     xf_shape out = *x;
@@ -289,7 +296,9 @@ xf_status xf_infer_max_unpool(xf_infer_ctx *c)
                                  "spatial axis %d: kernel %" PRId64 " and stride %" PRId64
                                  " must be positive, pads %" PRId64 " and %" PRId64 " not negative",
                                  i, k, s, pb, pe);
-        out.dims[2 + i] = x->dims[2 + i] > 0 ? (x->dims[2 + i] - 1) * s + k - pb - pe : 0;
+        out.dims[2 + i] = x->dims[2 + i] > 0 ? (x->dims[2 + i] - 1) * s + k - pb - pe : x->dims[2 + i] < 0 ? -1 : 0;
+        if (x->dims[2 + i] < 0) /* known only at run time */
+            continue;
         if (out.dims[2 + i] < 0)
             return xf_infer_fail(c, XF_ERR_INVALID, "spatial axis %d: pads %" PRId64 " and %" PRId64
                                  " leave a negative output size", i, pb, pe);
@@ -338,7 +347,7 @@ xf_status xf_infer_batch_norm(xf_infer_ctx *c)
                              xf_infer_text(x).s);
     for (int i = 1; i < 5; i++) {
         const xf_shape *p = xf_infer_shape(c, i);
-        if (p->ndim != 1 || p->dims[0] != x->dims[1])
+        if (p->ndim != 1 || !xf_dims_may_equal(p->dims[0], x->dims[1]))
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "%s shape %s does not match the %" PRId64 " channels of input %s",
                                  params[i], xf_infer_text(p).s, x->dims[1], xf_infer_text(x).s);
@@ -436,7 +445,7 @@ xf_status xf_infer_matmul_shapes(xf_infer_ctx *c, const xf_shape *a, const xf_sh
     int64_t rows = a_vec ? 1 : a->dims[a->ndim - 2], inner_a = a->dims[a->ndim - 1];
     int64_t inner_b = b_vec ? b->dims[0] : b->dims[b->ndim - 2];
     int64_t cols = b_vec ? 1 : b->dims[b->ndim - 1];
-    if (inner_a != inner_b)
+    if (inner_a != inner_b && inner_a >= 0 && inner_b >= 0) /* unknown dims may match */
         return xf_infer_fail(c, XF_ERR_INVALID, "inner dimensions of %s and %s differ (%" PRId64
                              " vs %" PRId64 ")",
                              xf_infer_text(a).s, xf_infer_text(b).s, inner_a, inner_b);
@@ -465,7 +474,7 @@ xf_status xf_infer_gemm(xf_infer_ctx *c)
                              xf_infer_text(b).s);
     int64_t m = a->dims[at->trans_a ? 1 : 0], k_a = a->dims[at->trans_a ? 0 : 1];
     int64_t k_b = b->dims[at->trans_b ? 1 : 0], n = b->dims[at->trans_b ? 0 : 1];
-    if (k_a != k_b)
+    if (k_a != k_b && k_a >= 0 && k_b >= 0)
         return xf_infer_fail(c, XF_ERR_INVALID,
                              "inner dimensions differ: A %s (transA %d) and B %s (transB %d)",
                              xf_infer_text(a).s, at->trans_a, xf_infer_text(b).s, at->trans_b);
@@ -534,7 +543,7 @@ xf_status xf_infer_rnn(xf_infer_ctx *c)
         {"P", {.ndim = 2, .dims = {dirs, 3 * hidden}}},
     };
     for (int i = 1; i < c->node->n_inputs; i++)
-        if (xf_infer_has(c, i) && !xf_shape_equal(xf_infer_shape(c, i), &operands[i].want))
+        if (xf_infer_has(c, i) && !xf_shapes_may_equal(xf_infer_shape(c, i), &operands[i].want))
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "%s has shape %s; X %s with hidden size %" PRId64 " and %" PRId64
                                  " direction(s) asks for %s",

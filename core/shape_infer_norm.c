@@ -65,7 +65,7 @@ static xf_status params_sized(const xf_infer_ctx *c, const int64_t *sizes, int c
         const xf_shape *p = xf_infer_shape(c, i);
         bool ok = false;
         for (int k = 0; k < count && p->ndim == 1; k++)
-            ok = ok || p->dims[0] == sizes[k];
+            ok = ok || xf_dims_may_equal(p->dims[0], sizes[k]);
         if (!ok)
             return xf_infer_fail(c, XF_ERR_INVALID, "%s must have shape [%" PRId64 "] (%s), got %s", names[i],
                                  sizes[0], why, xf_infer_text(p).s);

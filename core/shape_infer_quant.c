@@ -32,7 +32,7 @@ bool xf_quant_layout_make(const xf_shape *x, const xf_shape *scale, const xf_sha
     l->dim = x->dims[a];
     l->inner = xf_infer_dims_product(x->dims + a + 1, x->ndim - a - 1);
     if (block_size == 0) {
-        if (scale->dims[0] != l->dim)
+        if (scale->dims[0] != l->dim && scale->dims[0] >= 0 && l->dim >= 0)
             return xf_infer_refuse(why, why_len, "the scale has %" PRId64 " entries but x (shape %s) has %" PRId64
                                    " along axis %d", scale->dims[0], xs, l->dim, a);
         l->block_stride = 1;
