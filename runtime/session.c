@@ -487,15 +487,28 @@ static xf_status dynamic_state(xf_session *s, const xf_graph *g, int i, void **s
     return XF_OK;
 }
 
-/* When node i only reshapes its input, and is that block's last reader:
- * the block becomes its output's, with nothing copied.  Whether it did. */
+/* The scatters: their output is input 0 with elements replaced, which
+ * they write over a copy of it, or over it where it is their output's
+ * block (the kernels copy nothing then). */
+static bool writes_over_input(const xf_node *n)
+{
+    return n->op == XF_OP_SCATTER_ELEMENTS || n->op == XF_OP_SCATTER || n->op == XF_OP_SCATTER_ND;
+}
+
+/* When node i only reshapes its input, or writes over it, and is that
+ * block's last reader (and reads it as no other operand): the block
+ * becomes its output's, with nothing copied.  Whether it did. */
 static bool hand_on(xf_session *s, const xf_graph *g, xf_tensor_view *views, bool *owned, int i)
 {
     const xf_node *n = &g->nodes[i];
     int x = n->inputs[0], y = n->outputs[0];
-    if (!xf_rt_view_op(n) || x < 0 || y < 0 || !owned[x] || s->last_use[x] != i || s->held[x] ||
-        g->values[y].dtype != views[x].dtype || value_bytes(&g->values[y]) != value_bytes(&g->values[x]))
+    if (!(xf_rt_view_op(n) || writes_over_input(n)) || x < 0 || y < 0 || !owned[x] || s->last_use[x] != i ||
+        s->held[x] || g->values[y].dtype != views[x].dtype ||
+        value_bytes(&g->values[y]) != value_bytes(&g->values[x]))
         return false;
+    for (int k = 1; k < n->n_inputs; k++)
+        if (n->inputs[k] == x)
+            return false;
     views[y] = (xf_tensor_view){g->values[y].dtype, g->values[y].shape, views[x].data};
     owned[y] = true;
     owned[x] = false;
@@ -529,7 +542,8 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
     xf_status st = xf_node_infer_shape(g, i, s->opset, inference_inputs(s, g, views, i), err);
     if (st == XF_OK)
         st = s->be->supports(g, i, err);
-    if (st == XF_OK && hand_on(s, g, views, owned, i)) {
+    bool handed = st == XF_OK && hand_on(s, g, views, owned, i);
+    if (handed && !writes_over_input(n)) {
         if (seconds)
             *seconds = 0;
         release_consumed(s, g, views, owned, i);
@@ -537,7 +551,7 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
     }
     for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
         int v = n->outputs[k];
-        if (v < 0)
+        if (v < 0 || (k == 0 && handed))
             continue;
         const xf_value *val = &g->values[v];
         if (!shape_known(&val->shape) || xf_dtype_size(val->dtype) == 0)

@@ -202,6 +202,56 @@ START_TEST(reshape_hands_on_its_last_read)
 }
 END_TEST
 
+/* Dynamic runs: a ScatterElements that is its data's last reader writes
+ * over the data's block; one whose data is read later, or which reads the
+ * same value as updates, writes a copy. */
+START_TEST(scatter_writes_over_its_last_read)
+{
+    xf_graph *g = xf_graph_create("scatter_over");
+    xf_shape ds = {.ndim = 1, .dims = {-1}};
+    int d = input(g, "d", XF_DT_FLOAT, ds), rev = input(g, "rev", XF_DT_INT64, ds);
+    int a = xf_bt_with_scalar(g, XF_OP_MUL, d, 2.0f), b = xf_bt_with_scalar(g, XF_OP_MUL, d, 3.0f);
+    int c = xf_bt_with_scalar(g, XF_OP_MUL, d, 4.0f);
+    int kept = out0(g, NODE(g, XF_OP_SCATTER_ELEMENTS, a, rev, d));  /* a read again below */
+    int over = out0(g, NODE(g, XF_OP_SCATTER_ELEMENTS, b, rev, d));  /* b's last reader */
+    int self = out0(g, NODE(g, XF_OP_SCATTER_ELEMENTS, c, rev, c));  /* c as data and updates */
+    int later = xf_bt_with_scalar(g, XF_OP_ADD, a, 1.0f);
+    int outs[] = {kept, over, self, later};
+    for (int k = 0; k < 4; k++)
+        xf_graph_add_output(g, outs[k]);
+    const char *backends[] = {"cpu_ref", "cpu"};
+    for (int be = 0; be < 2; be++) {
+        if (!xf_backend_find(backends[be]))
+            continue;
+        xf_session *s = make(g, backends[be], false);
+        int64_t n = 30000; /* blocks the session pools */
+        xf_shape shape = SHAPE(n);
+        xf_tensor *in[2] = {xf_tensor_random(XF_DT_FLOAT, &shape, 9), xf_tensor_create(XF_DT_INT64, &shape)};
+        for (int64_t i = 0; i < n; i++)
+            ((int64_t *)in[1]->data)[i] = n - 1 - i;
+        for (int run = 0; run < 2; run++) {
+            xf_tensor *out[4] = {NULL};
+            xf_error e = {0};
+            ck_assert_msg(xf_session_run(s, in, out, &e) == XF_OK, "%s", e.msg);
+            const float *x = in[0]->data;
+            for (int64_t i = 0; i < n; i++) {
+                float r = x[n - 1 - i]; /* the updates reversed */
+                ck_assert_msg(((const float *)out[0]->data)[i] == r && ((const float *)out[1]->data)[i] == r &&
+                                  ((const float *)out[2]->data)[i] == 4 * r &&
+                                  ((const float *)out[3]->data)[i] == 2 * x[i] + 1,
+                              "%s, run %d: element %lld", backends[be], run, (long long)i);
+            }
+            for (int k = 0; k < 4; k++)
+                xf_tensor_release(out[k]);
+        }
+        xf_tensor_release(in[0]);
+        xf_tensor_release(in[1]);
+        xf_session_free(s);
+    }
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("static_part");
@@ -210,6 +260,7 @@ int main(void)
     tcase_add_test(tc, part_runs_as_dynamic_mode_does);
     tcase_add_test(tc, whole_graph_or_none);
     tcase_add_test(tc, reshape_hands_on_its_last_read);
+    tcase_add_test(tc, scatter_writes_over_its_last_read);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
