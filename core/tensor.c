@@ -112,7 +112,7 @@ char *xf_shape_str(const xf_shape *s, char *buf, size_t n)
     return buf;
 }
 
-xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape)
+static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
 {
     int64_t numel = xf_shape_numel(shape);
     int bits = xf_dtype_bits(dtype);
@@ -144,14 +144,20 @@ xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape)
             free(t);
             return NULL;
         }
-        memset(t->data, 0, rounded);
+        if (zeroed)
+            memset(t->data, 0, rounded);
+        else if (rounded > t->nbytes) /* the padding past the end stays defined */
+            memset((char *)t->data + t->nbytes, 0, rounded - t->nbytes);
     }
     return t;
 }
 
+xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape) { return tensor_new(dtype, shape, true); }
+xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape) { return tensor_new(dtype, shape, false); }
+
 xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data)
 {
-    xf_tensor *t = xf_tensor_create(dtype, shape);
+    xf_tensor *t = xf_tensor_create_unset(dtype, shape);
     if (t && t->nbytes)
         memcpy(t->data, data, t->nbytes);
     return t;

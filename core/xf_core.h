@@ -149,6 +149,9 @@ typedef struct xf_tensor {
 
 /* New tensor with zeroed data.  NULL when out of memory or the size overflows. */
 xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape);
+/* The same with data left as allocated, for a caller that writes all of it
+ * next (string tensors are created empty all the same). */
+xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape);
 /* New tensor holding a copy of data (nbytes must match dtype and shape). */
 xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data);
 xf_tensor *xf_tensor_retain(xf_tensor *t);

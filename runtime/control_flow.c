@@ -327,7 +327,7 @@ static xf_tensor *slice(const xf_tensor *t, int axis, int64_t i)
         else
             block *= (size_t)t->shape.dims[d];
     }
-    xf_tensor *r = xf_tensor_create(t->dtype, &shape);
+    xf_tensor *r = xf_tensor_create_unset(t->dtype, &shape);
     if (r)
         copy_blocks(r->data, block, (const char *)t->data + (size_t)i * block, block * (size_t)t->shape.dims[axis],
                     outer, block);
@@ -385,7 +385,7 @@ static xf_status stack(const xf_rt_flow *f, int k, xf_tensor **items, int64_t n,
             block *= (size_t)elem.dims[d];
     }
     shape.dims[axis] = n;
-    *out = xf_tensor_create(dt, &shape);
+    *out = xf_tensor_create_unset(dt, &shape);
     if (!*out)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++)

@@ -132,7 +132,7 @@ static xf_status collect_outputs(xf_session *s, const xf_tensor_view *views, xf_
             outputs[k] = xf_tensor_retain(s->held[s->g->outputs[k]]);
             continue;
         }
-        xf_tensor *t = xf_tensor_create(v->dtype, &v->shape);
+        xf_tensor *t = xf_tensor_create_unset(v->dtype, &v->shape); /* copy_out writes it all */
         xf_status st = t ? s->be->copy_out(s->ctx, t->data, v->data, t->nbytes, err)
                          : xf_error_set(err, XF_ERR_NOMEM, "out of memory for output '%s'",
                                         s->g->values[s->g->outputs[k]].name);
