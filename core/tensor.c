@@ -155,6 +155,22 @@ static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
 xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape) { return tensor_new(dtype, shape, true); }
 xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape) { return tensor_new(dtype, shape, false); }
 
+xf_tensor *xf_tensor_adopt(xf_dtype dtype, const xf_shape *shape, void *data)
+{
+    int64_t numel = xf_shape_numel(shape);
+    if (numel < 0 || dtype == XF_DT_STRING || xf_dtype_bits(dtype) == 0)
+        return NULL;
+    xf_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->shape = *shape;
+    t->nbytes = xf_dtype_nbytes(dtype, numel);
+    t->data = data;
+    return t;
+}
+
 xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data)
 {
     xf_tensor *t = xf_tensor_create_unset(dtype, shape);

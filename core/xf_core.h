@@ -152,6 +152,10 @@ xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape);
 /* The same with data left as allocated, for a caller that writes all of it
  * next (string tensors are created empty all the same). */
 xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape);
+/* New tensor (not of strings) over data, which it then owns and frees with
+ * free(): a block from malloc or aligned_alloc of at least the tensor's
+ * bytes.  NULL when out of memory (data then still the caller's). */
+xf_tensor *xf_tensor_adopt(xf_dtype dtype, const xf_shape *shape, void *data);
 /* New tensor holding a copy of data (nbytes must match dtype and shape). */
 xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data);
 xf_tensor *xf_tensor_retain(xf_tensor *t);

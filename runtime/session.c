@@ -121,15 +121,23 @@ static xf_status bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *co
     return XF_OK;
 }
 
-static xf_status collect_outputs(xf_session *s, const xf_tensor_view *views, xf_tensor **outputs,
+/* The outputs as tensors: copies, or (dynamic runs on host memory, where
+ * owned[v] marks blocks the run allocated) the blocks themselves. */
+static xf_status collect_outputs(xf_session *s, const xf_tensor_view *views, bool *owned, xf_tensor **outputs,
                                  xf_error *err)
 {
     for (int k = 0; k < s->g->n_outputs; k++)
         outputs[k] = NULL;
     for (int k = 0; k < s->g->n_outputs; k++) {
-        const xf_tensor_view *v = &views[s->g->outputs[k]];
-        if (s->held[s->g->outputs[k]]) {
-            outputs[k] = xf_tensor_retain(s->held[s->g->outputs[k]]);
+        int id = s->g->outputs[k];
+        const xf_tensor_view *v = &views[id];
+        if (s->held[id]) {
+            outputs[k] = xf_tensor_retain(s->held[id]);
+            continue;
+        }
+        if (owned && owned[id] && s->be->host_memory && v->data &&
+            (outputs[k] = xf_tensor_adopt(v->dtype, &v->shape, v->data)) != NULL) {
+            owned[id] = false; /* the tensor's now; a second output of it copies it */
             continue;
         }
         xf_tensor *t = xf_tensor_create_unset(v->dtype, &v->shape); /* copy_out writes it all */
@@ -200,7 +208,7 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
         st = run_one(s, s->g, i, s->states[i], node_seconds ? &node_seconds[i] : NULL, err);
     }
     if (st == XF_OK && outputs)
-        st = collect_outputs(s, s->views, outputs, err);
+        st = collect_outputs(s, s->views, NULL, outputs, err);
     return st;
 }
 
@@ -599,7 +607,7 @@ static xf_status run_dynamic(xf_session *s, xf_tensor *const *inputs, xf_tensor 
         if (!xf_static_part_has(s->part, i))
             st = run_dynamic_node(s, g, views, owned, i, node_seconds ? &node_seconds[i] : NULL, err);
     if (st == XF_OK && outputs)
-        st = collect_outputs(s, views, outputs, err);
+        st = collect_outputs(s, views, owned, outputs, err);
     free_dynamic(s, views, owned, nv);
     for (int v = 0; v < nv; v++) {
         xf_tensor_release(s->held[v]);

@@ -38,10 +38,12 @@ typedef struct xf_tensor_view {
 typedef struct xf_backend {
     const char *name;
     const char *description;
-    /* Memory from alloc is ordinary host memory: the session then lets
-     * kernels read initializers and caller inputs in place instead of
-     * copying them in.  Dynamic mode (run-time shapes) needs this, because
-     * shape inference reads parameter tensors (a Reshape's shape) on the host. */
+    /* Memory from alloc is ordinary host memory (from aligned_alloc, which
+     * free() takes back): the session then lets kernels read initializers
+     * and caller inputs in place instead of copying them in, and a dynamic
+     * run hands its outputs' blocks to the tensors it returns.  Dynamic
+     * mode (run-time shapes) needs this, because shape inference reads
+     * parameter tensors (a Reshape's shape) on the host. */
     bool host_memory;
 
     /* optional: per-session context (library handles, streams); fails with

@@ -252,6 +252,45 @@ START_TEST(scatter_writes_over_its_last_read)
 }
 END_TEST
 
+/* Dynamic runs hand their outputs' blocks to the tensors they return: a
+ * tensor of one run keeps its values through the next run (whose blocks
+ * the session draws again), also where the graph gives one value twice. */
+START_TEST(outputs_outlive_the_next_run)
+{
+    xf_graph *g = xf_graph_create("outputs");
+    xf_shape ds = {.ndim = 1, .dims = {-1}};
+    int d = input(g, "d", XF_DT_FLOAT, ds);
+    int a = xf_bt_with_scalar(g, XF_OP_MUL, d, 2.0f), b = xf_bt_with_scalar(g, XF_OP_ADD, a, 1.0f);
+    xf_graph_add_output(g, a);
+    xf_graph_add_output(g, b);
+    xf_graph_add_output(g, a);
+    xf_session *s = make(g, "cpu_ref", false);
+    xf_shape shape = SHAPE(40000); /* blocks the session pools */
+    xf_tensor *in1 = xf_tensor_random(XF_DT_FLOAT, &shape, 1), *in2 = xf_tensor_random(XF_DT_FLOAT, &shape, 2);
+    xf_tensor *out1[3] = {NULL}, *out2[3] = {NULL};
+    xf_error e = {0};
+    ck_assert_msg(xf_session_run(s, &in1, out1, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_session_run(s, &in2, out2, &e) == XF_OK, "%s", e.msg);
+    for (int r = 0; r < 2; r++) {
+        const float *x = (r ? in2 : in1)->data;
+        xf_tensor **o = r ? out2 : out1;
+        ck_assert_ptr_ne(o[0]->data, o[2]->data);
+        for (int64_t i = 0; i < 40000; i++)
+            ck_assert_msg(((float *)o[0]->data)[i] == 2 * x[i] && ((float *)o[1]->data)[i] == 2 * x[i] + 1 &&
+                              ((float *)o[2]->data)[i] == 2 * x[i],
+                          "run %d, element %lld", r, (long long)i);
+    }
+    for (int k = 0; k < 3; k++) {
+        xf_tensor_release(out1[k]);
+        xf_tensor_release(out2[k]);
+    }
+    xf_tensor_release(in1);
+    xf_tensor_release(in2);
+    xf_session_free(s);
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("static_part");
@@ -261,6 +300,7 @@ int main(void)
     tcase_add_test(tc, whole_graph_or_none);
     tcase_add_test(tc, reshape_hands_on_its_last_read);
     tcase_add_test(tc, scatter_writes_over_its_last_read);
+    tcase_add_test(tc, outputs_outlive_the_next_run);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
