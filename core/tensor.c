@@ -112,13 +112,15 @@ char *xf_shape_str(const xf_shape *s, char *buf, size_t n)
     return buf;
 }
 
-static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
+/* A tensor without data of dtype and shape (NULL when the size is not one
+ * or overflows, or out of memory); its element count in *numel. */
+static xf_tensor *tensor_header(xf_dtype dtype, const xf_shape *shape, int64_t *numel)
 {
-    int64_t numel = xf_shape_numel(shape);
+    *numel = xf_shape_numel(shape);
     int bits = xf_dtype_bits(dtype);
-    if (numel < 0 || (dtype != XF_DT_STRING && bits == 0))
+    if (*numel < 0 || (dtype != XF_DT_STRING && bits == 0))
         return NULL;
-    if (dtype != XF_DT_STRING && (uint64_t)numel > SIZE_MAX / 16 / (size_t)bits)
+    if (dtype != XF_DT_STRING && (uint64_t)*numel > SIZE_MAX / 16 / (size_t)bits)
         return NULL;
     xf_tensor *t = calloc(1, sizeof *t);
     if (!t)
@@ -126,6 +128,17 @@ static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
     t->refcount = 1;
     t->dtype = dtype;
     t->shape = *shape;
+    if (dtype != XF_DT_STRING)
+        t->nbytes = xf_dtype_nbytes(dtype, *numel);
+    return t;
+}
+
+static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
+{
+    int64_t numel;
+    xf_tensor *t = tensor_header(dtype, shape, &numel);
+    if (!t)
+        return NULL;
     if (dtype == XF_DT_STRING) {
         if (numel > 0) {
             t->strings = calloc((size_t)numel, sizeof *t->strings);
@@ -136,7 +149,6 @@ static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
         }
         return t;
     }
-    t->nbytes = xf_dtype_nbytes(dtype, numel);
     if (t->nbytes > 0) {
         size_t rounded = (t->nbytes + 63) & ~(size_t)63;
         t->data = aligned_alloc(64, rounded);
@@ -157,17 +169,10 @@ xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape) { retur
 
 xf_tensor *xf_tensor_adopt(xf_dtype dtype, const xf_shape *shape, void *data)
 {
-    int64_t numel = xf_shape_numel(shape);
-    if (numel < 0 || dtype == XF_DT_STRING || xf_dtype_bits(dtype) == 0)
-        return NULL;
-    xf_tensor *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    t->refcount = 1;
-    t->dtype = dtype;
-    t->shape = *shape;
-    t->nbytes = xf_dtype_nbytes(dtype, numel);
-    t->data = data;
+    int64_t numel;
+    xf_tensor *t = dtype != XF_DT_STRING ? tensor_header(dtype, shape, &numel) : NULL;
+    if (t)
+        t->data = data;
     return t;
 }
 
