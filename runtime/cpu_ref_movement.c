@@ -392,11 +392,17 @@ static void topk_select(topk_key *keys, int64_t len, int64_t k, topk_order order
     if (k > 0 && k < len / 4) {
         for (int64_t i = k / 2 - 1; i >= 0; i--)
             topk_sift(keys, k, i, order);
-        for (int64_t j = k; j < len; j++)
+        bool largest = order == largest_first;
+        for (int64_t j = k; j < len; j++) {
+            /* a number strictly beyond the heap's last number cannot enter: no call */
+            double f = keys[j].f, last = keys[0].f;
+            if (!isnan(f) && !isnan(last) && (largest ? f < last : f > last))
+                continue;
             if (order(&keys[j], &keys[0]) < 0) {
                 keys[0] = keys[j];
                 topk_sift(keys, k, 0, order);
             }
+        }
         len = k;
     }
     qsort(keys, (size_t)len, sizeof *keys, order);
@@ -429,10 +435,16 @@ xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tens
     for (int64_t o = 0; o < outer; o++)
         for (int64_t s = 0; s < inner; s++) {
             int64_t from = o * len * inner + s, to = o * k * inner + s;
-            for (int64_t j = 0; j < len; j++) {
-                keys[j].i = integral ? xf_rt_load_i64(x->dtype, x->data, from + j * inner) : 0;
-                keys[j].f = integral ? (double)keys[j].i : xf_rt_load_f64(x->dtype, x->data, from + j * inner);
-                keys[j].idx = j;
+            if (x->dtype == XF_DT_FLOAT) { /* the common case without a load per element */
+                const float *p = (const float *)x->data + from;
+                for (int64_t j = 0; j < len; j++)
+                    keys[j] = (topk_key){.f = p[j * inner], .i = 0, .idx = j};
+            } else {
+                for (int64_t j = 0; j < len; j++) {
+                    keys[j].i = integral ? xf_rt_load_i64(x->dtype, x->data, from + j * inner) : 0;
+                    keys[j].f = integral ? (double)keys[j].i : xf_rt_load_f64(x->dtype, x->data, from + j * inner);
+                    keys[j].idx = j;
+                }
             }
             topk_select(keys, len, k, n->attrs.topk_smallest ? smallest_first : largest_first);
             for (int64_t j = 0; j < k; j++) {

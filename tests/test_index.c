@@ -887,6 +887,30 @@ START_TEST(top_k_selects_in_order)
         xf_tensor_release(outs[0]);
         xf_tensor_release(outs[1]);
     }
+    /* along axis 0 of the transposed rows (strided): the same selections */
+    static float vt[LEN * ROWS];
+    for (int row = 0; row < ROWS; row++)
+        for (int i = 0; i < LEN; i++)
+            vt[i * ROWS + row] = v[row * LEN + i];
+    for (size_t t = 0; t < 4; t++) {
+        int64_t k = t < 2 ? 37 : 1999;
+        xf_tensor *rows[2], *cols[2];
+        node_case c = make_case(XF_OP_TOP_K, 2, mk(XF_DT_FLOAT, DIMS(ROWS, LEN), v), I64(DIMS(1), k));
+        node_case ct = make_case(XF_OP_TOP_K, 2, mk(XF_DT_FLOAT, DIMS(LEN, ROWS), vt), I64(DIMS(1), k));
+        c.n_out = ct.n_out = 2;
+        c.a.topk_smallest = ct.a.topk_smallest = t % 2;
+        ct.a.axis = 0;
+        run_case(&c, rows);
+        run_case(&ct, cols);
+        for (int row = 0; row < ROWS; row++)
+            for (int64_t j = 0; j < k; j++)
+                ck_assert_msg(xf_tensor_get_i64(rows[1], row * k + j) == xf_tensor_get_i64(cols[1], j * ROWS + row),
+                              "axis 0, k %lld, row %d, place %lld", (long long)k, row, (long long)j);
+        for (int m = 0; m < 2; m++) {
+            xf_tensor_release(rows[m]);
+            xf_tensor_release(cols[m]);
+        }
+    }
 }
 END_TEST
 
