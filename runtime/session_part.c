@@ -75,8 +75,7 @@ static xf_graph *part_graph(const xf_session *s, const bool *in_part, xf_static_
     const xf_graph *g = s->g;
     size_t nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
     bool *wanted = calloc(nv, sizeof *wanted), *read = calloc(nv, sizeof *read);
-    int *value_map = malloc(sizeof *value_map * nv);
-    xf_graph *c = wanted && read && value_map ? xf_graph_clone(g) : NULL;
+    xf_graph *c = wanted && read ? xf_graph_clone(g) : NULL;
     int *outs = c ? malloc(sizeof *outs * nv) : NULL;
     p->inputs = malloc(sizeof *p->inputs * (size_t)(g->n_inputs + 1));
     p->outputs = malloc(sizeof *p->outputs * nv);
@@ -102,17 +101,15 @@ static xf_graph *part_graph(const xf_session *s, const bool *in_part, xf_static_
     free(c->outputs);
     c->outputs = outs;
     c->n_outputs = p->n_outputs;
-    xf_graph_compact_mapped(c, in_part, NULL, value_map);
+    xf_graph_compact(c, in_part);
     free(wanted);
     free(read);
-    free(value_map);
     return c;
 fail:
     free(outs);
     xf_graph_free(c);
     free(wanted);
     free(read);
-    free(value_map);
     return NULL;
 }
 
