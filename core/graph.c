@@ -72,9 +72,18 @@ void xf_opaque_release(xf_opaque *o)
         free(o->ints[i].v);
     }
     free(o->ints);
-    for (int i = 0; i < o->n_floats; i++)
-        free(o->floats[i].attr);
-    free(o->floats);
+    for (int i = 0; i < o->n_reals; i++) {
+        free(o->reals[i].attr);
+        free(o->reals[i].v);
+    }
+    free(o->reals);
+    for (int i = 0; i < o->n_strings; i++) {
+        for (int k = 0; k < o->strings[i].n; k++)
+            free(o->strings[i].v[k]);
+        free(o->strings[i].attr);
+        free(o->strings[i].v);
+    }
+    free(o->strings);
     free(o);
 }
 
@@ -127,25 +136,63 @@ const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr)
     return NULL;
 }
 
-bool xf_opaque_add_float(xf_opaque *o, const char *attr, float v)
+bool xf_opaque_add_reals(xf_opaque *o, const char *attr, const double *v, int n)
 {
-    xf_opaque_float *grown = realloc(o->floats, sizeof *grown * (size_t)(o->n_floats + 1));
+    xf_opaque_reals *grown = realloc(o->reals, sizeof *grown * (size_t)(o->n_reals + 1));
     char *name = dup_str(attr ? attr : "");
+    double *copy = malloc(sizeof *copy * (size_t)(n + 1));
     if (grown)
-        o->floats = grown;
-    if (!grown || !name) {
+        o->reals = grown;
+    if (!grown || !name || !copy) {
         free(name);
+        free(copy);
         return false;
     }
-    o->floats[o->n_floats++] = (xf_opaque_float){name, v};
+    if (n > 0)
+        memcpy(copy, v, sizeof *copy * (size_t)n);
+    o->reals[o->n_reals++] = (xf_opaque_reals){name, n, copy};
     return true;
 }
 
-const xf_opaque_float *xf_opaque_find_float(const xf_opaque *o, const char *attr)
+const xf_opaque_reals *xf_opaque_find_reals(const xf_opaque *o, const char *attr)
 {
-    for (int i = 0; o && i < o->n_floats; i++)
-        if (strcmp(o->floats[i].attr, attr) == 0)
-            return &o->floats[i];
+    for (int i = 0; o && i < o->n_reals; i++)
+        if (strcmp(o->reals[i].attr, attr) == 0)
+            return &o->reals[i];
+    return NULL;
+}
+
+bool xf_opaque_add_strings(xf_opaque *o, const char *attr, const char *const *v, const size_t *lens, int n)
+{
+    xf_opaque_strings *grown = realloc(o->strings, sizeof *grown * (size_t)(o->n_strings + 1));
+    if (grown)
+        o->strings = grown;
+    xf_opaque_strings s = {dup_str(attr ? attr : ""), 0, calloc((size_t)n + 1, sizeof(char *))};
+    bool ok = grown && s.attr && s.v;
+    for (; ok && s.n < n; s.n++) {
+        if (!(s.v[s.n] = malloc(lens[s.n] + 1)))
+            ok = false;
+        else {
+            memcpy(s.v[s.n], v[s.n], lens[s.n]);
+            s.v[s.n][lens[s.n]] = '\0';
+        }
+    }
+    if (!ok) {
+        for (int k = 0; k < n && s.v; k++)
+            free(s.v[k]);
+        free(s.v);
+        free(s.attr);
+        return false;
+    }
+    o->strings[o->n_strings++] = s;
+    return true;
+}
+
+const xf_opaque_strings *xf_opaque_find_strings(const xf_opaque *o, const char *attr)
+{
+    for (int i = 0; o && i < o->n_strings; i++)
+        if (strcmp(o->strings[i].attr, attr) == 0)
+            return &o->strings[i];
     return NULL;
 }
 

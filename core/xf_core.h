@@ -254,12 +254,24 @@ typedef struct xf_opaque_ints {
     int64_t *v;
 } xf_opaque_ints;
 
-/* A FLOAT attribute of an opaque node, for runtimes that run the node
- * (FlexAttention's scale). */
-typedef struct xf_opaque_float {
+/* A real-valued attribute of an opaque node, for runtimes that run the
+ * node: a FLOAT (one value: FlexAttention's scale), FLOATS (ONNX-ML's
+ * coefficients and thresholds) or a TENSOR of floats or doubles (ONNX-ML's
+ * *_as_tensor attributes), its values in order as doubles (exact for
+ * each). */
+typedef struct xf_opaque_reals {
     char *attr;
-    float v;
-} xf_opaque_float;
+    int n;
+    double *v;
+} xf_opaque_reals;
+
+/* A STRING or STRINGS attribute of an opaque node (ONNX-ML's modes, post
+ * transforms and class labels), each string NUL-terminated. */
+typedef struct xf_opaque_strings {
+    char *attr;
+    int n;
+    char **v;
+} xf_opaque_strings;
 
 typedef struct xf_opaque {
     int refcount;
@@ -278,9 +290,12 @@ typedef struct xf_opaque {
     /* Its INT and INTS attributes. */
     int n_ints;
     xf_opaque_ints *ints;
-    /* Its FLOAT attributes. */
-    int n_floats;
-    xf_opaque_float *floats;
+    /* Its real-valued attributes (FLOAT, FLOATS, TENSOR of floats). */
+    int n_reals;
+    xf_opaque_reals *reals;
+    /* Its STRING and STRINGS attributes. */
+    int n_strings;
+    xf_opaque_strings *strings;
 } xf_opaque;
 
 xf_opaque *xf_opaque_create(const char *op_type, const char *domain, const void *proto, size_t len);
@@ -295,10 +310,15 @@ const xf_opaque_body *xf_opaque_find_body(const xf_opaque *o, const char *attr);
 bool xf_opaque_add_ints(xf_opaque *o, const char *attr, const int64_t *v, int n);
 /* The integer attribute called attr, or NULL. */
 const xf_opaque_ints *xf_opaque_find_ints(const xf_opaque *o, const char *attr);
-/* Adds float attribute attr; false when out of memory. */
-bool xf_opaque_add_float(xf_opaque *o, const char *attr, float v);
-/* The float attribute called attr, or NULL. */
-const xf_opaque_float *xf_opaque_find_float(const xf_opaque *o, const char *attr);
+/* Adds real-valued attribute attr (n values); false when out of memory. */
+bool xf_opaque_add_reals(xf_opaque *o, const char *attr, const double *v, int n);
+/* The real-valued attribute called attr, or NULL. */
+const xf_opaque_reals *xf_opaque_find_reals(const xf_opaque *o, const char *attr);
+/* Adds string attribute attr (n strings of lens[i] bytes, which hold no
+ * NUL); false when out of memory. */
+bool xf_opaque_add_strings(xf_opaque *o, const char *attr, const char *const *v, const size_t *lens, int n);
+/* The string attribute called attr, or NULL. */
+const xf_opaque_strings *xf_opaque_find_strings(const xf_opaque *o, const char *attr);
 
 /* What a value holds.  Sequences are values of the IR like tensors (and
  * not opaque payloads): the sequence ops are known ops (ops.def, flag

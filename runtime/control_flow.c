@@ -6,13 +6,15 @@
  * iteration (SequenceMap: per sequence entry), as a session of its own on
  * the same backend.  Body sessions run in dynamic
  * mode: a branch's shapes may differ from one run to the next, and a loop's
- * carried values from one iteration to the next. */
+ * carried values from one iteration to the next.  The ONNX-ML ops
+ * (ml_ops.c), which have no subgraphs, run here too: on the host, outputs
+ * of the shapes their inputs give. */
 #include "xf_rt_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN, FLOW_SEQUENCE_MAP, FLOW_FLEX } flow_kind;
+typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN, FLOW_SEQUENCE_MAP, FLOW_FLEX, FLOW_ML } flow_kind;
 
 struct xf_rt_flow {
     flow_kind kind;
@@ -27,6 +29,7 @@ struct xf_rt_flow {
     /* Scan: per scan input, then per scan output, its axis and whether it
      * runs backwards */
     int64_t *axis, *reverse;
+    xf_rt_ml *ml; /* an ONNX-ML op's plan */
 };
 
 static flow_kind kind_of(const xf_node *n)
@@ -34,6 +37,8 @@ static flow_kind kind_of(const xf_node *n)
     if (n->op != XF_OP_OPAQUE || !n->opaque)
         return FLOW_NONE;
     const char *d = n->opaque->domain;
+    if (xf_rt_ml_node(n))
+        return FLOW_ML;
     if (strcmp(d, "ai.onnx.preview") == 0 && strcmp(n->opaque->op_type, "FlexAttention") == 0)
         return FLOW_FLEX;
     if (d[0] && strcmp(d, "ai.onnx") != 0)
@@ -194,7 +199,9 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
     f->n_own = n->opaque->n_own_inputs;
     f->n_outer = n->n_inputs - f->n_own;
     xf_status st = XF_OK;
-    if (f->kind == FLOW_FLEX) {
+    if (f->kind == FLOW_ML) {
+        st = xf_rt_ml_create(n, &f->ml, err);
+    } else if (f->kind == FLOW_FLEX) {
         st = flex_create(f, g, node, opset, backend, max_bytes, err);
     } else if (f->kind == FLOW_IF) {
         if (f->n_own != 1)
@@ -271,6 +278,7 @@ void xf_rt_flow_free(xf_rt_flow *f)
     xf_session_free(f->body[1]);
     free(f->axis);
     free(f->reverse);
+    xf_rt_ml_free(f->ml);
     free(f);
 }
 
@@ -688,6 +696,7 @@ xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, x
     for (int k = 0; k < f->node->n_outputs; k++)
         out[k] = NULL;
     xf_status st = f->kind == FLOW_IF             ? run_if(f, in, out, err)
+                   : f->kind == FLOW_ML           ? xf_rt_ml_run(f->ml, in, out, err)
                    : f->kind == FLOW_FLEX
                        ? xf_rt_flex_run(f->node, in, in + f->n_own, f->n_outer, f->body[0], f->body[1], out, err)
                    : f->kind == FLOW_SEQUENCE_MAP ? run_sequence_map(f, in, out, err)

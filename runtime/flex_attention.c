@@ -86,8 +86,8 @@ xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *cons
     if (kd[0] != b || vd[0] != b || kd[3] != e || vd[1] != nkv || vd[2] != s || nkv < 1 || nq % nkv)
         return fail(n, err, XF_ERR_INVALID, "Q, K and V are not (B, Hq, L, E), (B, Hkv, S, E), (B, Hkv, S, Ev) "
                                             "with Hq a multiple of Hkv");
-    const xf_opaque_float *given = xf_opaque_find_float(n->opaque, "scale");
-    double scale = given ? (double)given->v : 1.0 / sqrt((double)e);
+    const xf_opaque_reals *given = xf_opaque_find_reals(n->opaque, "scale");
+    double scale = given && given->n == 1 ? (double)(float)given->v[0] : 1.0 / sqrt((double)e);
     xf_shape grid = xf_shape_make(4, (const int64_t[]){b, nq, l, s});
     xf_tensor *scores = xf_tensor_create(sp, &grid);
     *out = xf_tensor_create(t, &(xf_shape){.ndim = 4, .dims = {b, nq, l, ev}});

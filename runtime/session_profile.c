@@ -52,7 +52,7 @@ void xf_session_node_impl(const xf_session *s, int node, char *buf, size_t n)
         return;
     }
     if (s->flows && s->flows[node]) {
-        snprintf(buf, n, "session (subgraphs)");
+        snprintf(buf, n, "%s", xf_rt_ml_node(&s->g->nodes[node]) ? "host (ONNX-ML)" : "session (subgraphs)");
         return;
     }
     if (xf_static_part_has(s->part, node)) {

@@ -407,6 +407,19 @@ xf_dtype xf_rt_flex_precision(const xf_node *n, xf_dtype t);
 xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *const *outer, int n_outer,
                          xf_session *score_mod, xf_session *prob_mod, xf_tensor **out, xf_error *err);
 
+/* ---------------------------------------------------------------- ONNX-ML (ml_ops.c, ml_trees.c) */
+
+/* The ONNX-ML ops the runtime runs (domain ai.onnx.ml: Scaler,
+ * Normalizer, Binarizer, Imputer, ArrayFeatureExtractor, LinearRegressor,
+ * LinearClassifier, TreeEnsembleRegressor, TreeEnsembleClassifier), on
+ * the host like control flow, from a plan checked once. */
+typedef struct xf_rt_ml xf_rt_ml;
+bool xf_rt_ml_node(const xf_node *n);
+xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err);
+/* in[] has the node's inputs in host memory; out[] receives new tensors. */
+xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out, xf_error *err);
+void xf_rt_ml_free(xf_rt_ml *m);
+
 /* ---------------------------------------------------------------- sequences (sequence.c) */
 
 /* Whether n is one of ONNX's sequence ops (XF_OPF_SEQ): the session runs

@@ -1,0 +1,42 @@
+/* ONNX-ML (domain ai.onnx.ml), shared between ml_ops.c (the ops, their
+ * attributes, scores and post transforms) and ml_trees.c (the tree
+ * ensembles).  See xf_rt_internal.h for what the session calls. */
+#ifndef XF_ML_OPS_H
+#define XF_ML_OPS_H
+
+#include "xf_rt_internal.h"
+
+/* post_transform, in ONNX Runtime's order */
+enum { ML_NONE, ML_LOGISTIC, ML_SOFTMAX, ML_SOFTMAX_ZERO, ML_PROBIT };
+
+/* Error naming node n and its op: "node 'n' (TreeEnsembleClassifier): ...". */
+xf_status xf_ml_fail(const xf_node *n, xf_error *err, xf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Attribute a of n: its integers, reals or strings (NULL and *count 0
+ * when not given). */
+const int64_t *xf_ml_ints(const xf_node *n, const char *a, int64_t *count);
+const double *xf_ml_reals(const xf_node *n, const char *a, int64_t *count);
+/* String attribute a: its one string, or def when not given. */
+const char *xf_ml_string(const xf_node *n, const char *a, const char *def);
+/* post_transform of n (*t); an error for an unknown one. */
+xf_status xf_ml_transform(const xf_node *n, int *t, xf_error *err);
+/* Writes the n scores s as ONNX Runtime does for a classifier or
+ * regressor with transform t: two or more transformed in place and copied
+ * to z; one by add_second (the binary cases: 0 and 1 write 1 - s and s;
+ * 2 and 3 -s and s, their logistic under LOGISTIC; -1 s alone), PROBIT
+ * turning it into one probit.  Returns how many it wrote. */
+int64_t xf_ml_write_scores(float *s, int64_t n, int t, int add_second, float *z);
+/* Input X of rank 1 (one row) or 2 as doubles (*v, to free): *rows and
+ * *cols its extents; an error for another rank or a non-numeric type. */
+xf_status xf_ml_rows(const xf_node *n, const xf_tensor *x, double **v, int64_t *rows, int64_t *cols, xf_error *err);
+
+/* TreeEnsembleRegressor and TreeEnsembleClassifier (ml_trees.c). */
+typedef struct xf_ml_trees xf_ml_trees;
+xf_status xf_ml_trees_create(const xf_node *n, bool classifier, xf_ml_trees **out, xf_error *err);
+/* out[0] and out[1]: the classifier's labels [N] and scores [N, classes];
+ * the regressor's scores [N, targets] in out[0]. */
+xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tensor *x, xf_tensor **out,
+                          xf_error *err);
+void xf_ml_trees_free(xf_ml_trees *t);
+
+#endif

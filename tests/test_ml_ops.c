@@ -1,0 +1,451 @@
+/* ONNX-ML ops (runtime/ml_ops.c, ml_trees.c): models built as ONNX
+ * files, loaded (the nodes stay opaque, their attributes kept), run on
+ * every host backend against values worked out by hand or by the formulas
+ * written out here; ONNX Runtime's binary classifier cases; plans that
+ * cannot run refused by node when the session is made; xflowc checking
+ * such a model on its outputs. */
+#include "backend_util.h"
+#include "kernel_case_util.h"
+#include "proto_util.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static Onnx__NodeProto *ml_node(const char *op, const char *const *ins, const char *const *outs)
+{
+    Onnx__NodeProto *n = mk_node(op, "ml", ins, outs);
+    n->domain = "ai.onnx.ml";
+    return n;
+}
+
+/* A model of node n reading X (float [rows, cols], rows -1: a symbolic
+ * batch N; with `ids`, also int64 indices I [2]) and giving its outputs (1
+ * or 2: Y, or label and scores). */
+static Onnx__ModelProto *ml_model_in(Onnx__NodeProto *n, int64_t rows, int64_t cols, bool ids)
+{
+    static const char *const batch[] = {"N", NULL};
+    int64_t *xd = zalloc(sizeof *xd * 2);
+    xd[0] = rows;
+    xd[1] = cols;
+    Onnx__GraphProto *g = mk_graph("ml");
+    PUSH(g->n_input, g->input, mk_vi("X", XF_DT_FLOAT, 2, xd, rows < 0 ? batch : NULL));
+    if (ids)
+        PUSH(g->n_input, g->input, mk_vi("I", XF_DT_INT64, 1, (const int64_t[]){2}, NULL));
+    PUSH(g->n_node, g->node, n);
+    for (size_t k = 0; k < n->n_output; k++)
+        PUSH(g->n_output, g->output, mk_vi(n->output[k], XF_DT_UNDEFINED, -1, NULL, NULL));
+    Onnx__ModelProto *m = mk_model(g, 17);
+    add_opset(m, "ai.onnx.ml", 3);
+    return m;
+}
+
+static Onnx__ModelProto *ml_model(Onnx__NodeProto *n, int64_t rows, int64_t cols)
+{
+    return ml_model_in(n, rows, cols, false);
+}
+
+/* Attribute a of n with entry i set to v (its values copied first: the
+ * builders share static lists). */
+static void set_int(Onnx__NodeProto *n, const char *a, size_t i, int64_t v)
+{
+    for (size_t k = 0; k < n->n_attribute; k++) {
+        Onnx__AttributeProto *at = n->attribute[k];
+        if (strcmp(at->name, a) != 0)
+            continue;
+        int64_t *copy = zalloc(sizeof *copy * at->n_ints);
+        memcpy(copy, at->ints, sizeof *copy * at->n_ints);
+        copy[i] = v;
+        at->ints = copy;
+        return;
+    }
+    ck_abort_msg("no attribute %s", a);
+}
+
+static void set_string(Onnx__NodeProto *n, const char *a, size_t i, const char *v)
+{
+    for (size_t k = 0; k < n->n_attribute; k++) {
+        Onnx__AttributeProto *at = n->attribute[k];
+        if (strcmp(at->name, a) != 0)
+            continue;
+        ProtobufCBinaryData *copy = zalloc(sizeof *copy * at->n_strings);
+        memcpy(copy, at->strings, sizeof *copy * at->n_strings);
+        copy[i] = (ProtobufCBinaryData){strlen(v), (uint8_t *)v};
+        at->strings = copy;
+        return;
+    }
+    ck_abort_msg("no attribute %s", a);
+}
+
+/* Loads mp and runs it on backend with inputs in (out receives n_out
+ * tensors); the status of making or running the session. */
+static xf_status run_on(Onnx__ModelProto *mp, const char *backend, xf_tensor *const *in, xf_tensor **out, xf_error *e)
+{
+    xf_model *m = NULL;
+    xf_status st = load_proto(mp, NULL, &m, e);
+    ck_assert_msg(st == XF_OK, "%s", e->msg);
+    ck_assert_int_eq(m->graph->nodes[0].op, XF_OP_OPAQUE);
+    xf_session *s = NULL;
+    st = xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &s, e);
+    if (st == XF_OK)
+        st = xf_session_run(s, in, out, e);
+    xf_session_free(s);
+    xf_model_free(m);
+    return st;
+}
+
+/* Runs the model on every host backend with X and expects its one output. */
+static void expect_one(Onnx__ModelProto *mp, xf_tensor *x, xf_dtype dt, int ndim, const int64_t *dims,
+                       const double *want)
+{
+    const char *backends[4];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *y = NULL;
+        xf_error e = {0};
+        ck_assert_msg(run_on(mp, backends[b], &x, &y, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        expect(y, dt, ndim, dims, want);
+    }
+    xf_tensor_release(x);
+}
+
+/* Label and scores of a classifier on every host backend. */
+static void expect_two(Onnx__ModelProto *mp, xf_tensor *x, const int64_t *labels, int rows, int cols,
+                       const double *scores)
+{
+    const char *backends[4];
+    int nb = host_backends(backends);
+    double want_labels[16];
+    for (int r = 0; r < rows; r++)
+        want_labels[r] = (double)labels[r];
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *y[2] = {NULL, NULL};
+        xf_error e = {0};
+        ck_assert_msg(run_on(mp, backends[b], &x, y, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        expect(y[0], XF_DT_INT64, DIMS(rows), want_labels);
+        expect(y[1], XF_DT_FLOAT, DIMS(rows, cols), scores);
+    }
+    xf_tensor_release(x);
+}
+
+/* ------------------------------------------------------------ preprocessing */
+
+START_TEST(preprocessing)
+{
+    const float rows[] = {1, -2, 2, 0, 0, 0};
+    /* Scaler: one offset for every feature, a scale each */
+    Onnx__NodeProto *n = ml_node("Scaler", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_floats(n, "offset", 1, (const float[]){1});
+    attr_floats(n, "scale", 3, (const float[]){2, 1, 0.5f});
+    expect_one(ml_model(n, 2, 3), mk(XF_DT_FLOAT, DIMS(2, 3), rows), XF_DT_FLOAT, DIMS(2, 3),
+               (double[]){0, -3, 0.5, -2, -1, -0.5});
+    /* Normalizer: a row of zeros stays */
+    static const char *const norms[] = {"MAX", "L1", "L2"};
+    static const double want[3][6] = {{0.5, -1, 1, 0, 0, 0}, {0.2, -0.4, 0.4, 0, 0, 0},
+                                      {1 / 3.0, -2 / 3.0, 2 / 3.0, 0, 0, 0}};
+    for (int k = 0; k < 3; k++) {
+        n = ml_node("Normalizer", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+        attr_string(n, "norm", norms[k]);
+        expect_one(ml_model(n, 2, 3), mk(XF_DT_FLOAT, DIMS(2, 3), rows), XF_DT_FLOAT, DIMS(2, 3), want[k]);
+    }
+    n = ml_node("Binarizer", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_float(n, "threshold", 0.5f);
+    expect_one(ml_model(n, 2, 3), mk(XF_DT_FLOAT, DIMS(2, 3), rows), XF_DT_FLOAT, DIMS(2, 3),
+               (double[]){1, 0, 1, 0, 0, 0});
+    /* Imputer: NaN (the default replaced value is 0, so set NaN) or 2 */
+    const float holes[] = {NAN, 2, 3, 4, NAN, 6};
+    n = ml_node("Imputer", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_floats(n, "imputed_value_floats", 3, (const float[]){10, 20, 30});
+    attr_float(n, "replaced_value_float", NAN);
+    expect_one(ml_model(n, 2, 3), mk(XF_DT_FLOAT, DIMS(2, 3), holes), XF_DT_FLOAT, DIMS(2, 3),
+               (double[]){10, 2, 3, 4, 20, 6});
+    n = ml_node("Imputer", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_floats(n, "imputed_value_floats", 1, (const float[]){7});
+    attr_float(n, "replaced_value_float", 2);
+    expect_one(ml_model(n, 2, 3), mk(XF_DT_FLOAT, DIMS(2, 3), holes), XF_DT_FLOAT, DIMS(2, 3),
+               (double[]){NAN, 7, 3, 4, NAN, 6});
+}
+END_TEST
+
+START_TEST(array_feature_extractor)
+{
+    const char *backends[4];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        Onnx__NodeProto *n =
+            ml_node("ArrayFeatureExtractor", (const char *[]){"X", "I", NULL}, (const char *[]){"Y", NULL});
+        Onnx__ModelProto *mp = ml_model_in(n, 2, 3, true);
+        xf_tensor *in[2] = {iota_f32(DIMS(2, 3), 0), I64(DIMS(2), 2, 0)}, *y = NULL;
+        xf_error e = {0};
+        ck_assert_msg(run_on(mp, backends[b], in, &y, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        EXPECT(y, XF_DT_FLOAT, DIMS(2, 2), 2, 0, 5, 3);
+        xf_tensor_release(in[1]);
+        in[1] = I64(DIMS(2), 3, 0);
+        ck_assert_int_eq(run_on(mp, backends[b], in, &y, &e), XF_ERR_INVALID);
+        ck_assert_msg(strstr(e.msg, "node 'ml' (ArrayFeatureExtractor): index 3 is outside X's last axis of 3"), "%s",
+                      e.msg);
+        release_all(in, 2);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ linear models */
+
+static double logistic(double v) { return 1 / (1 + exp(-v)); }
+
+START_TEST(linear_models)
+{
+    const float rows[] = {1, -2, 2, 0, 0, 0, 1, 1, 1};
+    Onnx__NodeProto *n = ml_node("LinearRegressor", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_int(n, "targets", 2);
+    attr_floats(n, "coefficients", 6, (const float[]){1, 2, 3, -1, 0, 1});
+    attr_floats(n, "intercepts", 2, (const float[]){0.5f, -1});
+    expect_one(ml_model(n, 3, 3), mk(XF_DT_FLOAT, DIMS(3, 3), rows), XF_DT_FLOAT, DIMS(3, 2),
+               (double[]){3.5, 0, 0.5, -1, 6.5, -1});
+    /* three classes: the label of the first largest score, scores through
+     * the transform */
+    static const float w[] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, b[] = {0, 0.5f, 0};
+    for (int logit = 0; logit < 2; logit++) {
+        n = ml_node("LinearClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+        attr_ints(n, "classlabels_ints", 3, (const int64_t[]){10, 20, 30});
+        attr_floats(n, "coefficients", 9, w);
+        attr_floats(n, "intercepts", 3, b);
+        attr_string(n, "post_transform", logit ? "LOGISTIC" : "SOFTMAX");
+        double scores[9];
+        for (int r = 0; r < 3; r++) {
+            double s[3], sum = 0;
+            for (int j = 0; j < 3; j++)
+                sum += (s[j] = logit ? logistic(rows[r * 3 + j] + b[j]) : exp(rows[r * 3 + j] + b[j]));
+            for (int j = 0; j < 3; j++)
+                scores[r * 3 + j] = logit ? s[j] : s[j] / sum;
+        }
+        expect_two(ml_model(n, 3, 3), mk(XF_DT_FLOAT, DIMS(3, 3), rows), (const int64_t[]){30, 20, 20}, 3, 3, scores);
+    }
+    /* one row of coefficients and two labels: the second label where the
+     * score is positive, the scores 1 - s and s */
+    n = ml_node("LinearClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+    attr_ints(n, "classlabels_ints", 2, (const int64_t[]){7, 9});
+    attr_floats(n, "coefficients", 3, (const float[]){1, 1, 1});
+    attr_floats(n, "intercepts", 1, (const float[]){-1});
+    expect_two(ml_model(n, 3, 3), mk(XF_DT_FLOAT, DIMS(3, 3), rows), (const int64_t[]){7, 7, 9}, 3, 2,
+               (double[]){1, 0, 2, -1, -1, 2});
+}
+END_TEST
+
+/* ------------------------------------------------------------ tree ensembles */
+
+/* Tree 0: node 0 (x0 <= 0.5: node 1, else node 2), node 2 (x1 > 1, or
+ * x1 NaN: node 3, else node 4), leaves 1, 3, 4; listed as 0, 4, 2, 1, 3.
+ * Tree 5: one leaf.  Leaf weights 1, 10, 100 and 0.25 to target 0; with
+ * two targets also 5 (leaf 3) and 0.5 (tree 5) to target 1. */
+static Onnx__NodeProto *regressor(const char *agg, int targets, int n_base, const float *base)
+{
+    Onnx__NodeProto *n = ml_node("TreeEnsembleRegressor", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    /* the builders keep these lists, not copies */
+    static const int64_t tree[] = {0, 0, 0, 0, 0, 5}, id[] = {0, 4, 2, 1, 3, 0}, feature[] = {0, 0, 1, 0, 0, 0},
+                         yes[] = {1, 0, 3, 0, 0, 0}, no[] = {2, 0, 4, 0, 0, 0}, missing[] = {0, 0, 1, 0, 0, 0},
+                         w_tree[] = {0, 0, 0, 5, 0, 5}, w_node[] = {1, 3, 4, 0, 3, 0}, w_target[] = {0, 0, 0, 0, 1, 1};
+    static const float value[] = {0.5f, 0, 1, 0, 0, 0}, w[] = {1, 10, 100, 0.25f, 5, 0.5f};
+    static const char *const mode[] = {"BRANCH_LEQ", "LEAF", "BRANCH_GT", "LEAF", "LEAF", "LEAF"};
+    attr_ints(n, "nodes_treeids", 6, tree);
+    attr_ints(n, "nodes_nodeids", 6, id);
+    attr_ints(n, "nodes_featureids", 6, feature);
+    attr_floats(n, "nodes_values", 6, value);
+    attr_strings(n, "nodes_modes", 6, mode);
+    attr_ints(n, "nodes_truenodeids", 6, yes);
+    attr_ints(n, "nodes_falsenodeids", 6, no);
+    attr_ints(n, "nodes_missing_value_tracks_true", 6, missing);
+    int nw = targets == 2 ? 6 : 4;
+    attr_ints(n, "target_treeids", nw, w_tree);
+    attr_ints(n, "target_nodeids", nw, w_node);
+    attr_ints(n, "target_ids", nw, w_target);
+    attr_floats(n, "target_weights", nw, w);
+    attr_int(n, "n_targets", targets);
+    attr_string(n, "aggregate_function", agg);
+    if (n_base)
+        attr_floats(n, "base_values", n_base, base);
+    return n;
+}
+
+START_TEST(tree_regressor)
+{
+    const float rows[] = {0, 0, 1, 2, 1, NAN, 1, 0};
+    static const char *const aggs[] = {"SUM", "AVERAGE", "MIN", "MAX"};
+    static const double want[4][4] = {{3.25, 12.25, 12.25, 102.25},
+                                      {2.625, 7.125, 7.125, 52.125},
+                                      {2.25, 2.25, 2.25, 2.25},
+                                      {3, 12, 12, 102}};
+    for (int a = 0; a < 4; a++)
+        expect_one(ml_model(regressor(aggs[a], 1, 1, (const float[]){2}), 4, 2), mk(XF_DT_FLOAT, DIMS(4, 2), rows),
+                   XF_DT_FLOAT, DIMS(4, 1), want[a]);
+    expect_one(ml_model(regressor("SUM", 2, 2, (const float[]){1, -1}), 4, 2), mk(XF_DT_FLOAT, DIMS(4, 2), rows),
+               XF_DT_FLOAT, DIMS(4, 2), (double[]){2.25, -0.5, 11.25, 4.5, 11.25, 4.5, 101.25, -0.5});
+}
+END_TEST
+
+/* One tree: x0 < 0 to leaf 1, else leaf 2.  weights: per leaf, n of
+ * (class, weight). */
+static Onnx__NodeProto *classifier(int n_labels, const int64_t *labels, int nw, const int64_t *nodes,
+                                   const int64_t *classes, const float *weights)
+{
+    Onnx__NodeProto *n =
+        ml_node("TreeEnsembleClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+    static const int64_t zeros[] = {0, 0, 0, 0, 0, 0}, id[] = {0, 1, 2}, yes[] = {1, 0, 0}, no[] = {2, 0, 0};
+    static const float value[] = {0, 0, 0};
+    static const char *const mode[] = {"BRANCH_LT", "LEAF", "LEAF"};
+    attr_ints(n, "nodes_treeids", 3, zeros);
+    attr_ints(n, "nodes_nodeids", 3, id);
+    attr_ints(n, "nodes_featureids", 3, zeros);
+    attr_floats(n, "nodes_values", 3, value);
+    attr_strings(n, "nodes_modes", 3, mode);
+    attr_ints(n, "nodes_truenodeids", 3, yes);
+    attr_ints(n, "nodes_falsenodeids", 3, no);
+    attr_ints(n, "class_treeids", nw, zeros);
+    attr_ints(n, "class_nodeids", nw, nodes);
+    attr_ints(n, "class_ids", nw, classes);
+    attr_floats(n, "class_weights", nw, weights);
+    attr_ints(n, "classlabels_int64s", n_labels, labels);
+    return n;
+}
+
+START_TEST(tree_classifier)
+{
+    const float rows[] = {-1, 1};
+    static const int64_t three[] = {3, 4, 5}, nodes[] = {1, 1, 1, 2, 2}, classes[] = {0, 1, 2, 2, 1};
+    static const float weights[] = {0.7f, 0.2f, 0.1f, 0.9f, 0.1f};
+    /* several classes: the label of the largest sum, base values added */
+    Onnx__NodeProto *n = classifier(3, three, 5, nodes, classes, weights);
+    expect_two(ml_model(n, 2, 1), mk(XF_DT_FLOAT, DIMS(2, 1), rows), (const int64_t[]){3, 5}, 2, 3,
+               (double[]){0.7, 0.2, 0.1, 0, 0.1, 0.9});
+    n = classifier(3, three, 5, nodes, classes, weights);
+    attr_floats(n, "base_values", 3, (const float[]){0.1f, 0.2f, 0.3f});
+    attr_string(n, "post_transform", "SOFTMAX");
+    double sm[6], raw[6] = {0.8, 0.4, 0.4, 0.1, 0.3, 1.2};
+    for (int r = 0; r < 2; r++) {
+        double sum = exp(raw[r * 3]) + exp(raw[r * 3 + 1]) + exp(raw[r * 3 + 2]);
+        for (int j = 0; j < 3; j++)
+            sm[r * 3 + j] = exp(raw[r * 3 + j]) / sum;
+    }
+    expect_two(ml_model(n, 2, 1), mk(XF_DT_FLOAT, DIMS(2, 1), rows), (const int64_t[]){3, 5}, 2, 3, sm);
+    /* two labels, weights for one class, all positive (a random forest):
+     * the second label past 0.5, scores 1 - s and s */
+    static const int64_t two[] = {0, 1}, leaves[] = {1, 2}, zero[] = {0, 0};
+    n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    expect_two(ml_model(n, 2, 1), mk(XF_DT_FLOAT, DIMS(2, 1), rows), (const int64_t[]){0, 1}, 2, 2,
+               (double[]){0.7, 0.3, 0.2, 0.8});
+    /* ... with a negative weight and a base value (gradient boosting): the
+     * second label past 0, scores the logistic of -s and s */
+    n = classifier(2, two, 2, leaves, zero, (const float[]){-0.4f, 1.5f});
+    attr_floats(n, "base_values", 1, (const float[]){0.1f});
+    attr_string(n, "post_transform", "LOGISTIC");
+    expect_two(ml_model(n, 2, 1), mk(XF_DT_FLOAT, DIMS(2, 1), rows), (const int64_t[]){0, 1}, 2, 2,
+               (double[]){logistic(0.3), logistic(-0.3), logistic(-1.6), logistic(1.6)});
+}
+END_TEST
+
+/* ------------------------------------------------------------ refusals */
+
+/* The session is refused, naming the node and what is wrong, where the
+ * plan cannot run; a cycle and a feature past the row fail the run. */
+START_TEST(bad_plans)
+{
+    static const struct {
+        const char *what, *attr, *mode;
+        int64_t value;
+        xf_status st;
+    } cases[] = {
+        {"leaf 4 of tree 0 has no weight", "target_nodeids", NULL, 1, XF_ERR_INVALID},
+        {"node 2 of tree 0 branches to node 7, which is not in the tree", "nodes_truenodeids", NULL, 7,
+         XF_ERR_INVALID},
+        {"node 0 of tree 0 has mode 'BRANCH_MEMBER'", NULL, "BRANCH_MEMBER", 0, XF_ERR_UNSUPPORTED},
+        {"goes to target 3 of 1", "target_ids", NULL, 3, XF_ERR_INVALID},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Onnx__NodeProto *n = regressor("SUM", 1, 0, NULL);
+        if (cases[c].attr)
+            set_int(n, cases[c].attr, 2, cases[c].value); /* node 2's branch, or leaf 4's weight */
+        if (cases[c].mode)
+            set_string(n, "nodes_modes", 0, cases[c].mode);
+        xf_tensor *x = mk(XF_DT_FLOAT, DIMS(1, 2), (const float[]){0, 0}), *y = NULL;
+        xf_error e = {0};
+        ck_assert_int_eq(run_on(ml_model(n, 1, 2), "cpu_ref", &x, &y, &e), cases[c].st);
+        ck_assert_msg(strstr(e.msg, "node 'ml' (TreeEnsembleRegressor): ") && strstr(e.msg, cases[c].what), "%s",
+                      e.msg);
+        xf_tensor_release(x);
+    }
+    /* string labels: a tensor type the runtime does not hold */
+    static const int64_t two[] = {0, 1}, leaves[] = {1, 2}, zero[] = {0, 0};
+    Onnx__NodeProto *n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    attr_strings(n, "classlabels_strings", 2, (const char *[]){"cat", "dog"});
+    xf_tensor *x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){0}), *y[2] = {NULL, NULL};
+    xf_error e = {0};
+    ck_assert_int_eq(run_on(ml_model(n, 1, 1), "cpu", &x, y, &e), XF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(e.msg, "node 'ml' (TreeEnsembleClassifier): its class labels are strings"), "%s", e.msg);
+    /* node 0 and node 1 branch to each other (x -1 goes from 0 to 1) */
+    xf_tensor_release(x);
+    x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){-1});
+    n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    set_string(n, "nodes_modes", 1, "BRANCH_EQ");
+    set_int(n, "nodes_truenodeids", 1, 0);
+    set_int(n, "nodes_falsenodeids", 1, 0);
+    ck_assert_int_eq(run_on(ml_model(n, 1, 1), "cpu_ref", &x, y, &e), XF_ERR_INVALID);
+    ck_assert_msg(strstr(e.msg, "(TreeEnsembleClassifier): tree 0 holds a cycle"), "%s", e.msg);
+    xf_tensor_release(x);
+    /* a node reads feature 1 of rows of one feature */
+    x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){0});
+    ck_assert_int_eq(run_on(ml_model(regressor("SUM", 1, 0, NULL), 1, 1), "cpu_ref", &x, y, &e), XF_ERR_INVALID);
+    ck_assert_msg(strstr(e.msg, "a node reads feature 1 of rows of 1 features"), "%s", e.msg);
+    xf_tensor_release(x);
+}
+END_TEST
+
+/* ------------------------------------------------------------ xflowc */
+
+/* Scaler -> TreeEnsembleClassifier with a symbolic batch: xflowc checks
+ * the model on its outputs (not on shapes only) and keeps the batch. */
+START_TEST(xflowc_checks_outputs)
+{
+    const char *dir = xf_test_tmpdir("ml-xflowc");
+    ck_assert_ptr_nonnull(dir);
+    static const int64_t two[] = {0, 1}, leaves[] = {1, 2}, zero[] = {0, 0};
+    Onnx__NodeProto *tree = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    tree->input[0] = "Xs";
+    Onnx__ModelProto *mp = ml_model(tree, -1, 1);
+    Onnx__NodeProto *scale = ml_node("Scaler", (const char *[]){"X", NULL}, (const char *[]){"Xs", NULL});
+    scale->name = "scale";
+    attr_floats(scale, "offset", 1, (const float[]){0.5f});
+    attr_floats(scale, "scale", 1, (const float[]){2});
+    Onnx__GraphProto *g = mp->graph;
+    g->node[1] = g->node[0];
+    g->node[0] = scale;
+    g->n_node = 2;
+    char in[4200], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/rf.onnx", dir);
+    write_model(mp, in);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s/out.onnx --check", xf_test_tool("xflowc"), in, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "check: output 'L'") && strstr(out, "check: output 'S'"), "%s", out);
+    ck_assert_msg(!strstr(out, "shapes only"), "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'X' dim 0 ('N')"), "%s", out);
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ml_ops");
+    TCase *tc = tcase_create("ops");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, preprocessing);
+    tcase_add_test(tc, array_feature_extractor);
+    tcase_add_test(tc, linear_models);
+    tcase_add_test(tc, tree_regressor);
+    tcase_add_test(tc, tree_classifier);
+    tcase_add_test(tc, bad_plans);
+    tcase_add_test(tc, xflowc_checks_outputs);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
