@@ -27,12 +27,14 @@ typedef enum ml_kind {
     ML_LINEAR_CLASSIFIER,
     ML_TREE_REGRESSOR,
     ML_TREE_CLASSIFIER,
+    ML_SVM_REGRESSOR,
+    ML_SVM_CLASSIFIER,
     ML_KINDS
 } ml_kind;
 
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
-    "TreeEnsembleRegressor", "TreeEnsembleClassifier",
+    "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier",
 };
 
 struct xf_rt_ml {
@@ -429,7 +431,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1}, outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -452,6 +455,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     if (st == XF_OK && m->kind == ML_LINEAR_REGRESSOR && (n_targets(n) < 1 || nw % n_targets(n)))
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %lld coefficients for %lld targets", (long long)nw,
                         (long long)n_targets(n));
+    if (st == XF_OK && (m->kind == ML_SVM_REGRESSOR || m->kind == ML_SVM_CLASSIFIER))
+        st = xf_ml_svm_check(n, m->kind == ML_SVM_CLASSIFIER, err);
     if (st == XF_OK && (m->kind == ML_TREE_REGRESSOR || m->kind == ML_TREE_CLASSIFIER))
         st = xf_ml_trees_create(n, m->kind == ML_TREE_CLASSIFIER, &m->trees, err);
     if (st != XF_OK) {
@@ -472,6 +477,10 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:
     case ML_TREE_CLASSIFIER: st = xf_ml_trees_run(m->trees, m->node, in[0], res, err); break;
+    case ML_SVM_REGRESSOR:
+    case ML_SVM_CLASSIFIER:
+        st = xf_ml_svm_run(m->node, m->kind == ML_SVM_CLASSIFIER, m->transform, in[0], res, err);
+        break;
     default: st = run_rowwise(m, in[0], res, err); break;
     }
     for (int k = 0; k < 2; k++) {

@@ -39,4 +39,10 @@ xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tenso
                           xf_error *err);
 void xf_ml_trees_free(xf_ml_trees *t);
 
+/* SVMRegressor and SVMClassifier (ml_svm.c): the attributes checked, and
+ * a run (out as for the tree ensembles) with post transform t. */
+xf_status xf_ml_svm_check(const xf_node *n, bool classifier, xf_error *err);
+xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int t, const xf_tensor *x, xf_tensor **out,
+                        xf_error *err);
+
 #endif

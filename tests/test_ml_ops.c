@@ -346,6 +346,94 @@ START_TEST(tree_classifier)
 }
 END_TEST
 
+/* ------------------------------------------------------------ support vector machines */
+
+START_TEST(svm_regressor)
+{
+    const float rows[] = {0, 0, 1, 1, 2, -3};
+    /* no support vectors: linear in the coefficients, plus rho */
+    Onnx__NodeProto *n = ml_node("SVMRegressor", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_floats(n, "coefficients", 2, (const float[]){1, 2});
+    attr_floats(n, "rho", 1, (const float[]){0.5f});
+    attr_int(n, "n_supports", 0);
+    expect_one(ml_model(n, 3, 2), mk(XF_DT_FLOAT, DIMS(3, 2), rows), XF_DT_FLOAT, DIMS(3, 1),
+               (double[]){0.5, 3.5, -3.5});
+    /* RBF over two support vectors; one_class gives the sign */
+    for (int one = 0; one < 2; one++) {
+        n = ml_node("SVMRegressor", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+        attr_floats(n, "coefficients", 2, (const float[]){1, -1});
+        attr_floats(n, "support_vectors", 4, (const float[]){0, 0, 1, 1});
+        attr_floats(n, "rho", 1, (const float[]){0.1f});
+        attr_floats(n, "kernel_params", 3, (const float[]){0.5f, 0, 0});
+        attr_string(n, "kernel_type", "RBF");
+        attr_int(n, "n_supports", 2);
+        attr_int(n, "one_class", one);
+        double want[3];
+        for (int r = 0; r < 3; r++) {
+            double a = rows[2 * r], b = rows[2 * r + 1];
+            want[r] = exp(-0.5 * (a * a + b * b)) - exp(-0.5 * ((a - 1) * (a - 1) + (b - 1) * (b - 1))) + 0.1;
+            want[r] = one ? (want[r] > 0 ? 1 : -1) : want[r];
+        }
+        expect_one(ml_model(n, 3, 2), mk(XF_DT_FLOAT, DIMS(3, 2), rows), XF_DT_FLOAT, DIMS(3, 1), want);
+    }
+}
+END_TEST
+
+/* A classifier of classes 7 and 9 (with three: 10, 20, 30), one linear
+ * support vector per class: (1, 0), (0, 1) and (-1, -1). */
+static Onnx__NodeProto *svc(int classes, const float *coef, const float *rho)
+{
+    static const float vectors[] = {1, 0, 0, 1, -1, -1};
+    static const int64_t ones[] = {1, 1, 1}, two[] = {7, 9}, three[] = {10, 20, 30};
+    Onnx__NodeProto *n = ml_node("SVMClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+    attr_floats(n, "support_vectors", 2 * classes, vectors);
+    attr_ints(n, "vectors_per_class", classes, ones);
+    attr_floats(n, "coefficients", (classes - 1) * classes, coef);
+    attr_floats(n, "rho", classes * (classes - 1) / 2, rho);
+    attr_ints(n, "classlabels_ints", classes, classes == 2 ? two : three);
+    attr_string(n, "kernel_type", "LINEAR");
+    return n;
+}
+
+START_TEST(svm_classifier)
+{
+    /* three classes: pairs (0, 1): x0 - x1, (0, 2): 2 x0 - (x0 + x1),
+     * (1, 2): x1 + (x0 + x1); a vote to the pair's first class where
+     * positive, the label of the most votes, the decision values as scores */
+    const float rows[] = {2, -1, -1, 2, -3, 1};
+    Onnx__NodeProto *n = svc(3, (const float[]){1, -1, 1, 2, 1, -1}, (const float[]){0, 0, 0});
+    expect_two(ml_model(n, 3, 2), mk(XF_DT_FLOAT, DIMS(3, 2), rows), (const int64_t[]){10, 20, 30}, 3, 3,
+               (double[]){3, 3, 0, -3, -3, 3, -4, -4, -1});
+    /* two classes, d = x0 - x1 + 0.5: the first class where d > 0, scores
+     * -d and d */
+    const float rows2[] = {1, 0, 0, 1};
+    n = svc(2, (const float[]){1, -1}, (const float[]){0.5f});
+    expect_two(ml_model(n, 2, 2), mk(XF_DT_FLOAT, DIMS(2, 2), rows2), (const int64_t[]){7, 9}, 2, 2,
+               (double[]){-1.5, 1.5, 0.5, -0.5});
+    /* with prob_a -2: the pair's probability logistic(2 d), which the
+     * coupling of two classes keeps (to its tolerance, 0.0025) */
+    const char *backends[4];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        n = svc(2, (const float[]){1, -1}, (const float[]){0.5f});
+        attr_floats(n, "prob_a", 1, (const float[]){-2});
+        attr_floats(n, "prob_b", 1, (const float[]){0});
+        xf_tensor *x = mk(XF_DT_FLOAT, DIMS(2, 2), rows2), *y[2] = {NULL, NULL};
+        xf_error e = {0};
+        ck_assert_msg(run_on(ml_model(n, 2, 2), backends[b], &x, y, &e) == XF_OK, "%s", e.msg);
+        EXPECT(y[0], XF_DT_INT64, DIMS(2), 7, 9);
+        const float *p = y[1]->data;
+        for (int r = 0; r < 2; r++) {
+            double d = r == 0 ? 1.5 : -0.5;
+            ck_assert_msg(fabs(p[2 * r] - logistic(2 * d)) < 2e-3 && fabs(p[2 * r] + p[2 * r + 1] - 1) < 1e-6,
+                          "row %d: %g %g", r, p[2 * r], p[2 * r + 1]);
+        }
+        xf_tensor_release(y[1]);
+        xf_tensor_release(x);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ refusals */
 
 /* The session is refused, naming the node and what is wrong, where the
@@ -444,6 +532,8 @@ int main(void)
     tcase_add_test(tc, linear_models);
     tcase_add_test(tc, tree_regressor);
     tcase_add_test(tc, tree_classifier);
+    tcase_add_test(tc, svm_regressor);
+    tcase_add_test(tc, svm_classifier);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, xflowc_checks_outputs);
     suite_add_tcase(s, tc);
