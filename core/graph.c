@@ -173,7 +173,8 @@ bool xf_opaque_add_strings(xf_opaque *o, const char *attr, const char *const *v,
         if (!(s.v[s.n] = malloc(lens[s.n] + 1)))
             ok = false;
         else {
-            memcpy(s.v[s.n], v[s.n], lens[s.n]);
+            if (lens[s.n]) /* an empty string may come without bytes */
+                memcpy(s.v[s.n], v[s.n], lens[s.n]);
             s.v[s.n][lens[s.n]] = '\0';
         }
     }

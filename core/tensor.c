@@ -208,10 +208,31 @@ void xf_tensor_release(xf_tensor *t)
     free(t);
 }
 
+xf_tensor *xf_map_create(xf_tensor *keys, xf_tensor *values)
+{
+    if (!keys || !values || xf_tensor_is_container(keys) || xf_tensor_is_container(values) ||
+        keys->dtype != XF_DT_INT64 || keys->shape.ndim != 1 || values->shape.ndim != 1 ||
+        keys->shape.dims[0] != values->shape.dims[0])
+        return NULL;
+    xf_tensor *t = calloc(1, sizeof *t);
+    if (!t || !(t->items = malloc(sizeof *t->items * 2))) {
+        free(t);
+        return NULL;
+    }
+    t->refcount = 1;
+    t->dtype = values->dtype;
+    t->shape = values->shape;
+    t->is_map = true;
+    t->n_items = 2;
+    t->items[0] = xf_tensor_retain(keys);
+    t->items[1] = xf_tensor_retain(values);
+    return t;
+}
+
 xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items)
 {
     for (int64_t i = 0; i < n; i++)
-        if (!items[i] || xf_tensor_is_container(items[i]) || items[i]->dtype != dtype)
+        if (!items[i] || (xf_tensor_is_container(items[i]) && !items[i]->is_map) || items[i]->dtype != dtype)
             return NULL;
     xf_tensor *t = calloc(1, sizeof *t);
     if (!t || !(t->items = malloc(sizeof *t->items * (size_t)(n > 0 ? n : 1)))) {

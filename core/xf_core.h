@@ -145,6 +145,11 @@ typedef struct xf_tensor {
      * -1 when empty); no data.  It travels like a sequence. */
     bool is_optional;
     bool optional_of_sequence;
+    /* A map value (ONNX's map type) at run time, as ONNX-ML's ZipMap makes
+     * them, each an entry of a sequence: n_items 2, items[0] the keys (a
+     * tensor [n] of int64) and items[1] the values (a tensor [n]); dtype
+     * and shape are the values'; no data.  Only a sequence holds one. */
+    bool is_map;
 } xf_tensor;
 
 /* New tensor with zeroed data.  NULL when out of memory or the size overflows. */
@@ -160,9 +165,9 @@ xf_tensor *xf_tensor_adopt(xf_dtype dtype, const xf_shape *shape, void *data);
 xf_tensor *xf_tensor_from_data(xf_dtype dtype, const xf_shape *shape, const void *data);
 xf_tensor *xf_tensor_retain(xf_tensor *t);
 void xf_tensor_release(xf_tensor *t);
-/* New sequence of n tensors of element type dtype, taking a new reference
- * to each item (items may be NULL when n is 0).  NULL when out of memory
- * or an item is not a tensor of that type. */
+/* New sequence of n tensors (or maps) of element type dtype, taking a new
+ * reference to each item (items may be NULL when n is 0).  NULL when out
+ * of memory or an item is not a tensor or map of that type. */
 xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items);
 /* New optional holding a new reference to content (a tensor or a
  * sequence), or empty when content is NULL: then of_sequence and dtype say
@@ -170,7 +175,10 @@ xf_tensor *xf_sequence_create(xf_dtype dtype, int64_t n, xf_tensor *const *items
 xf_tensor *xf_optional_create(xf_tensor *content, bool of_sequence, xf_dtype dtype);
 /* Whether t is a sequence or an optional (a value holding references, with
  * no data of its own) rather than a tensor. */
-static inline bool xf_tensor_is_container(const xf_tensor *t) { return t->is_sequence || t->is_optional; }
+static inline bool xf_tensor_is_container(const xf_tensor *t) { return t->is_sequence || t->is_optional || t->is_map; }
+/* New map of keys (int64 [n]) to values ([n]), taking a new reference to
+ * each.  NULL when out of memory or they are not such tensors. */
+xf_tensor *xf_map_create(xf_tensor *keys, xf_tensor *values);
 int64_t xf_tensor_numel(const xf_tensor *t);
 /* Element i converted to double / int64 (for small shape-like tensors). */
 double xf_tensor_get_f64(const xf_tensor *t, int64_t i);

@@ -577,7 +577,7 @@ static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
  * The name is skipped; sparse tensors, maps and nesting are refused.  An
  * empty one's element type is left undefined (the file does not say it;
  * a session gives it the graph input's). */
-enum { PB_TENSOR = 1, PB_SEQUENCE = 3 }; /* OptionalProto.DataType, SequenceProto.DataType */
+enum { PB_TENSOR = 1, PB_SEQUENCE = 3, PB_MAP = 4 }; /* OptionalProto.DataType, SequenceProto.DataType */
 
 static xf_status load_container(const uint8_t *p, size_t len, const char *base_dir, bool optional, xf_tensor **out,
                                 xf_error *err)
@@ -709,13 +709,47 @@ static void put_field(wire *w, int field, const void *src, size_t len)
     put_bytes(w, src, len);
 }
 
+static xf_status put_value(wire *w, int field, const xf_tensor *t, const char *name, xf_error *err);
+
+/* A map as ONNX's MapProto: key_type, the keys (packed), and the values
+ * as a SequenceProto of scalar tensors. */
+static xf_status put_map(wire *inner, const xf_tensor *t, xf_error *err)
+{
+    const xf_tensor *keys = t->items[0], *values = t->items[1];
+    int64_t n = xf_tensor_numel(keys);
+    put_varint(inner, 2 << 3);
+    put_varint(inner, (uint64_t)keys->dtype);
+    wire packed = {0}, seq = {0};
+    for (int64_t i = 0; i < n; i++)
+        put_varint(&packed, (uint64_t)xf_tensor_get_i64(keys, i));
+    put_field(inner, 3, packed.p, packed.n);
+    put_varint(&seq, 2 << 3);
+    put_varint(&seq, PB_TENSOR);
+    xf_status s = XF_OK;
+    size_t es = xf_dtype_size(values->dtype);
+    xf_shape scalar = {.ndim = 0};
+    for (int64_t i = 0; i < n && s == XF_OK; i++) {
+        xf_tensor *v = xf_tensor_from_data(values->dtype, &scalar, (const char *)values->data + (size_t)i * es);
+        s = v ? put_value(&seq, 3, v, NULL, err) : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        xf_tensor_release(v);
+    }
+    if (s == XF_OK)
+        put_field(inner, 5, seq.p, seq.n);
+    inner->oom |= packed.oom || seq.oom;
+    free(packed.p);
+    free(seq.p);
+    return s;
+}
+
 /* Appends t as the message a TensorProto, SequenceProto or OptionalProto
  * file holds (as field `field` of the enclosing one when field > 0). */
 static xf_status put_value(wire *w, int field, const xf_tensor *t, const char *name, xf_error *err)
 {
     wire inner = {0};
     xf_status s = XF_OK;
-    if (!xf_tensor_is_container(t)) {
+    if (t->is_map) {
+        s = put_map(&inner, t, err);
+    } else if (!xf_tensor_is_container(t)) {
         xfp_arena a = {0};
         Onnx__TensorProto tp;
         s = xfp_tensor_encode(t, name, &a, NULL, &tp, err);
@@ -730,10 +764,12 @@ static xf_status put_value(wire *w, int field, const xf_tensor *t, const char *n
     } else {
         if (name && name[0])
             put_field(&inner, 1, name, strlen(name));
+        bool maps = t->is_sequence && t->n_items > 0 && t->items[0]->is_map;
         put_varint(&inner, 2 << 3);
-        put_varint(&inner, t->is_sequence || !t->optional_of_sequence ? PB_TENSOR : PB_SEQUENCE);
+        put_varint(&inner, maps ? PB_MAP : t->is_sequence || !t->optional_of_sequence ? PB_TENSOR : PB_SEQUENCE);
         for (int64_t i = 0; i < t->n_items && s == XF_OK; i++)
-            s = put_value(&inner, t->is_sequence || !t->items[i]->is_sequence ? 3 : 5, t->items[i], NULL, err);
+            s = put_value(&inner, maps ? 6 : t->is_sequence || !t->items[i]->is_sequence ? 3 : 5, t->items[i], NULL,
+                          err);
     }
     if (inner.oom && s == XF_OK)
         s = xf_error_set(err, XF_ERR_NOMEM, "out of memory");

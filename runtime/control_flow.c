@@ -650,11 +650,14 @@ static xf_status run_sequence_map(xf_rt_flow *f, xf_tensor *const *in, xf_tensor
     if (!in[0] || !in[0]->is_sequence)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap): input 0 must be a sequence", n->name);
     int64_t len = in[0]->n_items;
-    for (int j = 1; j < f->n_own; j++) {
-        if (!in[j] || in[j]->is_optional)
+    for (int j = 0; j < f->n_own; j++) {
+        if (in[j] && in[j]->is_sequence && in[j]->n_items > 0 && in[j]->items[0]->is_map)
+            return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (SequenceMap): input %d is a sequence of maps; "
+                                "SequenceMap takes sequences of tensors", n->name, j);
+        if (j > 0 && (!in[j] || in[j]->is_optional))
             return xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap): input %d must be a tensor or a sequence",
                                 n->name, j);
-        if (in[j]->is_sequence && in[j]->n_items != len)
+        if (j > 0 && in[j]->is_sequence && in[j]->n_items != len)
             return xf_error_set(err, XF_ERR_INVALID,
                                 "node '%s' (SequenceMap): input %d has %lld entries, the input sequence %lld", n->name,
                                 j, (long long)in[j]->n_items, (long long)len);

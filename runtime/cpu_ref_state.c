@@ -40,7 +40,8 @@ xf_status xf_ref_causal_conv(const xf_node *n, const xf_tensor_view *in, const x
     float *y = wanted(n, out, 0) ? out[0].data : NULL, *present = wanted(n, out, 1) ? out[1].data : NULL;
     bool silu = n->attrs.attn.conv_silu;
     for (int64_t r = 0; r < b * ch; r++) {
-        const float *xr = x + r * l, *pr = past ? past + r * keep : NULL, *wr = w + (r % ch) * k;
+        /* an empty sequence (l 0) has no data to point into */
+        const float *xr = x ? x + r * l : NULL, *pr = past ? past + r * keep : NULL, *wr = w + (r % ch) * k;
         /* position i of the padded row */
 #define PADDED(i) ((i) < keep ? (pr ? (double)pr[i] : 0.0) : (double)xr[(i) - keep])
         for (int64_t t = 0; y && t < l; t++) {

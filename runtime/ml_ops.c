@@ -6,9 +6,10 @@
  * a model gives ONNX Runtime's outputs here and xflowc can check it.
  * Import keeps these nodes opaque with their attributes
  * (xf_opaque_reals, xf_opaque_strings); the session runs them like control
- * flow, from a plan made once (control_flow.c).  Labels that are strings
- * and ZipMap's maps are types the runtime does not hold: such nodes are
- * refused by name when the session is made. */
+ * flow, from a plan made once (control_flow.c).  ZipMap's output is a
+ * sequence of maps (xf_map_create).  Labels that are strings are a type
+ * the runtime does not hold: such nodes are refused by name when the
+ * session is made. */
 #include "ml_ops.h"
 
 #include <math.h>
@@ -29,12 +30,13 @@ typedef enum ml_kind {
     ML_TREE_CLASSIFIER,
     ML_SVM_REGRESSOR,
     ML_SVM_CLASSIFIER,
+    ML_ZIP_MAP,
     ML_KINDS
 } ml_kind;
 
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
-    "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier",
+    "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap",
 };
 
 struct xf_rt_ml {
@@ -342,6 +344,40 @@ static xf_status run_extract(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor 
     return XF_OK;
 }
 
+/* ZipMap: each row of scores X [N, C] (or [C]) as a map from the C class
+ * labels to the row's scores, a sequence of N maps. */
+static xf_status run_zip_map(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **out, xf_error *err)
+{
+    const xf_node *n = m->node;
+    int64_t nl;
+    const int64_t *labels = xf_ml_ints(n, "classlabels_int64s", &nl);
+    if (x->dtype != XF_DT_FLOAT || x->shape.ndim < 1 || x->shape.ndim > 2 || x->shape.dims[x->shape.ndim - 1] != nl)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "takes float scores of rank 1 or 2 with one column per each of its "
+                          "%lld class labels", (long long)nl);
+    int64_t rows = x->shape.ndim == 1 ? 1 : x->shape.dims[0];
+    xf_tensor *keys = output(XF_DT_INT64, 1, &nl, err);
+    xf_tensor **maps = calloc((size_t)rows + 1, sizeof *maps);
+    xf_status st = keys && maps ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (keys)
+        memcpy(keys->data, labels, sizeof *labels * (size_t)nl);
+    for (int64_t r = 0; st == XF_OK && r < rows; r++) {
+        xf_tensor *values = output(XF_DT_FLOAT, 1, &nl, err);
+        if (values)
+            memcpy(values->data, (const float *)x->data + r * nl, sizeof(float) * (size_t)nl);
+        maps[r] = values ? xf_map_create(keys, values) : NULL;
+        xf_tensor_release(values);
+        if (!maps[r])
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    if (st == XF_OK && !(out[0] = xf_sequence_create(XF_DT_FLOAT, rows, maps)))
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t r = 0; maps && r < rows; r++)
+        xf_tensor_release(maps[r]);
+    free(maps);
+    xf_tensor_release(keys);
+    return st;
+}
+
 /* ------------------------------------------------------------ linear models */
 
 /* LinearRegressor's targets (1 when not given). */
@@ -431,8 +467,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -473,6 +509,7 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     xf_status st;
     switch (m->kind) {
     case ML_ARRAY_FEATURE_EXTRACTOR: st = run_extract(m, in, res, err); break;
+    case ML_ZIP_MAP: st = run_zip_map(m, in[0], res, err); break;
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:

@@ -25,6 +25,8 @@ static xf_status operand(const xf_node *n, xf_tensor *const *in, int i, bool seq
     if (t->is_sequence != sequence || t->is_optional)
         return xf_rt_bad_node(err, n, "input %d must be a %s, not a%s %s", i, sequence ? "sequence" : "tensor",
                               t->is_optional ? "n" : "", xf_kind_name(xf_tensor_kind(t)));
+    if (sequence && t->n_items > 0 && t->items[0]->is_map)
+        return xf_rt_bad_node(err, n, "input %d is a sequence of maps; the sequence ops take sequences of tensors", i);
     if (xf_dtype_size(t->dtype) == 0)
         return xf_rt_bad_node(err, n, "input %d has elements of type %s, which sequences do not hold", i,
                               xf_dtype_name(t->dtype));

@@ -67,13 +67,15 @@ xf_tensor *xf_tensor_as_float(const xf_tensor *t, xf_dtype to)
     return r;
 }
 
-/* Sequences and optionals: the same kind and length, and item by item. */
+/* Sequences, optionals and maps: the same kind and length, and item by
+ * item (a map's keys, then its values). */
 static xf_status compare_sequences(const xf_tensor *a, const xf_tensor *b, double atol, double rtol, double *max_abs,
                                    double *max_rel, bool *ok, xf_error *err)
 {
     double worst_abs = 0.0, worst_rel = 0.0;
     *ok = false;
-    if (a->is_sequence != b->is_sequence || a->is_optional != b->is_optional || a->n_items != b->n_items)
+    if (a->is_sequence != b->is_sequence || a->is_optional != b->is_optional || a->is_map != b->is_map ||
+        a->n_items != b->n_items)
         return xf_error_set(err, XF_ERR_INVALID, "a %s of %lld entries vs a %s of %lld",
                             xf_kind_name(xf_tensor_kind(a)), (long long)a->n_items, xf_kind_name(xf_tensor_kind(b)),
                             (long long)b->n_items);

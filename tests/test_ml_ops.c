@@ -434,6 +434,79 @@ START_TEST(svm_classifier)
 }
 END_TEST
 
+/* ------------------------------------------------------------ ZipMap */
+
+/* LinearClassifier -> ZipMap (-> SequenceAt when `at`): a sequence of one
+ * map per row, from the labels to the row's scores. */
+static Onnx__ModelProto *zip_model(bool at)
+{
+    static const float w[] = {1, 0, 0, 1}, b[] = {0, 0};
+    static const int64_t labels[] = {5, -7};
+    Onnx__NodeProto *n = ml_node("LinearClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+    attr_ints(n, "classlabels_ints", 2, labels);
+    attr_floats(n, "coefficients", 4, w);
+    attr_floats(n, "intercepts", 2, b);
+    Onnx__ModelProto *mp = ml_model(n, 3, 2);
+    Onnx__NodeProto *z = ml_node("ZipMap", (const char *[]){"S", NULL}, (const char *[]){"Z", NULL});
+    z->name = "zip";
+    attr_ints(z, "classlabels_int64s", 2, labels);
+    Onnx__GraphProto *g = mp->graph;
+    PUSH(g->n_node, g->node, z);
+    if (at) {
+        static const int64_t one = 1;
+        PUSH(g->n_initializer, g->initializer, mk_raw("one", XF_DT_INT64, 0, NULL, &one, sizeof one));
+        PUSH(g->n_node, g->node, mk_node("SequenceAt", "at", (const char *[]){"Z", "one", NULL},
+                                         (const char *[]){"M", NULL}));
+    }
+    g->output[1] = mk_vi(at ? "M" : "Z", XF_DT_UNDEFINED, -1, NULL, NULL);
+    return mp;
+}
+
+START_TEST(zip_map)
+{
+    const float rows[] = {1, 2, 3, -4, 0.5f, 0.25f};
+    const char *backends[4];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *x = mk(XF_DT_FLOAT, DIMS(3, 2), rows), *y[2] = {NULL, NULL};
+        xf_error e = {0};
+        ck_assert_msg(run_on(zip_model(false), backends[b], &x, y, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        EXPECT(y[0], XF_DT_INT64, DIMS(3), -7, 5, 5);
+        const xf_tensor *z = y[1];
+        ck_assert(z->is_sequence && z->n_items == 3);
+        for (int r = 0; r < 3; r++) {
+            const xf_tensor *m = z->items[r];
+            ck_assert(m->is_map && m->n_items == 2);
+            ck_assert_int_eq(((const int64_t *)m->items[0]->data)[0], 5);
+            ck_assert_int_eq(((const int64_t *)m->items[0]->data)[1], -7);
+            ck_assert(((const float *)m->items[1]->data)[0] == rows[2 * r]);
+            ck_assert(((const float *)m->items[1]->data)[1] == rows[2 * r + 1]);
+        }
+        /* written as ONNX's SequenceProto of MapProtos */
+        const char *dir = xf_test_tmpdir("ml-zipmap");
+        char path[4200], cmd[9000], *out = NULL;
+        snprintf(path, sizeof path, "%s/z.pb", dir);
+        ck_assert_msg(xf_value_save_pb(z, "Z", path, &e) == XF_OK, "%s", e.msg);
+        snprintf(cmd, sizeof cmd,
+                 XF_PYTHON " -c \"import onnx, sys; from onnx import numpy_helper as h; s = onnx.SequenceProto(); "
+                 "s.ParseFromString(open(sys.argv[1], 'rb').read()); "
+                 "print([{k: float(v) for k, v in d.items()} for d in h.to_list(s)])\" %s",
+                 path);
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, "[{5: 1.0, -7: 2.0}, {5: 3.0, -7: -4.0}, {5: 0.5, -7: 0.25}]"), "%s", out);
+        free(out);
+        xf_tensor_release(y[1]);
+        xf_tensor_release(x);
+    }
+    /* the sequence ops take sequences of tensors */
+    xf_tensor *x = mk(XF_DT_FLOAT, DIMS(3, 2), rows), *y[2] = {NULL, NULL};
+    xf_error e = {0};
+    ck_assert_int_eq(run_on(zip_model(true), "cpu_ref", &x, y, &e), XF_ERR_INVALID);
+    ck_assert_msg(strstr(e.msg, "node 'at' (SequenceAt): input 0 is a sequence of maps"), "%s", e.msg);
+    xf_tensor_release(x);
+}
+END_TEST
+
 /* ------------------------------------------------------------ refusals */
 
 /* The session is refused, naming the node and what is wrong, where the
@@ -492,8 +565,9 @@ END_TEST
 
 /* ------------------------------------------------------------ xflowc */
 
-/* Scaler -> TreeEnsembleClassifier with a symbolic batch: xflowc checks
- * the model on its outputs (not on shapes only) and keeps the batch. */
+/* Scaler -> TreeEnsembleClassifier -> ZipMap with a symbolic batch:
+ * xflowc checks the model on its outputs, the maps among them (not on
+ * shapes only), and keeps the batch. */
 START_TEST(xflowc_checks_outputs)
 {
     const char *dir = xf_test_tmpdir("ml-xflowc");
@@ -506,16 +580,22 @@ START_TEST(xflowc_checks_outputs)
     scale->name = "scale";
     attr_floats(scale, "offset", 1, (const float[]){0.5f});
     attr_floats(scale, "scale", 1, (const float[]){2});
+    Onnx__NodeProto *zip = ml_node("ZipMap", (const char *[]){"S", NULL}, (const char *[]){"Z", NULL});
+    zip->name = "zip";
+    attr_ints(zip, "classlabels_int64s", 2, two);
     Onnx__GraphProto *g = mp->graph;
     g->node[1] = g->node[0];
     g->node[0] = scale;
-    g->n_node = 2;
+    g->node[2] = zip;
+    g->n_node = 3;
+    PUSH(g->n_output, g->output, mk_vi("Z", XF_DT_UNDEFINED, -1, NULL, NULL));
     char in[4200], cmd[9000], *out = NULL;
     snprintf(in, sizeof in, "%s/rf.onnx", dir);
     write_model(mp, in);
     snprintf(cmd, sizeof cmd, "%s %s -o %s/out.onnx --check", xf_test_tool("xflowc"), in, dir);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "check: output 'L'") && strstr(out, "check: output 'S'"), "%s", out);
+    ck_assert_msg(strstr(out, "check: output 'L'") && strstr(out, "check: output 'S'") &&
+                      strstr(out, "check: output 'Z'"), "%s", out);
     ck_assert_msg(!strstr(out, "shapes only"), "%s", out);
     ck_assert_msg(strstr(out, "symbolic dims kept: 'X' dim 0 ('N')"), "%s", out);
     free(out);
@@ -534,6 +614,7 @@ int main(void)
     tcase_add_test(tc, tree_classifier);
     tcase_add_test(tc, svm_regressor);
     tcase_add_test(tc, svm_classifier);
+    tcase_add_test(tc, zip_map);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, xflowc_checks_outputs);
     suite_add_tcase(s, tc);

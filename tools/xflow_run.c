@@ -235,6 +235,17 @@ static int cmp_double(const void *a, const void *b)
 static void print_output(const char *name, const xf_tensor *t)
 {
     char shape[128];
+    if (t->is_map) {
+        const xf_tensor *k = t->items[0], *v = t->items[1];
+        int64_t n = xf_tensor_numel(k);
+        xf_cli_info("output '%s' map %s -> %s, %lld entr%s:", name, xf_dtype_name(k->dtype), xf_dtype_name(v->dtype),
+                    (long long)n, n == 1 ? "y" : "ies");
+        for (int64_t i = 0; i < n && i < 8; i++)
+            xf_cli_info(" %lld: %.6g%s", (long long)xf_tensor_get_i64(k, i), xf_tensor_get_f64(v, i),
+                        i + 1 < n ? "," : "");
+        xf_cli_info("%s\n", n > 8 ? " ..." : "");
+        return;
+    }
     if (xf_tensor_is_container(t)) {
         xf_cli_info("output '%s' %s of %s, %lld entr%s\n", name, xf_kind_name(xf_tensor_kind(t)),
                     xf_dtype_name(t->dtype), (long long)t->n_items, t->n_items == 1 ? "y" : "ies");
