@@ -147,7 +147,7 @@ typedef struct xf_tensor {
     bool optional_of_sequence;
     /* A map value (ONNX's map type) at run time, as ONNX-ML's ZipMap makes
      * them, each an entry of a sequence: n_items 2, items[0] the keys (a
-     * tensor [n] of int64) and items[1] the values (a tensor [n]); dtype
+     * tensor [n] of int64 or strings) and items[1] the values ([n]); dtype
      * and shape are the values'; no data.  Only a sequence holds one. */
     bool is_map;
 } xf_tensor;
@@ -176,7 +176,7 @@ xf_tensor *xf_optional_create(xf_tensor *content, bool of_sequence, xf_dtype dty
 /* Whether t is a sequence or an optional (a value holding references, with
  * no data of its own) rather than a tensor. */
 static inline bool xf_tensor_is_container(const xf_tensor *t) { return t->is_sequence || t->is_optional || t->is_map; }
-/* New map of keys (int64 [n]) to values ([n]), taking a new reference to
+/* New map of keys (int64 or strings, [n]) to values ([n]), taking a new reference to
  * each.  NULL when out of memory or they are not such tensors. */
 xf_tensor *xf_map_create(xf_tensor *keys, xf_tensor *values);
 int64_t xf_tensor_numel(const xf_tensor *t);

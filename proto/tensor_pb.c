@@ -711,8 +711,8 @@ static void put_field(wire *w, int field, const void *src, size_t len)
 
 static xf_status put_value(wire *w, int field, const xf_tensor *t, const char *name, xf_error *err);
 
-/* A map as ONNX's MapProto: key_type, the keys (packed), and the values
- * as a SequenceProto of scalar tensors. */
+/* A map as ONNX's MapProto: key_type, the keys (packed integers, or
+ * strings), and the values as a SequenceProto of scalar tensors. */
 static xf_status put_map(wire *inner, const xf_tensor *t, xf_error *err)
 {
     const xf_tensor *keys = t->items[0], *values = t->items[1];
@@ -720,9 +720,14 @@ static xf_status put_map(wire *inner, const xf_tensor *t, xf_error *err)
     put_varint(inner, 2 << 3);
     put_varint(inner, (uint64_t)keys->dtype);
     wire packed = {0}, seq = {0};
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n && keys->dtype != XF_DT_STRING; i++)
         put_varint(&packed, (uint64_t)xf_tensor_get_i64(keys, i));
-    put_field(inner, 3, packed.p, packed.n);
+    if (keys->dtype != XF_DT_STRING)
+        put_field(inner, 3, packed.p, packed.n);
+    for (int64_t i = 0; i < n && keys->dtype == XF_DT_STRING; i++) {
+        const char *k = keys->strings && keys->strings[i] ? keys->strings[i] : "";
+        put_field(inner, 4, k, strlen(k));
+    }
     put_varint(&seq, 2 << 3);
     put_varint(&seq, PB_TENSOR);
     xf_status s = XF_OK;

@@ -194,6 +194,43 @@ xf_status xf_ml_rows(const xf_node *n, const xf_tensor *x, double **v, int64_t *
     return XF_OK;
 }
 
+xf_ml_labels xf_ml_labels_of(const xf_node *n, const char *ints_attr)
+{
+    xf_ml_labels l = {0};
+    const xf_opaque_strings *s = xf_opaque_find_strings(n->opaque, "classlabels_strings");
+    if (s) {
+        l.n = s->n;
+        l.strings = s->v;
+    } else {
+        l.ints = xf_ml_ints(n, ints_attr, &l.n);
+    }
+    return l;
+}
+
+xf_tensor *xf_ml_label_tensor(const xf_ml_labels *l, int64_t rows, xf_error *err)
+{
+    xf_shape s = xf_shape_make(1, &rows);
+    xf_tensor *y = xf_tensor_create(l->strings ? XF_DT_STRING : XF_DT_INT64, &s);
+    if (!y)
+        xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    return y;
+}
+
+bool xf_ml_set_label(xf_tensor *y, int64_t r, const xf_ml_labels *l, int64_t which)
+{
+    bool known = which >= 0 && which < l->n;
+    int64_t plain = which == ML_LABEL_1 ? 1 : which == ML_LABEL_0 ? 0 : which;
+    if (!l->strings) {
+        ((int64_t *)y->data)[r] = known ? l->ints[which] : plain;
+        return true;
+    }
+    char digits[24];
+    snprintf(digits, sizeof digits, "%lld", (long long)plain);
+    free(y->strings[r]);
+    y->strings[r] = strdup(known ? l->strings[which] : digits);
+    return y->strings[r] != NULL;
+}
+
 /* An output of dtype t and the given dims; NULL (err set) when out of memory. */
 static xf_tensor *output(xf_dtype t, int ndim, const int64_t *dims, xf_error *err)
 {
@@ -349,17 +386,18 @@ static xf_status run_extract(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor 
 static xf_status run_zip_map(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **out, xf_error *err)
 {
     const xf_node *n = m->node;
-    int64_t nl;
-    const int64_t *labels = xf_ml_ints(n, "classlabels_int64s", &nl);
+    xf_ml_labels l = xf_ml_labels_of(n, "classlabels_int64s");
+    int64_t nl = l.n;
     if (x->dtype != XF_DT_FLOAT || x->shape.ndim < 1 || x->shape.ndim > 2 || x->shape.dims[x->shape.ndim - 1] != nl)
         return xf_ml_fail(n, err, XF_ERR_INVALID, "takes float scores of rank 1 or 2 with one column per each of its "
                           "%lld class labels", (long long)nl);
     int64_t rows = x->shape.ndim == 1 ? 1 : x->shape.dims[0];
-    xf_tensor *keys = output(XF_DT_INT64, 1, &nl, err);
+    xf_tensor *keys = xf_ml_label_tensor(&l, nl, err);
     xf_tensor **maps = calloc((size_t)rows + 1, sizeof *maps);
     xf_status st = keys && maps ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    if (keys)
-        memcpy(keys->data, labels, sizeof *labels * (size_t)nl);
+    for (int64_t k = 0; st == XF_OK && k < nl; k++)
+        if (!xf_ml_set_label(keys, k, &l, k))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; st == XF_OK && r < rows; r++) {
         xf_tensor *values = output(XF_DT_FLOAT, 1, &nl, err);
         if (values)
@@ -400,7 +438,8 @@ static xf_status run_linear(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **o
     bool cls = m->kind == ML_LINEAR_CLASSIFIER;
     int64_t rows, cols, nw, nb, nl;
     const double *w = xf_ml_reals(n, "coefficients", &nw), *b = xf_ml_reals(n, "intercepts", &nb);
-    const int64_t *labels = xf_ml_ints(n, "classlabels_ints", &nl);
+    xf_ml_labels labels = xf_ml_labels_of(n, "classlabels_ints");
+    nl = labels.n;
     double *v;
     xf_status st = xf_ml_rows(n, x, &v, &rows, &cols, err);
     if (st != XF_OK)
@@ -422,7 +461,7 @@ static xf_status run_linear(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **o
     if (st == XF_OK && !s)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     xf_tensor *z = st == XF_OK ? output(XF_DT_FLOAT, 2, (const int64_t[]){rows, zc}, err) : NULL;
-    xf_tensor *y = st == XF_OK && cls ? output(XF_DT_INT64, 1, (const int64_t[]){rows}, err) : NULL;
+    xf_tensor *y = st == XF_OK && cls ? xf_ml_label_tensor(&labels, rows, err) : NULL;
     if (st == XF_OK && (!z || (cls && !y)))
         st = XF_ERR_NOMEM;
     for (int64_t r = 0; st == XF_OK && r < rows; r++) {
@@ -433,16 +472,15 @@ static xf_status run_linear(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **o
             s[j] = (float)acc;
         }
         if (cls) {
-            int64_t label;
+            int64_t which = 0;
             if (t == 1) {
-                label = s[0] > 0 ? (nl == 2 ? labels[1] : 1) : (nl == 2 ? labels[0] : 0);
+                which = s[0] > 0 ? (nl == 2 ? 1 : ML_LABEL_1) : (nl == 2 ? 0 : ML_LABEL_0);
             } else {
-                int64_t best = 0;
                 for (int64_t j = 1; j < t; j++)
-                    best = s[j] > s[best] ? j : best;
-                label = nl ? labels[best] : best;
+                    which = s[j] > s[which] ? j : which;
             }
-            ((int64_t *)y->data)[r] = label;
+            if (!xf_ml_set_label(y, r, &labels, which))
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         }
         xf_ml_write_scores(s, t, m->transform, second ? 1 : -1, (float *)z->data + r * zc);
     }
@@ -475,9 +513,6 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     for (int k = 0; k < n->n_inputs; k++)
         if (n->inputs[k] < 0)
             return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d is omitted; it is required", k);
-    if (xf_opaque_find_strings(n->opaque, "classlabels_strings"))
-        return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED, "its class labels are strings, a tensor type xflow's runtime "
-                                                      "does not hold (integer labels: classlabels_int64s)");
     xf_rt_ml *m = calloc(1, sizeof *m);
     if (!m)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");

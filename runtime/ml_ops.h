@@ -30,6 +30,24 @@ int64_t xf_ml_write_scores(float *s, int64_t n, int t, int add_second, float *z)
  * *cols its extents; an error for another rank or a non-numeric type. */
 xf_status xf_ml_rows(const xf_node *n, const xf_tensor *x, double **v, int64_t *rows, int64_t *cols, xf_error *err);
 
+/* A classifier's class labels: integers (attribute ints_attr:
+ * classlabels_ints or classlabels_int64s) or strings
+ * (classlabels_strings); n of them. */
+typedef struct xf_ml_labels {
+    int64_t n;
+    const int64_t *ints;
+    char *const *strings; /* NULL for integer labels */
+} xf_ml_labels;
+xf_ml_labels xf_ml_labels_of(const xf_node *n, const char *ints_attr);
+/* The label output for rows rows: int64, or strings (a tensor the session
+ * holds like a sequence); NULL (err set) when out of memory. */
+xf_tensor *xf_ml_label_tensor(const xf_ml_labels *l, int64_t rows, xf_error *err);
+/* Sets row r of y to label `which` (0 .. n - 1; with no labels the index
+ * itself), or to ONNX Runtime's fallbacks: ML_LABEL_0 is 0 or "0",
+ * ML_LABEL_1 is 1 or "1".  False when out of memory. */
+enum { ML_LABEL_0 = -1, ML_LABEL_1 = -2 };
+bool xf_ml_set_label(xf_tensor *y, int64_t r, const xf_ml_labels *l, int64_t which);
+
 /* TreeEnsembleRegressor and TreeEnsembleClassifier (ml_trees.c). */
 typedef struct xf_ml_trees xf_ml_trees;
 xf_status xf_ml_trees_create(const xf_node *n, bool classifier, xf_ml_trees **out, xf_error *err);

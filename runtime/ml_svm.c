@@ -24,7 +24,8 @@ typedef struct svm {
     int64_t n_vectors, n_features, n_classes;
     const double *vectors, *coef, *rho, *prob_a, *prob_b;
     int64_t n_coef, n_rho, n_prob;
-    const int64_t *per_class, *labels;
+    const int64_t *per_class;
+    xf_ml_labels labels;
     int64_t n_per_class;
 } svm;
 
@@ -53,7 +54,8 @@ static xf_status read_svm(const xf_node *n, bool classifier, svm *m, xf_error *e
     if (m->n_coef < 1 || m->n_rho < 1)
         return xf_ml_fail(n, err, XF_ERR_INVALID, "needs coefficients and rho");
     if (classifier) {
-        m->labels = xf_ml_ints(n, "classlabels_ints", &m->n_classes);
+        m->labels = xf_ml_labels_of(n, "classlabels_ints");
+        m->n_classes = m->labels.n;
         m->per_class = xf_ml_ints(n, "vectors_per_class", &m->n_per_class);
         for (int64_t c = 0; c < m->n_per_class; c++)
             m->n_vectors += m->per_class[c] > 0 ? m->per_class[c] : 0;
@@ -168,7 +170,8 @@ xf_status xf_ml_svm_check(const xf_node *n, bool classifier, xf_error *err)
     return read_svm(n, classifier, &m, err);
 }
 
-/* One row of a classifier: its label, and its scores in z. */
+/* One row of a classifier: which label it gives (xf_ml_set_label), and its
+ * scores in z. */
 static int64_t classify(const svm *m, int transform, const float *x, float *kern, float *dec, int64_t *votes, float *z,
                         float *work)
 {
@@ -226,7 +229,7 @@ static int64_t classify(const svm *m, int transform, const float *x, float *kern
      * linear score passes 0.5 (0 where a coefficient is negative) */
     bool second = k == 2 && m->n_prob == 0 &&
                   ((all_positive && max_weight >= 0.5f) || (!all_positive && max_weight > 0));
-    int64_t label = m->labels[second ? 1 : best];
+    int64_t label = second ? 1 : best;
     /* scores: the transform, or the one decision value of two classes as
      * -s and s (NONE), else 1 - s and s */
     int64_t count = m->n_vectors && !m->n_prob ? pairs : k;
@@ -259,8 +262,8 @@ xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int transform, const 
     }
     int64_t k = m.n_classes, pairs = k * (k - 1) / 2;
     int64_t width = !classifier ? 1 : m.n_vectors && !m.n_prob ? (k > 2 ? pairs : 2) : k;
-    xf_shape zs = xf_shape_make(2, (const int64_t[]){rows, width}), ys = xf_shape_make(1, &rows);
-    xf_tensor *z = xf_tensor_create(XF_DT_FLOAT, &zs), *y = classifier ? xf_tensor_create(XF_DT_INT64, &ys) : NULL;
+    xf_shape zs = xf_shape_make(2, (const int64_t[]){rows, width});
+    xf_tensor *z = xf_tensor_create(XF_DT_FLOAT, &zs), *y = classifier ? xf_ml_label_tensor(&m.labels, rows, err) : NULL;
     int64_t nk = k > 2 ? k : 2;
     float *xf = malloc(sizeof *xf * (size_t)(cols + 1)), *kern = malloc(sizeof *kern * (size_t)(m.n_vectors + 1));
     float *dec = malloc(sizeof *dec * (size_t)(pairs + 1)), *work = malloc(sizeof *work * (size_t)(3 * nk * nk));
@@ -272,7 +275,8 @@ xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int transform, const 
             xf[c] = (float)v[r * cols + c];
         float *zr = (float *)z->data + r * width;
         if (classifier) {
-            ((int64_t *)y->data)[r] = classify(&m, transform, xf, kern, dec, votes, zr, work);
+            if (!xf_ml_set_label(y, r, &m.labels, classify(&m, transform, xf, kern, dec, votes, zr, work)))
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
             continue;
         }
         double sum = 0;

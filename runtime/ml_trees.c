@@ -45,7 +45,7 @@ struct xf_ml_trees {
     int64_t *roots;
     tree_weight *weights;
     double *base;
-    const int64_t *labels; /* the node's classlabels_int64s (n_targets), or NULL */
+    xf_ml_labels labels; /* a classifier's (n_targets of them) */
     bool binary, all_positive;
 };
 
@@ -220,7 +220,8 @@ xf_status xf_ml_trees_create(const xf_node *n, bool classifier, xf_ml_trees **ou
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "aggregate_function '%s' is none of SUM, AVERAGE, MIN, MAX", agg);
     int64_t count;
     if (classifier) {
-        t->labels = xf_ml_ints(n, "classlabels_int64s", &t->n_targets);
+        t->labels = xf_ml_labels_of(n, "classlabels_int64s");
+        t->n_targets = t->labels.n;
         t->aggregate = AGG_SUM; /* a classifier sums, whatever it says */
     } else {
         const int64_t *nt = xf_ml_ints(n, "n_targets", &count);
@@ -271,8 +272,9 @@ static int64_t descend(const xf_ml_trees *t, int64_t r, const double *x)
     return -1;
 }
 
-/* The classifier's two classes, as ONNX Runtime finishes them: label and
- * the scores' count and how the one score becomes two (xf_ml_write_scores). */
+/* The classifier's two classes, as ONNX Runtime finishes them: which
+ * label (xf_ml_set_label), the scores' count and how the one score
+ * becomes two (xf_ml_write_scores). */
 static int64_t binary_label(const xf_ml_trees *t, double *s, const bool *has, int64_t *count, int *add_second)
 {
     *count = 2;
@@ -294,11 +296,11 @@ static int64_t binary_label(const xf_ml_trees *t, double *s, const bool *has, in
     }
     bool pos_has = has[1] && *count == 2 ? true : has[0];
     double pos = has[1] && *count == 2 ? s[1] : (pos_has ? s[0] : 0.0);
-    if (!t->binary)
-        return pos > 0 ? 1 : 0;
+    if (!t->binary) /* 1 or 0 itself; string labels are looked up by it */
+        return t->labels.strings ? pos > 0 : pos > 0 ? ML_LABEL_1 : ML_LABEL_0;
     bool positive = t->all_positive ? pos > 0.5 : pos > 0;
     *add_second = (t->all_positive ? 0 : 2) + (positive ? 0 : 1);
-    return t->labels[positive ? 1 : 0];
+    return positive ? 1 : 0;
 }
 
 xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tensor *x, xf_tensor **out,
@@ -312,9 +314,9 @@ xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tenso
     if (t->max_feature >= cols)
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "a node reads feature %lld of rows of %lld features",
                         (long long)t->max_feature, (long long)cols);
-    xf_shape zs = xf_shape_make(2, (const int64_t[]){rows, nt}), ys = xf_shape_make(1, &rows);
+    xf_shape zs = xf_shape_make(2, (const int64_t[]){rows, nt});
     xf_tensor *z = st == XF_OK ? xf_tensor_create(XF_DT_FLOAT, &zs) : NULL;
-    xf_tensor *y = st == XF_OK && t->classifier ? xf_tensor_create(XF_DT_INT64, &ys) : NULL;
+    xf_tensor *y = st == XF_OK && t->classifier ? xf_ml_label_tensor(&t->labels, rows, err) : NULL;
     double *s = malloc(sizeof *s * (size_t)(nt + 1));
     bool *has = malloc(sizeof *has * (size_t)(nt + 1));
     float *f = malloc(sizeof *f * (size_t)(nt + 1));
@@ -365,9 +367,10 @@ xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tenso
                 if (has[k] && (best < 0 || s[k] > s[best]))
                     best = k;
             }
-            ((int64_t *)y->data)[r] = t->labels[best < 0 ? 0 : best];
-        } else {
-            ((int64_t *)y->data)[r] = binary_label(t, s, has, &count, &add_second);
+            if (!xf_ml_set_label(y, r, &t->labels, best < 0 ? 0 : best))
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        } else if (!xf_ml_set_label(y, r, &t->labels, binary_label(t, s, has, &count, &add_second))) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         }
         for (int64_t k = 0; k < count; k++)
             f[k] = (float)s[k];

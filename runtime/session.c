@@ -433,7 +433,7 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
         g->values[v].kind = xf_tensor_kind(t);
         g->values[v].dtype = t->dtype;
         g->values[v].shape = t->shape;
-        if (xf_tensor_is_container(t)) {
+        if (xf_tensor_is_container(t) || t->dtype == XF_DT_STRING) { /* strings: ONNX-ML's labels */
             views[v] = (xf_tensor_view){t->dtype, t->shape, NULL};
             s->held[v] = outs[k];
             outs[k] = NULL;
@@ -536,9 +536,11 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
         if (v < 0 || !s->held[v])
             continue;
         if (n->op != XF_OP_IDENTITY)
-            return xf_rt_bad_node(err, n, "input %d ('%s') is a%s %s, which only the sequence and optional ops read",
-                                  k, g->values[v].name, s->held[v]->is_optional ? "n" : "",
-                                  xf_kind_name(xf_tensor_kind(s->held[v])));
+            return xf_rt_bad_node(err, n, "input %d ('%s') is a%s %s%s, which only the %s ops read", k,
+                                  g->values[v].name, s->held[v]->is_optional ? "n" : "",
+                                  xf_kind_name(xf_tensor_kind(s->held[v])),
+                                  s->held[v]->dtype == XF_DT_STRING ? " of strings" : "",
+                                  s->held[v]->dtype == XF_DT_STRING ? "ONNX-ML" : "sequence and optional");
         if (out >= 0) { /* the same sequence or optional */
             g->values[out].kind = xf_tensor_kind(s->held[v]);
             views[out] = views[v];

@@ -3,6 +3,7 @@
 #include "xf_rt_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 /* splitmix64: tiny, well mixed, and the same on every platform */
 static uint64_t next_random(uint64_t *state)
@@ -118,6 +119,20 @@ xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol,
     if (!xf_shape_equal(&a->shape, &b->shape))
         return xf_error_set(err, XF_ERR_INVALID, "shapes differ: %s vs %s", xf_shape_str(&a->shape, sa, sizeof sa),
                             xf_shape_str(&b->shape, sb, sizeof sb));
+    if (a->dtype == XF_DT_STRING) { /* equal or not */
+        int64_t numel = xf_tensor_numel(a), differ = 0;
+        for (int64_t i = 0; i < numel; i++) {
+            const char *x = a->strings && a->strings[i] ? a->strings[i] : "";
+            const char *y = b->strings && b->strings[i] ? b->strings[i] : "";
+            differ += strcmp(x, y) != 0;
+        }
+        if (max_abs)
+            *max_abs = differ ? INFINITY : 0;
+        if (max_rel)
+            *max_rel = differ ? INFINITY : 0;
+        *ok = differ == 0;
+        return XF_OK;
+    }
     if (!((XF_DTM_NUMERIC | XF_DTM_FLOAT8 | XF_DTM(XF_DT_BOOL)) & XF_DTM(a->dtype)))
         return xf_error_set(err, XF_ERR_INVALID, "cannot compare tensors of type %s", xf_dtype_name(a->dtype));
     bool all = true;

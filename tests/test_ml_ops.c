@@ -224,6 +224,11 @@ START_TEST(linear_models)
         }
         expect_two(ml_model(n, 3, 3), mk(XF_DT_FLOAT, DIMS(3, 3), rows), (const int64_t[]){30, 20, 20}, 3, 3, scores);
     }
+    /* no labels: the class index */
+    n = ml_node("LinearClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+    attr_floats(n, "coefficients", 6, (const float[]){1, 0, 0, 0, 0, 1});
+    expect_two(ml_model(n, 3, 3), mk(XF_DT_FLOAT, DIMS(3, 3), rows), (const int64_t[]){1, 0, 0}, 3, 2,
+               (double[]){1, 2, 0, 0, 1, 1});
     /* one row of coefficients and two labels: the second label where the
      * score is positive, the scores 1 - s and s */
     n = ml_node("LinearClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
@@ -507,6 +512,101 @@ START_TEST(zip_map)
 }
 END_TEST
 
+/* ------------------------------------------------------------ string labels */
+
+/* The labels of model mp (label output first) on every host backend: the
+ * strings want[0 .. rows - 1]. */
+static void expect_strings(Onnx__ModelProto *mp, const float *rows, int n_rows, const char *const *want)
+{
+    const char *backends[4];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *x = mk(XF_DT_FLOAT, DIMS(n_rows, 1), rows), *y[2] = {NULL, NULL};
+        xf_error e = {0};
+        ck_assert_msg(run_on(mp, backends[b], &x, y, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        ck_assert_int_eq(y[0]->dtype, XF_DT_STRING);
+        ck_assert_int_eq(xf_tensor_numel(y[0]), n_rows);
+        for (int r = 0; r < n_rows; r++)
+            ck_assert_msg(y[0]->strings[r] && strcmp(y[0]->strings[r], want[r]) == 0, "%s: row %d: %s, want %s",
+                          backends[b], r, y[0]->strings[r], want[r]);
+        release_all(y, 2);
+        xf_tensor_release(x);
+    }
+}
+
+/* A tensor [2] of strings s0, s1. */
+static xf_tensor *strings2(const char *s0, const char *s1)
+{
+    xf_tensor *t = xf_tensor_create(XF_DT_STRING, &(xf_shape){.ndim = 1, .dims = {2}});
+    ck_assert_ptr_nonnull(t);
+    t->strings[0] = strdup(s0);
+    t->strings[1] = strdup(s1);
+    return t;
+}
+
+/* String class labels: the label output a tensor of strings, with ONNX
+ * Runtime's choices (a tree ensemble whose weights go to both of two
+ * classes labels by whether the second class's score passes 0: 1 or 0
+ * itself, or the label that index names; one row of linear coefficients
+ * without a second label gives "1" or "0"); ZipMap's keys strings; any
+ * other op reading the labels is refused by node. */
+START_TEST(string_labels)
+{
+    static const char *const pets[] = {"cat", "dog"};
+    static const int64_t two[] = {3, 8}, leaves[] = {1, 2}, zero[] = {0, 0}, both[] = {0, 1};
+    const float rows[] = {-1, 1};
+    Onnx__NodeProto *n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    attr_strings(n, "classlabels_strings", 2, pets);
+    expect_strings(ml_model(n, 2, 1), rows, 2, (const char *[]){"cat", "dog"});
+    n = classifier(2, two, 2, leaves, both, (const float[]){0.3f, 0.8f});
+    expect_two(ml_model(n, 2, 1), mk(XF_DT_FLOAT, DIMS(2, 1), rows), (const int64_t[]){1, 1}, 2, 2,
+               (double[]){-0.3, 0.3, 0, 0.8});
+    n = classifier(2, two, 2, leaves, both, (const float[]){0.3f, 0.8f});
+    attr_strings(n, "classlabels_strings", 2, pets);
+    expect_strings(ml_model(n, 2, 1), rows, 2, (const char *[]){"dog", "dog"});
+    n = ml_node("LinearClassifier", (const char *[]){"X", NULL}, (const char *[]){"L", "S", NULL});
+    attr_strings(n, "classlabels_strings", 1, (const char *[]){"yes"});
+    attr_floats(n, "coefficients", 1, (const float[]){1});
+    attr_floats(n, "intercepts", 1, (const float[]){0});
+    expect_strings(ml_model(n, 2, 1), rows, 2, (const char *[]){"0", "1"});
+    /* ZipMap with string keys */
+    n = ml_node("ZipMap", (const char *[]){"X", NULL}, (const char *[]){"Z", NULL});
+    attr_strings(n, "classlabels_strings", 2, pets);
+    xf_tensor *x = mk(XF_DT_FLOAT, DIMS(1, 2), (const float[]){0.25f, 0.75f}), *z = NULL;
+    xf_error e = {0};
+    ck_assert_msg(run_on(ml_model(n, 1, 2), "cpu_ref", &x, &z, &e) == XF_OK, "%s", e.msg);
+    ck_assert(z->is_sequence && z->n_items == 1 && z->items[0]->is_map);
+    const xf_tensor *keys = z->items[0]->items[0];
+    ck_assert(keys->dtype == XF_DT_STRING && strcmp(keys->strings[0], "cat") == 0 &&
+              strcmp(keys->strings[1], "dog") == 0);
+    xf_tensor_release(z);
+    xf_tensor_release(x);
+    /* a Cast of the labels */
+    n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    attr_strings(n, "classlabels_strings", 2, pets);
+    Onnx__ModelProto *mp = ml_model(n, 1, 1);
+    Onnx__NodeProto *cast = mk_node("Cast", "cast", (const char *[]){"L", NULL}, (const char *[]){"F", NULL});
+    attr_int(cast, "to", XF_DT_FLOAT);
+    PUSH(mp->graph->n_node, mp->graph->node, cast);
+    mp->graph->output[0] = mk_vi("F", XF_DT_FLOAT, -1, NULL, NULL);
+    x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){1});
+    xf_tensor *y[2] = {NULL, NULL};
+    ck_assert_int_eq(run_on(mp, "cpu_ref", &x, y, &e), XF_ERR_INVALID);
+    ck_assert_msg(strstr(e.msg, "input 0 ('L') is a tensor of strings, which only the ONNX-ML ops read"), "%s",
+                  e.msg);
+    xf_tensor_release(x);
+    /* string outputs compare equal or not (xflowc --check) */
+    xf_tensor *a = strings2("cat", "dog"), *b = strings2("cat", "dog");
+    bool ok = false;
+    ck_assert(xf_tensor_compare(a, b, 0, 0, NULL, NULL, &ok, &e) == XF_OK && ok);
+    free(b->strings[1]);
+    b->strings[1] = strdup("eel");
+    ck_assert(xf_tensor_compare(a, b, 1, 1, NULL, NULL, &ok, &e) == XF_OK && !ok);
+    xf_tensor_release(a);
+    xf_tensor_release(b);
+}
+END_TEST
+
 /* ------------------------------------------------------------ refusals */
 
 /* The session is refused, naming the node and what is wrong, where the
@@ -537,18 +637,11 @@ START_TEST(bad_plans)
                       e.msg);
         xf_tensor_release(x);
     }
-    /* string labels: a tensor type the runtime does not hold */
-    static const int64_t two[] = {0, 1}, leaves[] = {1, 2}, zero[] = {0, 0};
-    Onnx__NodeProto *n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
-    attr_strings(n, "classlabels_strings", 2, (const char *[]){"cat", "dog"});
-    xf_tensor *x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){0}), *y[2] = {NULL, NULL};
-    xf_error e = {0};
-    ck_assert_int_eq(run_on(ml_model(n, 1, 1), "cpu", &x, y, &e), XF_ERR_UNSUPPORTED);
-    ck_assert_msg(strstr(e.msg, "node 'ml' (TreeEnsembleClassifier): its class labels are strings"), "%s", e.msg);
     /* node 0 and node 1 branch to each other (x -1 goes from 0 to 1) */
-    xf_tensor_release(x);
-    x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){-1});
-    n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
+    static const int64_t two[] = {0, 1}, leaves[] = {1, 2}, zero[] = {0, 0};
+    xf_tensor *x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){-1}), *y[2] = {NULL, NULL};
+    xf_error e = {0};
+    Onnx__NodeProto *n = classifier(2, two, 2, leaves, zero, (const float[]){0.3f, 0.8f});
     set_string(n, "nodes_modes", 1, "BRANCH_EQ");
     set_int(n, "nodes_truenodeids", 1, 0);
     set_int(n, "nodes_falsenodeids", 1, 0);
@@ -615,6 +708,7 @@ int main(void)
     tcase_add_test(tc, svm_regressor);
     tcase_add_test(tc, svm_classifier);
     tcase_add_test(tc, zip_map);
+    tcase_add_test(tc, string_labels);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, xflowc_checks_outputs);
     suite_add_tcase(s, tc);

@@ -240,9 +240,13 @@ static void print_output(const char *name, const xf_tensor *t)
         int64_t n = xf_tensor_numel(k);
         xf_cli_info("output '%s' map %s -> %s, %lld entr%s:", name, xf_dtype_name(k->dtype), xf_dtype_name(v->dtype),
                     (long long)n, n == 1 ? "y" : "ies");
-        for (int64_t i = 0; i < n && i < 8; i++)
-            xf_cli_info(" %lld: %.6g%s", (long long)xf_tensor_get_i64(k, i), xf_tensor_get_f64(v, i),
-                        i + 1 < n ? "," : "");
+        for (int64_t i = 0; i < n && i < 8; i++) {
+            if (k->dtype == XF_DT_STRING)
+                xf_cli_info(" \"%s\"", k->strings && k->strings[i] ? k->strings[i] : "");
+            else
+                xf_cli_info(" %lld", (long long)xf_tensor_get_i64(k, i));
+            xf_cli_info(": %.6g%s", xf_tensor_get_f64(v, i), i + 1 < n ? "," : "");
+        }
         xf_cli_info("%s\n", n > 8 ? " ..." : "");
         return;
     }
@@ -262,6 +266,8 @@ static void print_output(const char *name, const xf_tensor *t)
                    t->dtype != XF_DT_BFLOAT16 && t->dtype != XF_DT_COMPLEX64 && t->dtype != XF_DT_COMPLEX128;
     for (int64_t i = 0; numeric && i < n && i < 8; i++)
         xf_cli_info(" %.6g", xf_tensor_get_f64(t, i));
+    for (int64_t i = 0; t->dtype == XF_DT_STRING && i < n && i < 8; i++)
+        xf_cli_info(" \"%s\"", t->strings && t->strings[i] ? t->strings[i] : "");
     xf_cli_info("%s\n", n > 8 ? " ..." : "");
 }
 
