@@ -211,8 +211,8 @@ void xf_tensor_release(xf_tensor *t)
 xf_tensor *xf_map_create(xf_tensor *keys, xf_tensor *values)
 {
     if (!keys || !values || xf_tensor_is_container(keys) || xf_tensor_is_container(values) ||
-        (keys->dtype != XF_DT_INT64 && keys->dtype != XF_DT_STRING) || keys->shape.ndim != 1 || values->shape.ndim != 1 ||
-        keys->shape.dims[0] != values->shape.dims[0])
+        (keys->dtype != XF_DT_INT64 && keys->dtype != XF_DT_STRING) || keys->shape.ndim != 1 ||
+        values->shape.ndim != 1 || keys->shape.dims[0] != values->shape.dims[0])
         return NULL;
     xf_tensor *t = calloc(1, sizeof *t);
     if (!t || !(t->items = malloc(sizeof *t->items * 2))) {

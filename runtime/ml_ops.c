@@ -330,7 +330,8 @@ static xf_status run_rowwise(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **
             if (m->kind == ML_SCALER)
                 o = ((float)e - (float)a[na == 1 ? 0 : c]) * (float)b[nb == 1 ? 0 : c];
             else if (m->kind == ML_NORMALIZER && div != 0)
-                o = norm[1] == '2' ? (e < 0 ? -1.0f : 1.0f) * sqrtf((float)(e * e) / (float)div) : (float)e / (float)div;
+                o = norm[1] == '2' ? (e < 0 ? -1.0f : 1.0f) * sqrtf((float)(e * e) / (float)div)
+                                   : (float)e / (float)div;
             else if (m->kind == ML_BINARIZER)
                 o = e > replaced ? 1.0 : 0.0;
             else if (m->kind == ML_IMPUTER && (e == replaced || (isnan(replaced) && isnan(e))))
@@ -451,8 +452,8 @@ static xf_status run_linear(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **o
     else if (nb != 0 && nb != t)
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %lld intercepts for %lld targets", (long long)nb, (long long)t);
     else if (!cls && n_targets(n) != t)
-        st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %lld coefficients for %lld targets of %lld features", (long long)nw,
-                        (long long)n_targets(n), (long long)cols);
+        st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %lld coefficients for %lld targets of %lld features",
+                        (long long)nw, (long long)n_targets(n), (long long)cols);
     else if (cls && t > 1 && nl != 0 && nl != t)
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %lld class labels for %lld classes", (long long)nl, (long long)t);
     bool second = cls && t == 1 && nl == 2;

@@ -263,7 +263,8 @@ xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int transform, const 
     int64_t k = m.n_classes, pairs = k * (k - 1) / 2;
     int64_t width = !classifier ? 1 : m.n_vectors && !m.n_prob ? (k > 2 ? pairs : 2) : k;
     xf_shape zs = xf_shape_make(2, (const int64_t[]){rows, width});
-    xf_tensor *z = xf_tensor_create(XF_DT_FLOAT, &zs), *y = classifier ? xf_ml_label_tensor(&m.labels, rows, err) : NULL;
+    xf_tensor *z = xf_tensor_create(XF_DT_FLOAT, &zs);
+    xf_tensor *y = classifier ? xf_ml_label_tensor(&m.labels, rows, err) : NULL;
     int64_t nk = k > 2 ? k : 2;
     float *xf = malloc(sizeof *xf * (size_t)(cols + 1)), *kern = malloc(sizeof *kern * (size_t)(m.n_vectors + 1));
     float *dec = malloc(sizeof *dec * (size_t)(pairs + 1)), *work = malloc(sizeof *work * (size_t)(3 * nk * nk));

@@ -142,7 +142,8 @@ static xf_status fill_nodes(xf_ml_trees *t, const xf_node *n, tree_key **keys_ou
         d->no = find_node(keys, nn, tree[i], no[i]);
         if (d->yes < 0 || d->no < 0 || d->yes == i || d->no == i)
             return xf_ml_fail(n, err, XF_ERR_INVALID, "node %lld of tree %lld branches to node %lld, which is %s",
-                              (long long)id[i], (long long)tree[i], (long long)(d->yes < 0 || d->yes == i ? yes[i] : no[i]),
+                              (long long)id[i], (long long)tree[i],
+                              (long long)(d->yes < 0 || d->yes == i ? yes[i] : no[i]),
                               d->yes == i || d->no == i ? "itself" : "not in the tree");
     }
     return XF_OK;
@@ -357,7 +358,8 @@ xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tenso
         } else if (!t->classifier) {
             for (int64_t k = 0; k < nt; k++) {
                 double b = t->n_base == nt ? t->base[k] : 0.0;
-                s[k] = t->aggregate == AGG_AVERAGE ? s[k] / (double)t->n_roots + b : (has[k] || !extreme ? s[k] : 0) + b;
+                s[k] = t->aggregate == AGG_AVERAGE ? s[k] / (double)t->n_roots + b
+                                                   : (has[k] || !extreme ? s[k] : 0) + b;
             }
         } else if (nt > 2) {
             int64_t best = -1;
