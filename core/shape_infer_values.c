@@ -134,8 +134,18 @@ xf_status xf_infer_non_zero(xf_infer_ctx *c)
     if (!t || t->dtype == XF_DT_STRING || xf_dtype_size(t->dtype) == 0 || (numel > 0 && !t->data))
         return xf_infer_unknown(c);
     int64_t count = 0;
-    for (int64_t i = 0; i < numel; i++)
-        count += xf_tensor_get_f64(t, i) != 0;
+    if (t->dtype == XF_DT_BOOL || t->dtype == XF_DT_UINT8 || t->dtype == XF_DT_INT8) { /* the masks detectors make */
+        const uint8_t *p = t->data;
+        for (int64_t i = 0; i < numel; i++)
+            count += p[i] != 0;
+    } else if (t->dtype == XF_DT_FLOAT) {
+        const float *p = t->data;
+        for (int64_t i = 0; i < numel; i++)
+            count += p[i] != 0;
+    } else {
+        for (int64_t i = 0; i < numel; i++)
+            count += xf_tensor_get_f64(t, i) != 0;
+    }
     xf_shape out = {.ndim = 2, .dims = {t->shape.ndim, count}};
     xf_infer_set(c, 0, &out);
     return XF_OK;

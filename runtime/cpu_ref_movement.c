@@ -278,28 +278,91 @@ static int64_t nd_offset(const xf_node *n, const xf_tensor_view *idx, int64_t at
     return off;
 }
 
+/* Scans rows of `inner` elements of type T for nonzeros (the test a
+ * `!= 0` of the element, as for a value loaded as double), writing each
+ * one's coordinates: the row's outer coordinates and its column. */
+#define NZ_SCAN(T)                                                                                                   \
+    do {                                                                                                             \
+        const T *p = in[0].data;                                                                                     \
+        for (int64_t r = 0; r < rows; r++, p += inner) {                                                             \
+            for (int64_t j = 0; j < inner; j++) {                                                                    \
+                if (!(p[j] != 0))                                                                                    \
+                    continue;                                                                                        \
+                if (k >= count)                                                                                      \
+                    return xf_rt_bad_node(err, n, "has more than the %lld nonzero elements its output shape holds",  \
+                                          (long long)count);                                                         \
+                for (int d = 0; d + 1 < nd; d++)                                                                     \
+                    y[d * count + k] = coord[d];                                                                     \
+                y[(nd - 1) * count + k++] = j;                                                                       \
+            }                                                                                                        \
+            for (int d = nd - 2; d >= 0 && ++coord[d] == s->dims[d]; d--)                                            \
+                coord[d] = 0;                                                                                        \
+        }                                                                                                            \
+    } while (0)
+
 /* The coordinates of every nonzero element, in row-major order: column k
- * of the [rank, count] output holds the k-th one's. */
+ * of the [rank, count] output holds the k-th one's.  A scalar's is a
+ * [0, count] output: 1 or 0 columns. */
 xf_status xf_ref_non_zero(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_shape *s = &in[0].shape;
+    int nd = s->ndim;
     int64_t numel = xf_shape_numel(s), count = out[0].shape.ndim == 2 ? out[0].shape.dims[1] : -1, k = 0;
+    int64_t inner = nd > 0 ? s->dims[nd - 1] : 1, rows = inner > 0 ? numel / inner : 0;
     int64_t *y = out[0].data, coord[XF_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < numel; i++) {
-        if (xf_rt_load_f64(in[0].dtype, in[0].data, i) != 0) {
-            if (k >= count)
-                return xf_rt_bad_node(err, n, "has more than the %lld nonzero elements its output shape holds",
-                                      (long long)count);
-            for (int d = 0; d < s->ndim; d++)
-                y[d * count + k] = coord[d];
-            k++;
+    switch (nd > 0 ? in[0].dtype : XF_DT_UNDEFINED) { /* a scalar's coordinates are none */
+    case XF_DT_BOOL:
+    case XF_DT_UINT8:
+    case XF_DT_INT8: NZ_SCAN(uint8_t); break;
+    case XF_DT_FLOAT: NZ_SCAN(float); break;
+    case XF_DT_INT64: NZ_SCAN(int64_t); break;
+    case XF_DT_INT32: NZ_SCAN(int32_t); break;
+    default:
+        for (int64_t i = 0; i < numel; i++) {
+            if (xf_rt_load_f64(in[0].dtype, in[0].data, i) != 0) {
+                if (k >= count)
+                    return xf_rt_bad_node(err, n, "has more than the %lld nonzero elements its output shape holds",
+                                          (long long)count);
+                for (int d = 0; d < nd; d++)
+                    y[d * count + k] = coord[d];
+                k++;
+            }
+            for (int d = nd - 1; d >= 0 && ++coord[d] == s->dims[d]; d--)
+                coord[d] = 0;
         }
-        for (int d = s->ndim - 1; d >= 0 && ++coord[d] == s->dims[d]; d--)
-            coord[d] = 0;
     }
     if (k != count)
         return xf_rt_bad_node(err, n, "has %lld nonzero elements, not the %lld its output shape holds", (long long)k,
                               (long long)count);
+    return XF_OK;
+}
+#undef NZ_SCAN
+
+/* GatherND of single elements of 4 or 8 bytes by int64 indices (the
+ * values NonZero finds): the same checks and result as the general loop,
+ * without a call per index or per element. */
+static xf_status gather_elements_nd(const xf_node *n, const xf_tensor_view *data, const xf_tensor_view *idx, int b,
+                                    int64_t k, int64_t batches, int64_t rows, int64_t batch_len, char *dst,
+                                    xf_error *err)
+{
+    const int64_t *ix = idx->data, *dims = data->shape.dims + b;
+    size_t es = xf_dtype_size(data->dtype);
+    for (int64_t bi = 0; bi < batches; bi++)
+        for (int64_t j = 0; j < rows; j++, ix += k) {
+            int64_t off = 0;
+            for (int64_t d = 0; d < k; d++) {
+                int64_t c = ix[d], dim = dims[d];
+                if (c < -dim || c >= dim)
+                    return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)c,
+                                          (long long)dim);
+                off = off * dim + (c < 0 ? c + dim : c);
+            }
+            size_t at = (size_t)(bi * batch_len + off);
+            if (es == 4)
+                ((uint32_t *)dst)[bi * rows + j] = ((const uint32_t *)data->data)[at];
+            else
+                ((uint64_t *)dst)[bi * rows + j] = ((const uint64_t *)data->data)[at];
+        }
     return XF_OK;
 }
 
@@ -318,6 +381,8 @@ xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_
         return xf_rt_bad_node(err, n, "output size does not match data and indices");
     size_t es = xf_dtype_size(data->dtype);
     char *dst = out[0].data;
+    if (idx->dtype == XF_DT_INT64 && slice == 1 && (es == 4 || es == 8)) /* one element per row of indices */
+        return gather_elements_nd(n, data, idx, b, k, batches, rows, batch_len, dst, err);
     for (int64_t bi = 0; bi < batches; bi++)
         for (int64_t j = 0; j < rows; j++) {
             int64_t off = nd_offset(n, idx, (bi * rows + j) * k, k, data->shape.dims + b, err);
@@ -387,25 +452,49 @@ static void topk_sift(topk_key *keys, int64_t k, int64_t i, topk_order order)
  * as the rest go by, which costs about len comparisons against the heap's
  * last (a detector's 300 best of 24,000 scores: 6 ms by sorting them all);
  * otherwise all are sorted.  Either way the same k come out in the same order. */
+static bool topk_heaped(int64_t len, int64_t k) { return k > 0 && k < len / 4; }
+
+/* key offered to the heap keys[0..k): it replaces the heap's last when it
+ * comes before it. */
+static inline void topk_offer(topk_key *keys, int64_t k, const topk_key *key, topk_order order)
+{
+    /* a number strictly beyond the heap's last number cannot enter: no call */
+    double f = key->f, last = keys[0].f;
+    if (!isnan(f) && !isnan(last) && (order == largest_first ? f < last : f > last))
+        return;
+    if (order(key, &keys[0]) < 0) {
+        keys[0] = *key;
+        topk_sift(keys, k, 0, order);
+    }
+}
+
 static void topk_select(topk_key *keys, int64_t len, int64_t k, topk_order order)
 {
-    if (k > 0 && k < len / 4) {
+    if (topk_heaped(len, k)) {
         for (int64_t i = k / 2 - 1; i >= 0; i--)
             topk_sift(keys, k, i, order);
-        bool largest = order == largest_first;
-        for (int64_t j = k; j < len; j++) {
-            /* a number strictly beyond the heap's last number cannot enter: no call */
-            double f = keys[j].f, last = keys[0].f;
-            if (!isnan(f) && !isnan(last) && (largest ? f < last : f > last))
-                continue;
-            if (order(&keys[j], &keys[0]) < 0) {
-                keys[0] = keys[j];
-                topk_sift(keys, k, 0, order);
-            }
-        }
+        for (int64_t j = k; j < len; j++)
+            topk_offer(keys, k, &keys[j], order);
         len = k;
     }
     qsort(keys, (size_t)len, sizeof *keys, order);
+}
+
+/* topk_select of floats p[0], p[stride], ...: the keys made for the first
+ * k and for those that enter the heap only (RetinaNet's 1000 best of 1.3 M
+ * scores: 31 MB of keys not written and read back). */
+static void topk_select_floats(const float *p, int64_t stride, topk_key *keys, int64_t len, int64_t k,
+                               topk_order order)
+{
+    for (int64_t j = 0; j < k; j++)
+        keys[j] = (topk_key){.f = p[j * stride], .i = 0, .idx = j};
+    for (int64_t i = k / 2 - 1; i >= 0; i--)
+        topk_sift(keys, k, i, order);
+    for (int64_t j = k; j < len; j++) {
+        topk_key key = {.f = p[j * stride], .i = 0, .idx = j};
+        topk_offer(keys, k, &key, order);
+    }
+    qsort(keys, (size_t)k, sizeof *keys, order);
 }
 
 /* TopK: along the axis, the K largest (or smallest) elements, sorted, and
@@ -435,18 +524,22 @@ xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tens
     for (int64_t o = 0; o < outer; o++)
         for (int64_t s = 0; s < inner; s++) {
             int64_t from = o * len * inner + s, to = o * k * inner + s;
-            if (x->dtype == XF_DT_FLOAT) { /* the common case without a load per element */
-                const float *p = (const float *)x->data + from;
+            topk_order order = n->attrs.topk_smallest ? smallest_first : largest_first;
+            const float *p = (const float *)x->data + from;
+            if (x->dtype == XF_DT_FLOAT && topk_heaped(len, k)) { /* the common case without a key per element */
+                topk_select_floats(p, inner, keys, len, k, order);
+            } else if (x->dtype == XF_DT_FLOAT) {
                 for (int64_t j = 0; j < len; j++)
                     keys[j] = (topk_key){.f = p[j * inner], .i = 0, .idx = j};
+                topk_select(keys, len, k, order);
             } else {
                 for (int64_t j = 0; j < len; j++) {
                     keys[j].i = integral ? xf_rt_load_i64(x->dtype, x->data, from + j * inner) : 0;
                     keys[j].f = integral ? (double)keys[j].i : xf_rt_load_f64(x->dtype, x->data, from + j * inner);
                     keys[j].idx = j;
                 }
+                topk_select(keys, len, k, order);
             }
-            topk_select(keys, len, k, n->attrs.topk_smallest ? smallest_first : largest_first);
             for (int64_t j = 0; j < k; j++) {
                 memcpy(elem(vals, to + j * inner, es), elem(x, from + keys[j].idx * inner, es), es);
                 if (idxs)

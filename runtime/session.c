@@ -503,14 +503,16 @@ static bool writes_over_input(const xf_node *n)
     return n->op == XF_OP_SCATTER_ELEMENTS || n->op == XF_OP_SCATTER || n->op == XF_OP_SCATTER_ND;
 }
 
-/* When node i only reshapes its input, or writes over it, and is that
- * block's last reader (and reads it as no other operand): the block
- * becomes its output's, with nothing copied.  Whether it did. */
+/* When node i only reshapes its input (or is a Split into one part), or
+ * writes over it, and is that block's last reader (and reads it as no
+ * other operand): the block becomes its output's, with nothing copied.
+ * Whether it did. */
 static bool hand_on(xf_session *s, const xf_graph *g, xf_tensor_view *views, bool *owned, int i)
 {
     const xf_node *n = &g->nodes[i];
     int x = n->inputs[0], y = n->outputs[0];
-    if (!(xf_rt_view_op(n) || writes_over_input(n)) || x < 0 || y < 0 || !owned[x] || s->last_use[x] != i ||
+    bool whole = n->op == XF_OP_SPLIT && n->n_outputs == 1; /* a Split into one part is its input */
+    if (!(xf_rt_view_op(n) || writes_over_input(n) || whole) || x < 0 || y < 0 || !owned[x] || s->last_use[x] != i ||
         s->held[x] || g->values[y].dtype != views[x].dtype ||
         value_bytes(&g->values[y]) != value_bytes(&g->values[x]))
         return false;

@@ -914,6 +914,24 @@ START_TEST(top_k_selects_in_order)
 }
 END_TEST
 
+/* NonZero's scans by element type (carrying coordinates across outer
+ * dims; NaN is nonzero; a double takes the general loop) and GatherND of
+ * the single elements it finds, with a bad index refused. */
+START_TEST(non_zero_and_gather_nd_by_type)
+{
+    xf_tensor *x = I64(DIMS(2, 2, 2), 0, 5, 0, 0, 7, 0, 0, 9);
+    EXPECT(run1(make_case(XF_OP_NON_ZERO, 1, x)), XF_DT_INT64, DIMS(3, 3), 0, 1, 1, 0, 0, 1, 1, 0, 1);
+    EXPECT(run1(make_case(XF_OP_NON_ZERO, 1, F32(DIMS(1, 3), 0, NAN, -0.0))), XF_DT_INT64, DIMS(2, 1), 0, 1);
+    xf_tensor *d = mk(XF_DT_DOUBLE, DIMS(2, 2), (double[]){0, 2, 3, 0});
+    EXPECT(run1(make_case(XF_OP_NON_ZERO, 1, d)), XF_DT_INT64, DIMS(2, 2), 0, 1, 1, 0);
+    xf_tensor *data = F32(DIMS(2, 3), 1, 2, 3, 4, 5, 6);
+    EXPECT(run1(make_case(XF_OP_GATHER_ND, 2, data, I64(DIMS(3, 2), 1, 2, 0, 0, -1, -3))), XF_DT_FLOAT, DIMS(3), 6, 1,
+           4);
+    expect_run_error(make_case(XF_OP_GATHER_ND, 2, I64(DIMS(2, 3), 1, 2, 3, 4, 5, 6), I64(DIMS(1, 2), 0, 3)),
+                     "index 3 out of range for axis of size 3");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index");
@@ -956,6 +974,7 @@ int main(void)
     tcase_add_test(tc, unique_values_and_shapes);
     tcase_add_test(tc, scatter_elements_alias);
     tcase_add_test(tc, top_k_selects_in_order);
+    tcase_add_test(tc, non_zero_and_gather_nd_by_type);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

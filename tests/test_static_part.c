@@ -157,8 +157,9 @@ START_TEST(whole_graph_or_none)
 }
 END_TEST
 
-/* Dynamic runs: a Reshape that is the last reader of its input takes the
- * input's block over; one that is not copies it, so that the block stays
+/* Dynamic runs: a Reshape (or a Split into one part) that is the last
+ * reader of its input takes the input's block over; one that is not
+ * copies it, so that the block stays
  * its input's while it is read (here after the Reshape's output is gone
  * and a block of that size is drawn again). */
 START_TEST(reshape_hands_on_its_last_read)
@@ -171,7 +172,8 @@ START_TEST(reshape_hands_on_its_last_read)
     int sum = out0(g, NODE(g, XF_OP_REDUCE_SUM, r)); /* r's last reader */
     int t = xf_bt_with_scalar(g, XF_OP_ADD, d, 3.0f);
     int late = out0(g, NODE(g, XF_OP_ADD, a, t)); /* a read after r is gone */
-    int last = out0(g, NODE(g, XF_OP_FLATTEN, xf_bt_with_scalar(g, XF_OP_MUL, late, 1.0f))); /* hands on */
+    int flat = out0(g, NODE(g, XF_OP_FLATTEN, xf_bt_with_scalar(g, XF_OP_MUL, late, 1.0f))); /* hands on */
+    int last = out0(g, NODE(g, XF_OP_SPLIT, flat)); /* one part: hands on too */
     xf_graph_add_output(g, sum);
     xf_graph_add_output(g, last);
     const char *backends[] = {"cpu_ref", "cpu"};
