@@ -557,8 +557,9 @@ static xf_status import_bodies(importer *im, const Onnx__NodeProto *np, const ch
 }
 
 /* Attribute a of an opaque node, kept where a runtime may run the node:
- * integers, reals (FLOAT, FLOATS, a TENSOR of floats or doubles) and
- * strings; the node's NodeProto keeps every attribute for export. */
+ * integers (INT, INTS, a TENSOR of integers), reals (FLOAT, FLOATS, a
+ * TENSOR of floats or doubles) and strings; the node's NodeProto keeps
+ * every attribute for export. */
 static xf_status opaque_attr(importer *im, const char *label, const Onnx__AttributeProto *a, xf_opaque *o)
 {
     const char *name = str_or_empty(a->name);
@@ -598,8 +599,11 @@ static xf_status opaque_attr(importer *im, const char *label, const Onnx__Attrib
         free(lens);
         break;
     }
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
-        if (!a->t || !a->t->has_data_type || (a->t->data_type != XF_DT_FLOAT && a->t->data_type != XF_DT_DOUBLE))
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: { /* reals of floats or doubles, integers of the rest */
+        bool real = a->t && a->t->has_data_type && (a->t->data_type == XF_DT_FLOAT || a->t->data_type == XF_DT_DOUBLE);
+        bool integral = a->t && a->t->has_data_type && a->t->data_type >= XF_DT_UINT8 &&
+                        a->t->data_type <= XF_DT_INT64 && a->t->data_type != XF_DT_STRING;
+        if (!real && !integral)
             break;
         char what[700];
         snprintf(what, sizeof what, "%s attribute '%s'", label, name);
@@ -608,11 +612,17 @@ static xf_status opaque_attr(importer *im, const char *label, const Onnx__Attrib
         if (st != XF_OK)
             return st;
         int64_t n = xf_tensor_numel(t);
-        double *v = n >= 0 && n < INT_MAX ? malloc(sizeof *v * (size_t)(n + 1)) : NULL;
-        for (int64_t k = 0; v && k < n; k++)
-            v[k] = t->dtype == XF_DT_FLOAT ? ((const float *)t->data)[k] : ((const double *)t->data)[k];
-        ok = v && xf_opaque_add_reals(o, name, v, (int)n);
+        double *v = real && n >= 0 && n < INT_MAX ? malloc(sizeof *v * (size_t)(n + 1)) : NULL;
+        int64_t *iv = integral && n >= 0 && n < INT_MAX ? malloc(sizeof *iv * (size_t)(n + 1)) : NULL;
+        for (int64_t k = 0; k < n && (v || iv); k++) {
+            if (v)
+                v[k] = xf_tensor_get_f64(t, k);
+            else
+                iv[k] = xf_tensor_get_i64(t, k);
+        }
+        ok = real ? v && xf_opaque_add_reals(o, name, v, (int)n) : iv && xf_opaque_add_ints(o, name, iv, (int)n);
         free(v);
+        free(iv);
         xf_tensor_release(t);
         break;
     }

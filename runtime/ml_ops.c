@@ -31,12 +31,13 @@ typedef enum ml_kind {
     ML_SVM_REGRESSOR,
     ML_SVM_CLASSIFIER,
     ML_ZIP_MAP,
+    ML_TREE_ENSEMBLE,
     ML_KINDS
 } ml_kind;
 
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
-    "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap",
+    "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
 };
 
 struct xf_rt_ml {
@@ -179,14 +180,15 @@ static bool numeric(xf_dtype t)
 xf_status xf_ml_rows(const xf_node *n, const xf_tensor *x, double **v, int64_t *rows, int64_t *cols, xf_error *err)
 {
     *v = NULL;
-    if (x->shape.ndim < 1 || x->shape.ndim > 2 || !numeric(x->dtype)) {
+    bool elementwise = strcmp(n->opaque->op_type, "Binarizer") == 0; /* of any rank: one row of all */
+    if ((!elementwise && (x->shape.ndim < 1 || x->shape.ndim > 2)) || !numeric(x->dtype)) {
         char buf[64];
         return xf_ml_fail(n, err, XF_ERR_INVALID, "X is %s of %s; it takes rank 1 or 2 of float, double, int32 or "
                           "int64", xf_shape_str(&x->shape, buf, sizeof buf), xf_dtype_name(x->dtype));
     }
-    *rows = x->shape.ndim == 1 ? 1 : x->shape.dims[0];
-    *cols = x->shape.dims[x->shape.ndim - 1];
     int64_t total = xf_tensor_numel(x);
+    *rows = x->shape.ndim == 1 || elementwise ? 1 : x->shape.dims[0];
+    *cols = elementwise ? total : x->shape.dims[x->shape.ndim - 1];
     if (!(*v = malloc(sizeof **v * (size_t)(total + 1))))
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < total; i++)
@@ -506,8 +508,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -529,7 +531,7 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
                         (long long)n_targets(n));
     if (st == XF_OK && (m->kind == ML_SVM_REGRESSOR || m->kind == ML_SVM_CLASSIFIER))
         st = xf_ml_svm_check(n, m->kind == ML_SVM_CLASSIFIER, err);
-    if (st == XF_OK && (m->kind == ML_TREE_REGRESSOR || m->kind == ML_TREE_CLASSIFIER))
+    if (st == XF_OK && (m->kind == ML_TREE_REGRESSOR || m->kind == ML_TREE_CLASSIFIER || m->kind == ML_TREE_ENSEMBLE))
         st = xf_ml_trees_create(n, m->kind == ML_TREE_CLASSIFIER, &m->trees, err);
     if (st != XF_OK) {
         xf_rt_ml_free(m);
@@ -549,6 +551,7 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:
+    case ML_TREE_ENSEMBLE:
     case ML_TREE_CLASSIFIER: st = xf_ml_trees_run(m->trees, m->node, in[0], res, err); break;
     case ML_SVM_REGRESSOR:
     case ML_SVM_CLASSIFIER:

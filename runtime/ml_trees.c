@@ -1,6 +1,7 @@
 /* ONNX-ML's TreeEnsembleRegressor and TreeEnsembleClassifier (opsets 1
- * and 3, thresholds and weights as floats or as tensors of doubles), as
- * ONNX Runtime evaluates them: a tree's root is the first node listed of
+ * and 3, thresholds and weights as floats or as tensors of doubles), and
+ * TreeEnsemble (opset 5, read into the same plan: fill_v5), as ONNX
+ * Runtime evaluates them: a tree's root is the first node listed of
  * each run of nodes with one tree id; a leaf's weights are those naming it,
  * in order of (tree, node, position); a regressor of one target adds each
  * tree's first leaf weight, of several each weight to its target, by
@@ -21,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MODE_LEQ, MODE_LT, MODE_GTE, MODE_GT, MODE_EQ, MODE_NEQ, MODE_LEAF };
+enum { MODE_LEQ, MODE_LT, MODE_GTE, MODE_GT, MODE_EQ, MODE_NEQ, MODE_MEMBER, MODE_LEAF };
 enum { AGG_SUM, AGG_AVERAGE, AGG_MIN, AGG_MAX };
 
 typedef struct tree_node {
-    double value;  /* threshold */
+    double value;  /* threshold; MEMBER: where its set starts in the members (a NaN ends it) */
     int64_t feature;
     int64_t yes, no; /* branches: node indices; a leaf: its first weight and their count */
     uint8_t mode;
@@ -47,6 +48,8 @@ struct xf_ml_trees {
     double *base;
     xf_ml_labels labels; /* a classifier's (n_targets of them) */
     bool binary, all_positive;
+    double *members;  /* TreeEnsemble's membership_values, a NaN after the last */
+    bool v5;          /* TreeEnsemble (ai.onnx.ml 5): output of X's type */
 };
 
 typedef struct tree_key {
@@ -90,7 +93,7 @@ static const double *reals_or_tensor(const xf_node *n, const char *a, int64_t *c
 static xf_status fill_nodes(xf_ml_trees *t, const xf_node *n, tree_key **keys_out, xf_error *err)
 {
     static const char *const modes[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ",
-                                        "BRANCH_NEQ", "LEAF"};
+                                        "BRANCH_NEQ", "BRANCH_MEMBER", "LEAF"};
     int64_t nn, c1, c2, c3, c4, c5, c6, cm = 0;
     const int64_t *tree = xf_ml_ints(n, "nodes_treeids", &nn), *id = xf_ml_ints(n, "nodes_nodeids", &c1);
     const int64_t *feat = xf_ml_ints(n, "nodes_featureids", &c2), *yes = xf_ml_ints(n, "nodes_truenodeids", &c3);
@@ -113,9 +116,9 @@ static xf_status fill_nodes(xf_ml_trees *t, const xf_node *n, tree_key **keys_ou
     for (int64_t i = 0; i < nn; i++) {
         tree_node *d = &t->nodes[i];
         int m = 0;
-        while (m < 7 && strcmp(mode->v[i], modes[m]) != 0)
+        while (m < 8 && strcmp(mode->v[i], modes[m]) != 0)
             m++;
-        if (m == 7)
+        if (m == 8 || m == MODE_MEMBER) /* sets are TreeEnsemble's (opset 5) */
             return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED, "node %lld of tree %lld has mode '%s' (xflow runs "
                               "BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ and LEAF)",
                               (long long)id[i], (long long)tree[i], mode->v[i]);
@@ -205,6 +208,77 @@ static xf_status fill_weights(xf_ml_trees *t, const xf_node *n, const tree_key *
     return st;
 }
 
+/* TreeEnsemble (ai.onnx.ml 5): nodes given by index, their branches to
+ * nodes or (nodes_trueleafs, nodes_falseleafs) to leaves of one weight
+ * each, the trees' roots listed (a root whose branches both name one leaf
+ * is that leaf), modes as integers (6: the feature is in the node's set,
+ * the next run of membership_values up to a NaN).  The leaves join the
+ * nodes as LEAF entries after them. */
+static xf_status fill_v5(xf_ml_trees *t, const xf_node *n, xf_error *err)
+{
+    int64_t nn, c1, c2, c3, c4, c5, c6, nl, cw, nr, nm, cm;
+    const int64_t *feat = xf_ml_ints(n, "nodes_featureids", &nn), *mode = xf_ml_ints(n, "nodes_modes", &c1);
+    const int64_t *yes = xf_ml_ints(n, "nodes_truenodeids", &c2), *no = xf_ml_ints(n, "nodes_falsenodeids", &c3);
+    const int64_t *yes_leaf = xf_ml_ints(n, "nodes_trueleafs", &c4), *no_leaf = xf_ml_ints(n, "nodes_falseleafs", &c5);
+    const int64_t *miss = xf_ml_ints(n, "nodes_missing_value_tracks_true", &cm);
+    const int64_t *target = xf_ml_ints(n, "leaf_targetids", &nl), *roots = xf_ml_ints(n, "tree_roots", &nr);
+    const double *split = xf_ml_reals(n, "nodes_splits", &c6), *w = xf_ml_reals(n, "leaf_weights", &cw);
+    const double *members = xf_ml_reals(n, "membership_values", &nm);
+    if (nn < 1 || c1 != nn || c2 != nn || c3 != nn || c4 != nn || c5 != nn || c6 != nn || (cm && cm != nn) ||
+        nl < 1 || cw != nl || nr < 1)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "its node lists (nodes_featureids, nodes_modes, nodes_splits, "
+                          "nodes_truenodeids, nodes_falsenodeids, nodes_trueleafs, nodes_falseleafs), leaf lists "
+                          "(leaf_targetids, leaf_weights) or tree_roots are empty or of different lengths");
+    t->n_nodes = nn + nl;
+    t->nodes = calloc((size_t)t->n_nodes, sizeof *t->nodes);
+    t->roots = calloc((size_t)nr, sizeof *t->roots);
+    t->weights = calloc((size_t)nl, sizeof *t->weights);
+    t->members = malloc(sizeof *t->members * (size_t)(nm + 1));
+    if (!t->nodes || !t->roots || !t->weights || !t->members)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (nm)
+        memcpy(t->members, members, sizeof *members * (size_t)nm);
+    t->members[nm] = NAN;
+    int64_t set = 0;
+    for (int64_t i = 0; i < nn; i++) {
+        int64_t y = yes_leaf[i] ? nn + yes[i] : yes[i], f = no_leaf[i] ? nn + no[i] : no[i];
+        bool y_ok = yes_leaf[i] ? yes[i] >= 0 && yes[i] < nl : yes[i] >= 0 && yes[i] < nn && yes[i] != i;
+        bool f_ok = no_leaf[i] ? no[i] >= 0 && no[i] < nl : no[i] >= 0 && no[i] < nn && no[i] != i;
+        if (mode[i] < 0 || mode[i] > MODE_MEMBER || feat[i] < 0 || !y_ok || !f_ok)
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "node %lld has mode %lld, feature %lld or a branch (%s %lld, %s "
+                              "%lld) that names nothing", (long long)i, (long long)mode[i], (long long)feat[i],
+                              yes_leaf[i] ? "leaf" : "node", (long long)yes[i], no_leaf[i] ? "leaf" : "node",
+                              (long long)no[i]);
+        t->nodes[i] = (tree_node){split[i], feat[i], y, f, (uint8_t)mode[i], cm && miss[i] == 1};
+        if (mode[i] == MODE_MEMBER) { /* its set: the next values up to a NaN */
+            if (set >= nm)
+                return xf_ml_fail(n, err, XF_ERR_INVALID, "membership_values holds fewer sets than the nodes of "
+                                  "mode 6 (set membership)");
+            t->nodes[i].value = (double)set;
+            while (set < nm && !isnan(members[set]))
+                set++;
+            set++;
+        }
+        bool degenerate = yes_leaf[i] && no_leaf[i] && yes[i] == no[i]; /* a leaf: its feature never read */
+        t->max_feature = feat[i] > t->max_feature && !degenerate ? feat[i] : t->max_feature;
+    }
+    for (int64_t j = 0; j < nl; j++) {
+        if (target[j] < 0 || target[j] >= t->n_targets)
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "leaf %lld goes to target %lld of %lld", (long long)j,
+                              (long long)target[j], (long long)t->n_targets);
+        t->nodes[nn + j] = (tree_node){0, 0, j, 1, MODE_LEAF, false};
+        t->weights[j] = (tree_weight){target[j], w[j]};
+    }
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t i = roots[r];
+        if (i < 0 || i >= nn)
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "tree %lld's root %lld is not a node", (long long)r, (long long)i);
+        bool leaf = yes_leaf[i] && no_leaf[i] && yes[i] == no[i];
+        t->roots[t->n_roots++] = leaf ? nn + yes[i] : i;
+    }
+    return XF_OK;
+}
+
 xf_status xf_ml_trees_create(const xf_node *n, bool classifier, xf_ml_trees **out, xf_error *err)
 {
     *out = NULL;
@@ -236,10 +310,23 @@ xf_status xf_ml_trees_create(const xf_node *n, bool classifier, xf_ml_trees **ou
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     if (t->base)
         memcpy(t->base, base, sizeof *t->base * (size_t)t->n_base);
+    t->v5 = strcmp(n->opaque->op_type, "TreeEnsemble") == 0;
+    if (t->v5) { /* its enums are integers, in another order */
+        static const int aggs5[] = {AGG_AVERAGE, AGG_SUM, AGG_MIN, AGG_MAX};
+        static const int transforms5[] = {ML_NONE, ML_SOFTMAX, ML_LOGISTIC, ML_SOFTMAX_ZERO, ML_PROBIT};
+        int64_t ca, ct;
+        const int64_t *a = xf_ml_ints(n, "aggregate_function", &ca), *tr = xf_ml_ints(n, "post_transform", &ct);
+        if (st == XF_OK && ((ca == 1 && (a[0] < 0 || a[0] > 3)) || (ct == 1 && (tr[0] < 0 || tr[0] > 4))))
+            st = xf_ml_fail(n, err, XF_ERR_INVALID, "aggregate_function or post_transform is out of range");
+        t->aggregate = ca == 1 && st == XF_OK ? aggs5[a[0]] : AGG_SUM;
+        t->transform = ct == 1 && st == XF_OK ? transforms5[tr[0]] : ML_NONE;
+    }
     tree_key *keys = NULL;
-    if (st == XF_OK)
+    if (st == XF_OK && t->v5)
+        st = fill_v5(t, n, err);
+    else if (st == XF_OK)
         st = fill_nodes(t, n, &keys, err);
-    if (st == XF_OK)
+    if (st == XF_OK && !t->v5)
         st = fill_weights(t, n, keys, err);
     free(keys);
     if (st != XF_OK) {
@@ -266,6 +353,10 @@ static int64_t descend(const xf_ml_trees *t, int64_t r, const double *x)
         case MODE_GTE: go |= v >= th; break;
         case MODE_GT: go |= v > th; break;
         case MODE_EQ: go |= v == th; break;
+        case MODE_MEMBER:
+            for (const double *m = t->members + (int64_t)th; !go && !isnan(*m); m++)
+                go = v == *m;
+            break;
         default: go |= v != th; break;
         }
         r = go ? d->yes : d->no;
@@ -316,7 +407,8 @@ xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tenso
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "a node reads feature %lld of rows of %lld features",
                         (long long)t->max_feature, (long long)cols);
     xf_shape zs = xf_shape_make(2, (const int64_t[]){rows, nt});
-    xf_tensor *z = st == XF_OK ? xf_tensor_create(XF_DT_FLOAT, &zs) : NULL;
+    bool dbl = t->v5 && x->dtype == XF_DT_DOUBLE; /* TreeEnsemble gives X's type */
+    xf_tensor *z = st == XF_OK ? xf_tensor_create(dbl ? XF_DT_DOUBLE : XF_DT_FLOAT, &zs) : NULL;
     xf_tensor *y = st == XF_OK && t->classifier ? xf_ml_label_tensor(&t->labels, rows, err) : NULL;
     double *s = malloc(sizeof *s * (size_t)(nt + 1));
     bool *has = malloc(sizeof *has * (size_t)(nt + 1));
@@ -376,7 +468,13 @@ xf_status xf_ml_trees_run(const xf_ml_trees *t, const xf_node *n, const xf_tenso
         }
         for (int64_t k = 0; k < count; k++)
             f[k] = (float)s[k];
-        xf_ml_write_scores(f, count, t->transform, add_second, (float *)z->data + r * nt);
+        if (dbl && t->transform == ML_NONE)
+            memcpy((double *)z->data + r * nt, s, sizeof *s * (size_t)count);
+        else if (dbl)
+            for (int64_t k = 0, w = xf_ml_write_scores(f, count, t->transform, add_second, f); k < w; k++)
+                ((double *)z->data)[r * nt + k] = f[k];
+        else
+            xf_ml_write_scores(f, count, t->transform, add_second, (float *)z->data + r * nt);
     }
     free(v);
     free(s);
@@ -401,5 +499,6 @@ void xf_ml_trees_free(xf_ml_trees *t)
     free(t->roots);
     free(t->weights);
     free(t->base);
+    free(t->members);
     free(t);
 }

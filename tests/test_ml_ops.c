@@ -351,6 +351,48 @@ START_TEST(tree_classifier)
 }
 END_TEST
 
+/* TreeEnsemble (ai.onnx.ml 5): tree 0 is node 0 (x0 <= 0.5: leaf 0, else
+ * node 1) and node 1 (x1 in {2, 3}: leaf 1, else leaf 2); tree 1 is the
+ * leaf 3 that node 2 names on both sides (its feature, 7, never read).
+ * Leaves: 1 and 0.5 to target 0,
+ * 10 and 100 to target 1.  Modes and splits are tensor attributes. */
+static Onnx__NodeProto *ensemble5(int64_t aggregate)
+{
+    static const int64_t feature[] = {0, 1, 7}, yes[] = {0, 1, 3}, no[] = {1, 2, 3}, yes_leaf[] = {1, 1, 1},
+                         no_leaf[] = {0, 1, 1}, targets[] = {0, 1, 1, 0}, roots[] = {0, 2}, d3[] = {3}, d4[] = {4};
+    static const uint8_t modes[] = {0, 6, 0};
+    static const float splits[] = {0.5f, 0, 0}, weights[] = {1, 10, 100, 0.5f}, members[] = {2, 3, NAN};
+    Onnx__NodeProto *n = ml_node("TreeEnsemble", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_ints(n, "nodes_featureids", 3, feature);
+    attr_ints(n, "nodes_truenodeids", 3, yes);
+    attr_ints(n, "nodes_falsenodeids", 3, no);
+    attr_ints(n, "nodes_trueleafs", 3, yes_leaf);
+    attr_ints(n, "nodes_falseleafs", 3, no_leaf);
+    attr_ints(n, "leaf_targetids", 4, targets);
+    attr_ints(n, "tree_roots", 2, roots);
+    attr_int(n, "n_targets", 2);
+    attr_int(n, "aggregate_function", aggregate);
+    mk_attr(n, "nodes_modes", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        mk_raw("", XF_DT_UINT8, 1, d3, modes, sizeof modes);
+    mk_attr(n, "nodes_splits", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        mk_raw("", XF_DT_FLOAT, 1, d3, splits, sizeof splits);
+    mk_attr(n, "leaf_weights", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        mk_raw("", XF_DT_FLOAT, 1, d4, weights, sizeof weights);
+    mk_attr(n, "membership_values", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        mk_raw("", XF_DT_FLOAT, 1, d3, members, sizeof members);
+    return n;
+}
+
+START_TEST(tree_ensemble_opset5)
+{
+    const float rows[] = {0, 0, 1, 2, 1, 4, 1, NAN};
+    expect_one(ml_model(ensemble5(1), 4, 2), mk(XF_DT_FLOAT, DIMS(4, 2), rows), XF_DT_FLOAT, DIMS(4, 2),
+               (double[]){1.5, 0, 0.5, 10, 0.5, 100, 0.5, 100});
+    expect_one(ml_model(ensemble5(0), 4, 2), mk(XF_DT_FLOAT, DIMS(4, 2), rows), XF_DT_FLOAT, DIMS(4, 2),
+               (double[]){0.75, 0, 0.25, 5, 0.25, 50, 0.25, 50});
+}
+END_TEST
+
 /* ------------------------------------------------------------ support vector machines */
 
 START_TEST(svm_regressor)
@@ -705,6 +747,7 @@ int main(void)
     tcase_add_test(tc, linear_models);
     tcase_add_test(tc, tree_regressor);
     tcase_add_test(tc, tree_classifier);
+    tcase_add_test(tc, tree_ensemble_opset5);
     tcase_add_test(tc, svm_regressor);
     tcase_add_test(tc, svm_classifier);
     tcase_add_test(tc, zip_map);
