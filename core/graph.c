@@ -124,7 +124,7 @@ bool xf_opaque_add_ints(xf_opaque *o, const char *attr, const int64_t *v, int n)
     }
     if (n > 0)
         memcpy(copy, v, sizeof *copy * (size_t)n);
-    o->ints[o->n_ints++] = (xf_opaque_ints){name, n, copy};
+    o->ints[o->n_ints++] = (xf_opaque_ints){name, n, copy, XF_DT_UNDEFINED};
     return true;
 }
 
@@ -150,7 +150,7 @@ bool xf_opaque_add_reals(xf_opaque *o, const char *attr, const double *v, int n)
     }
     if (n > 0)
         memcpy(copy, v, sizeof *copy * (size_t)n);
-    o->reals[o->n_reals++] = (xf_opaque_reals){name, n, copy};
+    o->reals[o->n_reals++] = (xf_opaque_reals){name, n, copy, XF_DT_UNDEFINED};
     return true;
 }
 

@@ -260,6 +260,7 @@ typedef struct xf_opaque_ints {
     char *attr;
     int n;
     int64_t *v;
+    xf_dtype dtype; /* a TENSOR attribute's element type (UNDEFINED for INT and INTS) */
 } xf_opaque_ints;
 
 /* A real-valued attribute of an opaque node, for runtimes that run the
@@ -271,10 +272,12 @@ typedef struct xf_opaque_reals {
     char *attr;
     int n;
     double *v;
+    xf_dtype dtype; /* a TENSOR attribute's element type (UNDEFINED for FLOAT and FLOATS) */
 } xf_opaque_reals;
 
-/* A STRING or STRINGS attribute of an opaque node (ONNX-ML's modes, post
- * transforms and class labels), each string NUL-terminated. */
+/* A STRING or STRINGS attribute, or a TENSOR of strings, of an opaque node
+ * (ONNX-ML's modes, post transforms, class labels and keys), each string
+ * NUL-terminated. */
 typedef struct xf_opaque_strings {
     char *attr;
     int n;

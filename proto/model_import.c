@@ -558,7 +558,8 @@ static xf_status import_bodies(importer *im, const Onnx__NodeProto *np, const ch
 
 /* Attribute a of an opaque node, kept where a runtime may run the node:
  * integers (INT, INTS, a TENSOR of integers), reals (FLOAT, FLOATS, a
- * TENSOR of floats or doubles) and strings; the node's NodeProto keeps
+ * TENSOR of floats or doubles) and strings (STRING, STRINGS, a TENSOR of
+ * strings), a tensor's element type with them; the node's NodeProto keeps
  * every attribute for export. */
 static xf_status opaque_attr(importer *im, const char *label, const Onnx__AttributeProto *a, xf_opaque *o)
 {
@@ -599,11 +600,12 @@ static xf_status opaque_attr(importer *im, const char *label, const Onnx__Attrib
         free(lens);
         break;
     }
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: { /* reals of floats or doubles, integers of the rest */
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: { /* reals of floats or doubles, integers, strings */
         bool real = a->t && a->t->has_data_type && (a->t->data_type == XF_DT_FLOAT || a->t->data_type == XF_DT_DOUBLE);
         bool integral = a->t && a->t->has_data_type && a->t->data_type >= XF_DT_UINT8 &&
                         a->t->data_type <= XF_DT_INT64 && a->t->data_type != XF_DT_STRING;
-        if (!real && !integral)
+        bool text = a->t && a->t->has_data_type && a->t->data_type == XF_DT_STRING;
+        if (!real && !integral && !text)
             break;
         char what[700];
         snprintf(what, sizeof what, "%s attribute '%s'", label, name);
@@ -620,9 +622,18 @@ static xf_status opaque_attr(importer *im, const char *label, const Onnx__Attrib
             else
                 iv[k] = xf_tensor_get_i64(t, k);
         }
-        ok = real ? v && xf_opaque_add_reals(o, name, v, (int)n) : iv && xf_opaque_add_ints(o, name, iv, (int)n);
+        size_t *lens = text && n >= 0 && n < INT_MAX ? malloc(sizeof *lens * (size_t)(n + 1)) : NULL;
+        for (int64_t k = 0; lens && k < n; k++)
+            lens[k] = t->strings && t->strings[k] ? strlen(t->strings[k]) : 0;
+        if (text)
+            ok = lens && xf_opaque_add_strings(o, name, (const char *const *)t->strings, lens, (int)n);
+        else if (real && (ok = v && xf_opaque_add_reals(o, name, v, (int)n)))
+            o->reals[o->n_reals - 1].dtype = t->dtype;
+        else if (!real && (ok = iv && xf_opaque_add_ints(o, name, iv, (int)n)))
+            o->ints[o->n_ints - 1].dtype = t->dtype;
         free(v);
         free(iv);
+        free(lens);
         xf_tensor_release(t);
         break;
     }

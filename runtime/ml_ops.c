@@ -32,12 +32,16 @@ typedef enum ml_kind {
     ML_SVM_CLASSIFIER,
     ML_ZIP_MAP,
     ML_TREE_ENSEMBLE,
+    ML_LABEL_ENCODER,
+    ML_CATEGORY_MAPPER,
+    ML_ONE_HOT_ENCODER,
     ML_KINDS
 } ml_kind;
 
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
+    "LabelEncoder", "CategoryMapper", "OneHotEncoder",
 };
 
 struct xf_rt_ml {
@@ -508,8 +512,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -548,6 +552,9 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     switch (m->kind) {
     case ML_ARRAY_FEATURE_EXTRACTOR: st = run_extract(m, in, res, err); break;
     case ML_ZIP_MAP: st = run_zip_map(m, in[0], res, err); break;
+    case ML_LABEL_ENCODER:
+    case ML_CATEGORY_MAPPER: st = xf_ml_encode_map(m->node, m->kind == ML_CATEGORY_MAPPER, in[0], res, err); break;
+    case ML_ONE_HOT_ENCODER: st = xf_ml_one_hot(m->node, in[0], res, err); break;
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:

@@ -63,4 +63,9 @@ xf_status xf_ml_svm_check(const xf_node *n, bool classifier, xf_error *err);
 xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int t, const xf_tensor *x, xf_tensor **out,
                         xf_error *err);
 
+/* LabelEncoder and CategoryMapper (category), OneHotEncoder
+ * (ml_encoders.c): X to out[0]. */
+xf_status xf_ml_encode_map(const xf_node *n, bool category, const xf_tensor *x, xf_tensor **out, xf_error *err);
+xf_status xf_ml_one_hot(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
+
 #endif

@@ -272,7 +272,8 @@ static xf_status fill_v5(xf_ml_trees *t, const xf_node *n, xf_error *err)
     for (int64_t r = 0; r < nr; r++) {
         int64_t i = roots[r];
         if (i < 0 || i >= nn)
-            return xf_ml_fail(n, err, XF_ERR_INVALID, "tree %lld's root %lld is not a node", (long long)r, (long long)i);
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "tree %lld's root %lld is not a node", (long long)r,
+                              (long long)i);
         bool leaf = yes_leaf[i] && no_leaf[i] && yes[i] == no[i];
         t->roots[t->n_roots++] = leaf ? nn + yes[i] : i;
     }

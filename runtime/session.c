@@ -98,13 +98,13 @@ static xf_status bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *co
                                              : xf_tensor_from_data(t->dtype, &t->shape, t->data);
             s->held[v] = kept ? xf_optional_create(kept, false, t->dtype) : NULL;
             xf_tensor_release(kept);
-        } else if (xf_tensor_is_container(t)) { /* dynamic mode only */
+        } else if (xf_tensor_is_container(t) || t->dtype == XF_DT_STRING) { /* dynamic mode only */
             views[v].dtype = val->dtype;
             s->held[v] = !untyped_empty(t) ? xf_tensor_retain((xf_tensor *)t)
                          : t->is_optional  ? xf_optional_create(NULL, val->kind == XF_VK_OPTIONAL_SEQUENCE, val->dtype)
                                            : xf_sequence_create(val->dtype, 0, NULL);
         }
-        if (xf_tensor_is_container(t) || wraps(val, t)) {
+        if (xf_tensor_is_container(t) || t->dtype == XF_DT_STRING || wraps(val, t)) {
             if (!s->held[v])
                 return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
             views[v].data = NULL;
@@ -690,7 +690,7 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
 static int holds_sequence(const xf_graph *g)
 {
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].kind != XF_VK_TENSOR)
+        if (g->values[v].kind != XF_VK_TENSOR || (g->values[v].is_input && g->values[v].dtype == XF_DT_STRING))
             return v;
     return -1;
 }
@@ -701,7 +701,7 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
     /* Inputs of sequence, map or optional type import without a tensor dtype. */
     for (int i = 0; i < s->g->n_inputs; i++) {
         const xf_value *v = &s->g->values[s->g->inputs[i]];
-        if (v->dtype == XF_DT_UNDEFINED || xf_dtype_size(v->dtype) == 0)
+        if (v->dtype == XF_DT_UNDEFINED || (xf_dtype_size(v->dtype) == 0 && v->dtype != XF_DT_STRING))
             return xf_error_set(err, XF_ERR_UNSUPPORTED, "input '%s' is not a tensor of a supported type (%s)",
                                 v->name, xf_dtype_name(v->dtype));
     }
@@ -709,7 +709,9 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
     int seq = holds_sequence(s->g);
     if (seq >= 0 && !s->be->host_memory)
             return xf_error_set(err, XF_ERR_UNSUPPORTED,
-                                "backend %s does not run sequences or optionals ('%s' is one); the host backends do", s->be->name,
+                                "backend %s does not run sequences, optionals or strings ('%s' is one); the host "
+                                "backends do",
+                                s->be->name,
                                 s->g->values[seq].name);
     for (int i = 0; st == XF_OK && i < s->g->n_nodes; i++) {
         const xf_node *n = &s->g->nodes[i];

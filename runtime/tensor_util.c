@@ -3,6 +3,8 @@
 #include "xf_rt_internal.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* splitmix64: tiny, well mixed, and the same on every platform */
@@ -22,7 +24,7 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
 xf_tensor *xf_tensor_random_ints(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t lo, int64_t hi)
 {
     bool floating = (XF_DTM_FLOATS & XF_DTM(dtype)) != 0;
-    if (!floating && !xf_rt_is_integral(dtype))
+    if (!floating && !xf_rt_is_integral(dtype) && dtype != XF_DT_STRING)
         return NULL;
     xf_tensor *t = xf_tensor_create(dtype, shape);
     if (!t)
@@ -31,7 +33,14 @@ xf_tensor *xf_tensor_random_ints(xf_dtype dtype, const xf_shape *shape, uint64_t
     int64_t numel = xf_tensor_numel(t);
     for (int64_t i = 0; i < numel; i++) {
         uint64_t r = next_random(&state);
-        if (floating)
+        char digits[24];
+        if (dtype == XF_DT_STRING) { /* the integers' decimal forms */
+            snprintf(digits, sizeof digits, "%lld", (long long)(lo + (int64_t)(r % (uint64_t)(hi > lo ? hi - lo : 1))));
+            if (!(t->strings[i] = strdup(digits))) {
+                xf_tensor_release(t);
+                return NULL;
+            }
+        } else if (floating)
             xf_rt_store_f64(dtype, t->data, i, (double)(r >> 11) * 0x1p-52 - 1.0);
         else
             xf_rt_store_i64(dtype, t->data, i, dtype == XF_DT_BOOL && hi - lo > 2 ? (int64_t)(r % 2)

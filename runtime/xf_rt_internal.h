@@ -407,12 +407,13 @@ xf_dtype xf_rt_flex_precision(const xf_node *n, xf_dtype t);
 xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *const *outer, int n_outer,
                          xf_session *score_mod, xf_session *prob_mod, xf_tensor **out, xf_error *err);
 
-/* ---------------------------------------------------------------- ONNX-ML (ml_ops.c, ml_trees.c, ml_svm.c) */
+/* ---------------------------------------------------------------- ONNX-ML (ml_*.c) */
 
 /* The ONNX-ML ops the runtime runs (domain ai.onnx.ml: Scaler,
  * Normalizer, Binarizer, Imputer, ArrayFeatureExtractor, LinearRegressor,
  * LinearClassifier, TreeEnsembleRegressor, TreeEnsembleClassifier,
- * SVMRegressor, SVMClassifier, ZipMap, TreeEnsemble), on
+ * SVMRegressor, SVMClassifier, ZipMap, TreeEnsemble, LabelEncoder,
+ * CategoryMapper, OneHotEncoder), on
  * the host like control flow, from a plan checked once. */
 typedef struct xf_rt_ml xf_rt_ml;
 bool xf_rt_ml_node(const xf_node *n);

@@ -649,6 +649,145 @@ START_TEST(string_labels)
 }
 END_TEST
 
+/* ------------------------------------------------------------ encoders of strings */
+
+/* A model of node n reading X, a tensor [k] of type t, giving Y. */
+static Onnx__ModelProto *vector_model(Onnx__NodeProto *n, xf_dtype t, int64_t k)
+{
+    int64_t *d = zalloc(sizeof *d);
+    *d = k;
+    Onnx__GraphProto *g = mk_graph("enc");
+    PUSH(g->n_input, g->input, mk_vi("X", t, 1, d, NULL));
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_UNDEFINED, -1, NULL, NULL));
+    Onnx__ModelProto *m = mk_model(g, 17);
+    add_opset(m, "ai.onnx.ml", 4);
+    return m;
+}
+
+/* A tensor [n] of the strings given (NULL-terminated). */
+static xf_tensor *text(const char *const *v)
+{
+    int64_t n = 0;
+    while (v[n])
+        n++;
+    xf_tensor *t = xf_tensor_create(XF_DT_STRING, &(xf_shape){.ndim = 1, .dims = {n}});
+    ck_assert_ptr_nonnull(t);
+    for (int64_t i = 0; i < n; i++)
+        t->strings[i] = strdup(v[i]);
+    return t;
+}
+
+/* Runs the model on every host backend with x (released) and returns the
+ * cpu_ref output after checking the others give the same. */
+static xf_tensor *run_encoder(Onnx__ModelProto *mp, xf_tensor *x)
+{
+    const char *backends[4];
+    int nb = host_backends(backends);
+    xf_tensor *first = NULL;
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *y = NULL;
+        xf_error e = {0};
+        ck_assert_msg(run_on(mp, backends[b], &x, &y, &e) == XF_OK, "%s: %s", backends[b], e.msg);
+        bool same = true;
+        ck_assert(!first || (xf_tensor_compare(y, first, 0, 0, NULL, NULL, &same, &e) == XF_OK && same));
+        if (first)
+            xf_tensor_release(y);
+        else
+            first = y;
+    }
+    xf_tensor_release(x);
+    return first;
+}
+
+static void expect_text(xf_tensor *y, const char *const *want)
+{
+    ck_assert_int_eq(y->dtype, XF_DT_STRING);
+    for (int64_t i = 0; want[i]; i++)
+        ck_assert_msg(y->strings[i] && strcmp(y->strings[i], want[i]) == 0, "element %lld: %s, want %s",
+                      (long long)i, y->strings[i], want[i]);
+    xf_tensor_release(y);
+}
+
+/* LabelEncoder (opset 2's lists with defaults, opset 4's tensors, opset
+ * 1's classes both ways), CategoryMapper both ways and OneHotEncoder, on
+ * string inputs the session holds. */
+START_TEST(string_encoders)
+{
+    static const char *const abc[] = {"a", "b", "c"}, *const xy[] = {"x", "y", "z"};
+    static const int64_t nums[] = {7, 8, 9};
+    const char *const in[] = {"b", "q", "a", "c", NULL};
+    Onnx__NodeProto *n = ml_node("LabelEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_strings(n, "keys_strings", 3, abc);
+    attr_ints(n, "values_int64s", 3, nums);
+    attr_int(n, "default_int64", 42);
+    EXPECT(run_encoder(vector_model(n, XF_DT_STRING, 4), text(in)), XF_DT_INT64, DIMS(4), 8, 42, 7, 9);
+    n = ml_node("LabelEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_ints(n, "keys_int64s", 3, nums);
+    attr_strings(n, "values_strings", 3, xy);
+    expect_text(run_encoder(vector_model(n, XF_DT_INT64, 3), I64(DIMS(3), 9, 1, 7)),
+                (const char *[]){"z", "_Unused", "x", NULL});
+    n = ml_node("LabelEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_floats(n, "keys_floats", 2, (const float[]){NAN, 0.5f});
+    attr_floats(n, "values_floats", 2, (const float[]){1, 2});
+    EXPECT(run_encoder(vector_model(n, XF_DT_FLOAT, 3), F32(DIMS(3), 0.5f, NAN, 3)), XF_DT_FLOAT, DIMS(3), 2, 1,
+           -0.0);
+    /* opset 4: keys and values as tensors, the default a tensor too */
+    static const int64_t d3[] = {3}, d1[] = {1};
+    static const int16_t vals16[] = {-1, 2, 300}, def16[] = {5};
+    n = ml_node("LabelEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    Onnx__TensorProto *keys = mk_tensor("", XF_DT_STRING, 1, d3);
+    keys->n_string_data = 3;
+    keys->string_data = zalloc(sizeof *keys->string_data * 3);
+    for (int i = 0; i < 3; i++)
+        keys->string_data[i] = (ProtobufCBinaryData){1, (uint8_t *)abc[i]};
+    mk_attr(n, "keys_tensor", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = keys;
+    mk_attr(n, "values_tensor", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        mk_raw("", XF_DT_INT16, 1, d3, vals16, sizeof vals16);
+    mk_attr(n, "default_tensor", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        mk_raw("", XF_DT_INT16, 1, d1, def16, sizeof def16);
+    xf_tensor *y = run_encoder(vector_model(n, XF_DT_STRING, 4), text(in));
+    ck_assert_int_eq(y->dtype, XF_DT_INT16);
+    const int16_t *y16 = y->data;
+    ck_assert(y16[0] == 2 && y16[1] == 5 && y16[2] == -1 && y16[3] == 300);
+    xf_tensor_release(y);
+    /* opset 1: classes_strings, a class's position */
+    n = ml_node("LabelEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_strings(n, "classes_strings", 3, abc);
+    EXPECT(run_encoder(vector_model(n, XF_DT_STRING, 4), text(in)), XF_DT_INT64, DIMS(4), 1, -1, 0, 2);
+    n = ml_node("LabelEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_strings(n, "classes_strings", 3, abc);
+    attr_string(n, "default_string", "?");
+    expect_text(run_encoder(vector_model(n, XF_DT_INT64, 3), I64(DIMS(3), 2, 3, 0)),
+                (const char *[]){"c", "?", "a", NULL});
+    /* CategoryMapper, both ways */
+    for (int way = 0; way < 2; way++) {
+        n = ml_node("CategoryMapper", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+        attr_strings(n, "cats_strings", 3, abc);
+        attr_ints(n, "cats_int64s", 3, nums);
+        if (way == 0)
+            EXPECT(run_encoder(vector_model(n, XF_DT_STRING, 4), text(in)), XF_DT_INT64, DIMS(4), 8, -1, 7, 9);
+        else
+            expect_text(run_encoder(vector_model(n, XF_DT_INT64, 2), I64(DIMS(2), 9, 4)),
+                        (const char *[]){"c", "_Unused", NULL});
+    }
+    /* OneHotEncoder: an unknown string gives zeros; with zeros 0 an
+     * unknown number is refused */
+    n = ml_node("OneHotEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_strings(n, "cats_strings", 3, abc);
+    EXPECT(run_encoder(vector_model(n, XF_DT_STRING, 4), text(in)), XF_DT_FLOAT, DIMS(4, 3), 0, 1, 0, 0, 0, 0, 1, 0,
+           0, 0, 0, 1);
+    n = ml_node("OneHotEncoder", (const char *[]){"X", NULL}, (const char *[]){"Y", NULL});
+    attr_ints(n, "cats_int64s", 3, nums);
+    attr_int(n, "zeros", 0);
+    xf_tensor *x = I64(DIMS(2), 8, 5);
+    xf_error e = {0};
+    ck_assert_int_eq(run_on(vector_model(n, XF_DT_INT64, 2), "cpu_ref", &x, &y, &e), XF_ERR_INVALID);
+    ck_assert_msg(strstr(e.msg, "(OneHotEncoder): element 1 is in none of its 3 categories"), "%s", e.msg);
+    xf_tensor_release(x);
+}
+END_TEST
+
 /* ------------------------------------------------------------ refusals */
 
 /* The session is refused, naming the node and what is wrong, where the
@@ -752,6 +891,7 @@ int main(void)
     tcase_add_test(tc, svm_classifier);
     tcase_add_test(tc, zip_map);
     tcase_add_test(tc, string_labels);
+    tcase_add_test(tc, string_encoders);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, xflowc_checks_outputs);
     suite_add_tcase(s, tc);
