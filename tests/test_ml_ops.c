@@ -873,6 +873,28 @@ START_TEST(xflowc_checks_outputs)
     ck_assert_msg(!strstr(out, "shapes only"), "%s", out);
     ck_assert_msg(strstr(out, "symbolic dims kept: 'X' dim 0 ('N')"), "%s", out);
     free(out);
+    /* two inputs of unnamed batch dims, which a Concat ties: tried at
+     * equal sizes only, and kept (nothing depends on which is which) */
+    static const int64_t col[] = {-1, 1};
+    g = mk_graph("two");
+    PUSH(g->n_input, g->input, mk_vi("a", XF_DT_FLOAT, 2, col, NULL));
+    PUSH(g->n_input, g->input, mk_vi("b", XF_DT_FLOAT, 2, col, NULL));
+    Onnx__NodeProto *cat = mk_node("Concat", "cat", (const char *[]){"a", "b", NULL}, (const char *[]){"ab", NULL});
+    attr_int(cat, "axis", 1);
+    PUSH(g->n_node, g->node, cat);
+    Onnx__NodeProto *sc = ml_node("Scaler", (const char *[]){"ab", NULL}, (const char *[]){"Y", NULL});
+    attr_floats(sc, "offset", 1, (const float[]){1});
+    attr_floats(sc, "scale", 1, (const float[]){2});
+    PUSH(g->n_node, g->node, sc);
+    PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_FLOAT, 2, (const int64_t[]){-1, 2}, NULL));
+    mp = mk_model(g, 17);
+    add_opset(mp, "ai.onnx.ml", 3);
+    snprintf(in, sizeof in, "%s/two.onnx", dir);
+    write_model(mp, in);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s/two_out.onnx --check", xf_test_tool("xflowc"), in, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'a' dim 0, 'b' dim 0"), "%s", out);
+    free(out);
 }
 END_TEST
 

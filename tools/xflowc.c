@@ -617,10 +617,15 @@ static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opse
     else if (at[1])
         p->why[0] = '\0';
     /* tried at shared sizes, a shape entry that copies one unknown cannot
-     * be told from one that copies another */
+     * be told from one that copies another, nor an output dim that follows
+     * one named after it; unless no shape entry depends on the sizes and
+     * neither dim has a name (scikit-learn's inputs, whose batch dims a
+     * Concat of the columns ties) */
+    bool constant_free = written == 0 && p->recompute.n == 0;
     for (int i = 0; at[1] && !p->distinct && !p->why[0] && i < m->n_symbolic; i++)
         for (int j = i + 1; j < m->n_symbolic && !p->why[0]; j++)
-            if (!sym_same(m, i, j) && sym_size(m, i, 0, false) == sym_size(m, j, 0, false) &&
+            if (!sym_same(m, i, j) && !(constant_free && !m->symbolic[i].name[0] && !m->symbolic[j].name[0]) &&
+                sym_size(m, i, 0, false) == sym_size(m, j, 0, false) &&
                 sym_size(m, i, 1, false) == sym_size(m, j, 1, false))
                 snprintf(p->why, sizeof p->why,
                          "'%s' dim %d and '%s' dim %d could only be tried at equal sizes, which cannot tell a shape "
