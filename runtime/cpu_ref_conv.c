@@ -217,7 +217,7 @@ static xf_status conv_im2col(const xf_rt_window *w, const conv_channels *ch, con
         return XF_ERR_NOMEM;
     for (int64_t i = 0; i < ch->batch * ch->c_out * out_sp; i++)
         y[i] = 0.0;
-    for (int64_t b = 0; b < ch->batch; b++)
+    for (int64_t b = 0; b < ch->batch && ch->mg > 0; b++) /* no output channels: no columns to build */
         for (int64_t g = 0; g < ch->group; g++) {
             const double *xi = x + b * ch->c_in * in_sp, *wg = wt + g * ch->mg * rows;
             double *yg = y + (b * ch->c_out + g * ch->mg) * out_sp;

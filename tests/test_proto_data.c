@@ -254,7 +254,8 @@ END_TEST
  * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
  * of an empty input, a GridSample of an empty grid and a
  * CausalConvWithState over an empty sequence, which the sanitizer build
- * runs without finding undefined behaviour). */
+ * runs without finding undefined behaviour; a ConvInteger of no output
+ * channels whose padding made 860 M column entries nothing read, now none). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
 {
