@@ -57,8 +57,15 @@ static xf_status read_svm(const xf_node *n, bool classifier, svm *m, xf_error *e
         m->labels = xf_ml_labels_of(n, "classlabels_ints");
         m->n_classes = m->labels.n;
         m->per_class = xf_ml_ints(n, "vectors_per_class", &m->n_per_class);
-        for (int64_t c = 0; c < m->n_per_class; c++)
-            m->n_vectors += m->per_class[c] > 0 ? m->per_class[c] : 0;
+        for (int64_t c = 0; c < m->n_per_class; c++) {
+            if (m->per_class[c] < 0 || m->per_class[c] > nv)
+                return xf_ml_fail(n, err, XF_ERR_INVALID, "vectors_per_class[%lld] is %lld", (long long)c,
+                                  (long long)m->per_class[c]);
+            m->n_vectors += m->per_class[c];
+        }
+        if (m->n_vectors > nv || m->n_classes > 65536) /* (pairs of classes and their k x k coupling are made) */
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "has %lld support vectors for %lld values, or %lld classes "
+                              "(at most 65536)", (long long)m->n_vectors, (long long)nv, (long long)m->n_classes);
         if (m->n_classes < 1)
             return xf_ml_fail(n, err, XF_ERR_INVALID, "has no class labels");
     } else {

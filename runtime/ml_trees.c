@@ -303,9 +303,9 @@ xf_status xf_ml_trees_create(const xf_node *n, bool classifier, xf_ml_trees **ou
         const int64_t *nt = xf_ml_ints(n, "n_targets", &count);
         t->n_targets = count == 1 ? nt[0] : 1;
     }
-    if (st == XF_OK && (classifier ? t->n_targets < 2 : t->n_targets < 1))
+    if (st == XF_OK && (classifier ? t->n_targets < 2 : t->n_targets < 1 || t->n_targets > (1 << 24)))
         st = xf_ml_fail(n, err, XF_ERR_INVALID, classifier ? "has %lld class labels; it needs two or more"
-                                                           : "has %lld targets", (long long)t->n_targets);
+                                                           : "has %lld targets (1 to 2^24)", (long long)t->n_targets);
     const double *base = reals_or_tensor(n, "base_values", &t->n_base);
     if (st == XF_OK && t->n_base > 0 && !(t->base = malloc(sizeof *t->base * (size_t)t->n_base)))
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
