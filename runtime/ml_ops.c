@@ -1,15 +1,18 @@
 /* ONNX-ML (domain ai.onnx.ml): the ops scikit-learn's converters
- * (skl2onnx) and others write for preprocessing, linear models and tree
- * ensembles, run on the host as ONNX Runtime runs them -- its binary
- * classifiers' scores, its post transforms (a logistic exact on both
- * sides, its probit's approximate inverse error function) -- so that such
- * a model gives ONNX Runtime's outputs here and xflowc can check it.
- * Import keeps these nodes opaque with their attributes
- * (xf_opaque_reals, xf_opaque_strings); the session runs them like control
- * flow, from a plan made once (control_flow.c).  ZipMap's output is a
- * sequence of maps (xf_map_create).  Labels that are strings are a type
- * the runtime does not hold: such nodes are refused by name when the
- * session is made. */
+ * (skl2onnx) and others write for preprocessing, linear models, tree
+ * ensembles, support vector machines and encoders, run on the host as
+ * ONNX Runtime runs them -- its binary classifiers' scores, its post
+ * transforms (a logistic exact on both sides, its probit's approximate
+ * inverse error function) -- so that such a model gives ONNX Runtime's
+ * outputs here and xflowc can check it.  Import keeps these nodes opaque
+ * with their attributes (xf_opaque_reals, xf_opaque_strings); the session
+ * runs them like control flow, from a plan made once (control_flow.c),
+ * and holds the strings they read and write on the host.  ZipMap's output
+ * is a sequence of maps (xf_map_create).  This file has the dispatch, the
+ * shared helpers, the preprocessing ops and the linear models; the trees,
+ * SVMs and encoders have files of their own (ml_trees.c, ml_svm.c,
+ * ml_encoders.c), and ONNX's own string ops StringConcat and StringSplit,
+ * dispatched here too, string_ops.c. */
 #include "ml_ops.h"
 
 #include <math.h>
@@ -35,13 +38,15 @@ typedef enum ml_kind {
     ML_LABEL_ENCODER,
     ML_CATEGORY_MAPPER,
     ML_ONE_HOT_ENCODER,
+    ML_STRING_CONCAT, /* ONNX's own string ops from here: the default domain */
+    ML_STRING_SPLIT,
     ML_KINDS
 } ml_kind;
 
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
-    "LabelEncoder", "CategoryMapper", "OneHotEncoder",
+    "LabelEncoder", "CategoryMapper", "OneHotEncoder", "StringConcat", "StringSplit",
 };
 
 struct xf_rt_ml {
@@ -53,10 +58,12 @@ struct xf_rt_ml {
 
 static int kind_of(const xf_node *n)
 {
-    if (n->op != XF_OP_OPAQUE || !n->opaque || strcmp(n->opaque->domain, "ai.onnx.ml") != 0)
+    if (n->op != XF_OP_OPAQUE || !n->opaque)
         return -1;
+    const char *d = n->opaque->domain;
+    bool ml = strcmp(d, "ai.onnx.ml") == 0, onnx = !d[0] || strcmp(d, "ai.onnx") == 0;
     for (int k = 0; k < ML_KINDS; k++)
-        if (strcmp(n->opaque->op_type, ml_names[k]) == 0)
+        if ((k < ML_STRING_CONCAT ? ml : onnx) && strcmp(n->opaque->op_type, ml_names[k]) == 0)
             return k;
     return -1;
 }
@@ -512,8 +519,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -555,6 +562,8 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_LABEL_ENCODER:
     case ML_CATEGORY_MAPPER: st = xf_ml_encode_map(m->node, m->kind == ML_CATEGORY_MAPPER, in[0], res, err); break;
     case ML_ONE_HOT_ENCODER: st = xf_ml_one_hot(m->node, in[0], res, err); break;
+    case ML_STRING_CONCAT: st = xf_str_concat(m->node, in[0], in[1], res, err); break;
+    case ML_STRING_SPLIT: st = xf_str_split(m->node, in[0], res, err); break;
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:

@@ -413,7 +413,7 @@ xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *cons
  * Normalizer, Binarizer, Imputer, ArrayFeatureExtractor, LinearRegressor,
  * LinearClassifier, TreeEnsembleRegressor, TreeEnsembleClassifier,
  * SVMRegressor, SVMClassifier, ZipMap, TreeEnsemble, LabelEncoder,
- * CategoryMapper, OneHotEncoder), on
+ * CategoryMapper, OneHotEncoder) and ONNX's StringConcat and StringSplit, on
  * the host like control flow, from a plan checked once. */
 typedef struct xf_rt_ml xf_rt_ml;
 bool xf_rt_ml_node(const xf_node *n);

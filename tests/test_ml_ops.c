@@ -788,6 +788,55 @@ START_TEST(string_encoders)
 }
 END_TEST
 
+/* ONNX's StringConcat (broadcast) and StringSplit (Python's str.split:
+ * whitespace runs, or every delimiter; maxsplit; padded parts and counts),
+ * run beside the ONNX-ML ops. */
+START_TEST(string_ops)
+{
+    static const int64_t d21[] = {2, 1}, d3[] = {3};
+    Onnx__GraphProto *g = mk_graph("concat");
+    PUSH(g->n_input, g->input, mk_vi("A", XF_DT_STRING, 2, d21, NULL));
+    PUSH(g->n_input, g->input, mk_vi("B", XF_DT_STRING, 1, d3, NULL));
+    PUSH(g->n_node, g->node, mk_node("StringConcat", "cat", (const char *[]){"A", "B", NULL},
+                                     (const char *[]){"Y", NULL}));
+    PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
+    xf_tensor *in[2] = {text((const char *[]){"x", "yy", NULL}), text((const char *[]){"1", "", "3", NULL})};
+    in[0]->shape = xf_shape_make(2, d21);
+    xf_tensor *y = NULL;
+    xf_error e = {0};
+    ck_assert_msg(run_on(mk_model(g, 20), "cpu_ref", in, &y, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(y->shape.ndim, 2);
+    expect_text(y, (const char *[]){"x1", "x", "x3", "yy1", "yy", "yy3", NULL});
+    release_all(in, 2);
+    const char *rows[] = {"  a b  c  ", "", ",a,,b", NULL};
+    for (int form = 0; form < 2; form++) {
+        g = mk_graph("split");
+        PUSH(g->n_input, g->input, mk_vi("X", XF_DT_STRING, 1, d3, NULL));
+        Onnx__NodeProto *n = mk_node("StringSplit", "split", (const char *[]){"X", NULL},
+                                     (const char *[]){"Y", "Z", NULL});
+        if (form == 0)
+            attr_int(n, "maxsplit", 1);
+        else
+            attr_string(n, "delimiter", ",");
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
+        PUSH(g->n_output, g->output, mk_vi("Z", XF_DT_INT64, -1, NULL, NULL));
+        xf_tensor *x = text(rows), *out[2] = {NULL, NULL};
+        ck_assert_msg(run_on(mk_model(g, 20), "cpu_ref", &x, out, &e) == XF_OK, "%s", e.msg);
+        if (form == 0) { /* whitespace, one split at most: the rest as it is */
+            ck_assert(out[0]->shape.ndim == 2 && out[0]->shape.dims[1] == 2);
+            expect_text(out[0], (const char *[]){"a", "b  c  ", "", "", ",a,,b", "", NULL});
+            EXPECT(out[1], XF_DT_INT64, DIMS(3), 2, 0, 1);
+        } else { /* every comma: empty parts kept, an empty string one part */
+            ck_assert(out[0]->shape.ndim == 2 && out[0]->shape.dims[1] == 4);
+            expect_text(out[0], (const char *[]){"  a b  c  ", "", "", "", "", "", "", "", "", "a", "", "b", NULL});
+            EXPECT(out[1], XF_DT_INT64, DIMS(3), 1, 1, 4);
+        }
+        xf_tensor_release(x);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ refusals */
 
 /* The session is refused, naming the node and what is wrong, where the
@@ -914,6 +963,7 @@ int main(void)
     tcase_add_test(tc, zip_map);
     tcase_add_test(tc, string_labels);
     tcase_add_test(tc, string_encoders);
+    tcase_add_test(tc, string_ops);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, xflowc_checks_outputs);
     suite_add_tcase(s, tc);
