@@ -23,6 +23,10 @@ typedef struct importer {
     xfp_arena inlined;       /* the graph with model-local functions inlined (model_functions.c) */
 } importer;
 
+/* model_import_opaque.c: attribute a of an opaque node (label names the
+ * node in errors), kept in o where a runtime may read it. */
+xf_status xfp_opaque_attr(importer *im, const char *label, const Onnx__AttributeProto *a, xf_opaque *o);
+
 /* model_import_dims.c: the sizes a load is given for symbolic dims
  * (--input-shape overrides, --dim sizes, the shapes of tensors to be fed),
  * checked against the graph inputs and bound to the dims' symbols. */
