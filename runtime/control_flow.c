@@ -6,9 +6,9 @@
  * iteration (SequenceMap: per sequence entry), as a session of its own on
  * the same backend.  Body sessions run in dynamic
  * mode: a branch's shapes may differ from one run to the next, and a loop's
- * carried values from one iteration to the next.  The ONNX-ML ops
- * (ml_ops.c), which have no subgraphs, run here too: on the host, outputs
- * of the shapes their inputs give. */
+ * carried values from one iteration to the next.  The ONNX-ML ops and
+ * ONNX's string ops (ml_ops.c), which have no subgraphs, run here too: on
+ * the host, outputs of the shapes their inputs give. */
 #include "xf_rt_internal.h"
 
 #include <stdlib.h>
@@ -29,7 +29,7 @@ struct xf_rt_flow {
     /* Scan: per scan input, then per scan output, its axis and whether it
      * runs backwards */
     int64_t *axis, *reverse;
-    xf_rt_ml *ml; /* an ONNX-ML op's plan */
+    xf_rt_ml *ml; /* an ONNX-ML or string op's plan */
 };
 
 static flow_kind kind_of(const xf_node *n)

@@ -1,6 +1,9 @@
-/* ONNX-ML (domain ai.onnx.ml), shared between ml_ops.c (the ops, their
- * attributes, scores and post transforms) and ml_trees.c (the tree
- * ensembles).  See xf_rt_internal.h for what the session calls. */
+/* The host ops: ONNX-ML (domain ai.onnx.ml) and ONNX's string ops, shared
+ * between ml_ops.c (the dispatch, attributes, labels, scores and post
+ * transforms, preprocessing and linear models) and the files of the tree
+ * ensembles (ml_trees.c), SVMs (ml_svm.c), encoders (ml_encoders.c) and
+ * string ops (string_ops.c).  See xf_rt_internal.h for what the session
+ * calls. */
 #ifndef XF_ML_OPS_H
 #define XF_ML_OPS_H
 

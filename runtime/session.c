@@ -433,7 +433,7 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
         g->values[v].kind = xf_tensor_kind(t);
         g->values[v].dtype = t->dtype;
         g->values[v].shape = t->shape;
-        if (xf_tensor_is_container(t) || t->dtype == XF_DT_STRING) { /* strings: ONNX-ML's labels */
+        if (xf_tensor_is_container(t) || t->dtype == XF_DT_STRING) { /* strings: the host ops' */
             views[v] = (xf_tensor_view){t->dtype, t->shape, NULL};
             s->held[v] = outs[k];
             outs[k] = NULL;
@@ -542,7 +542,7 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
                                   g->values[v].name, s->held[v]->is_optional ? "n" : "",
                                   xf_kind_name(xf_tensor_kind(s->held[v])),
                                   s->held[v]->dtype == XF_DT_STRING ? " of strings" : "",
-                                  s->held[v]->dtype == XF_DT_STRING ? "ONNX-ML" : "sequence and optional");
+                                  s->held[v]->dtype == XF_DT_STRING ? "ONNX-ML and string" : "sequence and optional");
         if (out >= 0) { /* the same sequence or optional */
             g->values[out].kind = xf_tensor_kind(s->held[v]);
             views[out] = views[v];
@@ -686,7 +686,8 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
     return XF_OK;
 }
 
-/* The first value that is a sequence or an optional, or -1. */
+/* The first value the session holds on the host (a sequence, an optional
+ * or a string input), or -1. */
 static int holds_sequence(const xf_graph *g)
 {
     for (int v = 0; v < g->n_values; v++)
