@@ -11,8 +11,8 @@
  * is a sequence of maps (xf_map_create).  This file has the dispatch, the
  * shared helpers, the preprocessing ops and the linear models; the trees,
  * SVMs and encoders have files of their own (ml_trees.c, ml_svm.c,
- * ml_encoders.c), and ONNX's own string ops StringConcat and StringSplit,
- * dispatched here too, string_ops.c. */
+ * ml_encoders.c), and ONNX's own string ops StringConcat, StringSplit
+ * and StringNormalizer, dispatched here too, string_ops.c. */
 #include "ml_ops.h"
 
 #include <math.h>
@@ -40,6 +40,7 @@ typedef enum ml_kind {
     ML_ONE_HOT_ENCODER,
     ML_STRING_CONCAT, /* ONNX's own string ops from here: the default domain */
     ML_STRING_SPLIT,
+    ML_STRING_NORMALIZER,
     ML_KINDS
 } ml_kind;
 
@@ -47,6 +48,7 @@ static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
     "LabelEncoder", "CategoryMapper", "OneHotEncoder", "StringConcat", "StringSplit",
+    "StringNormalizer",
 };
 
 struct xf_rt_ml {
@@ -519,8 +521,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2, 1};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -564,6 +566,7 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_ONE_HOT_ENCODER: st = xf_ml_one_hot(m->node, in[0], res, err); break;
     case ML_STRING_CONCAT: st = xf_str_concat(m->node, in[0], in[1], res, err); break;
     case ML_STRING_SPLIT: st = xf_str_split(m->node, in[0], res, err); break;
+    case ML_STRING_NORMALIZER: st = xf_str_normalize(m->node, in[0], res, err); break;
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:

@@ -71,9 +71,10 @@ xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int t, const xf_tenso
 xf_status xf_ml_encode_map(const xf_node *n, bool category, const xf_tensor *x, xf_tensor **out, xf_error *err);
 xf_status xf_ml_one_hot(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
 
-/* StringConcat and StringSplit (string_ops.c): out[0] (StringSplit: and
- * the counts in out[1]). */
+/* StringConcat, StringSplit and StringNormalizer (string_ops.c): out[0]
+ * (StringSplit: and the counts in out[1]). */
 xf_status xf_str_concat(const xf_node *n, const xf_tensor *x, const xf_tensor *y, xf_tensor **out, xf_error *err);
 xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
+xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
 
 #endif

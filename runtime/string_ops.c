@@ -1,12 +1,15 @@
-/* ONNX's string ops of opset 20 that the host backends run beside
- * ONNX-ML's (ml_ops.c dispatches them; the session holds strings on the
- * host): StringConcat (elementwise, broadcasting) and StringSplit (as
- * Python's str.split: without a delimiter, or with an empty one, on runs
- * of whitespace with none of it kept; with one, every occurrence; at most
+/* ONNX's string ops that the host backends run beside ONNX-ML's
+ * (ml_ops.c dispatches them; the session holds strings on the host):
+ * StringConcat (elementwise, broadcasting), StringSplit (as Python's
+ * str.split: without a delimiter, or with an empty one, on runs of
+ * whitespace with none of it kept; with one, every occurrence; at most
  * maxsplit splits; the parts padded with "" to the longest row, their
- * counts beside). */
+ * counts beside) and StringNormalizer (stopwords dropped, compared as
+ * given or, where is_case_sensitive is 0, in lower case; then LOWER or
+ * UPPER; ASCII letters only change case; nothing left gives one ""). */
 #include "ml_ops.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,5 +149,65 @@ xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf
     }
     out[0] = y;
     out[1] = counts;
+    return XF_OK;
+}
+
+/* s in ASCII lower (lower) or upper case, a new string (NULL: out of memory). */
+static char *with_case(const char *s, bool lower)
+{
+    char *r = strdup(s);
+    for (char *p = r; p && *p; p++)
+        *p = (char)(lower ? tolower((unsigned char)*p) : toupper((unsigned char)*p));
+    return r;
+}
+
+/* Whether s is one of the stopwords (as given, or in lower case). */
+static bool stopword(const char *s, const xf_opaque_strings *stops, bool sensitive)
+{
+    char *low = sensitive ? NULL : with_case(s, true);
+    bool hit = false;
+    for (int k = 0; stops && k < stops->n && !hit; k++) {
+        char *w = sensitive ? NULL : with_case(stops->v[k], true);
+        hit = sensitive ? strcmp(s, stops->v[k]) == 0 : low && w && strcmp(low, w) == 0;
+        free(w);
+    }
+    free(low);
+    return hit;
+}
+
+xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err)
+{
+    bool matrix = x->shape.ndim == 2;
+    if (x->dtype != XF_DT_STRING || (x->shape.ndim != 1 && !(matrix && x->shape.dims[0] == 1)))
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "takes strings of shape [C] or [1, C]");
+    const char *action = xf_ml_string(n, "case_change_action", "NONE");
+    if (strcmp(action, "NONE") != 0 && strcmp(action, "LOWER") != 0 && strcmp(action, "UPPER") != 0)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "case_change_action '%s' is none of NONE, LOWER, UPPER", action);
+    int64_t ns;
+    const int64_t *cs = xf_ml_ints(n, "is_case_sensitive", &ns);
+    bool sensitive = ns == 1 && cs[0] != 0;
+    const xf_opaque_strings *stops = xf_opaque_find_strings(n->opaque, "stopwords");
+    int64_t numel = xf_tensor_numel(x), kept = 0;
+    for (int64_t i = 0; i < numel; i++)
+        kept += !stopword(str_at(x, i), stops, sensitive);
+    int64_t len = kept ? kept : 1; /* nothing left: one empty string */
+    xf_shape s = matrix ? xf_shape_make(2, (const int64_t[]){1, len}) : xf_shape_make(1, &len);
+    xf_tensor *y = xf_tensor_create(XF_DT_STRING, &s);
+    xf_status st = y ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0, k = 0; st == XF_OK && i < numel; i++) {
+        const char *w = str_at(x, i);
+        if (stopword(w, stops, sensitive))
+            continue;
+        y->strings[k] = action[0] == 'N' ? strdup(w) : with_case(w, action[0] == 'L');
+        if (!y->strings[k++])
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    if (st == XF_OK && !kept && !(y->strings[0] = strdup("")))
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (st != XF_OK) {
+        xf_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
     return XF_OK;
 }

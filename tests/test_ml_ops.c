@@ -788,9 +788,9 @@ START_TEST(string_encoders)
 }
 END_TEST
 
-/* ONNX's StringConcat (broadcast) and StringSplit (Python's str.split:
- * whitespace runs, or every delimiter; maxsplit; padded parts and counts),
- * run beside the ONNX-ML ops. */
+/* ONNX's StringConcat (broadcast), StringSplit (Python's str.split:
+ * whitespace runs, or every delimiter; maxsplit; padded parts and counts)
+ * and StringNormalizer, run beside the ONNX-ML ops. */
 START_TEST(string_ops)
 {
     static const int64_t d21[] = {2, 1}, d3[] = {3};
@@ -832,6 +832,25 @@ START_TEST(string_ops)
             expect_text(out[0], (const char *[]){"  a b  c  ", "", "", "", "", "", "", "", "", "a", "", "b", NULL});
             EXPECT(out[1], XF_DT_INT64, DIMS(3), 1, 1, 4);
         }
+        xf_tensor_release(x);
+    }
+    /* StringNormalizer: stopwords in any case, then upper case; [1, C]
+     * keeps its row; nothing left gives one empty string */
+    for (int all = 0; all < 2; all++) {
+        static const int64_t d1x4[] = {1, 4};
+        g = mk_graph("norm");
+        PUSH(g->n_input, g->input, mk_vi("X", XF_DT_STRING, 2, d1x4, NULL));
+        Onnx__NodeProto *n = mk_node("StringNormalizer", "norm", (const char *[]){"X", NULL},
+                                     (const char *[]){"Y", NULL});
+        attr_string(n, "case_change_action", "UPPER");
+        attr_strings(n, "stopwords", all ? 2 : 1, (const char *[]){"monday", "Tue"});
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
+        xf_tensor *x = text((const char *[]){"Monday", "tue", "mOnDaY", all ? "TUE" : "wed", NULL});
+        x->shape = xf_shape_make(2, d1x4);
+        ck_assert_msg(run_on(mk_model(g, 10), "cpu_ref", &x, &y, &e) == XF_OK, "%s", e.msg);
+        ck_assert(y->shape.ndim == 2 && y->shape.dims[0] == 1 && y->shape.dims[1] == (all ? 1 : 2));
+        expect_text(y, all ? (const char *[]){"", NULL} : (const char *[]){"TUE", "WED", NULL});
         xf_tensor_release(x);
     }
 }
