@@ -634,8 +634,9 @@ START_TEST(string_labels)
     x = mk(XF_DT_FLOAT, DIMS(1, 1), (const float[]){1});
     xf_tensor *y[2] = {NULL, NULL};
     ck_assert_int_eq(run_on(mp, "cpu_ref", &x, y, &e), XF_ERR_INVALID);
-    ck_assert_msg(strstr(e.msg, "input 0 ('L') is a tensor of strings, which only the ONNX-ML and string ops read"), "%s",
-                  e.msg);
+    ck_assert_msg(strstr(e.msg, "input 0 ('L') is a tensor of strings, which only the ONNX-ML and string ops "
+                                "read"),
+                  "%s", e.msg);
     xf_tensor_release(x);
     /* string outputs compare equal or not (xflowc --check) */
     xf_tensor *a = strings2("cat", "dog"), *b = strings2("cat", "dog");
