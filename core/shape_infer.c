@@ -878,8 +878,12 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
         return xf_error_set(err, XF_ERR_INVALID, "node index %d is out of range (%d nodes)", node,
                             g->n_nodes);
     xf_infer_ctx c = {g, node, &g->nodes[node], opset, input_values, err};
-    if (c.node->op == XF_OP_OPAQUE)
-        return XF_OK; /* its outputs keep the dtypes and shapes of value_info */
+    if (c.node->op == XF_OP_OPAQUE) {
+        /* its outputs keep the dtypes and shapes of value_info; control
+         * flow's untyped ones take their subgraphs' */
+        xf_infer_flow_dtypes(&c);
+        return XF_OK;
+    }
     if ((unsigned)c.node->op > XF_OP_OPAQUE)
         return xf_error_set(err, XF_ERR_INVALID, "node #%d has no valid op kind (%d)", node,
                             (int)c.node->op);

@@ -49,6 +49,10 @@ const xf_shape *xf_infer_shape(const xf_infer_ctx *c, int i);
  * a graph input), or NULL when not known at this point. */
 const xf_tensor *xf_infer_value(const xf_infer_ctx *c, int i);
 
+/* Gives the untyped outputs of an opaque If, Loop, Scan or SequenceMap the
+ * element types of the subgraph outputs they come from (never fails). */
+void xf_infer_flow_dtypes(xf_infer_ctx *c);
+
 /* Sets output k's shape (ignores omitted outputs). */
 void xf_infer_set(xf_infer_ctx *c, int k, const xf_shape *s);
 /* Every output's shape becomes unknown: a parameter's value is not known. */

@@ -477,6 +477,103 @@ START_TEST(test_tensor_limit_reaches_bodies)
 }
 END_TEST
 
+/* A subgraph output declared without a type (as ONNX's function expansions
+ * write them). */
+static Onnx__ValueInfoProto *untyped(const char *name)
+{
+    Onnx__ValueInfoProto *vi = zalloc(sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = (char *)name;
+    return vi;
+}
+
+/* If and Loop outputs that no value_info types take their subgraphs'
+ * types, so that later subgraphs can use them:
+ * (a, q) = If(sum(x) > 0, then: (Shape(x), x), else: (Shape(x ++ x), -x));
+ * y = Loop(2, q, acc -> acc + acc); z = If(same, then: y + Cast(a), else: y). */
+START_TEST(test_untyped_outputs_take_their_bodies_types)
+{
+    static const float zero = 0;
+    static const int64_t two = 2;
+    static const uint8_t yes = 1;
+    Onnx__GraphProto *g = mk_graph("untyped");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, d4, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("zero", XF_DT_FLOAT, 0, NULL, &zero, sizeof zero));
+    PUSH(g->n_initializer, g->initializer, mk_raw("M", XF_DT_INT64, 0, NULL, &two, sizeof two));
+    PUSH(g->n_initializer, g->initializer, mk_raw("yes", XF_DT_BOOL, 0, NULL, &yes, 1));
+    Onnx__NodeProto *sum = mk_node("ReduceSum", "sum", NAMES("x"), NAMES("s"));
+    attr_int(sum, "keepdims", 0);
+    PUSH(g->n_node, g->node, sum);
+    PUSH(g->n_node, g->node, mk_node("Greater", "gt", NAMES("s", "zero"), NAMES("c")));
+
+    Onnx__GraphProto *t1 = mk_graph("then1"), *e1 = mk_graph("else1");
+    PUSH(t1->n_node, t1->node, mk_node("Shape", "t_shape", NAMES("x"), NAMES("ta")));
+    PUSH(t1->n_node, t1->node, mk_node("Identity", "t_id", NAMES("x"), NAMES("tq")));
+    PUSH(t1->n_output, t1->output, untyped("ta"));
+    PUSH(t1->n_output, t1->output, untyped("tq"));
+    Onnx__NodeProto *cat = mk_node("Concat", "e_cat", NAMES("x", "x"), NAMES("xx"));
+    attr_int(cat, "axis", 0);
+    PUSH(e1->n_node, e1->node, cat);
+    PUSH(e1->n_node, e1->node, mk_node("Shape", "e_shape", NAMES("xx"), NAMES("ea")));
+    PUSH(e1->n_node, e1->node, mk_node("Neg", "e_neg", NAMES("x"), NAMES("eq")));
+    PUSH(e1->n_output, e1->output, untyped("ea"));
+    PUSH(e1->n_output, e1->output, untyped("eq"));
+    Onnx__NodeProto *if1 = mk_node("If", "if1", NAMES("c"), NAMES("a", "q"));
+    attr_graph(if1, "then_branch", t1);
+    attr_graph(if1, "else_branch", e1);
+    PUSH(g->n_node, g->node, if1);
+
+    Onnx__GraphProto *body = mk_graph("body");
+    PUSH(body->n_input, body->input, mk_vi("i", XF_DT_INT64, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, mk_vi("cond", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(body->n_input, body->input, untyped("acc"));
+    PUSH(body->n_node, body->node, mk_node("Identity", "b_cond", NAMES("cond"), NAMES("cond_out")));
+    PUSH(body->n_node, body->node, mk_node("Add", "b_add", NAMES("acc", "acc"), NAMES("acc_out")));
+    PUSH(body->n_output, body->output, untyped("cond_out"));
+    PUSH(body->n_output, body->output, untyped("acc_out"));
+    Onnx__NodeProto *loop = mk_node("Loop", "loop", NAMES("M", "yes", "q"), NAMES("y"));
+    attr_graph(loop, "body", body);
+    PUSH(g->n_node, g->node, loop);
+
+    Onnx__GraphProto *t2 = mk_graph("then2"), *e2 = mk_graph("else2");
+    Onnx__NodeProto *cast = mk_node("Cast", "t_cast", NAMES("a"), NAMES("af"));
+    attr_int(cast, "to", XF_DT_FLOAT);
+    PUSH(t2->n_node, t2->node, cast);
+    PUSH(t2->n_node, t2->node, mk_node("Add", "t_add", NAMES("y", "af"), NAMES("tz")));
+    PUSH(t2->n_output, t2->output, untyped("tz"));
+    PUSH(e2->n_node, e2->node, mk_node("Identity", "e_id", NAMES("y"), NAMES("ez")));
+    PUSH(e2->n_output, e2->output, untyped("ez"));
+    Onnx__NodeProto *if2 = mk_node("If", "if2", NAMES("c"), NAMES("z"));
+    attr_graph(if2, "then_branch", t2);
+    attr_graph(if2, "else_branch", e2);
+    PUSH(g->n_node, g->node, if2);
+    PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, -1, NULL, NULL));
+
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(g, 13), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    const char *names[] = {"a", "q", "y"};
+    const xf_dtype want_dt[] = {XF_DT_INT64, XF_DT_FLOAT, XF_DT_FLOAT};
+    for (int k = 0; k < 3; k++) {
+        int v = xf_graph_find_value(m->graph, names[k]);
+        ck_assert_int_ge(v, 0);
+        ck_assert_msg(m->graph->values[v].dtype == want_dt[k], "'%s' is %s", names[k],
+                      xf_dtype_name(m->graph->values[v].dtype));
+    }
+    static const float pos[] = {1, -2, 3, 4}, neg[] = {-1, -2, 3, -4};
+    float want_pos[4], want_neg[4];
+    for (int k = 0; k < 4; k++)
+        want_pos[k] = 4 * pos[k] + 4, want_neg[k] = -4 * neg[k];
+    const char *backends[2];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        assert_run(m, backends[b], v4, pos, 1, d4, want_pos);
+        assert_run(m, backends[b], v4, neg, 1, d4, want_neg);
+    }
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("control_flow");
@@ -489,6 +586,7 @@ int main(void)
     tcase_add_test(tc, test_constant_if_is_inlined);
     tcase_add_test(tc, test_xflowc_keeps_size_dependent_if);
     tcase_add_test(tc, test_tensor_limit_reaches_bodies);
+    tcase_add_test(tc, test_untyped_outputs_take_their_bodies_types);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
