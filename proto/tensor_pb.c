@@ -517,7 +517,9 @@ static xf_status load_container(const uint8_t *p, size_t len, const char *base_d
                                 xf_error *err);
 
 /* Reads the file at path and parses it as a TensorProto, SequenceProto or
- * OptionalProto as kind says; errors name the file. */
+ * OptionalProto as kind says; errors name the file.  A TensorProto file
+ * given for an optional tensor (as ONNX's own test data has them) is read
+ * as an optional holding that tensor. */
 static xf_status load_pb_file(const char *path, xf_value_kind kind, xf_tensor **out, char **name, xf_error *err)
 {
     *out = NULL;
@@ -535,6 +537,15 @@ static xf_status load_pb_file(const char *path, xf_value_kind kind, xf_tensor **
         s = load_container(buf, len, dir, xf_kind_is_optional(kind), out, err);
     else
         s = xf_tensor_load_pb_buffer(buf, len, dir, out, name, err);
+    if (s == XF_ERR_PARSE && kind == XF_VK_OPTIONAL_TENSOR) {
+        xf_error tensor_err;
+        xf_tensor *t = NULL;
+        if (xf_tensor_load_pb_buffer(buf, len, dir, &t, name, &tensor_err) == XF_OK) {
+            *out = xf_optional_create(t, false, t->dtype);
+            s = *out ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            xf_tensor_release(t);
+        }
+    }
     free(buf);
     free(dir);
     if (s != XF_OK) {

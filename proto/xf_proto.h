@@ -120,8 +120,9 @@ xf_status xf_optional_load_pb_buffer(const void *buf, size_t len, const char *ba
                                      xf_error *err);
 /* Reads a TensorProto, SequenceProto or OptionalProto file, as a value
  * of kind `kind` (a graph input's) is stored; *name (when name is not
- * NULL) receives a tensor's name as xf_tensor_load_pb gives it.  Errors
- * name the file. */
+ * NULL) receives a tensor's name as xf_tensor_load_pb gives it.  A
+ * TensorProto file read as an optional tensor gives an optional holding
+ * it.  Errors name the file. */
 xf_status xf_value_load_pb(const char *path, xf_value_kind kind, xf_tensor **out, char **name, xf_error *err);
 /* Writes t as a TensorProto file, atomically.  name may be NULL. */
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
