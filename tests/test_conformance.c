@@ -5,7 +5,8 @@
  * supports (no opaque node, and cpu_ref accepts every node and dtype) must
  * match the expected outputs (rtol 1e-3, atol 1e-5).  Counts are printed;
  * each failure is listed with its reason in conformance-failures.txt in the
- * build directory. */
+ * build directory, each unsupported case with the runtime's refusal in
+ * conformance-unsupported.txt. */
 #include "conformance_util.h"
 #include "xf_proto.h"
 #include "xf_runtime.h"
@@ -46,12 +47,15 @@ START_TEST(test_conformance)
 {
     const char *tmp = xf_test_tmpdir("conformance");
     ck_assert_ptr_nonnull(tmp);
-    char tmpdir[4096], list_path[4200], fail_path[4200];
+    char tmpdir[4096], list_path[4200], fail_path[4200], unsup_path[4200];
     snprintf(tmpdir, sizeof tmpdir, "%s", tmp);
     snprintf(list_path, sizeof list_path, "%s/exported.txt", tmpdir);
     snprintf(fail_path, sizeof fail_path, "%s/conformance-failures.txt", XF_BINARY_DIR);
     FILE *list = fopen(list_path, "w");
     FILE *fails = fopen(fail_path, "w");
+    snprintf(unsup_path, sizeof unsup_path, "%s/conformance-unsupported.txt", XF_BINARY_DIR);
+    FILE *unsup = fopen(unsup_path, "w");
+    ck_assert_ptr_nonnull(unsup);
     ck_assert_ptr_nonnull(list);
     ck_assert_ptr_nonnull(fails);
     xf_log_set(NULL, NULL, XF_LOG_ERROR); /* symbolic-dim warnings are expected here */
@@ -101,6 +105,8 @@ START_TEST(test_conformance)
                     fprintf(fails, "%s/%s: %s\n", suites[s], names[i], why);
                 else
                     c.passed++;
+            } else {
+                fprintf(unsup, "%s/%s: %s\n", suites[s], names[i], err.msg);
             }
             xf_model_free(m);
         }
@@ -114,10 +120,11 @@ START_TEST(test_conformance)
     }
     fclose(list);
     fclose(fails);
+    fclose(unsup);
     printf("conformance %-18s cases %4d  round-trip %4d  supported %4d  passed %4d (%.1f%%)\n", "total",
            total.cases, total.roundtrip_ok, total.supported, total.passed,
            total.supported ? 100.0 * total.passed / total.supported : 0.0);
-    printf("conformance failures are listed in %s\n", fail_path);
+    printf("conformance failures are listed in %s, unsupported cases in %s\n", fail_path, unsup_path);
 
     char cmd[8800], *out = NULL;
     snprintf(cmd, sizeof cmd, XF_PYTHON " %s/tests/onnx_check.py --list %s", XF_SOURCE_DIR, list_path);
