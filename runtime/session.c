@@ -371,6 +371,10 @@ static const xf_tensor *const *inference_inputs(xf_session *s, const xf_graph *g
             s->tmp_ptr[k] = s->held[v];
             continue;
         }
+        if (g->values[v].init && g->values[v].init->dtype == XF_DT_STRING) { /* the strings are the tensor's */
+            s->tmp_ptr[k] = g->values[v].init;
+            continue;
+        }
         const xf_tensor_view *w = &views[v];
         int64_t numel = xf_shape_numel(&w->shape);
         s->tmp[k] = (xf_tensor){.refcount = 1, .dtype = w->dtype, .shape = w->shape, .data = w->data,
@@ -405,9 +409,24 @@ static void release_consumed(xf_session *s, const xf_graph *g, xf_tensor_view *v
     }
 }
 
+/* Whether node i of g (a standard op) reads or writes tensors of strings. */
+static bool touches_strings(const xf_graph *g, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    if (n->op == XF_OP_OPAQUE || xf_rt_seq_node(n))
+        return false;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v >= 0 && g->values[v].kind == XF_VK_TENSOR && g->values[v].dtype == XF_DT_STRING)
+            return true;
+    }
+    return false;
+}
+
 /* Runs node i of g on the host, as the session does for control flow
- * (its outputs' shapes are what its subgraphs produce) and the sequence
- * ops: sequences it makes are held, tensors copied to the backend. */
+ * (its outputs' shapes are what its subgraphs produce), the sequence ops
+ * and standard ops on strings: sequences and strings it makes are held,
+ * tensors copied to the backend. */
 static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                double *seconds, xf_error *err)
 {
@@ -418,7 +437,8 @@ static xf_status run_host_node(xf_session *s, xf_graph *g, xf_tensor_view *views
     const xf_tensor *const *ins = inference_inputs(s, g, views, i);
     double t0 = seconds ? now_seconds() : 0.0;
     xf_status st = s->flows && s->flows[i] ? xf_rt_flow_run(s->flows[i], (xf_tensor *const *)ins, outs, err)
-                                           : xf_rt_seq_run(g, i, (xf_tensor *const *)ins, outs, err);
+                   : xf_rt_seq_node(n)     ? xf_rt_seq_run(g, i, (xf_tensor *const *)ins, outs, err)
+                                           : xf_rt_string_tensor_run(n, (xf_tensor *const *)ins, outs, err);
     if (seconds)
         *seconds = now_seconds() - t0;
     for (int k = 0; k < n->n_outputs && st == XF_OK; k++) {
@@ -530,19 +550,17 @@ static bool hand_on(xf_session *s, const xf_graph *g, xf_tensor_view *views, boo
 static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                   double *seconds, xf_error *err)
 {
-    if ((s->flows && s->flows[i]) || xf_rt_seq_node(&g->nodes[i]))
+    if ((s->flows && s->flows[i]) || xf_rt_seq_node(&g->nodes[i]) || touches_strings(g, i))
         return run_host_node(s, g, views, owned, i, seconds, err);
     const xf_node *n = &g->nodes[i];
     for (int k = 0; k < n->n_inputs; k++) {
         int v = n->inputs[k], out = n->outputs[0];
         if (v < 0 || !s->held[v])
             continue;
-        if (n->op != XF_OP_IDENTITY)
-            return xf_rt_bad_node(err, n, "input %d ('%s') is a%s %s%s, which only the %s ops read", k,
-                                  g->values[v].name, s->held[v]->is_optional ? "n" : "",
-                                  xf_kind_name(xf_tensor_kind(s->held[v])),
-                                  s->held[v]->dtype == XF_DT_STRING ? " of strings" : "",
-                                  s->held[v]->dtype == XF_DT_STRING ? "ONNX-ML and string" : "sequence and optional");
+        if (n->op != XF_OP_IDENTITY) /* tensors of strings went to run_host_node */
+            return xf_rt_bad_node(err, n, "input %d ('%s') is a%s %s, which only the sequence and optional ops read",
+                                  k, g->values[v].name, s->held[v]->is_optional ? "n" : "",
+                                  xf_kind_name(xf_tensor_kind(s->held[v])));
         if (out >= 0) { /* the same sequence or optional */
             g->values[out].kind = xf_tensor_kind(s->held[v]);
             views[out] = views[v];
@@ -687,11 +705,11 @@ static xf_status alloc_tables(xf_session *s, xf_error *err)
 }
 
 /* The first value the session holds on the host (a sequence, an optional
- * or a string input), or -1. */
+ * or strings), or -1. */
 static int holds_sequence(const xf_graph *g)
 {
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].kind != XF_VK_TENSOR || (g->values[v].is_input && g->values[v].dtype == XF_DT_STRING))
+        if (g->values[v].kind != XF_VK_TENSOR || g->values[v].dtype == XF_DT_STRING)
             return v;
     return -1;
 }
@@ -718,7 +736,7 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
         const xf_node *n = &s->g->nodes[i];
         if (xf_rt_seq_node(n) && !s->be->host_memory)
             st = xf_rt_unsupported(err, s->be, n, "on sequences or optionals, which run on the host backends");
-        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n))
+        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n) && !(touches_strings(s->g, i) && xf_rt_string_tensor_op(n)))
             st = s->be->supports(s->g, i, err);
     }
     return st;

@@ -437,6 +437,16 @@ bool xf_rt_view_op(const xf_node *n);
  * receives a new reference.  Errors name the node. */
 xf_status xf_rt_seq_run(const xf_graph *g, int node, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 
+/* ---------------------------------------------------------------- standard ops on strings (string_tensors.c) */
+
+/* Whether n's op may read or write tensors of strings: those that move,
+ * select or compare elements, and Cast and CastLike.  The session runs
+ * such a node itself, on host memory, where it reads or writes strings. */
+bool xf_rt_string_tensor_op(const xf_node *n);
+/* Runs such a node: in[] has its inputs in host memory (NULL for an
+ * omitted one), out[] receives new tensors.  Errors name the node. */
+xf_status xf_rt_string_tensor_run(const xf_node *n, xf_tensor *const *in, xf_tensor **out, xf_error *err);
+
 /* The cpu_ref backend (cpu_ref.c). */
 extern const xf_backend xf_backend_cpu_ref;
 
