@@ -12,7 +12,9 @@
  * shared helpers, the preprocessing ops and the linear models; the trees,
  * SVMs and encoders have files of their own (ml_trees.c, ml_svm.c,
  * ml_encoders.c), and ONNX's own string ops StringConcat, StringSplit
- * and StringNormalizer, dispatched here too, string_ops.c. */
+ * and StringNormalizer, dispatched here too, string_ops.c; its
+ * TfIdfVectorizer tfidf.c; its RegexFullMatch and ONNX Runtime's
+ * Tokenizer regex_ops.c. */
 #include "ml_ops.h"
 
 #include <math.h>
@@ -41,6 +43,9 @@ typedef enum ml_kind {
     ML_STRING_CONCAT, /* ONNX's own string ops from here: the default domain */
     ML_STRING_SPLIT,
     ML_STRING_NORMALIZER,
+    ML_TFIDF,
+    ML_REGEX_FULL_MATCH,
+    ML_TOKENIZER, /* ONNX Runtime's (com.microsoft) */
     ML_KINDS
 } ml_kind;
 
@@ -48,7 +53,7 @@ static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
     "LabelEncoder", "CategoryMapper", "OneHotEncoder", "StringConcat", "StringSplit",
-    "StringNormalizer",
+    "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "Tokenizer",
 };
 
 struct xf_rt_ml {
@@ -56,6 +61,8 @@ struct xf_rt_ml {
     const xf_node *node;
     int transform;
     xf_ml_trees *trees;
+    xf_ml_tfidf *tfidf;
+    xf_ml_regex *regex;
 };
 
 static int kind_of(const xf_node *n)
@@ -64,8 +71,9 @@ static int kind_of(const xf_node *n)
         return -1;
     const char *d = n->opaque->domain;
     bool ml = strcmp(d, "ai.onnx.ml") == 0, onnx = !d[0] || strcmp(d, "ai.onnx") == 0;
+    bool ms = strcmp(d, "com.microsoft") == 0;
     for (int k = 0; k < ML_KINDS; k++)
-        if ((k < ML_STRING_CONCAT ? ml : onnx) && strcmp(n->opaque->op_type, ml_names[k]) == 0)
+        if ((k < ML_STRING_CONCAT ? ml : k < ML_TOKENIZER ? onnx : ms) && strcmp(n->opaque->op_type, ml_names[k]) == 0)
             return k;
     return -1;
 }
@@ -521,8 +529,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2, 1};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1};
     if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
@@ -546,6 +554,10 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
         st = xf_ml_svm_check(n, m->kind == ML_SVM_CLASSIFIER, err);
     if (st == XF_OK && (m->kind == ML_TREE_REGRESSOR || m->kind == ML_TREE_CLASSIFIER || m->kind == ML_TREE_ENSEMBLE))
         st = xf_ml_trees_create(n, m->kind == ML_TREE_CLASSIFIER, &m->trees, err);
+    if (st == XF_OK && m->kind == ML_TFIDF)
+        st = xf_ml_tfidf_create(n, &m->tfidf, err);
+    if (st == XF_OK && (m->kind == ML_REGEX_FULL_MATCH || m->kind == ML_TOKENIZER))
+        st = xf_ml_regex_create(n, m->kind == ML_TOKENIZER, &m->regex, err);
     if (st != XF_OK) {
         xf_rt_ml_free(m);
         return st;
@@ -567,6 +579,9 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_STRING_CONCAT: st = xf_str_concat(m->node, in[0], in[1], res, err); break;
     case ML_STRING_SPLIT: st = xf_str_split(m->node, in[0], res, err); break;
     case ML_STRING_NORMALIZER: st = xf_str_normalize(m->node, in[0], res, err); break;
+    case ML_TFIDF: st = xf_ml_tfidf_run(m->tfidf, m->node, in[0], res, err); break;
+    case ML_REGEX_FULL_MATCH:
+    case ML_TOKENIZER: st = xf_ml_regex_run(m->regex, m->node, in[0], res, err); break;
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:
@@ -592,5 +607,7 @@ void xf_rt_ml_free(xf_rt_ml *m)
     if (!m)
         return;
     xf_ml_trees_free(m->trees);
+    xf_ml_tfidf_free(m->tfidf);
+    xf_ml_regex_free(m->regex);
     free(m);
 }

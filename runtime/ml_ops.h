@@ -1,8 +1,9 @@
-/* The host ops: ONNX-ML (domain ai.onnx.ml) and ONNX's string ops, shared
- * between ml_ops.c (the dispatch, attributes, labels, scores and post
- * transforms, preprocessing and linear models) and the files of the tree
- * ensembles (ml_trees.c), SVMs (ml_svm.c), encoders (ml_encoders.c) and
- * string ops (string_ops.c).  See xf_rt_internal.h for what the session
+/* The host ops: ONNX-ML (domain ai.onnx.ml), ONNX's string and text ops
+ * and ONNX Runtime's Tokenizer, shared between ml_ops.c (the dispatch,
+ * attributes, labels, scores and post transforms, preprocessing and linear
+ * models) and the files of the tree ensembles (ml_trees.c), SVMs
+ * (ml_svm.c), encoders (ml_encoders.c), string ops (string_ops.c),
+ * TfIdfVectorizer (tfidf.c) and the regular expressions (regex_ops.c).  See xf_rt_internal.h for what the session
  * calls. */
 #ifndef XF_ML_OPS_H
 #define XF_ML_OPS_H
@@ -76,5 +77,21 @@ xf_status xf_ml_one_hot(const xf_node *n, const xf_tensor *x, xf_tensor **out, x
 xf_status xf_str_concat(const xf_node *n, const xf_tensor *x, const xf_tensor *y, xf_tensor **out, xf_error *err);
 xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
 xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
+
+/* TfIdfVectorizer (tfidf.c): a plan of the node's pool, and a run of X to
+ * out[0]. */
+typedef struct xf_ml_tfidf xf_ml_tfidf;
+xf_status xf_ml_tfidf_create(const xf_node *n, xf_ml_tfidf **out, xf_error *err);
+xf_status xf_ml_tfidf_run(const xf_ml_tfidf *t, const xf_node *n, const xf_tensor *x, xf_tensor **out,
+                          xf_error *err);
+void xf_ml_tfidf_free(xf_ml_tfidf *t);
+
+/* RegexFullMatch and Tokenizer (regex_ops.c): the node's patterns
+ * compiled, and a run of X to out[0]. */
+typedef struct xf_ml_regex xf_ml_regex;
+xf_status xf_ml_regex_create(const xf_node *n, bool tokenizer, xf_ml_regex **out, xf_error *err);
+xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tensor *in, xf_tensor **out,
+                          xf_error *err);
+void xf_ml_regex_free(xf_ml_regex *x);
 
 #endif

@@ -409,20 +409,6 @@ static void release_consumed(xf_session *s, const xf_graph *g, xf_tensor_view *v
     }
 }
 
-/* Whether node i of g (a standard op) reads or writes tensors of strings. */
-static bool touches_strings(const xf_graph *g, int i)
-{
-    const xf_node *n = &g->nodes[i];
-    if (n->op == XF_OP_OPAQUE || xf_rt_seq_node(n))
-        return false;
-    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
-        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
-        if (v >= 0 && g->values[v].kind == XF_VK_TENSOR && g->values[v].dtype == XF_DT_STRING)
-            return true;
-    }
-    return false;
-}
-
 /* Runs node i of g on the host, as the session does for control flow
  * (its outputs' shapes are what its subgraphs produce), the sequence ops
  * and standard ops on strings: sequences and strings it makes are held,
@@ -550,7 +536,7 @@ static bool hand_on(xf_session *s, const xf_graph *g, xf_tensor_view *views, boo
 static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *views, bool *owned, int i,
                                   double *seconds, xf_error *err)
 {
-    if ((s->flows && s->flows[i]) || xf_rt_seq_node(&g->nodes[i]) || touches_strings(g, i))
+    if ((s->flows && s->flows[i]) || xf_rt_seq_node(&g->nodes[i]) || xf_rt_touches_strings(g, i))
         return run_host_node(s, g, views, owned, i, seconds, err);
     const xf_node *n = &g->nodes[i];
     for (int k = 0; k < n->n_inputs; k++) {
@@ -736,7 +722,7 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
         const xf_node *n = &s->g->nodes[i];
         if (xf_rt_seq_node(n) && !s->be->host_memory)
             st = xf_rt_unsupported(err, s->be, n, "on sequences or optionals, which run on the host backends");
-        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n) && !(touches_strings(s->g, i) && xf_rt_string_tensor_op(n)))
+        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n) && !(xf_rt_touches_strings(s->g, i) && xf_rt_string_tensor_op(n)))
             st = s->be->supports(s->g, i, err);
     }
     return st;

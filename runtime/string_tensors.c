@@ -34,6 +34,19 @@ bool xf_rt_string_tensor_op(const xf_node *n)
     }
 }
 
+bool xf_rt_touches_strings(const xf_graph *g, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    if (n->op == XF_OP_OPAQUE || xf_rt_seq_node(n))
+        return false;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v >= 0 && g->values[v].kind == XF_VK_TENSOR && g->values[v].dtype == XF_DT_STRING)
+            return true;
+    }
+    return false;
+}
+
 /* Whether output k of n holds the numbers of strings (the data outputs;
  * not Unique's indices and counts, Equal's, Shape's or Size's). */
 static bool numbered_output(const xf_node *n, int k)
@@ -236,8 +249,8 @@ static xf_status run_cast(const xf_node *n, const xf_tensor *x, xf_dtype to, xf_
             if (parse_number(str_at(x, i), to, y, i))
                 continue;
             xf_tensor_release(y);
-            return xf_rt_bad_node(err, n, "element %" PRId64 " (\"%.40s\") does not start with a %s number", i, str_at(x, i),
-                                  xf_dtype_name(to));
+            return xf_rt_bad_node(err, n, "element %" PRId64 " (\"%.40s\") does not start with a %s number", i,
+                                  str_at(x, i), xf_dtype_name(to));
         }
         char buf[64];
         format_number(x, i, buf, sizeof buf);

@@ -443,6 +443,9 @@ xf_status xf_rt_seq_run(const xf_graph *g, int node, xf_tensor *const *in, xf_te
  * select or compare elements, and Cast and CastLike.  The session runs
  * such a node itself, on host memory, where it reads or writes strings. */
 bool xf_rt_string_tensor_op(const xf_node *n);
+/* Whether node i of g (a standard op, not a sequence op) reads or writes
+ * tensors of strings, as g types its values. */
+bool xf_rt_touches_strings(const xf_graph *g, int i);
 /* Runs such a node: in[] has its inputs in host memory (NULL for an
  * omitted one), out[] receives new tensors.  Errors name the node. */
 xf_status xf_rt_string_tensor_run(const xf_node *n, xf_tensor *const *in, xf_tensor **out, xf_error *err);

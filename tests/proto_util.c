@@ -157,6 +157,16 @@ Onnx__TensorProto *mk_tensor(const char *name, int dtype, int ndim, const int64_
     return t;
 }
 
+Onnx__TensorProto *mk_strings(const char *name, int ndim, const int64_t *dims, int n, const char *const *s)
+{
+    Onnx__TensorProto *t = mk_tensor(name, XF_DT_STRING, ndim, dims);
+    t->n_string_data = (size_t)n;
+    t->string_data = zalloc(sizeof *t->string_data * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++)
+        t->string_data[i] = (ProtobufCBinaryData){strlen(s[i]), (uint8_t *)s[i]};
+    return t;
+}
+
 Onnx__TensorProto *mk_raw(const char *name, int dtype, int ndim, const int64_t *dims, const void *data,
                                  size_t nbytes)
 {
@@ -492,6 +502,24 @@ void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const floa
     for (int64_t i = 0; i < xf_tensor_numel(t); i++)
         ck_assert_msg(fabsf(((const float *)t->data)[i] - want[i]) < 1e-6f, "element %lld: %g, expected %g",
                       (long long)i, (double)((const float *)t->data)[i], (double)want[i]);
+}
+
+xf_tensor *string_tensor(xf_shape s, const char *const *v)
+{
+    xf_tensor *t = xf_tensor_create(XF_DT_STRING, &s);
+    ck_assert_ptr_nonnull(t);
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        t->strings[i] = strdup(v[i]);
+    return t;
+}
+
+void assert_strings(const xf_tensor *t, xf_shape s, const char *const *want, const char *what)
+{
+    ck_assert_msg(t && t->dtype == XF_DT_STRING, "%s: not strings", what);
+    ck_assert_msg(xf_shape_equal(&t->shape, &s), "%s: shape", what);
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        ck_assert_msg(strcmp(t->strings[i], want[i]) == 0, "%s: element %lld is \"%s\", want \"%s\"", what,
+                      (long long)i, t->strings[i], want[i]);
 }
 
 /* The backends that run graphs with run-time shapes: cpu_ref, and cpu

@@ -43,6 +43,8 @@ Onnx__AttributeProto *attr_graph(Onnx__NodeProto *n, const char *name, Onnx__Gra
 Onnx__ValueInfoProto *mk_vi(const char *name, int elem, int ndim, const int64_t *dims,
                           const char *const *params);
 Onnx__TensorProto *mk_tensor(const char *name, int dtype, int ndim, const int64_t *dims);
+/* An initializer of the n strings s. */
+Onnx__TensorProto *mk_strings(const char *name, int ndim, const int64_t *dims, int n, const char *const *s);
 Onnx__TensorProto *mk_raw(const char *name, int dtype, int ndim, const int64_t *dims, const void *data,
                            size_t nbytes);
 Onnx__GraphProto *mk_graph(const char *name);
@@ -81,6 +83,10 @@ Onnx__ModelProto *exported(const xf_model *m, uint8_t **buf);
 bool has_attr(const Onnx__NodeProto *n, const char *name);
 /* t is FLOAT of dims and holds want (to 1e-6). */
 void assert_values(const xf_tensor *t, int ndim, const int64_t *dims, const float *want);
+/* A tensor of strings of shape s (copies of v). */
+xf_tensor *string_tensor(xf_shape s, const char *const *v);
+/* t is a tensor of strings of shape s holding want (what names it in messages). */
+void assert_strings(const xf_tensor *t, xf_shape s, const char *const *want, const char *what);
 /* Releases t[0..n). */
 void release_all(xf_tensor **t, int n);
 /* The backends that run graphs with run-time shapes: cpu_ref, and cpu

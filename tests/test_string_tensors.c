@@ -15,35 +15,6 @@
 
 #define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
 
-/* An initializer of strings. */
-static Onnx__TensorProto *mk_strings(const char *name, int ndim, const int64_t *dims, int n, const char *const *s)
-{
-    Onnx__TensorProto *t = mk_tensor(name, XF_DT_STRING, ndim, dims);
-    t->n_string_data = (size_t)n;
-    t->string_data = zalloc(sizeof *t->string_data * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++)
-        t->string_data[i] = (ProtobufCBinaryData){strlen(s[i]), (uint8_t *)s[i]};
-    return t;
-}
-
-/* A tensor of strings of shape s. */
-static xf_tensor *strings(xf_shape s, const char *const *v)
-{
-    xf_tensor *t = xf_tensor_create(XF_DT_STRING, &s);
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
-        t->strings[i] = strdup(v[i]);
-    return t;
-}
-
-static void assert_strings(const xf_tensor *t, xf_shape s, const char *const *want, const char *what)
-{
-    ck_assert_msg(t && t->dtype == XF_DT_STRING, "%s: not strings", what);
-    ck_assert_msg(xf_shape_equal(&t->shape, &s), "%s: shape", what);
-    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
-        ck_assert_msg(strcmp(t->strings[i], want[i]) == 0, "%s: element %lld is \"%s\", want \"%s\"", what,
-                      (long long)i, t->strings[i], want[i]);
-}
-
 static void assert_ints(const xf_tensor *t, xf_dtype dt, int64_t n, const int64_t *want, const char *what)
 {
     ck_assert_msg(t && t->dtype == dt && xf_tensor_numel(t) == n, "%s: type or size", what);
@@ -124,7 +95,7 @@ START_TEST(moves_and_compares)
     xf_error e;
     ck_assert_msg(load_proto(moves_model(), NULL, &m, &e) == XF_OK, "%s", e.msg);
     static const float sc[] = {1, 2, 0.5f, 3, 1, 1, 0, 0, 9, 1e-7f, 5, -2.5f};
-    xf_tensor *in[2] = {strings((xf_shape){2, {4, 1}}, NAMES("a", "b", "zeta", "b")),
+    xf_tensor *in[2] = {string_tensor((xf_shape){2, {4, 1}}, NAMES("a", "b", "zeta", "b")),
                         xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){2, {4, 3}}, sc)};
     const char *backends[2];
     int nb = host_backends(backends);
@@ -192,8 +163,8 @@ START_TEST(casts)
     xf_tensor *td = xf_tensor_from_data(XF_DT_DOUBLE, &(xf_shape){1, {2}}, d);
     xf_tensor *ti = xf_tensor_from_data(XF_DT_INT64, &(xf_shape){1, {2}}, i);
     xf_tensor *tb = xf_tensor_from_data(XF_DT_BOOL, &(xf_shape){1, {2}}, bools);
-    xf_tensor *ts = strings((xf_shape){1, {6}}, NAMES("1.5", "-2", "NaN", "1e3", "-inf", " 7x"));
-    xf_tensor *tn = strings((xf_shape){1, {2}}, NAMES("12", "-9000000000"));
+    xf_tensor *ts = string_tensor((xf_shape){1, {6}}, NAMES("1.5", "-2", "NaN", "1e3", "-inf", " 7x"));
+    xf_tensor *tn = string_tensor((xf_shape){1, {2}}, NAMES("12", "-9000000000"));
     const char *backends[2];
     int nb = host_backends(backends);
     for (int b = 0; b < nb; b++) {
@@ -220,7 +191,7 @@ START_TEST(casts)
         xf_tensor_release(y);
     }
     /* "x2" is no number */
-    xf_tensor *bad = strings((xf_shape){1, {2}}, NAMES("1", "x2"));
+    xf_tensor *bad = string_tensor((xf_shape){1, {2}}, NAMES("1", "x2"));
     xf_model *m = cast_model(XF_DT_STRING, XF_DT_FLOAT, 2);
     xf_session *s;
     xf_error e;
@@ -272,7 +243,8 @@ START_TEST(refusals)
         xf_model_free(m);
     }
     xf_model *m = binary_model("ScatterElements", "none");
-    xf_tensor *in[2] = {strings((xf_shape){1, {2}}, NAMES("p", "q")), strings((xf_shape){1, {2}}, NAMES("r", "s"))};
+    xf_tensor *in[2] = {string_tensor((xf_shape){1, {2}}, NAMES("p", "q")),
+                        string_tensor((xf_shape){1, {2}}, NAMES("r", "s"))};
     xf_tensor *y = NULL;
     run(m, "cpu_ref", in, &y);
     assert_strings(y, (xf_shape){1, {2}}, NAMES("r", "s"), "ScatterElements");

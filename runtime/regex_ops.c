@@ -1,0 +1,588 @@
+/* The ops that match regular expressions, on the host (dispatched by
+ * ml_ops.c): ONNX's RegexFullMatch and ONNX Runtime's Tokenizer
+ * (com.microsoft, as scikit-learn's text converters write it).  Their
+ * patterns are RE2's; ONNX Runtime matches them leftmost-longest, which is
+ * POSIX's rule, so they are translated into POSIX extended expressions
+ * that glibc's regex runs (in the C.UTF-8 locale, so that a character is a
+ * UTF-8 sequence): \d \w \s and their negations become bracket
+ * expressions (ASCII, as RE2 has them), \b \B stay (GNU's), (?:...) and
+ * named groups become groups, lazy quantifiers greedy ones, a leading (?i)
+ * ignores case; inside brackets \d \w \s and escaped characters become
+ * members.  What has no POSIX form (Unicode classes \p, back references,
+ * flags after the start) is refused when the session is made, by node. */
+#include "ml_ops.h"
+
+#include <locale.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct xf_ml_regex {
+    bool tokenizer;
+    locale_t utf8; /* C.UTF-8, where the system has it */
+    regex_t re;
+    bool compiled;
+    regex_t *seps; /* Tokenizer's separators, n_seps of them */
+    int n_seps;
+    bool by_char;  /* Tokenizer: every character a token */
+    bool mark;
+    int64_t mincharnum;
+    const char *pad;
+};
+
+/* ------------------------------------------------------------ translation */
+
+static bool refuse(char *why, size_t why_len, const char *what)
+{
+    snprintf(why, why_len, "%s", what);
+    return false;
+}
+
+typedef struct out_buf {
+    char *s;
+    size_t n, cap;
+    bool ok;
+} out_buf;
+
+static void put(out_buf *o, const char *s, size_t len)
+{
+    if (!o->ok)
+        return;
+    if (o->n + len + 1 > o->cap) {
+        size_t cap = (o->n + len + 1) * 2;
+        char *g = realloc(o->s, cap);
+        if (!g) {
+            o->ok = false;
+            return;
+        }
+        o->s = g;
+        o->cap = cap;
+    }
+    memcpy(o->s + o->n, s, len);
+    o->n += len;
+    o->s[o->n] = 0;
+}
+
+static void puts_(out_buf *o, const char *s) { put(o, s, strlen(s)); }
+static void putc_(out_buf *o, char c) { put(o, &c, 1); }
+
+/* The character an escape \c stands for as a literal (\t \n \r \f \v and
+ * punctuation), or -1 when it is not one. */
+static int escaped_char(char c)
+{
+    switch (c) {
+    case 't': return '\t';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 'f': return '\f';
+    case 'v': return '\v';
+    default: return (c >= 0x21 && c <= 0x7e && !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') &&
+                     !(c >= 'A' && c <= 'Z')) ? c : -1;
+    }
+}
+
+static const char *class_members(char c)
+{
+    switch (c) {
+    case 'd': case 'D': return "0-9";
+    case 'w': case 'W': return "0-9A-Za-z_";
+    case 's': case 'S': return "\t\n\f\r ";
+    default: return NULL;
+    }
+}
+
+/* Translates the bracket expression at *p (after its '['); false (why
+ * set) when it has no POSIX form. */
+static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
+{
+    const char *s = *p;
+    bool neg = *s == '^', close = false, dash = false, caret = false;
+    s += neg;
+    out_buf body = {.ok = true};
+    for (bool first = true; *s && (first || *s != ']'); first = false) {
+        if (*s == '[' && s[1] == ':') { /* [:alpha:] */
+            const char *end = strstr(s + 2, ":]");
+            if (!end) {
+                free(body.s);
+                return refuse(why, why_len, "an unclosed [: class");
+            }
+            put(&body, s, (size_t)(end + 2 - s));
+            s = end + 2;
+            continue;
+        }
+        int c = (unsigned char)*s++;
+        if (c == '\\') {
+            char e = *s++;
+            const char *members = class_members(e);
+            if (members && e >= 'a') {
+                puts_(&body, members);
+                continue;
+            }
+            if (members || (c = escaped_char(e)) < 0) {
+                free(body.s);
+                snprintf(why, why_len, "\\%c inside brackets has no POSIX form", e ? e : ' ');
+                return false;
+            }
+        }
+        if (s[0] == '-' && s[1] && s[1] != ']') { /* a range */
+            s++;
+            int hi = (unsigned char)*s++;
+            if (hi == '\\' && (hi = escaped_char(*s++)) < 0) {
+                free(body.s);
+                return refuse(why, why_len, "a range ending in a class has no POSIX form");
+            }
+            char r[3] = {(char)c, '-', (char)hi};
+            if (c == ']' || c == '^' || c == '-' || hi == ']') {
+                free(body.s);
+                return refuse(why, why_len, "a range from or to ']', '^' or '-' is not translated");
+            }
+            put(&body, r, 3);
+            continue;
+        }
+        if (c == ']')
+            close = true;
+        else if (c == '-')
+            dash = true;
+        else if (c == '^')
+            caret = true;
+        else
+            putc_(&body, (char)c);
+    }
+    if (*s != ']') {
+        free(body.s);
+        return refuse(why, why_len, "an unclosed '['");
+    }
+    *p = s + 1;
+    if (caret && !body.n && !close && !dash && !neg) { /* only '^' */
+        puts_(o, "\\^");
+        free(body.s);
+        return body.ok;
+    }
+    putc_(o, '[');
+    if (neg)
+        putc_(o, '^');
+    if (close)
+        putc_(o, ']');
+    else if (caret && !body.n && !neg) /* '^' may not come first */
+        dash = false, puts_(o, "-^"), caret = false;
+    if (body.s)
+        puts_(o, body.s);
+    if (caret)
+        putc_(o, '^');
+    if (dash)
+        putc_(o, '-');
+    putc_(o, ']');
+    free(body.s);
+    return body.ok;
+}
+
+/* RE2 pattern re as a POSIX extended expression (*out, to free); *icase
+ * when it starts with (?i).  False (why set) when it has no POSIX form. */
+static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t why_len)
+{
+    out_buf o = {.ok = true};
+    const char *p = re;
+    *icase = false;
+    if (p[0] == '(' && p[1] == '?' && p[2] && strchr("imsU", p[2])) { /* leading flags */
+        const char *q = p + 2;
+        while (*q && strchr("imsU", *q))
+            *icase |= *q++ == 'i';
+        if (*q != ')')
+            return refuse(why, why_len, "flags other than a leading (?imsU) are not translated");
+        p = q + 1;
+    }
+    puts_(&o, "");
+    bool quantified = false; /* the last thing written was a quantifier */
+    while (*p && o.ok) {
+        char c = *p++;
+        bool was_quantified = quantified;
+        quantified = false;
+        if (c == '?' && was_quantified)
+            continue; /* lazy: longest-match makes it greedy */
+        bool repeat = c == '*' || c == '+' || c == '?';
+        size_t len = c == '{' ? strspn(p, "0123456789,") : 0;
+        if (was_quantified && (repeat || (len && p[len] == '}'))) {
+            free(o.s);
+            return refuse(why, why_len, "a repetition of a repetition is not RE2 syntax");
+        }
+        if (repeat) {
+            putc_(&o, c);
+            quantified = true;
+        } else if (c == '{') {
+            if (len && p[len] == '}' && p[0] != ',') {
+                putc_(&o, '{');
+                put(&o, p, len + 1);
+                p += len + 1;
+                quantified = true;
+            } else {
+                puts_(&o, "\\{");
+            }
+        } else if (c == '(' && p[0] == '?') {
+            if (p[1] == ':')
+                p += 2;
+            else if (p[1] == 'P' && p[2] == '<' && strchr(p, '>'))
+                p = strchr(p, '>') + 1;
+            else {
+                free(o.s);
+                snprintf(why, why_len, "the group (?%c has no POSIX form", p[1] ? p[1] : ' ');
+                return false;
+            }
+            putc_(&o, '(');
+        } else if (c == '[') {
+            if (!bracket(&p, &o, why, why_len)) {
+                free(o.s);
+                return false;
+            }
+        } else if (c == '\\') {
+            char e = *p++;
+            const char *members = class_members(e);
+            int lit;
+            if (members) {
+                puts_(&o, e >= 'a' ? "[" : "[^");
+                puts_(&o, members);
+                putc_(&o, ']');
+            } else if (e == 'b' || e == 'B') {
+                putc_(&o, '\\');
+                putc_(&o, e);
+            } else if (e == 'A') {
+                putc_(&o, '^');
+            } else if (e == 'z') {
+                putc_(&o, '$');
+            } else if ((lit = escaped_char(e)) >= 0) {
+                if (strchr(".[]()*+?{}|^$\\", lit))
+                    putc_(&o, '\\');
+                putc_(&o, (char)lit);
+            } else {
+                free(o.s);
+                snprintf(why, why_len, "\\%c has no POSIX form", e ? e : ' ');
+                return false;
+            }
+        } else {
+            putc_(&o, c);
+        }
+    }
+    if (!o.ok) {
+        free(o.s);
+        return refuse(why, why_len, "out of memory");
+    }
+    *out = o.s;
+    return true;
+}
+
+/* Compiles RE2 pattern re (anchored to the whole string when full) into
+ * *r in locale loc (none: the process's). */
+static xf_status compile(const xf_node *n, locale_t loc, const char *what, const char *re, bool full, regex_t *r,
+                         xf_error *err)
+{
+    char why[200] = "", *posix = NULL;
+    bool icase;
+    if (!to_posix(re, &posix, &icase, why, sizeof why))
+        return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED, "%s \"%.80s\": %s", what, re, why);
+    char *pattern = posix;
+    if (full && (pattern = malloc(strlen(posix) + 5)) != NULL)
+        sprintf(pattern, "^(%s)$", posix);
+    if (!pattern) {
+        free(posix);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    locale_t old = loc ? uselocale(loc) : (locale_t)0;
+    int rc = regcomp(r, pattern, REG_EXTENDED | (icase ? REG_ICASE : 0));
+    if (loc)
+        uselocale(old);
+    char msg[160] = "";
+    if (rc != 0)
+        regerror(rc, r, msg, sizeof msg);
+    if (pattern != posix)
+        free(pattern);
+    free(posix);
+    return rc == 0 ? XF_OK : xf_ml_fail(n, err, XF_ERR_INVALID, "%s \"%.80s\" does not compile: %s", what, re, msg);
+}
+
+/* regexec in the plan's locale: the first match in s[from .. len - 1]
+ * (what comes before from is context: '^' does not match there, \b sees
+ * it) into *m, offsets from s; whether there is one. */
+static bool match(const xf_ml_regex *x, const regex_t *r, const char *s, size_t from, size_t len, regmatch_t *m)
+{
+    regmatch_t range = {.rm_so = (regoff_t)from, .rm_eo = (regoff_t)len};
+    locale_t old = x->utf8 ? uselocale(x->utf8) : (locale_t)0;
+    int rc = regexec(r, s, 1, &range, REG_STARTEND);
+    if (x->utf8)
+        uselocale(old);
+    if (m)
+        *m = range;
+    return rc == 0;
+}
+
+/* ------------------------------------------------------------ plans */
+
+void xf_ml_regex_free(xf_ml_regex *x)
+{
+    if (!x)
+        return;
+    if (x->compiled)
+        regfree(&x->re);
+    for (int k = 0; k < x->n_seps; k++)
+        regfree(&x->seps[k]);
+    free(x->seps);
+    if (x->utf8)
+        freelocale(x->utf8);
+    free(x);
+}
+
+static xf_status tokenizer_plan(const xf_node *n, xf_ml_regex *x, xf_error *err)
+{
+    int64_t c;
+    const int64_t *v = xf_ml_ints(n, "mark", &c);
+    x->mark = v && c == 1 && v[0] != 0;
+    v = xf_ml_ints(n, "mincharnum", &c);
+    x->mincharnum = v && c == 1 ? v[0] : 0;
+    x->pad = xf_ml_string(n, "pad_value", NULL);
+    const xf_opaque_strings *seps = xf_opaque_find_strings(n->opaque, "separators");
+    const char *exp = xf_ml_string(n, "tokenexp", NULL);
+    if (x->mincharnum < 1 || !x->pad)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "needs pad_value and a mincharnum of 1 or more");
+    if (!seps == !exp || (seps && seps->n < 1) || (exp && !exp[0]))
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "needs one of separators (not none) and tokenexp (not empty)");
+    x->by_char = seps ? seps->n == 1 && !seps->v[0][0] : strcmp(exp, ".") == 0;
+    if (x->by_char && x->mincharnum > 1)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "a mincharnum of %lld is too large for tokens of one character",
+                          (long long)x->mincharnum);
+    if (x->by_char)
+        return XF_OK;
+    if (exp) {
+        xf_status st = compile(n, x->utf8, "tokenexp", exp, false, &x->re, err);
+        x->compiled = st == XF_OK;
+        return st;
+    }
+    if (!(x->seps = calloc((size_t)seps->n, sizeof *x->seps)))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < seps->n; k++) {
+        xf_status st = compile(n, x->utf8, "separator", seps->v[k], false, &x->seps[k], err);
+        if (st != XF_OK)
+            return st;
+        x->n_seps++;
+    }
+    return XF_OK;
+}
+
+xf_status xf_ml_regex_create(const xf_node *n, bool tokenizer, xf_ml_regex **out, xf_error *err)
+{
+    *out = NULL;
+    xf_ml_regex *x = calloc(1, sizeof *x);
+    if (!x)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    x->tokenizer = tokenizer;
+    x->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    xf_status st;
+    if (tokenizer) {
+        st = tokenizer_plan(n, x, err);
+    } else {
+        const char *pattern = xf_ml_string(n, "pattern", NULL);
+        st = pattern ? compile(n, x->utf8, "pattern", pattern, true, &x->re, err)
+                     : xf_ml_fail(n, err, XF_ERR_INVALID, "needs a pattern");
+        x->compiled = st == XF_OK;
+    }
+    if (st != XF_OK) {
+        xf_ml_regex_free(x);
+        return st;
+    }
+    *out = x;
+    return XF_OK;
+}
+
+/* ------------------------------------------------------------ runs */
+
+/* Bytes of the UTF-8 character that starts with byte c (0: not a start). */
+static int utf8_bytes(unsigned char c)
+{
+    return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+}
+
+/* Characters in s[0 .. len - 1]; -1 when it is not UTF-8. */
+static int64_t utf8_chars(const char *s, size_t len)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < len; n++) {
+        int b = utf8_bytes((unsigned char)s[i]);
+        if (!b || i + (size_t)b > len)
+            return -1;
+        for (int k = 1; k < b; k++)
+            if (((unsigned char)s[i + k] >> 6) != 2)
+                return -1;
+        i += (size_t)b;
+    }
+    return n;
+}
+
+/* A row's tokens: offsets and lengths in its string. */
+typedef struct tokens {
+    size_t *at, *len;
+    int64_t n, cap;
+} tokens;
+
+static bool add_token(tokens *t, size_t at, size_t len)
+{
+    if (t->n == t->cap) {
+        int64_t cap = t->cap ? 2 * t->cap : 8;
+        size_t *a = realloc(t->at, sizeof *a * (size_t)cap), *l = a ? realloc(t->len, sizeof *l * (size_t)cap) : NULL;
+        if (a)
+            t->at = a;
+        if (!l)
+            return false;
+        t->len = l;
+        t->cap = cap;
+    }
+    t->at[t->n] = at;
+    t->len[t->n++] = len;
+    return true;
+}
+
+/* Adds the piece s[at .. at + len - 1] when it has mincharnum characters. */
+static bool keep(const xf_ml_regex *x, tokens *t, const char *s, size_t at, size_t len)
+{
+    return utf8_chars(s + at, len) < x->mincharnum || add_token(t, at, len);
+}
+
+/* Splits the pieces of row (of string s) at the matches of separator r
+ * into next. */
+static bool split_at(const xf_ml_regex *x, const regex_t *r, const char *s, const tokens *row, tokens *next)
+{
+    for (int64_t k = 0; k < row->n; k++) {
+        char *text = strndup(s + row->at[k], row->len[k]);
+        if (!text)
+            return false;
+        size_t start = 0, end = row->len[k];
+        regmatch_t m;
+        bool ok = true;
+        while (ok && start <= end && match(x, r, text, start, end, &m)) {
+            size_t pos = (size_t)m.rm_so, mlen = (size_t)(m.rm_eo - m.rm_so);
+            ok = keep(x, next, s, row->at[k] + start, pos - start);
+            int b = pos < end ? utf8_bytes((unsigned char)text[pos]) : 1;
+            start = mlen ? pos + mlen : pos + (size_t)(b ? b : 1);
+        }
+        if (ok && start <= end)
+            ok = keep(x, next, s, row->at[k] + start, end - start);
+        free(text);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* The tokens of s into t. */
+static bool tokenize(const xf_ml_regex *x, const char *s, tokens *t)
+{
+    size_t len = strlen(s);
+    if (x->by_char) {
+        for (size_t i = 0; i < len;) {
+            int b = utf8_bytes((unsigned char)s[i]);
+            if (!add_token(t, i, (size_t)b))
+                return false;
+            i += (size_t)b;
+        }
+        return true;
+    }
+    if (x->n_seps) {
+        tokens next = {0};
+        bool ok = add_token(t, 0, len);
+        for (int k = 0; ok && k < x->n_seps && t->n; k++) {
+            next.n = 0;
+            ok = split_at(x, &x->seps[k], s, t, &next);
+            tokens swap = *t;
+            *t = next;
+            next = swap;
+        }
+        free(next.at);
+        free(next.len);
+        return ok;
+    }
+    if (utf8_chars(s, len) < x->mincharnum)
+        return true;
+    regmatch_t m;
+    for (size_t start = 0; start <= len && match(x, &x->re, s, start, len, &m);) {
+        size_t pos = (size_t)m.rm_so, mlen = (size_t)(m.rm_eo - m.rm_so);
+        if (utf8_chars(s + pos, mlen) >= x->mincharnum) {
+            if (!add_token(t, pos, mlen))
+                return false;
+            start = pos + mlen;
+        } else {
+            int b = pos < len ? utf8_bytes((unsigned char)s[pos]) : 1;
+            start = pos + (size_t)b;
+        }
+    }
+    return true;
+}
+
+static const char *str_at(const xf_tensor *t, int64_t i) { return t->strings && t->strings[i] ? t->strings[i] : ""; }
+
+/* Tokenizer: X [C] or [N, C] of strings to [.., T]: each string's tokens
+ * between the marks \x02 and \x03 (with mark), padded with pad_value to
+ * the longest. */
+static xf_status run_tokenizer(const xf_ml_regex *x, const xf_node *n, const xf_tensor *in, xf_tensor **out,
+                               xf_error *err)
+{
+    int rank = in->shape.ndim;
+    if (rank != 1 && rank != 2)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "X has rank %d; it takes [C] or [N, C]", rank);
+    int64_t rows = xf_tensor_numel(in), most = 0;
+    tokens *t = calloc((size_t)rows + 1, sizeof *t);
+    xf_status st = t ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t r = 0; r < rows && st == XF_OK; r++) {
+        const char *s = str_at(in, r);
+        if (utf8_chars(s, strlen(s)) < 0)
+            st = xf_ml_fail(n, err, XF_ERR_INVALID, "string %lld is not UTF-8", (long long)r);
+        else if (!tokenize(x, s, &t[r]))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        most = t && t[r].n > most ? t[r].n : most;
+    }
+    int64_t width = most ? most + 2 * x->mark : 0;
+    xf_shape ys = in->shape;
+    ys.dims[ys.ndim++] = width;
+    xf_tensor *y = st == XF_OK ? xf_tensor_create(XF_DT_STRING, &ys) : NULL;
+    if (st == XF_OK && !y)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t r = 0; r < rows && st == XF_OK && width; r++) {
+        const char *s = str_at(in, r);
+        char **row = y->strings + r * width;
+        int64_t k = 0;
+        if (x->mark)
+            row[k++] = strdup("\x02");
+        for (int64_t i = 0; i < t[r].n; i++)
+            row[k++] = strndup(s + t[r].at[i], t[r].len[i]);
+        if (x->mark)
+            row[k++] = strdup("\x03");
+        while (k < width)
+            row[k++] = strdup(x->pad);
+        for (k = 0; k < width; k++)
+            if (!row[k])
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t r = 0; t && r < rows; r++) {
+        free(t[r].at);
+        free(t[r].len);
+    }
+    free(t);
+    if (st != XF_OK) {
+        xf_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
+    return XF_OK;
+}
+
+xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tensor *in, xf_tensor **out,
+                          xf_error *err)
+{
+    if (in->dtype != XF_DT_STRING)
+        return xf_ml_fail(n, err, XF_ERR_INVALID, "takes a tensor of strings, not %s", xf_dtype_name(in->dtype));
+    if (x->tokenizer)
+        return run_tokenizer(x, n, in, out, err);
+    xf_tensor *y = xf_tensor_create(XF_DT_BOOL, &in->shape);
+    if (!y)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < xf_tensor_numel(in); i++)
+        ((uint8_t *)y->data)[i] = match(x, &x->re, str_at(in, i), 0, strlen(str_at(in, i)), NULL);
+    out[0] = y;
+    return XF_OK;
+}

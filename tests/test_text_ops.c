@@ -1,0 +1,342 @@
+/* Text ops on the host backends (runtime/tfidf.c, regex_ops.c):
+ * TfIdfVectorizer, ONNX Runtime's Tokenizer and RegexFullMatch, in models
+ * built as ONNX files, against values worked out by hand (equal to ONNX
+ * Runtime's); RE2 patterns translated to POSIX, and those that have no
+ * POSIX form refused by node when the session is made; a text pipeline as
+ * scikit-learn's converter writes it, checked by xflowc. */
+#include "proto_util.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
+
+/* A model of node n reading x (of dtype, shape dims) and giving y. */
+static xf_model *node_model(Onnx__NodeProto *n, xf_dtype dtype, int ndim, const int64_t *dims)
+{
+    Onnx__GraphProto *g = mk_graph("text");
+    PUSH(g->n_input, g->input, mk_vi("x", dtype, ndim, dims, NULL));
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_UNDEFINED, -1, NULL, NULL));
+    Onnx__ModelProto *mp = mk_model(g, 20);
+    add_opset(mp, "com.microsoft", 1);
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    return m;
+}
+
+/* y of node n on x, on backend; the session's error (NULL: it must run). */
+static xf_tensor *run_node(Onnx__NodeProto *n, const char *backend, xf_tensor *x, xf_error *fail)
+{
+    xf_model *m = node_model(n, x->dtype, x->shape.ndim, x->shape.dims);
+    xf_session *s = NULL;
+    xf_error e;
+    xf_tensor *y = NULL;
+    xf_status st = xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &s, &e);
+    if (st == XF_OK)
+        st = xf_session_run(s, &x, &y, &e);
+    ck_assert_msg(st == XF_OK || fail, "%s: %s", backend, e.msg);
+    if (fail)
+        *fail = e;
+    xf_session_free(s);
+    xf_model_free(m);
+    return y;
+}
+
+static void assert_floats(const xf_tensor *y, xf_shape s, const float *want, const char *what)
+{
+    ck_assert_msg(y && y->dtype == XF_DT_FLOAT && xf_shape_equal(&y->shape, &s), "%s: type or shape", what);
+    for (int64_t i = 0; i < xf_tensor_numel(y); i++)
+        ck_assert_msg(((const float *)y->data)[i] == want[i], "%s: element %lld is %g, want %g", what, (long long)i,
+                      (double)((const float *)y->data)[i], (double)want[i]);
+}
+
+/* The pool of ONNX's own cases: unigrams 2 3 5 4 (columns 0-3), bigrams
+ * (5 6) (7 8) (6 7) (columns 4-6). */
+static Onnx__NodeProto *tfidf(int64_t min_n, int64_t max_n, int64_t skip, const char *mode, bool weights)
+{
+    static const int64_t pool[] = {2, 3, 5, 4, 5, 6, 7, 8, 6, 7}, counts[] = {0, 4}, idx[] = {0, 1, 2, 3, 4, 5, 6};
+    static const float w[] = {1, 2, 3, 4, 5, 6, 7.5f};
+    Onnx__NodeProto *n = mk_node("TfIdfVectorizer", "tfidf", NAMES("x"), NAMES("y"));
+    attr_ints(n, "pool_int64s", 10, pool);
+    attr_ints(n, "ngram_counts", 2, counts);
+    attr_ints(n, "ngram_indexes", 7, idx);
+    attr_int(n, "min_gram_length", min_n);
+    attr_int(n, "max_gram_length", max_n);
+    attr_int(n, "max_skip_count", skip);
+    attr_string(n, "mode", mode);
+    if (weights)
+        attr_floats(n, "weights", 7, w);
+    return n;
+}
+
+/* A pool of strings with n_idx of the ngram_indexes 2 0 1 3 4. */
+static Onnx__NodeProto *string_tfidf(int n_idx)
+{
+    static const int64_t counts[] = {0, 3}, idx[] = {2, 0, 1, 3, 4};
+    Onnx__NodeProto *n = mk_node("TfIdfVectorizer", "tfidf", NAMES("x"), NAMES("y"));
+    attr_strings(n, "pool_strings", 7, NAMES("the", "cat", "mat", "the", "cat", "cat", "sat"));
+    attr_ints(n, "ngram_counts", 2, counts);
+    attr_ints(n, "ngram_indexes", n_idx, idx);
+    attr_int(n, "min_gram_length", 1);
+    attr_int(n, "max_gram_length", 2);
+    attr_int(n, "max_skip_count", 1);
+    attr_string(n, "mode", "TF");
+    return n;
+}
+
+/* Counts of unigrams and bigrams at skips 0 to max_skip_count, unigrams
+ * once; IDF and TFIDF with weights by column; rows apart in [N, C], one
+ * row in [C]; strings numbered against a pool of strings. */
+START_TEST(tfidf_vectorizer)
+{
+    static const int64_t x[] = {1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8};
+    const struct {
+        int64_t min_n, max_n, skip;
+        const char *mode;
+        bool weights;
+        float rows[14], flat[7];
+    } cases[] = {
+        /* 3 3 3 -> column 1; 5 -> 2; (5 6) (7 8) (6 7) in the flat row, (7 8) crossing rows */
+        {1, 2, 0, "TF", false, {0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1}, {0, 3, 1, 0, 1, 1, 1}},
+        {2, 2, 0, "TF", false, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1}, {0, 0, 0, 0, 1, 1, 1}},
+        /* skip 2 adds (7 8) at 6 .. 8 ... and (6 7) twice apart */
+        {1, 2, 2, "TF", false, {0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1}, {0, 3, 1, 0, 1, 2, 1}},
+        {2, 2, 5, "TF", false, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1}, {0, 0, 0, 0, 1, 3, 1}},
+        {1, 2, 2, "IDF", true, {0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 5, 6, 7.5f}, {0, 2, 3, 0, 5, 6, 7.5f}},
+        {1, 2, 2, "TFIDF", true, {0, 6, 0, 0, 0, 0, 0, 0, 0, 3, 0, 5, 6, 7.5f}, {0, 6, 3, 0, 5, 12, 7.5f}},
+        {1, 1, 3, "IDF", false, {0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}, {0, 1, 1, 0, 0, 0, 0}},
+    };
+    xf_tensor *rows = xf_tensor_from_data(XF_DT_INT64, &(xf_shape){2, {2, 6}}, x);
+    xf_tensor *flat = xf_tensor_from_data(XF_DT_INT64, &(xf_shape){1, {12}}, x);
+    const char *backends[2];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            char what[64];
+            snprintf(what, sizeof what, "case %zu", c);
+            Onnx__NodeProto *n = tfidf(cases[c].min_n, cases[c].max_n, cases[c].skip, cases[c].mode, cases[c].weights);
+            xf_tensor *y = run_node(n, backends[b], rows, NULL);
+            assert_floats(y, (xf_shape){2, {2, 7}}, cases[c].rows, what);
+            xf_tensor_release(y);
+            y = run_node(n, backends[b], flat, NULL);
+            assert_floats(y, (xf_shape){1, {7}}, cases[c].flat, what);
+            xf_tensor_release(y);
+        }
+    xf_tensor_release(rows);
+    xf_tensor_release(flat);
+
+    /* strings: unigrams "the" "cat" "mat" and bigrams (the cat) (cat sat),
+     * columns 2 0 1 3 4; skip 1 finds (the cat) in "the big cat" */
+    Onnx__NodeProto *n = string_tfidf(5);
+    xf_tensor *s = string_tensor((xf_shape){2, {2, 3}}, NAMES("the", "big", "cat", "cat", "sat", "dog"));
+    xf_tensor *y = run_node(n, "cpu_ref", s, NULL);
+    assert_floats(y, (xf_shape){2, {2, 5}}, (const float[]){1, 0, 1, 1, 0, 1, 0, 0, 0, 1}, "strings");
+    xf_tensor_release(y);
+    /* integers against a pool of strings, and a pool that does not add up */
+    xf_error e;
+    xf_tensor *ints = xf_tensor_from_data(XF_DT_INT64, &(xf_shape){1, {2}}, x);
+    ck_assert_ptr_null(run_node(n, "cpu_ref", ints, &e));
+    ck_assert_msg(strstr(e.msg, "'tfidf'") && strstr(e.msg, "X is INT64 but its pool holds strings"), "%s", e.msg);
+    ck_assert_ptr_null(run_node(string_tfidf(4), "cpu_ref", s, &e));
+    ck_assert_msg(strstr(e.msg, "has 5 n-grams in its pool but 4 ngram_indexes"), "%s", e.msg);
+    xf_tensor_release(ints);
+    xf_tensor_release(s);
+}
+END_TEST
+
+static Onnx__NodeProto *tokenizer(int64_t mark, int64_t mincharnum, const char *const *seps, int n_seps,
+                                  const char *exp)
+{
+    Onnx__NodeProto *n = mk_node("Tokenizer", "tok", NAMES("x"), NAMES("y"));
+    n->domain = "com.microsoft";
+    attr_int(n, "mark", mark);
+    attr_int(n, "mincharnum", mincharnum);
+    attr_string(n, "pad_value", "#");
+    if (seps)
+        attr_strings(n, "separators", n_seps, seps);
+    if (exp)
+        attr_string(n, "tokenexp", exp);
+    return n;
+}
+
+/* Separators (regular expressions, one after the other), a token
+ * expression (leftmost-longest, short matches skipped a character at a
+ * time), characters, marks, padding, nothing found, input not UTF-8. */
+START_TEST(tokenizer_op)
+{
+    xf_tensor *x = string_tensor((xf_shape){2, {3, 1}}, NAMES("the cat, sat;on  the mat", "Ünï café,bar", "a"));
+    const xf_shape s3 = {3, {3, 1, 6}};
+    const struct {
+        Onnx__NodeProto *n;
+        xf_shape shape;
+        const char *want[32];
+    } cases[] = {
+        {tokenizer(0, 1, NAMES(" "), 1, NULL), {3, {3, 1, 5}},
+         {"the", "cat,", "sat;on", "the", "mat", "Ünï", "café,bar", "#", "#", "#", "a", "#", "#", "#", "#"}},
+        {tokenizer(0, 1, NAMES("[,;]", " +"), 2, NULL), s3,
+         {"the", "cat", "sat", "on", "the", "mat", "Ünï", "café", "bar", "#", "#", "#", "a", "#", "#", "#", "#", "#"}},
+        {tokenizer(0, 3, NULL, 0, "[^ ,;]+"), {3, {3, 1, 5}},
+         {"the", "cat", "sat", "the", "mat", "Ünï", "café", "bar", "#", "#", "#", "#", "#", "#", "#"}},
+        {tokenizer(1, 1, NULL, 0, "\\w+"), {3, {3, 1, 8}},
+         {"\x02", "the", "cat", "sat", "on", "the", "mat", "\x03", "\x02", "n", "caf", "bar", "\x03", "#", "#", "#",
+          "\x02", "a", "\x03", "#", "#", "#", "#", "#"}},
+        {tokenizer(0, 1, NULL, 0, "(?i)C.T"), {3, {3, 1, 1}}, {"cat", "#", "#"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char what[64];
+        snprintf(what, sizeof what, "case %zu", c);
+        xf_tensor *y = run_node(cases[c].n, "cpu_ref", x, NULL);
+        assert_strings(y, cases[c].shape, cases[c].want, what);
+        xf_tensor_release(y);
+    }
+    /* \\b sees the text before where the search goes on */
+    xf_tensor *ascii = string_tensor((xf_shape){1, {1}}, NAMES("the cat"));
+    xf_tensor *y = run_node(tokenizer(0, 1, NULL, 0, "\\b\\w"), "cpu_ref", ascii, NULL);
+    assert_strings(y, (xf_shape){2, {1, 2}}, NAMES("t", "c"), "word starts");
+    xf_tensor_release(y);
+    xf_tensor_release(ascii);
+    xf_tensor *chars = string_tensor((xf_shape){1, {2}}, NAMES("çà", "abc"));
+    y = run_node(tokenizer(0, 1, NAMES(""), 1, NULL), "cpu_ref", chars, NULL);
+    assert_strings(y, (xf_shape){2, {2, 3}}, NAMES("ç", "à", "#", "a", "b", "c"), "characters");
+    xf_tensor_release(y);
+    y = run_node(tokenizer(1, 1, NULL, 0, "z+"), "cpu_ref", chars, NULL);
+    ck_assert(y->dtype == XF_DT_STRING && y->shape.ndim == 2 && y->shape.dims[0] == 2 && y->shape.dims[1] == 0);
+    xf_tensor_release(y);
+    free(chars->strings[0]);
+    chars->strings[0] = strdup("\xff");
+    xf_error e;
+    ck_assert_ptr_null(run_node(tokenizer(0, 1, NAMES(" "), 1, NULL), "cpu_ref", chars, &e));
+    ck_assert_msg(strstr(e.msg, "'tok'") && strstr(e.msg, "string 0 is not UTF-8"), "%s", e.msg);
+    xf_tensor_release(chars);
+    xf_tensor_release(x);
+}
+END_TEST
+
+/* RE2 patterns through their POSIX translations, against values ONNX
+ * Runtime gives; what has no POSIX form refused by node. */
+START_TEST(regex_full_match)
+{
+    xf_tensor *x = string_tensor((xf_shape){2, {2, 4}}, NAMES("abc", "ABC", "123-456", "www.google.com", "a]b", "a-b",
+                                                               "foo.bar@gmail.com", "hello world"));
+    const struct {
+        const char *pattern;
+        int64_t want[8];
+    } cases[] = {
+        {"abc", {1, 0, 0, 0, 0, 0, 0, 0}},
+        {"(?i)abc", {1, 1, 0, 0, 0, 0, 0, 0}},
+        {"\\d{3}-\\d{3}", {0, 0, 1, 0, 0, 0, 0, 0}},
+        {"www\\.[\\w.-]+\\.\\bcom\\b", {0, 0, 0, 1, 0, 0, 0, 0}},
+        {"a[]]b", {0, 0, 0, 0, 1, 0, 0, 0}},
+        {"a[x-]b", {0, 0, 0, 0, 0, 1, 0, 0}},
+        {"(\\W|^)[\\w.\\-]{0,25}@(yahoo|gmail)\\.com(\\W|$)", {0, 0, 0, 0, 0, 0, 1, 0}},
+        {"(?:\\w+)\\s\\w+?", {0, 0, 0, 0, 0, 0, 0, 1}},
+        {"[^\\d\\s]+", {1, 1, 0, 1, 1, 1, 1, 0}},
+        {"[a\\-z]+", {0, 0, 0, 0, 0, 0, 0, 0}}, /* a, '-' and z, not a range */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", cases[c].pattern);
+        xf_tensor *y = run_node(n, "cpu_ref", x, NULL);
+        ck_assert(y->dtype == XF_DT_BOOL && xf_shape_equal(&y->shape, &x->shape));
+        for (int i = 0; i < 8; i++)
+            ck_assert_msg(((const uint8_t *)y->data)[i] == cases[c].want[i], "%s: element %d is %d",
+                          cases[c].pattern, i, ((const uint8_t *)y->data)[i]);
+        xf_tensor_release(y);
+    }
+    const char *refused[][2] = {{"\\pL+", "\\p has no POSIX form"},
+                                {"a++", "a repetition of a repetition is not RE2 syntax"},
+                                {"a(?i)b", "the group (?i has no POSIX form"},
+                                {"[\\W]", "\\W inside brackets has no POSIX form"},
+                                {"(ab", "does not compile"}};
+    for (int c = 0; c < 5; c++) {
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", refused[c][0]);
+        xf_error e;
+        ck_assert_ptr_null(run_node(n, "cpu_ref", x, &e));
+        ck_assert_msg(strstr(e.msg, "node 'match' (RegexFullMatch): pattern") && strstr(e.msg, refused[c][1]), "%s",
+                      e.msg);
+    }
+    xf_tensor_release(x);
+}
+END_TEST
+
+/* text [N, 1] -> Reshape [-1] -> StringNormalizer (lower case) ->
+ * Tokenizer -> TfIdfVectorizer -> Mul by idf weights, as scikit-learn's
+ * converter writes a TfidfVectorizer: xflowc checks it on its outputs. */
+START_TEST(xflowc_checks_a_text_pipeline)
+{
+    static const int64_t col[] = {-1, 1}, one[] = {1}, minus1[] = {-1};
+    static const float idf[] = {1.5f, 2, 1, 1.25f};
+    static const int64_t four[] = {4};
+    Onnx__GraphProto *g = mk_graph("pipeline");
+    PUSH(g->n_input, g->input, mk_vi("text", XF_DT_STRING, 2, col, NAMES("N")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("shape", XF_DT_INT64, 1, one, minus1, sizeof minus1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("idf", XF_DT_FLOAT, 1, four, idf, sizeof idf));
+    PUSH(g->n_node, g->node, mk_node("Reshape", "reshape", NAMES("text", "shape"), NAMES("flat")));
+    Onnx__NodeProto *norm = mk_node("StringNormalizer", "norm", NAMES("flat"), NAMES("lower"));
+    attr_string(norm, "case_change_action", "LOWER");
+    PUSH(g->n_node, g->node, norm);
+    Onnx__NodeProto *tok = tokenizer(0, 1, NULL, 0, "[a-zA-Z0-9_]+");
+    tok->input[0] = "lower";
+    tok->output[0] = "tokens";
+    PUSH(g->n_node, g->node, tok);
+    Onnx__NodeProto *tf = mk_node("TfIdfVectorizer", "tfidf", NAMES("tokens"), NAMES("counts"));
+    attr_strings(tf, "pool_strings", 4, NAMES("0", "1", "5", "9"));
+    static const int64_t counts[] = {0}, idx[] = {0, 1, 2, 3};
+    attr_ints(tf, "ngram_counts", 1, counts);
+    attr_ints(tf, "ngram_indexes", 4, idx);
+    attr_int(tf, "min_gram_length", 1);
+    attr_int(tf, "max_gram_length", 1);
+    attr_int(tf, "max_skip_count", 0);
+    attr_string(tf, "mode", "TF");
+    PUSH(g->n_node, g->node, tf);
+    PUSH(g->n_node, g->node, mk_node("Mul", "mul", NAMES("counts", "idf"), NAMES("y")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 2, (const int64_t[]){-1, 4}, NAMES("N", NULL)));
+    Onnx__ModelProto *mp = mk_model(g, 18);
+    add_opset(mp, "com.microsoft", 1);
+    const char *dir = xf_test_tmpdir("text_ops");
+    char in[4200], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/pipeline.onnx", dir);
+    write_model(mp, in);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s/out.onnx --check", xf_test_tool("xflowc"), in, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "check: output 'y'") && !strstr(out, "shapes only"), "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'text' dim 0 ('N')"), "%s", out);
+    free(out);
+    /* and the written model runs at the batch it is given */
+    xf_tensor *x = string_tensor((xf_shape){2, {2, 1}}, NAMES("5 59 9", "0"));
+    xf_load_options opt = {.feed_shapes = &x->shape, .n_feed_shapes = 1};
+    xf_model *m;
+    xf_error e;
+    snprintf(in, sizeof in, "%s/out.onnx", dir);
+    ck_assert_msg(xf_model_load(in, &opt, &m, &e) == XF_OK, "%s", e.msg);
+    xf_session *s;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *y = NULL;
+    ck_assert_msg(xf_session_run(s, &x, &y, &e) == XF_OK, "%s", e.msg);
+    assert_floats(y, (xf_shape){2, {2, 4}}, (const float[]){0, 0, 1, 1.25f, 1.5f, 0, 0, 0}, "pipeline");
+    xf_tensor_release(y);
+    xf_tensor_release(x);
+    xf_session_free(s);
+    xf_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("text_ops");
+    TCase *tc = tcase_create("ops");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, tfidf_vectorizer);
+    tcase_add_test(tc, tokenizer_op);
+    tcase_add_test(tc, regex_full_match);
+    tcase_add_test(tc, xflowc_checks_a_text_pipeline);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
