@@ -112,6 +112,8 @@ static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
             continue;
         }
         int c = (unsigned char)*s++;
+        if (c == '\\' && !*s)
+            break; /* a trailing backslash: unclosed */
         if (c == '\\') {
             char e = *s++;
             const char *members = class_members(e);
@@ -234,6 +236,9 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
                 free(o.s);
                 return false;
             }
+        } else if (c == '\\' && !*p) {
+            free(o.s);
+            return refuse(why, why_len, "a trailing backslash");
         } else if (c == '\\') {
             char e = *p++;
             const char *members = class_members(e);
