@@ -14,7 +14,7 @@
  * ml_encoders.c), and ONNX's own string ops StringConcat, StringSplit
  * and StringNormalizer, dispatched here too, string_ops.c; its
  * TfIdfVectorizer tfidf.c; its RegexFullMatch and ONNX Runtime's
- * Tokenizer regex_ops.c. */
+ * Tokenizer regex_ops.c; its loss ops loss_ops.c. */
 #include "ml_ops.h"
 
 #include <math.h>
@@ -40,11 +40,14 @@ typedef enum ml_kind {
     ML_LABEL_ENCODER,
     ML_CATEGORY_MAPPER,
     ML_ONE_HOT_ENCODER,
+    ML_FEATURE_VECTORIZER,
     ML_STRING_CONCAT, /* ONNX's own string ops from here: the default domain */
     ML_STRING_SPLIT,
     ML_STRING_NORMALIZER,
     ML_TFIDF,
     ML_REGEX_FULL_MATCH,
+    ML_NLL_LOSS,
+    ML_SCE_LOSS,
     ML_TOKENIZER, /* ONNX Runtime's (com.microsoft) */
     ML_KINDS
 } ml_kind;
@@ -52,8 +55,9 @@ typedef enum ml_kind {
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
-    "LabelEncoder", "CategoryMapper", "OneHotEncoder", "StringConcat", "StringSplit",
-    "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "Tokenizer",
+    "LabelEncoder", "CategoryMapper", "OneHotEncoder", "FeatureVectorizer", "StringConcat", "StringSplit",
+    "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "NegativeLogLikelihoodLoss",
+    "SoftmaxCrossEntropyLoss", "Tokenizer",
 };
 
 struct xf_rt_ml {
@@ -370,6 +374,42 @@ static xf_status run_rowwise(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **
     return st;
 }
 
+/* FeatureVectorizer: the rows of the inputs side by side, input k's first
+ * inputdimensions[k] features (fewer padded with zeros), as floats; an
+ * input of rank 1 is one row. */
+static xf_status run_vectorizer(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+{
+    const xf_node *n = m->node;
+    int64_t n_dims, total = 0, rows = -1;
+    const int64_t *dims = xf_ml_ints(n, "inputdimensions", &n_dims);
+    for (int k = 0; k < n->opaque->n_own_inputs; k++) {
+        const xf_tensor *x = in[k];
+        int64_t r = x->shape.ndim == 1 ? 1 : x->shape.ndim > 1 ? x->shape.dims[0] : -1;
+        if (r < 0 || (!xf_dtype_is_float(x->dtype) && !xf_rt_is_integral(x->dtype)))
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d is %s of rank %d; it takes numbers of rank 1 or more", k,
+                              xf_dtype_name(x->dtype), x->shape.ndim);
+        if (rows >= 0 && r != rows)
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d has %lld rows, input 0 %lld", k, (long long)r,
+                              (long long)rows);
+        rows = r;
+        total += dims[k];
+    }
+    xf_tensor *y = xf_tensor_create(XF_DT_FLOAT, &(xf_shape){2, {rows, total}});
+    if (!y)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    float *yv = y->data;
+    int64_t at = 0;
+    for (int k = 0; k < n->opaque->n_own_inputs; at += dims[k], k++) {
+        const xf_tensor *x = in[k];
+        int64_t width = rows ? xf_tensor_numel(x) / rows : 0, take = width < dims[k] ? width : dims[k];
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < take; c++)
+                yv[r * total + at + c] = (float)xf_rt_load_f64(x->dtype, x->data, r * width + c);
+    }
+    out[0] = y;
+    return XF_OK;
+}
+
 /* ArrayFeatureExtractor: X's last axis gathered at indices Y (int64); X of
  * rank 1 gives one row. */
 static xf_status run_extract(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out, xf_error *err)
@@ -529,13 +569,16 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     int kind = kind_of(n);
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1};
-    if (n->opaque->n_own_inputs != ins[kind] || n->n_outputs < 1 || n->n_outputs > outs[kind])
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 3, 3, 1};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1};
+    bool loss = kind == ML_NLL_LOSS || kind == ML_SCE_LOSS; /* their weights may be left out */
+    int n_in = n->opaque->n_own_inputs;
+    bool variadic = kind == ML_FEATURE_VECTORIZER && n_in >= 1;
+    if ((n_in != ins[kind] && !(loss && n_in == 2) && !variadic) || n->n_outputs < 1 || n->n_outputs > outs[kind])
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
-                          n->opaque->n_own_inputs, n->n_outputs, ins[kind], outs[kind]);
+                          n_in, n->n_outputs, ins[kind], outs[kind]);
     for (int k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k] < 0)
+        if (n->inputs[k] < 0 && !(loss && k == 2))
             return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d is omitted; it is required", k);
     xf_rt_ml *m = calloc(1, sizeof *m);
     if (!m)
@@ -554,6 +597,15 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
         st = xf_ml_svm_check(n, m->kind == ML_SVM_CLASSIFIER, err);
     if (st == XF_OK && (m->kind == ML_TREE_REGRESSOR || m->kind == ML_TREE_CLASSIFIER || m->kind == ML_TREE_ENSEMBLE))
         st = xf_ml_trees_create(n, m->kind == ML_TREE_CLASSIFIER, &m->trees, err);
+    if (st == XF_OK && loss)
+        st = xf_ml_loss_check(n, err);
+    int64_t n_dims;
+    const int64_t *dims = xf_ml_ints(n, "inputdimensions", &n_dims);
+    if (st == XF_OK && variadic && n_dims != n_in)
+        st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %lld inputdimensions", n_in, (long long)n_dims);
+    for (int64_t k = 0; st == XF_OK && variadic && k < n_dims; k++)
+        if (dims[k] < 0)
+            st = xf_ml_fail(n, err, XF_ERR_INVALID, "inputdimensions[%lld] is negative", (long long)k);
     if (st == XF_OK && m->kind == ML_TFIDF)
         st = xf_ml_tfidf_create(n, &m->tfidf, err);
     if (st == XF_OK && (m->kind == ML_REGEX_FULL_MATCH || m->kind == ML_TOKENIZER))
@@ -573,6 +625,7 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     switch (m->kind) {
     case ML_ARRAY_FEATURE_EXTRACTOR: st = run_extract(m, in, res, err); break;
     case ML_ZIP_MAP: st = run_zip_map(m, in[0], res, err); break;
+    case ML_FEATURE_VECTORIZER: st = run_vectorizer(m, in, res, err); break;
     case ML_LABEL_ENCODER:
     case ML_CATEGORY_MAPPER: st = xf_ml_encode_map(m->node, m->kind == ML_CATEGORY_MAPPER, in[0], res, err); break;
     case ML_ONE_HOT_ENCODER: st = xf_ml_one_hot(m->node, in[0], res, err); break;
@@ -582,6 +635,8 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_TFIDF: st = xf_ml_tfidf_run(m->tfidf, m->node, in[0], res, err); break;
     case ML_REGEX_FULL_MATCH:
     case ML_TOKENIZER: st = xf_ml_regex_run(m->regex, m->node, in[0], res, err); break;
+    case ML_NLL_LOSS:
+    case ML_SCE_LOSS: st = xf_ml_loss_run(m->node, m->kind == ML_SCE_LOSS, in, res, err); break;
     case ML_LINEAR_REGRESSOR:
     case ML_LINEAR_CLASSIFIER: st = run_linear(m, in[0], res, err); break;
     case ML_TREE_REGRESSOR:

@@ -1,9 +1,10 @@
-/* The host ops: ONNX-ML (domain ai.onnx.ml), ONNX's string and text ops
+/* The host ops: ONNX-ML (domain ai.onnx.ml), ONNX's string, text and loss ops
  * and ONNX Runtime's Tokenizer, shared between ml_ops.c (the dispatch,
  * attributes, labels, scores and post transforms, preprocessing and linear
  * models) and the files of the tree ensembles (ml_trees.c), SVMs
  * (ml_svm.c), encoders (ml_encoders.c), string ops (string_ops.c),
- * TfIdfVectorizer (tfidf.c) and the regular expressions (regex_ops.c).  See xf_rt_internal.h for what the session
+ * TfIdfVectorizer (tfidf.c), the regular expressions (regex_ops.c) and
+ * the loss ops (loss_ops.c).  See xf_rt_internal.h for what the session
  * calls. */
 #ifndef XF_ML_OPS_H
 #define XF_ML_OPS_H
@@ -93,5 +94,11 @@ xf_status xf_ml_regex_create(const xf_node *n, bool tokenizer, xf_ml_regex **out
 xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tensor *in, xf_tensor **out,
                           xf_error *err);
 void xf_ml_regex_free(xf_ml_regex *x);
+
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (loss_ops.c,
+ * softmax for the latter): the attributes checked, and a run of in[] to
+ * out[0] (and the log-probabilities to out[1]). */
+xf_status xf_ml_loss_check(const xf_node *n, xf_error *err);
+xf_status xf_ml_loss_run(const xf_node *n, bool softmax, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 
 #endif

@@ -788,70 +788,46 @@ START_TEST(string_encoders)
 }
 END_TEST
 
-/* ONNX's StringConcat (broadcast), StringSplit (Python's str.split:
- * whitespace runs, or every delimiter; maxsplit; padded parts and counts)
- * and StringNormalizer, run beside the ONNX-ML ops. */
-START_TEST(string_ops)
+/* FeatureVectorizer: three inputs of three types side by side, the first
+ * cut to 2 features, the second padded to 2, the third [N, 2, 2] read as
+ * rows of 4 and cut to 3; rows that differ and a count of inputdimensions that does not
+ * match the inputs refused by node. */
+START_TEST(feature_vectorizer)
 {
-    static const int64_t d21[] = {2, 1}, d3[] = {3};
-    Onnx__GraphProto *g = mk_graph("concat");
-    PUSH(g->n_input, g->input, mk_vi("A", XF_DT_STRING, 2, d21, NULL));
-    PUSH(g->n_input, g->input, mk_vi("B", XF_DT_STRING, 1, d3, NULL));
-    PUSH(g->n_node, g->node, mk_node("StringConcat", "cat", (const char *[]){"A", "B", NULL},
-                                     (const char *[]){"Y", NULL}));
-    PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
-    xf_tensor *in[2] = {text((const char *[]){"x", "yy", NULL}), text((const char *[]){"1", "", "3", NULL})};
-    in[0]->shape = xf_shape_make(2, d21);
-    xf_tensor *y = NULL;
-    xf_error e = {0};
-    ck_assert_msg(run_on(mk_model(g, 20), "cpu_ref", in, &y, &e) == XF_OK, "%s", e.msg);
-    ck_assert_int_eq(y->shape.ndim, 2);
-    expect_text(y, (const char *[]){"x1", "x", "x3", "yy1", "yy", "yy3", NULL});
-    release_all(in, 2);
-    const char *rows[] = {"  a b  c  ", "", ",a,,b", NULL};
-    for (int form = 0; form < 2; form++) {
-        g = mk_graph("split");
-        PUSH(g->n_input, g->input, mk_vi("X", XF_DT_STRING, 1, d3, NULL));
-        Onnx__NodeProto *n = mk_node("StringSplit", "split", (const char *[]){"X", NULL},
-                                     (const char *[]){"Y", "Z", NULL});
-        if (form == 0)
-            attr_int(n, "maxsplit", 1);
-        else
-            attr_string(n, "delimiter", ",");
-        PUSH(g->n_node, g->node, n);
-        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
-        PUSH(g->n_output, g->output, mk_vi("Z", XF_DT_INT64, -1, NULL, NULL));
-        xf_tensor *x = text(rows), *out[2] = {NULL, NULL};
-        ck_assert_msg(run_on(mk_model(g, 20), "cpu_ref", &x, out, &e) == XF_OK, "%s", e.msg);
-        if (form == 0) { /* whitespace, one split at most: the rest as it is */
-            ck_assert(out[0]->shape.ndim == 2 && out[0]->shape.dims[1] == 2);
-            expect_text(out[0], (const char *[]){"a", "b  c  ", "", "", ",a,,b", "", NULL});
-            EXPECT(out[1], XF_DT_INT64, DIMS(3), 2, 0, 1);
-        } else { /* every comma: empty parts kept, an empty string one part */
-            ck_assert(out[0]->shape.ndim == 2 && out[0]->shape.dims[1] == 4);
-            expect_text(out[0], (const char *[]){"  a b  c  ", "", "", "", "", "", "", "", "", "a", "", "b", NULL});
-            EXPECT(out[1], XF_DT_INT64, DIMS(3), 1, 1, 4);
-        }
-        xf_tensor_release(x);
-    }
-    /* StringNormalizer: stopwords in any case, then upper case; [1, C]
-     * keeps its row; nothing left gives one empty string */
-    for (int all = 0; all < 2; all++) {
-        static const int64_t d1x4[] = {1, 4};
-        g = mk_graph("norm");
-        PUSH(g->n_input, g->input, mk_vi("X", XF_DT_STRING, 2, d1x4, NULL));
-        Onnx__NodeProto *n = mk_node("StringNormalizer", "norm", (const char *[]){"X", NULL},
+    static const int64_t d23[] = {2, 3}, d21[] = {2, 1}, d11[] = {1, 1}, d222[] = {2, 2, 2}, dims[] = {2, 2, 3},
+                         two[] = {2, 2};
+    for (int bad = 0; bad < 3; bad++) {
+        Onnx__GraphProto *g = mk_graph("fv");
+        PUSH(g->n_input, g->input, mk_vi("a", XF_DT_FLOAT, 2, d23, NULL));
+        PUSH(g->n_input, g->input, mk_vi("b", XF_DT_INT64, 2, bad == 1 ? d11 : d21, NULL));
+        PUSH(g->n_input, g->input, mk_vi("c", XF_DT_DOUBLE, 3, d222, NULL));
+        Onnx__NodeProto *n = ml_node("FeatureVectorizer", (const char *[]){"a", "b", "c", NULL},
                                      (const char *[]){"Y", NULL});
-        attr_string(n, "case_change_action", "UPPER");
-        attr_strings(n, "stopwords", all ? 2 : 1, (const char *[]){"monday", "Tue"});
+        attr_ints(n, "inputdimensions", bad == 2 ? 2 : 3, bad == 2 ? two : dims);
         PUSH(g->n_node, g->node, n);
-        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
-        xf_tensor *x = text((const char *[]){"Monday", "tue", "mOnDaY", all ? "TUE" : "wed", NULL});
-        x->shape = xf_shape_make(2, d1x4);
-        ck_assert_msg(run_on(mk_model(g, 10), "cpu_ref", &x, &y, &e) == XF_OK, "%s", e.msg);
-        ck_assert(y->shape.ndim == 2 && y->shape.dims[0] == 1 && y->shape.dims[1] == (all ? 1 : 2));
-        expect_text(y, all ? (const char *[]){"", NULL} : (const char *[]){"TUE", "WED", NULL});
-        xf_tensor_release(x);
+        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_FLOAT, -1, NULL, NULL));
+        Onnx__ModelProto *mp = mk_model(g, 17);
+        add_opset(mp, "ai.onnx.ml", 1);
+        static const double c[] = {0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75};
+        xf_tensor *in[3] = {F32(DIMS(2, 3), 0, 1, 2, 3, 4, 5), bad == 1 ? I64(DIMS(1, 1), 7) : I64(DIMS(2, 1), 7, -8),
+                            mk(XF_DT_DOUBLE, DIMS(2, 2, 2), c)};
+        xf_tensor *y = NULL;
+        xf_error e = {0};
+        const char *backends[2];
+        int nb = host_backends(backends);
+        for (int b = 0; b < (bad ? 1 : nb); b++) {
+            xf_status st = run_on(mp, backends[b], in, &y, &e);
+            if (bad) {
+                ck_assert_int_ne(st, XF_OK);
+                ck_assert_msg(strstr(e.msg, bad == 1 ? "(FeatureVectorizer): input 1 has 1 rows, input 0 2"
+                                                     : "(FeatureVectorizer): has 3 inputs and 2 inputdimensions"),
+                              "%s", e.msg);
+                continue;
+            }
+            ck_assert_msg(st == XF_OK, "%s", e.msg);
+            EXPECT(y, XF_DT_FLOAT, DIMS(2, 7), 0, 1, 7, 0, 0, 0.25, 0.5, 3, 4, -8, 0, 1, 1.25, 1.5);
+        }
+        release_all(in, 3);
     }
 }
 END_TEST
@@ -982,7 +958,7 @@ int main(void)
     tcase_add_test(tc, zip_map);
     tcase_add_test(tc, string_labels);
     tcase_add_test(tc, string_encoders);
-    tcase_add_test(tc, string_ops);
+    tcase_add_test(tc, feature_vectorizer);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, xflowc_checks_outputs);
     suite_add_tcase(s, tc);

@@ -1,4 +1,5 @@
-/* Text ops on the host backends (runtime/tfidf.c, regex_ops.c):
+/* Text ops on the host backends (runtime/string_ops.c, tfidf.c,
+ * regex_ops.c): StringConcat, StringSplit and StringNormalizer,
  * TfIdfVectorizer, ONNX Runtime's Tokenizer and RegexFullMatch, in models
  * built as ONNX files, against values worked out by hand (equal to ONNX
  * Runtime's); RE2 patterns translated to POSIX, and those that have no
@@ -266,6 +267,93 @@ START_TEST(regex_full_match)
 }
 END_TEST
 
+/* Runs model mp on cpu_ref with inputs in, outputs to out. */
+static void run_model(Onnx__ModelProto *mp, xf_tensor **in, xf_tensor **out)
+{
+    xf_model *m;
+    xf_session *s;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_session_run(s, in, out, &e) == XF_OK, "%s", e.msg);
+    xf_session_free(s);
+    xf_model_free(m);
+}
+
+static void assert_counts(const xf_tensor *t, const int64_t *want)
+{
+    ck_assert(t->dtype == XF_DT_INT64 && t->shape.ndim == 1 && t->shape.dims[0] == 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(((const int64_t *)t->data)[i], want[i]);
+}
+
+/* ONNX's StringConcat (broadcast), StringSplit (Python's str.split:
+ * whitespace runs, or every delimiter; maxsplit; padded parts and counts)
+ * and StringNormalizer (runtime/string_ops.c). */
+START_TEST(string_ops)
+{
+    static const int64_t d21[] = {2, 1}, d3[] = {3};
+    Onnx__GraphProto *g = mk_graph("concat");
+    PUSH(g->n_input, g->input, mk_vi("A", XF_DT_STRING, 2, d21, NULL));
+    PUSH(g->n_input, g->input, mk_vi("B", XF_DT_STRING, 1, d3, NULL));
+    PUSH(g->n_node, g->node, mk_node("StringConcat", "cat", NAMES("A", "B"), NAMES("Y")));
+    PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
+    xf_tensor *in[2] = {string_tensor((xf_shape){2, {2, 1}}, NAMES("x", "yy")),
+                        string_tensor((xf_shape){1, {3}}, NAMES("1", "", "3"))};
+    xf_tensor *y = NULL;
+    run_model(mk_model(g, 20), in, &y);
+    assert_strings(y, (xf_shape){2, {2, 3}}, NAMES("x1", "x", "x3", "yy1", "yy", "yy3"), "StringConcat");
+    xf_tensor_release(y);
+    xf_tensor_release(in[0]);
+    xf_tensor_release(in[1]);
+    for (int form = 0; form < 2; form++) {
+        g = mk_graph("split");
+        PUSH(g->n_input, g->input, mk_vi("X", XF_DT_STRING, 1, d3, NULL));
+        Onnx__NodeProto *n = mk_node("StringSplit", "split", NAMES("X"), NAMES("Y", "Z"));
+        if (form == 0)
+            attr_int(n, "maxsplit", 1);
+        else
+            attr_string(n, "delimiter", ",");
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
+        PUSH(g->n_output, g->output, mk_vi("Z", XF_DT_INT64, -1, NULL, NULL));
+        xf_tensor *x = string_tensor((xf_shape){1, {3}}, NAMES("  a b  c  ", "", ",a,,b")), *out[2] = {NULL, NULL};
+        run_model(mk_model(g, 20), &x, out);
+        if (form == 0) { /* whitespace, one split at most: the rest as it is */
+            assert_strings(out[0], (xf_shape){2, {3, 2}}, NAMES("a", "b  c  ", "", "", ",a,,b", ""), "maxsplit");
+            assert_counts(out[1], (const int64_t[]){2, 0, 1});
+        } else { /* every comma: empty parts kept, an empty string one part */
+            assert_strings(out[0], (xf_shape){2, {3, 4}},
+                           NAMES("  a b  c  ", "", "", "", "", "", "", "", "", "a", "", "b"), "delimiter");
+            assert_counts(out[1], (const int64_t[]){1, 1, 4});
+        }
+        xf_tensor_release(out[0]);
+        xf_tensor_release(out[1]);
+        xf_tensor_release(x);
+    }
+    /* StringNormalizer: stopwords in any case, then upper case; [1, C]
+     * keeps its row; nothing left gives one empty string */
+    for (int all = 0; all < 2; all++) {
+        static const int64_t d1x4[] = {1, 4};
+        g = mk_graph("norm");
+        PUSH(g->n_input, g->input, mk_vi("X", XF_DT_STRING, 2, d1x4, NULL));
+        Onnx__NodeProto *n = mk_node("StringNormalizer", "norm", NAMES("X"), NAMES("Y"));
+        attr_string(n, "case_change_action", "UPPER");
+        attr_strings(n, "stopwords", all ? 2 : 1, NAMES("monday", "Tue"));
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("Y", XF_DT_STRING, -1, NULL, NULL));
+        xf_tensor *x = string_tensor((xf_shape){2, {1, 4}}, NAMES("Monday", "tue", "mOnDaY", all ? "TUE" : "wed"));
+        run_model(mk_model(g, 10), &x, &y);
+        if (all)
+            assert_strings(y, (xf_shape){2, {1, 1}}, NAMES(""), "nothing left");
+        else
+            assert_strings(y, (xf_shape){2, {1, 2}}, NAMES("TUE", "WED"), "stopwords");
+        xf_tensor_release(y);
+        xf_tensor_release(x);
+    }
+}
+END_TEST
+
 /* text [N, 1] -> Reshape [-1] -> StringNormalizer (lower case) ->
  * Tokenizer -> TfIdfVectorizer -> Mul by idf weights, as scikit-learn's
  * converter writes a TfidfVectorizer: xflowc checks it on its outputs. */
@@ -333,6 +421,7 @@ int main(void)
     Suite *s = suite_create("text_ops");
     TCase *tc = tcase_create("ops");
     tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_test(tc, string_ops);
     tcase_add_test(tc, tfidf_vectorizer);
     tcase_add_test(tc, tokenizer_op);
     tcase_add_test(tc, regex_full_match);
