@@ -92,8 +92,8 @@ xf_status xf_ml_loss_run(const xf_node *n, bool softmax, xf_tensor *const *in, x
                     free(lp);
                     xf_tensor_release(loss);
                     xf_tensor_release(logp);
-                    return xf_ml_fail(n, err, XF_ERR_INVALID, "target %" PRId64 " is %" PRId64 ", not in [0, %" PRId64 ")",
-                                      k, c, C);
+                    return xf_ml_fail(n, err, XF_ERR_INVALID,
+                                      "target %" PRId64 " is %" PRId64 ", not in [0, %" PRId64 ")", k, c, C);
                 }
                 int64_t at = (b * C + c) * inner + i;
                 double wc = w ? xf_rt_load_f64(w->dtype, w->data, c) : 1.0;

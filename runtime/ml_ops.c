@@ -386,8 +386,8 @@ static xf_status run_vectorizer(const xf_rt_ml *m, xf_tensor *const *in, xf_tens
         const xf_tensor *x = in[k];
         int64_t r = x->shape.ndim == 1 ? 1 : x->shape.ndim > 1 ? x->shape.dims[0] : -1;
         if (r < 0 || (!xf_dtype_is_float(x->dtype) && !xf_rt_is_integral(x->dtype)))
-            return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d is %s of rank %d; it takes numbers of rank 1 or more", k,
-                              xf_dtype_name(x->dtype), x->shape.ndim);
+            return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d is %s of rank %d; it takes numbers of rank 1 or more",
+                              k, xf_dtype_name(x->dtype), x->shape.ndim);
         if (rows >= 0 && r != rows)
             return xf_ml_fail(n, err, XF_ERR_INVALID, "input %d has %lld rows, input 0 %lld", k, (long long)r,
                               (long long)rows);

@@ -27,7 +27,7 @@ static xf_status operand(const xf_node *n, xf_tensor *const *in, int i, bool seq
                               t->is_optional ? "n" : "", xf_kind_name(xf_tensor_kind(t)));
     if (sequence && t->n_items > 0 && t->items[0]->is_map)
         return xf_rt_bad_node(err, n, "input %d is a sequence of maps; the sequence ops take sequences of tensors", i);
-    if (xf_dtype_size(t->dtype) == 0)
+    if (xf_dtype_size(t->dtype) == 0 && t->dtype != XF_DT_STRING)
         return xf_rt_bad_node(err, n, "input %d has elements of type %s, which sequences do not hold", i,
                               xf_dtype_name(t->dtype));
     return XF_OK;
@@ -76,8 +76,27 @@ static xf_status edited(const xf_node *n, const xf_tensor *seq, int64_t at, xf_t
     return XF_OK;
 }
 
-/* The copy of t a sequence keeps. */
-static xf_tensor *own_copy(const xf_tensor *t) { return xf_tensor_from_data(t->dtype, &t->shape, t->data); }
+/* The copy of t a sequence keeps (tensors of strings are the session's
+ * own, never changed: shared). */
+static xf_tensor *own_copy(const xf_tensor *t)
+{
+    return t->dtype == XF_DT_STRING ? xf_tensor_retain((xf_tensor *)t)
+                                    : xf_tensor_from_data(t->dtype, &t->shape, t->data);
+}
+
+/* The elements of t as bytes to copy: its data, or its string pointers
+ * (which own_strings then duplicates), and the size of one. */
+static void *elements(const xf_tensor *t) { return t->dtype == XF_DT_STRING ? (void *)t->strings : t->data; }
+static size_t element_size(xf_dtype dt) { return dt == XF_DT_STRING ? sizeof(char *) : xf_dtype_size(dt); }
+
+/* Makes the string pointers copied into t its own; false when out of memory. */
+static bool own_strings(xf_tensor *t)
+{
+    bool ok = true;
+    for (int64_t i = 0; t->dtype == XF_DT_STRING && i < xf_tensor_numel(t); i++) /* after a failure: NULL, "" */
+        ok &= (t->strings[i] = ok ? strdup(t->strings[i] ? t->strings[i] : "") : NULL) != NULL;
+    return ok;
+}
 
 /* Elements before axis, and the bytes of one step along it. */
 static void around_axis(const xf_shape *s, int axis, size_t elem, int64_t *outer, size_t *inner)
@@ -141,7 +160,7 @@ static xf_status split_to_sequence(const xf_node *n, xf_tensor *const *in, xf_te
     }
     int64_t outer;
     size_t inner;
-    around_axis(&x->shape, (int)axis, xf_dtype_size(x->dtype), &outer, &inner);
+    around_axis(&x->shape, (int)axis, element_size(x->dtype), &outer, &inner);
     xf_tensor **items = calloc((size_t)count + 1, sizeof *items);
     xf_status st = items ? XF_OK : oom(err);
     for (int64_t i = 0, start = 0; i < count && st == XF_OK; i++) {
@@ -158,8 +177,10 @@ static xf_status split_to_sequence(const xf_node *n, xf_tensor *const *in, xf_te
             st = oom(err);
             break;
         }
-        copy_rows(items[i]->data, 0, (size_t)len * inner, x->data, (size_t)start * inner, (size_t)dim * inner, outer,
-                  (size_t)len * inner);
+        copy_rows(elements(items[i]), 0, (size_t)len * inner, elements(x), (size_t)start * inner, (size_t)dim * inner,
+                  outer, (size_t)len * inner);
+        if (!own_strings(items[i]))
+            st = oom(err);
         start += len;
     }
     if (st == XF_OK && !(*out = xf_sequence_create(x->dtype, count, items)))
@@ -207,14 +228,14 @@ static xf_status concat_from_sequence(const xf_node *n, const xf_tensor *seq, xf
         return oom(err);
     int64_t outer;
     size_t inner;
-    around_axis(&shape, (int)axis, xf_dtype_size(seq->dtype), &outer, &inner);
+    around_axis(&shape, (int)axis, element_size(seq->dtype), &outer, &inner);
     size_t row = (size_t)shape.dims[axis] * inner, at = 0;
     for (int64_t i = 0; i < seq->n_items; i++) {
         size_t bytes = (size_t)(stack ? 1 : seq->items[i]->shape.dims[axis]) * inner;
-        copy_rows((*out)->data, at, row, seq->items[i]->data, 0, bytes, outer, bytes);
+        copy_rows(elements(*out), at, row, elements(seq->items[i]), 0, bytes, outer, bytes);
         at += bytes;
     }
-    return XF_OK;
+    return own_strings(*out) ? XF_OK : oom(err);
 }
 
 /* A value to keep past the node: a copy of a tensor (the session's are

@@ -2,6 +2,7 @@
  * models built as ONNX files, run on every host backend against values
  * worked out by hand (equal to ONNX Runtime's where it runs the op): the
  * ops that move, select or compare elements, Cast and CastLike both ways,
+ * sequences of strings,
  * what is refused and why, and xflowc checking such a model. */
 #include "proto_util.h"
 #include "xf_runtime.h"
@@ -207,6 +208,52 @@ START_TEST(casts)
 }
 END_TEST
 
+/* Sequences of strings: SplitToSequence, SequenceAt, ConcatFromSequence
+ * (joined and stacked), SequenceConstruct and SequenceLength. */
+START_TEST(sequences_of_strings)
+{
+    static const int64_t d32[] = {3, 2};
+    static const int64_t one = 1;
+    Onnx__GraphProto *g = mk_graph("seq");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_STRING, 2, d32, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("one", XF_DT_INT64, 0, NULL, &one, sizeof one));
+    Onnx__NodeProto *split = mk_node("SplitToSequence", "split", NAMES("x"), NAMES("s"));
+    attr_int(split, "axis", 0);
+    PUSH(g->n_node, g->node, split);
+    PUSH(g->n_node, g->node, mk_node("SequenceAt", "at", NAMES("s", "one"), NAMES("a")));
+    Onnx__NodeProto *cat = mk_node("ConcatFromSequence", "cat", NAMES("s"), NAMES("c"));
+    attr_int(cat, "axis", 1);
+    PUSH(g->n_node, g->node, cat);
+    PUSH(g->n_node, g->node, mk_node("SequenceConstruct", "construct", NAMES("x", "x"), NAMES("s2")));
+    Onnx__NodeProto *stack = mk_node("ConcatFromSequence", "stack", NAMES("s2"), NAMES("c2"));
+    attr_int(stack, "axis", 0);
+    attr_int(stack, "new_axis", 1);
+    PUSH(g->n_node, g->node, stack);
+    PUSH(g->n_node, g->node, mk_node("SequenceLength", "len", NAMES("s"), NAMES("n")));
+    const char *outs[] = {"a", "c", "c2", "n"};
+    for (int k = 0; k < 4; k++)
+        PUSH(g->n_output, g->output, mk_vi(outs[k], XF_DT_UNDEFINED, -1, NULL, NULL));
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(g, 18), NULL, &m, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *x = string_tensor((xf_shape){2, {3, 2}}, NAMES("a", "b", "c", "d", "e", "f"));
+    const char *backends[2];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *out[4] = {0};
+        run(m, backends[b], &x, out);
+        assert_strings(out[0], (xf_shape){2, {1, 2}}, NAMES("c", "d"), "SequenceAt");
+        assert_strings(out[1], (xf_shape){2, {1, 6}}, NAMES("a", "b", "c", "d", "e", "f"), "ConcatFromSequence");
+        assert_strings(out[2], (xf_shape){3, {2, 3, 2}},
+                       NAMES("a", "b", "c", "d", "e", "f", "a", "b", "c", "d", "e", "f"), "stacked");
+        assert_ints(out[3], XF_DT_INT64, 1, (const int64_t[]){3}, "SequenceLength");
+        release(out, 4);
+    }
+    xf_tensor_release(x);
+    xf_model_free(m);
+}
+END_TEST
+
 /* y = Op(a, b) of two string inputs [2], with `reduction` where given. */
 static xf_model *binary_model(const char *op, const char *reduction)
 {
@@ -278,6 +325,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, moves_and_compares);
     tcase_add_test(tc, casts);
+    tcase_add_test(tc, sequences_of_strings);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, xflowc_checks_strings);
     suite_add_tcase(s, tc);
