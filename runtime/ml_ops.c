@@ -14,7 +14,8 @@
  * ml_encoders.c), and ONNX's own string ops StringConcat, StringSplit
  * and StringNormalizer, dispatched here too, string_ops.c; its
  * TfIdfVectorizer tfidf.c; its RegexFullMatch and ONNX Runtime's
- * Tokenizer regex_ops.c; its loss ops loss_ops.c. */
+ * Tokenizer regex_ops.c; its loss ops loss_ops.c; the optimizers of
+ * ai.onnx.preview.training training_ops.c. */
 #include "ml_ops.h"
 
 #include <math.h>
@@ -49,6 +50,9 @@ typedef enum ml_kind {
     ML_NLL_LOSS,
     ML_SCE_LOSS,
     ML_TOKENIZER, /* ONNX Runtime's (com.microsoft) */
+    ML_ADAGRAD,   /* ai.onnx.preview.training's optimizers */
+    ML_MOMENTUM,
+    ML_ADAM,
     ML_KINDS
 } ml_kind;
 
@@ -57,7 +61,7 @@ static const char *const ml_names[ML_KINDS] = {
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
     "LabelEncoder", "CategoryMapper", "OneHotEncoder", "FeatureVectorizer", "StringConcat", "StringSplit",
     "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "NegativeLogLikelihoodLoss",
-    "SoftmaxCrossEntropyLoss", "Tokenizer",
+    "SoftmaxCrossEntropyLoss", "Tokenizer", "Adagrad", "Momentum", "Adam",
 };
 
 struct xf_rt_ml {
@@ -75,9 +79,10 @@ static int kind_of(const xf_node *n)
         return -1;
     const char *d = n->opaque->domain;
     bool ml = strcmp(d, "ai.onnx.ml") == 0, onnx = !d[0] || strcmp(d, "ai.onnx") == 0;
-    bool ms = strcmp(d, "com.microsoft") == 0;
+    bool ms = strcmp(d, "com.microsoft") == 0, training = strcmp(d, "ai.onnx.preview.training") == 0;
     for (int k = 0; k < ML_KINDS; k++)
-        if ((k < ML_STRING_CONCAT ? ml : k < ML_TOKENIZER ? onnx : ms) && strcmp(n->opaque->op_type, ml_names[k]) == 0)
+        if ((k < ML_STRING_CONCAT ? ml : k < ML_TOKENIZER ? onnx : k == ML_TOKENIZER ? ms : training) &&
+            strcmp(n->opaque->op_type, ml_names[k]) == 0)
             return k;
     return -1;
 }
@@ -568,13 +573,18 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     *out = NULL;
     int kind = kind_of(n);
     if (kind < 0)
-        return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not an ONNX-ML op xflow runs", n->name);
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 3, 3, 1};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1};
+        return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not a host op xflow runs", n->name);
+    /* inputs and outputs per kind (the optimizers: of one group) */
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                      1, 1, 1, 2, 1, 1, 1, 1, 3, 3, 1, 5, 5, 6};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1,
+                                       1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 2, 2, 3};
     bool loss = kind == ML_NLL_LOSS || kind == ML_SCE_LOSS; /* their weights may be left out */
     int n_in = n->opaque->n_own_inputs;
-    bool variadic = kind == ML_FEATURE_VECTORIZER && n_in >= 1;
-    if ((n_in != ins[kind] && !(loss && n_in == 2) && !variadic) || n->n_outputs < 1 || n->n_outputs > outs[kind])
+    bool optimizer = kind >= ML_ADAGRAD; /* n groups of tensors, checked below */
+    bool variadic = (kind == ML_FEATURE_VECTORIZER && n_in >= 1) || optimizer;
+    if ((n_in != ins[kind] && !(loss && n_in == 2) && !variadic) || n->n_outputs < 1 ||
+        (n->n_outputs > outs[kind] && !optimizer))
         return xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %d outputs; it takes %d and gives up to %d",
                           n_in, n->n_outputs, ins[kind], outs[kind]);
     for (int k = 0; k < n->n_inputs; k++)
@@ -601,9 +611,11 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
         st = xf_ml_loss_check(n, err);
     int64_t n_dims;
     const int64_t *dims = xf_ml_ints(n, "inputdimensions", &n_dims);
-    if (st == XF_OK && variadic && n_dims != n_in)
+    if (st == XF_OK && optimizer)
+        st = xf_ml_optimizer_check(n, kind - ML_ADAGRAD, err);
+    if (st == XF_OK && kind == ML_FEATURE_VECTORIZER && n_dims != n_in)
         st = xf_ml_fail(n, err, XF_ERR_INVALID, "has %d inputs and %lld inputdimensions", n_in, (long long)n_dims);
-    for (int64_t k = 0; st == XF_OK && variadic && k < n_dims; k++)
+    for (int64_t k = 0; st == XF_OK && kind == ML_FEATURE_VECTORIZER && k < n_dims; k++)
         if (dims[k] < 0)
             st = xf_ml_fail(n, err, XF_ERR_INVALID, "inputdimensions[%lld] is negative", (long long)k);
     if (st == XF_OK && m->kind == ML_TFIDF)
@@ -622,6 +634,15 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
 {
     xf_tensor *res[2] = {NULL, NULL};
     xf_status st;
+    if (m->kind >= ML_ADAGRAD) { /* outputs of their own number */
+        st = xf_ml_optimizer_run(m->node, m->kind - ML_ADAGRAD, in, out, err);
+        for (int k = 0; k < m->node->n_outputs; k++)
+            if (m->node->outputs[k] < 0) {
+                xf_tensor_release(out[k]);
+                out[k] = NULL;
+            }
+        return st;
+    }
     switch (m->kind) {
     case ML_ARRAY_FEATURE_EXTRACTOR: st = run_extract(m, in, res, err); break;
     case ML_ZIP_MAP: st = run_zip_map(m, in[0], res, err); break;

@@ -1,11 +1,12 @@
-/* The host ops: ONNX-ML (domain ai.onnx.ml), ONNX's string, text and loss ops
- * and ONNX Runtime's Tokenizer, shared between ml_ops.c (the dispatch,
- * attributes, labels, scores and post transforms, preprocessing and linear
- * models) and the files of the tree ensembles (ml_trees.c), SVMs
- * (ml_svm.c), encoders (ml_encoders.c), string ops (string_ops.c),
- * TfIdfVectorizer (tfidf.c), the regular expressions (regex_ops.c) and
- * the loss ops (loss_ops.c).  See xf_rt_internal.h for what the session
- * calls. */
+/* The host ops: ONNX-ML (domain ai.onnx.ml), ONNX's string, text and loss
+ * ops, the training optimizers and ONNX Runtime's Tokenizer, shared
+ * between ml_ops.c (the dispatch, attributes, labels, scores and post
+ * transforms, preprocessing and linear models) and the files of the tree
+ * ensembles (ml_trees.c), SVMs (ml_svm.c), encoders (ml_encoders.c),
+ * string ops (string_ops.c), TfIdfVectorizer (tfidf.c), the regular
+ * expressions (regex_ops.c), the loss ops (loss_ops.c) and the optimizers
+ * of ai.onnx.preview.training (training_ops.c).  See xf_rt_internal.h for
+ * what the session calls. */
 #ifndef XF_ML_OPS_H
 #define XF_ML_OPS_H
 
@@ -100,5 +101,14 @@ void xf_ml_regex_free(xf_ml_regex *x);
  * out[0] (and the log-probabilities to out[1]). */
 xf_status xf_ml_loss_check(const xf_node *n, xf_error *err);
 xf_status xf_ml_loss_run(const xf_node *n, bool softmax, xf_tensor *const *in, xf_tensor **out, xf_error *err);
+
+/* Adagrad, Momentum and Adam of ai.onnx.preview.training (training_ops.c):
+ * the groups of tensors n updates (-1 when its inputs and outputs do not
+ * make whole groups), its attributes checked, and one step of in[] to
+ * out[] (every group's new X, then each state's). */
+enum { XF_ML_ADAGRAD, XF_ML_MOMENTUM, XF_ML_ADAM };
+int xf_ml_optimizer_groups(const xf_node *n, int kind);
+xf_status xf_ml_optimizer_check(const xf_node *n, int kind, xf_error *err);
+xf_status xf_ml_optimizer_run(const xf_node *n, int kind, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 
 #endif
