@@ -792,6 +792,8 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_int(&w, "noop_with_empty_axes", a->noop_with_empty_axes);
         break;
     }
+    if (opset < 7)
+        xfp_write_before7(&w, n);
     if (s != XF_OK)
         return s;
     if (w.oom)

@@ -442,6 +442,9 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         op = XF_OP_GEMM;
     if (xf_op_is_reduce(op))
         return take_reduce(r, name, at);
+    int before7 = r->ctx->opset < 7 ? xfp_before7_attr_import(op, at, r->ctx, r->why, r->why_len) : -1;
+    if (before7 >= 0)
+        return before7;
 #define A(s) (strcmp(name, s) == 0)
     switch (op) {
     case XF_OP_MS_FUSED_CONV:

@@ -12,7 +12,14 @@
  *                       kernel[0..1] (n_spatial 2)
  *
  * In a model of opset 10 or later these names are not these ops: the node
- * stays opaque (model_import.c asks xfp_op_removed). */
+ * stays opaque (model_import.c asks xfp_op_removed).
+ *
+ * And the attributes of opsets 1 to 6 that later opsets dropped, where they
+ * mean what xflow models: `broadcast` of the binary ops and Gemm (numpy's
+ * rule, B's dims being the last of A's, when no `axis` is given or the
+ * `axis` puts them there, as the inputs' ranks show at import; another
+ * `axis` keeps the node opaque) and BatchNormalization's `is_test` 1; a
+ * model of such an opset is written with `broadcast` and `is_test`. */
 #include "attrs_writer.h"
 
 #include <limits.h>
@@ -27,6 +34,49 @@ int xfp_op_removed(xf_op op)
     default:
         return INT_MAX;
     }
+}
+
+bool xfp_broadcast_flag_op(xf_op op)
+{
+    switch (op) {
+    case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV: case XF_OP_POW: case XF_OP_AND: case XF_OP_OR:
+    case XF_OP_XOR: case XF_OP_EQUAL: case XF_OP_GREATER: case XF_OP_LESS: case XF_OP_GEMM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int xfp_before7_attr_import(xf_op op, const Onnx__AttributeProto *at, const xfp_attr_ctx *ctx, char *why,
+                            size_t why_len)
+{
+    int v;
+    if (strcmp(at->name, "broadcast") == 0 && xfp_broadcast_flag_op(op)) /* numpy's rule without an axis */
+        return xfp_attr_int32(at, 0, 1, &v, why, why_len);
+    if (strcmp(at->name, "axis") == 0 && xfp_broadcast_flag_op(op) && op != XF_OP_GEMM) {
+        /* B's dims from axis on: numpy's rule where they are A's last */
+        int a = ctx->in_ranks[0], b = ctx->in_ranks[1];
+        if (!xfp_attr_int32(at, -INT32_MAX, INT32_MAX, &v, why, why_len))
+            return false;
+        return (a >= 0 && b >= 0 && v == a - b) ||
+               xfp_attr_refuse(why, why_len, "attribute '%s' aligns B other than at A's end (or the ranks are "
+                               "not known)", at->name);
+    }
+    if (strcmp(at->name, "is_test") == 0 && op == XF_OP_BATCH_NORM) {
+        if (!xfp_attr_int32(at, 0, 1, &v, why, why_len))
+            return false;
+        return v == 1 || xfp_attr_refuse(why, why_len, "attribute '%s' is 0 (training), which xflow does not model",
+                                         at->name);
+    }
+    return -1;
+}
+
+void xfp_write_before7(writer *w, const xf_node *n)
+{
+    if (xfp_broadcast_flag_op(n->op) && n->n_inputs > 2 - (n->op != XF_OP_GEMM))
+        add_int(w, "broadcast", 1);
+    if (n->op == XF_OP_BATCH_NORM)
+        add_int(w, "is_test", 1);
 }
 
 bool xfp_legacy_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len)

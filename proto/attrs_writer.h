@@ -105,5 +105,8 @@ void xfp_write_llm(writer *w, const xf_node *n, const xf_attrs *d);
 void xfp_write_random(writer *w, const xf_node *n, const xf_attrs *d);
 /* The experimental ops of opsets 1 to 9 (attrs_legacy.c). */
 void xfp_write_legacy(writer *w, const xf_node *n, const xf_attrs *d);
+/* The attributes of opsets before 7 that n's semantics need there
+ * (broadcast, is_test). */
+void xfp_write_before7(writer *w, const xf_node *n);
 
 #endif

@@ -442,7 +442,9 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
         xf_log(XF_LOG_INFO, "%s stays opaque: %s", label, why);
         return XF_OK;
     }
-    xfp_attr_ctx ctx = {xf_model_opset(im->m), &im->tensors};
+    xfp_attr_ctx ctx = {xf_model_opset(im->m), &im->tensors, {-1, -1}};
+    for (int k = 0; k < 2 && k < n_in; k++)
+        ctx.in_ranks[k] = ins[k] >= 0 ? im->g->values[ins[k]].shape.ndim : -1;
     bool known;
     char reason[256];
     xf_status s = xfp_attrs_import(kind, np, n_out, &ctx, attrs, &known, reason, sizeof reason, im->err);

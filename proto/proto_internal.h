@@ -186,6 +186,7 @@ xf_status xfp_inline_functions(const Onnx__ModelProto *mp, xfp_arena *arena, con
 typedef struct xfp_attr_ctx {
     int64_t opset;                 /* default-domain opset of the model */
     const xfp_tensor_src *tensors; /* for tensor-valued attributes */
+    int in_ranks[2];               /* of the node's first two inputs, -1 where not known yet */
 } xfp_attr_ctx;
 
 /* Fills *a (starting from xf_attrs_default) from np's attributes; n_outputs
@@ -269,15 +270,23 @@ int xfp_small_attr_import(xf_op op, int64_t opset, const Onnx__AttributeProto *a
  * the other ops): import keeps them opaque in a model of an earlier opset,
  * export refuses to write them there (attrs_small.c). */
 int xfp_op_since(xf_op op);
-/* The random ops' attributes (attrs_random.c): dtype, mean/scale,
- * low/high, seed, shape, sample_size; false with why set for anything
- * else, which keeps the node opaque. */
 /* The experimental ops of opsets 1 to 9 (attrs_legacy.c): the opset that
  * removed op (INT_MAX for every other op); one attribute, and the checks
  * once all are read. */
 int xfp_op_removed(xf_op op);
 bool xfp_legacy_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 bool xfp_legacy_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len);
+/* Whether op had opset 1-6's `broadcast` attribute (the binary ops, Gemm). */
+bool xfp_broadcast_flag_op(xf_op op);
+/* Reads an attribute of a model before opset 7 that later opsets dropped
+ * (broadcast; axis where it puts B's dims at the end of A's, as the
+ * ranks in ctx show; is_test): 1 taken, 0 refused (why set), -1 not one
+ * of them. */
+int xfp_before7_attr_import(xf_op op, const Onnx__AttributeProto *at, const xfp_attr_ctx *ctx, char *why,
+                            size_t why_len);
+/* The random ops' attributes (attrs_random.c): dtype, mean/scale,
+ * low/high, seed, shape, sample_size; false with why set for anything
+ * else, which keeps the node opaque. */
 bool xfp_random_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a, char *why, size_t why_len);
 /* Col2Im, CenterCropPad, AffineGrid, DeformConv and MaxRoiPool
  * (attrs_image.c): one attribute, and the checks once all are read (the

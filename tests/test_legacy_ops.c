@@ -4,13 +4,15 @@
  * ONNX Runtime's), the shape rules and their errors naming the node, the
  * attributes through ONNX import and export (known before opset 10, opaque
  * from it, refused when written at 10), the cpu backend against cpu_ref and
- * the cuda backend's support check. */
+ * the cuda backend's support check; the attributes of opsets 1 to 6 that
+ * later opsets dropped (broadcast, is_test). */
 #include "backend_util.h"
 #include "kernel_case_util.h"
 #include "proto_util.h"
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 static node_case legacy(xf_op op, xf_tensor *x, float alpha, float beta)
@@ -201,6 +203,105 @@ START_TEST(attributes_opaque)
 }
 END_TEST
 
+/* Opsets 1-6's broadcast flag of the binary ops and Gemm, an axis that
+ * puts B at A's end, and BatchNormalization's is_test 1 are modelled (an
+ * axis elsewhere and is_test 0 keep their nodes opaque); such a model runs
+ * and is written back with broadcast and is_test. */
+static Onnx__GraphProto *before7_graph(bool opaque_ones)
+{
+    static const int64_t d23[] = {2, 3}, d3[] = {3}, d2[] = {2}, d33[] = {3, 3}, x4[] = {1, 3, 1, 2};
+    static const float w[9] = {1, 0, 0, 0, 2, 0, 0, 0, 3}, c[3] = {10, 20, 30}, ones[3] = {1, 1, 1},
+                       zeros[3] = {0, 0, 0}, d[2] = {1, 2};
+    Onnx__GraphProto *g = mk_graph("before7");
+    PUSH(g->n_input, g->input, mk_vi("A", XF_DT_FLOAT, 2, d23, NULL));
+    PUSH(g->n_input, g->input, mk_vi("B", XF_DT_FLOAT, 1, d3, NULL));
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, x4, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("W", XF_DT_FLOAT, 2, d33, w, sizeof w));
+    PUSH(g->n_initializer, g->initializer, mk_raw("C", XF_DT_FLOAT, 1, d3, c, sizeof c));
+    PUSH(g->n_initializer, g->initializer, mk_raw("ones", XF_DT_FLOAT, 1, d3, ones, sizeof ones));
+    PUSH(g->n_initializer, g->initializer, mk_raw("zeros", XF_DT_FLOAT, 1, d3, zeros, sizeof zeros));
+    PUSH(g->n_initializer, g->initializer, mk_raw("D", XF_DT_FLOAT, 1, d2, d, sizeof d));
+    Onnx__NodeProto *add = mk_node("Add", "add", (const char *[]){"A", "B", NULL}, (const char *[]){"y0", NULL});
+    attr_int(add, "broadcast", 1);
+    attr_int(add, "axis", 1);
+    Onnx__NodeProto *mul = mk_node("Mul", "mul", (const char *[]){"A", "B", NULL}, (const char *[]){"y1", NULL});
+    attr_int(mul, "broadcast", 1);
+    Onnx__NodeProto *gemm = mk_node("Gemm", "gemm", (const char *[]){"A", "W", "C", NULL}, (const char *[]){"y2", NULL});
+    attr_int(gemm, "broadcast", 1);
+    attr_int(gemm, "transB", 1);
+    Onnx__NodeProto *bn = mk_node("BatchNormalization", "bn", (const char *[]){"x", "ones", "C", "zeros", "ones", NULL},
+                                  (const char *[]){"y3", NULL});
+    attr_int(bn, "is_test", 1);
+    attr_float(bn, "epsilon", 0);
+    Onnx__NodeProto *nodes[] = {add, mul, gemm, bn};
+    for (int i = 0; i < 4; i++) {
+        PUSH(g->n_node, g->node, nodes[i]);
+        PUSH(g->n_output, g->output, mk_vi(nodes[i]->output[0], XF_DT_FLOAT, -1, NULL, NULL));
+    }
+    if (opaque_ones) { /* D [2] along A's first axis; a BatchNormalization in training */
+        Onnx__NodeProto *front = mk_node("Add", "front", (const char *[]){"A", "D", NULL}, (const char *[]){"y4", NULL});
+        attr_int(front, "broadcast", 1);
+        attr_int(front, "axis", 0);
+        Onnx__NodeProto *train = mk_node("BatchNormalization", "train",
+                                         (const char *[]){"x", "ones", "C", "zeros", "ones", NULL},
+                                         (const char *[]){"y5", NULL});
+        attr_int(train, "is_test", 0);
+        PUSH(g->n_node, g->node, front);
+        PUSH(g->n_node, g->node, train);
+    }
+    return g;
+}
+
+START_TEST(before_opset7_attributes)
+{
+    int counts[XF_OP_COUNT + 1];
+    xf_model *m = load_counting(before7_graph(true), 6, counts);
+    ck_assert_int_eq(counts[XF_OP_OPAQUE], 2);
+    xf_model_free(m);
+    m = load_counting(before7_graph(false), 6, counts);
+    ck_assert(counts[XF_OP_OPAQUE] == 0 && counts[XF_OP_ADD] == 1 && counts[XF_OP_MUL] == 1 &&
+              counts[XF_OP_GEMM] == 1 && counts[XF_OP_BATCH_NORM] == 1);
+    static const float a[] = {1, 2, 3, 4, 5, 6}, b[] = {1, 10, 100}, x[] = {1, 2, 3, 4, 5, 6};
+    xf_tensor *in[3] = {xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){2, {2, 3}}, a),
+                        xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {3}}, b),
+                        xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){4, {1, 3, 1, 2}}, x)};
+    xf_tensor *out[4] = {0};
+    xf_session *s;
+    xf_error e;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    ck_assert_msg(xf_session_run(s, in, out, &e) == XF_OK, "%s", e.msg);
+    static const int64_t d23[] = {2, 3}, x4[] = {1, 3, 1, 2};
+    assert_values(out[0], 2, d23, (const float[]){2, 12, 103, 5, 15, 106});
+    assert_values(out[1], 2, d23, (const float[]){1, 20, 300, 4, 50, 600});
+    assert_values(out[2], 2, d23, (const float[]){11, 24, 39, 14, 30, 48});
+    assert_values(out[3], 4, x4, (const float[]){11, 12, 23, 24, 35, 36});
+    for (int k = 0; k < 4; k++)
+        xf_tensor_release(out[k]);
+    for (int k = 0; k < 3; k++)
+        xf_tensor_release(in[k]);
+    xf_session_free(s);
+    /* written with broadcast (the axis dropped: numpy's rule needs none) and is_test */
+    uint8_t *buf;
+    Onnx__ModelProto *mp = saved_proto(m, &buf);
+    for (size_t i = 0; i < mp->graph->n_node; i++) {
+        const Onnx__NodeProto *n = mp->graph->node[i];
+        bool bcast = false, axis = false, is_test = false;
+        for (size_t k = 0; k < n->n_attribute; k++) {
+            bcast |= strcmp(n->attribute[k]->name, "broadcast") == 0 && n->attribute[k]->i == 1;
+            axis |= strcmp(n->attribute[k]->name, "axis") == 0;
+            is_test |= strcmp(n->attribute[k]->name, "is_test") == 0 && n->attribute[k]->i == 1;
+        }
+        bool bn = strcmp(n->op_type, "BatchNormalization") == 0;
+        ck_assert_msg(!axis && (bn ? is_test : bcast), "%s", n->op_type);
+    }
+    onnx__model_proto__free_unpacked(mp, NULL);
+    free(buf);
+    xf_model *back = roundtrip(m);
+    xf_model_free(back);
+    xf_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("legacy_ops");
@@ -217,6 +318,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, attributes_round_trip);
     tcase_add_test(tc, attributes_opaque);
+    tcase_add_test(tc, before_opset7_attributes);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
