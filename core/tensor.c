@@ -167,6 +167,19 @@ static xf_tensor *tensor_new(xf_dtype dtype, const xf_shape *shape, bool zeroed)
 xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape) { return tensor_new(dtype, shape, true); }
 xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape) { return tensor_new(dtype, shape, false); }
 
+xf_tensor *xf_strings_shared(xf_tensor *owner, const xf_shape *shape, const int64_t *ids)
+{
+    static char empty[] = "";
+    xf_tensor *t = xf_tensor_create(XF_DT_STRING, shape);
+    if (!t)
+        return NULL;
+    int64_t n = xf_shape_numel(shape);
+    for (int64_t i = 0; i < n; i++)
+        t->strings[i] = ids[i] >= 0 && owner->strings && owner->strings[ids[i]] ? owner->strings[ids[i]] : empty;
+    t->string_owner = xf_tensor_retain(owner->string_owner ? owner->string_owner : owner);
+    return t;
+}
+
 xf_tensor *xf_tensor_adopt(xf_dtype dtype, const xf_shape *shape, void *data)
 {
     int64_t numel;
@@ -196,11 +209,12 @@ void xf_tensor_release(xf_tensor *t)
     if (!t || --t->refcount > 0)
         return;
     if (t->strings) {
-        int64_t n = xf_shape_numel(&t->shape);
+        int64_t n = t->string_owner ? 0 : xf_shape_numel(&t->shape);
         for (int64_t i = 0; i < n; i++)
             free(t->strings[i]);
         free(t->strings);
     }
+    xf_tensor_release(t->string_owner);
     for (int64_t i = 0; i < t->n_items; i++)
         xf_tensor_release(t->items[i]);
     free(t->items);

@@ -128,6 +128,9 @@ typedef struct xf_tensor {
     size_t nbytes;
     void *data;     /* nbytes bytes, 64-byte aligned; NULL when nbytes == 0 */
     char **strings; /* for XF_DT_STRING only: numel strings (kept verbatim) */
+    /* When not NULL, the strings are this tensor's (a reference held), not
+     * the holder's own: the holder frees only its array of them. */
+    struct xf_tensor *string_owner;
     /* A sequence value (ONNX's sequence type) at run time: n_items owned
      * references to tensors of element type dtype, whose shapes may differ;
      * shape is theirs when all agree, else unknown (ndim -1); no data.  A
@@ -157,6 +160,10 @@ xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape);
 /* The same with data left as allocated, for a caller that writes all of it
  * next (string tensors are created empty all the same). */
 xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape);
+/* New tensor of shape `shape` whose n strings are those at ids of owner's
+ * (a tensor of strings; an id of -1 gives ""), sharing them: nothing is
+ * copied but the pointers.  NULL when out of memory. */
+xf_tensor *xf_strings_shared(xf_tensor *owner, const xf_shape *shape, const int64_t *ids);
 /* New tensor (not of strings) over data, which it then owns and frees with
  * free(): a block from malloc or aligned_alloc of at least the tensor's
  * bytes.  NULL when out of memory (data then still the caller's). */

@@ -18,12 +18,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A pattern compiled twice: in C.UTF-8 (where the system has it) and in
+ * the C locale, whose single-byte matching is far faster and gives the
+ * same matches in text that is all ASCII. */
+typedef struct pattern {
+    regex_t re[2]; /* [0] C.UTF-8, [1] C */
+    int n;         /* how many compiled */
+    /* A pattern that is one set of ASCII characters (a bracket
+     * expression of characters and ranges, or one character), alone or
+     * repeated with '+', is matched by a table of bytes instead (bytes
+     * 0x80 and up are in a negated set, so that a UTF-8 character stays
+     * whole). */
+    bool table;
+    bool repeated;
+    bool in[256];
+} pattern;
+
 struct xf_ml_regex {
     bool tokenizer;
-    locale_t utf8; /* C.UTF-8, where the system has it */
-    regex_t re;
-    bool compiled;
-    regex_t *seps; /* Tokenizer's separators, n_seps of them */
+    locale_t loc[2]; /* C.UTF-8 and C, where the system has them */
+    pattern re;
+    pattern *seps; /* Tokenizer's separators, n_seps of them */
     int n_seps;
     bool by_char;  /* Tokenizer: every character a token */
     bool mark;
@@ -275,10 +290,50 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
     return true;
 }
 
+/* Fills p's byte table when posix (icase: ignoring case) is such a
+ * pattern. */
+static void byte_table(pattern *p, const char *posix, bool icase)
+{
+    size_t len = strlen(posix);
+    p->repeated = len > 1 && posix[len - 1] == '+';
+    len -= p->repeated;
+    bool neg = false;
+    memset(p->in, 0, sizeof p->in);
+    if (len == 1 || (len == 2 && posix[0] == '\\')) { /* one character */
+        unsigned char c = (unsigned char)posix[len - 1];
+        if (c >= 0x80 || (len == 1 && strchr(".[]()*+?{}|^$\\", c)))
+            return;
+        p->in[c] = true;
+    } else if (len >= 3 && posix[0] == '[' && posix[len - 1] == ']') {
+        size_t i = 1;
+        neg = posix[i] == '^';
+        i += neg;
+        for (size_t first = i; i < len - 1; i++) {
+            unsigned char c = (unsigned char)posix[i];
+            if (c >= 0x80 || (c == '[' && posix[i + 1] == ':') || (c == ']' && i != first))
+                return; /* classes and non-ASCII members are the locale's */
+            if (posix[i + 1] == '-' && i + 2 < len - 1) {
+                for (unsigned v = c; v <= (unsigned char)posix[i + 2]; v++)
+                    p->in[v] = true;
+                i += 2;
+            } else {
+                p->in[c] = true;
+            }
+        }
+    } else {
+        return;
+    }
+    for (int c = 'a'; icase && c <= 'z'; c++)
+        p->in[c] = p->in[c - 32] = p->in[c] || p->in[c - 32];
+    for (int c = 0; neg && c < 256; c++)
+        p->in[c] = !p->in[c] && c != 0;
+    p->table = true;
+}
+
 /* Compiles RE2 pattern re (anchored to the whole string when full) into
- * *r in locale loc (none: the process's). */
-static xf_status compile(const xf_node *n, locale_t loc, const char *what, const char *re, bool full, regex_t *r,
-                         xf_error *err)
+ * *p, in each of x's locales. */
+static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *what, const char *re, bool full,
+                         pattern *p, xf_error *err)
 {
     char why[200] = "", *posix = NULL;
     bool icase;
@@ -291,28 +346,65 @@ static xf_status compile(const xf_node *n, locale_t loc, const char *what, const
         free(posix);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
-    locale_t old = loc ? uselocale(loc) : (locale_t)0;
-    int rc = regcomp(r, pattern, REG_EXTENDED | (icase ? REG_ICASE : 0));
-    if (loc)
-        uselocale(old);
+    int rc = 0;
     char msg[160] = "";
-    if (rc != 0)
-        regerror(rc, r, msg, sizeof msg);
+    if (!full)
+        byte_table(p, posix, icase);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        locale_t old = x->loc[k] ? uselocale(x->loc[k]) : (locale_t)0;
+        rc = regcomp(&p->re[k], pattern, REG_EXTENDED | (icase ? REG_ICASE : 0));
+        if (x->loc[k])
+            uselocale(old);
+        if (rc != 0)
+            regerror(rc, &p->re[k], msg, sizeof msg);
+        else
+            p->n++;
+    }
     if (pattern != posix)
         free(pattern);
     free(posix);
     return rc == 0 ? XF_OK : xf_ml_fail(n, err, XF_ERR_INVALID, "%s \"%.80s\" does not compile: %s", what, re, msg);
 }
 
-/* regexec in the plan's locale: the first match in s[from .. len - 1]
- * (what comes before from is context: '^' does not match there, \b sees
- * it) into *m, offsets from s; whether there is one. */
-static bool match(const xf_ml_regex *x, const regex_t *r, const char *s, size_t from, size_t len, regmatch_t *m)
+static void free_pattern(pattern *p)
 {
+    for (int k = 0; k < p->n; k++)
+        regfree(&p->re[k]);
+    p->n = 0;
+}
+
+static bool all_ascii(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            return false;
+    return true;
+}
+
+/* The first match of p in s[from .. len - 1] (what comes before from is
+ * context: '^' does not match there, \b sees it) into *m, offsets from s;
+ * whether there is one.  ascii: s is all ASCII. */
+static bool match(const xf_ml_regex *x, const pattern *p, bool ascii, const char *s, size_t from, size_t len,
+                  regmatch_t *m)
+{
+    if (p->table) {
+        size_t i = from;
+        while (i < len && !p->in[(unsigned char)s[i]])
+            i++;
+        if (i >= len)
+            return false;
+        size_t e = i + 1;
+        while (e < len && (p->repeated || ((unsigned char)s[e] >> 6) == 2) && p->in[(unsigned char)s[e]])
+            e++; /* the whole run; one character otherwise */
+        if (m)
+            *m = (regmatch_t){.rm_so = (regoff_t)i, .rm_eo = (regoff_t)e};
+        return true;
+    }
+    int k = ascii ? 1 : 0;
     regmatch_t range = {.rm_so = (regoff_t)from, .rm_eo = (regoff_t)len};
-    locale_t old = x->utf8 ? uselocale(x->utf8) : (locale_t)0;
-    int rc = regexec(r, s, 1, &range, REG_STARTEND);
-    if (x->utf8)
+    locale_t old = x->loc[k] ? uselocale(x->loc[k]) : (locale_t)0;
+    int rc = regexec(&p->re[k], s, 1, &range, REG_STARTEND);
+    if (x->loc[k])
         uselocale(old);
     if (m)
         *m = range;
@@ -325,13 +417,13 @@ void xf_ml_regex_free(xf_ml_regex *x)
 {
     if (!x)
         return;
-    if (x->compiled)
-        regfree(&x->re);
+    free_pattern(&x->re);
     for (int k = 0; k < x->n_seps; k++)
-        regfree(&x->seps[k]);
+        free_pattern(&x->seps[k]);
     free(x->seps);
-    if (x->utf8)
-        freelocale(x->utf8);
+    for (int k = 0; k < 2; k++)
+        if (x->loc[k])
+            freelocale(x->loc[k]);
     free(x);
 }
 
@@ -355,18 +447,15 @@ static xf_status tokenizer_plan(const xf_node *n, xf_ml_regex *x, xf_error *err)
                           (long long)x->mincharnum);
     if (x->by_char)
         return XF_OK;
-    if (exp) {
-        xf_status st = compile(n, x->utf8, "tokenexp", exp, false, &x->re, err);
-        x->compiled = st == XF_OK;
-        return st;
-    }
+    if (exp)
+        return compile(n, x, "tokenexp", exp, false, &x->re, err);
     if (!(x->seps = calloc((size_t)seps->n, sizeof *x->seps)))
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int k = 0; k < seps->n; k++) {
-        xf_status st = compile(n, x->utf8, "separator", seps->v[k], false, &x->seps[k], err);
+        xf_status st = compile(n, x, "separator", seps->v[k], false, &x->seps[k], err);
+        x->n_seps++; /* freed as far as it got */
         if (st != XF_OK)
             return st;
-        x->n_seps++;
     }
     return XF_OK;
 }
@@ -378,15 +467,15 @@ xf_status xf_ml_regex_create(const xf_node *n, bool tokenizer, xf_ml_regex **out
     if (!x)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     x->tokenizer = tokenizer;
-    x->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    x->loc[0] = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    x->loc[1] = newlocale(LC_CTYPE_MASK, "C", (locale_t)0);
     xf_status st;
     if (tokenizer) {
         st = tokenizer_plan(n, x, err);
     } else {
         const char *pattern = xf_ml_string(n, "pattern", NULL);
-        st = pattern ? compile(n, x->utf8, "pattern", pattern, true, &x->re, err)
+        st = pattern ? compile(n, x, "pattern", pattern, true, &x->re, err)
                      : xf_ml_fail(n, err, XF_ERR_INVALID, "needs a pattern");
-        x->compiled = st == XF_OK;
     }
     if (st != XF_OK) {
         xf_ml_regex_free(x);
@@ -451,7 +540,8 @@ static bool keep(const xf_ml_regex *x, tokens *t, const char *s, size_t at, size
 
 /* Splits the pieces of row (of string s) at the matches of separator r
  * into next. */
-static bool split_at(const xf_ml_regex *x, const regex_t *r, const char *s, const tokens *row, tokens *next)
+static bool split_at(const xf_ml_regex *x, const pattern *r, const char *s, bool ascii, const tokens *row,
+                     tokens *next)
 {
     for (int64_t k = 0; k < row->n; k++) {
         char *text = strndup(s + row->at[k], row->len[k]);
@@ -460,7 +550,7 @@ static bool split_at(const xf_ml_regex *x, const regex_t *r, const char *s, cons
         size_t start = 0, end = row->len[k];
         regmatch_t m;
         bool ok = true;
-        while (ok && start <= end && match(x, r, text, start, end, &m)) {
+        while (ok && start <= end && match(x, r, ascii, text, start, end, &m)) {
             size_t pos = (size_t)m.rm_so, mlen = (size_t)(m.rm_eo - m.rm_so);
             ok = keep(x, next, s, row->at[k] + start, pos - start);
             int b = pos < end ? utf8_bytes((unsigned char)text[pos]) : 1;
@@ -479,6 +569,7 @@ static bool split_at(const xf_ml_regex *x, const regex_t *r, const char *s, cons
 static bool tokenize(const xf_ml_regex *x, const char *s, tokens *t)
 {
     size_t len = strlen(s);
+    bool ascii = all_ascii(s, len);
     if (x->by_char) {
         for (size_t i = 0; i < len;) {
             int b = utf8_bytes((unsigned char)s[i]);
@@ -493,7 +584,7 @@ static bool tokenize(const xf_ml_regex *x, const char *s, tokens *t)
         bool ok = add_token(t, 0, len);
         for (int k = 0; ok && k < x->n_seps && t->n; k++) {
             next.n = 0;
-            ok = split_at(x, &x->seps[k], s, t, &next);
+            ok = split_at(x, &x->seps[k], s, ascii, t, &next);
             tokens swap = *t;
             *t = next;
             next = swap;
@@ -505,7 +596,7 @@ static bool tokenize(const xf_ml_regex *x, const char *s, tokens *t)
     if (utf8_chars(s, len) < x->mincharnum)
         return true;
     regmatch_t m;
-    for (size_t start = 0; start <= len && match(x, &x->re, s, start, len, &m);) {
+    for (size_t start = 0; start <= len && match(x, &x->re, ascii, s, start, len, &m);) {
         size_t pos = (size_t)m.rm_so, mlen = (size_t)(m.rm_eo - m.rm_so);
         if (utf8_chars(s + pos, mlen) >= x->mincharnum) {
             if (!add_token(t, pos, mlen))
@@ -544,24 +635,39 @@ static xf_status run_tokenizer(const xf_ml_regex *x, const xf_node *n, const xf_
     int64_t width = most ? most + 2 * x->mark : 0;
     xf_shape ys = in->shape;
     ys.dims[ys.ndim++] = width;
-    xf_tensor *y = st == XF_OK ? xf_tensor_create(XF_DT_STRING, &ys) : NULL;
-    if (st == XF_OK && !y)
-        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int64_t r = 0; r < rows && st == XF_OK && width; r++) {
-        const char *s = str_at(in, r);
-        char **row = y->strings + r * width;
-        int64_t k = 0;
-        if (x->mark)
-            row[k++] = strdup("\x02");
+    /* the tokens, the marks and the pad in one block that the output's
+     * strings point into (its string_owner) */
+    size_t bytes = strlen(x->pad) + 5;
+    for (int64_t r = 0; st == XF_OK && r < rows; r++)
         for (int64_t i = 0; i < t[r].n; i++)
-            row[k++] = strndup(s + t[r].at[i], t[r].len[i]);
-        if (x->mark)
-            row[k++] = strdup("\x03");
-        while (k < width)
-            row[k++] = strdup(x->pad);
-        for (k = 0; k < width; k++)
-            if (!row[k])
-                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            bytes += t[r].len[i] + 1;
+    xf_tensor *y = st == XF_OK ? xf_tensor_create(XF_DT_STRING, &ys) : NULL;
+    xf_tensor *block = y ? xf_tensor_create_unset(XF_DT_UINT8, &(xf_shape){1, {(int64_t)bytes}}) : NULL;
+    if (st == XF_OK && !block)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    if (st == XF_OK) {
+        y->string_owner = block;
+        char *at = block->data, *marks = at, *pad = at + 4;
+        memcpy(marks, "\x02\0\x03\0", 4);
+        strcpy(pad, x->pad);
+        at = pad + strlen(x->pad) + 1;
+        for (int64_t r = 0; r < rows && width; r++) {
+            const char *src = str_at(in, r);
+            char **row = y->strings + r * width;
+            int64_t k = 0;
+            if (x->mark)
+                row[k++] = marks;
+            for (int64_t i = 0; i < t[r].n; i++) {
+                memcpy(at, src + t[r].at[i], t[r].len[i]);
+                at[t[r].len[i]] = 0;
+                row[k++] = at;
+                at += t[r].len[i] + 1;
+            }
+            if (x->mark)
+                row[k++] = marks + 2;
+            while (k < width)
+                row[k++] = pad;
+        }
     }
     for (int64_t r = 0; t && r < rows; r++) {
         free(t[r].at);
@@ -586,8 +692,11 @@ xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tenso
     xf_tensor *y = xf_tensor_create(XF_DT_BOOL, &in->shape);
     if (!y)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < xf_tensor_numel(in); i++)
-        ((uint8_t *)y->data)[i] = match(x, &x->re, str_at(in, i), 0, strlen(str_at(in, i)), NULL);
+    for (int64_t i = 0; i < xf_tensor_numel(in); i++) {
+        const char *s = str_at(in, i);
+        size_t len = strlen(s);
+        ((uint8_t *)y->data)[i] = match(x, &x->re, all_ascii(s, len), s, 0, len, NULL);
+    }
     out[0] = y;
     return XF_OK;
 }

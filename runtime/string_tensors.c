@@ -2,10 +2,12 @@
  * where the session holds the strings (beside ONNX-ML's and the string
  * ops).  The ops that only move, select or compare elements (Reshape,
  * Gather, Concat, Where, Equal, Unique, Pad, ...) run on numbers: the
- * strings of all string inputs, and "", are numbered in their byte order,
- * the node runs on cpu_ref over the numbers, and its string outputs are
- * read back by number (so equal strings compare equal, Unique sorts as
- * ONNX Runtime does, and Pad's default value is "").  Cast and CastLike
+ * strings of all string inputs, and "" as 0, are numbered (by position, or
+ * for Equal and Unique in their byte order, equal strings alike), the
+ * node runs on cpu_ref over the numbers, and its string outputs are read
+ * back by number (so equal strings compare equal, Unique sorts as ONNX
+ * Runtime does, and Pad's default value is ""); outputs of one input's
+ * strings share them (xf_strings_shared) rather than copy them.  Cast and CastLike
  * parse strings into numbers and write numbers as ONNX Runtime does (the
  * shortest "%g" that reads back the same; NaN, INF and -INF). */
 #include "xf_rt_internal.h"
@@ -117,12 +119,17 @@ static xf_status run_numbered(const xf_node *n, xf_tensor *const *in, xf_tensor 
     xf_tensor **numbered = calloc((size_t)n->n_inputs + 1, sizeof *numbered);
     xf_tensor **res = calloc((size_t)n->n_outputs + 1, sizeof *res);
     xf_status st = table && numbered && res ? XF_OK : oom(err);
+    /* Equal and Unique read the strings: numbers in byte order, equal
+     * strings one number; the rest only move them: numbers by position */
+    bool by_content = n->op == XF_OP_EQUAL || n->op == XF_OP_UNIQUE;
     int64_t m = 0;
     if (st == XF_OK) {
         table[m++] = "";
         for (int k = 0; k < n->n_inputs; k++)
             for (int64_t i = 0; in[k] && in[k]->dtype == XF_DT_STRING && i < xf_tensor_numel(in[k]); i++)
                 table[m++] = (char *)str_at(in[k], i);
+    }
+    if (st == XF_OK && by_content) {
         qsort(table, (size_t)m, sizeof *table, by_bytes);
         int64_t u = 0;
         for (int64_t i = 0; i < m; i++)
@@ -130,6 +137,7 @@ static xf_status run_numbered(const xf_node *n, xf_tensor *const *in, xf_tensor 
                 table[u++] = table[i];
         m = u;
     }
+    int64_t at = 1; /* by position: the next input string's number */
     for (int k = 0; k < n->n_inputs && st == XF_OK; k++) {
         if (!in[k] || in[k]->dtype != XF_DT_STRING) {
             numbered[k] = xf_tensor_retain(in[k]);
@@ -142,14 +150,26 @@ static xf_status run_numbered(const xf_node *n, xf_tensor *const *in, xf_tensor 
         int64_t *id = numbered[k]->data;
         for (int64_t i = 0; i < xf_tensor_numel(in[k]); i++) {
             const char *key = str_at(in[k], i);
-            char **hit = bsearch(&key, table, (size_t)m, sizeof *table, by_bytes);
-            id[i] = hit - table;
+            char **hit = by_content ? bsearch(&key, table, (size_t)m, sizeof *table, by_bytes) : NULL;
+            id[i] = by_content ? hit - table : at++;
         }
     }
     if (st == XF_OK)
         st = run_on_numbers(n, numbered, res, err);
+    /* numbers by position of one input's strings: the output shares them */
+    int only = -1, count = 0;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (in[k] && in[k]->dtype == XF_DT_STRING)
+            only = k, count++;
     for (int k = 0; k < n->n_outputs; k++) {
-        if (st == XF_OK && res[k] && numbered_output(n, k)) {
+        if (st == XF_OK && res[k] && numbered_output(n, k) && !by_content && count == 1) {
+            int64_t *id = res[k]->data;
+            for (int64_t i = 0; i < xf_tensor_numel(res[k]); i++)
+                id[i]--; /* "" is -1, the input's strings from 0 */
+            if (!(out[k] = xf_strings_shared(in[only], &res[k]->shape, id)))
+                st = oom(err);
+            xf_tensor_release(res[k]);
+        } else if (st == XF_OK && res[k] && numbered_output(n, k)) {
             out[k] = strings_of(res[k], table);
             if (!out[k])
                 st = oom(err);

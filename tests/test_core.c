@@ -822,6 +822,31 @@ START_TEST(shape_unknown_and_opaque)
 }
 END_TEST
 
+/* Tensors of strings that share another's: the pointers picked by id
+ * (-1 gives ""), the owner kept alive by its sharers, a sharer of a
+ * sharer keeping the first owner. */
+START_TEST(ir_shared_strings)
+{
+    xf_tensor *owner = xf_tensor_create(XF_DT_STRING, &(xf_shape){1, {3}});
+    const char *v[] = {"a", "bb", "ccc"};
+    for (int i = 0; i < 3; i++)
+        owner->strings[i] = strdup(v[i]);
+    xf_tensor *a = xf_strings_shared(owner, &(xf_shape){2, {2, 2}}, (const int64_t[]){2, -1, 0, 2});
+    ck_assert_ptr_nonnull(a);
+    ck_assert(a->strings[0] == owner->strings[2] && strcmp(a->strings[1], "") == 0 &&
+              a->strings[2] == owner->strings[0]);
+    ck_assert_int_eq(owner->refcount, 2);
+    xf_tensor *b = xf_strings_shared(a, &(xf_shape){1, {1}}, (const int64_t[]){3});
+    ck_assert_ptr_eq(b->string_owner, owner);
+    ck_assert_int_eq(owner->refcount, 3);
+    xf_tensor_release(owner);
+    xf_tensor_release(a);
+    ck_assert_int_eq(owner->refcount, 1); /* b's */
+    ck_assert_str_eq(b->strings[0], "ccc");
+    xf_tensor_release(b);
+}
+END_TEST
+
 /* ------------------------------------------------------------ suite */
 
 static Suite *core_suite(void)
@@ -833,6 +858,7 @@ static Suite *core_suite(void)
     tcase_add_test(ir, ir_toposort_and_cycle);
     tcase_add_test(ir, ir_toposort_keeps_order);
     tcase_add_test(ir, ir_compact);
+    tcase_add_test(ir, ir_shared_strings);
     suite_add_tcase(s, ir);
 
     TCase *shape = tcase_create("shape_inference");
