@@ -174,8 +174,10 @@ xf_tensor *xf_strings_shared(xf_tensor *owner, const xf_shape *shape, const int6
     if (!t)
         return NULL;
     int64_t n = xf_shape_numel(shape);
-    for (int64_t i = 0; i < n; i++)
-        t->strings[i] = ids[i] >= 0 && owner->strings && owner->strings[ids[i]] ? owner->strings[ids[i]] : empty;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = ids ? ids[i] : i;
+        t->strings[i] = at >= 0 && owner->strings && owner->strings[at] ? owner->strings[at] : empty;
+    }
     t->string_owner = xf_tensor_retain(owner->string_owner ? owner->string_owner : owner);
     return t;
 }

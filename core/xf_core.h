@@ -161,8 +161,9 @@ xf_tensor *xf_tensor_create(xf_dtype dtype, const xf_shape *shape);
  * next (string tensors are created empty all the same). */
 xf_tensor *xf_tensor_create_unset(xf_dtype dtype, const xf_shape *shape);
 /* New tensor of shape `shape` whose n strings are those at ids of owner's
- * (a tensor of strings; an id of -1 gives ""), sharing them: nothing is
- * copied but the pointers.  NULL when out of memory. */
+ * (a tensor of strings; an id of -1 gives ""; ids NULL: owner's in
+ * order), sharing them: nothing is copied but the pointers.  NULL when out
+ * of memory. */
 xf_tensor *xf_strings_shared(xf_tensor *owner, const xf_shape *shape, const int64_t *ids);
 /* New tensor (not of strings) over data, which it then owns and frees with
  * free(): a block from malloc or aligned_alloc of at least the tensor's

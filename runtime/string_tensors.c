@@ -78,8 +78,11 @@ static xf_tensor *strings_of(const xf_tensor *ids, char *const *table)
     return t;
 }
 
-/* Runs n on cpu_ref over inputs in (NULL: omitted), outputs to out. */
-static xf_status run_on_numbers(const xf_node *n, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+/* Runs n on cpu_ref over inputs in (NULL: omitted), outputs to out; or,
+ * with view (not NULL), only infers its output's shape into *view, input
+ * 0 (strings) standing as numbers of its shape. */
+static xf_status run_on_numbers(const xf_node *n, xf_tensor *const *in, xf_tensor **out, xf_shape *view,
+                                xf_error *err)
 {
     xf_graph *g = xf_graph_create("strings");
     int *ids = malloc(sizeof *ids * (size_t)(n->n_inputs + n->n_outputs + 1));
@@ -89,7 +92,9 @@ static xf_status run_on_numbers(const xf_node *n, xf_tensor *const *in, xf_tenso
     for (int k = 0; k < n->n_inputs && st == XF_OK; k++) {
         char name[32];
         snprintf(name, sizeof name, "in%d", k);
-        ids[k] = in[k] ? xf_graph_add_initializer(g, name, in[k]) : -1;
+        ids[k] = !in[k]             ? -1
+                 : view && k == 0 ? xf_graph_add_value(g, name, XF_DT_INT64, &in[k]->shape)
+                                  : xf_graph_add_initializer(g, name, in[k]);
         if (in[k] && ids[k] < 0)
             st = oom(err);
     }
@@ -102,8 +107,14 @@ static xf_status run_on_numbers(const xf_node *n, xf_tensor *const *in, xf_tenso
     }
     if (st == XF_OK && xf_graph_copy_node(g, n, ids, outs) < 0)
         st = oom(err);
-    if (st == XF_OK)
+    if (st == XF_OK && view) {
+        st = xf_node_infer_shape(g, 0, 0, NULL, err);
+        *view = st == XF_OK ? g->values[outs[0]].shape : (xf_shape){.ndim = -1};
+        if (st == XF_OK && xf_shape_numel(view) != xf_tensor_numel(in[0]))
+            st = xf_rt_bad_node(err, n, "the shape of its output is not known");
+    } else if (st == XF_OK) {
         st = xf_runtime_eval_node(g, 0, out, err);
+    }
     free(ids);
     xf_graph_free(g);
     return st;
@@ -155,7 +166,7 @@ static xf_status run_numbered(const xf_node *n, xf_tensor *const *in, xf_tensor 
         }
     }
     if (st == XF_OK)
-        st = run_on_numbers(n, numbered, res, err);
+        st = run_on_numbers(n, numbered, res, NULL, err);
     /* numbers by position of one input's strings: the output shares them */
     int only = -1, count = 0;
     for (int k = 0; k < n->n_inputs; k++)
@@ -295,5 +306,12 @@ xf_status xf_rt_string_tensor_run(const xf_node *n, xf_tensor *const *in, xf_ten
             return xf_rt_bad_node(err, n, "input %d is a %s, not a tensor", k, xf_kind_name(xf_tensor_kind(in[k])));
     if (n->op == XF_OP_CAST || n->op == XF_OP_CAST_LIKE)
         return run_cast(n, in[0], n->op == XF_OP_CAST ? n->attrs.to : in[1]->dtype, out, err);
+    if (xf_rt_view_op(n) && in[0]->dtype == XF_DT_STRING) { /* the same strings in another shape */
+        xf_shape shape;
+        xf_status st = run_on_numbers(n, in, out, &shape, err);
+        if (st == XF_OK && !(out[0] = xf_strings_shared(in[0], &shape, NULL)))
+            st = oom(err);
+        return st;
+    }
     return run_numbered(n, in, out, err);
 }
