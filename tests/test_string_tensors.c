@@ -302,7 +302,8 @@ START_TEST(refusals)
 END_TEST
 
 /* xflowc optimizes a model of strings and checks its outputs on random
- * strings. */
+ * strings (made of the model's words: "b", "cat", ...); a string input
+ * cast to numbers gets decimal numbers instead. */
 START_TEST(xflowc_checks_strings)
 {
     const char *dir = xf_test_tmpdir("string_tensors");
@@ -314,6 +315,27 @@ START_TEST(xflowc_checks_strings)
     ck_assert_msg(strstr(out, "check: output 'label'") && strstr(out, "check: output 'u'") &&
                       strstr(out, "check: output 'wh'") && !strstr(out, "shapes only"),
                   "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), in);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    const char *tt = strstr(out, "output 'tt' STRING 1x4: \""); /* the input text, transposed */
+    ck_assert_msg(tt && strchr("bcdy~f", tt[strlen("output 'tt' STRING 1x4: \"")]), "%s", out);
+    free(out);
+    static const int64_t three[] = {3}, two[] = {2};
+    Onnx__GraphProto *g = mk_graph("cast");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_STRING, 1, three, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_strings("names", 1, two, 2, NAMES("ant", "bee")));
+    PUSH(g->n_node, g->node, mk_node("Identity", "id", NAMES("x"), NAMES("xi")));
+    Onnx__NodeProto *c = mk_node("Cast", "cast", NAMES("xi"), NAMES("y"));
+    attr_int(c, "to", XF_DT_FLOAT);
+    PUSH(g->n_node, g->node, c);
+    PUSH(g->n_node, g->node, mk_node("Identity", "keep", NAMES("names"), NAMES("z")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 1, three, NULL));
+    PUSH(g->n_output, g->output, mk_vi("z", XF_DT_STRING, 1, two, NULL));
+    snprintf(in, sizeof in, "%s/cast.onnx", dir);
+    write_model(mk_model(g, 19), in);
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), in);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
     free(out);
 }
 END_TEST

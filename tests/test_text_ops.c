@@ -397,6 +397,17 @@ START_TEST(xflowc_checks_a_text_pipeline)
     ck_assert_msg(strstr(out, "check: output 'y'") && !strstr(out, "shapes only"), "%s", out);
     ck_assert_msg(strstr(out, "symbolic dims kept: 'text' dim 0 ('N')"), "%s", out);
     free(out);
+    /* random inputs are made of the model's words: the counts are not all 0 */
+    snprintf(cmd, sizeof cmd, "%s %s/pipeline.onnx --seed 3", xf_test_tool("xflow-run"), dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    const char *line = strstr(out, "output 'y' FLOAT 1x4:");
+    ck_assert_msg(line, "%s", out);
+    double sum = 0;
+    char *p = strchr(line, ':') + 1;
+    for (int k = 0; k < 4; k++)
+        sum += strtod(p, &p);
+    ck_assert_msg(sum > 0, "%s", out);
+    free(out);
     /* and the written model runs at the batch it is given */
     xf_tensor *x = string_tensor((xf_shape){2, {2, 1}}, NAMES("5 59 9", "0"));
     xf_load_options opt = {.feed_shapes = &x->shape, .n_feed_shapes = 1};

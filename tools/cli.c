@@ -188,15 +188,107 @@ static bool names_mask(const char *name)
     return false;
 }
 
+/* The words the model names: the strings of its nodes' string lists
+ * (vocabularies, categories, keys, stopwords) and of its string
+ * initializers; *n of them (NULL when none; the array to free). */
+static const char **model_words(const xf_graph *g, int64_t *n)
+{
+    int64_t cap = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; g->nodes[i].opaque && k < g->nodes[i].opaque->n_strings; k++)
+            cap += g->nodes[i].opaque->strings[k].n;
+    for (int v = 0; v < g->n_values; v++)
+        cap += g->values[v].init && g->values[v].init->dtype == XF_DT_STRING ? xf_tensor_numel(g->values[v].init) : 0;
+    const char **w = cap ? malloc(sizeof *w * (size_t)cap) : NULL;
+    *n = 0;
+    for (int i = 0; w && i < g->n_nodes; i++)
+        for (int k = 0; g->nodes[i].opaque && k < g->nodes[i].opaque->n_strings; k++) {
+            const xf_opaque_strings *a = &g->nodes[i].opaque->strings[k];
+            for (int j = 0; a->n > 1 && j < a->n; j++) /* lists: one string is a mode */
+                w[(*n)++] = a->v[j];
+        }
+    for (int v = 0; w && v < g->n_values; v++) {
+        const xf_tensor *t = g->values[v].init;
+        for (int64_t j = 0; t && t->dtype == XF_DT_STRING && t->strings && j < xf_tensor_numel(t); j++)
+            w[(*n)++] = t->strings[j] ? t->strings[j] : "";
+    }
+    if (!*n) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Whether value v reaches a Cast or CastLike (to numbers) through ops
+ * that only move its elements. */
+static bool read_as_numbers(const xf_graph *g, int v, int depth)
+{
+    for (int i = 0; depth < 8 && i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        bool reads = false;
+        for (int k = 0; k < n->n_inputs; k++)
+            reads |= n->inputs[k] == v;
+        if (!reads)
+            continue;
+        if (n->op == XF_OP_CAST || n->op == XF_OP_CAST_LIKE)
+            return true;
+        bool moves = n->op == XF_OP_RESHAPE || n->op == XF_OP_FLATTEN || n->op == XF_OP_SQUEEZE ||
+                     n->op == XF_OP_UNSQUEEZE || n->op == XF_OP_IDENTITY || n->op == XF_OP_TRANSPOSE ||
+                     n->op == XF_OP_SLICE || n->op == XF_OP_GATHER || n->op == XF_OP_CONCAT;
+        for (int k = 0; moves && k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0 && read_as_numbers(g, n->outputs[k], depth + 1))
+                return true;
+    }
+    return false;
+}
+
+/* Random strings that reach the model's vocabularies: each one of its
+ * words, or two to four of them joined by spaces (a text); NULL when the
+ * model names none. */
+static xf_tensor *random_words(const xf_graph *g, const xf_shape *shape, uint64_t seed)
+{
+    int64_t n_words, numel = xf_shape_numel(shape);
+    const char **words = model_words(g, &n_words);
+    if (!words)
+        return NULL;
+    xf_tensor *pick = xf_tensor_random_ints(XF_DT_INT64, &(xf_shape){2, {numel, 5}}, seed, 0, n_words * 4);
+    xf_tensor *t = pick ? xf_tensor_create(XF_DT_STRING, shape) : NULL;
+    for (int64_t i = 0; t && i < numel; i++) {
+        const int64_t *r = (const int64_t *)pick->data + i * 5;
+        int count = r[0] % 4 == 0 ? 1 : 2 + (int)(r[0] % 3);
+        size_t len = 1;
+        for (int k = 1; k <= count; k++)
+            len += strlen(words[r[k] % n_words]) + 1;
+        if (!(t->strings[i] = calloc(1, len))) {
+            xf_tensor_release(t);
+            t = NULL;
+            break;
+        }
+        for (int k = 1; k <= count; k++) {
+            if (k > 1)
+                strcat(t->strings[i], " ");
+            strcat(t->strings[i], words[r[k] % n_words]);
+        }
+    }
+    xf_tensor_release(pick);
+    free(words);
+    return t;
+}
+
 /* A seeded random tensor of dtype and shape for input v: floats in
  * [-1, 1), integers in [0, 10) or below the rows of a table they index,
  * and an integer or bool input named as a mask all ones (every position
  * attended: a random mask would give an LLM's sequence lengths that its
- * KV cache does not hold). */
+ * KV cache does not hold); strings made of the words the model names
+ * (random_words), else (or where they are cast to numbers) the decimal
+ * forms of integers. */
 static xf_status random_tensor(const xf_graph *g, const xf_value *v, const xf_shape *shape, uint64_t seed,
                                xf_tensor **out, xf_error *err)
 {
     char buf[128];
+    if (v->dtype == XF_DT_STRING && !read_as_numbers(g, (int)(v - g->values), 0) &&
+        (*out = random_words(g, shape, seed)) != NULL)
+        return XF_OK;
     bool floating = xf_dtype_is_float(v->dtype), mask = !floating && names_mask(v->name);
     int64_t rows = floating || mask ? 10 : index_rows(g, (int)(v - g->values), 10, 0);
     *out = xf_tensor_random_ints(v->dtype, shape, seed, mask ? 1 : 0, mask ? 2 : rows);
