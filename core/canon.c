@@ -107,7 +107,8 @@ static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
         if (v < 0)
             continue;
         int64_t numel = xf_shape_numel(&g->values[v].shape);
-        size_t esize = xf_dtype_size(g->values[v].dtype);
+        /* strings: a pointer and a short string each, as a guess */
+        size_t esize = g->values[v].dtype == XF_DT_STRING ? 16 : xf_dtype_size(g->values[v].dtype);
         if (xf_graph_is_output(g, v) || numel < 0 || esize == 0 ||
             (uint64_t)numel > (max_bytes - bytes) / esize)
             return false;

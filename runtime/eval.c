@@ -39,12 +39,34 @@ static xf_status output_types(const xf_graph *g, int node, const xf_tensor *cons
     return st;
 }
 
+/* A node on strings (string_tensors.c) over constant inputs. */
+static xf_status eval_strings(const xf_graph *g, const xf_node *n, xf_tensor **outputs, xf_error *err)
+{
+    xf_tensor **in = calloc((size_t)n->n_inputs + 1, sizeof *in);
+    if (!in)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    xf_status st = XF_OK;
+    for (int k = 0; k < n->n_inputs && st == XF_OK; k++) {
+        int v = n->inputs[k];
+        in[k] = v >= 0 ? g->values[v].init : NULL;
+        if (v >= 0 && !in[k])
+            st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (%s): input '%s' is not a constant", n->name,
+                              xf_op_name(n->op), g->values[v].name);
+    }
+    if (st == XF_OK)
+        st = xf_rt_string_tensor_run(n, in, outputs, err);
+    free(in);
+    return st;
+}
+
 xf_status xf_runtime_eval_node(const xf_graph *g, int node, xf_tensor **outputs, xf_error *err)
 {
     const xf_node *n = &g->nodes[node];
     const xf_backend *be = &xf_backend_cpu_ref;
     for (int k = 0; k < n->n_outputs; k++)
         outputs[k] = NULL;
+    if (xf_rt_touches_strings(g, node) && xf_rt_string_tensor_op(n))
+        return eval_strings(g, n, outputs, err);
     xf_status st = be->supports(g, node, err);
     if (st != XF_OK)
         return st;

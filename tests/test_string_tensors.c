@@ -254,6 +254,44 @@ START_TEST(sequences_of_strings)
 }
 END_TEST
 
+/* xflowc folds string ops on constants: a Gather of constant names and a
+ * Cast of constant strings become initializers, and the check passes. */
+START_TEST(constants_fold)
+{
+    static const int64_t two[] = {2}, three[] = {3}, idx[] = {2, 0};
+    Onnx__GraphProto *g = mk_graph("fold");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_STRING, 1, two, NULL));
+    PUSH(g->n_input, g->input, mk_vi("xf", XF_DT_FLOAT, 1, two, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_strings("names", 1, three, 3, NAMES("cat", "dog", "eel")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("idx", XF_DT_INT64, 1, two, idx, sizeof idx));
+    PUSH(g->n_initializer, g->initializer, mk_strings("nums", 1, two, 2, NAMES("1.5", "-2")));
+    PUSH(g->n_node, g->node, mk_node("Gather", "gather", NAMES("names", "idx"), NAMES("picked")));
+    PUSH(g->n_node, g->node, mk_node("Equal", "equal", NAMES("x", "picked"), NAMES("y")));
+    Onnx__NodeProto *c = mk_node("Cast", "cast", NAMES("nums"), NAMES("nf"));
+    attr_int(c, "to", XF_DT_FLOAT);
+    PUSH(g->n_node, g->node, c);
+    PUSH(g->n_node, g->node, mk_node("Add", "add", NAMES("xf", "nf"), NAMES("z")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_BOOL, 1, two, NULL));
+    PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, 1, two, NULL));
+    const char *dir = xf_test_tmpdir("string_fold");
+    char in[4200], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/fold.onnx", dir);
+    write_model(mk_model(g, 19), in);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s/out.onnx --check", xf_test_tool("xflowc"), in, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "canonicalize: 2 constants folded") && strstr(out, "check: output 'y'"), "%s", out);
+    free(out);
+    xf_model *m;
+    xf_error e;
+    snprintf(in, sizeof in, "%s/out.onnx", dir);
+    ck_assert_msg(xf_model_load(in, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    ck_assert_int_eq(m->graph->n_nodes, 2);
+    const xf_tensor *picked = m->graph->values[xf_graph_find_value(m->graph, "picked")].init;
+    assert_strings(picked, (xf_shape){1, {2}}, NAMES("eel", "cat"), "folded Gather");
+    xf_model_free(m);
+}
+END_TEST
+
 /* y = Op(a, b) of two string inputs [2], with `reduction` where given. */
 static xf_model *binary_model(const char *op, const char *reduction)
 {
@@ -349,6 +387,7 @@ int main(void)
     tcase_add_test(tc, casts);
     tcase_add_test(tc, sequences_of_strings);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, constants_fold);
     tcase_add_test(tc, xflowc_checks_strings);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
