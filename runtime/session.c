@@ -722,7 +722,8 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
         const xf_node *n = &s->g->nodes[i];
         if (xf_rt_seq_node(n) && !s->be->host_memory)
             st = xf_rt_unsupported(err, s->be, n, "on sequences or optionals, which run on the host backends");
-        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n) && !(xf_rt_touches_strings(s->g, i) && xf_rt_string_tensor_op(n)))
+        else if (!xf_rt_flow_node(n) && !xf_rt_seq_node(n) &&
+                 !(xf_rt_touches_strings(s->g, i) && xf_rt_string_tensor_op(n)))
             st = s->be->supports(s->g, i, err);
     }
     return st;

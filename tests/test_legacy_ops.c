@@ -226,7 +226,8 @@ static Onnx__GraphProto *before7_graph(bool opaque_ones)
     attr_int(add, "axis", 1);
     Onnx__NodeProto *mul = mk_node("Mul", "mul", (const char *[]){"A", "B", NULL}, (const char *[]){"y1", NULL});
     attr_int(mul, "broadcast", 1);
-    Onnx__NodeProto *gemm = mk_node("Gemm", "gemm", (const char *[]){"A", "W", "C", NULL}, (const char *[]){"y2", NULL});
+    Onnx__NodeProto *gemm =
+        mk_node("Gemm", "gemm", (const char *[]){"A", "W", "C", NULL}, (const char *[]){"y2", NULL});
     attr_int(gemm, "broadcast", 1);
     attr_int(gemm, "transB", 1);
     Onnx__NodeProto *bn = mk_node("BatchNormalization", "bn", (const char *[]){"x", "ones", "C", "zeros", "ones", NULL},
@@ -239,7 +240,8 @@ static Onnx__GraphProto *before7_graph(bool opaque_ones)
         PUSH(g->n_output, g->output, mk_vi(nodes[i]->output[0], XF_DT_FLOAT, -1, NULL, NULL));
     }
     if (opaque_ones) { /* D [2] along A's first axis; a BatchNormalization in training */
-        Onnx__NodeProto *front = mk_node("Add", "front", (const char *[]){"A", "D", NULL}, (const char *[]){"y4", NULL});
+        Onnx__NodeProto *front =
+            mk_node("Add", "front", (const char *[]){"A", "D", NULL}, (const char *[]){"y4", NULL});
         attr_int(front, "broadcast", 1);
         attr_int(front, "axis", 0);
         Onnx__NodeProto *train = mk_node("BatchNormalization", "train",
