@@ -610,7 +610,6 @@ static bool tokenize(const xf_ml_regex *x, const char *s, tokens *t)
     return true;
 }
 
-static const char *str_at(const xf_tensor *t, int64_t i) { return t->strings && t->strings[i] ? t->strings[i] : ""; }
 
 /* Tokenizer: X [C] or [N, C] of strings to [.., T]: each string's tokens
  * between the marks \x02 and \x03 (with mark), padded with pad_value to
@@ -625,7 +624,7 @@ static xf_status run_tokenizer(const xf_ml_regex *x, const xf_node *n, const xf_
     tokens *t = calloc((size_t)rows + 1, sizeof *t);
     xf_status st = t ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; r < rows && st == XF_OK; r++) {
-        const char *s = str_at(in, r);
+        const char *s = xf_rt_str_at(in, r);
         if (utf8_chars(s, strlen(s)) < 0)
             st = xf_ml_fail(n, err, XF_ERR_INVALID, "string %lld is not UTF-8", (long long)r);
         else if (!tokenize(x, s, &t[r]))
@@ -652,7 +651,7 @@ static xf_status run_tokenizer(const xf_ml_regex *x, const xf_node *n, const xf_
         strcpy(pad, x->pad);
         at = pad + strlen(x->pad) + 1;
         for (int64_t r = 0; r < rows && width; r++) {
-            const char *src = str_at(in, r);
+            const char *src = xf_rt_str_at(in, r);
             char **row = y->strings + r * width;
             int64_t k = 0;
             if (x->mark)
@@ -693,7 +692,7 @@ xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tenso
     if (!y)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < xf_tensor_numel(in); i++) {
-        const char *s = str_at(in, i);
+        const char *s = xf_rt_str_at(in, i);
         size_t len = strlen(s);
         ((uint8_t *)y->data)[i] = match(x, &x->re, all_ascii(s, len), s, 0, len, NULL);
     }

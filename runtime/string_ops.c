@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *str_at(const xf_tensor *t, int64_t i) { return t->strings && t->strings[i] ? t->strings[i] : ""; }
 
 xf_status xf_str_concat(const xf_node *n, const xf_tensor *x, const xf_tensor *y, xf_tensor **out, xf_error *err)
 {
@@ -41,7 +40,7 @@ xf_status xf_str_concat(const xf_node *n, const xf_tensor *x, const xf_tensor *y
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     int64_t numel = xf_tensor_numel(z), coord[XF_MAX_DIMS] = {0}, ox = 0, oy = 0;
     for (int64_t i = 0; i < numel; i++) {
-        const char *a = str_at(x, ox), *b = str_at(y, oy);
+        const char *a = xf_rt_str_at(x, ox), *b = xf_rt_str_at(y, oy);
         size_t la = strlen(a), lb = strlen(b);
         if (!(z->strings[i] = malloc(la + lb + 1))) {
             xf_tensor_release(z);
@@ -115,7 +114,7 @@ xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf
     if (!counts)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < numel; i++) {
-        int64_t c = split(str_at(x, i), delim, maxsplit, NULL, NULL);
+        int64_t c = split(xf_rt_str_at(x, i), delim, maxsplit, NULL, NULL);
         ((int64_t *)counts->data)[i] = c;
         widest = c > widest ? c : widest;
     }
@@ -126,7 +125,7 @@ xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf
     size_t *len = malloc(sizeof *len * (size_t)(widest + 1));
     xf_status st = y && start && len ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; st == XF_OK && i < numel; i++) {
-        int64_t c = split(str_at(x, i), delim, maxsplit, start, len);
+        int64_t c = split(xf_rt_str_at(x, i), delim, maxsplit, start, len);
         for (int64_t j = 0; j < widest && st == XF_OK; j++) {
             size_t l = j < c ? len[j] : 0;
             char *part = malloc(l + 1);
@@ -189,13 +188,13 @@ xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out
     const xf_opaque_strings *stops = xf_opaque_find_strings(n->opaque, "stopwords");
     int64_t numel = xf_tensor_numel(x), kept = 0;
     for (int64_t i = 0; i < numel; i++)
-        kept += !stopword(str_at(x, i), stops, sensitive);
+        kept += !stopword(xf_rt_str_at(x, i), stops, sensitive);
     int64_t len = kept ? kept : 1; /* nothing left: one empty string */
     xf_shape s = matrix ? xf_shape_make(2, (const int64_t[]){1, len}) : xf_shape_make(1, &len);
     xf_tensor *y = xf_tensor_create(XF_DT_STRING, &s);
     xf_status st = y ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0, k = 0; st == XF_OK && i < numel; i++) {
-        const char *w = str_at(x, i);
+        const char *w = xf_rt_str_at(x, i);
         if (stopword(w, stops, sensitive))
             continue;
         y->strings[k] = action[0] == 'N' ? strdup(w) : with_case(w, action[0] == 'L');

@@ -58,9 +58,7 @@ static bool numbered_output(const xf_node *n, int k)
     return n->op != XF_OP_UNIQUE || k == 0;
 }
 
-static const char *str_at(const xf_tensor *t, int64_t i) { return t->strings && t->strings[i] ? t->strings[i] : ""; }
 
-static int by_bytes(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 static xf_status oom(xf_error *err) { return xf_error_set(err, XF_ERR_NOMEM, "out of memory"); }
 
@@ -138,10 +136,10 @@ static xf_status run_numbered(const xf_node *n, xf_tensor *const *in, xf_tensor 
         table[m++] = "";
         for (int k = 0; k < n->n_inputs; k++)
             for (int64_t i = 0; in[k] && in[k]->dtype == XF_DT_STRING && i < xf_tensor_numel(in[k]); i++)
-                table[m++] = (char *)str_at(in[k], i);
+                table[m++] = (char *)xf_rt_str_at(in[k], i);
     }
     if (st == XF_OK && by_content) {
-        qsort(table, (size_t)m, sizeof *table, by_bytes);
+        qsort(table, (size_t)m, sizeof *table, xf_rt_cmp_strings);
         int64_t u = 0;
         for (int64_t i = 0; i < m; i++)
             if (u == 0 || strcmp(table[u - 1], table[i]) != 0)
@@ -160,8 +158,8 @@ static xf_status run_numbered(const xf_node *n, xf_tensor *const *in, xf_tensor 
         }
         int64_t *id = numbered[k]->data;
         for (int64_t i = 0; i < xf_tensor_numel(in[k]); i++) {
-            const char *key = str_at(in[k], i);
-            char **hit = by_content ? bsearch(&key, table, (size_t)m, sizeof *table, by_bytes) : NULL;
+            const char *key = xf_rt_str_at(in[k], i);
+            char **hit = by_content ? bsearch(&key, table, (size_t)m, sizeof *table, xf_rt_cmp_strings) : NULL;
             id[i] = by_content ? hit - table : at++;
         }
     }
@@ -277,11 +275,11 @@ static xf_status run_cast(const xf_node *n, const xf_tensor *x, xf_dtype to, xf_
         return oom(err);
     for (int64_t i = 0; i < numel; i++) {
         if (to != XF_DT_STRING) {
-            if (parse_number(str_at(x, i), to, y, i))
+            if (parse_number(xf_rt_str_at(x, i), to, y, i))
                 continue;
             xf_tensor_release(y);
             return xf_rt_bad_node(err, n, "element %" PRId64 " (\"%.40s\") does not start with a %s number", i,
-                                  str_at(x, i), xf_dtype_name(to));
+                                  xf_rt_str_at(x, i), xf_dtype_name(to));
         }
         char buf[64];
         format_number(x, i, buf, sizeof buf);

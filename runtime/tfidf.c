@@ -49,12 +49,11 @@ static uint64_t hash_items(const int64_t *v, int64_t n, int64_t step)
     return h;
 }
 
-static int by_bytes(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* The number of string s in the table, or -1. */
 static int64_t string_number(const xf_ml_tfidf *t, const char *s)
 {
-    char **hit = bsearch(&s, t->table, (size_t)t->n_table, sizeof *t->table, by_bytes);
+    char **hit = bsearch(&s, t->table, (size_t)t->n_table, sizeof *t->table, xf_rt_cmp_strings);
     return hit ? hit - t->table : -1;
 }
 
@@ -106,7 +105,7 @@ static xf_status read_pool(const xf_node *n, xf_ml_tfidf *t, xf_error *err)
     if (!(t->table = malloc(sizeof *t->table * (size_t)(count + 1))))
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     memcpy(t->table, strs->v, sizeof *t->table * (size_t)count);
-    qsort(t->table, (size_t)count, sizeof *t->table, by_bytes);
+    qsort(t->table, (size_t)count, sizeof *t->table, xf_rt_cmp_strings);
     for (int64_t i = 0; i < count; i++)
         if (t->n_table == 0 || strcmp(t->table[t->n_table - 1], t->table[i]) != 0)
             t->table[t->n_table++] = t->table[i];

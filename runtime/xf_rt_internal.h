@@ -6,6 +6,7 @@
 #include "xf_runtime.h"
 
 #include <math.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -443,6 +444,16 @@ xf_status xf_rt_seq_run(const xf_graph *g, int node, xf_tensor *const *in, xf_te
  * select or compare elements, and Cast and CastLike.  The session runs
  * such a node itself, on host memory, where it reads or writes strings. */
 bool xf_rt_string_tensor_op(const xf_node *n);
+/* String i of tensor of strings t ("" where it holds none). */
+static inline const char *xf_rt_str_at(const xf_tensor *t, int64_t i)
+{
+    return t->strings && t->strings[i] ? t->strings[i] : "";
+}
+/* qsort/bsearch order of two `const char *` by their bytes. */
+static inline int xf_rt_cmp_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 /* Whether node i of g (a standard op, not a sequence op) reads or writes
  * tensors of strings, as g types its values. */
 bool xf_rt_touches_strings(const xf_graph *g, int i);
