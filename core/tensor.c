@@ -290,7 +290,7 @@ xf_tensor *xf_optional_create(xf_tensor *content, bool of_sequence, xf_dtype dty
 
 const char *xf_kind_name(xf_value_kind k)
 {
-    static const char *const names[] = {"tensor", "sequence", "optional tensor", "optional sequence"};
+    static const char *const names[] = {"tensor", "sequence", "optional tensor", "optional sequence", "map"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "value";
 }
 

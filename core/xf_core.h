@@ -149,9 +149,10 @@ typedef struct xf_tensor {
     bool is_optional;
     bool optional_of_sequence;
     /* A map value (ONNX's map type) at run time, as ONNX-ML's ZipMap makes
-     * them, each an entry of a sequence: n_items 2, items[0] the keys (a
-     * tensor [n] of int64 or strings) and items[1] the values ([n]); dtype
-     * and shape are the values'; no data.  Only a sequence holds one. */
+     * them (each an entry of a sequence) and graph inputs of map type take
+     * them: n_items 2, items[0] the keys (a tensor [n] of int64 or strings)
+     * and items[1] the values ([n]); dtype and shape are the values'; no
+     * data. */
     bool is_map;
 } xf_tensor;
 
@@ -366,7 +367,13 @@ typedef enum xf_value_kind {
     XF_VK_TENSOR = 0,
     XF_VK_SEQUENCE,
     XF_VK_OPTIONAL_TENSOR,
-    XF_VK_OPTIONAL_SEQUENCE
+    XF_VK_OPTIONAL_SEQUENCE,
+    /* A map (ONNX's map type, ONNX-ML's inputs: DictVectorizer's,
+     * CastMap's): keys of xf_value.key_dtype (int64 or strings) to values of
+     * dtype; shape unknown (its length is known at run time only).  Only
+     * graph inputs have this kind; the session holds them on the host, in
+     * dynamic mode, as xf_map_create values. */
+    XF_VK_MAP
 } xf_value_kind;
 
 static inline bool xf_kind_is_optional(xf_value_kind k) { return k == XF_VK_OPTIONAL_TENSOR || k == XF_VK_OPTIONAL_SEQUENCE; }
@@ -380,9 +387,10 @@ static inline xf_value_kind xf_tensor_kind(const xf_tensor *t)
 {
     return t->is_optional ? (t->optional_of_sequence ? XF_VK_OPTIONAL_SEQUENCE : XF_VK_OPTIONAL_TENSOR)
            : t->is_sequence ? XF_VK_SEQUENCE
+           : t->is_map      ? XF_VK_MAP
                             : XF_VK_TENSOR;
 }
-/* "tensor", "sequence", "optional tensor" or "optional sequence". */
+/* "tensor", "sequence", "optional tensor", "optional sequence" or "map". */
 const char *xf_kind_name(xf_value_kind k);
 
 /* A value: a graph input, an initializer (constant) or a node output. */
@@ -395,6 +403,7 @@ typedef struct xf_value {
      * make sample values of); ndim -1 when not declared. */
     xf_shape elem_decl;
     xf_dtype dtype;
+    xf_dtype key_dtype; /* a map's keys (XF_VK_MAP only) */
     xf_shape shape;
     int producer;     /* node index, or -1 for graph inputs and initializers */
     int producer_out; /* output index at the producer */

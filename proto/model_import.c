@@ -208,6 +208,16 @@ static xf_status import_inputs(importer *im)
         xf_shape shape;
         bool guessed[XF_MAX_DIMS];
         xf_value_kind kind;
+        xf_dtype key;
+        if (xfp_map_type(vi->type, &key, &dt)) { /* written back as declared, like the containers below */
+            int id = set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &(xf_shape){.ndim = -1}), XF_VK_MAP);
+            if (id >= 0)
+                im->g->values[id].key_dtype = key;
+            s = define_value(im, id);
+            if (s == XF_OK && !xfp_list_push(&im->fallback, (void *)vi))
+                s = oom(im);
+            continue;
+        }
         if (xfp_container_type(vi->type, &kind, &dt, &shape)) { /* its declaration is written back as it came */
             s = define_value(im, set_kind(im->g, xf_graph_add_input(im->g, vi->name, dt, &shape), kind));
             if (s == XF_OK && !xfp_list_push(&im->fallback, (void *)vi))

@@ -158,6 +158,10 @@ Onnx__TypeProto *xfp_type_encode(xf_dtype dtype, const xf_shape *shape, xfp_aren
  * element type and shape (as xfp_declared_type gives them, symbols left
  * unknown); and the TypeProto of a value of a kind (a tensor's too). */
 bool xfp_container_type(const Onnx__TypeProto *type, xf_value_kind *kind, xf_dtype *dtype, xf_shape *shape);
+/* A map from int64 or string keys to tensors of a type xflow knows (graph
+ * inputs of kind XF_VK_MAP): true when type is one, with the key and value
+ * element types. */
+bool xfp_map_type(const Onnx__TypeProto *type, xf_dtype *key, xf_dtype *value);
 /* The element shape such a type declares (xf_value's elem_decl): named
  * dims syms binds take its size, other symbolic dims -1; ndim -1 when it
  * declares none. */

@@ -146,6 +146,20 @@ bool xfp_container_type(const Onnx__TypeProto *type, xf_value_kind *kind, xf_dty
     return true;
 }
 
+bool xfp_map_type(const Onnx__TypeProto *type, xf_dtype *key, xf_dtype *value)
+{
+    if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_MAP_TYPE || !type->map_type ||
+        !type->map_type->has_key_type || (type->map_type->key_type != XF_DT_INT64 &&
+                                           type->map_type->key_type != XF_DT_STRING))
+        return false;
+    const Onnx__TypeProto__Tensor *tt = tensor_type(type->map_type->value_type);
+    if (!tt || !tt->has_elem_type || !dtype_valid(tt->elem_type))
+        return false;
+    *key = (xf_dtype)type->map_type->key_type;
+    *value = (xf_dtype)tt->elem_type;
+    return true;
+}
+
 static bool is_param(const Onnx__TensorShapeProto__Dimension *d)
 {
     return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param[0];

@@ -118,8 +118,13 @@ xf_status xf_sequence_load_pb_buffer(const void *buf, size_t len, const char *ba
  * hold (dtype undefined: a session gives it its input's type). */
 xf_status xf_optional_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out,
                                      xf_error *err);
-/* Reads a TensorProto, SequenceProto or OptionalProto file, as a value
- * of kind `kind` (a graph input's) is stored; *name (when name is not
+/* Reads one MapProto (int64 or string keys, each once; values a
+ * SequenceProto of one-element tensors, as onnx.numpy_helper.from_dict
+ * writes them) as a map (xf_map_create); an empty one's values are float
+ * (a session gives it its input's type). */
+xf_status xf_map_load_pb_buffer(const void *buf, size_t len, const char *base_dir, xf_tensor **out, xf_error *err);
+/* Reads a TensorProto, SequenceProto (of tensors or maps), OptionalProto
+ * or MapProto file, as a value of kind `kind` (a graph input's) is stored; *name (when name is not
  * NULL) receives a tensor's name as xf_tensor_load_pb gives it.  A
  * TensorProto file read as an optional tensor gives an optional holding
  * it.  Errors name the file. */
@@ -127,7 +132,8 @@ xf_status xf_value_load_pb(const char *path, xf_value_kind kind, xf_tensor **out
 /* Writes t as a TensorProto file, atomically.  name may be NULL. */
 xf_status xf_tensor_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
 /* Writes t as a TensorProto, SequenceProto or OptionalProto file (as it
- * is a tensor, a sequence or an optional), atomically.  name may be NULL. */
+ * is a tensor, a sequence (of tensors or maps) or an optional),
+ * atomically.  name may be NULL. */
 xf_status xf_value_save_pb(const xf_tensor *t, const char *name, const char *path, xf_error *err);
 
 /* Parses "name=1x3x224x224" ("name=scalar" for rank 0).  out->name points to

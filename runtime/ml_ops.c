@@ -7,11 +7,11 @@
  * outputs here and xflowc can check it.  Import keeps these nodes opaque
  * with their attributes (xf_opaque_reals, xf_opaque_strings); the session
  * runs them like control flow, from a plan made once (control_flow.c),
- * and holds the strings they read and write on the host.  ZipMap's output
- * is a sequence of maps (xf_map_create).  This file has the dispatch, the
- * shared helpers, the preprocessing ops and the linear models; the trees,
- * SVMs and encoders have files of their own (ml_trees.c, ml_svm.c,
- * ml_encoders.c), and ONNX's own string ops StringConcat, StringSplit
+ * and holds the strings they read and write on the host.  This file has
+ * the dispatch, the shared helpers, the preprocessing ops and the linear
+ * models; the trees, SVMs, encoders and the ops on maps (DictVectorizer,
+ * CastMap, ZipMap) have files of their own (ml_trees.c, ml_svm.c,
+ * ml_encoders.c, ml_maps.c), and ONNX's own string ops StringConcat, StringSplit
  * and StringNormalizer, dispatched here too, string_ops.c; its
  * TfIdfVectorizer tfidf.c; its RegexFullMatch and ONNX Runtime's
  * Tokenizer regex_ops.c; its loss ops loss_ops.c; the optimizers of
@@ -42,6 +42,8 @@ typedef enum ml_kind {
     ML_CATEGORY_MAPPER,
     ML_ONE_HOT_ENCODER,
     ML_FEATURE_VECTORIZER,
+    ML_DICT_VECTORIZER,
+    ML_CAST_MAP,
     ML_STRING_CONCAT, /* ONNX's own string ops from here: the default domain */
     ML_STRING_SPLIT,
     ML_STRING_NORMALIZER,
@@ -59,7 +61,8 @@ typedef enum ml_kind {
 static const char *const ml_names[ML_KINDS] = {
     "Scaler", "Normalizer", "Binarizer", "Imputer", "ArrayFeatureExtractor", "LinearRegressor", "LinearClassifier",
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
-    "LabelEncoder", "CategoryMapper", "OneHotEncoder", "FeatureVectorizer", "StringConcat", "StringSplit",
+    "LabelEncoder", "CategoryMapper", "OneHotEncoder", "FeatureVectorizer", "DictVectorizer", "CastMap",
+    "StringConcat", "StringSplit",
     "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss", "Tokenizer", "Adagrad", "Momentum", "Adam",
 };
@@ -71,6 +74,7 @@ struct xf_rt_ml {
     xf_ml_trees *trees;
     xf_ml_tfidf *tfidf;
     xf_ml_regex *regex;
+    xf_ml_dict *dict;
 };
 
 static int kind_of(const xf_node *n)
@@ -450,41 +454,6 @@ static xf_status run_extract(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor 
     return XF_OK;
 }
 
-/* ZipMap: each row of scores X [N, C] (or [C]) as a map from the C class
- * labels to the row's scores, a sequence of N maps. */
-static xf_status run_zip_map(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **out, xf_error *err)
-{
-    const xf_node *n = m->node;
-    xf_ml_labels l = xf_ml_labels_of(n, "classlabels_int64s");
-    int64_t nl = l.n;
-    if (x->dtype != XF_DT_FLOAT || x->shape.ndim < 1 || x->shape.ndim > 2 || x->shape.dims[x->shape.ndim - 1] != nl)
-        return xf_ml_fail(n, err, XF_ERR_INVALID, "takes float scores of rank 1 or 2 with one column per each of its "
-                          "%lld class labels", (long long)nl);
-    int64_t rows = x->shape.ndim == 1 ? 1 : x->shape.dims[0];
-    xf_tensor *keys = xf_ml_label_tensor(&l, nl, err);
-    xf_tensor **maps = calloc((size_t)rows + 1, sizeof *maps);
-    xf_status st = keys && maps ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int64_t k = 0; st == XF_OK && k < nl; k++)
-        if (!xf_ml_set_label(keys, k, &l, k))
-            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int64_t r = 0; st == XF_OK && r < rows; r++) {
-        xf_tensor *values = output(XF_DT_FLOAT, 1, &nl, err);
-        if (values)
-            memcpy(values->data, (const float *)x->data + r * nl, sizeof(float) * (size_t)nl);
-        maps[r] = values ? xf_map_create(keys, values) : NULL;
-        xf_tensor_release(values);
-        if (!maps[r])
-            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    }
-    if (st == XF_OK && !(out[0] = xf_sequence_create(XF_DT_FLOAT, rows, maps)))
-        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int64_t r = 0; maps && r < rows; r++)
-        xf_tensor_release(maps[r]);
-    free(maps);
-    xf_tensor_release(keys);
-    return st;
-}
-
 /* ------------------------------------------------------------ linear models */
 
 /* LinearRegressor's targets (1 when not given). */
@@ -575,10 +544,10 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     if (kind < 0)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not a host op xflow runs", n->name);
     /* inputs and outputs per kind (the optimizers: of one group) */
-    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                      1, 1, 1, 2, 1, 1, 1, 1, 3, 3, 1, 5, 5, 6};
-    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1,
-                                       1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 2, 2, 3};
+    static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                      1, 1, 1, 1, 2, 1, 1, 1, 1, 3, 3, 1, 5, 5, 6};
+    static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1,
+                                       1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 2, 2, 3};
     bool loss = kind == ML_NLL_LOSS || kind == ML_SCE_LOSS; /* their weights may be left out */
     int n_in = n->opaque->n_own_inputs;
     bool optimizer = kind >= ML_ADAGRAD; /* n groups of tensors, checked below */
@@ -618,6 +587,10 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
     for (int64_t k = 0; st == XF_OK && kind == ML_FEATURE_VECTORIZER && k < n_dims; k++)
         if (dims[k] < 0)
             st = xf_ml_fail(n, err, XF_ERR_INVALID, "inputdimensions[%lld] is negative", (long long)k);
+    if (st == XF_OK && m->kind == ML_DICT_VECTORIZER)
+        st = xf_ml_dict_create(n, &m->dict, err);
+    if (st == XF_OK && m->kind == ML_CAST_MAP)
+        st = xf_ml_cast_map_check(n, err);
     if (st == XF_OK && m->kind == ML_TFIDF)
         st = xf_ml_tfidf_create(n, &m->tfidf, err);
     if (st == XF_OK && (m->kind == ML_REGEX_FULL_MATCH || m->kind == ML_TOKENIZER))
@@ -643,9 +616,16 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
             }
         return st;
     }
+    bool maps = m->kind == ML_DICT_VECTORIZER || m->kind == ML_CAST_MAP;
+    for (int k = 0; k < m->node->n_inputs && !maps; k++)
+        if (in[k] && xf_tensor_is_container(in[k]))
+            return xf_ml_fail(m->node, err, XF_ERR_INVALID, "input %d is a%s %s, not a tensor", k,
+                              in[k]->is_optional ? "n" : "", xf_kind_name(xf_tensor_kind(in[k])));
     switch (m->kind) {
     case ML_ARRAY_FEATURE_EXTRACTOR: st = run_extract(m, in, res, err); break;
-    case ML_ZIP_MAP: st = run_zip_map(m, in[0], res, err); break;
+    case ML_ZIP_MAP: st = xf_ml_zip_map(m->node, in[0], res, err); break;
+    case ML_DICT_VECTORIZER: st = xf_ml_dict_run(m->dict, in[0], res, err); break;
+    case ML_CAST_MAP: st = xf_ml_cast_map_run(m->node, in[0], res, err); break;
     case ML_FEATURE_VECTORIZER: st = run_vectorizer(m, in, res, err); break;
     case ML_LABEL_ENCODER:
     case ML_CATEGORY_MAPPER: st = xf_ml_encode_map(m->node, m->kind == ML_CATEGORY_MAPPER, in[0], res, err); break;
@@ -685,5 +665,6 @@ void xf_rt_ml_free(xf_rt_ml *m)
     xf_ml_trees_free(m->trees);
     xf_ml_tfidf_free(m->tfidf);
     xf_ml_regex_free(m->regex);
+    xf_ml_dict_free(m->dict);
     free(m);
 }

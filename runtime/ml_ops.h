@@ -2,7 +2,8 @@
  * ops, the training optimizers and ONNX Runtime's Tokenizer, shared
  * between ml_ops.c (the dispatch, attributes, labels, scores and post
  * transforms, preprocessing and linear models) and the files of the tree
- * ensembles (ml_trees.c), SVMs (ml_svm.c), encoders (ml_encoders.c),
+ * ensembles (ml_trees.c), SVMs (ml_svm.c), encoders (ml_encoders.c), the
+ * ops on maps (ml_maps.c),
  * string ops (string_ops.c), TfIdfVectorizer (tfidf.c), the regular
  * expressions (regex_ops.c), the loss ops (loss_ops.c) and the optimizers
  * of ai.onnx.preview.training (training_ops.c).  See xf_rt_internal.h for
@@ -74,6 +75,16 @@ xf_status xf_ml_svm_run(const xf_node *n, bool classifier, int t, const xf_tenso
 xf_status xf_ml_encode_map(const xf_node *n, bool category, const xf_tensor *x, xf_tensor **out, xf_error *err);
 xf_status xf_ml_one_hot(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
 
+/* DictVectorizer (a plan of its vocabulary), CastMap and ZipMap
+ * (ml_maps.c): the map in[0] to the tensor out[0]; ZipMap's scores X to a
+ * sequence of maps. */
+typedef struct xf_ml_dict xf_ml_dict;
+xf_status xf_ml_dict_create(const xf_node *n, xf_ml_dict **out, xf_error *err);
+xf_status xf_ml_dict_run(const xf_ml_dict *d, const xf_tensor *in, xf_tensor **out, xf_error *err);
+void xf_ml_dict_free(xf_ml_dict *d);
+xf_status xf_ml_cast_map_check(const xf_node *n, xf_error *err);
+xf_status xf_ml_cast_map_run(const xf_node *n, const xf_tensor *in, xf_tensor **out, xf_error *err);
+xf_status xf_ml_zip_map(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
 /* StringConcat, StringSplit and StringNormalizer (string_ops.c): out[0]
  * (StringSplit: and the counts in out[1]). */
 xf_status xf_str_concat(const xf_node *n, const xf_tensor *x, const xf_tensor *y, xf_tensor **out, xf_error *err);

@@ -35,10 +35,23 @@ static bool shape_known(const xf_shape *s) { return xf_shape_numel(s) >= 0; }
 
 /* ---------------------------------------------------------------- inputs and outputs */
 
-/* An empty optional or sequence of no known element type. */
+/* An empty optional or sequence of no known element type, or an empty
+ * map (whose file cannot say its values' type). */
 static bool untyped_empty(const xf_tensor *t)
 {
-    return xf_tensor_is_container(t) && t->n_items == 0 && t->dtype == XF_DT_UNDEFINED;
+    return (xf_tensor_is_container(t) && t->n_items == 0 && t->dtype == XF_DT_UNDEFINED) ||
+           (t->is_map && xf_tensor_numel(t->items[0]) == 0);
+}
+
+/* An empty map of val's key and value types. */
+static xf_tensor *empty_map(const xf_value *val)
+{
+    xf_shape none = {1, {0}};
+    xf_tensor *k = xf_tensor_create(val->key_dtype, &none), *v = xf_tensor_create(val->dtype, &none);
+    xf_tensor *m = k && v ? xf_map_create(k, v) : NULL;
+    xf_tensor_release(k);
+    xf_tensor_release(v);
+    return m;
 }
 
 /* Whether t is fed to v as an optional holding it: a tensor or sequence
@@ -61,7 +74,7 @@ static xf_status check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_
          * an empty sequence its element type: they take the graph's */
         bool untyped = untyped_empty(t);
         bool kind_ok = untyped ? t->is_optional == xf_kind_is_optional(v->kind) &&
-                                     (t->is_optional || v->kind == XF_VK_SEQUENCE)
+                                     (t->is_optional || v->kind == (t->is_map ? XF_VK_MAP : XF_VK_SEQUENCE))
                                : xf_tensor_kind(t) == v->kind || wraps(v, t);
         if (!kind_ok)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' is a%s %s, the graph expects a%s %s", v->name,
@@ -70,6 +83,9 @@ static xf_status check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_
         if (t->dtype != v->dtype && !untyped)
             return xf_error_set(err, XF_ERR_INVALID, "input '%s' has type %s, the graph expects %s", v->name,
                                 xf_dtype_name(t->dtype), xf_dtype_name(v->dtype));
+        if (t->is_map && t->items[0]->dtype != v->key_dtype)
+            return xf_error_set(err, XF_ERR_INVALID, "input '%s' is a map of %s keys, the graph expects %s keys",
+                                v->name, xf_dtype_name(t->items[0]->dtype), xf_dtype_name(v->key_dtype));
         /* a sequence's entries may differ in shape (or be none) */
         bool match =
             v->shape.ndim < 0 || v->shape.ndim == t->shape.ndim || (xf_tensor_is_container(t) && t->shape.ndim < 0);
@@ -102,6 +118,7 @@ static xf_status bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *co
             views[v].dtype = val->dtype;
             s->held[v] = !untyped_empty(t) ? xf_tensor_retain((xf_tensor *)t)
                          : t->is_optional  ? xf_optional_create(NULL, val->kind == XF_VK_OPTIONAL_SEQUENCE, val->dtype)
+                         : t->is_map       ? empty_map(val)
                                            : xf_sequence_create(val->dtype, 0, NULL);
         }
         if (xf_tensor_is_container(t) || t->dtype == XF_DT_STRING || wraps(val, t)) {

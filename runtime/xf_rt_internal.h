@@ -410,12 +410,9 @@ xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *cons
 
 /* ---------------------------------------------------------------- ONNX-ML (ml_*.c) */
 
-/* The ONNX-ML ops the runtime runs (domain ai.onnx.ml: Scaler,
- * Normalizer, Binarizer, Imputer, ArrayFeatureExtractor, LinearRegressor,
- * LinearClassifier, TreeEnsembleRegressor, TreeEnsembleClassifier,
- * SVMRegressor, SVMClassifier, ZipMap, TreeEnsemble, LabelEncoder,
- * CategoryMapper, OneHotEncoder) and ONNX's StringConcat and StringSplit, on
- * the host like control flow, from a plan checked once. */
+/* The host ops (ml_ops.c lists them: ONNX-ML's, ONNX's string, text and
+ * loss ops, the training optimizers, ONNX Runtime's Tokenizer), run on the
+ * host like control flow, from a plan checked once. */
 typedef struct xf_rt_ml xf_rt_ml;
 bool xf_rt_ml_node(const xf_node *n);
 xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err);

@@ -232,6 +232,10 @@ static bool read_as_numbers(const xf_graph *g, int v, int depth)
             continue;
         if (n->op == XF_OP_CAST || n->op == XF_OP_CAST_LIKE)
             return true;
+        if (n->op == XF_OP_OPAQUE && strcmp(n->opaque->op_type, "CastMap") == 0) {
+            const xf_opaque_strings *to = xf_opaque_find_strings(n->opaque, "cast_to");
+            return !to || to->n != 1 || strcmp(to->v[0], "TO_STRING") != 0;
+        }
         bool moves = n->op == XF_OP_RESHAPE || n->op == XF_OP_FLATTEN || n->op == XF_OP_SQUEEZE ||
                      n->op == XF_OP_UNSQUEEZE || n->op == XF_OP_IDENTITY || n->op == XF_OP_TRANSPOSE ||
                      n->op == XF_OP_SLICE || n->op == XF_OP_GATHER || n->op == XF_OP_CONCAT;
@@ -331,11 +335,100 @@ static xf_status random_container(const xf_graph *g, const xf_value *v, uint64_t
     return st;
 }
 
+static int cmp_words(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int cmp_ints(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The int64 keys the ops reading map v look up (DictVectorizer's
+ * int64_vocabulary, CastMap's places below max_map, up to 64 of them),
+ * else 0 to 4: *n of them (the array to free; NULL when out of memory). */
+static int64_t *map_int_keys(const xf_graph *g, int v, int64_t *n)
+{
+    int64_t cap = 5;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; g->nodes[i].opaque && k < g->nodes[i].n_inputs; k++) {
+            const xf_opaque_ints *voc = g->nodes[i].inputs[k] == v ? xf_opaque_find_ints(g->nodes[i].opaque,
+                                                                                         "int64_vocabulary") : NULL;
+            cap += voc ? voc->n : g->nodes[i].inputs[k] == v ? 64 : 0;
+        }
+    int64_t *keys = malloc(sizeof *keys * (size_t)cap);
+    *n = 0;
+    for (int i = 0; keys && i < g->n_nodes; i++)
+        for (int k = 0; g->nodes[i].opaque && k < g->nodes[i].n_inputs; k++) {
+            if (g->nodes[i].inputs[k] != v)
+                continue;
+            const xf_opaque_ints *voc = xf_opaque_find_ints(g->nodes[i].opaque, "int64_vocabulary");
+            const xf_opaque_ints *mm = xf_opaque_find_ints(g->nodes[i].opaque, "max_map");
+            for (int64_t j = 0; voc && j < voc->n; j++)
+                keys[(*n)++] = voc->v[j];
+            for (int64_t j = 0; !voc && mm && mm->n == 1 && j < mm->v[0] && j < 64; j++)
+                keys[(*n)++] = j;
+        }
+    for (int64_t j = 0; keys && !*n && j < 5; j++)
+        keys[(*n)++] = j;
+    return keys;
+}
+
+/* A seeded random map for input v: about three in four of the keys the
+ * model names (string keys: its words, random_words's; int64 keys:
+ * map_int_keys's), each once, to values as random_tensor makes them. */
+static xf_status random_map(const xf_graph *g, const xf_value *v, uint64_t seed, xf_tensor **out, xf_error *err)
+{
+    bool str = v->key_dtype == XF_DT_STRING;
+    int64_t n = 0;
+    static const char *const fallback[] = {"a", "b", "c", "d"};
+    const char **words = str ? model_words(g, &n) : NULL;
+    int64_t *ints = str ? NULL : map_int_keys(g, (int)(v - g->values), &n);
+    const char *const *cands = words ? words : fallback;
+    n = str && !words ? 4 : n;
+    if (words)
+        qsort(words, (size_t)n, sizeof *words, cmp_words);
+    if (ints)
+        qsort(ints, (size_t)n, sizeof *ints, cmp_ints);
+    xf_tensor *pick = xf_tensor_random_ints(XF_DT_INT64, &(xf_shape){1, {n}}, seed, 0, 4);
+    int64_t *take = pick ? (int64_t *)pick->data : NULL, m = 0; /* 0: left out */
+    for (int64_t i = 0; take && i < n; i++) {
+        bool again = i > 0 && (str ? strcmp(cands[i], cands[i - 1]) == 0 : ints[i] == ints[i - 1]);
+        take[i] = again ? 0 : take[i];
+        m += take[i] != 0;
+    }
+    xf_tensor *keys = take && (ints || str) ? xf_tensor_create(v->key_dtype, &(xf_shape){1, {m}}) : NULL;
+    bool oom = false;
+    for (int64_t i = 0, j = 0; keys && i < n && !oom; i++) {
+        if (take[i] && !str)
+            ((int64_t *)keys->data)[j++] = ints[i];
+        else if (take[i])
+            oom = !(keys->strings[j++] = strdup(cands[i]));
+    }
+    if (oom) {
+        xf_tensor_release(keys);
+        keys = NULL;
+    }
+    xf_status st = XF_OK;
+    xf_tensor *vals = NULL;
+    if (keys)
+        st = random_tensor(g, v, &(xf_shape){1, {m}}, seed + 31u, &vals, err);
+    if (st == XF_OK && !(*out = keys && vals ? xf_map_create(keys, vals) : NULL))
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    xf_tensor_release(pick);
+    xf_tensor_release(keys);
+    xf_tensor_release(vals);
+    free(words);
+    free(ints);
+    return st;
+}
+
 /* A seeded random value for graph input i. */
 static xf_status random_input(const xf_graph *g, int i, uint64_t seed, xf_tensor **out, xf_error *err)
 {
     const xf_value *v = &g->values[g->inputs[i]];
     seed += (uint64_t)i * 7919u;
+    if (v->kind == XF_VK_MAP)
+        return random_map(g, v, seed, out, err);
     if (v->kind != XF_VK_TENSOR)
         return random_container(g, v, seed, out, err);
     if (v->shape.ndim < 0 || xf_shape_numel(&v->shape) < 0)
@@ -373,14 +466,15 @@ xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int 
     if (n_inputs > 0 && !fed)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_inputs; i++) {
-        /* a SequenceProto or OptionalProto file (for a sequence or optional
-         * input) sizes no dim; a file that is none of the three is refused,
+        /* a SequenceProto, OptionalProto or MapProto file (for a sequence,
+         * optional or map input) sizes no dim; a file that is none of the three is refused,
          * naming it, with why it is not a TensorProto */
         xf_tensor *t;
         xf_error ignored;
         xf_status st = xf_tensor_load_pb(inputs[i], &t, NULL, err);
         if (st != XF_OK && (xf_value_load_pb(inputs[i], XF_VK_OPTIONAL_TENSOR, &t, NULL, &ignored) == XF_OK ||
-                            xf_value_load_pb(inputs[i], XF_VK_SEQUENCE, &t, NULL, &ignored) == XF_OK))
+                            xf_value_load_pb(inputs[i], XF_VK_SEQUENCE, &t, NULL, &ignored) == XF_OK ||
+                            xf_value_load_pb(inputs[i], XF_VK_MAP, &t, NULL, &ignored) == XF_OK))
             st = XF_OK;
         if (st != XF_OK) {
             free(fed);

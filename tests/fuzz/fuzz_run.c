@@ -6,11 +6,13 @@
  * skipped, to keep every execution short; random integer inputs are at
  * most 9, so the shapes that depend on them stay small, and the session's
  * limit of 1 MiB per tensor stops those that depend on a mutated constant
- * (a Range inside a Loop body or a FlexAttention modifier). */
+ * (a Range inside a Loop body or a FlexAttention modifier).  A map input
+ * gets three keys. */
 #include "xf_proto.h"
 #include "xf_runtime.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void quiet(int level, const char *msg, void *user)
 {
@@ -43,6 +45,25 @@ static bool small_enough(const xf_graph *g)
     return true;
 }
 
+/* A map input: keys "a" "b" "c" or 0 1 2 to random values. */
+static xf_tensor *random_map(const xf_value *v, uint64_t seed)
+{
+    xf_shape three = {1, {3}};
+    xf_tensor *keys = v->key_dtype == XF_DT_STRING ? xf_tensor_create(XF_DT_STRING, &three)
+                                                   : xf_tensor_random_ints(XF_DT_INT64, &three, 0, 0, 1);
+    for (int64_t i = 0; keys && i < 3; i++) {
+        if (keys->dtype == XF_DT_STRING)
+            keys->strings[i] = strdup((const char *[]){"a", "b", "c"}[i]);
+        else
+            ((int64_t *)keys->data)[i] = i;
+    }
+    xf_tensor *values = keys ? xf_tensor_random(v->dtype, &three, seed) : NULL;
+    xf_tensor *m = values ? xf_map_create(keys, values) : NULL;
+    xf_tensor_release(keys);
+    xf_tensor_release(values);
+    return m;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     xf_log_set(quiet, NULL, XF_LOG_WARN);
@@ -61,7 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool ok = in && out;
         for (int i = 0; ok && i < g->n_inputs; i++) {
             const xf_value *v = &g->values[g->inputs[i]];
-            ok = (in[i] = xf_tensor_random(v->dtype, &v->shape, (uint64_t)i + 1)) != NULL;
+            in[i] = v->kind == XF_VK_MAP ? random_map(v, (uint64_t)i + 1)
+                                         : xf_tensor_random(v->dtype, &v->shape, (uint64_t)i + 1);
+            ok = in[i] != NULL;
         }
         if (ok && xf_session_run(s, in, out, &err) == XF_OK)
             for (int k = 0; k < g->n_outputs; k++)
