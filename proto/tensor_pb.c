@@ -671,9 +671,11 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static xf_status keys_distinct(const xf_tensor *keys, xf_error *err)
 {
     int64_t n = xf_tensor_numel(keys);
+    if (n < 2)
+        return XF_OK;
     bool str = keys->dtype == XF_DT_STRING;
     size_t es = str ? sizeof(char *) : sizeof(int64_t);
-    void *sorted = malloc(es * (size_t)(n > 0 ? n : 1));
+    void *sorted = malloc(es * (size_t)n);
     if (!sorted)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     memcpy(sorted, str ? (const void *)keys->strings : keys->data, es * (size_t)n);
