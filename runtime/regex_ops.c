@@ -487,27 +487,9 @@ xf_status xf_ml_regex_create(const xf_node *n, bool tokenizer, xf_ml_regex **out
 
 /* ------------------------------------------------------------ runs */
 
-/* Bytes of the UTF-8 character that starts with byte c (0: not a start). */
-static int utf8_bytes(unsigned char c)
-{
-    return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-}
+static int utf8_bytes(unsigned char c) { return xf_rt_utf8_lead(c); }
 
-/* Characters in s[0 .. len - 1]; -1 when it is not UTF-8. */
-static int64_t utf8_chars(const char *s, size_t len)
-{
-    int64_t n = 0;
-    for (size_t i = 0; i < len; n++) {
-        int b = utf8_bytes((unsigned char)s[i]);
-        if (!b || i + (size_t)b > len)
-            return -1;
-        for (int k = 1; k < b; k++)
-            if (((unsigned char)s[i + k] >> 6) != 2)
-                return -1;
-        i += (size_t)b;
-    }
-    return n;
-}
+static int64_t utf8_chars(const char *s, size_t len) { return xf_rt_utf8_count(s, len); }
 
 /* A row's tokens: offsets and lengths in its string. */
 typedef struct tokens {

@@ -6,12 +6,15 @@
  * maxsplit splits; the parts padded with "" to the longest row, their
  * counts beside) and StringNormalizer (stopwords dropped, compared as
  * given or, where is_case_sensitive is 0, in lower case; then LOWER or
- * UPPER; ASCII letters only change case; nothing left gives one ""). */
+ * UPPER, each character as its locale maps it, as ONNX Runtime changes
+ * case; nothing left gives one ""; a string not UTF-8 refused). */
 #include "ml_ops.h"
 
 #include <ctype.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wctype.h>
 
 
 xf_status xf_str_concat(const xf_node *n, const xf_tensor *x, const xf_tensor *y, xf_tensor **out, xf_error *err)
@@ -151,27 +154,84 @@ xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf
     return XF_OK;
 }
 
-/* s in ASCII lower (lower) or upper case, a new string (NULL: out of memory). */
-static char *with_case(const char *s, bool lower)
+/* The locale whose case mapping StringNormalizer uses: its `locale`
+ * (ONNX Runtime's default en_US.UTF-8) where the system has it, else
+ * C.UTF-8, whose mapping is Unicode's simple one as the other locales'
+ * (all but Turkish and Azeri's dotted and dotless i); (locale_t)0, ASCII
+ * only, where neither is there. */
+static locale_t case_locale(const xf_node *n)
 {
-    char *r = strdup(s);
-    for (char *p = r; p && *p; p++)
-        *p = (char)(lower ? tolower((unsigned char)*p) : toupper((unsigned char)*p));
+    locale_t loc = newlocale(LC_CTYPE_MASK, xf_ml_string(n, "locale", "en_US.UTF-8"), (locale_t)0);
+    return loc ? loc : newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* s with each character in lower (lower) or upper case as loc maps it
+ * (ASCII alone when loc is 0): a new string; NULL when out of memory or,
+ * with *bad set, when s is not UTF-8. */
+static char *with_case(const char *s, bool lower, locale_t loc, bool *bad)
+{
+    size_t len = strlen(s), k = 0;
+    char *r = malloc(4 * len + 1); /* a character's case may take more bytes (2 -> 3) */
+    for (size_t i = 0; r && i < len;) {
+        uint32_t c;
+        int b = xf_rt_utf8_char(s + i, len - i, &c);
+        if (!b) {
+            *bad = true;
+            free(r);
+            return NULL;
+        }
+        i += (size_t)b;
+        if (loc)
+            c = (uint32_t)(lower ? towlower_l((wint_t)c, loc) : towupper_l((wint_t)c, loc));
+        else if (c < 0x80)
+            c = (uint32_t)(lower ? tolower((int)c) : toupper((int)c));
+        if (c < 0x80) {
+            r[k++] = (char)c;
+        } else if (c < 0x800) {
+            r[k++] = (char)(0xc0 | c >> 6);
+            r[k++] = (char)(0x80 | (c & 0x3f));
+        } else if (c < 0x10000) {
+            r[k++] = (char)(0xe0 | c >> 12);
+            r[k++] = (char)(0x80 | (c >> 6 & 0x3f));
+            r[k++] = (char)(0x80 | (c & 0x3f));
+        } else {
+            r[k++] = (char)(0xf0 | c >> 18);
+            r[k++] = (char)(0x80 | (c >> 12 & 0x3f));
+            r[k++] = (char)(0x80 | (c >> 6 & 0x3f));
+            r[k++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    if (r)
+        r[k] = '\0';
     return r;
 }
 
-/* Whether s is one of the stopwords (as given, or in lower case). */
-static bool stopword(const char *s, const xf_opaque_strings *stops, bool sensitive)
+/* Whether s (in lower case when not sensitive: low) is one of the n
+ * stopwords `stops` (sorted; in lower case when not sensitive). */
+static bool stopword(const char *s, const char *low, char *const *stops, int n)
 {
-    char *low = sensitive ? NULL : with_case(s, true);
-    bool hit = false;
-    for (int k = 0; stops && k < stops->n && !hit; k++) {
-        char *w = sensitive ? NULL : with_case(stops->v[k], true);
-        hit = sensitive ? strcmp(s, stops->v[k]) == 0 : low && w && strcmp(low, w) == 0;
-        free(w);
-    }
-    free(low);
-    return hit;
+    const char *key = low ? low : s;
+    return n && bsearch(&key, stops, (size_t)n, sizeof *stops, xf_rt_cmp_strings);
+}
+
+/* The stopwords, as given or (not sensitive) in lower case, sorted: an
+ * array of n to free with its strings (*lowered says which); NULL with
+ * *bad set when one is not UTF-8. */
+static char **stop_list(const xf_opaque_strings *stops, bool sensitive, locale_t loc, bool *bad, bool *lowered)
+{
+    int n = stops ? stops->n : 0;
+    char **w = calloc((size_t)n + 1, sizeof *w);
+    *lowered = !sensitive;
+    for (int k = 0; w && k < n; k++)
+        if (!(w[k] = sensitive ? stops->v[k] : with_case(stops->v[k], true, loc, bad))) {
+            for (int j = 0; j < k; j++)
+                free(w[j]);
+            free(w);
+            return NULL;
+        }
+    if (w)
+        qsort(w, (size_t)n, sizeof *w, xf_rt_cmp_strings);
+    return w;
 }
 
 xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err)
@@ -184,25 +244,49 @@ xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out
         return xf_ml_fail(n, err, XF_ERR_INVALID, "case_change_action '%s' is none of NONE, LOWER, UPPER", action);
     int64_t ns;
     const int64_t *cs = xf_ml_ints(n, "is_case_sensitive", &ns);
-    bool sensitive = ns == 1 && cs[0] != 0;
+    bool sensitive = ns == 1 && cs[0] != 0, bad = false, lowered;
     const xf_opaque_strings *stops = xf_opaque_find_strings(n->opaque, "stopwords");
+    int n_stops = stops ? stops->n : 0;
+    locale_t loc = case_locale(n);
+    char **stop = stop_list(stops, sensitive, loc, &bad, &lowered);
     int64_t numel = xf_tensor_numel(x), kept = 0;
-    for (int64_t i = 0; i < numel; i++)
-        kept += !stopword(xf_rt_str_at(x, i), stops, sensitive);
+    char **low = calloc((size_t)numel + 1, sizeof *low); /* the inputs in lower case (not sensitive) */
+    bool *drop = calloc((size_t)numel + 1, sizeof *drop);
+    xf_status st = !stop && bad ? xf_ml_fail(n, err, XF_ERR_INVALID, "a stopword is not UTF-8")
+                   : !stop || !low || !drop ? xf_error_set(err, XF_ERR_NOMEM, "out of memory")
+                                            : XF_OK;
+    for (int64_t i = 0; st == XF_OK && i < numel; i++) {
+        const char *w = xf_rt_str_at(x, i);
+        if (xf_rt_utf8_count(w, strlen(w)) < 0)
+            st = xf_ml_fail(n, err, XF_ERR_INVALID, "its input's string %lld is not UTF-8", (long long)i);
+        else if (n_stops && !sensitive && !(low[i] = with_case(w, true, loc, &bad)))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        drop[i] = st == XF_OK && stopword(w, low[i], stop, n_stops);
+        kept += !drop[i];
+    }
     int64_t len = kept ? kept : 1; /* nothing left: one empty string */
     xf_shape s = matrix ? xf_shape_make(2, (const int64_t[]){1, len}) : xf_shape_make(1, &len);
-    xf_tensor *y = xf_tensor_create(XF_DT_STRING, &s);
-    xf_status st = y ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    xf_tensor *y = st == XF_OK ? xf_tensor_create(XF_DT_STRING, &s) : NULL;
+    if (st == XF_OK && !y)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0, k = 0; st == XF_OK && i < numel; i++) {
         const char *w = xf_rt_str_at(x, i);
-        if (stopword(w, stops, sensitive))
+        if (drop[i])
             continue;
-        y->strings[k] = action[0] == 'N' ? strdup(w) : with_case(w, action[0] == 'L');
-        if (!y->strings[k++])
+        if (!(y->strings[k++] = action[0] == 'N' ? strdup(w) : with_case(w, action[0] == 'L', loc, &bad)))
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     if (st == XF_OK && !kept && !(y->strings[0] = strdup("")))
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; stop && lowered && k < n_stops; k++)
+        free(stop[k]);
+    free(stop);
+    for (int64_t i = 0; low && i < numel; i++)
+        free(low[i]);
+    free(low);
+    free(drop);
+    if (loc)
+        freelocale(loc);
     if (st != XF_OK) {
         xf_tensor_release(y);
         return st;

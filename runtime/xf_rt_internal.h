@@ -446,6 +446,42 @@ static inline const char *xf_rt_str_at(const xf_tensor *t, int64_t i)
 {
     return t->strings && t->strings[i] ? t->strings[i] : "";
 }
+/* Bytes of the UTF-8 character that starts with byte c (0: not a start). */
+static inline int xf_rt_utf8_lead(unsigned char c)
+{
+    return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+}
+/* The UTF-8 character at s (len bytes left): its bytes, 0 when s does not
+ * start with one (a bad lead or continuation byte, or too few bytes); its
+ * code point in *cp. */
+static inline int xf_rt_utf8_char(const char *s, size_t len, uint32_t *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    int b = len ? xf_rt_utf8_lead(u[0]) : 0;
+    if (!b || (size_t)b > len)
+        return 0;
+    uint32_t c = b == 1 ? u[0] : u[0] & (0x7f >> b);
+    for (int k = 1; k < b; k++) {
+        if ((u[k] >> 6) != 2)
+            return 0;
+        c = c << 6 | (u[k] & 0x3f);
+    }
+    *cp = c;
+    return b;
+}
+/* Characters in s[0 .. len - 1]; -1 when it is not UTF-8. */
+static inline int64_t xf_rt_utf8_count(const char *s, size_t len)
+{
+    int64_t n = 0;
+    uint32_t cp;
+    for (size_t i = 0; i < len; n++) {
+        int b = xf_rt_utf8_char(s + i, len - i, &cp);
+        if (!b)
+            return -1;
+        i += (size_t)b;
+    }
+    return n;
+}
 /* qsort/bsearch order of two `const char *` by their bytes. */
 static inline int xf_rt_cmp_strings(const void *a, const void *b)
 {

@@ -354,6 +354,45 @@ START_TEST(string_ops)
 }
 END_TEST
 
+/* StringNormalizer changes the case of every character as ONNX Runtime
+ * does (towlower/towupper in its locale, here C.UTF-8 where en_US.UTF-8,
+ * the default, is not installed), a character's bytes growing or
+ * shrinking; stopwords compared in lower case; a string not UTF-8
+ * refused. */
+START_TEST(normalizer_unicode)
+{
+    static const char *const in[] = {"CAFÉ Über Straße", "ΑΒΓ αβγ", "ẞ ß", "Ⱥ ı İ", "\xf0\x90\x90\x80 ＡＢＣ"};
+    static const char *const lower[] = {"café über straße", "αβγ αβγ", "ß ß", "ⱥ ı i", "\xf0\x90\x90\xa8 ａｂｃ"};
+    static const char *const upper[] = {"CAFÉ ÜBER STRAßE", "ΑΒΓ ΑΒΓ", "ẞ ß", "Ⱥ I İ", "\xf0\x90\x90\x80 ＡＢＣ"};
+    const char *backends[4];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++)
+        for (int up = 0; up < 2; up++) {
+            Onnx__NodeProto *n = mk_node("StringNormalizer", "norm", NAMES("x"), NAMES("y"));
+            attr_string(n, "case_change_action", up ? "UPPER" : "LOWER");
+            if (up)
+                attr_string(n, "locale", "no_SUCH.UTF-8");
+            xf_tensor *x = string_tensor((xf_shape){1, {5}}, in);
+            xf_tensor *y = run_node(n, backends[b], x, NULL);
+            assert_strings(y, (xf_shape){1, {5}}, up ? upper : lower, backends[b]);
+            xf_tensor_release(y);
+            xf_tensor_release(x);
+        }
+    Onnx__NodeProto *n = mk_node("StringNormalizer", "norm", NAMES("x"), NAMES("y"));
+    attr_strings(n, "stopwords", 2, NAMES("über", "ΣΟΦΊΑ"));
+    xf_tensor *x = string_tensor((xf_shape){1, {4}}, NAMES("ÜBER", "σοφία", "Σοφία", "uber"));
+    xf_tensor *y = run_node(n, "cpu_ref", x, NULL);
+    assert_strings(y, (xf_shape){1, {1}}, NAMES("uber"), "stopwords");
+    xf_tensor_release(y);
+    xf_tensor_release(x);
+    x = string_tensor((xf_shape){1, {2}}, NAMES("ok", "caf\xc3"));
+    xf_error e;
+    ck_assert_ptr_null(run_node(n, "cpu_ref", x, &e));
+    ck_assert_msg(strstr(e.msg, "node 'norm' (StringNormalizer): its input's string 1 is not UTF-8"), "%s", e.msg);
+    xf_tensor_release(x);
+}
+END_TEST
+
 /* text [N, 1] -> Reshape [-1] -> StringNormalizer (lower case) ->
  * Tokenizer -> TfIdfVectorizer -> Mul by idf weights, as scikit-learn's
  * converter writes a TfidfVectorizer: xflowc checks it on its outputs. */
@@ -433,6 +472,7 @@ int main(void)
     TCase *tc = tcase_create("ops");
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, string_ops);
+    tcase_add_test(tc, normalizer_unicode);
     tcase_add_test(tc, tfidf_vectorizer);
     tcase_add_test(tc, tokenizer_op);
     tcase_add_test(tc, regex_full_match);
