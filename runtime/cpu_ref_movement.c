@@ -521,7 +521,7 @@ xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tens
     bool integral = xf_rt_is_integral(x->dtype);
     size_t es = xf_dtype_size(x->dtype);
     int64_t outer = prod_dims(&x->shape, 0, axis), inner = prod_dims(&x->shape, axis + 1, rank);
-    for (int64_t o = 0; o < outer; o++)
+    for (int64_t o = 0; o < outer && k > 0; o++) /* k 0 (so an empty axis): empty outputs */
         for (int64_t s = 0; s < inner; s++) {
             int64_t from = o * len * inner + s, to = o * k * inner + s;
             topk_order order = n->attrs.topk_smallest ? smallest_first : largest_first;

@@ -255,8 +255,9 @@ END_TEST
  * at the limit with a one-line message (a FlexAttention modifier whose
  * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
  * of an empty input, a GridSample of an empty grid and a
- * CausalConvWithState over an empty sequence, which the sanitizer build
- * runs without finding undefined behaviour; a ConvInteger of no output
+ * CausalConvWithState over an empty sequence and a TopK of K 0 along an
+ * empty axis, which the sanitizer build runs without finding undefined
+ * behaviour; a ConvInteger of no output
  * channels whose padding made 860 M column entries nothing read, now none). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
