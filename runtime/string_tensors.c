@@ -60,6 +60,40 @@ static bool numbered_output(const xf_node *n, int k)
 
 
 
+/* Whether input k of n is a data input (of the output's type): the others
+ * (indices, pads, shapes, axes, conditions) take numbers. */
+static bool data_input(const xf_node *n, int k)
+{
+    switch (n->op) {
+    case XF_OP_CONCAT:
+    case XF_OP_EQUAL: return true;
+    case XF_OP_WHERE: return k >= 1;
+    case XF_OP_PAD:
+    case XF_OP_SCATTER:
+    case XF_OP_SCATTER_ND:
+    case XF_OP_SCATTER_ELEMENTS: return k == 0 || k == 2;
+    default: return k == 0;
+    }
+}
+
+/* Strings only at data inputs, and at all of them or none. */
+static xf_status check_string_inputs(const xf_node *n, xf_tensor *const *in, xf_error *err)
+{
+    int strings = -1, numbers = -1;
+    for (int k = 0; k < n->n_inputs; k++) {
+        if (!in[k])
+            continue;
+        if (in[k]->dtype == XF_DT_STRING && !data_input(n, k))
+            return xf_rt_bad_node(err, n, "input %d is strings; it takes numbers there", k);
+        if (data_input(n, k))
+            *(in[k]->dtype == XF_DT_STRING ? &strings : &numbers) = k;
+    }
+    if (strings >= 0 && numbers >= 0)
+        return xf_rt_bad_node(err, n, "input %d is strings and input %d %s; they must be of one type", strings, numbers,
+                              xf_dtype_name(in[numbers]->dtype));
+    return XF_OK;
+}
+
 static xf_status oom(xf_error *err) { return xf_error_set(err, XF_ERR_NOMEM, "out of memory"); }
 
 /* A tensor of strings copied from table by the int64 numbers of ids. */
@@ -304,9 +338,12 @@ xf_status xf_rt_string_tensor_run(const xf_node *n, xf_tensor *const *in, xf_ten
             return xf_rt_bad_node(err, n, "input %d is a %s, not a tensor", k, xf_kind_name(xf_tensor_kind(in[k])));
     if (n->op == XF_OP_CAST || n->op == XF_OP_CAST_LIKE)
         return run_cast(n, in[0], n->op == XF_OP_CAST ? n->attrs.to : in[1]->dtype, out, err);
+    xf_status st = check_string_inputs(n, in, err);
+    if (st != XF_OK)
+        return st;
     if (xf_rt_view_op(n) && in[0]->dtype == XF_DT_STRING) { /* the same strings in another shape */
         xf_shape shape;
-        xf_status st = run_on_numbers(n, in, out, &shape, err);
+        st = run_on_numbers(n, in, out, &shape, err);
         if (st == XF_OK && !(out[0] = xf_strings_shared(in[0], &shape, NULL)))
             st = oom(err);
         return st;

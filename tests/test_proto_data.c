@@ -247,18 +247,20 @@ END_TEST
  * handled cleanly: models and tensor files are refused with a one-line
  * message; MapProto files (map_pb-*) are too, or read as a map (an empty
  * one of int64 keys, whose keys the sanitizer build once found copied
- * from a null pointer); library text is refused or round-trips exactly; models the run
- * harness failed on (run-*) load, as do models the sanitizer build once
- * found undefined behaviour loading (load-*: an unknown op's empty string
- * attribute), and the run-* models' run on cpu_ref with seeded
- * random inputs and fuzz_run's limit of 1 MiB per tensor ends, or stops
+ * from a null pointer); library text is refused or round-trips exactly;
+ * models the sanitizer build once found undefined behaviour loading
+ * (load-*: an unknown op's empty string attribute) load; models the run
+ * harness failed on load and run on cpu_ref with seeded random inputs and
+ * fuzz_run's limit of 1 MiB per tensor: run-* models' runs end, or stop
  * at the limit with a one-line message (a FlexAttention modifier whose
  * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
- * of an empty input, a GridSample of an empty grid and a
+ * of an empty input, a GridSample of an empty grid, a
  * CausalConvWithState over an empty sequence and a TopK of K 0 along an
  * empty axis, which the sanitizer build runs without finding undefined
- * behaviour; a ConvInteger of no output
- * channels whose padding made 860 M column entries nothing read, now none). */
+ * behaviour; a ConvInteger of no output channels whose padding made 860 M
+ * column entries nothing read, now none); run-refused-* models' runs
+ * fail with a one-line message (a Pad whose pads are strings, whose int32
+ * output was read as the numbers of strings). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
 {
@@ -334,6 +336,12 @@ START_TEST(test_fuzz_regressions)
             ck_assert_msg(xf_model_load_buffer(buf, len, NULL, NULL, &m, &e) == XF_OK, "%s: %s", base, e.msg);
             xf_model_free(m);
             continue;
+        } else if (strncmp(base, "run-refused-", 12) == 0) {
+            xf_model *m = NULL;
+            ck_assert_msg(xf_model_load_buffer(buf, len, NULL, NULL, &m, &e) == XF_OK, "%s: %s", base, e.msg);
+            s = run_limited(m, &e);
+            ck_assert_msg(s != XF_OK && s != XF_ERR_LIMIT, "%s: %s", base, s == XF_OK ? "ran" : e.msg);
+            xf_model_free(m);
         } else if (strncmp(base, "run-", 4) == 0) {
             xf_model *m = NULL;
             ck_assert_msg(xf_model_load_buffer(buf, len, NULL, NULL, &m, &e) == XF_OK, "%s: %s", base, e.msg);

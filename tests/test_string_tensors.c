@@ -4,6 +4,7 @@
  * ops that move, select or compare elements, Cast and CastLike both ways,
  * sequences of strings,
  * what is refused and why, and xflowc checking such a model. */
+#include "kernel_case_util.h"
 #include "proto_util.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
@@ -313,7 +314,8 @@ static xf_model *binary_model(const char *op, const char *reduction)
     return m;
 }
 
-/* Arithmetic on strings is refused by node when the session is made; an
+/* Arithmetic on strings is refused by node when the session is made,
+ * strings where an op takes numbers or beside numbers when it runs; an
  * op without a reduction on strings runs. */
 START_TEST(refusals)
 {
@@ -326,6 +328,36 @@ START_TEST(refusals)
         ck_assert_int_ne(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e), XF_OK);
         ck_assert_msg(strstr(e.msg, cases[c][2]) && strstr(e.msg, "'op'"), "%s", e.msg);
         xf_model_free(m);
+    }
+    /* strings where an op takes numbers (Pad's pads), or beside numbers */
+    static const int64_t two[] = {2};
+    static const int64_t pads[] = {1, 1}, three = 3;
+    const char *mixed[][4] = {{"x", "s", "", "node 'op' (Pad): input 1 is strings; it takes numbers there"},
+                              {"s", "pads", "three", "node 'op' (Pad): input 0 is strings and input 2 INT64; they "
+                                                     "must be of one type"}};
+    for (int c = 0; c < 2; c++) {
+        Onnx__GraphProto *g = mk_graph("mixed");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_INT64, 1, two, NULL));
+        PUSH(g->n_input, g->input, mk_vi("s", XF_DT_STRING, 1, two, NULL));
+        PUSH(g->n_initializer, g->initializer, mk_raw("pads", XF_DT_INT64, 1, two, pads, sizeof pads));
+        PUSH(g->n_initializer, g->initializer, mk_raw("three", XF_DT_INT64, 0, NULL, &three, sizeof three));
+        Onnx__NodeProto *n = mk_node("Pad", "op", (const char *[]){mixed[c][0], mixed[c][1], mixed[c][2], NULL},
+                                     NAMES("y"));
+        n->n_input = c ? 3 : 2;
+        PUSH(g->n_node, g->node, n);
+        PUSH(g->n_output, g->output, mk_vi("y", XF_DT_UNDEFINED, -1, NULL, NULL));
+        xf_model *mm;
+        xf_error e;
+        ck_assert_msg(load_proto(mk_model(g, 18), NULL, &mm, &e) == XF_OK, "%s", e.msg);
+        xf_tensor *in[2] = {I64(DIMS(2), 1, 1), string_tensor((xf_shape){1, {2}}, NAMES("p", "q"))}, *y = NULL;
+        xf_session *s = NULL;
+        xf_status st = xf_session_create(mm->graph, xf_model_opset(mm), "cpu_ref", NULL, &s, &e);
+        if (st == XF_OK)
+            st = xf_session_run(s, in, &y, &e);
+        ck_assert_msg(st != XF_OK && strstr(e.msg, mixed[c][3]), "%s", st == XF_OK ? "(ran)" : e.msg);
+        xf_session_free(s);
+        release(in, 2);
+        xf_model_free(mm);
     }
     xf_model *m = binary_model("ScatterElements", "none");
     xf_tensor *in[2] = {string_tensor((xf_shape){1, {2}}, NAMES("p", "q")),
