@@ -904,7 +904,20 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
     for (int i = 0; i < c.node->n_inputs; i++)
         if (xf_infer_has(&c, i) && xf_infer_shape(&c, i)->ndim < 0)
             return XF_OK;
-    return rules[c.node->op](&c);
+    st = rules[c.node->op](&c);
+    /* an empty output may have any dims but those whose product (0s aside)
+     * int64 holds, so that strides and sizes of its dims never overflow */
+    for (int k = 0; st == XF_OK && k < c.node->n_outputs; k++) {
+        const xf_shape *s = c.node->outputs[k] >= 0 ? &g->values[c.node->outputs[k]].shape : NULL;
+        uint64_t p = 1;
+        for (int d = 0; s && d < s->ndim && st == XF_OK; d++) {
+            uint64_t dim = s->dims[d] > 0 ? (uint64_t)s->dims[d] : 1;
+            if (p > ((uint64_t)1 << 62) / dim)
+                st = xf_infer_fail(&c, XF_ERR_INVALID, "output %d's dims multiply to more than 2^62", k);
+            p *= dim;
+        }
+    }
+    return st;
 }
 
 xf_status xf_graph_infer_shapes(xf_graph *g, int64_t opset, xf_error *err)
