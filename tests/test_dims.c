@@ -256,7 +256,7 @@ static Onnx__ModelProto *transpose_model(void)
 
 /* Dims given equal sizes (a square image's height and width) are tried at
  * sizes that tell them apart, so the written model names each output dim
- * after the input dim it follows. */
+ * after the input dim it follows; dims that only equal sizes fit. */
 START_TEST(test_equal_sizes_told_apart)
 {
     const char *dir = xf_test_tmpdir("dims_equal");
@@ -269,19 +269,36 @@ START_TEST(test_equal_sizes_told_apart)
     free(out);
     /* the output is declared w x h (tried at equal sizes, it was h x h) */
     assert_written_dims(path_in(dir, "out.onnx"), "['h', 'w', 'w', 'h']");
-    /* a model that holds only where h = w cannot be tried at sizes that
-     * tell them apart: it is written at the sizes given, saying why */
-    Onnx__GraphProto *g = mk_graph("square");
-    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, (const int64_t[]){-1, -1}, NAMES("h", "w")));
-    PUSH(g->n_node, g->node, mk_node("Transpose", "t", NAMES("x"), NAMES("xt")));
-    PUSH(g->n_node, g->node, mk_node("Add", "a", NAMES("x", "xt"), NAMES("y")));
-    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
-    write_model(mk_model(g, 13), path_in(dir, "square.onnx"));
-    snprintf(args, sizeof args, "%s -o %s --dim h=4 --dim w=4", path_in(dir, "square.onnx"),
-             path_in(dir, "square_out.onnx"));
-    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "could only be tried at equal sizes"), "%s", out);
-    free(out);
+    /* a model that holds only where h = w can only be tried at equal
+     * sizes: with no shape constant to depend on them its dims stay
+     * symbolic, the output's named after neither (both fit) unless the
+     * file names them; with one, it is written at the sizes given, saying
+     * why */
+    for (int form = 0; form < 3; form++) {
+        Onnx__GraphProto *g = mk_graph("square");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, (const int64_t[]){-1, -1}, NAMES("h", "w")));
+        PUSH(g->n_node, g->node, mk_node("Transpose", "t", NAMES("x"), NAMES("xt")));
+        PUSH(g->n_node, g->node, mk_node("Add", "a", NAMES("x", "xt"), NAMES("y")));
+        if (form == 2) { /* y + Reshape(x, Shape(x)): a shape constant */
+            PUSH(g->n_node, g->node, mk_node("Shape", "s", NAMES("x"), NAMES("xs")));
+            PUSH(g->n_node, g->node, mk_node("Reshape", "r", NAMES("x", "xs"), NAMES("xr")));
+            PUSH(g->n_node, g->node, mk_node("Add", "a2", NAMES("y", "xr"), NAMES("y2")));
+        }
+        PUSH(g->n_output, g->output,
+             form == 1 ? mk_vi("y", XF_DT_FLOAT, 2, (const int64_t[]){-1, -1}, NAMES("w", "h"))
+                       : mk_vi(form == 2 ? "y2" : "y", XF_DT_FLOAT, -1, NULL, NULL));
+        write_model(mk_model(g, 13), path_in(dir, "square.onnx"));
+        snprintf(args, sizeof args, "%s -o %s --dim h=4 --dim w=4", path_in(dir, "square.onnx"),
+                 path_in(dir, "square_out.onnx"));
+        ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+        ck_assert_msg(form == 2 ? strstr(out, "could only be tried at equal sizes") != NULL
+                                : strstr(out, "symbolic dims kept: 'x' dim 0 ('h'), 'x' dim 1 ('w')") != NULL,
+                      "%s", out);
+        free(out);
+        assert_written_dims(path_in(dir, "square_out.onnx"), form == 0   ? "['h', 'w', 0, 0]"
+                                                             : form == 1 ? "['h', 'w', 'w', 'h']"
+                                                                         : "[4, 4, 4, 4]");
+    }
     const char *x = tensor_file(dir, "x", 2, (const int64_t[]){2, 3});
     snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), x);
     ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);

@@ -617,14 +617,14 @@ static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opse
     else if (at[1])
         p->why[0] = '\0';
     /* tried at shared sizes, a shape entry that copies one unknown cannot
-     * be told from one that copies another, nor an output dim that follows
-     * one named after it; unless no shape entry depends on the sizes and
-     * neither dim has a name (scikit-learn's inputs, whose batch dims a
-     * Concat of the columns ties) */
+     * be told from one that copies another; unless no shape entry depends
+     * on the sizes (scikit-learn's inputs, whose batch dims a Concat of the
+     * columns ties), and an output dim that follows them is named after
+     * none of them unless the file names it after one (keep_symbolic) */
     bool constant_free = written == 0 && p->recompute.n == 0;
     for (int i = 0; at[1] && !p->distinct && !p->why[0] && i < m->n_symbolic; i++)
         for (int j = i + 1; j < m->n_symbolic && !p->why[0]; j++)
-            if (!sym_same(m, i, j) && !(constant_free && !m->symbolic[i].name[0] && !m->symbolic[j].name[0]) &&
+            if (!sym_same(m, i, j) && !constant_free &&
                 sym_size(m, i, 0, false) == sym_size(m, j, 0, false) &&
                 sym_size(m, i, 1, false) == sym_size(m, j, 1, false))
                 snprintf(p->why, sizeof p->why,
@@ -734,12 +734,19 @@ static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
             bool unknown = sa->ndim < 0 || sb->ndim < 0;
             if (unknown && !declared && declares_symbolic(m, g->values[g->outputs[k]].name))
                 continue;
-            /* named after the input dim whose sizes it follows */
-            const char *name = unknown && declared ? declared->name : "";
-            for (int i = 0; i < n_inputs && !name[0] && !(unknown && declared); i++)
+            /* named after the input dim whose sizes it follows; of input
+             * dims of other names tried at equal sizes, after the one the
+             * file names there, else after none */
+            const char *name = unknown && declared ? declared->name : NULL;
+            bool ambiguous = false, file_names_one = false;
+            for (int i = 0; i < n_inputs && !(unknown && declared); i++)
                 if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, r0, p->distinct) &&
-                    b == sym_size(m, i, r0 + 1, p->distinct))
-                    name = m->symbolic[i].name;
+                    b == sym_size(m, i, r0 + 1, p->distinct)) {
+                    ambiguous |= name && strcmp(name, m->symbolic[i].name) != 0;
+                    file_names_one |= declared && !strcmp(declared->name, m->symbolic[i].name);
+                    name = name ? name : m->symbolic[i].name;
+                }
+            name = !name ? "" : !ambiguous ? name : file_names_one ? declared->name : "";
             if (!xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d, name)) {
                 snprintf(why, sizeof why, "out of memory");
                 ok = false;
