@@ -10,7 +10,6 @@
  * case; nothing left gives one ""; a string not UTF-8 refused). */
 #include "ml_ops.h"
 
-#include <ctype.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,12 +164,27 @@ static locale_t case_locale(const xf_node *n)
     return loc ? loc : newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 }
 
+/* ASCII character c in lower (lower) or upper case, whatever the locale. */
+static uint32_t ascii_case(uint32_t c, bool lower)
+{
+    return lower && c >= 'A' && c <= 'Z' ? c + 32 : !lower && c >= 'a' && c <= 'z' ? c - 32 : c;
+}
+
 /* s with each character in lower (lower) or upper case as loc maps it
  * (ASCII alone when loc is 0): a new string; NULL when out of memory or,
  * with *bad set, when s is not UTF-8. */
 static char *with_case(const char *s, bool lower, locale_t loc, bool *bad)
 {
     size_t len = strlen(s), k = 0;
+    bool ascii = true;
+    for (size_t i = 0; i < len && ascii; i++)
+        ascii = (unsigned char)s[i] < 0x80;
+    if (ascii && (!loc || towlower_l('I', loc) == 'i')) { /* a locale with ASCII's case for ASCII: not Turkish */
+        char *r = malloc(len + 1);
+        for (size_t i = 0; r && i <= len; i++)
+            r[i] = (char)ascii_case((unsigned char)s[i], lower);
+        return r;
+    }
     char *r = malloc(4 * len + 1); /* a character's case may take more bytes (2 -> 3) */
     for (size_t i = 0; r && i < len;) {
         uint32_t c;
@@ -183,8 +197,8 @@ static char *with_case(const char *s, bool lower, locale_t loc, bool *bad)
         i += (size_t)b;
         if (loc)
             c = (uint32_t)(lower ? towlower_l((wint_t)c, loc) : towupper_l((wint_t)c, loc));
-        else if (c < 0x80)
-            c = (uint32_t)(lower ? tolower((int)c) : toupper((int)c));
+        else
+            c = ascii_case(c, lower);
         if (c < 0x80) {
             r[k++] = (char)c;
         } else if (c < 0x800) {

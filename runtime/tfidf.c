@@ -8,7 +8,8 @@
  * index + 1) holds the counts (TF), whether each occurred (IDF) or the
  * counts times the weights (TFIDF); weights, where given, are read by
  * output column, as ONNX Runtime reads them.  The pool's n-grams are kept
- * in a hash table keyed by their items (strings numbered first). */
+ * in a hash table keyed by their items (strings numbered first, through a
+ * hash table of the pool's strings). */
 #include "ml_ops.h"
 
 #include <inttypes.h>
@@ -23,6 +24,8 @@ struct xf_ml_tfidf {
     bool strings;
     char **table;        /* strings: the pool's, sorted, unique (borrowed from the node) */
     int64_t n_table;
+    int64_t *str_slots;  /* hash table of their numbers, -1 for empty; str_mask + 1 slots */
+    uint64_t str_mask;
     int64_t *items;      /* the pool's items (strings: their numbers) */
     int64_t n_grams;
     int64_t *gram_start; /* per n-gram: its first item, its length, its column */
@@ -50,11 +53,43 @@ static uint64_t hash_items(const int64_t *v, int64_t n, int64_t step)
 }
 
 
+/* FNV-1a of string s. */
+static uint64_t hash_string(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
 /* The number of string s in the table, or -1. */
 static int64_t string_number(const xf_ml_tfidf *t, const char *s)
 {
-    char **hit = bsearch(&s, t->table, (size_t)t->n_table, sizeof *t->table, xf_rt_cmp_strings);
-    return hit ? hit - t->table : -1;
+    for (uint64_t k = hash_string(s) & t->str_mask;; k = (k + 1) & t->str_mask) {
+        int64_t i = t->str_slots[k];
+        if (i < 0 || strcmp(t->table[i], s) == 0)
+            return i;
+    }
+}
+
+/* The hash table of the table's strings: twice their number of slots or
+ * more, a power of two. */
+static bool hash_strings(xf_ml_tfidf *t)
+{
+    uint64_t size = 2;
+    while (size < 2 * (uint64_t)t->n_table)
+        size *= 2;
+    if (!(t->str_slots = malloc(sizeof *t->str_slots * size)))
+        return false;
+    t->str_mask = size - 1;
+    memset(t->str_slots, 0xff, sizeof *t->str_slots * size);
+    for (int64_t i = 0; i < t->n_table; i++) {
+        uint64_t k = hash_string(t->table[i]) & t->str_mask;
+        while (t->str_slots[k] >= 0)
+            k = (k + 1) & t->str_mask;
+        t->str_slots[k] = i;
+    }
+    return true;
 }
 
 /* The column of the n-gram of the n items at v[0], v[step], ..., or -1. */
@@ -80,6 +115,7 @@ void xf_ml_tfidf_free(xf_ml_tfidf *t)
     if (!t)
         return;
     free(t->table);
+    free(t->str_slots);
     free(t->items);
     free(t->gram_start);
     free(t->slots);
@@ -109,6 +145,8 @@ static xf_status read_pool(const xf_node *n, xf_ml_tfidf *t, xf_error *err)
     for (int64_t i = 0; i < count; i++)
         if (t->n_table == 0 || strcmp(t->table[t->n_table - 1], t->table[i]) != 0)
             t->table[t->n_table++] = t->table[i];
+    if (!hash_strings(t))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < count; i++)
         t->items[i] = string_number(t, strs->v[i]);
     return XF_OK;
@@ -211,13 +249,19 @@ xf_status xf_ml_tfidf_create(const xf_node *n, xf_ml_tfidf **out, xf_error *err)
     return XF_OK;
 }
 
-/* Adds the n-grams of row x[0 .. len - 1] to counts (cols entries). */
+/* Adds the n-grams of row x[0 .. len - 1] to counts (cols entries).  A
+ * string the pool lacks (-1; a padding "" among them) ends every n-gram
+ * that would hold it. */
 static void count_row(const xf_ml_tfidf *t, const int64_t *x, int64_t len, float *counts)
 {
     int64_t start_n = t->min_n;
     for (int64_t skip = 0; skip <= t->max_skip; skip++) {
         for (int64_t s = 0; s < len; s++)
-            for (int64_t k = start_n; k <= t->max_n && s + (k - 1) * (skip + 1) < len; k++) {
+            for (int64_t k = 1; k <= t->max_n && s + (k - 1) * (skip + 1) < len; k++) {
+                if (t->strings && x[s + (k - 1) * (skip + 1)] < 0)
+                    break;
+                if (k < start_n)
+                    continue;
                 int64_t col = find(t, x + s, k, skip + 1);
                 if (col >= 0)
                     counts[col] += 1;
