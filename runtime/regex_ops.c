@@ -32,6 +32,12 @@ typedef struct pattern {
     bool table;
     bool repeated;
     bool in[256];
+    /* A pattern with \b or \B that matches whole UTF-8 characters
+     * byte by byte too (all ASCII; no '.', no negated set) runs in the C
+     * locale on any text, whose \b, like RE2's, takes only ASCII letters,
+     * digits and '_' for word characters (glibc's UTF-8 one takes every
+     * letter). */
+    bool bytewise;
 } pattern;
 
 struct xf_ml_regex {
@@ -107,6 +113,36 @@ static const char *class_members(char c)
     }
 }
 
+/* Whether ASCII character c is in RE2's class [:name:] (RE2's are ASCII
+ * only, where glibc's in C.UTF-8 take every letter); -1 for no such class. */
+static int in_class(const char *name, size_t len, int c)
+{
+    static const char *const names[] = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph",
+                                        "lower", "print", "punct", "space", "upper", "word", "xdigit"};
+    int k = 0;
+    while (k < 14 && !(strlen(names[k]) == len && !strncmp(names[k], name, len)))
+        k++;
+    bool digit = c >= '0' && c <= '9', upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z';
+    bool graph = c > ' ' && c < 0x7f;
+    switch (k) {
+    case 0: return digit || upper || lower;
+    case 1: return upper || lower;
+    case 2: return c < 0x80;
+    case 3: return c == ' ' || c == '\t';
+    case 4: return c < ' ' || c == 0x7f;
+    case 5: return digit;
+    case 6: return graph;
+    case 7: return lower;
+    case 8: return graph || c == ' ';
+    case 9: return graph && !digit && !upper && !lower;
+    case 10: return c == ' ' || (c >= '\t' && c <= '\r');
+    case 11: return upper;
+    case 12: return digit || upper || lower || c == '_';
+    case 13: return digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    default: return -1;
+    }
+}
+
 /* Translates the bracket expression at *p (after its '['); false (why
  * set) when it has no POSIX form. */
 static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
@@ -116,13 +152,20 @@ static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
     s += neg;
     out_buf body = {.ok = true};
     for (bool first = true; *s && (first || *s != ']'); first = false) {
-        if (*s == '[' && s[1] == ':') { /* [:alpha:] */
+        if (*s == '[' && s[1] == ':') { /* [:alpha:]: its ASCII members */
             const char *end = strstr(s + 2, ":]");
-            if (!end) {
+            if (!end || in_class(s + 2, (size_t)(end - s - 2), 'a') < 0) {
                 free(body.s);
-                return refuse(why, why_len, "an unclosed [: class");
+                return refuse(why, why_len, end ? "an unknown [: class" : "an unclosed [: class");
             }
-            put(&body, s, (size_t)(end + 2 - s));
+            for (int c = 1; c < 0x80; c++) {
+                if (!in_class(s + 2, (size_t)(end - s - 2), c))
+                    continue;
+                if (c == ']' || c == '-' || c == '^')
+                    *(c == ']' ? &close : c == '-' ? &dash : &caret) = true;
+                else
+                    putc_(&body, (char)c);
+            }
             s = end + 2;
             continue;
         }
@@ -330,6 +373,27 @@ static void byte_table(pattern *p, const char *posix, bool icase)
     p->table = true;
 }
 
+/* Whether translated pattern posix is one that runs bytewise (above). */
+static bool runs_bytewise(const char *posix)
+{
+    bool boundary = false, in_set = false;
+    for (const char *q = posix; *q; q++) {
+        unsigned char c = (unsigned char)*q;
+        if (c >= 0x80 || (!in_set && c == '.') || (!in_set && c == '[' && q[1] == '^'))
+            return false;
+        if (c == '\\' && !in_set && q[1]) {
+            boundary |= q[1] == 'b' || q[1] == 'B';
+            q++;
+        } else if (c == '[' && !in_set) {
+            in_set = true;
+            q += q[1] == ']'; /* a leading ']' is a member */
+        } else if (c == ']' && in_set) {
+            in_set = false;
+        }
+    }
+    return boundary;
+}
+
 /* Compiles RE2 pattern re (anchored to the whole string when full) into
  * *p, in each of x's locales. */
 static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *what, const char *re, bool full,
@@ -350,6 +414,7 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
     char msg[160] = "";
     if (!full)
         byte_table(p, posix, icase);
+    p->bytewise = runs_bytewise(posix);
     for (int k = 0; k < 2 && rc == 0; k++) {
         locale_t old = x->loc[k] ? uselocale(x->loc[k]) : (locale_t)0;
         rc = regcomp(&p->re[k], pattern, REG_EXTENDED | (icase ? REG_ICASE : 0));
@@ -400,7 +465,7 @@ static bool match(const xf_ml_regex *x, const pattern *p, bool ascii, const char
             *m = (regmatch_t){.rm_so = (regoff_t)i, .rm_eo = (regoff_t)e};
         return true;
     }
-    int k = ascii ? 1 : 0;
+    int k = (ascii || p->bytewise) && p->n > 1 ? 1 : 0;
     regmatch_t range = {.rm_so = (regoff_t)from, .rm_eo = (regoff_t)len};
     locale_t old = x->loc[k] ? uselocale(x->loc[k]) : (locale_t)0;
     int rc = regexec(&p->re[k], s, 1, &range, REG_STARTEND);

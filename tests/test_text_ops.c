@@ -196,10 +196,11 @@ START_TEST(tokenizer_op)
         assert_strings(y, cases[c].shape, cases[c].want, what);
         xf_tensor_release(y);
     }
-    /* \\b sees the text before where the search goes on */
-    xf_tensor *ascii = string_tensor((xf_shape){1, {1}}, NAMES("the cat"));
-    xf_tensor *y = run_node(tokenizer(0, 1, NULL, 0, "\\b\\w"), "cpu_ref", ascii, NULL);
-    assert_strings(y, (xf_shape){2, {1, 2}}, NAMES("t", "c"), "word starts");
+    /* \\b sees the text before where the search goes on; like RE2's, it
+     * takes only ASCII letters, digits and '_' for word characters */
+    xf_tensor *ascii = string_tensor((xf_shape){1, {2}}, NAMES("the cat", "éa naïve"));
+    xf_tensor *y = run_node(tokenizer(0, 1, NULL, 0, "\\b\\w+"), "cpu_ref", ascii, NULL);
+    assert_strings(y, (xf_shape){2, {2, 3}}, NAMES("the", "cat", "#", "a", "na", "ve"), "word starts");
     xf_tensor_release(y);
     xf_tensor_release(ascii);
     xf_tensor *chars = string_tensor((xf_shape){1, {2}}, NAMES("çà", "abc"));
@@ -239,6 +240,8 @@ START_TEST(regex_full_match)
         {"(?:\\w+)\\s\\w+?", {0, 0, 0, 0, 0, 0, 0, 1}},
         {"[^\\d\\s]+", {1, 1, 0, 1, 1, 1, 1, 0}},
         {"[a\\-z]+", {0, 0, 0, 0, 0, 0, 0, 0}}, /* a, '-' and z, not a range */
+        {"[[:alpha:]]+", {1, 1, 0, 0, 0, 0, 0, 0}},
+        {"[[:punct:][:digit:]]+", {0, 0, 1, 0, 0, 0, 0, 0}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
@@ -250,12 +253,25 @@ START_TEST(regex_full_match)
                           cases[c].pattern, i, ((const uint8_t *)y->data)[i]);
         xf_tensor_release(y);
     }
+    /* RE2's classes are ASCII's */
+    xf_tensor *accents = string_tensor((xf_shape){1, {3}}, NAMES("éa", "naïve", "ab_1"));
+    static const char *const ascii_classes[][2] = {{"[[:alpha:]]+", "\x00\x00\x00"}, {"[[:word:]]+", "\x00\x00\x01"},
+                                                  {"[^[:alnum:]]+", "\x00\x00\x00"}};
+    for (int c = 0; c < 3; c++) {
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", ascii_classes[c][0]);
+        xf_tensor *y = run_node(n, "cpu_ref", accents, NULL);
+        ck_assert_msg(memcmp(y->data, ascii_classes[c][1], 3) == 0, "%s", ascii_classes[c][0]);
+        xf_tensor_release(y);
+    }
+    xf_tensor_release(accents);
     const char *refused[][2] = {{"\\pL+", "\\p has no POSIX form"},
                                 {"a++", "a repetition of a repetition is not RE2 syntax"},
                                 {"a(?i)b", "the group (?i has no POSIX form"},
                                 {"[\\W]", "\\W inside brackets has no POSIX form"},
-                                {"(ab", "does not compile"}};
-    for (int c = 0; c < 5; c++) {
+                                {"(ab", "does not compile"},
+                                {"[[:letter:]]", "an unknown [: class"}};
+    for (int c = 0; c < 6; c++) {
         Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
         attr_string(n, "pattern", refused[c][0]);
         xf_error e;
