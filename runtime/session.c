@@ -731,7 +731,7 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
     int seq = holds_sequence(s->g);
     if (seq >= 0 && !s->be->host_memory)
             return xf_error_set(err, XF_ERR_UNSUPPORTED,
-                                "backend %s does not run sequences, optionals or strings ('%s' is one); the host "
+                                "backend %s does not run sequences, optionals, maps or strings ('%s' is one); the host "
                                 "backends do",
                                 s->be->name,
                                 s->g->values[seq].name);
