@@ -1,6 +1,7 @@
 /* The session's state, shared by the files that make up sessions
- * (session.c: creating and running; session_profile.c: per-node timings
- * and what the backend says about each node). */
+ * (session.c: creating and running; session_io.c: inputs and outputs;
+ * session_part.c: a dynamic session's static part; session_profile.c:
+ * per-node timings and what the backend says about each node). */
 #ifndef XF_SESSION_INTERNAL_H
 #define XF_SESSION_INTERNAL_H
 
@@ -49,6 +50,16 @@ struct xf_session {
      * as a static session of their own (session_part.c); NULL: none */
     struct xf_static_part *part;
 };
+
+/* The values given for a run checked against the graph's inputs, bound
+ * to views (in place on host memory, else copied to the buffers made at
+ * creation; containers and strings held), and the outputs handed out:
+ * copies, or (dynamic runs on host memory, where owned[v] marks blocks
+ * the run allocated) the blocks themselves (session_io.c). */
+xf_status xf_session_check_inputs(const xf_session *s, xf_tensor *const *inputs, xf_error *err);
+xf_status xf_session_bind_inputs(xf_session *s, xf_tensor_view *views, xf_tensor *const *inputs, xf_error *err);
+xf_status xf_session_collect_outputs(xf_session *s, const xf_tensor_view *views, bool *owned, xf_tensor **outputs,
+                                     xf_error *err);
 
 /* One run: binds inputs, runs every node (timing each into node_seconds[i]
  * when it is not NULL) and hands out the outputs (outputs NULL: none). */
