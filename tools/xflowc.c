@@ -8,6 +8,8 @@
  * rules, folds the constants the rewrites introduced, checks the result
  * when asked, and writes it atomically. */
 #include "cli.h"
+#include "xflowc_compare.h"
+#include "xflowc_dims.h"
 #include "xflowc_measure.h"
 #include "xf_optimizer.h"
 #include "xf_proto.h"
@@ -105,7 +107,7 @@ static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->seed = 1;
-    o->atol = -1; /* not given: see output_tolerance */
+    o->atol = -1; /* not given: see xfc_output_tolerance */
     o->rtol = -1;
     o->verbosity = 1;
     o->alpha = 1.05;
@@ -204,88 +206,16 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* The outputs of two graphs run on one backend with the same inputs (the
- * files given, seeded random values for the rest). */
-typedef struct run_pair {
-    xf_tensor **in, **a, **b;
-    int n_in, n_out;
-    bool ran; /* the failing graph's session was made and the inputs loaded: a failure came from running */
-} run_pair;
-
-static void run_pair_free(run_pair *r)
-{
-    xf_cli_free_tensors(r->in, r->n_in);
-    xf_cli_free_tensors(r->a, r->n_out);
-    xf_cli_free_tensors(r->b, r->n_out);
-}
-
-static xf_status run_both(const xf_graph *a, const xf_graph *b, int64_t opset, const char *backend,
-                          const char *const *files, int n_files, uint64_t seed, run_pair *r, xf_error *err)
-{
-    *r = (run_pair){.n_in = a->n_inputs, .n_out = a->n_outputs};
-    r->a = calloc((size_t)r->n_out + 1, sizeof *r->a);
-    r->b = calloc((size_t)r->n_out + 1, sizeof *r->b);
-    xf_status st = r->a && r->b ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    /* one session at a time: a backend may hold the weights again in a
-     * layout of its own, and two of them would double that; the original
-     * runs as given, so that the sessions' own rewrites are checked too */
-    xf_session *s = NULL;
-    xf_session_options given = {.as_given = true};
-    if (st == XF_OK && (st = xf_session_create(a, opset, backend, &given, &s, err)) == XF_OK &&
-        (st = xf_cli_load_inputs(a, files, n_files, seed, &r->in, err)) == XF_OK) {
-        r->ran = true;
-        st = xf_session_run(s, r->in, r->a, err);
-    }
-    xf_session_free(s);
-    s = NULL;
-    if (st == XF_OK) {
-        r->ran = false;
-        if ((st = xf_session_create(b, opset, backend, NULL, &s, err)) == XF_OK) {
-            r->ran = true;
-            st = xf_session_run(s, r->in, r->b, err);
-        }
-        xf_session_free(s);
-    }
-    return st;
-}
-
-typedef struct tolerance {
-    double atol, rtol;
-    bool adapted; /* not the values given or the defaults */
-} tolerance;
-
-/* The tolerance for an expected output: atol and rtol (negative: not given,
- * 1e-4 and 1e-3), atol shrinking with outputs far below 1 (random weights
- * can make them 1e-14, and they would pass any absolute tolerance).  A
- * float16 or bfloat16 output rounds every op to 11 or 8 significant bits,
- * compounded through the graph: unless a tolerance is given, 1e-2 or 5e-2
- * of its largest |element|, absolute and relative. */
-static tolerance output_tolerance(const xf_tensor *want, double atol, double rtol)
-{
-    double scale = xf_tensor_max_abs(want);
-    bool half = xf_dtype_is_half(want->dtype);
-    if (half && atol < 0 && rtol < 0) {
-        double r = want->dtype == XF_DT_FLOAT16 ? 1e-2 : 5e-2;
-        return (tolerance){r * (scale > 0 ? scale : 1), r, true};
-    }
-    tolerance t = {atol < 0 ? 1e-4 : atol, rtol < 0 ? 1e-3 : rtol, false};
-    if (scale < 1) {
-        t.atol *= scale;
-        t.adapted = true;
-    }
-    return t;
-}
-
 /* Runs both graphs on cpu_ref with the same random inputs and compares each
  * output.  Returns 0 when all agree within tolerance. */
 static int check_models(const options *o, const xf_graph *before, const xf_graph *after, int64_t opset)
 {
     xf_error err;
-    run_pair r;
+    xfc_run_pair r;
     int n_out = before->n_outputs, rc = 1;
     xf_cli_info("check: running the original and the optimized model on cpu_ref...\n");
     double t0 = xf_cli_now();
-    if (run_both(before, after, opset, "cpu_ref", o->inputs, o->n_inputs, (uint64_t)o->seed, &r, &err) != XF_OK) {
+    if (xfc_run_both(before, after, opset, "cpu_ref", o->inputs, o->n_inputs, (uint64_t)o->seed, &r, &err) != XF_OK) {
         /* Random values are not valid for an input that holds a shape, an
          * index or an axis; say how to give real ones. */
         rc = xf_cli_error("--check: %s%s", err.msg,
@@ -293,7 +223,7 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
                               ? " (inputs without --input FILE.pb were random; give the ones that hold shapes, "
                                 "indices or axes)"
                               : "");
-        run_pair_free(&r);
+        xfc_run_pair_free(&r);
         return rc;
     }
     int bad = 0;
@@ -302,7 +232,7 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
         bool ok = false;
         char shape[128];
         const xf_value *v = &before->values[before->outputs[k]];
-        tolerance tol = output_tolerance(r.a[k], o->atol, o->rtol);
+        xfc_tolerance tol = xfc_output_tolerance(r.a[k], o->atol, o->rtol);
         if (xf_tensor_compare(r.b[k], r.a[k], tol.atol, tol.rtol, &max_abs, &max_rel, &ok, &err) != XF_OK) {
             char sa[128], sb[128];
             xf_cli_error("--check: output '%s': optimized gives %s %s, original %s %s", v->name,
@@ -326,7 +256,7 @@ static int check_models(const options *o, const xf_graph *before, const xf_graph
                           "--rtol set it); nothing written", bad, n_out);
     else
         rc = 0;
-    run_pair_free(&r);
+    xfc_run_pair_free(&r);
     return rc;
 }
 
@@ -413,403 +343,6 @@ static void print_rules_applied(const xf_rule_set *rs, const xf_search_result *r
     }
     xf_cli_info("\n");
     free(count);
-}
-
-/* ------------------------------------------------------------ symbolic dims */
-
-/* The sizes the graph is tried at for its symbolic dims: rounds 0 and 1
- * tell which folded constants depend on them, rounds 2 and 3 check the
- * result.  With distinct, each dim name (and each unnamed dim) has sizes
- * of its own, so that a shape entry that copies the sequence length is not
- * taken for one that copies the batch size. */
-#define SYM_ROUNDS 4
-/* The size symbolic dim i has in the graph as loaded: its --dim size, else 1. */
-static int64_t sym_base(const xf_model *m, int i)
-{
-    int v = xf_graph_find_value(m->graph, m->symbolic[i].value);
-    const xf_shape *s = v >= 0 ? &m->graph->values[v].shape : NULL;
-    return s && m->symbolic[i].dim < s->ndim && s->dims[m->symbolic[i].dim] > 0 ? s->dims[m->symbolic[i].dim] : 1;
-}
-
-/* Symbolic dims i and j stand for the same unknown: the same name (an
- * unnamed dim is one of its own). */
-static bool sym_same(const xf_model *m, int i, int j)
-{
-    return i == j || (m->symbolic[i].name[0] && !strcmp(m->symbolic[i].name, m->symbolic[j].name));
-}
-
-/* How many unknowns before i's first dim, counting only those whose sizes
- * as loaded are size (any size when size < 0). */
-static int sym_rank(const xf_model *m, int i, int64_t size)
-{
-    int first = 0;
-    while (!sym_same(m, first, i))
-        first++;
-    int rank = 0;
-    for (int j = 0; j < first; j++) {
-        bool new_name = true;
-        for (int k = 0; k < j && new_name; k++)
-            new_name = !sym_same(m, k, j);
-        rank += new_name && (size < 0 || sym_base(m, j) == size);
-    }
-    return rank;
-}
-
-/* With --dim sizes the rounds scale them (x2, x3, ...), which keeps the
- * sums the model may need (total = past + seq); with distinct, unknowns
- * given equal sizes (height and width, say) are told apart by scaling all
- * but the first of them once, twice, ... more (which keeps what the sizes
- * divide by).  Without --dim sizes each unknown gets small sizes of its own
- * (with distinct; else all share them). */
-static int64_t sym_size(const xf_model *m, int i, int round, bool distinct)
-{
-    bool scaled = false;
-    for (int j = 0; j < m->n_symbolic && !scaled; j++)
-        scaled = xf_graph_find_value(m->graph, m->symbolic[j].value) >= 0 &&
-                 m->graph->values[xf_graph_find_value(m->graph, m->symbolic[j].value)].is_input && sym_base(m, j) != 1;
-    if (scaled)
-        return sym_base(m, i) * (round + 2 + (distinct ? sym_rank(m, i, sym_base(m, i)) : 0));
-    int key = distinct ? sym_rank(m, i, -1) : 0;
-    return 2 + round + 5 * (key < 7 ? key : 7);
-}
-
-/* A copy of g with every symbolic input dim of m set to its size in round
- * and the computed values' shapes unknown. */
-static xf_graph *with_sizes(const xf_model *m, const xf_graph *g, int round, bool distinct)
-{
-    xf_graph *r = xf_graph_clone(g);
-    for (int i = 0; r && i < m->n_symbolic; i++) {
-        int v = xf_graph_find_value(r, m->symbolic[i].value);
-        if (v >= 0 && m->symbolic[i].dim < r->values[v].shape.ndim)
-            r->values[v].shape.dims[m->symbolic[i].dim] = sym_size(m, i, round, distinct);
-    }
-    for (int v = 0; r && v < r->n_values; v++)
-        if (r->values[v].producer >= 0)
-            r->values[v].shape.ndim = -1;
-    return r;
-}
-
-/* While symbolic dims are worked out, an If whose condition folds stays:
- * the condition may depend on the sizes. */
-static const xf_canon_options keep_every_if = {.keep_if = true};
-
-/* Whether an opaque node (an If, say) is among the producers of value v:
- * its shape may then depend on run-time values. */
-static bool after_opaque(const xf_graph *g, int v)
-{
-    bool *seen = calloc((size_t)g->n_values + 1, sizeof *seen);
-    int *stack = malloc(sizeof *stack * ((size_t)g->n_values + 1));
-    bool found = false;
-    int top = 0;
-    if (seen && stack) {
-        stack[top++] = v;
-        seen[v] = true;
-    }
-    while (top > 0 && !found) {
-        int p = g->values[stack[--top]].producer;
-        if (p < 0)
-            continue;
-        found = g->nodes[p].op == XF_OP_OPAQUE;
-        for (int k = 0; k < g->nodes[p].n_inputs; k++) {
-            int u = g->nodes[p].inputs[k];
-            if (u >= 0 && !seen[u]) {
-                seen[u] = true;
-                stack[top++] = u;
-            }
-        }
-    }
-    free(seen);
-    free(stack);
-    return found;
-}
-
-/* with_sizes, with the shapes inferred anew and canonicalized (shape
- * computations then fold at those sizes); NULL, with why, when that fails
- * or an output's shape is not known then, unless it is not known in m's
- * graph either or follows an opaque node (it depends on run-time values:
- * an If's, a NonZero's). */
-static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool distinct, int64_t opset, char *why,
-                         size_t n)
-{
-    xf_error err = {0};
-    xf_graph *r = with_sizes(m, g, round, distinct);
-    if (!r) {
-        snprintf(why, n, "out of memory");
-        return NULL;
-    }
-    if (xf_graph_infer_shapes(r, opset, &err) != XF_OK ||
-        xf_canonicalize_with(r, opset, xf_runtime_eval_node, &keep_every_if, NULL, &err) != XF_OK) {
-        snprintf(why, n, "%s", err.msg);
-        xf_graph_free(r);
-        return NULL;
-    }
-    for (int k = 0; k < r->n_outputs; k++)
-        if (r->values[r->outputs[k]].shape.ndim < 0 &&
-            (k >= m->graph->n_outputs || m->graph->values[m->graph->outputs[k]].shape.ndim >= 0) &&
-            !after_opaque(r, r->outputs[k])) {
-            snprintf(why, n, "the shape of output '%s' is not known at other sizes", r->values[r->outputs[k]].name);
-            xf_graph_free(r);
-            return NULL;
-        }
-    return r;
-}
-
-/* Runs a and b on the fastest CPU backend with the same seeded random
- * inputs: 1 when every output agrees (as --check, default tolerances), 0
- * when one does not or b fails, -1 when a itself cannot run there (an op
- * no backend runs, an input of a type sessions do not take); why says so. */
-static int same_outputs(const xf_graph *a, const xf_graph *b, int64_t opset, uint64_t seed, char *why, size_t n)
-{
-    xf_error err = {0};
-    run_pair r;
-    const char *backend = xf_backend_find("cpu") ? "cpu" : "cpu_ref";
-    bool same = run_both(a, b, opset, backend, NULL, 0, seed, &r, &err) == XF_OK;
-    if (!same) {
-        snprintf(why, n, "%s", err.msg);
-        xf_session *sa = NULL;
-        xf_error aerr = {0};
-        if (!r.ran && xf_session_create(a, opset, backend, NULL, &sa, &aerr) == XF_ERR_UNSUPPORTED) {
-            snprintf(why, n, "%s", aerr.msg);
-            run_pair_free(&r);
-            return -1;
-        }
-        xf_session_free(sa);
-    }
-    for (int k = 0; k < r.n_out && same; k++) {
-        bool ok = false;
-        double max_abs = 0, max_rel = 0;
-        tolerance tol = output_tolerance(r.a[k], -1, -1);
-        same = xf_tensor_compare(r.b[k], r.a[k], tol.atol, tol.rtol, &max_abs, &max_rel, &ok, &err) == XF_OK && ok;
-        if (!same)
-            snprintf(why, n, "output '%s' differs by up to %.3g (relative %.3g) on random inputs",
-                     a->values[a->outputs[k]].name, max_abs, max_rel);
-    }
-    run_pair_free(&r);
-    return same;
-}
-
-/* What the symbolic dims need once the graph is canonicalized: the sizes
- * used to try it, and the folded constants that depend on them and must be
- * computed at run time in the written model. */
-typedef struct sym_plan {
-    bool distinct;
-    xf_names recompute;
-    char why[1200]; /* why the model cannot be written with its dims symbolic, once known */
-} sym_plan;
-
-/* Compares the canonicalized graph with the original canonicalized at two
- * other sizes: the shape constants that depend on the sizes are written
- * without them where they can be (before the search, which keeps them), the
- * others are listed to be computed at run time. */
-static void prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, sym_plan *p)
-{
-    xf_graph *at[2] = {NULL, NULL};
-    for (int d = 1; d >= 0 && !at[1]; d--) {
-        xf_graph_free(at[0]);
-        p->distinct = d;
-        at[0] = resized(m, original, 0, p->distinct, opset, p->why, sizeof p->why);
-        at[1] = at[0] ? resized(m, original, 1, p->distinct, opset, p->why, sizeof p->why) : NULL;
-    }
-    xf_error err = {0};
-    int written = 0;
-    if (at[1] && xf_sizes_generalize(m->graph, (const xf_graph *const *)at, 2, &p->recompute, &written, &err) != XF_OK)
-        snprintf(p->why, sizeof p->why, "%s", err.msg);
-    else if (at[1])
-        p->why[0] = '\0';
-    /* tried at shared sizes, a shape entry that copies one unknown cannot
-     * be told from one that copies another; unless no shape entry depends
-     * on the sizes (scikit-learn's inputs, whose batch dims a Concat of the
-     * columns ties), and an output dim that follows them is named after
-     * none of them unless the file names it after one (keep_symbolic) */
-    bool constant_free = written == 0 && p->recompute.n == 0;
-    for (int i = 0; at[1] && !p->distinct && !p->why[0] && i < m->n_symbolic; i++)
-        for (int j = i + 1; j < m->n_symbolic && !p->why[0]; j++)
-            if (!sym_same(m, i, j) && !constant_free &&
-                sym_size(m, i, 0, false) == sym_size(m, j, 0, false) &&
-                sym_size(m, i, 1, false) == sym_size(m, j, 1, false))
-                snprintf(p->why, sizeof p->why,
-                         "'%s' dim %d and '%s' dim %d could only be tried at equal sizes, which cannot tell a shape "
-                         "that follows one from one that follows the other; give them sizes that fit with --dim "
-                         "NAME=N",
-                         m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[j].value, m->symbolic[j].dim);
-    if (at[1] && (written || p->recompute.n))
-        xf_cli_info("symbolic dims: %d shape constant%s written without the size, %d constant%s to compute at run "
-                    "time\n", written, written == 1 ? "" : "s", p->recompute.n, p->recompute.n == 1 ? "" : "s");
-    xf_graph_free(at[0]);
-    xf_graph_free(at[1]);
-}
-
-/* Whether g, the graph to write, holds for other sizes: canonicalized at
- * rounds r0 and r0 + 1, its outputs' shapes are the original's, and at
- * round r0 (as written) it computes the original's outputs on the fastest
- * CPU backend.  r0 is 2 (sizes not used before) unless the original itself
- * fails there (a sequence past the model's position table, say); then 0,
- * the sizes that prepare_symbolic used.  opt[] receives the canonicalized
- * graphs, *round0 the r0 used.  Where the original cannot run on any CPU
- * backend (an op none of them runs: a custom op, ONNX-ML's), the shapes are
- * all that is compared, and unchecked (size un) says why. */
-static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, const xf_graph *g, int64_t opset,
-                                 uint64_t seed, const sym_plan *p, xf_graph **opt, int *round0, char *why, size_t n,
-                                 char *unchecked, size_t un)
-{
-    bool ok = true, original_fails = false;
-    for (int r0 = 2; r0 >= 0; r0 -= 2) {
-        ok = true;
-        original_fails = false;
-        *round0 = r0;
-        for (int r = 0; r < 2 && ok; r++) {
-            xf_graph_free(opt[r]);
-            opt[r] = NULL;
-            xf_graph *orig = resized(m, original, r0 + r, p->distinct, opset, why, n);
-            original_fails = !orig;
-            opt[r] = orig ? resized(m, g, r0 + r, p->distinct, opset, why, n) : NULL;
-            ok = orig && opt[r];
-            for (int k = 0; ok && k < orig->n_outputs; k++)
-                if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[r]->values[opt[r]->outputs[k]].shape)) {
-                    snprintf(why, n, "output '%s' gets another shape", orig->values[orig->outputs[k]].name);
-                    ok = false;
-                }
-            xf_graph *as_written = ok && r == 0 ? with_sizes(m, g, r0, p->distinct) : NULL;
-            int same = ok && r == 0 && as_written ? same_outputs(orig, as_written, opset, seed, unchecked, un) : 1;
-            if (ok && r == 0)
-                ok = as_written && same != 0;
-            if (same == 0)
-                snprintf(why, n, "%s", unchecked);
-            if (r == 0 && same >= 0)
-                unchecked[0] = '\0';
-            xf_graph_free(as_written);
-            xf_graph_free(orig);
-        }
-        if (ok || !original_fails)
-            break;
-    }
-    return ok;
-}
-
-/* Whether the file declares a dim of graph output name symbolic (its
- * other dims it then declares static). */
-static bool declares_symbolic(const xf_model *m, const char *name)
-{
-    for (int i = 0; i < m->n_declared_out; i++)
-        if (!strcmp(m->declared_out[i].value, name))
-            return true;
-    return false;
-}
-
-/* The dims the file left symbolic (and no --input-shape fixed) stay
- * symbolic in the written model when the optimized graph, with the
- * constants that depend on them computed again, holds for other sizes.
- * Output dims that follow the sizes become symbolic too.  Otherwise the
- * model is written at the size used, and a warning says why. */
-static void keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, const sym_plan *p)
-{
-    char why[1200];
-    snprintf(why, sizeof why, "%s", p->why);
-    xf_graph *opt[2] = {NULL, NULL};
-    xf_graph *g = why[0] ? NULL : xf_graph_clone(m->graph);
-    xf_error err = {0};
-    int recomputed = 0;
-    bool ok = g && xf_sizes_recompute(g, original, &p->recompute, &recomputed, &err) == XF_OK;
-    if (!ok && !why[0])
-        snprintf(why, sizeof why, "%s", g ? err.msg : "out of memory");
-    int r0 = 2;
-    char unchecked[1200] = "";
-    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, &r0, why, sizeof why, unchecked,
-                                    sizeof unchecked);
-    int n_inputs = m->n_symbolic;
-    for (int k = 0; ok && k < g->n_outputs; k++) {
-        const xf_shape *s = &g->values[g->outputs[k]].shape;
-        const xf_shape *sa = &opt[0]->values[opt[0]->outputs[k]].shape, *sb = &opt[1]->values[opt[1]->outputs[k]].shape;
-        for (int d = 0; ok && d < s->ndim; d++) {
-            /* a shape known only at run time: every dim symbolic, unnamed */
-            int64_t a = sa->ndim == s->ndim ? sa->dims[d] : -1, b = sb->ndim == s->ndim ? sb->dims[d] : -1;
-            if (a == s->dims[d] && b == s->dims[d])
-                continue;
-            /* behind an op no backend runs, the sizes cannot tell: the
-             * file's declaration says (a dim it declares static stays) */
-            const xf_symbolic_dim *declared = NULL;
-            for (int i = 0; i < m->n_declared_out && !declared; i++)
-                if (m->declared_out[i].dim == d && !strcmp(m->declared_out[i].value, g->values[g->outputs[k]].name))
-                    declared = &m->declared_out[i];
-            bool unknown = sa->ndim < 0 || sb->ndim < 0;
-            if (unknown && !declared && declares_symbolic(m, g->values[g->outputs[k]].name))
-                continue;
-            /* named after the input dim whose sizes it follows; of input
-             * dims of other names tried at equal sizes, after the one the
-             * file names there, else after none */
-            const char *name = unknown && declared ? declared->name : NULL;
-            bool ambiguous = false, file_names_one = false;
-            for (int i = 0; i < n_inputs && !(unknown && declared); i++)
-                if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, r0, p->distinct) &&
-                    b == sym_size(m, i, r0 + 1, p->distinct)) {
-                    ambiguous |= name && strcmp(name, m->symbolic[i].name) != 0;
-                    file_names_one |= declared && !strcmp(declared->name, m->symbolic[i].name);
-                    name = name ? name : m->symbolic[i].name;
-                }
-            name = !name ? "" : !ambiguous ? name : file_names_one ? declared->name : "";
-            if (!xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d, name)) {
-                snprintf(why, sizeof why, "out of memory");
-                ok = false;
-            }
-        }
-    }
-    char list[400] = "", sizes[200] = "";
-    for (int i = 0; i < n_inputs && strlen(list) < sizeof list - 80; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s' dim %d%s%s%s", i ? ", " : "",
-                 m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[i].name[0] ? " ('" : "", m->symbolic[i].name,
-                 m->symbolic[i].name[0] ? "')" : "");
-    for (int i = 0; i < n_inputs && strlen(sizes) < sizeof sizes - 40; i++) {
-        bool first = true;
-        for (int j = 0; j < i && first; j++)
-            first = !sym_same(m, j, i);
-        if (first)
-            snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %" PRId64 " and %" PRId64,
-                     sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
-                     sym_size(m, i, r0, p->distinct), sym_size(m, i, r0 + 1, p->distinct));
-    }
-    if (ok) {
-        xf_graph_free(m->graph);
-        m->graph = g;
-        g = NULL;
-        m->keep_symbolic = true;
-        xf_cli_info("symbolic dims kept: %s (checked at %s", list, sizes);
-        if (recomputed)
-            xf_cli_info("; %d constant%s computed at run time", recomputed, recomputed == 1 ? "" : "s");
-        xf_cli_info(")\n");
-        if (unchecked[0])
-            xf_log(XF_LOG_WARN, "the symbolic dims were checked on shapes only: the original model does not run "
-                   "here (%s)", unchecked);
-    } else {
-        xf_log(XF_LOG_WARN, "the written model is fixed at the size used for %s: it does not hold for other sizes "
-               "(%s); set them with --input-shape", list, why);
-    }
-    xf_graph_free(g);
-    xf_graph_free(opt[0]);
-    xf_graph_free(opt[1]);
-}
-
-/* For an error in a model with symbolic dims: the sizes they were given,
- * which may not fit together (a KV cache's total = past + seq). */
-static const char *sizes_hint(const xf_model *m)
-{
-    static char hint[600];
-    hint[0] = '\0';
-    size_t used = 0;
-    for (int i = 0; i < m->n_symbolic && used < sizeof hint - 200; i++) {
-        const char *name = m->symbolic[i].name;
-        bool first = name[0];
-        for (int j = 0; j < i && first; j++)
-            first = strcmp(m->symbolic[j].name, name) != 0;
-        if (first)
-            used += (size_t)snprintf(hint + used, sizeof hint - used, "%s%s=%" PRId64, used ? ", " : "", name,
-                                     sym_base(m, i));
-    }
-    if (!used)
-        return "";
-    static char out[800];
-    snprintf(out, sizeof out, " (the symbolic dims were sized %s; if the model relates them, give sizes that fit "
-             "with --dim NAME=N, or fix them with --input-shape)", hint);
-    return out;
 }
 
 /* Whether the search's result should be written: with a cost model of
@@ -926,18 +459,18 @@ int main(int argc, char **argv)
     double t_load = xf_cli_now();
 
     xf_canon_stats st = {0};
-    sym_plan sym = {0};
-    xf_status cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, m->n_symbolic ? &keep_every_if : NULL,
+    xfc_sym_plan sym = {0};
+    xf_status cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, m->n_symbolic ? &xfc_keep_every_if : NULL,
                                         &st, &err);
     if (cs == XF_OK && m->n_symbolic > 0) {
         /* then the Ifs whose conditions do not depend on the sizes go */
-        prepare_symbolic(m, original, opset, &sym);
+        xfc_prepare_symbolic(m, original, opset, &sym);
         xf_canon_options keep = {.n_keep_conditions = sym.recompute.n,
                                  .keep_conditions = (const char *const *)sym.recompute.names};
         cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, &keep, &st, &err);
     }
     if (cs != XF_OK || xf_graph_validate(m->graph, &err) != XF_OK) {
-        rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, sizes_hint(m));
+        rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
         goto done;
     }
     double t_canon = xf_cli_now();
@@ -976,7 +509,7 @@ int main(int argc, char **argv)
     if (o.check && (rc = check_models(&o, original, m->graph, opset)) != 0)
         goto done;
     if (m->n_symbolic > 0)
-        keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym);
+        xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym);
 
     xf_save_options so = {.external_data = o.external, .external_threshold = 1024};
     xf_status saved = xf_model_save(m, o.out, &so, &err);

@@ -1,0 +1,42 @@
+/* xflowc's symbolic dims (tools/xflowc_dims.c): the dims a file leaves
+ * symbolic stay so in the written model where the optimized graph holds
+ * at other sizes, the shape constants that depend on them written without
+ * them or computed at run time. */
+#ifndef XFLOWC_DIMS_H
+#define XFLOWC_DIMS_H
+
+#include "xf_optimizer.h"
+#include "xf_proto.h"
+
+/* While symbolic dims are worked out, an If whose condition folds stays:
+ * the condition may depend on the sizes. */
+extern const xf_canon_options xfc_keep_every_if;
+
+/* What the symbolic dims need once the graph is canonicalized: the sizes
+ * used to try it, and the folded constants that depend on them and must be
+ * computed at run time in the written model. */
+typedef struct xfc_sym_plan {
+    bool distinct;
+    xf_names recompute;
+    char why[1200]; /* why the model cannot be written with its dims symbolic, once known */
+} xfc_sym_plan;
+
+/* Compares the canonicalized graph with the original canonicalized at two
+ * other sizes: the shape constants that depend on the sizes are written
+ * without them where they can be (before the search, which keeps them), the
+ * others are listed to be computed at run time. */
+void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, xfc_sym_plan *p);
+
+/* The dims the file left symbolic (and no --input-shape fixed) stay
+ * symbolic in the written model when the optimized graph, with the
+ * constants that depend on them computed again, holds for other sizes.
+ * Output dims that follow the sizes become symbolic too.  Otherwise the
+ * model is written at the size used, and a warning says why. */
+void xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed,
+                       const xfc_sym_plan *p);
+
+/* For an error in a model with symbolic dims: the sizes they were given,
+ * which may not fit together (a KV cache's total = past + seq). */
+const char *xfc_sizes_hint(const xf_model *m);
+
+#endif
