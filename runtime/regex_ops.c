@@ -20,9 +20,10 @@
 
 /* A pattern compiled twice: in C.UTF-8 (where the system has it) and in
  * the C locale, whose single-byte matching is far faster and gives the
- * same matches in text that is all ASCII. */
+ * same matches in text that is all ASCII; a third time for patterns with
+ * \b or \B (below). */
 typedef struct pattern {
-    regex_t re[2]; /* [0] C.UTF-8, [1] C */
+    regex_t re[3]; /* [0] C.UTF-8, [1] C, [2] C, whole UTF-8 characters */
     int n;         /* how many compiled */
     /* A pattern that is one set of ASCII characters (a bracket
      * expression of characters and ranges, or one character), alone or
@@ -32,11 +33,12 @@ typedef struct pattern {
     bool table;
     bool repeated;
     bool in[256];
-    /* A pattern with \b or \B that matches whole UTF-8 characters
-     * byte by byte too (all ASCII; no '.', no negated set) runs in the C
-     * locale on any text, whose \b, like RE2's, takes only ASCII letters,
-     * digits and '_' for word characters (glibc's UTF-8 one takes every
-     * letter). */
+    /* RE2's \b takes only ASCII letters, digits and '_' for word
+     * characters, as glibc's does in the C locale (in C.UTF-8 it takes
+     * every letter): a pattern with \b or \B runs on text that is not
+     * ASCII in the C locale too, its negated sets (and so '.') made to take
+     * a whole UTF-8 character (re[2]; not made where a set has a non-ASCII
+     * member). */
     bool bytewise;
 } pattern;
 
@@ -244,10 +246,13 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
     out_buf o = {.ok = true};
     const char *p = re;
     *icase = false;
+    bool dotall = false; /* '.' takes '\n' too (RE2's s flag) */
     if (p[0] == '(' && p[1] == '?' && p[2] && strchr("imsU", p[2])) { /* leading flags */
         const char *q = p + 2;
-        while (*q && strchr("imsU", *q))
-            *icase |= *q++ == 'i';
+        for (; *q && strchr("imsU", *q); q++) {
+            *icase |= *q == 'i';
+            dotall |= *q == 's';
+        }
         if (*q != ')')
             return refuse(why, why_len, "flags other than a leading (?imsU) are not translated");
         p = q + 1;
@@ -321,6 +326,8 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
                 snprintf(why, why_len, "\\%c has no POSIX form", e ? e : ' ');
                 return false;
             }
+        } else if (c == '.' && !dotall) {
+            puts_(&o, "[^\n]"); /* RE2's '.' takes no newline */
         } else {
             putc_(&o, c);
         }
@@ -342,7 +349,7 @@ static void byte_table(pattern *p, const char *posix, bool icase)
     len -= p->repeated;
     bool neg = false;
     memset(p->in, 0, sizeof p->in);
-    if (len == 1 || (len == 2 && posix[0] == '\\')) { /* one character */
+    if (len == 1 || (len == 2 && posix[0] == '\\' && strchr(".[]()*+?{}|^$\\", posix[1]))) { /* one character */
         unsigned char c = (unsigned char)posix[len - 1];
         if (c >= 0x80 || (len == 1 && strchr(".[]()*+?{}|^$\\", c)))
             return;
@@ -355,7 +362,7 @@ static void byte_table(pattern *p, const char *posix, bool icase)
             unsigned char c = (unsigned char)posix[i];
             if (c >= 0x80 || (c == '[' && posix[i + 1] == ':') || (c == ']' && i != first))
                 return; /* classes and non-ASCII members are the locale's */
-            if (posix[i + 1] == '-' && i + 2 < len - 1) {
+            if (posix[i + 1] == '-' && i + 2 < len - 1 && posix[i + 2] != ']') { /* a ']' there closes the set */
                 for (unsigned v = c; v <= (unsigned char)posix[i + 2]; v++)
                     p->in[v] = true;
                 i += 2;
@@ -373,25 +380,70 @@ static void byte_table(pattern *p, const char *posix, bool icase)
     p->table = true;
 }
 
-/* Whether translated pattern posix is one that runs bytewise (above). */
-static bool runs_bytewise(const char *posix)
+/* A C-locale form of translated pattern posix (a new string; NULL when
+ * out of memory or, with sets, when there is none): each non-ASCII
+ * character a group, so that a repetition takes it whole; with sets, for
+ * text that is not ASCII (re[2]), a negated set also takes no byte of
+ * 0x80 or more but any UTF-8 sequence of two to four bytes, and a set
+ * with a non-ASCII member has no such form. */
+static char *c_form(const char *posix, bool sets)
 {
-    bool boundary = false, in_set = false;
-    for (const char *q = posix; *q; q++) {
-        unsigned char c = (unsigned char)*q;
-        if (c >= 0x80 || (!in_set && c == '.') || (!in_set && c == '[' && q[1] == '^'))
-            return false;
-        if (c == '\\' && !in_set && q[1]) {
-            boundary |= q[1] == 'b' || q[1] == 'B';
-            q++;
-        } else if (c == '[' && !in_set) {
-            in_set = true;
-            q += q[1] == ']'; /* a leading ']' is a member */
-        } else if (c == ']' && in_set) {
-            in_set = false;
+    static const char multibyte[] = "|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf][\x80-\xbf]"
+                                    "|[\xf0-\xf4][\x80-\xbf][\x80-\xbf][\x80-\xbf])";
+    out_buf o = {.ok = true};
+    puts_(&o, "");
+    for (const char *q = posix; *q && o.ok;) {
+        int b = xf_rt_utf8_lead((unsigned char)*q);
+        if (q[0] == '\\' && q[1]) {
+            put(&o, q, 2);
+            q += 2;
+        } else if (q[0] == '[') { /* a set: its members up to the ']' that closes it */
+            bool neg = q[1] == '^';
+            const char *m = q + 1 + neg, *end = m + (*m == ']');
+            while (*end && *end != ']')
+                end++;
+            for (const char *c = m; sets && c < end; c++)
+                if ((unsigned char)*c >= 0x80) {
+                    free(o.s);
+                    return NULL;
+                }
+            if (neg && sets) { /* the bytes 0x80 up first (but for a leading ']'): a member '-' stays last */
+                puts_(&o, "([^");
+                if (*m == ']')
+                    putc_(&o, *m++);
+                puts_(&o, "\x80-\xff");
+                put(&o, m, (size_t)(end - m));
+                putc_(&o, ']');
+                puts_(&o, multibyte);
+            } else {
+                put(&o, q, (size_t)(end - q) + (*end != 0));
+            }
+            q = end + (*end != 0);
+        } else if (b > 1 && strnlen(q, (size_t)b) == (size_t)b) { /* a UTF-8 character: one group */
+            putc_(&o, '(');
+            put(&o, q, (size_t)b);
+            putc_(&o, ')');
+            q += b;
+        } else {
+            put(&o, q++, 1);
         }
     }
-    return boundary;
+    if (!o.ok) {
+        free(o.s);
+        return NULL;
+    }
+    return o.s;
+}
+
+/* Whether translated pattern posix has \b or \B. */
+static bool has_boundary(const char *posix)
+{
+    for (const char *q = posix; *q; q++) {
+        if (q[0] == '\\' && (q[1] == 'b' || q[1] == 'B'))
+            return true;
+        q += q[0] == '\\' && q[1];
+    }
+    return false;
 }
 
 /* Compiles RE2 pattern re (anchored to the whole string when full) into
@@ -414,11 +466,17 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
     char msg[160] = "";
     if (!full)
         byte_table(p, posix, icase);
-    p->bytewise = runs_bytewise(posix);
-    for (int k = 0; k < 2 && rc == 0; k++) {
-        locale_t old = x->loc[k] ? uselocale(x->loc[k]) : (locale_t)0;
-        rc = regcomp(&p->re[k], pattern, REG_EXTENDED | (icase ? REG_ICASE : 0));
-        if (x->loc[k])
+    /* [0] as translated, [1] and [2] in C forms (NULL: [2] not made) */
+    char *forms[3] = {pattern, c_form(pattern, false), has_boundary(posix) ? c_form(pattern, true) : NULL};
+    if (!forms[1]) {
+        rc = REG_ESPACE;
+        snprintf(msg, sizeof msg, "out of memory");
+    }
+    p->bytewise = forms[2] != NULL;
+    for (int k = 0; k < (p->bytewise ? 3 : 2) && rc == 0; k++) {
+        locale_t old = x->loc[k ? 1 : 0] ? uselocale(x->loc[k ? 1 : 0]) : (locale_t)0;
+        rc = regcomp(&p->re[k], forms[k], REG_EXTENDED | (icase ? REG_ICASE : 0));
+        if (x->loc[k ? 1 : 0])
             uselocale(old);
         if (rc != 0)
             regerror(rc, &p->re[k], msg, sizeof msg);
@@ -427,6 +485,8 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
     }
     if (pattern != posix)
         free(pattern);
+    free(forms[1]);
+    free(forms[2]);
     free(posix);
     return rc == 0 ? XF_OK : xf_ml_fail(n, err, XF_ERR_INVALID, "%s \"%.80s\" does not compile: %s", what, re, msg);
 }
@@ -465,11 +525,20 @@ static bool match(const xf_ml_regex *x, const pattern *p, bool ascii, const char
             *m = (regmatch_t){.rm_so = (regoff_t)i, .rm_eo = (regoff_t)e};
         return true;
     }
-    int k = (ascii || p->bytewise) && p->n > 1 ? 1 : 0;
+    int k = ascii && p->n > 1 ? 1 : p->bytewise && p->n > 2 ? 2 : 0, l = k ? 1 : 0;
     regmatch_t range = {.rm_so = (regoff_t)from, .rm_eo = (regoff_t)len};
-    locale_t old = x->loc[k] ? uselocale(x->loc[k]) : (locale_t)0;
+    locale_t old = x->loc[l] ? uselocale(x->loc[l]) : (locale_t)0;
     int rc = regexec(&p->re[k], s, 1, &range, REG_STARTEND);
-    if (x->loc[k])
+    while (rc == 0 && k == 2 && (size_t)range.rm_so < len && ((unsigned char)s[range.rm_so] >> 6) == 2) {
+        /* an empty match between the bytes of a character (\B there): on
+         * from the next character */
+        size_t next = (size_t)range.rm_so + 1;
+        while (next < len && ((unsigned char)s[next] >> 6) == 2)
+            next++;
+        range = (regmatch_t){.rm_so = (regoff_t)next, .rm_eo = (regoff_t)len};
+        rc = regexec(&p->re[k], s, 1, &range, REG_STARTEND);
+    }
+    if (x->loc[l])
         uselocale(old);
     if (m)
         *m = range;
@@ -651,7 +720,7 @@ static bool tokenize(const xf_ml_regex *x, const char *s, tokens *t)
             start = pos + mlen;
         } else {
             int b = pos < len ? utf8_bytes((unsigned char)s[pos]) : 1;
-            start = pos + (size_t)b;
+            start = pos + (size_t)(b ? b : 1);
         }
     }
     return true;
