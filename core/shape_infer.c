@@ -871,6 +871,26 @@ static xf_status check_node(const xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* st, unless an output's shape has a dim below -1 (unknown) or dims
+ * whose product (0s aside) int64 does not hold: an empty output may have
+ * large dims, but their strides and sizes must never overflow. */
+static xf_status checked_outputs(xf_infer_ctx *c, xf_status st)
+{
+    for (int k = 0; st == XF_OK && k < c->node->n_outputs; k++) {
+        const xf_shape *s = c->node->outputs[k] >= 0 ? &c->g->values[c->node->outputs[k]].shape : NULL;
+        uint64_t p = 1;
+        for (int d = 0; s && d < s->ndim && st == XF_OK; d++) {
+            uint64_t dim = s->dims[d] > 0 ? (uint64_t)s->dims[d] : 1;
+            if (s->dims[d] < -1)
+                st = xf_infer_fail(c, XF_ERR_INVALID, "output %d would have dim %" PRId64, k, s->dims[d]);
+            else if (p > ((uint64_t)1 << 62) / dim)
+                st = xf_infer_fail(c, XF_ERR_INVALID, "output %d's dims multiply to more than 2^62", k);
+            p *= dim;
+        }
+    }
+    return st;
+}
+
 xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
                               const xf_tensor *const *input_values, xf_error *err)
 {
@@ -891,7 +911,7 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
     /* kinds, element types and shapes at once; unknown element shapes are
      * the rule's to handle */
     if (st == XF_OK && (xf_op_get_info(c.node->op)->flags & XF_OPF_SEQ))
-        return rules[c.node->op](&c);
+        return checked_outputs(&c, rules[c.node->op](&c));
     /* Identity passes a sequence through (its rule then copies its type) */
     if (st == XF_OK && c.node->op == XF_OP_IDENTITY && c.node->outputs[0] >= 0)
         g->values[c.node->outputs[0]].kind = g->values[c.node->inputs[0]].kind;
@@ -904,20 +924,7 @@ xf_status xf_node_infer_shape(xf_graph *g, int node, int64_t opset,
     for (int i = 0; i < c.node->n_inputs; i++)
         if (xf_infer_has(&c, i) && xf_infer_shape(&c, i)->ndim < 0)
             return XF_OK;
-    st = rules[c.node->op](&c);
-    /* an empty output may have any dims but those whose product (0s aside)
-     * int64 holds, so that strides and sizes of its dims never overflow */
-    for (int k = 0; st == XF_OK && k < c.node->n_outputs; k++) {
-        const xf_shape *s = c.node->outputs[k] >= 0 ? &g->values[c.node->outputs[k]].shape : NULL;
-        uint64_t p = 1;
-        for (int d = 0; s && d < s->ndim && st == XF_OK; d++) {
-            uint64_t dim = s->dims[d] > 0 ? (uint64_t)s->dims[d] : 1;
-            if (p > ((uint64_t)1 << 62) / dim)
-                st = xf_infer_fail(&c, XF_ERR_INVALID, "output %d's dims multiply to more than 2^62", k);
-            p *= dim;
-        }
-    }
-    return st;
+    return checked_outputs(&c, rules[c.node->op](&c));
 }
 
 xf_status xf_graph_infer_shapes(xf_graph *g, int64_t opset, xf_error *err)
