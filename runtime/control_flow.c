@@ -200,7 +200,7 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
     f->n_outer = n->n_inputs - f->n_own;
     xf_status st = XF_OK;
     if (f->kind == FLOW_ML) {
-        st = xf_rt_ml_create(n, &f->ml, err);
+        st = xf_rt_ml_create(n, max_bytes, &f->ml, err);
     } else if (f->kind == FLOW_FLEX) {
         st = flex_create(f, g, node, opset, backend, max_bytes, err);
     } else if (f->kind == FLOW_IF) {

@@ -14,7 +14,7 @@
  * ml_encoders.c, ml_maps.c), and ONNX's own string ops StringConcat, StringSplit
  * and StringNormalizer, dispatched here too, string_ops.c; its
  * TfIdfVectorizer tfidf.c; its RegexFullMatch and ONNX Runtime's
- * Tokenizer regex_ops.c; its loss ops loss_ops.c; the optimizers of
+ * Tokenizer regex_ops.c; its ImageDecoder image_decoder.c; its loss ops loss_ops.c; the optimizers of
  * ai.onnx.preview.training training_ops.c. */
 #include "ml_ops.h"
 
@@ -49,6 +49,7 @@ typedef enum ml_kind {
     ML_STRING_NORMALIZER,
     ML_TFIDF,
     ML_REGEX_FULL_MATCH,
+    ML_IMAGE_DECODER,
     ML_NLL_LOSS,
     ML_SCE_LOSS,
     ML_TOKENIZER, /* ONNX Runtime's (com.microsoft) */
@@ -63,7 +64,7 @@ static const char *const ml_names[ML_KINDS] = {
     "TreeEnsembleRegressor", "TreeEnsembleClassifier", "SVMRegressor", "SVMClassifier", "ZipMap", "TreeEnsemble",
     "LabelEncoder", "CategoryMapper", "OneHotEncoder", "FeatureVectorizer", "DictVectorizer", "CastMap",
     "StringConcat", "StringSplit",
-    "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "NegativeLogLikelihoodLoss",
+    "StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "ImageDecoder", "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss", "Tokenizer", "Adagrad", "Momentum", "Adam",
 };
 
@@ -75,6 +76,7 @@ struct xf_rt_ml {
     xf_ml_tfidf *tfidf;
     xf_ml_regex *regex;
     xf_ml_dict *dict;
+    size_t max_bytes;
 };
 
 static int kind_of(const xf_node *n)
@@ -537,7 +539,7 @@ static xf_status run_linear(const xf_rt_ml *m, const xf_tensor *x, xf_tensor **o
 
 /* ------------------------------------------------------------ plans */
 
-xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
+xf_status xf_rt_ml_create(const xf_node *n, size_t max_bytes, xf_rt_ml **out, xf_error *err)
 {
     *out = NULL;
     int kind = kind_of(n);
@@ -545,9 +547,9 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
         return xf_error_set(err, XF_ERR_INVALID, "node '%s' is not a host op xflow runs", n->name);
     /* inputs and outputs per kind (the optimizers: of one group) */
     static const int ins[ML_KINDS] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                      1, 1, 1, 1, 2, 1, 1, 1, 1, 3, 3, 1, 5, 5, 6};
+                                      1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 3, 3, 1, 5, 5, 6};
     static const int outs[ML_KINDS] = {1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1,
-                                       1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 2, 2, 3};
+                                       1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 2, 1, 2, 2, 3};
     bool loss = kind == ML_NLL_LOSS || kind == ML_SCE_LOSS; /* their weights may be left out */
     int n_in = n->opaque->n_own_inputs;
     bool optimizer = kind >= ML_ADAGRAD; /* n groups of tensors, checked below */
@@ -564,6 +566,7 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     m->kind = (ml_kind)kind;
     m->node = n;
+    m->max_bytes = max_bytes;
     xf_status st = xf_ml_transform(n, &m->transform, err);
     int64_t nw;
     if (st == XF_OK && (m->kind == ML_LINEAR_REGRESSOR || m->kind == ML_LINEAR_CLASSIFIER) &&
@@ -595,6 +598,8 @@ xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err)
         st = xf_ml_tfidf_create(n, &m->tfidf, err);
     if (st == XF_OK && (m->kind == ML_REGEX_FULL_MATCH || m->kind == ML_TOKENIZER))
         st = xf_ml_regex_create(n, m->kind == ML_TOKENIZER, &m->regex, err);
+    if (st == XF_OK && m->kind == ML_IMAGE_DECODER)
+        st = xf_image_check(n, err);
     if (st != XF_OK) {
         xf_rt_ml_free(m);
         return st;
@@ -636,6 +641,7 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_TFIDF: st = xf_ml_tfidf_run(m->tfidf, m->node, in[0], res, err); break;
     case ML_REGEX_FULL_MATCH:
     case ML_TOKENIZER: st = xf_ml_regex_run(m->regex, m->node, in[0], res, err); break;
+    case ML_IMAGE_DECODER: st = xf_image_decode(m->node, m->max_bytes, in[0], res, err); break;
     case ML_NLL_LOSS:
     case ML_SCE_LOSS: st = xf_ml_loss_run(m->node, m->kind == ML_SCE_LOSS, in, res, err); break;
     case ML_LINEAR_REGRESSOR:

@@ -4,7 +4,7 @@
  * transforms, preprocessing and linear models) and the files of the tree
  * ensembles (ml_trees.c), SVMs (ml_svm.c), encoders (ml_encoders.c), the
  * ops on maps (ml_maps.c),
- * string ops (string_ops.c), TfIdfVectorizer (tfidf.c), the regular
+ * string ops (string_ops.c), ImageDecoder (image_decoder.c), TfIdfVectorizer (tfidf.c), the regular
  * expressions (regex_ops.c), the loss ops (loss_ops.c) and the optimizers
  * of ai.onnx.preview.training (training_ops.c).  See xf_rt_internal.h for
  * what the session calls. */
@@ -106,6 +106,14 @@ xf_status xf_ml_regex_create(const xf_node *n, bool tokenizer, xf_ml_regex **out
 xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tensor *in, xf_tensor **out,
                           xf_error *err);
 void xf_ml_regex_free(xf_ml_regex *x);
+
+/* ImageDecoder (image_decoder.c): pixel_format checked, and a run of the
+ * encoded bytes X to out[0] ([H, W, C] uint8; [0, 0, C] for bytes that do
+ * not decode), an image of more than max_bytes (0: no limit) refused.
+ * The formats this build decodes, each after a space ("" for none). */
+xf_status xf_image_check(const xf_node *n, xf_error *err);
+xf_status xf_image_decode(const xf_node *n, size_t max_bytes, const xf_tensor *x, xf_tensor **out, xf_error *err);
+const char *xf_image_formats(void);
 
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (loss_ops.c,
  * softmax for the latter): the attributes checked, and a run of in[] to

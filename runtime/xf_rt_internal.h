@@ -410,12 +410,14 @@ xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *cons
 
 /* ---------------------------------------------------------------- ONNX-ML (ml_*.c) */
 
-/* The host ops (ml_ops.c lists them: ONNX-ML's, ONNX's string, text and
- * loss ops, the training optimizers, ONNX Runtime's Tokenizer), run on the
+/* The host ops (ml_ops.c lists them: ONNX-ML's, ONNX's string, text, image
+ * and loss ops, the training optimizers, ONNX Runtime's Tokenizer), run on the
  * host like control flow, from a plan checked once. */
 typedef struct xf_rt_ml xf_rt_ml;
 bool xf_rt_ml_node(const xf_node *n);
-xf_status xf_rt_ml_create(const xf_node *n, xf_rt_ml **out, xf_error *err);
+/* max_bytes: the session's largest tensor (0: no limit), which outputs
+ * whose size the data decides (ImageDecoder's) must keep within. */
+xf_status xf_rt_ml_create(const xf_node *n, size_t max_bytes, xf_rt_ml **out, xf_error *err);
 /* in[] has the node's inputs in host memory; out[] receives new tensors. */
 xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 void xf_rt_ml_free(xf_rt_ml *m);

@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev
       libonnx-dev libonnx-testdata python3-onnx check libz3-dev
       libopenblas-dev libdnnl-dev ocl-icd-opencl-dev gnuplot-nox
-      clang libclang-rt-14-dev valgrind)
+      clang libclang-rt-14-dev valgrind
+      libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev libnetpbm-dev libstb-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
