@@ -20,6 +20,7 @@
 #include "ml_ops.h"
 
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,7 +435,8 @@ static img_status decode_pnm_locked(FILE *f, size_t max, img *im)
         pm_setjmpbuf(saved);
         return st;
     }
-    pnm_readpaminit(f, &pam, PAM_STRUCT_SIZE(tuple_type));
+    /* netpbm's PAM_STRUCT_SIZE(tuple_type), without its null pointer */
+    pnm_readpaminit(f, &pam, (int)(offsetof(struct pam, tuple_type) + sizeof pam.tuple_type));
     st = pam.depth < 1 || pam.maxval < 1 ? IMG_BAD : img_alloc(im, (uint64_t)pam.width, (uint64_t)pam.height, max);
     if (st == IMG_OK && !(row = pnm_allocpamrow(&pam)))
         st = IMG_NOMEM;

@@ -4,7 +4,8 @@
  * (Pillow's weights); JPEGs to Pillow's own decoding; the portable maps'
  * plain, bitmap and 16-bit forms; bytes that do not decode to an empty
  * image; an image beyond the session's tensor limit, an unknown
- * pixel_format and bytes that are not uint8 refused naming the node. */
+ * pixel_format and bytes that are not uint8 refused naming the node; the
+ * tools' random images for ImageDecoder's bytes. */
 #include "ml_ops.h"
 #include "proto_util.h"
 #include "xf_runtime.h"
@@ -270,6 +271,49 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* xflow-run and xflowc --check make an ImageDecoder's random input an
+ * encoded image (a PPM of random pixels) where the bytes the input is
+ * given hold one, and say how to give it one where they do not. */
+START_TEST(random_images)
+{
+    const char *dir = xf_test_tmpdir("image-tools");
+    ck_assert_ptr_nonnull(dir);
+    Onnx__NodeProto *d = mk_node("ImageDecoder", "decode", NAMES("x"), NAMES("img"));
+    Onnx__NodeProto *c = mk_node("Cast", "cast", NAMES("img"), NAMES("f"));
+    attr_int(c, "to", 1);
+    Onnx__NodeProto *r = mk_node("ReduceMean", "mean", NAMES("f"), NAMES("y"));
+    attr_int(r, "keepdims", 0);
+    Onnx__GraphProto *g = mk_graph("image");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_UINT8, 1, (int64_t[]){-1}, NAMES("bytes")));
+    PUSH(g->n_node, g->node, d);
+    PUSH(g->n_node, g->node, c);
+    PUSH(g->n_node, g->node, r);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 0, NULL, NULL));
+    char in[4200], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/decode.onnx", dir);
+    write_model(mk_model(g, 20), in);
+    /* 12301 bytes: a 64x64 PPM, random pixels of mean about 127.5 */
+    snprintf(cmd, sizeof cmd, "%s %s --input-shape x=12301", xf_test_tool("xflow-run"), in);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    float mean = -1;
+    const char *at = strstr(out, "output 'y' FLOAT scalar: ");
+    ck_assert_msg(at && sscanf(at + strlen("output 'y' FLOAT scalar: "), "%f", &mean) == 1, "%s", out);
+    ck_assert_msg(mean > 120 && mean < 135, "mean %g: %s", (double)mean, out);
+    free(out);
+    /* 12300 bytes hold a 63x63 image and zeros after it; one byte none */
+    snprintf(cmd, sizeof cmd, "%s %s --input-shape x=12300 -o %s/o.onnx --check", xf_test_tool("xflowc"), in, dir);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "check: output 'y'") && !strstr(out, "hold none"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), in);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "input 'x' is the encoded image an ImageDecoder reads, and 1 bytes hold none") &&
+                      strstr(out, "--input-shape x=12301 for a random 64x64 image"),
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("image_decoder");
@@ -280,6 +324,7 @@ int main(void)
     tcase_add_test(tc, portable_maps);
     tcase_add_test(tc, undecodable);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, random_images);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

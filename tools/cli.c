@@ -279,19 +279,68 @@ static xf_tensor *random_words(const xf_graph *g, const xf_shape *shape, uint64_
     return t;
 }
 
+/* Whether value v is the encoded bytes an ImageDecoder reads. */
+static bool read_as_image(const xf_graph *g, int v)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        if (n->op == XF_OP_OPAQUE && n->n_inputs >= 1 && n->inputs[0] == v &&
+            strcmp(n->opaque->op_type, "ImageDecoder") == 0 &&
+            (!n->opaque->domain[0] || strcmp(n->opaque->domain, "ai.onnx") == 0))
+            return true;
+    }
+    return false;
+}
+
+enum { IMAGE_SIDE = 64 };
+
+/* The bytes of a binary PPM of side x side pixels. */
+static int64_t ppm_bytes(int side) { return (int64_t)snprintf(NULL, 0, "P6\n%d %d\n255\n", side, side) + 3 * side * side; }
+
+/* A seeded random image as ImageDecoder's bytes, the [n] uint8 of input
+ * v: a binary PPM of random pixels, the largest square up to
+ * IMAGE_SIDE pixels a side that n bytes hold, zeros after it (which the
+ * decoder leaves); NULL (after a warning) when n bytes hold none. */
+static xf_tensor *random_image(const xf_value *v, int64_t n, uint64_t seed)
+{
+    int side = IMAGE_SIDE;
+    while (side > 0 && ppm_bytes(side) > n)
+        side--;
+    if (side == 0) {
+        xf_log(XF_LOG_WARN,
+               "input '%s' is the encoded image an ImageDecoder reads, and %lld bytes hold none: random bytes, "
+               "which decode to empty images (give --input-shape %s=%lld for a random %dx%d image, or --input "
+               "FILE.pb with an encoded image)",
+               v->name, (long long)n, v->name, (long long)ppm_bytes(IMAGE_SIDE), IMAGE_SIDE, IMAGE_SIDE);
+        return NULL;
+    }
+    xf_tensor *t = xf_tensor_random_ints(XF_DT_UINT8, &(xf_shape){1, {n}}, seed, 0, 256);
+    if (!t)
+        return NULL;
+    char head[32];
+    int len = snprintf(head, sizeof head, "P6\n%d %d\n255\n", side, side);
+    memcpy(t->data, head, (size_t)len);
+    memset((uint8_t *)t->data + ppm_bytes(side), 0, (size_t)(n - ppm_bytes(side)));
+    return t;
+}
+
 /* A seeded random tensor of dtype and shape for input v: floats in
  * [-1, 1), integers in [0, 10) or below the rows of a table they index,
  * and an integer or bool input named as a mask all ones (every position
  * attended: a random mask would give an LLM's sequence lengths that its
  * KV cache does not hold); strings made of the words the model names
  * (random_words), else (or where they are cast to numbers) the decimal
- * forms of integers. */
+ * forms of integers; an ImageDecoder's bytes an encoded image
+ * (random_image). */
 static xf_status random_tensor(const xf_graph *g, const xf_value *v, const xf_shape *shape, uint64_t seed,
                                xf_tensor **out, xf_error *err)
 {
     char buf[128];
     if (v->dtype == XF_DT_STRING && !read_as_numbers(g, (int)(v - g->values), 0) &&
         (*out = random_words(g, shape, seed)) != NULL)
+        return XF_OK;
+    if (v->dtype == XF_DT_UINT8 && shape->ndim == 1 && read_as_image(g, (int)(v - g->values)) &&
+        (*out = random_image(v, shape->dims[0], seed)) != NULL)
         return XF_OK;
     bool floating = xf_dtype_is_float(v->dtype), mask = !floating && names_mask(v->name);
     int64_t rows = floating || mask ? 10 : index_rows(g, (int)(v - g->values), 10, 0);
