@@ -7,8 +7,8 @@
  * libpng (palettes and low bit depths expanded, 16-bit samples to their
  * high byte, alpha dropped), TIFF by libtiff (its RGBA reading, so every
  * photometric kind), WebP by libwebp, JPEG 2000 (JP2 files and bare
- * codestreams) by OpenJPEG, the portable formats (PBM, PGM, PPM, PAM,
- * plain or raw) by netpbm and BMP by stb_image.  The format is told from
+ * codestreams) by OpenJPEG, the portable formats (PBM, PGM, PPM, plain
+ * or raw) by netpbm and BMP by stb_image.  The format is told from
  * the first bytes, not from anything the node says.  Grayscale is
  * computed from RGB with Pillow's weights (L = (19595 R + 38470 G + 7471
  * B + 2^15) >> 16), so gray sources give their own values back.  As the
@@ -414,7 +414,7 @@ static img_status decode_jpeg2000(const uint8_t *p, size_t n, bool jp2, size_t m
 }
 #endif
 
-/* ------------------------------------------------------------------ PBM, PGM, PPM, PAM */
+/* ------------------------------------------------------------------ PBM, PGM, PPM */
 
 #ifdef XF_HAVE_NETPBM
 /* netpbm reports errors through one process-wide jump buffer. */
@@ -515,7 +515,9 @@ static int sniff(const uint8_t *p, size_t n)
         return FMT_JP2;
     if (n >= 4 && p[0] == 0xff && p[1] == 0x4f && p[2] == 0xff && p[3] == 0x51)
         return FMT_J2K;
-    if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '7')
+    /* the portable maps the operator names; not PAM (P7), whose header
+     * netpbm's reader leaks when it is malformed */
+    if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6')
         return FMT_PNM;
     if (n >= 2 && p[0] == 'B' && p[1] == 'M')
         return FMT_BMP;

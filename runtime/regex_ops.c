@@ -40,6 +40,9 @@ typedef struct pattern {
      * a whole UTF-8 character (re[2]; not made where a set has a non-ASCII
      * member). */
     bool bytewise;
+    /* (?m): compiled with REG_NEWLINE, whose '^' and '$' match at lines,
+     * so a full match is one that spans the string */
+    bool multiline;
 } pattern;
 
 struct xf_ml_regex {
@@ -147,7 +150,7 @@ static int in_class(const char *name, size_t len, int c)
 
 /* Translates the bracket expression at *p (after its '['); false (why
  * set) when it has no POSIX form. */
-static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
+static bool bracket(const char **p, out_buf *o, bool multiline, char *why, size_t why_len)
 {
     const char *s = *p;
     bool neg = *s == '^', close = false, dash = false, caret = false;
@@ -221,6 +224,10 @@ static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
         free(body.s);
         return body.ok;
     }
+    /* REG_NEWLINE keeps a negated set off '\n', which RE2's takes */
+    bool wrap = neg && multiline && !(body.s && memchr(body.s, '\n', body.n));
+    if (wrap)
+        putc_(o, '(');
     putc_(o, '[');
     if (neg)
         putc_(o, '^');
@@ -235,22 +242,29 @@ static bool bracket(const char **p, out_buf *o, char *why, size_t why_len)
     if (dash)
         putc_(o, '-');
     putc_(o, ']');
+    if (wrap)
+        puts_(o, "|\n)");
     free(body.s);
     return body.ok;
 }
 
 /* RE2 pattern re as a POSIX extended expression (*out, to free); *icase
- * when it starts with (?i).  False (why set) when it has no POSIX form. */
-static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t why_len)
+ * when it starts with (?i), *multiline with (?m): '^' and '$' match at
+ * lines too, which is POSIX's REG_NEWLINE, under which a negated set and
+ * '.' take no '\n', so those that RE2 lets take one are written as groups
+ * that take it too; (?U) makes no difference to longest matches.  False
+ * (why set) when it has no POSIX form. */
+static bool to_posix(const char *re, char **out, bool *icase, bool *multiline, char *why, size_t why_len)
 {
     out_buf o = {.ok = true};
     const char *p = re;
-    *icase = false;
+    *icase = *multiline = false;
     bool dotall = false; /* '.' takes '\n' too (RE2's s flag) */
     if (p[0] == '(' && p[1] == '?' && p[2] && strchr("imsU", p[2])) { /* leading flags */
         const char *q = p + 2;
         for (; *q && strchr("imsU", *q); q++) {
             *icase |= *q == 'i';
+            *multiline |= *q == 'm';
             dotall |= *q == 's';
         }
         if (*q != ')')
@@ -295,7 +309,7 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
             }
             putc_(&o, '(');
         } else if (c == '[') {
-            if (!bracket(&p, &o, why, why_len)) {
+            if (!bracket(&p, &o, *multiline, why, why_len)) {
                 free(o.s);
                 return false;
             }
@@ -306,13 +320,17 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
             char e = *p++;
             const char *members = class_members(e);
             int lit;
+            bool wrap = members && e < 'a' && *multiline && !strchr(members, '\n'); /* \D \W: as sets */
             if (members) {
-                puts_(&o, e >= 'a' ? "[" : "[^");
+                puts_(&o, wrap ? "([^" : e >= 'a' ? "[" : "[^");
                 puts_(&o, members);
-                putc_(&o, ']');
+                puts_(&o, wrap ? "]|\n)" : "]");
             } else if (e == 'b' || e == 'B') {
                 putc_(&o, '\\');
                 putc_(&o, e);
+            } else if ((e == 'A' || e == 'z') && *multiline) {
+                free(o.s);
+                return refuse(why, why_len, "\\A and \\z with (?m) have no POSIX form");
             } else if (e == 'A') {
                 putc_(&o, '^');
             } else if (e == 'z') {
@@ -328,6 +346,8 @@ static bool to_posix(const char *re, char **out, bool *icase, char *why, size_t 
             }
         } else if (c == '.' && !dotall) {
             puts_(&o, "[^\n]"); /* RE2's '.' takes no newline */
+        } else if (c == '.' && *multiline) {
+            puts_(&o, "(.|\n)");
         } else {
             putc_(&o, c);
         }
@@ -452,8 +472,8 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
                          pattern *p, xf_error *err)
 {
     char why[200] = "", *posix = NULL;
-    bool icase;
-    if (!to_posix(re, &posix, &icase, why, sizeof why))
+    bool icase, multiline;
+    if (!to_posix(re, &posix, &icase, &multiline, why, sizeof why))
         return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED, "%s \"%.80s\": %s", what, re, why);
     char *pattern = posix;
     if (full && (pattern = malloc(strlen(posix) + 5)) != NULL)
@@ -473,9 +493,10 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
         snprintf(msg, sizeof msg, "out of memory");
     }
     p->bytewise = forms[2] != NULL;
+    p->multiline = multiline;
     for (int k = 0; k < (p->bytewise ? 3 : 2) && rc == 0; k++) {
         locale_t old = x->loc[k ? 1 : 0] ? uselocale(x->loc[k ? 1 : 0]) : (locale_t)0;
-        rc = regcomp(&p->re[k], forms[k], REG_EXTENDED | (icase ? REG_ICASE : 0));
+        rc = regcomp(&p->re[k], forms[k], REG_EXTENDED | (icase ? REG_ICASE : 0) | (multiline ? REG_NEWLINE : 0));
         if (x->loc[k ? 1 : 0])
             uselocale(old);
         if (rc != 0)
@@ -810,7 +831,10 @@ xf_status xf_ml_regex_run(const xf_ml_regex *x, const xf_node *n, const xf_tenso
     for (int64_t i = 0; i < xf_tensor_numel(in); i++) {
         const char *s = xf_rt_str_at(in, i);
         size_t len = strlen(s);
-        ((uint8_t *)y->data)[i] = match(x, &x->re, all_ascii(s, len), s, 0, len, NULL);
+        regmatch_t m;
+        bool ok = match(x, &x->re, all_ascii(s, len), s, 0, len, &m);
+        /* leftmost-longest: the match from 0 to the end where there is one */
+        ((uint8_t *)y->data)[i] = ok && (!x->re.multiline || (m.rm_so == 0 && (size_t)m.rm_eo == len));
     }
     out[0] = y;
     return XF_OK;

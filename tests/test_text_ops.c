@@ -313,6 +313,52 @@ static void assert_counts(const xf_tensor *t, const int64_t *want)
         ck_assert_int_eq(((const int64_t *)t->data)[i], want[i]);
 }
 
+/* (?m): '^' and '$' at lines too, negated sets, \D and '.' under (?s)
+ * taking '\n' as RE2's do, a full match one that spans the string, (?U)
+ * changing nothing; without it the anchors only at the text's ends;
+ * against values ONNX Runtime gives.  \A and \z with (?m) refused. */
+START_TEST(regex_multiline)
+{
+    xf_tensor *x = string_tensor((xf_shape){1, {4}}, NAMES("a\nb", "ab\ncd", "x\n", "a\n\nb"));
+    static const char *const full[][2] = {
+        {"(?m)a$\n^b", "\x01\x00\x00\x00"},       {"(?m)[^x]+", "\x01\x01\x00\x01"},
+        {"(?m)\\w+$\\n^\\w+", "\x01\x01\x00\x00"}, {"(?m).+", "\x00\x00\x00\x00"},
+        {"(?ms).+", "\x01\x01\x01\x01"},          {"(?m)\\D+", "\x01\x01\x01\x01"},
+        {"(?m)a$", "\x00\x00\x00\x00"},            {"(?mU)\\w+?\\n\\w*", "\x01\x01\x01\x00"},
+        {"(?m)[^x\\n]+", "\x00\x00\x00\x00"}};
+    for (size_t c = 0; c < sizeof full / sizeof *full; c++) {
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", full[c][0]);
+        xf_tensor *y = run_node(n, "cpu_ref", x, NULL);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(((const uint8_t *)y->data)[i] == (uint8_t)full[c][1][i], "%s: element %d is %d", full[c][0],
+                          i, ((const uint8_t *)y->data)[i]);
+        xf_tensor_release(y);
+    }
+    const struct {
+        const char *re;
+        int64_t width;
+        const char *want[8];
+    } tokens[] = {
+        {"(?m)^\\w", 2, {"a", "b", "a", "c", "x", "#", "a", "b"}},
+        {"(?m)\\w$", 2, {"a", "b", "b", "d", "x", "#", "a", "b"}},
+        {"^\\w", 1, {"a", "a", "x", "a"}},
+        {"\\w$", 1, {"b", "d", "#", "b"}},
+    };
+    for (size_t c = 0; c < sizeof tokens / sizeof *tokens; c++) {
+        xf_tensor *y = run_node(tokenizer(0, 1, NULL, 0, tokens[c].re), "cpu_ref", x, NULL);
+        assert_strings(y, (xf_shape){2, {4, tokens[c].width}}, tokens[c].want, tokens[c].re);
+        xf_tensor_release(y);
+    }
+    Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+    attr_string(n, "pattern", "(?m)\\Aa");
+    xf_error e;
+    ck_assert_ptr_null(run_node(n, "cpu_ref", x, &e));
+    ck_assert_msg(strstr(e.msg, "\\A and \\z with (?m) have no POSIX form"), "%s", e.msg);
+    xf_tensor_release(x);
+}
+END_TEST
+
 /* ONNX's StringConcat (broadcast), StringSplit (Python's str.split:
  * whitespace runs, or every delimiter; maxsplit; padded parts and counts)
  * and StringNormalizer (runtime/string_ops.c). */
@@ -502,6 +548,7 @@ int main(void)
     tcase_add_test(tc, tfidf_vectorizer);
     tcase_add_test(tc, tokenizer_op);
     tcase_add_test(tc, regex_full_match);
+    tcase_add_test(tc, regex_multiline);
     tcase_add_test(tc, xflowc_checks_a_text_pipeline);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
