@@ -554,7 +554,7 @@ static img_status decode(const uint8_t *p, size_t n, size_t max, img *im)
     }
 }
 
-const char *xf_image_formats(void)
+const char *xf_runtime_image_formats(void)
 {
     return ""
 #ifdef XF_HAVE_JPEG

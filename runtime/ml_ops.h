@@ -109,11 +109,10 @@ void xf_ml_regex_free(xf_ml_regex *x);
 
 /* ImageDecoder (image_decoder.c): pixel_format checked, and a run of the
  * encoded bytes X to out[0] ([H, W, C] uint8; [0, 0, C] for bytes that do
- * not decode), an image of more than max_bytes (0: no limit) refused.
- * The formats this build decodes, each after a space ("" for none). */
+ * not decode), an image of more than max_bytes (0: no limit) refused
+ * (the formats: xf_runtime_image_formats). */
 xf_status xf_image_check(const xf_node *n, xf_error *err);
 xf_status xf_image_decode(const xf_node *n, size_t max_bytes, const xf_tensor *x, xf_tensor **out, xf_error *err);
-const char *xf_image_formats(void);
 
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (loss_ops.c,
  * softmax for the latter): the attributes checked, and a run of in[] to

@@ -116,6 +116,10 @@ typedef struct xf_backend {
 const xf_backend *xf_backend_find(const char *name);
 /* All backends compiled in; returns how many and sets *list. */
 int xf_backend_list(const xf_backend *const **list);
+/* The image formats ImageDecoder decodes in this build (each found
+ * library's), each after a space: " jpeg png tiff webp jpeg2000 pnm bmp"
+ * where every one was found; "" where none was. */
+const char *xf_runtime_image_formats(void);
 
 /* ---------------------------------------------------------------- memory plan */
 

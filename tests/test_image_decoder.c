@@ -5,8 +5,8 @@
  * plain, bitmap and 16-bit forms; bytes that do not decode to an empty
  * image; an image beyond the session's tensor limit, an unknown
  * pixel_format and bytes that are not uint8 refused naming the node; the
- * tools' random images for ImageDecoder's bytes. */
-#include "ml_ops.h"
+ * tools' random images for ImageDecoder's bytes, and the formats
+ * xflow-run --version lists. */
 #include "proto_util.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
@@ -111,7 +111,7 @@ START_TEST(lossless_formats)
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         int64_t len;
         uint8_t *b = image_file(files[f][0], &len);
-        if (!strstr(xf_image_formats(), files[f][1])) {
+        if (!strstr(xf_runtime_image_formats(), files[f][1])) {
             printf("test_image_decoder: skipped: %s, this build decodes no%s (its library was not found)\n",
                    files[f][0], files[f][1]);
             xf_tensor *y = decode_on("cpu_ref", NULL, b, len, 0, NULL);
@@ -304,6 +304,13 @@ START_TEST(random_images)
     snprintf(cmd, sizeof cmd, "%s %s --input-shape x=12300 -o %s/o.onnx --check", xf_test_tool("xflowc"), in, dir);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "check: output 'y'") && !strstr(out, "hold none"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s --version", xf_test_tool("xflow-run"));
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    char formats[128];
+    const char *have = xf_runtime_image_formats();
+    snprintf(formats, sizeof formats, "ImageDecoder formats:%s\n", have[0] ? have : " none");
+    ck_assert_msg(strstr(out, "backends: cpu_ref") && strstr(out, formats), "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), in);
     ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);

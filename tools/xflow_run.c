@@ -45,7 +45,9 @@ static const char usage[] =
     "                           Scan bodies: for models whose sizes come from their\n"
     "                           data (default: no limit)\n"
     "  --list-backends          print the backends this build has\n"
-    "  -q, --quiet, -v, --verbose, -h, --help, --version\n";
+    "  -q, --quiet, -v, --verbose, -h, --help\n"
+    "  --version                the version, the backends and the image formats\n"
+    "                           this build has\n";
 
 typedef struct options {
     const char *model, *backend, *output_dir;
@@ -171,7 +173,12 @@ static int parse_args(int argc, char **argv, options *o)
             fputs(usage, stdout);
             exit(0);
         } else if (!strcmp(a, "--version")) {
-            printf("xflow-run 0.1.0\n");
+            const char *formats = xf_runtime_image_formats();
+            printf("xflow-run 0.1.0\nbackends:");
+            const xf_backend *const *list;
+            for (int i = 0, n = xf_backend_list(&list); i < n; i++)
+                printf(" %s", list[i]->name);
+            printf("\nImageDecoder formats:%s\n", formats[0] ? formats : " none");
             exit(0);
         } else if (!strcmp(a, "--list-backends")) {
             exit(list_backends());
