@@ -53,9 +53,11 @@
  * the operator counts as not decodable: "for any reason") */
 typedef enum img_status { IMG_OK, IMG_BAD, IMG_TOO_LARGE, IMG_NOMEM } img_status;
 
-/* One decoded image: h rows of w RGB pixels. */
+/* One decoded image: h rows of w RGB pixels, decoded straight into the
+ * tensor [h, w, 3] that will be the output (rgb its data). */
 typedef struct img {
     int64_t h, w;
+    xf_tensor *t;
     uint8_t *rgb;
 } img;
 
@@ -76,8 +78,9 @@ static img_status img_alloc(img *im, uint64_t w, uint64_t h, size_t max)
     im->h = (int64_t)h;
     if (max && w * h * 3 > max)
         return IMG_TOO_LARGE;
-    im->rgb = calloc((size_t)(w * h), 3);
-    return im->rgb ? IMG_OK : IMG_NOMEM;
+    im->t = xf_tensor_create(XF_DT_UINT8, &(xf_shape){3, {(int64_t)h, (int64_t)w, 3}});
+    im->rgb = im->t ? im->t->data : NULL;
+    return im->t ? IMG_OK : IMG_NOMEM;
 }
 
 /* ------------------------------------------------------------------ JPEG */
@@ -443,6 +446,15 @@ static img_status decode_pnm_locked(FILE *f, size_t max, img *im)
     if (st != IMG_OK)
         longjmp(jb, 1);
     st = IMG_BAD;
+    size_t row_bytes = (size_t)pam.width * (size_t)pam.depth;
+    if (pam.format == RPPM_FORMAT && pam.maxval == 255) { /* raw bytes as they are: the rows in one read */
+        pnm_freepamrow(row);
+        row = NULL;
+        if (fread(im->rgb, 1, row_bytes * (size_t)pam.height, f) != row_bytes * (size_t)pam.height)
+            longjmp(jb, 1);
+        pm_setjmpbuf(saved);
+        return IMG_OK;
+    }
     unsigned colour = pam.depth >= 3;
     for (int y = 0; y < pam.height; y++) {
         pnm_readpamrow(&pam, row);
@@ -596,32 +608,39 @@ xf_status xf_image_decode(const xf_node *n, size_t max_bytes, const xf_tensor *x
                           xf_dtype_name(x->dtype));
     const char *f = xf_ml_string(n, "pixel_format", "RGB");
     bool gray = !strcmp(f, "Grayscale"), bgr = !strcmp(f, "BGR");
-    img im = {0, 0, NULL};
+    img im = {0, 0, NULL, NULL};
     int64_t len = xf_shape_numel(&x->shape);
     img_status st = len > 0 ? decode(x->data, (size_t)len, max_bytes, &im) : IMG_BAD;
     if (st == IMG_TOO_LARGE) {
-        free(im.rgb);
+        xf_tensor_release(im.t);
         return xf_ml_fail(n, err, XF_ERR_NOMEM, "the image is %lld x %lld pixels, beyond this session's tensor limit",
                           (long long)im.w, (long long)im.h);
     }
-    if (st != IMG_OK)
-        im.h = im.w = 0;
+    if (st != IMG_OK) {
+        xf_tensor_release(im.t);
+        im = (img){0, 0, NULL, NULL};
+    }
+    if (im.t && !gray) { /* the decoded tensor itself, BGR swapped in place */
+        for (size_t k = 0; bgr && k < (size_t)(im.h * im.w); k++) {
+            uint8_t r = im.rgb[k * 3];
+            im.rgb[k * 3] = im.rgb[k * 3 + 2];
+            im.rgb[k * 3 + 2] = r;
+        }
+        out[0] = im.t;
+        return XF_OK;
+    }
     xf_shape s = {.ndim = 3, .dims = {im.h, im.w, gray ? 1 : 3}};
     xf_tensor *y = xf_tensor_create_unset(XF_DT_UINT8, &s);
     if (!y) {
-        free(im.rgb);
+        xf_tensor_release(im.t);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     uint8_t *d = y->data;
     for (size_t k = 0; k < (size_t)(im.h * im.w); k++) {
         const uint8_t *px = im.rgb + k * 3;
-        if (gray)
-            d[k] = (uint8_t)((px[0] * 19595u + px[1] * 38470u + px[2] * 7471u + 0x8000u) >> 16);
-        else
-            for (int c = 0; c < 3; c++)
-                d[k * 3 + (size_t)c] = px[bgr ? 2 - c : c];
+        d[k] = (uint8_t)((px[0] * 19595u + px[1] * 38470u + px[2] * 7471u + 0x8000u) >> 16);
     }
-    free(im.rgb);
+    xf_tensor_release(im.t);
     out[0] = y;
     return XF_OK;
 }
