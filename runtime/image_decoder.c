@@ -28,6 +28,7 @@
 
 #ifdef XF_HAVE_JPEG
 #include <jpeglib.h>
+#include <jerror.h> /* after jpeglib.h: the warnings' codes */
 #endif
 #ifdef XF_HAVE_PNG
 #include <png.h>
@@ -89,14 +90,21 @@ static img_status img_alloc(img *im, uint64_t w, uint64_t h, size_t max)
 typedef struct jpeg_fail_mgr {
     struct jpeg_error_mgr pub;
     jmp_buf jb;
+    bool in_header; /* reading the markers before the first scan */
 } jpeg_fail_mgr;
 
 static void jpeg_fail(j_common_ptr c) { longjmp(((jpeg_fail_mgr *)c->err)->jb, 1); }
-/* A warning (level -1) is corrupt data, which libjpeg would decode into
- * pixels partly left unwritten: the stream does not decode. */
+/* A warning (level -1) is corrupt data, which libjpeg would complete
+ * with made-up or unwritten pixels: the stream does not decode.  Three
+ * are not, while the header is read (before any coded pixel): bytes
+ * before a marker, an unknown JFIF revision or Adobe transform; Pillow
+ * decodes such files, and so do we.  Bytes before a marker met later
+ * follow a scan whose coded data went wrong. */
 static void jpeg_warn(j_common_ptr c, int level)
 {
-    if (level < 0)
+    int code = c->err->msg_code;
+    bool harmless = code == JWRN_EXTRANEOUS_DATA || code == JWRN_JFIF_MAJOR || code == JWRN_ADOBE_XFORM;
+    if (level < 0 && !(harmless && ((jpeg_fail_mgr *)c->err)->in_header))
         jpeg_fail(c);
 }
 
@@ -116,7 +124,9 @@ static img_status decode_jpeg(const uint8_t *p, size_t n, size_t max, img *im)
     }
     jpeg_create_decompress(&c);
     jpeg_mem_src(&c, p, (unsigned long)n);
+    e.in_header = true;
     jpeg_read_header(&c, TRUE);
+    e.in_header = false;
     bool cmyk = c.jpeg_color_space == JCS_CMYK || c.jpeg_color_space == JCS_YCCK;
     c.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     jpeg_start_decompress(&c);
@@ -488,10 +498,50 @@ static img_status decode_pnm(const uint8_t *p, size_t n, size_t max, img *im)
 /* ------------------------------------------------------------------ BMP */
 
 #ifdef XF_HAVE_STB
+/* A byte of the stream as stb_image reads it: 0 past its end. */
+static unsigned bmp_byte(const uint8_t *p, size_t n, int64_t at) { return at >= 0 && (size_t)at < n ? p[at] : 0; }
+static int64_t bmp_le(const uint8_t *p, size_t n, int64_t at, int bytes)
+{
+    uint32_t v = 0;
+    for (int k = bytes - 1; k >= 0; k--)
+        v = v << 8 | bmp_byte(p, n, at + k);
+    return bytes == 4 ? (int32_t)v : (int64_t)v;
+}
+
+/* Whether every pixel of a paletted BMP (1, 4 or 8 bits; stb_image reads
+ * them uncompressed only) names an entry of its palette.  stb_image takes
+ * the palette to fill the bytes between the header and the pixels (the
+ * entries a file lists need not reach 2^bits) and would give a pixel
+ * beyond them from its own unwritten stack: corrupt data, which does not
+ * decode.  The sizes are stb_image's, read the way it reads them. */
+static bool bmp_palette_covers(const uint8_t *p, size_t n, int64_t w, int64_t h)
+{
+    int64_t offset = bmp_le(p, n, 10, 4), hsz = bmp_le(p, n, 14, 4);
+    int bpp = (int)bmp_le(p, n, hsz == 12 ? 24 : 28, 2);
+    if (bpp >= 16)
+        return true;
+    int64_t entries = hsz == 12 ? (offset - 38) / 3 : (offset - 14 - hsz) / 4;
+    if (entries <= 0)
+        return false;
+    if (entries >= (int64_t)1 << bpp)
+        return true;
+    int64_t width = bpp == 1 ? (w + 7) / 8 : bpp == 4 ? (w + 1) / 2 : w, stride = (width + 3) / 4 * 4;
+    for (int64_t y = 0; y < h; y++)
+        for (int64_t x = 0; x < w; x++) {
+            unsigned b = bmp_byte(p, n, offset + y * stride + x * bpp / 8);
+            unsigned v = bpp == 8 ? b : bpp == 4 ? (x % 2 ? b & 15 : b >> 4) : (b >> (7 - x % 8)) & 1;
+            if (v >= entries)
+                return false;
+        }
+    return true;
+}
+
 static img_status decode_bmp(const uint8_t *p, size_t n, size_t max, img *im)
 {
     int w, h, comp;
     if (n > INT32_MAX || !stbi_info_from_memory(p, (int)n, &w, &h, &comp) || w <= 0 || h <= 0)
+        return IMG_BAD;
+    if (!bmp_palette_covers(p, n, w, h))
         return IMG_BAD;
     img_status st = img_alloc(im, (uint64_t)w, (uint64_t)h, max);
     uint8_t *px = st == IMG_OK ? stbi_load_from_memory(p, (int)n, &w, &h, &comp, 3) : NULL;

@@ -2,8 +2,8 @@
  * of tests/images (written by its make_images.py with Pillow) decoded in
  * every format to the pattern they hold, as RGB, BGR and Grayscale
  * (Pillow's weights); JPEGs to Pillow's own decoding; the portable maps'
- * plain, bitmap and 16-bit forms; bytes that do not decode to an empty
- * image; an image beyond the session's tensor limit, an unknown
+ * plain, bitmap and 16-bit forms, paletted BMPs; bytes that do not decode
+ * to an empty image; an image beyond the session's tensor limit, an unknown
  * pixel_format and bytes that are not uint8 refused naming the node; the
  * tools' random images for ImageDecoder's bytes, and the formats
  * xflow-run --version lists. */
@@ -102,7 +102,7 @@ START_TEST(lossless_formats)
 {
     static const char *const files[][2] = {
         {"pattern.png", " png"},   {"pattern_palette.png", " png"}, {"pattern_rgba.png", " png"},
-        {"pattern.bmp", " bmp"},   {"pattern.tiff", " tiff"},       {"pattern.webp", " webp"},
+        {"pattern.bmp", " bmp"},   {"pattern_palette.bmp", " bmp"}, {"pattern.tiff", " tiff"},       {"pattern.webp", " webp"},
         {"pattern.jp2", " jpeg2000"}, {"pattern.j2k", " jpeg2000"}, {"pattern.ppm", " pnm"},
         {"pattern_plain.ppm", " pnm"}};
     static const char *const formats[] = {"RGB", "BGR", "Grayscale", NULL};
@@ -138,11 +138,14 @@ END_TEST
 static int from_raw(const void *raw, int x, int y, int c) { return ((const uint8_t *)raw)[(y * W + x) * 3 + c]; }
 
 /* JPEGs (4:2:0 and CMYK with Adobe's inverted inks) give Pillow's pixels,
- * which are libjpeg-turbo's; Grayscale weighs them as Pillow does. */
+ * which are libjpeg-turbo's; Grayscale weighs them as Pillow does; bytes
+ * before a marker (libjpeg's warning of extraneous data) change nothing,
+ * as for Pillow. */
 START_TEST(jpeg_as_pillow)
 {
-    static const char *const files[][2] = {{"pattern.jpg", "pattern_jpg.rgb"}, {"cmyk.jpg", "cmyk_jpg.rgb"}};
-    for (int f = 0; f < 2; f++) {
+    static const char *const files[][2] = {
+        {"pattern.jpg", "pattern_jpg.rgb"}, {"cmyk.jpg", "cmyk_jpg.rgb"}, {"extraneous.jpg", "pattern_jpg.rgb"}};
+    for (int f = 0; f < 3; f++) {
         int64_t len, raw_len;
         uint8_t *b = image_file(files[f][0], &len), *raw = image_file(files[f][1], &raw_len);
         ck_assert_int_eq(raw_len, W * H * 3);
@@ -174,16 +177,32 @@ static int sixteen(const void *arg, int x, int y, int c)
     return (int)((v * 255u + 32767u) / 65535u);
 }
 
-/* A plain bitmap (P1) in black and white, a 16-bit gray map scaled to 8
- * bits, gray replicated to the three channels. */
-START_TEST(portable_maps)
+static int white(const void *arg, int x, int y, int c)
+{
+    (void)arg, (void)x, (void)y, (void)c;
+    return 255;
+}
+
+/* Bitmaps in black and white, plain (P1) and as a 1-bit BMP, 1- and 4-bit
+ * BMPs all white whose rows end in bits set past their palette (which no
+ * pixel names), a 16-bit gray map scaled to 8 bits, gray replicated to the three
+ * channels. */
+START_TEST(bitmaps)
 {
     int64_t len;
-    uint8_t *b = image_file("checker.pbm", &len);
-    xf_tensor *y = decode_on("cpu_ref", "RGB", b, len, 0, NULL);
-    assert_image(y, H, W, 3, checker, NULL, "checker.pbm");
-    xf_tensor_release(y);
-    free(b);
+    uint8_t *b;
+    xf_tensor *y;
+    static const char *const files[][2] = {
+        {"checker.pbm", " pnm"}, {"checker.bmp", " bmp"}, {"white.bmp", " bmp"}, {"white4.bmp", " bmp"}};
+    for (int f = 0; f < 4; f++) {
+        if (!strstr(xf_runtime_image_formats(), files[f][1]))
+            continue;
+        b = image_file(files[f][0], &len);
+        y = decode_on("cpu_ref", "RGB", b, len, 0, NULL);
+        assert_image(y, H, W, 3, f >= 2 ? white : checker, NULL, files[f][0]);
+        xf_tensor_release(y);
+        free(b);
+    }
     b = image_file("pattern16.pgm", &len);
     y = decode_on("cpu_ref", "BGR", b, len, 0, NULL);
     assert_image(y, H, W, 3, sixteen, NULL, "pattern16.pgm");
@@ -195,9 +214,11 @@ END_TEST
 /* Bytes that do not decode give [0, 0, C]: nothing, an unknown format, a
  * format's signature alone, PNG, JPEG, WebP and JPEG 2000 streams cut in
  * half or short of their last 6 bytes (libjpeg would make up the rest of
- * a JPEG's pixels), a PNG with a corrupted pixel chunk; a header claiming 40000 x
- * 40000 pixels over a few bytes is corrupt data too when the session has
- * no limit, and an image too large for the session's limit when it has. */
+ * a JPEG's pixels), a PNG with a corrupted pixel chunk, paletted BMPs
+ * (8 and 1 bits) with a pixel one past the palette's end (which stb_image
+ * would give from its unwritten stack); a header claiming 40000 x 40000
+ * pixels over a few bytes is corrupt data too when the session has no
+ * limit, and an image too large for the session's limit when it has. */
 START_TEST(undecodable)
 {
     static const char *const files[] = {"pattern.png", "pattern.jpg", "pattern.webp", "pattern.jp2", "big_header.png"};
@@ -218,6 +239,17 @@ START_TEST(undecodable)
                 xf_tensor_release(y);
             }
         }
+        free(b);
+    }
+    static const char *const beyond[] = {"palette_beyond.bmp", "checker_beyond.bmp"};
+    for (int f = 0; f < 2; f++) {
+        if (!strstr(xf_runtime_image_formats(), " bmp"))
+            break;
+        int64_t len;
+        uint8_t *b = image_file(beyond[f], &len);
+        xf_tensor *y = decode_on("cpu_ref", NULL, b, len, 0, NULL);
+        ck_assert_msg(y && y->shape.dims[0] == 0 && y->shape.dims[1] == 0, "%s: not an empty image", beyond[f]);
+        xf_tensor_release(y);
         free(b);
     }
     static const uint8_t junk[] = "GIF89a, which no build decodes";
@@ -328,7 +360,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, lossless_formats);
     tcase_add_test(tc, jpeg_as_pillow);
-    tcase_add_test(tc, portable_maps);
+    tcase_add_test(tc, bitmaps);
     tcase_add_test(tc, undecodable);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, random_images);
