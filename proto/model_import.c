@@ -599,7 +599,8 @@ static xf_status make_opaque(importer *im, const Onnx__NodeProto *np, const char
     for (size_t i = 0; i < np->n_attribute && s == XF_OK; i++)
         s = xfp_opaque_attr(im, label, np->attribute[i], *out);
     for (size_t k = 0; k < n_outer && s == XF_OK; k++)
-        s = resolve(im, outer[k], label, "has a subgraph that uses", &(*ins)[(*n_in)++]);
+        s = resolve(im, outer[k], label, xfp_is_gradient(np) ? "names" : "has a subgraph that uses",
+                    &(*ins)[(*n_in)++]);
     if (s == XF_OK)
         s = import_bodies(im, np, label, *out, outer, n_outer);
     free(outer);

@@ -172,9 +172,12 @@ Onnx__TypeProto *xfp_container_type_encode(xf_value_kind kind, xf_dtype dtype, c
 /* ---------------------------------------------------------------- subgraph.c */
 
 /* The names that the subgraph attributes of np (at any depth) use but do not
- * define themselves: values of the enclosing graph.  In order of first use,
- * each once; pointers into np.  *names is malloc'd (NULL when there are none). */
+ * define themselves, and those a Gradient's xs, zs and y name: values of
+ * the enclosing graph.  In order of first use, each once.  *names is one
+ * malloc'd block that holds the names too (free it alone). */
 xf_status xfp_outer_names(const Onnx__NodeProto *np, const char ***names, size_t *n, xf_error *err);
+/* Whether np is ai.onnx.preview.training's Gradient. */
+bool xfp_is_gradient(const Onnx__NodeProto *np);
 
 /* ---------------------------------------------------------------- model_functions.c */
 

@@ -9,6 +9,7 @@
 #include "proto_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Deeper nesting than this is refused rather than recursed into. */
 enum { MAX_SUBGRAPH_DEPTH = 64 };
@@ -21,6 +22,7 @@ typedef struct scope {
 typedef struct collector {
     xfp_name_map seen;
     xfp_ptr_list names;
+    xfp_ptr_list owned; /* names copied out of the node (Gradient's), freed with it */
     xf_error *err;
 } collector;
 
@@ -91,18 +93,68 @@ static xf_status scan_graph(const Onnx__GraphProto *g, const scope *parent, int 
     return st;
 }
 
+/* Gradient (ai.onnx.preview.training) names values of its graph in
+ * attributes: xs and zs, where the subgraph it differentiates starts, and
+ * y, where it ends. */
+bool xfp_is_gradient(const Onnx__NodeProto *np)
+{
+    return np->op_type && np->domain && strcmp(np->op_type, "Gradient") == 0 &&
+           strcmp(np->domain, "ai.onnx.preview.training") == 0;
+}
+
+static xf_status gradient_use(collector *c, const ProtobufCBinaryData *b)
+{
+    char *name = strndup((const char *)b->data, b->len);
+    if (!name || !xfp_list_push(&c->owned, name)) {
+        free(name);
+        return xf_error_set(c->err, XF_ERR_NOMEM, "out of memory");
+    }
+    return use(c, NULL, name);
+}
+
+/* In the order the runtime finds them again (gradient.c): xs, zs, y. */
+static xf_status gradient_names(const Onnx__NodeProto *np, collector *c)
+{
+    static const char *const order[] = {"xs", "zs", "y"};
+    xf_status st = XF_OK;
+    for (int o = 0; o < 3; o++)
+        for (size_t i = 0; i < np->n_attribute && st == XF_OK; i++) {
+            const Onnx__AttributeProto *a = np->attribute[i];
+            if (!a->name || strcmp(a->name, order[o]) != 0)
+                continue;
+            if (o == 2 && a->s.data)
+                st = gradient_use(c, &a->s);
+            for (size_t k = 0; o < 2 && k < a->n_strings && st == XF_OK; k++)
+                st = gradient_use(c, &a->strings[k]);
+        }
+    return st;
+}
+
 xf_status xfp_outer_names(const Onnx__NodeProto *np, const char ***names, size_t *n, xf_error *err)
 {
     collector c = {.err = err};
     xf_status st = scan_attributes(np, NULL, 0, &c);
+    if (st == XF_OK && xfp_is_gradient(np))
+        st = gradient_names(np, &c);
     xfp_map_free(&c.seen);
-    if (st != XF_OK) {
-        xfp_list_free(&c.names);
-        *names = NULL;
-        *n = 0;
-        return st;
+    /* one block: the pointers, then the names they point to */
+    size_t bytes = (c.names.n + 1) * sizeof(char *);
+    for (size_t i = 0; i < c.names.n && st == XF_OK; i++)
+        bytes += strlen(c.names.items[i]) + 1;
+    char **block = st == XF_OK ? malloc(bytes) : NULL;
+    if (st == XF_OK && !block)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    char *at = block ? (char *)(block + c.names.n + 1) : NULL;
+    for (size_t i = 0; block && i < c.names.n; i++) {
+        size_t len = strlen(c.names.items[i]) + 1;
+        block[i] = memcpy(at, c.names.items[i], len);
+        at += len;
     }
-    *names = (const char **)c.names.items;
-    *n = c.names.n;
-    return XF_OK;
+    *n = st == XF_OK ? c.names.n : 0;
+    for (size_t i = 0; i < c.owned.n; i++)
+        free(c.owned.items[i]);
+    xfp_list_free(&c.owned);
+    xfp_list_free(&c.names);
+    *names = (const char **)block;
+    return st;
 }

@@ -8,13 +8,23 @@
  * mode: a branch's shapes may differ from one run to the next, and a loop's
  * carried values from one iteration to the next.  The ONNX-ML ops and
  * ONNX's string ops (ml_ops.c), which have no subgraphs, run here too: on
- * the host, outputs of the shapes their inputs give. */
+ * the host, outputs of the shapes their inputs give; and Gradient, whose
+ * part of the graph runs as a session of its own (gradient.c). */
 #include "xf_rt_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum flow_kind { FLOW_NONE, FLOW_IF, FLOW_LOOP, FLOW_SCAN, FLOW_SEQUENCE_MAP, FLOW_FLEX, FLOW_ML } flow_kind;
+typedef enum flow_kind {
+    FLOW_NONE,
+    FLOW_IF,
+    FLOW_LOOP,
+    FLOW_SCAN,
+    FLOW_SEQUENCE_MAP,
+    FLOW_FLEX,
+    FLOW_ML,
+    FLOW_GRADIENT
+} flow_kind;
 
 struct xf_rt_flow {
     flow_kind kind;
@@ -30,6 +40,7 @@ struct xf_rt_flow {
      * runs backwards */
     int64_t *axis, *reverse;
     xf_rt_ml *ml; /* an ONNX-ML or string op's plan */
+    xf_rt_gradient *gradient;
 };
 
 static flow_kind kind_of(const xf_node *n)
@@ -41,6 +52,8 @@ static flow_kind kind_of(const xf_node *n)
         return FLOW_ML;
     if (strcmp(d, "ai.onnx.preview") == 0 && strcmp(n->opaque->op_type, "FlexAttention") == 0)
         return FLOW_FLEX;
+    if (strcmp(d, "ai.onnx.preview.training") == 0 && strcmp(n->opaque->op_type, "Gradient") == 0)
+        return FLOW_GRADIENT;
     if (d[0] && strcmp(d, "ai.onnx") != 0)
         return FLOW_NONE;
     if (strcmp(n->opaque->op_type, "If") == 0)
@@ -201,6 +214,8 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
     xf_status st = XF_OK;
     if (f->kind == FLOW_ML) {
         st = xf_rt_ml_create(n, max_bytes, &f->ml, err);
+    } else if (f->kind == FLOW_GRADIENT) {
+        st = xf_rt_gradient_create(g, node, opset, backend, max_bytes, &f->gradient, err);
     } else if (f->kind == FLOW_FLEX) {
         st = flex_create(f, g, node, opset, backend, max_bytes, err);
     } else if (f->kind == FLOW_IF) {
@@ -279,6 +294,7 @@ void xf_rt_flow_free(xf_rt_flow *f)
     free(f->axis);
     free(f->reverse);
     xf_rt_ml_free(f->ml);
+    xf_rt_gradient_free(f->gradient);
     free(f);
 }
 
@@ -700,6 +716,7 @@ xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, x
         out[k] = NULL;
     xf_status st = f->kind == FLOW_IF             ? run_if(f, in, out, err)
                    : f->kind == FLOW_ML           ? xf_rt_ml_run(f->ml, in, out, err)
+                   : f->kind == FLOW_GRADIENT     ? xf_rt_gradient_run(f->gradient, in, out, err)
                    : f->kind == FLOW_FLEX
                        ? xf_rt_flex_run(f->node, in, in + f->n_own, f->n_outer, f->body[0], f->body[1], out, err)
                    : f->kind == FLOW_SEQUENCE_MAP ? run_sequence_map(f, in, out, err)

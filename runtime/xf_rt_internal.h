@@ -407,6 +407,14 @@ void xf_rt_flow_free(xf_rt_flow *f);
 xf_dtype xf_rt_flex_precision(const xf_node *n, xf_dtype t);
 xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *const *outer, int n_outer,
                          xf_session *score_mod, xf_session *prob_mod, xf_tensor **out, xf_error *err);
+/* Gradient (gradient.c): node `node` of g made into the part of g it
+ * differentiates, a session of it on backend, and its backward pass; run
+ * on the node's inputs (in: xs then zs), out[] receiving the gradients. */
+typedef struct xf_rt_gradient xf_rt_gradient;
+xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
+                                xf_rt_gradient **out, xf_error *err);
+xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor **out, xf_error *err);
+void xf_rt_gradient_free(xf_rt_gradient *gr);
 
 /* ---------------------------------------------------------------- ONNX-ML (ml_*.c) */
 

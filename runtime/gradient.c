@@ -1,0 +1,610 @@
+/* Gradient (ai.onnx.preview.training): the derivatives of the value its
+ * attribute y names with respect to those xs names, through the part of
+ * the graph that computes y from xs and zs (zs: inputs held constant),
+ * evaluated at the values the node's inputs give them (xs then zs, in
+ * order), y's own gradient taken as ones (ONNX's definition).
+ *
+ * The session makes, once, a graph of that part (the nodes y depends on,
+ * back to the xs, the zs and constants; anything else is an error naming
+ * the value) and runs it, on the node's backend, for every value it
+ * computes; then reverse-mode differentiation on the host, in double,
+ * walks its nodes backwards, each op's vector-Jacobian product adding
+ * into the gradients of its inputs (summed over the dims an input was
+ * broadcast along).  The ops it differentiates: Add, Sub, Mul, Div, Pow,
+ * Sum, Neg, Identity, Abs, Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Reshape,
+ * Flatten, Squeeze, Unsqueeze, Transpose, MatMul, Gemm, ReduceSum,
+ * ReduceMean, Softmax and LogSoftmax; a node of another op between xs and
+ * y is refused, naming it, when the session is made.  Import lists the
+ * values xs, zs and y name among the node's outer inputs (subgraph.c), so
+ * that they stay while the graph is optimized. */
+#include "xf_rt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct xf_rt_gradient {
+    const xf_node *node;
+    xf_graph *part;      /* the nodes from xs and zs to y: inputs xs then zs, outputs every node output */
+    xf_session *session; /* runs part (NULL when y is one of xs and zs) */
+    int n_xs;
+    int *xs;             /* part's value ids of the xs, then zs */
+    int y;               /* part's value id of y */
+    bool *varies;        /* per value of part: a floating-point function of the xs */
+};
+
+static xf_status fail(const xf_node *n, xf_error *err, xf_status st, const char *what, const char *name)
+{
+    return xf_error_set(err, st, "node '%s' (Gradient): %s '%s'", n->name ? n->name : "", what, name);
+}
+
+static bool differentiable(xf_op op)
+{
+    switch (op) {
+    case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV: case XF_OP_POW: case XF_OP_SUM:
+    case XF_OP_NEG: case XF_OP_IDENTITY: case XF_OP_ABS: case XF_OP_RELU: case XF_OP_SIGMOID: case XF_OP_TANH:
+    case XF_OP_EXP: case XF_OP_LOG: case XF_OP_SQRT: case XF_OP_RESHAPE: case XF_OP_FLATTEN: case XF_OP_SQUEEZE:
+    case XF_OP_UNSQUEEZE: case XF_OP_TRANSPOSE: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_REDUCE_SUM:
+    case XF_OP_REDUCE_MEAN: case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The part of g that computes y from the sources (xs then zs): nodes in
+ * order, their inputs mapped to part's values. */
+static xf_status build_part(xf_rt_gradient *gr, const xf_graph *g, int node, const int *src, int n_src, int y,
+                            xf_error *err)
+{
+    const xf_node *gn = gr->node;
+    bool *need = calloc((size_t)g->n_values + 1, sizeof *need), *stop = calloc((size_t)g->n_values + 1, 1);
+    bool *keep = calloc((size_t)g->n_nodes + 1, sizeof *keep);
+    int *map = malloc(sizeof *map * ((size_t)g->n_values + 1));
+    xf_status st = need && stop && keep && map ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == XF_OK && i < n_src; i++)
+        stop[src[i]] = true;
+    if (st == XF_OK)
+        need[y] = true;
+    for (int i = g->n_nodes - 1; st == XF_OK && i >= 0; i--) {
+        const xf_node *n = &g->nodes[i];
+        bool wanted = false;
+        for (int k = 0; k < n->n_outputs; k++)
+            wanted |= n->outputs[k] >= 0 && need[n->outputs[k]] && !stop[n->outputs[k]];
+        if (!wanted)
+            continue;
+        if (i == node)
+            st = fail(gn, err, XF_ERR_INVALID, "y depends on the node's own output, through", g->values[y].name);
+        keep[i] = true;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0)
+                need[n->inputs[k]] = true;
+    }
+    for (int v = 0; st == XF_OK && v < g->n_values; v++)
+        map[v] = -1;
+    gr->part = st == XF_OK ? xf_graph_create("gradient") : NULL;
+    if (st == XF_OK && !gr->part)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == XF_OK && i < n_src; i++) {
+        const xf_value *v = &g->values[src[i]];
+        if (map[src[i]] < 0 && (map[src[i]] = xf_graph_add_input(gr->part, v->name, v->dtype, &v->shape)) < 0)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        gr->xs[i] = map[src[i]];
+    }
+    for (int i = 0; st == XF_OK && i < g->n_nodes; i++) {
+        if (!keep[i])
+            continue;
+        const xf_node *n = &g->nodes[i];
+        int ins[n->n_inputs + 1], outs[n->n_outputs + 1];
+        for (int k = 0; st == XF_OK && k < n->n_inputs; k++) {
+            int v = n->inputs[k];
+            const xf_tensor *c = v >= 0 && map[v] < 0 ? xf_graph_constant(g, v) : NULL;
+            if (c && (map[v] = xf_graph_add_initializer(gr->part, g->values[v].name, (xf_tensor *)c)) < 0)
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            else if (v >= 0 && map[v] < 0)
+                st = fail(gn, err, XF_ERR_INVALID,
+                          "y depends on a value that is none of xs and zs, and not a constant: add it to zs:",
+                          g->values[v].name);
+            ins[k] = v >= 0 ? map[v] : -1;
+        }
+        for (int k = 0; st == XF_OK && k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            outs[k] = v < 0 ? -1 : (map[v] = xf_graph_add_value(gr->part, g->values[v].name, g->values[v].dtype,
+                                                                 &g->values[v].shape));
+            if (v >= 0 && outs[k] < 0)
+                st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        }
+        if (st == XF_OK && xf_graph_copy_node(gr->part, n, ins, outs) < 0)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        for (int k = 0; st == XF_OK && k < n->n_outputs; k++)
+            if (outs[k] >= 0)
+                xf_graph_add_output(gr->part, outs[k]);
+    }
+    if (st == XF_OK)
+        gr->y = map[y];
+    free(need);
+    free(stop);
+    free(keep);
+    free(map);
+    return st;
+}
+
+/* Which values of part vary with the xs, and that every node they pass
+ * through is one the backward pass knows. */
+static xf_status mark_varying(xf_rt_gradient *gr, xf_error *err)
+{
+    const xf_graph *p = gr->part;
+    gr->varies = calloc((size_t)p->n_values + 1, sizeof *gr->varies);
+    if (!gr->varies)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < gr->n_xs; i++)
+        gr->varies[gr->xs[i]] = xf_dtype_is_float(p->values[gr->xs[i]].dtype);
+    for (int i = 0; i < p->n_nodes; i++) {
+        const xf_node *n = &p->nodes[i];
+        bool any = false;
+        for (int k = 0; k < n->n_inputs; k++)
+            any |= n->inputs[k] >= 0 && gr->varies[n->inputs[k]];
+        if (!any)
+            continue;
+        if (!differentiable(n->op)) {
+            char what[256];
+            snprintf(what, sizeof what, "has no derivative of %s modelled, for the node that computes",
+                     n->opaque ? n->opaque->op_type : xf_op_name(n->op));
+            return fail(gr->node, err, XF_ERR_UNSUPPORTED, what,
+                        n->n_outputs > 0 && n->outputs[0] >= 0 ? p->values[n->outputs[0]].name : "");
+        }
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0)
+                gr->varies[n->outputs[k]] = xf_dtype_is_float(p->values[n->outputs[k]].dtype);
+    }
+    return XF_OK;
+}
+
+/* The value of g that name (one of xs, zs and y) stands for: import
+ * lists them among the node's outer inputs, each once, in the order xs,
+ * zs, y (subgraph.c), which a rewrite may have replaced by others (the
+ * same values, other names); a node made without them finds the name. */
+static int named_value(const xf_graph *g, const xf_node *n, const xf_opaque_strings *xs,
+                       const xf_opaque_strings *zs, const xf_opaque_strings *y, const char *name)
+{
+    const char *names[n->n_inputs + 1];
+    int count = 0, at = -1;
+    const xf_opaque_strings *lists[3] = {xs, zs, y};
+    for (int l = 0; l < 3; l++)
+        for (int k = 0; lists[l] && k < lists[l]->n; k++) {
+            bool seen = false;
+            for (int j = 0; j < count && !seen; j++)
+                seen = strcmp(names[j], lists[l]->v[k]) == 0;
+            if (seen)
+                continue;
+            if (count == n->n_inputs - n->opaque->n_own_inputs)
+                return xf_graph_find_value(g, name);
+            if (strcmp(lists[l]->v[k], name) == 0)
+                at = count;
+            names[count++] = lists[l]->v[k];
+        }
+    if (count != n->n_inputs - n->opaque->n_own_inputs || at < 0)
+        return xf_graph_find_value(g, name);
+    return n->inputs[n->opaque->n_own_inputs + at];
+}
+
+xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
+                                xf_rt_gradient **out, xf_error *err)
+{
+    *out = NULL;
+    const xf_node *n = &g->nodes[node];
+    const xf_opaque_strings *xs = xf_opaque_find_strings(n->opaque, "xs"), *zs = xf_opaque_find_strings(n->opaque, "zs");
+    const xf_opaque_strings *y = xf_opaque_find_strings(n->opaque, "y");
+    int n_x = xs ? xs->n : 0, n_z = zs ? zs->n : 0;
+    if (n_x < 1 || !y || y->n != 1)
+        return fail(n, err, XF_ERR_INVALID, "needs attributes xs (one name or more) and y (one name); it has",
+                    !xs ? "no xs" : !y ? "no y" : "them empty");
+    if (n->opaque->n_own_inputs != n_x + n_z || n->n_outputs != n_x)
+        return fail(n, err, XF_ERR_INVALID, "takes one input per name of xs and zs and gives one output per name of xs:",
+                    "count them");
+    xf_rt_gradient *gr = calloc(1, sizeof *gr);
+    int *src = malloc(sizeof *src * (size_t)(n_x + n_z));
+    if (!gr || !src || !(gr->xs = malloc(sizeof *gr->xs * (size_t)(n_x + n_z)))) {
+        free(src);
+        if (gr)
+            free(gr);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    gr->node = n;
+    gr->n_xs = n_x;
+    xf_status st = XF_OK;
+    for (int i = 0; i < n_x + n_z && st == XF_OK; i++) {
+        const char *name = i < n_x ? xs->v[i] : zs->v[i - n_x];
+        src[i] = named_value(g, n, xs, zs, y, name);
+        for (int j = 0; j < i && src[i] >= 0; j++)
+            if (src[j] == src[i])
+                st = fail(n, err, XF_ERR_INVALID, "xs and zs name a value twice:", name);
+        if (st != XF_OK)
+            break;
+        if (src[i] < 0)
+            st = fail(n, err, XF_ERR_INVALID, i < n_x ? "xs names no value of the graph:" : "zs names no value of the graph:",
+                      name);
+        else if (i < n_x && !xf_dtype_is_float(g->values[src[i]].dtype))
+            st = fail(n, err, XF_ERR_INVALID, "differentiates floating-point values only, not", name);
+    }
+    int yv = st == XF_OK ? named_value(g, n, xs, zs, y, y->v[0]) : -1;
+    if (st == XF_OK && yv < 0)
+        st = fail(n, err, XF_ERR_INVALID, "y names no value of the graph:", y->v[0]);
+    if (st == XF_OK && !xf_dtype_is_float(g->values[yv].dtype))
+        st = fail(n, err, XF_ERR_INVALID, "differentiates floating-point values only, not", y->v[0]);
+    if (st == XF_OK)
+        st = build_part(gr, g, node, src, n_x + n_z, yv, err);
+    if (st == XF_OK)
+        st = mark_varying(gr, err);
+    xf_session_options opt = {.force_dynamic = true, .max_tensor_bytes = max_bytes};
+    if (st == XF_OK && gr->part->n_nodes > 0)
+        st = xf_session_create(gr->part, opset, backend, &opt, &gr->session, err);
+    free(src);
+    if (st != XF_OK) {
+        xf_rt_gradient_free(gr);
+        return st;
+    }
+    *out = gr;
+    return XF_OK;
+}
+
+void xf_rt_gradient_free(xf_rt_gradient *gr)
+{
+    if (!gr)
+        return;
+    xf_session_free(gr->session);
+    xf_graph_free(gr->part);
+    free(gr->xs);
+    free(gr->varies);
+    free(gr);
+}
+
+/* ------------------------------------------------------------ the backward pass */
+
+typedef struct pass {
+    const xf_rt_gradient *gr;
+    xf_tensor **val; /* per value of part (borrowed) */
+    double **x;      /* per value, as doubles (made when first read) */
+    double **g;      /* per value, its gradient (NULL: zero so far) */
+} pass;
+
+static const double *vals(pass *b, int v)
+{
+    if (!b->x[v]) {
+        const xf_tensor *t = b->val[v];
+        int64_t n = xf_tensor_numel(t);
+        if ((b->x[v] = malloc(sizeof(double) * (size_t)(n + 1))))
+            for (int64_t i = 0; i < n; i++)
+                b->x[v][i] = xf_rt_load_f64(t->dtype, t->data, i);
+    }
+    return b->x[v];
+}
+
+/* The gradient of v to add into (zeros at first); NULL where v does not
+ * vary with the xs (or memory ran out: b->oom). */
+static double *grad(pass *b, int v, bool *oom)
+{
+    if (v < 0 || !b->gr->varies[v])
+        return NULL;
+    if (!b->g[v] && !(b->g[v] = calloc((size_t)xf_tensor_numel(b->val[v]) + 1, sizeof(double))))
+        *oom = true;
+    return b->g[v];
+}
+
+static const xf_shape *shape(const pass *b, int v) { return &b->val[v]->shape; }
+
+/* Elementwise ops with numpy broadcasting: each output element's gradient
+ * times the partial derivative, into the input element it read. */
+static void binary(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ia = n->inputs[0], ib = n->inputs[1], iy = n->outputs[0];
+    const double *a = vals(b, ia), *c = vals(b, ib), *y = vals(b, iy);
+    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom);
+    if (!a || !c || !y) {
+        *oom = true;
+        return;
+    }
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, shape(b, iy));
+    int ka = xf_rt_iter_add_broadcast(&it, shape(b, ia)), kb = xf_rt_iter_add_broadcast(&it, shape(b, ib));
+    int64_t count = xf_tensor_numel(b->val[iy]);
+    for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it)) {
+        double av = a[it.off[ka]], bv = c[it.off[kb]], da = 1, db = 1;
+        switch (n->op) {
+        case XF_OP_SUB: db = -1; break;
+        case XF_OP_MUL: da = bv, db = av; break;
+        case XF_OP_DIV: da = 1 / bv, db = -av / (bv * bv); break;
+        case XF_OP_POW: da = bv * pow(av, bv - 1), db = y[i] * log(av); break;
+        default: break;
+        }
+        if (ga)
+            ga[it.off[ka]] += gy[i] * da;
+        if (gb)
+            gb[it.off[kb]] += gy[i] * db;
+    }
+}
+
+/* Sum: every input (broadcast) takes the output's gradient. */
+static void sum(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int iy = n->outputs[0];
+    for (int k = 0; k < n->n_inputs; k++) {
+        double *gx = grad(b, n->inputs[k], oom);
+        if (!gx)
+            continue;
+        xf_rt_iter it;
+        xf_rt_iter_init(&it, shape(b, iy));
+        int kx = xf_rt_iter_add_broadcast(&it, shape(b, n->inputs[k]));
+        int64_t count = xf_tensor_numel(b->val[iy]);
+        for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it))
+            gx[it.off[kx]] += gy[i];
+    }
+}
+
+static void unary(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ix = n->inputs[0], iy = n->outputs[0];
+    double *gx = grad(b, ix, oom);
+    const double *x = vals(b, ix), *y = vals(b, iy);
+    if (!x || !y)
+        *oom = true;
+    if (!gx || !x || !y)
+        return;
+    int64_t count = xf_tensor_numel(b->val[iy]);
+    for (int64_t i = 0; i < count; i++) {
+        double d;
+        switch (n->op) {
+        case XF_OP_NEG: d = -1; break;
+        case XF_OP_ABS: d = x[i] > 0 ? 1 : x[i] < 0 ? -1 : 0; break;
+        case XF_OP_RELU: d = x[i] > 0; break;
+        case XF_OP_SIGMOID: d = y[i] * (1 - y[i]); break;
+        case XF_OP_TANH: d = 1 - y[i] * y[i]; break;
+        case XF_OP_EXP: d = y[i]; break;
+        case XF_OP_LOG: d = 1 / x[i]; break;
+        case XF_OP_SQRT: d = 0.5 / y[i]; break;
+        default: d = 1; break; /* Identity, Reshape, Flatten, Squeeze, Unsqueeze: the same elements */
+        }
+        gx[i] += gy[i] * d;
+    }
+}
+
+static void transpose(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ix = n->inputs[0], iy = n->outputs[0];
+    double *gx = grad(b, ix, oom);
+    if (!gx)
+        return;
+    const xf_shape *xs = shape(b, ix);
+    int64_t dense[XF_MAX_DIMS], strides[XF_MAX_DIMS];
+    xf_rt_dense_strides(xs, dense);
+    for (int d = 0; d < xs->ndim; d++)
+        strides[d] = dense[n->attrs.n_perm ? n->attrs.perm[d] : xs->ndim - 1 - d];
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, shape(b, iy));
+    int kx = xf_rt_iter_add(&it, strides, 0);
+    int64_t count = xf_tensor_numel(b->val[iy]);
+    for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it))
+        gx[it.off[kx]] += gy[i];
+}
+
+/* gc[m, n] += sum_k ga[m, k] gb[k, n] (row strides given), the product
+ * both backward products of a matrix product are. */
+static void product(const double *a, int64_t sa_m, int64_t sa_k, const double *c, int64_t sc_k, int64_t sc_n,
+                    double *o, int64_t so_m, int64_t so_n, int64_t M, int64_t K, int64_t N, double scale)
+{
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++) {
+            double av = scale * a[m * sa_m + k * sa_k];
+            for (int64_t j = 0; j < N; j++)
+                o[m * so_m + j * so_n] += av * c[k * sc_k + j * sc_n];
+        }
+}
+
+/* MatMul (numpy's: 1-D operands promoted, batch dims broadcast). */
+static void matmul(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ia = n->inputs[0], ib = n->inputs[1];
+    const xf_shape *as = shape(b, ia), *bs = shape(b, ib);
+    const double *A = vals(b, ia), *B = vals(b, ib);
+    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom);
+    if (!A || !B) {
+        *oom = true;
+        return;
+    }
+    int64_t M = as->ndim >= 2 ? as->dims[as->ndim - 2] : 1, K = as->dims[as->ndim - 1];
+    int64_t N = bs->ndim >= 2 ? bs->dims[bs->ndim - 1] : 1;
+    xf_shape ab = {as->ndim > 2 ? as->ndim - 2 : 0, {0}}, bb = {bs->ndim > 2 ? bs->ndim - 2 : 0, {0}}, yb;
+    for (int d = 0; d < ab.ndim; d++)
+        ab.dims[d] = as->dims[d];
+    for (int d = 0; d < bb.ndim; d++)
+        bb.dims[d] = bs->dims[d];
+    yb.ndim = ab.ndim > bb.ndim ? ab.ndim : bb.ndim;
+    for (int d = 0; d < yb.ndim; d++) {
+        int da = d - (yb.ndim - ab.ndim), db = d - (yb.ndim - bb.ndim);
+        int64_t x = da >= 0 ? ab.dims[da] : 1, z = db >= 0 ? bb.dims[db] : 1;
+        yb.dims[d] = x == 1 ? z : x;
+    }
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, &yb);
+    int ka = xf_rt_iter_add_broadcast(&it, &ab), kb = xf_rt_iter_add_broadcast(&it, &bb);
+    int64_t batches = xf_shape_numel(&yb);
+    for (int64_t t = 0; t < batches; t++, xf_rt_iter_next(&it)) {
+        const double *g = gy + t * M * N, *a = A + it.off[ka] * M * K, *c = B + it.off[kb] * K * N;
+        if (ga) /* dA = G B^T */
+            product(g, N, 1, c, 1, N, ga + it.off[ka] * M * K, K, 1, M, N, K, 1);
+        if (gb) /* dB = A^T G */
+            product(a, 1, K, g, N, 1, gb + it.off[kb] * K * N, N, 1, K, M, N, 1);
+    }
+}
+
+/* Gemm: Y = alpha A' B' + beta C, A' = A or its transpose (and B'). */
+static void gemm(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ia = n->inputs[0], ib = n->inputs[1], ic = n->n_inputs > 2 ? n->inputs[2] : -1, iy = n->outputs[0];
+    const xf_shape *ys = shape(b, iy), *as = shape(b, ia);
+    int64_t M = ys->dims[0], N = ys->dims[1], K = as->dims[n->attrs.trans_a ? 0 : 1];
+    const double *A = vals(b, ia), *B = vals(b, ib);
+    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom), *gc = grad(b, ic, oom), alpha = n->attrs.alpha;
+    if (!A || !B) {
+        *oom = true;
+        return;
+    }
+    /* element (m, k) of A' at m * am + k * ak; (k, j) of B' at k * bk + j * bj */
+    int64_t am = n->attrs.trans_a ? 1 : K, ak = n->attrs.trans_a ? M : 1;
+    int64_t bk = n->attrs.trans_b ? 1 : N, bj = n->attrs.trans_b ? K : 1;
+    if (ga) /* dA' = alpha G B'^T */
+        product(gy, N, 1, B, bj, bk, ga, am, ak, M, N, K, alpha);
+    if (gb) /* dB' = alpha A'^T G */
+        product(A, ak, am, gy, N, 1, gb, bk, bj, K, M, N, alpha);
+    if (gc) {
+        xf_rt_iter it;
+        xf_rt_iter_init(&it, ys);
+        int kc = xf_rt_iter_add_broadcast(&it, shape(b, ic));
+        for (int64_t i = 0; i < M * N; i++, xf_rt_iter_next(&it))
+            gc[it.off[kc]] += n->attrs.beta * gy[i];
+    }
+}
+
+/* ReduceSum and ReduceMean: each input element takes its output's
+ * gradient (over the count of elements averaged). */
+static void reduce(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ix = n->inputs[0];
+    double *gx = grad(b, ix, oom);
+    if (!gx)
+        return;
+    const xf_shape *xs = shape(b, ix);
+    bool axis[XF_MAX_DIMS] = {0};
+    int n_axes = 0;
+    const xf_tensor *at = n->n_inputs > 1 && n->inputs[1] >= 0 ? b->val[n->inputs[1]] : NULL;
+    int64_t given = n->attrs.has_axes ? n->attrs.n_axes : at ? xf_tensor_numel(at) : 0;
+    for (int64_t k = 0; k < given; k++) {
+        int64_t a = n->attrs.has_axes ? n->attrs.axes[k] : xf_rt_load_i64(at->dtype, at->data, k);
+        int d = xf_rt_axis(a, xs->ndim);
+        if (d >= 0 && !axis[d])
+            axis[d] = true, n_axes++;
+    }
+    if (n_axes == 0 && !n->attrs.noop_with_empty_axes)
+        for (int d = 0; d < xs->ndim; d++)
+            axis[d] = true;
+    xf_shape kept = *xs;
+    int64_t count = 1, strides[XF_MAX_DIMS];
+    for (int d = 0; d < xs->ndim; d++)
+        if (axis[d] && (n_axes > 0 || !n->attrs.noop_with_empty_axes)) {
+            count *= xs->dims[d];
+            kept.dims[d] = 1;
+        }
+    xf_rt_dense_strides(&kept, strides);
+    for (int d = 0; d < xs->ndim; d++)
+        if (kept.dims[d] == 1)
+            strides[d] = 0;
+    double scale = n->op == XF_OP_REDUCE_MEAN && count > 0 ? 1.0 / (double)count : 1;
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, xs);
+    int kg = xf_rt_iter_add(&it, strides, 0);
+    int64_t total = xf_tensor_numel(b->val[ix]);
+    for (int64_t i = 0; i < total; i++, xf_rt_iter_next(&it))
+        gx[i] += gy[it.off[kg]] * scale;
+}
+
+/* Softmax: dx = y (g - sum(g y)); LogSoftmax: dx = g - exp(y) sum(g), the
+ * sums along the axis (before opset 13: over the dims from it on). */
+static void softmax(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ix = n->inputs[0], iy = n->outputs[0];
+    double *gx = grad(b, ix, oom);
+    const double *y = vals(b, iy);
+    if (!y)
+        *oom = true;
+    if (!gx || !y)
+        return;
+    const xf_shape *xs = shape(b, ix);
+    int axis = xf_rt_axis(n->attrs.axis, xs->ndim > 0 ? xs->ndim : 1);
+    if (axis < 0)
+        return;
+    int64_t outer = xf_rt_dims_product(xs, 0, axis);
+    int64_t len = n->attrs.softmax_legacy ? xf_rt_dims_product(xs, axis, xs->ndim) : xs->ndim ? xs->dims[axis] : 1;
+    int64_t inner = n->attrs.softmax_legacy ? 1 : xf_rt_dims_product(xs, axis + 1, xs->ndim);
+    bool log_form = n->op == XF_OP_LOG_SOFTMAX;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * len * inner + in;
+            double s = 0;
+            for (int64_t k = 0; k < len; k++)
+                s += gy[base + k * inner] * (log_form ? 1 : y[base + k * inner]);
+            for (int64_t k = 0; k < len; k++) {
+                int64_t i = base + k * inner;
+                gx[i] += log_form ? gy[i] - exp(y[i]) * s : y[i] * (gy[i] - s);
+            }
+        }
+}
+
+xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor **out, xf_error *err)
+{
+    const xf_graph *p = gr->part;
+    const xf_node *node = gr->node;
+    int nv = p->n_values, n_src = node->opaque->n_own_inputs;
+    pass b = {gr, calloc((size_t)nv + 1, sizeof *b.val), calloc((size_t)nv + 1, sizeof *b.x),
+              calloc((size_t)nv + 1, sizeof *b.g)};
+    xf_tensor **computed = calloc((size_t)p->n_outputs + 1, sizeof *computed);
+    xf_status st = b.val && b.x && b.g && computed ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == XF_OK && i < n_src; i++) {
+        if (!in[i] || xf_tensor_is_container(in[i]))
+            st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (Gradient): input %d must be a tensor", node->name, i);
+        else
+            b.val[gr->xs[i]] = in[i];
+    }
+    if (st == XF_OK && gr->session)
+        st = xf_session_run(gr->session, in, computed, err);
+    if (st != XF_OK)
+        xf_error_prefix(err, "node '%s' (Gradient), the part it differentiates", node->name);
+    for (int v = 0; st == XF_OK && v < nv; v++)
+        if (p->values[v].init)
+            b.val[v] = p->values[v].init;
+    for (int k = 0; st == XF_OK && k < p->n_outputs; k++)
+        b.val[p->outputs[k]] = computed[k];
+    bool oom = false;
+    if (st == XF_OK && gr->varies[gr->y]) {
+        double *gy = grad(&b, gr->y, &oom);
+        for (int64_t i = 0; gy && i < xf_tensor_numel(b.val[gr->y]); i++)
+            gy[i] = 1;
+    }
+    for (int i = p->n_nodes - 1; st == XF_OK && !oom && i >= 0; i--) {
+        const xf_node *n = &p->nodes[i];
+        const double *gy = n->outputs[0] >= 0 ? b.g[n->outputs[0]] : NULL;
+        if (!gy)
+            continue;
+        switch (n->op) {
+        case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV: case XF_OP_POW: binary(&b, n, gy, &oom); break;
+        case XF_OP_SUM: sum(&b, n, gy, &oom); break;
+        case XF_OP_TRANSPOSE: transpose(&b, n, gy, &oom); break;
+        case XF_OP_MATMUL: matmul(&b, n, gy, &oom); break;
+        case XF_OP_GEMM: gemm(&b, n, gy, &oom); break;
+        case XF_OP_REDUCE_SUM: case XF_OP_REDUCE_MEAN: reduce(&b, n, gy, &oom); break;
+        case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX: softmax(&b, n, gy, &oom); break;
+        default: unary(&b, n, gy, &oom); break;
+        }
+    }
+    if (st == XF_OK && oom)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == XF_OK && i < gr->n_xs; i++) {
+        const xf_tensor *x = in[i];
+        if (!(out[i] = xf_tensor_create(x->dtype, &x->shape)))
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        const double *g = st == XF_OK ? b.g[gr->xs[i]] : NULL;
+        for (int64_t e = 0; g && e < xf_tensor_numel(x); e++)
+            xf_rt_store_f64(x->dtype, out[i]->data, e, g[e]);
+    }
+    for (int v = 0; v < nv && b.x; v++)
+        free(b.x[v]);
+    for (int v = 0; v < nv && b.g; v++)
+        free(b.g[v]);
+    for (int k = 0; computed && k < p->n_outputs; k++)
+        xf_tensor_release(computed[k]);
+    free(b.val);
+    free(b.x);
+    free(b.g);
+    free(computed);
+    return st;
+}

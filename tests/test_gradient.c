@@ -1,0 +1,397 @@
+/* Gradient (ai.onnx.preview.training, runtime/gradient.c): for every op it
+ * differentiates, on random double inputs of odd shapes with
+ * broadcasting, the gradients of y (seeded with ones: those of y's sum)
+ * with respect to the xs agree with central differences of the same
+ * graph's y on cpu_ref, and the host backends agree; zs held constant get
+ * no gradient; a node between xs and y of an op without a derivative, a
+ * value y needs that is none of xs, zs and the constants, and an xs name
+ * the graph lacks are refused naming them; xflowc keeps what Gradient
+ * names. */
+#include "proto_util.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
+
+enum { MAX_X = 3 };
+
+/* A case: its inputs x0.. (double, of these shapes; positive where the
+ * ops need it), the nodes computing y (built by build), and how many of
+ * the inputs are xs (the rest zs). */
+typedef struct gcase {
+    const char *what;
+    int n_in, n_xs;
+    xf_shape shapes[MAX_X];
+    bool positive;
+    void (*build)(Onnx__GraphProto *g);
+} gcase;
+
+static void add_node(Onnx__GraphProto *g, Onnx__NodeProto *n) { PUSH(g->n_node, g->node, n); }
+
+/* A Gradient node "gradient" of y with respect to xs (n_xs, then the
+ * n_zs zs), reading ins and writing outs; and a model of g at opset 17
+ * with ai.onnx.preview.training. */
+static void add_gradient(Onnx__GraphProto *g, const char **ins, const char **outs, int n_xs, const char *const *xs,
+                         int n_zs, const char *const *zs, const char *y)
+{
+    Onnx__NodeProto *n = mk_node("Gradient", "gradient", ins, outs);
+    n->domain = "ai.onnx.preview.training";
+    attr_strings(n, "xs", n_xs, xs);
+    if (n_zs > 0)
+        attr_strings(n, "zs", n_zs, zs);
+    attr_string(n, "y", y);
+    add_node(g, n);
+}
+
+static Onnx__ModelProto *training_model(Onnx__GraphProto *g)
+{
+    Onnx__ModelProto *mp = mk_model(g, 17);
+    add_opset(mp, "ai.onnx.preview.training", 1);
+    return mp;
+}
+
+static void b_binary(Onnx__GraphProto *g, const char *op)
+{
+    add_node(g, mk_node(op, "op", NAMES("x0", "x1"), NAMES("t")));
+    add_node(g, mk_node("Tanh", "squash", NAMES("t"), NAMES("y")));
+}
+static void b_add(Onnx__GraphProto *g) { b_binary(g, "Add"); }
+static void b_sub(Onnx__GraphProto *g) { b_binary(g, "Sub"); }
+static void b_mul(Onnx__GraphProto *g) { b_binary(g, "Mul"); }
+static void b_div(Onnx__GraphProto *g) { b_binary(g, "Div"); }
+static void b_pow(Onnx__GraphProto *g) { b_binary(g, "Pow"); }
+static void b_matmul(Onnx__GraphProto *g) { b_binary(g, "MatMul"); }
+
+static void b_unary(Onnx__GraphProto *g)
+{
+    static const char *const ops[] = {"Neg", "Sigmoid", "Exp", "Sqrt", "Log", "Abs", "Relu", "Identity"};
+    const char *in = "x0";
+    char *names[9];
+    for (int k = 0; k < 8; k++) {
+        names[k] = zalloc(8);
+        snprintf(names[k], 8, k == 7 ? "u" : "u%d", k);
+        add_node(g, mk_node(ops[k], ops[k], (const char *[]){in, NULL}, (const char *[]){names[k], NULL}));
+        in = names[k];
+    }
+    add_node(g, mk_node("Mul", "scale", NAMES("u", "x1"), NAMES("y")));
+}
+
+static void b_sum(Onnx__GraphProto *g)
+{
+    add_node(g, mk_node("Sum", "sum", NAMES("x0", "x1", "x0"), NAMES("s")));
+    add_node(g, mk_node("Mul", "square", NAMES("s", "s"), NAMES("y")));
+}
+
+static void b_gemm(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *n = mk_node("Gemm", "gemm", NAMES("x0", "x1", "x2"), NAMES("t"));
+    attr_int(n, "transA", 1);
+    attr_int(n, "transB", 1);
+    attr_float(n, "alpha", 0.5f);
+    attr_float(n, "beta", -2);
+    add_node(g, n);
+    add_node(g, mk_node("Sigmoid", "squash", NAMES("t"), NAMES("y")));
+}
+
+static void b_shapes(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *t = mk_node("Transpose", "transpose", NAMES("x0"), NAMES("t"));
+    static const int64_t perm[] = {2, 0, 1};
+    attr_ints(t, "perm", 3, perm);
+    add_node(g, t);
+    static int64_t two[] = {2}, one[] = {1}, shape[] = {4, -1}, axes[] = {1};
+    PUSH(g->n_initializer, g->initializer, mk_raw("shape", XF_DT_INT64, 1, two, shape, 16));
+    add_node(g, mk_node("Reshape", "reshape", NAMES("t", "shape"), NAMES("r")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("axes", XF_DT_INT64, 1, one, axes, 8));
+    add_node(g, mk_node("Unsqueeze", "unsqueeze", NAMES("r", "axes"), NAMES("u")));
+    add_node(g, mk_node("Squeeze", "squeeze", NAMES("u", "axes"), NAMES("s")));
+    Onnx__NodeProto *f = mk_node("Flatten", "flatten", NAMES("s"), NAMES("f"));
+    attr_int(f, "axis", 0);
+    add_node(g, f);
+    add_node(g, mk_node("Mul", "mul", NAMES("f", "x1"), NAMES("m")));
+    add_node(g, mk_node("Sin", "sin_of_z", NAMES("x2"), NAMES("z"))); /* zs only: no derivative needed */
+    add_node(g, mk_node("Add", "add", NAMES("m", "z"), NAMES("y")));
+}
+
+static void b_reduce(Onnx__GraphProto *g)
+{
+    add_node(g, mk_node("Mul", "mul", NAMES("x0", "x1"), NAMES("m")));
+    static int64_t two[] = {2}, axes[] = {0, -1};
+    PUSH(g->n_initializer, g->initializer, mk_raw("axes", XF_DT_INT64, 1, two, axes, 16));
+    Onnx__NodeProto *s = mk_node("ReduceSum", "sum", NAMES("m", "axes"), NAMES("s"));
+    attr_int(s, "keepdims", 0);
+    add_node(g, s);
+    Onnx__NodeProto *r = mk_node("ReduceMean", "mean", NAMES("m"), NAMES("r"));
+    static const int64_t mean_axes[] = {1};
+    attr_ints(r, "axes", 1, mean_axes);
+    add_node(g, r);
+    add_node(g, mk_node("Mul", "square", NAMES("s", "s"), NAMES("q")));
+    add_node(g, mk_node("Exp", "exp", NAMES("r"), NAMES("e")));
+    add_node(g, mk_node("ReduceSum", "all", NAMES("e"), NAMES("a")));
+    add_node(g, mk_node("Add", "add", NAMES("q", "a"), NAMES("y")));
+}
+
+static void b_softmax(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *s = mk_node("Softmax", "softmax", NAMES("x0"), NAMES("s"));
+    attr_int(s, "axis", 1);
+    add_node(g, s);
+    add_node(g, mk_node("LogSoftmax", "logsoftmax", NAMES("x0"), NAMES("l")));
+    add_node(g, mk_node("Mul", "ms", NAMES("s", "x1"), NAMES("a")));
+    add_node(g, mk_node("Mul", "ml", NAMES("l", "x1"), NAMES("b")));
+    add_node(g, mk_node("Sub", "y", NAMES("a", "b"), NAMES("y")));
+}
+
+#define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
+static const gcase cases[] = {
+    {"Add", 2, 2, {S(2, 3), S(3)}, false, b_add},
+    {"Sub", 2, 2, {S(2, 1, 3), S(4, 1)}, false, b_sub},
+    {"Mul", 2, 2, {S(2, 3), S(1, 3)}, false, b_mul},
+    {"Div", 2, 2, {S(3), S(2, 3)}, true, b_div},
+    {"Pow", 2, 2, {S(2, 3), S(3)}, true, b_pow},
+    {"MatMul of batches", 2, 2, {S(2, 1, 3, 4), S(5, 4, 2)}, false, b_matmul},
+    {"MatMul of vectors", 2, 2, {S(4), S(4, 3)}, false, b_matmul},
+    {"unary chain", 2, 2, {S(2, 3), S(3)}, false, b_unary},
+    {"Sum", 2, 2, {S(2, 3), S(1)}, false, b_sum},
+    {"Gemm", 3, 3, {S(4, 3), S(5, 4), S(5)}, false, b_gemm},
+    {"shape ops", 3, 2, {S(2, 3, 4), S(24), S(24)}, false, b_shapes},
+    {"ReduceSum and ReduceMean", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_reduce},
+    {"Softmax and LogSoftmax", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_softmax},
+};
+
+static uint64_t rng_state = 12345;
+static double uniform(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* The case's model: inputs x0.., its nodes, and a Gradient of y with
+ * respect to the first n_xs inputs (the others zs); outputs y, then the
+ * gradients g0... */
+static xf_model *case_model(const gcase *c)
+{
+    Onnx__GraphProto *g = mk_graph(c->what);
+    static const char *const xn[] = {"x0", "x1", "x2"}, *const gn[] = {"g0", "g1", "g2"};
+    for (int i = 0; i < c->n_in; i++)
+        PUSH(g->n_input, g->input, mk_vi(xn[i], XF_DT_DOUBLE, c->shapes[i].ndim, c->shapes[i].dims, NULL));
+    c->build(g);
+    const char **ins = zalloc(sizeof *ins * (MAX_X + 1)), **outs = zalloc(sizeof *outs * (MAX_X + 1));
+    for (int i = 0; i < c->n_in; i++)
+        ins[i] = xn[i];
+    for (int i = 0; i < c->n_xs; i++)
+        outs[i] = gn[i];
+    add_gradient(g, ins, outs, c->n_xs, xn, c->n_in - c->n_xs, xn + c->n_xs, "y");
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_DOUBLE, -1, NULL, NULL));
+    for (int i = 0; i < c->n_xs; i++)
+        PUSH(g->n_output, g->output, mk_vi(gn[i], XF_DT_DOUBLE, -1, NULL, NULL));
+    Onnx__ModelProto *mp = training_model(g);
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", c->what, e.msg);
+    return m;
+}
+
+/* Runs s on x; out gets y and the gradients. */
+static void run(xf_session *s, xf_tensor **x, xf_tensor **out, const char *what)
+{
+    xf_error e;
+    ck_assert_msg(xf_session_run(s, x, out, &e) == XF_OK, "%s: %s", what, e.msg);
+}
+
+static double sum_of(const xf_tensor *t)
+{
+    double s = 0;
+    for (int64_t i = 0; i < xf_tensor_numel(t); i++)
+        s += ((const double *)t->data)[i];
+    return s;
+}
+
+START_TEST(against_differences)
+{
+    const gcase *c = &cases[_i];
+    xf_model *m = case_model(c);
+    xf_tensor *x[MAX_X] = {0};
+    for (int i = 0; i < c->n_in; i++) {
+        x[i] = xf_tensor_create(XF_DT_DOUBLE, &c->shapes[i]);
+        for (int64_t k = 0; k < xf_tensor_numel(x[i]); k++)
+            ((double *)x[i]->data)[k] = c->positive ? 0.5 + uniform() : 2 * uniform() - 1;
+    }
+    const char *backends[2];
+    int nb = host_backends(backends);
+    xf_tensor *ref[1 + MAX_X] = {0};
+    for (int b = 0; b < nb; b++) {
+        xf_session *s;
+        xf_error e;
+        ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backends[b], NULL, &s, &e) == XF_OK, "%s: %s",
+                      c->what, e.msg);
+        xf_tensor *out[1 + MAX_X] = {0};
+        run(s, x, out, c->what);
+        if (b == 0) {
+            /* central differences of sum(y), input by input, element by element */
+            for (int i = 0; i < c->n_xs; i++) {
+                ck_assert_msg(out[1 + i] && out[1 + i]->dtype == XF_DT_DOUBLE &&
+                                  xf_shape_equal(&out[1 + i]->shape, &c->shapes[i]),
+                              "%s: gradient %d: type or shape", c->what, i);
+                for (int64_t k = 0; k < xf_tensor_numel(x[i]); k++) {
+                    double *v = (double *)x[i]->data + k, keep = *v, h = 1e-5, f[2];
+                    for (int side = 0; side < 2; side++) {
+                        xf_tensor *o[1 + MAX_X] = {0};
+                        *v = keep + (side ? -h : h);
+                        run(s, x, o, c->what);
+                        f[side] = sum_of(o[0]);
+                        for (int j = 0; j <= c->n_xs; j++)
+                            xf_tensor_release(o[j]);
+                    }
+                    *v = keep;
+                    double want = (f[0] - f[1]) / (2 * h), got = ((const double *)out[1 + i]->data)[k];
+                    ck_assert_msg(fabs(got - want) <= 1e-6 * (1 + fabs(want)),
+                                  "%s: d y / d x%d [%lld] is %.10g, the differences give %.10g", c->what, i,
+                                  (long long)k, got, want);
+                }
+            }
+            memcpy(ref, out, sizeof ref);
+        } else {
+            for (int i = 0; i <= c->n_xs; i++) {
+                for (int64_t k = 0; k < xf_tensor_numel(ref[i]); k++)
+                    ck_assert_msg(fabs(((const double *)out[i]->data)[k] - ((const double *)ref[i]->data)[k]) <=
+                                      1e-9 * (1 + fabs(((const double *)ref[i]->data)[k])),
+                                  "%s: output %d [%lld] differs on %s", c->what, i, (long long)k, backends[b]);
+                xf_tensor_release(out[i]);
+            }
+        }
+        xf_session_free(s);
+    }
+    for (int i = 0; i <= c->n_xs; i++)
+        xf_tensor_release(ref[i]);
+    for (int i = 0; i < c->n_in; i++)
+        xf_tensor_release(x[i]);
+    xf_model_free(m);
+}
+END_TEST
+
+/* y = x * z with zs [z]: dy/dx is z; the conformance suite's two cases
+ * (y of Add, of Add then Mul) as scalars. */
+START_TEST(zs_and_scalars)
+{
+    Onnx__GraphProto *g = mk_graph("xz");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
+    PUSH(g->n_input, g->input, mk_vi("z", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
+    add_node(g, mk_node("Mul", "mul", NAMES("x", "z"), NAMES("y")));
+    add_gradient(g, NAMES("x", "z"), NAMES("dx"), 1, NAMES("x"), 1, NAMES("z"), "y");
+    PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
+    Onnx__ModelProto *mp = training_model(g);
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    const float xv[] = {1, 2, 3}, zv[] = {-4, 0.5f, 7};
+    xf_tensor *in[2] = {xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {3}}, xv),
+                        xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){1, {3}}, zv)};
+    xf_tensor *out[1] = {0};
+    xf_session *s;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+    run(s, in, out, "x * z");
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(((const float *)out[0]->data)[k] == zv[k], "dx[%d] is %g", k,
+                      (double)((const float *)out[0]->data)[k]);
+    xf_tensor_release(out[0]);
+    xf_tensor_release(in[0]);
+    xf_tensor_release(in[1]);
+    xf_session_free(s);
+    xf_model_free(m);
+}
+END_TEST
+
+/* The session is refused, naming what: for y = Erf(x) (no derivative
+ * modelled), y = x + q with q a graph input outside xs and zs, and xs
+ * naming a value the graph lacks (refused at load, by name). */
+START_TEST(refusals)
+{
+    for (int k = 0; k < 3; k++) {
+        Onnx__GraphProto *g = mk_graph("bad");
+        PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
+        PUSH(g->n_input, g->input, mk_vi("q", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
+        if (k == 0)
+            add_node(g, mk_node("Erf", "erf", NAMES("x"), NAMES("y")));
+        else
+            add_node(g, mk_node("Add", "add", NAMES("x", "q"), NAMES("y")));
+        add_gradient(g, NAMES("x"), NAMES("dx"), 1, k == 2 ? NAMES("nowhere") : NAMES("x"), 0, NULL, "y");
+        PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
+        Onnx__ModelProto *mp = training_model(g);
+        xf_model *m;
+        xf_error e;
+        xf_status st = load_proto(mp, NULL, &m, &e);
+        if (k == 2) {
+            ck_assert_int_ne(st, XF_OK);
+            ck_assert_msg(strstr(e.msg, "Gradient") && strstr(e.msg, "names 'nowhere', which is not defined"), "%s",
+                          e.msg);
+            continue;
+        }
+        ck_assert_msg(st == XF_OK, "%s", e.msg);
+        xf_session *s = NULL;
+        ck_assert_int_ne(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e), XF_OK);
+        const char *want = k == 0 ? "node 'gradient' (Gradient): has no derivative of Erf modelled, for the node that "
+                                    "computes 'y'"
+                                  : "none of xs and zs, and not a constant: add it to zs: 'q'";
+        ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
+/* xflowc drops the Identity that y names (Gradient's y then stands for
+ * the value before it): --check runs both models and finds the gradients
+ * equal, and the written model, where an Identity gives that value y's
+ * name again, runs. */
+START_TEST(optimized)
+{
+    const char *dir = xf_test_tmpdir("gradient-xflowc");
+    ck_assert_ptr_nonnull(dir);
+    Onnx__GraphProto *g = mk_graph("mlp");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, (int64_t[]){2, 4}, NULL));
+    static const float w[12] = {0.5f, -1, 2, 0.25f, 1, -0.5f, -2, 0.75f, 1.5f, 1, -1, 0.5f}, bias[3] = {0.1f, -0.2f, 0.3f};
+    static int64_t wd[] = {4, 3}, bd[] = {3};
+    PUSH(g->n_initializer, g->initializer, mk_raw("W", XF_DT_FLOAT, 2, wd, w, sizeof w));
+    PUSH(g->n_initializer, g->initializer, mk_raw("B", XF_DT_FLOAT, 1, bd, bias, sizeof bias));
+    add_node(g, mk_node("MatMul", "mm", NAMES("x", "W"), NAMES("m")));
+    add_node(g, mk_node("Add", "add", NAMES("m", "B"), NAMES("a")));
+    add_node(g, mk_node("Sigmoid", "act", NAMES("a"), NAMES("r")));
+    add_node(g, mk_node("Identity", "same", NAMES("r"), NAMES("i")));
+    add_node(g, mk_node("Mul", "square", NAMES("i", "i"), NAMES("y")));
+    add_gradient(g, NAMES("x"), NAMES("dx"), 1, NAMES("x"), 0, NULL, "i");
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 2, (int64_t[]){2, 3}, NULL));
+    PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 2, (int64_t[]){2, 4}, NULL));
+    Onnx__ModelProto *mp = training_model(g);
+    char in[4200], out_path[4200], cmd[9000], *out = NULL;
+    snprintf(in, sizeof in, "%s/mlp.onnx", dir);
+    snprintf(out_path, sizeof out_path, "%s/mlp-opt.onnx", dir);
+    write_model(mp, in);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --check", xf_test_tool("xflowc"), in, out_path);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "Identity                       1 -> 0") && strstr(out, "check: output 'dx'"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s %s", xf_test_tool("xflow-run"), out_path);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'dx' FLOAT 2x4"), "%s", out);
+    free(out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gradient");
+    TCase *tc = tcase_create("gradient");
+    tcase_add_checked_fixture(tc, NULL, free_allocs);
+    tcase_add_loop_test(tc, against_differences, 0, (int)(sizeof cases / sizeof *cases));
+    tcase_add_test(tc, zs_and_scalars);
+    tcase_add_test(tc, refusals);
+    tcase_add_test(tc, optimized);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
