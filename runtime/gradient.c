@@ -11,10 +11,12 @@
  * walks its nodes backwards, each op's vector-Jacobian product adding
  * into the gradients of its inputs (summed over the dims an input was
  * broadcast along).  The ops it differentiates: Add, Sub, Mul, Div, Pow,
- * Sum, Neg, Identity, Abs, Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Reshape,
- * Flatten, Squeeze, Unsqueeze, Transpose, MatMul, Gemm, ReduceSum,
+ * Sum, Where, Neg, Identity, Cast, Abs, Relu, LeakyRelu, Clip, Sigmoid,
+ * Tanh, Exp, Log, Sqrt, Erf, Sin, Cos, Reshape, Flatten, Squeeze,
+ * Unsqueeze, Expand, Transpose, Concat, Gather, MatMul, Gemm, ReduceSum,
  * ReduceMean, Softmax and LogSoftmax; a node of another op between xs and
- * y is refused, naming it, when the session is made.  Import lists the
+ * y is refused, naming it, when the session is made, unless none of its
+ * outputs is floating-point (a comparison passes no gradient).  Import lists the
  * values xs, zs and y name among the node's outer inputs (subgraph.c), so
  * that they stay while the graph is optimized. */
 #include "xf_rt_internal.h"
@@ -46,7 +48,9 @@ static bool differentiable(xf_op op)
     case XF_OP_NEG: case XF_OP_IDENTITY: case XF_OP_ABS: case XF_OP_RELU: case XF_OP_SIGMOID: case XF_OP_TANH:
     case XF_OP_EXP: case XF_OP_LOG: case XF_OP_SQRT: case XF_OP_RESHAPE: case XF_OP_FLATTEN: case XF_OP_SQUEEZE:
     case XF_OP_UNSQUEEZE: case XF_OP_TRANSPOSE: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_REDUCE_SUM:
-    case XF_OP_REDUCE_MEAN: case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX:
+    case XF_OP_REDUCE_MEAN: case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX: case XF_OP_EXPAND: case XF_OP_WHERE:
+    case XF_OP_CAST: case XF_OP_LEAKY_RELU: case XF_OP_ERF: case XF_OP_SIN: case XF_OP_COS: case XF_OP_CLIP:
+    case XF_OP_CONCAT: case XF_OP_GATHER:
         return true;
     default:
         return false;
@@ -142,15 +146,21 @@ static xf_status mark_varying(xf_rt_gradient *gr, xf_error *err)
         gr->varies[gr->xs[i]] = xf_dtype_is_float(p->values[gr->xs[i]].dtype);
     for (int i = 0; i < p->n_nodes; i++) {
         const xf_node *n = &p->nodes[i];
-        bool any = false;
+        /* a node of no floating-point output (a comparison, Shape) passes no gradient */
+        bool any = false, real_out = false;
         for (int k = 0; k < n->n_inputs; k++)
             any |= n->inputs[k] >= 0 && gr->varies[n->inputs[k]];
-        if (!any)
+        for (int k = 0; k < n->n_outputs; k++)
+            real_out |= n->outputs[k] >= 0 && xf_dtype_is_float(p->values[n->outputs[k]].dtype);
+        if (!any || !real_out)
             continue;
-        if (!differentiable(n->op)) {
+        bool bounds = n->op == XF_OP_CLIP && n->n_inputs > 1 &&
+                      ((n->inputs[1] >= 0 && gr->varies[n->inputs[1]]) ||
+                       (n->n_inputs > 2 && n->inputs[2] >= 0 && gr->varies[n->inputs[2]]));
+        if (!differentiable(n->op) || bounds) {
             char what[256];
-            snprintf(what, sizeof what, "has no derivative of %s modelled, for the node that computes",
-                     n->opaque ? n->opaque->op_type : xf_op_name(n->op));
+            snprintf(what, sizeof what, "has no derivative of %s%s modelled, for the node that computes",
+                     n->opaque ? n->opaque->op_type : xf_op_name(n->op), bounds ? "'s bounds" : "");
             return fail(gr->node, err, XF_ERR_UNSUPPORTED, what,
                         n->n_outputs > 0 && n->outputs[0] >= 0 ? p->values[n->outputs[0]].name : "");
         }
@@ -325,7 +335,7 @@ static void binary(pass *b, const xf_node *n, const double *gy, bool *oom)
     }
 }
 
-/* Sum: every input (broadcast) takes the output's gradient. */
+/* Sum, Expand: every input (broadcast) takes the output's gradient. */
 static void sum(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int iy = n->outputs[0];
@@ -351,6 +361,14 @@ static void unary(pass *b, const xf_node *n, const double *gy, bool *oom)
         *oom = true;
     if (!gx || !x || !y)
         return;
+    double lo = -INFINITY, hi = INFINITY; /* Clip's bounds */
+    if (n->op == XF_OP_CLIP && n->attrs.has_clip_attrs)
+        lo = n->attrs.clip_min, hi = n->attrs.clip_max;
+    for (int k = 1; n->op == XF_OP_CLIP && !n->attrs.has_clip_attrs && k < n->n_inputs && k < 3; k++) {
+        const xf_tensor *t = n->inputs[k] >= 0 ? b->val[n->inputs[k]] : NULL;
+        if (t && xf_tensor_numel(t) == 1)
+            *(k == 1 ? &lo : &hi) = xf_rt_load_f64(t->dtype, t->data, 0);
+    }
     int64_t count = xf_tensor_numel(b->val[iy]);
     for (int64_t i = 0; i < count; i++) {
         double d;
@@ -363,7 +381,12 @@ static void unary(pass *b, const xf_node *n, const double *gy, bool *oom)
         case XF_OP_EXP: d = y[i]; break;
         case XF_OP_LOG: d = 1 / x[i]; break;
         case XF_OP_SQRT: d = 0.5 / y[i]; break;
-        default: d = 1; break; /* Identity, Reshape, Flatten, Squeeze, Unsqueeze: the same elements */
+        case XF_OP_LEAKY_RELU: d = x[i] > 0 ? 1 : n->attrs.alpha; break;
+        case XF_OP_ERF: d = 1.1283791670955126 * exp(-x[i] * x[i]); break; /* 2 / sqrt(pi) */
+        case XF_OP_SIN: d = cos(x[i]); break;
+        case XF_OP_COS: d = -sin(x[i]); break;
+        case XF_OP_CLIP: d = x[i] >= lo && x[i] <= hi; break;
+        default: d = 1; break; /* Identity, Cast, Reshape, Flatten, Squeeze, Unsqueeze: the same elements */
         }
         gx[i] += gy[i] * d;
     }
@@ -386,6 +409,73 @@ static void transpose(pass *b, const xf_node *n, const double *gy, bool *oom)
     int64_t count = xf_tensor_numel(b->val[iy]);
     for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it))
         gx[it.off[kx]] += gy[i];
+}
+
+/* Where(c, a, b): the gradient goes to a where c holds, to b elsewhere. */
+static void where(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ic = n->inputs[0], ia = n->inputs[1], ib = n->inputs[2], iy = n->outputs[0];
+    const double *c = vals(b, ic);
+    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom);
+    if (!c) {
+        *oom = true;
+        return;
+    }
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, shape(b, iy));
+    int kc = xf_rt_iter_add_broadcast(&it, shape(b, ic)), ka = xf_rt_iter_add_broadcast(&it, shape(b, ia));
+    int kb = xf_rt_iter_add_broadcast(&it, shape(b, ib));
+    int64_t count = xf_tensor_numel(b->val[iy]);
+    for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it)) {
+        double *to = c[it.off[kc]] != 0 ? ga : gb;
+        if (to)
+            to[it.off[c[it.off[kc]] != 0 ? ka : kb]] += gy[i];
+    }
+}
+
+/* Concat: each input takes its slab of the output's gradient. */
+static void concat(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    const xf_shape *ys = shape(b, n->outputs[0]);
+    int axis = xf_rt_axis(n->attrs.axis, ys->ndim);
+    if (axis < 0)
+        return;
+    int64_t outer = xf_rt_dims_product(ys, 0, axis), inner = xf_rt_dims_product(ys, axis + 1, ys->ndim);
+    int64_t row = ys->dims[axis] * inner, at = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int64_t len = shape(b, n->inputs[k])->dims[axis] * inner;
+        double *gx = grad(b, n->inputs[k], oom);
+        for (int64_t o = 0; gx && o < outer; o++)
+            for (int64_t j = 0; j < len; j++)
+                gx[o * len + j] += gy[o * row + at + j];
+        at += len;
+    }
+}
+
+/* Gather(data, indices) along axis: each output element's gradient into
+ * the data element it took (an index taken twice, twice). */
+static void gather(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int id = n->inputs[0], ii = n->inputs[1];
+    double *gd = grad(b, id, oom);
+    if (!gd)
+        return;
+    const xf_shape *ds = shape(b, id);
+    const xf_tensor *idx = b->val[ii];
+    int axis = xf_rt_axis(n->attrs.axis, ds->ndim);
+    if (axis < 0)
+        return;
+    int64_t outer = xf_rt_dims_product(ds, 0, axis), inner = xf_rt_dims_product(ds, axis + 1, ds->ndim);
+    int64_t len = ds->dims[axis], count = xf_tensor_numel(idx);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < count; j++) {
+            int64_t k = xf_rt_load_i64(idx->dtype, idx->data, j);
+            k += k < 0 ? len : 0;
+            if (k < 0 || k >= len)
+                continue;
+            for (int64_t e = 0; e < inner; e++)
+                gd[(o * len + k) * inner + e] += gy[(o * count + j) * inner + e];
+        }
 }
 
 /* gc[m, n] += sum_k ga[m, k] gb[k, n] (row strides given), the product
@@ -577,7 +667,10 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
             continue;
         switch (n->op) {
         case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV: case XF_OP_POW: binary(&b, n, gy, &oom); break;
-        case XF_OP_SUM: sum(&b, n, gy, &oom); break;
+        case XF_OP_SUM: case XF_OP_EXPAND: sum(&b, n, gy, &oom); break;
+        case XF_OP_WHERE: where(&b, n, gy, &oom); break;
+        case XF_OP_CONCAT: concat(&b, n, gy, &oom); break;
+        case XF_OP_GATHER: gather(&b, n, gy, &oom); break;
         case XF_OP_TRANSPOSE: transpose(&b, n, gy, &oom); break;
         case XF_OP_MATMUL: matmul(&b, n, gy, &oom); break;
         case XF_OP_GEMM: gemm(&b, n, gy, &oom); break;

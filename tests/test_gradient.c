@@ -148,6 +148,43 @@ static void b_softmax(Onnx__GraphProto *g)
     add_node(g, mk_node("Sub", "y", NAMES("a", "b"), NAMES("y")));
 }
 
+static void b_select(Onnx__GraphProto *g)
+{
+    add_node(g, mk_node("Greater", "greater", NAMES("x0", "x1"), NAMES("c")));
+    add_node(g, mk_node("Where", "where", NAMES("c", "x0", "x1"), NAMES("w")));
+    static int64_t one[] = {1}, two[] = {2}, to[] = {2, 3};
+    static const double bound[2] = {-0.5, 0.5};
+    PUSH(g->n_initializer, g->initializer, mk_raw("to", XF_DT_INT64, 1, two, to, 16));
+    PUSH(g->n_initializer, g->initializer, mk_raw("lo", XF_DT_DOUBLE, 0, one, bound, 8));
+    PUSH(g->n_initializer, g->initializer, mk_raw("hi", XF_DT_DOUBLE, 0, one, bound + 1, 8));
+    add_node(g, mk_node("Expand", "expand", NAMES("x1", "to"), NAMES("e")));
+    add_node(g, mk_node("Clip", "clip", NAMES("x0", "lo", "hi"), NAMES("cl")));
+    Onnx__NodeProto *l = mk_node("LeakyRelu", "leaky", NAMES("x0"), NAMES("lr"));
+    attr_float(l, "alpha", 0.25f);
+    add_node(g, l);
+    add_node(g, mk_node("Cos", "cos", NAMES("x0"), NAMES("co")));
+    add_node(g, mk_node("Erf", "erf", NAMES("co"), NAMES("er")));
+    add_node(g, mk_node("Sin", "sin", NAMES("er"), NAMES("si")));
+    Onnx__NodeProto *c = mk_node("Cast", "cast", NAMES("si"), NAMES("ca"));
+    attr_int(c, "to", XF_DT_DOUBLE);
+    add_node(g, c);
+    add_node(g, mk_node("Sum", "sum", NAMES("w", "e", "cl", "lr", "ca"), NAMES("s")));
+    add_node(g, mk_node("Mul", "y", NAMES("s", "s"), NAMES("y")));
+}
+
+static void b_pieces(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *c = mk_node("Concat", "concat", NAMES("x0", "x1"), NAMES("c"));
+    attr_int(c, "axis", 1);
+    add_node(g, c);
+    static int64_t dims[] = {2, 2}, idx[] = {0, 4, 4, -1};
+    PUSH(g->n_initializer, g->initializer, mk_raw("idx", XF_DT_INT64, 2, dims, idx, sizeof idx));
+    Onnx__NodeProto *t = mk_node("Gather", "gather", NAMES("c", "idx"), NAMES("t"));
+    attr_int(t, "axis", 1);
+    add_node(g, t);
+    add_node(g, mk_node("Mul", "y", NAMES("t", "t"), NAMES("y")));
+}
+
 #define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
 static const gcase cases[] = {
     {"Add", 2, 2, {S(2, 3), S(3)}, false, b_add},
@@ -163,6 +200,8 @@ static const gcase cases[] = {
     {"shape ops", 3, 2, {S(2, 3, 4), S(24), S(24)}, false, b_shapes},
     {"ReduceSum and ReduceMean", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_reduce},
     {"Softmax and LogSoftmax", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_softmax},
+    {"Where, Expand, Clip, LeakyRelu, Cos, Erf, Sin, Cast", 2, 2, {S(2, 3), S(3)}, false, b_select},
+    {"Concat and Gather", 2, 2, {S(2, 3), S(2, 2)}, false, b_pieces},
 };
 
 static uint64_t rng_state = 12345;
@@ -308,7 +347,7 @@ START_TEST(zs_and_scalars)
 }
 END_TEST
 
-/* The session is refused, naming what: for y = Erf(x) (no derivative
+/* The session is refused, naming what: for y = Atan(x) (no derivative
  * modelled), y = x + q with q a graph input outside xs and zs, and xs
  * naming a value the graph lacks (refused at load, by name). */
 START_TEST(refusals)
@@ -318,7 +357,7 @@ START_TEST(refusals)
         PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
         PUSH(g->n_input, g->input, mk_vi("q", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
         if (k == 0)
-            add_node(g, mk_node("Erf", "erf", NAMES("x"), NAMES("y")));
+            add_node(g, mk_node("Atan", "atan", NAMES("x"), NAMES("y")));
         else
             add_node(g, mk_node("Add", "add", NAMES("x", "q"), NAMES("y")));
         add_gradient(g, NAMES("x"), NAMES("dx"), 1, k == 2 ? NAMES("nowhere") : NAMES("x"), 0, NULL, "y");
@@ -336,7 +375,7 @@ START_TEST(refusals)
         ck_assert_msg(st == XF_OK, "%s", e.msg);
         xf_session *s = NULL;
         ck_assert_int_ne(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e), XF_OK);
-        const char *want = k == 0 ? "node 'gradient' (Gradient): has no derivative of Erf modelled, for the node that "
+        const char *want = k == 0 ? "node 'gradient' (Gradient): has no derivative of Atan modelled, for the node that "
                                     "computes 'y'"
                                   : "none of xs and zs, and not a constant: add it to zs: 'q'";
         ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
