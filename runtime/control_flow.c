@@ -352,7 +352,7 @@ static xf_tensor *slice(const xf_tensor *t, int axis, int64_t i)
             block *= (size_t)t->shape.dims[d];
     }
     xf_tensor *r = xf_tensor_create_unset(t->dtype, &shape);
-    if (r)
+    if (r && t->data) /* an empty input has no buffer: its slices are empty too */
         copy_blocks(r->data, block, (const char *)t->data + (size_t)i * block, block * (size_t)t->shape.dims[axis],
                     outer, block);
     return r;
@@ -412,7 +412,7 @@ static xf_status stack(const xf_rt_flow *f, int k, xf_tensor **items, int64_t n,
     *out = xf_tensor_create_unset(dt, &shape);
     if (!*out)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; (*out)->data && i < n; i++) /* an empty output has no buffer, nothing to copy */
         copy_blocks((char *)(*out)->data + (size_t)(reverse ? n - 1 - i : i) * block, (size_t)n * block,
                     items[i]->data, block, outer, block);
     return XF_OK;

@@ -255,8 +255,8 @@ END_TEST
  * at the limit with a one-line message (a FlexAttention modifier whose
  * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
  * of an empty input, a GridSample of an empty grid, a
- * CausalConvWithState over an empty sequence and a TopK of K 0 along an
- * empty axis, which the sanitizer build runs without finding undefined
+ * CausalConvWithState over an empty sequence, a TopK of K 0 along an
+ * empty axis and a Scan over an empty input, which the sanitizer build runs without finding undefined
  * behaviour; a ConvInteger of no output channels whose padding made 860 M
  * column entries nothing read, now none); run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
