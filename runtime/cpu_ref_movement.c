@@ -668,11 +668,11 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
 /* Slice: parameters from the opset-1 attributes or from inputs 1-4.
  * Starts and ends count from the end when negative and are clamped as
  * ONNX says (to [0, dim] going forward, to [-1, dim - 1] going backward). */
-xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                       xf_error *err)
+xf_status xf_ref_slice_walk(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys, int64_t *base_out,
+                            int64_t *strides, xf_error *err)
 {
     const xf_attrs *a = &n->attrs;
-    const xf_shape *xs = &in[0].shape, *ys = &out[0].shape;
+    const xf_shape *xs = &in[0].shape;
     int rank = xs->ndim;
     if (ys->ndim != rank)
         return xf_rt_bad_node(err, n, "input and output ranks differ");
@@ -689,7 +689,7 @@ xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tens
     if ((axes_in && xf_rt_numel(axes_in) != count) || (steps_in && xf_rt_numel(steps_in) != count))
         return xf_rt_bad_node(err, n, "axes and steps must match starts in length");
 
-    int64_t in_strides[XF_MAX_DIMS], strides[XF_MAX_DIMS], base = 0;
+    int64_t in_strides[XF_MAX_DIMS], base = 0;
     bool sliced[XF_MAX_DIMS] = {false};
     xf_rt_dense_strides(xs, in_strides);
     for (int d = 0; d < rank; d++)
@@ -734,8 +734,19 @@ xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tens
     for (int d = 0; d < rank; d++)
         if (!sliced[d] && ys->dims[d] != xs->dims[d])
             return xf_rt_bad_node(err, n, "output differs from the input on unsliced axis %d", d);
+    *base_out = base;
+    return XF_OK;
+}
+
+xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                       xf_error *err)
+{
+    int64_t base, strides[XF_MAX_DIMS];
+    xf_status st = xf_ref_slice_walk(n, in, &out[0].shape, &base, strides, err);
+    if (st != XF_OK)
+        return st;
     xf_rt_iter it;
-    xf_rt_iter_init(&it, ys);
+    xf_rt_iter_init(&it, &out[0].shape);
     xf_rt_iter_add(&it, strides, base);
     xf_rt_gather_iter(&in[0], &out[0], &it);
     return XF_OK;

@@ -13,7 +13,8 @@
  * broadcast along).  The ops it differentiates: Add, Sub, Mul, Div, Pow,
  * Sum, Where, Neg, Identity, Cast, Abs, Relu, LeakyRelu, Clip, Sigmoid,
  * Tanh, Exp, Log, Sqrt, Erf, Sin, Cos, Reshape, Flatten, Squeeze,
- * Unsqueeze, Expand, Transpose, Concat, Gather, MatMul, Gemm, ReduceSum,
+ * Unsqueeze, Expand, Transpose, Concat, Split, Slice, Gather, MatMul,
+ * Gemm, ReduceSum,
  * ReduceMean, Softmax and LogSoftmax; a node of another op between xs and
  * y is refused, naming it, when the session is made, unless none of its
  * outputs is floating-point (a comparison passes no gradient).  Import lists the
@@ -50,7 +51,7 @@ static bool differentiable(xf_op op)
     case XF_OP_UNSQUEEZE: case XF_OP_TRANSPOSE: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_REDUCE_SUM:
     case XF_OP_REDUCE_MEAN: case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX: case XF_OP_EXPAND: case XF_OP_WHERE:
     case XF_OP_CAST: case XF_OP_LEAKY_RELU: case XF_OP_ERF: case XF_OP_SIN: case XF_OP_COS: case XF_OP_CLIP:
-    case XF_OP_CONCAT: case XF_OP_GATHER:
+    case XF_OP_CONCAT: case XF_OP_GATHER: case XF_OP_SLICE: case XF_OP_SPLIT:
         return true;
     default:
         return false;
@@ -452,6 +453,54 @@ static void concat(pass *b, const xf_node *n, const double *gy, bool *oom)
     }
 }
 
+/* Split: each output's gradient into its slab of the input. */
+static void split(pass *b, const xf_node *n, bool *oom)
+{
+    int ix = n->inputs[0];
+    double *gx = grad(b, ix, oom);
+    const xf_shape *xs = shape(b, ix);
+    int axis = xf_rt_axis(n->attrs.axis, xs->ndim);
+    if (!gx || axis < 0)
+        return;
+    int64_t outer = xf_rt_dims_product(xs, 0, axis), inner = xf_rt_dims_product(xs, axis + 1, xs->ndim);
+    int64_t row = xs->dims[axis] * inner, at = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (n->outputs[k] < 0)
+            continue;
+        int64_t len = shape(b, n->outputs[k])->dims[axis] * inner;
+        const double *gy = b->g[n->outputs[k]];
+        for (int64_t o = 0; gy && o < outer; o++)
+            for (int64_t j = 0; j < len; j++)
+                gx[o * row + at + j] += gy[o * len + j];
+        at += len;
+    }
+}
+
+/* Slice: each output element's gradient into the input element it took
+ * (the walk cpu_ref's Slice takes). */
+static void slice(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ix = n->inputs[0], iy = n->outputs[0];
+    double *gx = grad(b, ix, oom);
+    if (!gx)
+        return;
+    xf_tensor_view in[5] = {{0}};
+    for (int k = 0; k < n->n_inputs && k < 5; k++)
+        if (n->inputs[k] >= 0)
+            in[k] = (xf_tensor_view){b->val[n->inputs[k]]->dtype, b->val[n->inputs[k]]->shape,
+                                     b->val[n->inputs[k]]->data};
+    int64_t base, strides[XF_MAX_DIMS];
+    xf_error e;
+    if (xf_ref_slice_walk(n, in, shape(b, iy), &base, strides, &e) != XF_OK)
+        return; /* the forward run took the same walk */
+    xf_rt_iter it;
+    xf_rt_iter_init(&it, shape(b, iy));
+    int kx = xf_rt_iter_add(&it, strides, base);
+    int64_t count = xf_tensor_numel(b->val[iy]);
+    for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it))
+        gx[it.off[kx]] += gy[i];
+}
+
 /* Gather(data, indices) along axis: each output element's gradient into
  * the data element it took (an index taken twice, twice). */
 static void gather(pass *b, const xf_node *n, const double *gy, bool *oom)
@@ -663,6 +712,10 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
     for (int i = p->n_nodes - 1; st == XF_OK && !oom && i >= 0; i--) {
         const xf_node *n = &p->nodes[i];
         const double *gy = n->outputs[0] >= 0 ? b.g[n->outputs[0]] : NULL;
+        if (n->op == XF_OP_SPLIT) {
+            split(&b, n, &oom);
+            continue;
+        }
         if (!gy)
             continue;
         switch (n->op) {
@@ -671,6 +724,7 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
         case XF_OP_WHERE: where(&b, n, gy, &oom); break;
         case XF_OP_CONCAT: concat(&b, n, gy, &oom); break;
         case XF_OP_GATHER: gather(&b, n, gy, &oom); break;
+        case XF_OP_SLICE: slice(&b, n, gy, &oom); break;
         case XF_OP_TRANSPOSE: transpose(&b, n, gy, &oom); break;
         case XF_OP_MATMUL: matmul(&b, n, gy, &oom); break;
         case XF_OP_GEMM: gemm(&b, n, gy, &oom); break;

@@ -338,6 +338,10 @@ xf_status xf_ref_tensor_scatter(const xf_node *n, const xf_tensor_view *in, cons
                                 xf_error *err);
 xf_status xf_ref_top_k(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_slice(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* Slice's walk of its input for output shape ys: output element i (in
+ * row-major order over ys) is input element base + coord . strides. */
+xf_status xf_ref_slice_walk(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys, int64_t *base,
+                            int64_t *strides, xf_error *err);
 xf_status xf_ref_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_center_crop_pad(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);

@@ -182,7 +182,21 @@ static void b_pieces(Onnx__GraphProto *g)
     Onnx__NodeProto *t = mk_node("Gather", "gather", NAMES("c", "idx"), NAMES("t"));
     attr_int(t, "axis", 1);
     add_node(g, t);
-    add_node(g, mk_node("Mul", "y", NAMES("t", "t"), NAMES("y")));
+    add_node(g, mk_node("Mul", "sq", NAMES("t", "t"), NAMES("q")));
+    /* q [2, 2, 2]: split along its last axis, the halves sliced back to
+     * front (steps -1 and 2, negative starts) and added */
+    Onnx__NodeProto *sp = mk_node("Split", "split", NAMES("q"), NAMES("h0", "h1"));
+    attr_int(sp, "axis", -1);
+    add_node(g, sp);
+    static int64_t three[] = {3}, starts[] = {-1, 0, 0}, ends[] = {-3, 2, 1}, axes[] = {0, 1, 2},
+                   steps[] = {-1, 2, 1};
+    PUSH(g->n_initializer, g->initializer, mk_raw("starts", XF_DT_INT64, 1, three, starts, sizeof starts));
+    PUSH(g->n_initializer, g->initializer, mk_raw("ends", XF_DT_INT64, 1, three, ends, sizeof ends));
+    PUSH(g->n_initializer, g->initializer, mk_raw("axes", XF_DT_INT64, 1, three, axes, sizeof axes));
+    PUSH(g->n_initializer, g->initializer, mk_raw("steps", XF_DT_INT64, 1, three, steps, sizeof steps));
+    add_node(g, mk_node("Slice", "slice", NAMES("h0", "starts", "ends", "axes", "steps"), NAMES("s")));
+    add_node(g, mk_node("Sigmoid", "sig", NAMES("h1"), NAMES("h")));
+    add_node(g, mk_node("Add", "y", NAMES("s", "h"), NAMES("y")));
 }
 
 #define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
@@ -201,7 +215,7 @@ static const gcase cases[] = {
     {"ReduceSum and ReduceMean", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_reduce},
     {"Softmax and LogSoftmax", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_softmax},
     {"Where, Expand, Clip, LeakyRelu, Cos, Erf, Sin, Cast", 2, 2, {S(2, 3), S(3)}, false, b_select},
-    {"Concat and Gather", 2, 2, {S(2, 3), S(2, 2)}, false, b_pieces},
+    {"Concat, Gather, Split and Slice", 2, 2, {S(2, 3), S(2, 2)}, false, b_pieces},
 };
 
 static uint64_t rng_state = 12345;
