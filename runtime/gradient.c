@@ -205,21 +205,23 @@ xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, cons
 {
     *out = NULL;
     const xf_node *n = &g->nodes[node];
-    const xf_opaque_strings *xs = xf_opaque_find_strings(n->opaque, "xs"), *zs = xf_opaque_find_strings(n->opaque, "zs");
-    const xf_opaque_strings *y = xf_opaque_find_strings(n->opaque, "y");
+    const xf_opaque_strings *xs = xf_opaque_find_strings(n->opaque, "xs");
+    const xf_opaque_strings *zs = xf_opaque_find_strings(n->opaque, "zs"), *y = xf_opaque_find_strings(n->opaque, "y");
     int n_x = xs ? xs->n : 0, n_z = zs ? zs->n : 0;
     if (n_x < 1 || !y || y->n != 1)
-        return fail(n, err, XF_ERR_INVALID, "needs attributes xs (one name or more) and y (one name); it has",
-                    !xs ? "no xs" : !y ? "no y" : "them empty");
+        return xf_error_set(err, XF_ERR_INVALID,
+                            "node '%s' (Gradient): needs the attributes xs (one name or more) and y (one name)",
+                            n->name ? n->name : "");
     if (n->opaque->n_own_inputs != n_x + n_z || n->n_outputs != n_x)
-        return fail(n, err, XF_ERR_INVALID, "takes one input per name of xs and zs and gives one output per name of xs:",
-                    "count them");
+        return xf_error_set(err, XF_ERR_INVALID,
+                            "node '%s' (Gradient) has %d inputs and %d outputs; xs and zs name %d and %d values, and "
+                            "it takes one input per name of both and gives one output per name of xs",
+                            n->name ? n->name : "", n->opaque->n_own_inputs, n->n_outputs, n_x, n_z);
     xf_rt_gradient *gr = calloc(1, sizeof *gr);
     int *src = malloc(sizeof *src * (size_t)(n_x + n_z));
     if (!gr || !src || !(gr->xs = malloc(sizeof *gr->xs * (size_t)(n_x + n_z)))) {
         free(src);
-        if (gr)
-            free(gr);
+        free(gr);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     gr->node = n;
@@ -234,8 +236,8 @@ xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, cons
         if (st != XF_OK)
             break;
         if (src[i] < 0)
-            st = fail(n, err, XF_ERR_INVALID, i < n_x ? "xs names no value of the graph:" : "zs names no value of the graph:",
-                      name);
+            st = fail(n, err, XF_ERR_INVALID,
+                      i < n_x ? "xs names no value of the graph:" : "zs names no value of the graph:", name);
         else if (i < n_x && !xf_dtype_is_float(g->values[src[i]].dtype))
             st = fail(n, err, XF_ERR_INVALID, "differentiates floating-point values only, not", name);
     }

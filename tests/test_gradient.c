@@ -408,7 +408,8 @@ START_TEST(optimized)
     ck_assert_ptr_nonnull(dir);
     Onnx__GraphProto *g = mk_graph("mlp");
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, (int64_t[]){2, 4}, NULL));
-    static const float w[12] = {0.5f, -1, 2, 0.25f, 1, -0.5f, -2, 0.75f, 1.5f, 1, -1, 0.5f}, bias[3] = {0.1f, -0.2f, 0.3f};
+    static const float w[12] = {0.5f, -1, 2, 0.25f, 1, -0.5f, -2, 0.75f, 1.5f, 1, -1, 0.5f};
+    static const float bias[3] = {0.1f, -0.2f, 0.3f};
     static int64_t wd[] = {4, 3}, bd[] = {3};
     PUSH(g->n_initializer, g->initializer, mk_raw("W", XF_DT_FLOAT, 2, wd, w, sizeof w));
     PUSH(g->n_initializer, g->initializer, mk_raw("B", XF_DT_FLOAT, 1, bd, bias, sizeof bias));

@@ -101,10 +101,10 @@ static int pattern_as(const void *format, int x, int y, int c)
 START_TEST(lossless_formats)
 {
     static const char *const files[][2] = {
-        {"pattern.png", " png"},   {"pattern_palette.png", " png"}, {"pattern_rgba.png", " png"},
-        {"pattern.bmp", " bmp"},   {"pattern_palette.bmp", " bmp"}, {"pattern.tiff", " tiff"},       {"pattern.webp", " webp"},
-        {"pattern.jp2", " jpeg2000"}, {"pattern.j2k", " jpeg2000"}, {"pattern.ppm", " pnm"},
-        {"pattern_plain.ppm", " pnm"}};
+        {"pattern.png", " png"},      {"pattern_palette.png", " png"}, {"pattern_rgba.png", " png"},
+        {"pattern.bmp", " bmp"},      {"pattern_palette.bmp", " bmp"}, {"pattern.tiff", " tiff"},
+        {"pattern.webp", " webp"},    {"pattern.jp2", " jpeg2000"},    {"pattern.j2k", " jpeg2000"},
+        {"pattern.ppm", " pnm"},      {"pattern_plain.ppm", " pnm"}};
     static const char *const formats[] = {"RGB", "BGR", "Grayscale", NULL};
     const char *backends[2];
     int nb = host_backends(backends);
