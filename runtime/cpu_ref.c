@@ -34,8 +34,8 @@ typedef struct ref_entry {
 #define F16 (XF_DTM(XF_DT_FLOAT16) | XF_DTM(XF_DT_BFLOAT16))
 #define UNS (XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_UINT16) | XF_DTM(XF_DT_UINT32) | XF_DTM(XF_DT_UINT64))
 
-#define XF_REF_CONV {xf_ref_conv, F32 | F16, F32 | F16, 0, true}
 #define F64 XF_DTM(XF_DT_DOUBLE)
+#define XF_REF_CONV {xf_ref_conv, F32 | F64 | F16, F32 | F64 | F16, 0, true}
 #define XF_REF_MATMUL {xf_ref_matmul, F32 | F64 | F16, F32 | F64 | F16, 0, true}
 #define XF_REF_GEMM {xf_ref_gemm, F32 | F64 | F16, F32 | F64 | F16, 0, true}
 #define XF_REF_ADD {xf_ref_binary, NUM, NUM, 0}

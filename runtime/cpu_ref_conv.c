@@ -272,37 +272,37 @@ static xf_status conv_setup(const xf_node *n, const xf_tensor_view *in, int wi, 
     return XF_OK;
 }
 
-/* Conv: X (N, C, spatial), W (M, C/group, kernel), optional B (M); float32,
- * accumulated in double. */
+/* Element i of an optional per-tensor or per-channel parameter (0 when
+ * absent). */
+static double param_at(const xf_tensor_view *v, int64_t i)
+{
+    return v ? xf_rt_load_f64(v->dtype, v->data, xf_rt_numel(v) == 1 ? 0 : i) : 0.0;
+}
+
+/* Conv: X (N, C, spatial), W (M, C/group, kernel), optional B (M); float32
+ * or double, accumulated in double. */
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
+    const xf_tensor_view *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
     xf_rt_window w;
     conv_channels ch;
     double *x, *wt, *acc;
     xf_status st = conv_setup(n, in, 1, out, &w, &ch, &x, &wt, &acc, err);
-    if (st == XF_OK && bias && xf_rt_numel(&in[2]) != ch.c_out)
+    if (st == XF_OK && bias && xf_rt_numel(bias) != ch.c_out)
         st = xf_rt_bad_node(err, n, "bias has %lld elements for %lld output channels", (long long)xf_rt_numel(&in[2]),
                             (long long)ch.c_out);
     if (st == XF_OK && conv_sums(&w, &ch, x, wt, acc) != XF_OK)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st == XF_OK) {
         int64_t plane = w.out[0] * w.out[1] * w.out[2];
-        float *y = out[0].data;
         for (int64_t i = 0; i < ch.batch * ch.c_out * plane; i++)
-            y[i] = (float)activate(n->attrs.activation, acc[i] + (bias ? bias[i / plane % ch.c_out] : 0.0));
+            xf_rt_store_f64(out[0].dtype, out[0].data, i,
+                            activate(n->attrs.activation, acc[i] + (bias ? param_at(bias, i / plane % ch.c_out) : 0)));
     }
     free(x);
     free(wt);
     free(acc);
     return st;
-}
-
-/* Element i of an optional per-tensor or per-channel parameter (0 when
- * absent). */
-static double param_at(const xf_tensor_view *v, int64_t i)
-{
-    return v ? xf_rt_load_f64(v->dtype, v->data, xf_rt_numel(v) == 1 ? 0 : i) : 0.0;
 }
 
 /* ConvInteger (x, w, x_zero_point, w_zero_point) gives the int32 sums of
@@ -527,9 +527,6 @@ xf_status xf_ref_col2im(const xf_node *n, const xf_tensor_view *in, const xf_ten
     return XF_OK;
 }
 
-/* The index MaxPool's Indices give input position pos of plane p: into
- * the whole input, its spatial axes row-major, or with storage_order 1
- * column-major (the first spatial axis fastest). */
 /* The taps k in [0, k_count) of one dim whose position base + k * dil lies
  * in [from, to), as [*lo, *hi) (empty when none do). */
 static void taps_between(int64_t base, int64_t dil, int64_t k_count, int64_t from, int64_t to, int64_t *lo,
@@ -543,6 +540,22 @@ static void taps_between(int64_t base, int64_t dil, int64_t k_count, int64_t fro
         *hi = *lo;
 }
 
+void xf_rt_window_taps(const xf_rt_window *w, const int64_t *o, int64_t *lo, int64_t *hi, int64_t *inside,
+                       int64_t *padded)
+{
+    *inside = *padded = 1;
+    for (int i = 0; i < XF_MAX_SPATIAL; i++) {
+        int64_t base = o[i] * w->stride[i] - w->pad_begin[i], plo, phi;
+        taps_between(base, w->dil[i], w->k[i], 0, w->in[i], &lo[i], &hi[i]);
+        taps_between(base, w->dil[i], w->k[i], -w->pad_begin[i], w->in[i] + w->pad_end[i], &plo, &phi);
+        *inside *= hi[i] - lo[i];
+        *padded *= phi - plo;
+    }
+}
+
+/* The index MaxPool's Indices give input position pos of plane p: into
+ * the whole input, its spatial axes row-major, or with storage_order 1
+ * column-major (the first spatial axis fastest). */
 static int64_t pool_index(const xf_rt_window *w, int storage_order, int64_t p, const int64_t *pos)
 {
     int64_t in_sp = w->in[0] * w->in[1] * w->in[2];
@@ -584,16 +597,8 @@ xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tenso
         for (int64_t o0 = 0; o0 < w.out[0]; o0++)
             for (int64_t o1 = 0; o1 < w.out[1]; o1++)
                 for (int64_t o2 = 0; o2 < w.out[2]; o2++, oi++) {
-                    /* per dim, the taps inside the input, [lo, hi), and how
-                     * many fall inside the padded input (never before it) */
-                    int64_t o[3] = {o0, o1, o2}, lo[3], hi[3], inside = 1, padded = 1;
-                    for (int i = 0; i < 3; i++) {
-                        int64_t base = o[i] * w.stride[i] - w.pad_begin[i], plo, phi;
-                        taps_between(base, w.dil[i], w.k[i], 0, w.in[i], &lo[i], &hi[i]);
-                        taps_between(base, w.dil[i], w.k[i], -w.pad_begin[i], w.in[i] + w.pad_end[i], &plo, &phi);
-                        inside *= hi[i] - lo[i];
-                        padded *= phi - plo;
-                    }
+                    int64_t o[3] = {o0, o1, o2}, lo[3], hi[3], inside, padded;
+                    xf_rt_window_taps(&w, o, lo, hi, &inside, &padded);
                     double acc = is_max ? -INFINITY : 0.0;
                     int64_t best = -1;
                     for (int64_t k0 = lo[0]; k0 < hi[0]; k0++)

@@ -11,16 +11,19 @@
  * walks its nodes backwards, each op's vector-Jacobian product adding
  * into the gradients of its inputs (summed over the dims an input was
  * broadcast along).  The ops it differentiates: Add, Sub, Mul, Div, Pow,
- * Sum, Where, Neg, Identity, Cast, Abs, Relu, LeakyRelu, Clip, Sigmoid,
- * Tanh, Exp, Log, Sqrt, Erf, Sin, Cos, Reshape, Flatten, Squeeze,
+ * PRelu, Sum, Mean, Max, Min (the first input holding the value takes
+ * it), Where, Neg, Identity, Cast, Abs, Relu, LeakyRelu, Clip, Sigmoid,
+ * Tanh, Exp, Log, Sqrt, Erf, Sin, Cos and the other unary activations
+ * and trigonometric functions (slope()), Reshape, Flatten, Squeeze,
  * Unsqueeze, Expand, Transpose, Concat, Split, Slice, Gather, MatMul,
- * Gemm, ReduceSum,
- * ReduceMean, Softmax and LogSoftmax; a node of another op between xs and
- * y is refused, naming it, when the session is made, unless none of its
- * outputs is floating-point (a comparison passes no gradient).  Import lists the
- * values xs, zs and y name among the node's outer inputs (subgraph.c), so
- * that they stay while the graph is optimized. */
-#include "xf_rt_internal.h"
+ * Gemm, ReduceSum, ReduceMean, Softmax, LogSoftmax, and in gradient_nn.c
+ * Conv, the pools, the normalizations and the ops that move elements
+ * (Pad, Tile, the Scatters, ...); a node of another op between xs and y
+ * is refused, naming it, when the session is made, unless none of its
+ * outputs is floating-point (a comparison passes no gradient).  Import
+ * lists the values xs, zs and y name among the node's outer inputs
+ * (subgraph.c), so that they stay while the graph is optimized. */
+#include "gradient_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -51,10 +54,17 @@ static bool differentiable(xf_op op)
     case XF_OP_UNSQUEEZE: case XF_OP_TRANSPOSE: case XF_OP_MATMUL: case XF_OP_GEMM: case XF_OP_REDUCE_SUM:
     case XF_OP_REDUCE_MEAN: case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX: case XF_OP_EXPAND: case XF_OP_WHERE:
     case XF_OP_CAST: case XF_OP_LEAKY_RELU: case XF_OP_ERF: case XF_OP_SIN: case XF_OP_COS: case XF_OP_CLIP:
-    case XF_OP_CONCAT: case XF_OP_GATHER: case XF_OP_SLICE: case XF_OP_SPLIT:
+    case XF_OP_CONCAT: case XF_OP_GATHER: case XF_OP_SLICE: case XF_OP_SPLIT: case XF_OP_RECIPROCAL:
+    case XF_OP_SOFTPLUS: case XF_OP_SOFTSIGN: case XF_OP_ELU: case XF_OP_SELU: case XF_OP_CELU: case XF_OP_HARD_SIGMOID:
+    case XF_OP_HARD_SWISH: case XF_OP_THRESHOLDED_RELU: case XF_OP_TAN: case XF_OP_ATAN: case XF_OP_ASIN:
+    case XF_OP_ACOS: case XF_OP_SINH: case XF_OP_COSH: case XF_OP_ASINH: case XF_OP_ACOSH: case XF_OP_ATANH:
+    case XF_OP_SWISH: case XF_OP_MISH: case XF_OP_GELU: case XF_OP_PRELU: case XF_OP_MEAN: case XF_OP_MAX:
+    case XF_OP_MIN: case XF_OP_CONV: case XF_OP_MAX_POOL: case XF_OP_AVERAGE_POOL: case XF_OP_LP_POOL:
+    case XF_OP_GLOBAL_AVERAGE_POOL: case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_BATCH_NORM:
+    case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
         return true;
     default:
-        return false;
+        return xf_grad_is_traced(op);
     }
 }
 
@@ -143,9 +153,18 @@ static xf_status mark_varying(xf_rt_gradient *gr, xf_error *err)
     gr->varies = calloc((size_t)p->n_values + 1, sizeof *gr->varies);
     if (!gr->varies)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    bool *used = calloc((size_t)p->n_values + 1, sizeof *used);
+    if (!used)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    used[gr->y] = true;
+    for (int i = 0; i < p->n_nodes; i++)
+        for (int k = 0; k < p->nodes[i].n_inputs; k++)
+            if (p->nodes[i].inputs[k] >= 0)
+                used[p->nodes[i].inputs[k]] = true;
     for (int i = 0; i < gr->n_xs; i++)
         gr->varies[gr->xs[i]] = xf_dtype_is_float(p->values[gr->xs[i]].dtype);
-    for (int i = 0; i < p->n_nodes; i++) {
+    xf_status st = XF_OK;
+    for (int i = 0; i < p->n_nodes && st == XF_OK; i++) {
         const xf_node *n = &p->nodes[i];
         /* a node of no floating-point output (a comparison, Shape) passes no gradient */
         bool any = false, real_out = false;
@@ -158,18 +177,20 @@ static xf_status mark_varying(xf_rt_gradient *gr, xf_error *err)
         bool bounds = n->op == XF_OP_CLIP && n->n_inputs > 1 &&
                       ((n->inputs[1] >= 0 && gr->varies[n->inputs[1]]) ||
                        (n->n_inputs > 2 && n->inputs[2] >= 0 && gr->varies[n->inputs[2]]));
-        if (!differentiable(n->op) || bounds) {
+        const char *form = differentiable(n->op) && !bounds ? xf_grad_nn_refusal(n, used) : NULL;
+        if (!differentiable(n->op) || bounds || form) {
             char what[256];
             snprintf(what, sizeof what, "has no derivative of %s%s modelled, for the node that computes",
-                     n->opaque ? n->opaque->op_type : xf_op_name(n->op), bounds ? "'s bounds" : "");
-            return fail(gr->node, err, XF_ERR_UNSUPPORTED, what,
-                        n->n_outputs > 0 && n->outputs[0] >= 0 ? p->values[n->outputs[0]].name : "");
+                     n->opaque ? n->opaque->op_type : xf_op_name(n->op), bounds ? "'s bounds" : form ? form : "");
+            st = fail(gr->node, err, XF_ERR_UNSUPPORTED, what,
+                      n->n_outputs > 0 && n->outputs[0] >= 0 ? p->values[n->outputs[0]].name : "");
         }
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] >= 0)
                 gr->varies[n->outputs[k]] = xf_dtype_is_float(p->values[n->outputs[k]].dtype);
     }
-    return XF_OK;
+    free(used);
+    return st;
 }
 
 /* The value of g that name (one of xs, zs and y) stands for: import
@@ -275,14 +296,9 @@ void xf_rt_gradient_free(xf_rt_gradient *gr)
 
 /* ------------------------------------------------------------ the backward pass */
 
-typedef struct pass {
-    const xf_rt_gradient *gr;
-    xf_tensor **val; /* per value of part (borrowed) */
-    double **x;      /* per value, as doubles (made when first read) */
-    double **g;      /* per value, its gradient (NULL: zero so far) */
-} pass;
+typedef xf_grad_pass pass;
 
-static const double *vals(pass *b, int v)
+const double *xf_grad_vals(pass *b, int v)
 {
     if (!b->x[v]) {
         const xf_tensor *t = b->val[v];
@@ -294,11 +310,9 @@ static const double *vals(pass *b, int v)
     return b->x[v];
 }
 
-/* The gradient of v to add into (zeros at first); NULL where v does not
- * vary with the xs (or memory ran out: b->oom). */
-static double *grad(pass *b, int v, bool *oom)
+double *xf_grad_of(pass *b, int v, bool *oom)
 {
-    if (v < 0 || !b->gr->varies[v])
+    if (v < 0 || !b->varies[v])
         return NULL;
     if (!b->g[v] && !(b->g[v] = calloc((size_t)xf_tensor_numel(b->val[v]) + 1, sizeof(double))))
         *oom = true;
@@ -312,8 +326,8 @@ static const xf_shape *shape(const pass *b, int v) { return &b->val[v]->shape; }
 static void binary(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ia = n->inputs[0], ib = n->inputs[1], iy = n->outputs[0];
-    const double *a = vals(b, ia), *c = vals(b, ib), *y = vals(b, iy);
-    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom);
+    const double *a = xf_grad_vals(b, ia), *c = xf_grad_vals(b, ib), *y = xf_grad_vals(b, iy);
+    double *ga = xf_grad_of(b, ia, oom), *gb = xf_grad_of(b, ib, oom);
     if (!a || !c || !y) {
         *oom = true;
         return;
@@ -329,6 +343,7 @@ static void binary(pass *b, const xf_node *n, const double *gy, bool *oom)
         case XF_OP_MUL: da = bv, db = av; break;
         case XF_OP_DIV: da = 1 / bv, db = -av / (bv * bv); break;
         case XF_OP_POW: da = bv * pow(av, bv - 1), db = y[i] * log(av); break;
+        case XF_OP_PRELU: da = av < 0 ? bv : 1, db = av < 0 ? av : 0; break;
         default: break;
         }
         if (ga)
@@ -338,12 +353,14 @@ static void binary(pass *b, const xf_node *n, const double *gy, bool *oom)
     }
 }
 
-/* Sum, Expand: every input (broadcast) takes the output's gradient. */
+/* Sum, Expand: every input (broadcast) takes the output's gradient; Mean
+ * its share. */
 static void sum(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int iy = n->outputs[0];
+    double share = n->op == XF_OP_MEAN ? 1.0 / n->n_inputs : 1;
     for (int k = 0; k < n->n_inputs; k++) {
-        double *gx = grad(b, n->inputs[k], oom);
+        double *gx = xf_grad_of(b, n->inputs[k], oom);
         if (!gx)
             continue;
         xf_rt_iter it;
@@ -351,15 +368,101 @@ static void sum(pass *b, const xf_node *n, const double *gy, bool *oom)
         int kx = xf_rt_iter_add_broadcast(&it, shape(b, n->inputs[k]));
         int64_t count = xf_tensor_numel(b->val[iy]);
         for (int64_t i = 0; i < count; i++, xf_rt_iter_next(&it))
-            gx[it.off[kx]] += gy[i];
+            gx[it.off[kx]] += gy[i] * share;
+    }
+}
+
+/* Max, Min: each output element's gradient goes to the first input
+ * (broadcast) holding the value it took. */
+static void extreme(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int iy = n->outputs[0], ni = n->n_inputs;
+    const double *y = xf_grad_vals(b, iy);
+    xf_rt_iter *it = malloc(sizeof *it * (size_t)ni);
+    if (!y || !it) {
+        *oom = true;
+        free(it);
+        return;
+    }
+    for (int k = 0; k < ni; k++) { /* one walk per input: an iterator takes few operands */
+        xf_rt_iter_init(&it[k], shape(b, iy));
+        xf_rt_iter_add_broadcast(&it[k], shape(b, n->inputs[k]));
+        *oom |= !xf_grad_vals(b, n->inputs[k]);
+    }
+    int64_t count = xf_tensor_numel(b->val[iy]);
+    for (int64_t i = 0; i < count && !*oom; i++) {
+        bool found = false;
+        for (int k = 0; k < ni; k++) {
+            double *gx = found ? NULL : xf_grad_of(b, n->inputs[k], oom);
+            if (!found && b->x[n->inputs[k]][it[k].off[0]] == y[i]) {
+                found = true;
+                if (gx)
+                    gx[it[k].off[0]] += gy[i];
+            }
+            xf_rt_iter_next(&it[k]);
+        }
+    }
+    free(it);
+}
+
+static double sigmoid(double v) { return 1 / (1 + exp(-v)); }
+
+/* d y / d x of a unary op at x, y (Clip's bounds lo, hi). */
+static double slope(const xf_node *n, double x, double y, double lo, double hi)
+{
+    const xf_attrs *a = &n->attrs;
+    switch (n->op) {
+    case XF_OP_NEG: return -1;
+    case XF_OP_ABS: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    case XF_OP_RELU: return x > 0;
+    case XF_OP_SIGMOID: return y * (1 - y);
+    case XF_OP_TANH: return 1 - y * y;
+    case XF_OP_EXP: return y;
+    case XF_OP_LOG: return 1 / x;
+    case XF_OP_SQRT: return 0.5 / y;
+    case XF_OP_LEAKY_RELU: return x > 0 ? 1 : a->alpha;
+    case XF_OP_ERF: return 1.1283791670955126 * exp(-x * x); /* 2 / sqrt(pi) */
+    case XF_OP_SIN: return cos(x);
+    case XF_OP_COS: return -sin(x);
+    case XF_OP_CLIP: return x >= lo && x <= hi;
+    case XF_OP_RECIPROCAL: return -y * y;
+    case XF_OP_SOFTPLUS: return sigmoid(x);
+    case XF_OP_SOFTSIGN: return 1 / ((1 + fabs(x)) * (1 + fabs(x)));
+    case XF_OP_ELU: return x < 0 ? y + a->alpha : 1;
+    case XF_OP_SELU: return x > 0 ? a->beta : a->beta * a->alpha * exp(x); /* beta: gamma */
+    case XF_OP_CELU: return x > 0 ? 1 : exp(x / a->alpha);
+    case XF_OP_HARD_SIGMOID: return a->alpha * x + a->beta > 0 && a->alpha * x + a->beta < 1 ? a->alpha : 0;
+    case XF_OP_HARD_SWISH: return x > 3 ? 1 : x < -3 ? 0 : x / 3 + 0.5;
+    case XF_OP_THRESHOLDED_RELU: return x > a->alpha;
+    case XF_OP_TAN: return 1 + y * y;
+    case XF_OP_ATAN: return 1 / (1 + x * x);
+    case XF_OP_ASIN: return 1 / sqrt(1 - x * x);
+    case XF_OP_ACOS: return -1 / sqrt(1 - x * x);
+    case XF_OP_SINH: return cosh(x);
+    case XF_OP_COSH: return sinh(x);
+    case XF_OP_ASINH: return 1 / sqrt(x * x + 1);
+    case XF_OP_ACOSH: return 1 / sqrt(x * x - 1);
+    case XF_OP_ATANH: return 1 / (1 - x * x);
+    case XF_OP_SWISH: return sigmoid(a->alpha * x) * (1 + a->alpha * x * (1 - sigmoid(a->alpha * x)));
+    case XF_OP_MISH: {
+        double t = tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));
+        return t + x * (1 - t * t) * sigmoid(x);
+    }
+    case XF_OP_GELU: {
+        if (!a->gelu_tanh) /* Phi(x) + x phi(x) */
+            return 0.5 * erfc(-x * sqrt(0.5)) + x * exp(-0.5 * x * x) * 0.3989422804014327;
+        double c = sqrt(2.0 / 3.14159265358979323846), t = tanh(c * (x + 0.044715 * x * x * x));
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+    }
+    default: return 1; /* Identity, Cast, Reshape, Flatten, Squeeze, Unsqueeze: the same elements */
     }
 }
 
 static void unary(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ix = n->inputs[0], iy = n->outputs[0];
-    double *gx = grad(b, ix, oom);
-    const double *x = vals(b, ix), *y = vals(b, iy);
+    double *gx = xf_grad_of(b, ix, oom);
+    const double *x = xf_grad_vals(b, ix), *y = xf_grad_vals(b, iy);
     if (!x || !y)
         *oom = true;
     if (!gx || !x || !y)
@@ -373,32 +476,14 @@ static void unary(pass *b, const xf_node *n, const double *gy, bool *oom)
             *(k == 1 ? &lo : &hi) = xf_rt_load_f64(t->dtype, t->data, 0);
     }
     int64_t count = xf_tensor_numel(b->val[iy]);
-    for (int64_t i = 0; i < count; i++) {
-        double d;
-        switch (n->op) {
-        case XF_OP_NEG: d = -1; break;
-        case XF_OP_ABS: d = x[i] > 0 ? 1 : x[i] < 0 ? -1 : 0; break;
-        case XF_OP_RELU: d = x[i] > 0; break;
-        case XF_OP_SIGMOID: d = y[i] * (1 - y[i]); break;
-        case XF_OP_TANH: d = 1 - y[i] * y[i]; break;
-        case XF_OP_EXP: d = y[i]; break;
-        case XF_OP_LOG: d = 1 / x[i]; break;
-        case XF_OP_SQRT: d = 0.5 / y[i]; break;
-        case XF_OP_LEAKY_RELU: d = x[i] > 0 ? 1 : n->attrs.alpha; break;
-        case XF_OP_ERF: d = 1.1283791670955126 * exp(-x[i] * x[i]); break; /* 2 / sqrt(pi) */
-        case XF_OP_SIN: d = cos(x[i]); break;
-        case XF_OP_COS: d = -sin(x[i]); break;
-        case XF_OP_CLIP: d = x[i] >= lo && x[i] <= hi; break;
-        default: d = 1; break; /* Identity, Cast, Reshape, Flatten, Squeeze, Unsqueeze: the same elements */
-        }
-        gx[i] += gy[i] * d;
-    }
+    for (int64_t i = 0; i < count; i++)
+        gx[i] += gy[i] * slope(n, x[i], y[i], lo, hi);
 }
 
 static void transpose(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ix = n->inputs[0], iy = n->outputs[0];
-    double *gx = grad(b, ix, oom);
+    double *gx = xf_grad_of(b, ix, oom);
     if (!gx)
         return;
     const xf_shape *xs = shape(b, ix);
@@ -418,8 +503,8 @@ static void transpose(pass *b, const xf_node *n, const double *gy, bool *oom)
 static void where(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ic = n->inputs[0], ia = n->inputs[1], ib = n->inputs[2], iy = n->outputs[0];
-    const double *c = vals(b, ic);
-    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom);
+    const double *c = xf_grad_vals(b, ic);
+    double *ga = xf_grad_of(b, ia, oom), *gb = xf_grad_of(b, ib, oom);
     if (!c) {
         *oom = true;
         return;
@@ -447,7 +532,7 @@ static void concat(pass *b, const xf_node *n, const double *gy, bool *oom)
     int64_t row = ys->dims[axis] * inner, at = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         int64_t len = shape(b, n->inputs[k])->dims[axis] * inner;
-        double *gx = grad(b, n->inputs[k], oom);
+        double *gx = xf_grad_of(b, n->inputs[k], oom);
         for (int64_t o = 0; gx && o < outer; o++)
             for (int64_t j = 0; j < len; j++)
                 gx[o * len + j] += gy[o * row + at + j];
@@ -459,7 +544,7 @@ static void concat(pass *b, const xf_node *n, const double *gy, bool *oom)
 static void split(pass *b, const xf_node *n, bool *oom)
 {
     int ix = n->inputs[0];
-    double *gx = grad(b, ix, oom);
+    double *gx = xf_grad_of(b, ix, oom);
     const xf_shape *xs = shape(b, ix);
     int axis = xf_rt_axis(n->attrs.axis, xs->ndim);
     if (!gx || axis < 0)
@@ -483,7 +568,7 @@ static void split(pass *b, const xf_node *n, bool *oom)
 static void slice(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ix = n->inputs[0], iy = n->outputs[0];
-    double *gx = grad(b, ix, oom);
+    double *gx = xf_grad_of(b, ix, oom);
     if (!gx)
         return;
     xf_tensor_view in[5] = {{0}};
@@ -508,7 +593,7 @@ static void slice(pass *b, const xf_node *n, const double *gy, bool *oom)
 static void gather(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int id = n->inputs[0], ii = n->inputs[1];
-    double *gd = grad(b, id, oom);
+    double *gd = xf_grad_of(b, id, oom);
     if (!gd)
         return;
     const xf_shape *ds = shape(b, id);
@@ -547,8 +632,8 @@ static void matmul(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ia = n->inputs[0], ib = n->inputs[1];
     const xf_shape *as = shape(b, ia), *bs = shape(b, ib);
-    const double *A = vals(b, ia), *B = vals(b, ib);
-    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom);
+    const double *A = xf_grad_vals(b, ia), *B = xf_grad_vals(b, ib);
+    double *ga = xf_grad_of(b, ia, oom), *gb = xf_grad_of(b, ib, oom);
     if (!A || !B) {
         *oom = true;
         return;
@@ -585,8 +670,9 @@ static void gemm(pass *b, const xf_node *n, const double *gy, bool *oom)
     int ia = n->inputs[0], ib = n->inputs[1], ic = n->n_inputs > 2 ? n->inputs[2] : -1, iy = n->outputs[0];
     const xf_shape *ys = shape(b, iy), *as = shape(b, ia);
     int64_t M = ys->dims[0], N = ys->dims[1], K = as->dims[n->attrs.trans_a ? 0 : 1];
-    const double *A = vals(b, ia), *B = vals(b, ib);
-    double *ga = grad(b, ia, oom), *gb = grad(b, ib, oom), *gc = grad(b, ic, oom), alpha = n->attrs.alpha;
+    const double *A = xf_grad_vals(b, ia), *B = xf_grad_vals(b, ib);
+    double *ga = xf_grad_of(b, ia, oom), *gb = xf_grad_of(b, ib, oom), *gc = xf_grad_of(b, ic, oom);
+    double alpha = n->attrs.alpha;
     if (!A || !B) {
         *oom = true;
         return;
@@ -612,7 +698,7 @@ static void gemm(pass *b, const xf_node *n, const double *gy, bool *oom)
 static void reduce(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ix = n->inputs[0];
-    double *gx = grad(b, ix, oom);
+    double *gx = xf_grad_of(b, ix, oom);
     if (!gx)
         return;
     const xf_shape *xs = shape(b, ix);
@@ -654,8 +740,8 @@ static void reduce(pass *b, const xf_node *n, const double *gy, bool *oom)
 static void softmax(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ix = n->inputs[0], iy = n->outputs[0];
-    double *gx = grad(b, ix, oom);
-    const double *y = vals(b, iy);
+    double *gx = xf_grad_of(b, ix, oom);
+    const double *y = xf_grad_vals(b, iy);
     if (!y)
         *oom = true;
     if (!gx || !y)
@@ -686,7 +772,7 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
     const xf_graph *p = gr->part;
     const xf_node *node = gr->node;
     int nv = p->n_values, n_src = node->opaque->n_own_inputs;
-    pass b = {gr, calloc((size_t)nv + 1, sizeof *b.val), calloc((size_t)nv + 1, sizeof *b.x),
+    pass b = {gr->varies, calloc((size_t)nv + 1, sizeof *b.val), calloc((size_t)nv + 1, sizeof *b.x),
               calloc((size_t)nv + 1, sizeof *b.g)};
     xf_tensor **computed = calloc((size_t)p->n_outputs + 1, sizeof *computed);
     xf_status st = b.val && b.x && b.g && computed ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
@@ -707,7 +793,7 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
         b.val[p->outputs[k]] = computed[k];
     bool oom = false;
     if (st == XF_OK && gr->varies[gr->y]) {
-        double *gy = grad(&b, gr->y, &oom);
+        double *gy = xf_grad_of(&b, gr->y, &oom);
         for (int64_t i = 0; gy && i < xf_tensor_numel(b.val[gr->y]); i++)
             gy[i] = 1;
     }
@@ -720,9 +806,24 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
         }
         if (!gy)
             continue;
+        if (xf_grad_is_traced(n->op)) {
+            st = xf_grad_traced(&b, n, gy, err);
+            continue;
+        }
         switch (n->op) {
-        case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV: case XF_OP_POW: binary(&b, n, gy, &oom); break;
-        case XF_OP_SUM: case XF_OP_EXPAND: sum(&b, n, gy, &oom); break;
+        case XF_OP_ADD: case XF_OP_SUB: case XF_OP_MUL: case XF_OP_DIV: case XF_OP_POW: case XF_OP_PRELU:
+            binary(&b, n, gy, &oom);
+            break;
+        case XF_OP_SUM: case XF_OP_EXPAND: case XF_OP_MEAN: sum(&b, n, gy, &oom); break;
+        case XF_OP_MAX: case XF_OP_MIN: extreme(&b, n, gy, &oom); break;
+        case XF_OP_CONV: st = xf_grad_conv(&b, n, gy, err); break;
+        case XF_OP_MAX_POOL: case XF_OP_AVERAGE_POOL: case XF_OP_LP_POOL: case XF_OP_GLOBAL_AVERAGE_POOL:
+        case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL:
+            st = xf_grad_pool(&b, n, gy, err);
+            break;
+        case XF_OP_BATCH_NORM: case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
+            st = xf_grad_normalize(&b, n, gy, err);
+            break;
         case XF_OP_WHERE: where(&b, n, gy, &oom); break;
         case XF_OP_CONCAT: concat(&b, n, gy, &oom); break;
         case XF_OP_GATHER: gather(&b, n, gy, &oom); break;

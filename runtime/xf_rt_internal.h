@@ -186,6 +186,12 @@ typedef struct xf_rt_window {
  * the odd padding element at the end (UPPER) or the beginning (LOWER). */
 xf_status xf_rt_window_setup(const xf_node *n, const xf_shape *x, const xf_shape *y, const int64_t *kernel,
                              xf_rt_window *w, xf_error *err);
+/* Output position o (per spatial axis) of window w: per axis the taps
+ * [lo, hi) that read inside the input; *inside counts the taps inside the
+ * input, *padded those inside the explicitly padded input (never before
+ * it: the room ceil_mode adds at the end is not padding). */
+void xf_rt_window_taps(const xf_rt_window *w, const int64_t *o, int64_t *lo, int64_t *hi, int64_t *inside,
+                       int64_t *padded);
 xf_status xf_ref_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_global_pool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_max_unpool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -19,7 +19,7 @@
 
 #define NAMES(...) ((const char *[]){__VA_ARGS__, NULL})
 
-enum { MAX_X = 3 };
+enum { MAX_X = 5 };
 
 /* A case: its inputs x0.. (double, of these shapes; positive where the
  * ops need it), the nodes computing y (built by build), and how many of
@@ -30,6 +30,7 @@ typedef struct gcase {
     xf_shape shapes[MAX_X];
     bool positive;
     void (*build)(Onnx__GraphProto *g);
+    int opset; /* 0: 17 */
 } gcase;
 
 static void add_node(Onnx__GraphProto *g, Onnx__NodeProto *n) { PUSH(g->n_node, g->node, n); }
@@ -49,9 +50,9 @@ static void add_gradient(Onnx__GraphProto *g, const char **ins, const char **out
     add_node(g, n);
 }
 
-static Onnx__ModelProto *training_model(Onnx__GraphProto *g)
+static Onnx__ModelProto *training_model(Onnx__GraphProto *g, int opset)
 {
-    Onnx__ModelProto *mp = mk_model(g, 17);
+    Onnx__ModelProto *mp = mk_model(g, opset ? opset : 17);
     add_opset(mp, "ai.onnx.preview.training", 1);
     return mp;
 }
@@ -199,6 +200,225 @@ static void b_pieces(Onnx__GraphProto *g)
     add_node(g, mk_node("Add", "y", NAMES("s", "h"), NAMES("y")));
 }
 
+/* name = the sum of in's squares (a scalar of rank in's) */
+static void square_sum(Onnx__GraphProto *g, const char *in, const char *name)
+{
+    char *sq = zalloc(strlen(name) + 4);
+    sprintf(sq, "%s_sq", name);
+    add_node(g, mk_node("Mul", sq, (const char *[]){in, in, NULL}, (const char *[]){sq, NULL}));
+    Onnx__NodeProto *r = mk_node("ReduceSum", name, (const char *[]){sq, NULL}, (const char *[]){name, NULL});
+    attr_int(r, "keepdims", 0);
+    add_node(g, r);
+}
+
+static void b_conv(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *c = mk_node("Conv", "conv", NAMES("x0", "x1", "x2"), NAMES("c"));
+    static const int64_t strides[] = {2, 1}, pads[] = {1, 0, 0, 1}, dil[] = {1, 2};
+    attr_ints(c, "strides", 2, strides);
+    attr_ints(c, "pads", 4, pads);
+    attr_ints(c, "dilations", 2, dil);
+    attr_int(c, "group", 2);
+    add_node(g, c);
+    add_node(g, mk_node("Tanh", "squash", NAMES("c"), NAMES("y")));
+}
+
+/* a 1-D Conv with SAME_LOWER padding and no bias, then Relu (which
+ * sessions fuse into it) */
+static void b_conv_relu(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *c = mk_node("Conv", "conv", NAMES("x0", "x1"), NAMES("c"));
+    attr_string(c, "auto_pad", "SAME_LOWER");
+    static const int64_t strides[] = {2};
+    attr_ints(c, "strides", 1, strides);
+    add_node(g, c);
+    add_node(g, mk_node("Relu", "relu", NAMES("c"), NAMES("r")));
+    add_node(g, mk_node("Mul", "y", NAMES("r", "r"), NAMES("y")));
+}
+
+static void b_pools(Onnx__GraphProto *g)
+{
+    static const int64_t k2[] = {2, 2}, k3[] = {3, 3}, s2[] = {2, 2}, p1[] = {1, 1, 1, 1}, p0[] = {0, 1, 1, 0};
+    Onnx__NodeProto *mp = mk_node("MaxPool", "max", NAMES("x0"), NAMES("m"));
+    attr_ints(mp, "kernel_shape", 2, k2);
+    attr_ints(mp, "strides", 2, s2);
+    attr_int(mp, "ceil_mode", 1);
+    add_node(g, mp);
+    Onnx__NodeProto *a = mk_node("AveragePool", "avg_pad", NAMES("x0"), NAMES("a"));
+    attr_ints(a, "kernel_shape", 2, k3);
+    attr_ints(a, "strides", 2, s2);
+    attr_ints(a, "pads", 4, p1);
+    attr_int(a, "count_include_pad", 1);
+    add_node(g, a);
+    Onnx__NodeProto *v = mk_node("AveragePool", "avg", NAMES("x0"), NAMES("v"));
+    attr_ints(v, "kernel_shape", 2, k3);
+    attr_ints(v, "pads", 4, p0);
+    add_node(g, v);
+    Onnx__NodeProto *l = mk_node("LpPool", "lp", NAMES("x0"), NAMES("l"));
+    attr_ints(l, "kernel_shape", 2, k2);
+    attr_int(l, "p", 3);
+    add_node(g, l);
+    add_node(g, mk_node("GlobalAveragePool", "gavg", NAMES("x0"), NAMES("ga")));
+    add_node(g, mk_node("GlobalMaxPool", "gmax", NAMES("x0"), NAMES("gm")));
+    add_node(g, mk_node("GlobalLpPool", "glp", NAMES("x0"), NAMES("gl")));
+    static const char *const outs[] = {"m", "a", "v", "l", "ga", "gm", "gl"};
+    static const char *const sums[] = {"sm", "sa", "sv", "sl", "sga", "sgm", "sgl"};
+    for (int k = 0; k < 7; k++)
+        square_sum(g, outs[k], sums[k]);
+    add_node(g, mk_node("Sum", "y", NAMES("sm", "sa", "sv", "sl", "sga", "sgm", "sgl"), NAMES("y")));
+}
+
+static void b_batch_norm(Onnx__GraphProto *g)
+{
+    add_node(g, mk_node("BatchNormalization", "bn", NAMES("x0", "x1", "x2", "x3", "x4"), NAMES("n")));
+    add_node(g, mk_node("Sin", "y", NAMES("n"), NAMES("y")));
+}
+
+static void b_batch_norm_training(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *n = mk_node("BatchNormalization", "bn", NAMES("x0", "x1", "x2", "x3", "x4"), NAMES("n"));
+    attr_int(n, "training_mode", 1);
+    add_node(g, n);
+    add_node(g, mk_node("Sin", "y", NAMES("n"), NAMES("y")));
+}
+
+static void b_norms(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *l = mk_node("LayerNormalization", "ln", NAMES("x0", "x1", "x2"), NAMES("l"));
+    attr_int(l, "axis", 1);
+    add_node(g, l);
+    add_node(g, mk_node("InstanceNormalization", "in", NAMES("x0", "x3", "x4"), NAMES("i")));
+    Onnx__NodeProto *gn = mk_node("GroupNormalization", "gn", NAMES("x0", "x3", "x4"), NAMES("n"));
+    attr_int(gn, "num_groups", 1);
+    add_node(g, gn);
+    add_node(g, mk_node("Sin", "sl", NAMES("l"), NAMES("sl")));
+    add_node(g, mk_node("Mul", "mi", NAMES("i", "x0"), NAMES("mi")));
+    add_node(g, mk_node("Cos", "cn", NAMES("n"), NAMES("cn")));
+    add_node(g, mk_node("Sum", "y", NAMES("sl", "mi", "cn"), NAMES("y")));
+}
+
+static void b_group_norm(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *gn = mk_node("GroupNormalization", "gn", NAMES("x0", "x1", "x2"), NAMES("n"));
+    attr_int(gn, "num_groups", 2);
+    add_node(g, gn);
+    add_node(g, mk_node("Sin", "y", NAMES("n"), NAMES("y")));
+}
+
+static void b_moves(Onnx__GraphProto *g)
+{
+    static int64_t six[] = {6}, three[] = {3}, one[] = {1};
+    static int64_t reflect[] = {0, 1, 2, 0, 2, 1}, constant[] = {1, 0, 1, 0, 2, 0}, reps[] = {1, 2, 1}, k1[] = {1};
+    PUSH(g->n_initializer, g->initializer, mk_raw("reflect", XF_DT_INT64, 1, six, reflect, sizeof reflect));
+    PUSH(g->n_initializer, g->initializer, mk_raw("constant", XF_DT_INT64, 1, six, constant, sizeof constant));
+    PUSH(g->n_initializer, g->initializer, mk_raw("reps", XF_DT_INT64, 1, three, reps, sizeof reps));
+    PUSH(g->n_initializer, g->initializer, mk_raw("k", XF_DT_INT64, 1, one, k1, sizeof k1));
+    Onnx__NodeProto *pr = mk_node("Pad", "pad_reflect", NAMES("x0", "reflect"), NAMES("pr"));
+    attr_string(pr, "mode", "reflect");
+    add_node(g, pr);
+    Onnx__NodeProto *pe = mk_node("Pad", "pad_edge", NAMES("x0", "reflect"), NAMES("pe"));
+    attr_string(pe, "mode", "edge");
+    add_node(g, pe);
+    add_node(g, mk_node("Pad", "pad_constant", NAMES("x0", "constant", "x1"), NAMES("pc")));
+    add_node(g, mk_node("Tile", "tile", NAMES("x0", "reps"), NAMES("t")));
+    add_node(g, mk_node("Trilu", "trilu", NAMES("x0", "k"), NAMES("u")));
+    Onnx__NodeProto *d = mk_node("DepthToSpace", "d2s", NAMES("x2"), NAMES("d"));
+    attr_int(d, "blocksize", 2);
+    attr_string(d, "mode", "CRD");
+    add_node(g, d);
+    add_node(g, mk_node("Sin", "ds", NAMES("d"), NAMES("ds")));
+    Onnx__NodeProto *sd = mk_node("SpaceToDepth", "s2d", NAMES("ds"), NAMES("sd"));
+    attr_int(sd, "blocksize", 2);
+    add_node(g, sd);
+    static const char *const outs[] = {"pr", "pe", "pc", "t", "u", "sd"};
+    static const char *const sums[] = {"spr", "spe", "spc", "st", "su", "ssd"};
+    for (int k = 0; k < 6; k++)
+        square_sum(g, outs[k], sums[k]);
+    add_node(g, mk_node("Sum", "y", NAMES("spr", "spe", "spc", "st", "su", "ssd"), NAMES("y")));
+}
+
+static void b_indexing(Onnx__GraphProto *g)
+{
+    static int64_t d32[] = {3, 2}, d22[] = {2, 2}, d12[] = {1, 2}, d11[] = {1, 1}, four[] = {4}, three[] = {3},
+                   two[] = {2};
+    static int64_t ge[] = {3, 0, 1, 1, 2, 3}, gnd[] = {1, 2, 0, 3}, se[] = {2, 0}, snd[] = {1}, lens[] = {1, 2, 3, 3},
+                   crop[] = {2, 5};
+    static const unsigned char keep[] = {0, 1, 1};
+    PUSH(g->n_initializer, g->initializer, mk_raw("ge", XF_DT_INT64, 2, d32, ge, sizeof ge));
+    PUSH(g->n_initializer, g->initializer, mk_raw("gnd", XF_DT_INT64, 2, d22, gnd, sizeof gnd));
+    PUSH(g->n_initializer, g->initializer, mk_raw("se", XF_DT_INT64, 2, d12, se, sizeof se));
+    PUSH(g->n_initializer, g->initializer, mk_raw("snd", XF_DT_INT64, 2, d11, snd, sizeof snd));
+    PUSH(g->n_initializer, g->initializer, mk_raw("lens", XF_DT_INT64, 1, four, lens, sizeof lens));
+    PUSH(g->n_initializer, g->initializer, mk_raw("keep", XF_DT_BOOL, 1, three, keep, sizeof keep));
+    PUSH(g->n_initializer, g->initializer, mk_raw("crop", XF_DT_INT64, 1, two, crop, sizeof crop));
+    Onnx__NodeProto *a = mk_node("GatherElements", "gather_elements", NAMES("x0", "ge"), NAMES("a"));
+    attr_int(a, "axis", 1);
+    add_node(g, a);
+    add_node(g, mk_node("GatherND", "gather_nd", NAMES("x0", "gnd"), NAMES("b")));
+    add_node(g, mk_node("ScatterElements", "scatter_elements", NAMES("x0", "se", "x1"), NAMES("c")));
+    add_node(g, mk_node("ScatterND", "scatter_nd", NAMES("x0", "snd", "x2"), NAMES("d")));
+    Onnx__NodeProto *r = mk_node("ReverseSequence", "reverse", NAMES("x0", "lens"), NAMES("e"));
+    attr_int(r, "time_axis", 0);
+    attr_int(r, "batch_axis", 1);
+    add_node(g, r);
+    Onnx__NodeProto *c = mk_node("Compress", "compress", NAMES("x0", "keep"), NAMES("f"));
+    attr_int(c, "axis", 0);
+    add_node(g, c);
+    add_node(g, mk_node("CenterCropPad", "crop_pad", NAMES("x0", "crop"), NAMES("h")));
+    static const char *const outs[] = {"a", "b", "c", "d", "e", "f", "h"};
+    static const char *const sums[] = {"sa", "sb", "sc", "sd", "se_", "sf", "sh"};
+    for (int k = 0; k < 7; k++)
+        square_sum(g, outs[k], sums[k]);
+    add_node(g, mk_node("Sum", "y", NAMES("sa", "sb", "sc", "sd", "se_", "sf", "sh"), NAMES("y")));
+}
+
+static void b_extremes(Onnx__GraphProto *g)
+{
+    add_node(g, mk_node("Max", "max", NAMES("x0", "x1", "x2"), NAMES("a")));
+    add_node(g, mk_node("Min", "min", NAMES("x0", "x1", "x2"), NAMES("b")));
+    add_node(g, mk_node("Mean", "mean", NAMES("x0", "x1", "x2"), NAMES("c")));
+    add_node(g, mk_node("PRelu", "prelu", NAMES("x0", "x1"), NAMES("d")));
+    add_node(g, mk_node("Mul", "ab", NAMES("a", "b"), NAMES("ab")));
+    add_node(g, mk_node("Mul", "cd", NAMES("c", "d"), NAMES("cd")));
+    add_node(g, mk_node("Sub", "y", NAMES("ab", "cd"), NAMES("y")));
+}
+
+/* unary ops side by side on x0 in (-1, 1), each scaled by an element of x1 */
+static void b_unary_more(Onnx__GraphProto *g)
+{
+    static const char *const ops[] = {"Softplus", "Softsign", "Elu",  "Selu", "Celu", "HardSigmoid", "HardSwish",
+                                      "Tan",      "Atan",     "Asin", "Acos", "Sinh", "Cosh",        "Asinh",
+                                      "Atanh",    "Mish",     "Gelu", "Gelu", "Swish", "ThresholdedRelu"};
+    enum { N_OPS = 20 };
+    char *terms[N_OPS + 3];
+    for (int k = 0; k < N_OPS; k++) {
+        char *u = zalloc(16), *t = zalloc(16);
+        snprintf(u, 16, "u%d", k);
+        snprintf(t, 16, "t%d", k);
+        Onnx__NodeProto *n = mk_node(ops[k], u, NAMES("x0"), (const char *[]){u, NULL});
+        if (k == 17)
+            attr_string(n, "approximate", "tanh");
+        if (k == 2 || k == 4 || k == 5 || k == 18 || k == 19) /* Elu, Celu, HardSigmoid, Swish, ThresholdedRelu */
+            attr_float(n, "alpha", k == 4 ? 2.0f : k == 5 ? 1.0f : 0.5f);
+        if (k == 5)
+            attr_float(n, "beta", 0.3f); /* clipped below -0.3 and above 0.7 */
+        add_node(g, n);
+        add_node(g, mk_node("Mul", t, (const char *[]){u, "x1", NULL}, (const char *[]){t, NULL}));
+        terms[k] = t;
+    }
+    static int64_t one[] = {1};
+    static const double lift = 1.5;
+    PUSH(g->n_initializer, g->initializer, mk_raw("lift", XF_DT_DOUBLE, 1, one, &lift, sizeof lift));
+    add_node(g, mk_node("Exp", "e", NAMES("x0"), NAMES("e")));
+    add_node(g, mk_node("Reciprocal", "r", NAMES("e"), NAMES("r"))); /* exp(-x) */
+    add_node(g, mk_node("Add", "lifted", NAMES("e", "lift"), NAMES("l")));
+    add_node(g, mk_node("Acosh", "acosh", NAMES("l"), NAMES("h")));
+    terms[N_OPS] = "r";
+    terms[N_OPS + 1] = "h";
+    terms[N_OPS + 2] = NULL;
+    add_node(g, mk_node("Sum", "y", (const char **)terms, NAMES("y")));
+}
+
 #define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
 static const gcase cases[] = {
     {"Add", 2, 2, {S(2, 3), S(3)}, false, b_add},
@@ -216,6 +436,21 @@ static const gcase cases[] = {
     {"Softmax and LogSoftmax", 2, 2, {S(2, 3, 4), S(3, 1)}, false, b_softmax},
     {"Where, Expand, Clip, LeakyRelu, Cos, Erf, Sin, Cast", 2, 2, {S(2, 3), S(3)}, false, b_select},
     {"Concat, Gather, Split and Slice", 2, 2, {S(2, 3), S(2, 2)}, false, b_pieces},
+    {"Conv with groups, strides, pads, dilations and bias", 3, 3, {S(2, 4, 5, 6), S(6, 2, 3, 2), S(6)}, false,
+     b_conv},
+    {"1-D Conv, SAME_LOWER, then Relu", 2, 2, {S(2, 3, 7), S(4, 3, 3)}, false, b_conv_relu},
+    {"MaxPool, AveragePool, LpPool and the global pools", 1, 1, {S(2, 2, 5, 5)}, false, b_pools},
+    {"BatchNormalization", 5, 5, {S(2, 3, 4), S(3), S(3), S(3), S(3)}, true, b_batch_norm},
+    {"BatchNormalization in training mode", 5, 5, {S(3, 2, 4), S(2), S(2), S(2), S(2)}, true, b_batch_norm_training,
+     15},
+    {"LayerNormalization, InstanceNormalization, GroupNormalization", 5, 5, {S(2, 3, 4), S(4), S(3, 4), S(3), S(3)},
+     false, b_norms, 21},
+    {"GroupNormalization of two groups", 3, 3, {S(2, 4, 3), S(4), S(4)}, false, b_group_norm, 21},
+    {"Pad, Tile, Trilu, DepthToSpace, SpaceToDepth", 3, 3, {S(2, 3, 4), {0, {0}}, S(1, 8, 2, 3)}, false, b_moves, 18},
+    {"GatherElements, GatherND, the Scatters, ReverseSequence, Compress, CenterCropPad", 3, 3,
+     {S(3, 4), S(1, 2), S(1, 4)}, false, b_indexing, 18},
+    {"Max, Min, Mean and PRelu", 3, 3, {S(2, 3), S(3), S(2, 1)}, false, b_extremes},
+    {"Softplus to Acosh", 2, 2, {S(4, 3), S(3)}, false, b_unary_more, 24},
 };
 
 static uint64_t rng_state = 12345;
@@ -231,7 +466,7 @@ static double uniform(void)
 static xf_model *case_model(const gcase *c)
 {
     Onnx__GraphProto *g = mk_graph(c->what);
-    static const char *const xn[] = {"x0", "x1", "x2"}, *const gn[] = {"g0", "g1", "g2"};
+    static const char *const xn[] = {"x0", "x1", "x2", "x3", "x4"}, *const gn[] = {"g0", "g1", "g2", "g3", "g4"};
     for (int i = 0; i < c->n_in; i++)
         PUSH(g->n_input, g->input, mk_vi(xn[i], XF_DT_DOUBLE, c->shapes[i].ndim, c->shapes[i].dims, NULL));
     c->build(g);
@@ -244,7 +479,7 @@ static xf_model *case_model(const gcase *c)
     PUSH(g->n_output, g->output, mk_vi("y", XF_DT_DOUBLE, -1, NULL, NULL));
     for (int i = 0; i < c->n_xs; i++)
         PUSH(g->n_output, g->output, mk_vi(gn[i], XF_DT_DOUBLE, -1, NULL, NULL));
-    Onnx__ModelProto *mp = training_model(g);
+    Onnx__ModelProto *mp = training_model(g, c->opset);
     xf_model *m;
     xf_error e;
     ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", c->what, e.msg);
@@ -339,7 +574,7 @@ START_TEST(zs_and_scalars)
     add_node(g, mk_node("Mul", "mul", NAMES("x", "z"), NAMES("y")));
     add_gradient(g, NAMES("x", "z"), NAMES("dx"), 1, NAMES("x"), 1, NAMES("z"), "y");
     PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
-    Onnx__ModelProto *mp = training_model(g);
+    Onnx__ModelProto *mp = training_model(g, 0);
     xf_model *m;
     xf_error e;
     ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
@@ -361,22 +596,80 @@ START_TEST(zs_and_scalars)
 }
 END_TEST
 
-/* The session is refused, naming what: for y = Atan(x) (no derivative
- * modelled), y = x + q with q a graph input outside xs and zs, and xs
- * naming a value the graph lacks (refused at load, by name). */
+/* At opset 10: a MaxPool whose windows hold a tie passes the gradient to
+ * the first maximum, and a Pad whose constant is an attribute passes none
+ * from its constant: y = sum(MaxPool(x)) + sum(Pad(x)). */
+START_TEST(ties_and_attribute_pad)
+{
+    Onnx__GraphProto *g = mk_graph("ties");
+    static int64_t dims[] = {1, 1, 6}, kernel[] = {2}, pads[] = {0, 0, 1, 0, 0, 2};
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, dims, NULL));
+    Onnx__NodeProto *mp = mk_node("MaxPool", "max", NAMES("x"), NAMES("m"));
+    attr_ints(mp, "kernel_shape", 1, kernel);
+    attr_ints(mp, "strides", 1, kernel);
+    add_node(g, mp);
+    Onnx__NodeProto *pad = mk_node("Pad", "pad", NAMES("x"), NAMES("p"));
+    attr_ints(pad, "pads", 6, pads);
+    attr_float(pad, "value", 5);
+    add_node(g, pad);
+    add_node(g, mk_node("ReduceSum", "sum_m", NAMES("m"), NAMES("sm")));
+    add_node(g, mk_node("ReduceSum", "sum_p", NAMES("p"), NAMES("sp")));
+    add_node(g, mk_node("Add", "y", NAMES("sm", "sp"), NAMES("y")));
+    add_gradient(g, NAMES("x"), NAMES("dx"), 1, NAMES("x"), 0, NULL, "y");
+    PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 3, dims, NULL));
+    Onnx__ModelProto *mp_ = training_model(g, 10);
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mp_, NULL, &m, &e) == XF_OK, "%s", e.msg);
+    static const float xv[] = {3, 3, 1, 1, 2, 0}, want[] = {2, 1, 2, 1, 2, 1};
+    xf_tensor *in[1] = {xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){3, {1, 1, 6}}, xv)};
+    const char *backends[2];
+    int nb = host_backends(backends);
+    for (int b = 0; b < nb; b++) {
+        xf_tensor *out[1] = {0};
+        xf_session *s;
+        ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backends[b], NULL, &s, &e) == XF_OK, "%s", e.msg);
+        run(s, in, out, "ties");
+        for (int k = 0; k < 6; k++)
+            ck_assert_msg(((const float *)out[0]->data)[k] == want[k], "%s: dx[%d] is %g, not %g", backends[b], k,
+                          (double)((const float *)out[0]->data)[k], (double)want[k]);
+        xf_tensor_release(out[0]);
+        xf_session_free(s);
+    }
+    xf_tensor_release(in[0]);
+    xf_model_free(m);
+}
+END_TEST
+
+/* The session is refused, naming what: for y = Hardmax(x) (no derivative
+ * modelled), y = x + q with q a graph input outside xs and zs, xs naming
+ * a value the graph lacks (refused at load, by name), y reading the Mean
+ * output of a LayerNormalization, and a ScatterElements that adds. */
 START_TEST(refusals)
 {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         Onnx__GraphProto *g = mk_graph("bad");
         PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
         PUSH(g->n_input, g->input, mk_vi("q", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
-        if (k == 0)
-            add_node(g, mk_node("Atan", "atan", NAMES("x"), NAMES("y")));
-        else
+        static const float one = 1;
+        static int64_t at = 1, dims[] = {1};
+        PUSH(g->n_initializer, g->initializer, mk_raw("one", XF_DT_FLOAT, 1, dims, &one, sizeof one));
+        PUSH(g->n_initializer, g->initializer, mk_raw("at", XF_DT_INT64, 1, dims, &at, sizeof at));
+        if (k == 0) {
+            add_node(g, mk_node("Hardmax", "hardmax", NAMES("x"), NAMES("y")));
+        } else if (k == 3) {
+            add_node(g, mk_node("LayerNormalization", "ln", NAMES("x", "one"), NAMES("n", "mean")));
+            add_node(g, mk_node("Add", "add", NAMES("n", "mean"), NAMES("y")));
+        } else if (k == 4) {
+            Onnx__NodeProto *n = mk_node("ScatterElements", "scatter", NAMES("x", "at", "one"), NAMES("y"));
+            attr_string(n, "reduction", "add");
+            add_node(g, n);
+        } else {
             add_node(g, mk_node("Add", "add", NAMES("x", "q"), NAMES("y")));
+        }
         add_gradient(g, NAMES("x"), NAMES("dx"), 1, k == 2 ? NAMES("nowhere") : NAMES("x"), 0, NULL, "y");
         PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
-        Onnx__ModelProto *mp = training_model(g);
+        Onnx__ModelProto *mp = training_model(g, 0);
         xf_model *m;
         xf_error e;
         xf_status st = load_proto(mp, NULL, &m, &e);
@@ -389,9 +682,13 @@ START_TEST(refusals)
         ck_assert_msg(st == XF_OK, "%s", e.msg);
         xf_session *s = NULL;
         ck_assert_int_ne(xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", NULL, &s, &e), XF_OK);
-        const char *want = k == 0 ? "node 'gradient' (Gradient): has no derivative of Atan modelled, for the node that "
-                                    "computes 'y'"
-                                  : "none of xs and zs, and not a constant: add it to zs: 'q'";
+        static const char *const wants[] = {
+            "node 'gradient' (Gradient): has no derivative of Hardmax modelled, for the node that computes 'y'",
+            "none of xs and zs, and not a constant: add it to zs: 'q'", NULL,
+            "has no derivative of LayerNormalization's Mean and InvStdDev outputs modelled, for the node that "
+            "computes 'n'",
+            "has no derivative of ScatterElements with a reduction modelled, for the node that computes 'y'"};
+        const char *want = wants[k];
         ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
         xf_model_free(m);
     }
@@ -421,7 +718,7 @@ START_TEST(optimized)
     add_gradient(g, NAMES("x"), NAMES("dx"), 1, NAMES("x"), 0, NULL, "i");
     PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 2, (int64_t[]){2, 3}, NULL));
     PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 2, (int64_t[]){2, 4}, NULL));
-    Onnx__ModelProto *mp = training_model(g);
+    Onnx__ModelProto *mp = training_model(g, 0);
     char in[4200], out_path[4200], cmd[9000], *out = NULL;
     snprintf(in, sizeof in, "%s/mlp.onnx", dir);
     snprintf(out_path, sizeof out_path, "%s/mlp-opt.onnx", dir);
@@ -444,6 +741,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_loop_test(tc, against_differences, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_test(tc, zs_and_scalars);
+    tcase_add_test(tc, ties_and_attribute_pad);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, optimized);
     suite_add_tcase(s, tc);
