@@ -6,7 +6,8 @@
  * "fancy" chroma upsampling, as the operator's definition asks), PNG by
  * libpng (palettes and low bit depths expanded, 16-bit samples to their
  * high byte, alpha dropped), TIFF by libtiff (its RGBA reading, so every
- * photometric kind), WebP by libwebp, JPEG 2000 (JP2 files and bare
+ * photometric kind; 8-bit CMYK in strips by scanlines, rounded as Pillow
+ * rounds), WebP by libwebp, JPEG 2000 (JP2 files and bare
  * codestreams) by OpenJPEG, the portable formats (PBM, PGM, PPM, plain
  * or raw) by netpbm and BMP by stb_image.  The format is told from
  * the first bytes, not from anything the node says.  Grayscale is
@@ -84,6 +85,11 @@ static img_status img_alloc(img *im, uint64_t w, uint64_t h, size_t max)
     return im->t ? IMG_OK : IMG_NOMEM;
 }
 
+/* One RGB channel of a CMYK pixel from the paper left by the ink, v = 255 -
+ * C, and by the black, k = 255 - K: v k / 255 rounded, as Pillow converts
+ * CMYK to RGB (nk - MULDIV255(C, nk), the same for every v and k). */
+static inline uint8_t ink_to_rgb(unsigned v, unsigned k) { return (uint8_t)((v * k + 127) / 255); }
+
 /* ------------------------------------------------------------------ JPEG */
 
 #ifdef XF_HAVE_JPEG
@@ -149,7 +155,7 @@ static img_status decode_jpeg(const uint8_t *p, size_t n, size_t max, img *im)
                     v = 255 - v;
                     kk = 255 - kk;
                 }
-                dst[x * 3 + k] = (uint8_t)((v * kk + 127) / 255);
+                dst[x * 3 + k] = ink_to_rgb(v, kk);
             }
     }
     jpeg_finish_decompress(&c);
@@ -268,6 +274,29 @@ static int tiff_quiet(TIFF *t, void *user, const char *module, const char *fmt, 
     return 1;
 }
 
+/* An 8-bit CMYK TIFF in strips, row by row: libtiff's RGBA reading
+ * rounds the inks' product down, Pillow to nearest (ink_to_rgb). */
+static img_status tiff_cmyk(TIFF *t, uint32_t w, uint32_t h, uint16_t spp, img *im)
+{
+    tmsize_t size = TIFFScanlineSize(t);
+    if (size < (tmsize_t)w * spp)
+        return IMG_BAD;
+    uint8_t *row = malloc((size_t)size);
+    if (!row)
+        return IMG_NOMEM;
+    img_status st = IMG_OK;
+    for (uint32_t y = 0; st == IMG_OK && y < h; y++) {
+        if (TIFFReadScanline(t, row, y, 0) < 0)
+            st = IMG_BAD;
+        uint8_t *dst = im->rgb + (size_t)y * w * 3;
+        for (uint32_t x = 0; st == IMG_OK && x < w; x++)
+            for (int k = 0; k < 3; k++)
+                dst[x * 3 + k] = ink_to_rgb(255u - row[(size_t)x * spp + k], 255u - row[(size_t)x * spp + 3]);
+    }
+    free(row);
+    return st;
+}
+
 static img_status decode_tiff(const uint8_t *p, size_t n, size_t max, img *im)
 {
     mem_reader r = {p, n, 0};
@@ -287,6 +316,18 @@ static img_status decode_tiff(const uint8_t *p, size_t n, size_t max, img *im)
     TIFFGetField(t, TIFFTAG_IMAGEWIDTH, &w);
     TIFFGetField(t, TIFFTAG_IMAGELENGTH, &h);
     img_status st = img_alloc(im, w, h, max);
+    uint16_t photometric = 0, bits = 0, spp = 0, planar = 0, inks = 0;
+    TIFFGetFieldDefaulted(t, TIFFTAG_PHOTOMETRIC, &photometric);
+    TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bits);
+    TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
+    TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &planar);
+    TIFFGetFieldDefaulted(t, TIFFTAG_INKSET, &inks);
+    if (st == IMG_OK && photometric == PHOTOMETRIC_SEPARATED && bits == 8 && spp >= 4 &&
+        planar == PLANARCONFIG_CONTIG && inks == INKSET_CMYK && !TIFFIsTiled(t)) {
+        st = tiff_cmyk(t, w, h, spp, im);
+        TIFFClose(t);
+        return st;
+    }
     uint32_t *px = st == IMG_OK ? malloc((size_t)w * h * 4) : NULL;
     if (st == IMG_OK && !px)
         st = IMG_NOMEM;

@@ -82,10 +82,11 @@ def main(out):
         f.write("P1\n%d %d\n" % (W, H))
         f.write("\n".join(" ".join(str((x + y) % 2) for x in range(W)) for y in range(H)) + "\n")
     ink = Image.fromarray(np.dstack([a, (a[:, :, 0] // 2 + a[:, :, 1] // 3).astype(np.uint8)]), "CMYK")
-    for name, img, kw in [("pattern.jpg", im, {"quality": 90}), ("cmyk.jpg", ink, {"quality": 90})]:
-        save(name, img, "JPEG", **kw)
+    for name, img, fmt, kw in [("pattern.jpg", im, "JPEG", {"quality": 90}), ("cmyk.jpg", ink, "JPEG", {"quality": 90}),
+                               ("cmyk.tiff", ink, "TIFF", {"compression": "tiff_lzw"})]:
+        save(name, img, fmt, **kw)
         dec = Image.open(os.path.join(out, name)).convert("RGB")
-        open(os.path.join(out, name.replace(".jpg", "_jpg.rgb")), "wb").write(np.asarray(dec).tobytes())
+        open(os.path.join(out, name.replace(".", "_") + ".rgb"), "wb").write(np.asarray(dec).tobytes())
     jpg = open(os.path.join(out, "pattern.jpg"), "rb").read()  # bytes before its SOS: a warning, the same pixels
     sos = jpg.find(b"\xff\xda")
     open(os.path.join(out, "extraneous.jpg"), "wb").write(jpg[:sos] + b"\x00\x11\x22" + jpg[sos:])
