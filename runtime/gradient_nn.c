@@ -12,6 +12,14 @@ static xf_status nomem(xf_error *err) { return xf_error_set(err, XF_ERR_NOMEM, "
 
 static const xf_shape *shape_of(const xf_grad_pass *b, int v) { return &b->val[v]->shape; }
 
+/* The forward run checked the node's shapes on its backend; these checks
+ * keep the backward pass inside its tensors whatever that backend let by. */
+static xf_status bad_shapes(const xf_node *n, xf_error *err)
+{
+    return xf_error_set(err, XF_ERR_INVALID, "node '%s' (Gradient): the shapes of %s node '%s' do not fit together",
+                        n->name ? n->name : "", xf_op_name(n->op), n->name ? n->name : "");
+}
+
 const char *xf_grad_nn_refusal(const xf_node *n, const bool *used)
 {
     bool later_read = false; /* an output after the first is read */
@@ -52,6 +60,10 @@ xf_status xf_grad_conv(xf_grad_pass *b, const xf_node *n, const double *gy, xf_e
     double *gx = xf_grad_of(b, ix, &oom), *gw = xf_grad_of(b, iw, &oom), *gb = xf_grad_of(b, ib, &oom);
     if (!x || !wt || !y || oom)
         return nomem(err);
+    int64_t group = n->attrs.group, c_in = xs->dims[1], c_out = ws->dims[0], cg = ws->dims[1];
+    if (ws->ndim != xs->ndim || group < 1 || cg * group != c_in || c_out % group ||
+        (ib >= 0 && xf_shape_numel(shape_of(b, ib)) != c_out))
+        return bad_shapes(n, err);
     int64_t kernel[XF_MAX_SPATIAL] = {0};
     for (int i = 0; i < xs->ndim - 2 && i < XF_MAX_SPATIAL; i++)
         kernel[i] = ws->dims[2 + i];
@@ -59,7 +71,7 @@ xf_status xf_grad_conv(xf_grad_pass *b, const xf_node *n, const double *gy, xf_e
     xf_status st = xf_rt_window_setup(n, xs, shape_of(b, iy), kernel, &w, err);
     if (st != XF_OK)
         return st;
-    int64_t c_in = xs->dims[1], c_out = ws->dims[0], cg = ws->dims[1], mg = c_out / n->attrs.group;
+    int64_t mg = c_out / group;
     int64_t in_sp = w.in[0] * w.in[1] * w.in[2], k_sp = w.k[0] * w.k[1] * w.k[2];
     int64_t out_sp = w.out[0] * w.out[1] * w.out[2];
     for (int64_t bt = 0; bt < xs->dims[0]; bt++)
@@ -124,6 +136,8 @@ xf_status xf_grad_pool(xf_grad_pass *b, const xf_node *n, const double *gy, xf_e
     if (!gx)
         return XF_OK;
     const xf_shape *xs = shape_of(b, ix);
+    if (xs->ndim < 2)
+        return bad_shapes(n, err);
     int64_t planes = xs->dims[0] * xs->dims[1];
     if (n->op == XF_OP_GLOBAL_AVERAGE_POOL || n->op == XF_OP_GLOBAL_MAX_POOL || n->op == XF_OP_GLOBAL_LP_POOL) {
         int64_t sp = planes ? xf_shape_numel(xs) / planes : 0;
@@ -173,6 +187,31 @@ typedef struct norm_map {
  * and GroupNormalization (groups of channels per image; parameters per
  * channel, or per group), and BatchNormalization (a group per channel, over
  * the batch). */
+static bool norm_shapes_ok(const xf_grad_pass *b, const xf_node *n)
+{
+    const xf_shape *xs = shape_of(b, n->inputs[0]);
+    int ib = n->n_inputs > 2 ? n->inputs[2] : -1;
+    if (n->op == XF_OP_LAYER_NORM) {
+        int axis = xf_rt_axis(n->attrs.axis, xs->ndim);
+        if (axis < 0)
+            return false;
+        xf_shape norm = xf_shape_make(xs->ndim - axis, xs->dims + axis);
+        return xf_rt_broadcastable(shape_of(b, n->inputs[1]), &norm) &&
+               (ib < 0 || xf_rt_broadcastable(shape_of(b, ib), &norm));
+    }
+    if (xs->ndim < 2 || ib < 0)
+        return false;
+    int64_t chans = xs->dims[1], groups = n->op == XF_OP_GROUP_NORM ? n->attrs.group : chans;
+    int64_t n_par = xf_shape_numel(shape_of(b, n->inputs[1]));
+    if (groups < 1 || chans % groups || (n_par != chans && n_par != groups) ||
+        xf_shape_numel(shape_of(b, ib)) != n_par)
+        return false;
+    for (int k = 3; n->op == XF_OP_BATCH_NORM && k < 5; k++)
+        if (n->n_inputs <= k || n->inputs[k] < 0 || xf_shape_numel(shape_of(b, n->inputs[k])) != chans)
+            return false;
+    return n->op != XF_OP_BATCH_NORM || n_par == chans;
+}
+
 static bool norm_map_make(const xf_grad_pass *b, const xf_node *n, norm_map *m)
 {
     const xf_shape *xs = shape_of(b, n->inputs[0]);
@@ -251,6 +290,8 @@ static xf_status batch_norm_fixed(xf_grad_pass *b, const xf_node *n, const doubl
 xf_status xf_grad_normalize(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err)
 {
     norm_map m = {0};
+    if (!norm_shapes_ok(b, n))
+        return bad_shapes(n, err);
     xf_status st = norm_map_make(b, n, &m) ? XF_OK : nomem(err);
     if (st == XF_OK && n->op == XF_OP_BATCH_NORM && !n->attrs.bn_training) {
         st = batch_norm_fixed(b, n, gy, &m, err);
