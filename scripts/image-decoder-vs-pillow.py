@@ -47,8 +47,8 @@ def rand_img(rng, h, w, mode):
     return Image.fromarray(a[:, :, 0] if take == 1 else a[:, :, :take], mode)
 
 
-def encode(rng, fmt, mode, **kw):
-    im = rand_img(rng, int(rng.integers(1, 70)), int(rng.integers(1, 70)), mode)
+def encode(rng, fmt, mode, sides=(1, 70), **kw):
+    im = rand_img(rng, int(rng.integers(*sides)), int(rng.integers(*sides)), mode)
     f = io.BytesIO()
     im.save(f, format=fmt, **kw)
     return f.getvalue()
@@ -66,7 +66,9 @@ def round_of_cases(rng):
     kinds += [("WEBP", "RGB", {"quality": int(rng.integers(5, 100))}), ("WEBP", "RGB", {"lossless": True})]
     kinds += [("JPEG2000", "RGB", {}), ("JPEG2000", "L", {}), ("JPEG2000", "RGB", {"irreversible": True})]
     kinds += [("PPM", m, {}) for m in ("RGB", "L", "1")]
-    return [("%s %s%s" % (f, m, " " + ",".join(sorted(kw)) if kw else ""), encode(rng, f, m, **kw)) for f, m, kw in kinds]
+    cases = [("%s %s%s" % (f, m, " " + ",".join(sorted(kw)) if kw else ""), encode(rng, f, m, **kw)) for f, m, kw in kinds]
+    # a JPEG 2000 stream of 64 KiB or more, which xflow decodes on several threads
+    return cases + [("JPEG2000 RGB large", encode(rng, "JPEG2000", "RGB", (180, 240)))]
 
 
 def decode_all(args, work, pf, blobs):
