@@ -298,27 +298,6 @@ void xf_rt_gradient_free(xf_rt_gradient *gr)
 
 typedef xf_grad_pass pass;
 
-const double *xf_grad_vals(pass *b, int v)
-{
-    if (!b->x[v]) {
-        const xf_tensor *t = b->val[v];
-        int64_t n = xf_tensor_numel(t);
-        if ((b->x[v] = malloc(sizeof(double) * (size_t)(n + 1))))
-            for (int64_t i = 0; i < n; i++)
-                b->x[v][i] = xf_rt_load_f64(t->dtype, t->data, i);
-    }
-    return b->x[v];
-}
-
-double *xf_grad_of(pass *b, int v, bool *oom)
-{
-    if (v < 0 || !b->varies[v])
-        return NULL;
-    if (!b->g[v] && !(b->g[v] = calloc((size_t)xf_tensor_numel(b->val[v]) + 1, sizeof(double))))
-        *oom = true;
-    return b->g[v];
-}
-
 static const xf_shape *shape(const pass *b, int v) { return &b->val[v]->shape; }
 
 /* Elementwise ops with numpy broadcasting: each output element's gradient

@@ -7,6 +7,8 @@
 
 #include "xf_rt_internal.h"
 
+#include <stdlib.h>
+
 typedef struct xf_grad_pass {
     const bool *varies; /* per value of the part: a floating-point function of the xs */
     xf_tensor **val;    /* per value, its tensor (borrowed) */
@@ -15,10 +17,28 @@ typedef struct xf_grad_pass {
 } xf_grad_pass;
 
 /* v's elements as doubles (NULL when out of memory). */
-const double *xf_grad_vals(xf_grad_pass *b, int v);
+static inline const double *xf_grad_vals(xf_grad_pass *b, int v)
+{
+    if (!b->x[v]) {
+        const xf_tensor *t = b->val[v];
+        int64_t n = xf_tensor_numel(t);
+        if ((b->x[v] = malloc(sizeof(double) * (size_t)(n + 1))))
+            for (int64_t i = 0; i < n; i++)
+                b->x[v][i] = xf_rt_load_f64(t->dtype, t->data, i);
+    }
+    return b->x[v];
+}
+
 /* The gradient of v to add into (zeros at first); NULL where v does not
  * vary with the xs, or when memory ran out (*oom set). */
-double *xf_grad_of(xf_grad_pass *b, int v, bool *oom);
+static inline double *xf_grad_of(xf_grad_pass *b, int v, bool *oom)
+{
+    if (v < 0 || !b->varies[v])
+        return NULL;
+    if (!b->g[v] && !(b->g[v] = calloc((size_t)xf_tensor_numel(b->val[v]) + 1, sizeof(double))))
+        *oom = true;
+    return b->g[v];
+}
 
 /* Why the backward pass cannot take node n in this form (NULL: it can):
  * a Scatter with a reduction, a second output of a normalization that

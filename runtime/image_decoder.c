@@ -8,7 +8,8 @@
  * high byte, alpha dropped), TIFF by libtiff (its RGBA reading, so every
  * photometric kind; 8-bit CMYK in strips by scanlines, rounded as Pillow
  * rounds), WebP by libwebp, JPEG 2000 (JP2 files and bare
- * codestreams) by OpenJPEG, the portable formats (PBM, PGM, PPM, plain
+ * codestreams) by OpenJPEG (on several threads for streams of 64 KiB
+ * and more), the portable formats (PBM, PGM, PPM, plain
  * or raw) by netpbm and BMP by stb_image.  The format is told from
  * the first bytes, not from anything the node says.  Grayscale is
  * computed from RGB with Pillow's weights (L = (19595 R + 38470 G + 7471
