@@ -16,7 +16,7 @@
  * Tanh, Exp, Log, Sqrt, Erf, Sin, Cos and the other unary activations
  * and trigonometric functions (slope()), Reshape, Flatten, Squeeze,
  * Unsqueeze, Expand, Transpose, Concat, Split, Slice, Gather, MatMul,
- * Gemm, ReduceSum, ReduceMean, Softmax, LogSoftmax, and in gradient_nn.c
+ * Gemm, the Reduce ops, CumSum, Softmax, LogSoftmax, and in gradient_nn.c
  * Conv, the pools, the normalizations and the ops that move elements
  * (Pad, Tile, the Scatters, ...); a node of another op between xs and y
  * is refused, naming it, when the session is made, unless none of its
@@ -61,7 +61,9 @@ static bool differentiable(xf_op op)
     case XF_OP_SWISH: case XF_OP_MISH: case XF_OP_GELU: case XF_OP_PRELU: case XF_OP_MEAN: case XF_OP_MAX:
     case XF_OP_MIN: case XF_OP_CONV: case XF_OP_MAX_POOL: case XF_OP_AVERAGE_POOL: case XF_OP_LP_POOL:
     case XF_OP_GLOBAL_AVERAGE_POOL: case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_BATCH_NORM:
-    case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM:
+    case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM: case XF_OP_REDUCE_MAX:
+    case XF_OP_REDUCE_MIN: case XF_OP_REDUCE_PROD: case XF_OP_REDUCE_L1: case XF_OP_REDUCE_L2: case XF_OP_REDUCE_LOG_SUM:
+    case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE: case XF_OP_CUM_SUM:
         return true;
     default:
         return xf_grad_is_traced(op);
@@ -672,13 +674,19 @@ static void gemm(pass *b, const xf_node *n, const double *gy, bool *oom)
     }
 }
 
-/* ReduceSum and ReduceMean: each input element takes its output's
- * gradient (over the count of elements averaged). */
+/* The Reduce ops: each input element x takes its output's gradient times
+ * d y / d x (y its output): 1 for ReduceSum, 1 / count for ReduceMean,
+ * 2 x, sign x, x / y, 1 / e^y, e^(x - y) for ReduceSumSquare, L1, L2,
+ * LogSum, LogSumExp; ReduceMax and ReduceMin pass it to the first element
+ * holding y, ReduceProd to each x the product of the others. */
 static void reduce(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
-    int ix = n->inputs[0];
+    int ix = n->inputs[0], iy = n->outputs[0];
     double *gx = xf_grad_of(b, ix, oom);
-    if (!gx)
+    const double *x = xf_grad_vals(b, ix), *y = xf_grad_vals(b, iy);
+    if (!x || !y)
+        *oom = true;
+    if (!gx || !x || !y)
         return;
     const xf_shape *xs = shape(b, ix);
     bool axis[XF_MAX_DIMS] = {0};
@@ -706,12 +714,80 @@ static void reduce(pass *b, const xf_node *n, const double *gy, bool *oom)
         if (kept.dims[d] == 1)
             strides[d] = 0;
     double scale = n->op == XF_OP_REDUCE_MEAN && count > 0 ? 1.0 / (double)count : 1;
+    int64_t total = xf_tensor_numel(b->val[ix]), outs = xf_tensor_numel(b->val[iy]);
+    bool *taken = NULL;   /* ReduceMax, ReduceMin: per output, its gradient passed on */
+    double *others = NULL; /* ReduceProd: per output, the product of its nonzero elements, then their count */
+    if (n->op == XF_OP_REDUCE_MAX || n->op == XF_OP_REDUCE_MIN)
+        *oom |= !(taken = calloc((size_t)outs + 1, sizeof *taken));
+    if (n->op == XF_OP_REDUCE_PROD && !*oom && (others = malloc(sizeof *others * (size_t)(2 * outs + 1)))) {
+        for (int64_t k = 0; k < outs; k++)
+            others[2 * k] = 1, others[2 * k + 1] = 0;
+        xf_rt_iter it;
+        xf_rt_iter_init(&it, xs);
+        xf_rt_iter_add(&it, strides, 0);
+        for (int64_t i = 0; i < total; i++, xf_rt_iter_next(&it))
+            if (x[i] != 0)
+                others[2 * it.off[0]] *= x[i];
+            else
+                others[2 * it.off[0] + 1]++;
+    } else if (n->op == XF_OP_REDUCE_PROD) {
+        *oom = true;
+    }
     xf_rt_iter it;
     xf_rt_iter_init(&it, xs);
     int kg = xf_rt_iter_add(&it, strides, 0);
-    int64_t total = xf_tensor_numel(b->val[ix]);
-    for (int64_t i = 0; i < total; i++, xf_rt_iter_next(&it))
-        gx[i] += gy[it.off[kg]] * scale;
+    for (int64_t i = 0; i < total && !*oom; i++, xf_rt_iter_next(&it)) {
+        int64_t o = it.off[kg];
+        double d = scale;
+        switch (n->op) {
+        case XF_OP_REDUCE_SUM_SQUARE: d = 2 * x[i]; break;
+        case XF_OP_REDUCE_L1: d = x[i] > 0 ? 1 : x[i] < 0 ? -1 : 0; break;
+        case XF_OP_REDUCE_L2: d = y[o] != 0 ? x[i] / y[o] : 0; break;
+        case XF_OP_REDUCE_LOG_SUM: d = 1 / exp(y[o]); break;
+        case XF_OP_REDUCE_LOG_SUM_EXP: d = exp(x[i] - y[o]); break;
+        case XF_OP_REDUCE_MAX: case XF_OP_REDUCE_MIN:
+            d = !taken[o] && x[i] == y[o];
+            taken[o] |= d != 0;
+            break;
+        case XF_OP_REDUCE_PROD: {
+            double zeros = others[2 * o + 1];
+            d = zeros == 0 ? others[2 * o] / x[i] : zeros == 1 && x[i] == 0 ? others[2 * o] : 0;
+            break;
+        }
+        default: break;
+        }
+        gx[i] += gy[o] * d;
+    }
+    free(taken);
+    free(others);
+}
+
+/* CumSum: element j of a line along the axis went into the sums at i >= j
+ * (i > j when exclusive; i <= j, i < j when reversed). */
+static void cumsum(pass *b, const xf_node *n, const double *gy, bool *oom)
+{
+    int ix = n->inputs[0];
+    double *gx = xf_grad_of(b, ix, oom);
+    const xf_tensor *at = b->val[n->inputs[1]];
+    const xf_shape *xs = shape(b, ix);
+    int axis = gx && xf_tensor_numel(at) == 1 ? xf_rt_axis(xf_rt_load_i64(at->dtype, at->data, 0), xs->ndim) : -1;
+    if (axis < 0)
+        return;
+    int64_t outer = xf_rt_dims_product(xs, 0, axis), len = xs->dims[axis];
+    int64_t inner = xf_rt_dims_product(xs, axis + 1, xs->ndim);
+    bool rev = n->attrs.cumsum_reverse, excl = n->attrs.cumsum_exclusive;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t e = 0; e < inner; e++) {
+            double run = 0; /* the sum of gy over the outputs that element j went into */
+            for (int64_t k = 0; k < len; k++) {
+                int64_t j = rev ? k : len - 1 - k, at_j = (o * len + j) * inner + e;
+                if (!excl)
+                    run += gy[at_j];
+                gx[at_j] += run;
+                if (excl)
+                    run += gy[at_j];
+            }
+        }
 }
 
 /* Softmax: dx = y (g - sum(g y)); LogSoftmax: dx = g - exp(y) sum(g), the
@@ -810,7 +886,12 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
         case XF_OP_TRANSPOSE: transpose(&b, n, gy, &oom); break;
         case XF_OP_MATMUL: matmul(&b, n, gy, &oom); break;
         case XF_OP_GEMM: gemm(&b, n, gy, &oom); break;
-        case XF_OP_REDUCE_SUM: case XF_OP_REDUCE_MEAN: reduce(&b, n, gy, &oom); break;
+        case XF_OP_REDUCE_SUM: case XF_OP_REDUCE_MEAN: case XF_OP_REDUCE_MAX: case XF_OP_REDUCE_MIN:
+        case XF_OP_REDUCE_PROD: case XF_OP_REDUCE_L1: case XF_OP_REDUCE_L2: case XF_OP_REDUCE_LOG_SUM:
+        case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE:
+            reduce(&b, n, gy, &oom);
+            break;
+        case XF_OP_CUM_SUM: cumsum(&b, n, gy, &oom); break;
         case XF_OP_SOFTMAX: case XF_OP_LOG_SOFTMAX: softmax(&b, n, gy, &oom); break;
         default: unary(&b, n, gy, &oom); break;
         }

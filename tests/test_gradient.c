@@ -419,6 +419,43 @@ static void b_unary_more(Onnx__GraphProto *g)
     add_node(g, mk_node("Sum", "y", (const char **)terms, NAMES("y")));
 }
 
+static void b_reduce_family(Onnx__GraphProto *g)
+{
+    static int64_t one[] = {1}, two[] = {2}, a1[] = {1}, am1[] = {-1}, a02[] = {0, 2}, a2[] = {2}, a0[] = {0},
+                   a12[] = {1, 2};
+    PUSH(g->n_initializer, g->initializer, mk_raw("a1", XF_DT_INT64, 1, one, a1, sizeof a1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("am1", XF_DT_INT64, 1, one, am1, sizeof am1));
+    PUSH(g->n_initializer, g->initializer, mk_raw("a02", XF_DT_INT64, 1, two, a02, sizeof a02));
+    PUSH(g->n_initializer, g->initializer, mk_raw("a2", XF_DT_INT64, 1, one, a2, sizeof a2));
+    PUSH(g->n_initializer, g->initializer, mk_raw("a0", XF_DT_INT64, 1, one, a0, sizeof a0));
+    PUSH(g->n_initializer, g->initializer, mk_raw("a12", XF_DT_INT64, 1, two, a12, sizeof a12));
+    static const char *const ops[] = {"ReduceMax", "ReduceMin",    "ReduceProd",      "ReduceL1",
+                                      "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+    static const char *const axes[] = {"a1", "am1", "a02", NULL, "a1", "a2", "a0", "a12"};
+    static const char *const outs[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
+    static const char *const sums[] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "c0", "c1", NULL};
+    add_node(g, mk_node("Exp", "e", NAMES("x0"), NAMES("e")));
+    for (int k = 0; k < 8; k++) {
+        const char *in = k == 5 ? "e" : "x0"; /* LogSum of positive values */
+        Onnx__NodeProto *r = mk_node(ops[k], outs[k], (const char *[]){in, axes[k], NULL},
+                                     (const char *[]){outs[k], NULL});
+        if (!axes[k])
+            r->n_input = 1;
+        attr_int(r, "keepdims", k % 2);
+        add_node(g, r);
+        square_sum(g, outs[k], sums[k]);
+    }
+    Onnx__NodeProto *c = mk_node("CumSum", "cum", NAMES("x0", "a1"), NAMES("cs"));
+    attr_int(c, "exclusive", 1);
+    add_node(g, c);
+    Onnx__NodeProto *cr = mk_node("CumSum", "cum_reverse", NAMES("x0", "am1"), NAMES("cr"));
+    attr_int(cr, "reverse", 1);
+    add_node(g, cr);
+    square_sum(g, "cs", "c0");
+    square_sum(g, "cr", "c1");
+    add_node(g, mk_node("Sum", "y", (const char **)sums, NAMES("y")));
+}
+
 #define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
 static const gcase cases[] = {
     {"Add", 2, 2, {S(2, 3), S(3)}, false, b_add},
@@ -451,6 +488,7 @@ static const gcase cases[] = {
      {S(3, 4), S(1, 2), S(1, 4)}, false, b_indexing, 18},
     {"Max, Min, Mean and PRelu", 3, 3, {S(2, 3), S(3), S(2, 1)}, false, b_extremes},
     {"Softplus to Acosh", 2, 2, {S(4, 3), S(3)}, false, b_unary_more, 24},
+    {"the Reduce ops and CumSum", 1, 1, {S(2, 3, 4)}, false, b_reduce_family, 18},
 };
 
 static uint64_t rng_state = 12345;
@@ -596,9 +634,11 @@ START_TEST(zs_and_scalars)
 }
 END_TEST
 
-/* At opset 10: a MaxPool whose windows hold a tie passes the gradient to
- * the first maximum, and a Pad whose constant is an attribute passes none
- * from its constant: y = sum(MaxPool(x)) + sum(Pad(x)). */
+/* At opset 10: a MaxPool whose windows hold a tie and a ReduceMax pass
+ * the gradient to the first maximum, a Pad whose constant is an
+ * attribute passes none from its constant, and a ReduceProd over one zero
+ * passes the product of the others to it: y = sum(MaxPool(x)) +
+ * sum(Pad(x)) + ReduceProd(x) + ReduceMax(x). */
 START_TEST(ties_and_attribute_pad)
 {
     Onnx__GraphProto *g = mk_graph("ties");
@@ -614,14 +654,17 @@ START_TEST(ties_and_attribute_pad)
     add_node(g, pad);
     add_node(g, mk_node("ReduceSum", "sum_m", NAMES("m"), NAMES("sm")));
     add_node(g, mk_node("ReduceSum", "sum_p", NAMES("p"), NAMES("sp")));
-    add_node(g, mk_node("Add", "y", NAMES("sm", "sp"), NAMES("y")));
+    add_node(g, mk_node("ReduceProd", "prod", NAMES("x"), NAMES("pr")));
+    add_node(g, mk_node("ReduceMax", "most", NAMES("x"), NAMES("mo")));
+    add_node(g, mk_node("Sum", "y", NAMES("sm", "sp", "pr", "mo"), NAMES("y")));
     add_gradient(g, NAMES("x"), NAMES("dx"), 1, NAMES("x"), 0, NULL, "y");
     PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 3, dims, NULL));
     Onnx__ModelProto *mp_ = training_model(g, 10);
     xf_model *m;
     xf_error e;
     ck_assert_msg(load_proto(mp_, NULL, &m, &e) == XF_OK, "%s", e.msg);
-    static const float xv[] = {3, 3, 1, 1, 2, 0}, want[] = {2, 1, 2, 1, 2, 1};
+    /* ReduceProd's zero takes the product of the others, ReduceMax's first 3 its gradient */
+    static const float xv[] = {3, 3, 1, 1, 2, 0}, want[] = {3, 1, 2, 1, 2, 19};
     xf_tensor *in[1] = {xf_tensor_from_data(XF_DT_FLOAT, &(xf_shape){3, {1, 1, 6}}, xv)};
     const char *backends[2];
     int nb = host_backends(backends);
