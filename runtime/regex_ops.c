@@ -7,7 +7,8 @@
  * UTF-8 sequence): \d \w \s and their negations become bracket
  * expressions (ASCII, as RE2 has them), \b \B stay (GNU's), (?:...) and
  * named groups become groups, lazy quantifiers greedy ones, a leading (?i)
- * ignores case; inside brackets \d \w \s and escaped characters become
+ * ignores case, ^ $ \A \z (the text's ends in RE2, but for ^ and $ under
+ * (?m)) GNU's buffer anchors \` \'; inside brackets \d \w \s and escaped characters become
  * members.  What has no POSIX form (Unicode classes \p, back references,
  * flags after the start) is refused when the session is made, by node. */
 #include "ml_ops.h"
@@ -328,13 +329,8 @@ static bool to_posix(const char *re, char **out, bool *icase, bool *multiline, c
             } else if (e == 'b' || e == 'B') {
                 putc_(&o, '\\');
                 putc_(&o, e);
-            } else if ((e == 'A' || e == 'z') && *multiline) {
-                free(o.s);
-                return refuse(why, why_len, "\\A and \\z with (?m) have no POSIX form");
-            } else if (e == 'A') {
-                putc_(&o, '^');
-            } else if (e == 'z') {
-                putc_(&o, '$');
+            } else if (e == 'A' || e == 'z') {
+                puts_(&o, e == 'A' ? "\\`" : "\\'"); /* the text's ends, whatever the flags */
             } else if ((lit = escaped_char(e)) >= 0) {
                 if (strchr(".[]()*+?{}|^$\\", lit))
                     putc_(&o, '\\');
@@ -348,6 +344,10 @@ static bool to_posix(const char *re, char **out, bool *icase, bool *multiline, c
             puts_(&o, "[^\n]"); /* RE2's '.' takes no newline */
         } else if (c == '.' && *multiline) {
             puts_(&o, "(.|\n)");
+        } else if ((c == '^' || c == '$') && !*multiline) {
+            /* RE2's are the text's ends (GNU's buffer anchors): glibc's
+             * own '$' inside a pattern also matches before a newline */
+            puts_(&o, c == '^' ? "\\`" : "\\'");
         } else {
             putc_(&o, c);
         }
@@ -476,8 +476,8 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
     if (!to_posix(re, &posix, &icase, &multiline, why, sizeof why))
         return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED, "%s \"%.80s\": %s", what, re, why);
     char *pattern = posix;
-    if (full && (pattern = malloc(strlen(posix) + 5)) != NULL)
-        sprintf(pattern, "^(%s)$", posix);
+    if (full && (pattern = malloc(strlen(posix) + 7)) != NULL)
+        sprintf(pattern, "\\`(%s)\\'", posix);
     if (!pattern) {
         free(posix);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
