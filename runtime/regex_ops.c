@@ -400,13 +400,129 @@ static void byte_table(pattern *p, const char *posix, bool icase)
     p->table = true;
 }
 
+/* The alternatives matching, byte by byte, the UTF-8 encodings of the
+ * code points lo to hi (all 0x80 or more): each a run of byte ranges,
+ * split where the encodings change length and where a continuation byte
+ * would not cover its whole range (as RE2 compiles a range to bytes). */
+static void utf8_range(out_buf *o, uint32_t lo, uint32_t hi)
+{
+    static const uint32_t longest[] = {0x7ff, 0xffff};
+    if (lo > hi)
+        return;
+    for (int k = 0; k < 2; k++)
+        if (lo <= longest[k] && longest[k] < hi) {
+            utf8_range(o, lo, longest[k]);
+            utf8_range(o, longest[k] + 1, hi);
+            return;
+        }
+    int n = lo <= 0x7ff ? 2 : lo <= 0xffff ? 3 : 4;
+    for (int i = 1; i < n; i++) {
+        uint32_t m = (1u << (6 * i)) - 1;
+        if ((lo & ~m) != (hi & ~m)) {
+            if (lo & m) {
+                utf8_range(o, lo, lo | m);
+                utf8_range(o, (lo | m) + 1, hi);
+                return;
+            }
+            if ((hi & m) != m) {
+                utf8_range(o, lo, (hi & ~m) - 1);
+                utf8_range(o, hi & ~m, hi);
+                return;
+            }
+        }
+    }
+    putc_(o, '|');
+    for (int i = 0; i < n; i++) { /* byte i of n: the lead's bits, then six per continuation byte */
+        int shift = 6 * (n - 1 - i);
+        unsigned a = (lo >> shift) & 0x3f, b = (hi >> shift) & 0x3f;
+        if (i == 0)
+            a = (0xf00u >> n & 0xff) | (lo >> shift), b = (0xf00u >> n & 0xff) | (hi >> shift);
+        else
+            a |= 0x80, b |= 0x80;
+        char r[5] = {'[', (char)a, '-', (char)b, ']'};
+        put(o, r, 5);
+    }
+}
+
+/* A bracket set of the C-locale form (text not ASCII) whose members
+ * [m, end) include non-ASCII characters: a group taking its ASCII members
+ * from a set and its others (or, negated, every other character) by the
+ * bytes of their encodings.  False when it has none (a class, a member
+ * that is not UTF-8; or icase, whose folding of non-ASCII letters the C
+ * locale lacks). */
+static bool utf8_set(out_buf *o, bool neg, const char *m, const char *end, bool icase)
+{
+    bool ascii[128] = {false};
+    uint32_t ranges[64][2];
+    int n = 0;
+    for (const char *c = m; c < end;) {
+        uint32_t lo, hi;
+        int b = xf_rt_utf8_char(c, (size_t)(end - c), &lo), b2 = 0;
+        if (!b || (c[0] == '[' && c + 1 < end && c[1] == ':') || n == 64)
+            return false;
+        hi = lo;
+        if (c + b + 1 < end && c[b] == '-' && !(b2 = xf_rt_utf8_char(c + b + 1, (size_t)(end - c - b - 1), &hi)))
+            return false;
+        c += b + (b2 ? 1 + b2 : 0);
+        for (uint32_t v = lo; v <= hi && v < 0x80; v++)
+            ascii[v] = true;
+        if (hi >= 0x80 && icase)
+            return false;
+        int at = n++; /* the non-ASCII part, kept in order of its start */
+        for (; hi >= 0x80 && at > 0 && ranges[at - 1][0] > (lo < 0x80 ? 0x80 : lo); at--)
+            memcpy(ranges[at], ranges[at - 1], sizeof ranges[at]);
+        if (hi >= 0x80)
+            ranges[at][0] = lo < 0x80 ? 0x80 : lo, ranges[at][1] = hi;
+        else
+            n--;
+    }
+    char set[140];
+    size_t k = 0;
+    set[k++] = '[';
+    if (ascii[']'] != neg)
+        set[k++] = ']';
+    for (int c = 1; c < 128; c++)
+        if (ascii[c] != neg && c != ']' && c != '-' && c != '^')
+            set[k++] = (char)c;
+    if (ascii['^'] != neg)
+        set[k++] = '^';
+    if (ascii['-'] != neg)
+        set[k++] = '-';
+    set[k++] = ']';
+    out_buf alt = {.ok = true}; /* the alternatives, each after a '|' */
+    puts_(&alt, "");
+    uint32_t from = 0x80;
+    for (int r = 0; r < n; r++) {
+        if (!neg)
+            utf8_range(&alt, ranges[r][0], ranges[r][1]);
+        else if (ranges[r][0] > from)
+            utf8_range(&alt, from, ranges[r][0] - 1);
+        from = ranges[r][1] + 1 > from ? ranges[r][1] + 1 : from;
+    }
+    if (neg)
+        utf8_range(&alt, from, 0x10ffff);
+    bool none = k == 2;
+    puts_(o, "(");
+    if (k == 3 && set[1] == '^')
+        puts_(o, "\\^");
+    else if (!none)
+        put(o, set, k);
+    if (alt.ok && alt.n > 0)
+        puts_(o, alt.s + none);
+    putc_(o, ')');
+    bool ok = alt.ok && (!none || alt.n > 0);
+    free(alt.s);
+    return ok;
+}
+
 /* A C-locale form of translated pattern posix (a new string; NULL when
  * out of memory or, with sets, when there is none): each non-ASCII
  * character a group, so that a repetition takes it whole; with sets, for
  * text that is not ASCII (re[2]), a negated set also takes no byte of
  * 0x80 or more but any UTF-8 sequence of two to four bytes, and a set
- * with a non-ASCII member has no such form. */
-static char *c_form(const char *posix, bool sets)
+ * with a non-ASCII member takes its members by their bytes (utf8_set;
+ * where it cannot, the pattern has no such form). */
+static char *c_form(const char *posix, bool sets, bool icase)
 {
     static const char multibyte[] = "|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf][\x80-\xbf]"
                                     "|[\xf0-\xf4][\x80-\xbf][\x80-\xbf][\x80-\xbf])";
@@ -422,12 +538,15 @@ static char *c_form(const char *posix, bool sets)
             const char *m = q + 1 + neg, *end = m + (*m == ']');
             while (*end && *end != ']')
                 end++;
+            bool wide = false;
             for (const char *c = m; sets && c < end; c++)
-                if ((unsigned char)*c >= 0x80) {
-                    free(o.s);
-                    return NULL;
-                }
-            if (neg && sets) { /* the bytes 0x80 up first (but for a leading ']'): a member '-' stays last */
+                wide |= (unsigned char)*c >= 0x80;
+            if (wide && !utf8_set(&o, neg, m, end, icase)) {
+                free(o.s);
+                return NULL;
+            } else if (wide) {
+                /* written */
+            } else if (neg && sets) { /* the bytes 0x80 up first (but for a leading ']'): a member '-' stays last */
                 puts_(&o, "([^");
                 if (*m == ']')
                     putc_(&o, *m++);
@@ -487,28 +606,45 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
     if (!full)
         byte_table(p, posix, icase);
     /* [0] as translated, [1] and [2] in C forms (NULL: [2] not made) */
-    char *forms[3] = {pattern, c_form(pattern, false), has_boundary(posix) ? c_form(pattern, true) : NULL};
+    char *forms[3] = {pattern, c_form(pattern, false, icase),
+                      has_boundary(posix) ? c_form(pattern, true, icase) : NULL};
     if (!forms[1]) {
         rc = REG_ESPACE;
         snprintf(msg, sizeof msg, "out of memory");
     }
     p->bytewise = forms[2] != NULL;
     p->multiline = multiline;
+    /* glibc's C.UTF-8 takes no range of non-ASCII characters in a set:
+     * such a pattern runs in the C locale alone, [0] then [2]'s form (and
+     * text that is not ASCII runs on [2]) */
+    bool c_only = false;
     for (int k = 0; k < (p->bytewise ? 3 : 2) && rc == 0; k++) {
-        locale_t old = x->loc[k ? 1 : 0] ? uselocale(x->loc[k ? 1 : 0]) : (locale_t)0;
-        rc = regcomp(&p->re[k], forms[k], REG_EXTENDED | (icase ? REG_ICASE : 0) | (multiline ? REG_NEWLINE : 0));
-        if (x->loc[k ? 1 : 0])
+        int l = k || c_only ? 1 : 0;
+        locale_t old = x->loc[l] ? uselocale(x->loc[l]) : (locale_t)0;
+        rc = regcomp(&p->re[k], k || !c_only ? forms[k] : forms[2],
+                     REG_EXTENDED | (icase ? REG_ICASE : 0) | (multiline ? REG_NEWLINE : 0));
+        if (x->loc[l])
             uselocale(old);
-        if (rc != 0)
+        if (rc == REG_ECOLLATE && k == 0 && !c_only && (forms[2] || (forms[2] = c_form(pattern, true, icase)))) {
+            c_only = p->bytewise = true;
+            rc = 0;
+            k--;
+        } else if (rc != 0) {
             regerror(rc, &p->re[k], msg, sizeof msg);
-        else
+        } else {
             p->n++;
+        }
     }
     if (pattern != posix)
         free(pattern);
     free(forms[1]);
     free(forms[2]);
     free(posix);
+    if (rc == REG_ECOLLATE)
+        return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED,
+                          "%s \"%.80s\": a range of non-ASCII characters reversed, under (?i) or in a set with a "
+                          "class is not translated",
+                          what, re);
     return rc == 0 ? XF_OK : xf_ml_fail(n, err, XF_ERR_INVALID, "%s \"%.80s\" does not compile: %s", what, re, msg);
 }
 

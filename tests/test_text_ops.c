@@ -360,6 +360,118 @@ START_TEST(regex_multiline)
 }
 END_TEST
 
+/* Sets with non-ASCII members and ranges (which glibc's C.UTF-8 does not
+ * take) run on their UTF-8 bytes in the C locale, beside \b and \B as RE2
+ * has them: against values ONNX Runtime gives; under (?i) such a range is
+ * refused by name. */
+START_TEST(regex_non_ascii_sets)
+{
+    xf_tensor *x = string_tensor((xf_shape){1, {6}}, NAMES("aé€x", "日本語 ok", "ÿāĀ z", "😀a€b", "x-ω y", "é"));
+    static const struct {
+        const char *re, *full; /* full: RegexFullMatch's 6 results, NULL: not checked */
+        int64_t width;
+        const char *want[12];
+    } cases[] = {
+        {"\\b[^é€]+", "\x00\x00\x00\x00\x01\x00", 2, {"a", "x", "ok", "#", "z", "#", "a", "b", "x-ω y", "#", "#", "#"}},
+        {"[α-ω]+", NULL, 1, {"#", "#", "#", "#", "ω", "#"}},
+        {"\\b[a-ÿ]+", NULL, 2, {"aé", "x", "ok", "#", "z", "#", "a", "b", "x", "y", "#", "#"}},
+        {"[^ÿ-ā ]+\\b", "\x01\x00\x00\x01\x00\x00", 2,
+         {"aé€x", "#", "ok", "#", "z", "#", "😀a€b", "#", "x", "y", "#", "#"}},
+        {"\\B[一-龥]+", NULL, 1, {"#", "日本語", "#", "#", "#", "#"}},
+        {"[^😀a]+\\b", "\x00\x01\x01\x00\x01\x00", 1, {"é€x", "日本語 ok", "ÿāĀ z", "€b", "x-ω y", "#"}},
+        {"\\b[€-😀]", NULL, 1, {"#", "#", "#", "€", "#", "#"}},
+        {"x?[a-ÿ]+[^€-😀]*", "\x00\x00\x01\x00\x01\x01", 2,
+         {"aé", "x", "ok", "#", "ÿāĀ z", "#", "a", "b", "x-ω y", "#", "é", "#"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        xf_tensor *y = run_node(tokenizer(0, 1, NULL, 0, cases[c].re), "cpu_ref", x, NULL);
+        assert_strings(y, (xf_shape){2, {6, cases[c].width}}, cases[c].want, cases[c].re);
+        xf_tensor_release(y);
+        if (!cases[c].full)
+            continue;
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", cases[c].re);
+        y = run_node(n, "cpu_ref", x, NULL);
+        for (int i = 0; i < 6; i++)
+            ck_assert_msg(((const uint8_t *)y->data)[i] == (uint8_t)cases[c].full[i], "%s: element %d is %d",
+                          cases[c].re, i, ((const uint8_t *)y->data)[i]);
+        xf_tensor_release(y);
+    }
+    xf_error e;
+    ck_assert_ptr_null(run_node(tokenizer(0, 1, NULL, 0, "(?i)[α-ω]+"), "cpu_ref", x, &e));
+    ck_assert_msg(strstr(e.msg, "a range of non-ASCII characters reversed, under (?i)"), "%s", e.msg);
+    xf_tensor_release(x);
+}
+END_TEST
+
+/* code point c as UTF-8 into b (NUL-terminated) */
+static void utf8_put(uint32_t c, char *b)
+{
+    int n = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    for (int i = n - 1; i > 0; i--, c >>= 6)
+        b[i] = (char)(0x80 | (c & 0x3f));
+    b[0] = (char)(n == 1 ? c : (0xf00u >> n & 0xff) | c);
+    b[n] = 0;
+}
+
+/* Ranges of non-ASCII code points, set and negated, near the bounds where
+ * UTF-8 changes length or a continuation byte wraps, on characters at and
+ * beside their ends: each is a member exactly when inside. */
+START_TEST(regex_utf8_ranges)
+{
+    static const uint32_t points[] = {0x80,   0x81,   0xbf,   0xc0,    0x7fe,   0x7ff,   0x800,  0x801,
+                                      0xfff,  0x1000, 0xd7ff, 0xe000,  0xfffe,  0xffff,  0x10000, 0x10001,
+                                      0x3ffff, 0x40000, 0xfffff, 0x100000, 0x10fffe, 0x10ffff, 0x4e00, 0x9fa5};
+    enum { NP = sizeof points / sizeof *points };
+    uint64_t state = 7;
+    char (*texts)[8] = malloc(sizeof *texts * 3 * NP);
+    const char **names = malloc(sizeof *names * (3 * NP + 1));
+    uint32_t *cps = malloc(sizeof *cps * 3 * NP);
+    int nt = 0;
+    for (int i = 0; i < NP; i++) /* every point, and beside it (no surrogates) */
+        for (int d = -1; d <= 1; d++) {
+            uint32_t c = points[i] + (uint32_t)d;
+            if (c < 0x80 || c > 0x10ffff || (c >= 0xd800 && c < 0xe000))
+                continue;
+            utf8_put(c, texts[nt]);
+            cps[nt] = c;
+            names[nt] = texts[nt];
+            nt++;
+        }
+    names[nt] = NULL;
+    xf_tensor *x = string_tensor((xf_shape){1, {nt}}, names);
+    for (int r = 0; r < 60; r++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t a = points[(state >> 33) % NP], b = points[(state >> 45) % NP];
+        uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+        char *re = zalloc(40), l8[8], h8[8];
+        utf8_put(lo, l8);
+        utf8_put(hi, h8);
+        bool neg = r % 2;
+        snprintf(re, 40, "[%s%s-%s]", neg ? "^" : "", l8, h8);
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", re);
+        xf_tensor *y = run_node(n, "cpu_ref", x, NULL);
+        for (int i = 0; i < nt; i++)
+            ck_assert_msg(((const uint8_t *)y->data)[i] == ((cps[i] >= lo && cps[i] <= hi) != neg),
+                          "[%s%x-%x] on %x: %d", neg ? "^" : "", lo, hi, cps[i], ((const uint8_t *)y->data)[i]);
+        xf_tensor_release(y);
+    }
+    xf_tensor_release(x);
+    /* a set's ']', first, beside a non-ASCII range (on text that is not ASCII) */
+    xf_tensor *z = string_tensor((xf_shape){1, {4}}, NAMES("]ж", "aж", "β", "ж-"));
+    Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+    attr_string(n, "pattern", "[^]α-ω]+");
+    xf_tensor *y = run_node(n, "cpu_ref", z, NULL);
+    ck_assert_mem_eq(y->data, "\x00\x01\x00\x01", 4);
+    xf_tensor_release(y);
+    xf_tensor_release(z);
+    free(texts);
+    free(names);
+    free(cps);
+}
+END_TEST
+
 /* ONNX's StringConcat (broadcast), StringSplit (Python's str.split:
  * whitespace runs, or every delimiter; maxsplit; padded parts and counts)
  * and StringNormalizer (runtime/string_ops.c). */
@@ -550,6 +662,8 @@ int main(void)
     tcase_add_test(tc, tokenizer_op);
     tcase_add_test(tc, regex_full_match);
     tcase_add_test(tc, regex_multiline);
+    tcase_add_test(tc, regex_non_ascii_sets);
+    tcase_add_test(tc, regex_utf8_ranges);
     tcase_add_test(tc, xflowc_checks_a_text_pipeline);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
