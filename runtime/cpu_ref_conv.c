@@ -409,17 +409,18 @@ static int64_t *gather_taps_alloc(const gather_window *w)
 /* ConvTranspose: X (N, C, spatial), W (C, M/group, kernel), optional B
  * (M); floating types, accumulated in double (xf_conv_transpose_axis gives
  * the pads). */
-xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+/* A ConvTranspose's channels and window (its inputs' shapes, output ys). */
+static xf_status conv_transpose_setup(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys, conv_channels *ch,
+                                      gather_window *gw, xf_error *err)
 {
-    const xf_shape *xs = &in[0].shape, *ws = &in[1].shape, *ys = &out[0].shape;
+    const xf_shape *xs = &in[0].shape, *ws = &in[1].shape;
     const xf_tensor_view *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
-    conv_channels ch;
-    xf_status st = conv_channels_make(n, xs, ws, ys, true, &ch, err);
+    xf_status st = conv_channels_make(n, xs, ws, ys, true, ch, err);
     if (st != XF_OK)
         return st;
-    if (bias && xf_rt_numel(bias) != ch.c_out)
+    if (bias && xf_rt_numel(bias) != ch->c_out)
         return xf_rt_bad_node(err, n, "bias has %lld elements for %lld output channels", (long long)xf_rt_numel(bias),
-                              (long long)ch.c_out);
+                              (long long)ch->c_out);
     int ns = xs->ndim - 2;
     if (ns > XF_MAX_SPATIAL)
         return xf_rt_bad_node(err, n, "%d spatial dimensions (at most %d)", ns, XF_MAX_SPATIAL);
@@ -439,36 +440,86 @@ xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, cons
         w.s[i] = n->attrs.strides[i];
         w.d[i] = n->attrs.dilations[i];
     }
-    double *x = load_all(&in[0]), *wt = load_all(&in[1]);
-    int64_t *kk = gather_taps_alloc(&w);
-    if (!x || !wt || !kk) {
-        free(x);
-        free(wt);
-        free(kk);
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in ConvTranspose");
-    }
-    int64_t in_sp = w.in[0] * w.in[1] * w.in[2], k_sp = w.k[0] * w.k[1] * w.k[2], yi = 0, *ii = kk + k_sp;
-    for (int64_t b = 0; b < ch.batch; b++)
-        for (int64_t m = 0; m < ch.c_out; m++) {
-            int64_t g = m / ch.mg, mm = m % ch.mg;
-            for (int64_t o0 = 0; o0 < w.out[0]; o0++)
-                for (int64_t o1 = 0; o1 < w.out[1]; o1++)
-                    for (int64_t o2 = 0; o2 < w.out[2]; o2++, yi++) {
-                        int64_t taps = gather_taps(&w, o0, o1, o2, kk, ii);
-                        double acc = bias ? xf_rt_load_f64(bias->dtype, bias->data, m) : 0.0;
-                        for (int64_t c = g * ch.cg; c < (g + 1) * ch.cg; c++) {
-                            const double *xc = x + (b * ch.c_in + c) * in_sp;
-                            const double *wc = wt + (c * ch.mg + mm) * k_sp;
-                            for (int64_t t = 0; t < taps; t++)
-                                acc += xc[ii[t]] * wc[kk[t]];
+    *gw = w;
+    return XF_OK;
+}
+
+/* The gradients a ConvTranspose's backward pass adds into (NULL: not
+ * wanted), from gy, its output's. */
+typedef struct conv_grads {
+    const double *gy;
+    double *gx, *gw, *gb;
+} conv_grads;
+
+/* Every output element of a ConvTranspose with its taps, in order: the
+ * forward sum into y (with bias), or, with g, the backward pass, each
+ * output's gradient into the inputs and weights its taps read. */
+static void conv_transpose_pass(const gather_window *w, const conv_channels *ch, int64_t *kk, const double *x,
+                                const double *wt, const xf_tensor_view *bias, const xf_tensor_view *y,
+                                const conv_grads *g)
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2], k_sp = w->k[0] * w->k[1] * w->k[2], yi = 0, *ii = kk + k_sp;
+    for (int64_t b = 0; b < ch->batch; b++)
+        for (int64_t m = 0; m < ch->c_out; m++) {
+            int64_t grp = m / ch->mg, mm = m % ch->mg;
+            for (int64_t o0 = 0; o0 < w->out[0]; o0++)
+                for (int64_t o1 = 0; o1 < w->out[1]; o1++)
+                    for (int64_t o2 = 0; o2 < w->out[2]; o2++, yi++) {
+                        int64_t taps = gather_taps(w, o0, o1, o2, kk, ii);
+                        double acc = bias ? xf_rt_load_f64(bias->dtype, bias->data, m) : 0.0, dy = g ? g->gy[yi] : 0;
+                        if (g && g->gb)
+                            g->gb[m] += dy;
+                        for (int64_t c = grp * ch->cg; c < (grp + 1) * ch->cg; c++) {
+                            int64_t xb = (b * ch->c_in + c) * in_sp, wb = (c * ch->mg + mm) * k_sp;
+                            for (int64_t t = 0; !g && t < taps; t++)
+                                acc += x[xb + ii[t]] * wt[wb + kk[t]];
+                            for (int64_t t = 0; g && t < taps; t++) {
+                                if (g->gx)
+                                    g->gx[xb + ii[t]] += dy * wt[wb + kk[t]];
+                                if (g->gw)
+                                    g->gw[wb + kk[t]] += dy * x[xb + ii[t]];
+                            }
                         }
-                        xf_rt_store_f64(out[0].dtype, out[0].data, yi, acc);
+                        if (!g)
+                            xf_rt_store_f64(y->dtype, y->data, yi, acc);
                     }
         }
+}
+
+xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
+    conv_channels ch;
+    gather_window w;
+    xf_status st = conv_transpose_setup(n, in, &out[0].shape, &ch, &w, err);
+    if (st != XF_OK)
+        return st;
+    double *x = load_all(&in[0]), *wt = load_all(&in[1]);
+    int64_t *kk = gather_taps_alloc(&w);
+    if (x && wt && kk)
+        conv_transpose_pass(&w, &ch, kk, x, wt, bias, &out[0], NULL);
+    else
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in ConvTranspose");
     free(x);
     free(wt);
     free(kk);
-    return XF_OK;
+    return st;
+}
+
+xf_status xf_ref_conv_transpose_backward(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys,
+                                         const double *x, const double *wt, const double *gy, double *gx, double *gw,
+                                         double *gb, xf_error *err)
+{
+    conv_channels ch;
+    gather_window w;
+    xf_status st = conv_transpose_setup(n, in, ys, &ch, &w, err);
+    int64_t *kk = st == XF_OK ? gather_taps_alloc(&w) : NULL;
+    if (st == XF_OK && !kk)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in ConvTranspose");
+    if (st == XF_OK)
+        conv_transpose_pass(&w, &ch, kk, x, wt, NULL, NULL, &(conv_grads){gy, gx, gw, gb});
+    free(kk);
+    return st;
 }
 
 /* Col2Im: input (N, C * prod(block), L), its column c * prod(block) + k

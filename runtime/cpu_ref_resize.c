@@ -217,22 +217,20 @@ static bool resize_planes(const xf_node *n, const xf_tensor_view *x, const xf_te
     return true;
 }
 
-xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+/* Each dim's taps (map[d][i] for output index i of dim d, in one block
+ * per dim) and the input's strides; the caller frees map[d]. */
+static xf_status resize_maps(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys, resize_axis **map,
+                             int64_t *istride, xf_error *err)
 {
-    const xf_tensor_view *x = &in[0], *y = &out[0];
+    const xf_tensor_view *x = &in[0];
     int rank = x->shape.ndim;
-    if (y->shape.ndim != rank || rank < 1)
-        return xf_rt_bad_node(err, n, "output rank differs from the input's");
     double scale[XF_MAX_DIMS], roi[2 * XF_MAX_DIMS];
-    xf_status st = resize_params(n, in, &y->shape, scale, roi, err);
-    if (st != XF_OK || xf_rt_numel(y) == 0)
-        return st; /* an empty output needs no taps, however long its other dims */
-    int64_t istride[XF_MAX_DIMS], s = 1;
-    resize_axis *map[XF_MAX_DIMS] = {NULL};
+    xf_status st = resize_params(n, in, ys, scale, roi, err);
+    int64_t s = 1;
     for (int d = rank - 1; d >= 0 && st == XF_OK; d--) {
         istride[d] = s;
         s *= x->shape.dims[d];
-        int64_t li = x->shape.dims[d], lo = y->shape.dims[d];
+        int64_t li = x->shape.dims[d], lo = ys->dims[d];
         if (lo > 0 && (li == 0 || !(scale[d] > 0))) {
             st = xf_rt_bad_node(err, n, "cannot resize an empty dim or by a scale of %g", scale[d]);
             break;
@@ -255,38 +253,122 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
             resize_map(&n->attrs, i, li, lo, scale[d], (double[2]){roi[d], roi[rank + d]}, &map[d][i]);
         }
     }
-    int64_t numel = xf_rt_numel(y), coord[XF_MAX_DIMS] = {0};
-    if (st == XF_OK && resize_planes(n, x, y, map))
-        numel = 0;
-    for (int64_t i = 0; i < numel && st == XF_OK; i++) {
-        /* every combination of the dims' taps */
-        const resize_axis *r[XF_MAX_DIMS];
-        int tap[XF_MAX_DIMS] = {0};
-        bool outside = false;
+    return st;
+}
+
+/* Output element i's taps, every combination of its dims' (coord: its
+ * index per dim): visit(ctx, i, input offset, weight) for each in order,
+ * or outside(ctx, i) where a dim has none (tf_crop_and_resize's
+ * extrapolation). */
+static void resize_walk(resize_axis *const *map, int rank, const int64_t *istride, const int64_t *coord, int64_t i,
+                        void (*visit)(void *, int64_t, int64_t, double), void (*outside)(void *, int64_t), void *ctx)
+{
+    const resize_axis *r[XF_MAX_DIMS];
+    int tap[XF_MAX_DIMS] = {0};
+    for (int d = 0; d < rank; d++) {
+        r[d] = &map[d][coord[d]];
+        if (r[d]->n == 0) {
+            outside(ctx, i);
+            return;
+        }
+    }
+    for (;;) {
+        double w = 1;
+        int64_t off = 0;
         for (int d = 0; d < rank; d++) {
-            r[d] = &map[d][coord[d]];
-            outside |= r[d]->n == 0;
+            w *= r[d]->w[tap[d]];
+            off += r[d]->idx[tap[d]] * istride[d];
         }
-        double v = outside ? n->attrs.beta : 0;
-        while (!outside) {
-            double w = 1;
-            int64_t off = 0;
-            for (int d = 0; d < rank; d++) {
-                w *= r[d]->w[tap[d]];
-                off += r[d]->idx[tap[d]] * istride[d];
-            }
-            v += w * xf_rt_load_f64(x->dtype, x->data, off);
-            int d = rank - 1;
-            while (d >= 0 && ++tap[d] == r[d]->n)
-                tap[d--] = 0;
-            if (d < 0)
-                break;
-        }
-        xf_rt_store_f64(y->dtype, y->data, i, v);
-        for (int d = rank - 1; d >= 0 && ++coord[d] == y->shape.dims[d]; d--)
+        visit(ctx, i, off, w);
+        int d = rank - 1;
+        while (d >= 0 && ++tap[d] == r[d]->n)
+            tap[d--] = 0;
+        if (d < 0)
+            return;
+    }
+}
+
+/* Runs resize_walk over every output element of shape ys. */
+static void resize_walk_all(resize_axis *const *map, const int64_t *istride, const xf_shape *ys,
+                            void (*visit)(void *, int64_t, int64_t, double), void (*outside)(void *, int64_t),
+                            void (*done)(void *, int64_t), void *ctx)
+{
+    int64_t numel = xf_shape_numel(ys), coord[XF_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < numel; i++) {
+        resize_walk(map, ys->ndim, istride, coord, i, visit, outside, ctx);
+        if (done)
+            done(ctx, i);
+        for (int d = ys->ndim - 1; d >= 0 && ++coord[d] == ys->dims[d]; d--)
             coord[d] = 0;
     }
+}
+
+/* The forward sum: v accumulates in double, stored once per element. */
+typedef struct resize_sum {
+    const xf_node *n;
+    const xf_tensor_view *x, *y;
+    double v;
+} resize_sum;
+
+static void sum_tap(void *c, int64_t i, int64_t off, double w)
+{
+    resize_sum *r = c;
+    r->v += w * xf_rt_load_f64(r->x->dtype, r->x->data, off);
+}
+static void sum_outside(void *c, int64_t i) { ((resize_sum *)c)->v = ((resize_sum *)c)->n->attrs.beta; }
+static void sum_store(void *c, int64_t i)
+{
+    resize_sum *r = c;
+    xf_rt_store_f64(r->y->dtype, r->y->data, i, r->v);
+    r->v = 0;
+}
+
+xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    int rank = x->shape.ndim;
+    if (y->shape.ndim != rank || rank < 1)
+        return xf_rt_bad_node(err, n, "output rank differs from the input's");
+    if (xf_rt_numel(y) == 0) /* an empty output needs no taps, however long its other dims */
+        return resize_params(n, in, &y->shape, (double[XF_MAX_DIMS]){0}, (double[2 * XF_MAX_DIMS]){0}, err);
+    int64_t istride[XF_MAX_DIMS];
+    resize_axis *map[XF_MAX_DIMS] = {NULL};
+    xf_status st = resize_maps(n, in, &y->shape, map, istride, err);
+    resize_sum sum = {n, x, y, 0};
+    if (st == XF_OK && !resize_planes(n, x, y, map))
+        resize_walk_all(map, istride, &y->shape, sum_tap, sum_outside, sum_store, &sum);
     for (int d = 0; d < rank; d++)
+        free(map[d]);
+    return st;
+}
+
+/* The adjoint: gy's elements back along the taps, gx[off] += w gy[i]. */
+typedef struct resize_back {
+    const double *gy;
+    double *gx;
+} resize_back;
+
+static void back_tap(void *c, int64_t i, int64_t off, double w)
+{
+    resize_back *r = c;
+    r->gx[off] += w * r->gy[i];
+}
+static void back_outside(void *c, int64_t i) {}
+
+xf_status xf_ref_resize_backward(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys, const double *gy,
+                                 double *gx, xf_error *err)
+{
+    int64_t istride[XF_MAX_DIMS];
+    resize_axis *map[XF_MAX_DIMS] = {NULL};
+    if (ys->ndim != in[0].shape.ndim || ys->ndim < 1)
+        return xf_rt_bad_node(err, n, "output rank differs from the input's");
+    if (xf_shape_numel(ys) == 0)
+        return XF_OK;
+    xf_status st = resize_maps(n, in, ys, map, istride, err);
+    resize_back back = {gy, gx};
+    if (st == XF_OK)
+        resize_walk_all(map, istride, ys, back_tap, back_outside, NULL, &back);
+    for (int d = 0; d < ys->ndim; d++)
         free(map[d]);
     return st;
 }

@@ -17,7 +17,8 @@
  * and trigonometric functions (slope()), Reshape, Flatten, Squeeze,
  * Unsqueeze, Expand, Transpose, Concat, Split, Slice, Gather, MatMul,
  * Gemm, the Reduce ops, CumSum, Softmax, LogSoftmax, and in gradient_nn.c
- * Conv, the pools, the normalizations and the ops that move elements
+ * Conv, ConvTranspose, Resize, the pools, the normalizations and the ops
+ * that move elements
  * (Pad, Tile, the Scatters, ...); a node of another op between xs and y
  * is refused, naming it, when the session is made, unless none of its
  * outputs is floating-point (a comparison passes no gradient).  Import
@@ -63,7 +64,8 @@ static bool differentiable(xf_op op)
     case XF_OP_GLOBAL_AVERAGE_POOL: case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_BATCH_NORM:
     case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM: case XF_OP_REDUCE_MAX:
     case XF_OP_REDUCE_MIN: case XF_OP_REDUCE_PROD: case XF_OP_REDUCE_L1: case XF_OP_REDUCE_L2: case XF_OP_REDUCE_LOG_SUM:
-    case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE: case XF_OP_CUM_SUM:
+    case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE: case XF_OP_CUM_SUM: case XF_OP_CONV_TRANSPOSE:
+    case XF_OP_RESIZE: case XF_OP_UPSAMPLE:
         return true;
     default:
         return xf_grad_is_traced(op);
@@ -179,7 +181,7 @@ static xf_status mark_varying(xf_rt_gradient *gr, xf_error *err)
         bool bounds = n->op == XF_OP_CLIP && n->n_inputs > 1 &&
                       ((n->inputs[1] >= 0 && gr->varies[n->inputs[1]]) ||
                        (n->n_inputs > 2 && n->inputs[2] >= 0 && gr->varies[n->inputs[2]]));
-        const char *form = differentiable(n->op) && !bounds ? xf_grad_nn_refusal(n, used) : NULL;
+        const char *form = differentiable(n->op) && !bounds ? xf_grad_nn_refusal(n, used, gr->varies) : NULL;
         if (!differentiable(n->op) || bounds || form) {
             char what[256];
             snprintf(what, sizeof what, "has no derivative of %s%s modelled, for the node that computes",
@@ -872,6 +874,7 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
         case XF_OP_SUM: case XF_OP_EXPAND: case XF_OP_MEAN: sum(&b, n, gy, &oom); break;
         case XF_OP_MAX: case XF_OP_MIN: extreme(&b, n, gy, &oom); break;
         case XF_OP_CONV: st = xf_grad_conv(&b, n, gy, err); break;
+        case XF_OP_CONV_TRANSPOSE: case XF_OP_RESIZE: case XF_OP_UPSAMPLE: st = xf_grad_adjoint(&b, n, gy, err); break;
         case XF_OP_MAX_POOL: case XF_OP_AVERAGE_POOL: case XF_OP_LP_POOL: case XF_OP_GLOBAL_AVERAGE_POOL:
         case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL:
             st = xf_grad_pool(&b, n, gy, err);

@@ -42,8 +42,9 @@ static inline double *xf_grad_of(xf_grad_pass *b, int v, bool *oom)
 
 /* Why the backward pass cannot take node n in this form (NULL: it can):
  * a Scatter with a reduction, a second output of a normalization that
- * something reads (used: per value of the part, read by a node or y). */
-const char *xf_grad_nn_refusal(const xf_node *n, const bool *used);
+ * something reads (used: per value of the part, read by a node or y), a
+ * Resize whose roi or scales vary with the xs (varies). */
+const char *xf_grad_nn_refusal(const xf_node *n, const bool *used, const bool *varies);
 
 /* Conv (fused activation included), MaxPool, AveragePool, LpPool and the
  * global pools, BatchNormalization (both modes), LayerNormalization,
@@ -52,6 +53,8 @@ const char *xf_grad_nn_refusal(const xf_node *n, const bool *used);
 xf_status xf_grad_conv(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 xf_status xf_grad_pool(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 xf_status xf_grad_normalize(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
+/* ConvTranspose (input, weight, bias) and Resize or Upsample (input). */
+xf_status xf_grad_adjoint(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 /* Ops whose output elements are copies of input elements or constants
  * (Pad, Tile, DepthToSpace, SpaceToDepth, GatherElements, GatherND,
  * Trilu, ReverseSequence, Compress, CenterCropPad, the Scatters without a

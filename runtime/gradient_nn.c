@@ -20,8 +20,13 @@ static xf_status bad_shapes(const xf_node *n, xf_error *err)
                         n->name ? n->name : "", xf_op_name(n->op), n->name ? n->name : "");
 }
 
-const char *xf_grad_nn_refusal(const xf_node *n, const bool *used)
+const char *xf_grad_nn_refusal(const xf_node *n, const bool *used, const bool *varies)
 {
+    bool others_vary = false; /* an input after the first varies */
+    for (int k = 1; k < n->n_inputs; k++)
+        others_vary |= n->inputs[k] >= 0 && varies[n->inputs[k]];
+    if ((n->op == XF_OP_RESIZE || n->op == XF_OP_UPSAMPLE) && others_vary)
+        return "'s roi or scales";
     bool later_read = false; /* an output after the first is read */
     for (int k = 1; k < n->n_outputs; k++)
         later_read |= n->outputs[k] >= 0 && used[n->outputs[k]];
@@ -171,6 +176,40 @@ xf_status xf_grad_pool(xf_grad_pass *b, const xf_node *n, const double *gy, xf_e
                     }
         }
     return XF_OK;
+}
+
+/* Views of n's inputs (absent ones empty). */
+static void views_of(const xf_grad_pass *b, const xf_node *n, xf_tensor_view *in)
+{
+    for (int k = 0; k < n->n_inputs; k++) {
+        const xf_tensor *t = n->inputs[k] >= 0 ? b->val[n->inputs[k]] : NULL;
+        in[k] = t ? (xf_tensor_view){t->dtype, t->shape, t->data} : (xf_tensor_view){0};
+    }
+}
+
+/* ConvTranspose and Resize (Upsample): their adjoints live with their
+ * cpu_ref kernels, which share the forward pass's taps. */
+xf_status xf_grad_adjoint(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err)
+{
+    bool oom = false;
+    int ib = n->op == XF_OP_CONV_TRANSPOSE && n->n_inputs > 2 ? n->inputs[2] : -1;
+    const double *x = xf_grad_vals(b, n->inputs[0]);
+    const double *wt = n->op == XF_OP_CONV_TRANSPOSE ? xf_grad_vals(b, n->inputs[1]) : x;
+    double *gx = xf_grad_of(b, n->inputs[0], &oom);
+    double *gw = n->op == XF_OP_CONV_TRANSPOSE ? xf_grad_of(b, n->inputs[1], &oom) : NULL;
+    double *gb = xf_grad_of(b, ib, &oom);
+    xf_tensor_view *in = calloc((size_t)n->n_inputs + 1, sizeof *in);
+    if (!x || !wt || !in || oom) {
+        free(in);
+        return nomem(err);
+    }
+    views_of(b, n, in);
+    const xf_shape *ys = shape_of(b, n->outputs[0]);
+    xf_status st = n->op == XF_OP_CONV_TRANSPOSE
+                       ? xf_ref_conv_transpose_backward(n, in, ys, x, wt, gy, gx, gw, gb, err)
+                       : gx ? xf_ref_resize_backward(n, in, ys, gy, gx, err) : XF_OK;
+    free(in);
+    return st;
 }
 
 /* ------------------------------------------------------------ normalizations */
@@ -373,10 +412,10 @@ xf_status xf_grad_traced(xf_grad_pass *b, const xf_node *n, const double *gy, xf
     int64_t count = xf_tensor_numel(b->val[iy]);
     int64_t *from = malloc(sizeof *from * (size_t)(count + 1));
     xf_status st = in && from ? XF_OK : nomem(err);
+    if (st == XF_OK)
+        views_of(b, n, in);
     for (int k = 0; st == XF_OK && k < n->n_inputs; k++) {
         int v = n->inputs[k];
-        if (v >= 0)
-            in[k] = (xf_tensor_view){b->val[v]->dtype, b->val[v]->shape, b->val[v]->data};
         int which = v < 0 ? -1 : k == 0 ? 0 : k == 2 && v == moved[1] ? 1 : -1;
         if (which < 0)
             continue;

@@ -169,6 +169,11 @@ void xf_rt_qlinear_table(xf_dtype t, float xs, int32_t xz, float ys, int32_t yz,
 /* windows (cpu_ref_conv.c) */
 xf_status xf_ref_conv(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_conv_transpose(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* ConvTranspose's adjoint: gy (output ys's gradient) into gx, gw and gb
+ * (NULL: not wanted), x and wt its input and weight as doubles. */
+xf_status xf_ref_conv_transpose_backward(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys,
+                                         const double *x, const double *wt, const double *gy, double *gx, double *gw,
+                                         double *gb, xf_error *err);
 xf_status xf_ref_col2im(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* ConvInteger and QLinearConv */
 xf_status xf_ref_conv_integer(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
@@ -337,6 +342,10 @@ xf_status xf_ref_gather_elements(const xf_node *n, const xf_tensor_view *in, con
 xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_non_zero(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* Resize's adjoint in its input: gx (input 0's elements) += the taps'
+ * weights times gy (output ys's), as the forward sum reads them. */
+xf_status xf_ref_resize_backward(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys, const double *gy,
+                                 double *gx, xf_error *err);
 xf_status xf_ref_scatter_elements(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                   xf_error *err);
 xf_status xf_ref_scatter_nd(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

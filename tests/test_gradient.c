@@ -456,6 +456,77 @@ static void b_reduce_family(Onnx__GraphProto *g)
     add_node(g, mk_node("Sum", "y", (const char **)sums, NAMES("y")));
 }
 
+static void b_conv_transpose(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *c = mk_node("ConvTranspose", "deconv", NAMES("x0", "x1", "x2"), NAMES("c"));
+    static const int64_t strides[] = {2, 1}, pads[] = {0, 1, 1, 0}, outpad[] = {1, 0}, dil[] = {1, 2};
+    attr_ints(c, "strides", 2, strides);
+    attr_ints(c, "pads", 4, pads);
+    attr_ints(c, "output_padding", 2, outpad);
+    attr_ints(c, "dilations", 2, dil);
+    attr_int(c, "group", 2);
+    add_node(g, c);
+    add_node(g, mk_node("Tanh", "squash", NAMES("c"), NAMES("y")));
+}
+
+/* 1-D, the pads from output_shape, no bias */
+static void b_conv_transpose_shape(Onnx__GraphProto *g)
+{
+    Onnx__NodeProto *c = mk_node("ConvTranspose", "deconv", NAMES("x0", "x1"), NAMES("c"));
+    static const int64_t strides[] = {2}, shape[] = {10};
+    attr_ints(c, "strides", 1, strides);
+    attr_ints(c, "output_shape", 1, shape);
+    add_node(g, c);
+    add_node(g, mk_node("Sin", "y", NAMES("c"), NAMES("y")));
+}
+
+static void b_resize(Onnx__GraphProto *g)
+{
+    static int64_t four[] = {4}, eight[] = {8};
+    static const float linear[] = {1, 1, 1.5f, 0.6f}, nearest[] = {1, 1, 2, 2}, crop[] = {1, 1, 1.7f, 1.3f};
+    static const double roi[] = {0, 0, 0.2, -0.1, 1, 1, 0.9, 0.8};
+    static const int64_t cubic[] = {1, 2, 7, 3};
+    PUSH(g->n_initializer, g->initializer, mk_raw("s_linear", XF_DT_FLOAT, 1, four, linear, sizeof linear));
+    PUSH(g->n_initializer, g->initializer, mk_raw("s_nearest", XF_DT_FLOAT, 1, four, nearest, sizeof nearest));
+    PUSH(g->n_initializer, g->initializer, mk_raw("s_crop", XF_DT_FLOAT, 1, four, crop, sizeof crop));
+    PUSH(g->n_initializer, g->initializer, mk_raw("sizes", XF_DT_INT64, 1, four, cubic, sizeof cubic));
+    PUSH(g->n_initializer, g->initializer, mk_raw("roi", XF_DT_DOUBLE, 1, eight, roi, sizeof roi));
+    Onnx__NodeProto *a = mk_node("Resize", "linear", NAMES("x0", "", "s_linear"), NAMES("a"));
+    attr_string(a, "mode", "linear");
+    attr_int(a, "antialias", 1);
+    add_node(g, a);
+    Onnx__NodeProto *c = mk_node("Resize", "cubic", NAMES("x0", "", "", "sizes"), NAMES("c"));
+    attr_string(c, "mode", "cubic");
+    attr_int(c, "exclude_outside", 1);
+    attr_float(c, "cubic_coeff_a", -0.5f);
+    add_node(g, c);
+    Onnx__NodeProto *nn = mk_node("Resize", "nearest", NAMES("x0", "", "s_nearest"), NAMES("n"));
+    attr_string(nn, "coordinate_transformation_mode", "asymmetric");
+    attr_string(nn, "nearest_mode", "round_prefer_ceil");
+    add_node(g, nn);
+    Onnx__NodeProto *t = mk_node("Resize", "crop", NAMES("x0", "roi", "s_crop"), NAMES("t"));
+    attr_string(t, "mode", "linear");
+    attr_string(t, "coordinate_transformation_mode", "tf_crop_and_resize");
+    attr_float(t, "extrapolation_value", 2);
+    add_node(g, t);
+    static const char *const outs[] = {"a", "c", "n", "t"};
+    static const char *const sums[] = {"sa", "sc", "sn", "st"};
+    for (int k = 0; k < 4; k++)
+        square_sum(g, outs[k], sums[k]);
+    add_node(g, mk_node("Sum", "y", NAMES("sa", "sc", "sn", "st"), NAMES("y")));
+}
+
+static void b_upsample(Onnx__GraphProto *g)
+{
+    static int64_t four[] = {4};
+    static const float scales[] = {1, 1, 2, 3};
+    PUSH(g->n_initializer, g->initializer, mk_raw("scales", XF_DT_FLOAT, 1, four, scales, sizeof scales));
+    Onnx__NodeProto *u = mk_node("Upsample", "up", NAMES("x0", "scales"), NAMES("u"));
+    attr_string(u, "mode", "linear");
+    add_node(g, u);
+    add_node(g, mk_node("Mul", "y", NAMES("u", "u"), NAMES("y")));
+}
+
 #define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
 static const gcase cases[] = {
     {"Add", 2, 2, {S(2, 3), S(3)}, false, b_add},
@@ -489,6 +560,12 @@ static const gcase cases[] = {
     {"Max, Min, Mean and PRelu", 3, 3, {S(2, 3), S(3), S(2, 1)}, false, b_extremes},
     {"Softplus to Acosh", 2, 2, {S(4, 3), S(3)}, false, b_unary_more, 24},
     {"the Reduce ops and CumSum", 1, 1, {S(2, 3, 4)}, false, b_reduce_family, 18},
+    {"ConvTranspose with groups, strides, pads, output_padding, dilations and bias", 3, 3,
+     {S(1, 4, 3, 4), S(4, 3, 2, 3), S(6)}, false, b_conv_transpose},
+    {"1-D ConvTranspose to an output_shape", 2, 2, {S(2, 2, 5), S(2, 1, 3)}, false, b_conv_transpose_shape},
+    {"Resize linear (antialiased), cubic, nearest and tf_crop_and_resize", 1, 1, {S(1, 2, 4, 5)}, false, b_resize,
+     18},
+    {"Upsample", 1, 1, {S(1, 1, 3, 2)}, false, b_upsample, 9},
 };
 
 static uint64_t rng_state = 12345;
@@ -687,10 +764,11 @@ END_TEST
 /* The session is refused, naming what: for y = Hardmax(x) (no derivative
  * modelled), y = x + q with q a graph input outside xs and zs, xs naming
  * a value the graph lacks (refused at load, by name), y reading the Mean
- * output of a LayerNormalization, and a ScatterElements that adds. */
+ * output of a LayerNormalization, a ScatterElements that adds, and a
+ * Resize whose scales vary with the xs. */
 START_TEST(refusals)
 {
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         Onnx__GraphProto *g = mk_graph("bad");
         PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
         PUSH(g->n_input, g->input, mk_vi("q", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
@@ -707,10 +785,16 @@ START_TEST(refusals)
             Onnx__NodeProto *n = mk_node("ScatterElements", "scatter", NAMES("x", "at", "one"), NAMES("y"));
             attr_string(n, "reduction", "add");
             add_node(g, n);
+        } else if (k == 5) {
+            add_node(g, mk_node("Slice", "first", NAMES("q", "at", "at"), NAMES("s"))); /* q's first element */
+            add_node(g, mk_node("Resize", "resize", NAMES("x", "", "s"), NAMES("y")));
         } else {
             add_node(g, mk_node("Add", "add", NAMES("x", "q"), NAMES("y")));
         }
-        add_gradient(g, NAMES("x"), NAMES("dx"), 1, k == 2 ? NAMES("nowhere") : NAMES("x"), 0, NULL, "y");
+        if (k == 5)
+            add_gradient(g, NAMES("x", "q"), NAMES("dx", "dq"), 2, NAMES("x", "q"), 0, NULL, "y");
+        else
+            add_gradient(g, NAMES("x"), NAMES("dx"), 1, k == 2 ? NAMES("nowhere") : NAMES("x"), 0, NULL, "y");
         PUSH(g->n_output, g->output, mk_vi("dx", XF_DT_FLOAT, 1, (int64_t[]){3}, NULL));
         Onnx__ModelProto *mp = training_model(g, 0);
         xf_model *m;
@@ -730,7 +814,8 @@ START_TEST(refusals)
             "none of xs and zs, and not a constant: add it to zs: 'q'", NULL,
             "has no derivative of LayerNormalization's Mean and InvStdDev outputs modelled, for the node that "
             "computes 'n'",
-            "has no derivative of ScatterElements with a reduction modelled, for the node that computes 'y'"};
+            "has no derivative of ScatterElements with a reduction modelled, for the node that computes 'y'",
+            "has no derivative of Resize's roi or scales modelled, for the node that computes 'y'"};
         const char *want = wants[k];
         ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
         xf_model_free(m);
