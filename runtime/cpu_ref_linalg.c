@@ -217,7 +217,8 @@ xf_status xf_ref_gemm(const xf_node *n, const xf_tensor_view *in, const xf_tenso
  * lacks, of the product of the operand elements its indices name, as core
  * works them out from the equation (xf_einsum_plan).  Floats accumulate
  * in double, integers in int64 (wrapping as the output type then does). */
-xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+xf_status xf_ref_einsum_walk(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys,
+                             void (*visit)(void *ctx, const int64_t *off), void *ctx, xf_error *err)
 {
     int n_ops = n->n_inputs;
     const xf_shape *shapes[XF_EINSUM_MAX_OPERANDS];
@@ -227,7 +228,7 @@ xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_ten
     char why[300];
     if (!xf_einsum_plan(xf_einsum_equation(&n->attrs), n_ops, shapes, &e, why, sizeof why))
         return xf_rt_bad_node(err, n, "equation: %s", why);
-    if (!xf_shape_equal(&e.out, &out[0].shape))
+    if (!xf_shape_equal(&e.out, ys))
         return xf_rt_bad_node(err, n, "the output's shape is not the equation's");
     int64_t products = 1;
     for (int i = 0; i < e.n_indices; i++)
@@ -237,37 +238,19 @@ xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_ten
     if (products > EINSUM_MAX_PRODUCTS)
         return xf_rt_bad_node(err, n, "the equation sums more than 2^40 products");
     /* stride[k][i]: how far operand k (the output for k = n_ops) moves along index i */
-    int64_t (*stride)[XF_EINSUM_MAX_INDICES] = calloc((size_t)n_ops + 1, sizeof *stride);
-    int64_t numel = xf_rt_numel(&out[0]), dense[XF_MAX_DIMS];
-    double *acc = calloc((size_t)(numel > 0 ? numel : 1), sizeof *acc);
-    uint64_t *iacc = calloc((size_t)(numel > 0 ? numel : 1), sizeof *iacc);
-    if (!stride || !acc || !iacc) {
-        free(stride);
-        free(acc);
-        free(iacc);
+    int64_t (*stride)[XF_EINSUM_MAX_INDICES] = calloc((size_t)n_ops + 1, sizeof *stride), dense[XF_MAX_DIMS];
+    if (!stride)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Einsum");
-    }
     for (int k = 0; k <= n_ops; k++) {
-        const xf_shape *s = k < n_ops ? &in[k].shape : &out[0].shape;
+        const xf_shape *s = k < n_ops ? &in[k].shape : ys;
         xf_rt_dense_strides(s, dense);
         for (int j = 0; j < s->ndim; j++)
             if (s->dims[j] != 1) /* a dim of extent 1 stays put: broadcast */
                 stride[k][k < n_ops ? e.index[k][j] : e.out_index[j]] += dense[j];
     }
-    bool integral = xf_rt_is_integral(out[0].dtype);
     int64_t coord[XF_EINSUM_MAX_INDICES] = {0}, off[XF_EINSUM_MAX_OPERANDS + 1] = {0};
     for (int64_t p = 0; p < products; p++) {
-        if (integral) {
-            uint64_t v = 1;
-            for (int k = 0; k < n_ops; k++)
-                v *= (uint64_t)xf_rt_load_i64(in[k].dtype, in[k].data, off[k]);
-            iacc[off[n_ops]] += v;
-        } else {
-            double v = 1;
-            for (int k = 0; k < n_ops; k++)
-                v *= xf_rt_load_f64(in[k].dtype, in[k].data, off[k]);
-            acc[off[n_ops]] += v;
-        }
+        visit(ctx, off);
         for (int i = e.n_indices - 1; i >= 0; i--) {
             for (int k = 0; k <= n_ops; k++)
                 off[k] += stride[k][i];
@@ -278,15 +261,51 @@ xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_ten
             coord[i] = 0;
         }
     }
-    for (int64_t i = 0; i < numel; i++)
-        if (integral)
-            xf_rt_store_i64(out[0].dtype, out[0].data, i, (int64_t)iacc[i]);
-        else
-            xf_rt_store_f64(out[0].dtype, out[0].data, i, acc[i]);
     free(stride);
-    free(acc);
-    free(iacc);
     return XF_OK;
+}
+
+/* The forward sums, of integers wrapping as the type does, or in double. */
+typedef struct einsum_sum {
+    const xf_tensor_view *in;
+    int n_ops;
+    bool integral;
+    double *acc;
+    uint64_t *iacc;
+} einsum_sum;
+
+static void einsum_product(void *c, const int64_t *off)
+{
+    einsum_sum *e = c;
+    if (e->integral) {
+        uint64_t v = 1;
+        for (int k = 0; k < e->n_ops; k++)
+            v *= (uint64_t)xf_rt_load_i64(e->in[k].dtype, e->in[k].data, off[k]);
+        e->iacc[off[e->n_ops]] += v;
+    } else {
+        double v = 1;
+        for (int k = 0; k < e->n_ops; k++)
+            v *= xf_rt_load_f64(e->in[k].dtype, e->in[k].data, off[k]);
+        e->acc[off[e->n_ops]] += v;
+    }
+}
+
+xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    int64_t numel = xf_rt_numel(&out[0]);
+    bool integral = xf_rt_is_integral(out[0].dtype);
+    einsum_sum e = {in, n->n_inputs, integral, integral ? NULL : calloc((size_t)(numel > 0 ? numel : 1), sizeof(double)),
+                    integral ? calloc((size_t)(numel > 0 ? numel : 1), sizeof(uint64_t)) : NULL};
+    xf_status st = e.acc || e.iacc ? xf_ref_einsum_walk(n, in, &out[0].shape, einsum_product, &e, err)
+                                   : xf_error_set(err, XF_ERR_NOMEM, "out of memory in Einsum");
+    for (int64_t i = 0; st == XF_OK && i < numel; i++)
+        if (integral)
+            xf_rt_store_i64(out[0].dtype, out[0].data, i, (int64_t)e.iacc[i]);
+        else
+            xf_rt_store_f64(out[0].dtype, out[0].data, i, e.acc[i]);
+    free(e.acc);
+    free(e.iacc);
+    return st;
 }
 
 /* Det: each matrix's LU factorization with partial pivoting, in double;

@@ -65,7 +65,8 @@ static bool differentiable(xf_op op)
     case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM: case XF_OP_REDUCE_MAX:
     case XF_OP_REDUCE_MIN: case XF_OP_REDUCE_PROD: case XF_OP_REDUCE_L1: case XF_OP_REDUCE_L2: case XF_OP_REDUCE_LOG_SUM:
     case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE: case XF_OP_CUM_SUM: case XF_OP_CONV_TRANSPOSE:
-    case XF_OP_RESIZE: case XF_OP_UPSAMPLE:
+    case XF_OP_RESIZE: case XF_OP_UPSAMPLE: case XF_OP_EINSUM: case XF_OP_TOP_K: case XF_OP_ROUND: case XF_OP_FLOOR:
+    case XF_OP_CEIL: case XF_OP_SIGN:
         return true;
     default:
         return xf_grad_is_traced(op);
@@ -437,6 +438,7 @@ static double slope(const xf_node *n, double x, double y, double lo, double hi)
         double c = sqrt(2.0 / 3.14159265358979323846), t = tanh(c * (x + 0.044715 * x * x * x));
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
     }
+    case XF_OP_ROUND: case XF_OP_FLOOR: case XF_OP_CEIL: case XF_OP_SIGN: return 0; /* flat between steps */
     default: return 1; /* Identity, Cast, Reshape, Flatten, Squeeze, Unsqueeze: the same elements */
     }
 }
@@ -874,6 +876,8 @@ xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor
         case XF_OP_SUM: case XF_OP_EXPAND: case XF_OP_MEAN: sum(&b, n, gy, &oom); break;
         case XF_OP_MAX: case XF_OP_MIN: extreme(&b, n, gy, &oom); break;
         case XF_OP_CONV: st = xf_grad_conv(&b, n, gy, err); break;
+        case XF_OP_EINSUM: st = xf_grad_einsum(&b, n, gy, err); break;
+        case XF_OP_TOP_K: st = xf_grad_top_k(&b, n, gy, err); break;
         case XF_OP_CONV_TRANSPOSE: case XF_OP_RESIZE: case XF_OP_UPSAMPLE: st = xf_grad_adjoint(&b, n, gy, err); break;
         case XF_OP_MAX_POOL: case XF_OP_AVERAGE_POOL: case XF_OP_LP_POOL: case XF_OP_GLOBAL_AVERAGE_POOL:
         case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL:

@@ -43,7 +43,8 @@ static inline double *xf_grad_of(xf_grad_pass *b, int v, bool *oom)
 /* Why the backward pass cannot take node n in this form (NULL: it can):
  * a Scatter with a reduction, a second output of a normalization that
  * something reads (used: per value of the part, read by a node or y), a
- * Resize whose roi or scales vary with the xs (varies). */
+ * Resize whose roi or scales vary with the xs (varies), a TopK without
+ * its Indices. */
 const char *xf_grad_nn_refusal(const xf_node *n, const bool *used, const bool *varies);
 
 /* Conv (fused activation included), MaxPool, AveragePool, LpPool and the
@@ -53,6 +54,10 @@ const char *xf_grad_nn_refusal(const xf_node *n, const bool *used, const bool *v
 xf_status xf_grad_conv(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 xf_status xf_grad_pool(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 xf_status xf_grad_normalize(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
+/* Einsum (every operand, numpy's broadcasting and diagonals), TopK (its
+ * Values through its Indices). */
+xf_status xf_grad_einsum(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
+xf_status xf_grad_top_k(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 /* ConvTranspose (input, weight, bias) and Resize or Upsample (input). */
 xf_status xf_grad_adjoint(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err);
 /* Ops whose output elements are copies of input elements or constants

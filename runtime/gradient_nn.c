@@ -27,6 +27,8 @@ const char *xf_grad_nn_refusal(const xf_node *n, const bool *used, const bool *v
         others_vary |= n->inputs[k] >= 0 && varies[n->inputs[k]];
     if ((n->op == XF_OP_RESIZE || n->op == XF_OP_UPSAMPLE) && others_vary)
         return "'s roi or scales";
+    if (n->op == XF_OP_TOP_K && (n->n_outputs < 2 || n->outputs[1] < 0))
+        return "'s Values without its Indices";
     bool later_read = false; /* an output after the first is read */
     for (int k = 1; k < n->n_outputs; k++)
         later_read |= n->outputs[k] >= 0 && used[n->outputs[k]];
@@ -210,6 +212,76 @@ xf_status xf_grad_adjoint(xf_grad_pass *b, const xf_node *n, const double *gy, x
                        : gx ? xf_ref_resize_backward(n, in, ys, gy, gx, err) : XF_OK;
     free(in);
     return st;
+}
+
+/* Einsum: each product's gradient into every operand that varies, times
+ * the other operands' factors (over the walk the forward sum takes). */
+typedef struct einsum_back {
+    int n_ops;
+    const double **x;
+    double **g;
+    const double *gy;
+} einsum_back;
+
+static void einsum_back_product(void *c, const int64_t *off)
+{
+    einsum_back *e = c;
+    double dy = e->gy[off[e->n_ops]];
+    for (int k = 0; dy != 0 && k < e->n_ops; k++) {
+        if (!e->g[k])
+            continue;
+        double v = dy;
+        for (int j = 0; j < e->n_ops; j++)
+            v *= j == k ? 1 : e->x[j][off[j]];
+        e->g[k][off[k]] += v;
+    }
+}
+
+xf_status xf_grad_einsum(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err)
+{
+    bool oom = false;
+    einsum_back e = {n->n_inputs, calloc((size_t)n->n_inputs + 1, sizeof *e.x),
+                     calloc((size_t)n->n_inputs + 1, sizeof *e.g), gy};
+    xf_tensor_view *in = calloc((size_t)n->n_inputs + 1, sizeof *in);
+    oom |= !e.x || !e.g || !in;
+    for (int k = 0; !oom && k < n->n_inputs; k++) {
+        e.x[k] = xf_grad_vals(b, n->inputs[k]);
+        e.g[k] = xf_grad_of(b, n->inputs[k], &oom);
+        oom |= !e.x[k];
+    }
+    xf_status st = oom ? nomem(err) : XF_OK;
+    if (st == XF_OK) {
+        views_of(b, n, in);
+        st = xf_ref_einsum_walk(n, in, shape_of(b, n->outputs[0]), einsum_back_product, &e, err);
+    }
+    free(e.x);
+    free(e.g);
+    free(in);
+    return st;
+}
+
+/* TopK: each value's gradient into the element its index names. */
+xf_status xf_grad_top_k(xf_grad_pass *b, const xf_node *n, const double *gy, xf_error *err)
+{
+    bool oom = false;
+    double *gx = xf_grad_of(b, n->inputs[0], &oom);
+    const xf_tensor *idx = b->val[n->outputs[1]];
+    if (oom)
+        return nomem(err);
+    const xf_shape *xs = shape_of(b, n->inputs[0]);
+    int axis = xf_rt_axis(n->attrs.axis, xs->ndim);
+    if (!gx || axis < 0)
+        return XF_OK;
+    int64_t outer = xf_rt_dims_product(xs, 0, axis), inner = xf_rt_dims_product(xs, axis + 1, xs->ndim);
+    int64_t len = xs->dims[axis], k = idx->shape.ndim == xs->ndim ? idx->shape.dims[axis] : 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < k; j++)
+            for (int64_t e = 0; e < inner; e++) {
+                int64_t at = (o * k + j) * inner + e, i = xf_rt_load_i64(idx->dtype, idx->data, at);
+                if (i >= 0 && i < len)
+                    gx[(o * len + i) * inner + e] += gy[at];
+            }
+    return XF_OK;
 }
 
 /* ------------------------------------------------------------ normalizations */

@@ -251,6 +251,11 @@ xf_status xf_rt_skip_norm_init(const xf_node *n, const xf_tensor_view *in, const
 xf_status xf_ref_skip_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
 xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* Every product an Einsum sums, in order (output shape ys): visit(ctx,
+ * off) with off[k] operand k's element offset, off[n_inputs] the
+ * output's. */
+xf_status xf_ref_einsum_walk(const xf_node *n, const xf_tensor_view *in, const xf_shape *ys,
+                             void (*visit)(void *ctx, const int64_t *off), void *ctx, xf_error *err);
 xf_status xf_ref_det(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* recurrent layers: RNN, LSTM and GRU (cpu_ref_rnn.c) */
 xf_status xf_ref_rnn(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -527,6 +527,36 @@ static void b_upsample(Onnx__GraphProto *g)
     add_node(g, mk_node("Mul", "y", NAMES("u", "u"), NAMES("y")));
 }
 
+static void b_einsum_top_k(Onnx__GraphProto *g)
+{
+    static int64_t one[] = {1}, two[] = {2};
+    PUSH(g->n_initializer, g->initializer, mk_raw("k", XF_DT_INT64, 1, one, two, sizeof two[0]));
+    Onnx__NodeProto *e1 = mk_node("Einsum", "batched", NAMES("x0", "x1"), NAMES("e1"));
+    attr_string(e1, "equation", "bij,bjk->bik");
+    add_node(g, e1);
+    Onnx__NodeProto *e2 = mk_node("Einsum", "diagonal", NAMES("x2"), NAMES("e2"));
+    attr_string(e2, "equation", "ii->i");
+    add_node(g, e2);
+    Onnx__NodeProto *e3 = mk_node("Einsum", "vector", NAMES("x0", "x3"), NAMES("e3"));
+    attr_string(e3, "equation", "...j,j->...");
+    add_node(g, e3);
+    Onnx__NodeProto *t = mk_node("TopK", "top", NAMES("x0", "k"), NAMES("t", "ti"));
+    attr_int(t, "axis", 1);
+    add_node(g, t);
+    static const char *const steps[] = {"Round", "Floor", "Ceil", "Sign"};
+    static const char *const outs[] = {"r0", "r1", "r2", "r3"};
+    for (int k = 0; k < 4; k++)
+        add_node(g, mk_node(steps[k], outs[k], NAMES("x2"), (const char *[]){outs[k], NULL}));
+    add_node(g, mk_node("Sum", "steps", NAMES("r0", "r1", "r2", "r3"), NAMES("rs")));
+    add_node(g, mk_node("Mul", "stepped", NAMES("rs", "x2"), NAMES("st")));
+    add_node(g, mk_node("Dropout", "dropout", NAMES("x1"), NAMES("d"))); /* inference: sessions drop it */
+    static const char *const parts[] = {"e1", "e2", "e3", "t", "st", "d"};
+    static const char *const sums[] = {"s1", "s2", "s3", "s4", "s5", "s6", NULL};
+    for (int k = 0; k < 6; k++)
+        square_sum(g, parts[k], sums[k]);
+    add_node(g, mk_node("Sum", "y", (const char **)sums, NAMES("y")));
+}
+
 #define S(...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}}
 static const gcase cases[] = {
     {"Add", 2, 2, {S(2, 3), S(3)}, false, b_add},
@@ -566,6 +596,8 @@ static const gcase cases[] = {
     {"Resize linear (antialiased), cubic, nearest and tf_crop_and_resize", 1, 1, {S(1, 2, 4, 5)}, false, b_resize,
      18},
     {"Upsample", 1, 1, {S(1, 1, 3, 2)}, false, b_upsample, 9},
+    {"Einsum (products, a diagonal, an ellipsis), TopK, Round, Floor, Ceil, Sign, and a Dropout", 4, 4,
+     {S(2, 3, 4), S(2, 4, 2), S(3, 3), S(4)}, false, b_einsum_top_k, 13},
 };
 
 static uint64_t rng_state = 12345;
