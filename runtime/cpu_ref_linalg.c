@@ -294,8 +294,9 @@ xf_status xf_ref_einsum(const xf_node *n, const xf_tensor_view *in, const xf_ten
 {
     int64_t numel = xf_rt_numel(&out[0]);
     bool integral = xf_rt_is_integral(out[0].dtype);
-    einsum_sum e = {in, n->n_inputs, integral, integral ? NULL : calloc((size_t)(numel > 0 ? numel : 1), sizeof(double)),
-                    integral ? calloc((size_t)(numel > 0 ? numel : 1), sizeof(uint64_t)) : NULL};
+    size_t count = (size_t)(numel > 0 ? numel : 1);
+    einsum_sum e = {in, n->n_inputs, integral, integral ? NULL : calloc(count, sizeof(double)),
+                    integral ? calloc(count, sizeof(uint64_t)) : NULL};
     xf_status st = e.acc || e.iacc ? xf_ref_einsum_walk(n, in, &out[0].shape, einsum_product, &e, err)
                                    : xf_error_set(err, XF_ERR_NOMEM, "out of memory in Einsum");
     for (int64_t i = 0; st == XF_OK && i < numel; i++)
