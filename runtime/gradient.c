@@ -64,9 +64,9 @@ static bool differentiable(xf_op op)
     case XF_OP_GLOBAL_AVERAGE_POOL: case XF_OP_GLOBAL_MAX_POOL: case XF_OP_GLOBAL_LP_POOL: case XF_OP_BATCH_NORM:
     case XF_OP_LAYER_NORM: case XF_OP_INSTANCE_NORM: case XF_OP_GROUP_NORM: case XF_OP_REDUCE_MAX:
     case XF_OP_REDUCE_MIN: case XF_OP_REDUCE_PROD: case XF_OP_REDUCE_L1: case XF_OP_REDUCE_L2:
-    case XF_OP_REDUCE_LOG_SUM: case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE: case XF_OP_CUM_SUM: case XF_OP_CONV_TRANSPOSE:
-    case XF_OP_RESIZE: case XF_OP_UPSAMPLE: case XF_OP_EINSUM: case XF_OP_TOP_K: case XF_OP_ROUND: case XF_OP_FLOOR:
-    case XF_OP_CEIL: case XF_OP_SIGN:
+    case XF_OP_REDUCE_LOG_SUM: case XF_OP_REDUCE_LOG_SUM_EXP: case XF_OP_REDUCE_SUM_SQUARE: case XF_OP_CUM_SUM:
+    case XF_OP_CONV_TRANSPOSE: case XF_OP_RESIZE: case XF_OP_UPSAMPLE: case XF_OP_EINSUM: case XF_OP_TOP_K:
+    case XF_OP_ROUND: case XF_OP_FLOOR: case XF_OP_CEIL: case XF_OP_SIGN:
         return true;
     default:
         return xf_grad_is_traced(op);
