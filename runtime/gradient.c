@@ -443,14 +443,24 @@ static double slope(const xf_node *n, double x, double y, double lo, double hi)
     }
 }
 
+/* Input 0's gradient and the values of input 0 and output 0, which an
+ * op's derivative reads; false when there is nothing to add into (or no
+ * memory: *oom). */
+static bool operands(pass *b, const xf_node *n, double **gx, const double **x, const double **y, bool *oom)
+{
+    *gx = xf_grad_of(b, n->inputs[0], oom);
+    *x = xf_grad_vals(b, n->inputs[0]);
+    *y = xf_grad_vals(b, n->outputs[0]);
+    *oom |= !*x || !*y;
+    return *gx && *x && *y;
+}
+
 static void unary(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
-    int ix = n->inputs[0], iy = n->outputs[0];
-    double *gx = xf_grad_of(b, ix, oom);
-    const double *x = xf_grad_vals(b, ix), *y = xf_grad_vals(b, iy);
-    if (!x || !y)
-        *oom = true;
-    if (!gx || !x || !y)
+    int iy = n->outputs[0];
+    double *gx;
+    const double *x, *y;
+    if (!operands(b, n, &gx, &x, &y, oom))
         return;
     double lo = -INFINITY, hi = INFINITY; /* Clip's bounds */
     if (n->op == XF_OP_CLIP && n->attrs.has_clip_attrs)
@@ -686,11 +696,9 @@ static void gemm(pass *b, const xf_node *n, const double *gy, bool *oom)
 static void reduce(pass *b, const xf_node *n, const double *gy, bool *oom)
 {
     int ix = n->inputs[0], iy = n->outputs[0];
-    double *gx = xf_grad_of(b, ix, oom);
-    const double *x = xf_grad_vals(b, ix), *y = xf_grad_vals(b, iy);
-    if (!x || !y)
-        *oom = true;
-    if (!gx || !x || !y)
+    double *gx;
+    const double *x, *y;
+    if (!operands(b, n, &gx, &x, &y, oom))
         return;
     const xf_shape *xs = shape(b, ix);
     bool axis[XF_MAX_DIMS] = {0};

@@ -1,7 +1,8 @@
-/* Gradient's backward pass for windows (Conv and the pools),
- * normalizations, and the ops whose outputs are copies of input elements
- * (see gradient_internal.h).  In double, on the host, one thread: the
- * op differentiates small graphs. */
+/* Gradient's backward pass for windows (Conv and the pools), the ops
+ * whose adjoints live with their cpu_ref kernels (ConvTranspose, Resize,
+ * Einsum), TopK, normalizations, and the ops whose outputs are copies of
+ * input elements (see gradient_internal.h).  In double, on the host, one
+ * thread: the op differentiates small graphs. */
 #include "gradient_internal.h"
 
 #include <math.h>
