@@ -464,6 +464,8 @@ static bool utf8_set(out_buf *o, bool neg, const char *m, const char *end, bool 
         if (c + b + 1 < end && c[b] == '-' && !(b2 = xf_rt_utf8_char(c + b + 1, (size_t)(end - c - b - 1), &hi)))
             return false;
         c += b + (b2 ? 1 + b2 : 0);
+        if (hi < lo)
+            return false; /* reversed: RE2 refuses it too */
         for (uint32_t v = lo; v <= hi && v < 0x80; v++)
             ascii[v] = true;
         if (hi >= 0x80 && icase)
