@@ -199,8 +199,8 @@ static void put_attrs(uint64_t *h, const xf_attrs *a)
     put_rnn(h, &a->rnn);
     if (a->block_size)
         put(h, (uint64_t)a->block_size << 8 | 0xb5);
-    if (a->output_dtype || a->no_saturate)
-        put(h, (uint64_t)(a->output_dtype | a->no_saturate << 8) << 16 | 0x9d);
+    if (a->output_dtype || a->no_saturate || a->round_mode)
+        put(h, (uint64_t)(a->output_dtype | a->no_saturate << 8 | a->round_mode << 9) << 16 | 0x9d);
     if (a->roi_output_h || a->roi_output_w || a->roi_sampling_ratio || a->roi_spatial_scale != 0 || a->roi_max ||
         a->roi_output_half_pixel) { /* RoiAlign's (all 0 for other ops) */
         put(h, (uint64_t)(a->roi_max | a->roi_output_half_pixel << 1) << 16 | 0x7a);

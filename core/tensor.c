@@ -440,6 +440,51 @@ uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate)
     return code == 0 && f->uz ? 0 : (uint8_t)(sign | code);
 }
 
+/* float4e2m1: sign, 2 exponent bits (bias 1), 1 mantissa bit; magnitudes
+ * 0, 0.5, 1, 1.5, 2, 3, 4 and 6, no infinity or NaN. */
+static const float e2m1_values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+float xf_float4_to_f32(uint8_t code)
+{
+    float v = e2m1_values[code & 7];
+    return code & 8 ? -v : v;
+}
+
+uint8_t xf_f32_to_float4(float v)
+{
+    if (isnan(v)) /* ONNX's table: NaN gives 6, as satfinite hardware does */
+        return 7;
+    uint8_t sign = signbit(v) ? 8 : 0;
+    float a = fabsf(v);
+    int code = 0;
+    while (code < 7 && e2m1_values[code + 1] <= a)
+        code++;
+    if (code < 7) { /* the nearer of code and code + 1, ties to the even code */
+        float below = a - e2m1_values[code], above = e2m1_values[code + 1] - a;
+        if (above < below || (above == below && (code & 1)))
+            code++;
+    }
+    return (uint8_t)(sign | code);
+}
+
+float xf_e8m0_to_f32(uint8_t code) { return code == 0xff ? NAN : ldexpf(1.0f, code - 127); }
+
+uint8_t xf_f32_to_e8m0(float v, bool saturate, xf_round_mode mode)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint32_t e = bits >> 23 & 0xff, frac = bits & 0x7fffff;
+    if (e == 0xff) /* NaN; an infinity saturates to the largest power */
+        return frac || !saturate ? 0xff : 0xfe;
+    bool up = mode == XF_ROUND_UP ? frac != 0
+              : mode == XF_ROUND_NEAREST
+                  ? (bits & 0x400000) && ((bits & 0x200000) || (bits & 0x1fffff) || e > 0)
+                  : false;
+    if (up && saturate && e == 0xfe)
+        up = false;
+    return (uint8_t)(e + up);
+}
+
 double xf_tensor_get_f64(const xf_tensor *t, int64_t i)
 {
     const void *p = t->data;

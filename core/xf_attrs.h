@@ -204,7 +204,9 @@ typedef struct xf_attrs {
     /* QuantizeLinear, DequantizeLinear (axis above, default 1) */
     int64_t block_size;       /* opset 21: 0 = not blocked; DepthToSpace, SpaceToDepth: blocksize */
     xf_dtype output_dtype;    /* QuantizeLinear 21, DequantizeLinear 23: 0 = not given */
-    int no_saturate;          /* QuantizeLinear, CastLike 19: saturate = 0 (which only float8 outputs heed) */
+    int no_saturate;          /* QuantizeLinear, Cast and CastLike 19: saturate = 0 (which only float8 outputs
+                               * heed) */
+    int round_mode;           /* Cast and CastLike 24: an xf_round_mode (float8e8m0 outputs heed it) */
     /* RoiAlign (0 for every other op): mode max (else avg); output_height,
      * output_width (default 1); sampling_ratio (0: adaptive); spatial_scale
      * (default 1); coordinate_transformation_mode output_half_pixel (opset

@@ -209,6 +209,19 @@ float xf_bf16_to_f32(uint16_t h);
 bool xf_float8_known(xf_dtype t);
 float xf_float8_to_f32(xf_dtype t, uint8_t code);
 uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate);
+/* float4e2m1 (one element in the low 4 bits of a code): decode, and
+ * encode rounding to nearest even, saturating at +-6 (infinities too) and
+ * NaN to 6, as ONNX's float4 table says. */
+float xf_float4_to_f32(uint8_t code);
+uint8_t xf_f32_to_float4(float v);
+/* float8e8m0, a power of two 2^(code - 127) (0xff: NaN): decode, and encode
+ * from float's exponent as ONNX's reference does (Cast's round_mode; up
+ * and nearest stop at the largest power when saturate; negative values
+ * are encoded by magnitude); saturate also takes an infinity to the
+ * largest power, else to NaN. */
+typedef enum { XF_ROUND_UP, XF_ROUND_DOWN, XF_ROUND_NEAREST } xf_round_mode;
+float xf_e8m0_to_f32(uint8_t code);
+uint8_t xf_f32_to_e8m0(float v, bool saturate, xf_round_mode mode);
 
 /* ---------------------------------------------------------------- operators */
 

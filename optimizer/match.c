@@ -288,6 +288,7 @@ static bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
     if (a->allowzero != b->allowzero || a->fmod != b->fmod || a->batch_dims != b->batch_dims ||
         a->topk_smallest != b->topk_smallest || a->topk_unsorted != b->topk_unsorted || a->reduction != b->reduction ||
         a->block_size != b->block_size || a->output_dtype != b->output_dtype || a->no_saturate != b->no_saturate ||
+        a->round_mode != b->round_mode ||
         a->roi_max != b->roi_max || a->roi_output_h != b->roi_output_h || a->roi_output_w != b->roi_output_w ||
         a->roi_sampling_ratio != b->roi_sampling_ratio || a->roi_spatial_scale != b->roi_spatial_scale ||
         a->roi_output_half_pixel != b->roi_output_half_pixel || a->center_point_box != b->center_point_box ||

@@ -151,6 +151,16 @@ static xf_status write_roi_align(writer *w, const xf_node *n, int64_t opset, xf_
 
 /* The activations whose parameters are alpha and beta, under their ONNX
  * names (none: the op has no such parameter). */
+/* Cast's and CastLike's saturate and round_mode, where not the defaults. */
+static void write_cast_modes(writer *w, const xf_attrs *a)
+{
+    static const char *const round_modes[] = {"up", "down", "nearest"};
+    if (a->no_saturate)
+        add_int(w, "saturate", 0);
+    if (a->round_mode > 0 && a->round_mode < 3)
+        add_string(w, "round_mode", round_modes[a->round_mode]);
+}
+
 static void write_alpha_beta(writer *w, const xf_node *n, const xf_attrs *d)
 {
     const char *alpha = n->op == XF_OP_SHRINK ? "lambd" : "alpha";
@@ -412,8 +422,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
                              (long long)opset);
         break;
     case XF_OP_CAST_LIKE:
-        if (a->no_saturate)
-            add_int(&w, "saturate", 0);
+        write_cast_modes(&w, a);
         break;
     case XF_OP_RESIZE:
         s = write_resize(&w, n, opset, err);
@@ -597,6 +606,8 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_CAST:
     case XF_OP_BIT_CAST:
         add_int(&w, "to", a->to);
+        if (n->op == XF_OP_CAST)
+            write_cast_modes(&w, a);
         break;
     case XF_OP_CONCAT: /* required from opset 4, and its opset-1 default differs */
         add_int(&w, "axis", a->axis);

@@ -22,9 +22,10 @@
  *   PRelu           (no attributes; before opset 7 a 1-D slope is per channel:
  *                   prelu_channels)
  *   CastLike        saturate (19+, 0: no_saturate; only float8 targets heed it);
- *                   round_mode (25+, for float8e8m0 targets): "up" only
+ *                   round_mode (24+, for float8e8m0 targets: up/down/nearest)
  *   Clip (< 11)     min->clip_min max->clip_max (has_clip_attrs)
- *   Cast            to (required; a number: the string form of opset 1 stays opaque)
+ *   Cast            to (required; a number: the string form of opset 1 stays opaque);
+ *                   saturate and round_mode as CastLike's
  *   BitCast         to (required)
  *   Concat          axis (opset < 4: default 1)
  *   Split           axis  split (n_split, < 13; must match the outputs)  num_outputs (18)
@@ -395,11 +396,11 @@ static bool take_roi_align(reader *r, const char *name, const Onnx__AttributePro
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
-/* IsInf, Selu, Shrink, Gelu, BitShift and CastLike. */
+/* IsInf, Selu, Shrink, Gelu, BitShift, and Cast's and CastLike's saturate and round_mode. */
 static bool take_elementwise(reader *r, xf_op op, const char *name, const Onnx__AttributeProto *at)
 {
     static const char *const approximations[] = {"none", "tanh"}, *const directions[] = {"LEFT", "RIGHT"};
-    static const char *const round_modes[] = {"up"};
+    static const char *const round_modes[] = {"up", "down", "nearest"}; /* xf_round_mode's order */
     xf_attrs *a = r->a;
     bool selu = op == XF_OP_SELU, shrink = op == XF_OP_SHRINK;
     int v;
@@ -418,14 +419,14 @@ static bool take_elementwise(reader *r, xf_op op, const char *name, const Onnx__
         return read_enum(r, at, approximations, 2, &a->gelu_tanh);
     if (op == XF_OP_BIT_SHIFT && strcmp(name, "direction") == 0)
         return (r->has_direction = read_enum(r, at, directions, 2, &a->shift_right));
-    if (op == XF_OP_CAST_LIKE && strcmp(name, "saturate") == 0) {
+    if ((op == XF_OP_CAST_LIKE || op == XF_OP_CAST) && strcmp(name, "saturate") == 0) {
         if (!read_int32(r, at, &v))
             return false;
         a->no_saturate = v == 0;
         return true;
     }
-    if (op == XF_OP_CAST_LIKE && strcmp(name, "round_mode") == 0)
-        return read_enum(r, at, round_modes, 1, &v);
+    if ((op == XF_OP_CAST_LIKE || op == XF_OP_CAST) && strcmp(name, "round_mode") == 0)
+        return read_enum(r, at, round_modes, 3, &a->round_mode);
     return refuse(r, "attribute '%s' is not modelled", name);
 }
 
@@ -505,6 +506,8 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_BIT_CAST:
         if (A("to"))
             return read_dtype(r, at, &a->to);
+        if (op == XF_OP_CAST)
+            return take_elementwise(r, op, name, at);
         break;
     case XF_OP_TRILU:
         if (A("upper")) {

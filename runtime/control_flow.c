@@ -336,6 +336,14 @@ static void copy_blocks(char *dst, size_t dst_step, const char *src, size_t src_
         memcpy(dst + (size_t)i * dst_step, src + (size_t)i * src_step, block);
 }
 
+/* Scan inputs and outputs are sliced and stacked by whole bytes. */
+static xf_status packed_refused(const xf_rt_flow *f, const char *what, int k, xf_dtype t, xf_error *err)
+{
+    return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): scan %s %d is of type %s, packed below a byte, "
+                        "which scans do not slice or stack", f->node->name, f->node->opaque->op_type, what, k,
+                        xf_dtype_name(t));
+}
+
 /* The i-th slice of t along axis. */
 static xf_tensor *slice(const xf_tensor *t, int axis, int64_t i)
 {
@@ -398,6 +406,8 @@ static xf_status stack(const xf_rt_flow *f, int k, xf_tensor **items, int64_t n,
     if (dt == XF_DT_UNDEFINED)
         return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): the type of scan output %d is unknown",
                             f->node->name, op, k);
+    if (xf_dtype_size(dt) == 0)
+        return packed_refused(f, "output", k, dt, err);
     xf_shape shape = {.ndim = elem.ndim + 1};
     int64_t outer = 1;
     size_t block = xf_dtype_size(dt);
@@ -526,7 +536,9 @@ static xf_status run_iterations(xf_rt_flow *f, xf_tensor *const *in, xf_tensor *
         for (int m = 0; m < nm && st == XF_OK; m++) {
             const xf_tensor *t = in[nc + m];
             int64_t at = f->reverse[m] ? trips - 1 - n_iter : n_iter;
-            if (!(body_in[nc + m] = slice(t, axes[m], at)))
+            if (xf_dtype_size(t->dtype) == 0)
+                st = packed_refused(f, "input", m, t->dtype, err);
+            else if (!(body_in[nc + m] = slice(t, axes[m], at)))
                 st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         }
         for (int k = 0; k < f->n_outer; k++)
@@ -631,7 +643,9 @@ static xf_status run_batched(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **ou
         in_b[j] = in[1 + j];
     for (int64_t b = 0; b < batch && st == XF_OK; b++) {
         for (int j = 0; j < n_batched && st == XF_OK; j++)
-            if (!(in_b[j] = slice(in[1 + j], 0, b)))
+            if (xf_dtype_size(in[1 + j]->dtype) == 0)
+                st = packed_refused(f, "input", j, in[1 + j]->dtype, err);
+            else if (!(in_b[j] = slice(in[1 + j], 0, b)))
                 st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         if (st == XF_OK)
             st = run_iterations(f, in_b, out_b, err);

@@ -29,7 +29,10 @@ typedef struct ref_entry {
 #define ANY XF_DTM_ANY
 #define IDX XF_DTM_INDEX
 #define I32 XF_DTM(XF_DT_INT32)
-#define QNT (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) | XF_DTM_FLOAT8)
+#define QNT (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) | XF_DTM_FLOAT8 | \
+             XF_DTM_PACKED)
+/* every type Cast converts between (strings: string_tensors.c) */
+#define CASTS (NUM | BOOL | XF_DTM_FLOAT8 | XF_DTM(XF_DT_FLOAT8E8M0) | XF_DTM_PACKED)
 
 #define F16 (XF_DTM(XF_DT_FLOAT16) | XF_DTM(XF_DT_BFLOAT16))
 #define UNS (XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_UINT16) | XF_DTM(XF_DT_UINT32) | XF_DTM(XF_DT_UINT64))
@@ -99,7 +102,7 @@ typedef struct ref_entry {
 #define XF_REF_PRELU {xf_ref_prelu, NUM, NUM, 0}
 #define XF_REF_MEAN {xf_ref_mean, FLT, FLT, 0}
 #define XF_REF_BIT_SHIFT {xf_ref_binary, IDX | UNS | XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_INT16), IDX | UNS | XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_INT16), 0}
-#define XF_REF_CAST_LIKE {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
+#define XF_REF_CAST_LIKE {xf_ref_cast, CASTS, 0, CASTS}
 #define XF_REF_RESIZE {xf_ref_resize, FLT, FLT | I64, 0}
 #define XF_REF_UPSAMPLE {xf_ref_resize, FLT, F32, 0}
 #define XF_REF_GATHER_ND {xf_ref_gather_nd, ANY, I64, 0}
@@ -152,8 +155,10 @@ typedef struct ref_entry {
  * string, the float8 ones included (the packed 4- and 2-bit types are
  * carried only, see xf_dtype) */
 #define BYTE_TYPES (ANY | XF_DTM_FLOAT8 | XF_DTM(XF_DT_FLOAT8E8M0))
+/* what a copy of the bytes carries: the byte types and the packed ones */
+#define VIEWS (BYTE_TYPES | XF_DTM_PACKED)
 #define XF_REF_TENSOR_SCATTER {xf_ref_tensor_scatter, BYTE_TYPES, BYTE_TYPES, 0}
-#define XF_REF_BIT_CAST {xf_ref_copy, BYTE_TYPES, 0, BYTE_TYPES}
+#define XF_REF_BIT_CAST {xf_ref_copy, VIEWS, 0, VIEWS}
 #define XF_REF_SWIGLU {xf_ref_swiglu, FLT, FLT, 0}
 /* the random ops: run_node passes the key of the node's name */
 #define RND (F32 | F64 | F16)
@@ -181,14 +186,14 @@ typedef struct ref_entry {
 #define XF_REF_LINEAR_ATTENTION {xf_ref_linear_attention, F32 | F16, F32 | F16, 0, true}
 #define XF_REF_CLIP {xf_ref_clip, NUM, NUM, 0}
 #define XF_REF_NOT {xf_ref_unary, BOOL, 0, 0}
-#define XF_REF_CAST {xf_ref_cast, NUM | BOOL, 0, NUM | BOOL}
+#define XF_REF_CAST {xf_ref_cast, CASTS, 0, CASTS}
 #define XF_REF_CONCAT {xf_ref_concat, ANY, ANY, 0}
 #define XF_REF_SPLIT {xf_ref_split, ANY, IDX, 0}
 #define XF_REF_TRANSPOSE {xf_ref_transpose, ANY, 0, 0}
-#define XF_REF_RESHAPE {xf_ref_copy, ANY, I64, 0}
-#define XF_REF_FLATTEN {xf_ref_copy, ANY, 0, 0}
-#define XF_REF_SQUEEZE {xf_ref_copy, ANY, I64, 0}
-#define XF_REF_UNSQUEEZE {xf_ref_copy, ANY, I64, 0}
+#define XF_REF_RESHAPE {xf_ref_copy, VIEWS, I64, 0}
+#define XF_REF_FLATTEN {xf_ref_copy, VIEWS, 0, 0}
+#define XF_REF_SQUEEZE {xf_ref_copy, VIEWS, I64, 0}
+#define XF_REF_UNSQUEEZE {xf_ref_copy, VIEWS, I64, 0}
 #define XF_REF_GATHER {xf_ref_gather, ANY, IDX, 0}
 #define XF_REF_GATHER_ELEMENTS {xf_ref_gather_elements, ANY, IDX, 0}
 #define XF_REF_SCATTER_ND {xf_ref_scatter_nd, ANY, ANY, 0}
@@ -199,7 +204,7 @@ typedef struct ref_entry {
 #define XF_REF_SIZE {xf_ref_size, 0, 0, I64}
 #define XF_REF_CONSTANT_OF_SHAPE {xf_ref_constant_of_shape, I64, 0, ANY}
 #define XF_REF_RANGE {xf_ref_range, NUM | F16, NUM | F16, 0}
-#define XF_REF_IDENTITY {xf_ref_copy, ANY, 0, 0}
+#define XF_REF_IDENTITY {xf_ref_copy, VIEWS, 0, 0}
 #define XF_REF_DROPOUT {xf_ref_dropout, ANY, FLT, 0}
 #define XF_REF_MAX_POOL {xf_ref_pool, NUM, 0, 0}
 #define XF_REF_AVERAGE_POOL {xf_ref_pool, FLT, 0, 0}

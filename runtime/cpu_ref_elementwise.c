@@ -671,6 +671,14 @@ static void cast_block(const ew_ctx *e, const int64_t *off, const int64_t *step,
     }
 }
 
+/* Cast to float8 with saturate 0, or to float8e8m0 with either attribute
+ * not its default (the stores' conversions are the defaults). */
+static bool cast_modes_matter(const xf_node *n, xf_dtype to)
+{
+    return (xf_float8_known(to) && n->attrs.no_saturate) ||
+           (to == XF_DT_FLOAT8E8M0 && (n->attrs.no_saturate || n->attrs.round_mode != XF_ROUND_UP));
+}
+
 xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                       xf_error *err)
 {
@@ -678,6 +686,18 @@ xf_status xf_ref_cast(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     int64_t numel = xf_rt_numel(y);
     if (xf_rt_numel(x) != numel)
         return xf_rt_bad_node(err, n, "input and output sizes differ");
+    if (numel > 0 && xf_dtype_size(y->dtype) == 0) /* packed: the spare bits of the last byte stay 0 */
+        memset(y->data, 0, xf_rt_bytes(y));
+    if (cast_modes_matter(n, y->dtype)) {
+        bool saturate = !n->attrs.no_saturate;
+        for (int64_t i = 0; i < numel; i++) {
+            float v = (float)xf_rt_load_f64(x->dtype, x->data, i);
+            ((uint8_t *)y->data)[i] = y->dtype == XF_DT_FLOAT8E8M0
+                                          ? xf_f32_to_e8m0(v, saturate, (xf_round_mode)n->attrs.round_mode)
+                                          : xf_f32_to_float8(y->dtype, v, saturate);
+        }
+        return XF_OK;
+    }
     /* int64 between integer types keeps every value exact and wraps like
      * ONNX; any float side goes through double */
     ew_ctx e = {.o = y, .v = {x}, .ints = xf_rt_is_integral(x->dtype) && xf_rt_is_integral(y->dtype)};

@@ -4,9 +4,11 @@
  * element takes):
  *     Quantize    y = saturate(round_half_to_even(x / scale) + zero_point)
  *     Dequantize  y = (x - zero_point) * scale
- * (NaN quantizes to 0.)  To float8, Quantize rounds x / scale + zero_point
- * to the format's nearest value instead (saturating unless saturate is 0),
- * and Dequantize reads float8 values as numbers.  DynamicQuantizeLinear
+ * (NaN quantizes to 0.)  To float8 and float4e2m1, Quantize rounds
+ * x / scale + zero_point to the format's nearest value instead (float8
+ * saturating unless saturate is 0, float4 always), and Dequantize reads
+ * such values as numbers.  The 4- and 2-bit integers saturate to their
+ * ranges as the 8- and 16-bit ones do.  DynamicQuantizeLinear
  * quantizes to uint8 with a scale and zero point from x's range, and the
  * integer matrix products (MatMulInteger, QLinearMatMul) sum in int32 and
  * requantize as Quantize does. */
@@ -17,15 +19,22 @@
 
 float xf_rt_quantize_round(float v, float zero_point, xf_dtype t)
 {
-    static const float lo[] = {[XF_DT_INT8] = -128, [XF_DT_INT16] = -32768},
-                       hi[] = {[XF_DT_INT8] = 127, [XF_DT_UINT8] = 255, [XF_DT_INT16] = 32767, [XF_DT_UINT16] = 65535};
+    static const float lo[] = {[XF_DT_INT8] = -128, [XF_DT_INT16] = -32768, [XF_DT_INT4] = -8, [XF_DT_INT2] = -2},
+                       hi[] = {[XF_DT_INT8] = 127,  [XF_DT_UINT8] = 255, [XF_DT_INT16] = 32767, [XF_DT_UINT16] = 65535,
+                               [XF_DT_UINT4] = 15,  [XF_DT_INT4] = 7,    [XF_DT_UINT2] = 3,     [XF_DT_INT2] = 1};
     float r = nearbyintf(v) + zero_point;
     if ((unsigned)t >= sizeof hi / sizeof *hi || !hi[t])
         return r;
     return r < lo[t] ? lo[t] : r > hi[t] ? hi[t] : r;
 }
 
-#define QUANTIZED (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) | XF_DTM_FLOAT8)
+#define QUANTIZED                                                                                                  \
+    (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) | XF_DTM_FLOAT8 |        \
+     XF_DTM_PACKED)
+
+/* The float formats a value quantizes to by rounding to the format's
+ * nearest value, not by rounding to an integer. */
+static bool float_code(xf_dtype t) { return xf_float8_known(t) || t == XF_DT_FLOAT4E2M1; }
 
 typedef struct quant_args {
     const xf_tensor_view *x, *scale, *zero_point, *y; /* zero_point NULL when absent */
@@ -54,7 +63,9 @@ static xf_status quant_args_make(const xf_node *n, const xf_tensor_view *in, con
 static void quant_run(const quant_args *q, bool quantize, bool saturate)
 {
     const xf_quant_layout *l = &q->l;
-    bool f8_in = xf_float8_known(q->x->dtype), f8_out = xf_float8_known(q->y->dtype);
+    bool f8_in = float_code(q->x->dtype), f8_out = float_code(q->y->dtype);
+    if (quantize && xf_dtype_size(q->y->dtype) == 0 && l->outer * l->dim * l->inner > 0)
+        memset(q->y->data, 0, xf_rt_bytes(q->y)); /* packed: the spare bits of the last byte stay 0 */
     for (int64_t o = 0; o < l->outer; o++)
         for (int64_t d = 0; d < l->dim; d++) {
             int64_t first = (o * l->dim + d) * l->inner;
@@ -67,7 +78,10 @@ static void quant_run(const quant_args *q, bool quantize, bool saturate)
                 if (quantize && f8_out) {
                     float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
                     float v = zpf != 0 ? x / scale + (float)zpf : x / scale; /* -0 stays -0 */
-                    ((uint8_t *)q->y->data)[e] = xf_f32_to_float8(q->y->dtype, v, saturate);
+                    if (q->y->dtype == XF_DT_FLOAT4E2M1) /* which always saturates */
+                        xf_rt_store_f64(q->y->dtype, q->y->data, e, v);
+                    else
+                        ((uint8_t *)q->y->data)[e] = xf_f32_to_float8(q->y->dtype, v, saturate);
                 } else if (quantize) {
                     float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
                     xf_rt_store_f64(q->y->dtype, q->y->data, e,

@@ -16,7 +16,7 @@ static xf_status output_types(const xf_graph *g, int node, const xf_tensor *cons
         if (v < 0)
             continue;
         types[k] = g->values[v];
-        known &= xf_shape_numel(&types[k].shape) >= 0 && xf_dtype_size(types[k].dtype) > 0;
+        known &= xf_shape_numel(&types[k].shape) >= 0 && xf_dtype_bits(types[k].dtype) > 0;
     }
     if (known)
         return XF_OK;
@@ -31,7 +31,7 @@ static xf_status output_types(const xf_graph *g, int node, const xf_tensor *cons
         types[k] = g->values[v]; /* for the name, which clone frees */
         types[k].dtype = clone->values[v].dtype;
         types[k].shape = clone->values[v].shape;
-        if (xf_shape_numel(&types[k].shape) < 0 || xf_dtype_size(types[k].dtype) == 0)
+        if (xf_shape_numel(&types[k].shape) < 0 || xf_dtype_bits(types[k].dtype) == 0)
             st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): cannot determine the shape of '%s'",
                               n->name, xf_op_name(n->op), g->values[v].name);
     }

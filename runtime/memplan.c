@@ -69,7 +69,9 @@ bool xf_rt_view_op(const xf_node *n)
 static bool planned_tensor(const xf_graph *g, int v)
 {
     const xf_value *x = v >= 0 ? &g->values[v] : NULL;
-    return x && x->producer >= 0 && x->kind == XF_VK_TENSOR && xf_shape_numel(&x->shape) > 0;
+    /* whole bytes per element, so that parts start at byte offsets */
+    return x && x->producer >= 0 && x->kind == XF_VK_TENSOR && xf_shape_numel(&x->shape) > 0 &&
+           xf_dtype_size(x->dtype) > 0;
 }
 
 /* Concat node n as its inputs written in place, one after another in its
@@ -223,15 +225,15 @@ static xf_status plan_lifetimes(const xf_graph *g, const int *group, xf_memplan 
                 continue;
             const xf_value *val = &g->values[v];
             int64_t numel = xf_shape_numel(&val->shape);
-            size_t es = xf_dtype_size(val->dtype);
+            int bits = xf_dtype_bits(val->dtype);
             if (numel < 0)
                 return xf_error_set(err, XF_ERR_UNSUPPORTED, "value '%s' has no static shape", val->name);
-            if (es == 0 || val->dtype == XF_DT_STRING)
+            if (bits == 0 || val->dtype == XF_DT_STRING)
                 return xf_error_set(err, XF_ERR_UNSUPPORTED, "value '%s' has type %s, which the runtime cannot hold",
                                     val->name, xf_dtype_name(val->dtype));
-            if ((uint64_t)numel > (SIZE_MAX - XF_PLAN_ALIGN) / es)
+            if ((uint64_t)numel > (SIZE_MAX - XF_PLAN_ALIGN) / 8 * 8 / (unsigned)bits)
                 return xf_error_set(err, XF_ERR_LIMIT, "value '%s' is too large", val->name);
-            size_t bytes = (size_t)numel * es;
+            size_t bytes = xf_dtype_nbytes(val->dtype, numel);
             p->size[v] = (bytes + XF_PLAN_ALIGN - 1) & ~(size_t)(XF_PLAN_ALIGN - 1);
             p->first[v] = p->last[v] = group ? group[i] : i;
         }
@@ -358,7 +360,7 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const 
     for (int v = 0; v < nv; v++)
         if (p->alias[v] >= 0) {
             int r = p->alias[v];
-            size_t bytes = (size_t)xf_shape_numel(&g->values[v].shape) * xf_dtype_size(g->values[v].dtype);
+            size_t bytes = xf_dtype_nbytes(g->values[v].dtype, xf_shape_numel(&g->values[v].shape));
             p->offset[v] = p->offset[r] + (int64_t)p->alias_offset[v];
             p->size[v] = (bytes + XF_PLAN_ALIGN - 1) & ~(size_t)(XF_PLAN_ALIGN - 1);
             p->first[v] = p->first[r];

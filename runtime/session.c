@@ -28,7 +28,7 @@ static const xf_tensor_view omitted_view = {.dtype = XF_DT_UNDEFINED, .shape = {
 static size_t value_bytes(const xf_value *v)
 {
     int64_t numel = xf_shape_numel(&v->shape);
-    return numel > 0 ? (size_t)numel * xf_dtype_size(v->dtype) : 0;
+    return xf_dtype_nbytes(v->dtype, numel);
 }
 
 static bool shape_known(const xf_shape *s) { return xf_shape_numel(s) >= 0; }
@@ -255,7 +255,7 @@ static const xf_tensor *const *inference_inputs(xf_session *s, const xf_graph *g
         const xf_tensor_view *w = &views[v];
         int64_t numel = xf_shape_numel(&w->shape);
         s->tmp[k] = (xf_tensor){.refcount = 1, .dtype = w->dtype, .shape = w->shape, .data = w->data,
-                                .nbytes = numel > 0 ? (size_t)numel * xf_dtype_size(w->dtype) : 0};
+                                .nbytes = xf_dtype_nbytes(w->dtype, numel)};
         s->tmp_ptr[k] = &s->tmp[k];
     }
     return s->tmp_ptr;
@@ -447,7 +447,7 @@ static xf_status run_dynamic_node(xf_session *s, xf_graph *g, xf_tensor_view *vi
         if (v < 0 || (k == 0 && handed))
             continue;
         const xf_value *val = &g->values[v];
-        if (!shape_known(&val->shape) || xf_dtype_size(val->dtype) == 0)
+        if (!shape_known(&val->shape) || xf_dtype_bits(val->dtype) == 0)
             return xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): cannot determine the shape of '%s'",
                                 n->name, xf_op_name(n->op), val->name);
         size_t bytes = value_bytes(val);
@@ -583,7 +583,7 @@ static xf_status check_supported(const xf_session *s, xf_error *err)
     /* Inputs of sequence, map or optional type import without a tensor dtype. */
     for (int i = 0; i < s->g->n_inputs; i++) {
         const xf_value *v = &s->g->values[s->g->inputs[i]];
-        if (v->dtype == XF_DT_UNDEFINED || (xf_dtype_size(v->dtype) == 0 && v->dtype != XF_DT_STRING))
+        if (v->dtype == XF_DT_UNDEFINED || (xf_dtype_bits(v->dtype) == 0 && v->dtype != XF_DT_STRING))
             return xf_error_set(err, XF_ERR_UNSUPPORTED, "input '%s' is not a tensor of a supported type (%s)",
                                 v->name, xf_dtype_name(v->dtype));
     }

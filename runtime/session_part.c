@@ -24,7 +24,7 @@ struct xf_static_part {
 
 static bool static_tensor(const xf_value *v)
 {
-    return v->kind == XF_VK_TENSOR && xf_shape_numel(&v->shape) >= 0 && xf_dtype_size(v->dtype) > 0;
+    return v->kind == XF_VK_TENSOR && xf_shape_numel(&v->shape) >= 0 && xf_dtype_bits(v->dtype) > 0;
 }
 
 /* Marks in_part[i] for the nodes of the static part: in order, those

@@ -142,7 +142,9 @@ xf_status xf_tensor_compare(const xf_tensor *a, const xf_tensor *b, double atol,
         *ok = differ == 0;
         return XF_OK;
     }
-    if (!((XF_DTM_NUMERIC | XF_DTM_FLOAT8 | XF_DTM(XF_DT_BOOL)) & XF_DTM(a->dtype)))
+    if ((unsigned)a->dtype >= 32 ||
+        !((XF_DTM_NUMERIC | XF_DTM_FLOAT8 | XF_DTM(XF_DT_FLOAT8E8M0) | XF_DTM_PACKED | XF_DTM(XF_DT_BOOL)) &
+          XF_DTM(a->dtype)))
         return xf_error_set(err, XF_ERR_INVALID, "cannot compare tensors of type %s", xf_dtype_name(a->dtype));
     bool all = true;
     int64_t numel = xf_tensor_numel(a);

@@ -25,6 +25,11 @@
 #define XF_DTM_FLOAT8                                                                                              \
     (XF_DTM(XF_DT_FLOAT8E4M3FN) | XF_DTM(XF_DT_FLOAT8E4M3FNUZ) | XF_DTM(XF_DT_FLOAT8E5M2) |                        \
      XF_DTM(XF_DT_FLOAT8E5M2FNUZ))
+/* The 4- and 2-bit types, held packed as ONNX stores them (element i in
+ * bits (i % per_byte) * bits of byte i / per_byte, the first in the low
+ * bits); the integer ones are integral. */
+#define XF_DTM_PACKED_INTS (XF_DTM(XF_DT_UINT4) | XF_DTM(XF_DT_INT4) | XF_DTM(XF_DT_UINT2) | XF_DTM(XF_DT_INT2))
+#define XF_DTM_PACKED (XF_DTM_PACKED_INTS | XF_DTM(XF_DT_FLOAT4E2M1))
 
 /* Integer-valued (bool included): arithmetic on these runs in int64 so that
  * large values stay exact; everything else runs in double. */
@@ -66,7 +71,7 @@ static inline bool xf_rt_present(const xf_tensor_view *v) { return v->dtype != X
 static inline int64_t xf_rt_numel(const xf_tensor_view *v) { return xf_shape_numel(&v->shape); }
 static inline size_t xf_rt_bytes(const xf_tensor_view *v)
 {
-    return (size_t)xf_rt_numel(v) * xf_dtype_size(v->dtype);
+    return xf_dtype_nbytes(v->dtype, xf_rt_numel(v));
 }
 /* axis in [-rank, rank) made non-negative; -1 when out of range. */
 int xf_rt_axis(int64_t axis, int rank);

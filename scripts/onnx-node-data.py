@@ -4,8 +4,10 @@ generators, onnx.backend.test.case.node) in the ONNX backend test-data layout:
 DIR/node/NAME/model.onnx and test_data_set_0/{input,output}_N.pb, with the
 other suites of the system's test data (simple, pytorch-converted,
 pytorch-operator) linked beside them.  The conformance runner then reads them
-when built with -DXF_ONNX_TESTDATA=DIR.  Cases whose inputs or outputs are not
-plain tensors are left out.  Needs an onnx newer than the system's (test
+when built with -DXF_ONNX_TESTDATA=DIR.  Numpy scalars are written as 0-d tensors,
+lists as SequenceProto files and optionals' values as OptionalProto files
+(as ONNX's own test data stores them); a case holding anything else is
+left out.  Needs an onnx newer than the system's (test
 tooling only, e.g. pip install onnx into a virtual environment).
 
     scripts/onnx-node-data.py DIR [SYSTEM_TEST_DATA]
@@ -15,8 +17,33 @@ import shutil
 import sys
 
 import numpy as np
-from onnx import numpy_helper, save, save_tensor
+from onnx import OptionalProto, SequenceProto, TensorProto, numpy_helper, save
 from onnx.backend.test.case import node
+
+
+def to_proto(v, name, type_proto):
+    """The value of a case's input or output as the proto the test-data layout
+    stores: a TensorProto (numpy scalars as 0-d tensors; the generators give
+    4- and 2-bit and some float8 values as TensorProtos already), a
+    SequenceProto for a list, an OptionalProto for an optional's value."""
+    if type_proto.HasField("optional_type"):
+        elem = type_proto.optional_type.elem_type
+        if v is None:
+            opt = OptionalProto(name=name)
+            opt.elem_type = (OptionalProto.SEQUENCE if elem.HasField("sequence_type")
+                             else OptionalProto.TENSOR)
+            return opt
+        return numpy_helper.from_optional(v if isinstance(v, list) else np.asarray(v), name)
+    if isinstance(v, TensorProto):
+        t = TensorProto()
+        t.CopyFrom(v)
+        t.name = name
+        return t
+    if isinstance(v, list):
+        return numpy_helper.from_list([np.asarray(e) for e in v], name)
+    if isinstance(v, (np.ndarray, np.generic)):
+        return numpy_helper.from_array(np.asarray(v), name)
+    raise TypeError(f"{name}: a {type(v).__name__}, not a tensor, sequence or optional")
 
 
 def write_case(case, path):
@@ -26,10 +53,9 @@ def write_case(case, path):
         for kind, values, infos in (("input", inputs, case.model.graph.input),
                                     ("output", outputs, case.model.graph.output)):
             for i, (v, vi) in enumerate(zip(values, infos)):
-                if not isinstance(v, np.ndarray):
-                    raise TypeError(f"{kind} {i} is not a tensor")
-                save_tensor(numpy_helper.from_array(v, vi.name),
-                            os.path.join(path, "test_data_set_0", f"{kind}_{i}.pb"))
+                proto = to_proto(v, vi.name, vi.type)
+                with open(os.path.join(path, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                    f.write(proto.SerializeToString())
 
 
 def main():
@@ -50,7 +76,7 @@ def main():
         link = os.path.join(out, suite)
         if not os.path.exists(link):
             os.symlink(os.path.join(system, suite), link)
-    print(f"{written} node cases written to {out}/node, {skipped} left out (not plain tensors)")
+    print(f"{written} node cases written to {out}/node, {skipped} left out (values of another kind)")
 
 
 if __name__ == "__main__":

@@ -335,7 +335,8 @@ bool attrs_equal(const xf_attrs *a, const xf_attrs *b)
            EQ(trans_b) && EQ(to) && EQ(start) && EQ(end) && EQ(has_end) && EQ(pad_mode) && EQ(pad_value) &&
            EQ(n_pads) && ARR(pad_pads, a->n_pads) && EQ(has_pads) && EQ(clip_min) && EQ(clip_max) &&
            EQ(has_clip_attrs) && EQ(fmod) && EQ(batch_dims) && EQ(topk_smallest) && EQ(topk_unsorted) && EQ(reduction) &&
-           EQ(block_size) && EQ(output_dtype) && EQ(no_saturate) && EQ(roi_max) && EQ(roi_output_h) && EQ(roi_output_w) &&
+           EQ(block_size) && EQ(output_dtype) && EQ(no_saturate) && EQ(round_mode) && EQ(roi_max) &&
+           EQ(roi_output_h) && EQ(roi_output_w) &&
            EQ(roi_sampling_ratio) && EQ(roi_spatial_scale) && EQ(roi_output_half_pixel) && EQ(center_point_box) &&
            EQ(grid_mode) && EQ(grid_padding) && EQ(grid_align_corners) &&
            EQ(dft_inverse) && EQ(dft_onesided) && EQ(window_symmetric) && EQ(offset_group) &&

@@ -43,7 +43,7 @@ static Onnx__GraphProto *elementwise_graph(int form)
         attr_string(n, "direction", "RIGHT");
     PUSH(g->n_node, g->node, n = mk_node("CastLike", "cl", (const char *[]){"f", "v", NULL}, (const char *[]){"w", NULL}));
     attr_int(n, "saturate", 0);
-    attr_string(n, "round_mode", form == 3 ? "down" : "up");
+    attr_string(n, "round_mode", form == 3 ? "toward_zero" : "nearest");
     PUSH(g->n_output, g->output, mk_vi("inf", XF_DT_BOOL, 2, d, NULL));
     PUSH(g->n_output, g->output, mk_vi("w", XF_DT_UINT8, 2, d, NULL));
     return g;
@@ -72,7 +72,7 @@ START_TEST(test_elementwise_attributes)
             ck_assert(g->nodes[find_node_op(g, XF_OP_GELU)].attrs.gelu_tanh);
             ck_assert(g->nodes[find_node_op(g, XF_OP_BIT_SHIFT)].attrs.shift_right);
             const xf_node *cl = &g->nodes[find_node_op(g, XF_OP_CAST_LIKE)];
-            ck_assert(cl->attrs.no_saturate);
+            ck_assert(cl->attrs.no_saturate && cl->attrs.round_mode == XF_ROUND_NEAREST);
             ck_assert_int_eq(g->values[cl->outputs[0]].dtype, XF_DT_UINT8);
         }
         xf_model_free(roundtrip(m));

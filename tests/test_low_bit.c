@@ -1,0 +1,321 @@
+/* The 4- and 2-bit types (int4, uint4, int2, uint2, float4e2m1) and the
+ * float8 formats as values that run: Cast and CastLike to and from them
+ * (saturate and round_mode included), QuantizeLinear and
+ * DequantizeLinear with them, the ops that only move their bytes, the
+ * packing of their elements (the first in the low bits, the spare bits of
+ * the last byte 0), and a weight-only int4 model on both host backends and
+ * through xflowc.  Expected codes are ONNX's: its reference implementation
+ * where the operator's table is silent, the table where it speaks. */
+#include "kernel_case_util.h"
+#include "xf_proto.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* t's bytes are want's n bytes (its elements packed), then t released. */
+static void expect_bytes(xf_tensor *t, xf_dtype dt, int64_t numel, const uint8_t *want, size_t n)
+{
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(t->dtype == dt, "dtype %s, want %s", xf_dtype_name(t->dtype), xf_dtype_name(dt));
+    ck_assert_int_eq(xf_tensor_numel(t), numel);
+    ck_assert_uint_eq(t->nbytes, n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(((const uint8_t *)t->data)[i] == want[i], "%s byte %zu: 0x%02x, want 0x%02x",
+                      xf_dtype_name(dt), i, ((const uint8_t *)t->data)[i], want[i]);
+    xf_tensor_release(t);
+}
+#define EXPECT_BYTES(t, dt, numel, ...)                                                                            \
+    expect_bytes(t, dt, numel, (const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__}))
+
+static node_case cast_case(xf_tensor *x, xf_dtype to)
+{
+    node_case c = make_case(XF_OP_CAST, 1, x);
+    c.a.to = to;
+    c.feed = 1;
+    c.opset = 25;
+    return c;
+}
+
+/* Floats to the packed integers truncate toward zero; what lies outside
+ * the type's range (NaN and infinities too) gives 0, as ONNX's reference
+ * does.  Five elements: the last byte's high half stays 0. */
+START_TEST(cast_float_to_packed_ints)
+{
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(5), -8, 7.9f, -2.5f, 8, NAN), XF_DT_INT4)), XF_DT_INT4, 5, 0x78, 0x0e,
+                 0x00);
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(5), 15, 1.5f, -1, 16, INFINITY), XF_DT_UINT4)), XF_DT_UINT4, 5, 0x1f,
+                 0x00, 0x00);
+    /* int2 -2..1, uint2 0..3: four to a byte */
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(5), -2, -1, 0, 1, 2), XF_DT_INT2)), XF_DT_INT2, 5, 0x4e, 0x00);
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(6), 3, 2, 1, 0, -1, 3.9f), XF_DT_UINT2)), XF_DT_UINT2, 6, 0x1b, 0x0c);
+}
+END_TEST
+
+/* Integers to the packed integers wrap (the higher bits discarded); the
+ * packed integers read back sign-extended (int4, int2) or not. */
+START_TEST(cast_packed_ints_both_ways)
+{
+    EXPECT_BYTES(run1(cast_case(I32(DIMS(4), -9, 8, 300, -20), XF_DT_INT4)), XF_DT_INT4, 4, 0x87, 0xcc);
+    EXPECT_BYTES(run1(cast_case(I32(DIMS(3), 17, -1, 16), XF_DT_UINT4)), XF_DT_UINT4, 3, 0xf1, 0x00);
+    EXPECT(run1(cast_case(mk(XF_DT_INT4, DIMS(3), (uint8_t[]){0x87, 0x0f}), XF_DT_FLOAT)), XF_DT_FLOAT, DIMS(3), 7,
+           -8, -1);
+    EXPECT(run1(cast_case(mk(XF_DT_UINT4, DIMS(3), (uint8_t[]){0x87, 0x0f}), XF_DT_INT8)), XF_DT_INT8, DIMS(3), 7,
+           8, 15);
+    EXPECT(run1(cast_case(mk(XF_DT_INT2, DIMS(4), (uint8_t[]){0xe4}), XF_DT_INT64)), XF_DT_INT64, DIMS(4), 0, 1,
+           -2, -1);
+    EXPECT(run1(cast_case(mk(XF_DT_UINT2, DIMS(4), (uint8_t[]){0xe4}), XF_DT_FLOAT16)), XF_DT_FLOAT16, DIMS(4), 0,
+           1, 2, 3);
+}
+END_TEST
+
+/* float4e2m1: nearest, ties to the even code; beyond 6 (infinities too)
+ * +-6; NaN 6 (ONNX's float4 table); -0 keeps its sign. */
+START_TEST(cast_float4)
+{
+    /* 0.25->0  0.75->1  1.25->1  1.75->2  2.5->2  3.5->4  5->4  5.01->6 */
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(8), 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5, 5.01f), XF_DT_FLOAT4E2M1)),
+                 XF_DT_FLOAT4E2M1, 8, 0x20, 0x42, 0x64, 0x76);
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(5), -7, INFINITY, -INFINITY, NAN, -0.0f), XF_DT_FLOAT4E2M1)),
+                 XF_DT_FLOAT4E2M1, 5, 0x7f, 0x7f, 0x08);
+    EXPECT(run1(cast_case(mk(XF_DT_FLOAT4E2M1, DIMS(4), (uint8_t[]){0xa3, 0xf7}), XF_DT_FLOAT)), XF_DT_FLOAT,
+           DIMS(4), 1.5f, -1, 6, -6);
+}
+END_TEST
+
+/* Cast's saturate 0 to float8 (opset 19): beyond the largest finite value,
+ * NaN for e4m3fn, infinity for e5m2; the default saturates.  From float8
+ * back to float, the codes' values. */
+START_TEST(cast_float8_saturate)
+{
+    node_case c = cast_case(F32(DIMS(3), 1e6f, -1e6f, 1.0f), XF_DT_FLOAT8E4M3FN);
+    EXPECT_BYTES(run1(c), XF_DT_FLOAT8E4M3FN, 3, 0x7e, 0xfe, 0x38);
+    c = cast_case(F32(DIMS(3), 1e6f, -1e6f, 1.0f), XF_DT_FLOAT8E4M3FN);
+    c.a.no_saturate = 1;
+    EXPECT_BYTES(run1(c), XF_DT_FLOAT8E4M3FN, 3, 0x7f, 0xff, 0x38);
+    c = cast_case(F32(DIMS(2), 1e6f, -INFINITY), XF_DT_FLOAT8E5M2);
+    c.a.no_saturate = 1;
+    EXPECT_BYTES(run1(c), XF_DT_FLOAT8E5M2, 2, 0x7c, 0xfc);
+    EXPECT(run1(cast_case(mk(XF_DT_FLOAT8E5M2FNUZ, DIMS(3), (uint8_t[]){0x40, 0x80, 0xc2}), XF_DT_FLOAT)),
+           XF_DT_FLOAT, DIMS(3), 1, NAN, -1.5);
+}
+END_TEST
+
+/* float8e8m0, a power of two: round_mode up (the default), down or
+ * nearest on float's exponent as ONNX's reference rounds; saturate stops
+ * at the largest power (0xfe) and takes infinities there, saturate 0 goes
+ * on to NaN (0xff). */
+START_TEST(cast_e8m0)
+{
+    static const float x[] = {1.0f, 1.5f, 3.0f, 0.1f, 0.0f, 0x1.8p127f, INFINITY};
+    static const uint8_t want[3][2][7] = {
+        {{127, 128, 129, 124, 0, 254, 254}, {127, 128, 129, 124, 0, 255, 255}},
+        {{127, 127, 128, 123, 0, 254, 254}, {127, 127, 128, 123, 0, 254, 255}},
+        {{127, 128, 129, 124, 0, 254, 254}, {127, 128, 129, 124, 0, 255, 255}},
+    };
+    for (int mode = 0; mode < 3; mode++)
+        for (int sat = 0; sat < 2; sat++) {
+            node_case c = cast_case(mk(XF_DT_FLOAT, DIMS(7), x), XF_DT_FLOAT8E8M0);
+            c.a.round_mode = mode;
+            c.a.no_saturate = sat;
+            expect_bytes(run1(c), XF_DT_FLOAT8E8M0, 7, want[mode][sat], 7);
+        }
+    EXPECT(run1(cast_case(mk(XF_DT_FLOAT8E8M0, DIMS(3), (uint8_t[]){127, 130, 255}), XF_DT_FLOAT)), XF_DT_FLOAT,
+           DIMS(3), 1, 8, NAN);
+}
+END_TEST
+
+/* A model of opset 25 holding graph g (taken over). */
+static xf_model *model_of(xf_graph *g)
+{
+    xf_model *m = xf_model_create();
+    ck_assert_ptr_nonnull(m);
+    xf_graph_free(m->graph);
+    m->graph = g;
+    m->ir_version = 11;
+    m->n_opsets = 1;
+    m->opsets = calloc(1, sizeof *m->opsets);
+    m->opsets[0] = (xf_opset){strdup(""), 25};
+    return m;
+}
+
+/* Cast's saturate and round_mode are written out and read back. */
+START_TEST(cast_attributes_round_trip)
+{
+    node_case c = cast_case(F32(DIMS(2), 1, 2), XF_DT_FLOAT8E8M0);
+    c.a.no_saturate = 1;
+    c.a.round_mode = XF_ROUND_DOWN;
+    xf_model *m = model_of(case_graph(&c)), *back;
+    release_case(&c);
+    uint8_t *buf;
+    size_t len;
+    xf_error err = {0};
+    ck_assert_msg(xf_model_save_buffer(m, &buf, &len, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_model_load_buffer(buf, len, NULL, NULL, &back, &err) == XF_OK, "%s", err.msg);
+    free(buf);
+    const xf_node *n = &back->graph->nodes[0];
+    ck_assert_int_eq(n->op, XF_OP_CAST);
+    ck_assert(n->attrs.to == XF_DT_FLOAT8E8M0 && n->attrs.no_saturate && n->attrs.round_mode == XF_ROUND_DOWN);
+    xf_model_free(back);
+    xf_model_free(m);
+}
+END_TEST
+
+static node_case q_case(xf_op op, int64_t axis, int64_t block, xf_tensor *x, xf_tensor *scale, xf_tensor *zp)
+{
+    node_case c = make_case(op, 3, x, scale, zp);
+    c.a.axis = axis;
+    c.a.block_size = block;
+    c.feed = 1;
+    c.opset = 25;
+    return c;
+}
+
+/* QuantizeLinear to the packed integers saturates to their ranges, rounds
+ * half to even; to float4e2m1 it rounds to the format's nearest value.
+ * DequantizeLinear reads them back, blocked scales and zero points
+ * included. */
+START_TEST(quantize_packed)
+{
+    /* x / 2 = 0, 1.25, 2.5, -9, 8 ; + zero point 1 */
+    EXPECT_BYTES(run1(q_case(XF_OP_QUANTIZE_LINEAR, 0, 0, F32(DIMS(5), 0, 2.5f, 5, -18, 16), F32(SCALAR, 2),
+                             mk(XF_DT_INT4, SCALAR, (uint8_t[]){0x01}))),
+                 XF_DT_INT4, 5, 0x21, 0x83, 0x07);
+    EXPECT_BYTES(run1(q_case(XF_OP_QUANTIZE_LINEAR, 0, 0, F32(DIMS(4), -1, 1, 2.6f, 9), F32(SCALAR, 1),
+                             mk(XF_DT_UINT2, SCALAR, (uint8_t[]){0x00}))),
+                 XF_DT_UINT2, 4, 0xf4);
+    EXPECT_BYTES(run1(q_case(XF_OP_QUANTIZE_LINEAR, 0, 0, F32(DIMS(3), 2.5f, -30, 1), F32(SCALAR, 0.5f),
+                             mk(XF_DT_FLOAT4E2M1, SCALAR, (uint8_t[]){0x00}))),
+                 XF_DT_FLOAT4E2M1, 3, 0xf6, 0x04);
+    /* blocks of 2 along axis 1 of a 2x4 uint4 weight, a zero point per block */
+    EXPECT(run1(q_case(XF_OP_DEQUANTIZE_LINEAR, 1, 2, mk(XF_DT_UINT4, DIMS(2, 4), (uint8_t[]){0x10, 0xf8, 0x32, 0x54}),
+                       F32(DIMS(2, 2), 1, 2, 0.5f, 4), mk(XF_DT_UINT4, DIMS(2, 2), (uint8_t[]){0x88, 0x02}))),
+           XF_DT_FLOAT, DIMS(2, 4), -8, -7, 0, 14, 0, 0.5f, 16, 20);
+    EXPECT(run1(q_case(XF_OP_DEQUANTIZE_LINEAR, 0, 0, mk(XF_DT_FLOAT4E2M1, DIMS(3), (uint8_t[]){0x9f, 0x02}),
+                       F32(SCALAR, 2), mk(XF_DT_FLOAT4E2M1, SCALAR, (uint8_t[]){0x00}))),
+           XF_DT_FLOAT, DIMS(3), -12, -1, 2);
+}
+END_TEST
+
+/* The ops that only move bytes carry packed values: Reshape, and BitCast
+ * between types of one width. */
+START_TEST(packed_views)
+{
+    node_case c = make_case(XF_OP_RESHAPE, 2, mk(XF_DT_INT4, DIMS(2, 3), (uint8_t[]){0x21, 0x43, 0x65}),
+                            I64(DIMS(1), 6));
+    c.feed = 1;
+    EXPECT_BYTES(run1(c), XF_DT_INT4, 6, 0x21, 0x43, 0x65);
+    c = make_case(XF_OP_BIT_CAST, 1, mk(XF_DT_INT4, DIMS(3), (uint8_t[]){0xf8, 0x07}));
+    c.a.to = XF_DT_UINT4;
+    c.feed = 1;
+    c.opset = 26;
+    EXPECT_BYTES(run1(c), XF_DT_UINT4, 3, 0xf8, 0x07);
+}
+END_TEST
+
+/* A weight-only int4 model as quantization tools write it: an int4 weight
+ * dequantized in blocks along its input dim, then MatMul.  Both host
+ * backends give the same outputs, and xflowc writes the weight back byte
+ * for byte, its check passing. */
+START_TEST(int4_weight_model)
+{
+    enum { K = 8, N = 6, BLOCK = 4 };
+    uint8_t w[K * N / 2], zp[(K / BLOCK) * N / 2];
+    float scale[(K / BLOCK) * N];
+    for (int i = 0; i < K * N / 2; i++)
+        w[i] = (uint8_t)(i * 37 + 11);
+    for (int i = 0; i < (K / BLOCK) * N / 2; i++)
+        zp[i] = (uint8_t)(i * 29 + 3);
+    for (int i = 0; i < (K / BLOCK) * N; i++)
+        scale[i] = 0.01f * (float)(i + 1);
+    xf_model *model = model_of(xf_graph_create("int4"));
+    xf_graph *g = model->graph;
+    xf_shape xshape = xf_shape_make(2, (int64_t[]){3, K});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xshape);
+    xf_tensor *wt = mk(XF_DT_INT4, DIMS(K, N), w), *st = mk(XF_DT_FLOAT, DIMS(K / BLOCK, N), scale),
+              *zt = mk(XF_DT_INT4, DIMS(K / BLOCK, N), zp);
+    int wv = xf_graph_add_initializer(g, "w", wt), sv = xf_graph_add_initializer(g, "scale", st),
+        zv = xf_graph_add_initializer(g, "zp", zt);
+    xf_tensor_release(wt);
+    xf_tensor_release(st);
+    xf_tensor_release(zt);
+    int dqv = xf_graph_add_value(g, "w_dq", XF_DT_UNDEFINED, &(xf_shape){.ndim = -1});
+    int yv = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, &(xf_shape){.ndim = -1});
+    int dq = xf_graph_add_node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", 3, (int[]){wv, sv, zv}, 1, &dqv);
+    g->nodes[dq].attrs.axis = 0;
+    g->nodes[dq].attrs.block_size = BLOCK;
+    ck_assert_int_ge(xf_graph_add_node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, dqv}, 1, &yv), 0);
+    xf_graph_add_output(g, yv);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 25, &err) == XF_OK, "%s", err.msg);
+
+    float xs[3 * K];
+    for (int i = 0; i < 3 * K; i++)
+        xs[i] = (float)((i * 7) % 11) - 5.0f;
+    xf_tensor *in = mk(XF_DT_FLOAT, DIMS(3, K), xs), *out[2];
+    const char *backends[2] = {"cpu_ref", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        xf_session *s;
+        ck_assert_msg(xf_session_create(g, 25, backends[b], NULL, &s, &err) == XF_OK, "%s: %s", backends[b], err.msg);
+        ck_assert_msg(xf_session_run(s, &in, &out[b], &err) == XF_OK, "%s: %s", backends[b], err.msg);
+        xf_session_free(s);
+    }
+    /* element (0, 0) by hand: w's column 0 is codes of bytes 0, 3, 6, ... */
+    double want = 0;
+    for (int k = 0; k < K; k++) {
+        int e = k * N, code = (w[e / 2] >> (e % 2 * 4)) & 15, z = k / BLOCK * N;
+        int zc = (zp[z / 2] >> (z % 2 * 4)) & 15;
+        want += xs[k] * (double)(float)((float)((code ^ 8) - 8 - ((zc ^ 8) - 8)) * scale[k / BLOCK * N]);
+    }
+    ck_assert_msg(fabs(xf_tensor_get_f64(out[0], 0) - want) < 1e-5, "%g, want %g", xf_tensor_get_f64(out[0], 0),
+                  want);
+    bool ok;
+    double worst;
+    ck_assert_int_eq(xf_tensor_compare(out[1], out[0], 1e-6, 1e-5, &worst, NULL, &ok, &err), XF_OK);
+    ck_assert_msg(ok, "cpu and cpu_ref differ by %g", worst);
+    xf_tensor_release(out[0]);
+    xf_tensor_release(out[1]);
+    xf_tensor_release(in);
+
+    char src[4300], dst[4300], cmd[9000], *log = NULL;
+    const char *dir = xf_test_tmpdir("low-bit");
+    snprintf(src, sizeof src, "%s/int4.onnx", dir);
+    snprintf(dst, sizeof dst, "%s/int4-opt.onnx", dir);
+    ck_assert_msg(xf_model_save(model, src, NULL, &err) == XF_OK, "%s", err.msg);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s --check", xf_test_tool("xflowc"), src, dst);
+    int rc = xf_test_run(cmd, &log);
+    ck_assert_msg(rc == 0 && strstr(log, "check"), "xflowc: %s", log);
+    free(log);
+    xf_model *m;
+    ck_assert_msg(xf_model_load(dst, NULL, &m, &err) == XF_OK, "%s", err.msg);
+    int wa = xf_graph_find_value(m->graph, "w");
+    ck_assert_int_ge(wa, 0);
+    const xf_tensor *t = m->graph->values[wa].init;
+    ck_assert(t && t->dtype == XF_DT_INT4 && t->nbytes == sizeof w && memcmp(t->data, w, sizeof w) == 0);
+    xf_model_free(m);
+    xf_model_free(model);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("low_bit");
+    TCase *tc = tcase_create("casts");
+    tcase_add_test(tc, cast_float_to_packed_ints);
+    tcase_add_test(tc, cast_packed_ints_both_ways);
+    tcase_add_test(tc, cast_float4);
+    tcase_add_test(tc, cast_float8_saturate);
+    tcase_add_test(tc, cast_e8m0);
+    tcase_add_test(tc, cast_attributes_round_trip);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("quantization");
+    tcase_add_test(tc, quantize_packed);
+    tcase_add_test(tc, packed_views);
+    tcase_add_test(tc, int4_weight_model);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
