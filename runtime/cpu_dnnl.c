@@ -806,6 +806,7 @@ const xf_backend xf_backend_cpu = {
     .context_create = dn_context_create,
     .context_free = dn_context_free,
     .supports = dn_supports,
+    .lower_graph = xf_dn_lower_graph,
     .prepare_graph = plan_layouts,
     .fusion_groups = dn_fusion_groups,
     .in_place = dn_in_place,

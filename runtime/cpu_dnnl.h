@@ -176,6 +176,8 @@ typedef struct xf_dn_handler {
     bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
 
+/* The backend's rewrites of a session's graph (cpu_dnnl_lower.c). */
+xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err);
 /* The fold plan (cpu_dnnl_fold.c): sets c->folds from the graph, the
  * layouts and c->handlers, which it may change for the first node of a
  * pattern it runs as one primitive (exact GELU). */

@@ -767,6 +767,8 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     /* a Conv and the activation after it run as one node, as xflowc plans */
     if (st == XF_OK && rewrite)
         st = xf_pass_fuse_activations(s->g, NULL, err);
+    if (st == XF_OK && rewrite && be->lower_graph)
+        st = be->lower_graph(s->g, err);
     if (st == XF_OK)
         st = check_supported(s, err);
     bool flows = false;

@@ -57,6 +57,13 @@ typedef struct xf_backend {
      * mode asks again once they are known. */
     xf_status (*supports)(const xf_graph *g, int node, xf_error *err);
 
+    /* optional: rewrites the session's graph, after the generic rewrites
+     * and before its nodes are checked, into forms this backend runs
+     * faster that compute the same values (the cpu backend: a
+     * DequantizeLinear of constant 4-bit weights and the MatMul reading
+     * them as one MatMulNBits). */
+    xf_status (*lower_graph)(xf_graph *g, xf_error *err);
+
     /* optional, static mode only: called once with the whole graph before
      * its nodes are prepared (in node order), for choices that span nodes
      * (the layout a value is stored in between the nodes that write and

@@ -217,10 +217,71 @@ START_TEST(packed_views)
 }
 END_TEST
 
-/* A weight-only int4 model as quantization tools write it: an int4 weight
- * dequantized in blocks along its input dim, then MatMul.  Both host
- * backends give the same outputs, and xflowc writes the weight back byte
- * for byte, its check passing. */
+/* A weight-only 4-bit model as quantization tools write it: x (rows x k,
+ * or 2 x rows x k) times a k x n weight of codes of type wt (bytes
+ * w) dequantized in blocks of `block` along k with scales and, when zp is
+ * not NULL, zero points (bytes zp), then, when twice, MatMul again reading
+ * the dequantized weight too. */
+typedef struct int4_model {
+    xf_dtype wt;
+    int64_t rows, k, n, block;
+    bool batched, twice;
+} int4_model;
+
+static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const float *scale, const uint8_t *zp)
+{
+    xf_model *model = model_of(xf_graph_create("int4"));
+    xf_graph *g = model->graph;
+    xf_shape xshape = d->batched ? xf_shape_make(3, (int64_t[]){2, d->rows, d->k})
+                                 : xf_shape_make(2, (int64_t[]){d->rows, d->k});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xshape);
+    int64_t nb = d->k / d->block;
+    xf_tensor *wt = mk(d->wt, DIMS(d->k, d->n), w), *st = mk(XF_DT_FLOAT, DIMS(nb, d->n), scale),
+              *zt = zp ? mk(d->wt, DIMS(nb, d->n), zp) : NULL;
+    int in[3] = {xf_graph_add_initializer(g, "w", wt), xf_graph_add_initializer(g, "scale", st),
+                 zt ? xf_graph_add_initializer(g, "zp", zt) : -1};
+    xf_tensor_release(wt);
+    xf_tensor_release(st);
+    xf_tensor_release(zt);
+    xf_shape unknown = {.ndim = -1};
+    int dqv = xf_graph_add_value(g, "w_dq", XF_DT_UNDEFINED, &unknown);
+    int yv = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, &unknown);
+    int dq = xf_graph_add_node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", zp ? 3 : 2, in, 1, &dqv);
+    g->nodes[dq].attrs.axis = 0;
+    g->nodes[dq].attrs.block_size = d->block;
+    ck_assert_int_ge(xf_graph_add_node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, dqv}, 1, &yv), 0);
+    xf_graph_add_output(g, yv);
+    if (d->twice) {
+        int y2 = xf_graph_add_value(g, "y2", XF_DT_UNDEFINED, &unknown);
+        ck_assert_int_ge(xf_graph_add_node(g, XF_OP_MATMUL, "mm2", 2, (int[]){x, dqv}, 1, &y2), 0);
+        xf_graph_add_output(g, y2);
+    }
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 25, &err) == XF_OK, "%s", err.msg);
+    return model;
+}
+
+/* Runs m on backend with input x; its first output, and in *lowered
+ * whether the session ran the pair as MatMulNBits. */
+static xf_tensor *int4_run(const xf_model *m, const char *backend, xf_tensor *x, bool *lowered)
+{
+    xf_session *s;
+    xf_error err = {0};
+    xf_tensor *out[2] = {NULL, NULL};
+    ck_assert_msg(xf_session_create(m->graph, 25, backend, NULL, &s, &err) == XF_OK, "%s: %s", backend, err.msg);
+    ck_assert_msg(xf_session_run(s, &x, out, &err) == XF_OK, "%s: %s", backend, err.msg);
+    int counts[XF_OP_COUNT + 1];
+    xf_graph_count_ops(xf_session_graph(s), counts);
+    *lowered = counts[XF_OP_MS_MATMUL_NBITS] > 0;
+    ck_assert_int_eq(counts[XF_OP_DEQUANTIZE_LINEAR], !*lowered);
+    xf_session_free(s);
+    xf_tensor_release(out[1]);
+    return out[0];
+}
+
+/* A small int4 model (blocks of 4, which MatMulNBits does not take): both
+ * host backends give the hand-computed value, and xflowc writes the
+ * weight back byte for byte, its check passing. */
 START_TEST(int4_weight_model)
 {
     enum { K = 8, N = 6, BLOCK = 4 };
@@ -232,37 +293,16 @@ START_TEST(int4_weight_model)
         zp[i] = (uint8_t)(i * 29 + 3);
     for (int i = 0; i < (K / BLOCK) * N; i++)
         scale[i] = 0.01f * (float)(i + 1);
-    xf_model *model = model_of(xf_graph_create("int4"));
-    xf_graph *g = model->graph;
-    xf_shape xshape = xf_shape_make(2, (int64_t[]){3, K});
-    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xshape);
-    xf_tensor *wt = mk(XF_DT_INT4, DIMS(K, N), w), *st = mk(XF_DT_FLOAT, DIMS(K / BLOCK, N), scale),
-              *zt = mk(XF_DT_INT4, DIMS(K / BLOCK, N), zp);
-    int wv = xf_graph_add_initializer(g, "w", wt), sv = xf_graph_add_initializer(g, "scale", st),
-        zv = xf_graph_add_initializer(g, "zp", zt);
-    xf_tensor_release(wt);
-    xf_tensor_release(st);
-    xf_tensor_release(zt);
-    int dqv = xf_graph_add_value(g, "w_dq", XF_DT_UNDEFINED, &(xf_shape){.ndim = -1});
-    int yv = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, &(xf_shape){.ndim = -1});
-    int dq = xf_graph_add_node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", 3, (int[]){wv, sv, zv}, 1, &dqv);
-    g->nodes[dq].attrs.axis = 0;
-    g->nodes[dq].attrs.block_size = BLOCK;
-    ck_assert_int_ge(xf_graph_add_node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, dqv}, 1, &yv), 0);
-    xf_graph_add_output(g, yv);
-    xf_error err = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, 25, &err) == XF_OK, "%s", err.msg);
-
+    xf_model *model = int4_model_make(&(int4_model){XF_DT_INT4, 3, K, N, BLOCK, false, false}, w, scale, zp);
     float xs[3 * K];
     for (int i = 0; i < 3 * K; i++)
         xs[i] = (float)((i * 7) % 11) - 5.0f;
     xf_tensor *in = mk(XF_DT_FLOAT, DIMS(3, K), xs), *out[2];
     const char *backends[2] = {"cpu_ref", "cpu"};
     for (int b = 0; b < 2; b++) {
-        xf_session *s;
-        ck_assert_msg(xf_session_create(g, 25, backends[b], NULL, &s, &err) == XF_OK, "%s: %s", backends[b], err.msg);
-        ck_assert_msg(xf_session_run(s, &in, &out[b], &err) == XF_OK, "%s: %s", backends[b], err.msg);
-        xf_session_free(s);
+        bool lowered;
+        out[b] = int4_run(model, backends[b], in, &lowered);
+        ck_assert(!lowered);
     }
     /* element (0, 0) by hand: w's column 0 is codes of bytes 0, 3, 6, ... */
     double want = 0;
@@ -275,6 +315,7 @@ START_TEST(int4_weight_model)
                   want);
     bool ok;
     double worst;
+    xf_error err = {0};
     ck_assert_int_eq(xf_tensor_compare(out[1], out[0], 1e-6, 1e-5, &worst, NULL, &ok, &err), XF_OK);
     ck_assert_msg(ok, "cpu and cpu_ref differ by %g", worst);
     xf_tensor_release(out[0]);
@@ -301,6 +342,54 @@ START_TEST(int4_weight_model)
 }
 END_TEST
 
+/* On the cpu backend a DequantizeLinear of 4-bit constants blocked along
+ * k (blocks of 16 or more) and the MatMul reading it run as one
+ * MatMulNBits, whatever the codes' type and the zero points; the outputs
+ * are cpu_ref's, which runs the pair as written.  A dequantized weight
+ * that two MatMuls read stays as it is. */
+START_TEST(int4_pairs_lowered_on_cpu)
+{
+    enum { K = 64, N = 24, BLOCK = 16, NB = K / BLOCK };
+    uint8_t w[K * N / 2], zp[NB * N / 2];
+    float scale[NB * N], xs[2 * 5 * K];
+    for (int i = 0; i < K * N / 2; i++)
+        w[i] = (uint8_t)(i * 53 + 7);
+    for (int i = 0; i < NB * N / 2; i++)
+        zp[i] = (uint8_t)(i * 29 + 3);
+    for (int i = 0; i < NB * N; i++)
+        scale[i] = 0.002f * (float)(i % 13 + 1);
+    for (int i = 0; i < 2 * 5 * K; i++)
+        xs[i] = (float)((i * 7) % 23) * 0.25f - 2.5f;
+    const struct {
+        int4_model d;
+        bool zero_points, lowered;
+    } forms[] = {
+        {{XF_DT_INT4, 5, K, N, BLOCK, false, false}, true, true},
+        {{XF_DT_UINT4, 5, K, N, BLOCK, false, false}, false, true},
+        {{XF_DT_INT4, 1, K, N, BLOCK, true, false}, false, true},
+        {{XF_DT_UINT4, 3, K, N, 2 * BLOCK, false, false}, true, true},
+        {{XF_DT_UINT4, 5, K, N, BLOCK, false, true}, true, false},
+    };
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+        const int4_model *d = &forms[f].d;
+        xf_model *m = int4_model_make(d, w, scale, forms[f].zero_points ? zp : NULL);
+        xf_tensor *x = d->batched ? mk(XF_DT_FLOAT, DIMS(2, d->rows, K), xs) : mk(XF_DT_FLOAT, DIMS(d->rows, K), xs);
+        bool ref_lowered, cpu_lowered, ok;
+        xf_tensor *ref = int4_run(m, "cpu_ref", x, &ref_lowered), *cpu = int4_run(m, "cpu", x, &cpu_lowered);
+        ck_assert(!ref_lowered);
+        ck_assert_msg(cpu_lowered == forms[f].lowered, "form %zu: lowered %d", f, cpu_lowered);
+        double worst;
+        xf_error err = {0};
+        ck_assert_int_eq(xf_tensor_compare(cpu, ref, 1e-5, 1e-5, &worst, NULL, &ok, &err), XF_OK);
+        ck_assert_msg(ok, "form %zu: cpu and cpu_ref differ by %g", f, worst);
+        xf_tensor_release(ref);
+        xf_tensor_release(cpu);
+        xf_tensor_release(x);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("low_bit");
@@ -316,6 +405,7 @@ int main(void)
     tcase_add_test(tc, quantize_packed);
     tcase_add_test(tc, packed_views);
     tcase_add_test(tc, int4_weight_model);
+    tcase_add_test(tc, int4_pairs_lowered_on_cpu);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -1,0 +1,166 @@
+/* Rewrites the cpu backend makes on a session's graph before running it:
+ * forms it runs faster, computing the same values.
+ *
+ * A weight-only 4-bit model in QDQ form (ONNX Runtime's
+ * MatMulNBitsQuantizer with quant_format QDQ, ModelOpt's INT4 exports)
+ * holds its weights as int4 or uint4 constants that a DequantizeLinear
+ * expands, in blocks along the input dim, for a MatMul.  Run as written,
+ * every run would dequantize every weight again.  Such a pair runs as one
+ * MatMulNBits over the same codes, scales and zero points, repacked once
+ * into its layout (column by column, the codes of a block two to a byte;
+ * int4 codes and zero points moved up by 8 into uint4, which leaves every
+ * difference code - zero point as it was), at accuracy level 0: the
+ * weights it dequantizes are the DequantizeLinear's, and the products are
+ * in float as MatMul's.  The written model is not touched: this is how the
+ * backend runs it. */
+#include "cpu_dnnl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a DequantizeLinear + MatMul pair takes to run as MatMulNBits. */
+typedef struct nbits_pair {
+    int dq, mm;           /* the nodes */
+    const xf_tensor *w;   /* K x N codes, int4 or uint4 */
+    const xf_tensor *scale, *zero_point; /* (K / block) x N; zero_point NULL when absent */
+    int64_t k, n, block;
+} nbits_pair;
+
+static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/* Whether MatMul node mm reads, as its B, a DequantizeLinear of constant
+ * 4-bit codes blocked along the input dim that nothing else reads. */
+static bool nbits_pair_of(const xf_graph *g, int mm, nbits_pair *p)
+{
+    const xf_node *m = &g->nodes[mm];
+    if (m->op != XF_OP_MATMUL || m->n_inputs != 2 || m->inputs[0] < 0 || m->inputs[1] < 0 || m->outputs[0] < 0)
+        return false;
+    int b = m->inputs[1], dq = g->values[b].producer;
+    if (dq < 0 || g->values[m->inputs[0]].dtype != XF_DT_FLOAT || g->values[b].dtype != XF_DT_FLOAT ||
+        xf_graph_count_uses(g, b) != 1 || xf_graph_is_output(g, b))
+        return false;
+    const xf_node *d = &g->nodes[dq];
+    if (d->op != XF_OP_DEQUANTIZE_LINEAR || d->n_inputs < 2 || d->n_outputs != 1)
+        return false;
+    const xf_tensor *w = xf_graph_constant(g, d->inputs[0]), *scale = xf_graph_constant(g, d->inputs[1]);
+    const xf_tensor *zp = d->n_inputs > 2 && d->inputs[2] >= 0 ? xf_graph_constant(g, d->inputs[2]) : NULL;
+    if (!w || !scale || (d->n_inputs > 2 && d->inputs[2] >= 0 && !zp))
+        return false;
+    if ((w->dtype != XF_DT_INT4 && w->dtype != XF_DT_UINT4) || w->shape.ndim != 2 || scale->dtype != XF_DT_FLOAT)
+        return false;
+    int64_t k = w->shape.dims[0], n = w->shape.dims[1], block = d->attrs.block_size;
+    if ((d->attrs.axis != 0 && d->attrs.axis != -2) || !is_pow2(block) || block < 16 || k % block || n < 1)
+        return false;
+    xf_shape blocks = xf_shape_make(2, (int64_t[]){k / block, n});
+    if (!xf_shape_equal(&scale->shape, &blocks) ||
+        (zp && (zp->dtype != w->dtype || !xf_shape_equal(&zp->shape, &blocks))))
+        return false;
+    *p = (nbits_pair){dq, mm, w, scale, zp, k, n, block};
+    return true;
+}
+
+/* Element i of 4-bit codes t as uint4: int4 moved up by 8. */
+static unsigned code_of(const xf_tensor *t, int64_t i)
+{
+    unsigned c = ((const uint8_t *)t->data)[i / 2] >> (i % 2 * 4) & 15u;
+    return t->dtype == XF_DT_INT4 ? (c ^ 8u) : c;
+}
+
+/* A new initializer of g named after base, holding t (released). */
+static int add_constant(xf_graph *g, const char *base, const char *suffix, xf_tensor *t)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
+        snprintf(name, sizeof name, "%s%s_%d", base, suffix, i);
+    int v = t ? xf_graph_add_initializer(g, name, t) : -1;
+    xf_tensor_release(t);
+    return v;
+}
+
+/* Appends the MatMulNBits that computes p's MatMul output; its node index
+ * or -1 when out of memory. */
+static int add_nbits(xf_graph *g, const nbits_pair *p)
+{
+    int64_t blocks = p->k / p->block, blob = p->block / 2, zrow = (blocks + 1) / 2;
+    xf_shape bs = xf_shape_make(3, (int64_t[]){p->n, blocks, blob}), ss = xf_shape_make(1, (int64_t[]){p->n * blocks}),
+             zs = xf_shape_make(1, (int64_t[]){p->n * zrow});
+    xf_tensor *b = xf_tensor_create(XF_DT_UINT8, &bs), *s = xf_tensor_create(XF_DT_FLOAT, &ss),
+              *z = xf_tensor_create(XF_DT_UINT8, &zs);
+    if (!b || !s || !z) {
+        xf_tensor_release(b);
+        xf_tensor_release(s);
+        xf_tensor_release(z);
+        return -1;
+    }
+    uint8_t *bd = b->data, *zd = z->data;
+    float *sd = s->data;
+    const float *scale = p->scale->data;
+    for (int64_t c = 0; c < p->n; c++)
+        for (int64_t r = 0; r < p->k; r++) {
+            int64_t at = c * p->k + r; /* column c's codes in order, two to a byte */
+            bd[at / 2] = (uint8_t)(bd[at / 2] | code_of(p->w, r * p->n + c) << (at % 2 * 4));
+        }
+    for (int64_t c = 0; c < p->n; c++)
+        for (int64_t q = 0; q < blocks; q++) {
+            sd[c * blocks + q] = scale[q * p->n + c];
+            /* an absent zero point is 0: code 8 for int4, 0 for uint4 */
+            unsigned zc = p->zero_point ? code_of(p->zero_point, q * p->n + c) : p->w->dtype == XF_DT_INT4 ? 8u : 0u;
+            zd[c * zrow + q / 2] = (uint8_t)(zd[c * zrow + q / 2] | zc << (q % 2 * 4));
+        }
+    const xf_node *m = &g->nodes[p->mm];
+    const char *base = g->values[g->nodes[p->dq].inputs[0]].name;
+    int in[4] = {m->inputs[0], add_constant(g, base, "_nbits", b), add_constant(g, base, "_nbits_scales", s),
+                 add_constant(g, base, "_nbits_zero_points", z)};
+    if (in[1] < 0 || in[2] < 0 || in[3] < 0)
+        return -1;
+    int y = g->nodes[p->mm].outputs[0];
+    char name[512];
+    snprintf(name, sizeof name, "%s", g->nodes[p->mm].name ? g->nodes[p->mm].name : "");
+    int i = xf_graph_add_node(g, XF_OP_MS_MATMUL_NBITS, name, 4, in, 1, &y);
+    if (i < 0)
+        return -1;
+    xf_attn_attrs *t = &g->nodes[i].attrs.attn;
+    t->nb_k = p->k;
+    t->nb_n = p->n;
+    t->nb_bits = 4;
+    t->nb_block = p->block;
+    t->nb_accuracy = 0;
+    return i;
+}
+
+xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
+{
+    int n0 = g->n_nodes, found = 0;
+    bool *keep = malloc(sizeof *keep * (size_t)(n0 > 0 ? n0 : 1));
+    if (!keep)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n0; i++)
+        keep[i] = true;
+    for (int i = 0; i < n0; i++) {
+        nbits_pair p;
+        if (!nbits_pair_of(g, i, &p))
+            continue;
+        if (add_nbits(g, &p) < 0) {
+            free(keep);
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        }
+        keep[p.mm] = keep[p.dq] = false;
+        found++;
+    }
+    if (!found) {
+        free(keep);
+        return XF_OK;
+    }
+    bool *all = realloc(keep, sizeof *all * (size_t)g->n_nodes);
+    if (!all) {
+        free(keep);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    }
+    for (int i = n0; i < g->n_nodes; i++)
+        all[i] = true;
+    xf_graph_compact(g, all);
+    free(all);
+    return xf_graph_toposort(g, err);
+}
