@@ -450,18 +450,14 @@ static bool is_identity(const xf_graph *g, const xf_node *n)
         return true;
     if (n->n_outputs > 1 && n->outputs[1] >= 0 && xf_graph_count_uses(g, n->outputs[1]) > 0)
         return false;
-    if (n->n_inputs < 3 || n->inputs[2] < 0)
-        return true;
-    const xf_tensor *training = xf_graph_constant(g, n->inputs[2]);
-    return training && xf_tensor_numel(training) == 1 && training->data &&
-           xf_tensor_get_i64(training, 0) == 0;
+    return !xf_dropout_trains(g, n);
 }
 
 /* A random node without a seed or a name: its draws are keyed by its
  * output's name (see runtime/cpu_ref_random.c), which must not change. */
-static bool keyed_by_output(const xf_node *p)
+static bool keyed_by_output(const xf_graph *g, const xf_node *p)
 {
-    return xf_op_is_random(p->op) && !p->attrs.rand_has_seed && (!p->name || !p->name[0]);
+    return xf_node_draws_random(g, p) && !p->attrs.rand_has_seed && (!p->name || !p->name[0]);
 }
 
 static bool visit_identity(xf_graph *g, int i, xf_canon_stats *st, xf_status *s, xf_error *err)
@@ -474,7 +470,7 @@ static bool visit_identity(xf_graph *g, int i, xf_canon_stats *st, xf_status *s,
     if (!xf_graph_is_output(g, y)) {
         xf_graph_replace_uses(g, y, x);
     } else if (xv->producer >= 0 && !xv->is_input && !xv->init && !xf_graph_is_output(g, x) &&
-               !keyed_by_output(&g->nodes[xv->producer])) {
+               !keyed_by_output(g, &g->nodes[xv->producer])) {
         /* y names a graph output: x's producer takes y over instead, so
          * the output keeps its name. */
         int p = xv->producer, k = xv->producer_out;

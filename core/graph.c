@@ -748,6 +748,19 @@ const xf_tensor *xf_graph_constant(const xf_graph *g, int v)
     return v >= 0 && !g->values[v].is_input ? g->values[v].init : NULL;
 }
 
+bool xf_dropout_trains(const xf_graph *g, const xf_node *n)
+{
+    if (n->op != XF_OP_DROPOUT || n->n_inputs < 3 || n->inputs[2] < 0)
+        return false;
+    const xf_tensor *t = xf_graph_constant(g, n->inputs[2]);
+    return !(t && xf_tensor_numel(t) == 1 && t->data && xf_tensor_get_i64(t, 0) == 0);
+}
+
+bool xf_node_draws_random(const xf_graph *g, const xf_node *n)
+{
+    return xf_op_is_random(n->op) || xf_dropout_trains(g, n);
+}
+
 void xf_graph_replace_uses(xf_graph *g, int from, int to)
 {
     for (int i = 0; i < g->n_nodes; i++)

@@ -553,6 +553,12 @@ bool xf_graph_is_output(const xf_graph *g, int v);
  * also a graph input: then it is only a default the caller may
  * override), else NULL; also for v -1. */
 const xf_tensor *xf_graph_constant(const xf_graph *g, int v);
+/* Whether Dropout node n may train: its training_mode is given and not a
+ * constant false. */
+bool xf_dropout_trains(const xf_graph *g, const xf_node *n);
+/* Whether node n draws random values when it runs: the random ops, and a
+ * Dropout that may train. */
+bool xf_node_draws_random(const xf_graph *g, const xf_node *n);
 /* Replaces every use of value `from` (node inputs and graph outputs) by `to`. */
 void xf_graph_replace_uses(xf_graph *g, int from, int to);
 /* Number of node inputs plus graph outputs that use value v. */

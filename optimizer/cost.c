@@ -9,7 +9,7 @@
  *    ConvBiasActivation, oneDNN post-ops), so fusing a Relu into the Conv
  *    saves the Relu's launch and its pass over memory;
  *  - views cost nothing: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
- *    Dropout, and a Split whose pieces are contiguous (every dim before
+ *    inference Dropout, and a Split whose pieces are contiguous (every dim before
  *    the axis is 1), which runtimes express as offsets into one buffer.
  * Analytic models price a kernel by a roofline, computed afresh each time
  * (a handful of multiplications, cheaper than a cache lookup); measured
@@ -74,8 +74,9 @@ bool cost_node_is_view(const xf_graph *g, int i)
     case XF_OP_SQUEEZE:
     case XF_OP_UNSQUEEZE:
     case XF_OP_IDENTITY:
-    case XF_OP_DROPOUT:
         return true;
+    case XF_OP_DROPOUT: /* one that trains draws and scales */
+        return !xf_dropout_trains(g, n);
     case XF_OP_SPLIT: {
         const xf_shape *s = &g->values[n->inputs[0]].shape;
         if (s->ndim < 1)

@@ -424,6 +424,10 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_CAST_LIKE:
         write_cast_modes(&w, a);
         break;
+    case XF_OP_DROPOUT:
+        if (a->rand_has_seed)
+            add_int(&w, "seed", (int64_t)a->rand_seed);
+        break;
     case XF_OP_RESIZE:
         s = write_resize(&w, n, opset, err);
         break;

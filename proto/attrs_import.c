@@ -69,8 +69,9 @@
  *                   value->pad_value (< 11)
  *   Shape (15)      start  end (has_end)
  *   ConstantOfShape value (a one-element tensor; owned reference)
- *   Dropout         ratio, seed: ignored (xflow runs inference, where Dropout
- *                   is the identity whatever they say)
+ *   Dropout         seed -> rand_seed (rand_has_seed; one beyond float's exact
+ *                   integers stays opaque); ratio (opsets 7 to 11, which
+ *                   have no training mode: ignored)
  *   BatchNormalization  epsilon; momentum ignored (only used in training);
  *                   spatial (1 only); training_mode, momentum (14+: its
  *                   running statistics as outputs 1 and 2)
@@ -661,10 +662,19 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
         if (A("value"))
             return read_value_tensor(r, at);
         break;
-    case XF_OP_DROPOUT:
-        if (A("ratio") || A("seed"))
+    case XF_OP_DROPOUT: {
+        if (A("ratio")) /* opsets 7 to 11: inference only, where it does nothing */
             return true;
+        int64_t seed;
+        if (A("seed")) { /* kept as the random ops keep theirs */
+            if (!read_int(r, at, &seed))
+                return false;
+            a->rand_has_seed = true;
+            a->rand_seed = (float)seed;
+            return (int64_t)a->rand_seed == seed || refuse(r, "a seed float does not hold exactly", NULL);
+        }
         break;
+    }
     case XF_OP_BATCH_NORM:
         if (A("epsilon"))
             return read_float(r, at, &a->epsilon);

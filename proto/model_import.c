@@ -364,14 +364,6 @@ static xf_status resolve(importer *im, const char *name, const char *label, cons
 
 /* Dropout's training_mode input selects behaviour xflow does not model
  * unless it is a constant false. */
-static bool dropout_in_inference(const importer *im, int n_inputs, const int *ins)
-{
-    if (n_inputs < 3 || ins[2] < 0)
-        return true;
-    const xf_tensor *t = im->g->values[ins[2]].init;
-    return t && t->dtype == XF_DT_BOOL && xf_tensor_numel(t) == 1 && ((const uint8_t *)t->data)[0] == 0;
-}
-
 /* The element type name is declared with (as a graph input, in value_info
  * or as a graph output) when it is one xflow does not know, else 0.  An
  * initializer's own data type stands, whatever a declaration says (and is
@@ -430,8 +422,6 @@ static xf_status classify(importer *im, const Onnx__NodeProto *np, const char *l
         why = "output count outside what xflow models";
     else if (kind == XF_OP_RESIZE && xf_model_opset(im->m) < 11 && n_in != 2)
         why = "opset 10's Resize takes X and scales";
-    else if (kind == XF_OP_DROPOUT && !dropout_in_inference(im, n_in, ins))
-        why = "training_mode is not a constant false";
     else if ((kind == XF_OP_ATTENTION || kind == XF_OP_RMS_NORM || kind == XF_OP_ROTARY_EMB) &&
              xf_model_opset(im->m) < 23)
         why = "an opset 23 op in a model of an earlier opset";

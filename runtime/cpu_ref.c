@@ -205,7 +205,7 @@ typedef struct ref_entry {
 #define XF_REF_CONSTANT_OF_SHAPE {xf_ref_constant_of_shape, I64, 0, ANY}
 #define XF_REF_RANGE {xf_ref_range, NUM | F16, NUM | F16, 0}
 #define XF_REF_IDENTITY {xf_ref_copy, VIEWS, 0, 0}
-#define XF_REF_DROPOUT {xf_ref_dropout, ANY, FLT, 0}
+#define XF_REF_DROPOUT {xf_ref_random_unnamed, ANY, FLT, 0} /* keyed when it trains */
 #define XF_REF_MAX_POOL {xf_ref_pool, NUM, 0, 0}
 #define XF_REF_AVERAGE_POOL {xf_ref_pool, FLT, 0, 0}
 #define XF_REF_GLOBAL_AVERAGE_POOL {xf_ref_global_pool, FLT, 0, 0}

@@ -60,17 +60,11 @@ xf_status xf_ref_copy(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     return XF_OK;
 }
 
-/* Inference Dropout is the identity with an all-true mask.  Training mode
- * with a non-zero ratio is random and not inference: refused. */
+/* Dropout that does not drop (inference, or a ratio of 0): the identity
+ * with an all-true mask.  The training draw is cpu_ref_random.c's. */
 xf_status xf_ref_dropout(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                          xf_error *err)
 {
-    bool training = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_load_i64(in[2].dtype, in[2].data, 0);
-    double ratio = n->n_inputs > 1 && xf_rt_present(&in[1]) ? xf_rt_load_f64(in[1].dtype, in[1].data, 0) : 0.5;
-    if (training && ratio != 0.0)
-        return xf_error_set(err, XF_ERR_UNSUPPORTED,
-                            "node '%s' (Dropout): training mode with ratio %g is random; cpu_ref runs inference only",
-                            n->name, ratio);
     xf_status st = xf_ref_copy(n, in, out, err);
     if (st == XF_OK && n->n_outputs > 1 && xf_rt_present(&out[1]))
         for (int64_t i = 0; i < xf_rt_numel(&out[1]); i++)

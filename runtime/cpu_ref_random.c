@@ -1,5 +1,5 @@
 /* The random ops on cpu_ref: RandomNormal(Like), RandomUniform(Like),
- * Bernoulli and Multinomial.
+ * Bernoulli, Multinomial, and Dropout when it trains.
  *
  * The generator is xoshiro256** (Blackman and Vigna), its four words of
  * state filled by splitmix64 from a 64-bit key: the bits of the node's
@@ -25,6 +25,7 @@
  *              r sin(2 pi u2) for two consecutive elements, times scale
  *              plus mean;
  *   Bernoulli  1 where u < p, else 0;
+ *   Dropout    kept where u >= ratio;
  *   Multinomial  per row, the softmax of the row (in double, its maximum
  *              subtracted), and for each sample the first class whose
  *              cumulative weight exceeds u times the row's total. */
@@ -149,6 +150,33 @@ static xf_status multinomial(rng *r, const xf_node *n, const xf_tensor_view *x, 
     return st;
 }
 
+/* Dropout: without training_mode true or with a ratio of 0, x and an
+ * all-true mask; else each element kept where u >= ratio, times
+ * 1 / (1 - ratio) (in double, rounded once), its mask true. */
+static xf_status dropout(rng *r, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                         xf_error *err)
+{
+    bool training = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_load_i64(in[2].dtype, in[2].data, 0);
+    double ratio = n->n_inputs > 1 && xf_rt_present(&in[1]) ? xf_rt_load_f64(in[1].dtype, in[1].data, 0) : 0.5;
+    if (!training || ratio == 0.0)
+        return xf_ref_dropout(n, in, out, err);
+    if (!(ratio > 0.0 && ratio < 1.0))
+        return xf_rt_bad_node(err, n, "ratio %g is outside [0, 1)", ratio);
+    const xf_tensor_view *x = &in[0], *y = &out[0];
+    const xf_tensor_view *mask = n->n_outputs > 1 && xf_rt_present(&out[1]) ? &out[1] : NULL;
+    int64_t count = xf_rt_numel(x);
+    if (xf_rt_numel(y) != count || (mask && xf_rt_numel(mask) != count))
+        return xf_rt_bad_node(err, n, "input, output and mask differ in size");
+    double scale = 1.0 / (1.0 - ratio);
+    for (int64_t i = 0; i < count; i++) {
+        bool keep = next_unit(r) >= ratio;
+        xf_rt_store_f64(y->dtype, y->data, i, keep ? xf_rt_load_f64(x->dtype, x->data, i) * scale : 0.0);
+        if (mask)
+            xf_rt_store_i64(mask->dtype, mask->data, i, keep);
+    }
+    return XF_OK;
+}
+
 xf_status xf_ref_random(const xf_node *n, uint64_t key, const xf_tensor_view *in, const xf_tensor_view *out,
                         xf_error *err)
 {
@@ -165,6 +193,8 @@ xf_status xf_ref_random(const xf_node *n, uint64_t key, const xf_tensor_view *in
     case XF_OP_RANDOM_UNIFORM: case XF_OP_RANDOM_UNIFORM_LIKE:
         fill_uniform(&r, &n->attrs, o, count);
         return XF_OK;
+    case XF_OP_DROPOUT:
+        return dropout(&r, n, in, out, err);
     case XF_OP_BERNOULLI:
         if (!xf_shape_equal(&in[0].shape, &o->shape))
             return xf_rt_bad_node(err, n, "input and output differ in shape");

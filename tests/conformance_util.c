@@ -72,7 +72,7 @@ static xf_status load_for_inputs(const char *case_dir, const xf_graph *g, xf_ten
 static bool draws_random(const xf_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++)
-        if (xf_op_is_random(g->nodes[i].op))
+        if (xf_node_draws_random(g, &g->nodes[i]))
             return true;
     return false;
 }

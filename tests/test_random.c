@@ -1,5 +1,5 @@
-/* The random ops (RandomNormal, RandomUniform, their Like forms, Bernoulli
- * and Multinomial): determinism of the draws, shapes and dtypes, the
+/* The random ops (RandomNormal, RandomUniform, their Like forms, Bernoulli,
+ * Multinomial, and Dropout when it trains): determinism of the draws, shapes and dtypes, the
  * statistics of large samples, the shape rules' errors naming the node,
  * the attributes through ONNX import and export, canonicalization leaving
  * them unfolded, the optimizer keeping two identical draws apart, the cpu
@@ -274,6 +274,61 @@ START_TEST(bernoulli_frequency)
 }
 END_TEST
 
+/* Dropout(x, ratio, training_mode) of n elements x[i] = 1 + i % 7, its
+ * mask output too. */
+static node_case dropout_case(int64_t n, float ratio, bool training)
+{
+    float *x = malloc(sizeof *x * (size_t)n);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(1 + i % 7);
+    node_case c = make_case(XF_OP_DROPOUT, 3, mk(XF_DT_FLOAT, 1, &n, x), F32(SCALAR, ratio), BOOLS(SCALAR, training));
+    free(x);
+    c.n_out = 2;
+    c.opset = 13;
+    c.feed = 1;
+    return c;
+}
+
+/* Dropout when it trains: each element 0 or x / (1 - ratio), the mask true
+ * exactly where kept, about 1 - ratio of them kept; the same draw in every
+ * session (run_case compares static and dynamic mode), another with a
+ * seed; with a ratio of 0 or training_mode false, x and an all-true mask;
+ * a ratio of 1 is an error naming the node. */
+START_TEST(dropout_trains)
+{
+    enum { N = 20000 };
+    xf_tensor *o[2], *seeded[2];
+    node_case c = dropout_case(N, 0.25f, true);
+    run_case(&c, o);
+    ck_assert(o[0]->dtype == XF_DT_FLOAT && o[1]->dtype == XF_DT_BOOL && xf_tensor_numel(o[1]) == N);
+    int kept = 0;
+    for (int i = 0; i < N; i++) {
+        bool k = ((const uint8_t *)o[1]->data)[i];
+        float want = k ? (float)(1 + i % 7) / 0.75f : 0.0f;
+        ck_assert_msg(((const float *)o[0]->data)[i] == want, "element %d", i);
+        kept += k;
+    }
+    ck_assert_msg(fabs(kept / (double)N - 0.75) < 0.01, "kept %d of %d", kept, N);
+    c = dropout_case(N, 0.25f, true);
+    c.a.rand_has_seed = true;
+    c.a.rand_seed = 7;
+    run_case(&c, seeded);
+    ck_assert(!same_tensor(o[1], seeded[1]));
+    for (int k = 0; k < 2; k++) {
+        xf_tensor_release(o[k]);
+        xf_tensor_release(seeded[k]);
+    }
+    for (int form = 0; form < 2; form++) {
+        c = dropout_case(5, form ? 0.5f : 0.0f, form == 0);
+        run_case(&c, o);
+        EXPECT(o[0], XF_DT_FLOAT, DIMS(5), 1, 2, 3, 4, 5);
+        EXPECT(o[1], XF_DT_BOOL, DIMS(5), 1, 1, 1, 1, 1);
+    }
+    expect_run_error(dropout_case(4, 1.0f, true), "ratio 1 is outside [0, 1)");
+}
+END_TEST
+
 START_TEST(multinomial_frequencies)
 {
     /* row 0: log(1..4) unnormalized, softmax 0.1 0.2 0.3 0.4; row 1: a
@@ -426,6 +481,70 @@ START_TEST(attributes_round_trip)
 }
 END_TEST
 
+/* Relu(Dropout(x, r, t)) with seed 5 (r = 0.5 an initializer), t a graph
+ * input, or an initializer holding `training` when fixed. */
+static Onnx__GraphProto *dropout_graph(bool fixed, bool training)
+{
+    static const int64_t d[] = {2, 3};
+    static const float half = 0.5f;
+    static uint8_t t[2] = {0, 1};
+    Onnx__GraphProto *g = mk_graph("g");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d, NULL));
+    if (fixed)
+        PUSH(g->n_initializer, g->initializer, mk_raw("t", XF_DT_BOOL, 0, NULL, &t[training], 1));
+    else
+        PUSH(g->n_input, g->input, mk_vi("t", XF_DT_BOOL, 0, NULL, NULL));
+    PUSH(g->n_initializer, g->initializer, mk_raw("r", XF_DT_FLOAT, 0, NULL, &half, sizeof half));
+    Onnx__NodeProto *n = mk_node("Dropout", "dr", (const char *[]){"x", "r", "t", NULL}, (const char *[]){"d", NULL});
+    attr_int(n, "seed", 5);
+    PUSH(g->n_node, g->node, n);
+    PUSH(g->n_node, g->node, mk_node("Relu", "re", (const char *[]){"d", NULL}, (const char *[]){"y", NULL}));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_UNDEFINED, -1, NULL, NULL));
+    return g;
+}
+
+/* A Dropout that may train is an op xflow knows: it loads, its seed kept
+ * and written back; canonicalization keeps it where training_mode is a
+ * graph input or a constant true and removes it where a constant false;
+ * the cost models price it as work, not as a view. */
+START_TEST(dropout_graphs)
+{
+    for (int form = 0; form < 3; form++) {
+        int counts[XF_OP_COUNT + 1];
+        xf_model *m = load_counting(dropout_graph(form > 0, form == 1), 13, counts);
+        ck_assert_int_eq(counts[XF_OP_OPAQUE], 0);
+        ck_assert_int_eq(counts[XF_OP_DROPOUT], 1);
+        const xf_node *n = &m->graph->nodes[find_node_op(m->graph, XF_OP_DROPOUT)];
+        ck_assert(n->attrs.rand_has_seed && n->attrs.rand_seed == 5.0f);
+        ck_assert(xf_dropout_trains(m->graph, n) == (form < 2));
+        xf_cost_model *cm;
+        xf_error e = {0};
+        double cost;
+        ck_assert_msg(xf_cost_model_create("analytic:cpu", NULL, &cm, &e) == XF_OK, "%s", e.msg);
+        ck_assert_msg(xf_cost_graph(cm, m->graph, 13, &cost, &e) == XF_OK, "%s", e.msg);
+        double relu_only;
+        xf_graph *h = xf_graph_clone(m->graph);
+        h->nodes[find_node_op(h, XF_OP_DROPOUT)].op = XF_OP_IDENTITY;
+        ck_assert_msg(xf_cost_graph(cm, h, 13, &relu_only, &e) == XF_OK, "%s", e.msg);
+        xf_graph_free(h);
+        ck_assert_msg((cost > relu_only) == (form < 2), "form %d: cost %g, without it %g", form, cost, relu_only);
+        xf_cost_model_free(cm);
+        uint8_t *buf = NULL;
+        xf_model *back = roundtrip(m);
+        Onnx__ModelProto *mp = saved_proto(back, &buf);
+        const Onnx__NodeProto *dr = mp->graph->node[0];
+        ck_assert(!strcmp(dr->op_type, "Dropout") && has_attr(dr, "seed") && dr->attribute[0]->i == 5);
+        onnx__model_proto__free_unpacked(mp, NULL);
+        free(buf);
+        xf_model_free(back);
+        xf_canon_stats st = {0};
+        ck_assert_msg(xf_canonicalize(m->graph, 13, xf_runtime_eval_node, &st, &e) == XF_OK, "%s", e.msg);
+        ck_assert_int_eq(m->graph->n_nodes, 1 + (form < 2));
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ canonicalization, optimizer */
 
 /* RandomNormal feeds Add with a constant, RandomNormalLike reads an
@@ -548,6 +667,7 @@ int main(void)
     tcase_add_test(tc, uniform_excludes_high);
     tcase_add_test(tc, bernoulli_frequency);
     tcase_add_test(tc, multinomial_frequencies);
+    tcase_add_test(tc, dropout_trains);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, shape_errors);
@@ -555,6 +675,7 @@ int main(void)
     tc = tcase_create("graphs");
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, attributes_round_trip);
+    tcase_add_test(tc, dropout_graphs);
     tcase_add_test(tc, canonicalize_does_not_fold);
     tcase_add_test(tc, optimizer_keeps_two_draws);
     suite_add_tcase(s, tc);
