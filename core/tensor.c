@@ -414,12 +414,16 @@ uint8_t xf_f32_to_float8(xf_dtype t, float v, bool saturate)
 {
     const f8_format *f = f8_format_of(t);
     uint8_t nan = f && f->uz ? 0x80 : 0x7f;
-    if (!f || isnan(v))
+    if (!f)
         return nan;
+    if (isnan(v)) /* keeps its sign where the format has one; e5m2's quiet NaN as ml_dtypes writes it */
+        return f->uz ? nan : (uint8_t)((signbit(v) ? 0x80 : 0) | (f->inf ? 0x7e : 0x7f));
     uint8_t sign = signbit(v) ? 0x80 : 0;
     float a = fabsf(v), max = xf_float8_to_f32(t, f->max);
     float over = max + (max - xf_float8_to_f32(t, (uint8_t)(f->max - 1))) / 2;
-    if (a >= over) /* beyond rounding to the largest finite value */
+    /* beyond rounding to the largest finite value: past the midpoint to the
+     * next code, or on it when the largest code is odd (ties to even) */
+    if (a > over || (a == over && (f->max & 1)))
         return saturate ? (uint8_t)(sign | f->max) : f->inf ? (uint8_t)(sign | 0x7c) : f->uz ? nan : (uint8_t)(sign | nan);
     /* the largest code not above a, then the nearer of it and the next
      * (ties to the even code) */

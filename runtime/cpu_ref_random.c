@@ -156,6 +156,10 @@ static xf_status multinomial(rng *r, const xf_node *n, const xf_tensor_view *x, 
 static xf_status dropout(rng *r, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                          xf_error *err)
 {
+    for (int k = 1; k < n->n_inputs && k < 3; k++)
+        if (xf_rt_present(&in[k]) && xf_rt_numel(&in[k]) != 1)
+            return xf_rt_bad_node(err, n, "%s must hold one value, not %lld", k == 1 ? "ratio" : "training_mode",
+                                  (long long)xf_rt_numel(&in[k]));
     bool training = n->n_inputs > 2 && xf_rt_present(&in[2]) && xf_rt_load_i64(in[2].dtype, in[2].data, 0);
     double ratio = n->n_inputs > 1 && xf_rt_present(&in[1]) ? xf_rt_load_f64(in[1].dtype, in[1].data, 0) : 0.5;
     if (!training || ratio == 0.0)

@@ -97,6 +97,18 @@ START_TEST(cast_float8_saturate)
     c = cast_case(F32(DIMS(3), 1e6f, -1e6f, 1.0f), XF_DT_FLOAT8E4M3FN);
     c.a.no_saturate = 1;
     EXPECT_BYTES(run1(c), XF_DT_FLOAT8E4M3FN, 3, 0x7f, 0xff, 0x38);
+    /* the midpoint past the largest value (448, an even code) rounds to it;
+     * e5m2's largest (57344) is odd, so its midpoint goes on to infinity */
+    c = cast_case(F32(DIMS(3), 464, 464.01f, -464), XF_DT_FLOAT8E4M3FN);
+    c.a.no_saturate = 1;
+    EXPECT_BYTES(run1(c), XF_DT_FLOAT8E4M3FN, 3, 0x7e, 0x7f, 0xfe);
+    c = cast_case(F32(DIMS(2), 61440, 61439), XF_DT_FLOAT8E5M2);
+    c.a.no_saturate = 1;
+    EXPECT_BYTES(run1(c), XF_DT_FLOAT8E5M2, 2, 0x7c, 0x7b);
+    /* NaN keeps its sign where the format has one (e5m2's as ml_dtypes writes it) */
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(2), NAN, -NAN), XF_DT_FLOAT8E4M3FN)), XF_DT_FLOAT8E4M3FN, 2, 0x7f, 0xff);
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(2), NAN, -NAN), XF_DT_FLOAT8E5M2)), XF_DT_FLOAT8E5M2, 2, 0x7e, 0xfe);
+    EXPECT_BYTES(run1(cast_case(F32(DIMS(2), NAN, -NAN), XF_DT_FLOAT8E5M2FNUZ)), XF_DT_FLOAT8E5M2FNUZ, 2, 0x80, 0x80);
     c = cast_case(F32(DIMS(2), 1e6f, -INFINITY), XF_DT_FLOAT8E5M2);
     c.a.no_saturate = 1;
     EXPECT_BYTES(run1(c), XF_DT_FLOAT8E5M2, 2, 0x7c, 0xfc);

@@ -260,7 +260,8 @@ END_TEST
  * behaviour; a ConvInteger of no output channels whose padding made 860 M
  * column entries nothing read, now none); run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
- * output was read as the numbers of strings). */
+ * output was read as the numbers of strings; a Dropout whose ratio was an
+ * empty tensor, read through its null buffer). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
 {
