@@ -7,6 +7,8 @@
  * expands, in blocks along the input dim, for a MatMul.  Run as written,
  * every run would dequantize every weight again.  Such a pair runs as one
  * MatMulNBits over the same codes, scales and zero points, repacked once
+ * (a Gemm of transB 1 reading N x K weights blocked along K takes them as
+ * they are, and its bias C as MatMulNBits' bias)
  * into its layout (column by column, the codes of a block two to a byte;
  * int4 codes and zero points moved up by 8 into uint4, which leaves every
  * difference code - zero point as it was), at accuracy level 0: the
@@ -19,22 +21,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a DequantizeLinear + MatMul pair takes to run as MatMulNBits. */
+/* What a DequantizeLinear + MatMul (or Gemm) pair takes to run as
+ * MatMulNBits. */
 typedef struct nbits_pair {
     int dq, mm;           /* the nodes */
-    const xf_tensor *w;   /* K x N codes, int4 or uint4 */
-    const xf_tensor *scale, *zero_point; /* (K / block) x N; zero_point NULL when absent */
+    const xf_tensor *w;   /* K x N codes, int4 or uint4 (N x K when by_row) */
+    const xf_tensor *scale, *zero_point; /* (K / block) x N, or N x (K / block); zero_point NULL when absent */
     int64_t k, n, block;
+    bool by_row;          /* a Gemm's transposed B: each row of w is a column of the product */
+    int bias;             /* a Gemm's C (1-D, N), else -1 */
 } nbits_pair;
 
 static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-/* Whether MatMul node mm reads, as its B, a DequantizeLinear of constant
- * 4-bit codes blocked along the input dim that nothing else reads. */
+/* A Gemm that is A times B transposed plus an optional constant 1-D C
+ * of n. */
+static bool gemm_takes_nbits(const xf_graph *g, const xf_node *m)
+{
+    const xf_attrs *a = &m->attrs;
+    if (a->trans_a || !a->trans_b || a->alpha != 1.0f || g->values[m->inputs[0]].shape.ndim != 2)
+        return false;
+    if (m->n_inputs < 3 || m->inputs[2] < 0)
+        return true;
+    const xf_value *c = &g->values[m->inputs[2]];
+    const xf_value *b = &g->values[m->inputs[1]];
+    return a->beta == 1.0f && xf_graph_constant(g, m->inputs[2]) && c->dtype == XF_DT_FLOAT && c->shape.ndim == 1 &&
+           b->shape.ndim == 2 && c->shape.dims[0] == b->shape.dims[0];
+}
+
+/* Whether MatMul node mm (or a Gemm A B^T + C) reads, as its B, a
+ * DequantizeLinear of constant 4-bit codes blocked along the input dim
+ * that nothing else reads. */
 static bool nbits_pair_of(const xf_graph *g, int mm, nbits_pair *p)
 {
     const xf_node *m = &g->nodes[mm];
-    if (m->op != XF_OP_MATMUL || m->n_inputs != 2 || m->inputs[0] < 0 || m->inputs[1] < 0 || m->outputs[0] < 0)
+    bool gemm = m->op == XF_OP_GEMM;
+    if ((m->op != XF_OP_MATMUL || m->n_inputs != 2) && !gemm)
+        return false;
+    if (m->inputs[0] < 0 || m->inputs[1] < 0 || m->outputs[0] < 0 || (gemm && !gemm_takes_nbits(g, m)))
         return false;
     int b = m->inputs[1], dq = g->values[b].producer;
     if (dq < 0 || g->values[m->inputs[0]].dtype != XF_DT_FLOAT || g->values[b].dtype != XF_DT_FLOAT ||
@@ -49,14 +73,15 @@ static bool nbits_pair_of(const xf_graph *g, int mm, nbits_pair *p)
         return false;
     if ((w->dtype != XF_DT_INT4 && w->dtype != XF_DT_UINT4) || w->shape.ndim != 2 || scale->dtype != XF_DT_FLOAT)
         return false;
-    int64_t k = w->shape.dims[0], n = w->shape.dims[1], block = d->attrs.block_size;
-    if ((d->attrs.axis != 0 && d->attrs.axis != -2) || !is_pow2(block) || block < 16 || k % block || n < 1)
+    int64_t k = w->shape.dims[gemm], n = w->shape.dims[!gemm], block = d->attrs.block_size;
+    int64_t axis = d->attrs.axis < 0 ? d->attrs.axis + 2 : d->attrs.axis;
+    if (axis != gemm || !is_pow2(block) || block < 16 || k % block || n < 1)
         return false;
-    xf_shape blocks = xf_shape_make(2, (int64_t[]){k / block, n});
+    xf_shape blocks = gemm ? xf_shape_make(2, (int64_t[]){n, k / block}) : xf_shape_make(2, (int64_t[]){k / block, n});
     if (!xf_shape_equal(&scale->shape, &blocks) ||
         (zp && (zp->dtype != w->dtype || !xf_shape_equal(&zp->shape, &blocks))))
         return false;
-    *p = (nbits_pair){dq, mm, w, scale, zp, k, n, block};
+    *p = (nbits_pair){dq, mm, w, scale, zp, k, n, block, gemm, gemm && m->n_inputs > 2 ? m->inputs[2] : -1};
     return true;
 }
 
@@ -100,25 +125,26 @@ static int add_nbits(xf_graph *g, const nbits_pair *p)
     for (int64_t c = 0; c < p->n; c++)
         for (int64_t r = 0; r < p->k; r++) {
             int64_t at = c * p->k + r; /* column c's codes in order, two to a byte */
-            bd[at / 2] = (uint8_t)(bd[at / 2] | code_of(p->w, r * p->n + c) << (at % 2 * 4));
+            bd[at / 2] = (uint8_t)(bd[at / 2] | code_of(p->w, p->by_row ? at : r * p->n + c) << (at % 2 * 4));
         }
     for (int64_t c = 0; c < p->n; c++)
         for (int64_t q = 0; q < blocks; q++) {
-            sd[c * blocks + q] = scale[q * p->n + c];
+            int64_t at = p->by_row ? c * blocks + q : q * p->n + c;
+            sd[c * blocks + q] = scale[at];
             /* an absent zero point is 0: code 8 for int4, 0 for uint4 */
-            unsigned zc = p->zero_point ? code_of(p->zero_point, q * p->n + c) : p->w->dtype == XF_DT_INT4 ? 8u : 0u;
+            unsigned zc = p->zero_point ? code_of(p->zero_point, at) : p->w->dtype == XF_DT_INT4 ? 8u : 0u;
             zd[c * zrow + q / 2] = (uint8_t)(zd[c * zrow + q / 2] | zc << (q % 2 * 4));
         }
     const xf_node *m = &g->nodes[p->mm];
     const char *base = g->values[g->nodes[p->dq].inputs[0]].name;
-    int in[4] = {m->inputs[0], add_constant(g, base, "_nbits", b), add_constant(g, base, "_nbits_scales", s),
-                 add_constant(g, base, "_nbits_zero_points", z)};
+    int in[6] = {m->inputs[0], add_constant(g, base, "_nbits", b), add_constant(g, base, "_nbits_scales", s),
+                 add_constant(g, base, "_nbits_zero_points", z), -1, p->bias};
     if (in[1] < 0 || in[2] < 0 || in[3] < 0)
         return -1;
     int y = g->nodes[p->mm].outputs[0];
     char name[512];
     snprintf(name, sizeof name, "%s", g->nodes[p->mm].name ? g->nodes[p->mm].name : "");
-    int i = xf_graph_add_node(g, XF_OP_MS_MATMUL_NBITS, name, 4, in, 1, &y);
+    int i = xf_graph_add_node(g, XF_OP_MS_MATMUL_NBITS, name, p->bias >= 0 ? 6 : 4, in, 1, &y);
     if (i < 0)
         return -1;
     xf_attn_attrs *t = &g->nodes[i].attrs.attn;

@@ -233,11 +233,12 @@ END_TEST
  * or 2 x rows x k) times a k x n weight of codes of type wt (bytes
  * w) dequantized in blocks of `block` along k with scales and, when zp is
  * not NULL, zero points (bytes zp), then, when twice, MatMul again reading
- * the dequantized weight too. */
+ * the dequantized weight too.  As a Gemm (transB 1, with a bias when
+ * `bias`), the weight is n x k, blocked along its rows. */
 typedef struct int4_model {
     xf_dtype wt;
     int64_t rows, k, n, block;
-    bool batched, twice;
+    bool batched, twice, gemm, bias, plain_b; /* plain_b: a Gemm of transB 0 (n == k) */
 } int4_model;
 
 static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const float *scale, const uint8_t *zp)
@@ -247,9 +248,10 @@ static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const fl
     xf_shape xshape = d->batched ? xf_shape_make(3, (int64_t[]){2, d->rows, d->k})
                                  : xf_shape_make(2, (int64_t[]){d->rows, d->k});
     int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xshape);
-    int64_t nb = d->k / d->block;
-    xf_tensor *wt = mk(d->wt, DIMS(d->k, d->n), w), *st = mk(XF_DT_FLOAT, DIMS(nb, d->n), scale),
-              *zt = zp ? mk(d->wt, DIMS(nb, d->n), zp) : NULL;
+    int64_t nb = d->k / d->block, r0 = d->gemm ? d->n : d->k, c0 = d->gemm ? d->k : d->n;
+    int64_t r1 = d->gemm ? d->n : nb, c1 = d->gemm ? nb : d->n;
+    xf_tensor *wt = mk(d->wt, DIMS(r0, c0), w), *st = mk(XF_DT_FLOAT, DIMS(r1, c1), scale),
+              *zt = zp ? mk(d->wt, DIMS(r1, c1), zp) : NULL;
     int in[3] = {xf_graph_add_initializer(g, "w", wt), xf_graph_add_initializer(g, "scale", st),
                  zt ? xf_graph_add_initializer(g, "zp", zt) : -1};
     xf_tensor_release(wt);
@@ -259,9 +261,21 @@ static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const fl
     int dqv = xf_graph_add_value(g, "w_dq", XF_DT_UNDEFINED, &unknown);
     int yv = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, &unknown);
     int dq = xf_graph_add_node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", zp ? 3 : 2, in, 1, &dqv);
-    g->nodes[dq].attrs.axis = 0;
+    g->nodes[dq].attrs.axis = d->gemm;
     g->nodes[dq].attrs.block_size = d->block;
-    ck_assert_int_ge(xf_graph_add_node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, dqv}, 1, &yv), 0);
+    if (d->gemm) {
+        float bias[64];
+        for (int64_t i = 0; i < d->n && i < 64; i++)
+            bias[i] = 0.5f - 0.125f * (float)i;
+        xf_tensor *bt = mk(XF_DT_FLOAT, DIMS(d->n), bias);
+        int c = d->bias ? xf_graph_add_initializer(g, "bias", bt) : -1;
+        xf_tensor_release(bt);
+        int mm = xf_graph_add_node(g, XF_OP_GEMM, "gemm", d->bias ? 3 : 2, (int[]){x, dqv, c}, 1, &yv);
+        ck_assert_int_ge(mm, 0);
+        g->nodes[mm].attrs.trans_b = !d->plain_b;
+    } else {
+        ck_assert_int_ge(xf_graph_add_node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, dqv}, 1, &yv), 0);
+    }
     xf_graph_add_output(g, yv);
     if (d->twice) {
         int y2 = xf_graph_add_value(g, "y2", XF_DT_UNDEFINED, &unknown);
@@ -357,18 +371,20 @@ END_TEST
 /* On the cpu backend a DequantizeLinear of 4-bit constants blocked along
  * k (blocks of 16 or more) and the MatMul reading it run as one
  * MatMulNBits, whatever the codes' type and the zero points; the outputs
- * are cpu_ref's, which runs the pair as written.  A dequantized weight
- * that two MatMuls read stays as it is. */
+ * are cpu_ref's, which runs the pair as written; so do a Gemm of transB 1
+ * over N x K weights blocked along K, with or without its bias.  A
+ * dequantized weight that two MatMuls read stays as it is. */
 START_TEST(int4_pairs_lowered_on_cpu)
 {
     enum { K = 64, N = 24, BLOCK = 16, NB = K / BLOCK };
-    uint8_t w[K * N / 2], zp[NB * N / 2];
-    float scale[NB * N], xs[2 * 5 * K];
-    for (int i = 0; i < K * N / 2; i++)
+    /* room for the K x K weight of the Gemm of transB 0 */
+    uint8_t w[K * K / 2], zp[NB * K / 2];
+    float scale[NB * K], xs[2 * 5 * K];
+    for (int i = 0; i < K * K / 2; i++)
         w[i] = (uint8_t)(i * 53 + 7);
-    for (int i = 0; i < NB * N / 2; i++)
+    for (int i = 0; i < NB * K / 2; i++)
         zp[i] = (uint8_t)(i * 29 + 3);
-    for (int i = 0; i < NB * N; i++)
+    for (int i = 0; i < NB * K; i++)
         scale[i] = 0.002f * (float)(i % 13 + 1);
     for (int i = 0; i < 2 * 5 * K; i++)
         xs[i] = (float)((i * 7) % 23) * 0.25f - 2.5f;
@@ -381,6 +397,11 @@ START_TEST(int4_pairs_lowered_on_cpu)
         {{XF_DT_INT4, 1, K, N, BLOCK, true, false}, false, true},
         {{XF_DT_UINT4, 3, K, N, 2 * BLOCK, false, false}, true, true},
         {{XF_DT_UINT4, 5, K, N, BLOCK, false, true}, true, false},
+        {{XF_DT_INT4, 4, K, N, BLOCK, false, false, true, true}, true, true},
+        {{XF_DT_UINT4, 2, K, N, 2 * BLOCK, false, false, true, false}, false, true},
+        /* a Gemm of transB 0: its K x K weight blocked along its columns is
+         * not the N x K form MatMulNBits takes */
+        {{XF_DT_INT4, 3, K, K, BLOCK, false, false, true, false, true}, true, false},
     };
     for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
         const int4_model *d = &forms[f].d;
