@@ -19,6 +19,9 @@ typedef struct ref_entry {
      * float on the way in and rounded once on the way out (as GPUs
      * accumulate half-precision products in float) */
     bool widen;
+    /* the kernel only moves elements: 4- and 2-bit operands are unpacked
+     * to one code a byte on the way in and packed on the way out */
+    bool unpack;
 } ref_entry;
 
 #define F32 XF_DTM(XF_DT_FLOAT)
@@ -189,7 +192,7 @@ typedef struct ref_entry {
 #define XF_REF_CAST {xf_ref_cast, CASTS, 0, CASTS}
 #define XF_REF_CONCAT {xf_ref_concat, ANY, ANY, 0}
 #define XF_REF_SPLIT {xf_ref_split, ANY, IDX, 0}
-#define XF_REF_TRANSPOSE {xf_ref_transpose, ANY, 0, 0}
+#define XF_REF_TRANSPOSE {xf_ref_transpose, VIEWS, 0, 0, false, true}
 #define XF_REF_RESHAPE {xf_ref_copy, VIEWS, I64, 0}
 #define XF_REF_FLATTEN {xf_ref_copy, VIEWS, 0, 0}
 #define XF_REF_SQUEEZE {xf_ref_copy, VIEWS, I64, 0}
@@ -366,6 +369,52 @@ static xf_status run_widened(xf_ref_kernel kernel, const xf_node *n, const xf_te
     return st;
 }
 
+/* Runs a kernel that only moves elements on node n whose operands include
+ * packed ones (see ref_entry.unpack): their codes, one to a byte, as
+ * UINT8 tensors. */
+static xf_status run_unpacked(xf_ref_kernel kernel, const xf_node *n, const xf_tensor_view *in,
+                              const xf_tensor_view *out, xf_error *err)
+{
+    int total = n->n_inputs + n->n_outputs;
+    xf_tensor_view *v = malloc(sizeof *v * (size_t)(total > 0 ? total : 1));
+    uint8_t **codes = calloc((size_t)(total > 0 ? total : 1), sizeof *codes);
+    xf_status st = v && codes ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < total && st == XF_OK; k++) {
+        const xf_tensor_view *src = k < n->n_inputs ? &in[k] : &out[k - n->n_inputs];
+        v[k] = *src;
+        int64_t count = xf_shape_numel(&src->shape);
+        if (xf_dtype_size(src->dtype) || !xf_dtype_bits(src->dtype) || !src->data || count <= 0)
+            continue;
+        if (!(codes[k] = malloc((size_t)count))) {
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        int bits = xf_dtype_bits(src->dtype), per = 8 / bits;
+        for (int64_t i = 0; k < n->n_inputs && i < count; i++)
+            codes[k][i] = (uint8_t)(((const uint8_t *)src->data)[i / per] >> (i % per * bits) & ((1 << bits) - 1));
+        v[k].dtype = XF_DT_UINT8;
+        v[k].data = codes[k];
+    }
+    if (st == XF_OK)
+        st = kernel(n, v, v + n->n_inputs, err);
+    for (int k = n->n_inputs; k < total && st == XF_OK; k++) {
+        const xf_tensor_view *o = &out[k - n->n_inputs];
+        if (!codes[k])
+            continue;
+        int bits = xf_dtype_bits(o->dtype), per = 8 / bits;
+        int64_t count = xf_shape_numel(&o->shape);
+        uint8_t *bytes = o->data;
+        memset(bytes, 0, xf_dtype_nbytes(o->dtype, count));
+        for (int64_t i = 0; i < count; i++)
+            bytes[i / per] = (uint8_t)(bytes[i / per] | codes[k][i] << (i % per * bits));
+    }
+    for (int k = 0; codes && k < total; k++)
+        free(codes[k]);
+    free(codes);
+    free(v);
+    return st;
+}
+
 static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *state,
                               const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
@@ -373,9 +422,14 @@ static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *stat
     const ref_entry *e = &ref_table[n->op];
     if (e->kernel == xf_ref_random_unnamed)
         return xf_ref_random(n, xf_ref_random_key(g, n), in, out, err);
-    bool half = false;
-    for (int k = 0; e->widen && k < n->n_inputs + n->n_outputs; k++)
-        half |= xf_dtype_is_half(k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype);
+    bool half = false, packed = false;
+    for (int k = 0; (e->widen || e->unpack) && k < n->n_inputs + n->n_outputs; k++) {
+        xf_dtype t = k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype;
+        half |= e->widen && xf_dtype_is_half(t);
+        packed |= e->unpack && xf_dtype_bits(t) % 8 != 0;
+    }
+    if (packed)
+        return run_unpacked(e->kernel, n, in, out, err);
     return half ? run_widened(e->kernel, n, in, out, err) : e->kernel(n, in, out, err);
 }
 

@@ -214,9 +214,32 @@ START_TEST(quantize_packed)
 END_TEST
 
 /* The ops that only move bytes carry packed values: Reshape, and BitCast
- * between types of one width. */
+ * between types of one width; Transpose moves their elements, on both host
+ * backends. */
 START_TEST(packed_views)
 {
+    /* int4 2x3 [1 2 3; 4 5 6] transposed: [1 4; 2 5; 3 6] */
+    for (int b = 0; b < 2; b++) {
+        node_case t = make_case(XF_OP_TRANSPOSE, 1, mk(XF_DT_INT4, DIMS(2, 3), (uint8_t[]){0x21, 0x43, 0x65}));
+        t.feed = 1;
+        xf_graph *g = case_graph(&t);
+        xf_session *s;
+        xf_error err = {0};
+        xf_tensor *y = NULL;
+        ck_assert_msg(xf_session_create(g, 25, b ? "cpu" : "cpu_ref", NULL, &s, &err) == XF_OK, "%s", err.msg);
+        ck_assert_msg(xf_session_run(s, t.in, &y, &err) == XF_OK, "%s", err.msg);
+        EXPECT_BYTES(y, XF_DT_INT4, 6, 0x41, 0x52, 0x63);
+        xf_session_free(s);
+        xf_graph_free(g);
+        release_case(&t);
+    }
+    /* uint2 of 5 elements, 1x5 to 5x1, and float4 3x2 to 2x3 */
+    node_case t = make_case(XF_OP_TRANSPOSE, 1, mk(XF_DT_UINT2, DIMS(1, 5), (uint8_t[]){0xe4, 0x03}));
+    t.feed = 1;
+    EXPECT_BYTES(run1(t), XF_DT_UINT2, 5, 0xe4, 0x03);
+    t = make_case(XF_OP_TRANSPOSE, 1, mk(XF_DT_FLOAT4E2M1, DIMS(3, 2), (uint8_t[]){0x21, 0x43, 0x65}));
+    t.feed = 1;
+    EXPECT_BYTES(run1(t), XF_DT_FLOAT4E2M1, 6, 0x31, 0x25, 0x64);
     node_case c = make_case(XF_OP_RESHAPE, 2, mk(XF_DT_INT4, DIMS(2, 3), (uint8_t[]){0x21, 0x43, 0x65}),
                             I64(DIMS(1), 6));
     c.feed = 1;
