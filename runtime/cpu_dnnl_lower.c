@@ -8,7 +8,8 @@
  * every run would dequantize every weight again.  Such a pair runs as one
  * MatMulNBits over the same codes, scales and zero points, repacked once
  * (a Gemm of transB 1 reading N x K weights blocked along K takes them as
- * they are, and its bias C as MatMulNBits' bias)
+ * they are, and its bias C as MatMulNBits' bias; scales per output
+ * channel are blocks of all of K)
  * into its layout (column by column, the codes of a block two to a byte;
  * int4 codes and zero points moved up by 8 into uint4, which leaves every
  * difference code - zero point as it was), at accuracy level 0: the
@@ -75,9 +76,18 @@ static bool nbits_pair_of(const xf_graph *g, int mm, nbits_pair *p)
         return false;
     int64_t k = w->shape.dims[gemm], n = w->shape.dims[!gemm], block = d->attrs.block_size;
     int64_t axis = d->attrs.axis < 0 ? d->attrs.axis + 2 : d->attrs.axis;
-    if (axis != gemm || !is_pow2(block) || block < 16 || k % block || n < 1)
+    /* per output channel (one scale per column of the product) is one
+     * block of k */
+    bool per_channel = block == 0 && axis == !gemm && scale->shape.ndim == 1;
+    if (per_channel)
+        block = k;
+    else if (axis != gemm)
         return false;
-    xf_shape blocks = gemm ? xf_shape_make(2, (int64_t[]){n, k / block}) : xf_shape_make(2, (int64_t[]){k / block, n});
+    if (!is_pow2(block) || block < 16 || k % block || n < 1)
+        return false;
+    xf_shape blocks = per_channel ? xf_shape_make(1, (int64_t[]){n})
+                      : gemm      ? xf_shape_make(2, (int64_t[]){n, k / block})
+                                  : xf_shape_make(2, (int64_t[]){k / block, n});
     if (!xf_shape_equal(&scale->shape, &blocks) ||
         (zp && (zp->dtype != w->dtype || !xf_shape_equal(&zp->shape, &blocks))))
         return false;

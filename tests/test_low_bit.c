@@ -257,11 +257,13 @@ END_TEST
  * w) dequantized in blocks of `block` along k with scales and, when zp is
  * not NULL, zero points (bytes zp), then, when twice, MatMul again reading
  * the dequantized weight too.  As a Gemm (transB 1, with a bias when
- * `bias`), the weight is n x k, blocked along its rows. */
+ * `bias`), the weight is n x k, blocked along its rows.  A block of 0
+ * gives a scale (and zero point) per output channel instead. */
 typedef struct int4_model {
     xf_dtype wt;
     int64_t rows, k, n, block;
     bool batched, twice, gemm, bias, plain_b; /* plain_b: a Gemm of transB 0 (n == k) */
+    bool k_axis; /* block 0: the scales along k, one per input channel (n == k) */
 } int4_model;
 
 static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const float *scale, const uint8_t *zp)
@@ -271,10 +273,13 @@ static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const fl
     xf_shape xshape = d->batched ? xf_shape_make(3, (int64_t[]){2, d->rows, d->k})
                                  : xf_shape_make(2, (int64_t[]){d->rows, d->k});
     int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xshape);
-    int64_t nb = d->k / d->block, r0 = d->gemm ? d->n : d->k, c0 = d->gemm ? d->k : d->n;
+    /* block 0: a scale per output channel, along the other axis */
+    int64_t nb = d->block ? d->k / d->block : 1, r0 = d->gemm ? d->n : d->k, c0 = d->gemm ? d->k : d->n;
     int64_t r1 = d->gemm ? d->n : nb, c1 = d->gemm ? nb : d->n;
-    xf_tensor *wt = mk(d->wt, DIMS(r0, c0), w), *st = mk(XF_DT_FLOAT, DIMS(r1, c1), scale),
-              *zt = zp ? mk(d->wt, DIMS(r1, c1), zp) : NULL;
+    xf_shape ss = d->block ? xf_shape_make(2, (int64_t[]){r1, c1}) : xf_shape_make(1, (int64_t[]){d->n});
+    /* n == k where k_axis, so the scales' shape is the same */
+    xf_tensor *wt = mk(d->wt, DIMS(r0, c0), w), *st = mk(XF_DT_FLOAT, ss.ndim, ss.dims, scale),
+              *zt = zp ? mk(d->wt, ss.ndim, ss.dims, zp) : NULL;
     int in[3] = {xf_graph_add_initializer(g, "w", wt), xf_graph_add_initializer(g, "scale", st),
                  zt ? xf_graph_add_initializer(g, "zp", zt) : -1};
     xf_tensor_release(wt);
@@ -284,7 +289,7 @@ static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const fl
     int dqv = xf_graph_add_value(g, "w_dq", XF_DT_UNDEFINED, &unknown);
     int yv = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, &unknown);
     int dq = xf_graph_add_node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", zp ? 3 : 2, in, 1, &dqv);
-    g->nodes[dq].attrs.axis = d->gemm;
+    g->nodes[dq].attrs.axis = d->block || d->k_axis ? d->gemm : !d->gemm;
     g->nodes[dq].attrs.block_size = d->block;
     if (d->gemm) {
         float bias[64];
@@ -425,6 +430,11 @@ START_TEST(int4_pairs_lowered_on_cpu)
         /* a Gemm of transB 0: its K x K weight blocked along its columns is
          * not the N x K form MatMulNBits takes */
         {{XF_DT_INT4, 3, K, K, BLOCK, false, false, true, false, true}, true, false},
+        /* scales per output channel (block 0): one block of K */
+        {{XF_DT_INT4, 3, K, N, 0, false, false}, true, true},
+        {{XF_DT_UINT4, 2, K, N, 0, false, false, true, true}, true, true},
+        /* scales per input channel are no blocks of k */
+        {{XF_DT_INT4, 3, K, K, 0, false, false, false, false, false, true}, true, false},
     };
     for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
         const int4_model *d = &forms[f].d;
