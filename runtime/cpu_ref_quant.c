@@ -60,8 +60,61 @@ static xf_status quant_args_make(const xf_node *n, const xf_tensor_view *in, con
     return XF_OK;
 }
 
+/* Element e of an integer tensor of type t (the 8- and 16-bit integers and
+ * the packed ones), inline for the dequantizing loop below. */
+static inline int32_t int_at(xf_dtype t, const void *p, int64_t e)
+{
+    const uint8_t *b = p;
+    switch (t) {
+    case XF_DT_INT8: return ((const int8_t *)p)[e];
+    case XF_DT_UINT8: return b[e];
+    case XF_DT_INT16: return ((const int16_t *)p)[e];
+    case XF_DT_UINT16: return ((const uint16_t *)p)[e];
+    case XF_DT_INT32: return ((const int32_t *)p)[e];
+    case XF_DT_UINT4: return b[e / 2] >> (e % 2 * 4) & 15;
+    case XF_DT_INT4: return ((b[e / 2] >> (e % 2 * 4) & 15) ^ 8) - 8;
+    case XF_DT_UINT2: return b[e / 4] >> (e % 4 * 2) & 3;
+    default: return ((b[e / 4] >> (e % 4 * 2) & 3) ^ 2) - 2; /* INT2 */
+    }
+}
+
+/* Dequantize of integers to float with float scales: the arithmetic of the
+ * loop below, (float)(x - zero_point) * scale, without its per-element
+ * conversions (the zero points read once). */
+static bool dequantize_ints(const quant_args *q)
+{
+    const uint32_t ints = XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT16) | XF_DTM(XF_DT_UINT16) |
+                          XF_DTM(XF_DT_INT32) | XF_DTM_PACKED_INTS;
+    if (q->y->dtype != XF_DT_FLOAT || q->scale->dtype != XF_DT_FLOAT || !(XF_DTM(q->x->dtype) & ints) ||
+        (q->zero_point && !(XF_DTM(q->zero_point->dtype) & ints)))
+        return false;
+    int64_t n_params = xf_rt_numel(q->scale);
+    int32_t *zp = calloc((size_t)(n_params > 0 ? n_params : 1), sizeof *zp);
+    if (!zp)
+        return false; /* the loop below, which needs no memory */
+    for (int64_t s = 0; q->zero_point && s < n_params; s++)
+        zp[s] = int_at(q->zero_point->dtype, q->zero_point->data, s);
+    const xf_quant_layout *l = &q->l;
+    const float *scale = q->scale->data;
+    float *y = q->y->data;
+    xf_dtype t = q->x->dtype;
+    for (int64_t o = 0; o < l->outer; o++)
+        for (int64_t d = 0; d < l->dim; d++) {
+            int64_t first = (o * l->dim + d) * l->inner;
+            int64_t s0 = o * l->outer_stride + d / l->block * l->block_stride;
+            for (int64_t i = 0; i < l->inner; i++) {
+                int64_t s = s0 + i * l->inner_stride;
+                y[first + i] = (float)(int_at(t, q->x->data, first + i) - zp[s]) * scale[s];
+            }
+        }
+    free(zp);
+    return true;
+}
+
 static void quant_run(const quant_args *q, bool quantize, bool saturate)
 {
+    if (!quantize && dequantize_ints(q))
+        return;
     const xf_quant_layout *l = &q->l;
     bool f8_in = float_code(q->x->dtype), f8_out = float_code(q->y->dtype);
     if (quantize && xf_dtype_size(q->y->dtype) == 0 && l->outer * l->dim * l->inner > 0)

@@ -207,6 +207,13 @@ START_TEST(quantize_packed)
     EXPECT(run1(q_case(XF_OP_DEQUANTIZE_LINEAR, 1, 2, mk(XF_DT_UINT4, DIMS(2, 4), (uint8_t[]){0x10, 0xf8, 0x32, 0x54}),
                        F32(DIMS(2, 2), 1, 2, 0.5f, 4), mk(XF_DT_UINT4, DIMS(2, 2), (uint8_t[]){0x88, 0x02}))),
            XF_DT_FLOAT, DIMS(2, 4), -8, -7, 0, 14, 0, 0.5f, 16, 20);
+    /* int2 codes 0, 1, -2, -1 and int4 -8, 7 less their zero points, per axis 1 of 2 x 3 */
+    EXPECT(run1(q_case(XF_OP_DEQUANTIZE_LINEAR, 0, 0, mk(XF_DT_INT2, DIMS(4), (uint8_t[]){0xe4}), F32(SCALAR, 1.5f),
+                       mk(XF_DT_INT2, SCALAR, (uint8_t[]){0x03}))),
+           XF_DT_FLOAT, DIMS(4), 1.5f, 3, -1.5f, 0);
+    EXPECT(run1(q_case(XF_OP_DEQUANTIZE_LINEAR, 1, 0, mk(XF_DT_INT4, DIMS(2, 3), (uint8_t[]){0x78, 0x10, 0xf2}),
+                       F32(DIMS(3), 1, 2, 4), mk(XF_DT_INT4, DIMS(3), (uint8_t[]){0x1f, 0x00}))),
+           XF_DT_FLOAT, DIMS(2, 3), -7, 12, 0, 2, 2, -4);
     EXPECT(run1(q_case(XF_OP_DEQUANTIZE_LINEAR, 0, 0, mk(XF_DT_FLOAT4E2M1, DIMS(3), (uint8_t[]){0x9f, 0x02}),
                        F32(SCALAR, 2), mk(XF_DT_FLOAT4E2M1, SCALAR, (uint8_t[]){0x00}))),
            XF_DT_FLOAT, DIMS(3), -12, -1, 2);
