@@ -23,7 +23,9 @@ xf_tensor *xf_tensor_random(xf_dtype dtype, const xf_shape *shape, uint64_t seed
 
 xf_tensor *xf_tensor_random_ints(xf_dtype dtype, const xf_shape *shape, uint64_t seed, int64_t lo, int64_t hi)
 {
-    bool floating = (XF_DTM_FLOATS & XF_DTM(dtype)) != 0;
+    /* the float8 and float4 formats too: the values rounded to them */
+    const uint32_t floats = XF_DTM_FLOATS | XF_DTM_FLOAT8 | XF_DTM(XF_DT_FLOAT8E8M0) | XF_DTM(XF_DT_FLOAT4E2M1);
+    bool floating = (unsigned)dtype < 32 && (floats & XF_DTM(dtype)) != 0;
     if (!floating && !xf_rt_is_integral(dtype) && dtype != XF_DT_STRING)
         return NULL;
     xf_tensor *t = xf_tensor_create(dtype, shape);
@@ -56,7 +58,8 @@ double xf_tensor_max_abs(const xf_tensor *t)
         double x = xf_tensor_max_abs(t->items[i]);
         m = x > m ? x : m;
     }
-    if (xf_tensor_is_container(t) || !((XF_DTM_NUMERIC | XF_DTM_FLOAT8) & XF_DTM(t->dtype)))
+    const uint32_t numbers = XF_DTM_NUMERIC | XF_DTM_FLOAT8 | XF_DTM(XF_DT_FLOAT8E8M0) | XF_DTM_PACKED;
+    if (xf_tensor_is_container(t) || (unsigned)t->dtype >= 32 || !(numbers & XF_DTM(t->dtype)))
         return m;
     int64_t numel = xf_tensor_numel(t);
     for (int64_t i = 0; i < numel; i++) {

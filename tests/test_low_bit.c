@@ -8,6 +8,7 @@
  * where the operator's table is silent, the table where it speaks. */
 #include "kernel_case_util.h"
 #include "xf_proto.h"
+#include "xf_rt_internal.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
@@ -138,6 +139,31 @@ START_TEST(cast_e8m0)
         }
     EXPECT(run1(cast_case(mk(XF_DT_FLOAT8E8M0, DIMS(3), (uint8_t[]){127, 130, 255}), XF_DT_FLOAT)), XF_DT_FLOAT,
            DIMS(3), 1, 8, NAN);
+}
+END_TEST
+
+/* The seeded random inputs xflow-run and xflowc --check make: the float8
+ * and float4 formats as floats in [-1, 1) rounded to them, the packed
+ * integers as small integers wrapped to them. */
+START_TEST(random_inputs)
+{
+    xf_shape s = xf_shape_make(1, (int64_t[]){7});
+    const xf_dtype types[] = {XF_DT_FLOAT4E2M1, XF_DT_FLOAT8E8M0, XF_DT_FLOAT8E4M3FN, XF_DT_INT4, XF_DT_UINT2};
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        xf_tensor *t = xf_tensor_random(types[k], &s, 3);
+        ck_assert_msg(t != NULL, "%s", xf_dtype_name(types[k]));
+        ck_assert_uint_eq(t->nbytes, xf_dtype_nbytes(types[k], 7));
+        bool varies = false;
+        for (int64_t i = 0; i < 7; i++) {
+            double v = xf_rt_load_f64(t->dtype, t->data, i);
+            bool ok = types[k] == XF_DT_INT4 ? v >= -8 && v <= 7 : types[k] == XF_DT_UINT2 ? v >= 0 && v <= 3
+                                                                                         : fabs(v) <= 1;
+            ck_assert_msg(ok, "%s element %lld: %g", xf_dtype_name(types[k]), (long long)i, v);
+            varies |= v != xf_rt_load_f64(t->dtype, t->data, 0);
+        }
+        ck_assert_msg(varies, "%s: all equal", xf_dtype_name(types[k]));
+        xf_tensor_release(t);
+    }
 }
 END_TEST
 
@@ -473,6 +499,7 @@ int main(void)
     tcase_add_test(tc, cast_float8_saturate);
     tcase_add_test(tc, cast_e8m0);
     tcase_add_test(tc, cast_attributes_round_trip);
+    tcase_add_test(tc, random_inputs);
     suite_add_tcase(s, tc);
     tc = tcase_create("quantization");
     tcase_add_test(tc, quantize_packed);
