@@ -348,14 +348,15 @@ static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const fl
     return model;
 }
 
-/* Runs m on backend with input x; its first output, and in *lowered
- * whether the session ran the pair as MatMulNBits. */
-static xf_tensor *int4_run(const xf_model *m, const char *backend, xf_tensor *x, bool *lowered)
+/* Runs m on backend with input x (in dynamic mode when dynamic); its first
+ * output, and in *lowered whether the session ran the pair as MatMulNBits. */
+static xf_tensor *int4_run_mode(const xf_model *m, const char *backend, xf_tensor *x, bool dynamic, bool *lowered)
 {
     xf_session *s;
     xf_error err = {0};
     xf_tensor *out[2] = {NULL, NULL};
-    ck_assert_msg(xf_session_create(m->graph, 25, backend, NULL, &s, &err) == XF_OK, "%s: %s", backend, err.msg);
+    xf_session_options opt = {.force_dynamic = dynamic};
+    ck_assert_msg(xf_session_create(m->graph, 25, backend, &opt, &s, &err) == XF_OK, "%s: %s", backend, err.msg);
     ck_assert_msg(xf_session_run(s, &x, out, &err) == XF_OK, "%s: %s", backend, err.msg);
     int counts[XF_OP_COUNT + 1];
     xf_graph_count_ops(xf_session_graph(s), counts);
@@ -364,6 +365,11 @@ static xf_tensor *int4_run(const xf_model *m, const char *backend, xf_tensor *x,
     xf_session_free(s);
     xf_tensor_release(out[1]);
     return out[0];
+}
+
+static xf_tensor *int4_run(const xf_model *m, const char *backend, xf_tensor *x, bool *lowered)
+{
+    return int4_run_mode(m, backend, x, false, lowered);
 }
 
 /* A small int4 model (blocks of 4, which MatMulNBits does not take): both
@@ -481,6 +487,12 @@ START_TEST(int4_pairs_lowered_on_cpu)
         xf_error err = {0};
         ck_assert_int_eq(xf_tensor_compare(cpu, ref, 1e-5, 1e-5, &worst, NULL, &ok, &err), XF_OK);
         ck_assert_msg(ok, "form %zu: cpu and cpu_ref differ by %g", f, worst);
+        /* the same in dynamic mode, the codes packed when the session is made */
+        xf_tensor *dyn = int4_run_mode(m, "cpu", x, true, &cpu_lowered);
+        ck_assert(cpu_lowered == forms[f].lowered);
+        ck_assert_int_eq(xf_tensor_compare(dyn, cpu, 0, 0, &worst, NULL, &ok, &err), XF_OK);
+        ck_assert_msg(ok, "form %zu: dynamic and static mode differ by %g", f, worst);
+        xf_tensor_release(dyn);
         xf_tensor_release(ref);
         xf_tensor_release(cpu);
         xf_tensor_release(x);
