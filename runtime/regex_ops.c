@@ -255,6 +255,64 @@ static bool bracket(const char **p, out_buf *o, bool multiline, char *why, size_
  * '.' take no '\n', so those that RE2 lets take one are written as groups
  * that take it too; (?U) makes no difference to longest matches.  False
  * (why set) when it has no POSIX form. */
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* RE2's \xHH and \x{H...} written as the character they name: ASCII
+ * punctuation escaped (so that \x2e is a '.' and \x5d a member of a
+ * set), other ASCII as it is, the rest as its UTF-8 bytes (which sets
+ * take as their non-ASCII members).  NULL (why set) for a malformed one,
+ * NUL, a surrogate or a code point past U+10FFFF. */
+static char *expand_hex(const char *re, char *why, size_t why_len)
+{
+    out_buf o = {.ok = true};
+    for (const char *p = re; *p;) {
+        if (p[0] != '\\' || p[1] != 'x') {
+            size_t len = p[0] == '\\' && p[1] ? 2 : 1; /* an escape pair stays whole */
+            put(&o, p, len);
+            p += len;
+            continue;
+        }
+        p += 2;
+        bool braced = *p == '{';
+        const char *digits = p + braced;
+        unsigned long cp = 0;
+        size_t n = 0;
+        for (int h; n < (braced ? 8 : 2) && (h = hex_digit(digits[n])) >= 0; n++)
+            cp = cp * 16 + (unsigned long)h;
+        bool ok = braced ? n > 0 && digits[n] == '}' : n == 2;
+        if (!ok || cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            free(o.s);
+            refuse(why, why_len, !ok ? "a \\x escape that is not \\xHH or \\x{H...}"
+                                      : "a \\x escape of NUL, a surrogate or past U+10FFFF");
+            return NULL;
+        }
+        p = digits + n + braced;
+        if (cp < 0x80) {
+            if (escaped_char((char)cp) == (int)cp) /* punctuation, the backslash too */
+                putc_(&o, '\\');
+            putc_(&o, (char)cp);
+            continue;
+        }
+        char u[4];
+        int len = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        u[0] = (char)(len == 2 ? 0xc0 | cp >> 6 : len == 3 ? 0xe0 | cp >> 12 : 0xf0 | cp >> 18);
+        for (int k = 1; k < len; k++)
+            u[k] = (char)(0x80 | (cp >> (6 * (len - 1 - k)) & 0x3f));
+        put(&o, u, (size_t)len);
+    }
+    if (!o.ok) {
+        free(o.s);
+        refuse(why, why_len, "out of memory");
+        return NULL;
+    }
+    if (!o.s)
+        return calloc(1, 1);
+    return o.s;
+}
+
 static bool to_posix(const char *re, char **out, bool *icase, bool *multiline, char *why, size_t why_len)
 {
     out_buf o = {.ok = true};
@@ -594,7 +652,10 @@ static xf_status compile(const xf_node *n, const xf_ml_regex *x, const char *wha
 {
     char why[200] = "", *posix = NULL;
     bool icase, multiline;
-    if (!to_posix(re, &posix, &icase, &multiline, why, sizeof why))
+    char *expanded = expand_hex(re, why, sizeof why);
+    bool translated = expanded && to_posix(expanded, &posix, &icase, &multiline, why, sizeof why);
+    free(expanded);
+    if (!translated)
         return xf_ml_fail(n, err, XF_ERR_UNSUPPORTED, "%s \"%.80s\": %s", what, re, why);
     char *pattern = posix;
     if (full && (pattern = malloc(strlen(posix) + 7)) != NULL)

@@ -12,11 +12,15 @@ are equal.  Two families of patterns:
   anchors  ^, $ and one to four of a, b, ., \\w, \\W, \\d, \\D, \\s, \\S, \\n,
            sets and negated sets, each repeated or not, under (?m), (?ms),
            (?mU), (?im) or no flag, on 14 strings with newlines
+  hex      one to four \\xHH and \\x{H...} escapes, alone or in sets and
+           ranges (ASCII letters and punctuation, ']', '-', the backslash,
+           a newline, Greek letters, é, ï, an emoji), each repeated or not,
+           on 40 random strings of those characters
 
 Patterns ONNX Runtime refuses are skipped; patterns xflow refuses are
 counted apart.  Needs numpy, onnx and onnxruntime (test tooling).
 
-usage: regex-vs-onnxruntime.py [--family classes|anchors] [--patterns N] [--seed N]
+usage: regex-vs-onnxruntime.py [--family classes|anchors|hex] [--patterns N] [--seed N]
                                [--xflow-run PATH] [--show N]
 """
 import argparse
@@ -35,6 +39,8 @@ import onnxruntime as ort
 CLASS_ATOMS = ["a", "é", "\\w", "\\W", "\\d", "\\s", "\\S", ".", "[ab]", "[^a]", "[^é ]", "[[:alpha:]]",
                "[[:digit:]_]", "\\b", "\\B", "(a|b)", "(x|é)"]
 ANCHOR_ATOMS = ["a", "b", ".", "[^a]", "[^\\n]", "\\D", "\\W", "\\w", "\\d", "\\n", "[a-c]", "\\s", "\\S", "[^ ]"]
+HEX_ATOMS = ["\\x41", "\\x{61}", "[\\x61-\\x7a]", "\\x{3b1}", "[\\x{3b1}-\\x{3c9}]", "\\x2e", "[\\x5d]", "[^\\x{e9}]",
+             "\\x5c", "\\x0a", "[\\x2d]", "\\x{1F600}", "[\\x{e9}\\x{ef}]", "\\x20", "[a\\x{3c9}]", "\\x{EF}"]
 ANCHOR_TEXTS = ["a\nb", "ab\ncd", "\nab", "ab\n", "x1\n2y", "abc", "a\n\nb", "12\n34\n", "é\nb", "foo bar\nbaz qux",
                 "a_b\nc-d", "", "\n", "aa\nbb\ncc"]
 
@@ -43,7 +49,10 @@ def patterns(family, n, rng):
     out = []
     for _ in range(n):
         k = rng.randint(1, 4)
-        if family == "classes":
+        if family == "hex":
+            out.append("".join(a + rng.choice(["", "", "+", "*", "?"]) for a in (rng.choice(HEX_ATOMS)
+                                                                                   for _ in range(k))))
+        elif family == "classes":
             body = "".join(a + ("" if a in ("\\b", "\\B") else rng.choice(["", "", "+", "*", "?"]))
                            for a in (rng.choice(CLASS_ATOMS) for _ in range(k)))
             out.append(body)
@@ -58,7 +67,7 @@ def patterns(family, n, rng):
 def texts(family, rng):
     if family == "anchors":
         return ANCHOR_TEXTS
-    chars = "aébx_ 1ï-\n"
+    chars = "Aaα.]é\\\n-😀 ïbωz" if family == "hex" else "aébx_ 1ï-\n"
     return ["".join(rng.choice(chars) for _ in range(rng.randint(0, 8))) for _ in range(40)]
 
 
@@ -79,7 +88,7 @@ def model(kind, pattern, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--family", choices=["classes", "anchors"], default="classes")
+    ap.add_argument("--family", choices=["classes", "anchors", "hex"], default="classes")
     ap.add_argument("--patterns", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--xflow-run", default="build/tools/xflow-run")

@@ -364,6 +364,59 @@ END_TEST
  * take) run on their UTF-8 bytes in the C locale, beside \b and \B as RE2
  * has them: against values ONNX Runtime gives; under (?i) such a range,
  * and a reversed one, are refused by name. */
+/* RE2's \\xHH and \\x{H...} escapes, alone, in sets and in ranges: the
+ * characters they name (punctuation as itself, ']' and '-' as members, a
+ * non-ASCII one as its UTF-8 bytes); the expected values are ONNX
+ * Runtime's.  Malformed ones, and NUL, surrogates and code points past
+ * U+10FFFF, are refused by name. */
+START_TEST(regex_hex_escapes)
+{
+    xf_tensor *x = string_tensor((xf_shape){1, {11}},
+                                 NAMES("A", "abc", "αβγ", "a.b", "]", "é", "\\", "x-y", "😀", "a\nb", "axb"));
+    static const struct {
+        const char *re, *full;
+    } cases[] = {
+        {"\\x41", "\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"},
+        {"[\\x61-\\x7a]+", "\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01"},
+        {"[\\x{3b1}-\\x{3c9}]+", "\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"},
+        {"a\\x2eb", "\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"},
+        {"[\\x5d]", "\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00"},
+        {"[^\\x{e9}]", "\x01\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00"},
+        {"\\x5c", "\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00"},
+        {"x[\\x2d]y", "\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00"},
+        {"\\x{1F600}", "\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00"},
+        {"a\\x0ab", "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00"},
+        {"[\\x{E9}\\x41]", "\x01\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", cases[c].re);
+        xf_tensor *y = run_node(n, "cpu_ref", x, NULL);
+        for (int i = 0; i < 11; i++)
+            ck_assert_msg(((const uint8_t *)y->data)[i] == (uint8_t)cases[c].full[i], "%s: element %d is %d",
+                          cases[c].re, i, ((const uint8_t *)y->data)[i]);
+        xf_tensor_release(y);
+    }
+    /* an escaped backslash before "x41" is no \\x escape */
+    xf_tensor *bx = string_tensor((xf_shape){1, {2}}, NAMES("\\x41", "A"));
+    Onnx__NodeProto *bn = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+    attr_string(bn, "pattern", "\\\\x41");
+    xf_tensor *by = run_node(bn, "cpu_ref", bx, NULL);
+    ck_assert(((const uint8_t *)by->data)[0] == 1 && ((const uint8_t *)by->data)[1] == 0);
+    xf_tensor_release(by);
+    xf_tensor_release(bx);
+    static const char *const refused[] = {"\\x{110000}", "\\x4", "\\x{}", "\\x00", "\\x{d800}", "\\x{0x41}"};
+    for (size_t c = 0; c < sizeof refused / sizeof *refused; c++) {
+        Onnx__NodeProto *n = mk_node("RegexFullMatch", "match", NAMES("x"), NAMES("y"));
+        attr_string(n, "pattern", refused[c]);
+        xf_error e;
+        ck_assert_ptr_null(run_node(n, "cpu_ref", x, &e));
+        ck_assert_msg(strstr(e.msg, "\\x escape"), "%s: %s", refused[c], e.msg);
+    }
+    xf_tensor_release(x);
+}
+END_TEST
+
 START_TEST(regex_non_ascii_sets)
 {
     xf_tensor *x = string_tensor((xf_shape){1, {6}}, NAMES("aé€x", "日本語 ok", "ÿāĀ z", "😀a€b", "x-ω y", "é"));
@@ -665,6 +718,7 @@ int main(void)
     tcase_add_test(tc, regex_full_match);
     tcase_add_test(tc, regex_multiline);
     tcase_add_test(tc, regex_non_ascii_sets);
+    tcase_add_test(tc, regex_hex_escapes);
     tcase_add_test(tc, regex_utf8_ranges);
     tcase_add_test(tc, xflowc_checks_a_text_pipeline);
     suite_add_tcase(s, tc);
