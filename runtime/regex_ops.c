@@ -9,7 +9,7 @@
  * named groups become groups, lazy quantifiers greedy ones, a leading (?i)
  * ignores case, ^ $ \A \z (the text's ends in RE2, but for ^ and $ under
  * (?m)) GNU's buffer anchors \` \'; inside brackets \d \w \s and escaped characters become
- * members.  What has no POSIX form (Unicode classes \p, back references,
+ * members; \xHH and \x{H...} become the characters they name.  What has no POSIX form (Unicode classes \p, back references,
  * flags after the start) is refused when the session is made, by node. */
 #include "ml_ops.h"
 
