@@ -333,87 +333,90 @@ static xf_status ref_supports(const xf_graph *g, int node, xf_error *err)
     return XF_OK;
 }
 
-/* Runs a float kernel on node n whose operands include 16-bit floats:
- * those go through float copies (see ref_entry.widen). */
-static xf_status run_widened(xf_ref_kernel kernel, const xf_node *n, const xf_tensor_view *in,
-                             const xf_tensor_view *out, xf_error *err)
+/* How run_converted holds the operands a kernel cannot take as they are:
+ * which dtypes it converts, the dtype and element size it holds them as,
+ * and the conversions of count elements in and out. */
+typedef struct operand_form {
+    bool (*converts)(xf_dtype t);
+    xf_dtype as;
+    size_t elem;
+    void (*in)(const xf_tensor_view *src, void *held, int64_t count);
+    void (*out)(const void *held, const xf_tensor_view *dst, int64_t count);
+} operand_form;
+
+/* Runs kernel on node n with the operands form converts held in its form:
+ * inputs converted on the way in, outputs on the way out. */
+static xf_status run_converted(const operand_form *form, xf_ref_kernel kernel, const xf_node *n,
+                               const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     int total = n->n_inputs + n->n_outputs;
     xf_tensor_view *v = malloc(sizeof *v * (size_t)(total > 0 ? total : 1));
-    float **wide = calloc((size_t)(total > 0 ? total : 1), sizeof *wide);
-    xf_status st = v && wide ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    void **held = calloc((size_t)(total > 0 ? total : 1), sizeof *held);
+    xf_status st = v && held ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     for (int k = 0; k < total && st == XF_OK; k++) {
         const xf_tensor_view *src = k < n->n_inputs ? &in[k] : &out[k - n->n_inputs];
         v[k] = *src;
         int64_t count = xf_shape_numel(&src->shape);
-        if (!xf_dtype_is_half(src->dtype) || !src->data || count <= 0)
+        if (!form->converts(src->dtype) || !src->data || count <= 0)
             continue;
-        if (!(wide[k] = malloc(sizeof *wide[k] * (size_t)count))) {
+        if (!(held[k] = malloc(form->elem * (size_t)count))) {
             st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
             break;
         }
-        for (int64_t i = 0; k < n->n_inputs && i < count; i++)
-            wide[k][i] = (float)xf_rt_load_f64(src->dtype, src->data, i);
-        v[k].dtype = XF_DT_FLOAT;
-        v[k].data = wide[k];
+        if (k < n->n_inputs)
+            form->in(src, held[k], count);
+        v[k].dtype = form->as;
+        v[k].data = held[k];
     }
     if (st == XF_OK)
         st = kernel(n, v, v + n->n_inputs, err);
     for (int k = n->n_inputs; k < total && st == XF_OK; k++)
-        for (int64_t i = 0; wide[k] && i < xf_shape_numel(&out[k - n->n_inputs].shape); i++)
-            xf_rt_store_f64(out[k - n->n_inputs].dtype, out[k - n->n_inputs].data, i, wide[k][i]);
-    for (int k = 0; wide && k < total; k++)
-        free(wide[k]);
-    free(wide);
+        if (held[k])
+            form->out(held[k], &out[k - n->n_inputs], xf_shape_numel(&out[k - n->n_inputs].shape));
+    for (int k = 0; held && k < total; k++)
+        free(held[k]);
+    free(held);
     free(v);
     return st;
 }
 
-/* Runs a kernel that only moves elements on node n whose operands include
- * packed ones (see ref_entry.unpack): their codes, one to a byte, as
- * UINT8 tensors. */
-static xf_status run_unpacked(xf_ref_kernel kernel, const xf_node *n, const xf_tensor_view *in,
-                              const xf_tensor_view *out, xf_error *err)
+/* ref_entry.widen: 16-bit floats as float copies */
+static bool is_half(xf_dtype t) { return xf_dtype_is_half(t); }
+
+static void widen(const xf_tensor_view *src, void *held, int64_t count)
 {
-    int total = n->n_inputs + n->n_outputs;
-    xf_tensor_view *v = malloc(sizeof *v * (size_t)(total > 0 ? total : 1));
-    uint8_t **codes = calloc((size_t)(total > 0 ? total : 1), sizeof *codes);
-    xf_status st = v && codes ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int k = 0; k < total && st == XF_OK; k++) {
-        const xf_tensor_view *src = k < n->n_inputs ? &in[k] : &out[k - n->n_inputs];
-        v[k] = *src;
-        int64_t count = xf_shape_numel(&src->shape);
-        if (xf_dtype_size(src->dtype) || !xf_dtype_bits(src->dtype) || !src->data || count <= 0)
-            continue;
-        if (!(codes[k] = malloc((size_t)count))) {
-            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        int bits = xf_dtype_bits(src->dtype), per = 8 / bits;
-        for (int64_t i = 0; k < n->n_inputs && i < count; i++)
-            codes[k][i] = (uint8_t)(((const uint8_t *)src->data)[i / per] >> (i % per * bits) & ((1 << bits) - 1));
-        v[k].dtype = XF_DT_UINT8;
-        v[k].data = codes[k];
-    }
-    if (st == XF_OK)
-        st = kernel(n, v, v + n->n_inputs, err);
-    for (int k = n->n_inputs; k < total && st == XF_OK; k++) {
-        const xf_tensor_view *o = &out[k - n->n_inputs];
-        if (!codes[k])
-            continue;
-        int bits = xf_dtype_bits(o->dtype), per = 8 / bits;
-        int64_t count = xf_shape_numel(&o->shape);
-        uint8_t *bytes = o->data;
-        memset(bytes, 0, xf_dtype_nbytes(o->dtype, count));
-        for (int64_t i = 0; i < count; i++)
-            bytes[i / per] = (uint8_t)(bytes[i / per] | codes[k][i] << (i % per * bits));
-    }
-    for (int k = 0; codes && k < total; k++)
-        free(codes[k]);
-    free(codes);
-    free(v);
-    return st;
+    for (int64_t i = 0; i < count; i++)
+        ((float *)held)[i] = (float)xf_rt_load_f64(src->dtype, src->data, i);
 }
+
+static void narrow(const void *held, const xf_tensor_view *dst, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        xf_rt_store_f64(dst->dtype, dst->data, i, ((const float *)held)[i]);
+}
+
+static const operand_form widened = {is_half, XF_DT_FLOAT, sizeof(float), widen, narrow};
+
+/* ref_entry.unpack: 4- and 2-bit values as their codes, one to a byte */
+static bool is_packed(xf_dtype t) { return xf_dtype_bits(t) % 8 != 0; }
+
+static void unpack(const xf_tensor_view *src, void *held, int64_t count)
+{
+    int bits = xf_dtype_bits(src->dtype), per = 8 / bits;
+    for (int64_t i = 0; i < count; i++)
+        ((uint8_t *)held)[i] = (uint8_t)(((const uint8_t *)src->data)[i / per] >> (i % per * bits) & ((1 << bits) - 1));
+}
+
+static void pack(const void *held, const xf_tensor_view *dst, int64_t count)
+{
+    int bits = xf_dtype_bits(dst->dtype), per = 8 / bits;
+    uint8_t *bytes = dst->data;
+    memset(bytes, 0, xf_dtype_nbytes(dst->dtype, count));
+    for (int64_t i = 0; i < count; i++)
+        bytes[i / per] = (uint8_t)(bytes[i / per] | ((const uint8_t *)held)[i] << (i % per * bits));
+}
+
+static const operand_form unpacked = {is_packed, XF_DT_UINT8, 1, unpack, pack};
 
 static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *state,
                               const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
@@ -426,11 +429,11 @@ static xf_status ref_run_node(void *ctx, const xf_graph *g, int node, void *stat
     for (int k = 0; (e->widen || e->unpack) && k < n->n_inputs + n->n_outputs; k++) {
         xf_dtype t = k < n->n_inputs ? in[k].dtype : out[k - n->n_inputs].dtype;
         half |= e->widen && xf_dtype_is_half(t);
-        packed |= e->unpack && xf_dtype_bits(t) % 8 != 0;
+        packed |= e->unpack && is_packed(t);
     }
     if (packed)
-        return run_unpacked(e->kernel, n, in, out, err);
-    return half ? run_widened(e->kernel, n, in, out, err) : e->kernel(n, in, out, err);
+        return run_converted(&unpacked, e->kernel, n, in, out, err);
+    return half ? run_converted(&widened, e->kernel, n, in, out, err) : e->kernel(n, in, out, err);
 }
 
 static void *ref_alloc(void *ctx, size_t bytes)

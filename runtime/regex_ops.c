@@ -2,15 +2,17 @@
  * ml_ops.c): ONNX's RegexFullMatch and ONNX Runtime's Tokenizer
  * (com.microsoft, as scikit-learn's text converters write it).  Their
  * patterns are RE2's; ONNX Runtime matches them leftmost-longest, which is
- * POSIX's rule, so they are translated into POSIX extended expressions
- * that glibc's regex runs (in the C.UTF-8 locale, so that a character is a
- * UTF-8 sequence): \d \w \s and their negations become bracket
- * expressions (ASCII, as RE2 has them), \b \B stay (GNU's), (?:...) and
- * named groups become groups, lazy quantifiers greedy ones, a leading (?i)
- * ignores case, ^ $ \A \z (the text's ends in RE2, but for ^ and $ under
- * (?m)) GNU's buffer anchors \` \'; inside brackets \d \w \s and escaped characters become
- * members; \xHH and \x{H...} become the characters they name.  What has no POSIX form (Unicode classes \p, back references,
- * flags after the start) is refused when the session is made, by node. */
+ * POSIX's rule, so they are translated (regex_translate.c) into POSIX
+ * extended expressions that glibc's regex runs (in the C.UTF-8 locale, so
+ * that a character is a UTF-8 sequence): \d \w \s and their negations
+ * become bracket expressions (ASCII, as RE2 has them), \b \B stay
+ * (GNU's), (?:...) and named groups become groups, lazy quantifiers greedy
+ * ones, a leading (?i) ignores case, ^ $ \A \z (the text's ends in RE2,
+ * but for ^ and $ under (?m)) GNU's buffer anchors \` \'; inside brackets
+ * \d \w \s and escaped characters become members; \xHH and \x{H...}
+ * become the characters they name.  What has no POSIX form (Unicode
+ * classes \p, back references, flags after the start) is refused when the
+ * session is made, by node. */
 #include "ml_ops.h"
 #include "regex_translate.h"
 

@@ -209,7 +209,9 @@ static bool bracket(const char **p, out_buf *o, bool multiline, char *why, size_
  * (why set) when it has no POSIX form. */
 static int hex_digit(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
 /* RE2's \xHH and \x{H...} written as the character they name: ASCII
