@@ -98,7 +98,7 @@ static bool nbits_pair_of(const xf_graph *g, int mm, nbits_pair *p)
 /* Element i of 4-bit codes t as uint4: int4 moved up by 8. */
 static unsigned code_of(const xf_tensor *t, int64_t i)
 {
-    unsigned c = ((const uint8_t *)t->data)[i / 2] >> (i % 2 * 4) & 15u;
+    unsigned c = xf_rt_packed_code(t->dtype, t->data, i);
     return t->dtype == XF_DT_INT4 ? (c ^ 8u) : c;
 }
 

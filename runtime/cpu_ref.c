@@ -402,9 +402,8 @@ static bool is_packed(xf_dtype t) { return xf_dtype_bits(t) % 8 != 0; }
 
 static void unpack(const xf_tensor_view *src, void *held, int64_t count)
 {
-    int bits = xf_dtype_bits(src->dtype), per = 8 / bits;
     for (int64_t i = 0; i < count; i++)
-        ((uint8_t *)held)[i] = (uint8_t)(((const uint8_t *)src->data)[i / per] >> (i % per * bits) & ((1 << bits) - 1));
+        ((uint8_t *)held)[i] = (uint8_t)xf_rt_packed_code(src->dtype, src->data, i);
 }
 
 static void pack(const void *held, const xf_tensor_view *dst, int64_t count)

@@ -64,17 +64,16 @@ static xf_status quant_args_make(const xf_node *n, const xf_tensor_view *in, con
  * the packed ones), inline for the dequantizing loop below. */
 static inline int32_t int_at(xf_dtype t, const void *p, int64_t e)
 {
-    const uint8_t *b = p;
     switch (t) {
     case XF_DT_INT8: return ((const int8_t *)p)[e];
-    case XF_DT_UINT8: return b[e];
+    case XF_DT_UINT8: return ((const uint8_t *)p)[e];
     case XF_DT_INT16: return ((const int16_t *)p)[e];
     case XF_DT_UINT16: return ((const uint16_t *)p)[e];
     case XF_DT_INT32: return ((const int32_t *)p)[e];
-    case XF_DT_UINT4: return b[e / 2] >> (e % 2 * 4) & 15;
-    case XF_DT_INT4: return ((b[e / 2] >> (e % 2 * 4) & 15) ^ 8) - 8;
-    case XF_DT_UINT2: return b[e / 4] >> (e % 4 * 2) & 3;
-    default: return ((b[e / 4] >> (e % 4 * 2) & 3) ^ 2) - 2; /* INT2 */
+    case XF_DT_UINT4:
+    case XF_DT_UINT2: return (int32_t)xf_rt_packed_code(t, p, e);
+    case XF_DT_INT4: return (int32_t)(xf_rt_packed_code(t, p, e) ^ 8) - 8;
+    default: return (int32_t)(xf_rt_packed_code(t, p, e) ^ 2) - 2; /* INT2 */
     }
 }
 

@@ -10,13 +10,7 @@ bool xf_rt_is_integral(xf_dtype t)
     return (unsigned)t < 32 && ((XF_DTM_INTS | XF_DTM_PACKED_INTS | XF_DTM(XF_DT_BOOL)) & XF_DTM(t)) != 0;
 }
 
-/* The code of packed element i (its bits, unsigned), and its store. */
-static unsigned packed_get(xf_dtype t, const void *p, int64_t i)
-{
-    int bits = xf_dtype_bits(t), per = 8 / bits;
-    return ((const uint8_t *)p)[i / per] >> (i % per * bits) & ((1u << bits) - 1);
-}
-
+/* Stores the code of packed element i. */
 static void packed_set(xf_dtype t, void *p, int64_t i, unsigned code)
 {
     int bits = xf_dtype_bits(t), per = 8 / bits, shift = (int)(i % per) * bits;
@@ -27,7 +21,7 @@ static void packed_set(xf_dtype t, void *p, int64_t i, unsigned code)
 /* A packed integer's value: INT4 and INT2 sign-extended. */
 static int64_t packed_int(xf_dtype t, const void *p, int64_t i)
 {
-    unsigned c = packed_get(t, p, i);
+    unsigned c = xf_rt_packed_code(t, p, i);
     int bits = xf_dtype_bits(t);
     bool is_signed = t == XF_DT_INT4 || t == XF_DT_INT2;
     return is_signed && c >> (bits - 1) ? (int64_t)c - (1 << bits) : (int64_t)c;
@@ -73,7 +67,7 @@ double xf_rt_load_f64(xf_dtype t, const void *p, int64_t i)
     case XF_DT_FLOAT16: return xf_f16_to_f32(((const uint16_t *)p)[i]);
     case XF_DT_BFLOAT16: return xf_bf16_to_f32(((const uint16_t *)p)[i]);
     case XF_DT_UINT64: return (double)((const uint64_t *)p)[i];
-    case XF_DT_FLOAT4E2M1: return xf_float4_to_f32((uint8_t)packed_get(t, p, i));
+    case XF_DT_FLOAT4E2M1: return xf_float4_to_f32((uint8_t)xf_rt_packed_code(t, p, i));
     case XF_DT_FLOAT8E8M0: return xf_e8m0_to_f32(((const uint8_t *)p)[i]);
     default:
         if (xf_float8_known(t))

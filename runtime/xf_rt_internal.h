@@ -30,6 +30,15 @@
  * bits); the integer ones are integral. */
 #define XF_DTM_PACKED_INTS (XF_DTM(XF_DT_UINT4) | XF_DTM(XF_DT_INT4) | XF_DTM(XF_DT_UINT2) | XF_DTM(XF_DT_INT2))
 #define XF_DTM_PACKED (XF_DTM_PACKED_INTS | XF_DTM(XF_DT_FLOAT4E2M1))
+/* The code (its bits, unsigned) of element i of a packed buffer of t
+ * (one of XF_DTM_PACKED's: inline, for loops over elements). */
+static inline unsigned xf_rt_packed_code(xf_dtype t, const void *p, int64_t i)
+{
+    const uint8_t *b = p;
+    if (t == XF_DT_INT2 || t == XF_DT_UINT2)
+        return b[i / 4] >> (i % 4 * 2) & 3u;
+    return b[i / 2] >> (i % 2 * 4) & 15u;
+}
 
 /* Integer-valued (bool included): arithmetic on these runs in int64 so that
  * large values stay exact; everything else runs in double. */
