@@ -9,12 +9,12 @@
  * times A's and B's block scales in float.  Split over OpenMP's threads by
  * column tiles and row groups.
  *
- * Other products of many rows (accuracy_level 0, 8 bits, float zero
- * points, g_idx): the constant weight is dequantized once into a float
- * (N, K) matrix kept with the node, and every run is one oneDNN sgemm on
- * it (after A is quantized per block at accuracy_level 4, as cpu_ref
- * does).  The float copy is 8 (4-bit) or 4 (8-bit) times the size of the
- * packed weight.
+ * Other products (accuracy_level 0, 8 bits, float zero points, g_idx,
+ * blocks of 16): at each run the weight is dequantized a tile of columns
+ * at a time (about 1 MiB of floats) into a buffer of the thread that
+ * takes the tile, and each tile is one oneDNN sgemm (after A is quantized
+ * per block at accuracy_level 4, as cpu_ref does).  No float copy of the
+ * weight is kept: a node holds its packed bytes only.
  *
  * A few rows (a decoder's token step) at accuracy_level 4 with AVX-512
  * VNNI, in static mode: the 4-bit weight is repacked once, still 4 bits a
@@ -67,6 +67,18 @@ typedef struct nb_geom {
     const uint8_t *b, *zp;
     const float *scale;
 } nb_geom;
+
+/* a 4-bit node's geometry */
+static nb_geom geom_of(const xf_node *n, const xf_tensor_view *in)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    nb_geom g = {.k = t->nb_k, .n = t->nb_n, .bs = t->nb_block, .b = in[1].data, .scale = in[2].data};
+    g.blocks = (g.k + g.bs - 1) / g.bs;
+    g.blob = g.bs / 2;
+    g.zrow = (g.blocks + 1) / 2;
+    g.zp = has_input(n, 3) ? in[3].data : NULL;
+    return g;
+}
 
 static unsigned zero_point(const nb_geom *g, int64_t r, int64_t blk)
 {
@@ -174,12 +186,7 @@ static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vi
                             xf_error *err)
 {
 #if NB_X86
-    const xf_attn_attrs *t = &n->attrs.attn;
-    nb_geom g = {.k = t->nb_k, .n = t->nb_n, .bs = t->nb_block, .b = in[1].data, .scale = in[2].data};
-    g.blocks = (g.k + g.bs - 1) / g.bs;
-    g.blob = g.bs / 2;
-    g.zrow = (g.blocks + 1) / 2;
-    g.zp = has_input(n, 3) ? in[3].data : NULL;
+    nb_geom g = geom_of(n, in);
     int64_t m = xf_rt_numel(&in[0]) / g.k, padded = g.blocks * g.bs;
     const float *a = in[0].data, *bias = has_input(n, 5) ? in[5].data : NULL;
     bool int8 = xf_nbits_quantizes_a(n, in);
@@ -594,11 +601,71 @@ static bool nbits_handles(const xf_graph *g, const xf_node *n)
     return true;
 }
 
-static xf_status nbits_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                           xf_error *err)
+#if NB_X86
+/* Rows [r0, r1) of a 4-bit weight with uint8 or no zero points and no
+ * g_idx dequantized as xf_nbits_dequantize_rows does ((q - zero point) *
+ * scale, the same two roundings), 16 values at a time. */
+__attribute__((target("avx2,fma"))) static void dequant_rows_avx2(const nb_geom *g, int64_t r0, int64_t r1, float *w)
+{
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t blk = 0; blk < g->blocks; blk++) {
+            const uint8_t *p = g->b + (r * g->blocks + blk) * g->blob;
+            float z = (float)zero_point(g, r, blk), s = g->scale[r * g->blocks + blk];
+            __m256 zv = _mm256_set1_ps(z), sv = _mm256_set1_ps(s);
+            int64_t len = g->k - blk * g->bs < g->bs ? g->k - blk * g->bs : g->bs, j = 0;
+            float *o = w + (r - r0) * g->k + blk * g->bs;
+            for (; j + 16 <= len; j += 16) {
+                __m128i b = _mm_loadl_epi64((const __m128i *)(p + j / 2));
+                __m128i q = _mm_unpacklo_epi8(_mm_and_si128(b, mask), _mm_and_si128(_mm_srli_epi16(b, 4), mask));
+                __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+                __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q, 8)));
+                _mm256_storeu_ps(o + j, _mm256_mul_ps(_mm256_sub_ps(lo, zv), sv));
+                _mm256_storeu_ps(o + j + 8, _mm256_mul_ps(_mm256_sub_ps(hi, zv), sv));
+            }
+            for (; j < len; j++)
+                o[j] = ((float)((p[j / 2] >> (j % 2 * 4)) & 15u) - z) * s;
+        }
+}
+#endif
+
+/* Rows [r0, r1) of n's dequantized weight into w: the vector loop where
+ * it applies, xf_nbits_dequantize_rows otherwise (whose g_idx check
+ * passed when the node was prepared). */
+static void dequant_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0, int64_t r1, float *w)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
-    int64_t k = t->nb_k, nn = t->nb_n, m = xf_rt_numel(&in[0]) / k;
+#if NB_X86
+    if (t->nb_bits == 4 && t->nb_block % 2 == 0 && !has_input(n, 4) &&
+        !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) && __builtin_cpu_supports("avx2")) {
+        nb_geom g = geom_of(n, in);
+        dequant_rows_avx2(&g, r0, r1, w);
+        return;
+    }
+#endif
+    xf_error e;
+    xf_nbits_dequantize_rows(n, in, r0, r1, w, &e);
+}
+
+/* Columns of the weight one tile of the dequantizing path holds: a
+ * multiple of 16 whose floats take about 1 MiB, so that a tile stays in
+ * the core's cache between its dequantization and its product; 4 MiB for
+ * products of 128 rows or more, where oneDNN's packing of A for every
+ * tile costs more than the wider tile's misses. */
+static int64_t tile_cols(int64_t m, int64_t k, int64_t nn)
+{
+    int64_t t = (m >= 128 ? 1048576 : 262144) / k / 16 * 16;
+    t = t < 16 ? 16 : t;
+    return t < nn ? t : nn;
+}
+
+static xf_status tiled_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                           xf_error *err)
+{
+    (void)st;
+    const xf_attn_attrs *t = &n->attrs.attn;
+    int64_t k = t->nb_k, nn = t->nb_n, m = xf_rt_numel(&in[0]) / k, tc = tile_cols(m, k, nn);
+    int64_t tiles = (nn + tc - 1) / tc;
     const float *a = in[0].data, *bias = n->n_inputs > 5 && n->inputs[5] >= 0 ? in[5].data : NULL;
     float *y = out[0].data, *aq = NULL;
     if (m < 1)
@@ -612,10 +679,35 @@ static xf_status nbits_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vie
     }
     for (int64_t i = 0; bias && i < m; i++)
         memcpy(y + i * nn, bias, sizeof *y * (size_t)nn);
-    dnnl_status_t s = dnnl_sgemm('N', 'T', m, nn, k, 1.0f, a, k, st->folded_w, k, bias ? 1.0f : 0.0f, y, nn);
+    dnnl_status_t failed = dnnl_success;
+    bool nomem = false;
+    /* each thread dequantizes its tiles into its own buffer; oneDNN runs
+     * the products inside the parallel region on the calling thread */
+    XF_DN_PRAGMA(omp parallel if (tiles > 1))
+    {
+        float *w = malloc(sizeof *w * (size_t)(tc * k));
+        XF_DN_PRAGMA(omp for schedule(static))
+        for (int64_t ti = 0; ti < tiles; ti++) {
+            int64_t r0 = ti * tc, r1 = r0 + tc < nn ? r0 + tc : nn;
+            if (!w) {
+                XF_DN_PRAGMA(omp atomic write)
+                nomem = true;
+                continue;
+            }
+            dequant_rows(n, in, r0, r1, w);
+            dnnl_status_t s = dnnl_sgemm('N', 'T', m, r1 - r0, k, 1.0f, a, k, w, k, bias ? 1.0f : 0.0f, y + r0, nn);
+            if (s != dnnl_success) {
+                XF_DN_PRAGMA(omp atomic write)
+                failed = s;
+            }
+        }
+        free(w);
+    }
     free(aq);
-    if (s != dnnl_success)
-        return xf_dn_fail(err, n, "dnnl_sgemm", s);
+    if (nomem)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    if (failed != dnnl_success)
+        return xf_dn_fail(err, n, "dnnl_sgemm", failed);
     return XF_OK;
 }
 
@@ -643,11 +735,11 @@ static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
         st->own_run = int8_run;
         return XF_OK;
     }
-    st->folded_w = malloc(sizeof(float) * (size_t)(t->nb_n * t->nb_k));
-    if (!st->folded_w)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    st->own_run = nbits_run;
-    return xf_nbits_dequantize(n, in, st->folded_w, err);
+    /* otherwise the weight is dequantized a tile at a time at each run;
+     * a bad g_idx is refused here, before any run */
+    float row[1];
+    st->own_run = tiled_run;
+    return t->nb_k > 0 && has_input(n, 4) ? xf_nbits_dequantize_rows(n, in, 0, 0, row, err) : XF_OK;
 }
 
 const xf_dn_handler xf_dn_nbits_handler = {nbits_handles, NULL, nbits_prepare, NULL};

@@ -47,10 +47,11 @@ bool xf_nbits_quantizes_a(const xf_node *n, const xf_tensor_view *in)
     return n->attrs.attn.nb_accuracy == 4 && !has(n, in, 4) && !(has(n, in, 3) && in[3].dtype == XF_DT_FLOAT);
 }
 
-xf_status xf_nbits_dequantize(const xf_node *n, const xf_tensor_view *in, float *w, xf_error *err)
+xf_status xf_nbits_dequantize_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0, int64_t r1, float *w,
+                                   xf_error *err)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
-    int64_t k = t->nb_k, nn = t->nb_n, bits = t->nb_bits, bs = t->nb_block, blocks = (k + bs - 1) / bs;
+    int64_t k = t->nb_k, bits = t->nb_bits, bs = t->nb_block, blocks = (k + bs - 1) / bs;
     int64_t blob = bs * bits / 8, zp_row = (blocks * bits + 7) / 8;
     const uint8_t *b = in[1].data, *zq = NULL;
     const float *sc = in[2].data, *zf = NULL;
@@ -61,15 +62,38 @@ xf_status xf_nbits_dequantize(const xf_node *n, const xf_tensor_view *in, float 
         else
             zq = in[3].data;
     }
-    for (int64_t r = 0; r < nn; r++)
-        for (int64_t c = 0; c < k; c++) {
-            int64_t blk = gi ? gi[c] : c / bs;
-            if (blk < 0 || blk >= blocks)
-                return bad(err, n, "g_idx names a block out of range");
-            float q = (float)unpack(b + (r * blocks + c / bs) * blob, c % bs, bits);
-            float z = zf ? zf[r * blocks + blk] : zq ? (float)unpack(zq + r * zp_row, blk, bits) : (float)(1 << (bits - 1));
-            w[r * k + c] = (q - z) * sc[r * blocks + blk];
+    float mid = (float)(1 << (bits - 1)); /* the zero point when none is given */
+    for (int64_t c = 0; gi && c < k; c++)
+        if (gi[c] < 0 || gi[c] >= blocks)
+            return bad(err, n, "g_idx names a block out of range");
+    for (int64_t r = r0; r < r1; r++) {
+        float *wr = w + (r - r0) * k;
+        for (int64_t blk = 0; !gi && blk < blocks; blk++) {
+            /* a block's values share its zero point and scale */
+            const uint8_t *p = b + (r * blocks + blk) * blob;
+            float z = zf ? zf[r * blocks + blk] : zq ? (float)unpack(zq + r * zp_row, blk, bits) : mid;
+            float s = sc[r * blocks + blk];
+            int64_t len = k - blk * bs < bs ? k - blk * bs : bs;
+            float *o = wr + blk * bs;
+            if (bits == 4) {
+                for (int64_t j = 0; j < len / 2; j++) {
+                    o[2 * j] = ((float)(p[j] & 15u) - z) * s;
+                    o[2 * j + 1] = ((float)(p[j] >> 4) - z) * s;
+                }
+                if (len % 2)
+                    o[len - 1] = ((float)(p[len / 2] & 15u) - z) * s;
+            } else {
+                for (int64_t j = 0; j < len; j++)
+                    o[j] = ((float)unpack(p, j, bits) - z) * s;
+            }
         }
+        for (int64_t c = 0; gi && c < k; c++) {
+            int64_t blk = gi[c];
+            float q = (float)unpack(b + (r * blocks + c / bs) * blob, c % bs, bits);
+            float z = zf ? zf[r * blocks + blk] : zq ? (float)unpack(zq + r * zp_row, blk, bits) : mid;
+            wr[c] = (q - z) * sc[r * blocks + blk];
+        }
+    }
     return XF_OK;
 }
 
@@ -99,7 +123,7 @@ xf_status xf_ref_ms_matmul_nbits(const xf_node *n, const xf_tensor_view *in, con
         free(w);
         return nomem(err, n);
     }
-    xf_status st = xf_nbits_dequantize(n, in, w, err);
+    xf_status st = xf_nbits_dequantize_rows(n, in, 0, nn, w, err);
     const float *a = in[0].data, *bias = has(n, in, 5) ? in[5].data : NULL;
     if (aq) {
         xf_nbits_quantize_a(a, aq, m, k, t->nb_block);

@@ -329,8 +329,11 @@ xf_status xf_ref_linear_attention(const xf_node *n, const xf_tensor_view *in, co
  * ONNX Runtime's CPU kernel computes with A quantized to int8 per block of
  * K (scale max |a| / 127, rounded to nearest even); xf_nbits_quantize_a
  * gives that A back in float, and xf_nbits_quantizes_a says whether the
- * node does it. */
-xf_status xf_nbits_dequantize(const xf_node *n, const xf_tensor_view *in, float *w, xf_error *err);
+ * node does it.  xf_nbits_dequantize_rows writes rows [r0, r1) of the
+ * dequantized weight to w (r1 - r0 rows of K); it fails only on a g_idx
+ * naming a block out of range. */
+xf_status xf_nbits_dequantize_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0, int64_t r1, float *w,
+                                   xf_error *err);
 bool xf_nbits_quantizes_a(const xf_node *n, const xf_tensor_view *in);
 void xf_nbits_quantize_a(const float *a, float *out, int64_t m, int64_t k, int64_t block);
 xf_status xf_ref_ms_matmul_nbits(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,

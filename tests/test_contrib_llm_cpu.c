@@ -1,9 +1,10 @@
 /* The cpu backend's own paths for com.microsoft MatMulNBits,
  * MatMulIntegerToFloat and DynamicQuantizeMatMul against cpu_ref, static and
  * dynamic, on random shapes: MatMulNBits of 1 to 4 rows (the packed-weight
- * path) and of more (the int8 path at accuracy_level 4, sgemm on the
- * dequantized weight otherwise), K not a multiple of the block, blocks of
- * 16 to 128, zero points or none, a bias or none, 8 bits too; the int8
+ * path) and of more (the int8 path at accuracy_level 4, sgemms on tiles of
+ * the dequantized weight otherwise, several tiles too), K not a multiple of
+ * the block, blocks of 16 to 128, uint8 or float zero points or none, a
+ * g_idx (a bad one refused), a bias or none, 8 bits too; the int8
  * products of MatMulIntegerToFloat and DynamicQuantizeMatMul with uint8 and
  * int8 operands, B's scale and zero point per tensor or per column, A's
  * constant or fed at run time, which must match cpu_ref exactly.  ctest
@@ -17,6 +18,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MS "com.microsoft"
 
@@ -63,11 +65,33 @@ static void check_on_cpu(gbuild *b, int n_outs, const char *const *outs, double 
 
 /* ------------------------------------------------------------ MatMulNBits */
 
+/* the zero points' and g_idx's forms beyond uint8 ones */
+enum { NB_PLAIN, NB_FLOAT_ZP, NB_GIDX, NB_BAD_GIDX };
+
 typedef struct nb_form {
     int64_t m, k, n, block, bits;
     bool zp, bias;
-    int accuracy;
+    int accuracy, extra;
 } nb_form;
+
+/* Float zero points (n * blocks values in [0, 16)), or a g_idx of K
+ * blocks in [0, blocks) (one past the last at K - 1 when bad). */
+static xf_tensor *nb_extra(const nb_form *f, int64_t blocks)
+{
+    bool fzp = f->extra == NB_FLOAT_ZP;
+    xf_shape s = xf_shape_make(1, (int64_t[]){fzp ? f->n * blocks : f->k});
+    xf_tensor *x = xf_tensor_create(fzp ? XF_DT_FLOAT : XF_DT_INT32, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++) {
+        if (fzp)
+            ((float *)x->data)[i] = (float)xf_bt_rnd(0, 150) / 10.0f;
+        else
+            ((int32_t *)x->data)[i] = (int32_t)xf_bt_rnd(0, blocks - 1);
+    }
+    if (f->extra == NB_BAD_GIDX)
+        ((int32_t *)x->data)[f->k - 1] = (int32_t)blocks;
+    return x;
+}
 
 static void run_nbits(const nb_form *f)
 {
@@ -78,16 +102,37 @@ static void run_nbits(const nb_form *f)
     const char *a = gb_input(b, "a", gb_rand(b, DIMS(1, f->m, f->k)), NULL);
     const char *w = gb_const(b, random_bytes(XF_DT_UINT8, DIMS(f->n, blocks, blob)));
     const char *sc = gb_const(b, scales(f->n * blocks));
-    const char *zp = f->zp ? gb_const(b, random_bytes(XF_DT_UINT8, DIMS(f->n * zrow))) : "";
+    const char *zp = f->extra == NB_FLOAT_ZP ? gb_const(b, nb_extra(f, blocks))
+                     : f->zp                 ? gb_const(b, random_bytes(XF_DT_UINT8, DIMS(f->n * zrow)))
+                                             : "";
+    const char *gidx = f->extra >= NB_GIDX ? gb_const(b, nb_extra(f, blocks)) : "";
     const char *bias = f->bias ? gb_const(b, gb_rand(b, DIMS(f->n))) : "";
-    const char *y = gb_matmul_nbits(b, (const char *const[]){a, w, sc, zp, "", bias}, f->k, f->n, f->bits, f->block,
-                                    f->accuracy);
-    char what[160];
-    snprintf(what, sizeof what, "MatMulNBits M%lld K%lld N%lld block %lld bits %lld zp %d bias %d accuracy %d",
+    const char *y = gb_matmul_nbits(b, (const char *const[]){a, w, sc, zp, gidx, bias}, f->k, f->n, f->bits,
+                                    f->block, f->accuracy);
+    char what[192];
+    snprintf(what, sizeof what, "MatMulNBits M%lld K%lld N%lld block %lld bits %lld zp %d bias %d accuracy %d form %d",
              (long long)f->m, (long long)f->k, (long long)f->n, (long long)f->block, (long long)f->bits, f->zp,
-             f->bias, f->accuracy);
-    /* int32 block sums against cpu_ref's float sum of the same products */
-    check_on_cpu(b, 1, &y, -2e-5, what);
+             f->bias, f->accuracy, f->extra);
+    if (f->extra != NB_BAD_GIDX) {
+        /* int32 block sums against cpu_ref's float sum of the same products */
+        check_on_cpu(b, 1, &y, -2e-5, what);
+        return;
+    }
+    /* a g_idx naming a block past the last: refused when the static
+     * session prepares the node, before anything runs */
+    PUSH(b->g->n_output, b->g->output, mk_vi(y, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL, NULL));
+    Onnx__ModelProto *mp = mk_model(b->g, 17);
+    add_opset(mp, MS, 1);
+    xf_model *m;
+    xf_session *sess = NULL;
+    xf_error e;
+    ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", what, e.msg);
+    ck_assert_int_ne(xf_session_create(m->graph, 17, "cpu", NULL, &sess, &e), XF_OK);
+    ck_assert_ptr_null(sess);
+    ck_assert_msg(strstr(e.msg, "g_idx names a block out of range"), "%s: %s", what, e.msg);
+    xf_model_free(m);
+    for (int i = 0; i < b->n_feeds; i++)
+        xf_tensor_release(b->feeds[i]);
 }
 
 /* 48 random forms: every block size, rows 1..4 and more, K off the block. */
@@ -116,6 +161,12 @@ START_TEST(test_nbits_layers)
         {4, 640, 96, 64, 4, false, true, 4},    {12, 384, 100, 32, 4, true, true, 0},
         {1, 200, 45, 32, 4, true, true, 4},     {3, 90, 33, 32, 4, false, false, 4}, /* odd block counts */
         {2, 1000, 70, 128, 4, true, false, 4},  {1, 2048, 64, 32, 4, true, false, 4},
+        /* the float products, dequantized a tile at a time: tiles of 64
+         * columns at K 4091 (a partial last one), of 48 at K 5000 */
+        {9, 4091, 150, 32, 4, true, true, 0},   {3, 4096, 70, 16, 4, false, false, 0},
+        {6, 5000, 70, 64, 8, true, false, 0},   {5, 300, 40, 32, 4, false, true, 0, NB_FLOAT_ZP},
+        {17, 200, 33, 16, 4, true, false, 0, NB_GIDX}, {2, 100, 20, 32, 8, false, true, 4, NB_GIDX},
+        {8, 4096, 90, 32, 4, true, true, 0, NB_GIDX},  {5, 64, 8, 16, 4, false, false, 0, NB_BAD_GIDX},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
         run_nbits(&forms[i]);
