@@ -1,39 +1,100 @@
-/* The backend registry: every backend compiled in, found by name. */
+/* The backend registry: every backend of this build, found by name.
+ *
+ * The cuda backend is a module of its own (libxflow_cuda.so, which links
+ * the CUDA runtime, cuBLAS and cuDNN), loaded the first time it is asked
+ * for: cuBLAS alone takes some 150 MB of memory in a process that loads
+ * it, which a process running on the CPU should not pay, and a program
+ * of this build then runs where those libraries are absent.  The module
+ * takes the rest of xflow (cpu_ref, for the nodes it runs on the host)
+ * from the program that loads it, whose symbols the build exports.  It is
+ * looked for where the build put it, or at $XFLOW_CUDA_MODULE. */
 #include "xf_rt_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#ifdef XF_CUDA_MODULE
+#include <dlfcn.h>
+#include <pthread.h>
+#endif
 
 #ifdef XF_HAVE_DNNL
 extern const xf_backend xf_backend_cpu; /* cpu_dnnl.c */
 #endif
-#ifdef XF_HAVE_CUDA_BACKEND
-extern const xf_backend xf_backend_cuda; /* cuda_backend.c */
-#endif
 
-static const xf_backend *const backends[] = {
+static const xf_backend *const builtin[] = {
     &xf_backend_cpu_ref,
 #ifdef XF_HAVE_DNNL
     &xf_backend_cpu,
 #endif
-#ifdef XF_HAVE_CUDA_BACKEND
-    &xf_backend_cuda,
-#endif
 };
+enum { N_BUILTIN = (int)(sizeof builtin / sizeof *builtin) };
+
+#ifdef XF_CUDA_MODULE
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static const xf_backend *cuda_backend;
+static char cuda_error[1024];
+
+static void load_cuda(void)
+{
+    const char *path = getenv("XFLOW_CUDA_MODULE");
+    if (!path || !*path)
+        path = XF_CUDA_MODULE;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(cuda_error, sizeof cuda_error, "its module did not load: %s", dlerror());
+        return;
+    }
+    cuda_backend = dlsym(h, "xf_backend_cuda");
+    if (!cuda_backend) {
+        snprintf(cuda_error, sizeof cuda_error, "%s has no xf_backend_cuda", path);
+        dlclose(h);
+    }
+}
+
+static const xf_backend *cuda(void)
+{
+    pthread_once(&cuda_once, load_cuda);
+    return cuda_backend;
+}
+#endif
 
 const xf_backend *xf_backend_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof backends / sizeof *backends; i++)
-        if (name && strcmp(backends[i]->name, name) == 0)
-            return backends[i];
+    for (int i = 0; name && i < N_BUILTIN; i++)
+        if (strcmp(builtin[i]->name, name) == 0)
+            return builtin[i];
+#ifdef XF_CUDA_MODULE
+    if (name && strcmp(name, "cuda") == 0)
+        return cuda();
+#endif
+    return NULL;
+}
+
+const char *xf_backend_unavailable(const char *name)
+{
+#ifdef XF_CUDA_MODULE
+    if (name && strcmp(name, "cuda") == 0 && !cuda())
+        return cuda_error;
+#endif
+    (void)name;
     return NULL;
 }
 
 int xf_backend_list(const xf_backend *const **list)
 {
-    *list = backends;
-    return (int)(sizeof backends / sizeof *backends);
+    static const xf_backend *all[N_BUILTIN + 1];
+    int n = 0;
+    for (; n < N_BUILTIN; n++)
+        all[n] = builtin[n];
+#ifdef XF_CUDA_MODULE
+    if (cuda())
+        all[n++] = cuda();
+#endif
+    *list = all;
+    return n;
 }
 
 xf_status xf_rt_unsupported(xf_error *err, const xf_backend *be, const xf_node *n, const char *detail_fmt, ...)

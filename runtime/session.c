@@ -720,6 +720,9 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     *out = NULL;
     const char *name = backend_name ? backend_name : "cpu_ref";
     const xf_backend *be = xf_backend_find(name);
+    if (!be && xf_backend_unavailable(name))
+        return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend '%s' is unavailable: %s", name,
+                            xf_backend_unavailable(name));
     if (!be) {
         const xf_backend *const *list;
         int n = xf_backend_list(&list);

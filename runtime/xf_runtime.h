@@ -119,9 +119,15 @@ typedef struct xf_backend {
     void (*node_impl)(void *ctx, const xf_graph *g, int node, void *state, char *buf, size_t n);
 } xf_backend;
 
-/* The backend called name, or NULL. */
+/* The backend called name, or NULL.  The cuda backend is loaded (its
+ * module, with the CUDA libraries) the first time it is asked for. */
 const xf_backend *xf_backend_find(const char *name);
-/* All backends compiled in; returns how many and sets *list. */
+/* Why a backend this build has cannot be had ("its module did not load:
+ * libcudnn.so.9: cannot open shared object file ..."); NULL for one that
+ * can, and for a name this build does not have. */
+const char *xf_backend_unavailable(const char *name);
+/* All backends of this build that can be had; returns how many and sets
+ * *list. */
 int xf_backend_list(const xf_backend *const **list);
 /* The image formats ImageDecoder decodes in this build (each found
  * library's), each after a space: " jpeg png tiff webp jpeg2000 pnm bmp"

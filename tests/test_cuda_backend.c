@@ -6,7 +6,8 @@
  * sizes.  Without a GPU these are skipped with a visible line, and what
  * can be checked is: an op the backend cannot run is refused by name before
  * any device is touched, a session fails with "no CUDA device: ...", and
- * xflow-run says so in one line with a non-zero exit.  Without the CUDA
+ * xflow-run says so in one line with a non-zero exit; the backend's module
+ * is loaded only when asked for.  Without the CUDA
  * toolkit the backend is absent and the suite checks only that. */
 #include "backend_util.h"
 #include "conformance_util.h"
@@ -201,6 +202,45 @@ START_TEST(no_device_tool)
     } else {
         ck_assert_msg(rc == 0, "xflow-run --backend cuda failed: %s", out);
     }
+    free(out);
+}
+END_TEST
+
+/* The cuda backend is a module loaded when it is first asked for: a
+ * program of a build that has it loads it, with the CUDA libraries, only
+ * then (a run on the CPU maps no cuBLAS); a module that does not load is
+ * named in one line and a non-zero exit. */
+START_TEST(module_loaded_on_demand)
+{
+    ck_assert_msg(!xf_backend_unavailable("cuda"), "the cuda backend did not load: %s",
+                  xf_backend_unavailable("cuda"));
+    if (!xf_backend_find("cuda")) {
+        printf("test_cuda_backend: this build has no cuda backend\n");
+        return;
+    }
+    const char *tool = xf_test_tool("xflow-run");
+    char cmd[4096], *out = NULL;
+    /* the dynamic loader names every library it opens */
+    snprintf(cmd, sizeof cmd, "LD_DEBUG=files %s %s/examples/inception_block.onnx -q", tool, XF_SOURCE_DIR);
+    ck_assert_int_eq(xf_test_run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "calling init:") != NULL, "no LD_DEBUG output: %.300s", out);
+    ck_assert_msg(strstr(out, "libcublas") == NULL && strstr(out, "libxflow_cuda") == NULL,
+                  "a run on cpu_ref loaded the CUDA libraries");
+    free(out);
+    snprintf(cmd, sizeof cmd, "LD_DEBUG=files %s %s/examples/inception_block.onnx --backend cuda -q", tool,
+             XF_SOURCE_DIR);
+    xf_test_run(cmd, &out);
+    ck_assert_msg(strstr(out, "libxflow_cuda") != NULL && strstr(out, "libcublas") != NULL,
+                  "--backend cuda did not load the module: %.300s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "XFLOW_CUDA_MODULE=/nonexistent/libxflow_cuda.so %s %s/examples/inception_block.onnx "
+             "--backend cuda", tool, XF_SOURCE_DIR);
+    int rc = xf_test_run(cmd, &out);
+    ck_assert_msg(rc != 0 && rc < 128, "status %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "backend 'cuda' is unavailable: its module did not load: /nonexistent/libxflow_cuda.so")
+                  != NULL, "output: %s", out);
+    char *nl = strchr(out, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "more than one line: %s", out);
     free(out);
 }
 END_TEST
@@ -709,6 +749,7 @@ int main(int argc, char **argv)
         TCase *basic = tcase_create("no device");
         tcase_add_test(basic, no_device_session);
         tcase_add_test(basic, no_device_tool);
+        tcase_add_test(basic, module_loaded_on_demand);
         tcase_add_test(basic, refused_by_name);
         tcase_add_test(basic, pool_indices_host_fallback);
         tcase_add_loop_test(basic, zoo_ops_supported, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));

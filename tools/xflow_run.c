@@ -150,6 +150,8 @@ static int list_backends(void)
     int n = xf_backend_list(&list);
     for (int i = 0; i < n; i++)
         printf("%s\n", list[i]->name);
+    if (xf_backend_unavailable("cuda"))
+        printf("cuda (unavailable: %s)\n", xf_backend_unavailable("cuda"));
     return 0;
 }
 
@@ -178,6 +180,8 @@ static int parse_args(int argc, char **argv, options *o)
             const xf_backend *const *list;
             for (int i = 0, n = xf_backend_list(&list); i < n; i++)
                 printf(" %s", list[i]->name);
+            if (xf_backend_unavailable("cuda"))
+                printf(" (cuda unavailable: %s)", xf_backend_unavailable("cuda"));
             printf("\nImageDecoder formats:%s\n", formats[0] ? formats : " none");
             exit(0);
         } else if (!strcmp(a, "--list-backends")) {
