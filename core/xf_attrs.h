@@ -99,6 +99,10 @@ typedef struct xf_attn_attrs {
     /* MatMulNBits: K, N, bits, block_size and accuracy_level (0: unset);
      * GatherBlockQuantized: bits and block_size */
     int64_t nb_k, nb_n, nb_bits, nb_block, nb_accuracy;
+    /* GatherBlockQuantized that the cpu backend makes of a DequantizeLinear
+     * and a Gather (never imported or written): an index out of range is
+     * an error, as Gather's, rather than zeros */
+    int gbq_checked;
     /* ONNX's Attention (opset 23): q_num_heads, kv_num_heads, is_causal,
      * scale (0: 1/sqrt(head size)) and softcap are the fields above;
      * qk_matmul_output_mode 0 to 3; softmax_precision (0: not given);

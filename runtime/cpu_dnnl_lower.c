@@ -14,8 +14,18 @@
  * int4 codes and zero points moved up by 8 into uint4, which leaves every
  * difference code - zero point as it was), at accuracy level 0: the
  * weights it dequantizes are the DequantizeLinear's, and the products are
- * in float as MatMul's.  The written model is not touched: this is how the
- * backend runs it. */
+ * in float as MatMul's.
+ *
+ * A Gather along axis 0 of such a DequantizeLinear of a V x H table
+ * blocked along H (a quantized embedding) would dequantize the whole table
+ * at every run for the few rows it reads: it runs as one
+ * GatherBlockQuantized over the same codes, which dequantizes only the
+ * rows gathered (the same values: (q - zero point) * scale in float), and
+ * which, made here, refuses an index out of range as Gather does.  The
+ * DequantizeLinear goes when nothing else reads it (a tied output
+ * projection still does).
+ *
+ * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl.h"
 
 #include <stdio.h>
@@ -50,6 +60,24 @@ static bool gemm_takes_nbits(const xf_graph *g, const xf_node *m)
            b->shape.ndim == 2 && c->shape.dims[0] == b->shape.dims[0];
 }
 
+/* Whether d is a DequantizeLinear of constant 2-D int4 or uint4 codes w
+ * with constant float scales and, when given, constant zero points zp
+ * (else NULL). */
+static bool dq_of_codes(const xf_graph *g, const xf_node *d, const xf_tensor **w, const xf_tensor **scale,
+                        const xf_tensor **zp)
+{
+    if (d->op != XF_OP_DEQUANTIZE_LINEAR || d->n_inputs < 2 || d->n_outputs != 1)
+        return false;
+    bool has_zp = d->n_inputs > 2 && d->inputs[2] >= 0;
+    *w = xf_graph_constant(g, d->inputs[0]);
+    *scale = xf_graph_constant(g, d->inputs[1]);
+    *zp = has_zp ? xf_graph_constant(g, d->inputs[2]) : NULL;
+    if (!*w || !*scale || (has_zp && !*zp))
+        return false;
+    return ((*w)->dtype == XF_DT_INT4 || (*w)->dtype == XF_DT_UINT4) && (*w)->shape.ndim == 2 &&
+           (*scale)->dtype == XF_DT_FLOAT;
+}
+
 /* Whether MatMul node mm (or a Gemm A B^T + C) reads, as its B, a
  * DequantizeLinear of constant 4-bit codes blocked along the input dim
  * that nothing else reads. */
@@ -66,13 +94,8 @@ static bool nbits_pair_of(const xf_graph *g, int mm, nbits_pair *p)
         xf_graph_count_uses(g, b) != 1 || xf_graph_is_output(g, b))
         return false;
     const xf_node *d = &g->nodes[dq];
-    if (d->op != XF_OP_DEQUANTIZE_LINEAR || d->n_inputs < 2 || d->n_outputs != 1)
-        return false;
-    const xf_tensor *w = xf_graph_constant(g, d->inputs[0]), *scale = xf_graph_constant(g, d->inputs[1]);
-    const xf_tensor *zp = d->n_inputs > 2 && d->inputs[2] >= 0 ? xf_graph_constant(g, d->inputs[2]) : NULL;
-    if (!w || !scale || (d->n_inputs > 2 && d->inputs[2] >= 0 && !zp))
-        return false;
-    if ((w->dtype != XF_DT_INT4 && w->dtype != XF_DT_UINT4) || w->shape.ndim != 2 || scale->dtype != XF_DT_FLOAT)
+    const xf_tensor *w, *scale, *zp;
+    if (!dq_of_codes(g, d, &w, &scale, &zp))
         return false;
     int64_t k = w->shape.dims[gemm], n = w->shape.dims[!gemm], block = d->attrs.block_size;
     int64_t axis = d->attrs.axis < 0 ? d->attrs.axis + 2 : d->attrs.axis;
@@ -166,33 +189,120 @@ static int add_nbits(xf_graph *g, const nbits_pair *p)
     return i;
 }
 
+/* A Gather along axis 0 of a DequantizeLinear of constant V x H 4-bit
+ * codes blocked along H (an embedding table): it runs as one
+ * GatherBlockQuantized that dequantizes the rows gathered, not the
+ * table. */
+typedef struct gather_pair {
+    int dq, gather;
+    const xf_tensor *w, *scale, *zero_point; /* V x H codes; V x ceil(H / block); NULL when absent */
+    int64_t rows, cols, block;
+} gather_pair;
+
+static bool gather_pair_of(const xf_graph *g, int gi, gather_pair *p)
+{
+    const xf_node *ga = &g->nodes[gi];
+    if (ga->op != XF_OP_GATHER || ga->n_inputs != 2 || ga->inputs[0] < 0 || ga->inputs[1] < 0 ||
+        ga->outputs[0] < 0 || (ga->attrs.axis != 0 && ga->attrs.axis != -2))
+        return false;
+    int t = ga->inputs[0], dq = g->values[t].producer;
+    xf_dtype it = g->values[ga->inputs[1]].dtype;
+    if (dq < 0 || g->values[t].dtype != XF_DT_FLOAT || (it != XF_DT_INT32 && it != XF_DT_INT64))
+        return false;
+    const xf_node *d = &g->nodes[dq];
+    const xf_tensor *w, *scale, *zp;
+    if (!dq_of_codes(g, d, &w, &scale, &zp))
+        return false;
+    int64_t rows = w->shape.dims[0], cols = w->shape.dims[1], block = d->attrs.block_size;
+    if ((d->attrs.axis != 1 && d->attrs.axis != -1) || !is_pow2(block) || block < 16 || cols % 2 || rows < 1)
+        return false;
+    xf_shape blocks = xf_shape_make(2, (int64_t[]){rows, (cols + block - 1) / block});
+    if (!xf_shape_equal(&scale->shape, &blocks) ||
+        (zp && (zp->dtype != w->dtype || !xf_shape_equal(&zp->shape, &blocks))))
+        return false;
+    *p = (gather_pair){dq, gi, w, scale, zp, rows, cols, block};
+    return true;
+}
+
+/* Appends the GatherBlockQuantized that computes p's Gather output: the
+ * codes as uint4 two to a byte (int4 moved up by 8), the zero points
+ * likewise (an absent one 0); its node index or -1 when out of memory. */
+static int add_gather(xf_graph *g, const gather_pair *p)
+{
+    int64_t blocks = (p->cols + p->block - 1) / p->block, zrow = (blocks + 1) / 2;
+    xf_shape ds = xf_shape_make(2, (int64_t[]){p->rows, p->cols / 2});
+    xf_shape zs = xf_shape_make(2, (int64_t[]){p->rows, zrow});
+    xf_tensor *data = xf_tensor_create(XF_DT_UINT8, &ds), *z = xf_tensor_create(XF_DT_UINT8, &zs);
+    if (!data || !z) {
+        xf_tensor_release(data);
+        xf_tensor_release(z);
+        return -1;
+    }
+    /* ONNX's 4-bit codes are packed two to a byte, the first in the low
+     * nibble, as GatherBlockQuantized's: an even row starts a byte */
+    const uint8_t *src = p->w->data;
+    uint8_t *dd = data->data, *zd = z->data, flip = p->w->dtype == XF_DT_INT4 ? 0x88 : 0;
+    for (int64_t i = 0; i < p->rows * p->cols / 2; i++)
+        dd[i] = src[i] ^ flip;
+    for (int64_t r = 0; r < p->rows; r++)
+        for (int64_t q = 0; q < blocks; q++) {
+            unsigned zc = p->zero_point ? code_of(p->zero_point, r * blocks + q) : p->w->dtype == XF_DT_INT4 ? 8u : 0u;
+            zd[r * zrow + q / 2] = (uint8_t)(zd[r * zrow + q / 2] | zc << (q % 2 * 4));
+        }
+    const xf_node *ga = &g->nodes[p->gather];
+    const char *base = g->values[g->nodes[p->dq].inputs[0]].name;
+    int in[4] = {add_constant(g, base, "_gbq", data), ga->inputs[1], g->nodes[p->dq].inputs[1],
+                 add_constant(g, base, "_gbq_zero_points", z)};
+    if (in[0] < 0 || in[3] < 0)
+        return -1;
+    int y = g->nodes[p->gather].outputs[0];
+    char name[512];
+    snprintf(name, sizeof name, "%s", g->nodes[p->gather].name ? g->nodes[p->gather].name : "");
+    int i = xf_graph_add_node(g, XF_OP_MS_GATHER_BLOCK_QUANTIZED, name, 4, in, 1, &y);
+    if (i < 0)
+        return -1;
+    xf_attrs *a = &g->nodes[i].attrs;
+    a->axis = 1;
+    a->attn.nb_bits = 4;
+    a->attn.nb_block = p->block;
+    a->attn.gbq_checked = 1;
+    return i;
+}
+
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
 {
     int n0 = g->n_nodes, found = 0;
     bool *keep = malloc(sizeof *keep * (size_t)(n0 > 0 ? n0 : 1));
-    if (!keep)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n0; i++)
+    int *gathered = calloc((size_t)(n0 > 0 ? n0 : 1), sizeof *gathered); /* per DequantizeLinear: Gathers lowered */
+    bool nomem = !keep || !gathered;
+    for (int i = 0; !nomem && i < n0; i++)
         keep[i] = true;
-    for (int i = 0; i < n0; i++) {
+    for (int i = 0; !nomem && i < n0; i++) {
         nbits_pair p;
-        if (!nbits_pair_of(g, i, &p))
+        gather_pair q;
+        if (nbits_pair_of(g, i, &p)) {
+            nomem = add_nbits(g, &p) < 0;
+            keep[p.mm] = keep[p.dq] = false;
+        } else if (gather_pair_of(g, i, &q)) {
+            nomem = add_gather(g, &q) < 0;
+            keep[q.gather] = false;
+            gathered[q.dq]++;
+        } else {
             continue;
-        if (add_nbits(g, &p) < 0) {
-            free(keep);
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
         }
-        keep[p.mm] = keep[p.dq] = false;
         found++;
     }
-    if (!found) {
-        free(keep);
-        return XF_OK;
+    /* a DequantizeLinear whose every reader was lowered goes too */
+    for (int i = 0; !nomem && found && i < n0; i++) {
+        int v = g->nodes[i].n_outputs > 0 ? g->nodes[i].outputs[0] : -1;
+        if (gathered[i] && xf_graph_count_uses(g, v) == gathered[i]) /* graph outputs count */
+            keep[i] = false;
     }
-    bool *all = realloc(keep, sizeof *all * (size_t)g->n_nodes);
+    free(gathered);
+    bool *all = nomem || !found ? NULL : realloc(keep, sizeof *all * (size_t)g->n_nodes);
     if (!all) {
         free(keep);
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        return nomem || found ? xf_error_set(err, XF_ERR_NOMEM, "out of memory") : XF_OK;
     }
     for (int i = n0; i < g->n_nodes; i++)
         all[i] = true;

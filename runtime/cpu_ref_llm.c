@@ -380,34 +380,54 @@ xf_status xf_ref_ms_int_matmul_float(const xf_node *n, const xf_tensor_view *in,
 
 /* ------------------------------------------------------------ GatherBlockQuantized */
 
-/* uint8 data (G, ..., Q) gathered along axis 0, each value (q - zero point)
- * * scale of its block along the last axis, zero point 2^(bits - 1) when
- * none is given; indices out of [-G, G) give zeros, as in ONNX Runtime. */
+/* Code i of GatherBlockQuantized's data or zero points: of uint8 bytes
+ * packing bits-wide codes (rows of `row` bytes), or of int4 (signed) or
+ * uint4 elements. */
+static int gbq_code(xf_dtype t, const uint8_t *p, int64_t row, int64_t i, int64_t bits, int64_t row_bytes)
+{
+    if (t == XF_DT_UINT8)
+        return (int)unpack(p + row * row_bytes, i, bits);
+    unsigned c = xf_rt_packed_code(t, p, row + i);
+    return t == XF_DT_INT4 ? (int)(c ^ 8u) - 8 : (int)c;
+}
+
+/* Data (G, ..., Q) gathered along axis 0, each value (q - zero point) *
+ * scale of its block along the last axis.  uint8 data packs bits-wide
+ * codes, the zero point 2^(bits - 1) when none is given; int4 and uint4
+ * data hold one code an element, the zero point 0 when none is given (as
+ * ONNX Runtime's kernel).  Indices out of [-G, G) give zeros, as in ONNX
+ * Runtime (an error where the cpu backend made the node of a Gather). */
 xf_status xf_ref_ms_gather_block_quantized(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                            xf_error *err)
 {
     const xf_shape *d = &in[0].shape;
-    int64_t bits = n->attrs.attn.nb_bits, per = 8 / bits, bs = n->attrs.attn.nb_block;
-    int64_t g = d->dims[0], q = d->dims[d->ndim - 1] * per, rows = xf_rt_numel(&in[0]) / (g > 0 ? g : 1) / d->dims[d->ndim - 1];
+    xf_dtype dt = in[0].dtype;
+    bool u8 = dt == XF_DT_UINT8;
+    int64_t bits = u8 ? n->attrs.attn.nb_bits : 4, per = u8 ? 8 / bits : 1, bs = n->attrs.attn.nb_block;
+    int64_t g = d->dims[0], q = d->dims[d->ndim - 1] * per;
+    int64_t rows = xf_rt_numel(&in[0]) / (g > 0 ? g : 1) / d->dims[d->ndim - 1];
     int64_t blocks = (q + bs - 1) / bs, zrow = (blocks + per - 1) / per, count = xf_rt_numel(&in[1]);
     const uint8_t *data = in[0].data, *zp = has(n, in, 3) ? in[3].data : NULL;
     const float *sc = in[2].data;
-    float *y = out[0].data;
-    (void)err;
+    float *y = out[0].data, mid = u8 ? (float)(1 << (bits - 1)) : 0.0f;
     for (int64_t i = 0; i < count; i++) {
-        int64_t at = xf_rt_load_i64(in[1].dtype, in[1].data, i);
-        at += at < 0 ? g : 0;
+        int64_t k = xf_rt_load_i64(in[1].dtype, in[1].data, i), at = k + (k < 0 ? g : 0);
+        bool in_range = at >= 0 && at < g;
+        if (!in_range && n->attrs.attn.gbq_checked)
+            return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld (a Gather of a "
+                                  "DequantizeLinear, which this backend runs as one)", (long long)k, (long long)g);
         for (int64_t r = 0; r < rows; r++) {
             float *o = y + (i * rows + r) * q;
-            int64_t row = (at * rows + r) % (g * rows > 0 ? g * rows : 1);
-            for (int64_t c = 0; c < q; c++) {
-                if (at < 0 || at >= g) {
-                    o[c] = 0.0f;
-                    continue;
-                }
-                int64_t blk = c / bs;
-                float z = zp ? (float)unpack(zp + row * zrow, blk, bits) : (float)(1 << (bits - 1));
-                o[c] = ((float)unpack(data + row * (q / per), c, bits) - z) * sc[row * blocks + blk];
+            if (!in_range) {
+                memset(o, 0, sizeof *o * (size_t)q);
+                continue;
+            }
+            int64_t row = at * rows + r, drow = u8 ? row : row * q, zr = u8 ? row : row * blocks;
+            /* a block's values share its zero point and scale */
+            for (int64_t blk = 0; blk < blocks; blk++) {
+                float z = zp ? (float)gbq_code(dt, zp, zr, blk, bits, zrow) : mid, s = sc[row * blocks + blk];
+                for (int64_t c = blk * bs; c < q && c < (blk + 1) * bs; c++)
+                    o[c] = ((float)gbq_code(dt, data, drow, c, bits, q / per) - z) * s;
             }
         }
     }

@@ -335,11 +335,13 @@ END_TEST
 typedef struct gbq_case {
     int64_t g, rows, q, block, bits;
     int zp, i64;
+    xf_dtype dt; /* int4 or uint4 elements; else (XF_DT_UNDEFINED) uint8 bytes packing bits-wide codes */
 } gbq_case;
 
-/* uint8 data (G, rows, Q values) against Gather of the table dequantized
- * in standard ops (Sub, Mul per block, Reshape, Slice); indices include
- * negative ones. */
+/* Data (G, rows, Q values) against Gather of the table dequantized in
+ * standard ops (Sub, Mul per block, Reshape, Slice); indices include
+ * negative ones.  uint8 data's default zero point is 2^(bits - 1), int4
+ * and uint4 data's 0, and their rows need not start a byte. */
 static void run_gbq(const gbq_case *c, unsigned seed)
 {
     gbuild gb, *b = &gb;
@@ -349,23 +351,36 @@ static void run_gbq(const gbq_case *c, unsigned seed)
     unsigned *codes = calloc((size_t)(lines * full), sizeof *codes), *zc = malloc(sizeof *zc * (size_t)(lines * kb));
     float *codes_f = malloc(sizeof *codes_f * (size_t)(lines * full)), *zf = malloc(sizeof *zf * (size_t)(lines * kb));
     ck_assert(codes && zc && codes_f && zf);
+    /* codes as stored (int4: two's complement nibbles), values in float */
+    bool elems = c->dt != XF_DT_UNDEFINED;
+    int sub = c->dt == XF_DT_INT4 ? 8 : 0;
+    unsigned mask = (1u << c->bits) - 1u;
     for (int64_t l = 0; l < lines; l++)
-        for (int64_t i = 0; i < full; i++)
-            codes_f[l * full + i] = (float)(codes[l * full + i] = i < c->q ? next(b, 1u << c->bits) : 0);
-    for (int64_t i = 0; i < lines * kb; i++)
-        zf[i] = (float)(c->zp ? (zc[i] = next(b, 1u << c->bits)) : (zc[i] = 1u << (c->bits - 1)));
+        for (int64_t i = 0; i < full; i++) {
+            int v = i < c->q ? (int)next(b, 1u << c->bits) - sub : 0;
+            codes[l * full + i] = (unsigned)v & mask;
+            codes_f[l * full + i] = (float)v;
+        }
+    for (int64_t i = 0; i < lines * kb; i++) {
+        int v = c->zp ? (int)next(b, 1u << c->bits) - sub : elems ? 0 : 1 << (c->bits - 1);
+        zc[i] = (unsigned)v & mask;
+        zf[i] = (float)v;
+    }
     unsigned *dense = malloc(sizeof *dense * (size_t)(lines * c->q));
     ck_assert_ptr_nonnull(dense);
     for (int64_t l = 0; l < lines; l++)
         memcpy(dense + l * c->q, codes + l * full, sizeof *dense * (size_t)c->q);
-    uint8_t *packed = pack(dense, lines, c->q, c->bits, &row_bytes);
-    const char *data = gb_const(b, mk(XF_DT_UINT8, DIMS(c->g, c->rows, row_bytes), packed));
+    /* int4 and uint4 elements packed one after another, rows included */
+    uint8_t *packed = pack(dense, elems ? 1 : lines, elems ? lines * c->q : c->q, c->bits, &row_bytes);
+    const char *data = elems ? gb_const(b, mk(c->dt, DIMS(c->g, c->rows, c->q), packed))
+                             : gb_const(b, mk(XF_DT_UINT8, DIMS(c->g, c->rows, row_bytes), packed));
     xf_tensor *scales = gb_rand(b, DIMS(c->g, c->rows, kb));
     xf_tensor_retain(scales);
     const char *sc = gb_const(b, scales), *zp = "";
     if (c->zp) {
-        uint8_t *zpk = pack(zc, lines, kb, c->bits, &zrow);
-        zp = gb_const(b, mk(XF_DT_UINT8, DIMS(c->g, c->rows, zrow), zpk));
+        uint8_t *zpk = pack(zc, elems ? 1 : lines, elems ? lines * kb : kb, c->bits, &zrow);
+        zp = elems ? gb_const(b, mk(c->dt, DIMS(c->g, c->rows, kb), zpk))
+                   : gb_const(b, mk(XF_DT_UINT8, DIMS(c->g, c->rows, zrow), zpk));
         free(zpk);
     }
     int64_t idx[6];
@@ -390,9 +405,10 @@ static void run_gbq(const gbq_case *c, unsigned seed)
     const char *s = GB(b, "Reshape", gb_const(b, scales), gb_ints(b, 4, (int64_t[]){c->g, c->rows, kb, 1}));
     const char *table = GB(b, "Reshape", GB(b, "Mul", GB(b, "Sub", qf, z), s), gb_ints(b, 3, (int64_t[]){c->g, c->rows, full}));
     gb_pair(b, y, GB(b, "Gather", slice_last(b, table, 0, c->q), ids), FLOAT);
-    char what[96];
-    snprintf(what, sizeof what, "GatherBlockQuantized G%lld rows %lld Q%lld block %lld bits %lld zp %d",
-             (long long)c->g, (long long)c->rows, (long long)c->q, (long long)c->block, (long long)c->bits, c->zp);
+    char what[128];
+    snprintf(what, sizeof what, "GatherBlockQuantized G%lld rows %lld Q%lld block %lld bits %lld zp %d data %s",
+             (long long)c->g, (long long)c->rows, (long long)c->q, (long long)c->block, (long long)c->bits, c->zp,
+             elems ? xf_dtype_name(c->dt) : "uint8");
     gb_check(b, 1e-6, what);
     free(packed);
     free(dense);
@@ -403,11 +419,14 @@ static void run_gbq(const gbq_case *c, unsigned seed)
 }
 
 /* 4 and 8 bits, with and without zero points, Q not a multiple of the
- * block, int32 and int64 indices. */
+ * block, int32 and int64 indices; int4 and uint4 data (as ONNX Runtime's
+ * quantizer writes it), rows of an odd Q too. */
 START_TEST(test_gather_block_quantized)
 {
     static const gbq_case cases[] = {
-        {7, 1, 64, 32, 4, 1, 1}, {5, 2, 70, 16, 4, 0, 0}, {6, 1, 96, 32, 8, 1, 1}, {4, 3, 130, 128, 4, 1, 0},
+        {7, 1, 64, 32, 4, 1, 1},  {5, 2, 70, 16, 4, 0, 0},  {6, 1, 96, 32, 8, 1, 1},
+        {4, 3, 130, 128, 4, 1, 0}, {6, 1, 64, 32, 4, 1, 1, XF_DT_UINT4}, {5, 2, 45, 16, 4, 0, 0, XF_DT_INT4},
+        {4, 1, 96, 32, 4, 1, 0, XF_DT_INT4}, {3, 3, 33, 16, 4, 0, 1, XF_DT_UINT4},
     };
     GB_RUN_CASES(cases, run_gbq, 91);
 }

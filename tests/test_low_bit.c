@@ -501,6 +501,139 @@ START_TEST(int4_pairs_lowered_on_cpu)
 }
 END_TEST
 
+/* A 4-bit embedding table: a Gather along axis 0 of a DequantizeLinear of
+ * v x h codes blocked along h (scales, and zero points when zp, v x
+ * ceil(h / block)), by int64 indices of the given dims; when tied, the
+ * dequantized table is a graph output too (as a tied output projection
+ * reads it). */
+typedef struct emb_model {
+    xf_dtype wt;
+    int64_t v, h, block;
+    bool zp, tied;
+    int ids_ndim;
+    int64_t ids_dims[2];
+} emb_model;
+
+static xf_model *emb_model_make(const emb_model *d)
+{
+    xf_model *model = model_of(xf_graph_create("emb"));
+    xf_graph *g = model->graph;
+    int64_t nb = (d->h + d->block - 1) / d->block;
+    uint8_t w[64 * 64 / 2], zp[64 * 4 / 2];
+    float scale[64 * 4];
+    for (int i = 0; i < (int)sizeof w; i++)
+        w[i] = (uint8_t)(i * 41 + 5);
+    for (int i = 0; i < (int)sizeof zp; i++)
+        zp[i] = (uint8_t)(i * 23 + 9);
+    for (int i = 0; i < 64 * 4; i++)
+        scale[i] = 0.01f * (float)(i % 17 + 1);
+    xf_shape ids = xf_shape_make(d->ids_ndim, d->ids_dims);
+    int x = xf_graph_add_input(g, "ids", XF_DT_INT64, &ids);
+    xf_tensor *wt = mk(d->wt, DIMS(d->v, d->h), w), *st = mk(XF_DT_FLOAT, DIMS(d->v, nb), scale),
+              *zt = d->zp ? mk(d->wt, DIMS(d->v, nb), zp) : NULL;
+    int in[3] = {xf_graph_add_initializer(g, "table", wt), xf_graph_add_initializer(g, "scale", st),
+                 zt ? xf_graph_add_initializer(g, "zp", zt) : -1};
+    xf_tensor_release(wt);
+    xf_tensor_release(st);
+    xf_tensor_release(zt);
+    xf_shape unknown = {.ndim = -1};
+    int dqv = xf_graph_add_value(g, "table_dq", XF_DT_UNDEFINED, &unknown);
+    int yv = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, &unknown);
+    int dq = xf_graph_add_node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", d->zp ? 3 : 2, in, 1, &dqv);
+    g->nodes[dq].attrs.axis = 1;
+    g->nodes[dq].attrs.block_size = d->block;
+    ck_assert_int_ge(xf_graph_add_node(g, XF_OP_GATHER, "embed", 2, (int[]){dqv, x}, 1, &yv), 0);
+    xf_graph_add_output(g, yv);
+    if (d->tied)
+        xf_graph_add_output(g, dqv);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 25, &err) == XF_OK, "%s", err.msg);
+    return model;
+}
+
+/* Runs m on backend with indices ids; its first output (NULL, with the
+ * message in *err, where the run fails), and the session's op counts. */
+static xf_tensor *emb_run(const xf_model *m, const char *backend, xf_tensor *ids, bool dynamic, int *counts,
+                          xf_error *err)
+{
+    xf_session *s;
+    xf_tensor *out[2] = {NULL, NULL};
+    xf_session_options opt = {.force_dynamic = dynamic};
+    ck_assert_msg(xf_session_create(m->graph, 25, backend, &opt, &s, err) == XF_OK, "%s: %s", backend, err->msg);
+    xf_graph_count_ops(xf_session_graph(s), counts);
+    xf_status st = xf_session_run(s, &ids, out, err);
+    xf_session_free(s);
+    xf_tensor_release(out[1]);
+    ck_assert(st == XF_OK || !out[0]);
+    return out[0];
+}
+
+/* On the cpu backend a Gather along axis 0 of a DequantizeLinear of a 4-bit
+ * table blocked along its rows (blocks of 16 or more, a partial last one
+ * too) runs as one GatherBlockQuantized over the rows gathered, with the
+ * bytes cpu_ref gives running the pair as written, negative indices
+ * included; the DequantizeLinear stays where something else reads it,
+ * other forms are not lowered, and an index out of range is an error on
+ * both backends. */
+START_TEST(int4_embeddings_lowered_on_cpu)
+{
+    const struct {
+        emb_model d;
+        bool lowered;
+    } forms[] = {
+        {{XF_DT_INT4, 50, 64, 16, true, false, 1, {3}}, true},
+        {{XF_DT_UINT4, 20, 40, 16, false, false, 2, {2, 2}}, true},
+        {{XF_DT_INT4, 30, 64, 32, false, true, 1, {4}}, true},
+        {{XF_DT_UINT4, 40, 48, 16, true, true, 2, {1, 3}}, true},
+        /* blocks of 8: not GatherBlockQuantized's; rows of an odd number of
+         * codes do not start a byte */
+        {{XF_DT_INT4, 10, 32, 8, true, false, 1, {2}}, false},
+        {{XF_DT_UINT4, 10, 33, 16, true, false, 1, {2}}, false},
+    };
+    const int64_t idx[4] = {0, 9, -1, 4};
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+        const emb_model *d = &forms[f].d;
+        xf_model *m = emb_model_make(d);
+        xf_tensor *ids = mk(XF_DT_INT64, d->ids_ndim, d->ids_dims, idx);
+        int rc[XF_OP_COUNT + 1], cc[XF_OP_COUNT + 1], dc[XF_OP_COUNT + 1];
+        bool ok;
+        double worst;
+        xf_error err = {0};
+        xf_tensor *ref = emb_run(m, "cpu_ref", ids, false, rc, &err), *cpu = emb_run(m, "cpu", ids, false, cc, &err);
+        xf_tensor *dyn = emb_run(m, "cpu", ids, true, dc, &err);
+        ck_assert_int_eq(rc[XF_OP_MS_GATHER_BLOCK_QUANTIZED], 0);
+        for (int mode = 0; mode < 2; mode++) {
+            const int *c = mode ? dc : cc;
+            ck_assert_msg(c[XF_OP_MS_GATHER_BLOCK_QUANTIZED] == forms[f].lowered, "form %zu", f);
+            ck_assert_int_eq(c[XF_OP_GATHER], !forms[f].lowered);
+            ck_assert_int_eq(c[XF_OP_DEQUANTIZE_LINEAR], !forms[f].lowered || d->tied);
+        }
+        ck_assert_msg(ref && cpu && dyn, "form %zu: %s", f, err.msg);
+        ck_assert_int_eq(xf_tensor_compare(cpu, ref, 0, 0, &worst, NULL, &ok, &err), XF_OK);
+        ck_assert_msg(ok, "form %zu: cpu and cpu_ref differ by %g", f, worst);
+        ck_assert_int_eq(xf_tensor_compare(dyn, ref, 0, 0, &worst, NULL, &ok, &err), XF_OK);
+        ck_assert_msg(ok, "form %zu: dynamic cpu and cpu_ref differ by %g", f, worst);
+        xf_tensor_release(ref);
+        xf_tensor_release(cpu);
+        xf_tensor_release(dyn);
+        xf_tensor_release(ids);
+        /* the last index one past the table */
+        ids = mk(XF_DT_INT64, d->ids_ndim, d->ids_dims, idx);
+        int64_t last = xf_tensor_numel(ids) - 1;
+        ((int64_t *)ids->data)[last] = d->v;
+        char want[64];
+        snprintf(want, sizeof want, "index %lld out of range for axis of size %lld", (long long)d->v,
+                 (long long)d->v);
+        for (int b = 0; b < 2; b++) {
+            ck_assert_ptr_null(emb_run(m, b ? "cpu" : "cpu_ref", ids, false, cc, &err));
+            ck_assert_msg(strstr(err.msg, want), "form %zu: %s", f, err.msg);
+        }
+        xf_tensor_release(ids);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("low_bit");
@@ -518,6 +651,7 @@ int main(void)
     tcase_add_test(tc, packed_views);
     tcase_add_test(tc, int4_weight_model);
     tcase_add_test(tc, int4_pairs_lowered_on_cpu);
+    tcase_add_test(tc, int4_embeddings_lowered_on_cpu);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
