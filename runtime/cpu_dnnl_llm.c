@@ -17,7 +17,7 @@
  * weight is kept: a node holds its packed bytes only.
  *
  * A few rows (a decoder's token step) at accuracy_level 4 with AVX-512
- * VNNI, in static mode: the 4-bit weight is repacked once, still 4 bits a
+ * VNNI: the 4-bit weight is repacked once, still 4 bits a
  * value, into tiles of 16 columns whose 64-byte groups hold 8 values of K
  * for each column (4 in the low nibbles, 4 in the high), so that two masks
  * and two vpdpbusd take 128 products against A's int8 codes; zero points
@@ -32,8 +32,9 @@
  * in float times A, each block's sum times its scale.  Split over OpenMP's
  * threads by columns.
  *
- * In dynamic mode nodes are prepared at each run, and the weight is
- * unpacked or dequantized each time.  The int8 kernels are chosen at run
+ * In dynamic mode a node is prepared again only when its operands' shapes
+ * change (a prompt, then the first token step), and its weight unpacked or
+ * repacked then.  The int8 kernels are chosen at run
  * time from what the CPU has and what oneDNN may use (DNNL_MAX_CPU_ISA). */
 #include "cpu_dnnl.h"
 
@@ -457,10 +458,10 @@ typedef struct nb_q4 {
     float *scale;
 } nb_q4;
 
-static bool q4_ok(const xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int64_t m)
+static bool q4_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int64_t m)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
-    return c->states && int8_isa() == 2 && t->nb_bits == 4 && t->nb_block % 8 == 0 && m >= 1 &&
+    return int8_isa() == 2 && t->nb_bits == 4 && t->nb_block % 8 == 0 && m >= 1 &&
            m <= NB_PACKED_ROWS && !has_input(n, 4) && xf_nbits_quantizes_a(n, in) &&
            !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
 }
@@ -717,7 +718,7 @@ static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     const xf_attn_attrs *t = &n->attrs.attn;
     free(st->folded_w); /* a node prepared again */
     st->folded_w = NULL;
-    if (q4_ok(c, g, n, in, xf_rt_numel(&in[0]) / t->nb_k)) {
+    if (q4_ok(g, n, in, xf_rt_numel(&in[0]) / t->nb_k)) {
         st->folded_w = (float *)q4_pack(n, in);
         if (!st->folded_w)
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
