@@ -18,6 +18,7 @@
 #ifdef XF_CUDA_MODULE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 #endif
 
 #ifdef XF_HAVE_DNNL
@@ -40,11 +41,15 @@ static char cuda_error[1024];
 static void load_cuda(void)
 {
     const char *path = getenv("XFLOW_CUDA_MODULE");
-    if (!path || !*path)
+    bool given = path && *path;
+    if (!given)
         path = XF_CUDA_MODULE;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(cuda_error, sizeof cuda_error, "its module did not load: %s", dlerror());
+        /* a module not where the build put it may have been moved */
+        bool moved = !given && access(path, F_OK) != 0;
+        snprintf(cuda_error, sizeof cuda_error, "its module did not load: %s%s", dlerror(),
+                 moved ? " (set XFLOW_CUDA_MODULE to the path of libxflow_cuda.so)" : "");
         return;
     }
     cuda_backend = dlsym(h, "xf_backend_cuda");
