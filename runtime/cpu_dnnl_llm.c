@@ -29,8 +29,9 @@
  * accuracy_level 4 A is quantized to int8 per block as ONNX Runtime does
  * and each block's product is summed exactly in int32 (vpmaddubsw,
  * vpmaddwd) before its scales; otherwise each weight is (q - zero point)
- * in float times A, each block's sum times its scale.  Split over OpenMP's
- * threads by columns.
+ * in float, made once for all the rows (16 at a time where oneDNN may use
+ * AVX-512), times A, each block's sum times its scale.  Split over
+ * OpenMP's threads by columns.
  *
  * In dynamic mode a node is prepared again only when its operands' shapes
  * change (a prompt, then the first token step), and its weight unpacked or
@@ -129,29 +130,113 @@ __attribute__((target("avx2,fma"))) static void row_int8(const nb_geom *g, int64
     }
 }
 
-/* Columns [r0, r1) of one row of float A (blocks * bs, zeros past K). */
-__attribute__((target("avx2,fma"))) static void row_float(const nb_geom *g, int64_t r0, int64_t r1, const float *a,
-                                                          const float *bias, float *y)
+/* Columns [r0, r1) of m (at most NB_PACKED_ROWS) rows of float A (rows
+ * of blocks * bs, zeros past K, the next at a + padded): each 32 weights
+ * are unpacked and made (q - zero point) in float once for all the rows.
+ * Inlined with m a constant, so that the rows' sums stay in registers. */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+rows_float_m(const nb_geom *g, int64_t r0, int64_t r1, const float *a, const int64_t m, int64_t padded,
+             const float *bias, float *y)
 {
     for (int64_t r = r0; r < r1; r++) {
-        __m256 acc = _mm256_setzero_ps();
+        __m256 acc[NB_PACKED_ROWS];
+        for (int64_t i = 0; i < m; i++)
+            acc[i] = _mm256_setzero_ps();
         const uint8_t *w = g->b + r * g->blocks * g->blob;
         for (int64_t blk = 0; blk < g->blocks; blk++) {
-            __m256 z = _mm256_set1_ps((float)zero_point(g, r, blk)), part = _mm256_setzero_ps();
+            __m256 z = _mm256_set1_ps((float)zero_point(g, r, blk)), part[NB_PACKED_ROWS];
+            for (int64_t i = 0; i < m; i++)
+                part[i] = _mm256_setzero_ps();
             for (int64_t c = 0; c < g->bs; c += 32) {
                 __m256i q = unpack32(w + blk * g->blob + c / 2);
-                const float *ac = a + blk * g->bs + c;
                 __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
                 __m128i parts[4] = {q0, _mm_srli_si128(q0, 8), q1, _mm_srli_si128(q1, 8)};
                 for (int h = 0; h < 4; h++) {
                     __m256 wf = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[h])), z);
-                    part = _mm256_fmadd_ps(wf, _mm256_loadu_ps(ac + 8 * h), part);
+                    const float *ac = a + blk * g->bs + c + 8 * h;
+                    for (int64_t i = 0; i < m; i++)
+                        part[i] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(ac + i * padded), part[i]);
                 }
             }
-            acc = _mm256_fmadd_ps(part, _mm256_set1_ps(g->scale[r * g->blocks + blk]), acc);
+            __m256 s = _mm256_set1_ps(g->scale[r * g->blocks + blk]);
+            for (int64_t i = 0; i < m; i++)
+                acc[i] = _mm256_fmadd_ps(part[i], s, acc[i]);
         }
-        y[r] = hsum(acc) + (bias ? bias[r] : 0.0f);
+        for (int64_t i = 0; i < m; i++)
+            y[i * g->n + r] = hsum(acc[i]) + (bias ? bias[r] : 0.0f);
     }
+}
+
+/* rows_float_m 16 weights to a vector, with AVX-512: A's rows hold each
+ * 32 values even ones first, then odd ones, so that 16 bytes of codes
+ * widened to 16 ints give the 16 even weights in their low nibbles and the
+ * 16 odd ones in their high nibbles, without shuffles. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx2,fma"))) void
+rows_float512_m(const nb_geom *g, int64_t r0, int64_t r1, const float *a, const int64_t m, int64_t padded,
+                const float *bias, float *y)
+{
+    const __m512i low = _mm512_set1_epi32(15);
+    for (int64_t r = r0; r < r1; r++) {
+        /* blocks alternate between two sums a row: a block's scaling then
+         * waits on the block before the one before */
+        __m512 acc[2][NB_PACKED_ROWS];
+        for (int64_t i = 0; i < m; i++)
+            acc[0][i] = acc[1][i] = _mm512_setzero_ps();
+        const uint8_t *w = g->b + r * g->blocks * g->blob;
+        for (int64_t blk = 0; blk < g->blocks; blk++) {
+            /* two sums a row, so that each waits on half the products */
+            __m512 z = _mm512_set1_ps((float)zero_point(g, r, blk)), p0[NB_PACKED_ROWS], p1[NB_PACKED_ROWS];
+            for (int64_t i = 0; i < m; i++)
+                p0[i] = p1[i] = _mm512_setzero_ps();
+            for (int64_t c = 0; c < g->bs; c += 32) {
+                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + blk * g->blob + c / 2)));
+                __m512 w0 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_and_si512(q, low)), z);
+                __m512 w1 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4)), z);
+                const float *ac = a + blk * g->bs + c;
+                for (int64_t i = 0; i < m; i++) {
+                    p0[i] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(ac + i * padded), p0[i]);
+                    p1[i] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(ac + i * padded + 16), p1[i]);
+                }
+            }
+            __m512 s = _mm512_set1_ps(g->scale[r * g->blocks + blk]);
+            for (int64_t i = 0; i < m; i++)
+                acc[blk & 1][i] = _mm512_fmadd_ps(_mm512_add_ps(p0[i], p1[i]), s, acc[blk & 1][i]);
+        }
+        for (int64_t i = 0; i < m; i++)
+            y[i * g->n + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i])) + (bias ? bias[r] : 0.0f);
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void rows_float(const nb_geom *g, int64_t r0, int64_t r1, const float *a,
+                                                           int64_t m, int64_t padded, const float *bias, float *y)
+{
+    switch (m) {
+    case 1: rows_float_m(g, r0, r1, a, 1, padded, bias, y); break;
+    case 2: rows_float_m(g, r0, r1, a, 2, padded, bias, y); break;
+    case 3: rows_float_m(g, r0, r1, a, 3, padded, bias, y); break;
+    default: rows_float_m(g, r0, r1, a, 4, padded, bias, y); break;
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx2,fma"))) static void rows_float512(const nb_geom *g, int64_t r0, int64_t r1,
+                                                                              const float *a, int64_t m,
+                                                                              int64_t padded, const float *bias,
+                                                                              float *y)
+{
+    switch (m) {
+    case 1: rows_float512_m(g, r0, r1, a, 1, padded, bias, y); break;
+    case 2: rows_float512_m(g, r0, r1, a, 2, padded, bias, y); break;
+    case 3: rows_float512_m(g, r0, r1, a, 3, padded, bias, y); break;
+    default: rows_float512_m(g, r0, r1, a, 4, padded, bias, y); break;
+    }
+}
+
+/* Whether the float products of a few rows may use AVX-512: the CPU has
+ * it, and oneDNN may (DNNL_MAX_CPU_ISA). */
+static bool float512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core & ~dnnl_cpu_isa_avx2) != 0;
 }
 #endif
 
@@ -190,7 +275,7 @@ static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vi
     nb_geom g = geom_of(n, in);
     int64_t m = xf_rt_numel(&in[0]) / g.k, padded = g.blocks * g.bs;
     const float *a = in[0].data, *bias = has_input(n, 5) ? in[5].data : NULL;
-    bool int8 = xf_nbits_quantizes_a(n, in);
+    bool int8 = xf_nbits_quantizes_a(n, in), wide = !int8 && float512();
     /* per row: A padded with zeros, or its int8 codes, scales and sums */
     float *af = calloc((size_t)(m * (padded + 2 * g.blocks)), sizeof *af);
     int8_t *qa = calloc((size_t)(m * padded), 1);
@@ -204,20 +289,24 @@ static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vi
     for (int64_t i = 0; i < m; i++) {
         if (int8)
             quantize_row(a + i * g.k, g.k, g.bs, g.blocks, 0, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks);
-        else
+        else if (!wide)
             memcpy(af + i * padded, a + i * g.k, sizeof *af * (size_t)g.k);
+        /* for rows_float512: each 32 values even ones first, then odd
+         * ones, as a 16-byte group's low and high nibbles hold them */
+        for (int64_t c = 0; wide && c < g.k; c++)
+            af[i * padded + c / 32 * 32 + c % 2 * 16 + c % 32 / 2] = a[i * g.k + c];
     }
     int64_t chunks = (g.n + NB_PACKED_CHUNK - 1) / NB_PACKED_CHUNK;
     float *y = out[0].data;
     XF_OMP_FOR(chunks > 1)
     for (int64_t ch = 0; ch < chunks; ch++) {
         int64_t r0 = ch * NB_PACKED_CHUNK, r1 = r0 + NB_PACKED_CHUNK < g.n ? r0 + NB_PACKED_CHUNK : g.n;
-        for (int64_t i = 0; i < m; i++) {
-            if (int8)
-                row_int8(&g, r0, r1, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks, bias, y + i * g.n);
-            else
-                row_float(&g, r0, r1, af + i * padded, bias, y + i * g.n);
-        }
+        if (!int8 && wide)
+            rows_float512(&g, r0, r1, af, m, padded, bias, y);
+        else if (!int8)
+            rows_float(&g, r0, r1, af, m, padded, bias, y);
+        for (int64_t i = 0; int8 && i < m; i++)
+            row_int8(&g, r0, r1, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks, bias, y + i * g.n);
     }
     free(af);
     free(qa);
