@@ -388,7 +388,8 @@ static void node_free(xf_dn_node *st)
     free(st->args);
     free(st->exec);
     free(st->views);
-    free(st->folded_w);
+    if (!st->cached_w)
+        free(st->folded_w);
     free(st->folded_b);
     free(st->scratch);
     free(st);
@@ -625,6 +626,9 @@ static void dn_context_free(void *ctx)
     for (int i = 0; i < c->n_consts; i++)
         dnnl_memory_destroy(c->consts[i].mem);
     free(c->consts);
+    for (int i = 0; i < c->n_packed; i++)
+        free(c->packed[i].buf);
+    free(c->packed);
     dnnl_stream_destroy(c->stream);
     dnnl_engine_destroy(c->engine);
     free(c->layout);

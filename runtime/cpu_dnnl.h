@@ -47,7 +47,19 @@ typedef struct xf_dn_ctx {
      * way (an RNN's weights at every step), which then stay in cache */
     struct xf_dn_const *consts;
     int n_consts, cap_consts;
+    /* MatMulNBits' weights repacked for a path of this backend, kept by
+     * the weight's bytes: a node of a dynamic session prepared again for
+     * other shapes (each prompt's length, then the first token step) finds
+     * them repacked */
+    struct xf_dn_packed *packed;
+    int n_packed, cap_packed;
 } xf_dn_ctx;
+
+typedef struct xf_dn_packed {
+    const void *weight, *scales, *zero_points; /* the node's inputs 1 to 3 */
+    int kind;                                  /* which path's layout */
+    void *buf;                                 /* owned here */
+} xf_dn_packed;
 
 typedef struct xf_dn_const {
     const void *data;
@@ -127,6 +139,7 @@ typedef struct xf_dn_node {
     const void *bias_data; /* MatMul: a folded Add's constant, as bias */
     xf_shape bias_shape;
     float *folded_w, *folded_b;
+    bool cached_w; /* folded_w is the context's (xf_dn_packed), not the node's */
     /* a one-row product (a decoder's token, an RNN step) run as
      * dnnl_sgemm on the operands as stored: oneDNN's matmul primitive
      * reads the weights at about half the rate there */

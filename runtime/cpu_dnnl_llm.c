@@ -33,9 +33,10 @@
  * AVX-512), times A, each block's sum times its scale.  Split over
  * OpenMP's threads by columns.
  *
- * In dynamic mode a node is prepared again only when its operands' shapes
- * change (a prompt, then the first token step), and its weight unpacked or
- * repacked then.  The int8 kernels are chosen at run
+ * The unpacked and repacked weights are kept by the backend's context, by
+ * the weight's bytes: in dynamic mode, where a node is prepared again when
+ * its operands' shapes change (each prompt's length, then the first token
+ * step), it finds its weight in the layout its path reads.  The int8 kernels are chosen at run
  * time from what the CPU has and what oneDNN may use (DNNL_MAX_CPU_ISA). */
 #include "cpu_dnnl.h"
 
@@ -801,28 +802,53 @@ static xf_status tiled_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vie
     return XF_OK;
 }
 
+/* the layouts of the weight that paths repack it into */
+enum { NB_PACK_Q4 = 1, NB_PACK_INT8 };
+
+/* The weight of node n repacked for the path `kind`: the context's,
+ * packed by an earlier preparation of this node or another reading the
+ * same bytes, else packed now and kept there; NULL when out of memory. */
+static void *packed_weight(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, int kind)
+{
+    const void *zp = has_input(n, 3) ? in[3].data : NULL;
+    for (int i = 0; i < c->n_packed; i++) {
+        const xf_dn_packed *e = &c->packed[i];
+        if (e->weight == in[1].data && e->scales == in[2].data && e->zero_points == zp && e->kind == kind)
+            return e->buf;
+    }
+    if (c->n_packed == c->cap_packed) {
+        int cap = c->cap_packed ? 2 * c->cap_packed : 16;
+        xf_dn_packed *grown = realloc(c->packed, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return NULL;
+        c->packed = grown;
+        c->cap_packed = cap;
+    }
+    void *buf = kind == NB_PACK_Q4 ? (void *)q4_pack(n, in) : (void *)int8_pack(n, in);
+    if (buf)
+        c->packed[c->n_packed++] = (xf_dn_packed){in[1].data, in[2].data, zp, kind, buf};
+    return buf;
+}
+
 static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
-    free(st->folded_w); /* a node prepared again */
+    if (!st->cached_w)
+        free(st->folded_w); /* a node prepared again */
     st->folded_w = NULL;
-    if (q4_ok(g, n, in, xf_rt_numel(&in[0]) / t->nb_k)) {
-        st->folded_w = (float *)q4_pack(n, in);
+    st->cached_w = false;
+    bool q4 = q4_ok(g, n, in, xf_rt_numel(&in[0]) / t->nb_k);
+    if (q4 || (!packed_ok(g, n, xf_rt_numel(&in[0]) / t->nb_k) && int8_ok(n, in))) {
+        st->folded_w = packed_weight(c, n, in, q4 ? NB_PACK_Q4 : NB_PACK_INT8);
         if (!st->folded_w)
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-        st->own_run = q4_run;
+        st->cached_w = true;
+        st->own_run = q4 ? q4_run : int8_run;
         return XF_OK;
     }
     if (packed_ok(g, n, xf_rt_numel(&in[0]) / t->nb_k)) {
         st->own_run = packed_run;
-        return XF_OK;
-    }
-    if (int8_ok(n, in)) {
-        st->folded_w = (float *)int8_pack(n, in);
-        if (!st->folded_w)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-        st->own_run = int8_run;
         return XF_OK;
     }
     /* otherwise the weight is dequantized a tile at a time at each run;

@@ -173,6 +173,66 @@ START_TEST(test_nbits_layers)
 }
 END_TEST
 
+/* A dynamic session whose MatMulNBits nodes are prepared again as the
+ * rows change (prompts of several lengths, token steps, a prompt again):
+ * each run's outputs are cpu_ref's.  Two nodes read one weight (its
+ * repacked forms kept once by the session), at accuracy_level 4 (the
+ * int8 prompt path, the 4-bit token path) and at 0. */
+START_TEST(test_nbits_dynamic_rows)
+{
+    enum { K = 256, N = 48, BLOCK = 32, BLOCKS = K / BLOCK };
+    for (int accuracy = 0; accuracy <= 4; accuracy += 4) {
+        gbuild gb, *b = &gb;
+        gb_init(b, 5);
+        const char *a = gb_input(b, "a", gb_rand(b, DIMS(3, K)), NULL);
+        const char *w = gb_const(b, random_bytes(XF_DT_UINT8, DIMS(N, BLOCKS, BLOCK / 2)));
+        const char *sc = gb_const(b, scales(N * BLOCKS));
+        const char *zp = gb_const(b, random_bytes(XF_DT_UINT8, DIMS(N * BLOCKS / 2)));
+        const char *y1 = gb_matmul_nbits(b, (const char *const[]){a, w, sc, zp, "", ""}, K, N, 4, BLOCK, accuracy);
+        const char *y2 = gb_matmul_nbits(b, (const char *const[]){a, w, sc, zp, "", ""}, K, N, 4, BLOCK, accuracy);
+        const char *outs[2] = {y1, y2};
+        for (int k = 0; k < 2; k++)
+            PUSH(b->g->n_output, b->g->output, mk_vi(outs[k], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL, NULL));
+        Onnx__ModelProto *mp = mk_model(b->g, 17);
+        add_opset(mp, MS, 1);
+        xf_model *m;
+        xf_error e;
+        ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
+        /* the rows known only at run time */
+        xf_graph *g = m->graph;
+        g->values[g->inputs[0]].shape.dims[0] = -1;
+        for (int k = 0; k < g->n_outputs; k++)
+            g->values[g->outputs[k]].shape.ndim = -1;
+        xf_session *cpu, *ref;
+        xf_session_options dyn = {.force_dynamic = true};
+        ck_assert_msg(xf_session_create(m->graph, 17, "cpu", &dyn, &cpu, &e) == XF_OK, "%s", e.msg);
+        ck_assert_msg(xf_session_create(m->graph, 17, "cpu_ref", &dyn, &ref, &e) == XF_OK, "%s", e.msg);
+        static const int64_t rows[] = {9, 17, 1, 1, 3, 9, 2, 30};
+        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+            xf_shape shape = xf_shape_make(2, (int64_t[]){rows[r], K});
+            xf_tensor *x = xf_tensor_random(XF_DT_FLOAT, &shape, 40 + r), *got[2] = {0}, *want[2] = {0};
+            ck_assert_msg(xf_session_run(cpu, &x, got, &e) == XF_OK, "%s", e.msg);
+            ck_assert_msg(xf_session_run(ref, &x, want, &e) == XF_OK, "%s", e.msg);
+            for (int k = 0; k < 2; k++) {
+                bool ok;
+                double worst;
+                ck_assert_int_eq(xf_tensor_compare(got[k], want[k], 1e-4, 1e-4, &worst, NULL, &ok, &e), XF_OK);
+                ck_assert_msg(ok, "accuracy %d, %lld rows, output %d: off by %g", accuracy, (long long)rows[r], k,
+                              worst);
+                xf_tensor_release(got[k]);
+                xf_tensor_release(want[k]);
+            }
+            xf_tensor_release(x);
+        }
+        xf_session_free(cpu);
+        xf_session_free(ref);
+        xf_model_free(m);
+        for (int i = 0; i < b->n_feeds; i++)
+            xf_tensor_release(b->feeds[i]);
+    }
+}
+END_TEST
+
 /* ------------------------------- MatMulIntegerToFloat, DynamicQuantizeMatMul */
 
 typedef struct imf_form {
@@ -240,6 +300,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, free_allocs);
     tcase_add_test(tc, test_nbits_random);
     tcase_add_test(tc, test_nbits_layers);
+    tcase_add_test(tc, test_nbits_dynamic_rows);
     tcase_add_test(tc, test_int_matmul_float_random);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
