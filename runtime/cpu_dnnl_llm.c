@@ -387,15 +387,25 @@ static nb_int8 *int8_pack(const xf_node *n, const xf_tensor_view *in)
     p->w = (int8_t *)p + (sizeof(nb_int8) + 63) / 64 * 64;
     p->corr = (int32_t *)(p->w + wbytes);
     p->scale = (float *)(p->corr + per);
+    /* the tiles' rows apart, over OpenMP's threads */
+    XF_OMP_FOR(p->n > NB_TILE)
     for (int64_t r = 0; r < p->n; r++)
         for (int64_t blk = 0; blk < blocks; blk++) {
             int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE, sum = 0;
+            int64_t len = g.k - blk * bs < bs ? g.k - blk * bs : bs;
             int8_t *w = p->w + at / NB_TILE * NB_TILE * bs + r % NB_TILE * 4;
             const uint8_t *src = g.b + (r * blocks + blk) * g.blob;
             int z = (int)zero_point(&g, r, blk);
-            for (int64_t c = 0; c < bs && blk * bs + c < g.k; c++) {
-                int v = (int)((src[c / 2] >> (c % 2 * 4)) & 15u) - z;
-                w[c / 4 * NB_TILE * 4 + c % 4] = (int8_t)v;
+            /* two values a byte, the low nibble first */
+            for (int64_t c = 0; c + 1 < len; c += 2) {
+                int lo = (src[c / 2] & 15) - z, hi = (src[c / 2] >> 4) - z;
+                w[c / 4 * NB_TILE * 4 + c % 4] = (int8_t)lo;
+                w[c / 4 * NB_TILE * 4 + c % 4 + 1] = (int8_t)hi;
+                sum += lo + hi;
+            }
+            if (len % 2) {
+                int v = (src[len / 2] & 15) - z;
+                w[(len - 1) / 4 * NB_TILE * 4 + (len - 1) % 4] = (int8_t)v;
                 sum += v;
             }
             p->corr[at] = (int32_t)(-128 * sum);
@@ -570,12 +580,26 @@ static nb_q4 *q4_pack(const xf_node *n, const xf_tensor_view *in)
     p->w = (uint8_t *)p + (sizeof(nb_q4) + 63) / 64 * 64;
     p->scale = (float *)(p->w + wbytes);
     p->zp = (uint8_t *)(p->scale + per);
+    /* the tiles' rows apart (each its 4 bytes of a group), over OpenMP's
+     * threads */
+    XF_OMP_FOR(p->n > NB_TILE)
     for (int64_t r = 0; r < p->n; r++)
         for (int64_t blk = 0; blk < blocks; blk++) {
-            int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE;
+            int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE, c = 0;
+            int64_t len = g.k - blk * bs < bs ? g.k - blk * bs : bs;
             uint8_t *w = p->w + (r / NB_TILE * blocks + blk) * bs * NB_TILE / 2 + r % NB_TILE * 4;
             const uint8_t *src = g.b + (r * blocks + blk) * g.blob;
-            for (int64_t c = 0; c < bs && blk * bs + c < g.k; c++) {
+            /* 8 values (4 bytes) at a time: values c + j and c + 4 + j
+             * share byte j, in its low and high nibbles */
+            for (; c + 8 <= len; c += 8) {
+                const uint8_t *b = src + c / 2;
+                uint8_t *o = w + c / 8 * 64;
+                o[0] = (uint8_t)((b[0] & 15) | (b[2] & 15) << 4);
+                o[1] = (uint8_t)((b[0] >> 4) | (b[2] & 0xf0));
+                o[2] = (uint8_t)((b[1] & 15) | (b[3] & 15) << 4);
+                o[3] = (uint8_t)((b[1] >> 4) | (b[3] & 0xf0));
+            }
+            for (; c < len; c++) {
                 unsigned v = (src[c / 2] >> (c % 2 * 4)) & 15u;
                 w[c / 8 * 64 + c % 4] |= (uint8_t)(v << (c % 8 / 4 * 4));
             }
