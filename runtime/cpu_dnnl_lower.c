@@ -146,20 +146,35 @@ static int add_nbits(xf_graph *g, const nbits_pair *p)
              zs = xf_shape_make(1, (int64_t[]){p->n * zrow});
     xf_tensor *b = xf_tensor_create(XF_DT_UINT8, &bs), *s = xf_tensor_create(XF_DT_FLOAT, &ss),
               *z = xf_tensor_create(XF_DT_UINT8, &zs);
-    if (!b || !s || !z) {
+    int64_t count = p->k * p->n; /* even: k is whole blocks of 16 or more */
+    uint8_t *codes = p->by_row ? NULL : malloc((size_t)count);
+    if (!b || !s || !z || (!p->by_row && !codes)) {
         xf_tensor_release(b);
         xf_tensor_release(s);
         xf_tensor_release(z);
+        free(codes);
         return -1;
     }
     uint8_t *bd = b->data, *zd = z->data;
     float *sd = s->data;
     const float *scale = p->scale->data;
-    for (int64_t c = 0; c < p->n; c++)
-        for (int64_t r = 0; r < p->k; r++) {
-            int64_t at = c * p->k + r; /* column c's codes in order, two to a byte */
-            bd[at / 2] = (uint8_t)(bd[at / 2] | code_of(p->w, p->by_row ? at : r * p->n + c) << (at % 2 * 4));
-        }
+    /* column c's codes in order, two to a byte: a Gemm's N x K codes as
+     * they are; a MatMul's K x N ones unpacked, then read down columns */
+    const uint8_t *src = p->w->data;
+    uint8_t flip = p->w->dtype == XF_DT_INT4 ? 0x88 : 0;
+    if (p->by_row) {
+        for (int64_t i = 0; i < count / 2; i++)
+            bd[i] = src[i] ^ flip;
+    } else {
+        for (int64_t i = 0; i < count; i++)
+            codes[i] = (uint8_t)((src[i / 2] ^ flip) >> (i % 2 * 4) & 15);
+        for (int64_t c = 0; c < p->n; c++)
+            for (int64_t r = 0; r < p->k; r++) {
+                int64_t at = c * p->k + r;
+                bd[at / 2] = (uint8_t)(bd[at / 2] | codes[r * p->n + c] << (at % 2 * 4));
+            }
+        free(codes);
+    }
     for (int64_t c = 0; c < p->n; c++)
         for (int64_t q = 0; q < blocks; q++) {
             int64_t at = p->by_row ? c * blocks + q : q * p->n + c;
