@@ -266,6 +266,15 @@ static void quantize_row(const float *a, int64_t k, int64_t bs, int64_t blocks, 
     }
 }
 
+/* Row a (k values) into out with each 32 values even ones first, then
+ * odd ones, as a 16-byte group of 4-bit codes holds them in its low and
+ * high nibbles (the AVX-512 loops read the codes so, without shuffles). */
+static void even_odd(const float *a, int64_t k, float *out)
+{
+    for (int64_t c = 0; c < k; c++)
+        out[c / 32 * 32 + c % 2 * 16 + c % 32 / 2] = a[c];
+}
+
 /* the columns one thread of the packed path takes at a time */
 #define NB_PACKED_CHUNK 64
 
@@ -292,10 +301,8 @@ static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vi
             quantize_row(a + i * g.k, g.k, g.bs, g.blocks, 0, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks);
         else if (!wide)
             memcpy(af + i * padded, a + i * g.k, sizeof *af * (size_t)g.k);
-        /* for rows_float512: each 32 values even ones first, then odd
-         * ones, as a 16-byte group's low and high nibbles hold them */
-        for (int64_t c = 0; wide && c < g.k; c++)
-            af[i * padded + c / 32 * 32 + c % 2 * 16 + c % 32 / 2] = a[i * g.k + c];
+        else
+            even_odd(a + i * g.k, g.k, af + i * padded); /* as rows_float512 reads it */
     }
     int64_t chunks = (g.n + NB_PACKED_CHUNK - 1) / NB_PACKED_CHUNK;
     float *y = out[0].data;
@@ -744,13 +751,58 @@ __attribute__((target("avx2,fma"))) static void dequant_rows_avx2(const nb_geom 
 }
 #endif
 
-/* Rows [r0, r1) of n's dequantized weight into w: the vector loop where
- * it applies, xf_nbits_dequantize_rows otherwise (whose g_idx check
- * passed when the node was prepared). */
+#if NB_X86
+/* dequant_rows_avx2 with AVX-512 where K is whole blocks of a multiple of
+ * 32: each row's 32 values of a group even ones first, then odd ones (as
+ * even_odd orders A), 16 bytes of codes widened to 16 ints giving both. */
+__attribute__((target("avx512f,avx512bw,avx2,fma"))) static void dequant_rows512(const nb_geom *g, int64_t r0,
+                                                                                int64_t r1, float *w)
+{
+    const __m512i low = _mm512_set1_epi32(15);
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t blk = 0; blk < g->blocks; blk++) {
+            const uint8_t *p = g->b + (r * g->blocks + blk) * g->blob;
+            __m512 z = _mm512_set1_ps((float)zero_point(g, r, blk)), s = _mm512_set1_ps(g->scale[r * g->blocks + blk]);
+            float *o = w + (r - r0) * g->k + blk * g->bs;
+            for (int64_t c = 0; c < g->bs; c += 32) {
+                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + c / 2)));
+                __m512 even = _mm512_cvtepi32_ps(_mm512_and_si512(q, low));
+                __m512 odd = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
+                _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_sub_ps(even, z), s));
+                _mm512_storeu_ps(o + c + 16, _mm512_mul_ps(_mm512_sub_ps(odd, z), s));
+            }
+        }
+}
+#endif
+
+/* Whether the tiled path dequantizes n's weight with dequant_rows512 (A
+ * then ordered by even_odd). */
+static bool tiles_even_odd(const xf_node *n, const xf_tensor_view *in)
+{
+#if NB_X86
+    const xf_attn_attrs *t = &n->attrs.attn;
+    return t->nb_bits == 4 && t->nb_block % 32 == 0 && t->nb_k % t->nb_block == 0 && !has_input(n, 4) &&
+           !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) && float512();
+#else
+    (void)n;
+    (void)in;
+    return false;
+#endif
+}
+
+/* Rows [r0, r1) of n's dequantized weight into w: the vector loops where
+ * they apply (dequant_rows512's order where tiles_even_odd), else
+ * xf_nbits_dequantize_rows (whose g_idx check passed when the node was
+ * prepared). */
 static void dequant_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0, int64_t r1, float *w)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
 #if NB_X86
+    if (tiles_even_odd(n, in)) {
+        nb_geom g = geom_of(n, in);
+        dequant_rows512(&g, r0, r1, w);
+        return;
+    }
     if (t->nb_bits == 4 && t->nb_block % 2 == 0 && !has_input(n, 4) &&
         !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) && __builtin_cpu_supports("avx2")) {
         nb_geom g = geom_of(n, in);
@@ -783,13 +835,18 @@ static xf_status tiled_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vie
     int64_t tiles = (nn + tc - 1) / tc;
     const float *a = in[0].data, *bias = n->n_inputs > 5 && n->inputs[5] >= 0 ? in[5].data : NULL;
     float *y = out[0].data, *aq = NULL;
+    bool quantize = xf_nbits_quantizes_a(n, in), reorder = tiles_even_odd(n, in);
     if (m < 1)
         return XF_OK;
-    if (xf_nbits_quantizes_a(n, in)) {
-        aq = malloc(sizeof *aq * (size_t)(m * k));
+    if (quantize || reorder) {
+        aq = malloc(sizeof *aq * (size_t)(m * k) * (quantize && reorder ? 2 : 1));
         if (!aq)
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-        xf_nbits_quantize_a(a, aq, m, k, t->nb_block);
+        float *q = quantize && reorder ? aq + m * k : aq;
+        if (quantize)
+            xf_nbits_quantize_a(a, q, m, k, t->nb_block);
+        for (int64_t i = 0; reorder && i < m; i++)
+            even_odd((quantize ? q : a) + i * k, k, aq + i * k);
         a = aq;
     }
     for (int64_t i = 0; bias && i < m; i++)
