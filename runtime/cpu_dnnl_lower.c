@@ -168,11 +168,14 @@ static int add_nbits(xf_graph *g, const nbits_pair *p)
     } else {
         for (int64_t i = 0; i < count; i++)
             codes[i] = (uint8_t)((src[i / 2] ^ flip) >> (i % 2 * 4) & 15);
-        for (int64_t c = 0; c < p->n; c++)
-            for (int64_t r = 0; r < p->k; r++) {
-                int64_t at = c * p->k + r;
-                bd[at / 2] = (uint8_t)(bd[at / 2] | codes[r * p->n + c] << (at % 2 * 4));
-            }
+        /* in squares of 64 x 64 codes, which stay in cache */
+        for (int64_t r0 = 0; r0 < p->k; r0 += 64)
+            for (int64_t c0 = 0; c0 < p->n; c0 += 64)
+                for (int64_t c = c0; c < c0 + 64 && c < p->n; c++)
+                    for (int64_t r = r0; r < r0 + 64 && r < p->k; r++) {
+                        int64_t at = c * p->k + r;
+                        bd[at / 2] = (uint8_t)(bd[at / 2] | codes[r * p->n + c] << (at % 2 * 4));
+                    }
         free(codes);
     }
     for (int64_t c = 0; c < p->n; c++)

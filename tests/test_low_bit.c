@@ -325,8 +325,8 @@ static xf_model *int4_model_make(const int4_model *d, const uint8_t *w, const fl
     g->nodes[dq].attrs.axis = d->block || d->k_axis ? d->gemm : !d->gemm;
     g->nodes[dq].attrs.block_size = d->block;
     if (d->gemm) {
-        float bias[64];
-        for (int64_t i = 0; i < d->n && i < 64; i++)
+        float bias[128];
+        for (int64_t i = 0; i < d->n && i < 128; i++)
             bias[i] = 0.5f - 0.125f * (float)i;
         xf_tensor *bt = mk(XF_DT_FLOAT, DIMS(d->n), bias);
         int c = d->bias ? xf_graph_add_initializer(g, "bias", bt) : -1;
@@ -501,6 +501,41 @@ START_TEST(int4_pairs_lowered_on_cpu)
 }
 END_TEST
 
+/* A weight past one 64 x 64 square of the lowering's repacking (160 x
+ * 72, a partial square each way), as a MatMul and as a Gemm: cpu gives
+ * cpu_ref's outputs. */
+START_TEST(int4_pairs_lowered_large)
+{
+    enum { K = 160, N = 72, BLOCK = 32, NB = K / BLOCK, ROWS = 3 };
+    static uint8_t w[K * N / 2], zp[NB * N / 2];
+    static float scale[NB * N], xs[ROWS * K];
+    for (int i = 0; i < K * N / 2; i++)
+        w[i] = (uint8_t)(i * 97 + 13);
+    for (int i = 0; i < NB * N / 2; i++)
+        zp[i] = (uint8_t)(i * 31 + 7);
+    for (int i = 0; i < NB * N; i++)
+        scale[i] = 0.001f * (float)(i % 11 + 1);
+    for (int i = 0; i < ROWS * K; i++)
+        xs[i] = (float)((i * 5) % 19) * 0.125f - 1.0f;
+    for (int gemm = 0; gemm < 2; gemm++) {
+        int4_model d = {XF_DT_INT4, ROWS, K, N, BLOCK, false, false, gemm, gemm};
+        xf_model *m = int4_model_make(&d, w, scale, zp);
+        xf_tensor *x = mk(XF_DT_FLOAT, DIMS(ROWS, K), xs);
+        bool lowered, ok;
+        xf_tensor *ref = int4_run(m, "cpu_ref", x, &lowered), *cpu = int4_run(m, "cpu", x, &lowered);
+        ck_assert(lowered);
+        double worst;
+        xf_error err = {0};
+        ck_assert_int_eq(xf_tensor_compare(cpu, ref, 1e-5, 1e-5, &worst, NULL, &ok, &err), XF_OK);
+        ck_assert_msg(ok, "gemm %d: cpu and cpu_ref differ by %g", gemm, worst);
+        xf_tensor_release(ref);
+        xf_tensor_release(cpu);
+        xf_tensor_release(x);
+        xf_model_free(m);
+    }
+}
+END_TEST
+
 /* A 4-bit embedding table: a Gather along axis 0 of a DequantizeLinear of
  * v x h codes blocked along h (scales, and zero points when zp, v x
  * ceil(h / block)), by int64 indices of the given dims; when tied, the
@@ -651,6 +686,7 @@ int main(void)
     tcase_add_test(tc, packed_views);
     tcase_add_test(tc, int4_weight_model);
     tcase_add_test(tc, int4_pairs_lowered_on_cpu);
+    tcase_add_test(tc, int4_pairs_lowered_large);
     tcase_add_test(tc, int4_embeddings_lowered_on_cpu);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
