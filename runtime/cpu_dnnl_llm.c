@@ -1,4 +1,5 @@
-/* The cpu backend's MatMulNBits, in three paths.
+/* The cpu backend's MatMulNBits: the paths that repack the weight once or
+ * read it as stored, and the choice of a node's path.
  *
  * Many rows (a prompt) of 4-bit weights at accuracy_level 4 (A quantized
  * to int8 per block, as ONNX Runtime and cpu_ref do): int8 products.  The
@@ -9,53 +10,41 @@
  * times A's and B's block scales in float.  Split over OpenMP's threads by
  * column tiles and row groups.
  *
- * Other products (accuracy_level 0, 8 bits, float zero points, g_idx,
- * blocks of 16): at each run the weight is dequantized (in vectors where
- * there is no g_idx and no float zero point) a tile of columns
- * at a time (about 1 MiB of floats) into a buffer of the thread that
- * takes the tile, and each tile is one oneDNN sgemm (after A is quantized
- * per block at accuracy_level 4, as cpu_ref does).  No float copy of the
- * weight is kept: a node holds its packed bytes only.
- *
  * A few rows (a decoder's token step) at accuracy_level 4 with AVX-512
- * VNNI: the 4-bit weight is repacked once, still 4 bits a
- * value, into tiles of 16 columns whose 64-byte groups hold 8 values of K
- * for each column (4 in the low nibbles, 4 in the high), so that two masks
- * and two vpdpbusd take 128 products against A's int8 codes; zero points
- * come off each block's int32 sum as zero point x the block's code sum.
+ * VNNI: the 4-bit weight is repacked once, still 4 bits a value, into
+ * tiles of 16 columns whose 64-byte groups hold 8 values of K for each
+ * column (4 in the low nibbles, 4 in the high), so that two masks and two
+ * vpdpbusd take 128 products against A's int8 codes; zero points come off
+ * each block's int32 sum as zero point x the block's code sum.
  *
  * Otherwise a few rows of 4-bit weights in blocks of a multiple of 32, on
- * AVX2: the packed weight is read as stored, 32 values
- * at a time, which moves an eighth of the float copy's bytes.  At
- * accuracy_level 4 A is quantized to int8 per block as ONNX Runtime does
- * and each block's product is summed exactly in int32 (vpmaddubsw,
- * vpmaddwd) before its scales; otherwise each weight is (q - zero point)
- * in float, made once for all the rows (16 at a time where oneDNN may use
- * AVX-512), times A, each block's sum times its scale.  Split over
- * OpenMP's threads by columns.
+ * AVX2: the packed weight is read as stored, 32 values at a time, which
+ * moves an eighth of the float copy's bytes.  At accuracy_level 4 A is
+ * quantized to int8 per block as ONNX Runtime does and each block's
+ * product is summed exactly in int32 (vpmaddubsw, vpmaddwd) before its
+ * scales; otherwise each weight is (q - zero point) in float, made once
+ * for all the rows (16 at a time where oneDNN may use AVX-512), times A,
+ * each block's sum times its scale.  Split over OpenMP's threads by
+ * columns.
+ *
+ * Every other product (accuracy_level 0 past 4 rows, 8 bits, float zero
+ * points, g_idx, blocks of 16) dequantizes tiles of the weight at each run
+ * (cpu_dnnl_nbits_tiled.c).
  *
  * The unpacked and repacked weights are kept by the backend's context, by
  * the weight's bytes: in dynamic mode, where a node is prepared again when
  * its operands' shapes change (each prompt's length, then the first token
- * step), it finds its weight in the layout its path reads.  The int8 kernels are chosen at run
- * time from what the CPU has and what oneDNN may use (DNNL_MAX_CPU_ISA). */
-#include "cpu_dnnl.h"
+ * step), it finds its weight in the layout its path reads.  The int8
+ * kernels are chosen at run time from what the CPU has and what oneDNN may
+ * use (DNNL_MAX_CPU_ISA). */
+#include "cpu_dnnl_nbits.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define NB_X86 1
-#else
-#define NB_X86 0
-#endif
-
 /* the most rows of A the packed path takes */
 #define NB_PACKED_ROWS 4
-
-static bool has_input(const xf_node *n, int k) { return k < n->n_inputs && n->inputs[k] >= 0; }
 
 static bool packed_ok(const xf_graph *g, const xf_node *n, int64_t m)
 {
@@ -64,29 +53,6 @@ static bool packed_ok(const xf_graph *g, const xf_node *n, int64_t m)
         return false;
     return t->nb_bits == 4 && t->nb_block % 32 == 0 && m >= 1 && m <= NB_PACKED_ROWS && !has_input(n, 4) &&
            !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
-}
-
-typedef struct nb_geom {
-    int64_t k, n, bs, blocks, blob, zrow;
-    const uint8_t *b, *zp;
-    const float *scale;
-} nb_geom;
-
-/* a 4-bit node's geometry */
-static nb_geom geom_of(const xf_node *n, const xf_tensor_view *in)
-{
-    const xf_attn_attrs *t = &n->attrs.attn;
-    nb_geom g = {.k = t->nb_k, .n = t->nb_n, .bs = t->nb_block, .b = in[1].data, .scale = in[2].data};
-    g.blocks = (g.k + g.bs - 1) / g.bs;
-    g.blob = g.bs / 2;
-    g.zrow = (g.blocks + 1) / 2;
-    g.zp = has_input(n, 3) ? in[3].data : NULL;
-    return g;
-}
-
-static unsigned zero_point(const nb_geom *g, int64_t r, int64_t blk)
-{
-    return g->zp ? (unsigned)(g->zp[r * g->zrow + blk / 2] >> (blk % 2 * 4)) & 15u : 8u;
 }
 
 #if NB_X86
@@ -233,13 +199,6 @@ __attribute__((target("avx512f,avx512bw,avx2,fma"))) static void rows_float512(c
     }
 }
 
-/* Whether the float products of a few rows may use AVX-512: the CPU has
- * it, and oneDNN may (DNNL_MAX_CPU_ISA). */
-static bool float512(void)
-{
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core & ~dnnl_cpu_isa_avx2) != 0;
-}
 #endif
 
 /* One row of A quantized per block of bs as xf_nbits_quantize_a does
@@ -265,15 +224,6 @@ static void quantize_row(const float *a, int64_t k, int64_t bs, int64_t blocks, 
         if (qsum)
             qsum[blk] = sum;
     }
-}
-
-/* Row a (k values) into out with each 32 values even ones first, then
- * odd ones, as a 16-byte group of 4-bit codes holds them in its low and
- * high nibbles (the AVX-512 loops read the codes so, without shuffles). */
-static void even_odd(const float *a, int64_t k, float *out)
-{
-    for (int64_t c = 0; c < k; c++)
-        out[c / 32 * 32 + c % 2 * 16 + c % 32 / 2] = a[c];
 }
 
 /* the columns one thread of the packed path takes at a time */
@@ -724,220 +674,6 @@ static bool nbits_handles(const xf_graph *g, const xf_node *n)
     return true;
 }
 
-#if NB_X86
-/* Rows [r0, r1) of a 4-bit weight with uint8 or no zero points and no
- * g_idx dequantized as xf_nbits_dequantize_rows does ((q - zero point) *
- * scale, the same two roundings), 16 values at a time. */
-__attribute__((target("avx2,fma"))) static void dequant_rows_avx2(const nb_geom *g, int64_t r0, int64_t r1, float *w)
-{
-    const __m128i mask = _mm_set1_epi8(0x0f);
-    for (int64_t r = r0; r < r1; r++)
-        for (int64_t blk = 0; blk < g->blocks; blk++) {
-            const uint8_t *p = g->b + (r * g->blocks + blk) * g->blob;
-            float z = (float)zero_point(g, r, blk), s = g->scale[r * g->blocks + blk];
-            __m256 zv = _mm256_set1_ps(z), sv = _mm256_set1_ps(s);
-            int64_t len = g->k - blk * g->bs < g->bs ? g->k - blk * g->bs : g->bs, j = 0;
-            float *o = w + (r - r0) * g->k + blk * g->bs;
-            for (; j + 16 <= len; j += 16) {
-                __m128i b = _mm_loadl_epi64((const __m128i *)(p + j / 2));
-                __m128i q = _mm_unpacklo_epi8(_mm_and_si128(b, mask), _mm_and_si128(_mm_srli_epi16(b, 4), mask));
-                __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
-                __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q, 8)));
-                _mm256_storeu_ps(o + j, _mm256_mul_ps(_mm256_sub_ps(lo, zv), sv));
-                _mm256_storeu_ps(o + j + 8, _mm256_mul_ps(_mm256_sub_ps(hi, zv), sv));
-            }
-            for (; j < len; j++)
-                o[j] = ((float)((p[j / 2] >> (j % 2 * 4)) & 15u) - z) * s;
-        }
-}
-#endif
-
-#if NB_X86
-/* dequant_rows_avx2 with AVX-512 where K is whole blocks of a multiple of
- * 32: each row's 32 values of a group even ones first, then odd ones (as
- * even_odd orders A), 16 bytes of codes widened to 16 ints giving both. */
-__attribute__((target("avx512f,avx512bw,avx2,fma"))) static void dequant_rows512(const nb_geom *g, int64_t r0,
-                                                                                int64_t r1, float *w)
-{
-    const __m512i low = _mm512_set1_epi32(15);
-    for (int64_t r = r0; r < r1; r++)
-        for (int64_t blk = 0; blk < g->blocks; blk++) {
-            const uint8_t *p = g->b + (r * g->blocks + blk) * g->blob;
-            __m512 z = _mm512_set1_ps((float)zero_point(g, r, blk)), s = _mm512_set1_ps(g->scale[r * g->blocks + blk]);
-            float *o = w + (r - r0) * g->k + blk * g->bs;
-            for (int64_t c = 0; c < g->bs; c += 32) {
-                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + c / 2)));
-                __m512 even = _mm512_cvtepi32_ps(_mm512_and_si512(q, low));
-                __m512 odd = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
-                _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_sub_ps(even, z), s));
-                _mm512_storeu_ps(o + c + 16, _mm512_mul_ps(_mm512_sub_ps(odd, z), s));
-            }
-        }
-}
-#endif
-
-#if NB_X86
-/* Values [j, len) of one block of 8-bit codes p as (q - z) * s into o, as
- * far as whole vectors go (16 codes with AVX-512, 8 with AVX2); returns
- * where they stopped. */
-__attribute__((target("avx512f,avx512bw,avx2,fma"))) static int64_t block8_512(const uint8_t *p, int64_t j,
-                                                                              int64_t len, float z, float s,
-                                                                              float *o)
-{
-    __m512 zv = _mm512_set1_ps(z), sv = _mm512_set1_ps(s);
-    for (; j + 16 <= len; j += 16) {
-        __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + j))));
-        _mm512_storeu_ps(o + j, _mm512_mul_ps(_mm512_sub_ps(q, zv), sv));
-    }
-    return j;
-}
-
-__attribute__((target("avx2,fma"))) static int64_t block8_avx2(const uint8_t *p, int64_t j, int64_t len, float z,
-                                                               float s, float *o)
-{
-    __m256 zv = _mm256_set1_ps(z), sv = _mm256_set1_ps(s);
-    for (; j + 8 <= len; j += 8) {
-        __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + j))));
-        _mm256_storeu_ps(o + j, _mm256_mul_ps(_mm256_sub_ps(q, zv), sv));
-    }
-    return j;
-}
-
-/* Rows [r0, r1) of an 8-bit weight with uint8 or no zero points (128) and
- * no g_idx dequantized as xf_nbits_dequantize_rows does, in vectors. */
-static void dequant_rows8(const xf_node *n, const xf_tensor_view *in, int64_t r0, int64_t r1, float *w)
-{
-    const xf_attn_attrs *t = &n->attrs.attn;
-    int64_t k = t->nb_k, bs = t->nb_block, blocks = (k + bs - 1) / bs;
-    const uint8_t *b = in[1].data, *zp = has_input(n, 3) ? in[3].data : NULL;
-    const float *sc = in[2].data;
-    bool wide = float512();
-    for (int64_t r = r0; r < r1; r++)
-        for (int64_t blk = 0; blk < blocks; blk++) {
-            const uint8_t *p = b + (r * blocks + blk) * bs;
-            float z = zp ? (float)zp[r * blocks + blk] : 128.0f, s = sc[r * blocks + blk];
-            int64_t len = k - blk * bs < bs ? k - blk * bs : bs;
-            float *o = w + (r - r0) * k + blk * bs;
-            int64_t j = block8_avx2(p, wide ? block8_512(p, 0, len, z, s, o) : 0, len, z, s, o);
-            for (; j < len; j++)
-                o[j] = ((float)p[j] - z) * s;
-        }
-}
-#endif
-
-/* Whether the tiled path dequantizes n's weight with dequant_rows512 (A
- * then ordered by even_odd). */
-static bool tiles_even_odd(const xf_node *n, const xf_tensor_view *in)
-{
-#if NB_X86
-    const xf_attn_attrs *t = &n->attrs.attn;
-    return t->nb_bits == 4 && t->nb_block % 32 == 0 && t->nb_k % t->nb_block == 0 && !has_input(n, 4) &&
-           !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) && float512();
-#else
-    (void)n;
-    (void)in;
-    return false;
-#endif
-}
-
-/* Rows [r0, r1) of n's dequantized weight into w: the vector loops where
- * they apply (dequant_rows512's order where tiles_even_odd), else
- * xf_nbits_dequantize_rows (whose g_idx check passed when the node was
- * prepared). */
-static void dequant_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0, int64_t r1, float *w)
-{
-    const xf_attn_attrs *t = &n->attrs.attn;
-#if NB_X86
-    if (tiles_even_odd(n, in)) {
-        nb_geom g = geom_of(n, in);
-        dequant_rows512(&g, r0, r1, w);
-        return;
-    }
-    if (t->nb_bits == 8 && !has_input(n, 4) && !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) &&
-        __builtin_cpu_supports("avx2")) {
-        dequant_rows8(n, in, r0, r1, w);
-        return;
-    }
-    if (t->nb_bits == 4 && t->nb_block % 2 == 0 && !has_input(n, 4) &&
-        !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) && __builtin_cpu_supports("avx2")) {
-        nb_geom g = geom_of(n, in);
-        dequant_rows_avx2(&g, r0, r1, w);
-        return;
-    }
-#endif
-    xf_error e;
-    xf_nbits_dequantize_rows(n, in, r0, r1, w, &e);
-}
-
-/* Columns of the weight one tile of the dequantizing path holds: a
- * multiple of 16 whose floats take about 1 MiB, so that a tile stays in
- * the core's cache between its dequantization and its product; 4 MiB for
- * products of 128 rows or more, where oneDNN's packing of A for every
- * tile costs more than the wider tile's misses. */
-static int64_t tile_cols(int64_t m, int64_t k, int64_t nn)
-{
-    int64_t t = (m >= 128 ? 1048576 : 262144) / k / 16 * 16;
-    t = t < 16 ? 16 : t;
-    return t < nn ? t : nn;
-}
-
-static xf_status tiled_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                           xf_error *err)
-{
-    (void)st;
-    const xf_attn_attrs *t = &n->attrs.attn;
-    int64_t k = t->nb_k, nn = t->nb_n, m = xf_rt_numel(&in[0]) / k, tc = tile_cols(m, k, nn);
-    int64_t tiles = (nn + tc - 1) / tc;
-    const float *a = in[0].data, *bias = n->n_inputs > 5 && n->inputs[5] >= 0 ? in[5].data : NULL;
-    float *y = out[0].data, *aq = NULL;
-    bool quantize = xf_nbits_quantizes_a(n, in), reorder = tiles_even_odd(n, in);
-    if (m < 1)
-        return XF_OK;
-    if (quantize || reorder) {
-        aq = malloc(sizeof *aq * (size_t)(m * k) * (quantize && reorder ? 2 : 1));
-        if (!aq)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-        float *q = quantize && reorder ? aq + m * k : aq;
-        if (quantize)
-            xf_nbits_quantize_a(a, q, m, k, t->nb_block);
-        for (int64_t i = 0; reorder && i < m; i++)
-            even_odd((quantize ? q : a) + i * k, k, aq + i * k);
-        a = aq;
-    }
-    for (int64_t i = 0; bias && i < m; i++)
-        memcpy(y + i * nn, bias, sizeof *y * (size_t)nn);
-    dnnl_status_t failed = dnnl_success;
-    bool nomem = false;
-    /* each thread dequantizes its tiles into its own buffer; oneDNN runs
-     * the products inside the parallel region on the calling thread */
-    XF_DN_PRAGMA(omp parallel if (tiles > 1))
-    {
-        float *w = malloc(sizeof *w * (size_t)(tc * k));
-        XF_DN_PRAGMA(omp for schedule(static))
-        for (int64_t ti = 0; ti < tiles; ti++) {
-            int64_t r0 = ti * tc, r1 = r0 + tc < nn ? r0 + tc : nn;
-            if (!w) {
-                XF_DN_PRAGMA(omp atomic write)
-                nomem = true;
-                continue;
-            }
-            dequant_rows(n, in, r0, r1, w);
-            dnnl_status_t s = dnnl_sgemm('N', 'T', m, r1 - r0, k, 1.0f, a, k, w, k, bias ? 1.0f : 0.0f, y + r0, nn);
-            if (s != dnnl_success) {
-                XF_DN_PRAGMA(omp atomic write)
-                failed = s;
-            }
-        }
-        free(w);
-    }
-    free(aq);
-    if (nomem)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    if (failed != dnnl_success)
-        return xf_dn_fail(err, n, "dnnl_sgemm", failed);
-    return XF_OK;
-}
-
 /* the layouts of the weight that paths repack it into */
 enum { NB_PACK_Q4 = 1, NB_PACK_INT8 };
 
@@ -990,7 +726,7 @@ static xf_status nbits_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     /* otherwise the weight is dequantized a tile at a time at each run;
      * a bad g_idx is refused here, before any run */
     float row[1];
-    st->own_run = tiled_run;
+    st->own_run = xf_dn_nbits_tiled_run;
     return t->nb_k > 0 && has_input(n, 4) ? xf_nbits_dequantize_rows(n, in, 0, 0, row, err) : XF_OK;
 }
 
