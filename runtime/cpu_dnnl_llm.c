@@ -14,8 +14,10 @@
  * VNNI: the 4-bit weight is repacked once, still 4 bits a value, into
  * tiles of 16 columns whose 64-byte groups hold 8 values of K for each
  * column (4 in the low nibbles, 4 in the high), so that two masks and two
- * vpdpbusd take 128 products against A's int8 codes; zero points come off
- * each block's int32 sum as zero point x the block's code sum.
+ * vpdpbusd take 128 products against A's int8 codes; an 8-bit weight's
+ * groups hold 4 codes of each column as they are, one vpdpbusd's 64
+ * products.  Zero points come off each block's int32 sum as zero point x
+ * the block's code sum.
  *
  * Otherwise a few rows of 4-bit weights in blocks of a multiple of 32, on
  * AVX2: the packed weight is read as stored, 32 values at a time, which
@@ -503,15 +505,16 @@ static xf_status int8_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view
 
 /* ------------------------------------ a few rows at accuracy_level 4, VNNI */
 
-/* The repacked 4-bit weight of the VNNI token-step path.  Tile t (16
- * columns), block b, group s (8 values of K) is 64 bytes at
- * ((t * blocks + b) * (bs / 8) + s) * 64: byte 4 c + i holds column c's
- * value 8 s + i of the block in its low nibble and value 8 s + 4 + i in its
- * high nibble.  zp and scale: per tile and block, the 16 columns' zero
- * points (bytes) and scales.  Past N and K everything is 0.  The tiles are
- * even in number: the kernel takes two. */
+/* The repacked weight of the VNNI token-step path, 4 or 8 bits.  Tile t
+ * (16 columns), block b, group s (8 values of K at 4 bits, 4 at 8) is 64
+ * bytes at ((t * blocks + b) * groups + s) * 64: at 4 bits, byte 4 c + i
+ * holds column c's value 8 s + i of the block in its low nibble and value
+ * 8 s + 4 + i in its high nibble; at 8 bits, column c's value 4 s + i.
+ * zp and scale: per tile and block, the 16 columns' zero points (bytes)
+ * and scales.  Past N and K everything is 0.  The tiles are even in
+ * number: the kernel takes two. */
 typedef struct nb_q4 {
-    int64_t k, n, bs, blocks, tiles;
+    int64_t k, n, bs, blocks, tiles, bits;
     uint8_t *w, *zp;
     float *scale;
 } nb_q4;
@@ -519,7 +522,7 @@ typedef struct nb_q4 {
 static bool q4_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int64_t m)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
-    return int8_isa() == 2 && t->nb_bits == 4 && t->nb_block % 8 == 0 && m >= 1 &&
+    return int8_isa() == 2 && t->nb_block % (t->nb_bits == 4 ? 8 : 4) == 0 && m >= 1 &&
            m <= NB_PACKED_ROWS && !has_input(n, 4) && xf_nbits_quantizes_a(n, in) &&
            !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
 }
@@ -530,22 +533,33 @@ static nb_q4 *q4_pack(const xf_node *n, const xf_tensor_view *in)
     nb_geom g;
     int64_t tiles;
     size_t wbytes;
-    nb_q4 *p = tiled_alloc(n, in, sizeof(nb_q4), 1, 1 + sizeof(float), &g, &tiles, &wbytes);
+    int64_t bits = n->attrs.attn.nb_bits;
+    nb_q4 *p = tiled_alloc(n, in, sizeof(nb_q4), (size_t)bits / 4, 1 + sizeof(float), &g, &tiles, &wbytes);
     if (!p)
         return NULL;
     int64_t bs = g.bs, blocks = g.blocks, per = tiles * blocks * NB_TILE;
-    *p = (nb_q4){g.k, g.n, bs, blocks, tiles};
+    *p = (nb_q4){g.k, g.n, bs, blocks, tiles, bits};
     p->w = (uint8_t *)p + (sizeof(nb_q4) + 63) / 64 * 64;
     p->scale = (float *)(p->w + wbytes);
     p->zp = (uint8_t *)(p->scale + per);
     /* the tiles' rows apart (each its 4 bytes of a group), over OpenMP's
      * threads */
+    const uint8_t *zp8 = bits == 8 && has_input(n, 3) ? in[3].data : NULL;
     XF_OMP_FOR(p->n > NB_TILE)
     for (int64_t r = 0; r < p->n; r++)
         for (int64_t blk = 0; blk < blocks; blk++) {
             int64_t at = (r / NB_TILE * blocks + blk) * NB_TILE + r % NB_TILE, c = 0;
             int64_t len = g.k - blk * bs < bs ? g.k - blk * bs : bs;
-            uint8_t *w = p->w + (r / NB_TILE * blocks + blk) * bs * NB_TILE / 2 + r % NB_TILE * 4;
+            uint8_t *w = p->w + (r / NB_TILE * blocks + blk) * bs * NB_TILE * bits / 8 + r % NB_TILE * 4;
+            if (bits == 8) {
+                /* 4 codes of a column a group, as stored */
+                const uint8_t *src = g.b + (r * blocks + blk) * bs;
+                for (; c < len; c++)
+                    w[c / 4 * 64 + c % 4] = src[c];
+                p->zp[at] = zp8 ? zp8[r * blocks + blk] : 128;
+                p->scale[at] = g.scale[r * blocks + blk];
+                continue;
+            }
             const uint8_t *src = g.b + (r * blocks + blk) * g.blob;
             /* 8 values (4 bytes) at a time: values c + j and c + 4 + j
              * share byte j, in its low and high nibbles */
@@ -576,7 +590,7 @@ static inline __attribute__((always_inline)) NB_VNNI void q4_pair(const nb_q4 *p
                                                                   const int R, float *out)
 {
     const __m512i low = _mm512_set1_epi8(0x0f);
-    const int64_t groups = p->bs / 8, next = p->blocks * groups * 64; /* bytes from tile t to t + 1 */
+    const int64_t groups = p->bs * p->bits / 32, next = p->blocks * groups * 64; /* bytes from tile t to t + 1 */
     __m512 f[NB_PACKED_ROWS][2];
     for (int r = 0; r < R; r++)
         f[r][0] = f[r][1] = _mm512_setzero_ps();
@@ -586,7 +600,16 @@ static inline __attribute__((always_inline)) NB_VNNI void q4_pair(const nb_q4 *p
         for (int r = 0; r < R; r++)
             lo[r][0] = lo[r][1] = hi[r][0] = hi[r][1] = _mm512_setzero_si512();
         const int8_t *ab = qa + blk * p->bs;
-        for (int64_t s = 0; s < groups; s++) {
+        /* 8 bits: each group's codes as they are, 4 values of K */
+        for (int64_t s = 0; p->bits == 8 && s < groups; s++) {
+            __m512i v0 = _mm512_load_si512(w0 + s * 64), v1 = _mm512_load_si512(w1 + s * 64);
+            for (int r = 0; r < R; r++) {
+                __m512i a4 = _mm512_set1_epi32(load4((const uint8_t *)ab + r * lda + 4 * s));
+                lo[r][0] = _mm512_dpbusd_epi32(lo[r][0], v0, a4);
+                lo[r][1] = _mm512_dpbusd_epi32(lo[r][1], v1, a4);
+            }
+        }
+        for (int64_t s = 0; p->bits == 4 && s < groups; s++) {
             __m512i v0 = _mm512_load_si512(w0 + s * 64), v1 = _mm512_load_si512(w1 + s * 64);
             __m512i l0 = _mm512_and_si512(v0, low), l1 = _mm512_and_si512(v1, low);
             __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), low);

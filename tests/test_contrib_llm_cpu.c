@@ -4,7 +4,8 @@
  * path) and of more (the int8 path at accuracy_level 4, sgemms on tiles of
  * the dequantized weight otherwise, several tiles too), K not a multiple of
  * the block, blocks of 16 to 128, uint8 or float zero points or none, a
- * g_idx (a bad one refused), a bias or none, 8 bits too; the int8
+ * g_idx (a bad one refused), a bias or none, 8 bits too (token steps on
+ * VNNI); the int8
  * products of MatMulIntegerToFloat and DynamicQuantizeMatMul with uint8 and
  * int8 operands, B's scale and zero point per tensor or per column, A's
  * constant or fed at run time, which must match cpu_ref exactly.  ctest
@@ -167,6 +168,10 @@ START_TEST(test_nbits_layers)
         {6, 5000, 70, 64, 8, true, false, 0},   {5, 300, 40, 32, 4, false, true, 0, NB_FLOAT_ZP},
         {17, 200, 33, 16, 4, true, false, 0, NB_GIDX}, {2, 100, 20, 32, 8, false, true, 4, NB_GIDX},
         {8, 4096, 90, 32, 4, true, true, 0, NB_GIDX},  {5, 64, 8, 16, 4, false, false, 0, NB_BAD_GIDX},
+        /* token steps of 8-bit weights at accuracy_level 4 (VNNI: the
+         * codes as they are), K off the block, N past a pair of tiles */
+        {1, 512, 100, 32, 8, true, true, 4},   {3, 300, 40, 64, 8, false, false, 4},
+        {4, 250, 33, 16, 8, true, false, 4},   {2, 1000, 70, 128, 8, false, true, 4},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
         run_nbits(&forms[i]);
