@@ -16,7 +16,8 @@
  * column (4 in the low nibbles, 4 in the high), so that two masks and two
  * vpdpbusd take 128 products against A's int8 codes; an 8-bit weight's
  * groups hold 4 codes of each column as they are, one vpdpbusd's 64
- * products.  Zero points come off each block's int32 sum as zero point x
+ * products, and 8-bit weights take this path at any number of rows, four
+ * at a time.  Zero points come off each block's int32 sum as zero point x
  * the block's code sum.
  *
  * Otherwise a few rows of 4-bit weights in blocks of a multiple of 32, on
@@ -523,7 +524,7 @@ static bool q4_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
 {
     const xf_attn_attrs *t = &n->attrs.attn;
     return int8_isa() == 2 && t->nb_block % (t->nb_bits == 4 ? 8 : 4) == 0 && m >= 1 &&
-           m <= NB_PACKED_ROWS && !has_input(n, 4) && xf_nbits_quantizes_a(n, in) &&
+           (m <= NB_PACKED_ROWS || t->nb_bits == 8) && !has_input(n, 4) && xf_nbits_quantizes_a(n, in) &&
            !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
 }
 
@@ -659,7 +660,9 @@ static xf_status q4_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *
 {
 #if NB_X86
     const nb_q4 *p = (const nb_q4 *)st->folded_w;
-    int64_t m = xf_rt_numel(&in[0]) / p->k, lda = p->blocks * p->bs, rows = m == 3 ? 4 : m;
+    /* rows in groups of 4 (the last of 1, 2 or 4, padded with zero rows) */
+    int64_t m = xf_rt_numel(&in[0]) / p->k, lda = p->blocks * p->bs, last = m % 4 == 3 ? 4 : m % 4;
+    int64_t rows = m / 4 * 4 + last;
     const float *a = in[0].data, *bias = has_input(n, 5) ? in[5].data : NULL;
     float *y = out[0].data;
     /* A's codes, scales and code sums, rows past m zero */
@@ -672,14 +675,16 @@ static xf_status q4_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *
         quantize_row(a + i * p->k, p->k, p->bs, p->blocks, 0, qa + i * lda, as + i * p->blocks, qsum + i * p->blocks);
     int64_t pairs = p->tiles / 2;
     XF_OMP_FOR(pairs > 1)
-    for (int64_t j = 0; j < pairs; j++) {
-        float tmp[NB_PACKED_ROWS * 2 * NB_TILE];
-        q4_pair_rows(p, 2 * j, qa, lda, as, qsum, (int)rows, tmp);
-        int64_t c0 = 2 * j * NB_TILE, cols = p->n - c0 < 2 * NB_TILE ? p->n - c0 : 2 * NB_TILE;
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t c = 0; c < cols; c++)
-                y[r * p->n + c0 + c] = tmp[r * 2 * NB_TILE + c] + (bias ? bias[c0 + c] : 0.0f);
-    }
+    for (int64_t j = 0; j < pairs; j++)
+        for (int64_t g0 = 0; g0 < m; g0 += 4) {
+            float tmp[NB_PACKED_ROWS * 2 * NB_TILE];
+            int group = (int)(g0 + 4 <= m ? 4 : last);
+            q4_pair_rows(p, 2 * j, qa + g0 * lda, lda, as + g0 * p->blocks, qsum + g0 * p->blocks, group, tmp);
+            int64_t c0 = 2 * j * NB_TILE, cols = p->n - c0 < 2 * NB_TILE ? p->n - c0 : 2 * NB_TILE;
+            for (int64_t r = g0; r < m && r < g0 + 4; r++)
+                for (int64_t c = 0; c < cols; c++)
+                    y[r * p->n + c0 + c] = tmp[(r - g0) * 2 * NB_TILE + c] + (bias ? bias[c0 + c] : 0.0f);
+        }
     free(qa);
     return XF_OK;
 #else
