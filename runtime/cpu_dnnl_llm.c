@@ -21,8 +21,9 @@
  * the block's code sum.
  *
  * Otherwise a few rows of 4-bit weights in blocks of a multiple of 32, on
- * AVX2: the packed weight is read as stored, 32 values at a time, which
- * moves an eighth of the float copy's bytes.  At accuracy_level 4 A is
+ * AVX2 (and 1 or 2 rows of 8-bit ones at accuracy_level 0, with AVX-512):
+ * the packed weight is read as stored, 32 values at a time, which moves
+ * an eighth (a quarter) of the float copy's bytes.  At accuracy_level 4 A is
  * quantized to int8 per block as ONNX Runtime does and each block's
  * product is summed exactly in int32 (vpmaddubsw, vpmaddwd) before its
  * scales; otherwise each weight is (q - zero point) in float, made once
@@ -54,7 +55,10 @@ static bool packed_ok(const xf_graph *g, const xf_node *n, int64_t m)
     const xf_attn_attrs *t = &n->attrs.attn;
     if (!NB_X86 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
         return false;
-    return t->nb_bits == 4 && t->nb_block % 32 == 0 && m >= 1 && m <= NB_PACKED_ROWS && !has_input(n, 4) &&
+    /* 8-bit weights: float products with AVX-512, of 1 or 2 rows (from 3
+     * the tiled path's sgemm is faster) */
+    bool bits = t->nb_bits == 4 || (t->nb_bits == 8 && t->nb_accuracy != 4 && m <= 2 && float512());
+    return bits && t->nb_block % 32 == 0 && m >= 1 && m <= NB_PACKED_ROWS && !has_input(n, 4) &&
            !(has_input(n, 3) && g->values[n->inputs[3]].dtype == XF_DT_FLOAT);
 }
 
@@ -143,8 +147,8 @@ rows_float_m(const nb_geom *g, int64_t r0, int64_t r1, const float *a, const int
  * widened to 16 ints give the 16 even weights in their low nibbles and the
  * 16 odd ones in their high nibbles, without shuffles. */
 static inline __attribute__((always_inline, target("avx512f,avx512bw,avx2,fma"))) void
-rows_float512_m(const nb_geom *g, int64_t r0, int64_t r1, const float *a, const int64_t m, int64_t padded,
-                const float *bias, float *y)
+rows_float512_m(const nb_geom *g, int64_t r0, int64_t r1, const float *a, const int64_t m, const int bits,
+                int64_t padded, const float *bias, float *y)
 {
     const __m512i low = _mm512_set1_epi32(15);
     for (int64_t r = r0; r < r1; r++) {
@@ -160,9 +164,16 @@ rows_float512_m(const nb_geom *g, int64_t r0, int64_t r1, const float *a, const 
             for (int64_t i = 0; i < m; i++)
                 p0[i] = p1[i] = _mm512_setzero_ps();
             for (int64_t c = 0; c < g->bs; c += 32) {
-                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + blk * g->blob + c / 2)));
-                __m512 w0 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_and_si512(q, low)), z);
-                __m512 w1 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4)), z);
+                __m512 w0, w1;
+                if (bits == 8) { /* 32 codes in order */
+                    const __m128i *q = (const __m128i *)(w + blk * g->blob + c);
+                    w0 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(q))), z);
+                    w1 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(q + 1))), z);
+                } else {
+                    __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + blk * g->blob + c / 2)));
+                    w0 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_and_si512(q, low)), z);
+                    w1 = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4)), z);
+                }
                 const float *ac = a + blk * g->bs + c;
                 for (int64_t i = 0; i < m; i++) {
                     p0[i] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(ac + i * padded), p0[i]);
@@ -194,11 +205,20 @@ __attribute__((target("avx512f,avx512bw,avx2,fma"))) static void rows_float512(c
                                                                               int64_t padded, const float *bias,
                                                                               float *y)
 {
+    if (g->bits == 8) {
+        switch (m) {
+        case 1: rows_float512_m(g, r0, r1, a, 1, 8, padded, bias, y); break;
+        case 2: rows_float512_m(g, r0, r1, a, 2, 8, padded, bias, y); break;
+        case 3: rows_float512_m(g, r0, r1, a, 3, 8, padded, bias, y); break;
+        default: rows_float512_m(g, r0, r1, a, 4, 8, padded, bias, y); break;
+        }
+        return;
+    }
     switch (m) {
-    case 1: rows_float512_m(g, r0, r1, a, 1, padded, bias, y); break;
-    case 2: rows_float512_m(g, r0, r1, a, 2, padded, bias, y); break;
-    case 3: rows_float512_m(g, r0, r1, a, 3, padded, bias, y); break;
-    default: rows_float512_m(g, r0, r1, a, 4, padded, bias, y); break;
+    case 1: rows_float512_m(g, r0, r1, a, 1, 4, padded, bias, y); break;
+    case 2: rows_float512_m(g, r0, r1, a, 2, 4, padded, bias, y); break;
+    case 3: rows_float512_m(g, r0, r1, a, 3, 4, padded, bias, y); break;
+    default: rows_float512_m(g, r0, r1, a, 4, 4, padded, bias, y); break;
     }
 }
 
@@ -253,10 +273,10 @@ static xf_status packed_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vi
     for (int64_t i = 0; i < m; i++) {
         if (int8)
             quantize_row(a + i * g.k, g.k, g.bs, g.blocks, 0, qa + i * padded, as + i * g.blocks, qsum + i * g.blocks);
-        else if (!wide)
+        else if (!wide || g.bits == 8)
             memcpy(af + i * padded, a + i * g.k, sizeof *af * (size_t)g.k);
         else
-            even_odd(a + i * g.k, g.k, af + i * padded); /* as rows_float512 reads it */
+            even_odd(a + i * g.k, g.k, af + i * padded); /* as rows_float512 reads 4-bit codes */
     }
     int64_t chunks = (g.n + NB_PACKED_CHUNK - 1) / NB_PACKED_CHUNK;
     float *y = out[0].data;
@@ -324,8 +344,7 @@ static void *tiled_alloc(const xf_node *n, const xf_tensor_view *in, size_t head
     const xf_attn_attrs *t = &n->attrs.attn;
     int64_t bs = t->nb_block, blocks = (t->nb_k + bs - 1) / bs;
     *tiles = (t->nb_n + 2 * NB_TILE - 1) / (2 * NB_TILE) * 2;
-    *g = (nb_geom){.k = t->nb_k, .n = t->nb_n, .bs = bs, .blocks = blocks, .blob = bs / 2, .zrow = (blocks + 1) / 2,
-                   .b = in[1].data, .zp = has_input(n, 3) ? in[3].data : NULL, .scale = in[2].data};
+    *g = geom_of(n, in);
     *wbytes = (size_t)(*tiles * blocks * bs * NB_TILE) * wbytes_per_value_x2 / 2;
     size_t head = (header + 63) / 64 * 64, total = head + *wbytes + (size_t)(*tiles * blocks * NB_TILE) * per_entry;
     void *p = aligned_alloc(64, (total + 63) / 64 * 64);
@@ -545,7 +564,6 @@ static nb_q4 *q4_pack(const xf_node *n, const xf_tensor_view *in)
     p->zp = (uint8_t *)(p->scale + per);
     /* the tiles' rows apart (each its 4 bytes of a group), over OpenMP's
      * threads */
-    const uint8_t *zp8 = bits == 8 && has_input(n, 3) ? in[3].data : NULL;
     XF_OMP_FOR(p->n > NB_TILE)
     for (int64_t r = 0; r < p->n; r++)
         for (int64_t blk = 0; blk < blocks; blk++) {
@@ -557,7 +575,7 @@ static nb_q4 *q4_pack(const xf_node *n, const xf_tensor_view *in)
                 const uint8_t *src = g.b + (r * blocks + blk) * bs;
                 for (; c < len; c++)
                     w[c / 4 * 64 + c % 4] = src[c];
-                p->zp[at] = zp8 ? zp8[r * blocks + blk] : 128;
+                p->zp[at] = (uint8_t)zero_point(&g, r, blk);
                 p->scale[at] = g.scale[r * blocks + blk];
                 continue;
             }

@@ -16,28 +16,31 @@
 
 static inline bool has_input(const xf_node *n, int k) { return k < n->n_inputs && n->inputs[k] >= 0; }
 
-/* A 4-bit weight: N x blocks blobs of bs / 2 bytes, its scales and packed
- * zero points (NULL: 8). */
+/* A 4- or 8-bit weight: N x blocks blobs of bs x bits / 8 bytes, its
+ * scales and uint8 zero points (packed as the codes; NULL: 2^(bits - 1)). */
 typedef struct nb_geom {
-    int64_t k, n, bs, blocks, blob, zrow;
+    int64_t k, n, bs, blocks, blob, zrow, bits;
     const uint8_t *b, *zp;
     const float *scale;
 } nb_geom;
 
-/* a 4-bit node's geometry */
+/* a node's geometry */
 static inline nb_geom geom_of(const xf_node *n, const xf_tensor_view *in)
 {
     const xf_attn_attrs *t = &n->attrs.attn;
-    nb_geom g = {.k = t->nb_k, .n = t->nb_n, .bs = t->nb_block, .b = in[1].data, .scale = in[2].data};
+    nb_geom g = {.k = t->nb_k, .n = t->nb_n, .bs = t->nb_block, .bits = t->nb_bits, .b = in[1].data,
+                 .scale = in[2].data};
     g.blocks = (g.k + g.bs - 1) / g.bs;
-    g.blob = g.bs / 2;
-    g.zrow = (g.blocks + 1) / 2;
+    g.blob = g.bs * g.bits / 8;
+    g.zrow = g.bits == 8 ? g.blocks : (g.blocks + 1) / 2;
     g.zp = has_input(n, 3) ? in[3].data : NULL;
     return g;
 }
 
 static inline unsigned zero_point(const nb_geom *g, int64_t r, int64_t blk)
 {
+    if (g->bits == 8)
+        return g->zp ? g->zp[r * g->zrow + blk] : 128u;
     return g->zp ? (unsigned)(g->zp[r * g->zrow + blk / 2] >> (blk % 2 * 4)) & 15u : 8u;
 }
 

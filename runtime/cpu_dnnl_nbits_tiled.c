@@ -65,25 +65,18 @@ __attribute__((target("avx512f,avx512bw,avx2,fma"))) static void dequant_rows512
 #endif
 
 #if NB_X86
-/* an 8-bit weight's zero point i (128 when none is given) */
-static inline float zp8_or(const uint8_t *zp, int64_t i) { return zp ? (float)zp[i] : 128.0f; }
-
-/* Rows [r0, r1) of an 8-bit weight with uint8 or no zero points (128) and
- * no g_idx dequantized as xf_nbits_dequantize_rows does, 8 codes a vector
+/* Rows [r0, r1) of an 8-bit weight with uint8 or no zero points and no
+ * g_idx dequantized as xf_nbits_dequantize_rows does, 8 codes a vector
  * with AVX2 (dequant_rows8_512: 16, with AVX-512; the ISAs' vectors are
  * of different types, hence two loops). */
-__attribute__((target("avx2,fma"))) static void dequant_rows8(const xf_node *n, const xf_tensor_view *in, int64_t r0,
-                                                              int64_t r1, float *w)
+__attribute__((target("avx2,fma"))) static void dequant_rows8(const nb_geom *g, int64_t r0, int64_t r1, float *w)
 {
-    const xf_attn_attrs *t = &n->attrs.attn;
-    int64_t k = t->nb_k, bs = t->nb_block, blocks = (k + bs - 1) / bs;
-    const uint8_t *b = in[1].data, *zp = has_input(n, 3) ? in[3].data : NULL;
     for (int64_t r = r0; r < r1; r++)
-        for (int64_t blk = 0; blk < blocks; blk++) {
-            const uint8_t *p = b + (r * blocks + blk) * bs;
-            float z = zp8_or(zp, r * blocks + blk), s = ((const float *)in[2].data)[r * blocks + blk];
-            int64_t len = k - blk * bs < bs ? k - blk * bs : bs, j = 0;
-            float *o = w + (r - r0) * k + blk * bs;
+        for (int64_t blk = 0; blk < g->blocks; blk++) {
+            const uint8_t *p = g->b + (r * g->blocks + blk) * g->bs;
+            float z = (float)zero_point(g, r, blk), s = g->scale[r * g->blocks + blk];
+            int64_t len = g->k - blk * g->bs < g->bs ? g->k - blk * g->bs : g->bs, j = 0;
+            float *o = w + (r - r0) * g->k + blk * g->bs;
             __m256 zv = _mm256_set1_ps(z), sv = _mm256_set1_ps(s);
             for (; j + 8 <= len; j += 8) {
                 __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + j))));
@@ -94,24 +87,23 @@ __attribute__((target("avx2,fma"))) static void dequant_rows8(const xf_node *n, 
         }
 }
 
-__attribute__((target("avx512f,avx512bw,avx2,fma"))) static void dequant_rows8_512(const nb_geom *g, const uint8_t *zp,
-                                                                                  int64_t r0, int64_t r1, float *w)
+__attribute__((target("avx512f,avx512bw,avx2,fma"))) static void dequant_rows8_512(const nb_geom *g, int64_t r0,
+                                                                                  int64_t r1, float *w)
 {
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = g->b + r * g->blocks * g->bs;
-        float *o = w + (r - r0) * g->k;
+    for (int64_t r = r0; r < r1; r++)
         for (int64_t blk = 0; blk < g->blocks; blk++) {
-            __m512 zv = _mm512_set1_ps(zp8_or(zp, r * g->blocks + blk));
-            __m512 sv = _mm512_set1_ps(g->scale[r * g->blocks + blk]);
-            int64_t end = blk * g->bs + g->bs < g->k ? blk * g->bs + g->bs : g->k, c = blk * g->bs;
-            for (; c + 16 <= end; c += 16) {
-                __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + c))));
-                _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_sub_ps(q, zv), sv));
+            const uint8_t *p = g->b + (r * g->blocks + blk) * g->bs;
+            float z = (float)zero_point(g, r, blk), s = g->scale[r * g->blocks + blk];
+            int64_t len = g->k - blk * g->bs < g->bs ? g->k - blk * g->bs : g->bs, j = 0;
+            float *o = w + (r - r0) * g->k + blk * g->bs;
+            __m512 zv = _mm512_set1_ps(z), sv = _mm512_set1_ps(s);
+            for (; j + 16 <= len; j += 16) {
+                __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + j))));
+                _mm512_storeu_ps(o + j, _mm512_mul_ps(_mm512_sub_ps(q, zv), sv));
             }
-            for (; c < end; c++)
-                o[c] = ((float)row[c] - zp8_or(zp, r * g->blocks + blk)) * g->scale[r * g->blocks + blk];
+            for (; j < len; j++)
+                o[j] = ((float)p[j] - z) * s;
         }
-    }
 }
 #endif
 
@@ -145,12 +137,11 @@ static void dequant_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0,
     }
     if (t->nb_bits == 8 && !has_input(n, 4) && !(has_input(n, 3) && in[3].dtype == XF_DT_FLOAT) &&
         __builtin_cpu_supports("avx2")) {
-        if (float512()) {
-            nb_geom g = geom_of(n, in);
-            dequant_rows8_512(&g, has_input(n, 3) ? in[3].data : NULL, r0, r1, w);
-        } else {
-            dequant_rows8(n, in, r0, r1, w);
-        }
+        nb_geom g = geom_of(n, in);
+        if (float512())
+            dequant_rows8_512(&g, r0, r1, w);
+        else
+            dequant_rows8(&g, r0, r1, w);
         return;
     }
     if (t->nb_bits == 4 && t->nb_block % 2 == 0 && !has_input(n, 4) &&

@@ -172,6 +172,9 @@ START_TEST(test_nbits_layers)
          * codes as they are), K off the block, N past a pair of tiles */
         {1, 512, 100, 32, 8, true, true, 4},   {3, 300, 40, 64, 8, false, false, 4},
         {4, 250, 33, 16, 8, true, false, 4},   {2, 1000, 70, 128, 8, false, true, 4},
+        /* and at accuracy_level 0 (AVX-512: the packed loop over the codes) */
+        {2, 512, 70, 32, 8, true, true, 0},    {2, 300, 40, 64, 8, false, false, 0},
+        {1, 96, 20, 32, 8, true, false, 0},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
         run_nbits(&forms[i]);
