@@ -11,6 +11,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if NB_X86
 /* Rows [r0, r1) of a 4-bit weight with uint8 or no zero points and no
@@ -159,10 +162,17 @@ static void dequant_rows(const xf_node *n, const xf_tensor_view *in, int64_t r0,
  * multiple of 16 whose floats take about 1 MiB, so that a tile stays in
  * the core's cache between its dequantization and its product; 4 MiB for
  * products of 128 rows or more, where oneDNN's packing of A for every
- * tile costs more than the wider tile's misses. */
+ * tile costs more than the wider tile's misses; and narrower where that
+ * leaves fewer tiles than OpenMP has threads (each tile's sgemm runs on
+ * the one thread that takes it). */
 static int64_t tile_cols(int64_t m, int64_t k, int64_t nn)
 {
     int64_t t = (m >= 128 ? 1048576 : 262144) / k / 16 * 16;
+#ifdef _OPENMP
+    int64_t per_thread = (nn + omp_get_max_threads() - 1) / omp_get_max_threads();
+    per_thread = (per_thread + 15) / 16 * 16;
+    t = per_thread < t ? per_thread : t;
+#endif
     t = t < 16 ? 16 : t;
     return t < nn ? t : nn;
 }
