@@ -1,0 +1,384 @@
+/* float16 and bfloat16 nodes on the cpu backend, computed in float.
+ *
+ * oneDNN 2.6 runs convolutions, products, normalizations and most other
+ * primitives on float16 and bfloat16 only on CPUs with the matching
+ * instructions (AVX512-FP16, AMX), and not every primitive then; cpu_ref
+ * computes each such node in float, element by element, and rounds its
+ * output.  A float16 model made by onnxconverter-common ran some 20 times
+ * slower than its float32 original so.
+ *
+ * Here the nodes whose 16-bit floating values may be float ones (the ops
+ * in computes_alike below: the same op on float computes the same values
+ * but for the 16-bit rounding of its outputs) run as the float32 op: their
+ * 16-bit weights are made float once, a Cast to float goes before the
+ * 16-bit values they read from the rest of the graph (graph inputs,
+ * other nodes), and a Cast back after the values they give to the rest
+ * (graph outputs, other nodes).  Between two such nodes the value stays
+ * float: a run of them is computed in float and rounded where it ends, as
+ * ONNX Runtime does on x86 CPUs (where its float16 nodes run as float
+ * ones between Casts, and Casts in pairs are removed).  The results are
+ * those of the float model on the 16-bit weights, within 16-bit rounding
+ * of cpu_ref's, which rounds every node's output.
+ *
+ * Ops whose outputs are discrete (comparisons, ArgMax, Floor, a MaxPool's
+ * indices) are left out: a value not rounded could decide otherwise than
+ * the rounded one, so they read rounded values as written.
+ *
+ * The written model is not touched: this is how the backend runs it. */
+#include "cpu_dnnl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_half(xf_dtype t) { return t == XF_DT_FLOAT16 || t == XF_DT_BFLOAT16; }
+
+/* Whether op computes on float what it computes on 16-bit floats, but for
+ * the rounding of its outputs: ops whose outputs are continuous in their
+ * inputs, and those that only move values. */
+static bool computes_alike(const xf_node *n)
+{
+    switch (n->op) {
+    case XF_OP_CONV:
+    case XF_OP_MS_FUSED_CONV:
+    case XF_OP_CONV_TRANSPOSE:
+    case XF_OP_MATMUL:
+    case XF_OP_GEMM:
+    case XF_OP_MS_FUSED_GEMM:
+    case XF_OP_MS_FUSED_MATMUL:
+    case XF_OP_ADD:
+    case XF_OP_SUB:
+    case XF_OP_MUL:
+    case XF_OP_DIV:
+    case XF_OP_POW:
+    case XF_OP_MAX:
+    case XF_OP_MIN:
+    case XF_OP_SUM:
+    case XF_OP_MEAN:
+    case XF_OP_RELU:
+    case XF_OP_LEAKY_RELU:
+    case XF_OP_PRELU:
+    case XF_OP_SIGMOID:
+    case XF_OP_TANH:
+    case XF_OP_ABS:
+    case XF_OP_NEG:
+    case XF_OP_EXP:
+    case XF_OP_LOG:
+    case XF_OP_SQRT:
+    case XF_OP_RECIPROCAL:
+    case XF_OP_ERF:
+    case XF_OP_SOFTPLUS:
+    case XF_OP_ELU:
+    case XF_OP_SELU:
+    case XF_OP_CELU:
+    case XF_OP_HARD_SIGMOID:
+    case XF_OP_HARD_SWISH:
+    case XF_OP_MISH:
+    case XF_OP_GELU:
+    case XF_OP_MS_GELU:
+    case XF_OP_MS_FAST_GELU:
+    case XF_OP_MS_BIAS_GELU:
+    case XF_OP_MS_QUICK_GELU:
+    case XF_OP_MS_BIAS_ADD:
+    case XF_OP_CLIP:
+    case XF_OP_SOFTMAX:
+    case XF_OP_LOG_SOFTMAX:
+    case XF_OP_LAYER_NORM:
+    case XF_OP_MS_SKIP_LAYER_NORM:
+    case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
+    case XF_OP_SIMPLIFIED_LAYER_NORM:
+    case XF_OP_RMS_NORM:
+    case XF_OP_INSTANCE_NORM:
+    case XF_OP_GROUP_NORM:
+    case XF_OP_LRN:
+    case XF_OP_AVERAGE_POOL:
+    case XF_OP_GLOBAL_AVERAGE_POOL:
+    case XF_OP_GLOBAL_MAX_POOL:
+    case XF_OP_REDUCE_MEAN:
+    case XF_OP_REDUCE_SUM:
+    case XF_OP_REDUCE_MAX:
+    case XF_OP_REDUCE_MIN:
+    case XF_OP_RESIZE:
+    case XF_OP_PAD:
+    /* values moved, not computed */
+    case XF_OP_CONCAT:
+    case XF_OP_SPLIT:
+    case XF_OP_TRANSPOSE:
+    case XF_OP_RESHAPE:
+    case XF_OP_FLATTEN:
+    case XF_OP_SQUEEZE:
+    case XF_OP_UNSQUEEZE:
+    case XF_OP_GATHER:
+    case XF_OP_SLICE:
+    case XF_OP_EXPAND:
+    case XF_OP_TILE:
+    case XF_OP_IDENTITY:
+    case XF_OP_WHERE:
+    case XF_OP_DEPTH_TO_SPACE:
+    case XF_OP_SPACE_TO_DEPTH:
+    case XF_OP_SHAPE:
+    case XF_OP_SIZE: return true;
+    /* inference only: training mode's running statistics are outputs */
+    case XF_OP_BATCH_NORM: return n->n_outputs == 1;
+    /* not its indices */
+    case XF_OP_MAX_POOL: return n->n_outputs == 1 || n->outputs[1] < 0;
+    default: return false;
+    }
+}
+
+/* Whether n runs in float here: an op of computes_alike reading or giving
+ * a 16-bit float tensor. */
+static bool runs_in_float(const xf_graph *g, const xf_node *n)
+{
+    if (!computes_alike(n))
+        return false;
+    bool half = false;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v < 0)
+            continue;
+        if (g->values[v].kind != XF_VK_TENSOR)
+            return false;
+        half = half || is_half(g->values[v].dtype);
+    }
+    return half;
+}
+
+static float half_to_float(xf_dtype t, uint16_t h) { return t == XF_DT_FLOAT16 ? xf_f16_to_f32(h) : xf_bf16_to_f32(h); }
+
+static float half_rounded(xf_dtype t, float v)
+{
+    return half_to_float(t, t == XF_DT_FLOAT16 ? xf_f32_to_f16(v) : xf_f32_to_bf16(v));
+}
+
+/* A float tensor holding 16-bit float constant t's values (exactly); but
+ * a scalar that is sqrt(2) or sqrt(1/2) rounded to 16 bits is made the
+ * float nearest them: the value of the exact GELU's x / sqrt(2) (or x *
+ * sqrt(1/2)), which the cpu backend then runs as one oneDNN gelu_erf
+ * (cpu_dnnl_fold.c), as in float models, rather than as an Erf on
+ * cpu_ref.  The two differ by a quarter of a unit in the 16-bit value's
+ * last place. */
+static xf_tensor *widened(const xf_tensor *t)
+{
+    xf_tensor *f = xf_tensor_create(XF_DT_FLOAT, &t->shape);
+    if (!f)
+        return NULL;
+    int64_t count = xf_shape_numel(&t->shape);
+    const uint16_t *h = t->data;
+    float *o = f->data;
+    for (int64_t i = 0; i < count; i++)
+        o[i] = half_to_float(t->dtype, h[i]);
+    static const float gelu[2] = {1.41421356237309505f, 0.707106781186547524f};
+    for (int k = 0; count == 1 && k < 2; k++)
+        if (o[0] == half_rounded(t->dtype, gelu[k]))
+            o[0] = gelu[k];
+    return f;
+}
+
+/* A new value named after v's, of float, v's shape; -1 when out of
+ * memory. */
+static int float_twin(xf_graph *g, int v, const char *suffix)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", g->values[v].name, suffix);
+    for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
+        snprintf(name, sizeof name, "%s%s_%d", g->values[v].name, suffix, i);
+    xf_shape shape = g->values[v].shape;
+    return xf_graph_add_value(g, name, XF_DT_FLOAT, &shape);
+}
+
+/* A Cast of value from to dtype to, giving value into; false when out of
+ * memory. */
+static bool add_cast(xf_graph *g, int from, int into, xf_dtype to)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s_cast", g->values[into].name);
+    int i = xf_graph_add_node(g, XF_OP_CAST, name, 1, &from, 1, &into);
+    if (i < 0)
+        return false;
+    g->nodes[i].attrs.to = to;
+    return true;
+}
+
+/* Makes value v float where the float nodes touch it: its producer
+ * among them (made) gives float, and those of its readers read float;
+ * others (nodes not among them, graph outputs) still read it as it is.
+ * twin[v] is then the float value they read (v itself when only they
+ * touch it). */
+static bool widen_value(xf_graph *g, int v, bool made, bool others, int *twin)
+{
+    const xf_tensor *c = xf_graph_constant(g, v);
+    xf_dtype half = g->values[v].dtype;
+    if ((made || c) && !others) { /* only float nodes touch it: it is float */
+        if (c) {
+            xf_tensor *f = widened(c);
+            if (!f)
+                return false;
+            xf_tensor_release(g->values[v].init);
+            g->values[v].init = f;
+        }
+        g->values[v].dtype = XF_DT_FLOAT;
+        twin[v] = v;
+        return true;
+    }
+    int w = twin[v] = float_twin(g, v, made ? "_float" : "_as_float");
+    if (w < 0)
+        return false;
+    if (made) { /* the float node gives w; a Cast rounds it into v */
+        int p = g->values[v].producer, k = g->values[v].producer_out;
+        g->nodes[p].outputs[k] = w;
+        g->values[w].producer = p;
+        g->values[w].producer_out = k;
+        return add_cast(g, w, v, half);
+    }
+    if (c) {
+        xf_tensor *f = widened(c);
+        if (!f)
+            return false;
+        g->values[w].init = f;
+        return true;
+    }
+    return add_cast(g, v, w, XF_DT_FLOAT); /* read by float nodes, not made by one */
+}
+
+xf_status xf_dn_lower_half(xf_graph *g, xf_error *err)
+{
+    int n0 = g->n_nodes, nv0 = g->n_values, found = 0;
+    size_t nn = (size_t)(n0 > 0 ? n0 : 1), nv = (size_t)(nv0 > 0 ? nv0 : 1);
+    bool *in_float = malloc(sizeof *in_float * nn);
+    /* per value: read by a float node (1), by another node (2) */
+    unsigned char *read = calloc(nv, 1);
+    int *twin = malloc(sizeof *twin * nv);
+    bool ok = in_float && read && twin;
+    for (int i = 0; ok && i < n0; i++) {
+        const xf_node *n = &g->nodes[i];
+        found += in_float[i] = runs_in_float(g, n);
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0)
+                read[n->inputs[k]] |= in_float[i] ? 1 : 2;
+    }
+    for (int v = 0; ok && found && v < nv0; v++) {
+        twin[v] = -1;
+        const xf_value *x = &g->values[v];
+        bool made = x->producer >= 0 && in_float[x->producer];
+        if (x->kind == XF_VK_TENSOR && is_half(x->dtype) && (made || (read[v] & 1)))
+            ok = widen_value(g, v, made, (read[v] & 2) || xf_graph_is_output(g, v), twin);
+    }
+    /* the float nodes read the float twins */
+    for (int i = 0; ok && found && i < n0; i++)
+        for (int k = 0; in_float[i] && k < g->nodes[i].n_inputs; k++) {
+            int v = g->nodes[i].inputs[k];
+            if (v >= 0 && v < nv0 && twin[v] >= 0)
+                g->nodes[i].inputs[k] = twin[v];
+        }
+    free(in_float);
+    free(read);
+    free(twin);
+    if (!ok)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    return found ? xf_graph_toposort(g, err) : XF_OK;
+}
+
+/* ---------------------------------------------------------------- Casts */
+
+/* The Casts between 16-bit floats and float that the runs above begin and
+ * end with, as loops of the backend's own (cpu_ref converts an element at
+ * a time; oneDNN 2.6 reorders float16 only on CPUs with AVX512-FP16): the
+ * same values, rounding to nearest even, with F16C's conversions where
+ * the CPU has them.  Plain operands only. */
+static bool half_cast_handles(const xf_graph *g, const xf_node *n)
+{
+    if (n->op != XF_OP_CAST || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return false;
+    const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+    return x->kind == XF_VK_TENSOR && y->kind == XF_VK_TENSOR &&
+           ((is_half(x->dtype) && y->dtype == XF_DT_FLOAT) || (x->dtype == XF_DT_FLOAT && is_half(y->dtype)));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HALF_X86 1
+__attribute__((target("avx,f16c"))) static int64_t f16_to_f32_f16c(const uint16_t *h, float *o, int64_t count)
+{
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    return i;
+}
+
+__attribute__((target("avx,f16c"))) static int64_t f32_to_f16_f16c(const float *f, uint16_t *o, int64_t count)
+{
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        _mm_storeu_si128((__m128i *)(o + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return i;
+}
+#else
+#define HALF_X86 0
+#endif
+
+/* count elements of a chunk; the rest after F16C's, one at a time */
+static void half_cast_of(xf_dtype from, xf_dtype to, const void *x, void *y, int64_t count)
+{
+    int64_t i = 0;
+    if (from == XF_DT_FLOAT16) {
+        const uint16_t *h = x;
+        float *o = y;
+#if HALF_X86
+        if (__builtin_cpu_supports("f16c"))
+            i = f16_to_f32_f16c(h, o, count);
+#endif
+        for (; i < count; i++)
+            o[i] = xf_f16_to_f32(h[i]);
+    } else if (from == XF_DT_BFLOAT16) {
+        const uint16_t *h = x;
+        float *o = y;
+        for (; i < count; i++)
+            o[i] = half_to_float(from, h[i]);
+    } else if (to == XF_DT_FLOAT16) {
+        const float *f = x;
+        uint16_t *o = y;
+#if HALF_X86
+        if (__builtin_cpu_supports("f16c"))
+            i = f32_to_f16_f16c(f, o, count);
+#endif
+        for (; i < count; i++)
+            o[i] = xf_f32_to_f16(f[i]);
+    } else {
+        const float *f = x;
+        uint16_t *o = y;
+        for (; i < count; i++)
+            o[i] = xf_f32_to_bf16(f[i]);
+    }
+}
+
+static xf_status half_cast_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    (void)n;
+    (void)err;
+    size_t xs = xf_dtype_size(in[0].dtype), ys = xf_dtype_size(out[0].dtype);
+    int64_t count = xf_rt_numel(&out[0]), size, chunks = xf_dn_chunks(count, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size;
+        half_cast_of(in[0].dtype, out[0].dtype, (const char *)in[0].data + (size_t)i * xs,
+                     (char *)out[0].data + (size_t)i * ys, count - i < size ? count - i : size);
+    }
+    return XF_OK;
+}
+
+static xf_status half_cast_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                   const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)c;
+    (void)g;
+    (void)n;
+    (void)in;
+    (void)out;
+    (void)err;
+    st->kernel = half_cast_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_half_cast_handler = {half_cast_handles, NULL, half_cast_prepare, NULL};

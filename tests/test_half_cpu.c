@@ -1,0 +1,327 @@
+/* float16 and bfloat16 graphs on the cpu backend: runs of the ops that
+ * compute alike on float run as float ones (oneDNN's primitives, not
+ * cpu_ref's 16-bit kernels), with Casts where they meet the rest of the
+ * graph; outputs keep their 16-bit types and agree with cpu_ref's to
+ * 16-bit rounding; ops whose outputs are discrete read rounded values, as
+ * written; the Casts round to nearest even, as cpu_ref's. */
+#include "kernel_case_util.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A tensor of dtype t holding f(i) (rounded to t) for each element i. */
+static xf_tensor *filled(xf_dtype t, int ndim, const int64_t *dims, double (*f)(int64_t))
+{
+    xf_shape s = xf_shape_make(ndim, dims);
+    xf_tensor *x = xf_tensor_create(t, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+        xf_tensor_set_f64(x, i, f(i));
+    return x;
+}
+
+static double wave(int64_t i) { return sin(0.37 * (double)i) * 0.8 + 0.05 * (double)(i % 7); }
+static double small_wave(int64_t i) { return cos(0.91 * (double)i) * 0.15; }
+static double positive(int64_t i) { return 1.0 + 0.01 * (double)(i % 13); }
+
+static int init(xf_graph *g, const char *name, xf_tensor *t)
+{
+    int v = xf_graph_add_initializer(g, name, t);
+    xf_tensor_release(t);
+    ck_assert_int_ge(v, 0);
+    return v;
+}
+
+/* a float16 scalar constant */
+static int scalar(xf_graph *g, const char *name, double v)
+{
+    xf_tensor *c = xf_tensor_create(XF_DT_FLOAT16, &(xf_shape){0});
+    ck_assert_ptr_nonnull(c);
+    xf_tensor_set_f64(c, 0, v);
+    return init(g, name, c);
+}
+
+static int node(xf_graph *g, xf_op op, const char *name, int n_in, const int *in)
+{
+    xf_shape unknown = {.ndim = -1};
+    int y = xf_graph_add_value(g, name, XF_DT_UNDEFINED, &unknown);
+    ck_assert_int_ge(xf_graph_add_node(g, op, name, n_in, in, 1, &y), 0);
+    return y;
+}
+
+/* x (1 x 8 x 10 x 10) -> Conv 3x3 -> BatchNormalization -> Relu = r, an
+ * output; Cos (computed on 16-bit values: not an op of the float runs) ->
+ * Conv 1x1 -> Add r -> GlobalAveragePool -> Flatten -> Gemm = y, the
+ * other output. */
+static xf_graph *conv_net(xf_dtype t)
+{
+    enum { C = 8 };
+    xf_graph *g = xf_graph_create("half");
+    xf_shape xs = xf_shape_make(4, (int64_t[]){1, C, 10, 10});
+    int x = xf_graph_add_input(g, "x", t, &xs);
+    int w1 = init(g, "w1", filled(t, DIMS(C, C, 3, 3), small_wave)), b1 = init(g, "b1", filled(t, DIMS(C), wave));
+    int c1 = node(g, XF_OP_CONV, "conv1", 3, (int[]){x, w1, b1});
+    xf_node *n = &g->nodes[g->n_nodes - 1];
+    n->attrs.n_spatial = 2;
+    for (int k = 0; k < 2; k++) {
+        n->attrs.kernel[k] = 3;
+        n->attrs.strides[k] = n->attrs.dilations[k] = 1;
+        n->attrs.pads[k] = n->attrs.pads[k + 2] = 1;
+    }
+    int bn_in[5] = {c1, init(g, "scale", filled(t, DIMS(C), positive)), init(g, "bias", filled(t, DIMS(C), wave)),
+                    init(g, "mean", filled(t, DIMS(C), small_wave)), init(g, "var", filled(t, DIMS(C), positive))};
+    int bn = node(g, XF_OP_BATCH_NORM, "bn", 5, bn_in);
+    int r = node(g, XF_OP_RELU, "r", 1, &bn);
+    int cs = node(g, XF_OP_COS, "cos", 1, &r);
+    int w2 = init(g, "w2", filled(t, DIMS(C, C, 1, 1), small_wave));
+    int c2 = node(g, XF_OP_CONV, "conv2", 2, (int[]){cs, w2});
+    int sum = node(g, XF_OP_ADD, "sum", 2, (int[]){c2, r});
+    int gap = node(g, XF_OP_GLOBAL_AVERAGE_POOL, "gap", 1, &sum);
+    int flat = node(g, XF_OP_FLATTEN, "flat", 1, &gap);
+    int w3 = init(g, "w3", filled(t, DIMS(5, C), wave)), b3 = init(g, "b3", filled(t, DIMS(5), small_wave));
+    int y = node(g, XF_OP_GEMM, "y", 3, (int[]){flat, w3, b3});
+    g->nodes[g->n_nodes - 1].attrs.trans_b = 1;
+    xf_graph_add_output(g, y);
+    xf_graph_add_output(g, r);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+    return g;
+}
+
+/* The index of the session graph's node called name, or -1. */
+static int node_named(const xf_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Runs g on backend (dynamic mode when dynamic) with input x into out[0..n);
+ * on cpu, checks that the named float-run nodes compute float and do not run
+ * on cpu_ref's kernels, and that the named others stay 16-bit. */
+static void run_on(const xf_graph *g, const char *backend, bool dynamic, xf_tensor *x, xf_tensor **out, int n,
+                   const char *const *in_float, const char *const *kept)
+{
+    xf_session *s;
+    xf_error err = {0};
+    xf_session_options opt = {.force_dynamic = dynamic};
+    ck_assert_msg(xf_session_create(g, 21, backend, &opt, &s, &err) == XF_OK, "%s: %s", backend, err.msg);
+    for (int k = 0; k < n; k++)
+        out[k] = NULL;
+    ck_assert_msg(xf_session_run(s, &x, out, &err) == XF_OK, "%s: %s", backend, err.msg);
+    const xf_graph *sg = xf_session_graph(s);
+    for (int k = 0; strcmp(backend, "cpu") == 0 && in_float && in_float[k]; k++) {
+        int i = node_named(sg, in_float[k]);
+        ck_assert_msg(i >= 0, "no node %s", in_float[k]);
+        ck_assert_msg(sg->values[sg->nodes[i].outputs[0]].dtype == XF_DT_FLOAT, "%s gives %s", in_float[k],
+                      xf_dtype_name(sg->values[sg->nodes[i].outputs[0]].dtype));
+        char impl[256] = "";
+        xf_session_node_impl(s, i, impl, sizeof impl);
+        /* a dynamic session prepares its nodes as they run */
+        ck_assert_msg(dynamic || strstr(impl, "cpu_ref") == NULL, "%s runs on %s", in_float[k], impl);
+    }
+    for (int k = 0; strcmp(backend, "cpu") == 0 && kept && kept[k]; k++) {
+        int i = node_named(sg, kept[k]);
+        ck_assert_msg(i >= 0, "no node %s", kept[k]);
+        ck_assert_msg(sg->values[sg->nodes[i].outputs[0]].dtype == g->values[g->inputs[0]].dtype, "%s gives %s",
+                      kept[k], xf_dtype_name(sg->values[sg->nodes[i].outputs[0]].dtype));
+    }
+    xf_session_free(s);
+}
+
+/* Outputs a and b (cpu's, cpu_ref's) agree within tol of b's largest
+ * magnitude, and keep b's dtype. */
+static void expect_close(xf_tensor *a, xf_tensor *b, double tol, const char *what)
+{
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_msg(a->dtype == b->dtype, "%s: %s, want %s", what, xf_dtype_name(a->dtype), xf_dtype_name(b->dtype));
+    double big = 0;
+    for (int64_t i = 0; i < xf_tensor_numel(b); i++)
+        big = fmax(big, fabs(xf_tensor_get_f64(b, i)));
+    bool ok;
+    double worst;
+    xf_error err = {0};
+    ck_assert_int_eq(xf_tensor_compare(a, b, tol * big, tol, &worst, NULL, &ok, &err), XF_OK);
+    ck_assert_msg(ok, "%s: cpu and cpu_ref differ by %g (largest %g)", what, worst, big);
+}
+
+/* Both 16-bit types, static and dynamic mode: the convolutions, the
+ * normalization, the Relu and the Gemm compute float on oneDNN; Cos stays
+ * 16-bit; both outputs (one from inside a float run) keep their type and
+ * agree with cpu_ref's to a few units of 16-bit rounding. */
+START_TEST(conv_net_runs_in_float)
+{
+    const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
+    const double tol[2] = {4e-3, 3e-2};
+    static const char *const in_float[] = {"conv1", "conv2", "y", NULL}, *const kept[] = {"cos", NULL};
+    for (int t = 0; t < 2; t++)
+        for (int dynamic = 0; dynamic < 2; dynamic++) {
+            xf_graph *g = conv_net(types[t]);
+            xf_tensor *x = filled(types[t], DIMS(1, 8, 10, 10), wave), *ref[2], *got[2];
+            run_on(g, "cpu_ref", false, x, ref, 2, NULL, NULL);
+            run_on(g, "cpu", dynamic, x, got, 2, in_float, kept);
+            expect_close(got[0], ref[0], tol[t], "y");
+            expect_close(got[1], ref[1], tol[t], "r");
+            for (int k = 0; k < 2; k++) {
+                xf_tensor_release(ref[k]);
+                xf_tensor_release(got[k]);
+            }
+            xf_tensor_release(x);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
+/* x * 1.0009765625 for x = 1.998046875 is 1.99999809 in float and 2 in
+ * float16: Floor, whose output is discrete, reads the rounded product (2)
+ * on cpu as on cpu_ref, while the Mul runs in float. */
+START_TEST(discrete_ops_read_rounded_values)
+{
+    xf_graph *g = xf_graph_create("floor");
+    xf_shape xs = xf_shape_make(1, (int64_t[]){3});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT16, &xs);
+    int p = node(g, XF_OP_MUL, "mul", 2, (int[]){x, scalar(g, "c", 1.0009765625)});
+    int q = node(g, XF_OP_RELU, "relu", 1, &p);
+    int y = node(g, XF_OP_FLOOR, "floor", 1, &q);
+    xf_graph_add_output(g, y);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *in = xf_tensor_create(XF_DT_FLOAT16, &xs);
+    const double xv[3] = {1.998046875, 3.99609375, -0.5};
+    for (int i = 0; i < 3; i++)
+        xf_tensor_set_f64(in, i, xv[i]);
+    static const char *const in_float[] = {"mul", "relu", NULL}, *const kept[] = {"floor", NULL};
+    const double want[3] = {2, 4, 0};
+    for (int dynamic = 0; dynamic < 2; dynamic++) {
+        xf_tensor *out;
+        run_on(g, "cpu", dynamic, in, &out, 1, in_float, kept);
+        ck_assert_int_eq(out->dtype, XF_DT_FLOAT16);
+        for (int i = 0; i < 3; i++)
+            ck_assert_msg(xf_tensor_get_f64(out, i) == want[i], "element %d: %g, want %g", i,
+                          xf_tensor_get_f64(out, i), want[i]);
+        xf_tensor_release(out);
+    }
+    xf_tensor_release(in);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* 16-bit values for the Casts: halfway cases, the largest finite values
+ * and past them, subnormals, zeros, infinities and NaN, then a ramp, in
+ * more elements than one chunk of a thread (tails included). */
+static double cast_value(int64_t i)
+{
+    static const double special[] = {1.0 + 1.0 / 2048,   1.0 + 3.0 / 2048, 65504, 65519.99, 65520, -65536, 1e-7,
+                                     -3e-8,              5.96e-8,          0.0,   -0.0,     INFINITY, -INFINITY,
+                                     NAN,                1.0 + 1.0 / 256,  3.3895313892515355e38, 1e-40};
+    int64_t n = (int64_t)(sizeof special / sizeof *special);
+    return i < n ? special[i] : ldexp(sin((double)i), (int)(i % 41) - 20);
+}
+
+/* float -> 16 bits -> float on cpu, byte for byte cpu_ref's */
+START_TEST(casts_match_cpu_ref)
+{
+    const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
+    const int64_t sizes[2] = {37, 300007};
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < 2; s++) {
+            xf_graph *g = xf_graph_create("casts");
+            xf_shape xs = xf_shape_make(1, (int64_t[]){sizes[s]});
+            int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs);
+            int h = node(g, XF_OP_CAST, "to_half", 1, &x);
+            g->nodes[g->n_nodes - 1].attrs.to = types[t];
+            int f = node(g, XF_OP_CAST, "to_float", 1, &h);
+            g->nodes[g->n_nodes - 1].attrs.to = XF_DT_FLOAT;
+            xf_graph_add_output(g, h);
+            xf_graph_add_output(g, f);
+            xf_error err = {0};
+            ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+            xf_tensor *in = filled(XF_DT_FLOAT, 1, &sizes[s], cast_value), *ref[2], *got[2];
+            run_on(g, "cpu_ref", false, in, ref, 2, NULL, NULL);
+            xf_session *ss;
+            ck_assert_msg(xf_session_create(g, 21, "cpu", NULL, &ss, &err) == XF_OK, "%s", err.msg);
+            char impl[256] = "";
+            xf_session_node_impl(ss, node_named(xf_session_graph(ss), "to_half"), impl, sizeof impl);
+            ck_assert_msg(strcmp(impl, "own loop") == 0, "Cast runs on %s", impl);
+            got[0] = got[1] = NULL;
+            ck_assert_msg(xf_session_run(ss, &in, got, &err) == XF_OK, "%s", err.msg);
+            xf_session_free(ss);
+            for (int k = 0; k < 2; k++) {
+                ck_assert_int_eq(got[k]->dtype, ref[k]->dtype);
+                ck_assert_uint_eq(got[k]->nbytes, ref[k]->nbytes);
+                /* NaN's bits aside: a NaN in both */
+                for (int64_t i = 0; i < sizes[s]; i++) {
+                    double a = xf_tensor_get_f64(got[k], i), b = xf_tensor_get_f64(ref[k], i);
+                    ck_assert_msg((isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b)),
+                                  "%s output %d element %lld: %.9g, want %.9g", xf_dtype_name(types[t]), k,
+                                  (long long)i, a, b);
+                }
+                xf_tensor_release(ref[k]);
+                xf_tensor_release(got[k]);
+            }
+            xf_tensor_release(in);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
+/* The exact GELU of a float16 model (x / sqrt(2) rounded to 16 bits, Erf,
+ * + 1, * x, * 0.5) runs as one oneDNN gelu_erf, as in float models, within
+ * 16-bit rounding of cpu_ref's. */
+START_TEST(gelu_of_half_constants_folds)
+{
+    xf_graph *g = xf_graph_create("gelu");
+    xf_shape xs = xf_shape_make(2, (int64_t[]){4, 64});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT16, &xs);
+    int w = init(g, "w", filled(XF_DT_FLOAT16, DIMS(64, 64), small_wave));
+    int m = node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, w});
+    int cv[3] = {scalar(g, "sqrt2", sqrt(2.0)), scalar(g, "one", 1.0), scalar(g, "half", 0.5)};
+    int d = node(g, XF_OP_DIV, "div", 2, (int[]){m, cv[0]});
+    int e = node(g, XF_OP_ERF, "erf", 1, &d);
+    int a = node(g, XF_OP_ADD, "add", 2, (int[]){e, cv[1]});
+    int p = node(g, XF_OP_MUL, "mul", 2, (int[]){m, a});
+    int y = node(g, XF_OP_MUL, "y", 2, (int[]){p, cv[2]});
+    xf_graph_add_output(g, y);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *in = filled(XF_DT_FLOAT16, DIMS(4, 64), wave), *ref, *got;
+    run_on(g, "cpu_ref", false, in, &ref, 1, NULL, NULL);
+    xf_session *s;
+    ck_assert_msg(xf_session_create(g, 21, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    const xf_graph *sg = xf_session_graph(s);
+    for (int i = 0; i < sg->n_nodes; i++) {
+        char impl[256] = "";
+        xf_session_node_impl(s, i, impl, sizeof impl);
+        ck_assert_msg(strstr(impl, "cpu_ref") == NULL, "%s (%s) runs on %s", sg->nodes[i].name,
+                      xf_op_name(sg->nodes[i].op), impl);
+    }
+    got = NULL;
+    ck_assert_msg(xf_session_run(s, &in, &got, &err) == XF_OK, "%s", err.msg);
+    xf_session_free(s);
+    expect_close(got, ref, 4e-3, "gelu");
+    xf_tensor_release(got);
+    xf_tensor_release(ref);
+    xf_tensor_release(in);
+    xf_graph_free(g);
+}
+END_TEST
+
+static Suite *half_suite(void)
+{
+    Suite *s = suite_create("half_cpu");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, conv_net_runs_in_float);
+    tcase_add_test(tc, discrete_ops_read_rounded_values);
+    tcase_add_test(tc, casts_match_cpu_ref);
+    tcase_add_test(tc, gelu_of_half_constants_folds);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return xf_test_run_suite(half_suite()); }
