@@ -88,6 +88,12 @@ static bool computes_alike(const xf_node *n)
     case XF_OP_MS_SKIP_SIMPLIFIED_LAYER_NORM:
     case XF_OP_SIMPLIFIED_LAYER_NORM:
     case XF_OP_RMS_NORM:
+    case XF_OP_ATTENTION:
+    case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_MHA:
+    case XF_OP_MS_GQA:
+    case XF_OP_ROTARY_EMB:
+    case XF_OP_MS_ROTARY_EMB:
     case XF_OP_INSTANCE_NORM:
     case XF_OP_GROUP_NORM:
     case XF_OP_LRN:

@@ -88,7 +88,7 @@ static xf_graph *conv_net(xf_dtype t)
     xf_graph_add_output(g, y);
     xf_graph_add_output(g, r);
     xf_error err = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
     return g;
 }
 
@@ -110,7 +110,7 @@ static void run_on(const xf_graph *g, const char *backend, bool dynamic, xf_tens
     xf_session *s;
     xf_error err = {0};
     xf_session_options opt = {.force_dynamic = dynamic};
-    ck_assert_msg(xf_session_create(g, 21, backend, &opt, &s, &err) == XF_OK, "%s: %s", backend, err.msg);
+    ck_assert_msg(xf_session_create(g, 23, backend, &opt, &s, &err) == XF_OK, "%s: %s", backend, err.msg);
     for (int k = 0; k < n; k++)
         out[k] = NULL;
     ck_assert_msg(xf_session_run(s, &x, out, &err) == XF_OK, "%s: %s", backend, err.msg);
@@ -191,7 +191,7 @@ START_TEST(discrete_ops_read_rounded_values)
     int y = node(g, XF_OP_FLOOR, "floor", 1, &q);
     xf_graph_add_output(g, y);
     xf_error err = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
     xf_tensor *in = xf_tensor_create(XF_DT_FLOAT16, &xs);
     const double xv[3] = {1.998046875, 3.99609375, -0.5};
     for (int i = 0; i < 3; i++)
@@ -241,11 +241,11 @@ START_TEST(casts_match_cpu_ref)
             xf_graph_add_output(g, h);
             xf_graph_add_output(g, f);
             xf_error err = {0};
-            ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+            ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
             xf_tensor *in = filled(XF_DT_FLOAT, 1, &sizes[s], cast_value), *ref[2], *got[2];
             run_on(g, "cpu_ref", false, in, ref, 2, NULL, NULL);
             xf_session *ss;
-            ck_assert_msg(xf_session_create(g, 21, "cpu", NULL, &ss, &err) == XF_OK, "%s", err.msg);
+            ck_assert_msg(xf_session_create(g, 23, "cpu", NULL, &ss, &err) == XF_OK, "%s", err.msg);
             char impl[256] = "";
             xf_session_node_impl(ss, node_named(xf_session_graph(ss), "to_half"), impl, sizeof impl);
             ck_assert_msg(strcmp(impl, "own loop") == 0, "Cast runs on %s", impl);
@@ -289,11 +289,11 @@ START_TEST(gelu_of_half_constants_folds)
     int y = node(g, XF_OP_MUL, "y", 2, (int[]){p, cv[2]});
     xf_graph_add_output(g, y);
     xf_error err = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, 21, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
     xf_tensor *in = filled(XF_DT_FLOAT16, DIMS(4, 64), wave), *ref, *got;
     run_on(g, "cpu_ref", false, in, &ref, 1, NULL, NULL);
     xf_session *s;
-    ck_assert_msg(xf_session_create(g, 21, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_create(g, 23, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
     const xf_graph *sg = xf_session_graph(s);
     for (int i = 0; i < sg->n_nodes; i++) {
         char impl[256] = "";
@@ -312,6 +312,32 @@ START_TEST(gelu_of_half_constants_folds)
 }
 END_TEST
 
+/* ONNX's Attention on float16 (batch 1, 2 heads, 8 queries over 8 keys of
+ * 16): computed in float on cpu, within 16-bit rounding of cpu_ref, which
+ * rounds after each step. */
+START_TEST(attention_runs_in_float)
+{
+    xf_graph *g = xf_graph_create("attention");
+    xf_shape qs = xf_shape_make(4, (int64_t[]){1, 2, 8, 16});
+    int q = xf_graph_add_input(g, "q", XF_DT_FLOAT16, &qs);
+    int k = init(g, "k", filled(XF_DT_FLOAT16, DIMS(1, 2, 8, 16), small_wave));
+    int v = init(g, "v", filled(XF_DT_FLOAT16, DIMS(1, 2, 8, 16), wave));
+    int y = node(g, XF_OP_ATTENTION, "attn", 3, (int[]){q, k, v});
+    xf_graph_add_output(g, y);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *in = filled(XF_DT_FLOAT16, DIMS(1, 2, 8, 16), wave), *ref, *got;
+    static const char *const in_float[] = {"attn", NULL};
+    run_on(g, "cpu_ref", false, in, &ref, 1, NULL, NULL);
+    run_on(g, "cpu", false, in, &got, 1, in_float, NULL);
+    expect_close(got, ref, 4e-3, "attention");
+    xf_tensor_release(got);
+    xf_tensor_release(ref);
+    xf_tensor_release(in);
+    xf_graph_free(g);
+}
+END_TEST
+
 static Suite *half_suite(void)
 {
     Suite *s = suite_create("half_cpu");
@@ -320,6 +346,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, discrete_ops_read_rounded_values);
     tcase_add_test(tc, casts_match_cpu_ref);
     tcase_add_test(tc, gelu_of_half_constants_folds);
+    tcase_add_test(tc, attention_runs_in_float);
     suite_add_tcase(s, tc);
     return s;
 }
