@@ -512,8 +512,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
     case XF_OP_MS_MATMUL_INTEGER_TO_FLOAT:
     case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL:
         return xf_infer_int_matmul_float_dtypes(c);
-    case XF_OP_MS_GATHER_BLOCK_QUANTIZED: /* the rule checks the inputs */
-        out = XF_DT_FLOAT;
+    case XF_OP_MS_GATHER_BLOCK_QUANTIZED: /* the rule checks the inputs; the scales' type */
+        out = n->n_inputs > 2 && xf_dtype_is_half(input_dtype(c, 2)) ? input_dtype(c, 2) : XF_DT_FLOAT;
         break;
     default:
         break;

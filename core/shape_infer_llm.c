@@ -14,19 +14,26 @@ static xf_status want_numel(xf_infer_ctx *c, int i, const char *what, int64_t nu
                          xf_infer_text(xf_infer_shape(c, i)).s, numel);
 }
 
-/* MatMulNBits: A float, B uint8, scales float, zero_points uint8 (packed)
- * or float, g_idx int32, bias float; Y float. */
+/* MatMulNBits: A of T (float, float16 or bfloat16, as in ONNX Runtime),
+ * B uint8, scales T, zero_points uint8 (packed) or T, g_idx int32, bias T;
+ * Y T. */
+static bool nbits_float(xf_dtype t) { return t == XF_DT_FLOAT || xf_dtype_is_half(t); }
+
 xf_status xf_infer_nbits_dtypes(xf_infer_ctx *c)
 {
-    static const xf_dtype want[6] = {XF_DT_FLOAT, XF_DT_UINT8, XF_DT_FLOAT, XF_DT_UINT8, XF_DT_INT32, XF_DT_FLOAT};
+    xf_dtype t = xf_infer_dtype(c, 0);
+    if (t != XF_DT_UNDEFINED && !nbits_float(t))
+        return xf_infer_fail(c, XF_ERR_INVALID, "A is %s, expected float, float16 or bfloat16", xf_dtype_name(t));
+    t = t == XF_DT_UNDEFINED ? XF_DT_FLOAT : t;
+    const xf_dtype want[6] = {t, XF_DT_UINT8, t, XF_DT_UINT8, XF_DT_INT32, t};
     for (int i = 0; i < c->node->n_inputs && i < 6; i++) {
         xf_dtype d = xf_infer_dtype(c, i);
-        if (d != XF_DT_UNDEFINED && d != want[i] && !(i == 3 && d == XF_DT_FLOAT))
+        if (d != XF_DT_UNDEFINED && d != want[i] && !(i == 3 && d == t))
             return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s, expected %s", i, xf_dtype_name(d),
                                  xf_dtype_name(want[i]));
     }
     if (c->node->outputs[0] >= 0)
-        c->g->values[c->node->outputs[0]].dtype = XF_DT_FLOAT;
+        c->g->values[c->node->outputs[0]].dtype = t;
     return XF_OK;
 }
 
@@ -47,7 +54,7 @@ xf_status xf_infer_ms_matmul_nbits(xf_infer_ctx *c)
         st = want_numel(c, 2, "scales", t->nb_n * blocks);
     if (st == XF_OK && xf_infer_has(c, 3))
         st = want_numel(c, 3, "zero_points",
-                        t->nb_n * (xf_infer_dtype(c, 3) == XF_DT_FLOAT ? blocks : (blocks * t->nb_bits + 7) / 8));
+                        t->nb_n * (nbits_float(xf_infer_dtype(c, 3)) ? blocks : (blocks * t->nb_bits + 7) / 8));
     if (st == XF_OK)
         st = want_numel(c, 4, "g_idx", t->nb_k);
     if (st == XF_OK)
@@ -194,10 +201,10 @@ xf_status xf_infer_ms_gather_block_quantized(xf_infer_ctx *c)
     int64_t per = u8 ? 8 / n->attrs.attn.nb_bits : 1;
     if ((dt != XF_DT_UNDEFINED && !u8 && dt != XF_DT_INT4 && dt != XF_DT_UINT4) ||
         (it != XF_DT_UNDEFINED && it != XF_DT_INT32 && it != XF_DT_INT64) ||
-        (xf_infer_dtype(c, 2) != XF_DT_UNDEFINED && xf_infer_dtype(c, 2) != XF_DT_FLOAT) ||
+        (xf_infer_dtype(c, 2) != XF_DT_UNDEFINED && !nbits_float(xf_infer_dtype(c, 2))) ||
         (xf_infer_has(c, 3) && xf_infer_dtype(c, 3) != dt))
         return xf_infer_fail(c, XF_ERR_INVALID, "takes uint8, int4 or uint4 data (zero points alike), int32 or "
-                             "int64 indices and float scales");
+                             "int64 indices and float, float16 or bfloat16 scales");
     if (d->ndim < 2 || (n->attrs.axis != -1 && n->attrs.axis != d->ndim - 1) || idx->ndim + d->ndim - 1 > XF_MAX_DIMS)
         return xf_infer_fail(c, XF_ERR_INVALID, "data %s is not quantized along its last axis (quantize_axis %" PRId64
                              ")", xf_infer_text(d).s, n->attrs.axis);

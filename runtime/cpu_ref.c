@@ -276,13 +276,13 @@ typedef struct ref_entry {
 #define XF_REF_OPTIONAL {0}
 #define XF_REF_OPTIONAL_HAS_ELEMENT {0}
 #define XF_REF_OPTIONAL_GET_ELEMENT {0}
-#define XF_REF_MS_MATMUL_NBITS {xf_ref_ms_matmul_nbits, F32, XF_DTM(XF_DT_UINT8), F32}
+#define XF_REF_MS_MATMUL_NBITS {xf_ref_ms_matmul_nbits, F32 | F16, XF_DTM(XF_DT_UINT8), F32 | F16, true}
 #define XF_REF_MS_GQA {xf_ref_ms_gqa, F32, 0, F32}
 #define XF_REF_MS_MATMUL_INTEGER_TO_FLOAT {xf_ref_ms_int_matmul_float, Q8IN, Q8IN, F32}
 #define XF_REF_MS_DYNAMIC_QUANTIZE_MATMUL {xf_ref_ms_int_matmul_float, F32, Q8IN, F32}
 /* bytes packing codes, or int4 and uint4 elements */
 #define GBQ_DATA (XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT4) | XF_DTM(XF_DT_UINT4))
-#define XF_REF_MS_GATHER_BLOCK_QUANTIZED {xf_ref_ms_gather_block_quantized, GBQ_DATA, IDX, F32}
+#define XF_REF_MS_GATHER_BLOCK_QUANTIZED {xf_ref_ms_gather_block_quantized, GBQ_DATA, IDX, F32 | F16, true}
 
 static const ref_entry ref_table[XF_OP_COUNT] = {
 #define XF_OP(id, onnx, min_in, max_in, n_out, flags) [XF_OP_##id] = XF_REF_##id,

@@ -338,6 +338,102 @@ START_TEST(attention_runs_in_float)
 }
 END_TEST
 
+static double code_byte(int64_t i) { return (double)((i * 37 + 11) % 256); }
+static double zp_byte(int64_t i) { return (double)((i * 29 + 3) % 256); }
+static double scale_of(int64_t i) { return 0.01 * (double)(1 + i % 9); }
+
+/* MatMulNBits (4 bits, K 64 in blocks of 32, N 48, uint8 zero points, a
+ * bias) on A of t, 5 rows; then GatherBlockQuantized (uint4 codes in
+ * bytes, blocks of 16 along 32 columns) of rows 3, 0 and -1 of a 6-row
+ * table with scales of t: both outputs of t. */
+static xf_graph *nbits_net(xf_dtype t)
+{
+    enum { M = 5, K = 64, N = 48, BLOCK = 32, V = 6, H = 32, GB = 16 };
+    xf_graph *g = xf_graph_create("nbits");
+    xf_shape as = xf_shape_make(2, (int64_t[]){M, K});
+    int a = xf_graph_add_input(g, "a", t, &as);
+    int in[6] = {a, init(g, "b", filled(XF_DT_UINT8, DIMS(N, K / BLOCK, BLOCK / 2), code_byte)),
+                 init(g, "scales", filled(t, DIMS(N * K / BLOCK), scale_of)),
+                 init(g, "zp", filled(XF_DT_UINT8, DIMS(N), zp_byte)), -1, init(g, "bias", filled(t, DIMS(N), wave))};
+    int y = node(g, XF_OP_MS_MATMUL_NBITS, "nbits", 6, in);
+    xf_attn_attrs *at = &g->nodes[g->n_nodes - 1].attrs.attn;
+    at->nb_k = K;
+    at->nb_n = N;
+    at->nb_bits = 4;
+    at->nb_block = BLOCK;
+    xf_tensor *idx = xf_tensor_create(XF_DT_INT64, &(xf_shape){1, {3}});
+    ck_assert_ptr_nonnull(idx);
+    memcpy(idx->data, (int64_t[]){3, 0, -1}, 3 * sizeof(int64_t));
+    int gin[4] = {init(g, "table", filled(XF_DT_UINT8, DIMS(V, H / 2), code_byte)), init(g, "idx", idx),
+                  init(g, "gscales", filled(t, DIMS(V, H / GB), scale_of)),
+                  init(g, "gzp", filled(XF_DT_UINT8, DIMS(V, 1), zp_byte))};
+    int e = node(g, XF_OP_MS_GATHER_BLOCK_QUANTIZED, "gbq", 4, gin);
+    xf_attrs *ga = &g->nodes[g->n_nodes - 1].attrs;
+    ga->axis = 1;
+    ga->attn.nb_bits = 4;
+    ga->attn.nb_block = GB;
+    xf_graph_add_output(g, y);
+    xf_graph_add_output(g, e);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
+    return g;
+}
+
+/* MatMulNBits and GatherBlockQuantized take float16 and bfloat16 A,
+ * scales and bias (as ONNX Runtime's do) and give their type: on cpu_ref,
+ * computed in float and rounded once, so that with 16-bit operands their
+ * outputs are the float model's rounded to 16 bits, element for element;
+ * on cpu the nodes compute float, within 16-bit rounding of cpu_ref's
+ * (the quantized embedding exactly). */
+START_TEST(nbits_ops_take_half_types)
+{
+    const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
+    const double tol[2] = {4e-3, 3e-2};
+    static const char *const in_float[] = {"nbits", NULL}; /* GatherBlockQuantized: cpu_ref's kernel */
+    for (int t = 0; t < 2; t++) {
+        xf_graph *g = nbits_net(types[t]), *gf = nbits_net(XF_DT_FLOAT);
+        ck_assert_int_eq(g->values[g->outputs[0]].dtype, types[t]);
+        ck_assert_int_eq(g->values[g->outputs[1]].dtype, types[t]);
+        /* the float model's operands hold the 16-bit values */
+        for (int v = 0; v < gf->n_values; v++) {
+            xf_tensor *c = gf->values[v].init;
+            for (int64_t i = 0; c && c->dtype == XF_DT_FLOAT && i < xf_tensor_numel(c); i++)
+                ((float *)c->data)[i] = (float)xf_tensor_get_f64(g->values[v].init, i);
+        }
+        xf_tensor *x = filled(types[t], DIMS(5, 64), wave), *xf = xf_tensor_create(XF_DT_FLOAT, &x->shape);
+        for (int64_t i = 0; i < xf_tensor_numel(x); i++)
+            ((float *)xf->data)[i] = (float)xf_tensor_get_f64(x, i);
+        xf_tensor *ref[2], *flt[2], *got[2];
+        run_on(g, "cpu_ref", false, x, ref, 2, NULL, NULL);
+        run_on(gf, "cpu_ref", false, xf, flt, 2, NULL, NULL);
+        for (int k = 0; k < 2; k++)
+            for (int64_t i = 0; i < xf_tensor_numel(flt[k]); i++) {
+                xf_tensor *one = xf_tensor_create(types[t], &(xf_shape){0});
+                xf_tensor_set_f64(one, 0, xf_tensor_get_f64(flt[k], i));
+                ck_assert_msg(xf_tensor_get_f64(ref[k], i) == xf_tensor_get_f64(one, 0),
+                              "output %d element %lld: %g, want %g", k, (long long)i, xf_tensor_get_f64(ref[k], i),
+                              xf_tensor_get_f64(one, 0));
+                xf_tensor_release(one);
+            }
+        for (int dynamic = 0; dynamic < 2; dynamic++) {
+            run_on(g, "cpu", dynamic, x, got, 2, in_float, NULL);
+            expect_close(got[0], ref[0], tol[t], "MatMulNBits");
+            expect_close(got[1], ref[1], 0, "GatherBlockQuantized");
+            xf_tensor_release(got[0]);
+            xf_tensor_release(got[1]);
+        }
+        for (int k = 0; k < 2; k++) {
+            xf_tensor_release(ref[k]);
+            xf_tensor_release(flt[k]);
+        }
+        xf_tensor_release(x);
+        xf_tensor_release(xf);
+        xf_graph_free(g);
+        xf_graph_free(gf);
+    }
+}
+END_TEST
+
 static Suite *half_suite(void)
 {
     Suite *s = suite_create("half_cpu");
@@ -347,6 +443,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, casts_match_cpu_ref);
     tcase_add_test(tc, gelu_of_half_constants_folds);
     tcase_add_test(tc, attention_runs_in_float);
+    tcase_add_test(tc, nbits_ops_take_half_types);
     suite_add_tcase(s, tc);
     return s;
 }
