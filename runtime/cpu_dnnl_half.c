@@ -334,7 +334,7 @@ static void half_cast_of(xf_dtype from, xf_dtype to, const void *x, void *y, int
         const uint16_t *h = x;
         float *o = y;
 #if HALF_X86
-        if (__builtin_cpu_supports("f16c"))
+        if (__builtin_cpu_supports("avx2")) /* every CPU with AVX2 has F16C */
             i = f16_to_f32_f16c(h, o, count);
 #endif
         for (; i < count; i++)
@@ -348,7 +348,7 @@ static void half_cast_of(xf_dtype from, xf_dtype to, const void *x, void *y, int
         const float *f = x;
         uint16_t *o = y;
 #if HALF_X86
-        if (__builtin_cpu_supports("f16c"))
+        if (__builtin_cpu_supports("avx2")) /* every CPU with AVX2 has F16C */
             i = f32_to_f16_f16c(f, o, count);
 #endif
         for (; i < count; i++)

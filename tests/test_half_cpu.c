@@ -5,6 +5,7 @@
  * 16-bit rounding; ops whose outputs are discrete read rounded values, as
  * written; the Casts round to nearest even, as cpu_ref's. */
 #include "kernel_case_util.h"
+#include "random_graph_util.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
@@ -434,6 +435,102 @@ START_TEST(nbits_ops_take_half_types)
 }
 END_TEST
 
+/* g with its float constants rounded to float16, and with its float
+ * values and constants made float16 too when half; its dtypes inferred
+ * again. */
+static void through_float16(xf_graph *g, bool half)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        xf_value *x = &g->values[v];
+        if (x->dtype != XF_DT_FLOAT)
+            continue;
+        if (half)
+            x->dtype = XF_DT_FLOAT16;
+        if (x->init) {
+            xf_tensor *h = xf_tensor_create(XF_DT_FLOAT16, &x->init->shape);
+            ck_assert_ptr_nonnull(h);
+            for (int64_t i = 0; i < xf_tensor_numel(h); i++)
+                xf_tensor_set_f64(h, i, xf_tensor_get_f64(x->init, i));
+            for (int64_t i = 0; !half && i < xf_tensor_numel(h); i++)
+                ((float *)x->init->data)[i] = (float)xf_tensor_get_f64(h, i);
+            if (half) {
+                xf_tensor_release(x->init);
+                x->init = xf_tensor_retain(h);
+            }
+            xf_tensor_release(h);
+        }
+    }
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 17, &err) == XF_OK, "%s", err.msg);
+}
+
+/* The outputs of g (inputs in, dtype of in[0]) on cpu, in static or
+ * dynamic mode, into out. */
+static void run_cpu(const xf_graph *g, xf_tensor **in, xf_tensor **out, bool dynamic)
+{
+    xf_session *s;
+    xf_error err = {0};
+    xf_session_options opt = {.force_dynamic = dynamic};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", &opt, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(s, in, out, &err) == XF_OK, "%s", err.msg);
+    xf_session_free(s);
+}
+
+/* The differential test's random graphs (convolutions, products, pools,
+ * pointwise ops, Concats and Splits, values shared, several outputs), made
+ * float16: every op of theirs computes alike on float, so on cpu each
+ * graph is one float run, and its outputs are those of the float graph on
+ * the same (16-bit) weights and inputs, rounded to float16, element for
+ * element, in static and in dynamic mode (whose primitives may sum in
+ * another order than static mode's). */
+START_TEST(random_graphs_in_float16)
+{
+    for (uint64_t seed = 1; seed <= 100; seed++) {
+        xf_model *mh, *mf;
+        xf_error err = {0};
+        ck_assert_msg(xf_random_model(seed, 10, &mh, &err) == XF_OK && xf_random_model(seed, 10, &mf, &err) == XF_OK,
+                      "seed %llu: %s", (unsigned long long)seed, err.msg);
+        xf_graph *gh = mh->graph, *gf = mf->graph;
+        through_float16(gh, true);
+        through_float16(gf, false);
+        xf_tensor *inh[16], *inf[16], *want[16] = {0}, *got[16] = {0};
+        ck_assert_int_le(gh->n_inputs, 16);
+        ck_assert_int_le(gh->n_outputs, 16);
+        for (int k = 0; k < gh->n_inputs; k++) {
+            const xf_shape *sh = &gh->values[gh->inputs[k]].shape;
+            inh[k] = filled(XF_DT_FLOAT16, sh->ndim, sh->dims, k % 2 ? wave : small_wave);
+            inf[k] = xf_tensor_create(XF_DT_FLOAT, sh);
+            for (int64_t i = 0; i < xf_tensor_numel(inh[k]); i++)
+                ((float *)inf[k]->data)[i] = (float)xf_tensor_get_f64(inh[k], i);
+        }
+        for (int dynamic = 0; dynamic < 2; dynamic++) {
+            run_cpu(gf, inf, want, dynamic);
+            run_cpu(gh, inh, got, dynamic);
+            for (int k = 0; k < gh->n_outputs; k++) {
+                ck_assert_int_eq(got[k]->dtype, XF_DT_FLOAT16);
+                for (int64_t i = 0; i < xf_tensor_numel(got[k]); i++) {
+                    xf_tensor *one = xf_tensor_create(XF_DT_FLOAT16, &(xf_shape){0});
+                    xf_tensor_set_f64(one, 0, xf_tensor_get_f64(want[k], i));
+                    double a = xf_tensor_get_f64(got[k], i), b = xf_tensor_get_f64(one, 0);
+                    ck_assert_msg(a == b || (isnan(a) && isnan(b)), "seed %llu output %d element %lld: %.9g, want %.9g",
+                                  (unsigned long long)seed, k, (long long)i, a, b);
+                    xf_tensor_release(one);
+                }
+                xf_tensor_release(got[k]);
+                xf_tensor_release(want[k]);
+                got[k] = want[k] = NULL;
+            }
+        }
+        for (int k = 0; k < gh->n_inputs; k++) {
+            xf_tensor_release(inh[k]);
+            xf_tensor_release(inf[k]);
+        }
+        xf_model_free(mh);
+        xf_model_free(mf);
+    }
+}
+END_TEST
+
 static Suite *half_suite(void)
 {
     Suite *s = suite_create("half_cpu");
@@ -444,6 +541,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, gelu_of_half_constants_folds);
     tcase_add_test(tc, attention_runs_in_float);
     tcase_add_test(tc, nbits_ops_take_half_types);
+    tcase_add_test(tc, random_graphs_in_float16);
     suite_add_tcase(s, tc);
     return s;
 }
