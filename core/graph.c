@@ -306,6 +306,8 @@ int xf_graph_find_value(const xf_graph *g, const char *name)
 
 int xf_graph_add_value(xf_graph *g, const char *name, xf_dtype dtype, const xf_shape *shape)
 {
+    /* shape may be another value's, which growing the array moves */
+    xf_shape copy = shape ? *shape : (xf_shape){.ndim = -1};
     if (!grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof *g->values))
         return -1;
     char gen[48];
@@ -322,10 +324,7 @@ int xf_graph_add_value(xf_graph *g, const char *name, xf_dtype dtype, const xf_s
     if (!v->name)
         return -1;
     v->dtype = dtype;
-    if (shape)
-        v->shape = *shape;
-    else
-        v->shape.ndim = -1;
+    v->shape = copy;
     v->elem_decl.ndim = -1;
     v->producer = -1;
     return g->n_values++;
@@ -395,14 +394,16 @@ int xf_graph_add_node(xf_graph *g, xf_op op, const char *name, int n_inputs, con
 
 int xf_graph_copy_node(xf_graph *g, const xf_node *n, const int *inputs, const int *outputs)
 {
-    int i = xf_graph_add_node(g, n->op, n->name, n->n_inputs, inputs, n->n_outputs, outputs);
+    /* n may be one of g's nodes, which growing the array moves */
+    const xf_node src = *n;
+    int i = xf_graph_add_node(g, src.op, src.name, src.n_inputs, inputs, src.n_outputs, outputs);
     if (i < 0)
         return -1;
     xf_node *d = &g->nodes[i];
     xf_tensor_release(d->attrs.value);
-    d->attrs = n->attrs;
+    d->attrs = src.attrs;
     xf_tensor_retain(d->attrs.value);
-    d->opaque = xf_opaque_retain(n->opaque);
+    d->opaque = xf_opaque_retain(src.opaque);
     return i;
 }
 

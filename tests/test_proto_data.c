@@ -257,7 +257,9 @@ END_TEST
  * of an empty input, a GridSample of an empty grid, a
  * CausalConvWithState over an empty sequence, a TopK of K 0 along an
  * empty axis and a Scan over an empty input, which the sanitizer build runs without finding undefined
- * behaviour; a ConvInteger of no output channels whose padding made 860 M
+ * behaviour; an identity Transpose writing a graph output, for which the
+ * session's Transpose pass added a value while holding another's shape,
+ * which the growing value array moved; a ConvInteger of no output channels whose padding made 860 M
  * column entries nothing read, now none); run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
