@@ -14,8 +14,9 @@ static void set_dtype(xf_infer_ctx *c, int k, xf_dtype d)
 }
 
 /* Inputs listed in `ints` (bit i) are integer tensors of type want (int64
- * RotaryEmbedding's position_ids, int32 the rest); the others float, all of
- * input 0's type (the word embedding's for EmbedLayerNormalization). */
+ * RotaryEmbedding's position_ids, int32 the rest); the others float,
+ * float16 or bfloat16 (as ONNX Runtime's schemas allow), all of input 0's
+ * type (the word embedding's for EmbedLayerNormalization). */
 xf_status xf_infer_attn_dtypes(xf_infer_ctx *c)
 {
     const xf_node *n = c->node;
@@ -39,8 +40,9 @@ xf_status xf_infer_attn_dtypes(xf_infer_ctx *c)
         xf_dtype need = (ints >> i & 1) ? want : t;
         if (need == XF_DT_UNDEFINED)
             need = d;
-        if (d != need || (!(ints >> i & 1) && d != XF_DT_FLOAT))
-            return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s; %s takes float data and %s indices", i,
+        if (d != need || (!(ints >> i & 1) && d != XF_DT_FLOAT && !xf_dtype_is_half(d)))
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s; %s takes float, float16 or bfloat16 data (all "
+                                 "alike) and %s indices", i,
                                  xf_dtype_name(d), xf_op_name(n->op), xf_dtype_name(want));
         if (!(ints >> i & 1) && t == XF_DT_UNDEFINED)
             t = d;

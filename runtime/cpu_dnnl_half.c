@@ -94,6 +94,7 @@ static bool computes_alike(const xf_node *n)
     case XF_OP_MS_GQA:
     case XF_OP_ROTARY_EMB:
     case XF_OP_MS_ROTARY_EMB:
+    case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_MATMUL_NBITS:
     case XF_OP_MS_GATHER_BLOCK_QUANTIZED:
     case XF_OP_INSTANCE_NORM:

@@ -248,10 +248,10 @@ typedef struct ref_entry {
 #define XF_REF_MS_SKIP_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
 #define XF_REF_MS_SKIP_SIMPLIFIED_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
 #define XF_REF_SIMPLIFIED_LAYER_NORM {xf_ref_skip_layer_norm, FLT, FLT, 0, true}
-#define XF_REF_MS_ATTENTION {xf_ref_ms_attention, F32, F32, F32}
-#define XF_REF_MS_MHA {xf_ref_ms_mha, F32, F32, F32}
-#define XF_REF_MS_EMBED_LAYER_NORM {xf_ref_ms_embed_layer_norm, I32, I32, F32}
-#define XF_REF_MS_ROTARY_EMB {xf_ref_ms_rotary, F32, I64, F32}
+#define XF_REF_MS_ATTENTION {xf_ref_ms_attention, F32 | F16, F32 | F16, F32 | F16, true}
+#define XF_REF_MS_MHA {xf_ref_ms_mha, F32 | F16, F32 | F16, F32 | F16, true}
+#define XF_REF_MS_EMBED_LAYER_NORM {xf_ref_ms_embed_layer_norm, I32, I32, F32 | F16, true}
+#define XF_REF_MS_ROTARY_EMB {xf_ref_ms_rotary, F32 | F16, I64, F32 | F16, true}
 #define Q8IN (XF_DTM(XF_DT_INT8) | XF_DTM(XF_DT_UINT8))
 #define XF_REF_MS_QLINEAR_ADD {xf_ref_ms_qbinary, Q8IN | XF_DTM(XF_DT_UINT16), F32, 0}
 #define XF_REF_MS_QLINEAR_MUL {xf_ref_ms_qbinary, Q8IN, F32, 0}
@@ -277,7 +277,7 @@ typedef struct ref_entry {
 #define XF_REF_OPTIONAL_HAS_ELEMENT {0}
 #define XF_REF_OPTIONAL_GET_ELEMENT {0}
 #define XF_REF_MS_MATMUL_NBITS {xf_ref_ms_matmul_nbits, F32 | F16, XF_DTM(XF_DT_UINT8), F32 | F16, true}
-#define XF_REF_MS_GQA {xf_ref_ms_gqa, F32, 0, F32}
+#define XF_REF_MS_GQA {xf_ref_ms_gqa, F32 | F16, 0, F32 | F16, true}
 #define XF_REF_MS_MATMUL_INTEGER_TO_FLOAT {xf_ref_ms_int_matmul_float, Q8IN, Q8IN, F32}
 #define XF_REF_MS_DYNAMIC_QUANTIZE_MATMUL {xf_ref_ms_int_matmul_float, F32, Q8IN, F32}
 /* bytes packing codes, or int4 and uint4 elements */

@@ -255,7 +255,12 @@ START_TEST(test_shape_errors)
     expect_infer_error(make_case(XF_OP_MS_EMBED_LAYER_NORM, 7, I32(DIMS(1, 2), 0, 1), I32(DIMS(1, 2), 0, 0),
                                  RAND(5, 4), RAND(5, 4), NULL, RAND(4), RAND(4)),
                        "come together");
-    expect_infer_error(make_case(XF_OP_MS_ATTENTION, 2, mk(XF_DT_INT32, DIMS(2, 3, 8), (int32_t[48]){0}), RAND(8, 24)), "takes float data");
+    expect_infer_error(make_case(XF_OP_MS_ATTENTION, 2, mk(XF_DT_INT32, DIMS(2, 3, 8), (int32_t[48]){0}), RAND(8, 24)),
+                       "takes float, float16 or bfloat16 data");
+    /* float16 data with float weights */
+    expect_infer_error(make_case(XF_OP_MS_ATTENTION, 2, mk(XF_DT_FLOAT16, DIMS(2, 3, 8), (uint16_t[48]){0}),
+                                 RAND(8, 24)),
+                       "(all alike)");
 }
 END_TEST
 

@@ -303,7 +303,7 @@ START_TEST(test_shape_errors)
     expect_infer_error(gqa(make_case(XF_OP_MS_GQA, 7, RAND(1, 1, 32), RAND(1, 1, 16), RAND(1, 1, 16), NULL, NULL,
                                      RAND(1), xf_tensor_retain(tot)),
                            4, 2),
-                       "takes float data and INT32 indices");
+                       "takes float, float16 or bfloat16 data (all alike) and INT32 indices");
     xf_tensor_release(one);
     xf_tensor_release(tot);
     expect_infer_error(make_case(XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, 4, bytes(2, 3, 4), bytes(2, 4, 5), RAND(1),

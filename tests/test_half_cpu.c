@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -464,25 +465,63 @@ static void through_float16(xf_graph *g, bool half)
     ck_assert_msg(xf_graph_infer_shapes(g, 17, &err) == XF_OK, "%s", err.msg);
 }
 
-/* The outputs of g (inputs in, dtype of in[0]) on cpu, in static or
- * dynamic mode, into out. */
-static void run_cpu(const xf_graph *g, xf_tensor **in, xf_tensor **out, bool dynamic)
+/* The outputs of g (inputs in) on backend, in static or dynamic mode,
+ * into out. */
+static void run_mode(const xf_graph *g, const char *backend, xf_tensor **in, xf_tensor **out, bool dynamic)
 {
     xf_session *s;
     xf_error err = {0};
     xf_session_options opt = {.force_dynamic = dynamic};
-    ck_assert_msg(xf_session_create(g, 17, "cpu", &opt, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_create(g, 17, backend, &opt, &s, &err) == XF_OK, "%s", err.msg);
     ck_assert_msg(xf_session_run(s, in, out, &err) == XF_OK, "%s", err.msg);
     xf_session_free(s);
+}
+
+/* gh, made float16 by through_float16, gives on backend the outputs of gf
+ * (the same graph, its constants rounded likewise) on the same inputs,
+ * rounded to float16, element for element, in static and in dynamic mode
+ * (whose primitives may sum in another order than static mode's). */
+static void expect_float_rounded(const xf_graph *gf, const xf_graph *gh, const char *backend, const char *what)
+{
+    xf_tensor *inh[16], *inf[16], *want[16] = {0}, *got[16] = {0};
+    ck_assert_int_le(gh->n_inputs, 16);
+    ck_assert_int_le(gh->n_outputs, 16);
+    for (int k = 0; k < gh->n_inputs; k++) {
+        const xf_shape *sh = &gh->values[gh->inputs[k]].shape;
+        inh[k] = filled(XF_DT_FLOAT16, sh->ndim, sh->dims, k % 2 ? wave : small_wave);
+        inf[k] = xf_tensor_create(XF_DT_FLOAT, sh);
+        for (int64_t i = 0; i < xf_tensor_numel(inh[k]); i++)
+            ((float *)inf[k]->data)[i] = (float)xf_tensor_get_f64(inh[k], i);
+    }
+    for (int dynamic = 0; dynamic < 2; dynamic++) {
+        run_mode(gf, backend, inf, want, dynamic);
+        run_mode(gh, backend, inh, got, dynamic);
+        for (int k = 0; k < gh->n_outputs; k++) {
+            ck_assert_int_eq(got[k]->dtype, XF_DT_FLOAT16);
+            for (int64_t i = 0; i < xf_tensor_numel(got[k]); i++) {
+                xf_tensor *one = xf_tensor_create(XF_DT_FLOAT16, &(xf_shape){0});
+                xf_tensor_set_f64(one, 0, xf_tensor_get_f64(want[k], i));
+                double a = xf_tensor_get_f64(got[k], i), b = xf_tensor_get_f64(one, 0);
+                ck_assert_msg(a == b || (isnan(a) && isnan(b)), "%s on %s, output %d element %lld: %.9g, want %.9g",
+                              what, backend, k, (long long)i, a, b);
+                xf_tensor_release(one);
+            }
+            xf_tensor_release(got[k]);
+            xf_tensor_release(want[k]);
+            got[k] = want[k] = NULL;
+        }
+    }
+    for (int k = 0; k < gh->n_inputs; k++) {
+        xf_tensor_release(inh[k]);
+        xf_tensor_release(inf[k]);
+    }
 }
 
 /* The differential test's random graphs (convolutions, products, pools,
  * pointwise ops, Concats and Splits, values shared, several outputs), made
  * float16: every op of theirs computes alike on float, so on cpu each
- * graph is one float run, and its outputs are those of the float graph on
- * the same (16-bit) weights and inputs, rounded to float16, element for
- * element, in static and in dynamic mode (whose primitives may sum in
- * another order than static mode's). */
+ * graph is one float run, and its outputs are the float graph's rounded
+ * once. */
 START_TEST(random_graphs_in_float16)
 {
     for (uint64_t seed = 1; seed <= 100; seed++) {
@@ -490,43 +529,112 @@ START_TEST(random_graphs_in_float16)
         xf_error err = {0};
         ck_assert_msg(xf_random_model(seed, 10, &mh, &err) == XF_OK && xf_random_model(seed, 10, &mf, &err) == XF_OK,
                       "seed %llu: %s", (unsigned long long)seed, err.msg);
-        xf_graph *gh = mh->graph, *gf = mf->graph;
-        through_float16(gh, true);
-        through_float16(gf, false);
-        xf_tensor *inh[16], *inf[16], *want[16] = {0}, *got[16] = {0};
-        ck_assert_int_le(gh->n_inputs, 16);
-        ck_assert_int_le(gh->n_outputs, 16);
-        for (int k = 0; k < gh->n_inputs; k++) {
-            const xf_shape *sh = &gh->values[gh->inputs[k]].shape;
-            inh[k] = filled(XF_DT_FLOAT16, sh->ndim, sh->dims, k % 2 ? wave : small_wave);
-            inf[k] = xf_tensor_create(XF_DT_FLOAT, sh);
-            for (int64_t i = 0; i < xf_tensor_numel(inh[k]); i++)
-                ((float *)inf[k]->data)[i] = (float)xf_tensor_get_f64(inh[k], i);
-        }
-        for (int dynamic = 0; dynamic < 2; dynamic++) {
-            run_cpu(gf, inf, want, dynamic);
-            run_cpu(gh, inh, got, dynamic);
-            for (int k = 0; k < gh->n_outputs; k++) {
-                ck_assert_int_eq(got[k]->dtype, XF_DT_FLOAT16);
-                for (int64_t i = 0; i < xf_tensor_numel(got[k]); i++) {
-                    xf_tensor *one = xf_tensor_create(XF_DT_FLOAT16, &(xf_shape){0});
-                    xf_tensor_set_f64(one, 0, xf_tensor_get_f64(want[k], i));
-                    double a = xf_tensor_get_f64(got[k], i), b = xf_tensor_get_f64(one, 0);
-                    ck_assert_msg(a == b || (isnan(a) && isnan(b)), "seed %llu output %d element %lld: %.9g, want %.9g",
-                                  (unsigned long long)seed, k, (long long)i, a, b);
-                    xf_tensor_release(one);
-                }
-                xf_tensor_release(got[k]);
-                xf_tensor_release(want[k]);
-                got[k] = want[k] = NULL;
-            }
-        }
-        for (int k = 0; k < gh->n_inputs; k++) {
-            xf_tensor_release(inh[k]);
-            xf_tensor_release(inf[k]);
-        }
+        through_float16(mh->graph, true);
+        through_float16(mf->graph, false);
+        char what[64];
+        snprintf(what, sizeof what, "seed %llu", (unsigned long long)seed);
+        expect_float_rounded(mf->graph, mh->graph, "cpu", what);
         xf_model_free(mh);
         xf_model_free(mf);
+    }
+}
+END_TEST
+
+/* Node op (attributes set by the caller) reading in, giving n_out fresh
+ * values; the node's index. */
+static int node_outs(xf_graph *g, xf_op op, const char *name, int n_in, const int *in, int n_out, int *out)
+{
+    xf_shape unknown = {.ndim = -1};
+    char vname[64];
+    for (int k = 0; k < n_out; k++) {
+        snprintf(vname, sizeof vname, "%s_%d", name, k);
+        out[k] = xf_graph_add_value(g, vname, XF_DT_UNDEFINED, &unknown);
+    }
+    int i = xf_graph_add_node(g, op, name, n_in, in, n_out, out);
+    ck_assert_int_ge(i, 0);
+    return i;
+}
+
+/* an int32 or int64 tensor of v */
+static xf_tensor *ints(xf_dtype t, int ndim, const int64_t *dims, const int64_t *v)
+{
+    xf_shape s = xf_shape_make(ndim, dims);
+    xf_tensor *x = xf_tensor_create(t, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++)
+        if (t == XF_DT_INT32)
+            ((int32_t *)x->data)[i] = (int32_t)v[i];
+        else
+            ((int64_t *)x->data)[i] = v[i];
+    return x;
+}
+
+/* ONNX Runtime's attention family on float: op 0 GroupQueryAttention (4
+ * heads over 2 key/value heads of 8, 5 tokens; output and present key and
+ * value), 1 MultiHeadAttention (2 heads of 8, 3 queries over 5 keys), 2
+ * RotaryEmbedding (2 heads of 8, positions 2, 0, 4), each reading a graph
+ * input x. */
+static xf_graph *attention_family(int op)
+{
+    xf_graph *g = xf_graph_create("ms_attention");
+    int64_t rows = op == 1 ? 3 : 5, width = op == 0 ? 32 : 16;
+    xf_shape xs = xf_shape_make(3, (int64_t[]){1, rows, width});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &xs), out[3], n_out = op == 0 ? 3 : 1, i;
+    if (op == 0) {
+        int in[7] = {x, init(g, "k", filled(XF_DT_FLOAT, DIMS(1, 5, 16), wave)),
+                     init(g, "v", filled(XF_DT_FLOAT, DIMS(1, 5, 16), small_wave)), -1, -1,
+                     init(g, "seqlens", ints(XF_DT_INT32, DIMS(1), (int64_t[]){4})),
+                     init(g, "total", ints(XF_DT_INT32, 0, NULL, (int64_t[]){5}))};
+        i = node_outs(g, XF_OP_MS_GQA, "gqa", 7, in, 3, out);
+        g->nodes[i].attrs.attn.num_heads = 4;
+        g->nodes[i].attrs.attn.kv_num_heads = 2;
+        g->nodes[i].attrs.attn.local_window_size = -1;
+    } else if (op == 1) {
+        int in[3] = {x, init(g, "k", filled(XF_DT_FLOAT, DIMS(1, 5, 16), wave)),
+                     init(g, "v", filled(XF_DT_FLOAT, DIMS(1, 5, 16), small_wave))};
+        i = node_outs(g, XF_OP_MS_MHA, "mha", 3, in, 1, out);
+        g->nodes[i].attrs.attn.num_heads = 2;
+        g->nodes[i].attrs.attn.mask_filter_value = -10000.0f;
+    } else {
+        int in[4] = {x, init(g, "pos", ints(XF_DT_INT64, DIMS(1, 5), (int64_t[]){2, 0, 4, 1, 3})),
+                     init(g, "cos", filled(XF_DT_FLOAT, DIMS(6, 4), wave)),
+                     init(g, "sin", filled(XF_DT_FLOAT, DIMS(6, 4), small_wave))};
+        i = node_outs(g, XF_OP_MS_ROTARY_EMB, "rotary", 4, in, 1, out);
+        g->nodes[i].attrs.attn.num_heads = 2;
+        g->nodes[i].attrs.attn.scale = 1.0f;
+    }
+    for (int k = 0; k < n_out; k++)
+        xf_graph_add_output(g, out[k]);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 17, &err) == XF_OK, "%s", err.msg);
+    return g;
+}
+
+/* GroupQueryAttention, MultiHeadAttention and RotaryEmbedding take
+ * float16, as ONNX Runtime's do: on cpu_ref computed in float and rounded
+ * once, on cpu in the float runs, so that both give the float graph's
+ * outputs rounded to float16. */
+START_TEST(ms_attention_family_takes_float16)
+{
+    static const char *const names[3] = {"GroupQueryAttention", "MultiHeadAttention", "RotaryEmbedding"};
+    static const char *const nodes[3] = {"gqa", "mha", "rotary"};
+    for (int op = 0; op < 3; op++) {
+        xf_graph *gh = attention_family(op), *gf = attention_family(op);
+        through_float16(gh, true);
+        through_float16(gf, false);
+        ck_assert_int_eq(gh->values[gh->outputs[0]].dtype, XF_DT_FLOAT16);
+        expect_float_rounded(gf, gh, "cpu_ref", names[op]);
+        expect_float_rounded(gf, gh, "cpu", names[op]);
+        xf_session *s;
+        xf_error err = {0};
+        ck_assert_msg(xf_session_create(gh, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+        const xf_graph *sg = xf_session_graph(s);
+        int i = node_named(sg, nodes[op]);
+        ck_assert_msg(i >= 0 && sg->values[sg->nodes[i].outputs[0]].dtype == XF_DT_FLOAT, "%s does not compute float",
+                      names[op]);
+        xf_session_free(s);
+        xf_graph_free(gh);
+        xf_graph_free(gf);
     }
 }
 END_TEST
@@ -542,6 +650,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, attention_runs_in_float);
     tcase_add_test(tc, nbits_ops_take_half_types);
     tcase_add_test(tc, random_graphs_in_float16);
+    tcase_add_test(tc, ms_attention_family_takes_float16);
     suite_add_tcase(s, tc);
     return s;
 }
