@@ -813,6 +813,7 @@ const xf_backend xf_backend_cpu = {
     .context_free = dn_context_free,
     .supports = dn_supports,
     .lower_graph = xf_dn_lower_graph,
+    .half_as_float = true,
     .prepare_graph = plan_layouts,
     .fusion_groups = dn_fusion_groups,
     .in_place = dn_in_place,

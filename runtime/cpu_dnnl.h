@@ -191,8 +191,6 @@ typedef struct xf_dn_handler {
 
 /* The backend's rewrites of a session's graph (cpu_dnnl_lower.c). */
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err);
-/* Its float16 and bfloat16 nodes computed in float (cpu_dnnl_half.c). */
-xf_status xf_dn_lower_half(xf_graph *g, xf_error *err);
 /* Casts between float16 or bfloat16 and float (cpu_dnnl_half.c). */
 extern const xf_dn_handler xf_dn_half_cast_handler;
 /* The fold plan (cpu_dnnl_fold.c): sets c->folds from the graph, the

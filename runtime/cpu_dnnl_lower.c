@@ -25,9 +25,6 @@
  * DequantizeLinear goes when nothing else reads it (a tied output
  * projection still does).
  *
- * Then float16 and bfloat16 nodes are made float ones where oneDNN runs
- * them faster (cpu_dnnl_half.c).
- *
  * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl.h"
 
@@ -290,7 +287,7 @@ static int add_gather(xf_graph *g, const gather_pair *p)
     return i;
 }
 
-static xf_status lower_quantized(xf_graph *g, xf_error *err)
+xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
 {
     int n0 = g->n_nodes, found = 0;
     bool *keep = malloc(sizeof *keep * (size_t)(n0 > 0 ? n0 : 1));
@@ -330,10 +327,4 @@ static xf_status lower_quantized(xf_graph *g, xf_error *err)
     xf_graph_compact(g, all);
     free(all);
     return xf_graph_toposort(g, err);
-}
-
-xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
-{
-    xf_status st = lower_quantized(g, err);
-    return st == XF_OK ? xf_dn_lower_half(g, err) : st;
 }

@@ -651,6 +651,7 @@ const xf_backend xf_backend_cuda = {
     .name = "cuda",
     .description = "NVIDIA GPU: cuDNN, cuBLAS and xflow's CUDA kernels",
     .host_memory = false,
+    .half_as_float = true,
     .context_create = cu_context_create,
     .context_free = cu_context_free,
     .supports = cu_supports,

@@ -424,6 +424,12 @@ xf_status xf_ref_random(const xf_node *n, uint64_t key, const xf_tensor_view *in
 xf_status xf_ref_random_unnamed(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_error *err);
 
+/* ---------------------------------------------------------------- 16-bit floats (half_runs.c) */
+
+/* The session's float16 and bfloat16 nodes made float ones between Casts,
+ * for backends with half_as_float (half_runs.c). */
+xf_status xf_rt_lower_half(xf_graph *g, xf_error *err);
+
 /* ---------------------------------------------------------------- control flow (control_flow.c) */
 
 /* If, Loop and Scan nodes whose subgraphs loaded (see xf_opaque_body): the

@@ -63,6 +63,10 @@ typedef struct xf_backend {
      * DequantizeLinear of constant 4-bit weights and the MatMul reading
      * them as one MatMulNBits). */
     xf_status (*lower_graph)(xf_graph *g, xf_error *err);
+    /* Whether the session computes this backend's float16 and bfloat16
+     * nodes as float ones, between Casts (half_runs.c): for backends whose
+     * kernels are float ones. */
+    bool half_as_float;
 
     /* optional, static mode only: called once with the whole graph before
      * its nodes are prepared (in node order), for choices that span nodes

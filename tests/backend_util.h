@@ -119,4 +119,19 @@ void xf_bt_layer_norm_stats(xf_bt_check_fn check, const char *backend);
 /* The bundled examples/inception_block.onnx, whole. */
 void xf_bt_inception_example(xf_bt_check_fn check);
 
+/* g with its float constants rounded to float16, and with its float
+ * values and constants made float16 too when half; its dtypes inferred
+ * again at opset. */
+void xf_bt_through_float16(xf_graph *g, bool half, int64_t opset);
+
+/* The zoo's models at the reduced sizes test_zoo runs them at. */
+typedef struct xf_bt_zoo_run {
+    const char *name;
+    int size;
+} xf_bt_zoo_run;
+extern const xf_bt_zoo_run xf_bt_zoo_runs[8];
+/* Zoo model run (batch 1) twice, through xf_bt_through_float16: *half made
+ * float16, *flt with its constants rounded alike. */
+void xf_bt_zoo_half_pair(const xf_bt_zoo_run *run, xf_model **half, xf_model **flt);
+
 #endif

@@ -93,16 +93,7 @@ static void check_graph(const xf_graph *g, int64_t opset, double atol, double rt
     xf_bt_check_graph(g, opset, "cuda", false, atol, rtol, what);
 }
 
-
 /* ---------------------------------------------------------------- without a device */
-
-/* The zoo models at the reduced sizes test_zoo runs them at. */
-static const struct {
-    const char *name;
-    int size;
-} zoo_runs[] = {{"inception-block", 28}, {"resnet50", 32}, {"resnext50", 32}, {"nasnet-a", 32},
-                {"nasrnn", 5},           {"bert", 4},      {"inception-v3", 75}, {"squeezenet", 64}};
-
 
 static xf_graph *relu_graph(void)
 {
@@ -146,15 +137,15 @@ START_TEST(zoo_ops_supported)
         return;
     xf_model *m = NULL;
     xf_error err = {0};
-    ck_assert_msg(xf_zoo_build_sized(zoo_runs[_i].name, 1, zoo_runs[_i].size, &m, &err) == XF_OK, "%s: %s",
-                  zoo_runs[_i].name, err.msg);
+    ck_assert_msg(xf_zoo_build_sized(xf_bt_zoo_runs[_i].name, 1, xf_bt_zoo_runs[_i].size, &m, &err) == XF_OK, "%s: %s",
+                  xf_bt_zoo_runs[_i].name, err.msg);
     xf_session *s = NULL;
     xf_status st = xf_session_create(m->graph, xf_model_opset(m), "cuda", NULL, &s, &err);
     if (have_gpu())
-        ck_assert_msg(st == XF_OK, "%s: %s", zoo_runs[_i].name, err.msg);
+        ck_assert_msg(st == XF_OK, "%s: %s", xf_bt_zoo_runs[_i].name, err.msg);
     else
         ck_assert_msg(st == XF_ERR_UNSUPPORTED && !strncmp(err.msg, "no CUDA device: ", 16), "%s: %s",
-                      zoo_runs[_i].name, err.msg);
+                      xf_bt_zoo_runs[_i].name, err.msg);
     xf_session_free(s);
     xf_model_free(m);
 }
@@ -667,10 +658,58 @@ START_TEST(zoo_models)
     ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
     xf_model *m = NULL;
     xf_error err = {0};
-    ck_assert_msg(xf_zoo_build_sized(zoo_runs[_i].name, 1, zoo_runs[_i].size, &m, &err) == XF_OK, "%s: %s",
-                  zoo_runs[_i].name, err.msg);
-    check_graph(m->graph, xf_model_opset(m), -1e-3, 1e-3, zoo_runs[_i].name);
+    ck_assert_msg(xf_zoo_build_sized(xf_bt_zoo_runs[_i].name, 1, xf_bt_zoo_runs[_i].size, &m, &err) == XF_OK, "%s: %s",
+                  xf_bt_zoo_runs[_i].name, err.msg);
+    check_graph(m->graph, xf_model_opset(m), -1e-3, 1e-3, xf_bt_zoo_runs[_i].name);
     xf_model_free(m);
+}
+END_TEST
+
+/* The zoo's models made float16 run on the device as float runs between
+ * Casts (half_runs.c): their outputs are the float models' on the same
+ * weights and inputs (on cpu_ref), to float16 rounding. */
+START_TEST(zoo_models_float16)
+{
+    ck_assert_msg(have_gpu(), "the GPU found at start-up is not usable in this test: %s", gpu_why);
+    xf_model *mh = NULL, *mf = NULL;
+    xf_error err = {0};
+    const char *name = xf_bt_zoo_runs[_i].name;
+    xf_bt_zoo_half_pair(&xf_bt_zoo_runs[_i], &mh, &mf);
+    int64_t opset = xf_model_opset(mh);
+    const xf_graph *gh = mh->graph, *gf = mf->graph;
+    ck_assert(gh->n_inputs <= 8 && gh->n_outputs <= 8);
+    xf_tensor *inh[8], *inf[8], *want[8] = {0}, *got[8] = {0};
+    for (int k = 0; k < gh->n_inputs; k++) {
+        inh[k] = xf_tensor_random(XF_DT_FLOAT16, &gh->values[gh->inputs[k]].shape, 77u + (uint64_t)k);
+        inf[k] = xf_tensor_create(XF_DT_FLOAT, &inh[k]->shape);
+        ck_assert(inh[k] && inf[k]);
+        for (int64_t i = 0; i < xf_tensor_numel(inh[k]); i++)
+            ((float *)inf[k]->data)[i] = (float)xf_tensor_get_f64(inh[k], i);
+    }
+    xf_session *s = NULL;
+    ck_assert_msg(xf_session_create(gf, opset, "cpu_ref", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(s, inf, want, &err) == XF_OK, "%s", err.msg);
+    xf_session_free(s);
+    ck_assert_msg(xf_session_create(gh, opset, "cuda", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(s, inh, got, &err) == XF_OK, "%s", err.msg);
+    xf_session_free(s);
+    for (int k = 0; k < gh->n_outputs; k++) {
+        ck_assert_int_eq(got[k]->dtype, XF_DT_FLOAT16);
+        double big = 0, worst = 0;
+        for (int64_t i = 0; i < xf_tensor_numel(want[k]); i++)
+            big = fmax(big, fabs(xf_tensor_get_f64(want[k], i)));
+        for (int64_t i = 0; i < xf_tensor_numel(want[k]); i++)
+            worst = fmax(worst, fabs(xf_tensor_get_f64(got[k], i) - xf_tensor_get_f64(want[k], i)));
+        ck_assert_msg(worst <= 1e-2 * big, "%s output %d: off by %g (largest %g)", name, k, worst, big);
+        xf_tensor_release(got[k]);
+        xf_tensor_release(want[k]);
+    }
+    for (int k = 0; k < gh->n_inputs; k++) {
+        xf_tensor_release(inh[k]);
+        xf_tensor_release(inf[k]);
+    }
+    xf_model_free(mh);
+    xf_model_free(mf);
 }
 END_TEST
 
@@ -752,7 +791,7 @@ int main(int argc, char **argv)
         tcase_add_test(basic, module_loaded_on_demand);
         tcase_add_test(basic, refused_by_name);
         tcase_add_test(basic, pool_indices_host_fallback);
-        tcase_add_loop_test(basic, zoo_ops_supported, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
+        tcase_add_loop_test(basic, zoo_ops_supported, 0, (int)(sizeof xf_bt_zoo_runs / sizeof *xf_bt_zoo_runs));
         suite_add_tcase(s, basic);
         return xf_test_run_suite(s);
     }
@@ -794,7 +833,8 @@ int main(int argc, char **argv)
     tcase_add_test(models, inception_example);
     tcase_add_test(models, profile_nodes);
     tcase_add_test(models, device_named);
-    tcase_add_loop_test(models, zoo_models, 0, (int)(sizeof zoo_runs / sizeof *zoo_runs));
+    tcase_add_loop_test(models, zoo_models, 0, (int)(sizeof xf_bt_zoo_runs / sizeof *xf_bt_zoo_runs));
+    tcase_add_loop_test(models, zoo_models_float16, 0, (int)(sizeof xf_bt_zoo_runs / sizeof *xf_bt_zoo_runs));
     suite_add_tcase(s, models);
     TCase *onnx = tcase_create("onnx node cases");
     tcase_set_timeout(onnx, 300);

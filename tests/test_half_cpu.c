@@ -4,8 +4,10 @@
  * graph; outputs keep their 16-bit types and agree with cpu_ref's to
  * 16-bit rounding; ops whose outputs are discrete read rounded values, as
  * written; the Casts round to nearest even, as cpu_ref's. */
+#include "backend_util.h"
 #include "kernel_case_util.h"
 #include "random_graph_util.h"
+#include "xf_rt_internal.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
@@ -436,43 +438,15 @@ START_TEST(nbits_ops_take_half_types)
 }
 END_TEST
 
-/* g with its float constants rounded to float16, and with its float
- * values and constants made float16 too when half; its dtypes inferred
- * again. */
-static void through_float16(xf_graph *g, bool half)
-{
-    for (int v = 0; v < g->n_values; v++) {
-        xf_value *x = &g->values[v];
-        if (x->dtype != XF_DT_FLOAT)
-            continue;
-        if (half)
-            x->dtype = XF_DT_FLOAT16;
-        if (x->init) {
-            xf_tensor *h = xf_tensor_create(XF_DT_FLOAT16, &x->init->shape);
-            ck_assert_ptr_nonnull(h);
-            for (int64_t i = 0; i < xf_tensor_numel(h); i++)
-                xf_tensor_set_f64(h, i, xf_tensor_get_f64(x->init, i));
-            for (int64_t i = 0; !half && i < xf_tensor_numel(h); i++)
-                ((float *)x->init->data)[i] = (float)xf_tensor_get_f64(h, i);
-            if (half) {
-                xf_tensor_release(x->init);
-                x->init = xf_tensor_retain(h);
-            }
-            xf_tensor_release(h);
-        }
-    }
-    xf_error err = {0};
-    ck_assert_msg(xf_graph_infer_shapes(g, 17, &err) == XF_OK, "%s", err.msg);
-}
-
 /* The outputs of g (inputs in) on backend, in static or dynamic mode,
  * into out. */
-static void run_mode(const xf_graph *g, const char *backend, xf_tensor **in, xf_tensor **out, bool dynamic)
+static void run_mode(const xf_graph *g, int64_t opset, const char *backend, xf_tensor **in, xf_tensor **out,
+                     bool dynamic)
 {
     xf_session *s;
     xf_error err = {0};
     xf_session_options opt = {.force_dynamic = dynamic};
-    ck_assert_msg(xf_session_create(g, 17, backend, &opt, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_create(g, opset, backend, &opt, &s, &err) == XF_OK, "%s", err.msg);
     ck_assert_msg(xf_session_run(s, in, out, &err) == XF_OK, "%s", err.msg);
     xf_session_free(s);
 }
@@ -481,7 +455,8 @@ static void run_mode(const xf_graph *g, const char *backend, xf_tensor **in, xf_
  * (the same graph, its constants rounded likewise) on the same inputs,
  * rounded to float16, element for element, in static and in dynamic mode
  * (whose primitives may sum in another order than static mode's). */
-static void expect_float_rounded(const xf_graph *gf, const xf_graph *gh, const char *backend, const char *what)
+static void expect_float_rounded(const xf_graph *gf, const xf_graph *gh, int64_t opset, const char *backend,
+                                 const char *what)
 {
     xf_tensor *inh[16], *inf[16], *want[16] = {0}, *got[16] = {0};
     ck_assert_int_le(gh->n_inputs, 16);
@@ -494,8 +469,8 @@ static void expect_float_rounded(const xf_graph *gf, const xf_graph *gh, const c
             ((float *)inf[k]->data)[i] = (float)xf_tensor_get_f64(inh[k], i);
     }
     for (int dynamic = 0; dynamic < 2; dynamic++) {
-        run_mode(gf, backend, inf, want, dynamic);
-        run_mode(gh, backend, inh, got, dynamic);
+        run_mode(gf, opset, backend, inf, want, dynamic);
+        run_mode(gh, opset, backend, inh, got, dynamic);
         for (int k = 0; k < gh->n_outputs; k++) {
             ck_assert_int_eq(got[k]->dtype, XF_DT_FLOAT16);
             for (int64_t i = 0; i < xf_tensor_numel(got[k]); i++) {
@@ -529,11 +504,11 @@ START_TEST(random_graphs_in_float16)
         xf_error err = {0};
         ck_assert_msg(xf_random_model(seed, 10, &mh, &err) == XF_OK && xf_random_model(seed, 10, &mf, &err) == XF_OK,
                       "seed %llu: %s", (unsigned long long)seed, err.msg);
-        through_float16(mh->graph, true);
-        through_float16(mf->graph, false);
+        xf_bt_through_float16(mh->graph, true, 17);
+        xf_bt_through_float16(mf->graph, false, 17);
         char what[64];
         snprintf(what, sizeof what, "seed %llu", (unsigned long long)seed);
-        expect_float_rounded(mf->graph, mh->graph, "cpu", what);
+        expect_float_rounded(mf->graph, mh->graph, 17, "cpu", what);
         xf_model_free(mh);
         xf_model_free(mf);
     }
@@ -620,11 +595,11 @@ START_TEST(ms_attention_family_takes_float16)
     static const char *const nodes[3] = {"gqa", "mha", "rotary"};
     for (int op = 0; op < 3; op++) {
         xf_graph *gh = attention_family(op), *gf = attention_family(op);
-        through_float16(gh, true);
-        through_float16(gf, false);
+        xf_bt_through_float16(gh, true, 17);
+        xf_bt_through_float16(gf, false, 17);
         ck_assert_int_eq(gh->values[gh->outputs[0]].dtype, XF_DT_FLOAT16);
-        expect_float_rounded(gf, gh, "cpu_ref", names[op]);
-        expect_float_rounded(gf, gh, "cpu", names[op]);
+        expect_float_rounded(gf, gh, 17, "cpu_ref", names[op]);
+        expect_float_rounded(gf, gh, 17, "cpu", names[op]);
         xf_session *s;
         xf_error err = {0};
         ck_assert_msg(xf_session_create(gh, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
@@ -636,6 +611,38 @@ START_TEST(ms_attention_family_takes_float16)
         xf_graph_free(gh);
         xf_graph_free(gf);
     }
+}
+END_TEST
+
+/* The zoo's models at reduced sizes (as test_zoo runs them), made
+ * float16: every node of theirs but the Casts at their input and output
+ * computes float (one float run), and on cpu their outputs are those of
+ * the float models on the same weights and inputs, rounded once. */
+START_TEST(zoo_models_in_float16)
+{
+    xf_model *mh = NULL, *mf = NULL;
+    xf_error err = {0};
+    const char *name = xf_bt_zoo_runs[_i].name;
+    xf_bt_zoo_half_pair(&xf_bt_zoo_runs[_i], &mh, &mf);
+    int64_t opset = xf_model_opset(mh);
+    xf_graph *g = xf_graph_clone(mh->graph);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_msg(xf_rt_lower_half(g, &err) == XF_OK, "%s: %s", name, err.msg);
+    int casts = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xf_node *n = &g->nodes[i];
+        casts += n->op == XF_OP_CAST;
+        for (int k = 0; n->op != XF_OP_CAST && k < n->n_inputs + n->n_outputs; k++) {
+            int v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            ck_assert_msg(v < 0 || !xf_dtype_is_half(g->values[v].dtype), "%s: %s (%s) touches %s", name, n->name,
+                          xf_op_name(n->op), g->values[v].name);
+        }
+    }
+    ck_assert_int_eq(casts, g->n_inputs + g->n_outputs);
+    xf_graph_free(g);
+    expect_float_rounded(mf->graph, mh->graph, opset, "cpu", name);
+    xf_model_free(mh);
+    xf_model_free(mf);
 }
 END_TEST
 
@@ -651,6 +658,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, nbits_ops_take_half_types);
     tcase_add_test(tc, random_graphs_in_float16);
     tcase_add_test(tc, ms_attention_family_takes_float16);
+    tcase_add_loop_test(tc, zoo_models_in_float16, 0, 8);
     suite_add_tcase(s, tc);
     return s;
 }
