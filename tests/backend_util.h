@@ -130,8 +130,9 @@ typedef struct xf_bt_zoo_run {
     int size;
 } xf_bt_zoo_run;
 extern const xf_bt_zoo_run xf_bt_zoo_runs[8];
-/* Zoo model run (batch 1) twice, through xf_bt_through_float16: *half made
- * float16, *flt with its constants rounded alike. */
+/* Zoo model run (batch 1) through xf_bt_through_float16: *flt with its
+ * constants rounded to float16, *half (its graph only: take the opset from
+ * *flt) made float16. */
 void xf_bt_zoo_half_pair(const xf_bt_zoo_run *run, xf_model **half, xf_model **flt);
 
 #endif

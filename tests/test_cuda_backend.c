@@ -675,7 +675,7 @@ START_TEST(zoo_models_float16)
     xf_error err = {0};
     const char *name = xf_bt_zoo_runs[_i].name;
     xf_bt_zoo_half_pair(&xf_bt_zoo_runs[_i], &mh, &mf);
-    int64_t opset = xf_model_opset(mh);
+    int64_t opset = xf_model_opset(mf);
     const xf_graph *gh = mh->graph, *gf = mf->graph;
     ck_assert(gh->n_inputs <= 8 && gh->n_outputs <= 8);
     xf_tensor *inh[8], *inf[8], *want[8] = {0}, *got[8] = {0};
