@@ -128,10 +128,11 @@ static unsigned code_of(const xf_tensor *t, int64_t i)
 /* A new initializer of g named after base, holding t (released). */
 static int add_constant(xf_graph *g, const char *base, const char *suffix, xf_tensor *t)
 {
+    /* base cut short, so that the numbers that tell names apart fit */
     char name[512];
-    snprintf(name, sizeof name, "%s%s", base, suffix);
+    snprintf(name, sizeof name, "%.400s%s", base, suffix);
     for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
-        snprintf(name, sizeof name, "%s%s_%d", base, suffix, i);
+        snprintf(name, sizeof name, "%.400s%s_%d", base, suffix, i);
     int v = t ? xf_graph_add_initializer(g, name, t) : -1;
     xf_tensor_release(t);
     return v;

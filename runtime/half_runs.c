@@ -188,10 +188,11 @@ static xf_tensor *widened(const xf_tensor *t)
  * memory. */
 static int float_twin(xf_graph *g, int v, const char *suffix)
 {
+    /* v's name cut short, so that the numbers that tell names apart fit */
     char name[512];
-    snprintf(name, sizeof name, "%s%s", g->values[v].name, suffix);
+    snprintf(name, sizeof name, "%.400s%s", g->values[v].name, suffix);
     for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
-        snprintf(name, sizeof name, "%s%s_%d", g->values[v].name, suffix, i);
+        snprintf(name, sizeof name, "%.400s%s_%d", g->values[v].name, suffix, i);
     xf_shape shape = g->values[v].shape;
     return xf_graph_add_value(g, name, XF_DT_FLOAT, &shape);
 }
@@ -201,7 +202,7 @@ static int float_twin(xf_graph *g, int v, const char *suffix)
 static bool add_cast(xf_graph *g, int from, int into, xf_dtype to)
 {
     char name[512];
-    snprintf(name, sizeof name, "%s_cast", g->values[into].name);
+    snprintf(name, sizeof name, "%.400s_cast", g->values[into].name);
     int i = xf_graph_add_node(g, XF_OP_CAST, name, 1, &from, 1, &into);
     if (i < 0)
         return false;

@@ -648,6 +648,37 @@ START_TEST(zoo_models_in_float16)
 }
 END_TEST
 
+/* Two float16 inputs whose names (600 characters) share their first 511,
+ * added on cpu: the Casts' values get names of their own (a name cut to
+ * the buffer's size was found again and again, forever). */
+START_TEST(long_names_get_casts)
+{
+    char a[601], b[601];
+    memset(a, 'v', 600);
+    a[600] = 0;
+    memcpy(b, a, sizeof b);
+    b[599] = 'w';
+    xf_graph *g = xf_graph_create("long");
+    xf_shape xs = xf_shape_make(1, (int64_t[]){4});
+    int x = xf_graph_add_input(g, a, XF_DT_FLOAT16, &xs), y = xf_graph_add_input(g, b, XF_DT_FLOAT16, &xs);
+    int sum = node(g, XF_OP_ADD, "sum", 2, (int[]){x, y});
+    xf_graph_add_output(g, sum);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *in[2] = {filled(XF_DT_FLOAT16, DIMS(4), wave), filled(XF_DT_FLOAT16, DIMS(4), small_wave)}, *out = NULL;
+    xf_session *s;
+    ck_assert_msg(xf_session_create(g, 23, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(s, in, &out, &err) == XF_OK, "%s", err.msg);
+    for (int i = 0; i < 4; i++)
+        ck_assert(fabs(xf_tensor_get_f64(out, i) - (xf_tensor_get_f64(in[0], i) + xf_tensor_get_f64(in[1], i))) < 2e-3);
+    xf_session_free(s);
+    xf_tensor_release(out);
+    xf_tensor_release(in[0]);
+    xf_tensor_release(in[1]);
+    xf_graph_free(g);
+}
+END_TEST
+
 static Suite *half_suite(void)
 {
     Suite *s = suite_create("half_cpu");
@@ -660,6 +691,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, nbits_ops_take_half_types);
     tcase_add_test(tc, random_graphs_in_float16);
     tcase_add_test(tc, ms_attention_family_takes_float16);
+    tcase_add_test(tc, long_names_get_casts);
     suite_add_tcase(s, tc);
     /* a case of its own, which the AVX2 run leaves out (CK_RUN_CASE) */
     TCase *zoo = tcase_create("zoo");
