@@ -247,6 +247,9 @@ START_TEST(casts_match_cpu_ref)
             xf_error err = {0};
             ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
             xf_tensor *in = filled(XF_DT_FLOAT, 1, &sizes[s], cast_value), *ref[2], *got[2];
+            /* NaNs whose payload lies in the low bits only, which rounding
+             * alone would carry into the exponent (infinity) */
+            memcpy((uint32_t *)in->data + 17, (uint32_t[]){0x7f800001u, 0xff807fffu}, 2 * sizeof(uint32_t));
             run_on(g, "cpu_ref", false, in, ref, 2, NULL, NULL);
             xf_session *ss;
             ck_assert_msg(xf_session_create(g, 23, "cpu", NULL, &ss, &err) == XF_OK, "%s", err.msg);
