@@ -26,6 +26,11 @@
  * indices) are left out: a value not rounded could decide otherwise than
  * the rounded one, so they read rounded values as written.
  *
+ * The session makes the runs before the backend's own rewrites
+ * (xf_backend.lower_graph), which then see float graphs: the cpu
+ * backend's MatMulNBits of a DequantizeLinear of int4 weights and its
+ * MatMul takes float16 models' pairs too.
+ *
  * The written model is not touched: this is how the backend runs it. */
 #include "xf_rt_internal.h"
 
@@ -129,6 +134,8 @@ static bool computes_alike(const xf_node *n)
     case XF_OP_SIZE: return true;
     /* inference only: training mode's running statistics are outputs */
     case XF_OP_BATCH_NORM: return n->n_outputs == 1;
+    /* its output of the scale's type, not one output_dtype names */
+    case XF_OP_DEQUANTIZE_LINEAR: return n->attrs.output_dtype == XF_DT_UNDEFINED;
     /* not its indices */
     case XF_OP_MAX_POOL: return n->n_outputs == 1 || n->outputs[1] < 0;
     default: return false;

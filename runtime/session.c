@@ -770,10 +770,12 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     /* a Conv and the activation after it run as one node, as xflowc plans */
     if (st == XF_OK && rewrite)
         st = xf_pass_fuse_activations(s->g, NULL, err);
-    if (st == XF_OK && rewrite && be->lower_graph)
-        st = be->lower_graph(s->g, err);
+    /* before the backend's rewrites, which then see float16 models' runs as
+     * float graphs (a DequantizeLinear of 4-bit weights and its MatMul) */
     if (st == XF_OK && rewrite && be->half_as_float)
         st = xf_rt_lower_half(s->g, err);
+    if (st == XF_OK && rewrite && be->lower_graph)
+        st = be->lower_graph(s->g, err);
     if (st == XF_OK)
         st = check_supported(s, err);
     bool flows = false;

@@ -651,6 +651,48 @@ START_TEST(zoo_models_in_float16)
 }
 END_TEST
 
+/* A float16 weight-only int4 model in QDQ form (a DequantizeLinear of
+ * int4 codes blocked along K with float16 scales, and the MatMul reading
+ * it): the float run makes it a float pair, which the cpu backend then
+ * runs as one MatMulNBits, as for float models; within float16 rounding
+ * of cpu_ref, which dequantizes the weight at every run. */
+START_TEST(int4_qdq_pair_lowered)
+{
+    enum { M = 3, K = 64, N = 32, BLOCK = 16 };
+    xf_graph *g = xf_graph_create("int4");
+    xf_shape xs = xf_shape_make(2, (int64_t[]){M, K});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT16, &xs);
+    xf_shape ws = xf_shape_make(2, (int64_t[]){K, N});
+    xf_tensor *w = xf_tensor_create(XF_DT_INT4, &ws);
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < w->nbytes; i++)
+        ((uint8_t *)w->data)[i] = (uint8_t)(i * 37 + 11);
+    int in[2] = {init(g, "w", w), init(g, "scale", filled(XF_DT_FLOAT16, DIMS(K / BLOCK, N), scale_of))};
+    int dq = node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", 2, in);
+    g->nodes[g->n_nodes - 1].attrs.axis = 0;
+    g->nodes[g->n_nodes - 1].attrs.block_size = BLOCK;
+    int y = node(g, XF_OP_MATMUL, "mm", 2, (int[]){x, dq});
+    xf_graph_add_output(g, y);
+    xf_error err = {0};
+    ck_assert_msg(xf_graph_infer_shapes(g, 23, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *a = filled(XF_DT_FLOAT16, DIMS(M, K), wave), *ref = NULL, *got = NULL;
+    run_on(g, "cpu_ref", false, a, &ref, 1, NULL, NULL);
+    xf_session *s;
+    ck_assert_msg(xf_session_create(g, 23, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    int counts[XF_OP_COUNT + 1];
+    xf_graph_count_ops(xf_session_graph(s), counts);
+    ck_assert_int_eq(counts[XF_OP_MS_MATMUL_NBITS], 1);
+    ck_assert_int_eq(counts[XF_OP_DEQUANTIZE_LINEAR], 0);
+    ck_assert_msg(xf_session_run(s, &a, &got, &err) == XF_OK, "%s", err.msg);
+    xf_session_free(s);
+    expect_close(got, ref, 4e-3, "int4 pair");
+    xf_tensor_release(got);
+    xf_tensor_release(ref);
+    xf_tensor_release(a);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* Two float16 inputs whose names (600 characters) share their first 511,
  * added on cpu: the Casts' values get names of their own (a name cut to
  * the buffer's size was found again and again, forever). */
@@ -695,6 +737,7 @@ static Suite *half_suite(void)
     tcase_add_test(tc, random_graphs_in_float16);
     tcase_add_test(tc, ms_attention_family_takes_float16);
     tcase_add_test(tc, long_names_get_casts);
+    tcase_add_test(tc, int4_qdq_pair_lowered);
     suite_add_tcase(s, tc);
     /* a case of its own, which the AVX2 run leaves out (CK_RUN_CASE) */
     TCase *zoo = tcase_create("zoo");
