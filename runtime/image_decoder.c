@@ -576,11 +576,14 @@ static bool bmp_palette_covers(const uint8_t *p, size_t n, int64_t w, int64_t h)
     int64_t entries = hsz == 12 ? (offset - 38) / 3 : (offset - 14 - hsz) / 4;
     if (entries <= 0)
         return false;
-    if (entries >= (int64_t)1 << bpp)
+    /* stb_image refuses other depths below 16 */
+    if (entries >= (int64_t)1 << bpp || (bpp != 1 && bpp != 4 && bpp != 8))
         return true;
     int64_t width = bpp == 1 ? (w + 7) / 8 : bpp == 4 ? (w + 1) / 2 : w, stride = (width + 3) / 4 * 4;
-    for (int64_t y = 0; y < h; y++)
-        for (int64_t x = 0; x < w; x++) {
+    /* past the file's end every byte reads 0, entry 0 (entries > 0): the
+     * scan stops there, whatever size the header claims */
+    for (int64_t y = 0; y < h && offset + y * stride < (int64_t)n; y++)
+        for (int64_t x = 0; x < w && offset + y * stride + x * bpp / 8 < (int64_t)n; x++) {
             unsigned b = bmp_byte(p, n, offset + y * stride + x * bpp / 8);
             unsigned v = bpp == 8 ? b : bpp == 4 ? (x % 2 ? b & 15 : b >> 4) : (b >> (7 - x % 8)) & 1;
             if (v >= entries)
@@ -593,6 +596,13 @@ static img_status decode_bmp(const uint8_t *p, size_t n, size_t max, img *im)
 {
     int w, h, comp;
     if (n > INT32_MAX || !stbi_info_from_memory(p, (int)n, &w, &h, &comp) || w <= 0 || h <= 0)
+        return IMG_BAD;
+    /* rows of pixels the file cannot hold (stb_image would read them as
+     * zeros; Pillow calls such a file truncated): a header may claim
+     * billions of pixels in a few bytes */
+    int64_t offset = bmp_le(p, n, 10, 4), hsz = bmp_le(p, n, 14, 4);
+    int64_t bpp = bmp_le(p, n, hsz == 12 ? 24 : 28, 2), row = ((int64_t)w * bpp + 31) / 32 * 4;
+    if (offset < 0 || offset > (int64_t)n || (row > 0 && h > ((int64_t)n - offset) / row))
         return IMG_BAD;
     if (!bmp_palette_covers(p, n, w, h))
         return IMG_BAD;

@@ -259,7 +259,9 @@ END_TEST
  * empty axis and a Scan over an empty input, which the sanitizer build runs without finding undefined
  * behaviour; an identity Transpose writing a graph output, for which the
  * session's Transpose pass added a value while holding another's shape,
- * which the growing value array moved; a ConvInteger of no output channels whose padding made 860 M
+ * which the growing value array moved; a BMP whose header claims 805 M x 5
+ * pixels in 174 bytes, whose palette check read them all, now refused as
+ * truncated; a ConvInteger of no output channels whose padding made 860 M
  * column entries nothing read, now none); run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
