@@ -853,6 +853,9 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
         im.g = im.m->graph;
     if (s == XF_OK && (s = xfp_inline_functions(mp, &im.inlined, &im.gp, &inlined, err)) == XF_OK && inlined)
         xf_log(XF_LOG_INFO, "%d call%s of model-local functions inlined", inlined, inlined == 1 ? "" : "s");
+    int lowered = 0;
+    if (s == XF_OK)
+        s = xfp_lower_nchwc(mp, &im.tensors, &im.inlined, &im.gp, &lowered, err);
     if (s == XF_OK)
         s = import_model(&im);
     importer_free(&im);

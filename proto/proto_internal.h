@@ -188,6 +188,15 @@ bool xfp_is_gradient(const Onnx__NodeProto *np);
 xf_status xfp_inline_functions(const Onnx__ModelProto *mp, xfp_arena *arena, const Onnx__GraphProto **graph,
                                int *inlined, xf_error *err);
 
+/* ---------------------------------------------------------------- model_nchwc.c */
+
+/* *graph with ONNX Runtime's com.microsoft.nchwc nodes replaced by standard
+ * ops (see model_nchwc.c); *graph is left as it is, with a warning, when
+ * the graph does not keep to ONNX Runtime's forms.  The new pieces live in
+ * arena; *lowered receives the number of nodes replaced. */
+xf_status xfp_lower_nchwc(const Onnx__ModelProto *mp, const xfp_tensor_src *src, xfp_arena *arena,
+                          const Onnx__GraphProto **graph, int *lowered, xf_error *err);
+
 /* ---------------------------------------------------------------- attrs_import.c / attrs_export.c */
 
 typedef struct xfp_attr_ctx {
