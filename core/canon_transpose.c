@@ -12,6 +12,14 @@
  * when they invert each other, which leaves each Conv reading the output
  * of the op before it.  ONNX Runtime's transpose optimizer does the same.
  *
+ * The quantized ops of ONNX Runtime's QOperator and QDQ models carry a
+ * layout the same way, their scales and zero points per tensor: QLinearAdd
+ * and QLinearMul like Add, QLinearLeakyRelu, QLinearSigmoid, QuantizeLinear
+ * and DequantizeLinear like a unary op, QLinearConcat like Concat, and
+ * QLinearGlobalAveragePool across the move between channels first and
+ * channels last (its channels_last flipped), so that the Transposes ONNX
+ * Runtime's channels-last forms leave between quantized ops cancel too.
+ *
  * A node moves the Transposes of its inputs when that bypasses more of
  * them than it inserts; the pass as a whole is kept only when the graph
  * ends with fewer Transposes than it began with, so a graph it cannot
@@ -136,7 +144,8 @@ static int add_transpose(xf_graph *g, int x, const perm *p)
 
 /* ------------------------------------------------------------ what a node does with a layout */
 
-typedef enum kind { K_NONE, K_ELEM, K_CONCAT, K_PAD, K_REDUCE, K_SOFTMAX } kind;
+/* K_QELEM, K_QUNARY, K_QCONCAT, K_QGAP: the quantized ops (above). */
+typedef enum kind { K_NONE, K_ELEM, K_CONCAT, K_PAD, K_REDUCE, K_SOFTMAX, K_QELEM, K_QUNARY, K_QCONCAT, K_QGAP } kind;
 
 static kind kind_of(const xf_node *n, int64_t opset)
 {
@@ -145,6 +154,20 @@ static kind kind_of(const xf_node *n, int64_t opset)
     switch (n->op) {
     case XF_OP_CONCAT:
         return K_CONCAT;
+    case XF_OP_MS_QLINEAR_ADD:
+    case XF_OP_MS_QLINEAR_MUL:
+        return K_QELEM;
+    case XF_OP_MS_QLINEAR_LEAKY_RELU:
+    case XF_OP_MS_QLINEAR_SIGMOID:
+    case XF_OP_QUANTIZE_LINEAR:
+    case XF_OP_DEQUANTIZE_LINEAR:
+    case XF_OP_MS_QUANTIZE_LINEAR:
+    case XF_OP_MS_DEQUANTIZE_LINEAR:
+        return K_QUNARY;
+    case XF_OP_MS_QLINEAR_CONCAT:
+        return K_QCONCAT;
+    case XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL:
+        return K_QGAP;
     case XF_OP_PAD:
         return K_PAD;
     case XF_OP_SOFTMAX:
@@ -176,34 +199,53 @@ typedef struct plan {
     perm out;                /* of the output */
 } plan;
 
-/* The inputs the layout applies to (the rest are parameters: a Pad's
- * pads, a reduction's axes). */
-static int data_inputs(kind k, const xf_node *n)
+/* What input j of a node of kind k is: data the layout applies to, a
+ * parameter left as it is (a Pad's pads, a reduction's axes), or a scale
+ * or zero point, which must be one element (per tensor). */
+typedef enum role { R_DATA, R_PARAM, R_SCALAR } role;
+
+static role role_of(kind k, int j)
 {
-    return k == K_ELEM || k == K_CONCAT ? n->n_inputs : 1;
+    switch (k) {
+    case K_ELEM:
+    case K_CONCAT:
+        return R_DATA;
+    case K_QELEM:
+        return j == 0 || j == 3 ? R_DATA : R_SCALAR;
+    case K_QCONCAT:
+        return j >= 2 && (j - 2) % 3 == 0 ? R_DATA : R_SCALAR;
+    case K_QUNARY:
+    case K_QGAP:
+        return j == 0 ? R_DATA : R_SCALAR;
+    default:
+        return j == 0 ? R_DATA : R_PARAM;
+    }
 }
 
 static bool plan_inputs(const xf_graph *g, const xf_node *n, kind k, plan *pl)
 {
-    int nd = data_inputs(k, n);
-    if (nd > 64)
+    if (n->n_inputs > 64)
         return false;
-    for (int j = 0; j < nd; j++) {
+    bool elem = k == K_ELEM || k == K_QELEM, concat = k == K_CONCAT || k == K_QCONCAT;
+    for (int j = 0; j < n->n_inputs; j++) {
         int v = n->inputs[j];
         perm q;
         const xf_tensor *c = xf_graph_constant(g, v);
         const xf_shape *s = v >= 0 ? &g->values[v].shape : NULL;
-        if (v >= 0 && s->ndim < 0)
-            return false;
-        if (v < 0 || (k == K_ELEM && s->ndim <= pl->p.rank && xf_shape_numel(s) == 1)) {
+        role r = role_of(k, j);
+        if (r == R_PARAM || (v >= 0 && s->ndim < 0) || (r == R_SCALAR && v >= 0 && xf_shape_numel(s) != 1)) {
+            if (r != R_PARAM)
+                return false;
+            pl->act[j] = A_KEEP;
+        } else if (v < 0 || r == R_SCALAR || (elem && s->ndim <= pl->p.rank && xf_shape_numel(s) == 1)) {
             pl->act[j] = A_KEEP; /* absent, or one element broadcast alike in any layout */
         } else if (transpose_of(g, v, &q) >= 0 && q.rank == pl->p.rank &&
                    !memcmp(q.p, pl->p.p, sizeof q.p[0] * (size_t)q.rank)) {
             pl->act[j] = A_BYPASS;
             pl->bypassed++;
-        } else if (c && (k == K_ELEM || k == K_CONCAT) && s->ndim <= pl->p.rank) {
+        } else if (c && (elem || concat) && s->ndim <= pl->p.rank) {
             pl->act[j] = A_PERMUTE;
-        } else if (s->ndim == pl->p.rank && (k == K_ELEM || k == K_CONCAT)) {
+        } else if (s->ndim == pl->p.rank && (elem || concat)) {
             pl->act[j] = A_INSERT;
             pl->inserted++;
         } else {
@@ -232,7 +274,15 @@ static bool plan_params(const xf_graph *g, const xf_node *n, kind k, plan *pl)
     const xf_attrs *a = &n->attrs;
     int r = pl->p.rank;
     pl->out = pl->p;
-    if (k == K_CONCAT || k == K_SOFTMAX) {
+    if (k == K_QGAP) { /* channels first to last, or last to first */
+        bool to_last = pl->p.p[1] == 2 && pl->p.p[r - 1] == 1, to_first = pl->p.p[1] == r - 1 && pl->p.p[2] == 1;
+        for (int i = 2; i < r - 1 && (to_last || to_first); i++) {
+            to_last = to_last && pl->p.p[i] == i + 1;
+            to_first = to_first && pl->p.p[i + 1] == i;
+        }
+        return r >= 3 && pl->p.p[0] == 0 && (a->channels_last ? to_last : to_first);
+    }
+    if (k == K_CONCAT || k == K_SOFTMAX || k == K_QCONCAT) {
         int64_t ax = normal_axis(a->axis, r);
         if (ax < 0 || ax >= r)
             return false;
@@ -288,8 +338,7 @@ static bool plan_params(const xf_graph *g, const xf_node *n, kind k, plan *pl)
 static bool apply(xf_graph *g, int i, kind k, const plan *pl)
 {
     perm inv = inverse(&pl->p);
-    int nd = data_inputs(k, &g->nodes[i]);
-    for (int j = 0; j < nd; j++) {
+    for (int j = 0; j < g->nodes[i].n_inputs; j++) {
         int v = g->nodes[i].inputs[j], nv = v;
         perm q;
         if (pl->act[j] == A_BYPASS)
@@ -305,8 +354,10 @@ static bool apply(xf_graph *g, int i, kind k, const plan *pl)
     xf_node *n = &g->nodes[i];
     xf_attrs *a = &n->attrs;
     int r = pl->p.rank;
-    if (k == K_CONCAT || k == K_SOFTMAX) {
+    if (k == K_CONCAT || k == K_SOFTMAX || k == K_QCONCAT) {
         a->axis = pl->axis;
+    } else if (k == K_QGAP) {
+        a->channels_last = !a->channels_last;
     } else if (k == K_PAD && a->has_pads) {
         memcpy(a->pad_pads, pl->pads, sizeof pl->pads[0] * (size_t)(2 * r));
     } else if (k == K_PAD) {
@@ -398,8 +449,8 @@ static int push(xf_graph *g, int i, int64_t opset)
         return 0;
     plan pl = {.n_axes = 0};
     int first = -1;
-    for (int j = 0; j < data_inputs(k, n) && first < 0; j++)
-        if (transpose_of(g, n->inputs[j], &pl.p) >= 0)
+    for (int j = 0; j < n->n_inputs && first < 0; j++)
+        if (role_of(k, j) == R_DATA && transpose_of(g, n->inputs[j], &pl.p) >= 0)
             first = j;
     if (first < 0 || !plan_inputs(g, n, k, &pl) || !plan_params(g, n, k, &pl))
         return 0;

@@ -348,6 +348,80 @@ START_TEST(left_alone)
 }
 END_TEST
 
+/* ------------------------------------------------------------ quantized ops */
+
+static int f32_scalar(xf_graph *g, float v) { return xf_bt_scalar(g, v, 0); }
+
+static int u8_scalar(xf_graph *g, uint8_t v) { return constant(g, NULL, XF_DT_UINT8, SCALAR, &v); }
+
+/* What ONNX Runtime's channels-last quantized forms leave between its ops,
+ * once they are made standard: x and y [1, 4, 5, 6] quantized, into NHWC,
+ * QLinearAdd, QLinearLeakyRelu, a QLinearConcat with x along the channels,
+ * then a channels-last QLinearGlobalAveragePool dequantized ("pooled") and
+ * the Concat back in NCHW dequantized ("image").  Every Transpose cancels
+ * but the one the pooled output keeps (NHWC), and the rewritten graph
+ * computes what the graph as given does, exactly. */
+START_TEST(quantized_ops)
+{
+    xf_graph *g = xf_graph_create("quantized"), *orig;
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(1, 4, 5, 6)), y = input(g, "y", XF_DT_FLOAT, SHAPE(1, 4, 5, 6));
+    int sx = f32_scalar(g, 0.02f), zx = u8_scalar(g, 128), sy = f32_scalar(g, 0.03f), zy = u8_scalar(g, 120);
+    int sa = f32_scalar(g, 0.04f), za = u8_scalar(g, 100), sl = f32_scalar(g, 0.035f), zl = u8_scalar(g, 90);
+    int sc = f32_scalar(g, 0.05f), zc = u8_scalar(g, 110), sp = f32_scalar(g, 0.01f), zp = u8_scalar(g, 128);
+    int tx = transpose(g, out0(g, NODE(g, XF_OP_QUANTIZE_LINEAR, x, sx, zx)), TO_NHWC, 4);
+    int ty = transpose(g, out0(g, NODE(g, XF_OP_QUANTIZE_LINEAR, y, sy, zy)), TO_NHWC, 4);
+    int add = out0(g, NODE(g, XF_OP_MS_QLINEAR_ADD, tx, sx, zx, ty, sy, zy, sa, za));
+    int lr = NODE(g, XF_OP_MS_QLINEAR_LEAKY_RELU, add, sa, za, sl, zl);
+    attrs(g, lr)->alpha = 0.1f;
+    int cat = NODE(g, XF_OP_MS_QLINEAR_CONCAT, sc, zc, out0(g, lr), sl, zl, tx, sx, zx);
+    attrs(g, cat)->axis = 3;
+    int gap = NODE(g, XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL, out0(g, cat), sc, zc, sp, zp);
+    attrs(g, gap)->channels_last = 1;
+    int pooled = out0(g, NODE(g, XF_OP_DEQUANTIZE_LINEAR, out0(g, gap), sp, zp));
+    int image = out0(g, NODE(g, XF_OP_DEQUANTIZE_LINEAR, transpose(g, out0(g, cat), TO_NCHW, 4), sc, zc));
+    xf_graph_add_output(g, pooled);
+    xf_graph_add_output(g, image);
+    infer_ok(g, 17);
+    expect_shape(g, pooled, SHAPE(1, 1, 1, 8));
+    orig = xf_graph_clone(g);
+    xf_canon_stats st = push_ok(g, 17);
+    ck_assert_int_eq(count_op(g, XF_OP_TRANSPOSE), 1);
+    ck_assert_int_eq(st.removed_transposes, 2);
+    const xf_node *t = producer(g, g->outputs[0]);
+    ck_assert_int_eq(t->op, XF_OP_TRANSPOSE);
+    ck_assert_int_eq(producer(g, producer(g, t->inputs[0])->inputs[0])->attrs.channels_last, 0);
+    expect_shape(g, g->outputs[0], SHAPE(1, 1, 1, 8));
+    same_function(orig, g, 17, false, "quantized ops");
+    xf_graph_free(g);
+    xf_graph_free(orig);
+
+    /* a DequantizeLinear per channel is not moved through, nor is a pool
+     * whose channels the Transpose does not move first to last or back */
+    for (int c = 0; c < 2; c++) {
+        g = xf_graph_create("left");
+        int q = input(g, "q", XF_DT_UINT8, SHAPE(1, 5, 6, 4)), v;
+        if (c == 0) {
+            float scales[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+            uint8_t zeros[4] = {1, 2, 3, 4};
+            int dq =
+                NODE(g, XF_OP_DEQUANTIZE_LINEAR, transpose(g, q, TO_NCHW, 4),
+                     constant(g, NULL, XF_DT_FLOAT, SHAPE(4), scales), constant(g, NULL, XF_DT_UINT8, SHAPE(4), zeros));
+            attrs(g, dq)->axis = 1;
+            v = out0(g, dq);
+        } else {
+            int s1 = f32_scalar(g, 0.01f), z1 = u8_scalar(g, 128);
+            v = out0(g, NODE(g, XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL, transpose(g, q, TO_NHWC, 4), s1, z1, s1, z1));
+        }
+        xf_graph_add_output(g, transpose(g, v, c == 0 ? TO_NHWC : TO_NCHW, 4));
+        infer_ok(g, 17);
+        uint64_t before = xf_graph_hash(g);
+        st = push_ok(g, 17);
+        ck_assert_msg(st.removed_transposes == 0 && xf_graph_hash(g) == before, "case %d moved", c);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("canon_transpose");
@@ -356,6 +430,7 @@ int main(void)
     tcase_add_test(tc, tensorflow_block);
     tcase_add_test(tc, other_forms);
     tcase_add_test(tc, left_alone);
+    tcase_add_test(tc, quantized_ops);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
