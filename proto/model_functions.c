@@ -63,14 +63,6 @@ static const Onnx__FunctionProto *called(const Onnx__ModelProto *mp, const Onnx_
     return found;
 }
 
-static const Onnx__AttributeProto *call_attr(const Onnx__NodeProto *np, const char *name)
-{
-    for (size_t i = 0; i < np->n_attribute; i++)
-        if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, name))
-            return np->attribute[i];
-    return NULL;
-}
-
 static bool inlinable(const inliner *in, const Onnx__FunctionProto *f, const Onnx__NodeProto *np)
 {
     if (np->n_input > f->n_input || np->n_output > f->n_output || in->made + f->n_node > XFP_MAX_INLINED_NODES)
@@ -88,7 +80,7 @@ static bool inlinable(const inliner *in, const Onnx__FunctionProto *f, const Onn
                 return false;
             /* a reference the call does not answer takes the function's
              * default, which only a function without newer fields has not */
-            if (at->ref_attr_name && at->ref_attr_name[0] && !call_attr(np, at->ref_attr_name) &&
+            if (at->ref_attr_name && at->ref_attr_name[0] && !xfp_node_attr(np, at->ref_attr_name) &&
                 f->base.n_unknown_fields)
                 return false;
         }
@@ -161,7 +153,7 @@ static xf_status inline_call(inliner *in, const Onnx__FunctionProto *f, const On
                 ats[c->n_attribute++] = bn->attribute[j];
                 continue;
             }
-            const Onnx__AttributeProto *given = call_attr(np, at->ref_attr_name);
+            const Onnx__AttributeProto *given = xfp_node_attr(np, at->ref_attr_name);
             if (!given)
                 continue; /* neither given nor defaulted: absent */
             Onnx__AttributeProto *a = xfp_alloc(in->arena, sizeof *a);

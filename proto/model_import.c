@@ -856,6 +856,9 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
     int lowered = 0;
     if (s == XF_OK)
         s = xfp_lower_nchwc(mp, &im.tensors, &im.inlined, &im.gp, &lowered, err);
+    if (s == XF_OK && (s = xfp_lower_nhwc(mp, &im.inlined, &im.gp, &lowered, err)) == XF_OK && lowered)
+        xf_log(XF_LOG_INFO, "%d of ONNX Runtime's channels-last quantized node%s made standard ops", lowered,
+               lowered == 1 ? "" : "s");
     if (s == XF_OK)
         s = import_model(&im);
     importer_free(&im);

@@ -46,10 +46,12 @@ typedef struct lowering {
     xfp_name_map producer; /* value -> node index */
     xfp_name_map init;     /* initializer -> index */
     xfp_name_map form;     /* value -> PLAIN / BLOCKED / SPLIT */
-    xfp_name_map names;    /* every name in use -> 1 */
-    xfp_ptr_list nodes, inits;
+    xfp_builder b;         /* the nodes of the new graph, and its new initializers */
     Onnx__TensorProto **new_init; /* per initializer: its replacement, or NULL */
-    int *filter_layout;           /* per initializer: 0, or 1 + the layout it was read in */
+    int *filter_layout;           /* per initializer: 0, or the layout it was read in */
+    int *other_uses;              /* per initializer: reads other than as an NCHWc Conv's filter */
+    int *order;                   /* the nodes in an order where producers come first */
+    int budget;                   /* steps left to padded_channels' walk */
     char why[512];                /* why the graph stays as it is */
 } lowering;
 
@@ -59,24 +61,10 @@ static bool op_is(const Onnx__NodeProto *np, const char *op) { return np->op_typ
 
 static bool has(const char *s) { return s && s[0]; }
 
-static const Onnx__AttributeProto *attr(const Onnx__NodeProto *np, const char *name)
-{
-    for (size_t i = 0; i < np->n_attribute; i++)
-        if (np->attribute[i]->name && !strcmp(np->attribute[i]->name, name))
-            return np->attribute[i];
-    return NULL;
-}
-
-static int64_t attr_int(const Onnx__NodeProto *np, const char *name, int64_t dflt)
-{
-    const Onnx__AttributeProto *at = attr(np, name);
-    return at && at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT ? at->i : dflt;
-}
-
 /* A STRING attribute as a NUL-terminated copy in buf ("" when absent). */
 static const char *attr_str(const Onnx__NodeProto *np, const char *name, char *buf, size_t n)
 {
-    const Onnx__AttributeProto *at = attr(np, name);
+    const Onnx__AttributeProto *at = xfp_node_attr(np, name);
     buf[0] = 0;
     if (at && at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING && at->s.data)
         snprintf(buf, n, "%.*s", (int)(at->s.len < n ? at->s.len : n - 1), (const char *)at->s.data);
@@ -104,142 +92,6 @@ static const Onnx__TensorProto *initializer(const lowering *l, const char *name,
     if (index)
         *index = i;
     return i >= 0 ? l->gp->initializer[i] : NULL;
-}
-
-/* ------------------------------------------------------------ building */
-
-/* base + suffix, made unique among the graph's names. */
-static char *fresh(lowering *l, const char *base, const char *suffix)
-{
-    size_t n = strlen(base) + strlen(suffix) + 24;
-    char *s = xfp_alloc(l->a, n);
-    for (int k = 0; s; k++) {
-        if (k)
-            snprintf(s, n, "%s%s_%d", base, suffix, k);
-        else
-            snprintf(s, n, "%s%s", base, suffix);
-        if (xfp_map_get(&l->names, s) < 0)
-            return xfp_map_put(&l->names, s, 1) ? s : NULL;
-    }
-    return NULL;
-}
-
-static Onnx__AttributeProto *new_attr(lowering *l, const char *name, Onnx__AttributeProto__AttributeType type)
-{
-    Onnx__AttributeProto *at = xfp_alloc(l->a, sizeof *at);
-    if (at) {
-        onnx__attribute_proto__init(at);
-        at->name = (char *)name;
-        at->type = type;
-        at->has_type = true;
-    }
-    return at;
-}
-
-static Onnx__AttributeProto *attr_s(lowering *l, const char *name, const char *v)
-{
-    Onnx__AttributeProto *at = new_attr(l, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    if (at) {
-        at->s.data = (uint8_t *)v;
-        at->s.len = strlen(v);
-        at->has_s = true;
-    }
-    return at;
-}
-
-static Onnx__AttributeProto *attr_f(lowering *l, const char *name, float v)
-{
-    Onnx__AttributeProto *at = new_attr(l, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-    if (at) {
-        at->f = v;
-        at->has_f = true;
-    }
-    return at;
-}
-
-static Onnx__AttributeProto *attr_ints(lowering *l, const char *name, const int64_t *v, size_t n)
-{
-    Onnx__AttributeProto *at = new_attr(l, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-    int64_t *c = at ? xfp_alloc(l->a, sizeof *c * n) : NULL;
-    if (!c)
-        return NULL;
-    memcpy(c, v, sizeof *c * n);
-    at->ints = c;
-    at->n_ints = n;
-    return at;
-}
-
-/* A node of the default domain: op(ins) -> out, with n_at attributes. */
-static bool emit(lowering *l, const char *op, const char *name, const char *const *ins, size_t n_in, const char *out,
-                 Onnx__AttributeProto *const *ats, size_t n_at)
-{
-    Onnx__NodeProto *np = xfp_alloc(l->a, sizeof *np);
-    char **in = xfp_alloc(l->a, sizeof *in * (n_in + 1));
-    char **outs = xfp_alloc(l->a, sizeof *outs);
-    Onnx__AttributeProto **at = xfp_alloc(l->a, sizeof *at * (n_at + 1));
-    if (!np || !in || !outs || !at)
-        return false;
-    onnx__node_proto__init(np);
-    np->op_type = (char *)op;
-    np->name = (char *)name;
-    np->domain = (char *)"";
-    for (size_t i = 0; i < n_in; i++)
-        in[i] = (char *)ins[i];
-    np->input = in;
-    np->n_input = n_in;
-    outs[0] = (char *)out;
-    np->output = outs;
-    np->n_output = 1;
-    for (size_t i = 0; i < n_at; i++) {
-        if (!ats[i])
-            return false;
-        at[i] = ats[i];
-    }
-    np->attribute = at;
-    np->n_attribute = n_at;
-    return xfp_list_push(&l->nodes, np);
-}
-
-/* A new initializer (bytes copied) named after base; its name, or NULL. */
-static const char *constant(lowering *l, const char *base, const char *suffix, int32_t dtype, const int64_t *dims,
-                            size_t ndim, const void *data, size_t nbytes)
-{
-    Onnx__TensorProto *tp = xfp_alloc(l->a, sizeof *tp);
-    int64_t *d = xfp_alloc(l->a, sizeof *d * (ndim + 1));
-    uint8_t *bytes = xfp_alloc(l->a, nbytes + sizeof(int64_t));
-    char *name = fresh(l, base, suffix);
-    if (!tp || !d || !bytes || !name)
-        return NULL;
-    onnx__tensor_proto__init(tp);
-    tp->name = name;
-    tp->data_type = dtype;
-    tp->has_data_type = true;
-    memcpy(d, dims, sizeof *d * ndim);
-    tp->dims = d;
-    tp->n_dims = ndim;
-    memcpy(bytes, data, nbytes);
-    /* typed fields, not raw_data: the importer frees the raw_data it has read */
-    if (dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
-        tp->float_data = (float *)bytes;
-        tp->n_float_data = nbytes / sizeof(float);
-    } else {
-        tp->int64_data = (int64_t *)bytes;
-        tp->n_int64_data = nbytes / sizeof(int64_t);
-    }
-    return xfp_list_push(&l->inits, tp) ? name : NULL;
-}
-
-static const char *ints_constant(lowering *l, const char *base, const char *suffix, const int64_t *v, size_t n)
-{
-    int64_t dims[1] = {(int64_t)n};
-    return constant(l, base, suffix, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, dims, 1, v, sizeof *v * n);
-}
-
-static const char *float_constant(lowering *l, const char *base, const char *suffix, const float *v, size_t n,
-                                  size_t ndim)
-{
-    int64_t dims[1] = {(int64_t)n};
-    return constant(l, base, suffix, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, dims, ndim, v, sizeof *v * n);
 }
 
 /* ------------------------------------------------------------ shapes and the block */
@@ -273,9 +125,11 @@ static int64_t round_up(int64_t c, int b) { return (c + b - 1) / b * b; }
 /* The padded channel count of an NCHWc value, when the graph shows it:
  * a Conv's filter rows, through pools, Upsample, element-wise ops and
  * Concat.  -1 when not known. */
-static int64_t padded_channels(const lowering *l, const char *name, int depth)
+static int64_t padded_channels(lowering *l, const char *name, int depth)
 {
-    int k = has(name) && depth < 64 ? xfp_map_get(&l->producer, name) : -1;
+    if (depth == 0)
+        l->budget = 4096; /* Concats of Concats could branch without end */
+    int k = has(name) && depth < 64 && l->budget-- > 0 ? xfp_map_get(&l->producer, name) : -1;
     if (k < 0)
         return -1;
     const Onnx__NodeProto *np = l->gp->node[k];
@@ -313,7 +167,7 @@ static bool split_shape(const lowering *l, const Onnx__NodeProto *np, size_t n, 
 }
 
 /* Whether the graph's counts fit a block of b channels. */
-static bool fits_block(const lowering *l, int b)
+static bool fits_block(lowering *l, int b)
 {
     const Onnx__GraphProto *gp = l->gp;
     for (size_t k = 0; k < gp->n_node; k++) {
@@ -328,7 +182,7 @@ static bool fits_block(const lowering *l, int b)
             if (w && w->n_dims == 4 && w->dims[0] % b)
                 return false;
         } else if (op_is(np, "ReorderOutput") && np->n_input == 1) {
-            int64_t padded = padded_channels(l, np->input[0], 0), c = attr_int(np, "channels", -1);
+            int64_t padded = padded_channels(l, np->input[0], 0), c = xfp_node_int(np, "channels", -1);
             if (padded > 0 && c > 0 && round_up(c, b) != padded)
                 return false;
         }
@@ -376,6 +230,8 @@ static bool unreorder_filter(lowering *l, const Onnx__NodeProto *np, bool blocke
     const Onnx__TensorProto *tp = initializer(l, np->input[1], &index);
     if (!tp)
         return fail(l, np, "its filter '%.100s' is not an initializer", np->input[1]);
+    if (l->other_uses[index])
+        return fail(l, np, "its filter '%.100s' is read by other nodes too", np->input[1]);
     xf_tensor *t = NULL;
     xf_error e = {0};
     if (xfp_tensor_decode(tp, "filter", l->src, &t, &e) != XF_OK)
@@ -444,24 +300,30 @@ static bool lower_activation(lowering *l, const Onnx__NodeProto *np, const char 
 {
     char act[32];
     attr_str(np, "activation", act, sizeof act);
-    const Onnx__AttributeProto *pa = attr(np, "activation_params");
+    const Onnx__AttributeProto *pa = xfp_node_attr(np, "activation_params");
     size_t n_p = pa && pa->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS ? pa->n_floats : 0;
     const float *p = n_p ? pa->floats : NULL;
-    const char *name = fresh(l, out, "/activation");
+    const char *name = xfp_fresh_name(&l->b, out, "/activation");
     if (!name)
         return false;
     if (!strcmp(act, "Relu") || !strcmp(act, "Sigmoid") || !strcmp(act, "Tanh"))
-        return emit(l, !strcmp(act, "Relu") ? "Relu" : !strcmp(act, "Sigmoid") ? "Sigmoid" : "Tanh", name,
-                    (const char *[]){in}, 1, out, NULL, 0);
+        return xfp_emit(&l->b,
+                        !strcmp(act, "Relu")      ? "Relu"
+                        : !strcmp(act, "Sigmoid") ? "Sigmoid"
+                                                  : "Tanh",
+                        name, (const char *[]){in}, 1, out, NULL, 0);
     if (!strcmp(act, "LeakyRelu") && n_p == 1)
-        return emit(l, "LeakyRelu", name, (const char *[]){in}, 1, out,
-                    (Onnx__AttributeProto *[]){attr_f(l, "alpha", p[0])}, 1);
+        return xfp_emit(&l->b, "LeakyRelu", name, (const char *[]){in}, 1, out,
+                        (Onnx__AttributeProto *[]){xfp_new_attr_float(&l->b, "alpha", p[0])}, 1);
     if (!strcmp(act, "HardSigmoid") && n_p == 2)
-        return emit(l, "HardSigmoid", name, (const char *[]){in}, 1, out,
-                    (Onnx__AttributeProto *[]){attr_f(l, "alpha", p[0]), attr_f(l, "beta", p[1])}, 2);
+        return xfp_emit(&l->b, "HardSigmoid", name, (const char *[]){in}, 1, out,
+                        (Onnx__AttributeProto *[]){xfp_new_attr_float(&l->b, "alpha", p[0]),
+                                                   xfp_new_attr_float(&l->b, "beta", p[1])},
+                        2);
     if (!strcmp(act, "Clip") && n_p == 2) {
-        const char *lo = float_constant(l, out, "/min", p, 1, 0), *hi = float_constant(l, out, "/max", p + 1, 1, 0);
-        return lo && hi && emit(l, "Clip", name, (const char *[]){in, lo, hi}, 3, out, NULL, 0);
+        const char *lo = xfp_floats_constant(&l->b, out, "/min", p, 1, 0),
+                   *hi = xfp_floats_constant(&l->b, out, "/max", p + 1, 1, 0);
+        return lo && hi && xfp_emit(&l->b, "Clip", name, (const char *[]){in, lo, hi}, 3, out, NULL, 0);
     }
     return fail(l, np, "activation '%.30s' (or its parameters) unknown", act);
 }
@@ -474,7 +336,7 @@ static bool lower_conv(lowering *l, const Onnx__NodeProto *np)
     int in_form = form_of(l, np->input[0]);
     if (in_form == SPLIT)
         return fail(l, np, "it reads a 5-D block '%.100s'", np->input[0]);
-    int64_t group = attr_int(np, "group", 1);
+    int64_t group = xfp_node_int(np, "group", 1);
     if (group < 1 || !unreorder_filter(l, np, in_form == BLOCKED, group))
         return l->why[0] ? false : fail(l, np, "group below 1", NULL);
     bool sum = np->n_input == 4 && has(np->input[3]);
@@ -483,17 +345,18 @@ static bool lower_conv(lowering *l, const Onnx__NodeProto *np)
     char act[32];
     bool activation = attr_str(np, "activation", act, sizeof act)[0] != 0;
     const char *y = np->output[0];
-    const char *conv_out = sum || activation ? fresh(l, y, "/conv") : y;
-    const char *sum_out = !sum ? conv_out : activation ? fresh(l, y, "/sum") : y;
+    const char *conv_out = sum || activation ? xfp_fresh_name(&l->b, y, "/conv") : y;
+    const char *sum_out = !sum ? conv_out : activation ? xfp_fresh_name(&l->b, y, "/sum") : y;
     Onnx__AttributeProto **ats = xfp_alloc(l->a, sizeof *ats * (np->n_attribute + 1));
     size_t n_at = 0;
     if (!conv_out || !sum_out || !ats || !copy_attrs(l, np, skip, ats, &n_at))
         return fail(l, np, "out of memory", NULL);
     size_t n_in = np->n_input > 2 && has(np->input[2]) ? 3 : 2;
-    if (!emit(l, "Conv", has(np->name) ? np->name : fresh(l, y, "/node"), (const char *const *)np->input, n_in,
-              conv_out, ats, n_at))
+    if (!xfp_emit(&l->b, "Conv", has(np->name) ? np->name : xfp_fresh_name(&l->b, y, "/node"),
+                  (const char *const *)np->input, n_in, conv_out, ats, n_at))
         return fail(l, np, "out of memory", NULL);
-    if (sum && !emit(l, "Add", fresh(l, y, "/add"), (const char *[]){conv_out, np->input[3]}, 2, sum_out, NULL, 0))
+    if (sum && !xfp_emit(&l->b, "Add", xfp_fresh_name(&l->b, y, "/add"), (const char *[]){conv_out, np->input[3]}, 2,
+                         sum_out, NULL, 0))
         return fail(l, np, "out of memory", NULL);
     return !activation || lower_activation(l, np, sum_out, y);
 }
@@ -502,25 +365,25 @@ static bool lower_reorder_input(lowering *l, const Onnx__NodeProto *np)
 {
     if (np->n_input != 1 || np->n_output != 1 || !has(np->input[0]) || !has(np->output[0]))
         return fail(l, np, "not a ReorderInput of ONNX Runtime's form", NULL);
-    bool last = attr_int(np, "channels_last", 0) != 0;
+    bool last = xfp_node_int(np, "channels_last", 0) != 0;
     int64_t c = declared_channels(l, np->input[0], last);
     if (c < 0)
         return fail(l, np, "the channel count of its input '%.100s' is not declared", np->input[0]);
     const char *x = np->input[0], *y = np->output[0];
     bool pad = round_up(c, l->block) != c;
     if (last) {
-        const char *t = pad ? fresh(l, y, "/nchw") : y;
-        if (!t || !emit(l, "Transpose", fresh(l, y, "/transpose"), &x, 1, t,
-                        (Onnx__AttributeProto *[]){attr_ints(l, "perm", (int64_t[]){0, 3, 1, 2}, 4)}, 1))
+        const char *t = pad ? xfp_fresh_name(&l->b, y, "/nchw") : y;
+        if (!t || !xfp_emit(&l->b, "Transpose", xfp_fresh_name(&l->b, y, "/transpose"), &x, 1, t,
+                        (Onnx__AttributeProto *[]){xfp_new_attr_ints(&l->b, "perm", (int64_t[]){0, 3, 1, 2}, 4)}, 1))
             return fail(l, np, "out of memory", NULL);
         x = t;
     }
     if (pad) {
         int64_t pads[8] = {0, 0, 0, 0, 0, round_up(c, l->block) - c, 0, 0};
-        const char *p = ints_constant(l, y, "/pads", pads, 8);
-        if (!p || !emit(l, "Pad", fresh(l, y, "/pad"), (const char *[]){x, p}, 2, y, NULL, 0))
+        const char *p = xfp_ints_constant(&l->b, y, "/pads", pads, 8);
+        if (!p || !xfp_emit(&l->b, "Pad", xfp_fresh_name(&l->b, y, "/pad"), (const char *[]){x, p}, 2, y, NULL, 0))
             return fail(l, np, "out of memory", NULL);
-    } else if (!last && !emit(l, "Identity", fresh(l, y, "/identity"), &x, 1, y, NULL, 0)) {
+    } else if (!last && !xfp_emit(&l->b, "Identity", xfp_fresh_name(&l->b, y, "/identity"), &x, 1, y, NULL, 0)) {
         return fail(l, np, "out of memory", NULL);
     }
     return true;
@@ -528,35 +391,37 @@ static bool lower_reorder_input(lowering *l, const Onnx__NodeProto *np)
 
 static bool lower_reorder_output(lowering *l, const Onnx__NodeProto *np)
 {
-    int64_t c = attr_int(np, "channels", -1);
+    int64_t c = xfp_node_int(np, "channels", -1);
     if (np->n_input != 1 || np->n_output != 1 || !has(np->input[0]) || !has(np->output[0]) || c < 1)
         return fail(l, np, "not a ReorderOutput of ONNX Runtime's form", NULL);
     if (form_of(l, np->input[0]) != BLOCKED)
         return fail(l, np, "its input '%.100s' is not an NCHWc tensor", np->input[0]);
-    bool last = attr_int(np, "channels_last", 0) != 0;
+    bool last = xfp_node_int(np, "channels_last", 0) != 0;
     const char *x = np->input[0], *y = np->output[0];
-    const char *t = last ? fresh(l, y, "/nchw") : y;
+    const char *t = last ? xfp_fresh_name(&l->b, y, "/nchw") : y;
     if (padded_channels(l, x, 0) == c) { /* no padding to slice off */
-        if (!t || !emit(l, last ? "Transpose" : "Identity", fresh(l, y, last ? "/transpose" : "/identity"), &x, 1, y,
-                        (Onnx__AttributeProto *[]){attr_ints(l, "perm", (int64_t[]){0, 2, 3, 1}, 4)}, last))
+        if (!t ||
+            !xfp_emit(&l->b, last ? "Transpose" : "Identity",
+                      xfp_fresh_name(&l->b, y, last ? "/transpose" : "/identity"), &x, 1, y,
+                      (Onnx__AttributeProto *[]){xfp_new_attr_ints(&l->b, "perm", (int64_t[]){0, 2, 3, 1}, 4)}, last))
             return fail(l, np, "out of memory", NULL);
         return true;
     }
-    const char *st = ints_constant(l, y, "/starts", (int64_t[]){0}, 1);
-    const char *en = ints_constant(l, y, "/ends", &c, 1);
-    const char *ax = ints_constant(l, y, "/axes", (int64_t[]){1}, 1);
+    const char *st = xfp_ints_constant(&l->b, y, "/starts", (int64_t[]){0}, 1);
+    const char *en = xfp_ints_constant(&l->b, y, "/ends", &c, 1);
+    const char *ax = xfp_ints_constant(&l->b, y, "/axes", (int64_t[]){1}, 1);
     if (!t || !st || !en || !ax ||
-        !emit(l, "Slice", fresh(l, y, "/slice"), (const char *[]){x, st, en, ax}, 4, t, NULL, 0))
+        !xfp_emit(&l->b, "Slice", xfp_fresh_name(&l->b, y, "/slice"), (const char *[]){x, st, en, ax}, 4, t, NULL, 0))
         return fail(l, np, "out of memory", NULL);
-    if (last && !emit(l, "Transpose", fresh(l, y, "/transpose"), &t, 1, y,
-                      (Onnx__AttributeProto *[]){attr_ints(l, "perm", (int64_t[]){0, 2, 3, 1}, 4)}, 1))
+    if (last && !xfp_emit(&l->b, "Transpose", xfp_fresh_name(&l->b, y, "/transpose"), &t, 1, y,
+                      (Onnx__AttributeProto *[]){xfp_new_attr_ints(&l->b, "perm", (int64_t[]){0, 2, 3, 1}, 4)}, 1))
         return fail(l, np, "out of memory", NULL);
     return true;
 }
 
 static bool lower_upsample(lowering *l, const Onnx__NodeProto *np)
 {
-    const Onnx__AttributeProto *sc = attr(np, "scales");
+    const Onnx__AttributeProto *sc = xfp_node_attr(np, "scales");
     if (np->n_input != 1 || np->n_output != 1 || !has(np->output[0]) || !sc || sc->n_ints != 4)
         return fail(l, np, "not an Upsample of ONNX Runtime's form", NULL);
     float scales[4];
@@ -576,16 +441,16 @@ static bool lower_upsample(lowering *l, const Onnx__NodeProto *np)
     if (strcmp(ctm, "asymmetric") && strcmp(ctm, "align_corners") && strcmp(ctm, "half_pixel"))
         return fail(l, np, "coordinate_transformation_mode '%.30s' unknown", ctm);
     const char *y = np->output[0];
-    const char *s = float_constant(l, y, "/scales", scales, 4, 1);
-    const char *roi = l->opset >= 13 ? "" : float_constant(l, y, "/roi", scales, 0, 1);
+    const char *s = xfp_floats_constant(&l->b, y, "/scales", scales, 4, 1);
+    const char *roi = l->opset >= 13 ? "" : xfp_floats_constant(&l->b, y, "/roi", scales, 0, 1);
     char *ctm_copy = xfp_strdup(l->a, ctm);
     if (!s || !roi || !ctm_copy)
         return fail(l, np, "out of memory", NULL);
-    Onnx__AttributeProto *ats[3] = {attr_s(l, "mode", linear ? "linear" : "nearest"),
-                                    attr_s(l, "coordinate_transformation_mode", ctm_copy),
-                                    attr_s(l, "nearest_mode", "floor")};
-    if (!emit(l, "Resize", has(np->name) ? np->name : fresh(l, y, "/node"), (const char *[]){np->input[0], roi, s}, 3,
-              y, ats, linear ? 2 : 3))
+    Onnx__AttributeProto *ats[3] = {xfp_new_attr_string(&l->b, "mode", linear ? "linear" : "nearest"),
+                                    xfp_new_attr_string(&l->b, "coordinate_transformation_mode", ctm_copy),
+                                    xfp_new_attr_string(&l->b, "nearest_mode", "floor")};
+    if (!xfp_emit(&l->b, "Resize", has(np->name) ? np->name : xfp_fresh_name(&l->b, y, "/node"),
+                  (const char *[]){np->input[0], roi, s}, 3, y, ats, linear ? 2 : 3))
         return fail(l, np, "out of memory", NULL);
     return true;
 }
@@ -600,7 +465,7 @@ static bool keep_node(lowering *l, Onnx__NodeProto *np, int *out_form)
         forms[form_of(l, np->input[i])]++;
     *out_form = PLAIN;
     if (!forms[BLOCKED] && !forms[SPLIT])
-        return xfp_list_push(&l->nodes, np) || fail(l, np, "out of memory", NULL);
+        return xfp_list_push(&l->b.nodes, np) || fail(l, np, "out of memory", NULL);
     int64_t v[5];
     bool unary = op_is(np, "Relu") || op_is(np, "Sigmoid") || op_is(np, "Tanh") || op_is(np, "Identity");
     bool binary = op_is(np, "Add") || op_is(np, "Sum") || op_is(np, "Mul");
@@ -608,15 +473,15 @@ static bool keep_node(lowering *l, Onnx__NodeProto *np, int *out_form)
     bool uniform = forms[PLAIN] == 0 && (forms[BLOCKED] == 0 || forms[SPLIT] == 0) && np->n_output == 1;
     if (reshape && uniform && split_shape(l, np, only == BLOCKED ? 5 : 4, v)) { /* v[4] is the block (fits_block) */
         *out_form = only == BLOCKED ? SPLIT : BLOCKED;
-        return emit(l, "Identity", has(np->name) ? np->name : fresh(l, np->output[0], "/node"),
+        return xfp_emit(&l->b, "Identity", has(np->name) ? np->name : xfp_fresh_name(&l->b, np->output[0], "/node"),
                     (const char *const *)np->input, 1, np->output[0], NULL, 0) ||
                fail(l, np, "out of memory", NULL);
     }
-    bool concat = op_is(np, "Concat") && only == BLOCKED && attr_int(np, "axis", 0) == 1;
+    bool concat = op_is(np, "Concat") && only == BLOCKED && xfp_node_int(np, "axis", 0) == 1;
     if (!uniform || !(unary || binary || concat) || (unary && np->n_input != 1))
         return fail(l, np, "it reads '%.100s', an NCHWc tensor, as no standard op may", np->input[0]);
     *out_form = only;
-    return xfp_list_push(&l->nodes, np) || fail(l, np, "out of memory", NULL);
+    return xfp_list_push(&l->b.nodes, np) || fail(l, np, "out of memory", NULL);
 }
 
 static bool lower_node(lowering *l, Onnx__NodeProto *np)
@@ -642,7 +507,7 @@ static bool lower_node(lowering *l, Onnx__NodeProto *np)
             return fail(l, np, c ? "not a pool of ONNX Runtime's form" : "out of memory", NULL);
         *c = *np;
         c->domain = (char *)"";
-        ok = xfp_list_push(&l->nodes, c) || fail(l, np, "out of memory", NULL);
+        ok = xfp_list_push(&l->b.nodes, c) || fail(l, np, "out of memory", NULL);
     } else {
         return fail(l, np, "an NCHWc op xflow does not know", NULL);
     }
@@ -654,26 +519,79 @@ static bool lower_node(lowering *l, Onnx__NodeProto *np)
 
 /* ------------------------------------------------------------ the graph */
 
+/* l->order: the nodes with every producer before its readers (a graph's
+ * nodes may come in any order).  False when out of memory or on a cycle. */
+static bool sort_nodes(lowering *l)
+{
+    const Onnx__GraphProto *gp = l->gp;
+    size_t n = gp->n_node, n_edges = 0;
+    for (size_t k = 0; k < n; k++)
+        n_edges += gp->node[k]->n_input;
+    int *pending = xfp_alloc(l->a, sizeof(int) * (n + 1)), *first = xfp_alloc(l->a, sizeof(int) * (n + 2));
+    int *fill = xfp_alloc(l->a, sizeof(int) * (n + 2)), *readers = xfp_alloc(l->a, sizeof(int) * (n_edges + 1));
+    l->order = xfp_alloc(l->a, sizeof(int) * (n + 1));
+    if (!pending || !first || !fill || !readers || !l->order) {
+        snprintf(l->why, sizeof l->why, "out of memory");
+        return false;
+    }
+    for (int pass = 0; pass < 2; pass++) { /* count each producer's readers, then list them */
+        for (size_t k = 0; k < n; k++)
+            for (size_t i = 0; i < gp->node[k]->n_input; i++) {
+                int p = has(gp->node[k]->input[i]) ? xfp_map_get(&l->producer, gp->node[k]->input[i]) : -1;
+                if (p < 0 || p == (int)k)
+                    continue;
+                if (pass == 0) {
+                    first[p + 1]++;
+                    pending[k]++;
+                } else {
+                    readers[fill[p]++] = (int)k;
+                }
+            }
+        for (size_t k = 0; pass == 0 && k < n; k++)
+            first[k + 1] += first[k];
+        memcpy(fill, first, sizeof(int) * (n + 1));
+    }
+    size_t done = 0, queued = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!pending[k])
+            l->order[queued++] = (int)k;
+    for (; done < queued; done++) {
+        int k = l->order[done];
+        for (int r = first[k]; r < first[k + 1]; r++)
+            if (--pending[readers[r]] == 0)
+                l->order[queued++] = readers[r];
+    }
+    if (queued < n)
+        snprintf(l->why, sizeof l->why, "its nodes form a cycle");
+    return queued == n;
+}
+
 static bool index_graph(lowering *l)
 {
     const Onnx__GraphProto *gp = l->gp;
-    bool ok = true;
+    bool ok = xfp_builder_init(&l->b, l->a, gp);
     for (size_t i = 0; ok && i < gp->n_initializer; i++)
-        ok = !has(gp->initializer[i]->name) || (xfp_map_put(&l->init, gp->initializer[i]->name, (int)i) &&
-                                                 xfp_map_put(&l->names, gp->initializer[i]->name, 1));
-    for (size_t i = 0; ok && i < gp->n_input; i++)
-        ok = !has(gp->input[i]->name) || xfp_map_put(&l->names, gp->input[i]->name, 1);
+        ok = !has(gp->initializer[i]->name) || xfp_map_put(&l->init, gp->initializer[i]->name, (int)i);
     for (size_t k = 0; ok && k < gp->n_node; k++)
         for (size_t i = 0; ok && i < gp->node[k]->n_output; i++)
-            ok = !has(gp->node[k]->output[i]) || (xfp_map_put(&l->producer, gp->node[k]->output[i], (int)k) &&
-                                                  xfp_map_put(&l->names, gp->node[k]->output[i], 1));
-    for (size_t k = 0; ok && k < gp->n_node; k++)
-        ok = !has(gp->node[k]->name) || xfp_map_put(&l->names, gp->node[k]->name, 1);
+            ok = !has(gp->node[k]->output[i]) || xfp_map_put(&l->producer, gp->node[k]->output[i], (int)k);
     l->new_init = xfp_alloc(l->a, sizeof *l->new_init * (gp->n_initializer + 1));
     l->filter_layout = xfp_alloc(l->a, sizeof *l->filter_layout * (gp->n_initializer + 1));
-    if (!ok || !l->new_init || !l->filter_layout)
+    l->other_uses = xfp_alloc(l->a, sizeof *l->other_uses * (gp->n_initializer + 1));
+    ok = ok && l->new_init && l->filter_layout && l->other_uses;
+    for (size_t k = 0; ok && k < gp->n_node; k++) {
+        const Onnx__NodeProto *np = gp->node[k];
+        for (size_t i = 0; i < np->n_input; i++) {
+            int index = has(np->input[i]) ? xfp_map_get(&l->init, np->input[i]) : -1;
+            if (index >= 0 && !(i == 1 && is_nchwc(np) && op_is(np, "Conv")))
+                l->other_uses[index]++;
+        }
+    }
+    if (!ok) {
         snprintf(l->why, sizeof l->why, "out of memory");
-    return ok && l->new_init && l->filter_layout;
+        return false;
+    }
+    return sort_nodes(l);
 }
 
 /* The lowered graph; false with l->why set when it cannot be made. */
@@ -688,30 +606,18 @@ static bool lower_graph(lowering *l, const Onnx__GraphProto **out)
     if (!index_graph(l) || !pick_block(l))
         return false;
     for (size_t k = 0; k < gp->n_node; k++)
-        if (!lower_node(l, gp->node[k]))
+        if (!lower_node(l, gp->node[l->order[k]]))
             return false;
     for (size_t i = 0; i < gp->n_output; i++)
         if (has(gp->output[i]->name) && form_of(l, gp->output[i]->name) != PLAIN) {
             snprintf(l->why, sizeof l->why, "graph output '%.100s' is an NCHWc tensor", gp->output[i]->name);
             return false;
         }
-    Onnx__GraphProto *g = xfp_alloc(l->a, sizeof *g);
-    size_t n_init = gp->n_initializer + l->inits.n;
-    Onnx__TensorProto **inits = xfp_alloc(l->a, sizeof *inits * (n_init + 1));
-    Onnx__NodeProto **nodes = xfp_alloc(l->a, sizeof *nodes * (l->nodes.n + 1));
-    if (!g || !inits || !nodes) {
+    const Onnx__GraphProto *g = xfp_builder_graph(&l->b, gp, l->new_init);
+    if (!g) {
         snprintf(l->why, sizeof l->why, "out of memory");
         return false;
     }
-    *g = *gp;
-    for (size_t i = 0; i < gp->n_initializer; i++)
-        inits[i] = l->new_init[i] ? l->new_init[i] : gp->initializer[i];
-    memcpy(inits + gp->n_initializer, l->inits.items, sizeof *inits * l->inits.n);
-    memcpy(nodes, l->nodes.items, sizeof *nodes * l->nodes.n);
-    g->initializer = inits;
-    g->n_initializer = n_init;
-    g->node = nodes;
-    g->n_node = l->nodes.n;
     *out = g;
     return true;
 }
@@ -737,9 +643,7 @@ xf_status xfp_lower_nchwc(const Onnx__ModelProto *mp, const xfp_tensor_src *src,
     xfp_map_free(&l.producer);
     xfp_map_free(&l.init);
     xfp_map_free(&l.form);
-    xfp_map_free(&l.names);
-    xfp_list_free(&l.nodes);
-    xfp_list_free(&l.inits);
+    xfp_builder_free(&l.b);
     if (!ok && !strcmp(l.why, "out of memory"))
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     if (!ok) {

@@ -188,6 +188,42 @@ bool xfp_is_gradient(const Onnx__NodeProto *np);
 xf_status xfp_inline_functions(const Onnx__ModelProto *mp, xfp_arena *arena, const Onnx__GraphProto **graph,
                                int *inlined, xf_error *err);
 
+/* ---------------------------------------------------------------- node_build.c */
+
+/* Nodes and initializers made by the rewrites the import makes before it
+ * reads a graph (model_nchwc.c, model_nhwc.c): their pieces live in the
+ * arena, their names are new to the graph. */
+typedef struct xfp_builder {
+    xfp_arena *a;
+    xfp_name_map names; /* every name the graph and the builder use */
+    xfp_ptr_list nodes; /* the graph's nodes, as the rewrite lists them */
+    xfp_ptr_list inits; /* initializers made */
+} xfp_builder;
+
+/* np's attribute called name, or NULL; its INT attribute, or dflt. */
+const Onnx__AttributeProto *xfp_node_attr(const Onnx__NodeProto *np, const char *name);
+int64_t xfp_node_int(const Onnx__NodeProto *np, const char *name, int64_t dflt);
+/* False when out of memory. */
+bool xfp_builder_init(xfp_builder *b, xfp_arena *a, const Onnx__GraphProto *gp);
+void xfp_builder_free(xfp_builder *b);
+/* base + suffix, made unique; NULL when out of memory. */
+char *xfp_fresh_name(xfp_builder *b, const char *base, const char *suffix);
+Onnx__AttributeProto *xfp_new_attr_string(xfp_builder *b, const char *name, const char *v);
+Onnx__AttributeProto *xfp_new_attr_float(xfp_builder *b, const char *name, float v);
+Onnx__AttributeProto *xfp_new_attr_ints(xfp_builder *b, const char *name, const int64_t *v, size_t n);
+/* Lists a node of the default domain, op(ins) -> out; NULL when out of
+ * memory (a NULL name, input, output or attribute counts as that). */
+Onnx__NodeProto *xfp_emit(xfp_builder *b, const char *op, const char *name, const char *const *ins, size_t n_in,
+                          const char *out, Onnx__AttributeProto *const *ats, size_t n_at);
+/* New 1-D initializers (ndim 0: a scalar) of copies of v; their names. */
+const char *xfp_ints_constant(xfp_builder *b, const char *base, const char *suffix, const int64_t *v, size_t n);
+const char *xfp_floats_constant(xfp_builder *b, const char *base, const char *suffix, const float *v, size_t n,
+                                size_t ndim);
+/* gp with the builder's nodes, and its initializers (replaced[i] for the
+ * i-th where not NULL; replaced may be NULL) then the builder's. */
+const Onnx__GraphProto *xfp_builder_graph(xfp_builder *b, const Onnx__GraphProto *gp,
+                                          Onnx__TensorProto *const *replaced);
+
 /* ---------------------------------------------------------------- model_nchwc.c */
 
 /* *graph with ONNX Runtime's com.microsoft.nchwc nodes replaced by standard
@@ -196,6 +232,15 @@ xf_status xfp_inline_functions(const Onnx__ModelProto *mp, xfp_arena *arena, con
  * arena; *lowered receives the number of nodes replaced. */
 xf_status xfp_lower_nchwc(const Onnx__ModelProto *mp, const xfp_tensor_src *src, xfp_arena *arena,
                           const Onnx__GraphProto **graph, int *lowered, xf_error *err);
+
+/* ---------------------------------------------------------------- model_nhwc.c */
+
+/* *graph with ONNX Runtime's channels-last quantized nodes (com.microsoft
+ * QLinearConv, NhwcMaxPool, QLinearAveragePool with channels_last) made
+ * standard ops between Transposes (see model_nhwc.c); *lowered receives
+ * how many. */
+xf_status xfp_lower_nhwc(const Onnx__ModelProto *mp, xfp_arena *arena, const Onnx__GraphProto **graph, int *lowered,
+                         xf_error *err);
 
 /* ---------------------------------------------------------------- attrs_import.c / attrs_export.c */
 

@@ -556,3 +556,31 @@ void release_all(xf_tensor **t, int n)
     for (int i = 0; i < n; i++)
         xf_tensor_release(t[i]);
 }
+
+Onnx__ModelProto *unpack_model_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert(fseek(f, 0, SEEK_END) == 0);
+    long len = ftell(f);
+    ck_assert(len >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    uint8_t *buf = malloc((size_t)len + 1);
+    ck_assert(buf && fread(buf, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, (size_t)len, buf);
+    free(buf);
+    ck_assert_msg(mp != NULL, "%s is not a ModelProto", path);
+    return mp;
+}
+
+xf_tensor *load_tensor_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fclose(f);
+    xf_tensor *t = NULL;
+    xf_error e;
+    ck_assert_msg(xf_tensor_load_pb(path, &t, NULL, &e) == XF_OK, "%s", e.msg);
+    return t;
+}

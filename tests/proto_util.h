@@ -54,6 +54,11 @@ void add_opset(Onnx__ModelProto *m, const char *domain, int64_t version);
 Onnx__OperatorSetIdProto *mk_opset(const char *domain, int64_t version);
 uint8_t *pack_model(const Onnx__ModelProto *m, size_t *len);
 void write_bytes(const char *path, const void *buf, size_t len);
+/* The ModelProto in file path (the test fails when it cannot be read);
+ * free it with onnx__model_proto__free_unpacked. */
+Onnx__ModelProto *unpack_model_file(const char *path);
+/* The tensor in TensorProto file path; NULL when there is no such file. */
+xf_tensor *load_tensor_file(const char *path);
 void write_model(const Onnx__ModelProto *m, const char *path);
 xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_model **out, xf_error *e);
 /* Loads graph g under opset (the test fails on an error) and counts its

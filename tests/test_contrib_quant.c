@@ -400,11 +400,14 @@ START_TEST(test_import_export)
 END_TEST
 
 /* Forms xflow does not model stay opaque and are written back as they
- * came: QLinearSoftmax without opset, QLinearConcat without axis,
- * QLinearAveragePool channels last, an attribute QGemm does not have. */
+ * came: QLinearSoftmax without opset, QLinearConcat without axis, an
+ * attribute QGemm does not have.  (QLinearAveragePool channels last is
+ * read between Transposes: test_nhwc.) */
 START_TEST(test_refused_forms_opaque)
 {
     for (int k = 0; k < 4; k++) {
+        if (k == 2)
+            continue;
         Onnx__ModelProto *mp = quant_model(17);
         Onnx__GraphProto *g = mp->graph;
         const char *target = k == 0 ? "soft" : k == 1 ? "cat" : k == 2 ? "pool" : "gemm";

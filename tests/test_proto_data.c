@@ -245,7 +245,9 @@ END_TEST
 
 /* Every input a fuzz harness once failed on (tests/fuzz/regressions) is
  * handled cleanly: models and tensor files are refused with a one-line
- * message; MapProto files (map_pb-*) are too, or read as a map (an empty
+ * message (one of them an NCHWc graph whose lowering made no initializer,
+ * whose empty list the sanitizer build found copied from a null
+ * pointer); MapProto files (map_pb-*) are too, or read as a map (an empty
  * one of int64 keys, whose keys the sanitizer build once found copied
  * from a null pointer); library text is refused or round-trips exactly;
  * models the sanitizer build once found undefined behaviour loading
