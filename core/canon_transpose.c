@@ -12,13 +12,15 @@
  * when they invert each other, which leaves each Conv reading the output
  * of the op before it.  ONNX Runtime's transpose optimizer does the same.
  *
- * The quantized ops of ONNX Runtime's QOperator and QDQ models carry a
- * layout the same way, their scales and zero points per tensor: QLinearAdd
- * and QLinearMul like Add, QLinearLeakyRelu, QLinearSigmoid, QuantizeLinear
- * and DequantizeLinear like a unary op, QLinearConcat like Concat, and
- * QLinearGlobalAveragePool across the move between channels first and
- * channels last (its channels_last flipped), so that the Transposes ONNX
- * Runtime's channels-last forms leave between quantized ops cancel too.
+ * The quantized ops of ONNX Runtime's QOperator format carry a layout the
+ * same way, their scales and zero points per tensor: QLinearAdd and
+ * QLinearMul like Add, QLinearLeakyRelu and QLinearSigmoid like a unary
+ * op, QLinearConcat like Concat, and QLinearGlobalAveragePool across the
+ * move between channels first and channels last (its channels_last
+ * flipped), so that the Transposes ONNX Runtime's channels-last forms
+ * leave between quantized ops cancel too.  QuantizeLinear and
+ * DequantizeLinear are not moved through: a Transpose would move from
+ * 8-bit data to float, and come between the QDQ pairs backends fuse.
  *
  * A node moves the Transposes of its inputs when that bypasses more of
  * them than it inserts; the pass as a whole is kept only when the graph
@@ -159,10 +161,6 @@ static kind kind_of(const xf_node *n, int64_t opset)
         return K_QELEM;
     case XF_OP_MS_QLINEAR_LEAKY_RELU:
     case XF_OP_MS_QLINEAR_SIGMOID:
-    case XF_OP_QUANTIZE_LINEAR:
-    case XF_OP_DEQUANTIZE_LINEAR:
-    case XF_OP_MS_QUANTIZE_LINEAR:
-    case XF_OP_MS_DEQUANTIZE_LINEAR:
         return K_QUNARY;
     case XF_OP_MS_QLINEAR_CONCAT:
         return K_QCONCAT;

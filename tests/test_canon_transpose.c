@@ -359,7 +359,8 @@ static int u8_scalar(xf_graph *g, uint8_t v) { return constant(g, NULL, XF_DT_UI
  * QLinearAdd, QLinearLeakyRelu, a QLinearConcat with x along the channels,
  * then a channels-last QLinearGlobalAveragePool dequantized ("pooled") and
  * the Concat back in NCHW dequantized ("image").  Every Transpose cancels
- * but the one the pooled output keeps (NHWC), and the rewritten graph
+ * but the one the pooled output keeps (NHWC, before its
+ * DequantizeLinear), and the rewritten graph
  * computes what the graph as given does, exactly. */
 START_TEST(quantized_ops)
 {
@@ -387,16 +388,18 @@ START_TEST(quantized_ops)
     xf_canon_stats st = push_ok(g, 17);
     ck_assert_int_eq(count_op(g, XF_OP_TRANSPOSE), 1);
     ck_assert_int_eq(st.removed_transposes, 2);
-    const xf_node *t = producer(g, g->outputs[0]);
-    ck_assert_int_eq(t->op, XF_OP_TRANSPOSE);
-    ck_assert_int_eq(producer(g, producer(g, t->inputs[0])->inputs[0])->attrs.channels_last, 0);
+    const xf_node *dq = producer(g, g->outputs[0]), *t = producer(g, dq->inputs[0]);
+    ck_assert(dq->op == XF_OP_DEQUANTIZE_LINEAR && t->op == XF_OP_TRANSPOSE);
+    ck_assert_int_eq(producer(g, t->inputs[0])->op, XF_OP_MS_QLINEAR_GLOBAL_AVERAGE_POOL);
+    ck_assert_int_eq(producer(g, t->inputs[0])->attrs.channels_last, 0);
     expect_shape(g, g->outputs[0], SHAPE(1, 1, 1, 8));
     same_function(orig, g, 17, false, "quantized ops");
     xf_graph_free(g);
     xf_graph_free(orig);
 
-    /* a DequantizeLinear per channel is not moved through, nor is a pool
-     * whose channels the Transpose does not move first to last or back */
+    /* a DequantizeLinear is not moved through (here a Transpose of 8-bit
+     * data would move to float), nor is a pool whose channels the
+     * Transpose does not move first to last or back */
     for (int c = 0; c < 2; c++) {
         g = xf_graph_create("left");
         int q = input(g, "q", XF_DT_UINT8, SHAPE(1, 5, 6, 4)), v;
