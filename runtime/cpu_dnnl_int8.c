@@ -22,7 +22,9 @@
  * point makes them cpu_ref's.  oneDNN converts the sum and QLinearConv's
  * bias to float apart and adds them, which is the same below 2^24 and a
  * float rounding apart beyond, where an output may still be 1 off
- * (test_cpu_int8 counts those in its random cases: none).
+ * (test_cpu_int8 counts those in its random cases: none).  QGemm's C is
+ * added to the int32 sums, as ONNX Runtime adds it, in a loop of this
+ * backend's own after oneDNN's matmul (a classifier's sums pass 2^24).
  * Zero points per row of A, nonzero ones of a convolution's weights or per
  * column of B, uint8 weights and scales computed at run time stay on
  * cpu_ref: oneDNN 2.6 takes zero points per tensor only (none for a
@@ -135,22 +137,24 @@ static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels,
 }
 
 /* The attribute of integer product n: its zero points, read at run time,
- * and (QLinear ops, QGemm) the output scales x_scale * w_scale / y_scale
- * (QGemm without y_scale: x_scale * w_scale), one or one per index of the
- * output's dimension channel_dim, and the rounding before y's zero point. */
-static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
-                        dnnl_primitive_attr_t *attr, xf_error *err)
+ * and (QLinear ops, QGemm; when scaled) the output scales x_scale *
+ * w_scale / y_scale (QGemm without y_scale: x_scale * w_scale), one or one
+ * per index of the output's dimension channel_dim, and the rounding before
+ * y's zero point.  Not scaled: x's and w's zero points only, for int32
+ * sums that a loop of this backend's own then scales. */
+static xf_status q_attr_of(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
+                           bool scaled, dnnl_primitive_attr_t *attr, xf_error *err)
 {
     qroles r = roles_of(n->op);
     XF_DN_TRY(err, n, dnnl_primitive_attr_create(attr));
     const int32_t runtime = DNNL_RUNTIME_S32_VAL;
     const int zp_in[3] = {r.x_zp, r.w_zp, r.y_zp}, zp_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
     dnnl_status_t s = dnnl_success;
-    for (int i = 0; i < 3 && s == dnnl_success; i++)
+    for (int i = 0; i < (scaled ? 3 : 2) && s == dnnl_success; i++)
         if (zp_used(g, n, zp_in[i]))
             s = dnnl_primitive_attr_set_zero_points(*attr, zp_arg[i], 1, 0, &runtime);
-    bool has_y_scale = r.y_scale >= 0 && r.y_scale < n->n_inputs && xf_rt_present(&in[r.y_scale]);
-    if (s == dnnl_success && r.x_scale >= 0) {
+    bool has_y_scale = scaled && r.y_scale >= 0 && r.y_scale < n->n_inputs && xf_rt_present(&in[r.y_scale]);
+    if (s == dnnl_success && scaled && r.x_scale >= 0) {
         const xf_tensor_view *ws = &in[r.w_scale];
         int64_t count = xf_rt_numel(ws);
         float *scales = malloc(sizeof *scales * (size_t)count);
@@ -183,14 +187,20 @@ static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_vie
     return XF_OK;
 }
 
+static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
+                        dnnl_primitive_attr_t *attr, xf_error *err)
+{
+    return q_attr_of(g, n, in, channel_dim, true, attr, err);
+}
+
 /* Binds the zero points q_attr declared. */
-static xf_status bind_zero_points(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, xf_dn_node *st,
+static xf_status bind_zero_points(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, xf_dn_node *st, bool scaled,
                                   xf_error *err)
 {
     qroles r = roles_of(n->op);
     const int zp_in[3] = {r.x_zp, r.w_zp, r.y_zp}, zp_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
     xf_status s = XF_OK;
-    for (int i = 0; i < 3 && s == XF_OK; i++)
+    for (int i = 0; i < (scaled ? 3 : 2) && s == XF_OK; i++)
         if (zp_used(g, n, zp_in[i]))
             s = xf_dn_bind_zero_point(c, n, st, zp_arg[i], zp_in[i], err);
     return s;
@@ -217,11 +227,12 @@ static bool qmatmul_handles(const xf_graph *g, const xf_node *n)
 
 /* The int8 matmul of n from the descriptions of A (input 0), B (input
  * r.w), the int32 bias (input bias_in, -1: none) and Y: constant weights
- * are reordered once into the layout oneDNN prefers. */
+ * are reordered once into the layout oneDNN prefers.  With sums, Y is
+ * the int32 sums (zero points applied, not scaled) written there. */
 static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, int bias_in,
-                               const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y, xf_dn_node *st,
-                               xf_error *err)
+                               const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y, int32_t *sums,
+                               xf_dn_node *st, xf_error *err)
 {
     qroles r = roles_of(n->op);
     bool const_b = g->values[n->inputs[r.w]].init && in[r.w].data;
@@ -231,7 +242,7 @@ static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     dnnl_matmul_desc_t d;
     XF_DN_TRY(err, n, dnnl_matmul_desc_init(&d, a, &b_any, bias_in >= 0 ? bias : NULL, y));
     dnnl_primitive_attr_t attr;
-    xf_status s = q_attr(g, n, in, y->ndims - 1, &attr, err);
+    xf_status s = q_attr_of(g, n, in, y->ndims - 1, !sums, &attr, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
@@ -246,13 +257,14 @@ static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     if (s == XF_OK && bias_in >= 0)
         s = xf_dn_bind(c, n, st, DNNL_ARG_BIAS, bias_in, bias, bias, err);
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, y, y, err);
+        s = sums ? xf_dn_bind_scratch(c, n, st, DNNL_ARG_DST, y, sums, err)
+                 : xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, y, y, err);
     if (s != XF_OK) {
         dnnl_primitive_desc_destroy(pd);
         return s;
     }
     s = xf_dn_finish(n, st, pd, err);
-    return s == XF_OK ? bind_zero_points(c, g, n, st, err) : s;
+    return s == XF_OK ? bind_zero_points(c, g, n, st, !sums, err) : s;
 }
 
 static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
@@ -264,7 +276,7 @@ static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     xf_dn_md_rank(&in[0].shape, rank, dn_type(in[0].dtype), &a);
     xf_dn_md_rank(&in[r.w].shape, rank, dnnl_s8, &b);
     xf_dn_md_plain(&out[0].shape, dn_type(out[0].dtype), &y);
-    return qmatmul_build(c, g, n, in, &a, &b, -1, NULL, &y, st, err);
+    return qmatmul_build(c, g, n, in, &a, &b, -1, NULL, &y, NULL, st, err);
 }
 
 const xf_dn_handler xf_dn_qmatmul_handler = {qmatmul_handles, NULL, qmatmul_prepare, NULL};
@@ -289,18 +301,61 @@ static bool qgemm_handles(const xf_graph *g, const xf_node *n)
     return q_operands_ok(g, n, y->dims[1], true);
 }
 
+/* C added to the int32 sums oneDNN wrote into scratch, then scaled (the
+ * scales per column in folded_w) and rounded as cpu_ref does: ONNX
+ * Runtime adds C before it scales, where oneDNN would add it in float, a
+ * rounding apart once a sum passes 2^24. */
+static void qgemm_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    int64_t m = out[0].shape.dims[0], cols = out[0].shape.dims[1];
+    const int32_t *p = (const int32_t *)st->scratch, *cv = in[6].data;
+    const float *scale = st->folded_w;
+    xf_dtype t = out[0].dtype;
+    float zp = t != XF_DT_FLOAT && n->n_inputs > 8 && xf_rt_present(&in[8])
+                   ? (float)xf_rt_load_i64(in[8].dtype, in[8].data, 0)
+                   : 0.0f;
+    XF_OMP_FOR(m * cols >= 1 << 16)
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            float v = (float)(int32_t)((uint32_t)p[i * cols + j] + (uint32_t)cv[j]) * scale[j];
+            if (t == XF_DT_FLOAT)
+                ((float *)out[0].data)[i * cols + j] = v;
+            else if (t == XF_DT_UINT8)
+                ((uint8_t *)out[0].data)[i * cols + j] = v == v ? (uint8_t)xf_rt_quantize_round(v, zp, t) : 0;
+            else
+                ((int8_t *)out[0].data)[i * cols + j] = v == v ? (int8_t)xf_rt_quantize_round(v, zp, t) : 0;
+        }
+}
+
 static xf_status qgemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    int64_t k = in[0].shape.dims[1], cols = out[0].shape.dims[1];
+    int64_t k = in[0].shape.dims[1], rows = out[0].shape.dims[0], cols = out[0].shape.dims[1];
     bool tb = n->attrs.trans_b != 0, has_c = n->n_inputs > 6 && xf_rt_present(&in[6]);
-    dnnl_memory_desc_t a, b, y, bias;
+    dnnl_memory_desc_t a, b, y;
     xf_dn_md_plain(&in[0].shape, dn_type(in[0].dtype), &a);
-    dnnl_dims_t bd = {k, cols}, bs = {tb ? 1 : cols, tb ? k : 1}, cd = {1, cols};
+    dnnl_dims_t bd = {k, cols}, bs = {tb ? 1 : cols, tb ? k : 1};
     dnnl_memory_desc_init_by_strides(&b, 2, bd, dnnl_s8, bs);
-    xf_dn_md_plain(&out[0].shape, out[0].dtype == XF_DT_FLOAT ? dnnl_f32 : dn_type(out[0].dtype), &y);
-    dnnl_memory_desc_init_by_tag(&bias, 2, cd, dnnl_s32, dnnl_ab);
-    return qmatmul_build(c, g, n, in, &a, &b, has_c ? 6 : -1, &bias, &y, st, err);
+    if (!has_c) {
+        xf_dn_md_plain(&out[0].shape, out[0].dtype == XF_DT_FLOAT ? dnnl_f32 : dn_type(out[0].dtype), &y);
+        return qmatmul_build(c, g, n, in, &a, &b, -1, NULL, &y, NULL, st, err);
+    }
+    free(st->folded_w);
+    free(st->scratch);
+    st->folded_w = malloc(sizeof(float) * (size_t)cols);
+    st->scratch = malloc(sizeof(int32_t) * (size_t)(rows * cols));
+    if (!st->folded_w || !st->scratch)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    /* the scales cpu_ref computes, in float */
+    bool y_scale = n->n_inputs > 7 && xf_rt_present(&in[7]);
+    int64_t ns = xf_rt_numel(&in[4]);
+    for (int64_t j = 0; j < cols; j++) {
+        float v = *(const float *)in[1].data * ((const float *)in[4].data)[ns > 1 ? j : 0];
+        st->folded_w[j] = y_scale ? v / *(const float *)in[7].data : v;
+    }
+    dnnl_memory_desc_init_by_tag(&y, 2, (dnnl_dims_t){rows, cols}, dnnl_s32, dnnl_ab);
+    st->post = qgemm_post;
+    return qmatmul_build(c, g, n, in, &a, &b, -1, NULL, &y, (int32_t *)st->scratch, st, err);
 }
 
 const xf_dn_handler xf_dn_ms_qgemm_handler = {qgemm_handles, NULL, qgemm_prepare, NULL};
@@ -328,7 +383,7 @@ static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
         return s;
     s = xf_dn_conv_build(c, g, n, in, out, st, &io, attr, err);
     dnnl_primitive_attr_destroy(attr);
-    return s == XF_OK ? bind_zero_points(c, g, n, st, err) : s;
+    return s == XF_OK ? bind_zero_points(c, g, n, st, true, err) : s;
 }
 
 /* x may be stored nhwc, as the convolution before it wrote it. */

@@ -213,6 +213,26 @@ START_TEST(test_qgemm)
         expect_backends(qgemm_case(false, tb), F32(DIMS(2, 2), 0.125, 0.5, 0.875, 1.25));
         expect_backends(qgemm_case(true, tb), U8(DIMS(2, 2), 10, 12, 14, 15));
     }
+    node_case s8 = qgemm_case(true, false); /* int8 A and Y */
+    xf_tensor_release(s8.in[0]);
+    xf_tensor_release(s8.in[2]);
+    xf_tensor_release(s8.in[8]);
+    s8.in[0] = S8(DIMS(2, 3), 1, 2, 3, 4, 5, 6);
+    s8.in[2] = S8S(1);
+    s8.in[8] = S8S(10);
+    expect_backends(s8, S8(DIMS(2, 2), 10, 12, 14, 15));
+    /* A sum past 2^24, then C: 255 x 127 x 2047 + 254 x 127 = 66,324,353,
+     * which float rounds to 66,324,352.  C = -66,324,300 is added before
+     * the scale (all 1), as ONNX Runtime adds it: 53, where adding it to
+     * the sum in float would give 52. */
+    xf_shape as = {.ndim = 2, .dims = {1, 2048}}, bs = {.ndim = 2, .dims = {2048, 1}};
+    xf_tensor *big_a = xf_tensor_create(XF_DT_UINT8, &as), *big_b = xf_tensor_create(XF_DT_INT8, &bs);
+    memset(big_a->data, 255, 2048);
+    ((uint8_t *)big_a->data)[0] = 254;
+    memset(big_b->data, 127, 2048);
+    expect_backends(make_case(XF_OP_MS_QGEMM, 9, big_a, FS(1.0f), U8S(0), big_b, FS(1.0f), S8S(0),
+                              I32(DIMS(1), -66324300), FS(1.0f), U8S(0)),
+                    U8(DIMS(1, 1), 53));
     /* alpha and a transposed A (cpu_ref's loop on every backend) */
     node_case c = qgemm_case(false, false);
     xf_tensor_release(c.in[0]);
