@@ -584,3 +584,51 @@ xf_tensor *load_tensor_file(const char *path)
     ck_assert_msg(xf_tensor_load_pb(path, &t, NULL, &e) == XF_OK, "%s", e.msg);
     return t;
 }
+
+static xf_tensor *fixture_tensor(const char *dir, const char *name, const char *what, int k)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.%s%d.pb", dir, name, what, k);
+    return load_tensor_file(path);
+}
+
+int fixture_inputs(const char *dir, const char *name, xf_tensor **ins, int max)
+{
+    int n = 0;
+    for (xf_tensor *t; n < max && (t = fixture_tensor(dir, name, "in", n)) != NULL; n++)
+        ins[n] = t;
+    return n;
+}
+
+void check_fixture_outputs(const xf_model *m, xf_tensor *const *ins, const char *dir, const char *name,
+                           const char *backend)
+{
+    xf_session *s = NULL;
+    xf_error e;
+    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &s, &e) == XF_OK, "%s", e.msg);
+    xf_tensor *outs[8] = {0};
+    ck_assert_int_le(m->graph->n_outputs, 8);
+    ck_assert_msg(xf_session_run(s, ins, outs, &e) == XF_OK, "%s", e.msg);
+    for (int k = 0; k < m->graph->n_outputs; k++) {
+        xf_tensor *want = fixture_tensor(dir, name, "out", k);
+        ck_assert_msg(want != NULL, "%s: no output %d", name, k);
+        ck_assert_msg(xf_shape_equal(&want->shape, &outs[k]->shape) && want->dtype == outs[k]->dtype,
+                      "%s output %d: shape or type", name, k);
+        if (want->dtype != XF_DT_FLOAT) {
+            ck_assert_msg(tensors_equal(want, outs[k]), "%s on %s, output %d differs", name, backend, k);
+        } else {
+            int64_t n = xf_tensor_numel(want);
+            const float *w = want->data, *g = outs[k]->data;
+            double big = 0, diff = 0;
+            for (int64_t i = 0; i < n; i++) {
+                big = fmax(big, fabs(w[i]));
+                diff = fmax(diff, fabs(w[i] - g[i]));
+            }
+            ck_assert_msg(big > 0.01 && diff <= 2e-6 * big, "%s on %s, output %d: %g off, largest %g", name,
+                          backend, k, diff, big);
+        }
+        xf_tensor_release(want);
+        xf_tensor_release(outs[k]);
+    }
+    xf_session_free(s);
+}

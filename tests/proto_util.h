@@ -59,6 +59,15 @@ void write_bytes(const char *path, const void *buf, size_t len);
 Onnx__ModelProto *unpack_model_file(const char *path);
 /* The tensor in TensorProto file path; NULL when there is no such file. */
 xf_tensor *load_tensor_file(const char *path);
+/* A fixture a peer runtime wrote: DIR/NAME.onnx, its inputs NAME.in0.pb,
+ * NAME.in1.pb, ... and the runtime's outputs NAME.out0.pb, ...  The inputs
+ * (at most max; the count returned). */
+int fixture_inputs(const char *dir, const char *name, xf_tensor **ins, int max);
+/* m run on backend with ins gives the fixture's float outputs within
+ * 2e-6 of the largest expected element (and outputs of other types
+ * exactly). */
+void check_fixture_outputs(const xf_model *m, xf_tensor *const *ins, const char *dir, const char *name,
+                           const char *backend);
 void write_model(const Onnx__ModelProto *m, const char *path);
 xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_model **out, xf_error *e);
 /* Loads graph g under opset (the test fails on an error) and counts its

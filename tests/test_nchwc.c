@@ -15,7 +15,6 @@
 #include "xf_test_util.h"
 
 #include <check.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +28,6 @@ static Onnx__ModelProto *read_fixture(const char *name)
     return unpack_model_file(path);
 }
 
-static xf_tensor *read_tensor(const char *name, const char *what, int k)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.%s%d.pb", FIXTURES, name, what, k);
-    return load_tensor_file(path);
-}
-
 static int count_nchwc(const xf_model *m)
 {
     int n = 0;
@@ -47,59 +39,22 @@ static int count_nchwc(const xf_model *m)
 }
 
 /* Loads mp (feeding the inputs of fixture name), expecting every NCHWc node
- * replaced. */
-static xf_model *load_lowered(const Onnx__ModelProto *mp, const char *name, xf_tensor **ins, int *n_in)
+ * replaced, and checks ONNX Runtime's outputs on both host backends. */
+static void check_fixture(Onnx__ModelProto *mp, const char *name)
 {
+    xf_tensor *ins[8];
     xf_shape feeds[8];
-    *n_in = 0;
-    for (xf_tensor *t; *n_in < 8 && (t = read_tensor(name, "in", *n_in)) != NULL; (*n_in)++) {
-        ins[*n_in] = t;
-        feeds[*n_in] = t->shape;
-    }
-    xf_load_options opt = {.feed_shapes = feeds, .n_feed_shapes = *n_in};
+    int n_in = fixture_inputs(FIXTURES, name, ins, 8);
+    for (int i = 0; i < n_in; i++)
+        feeds[i] = ins[i]->shape;
+    xf_load_options opt = {.feed_shapes = feeds, .n_feed_shapes = n_in};
     xf_model *m = NULL;
     xf_error e;
     ck_assert_msg(load_proto(mp, &opt, &m, &e) == XF_OK, "%s", e.msg);
     ck_assert_int_eq(count_nchwc(m), 0);
-    return m;
-}
-
-/* m run on backend gives ONNX Runtime's outputs of fixture name. */
-static void check_outputs(const xf_model *m, xf_tensor **ins, const char *name, const char *backend)
-{
-    xf_session *s = NULL;
-    xf_error e;
-    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), backend, NULL, &s, &e) == XF_OK, "%s", e.msg);
-    xf_tensor *outs[8] = {0};
-    ck_assert_int_le(m->graph->n_outputs, 8);
-    ck_assert_msg(xf_session_run(s, ins, outs, &e) == XF_OK, "%s", e.msg);
-    for (int k = 0; k < m->graph->n_outputs; k++) {
-        xf_tensor *want = read_tensor(name, "out", k);
-        ck_assert_ptr_nonnull(want);
-        ck_assert_msg(xf_shape_equal(&want->shape, &outs[k]->shape), "%s output %d: shape", name, k);
-        int64_t n = xf_tensor_numel(want);
-        const float *w = want->data, *g = outs[k]->data;
-        double big = 0, diff = 0;
-        for (int64_t i = 0; i < n; i++) {
-            big = fmax(big, fabs(w[i]));
-            diff = fmax(diff, fabs(w[i] - g[i]));
-        }
-        ck_assert_msg(big > 0.01 && diff <= 2e-6 * big, "%s on %s, output %d: %g off, largest %g", name, backend, k,
-                      diff, big);
-        xf_tensor_release(want);
-        xf_tensor_release(outs[k]);
-    }
-    xf_session_free(s);
-}
-
-static void check_fixture(Onnx__ModelProto *mp, const char *name)
-{
-    xf_tensor *ins[8];
-    int n_in;
-    xf_model *m = load_lowered(mp, name, ins, &n_in);
-    check_outputs(m, ins, name, "cpu_ref");
+    check_fixture_outputs(m, ins, FIXTURES, name, "cpu_ref");
     if (xf_bt_have_cpu())
-        check_outputs(m, ins, name, "cpu");
+        check_fixture_outputs(m, ins, FIXTURES, name, "cpu");
     for (int i = 0; i < n_in; i++)
         xf_tensor_release(ins[i]);
     xf_model_free(m);

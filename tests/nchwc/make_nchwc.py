@@ -17,6 +17,9 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from peer_fixtures import write_fixture  # noqa: E402
+
 rng = np.random.default_rng(7)
 
 
@@ -124,12 +127,7 @@ def save(outdir, name, graph, feeds):
     opt = onnx.load(so.optimized_model_filepath)
     ops = sorted({(x.domain, x.op_type) for x in opt.graph.node})
     print(name, ops)
-    for k, (iname, val) in enumerate(feeds.items()):
-        with open(os.path.join(outdir, f"{name}.in{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(val, iname).SerializeToString())
-    for k, val in enumerate(outs):
-        with open(os.path.join(outdir, f"{name}.out{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(val, sess.get_outputs()[k].name).SerializeToString())
+    write_fixture(outdir, name, feeds, outs, [o.name for o in sess.get_outputs()])
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from peer_fixtures import write_fixture  # noqa: E402
+
 rng = np.random.default_rng(11)
 
 
@@ -72,10 +75,7 @@ def main(outdir):
     os.remove(qdq)
     x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
     y = sess.run(None, {"x": x})[0]
-    with open(os.path.join(outdir, "net.in0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(x, "x").SerializeToString())
-    with open(os.path.join(outdir, "net.out0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(y, "y").SerializeToString())
+    write_fixture(outdir, "net", {"x": x}, [y], ["y"])
     m = onnx.load(so.optimized_model_filepath)
     print(sorted({(n.domain, n.op_type, tuple(a.i for a in n.attribute if a.name == "channels_last"))
                   for n in m.graph.node}))
