@@ -215,6 +215,7 @@ void xf_attrs_default(xf_op op, xf_attrs *a)
         a->axis = -1;
         break;
     case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_QATTENTION:
     case XF_OP_MS_MHA:
         a->attn.mask_filter_value = -10000.0f;
         break;

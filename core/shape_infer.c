@@ -486,6 +486,8 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
         return xf_infer_attn_dtypes(c);
     case XF_OP_MS_GQA:
         return xf_infer_attn_dtypes(c);
+    case XF_OP_MS_QATTENTION:
+        return xf_infer_qattention_dtypes(c);
     case XF_OP_ATTENTION:
         return xf_infer_attention_dtypes(c);
     case XF_OP_CAUSAL_CONV_WITH_STATE:
@@ -700,6 +702,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_MS_SKIP_SIMPLIFIED_LAYER_NORM xf_infer_skip_layer_norm
 #define XF_RULE_SIMPLIFIED_LAYER_NORM xf_infer_layer_norm
 #define XF_RULE_MS_ATTENTION xf_infer_ms_attention
+#define XF_RULE_MS_QATTENTION xf_infer_ms_attention
 #define XF_RULE_MS_MHA xf_infer_ms_mha
 #define XF_RULE_MS_EMBED_LAYER_NORM xf_infer_ms_embed_layer_norm
 #define XF_RULE_MS_ROTARY_EMB xf_infer_ms_rotary

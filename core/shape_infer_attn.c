@@ -52,6 +52,30 @@ xf_status xf_infer_attn_dtypes(xf_infer_ctx *c)
     return XF_OK;
 }
 
+/* QAttention: input (0) and its zero point (6) int8 or uint8 alike,
+ * weights (1) and theirs (7) likewise, the bias, the scales and past float,
+ * mask_index (5) int32; outputs float. */
+xf_status xf_infer_qattention_dtypes(xf_infer_ctx *c)
+{
+    const xf_node *n = c->node;
+    for (int i = 0; i < n->n_inputs; i++) {
+        xf_dtype d = xf_infer_dtype(c, i);
+        if (d == XF_DT_UNDEFINED)
+            continue;
+        bool ok = i == 0 || i == 1 ? d == XF_DT_UINT8 || d == XF_DT_INT8
+                  : i == 6 || i == 7 ? d == xf_infer_dtype(c, i - 6)
+                  : i == 5           ? d == XF_DT_INT32
+                                     : d == XF_DT_FLOAT;
+        if (!ok)
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s; QAttention takes 8-bit input and weights, "
+                                 "zero points of their types, float bias, scales and past and an int32 mask", i,
+                                 xf_dtype_name(d));
+    }
+    for (int k = 0; k < n->n_outputs; k++)
+        set_dtype(c, k, XF_DT_FLOAT);
+    return XF_OK;
+}
+
 xf_status xf_infer_want_shape(xf_infer_ctx *c, int i, const char *what, int ndim, const int64_t *dims)
 {
     if (!xf_infer_has(c, i))
@@ -78,9 +102,10 @@ static xf_status want_rank(xf_infer_ctx *c, int i, const char *what, int lo, int
  * The schema's 4-D form passes here, so that such models load. */
 static xf_status check_masks(xf_infer_ctx *c, int mask, int bias, int64_t b, int64_t n, int64_t s, int64_t t)
 {
+    bool attention = c->node->op == XF_OP_MS_ATTENTION || c->node->op == XF_OP_MS_QATTENTION;
     if (mask >= 0 && xf_infer_has(c, mask)) {
         const xf_shape *m = xf_infer_shape(c, mask);
-        bool ok = (m->ndim == 1 && (m->dims[0] == b || (c->node->op == XF_OP_MS_ATTENTION && m->dims[0] == 2 * b))) ||
+        bool ok = (m->ndim == 1 && (m->dims[0] == b || (attention && m->dims[0] == 2 * b))) ||
                   (m->ndim == 2 && m->dims[0] == b && m->dims[1] == t) ||
                   (m->ndim == 3 && m->dims[0] == b && m->dims[1] == s && m->dims[2] == t) ||
                   /* Megatron's (B, 1, M, M), M >= T: loads; the kernels refuse it */
@@ -92,7 +117,7 @@ static xf_status check_masks(xf_infer_ctx *c, int mask, int bias, int64_t b, int
                                  ", %" PRId64 ", %" PRId64 ")",
                                  xf_infer_text(m).s, b, b, t, b, s, t);
     }
-    if (xf_infer_has(c, bias)) {
+    if (bias >= 0 && xf_infer_has(c, bias)) {
         const xf_shape *a = xf_infer_shape(c, bias);
         if (a->ndim != 4 || (a->dims[0] != b && a->dims[0] != 1) || (a->dims[1] != n && a->dims[1] != 1) ||
             a->dims[2] != s || a->dims[3] != t)
@@ -114,10 +139,15 @@ static xf_status heads_divide(xf_infer_ctx *c, int64_t d, int64_t dv, int64_t n)
 
 /* Attention: input (B, S, Din), weights (Din, D + D + Dv), bias (D + D + Dv),
  * mask_index, past (2, B, N, P, H), attention_bias; output (B, S, Dv),
- * present (2, B, N, T, H). */
+ * present (2, B, N, T, H).  QAttention: input, weights and bias likewise,
+ * then input_scale and weight_scale (one, or one per column of the
+ * weights), mask_index (5), the zero points (6, 7: one, or one per column
+ * for the weights) and past (8). */
 xf_status xf_infer_ms_attention(xf_infer_ctx *c)
 {
     const xf_attn_attrs *t = &c->node->attrs.attn;
+    bool quant = c->node->op == XF_OP_MS_QATTENTION;
+    int i_mask = quant ? 5 : 3, i_past = quant ? 8 : 4, i_bias = quant ? -1 : 5;
     const xf_shape *x = xf_infer_shape(c, 0), *w = xf_infer_shape(c, 1);
     if (x->ndim != 3 || w->ndim != 2 || w->dims[0] != x->dims[2])
         return xf_infer_fail(c, XF_ERR_INVALID, "input %s and weights %s are not (B, S, Din) and (Din, 3D)",
@@ -132,19 +162,30 @@ xf_status xf_infer_ms_attention(xf_infer_ctx *c)
     xf_status st = heads_divide(c, d, dv, n);
     if (st == XF_OK)
         st = xf_infer_want_shape(c, 2, "bias", 1, &w->dims[1]);
+    static const char *const qnames[8] = {[3] = "input_scale", [4] = "weight_scale", [6] = "input_zero_point",
+                                          [7] = "weight_zero_point"};
+    for (int i = 3; quant && st == XF_OK && i < 8; i++) { /* one value, or the weights' one per column */
+        if (i == 5 || !xf_infer_has(c, i))
+            continue;
+        const xf_shape *q = xf_infer_shape(c, i);
+        bool per_column = (i == 4 || i == 7) && q->ndim == 1 && q->dims[0] == w->dims[1];
+        if (xf_shape_numel(q) != 1 && !per_column)
+            return xf_infer_fail(c, XF_ERR_INVALID, "%s %s is neither one value nor one per column of the weights",
+                                 qnames[i], xf_infer_text(q).s);
+    }
     int64_t p = 0, h = d / n;
-    if (st == XF_OK && xf_infer_has(c, 4)) {
-        const xf_shape *past = xf_infer_shape(c, 4);
+    if (st == XF_OK && xf_infer_has(c, i_past)) {
+        const xf_shape *past = xf_infer_shape(c, i_past);
         if (d != dv || past->ndim != 5)
             return xf_infer_fail(c, XF_ERR_INVALID, "past %s with hidden sizes %" PRId64 " and %" PRId64,
                                  xf_infer_text(past).s, d, dv);
         p = past->dims[3];
-        st = xf_infer_want_shape(c, 4, "past", 5, (const int64_t[]){2, b, n, p, h});
+        st = xf_infer_want_shape(c, i_past, "past", 5, (const int64_t[]){2, b, n, p, h});
     }
-    if (st == XF_OK && xf_infer_has(c, 4) && xf_infer_has(c, 5))
+    if (st == XF_OK && xf_infer_has(c, i_past) && i_bias >= 0 && xf_infer_has(c, i_bias))
         return xf_infer_fail(c, XF_ERR_INVALID, "past and attention_bias do not come together");
     if (st == XF_OK)
-        st = check_masks(c, 3, 5, b, n, s, p + s);
+        st = check_masks(c, i_mask, i_bias, b, n, s, p + s);
     if (st != XF_OK)
         return st;
     xf_infer_set(c, 0, &(xf_shape){.ndim = 3, .dims = {b, s, dv}});

@@ -221,6 +221,8 @@ xf_status xf_infer_qconv(xf_infer_ctx *c);
 /* ONNX Runtime's attention family (shape_infer_attn.c): the dtype check,
  * which also sets the outputs' dtypes, and the shape rules. */
 xf_status xf_infer_attn_dtypes(xf_infer_ctx *c);
+/* QAttention: 8-bit input and weights with their scales and zero points. */
+xf_status xf_infer_qattention_dtypes(xf_infer_ctx *c);
 xf_status xf_infer_ms_attention(xf_infer_ctx *c);
 xf_status xf_infer_ms_mha(xf_infer_ctx *c);
 xf_status xf_infer_ms_embed_layer_norm(xf_infer_ctx *c);

@@ -35,7 +35,8 @@ bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a,
 {
     xf_attn_attrs *t = &a->attn;
     const char *name = at->name;
-    bool attention = op == XF_OP_MS_ATTENTION, mha = op == XF_OP_MS_MHA, rotary = op == XF_OP_MS_ROTARY_EMB;
+    bool attention = op == XF_OP_MS_ATTENTION || op == XF_OP_MS_QATTENTION, mha = op == XF_OP_MS_MHA;
+    bool rotary = op == XF_OP_MS_ROTARY_EMB;
     int64_t x;
 #define A(s) (strcmp(name, s) == 0)
     if ((attention || mha || rotary) && A("num_heads"))
@@ -46,7 +47,7 @@ bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a,
         return xfp_attr_float(at, &t->mask_filter_value, why, why_len);
     if ((attention || mha || rotary) && A("scale"))
         return xfp_attr_float(at, &t->scale, why, why_len);
-    if (attention && A("qkv_hidden_sizes"))
+    if (op == XF_OP_MS_ATTENTION && A("qkv_hidden_sizes"))
         return get_qkv_sizes(at, t, why, why_len);
     if (attention && (A("past_present_share_buffer") || A("do_rotary") || A("rotary_embedding_dim")))
         return xfp_attr_int(at, 0, 0, &x, why, why_len);
@@ -67,7 +68,7 @@ bool xfp_attn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_attrs *a,
 bool xfp_attn_attrs_finish(xf_op op, const xf_attrs *a, char *why, size_t why_len)
 {
     const xf_attn_attrs *t = &a->attn;
-    if ((op == XF_OP_MS_ATTENTION || op == XF_OP_MS_MHA) && t->num_heads < 1)
+    if ((op == XF_OP_MS_ATTENTION || op == XF_OP_MS_QATTENTION || op == XF_OP_MS_MHA) && t->num_heads < 1)
         return xfp_attr_refuse(why, why_len, "no num_heads attribute%s", "");
     if (op == XF_OP_MS_ROTARY_EMB && t->rotary_dim > 0 && (t->num_heads < 1 || t->rotary_dim % 2))
         return xfp_attr_refuse(why, why_len, "rotary_embedding_dim is odd or comes without num_heads%s", "");

@@ -743,6 +743,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
             add_float(&w, "epsilon", a->epsilon);
         break;
     case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_QATTENTION:
     case XF_OP_MS_MHA:
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:

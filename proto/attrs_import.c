@@ -712,6 +712,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_DEQUANTIZE_LINEAR:
         return take_quant(r, op, name, at);
     case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_QATTENTION:
     case XF_OP_MS_MHA:
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:
@@ -854,6 +855,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
             return refuse(r, "num_outputs does not match the outputs", NULL);
         return true;
     case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_QATTENTION:
     case XF_OP_MS_MHA:
     case XF_OP_MS_EMBED_LAYER_NORM:
     case XF_OP_MS_ROTARY_EMB:

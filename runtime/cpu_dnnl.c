@@ -473,6 +473,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_INSTANCE_NORM:
     case XF_OP_GROUP_NORM: h = &xf_dn_group_norm_handler; break;
     case XF_OP_MS_ATTENTION:
+    case XF_OP_MS_QATTENTION:
     case XF_OP_MS_MHA: h = &xf_dn_attention_handler; break;
     case XF_OP_MS_QLINEAR_ADD:
     case XF_OP_MS_QLINEAR_MUL: h = &xf_dn_ms_qbinary_handler; break;

@@ -1,8 +1,9 @@
-/* The cpu backend's Attention, MultiHeadAttention and GroupQueryAttention
- * (com.microsoft) and ONNX's Attention: cpu_ref's kernels (the same masks,
- * layouts and softmax) with their matrix products -- Q, K and V's
- * projection and each head's Q K' and probabilities times V -- run by
- * oneDNN's sgemm. */
+/* The cpu backend's Attention, QAttention, MultiHeadAttention and
+ * GroupQueryAttention (com.microsoft) and ONNX's Attention: cpu_ref's
+ * kernels (the same masks, layouts and softmax) with their matrix products
+ * -- Q, K and V's projection (QAttention's, of 8-bit integers, stays
+ * cpu_ref's int32 loop) and each head's Q K' and probabilities times V --
+ * run by oneDNN's sgemm. */
 #include "cpu_dnnl.h"
 
 static bool dn_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
@@ -21,6 +22,8 @@ static xf_status attention_run(const xf_node *n, const xf_tensor_view *in, const
         return xf_attn_gqa(n, in, out, dn_gemm, err);
     if (n->op == XF_OP_ATTENTION)
         return xf_attn_onnx(n, in, out, dn_gemm, err);
+    if (n->op == XF_OP_MS_QATTENTION)
+        return xf_attn_qattention(n, in, out, dn_gemm, err);
     return n->op == XF_OP_MS_ATTENTION ? xf_attn_attention(n, in, out, dn_gemm, err)
                                        : xf_attn_mha(n, in, out, dn_gemm, err);
 }
@@ -34,6 +37,8 @@ static bool attention_handles(const xf_graph *g, const xf_node *n)
                 return false;
         return true;
     }
+    if (n->op == XF_OP_MS_QATTENTION) /* the types shape inference checked: 8-bit input and weights */
+        return g->values[n->outputs[0]].dtype == XF_DT_FLOAT;
     /* the masks (GroupQueryAttention's lengths) are int32; everything else float */
     for (int i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] >= 0 && i != (n->op == XF_OP_MS_ATTENTION ? 3 : 4) && !(n->op == XF_OP_MS_GQA && (i == 5 || i == 6)) &&

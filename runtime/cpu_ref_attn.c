@@ -1,5 +1,6 @@
 /* cpu_ref kernels of ONNX Runtime's attention family (com.microsoft):
- * Attention, MultiHeadAttention, EmbedLayerNormalization, RotaryEmbedding,
+ * Attention, QAttention, MultiHeadAttention, EmbedLayerNormalization,
+ * RotaryEmbedding,
  * computed as ONNX Runtime's CPU kernels compute them (float32).
  *
  * Both attention ops gather Q (B, N, S, H), K (B, N, T, H) and V (B, N, T,
@@ -220,45 +221,125 @@ static void put_past(const float *past, const attn_dims *d, int64_t h, float *ds
         memcpy(dst + bh * tt * h, past + bh * d->p * h, sizeof *dst * (size_t)(d->p * h));
 }
 
-xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
-                            xf_error *err)
+/* Attention's and QAttention's work once their projection `proj` (B * S
+ * rows of Q, K and V) is made: heads, past, scores, output and present.
+ * mask, past and ab (attention_bias) may be NULL. */
+static xf_status attention_from_projection(const xf_node *n, const float *proj, int64_t cols, int64_t dq,
+                                           const xf_tensor_view *mask, const xf_tensor_view *past_in,
+                                           const xf_tensor_view *ab, const xf_tensor_view *out, attn_dims d,
+                                           xf_attn_gemm gemm, xf_error *err)
 {
-    const xf_attn_attrs *t = &n->attrs.attn;
-    const xf_shape *xs = &in[0].shape;
-    int64_t cols = in[1].shape.dims[1], din = xs->dims[2];
-    int64_t dq = t->n_qkv_sizes ? t->qkv_sizes[0] : cols / 3, dv = t->n_qkv_sizes ? t->qkv_sizes[2] : cols / 3;
-    bool has_past = n->n_inputs > 4 && xf_rt_present(&in[4]);
-    attn_dims d = {xs->dims[0], t->num_heads, xs->dims[1], xs->dims[1], has_past ? in[4].shape.dims[3] : 0,
-                   dq / t->num_heads, dv / t->num_heads};
-    if (n->n_inputs > 3 && xf_rt_present(&in[3]) && in[3].shape.ndim == 4)
-        return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
     int64_t tt = d.p + d.l, kv = d.b * d.n * tt * d.h;
-    float *proj = malloc(sizeof *proj * (size_t)(d.b * d.s * cols + 1));
     float *q = malloc(sizeof *q * (size_t)(d.b * d.s * dq + 1));
     float *kvbuf = malloc(sizeof *kvbuf * (size_t)(kv + d.b * d.n * tt * d.hv + 1));
-    xf_status st = proj && q && kvbuf ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in Attention");
-    const float *x = in[0].data, *w = in[1].data;
-    const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
-    for (int64_t r = 0; st == XF_OK && bias && r < d.b * d.s; r++)
-        memcpy(proj + r * cols, bias, sizeof *proj * (size_t)cols);
-    if (st == XF_OK && !gemm(false, d.b * d.s, cols, din, 1.0f, x, din, w, cols, bias ? 1.0f : 0.0f, proj, cols))
-        st = bad(err, n, "the matrix product failed");
+    xf_status st = q && kvbuf ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st == XF_OK) {
         float *k = kvbuf, *v = kvbuf + kv;
-        const float *past = has_past ? in[4].data : NULL;
+        const float *past = past_in ? past_in->data : NULL;
         to_heads(proj, cols, NULL, &d, d.s, d.h, q, d.s, 0, d.s * cols);
         to_heads(proj + dq, cols, NULL, &d, d.s, d.h, k, tt, d.p, d.s * cols);
         to_heads(proj + 2 * dq, cols, NULL, &d, d.s, d.hv, v, tt, d.p, d.s * cols);
         put_past(past, &d, d.h, k);
         put_past(past ? past + d.b * d.n * d.p * d.h : NULL, &d, d.hv, v);
-        st = attend(n, &d, q, k, v, n->n_inputs > 3 ? &in[3] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
-                    gemm, err);
+        st = attend(n, &d, q, k, v, mask, ab, out[0].data, gemm, err);
         if (st == XF_OK && out_wanted(n, out, 1))
             memcpy(out[1].data, kvbuf, sizeof *kvbuf * (size_t)(2 * kv));
     }
-    free(proj);
     free(q);
     free(kvbuf);
+    return st;
+}
+
+/* The sizes of an Attention or QAttention node (past at input past_at). */
+static attn_dims attention_dims(const xf_node *n, const xf_tensor_view *in, int past_at, int64_t *dq)
+{
+    const xf_attn_attrs *t = &n->attrs.attn;
+    const xf_shape *xs = &in[0].shape;
+    int64_t cols = in[1].shape.dims[1];
+    bool has_past = n->n_inputs > past_at && xf_rt_present(&in[past_at]);
+    int64_t dv = t->n_qkv_sizes ? t->qkv_sizes[2] : cols / 3;
+    *dq = t->n_qkv_sizes ? t->qkv_sizes[0] : cols / 3;
+    return (attn_dims){xs->dims[0], t->num_heads, xs->dims[1], xs->dims[1], has_past ? in[past_at].shape.dims[3] : 0,
+                       *dq / t->num_heads, dv / t->num_heads};
+}
+
+static const xf_tensor_view *optional_in(const xf_node *n, const xf_tensor_view *in, int k)
+{
+    return n->n_inputs > k && xf_rt_present(&in[k]) ? &in[k] : NULL;
+}
+
+xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                            xf_error *err)
+{
+    int64_t dq, cols = in[1].shape.dims[1], din = in[0].shape.dims[2];
+    attn_dims d = attention_dims(n, in, 4, &dq);
+    if (n->n_inputs > 3 && xf_rt_present(&in[3]) && in[3].shape.ndim == 4)
+        return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
+    float *proj = malloc(sizeof *proj * (size_t)(d.b * d.s * cols + 1));
+    if (!proj)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in Attention");
+    const float *x = in[0].data, *w = in[1].data;
+    const float *bias = n->n_inputs > 2 && xf_rt_present(&in[2]) ? in[2].data : NULL;
+    for (int64_t r = 0; bias && r < d.b * d.s; r++)
+        memcpy(proj + r * cols, bias, sizeof *proj * (size_t)cols);
+    xf_status st = gemm(false, d.b * d.s, cols, din, 1.0f, x, din, w, cols, bias ? 1.0f : 0.0f, proj, cols)
+                       ? attention_from_projection(n, proj, cols, dq, optional_in(n, in, 3), optional_in(n, in, 4),
+                                                   optional_in(n, in, 5), out, d, gemm, err)
+                       : bad(err, n, "the matrix product failed");
+    free(proj);
+    return st;
+}
+
+/* QAttention: the projection of the 8-bit input by the 8-bit weights
+ * summed in int32, (x - x_zero_point)(w - w_zero_point), then scaled by
+ * input_scale * weight_scale (per column when the weights' are) and
+ * biased, as ONNX Runtime's kernel computes it; the rest is Attention's. */
+xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                             xf_attn_gemm gemm, xf_error *err)
+{
+    int64_t dq, cols = in[1].shape.dims[1], din = in[0].shape.dims[2];
+    attn_dims d = attention_dims(n, in, 8, &dq);
+    const xf_tensor_view *mask = optional_in(n, in, 5), *xz = optional_in(n, in, 6), *wz = optional_in(n, in, 7);
+    if (mask && mask->shape.ndim == 4)
+        return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
+    int64_t rows = d.b * d.s, n_ws = xf_rt_numel(&in[4]), n_wz = wz ? xf_rt_numel(wz) : 0;
+    float *proj = malloc(sizeof *proj * (size_t)(rows * cols + 1)), *scale = malloc(sizeof *scale * (size_t)cols);
+    int32_t *acc = malloc(sizeof *acc * (size_t)cols), *wq = malloc(sizeof *wq * (size_t)(din * cols + 1));
+    if (!proj || !scale || !acc || !wq) {
+        free(proj);
+        free(scale);
+        free(acc);
+        free(wq);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in QAttention");
+    }
+    float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0);
+    int32_t xzp = xz ? (int32_t)xf_rt_load_i64(xz->dtype, xz->data, 0) : 0;
+    for (int64_t j = 0; j < cols; j++)
+        scale[j] = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
+    for (int64_t k = 0; k < din; k++)
+        for (int64_t j = 0; j < cols; j++)
+            wq[k * cols + j] = (int32_t)xf_rt_load_i64(in[1].dtype, in[1].data, k * cols + j) -
+                               (wz ? (int32_t)xf_rt_load_i64(wz->dtype, wz->data, n_wz > 1 ? j : 0) : 0);
+    const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < cols; j++)
+            acc[j] = 0;
+        for (int64_t k = 0; k < din; k++) {
+            int32_t a = (int32_t)xf_rt_load_i64(in[0].dtype, in[0].data, r * din + k) - xzp;
+            const int32_t *wr = wq + k * cols;
+            for (int64_t j = 0; j < cols; j++)
+                acc[j] += a * wr[j];
+        }
+        for (int64_t j = 0; j < cols; j++) {
+            float v = (float)acc[j] * scale[j];
+            proj[r * cols + j] = bias ? v + bias[j] : v;
+        }
+    }
+    free(scale);
+    free(acc);
+    free(wq);
+    xf_status st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
+    free(proj);
     return st;
 }
 
@@ -346,6 +427,11 @@ xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tenso
 xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     return xf_attn_attention(n, in, out, xf_attn_gemm_ref, err);
+}
+
+xf_status xf_ref_ms_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return xf_attn_qattention(n, in, out, xf_attn_gemm_ref, err);
 }
 
 xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)

@@ -292,9 +292,12 @@ bool xf_attn_gemm_ref(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha
                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                             xf_error *err);
+xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                             xf_attn_gemm gemm, xf_error *err);
 xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                       xf_error *err);
 xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                      xf_error *err);
