@@ -293,7 +293,12 @@ xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf
 /* QAttention: the projection of the 8-bit input by the 8-bit weights
  * summed in int32, (x - x_zero_point)(w - w_zero_point), then scaled by
  * input_scale * weight_scale (per column when the weights' are) and
- * biased, as ONNX Runtime's kernel computes it; the rest is Attention's. */
+ * biased, as ONNX Runtime's kernel computes it; the rest is Attention's.
+ * When no sum can reach 2^24 (Din times the largest |x - x_zero_point|
+ * times the largest |w - w_zero_point|: below 2^24 for every Din up to
+ * 1032 of int8 weights and inputs quantized around their middle) the
+ * sums are the backend's float product of the differences, exact in any
+ * order of addition; else an int32 loop. */
 xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                              xf_attn_gemm gemm, xf_error *err)
 {
@@ -321,20 +326,40 @@ xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const x
             wq[k * cols + j] = (int32_t)xf_rt_load_i64(in[1].dtype, in[1].data, k * cols + j) -
                                (wz ? (int32_t)xf_rt_load_i64(wz->dtype, wz->data, n_wz > 1 ? j : 0) : 0);
     const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
+    int64_t max_a = 0, max_w = 0;
+    for (int64_t i = 0; i < rows * din; i++) {
+        int64_t a = xf_rt_load_i64(in[0].dtype, in[0].data, i) - xzp;
+        max_a = a > max_a ? a : -a > max_a ? -a : max_a;
+    }
+    for (int64_t i = 0; i < din * cols; i++)
+        max_w = wq[i] > max_w ? wq[i] : -wq[i] > max_w ? -wq[i] : max_w;
+    float *af = din * max_a * max_w < (1 << 24) ? malloc(sizeof *af * (size_t)(rows * din + din * cols + 1)) : NULL;
+    if (af) { /* the differences as floats, their product into proj */
+        float *wf = af + rows * din;
+        for (int64_t i = 0; i < rows * din; i++)
+            af[i] = (float)(xf_rt_load_i64(in[0].dtype, in[0].data, i) - xzp);
+        for (int64_t i = 0; i < din * cols; i++)
+            wf[i] = (float)wq[i];
+        if (!gemm(false, rows, cols, din, 1.0f, af, din, wf, cols, 0.0f, proj, cols)) {
+            free(af);
+            af = NULL;
+        }
+    }
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t j = 0; j < cols; j++)
+        for (int64_t j = 0; !af && j < cols; j++)
             acc[j] = 0;
-        for (int64_t k = 0; k < din; k++) {
+        for (int64_t k = 0; !af && k < din; k++) {
             int32_t a = (int32_t)xf_rt_load_i64(in[0].dtype, in[0].data, r * din + k) - xzp;
             const int32_t *wr = wq + k * cols;
             for (int64_t j = 0; j < cols; j++)
                 acc[j] += a * wr[j];
         }
         for (int64_t j = 0; j < cols; j++) {
-            float v = (float)acc[j] * scale[j];
+            float v = (af ? proj[r * cols + j] : (float)acc[j]) * scale[j];
             proj[r * cols + j] = bias ? v + bias[j] : v;
         }
     }
+    free(af);
     free(scale);
     free(acc);
     free(wq);
