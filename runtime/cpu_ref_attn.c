@@ -299,6 +299,36 @@ xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf
  * 1032 of int8 weights and inputs quantized around their middle) the
  * sums are the backend's float product of the differences, exact in any
  * order of addition; else an int32 loop. */
+/* dst = the 8-bit rows x cols at p less their zero point (zp[j] per column
+ * j, or zp[0]), as floats (exact); the largest magnitude returned.  One
+ * loop per type and zero-point form, which the compiler vectorizes. */
+#define XF_Q8_DIFFERENCES(type, z)                                                                                   \
+    for (int64_t r = 0; r < rows; r++) {                                                                               \
+        const type *src = (const type *)p + r * cols;                                                                  \
+        float *d = dst + r * cols;                                                                                     \
+        for (int64_t j = 0; j < cols; j++) {                                                                           \
+            int32_t v = (int32_t)src[j] - (z), a = v < 0 ? -v : v;                                                     \
+            d[j] = (float)v;                                                                                           \
+            big = a > big ? a : big;                                                                                   \
+        }                                                                                                              \
+    }
+
+static int32_t q8_differences(const void *p, bool s8, int64_t rows, int64_t cols, const int32_t *restrict zp,
+                              bool per_column, float *restrict dst)
+{
+    int32_t big = 0, z0 = zp[0];
+    if (s8 && per_column)
+        XF_Q8_DIFFERENCES(int8_t, zp[j])
+    else if (s8)
+        XF_Q8_DIFFERENCES(int8_t, z0)
+    else if (per_column)
+        XF_Q8_DIFFERENCES(uint8_t, zp[j])
+    else
+        XF_Q8_DIFFERENCES(uint8_t, z0)
+    return big;
+}
+#undef XF_Q8_DIFFERENCES
+
 xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                              xf_attn_gemm gemm, xf_error *err)
 {
@@ -309,61 +339,42 @@ xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const x
         return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
     int64_t rows = d.b * d.s, n_ws = xf_rt_numel(&in[4]), n_wz = wz ? xf_rt_numel(wz) : 0;
     float *proj = malloc(sizeof *proj * (size_t)(rows * cols + 1)), *scale = malloc(sizeof *scale * (size_t)cols);
-    int32_t *acc = malloc(sizeof *acc * (size_t)cols), *wq = malloc(sizeof *wq * (size_t)(din * cols + 1));
-    if (!proj || !scale || !acc || !wq) {
-        free(proj);
-        free(scale);
-        free(acc);
-        free(wq);
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in QAttention");
-    }
-    float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0);
-    int32_t xzp = xz ? (int32_t)xf_rt_load_i64(xz->dtype, xz->data, 0) : 0;
-    for (int64_t j = 0; j < cols; j++)
-        scale[j] = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
-    for (int64_t k = 0; k < din; k++)
-        for (int64_t j = 0; j < cols; j++)
-            wq[k * cols + j] = (int32_t)xf_rt_load_i64(in[1].dtype, in[1].data, k * cols + j) -
-                               (wz ? (int32_t)xf_rt_load_i64(wz->dtype, wz->data, n_wz > 1 ? j : 0) : 0);
-    const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
-    int64_t max_a = 0, max_w = 0;
-    for (int64_t i = 0; i < rows * din; i++) {
-        int64_t a = xf_rt_load_i64(in[0].dtype, in[0].data, i) - xzp;
-        max_a = a > max_a ? a : -a > max_a ? -a : max_a;
-    }
-    for (int64_t i = 0; i < din * cols; i++)
-        max_w = wq[i] > max_w ? wq[i] : -wq[i] > max_w ? -wq[i] : max_w;
-    float *af = din * max_a * max_w < (1 << 24) ? malloc(sizeof *af * (size_t)(rows * din + din * cols + 1)) : NULL;
-    if (af) { /* the differences as floats, their product into proj */
-        float *wf = af + rows * din;
-        for (int64_t i = 0; i < rows * din; i++)
-            af[i] = (float)(xf_rt_load_i64(in[0].dtype, in[0].data, i) - xzp);
-        for (int64_t i = 0; i < din * cols; i++)
-            wf[i] = (float)wq[i];
-        if (!gemm(false, rows, cols, din, 1.0f, af, din, wf, cols, 0.0f, proj, cols)) {
-            free(af);
-            af = NULL;
-        }
-    }
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t j = 0; !af && j < cols; j++)
-            acc[j] = 0;
-        for (int64_t k = 0; !af && k < din; k++) {
-            int32_t a = (int32_t)xf_rt_load_i64(in[0].dtype, in[0].data, r * din + k) - xzp;
-            const int32_t *wr = wq + k * cols;
-            for (int64_t j = 0; j < cols; j++)
-                acc[j] += a * wr[j];
-        }
+    float *af = malloc(sizeof *af * (size_t)(rows * din + din * cols + 1));
+    int32_t *zw = malloc(sizeof *zw * (size_t)(cols + 1)), *acc = malloc(sizeof *acc * (size_t)(cols + 1));
+    xf_status st = proj && scale && af && zw && acc ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s",
+                                                                            xf_op_name(n->op));
+    if (st == XF_OK) {
+        float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0), *wf = af + rows * din;
+        int32_t zx = xz ? (int32_t)xf_rt_load_i64(xz->dtype, xz->data, 0) : 0;
         for (int64_t j = 0; j < cols; j++) {
-            float v = (af ? proj[r * cols + j] : (float)acc[j]) * scale[j];
-            proj[r * cols + j] = bias ? v + bias[j] : v;
+            scale[j] = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
+            zw[j] = wz ? (int32_t)xf_rt_load_i64(wz->dtype, wz->data, n_wz > 1 ? j : 0) : 0;
+        }
+        int32_t max_a = q8_differences(in[0].data, in[0].dtype == XF_DT_INT8, rows, din, &zx, false, af);
+        int32_t max_w = q8_differences(in[1].data, in[1].dtype == XF_DT_INT8, din, cols, zw, true, wf);
+        bool exact = (double)din * max_a * max_w < (double)(1 << 24) &&
+                     gemm(false, rows, cols, din, 1.0f, af, din, wf, cols, 0.0f, proj, cols);
+        const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t j = 0; !exact && j < cols; j++)
+                acc[j] = 0;
+            for (int64_t k = 0; !exact && k < din; k++) {
+                int32_t a = (int32_t)af[r * din + k];
+                for (int64_t j = 0; j < cols; j++)
+                    acc[j] += a * (int32_t)wf[k * cols + j];
+            }
+            for (int64_t j = 0; j < cols; j++) {
+                float v = (exact ? proj[r * cols + j] : (float)acc[j]) * scale[j];
+                proj[r * cols + j] = bias ? v + bias[j] : v;
+            }
         }
     }
     free(af);
-    free(scale);
     free(acc);
-    free(wq);
-    xf_status st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
+    free(scale);
+    free(zw);
+    if (st == XF_OK)
+        st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
     free(proj);
     return st;
 }
