@@ -6,6 +6,8 @@
  * run by oneDNN's sgemm. */
 #include "cpu_dnnl.h"
 
+#include <stdlib.h>
+
 static bool dn_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
@@ -23,7 +25,7 @@ static xf_status attention_run(const xf_node *n, const xf_tensor_view *in, const
     if (n->op == XF_OP_ATTENTION)
         return xf_attn_onnx(n, in, out, dn_gemm, err);
     if (n->op == XF_OP_MS_QATTENTION)
-        return xf_attn_qattention(n, in, out, dn_gemm, err);
+        return xf_attn_qattention(n, in, out, dn_gemm, NULL, 0, err);
     return n->op == XF_OP_MS_ATTENTION ? xf_attn_attention(n, in, out, dn_gemm, err)
                                        : xf_attn_mha(n, in, out, dn_gemm, err);
 }
@@ -47,10 +49,33 @@ static bool attention_handles(const xf_graph *g, const xf_node *n)
     return true;
 }
 
+/* QAttention with constant weights: their differences from the zero
+ * points made float once (folded_w; their largest magnitude in
+ * folded_b[0]). */
+static xf_status qattention_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err)
+{
+    return xf_attn_qattention(n, in, out, dn_gemm, st->folded_w, (int32_t)st->folded_b[0], err);
+}
+
 static xf_status attention_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    st->kernel = attention_run;
+    bool const_w = n->op == XF_OP_MS_QATTENTION && g->values[n->inputs[1]].init &&
+                   (n->n_inputs < 8 || n->inputs[7] < 0 || g->values[n->inputs[7]].init);
+    if (!const_w) {
+        st->kernel = attention_run;
+        return XF_OK;
+    }
+    free(st->folded_w);
+    free(st->folded_b);
+    st->folded_w = malloc(sizeof(float) * (size_t)(xf_rt_numel(&in[1]) + 1));
+    st->folded_b = malloc(sizeof(float));
+    int32_t max_w = st->folded_w && st->folded_b ? xf_attn_qattention_weights(n, in, st->folded_w) : -1;
+    if (max_w < 0)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    st->folded_b[0] = (float)max_w;
+    st->own_run = qattention_run;
     return XF_OK;
 }
 

@@ -329,29 +329,44 @@ static int32_t q8_differences(const void *p, bool s8, int64_t rows, int64_t cols
 }
 #undef XF_Q8_DIFFERENCES
 
+int32_t xf_attn_qattention_weights(const xf_node *n, const xf_tensor_view *in, float *wf)
+{
+    const xf_tensor_view *wz = optional_in(n, in, 7);
+    int64_t din = in[1].shape.dims[0], cols = in[1].shape.dims[1], n_wz = wz ? xf_rt_numel(wz) : 0;
+    int32_t *zw = malloc(sizeof *zw * (size_t)(cols + 1));
+    if (!zw)
+        return -1;
+    for (int64_t j = 0; j < cols; j++)
+        zw[j] = wz ? (int32_t)xf_rt_load_i64(wz->dtype, wz->data, n_wz > 1 ? j : 0) : 0;
+    int32_t max_w = q8_differences(in[1].data, in[1].dtype == XF_DT_INT8, din, cols, zw, true, wf);
+    free(zw);
+    return max_w;
+}
+
 xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                             xf_attn_gemm gemm, xf_error *err)
+                             xf_attn_gemm gemm, const float *weights, int32_t max_w, xf_error *err)
 {
     int64_t dq, cols = in[1].shape.dims[1], din = in[0].shape.dims[2];
     attn_dims d = attention_dims(n, in, 8, &dq);
-    const xf_tensor_view *mask = optional_in(n, in, 5), *xz = optional_in(n, in, 6), *wz = optional_in(n, in, 7);
+    const xf_tensor_view *mask = optional_in(n, in, 5), *xz = optional_in(n, in, 6);
     if (mask && mask->shape.ndim == 4)
         return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
-    int64_t rows = d.b * d.s, n_ws = xf_rt_numel(&in[4]), n_wz = wz ? xf_rt_numel(wz) : 0;
+    int64_t rows = d.b * d.s, n_ws = xf_rt_numel(&in[4]);
     float *proj = malloc(sizeof *proj * (size_t)(rows * cols + 1)), *scale = malloc(sizeof *scale * (size_t)cols);
-    float *af = malloc(sizeof *af * (size_t)(rows * din + din * cols + 1));
-    int32_t *zw = malloc(sizeof *zw * (size_t)(cols + 1)), *acc = malloc(sizeof *acc * (size_t)(cols + 1));
-    xf_status st = proj && scale && af && zw && acc ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s",
-                                                                            xf_op_name(n->op));
+    float *af = malloc(sizeof *af * (size_t)(rows * din + (weights ? 0 : din * cols) + 1));
+    int32_t *acc = malloc(sizeof *acc * (size_t)(cols + 1));
+    xf_status st = proj && scale && af && acc ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s",
+                                                                      xf_op_name(n->op));
+    float *wf_own = af ? af + rows * din : NULL;
+    if (st == XF_OK && !weights && (max_w = xf_attn_qattention_weights(n, in, wf_own)) < 0)
+        st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st == XF_OK) {
-        float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0), *wf = af + rows * din;
+        float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0);
+        const float *wf = weights ? weights : wf_own;
         int32_t zx = xz ? (int32_t)xf_rt_load_i64(xz->dtype, xz->data, 0) : 0;
-        for (int64_t j = 0; j < cols; j++) {
+        for (int64_t j = 0; j < cols; j++)
             scale[j] = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
-            zw[j] = wz ? (int32_t)xf_rt_load_i64(wz->dtype, wz->data, n_wz > 1 ? j : 0) : 0;
-        }
         int32_t max_a = q8_differences(in[0].data, in[0].dtype == XF_DT_INT8, rows, din, &zx, false, af);
-        int32_t max_w = q8_differences(in[1].data, in[1].dtype == XF_DT_INT8, din, cols, zw, true, wf);
         bool exact = (double)din * max_a * max_w < (double)(1 << 24) &&
                      gemm(false, rows, cols, din, 1.0f, af, din, wf, cols, 0.0f, proj, cols);
         const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
@@ -372,7 +387,6 @@ xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const x
     free(af);
     free(acc);
     free(scale);
-    free(zw);
     if (st == XF_OK)
         st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
     free(proj);
@@ -467,7 +481,7 @@ xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const 
 
 xf_status xf_ref_ms_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    return xf_attn_qattention(n, in, out, xf_attn_gemm_ref, err);
+    return xf_attn_qattention(n, in, out, xf_attn_gemm_ref, NULL, 0, err);
 }
 
 xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)

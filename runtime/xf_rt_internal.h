@@ -292,8 +292,13 @@ bool xf_attn_gemm_ref(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha
                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                             xf_error *err);
+/* QAttention (cpu_ref_attn.c): weights, when not NULL, are the weights
+ * less their zero points as floats, as xf_attn_qattention_weights makes
+ * them (which returns their largest magnitude, -1 when out of memory),
+ * and max_w that magnitude. */
 xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                             xf_attn_gemm gemm, xf_error *err);
+                             xf_attn_gemm gemm, const float *weights, int32_t max_w, xf_error *err);
+int32_t xf_attn_qattention_weights(const xf_node *n, const xf_tensor_view *in, float *wf);
 xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                       xf_error *err);
 xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
