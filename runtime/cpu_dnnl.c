@@ -751,9 +751,7 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         }
     }
     XF_DN_TRY(err, n, dnnl_stream_wait(c->stream));
-    if (st->post)
-        st->post(n, st, in, out);
-    return XF_OK;
+    return st->post ? st->post(n, st, in, out, err) : XF_OK;
 }
 
 static void dn_release(void *ctx, void *state) { node_free(state); }

@@ -164,7 +164,8 @@ typedef struct xf_dn_node {
     void (*pre)(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out);
     /* and one run after it, finishing the output from what the primitive
      * wrote (MatMulIntegerToFloat's int32 sums in `scratch`) */
-    void (*post)(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out);
+    xf_status (*post)(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in,
+                      const xf_tensor_view *out, xf_error *err);
     float *scratch; /* owned here */
     void *dst;
     bool folded;
@@ -188,6 +189,13 @@ typedef struct xf_dn_handler {
      * post-ops folded into it so far (NULL: never) */
     bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
+
+/* QAttention's projection of constant int8 weights with no zero points
+ * as oneDNN's int8 matmul (exact with VNNI): whether n takes it, and the
+ * primitive writing the int32 sums into st->scratch (cpu_dnnl_int8.c). */
+bool xf_dn_qattention_sums_ok(const xf_graph *g, const xf_node *n);
+xf_status xf_dn_qattention_sums(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                xf_dn_node *st, xf_error *err);
 
 /* The backend's rewrites of a session's graph (cpu_dnnl_lower.c). */
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err);

@@ -1,9 +1,10 @@
 /* The cpu backend's Attention, QAttention, MultiHeadAttention and
  * GroupQueryAttention (com.microsoft) and ONNX's Attention: cpu_ref's
  * kernels (the same masks, layouts and softmax) with their matrix products
- * -- Q, K and V's projection (QAttention's, of 8-bit integers, stays
- * cpu_ref's int32 loop) and each head's Q K' and probabilities times V --
- * run by oneDNN's sgemm. */
+ * -- Q, K and V's projection and each head's Q K' and probabilities times
+ * V -- run by oneDNN's sgemm.  QAttention's projection of 8-bit integers:
+ * oneDNN's int8 matmul where it is exact (VNNI, constant int8 weights
+ * without zero points), else cpu_ref's, on the weights made float once. */
 #include "cpu_dnnl.h"
 
 #include <stdlib.h>
@@ -58,9 +59,20 @@ static xf_status qattention_run(xf_dn_node *st, const xf_node *n, const xf_tenso
     return xf_attn_qattention(n, in, out, dn_gemm, st->folded_w, (int32_t)st->folded_b[0], err);
 }
 
+/* QAttention after oneDNN's int8 matmul wrote its int32 sums into scratch. */
+static xf_status qattention_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_error *err)
+{
+    return xf_attn_qattention_sums(n, in, out, dn_gemm, (const int32_t *)st->scratch, err);
+}
+
 static xf_status attention_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
+    if (n->op == XF_OP_MS_QATTENTION && xf_dn_qattention_sums_ok(g, n)) {
+        st->post = qattention_post;
+        return xf_dn_qattention_sums(c, g, n, in, st, err);
+    }
     bool const_w = n->op == XF_OP_MS_QATTENTION && g->values[n->inputs[1]].init &&
                    (n->n_inputs < 8 || n->inputs[7] < 0 || g->values[n->inputs[7]].init);
     if (!const_w) {

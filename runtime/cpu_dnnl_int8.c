@@ -61,6 +61,7 @@ static qroles roles_of(xf_op op)
     case XF_OP_QLINEAR_MATMUL: return (qroles){1, 2, 3, 4, 5, 6, 7, -1};
     case XF_OP_QLINEAR_CONV: return (qroles){1, 2, 3, 4, 5, 6, 7, 8};
     case XF_OP_MS_QGEMM: return (qroles){1, 2, 3, 4, 5, 7, 8, 6};
+    case XF_OP_MS_QATTENTION: return (qroles){3, 6, 1, 4, 7, -1, -1, -1};
     default: return (qroles){-1, 2, 1, -1, 3, -1, -1, -1}; /* MatMulInteger, ConvInteger */
     }
 }
@@ -305,8 +306,10 @@ static bool qgemm_handles(const xf_graph *g, const xf_node *n)
  * scales per column in folded_w) and rounded as cpu_ref does: ONNX
  * Runtime adds C before it scales, where oneDNN would add it in float, a
  * rounding apart once a sum passes 2^24. */
-static void qgemm_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
+static xf_status qgemm_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
+                            const xf_tensor_view *out, xf_error *err)
 {
+    (void)err;
     int64_t m = out[0].shape.dims[0], cols = out[0].shape.dims[1];
     const int32_t *p = (const int32_t *)st->scratch, *cv = in[6].data;
     const float *scale = st->folded_w;
@@ -325,6 +328,7 @@ static void qgemm_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_v
             else
                 ((int8_t *)out[0].data)[i * cols + j] = v == v ? (int8_t)xf_rt_quantize_round(v, zp, t) : 0;
         }
+    return XF_OK;
 }
 
 static xf_status qgemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
@@ -359,6 +363,31 @@ static xf_status qgemm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
 }
 
 const xf_dn_handler xf_dn_ms_qgemm_handler = {qgemm_handles, NULL, qgemm_prepare, NULL};
+
+/* ---------------------------------------------------------------- QAttention's projection */
+
+bool xf_dn_qattention_sums_ok(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *x = value_at(g, n, 0), *w = value_at(g, n, 1);
+    return xf_dn_exact_int8() && x && w && w->init && w->dtype == XF_DT_INT8 && x->shape.ndim == 3 &&
+           w->shape.ndim == 2 && single(value_at(g, n, 6)) && (!value_at(g, n, 7) || zeros(value_at(g, n, 7)));
+}
+
+xf_status xf_dn_qattention_sums(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                xf_dn_node *st, xf_error *err)
+{
+    int64_t din = in[1].shape.dims[0], cols = in[1].shape.dims[1], rows = xf_rt_numel(&in[0]) / din;
+    free(st->scratch);
+    st->scratch = malloc(sizeof(int32_t) * (size_t)(rows * cols + 1));
+    if (!st->scratch)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    dnnl_memory_desc_t a, b, y;
+    dnnl_memory_desc_init_by_tag(&a, 2, (dnnl_dims_t){rows, din}, dn_type(in[0].dtype), dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&b, 2, (dnnl_dims_t){din, cols}, dnnl_s8, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&y, 2, (dnnl_dims_t){rows, cols}, dnnl_s32, dnnl_ab);
+    (void)g;
+    return qmatmul_build(c, g, n, in, &a, &b, -1, NULL, &y, (int32_t *)st->scratch, st, err);
+}
 
 /* ---------------------------------------------------------------- ConvInteger, QLinearConv */
 
@@ -748,8 +777,10 @@ static void imf_row(int64_t n, const int32_t *restrict p, uint32_t ra, uint32_t 
 }
 
 /* The int32 sums from P, scaled and biased as cpu_ref does. */
-static void imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
+static xf_status imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out,
+                          xf_error *err)
 {
+    (void)err;
     imf_geom g = imf_geom_of(st, in);
     const xf_tensor_view *bs = &in[imf_input(n, 3)];
     int zin = imf_input(n, 5), bin = imf_input(n, 6);
@@ -769,6 +800,7 @@ static void imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_vie
     for (int64_t i = 0; i < g.m; i++)
         imf_row(g.n, g.p + i * g.n, (uint32_t)g.rowsum[i] - (uint32_t)g.k * za, za, colsum, c, scale, bias,
                 y + i * g.n);
+    return XF_OK;
 }
 
 static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,

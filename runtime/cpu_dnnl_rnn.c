@@ -92,11 +92,12 @@ static bool rnn_handles(const xf_graph *g, const xf_node *n)
 
 /* Y [T, 2, N, H] from the bidirectional output oneDNN wrote into scratch
  * as [T, N, 2H]. */
-static void split_directions(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
-                             const xf_tensor_view *out)
+static xf_status split_directions(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
+                                  const xf_tensor_view *out, xf_error *err)
 {
     (void)n;
     (void)in;
+    (void)err;
     int64_t t = out[0].shape.dims[0], nb = out[0].shape.dims[2], h = out[0].shape.dims[3];
     const float *tmp = st->scratch;
     float *y = out[0].data;
@@ -104,6 +105,7 @@ static void split_directions(const xf_node *n, const xf_dn_node *st, const xf_te
         for (int64_t d = 0; d < 2; d++)
             for (int64_t b = 0; b < nb; b++)
                 memcpy(y + ((s * 2 + d) * nb + b) * h, tmp + (s * nb + b) * 2 * h + d * h, sizeof(float) * (size_t)h);
+    return XF_OK;
 }
 
 /* W and R in oneDNN's ldigo order (into folded_w and folded_b), and the

@@ -343,6 +343,41 @@ int32_t xf_attn_qattention_weights(const xf_node *n, const xf_tensor_view *in, f
     return max_w;
 }
 
+/* proj (rows x cols) = the int32 sums at sums (or, when sums is NULL, the
+ * exact float sums already in proj) times input_scale * weight_scale
+ * (per column when the weights' are), plus the bias. */
+static void scale_and_bias(const xf_node *n, const xf_tensor_view *in, const int32_t *sums, int64_t rows,
+                           int64_t cols, float *proj)
+{
+    int64_t n_ws = xf_rt_numel(&in[4]);
+    float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0);
+    const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
+    for (int64_t j = 0; j < cols; j++) {
+        float sc = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
+        for (int64_t r = 0; r < rows; r++) {
+            float v = (sums ? (float)sums[r * cols + j] : proj[r * cols + j]) * sc;
+            proj[r * cols + j] = bias ? v + bias[j] : v;
+        }
+    }
+}
+
+xf_status xf_attn_qattention_sums(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_attn_gemm gemm, const int32_t *sums, xf_error *err)
+{
+    int64_t dq, cols = in[1].shape.dims[1];
+    attn_dims d = attention_dims(n, in, 8, &dq);
+    const xf_tensor_view *mask = optional_in(n, in, 5);
+    if (mask && mask->shape.ndim == 4)
+        return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
+    float *proj = malloc(sizeof *proj * (size_t)(d.b * d.s * cols + 1));
+    if (!proj)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    scale_and_bias(n, in, sums, d.b * d.s, cols, proj);
+    xf_status st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
+    free(proj);
+    return st;
+}
+
 xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                              xf_attn_gemm gemm, const float *weights, int32_t max_w, xf_error *err)
 {
@@ -351,42 +386,35 @@ xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const x
     const xf_tensor_view *mask = optional_in(n, in, 5), *xz = optional_in(n, in, 6);
     if (mask && mask->shape.ndim == 4)
         return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
-    int64_t rows = d.b * d.s, n_ws = xf_rt_numel(&in[4]);
-    float *proj = malloc(sizeof *proj * (size_t)(rows * cols + 1)), *scale = malloc(sizeof *scale * (size_t)cols);
+    int64_t rows = d.b * d.s;
+    float *proj = malloc(sizeof *proj * (size_t)(rows * cols + 1));
     float *af = malloc(sizeof *af * (size_t)(rows * din + (weights ? 0 : din * cols) + 1));
-    int32_t *acc = malloc(sizeof *acc * (size_t)(cols + 1));
-    xf_status st = proj && scale && af && acc ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s",
-                                                                      xf_op_name(n->op));
+    int32_t *sums = malloc(sizeof *sums * (size_t)(rows * cols + 1));
+    xf_status st = proj && af && sums ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s",
+                                                             xf_op_name(n->op));
     float *wf_own = af ? af + rows * din : NULL;
     if (st == XF_OK && !weights && (max_w = xf_attn_qattention_weights(n, in, wf_own)) < 0)
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st == XF_OK) {
-        float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0);
         const float *wf = weights ? weights : wf_own;
         int32_t zx = xz ? (int32_t)xf_rt_load_i64(xz->dtype, xz->data, 0) : 0;
-        for (int64_t j = 0; j < cols; j++)
-            scale[j] = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
         int32_t max_a = q8_differences(in[0].data, in[0].dtype == XF_DT_INT8, rows, din, &zx, false, af);
         bool exact = (double)din * max_a * max_w < (double)(1 << 24) &&
                      gemm(false, rows, cols, din, 1.0f, af, din, wf, cols, 0.0f, proj, cols);
-        const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
-        for (int64_t r = 0; r < rows; r++) {
-            for (int64_t j = 0; !exact && j < cols; j++)
+        for (int64_t r = 0; !exact && r < rows; r++) {
+            int32_t *acc = sums + r * cols;
+            for (int64_t j = 0; j < cols; j++)
                 acc[j] = 0;
-            for (int64_t k = 0; !exact && k < din; k++) {
+            for (int64_t k = 0; k < din; k++) {
                 int32_t a = (int32_t)af[r * din + k];
                 for (int64_t j = 0; j < cols; j++)
                     acc[j] += a * (int32_t)wf[k * cols + j];
             }
-            for (int64_t j = 0; j < cols; j++) {
-                float v = (exact ? proj[r * cols + j] : (float)acc[j]) * scale[j];
-                proj[r * cols + j] = bias ? v + bias[j] : v;
-            }
         }
+        scale_and_bias(n, in, exact ? NULL : sums, rows, cols, proj);
     }
     free(af);
-    free(acc);
-    free(scale);
+    free(sums);
     if (st == XF_OK)
         st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
     free(proj);

@@ -299,6 +299,9 @@ xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf
 xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                              xf_attn_gemm gemm, const float *weights, int32_t max_w, xf_error *err);
 int32_t xf_attn_qattention_weights(const xf_node *n, const xf_tensor_view *in, float *wf);
+/* QAttention from the int32 sums of its projection (B * S rows). */
+xf_status xf_attn_qattention_sums(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_attn_gemm gemm, const int32_t *sums, xf_error *err);
 xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                       xf_error *err);
 xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
