@@ -77,7 +77,7 @@ START_TEST(test_written_standard)
     xf_model *m = NULL;
     xf_error e;
     ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s", e.msg);
-    xf_canon_stats st;
+    xf_canon_stats st = {0};
     ck_assert_msg(xf_canonicalize(m->graph, xf_model_opset(m), NULL, &st, &e) == XF_OK, "%s", e.msg);
     uint8_t *buf;
     Onnx__ModelProto *saved = saved_proto(m, &buf);
