@@ -1,6 +1,7 @@
 /* Support for the proto test suites: building ModelProtos by hand,
  * packing and writing them, capturing log lines, and comparing models. */
 #include "proto_util.h"
+#include "backend_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -573,6 +574,13 @@ Onnx__ModelProto *unpack_model_file(const char *path)
     return mp;
 }
 
+Onnx__ModelProto *unpack_fixture(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    return unpack_model_file(path);
+}
+
 xf_tensor *load_tensor_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -631,4 +639,28 @@ void check_fixture_outputs(const xf_model *m, xf_tensor *const *ins, const char 
         xf_tensor_release(outs[k]);
     }
     xf_session_free(s);
+}
+
+void check_peer_fixtures(const char *dir, const char *const *names, int n, xf_op op)
+{
+    for (int f = 0; f < n; f++) {
+        Onnx__ModelProto *mp = unpack_fixture(dir, names[f]);
+        xf_model *m = NULL;
+        xf_error e;
+        ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", names[f], e.msg);
+        ck_assert_int_ge(find_node_op(m->graph, op), 0);
+        xf_tensor *ins[8];
+        int n_in = fixture_inputs(dir, names[f], ins, 8);
+        check_fixture_outputs(m, ins, dir, names[f], "cpu_ref");
+        if (xf_bt_have_cpu())
+            check_fixture_outputs(m, ins, dir, names[f], "cpu");
+        for (int i = 0; i < n_in; i++)
+            xf_tensor_release(ins[i]);
+        xf_model *back = roundtrip(m);
+        char why[256];
+        ck_assert_msg(models_equal(m, back, why, sizeof why), "%s: %s", names[f], why);
+        xf_model_free(back);
+        xf_model_free(m);
+        onnx__model_proto__free_unpacked(mp, NULL);
+    }
 }

@@ -57,6 +57,8 @@ void write_bytes(const char *path, const void *buf, size_t len);
 /* The ModelProto in file path (the test fails when it cannot be read);
  * free it with onnx__model_proto__free_unpacked. */
 Onnx__ModelProto *unpack_model_file(const char *path);
+/* The ModelProto of fixture DIR/NAME.onnx. */
+Onnx__ModelProto *unpack_fixture(const char *dir, const char *name);
 /* The tensor in TensorProto file path; NULL when there is no such file. */
 xf_tensor *load_tensor_file(const char *path);
 /* A fixture a peer runtime wrote: DIR/NAME.onnx, its inputs NAME.in0.pb,
@@ -68,6 +70,10 @@ int fixture_inputs(const char *dir, const char *name, xf_tensor **ins, int max);
  * exactly). */
 void check_fixture_outputs(const xf_model *m, xf_tensor *const *ins, const char *dir, const char *name,
                            const char *backend);
+/* Each fixture names[i] of dir loads with a node of op, gives the
+ * fixture's outputs on cpu_ref and (where the build has it) cpu, and
+ * round-trips unchanged. */
+void check_peer_fixtures(const char *dir, const char *const *names, int n, xf_op op);
 void write_model(const Onnx__ModelProto *m, const char *path);
 xf_status load_proto(const Onnx__ModelProto *mp, const xf_load_options *opt, xf_model **out, xf_error *e);
 /* Loads graph g under opset (the test fails on an error) and counts its

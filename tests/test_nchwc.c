@@ -21,12 +21,7 @@
 
 #define FIXTURES XF_SOURCE_DIR "/tests/nchwc"
 
-static Onnx__ModelProto *read_fixture(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.onnx", FIXTURES, name);
-    return unpack_model_file(path);
-}
+static Onnx__ModelProto *read_fixture(const char *name) { return unpack_fixture(FIXTURES, name); }
 
 static int count_nchwc(const xf_model *m)
 {

@@ -19,36 +19,12 @@
 
 #define FIXTURES XF_SOURCE_DIR "/tests/qattention"
 
-static Onnx__ModelProto *read_fixture(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.onnx", FIXTURES, name);
-    return unpack_model_file(path);
-}
+static Onnx__ModelProto *read_fixture(const char *name) { return unpack_fixture(FIXTURES, name); }
 
 START_TEST(test_onnx_runtime_outputs)
 {
     static const char *const names[] = {"int8", "uint8", "past"};
-    for (int f = 0; f < 3; f++) {
-        Onnx__ModelProto *mp = read_fixture(names[f]);
-        xf_model *m = NULL;
-        xf_error e;
-        ck_assert_msg(load_proto(mp, NULL, &m, &e) == XF_OK, "%s: %s", names[f], e.msg);
-        ck_assert_int_ge(find_node_op(m->graph, XF_OP_MS_QATTENTION), 0);
-        xf_tensor *ins[8];
-        int n_in = fixture_inputs(FIXTURES, names[f], ins, 8);
-        check_fixture_outputs(m, ins, FIXTURES, names[f], "cpu_ref");
-        if (xf_bt_have_cpu())
-            check_fixture_outputs(m, ins, FIXTURES, names[f], "cpu");
-        for (int i = 0; i < n_in; i++)
-            xf_tensor_release(ins[i]);
-        xf_model *back = roundtrip(m);
-        char why[256];
-        ck_assert_msg(models_equal(m, back, why, sizeof why), "%s: %s", names[f], why);
-        xf_model_free(back);
-        xf_model_free(m);
-        onnx__model_proto__free_unpacked(mp, NULL);
-    }
+    check_peer_fixtures(FIXTURES, names, (int)(sizeof names / sizeof *names), XF_OP_MS_QATTENTION);
 }
 END_TEST
 
