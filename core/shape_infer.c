@@ -428,6 +428,20 @@ static xf_status infer_dtypes(xf_infer_ctx *c)
             st = require_dtype(c, i, i == 2 ? XF_DT_INT64 : XF_DT_FLOAT);
         out = XF_DT_INT64;
         break;
+    case XF_OP_MS_DYNAMIC_QUANTIZE_LSTM: /* float data, 8-bit weights with their zero points, int32 lengths */
+        for (int i = 0; i < n->n_inputs && st == XF_OK; i++) {
+            xf_dtype d = xf_infer_dtype(c, i);
+            bool q = i == 1 || i == 2, ok = d == XF_DT_UNDEFINED ||
+                                            (q ? d == XF_DT_INT8 || d == XF_DT_UINT8
+                                             : i == 9 || i == 11 ? d == xf_infer_dtype(c, i == 9 ? 1 : 2)
+                                             : i == 4 ? d == XF_DT_INT32 : d == XF_DT_FLOAT);
+            if (!ok)
+                st = xf_infer_fail(c, XF_ERR_INVALID, "input %d is %s; DynamicQuantizeLSTM takes float data, "
+                                   "8-bit W and R with zero points of their types and int32 lengths", i,
+                                   xf_dtype_name(d));
+        }
+        out = XF_DT_FLOAT;
+        break;
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU: { /* T for all but sequence_lens (input 4, int32) */
@@ -703,6 +717,7 @@ static xf_status infer_celu(xf_infer_ctx *c)
 #define XF_RULE_SIMPLIFIED_LAYER_NORM xf_infer_layer_norm
 #define XF_RULE_MS_ATTENTION xf_infer_ms_attention
 #define XF_RULE_MS_QATTENTION xf_infer_ms_attention
+#define XF_RULE_MS_DYNAMIC_QUANTIZE_LSTM xf_infer_rnn
 #define XF_RULE_MS_MHA xf_infer_ms_mha
 #define XF_RULE_MS_EMBED_LAYER_NORM xf_infer_ms_embed_layer_norm
 #define XF_RULE_MS_ROTARY_EMB xf_infer_ms_rotary

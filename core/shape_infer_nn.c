@@ -516,6 +516,9 @@ xf_status xf_infer_rnn(xf_infer_ctx *c)
 {
     const xf_rnn_attrs *r = &c->node->attrs.rnn;
     xf_op op = c->node->op;
+    bool quant = op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM; /* W [dirs, input, 4 hidden], R [dirs, hidden, 4 hidden] */
+    if (quant)
+        op = XF_OP_LSTM;
     int64_t gates = op == XF_OP_LSTM ? 4 : op == XF_OP_GRU ? 3 : 1, dirs = r->direction == 2 ? 2 : 1;
     xf_status st = rnn_attrs_check(c, op == XF_OP_LSTM ? 3 : op == XF_OP_GRU ? 2 : 1, dirs);
     if (st != XF_OK)
@@ -524,7 +527,7 @@ xf_status xf_infer_rnn(xf_infer_ctx *c)
     if (x->ndim != 3 || rs->ndim != 3)
         return xf_infer_fail(c, XF_ERR_INVALID, "X %s and R %s must have rank 3", xf_infer_text(x).s,
                              xf_infer_text(rs).s);
-    int64_t hidden = r->hidden_size ? r->hidden_size : rs->dims[2];
+    int64_t hidden = r->hidden_size ? r->hidden_size : rs->dims[quant ? 1 : 2];
     int64_t seq = x->dims[r->layout], batch = x->dims[1 - r->layout];
     xf_shape state = {.ndim = 3, .dims = {dirs, batch, hidden}};
     if (r->layout)
@@ -542,7 +545,22 @@ xf_status xf_infer_rnn(xf_infer_ctx *c)
         {"initial_c", state},
         {"P", {.ndim = 2, .dims = {dirs, 3 * hidden}}},
     };
-    for (int i = 1; i < c->node->n_inputs; i++)
+    xf_shape qw = {.ndim = 3, .dims = {dirs, x->dims[2], 4 * hidden}};
+    xf_shape qr = {.ndim = 3, .dims = {dirs, hidden, 4 * hidden}};
+    if (quant && (r->layout || !xf_shapes_may_equal(xf_infer_shape(c, 1), &qw) || !xf_shapes_may_equal(rs, &qr)))
+        return xf_infer_fail(c, XF_ERR_INVALID, "W %s and R %s are not [%" PRId64 ", input, %" PRId64 "] and [%" PRId64
+                             ", %" PRId64 ", %" PRId64 "]", xf_infer_text(xf_infer_shape(c, 1)).s, xf_infer_text(rs).s,
+                             dirs, 4 * hidden, dirs, hidden, 4 * hidden);
+    for (int i = 8; quant && i < 12; i++) { /* scales and zero points: one, or one per column */
+        if (!xf_infer_has(c, i))
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d (%s) is missing", i,
+                                 i == 8 ? "W_scale" : i == 9 ? "W_zero_point" : i == 10 ? "R_scale" : "R_zero_point");
+        const xf_shape *q = xf_infer_shape(c, i);
+        if (!((q->ndim == 1 && q->dims[0] == dirs) || (q->ndim == 2 && q->dims[0] == dirs && q->dims[1] == 4 * hidden)))
+            return xf_infer_fail(c, XF_ERR_INVALID, "input %d %s is neither [%" PRId64 "] nor [%" PRId64 ", %" PRId64
+                                 "]", i, xf_infer_text(q).s, dirs, dirs, 4 * hidden);
+    }
+    for (int i = quant ? 3 : 1; i < (quant ? 8 : c->node->n_inputs); i++)
         if (xf_infer_has(c, i) && !xf_shapes_may_equal(xf_infer_shape(c, i), &operands[i].want))
             return xf_infer_fail(c, XF_ERR_INVALID,
                                  "%s has shape %s; X %s with hidden size %" PRId64 " and %" PRId64

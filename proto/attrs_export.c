@@ -66,7 +66,7 @@ static xf_status write_rnn(writer *w, const xf_node *n, xf_error *err)
         add_int(w, "layout", r->layout);
     if (r->has_clip)
         add_float(w, "clip", r->clip);
-    if (n->op == XF_OP_LSTM && r->input_forget)
+    if ((n->op == XF_OP_LSTM || n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM) && r->input_forget)
         add_int(w, "input_forget", r->input_forget);
     if (n->op == XF_OP_GRU && r->linear_before_reset)
         add_int(w, "linear_before_reset", r->linear_before_reset);
@@ -714,6 +714,7 @@ xf_status xfp_attrs_export(const xf_node *n, int in_rank, int64_t opset, xfp_are
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
+    case XF_OP_MS_DYNAMIC_QUANTIZE_LSTM:
         s = write_rnn(&w, n, err);
         break;
     case XF_OP_MS_FUSED_MATMUL:

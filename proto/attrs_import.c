@@ -707,6 +707,7 @@ static bool take_attr(reader *r, xf_op op, const Onnx__AttributeProto *at)
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
+    case XF_OP_MS_DYNAMIC_QUANTIZE_LSTM:
         return xfp_rnn_attr_import(op, at, &a->rnn, &r->rnn, r->why, r->why_len);
     case XF_OP_QUANTIZE_LINEAR:
     case XF_OP_DEQUANTIZE_LINEAR:
@@ -812,6 +813,7 @@ static bool finish(reader *r, xf_op op, int n_outputs)
     case XF_OP_RNN:
     case XF_OP_LSTM:
     case XF_OP_GRU:
+    case XF_OP_MS_DYNAMIC_QUANTIZE_LSTM:
         return xfp_rnn_attrs_finish(&a->rnn, &r->rnn, r->why, r->why_len);
     case XF_OP_RESIZE: /* opset 10: asymmetric, and its own nearest rounding */
         if (r->ctx->opset >= 11)

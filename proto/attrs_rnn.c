@@ -51,7 +51,7 @@ bool xfp_rnn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_rnn_attrs 
         return xfp_attr_enum(at, directions, 3, &rnn->direction, why, why_len);
     if (A("hidden_size"))
         return xfp_attr_int(at, INT64_MIN, INT64_MAX, &rnn->hidden_size, why, why_len);
-    if (A("layout"))
+    if (A("layout") && op != XF_OP_MS_DYNAMIC_QUANTIZE_LSTM)
         return xfp_attr_int32(at, -INT32_MAX, INT32_MAX, &rnn->layout, why, why_len);
     if (A("clip"))
         return (rnn->has_clip = xfp_attr_float(at, &rnn->clip, why, why_len));
@@ -61,7 +61,7 @@ bool xfp_rnn_attr_import(xf_op op, const Onnx__AttributeProto *at, xf_rnn_attrs 
         return read_params(at, seen->act_alpha, &seen->n_act_alpha, why, why_len);
     if (A("activation_beta"))
         return read_params(at, seen->act_beta, &seen->n_act_beta, why, why_len);
-    if (op == XF_OP_LSTM && A("input_forget"))
+    if ((op == XF_OP_LSTM || op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM) && A("input_forget"))
         return xfp_attr_int32(at, -INT32_MAX, INT32_MAX, &rnn->input_forget, why, why_len);
     if (op == XF_OP_GRU && A("linear_before_reset"))
         return xfp_attr_int32(at, -INT32_MAX, INT32_MAX, &rnn->linear_before_reset, why, why_len);

@@ -280,6 +280,7 @@ typedef struct ref_entry {
 #define XF_REF_MS_GQA {xf_ref_ms_gqa, F32 | F16, 0, F32 | F16, true}
 #define XF_REF_MS_MATMUL_INTEGER_TO_FLOAT {xf_ref_ms_int_matmul_float, Q8IN, Q8IN, F32}
 #define XF_REF_MS_QATTENTION {xf_ref_ms_qattention, Q8IN, Q8IN, F32}
+#define XF_REF_MS_DYNAMIC_QUANTIZE_LSTM {xf_ref_ms_dynamic_quantize_lstm, F32, Q8IN, F32}
 #define XF_REF_MS_DYNAMIC_QUANTIZE_MATMUL {xf_ref_ms_int_matmul_float, F32, Q8IN, F32}
 /* bytes packing codes, or int4 and uint4 elements */
 #define GBQ_DATA (XF_DTM(XF_DT_UINT8) | XF_DTM(XF_DT_INT4) | XF_DTM(XF_DT_UINT4))

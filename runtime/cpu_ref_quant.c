@@ -167,7 +167,7 @@ void xf_rt_dynamic_qparams(const xf_node *n, const xf_tensor_view *out, float lo
 {
     *scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     *zp = xf_rt_quantize_round(0.0f - lo / *scale, 0.0f, XF_DT_UINT8);
-    for (int k = 1; k < n->n_outputs; k++)
+    for (int k = 1; n && k < n->n_outputs; k++)
         if (xf_rt_present(&out[k]))
             xf_rt_store_f64(out[k].dtype, out[k].data, 0, k == 1 ? *scale : *zp);
 }

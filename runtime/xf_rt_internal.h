@@ -157,7 +157,7 @@ xf_status xf_ref_quantize(const xf_node *n, const xf_tensor_view *in, const xf_t
 xf_status xf_ref_dynamic_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* DynamicQuantizeLinear's y_scale and y_zero_point for x's range [lo, hi]
  * (NaNs skipped, widened to hold 0), also written to node n's outputs 1
- * and 2 when present. */
+ * and 2 when present (n may be NULL). */
 void xf_rt_dynamic_qparams(const xf_node *n, const xf_tensor_view *out, float lo, float hi, float *scale, float *zp);
 xf_status xf_ref_qmatmul(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* round_half_to_even(v) + zero_point, saturated to the range of integer
@@ -305,6 +305,8 @@ xf_status xf_attn_qattention_sums(const xf_node *n, const xf_tensor_view *in, co
 xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                       xf_error *err);
 xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                          xf_error *err);
 xf_status xf_ref_ms_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_ms_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_ms_embed_layer_norm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
