@@ -478,6 +478,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_QLINEAR_ADD:
     case XF_OP_MS_QLINEAR_MUL: h = &xf_dn_ms_qbinary_handler; break;
     case XF_OP_MS_QGEMM: h = &xf_dn_ms_qgemm_handler; break;
+    case XF_OP_MS_DYNAMIC_QUANTIZE_LSTM: h = &xf_dn_qlstm_handler; break;
     case XF_OP_MS_FUSED_GEMM: h = &xf_dn_gemm_handler; break;
     case XF_OP_MS_FUSED_MATMUL: h = &xf_dn_fused_matmul_handler; break;
     case XF_OP_MS_FAST_GELU: h = xf_dn_input(n, 1) >= 0 ? &xf_dn_bias_act_handler : &xf_dn_eltwise_handler; break;

@@ -190,6 +190,11 @@ typedef struct xf_dn_handler {
     bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
 
+/* The attention kernels' (and DynamicQuantizeLSTM's) products on oneDNN's
+ * sgemm, as xf_attn_gemm (cpu_dnnl_attn.c). */
+bool xf_dn_sgemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+extern const xf_dn_handler xf_dn_qlstm_handler;
 /* QAttention's projection of constant int8 weights with no zero points
  * as oneDNN's int8 matmul (exact with VNNI): whether n takes it, and the
  * primitive writing the int32 sums into st->scratch (cpu_dnnl_int8.c). */

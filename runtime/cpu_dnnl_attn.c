@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-static bool dn_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+bool xf_dn_sgemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     if (m < 1 || n < 1)
@@ -22,13 +22,13 @@ static bool dn_gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, 
 static xf_status attention_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     if (n->op == XF_OP_MS_GQA)
-        return xf_attn_gqa(n, in, out, dn_gemm, err);
+        return xf_attn_gqa(n, in, out, xf_dn_sgemm, err);
     if (n->op == XF_OP_ATTENTION)
-        return xf_attn_onnx(n, in, out, dn_gemm, err);
+        return xf_attn_onnx(n, in, out, xf_dn_sgemm, err);
     if (n->op == XF_OP_MS_QATTENTION)
-        return xf_attn_qattention(n, in, out, dn_gemm, NULL, 0, err);
-    return n->op == XF_OP_MS_ATTENTION ? xf_attn_attention(n, in, out, dn_gemm, err)
-                                       : xf_attn_mha(n, in, out, dn_gemm, err);
+        return xf_attn_qattention(n, in, out, xf_dn_sgemm, NULL, 0, err);
+    return n->op == XF_OP_MS_ATTENTION ? xf_attn_attention(n, in, out, xf_dn_sgemm, err)
+                                       : xf_attn_mha(n, in, out, xf_dn_sgemm, err);
 }
 
 static bool attention_handles(const xf_graph *g, const xf_node *n)
@@ -56,14 +56,14 @@ static bool attention_handles(const xf_graph *g, const xf_node *n)
 static xf_status qattention_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_error *err)
 {
-    return xf_attn_qattention(n, in, out, dn_gemm, st->folded_w, (int32_t)st->folded_b[0], err);
+    return xf_attn_qattention(n, in, out, xf_dn_sgemm, st->folded_w, (int32_t)st->folded_b[0], err);
 }
 
 /* QAttention after oneDNN's int8 matmul wrote its int32 sums into scratch. */
 static xf_status qattention_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
                                  const xf_tensor_view *out, xf_error *err)
 {
-    return xf_attn_qattention_sums(n, in, out, dn_gemm, (const int32_t *)st->scratch, err);
+    return xf_attn_qattention_sums(n, in, out, xf_dn_sgemm, (const int32_t *)st->scratch, err);
 }
 
 static xf_status attention_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,

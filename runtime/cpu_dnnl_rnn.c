@@ -230,3 +230,33 @@ static xf_status rnn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
 }
 
 const xf_dn_handler xf_dn_rnn_handler = {rnn_handles, NULL, rnn_prepare, NULL};
+
+/* ---------------------------------------------------------------- DynamicQuantizeLSTM */
+
+/* cpu_ref's DynamicQuantizeLSTM with its products on oneDNN's sgemm. */
+static xf_status qlstm_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    return xf_qlstm(n, in, out, xf_dn_sgemm, err);
+}
+
+static bool qlstm_handles(const xf_graph *g, const xf_node *n)
+{
+    (void)g;
+    (void)n;
+    return true;
+}
+
+static xf_status qlstm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)c;
+    (void)g;
+    (void)n;
+    (void)in;
+    (void)out;
+    (void)err;
+    st->kernel = qlstm_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_qlstm_handler = {qlstm_handles, NULL, qlstm_prepare, NULL};

@@ -15,7 +15,9 @@
  *     c = f c + i g, then the output gate with the new c, h = o h(c).
  * The activations are computed in double and rounded (ONNX Runtime uses
  * MLAS's float approximations of the logistic and tanh functions), so a
- * state may quantize one step apart from ONNX Runtime's. */
+ * state may quantize one step apart from ONNX Runtime's.  The products go
+ * through a function the backend gives (xf_qlstm): plain loops here,
+ * oneDNN's sgemm on the cpu backend. */
 #include "xf_rt_internal.h"
 
 #include <float.h>
@@ -59,12 +61,45 @@ static float act(const qlstm *q, int64_t d, int which, float v)
     }
 }
 
-/* out (rows x 4h) (+)= quantize(a rows x k) times the 8-bit m (k x 4h) of
- * direction d, scaled by a's scale times m's (per direction or column). */
-static void qproduct(const float *a, int64_t rows, int64_t k, const xf_tensor_view *m, const xf_tensor_view *ms,
-                     const xf_tensor_view *mz, int64_t d, int64_t cols, bool accumulate, uint8_t *qa, int32_t *acc,
-                     float *out)
+/* md (k x cols) = the 8-bit m of direction d less its zero point (ONNX
+ * Runtime takes one per direction: the first, per column). */
+static int32_t weight_differences(const xf_tensor_view *m, const xf_tensor_view *ms, const xf_tensor_view *mz,
+                                  int64_t d, int64_t k, int64_t cols, int32_t *md, float *mf)
 {
+    int64_t per_col = xf_rt_numel(ms) > m->shape.dims[0];
+    int32_t mzp = (int32_t)xf_rt_load_i64(mz->dtype, mz->data, d * (per_col ? cols : 1)), big = 0;
+    const uint8_t *u = (const uint8_t *)m->data + d * k * cols;
+    const int8_t *s = (const int8_t *)m->data + d * k * cols;
+    for (int64_t i = 0; i < k * cols; i++) {
+        md[i] = (m->dtype == XF_DT_INT8 ? (int32_t)s[i] : (int32_t)u[i]) - mzp;
+        mf[i] = (float)md[i];
+        big = md[i] > big ? md[i] : -md[i] > big ? -md[i] : big;
+    }
+    return big;
+}
+
+/* The products' operands and scratch: weight differences as int32 (wd,
+ * rd) and float (wf, rf, exact), their largest magnitudes, and the
+ * quantized rows (qa, af) and sums (acc, sums). */
+typedef struct qwork {
+    xf_attn_gemm gemm;
+    int32_t *wd, *rd, max_w, max_r, *acc;
+    float *wf, *rf, *af, *sums;
+    uint8_t *qa;
+} qwork;
+
+/* out (rows x cols) (+)= quantize(a rows x k) times md (k x cols, m's
+ * differences from weight_differences; mf the same as floats, largest
+ * magnitude max_m), scaled by a's scale times m's of direction d (per
+ * direction or column).  Where no sum can reach 2^24 the sums are the
+ * backend's float product of the differences (exact in any order), else
+ * int32 loops. */
+static void qproduct(const qwork *w, const float *a, int64_t rows, int64_t k, const int32_t *md, const float *mf,
+                     int32_t max_m, const xf_tensor_view *m, const xf_tensor_view *ms, int64_t d, int64_t cols,
+                     bool accumulate, float *out)
+{
+    uint8_t *qa = w->qa;
+    int32_t *acc = w->acc;
     float lo = 0.0f, hi = 0.0f, scale, zp;
     for (int64_t i = 0; i < rows * k; i++) {
         lo = fminf(lo, a[i]);
@@ -74,18 +109,25 @@ static void qproduct(const float *a, int64_t rows, int64_t k, const xf_tensor_vi
     for (int64_t i = 0; i < rows * k; i++)
         qa[i] = (uint8_t)xf_rt_quantize_round(a[i] / scale, zp, XF_DT_UINT8);
     int64_t per_col = xf_rt_numel(ms) > m->shape.dims[0];
-    int32_t mzp = (int32_t)xf_rt_load_i64(mz->dtype, mz->data, d * (per_col ? cols : 1));
-    int64_t base = d * k * cols;
+    int32_t max_a = 0;
+    for (int64_t i = 0; i < rows * k; i++) {
+        int32_t v = (int32_t)qa[i] - (int32_t)zp;
+        w->af[i] = (float)v;
+        max_a = v > max_a ? v : -v > max_a ? -v : max_a;
+    }
+    bool fast = (double)k * max_a * max_m < (double)(1 << 24) &&
+                w->gemm(false, rows, cols, k, 1.0f, w->af, k, mf, cols, 0.0f, w->sums, cols);
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t j = 0; j < cols; j++)
+        for (int64_t j = 0; !fast && j < cols; j++)
             acc[j] = 0;
-        for (int64_t t = 0; t < k; t++) {
+        for (int64_t t = 0; !fast && t < k; t++) {
             int32_t av = (int32_t)qa[r * k + t] - (int32_t)zp;
+            const int32_t *mr = md + t * cols;
             for (int64_t j = 0; j < cols; j++)
-                acc[j] += av * ((int32_t)xf_rt_load_i64(m->dtype, m->data, base + t * cols + j) - mzp);
+                acc[j] += av * mr[j];
         }
         for (int64_t j = 0; j < cols; j++) {
-            float v = (float)acc[j] * (scale * ldf(ms, per_col ? d * cols + j : d));
+            float v = (fast ? w->sums[r * cols + j] : (float)acc[j]) * (scale * ldf(ms, per_col ? d * cols + j : d));
             out[r * cols + j] = accumulate ? out[r * cols + j] + v : v;
         }
     }
@@ -129,8 +171,8 @@ static void cell(const qlstm *q, int64_t d, float *g, float *c, float *h)
     }
 }
 
-xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                                          xf_error *err)
+xf_status xf_qlstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                   xf_error *err)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
     qlstm q = {.n = n, .x = &in[0], .w = &in[1], .r = &in[2], .b = given(n, in, 3), .lens = given(n, in, 4),
@@ -149,8 +191,15 @@ xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view
     float *h = malloc(sizeof *h * (size_t)(nb * hs + 1)), *c = malloc(sizeof *c * (size_t)(nb * hs + 1));
     int64_t big = q.seq * nb * q.in > nb * hs ? q.seq * nb * q.in : nb * hs;
     uint8_t *qa = malloc((size_t)big + 1);
-    int32_t *acc = malloc(sizeof *acc * (size_t)(h4 + 1));
-    xf_status st = len && xs && gates && h && c && qa && acc
+    qwork w = {.gemm = gemm, .qa = qa};
+    w.acc = malloc(sizeof *w.acc * (size_t)(h4 + 1));
+    w.wd = malloc(sizeof *w.wd * (size_t)(q.in * h4 + 1));
+    w.rd = malloc(sizeof *w.rd * (size_t)(hs * h4 + 1));
+    w.wf = malloc(sizeof *w.wf * (size_t)(q.in * h4 + 1));
+    w.rf = malloc(sizeof *w.rf * (size_t)(hs * h4 + 1));
+    w.af = malloc(sizeof *w.af * (size_t)(big + 1));
+    w.sums = malloc(sizeof *w.sums * (size_t)(q.seq * nb * h4 + 1));
+    xf_status st = len && xs && gates && h && c && qa && w.acc && w.wd && w.rd && w.wf && w.rf && w.af && w.sums
                        ? XF_OK
                        : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     for (int64_t b = 0; st == XF_OK && b < nb; b++) {
@@ -168,14 +217,16 @@ xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view
                 for (int64_t i = 0; i < q.in; i++)
                     xs[(t * nb + b) * q.in + i] = ldf(q.x, (src * nb + b) * q.in + i);
             }
+        w.max_w = weight_differences(q.w, q.ws, q.wz, d, q.in, h4, w.wd, w.wf);
+        w.max_r = weight_differences(q.r, q.rs, q.rz, d, hs, h4, w.rd, w.rf);
         if (max_len > 0)
-            qproduct(xs, max_len * nb, q.in, q.w, q.ws, q.wz, d, h4, false, qa, acc, gates);
+            qproduct(&w, xs, max_len * nb, q.in, w.wd, w.wf, w.max_w, q.w, q.ws, d, h4, false, gates);
         for (int64_t i = 0; i < nb * hs; i++) {
             h[i] = q.h0 ? ldf(q.h0, d * nb * hs + i) : 0.0f;
             c[i] = q.c0 ? ldf(q.c0, d * nb * hs + i) : 0.0f;
         }
         for (int64_t t = 0; t < max_len; t++) {
-            qproduct(h, nb, hs, q.r, q.rs, q.rz, d, h4, true, qa, acc, gates + t * nb * h4);
+            qproduct(&w, h, nb, hs, w.rd, w.rf, w.max_r, q.r, q.rs, d, h4, true, gates + t * nb * h4);
             for (int64_t b = 0; b < nb; b++) {
                 float *hb = h + b * hs;
                 int64_t ty = reverse && t < len[b] ? len[b] - 1 - t : t;
@@ -214,6 +265,18 @@ xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view
     free(h);
     free(c);
     free(qa);
-    free(acc);
+    free(w.acc);
+    free(w.wd);
+    free(w.rd);
+    free(w.wf);
+    free(w.rf);
+    free(w.af);
+    free(w.sums);
     return st;
+}
+
+xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                          xf_error *err)
+{
+    return xf_qlstm(n, in, out, xf_attn_gemm_ref, err);
 }

@@ -305,6 +305,9 @@ xf_status xf_attn_qattention_sums(const xf_node *n, const xf_tensor_view *in, co
 xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
                       xf_error *err);
 xf_status xf_ref_ms_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* DynamicQuantizeLSTM with its float products run by gemm (cpu_ref_qlstm.c). */
+xf_status xf_qlstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
+                   xf_error *err);
 xf_status xf_ref_ms_dynamic_quantize_lstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                           xf_error *err);
 xf_status xf_ref_ms_qattention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);

@@ -4,7 +4,8 @@
  * bidirectional one; a forward one with sequence lengths (one of them 0),
  * initial states, peepholes and clip; a reverse one with per-column uint8
  * weights, input_forget and only its final states as outputs; a
- * bidirectional one with per-column uint8 weights.  Both host
+ * bidirectional one with per-column uint8 weights; one of 640 inputs
+ * whose products' sums may pass 2^24 (the int32 loops).  Both host
  * backends give ONNX Runtime's outputs; the node is written back as it
  * came; operands it does not take are refused by name. */
 #include "backend_util.h"
@@ -22,7 +23,7 @@ static Onnx__ModelProto *read_fixture(const char *name) { return unpack_fixture(
 
 START_TEST(test_onnx_runtime_outputs)
 {
-    static const char *const names[] = {"bidi", "lens", "reverse", "bidi_u8"};
+    static const char *const names[] = {"bidi", "lens", "reverse", "bidi_u8", "wide"};
     check_peer_fixtures(FIXTURES, names, (int)(sizeof names / sizeof *names), XF_OP_MS_DYNAMIC_QUANTIZE_LSTM);
 }
 END_TEST

@@ -10,6 +10,8 @@ outputs (one thread).
   reverse:  reverse, Y_h and Y_c only, uint8 weights per column,
             input_forget, sequence lengths 6 and 3
   bidi_u8:  bidirectional, uint8 weights per column
+  wide:     640 inputs all positive (quantized with zero point 0), so that
+            the input products' sums may pass 2^24
 """
 import os
 import sys
@@ -27,13 +29,17 @@ rng = np.random.default_rng(11)
 H, I = 16, 12
 
 
-def lstm(name, seq, batch, direction, lens=False, states=False, peep=False, outs=("y", "yh", "yc"), **attrs):
+def lstm(name, seq, batch, direction, lens=False, states=False, peep=False, outs=("y", "yh", "yc"), width=None,
+         **attrs):
+    global I
+    I = width or 12
     dirs = 2 if direction == "bidirectional" else 1
     inits = [numpy_helper.from_array((rng.standard_normal((dirs, 4 * H, I)) * 0.3).astype(np.float32), "W"),
              numpy_helper.from_array((rng.standard_normal((dirs, 4 * H, H)) * 0.3).astype(np.float32), "R"),
              numpy_helper.from_array((rng.standard_normal((dirs, 8 * H)) * 0.1).astype(np.float32), "B")]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, I])]
-    feeds = {"x": rng.standard_normal((seq, batch, I)).astype(np.float32)}
+    x = rng.uniform(0, 1, (seq, batch, I)) if width else rng.standard_normal((seq, batch, I))
+    feeds = {"x": x.astype(np.float32)}
     ins = ["x", "W", "R", "B", "", "", "", ""]
     if lens:
         ins[4] = "lens"
@@ -79,6 +85,7 @@ def main(outdir):
     save(outdir, "reverse", *lstm("reverse", 6, 2, "reverse", lens=[6, 3], outs=("yh", "yc"), input_forget=1),
          weight_type=QuantType.QUInt8, per_channel=True)
     save(outdir, "bidi_u8", *lstm("bidi_u8", 5, 2, "bidirectional"), weight_type=QuantType.QUInt8, per_channel=True)
+    save(outdir, "wide", *lstm("wide", 3, 2, "forward", width=640), weight_type=QuantType.QInt8)
 
 
 if __name__ == "__main__":
