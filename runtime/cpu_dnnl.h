@@ -190,6 +190,17 @@ typedef struct xf_dn_handler {
     bool (*takes_post)(const xf_node *n, int n_posts, const xf_dn_post *post);
 } xf_dn_handler;
 
+/* A handler's prepare, fn, for nodes run by a loop of this backend's own,
+ * run, in every form the handler takes. */
+#define XF_DN_KERNEL_PREPARE(fn, run)                                                                                  \
+    static xf_status fn(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,                 \
+                        const xf_tensor_view *out, xf_dn_node *st, xf_error *err)                                      \
+    {                                                                                                                  \
+        (void)c, (void)g, (void)n, (void)in, (void)out, (void)err;                                                     \
+        st->kernel = run;                                                                                              \
+        return XF_OK;                                                                                                  \
+    }
+
 /* The attention kernels' (and DynamicQuantizeLSTM's) products on oneDNN's
  * sgemm, as xf_attn_gemm (cpu_dnnl_attn.c). */
 bool xf_dn_sgemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,

@@ -130,17 +130,6 @@ static xf_status half_cast_run(const xf_node *n, const xf_tensor_view *in, const
     return XF_OK;
 }
 
-static xf_status half_cast_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                   const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
-{
-    (void)c;
-    (void)g;
-    (void)n;
-    (void)in;
-    (void)out;
-    (void)err;
-    st->kernel = half_cast_run;
-    return XF_OK;
-}
+XF_DN_KERNEL_PREPARE(half_cast_prepare, half_cast_run)
 
 const xf_dn_handler xf_dn_half_cast_handler = {half_cast_handles, NULL, half_cast_prepare, NULL};

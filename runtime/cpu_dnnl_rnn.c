@@ -246,17 +246,6 @@ static bool qlstm_handles(const xf_graph *g, const xf_node *n)
     return true;
 }
 
-static xf_status qlstm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
-{
-    (void)c;
-    (void)g;
-    (void)n;
-    (void)in;
-    (void)out;
-    (void)err;
-    st->kernel = qlstm_run;
-    return XF_OK;
-}
+XF_DN_KERNEL_PREPARE(qlstm_prepare, qlstm_run)
 
 const xf_dn_handler xf_dn_qlstm_handler = {qlstm_handles, NULL, qlstm_prepare, NULL};
