@@ -574,6 +574,15 @@ Onnx__ModelProto *unpack_model_file(const char *path)
     return mp;
 }
 
+Onnx__TensorProto *find_initializer(Onnx__ModelProto *mp, const char *name)
+{
+    for (size_t i = 0; i < mp->graph->n_initializer; i++)
+        if (!strcmp(mp->graph->initializer[i]->name, name))
+            return mp->graph->initializer[i];
+    ck_abort_msg("no initializer %s", name);
+    return NULL;
+}
+
 Onnx__ModelProto *unpack_fixture(const char *dir, const char *name)
 {
     char path[1024];

@@ -57,6 +57,8 @@ void write_bytes(const char *path, const void *buf, size_t len);
 /* The ModelProto in file path (the test fails when it cannot be read);
  * free it with onnx__model_proto__free_unpacked. */
 Onnx__ModelProto *unpack_model_file(const char *path);
+/* mp's initializer called name (the test fails when there is none). */
+Onnx__TensorProto *find_initializer(Onnx__ModelProto *mp, const char *name);
 /* The ModelProto of fixture DIR/NAME.onnx. */
 Onnx__ModelProto *unpack_fixture(const char *dir, const char *name);
 /* The tensor in TensorProto file path; NULL when there is no such file. */

@@ -93,15 +93,6 @@ static void set_str(char **field, const char *v)
     *field = strdup(v);
 }
 
-static Onnx__TensorProto *find_init(Onnx__ModelProto *mp, const char *name)
-{
-    for (size_t i = 0; i < mp->graph->n_initializer; i++)
-        if (!strcmp(mp->graph->initializer[i]->name, name))
-            return mp->graph->initializer[i];
-    ck_abort_msg("no initializer %s", name);
-    return NULL;
-}
-
 /* The element of an OIHW filter (o_n x i_n x k_n) at position p of its
  * OIHWBiBo form in blocks of b. */
 static int64_t oihw_index(int64_t p, int64_t i_n, int64_t k_n, int b)
@@ -135,10 +126,10 @@ START_TEST(test_blocks_of_8)
     for (size_t k = 0; k < mp->graph->n_node; k++) {
         Onnx__NodeProto *np = mp->graph->node[k];
         if (in_domain(np, "com.microsoft.nchwc") && !strcmp(np->op_type, "Conv"))
-            reblock(find_init(mp, np->input[1]));
+            reblock(find_initializer(mp, np->input[1]));
     }
     /* the Reshape to 16 channels' blocks: [0, 1, 0, 0, 16] -> [0, 2, 0, 0, 8] */
-    int64_t *split = (int64_t *)find_init(mp, "Reshape")->raw_data.data;
+    int64_t *split = (int64_t *)find_initializer(mp, "Reshape")->raw_data.data;
     ck_assert(split[1] == 1 && split[4] == 16);
     split[1] = 2;
     split[4] = 8;

@@ -28,22 +28,13 @@ START_TEST(test_onnx_runtime_outputs)
 }
 END_TEST
 
-static Onnx__TensorProto *find_init(Onnx__ModelProto *mp, const char *name)
-{
-    for (size_t i = 0; i < mp->graph->n_initializer; i++)
-        if (!strcmp(mp->graph->initializer[i]->name, name))
-            return mp->graph->initializer[i];
-    ck_abort_msg("no initializer %s", name);
-    return NULL;
-}
-
 /* A weight scale neither one value nor one per column, and int32 weights,
  * are refused when the model loads, naming the node's input. */
 START_TEST(test_refused)
 {
     for (int c = 0; c < 2; c++) {
         Onnx__ModelProto *mp = read_fixture("uint8");
-        Onnx__TensorProto *t = find_init(mp, c == 0 ? "W_scale" : "W_quantized");
+        Onnx__TensorProto *t = find_initializer(mp, c == 0 ? "W_scale" : "W_quantized");
         if (c == 0) {
             t->dims[0] = 48; /* 96 scales as 48 */
             t->n_float_data = t->n_float_data ? 48 : 0;

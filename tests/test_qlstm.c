@@ -35,13 +35,9 @@ START_TEST(test_refused)
         Onnx__ModelProto *mp = read_fixture("bidi");
         Onnx__NodeProto *np = mp->graph->node[0];
         if (c == 0) {
-            for (size_t i = 0; i < mp->graph->n_initializer; i++) {
-                Onnx__TensorProto *t = mp->graph->initializer[i];
-                if (!strcmp(t->name, np->input[1])) { /* 2 x 12 x 64 bytes as floats */
-                    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-                    t->dims[2] = 16;
-                }
-            }
+            Onnx__TensorProto *t = find_initializer(mp, np->input[1]); /* 2 x 12 x 64 bytes as floats */
+            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+            t->dims[2] = 16;
         } else {
             free(np->input[10]);
             np->input[10] = strdup("");
