@@ -32,29 +32,14 @@ typedef struct inliner {
     xf_error *err;
 } inliner;
 
-static bool is_default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
-
-static bool same_domain(const char *a, const char *b)
-{
-    return is_default_domain(a) ? is_default_domain(b) : b && !strcmp(a, b);
-}
-
-/* The version the model imports domain at; -1 when it does not. */
-static int64_t model_opset(const Onnx__ModelProto *mp, const char *domain)
-{
-    for (size_t i = 0; i < mp->n_opset_import; i++)
-        if (same_domain(mp->opset_import[i]->domain, domain))
-            return mp->opset_import[i]->has_version ? mp->opset_import[i]->version : 0;
-    return -1;
-}
-
 /* The function np calls, when exactly one has its domain and name. */
 static const Onnx__FunctionProto *called(const Onnx__ModelProto *mp, const Onnx__NodeProto *np)
 {
     const Onnx__FunctionProto *found = NULL;
     for (size_t i = 0; i < mp->n_functions; i++) {
         const Onnx__FunctionProto *f = mp->functions[i];
-        if (f->name && np->op_type && !strcmp(f->name, np->op_type) && same_domain(f->domain, np->domain)) {
+        if (f->name && np->op_type && !strcmp(f->name, np->op_type) &&
+            xfp_same_domain(f->domain, np->domain)) {
             if (found)
                 return NULL;
             found = f;
@@ -69,7 +54,7 @@ static bool inlinable(const inliner *in, const Onnx__FunctionProto *f, const Onn
         return false;
     for (size_t i = 0; i < f->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = f->opset_import[i];
-        if (model_opset(in->mp, o->domain) != (o->has_version ? o->version : 0))
+        if (xfp_model_opset(in->mp, o->domain) != (o->has_version ? o->version : 0))
             return false;
     }
     for (size_t k = 0; k < f->n_node; k++) {

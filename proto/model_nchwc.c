@@ -632,12 +632,8 @@ xf_status xfp_lower_nchwc(const Onnx__ModelProto *mp, const xfp_tensor_src *src,
         n += is_nchwc(gp->node[k]);
     if (!n)
         return XF_OK;
-    lowering l = {.gp = gp, .src = src, .a = arena, .opset = 1};
-    for (size_t i = 0; i < mp->n_opset_import; i++) {
-        const char *d = mp->opset_import[i]->domain;
-        if ((!d || !d[0] || !strcmp(d, "ai.onnx")) && mp->opset_import[i]->has_version)
-            l.opset = mp->opset_import[i]->version;
-    }
+    int64_t opset = xfp_model_opset(mp, "");
+    lowering l = {.gp = gp, .src = src, .a = arena, .opset = opset > 1 ? opset : 1};
     const Onnx__GraphProto *out = NULL;
     bool ok = lower_graph(&l, &out);
     xfp_map_free(&l.producer);

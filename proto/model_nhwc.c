@@ -115,12 +115,8 @@ xf_status xfp_lower_nhwc(const Onnx__ModelProto *mp, xfp_arena *arena, const Onn
         n += is_nhwc_form(gp->node[k]);
     if (!n)
         return XF_OK;
-    int64_t opset = 1;
-    for (size_t i = 0; i < mp->n_opset_import; i++) {
-        const char *d = mp->opset_import[i]->domain;
-        if ((!d || !d[0] || !strcmp(d, "ai.onnx")) && mp->opset_import[i]->has_version)
-            opset = mp->opset_import[i]->version;
-    }
+    int64_t opset = xfp_model_opset(mp, "");
+    opset = opset > 1 ? opset : 1; /* none imported: 1, as the import takes it */
     xfp_builder b;
     bool ok = xfp_builder_init(&b, arena, gp);
     int kept = 0;

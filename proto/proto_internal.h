@@ -38,6 +38,12 @@ typedef struct xfp_ptr_list {
 bool xfp_list_push(xfp_ptr_list *l, void *p);
 void xfp_list_free(xfp_ptr_list *l);
 
+/* Whether domains a and b are the same (NULL, "" and "ai.onnx" name ONNX's
+ * default domain), and the version mp imports domain at (0 when it gives
+ * none; -1 when it does not import it). */
+bool xfp_same_domain(const char *a, const char *b);
+int64_t xfp_model_opset(const Onnx__ModelProto *mp, const char *domain);
+
 /* Keeps a message one line when it quotes names taken from a file, which may
  * hold any byte: control characters become '?'. */
 void xfp_error_one_line(xf_error *err);

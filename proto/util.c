@@ -165,3 +165,18 @@ void xfp_error_one_line(xf_error *err)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = '?';
 }
+
+static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
+
+bool xfp_same_domain(const char *a, const char *b)
+{
+    return default_domain(a) ? default_domain(b) : b && !strcmp(a, b);
+}
+
+int64_t xfp_model_opset(const Onnx__ModelProto *mp, const char *domain)
+{
+    for (size_t i = 0; i < mp->n_opset_import; i++)
+        if (xfp_same_domain(mp->opset_import[i]->domain, domain))
+            return mp->opset_import[i]->has_version ? mp->opset_import[i]->version : 0;
+    return -1;
+}
