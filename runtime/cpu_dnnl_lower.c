@@ -25,6 +25,17 @@
  * DequantizeLinear goes when nothing else reads it (a tied output
  * projection still does).
  *
+ * ONNX Runtime's quantize_dynamic writes every MatMul as a
+ * MatMulInteger of constant 8-bit weights whose int32 product a Cast
+ * makes float, a Mul scales (by A's scale times B's, one or one per
+ * column) and an Add of a constant row biases.  Run as written, each of
+ * these is a pass over the product; with int8 products exact on this CPU
+ * the chain runs as one MatMulIntegerToFloat, whose scaling and bias are
+ * one pass after oneDNN's product and give the same values: the int32
+ * sums made float, times the Mul's operand (the other scale 1), plus the
+ * bias.  It also takes uint8 weights with zero points, which the
+ * MatMulInteger kernel does not.
+ *
  * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl.h"
 
@@ -288,18 +299,117 @@ static int add_gather(xf_graph *g, const gather_pair *p)
     return i;
 }
 
+/* A MatMulInteger -> Cast -> Mul [-> Add] chain of int_float_of. */
+typedef struct int_float_chain {
+    int mi, cast, mul, add; /* the nodes; add -1 when absent */
+    int scale, bias;        /* the Mul's other operand; the Add's constant, else -1 */
+    bool per_column;        /* the scale holds one value per column of the product, else one */
+} int_float_chain;
+
+/* The node that alone reads value v of the original graph (not a graph
+ * output), else -1; reader[v]: the last node reading v. */
+static int only_reader(const xf_graph *g, const int *reader, int n_values, int v)
+{
+    return v >= 0 && v < n_values && xf_graph_count_uses(g, v) == 1 && !xf_graph_is_output(g, v) ? reader[v] : -1;
+}
+
+/* Whether value v holds `count` floats along the last dim of a tensor of
+ * shape y (one, or its last dim's). */
+static bool row_of(const xf_graph *g, int v, const xf_shape *y, int64_t count)
+{
+    const xf_shape *s = &g->values[v].shape;
+    return g->values[v].dtype == XF_DT_FLOAT && xf_shape_numel(s) == count &&
+           (count == 1 || (s->ndim > 0 && s->dims[s->ndim - 1] == y->dims[y->ndim - 1]));
+}
+
+/* The binary node q of value v (which it reads once) and another operand
+ * (either side), its output of v's shape: that operand, else -1. */
+static int other_operand(const xf_graph *g, int q, xf_op op, int v)
+{
+    const xf_node *n = q >= 0 ? &g->nodes[q] : NULL;
+    if (!n || n->op != op || n->n_inputs != 2 || n->n_outputs != 1 || n->outputs[0] < 0 ||
+        !xf_shape_equal(&g->values[n->outputs[0]].shape, &g->values[v].shape))
+        return -1;
+    return n->inputs[n->inputs[0] == v ? 1 : 0];
+}
+
+static bool int_float_of(const xf_graph *g, const int *reader, int n_values, int mi, int_float_chain *p)
+{
+    const xf_node *m = &g->nodes[mi];
+    if (m->op != XF_OP_MATMUL_INTEGER || m->n_outputs != 1 || m->inputs[0] < 0 || m->inputs[1] < 0)
+        return false;
+    const xf_tensor *b = xf_graph_constant(g, m->inputs[1]);
+    const xf_value *a = &g->values[m->inputs[0]];
+    int a_zp = m->n_inputs > 2 ? m->inputs[2] : -1, b_zp = m->n_inputs > 3 ? m->inputs[3] : -1;
+    if (!b || b->shape.ndim != 2 || a->shape.ndim < 1 || a->shape.dims[a->shape.ndim - 1] != b->shape.dims[0] ||
+        (a_zp >= 0 && xf_shape_numel(&g->values[a_zp].shape) != 1) ||
+        (b_zp >= 0 && xf_shape_numel(&g->values[b_zp].shape) != 1 &&
+         xf_shape_numel(&g->values[b_zp].shape) != b->shape.dims[1]))
+        return false;
+    int cast = only_reader(g, reader, n_values, m->outputs[0]);
+    if (cast < 0 || g->nodes[cast].op != XF_OP_CAST || g->nodes[cast].attrs.to != XF_DT_FLOAT ||
+        g->nodes[cast].n_outputs != 1)
+        return false;
+    int f = g->nodes[cast].outputs[0], mul = only_reader(g, reader, n_values, f);
+    int scale = other_operand(g, mul, XF_OP_MUL, f);
+    const xf_shape *y = &g->values[f].shape;
+    int64_t cols = b->shape.dims[1];
+    if (scale < 0 || y->ndim < 1 || !(row_of(g, scale, y, 1) || row_of(g, scale, y, cols)))
+        return false;
+    int x = g->nodes[mul].outputs[0], add = only_reader(g, reader, n_values, x);
+    int bias = other_operand(g, add, XF_OP_ADD, x);
+    if (bias < 0 || !xf_graph_constant(g, bias) || !row_of(g, bias, y, cols))
+        add = bias = -1;
+    *p = (int_float_chain){mi, cast, mul, add, scale, bias, xf_shape_numel(&g->values[scale].shape) != 1};
+    return true;
+}
+
+/* Appends the MatMulIntegerToFloat that computes p's last output; its
+ * node index or -1 when out of memory. */
+static int add_int_float(xf_graph *g, const int_float_chain *p)
+{
+    xf_shape one_shape = xf_shape_make(0, NULL);
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &one_shape);
+    if (t)
+        *(float *)t->data = 1.0f;
+    const xf_node *m = &g->nodes[p->mi];
+    int one = add_constant(g, g->values[m->outputs[0]].name, "_unit_scale", t);
+    if (one < 0)
+        return -1;
+    m = &g->nodes[p->mi];
+    int in[7] = {m->inputs[0], m->inputs[1], p->per_column ? one : p->scale, p->per_column ? p->scale : one,
+                 m->n_inputs > 2 ? m->inputs[2] : -1, m->n_inputs > 3 ? m->inputs[3] : -1, p->bias};
+    int y = g->nodes[p->add >= 0 ? p->add : p->mul].outputs[0];
+    char name[512];
+    snprintf(name, sizeof name, "%s", m->name ? m->name : "");
+    return xf_graph_add_node(g, XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, name, 7, in, 1, &y);
+}
+
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
 {
     int n0 = g->n_nodes, found = 0;
     bool *keep = malloc(sizeof *keep * (size_t)(n0 > 0 ? n0 : 1));
     int *gathered = calloc((size_t)(n0 > 0 ? n0 : 1), sizeof *gathered); /* per DequantizeLinear: Gathers lowered */
-    bool nomem = !keep || !gathered;
-    for (int i = 0; !nomem && i < n0; i++)
+    int v0 = g->n_values, *reader = malloc(sizeof *reader * (size_t)(v0 > 0 ? v0 : 1));
+    bool nomem = !keep || !gathered || !reader, exact_int8 = xf_dn_exact_int8();
+    for (int v = 0; !nomem && v < v0; v++)
+        reader[v] = -1;
+    for (int i = 0; !nomem && i < n0; i++) {
         keep[i] = true;
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0)
+                reader[g->nodes[i].inputs[k]] = i;
+    }
     for (int i = 0; !nomem && i < n0; i++) {
         nbits_pair p;
         gather_pair q;
-        if (nbits_pair_of(g, i, &p)) {
+        int_float_chain r;
+        if (exact_int8 && int_float_of(g, reader, v0, i, &r)) {
+            nomem = add_int_float(g, &r) < 0;
+            keep[r.mi] = keep[r.cast] = keep[r.mul] = false;
+            if (r.add >= 0)
+                keep[r.add] = false;
+        } else if (nbits_pair_of(g, i, &p)) {
             nomem = add_nbits(g, &p) < 0;
             keep[p.mm] = keep[p.dq] = false;
         } else if (gather_pair_of(g, i, &q)) {
@@ -318,6 +428,7 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
             keep[i] = false;
     }
     free(gathered);
+    free(reader);
     bool *all = nomem || !found ? NULL : realloc(keep, sizeof *all * (size_t)g->n_nodes);
     if (!all) {
         free(keep);

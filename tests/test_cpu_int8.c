@@ -728,33 +728,88 @@ START_TEST(int_to_float_casts)
 }
 END_TEST
 
+/* How dynamic_quantization_block varies the block. */
+typedef struct dq_form {
+    xf_dtype w;           /* the weights' type (uint8 with a nonzero zero point per column) */
+    bool per_column;      /* w_scale one per column */
+    bool scale_first;     /* Mul(scale, product) */
+    int bias;             /* 0 none, 1 a constant [40], 2 a constant [1, 1, 40], 3 a graph input */
+    bool cast_read_twice; /* the Cast's output also a graph output */
+    bool product_out;     /* the int32 product also a graph output */
+    bool per_row;         /* the scale one per row ([40, 1], 40 rows and columns): not MatMulIntegerToFloat's */
+    bool lowered;         /* the cpu backend runs the chain as MatMulIntegerToFloat (with VNNI) */
+} dq_form;
+
 /* y = Cast(MatMulInteger(DynamicQuantizeLinear(x), W)) * (x_scale *
- * w_scale), as onnxruntime.quantization.quantize_dynamic writes a MatMul:
- * the zero point oneDNN reads is computed per run. */
+ * w_scale) [+ bias], as onnxruntime.quantization.quantize_dynamic writes a
+ * MatMul: the zero point oneDNN reads is computed per run.  Where int8
+ * products are exact the chain runs as one MatMulIntegerToFloat, Add
+ * included when its bias is a constant row, with cpu_ref's values; forms
+ * it does not take stay as written. */
 START_TEST(dynamic_quantization_block)
 {
     if (!xf_bt_have_cpu())
         return;
+    static const dq_form forms[] = {
+        {XF_DT_INT8, .lowered = true},
+        {XF_DT_UINT8, .scale_first = true, .bias = 1, .lowered = true},
+        {XF_DT_INT8, .per_column = true, .bias = 2, .lowered = true},
+        {XF_DT_UINT8, .per_column = true, .bias = 3, .lowered = true},
+        {XF_DT_INT8, .bias = 1, .cast_read_twice = true},
+        {XF_DT_INT8, .product_out = true},
+        {XF_DT_INT8, .per_row = true},
+    };
     xf_bt_seed(13);
-    xf_graph *g = xf_graph_create("dq");
-    int x = xf_bt_input(g, XF_DT_FLOAT, SHAPE(1, 13, 96));
-    xf_tensor *wt = full_range(XF_DT_INT8, SHAPE(96, 40)), *ws = scales(SCALAR, 0.001, 0.01);
-    int w = xf_graph_add_initializer(g, NULL, wt), w_scale = xf_graph_add_initializer(g, NULL, ws);
-    xf_tensor_release(wt);
-    xf_tensor_release(ws);
-    int w_zp = constant(g, NULL, XF_DT_INT8, SCALAR, (int8_t[]){0});
-    int dq = node(g, XF_OP_DYNAMIC_QUANTIZE_LINEAR, "dq", 1, (int[]){x}, 3);
-    const int *q = g->nodes[dq].outputs;
-    int mm = NODE(g, XF_OP_MATMUL_INTEGER, q[0], w, q[2], w_zp);
-    int cast = NODE(g, XF_OP_CAST, out0(g, mm));
-    attrs(g, cast)->to = XF_DT_FLOAT;
-    int scale = NODE(g, XF_OP_MUL, q[1], w_scale);
-    int y = NODE(g, XF_OP_MUL, out0(g, cast), out0(g, scale));
-    xf_graph_add_output(g, out0(g, y));
-    xf_graph_add_output(g, q[0]);
-    infer_ok(g, 21);
-    xf_bt_check_graph(g, 21, "cpu", true, 0, 0, "a dynamically quantized MatMul");
-    xf_graph_free(g);
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        const dq_form *d = &forms[f];
+        xf_graph *g = xf_graph_create("dq");
+        int x = xf_bt_input(g, XF_DT_FLOAT, SHAPE(1, d->per_row ? 40 : 13, 96));
+        xf_tensor *wt = full_range(d->w, SHAPE(96, 40));
+        xf_shape ss = d->per_row ? SHAPE(40, 1) : d->per_column ? SHAPE(40) : SCALAR;
+        xf_tensor *ws = scales(ss, 0.001, 0.01);
+        int w = xf_graph_add_initializer(g, NULL, wt), w_scale = xf_graph_add_initializer(g, NULL, ws);
+        xf_tensor_release(wt);
+        xf_tensor_release(ws);
+        xf_tensor *zt = d->w == XF_DT_UINT8 ? full_range(XF_DT_UINT8, SHAPE(40)) : int_scalar(XF_DT_INT8, 0);
+        int w_zp = xf_graph_add_initializer(g, NULL, zt);
+        xf_tensor_release(zt);
+        int dq = node(g, XF_OP_DYNAMIC_QUANTIZE_LINEAR, "dq", 1, (int[]){x}, 3);
+        const int *q = g->nodes[dq].outputs;
+        int mm = NODE(g, XF_OP_MATMUL_INTEGER, q[0], w, q[2], w_zp);
+        int cast = NODE(g, XF_OP_CAST, out0(g, mm));
+        attrs(g, cast)->to = XF_DT_FLOAT;
+        int scale = NODE(g, XF_OP_MUL, q[1], w_scale);
+        int y = d->scale_first ? NODE(g, XF_OP_MUL, out0(g, scale), out0(g, cast))
+                               : NODE(g, XF_OP_MUL, out0(g, cast), out0(g, scale));
+        if (d->bias) {
+            xf_shape bs = d->bias == 2 ? SHAPE(1, 1, 40) : SHAPE(40);
+            xf_tensor *bt = d->bias == 3 ? NULL : scales(bs, -1, 1);
+            int bias = bt ? xf_graph_add_initializer(g, NULL, bt) : xf_bt_input(g, XF_DT_FLOAT, bs);
+            xf_tensor_release(bt);
+            y = NODE(g, XF_OP_ADD, out0(g, y), bias);
+        }
+        xf_graph_add_output(g, out0(g, y));
+        xf_graph_add_output(g, q[0]);
+        if (d->cast_read_twice)
+            xf_graph_add_output(g, out0(g, cast));
+        if (d->product_out)
+            xf_graph_add_output(g, out0(g, mm));
+        infer_ok(g, 21);
+        char what[80];
+        snprintf(what, sizeof what, "a dynamically quantized MatMul, form %zu", f);
+        xf_bt_check_graph(g, 21, "cpu", true, 0, 0, what);
+        xf_session *s = NULL;
+        xf_error err = {0};
+        ck_assert_msg(xf_session_create(g, 21, "cpu", NULL, &s, &err) == XF_OK, "%s: %s", what, err.msg);
+        int counts[XF_OP_COUNT + 1];
+        xf_graph_count_ops(xf_session_graph(s), counts);
+        bool lowered = d->lowered && have_vnni();
+        ck_assert_msg(counts[XF_OP_MS_MATMUL_INTEGER_TO_FLOAT] == lowered && counts[XF_OP_MATMUL_INTEGER] == !lowered,
+                      "%s: lowered %d", what, counts[XF_OP_MS_MATMUL_INTEGER_TO_FLOAT]);
+        ck_assert_int_eq(counts[XF_OP_ADD], d->bias && !(lowered && d->bias != 3));
+        xf_session_free(s);
+        xf_graph_free(g);
+    }
 }
 END_TEST
 
