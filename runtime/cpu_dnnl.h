@@ -255,6 +255,15 @@ extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler, xf_dn_dyn
  * hold it back): their int8 products sum every uint8 x int8 product exactly
  * in int32, which the int8 paths rely on. */
 bool xf_dn_exact_int8(void);
+
+/* The 8-bit loops (cpu_dnnl_qloops.c), with cpu_ref's arithmetic, over
+ * OpenMP's threads: the smallest and largest of x and 0, NaNs skipped;
+ * x / scale rounded half to even plus zp, saturated to uint8 (NaN to 0);
+ * ((x ^ flip) - offset) * scale (int8 read as uint8 with flip 0x80 and
+ * offset zp + 128). */
+void xf_dn_range_of(const float *x, int64_t count, float *lo, float *hi);
+void xf_dn_quantize_all(const float *x, uint8_t *y, int64_t count, float scale, float zp);
+void xf_dn_dequantize_all(const uint8_t *x, float *y, int64_t count, uint8_t flip, int32_t offset, float scale);
 /* com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_int_matmul_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,

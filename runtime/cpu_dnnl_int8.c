@@ -430,83 +430,6 @@ static bool dynamic_quantize_handles(const xf_graph *g, const xf_node *n)
            g->values[n->outputs[0]].dtype == XF_DT_UINT8;
 }
 
-/* x / scale rounded half to even, plus zp, saturated to uint8 (NaN to 0),
- * as xf_rt_quantize_round and xf_rt_store_f64 write it, but rounding by
- * adding and subtracting 1.5 x 2^23, which vectorizes: that rounds to the
- * nearest integer (ties to even, the current mode) as nearbyintf does
- * below 2^22, and leaves larger values beyond the saturation bounds, on
- * their side of 0. */
-static inline uint8_t quantize_u8(float x, float scale, float zp)
-{
-    const float shift = 0x1.8p23f;
-    float v = x / scale + shift - shift + zp;
-    v = v > 0.0f ? v : 0.0f;
-    v = v < 255.0f ? v : 255.0f;
-    return (uint8_t)(int32_t)v;
-}
-
-/* The smallest and largest of x[0..count) and 0, NaNs skipped, over 16
- * lanes. */
-static void range_run_of(const float *x, int64_t count, float *lo_out, float *hi_out)
-{
-    float lo[LANES] = {0}, hi[LANES] = {0}, l = 0, h = 0;
-    int64_t i = 0;
-    for (; i + LANES <= count; i += LANES)
-        for (int j = 0; j < LANES; j++) {
-            lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
-            hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
-        }
-    for (int j = 0; j < LANES; j++) {
-        l = lo[j] < l ? lo[j] : l;
-        h = hi[j] > h ? hi[j] : h;
-    }
-    for (; i < count; i++) {
-        l = x[i] < l ? x[i] : l;
-        h = x[i] > h ? x[i] : h;
-    }
-    *lo_out = l;
-    *hi_out = h;
-}
-
-static void quantize_run_of(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
-{
-    int64_t i = 0;
-    for (; i + LANES <= count; i += LANES)
-        for (int j = 0; j < LANES; j++)
-            y[i + j] = quantize_u8(x[i + j], scale, zp);
-    for (; i < count; i++)
-        y[i] = quantize_u8(x[i], scale, zp);
-}
-
-static void quantize_all(const float *restrict x, uint8_t *restrict y, int64_t count, float scale, float zp)
-{
-    int64_t size, chunks = xf_dn_chunks(count, &size);
-    XF_OMP_FOR(chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i = c * size, m = count - i < size ? count - i : size;
-        quantize_run_of(x + i, y + i, m, scale, zp);
-    }
-}
-
-/* The same over the whole tensor, in chunks; min and max are exact, so
- * the result does not depend on how it is split. */
-static void range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
-{
-    float lo[XF_DN_CHUNKS], hi[XF_DN_CHUNKS], l = 0, h = 0;
-    int64_t size, chunks = xf_dn_chunks(count, &size);
-    XF_OMP_FOR(chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i = c * size;
-        range_run_of(x + i, count - i < size ? count - i : size, &lo[c], &hi[c]);
-    }
-    for (int64_t c = 0; c < chunks; c++) {
-        l = lo[c] < l ? lo[c] : l;
-        h = hi[c] > h ? hi[c] : h;
-    }
-    *lo_out = l;
-    *hi_out = h;
-}
-
 /* cpu_ref's DynamicQuantizeLinear (xf_ref_dynamic_quantize: the same range
  * with NaNs skipped, scale, zero point and rounding) in loops over blocks
  * of 16 elements, which the compiler vectorizes. */
@@ -514,9 +437,9 @@ static xf_status dynamic_quantize_run(const xf_node *n, const xf_tensor_view *in
                                       xf_error *err)
 {
     float lo, hi, scale, zp;
-    range_of(in[0].data, xf_rt_numel(&in[0]), &lo, &hi);
+    xf_dn_range_of(in[0].data, xf_rt_numel(&in[0]), &lo, &hi);
     xf_rt_dynamic_qparams(n, out, lo, hi, &scale, &zp);
-    quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), scale, zp);
+    xf_dn_quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), scale, zp);
     return XF_OK;
 }
 
@@ -546,7 +469,7 @@ static xf_status quantize_run(const xf_node *n, const xf_tensor_view *in, const 
 {
     bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]);
     float zp = has_zp ? (float)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0.0f;
-    quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), *(const float *)in[1].data, zp);
+    xf_dn_quantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), *(const float *)in[1].data, zp);
     return XF_OK;
 }
 
@@ -570,34 +493,12 @@ static bool dequantize_handles(const xf_graph *g, const xf_node *n)
            n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
 }
 
-static void dequantize_run_of(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip,
-                              int32_t offset, float scale)
-{
-    int64_t i = 0;
-    for (; i + LANES <= count; i += LANES)
-        for (int j = 0; j < LANES; j++)
-            y[i + j] = (float)((int32_t)(x[i + j] ^ flip) - offset) * scale;
-    for (; i < count; i++)
-        y[i] = (float)((int32_t)(x[i] ^ flip) - offset) * scale;
-}
-
-static void dequantize_all(const uint8_t *restrict x, float *restrict y, int64_t count, uint8_t flip, int32_t offset,
-                           float scale)
-{
-    int64_t size, chunks = xf_dn_chunks(count, &size);
-    XF_OMP_FOR(chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i = c * size;
-        dequantize_run_of(x + i, y + i, count - i < size ? count - i : size, flip, offset, scale);
-    }
-}
-
 static xf_status dequantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_error *err)
 {
     bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]), s8 = in[0].dtype == XF_DT_INT8;
     int32_t zp = has_zp ? (int32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
-    dequantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), s8 ? 0x80 : 0, zp + (s8 ? 128 : 0),
+    xf_dn_dequantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), s8 ? 0x80 : 0, zp + (s8 ? 128 : 0),
                    *(const float *)in[1].data);
     return XF_OK;
 }
@@ -736,9 +637,9 @@ static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view
     bool s8 = in[0].dtype == XF_DT_INT8;
     if (n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL) {
         float lo, hi, zp;
-        range_of(in[0].data, g.m * g.k, &lo, &hi);
+        xf_dn_range_of(in[0].data, g.m * g.k, &lo, &hi);
         xf_rt_dynamic_qparams(n, NULL, lo, hi, g.sa, &zp);
-        quantize_all(in[0].data, g.qa, g.m * g.k, *g.sa, zp);
+        xf_dn_quantize_all(in[0].data, g.qa, g.m * g.k, *g.sa, zp);
         *g.za = (int32_t)zp;
         a = g.qa;
     } else {

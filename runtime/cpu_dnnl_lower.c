@@ -36,6 +36,21 @@
  * bias.  It also takes uint8 weights with zero points, which the
  * MatMulInteger kernel does not.
  *
+ * A QDQ model (ONNX Runtime's quantize_static, TensorRT's and PyTorch's
+ * QDQ exports) computes each convolution in float between a
+ * DequantizeLinear of its 8-bit input, one of its int8 weights (per
+ * tensor or per output channel), one of its int32 bias and a
+ * QuantizeLinear of its output.  Where int8 products are exact the four
+ * run as one QLinearConv over the same integers, as ONNX Runtime runs
+ * them: the sums exact in int32, the bias added there (its scale must be
+ * the input's times the weight's, as the quantizers write it), then
+ * scaled and rounded once.  The float graph rounds every product and sum
+ * of the dequantized values instead, so an output may land one step
+ * apart where its value sits near a rounding boundary.  A Relu between
+ * the convolution and the QuantizeLinear is the saturation at the zero
+ * point when that is the type's least value, and is then left out;
+ * otherwise the four stay as written.
+ *
  * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl.h"
 
@@ -385,13 +400,129 @@ static int add_int_float(xf_graph *g, const int_float_chain *p)
     return xf_graph_add_node(g, XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, name, 7, in, 1, &y);
 }
 
+/* A DequantizeLinear -> Conv -> QuantizeLinear group of qdq_conv_of. */
+typedef struct qdq_conv {
+    int conv, q;        /* the nodes the QLinearConv replaces */
+    int dq[3];          /* the DequantizeLinear of x, w and the bias (-1: no bias) */
+    int inputs[9];      /* the QLinearConv's */
+} qdq_conv;
+
+/* Whether value v is a constant of one element (absent: when may_lack). */
+static bool single_const(const xf_graph *g, int v, bool may_lack)
+{
+    const xf_tensor *t = xf_graph_constant(g, v);
+    return v < 0 ? may_lack : t && xf_shape_numel(&t->shape) == 1;
+}
+
+/* The DequantizeLinear producing value v when it dequantizes constant
+ * codes of type `codes` (any 8-bit type for XF_DT_UNDEFINED; then they may
+ * be computed) with a constant float scale of 1 or `per` elements (per 0:
+ * one) and a constant zero point of zeros or none (zero_free), or of one
+ * element; else -1. */
+static int dq_of(const xf_graph *g, int v, xf_dtype codes, int64_t per, bool zero_free)
+{
+    int d = v >= 0 ? g->values[v].producer : -1;
+    if (d < 0 || g->nodes[d].op != XF_OP_DEQUANTIZE_LINEAR || g->nodes[d].n_outputs != 1 || g->nodes[d].n_inputs < 2 ||
+        g->nodes[d].attrs.block_size != 0)
+        return -1;
+    const xf_node *n = &g->nodes[d];
+    int q = n->inputs[0], zp = n->n_inputs > 2 ? n->inputs[2] : -1;
+    xf_dtype t = q >= 0 ? g->values[q].dtype : XF_DT_UNDEFINED;
+    const xf_tensor *scale = xf_graph_constant(g, n->inputs[1]), *z = xf_graph_constant(g, zp);
+    int64_t count = scale ? xf_shape_numel(&scale->shape) : 0;
+    if (!scale || scale->dtype != XF_DT_FLOAT || (count != 1 && (per == 0 || count != per)) || (zp >= 0 && !z))
+        return -1;
+    if (codes == XF_DT_UNDEFINED ? t != XF_DT_UINT8 && t != XF_DT_INT8 : t != codes || !xf_graph_constant(g, q))
+        return -1;
+    if (count > 1 && n->attrs.axis != 0 && n->attrs.axis != -g->values[q].shape.ndim)
+        return -1;
+    if (!zero_free)
+        return !z || (z->dtype == t && xf_shape_numel(&z->shape) == 1) ? d : -1;
+    for (int64_t i = 0; z && i < xf_shape_numel(&z->shape); i++)
+        if (xf_rt_load_i64(z->dtype, z->data, i) != 0)
+            return -1;
+    return d;
+}
+
+/* Element i of a scale of one or more floats. */
+static float scale_at(const xf_tensor *t, int64_t i)
+{
+    return ((const float *)t->data)[xf_shape_numel(&t->shape) == 1 ? 0 : i];
+}
+
+static bool qdq_conv_of(const xf_graph *g, const int *reader, int n_values, int ci, qdq_conv *p)
+{
+    const xf_node *c = &g->nodes[ci];
+    if (c->op != XF_OP_CONV || c->n_inputs < 2 || c->n_outputs != 1 || c->attrs.ms_act != XF_MS_ACT_NONE ||
+        (c->attrs.activation != XF_ACT_NONE && c->attrs.activation != XF_ACT_RELU) || c->inputs[1] < 0 ||
+        g->values[c->inputs[1]].shape.ndim < 1)
+        return false;
+    int64_t m = g->values[c->inputs[1]].shape.dims[0];
+    int b = c->n_inputs > 2 ? c->inputs[2] : -1;
+    p->conv = ci;
+    p->dq[0] = dq_of(g, c->inputs[0], XF_DT_UNDEFINED, 0, false);
+    p->dq[1] = dq_of(g, c->inputs[1], XF_DT_INT8, m, true);
+    p->dq[2] = b >= 0 ? dq_of(g, b, XF_DT_INT32, m, true) : -1;
+    p->q = only_reader(g, reader, n_values, c->outputs[0]);
+    if (p->dq[0] < 0 || p->dq[1] < 0 || (b >= 0 && p->dq[2] < 0) || p->q < 0)
+        return false;
+    const xf_node *q = &g->nodes[p->q], *dx = &g->nodes[p->dq[0]], *dw = &g->nodes[p->dq[1]];
+    int y = q->outputs[0], y_zp = q->n_inputs > 2 ? q->inputs[2] : -1;
+    if (q->op != XF_OP_QUANTIZE_LINEAR || q->n_inputs < 2 || q->inputs[0] != c->outputs[0] || q->n_outputs != 1 ||
+        y < 0 || (g->values[y].dtype != XF_DT_UINT8 && g->values[y].dtype != XF_DT_INT8) ||
+        !single_const(g, q->inputs[1], false) || g->values[q->inputs[1]].dtype != XF_DT_FLOAT ||
+        !single_const(g, y_zp, true) || q->attrs.block_size != 0)
+        return false;
+    /* a Relu is the saturation only at the type's least zero point */
+    if (c->attrs.activation == XF_ACT_RELU) {
+        const xf_tensor *z = xf_graph_constant(g, y_zp);
+        int64_t least = g->values[y].dtype == XF_DT_UINT8 ? 0 : -128;
+        if ((z ? xf_rt_load_i64(z->dtype, z->data, 0) : 0) != least)
+            return false;
+    }
+    /* the bias in the sums: its scale is the input's times the weight's */
+    if (b >= 0) {
+        const xf_tensor *xs = xf_graph_constant(g, dx->inputs[1]), *ws = xf_graph_constant(g, dw->inputs[1]);
+        const xf_tensor *bs = xf_graph_constant(g, g->nodes[p->dq[2]].inputs[1]);
+        for (int64_t i = 0; i < m; i++)
+            if (scale_at(bs, i) != scale_at(xs, 0) * scale_at(ws, i))
+                return false;
+    }
+    const int *xi = dx->inputs, *wi = dw->inputs;
+    int in[9] = {xi[0], xi[1], dx->n_inputs > 2 ? xi[2] : -1, wi[0], wi[1], dw->n_inputs > 2 ? wi[2] : -1,
+                 q->inputs[1], y_zp, b >= 0 ? g->nodes[p->dq[2]].inputs[0] : -1};
+    memcpy(p->inputs, in, sizeof in);
+    /* what the backend's QLinearConv takes, else the float graph runs */
+    xf_node qc = {.op = XF_OP_QLINEAR_CONV, .attrs = c->attrs, .n_inputs = 9, .inputs = p->inputs, .n_outputs = 1,
+                  .outputs = &y};
+    qc.attrs.activation = XF_ACT_NONE;
+    return xf_dn_qconv_handler.handles(g, &qc);
+}
+
+/* Appends the QLinearConv of p; its node index or -1 when out of memory. */
+static int add_qdq_conv(xf_graph *g, const qdq_conv *p)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s", g->nodes[p->conv].name ? g->nodes[p->conv].name : "");
+    int y = g->nodes[p->q].outputs[0];
+    int i = xf_graph_add_node(g, XF_OP_QLINEAR_CONV, name, 9, p->inputs, 1, &y);
+    if (i < 0)
+        return -1;
+    xf_tensor *kept = g->nodes[i].attrs.value;
+    g->nodes[i].attrs = g->nodes[p->conv].attrs;
+    g->nodes[i].attrs.value = kept;
+    g->nodes[i].attrs.activation = XF_ACT_NONE;
+    return i;
+}
+
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
 {
     int n0 = g->n_nodes, found = 0;
     bool *keep = malloc(sizeof *keep * (size_t)(n0 > 0 ? n0 : 1));
-    int *gathered = calloc((size_t)(n0 > 0 ? n0 : 1), sizeof *gathered); /* per DequantizeLinear: Gathers lowered */
+    /* per DequantizeLinear: the uses of its output that lowered nodes took over */
+    int *absorbed = calloc((size_t)(n0 > 0 ? n0 : 1), sizeof *absorbed);
     int v0 = g->n_values, *reader = malloc(sizeof *reader * (size_t)(v0 > 0 ? v0 : 1));
-    bool nomem = !keep || !gathered || !reader, exact_int8 = xf_dn_exact_int8();
+    bool nomem = !keep || !absorbed || !reader, exact_int8 = xf_dn_exact_int8();
     for (int v = 0; !nomem && v < v0; v++)
         reader[v] = -1;
     for (int i = 0; !nomem && i < n0; i++) {
@@ -404,7 +535,14 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
         nbits_pair p;
         gather_pair q;
         int_float_chain r;
-        if (exact_int8 && int_float_of(g, reader, v0, i, &r)) {
+        qdq_conv qc;
+        if (exact_int8 && qdq_conv_of(g, reader, v0, i, &qc)) {
+            nomem = add_qdq_conv(g, &qc) < 0;
+            keep[qc.conv] = keep[qc.q] = false;
+            for (int k = 0; k < 3; k++)
+                if (qc.dq[k] >= 0)
+                    absorbed[qc.dq[k]]++;
+        } else if (exact_int8 && int_float_of(g, reader, v0, i, &r)) {
             nomem = add_int_float(g, &r) < 0;
             keep[r.mi] = keep[r.cast] = keep[r.mul] = false;
             if (r.add >= 0)
@@ -415,7 +553,7 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
         } else if (gather_pair_of(g, i, &q)) {
             nomem = add_gather(g, &q) < 0;
             keep[q.gather] = false;
-            gathered[q.dq]++;
+            absorbed[q.dq]++;
         } else {
             continue;
         }
@@ -424,10 +562,10 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
     /* a DequantizeLinear whose every reader was lowered goes too */
     for (int i = 0; !nomem && found && i < n0; i++) {
         int v = g->nodes[i].n_outputs > 0 ? g->nodes[i].outputs[0] : -1;
-        if (gathered[i] && xf_graph_count_uses(g, v) == gathered[i]) /* graph outputs count */
+        if (absorbed[i] && xf_graph_count_uses(g, v) == absorbed[i]) /* graph outputs count */
             keep[i] = false;
     }
-    free(gathered);
+    free(absorbed);
     free(reader);
     bool *all = nomem || !found ? NULL : realloc(keep, sizeof *all * (size_t)g->n_nodes);
     if (!all) {

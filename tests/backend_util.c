@@ -145,6 +145,15 @@ bool xf_bt_have_cpu(void)
     return false;
 }
 
+bool xf_bt_have_vnni(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
 {
     xf_bt_check_graph(g, opset, "cpu", true, atol, rtol, what);

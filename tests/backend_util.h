@@ -38,6 +38,9 @@ void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bo
 /* Whether this build has the cpu backend (oneDNN); if not, says that the
  * check is skipped and why. */
 bool xf_bt_have_cpu(void);
+/* Whether the CPU has AVX-512 VNNI, which the cpu backend's int8 paths
+ * need (see cpu_dnnl_int8.c). */
+bool xf_bt_have_vnni(void);
 /* xf_bt_check_graph on the cpu backend, static and dynamic mode. */
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
 

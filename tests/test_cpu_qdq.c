@@ -1,0 +1,270 @@
+/* QDQ convolutions on the `cpu` backend: a DequantizeLinear of the 8-bit
+ * input, one of the int8 weights (per tensor or per output channel), one
+ * of the int32 bias and a QuantizeLinear of the output run as one
+ * QLinearConv where int8 products are exact (AVX-512 VNNI or AMX).  The
+ * lowered group must give exactly what cpu_ref's QLinearConv gives on the
+ * same integers; forms it does not take (a bias scale that is not the
+ * input's times the weight's, uint8 weights, a Relu before a zero point
+ * above the type's least, a convolution output read twice) stay as written.
+ * Either way the outputs are at most one step from cpu_ref's float QDQ
+ * graph (oneDNN's float convolution sums in another order too), and few
+ * are. */
+#include "backend_util.h"
+#include "core_builders.h"
+#include "xf_runtime.h"
+#include "xf_test_util.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef enum {
+    TWIST_NONE,
+    TWIST_BIAS_SCALE, /* the bias's scale 1.5 times the input's times the weight's */
+    TWIST_BIAS_ZP,    /* the bias with a zero point of 7 */
+    TWIST_UINT8_W,    /* uint8 weights */
+    TWIST_W_AXIS1,    /* the weights' scales per input channel (as many as output channels) */
+    TWIST_READ_TWICE, /* the convolution's output also a graph output */
+    TWIST_RELU_ZP     /* a Relu before a zero point 60 above the type's least */
+} twist;
+
+typedef struct qdq_form {
+    xf_dtype act;      /* the input's and output's type */
+    bool per_channel;  /* the weights' scale one per output channel */
+    bool bias, relu;   /* a bias; a Relu between the Conv and the QuantizeLinear */
+    int64_t group, stride, pad;
+    twist twist;       /* a form the backend leaves as written */
+} qdq_form;
+
+/* Random integers in [lo, hi] of type t. */
+static xf_tensor *ints(xf_dtype t, xf_shape s, int64_t lo, int64_t hi)
+{
+    xf_tensor *x = xf_tensor_create(t, &s);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < xf_shape_numel(&s); i++) {
+        int64_t v = xf_bt_rnd(lo, hi);
+        if (t == XF_DT_INT32)
+            ((int32_t *)x->data)[i] = (int32_t)v;
+        else if (t == XF_DT_INT8)
+            ((int8_t *)x->data)[i] = (int8_t)v;
+        else
+            ((uint8_t *)x->data)[i] = (uint8_t)v;
+    }
+    return x;
+}
+
+static xf_tensor *floats(xf_shape s, const float *v)
+{
+    xf_tensor *x = xf_tensor_from_data(XF_DT_FLOAT, &s, v);
+    ck_assert_ptr_nonnull(x);
+    return x;
+}
+
+static int add_const(xf_graph *g, xf_tensor *t)
+{
+    int v = xf_graph_add_initializer(g, NULL, t);
+    ck_assert_int_ge(v, 0);
+    return v;
+}
+
+/* The tensors both graphs of a form share. */
+typedef struct qdq_parts {
+    xf_tensor *x, *xs, *xzp, *w, *ws, *wzp, *b, *bs, *ys, *yzp;
+} qdq_parts;
+
+static qdq_parts make_parts(const qdq_form *f, int64_t c, int64_t m)
+{
+    qdq_parts p;
+    bool s8 = f->act == XF_DT_INT8;
+    xf_dtype wt = f->twist == TWIST_UINT8_W ? XF_DT_UINT8 : XF_DT_INT8;
+    p.x = ints(f->act, SHAPE(1, c, 9, 11), s8 ? -128 : 0, s8 ? 127 : 255);
+    p.xs = floats(SCALAR, (float[]){0.02f + (float)xf_bt_rnd(0, 100) / 4000.0f});
+    p.xzp = ints(f->act, SCALAR, s8 ? -20 : 100, s8 ? 20 : 140);
+    p.w = ints(wt, SHAPE(m, c / f->group, 3, 3), wt == XF_DT_INT8 ? -127 : 0, 127);
+    int64_t nws = f->per_channel ? m : 1;
+    float ws[64], bs[64];
+    for (int64_t i = 0; i < nws; i++)
+        ws[i] = 0.001f + (float)xf_bt_rnd(0, 100) / 20000.0f;
+    p.ws = floats(f->per_channel ? SHAPE(m) : SCALAR, ws);
+    p.wzp = ints(wt, f->per_channel ? SHAPE(m) : SCALAR, 0, 0);
+    for (int64_t i = 0; i < m; i++)
+        bs[i] = ((const float *)p.xs->data)[0] * ws[f->per_channel ? i : 0] * (f->twist == TWIST_BIAS_SCALE ? 1.5f : 1);
+    p.b = ints(XF_DT_INT32, SHAPE(m), -20000, 20000);
+    p.bs = floats(SHAPE(m), bs);
+    /* an output scale that spreads the sums over the type */
+    p.ys = floats(SCALAR, (float[]){((const float *)p.xs->data)[0] * ws[0] * 600.0f});
+    int64_t least = s8 ? -128 : 0, zp = f->relu && f->twist != TWIST_RELU_ZP ? least : least + 60;
+    p.yzp = ints(f->act, SCALAR, zp, zp);
+    return p;
+}
+
+static void free_parts(qdq_parts *p)
+{
+    xf_tensor *all[] = {p->x, p->xs, p->xzp, p->w, p->ws, p->wzp, p->b, p->bs, p->ys, p->yzp};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        xf_tensor_release(all[i]);
+}
+
+static void conv_attrs(xf_attrs *a, const qdq_form *f)
+{
+    a->group = f->group;
+    a->n_spatial = 2;
+    a->kernel[0] = a->kernel[1] = 3;
+    a->strides[0] = a->strides[1] = f->stride;
+    a->dilations[0] = a->dilations[1] = 1;
+    for (int k = 0; k < 4; k++)
+        a->pads[k] = f->pad;
+}
+
+static int dq(xf_graph *g, int q, int scale, int zp)
+{
+    int n = node(g, XF_OP_DEQUANTIZE_LINEAR, NULL, 3, (int[]){q, scale, zp}, 1);
+    attrs(g, n)->axis = 0; /* the weights' and bias's output channels */
+    return out0(g, n);
+}
+
+/* The QDQ graph of form f (1 when it has the extra reader of the
+ * convolution's output, as a second graph output). */
+static xf_graph *qdq_graph(const qdq_form *f, const qdq_parts *p)
+{
+    xf_graph *g = xf_graph_create("qdq");
+    int x = xf_bt_input(g, f->act, p->x->shape);
+    int xd = dq(g, x, add_const(g, p->xs), add_const(g, p->xzp));
+    int wd = dq(g, add_const(g, p->w), add_const(g, p->ws), add_const(g, p->wzp));
+    if (f->twist == TWIST_W_AXIS1)
+        attrs(g, g->values[wd].producer)->axis = 1;
+    xf_tensor *bz = f->twist == TWIST_BIAS_ZP ? ints(XF_DT_INT32, p->b->shape, 7, 7) : NULL;
+    int bzp = bz ? add_const(g, bz) : -1;
+    xf_tensor_release(bz);
+    int in[3] = {xd, wd, f->bias ? dq(g, add_const(g, p->b), add_const(g, p->bs), bzp) : -1};
+    int conv = node(g, XF_OP_CONV, "conv", f->bias ? 3 : 2, in, 1);
+    conv_attrs(attrs(g, conv), f);
+    int y = out0(g, conv);
+    if (f->relu)
+        y = out0(g, node(g, XF_OP_RELU, "relu", 1, &y, 1));
+    int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){y, add_const(g, p->ys), add_const(g, p->yzp)}, 1);
+    xf_graph_add_output(g, out0(g, q));
+    if (f->twist == TWIST_READ_TWICE)
+        xf_graph_add_output(g, out0(g, conv));
+    infer_ok(g, 21);
+    return g;
+}
+
+/* The same convolution as one QLinearConv over the same integers. */
+static xf_graph *qlinear_graph(const qdq_form *f, const qdq_parts *p)
+{
+    xf_graph *g = xf_graph_create("qlinear");
+    int x = xf_bt_input(g, f->act, p->x->shape);
+    int in[9] = {x,
+                 add_const(g, p->xs),
+                 add_const(g, p->xzp),
+                 add_const(g, p->w),
+                 add_const(g, p->ws),
+                 add_const(g, p->wzp),
+                 add_const(g, p->ys),
+                 add_const(g, p->yzp),
+                 f->bias ? add_const(g, p->b) : -1};
+    int conv = node(g, XF_OP_QLINEAR_CONV, "qconv", f->bias ? 9 : 8, in, 1);
+    conv_attrs(attrs(g, conv), f);
+    xf_graph_add_output(g, out0(g, conv));
+    infer_ok(g, 21);
+    return g;
+}
+
+/* Output 0 of g on backend for input x; in *counts the ops of the
+ * session's graph. */
+static xf_tensor *run(const xf_graph *g, const char *backend, xf_tensor *x, int *counts, const char *what)
+{
+    xf_session *s = NULL;
+    xf_error err = {0};
+    xf_tensor *out[2] = {NULL, NULL};
+    ck_assert_msg(xf_session_create(g, 21, backend, NULL, &s, &err) == XF_OK, "%s: %s: %s", what, backend, err.msg);
+    ck_assert_msg(xf_session_run(s, &x, out, &err) == XF_OK, "%s: %s: %s", what, backend, err.msg);
+    if (counts)
+        xf_graph_count_ops(xf_session_graph(s), counts);
+    xf_session_free(s);
+    xf_tensor_release(out[1]);
+    return out[0];
+}
+
+/* The largest difference of two 8-bit tensors; in *differ how many
+ * elements differ. */
+static int64_t max_diff(const xf_tensor *a, const xf_tensor *b, int64_t *differ)
+{
+    ck_assert_int_eq(xf_tensor_numel(a), xf_tensor_numel(b));
+    int64_t most = 0;
+    *differ = 0;
+    for (int64_t i = 0; i < xf_tensor_numel(a); i++) {
+        int64_t u = a->dtype == XF_DT_INT8 ? ((const int8_t *)a->data)[i] : ((const uint8_t *)a->data)[i];
+        int64_t v = b->dtype == XF_DT_INT8 ? ((const int8_t *)b->data)[i] : ((const uint8_t *)b->data)[i];
+        int64_t d = u > v ? u - v : v - u;
+        most = d > most ? d : most;
+        *differ += d != 0;
+    }
+    return most;
+}
+
+START_TEST(qdq_convolutions)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const qdq_form forms[] = {
+        {XF_DT_UINT8, .per_channel = true, .bias = true, .group = 1, .stride = 1, .pad = 1},
+        {XF_DT_INT8, .per_channel = true, .bias = true, .relu = true, .group = 2, .stride = 2, .pad = 0},
+        {XF_DT_UINT8, .relu = true, .group = 1, .stride = 1, .pad = 0},
+        {XF_DT_INT8, .bias = true, .group = 4, .stride = 1, .pad = 1},
+        {XF_DT_UINT8, .per_channel = true, .bias = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_BIAS_SCALE},
+        {XF_DT_UINT8, .bias = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_UINT8_W},
+        {XF_DT_INT8, .per_channel = true, .bias = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_BIAS_ZP},
+        {XF_DT_UINT8, .per_channel = true, .group = 1, .stride = 1, .pad = 0, .twist = TWIST_W_AXIS1},
+        {XF_DT_INT8, .per_channel = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_READ_TWICE},
+        {XF_DT_UINT8, .per_channel = true, .relu = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_RELU_ZP},
+    };
+    xf_bt_seed(31);
+    int64_t differ_all = 0, compared = 0;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        const qdq_form *f = &forms[i];
+        char what[64];
+        snprintf(what, sizeof what, "QDQ convolution form %zu", i);
+        qdq_parts p = make_parts(f, f->twist == TWIST_W_AXIS1 ? 16 : 8, 16);
+        xf_graph *g = qdq_graph(f, &p);
+        int counts[XF_OP_COUNT + 1], ref_counts[XF_OP_COUNT + 1];
+        xf_tensor *got = run(g, "cpu", p.x, counts, what), *want = run(g, "cpu_ref", p.x, ref_counts, what);
+        bool lowered = xf_bt_have_vnni() && f->twist == TWIST_NONE;
+        ck_assert_msg(counts[XF_OP_QLINEAR_CONV] == lowered && counts[XF_OP_CONV] == !lowered, "%s: lowered %d", what,
+                      counts[XF_OP_QLINEAR_CONV]);
+        ck_assert_int_eq(ref_counts[XF_OP_QLINEAR_CONV], 0);
+        /* every DequantizeLinear went with the group it fed */
+        ck_assert_int_eq(counts[XF_OP_DEQUANTIZE_LINEAR], lowered ? 0 : ref_counts[XF_OP_DEQUANTIZE_LINEAR]);
+        int64_t differ;
+        ck_assert_msg(max_diff(got, want, &differ) <= 1, "%s: more than one step from the float graph", what);
+        differ_all += differ;
+        compared += xf_tensor_numel(got);
+        if (lowered) {
+            xf_graph *twin = qlinear_graph(f, &p);
+            xf_tensor *exact = run(twin, "cpu_ref", p.x, NULL, what);
+            ck_assert_msg(max_diff(got, exact, &differ) == 0, "%s: %lld outputs off QLinearConv", what,
+                          (long long)differ);
+            xf_tensor_release(exact);
+            xf_graph_free(twin);
+        }
+        xf_tensor_release(got);
+        xf_tensor_release(want);
+        xf_graph_free(g);
+        free_parts(&p);
+    }
+    printf("QDQ convolutions: %lld of %lld outputs one step off the float graph\n", (long long)differ_all,
+           (long long)compared);
+    /* only values near a rounding boundary may land apart */
+    ck_assert_int_le(differ_all * 100, compared);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_qdq");
+    TCase *tc = tcase_create("qdq");
+    tcase_add_test(tc, qdq_convolutions);
+    suite_add_tcase(s, tc);
+    return xf_test_run_suite(s);
+}
