@@ -167,6 +167,22 @@ xf_status xf_ref_transpose(const xf_node *n, const xf_tensor_view *in, const xf_
 }
 
 /* Gather along axis; negative indices count from the end. */
+/* Gather of single bytes by int32 indices (a table lookup, as the cpu
+ * backend runs a QDQ activation function): y[o][j] = x[o][idx[j]]. */
+static xf_status gather_bytes(const xf_node *n, const uint8_t *x, int64_t len, const int32_t *idx, int64_t n_idx,
+                              int64_t outer, uint8_t *y, xf_error *err)
+{
+    for (int64_t o = 0; o < outer; o++, x += len, y += n_idx)
+        for (int64_t j = 0; j < n_idx; j++) {
+            int64_t k = idx[j];
+            if (k < -len || k >= len)
+                return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k,
+                                      (long long)len);
+            y[j] = x[k < 0 ? k + len : k];
+        }
+    return XF_OK;
+}
+
 xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                         xf_error *err)
 {
@@ -180,6 +196,8 @@ xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_ten
     if (xf_rt_numel(&out[0]) != outer * n_idx * inner)
         return xf_rt_bad_node(err, n, "output size does not match data and indices");
     size_t es = xf_dtype_size(data->dtype), chunk = (size_t)inner * es;
+    if (inner == 1 && es == 1 && idx->dtype == XF_DT_INT32 && outer * n_idx > 0)
+        return gather_bytes(n, data->data, len, idx->data, n_idx, outer, out[0].data, err);
     char *dst = out[0].data;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < n_idx; j++) {

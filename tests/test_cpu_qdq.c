@@ -1,14 +1,15 @@
-/* QDQ convolutions on the `cpu` backend: a DequantizeLinear of the 8-bit
+/* QDQ groups on the `cpu` backend.  A DequantizeLinear of the 8-bit
  * input, one of the int8 weights (per tensor or per output channel), one
  * of the int32 bias and a QuantizeLinear of the output run as one
- * QLinearConv where int8 products are exact (AVX-512 VNNI or AMX).  The
- * lowered group must give exactly what cpu_ref's QLinearConv gives on the
- * same integers; forms it does not take (a bias scale that is not the
+ * QLinearConv where int8 products are exact (AVX-512 VNNI or AMX), and
+ * MatMuls of constant int8 weights as QLinearMatMul.  The lowered group
+ * must give exactly what cpu_ref's QLinearConv or QLinearMatMul gives on
+ * the same integers; forms it does not take (a bias scale that is not the
  * input's times the weight's, uint8 weights, a Relu before a zero point
  * above the type's least, a convolution output read twice) stay as written.
  * Either way the outputs are at most one step from cpu_ref's float QDQ
  * graph (oneDNN's float convolution sums in another order too), and few
- * are. */
+ * are.  QDQ activation functions run as table lookups (below). */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -17,6 +18,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef enum {
     TWIST_NONE,
@@ -260,11 +262,191 @@ START_TEST(qdq_convolutions)
 }
 END_TEST
 
+/* DQ(x) x DQ(W) -> QuantizeLinear with W constant int8 [K, N], scales
+ * per tensor or per column, against QLinearMatMul on cpu_ref; W's scales
+ * per row (axis 0) and a product of two computed tensors stay float. */
+START_TEST(qdq_matmuls)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_dtype t;
+        int w_axis;    /* the weights' scale: -1 per tensor, else per index of that dim */
+        bool computed; /* W a graph input (uint8, as attention's operands) */
+    } forms[] = {{XF_DT_UINT8, -1}, {XF_DT_INT8, 1}, {XF_DT_UINT8, 1}, {XF_DT_UINT8, 0}, {XF_DT_UINT8, -1, true}};
+    xf_bt_seed(41);
+    int64_t k = 48, n = 48; /* square: scales per row and per column have one length */
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "QDQ MatMul form %zu", i);
+        bool s8 = forms[i].t == XF_DT_INT8;
+        xf_tensor *x = ints(forms[i].t, SHAPE(2, 7, k), s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_tensor *w = forms[i].computed ? ints(XF_DT_UINT8, SHAPE(k, n), 0, 255)
+                                         : ints(XF_DT_INT8, SHAPE(k, n), -127, 127);
+        float ws[48];
+        for (int j = 0; j < 48; j++)
+            ws[j] = 0.002f + (float)xf_bt_rnd(0, 100) / 30000.0f;
+        xf_tensor *part[6] = {floats(SCALAR, (float[]){0.03f}), ints(forms[i].t, SCALAR, s8 ? -9 : 120, s8 ? 9 : 136),
+                              floats(forms[i].w_axis < 0 ? SCALAR : SHAPE(n), ws),
+                              ints(w->dtype, forms[i].w_axis < 0 ? SCALAR : SHAPE(n), 0, forms[i].computed ? 255 : 0),
+                              floats(SCALAR, (float[]){0.03f * ws[0] * 100}), ints(forms[i].t, SCALAR, 3, 3)};
+        xf_graph *g[2] = {xf_graph_create("qdq"), xf_graph_create("qlinear")};
+        int y[2];
+        for (int v = 0; v < 2; v++) {
+            int xv = xf_bt_input(g[v], forms[i].t, x->shape), c[6];
+            int wv = forms[i].computed ? xf_bt_input(g[v], XF_DT_UINT8, w->shape) : add_const(g[v], w);
+            for (int j = 0; j < 6; j++)
+                c[j] = add_const(g[v], part[j]);
+            if (v == 0) {
+                int a = dq(g[v], xv, c[0], c[1]), b = dq(g[v], wv, c[2], c[3]);
+                attrs(g[v], g[v]->values[b].producer)->axis = forms[i].w_axis < 0 ? 1 : forms[i].w_axis;
+                int mm = node(g[v], XF_OP_MATMUL, "mm", 2, (int[]){a, b}, 1);
+                y[v] = node(g[v], XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g[v], mm), c[4], c[5]}, 1);
+            } else {
+                int in[8] = {xv, c[0], c[1], wv, c[2], c[3], c[4], c[5]};
+                y[v] = node(g[v], XF_OP_QLINEAR_MATMUL, "qmm", 8, in, 1);
+            }
+            xf_graph_add_output(g[v], out0(g[v], y[v]));
+            infer_ok(g[v], 21);
+        }
+        xf_session *s[3] = {NULL, NULL, NULL};
+        xf_tensor *feeds[2] = {x, w}, *got[3] = {NULL, NULL, NULL};
+        xf_error err = {0};
+        const char *be[3] = {"cpu", "cpu_ref", "cpu_ref"};
+        for (int r = 0; r < 3; r++) {
+            ck_assert_msg(xf_session_create(g[r == 2], 21, be[r], NULL, &s[r], &err) == XF_OK, "%s: %s", what, err.msg);
+            ck_assert_msg(xf_session_run(s[r], feeds, &got[r], &err) == XF_OK, "%s: %s", what, err.msg);
+        }
+        int counts[XF_OP_COUNT + 1];
+        xf_graph_count_ops(xf_session_graph(s[0]), counts);
+        bool lowered = xf_bt_have_vnni() && forms[i].w_axis != 0 && !forms[i].computed;
+        ck_assert_msg(counts[XF_OP_QLINEAR_MATMUL] == lowered && counts[XF_OP_MATMUL] == !lowered, "%s: lowered %d",
+                      what, counts[XF_OP_QLINEAR_MATMUL]);
+        int64_t differ;
+        ck_assert_msg(max_diff(got[0], got[1], &differ) <= 1, "%s: more than one step off the float graph", what);
+        if (lowered)
+            ck_assert_msg(max_diff(got[0], got[2], &differ) == 0, "%s: %lld outputs off QLinearMatMul", what,
+                          (long long)differ);
+        for (int r = 0; r < 3; r++) {
+            xf_tensor_release(got[r]);
+            xf_session_free(s[r]);
+        }
+        for (int j = 0; j < 6; j++)
+            xf_tensor_release(part[j]);
+        xf_tensor_release(x);
+        xf_tensor_release(w);
+        xf_graph_free(g[0]);
+        xf_graph_free(g[1]);
+    }
+}
+END_TEST
+
+/* DequantizeLinear -> f -> QuantizeLinear of one-input elementwise
+ * functions runs as a Gather from a table of 256 codes that cpu_ref
+ * fills: exactly the float graph's values, for uint8 and int8 codes (the
+ * negative ones index the table from its end).  A chain whose function's
+ * output is read twice, or whose DequantizeLinear is per channel, stays
+ * as written (at most one step from cpu_ref's float graph there). */
+START_TEST(qdq_activation_tables)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        xf_dtype t;
+        bool read_twice, per_channel;
+    } forms[] = {
+        {XF_OP_ERF, XF_DT_UINT8},   {XF_OP_ERF, XF_DT_INT8},          {XF_OP_SIGMOID, XF_DT_INT8},
+        {XF_OP_TANH, XF_DT_UINT8},  {XF_OP_LEAKY_RELU, XF_DT_INT8},   {XF_OP_HARD_SIGMOID, XF_DT_UINT8},
+        {XF_OP_EXP, XF_DT_UINT8},   {XF_OP_TANH, XF_DT_INT8, .read_twice = true},
+        {XF_OP_SIGMOID, XF_DT_UINT8, .per_channel = true},
+    };
+    xf_bt_seed(37);
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "QDQ %s form %zu", xf_op_name(forms[i].op), i);
+        bool s8 = forms[i].t == XF_DT_INT8;
+        xf_tensor *x = ints(forms[i].t, SHAPE(3, 5, 37), s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_graph *g = xf_graph_create("act");
+        int xv = xf_bt_input(g, forms[i].t, x->shape);
+        float xs[5] = {0.031f, 0.02f, 0.05f, 0.011f, 0.07f};
+        xf_tensor *scale = floats(forms[i].per_channel ? SHAPE(5) : SCALAR, xs);
+        xf_tensor *zp = ints(forms[i].t, forms[i].per_channel ? SHAPE(5) : SCALAR, s8 ? -3 : 125, s8 ? 3 : 131);
+        int64_t y_zp = s8 ? -100 : 20;
+        xf_tensor *ys = floats(SCALAR, (float[]){0.0079f}), *yzp = ints(forms[i].t, SCALAR, y_zp, y_zp);
+        int d = node(g, XF_OP_DEQUANTIZE_LINEAR, "dq", 3, (int[]){xv, add_const(g, scale), add_const(g, zp)}, 1);
+        attrs(g, d)->axis = 1;
+        int f = node(g, forms[i].op, "f", 1, (int[]){out0(g, d)}, 1);
+        if (forms[i].op == XF_OP_LEAKY_RELU)
+            attrs(g, f)->alpha = 0.3f;
+        int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g, f), add_const(g, ys), add_const(g, yzp)}, 1);
+        xf_graph_add_output(g, out0(g, q));
+        if (forms[i].read_twice)
+            xf_graph_add_output(g, out0(g, f));
+        infer_ok(g, 21);
+        int counts[XF_OP_COUNT + 1];
+        xf_tensor *got = run(g, "cpu", x, counts, what), *want = run(g, "cpu_ref", x, NULL, what);
+        bool table = !forms[i].read_twice && !forms[i].per_channel;
+        ck_assert_msg(counts[XF_OP_GATHER] == table && counts[forms[i].op] == !table &&
+                          counts[XF_OP_DEQUANTIZE_LINEAR] == !table && counts[XF_OP_QUANTIZE_LINEAR] == !table,
+                      "%s: %d Gathers", what, counts[XF_OP_GATHER]);
+        int64_t differ;
+        ck_assert_msg(max_diff(got, want, &differ) <= (table ? 0 : 1), "%s: %lld outputs off cpu_ref", what,
+                      (long long)differ);
+        xf_tensor *all[] = {x, scale, zp, ys, yzp, got, want};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            xf_tensor_release(all[k]);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
+/* cpu_ref's Gather of bytes by int32 indices (the tables' lookups):
+ * negative indices from the end, one out of range refused by name. */
+START_TEST(byte_gather)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        xf_graph *g = xf_graph_create("gather");
+        xf_tensor *data = ints(XF_DT_UINT8, SHAPE(2, 4), 7, 7);
+        for (int k = 0; k < 8; k++)
+            ((uint8_t *)data->data)[k] = (uint8_t)(10 * k);
+        int32_t ix[3] = {1, -1, bad ? 4 : 0};
+        xf_tensor *idx = xf_tensor_from_data(XF_DT_INT32, &(xf_shape){.ndim = 1, .dims = {3}}, ix);
+        int iv = xf_bt_input(g, XF_DT_INT32, idx->shape);
+        int n = node(g, XF_OP_GATHER, "gather", 2, (int[]){add_const(g, data), iv}, 1);
+        attrs(g, n)->axis = 1;
+        xf_graph_add_output(g, out0(g, n));
+        infer_ok(g, 21);
+        xf_session *s = NULL;
+        xf_error err = {0};
+        xf_tensor *y = NULL;
+        ck_assert(xf_session_create(g, 21, "cpu_ref", NULL, &s, &err) == XF_OK);
+        xf_status st = xf_session_run(s, &idx, &y, &err);
+        if (bad) {
+            ck_assert_int_ne(st, XF_OK);
+            ck_assert_msg(strstr(err.msg, "index 4 out of range") != NULL, "%s", err.msg);
+        } else {
+            ck_assert_int_eq(st, XF_OK);
+            const uint8_t want[6] = {10, 30, 0, 50, 70, 40};
+            ck_assert_mem_eq(y->data, want, 6);
+        }
+        xf_tensor_release(y);
+        xf_tensor_release(data);
+        xf_tensor_release(idx);
+        xf_session_free(s);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_qdq");
     TCase *tc = tcase_create("qdq");
     tcase_add_test(tc, qdq_convolutions);
+    tcase_add_test(tc, qdq_matmuls);
+    tcase_add_test(tc, qdq_activation_tables);
+    tcase_add_test(tc, byte_gather);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
