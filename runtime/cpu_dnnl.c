@@ -726,7 +726,8 @@ static xf_status dn_run_node(void *ctx, const xf_graph *g, int node, void *state
         return XF_OK;
     }
     for (int i = 0; i < st->n_zp; i++)
-        st->zp[i].value = (int32_t)xf_rt_load_i64(in[st->zp[i].operand].dtype, in[st->zp[i].operand].data, 0);
+        st->zp[i].value =
+            (int32_t)xf_rt_load_i64(in[st->zp[i].operand].dtype, in[st->zp[i].operand].data, 0) - st->zp[i].offset;
     for (int i = 0; i < st->n_args; i++) {
         xf_dn_arg *a = &st->args[i];
         if (!a->user)

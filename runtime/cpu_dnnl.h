@@ -93,6 +93,7 @@ typedef struct xf_dn_post {
  * argument is bound to) before each run. */
 typedef struct xf_dn_zero_point {
     int operand;
+    int32_t offset; /* subtracted from the operand's element (uint8 weights read as int8: 128) */
     int32_t value;
 } xf_dn_zero_point;
 

@@ -95,12 +95,21 @@ static bool zeros(const xf_value *v)
     return true;
 }
 
+/* Whether n's weights are uint8 (MatMulInteger, QLinearMatMul): oneDNN
+ * reads them as int8, b - 128 (the bytes with the sign bit flipped), with
+ * the zero point less 128, which leaves every b - zero point as it was. */
+static bool u8_weights(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *w = value_at(g, n, roles_of(n->op).w);
+    return (n->op == XF_OP_MATMUL_INTEGER || n->op == XF_OP_QLINEAR_MATMUL) && w && w->dtype == XF_DT_UINT8;
+}
+
 /* Whether the zero point in input k takes part: present, and not a
- * constant of zeros. */
+ * constant of zeros (or uint8 weights' zero point, less 128 for oneDNN). */
 static bool zp_used(const xf_graph *g, const xf_node *n, int k)
 {
     const xf_value *v = value_at(g, n, k);
-    return v && !zeros(v);
+    return v && (!zeros(v) || (k == roles_of(n->op).w_zp && u8_weights(g, n)));
 }
 
 static bool single(const xf_value *v) { return !v || xf_shape_numel(&v->shape) == 1; }
@@ -126,7 +135,9 @@ static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels,
     if (!xf_dn_exact_int8() || !x || !w || !y || xf_shape_numel(&x->shape) <= 0 || xf_shape_numel(&w->shape) <= 0 ||
         xf_shape_numel(&y->shape) <= 0)
         return false;
-    if ((x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || w->dtype != XF_DT_INT8 ||
+    /* uint8 weights as int8 (u8_weights): the products' zero point must be given, one for all */
+    bool u8_ok = u8_weights(g, n) && w_zp && single(w_zp);
+    if ((x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || (w->dtype != XF_DT_INT8 && !u8_ok) ||
         (q ? y->dtype != XF_DT_UINT8 && y->dtype != XF_DT_INT8 : y->dtype != plain))
         return false;
     if (!single(value_at(g, n, r.x_zp)) || !single(value_at(g, n, r.y_zp)) ||
@@ -202,8 +213,11 @@ static xf_status bind_zero_points(xf_dn_ctx *c, const xf_graph *g, const xf_node
     const int zp_in[3] = {r.x_zp, r.w_zp, r.y_zp}, zp_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
     xf_status s = XF_OK;
     for (int i = 0; i < (scaled ? 3 : 2) && s == XF_OK; i++)
-        if (zp_used(g, n, zp_in[i]))
+        if (zp_used(g, n, zp_in[i])) {
             s = xf_dn_bind_zero_point(c, n, st, zp_arg[i], zp_in[i], err);
+            if (s == XF_OK && i == 1 && u8_weights(g, n))
+                st->zp[st->n_zp - 1].offset = 128;
+        }
     return s;
 }
 
@@ -230,6 +244,53 @@ static bool qmatmul_handles(const xf_graph *g, const xf_node *n)
  * r.w), the int32 bias (input bias_in, -1: none) and Y: constant weights
  * are reordered once into the layout oneDNN prefers.  With sums, Y is
  * the int32 sums (zero points applied, not scaled) written there. */
+/* uint8 weights read as int8 (u8_weights): bytes with the sign bit flipped. */
+static void flip_bytes(const uint8_t *restrict b, int8_t *restrict to, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        to[i] = (int8_t)(b[i] ^ 0x80u);
+}
+
+/* Before each run: computed uint8 weights into the node's int8 copy. */
+static void flip_weights(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
+{
+    (void)out;
+    const xf_tensor_view *w = &in[roles_of(n->op).w];
+    flip_bytes(w->data, (int8_t *)st->scratch, xf_rt_numel(w));
+}
+
+/* Binds n's weights: constant ones reordered once into the layout oneDNN
+ * prefers (want), computed ones as stored; uint8 ones through the node's
+ * int8 copy (u8_weights). */
+static xf_status bind_weights(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                              const dnnl_memory_desc_t *b, const dnnl_memory_desc_t *want, xf_dn_node *st,
+                              xf_error *err)
+{
+    const xf_tensor_view *w = &in[roles_of(n->op).w];
+    bool const_b = g->values[n->inputs[roles_of(n->op).w]].init && w->data;
+    if (!u8_weights(g, n))
+        return const_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, w->data, b, want, err)
+                       : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, roles_of(n->op).w, b, b, err);
+    int64_t count = xf_rt_numel(w);
+    int8_t *flipped = malloc((size_t)(count > 0 ? count : 1));
+    if (!flipped)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    if (!const_b) {
+        free(st->scratch);
+        st->scratch = (float *)(void *)flipped;
+        st->pre = flip_weights;
+        return xf_dn_bind_scratch(c, n, st, DNNL_ARG_WEIGHTS, b, flipped, err);
+    }
+    flip_bytes(w->data, flipped, count);
+    /* the node's own copy, never shared with another node's constants */
+    free(st->folded_b);
+    st->folded_b = (float *)(void *)flipped;
+    xf_status s = xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, flipped, b, want, err);
+    st->folded_b = NULL;
+    free(flipped);
+    return s;
+}
+
 static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, int bias_in,
                                const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y, int32_t *sums,
@@ -250,9 +311,7 @@ static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     s = xf_dn_pd_create(c, n, &d, attr, &pd, err);
     if (s != XF_OK)
         return s;
-    s = const_b ? xf_dn_bind_const(c, n, st, DNNL_ARG_WEIGHTS, in[r.w].data, b,
-                                   dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), err)
-                : xf_dn_bind(c, n, st, DNNL_ARG_WEIGHTS, r.w, b, b, err);
+    s = bind_weights(c, g, n, in, b, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), st, err);
     if (s == XF_OK)
         s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, a, a, err);
     if (s == XF_OK && bias_in >= 0)

@@ -5,8 +5,10 @@
  * compute.  The output is seen as spans: A and B are both whole tensors
  * of the output's shape, or one of them holds one value per span (a
  * per-channel operand such as a squeeze-and-excitation scale), as ONNX
- * Runtime's broadcasting hands them to its kernel.  Other broadcasts, and
- * machines without AVX2 and FMA, run cpu_ref's kernel. */
+ * Runtime's broadcasting hands them to its kernel, or one span repeated
+ * for every span (a row such as a bias, computed as whole tensors are).
+ * Other broadcasts, and machines without AVX2 and FMA, run cpu_ref's
+ * kernel. */
 #include "cpu_dnnl.h"
 
 #include <math.h>
@@ -20,10 +22,10 @@
 #endif
 
 /* The output as outer spans of span elements; an operand marked scalar
- * holds one value per span. */
+ * holds one value per span, one marked row one span for all. */
 typedef struct qspans {
     int64_t outer, span;
-    bool a_scalar, b_scalar;
+    bool a_scalar, b_scalar, a_row, b_row;
 } qspans;
 
 /* Where s (aligned to y at the last dimension) stops matching y: the
@@ -40,17 +42,39 @@ static int prefix_of(const xf_shape *s, const xf_shape *y)
     return k;
 }
 
+/* Where s (aligned to y at the last dimension) starts matching y: the
+ * first dimension from which on s equals y and before which it is all 1,
+ * or -1 when there is none. */
+static int suffix_of(const xf_shape *s, const xf_shape *y)
+{
+    int off = y->ndim - s->ndim, k = y->ndim;
+    if (off < 0)
+        return -1;
+    while (k > off && s->dims[k - 1 - off] == y->dims[k - 1])
+        k--;
+    for (int d = off; d < k; d++)
+        if (s->dims[d - off] != 1)
+            return -1;
+    return k;
+}
+
 static bool spans_of(const xf_shape *a, const xf_shape *b, const xf_shape *y, qspans *s)
 {
     int ka = prefix_of(a, y), kb = prefix_of(b, y);
     bool a_full = xf_shape_numel(a) == xf_shape_numel(y) && ka >= 0;
     bool b_full = xf_shape_numel(b) == xf_shape_numel(y) && kb >= 0;
     int k = a_full && b_full ? 0 : a_full ? kb : b_full ? ka : -1;
-    if (k < 0)
+    /* else a row of the other one's last dims */
+    int kr = k >= 0 ? -1 : a_full ? suffix_of(b, y) : b_full ? suffix_of(a, y) : -1;
+    if (k < 0 && kr < 0)
         return false;
     int64_t span = 1;
-    for (int d = k; d < y->ndim; d++)
+    for (int d = k >= 0 ? k : kr; d < y->ndim; d++)
         span *= y->dims[d];
+    if (kr >= 0) {
+        *s = (qspans){xf_shape_numel(y) / (span > 0 ? span : 1), span, .a_row = !a_full, .b_row = !b_full};
+        return span > 0;
+    }
     /* a span of one element has no scalar operand (cpu_ref's rule) */
     *s = (qspans){xf_shape_numel(y) / (span > 0 ? span : 1), span, !a_full && span > 1, !b_full && span > 1};
     if (span == 1)
@@ -153,8 +177,8 @@ static xf_status qbinary_run(const xf_node *n, const xf_tensor_view *in, const x
     const uint8_t *a = in[0].data, *b = in[3].data;
     uint8_t *y = out[0].data;
     for (int64_t o = 0; o < s.outer; o++)
-        qbin_span(&p, a + (s.a_scalar ? o : o * s.span), b + (s.b_scalar ? o : o * s.span), s.a_scalar, s.b_scalar,
-                  y + o * s.span, s.span);
+        qbin_span(&p, a + (s.a_row ? 0 : s.a_scalar ? o : o * s.span), b + (s.b_row ? 0 : s.b_scalar ? o : o * s.span),
+                  s.a_scalar, s.b_scalar, y + o * s.span, s.span);
     return XF_OK;
 #else
     return xf_ref_ms_qbinary(n, in, out, err);

@@ -50,7 +50,8 @@ static void expect_backends(node_case c, xf_tensor *want)
 /* ---------------------------------------------------------------- values */
 
 /* QLinearAdd with ratios 1 and 0.5 (fixed 0): halves round to even,
- * sums saturate; one B per channel (a scalar of each span). */
+ * sums saturate; one B per channel (a scalar of each span); a row
+ * repeated over the spans. */
 START_TEST(test_qlinear_add)
 {
     node_case c = make_case(XF_OP_MS_QLINEAR_ADD, 8, U8(DIMS(6), 0, 0, 1, 2, 200, 7), FS(1.0f), U8S(0),
@@ -64,6 +65,17 @@ START_TEST(test_qlinear_add)
     d = make_case(XF_OP_MS_QLINEAR_ADD, 8, U8(DIMS(1, 2, 1, 3), 10, 11, 12, 13, 14, 15), FS(1.0f), U8S(10),
                   U8(DIMS(1, 2, 1, 1), 3, 5), FS(2.0f), U8S(0), FS(2.0f), U8S(100));
     expect_backends(d, U8(DIMS(1, 2, 1, 3), 103, 104, 104, 106, 107, 108));
+    /* a row of the last dim for every span (a bias, as B; then as A):
+     * c = 100 + k/2 + row[k % 3] */
+    for (int row_a = 0; row_a < 2; row_a++) {
+        xf_tensor *full = U8(DIMS(2, 2, 3), 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21);
+        xf_tensor *row = U8(DIMS(3), 3, 5, 1);
+        d = row_a ? make_case(XF_OP_MS_QLINEAR_ADD, 8, row, FS(2.0f), U8S(0), full, FS(1.0f), U8S(10), FS(2.0f),
+                              U8S(100))
+                  : make_case(XF_OP_MS_QLINEAR_ADD, 8, full, FS(1.0f), U8S(10), row, FS(2.0f), U8S(0), FS(2.0f),
+                              U8S(100));
+        expect_backends(d, U8(DIMS(2, 2, 3), 103, 106, 102, 104, 107, 104, 106, 108, 105, 108, 110, 106));
+    }
 }
 END_TEST
 

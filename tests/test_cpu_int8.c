@@ -13,15 +13,16 @@
  * beyond 2^24; the suite counts how many are, and sums just below a half
  * check that rounding comes before y's zero point).
  * Each case also checks that the node runs on oneDNN, or that the forms
- * oneDNN cannot compute exactly (uint8 weights, zero points per row or
- * nonzero weight zero points of a convolution, scales computed at run time)
- * stay on cpu_ref; without AVX-512 VNNI every case stays there.  The
+ * oneDNN cannot compute exactly (uint8 weights of a convolution, or of a
+ * product without one zero point for all; zero points per row or nonzero
+ * weight zero points of a convolution; scales computed at run time) stay
+ * on cpu_ref; without AVX-512 VNNI every case stays there.  The
  * (de)quantizing loops must give cpu_ref's bytes exactly, ties, NaNs and
  * infinities included (AVX-512, AVX2 and plain loops: the test case
  * "loops" runs again with oneDNN held at AVX2 and SSE4.1).  Chains of
- * QLinearConvs check the nhwc values between them, and a block as ONNX Runtime's dynamic quantization writes
- * it (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) the run-time zero
- * point inside a graph. */
+ * QLinearConvs check the nhwc values between them, and a block as ONNX
+ * Runtime's dynamic quantization writes it (DynamicQuantizeLinear,
+ * MatMulInteger, Cast, Mul) the run-time zero point inside a graph. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -348,15 +349,58 @@ START_TEST(matmul_integer_extremes)
 }
 END_TEST
 
+/* uint8 weights (quantize_dynamic's QUInt8, attention's products of two
+ * uint8 activations) run on oneDNN as int8 with the zero point less 128:
+ * constant or computed, the zero point constant (0 too), or computed;
+ * then a QLinearMatMul of two uint8 tensors; sums past 2^24 exact.
+ * Without a zero point, or with one per column, they stay on cpu_ref. */
+START_TEST(uint8_weights)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const zp_form b_forms[] = {ZP_CONST, ZP_ZERO, ZP_RUNTIME, ZP_ABSENT, ZP_ZERO_CHANNELS};
+    xf_bt_seed(9);
+    for (int t = 0; t < 20; t++) {
+        xf_shape as, bs;
+        product_shapes(t, &as, &bs);
+        xf_dtype at = t % 2 ? XF_DT_INT8 : XF_DT_UINT8;
+        zp_form bz = b_forms[t % 5];
+        qcase c = matmul_integer(full_range(at, as), full_range(XF_DT_UINT8, bs), (zp_form)(t / 2 % ZP_FORMS), bz,
+                                 t % 4 != 3);
+        char what[64];
+        snprintf(what, sizeof what, "MatMulInteger of uint8 b, case %d", t);
+        check_case(&c, xf_bt_have_vnni() && bz != ZP_ABSENT && bz != ZP_ZERO_CHANNELS, what);
+    }
+    qcase c = matmul_integer(ints(XF_DT_UINT8, SHAPE(3, 1100), 255, 255), ints(XF_DT_UINT8, SHAPE(1100, 17), 0, 0),
+                             ZP_ZERO, ZP_ZERO, false);
+    check_case(&c, xf_bt_have_vnni(), "MatMulInteger of 255 x uint8 0 less zero point 0, k 1100");
+    for (int t = 0; t < 8; t++) {
+        c = (qcase){.g = xf_graph_create("qmm")};
+        xf_shape as, bs;
+        product_shapes(t, &as, &bs);
+        int64_t k = as.dims[as.ndim - 1];
+        xf_tensor *a_scale = scales(SCALAR, 0.01, 0.05), *b_scale = scales(SCALAR, 0.01, 0.05);
+        xf_tensor *y_scale = y_scale_for(((float *)a_scale->data)[0], b_scale, k);
+        int in[8] = {operand(&c, full_range(XF_DT_UINT8, as), false), operand(&c, a_scale, true),
+                     zero_point(&c, XF_DT_UINT8, ZP_CONST, 0), operand(&c, full_range(XF_DT_UINT8, bs), t % 2),
+                     operand(&c, b_scale, true), zero_point(&c, XF_DT_UINT8, t % 3 ? ZP_CONST : ZP_RUNTIME, 0),
+                     operand(&c, y_scale, true), zero_point(&c, XF_DT_UINT8, ZP_CONST, 0)};
+        c = finish(c, XF_OP_QLINEAR_MATMUL, 8, in, NULL);
+        char what[64];
+        snprintf(what, sizeof what, "QLinearMatMul of two uint8 tensors, case %d", t);
+        check_case(&c, xf_bt_have_vnni(), what);
+    }
+    report_off_by_one("QLinearMatMul of uint8 b");
+}
+END_TEST
+
 /* The forms oneDNN cannot compute exactly stay on cpu_ref. */
 START_TEST(matmul_integer_on_cpu_ref)
 {
     if (!xf_bt_have_cpu())
         return;
     xf_bt_seed(9);
-    qcase c = matmul_integer(full_range(XF_DT_UINT8, SHAPE(5, 7)), full_range(XF_DT_UINT8, SHAPE(7, 3)), ZP_CONST,
-                             ZP_CONST, true);
-    check_case(&c, false, "MatMulInteger of uint8 b");
+    qcase c;
     /* per row of a, per column of b */
     for (int per = 0; per < 2; per++) {
         c = (qcase){.g = xf_graph_create("mmi")};
@@ -815,6 +859,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, matmul_integer_random);
     tcase_add_test(tc, matmul_integer_extremes);
+    tcase_add_test(tc, uint8_weights);
     tcase_add_test(tc, matmul_integer_on_cpu_ref);
     tcase_add_test(tc, qlinear_matmul_random);
     tcase_add_test(tc, conv_integer_random);
