@@ -257,6 +257,14 @@ extern const xf_dn_handler xf_dn_qmatmul_handler, xf_dn_qconv_handler, xf_dn_dyn
  * in int32, which the int8 paths rely on. */
 bool xf_dn_exact_int8(void);
 
+/* Which vector loops this backend's own loops run: 512 (AVX-512F), 256
+ * (AVX2) or 0 (plain C), as the CPU has them and oneDNN may use them
+ * (DNNL_MAX_CPU_ISA, which tests set to reach the narrower loops). */
+int xf_dn_vector_width(void);
+/* BatchNormalization of plain tensors without post-ops as a loop of this
+ * backend's own with cpu_ref's arithmetic (cpu_dnnl_bnorm.c): whether
+ * node n's state st now runs it. */
+bool xf_dn_bnorm_plain(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st);
 /* The 8-bit loops (cpu_dnnl_qloops.c), with cpu_ref's arithmetic, over
  * OpenMP's threads: the smallest and largest of x and 0, NaNs skipped;
  * x / scale rounded half to even plus zp, saturated to uint8 (NaN to 0);

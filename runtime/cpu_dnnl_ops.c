@@ -513,6 +513,8 @@ static bool batch_norm_handles(const xf_graph *g, const xf_node *n)
 static xf_status batch_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                     const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
+    if (xf_dn_bnorm_plain(c, n, st))
+        return XF_OK;
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
     dnnl_memory_desc_t data, chan;
     xf_dn_md(c, &in[0].shape, work, &data);

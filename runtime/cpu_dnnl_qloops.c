@@ -178,9 +178,7 @@ QL_AVX2 static int64_t dequantize_avx2(const uint8_t *x, float *y, int64_t count
 }
 #endif
 
-/* Which vector loops run: 512 (AVX-512F), 256 (AVX2) or 0 (the plain
- * ones), as the CPU has them and oneDNN may use them (DNNL_MAX_CPU_ISA). */
-static int vector_width(void)
+int xf_dn_vector_width(void)
 {
 #if QL_X86
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
@@ -234,7 +232,7 @@ void xf_dn_range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
 {
     float lo[XF_DN_CHUNKS], hi[XF_DN_CHUNKS], l = 0, h = 0;
     int64_t size, chunks = xf_dn_chunks(count, &size);
-    int width = vector_width();
+    int width = xf_dn_vector_width();
     XF_OMP_FOR(chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * size;
@@ -251,7 +249,7 @@ void xf_dn_range_of(const float *x, int64_t count, float *lo_out, float *hi_out)
 void xf_dn_quantize_all(const float *x, uint8_t *y, int64_t count, float scale, float zp)
 {
     int64_t size, chunks = xf_dn_chunks(count, &size);
-    int width = vector_width();
+    int width = xf_dn_vector_width();
     XF_OMP_FOR(chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * size;
@@ -262,7 +260,7 @@ void xf_dn_quantize_all(const float *x, uint8_t *y, int64_t count, float scale, 
 void xf_dn_dequantize_all(const uint8_t *x, float *y, int64_t count, uint8_t flip, int32_t offset, float scale)
 {
     int64_t size, chunks = xf_dn_chunks(count, &size);
-    int width = vector_width();
+    int width = xf_dn_vector_width();
     XF_OMP_FOR(chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * size;

@@ -300,6 +300,11 @@ xf_status xf_ref_ms_qpool(const xf_node *n, const xf_tensor_view *in, const xf_t
         global_pool(x, y, x->shape.dims[0], x->shape.dims[1], in_sp, false, xs, xz, ys, yz);
         return XF_OK;
     }
+    /* each tap's term xs * (x - xz), by the byte that holds x */
+    float term[256];
+    for (int c = 0; c < 256; c++)
+        term[c] = xs * (float)((x->dtype == XF_DT_INT8 ? (int32_t)(int8_t)c : c) - xz);
+    const uint8_t *xd = x->data;
     int64_t oi = 0, ksize = w.k[0] * w.k[1] * w.k[2];
     for (int64_t p = 0; p < planes; p++)
         for (int64_t o0 = 0; o0 < w.out[0]; o0++)
@@ -313,11 +318,11 @@ xf_status xf_ref_ms_qpool(const xf_node *n, const xf_tensor_view *in, const xf_t
                     }
                     float acc = 0.0f;
                     for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
-                        for (int64_t i1 = lo[1]; i1 < hi[1]; i1++)
-                            for (int64_t i2 = lo[2]; i2 < hi[2]; i2++) {
-                                int64_t e = p * in_sp + (i0 * w.in[1] + i1) * w.in[2] + i2;
-                                acc += xs * (float)((int32_t)xf_rt_load_i64(x->dtype, x->data, e) - xz);
-                            }
+                        for (int64_t i1 = lo[1]; i1 < hi[1]; i1++) {
+                            const uint8_t *row = xd + p * in_sp + (i0 * w.in[1] + i1) * w.in[2];
+                            for (int64_t i2 = lo[2]; i2 < hi[2]; i2++)
+                                acc += term[row[i2]];
+                        }
                     int64_t taps = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
                     acc /= (float)(n->attrs.count_include_pad ? ksize : taps);
                     xf_rt_store_i64(y->dtype, y->data, oi, sat_rne(acc / ys + (float)yz, y->dtype));

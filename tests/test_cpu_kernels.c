@@ -4,8 +4,9 @@
  * YOLO's bottleneck (a residual Add after a convolution with a SiLU),
  * a squeeze-and-excitation Mul, the DFL Softmax over a strided axis, a
  * ConvTranspose whose kernel is its stride, a Concat of a convolution's
- * output and a tensor stored plain, Concats of small plain pieces, binary ops on a pooled map and a
- * broadcast oneDNN lacks followed by a scale.  Each graph is checked
+ * output and a tensor stored plain, Concats of small plain pieces, binary
+ * ops on a pooled map, a broadcast oneDNN lacks followed by a scale and a
+ * BatchNormalization of a plain tensor.  Each graph is checked
  * against cpu_ref, and every node's implementation (xf_session_node_impl)
  * is read back.  ctest runs the suite again with oneDNN held at AVX2,
  * where values are stored channel-blocked and the kernels take fewer
@@ -16,6 +17,7 @@
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -228,6 +230,50 @@ START_TEST(concat_small_pieces)
 }
 END_TEST
 
+/* BatchNormalization of a plain tensor (a graph input: quantized models
+ * leave it between a DequantizeLinear and a QuantizeLinear) runs as the
+ * backend's own loop, with cpu_ref's values exactly (odd plane sizes for
+ * the vector loops' tails; variances from 1e-6 to 1e3), a Relu after it
+ * folded in; one after a
+ * convolution is folded into it or runs on oneDNN's kernel of its
+ * layout. */
+START_TEST(batch_norm_plain)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_bt_seed(43);
+    for (int form = 0; form < 3; form++) {
+        bool after_conv = form == 2, relu = form == 1;
+        xf_graph *g = xf_graph_create("bn");
+        int64_t ch = 7;
+        int x = add_input(g, SHAPE(2, after_conv ? 5 : ch, 13, 11)), in[5];
+        in[0] = after_conv ? xf_bt_conv(g, x, 5, ch, 3, 1, XF_ACT_NONE) : x;
+        for (int k = 1; k < 5; k++) {
+            xf_shape cs = SHAPE(ch);
+            xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &cs);
+            for (int64_t c = 0; c < ch; c++)
+                ((float *)t->data)[c] = k == 4 ? (float)pow(10.0, (double)xf_bt_rnd(-6, 3))
+                                               : (float)xf_bt_rnd(-3000, 3000) / 1000.0f;
+            in[k] = xf_graph_add_initializer(g, NULL, t);
+            xf_tensor_release(t);
+        }
+        int bn = node(g, XF_OP_BATCH_NORM, "bn", 5, in, 1);
+        attrs(g, bn)->epsilon = 1e-5f;
+        xf_graph_add_output(g, relu ? out0(g, NODE(g, XF_OP_RELU, out0(g, bn))) : out0(g, bn));
+        infer_ok(g, 17);
+        if (!after_conv)
+            xf_bt_check_graph(g, 17, "cpu", true, 0, 0, "BatchNormalization of a plain tensor");
+        char impl[128];
+        check_kernels(g, "BatchNormalization", XF_OP_BATCH_NORM, impl, sizeof impl);
+        if (after_conv) /* folded, or oneDNN's kernel of the convolution's layout */
+            ck_assert_msg(strcmp(impl, "own loop") != 0, "the BatchNormalization after a convolution runs as %s", impl);
+        else
+            ck_assert_str_eq(impl, "own loop");
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_kernels");
@@ -240,6 +286,7 @@ int main(void)
     tcase_add_test(t, concat_small_pieces);
     tcase_add_test(t, pooled_map_ops);
     tcase_add_test(t, middle_broadcast_then_scale);
+    tcase_add_test(t, batch_norm_plain);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }
