@@ -273,6 +273,10 @@ bool xf_dn_bnorm_plain(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st);
 void xf_dn_range_of(const float *x, int64_t count, float *lo, float *hi);
 void xf_dn_quantize_all(const float *x, uint8_t *y, int64_t count, float scale, float zp);
 void xf_dn_dequantize_all(const uint8_t *x, float *y, int64_t count, uint8_t flip, int32_t offset, float scale);
+/* The same per index c of a dim (outer x dim x inner elements): offset[c]
+ * and scale[c] (DequantizeLinear per axis). */
+void xf_dn_dequantize_axis(const uint8_t *x, float *y, int64_t outer, int64_t dim, int64_t inner, uint8_t flip,
+                           const int32_t *offset, const float *scale);
 /* com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_int_matmul_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,

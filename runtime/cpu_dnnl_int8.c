@@ -546,19 +546,44 @@ const xf_dn_handler xf_dn_quantize_handler = {quantize_handles, NULL, quantize_p
  * its sign bit flipped, less 128, so that one loop serves both. */
 static bool dequantize_handles(const xf_graph *g, const xf_node *n)
 {
-    const xf_value *x = value_at(g, n, 0), *scale = value_at(g, n, 1);
-    return x && (x->dtype == XF_DT_UINT8 || x->dtype == XF_DT_INT8) && xf_shape_numel(&x->shape) > 0 && scale &&
-           scale->dtype == XF_DT_FLOAT && xf_shape_numel(&scale->shape) == 1 && single(value_at(g, n, 2)) &&
-           n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
+    const xf_value *x = value_at(g, n, 0), *scale = value_at(g, n, 1), *zp = value_at(g, n, 2);
+    if (!x || (x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || xf_shape_numel(&x->shape) <= 0 || !scale ||
+        scale->dtype != XF_DT_FLOAT || n->n_outputs != 1 || !xf_dn_is_f32(g, n->outputs[0]) ||
+        n->attrs.block_size != 0)
+        return false;
+    if (xf_shape_numel(&scale->shape) == 1 && single(zp))
+        return true;
+    /* per axis: one scale (and zero point) per index of the axis */
+    xf_quant_layout l;
+    char why[160];
+    return scale->shape.ndim == 1 && (!zp || zp->dtype == x->dtype) &&
+           xf_quant_layout_make(&x->shape, &scale->shape, zp ? &zp->shape : NULL, n->attrs.axis, 0, &l, why,
+                                sizeof why);
 }
 
 static xf_status dequantize_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                 xf_error *err)
 {
     bool has_zp = n->n_inputs > 2 && xf_rt_present(&in[2]), s8 = in[0].dtype == XF_DT_INT8;
-    int32_t zp = has_zp ? (int32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
-    xf_dn_dequantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), s8 ? 0x80 : 0, zp + (s8 ? 128 : 0),
-                   *(const float *)in[1].data);
+    int64_t count = xf_rt_numel(&in[1]);
+    if (count == 1) {
+        int32_t zp = has_zp ? (int32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
+        xf_dn_dequantize_all(in[0].data, out[0].data, xf_rt_numel(&in[0]), s8 ? 0x80 : 0, zp + (s8 ? 128 : 0),
+                             *(const float *)in[1].data);
+        return XF_OK;
+    }
+    xf_quant_layout l;
+    char why[160];
+    if (!xf_quant_layout_make(&in[0].shape, &in[1].shape, has_zp ? &in[2].shape : NULL, n->attrs.axis, 0, &l, why,
+                              sizeof why))
+        return xf_rt_bad_node(err, n, "%s", why);
+    int32_t *offset = malloc(sizeof *offset * (size_t)count);
+    if (!offset)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    for (int64_t c = 0; c < count; c++)
+        offset[c] = (has_zp ? (int32_t)xf_rt_load_i64(in[2].dtype, in[2].data, c) : 0) + (s8 ? 128 : 0);
+    xf_dn_dequantize_axis(in[0].data, out[0].data, l.outer, l.dim, l.inner, s8 ? 0x80 : 0, offset, in[1].data);
+    free(offset);
     return XF_OK;
 }
 

@@ -50,7 +50,10 @@
  * apart where its value sits near a rounding boundary.  A Relu between
  * the convolution and the QuantizeLinear is the saturation at the zero
  * point when that is the type's least value, and is then left out;
- * otherwise the four stay as written.
+ * otherwise the four stay as written.  An Add or Mul of two
+ * DequantizeLinears whose output a QuantizeLinear takes (a residual
+ * connection) runs as ONNX Runtime's QLinearAdd or QLinearMul, on the
+ * backend's AVX2 loops, likewise as ONNX Runtime computes it.
  *
  * The same models wrap every activation function in QDQ too: a
  * DequantizeLinear of 8-bit codes, the function (Erf, Sigmoid, Tanh, any
@@ -618,8 +621,34 @@ static bool add_lut(xf_graph *g, const lut_chain *p, bool *nomem)
     return true;
 }
 
-/* Appends the QLinearConv or QLinearMatMul of p; its node index or -1
- * when out of memory. */
+/* An Add or Mul of two DequantizeLinears of the output's 8-bit type
+ * that a QuantizeLinear alone reads, as the backend's QLinearAdd or
+ * QLinearMul takes it (the same group record as the products: x and w
+ * are A and B, no bias). */
+static bool qdq_binary_of(const xf_graph *g, const int *reader, int n_values, int bi, qdq_product *p)
+{
+    const xf_node *b = &g->nodes[bi];
+    if ((b->op != XF_OP_ADD && b->op != XF_OP_MUL) || b->n_inputs != 2 || b->n_outputs != 1 ||
+        b->attrs.activation != XF_ACT_NONE)
+        return false;
+    *p = (qdq_product){.product = bi, .op = b->op == XF_OP_ADD ? XF_OP_MS_QLINEAR_ADD : XF_OP_MS_QLINEAR_MUL,
+                       .n_inputs = 8, .dq = {-1, -1, -1}};
+    p->dq[0] = dq_of(g, b->inputs[0], XF_DT_UNDEFINED, 0, 0, false);
+    p->dq[1] = dq_of(g, b->inputs[1], XF_DT_UNDEFINED, 0, 0, false);
+    p->q = qdq_output(g, reader, n_values, bi);
+    if (p->dq[0] < 0 || p->dq[1] < 0 || p->q < 0)
+        return false;
+    const xf_node *q = &g->nodes[p->q], *da = &g->nodes[p->dq[0]], *db = &g->nodes[p->dq[1]];
+    int y = q->outputs[0], in[8] = {da->inputs[0], da->inputs[1], da->n_inputs > 2 ? da->inputs[2] : -1,
+                                    db->inputs[0], db->inputs[1], db->n_inputs > 2 ? db->inputs[2] : -1,
+                                    q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : -1};
+    memcpy(p->inputs, in, sizeof in);
+    xf_node qb = {.op = p->op, .n_inputs = 8, .inputs = p->inputs, .n_outputs = 1, .outputs = &y};
+    return xf_dn_ms_qbinary_handler.handles(g, &qb);
+}
+
+/* Appends the QLinearConv, QLinearMatMul, QLinearAdd or QLinearMul of p;
+ * its node index or -1 when out of memory. */
 static int add_qdq_product(xf_graph *g, const qdq_product *p)
 {
     char name[512];
@@ -628,10 +657,12 @@ static int add_qdq_product(xf_graph *g, const qdq_product *p)
     int i = xf_graph_add_node(g, p->op, name, p->n_inputs, p->inputs, 1, &y);
     if (i < 0)
         return -1;
-    xf_tensor *kept = g->nodes[i].attrs.value;
-    g->nodes[i].attrs = g->nodes[p->product].attrs;
-    g->nodes[i].attrs.value = kept;
-    g->nodes[i].attrs.activation = XF_ACT_NONE;
+    if (p->op == XF_OP_QLINEAR_CONV || p->op == XF_OP_QLINEAR_MATMUL) { /* the geometry */
+        xf_tensor *kept = g->nodes[i].attrs.value;
+        g->nodes[i].attrs = g->nodes[p->product].attrs;
+        g->nodes[i].attrs.value = kept;
+        g->nodes[i].attrs.activation = XF_ACT_NONE;
+    }
     return i;
 }
 
@@ -662,7 +693,7 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
                 continue;
             keep[lc.f] = keep[lc.q] = false;
             absorbed[lc.dq]++;
-        } else if (exact_int8 && qdq_product_of(g, reader, v0, i, &qc)) {
+        } else if ((exact_int8 && qdq_product_of(g, reader, v0, i, &qc)) || qdq_binary_of(g, reader, v0, i, &qc)) {
             nomem = add_qdq_product(g, &qc) < 0;
             keep[qc.product] = keep[qc.q] = false;
             for (int k = 0; k < 3; k++)

@@ -267,3 +267,12 @@ void xf_dn_dequantize_all(const uint8_t *x, float *y, int64_t count, uint8_t fli
         dequantize_run(width, x + i, y + i, count - i < size ? count - i : size, flip, offset, scale);
     }
 }
+
+void xf_dn_dequantize_axis(const uint8_t *x, float *y, int64_t outer, int64_t dim, int64_t inner, uint8_t flip,
+                           const int32_t *offset, const float *scale)
+{
+    int width = xf_dn_vector_width();
+    XF_OMP_FOR(outer * dim > 1 && outer * dim * inner >= XF_DN_CHUNK_MIN)
+    for (int64_t r = 0; r < outer * dim; r++)
+        dequantize_run(width, x + r * inner, y + r * inner, inner, flip, offset[r % dim], scale[r % dim]);
+}

@@ -724,7 +724,8 @@ START_TEST(quantize_linear_edges)
 END_TEST
 
 /* The backend's DequantizeLinear loop gives cpu_ref's floats for uint8 and
- * int8, with and without a zero point, on sizes off its blocks. */
+ * int8, with and without a zero point, on sizes off its blocks, per tensor
+ * and per axis. */
 START_TEST(dequantize_linear_8bit)
 {
     if (!xf_bt_have_cpu())
@@ -740,6 +741,23 @@ START_TEST(dequantize_linear_8bit)
         c = finish(c, XF_OP_DEQUANTIZE_LINEAR, 3, in, NULL);
         char what[64];
         snprintf(what, sizeof what, "DequantizeLinear case %d", t);
+        check_case(&c, true, what);
+    }
+    /* per axis: a scale (and a zero point, or none) per index of axis 0, 1
+     * or the last, slabs of many elements and of one */
+    for (int t = 0; t < 6; t++) {
+        xf_dtype xt = t % 2 ? XF_DT_INT8 : XF_DT_UINT8;
+        int axis = t / 2 == 2 ? -1 : t / 2;
+        xf_shape xs = SHAPE(3, 5, 37);
+        int64_t dim = xs.dims[axis < 0 ? 2 : axis];
+        qcase c = {.g = xf_graph_create("dq")};
+        int in[3] = {operand(&c, full_range(xt, xs), false), operand(&c, scales(SHAPE(dim), 0.001, 0.5), true),
+                     t == 4 ? -1 : operand(&c, full_range(xt, SHAPE(dim)), true)};
+        c.node = xf_bt_finish_single(c.g, XF_OP_DEQUANTIZE_LINEAR, in[2] < 0 ? 2 : 3, in);
+        c.g->nodes[c.node].attrs.axis = axis;
+        infer_ok(c.g, 21);
+        char what[64];
+        snprintf(what, sizeof what, "DequantizeLinear per axis %d, case %d", axis, t);
         check_case(&c, true, what);
     }
 }

@@ -9,7 +9,8 @@
  * above the type's least, a convolution output read twice) stay as written.
  * Either way the outputs are at most one step from cpu_ref's float QDQ
  * graph (oneDNN's float convolution sums in another order too), and few
- * are.  QDQ activation functions run as table lookups (below). */
+ * are.  QDQ Adds and Muls run as QLinearAdd and QLinearMul, and QDQ
+ * activation functions as table lookups (below). */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -341,6 +342,85 @@ START_TEST(qdq_matmuls)
 }
 END_TEST
 
+/* QuantizeLinear(DQ(a) + DQ(b)) and of DQ(a) * DQ(b) (a residual
+ * connection, a gate) run as QLinearAdd and QLinearMul: exactly cpu_ref's
+ * QLinearAdd or QLinearMul of the same integers, at most one step from the
+ * float graph; B whole, a row, or one per channel.  Operands of two
+ * types, or a DequantizeLinear per channel, stay as written. */
+START_TEST(qdq_binaries)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        xf_dtype a, b;
+        int b_form; /* 0 whole, 1 a row of the last dim, 2 one per channel; 3 whole, its DQ per channel */
+    } forms[] = {{XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 0}, {XF_OP_ADD, XF_DT_INT8, XF_DT_INT8, 1},
+                 {XF_OP_MUL, XF_DT_UINT8, XF_DT_UINT8, 2}, {XF_OP_MUL, XF_DT_INT8, XF_DT_INT8, 0},
+                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_INT8, 0},  {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 3}};
+    xf_bt_seed(47);
+    int64_t differ_all = 0, compared = 0;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "QDQ %s form %zu", xf_op_name(forms[i].op), i);
+        xf_shape as = SHAPE(1, 6, 5, 19);
+        xf_shape bs = forms[i].b_form == 1 ? SHAPE(19) : forms[i].b_form == 2 ? SHAPE(1, 6, 1, 1) : as;
+        bool sa = forms[i].a == XF_DT_INT8, sb = forms[i].b == XF_DT_INT8, mul = forms[i].op == XF_OP_MUL;
+        xf_tensor *a = ints(forms[i].a, as, sa ? -128 : 0, sa ? 127 : 255);
+        xf_tensor *b = ints(forms[i].b, bs, sb ? -128 : 0, sb ? 127 : 255);
+        float bsc[6] = {0.02f, 0.03f, 0.015f, 0.04f, 0.025f, 0.05f};
+        xf_tensor *part[6] = {floats(SCALAR, (float[]){0.031f}), ints(forms[i].a, SCALAR, sa ? -5 : 120, sa ? 5 : 136),
+                              floats(forms[i].b_form == 3 ? SHAPE(6) : SCALAR, bsc),
+                              ints(forms[i].b, forms[i].b_form == 3 ? SHAPE(6) : SCALAR, sb ? -5 : 120, sb ? 5 : 136),
+                              floats(SCALAR, (float[]){mul ? 0.01f : 0.05f}),
+                              ints(forms[i].a, SCALAR, sa ? 2 : 130, sa ? 2 : 130)};
+        /* the twin QLinearAdd or QLinearMul where its operands' types allow one */
+        bool twin = forms[i].a == forms[i].b && forms[i].b_form != 3;
+        xf_graph *g[2] = {xf_graph_create("qdq"), twin ? xf_graph_create("qlinear") : NULL};
+        for (int v = 0; v < 1 + twin; v++) {
+            int av = xf_bt_input(g[v], forms[i].a, as), bv = add_const(g[v], b), c[6];
+            for (int j = 0; j < 6; j++)
+                c[j] = add_const(g[v], part[j]);
+            int y;
+            if (v == 0) {
+                int da = dq(g[v], av, c[0], c[1]), db = dq(g[v], bv, c[2], c[3]);
+                attrs(g[v], g[v]->values[db].producer)->axis = 1;
+                int op = node(g[v], forms[i].op, "op", 2, (int[]){da, db}, 1);
+                y = node(g[v], XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g[v], op), c[4], c[5]}, 1);
+            } else {
+                int in[8] = {av, c[0], c[1], bv, c[2], c[3], c[4], c[5]};
+                y = node(g[v], mul ? XF_OP_MS_QLINEAR_MUL : XF_OP_MS_QLINEAR_ADD, "qop", 8, in, 1);
+            }
+            xf_graph_add_output(g[v], out0(g[v], y));
+            infer_ok(g[v], 21);
+        }
+        bool lowered = twin && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        int counts[XF_OP_COUNT + 1];
+        xf_tensor *got = run(g[0], "cpu", a, counts, what), *want = run(g[0], "cpu_ref", a, NULL, what);
+        xf_op qop = mul ? XF_OP_MS_QLINEAR_MUL : XF_OP_MS_QLINEAR_ADD;
+        ck_assert_msg(counts[qop] == lowered && counts[forms[i].op] == !lowered, "%s: lowered %d", what, counts[qop]);
+        int64_t differ;
+        ck_assert_msg(max_diff(got, want, &differ) <= 1, "%s: more than one step off the float graph", what);
+        differ_all += differ;
+        compared += xf_tensor_numel(got);
+        if (lowered) {
+            xf_tensor *exact = run(g[1], "cpu_ref", a, NULL, what);
+            ck_assert_msg(max_diff(got, exact, &differ) == 0, "%s: %lld outputs off cpu_ref's %s", what,
+                          (long long)differ, xf_op_name(qop));
+            xf_tensor_release(exact);
+        }
+        xf_tensor *all[] = {a, b, got, want, part[0], part[1], part[2], part[3], part[4], part[5]};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            xf_tensor_release(all[k]);
+        xf_graph_free(g[0]);
+        xf_graph_free(g[1]);
+    }
+    printf("QDQ Add and Mul: %lld of %lld outputs one step off the float graph\n", (long long)differ_all,
+           (long long)compared);
+    ck_assert_int_le(differ_all * 100, compared);
+}
+END_TEST
+
 /* DequantizeLinear -> f -> QuantizeLinear of one-input elementwise
  * functions runs as a Gather from a table of 256 codes that cpu_ref
  * fills: exactly the float graph's values, for uint8 and int8 codes (the
@@ -445,6 +525,7 @@ int main(void)
     TCase *tc = tcase_create("qdq");
     tcase_add_test(tc, qdq_convolutions);
     tcase_add_test(tc, qdq_matmuls);
+    tcase_add_test(tc, qdq_binaries);
     tcase_add_test(tc, qdq_activation_tables);
     tcase_add_test(tc, byte_gather);
     suite_add_tcase(s, tc);
