@@ -421,6 +421,76 @@ START_TEST(qdq_binaries)
 }
 END_TEST
 
+/* Ops that only move or select values between DequantizeLinears and a
+ * QuantizeLinear of the same scale and zero point (MaxPool, Concat,
+ * Transpose, Reshape) run on the codes: exactly cpu_ref's float graph.
+ * Another scale after the op, a scale so large that the dequantized codes
+ * overflow (they do not come back), or a negative one (the largest code
+ * the smallest value) keeps it as written. */
+START_TEST(qdq_transparent_ops)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        xf_dtype t;
+        float scale, y_scale;
+        bool lowered;
+    } forms[] = {{XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, 0.05f, true}, {XF_OP_CONCAT, XF_DT_INT8, 0.02f, 0.02f, true},
+                 {XF_OP_TRANSPOSE, XF_DT_UINT8, 0.3f, 0.3f, true},  {XF_OP_RESHAPE, XF_DT_INT8, 0.01f, 0.01f, true},
+                 {XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, 0.06f, false}, {XF_OP_CONCAT, XF_DT_UINT8, 1e38f, 1e38f, false},
+                 {XF_OP_MAX_POOL, XF_DT_INT8, -0.05f, -0.05f, false}};
+    xf_bt_seed(53);
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "QDQ %s form %zu", xf_op_name(forms[i].op), i);
+        bool s8 = forms[i].t == XF_DT_INT8;
+        xf_shape xs = SHAPE(1, 6, 9, 11);
+        xf_tensor *x = ints(forms[i].t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_tensor *other = ints(forms[i].t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_tensor *part[3] = {floats(SCALAR, &forms[i].scale), ints(forms[i].t, SCALAR, s8 ? 3 : 125, s8 ? 3 : 125),
+                              floats(SCALAR, &forms[i].y_scale)};
+        xf_graph *g = xf_graph_create("qdq");
+        int xv = xf_bt_input(g, forms[i].t, xs), sc = add_const(g, part[0]), zp = add_const(g, part[1]);
+        int d = dq(g, xv, sc, zp), op;
+        switch (forms[i].op) {
+        case XF_OP_MAX_POOL:
+            op = node(g, XF_OP_MAX_POOL, "op", 1, &d, 1);
+            attrs(g, op)->n_spatial = 2;
+            attrs(g, op)->kernel[0] = attrs(g, op)->kernel[1] = 3;
+            attrs(g, op)->strides[0] = attrs(g, op)->strides[1] = 2;
+            break;
+        case XF_OP_CONCAT:
+            op = node(g, XF_OP_CONCAT, "op", 2, (int[]){d, dq(g, add_const(g, other), sc, zp)}, 1);
+            attrs(g, op)->axis = 1;
+            break;
+        case XF_OP_TRANSPOSE:
+            op = node(g, XF_OP_TRANSPOSE, "op", 1, &d, 1);
+            attrs(g, op)->n_perm = 4;
+            memcpy(attrs(g, op)->perm, (int64_t[]){0, 2, 3, 1}, 4 * sizeof(int64_t));
+            break;
+        default:
+            op = node(g, XF_OP_RESHAPE, "op", 2, (int[]){d, CONST_I64(g, 6, 99)}, 1);
+            break;
+        }
+        int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g, op), add_const(g, part[2]), zp}, 1);
+        xf_graph_add_output(g, out0(g, q));
+        infer_ok(g, 21);
+        int counts[XF_OP_COUNT + 1];
+        xf_tensor *got = run(g, "cpu", x, counts, what), *want = run(g, "cpu_ref", x, NULL, what);
+        int dqs = forms[i].lowered ? 0 : forms[i].op == XF_OP_CONCAT ? 2 : 1;
+        ck_assert_msg(counts[XF_OP_QUANTIZE_LINEAR] == !forms[i].lowered && counts[XF_OP_DEQUANTIZE_LINEAR] == dqs,
+                      "%s: %d QuantizeLinears", what, counts[XF_OP_QUANTIZE_LINEAR]);
+        int64_t differ;
+        ck_assert_msg(max_diff(got, want, &differ) == 0, "%s: %lld outputs off cpu_ref", what, (long long)differ);
+        xf_tensor *all[] = {x, other, part[0], part[1], part[2], got, want};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            xf_tensor_release(all[k]);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* DequantizeLinear -> f -> QuantizeLinear of one-input elementwise
  * functions runs as a Gather from a table of 256 codes that cpu_ref
  * fills: exactly the float graph's values, for uint8 and int8 codes (the
@@ -526,6 +596,7 @@ int main(void)
     tcase_add_test(tc, qdq_convolutions);
     tcase_add_test(tc, qdq_matmuls);
     tcase_add_test(tc, qdq_binaries);
+    tcase_add_test(tc, qdq_transparent_ops);
     tcase_add_test(tc, qdq_activation_tables);
     tcase_add_test(tc, byte_gather);
     suite_add_tcase(s, tc);

@@ -1,0 +1,29 @@
+/* What the cpu backend's graph rewrites (cpu_dnnl_lower.c) share with
+ * their QDQ part (cpu_dnnl_lower_qdq.c). */
+#ifndef XF_CPU_DNNL_LOWER_H
+#define XF_CPU_DNNL_LOWER_H
+
+#include "cpu_dnnl.h"
+
+/* The rewrites' view of the graph as it was before they began: reader[v]
+ * the last node reading value v (of n_values), and what they record per
+ * original node: keep[i] false for a node replaced, absorbed[i] the uses
+ * of a DequantizeLinear's output that replacing nodes took over. */
+typedef struct xf_dn_lowering {
+    const int *reader;
+    int n_values;
+    bool *keep;
+    int *absorbed;
+    bool exact_int8; /* int8 products are exact here (xf_dn_exact_int8) */
+} xf_dn_lowering;
+
+/* The node that alone reads value v of the original graph (not a graph
+ * output), else -1. */
+int xf_dn_only_reader(const xf_graph *g, const int *reader, int n_values, int v);
+/* A new initializer of g named after base, holding t (released). */
+int xf_dn_add_constant(xf_graph *g, const char *base, const char *suffix, xf_tensor *t);
+/* Whether node i starts a QDQ group, now replaced (appended nodes,
+ * low->keep and low->absorbed updated); *nomem when memory ran out. */
+bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem);
+
+#endif

@@ -1,0 +1,412 @@
+/* The cpu backend's rewrites of QDQ models (part of xf_dn_lower_graph,
+ * cpu_dnnl_lower.c): the groups of DequantizeLinear, an op and
+ * QuantizeLinear run as the integer ops ONNX Runtime fuses them into, or
+ * as lookups.
+ *
+ * A QDQ model (ONNX Runtime's quantize_static, TensorRT's and PyTorch's
+ * QDQ exports) computes each convolution in float between a
+ * DequantizeLinear of its 8-bit input, one of its int8 weights (per
+ * tensor or per output channel), one of its int32 bias and a
+ * QuantizeLinear of its output, and each MatMul likewise (weights per
+ * tensor or per column, no bias).  Where int8 products are exact the
+ * group runs as one QLinearConv or QLinearMatMul over the same integers,
+ * as ONNX Runtime runs them: the sums exact in int32, the bias added there (its scale must be
+ * the input's times the weight's, as the quantizers write it), then
+ * scaled and rounded once.  The float graph rounds every product and sum
+ * of the dequantized values instead, so an output may land one step
+ * apart where its value sits near a rounding boundary.  A Relu between
+ * the convolution and the QuantizeLinear is the saturation at the zero
+ * point when that is the type's least value, and is then left out;
+ * otherwise the four stay as written.  An Add or Mul of two
+ * DequantizeLinears whose output a QuantizeLinear takes (a residual
+ * connection) runs as ONNX Runtime's QLinearAdd or QLinearMul, on the
+ * backend's AVX2 loops, likewise as ONNX Runtime computes it.
+ *
+ * The same models wrap every activation function in QDQ too: a
+ * DequantizeLinear of 8-bit codes, the function (Erf, Sigmoid, Tanh, any
+ * one-input elementwise op on floats) and a QuantizeLinear.  Such a chain
+ * maps each of the 256 codes to one output code, so it runs as a Gather
+ * from a table of 256 codes (the input cast to int32: int8 codes index
+ * the table's upper half as negative indices), which cpu_ref fills by
+ * running the chain once on every code: the float graph's values
+ * exactly.
+ *
+ * An op that only moves or selects values (MaxPool, Concat, Reshape,
+ * Transpose and the like) between DequantizeLinears and a QuantizeLinear
+ * of the same scale and zero point runs on the codes themselves, where
+ * quantizing the dequantized codes gives them back (cpu_ref checks every
+ * code) and the scale is positive, so that the largest code is the
+ * largest value: the float graph's values exactly.
+ *
+ * The written model is not touched: this is how the backend runs it. */
+#include "cpu_dnnl_lower.h"
+#include "xf_runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A DequantizeLinear -> Conv or MatMul -> QuantizeLinear group of
+ * qdq_product_of. */
+typedef struct qdq_product {
+    int product, q;     /* the nodes the QLinearConv or QLinearMatMul replaces */
+    int dq[3];          /* the DequantizeLinear of x, w and the bias (-1: no bias) */
+    xf_op op;           /* QLinearConv or QLinearMatMul */
+    int n_inputs;       /* 9 or 8 */
+    int inputs[9];      /* its inputs */
+} qdq_product;
+
+/* Whether value v is a constant of one element (absent: when may_lack). */
+static bool single_const(const xf_graph *g, int v, bool may_lack)
+{
+    const xf_tensor *t = xf_graph_constant(g, v);
+    return v < 0 ? may_lack : t && xf_shape_numel(&t->shape) == 1;
+}
+
+/* The DequantizeLinear producing value v when it dequantizes constant
+ * codes of type `codes` (any 8-bit type for XF_DT_UNDEFINED; then they may
+ * be computed) with a constant float scale of 1 or `per` elements along
+ * dim `axis` (per 0: one) and a constant zero point of zeros or none
+ * (zero_free), or of one element; else -1. */
+static int dq_of(const xf_graph *g, int v, xf_dtype codes, int64_t per, int axis, bool zero_free)
+{
+    int d = v >= 0 ? g->values[v].producer : -1;
+    if (d < 0 || g->nodes[d].op != XF_OP_DEQUANTIZE_LINEAR || g->nodes[d].n_outputs != 1 || g->nodes[d].n_inputs < 2 ||
+        g->nodes[d].attrs.block_size != 0)
+        return -1;
+    const xf_node *n = &g->nodes[d];
+    int q = n->inputs[0], zp = n->n_inputs > 2 ? n->inputs[2] : -1;
+    xf_dtype t = q >= 0 ? g->values[q].dtype : XF_DT_UNDEFINED;
+    const xf_tensor *scale = xf_graph_constant(g, n->inputs[1]), *z = xf_graph_constant(g, zp);
+    int64_t count = scale ? xf_shape_numel(&scale->shape) : 0;
+    if (!scale || scale->dtype != XF_DT_FLOAT || (count != 1 && (per == 0 || count != per)) || (zp >= 0 && !z))
+        return -1;
+    if (codes == XF_DT_UNDEFINED ? t != XF_DT_UINT8 && t != XF_DT_INT8 : t != codes || !xf_graph_constant(g, q))
+        return -1;
+    if (count > 1 && n->attrs.axis != axis && n->attrs.axis != axis - g->values[q].shape.ndim)
+        return -1;
+    if (!zero_free)
+        return !z || (z->dtype == t && xf_shape_numel(&z->shape) == 1) ? d : -1;
+    for (int64_t i = 0; z && i < xf_shape_numel(&z->shape); i++)
+        if (xf_rt_load_i64(z->dtype, z->data, i) != 0)
+            return -1;
+    return d;
+}
+
+/* Element i of a scale of one or more floats. */
+static float scale_at(const xf_tensor *t, int64_t i)
+{
+    return ((const float *)t->data)[xf_shape_numel(&t->shape) == 1 ? 0 : i];
+}
+
+/* The QuantizeLinear that alone reads product node pi's output, to 8 bits
+ * with constant parameters of one element: its index, else -1.  A Relu
+ * fused into the product is the saturation only at the type's least zero
+ * point. */
+static int qdq_output(const xf_graph *g, const int *reader, int n_values, int pi)
+{
+    const xf_node *c = &g->nodes[pi];
+    int qi = xf_dn_only_reader(g, reader, n_values, c->outputs[0]);
+    const xf_node *q = qi >= 0 ? &g->nodes[qi] : NULL;
+    int y = q ? q->outputs[0] : -1, y_zp = q && q->n_inputs > 2 ? q->inputs[2] : -1;
+    if (!q || q->op != XF_OP_QUANTIZE_LINEAR || q->n_inputs < 2 || q->inputs[0] != c->outputs[0] ||
+        q->n_outputs != 1 || y < 0 || (g->values[y].dtype != XF_DT_UINT8 && g->values[y].dtype != XF_DT_INT8) ||
+        !single_const(g, q->inputs[1], false) || g->values[q->inputs[1]].dtype != XF_DT_FLOAT ||
+        !single_const(g, y_zp, true) || q->attrs.block_size != 0)
+        return -1;
+    if (c->attrs.activation == XF_ACT_RELU) {
+        const xf_tensor *z = xf_graph_constant(g, y_zp);
+        int64_t least = g->values[y].dtype == XF_DT_UINT8 ? 0 : -128;
+        if ((z ? xf_rt_load_i64(z->dtype, z->data, 0) : 0) != least)
+            return -1;
+    }
+    return qi;
+}
+
+static bool qdq_product_of(const xf_graph *g, const int *reader, int n_values, int ci, qdq_product *p)
+{
+    const xf_node *c = &g->nodes[ci];
+    bool conv = c->op == XF_OP_CONV;
+    xf_activation act = c->attrs.activation;
+    if ((!conv && (c->op != XF_OP_MATMUL || c->n_inputs != 2)) || c->n_inputs < 2 || c->n_outputs != 1 ||
+        c->attrs.ms_act != XF_MS_ACT_NONE || (act != XF_ACT_NONE && act != XF_ACT_RELU) || c->inputs[1] < 0 ||
+        g->values[c->inputs[1]].shape.ndim < 2)
+        return false;
+    /* one scale per output channel (Conv, dim 0) or per column (MatMul's 2-D weights, dim 1) */
+    const xf_shape *ws_dims = &g->values[c->inputs[1]].shape;
+    int axis = conv ? 0 : 1;
+    int64_t m = conv ? ws_dims->dims[0] : ws_dims->ndim == 2 ? ws_dims->dims[1] : 0;
+    int b = c->n_inputs > 2 ? c->inputs[2] : -1;
+    *p = (qdq_product){.product = ci, .op = conv ? XF_OP_QLINEAR_CONV : XF_OP_QLINEAR_MATMUL, .n_inputs = conv ? 9 : 8};
+    p->dq[0] = dq_of(g, c->inputs[0], XF_DT_UNDEFINED, 0, 0, false);
+    p->dq[1] = dq_of(g, c->inputs[1], XF_DT_INT8, m, axis, true);
+    p->dq[2] = b >= 0 ? dq_of(g, b, XF_DT_INT32, m, 0, true) : -1;
+    p->q = qdq_output(g, reader, n_values, ci);
+    if (p->dq[0] < 0 || p->dq[1] < 0 || (b >= 0 && p->dq[2] < 0) || p->q < 0)
+        return false;
+    const xf_node *q = &g->nodes[p->q], *dx = &g->nodes[p->dq[0]], *dw = &g->nodes[p->dq[1]];
+    /* the bias in the sums: its scale is the input's times the weight's */
+    if (b >= 0) {
+        const xf_tensor *xs = xf_graph_constant(g, dx->inputs[1]), *ws = xf_graph_constant(g, dw->inputs[1]);
+        const xf_tensor *bs = xf_graph_constant(g, g->nodes[p->dq[2]].inputs[1]);
+        for (int64_t i = 0; i < m; i++)
+            if (scale_at(bs, i) != scale_at(xs, 0) * scale_at(ws, i))
+                return false;
+    }
+    const int *xi = dx->inputs, *wi = dw->inputs;
+    int y = q->outputs[0], in[9] = {xi[0], xi[1], dx->n_inputs > 2 ? xi[2] : -1, wi[0], wi[1],
+                                    dw->n_inputs > 2 ? wi[2] : -1, q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : -1,
+                                    b >= 0 ? g->nodes[p->dq[2]].inputs[0] : -1};
+    memcpy(p->inputs, in, sizeof in);
+    /* what the backend's QLinearConv or QLinearMatMul takes, else the float graph runs */
+    xf_node qc = {.op = p->op, .attrs = c->attrs, .n_inputs = p->n_inputs, .inputs = p->inputs, .n_outputs = 1,
+                  .outputs = &y};
+    qc.attrs.activation = XF_ACT_NONE;
+    return (conv ? &xf_dn_qconv_handler : &xf_dn_qmatmul_handler)->handles(g, &qc);
+}
+
+/* The opset the chain's table is computed at: the nodes carry their
+ * semantics in their attributes, which every opset since 21 reads alike. */
+#define XF_LUT_OPSET 21
+
+/* A DequantizeLinear -> f -> QuantizeLinear chain of lut_chain_of. */
+typedef struct lut_chain {
+    int dq, f, q;
+} lut_chain;
+
+static bool lut_chain_of(const xf_graph *g, const int *reader, int n_values, int fi, lut_chain *p)
+{
+    const xf_node *f = &g->nodes[fi];
+    const xf_op_info *info = xf_op_get_info(f->op);
+    if (!(info->flags & XF_OPF_ELEM) || info->max_inputs != 1 || f->n_inputs != 1 || f->n_outputs != 1 ||
+        f->inputs[0] < 0 || f->outputs[0] < 0 || xf_node_draws_random(g, f) || f->attrs.activation != XF_ACT_NONE ||
+        g->values[f->inputs[0]].dtype != XF_DT_FLOAT || g->values[f->outputs[0]].dtype != XF_DT_FLOAT)
+        return false;
+    *p = (lut_chain){dq_of(g, f->inputs[0], XF_DT_UNDEFINED, 0, 0, false), fi, qdq_output(g, reader, n_values, fi)};
+    return p->dq >= 0 && p->q >= 0;
+}
+
+/* Value v of g (a constant, or -1) in graph t. */
+static int const_in(xf_graph *t, const xf_graph *g, int v)
+{
+    return v < 0 ? -1 : xf_graph_add_initializer(t, NULL, g->values[v].init);
+}
+
+/* The 256 output codes of p's chain, code k's at k (int8 codes as their
+ * bytes), run on cpu_ref (f -1: the DequantizeLinear and QuantizeLinear
+ * alone); NULL when that fails. */
+static xf_tensor *lut_of(const xf_graph *g, const lut_chain *p)
+{
+    const xf_node *d = &g->nodes[p->dq], *f = p->f >= 0 ? &g->nodes[p->f] : NULL, *q = &g->nodes[p->q];
+    xf_shape s = xf_shape_make(1, (int64_t[]){256});
+    xf_graph *t = xf_graph_create("table");
+    xf_tensor *codes = xf_tensor_create(g->values[d->inputs[0]].dtype, &s), *table = NULL;
+    if (!t || !codes) {
+        xf_graph_free(t);
+        xf_tensor_release(codes);
+        return NULL;
+    }
+    for (int k = 0; k < 256; k++)
+        ((uint8_t *)codes->data)[k] = (uint8_t)k;
+    int x = xf_graph_add_input(t, "x", codes->dtype, &s), dv = xf_graph_add_value(t, NULL, XF_DT_FLOAT, &s);
+    int fv = xf_graph_add_value(t, NULL, XF_DT_FLOAT, &s);
+    int yv = xf_graph_add_value(t, NULL, g->values[q->outputs[0]].dtype, &s);
+    int din[3] = {x, const_in(t, g, d->inputs[1]), d->n_inputs > 2 ? const_in(t, g, d->inputs[2]) : -1};
+    int qin[3] = {fv, const_in(t, g, q->inputs[1]), q->n_inputs > 2 ? const_in(t, g, q->inputs[2]) : -1};
+    xf_session *run = NULL;
+    xf_error err = {0};
+    if (!f)
+        qin[0] = dv;
+    if (xf_graph_copy_node(t, d, din, &dv) >= 0 && (!f || xf_graph_copy_node(t, f, &dv, &fv) >= 0) &&
+        xf_graph_copy_node(t, q, qin, &yv) >= 0) {
+        xf_graph_add_output(t, yv);
+        if (xf_session_create(t, XF_LUT_OPSET, "cpu_ref", NULL, &run, &err) != XF_OK ||
+            xf_session_run(run, &codes, &table, &err) != XF_OK) {
+            xf_tensor_release(table);
+            table = NULL;
+        }
+    }
+    xf_session_free(run);
+    xf_graph_free(t);
+    xf_tensor_release(codes);
+    return table;
+}
+
+/* Replaces p's f and QuantizeLinear by a Cast of the codes to int32 and a
+ * Gather from their table; false when out of memory or cpu_ref could not
+ * run the chain (which then stays). */
+static bool add_lut(xf_graph *g, const lut_chain *p, bool *nomem)
+{
+    xf_tensor *table = lut_of(g, p);
+    if (!table)
+        return false;
+    int x = g->nodes[p->dq].inputs[0], y = g->nodes[p->q].outputs[0];
+    char name[512];
+    snprintf(name, sizeof name, "%s", g->nodes[p->f].name ? g->nodes[p->f].name : "");
+    int tv = xf_dn_add_constant(g, g->values[y].name, "_table", table);
+    int iv = tv < 0 ? -1 : xf_graph_add_value(g, NULL, XF_DT_INT32, &g->values[x].shape);
+    int cast = iv < 0 ? -1 : xf_graph_add_node(g, XF_OP_CAST, name, 1, &x, 1, &iv);
+    int gather = cast < 0 ? -1 : xf_graph_add_node(g, XF_OP_GATHER, name, 2, (int[]){tv, iv}, 1, &y);
+    if (gather < 0) {
+        *nomem = true;
+        return false;
+    }
+    g->nodes[cast].attrs.to = XF_DT_INT32;
+    g->nodes[gather].attrs.axis = 0;
+    return true;
+}
+
+/* An Add or Mul of two DequantizeLinears of the output's 8-bit type
+ * that a QuantizeLinear alone reads, as the backend's QLinearAdd or
+ * QLinearMul takes it (the same group record as the products: x and w
+ * are A and B, no bias). */
+static bool qdq_binary_of(const xf_graph *g, const int *reader, int n_values, int bi, qdq_product *p)
+{
+    const xf_node *b = &g->nodes[bi];
+    if ((b->op != XF_OP_ADD && b->op != XF_OP_MUL) || b->n_inputs != 2 || b->n_outputs != 1 ||
+        b->attrs.activation != XF_ACT_NONE)
+        return false;
+    *p = (qdq_product){.product = bi, .op = b->op == XF_OP_ADD ? XF_OP_MS_QLINEAR_ADD : XF_OP_MS_QLINEAR_MUL,
+                       .n_inputs = 8, .dq = {-1, -1, -1}};
+    p->dq[0] = dq_of(g, b->inputs[0], XF_DT_UNDEFINED, 0, 0, false);
+    p->dq[1] = dq_of(g, b->inputs[1], XF_DT_UNDEFINED, 0, 0, false);
+    p->q = qdq_output(g, reader, n_values, bi);
+    if (p->dq[0] < 0 || p->dq[1] < 0 || p->q < 0)
+        return false;
+    const xf_node *q = &g->nodes[p->q], *da = &g->nodes[p->dq[0]], *db = &g->nodes[p->dq[1]];
+    int y = q->outputs[0], in[8] = {da->inputs[0], da->inputs[1], da->n_inputs > 2 ? da->inputs[2] : -1,
+                                    db->inputs[0], db->inputs[1], db->n_inputs > 2 ? db->inputs[2] : -1,
+                                    q->inputs[1], q->n_inputs > 2 ? q->inputs[2] : -1};
+    memcpy(p->inputs, in, sizeof in);
+    xf_node qb = {.op = p->op, .n_inputs = 8, .inputs = p->inputs, .n_outputs = 1, .outputs = &y};
+    return xf_dn_ms_qbinary_handler.handles(g, &qb);
+}
+
+/* A DequantizeLinear -> op -> QuantizeLinear group of qdq_transparent_of:
+ * the op's data inputs (all of a Concat's, else its first) each a
+ * DequantizeLinear in dq[]. */
+enum { XF_QDQ_MAX_DATA = 16 };
+typedef struct qdq_transparent {
+    int op, q, n_dq;
+    int dq[XF_QDQ_MAX_DATA];
+} qdq_transparent;
+
+/* Whether ops a and b are the same constant of one element. */
+static bool same_const(const xf_graph *g, int a, int b)
+{
+    const xf_tensor *x = xf_graph_constant(g, a), *y = xf_graph_constant(g, b);
+    if (a < 0 || b < 0)
+        return a == b;
+    return x && y && x->dtype == y->dtype && xf_shape_numel(&x->shape) == 1 && xf_shape_numel(&y->shape) == 1 &&
+           memcmp(x->data, y->data, xf_dtype_size(x->dtype)) == 0;
+}
+
+static bool moves_values(const xf_node *n)
+{
+    switch (n->op) {
+    case XF_OP_MAX_POOL: return n->n_outputs == 1; /* no Indices */
+    case XF_OP_CONCAT:
+    case XF_OP_RESHAPE:
+    case XF_OP_FLATTEN:
+    case XF_OP_TRANSPOSE:
+    case XF_OP_SQUEEZE:
+    case XF_OP_UNSQUEEZE:
+    case XF_OP_IDENTITY:
+    case XF_OP_GLOBAL_MAX_POOL: return true;
+    default: return false;
+    }
+}
+
+static bool qdq_transparent_of(const xf_graph *g, const xf_dn_lowering *low, int oi, qdq_transparent *p)
+{
+    const xf_node *n = &g->nodes[oi];
+    if (!moves_values(n) || n->n_outputs != 1 || n->n_inputs < 1 ||
+        (n->op == XF_OP_CONCAT && n->n_inputs > XF_QDQ_MAX_DATA))
+        return false;
+    p->op = oi;
+    p->q = qdq_output(g, low->reader, low->n_values, oi);
+    p->n_dq = n->op == XF_OP_CONCAT ? n->n_inputs : 1;
+    if (p->q < 0)
+        return false;
+    const xf_node *q = &g->nodes[p->q];
+    int y_zp = q->n_inputs > 2 ? q->inputs[2] : -1;
+    const xf_tensor *ys = xf_graph_constant(g, q->inputs[1]);
+    if (!ys || !(*(const float *)ys->data > 0.0f))
+        return false;
+    for (int k = 0; k < p->n_dq; k++) {
+        int d = p->dq[k] = dq_of(g, n->inputs[k], XF_DT_UNDEFINED, 0, 0, false);
+        if (d < 0 || g->values[g->nodes[d].inputs[0]].dtype != g->values[q->outputs[0]].dtype ||
+            !same_const(g, g->nodes[d].inputs[1], q->inputs[1]) ||
+            !same_const(g, g->nodes[d].n_inputs > 2 ? g->nodes[d].inputs[2] : -1, y_zp))
+            return false;
+    }
+    /* quantizing each dequantized code gives it back */
+    xf_tensor *back = lut_of(g, &(lut_chain){p->dq[0], -1, p->q});
+    bool same = back != NULL;
+    for (int k = 0; same && k < 256; k++)
+        same = ((const uint8_t *)back->data)[k] == k;
+    xf_tensor_release(back);
+    return same;
+}
+
+/* Appends op p->op on the codes, writing the QuantizeLinear's output; its
+ * node index or -1 when out of memory. */
+static int add_transparent(xf_graph *g, const qdq_transparent *p)
+{
+    const xf_node *n = &g->nodes[p->op];
+    int in[XF_QDQ_MAX_DATA];
+    for (int k = 0; k < n->n_inputs && k < XF_QDQ_MAX_DATA; k++)
+        in[k] = k < p->n_dq ? g->nodes[p->dq[k]].inputs[0] : n->inputs[k];
+    int y = g->nodes[p->q].outputs[0];
+    return xf_graph_copy_node(g, n, in, &y);
+}
+
+/* Appends the QLinearConv, QLinearMatMul, QLinearAdd or QLinearMul of p;
+ * its node index or -1 when out of memory. */
+static int add_qdq_product(xf_graph *g, const qdq_product *p)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s", g->nodes[p->product].name ? g->nodes[p->product].name : "");
+    int y = g->nodes[p->q].outputs[0];
+    int i = xf_graph_add_node(g, p->op, name, p->n_inputs, p->inputs, 1, &y);
+    if (i < 0)
+        return -1;
+    if (p->op == XF_OP_QLINEAR_CONV || p->op == XF_OP_QLINEAR_MATMUL) { /* the geometry */
+        xf_tensor *kept = g->nodes[i].attrs.value;
+        g->nodes[i].attrs = g->nodes[p->product].attrs;
+        g->nodes[i].attrs.value = kept;
+        g->nodes[i].attrs.activation = XF_ACT_NONE;
+    }
+    return i;
+}
+
+bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem)
+{
+    qdq_product qc;
+    lut_chain lc;
+    qdq_transparent tc;
+    if (lut_chain_of(g, low->reader, low->n_values, i, &lc)) {
+        if (!add_lut(g, &lc, nomem))
+            return *nomem;
+        low->keep[lc.f] = low->keep[lc.q] = false;
+        low->absorbed[lc.dq]++;
+        return true;
+    }
+    if ((low->exact_int8 && qdq_product_of(g, low->reader, low->n_values, i, &qc)) ||
+        qdq_binary_of(g, low->reader, low->n_values, i, &qc)) {
+        *nomem = add_qdq_product(g, &qc) < 0;
+        low->keep[qc.product] = low->keep[qc.q] = false;
+        for (int k = 0; k < 3; k++)
+            if (qc.dq[k] >= 0)
+                low->absorbed[qc.dq[k]]++;
+        return true;
+    }
+    if (qdq_transparent_of(g, low, i, &tc)) {
+        *nomem = add_transparent(g, &tc) < 0;
+        low->keep[tc.op] = low->keep[tc.q] = false;
+        for (int k = 0; k < tc.n_dq; k++)
+            low->absorbed[tc.dq[k]]++;
+        return true;
+    }
+    return false;
+}
