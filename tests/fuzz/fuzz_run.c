@@ -1,6 +1,8 @@
-/* libFuzzer harness: a model that loads runs on cpu_ref with seeded random
- * inputs without crashing, whatever its attributes and shapes: errors are
- * fine, memory errors and undefined behaviour are findings.  Models whose
+/* libFuzzer harness: a model that loads runs on cpu_ref (or the backend
+ * XF_FUZZ_BACKEND names: `cpu` reaches its own kernels and the rewrites it
+ * makes to a session's graph) with seeded random inputs without crashing,
+ * whatever its attributes and shapes: errors are fine, memory errors and
+ * undefined behaviour are findings.  Models whose
  * run would be large (a value over 2^16 elements, a node over 2^26
  * operand-element products, where shapes are known before the run) are
  * skipped, to keep every execution short; random integer inputs are at
@@ -74,8 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     xf_session *s = NULL;
     xf_session_options sopt = {.max_tensor_bytes = 1 << 20};
+    const char *backend = getenv("XF_FUZZ_BACKEND");
     if (small_enough(m->graph) &&
-        xf_session_create(m->graph, xf_model_opset(m), "cpu_ref", &sopt, &s, &err) == XF_OK) {
+        xf_session_create(m->graph, xf_model_opset(m), backend ? backend : "cpu_ref", &sopt, &s, &err) == XF_OK) {
         const xf_graph *g = xf_session_graph(s);
         xf_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in);
         xf_tensor **out = calloc((size_t)g->n_outputs + 1, sizeof *out);
