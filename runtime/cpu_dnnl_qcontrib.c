@@ -1,5 +1,5 @@
-/* The cpu backend's loops for ONNX Runtime's QLinearAdd and QLinearMul
- * (com.microsoft) on int8 and uint8: cpu_ref's arithmetic (see
+/* The cpu backend's loops for ONNX Runtime's QLinearAdd, QLinearMul and
+ * QLinearSoftmax (com.microsoft) on int8 and uint8: cpu_ref's arithmetic (see
  * cpu_ref_qcontrib.c), eight elements at a time in AVX2 and FMA, where
  * the fused multiply-adds are the ones cpu_ref and ONNX Runtime's kernel
  * compute.  The output is seen as spans: A and B are both whole tensors
@@ -193,3 +193,98 @@ static xf_status qbinary_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
 }
 
 const xf_dn_handler xf_dn_ms_qbinary_handler = {qbinary_handles, NULL, qbinary_prepare, NULL};
+
+/* ---------------------------------------------------------------- QLinearSoftmax */
+
+/* QLinearSoftmax over contiguous rows (the last axis, or the flattened
+ * tail of opset 1's form): cpu_ref's arithmetic (xf_ref_ms_qsoftmax), each
+ * row's sum in its order, then the outputs eight at a time: the table
+ * entry times the output scale over the sum, rounded half to even (adding
+ * and subtracting 1.5 x 2^23, as nearbyintf rounds below 2^22; values
+ * past that saturate whichever way they round), plus the zero point,
+ * saturated. */
+static bool qsoftmax_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!QC_X86 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || n->n_inputs < 4 ||
+        n->n_outputs != 1 || n->outputs[0] < 0 || n->inputs[0] < 0)
+        return false;
+    const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+    int rank = x->shape.ndim, axis = rank > 0 ? xf_rt_axis(n->attrs.axis, rank) : -1;
+    return (x->dtype == XF_DT_UINT8 || x->dtype == XF_DT_INT8) && y->dtype == x->dtype && axis >= 0 &&
+           (n->attrs.softmax_legacy || axis == rank - 1) && xf_shape_numel(&x->shape) > 0;
+}
+
+#if QC_X86
+typedef struct qsm_row {
+    const float *table;
+    float yscale, sum, yz;
+    int32_t adjust, lo, hi;
+    bool s8;
+} qsm_row;
+
+__attribute__((target("avx2,fma"))) static void qsm8(const qsm_row *r, const uint8_t *x, uint8_t *y)
+{
+    __m256i idx = _mm256_and_si256(_mm256_add_epi32(widen8(x, r->s8), _mm256_set1_epi32(r->adjust)),
+                                   _mm256_set1_epi32(255));
+    __m256 q = _mm256_div_ps(_mm256_mul_ps(_mm256_i32gather_ps(r->table, idx, 4), _mm256_set1_ps(r->yscale)),
+                             _mm256_set1_ps(r->sum));
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    q = _mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(q, shift), shift), _mm256_set1_ps(r->yz));
+    q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps((float)r->lo)), _mm256_set1_ps((float)r->hi));
+    __m256i v = _mm256_cvttps_epi32(q);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64((__m128i *)y, r->s8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+}
+
+__attribute__((target("avx2,fma"))) static void qsm_row_run(qsm_row *r, const uint8_t *x, uint8_t *y, int64_t d)
+{
+    int32_t xmax = r->s8 ? -128 : 0;
+    for (int64_t k = 0; k < d; k++) {
+        int32_t v = r->s8 ? (int8_t)x[k] : x[k];
+        xmax = v > xmax ? v : xmax;
+    }
+    r->adjust = r->s8 ? 127 - xmax : 255 - xmax;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < d; k++)
+        sum += r->table[(uint8_t)((r->s8 ? (int8_t)x[k] : x[k]) + r->adjust)];
+    r->sum = sum;
+    int64_t k = 0;
+    for (; k + 8 <= d; k += 8)
+        qsm8(r, x + k, y + k);
+    for (; k < d; k++) {
+        float q = nearbyintf(r->table[(uint8_t)((r->s8 ? (int8_t)x[k] : x[k]) + r->adjust)] * r->yscale / sum) + r->yz;
+        y[k] = (uint8_t)(int32_t)(q < (float)r->lo ? (float)r->lo : q > (float)r->hi ? (float)r->hi : q);
+    }
+}
+#endif
+
+static xf_status qsoftmax_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+#if QC_X86
+    for (int k = 1; k < 5 && k < n->n_inputs; k++)
+        if (xf_rt_present(&in[k]) && xf_rt_numel(&in[k]) != 1)
+            return xf_ref_ms_qsoftmax(n, in, out, err); /* its message */
+    int rank = in[0].shape.ndim, axis = xf_rt_axis(n->attrs.axis, rank);
+    float ys = param_f(&in[3]), yscale = floorf(1.0f / ys);
+    if (axis < 0)
+        return xf_ref_ms_qsoftmax(n, in, out, err);
+    int64_t d = n->attrs.softmax_legacy ? xf_rt_dims_product(&in[0].shape, axis, rank) : in[0].shape.dims[axis];
+    int64_t rows = d > 0 ? xf_rt_numel(&in[0]) / d : 0;
+    bool s8 = in[0].dtype == XF_DT_INT8;
+    float table[256];
+    xf_rt_qsoftmax_table(s8, d, param_f(&in[1]), table);
+    qsm_row r = {.table = table, .yscale = yscale, .yz = (float)param_i(n, in, 4), .lo = s8 ? -128 : 0,
+                 .hi = s8 ? 127 : 255, .s8 = s8};
+    const uint8_t *x = in[0].data;
+    uint8_t *y = out[0].data;
+    for (int64_t o = 0; o < rows; o++)
+        qsm_row_run(&r, x + o * d, y + o * d, d);
+    return XF_OK;
+#else
+    return xf_ref_ms_qsoftmax(n, in, out, err);
+#endif
+}
+
+XF_DN_KERNEL_PREPARE(qsoftmax_prepare, qsoftmax_run)
+
+const xf_dn_handler xf_dn_ms_qsoftmax_handler = {qsoftmax_handles, NULL, qsoftmax_prepare, NULL};

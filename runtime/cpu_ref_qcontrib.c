@@ -332,6 +332,14 @@ xf_status xf_ref_ms_qpool(const xf_node *n, const xf_tensor_view *in, const xf_t
 
 /* ---------------------------------------------------------------- QLinearSoftmax */
 
+void xf_rt_qsoftmax_table(bool is_signed, int64_t d, float x_scale, float table[256])
+{
+    double shift = log((double)(3.402823466e+38f / (float)d));
+    shift = (shift - 5.0 > 0.0 ? shift - 5.0 : 0.0) / (double)x_scale;
+    for (int i = 0; i < 256; i++)
+        table[(uint8_t)(is_signed ? i - 128 : i)] = (float)exp(((double)i - 255.0 + shift) * (double)x_scale);
+}
+
 /* QLinearSoftmax (X, X_scale, x_zero_point, y_scale, y_zero_point): rows
  * of d values along the axis (opset < 13: of everything from the axis on),
  * stride apart. */
@@ -352,11 +360,7 @@ xf_status xf_ref_ms_qsoftmax(const xf_node *n, const xf_tensor_view *in, const x
         return XF_OK;
     bool is_signed = x->dtype == XF_DT_INT8;
     float table[256];
-    double shift = log((double)(3.402823466e+38f / (float)d));
-    shift = (shift - 5.0 > 0.0 ? shift - 5.0 : 0.0) / (double)param_f(&in[1]);
-    for (int i = 0; i < 256; i++)
-        table[(uint8_t)(is_signed ? i - 128 : i)] =
-            (float)exp(((double)i - 255.0 + shift) * (double)param_f(&in[1]));
+    xf_rt_qsoftmax_table(is_signed, d, param_f(&in[1]), table);
     float yscale = floorf(1.0f / param_f(&in[3]));
     int32_t yz = param_i(opt_in(n, in, 4));
     const uint8_t *xd = x->data;

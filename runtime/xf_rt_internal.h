@@ -173,6 +173,10 @@ xf_status xf_ref_ms_qglobal_pool(const xf_node *n, const xf_tensor_view *in, con
                                  xf_error *err);
 xf_status xf_ref_ms_qpool(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_ms_qsoftmax(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* QLinearSoftmax's exponentials (ONNX Runtime's): entry (uint8)(x + 255 -
+ * max) of a row of d (int8: x + 127 - max) is the float exp of x less
+ * the row's largest, shifted so that d of them cannot overflow. */
+void xf_rt_qsoftmax_table(bool is_signed, int64_t d, float x_scale, float table[256]);
 xf_status xf_ref_ms_qgemm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_ms_quantize(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 /* The table of a quantized unary map on int8 or uint8 t: entry (uint8)x

@@ -204,6 +204,52 @@ START_TEST(test_qlinear_softmax)
 }
 END_TEST
 
+/* The cpu backend's QLinearSoftmax loop (contiguous rows) gives cpu_ref's
+ * bytes: full-range uint8 and int8 rows of 64 and of 37 (a tail off its
+ * eight lanes), opset 12's flattened rows, and an output scale so small
+ * that the scaled values pass 2^22 (where they saturate). */
+START_TEST(test_qlinear_softmax_rows)
+{
+    static const struct {
+        xf_dtype t;
+        int64_t rows, d;
+        bool legacy;
+        float y_scale;
+    } forms[] = {{XF_DT_UINT8, 48, 64, false, 1.0f / 256},
+                 {XF_DT_INT8, 30, 37, false, 1.0f / 256},
+                 {XF_DT_UINT8, 6, 15, true, 1.0f / 200},
+                 {XF_DT_INT8, 4, 64, false, 1e-8f}};
+    uint32_t state = 12345u;
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        int64_t count = forms[f].rows * forms[f].d;
+        uint8_t *bytes = malloc((size_t)count);
+        ck_assert_ptr_nonnull(bytes);
+        for (int64_t i = 0; i < count; i++) {
+            state = state * 1664525u + 1013904223u;
+            bytes[i] = (uint8_t)(state >> 24);
+        }
+        bool s8 = forms[f].t == XF_DT_INT8;
+        xf_tensor *want = NULL;
+        for (int pass = 0; pass < 2; pass++) { /* cpu_ref's output, then every backend's against it */
+            xf_tensor *x = forms[f].legacy ? mk(forms[f].t, DIMS(forms[f].rows, 3, 5), bytes)
+                                           : mk(forms[f].t, DIMS(forms[f].rows, forms[f].d), bytes);
+            node_case c = make_case(XF_OP_MS_QLINEAR_SOFTMAX, 5, x, FS(0.07f), s8 ? S8S(3) : U8S(120),
+                                    FS(forms[f].y_scale), s8 ? S8S(-128) : U8S(0));
+            c.a.axis = forms[f].legacy ? 1 : -1;
+            if (forms[f].legacy) {
+                c.a.ms_opset = 12;
+                c.a.softmax_legacy = true;
+            }
+            if (pass == 0)
+                want = run1(c);
+            else
+                expect_backends(c, want);
+        }
+        free(bytes);
+    }
+}
+END_TEST
+
 /* QGemm: A - 1 = [[0 1 2] [3 4 5]], B = [[1 -1] [2 0] [-1 3]], sums
  * [[0 6] [6 12]] plus C [1 -2]; scaled by 0.5 * 0.25 to floats, or
  * requantized (y scale 0.25, zero point 10): [0.5 2 3.5 5] -> [0 2 4 5]. */
@@ -492,6 +538,7 @@ int main(void)
     tcase_add_test(tc, test_qlinear_average_pool);
     tcase_add_test(tc, test_qlinear_concat);
     tcase_add_test(tc, test_qlinear_softmax);
+    tcase_add_test(tc, test_qlinear_softmax_rows);
     tcase_add_test(tc, test_qgemm);
     tcase_add_test(tc, test_ms_quantize);
     tcase_add_test(tc, test_rules);
