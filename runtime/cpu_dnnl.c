@@ -478,6 +478,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_QLINEAR_ADD:
     case XF_OP_MS_QLINEAR_MUL: h = &xf_dn_ms_qbinary_handler; break;
     case XF_OP_MS_QLINEAR_SOFTMAX: h = &xf_dn_ms_qsoftmax_handler; break;
+    case XF_OP_MS_QLINEAR_AVERAGE_POOL: h = &xf_dn_ms_qavgpool_handler; break;
     case XF_OP_MS_QGEMM: h = &xf_dn_ms_qgemm_handler; break;
     case XF_OP_MS_DYNAMIC_QUANTIZE_LSTM: h = &xf_dn_qlstm_handler; break;
     case XF_OP_MS_FUSED_GEMM: h = &xf_dn_gemm_handler; break;

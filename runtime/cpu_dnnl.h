@@ -323,7 +323,8 @@ xf_status xf_dn_pow_small_run(const xf_node *n, const xf_tensor_view *in, const 
 xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
 /* ONNX Runtime's quantized contrib ops (cpu_dnnl_qcontrib.c; QGemm in cpu_dnnl_int8.c) */
-extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler, xf_dn_ms_qsoftmax_handler;
+extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler, xf_dn_ms_qsoftmax_handler,
+    xf_dn_ms_qavgpool_handler;
 /* MatMulNBits with constant weights (cpu_dnnl_llm.c); GroupQueryAttention
  * runs on xf_dn_attention_handler */
 extern const xf_dn_handler xf_dn_nbits_handler;

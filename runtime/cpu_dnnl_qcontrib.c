@@ -1,5 +1,6 @@
-/* The cpu backend's loops for ONNX Runtime's QLinearAdd, QLinearMul and
- * QLinearSoftmax (com.microsoft) on int8 and uint8: cpu_ref's arithmetic (see
+/* The cpu backend's loops for ONNX Runtime's QLinearAdd, QLinearMul,
+ * QLinearSoftmax and QLinearAveragePool (com.microsoft) on int8 and uint8:
+ * cpu_ref's arithmetic (see
  * cpu_ref_qcontrib.c), eight elements at a time in AVX2 and FMA, where
  * the fused multiply-adds are the ones cpu_ref and ONNX Runtime's kernel
  * compute.  The output is seen as spans: A and B are both whole tensors
@@ -288,3 +289,127 @@ static xf_status qsoftmax_run(const xf_node *n, const xf_tensor_view *in, const 
 XF_DN_KERNEL_PREPARE(qsoftmax_prepare, qsoftmax_run)
 
 const xf_dn_handler xf_dn_ms_qsoftmax_handler = {qsoftmax_handles, NULL, qsoftmax_prepare, NULL};
+
+/* ---------------------------------------------------------------- QLinearAveragePool */
+
+/* QLinearAveragePool over 2-D windows without dilation: cpu_ref's
+ * arithmetic (xf_ref_ms_qpool: each output's sum of xs * (x - xz) over its
+ * taps, row by row, divided by the count, by the output scale, plus the
+ * zero point, rounded and saturated), eight outputs of a row side by side
+ * where their windows lie inside the row, each lane summing its own taps
+ * in cpu_ref's order; the rest one at a time. */
+static bool qavgpool_handles(const xf_graph *g, const xf_node *n)
+{
+    if (!QC_X86 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || n->n_inputs < 4 ||
+        n->n_outputs != 1 || n->outputs[0] < 0 || n->inputs[0] < 0)
+        return false;
+    const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+    return (x->dtype == XF_DT_UINT8 || x->dtype == XF_DT_INT8) && y->dtype == x->dtype && x->shape.ndim == 4 &&
+           xf_shape_numel(&y->shape) > 0 && n->attrs.dilations[0] == 1 && n->attrs.dilations[1] == 1;
+}
+
+#if QC_X86
+typedef struct qpool_geom {
+    xf_rt_window w;
+    const float *term; /* xs * (x - xz) by the byte that holds x */
+    float ys, yz, lo, hi;
+    int64_t ksize;
+    bool include_pad;
+} qpool_geom;
+
+/* One output from its sum and tap count, as cpu_ref stores it. */
+static uint8_t qpool_out(const qpool_geom *q, float acc, int64_t taps)
+{
+    acc /= (float)(q->include_pad ? q->ksize : taps);
+    float v = nearbyintf(acc / q->ys + q->yz);
+    return v == v ? (uint8_t)(int32_t)(v < q->lo ? q->lo : v > q->hi ? q->hi : v) : 0;
+}
+
+/* Eight outputs o1 .. o1 + 7 of output row o0 whose windows lie inside
+ * the row (first: the first one's first column); rows [r0, r1). */
+__attribute__((target("avx2,fma"))) static void qpool8(const qpool_geom *q, const uint8_t *plane, int64_t r0,
+                                                       int64_t r1, int64_t first, uint8_t *y)
+{
+    int64_t s = q->w.stride[1], in1 = q->w.in[1];
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i0 = r0; i0 < r1; i0++)
+        for (int64_t t = 0; t < q->w.k[1]; t++) {
+            const uint8_t *at = plane + i0 * in1 + first + t;
+            __m256i idx = s == 1 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)at))
+                                 : _mm256_setr_epi32(at[0], at[s], at[2 * s], at[3 * s], at[4 * s], at[5 * s],
+                                                     at[6 * s], at[7 * s]);
+            acc = _mm256_add_ps(acc, _mm256_i32gather_ps(q->term, idx, 4));
+        }
+    int64_t taps = (r1 - r0) * q->w.k[1];
+    __m256 v = _mm256_div_ps(acc, _mm256_set1_ps((float)(q->include_pad ? q->ksize : taps)));
+    v = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(q->ys)), _mm256_set1_ps(q->yz));
+    /* rounded half to even as nearbyintf below 2^22; past it the value saturates either way; NaN gives 0 */
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+    v = _mm256_sub_ps(_mm256_add_ps(v, shift), shift);
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(q->lo)), _mm256_set1_ps(q->hi));
+    __m256i r = _mm256_cvttps_epi32(_mm256_and_ps(v, ordered));
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storel_epi64((__m128i *)y, q->lo < 0 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+}
+#endif
+
+static xf_status qavgpool_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+#if QC_X86
+    qpool_geom q;
+    for (int k = 1; k < 5 && k < n->n_inputs; k++)
+        if (xf_rt_present(&in[k]) && xf_rt_numel(&in[k]) != 1)
+            return xf_ref_ms_qpool(n, in, out, err); /* its message */
+    if (out[0].shape.ndim != 4 || out[0].shape.dims[0] != in[0].shape.dims[0] ||
+        out[0].shape.dims[1] != in[0].shape.dims[1] ||
+        xf_rt_window_setup(n, &in[0].shape, &out[0].shape, n->attrs.kernel, &q.w, err) != XF_OK ||
+        (q.w.k[0] == q.w.in[0] && q.w.k[1] == q.w.in[1]))
+        return xf_ref_ms_qpool(n, in, out, err); /* its message, or its global pooling */
+    bool s8 = in[0].dtype == XF_DT_INT8;
+    float xs = param_f(&in[1]), term[256];
+    int32_t xz = param_i(n, in, 2);
+    for (int c = 0; c < 256; c++)
+        term[c] = xs * (float)((s8 ? (int32_t)(int8_t)c : c) - xz);
+    q.term = term;
+    q.ys = param_f(&in[3]);
+    q.yz = (float)param_i(n, in, 4);
+    q.lo = s8 ? -128.0f : 0.0f;
+    q.hi = s8 ? 127.0f : 255.0f;
+    q.ksize = q.w.k[0] * q.w.k[1];
+    q.include_pad = n->attrs.count_include_pad;
+    const xf_rt_window *w = &q.w;
+    int64_t planes = in[0].shape.dims[0] * in[0].shape.dims[1], in_sp = w->in[0] * w->in[1];
+    const uint8_t *x = in[0].data;
+    uint8_t *y = out[0].data;
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t o0 = 0; o0 < w->out[0]; o0++) {
+            const uint8_t *plane = x + p * in_sp;
+            uint8_t *yrow = y + (p * w->out[0] + o0) * w->out[1];
+            int64_t r0 = o0 * w->stride[0] - w->pad_begin[0];
+            int64_t r1 = r0 + w->k[0] < w->in[0] ? r0 + w->k[0] : w->in[0];
+            r0 = r0 > 0 ? r0 : 0;
+            for (int64_t o1 = 0; o1 < w->out[1];) {
+                int64_t first = o1 * w->stride[1] - w->pad_begin[1];
+                if (o1 + 8 <= w->out[1] && first >= 0 && first + 7 * w->stride[1] + w->k[1] <= w->in[1]) {
+                    qpool8(&q, plane, r0, r1, first, yrow + o1);
+                    o1 += 8;
+                    continue;
+                }
+                int64_t c0 = first > 0 ? first : 0, c1 = first + w->k[1] < w->in[1] ? first + w->k[1] : w->in[1];
+                float acc = 0.0f;
+                for (int64_t i0 = r0; i0 < r1; i0++)
+                    for (int64_t i1 = c0; i1 < c1; i1++)
+                        acc += term[plane[i0 * w->in[1] + i1]];
+                yrow[o1++] = qpool_out(&q, acc, (r1 - r0) * (c1 - c0));
+            }
+        }
+    return XF_OK;
+#else
+    return xf_ref_ms_qpool(n, in, out, err);
+#endif
+}
+
+XF_DN_KERNEL_PREPARE(qavgpool_prepare, qavgpool_run)
+
+const xf_dn_handler xf_dn_ms_qavgpool_handler = {qavgpool_handles, NULL, qavgpool_prepare, NULL};

@@ -47,6 +47,18 @@ static void expect_backends(node_case c, xf_tensor *want)
     xf_tensor_release(want);
 }
 
+/* count bytes of a fixed stream (a linear congruential generator in *state). */
+static uint8_t *random_bytes(int64_t count, uint32_t *state)
+{
+    uint8_t *bytes = malloc((size_t)count);
+    ck_assert_ptr_nonnull(bytes);
+    for (int64_t i = 0; i < count; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        bytes[i] = (uint8_t)(*state >> 24);
+    }
+    return bytes;
+}
+
 /* ---------------------------------------------------------------- values */
 
 /* QLinearAdd with ratios 1 and 0.5 (fixed 0): halves round to even,
@@ -164,6 +176,45 @@ START_TEST(test_qlinear_average_pool)
 }
 END_TEST
 
+/* The cpu backend's QLinearAveragePool loop (eight outputs of a row side by
+ * side where their windows lie inside it) gives cpu_ref's bytes: uint8 and
+ * int8, kernels 3 and 5 (and 1 x 7), strides 1 and 2, padding counted or
+ * not, rows whose width leaves a tail, a global window, and a 1-D pool
+ * (which cpu_ref's kernel runs). */
+START_TEST(test_qlinear_average_pool_windows)
+{
+    static const struct {
+        xf_dtype t;
+        int64_t h, w, kh, kw, stride, pad;
+        bool include_pad;
+    } forms[] = {{XF_DT_UINT8, 35, 35, 3, 3, 1, 1, false}, {XF_DT_INT8, 17, 29, 3, 3, 2, 1, true},
+                 {XF_DT_UINT8, 12, 41, 5, 5, 1, 2, true}, {XF_DT_INT8, 9, 40, 1, 7, 1, 3, false},
+                 {XF_DT_UINT8, 8, 8, 8, 8, 1, 0, false},  {XF_DT_UINT8, 1, 23, 0, 3, 1, 1, false},
+                 {XF_DT_UINT8, 5, 41, 3, 3, 1, 1, false}}; /* the last eight end one past the row */
+    uint32_t state = 777u;
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        bool one_d = forms[f].kh == 0, s8 = forms[f].t == XF_DT_INT8;
+        uint8_t *bytes = random_bytes(3 * forms[f].h * forms[f].w, &state);
+        node_case c[2]; /* run on cpu_ref, then on every backend against its output */
+        for (int k = 0; k < 2; k++) {
+            xf_tensor *x = one_d ? mk(forms[f].t, DIMS(1, 3, forms[f].w), bytes)
+                                 : mk(forms[f].t, DIMS(1, 3, forms[f].h, forms[f].w), bytes);
+            c[k] = make_case(XF_OP_MS_QLINEAR_AVERAGE_POOL, 5, x, FS(0.043f), s8 ? S8S(-7) : U8S(121), FS(0.031f),
+                             s8 ? S8S(5) : U8S(118));
+            c[k].a.n_spatial = one_d ? 1 : 2;
+            c[k].a.kernel[0] = one_d ? forms[f].kw : forms[f].kh;
+            c[k].a.kernel[1] = forms[f].kw;
+            c[k].a.strides[0] = c[k].a.strides[1] = forms[f].stride;
+            for (int j = 0; j < 4; j++)
+                c[k].a.pads[j] = forms[f].pad;
+            c[k].a.count_include_pad = forms[f].include_pad;
+        }
+        expect_backends(c[1], run1(c[0]));
+        free(bytes);
+    }
+}
+END_TEST
+
 /* QLinearConcat: each input requantized to y's scale and zero point. */
 START_TEST(test_qlinear_concat)
 {
@@ -221,30 +272,21 @@ START_TEST(test_qlinear_softmax_rows)
                  {XF_DT_INT8, 4, 64, false, 1e-8f}};
     uint32_t state = 12345u;
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
-        int64_t count = forms[f].rows * forms[f].d;
-        uint8_t *bytes = malloc((size_t)count);
-        ck_assert_ptr_nonnull(bytes);
-        for (int64_t i = 0; i < count; i++) {
-            state = state * 1664525u + 1013904223u;
-            bytes[i] = (uint8_t)(state >> 24);
-        }
+        uint8_t *bytes = random_bytes(forms[f].rows * forms[f].d, &state);
         bool s8 = forms[f].t == XF_DT_INT8;
-        xf_tensor *want = NULL;
-        for (int pass = 0; pass < 2; pass++) { /* cpu_ref's output, then every backend's against it */
+        node_case c[2]; /* run on cpu_ref, then on every backend against its output */
+        for (int k = 0; k < 2; k++) {
             xf_tensor *x = forms[f].legacy ? mk(forms[f].t, DIMS(forms[f].rows, 3, 5), bytes)
                                            : mk(forms[f].t, DIMS(forms[f].rows, forms[f].d), bytes);
-            node_case c = make_case(XF_OP_MS_QLINEAR_SOFTMAX, 5, x, FS(0.07f), s8 ? S8S(3) : U8S(120),
-                                    FS(forms[f].y_scale), s8 ? S8S(-128) : U8S(0));
-            c.a.axis = forms[f].legacy ? 1 : -1;
+            c[k] = make_case(XF_OP_MS_QLINEAR_SOFTMAX, 5, x, FS(0.07f), s8 ? S8S(3) : U8S(120), FS(forms[f].y_scale),
+                             s8 ? S8S(-128) : U8S(0));
+            c[k].a.axis = forms[f].legacy ? 1 : -1;
             if (forms[f].legacy) {
-                c.a.ms_opset = 12;
-                c.a.softmax_legacy = true;
+                c[k].a.ms_opset = 12;
+                c[k].a.softmax_legacy = true;
             }
-            if (pass == 0)
-                want = run1(c);
-            else
-                expect_backends(c, want);
         }
+        expect_backends(c[1], run1(c[0]));
         free(bytes);
     }
 }
@@ -536,6 +578,7 @@ int main(void)
     tcase_add_test(tc, test_qlinear_lookup);
     tcase_add_test(tc, test_qlinear_global_pool);
     tcase_add_test(tc, test_qlinear_average_pool);
+    tcase_add_test(tc, test_qlinear_average_pool_windows);
     tcase_add_test(tc, test_qlinear_concat);
     tcase_add_test(tc, test_qlinear_softmax);
     tcase_add_test(tc, test_qlinear_softmax_rows);
