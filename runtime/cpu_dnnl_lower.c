@@ -33,8 +33,8 @@
  * the chain runs as one MatMulIntegerToFloat, whose scaling and bias are
  * one pass after oneDNN's product and give the same values: the int32
  * sums made float, times the Mul's operand (the other scale 1), plus the
- * bias.  It also takes uint8 weights with zero points, which the
- * MatMulInteger kernel does not.
+ * bias.  It also takes uint8 weights with a zero point per column, which
+ * the MatMulInteger kernel does not.
  *
  * QDQ models' groups run as the integer ops ONNX Runtime fuses them into
  * (cpu_dnnl_lower_qdq.c).
