@@ -291,7 +291,7 @@ typedef struct qdq_transparent {
     int dq[XF_QDQ_MAX_DATA];
 } qdq_transparent;
 
-/* Whether ops a and b are the same constant of one element. */
+/* Whether values a and b are the same constant of one element (or both absent). */
 static bool same_const(const xf_graph *g, int a, int b)
 {
     const xf_tensor *x = xf_graph_constant(g, a), *y = xf_graph_constant(g, b);
