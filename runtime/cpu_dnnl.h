@@ -303,6 +303,15 @@ xf_status xf_dn_matmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
                              const xf_tensor_view *out, xf_dn_node *st, const dnnl_memory_desc_t *a_have,
                              const dnnl_memory_desc_t *b_have, float alpha, bool gemv_ok, bool gemv_trans_b,
                              xf_error *err);
+/* A's rows times a matrix, as one product of all of them: A (in[0], of
+ * batch dims) and the output seen as 2-D when the weights in[w] have rank
+ * 2, since oneDNN's batched matmul would read B once per batch (ViT's
+ * [197, 1, 768] x [768, 2304] as 197 one-row products; a quantized BERT's
+ * [1, 64, 1024] x [1024, 1024] at half speed).  A folded bias
+ * (bias_numel >= 0) must be one row then.  Copies the n_in views into in2
+ * and out[0] into out2, reshaped; false (nothing written) otherwise. */
+bool xf_dn_matmul_as_rows(const xf_tensor_view *in, int n_in, int w, const xf_tensor_view *out, int64_t bias_numel,
+                          xf_tensor_view *in2, xf_tensor_view *out2);
 /* xf_dn_post_attr with alpha as the output scale (when not 1). */
 xf_status xf_dn_scaled_post_attr(const xf_node *n, float alpha, const xf_dn_post *posts, int n_posts,
                                  dnnl_primitive_attr_t *attr, xf_error *err);

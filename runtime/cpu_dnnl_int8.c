@@ -331,6 +331,11 @@ static xf_status qmatmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     qroles r = roles_of(n->op);
+    xf_tensor_view in2[8], out2[1];
+    if (n->n_inputs <= 8 && xf_dn_matmul_as_rows(in, n->n_inputs, r.w, out, -1, in2, out2)) {
+        in = in2;
+        out = out2;
+    }
     int rank = out[0].shape.ndim;
     dnnl_memory_desc_t a, b, y;
     xf_dn_md_rank(&in[0].shape, rank, dn_type(in[0].dtype), &a);

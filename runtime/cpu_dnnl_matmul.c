@@ -144,23 +144,17 @@ xf_status xf_dn_matmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
-/* A's rows times a matrix, as one product of all of them: A (of batch
- * dims) and the output seen as 2-D when B has rank 2 (oneDNN's batched
- * matmul would read B once per batch: ViT's [197, 1, 768] x [768, 2304]
- * as 197 one-row products); a folded bias must be one row then (its
- * leading dims all 1, read as [1, n]). */
-static bool as_rows(const xf_tensor_view *in, const xf_tensor_view *out, xf_dn_node *st, xf_tensor_view *in2,
-                    xf_tensor_view *out2)
+bool xf_dn_matmul_as_rows(const xf_tensor_view *in, int n_in, int w, const xf_tensor_view *out, int64_t bias_numel,
+                          xf_tensor_view *in2, xf_tensor_view *out2)
 {
     int r = out[0].shape.ndim;
     int64_t k = in[0].shape.dims[in[0].shape.ndim - 1], n = out[0].shape.dims[r - 1];
-    if (r < 3 || in[1].shape.ndim != 2 || in[0].shape.ndim != r || k < 1 ||
-        (st->bias_data && xf_shape_numel(&st->bias_shape) != n))
+    if (r < 3 || in[w].shape.ndim != 2 || in[0].shape.ndim != r || k < 1 || (bias_numel >= 0 && bias_numel != n))
         return false;
     int64_t rows = xf_shape_numel(&in[0].shape) / k;
-    in2[0] = in[0];
+    for (int i = 0; i < n_in; i++)
+        in2[i] = in[i];
     in2[0].shape = (xf_shape){.ndim = 2, .dims = {rows, k}};
-    in2[1] = in[1];
     out2[0] = out[0];
     out2[0].shape = (xf_shape){.ndim = 2, .dims = {rows, n}};
     return true;
@@ -170,7 +164,7 @@ static xf_status matmul_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *
                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     xf_tensor_view in2[2], out2[1];
-    if (as_rows(in, out, st, in2, out2)) {
+    if (xf_dn_matmul_as_rows(in, 2, 1, out, st->bias_data ? xf_shape_numel(&st->bias_shape) : -1, in2, out2)) {
         in = in2;
         out = out2;
     }
