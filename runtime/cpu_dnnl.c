@@ -427,7 +427,9 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_QUANTIZE_LINEAR: h = &xf_dn_quantize_handler; break;
     case XF_OP_DEQUANTIZE_LINEAR: h = &xf_dn_dequantize_handler; break;
     case XF_OP_CAST:
-        h = xf_dn_half_cast_handler.handles(g, n) ? &xf_dn_half_cast_handler : &xf_dn_int_to_float_handler;
+        h = xf_dn_half_cast_handler.handles(g, n)   ? &xf_dn_half_cast_handler
+            : xf_dn_code_table_handler.handles(g, n) ? &xf_dn_code_table_handler
+                                                     : &xf_dn_int_to_float_handler;
         break;
     case XF_OP_RELU:
     case XF_OP_LEAKY_RELU:

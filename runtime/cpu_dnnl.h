@@ -106,6 +106,7 @@ typedef enum xf_dn_fold_kind {
     XF_DN_FOLD_SUM,  /* Add of another tensor: a sum post-op */
     XF_DN_FOLD_BIAS, /* Add of a constant: the MatMul's bias */
     XF_DN_FOLD_BN,   /* BatchNormalization: the Conv's weights and bias */
+    XF_DN_FOLD_TABLE, /* Gather from a table of 256 codes: the Cast's lookup */
 } xf_dn_fold_kind;
 
 typedef struct xf_dn_fold_at {
@@ -174,6 +175,7 @@ typedef struct xf_dn_node {
      * only its reference implementation, and the operands are plain */
     bool on_ref;
     int host;
+    const uint8_t *table; /* a folded Gather's 256 codes (XF_DN_FOLD_TABLE) */
 } xf_dn_node;
 
 /* How one kind of node is run on oneDNN.  `handles` decides from the graph
@@ -331,6 +333,14 @@ extern const xf_dn_handler xf_dn_grid_sample_handler;
 xf_status xf_dn_pow_small_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
+/* A Cast of 8-bit codes to int32 (cpu_dnnl_qloops.c); with the Gather
+ * that alone reads it folded in (XF_DN_FOLD_TABLE: a lookup of the QDQ
+ * rewrites, cpu_dnnl_lower_qdq.c), one lookup of each code in the
+ * Gather's table, written as the Gather's output. */
+extern const xf_dn_handler xf_dn_code_table_handler;
+/* Whether n gathers single bytes from a constant table of 256 along axis 0
+ * by the int32 indices a Cast of 8-bit codes made. */
+bool xf_dn_code_table_of(const xf_graph *g, const xf_node *n);
 /* ONNX Runtime's quantized contrib ops (cpu_dnnl_qcontrib.c; QGemm in cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_ms_qbinary_handler, xf_dn_ms_qgemm_handler, xf_dn_ms_qsoftmax_handler,
     xf_dn_ms_qavgpool_handler;

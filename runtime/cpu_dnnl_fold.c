@@ -353,6 +353,21 @@ static bool plan_hard_swish(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, cons
     return true;
 }
 
+/* When node q is a Cast of 8-bit codes to int32 that a Gather from a
+ * table of 256 codes alone reads (a lookup of the QDQ rewrites), folds
+ * the Gather in: q looks each code up. */
+static bool plan_table(xf_dn_ctx *c, const xf_graph *g, const int *reader, int q)
+{
+    if (c->handlers[q] != &xf_dn_code_table_handler)
+        return false;
+    int gather = sole_reader(c, reader, g->nodes[q].outputs[0]);
+    if (gather < 0 || c->folds[gather].host >= 0 || !xf_dn_code_table_of(g, &g->nodes[gather]) ||
+        g->nodes[gather].inputs[1] != g->nodes[q].outputs[0])
+        return false;
+    c->folds[gather] = (xf_dn_fold_at){.host = q, .kind = XF_DN_FOLD_TABLE};
+    return true;
+}
+
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
 {
     size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1), nv = (size_t)(g->n_values > 0 ? g->n_values : 1);
@@ -374,7 +389,8 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
     }
     for (int q = 0; q < g->n_nodes; q++) {
         if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || plan_gated(c, g, acc, reader, q) ||
-            plan_hard_swish(c, g, acc, reader, q) || !c->handlers[q])
+            plan_hard_swish(c, g, acc, reader, q) || plan_table(c, g, reader, q) ||
+            !c->handlers[q])
             continue;
         /* a binary op may chain on either input */
         if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].n_inputs == 2)
@@ -453,6 +469,7 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
         hst->bias_shape = in[f->operand].shape;
         break;
     case XF_DN_FOLD_BN: s = fold_bn(g, hnode, &g->nodes[q], hst, err); break;
+    case XF_DN_FOLD_TABLE: hst->table = in[0].data; break;
     }
     hst->dst = out[0].data;
     qst->folded = true;

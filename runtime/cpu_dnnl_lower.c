@@ -410,6 +410,8 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
         gather_pair q;
         int_float_chain r;
         xf_dn_lowering low = {reader, v0, keep, absorbed, exact_int8};
+        if (!keep[i]) /* a later step of a chain replaced before */
+            continue;
         if (xf_dn_lower_qdq(g, &low, i, &nomem)) {
             if (nomem)
                 break;

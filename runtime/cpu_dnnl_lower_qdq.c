@@ -24,12 +24,16 @@
  *
  * The same models wrap every activation function in QDQ too: a
  * DequantizeLinear of 8-bit codes, the function (Erf, Sigmoid, Tanh, any
- * one-input elementwise op on floats) and a QuantizeLinear.  Such a chain
- * maps each of the 256 codes to one output code, so it runs as a Gather
- * from a table of 256 codes (the input cast to int32: int8 codes index
- * the table's upper half as negative indices), which cpu_ref fills by
- * running the chain once on every code: the float graph's values
- * exactly.
+ * one-input elementwise op on floats, or one of two inputs whose other is
+ * a constant of one element, such as GELU's Mul by 1/sqrt(2)) and a
+ * QuantizeLinear.  Such a step maps each of the 256 codes to one output
+ * code, so it runs as a Gather from a table of 256 codes (the input cast
+ * to int32: int8 codes index the table's upper half as negative indices),
+ * which cpu_ref fills by running the step once on every code: the float
+ * graph's values exactly.  Steps in a row, each QuantizeLinear read by the
+ * next DequantizeLinear alone, compose into one table.  The backend runs
+ * the Cast and the Gather as one lookup of the codes
+ * (xf_dn_code_table_handler).
  *
  * An op that only moves or selects values (MaxPool, Concat, Reshape,
  * Transpose and the like) between DequantizeLinears and a QuantizeLinear
@@ -169,21 +173,82 @@ static bool qdq_product_of(const xf_graph *g, const int *reader, int n_values, i
  * semantics in their attributes, which every opset since 21 reads alike. */
 #define XF_LUT_OPSET 21
 
-/* A DequantizeLinear -> f -> QuantizeLinear chain of lut_chain_of. */
+/* One DequantizeLinear -> f -> QuantizeLinear step of a chain of
+ * lut_chain_of: f reads the codes' values as its input k, and a constant
+ * of one element (`other`, dequantized by node other_dq when that is not
+ * -1) as its other input, if it has two. */
+typedef struct lut_step {
+    int dq, f, q, k, other, other_dq;
+} lut_step;
+
+/* At most this many steps run as one table. */
+#define XF_LUT_MAX_STEPS 8
+
 typedef struct lut_chain {
-    int dq, f, q;
+    int n;
+    lut_step s[XF_LUT_MAX_STEPS];
 } lut_chain;
 
-static bool lut_chain_of(const xf_graph *g, const int *reader, int n_values, int fi, lut_chain *p)
+/* The constant of one element that value v is, of no more than `rank`
+ * dims (so that f's output has the shape of its other input): a float
+ * initializer (*dq -1) or a DequantizeLinear of constant 8-bit codes (*dq
+ * that node); false otherwise. */
+static bool single_operand(const xf_graph *g, int v, int rank, int *dq)
+{
+    const xf_value *x = v >= 0 ? &g->values[v] : NULL;
+    if (!x || x->shape.ndim < 0 || x->shape.ndim > rank || xf_shape_numel(&x->shape) != 1)
+        return false;
+    *dq = x->init ? -1 : dq_of(g, v, XF_DT_UNDEFINED, 0, 0, false);
+    if (x->init)
+        return x->init->dtype == XF_DT_FLOAT;
+    return *dq >= 0 && g->values[g->nodes[*dq].inputs[0]].init && single_const(g, g->nodes[*dq].inputs[1], false);
+}
+
+/* Whether node fi, not yet replaced, is one step (an elementwise op on
+ * floats of one input, or of two whose other is a constant of one
+ * element) between a DequantizeLinear of 8-bit codes and a QuantizeLinear
+ * that alone reads it. */
+static bool lut_step_of(const xf_graph *g, const xf_dn_lowering *low, int fi, lut_step *p)
 {
     const xf_node *f = &g->nodes[fi];
     const xf_op_info *info = xf_op_get_info(f->op);
-    if (!(info->flags & XF_OPF_ELEM) || info->max_inputs != 1 || f->n_inputs != 1 || f->n_outputs != 1 ||
-        f->inputs[0] < 0 || f->outputs[0] < 0 || xf_node_draws_random(g, f) || f->attrs.activation != XF_ACT_NONE ||
-        g->values[f->inputs[0]].dtype != XF_DT_FLOAT || g->values[f->outputs[0]].dtype != XF_DT_FLOAT)
+    if (!low->keep[fi] || !(info->flags & XF_OPF_ELEM) || f->n_inputs < 1 || f->n_inputs > 2 ||
+        f->n_inputs > info->max_inputs || f->n_outputs != 1 || f->outputs[0] < 0 || xf_node_draws_random(g, f) ||
+        f->attrs.activation != XF_ACT_NONE || g->values[f->outputs[0]].dtype != XF_DT_FLOAT)
         return false;
-    *p = (lut_chain){dq_of(g, f->inputs[0], XF_DT_UNDEFINED, 0, 0, false), fi, qdq_output(g, reader, n_values, fi)};
-    return p->dq >= 0 && p->q >= 0;
+    *p = (lut_step){.dq = -1, .f = fi, .other = -1, .other_dq = -1};
+    for (int k = 0; k < f->n_inputs && p->dq < 0; k++) {
+        int v = f->inputs[k], d = dq_of(g, v, XF_DT_UNDEFINED, 0, 0, false);
+        int other = f->n_inputs == 2 ? f->inputs[1 - k] : -1;
+        if (d < 0 || g->values[v].dtype != XF_DT_FLOAT ||
+            (other >= 0 && !single_operand(g, other, g->values[v].shape.ndim, &p->other_dq)))
+            continue;
+        p->dq = d;
+        p->k = k;
+        p->other = other;
+    }
+    p->q = p->dq >= 0 ? qdq_output(g, low->reader, low->n_values, fi) : -1;
+    return p->q >= 0;
+}
+
+/* The chain of steps that starts at node fi, each step's QuantizeLinear
+ * read by the next one's DequantizeLinear alone (GELU's Mul, Erf and Add
+ * in a QDQ model): the codes of its first input map to those of its last
+ * output through one table. */
+static bool lut_chain_of(const xf_graph *g, const xf_dn_lowering *low, int fi, lut_chain *c)
+{
+    c->n = 0;
+    if (!lut_step_of(g, low, fi, &c->s[0]))
+        return false;
+    for (c->n = 1; c->n < XF_LUT_MAX_STEPS; c->n++) {
+        int y = g->nodes[c->s[c->n - 1].q].outputs[0];
+        int d = xf_dn_only_reader(g, low->reader, low->n_values, y);
+        int v = d >= 0 && g->nodes[d].op == XF_OP_DEQUANTIZE_LINEAR ? g->nodes[d].outputs[0] : -1;
+        int f = xf_dn_only_reader(g, low->reader, low->n_values, v);
+        if (f < 0 || !lut_step_of(g, low, f, &c->s[c->n]) || c->s[c->n].dq != d)
+            break;
+    }
+    return true;
 }
 
 /* Value v of g (a constant, or -1) in graph t. */
@@ -192,10 +257,10 @@ static int const_in(xf_graph *t, const xf_graph *g, int v)
     return v < 0 ? -1 : xf_graph_add_initializer(t, NULL, g->values[v].init);
 }
 
-/* The 256 output codes of p's chain, code k's at k (int8 codes as their
+/* The 256 output codes of step p, code k's at k (int8 codes as their
  * bytes), run on cpu_ref (f -1: the DequantizeLinear and QuantizeLinear
  * alone); NULL when that fails. */
-static xf_tensor *lut_of(const xf_graph *g, const lut_chain *p)
+static xf_tensor *lut_of(const xf_graph *g, const lut_step *p)
 {
     const xf_node *d = &g->nodes[p->dq], *f = p->f >= 0 ? &g->nodes[p->f] : NULL, *q = &g->nodes[p->q];
     xf_shape s = xf_shape_make(1, (int64_t[]){256});
@@ -209,40 +274,68 @@ static xf_tensor *lut_of(const xf_graph *g, const lut_chain *p)
     for (int k = 0; k < 256; k++)
         ((uint8_t *)codes->data)[k] = (uint8_t)k;
     int x = xf_graph_add_input(t, "x", codes->dtype, &s), dv = xf_graph_add_value(t, NULL, XF_DT_FLOAT, &s);
-    int fv = xf_graph_add_value(t, NULL, XF_DT_FLOAT, &s);
-    int yv = xf_graph_add_value(t, NULL, g->values[q->outputs[0]].dtype, &s);
+    int fv = xf_graph_add_value(t, NULL, XF_DT_FLOAT, NULL);
+    int yv = xf_graph_add_value(t, NULL, g->values[q->outputs[0]].dtype, NULL);
     int din[3] = {x, const_in(t, g, d->inputs[1]), d->n_inputs > 2 ? const_in(t, g, d->inputs[2]) : -1};
     int qin[3] = {fv, const_in(t, g, q->inputs[1]), q->n_inputs > 2 ? const_in(t, g, q->inputs[2]) : -1};
+    int fin[2] = {dv, dv}, other = p->other >= 0 ? xf_graph_add_value(t, NULL, XF_DT_FLOAT, NULL) : -1;
+    bool ok = true;
+    if (p->other_dq >= 0) { /* the constant's DequantizeLinear too */
+        const xf_node *od = &g->nodes[p->other_dq];
+        int oin[3] = {const_in(t, g, od->inputs[0]), const_in(t, g, od->inputs[1]),
+                      od->n_inputs > 2 ? const_in(t, g, od->inputs[2]) : -1};
+        ok = other >= 0 && xf_graph_copy_node(t, od, oin, &other) >= 0;
+    } else if (p->other >= 0) {
+        other = const_in(t, g, p->other);
+    }
+    if (p->other >= 0)
+        fin[1 - p->k] = other;
     xf_session *run = NULL;
     xf_error err = {0};
     if (!f)
         qin[0] = dv;
-    if (xf_graph_copy_node(t, d, din, &dv) >= 0 && (!f || xf_graph_copy_node(t, f, &dv, &fv) >= 0) &&
+    if (ok && xf_graph_copy_node(t, d, din, &dv) >= 0 && (!f || xf_graph_copy_node(t, f, fin, &fv) >= 0) &&
         xf_graph_copy_node(t, q, qin, &yv) >= 0) {
         xf_graph_add_output(t, yv);
         if (xf_session_create(t, XF_LUT_OPSET, "cpu_ref", NULL, &run, &err) != XF_OK ||
-            xf_session_run(run, &codes, &table, &err) != XF_OK) {
+            xf_session_run(run, &codes, &table, &err) != XF_OK || xf_tensor_numel(table) != 256) {
             xf_tensor_release(table);
             table = NULL;
         }
     }
+    if (table) /* [256] whatever rank the constant gave it */
+        table->shape = s;
     xf_session_free(run);
     xf_graph_free(t);
     xf_tensor_release(codes);
     return table;
 }
 
-/* Replaces p's f and QuantizeLinear by a Cast of the codes to int32 and a
- * Gather from their table; false when out of memory or cpu_ref could not
- * run the chain (which then stays). */
+/* Replaces chain p by a Cast of its first codes to int32 and a Gather
+ * from the chain's table (the steps' tables composed), which the backend
+ * runs as one lookup of the codes (xf_dn_code_table_handler); false when
+ * out of memory or cpu_ref could not run a step (which then stays). */
 static bool add_lut(xf_graph *g, const lut_chain *p, bool *nomem)
 {
-    xf_tensor *table = lut_of(g, p);
+    xf_tensor *table = lut_of(g, &p->s[0]);
+    for (int j = 1; table && j < p->n; j++) {
+        xf_tensor *next = lut_of(g, &p->s[j]);
+        uint8_t *t = table->data;
+        for (int k = 0; next && k < 256; k++)
+            t[k] = ((const uint8_t *)next->data)[t[k]];
+        if (next)
+            table->dtype = next->dtype;
+        else {
+            xf_tensor_release(table);
+            table = NULL;
+        }
+        xf_tensor_release(next);
+    }
     if (!table)
         return false;
-    int x = g->nodes[p->dq].inputs[0], y = g->nodes[p->q].outputs[0];
+    int x = g->nodes[p->s[0].dq].inputs[0], y = g->nodes[p->s[p->n - 1].q].outputs[0];
     char name[512];
-    snprintf(name, sizeof name, "%s", g->nodes[p->f].name ? g->nodes[p->f].name : "");
+    snprintf(name, sizeof name, "%s", g->nodes[p->s[0].f].name ? g->nodes[p->s[0].f].name : "");
     int tv = xf_dn_add_constant(g, g->values[y].name, "_table", table);
     int iv = tv < 0 ? -1 : xf_graph_add_value(g, NULL, XF_DT_INT32, &g->values[x].shape);
     int cast = iv < 0 ? -1 : xf_graph_add_node(g, XF_OP_CAST, name, 1, &x, 1, &iv);
@@ -341,7 +434,7 @@ static bool qdq_transparent_of(const xf_graph *g, const xf_dn_lowering *low, int
             return false;
     }
     /* quantizing each dequantized code gives it back */
-    xf_tensor *back = lut_of(g, &(lut_chain){p->dq[0], -1, p->q});
+    xf_tensor *back = lut_of(g, &(lut_step){.dq = p->dq[0], .f = -1, .q = p->q, .other = -1, .other_dq = -1});
     bool same = back != NULL;
     for (int k = 0; same && k < 256; k++)
         same = ((const uint8_t *)back->data)[k] == k;
@@ -385,11 +478,15 @@ bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem)
     qdq_product qc;
     lut_chain lc;
     qdq_transparent tc;
-    if (lut_chain_of(g, low->reader, low->n_values, i, &lc)) {
+    if (lut_chain_of(g, low, i, &lc)) {
         if (!add_lut(g, &lc, nomem))
             return *nomem;
-        low->keep[lc.f] = low->keep[lc.q] = false;
-        low->absorbed[lc.dq]++;
+        for (int j = 0; j < lc.n; j++) {
+            low->keep[lc.s[j].f] = low->keep[lc.s[j].q] = false;
+            low->absorbed[lc.s[j].dq]++;
+            if (lc.s[j].other_dq >= 0)
+                low->absorbed[lc.s[j].other_dq]++;
+        }
         return true;
     }
     if ((low->exact_int8 && qdq_product_of(g, low->reader, low->n_values, i, &qc)) ||

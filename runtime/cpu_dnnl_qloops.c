@@ -2,7 +2,8 @@
  * QuantizeLinear and DequantizeLinear of one scale and zero point, and
  * DynamicQuantizeMatMul's A), with cpu_ref's arithmetic: each element
  * computed alone, by the same float operations in the same order, so the
- * AVX-512 and AVX2 loops and the plain C one give the same bytes. */
+ * AVX-512 and AVX2 loops and the plain C one give the same bytes.  And
+ * the lookups of 8-bit codes in a table of 256 (the QDQ rewrites'). */
 #include "cpu_dnnl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -276,3 +277,88 @@ void xf_dn_dequantize_axis(const uint8_t *x, float *y, int64_t outer, int64_t di
     for (int64_t r = 0; r < outer * dim; r++)
         dequantize_run(width, x + r * inner, y + r * inner, inner, flip, offset[r % dim], scale[r % dim]);
 }
+
+/* ---------------------------------------------------------------- lookups of 8-bit codes */
+
+static bool code_table_handles(const xf_graph *g, const xf_node *n)
+{
+    int x = xf_dn_input(n, 0);
+    xf_dtype t = x >= 0 ? g->values[x].dtype : XF_DT_UNDEFINED;
+    return n->op == XF_OP_CAST && n->attrs.to == XF_DT_INT32 && n->n_inputs == 1 && n->n_outputs == 1 &&
+           n->outputs[0] >= 0 && g->values[n->outputs[0]].dtype == XF_DT_INT32 &&
+           (t == XF_DT_UINT8 || t == XF_DT_INT8);
+}
+
+bool xf_dn_code_table_of(const xf_graph *g, const xf_node *n)
+{
+    int t = xf_dn_input(n, 0), i = xf_dn_input(n, 1), y = n->n_outputs == 1 ? n->outputs[0] : -1;
+    const xf_tensor *table = t >= 0 ? g->values[t].init : NULL;
+    return n->op == XF_OP_GATHER && n->attrs.axis == 0 && n->n_inputs == 2 && i >= 0 && y >= 0 && table &&
+           table->shape.ndim == 1 && table->shape.dims[0] == 256 && xf_dtype_size(table->dtype) == 1 &&
+           g->values[i].dtype == XF_DT_INT32 && g->values[y].dtype == table->dtype;
+}
+
+#if QL_X86
+/* 64 codes at a time: the table's halves chosen by each code's top bit,
+ * two permutes across 128 bytes. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static int64_t lookup_vbmi(const uint8_t *x, uint8_t *y,
+                                                                                   int64_t count, const uint8_t *t)
+{
+    __m512i t0 = _mm512_loadu_si512(t), t1 = _mm512_loadu_si512(t + 64);
+    __m512i t2 = _mm512_loadu_si512(t + 128), t3 = _mm512_loadu_si512(t + 192);
+    int64_t i = 0;
+    for (; i + 64 <= count; i += 64) {
+        __m512i v = _mm512_loadu_si512(x + i);
+        __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+        _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+    }
+    return i;
+}
+#endif
+
+/* y[i] = t[x[i]] for the codes' bytes (an int8 code's negative index
+ * counts from the table's end, where its byte points). */
+static void lookup_run(const uint8_t *x, uint8_t *y, int64_t count, const uint8_t *t)
+{
+    int64_t i = 0;
+#if QL_X86
+    if (xf_dn_vector_width() == 512 && __builtin_cpu_supports("avx512vbmi"))
+        i = lookup_vbmi(x, y, count, t);
+#endif
+    for (; i < count; i++)
+        y[i] = t[x[i]];
+}
+
+static xf_status code_table_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err)
+{
+    (void)err;
+    int64_t count = xf_rt_numel(&in[0]);
+    const uint8_t *x = in[0].data;
+    if (st->table) {
+        int64_t size, chunks = xf_dn_chunks(count, &size);
+        uint8_t *y = st->dst;
+        XF_OMP_FOR(chunks > 1)
+        for (int64_t c = 0; c < chunks; c++)
+            lookup_run(x + c * size, y + c * size, count - c * size < size ? count - c * size : size, st->table);
+        return XF_OK;
+    }
+    int32_t *y = out[0].data;
+    if (in[0].dtype == XF_DT_INT8)
+        for (int64_t i = 0; i < count; i++)
+            y[i] = (int8_t)x[i];
+    else
+        for (int64_t i = 0; i < count; i++)
+            y[i] = x[i];
+    return XF_OK;
+}
+
+static xf_status code_table_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)c, (void)g, (void)n, (void)in, (void)out, (void)err;
+    st->own_run = code_table_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_code_table_handler = {code_table_handles, NULL, code_table_prepare, NULL};

@@ -70,6 +70,14 @@ static int add_const(xf_graph *g, xf_tensor *t)
     return v;
 }
 
+/* add_const of a tensor made for the graph alone. */
+static int own_const(xf_graph *g, xf_tensor *t)
+{
+    int v = add_const(g, t);
+    xf_tensor_release(t);
+    return v;
+}
+
 /* The tensors both graphs of a form share. */
 typedef struct qdq_parts {
     xf_tensor *x, *xs, *xzp, *w, *ws, *wzp, *b, *bs, *ys, *yzp;
@@ -174,20 +182,27 @@ static xf_graph *qlinear_graph(const qdq_form *f, const qdq_parts *p)
     return g;
 }
 
-/* Output 0 of g on backend for input x; in *counts the ops of the
- * session's graph. */
-static xf_tensor *run(const xf_graph *g, const char *backend, xf_tensor *x, int *counts, const char *what)
+/* Output 0 of g on backend for input x, the session run node by node
+ * when dynamic; in *counts the ops of the session's graph. */
+static xf_tensor *run_mode(const xf_graph *g, const char *backend, xf_tensor *x, int *counts, const char *what,
+                           bool dynamic)
 {
     xf_session *s = NULL;
     xf_error err = {0};
     xf_tensor *out[2] = {NULL, NULL};
-    ck_assert_msg(xf_session_create(g, 21, backend, NULL, &s, &err) == XF_OK, "%s: %s: %s", what, backend, err.msg);
+    xf_session_options opt = {.force_dynamic = dynamic};
+    ck_assert_msg(xf_session_create(g, 21, backend, &opt, &s, &err) == XF_OK, "%s: %s: %s", what, backend, err.msg);
     ck_assert_msg(xf_session_run(s, &x, out, &err) == XF_OK, "%s: %s: %s", what, backend, err.msg);
     if (counts)
         xf_graph_count_ops(xf_session_graph(s), counts);
     xf_session_free(s);
     xf_tensor_release(out[1]);
     return out[0];
+}
+
+static xf_tensor *run(const xf_graph *g, const char *backend, xf_tensor *x, int *counts, const char *what)
+{
+    return run_mode(g, backend, x, counts, what, false);
 }
 
 /* The largest difference of two 8-bit tensors; in *differ how many
@@ -551,6 +566,95 @@ START_TEST(qdq_activation_tables)
 }
 END_TEST
 
+/* Steps whose function takes a constant of one element as its other
+ * input (GELU's Mul by 1/sqrt(2), Add of 1 and Mul by 0.5; attention's
+ * scaling) are functions of the codes too, and a chain of steps, each
+ * QuantizeLinear read by the next DequantizeLinear alone, is one table:
+ * the steps' tables composed, so the float graph's values exactly.  The
+ * backend runs the Cast and the Gather as one lookup of the codes (a
+ * session run node by node, as a Cast and cpu_ref's Gather).  A chain
+ * whose middle codes are also a graph output splits there; a constant of
+ * more elements, or of more dims than the codes (which would broadcast
+ * them), keeps the step as written. */
+START_TEST(qdq_table_chains)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    enum { MUL_C, C_DIV, ADD_DQ_C, POW_C, GELU, GELU_SPLIT, MUL_ROW, MUL_RANK4, N_FORMS };
+    xf_bt_seed(59);
+    for (int form = 0; form < 2 * N_FORMS; form++) {
+        int f = form % N_FORMS;
+        bool s8 = form >= N_FORMS;
+        xf_dtype t = s8 ? XF_DT_INT8 : XF_DT_UINT8, mid = s8 ? XF_DT_UINT8 : XF_DT_INT8;
+        char what[48];
+        snprintf(what, sizeof what, "QDQ table chain form %d", form);
+        xf_shape xs = SHAPE(3, 5, 37);
+        xf_tensor *x = ints(t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_graph *g = xf_graph_create("chain");
+        int xv = xf_bt_input(g, t, xs);
+        int sc = own_const(g, floats(SCALAR, (float[]){0.023f})), zp = own_const(g, ints(t, SCALAR, 3, 3));
+        int ysc = own_const(g, floats(SCALAR, (float[]){0.0093f})), yzp = own_const(g, ints(t, SCALAR, -7, -7));
+        int mzp = own_const(g, ints(mid, SCALAR, 5, 5)), v = dq(g, xv, sc, zp), op = -1;
+        int c = own_const(g, floats(f == C_DIV ? SHAPE(1, 1, 1) : f == MUL_ROW ? SHAPE(37) : f == MUL_RANK4
+                                                                                    ? SHAPE(1, 1, 1, 1)
+                                                                                    : SCALAR,
+                                    (float[]){0.7071f, 1.5f, 0.25f, 2.0f, 3.0f, 0.5f, 0.125f, 1.0f, 0.75f, 1.25f,
+                                              0.6f, 0.9f, 1.1f, 0.3f, 0.2f, 1.9f, 0.1f, 0.4f, 0.8f, 1.2f, 1.3f,
+                                              1.4f, 1.6f, 1.7f, 1.8f, 2.1f, 2.2f, 2.3f, 2.4f, 2.5f, 2.6f, 2.7f,
+                                              2.8f, 2.9f, 3.1f, 3.2f, 3.3f}));
+        int n_steps = 1, n_tables = 1;
+        switch (f) {
+        case MUL_C:
+        case MUL_ROW:
+        case MUL_RANK4: op = node(g, XF_OP_MUL, "mul", 2, (int[]){v, c}, 1); break;
+        case C_DIV: op = node(g, XF_OP_DIV, "div", 2, (int[]){c, v}, 1); break;
+        case POW_C: op = node(g, XF_OP_POW, "pow", 2, (int[]){v, c}, 1); break;
+        case ADD_DQ_C: {
+            int one = dq(g, own_const(g, ints(t, SCALAR, 40, 40)), sc, zp);
+            op = node(g, XF_OP_ADD, "add", 2, (int[]){one, v}, 1);
+            break;
+        }
+        default: { /* Mul by 1/sqrt(2), Erf into the other 8-bit type, Add 1 there */
+            int q1 = node(g, XF_OP_QUANTIZE_LINEAR, "q1", 3,
+                          (int[]){out0(g, node(g, XF_OP_MUL, "mul", 2, (int[]){v, c}, 1)), ysc, yzp}, 1);
+            int e = node(g, XF_OP_ERF, "erf", 1, (int[]){dq(g, out0(g, q1), ysc, yzp)}, 1);
+            int q2 = node(g, XF_OP_QUANTIZE_LINEAR, "q2", 3, (int[]){out0(g, e), ysc, mzp}, 1);
+            /* 1 dequantized, as quantize_static writes it: a QLinearAdd's form too */
+            int one = dq(g, own_const(g, ints(mid, SCALAR, 105, 105)), ysc, mzp);
+            op = node(g, XF_OP_ADD, "add", 2, (int[]){dq(g, out0(g, q2), ysc, mzp), one}, 1);
+            if (f == GELU_SPLIT)
+                xf_graph_add_output(g, out0(g, q1));
+            n_steps = 3;
+            n_tables = f == GELU_SPLIT ? 2 : 1;
+            break;
+        }
+        }
+        int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g, op), ysc, n_steps == 3 ? mzp : yzp}, 1);
+        xf_graph_add_output(g, out0(g, q));
+        infer_ok(g, 21);
+        bool table = f != MUL_ROW && f != MUL_RANK4;
+        int counts[XF_OP_COUNT + 1];
+        xf_tensor *want = run(g, "cpu_ref", x, NULL, what);
+        for (int dynamic = 0; dynamic < 2; dynamic++) {
+            xf_tensor *got = run_mode(g, "cpu", x, counts, what, dynamic);
+            int gathers = table ? n_tables : 0, qs = table ? 0 : n_steps;
+            ck_assert_msg(counts[XF_OP_GATHER] == gathers && counts[XF_OP_CAST] == gathers &&
+                              counts[XF_OP_QUANTIZE_LINEAR] == qs && counts[XF_OP_DEQUANTIZE_LINEAR] == !table &&
+                              counts[XF_OP_ERF] == 0,
+                          "%s: %d Gathers, %d QuantizeLinears", what, counts[XF_OP_GATHER],
+                          counts[XF_OP_QUANTIZE_LINEAR]);
+            int64_t differ;
+            ck_assert_msg(max_diff(got, want, &differ) <= (table ? 0 : 1), "%s (%s): %lld outputs off cpu_ref",
+                          what, dynamic ? "dynamic" : "static", (long long)differ);
+            xf_tensor_release(got);
+        }
+        xf_tensor_release(x);
+        xf_tensor_release(want);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* cpu_ref's Gather of bytes by int32 indices (the tables' lookups):
  * negative indices from the end, one out of range refused by name. */
 START_TEST(byte_gather)
@@ -600,5 +704,9 @@ int main(void)
     tcase_add_test(tc, qdq_activation_tables);
     tcase_add_test(tc, byte_gather);
     suite_add_tcase(s, tc);
+    /* again with oneDNN held at AVX2 (test_cpu_qdq_tables_avx2): the plain lookup loop */
+    TCase *tables = tcase_create("tables");
+    tcase_add_test(tables, qdq_table_chains);
+    suite_add_tcase(s, tables);
     return xf_test_run_suite(s);
 }
