@@ -370,9 +370,12 @@ START_TEST(qdq_binaries)
         xf_op op;
         xf_dtype a, b;
         int b_form; /* 0 whole, 1 a row of the last dim, 2 one per channel; 3 whole, its DQ per channel */
+        bool swap;  /* b the op's first operand */
     } forms[] = {{XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 0}, {XF_OP_ADD, XF_DT_INT8, XF_DT_INT8, 1},
                  {XF_OP_MUL, XF_DT_UINT8, XF_DT_UINT8, 2}, {XF_OP_MUL, XF_DT_INT8, XF_DT_INT8, 0},
-                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_INT8, 0},  {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 3}};
+                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_INT8, 0},  {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 3},
+                 {XF_OP_ADD, XF_DT_INT8, XF_DT_INT8, 2, true}, {XF_OP_MUL, XF_DT_INT8, XF_DT_INT8, 2, true},
+                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 1, true}};
     xf_bt_seed(47);
     int64_t differ_all = 0, compared = 0;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
@@ -400,10 +403,12 @@ START_TEST(qdq_binaries)
             if (v == 0) {
                 int da = dq(g[v], av, c[0], c[1]), db = dq(g[v], bv, c[2], c[3]);
                 attrs(g[v], g[v]->values[db].producer)->axis = 1;
-                int op = node(g[v], forms[i].op, "op", 2, (int[]){da, db}, 1);
+                int op = node(g[v], forms[i].op, "op", 2, forms[i].swap ? (int[]){db, da} : (int[]){da, db}, 1);
                 y = node(g[v], XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g[v], op), c[4], c[5]}, 1);
             } else {
                 int in[8] = {av, c[0], c[1], bv, c[2], c[3], c[4], c[5]};
+                if (forms[i].swap)
+                    memcpy(in, (int[]){bv, c[2], c[3], av, c[0], c[1]}, 6 * sizeof(int));
                 y = node(g[v], mul ? XF_OP_MS_QLINEAR_MUL : XF_OP_MS_QLINEAR_ADD, "qop", 8, in, 1);
             }
             xf_graph_add_output(g[v], out0(g[v], y));
@@ -699,14 +704,15 @@ int main(void)
     TCase *tc = tcase_create("qdq");
     tcase_add_test(tc, qdq_convolutions);
     tcase_add_test(tc, qdq_matmuls);
-    tcase_add_test(tc, qdq_binaries);
     tcase_add_test(tc, qdq_transparent_ops);
     tcase_add_test(tc, qdq_activation_tables);
     tcase_add_test(tc, byte_gather);
     suite_add_tcase(s, tc);
-    /* again with oneDNN held at AVX2 (test_cpu_qdq_tables_avx2): the plain lookup loop */
-    TCase *tables = tcase_create("tables");
-    tcase_add_test(tables, qdq_table_chains);
-    suite_add_tcase(s, tables);
+    /* again with oneDNN held at AVX2 (test_cpu_qdq_loops_avx2): the AVX2
+     * QLinearAdd and QLinearMul loops, the plain lookup loop */
+    TCase *loops = tcase_create("loops");
+    tcase_add_test(loops, qdq_binaries);
+    tcase_add_test(loops, qdq_table_chains);
+    suite_add_tcase(s, loops);
     return xf_test_run_suite(s);
 }
