@@ -13,6 +13,7 @@
 #include "cpu_dnnl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -328,9 +329,11 @@ const xf_dn_handler xf_dn_ms_qsoftmax_handler = {qsoftmax_handles, NULL, qsoftma
 /* QLinearAveragePool over 2-D windows without dilation: cpu_ref's
  * arithmetic (xf_ref_ms_qpool: each output's sum of xs * (x - xz) over its
  * taps, row by row, divided by the count, by the output scale, plus the
- * zero point, rounded and saturated), eight outputs of a row side by side
- * where their windows lie inside the row, each lane summing its own taps
- * in cpu_ref's order; the rest one at a time. */
+ * zero point, rounded and saturated), the outputs of a row side by side,
+ * each lane summing its own taps in cpu_ref's order: with AVX-512 sixteen
+ * at a time, those whose windows the row's ends cut among them (a tap
+ * outside adds nothing); with AVX2 eight at a time where their windows lie
+ * inside the row, the rest one at a time.  Rows run on OpenMP's threads. */
 static bool qavgpool_handles(const xf_graph *g, const xf_node *n)
 {
     if (!QC_X86 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || n->n_inputs < 4 ||
@@ -345,9 +348,10 @@ static bool qavgpool_handles(const xf_graph *g, const xf_node *n)
 typedef struct qpool_geom {
     xf_rt_window w;
     const float *term; /* xs * (x - xz) by the byte that holds x */
-    float ys, yz, lo, hi;
+    float xs, ys, yz, lo, hi;
+    int32_t xz;
     int64_t ksize;
-    bool include_pad;
+    bool include_pad, s8, wide; /* wide: sixteen lanes of AVX-512 */
 } qpool_geom;
 
 /* One output from its sum and tap count, as cpu_ref stores it. */
@@ -359,19 +363,25 @@ static uint8_t qpool_out(const qpool_geom *q, float acc, int64_t taps)
 }
 
 /* Eight outputs o1 .. o1 + 7 of output row o0 whose windows lie inside
- * the row (first: the first one's first column); rows [r0, r1). */
+ * the row (first: the first one's first column); rows [r0, r1).  Each
+ * tap's term is xs * (float)(x - xz), the float product cpu_ref's table
+ * holds (no contraction into the sum: ISO C, -ffp-contract=off). */
 __attribute__((target("avx2,fma"))) static void qpool8(const qpool_geom *q, const uint8_t *plane, int64_t r0,
                                                        int64_t r1, int64_t first, uint8_t *y)
 {
     int64_t s = q->w.stride[1], in1 = q->w.in[1];
+    const __m256i xz = _mm256_set1_epi32(q->xz);
+    const __m256 xs = _mm256_set1_ps(q->xs);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i0 = r0; i0 < r1; i0++)
         for (int64_t t = 0; t < q->w.k[1]; t++) {
             const uint8_t *at = plane + i0 * in1 + first + t;
-            __m256i idx = s == 1 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)at))
-                                 : _mm256_setr_epi32(at[0], at[s], at[2 * s], at[3 * s], at[4 * s], at[5 * s],
-                                                     at[6 * s], at[7 * s]);
-            acc = _mm256_add_ps(acc, _mm256_i32gather_ps(q->term, idx, 4));
+            __m128i b = s == 1 ? _mm_loadl_epi64((const __m128i *)at)
+                               : _mm_setr_epi8((char)at[0], (char)at[s], (char)at[2 * s], (char)at[3 * s],
+                                               (char)at[4 * s], (char)at[5 * s], (char)at[6 * s], (char)at[7 * s],
+                                               0, 0, 0, 0, 0, 0, 0, 0);
+            __m256i c = q->s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(xs, _mm256_cvtepi32_ps(_mm256_sub_epi32(c, xz))));
         }
     int64_t taps = (r1 - r0) * q->w.k[1];
     __m256 v = _mm256_div_ps(acc, _mm256_set1_ps((float)(q->include_pad ? q->ksize : taps)));
@@ -384,6 +394,62 @@ __attribute__((target("avx2,fma"))) static void qpool8(const qpool_geom *q, cons
     __m256i r = _mm256_cvttps_epi32(_mm256_and_ps(v, ordered));
     __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
     _mm_storel_epi64((__m128i *)y, q->lo < 0 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+}
+
+/* Outputs o1 .. o1 + count - 1 (count <= 16) of output row o0 in
+ * AVX-512, each lane summing the taps of its window that lie in the row,
+ * in cpu_ref's order (a tap outside adds nothing), so windows cut by the
+ * row's ends run here too; rows [r0, r1). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qpool16(const qpool_geom *q, const uint8_t *plane,
+                                                                int64_t r0, int64_t r1, int64_t o1, int64_t count,
+                                                                uint8_t *y)
+{
+    int64_t s = q->w.stride[1], in1 = q->w.in[1], k1 = q->w.k[1], first = o1 * s - q->w.pad_begin[1];
+    bool inside = count == 16 && first >= 0 && first + 15 * s + k1 <= in1;
+    const __m512i xz = _mm512_set1_epi32(q->xz), in_end = _mm512_set1_epi32((int32_t)in1);
+    const __m512 xs = _mm512_set1_ps(q->xs);
+    __m512i lane_first = _mm512_add_epi32(_mm512_set1_epi32((int32_t)first),
+                                          _mm512_mullo_epi32(_mm512_set1_epi32((int32_t)s),
+                                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                                               12, 13, 14, 15)));
+    __mmask16 lanes = (__mmask16)(count >= 16 ? 0xffff : (1u << count) - 1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i0 = r0; i0 < r1; i0++)
+        for (int64_t t = 0; t < k1; t++) {
+            const uint8_t *row = plane + i0 * in1;
+            __m128i b;
+            __mmask16 take = lanes;
+            if (!inside) {
+                __m512i col = _mm512_add_epi32(lane_first, _mm512_set1_epi32((int32_t)t));
+                take &= _mm512_cmpge_epi32_mask(col, _mm512_setzero_si512()) & _mm512_cmplt_epi32_mask(col, in_end);
+            }
+            if (inside && s == 1) {
+                b = _mm_loadu_si128((const __m128i *)(row + first + t));
+            } else if (s == 1) { /* the lanes' bytes in the row alone: a masked load reads no other */
+                b = _mm_maskz_loadu_epi8(take, (const void *)((uintptr_t)row + (uintptr_t)(first + t)));
+            } else {
+                uint8_t bytes[16] = {0};
+                for (int j = 0; j < count; j++) {
+                    int64_t col = first + j * s + t;
+                    bytes[j] = col >= 0 && col < in1 ? row[col] : 0;
+                }
+                b = _mm_loadu_si128((const __m128i *)bytes);
+            }
+            __m512i c = q->s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+            acc = _mm512_mask_add_ps(acc, take, acc, _mm512_mul_ps(xs, _mm512_cvtepi32_ps(_mm512_sub_epi32(c, xz))));
+        }
+    /* each lane's count of taps: its window's columns within the row */
+    __m512i c0 = _mm512_max_epi32(lane_first, _mm512_setzero_si512());
+    __m512i c1 = _mm512_min_epi32(_mm512_add_epi32(lane_first, _mm512_set1_epi32((int32_t)k1)), in_end);
+    __m512 taps = _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_set1_epi32((int32_t)(r1 - r0)),
+                                                        _mm512_sub_epi32(c1, c0)));
+    __m512 v = _mm512_div_ps(acc, q->include_pad ? _mm512_set1_ps((float)q->ksize) : taps);
+    v = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(q->ys)), _mm512_set1_ps(q->yz));
+    const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+    __mmask16 ordered = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    v = _mm512_sub_ps(_mm512_add_ps(v, shift), shift);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(q->lo)), _mm512_set1_ps(q->hi));
+    _mm512_mask_cvtepi32_storeu_epi8(y, lanes, _mm512_maskz_cvttps_epi32(ordered, v));
 }
 #endif
 
@@ -405,6 +471,10 @@ static xf_status qavgpool_run(const xf_node *n, const xf_tensor_view *in, const 
     for (int c = 0; c < 256; c++)
         term[c] = xs * (float)((s8 ? (int32_t)(int8_t)c : c) - xz);
     q.term = term;
+    q.xs = xs;
+    q.xz = xz;
+    q.s8 = s8;
+    q.wide = xf_dn_vector_width() == 512;
     q.ys = param_f(&in[3]);
     q.yz = (float)param_i(n, in, 4);
     q.lo = s8 ? -128.0f : 0.0f;
@@ -415,28 +485,35 @@ static xf_status qavgpool_run(const xf_node *n, const xf_tensor_view *in, const 
     int64_t planes = in[0].shape.dims[0] * in[0].shape.dims[1], in_sp = w->in[0] * w->in[1];
     const uint8_t *x = in[0].data;
     uint8_t *y = out[0].data;
-    for (int64_t p = 0; p < planes; p++)
-        for (int64_t o0 = 0; o0 < w->out[0]; o0++) {
-            const uint8_t *plane = x + p * in_sp;
-            uint8_t *yrow = y + (p * w->out[0] + o0) * w->out[1];
-            int64_t r0 = o0 * w->stride[0] - w->pad_begin[0];
-            int64_t r1 = r0 + w->k[0] < w->in[0] ? r0 + w->k[0] : w->in[0];
-            r0 = r0 > 0 ? r0 : 0;
-            for (int64_t o1 = 0; o1 < w->out[1];) {
-                int64_t first = o1 * w->stride[1] - w->pad_begin[1];
-                if (o1 + 8 <= w->out[1] && first >= 0 && first + 7 * w->stride[1] + w->k[1] <= w->in[1]) {
-                    qpool8(&q, plane, r0, r1, first, yrow + o1);
-                    o1 += 8;
-                    continue;
-                }
-                int64_t c0 = first > 0 ? first : 0, c1 = first + w->k[1] < w->in[1] ? first + w->k[1] : w->in[1];
-                float acc = 0.0f;
-                for (int64_t i0 = r0; i0 < r1; i0++)
-                    for (int64_t i1 = c0; i1 < c1; i1++)
-                        acc += term[plane[i0 * w->in[1] + i1]];
-                yrow[o1++] = qpool_out(&q, acc, (r1 - r0) * (c1 - c0));
+    XF_OMP_FOR(planes * w->out[0] > 1 && xf_rt_numel(&out[0]) * q.ksize >= XF_DN_CHUNK_MIN)
+    for (int64_t row = 0; row < planes * w->out[0]; row++) {
+        int64_t p = row / w->out[0], o0 = row % w->out[0];
+        const uint8_t *plane = x + p * in_sp;
+        uint8_t *yrow = y + (p * w->out[0] + o0) * w->out[1];
+        int64_t r0 = o0 * w->stride[0] - w->pad_begin[0];
+        int64_t r1 = r0 + w->k[0] < w->in[0] ? r0 + w->k[0] : w->in[0];
+        r0 = r0 > 0 ? r0 : 0;
+        for (int64_t o1 = 0; o1 < w->out[1];) {
+            int64_t first = o1 * w->stride[1] - w->pad_begin[1];
+            if (q.wide) {
+                int64_t count = w->out[1] - o1 < 16 ? w->out[1] - o1 : 16;
+                qpool16(&q, plane, r0, r1, o1, count, yrow + o1);
+                o1 += count;
+                continue;
             }
+            if (o1 + 8 <= w->out[1] && first >= 0 && first + 7 * w->stride[1] + w->k[1] <= w->in[1]) {
+                qpool8(&q, plane, r0, r1, first, yrow + o1);
+                o1 += 8;
+                continue;
+            }
+            int64_t c0 = first > 0 ? first : 0, c1 = first + w->k[1] < w->in[1] ? first + w->k[1] : w->in[1];
+            float acc = 0.0f;
+            for (int64_t i0 = r0; i0 < r1; i0++)
+                for (int64_t i1 = c0; i1 < c1; i1++)
+                    acc += term[plane[i0 * w->in[1] + i1]];
+            yrow[o1++] = qpool_out(&q, acc, (r1 - r0) * (c1 - c0));
         }
+    }
     return XF_OK;
 #else
     return xf_ref_ms_qpool(n, in, out, err);

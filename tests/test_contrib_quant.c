@@ -190,7 +190,9 @@ START_TEST(test_qlinear_average_pool_windows)
     } forms[] = {{XF_DT_UINT8, 35, 35, 3, 3, 1, 1, false}, {XF_DT_INT8, 17, 29, 3, 3, 2, 1, true},
                  {XF_DT_UINT8, 12, 41, 5, 5, 1, 2, true}, {XF_DT_INT8, 9, 40, 1, 7, 1, 3, false},
                  {XF_DT_UINT8, 8, 8, 8, 8, 1, 0, false},  {XF_DT_UINT8, 1, 23, 0, 3, 1, 1, false},
-                 {XF_DT_UINT8, 5, 41, 3, 3, 1, 1, false}}; /* the last eight end one past the row */
+                 {XF_DT_UINT8, 5, 41, 3, 3, 1, 1, false}, /* the last eight end one past the row */
+                 {XF_DT_INT8, 9, 45, 3, 3, 2, 1, false},  /* sixteen outputs of stride 2 */
+                 {XF_DT_UINT8, 5, 18, 3, 3, 1, 0, true}}; /* sixteen ending at the row's end */
     uint32_t state = 777u;
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         bool one_d = forms[f].kh == 0, s8 = forms[f].t == XF_DT_INT8;
