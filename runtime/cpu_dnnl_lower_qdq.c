@@ -37,10 +37,13 @@
  *
  * An op that only moves or selects values (MaxPool, Concat, Reshape,
  * Transpose and the like) between DequantizeLinears and a QuantizeLinear
- * of the same scale and zero point runs on the codes themselves, where
- * quantizing the dequantized codes gives them back (cpu_ref checks every
- * code) and the scale is positive, so that the largest code is the
- * largest value: the float graph's values exactly.
+ * runs on the output's codes: an input whose codes quantizing its
+ * dequantized codes would change (another scale, zero point or type: the
+ * two branches of SqueezeNet's Concats) is looked up in the table of that
+ * first (cpu_ref fills it), the others are taken as they are.  The op
+ * commutes with such a map of each element, and a MaxPool with it when
+ * every scale is positive (the map keeps the codes' order), so the values
+ * are the float graph's exactly.
  *
  * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl_lower.h"
@@ -311,6 +314,24 @@ static xf_tensor *lut_of(const xf_graph *g, const lut_step *p)
     return table;
 }
 
+/* Appends the lookup of codes x in table (256 codes, released) as a Cast
+ * of x to int32 and a Gather writing value y, named `name`; the Gather's
+ * index, or -1 when out of memory. */
+static int add_lookup(xf_graph *g, int x, xf_tensor *table, int y, const char *name)
+{
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s", name ? name : "");
+    int tv = xf_dn_add_constant(g, g->values[y].name, "_table", table);
+    int iv = tv < 0 ? -1 : xf_graph_add_value(g, NULL, XF_DT_INT32, &g->values[x].shape);
+    int cast = iv < 0 ? -1 : xf_graph_add_node(g, XF_OP_CAST, nm, 1, &x, 1, &iv);
+    int gather = cast < 0 ? -1 : xf_graph_add_node(g, XF_OP_GATHER, nm, 2, (int[]){tv, iv}, 1, &y);
+    if (gather < 0)
+        return -1;
+    g->nodes[cast].attrs.to = XF_DT_INT32;
+    g->nodes[gather].attrs.axis = 0;
+    return gather;
+}
+
 /* Replaces chain p by a Cast of its first codes to int32 and a Gather
  * from the chain's table (the steps' tables composed), which the backend
  * runs as one lookup of the codes (xf_dn_code_table_handler); false when
@@ -334,19 +355,8 @@ static bool add_lut(xf_graph *g, const lut_chain *p, bool *nomem)
     if (!table)
         return false;
     int x = g->nodes[p->s[0].dq].inputs[0], y = g->nodes[p->s[p->n - 1].q].outputs[0];
-    char name[512];
-    snprintf(name, sizeof name, "%s", g->nodes[p->s[0].f].name ? g->nodes[p->s[0].f].name : "");
-    int tv = xf_dn_add_constant(g, g->values[y].name, "_table", table);
-    int iv = tv < 0 ? -1 : xf_graph_add_value(g, NULL, XF_DT_INT32, &g->values[x].shape);
-    int cast = iv < 0 ? -1 : xf_graph_add_node(g, XF_OP_CAST, name, 1, &x, 1, &iv);
-    int gather = cast < 0 ? -1 : xf_graph_add_node(g, XF_OP_GATHER, name, 2, (int[]){tv, iv}, 1, &y);
-    if (gather < 0) {
-        *nomem = true;
-        return false;
-    }
-    g->nodes[cast].attrs.to = XF_DT_INT32;
-    g->nodes[gather].attrs.axis = 0;
-    return true;
+    *nomem = add_lookup(g, x, table, y, g->nodes[p->s[0].f].name) < 0;
+    return !*nomem;
 }
 
 /* An Add or Mul of two DequantizeLinears of the output's 8-bit type
@@ -377,22 +387,18 @@ static bool qdq_binary_of(const xf_graph *g, const int *reader, int n_values, in
 
 /* A DequantizeLinear -> op -> QuantizeLinear group of qdq_transparent_of:
  * the op's data inputs (all of a Concat's, else its first) each a
- * DequantizeLinear in dq[]. */
+ * DequantizeLinear in dq[], and the table (256 output codes) that takes
+ * input k's codes to the output's where they differ (else NULL). */
 enum { XF_QDQ_MAX_DATA = 16 };
 typedef struct qdq_transparent {
     int op, q, n_dq;
     int dq[XF_QDQ_MAX_DATA];
+    xf_tensor *table[XF_QDQ_MAX_DATA];
 } qdq_transparent;
 
-/* Whether values a and b are the same constant of one element (or both absent). */
-static bool same_const(const xf_graph *g, int a, int b)
-{
-    const xf_tensor *x = xf_graph_constant(g, a), *y = xf_graph_constant(g, b);
-    if (a < 0 || b < 0)
-        return a == b;
-    return x && y && x->dtype == y->dtype && xf_shape_numel(&x->shape) == 1 && xf_shape_numel(&y->shape) == 1 &&
-           memcmp(x->data, y->data, xf_dtype_size(x->dtype)) == 0;
-}
+/* Whether n selects the largest of its input's values (which commutes
+ * with a map that keeps their order). */
+static bool takes_max(const xf_node *n) { return n->op == XF_OP_MAX_POOL || n->op == XF_OP_GLOBAL_MAX_POOL; }
 
 static bool moves_values(const xf_node *n)
 {
@@ -410,6 +416,21 @@ static bool moves_values(const xf_node *n)
     }
 }
 
+static void release_tables(qdq_transparent *p)
+{
+    for (int k = 0; k < p->n_dq; k++) {
+        xf_tensor_release(p->table[k]);
+        p->table[k] = NULL;
+    }
+}
+
+/* Whether the scale of DequantizeLinear or QuantizeLinear node i is positive. */
+static bool positive_scale(const xf_graph *g, int i)
+{
+    const xf_tensor *t = xf_graph_constant(g, g->nodes[i].inputs[1]);
+    return t && t->dtype == XF_DT_FLOAT && *(const float *)t->data > 0.0f;
+}
+
 static bool qdq_transparent_of(const xf_graph *g, const xf_dn_lowering *low, int oi, qdq_transparent *p)
 {
     const xf_node *n = &g->nodes[oi];
@@ -419,39 +440,52 @@ static bool qdq_transparent_of(const xf_graph *g, const xf_dn_lowering *low, int
     p->op = oi;
     p->q = qdq_output(g, low->reader, low->n_values, oi);
     p->n_dq = n->op == XF_OP_CONCAT ? n->n_inputs : 1;
-    if (p->q < 0)
+    if (p->q < 0 || (takes_max(n) && !positive_scale(g, p->q)))
         return false;
-    const xf_node *q = &g->nodes[p->q];
-    int y_zp = q->n_inputs > 2 ? q->inputs[2] : -1;
-    const xf_tensor *ys = xf_graph_constant(g, q->inputs[1]);
-    if (!ys || !(*(const float *)ys->data > 0.0f))
-        return false;
+    memset(p->table, 0, sizeof p->table);
+    xf_dtype yt = g->values[g->nodes[p->q].outputs[0]].dtype;
     for (int k = 0; k < p->n_dq; k++) {
         int d = p->dq[k] = dq_of(g, n->inputs[k], XF_DT_UNDEFINED, 0, 0, false);
-        if (d < 0 || g->values[g->nodes[d].inputs[0]].dtype != g->values[q->outputs[0]].dtype ||
-            !same_const(g, g->nodes[d].inputs[1], q->inputs[1]) ||
-            !same_const(g, g->nodes[d].n_inputs > 2 ? g->nodes[d].inputs[2] : -1, y_zp))
+        /* the op on the output's codes: each input's own through its table */
+        xf_tensor *t = d < 0 || (takes_max(n) && !positive_scale(g, d)) ? NULL :
+                       lut_of(g, &(lut_step){.dq = d, .f = -1, .q = p->q, .other = -1, .other_dq = -1});
+        if (!t) {
+            release_tables(p);
             return false;
+        }
+        bool same = g->values[g->nodes[d].inputs[0]].dtype == yt;
+        for (int c = 0; same && c < 256; c++)
+            same = ((const uint8_t *)t->data)[c] == c;
+        if (same)
+            xf_tensor_release(t);
+        else
+            p->table[k] = t;
     }
-    /* quantizing each dequantized code gives it back */
-    xf_tensor *back = lut_of(g, &(lut_step){.dq = p->dq[0], .f = -1, .q = p->q, .other = -1, .other_dq = -1});
-    bool same = back != NULL;
-    for (int k = 0; same && k < 256; k++)
-        same = ((const uint8_t *)back->data)[k] == k;
-    xf_tensor_release(back);
-    return same;
+    return true;
 }
 
 /* Appends op p->op on the codes, writing the QuantizeLinear's output; its
  * node index or -1 when out of memory. */
-static int add_transparent(xf_graph *g, const qdq_transparent *p)
+static int add_transparent(xf_graph *g, qdq_transparent *p)
 {
-    const xf_node *n = &g->nodes[p->op];
-    int in[XF_QDQ_MAX_DATA];
-    for (int k = 0; k < n->n_inputs && k < XF_QDQ_MAX_DATA; k++)
+    int in[XF_QDQ_MAX_DATA], y = g->nodes[p->q].outputs[0];
+    xf_dtype yt = g->values[y].dtype;
+    for (int k = 0; k < g->nodes[p->op].n_inputs && k < XF_QDQ_MAX_DATA; k++) {
+        const xf_node *n = &g->nodes[p->op];
         in[k] = k < p->n_dq ? g->nodes[p->dq[k]].inputs[0] : n->inputs[k];
-    int y = g->nodes[p->q].outputs[0];
-    return xf_graph_copy_node(g, n, in, &y);
+        if (k >= p->n_dq || !p->table[k])
+            continue;
+        int x = in[k], v = in[k] = xf_graph_add_value(g, NULL, yt, &g->values[x].shape);
+        xf_tensor *t = p->table[k];
+        p->table[k] = NULL;
+        if (v < 0 || add_lookup(g, x, t, v, g->nodes[p->op].name) < 0) {
+            if (v < 0)
+                xf_tensor_release(t);
+            release_tables(p);
+            return -1;
+        }
+    }
+    return xf_graph_copy_node(g, &g->nodes[p->op], in, &y);
 }
 
 /* Appends the QLinearConv, QLinearMatMul, QLinearAdd or QLinearMul of p;

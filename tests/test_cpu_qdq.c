@@ -442,11 +442,13 @@ START_TEST(qdq_binaries)
 END_TEST
 
 /* Ops that only move or select values between DequantizeLinears and a
- * QuantizeLinear of the same scale and zero point (MaxPool, Concat,
- * Transpose, Reshape) run on the codes: exactly cpu_ref's float graph.
- * Another scale after the op, a scale so large that the dequantized codes
- * overflow (they do not come back), or a negative one (the largest code
- * the smallest value) keeps it as written. */
+ * QuantizeLinear (MaxPool, Concat, Transpose, Reshape) run on the codes:
+ * exactly cpu_ref's float graph.  Where an input's codes are not the
+ * output's (another scale or zero point, another type, a scale so large
+ * that the dequantized codes overflow) they go through a table into the
+ * output's codes first, which a MaxPool takes only when every scale is
+ * positive (the table then keeps the codes' order); a negative scale
+ * keeps MaxPool as written. */
 START_TEST(qdq_transparent_ops)
 {
     if (!xf_bt_have_cpu())
@@ -456,20 +458,34 @@ START_TEST(qdq_transparent_ops)
         xf_dtype t;
         float scale, y_scale;
         bool lowered;
-    } forms[] = {{XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, 0.05f, true}, {XF_OP_CONCAT, XF_DT_INT8, 0.02f, 0.02f, true},
-                 {XF_OP_TRANSPOSE, XF_DT_UINT8, 0.3f, 0.3f, true},  {XF_OP_RESHAPE, XF_DT_INT8, 0.01f, 0.01f, true},
-                 {XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, 0.06f, false}, {XF_OP_CONCAT, XF_DT_UINT8, 1e38f, 1e38f, false},
-                 {XF_OP_MAX_POOL, XF_DT_INT8, -0.05f, -0.05f, false}};
+        int tables;        /* lookups into the output's codes */
+        float other_scale; /* a Concat's second input's, when not `scale` */
+        xf_dtype y_t;      /* the output's type, when not t */
+    } forms[] = {{XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, 0.05f, true},
+                 {XF_OP_CONCAT, XF_DT_INT8, 0.02f, 0.02f, true},
+                 {XF_OP_TRANSPOSE, XF_DT_UINT8, 0.3f, 0.3f, true},
+                 {XF_OP_RESHAPE, XF_DT_INT8, 0.01f, 0.01f, true},
+                 {XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, 0.06f, true, 1},
+                 {XF_OP_CONCAT, XF_DT_UINT8, 1e38f, 1e38f, true, 2},
+                 {XF_OP_MAX_POOL, XF_DT_INT8, -0.05f, -0.05f, false},
+                 {XF_OP_CONCAT, XF_DT_UINT8, 0.05f, 0.05f, true, 1, 0.07f},
+                 {XF_OP_TRANSPOSE, XF_DT_INT8, -0.3f, -0.3f, true},
+                 {XF_OP_RESHAPE, XF_DT_INT8, 0.01f, 0.01f, true, 1, 0, XF_DT_UINT8},
+                 {XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, -0.05f, false},
+                 {XF_OP_MAX_POOL, XF_DT_UINT8, -0.05f, 0.05f, false}};
     xf_bt_seed(53);
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char what[48];
         snprintf(what, sizeof what, "QDQ %s form %zu", xf_op_name(forms[i].op), i);
         bool s8 = forms[i].t == XF_DT_INT8;
+        xf_dtype yt = forms[i].y_t ? forms[i].y_t : forms[i].t;
         xf_shape xs = SHAPE(1, 6, 9, 11);
         xf_tensor *x = ints(forms[i].t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
         xf_tensor *other = ints(forms[i].t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
-        xf_tensor *part[3] = {floats(SCALAR, &forms[i].scale), ints(forms[i].t, SCALAR, s8 ? 3 : 125, s8 ? 3 : 125),
-                              floats(SCALAR, &forms[i].y_scale)};
+        float other_scale = forms[i].other_scale ? forms[i].other_scale : forms[i].scale;
+        xf_tensor *part[5] = {floats(SCALAR, &forms[i].scale), ints(forms[i].t, SCALAR, s8 ? 3 : 125, s8 ? 3 : 125),
+                              floats(SCALAR, &forms[i].y_scale), floats(SCALAR, &other_scale), NULL};
+        part[4] = yt == forms[i].t ? xf_tensor_retain(part[1]) : ints(yt, SCALAR, 131, 131);
         xf_graph *g = xf_graph_create("qdq");
         int xv = xf_bt_input(g, forms[i].t, xs), sc = add_const(g, part[0]), zp = add_const(g, part[1]);
         int d = dq(g, xv, sc, zp), op;
@@ -481,7 +497,7 @@ START_TEST(qdq_transparent_ops)
             attrs(g, op)->strides[0] = attrs(g, op)->strides[1] = 2;
             break;
         case XF_OP_CONCAT:
-            op = node(g, XF_OP_CONCAT, "op", 2, (int[]){d, dq(g, add_const(g, other), sc, zp)}, 1);
+            op = node(g, XF_OP_CONCAT, "op", 2, (int[]){d, dq(g, add_const(g, other), add_const(g, part[3]), zp)}, 1);
             attrs(g, op)->axis = 1;
             break;
         case XF_OP_TRANSPOSE:
@@ -493,17 +509,19 @@ START_TEST(qdq_transparent_ops)
             op = node(g, XF_OP_RESHAPE, "op", 2, (int[]){d, CONST_I64(g, 6, 99)}, 1);
             break;
         }
-        int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g, op), add_const(g, part[2]), zp}, 1);
+        int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3,
+                     (int[]){out0(g, op), add_const(g, part[2]), add_const(g, part[4])}, 1);
         xf_graph_add_output(g, out0(g, q));
         infer_ok(g, 21);
         int counts[XF_OP_COUNT + 1];
         xf_tensor *got = run(g, "cpu", x, counts, what), *want = run(g, "cpu_ref", x, NULL, what);
         int dqs = forms[i].lowered ? 0 : forms[i].op == XF_OP_CONCAT ? 2 : 1;
-        ck_assert_msg(counts[XF_OP_QUANTIZE_LINEAR] == !forms[i].lowered && counts[XF_OP_DEQUANTIZE_LINEAR] == dqs,
-                      "%s: %d QuantizeLinears", what, counts[XF_OP_QUANTIZE_LINEAR]);
+        ck_assert_msg(counts[XF_OP_QUANTIZE_LINEAR] == !forms[i].lowered && counts[XF_OP_DEQUANTIZE_LINEAR] == dqs &&
+                          counts[XF_OP_GATHER] == forms[i].tables,
+                      "%s: %d QuantizeLinears, %d Gathers", what, counts[XF_OP_QUANTIZE_LINEAR], counts[XF_OP_GATHER]);
         int64_t differ;
         ck_assert_msg(max_diff(got, want, &differ) == 0, "%s: %lld outputs off cpu_ref", what, (long long)differ);
-        xf_tensor *all[] = {x, other, part[0], part[1], part[2], got, want};
+        xf_tensor *all[] = {x, other, part[0], part[1], part[2], part[3], part[4], got, want};
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             xf_tensor_release(all[k]);
         xf_graph_free(g);
