@@ -36,7 +36,7 @@
  * (xf_dn_code_table_handler).
  *
  * An op that only moves or selects values (MaxPool, Concat, Reshape,
- * Transpose and the like) between DequantizeLinears and a QuantizeLinear
+ * Transpose, Slice, Gather and the like) between DequantizeLinears and a QuantizeLinear
  * runs on the output's codes: an input whose codes quantizing its
  * dequantized codes would change (another scale, zero point or type: the
  * two branches of SqueezeNet's Concats) is looked up in the table of that
@@ -404,6 +404,13 @@ static bool moves_values(const xf_node *n)
 {
     switch (n->op) {
     case XF_OP_MAX_POOL: return n->n_outputs == 1; /* no Indices */
+    /* input 0 the data, the others indices or sizes */
+    case XF_OP_SLICE:
+    case XF_OP_GATHER:
+    case XF_OP_EXPAND:
+    case XF_OP_TILE:
+    case XF_OP_DEPTH_TO_SPACE:
+    case XF_OP_SPACE_TO_DEPTH:
     case XF_OP_CONCAT:
     case XF_OP_RESHAPE:
     case XF_OP_FLATTEN:

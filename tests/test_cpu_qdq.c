@@ -442,7 +442,7 @@ START_TEST(qdq_binaries)
 END_TEST
 
 /* Ops that only move or select values between DequantizeLinears and a
- * QuantizeLinear (MaxPool, Concat, Transpose, Reshape) run on the codes:
+ * QuantizeLinear (MaxPool, Concat, Transpose, Reshape, Slice, Gather) run on the codes:
  * exactly cpu_ref's float graph.  Where an input's codes are not the
  * output's (another scale or zero point, another type, a scale so large
  * that the dequantized codes overflow) they go through a table into the
@@ -472,7 +472,9 @@ START_TEST(qdq_transparent_ops)
                  {XF_OP_TRANSPOSE, XF_DT_INT8, -0.3f, -0.3f, true},
                  {XF_OP_RESHAPE, XF_DT_INT8, 0.01f, 0.01f, true, 1, 0, XF_DT_UINT8},
                  {XF_OP_MAX_POOL, XF_DT_UINT8, 0.05f, -0.05f, false},
-                 {XF_OP_MAX_POOL, XF_DT_UINT8, -0.05f, 0.05f, false}};
+                 {XF_OP_MAX_POOL, XF_DT_UINT8, -0.05f, 0.05f, false},
+                 {XF_OP_SLICE, XF_DT_UINT8, 0.05f, 0.04f, true, 1},
+                 {XF_OP_GATHER, XF_DT_INT8, 0.02f, 0.02f, true}};
     xf_bt_seed(53);
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char what[48];
@@ -505,6 +507,13 @@ START_TEST(qdq_transparent_ops)
             attrs(g, op)->n_perm = 4;
             memcpy(attrs(g, op)->perm, (int64_t[]){0, 2, 3, 1}, 4 * sizeof(int64_t));
             break;
+        case XF_OP_SLICE: /* columns 1 to 4 */
+            op = node(g, XF_OP_SLICE, "op", 4, (int[]){d, CONST_I64(g, 1), CONST_I64(g, 5), CONST_I64(g, 3)}, 1);
+            break;
+        case XF_OP_GATHER: /* rows 2, 8 (-1) and 0 of each map */
+            op = node(g, XF_OP_GATHER, "op", 2, (int[]){d, CONST_I64(g, 2, -1, 0)}, 1);
+            attrs(g, op)->axis = 2;
+            break;
         default:
             op = node(g, XF_OP_RESHAPE, "op", 2, (int[]){d, CONST_I64(g, 6, 99)}, 1);
             break;
@@ -517,7 +526,7 @@ START_TEST(qdq_transparent_ops)
         xf_tensor *got = run(g, "cpu", x, counts, what), *want = run(g, "cpu_ref", x, NULL, what);
         int dqs = forms[i].lowered ? 0 : forms[i].op == XF_OP_CONCAT ? 2 : 1;
         ck_assert_msg(counts[XF_OP_QUANTIZE_LINEAR] == !forms[i].lowered && counts[XF_OP_DEQUANTIZE_LINEAR] == dqs &&
-                          counts[XF_OP_GATHER] == forms[i].tables,
+                          counts[XF_OP_GATHER] == forms[i].tables + (forms[i].op == XF_OP_GATHER),
                       "%s: %d QuantizeLinears, %d Gathers", what, counts[XF_OP_QUANTIZE_LINEAR], counts[XF_OP_GATHER]);
         int64_t differ;
         ck_assert_msg(max_diff(got, want, &differ) == 0, "%s: %lld outputs off cpu_ref", what, (long long)differ);
