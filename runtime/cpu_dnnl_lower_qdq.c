@@ -30,8 +30,12 @@
  * code, so it runs as a Gather from a table of 256 codes (the input cast
  * to int32: int8 codes index the table's upper half as negative indices),
  * which cpu_ref fills by running the step once on every code: the float
- * graph's values exactly.  Steps in a row, each QuantizeLinear read by the
- * next DequantizeLinear alone, compose into one table.  The backend runs
+ * graph's values exactly.  QOperator nodes of the kind (QLinearAdd or
+ * QLinearMul of a constant of one element, QLinearSigmoid,
+ * QLinearLeakyRelu) are such steps too, their tables filled by cpu_ref's
+ * own kernels.  Steps in a row, each output read by the next step alone
+ * (through its DequantizeLinear, or as its codes), compose into one
+ * table.  The backend runs
  * the Cast and the Gather as one lookup of the codes
  * (xf_dn_code_table_handler).
  *
@@ -183,6 +187,12 @@ static bool qdq_product_of(const xf_graph *g, const int *reader, int n_values, i
 typedef struct lut_step {
     int dq, f, q, k, other, other_dq;
 } lut_step;
+/* A step of QOperator form (dq and q -1): f maps the codes of its input k
+ * to its output's, its other inputs constants of one element (QLinearAdd
+ * or QLinearMul of a constant, QLinearLeakyRelu, QLinearSigmoid). */
+
+/* The most inputs a QOperator step has (QLinearAdd's 8). */
+enum { XF_QDQ_MAX_INPUTS = 8 };
 
 /* At most this many steps run as one table. */
 #define XF_LUT_MAX_STEPS 8
@@ -211,9 +221,40 @@ static bool single_operand(const xf_graph *g, int v, int rank, int *dq)
  * floats of one input, or of two whose other is a constant of one
  * element) between a DequantizeLinear of 8-bit codes and a QuantizeLinear
  * that alone reads it. */
+/* Whether x is a tensor of 8-bit codes. */
+static bool codes(const xf_value *x) { return x->dtype == XF_DT_UINT8 || x->dtype == XF_DT_INT8; }
+
+static bool coded_step_of(const xf_graph *g, int fi, lut_step *p)
+{
+    const xf_node *f = &g->nodes[fi];
+    if ((f->op != XF_OP_MS_QLINEAR_ADD && f->op != XF_OP_MS_QLINEAR_MUL && f->op != XF_OP_MS_QLINEAR_LEAKY_RELU &&
+         f->op != XF_OP_MS_QLINEAR_SIGMOID) ||
+        f->n_outputs != 1 || f->outputs[0] < 0 || !codes(&g->values[f->outputs[0]]))
+        return false;
+    *p = (lut_step){.dq = -1, .f = fi, .q = -1, .k = -1, .other = -1, .other_dq = -1};
+    for (int k = 0; k < f->n_inputs; k++) {
+        int v = f->inputs[k];
+        if (v >= 0 && !g->values[v].init && (p->k >= 0 || !codes(&g->values[v])))
+            return false; /* a second input computed, or one that is not codes */
+        if (v >= 0 && !g->values[v].init)
+            p->k = k;
+    }
+    if (p->k < 0)
+        return false;
+    int rank = g->values[f->inputs[p->k]].shape.ndim;
+    for (int k = 0; k < f->n_inputs; k++) {
+        const xf_value *c = f->inputs[k] >= 0 && k != p->k ? &g->values[f->inputs[k]] : NULL;
+        if (c && (xf_shape_numel(&c->shape) != 1 || c->shape.ndim > rank))
+            return false;
+    }
+    return rank >= 0;
+}
+
 static bool lut_step_of(const xf_graph *g, const xf_dn_lowering *low, int fi, lut_step *p)
 {
     const xf_node *f = &g->nodes[fi];
+    if (low->keep[fi] && coded_step_of(g, fi, p))
+        return true;
     const xf_op_info *info = xf_op_get_info(f->op);
     if (!low->keep[fi] || !(info->flags & XF_OPF_ELEM) || f->n_inputs < 1 || f->n_inputs > 2 ||
         f->n_inputs > info->max_inputs || f->n_outputs != 1 || f->outputs[0] < 0 || xf_node_draws_random(g, f) ||
@@ -234,6 +275,17 @@ static bool lut_step_of(const xf_graph *g, const xf_dn_lowering *low, int fi, lu
     return p->q >= 0;
 }
 
+/* The codes step p reads, and those it writes. */
+static int lut_step_in(const xf_graph *g, const lut_step *p)
+{
+    return p->dq >= 0 ? g->nodes[p->dq].inputs[0] : g->nodes[p->f].inputs[p->k];
+}
+
+static int lut_step_out(const xf_graph *g, const lut_step *p)
+{
+    return g->nodes[p->q >= 0 ? p->q : p->f].outputs[0];
+}
+
 /* The chain of steps that starts at node fi, each step's QuantizeLinear
  * read by the next one's DequantizeLinear alone (GELU's Mul, Erf and Add
  * in a QDQ model): the codes of its first input map to those of its last
@@ -244,11 +296,16 @@ static bool lut_chain_of(const xf_graph *g, const xf_dn_lowering *low, int fi, l
     if (!lut_step_of(g, low, fi, &c->s[0]))
         return false;
     for (c->n = 1; c->n < XF_LUT_MAX_STEPS; c->n++) {
-        int y = g->nodes[c->s[c->n - 1].q].outputs[0];
-        int d = xf_dn_only_reader(g, low->reader, low->n_values, y);
-        int v = d >= 0 && g->nodes[d].op == XF_OP_DEQUANTIZE_LINEAR ? g->nodes[d].outputs[0] : -1;
-        int f = xf_dn_only_reader(g, low->reader, low->n_values, v);
-        if (f < 0 || !lut_step_of(g, low, f, &c->s[c->n]) || c->s[c->n].dq != d)
+        int y = lut_step_out(g, &c->s[c->n - 1]);
+        int r = xf_dn_only_reader(g, low->reader, low->n_values, y);
+        if (r < 0)
+            break;
+        /* the next step reads y, through its DequantizeLinear or as its codes */
+        bool dq = g->nodes[r].op == XF_OP_DEQUANTIZE_LINEAR;
+        int f = dq ? xf_dn_only_reader(g, low->reader, low->n_values, g->nodes[r].outputs[0]) : r;
+        lut_step *next = &c->s[c->n];
+        if (f < 0 || !lut_step_of(g, low, f, next) ||
+            (dq ? next->dq != r : (next->dq >= 0 || lut_step_in(g, next) != y)))
             break;
     }
     return true;
@@ -260,11 +317,45 @@ static int const_in(xf_graph *t, const xf_graph *g, int v)
     return v < 0 ? -1 : xf_graph_add_initializer(t, NULL, g->values[v].init);
 }
 
+/* The 256 output codes of coded step p, run on cpu_ref; NULL when that fails. */
+static xf_tensor *coded_lut_of(const xf_graph *g, const lut_step *p)
+{
+    const xf_node *f = &g->nodes[p->f];
+    xf_shape s = xf_shape_make(1, (int64_t[]){256});
+    xf_graph *t = xf_graph_create("table");
+    xf_tensor *codes = xf_tensor_create(g->values[f->inputs[p->k]].dtype, &s), *table = NULL;
+    int in[XF_QDQ_MAX_INPUTS];
+    bool ok = t && codes && f->n_inputs <= XF_QDQ_MAX_INPUTS;
+    for (int k = 0; ok && k < 256; k++)
+        ((uint8_t *)codes->data)[k] = (uint8_t)k;
+    for (int k = 0; ok && k < f->n_inputs; k++)
+        in[k] = k == p->k ? xf_graph_add_input(t, "x", codes->dtype, &s) : const_in(t, g, f->inputs[k]);
+    int y = ok ? xf_graph_add_value(t, NULL, g->values[f->outputs[0]].dtype, NULL) : -1;
+    xf_session *run = NULL;
+    xf_error err = {0};
+    if (y >= 0 && xf_graph_copy_node(t, f, in, &y) >= 0) {
+        xf_graph_add_output(t, y);
+        if (xf_session_create(t, XF_LUT_OPSET, "cpu_ref", NULL, &run, &err) != XF_OK ||
+            xf_session_run(run, &codes, &table, &err) != XF_OK || xf_tensor_numel(table) != 256) {
+            xf_tensor_release(table);
+            table = NULL;
+        }
+    }
+    if (table)
+        table->shape = s;
+    xf_session_free(run);
+    xf_graph_free(t);
+    xf_tensor_release(codes);
+    return table;
+}
+
 /* The 256 output codes of step p, code k's at k (int8 codes as their
  * bytes), run on cpu_ref (f -1: the DequantizeLinear and QuantizeLinear
  * alone); NULL when that fails. */
 static xf_tensor *lut_of(const xf_graph *g, const lut_step *p)
 {
+    if (p->dq < 0)
+        return coded_lut_of(g, p);
     const xf_node *d = &g->nodes[p->dq], *f = p->f >= 0 ? &g->nodes[p->f] : NULL, *q = &g->nodes[p->q];
     xf_shape s = xf_shape_make(1, (int64_t[]){256});
     xf_graph *t = xf_graph_create("table");
@@ -354,7 +445,7 @@ static bool add_lut(xf_graph *g, const lut_chain *p, bool *nomem)
     }
     if (!table)
         return false;
-    int x = g->nodes[p->s[0].dq].inputs[0], y = g->nodes[p->s[p->n - 1].q].outputs[0];
+    int x = lut_step_in(g, &p->s[0]), y = lut_step_out(g, &p->s[p->n - 1]);
     *nomem = add_lookup(g, x, table, y, g->nodes[p->s[0].f].name) < 0;
     return !*nomem;
 }
@@ -523,10 +614,14 @@ bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem)
         if (!add_lut(g, &lc, nomem))
             return *nomem;
         for (int j = 0; j < lc.n; j++) {
-            low->keep[lc.s[j].f] = low->keep[lc.s[j].q] = false;
-            low->absorbed[lc.s[j].dq]++;
-            if (lc.s[j].other_dq >= 0)
-                low->absorbed[lc.s[j].other_dq]++;
+            const lut_step *st = &lc.s[j];
+            low->keep[st->f] = false;
+            if (st->q >= 0)
+                low->keep[st->q] = false;
+            if (st->dq >= 0)
+                low->absorbed[st->dq]++;
+            if (st->other_dq >= 0)
+                low->absorbed[st->other_dq]++;
         }
         return true;
     }

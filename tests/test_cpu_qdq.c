@@ -687,6 +687,79 @@ START_TEST(qdq_table_chains)
 }
 END_TEST
 
+/* QOperator steps are functions of the codes too: QLinearMul or
+ * QLinearAdd of a constant of one element, QLinearSigmoid and
+ * QLinearLeakyRelu become tables (cpu_ref's own kernels fill them, so the
+ * values are cpu_ref's), and compose with QDQ steps: QLinearMul by
+ * 1/sqrt(2), then DequantizeLinear, Erf and QuantizeLinear, then
+ * QLinearAdd of 1 is one table.  A QLinearAdd of a row keeps its loop. */
+START_TEST(qoperator_table_chains)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    enum { QMUL_C, QSIGMOID, QLEAKY, QGELU, QADD_ROW, N_FORMS };
+    xf_bt_seed(61);
+    for (int form = 0; form < 2 * N_FORMS; form++) {
+        int f = form % N_FORMS;
+        bool s8 = form >= N_FORMS;
+        xf_dtype t = s8 ? XF_DT_INT8 : XF_DT_UINT8, mid = s8 ? XF_DT_UINT8 : XF_DT_INT8;
+        char what[48];
+        snprintf(what, sizeof what, "QOperator table chain form %d", form);
+        xf_shape xs = SHAPE(3, 5, 37);
+        xf_tensor *x = ints(t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_graph *g = xf_graph_create("chain");
+        int xv = xf_bt_input(g, t, xs);
+        int sc = own_const(g, floats(SCALAR, (float[]){0.023f})), zp = own_const(g, ints(t, SCALAR, 3, 3));
+        int ysc = own_const(g, floats(SCALAR, (float[]){0.0093f})), yzp = own_const(g, ints(t, SCALAR, -7, -7));
+        int mzp = own_const(g, ints(mid, SCALAR, 5, 5)), c = own_const(g, ints(t, SCALAR, 30, 30));
+        int y = -1;
+        switch (f) {
+        case QMUL_C:
+            y = node(g, XF_OP_MS_QLINEAR_MUL, "qmul", 8, (int[]){c, sc, zp, xv, sc, zp, ysc, yzp}, 1);
+            break;
+        case QSIGMOID: y = node(g, XF_OP_MS_QLINEAR_SIGMOID, "qsig", 5, (int[]){xv, sc, zp, ysc, yzp}, 1); break;
+        case QLEAKY:
+            y = node(g, XF_OP_MS_QLINEAR_LEAKY_RELU, "qleaky", 5, (int[]){xv, sc, zp, ysc, yzp}, 1);
+            attrs(g, y)->alpha = 0.2f;
+            break;
+        case QGELU: {
+            int m = node(g, XF_OP_MS_QLINEAR_MUL, "qmul", 8, (int[]){xv, sc, zp, c, sc, zp, ysc, yzp}, 1);
+            int e = node(g, XF_OP_ERF, "erf", 1, (int[]){dq(g, out0(g, m), ysc, yzp)}, 1);
+            int q = node(g, XF_OP_QUANTIZE_LINEAR, "q", 3, (int[]){out0(g, e), ysc, mzp}, 1);
+            int one = own_const(g, ints(mid, SCALAR, 105, 105));
+            y = node(g, XF_OP_MS_QLINEAR_ADD, "qadd", 8, (int[]){out0(g, q), ysc, mzp, one, ysc, mzp, sc, mzp}, 1);
+            break;
+        }
+        default: {
+            int row = own_const(g, ints(t, SHAPE(37), s8 ? -128 : 0, s8 ? 127 : 255));
+            y = node(g, XF_OP_MS_QLINEAR_ADD, "qadd", 8, (int[]){xv, sc, zp, row, sc, zp, ysc, yzp}, 1);
+            break;
+        }
+        }
+        xf_graph_add_output(g, out0(g, y));
+        infer_ok(g, 21);
+        bool table = f != QADD_ROW;
+        int counts[XF_OP_COUNT + 1];
+        xf_tensor *want = run(g, "cpu_ref", x, NULL, what);
+        for (int dynamic = 0; dynamic < 2; dynamic++) {
+            xf_tensor *got = run_mode(g, "cpu", x, counts, what, dynamic);
+            int qops = counts[XF_OP_MS_QLINEAR_MUL] + counts[XF_OP_MS_QLINEAR_ADD] +
+                       counts[XF_OP_MS_QLINEAR_SIGMOID] + counts[XF_OP_MS_QLINEAR_LEAKY_RELU];
+            ck_assert_msg(counts[XF_OP_GATHER] == table && qops == !table && counts[XF_OP_ERF] == 0 &&
+                              counts[XF_OP_QUANTIZE_LINEAR] == 0 && counts[XF_OP_DEQUANTIZE_LINEAR] == 0,
+                          "%s: %d Gathers, %d QOperator nodes", what, counts[XF_OP_GATHER], qops);
+            int64_t differ;
+            ck_assert_msg(max_diff(got, want, &differ) == 0, "%s (%s): %lld outputs off cpu_ref", what,
+                          dynamic ? "dynamic" : "static", (long long)differ);
+            xf_tensor_release(got);
+        }
+        xf_tensor_release(x);
+        xf_tensor_release(want);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* cpu_ref's Gather of bytes by int32 indices (the tables' lookups):
  * negative indices from the end, one out of range refused by name. */
 START_TEST(byte_gather)
@@ -740,6 +813,7 @@ int main(void)
     TCase *loops = tcase_create("loops");
     tcase_add_test(loops, qdq_binaries);
     tcase_add_test(loops, qdq_table_chains);
+    tcase_add_test(loops, qoperator_table_chains);
     suite_add_tcase(s, loops);
     return xf_test_run_suite(s);
 }
