@@ -598,6 +598,30 @@ START_TEST(qdq_activation_tables)
 }
 END_TEST
 
+/* The parts both table-chain tests share: codes x of type t (the input
+ * of g), their scale and zero point, an output scale and zero point of t,
+ * and the other 8-bit type. */
+typedef struct chain_case {
+    xf_dtype t, mid;
+    xf_tensor *x;
+    xf_graph *g;
+    int xv, sc, zp, ysc, yzp;
+} chain_case;
+
+static chain_case chain_case_make(bool s8)
+{
+    chain_case k = {.t = s8 ? XF_DT_INT8 : XF_DT_UINT8, .mid = s8 ? XF_DT_UINT8 : XF_DT_INT8};
+    xf_shape xs = SHAPE(3, 5, 37);
+    k.x = ints(k.t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
+    k.g = xf_graph_create("chain");
+    k.xv = xf_bt_input(k.g, k.t, xs);
+    k.sc = own_const(k.g, floats(SCALAR, (float[]){0.023f}));
+    k.zp = own_const(k.g, ints(k.t, SCALAR, 3, 3));
+    k.ysc = own_const(k.g, floats(SCALAR, (float[]){0.0093f}));
+    k.yzp = own_const(k.g, ints(k.t, SCALAR, -7, -7));
+    return k;
+}
+
 /* Steps whose function takes a constant of one element as its other
  * input (GELU's Mul by 1/sqrt(2), Add of 1 and Mul by 0.5; attention's
  * scaling) are functions of the codes too, and a chain of steps, each
@@ -616,16 +640,13 @@ START_TEST(qdq_table_chains)
     xf_bt_seed(59);
     for (int form = 0; form < 2 * N_FORMS; form++) {
         int f = form % N_FORMS;
-        bool s8 = form >= N_FORMS;
-        xf_dtype t = s8 ? XF_DT_INT8 : XF_DT_UINT8, mid = s8 ? XF_DT_UINT8 : XF_DT_INT8;
+        chain_case k = chain_case_make(form >= N_FORMS);
+        xf_dtype t = k.t, mid = k.mid;
+        xf_graph *g = k.g;
+        xf_tensor *x = k.x;
+        int xv = k.xv, sc = k.sc, zp = k.zp, ysc = k.ysc, yzp = k.yzp;
         char what[48];
         snprintf(what, sizeof what, "QDQ table chain form %d", form);
-        xf_shape xs = SHAPE(3, 5, 37);
-        xf_tensor *x = ints(t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
-        xf_graph *g = xf_graph_create("chain");
-        int xv = xf_bt_input(g, t, xs);
-        int sc = own_const(g, floats(SCALAR, (float[]){0.023f})), zp = own_const(g, ints(t, SCALAR, 3, 3));
-        int ysc = own_const(g, floats(SCALAR, (float[]){0.0093f})), yzp = own_const(g, ints(t, SCALAR, -7, -7));
         int mzp = own_const(g, ints(mid, SCALAR, 5, 5)), v = dq(g, xv, sc, zp), op = -1;
         int c = own_const(g, floats(f == C_DIV ? SHAPE(1, 1, 1) : f == MUL_ROW ? SHAPE(37) : f == MUL_RANK4
                                                                                     ? SHAPE(1, 1, 1, 1)
@@ -701,16 +722,13 @@ START_TEST(qoperator_table_chains)
     xf_bt_seed(61);
     for (int form = 0; form < 2 * N_FORMS; form++) {
         int f = form % N_FORMS;
-        bool s8 = form >= N_FORMS;
-        xf_dtype t = s8 ? XF_DT_INT8 : XF_DT_UINT8, mid = s8 ? XF_DT_UINT8 : XF_DT_INT8;
+        chain_case k = chain_case_make(form >= N_FORMS);
+        xf_dtype t = k.t, mid = k.mid;
+        xf_graph *g = k.g;
+        xf_tensor *x = k.x;
+        int xv = k.xv, sc = k.sc, zp = k.zp, ysc = k.ysc, yzp = k.yzp;
         char what[48];
         snprintf(what, sizeof what, "QOperator table chain form %d", form);
-        xf_shape xs = SHAPE(3, 5, 37);
-        xf_tensor *x = ints(t, xs, s8 ? -128 : 0, s8 ? 127 : 255);
-        xf_graph *g = xf_graph_create("chain");
-        int xv = xf_bt_input(g, t, xs);
-        int sc = own_const(g, floats(SCALAR, (float[]){0.023f})), zp = own_const(g, ints(t, SCALAR, 3, 3));
-        int ysc = own_const(g, floats(SCALAR, (float[]){0.0093f})), yzp = own_const(g, ints(t, SCALAR, -7, -7));
         int mzp = own_const(g, ints(mid, SCALAR, 5, 5)), c = own_const(g, ints(t, SCALAR, 30, 30));
         int y = -1;
         switch (f) {
@@ -731,7 +749,7 @@ START_TEST(qoperator_table_chains)
             break;
         }
         default: {
-            int row = own_const(g, ints(t, SHAPE(37), s8 ? -128 : 0, s8 ? 127 : 255));
+            int row = own_const(g, ints(t, SHAPE(37), t == XF_DT_INT8 ? -128 : 0, t == XF_DT_INT8 ? 127 : 255));
             y = node(g, XF_OP_MS_QLINEAR_ADD, "qadd", 8, (int[]){xv, sc, zp, row, sc, zp, ysc, yzp}, 1);
             break;
         }
