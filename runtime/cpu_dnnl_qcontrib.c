@@ -233,7 +233,8 @@ const xf_dn_handler xf_dn_ms_qbinary_handler = {qbinary_handles, NULL, qbinary_p
 
 /* QLinearSoftmax over contiguous rows (the last axis, or the flattened
  * tail of opset 1's form): cpu_ref's arithmetic (xf_ref_ms_qsoftmax), each
- * row's sum in its order, then the outputs eight at a time: the table
+ * row's sum in its order (four rows side by side), then the outputs eight
+ * at a time: the table
  * entry times the output scale over the sum, rounded half to even (adding
  * and subtracting 1.5 x 2^23, as nearbyintf rounds below 2^22; values
  * past that saturate whichever way they round), plus the zero point,
@@ -271,18 +272,57 @@ __attribute__((target("avx2,fma"))) static void qsm8(const qsm_row *r, const uin
     _mm_storel_epi64((__m128i *)y, r->s8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
 }
 
-__attribute__((target("avx2,fma"))) static void qsm_row_run(qsm_row *r, const uint8_t *x, uint8_t *y, int64_t d)
+/* Code k of a row as a value (int8 codes signed). */
+static inline int32_t qsm_code(const qsm_row *r, const uint8_t *x, int64_t k)
 {
-    int32_t xmax = r->s8 ? -128 : 0;
+    return r->s8 ? (int8_t)x[k] : x[k];
+}
+
+/* The table offset of each of four rows of d codes from x, and their sums
+ * of table entries, each in its row's order; the four side by side, so
+ * that their additions overlap. */
+static void qsm_sums4(const qsm_row *r, const uint8_t *x, int64_t d, int32_t *adjust, float *sum)
+{
+    const uint8_t *x0 = x, *x1 = x + d, *x2 = x + 2 * d, *x3 = x + 3 * d;
+    int32_t m0 = r->s8 ? -128 : 0, m1 = m0, m2 = m0, m3 = m0;
     for (int64_t k = 0; k < d; k++) {
-        int32_t v = r->s8 ? (int8_t)x[k] : x[k];
-        xmax = v > xmax ? v : xmax;
+        int32_t v0 = qsm_code(r, x0, k), v1 = qsm_code(r, x1, k), v2 = qsm_code(r, x2, k), v3 = qsm_code(r, x3, k);
+        m0 = v0 > m0 ? v0 : m0;
+        m1 = v1 > m1 ? v1 : m1;
+        m2 = v2 > m2 ? v2 : m2;
+        m3 = v3 > m3 ? v3 : m3;
     }
-    r->adjust = r->s8 ? 127 - xmax : 255 - xmax;
-    float sum = 0.0f;
+    int32_t top = r->s8 ? 127 : 255, a0 = top - m0, a1 = top - m1, a2 = top - m2, a3 = top - m3;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    const float *t = r->table;
+    for (int64_t k = 0; k < d; k++) {
+        s0 += t[(uint8_t)(qsm_code(r, x0, k) + a0)];
+        s1 += t[(uint8_t)(qsm_code(r, x1, k) + a1)];
+        s2 += t[(uint8_t)(qsm_code(r, x2, k) + a2)];
+        s3 += t[(uint8_t)(qsm_code(r, x3, k) + a3)];
+    }
+    memcpy(adjust, (int32_t[]){a0, a1, a2, a3}, sizeof(int32_t[4]));
+    memcpy(sum, (float[]){s0, s1, s2, s3}, sizeof(float[4]));
+}
+
+/* The same for one row. */
+static void qsm_sums1(const qsm_row *r, const uint8_t *x, int64_t d, int32_t *adjust, float *sum)
+{
+    int32_t m = r->s8 ? -128 : 0;
     for (int64_t k = 0; k < d; k++)
-        sum += r->table[(uint8_t)((r->s8 ? (int8_t)x[k] : x[k]) + r->adjust)];
-    r->sum = sum;
+        m = qsm_code(r, x, k) > m ? qsm_code(r, x, k) : m;
+    *adjust = (r->s8 ? 127 : 255) - m;
+    float s = 0.0f;
+    for (int64_t k = 0; k < d; k++)
+        s += r->table[(uint8_t)(qsm_code(r, x, k) + *adjust)];
+    *sum = s;
+}
+
+/* Row x of d codes into y, its offset and sum given in r. */
+__attribute__((target("avx2,fma"))) static void qsm_row_run(const qsm_row *r, const uint8_t *x, uint8_t *y,
+                                                            int64_t d)
+{
+    float sum = r->sum;
     int64_t k = 0;
     for (; k + 8 <= d; k += 8)
         qsm8(r, x + k, y + k);
@@ -312,8 +352,21 @@ static xf_status qsoftmax_run(const xf_node *n, const xf_tensor_view *in, const 
                  .hi = s8 ? 127 : 255, .s8 = s8};
     const uint8_t *x = in[0].data;
     uint8_t *y = out[0].data;
-    for (int64_t o = 0; o < rows; o++)
-        qsm_row_run(&r, x + o * d, y + o * d, d);
+    for (int64_t o = 0; o < rows; o += 4) {
+        int count = rows - o < 4 ? (int)(rows - o) : 4;
+        int32_t adjust[4];
+        float sum[4];
+        if (count == 4)
+            qsm_sums4(&r, x + o * d, d, adjust, sum);
+        else
+            for (int j = 0; j < count; j++)
+                qsm_sums1(&r, x + (o + j) * d, d, &adjust[j], &sum[j]);
+        for (int j = 0; j < count; j++) {
+            r.adjust = adjust[j];
+            r.sum = sum[j];
+            qsm_row_run(&r, x + (o + j) * d, y + (o + j) * d, d);
+        }
+    }
     return XF_OK;
 #else
     return xf_ref_ms_qsoftmax(n, in, out, err);
