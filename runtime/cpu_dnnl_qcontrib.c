@@ -211,9 +211,19 @@ static xf_status qbinary_run(const xf_node *n, const xf_tensor_view *in, const x
     p.fixed = (float)zc - fmaf(p.rac, (float)za, p.rbc * (float)zb);
     const uint8_t *a = in[0].data, *b = in[3].data;
     uint8_t *y = out[0].data;
-    for (int64_t o = 0; o < s.outer; o++)
-        qbin_span(&p, a + (s.a_row ? 0 : s.a_scalar ? o : o * s.span), b + (s.b_row ? 0 : s.b_scalar ? o : o * s.span),
-                  s.a_scalar, s.b_scalar, y + o * s.span, s.span);
+    /* parts of the output over OpenMP's threads, each element computed alone */
+    int64_t size, chunks = xf_dn_chunks(s.outer * s.span, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size, end = i + size < s.outer * s.span ? i + size : s.outer * s.span;
+        while (i < end) {
+            int64_t o = i / s.span, lo = i % s.span, hi = o * s.span + s.span < end ? s.span : end - o * s.span;
+            const uint8_t *ao = a + (s.a_row ? lo : s.a_scalar ? o : o * s.span + lo);
+            const uint8_t *bo = b + (s.b_row ? lo : s.b_scalar ? o : o * s.span + lo);
+            qbin_span(&p, ao, bo, s.a_scalar, s.b_scalar, y + o * s.span + lo, hi - lo);
+            i = o * s.span + hi;
+        }
+    }
     return XF_OK;
 #else
     return xf_ref_ms_qbinary(n, in, out, err);

@@ -371,18 +371,23 @@ START_TEST(qdq_binaries)
         xf_dtype a, b;
         int b_form; /* 0 whole, 1 a row of the last dim, 2 one per channel; 3 whole, its DQ per channel */
         bool swap;  /* b the op's first operand */
+        bool big;   /* over 8192 outputs: parts on threads, their bounds inside a span */
     } forms[] = {{XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 0}, {XF_OP_ADD, XF_DT_INT8, XF_DT_INT8, 1},
                  {XF_OP_MUL, XF_DT_UINT8, XF_DT_UINT8, 2}, {XF_OP_MUL, XF_DT_INT8, XF_DT_INT8, 0},
                  {XF_OP_ADD, XF_DT_UINT8, XF_DT_INT8, 0},  {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 3},
                  {XF_OP_ADD, XF_DT_INT8, XF_DT_INT8, 2, true}, {XF_OP_MUL, XF_DT_INT8, XF_DT_INT8, 2, true},
-                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 1, true}};
+                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 1, true},
+                 {XF_OP_MUL, XF_DT_UINT8, XF_DT_UINT8, 2, false, true},
+                 {XF_OP_ADD, XF_DT_INT8, XF_DT_INT8, 1, true, true},
+                 {XF_OP_ADD, XF_DT_UINT8, XF_DT_UINT8, 0, false, true},
+                 {XF_OP_MUL, XF_DT_INT8, XF_DT_INT8, 1, false, true}};
     xf_bt_seed(47);
     int64_t differ_all = 0, compared = 0;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char what[48];
         snprintf(what, sizeof what, "QDQ %s form %zu", xf_op_name(forms[i].op), i);
-        xf_shape as = SHAPE(1, 6, 5, 19);
-        xf_shape bs = forms[i].b_form == 1 ? SHAPE(19) : forms[i].b_form == 2 ? SHAPE(1, 6, 1, 1) : as;
+        xf_shape as = forms[i].big ? SHAPE(1, 6, 50, 97) : SHAPE(1, 6, 5, 19);
+        xf_shape bs = forms[i].b_form == 1 ? SHAPE(as.dims[3]) : forms[i].b_form == 2 ? SHAPE(1, 6, 1, 1) : as;
         bool sa = forms[i].a == XF_DT_INT8, sb = forms[i].b == XF_DT_INT8, mul = forms[i].op == XF_OP_MUL;
         xf_tensor *a = ints(forms[i].a, as, sa ? -128 : 0, sa ? 127 : 255);
         xf_tensor *b = ints(forms[i].b, bs, sb ? -128 : 0, sb ? 127 : 255);
