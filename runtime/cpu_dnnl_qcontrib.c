@@ -362,19 +362,23 @@ static xf_status qsoftmax_run(const xf_node *n, const xf_tensor_view *in, const 
                  .hi = s8 ? 127 : 255, .s8 = s8};
     const uint8_t *x = in[0].data;
     uint8_t *y = out[0].data;
-    for (int64_t o = 0; o < rows; o += 4) {
+    /* groups of four rows over OpenMP's threads */
+    XF_OMP_FOR(rows > 4 && rows * d >= XF_DN_CHUNK_MIN)
+    for (int64_t g = 0; g < (rows + 3) / 4; g++) {
+        int64_t o = 4 * g;
         int count = rows - o < 4 ? (int)(rows - o) : 4;
         int32_t adjust[4];
         float sum[4];
+        qsm_row own = r;
         if (count == 4)
-            qsm_sums4(&r, x + o * d, d, adjust, sum);
+            qsm_sums4(&own, x + o * d, d, adjust, sum);
         else
             for (int j = 0; j < count; j++)
-                qsm_sums1(&r, x + (o + j) * d, d, &adjust[j], &sum[j]);
+                qsm_sums1(&own, x + (o + j) * d, d, &adjust[j], &sum[j]);
         for (int j = 0; j < count; j++) {
-            r.adjust = adjust[j];
-            r.sum = sum[j];
-            qsm_row_run(&r, x + (o + j) * d, y + (o + j) * d, d);
+            own.adjust = adjust[j];
+            own.sum = sum[j];
+            qsm_row_run(&own, x + (o + j) * d, y + (o + j) * d, d);
         }
     }
     return XF_OK;
