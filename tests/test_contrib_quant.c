@@ -271,7 +271,8 @@ START_TEST(test_qlinear_softmax_rows)
     } forms[] = {{XF_DT_UINT8, 48, 64, false, 1.0f / 256},
                  {XF_DT_INT8, 30, 37, false, 1.0f / 256},
                  {XF_DT_UINT8, 6, 15, true, 1.0f / 200},
-                 {XF_DT_INT8, 4, 64, false, 1e-8f}};
+                 {XF_DT_INT8, 4, 64, false, 1e-8f},
+                 {XF_DT_UINT8, 150, 64, false, 1.0f / 256}}; /* groups of four rows on threads, two left */
     uint32_t state = 12345u;
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         uint8_t *bytes = random_bytes(forms[f].rows * forms[f].d, &state);
