@@ -47,7 +47,9 @@
  * first (cpu_ref fills it), the others are taken as they are.  The op
  * commutes with such a map of each element, and a MaxPool with it when
  * every scale is positive (the map keeps the codes' order), so the values
- * are the float graph's exactly.
+ * are the float graph's exactly.  ONNX Runtime's QLinearConcat (the
+ * QOperator form of such a Concat) runs likewise, through cpu_ref's own
+ * tables: the same bytes.
  *
  * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl_lower.h"
@@ -605,11 +607,78 @@ static int add_qdq_product(xf_graph *g, const qdq_product *p)
     return i;
 }
 
+/* A QLinearConcat (ONNX Runtime's QOperator form of a Concat between QDQ
+ * pairs: Y_scale, Y_zero_point, then X, X_scale, X_zero_point per input)
+ * of constant parameters of one element as a Concat of codes, each input
+ * whose table into the output's codes (cpu_ref's: xf_rt_qlinear_table) is
+ * not the identity looked up in it first: the same bytes.  False when n
+ * is not such a node; *nomem when memory ran out. */
+static bool add_qconcat(xf_graph *g, int i, bool *nomem)
+{
+    const xf_node *n = &g->nodes[i];
+    int y = n->n_outputs == 1 ? n->outputs[0] : -1, parts = (n->n_inputs - 2) / 3;
+    if (n->op != XF_OP_MS_QLINEAR_CONCAT || y < 0 || parts < 1 || (n->n_inputs - 2) % 3 ||
+        parts > XF_QDQ_MAX_DATA || !codes(&g->values[y]))
+        return false;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        bool data = k >= 2 && (k - 2) % 3 == 0, scale = k == 0 || (k >= 2 && (k - 2) % 3 == 1);
+        if (v < 0 || (data ? g->values[v].dtype != g->values[y].dtype
+                           : !g->values[v].init || xf_shape_numel(&g->values[v].shape) != 1 ||
+                                 (scale && g->values[v].dtype != XF_DT_FLOAT)))
+            return false;
+    }
+    const xf_tensor *ys = g->values[n->inputs[0]].init, *yz = g->values[n->inputs[1]].init;
+    int in[XF_QDQ_MAX_DATA];
+    xf_dtype t = g->values[y].dtype;
+    char name[512];
+    snprintf(name, sizeof name, "%s", n->name ? n->name : "");
+    int64_t axis = n->attrs.axis;
+    for (int p = 0; p < parts; p++) {
+        const xf_node *c = &g->nodes[i];
+        const xf_tensor *xs = g->values[c->inputs[3 + 3 * p]].init, *xz = g->values[c->inputs[4 + 3 * p]].init;
+        in[p] = c->inputs[2 + 3 * p];
+        xf_shape s = xf_shape_make(1, (int64_t[]){256});
+        xf_tensor *table = xf_tensor_create(t, &s);
+        if (!table) {
+            *nomem = true;
+            return true;
+        }
+        xf_rt_qlinear_table(t, *(const float *)xs->data, (int32_t)xf_rt_load_i64(xz->dtype, xz->data, 0),
+                            *(const float *)ys->data, (int32_t)xf_rt_load_i64(yz->dtype, yz->data, 0), 0, 0.0f,
+                            table->data);
+        bool same = true;
+        for (int k = 0; same && k < 256; k++)
+            same = ((const uint8_t *)table->data)[k] == k;
+        if (same) {
+            xf_tensor_release(table);
+            continue;
+        }
+        int x = in[p], v = in[p] = xf_graph_add_value(g, NULL, t, &g->values[x].shape);
+        if (v < 0 || add_lookup(g, x, table, v, name) < 0) {
+            if (v < 0)
+                xf_tensor_release(table);
+            *nomem = true;
+            return true;
+        }
+    }
+    int cat = xf_graph_add_node(g, XF_OP_CONCAT, name, parts, in, 1, &y);
+    if (cat < 0)
+        *nomem = true;
+    else
+        g->nodes[cat].attrs.axis = axis;
+    return true;
+}
+
 bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem)
 {
     qdq_product qc;
     lut_chain lc;
     qdq_transparent tc;
+    if (add_qconcat(g, i, nomem)) {
+        low->keep[i] = false;
+        return true;
+    }
     if (lut_chain_of(g, low, i, &lc)) {
         if (!add_lut(g, &lc, nomem))
             return *nomem;

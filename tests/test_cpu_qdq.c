@@ -783,6 +783,61 @@ START_TEST(qoperator_table_chains)
 }
 END_TEST
 
+/* QLinearConcat runs as a Concat of codes, each input whose scale or zero
+ * point differs from the output's looked up first in cpu_ref's table:
+ * the same bytes.  A scale computed at run time keeps it as written. */
+START_TEST(qlinear_concat_codes)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_bt_seed(67);
+    for (int form = 0; form < 3; form++) {
+        bool s8 = form == 1, fed_scale = form == 2;
+        xf_dtype t = s8 ? XF_DT_INT8 : XF_DT_UINT8;
+        char what[48];
+        snprintf(what, sizeof what, "QLinearConcat form %d", form);
+        xf_tensor *x = ints(t, SHAPE(2, 3, 40), s8 ? -128 : 0, s8 ? 127 : 255);
+        xf_graph *g = xf_graph_create("qconcat");
+        int xv = xf_bt_input(g, t, x->shape);
+        int ys = fed_scale ? xf_bt_input(g, XF_DT_FLOAT, SCALAR) : own_const(g, floats(SCALAR, (float[]){0.05f}));
+        int yz = own_const(g, ints(t, SCALAR, 9, 9));
+        /* x as the output's codes, a constant of other codes, x again in a third scale */
+        int in[11] = {ys, yz, xv, own_const(g, floats(SCALAR, (float[]){0.05f})), yz,
+                      own_const(g, ints(t, SHAPE(2, 5, 40), s8 ? -128 : 0, s8 ? 127 : 255)),
+                      own_const(g, floats(SCALAR, (float[]){0.031f})), own_const(g, ints(t, SCALAR, -3, -3)), xv,
+                      own_const(g, floats(SCALAR, (float[]){0.2f})), yz};
+        int cat = node(g, XF_OP_MS_QLINEAR_CONCAT, "qcat", 11, in, 1);
+        attrs(g, cat)->axis = 1;
+        xf_graph_add_output(g, out0(g, cat));
+        infer_ok(g, 21);
+        xf_tensor *feeds[2] = {x, floats(SCALAR, (float[]){0.05f})};
+        xf_tensor *got[2] = {NULL, NULL}, *want[2] = {NULL, NULL};
+        int counts[XF_OP_COUNT + 1];
+        xf_error err = {0};
+        for (int r = 0; r < 2; r++) {
+            xf_session *sn = NULL;
+            ck_assert_msg(xf_session_create(g, 21, r ? "cpu_ref" : "cpu", NULL, &sn, &err) == XF_OK, "%s: %s", what,
+                          err.msg);
+            ck_assert_msg(xf_session_run(sn, feeds, r ? want : got, &err) == XF_OK, "%s: %s", what, err.msg);
+            if (!r)
+                xf_graph_count_ops(xf_session_graph(sn), counts);
+            xf_session_free(sn);
+        }
+        bool lowered = !fed_scale;
+        ck_assert_msg(counts[XF_OP_MS_QLINEAR_CONCAT] == !lowered && counts[XF_OP_CONCAT] == lowered &&
+                          counts[XF_OP_GATHER] == 2 * lowered,
+                      "%s: %d Concats, %d Gathers", what, counts[XF_OP_CONCAT], counts[XF_OP_GATHER]);
+        int64_t differ;
+        ck_assert_msg(max_diff(got[0], want[0], &differ) == 0, "%s: %lld outputs off cpu_ref", what,
+                      (long long)differ);
+        xf_tensor *all[] = {x, feeds[1], got[0], want[0]};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            xf_tensor_release(all[k]);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* cpu_ref's Gather of bytes by int32 indices (the tables' lookups):
  * negative indices from the end, one out of range refused by name. */
 START_TEST(byte_gather)
@@ -837,6 +892,7 @@ int main(void)
     tcase_add_test(loops, qdq_binaries);
     tcase_add_test(loops, qdq_table_chains);
     tcase_add_test(loops, qoperator_table_chains);
+    tcase_add_test(loops, qlinear_concat_codes);
     suite_add_tcase(s, loops);
     return xf_test_run_suite(s);
 }
