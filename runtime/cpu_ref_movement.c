@@ -400,8 +400,9 @@ xf_status xf_ref_gather_nd(const xf_node *n, const xf_tensor_view *in, const xf_
             int64_t off = nd_offset(n, idx, (bi * rows + j) * k, k, data->shape.dims + b, err);
             if (off < 0)
                 return XF_ERR_INVALID;
-            if (slice)
-                memcpy(dst, (const char *)data->data + (size_t)(bi * batch_len + off * slice) * es, (size_t)slice * es);
+            if (!slice) /* an empty output may have no buffer at all */
+                continue;
+            memcpy(dst, (const char *)data->data + (size_t)(bi * batch_len + off * slice) * es, (size_t)slice * es);
             dst += (size_t)slice * es;
         }
     return XF_OK;

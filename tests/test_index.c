@@ -916,7 +916,8 @@ END_TEST
 
 /* NonZero's scans by element type (carrying coordinates across outer
  * dims; NaN is nonzero; a double takes the general loop) and GatherND of
- * the single elements it finds, with a bad index refused. */
+ * the single elements it finds, with a bad index refused, and of slices
+ * of no elements. */
 START_TEST(non_zero_and_gather_nd_by_type)
 {
     xf_tensor *x = I64(DIMS(2, 2, 2), 0, 5, 0, 0, 7, 0, 0, 9);
@@ -929,6 +930,15 @@ START_TEST(non_zero_and_gather_nd_by_type)
            4);
     expect_run_error(make_case(XF_OP_GATHER_ND, 2, I64(DIMS(2, 3), 1, 2, 3, 4, 5, 6), I64(DIMS(1, 2), 0, 3)),
                      "index 3 out of range for axis of size 3");
+    /* slices of no elements (the run fuzzer's find: an empty output's
+     * buffer advanced from a null pointer) */
+    int32_t none[1] = {0};
+    xf_tensor *y = run1(make_case(XF_OP_GATHER_ND, 2, mk(XF_DT_INT32, DIMS(4, 0), none),
+                                  I64(DIMS(3, 1), 0, 3, -1)));
+    ck_assert_int_eq(y->shape.ndim, 2);
+    ck_assert_int_eq(y->shape.dims[0], 3);
+    ck_assert_int_eq(xf_tensor_numel(y), 0);
+    xf_tensor_release(y);
 }
 END_TEST
 
