@@ -7,8 +7,10 @@
  * Hv), past rows first, into one buffer laid out as Attention's present
  * (2, B, N, T, H); the scores are scale * Q K' plus attention_bias plus the
  * mask's additive (B, S, T) form, softmax along T, times V, written back as
- * (B, S, N * Hv).  The matrix products go through a function the backend
- * gives: plain loops here, oneDNN's sgemm on the cpu backend. */
+ * (B, S, N * Hv); with neither past nor present, the products read each
+ * head where it lies in the projection instead.  The matrix products go
+ * through a function the backend gives: plain loops here, oneDNN's sgemm
+ * on the cpu backend. */
 #include "xf_rt_internal.h"
 
 #include <float.h>
@@ -96,21 +98,27 @@ static xf_status make_mask(const xf_node *n, const xf_tensor_view *m, const attn
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 
-static inline v4f exp4_nonpositive(v4f x)
-{
-    v4i low = x < -87.0f;
-    v4f c = (v4f)(((v4i)x & ~low) | ((v4i)((v4f){0} - 87.0f) & low));
-    v4f n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rounded to the nearest integer */
-    v4f r = c - n * 0.693359375f + n * 2.12194440e-4f;
-    v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    v4i two_n = (__builtin_convertvector(n, v4i) + 127) << 23;
-    return (v4f)((v4i)(p * (v4f)two_n) & ~low);
-}
+/* e^x for x <= 0 (below -87: 0), lane by lane, in the float vector type
+ * VF with the int32 vector type VI of as many lanes.  Every lane takes the
+ * same steps whatever the width, so each width gives the same bits. */
+#define XF_EXP_NONPOSITIVE(NAME, VF, VI, ATTR)                                                                         \
+    ATTR static inline VF NAME(VF x)                                                                                   \
+    {                                                                                                                  \
+        VI low = x < -87.0f;                                                                                           \
+        VF c = (VF)(((VI)x & ~low) | ((VI)((VF){0} - 87.0f) & low));                                                   \
+        VF n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rounded to the nearest integer */            \
+        VF r = c - n * 0.693359375f + n * 2.12194440e-4f;                                                              \
+        VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                                \
+        p = p * r + 8.3334519073e-3f;                                                                                  \
+        p = p * r + 4.1665795894e-2f;                                                                                  \
+        p = p * r + 1.6666665459e-1f;                                                                                  \
+        p = p * r + 5.0000001201e-1f;                                                                                  \
+        p = p * r * r + r + 1.0f;                                                                                      \
+        VI two_n = (__builtin_convertvector(n, VI) + 127) << 23;                                                       \
+        return (VF)((VI)(p * (VF)two_n) & ~low);                                                                       \
+    }
+
+XF_EXP_NONPOSITIVE(exp4_nonpositive, v4f, v4i, )
 
 static inline v4f load4(const float *p)
 {
@@ -119,32 +127,82 @@ static inline v4f load4(const float *p)
     return x;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ATTN_X86 1
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+#define ATTN_AVX512 __attribute__((target("avx512f")))
+XF_EXP_NONPOSITIVE(exp16_nonpositive, v16f, v16i, ATTN_AVX512)
+
+enum { SOFTMAX_MAX, SOFTMAX_EXP, SOFTMAX_SCALE };
+
+/* The first `whole` elements of the row (a multiple of 16), 16 at a time:
+ * SOFTMAX_MAX, the largest of them into *mx (NaNs passed over as below);
+ * SOFTMAX_EXP, e^(x - *mx) written back; SOFTMAX_SCALE, x * v written
+ * back. */
+ATTN_AVX512 static void softmax16(float *row, int64_t whole, int step, float *mx, float v)
+{
+    v16f acc = (v16f){0} - INFINITY, x;
+    for (int64_t j = 0; j < whole; j += 16) {
+        memcpy(&x, row + j, sizeof x);
+        if (step == SOFTMAX_MAX) {
+            v16i more = x > acc;
+            acc = (v16f)(((v16i)x & more) | ((v16i)acc & ~more));
+            continue;
+        }
+        x = step == SOFTMAX_SCALE ? x * v : exp16_nonpositive(x - *mx);
+        memcpy(row + j, &x, sizeof x);
+    }
+    for (int u = 0; step == SOFTMAX_MAX && u < 16; u++)
+        *mx = acc[u] > *mx ? acc[u] : *mx;
+}
+#else
+#define ATTN_X86 0
+#endif
+
 /* Softmax of a row in place, as ONNX Runtime's: less the largest, e^x, times
- * 1 / the sum.  The row is worked on in blocks of 4, the last one padded. */
+ * 1 / the sum.  The row is worked on in blocks of 4, the last one padded,
+ * and summed in 4 lanes in the blocks' order; with AVX-512 the largest
+ * value, the e^x and the products are computed 16 at a time, and the
+ * sums taken after, in the same order, so the bits do not change. */
 void xf_attn_softmax_row(float *row, int64_t n)
 {
-    int64_t whole = n / 4 * 4;
+    int64_t whole = n / 4 * 4, wide = 0;
     float last[4], mx = -INFINITY, sum = 0.0f;
+#if ATTN_X86
+    if (n >= 16 && __builtin_cpu_supports("avx512f"))
+        wide = n / 16 * 16;
+#endif
     for (int u = 0; u < 4; u++)
         last[u] = whole + u < n ? row[whole + u] : -INFINITY;
     v4f top = load4(last);
-    for (int64_t j = 0; j < whole; j += 4) {
+    for (int64_t j = wide; j < whole; j += 4) {
         v4f x = load4(row + j);
         v4i more = x > top;
         top = (v4f)(((v4i)x & more) | ((v4i)top & ~more));
     }
     for (int u = 0; u < 4; u++)
         mx = top[u] > mx ? top[u] : mx;
+#if ATTN_X86
+    if (wide) {
+        softmax16(row, wide, SOFTMAX_MAX, &mx, 0.0f);
+        softmax16(row, wide, SOFTMAX_EXP, &mx, 0.0f);
+    }
+#endif
     v4f acc = {0};
     for (int64_t j = 0; j <= whole; j += 4) {
-        v4f x = exp4_nonpositive((j < whole ? load4(row + j) : load4(last)) - mx);
+        v4f x = j < wide ? load4(row + j) : exp4_nonpositive((j < whole ? load4(row + j) : load4(last)) - mx);
         memcpy(j < whole ? row + j : last, &x, sizeof x);
         acc += x;
     }
     for (int u = 0; u < 4; u++)
         sum += acc[u];
     float inv = 1.0f / sum;
-    for (int64_t j = 0; j < whole; j += 4) {
+#if ATTN_X86
+    if (wide)
+        softmax16(row, wide, SOFTMAX_SCALE, &mx, inv);
+#endif
+    for (int64_t j = wide; j < whole; j += 4) {
         v4f x = load4(row + j) * inv;
         memcpy(row + j, &x, sizeof x);
     }
@@ -152,10 +210,28 @@ void xf_attn_softmax_row(float *row, int64_t n)
         row[j] = last[j - whole] * inv;
 }
 
+/* Where the rows of Q, K or V lie: those of batch b and head h from
+ * p + b * batch + h * head on, `row` floats apart. */
+typedef struct attn_operand {
+    const float *p;
+    int64_t batch, head, row;
+} attn_operand;
+
+/* An operand laid out in heads, (B, N, rows, h). */
+static attn_operand in_heads(const float *p, const attn_dims *d, int64_t rows, int64_t h)
+{
+    return (attn_operand){p, d->n * rows * h, rows * h, h};
+}
+
+static const float *head_of(const attn_operand *o, int64_t b, int64_t h)
+{
+    return o->p + b * o->batch + h * o->head;
+}
+
 /* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
  * (B, S, N * Hv).  Like ONNX Runtime, each head's scores start as
  * attention_bias plus the mask, and the product is added to them. */
-static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, const float *k, const float *v,
+static xf_status attend(const xf_node *n, const attn_dims *d, attn_operand q, attn_operand k, attn_operand v,
                         const xf_tensor_view *mask_in, const xf_tensor_view *bias, float *out, xf_attn_gemm gemm,
                         xf_error *err)
 {
@@ -171,8 +247,7 @@ static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, co
     const float *ab = bias && xf_rt_present(bias) ? bias->data : NULL;
     for (int64_t b = 0; b < d->b && st == XF_OK; b++)
         for (int64_t h = 0; h < d->n && st == XF_OK; h++) {
-            const float *qh = q + (b * d->n + h) * d->s * d->h, *kh = k + (b * d->n + h) * tt * d->h;
-            const float *vh = v + (b * d->n + h) * tt * d->hv;
+            const float *qh = head_of(&q, b, h), *kh = head_of(&k, b, h), *vh = head_of(&v, b, h);
             const float *abh = NULL, *mb = mask ? mask + b * d->s * tt : NULL;
             if (ab)
                 abh = ab + ((bias->shape.dims[0] == 1 ? 0 : b) * bias->shape.dims[1] +
@@ -184,12 +259,12 @@ static xf_status attend(const xf_node *n, const attn_dims *d, const float *q, co
                 memcpy(sc, abh ? abh : mb, sizeof *sc * (size_t)(d->s * tt));
             else
                 memset(sc, 0, sizeof *sc * (size_t)(d->s * tt));
-            if (!gemm(true, d->s, tt, d->h, scale, qh, d->h, kh, d->h, 1.0f, sc, tt))
+            if (!gemm(true, d->s, tt, d->h, scale, qh, q.row, kh, k.row, 1.0f, sc, tt))
                 st = bad(err, n, "the matrix product failed");
             for (int64_t i = 0; i < d->s && st == XF_OK; i++)
                 xf_attn_softmax_row(sc + i * tt, tt);
             float *o = out + b * d->s * d->n * d->hv + h * d->hv;
-            if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, d->hv, 0.0f, o, d->n * d->hv))
+            if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, v.row, 0.0f, o, d->n * d->hv))
                 st = bad(err, n, "the matrix product failed");
         }
     free(mask);
@@ -208,8 +283,13 @@ static void to_heads(const float *src, int64_t src_row, const float *bias, const
             for (int64_t hd = 0; hd < d->n; hd++) {
                 const float *s = src + b * batch_stride + i * src_row + hd * h;
                 float *o = dst + ((b * d->n + hd) * rows + at + i) * h;
+                if (!bias) {
+                    memcpy(o, s, sizeof *o * (size_t)h);
+                    continue;
+                }
+                const float *bh = bias + hd * h;
                 for (int64_t c = 0; c < h; c++)
-                    o[c] = s[c] + (bias ? bias[hd * h + c] : 0.0f);
+                    o[c] = s[c] + bh[c];
             }
 }
 
@@ -223,13 +303,19 @@ static void put_past(const float *past, const attn_dims *d, int64_t h, float *ds
 
 /* Attention's and QAttention's work once their projection `proj` (B * S
  * rows of Q, K and V) is made: heads, past, scores, output and present.
- * mask, past and ab (attention_bias) may be NULL. */
+ * mask, past and ab (attention_bias) may be NULL.  With neither past nor
+ * present, the products read the heads in the projection's rows. */
 static xf_status attention_from_projection(const xf_node *n, const float *proj, int64_t cols, int64_t dq,
                                            const xf_tensor_view *mask, const xf_tensor_view *past_in,
                                            const xf_tensor_view *ab, const xf_tensor_view *out, attn_dims d,
                                            xf_attn_gemm gemm, xf_error *err)
 {
     int64_t tt = d.p + d.l, kv = d.b * d.n * tt * d.h;
+    if (!past_in && !out_wanted(n, out, 1) && tt == d.s) {
+        attn_operand q = {proj, d.s * cols, d.h, cols}, k = {proj + dq, d.s * cols, d.h, cols};
+        attn_operand v = {proj + 2 * dq, d.s * cols, d.hv, cols};
+        return attend(n, &d, q, k, v, mask, ab, out[0].data, gemm, err);
+    }
     float *q = malloc(sizeof *q * (size_t)(d.b * d.s * dq + 1));
     float *kvbuf = malloc(sizeof *kvbuf * (size_t)(kv + d.b * d.n * tt * d.hv + 1));
     xf_status st = q && kvbuf ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
@@ -241,7 +327,8 @@ static xf_status attention_from_projection(const xf_node *n, const float *proj, 
         to_heads(proj + 2 * dq, cols, NULL, &d, d.s, d.hv, v, tt, d.p, d.s * cols);
         put_past(past, &d, d.h, k);
         put_past(past ? past + d.b * d.n * d.p * d.h : NULL, &d, d.hv, v);
-        st = attend(n, &d, q, k, v, mask, ab, out[0].data, gemm, err);
+        st = attend(n, &d, in_heads(q, &d, d.s, d.h), in_heads(k, &d, tt, d.h), in_heads(v, &d, tt, d.hv), mask, ab,
+                    out[0].data, gemm, err);
         if (st == XF_OK && out_wanted(n, out, 1))
             memcpy(out[1].data, kvbuf, sizeof *kvbuf * (size_t)(2 * kv));
     }
@@ -302,7 +389,7 @@ xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf
 /* dst = the 8-bit rows x cols at p less their zero point (zp[j] per column
  * j, or zp[0]), as floats (exact); the largest magnitude returned.  One
  * loop per type and zero-point form, which the compiler vectorizes. */
-#define XF_Q8_DIFFERENCES(type, z)                                                                                   \
+#define XF_Q8_DIFFERENCES(type, z)                                                                                     \
     for (int64_t r = 0; r < rows; r++) {                                                                               \
         const type *src = (const type *)p + r * cols;                                                                  \
         float *d = dst + r * cols;                                                                                     \
@@ -345,19 +432,28 @@ int32_t xf_attn_qattention_weights(const xf_node *n, const xf_tensor_view *in, f
 
 /* proj (rows x cols) = the int32 sums at sums (or, when sums is NULL, the
  * exact float sums already in proj) times input_scale * weight_scale
- * (per column when the weights' are), plus the bias. */
+ * (per column when the weights' are), plus the bias.  The column scales
+ * (cols floats) are made first, in sc, then the rows run in order. */
 static void scale_and_bias(const xf_node *n, const xf_tensor_view *in, const int32_t *sums, int64_t rows,
-                           int64_t cols, float *proj)
+                           int64_t cols, float *sc, float *proj)
 {
     int64_t n_ws = xf_rt_numel(&in[4]);
     float xs = (float)xf_rt_load_f64(in[3].dtype, in[3].data, 0);
     const float *bias = optional_in(n, in, 2) ? in[2].data : NULL;
-    for (int64_t j = 0; j < cols; j++) {
-        float sc = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
-        for (int64_t r = 0; r < rows; r++) {
-            float v = (sums ? (float)sums[r * cols + j] : proj[r * cols + j]) * sc;
-            proj[r * cols + j] = bias ? v + bias[j] : v;
-        }
+    for (int64_t j = 0; j < cols; j++)
+        sc[j] = xs * (float)xf_rt_load_f64(in[4].dtype, in[4].data, n_ws > 1 ? j : 0);
+    for (int64_t r = 0; r < rows; r++) {
+        float *restrict p = proj + r * cols;
+        const int32_t *restrict s = sums ? sums + r * cols : NULL;
+        const float *restrict scales = sc, *restrict b = bias;
+        if (s)
+            for (int64_t j = 0; j < cols; j++)
+                p[j] = (float)s[j] * scales[j];
+        else
+            for (int64_t j = 0; j < cols; j++)
+                p[j] *= scales[j];
+        for (int64_t j = 0; b && j < cols; j++)
+            p[j] += b[j];
     }
 }
 
@@ -369,10 +465,10 @@ xf_status xf_attn_qattention_sums(const xf_node *n, const xf_tensor_view *in, co
     const xf_tensor_view *mask = optional_in(n, in, 5);
     if (mask && mask->shape.ndim == 4)
         return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
-    float *proj = malloc(sizeof *proj * (size_t)(d.b * d.s * cols + 1));
+    float *proj = malloc(sizeof *proj * (size_t)((d.b * d.s + 1) * cols + 1));
     if (!proj)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    scale_and_bias(n, in, sums, d.b * d.s, cols, proj);
+    scale_and_bias(n, in, sums, d.b * d.s, cols, proj + d.b * d.s * cols, proj);
     xf_status st = attention_from_projection(n, proj, cols, dq, mask, optional_in(n, in, 8), NULL, out, d, gemm, err);
     free(proj);
     return st;
@@ -387,7 +483,7 @@ xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const x
     if (mask && mask->shape.ndim == 4)
         return fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D mask_index is not supported");
     int64_t rows = d.b * d.s;
-    float *proj = malloc(sizeof *proj * (size_t)(rows * cols + 1));
+    float *proj = malloc(sizeof *proj * (size_t)((rows + 1) * cols + 1));
     float *af = malloc(sizeof *af * (size_t)(rows * din + (weights ? 0 : din * cols) + 1));
     int32_t *sums = malloc(sizeof *sums * (size_t)(rows * cols + 1));
     xf_status st = proj && af && sums ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s",
@@ -411,7 +507,7 @@ xf_status xf_attn_qattention(const xf_node *n, const xf_tensor_view *in, const x
                     acc[j] += a * (int32_t)wf[k * cols + j];
             }
         }
-        scale_and_bias(n, in, exact ? NULL : sums, rows, cols, proj);
+        scale_and_bias(n, in, exact ? NULL : sums, rows, cols, proj + rows * cols, proj);
     }
     free(af);
     free(sums);
@@ -490,8 +586,8 @@ xf_status xf_attn_mha(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     if (n->n_inputs > 4 && xf_rt_present(&in[4]) && in[4].shape.ndim == 4)
         st = fail(err, XF_ERR_UNSUPPORTED, n, "a 4-D key_padding_mask is not supported");
     if (st == XF_OK)
-        st = attend(n, &d, q, k, v, n->n_inputs > 4 ? &in[4] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data,
-                    gemm, err);
+        st = attend(n, &d, in_heads(q, &d, d.s, d.h), in_heads(k, &d, tt, d.h), in_heads(v, &d, tt, d.hv),
+                    n->n_inputs > 4 ? &in[4] : NULL, n->n_inputs > 5 ? &in[5] : NULL, out[0].data, gemm, err);
     if (st == XF_OK && out_wanted(n, out, 1))
         memcpy(out[1].data, k, sizeof *k * (size_t)kvk);
     if (st == XF_OK && out_wanted(n, out, 2))
