@@ -380,6 +380,10 @@ void xf_dn_node_clear(xf_dn_node *st)
     st->n_zp = 0;
     dnnl_primitive_destroy(st->prim);
     st->prim = NULL;
+    if (st->own_free)
+        st->own_free(st->own);
+    st->own = NULL;
+    st->own_free = NULL;
 }
 
 static void node_free(xf_dn_node *st)

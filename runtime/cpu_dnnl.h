@@ -160,6 +160,10 @@ typedef struct xf_dn_node {
      * weight in folded_w) */
     xf_status (*own_run)(struct xf_dn_node *st, const xf_node *n, const xf_tensor_view *in,
                          const xf_tensor_view *out, xf_error *err);
+    /* what such a loop keeps (primitives, memories), freed by own_free
+     * when the node is cleared */
+    void *own;
+    void (*own_free)(void *own);
     /* a loop of this backend's own run before the primitive, preparing
      * what it reads (the sum of a SkipLayerNormalization's inputs, into
      * `scratch` or an output of the node) */
@@ -248,6 +252,12 @@ extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_
 extern const xf_dn_handler xf_dn_einsum_handler;
 /* LSTM, GRU and RNN on oneDNN's RNN primitives (cpu_dnnl_rnn.c) */
 extern const xf_dn_handler xf_dn_rnn_handler;
+/* An LSTM the RNN handler takes, of few batch entries, as oneDNN's
+ * matmul and eltwise primitives step by step (cpu_dnnl_lstm.c): whether
+ * n runs so at the shapes of its operands in, and its prepare. */
+bool xf_dn_lstm_steps_ok(const xf_node *n, const xf_tensor_view *in);
+xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
+                                   xf_error *err);
 /* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
  * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear,
  * QuantizeLinear to uint8, DequantizeLinear of 8-bit integers, and Cast of

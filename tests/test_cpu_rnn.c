@@ -2,7 +2,8 @@
  * RNN primitives run (every direction; with and without bias, initial
  * states and each output; GRU with and without linear_before_reset; RNN
  * with each activation oneDNN has; sequence lengths all of the whole
- * length), and the neighbouring forms that stay on cpu_ref (shorter
+ * length; LSTMs of 256 hidden units, which the backend runs step by step
+ * on its own), and the neighbouring forms that stay on cpu_ref (shorter
  * sequences, clip, other activations, peepholes, batch-first layout). */
 #include "backend_util.h"
 #include "core_builders.h"
@@ -19,6 +20,7 @@ typedef struct rnn_form {
     int direction, lbr, act;  /* act: RNN's (xf_rnn_act) or LSTM's g; 0 the default */
     bool bias, h0, c0, lens, short_lens, clip, peep, batch_first;
     int outputs;              /* bit k: output k is used */
+    int64_t h, nb;            /* hidden size and batch; 0: H and N */
 } rnn_form;
 
 static int gates(xf_op op) { return op == XF_OP_LSTM ? 4 : op == XF_OP_GRU ? 3 : 1; }
@@ -26,31 +28,32 @@ static int gates(xf_op op) { return op == XF_OP_LSTM ? 4 : op == XF_OP_GRU ? 3 :
 static xf_graph *rnn_graph(const rnn_form *f)
 {
     xf_graph *g = xf_graph_create("rnn");
-    int64_t d = f->direction == 2 ? 2 : 1, rows = gates(f->op) * H;
-    int x = xf_bt_input(g, XF_DT_FLOAT, f->batch_first ? SHAPE(N, T, I) : SHAPE(T, N, I));
-    int ins[8] = {x, xf_bt_random_const(g, SHAPE(d, rows, I), false), xf_bt_random_const(g, SHAPE(d, rows, H), false),
+    int64_t h = f->h ? f->h : H, nb = f->nb ? f->nb : N;
+    int64_t d = f->direction == 2 ? 2 : 1, rows = gates(f->op) * h;
+    int x = xf_bt_input(g, XF_DT_FLOAT, f->batch_first ? SHAPE(nb, T, I) : SHAPE(T, nb, I));
+    int ins[8] = {x, xf_bt_random_const(g, SHAPE(d, rows, I), false), xf_bt_random_const(g, SHAPE(d, rows, h), false),
                   -1, -1, -1, -1, -1};
     if (f->bias)
         ins[3] = xf_bt_random_const(g, SHAPE(d, 2 * rows), false);
     if (f->lens) {
-        int32_t lens[N] = {T, T, T};
+        int32_t lens[8] = {T, T, T, T, T, T, T, T};
         if (f->short_lens)
             lens[1] = 2;
-        ins[4] = constant(g, NULL, XF_DT_INT32, SHAPE(N), lens);
+        ins[4] = constant(g, NULL, XF_DT_INT32, SHAPE(nb), lens);
     }
-    xf_shape state = f->batch_first ? SHAPE(N, d, H) : SHAPE(d, N, H);
+    xf_shape state = f->batch_first ? SHAPE(nb, d, h) : SHAPE(d, nb, h);
     if (f->h0)
         ins[5] = xf_bt_input(g, XF_DT_FLOAT, state);
     if (f->c0)
         ins[6] = xf_bt_input(g, XF_DT_FLOAT, state);
     if (f->peep)
-        ins[7] = xf_bt_random_const(g, SHAPE(d, 3 * H), false);
+        ins[7] = xf_bt_random_const(g, SHAPE(d, 3 * h), false);
     int n_in = f->op == XF_OP_LSTM ? 8 : 6, n_out = f->op == XF_OP_LSTM ? 3 : 2;
     while (n_in > 3 && ins[n_in - 1] < 0)
         n_in--;
     int n = node(g, f->op, NULL, n_in, ins, n_out);
     xf_rnn_attrs *a = &attrs(g, n)->rnn;
-    a->hidden_size = H;
+    a->hidden_size = h;
     a->direction = f->direction;
     a->linear_before_reset = f->lbr;
     a->layout = f->batch_first;
@@ -76,10 +79,12 @@ static xf_graph *rnn_graph(const rnn_form *f)
 
 static void check_form(const rnn_form *f)
 {
-    char what[160];
-    snprintf(what, sizeof what, "%s dir %d lbr %d act %d bias %d h0 %d c0 %d lens %d/%d clip %d peep %d bf %d out %x",
+    char what[200];
+    snprintf(what, sizeof what,
+             "%s dir %d lbr %d act %d bias %d h0 %d c0 %d lens %d/%d clip %d peep %d bf %d out %x h %lld nb %lld",
              f->op == XF_OP_LSTM ? "LSTM" : f->op == XF_OP_GRU ? "GRU" : "RNN", f->direction, f->lbr, f->act,
-             f->bias, f->h0, f->c0, f->lens, f->short_lens, f->clip, f->peep, f->batch_first, f->outputs);
+             f->bias, f->h0, f->c0, f->lens, f->short_lens, f->clip, f->peep, f->batch_first, f->outputs,
+             (long long)f->h, (long long)f->nb);
     xf_graph *g = rnn_graph(f);
     xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
     xf_graph_free(g);
@@ -112,6 +117,26 @@ START_TEST(onednn_forms)
 }
 END_TEST
 
+/* LSTMs of 256 hidden units and up to 4 batch entries, which the backend
+ * runs as its own loop over oneDNN's products step by step: every
+ * direction, with and without bias, initial states and each output. */
+START_TEST(lstm_step_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int dir = 0; dir < 3; dir++)
+        for (int v = 0; v < 4; v++) {
+            rnn_form f = {.op = XF_OP_LSTM, .direction = dir, .h = 256, .nb = v == 1 ? 1 : v == 2 ? 4 : 3};
+            f.bias = v != 1;
+            f.h0 = v == 0 || v == 2;
+            f.c0 = v == 0 || v == 3;
+            f.lens = v == 3;
+            f.outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : 5;
+            check_form(&f);
+        }
+}
+END_TEST
+
 START_TEST(cpu_ref_forms)
 {
     if (!xf_bt_have_cpu())
@@ -134,6 +159,7 @@ int main(void)
     TCase *tc = tcase_create("rnn");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, onednn_forms);
+    tcase_add_test(tc, lstm_step_forms);
     tcase_add_test(tc, cpu_ref_forms);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
