@@ -17,6 +17,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* The reference product: C = alpha A B (B read transposed when trans_b)
  * + beta C, row-major with leading dimensions; C is not read when beta is 0. */
@@ -228,45 +231,85 @@ static const float *head_of(const attn_operand *o, int64_t b, int64_t h)
     return o->p + b * o->batch + h * o->head;
 }
 
+/* What every head of one attend() reads. */
+typedef struct attn_heads {
+    const attn_dims *d;
+    attn_operand q, k, v;
+    const float *mask, *ab; /* additive mask (B, S, T) and attention_bias, or NULL */
+    const xf_shape *ab_shape;
+    float scale, *out;
+    xf_attn_gemm gemm;
+} attn_heads;
+
+/* Head h of batch b, with sc (S x T floats) for its scores; false when a
+ * product failed. */
+static bool attend_head(const attn_heads *a, int64_t b, int64_t h, float *sc)
+{
+    const attn_dims *d = a->d;
+    int64_t tt = d->p + d->l;
+    const float *qh = head_of(&a->q, b, h), *kh = head_of(&a->k, b, h), *vh = head_of(&a->v, b, h);
+    const float *abh = NULL, *mb = a->mask ? a->mask + b * d->s * tt : NULL;
+    if (a->ab)
+        abh = a->ab + ((a->ab_shape->dims[0] == 1 ? 0 : b) * a->ab_shape->dims[1] +
+                       (a->ab_shape->dims[1] == 1 ? 0 : h)) * d->s * tt;
+    if (abh && mb)
+        for (int64_t i = 0; i < d->s * tt; i++)
+            sc[i] = abh[i] + mb[i];
+    else if (abh || mb)
+        memcpy(sc, abh ? abh : mb, sizeof *sc * (size_t)(d->s * tt));
+    else
+        memset(sc, 0, sizeof *sc * (size_t)(d->s * tt));
+    if (!a->gemm(true, d->s, tt, d->h, a->scale, qh, a->q.row, kh, a->k.row, 1.0f, sc, tt))
+        return false;
+    for (int64_t i = 0; i < d->s; i++)
+        xf_attn_softmax_row(sc + i * tt, tt);
+    float *o = a->out + b * d->s * d->n * d->hv + h * d->hv;
+    return a->gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, a->v.row, 0.0f, o, d->n * d->hv);
+}
+
 /* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
  * (B, S, N * Hv).  Like ONNX Runtime, each head's scores start as
- * attention_bias plus the mask, and the product is added to them. */
+ * attention_bias plus the mask, and the product is added to them.  With a
+ * backend's product (not the reference one, whose backend runs on one
+ * thread) the heads are shared out over OpenMP's threads, each with its
+ * own scores; every head is computed as on one thread. */
 static xf_status attend(const xf_node *n, const attn_dims *d, attn_operand q, attn_operand k, attn_operand v,
                         const xf_tensor_view *mask_in, const xf_tensor_view *bias, float *out, xf_attn_gemm gemm,
                         xf_error *err)
 {
-    int64_t tt = d->p + d->l;
-    float scale = n->attrs.attn.scale != 0.0f ? n->attrs.attn.scale : 1.0f / sqrtf((float)d->h);
-    float *mask, *sc = malloc(sizeof *sc * (size_t)(d->s * tt > 0 ? d->s * tt : 1));
+    int64_t tt = d->p + d->l, heads = d->b * d->n, per = d->s * tt > 0 ? d->s * tt : 1;
+    int threads = 1;
+#ifdef _OPENMP
+    if (gemm != xf_attn_gemm_ref && heads > 1)
+        threads = omp_get_max_threads() < heads ? omp_get_max_threads() : (int)heads;
+#endif
+    float *mask, *sc = malloc(sizeof *sc * (size_t)(per * threads));
     xf_status st = sc ? make_mask(n, mask_in, d, &mask, err)
                       : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     if (st != XF_OK) {
         free(sc);
         return st;
     }
-    const float *ab = bias && xf_rt_present(bias) ? bias->data : NULL;
-    for (int64_t b = 0; b < d->b && st == XF_OK; b++)
-        for (int64_t h = 0; h < d->n && st == XF_OK; h++) {
-            const float *qh = head_of(&q, b, h), *kh = head_of(&k, b, h), *vh = head_of(&v, b, h);
-            const float *abh = NULL, *mb = mask ? mask + b * d->s * tt : NULL;
-            if (ab)
-                abh = ab + ((bias->shape.dims[0] == 1 ? 0 : b) * bias->shape.dims[1] +
-                            (bias->shape.dims[1] == 1 ? 0 : h)) * d->s * tt;
-            if (abh && mb)
-                for (int64_t i = 0; i < d->s * tt; i++)
-                    sc[i] = abh[i] + mb[i];
-            else if (abh || mb)
-                memcpy(sc, abh ? abh : mb, sizeof *sc * (size_t)(d->s * tt));
-            else
-                memset(sc, 0, sizeof *sc * (size_t)(d->s * tt));
-            if (!gemm(true, d->s, tt, d->h, scale, qh, q.row, kh, k.row, 1.0f, sc, tt))
-                st = bad(err, n, "the matrix product failed");
-            for (int64_t i = 0; i < d->s && st == XF_OK; i++)
-                xf_attn_softmax_row(sc + i * tt, tt);
-            float *o = out + b * d->s * d->n * d->hv + h * d->hv;
-            if (st == XF_OK && !gemm(false, d->s, d->hv, tt, 1.0f, sc, tt, vh, v.row, 0.0f, o, d->n * d->hv))
-                st = bad(err, n, "the matrix product failed");
-        }
+    attn_heads a = {d, q, k, v, mask, NULL, NULL, n->attrs.attn.scale != 0.0f ? n->attrs.attn.scale
+                                                                               : 1.0f / sqrtf((float)d->h),
+                    out, gemm};
+    if (bias && xf_rt_present(bias)) {
+        a.ab = bias->data;
+        a.ab_shape = &bias->shape;
+    }
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1) reduction(| : failed)
+#endif
+    for (int64_t bh = 0; bh < heads; bh++) {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        failed |= !attend_head(&a, bh / d->n, bh % d->n, sc + me * per);
+    }
+    if (failed)
+        st = bad(err, n, "the matrix product failed");
     free(mask);
     free(sc);
     return st;
