@@ -231,6 +231,25 @@ static const float *head_of(const attn_operand *o, int64_t b, int64_t h)
     return o->p + b * o->batch + h * o->head;
 }
 
+int xf_attn_threads(xf_attn_gemm gemm, int64_t heads)
+{
+#ifdef _OPENMP
+    if (gemm != xf_attn_gemm_ref && heads > 1)
+        return omp_get_max_threads() < heads ? omp_get_max_threads() : (int)heads;
+#endif
+    (void)gemm, (void)heads;
+    return 1;
+}
+
+int xf_attn_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* What every head of one attend() reads. */
 typedef struct attn_heads {
     const attn_dims *d;
@@ -270,19 +289,15 @@ static bool attend_head(const attn_heads *a, int64_t b, int64_t h, float *sc)
 /* softmax(scale * Q K' + bias + mask) V for every batch and head; out is
  * (B, S, N * Hv).  Like ONNX Runtime, each head's scores start as
  * attention_bias plus the mask, and the product is added to them.  With a
- * backend's product (not the reference one, whose backend runs on one
- * thread) the heads are shared out over OpenMP's threads, each with its
- * own scores; every head is computed as on one thread. */
+ * backend's product the heads are shared out over OpenMP's threads
+ * (xf_attn_threads), each with its own scores; every head is computed as
+ * on one thread. */
 static xf_status attend(const xf_node *n, const attn_dims *d, attn_operand q, attn_operand k, attn_operand v,
                         const xf_tensor_view *mask_in, const xf_tensor_view *bias, float *out, xf_attn_gemm gemm,
                         xf_error *err)
 {
     int64_t tt = d->p + d->l, heads = d->b * d->n, per = d->s * tt > 0 ? d->s * tt : 1;
-    int threads = 1;
-#ifdef _OPENMP
-    if (gemm != xf_attn_gemm_ref && heads > 1)
-        threads = omp_get_max_threads() < heads ? omp_get_max_threads() : (int)heads;
-#endif
+    int threads = xf_attn_threads(gemm, heads);
     float *mask, *sc = malloc(sizeof *sc * (size_t)(per * threads));
     xf_status st = sc ? make_mask(n, mask_in, d, &mask, err)
                       : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
@@ -298,16 +313,9 @@ static xf_status attend(const xf_node *n, const attn_dims *d, attn_operand q, at
         a.ab_shape = &bias->shape;
     }
     int failed = 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1) reduction(| : failed)
-#endif
-    for (int64_t bh = 0; bh < heads; bh++) {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
-        failed |= !attend_head(&a, bh / d->n, bh % d->n, sc + me * per);
-    }
+    XF_ATTN_HEADS_FOR(threads, failed)
+    for (int64_t bh = 0; bh < heads; bh++)
+        failed |= !attend_head(&a, bh / d->n, bh % d->n, sc + xf_attn_thread_num() * per);
     if (failed)
         st = bad(err, n, "the matrix product failed");
     free(mask);

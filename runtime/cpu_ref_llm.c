@@ -246,8 +246,10 @@ xf_status xf_attn_gqa(const xf_node *n, const xf_tensor_view *in, const xf_tenso
     bool packed = !has(n, in, 1);
     const int32_t *seqlens = in[5].data;
     int64_t qn = d.b * d.n * d.s * d.h, kn = d.b * d.nk * d.s * d.h, pn = d.b * d.nk * d.l * d.h;
+    int64_t per = d.s * d.l + 1;
+    int threads = xf_attn_threads(gemm, d.b * d.n);
     int64_t *keep = malloc(sizeof *keep * (size_t)(d.b * (d.s + 1)));
-    float *buf = malloc(sizeof *buf * (size_t)(qn + 2 * kn + 2 * pn + d.s * d.l + 1));
+    float *buf = malloc(sizeof *buf * (size_t)(qn + 2 * kn + 2 * pn + per * threads));
     if (!keep || !buf) {
         free(keep);
         free(buf);
@@ -277,24 +279,28 @@ xf_status xf_attn_gqa(const xf_node *n, const xf_tensor_view *in, const xf_tenso
         fill_present(has(n, in, 4) ? in[4].data : NULL, vf, &d, keep, pv);
     }
     float scale = t->scale != 0.0f ? t->scale : 1.0f / sqrtf((float)d.h);
-    for (int64_t b = 0; b < d.b && st == XF_OK; b++)
-        for (int64_t h = 0; h < d.n && st == XF_OK; h++) {
-            int64_t tb = (int64_t)seqlens[b] + 1, kvh = b * d.nk + h / (d.n / d.nk);
-            const float *qh = q + (b * d.n + h) * d.s * d.h;
-            if (!gemm(true, d.s, tb, d.h, scale, qh, d.h, pk + kvh * d.l * d.h, d.h, 0.0f, sc, tb)) {
-                st = bad(err, n, "the matrix product failed");
-                break;
-            }
-            for (int64_t s = 0; s < d.s; s++) {
-                int64_t hi = keep[b] + s + 1 < tb ? keep[b] + s + 1 : tb, lo = 0;
-                if (t->local_window_size >= 0 && hi > t->local_window_size)
-                    lo = hi - t->local_window_size;
-                gqa_row(sc + s * tb, lo, hi, tb, t);
-            }
-            float *o = (float *)out[0].data + b * d.s * d.n * d.h + h * d.h;
-            if (!gemm(false, d.s, d.h, tb, 1.0f, sc, tb, pv + kvh * d.l * d.h, d.h, 0.0f, o, d.n * d.h))
-                st = bad(err, n, "the matrix product failed");
+    int failed = 0;
+    int64_t heads = st == XF_OK ? d.b * d.n : 0;
+    XF_ATTN_HEADS_FOR(threads, failed)
+    for (int64_t bh = 0; bh < heads; bh++) {
+        int64_t b = bh / d.n, h = bh % d.n, tb = (int64_t)seqlens[b] + 1, kvh = b * d.nk + h / (d.n / d.nk);
+        const float *qh = q + (b * d.n + h) * d.s * d.h;
+        float *hsc = sc + xf_attn_thread_num() * per;
+        if (!gemm(true, d.s, tb, d.h, scale, qh, d.h, pk + kvh * d.l * d.h, d.h, 0.0f, hsc, tb)) {
+            failed = 1;
+            continue;
         }
+        for (int64_t s = 0; s < d.s; s++) {
+            int64_t hi = keep[b] + s + 1 < tb ? keep[b] + s + 1 : tb, lo = 0;
+            if (t->local_window_size >= 0 && hi > t->local_window_size)
+                lo = hi - t->local_window_size;
+            gqa_row(hsc + s * tb, lo, hi, tb, t);
+        }
+        float *o = (float *)out[0].data + b * d.s * d.n * d.h + h * d.h;
+        failed |= !gemm(false, d.s, d.h, tb, 1.0f, hsc, tb, pv + kvh * d.l * d.h, d.h, 0.0f, o, d.n * d.h);
+    }
+    if (st == XF_OK && failed)
+        st = bad(err, n, "the matrix product failed");
     for (int k = 1; k <= 2 && st == XF_OK; k++)
         if (k < n->n_outputs && n->outputs[k] >= 0 && xf_rt_present(&out[k]) && out[k].data)
             memcpy(out[k].data, k == 1 ? pk : pv, sizeof *pk * (size_t)pn);

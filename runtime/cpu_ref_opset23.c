@@ -166,30 +166,36 @@ xf_status xf_attn_onnx(const xf_node *n, const xf_tensor_view *in, const xf_tens
     bool own_k = !wanted(n, out, 1), own_v = !wanted(n, out, 2);
     float *k = own_k ? malloc(sizeof *k * (size_t)(kn + 1)) : out[1].data;
     float *v = own_v ? malloc(sizeof *v * (size_t)(vn + 1)) : out[2].data;
-    float *sc = malloc(sizeof *sc * (size_t)(d.s * d.t + d.t + d.s + 1));
+    int64_t per = d.s * d.t + d.t + d.s + 1;
+    int threads = xf_attn_threads(gemm, d.b * d.nq);
+    float *sc = malloc(sizeof *sc * (size_t)(per * threads));
     xf_status st = k && v && sc ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in Attention");
     if (st == XF_OK) {
         join_past(&d, has(n, in, 4) ? in[4].data : NULL, in[1].data, d.h, k);
         join_past(&d, has(n, in, 5) ? in[5].data : NULL, in[2].data, d.hv, v);
     }
     float scale = n->attrs.attn.scale != 0.0f ? n->attrs.attn.scale : 1.0f / sqrtf((float)d.h);
-    float *qk_out = wanted(n, out, 3) ? out[3].data : NULL, *y = out[0].data, *brow = sc + d.s * d.t;
+    float *qk_out = wanted(n, out, 3) ? out[3].data : NULL, *y = out[0].data;
     const float *q = in[0].data;
-    for (int64_t b = 0; b < d.b && st == XF_OK; b++)
-        for (int64_t h = 0; h < d.nq && st == XF_OK; h++) {
-            int64_t kv = b * d.nkv + h / (d.nq / d.nkv);
-            const float *qh = d.bnsh ? q + (b * d.nq + h) * d.s * d.h : q + b * d.s * d.nq * d.h + h * d.h;
-            float *yh = d.bnsh ? y + (b * d.nq + h) * d.s * d.hv : y + b * d.s * d.nq * d.hv + h * d.hv;
-            if (!gemm(true, d.s, d.t, d.h, scale, qh, d.bnsh ? d.h : d.nq * d.h, k + kv * d.t * d.h, d.h, 0.0f, sc,
-                      d.t)) {
-                st = xf_rt_bad_node(err, n, "the matrix product failed");
-                break;
-            }
-            probabilities(n, &d, b, h, sc, brow, qk_out ? qk_out + (b * d.nq + h) * d.s * d.t : NULL);
-            if (!gemm(false, d.s, d.hv, d.t, 1.0f, sc, d.t, v + kv * d.t * d.hv, d.hv, 0.0f, yh,
-                      d.bnsh ? d.hv : d.nq * d.hv))
-                st = xf_rt_bad_node(err, n, "the matrix product failed");
+    int failed = 0;
+    int64_t heads = st == XF_OK ? d.b * d.nq : 0;
+    XF_ATTN_HEADS_FOR(threads, failed)
+    for (int64_t bh = 0; bh < heads; bh++) {
+        int64_t b = bh / d.nq, h = bh % d.nq, kv = b * d.nkv + h / (d.nq / d.nkv);
+        float *hsc = sc + xf_attn_thread_num() * per, *brow = hsc + d.s * d.t;
+        const float *qh = d.bnsh ? q + (b * d.nq + h) * d.s * d.h : q + b * d.s * d.nq * d.h + h * d.h;
+        float *yh = d.bnsh ? y + (b * d.nq + h) * d.s * d.hv : y + b * d.s * d.nq * d.hv + h * d.hv;
+        if (!gemm(true, d.s, d.t, d.h, scale, qh, d.bnsh ? d.h : d.nq * d.h, k + kv * d.t * d.h, d.h, 0.0f, hsc,
+                  d.t)) {
+            failed = 1;
+            continue;
         }
+        probabilities(n, &d, b, h, hsc, brow, qk_out ? qk_out + (b * d.nq + h) * d.s * d.t : NULL);
+        failed |= !gemm(false, d.s, d.hv, d.t, 1.0f, hsc, d.t, v + kv * d.t * d.hv, d.hv, 0.0f, yh,
+                        d.bnsh ? d.hv : d.nq * d.hv);
+    }
+    if (st == XF_OK && failed)
+        st = xf_rt_bad_node(err, n, "the matrix product failed");
     if (own_k)
         free(k);
     if (own_v)

@@ -292,6 +292,21 @@ xf_status xf_ref_lrn(const xf_node *n, const xf_tensor_view *in, const xf_tensor
  * beta is 0; false when it fails. */
 typedef bool (*xf_attn_gemm)(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                              const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* How many OpenMP threads share the heads of one attention node out: 1
+ * with the reference product (cpu_ref runs on one thread), else up to
+ * the threads there are and at most one per head; and the calling
+ * thread's number among them (0 without OpenMP). */
+int xf_attn_threads(xf_attn_gemm gemm, int64_t heads);
+int xf_attn_thread_num(void);
+/* Put before a `for` loop over the heads: its iterations shared out over
+ * `threads` OpenMP threads, each thread's `failed` or-ed together. */
+#ifdef _OPENMP
+#define XF_ATTN_PRAGMA(x) _Pragma(#x)
+#define XF_ATTN_HEADS_FOR(threads, failed)                                                                             \
+    XF_ATTN_PRAGMA(omp parallel for schedule(static) num_threads(threads) if ((threads) > 1) reduction(| : failed))
+#else
+#define XF_ATTN_HEADS_FOR(threads, failed)
+#endif
 bool xf_attn_gemm_ref(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 xf_status xf_attn_attention(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_attn_gemm gemm,
