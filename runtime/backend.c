@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #ifdef XF_CUDA_MODULE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -118,4 +122,23 @@ xf_status xf_rt_unsupported(xf_error *err, const xf_backend *be, const xf_node *
     bool other = domain && domain[0] && strcmp(domain, "ai.onnx") != 0;
     return xf_error_set(err, XF_ERR_UNSUPPORTED, "backend %s does not support op %s%s%s%s (node '%s')", be->name,
                         other ? domain : "", other ? ":" : "", op, detail, n->name ? n->name : "");
+}
+
+void xf_runtime_set_threads(int n)
+{
+#ifdef _OPENMP
+    if (n >= 1)
+        omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+int xf_runtime_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }

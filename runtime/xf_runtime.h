@@ -133,6 +133,14 @@ const char *xf_backend_unavailable(const char *name);
 /* All backends of this build that can be had; returns how many and sets
  * *list. */
 int xf_backend_list(const xf_backend *const **list);
+/* The most threads the host backends' runs use from now on, for sessions
+ * made and run by the calling thread (OpenMP's omp_set_num_threads: the
+ * cpu backend's oneDNN primitives and loops, the attention heads); n >= 1.
+ * Without it, OpenMP's default: OMP_NUM_THREADS, else one per core.
+ * xf_runtime_threads gives the number in force (1 in a build without
+ * OpenMP, where everything runs on the calling thread). */
+void xf_runtime_set_threads(int n);
+int xf_runtime_threads(void);
 /* The image formats ImageDecoder decodes in this build (each found
  * library's), each after a space: " jpeg png tiff webp jpeg2000 pnm bmp"
  * where every one was found; "" where none was. */

@@ -359,6 +359,42 @@ START_TEST(test_openmp_wait_policy)
 }
 END_TEST
 
+/* --threads N bounds the threads of the runs (OMP_NUM_THREADS set
+ * otherwise, which it overrides); 0 and non-numbers are usage errors, on
+ * xflowc too. */
+START_TEST(test_threads_option)
+{
+    char cmd[9000], *out = NULL;
+    for (int t = 1; t <= 3; t++) {
+        snprintf(cmd, sizeof cmd, "env OMP_NUM_THREADS=2 %s -v --threads %d %s/examples/inception_block.onnx",
+                 xf_test_tool("xflow-run"), t, XF_SOURCE_DIR);
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+        char want[64];
+        snprintf(want, sizeof want, "at most %d thread%s\n", t, t == 1 ? "" : "s");
+        ck_assert_msg(strstr(out, want) != NULL, "--threads %d: %s", t, out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "env OMP_NUM_THREADS=2 %s -v %s/examples/inception_block.onnx", xf_test_tool("xflow-run"),
+             XF_SOURCE_DIR);
+    ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "at most 2 threads\n") != NULL, "%s", out);
+    free(out);
+    static const char *const bad[] = {"0", "-1", "two", "1025"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --threads %s", xf_test_tool("xflow-run"),
+                 XF_SOURCE_DIR, bad[i]);
+        ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+        ck_assert_msg(strstr(out, "--threads needs an integer from 1 to 1024") != NULL, "%s", out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx -o /dev/null --threads %s",
+                 xf_test_tool("xflowc"), XF_SOURCE_DIR, bad[i]);
+        ck_assert_int_eq(xf_test_run(cmd, &out), 2);
+        ck_assert_msg(strstr(out, "--threads needs an integer from 1 to 1024") != NULL, "%s", out);
+        free(out);
+    }
+}
+END_TEST
+
 /* Runs the Python script made from fmt (with onnx and numpy: it writes a
  * test's model and inputs), which must succeed. */
 static void python_fixture(const char *fmt, ...)
@@ -465,6 +501,7 @@ int main(void)
     tcase_add_test(ex, test_max_memory_bounds_search);
     tcase_add_test(ex, test_check_with_input_files);
     tcase_add_test(ex, test_openmp_wait_policy);
+    tcase_add_test(ex, test_threads_option);
     suite_add_tcase(s, ex);
     return xf_test_run_suite(s);
 }

@@ -44,6 +44,8 @@ static const char usage[] =
     "                           tensor of more than N MiB, also inside If, Loop and\n"
     "                           Scan bodies: for models whose sizes come from their\n"
     "                           data (default: no limit)\n"
+    "  --threads N              run on at most N threads (default: OMP_NUM_THREADS,\n"
+    "                           else one per core)\n"
     "  --list-backends          print the backends this build has\n"
     "  -q, --quiet, -v, --verbose, -h, --help\n"
     "  --version                the version, the backends and the image formats\n"
@@ -58,7 +60,7 @@ typedef struct options {
     int n_shapes;
     xf_dim_size dims[64];
     int n_dims;
-    long iters, warmup, seed, profile, max_tensor_mb;
+    long iters, warmup, seed, profile, max_tensor_mb, threads;
     int verbosity;
 } options;
 
@@ -168,7 +170,7 @@ static int parse_args(int argc, char **argv, options *o)
         bool takes_value = !strcmp(a, "--backend") || !strcmp(a, "--input") || !strcmp(a, "--output-dir") ||
                            !strcmp(a, "--iters") || !strcmp(a, "--warmup") || !strcmp(a, "--seed") ||
                            !strcmp(a, "--input-shape") || !strcmp(a, "--profile") || !strcmp(a, "--dim") ||
-                           !strcmp(a, "--max-tensor-mb");
+                           !strcmp(a, "--max-tensor-mb") || !strcmp(a, "--threads");
         if (takes_value && !next)
             return xf_cli_usage_error("%s needs a value", a);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -210,6 +212,9 @@ static int parse_args(int argc, char **argv, options *o)
                 return 2;
         } else if (!strcmp(a, "--max-tensor-mb")) {
             if (!xf_cli_parse_int(a, argv[++i], 1, 1L << 30, &o->max_tensor_mb))
+                return 2;
+        } else if (!strcmp(a, "--threads")) {
+            if (!xf_cli_parse_int(a, argv[++i], 1, 1024, &o->threads))
                 return 2;
         } else if (!strcmp(a, "--warmup")) {
             if (!xf_cli_parse_int(a, argv[++i], 0, 1000000, &o->warmup))
@@ -294,8 +299,11 @@ int main(int argc, char **argv)
         return rc;
     }
     xf_cli_init("xflow-run", o.verbosity);
+    if (o.threads)
+        xf_runtime_set_threads((int)o.threads);
     if (xf_cli_verbosity() >= 2)
-        fprintf(stderr, "xflow-run: OpenMP wait policy: %s\n", xf_cli_openmp_policy());
+        fprintf(stderr, "xflow-run: OpenMP wait policy: %s; at most %d thread%s\n", xf_cli_openmp_policy(),
+                xf_runtime_threads(), xf_runtime_threads() == 1 ? "" : "s");
 
     xf_error err;
     xf_model *m = NULL;

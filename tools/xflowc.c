@@ -74,6 +74,8 @@ static const char usage[] =
     "                           analytic:cpu, cpu or measured:cpu, the graphs before\n"
     "                           and after the search are timed on the cpu backend\n"
     "                           and the faster one is written)\n"
+    "  --threads N              threads for the runs that time or --check the graphs\n"
+    "                           (default: OMP_NUM_THREADS, else one per core)\n"
     "  --trace                  print every rewrite on the way to the result\n"
     "  -q, --quiet              print errors only\n"
     "  -v, --verbose            print more detail\n"
@@ -90,7 +92,7 @@ typedef struct options {
     xf_dim_size dims[64];
     int n_dims;
     bool check, external, trace, no_search, no_measure;
-    long seed, budget, max_memory_mb;
+    long seed, budget, max_memory_mb, threads;
     double atol, rtol, alpha, time_limit;
     const char *rules, *cost, *cost_cache;
     int verbosity;
@@ -139,8 +141,9 @@ static int parse_args(int argc, char **argv, options *o)
             if (!next)
                 return xf_cli_usage_error("%s needs a value", a);
             *(!strcmp(a, "--rules") ? &o->rules : !strcmp(a, "--cost") ? &o->cost : &o->cost_cache) = argv[++i];
-        } else if (!strcmp(a, "--max-memory")) {
-            if (!xf_cli_parse_int(a, next, 1, 1L << 30, &o->max_memory_mb))
+        } else if (!strcmp(a, "--max-memory") || !strcmp(a, "--threads")) {
+            bool mem = !strcmp(a, "--max-memory");
+            if (!xf_cli_parse_int(a, next, 1, mem ? 1L << 30 : 1024, mem ? &o->max_memory_mb : &o->threads))
                 return 2;
             i++;
         } else if (!strcmp(a, "--budget")) {
@@ -437,6 +440,8 @@ int main(int argc, char **argv)
         return rc;
     }
     xf_cli_init("xflowc", o.verbosity);
+    if (o.threads)
+        xf_runtime_set_threads((int)o.threads);
     if (xf_cli_same_file(o.in, o.out)) {
         options_free(&o);
         return xf_cli_error("%s: the output would overwrite the input model; choose another -o", o.out);
