@@ -1,40 +1,61 @@
-/* LSTM of few batch entries as a loop of this backend's own over oneDNN
- * primitives, in the forms oneDNN's RNN primitive takes (cpu_dnnl_rnn.c):
- *   - per direction, the inputs of every step times W' plus both biases as
+/* LSTM and DynamicQuantizeLSTM of few batch entries as a loop of this
+ * backend's own over oneDNN primitives:
+ *   - per direction, the inputs of every step times W plus both biases as
  *     one matmul (T * N rows) before the first step;
- *   - at each step, the hidden state times R' added to that step's rows by
+ *   - at each step, the hidden state times R added to that step's rows by
  *     a matmul with R packed once in the layout it wants, with the gates'
- *     logistic as its post-op: the c gate's weights and bias are doubled
- *     (exact), so that its tanh(x) is 2 logistic(2x) - 1; then
- *     c = f c + i g, tanh(c) (an eltwise primitive) and h = o tanh(c).
- * At one batch entry and 256 hidden units oneDNN's LSTM primitive (its
- * brgemm kernel, the only one it offers on AVX-512) takes about three
- * times as long as this on one thread; its GRU and RNN primitives do not,
- * and keep the rest. */
+ *     logistic as its post-op: the c gate's products are doubled (exact),
+ *     so that its tanh(x) is 2 logistic(2x) - 1; then c = f c + i g,
+ *     tanh(c) (an eltwise primitive) and h = o tanh(c).
+ * LSTM: in the forms oneDNN's RNN primitive takes (cpu_dnnl_rnn.c); at
+ * one batch entry and 256 hidden units that primitive (its brgemm kernel,
+ * the only one it offers on AVX-512) takes about three times as long as
+ * this on one thread; its GRU and RNN primitives do not, and keep the
+ * rest.  DynamicQuantizeLSTM (int8 W and R with zero points 0, constant
+ * scales, the default activations, no clip, peepholes or input_forget,
+ * every sequence of the whole length; where oneDNN's int8 sums are exact):
+ * the inputs and, at each step, the hidden state quantized to uint8 as
+ * cpu_ref does (xf_dn_quantize_all), their int8 products with the
+ * weights exact in int32 (oneDNN's int8 matmul), then scaled per column
+ * as cpu_ref scales them and added to the rows in a loop (oneDNN's
+ * matmul takes scales known at run time only on its slower gemm kernel),
+ * the logistic function an eltwise primitive; the activations are
+ * oneDNN's float ones where cpu_ref's
+ * are rounded from double, so a state may quantize a step apart, as
+ * ONNX Runtime's do (its are MLAS's float approximations). */
 #include "cpu_dnnl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* The most batch entries and the fewest hidden units this path takes:
- * with more entries, or fewer units on two threads, oneDNN's primitive
- * was as fast or faster. */
+ * with more entries, or fewer units on two threads, oneDNN's LSTM
+ * primitive was as fast or faster. */
 enum { LSTM_STEPS_MAX_BATCH = 4, LSTM_STEPS_MIN_HIDDEN = 256 };
 
 typedef struct lstm_dir {
     dnnl_primitive_t in_mm, step_mm;
-    dnnl_memory_t w, r, bias; /* W' and R' packed, W's bias plus R's */
+    dnnl_memory_t w, r, bias; /* W and R packed; LSTM: W's bias plus R's */
+    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled) and the
+     * weights' scales per column (4H, as given) */
+    float *bias_row, *w_scales, *r_scales;
 } lstm_dir;
 
 typedef struct lstm_steps {
     dnnl_stream_t stream;
     int64_t t, nb, ni, h, dirs;
+    bool quantized;
     lstm_dir dir[2];
-    dnnl_primitive_t tanh_c;
+    dnnl_primitive_t tanh_c, sig;
     /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
-     * states (N x H); hr: one step's gates (N x 4H); tc: tanh(c) */
-    dnnl_memory_t m_x, m_g, m_h, m_hr, m_c, m_tc;
-    float *buf, *g, *hs, *cs, *hr, *tc;
+     * states (N x H); hr: one step's gates (N x 4H); tc: tanh(c);
+     * DynamicQuantizeLSTM: qx and qh the codes of x and h, zp their zero
+     * point, acc_x and acc_h the products' int32 sums (on acc), scales
+     * their scales per column */
+    dnnl_memory_t m_x, m_g, m_h, m_hr, m_c, m_tc, m_qx, m_qh, m_zp, m_acc_x, m_acc_h;
+    float *buf, *g, *hs, *cs, *hr, *tc, *scales;
+    uint8_t *qx, *qh;
+    int32_t zp, *acc;
 } lstm_steps;
 
 static void steps_free(void *p)
@@ -48,20 +69,74 @@ static void steps_free(void *p)
         dnnl_memory_destroy(s->dir[d].w);
         dnnl_memory_destroy(s->dir[d].r);
         dnnl_memory_destroy(s->dir[d].bias);
+        free(s->dir[d].bias_row);
     }
     dnnl_primitive_destroy(s->tanh_c);
-    dnnl_memory_t m[] = {s->m_x, s->m_g, s->m_h, s->m_hr, s->m_c, s->m_tc};
+    dnnl_primitive_destroy(s->sig);
+    dnnl_memory_t m[] = {s->m_x, s->m_g, s->m_h, s->m_hr, s->m_c, s->m_tc, s->m_qx, s->m_qh, s->m_zp, s->m_acc_x,
+                         s->m_acc_h};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         dnnl_memory_destroy(m[i]);
     free(s->buf);
+    free(s->qx);
+    free(s->acc);
     free(s);
 }
 
-bool xf_dn_lstm_steps_ok(const xf_node *n, const xf_tensor_view *in)
+static const xf_tensor *init_of(const xf_graph *g, const xf_node *n, int k)
 {
+    return k < n->n_inputs && n->inputs[k] >= 0 ? g->values[n->inputs[k]].init : NULL;
+}
+
+static bool given(const xf_node *n, const xf_tensor_view *in, int k)
+{
+    return k < n->n_inputs && n->inputs[k] >= 0 && xf_rt_present(&in[k]);
+}
+
+/* The DynamicQuantizeLSTM forms this path takes (beyond what shape
+ * inference checked). */
+static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
+{
+    static const unsigned char defaults[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    if (a->has_clip || a->input_forget || a->layout || (unsigned)a->direction > 2 || n->n_inputs < 12 ||
+        given(n, in, 7) || !xf_dn_exact_int8())
+        return false;
+    for (int i = 0; i < a->n_acts; i++)
+        if (a->acts[i] != defaults[i % 3])
+            return false;
+    for (int k = 1; k < 12; k++) { /* the weights, their scales and zero points constant; no other operand */
+        bool want = k == 1 || k == 2 || k >= 8, is = init_of(g, n, k) != NULL;
+        if ((want && !is) || (k == 3 && given(n, in, 3) && !is) || (k == 4 && given(n, in, 4) && !is))
+            return false;
+    }
+    if (in[1].dtype != XF_DT_INT8 || in[2].dtype != XF_DT_INT8 || in[8].dtype != XF_DT_FLOAT ||
+        in[10].dtype != XF_DT_FLOAT || (given(n, in, 3) && in[3].dtype != XF_DT_FLOAT))
+        return false;
+    for (int k = 9; k <= 11; k += 2)
+        for (int64_t i = 0; i < xf_rt_numel(&in[k]); i++)
+            if (xf_rt_load_i64(in[k].dtype, in[k].data, i) != 0)
+                return false;
+    for (int64_t b = 0; given(n, in, 4) && b < in[0].shape.dims[1]; b++)
+        if (xf_rt_load_i64(in[4].dtype, in[4].data, b) != in[0].shape.dims[0])
+            return false;
+    for (int k = 5; k <= 6; k++)
+        if (given(n, in, k) && in[k].dtype != XF_DT_FLOAT)
+            return false;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && g->values[n->outputs[k]].dtype != XF_DT_FLOAT)
+            return false;
+    return true;
+}
+
+bool xf_dn_lstm_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
+{
+    bool quantized = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM;
     const xf_shape *x = &in[0].shape, *r = &in[2].shape;
-    return n->op == XF_OP_LSTM && x->dims[1] >= 1 && x->dims[1] <= LSTM_STEPS_MAX_BATCH && x->dims[0] >= 1 &&
-           r->dims[2] >= LSTM_STEPS_MIN_HIDDEN;
+    if ((n->op != XF_OP_LSTM && !quantized) || x->ndim != 3 || r->ndim != 3 || x->dims[1] < 1 || x->dims[0] < 1 ||
+        (!quantized && (x->dims[1] > LSTM_STEPS_MAX_BATCH || r->dims[2] < LSTM_STEPS_MIN_HIDDEN)))
+        return false;
+    return !quantized || qlstm_forms_ok(g, n, in);
 }
 
 static void md_2d(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int64_t row_stride)
@@ -69,25 +144,51 @@ static void md_2d(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int64_t ro
     dnnl_memory_desc_init_by_strides(md, 2, (dnnl_dims_t){rows, cols}, dnnl_f32, (dnnl_dims_t){row_stride, 1});
 }
 
-/* A matmul of src (rows x k) by the constant (cols x k) at w_data, read
- * transposed, packed into *w in the layout the primitive wants; with a
- * bias (one row) or, when step, adding to what dst holds and taking the
- * logistic function of the sum. */
-static xf_status product(xf_dn_ctx *c, const xf_node *n, int64_t rows, int64_t k, int64_t cols, const float *w_data,
-                         const float *bias, bool step, dnnl_primitive_t *prim, dnnl_memory_t *w, dnnl_memory_t *b,
-                         xf_error *err)
+/* One of the products: src (rows x k) times the constant weights w (k x
+ * cols; LSTM's stored cols x k, read transposed), packed into *wm in the
+ * layout the primitive wants.  LSTM: float, with a bias row (input rows)
+ * or adding to what dst holds and taking the logistic function of the sum
+ * (steps).  DynamicQuantizeLSTM: uint8 src less a zero point given at run
+ * time, int8 weights, int32 sums. */
+typedef struct product_spec {
+    int64_t rows, k, cols;
+    const void *w;
+    bool quantized, step;
+    const float *bias;
+} product_spec;
+
+static xf_status product_attr(const xf_node *n, const product_spec *p, dnnl_primitive_attr_t *attr, xf_error *err)
 {
-    dnnl_memory_desc_t src, w_have, w_any, dst, bmd;
-    md_2d(&src, rows, k, k);
-    dnnl_memory_desc_init_by_strides(&w_have, 2, (dnnl_dims_t){k, cols}, dnnl_f32, (dnnl_dims_t){1, k});
-    dnnl_memory_desc_init_by_tag(&w_any, 2, (dnnl_dims_t){k, cols}, dnnl_f32, dnnl_format_tag_any);
-    md_2d(&dst, rows, cols, cols);
-    md_2d(&bmd, 1, cols, cols);
-    dnnl_matmul_desc_t md;
-    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&md, &src, &w_any, bias ? &bmd : NULL, &dst));
-    dnnl_primitive_attr_t attr = NULL;
     xf_dn_post posts[2] = {{.sum = true, .alg = dnnl_alg_kind_undef}, {.alg = dnnl_eltwise_logistic}};
-    xf_status s = step ? xf_dn_post_attr(n, posts, 2, &attr, err) : XF_OK;
+    if (!p->quantized)
+        return xf_dn_post_attr(n, posts, p->step ? 2 : 0, attr, err);
+    const int32_t zero_point = DNNL_RUNTIME_S32_VAL;
+    XF_DN_TRY(err, n, dnnl_primitive_attr_create(attr));
+    dnnl_status_t ds = dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &zero_point);
+    if (ds != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return xf_dn_fail(err, n, "int8 attribute of an LSTM step", ds);
+    }
+    return XF_OK;
+}
+
+static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, dnnl_primitive_t *prim,
+                         dnnl_memory_t *wm, dnnl_memory_t *b, xf_error *err)
+{
+    dnnl_data_type_t wt = p->quantized ? dnnl_s8 : dnnl_f32;
+    dnnl_memory_desc_t src, w_have, w_any, dst, bmd;
+    dnnl_memory_desc_init_by_tag(&src, 2, (dnnl_dims_t){p->rows, p->k}, p->quantized ? dnnl_u8 : dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_strides(&w_have, 2, (dnnl_dims_t){p->k, p->cols}, wt,
+                                     p->quantized ? (dnnl_dims_t){p->cols, 1} : (dnnl_dims_t){1, p->k});
+    dnnl_memory_desc_init_by_tag(&w_any, 2, (dnnl_dims_t){p->k, p->cols}, wt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){p->rows, p->cols}, p->quantized ? dnnl_s32 : dnnl_f32,
+                                 dnnl_ab);
+    md_2d(&bmd, 1, p->cols, p->cols);
+    dnnl_matmul_desc_t md;
+    XF_DN_TRY(err, n, dnnl_matmul_desc_init(&md, &src, &w_any, p->bias ? &bmd : NULL, &dst));
+    dnnl_primitive_attr_t attr = NULL;
+    xf_status s = product_attr(n, p, &attr, err);
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
@@ -101,26 +202,26 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, int64_t rows, int64_t k
     dnnl_primitive_t reorder = NULL;
     ds = dnnl_primitive_create(prim, pd);
     if (ds == dnnl_success)
-        ds = dnnl_memory_create(w, want, c->engine, DNNL_MEMORY_ALLOCATE);
+        ds = dnnl_memory_create(wm, want, c->engine, DNNL_MEMORY_ALLOCATE);
     if (ds == dnnl_success)
-        ds = dnnl_memory_create(&have, &w_have, c->engine, (void *)w_data);
+        ds = dnnl_memory_create(&have, &w_have, c->engine, (void *)p->w);
     if (ds == dnnl_success)
         ds = dnnl_reorder_primitive_desc_create(&rpd, &w_have, c->engine, want, c->engine, NULL);
     if (ds == dnnl_success)
         ds = dnnl_primitive_create(&reorder, rpd);
     if (ds == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, have}, {DNNL_ARG_TO, *w}};
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, have}, {DNNL_ARG_TO, *wm}};
         ds = dnnl_primitive_execute(reorder, c->stream, 2, args);
     }
     if (ds == dnnl_success)
         ds = dnnl_stream_wait(c->stream);
-    if (ds == dnnl_success && bias)
+    if (ds == dnnl_success && p->bias)
         ds = dnnl_memory_create(b, &bmd, c->engine, DNNL_MEMORY_ALLOCATE);
-    if (ds == dnnl_success && bias) {
-        void *p = NULL;
-        ds = dnnl_memory_get_data_handle(*b, &p);
+    if (ds == dnnl_success && p->bias) {
+        void *data = NULL;
+        ds = dnnl_memory_get_data_handle(*b, &data);
         if (ds == dnnl_success)
-            memcpy(p, bias, sizeof(float) * (size_t)cols);
+            memcpy(data, p->bias, sizeof(float) * (size_t)p->cols);
     }
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(rpd);
@@ -155,32 +256,101 @@ static bool wanted(const xf_node *n, const xf_tensor_view *out, int k)
     return k < n->n_outputs && n->outputs[k] >= 0 && xf_rt_present(&out[k]);
 }
 
-/* One direction: its input rows, then every step. */
-static xf_status run_direction(const lstm_steps *s, const xf_node *n, int64_t d, bool reverse,
+/* DynamicQuantizeLSTM: the scales of a product of codes of scale `scale`
+ * by weights of scales ws (per column, or one), the c gate's doubled. */
+static void product_scales(lstm_steps *s, float scale, const float *ws, bool per_col)
+{
+    int64_t h4 = 4 * s->h;
+    for (int64_t j = 0; j < h4; j++) {
+        float v = scale * ws[per_col ? j : 0];
+        s->scales[j] = j < 3 * s->h ? v : 2.0f * v;
+    }
+}
+
+/* DynamicQuantizeLinear of count floats at x into codes (as cpu_ref's
+ * DynamicQuantizeLinear); returns the scale, the zero point in *zp. */
+static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp)
+{
+    float lo, hi, scale, z;
+    xf_dn_range_of(x, count, &lo, &hi);
+    xf_rt_dynamic_qparams(NULL, NULL, lo, hi, &scale, &z);
+    xf_dn_quantize_all(x, codes, count, scale, z);
+    *zp = (int32_t)z;
+    return scale;
+}
+
+/* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc times
+ * s->scales, plus add (one row when add_row is 0, else rows add_row
+ * apart) -- as cpu_ref scales a product and adds it. */
+static void scale_rows(const lstm_steps *s, int64_t rows, const float *add, int64_t add_row, float *dst)
+{
+    int64_t h4 = 4 * s->h;
+    for (int64_t r = 0; r < rows; r++) {
+        const int32_t *restrict a = s->acc + r * h4;
+        const float *restrict sc = s->scales, *restrict p = add + r * add_row;
+        float *restrict y = dst + r * h4;
+        for (int64_t j = 0; j < h4; j++)
+            y[j] = (float)a[j] * sc[j] + p[j];
+    }
+}
+
+static xf_status exec_product(lstm_steps *s, const xf_node *n, dnnl_primitive_t p, dnnl_memory_t src,
+                              dnnl_memory_t w, dnnl_memory_t bias, dnnl_memory_t dst, xf_error *err)
+{
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+    int k = 3;
+    if (bias)
+        args[k++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bias};
+    if (s->quantized)
+        args[k++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->m_zp};
+    XF_DN_TRY(err, n, dnnl_primitive_execute(p, s->stream, k, args));
+    return XF_OK;
+}
+
+/* One direction: its input rows, then every step (x_scale and x_zp: the
+ * inputs' codes', DynamicQuantizeLSTM). */
+static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool reverse, float x_scale, int32_t x_zp,
                                const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     int64_t nb = s->nb, h = s->h, h4 = 4 * h;
     const lstm_dir *dr = &s->dir[d];
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, s->m_x}, {DNNL_ARG_WEIGHTS, dr->w}, {DNNL_ARG_BIAS, dr->bias},
-                               {DNNL_ARG_DST, s->m_g}};
-    XF_DN_TRY(err, n, dnnl_primitive_execute(dr->in_mm, s->stream, 4, args));
-    for (int64_t i = 0; i < nb * h; i++) {
-        s->hs[i] = n->n_inputs > 5 && xf_rt_present(&in[5]) ? ((const float *)in[5].data)[d * nb * h + i] : 0.0f;
-        s->cs[i] = n->n_inputs > 6 && xf_rt_present(&in[6]) ? ((const float *)in[6].data)[d * nb * h + i] : 0.0f;
+    bool per_col_w = s->quantized && xf_rt_numel(&in[8]) > s->dirs;
+    bool per_col_r = s->quantized && xf_rt_numel(&in[10]) > s->dirs;
+    s->zp = x_zp;
+    xf_status st = exec_product(s, n, dr->in_mm, s->quantized ? s->m_qx : s->m_x, dr->w, dr->bias,
+                                s->quantized ? s->m_acc_x : s->m_g, err);
+    if (st == XF_OK && s->quantized) {
+        XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
+        product_scales(s, x_scale, dr->w_scales, per_col_w);
+        scale_rows(s, s->t * nb, dr->bias_row, 0, s->g);
     }
-    xf_status st = XF_OK;
+    for (int64_t i = 0; i < nb * h; i++) {
+        s->hs[i] = given(n, in, 5) ? ((const float *)in[5].data)[d * nb * h + i] : 0.0f;
+        s->cs[i] = given(n, in, 6) ? ((const float *)in[6].data)[d * nb * h + i] : 0.0f;
+    }
     for (int64_t step = 0; step < s->t && st == XF_OK; step++) {
         int64_t t = reverse ? s->t - 1 - step : step;
-        memcpy(s->hr, s->g + t * nb * h4, sizeof(float) * (size_t)(nb * h4));
-        dnnl_exec_arg_t sa[3] = {{DNNL_ARG_SRC, s->m_h}, {DNNL_ARG_WEIGHTS, dr->r}, {DNNL_ARG_DST, s->m_hr}};
-        XF_DN_TRY(err, n, dnnl_primitive_execute(dr->step_mm, s->stream, 3, sa));
-        for (int64_t b = 0; b < nb; b++) { /* ONNX's gate order: i, o, f, c */
+        if (!s->quantized) {
+            memcpy(s->hr, s->g + t * nb * h4, sizeof(float) * (size_t)(nb * h4));
+            st = exec_product(s, n, dr->step_mm, s->m_h, dr->r, NULL, s->m_hr, err);
+        } else {
+            float h_scale = quantize(s->hs, nb * h, s->qh, &s->zp);
+            st = exec_product(s, n, dr->step_mm, s->m_qh, dr->r, NULL, s->m_acc_h, err);
+            if (st == XF_OK)
+                XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
+            product_scales(s, h_scale, dr->r_scales, per_col_r);
+            scale_rows(s, nb, s->g + t * nb * h4, h4, s->hr);
+            if (st == XF_OK)
+                st = exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
+        }
+        for (int64_t b = 0; b < nb && st == XF_OK; b++) { /* ONNX's gate order: i, o, f, c */
             const float *gi = s->hr + b * h4, *gf = gi + 2 * h, *gg = gi + 3 * h;
             float *c = s->cs + b * h;
             for (int64_t j = 0; j < h; j++)
                 c[j] = c[j] * gf[j] + gi[j] * (2.0f * gg[j] - 1.0f);
         }
-        st = exec2(s, n, s->tanh_c, DNNL_ARG_SRC, s->m_c, DNNL_ARG_DST, s->m_tc, err);
+        if (st == XF_OK)
+            st = exec2(s, n, s->tanh_c, DNNL_ARG_SRC, s->m_c, DNNL_ARG_DST, s->m_tc, err);
         if (st == XF_OK)
             XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
         for (int64_t b = 0; b < nb && st == XF_OK; b++) {
@@ -204,9 +374,11 @@ static xf_status steps_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vie
 {
     lstm_steps *s = st->own;
     XF_DN_TRY(err, n, dnnl_memory_set_data_handle(s->m_x, in[0].data));
+    int32_t x_zp = 0;
+    float x_scale = s->quantized ? quantize(in[0].data, s->t * s->nb * s->ni, s->qx, &x_zp) : 1.0f;
     xf_status r = XF_OK;
     for (int64_t d = 0; d < s->dirs && r == XF_OK; d++)
-        r = run_direction(s, n, d, n->attrs.rnn.direction == 1 || d == 1, in, out, err);
+        r = run_direction(s, n, d, n->attrs.rnn.direction == 1 || d == 1, x_scale, x_zp, in, out, err);
     return r;
 }
 
@@ -226,63 +398,102 @@ static xf_status memory(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t
     return XF_OK;
 }
 
+/* The products of direction d: LSTM's with the c gate's weights and
+ * bias doubled, DynamicQuantizeLSTM's with its scales doubled when they
+ * are made (product_scales) and its bias row doubled here. */
+static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, lstm_steps *s,
+                                    int64_t d, float *w2, float *bias, xf_error *err)
+{
+    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = 4 * h;
+    const float *b = given(n, in, 3) ? in[3].data : NULL;
+    lstm_dir *dr = &s->dir[d];
+    for (int64_t j = 0; j < h4; j++)
+        bias[j] = (b ? b[d * 2 * h4 + j] + b[d * 2 * h4 + h4 + j] : 0.0f) * (j < 3 * h ? 1.0f : 2.0f);
+    if (s->quantized) {
+        dr->bias_row = malloc(sizeof(float) * (size_t)h4);
+        if (!dr->bias_row)
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+        memcpy(dr->bias_row, bias, sizeof(float) * (size_t)h4);
+        bool per_col_w = xf_rt_numel(&in[8]) > s->dirs, per_col_r = xf_rt_numel(&in[10]) > s->dirs;
+        dr->w_scales = (float *)in[8].data + d * (per_col_w ? h4 : 1);
+        dr->r_scales = (float *)in[10].data + d * (per_col_r ? h4 : 1);
+        product_spec pw = {t * nb, ni, h4, (const int8_t *)in[1].data + d * ni * h4, true, false, NULL};
+        product_spec pr = {nb, h, h4, (const int8_t *)in[2].data + d * h * h4, true, true, NULL};
+        xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, NULL, err);
+        return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
+    }
+    doubled_c_gate(in[1].data, d, h, ni, w2);
+    product_spec pw = {t * nb, ni, h4, w2, false, false, bias};
+    xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, &dr->bias, err);
+    doubled_c_gate(in[2].data, d, h, h, w2);
+    product_spec pr = {nb, h, h4, w2, false, true, NULL};
+    return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
+}
+
 xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
                                    xf_error *err)
 {
     lstm_steps *s = calloc(1, sizeof *s);
     if (!s)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in LSTM");
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     st->own = s;
     st->own_free = steps_free;
     s->stream = c->stream;
+    s->quantized = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM;
     s->t = in[0].shape.dims[0];
     s->nb = in[0].shape.dims[1];
     s->ni = in[0].shape.dims[2];
-    s->h = in[2].shape.dims[2];
+    s->h = in[2].shape.dims[s->quantized ? 1 : 2];
     s->dirs = n->attrs.rnn.direction == 2 ? 2 : 1;
-    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = 4 * h;
-    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 3 * h) + h4));
-    if (!s->buf)
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in LSTM");
+    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = 4 * h, most = ni > h ? ni : h;
+    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 3 * h) + 2 * h4));
+    s->qx = s->quantized ? malloc((size_t)(t * nb * ni + nb * h)) : NULL;
+    s->acc = s->quantized ? malloc(sizeof(int32_t) * (size_t)(t * nb * h4)) : NULL;
+    float *w2 = s->quantized ? NULL : malloc(sizeof(float) * (size_t)(h4 * most));
+    if (!s->buf || (s->quantized ? !s->qx || !s->acc : !w2)) {
+        free(w2);
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    }
     s->g = s->buf;
     s->hr = s->g + t * nb * h4;
     s->hs = s->hr + nb * h4;
     s->cs = s->hs + nb * h;
     s->tc = s->cs + nb * h;
-    float *bias = s->tc + nb * h;
-    const float *b = n->n_inputs > 3 && xf_rt_present(&in[3]) ? in[3].data : NULL;
-    int64_t most = ni > h ? ni : h;
-    float *w2 = malloc(sizeof(float) * (size_t)(h4 * most));
-    xf_status rs = w2 ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in LSTM");
-    for (int64_t d = 0; d < s->dirs && rs == XF_OK; d++) {
-        for (int64_t j = 0; j < h4; j++)
-            bias[j] = (b ? b[d * 2 * h4 + j] + b[d * 2 * h4 + h4 + j] : 0.0f) * (j < 3 * h ? 1.0f : 2.0f);
-        doubled_c_gate(in[1].data, d, h, ni, w2);
-        rs = product(c, n, t * nb, ni, h4, w2, bias, false, &s->dir[d].in_mm, &s->dir[d].w, &s->dir[d].bias, err);
-        doubled_c_gate(in[2].data, d, h, h, w2);
-        if (rs == XF_OK)
-            rs = product(c, n, nb, h, h4, w2, NULL, true, &s->dir[d].step_mm, &s->dir[d].r, NULL, err);
-    }
+    s->scales = s->tc + nb * h;
+    float *bias = s->scales + h4;
+    s->qh = s->qx ? s->qx + t * nb * ni : NULL;
+    xf_status rs = XF_OK;
+    for (int64_t d = 0; d < s->dirs && rs == XF_OK; d++)
+        rs = direction_products(c, n, in, s, d, w2, bias, err);
     free(w2);
-    dnnl_memory_desc_t x, g, hmd, hr;
+    dnnl_memory_desc_t x, g, hmd, hr, qx, qh, zp, acc_x, acc_h;
     md_2d(&x, t * nb, ni, ni);
     md_2d(&g, t * nb, h4, h4);
     md_2d(&hmd, nb, h, h);
     md_2d(&hr, nb, h4, h4);
+    dnnl_memory_desc_init_by_tag(&qx, 2, (dnnl_dims_t){t * nb, ni}, dnnl_u8, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&qh, 2, (dnnl_dims_t){nb, h}, dnnl_u8, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&acc_x, 2, (dnnl_dims_t){t * nb, h4}, dnnl_s32, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&acc_h, 2, (dnnl_dims_t){nb, h4}, dnnl_s32, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&zp, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_a);
     if (rs == XF_OK)
         rs = eltwise(c, n, dnnl_eltwise_tanh, &hmd, &s->tanh_c, err);
-    if (rs == XF_OK)
-        rs = memory(c, n, &x, DNNL_MEMORY_NONE, &s->m_x, err);
-    if (rs == XF_OK)
-        rs = memory(c, n, &g, s->g, &s->m_g, err);
-    if (rs == XF_OK)
-        rs = memory(c, n, &hmd, s->hs, &s->m_h, err);
-    if (rs == XF_OK)
-        rs = memory(c, n, &hr, s->hr, &s->m_hr, err);
-    if (rs == XF_OK)
-        rs = memory(c, n, &hmd, s->cs, &s->m_c, err);
-    if (rs == XF_OK)
-        rs = memory(c, n, &hmd, s->tc, &s->m_tc, err);
+    if (rs == XF_OK && s->quantized)
+        rs = eltwise(c, n, dnnl_eltwise_logistic, &hr, &s->sig, err);
+    struct {
+        const dnnl_memory_desc_t *md;
+        void *data;
+        dnnl_memory_t *m;
+        bool want;
+    } mems[] = {{&x, DNNL_MEMORY_NONE, &s->m_x, true},   {&g, s->g, &s->m_g, true},
+                {&hmd, s->hs, &s->m_h, true},            {&hr, s->hr, &s->m_hr, true},
+                {&hmd, s->cs, &s->m_c, true},            {&hmd, s->tc, &s->m_tc, true},
+                {&qx, s->qx, &s->m_qx, s->quantized},    {&qh, s->qh, &s->m_qh, s->quantized},
+                {&zp, &s->zp, &s->m_zp, s->quantized},   {&acc_x, s->acc, &s->m_acc_x, s->quantized},
+                {&acc_h, s->acc, &s->m_acc_h, s->quantized}};
+    for (size_t i = 0; i < sizeof mems / sizeof *mems && rs == XF_OK; i++)
+        if (mems[i].want)
+            rs = memory(c, n, mems[i].md, mems[i].data, mems[i].m, err);
     if (rs == XF_OK)
         st->own_run = steps_run;
     return rs;

@@ -143,8 +143,7 @@ static void md_tag(dnnl_memory_desc_t *md, int rank, const dnnl_dim_t *dims, dnn
 static xf_status rnn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    (void)g;
-    if (xf_dn_lstm_steps_ok(n, in))
+    if (xf_dn_lstm_steps_ok(g, n, in))
         return xf_dn_lstm_steps_prepare(c, n, in, st, err);
     const xf_rnn_attrs *a = &n->attrs.rnn;
     bool lstm = n->op == XF_OP_LSTM, lbr = n->op == XF_OP_GRU && a->linear_before_reset;
@@ -248,6 +247,14 @@ static bool qlstm_handles(const xf_graph *g, const xf_node *n)
     return true;
 }
 
-XF_DN_KERNEL_PREPARE(qlstm_prepare, qlstm_run)
+static xf_status qlstm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                               const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)out;
+    if (xf_dn_lstm_steps_ok(g, n, in))
+        return xf_dn_lstm_steps_prepare(c, n, in, st, err);
+    st->kernel = qlstm_run;
+    return XF_OK;
+}
 
 const xf_dn_handler xf_dn_qlstm_handler = {qlstm_handles, NULL, qlstm_prepare, NULL};

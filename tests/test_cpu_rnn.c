@@ -11,6 +11,7 @@
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum { T = 5, N = 3, I = 7, H = 6 };
@@ -137,6 +138,75 @@ START_TEST(lstm_step_forms)
 }
 END_TEST
 
+/* A DynamicQuantizeLSTM in the forms the backend runs step by step (int8
+ * weights with zero points 0): inputs and states quantized per run and
+ * step as cpu_ref quantizes them, exact int32 products scaled as cpu_ref
+ * scales them.  Only the activations differ (oneDNN's float against
+ * cpu_ref's rounded double), which these small weights keep from moving a
+ * state's code: every direction, scales per direction or per column,
+ * initial states or none, each output. */
+static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs)
+{
+    enum { QH = 8, QI = 5 };
+    xf_graph *g = xf_graph_create("qlstm");
+    int64_t d = direction == 2 ? 2 : 1;
+    int8_t w[2 * QI * 4 * QH], r[2 * QH * 4 * QH], zeros[2 * 4 * QH] = {0};
+    float ws[2 * 4 * QH], rs[2 * 4 * QH];
+    uint32_t seed = 77u + (uint32_t)(direction * 8 + nb * 2 + per_col);
+    for (size_t i = 0; i < sizeof w; i++)
+        w[i] = (int8_t)((seed = seed * 1664525u + 1013904223u) >> 25) - 64;
+    for (size_t i = 0; i < sizeof r; i++)
+        r[i] = (int8_t)((seed = seed * 1664525u + 1013904223u) >> 25) - 64;
+    for (int i = 0; i < 2 * 4 * QH; i++) {
+        ws[i] = 0.004f + 0.0001f * (float)(i % 7);
+        rs[i] = 0.003f + 0.0002f * (float)(i % 5);
+    }
+    xf_shape sc = per_col ? SHAPE(d, 4 * QH) : SHAPE(d);
+    int ins[12] = {xf_bt_input(g, XF_DT_FLOAT, SHAPE(4, nb, QI)),
+                   constant(g, NULL, XF_DT_INT8, SHAPE(d, QI, 4 * QH), w),
+                   constant(g, NULL, XF_DT_INT8, SHAPE(d, QH, 4 * QH), r),
+                   xf_bt_random_const(g, SHAPE(d, 8 * QH), false),
+                   -1, -1, -1, -1,
+                   constant(g, NULL, XF_DT_FLOAT, sc, ws),
+                   constant(g, NULL, XF_DT_INT8, sc, zeros),
+                   constant(g, NULL, XF_DT_FLOAT, sc, rs),
+                   constant(g, NULL, XF_DT_INT8, sc, zeros)};
+    if (states) {
+        ins[5] = xf_bt_input(g, XF_DT_FLOAT, SHAPE(d, nb, QH));
+        ins[6] = xf_bt_input(g, XF_DT_FLOAT, SHAPE(d, nb, QH));
+    }
+    int n = node(g, XF_OP_MS_DYNAMIC_QUANTIZE_LSTM, NULL, 12, ins, 3);
+    xf_rnn_attrs *a = &attrs(g, n)->rnn;
+    a->hidden_size = QH;
+    a->direction = direction;
+    for (int k = 0; k < 3; k++) {
+        if (outputs >> k & 1)
+            xf_graph_add_output(g, g->nodes[n].outputs[k]);
+        else
+            g->nodes[n].outputs[k] = -1;
+    }
+    return g;
+}
+
+START_TEST(qlstm_step_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int dir = 0; dir < 3; dir++)
+        for (int v = 0; v < 4; v++) {
+            int64_t nb = v == 1 ? 1 : 3;
+            bool per_col = v >= 2, states = v == 0 || v == 3;
+            int outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : 5;
+            char what[96];
+            snprintf(what, sizeof what, "DynamicQuantizeLSTM dir %d nb %lld per_col %d states %d out %x", dir,
+                     (long long)nb, per_col, states, outputs);
+            xf_graph *g = qlstm_graph(dir, nb, per_col, states, outputs);
+            xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
 START_TEST(cpu_ref_forms)
 {
     if (!xf_bt_have_cpu())
@@ -160,6 +230,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, onednn_forms);
     tcase_add_test(tc, lstm_step_forms);
+    tcase_add_test(tc, qlstm_step_forms);
     tcase_add_test(tc, cpu_ref_forms);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
