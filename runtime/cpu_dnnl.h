@@ -252,13 +252,13 @@ extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_
 extern const xf_dn_handler xf_dn_einsum_handler;
 /* LSTM, GRU and RNN on oneDNN's RNN primitives (cpu_dnnl_rnn.c) */
 extern const xf_dn_handler xf_dn_rnn_handler;
-/* An LSTM the RNN handler takes, or a DynamicQuantizeLSTM, of few batch
- * entries, as oneDNN's matmul and eltwise primitives step by step
- * (cpu_dnnl_lstm.c): whether n runs so with the operands in, and its
- * prepare. */
-bool xf_dn_lstm_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in);
-xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
-                                   xf_error *err);
+/* An LSTM or RNN the RNN handler takes, or a DynamicQuantizeLSTM, of
+ * few batch entries, as oneDNN's matmul and eltwise primitives step by
+ * step (cpu_dnnl_rnn_steps.c): whether n runs so with the operands in,
+ * and its prepare (act: an RNN's activation). */
+bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in);
+xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
+                                  xf_dn_node *st, xf_error *err);
 /* The ops of quantized models (cpu_dnnl_int8.c): MatMulInteger and
  * QLinearMatMul, ConvInteger and QLinearConv, DynamicQuantizeLinear,
  * QuantizeLinear to uint8, DequantizeLinear of 8-bit integers, and Cast of

@@ -143,8 +143,8 @@ static void md_tag(dnnl_memory_desc_t *md, int rank, const dnnl_dim_t *dims, dnn
 static xf_status rnn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    if (xf_dn_lstm_steps_ok(g, n, in))
-        return xf_dn_lstm_steps_prepare(c, n, in, st, err);
+    if (xf_dn_rnn_steps_ok(g, n, in))
+        return xf_dn_rnn_steps_prepare(c, n, in, rnn_activation(n), st, err);
     const xf_rnn_attrs *a = &n->attrs.rnn;
     bool lstm = n->op == XF_OP_LSTM, lbr = n->op == XF_OP_GRU && a->linear_before_reset;
     int64_t t = in[0].shape.dims[0], nb = in[0].shape.dims[1], ni = in[0].shape.dims[2], h = in[2].shape.dims[2];
@@ -251,8 +251,8 @@ static xf_status qlstm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     (void)out;
-    if (xf_dn_lstm_steps_ok(g, n, in))
-        return xf_dn_lstm_steps_prepare(c, n, in, st, err);
+    if (xf_dn_rnn_steps_ok(g, n, in))
+        return xf_dn_rnn_steps_prepare(c, n, in, dnnl_alg_kind_undef, st, err);
     st->kernel = qlstm_run;
     return XF_OK;
 }

@@ -34,6 +34,11 @@ static xf_graph *rnn_graph(const rnn_form *f)
     int x = xf_bt_input(g, XF_DT_FLOAT, f->batch_first ? SHAPE(nb, T, I) : SHAPE(T, nb, I));
     int ins[8] = {x, xf_bt_random_const(g, SHAPE(d, rows, I), false), xf_bt_random_const(g, SHAPE(d, rows, h), false),
                   -1, -1, -1, -1, -1};
+    if (f->h) { /* R scaled by 1/16 (exact): a recurrence of 256 units that does not amplify the rounding */
+        xf_tensor *r = g->values[ins[2]].init;
+        for (int64_t i = 0; i < xf_tensor_numel(r); i++)
+            ((float *)r->data)[i] *= 0.0625f;
+    }
     if (f->bias)
         ins[3] = xf_bt_random_const(g, SHAPE(d, 2 * rows), false);
     if (f->lens) {
@@ -118,23 +123,33 @@ START_TEST(onednn_forms)
 }
 END_TEST
 
-/* LSTMs of 256 hidden units and up to 4 batch entries, which the backend
- * runs as its own loop over oneDNN's products step by step: every
- * direction, with and without bias, initial states and each output. */
+/* LSTMs and RNNs of 256 hidden units and up to 4 batch entries, which the
+ * backend runs as its own loop over oneDNN's products step by step: every
+ * direction, with and without bias, initial states and each output; RNN
+ * with each activation oneDNN has. */
 START_TEST(lstm_step_forms)
 {
     if (!xf_bt_have_cpu())
         return;
-    for (int dir = 0; dir < 3; dir++)
-        for (int v = 0; v < 4; v++) {
-            rnn_form f = {.op = XF_OP_LSTM, .direction = dir, .h = 256, .nb = v == 1 ? 1 : v == 2 ? 4 : 3};
-            f.bias = v != 1;
-            f.h0 = v == 0 || v == 2;
-            f.c0 = v == 0 || v == 3;
-            f.lens = v == 3;
-            f.outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : 5;
-            check_form(&f);
-        }
+    static const struct {
+        xf_op op;
+        int act;
+    } kinds[] = {{XF_OP_LSTM, 0}, {XF_OP_RNN, 0}, {XF_OP_RNN, XF_RNN_RELU}, {XF_OP_RNN, XF_RNN_SIGMOID}};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int dir = 0; dir < 3; dir++)
+            for (int v = 0; v < 4; v++) {
+                bool lstm = kinds[k].op == XF_OP_LSTM;
+                rnn_form f = {.op = kinds[k].op, .act = kinds[k].act, .direction = dir, .h = 256};
+                f.nb = v == 1 ? 1 : v == 2 ? 4 : 3;
+                f.bias = v != 1;
+                f.h0 = v == 0 || v == 2;
+                f.c0 = lstm && (v == 0 || v == 3);
+                f.lens = v == 3;
+                f.outputs = (v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : 5) & (lstm ? 7 : 3);
+                if (!f.outputs)
+                    f.outputs = 1;
+                check_form(&f);
+            }
 }
 END_TEST
 

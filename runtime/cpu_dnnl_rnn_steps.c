@@ -1,28 +1,31 @@
-/* LSTM and DynamicQuantizeLSTM of few batch entries as a loop of this
- * backend's own over oneDNN primitives:
+/* LSTM, RNN and DynamicQuantizeLSTM of few batch entries as a loop of
+ * this backend's own over oneDNN primitives:
  *   - per direction, the inputs of every step times W plus both biases as
  *     one matmul (T * N rows) before the first step;
  *   - at each step, the hidden state times R added to that step's rows by
  *     a matmul with R packed once in the layout it wants, with the gates'
  *     logistic as its post-op: the c gate's products are doubled (exact),
  *     so that its tanh(x) is 2 logistic(2x) - 1; then c = f c + i g,
- *     tanh(c) (an eltwise primitive) and h = o tanh(c).
- * LSTM: in the forms oneDNN's RNN primitive takes (cpu_dnnl_rnn.c); at
- * one batch entry and 256 hidden units that primitive (its brgemm kernel,
- * the only one it offers on AVX-512) takes about three times as long as
- * this on one thread; its GRU and RNN primitives do not, and keep the
- * rest.  DynamicQuantizeLSTM (int8 W and R with zero points 0, constant
- * scales, the default activations, no clip, peepholes or input_forget,
- * every sequence of the whole length; where oneDNN's int8 sums are exact):
- * the inputs and, at each step, the hidden state quantized to uint8 as
- * cpu_ref does (xf_dn_quantize_all), their int8 products with the
- * weights exact in int32 (oneDNN's int8 matmul), then scaled per column
- * as cpu_ref scales them and added to the rows in a loop (oneDNN's
- * matmul takes scales known at run time only on its slower gemm kernel),
- * the logistic function an eltwise primitive; the activations are
- * oneDNN's float ones where cpu_ref's
- * are rounded from double, so a state may quantize a step apart, as
- * ONNX Runtime's do (its are MLAS's float approximations). */
+ *     tanh(c) (an eltwise primitive) and h = o tanh(c).  RNN: its
+ *     activation is the steps' post-op, and h the result.
+ *
+ * LSTM and RNN: in the forms oneDNN's RNN primitive takes
+ * (cpu_dnnl_rnn.c).  At one batch entry that primitive (its brgemm
+ * kernel, the only one it offers on AVX-512) took about three times as
+ * long as this for an LSTM of 256 units on one thread, and two and a half
+ * times for an RNN of 512; its GRU primitive did not, and keeps the rest.
+ *
+ * DynamicQuantizeLSTM (int8 W and R with zero points 0, constant scales,
+ * the default activations, no clip, peepholes or input_forget, every
+ * sequence of the whole length; where oneDNN's int8 sums are exact): the
+ * inputs and, at each step, the hidden state quantized to uint8 as cpu_ref
+ * does (xf_dn_quantize_all), their int8 products with the weights exact
+ * in int32 (oneDNN's int8 matmul), then scaled per column as cpu_ref
+ * scales them and added to the rows in a loop (oneDNN's matmul takes
+ * scales known at run time only on its slower gemm kernel), the logistic
+ * function an eltwise primitive.  The activations are oneDNN's float ones
+ * where cpu_ref's are rounded from double, so a state may quantize a step
+ * apart, as ONNX Runtime's do (its are MLAS's float approximations). */
 #include "cpu_dnnl.h"
 
 #include <stdlib.h>
@@ -43,8 +46,8 @@ typedef struct lstm_dir {
 
 typedef struct lstm_steps {
     dnnl_stream_t stream;
-    int64_t t, nb, ni, h, dirs;
-    bool quantized;
+    int64_t t, nb, ni, h, dirs, hg; /* hg: the gates' columns, 4H (LSTM) or H (RNN) */
+    bool quantized, lstm;
     lstm_dir dir[2];
     dnnl_primitive_t tanh_c, sig;
     /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
@@ -129,11 +132,12 @@ static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_
     return true;
 }
 
-bool xf_dn_lstm_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
+bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
 {
     bool quantized = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM;
     const xf_shape *x = &in[0].shape, *r = &in[2].shape;
-    if ((n->op != XF_OP_LSTM && !quantized) || x->ndim != 3 || r->ndim != 3 || x->dims[1] < 1 || x->dims[0] < 1 ||
+    if ((n->op != XF_OP_LSTM && n->op != XF_OP_RNN && !quantized) || x->ndim != 3 || r->ndim != 3 || x->dims[1] < 1 ||
+        x->dims[0] < 1 ||
         (!quantized && (x->dims[1] > LSTM_STEPS_MAX_BATCH || r->dims[2] < LSTM_STEPS_MIN_HIDDEN)))
         return false;
     return !quantized || qlstm_forms_ok(g, n, in);
@@ -155,11 +159,12 @@ typedef struct product_spec {
     const void *w;
     bool quantized, step;
     const float *bias;
+    dnnl_alg_kind_t act; /* the float steps' post-op: logistic (LSTM) or RNN's activation */
 } product_spec;
 
 static xf_status product_attr(const xf_node *n, const product_spec *p, dnnl_primitive_attr_t *attr, xf_error *err)
 {
-    xf_dn_post posts[2] = {{.sum = true, .alg = dnnl_alg_kind_undef}, {.alg = dnnl_eltwise_logistic}};
+    xf_dn_post posts[2] = {{.sum = true, .alg = dnnl_alg_kind_undef}, {.alg = p->act}};
     if (!p->quantized)
         return xf_dn_post_attr(n, posts, p->step ? 2 : 0, attr, err);
     const int32_t zero_point = DNNL_RUNTIME_S32_VAL;
@@ -260,7 +265,7 @@ static bool wanted(const xf_node *n, const xf_tensor_view *out, int k)
  * by weights of scales ws (per column, or one), the c gate's doubled. */
 static void product_scales(lstm_steps *s, float scale, const float *ws, bool per_col)
 {
-    int64_t h4 = 4 * s->h;
+    int64_t h4 = s->hg;
     for (int64_t j = 0; j < h4; j++) {
         float v = scale * ws[per_col ? j : 0];
         s->scales[j] = j < 3 * s->h ? v : 2.0f * v;
@@ -284,7 +289,7 @@ static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp
  * apart) -- as cpu_ref scales a product and adds it. */
 static void scale_rows(const lstm_steps *s, int64_t rows, const float *add, int64_t add_row, float *dst)
 {
-    int64_t h4 = 4 * s->h;
+    int64_t h4 = s->hg;
     for (int64_t r = 0; r < rows; r++) {
         const int32_t *restrict a = s->acc + r * h4;
         const float *restrict sc = s->scales, *restrict p = add + r * add_row;
@@ -307,12 +312,41 @@ static xf_status exec_product(lstm_steps *s, const xf_node *n, dnnl_primitive_t 
     return XF_OK;
 }
 
+static xf_status stream_wait(const lstm_steps *s, const xf_node *n, xf_error *err)
+{
+    XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
+    return XF_OK;
+}
+
+/* LSTM's cell after its gates' logistic functions: c = f c + i g (the c
+ * gate's tanh is 2 logistic(2x) - 1), tanh(c), h = o tanh(c). */
+static xf_status lstm_cell(lstm_steps *s, const xf_node *n, xf_error *err)
+{
+    int64_t h = s->h, h4 = s->hg;
+    for (int64_t b = 0; b < s->nb; b++) { /* ONNX's gate order: i, o, f, c */
+        const float *gi = s->hr + b * h4, *gf = gi + 2 * h, *gg = gi + 3 * h;
+        float *c = s->cs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            c[j] = c[j] * gf[j] + gi[j] * (2.0f * gg[j] - 1.0f);
+    }
+    xf_status st = exec2(s, n, s->tanh_c, DNNL_ARG_SRC, s->m_c, DNNL_ARG_DST, s->m_tc, err);
+    if (st == XF_OK)
+        st = stream_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *go = s->hr + b * h4 + h, *tc = s->tc + b * h;
+        float *hb = s->hs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            hb[j] = go[j] * tc[j];
+    }
+    return st;
+}
+
 /* One direction: its input rows, then every step (x_scale and x_zp: the
  * inputs' codes', DynamicQuantizeLSTM). */
 static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool reverse, float x_scale, int32_t x_zp,
                                const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    int64_t nb = s->nb, h = s->h, h4 = 4 * h;
+    int64_t nb = s->nb, h = s->h, h4 = s->hg;
     const lstm_dir *dr = &s->dir[d];
     bool per_col_w = s->quantized && xf_rt_numel(&in[8]) > s->dirs;
     bool per_col_r = s->quantized && xf_rt_numel(&in[10]) > s->dirs;
@@ -343,28 +377,19 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
             if (st == XF_OK)
                 st = exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
         }
-        for (int64_t b = 0; b < nb && st == XF_OK; b++) { /* ONNX's gate order: i, o, f, c */
-            const float *gi = s->hr + b * h4, *gf = gi + 2 * h, *gg = gi + 3 * h;
-            float *c = s->cs + b * h;
-            for (int64_t j = 0; j < h; j++)
-                c[j] = c[j] * gf[j] + gi[j] * (2.0f * gg[j] - 1.0f);
-        }
         if (st == XF_OK)
-            st = exec2(s, n, s->tanh_c, DNNL_ARG_SRC, s->m_c, DNNL_ARG_DST, s->m_tc, err);
-        if (st == XF_OK)
-            XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
+            st = s->lstm ? lstm_cell(s, n, err) : stream_wait(s, n, err);
         for (int64_t b = 0; b < nb && st == XF_OK; b++) {
-            const float *go = s->hr + b * h4 + h, *tc = s->tc + b * h;
             float *hb = s->hs + b * h;
-            for (int64_t j = 0; j < h; j++)
-                hb[j] = go[j] * tc[j];
+            if (!s->lstm) /* RNN: the activation was the product's post-op */
+                memcpy(hb, s->hr + b * h4, sizeof(float) * (size_t)h);
             if (wanted(n, out, 0))
                 memcpy((float *)out[0].data + ((t * s->dirs + d) * nb + b) * h, hb, sizeof(float) * (size_t)h);
         }
     }
     if (st == XF_OK && wanted(n, out, 1))
         memcpy((float *)out[1].data + d * nb * h, s->hs, sizeof(float) * (size_t)(nb * h));
-    if (st == XF_OK && wanted(n, out, 2))
+    if (st == XF_OK && s->lstm && wanted(n, out, 2))
         memcpy((float *)out[2].data + d * nb * h, s->cs, sizeof(float) * (size_t)(nb * h));
     return st;
 }
@@ -400,38 +425,42 @@ static xf_status memory(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t
 
 /* The products of direction d: LSTM's with the c gate's weights and
  * bias doubled, DynamicQuantizeLSTM's with its scales doubled when they
- * are made (product_scales) and its bias row doubled here. */
+ * are made (product_scales) and its bias row doubled here, RNN's as
+ * given with its activation as the steps' post-op. */
 static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, lstm_steps *s,
-                                    int64_t d, float *w2, float *bias, xf_error *err)
+                                    int64_t d, dnnl_alg_kind_t act, float *w2, float *bias, xf_error *err)
 {
-    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = 4 * h;
+    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, hg = s->hg;
     const float *b = given(n, in, 3) ? in[3].data : NULL;
     lstm_dir *dr = &s->dir[d];
-    for (int64_t j = 0; j < h4; j++)
-        bias[j] = (b ? b[d * 2 * h4 + j] + b[d * 2 * h4 + h4 + j] : 0.0f) * (j < 3 * h ? 1.0f : 2.0f);
+    for (int64_t j = 0; j < hg; j++)
+        bias[j] = (b ? b[d * 2 * hg + j] + b[d * 2 * hg + hg + j] : 0.0f) * (s->lstm && j >= 3 * h ? 2.0f : 1.0f);
     if (s->quantized) {
-        dr->bias_row = malloc(sizeof(float) * (size_t)h4);
+        dr->bias_row = malloc(sizeof(float) * (size_t)hg);
         if (!dr->bias_row)
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-        memcpy(dr->bias_row, bias, sizeof(float) * (size_t)h4);
+        memcpy(dr->bias_row, bias, sizeof(float) * (size_t)hg);
         bool per_col_w = xf_rt_numel(&in[8]) > s->dirs, per_col_r = xf_rt_numel(&in[10]) > s->dirs;
-        dr->w_scales = (float *)in[8].data + d * (per_col_w ? h4 : 1);
-        dr->r_scales = (float *)in[10].data + d * (per_col_r ? h4 : 1);
-        product_spec pw = {t * nb, ni, h4, (const int8_t *)in[1].data + d * ni * h4, true, false, NULL};
-        product_spec pr = {nb, h, h4, (const int8_t *)in[2].data + d * h * h4, true, true, NULL};
+        dr->w_scales = (float *)in[8].data + d * (per_col_w ? hg : 1);
+        dr->r_scales = (float *)in[10].data + d * (per_col_r ? hg : 1);
+        product_spec pw = {t * nb, ni, hg, (const int8_t *)in[1].data + d * ni * hg, true, false, NULL, act};
+        product_spec pr = {nb, h, hg, (const int8_t *)in[2].data + d * h * hg, true, true, NULL, act};
         xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, NULL, err);
         return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
     }
-    doubled_c_gate(in[1].data, d, h, ni, w2);
-    product_spec pw = {t * nb, ni, h4, w2, false, false, bias};
+    const float *w = (const float *)in[1].data + d * hg * ni, *r = (const float *)in[2].data + d * hg * h;
+    if (s->lstm)
+        doubled_c_gate(in[1].data, d, h, ni, w2);
+    product_spec pw = {t * nb, ni, hg, s->lstm ? w2 : w, false, false, bias, act};
     xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, &dr->bias, err);
-    doubled_c_gate(in[2].data, d, h, h, w2);
-    product_spec pr = {nb, h, h4, w2, false, true, NULL};
+    if (s->lstm)
+        doubled_c_gate(in[2].data, d, h, h, w2);
+    product_spec pr = {nb, h, hg, s->lstm ? w2 : r, false, true, NULL, act};
     return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
 }
 
-xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
-                                   xf_error *err)
+xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
+                                  xf_dn_node *st, xf_error *err)
 {
     lstm_steps *s = calloc(1, sizeof *s);
     if (!s)
@@ -440,17 +469,19 @@ xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tens
     st->own_free = steps_free;
     s->stream = c->stream;
     s->quantized = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM;
+    s->lstm = n->op != XF_OP_RNN;
     s->t = in[0].shape.dims[0];
     s->nb = in[0].shape.dims[1];
     s->ni = in[0].shape.dims[2];
     s->h = in[2].shape.dims[s->quantized ? 1 : 2];
     s->dirs = n->attrs.rnn.direction == 2 ? 2 : 1;
-    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = 4 * h, most = ni > h ? ni : h;
+    s->hg = s->lstm ? 4 * s->h : s->h;
+    int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = s->hg, most = ni > h ? ni : h;
     s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 3 * h) + 2 * h4));
     s->qx = s->quantized ? malloc((size_t)(t * nb * ni + nb * h)) : NULL;
     s->acc = s->quantized ? malloc(sizeof(int32_t) * (size_t)(t * nb * h4)) : NULL;
-    float *w2 = s->quantized ? NULL : malloc(sizeof(float) * (size_t)(h4 * most));
-    if (!s->buf || (s->quantized ? !s->qx || !s->acc : !w2)) {
+    float *w2 = s->quantized || !s->lstm ? NULL : malloc(sizeof(float) * (size_t)(h4 * most));
+    if (!s->buf || (s->quantized ? !s->qx || !s->acc : s->lstm && !w2)) {
         free(w2);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     }
@@ -464,7 +495,7 @@ xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tens
     s->qh = s->qx ? s->qx + t * nb * ni : NULL;
     xf_status rs = XF_OK;
     for (int64_t d = 0; d < s->dirs && rs == XF_OK; d++)
-        rs = direction_products(c, n, in, s, d, w2, bias, err);
+        rs = direction_products(c, n, in, s, d, s->lstm ? dnnl_eltwise_logistic : act, w2, bias, err);
     free(w2);
     dnnl_memory_desc_t x, g, hmd, hr, qx, qh, zp, acc_x, acc_h;
     md_2d(&x, t * nb, ni, ni);
@@ -476,7 +507,7 @@ xf_status xf_dn_lstm_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tens
     dnnl_memory_desc_init_by_tag(&acc_x, 2, (dnnl_dims_t){t * nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&acc_h, 2, (dnnl_dims_t){nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&zp, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_a);
-    if (rs == XF_OK)
+    if (rs == XF_OK && s->lstm)
         rs = eltwise(c, n, dnnl_eltwise_tanh, &hmd, &s->tanh_c, err);
     if (rs == XF_OK && s->quantized)
         rs = eltwise(c, n, dnnl_eltwise_logistic, &hr, &s->sig, err);
