@@ -4,7 +4,9 @@
  * the outputs.  The forms oneDNN computes: the default activations (RNN:
  * one of Tanh, Relu, Sigmoid for both directions), no clip, no
  * input_forget, no peepholes, sequence-first layout, constant weights and
- * bias, and every sequence of the whole length.  The weights are put in
+ * bias, and every sequence of the whole length.  LSTMs and RNNs in other
+ * forms, and those of few batch entries, run step by step on oneDNN's
+ * products (cpu_dnnl_rnn_steps.c).  The weights are put in
  * oneDNN's gate order once (its LSTM's i, f, c, o from ONNX's i, o, f, c;
  * GRU's z, r, h alike), the bias as the sum of ONNX's two (lbr_gru keeps
  * R's bias of the h gate apart, as its fourth gate). */
@@ -57,11 +59,23 @@ static bool float_const(const xf_tensor *t, int64_t numel)
     return t && t->dtype == XF_DT_FLOAT && xf_tensor_numel(t) == numel;
 }
 
+/* Whether oneDNN's RNN primitives take n's form: the default activations
+ * (RNN: one oneDNN has for both directions), no clip, input_forget or
+ * peepholes. */
+static bool onednn_form(const xf_node *n)
+{
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    return !a->has_clip && !a->input_forget && rnn_activation(n) != dnnl_alg_kind_undef &&
+           !(n->op == XF_OP_LSTM && xf_dn_input(n, 7) >= 0);
+}
+
+/* The forms oneDNN's primitives take, and LSTM's and RNN's others where
+ * every activation is a chain of oneDNN's eltwise ops and the peepholes
+ * are constant (cpu_dnnl_rnn_steps.c runs those). */
 static bool rnn_handles(const xf_graph *g, const xf_node *n)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    if (a->layout || a->has_clip || a->input_forget || (unsigned)a->direction > 2 || n->n_inputs < 3 ||
-        rnn_activation(n) == dnnl_alg_kind_undef || (n->op == XF_OP_LSTM && xf_dn_input(n, 7) >= 0))
+    if (a->layout || (unsigned)a->direction > 2 || n->n_inputs < 3 || (!onednn_form(n) && !xf_dn_rnn_steps_takes(n)))
         return false;
     int x = n->inputs[0];
     const xf_tensor *w = const_input(g, n, 1), *r = const_input(g, n, 2);
@@ -84,6 +98,8 @@ static bool rnn_handles(const xf_graph *g, const xf_node *n)
     for (int k = 5; k < (n->op == XF_OP_LSTM ? 7 : 6); k++)
         if (xf_dn_input(n, k) >= 0 && !xf_dn_is_f32(g, n->inputs[k]))
             return false;
+    if (n->op == XF_OP_LSTM && xf_dn_input(n, 7) >= 0 && !float_const(const_input(g, n, 7), dirs * 3 * h))
+        return false;
     for (int k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] >= 0 && !xf_dn_is_f32(g, n->outputs[k]))
             return false;
@@ -143,7 +159,7 @@ static void md_tag(dnnl_memory_desc_t *md, int rank, const dnnl_dim_t *dims, dnn
 static xf_status rnn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    if (xf_dn_rnn_steps_ok(g, n, in))
+    if (!onednn_form(n) || xf_dn_rnn_steps_ok(g, n, in))
         return xf_dn_rnn_steps_prepare(c, n, in, rnn_activation(n), st, err);
     const xf_rnn_attrs *a = &n->attrs.rnn;
     bool lstm = n->op == XF_OP_LSTM, lbr = n->op == XF_OP_GRU && a->linear_before_reset;

@@ -9,11 +9,16 @@
  *     tanh(c) (an eltwise primitive) and h = o tanh(c).  RNN: its
  *     activation is the steps' post-op, and h the result.
  *
- * LSTM and RNN: in the forms oneDNN's RNN primitive takes
- * (cpu_dnnl_rnn.c).  At one batch entry that primitive (its brgemm
- * kernel, the only one it offers on AVX-512) took about three times as
- * long as this for an LSTM of 256 units on one thread, and two and a half
- * times for an RNN of 512; its GRU primitive did not, and keeps the rest.
+ * LSTM and RNN in the forms oneDNN's RNN primitive takes (cpu_dnnl_rnn.c):
+ * at one batch entry that primitive (its brgemm kernel, the only one it
+ * offers on AVX-512) took about three times as long as this for an LSTM
+ * of 256 units on one thread, and two and a half times for an RNN of 512;
+ * its GRU primitive did not, and keeps the rest.  In the forms it does
+ * not take (clip, input_forget, peepholes, other activations; "general"),
+ * at every size, which cpu_ref's double loops ran 20 times slower: the
+ * products add the rows alone, then a loop of this file adds the
+ * peepholes and clips the gates' inputs, and each function is a chain of
+ * eltwise primitives (act_chain), as cpu_ref orders them.
  *
  * DynamicQuantizeLSTM (int8 W and R with zero points 0, constant scales,
  * the default activations, no clip, peepholes or input_forget, every
@@ -28,6 +33,7 @@
  * apart, as ONNX Runtime's do (its are MLAS's float approximations). */
 #include "cpu_dnnl.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,10 +52,26 @@ typedef struct lstm_dir {
     float *bias_row, *w_scales, *r_scales;
 } lstm_dir;
 
+/* One oneDNN eltwise op of an activation function's chain. */
+typedef struct act_op {
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+} act_op;
+
 typedef struct lstm_steps {
     dnnl_stream_t stream;
     int64_t t, nb, ni, h, dirs, hg; /* hg: the gates' columns, 4H (LSTM) or H (RNN) */
     bool quantized, lstm;
+    /* general: the forms oneDNN's RNN primitive does not take (clip,
+     * input_forget, peepholes, other activations), each function a chain
+     * of eltwise primitives (f and g over gate blocks, h over the state)
+     * run after the product; clip FLT_MAX when none */
+    bool general, input_forget;
+    const float *peep;
+    float clip;
+    int n_ops[2][3];
+    dnnl_primitive_t ops[2][3][3];
+    dnnl_memory_t m_blk[4]; /* the gate blocks of hr: i, o, f, c (RNN: its one) */
     lstm_dir dir[2];
     dnnl_primitive_t tanh_c, sig;
     /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
@@ -78,6 +100,12 @@ static void steps_free(void *p)
     }
     dnnl_primitive_destroy(s->tanh_c);
     dnnl_primitive_destroy(s->sig);
+    for (int d = 0; d < 2; d++)
+        for (int w = 0; w < 3; w++)
+            for (int k = 0; k < 3; k++)
+                dnnl_primitive_destroy(s->ops[d][w][k]);
+    for (int k = 0; k < 4; k++)
+        dnnl_memory_destroy(s->m_blk[k]);
     dnnl_memory_t m[] = {s->m_x, s->m_g, s->m_h, s->m_hr, s->m_c, s->m_tc, s->m_qx, s->m_qh, s->m_zp, s->m_acc_x,
                          s->m_acc_h};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
@@ -134,6 +162,55 @@ static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_
     return true;
 }
 
+/* The chain of eltwise ops computing ONNX's activation f with alpha and
+ * beta; returns its length, 0 where oneDNN has none (ThresholdedRelu,
+ * Softsign). */
+static int act_chain(int f, float al, float be, act_op *ops)
+{
+    switch (f) {
+    case XF_RNN_RELU: ops[0] = (act_op){dnnl_eltwise_relu, 0.0f, 0.0f}; return 1;
+    case XF_RNN_TANH: ops[0] = (act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}; return 1;
+    case XF_RNN_SIGMOID: ops[0] = (act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}; return 1;
+    case XF_RNN_AFFINE: ops[0] = (act_op){dnnl_eltwise_linear, al, be}; return 1;
+    case XF_RNN_LEAKY_RELU: ops[0] = (act_op){dnnl_eltwise_relu, al, 0.0f}; return 1;
+    case XF_RNN_ELU: ops[0] = (act_op){dnnl_eltwise_elu, al, 0.0f}; return 1;
+    case XF_RNN_SOFTPLUS: ops[0] = (act_op){dnnl_eltwise_soft_relu, 0.0f, 0.0f}; return 1;
+    case XF_RNN_HARD_SIGMOID: /* max(0, min(1, al x + be)) */
+        ops[0] = (act_op){dnnl_eltwise_linear, al, be};
+        ops[1] = (act_op){dnnl_eltwise_clip, 0.0f, 1.0f};
+        return 2;
+    case XF_RNN_SCALED_TANH: /* al tanh(be x) */
+        ops[0] = (act_op){dnnl_eltwise_linear, be, 0.0f};
+        ops[1] = (act_op){dnnl_eltwise_tanh, 0.0f, 0.0f};
+        ops[2] = (act_op){dnnl_eltwise_linear, al, 0.0f};
+        return 3;
+    default: return 0;
+    }
+}
+
+/* The chain of function `which` (f, g, h) of direction d of LSTM or RNN
+ * node n. */
+static int act_of(const xf_node *n, int64_t d, int which, act_op *ops)
+{
+    static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    int i = (int)d * (n->op == XF_OP_LSTM ? 3 : 1) + which;
+    int f = a->n_acts ? a->acts[i] : n->op == XF_OP_LSTM ? lstm[which] : XF_RNN_TANH;
+    return act_chain(f, a->n_acts ? a->act_alpha[i] : 0.0f, a->n_acts ? a->act_beta[i] : 0.0f, ops);
+}
+
+bool xf_dn_rnn_steps_takes(const xf_node *n)
+{
+    if (n->op != XF_OP_LSTM && n->op != XF_OP_RNN)
+        return false;
+    act_op ops[3];
+    for (int64_t d = 0; d < (n->attrs.rnn.direction == 2 ? 2 : 1); d++)
+        for (int w = 0; w < (n->op == XF_OP_LSTM ? 3 : 1); w++)
+            if (act_of(n, d, w, ops) == 0)
+                return false;
+    return true;
+}
+
 bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
 {
     bool quantized = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM;
@@ -161,14 +238,14 @@ typedef struct product_spec {
     const void *w;
     bool quantized, step;
     const float *bias;
-    dnnl_alg_kind_t act; /* the float steps' post-op: logistic (LSTM) or RNN's activation */
+    dnnl_alg_kind_t act; /* the float steps' post-op: logistic (LSTM), RNN's activation, or undef (none) */
 } product_spec;
 
 static xf_status product_attr(const xf_node *n, const product_spec *p, dnnl_primitive_attr_t *attr, xf_error *err)
 {
     xf_dn_post posts[2] = {{.sum = true, .alg = dnnl_alg_kind_undef}, {.alg = p->act}};
     if (!p->quantized)
-        return xf_dn_post_attr(n, posts, p->step ? 2 : 0, attr, err);
+        return xf_dn_post_attr(n, posts, !p->step ? 0 : p->act == dnnl_alg_kind_undef ? 1 : 2, attr, err);
     const int32_t zero_point = DNNL_RUNTIME_S32_VAL;
     XF_DN_TRY(err, n, dnnl_primitive_attr_create(attr));
     dnnl_status_t ds = dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &zero_point);
@@ -238,11 +315,11 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
 }
 
 /* An eltwise primitive of alg over data described by md (src and dst). */
-static xf_status eltwise(xf_dn_ctx *c, const xf_node *n, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *md,
+static xf_status eltwise(xf_dn_ctx *c, const xf_node *n, act_op op, const dnnl_memory_desc_t *md,
                          dnnl_primitive_t *prim, xf_error *err)
 {
     dnnl_eltwise_desc_t ed;
-    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, md, 0.0f, 0.0f));
+    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, op.alg, md, op.alpha, op.beta));
     dnnl_primitive_desc_t pd;
     XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &ed, NULL, c->engine, NULL));
     dnnl_status_t ds = dnnl_primitive_create(prim, pd);
@@ -343,6 +420,80 @@ static xf_status lstm_cell(lstm_steps *s, const xf_node *n, xf_error *err)
     return st;
 }
 
+/* Function `which` of direction d over src into dst (the first op of its
+ * chain from src, the rest in place). */
+static xf_status run_chain(const lstm_steps *s, const xf_node *n, int64_t d, int which, dnnl_memory_t src,
+                           dnnl_memory_t dst, xf_error *err)
+{
+    xf_status st = XF_OK;
+    for (int k = 0; k < s->n_ops[d][which] && st == XF_OK; k++)
+        st = exec2(s, n, s->ops[d][which][k], DNNL_ARG_SRC, k ? dst : src, DNNL_ARG_DST, dst, err);
+    return st;
+}
+
+/* Adds a peephole term p[j] * c[j] to the gate block at offset `at` of
+ * every row of hr, then clips it, as cpu_ref does before the gate's
+ * function (p NULL: no term). */
+static void peep_and_clip(lstm_steps *s, int64_t at, const float *p)
+{
+    for (int64_t b = 0; b < s->nb; b++) {
+        float *g = s->hr + b * s->hg + at;
+        const float *c = s->cs + b * s->h;
+        for (int64_t j = 0; p && j < s->h; j++)
+            g[j] += p[j] * c[j];
+        for (int64_t j = 0; s->clip < FLT_MAX && j < s->h; j++)
+            g[j] = g[j] < -s->clip ? -s->clip : g[j] > s->clip ? s->clip : g[j];
+    }
+}
+
+/* A step of direction d in the general forms, after the product: RNN's
+ * clip and f; LSTM's peepholes, clip and f for i and f, g for the c gate,
+ * c = f c + i g (f = 1 - i with input_forget), the peephole, clip and f
+ * for o, h(c) and h = o h(c). */
+static xf_status general_step(lstm_steps *s, const xf_node *n, int64_t d, xf_error *err)
+{
+    int64_t h = s->h;
+    const float *p = s->peep ? s->peep + d * 3 * h : NULL;
+    xf_status st = stream_wait(s, n, err);
+    if (st != XF_OK)
+        return st;
+    if (!s->lstm) {
+        peep_and_clip(s, 0, NULL);
+        st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
+        return st == XF_OK ? stream_wait(s, n, err) : st;
+    }
+    peep_and_clip(s, 0, p);                   /* i */
+    peep_and_clip(s, 2 * h, p ? p + 2 * h : NULL); /* f */
+    peep_and_clip(s, 3 * h, NULL);            /* the c gate */
+    st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
+    if (st == XF_OK && !s->input_forget)
+        st = run_chain(s, n, d, 0, s->m_blk[2], s->m_blk[2], err);
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 1, s->m_blk[3], s->m_blk[3], err);
+    if (st == XF_OK)
+        st = stream_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *gi = s->hr + b * s->hg, *gf = gi + 2 * h, *gg = gi + 3 * h;
+        float *c = s->cs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            c[j] = (s->input_forget ? 1.0f - gi[j] : gf[j]) * c[j] + gi[j] * gg[j];
+    }
+    peep_and_clip(s, h, p ? p + h : NULL); /* o, with the new c */
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 0, s->m_blk[1], s->m_blk[1], err);
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 2, s->m_c, s->m_tc, err);
+    if (st == XF_OK)
+        st = stream_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *go = s->hr + b * s->hg + h, *tc = s->tc + b * h;
+        float *hb = s->hs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            hb[j] = go[j] * tc[j];
+    }
+    return st;
+}
+
 /* One direction: its input rows, then every step (x_scale and x_zp: the
  * inputs' codes', DynamicQuantizeLSTM). */
 static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool reverse, float x_scale, int32_t x_zp,
@@ -380,10 +531,10 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
                 st = exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
         }
         if (st == XF_OK)
-            st = s->lstm ? lstm_cell(s, n, err) : stream_wait(s, n, err);
+            st = s->general ? general_step(s, n, d, err) : s->lstm ? lstm_cell(s, n, err) : stream_wait(s, n, err);
         for (int64_t b = 0; b < nb && st == XF_OK; b++) {
             float *hb = s->hs + b * h;
-            if (!s->lstm) /* RNN: the activation was the product's post-op */
+            if (!s->lstm) /* RNN: h is the gates' row */
                 memcpy(hb, s->hr + b * h4, sizeof(float) * (size_t)h);
             if (wanted(n, out, 0))
                 memcpy((float *)out[0].data + ((t * s->dirs + d) * nb + b) * h, hb, sizeof(float) * (size_t)h);
@@ -435,8 +586,9 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, hg = s->hg;
     const float *b = given(n, in, 3) ? in[3].data : NULL;
     lstm_dir *dr = &s->dir[d];
+    bool doubled = s->lstm && !s->general; /* the c gate's tanh as 2 logistic(2x) - 1 */
     for (int64_t j = 0; j < hg; j++)
-        bias[j] = (b ? b[d * 2 * hg + j] + b[d * 2 * hg + hg + j] : 0.0f) * (s->lstm && j >= 3 * h ? 2.0f : 1.0f);
+        bias[j] = (b ? b[d * 2 * hg + j] + b[d * 2 * hg + hg + j] : 0.0f) * (doubled && j >= 3 * h ? 2.0f : 1.0f);
     if (s->quantized) {
         dr->bias_row = malloc(sizeof(float) * (size_t)hg);
         if (!dr->bias_row)
@@ -451,14 +603,44 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
         return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
     }
     const float *w = (const float *)in[1].data + d * hg * ni, *r = (const float *)in[2].data + d * hg * h;
-    if (s->lstm)
+    if (doubled)
         doubled_c_gate(in[1].data, d, h, ni, w2);
-    product_spec pw = {t * nb, ni, hg, s->lstm ? w2 : w, false, false, bias, act};
+    product_spec pw = {t * nb, ni, hg, doubled ? w2 : w, false, false, bias, act};
     xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, &dr->bias, err);
-    if (s->lstm)
+    if (doubled)
         doubled_c_gate(in[2].data, d, h, h, w2);
-    product_spec pr = {nb, h, hg, s->lstm ? w2 : r, false, true, NULL, act};
+    product_spec pr = {nb, h, hg, doubled ? w2 : r, false, true, NULL, act};
     return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
+}
+
+/* Whether LSTM node n has the default activations (sigmoid, tanh, tanh). */
+static bool lstm_default_acts(const xf_node *n)
+{
+    static const unsigned char defaults[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+    for (int i = 0; i < n->attrs.rnn.n_acts; i++)
+        if (n->attrs.rnn.acts[i] != defaults[i % 3])
+            return false;
+    return true;
+}
+
+/* The general forms' eltwise chains (f and g over a gate block of hr, h
+ * from c into tc) and the gate blocks' memories. */
+static xf_status general_chains(xf_dn_ctx *c, const xf_node *n, lstm_steps *s, xf_error *err)
+{
+    dnnl_memory_desc_t blk, state;
+    md_2d(&blk, s->nb, s->h, s->hg);
+    md_2d(&state, s->nb, s->h, s->h);
+    xf_status rs = XF_OK;
+    for (int64_t d = 0; d < s->dirs; d++)
+        for (int w = 0; w < (s->lstm ? 3 : 1); w++) {
+            act_op ops[3];
+            s->n_ops[d][w] = act_of(n, d, w, ops);
+            for (int k = 0; k < s->n_ops[d][w] && rs == XF_OK; k++)
+                rs = eltwise(c, n, ops[k], w == 2 ? &state : &blk, &s->ops[d][w][k], err);
+        }
+    for (int k = 0; k < (s->lstm ? 4 : 1) && rs == XF_OK; k++)
+        rs = memory(c, n, &blk, s->hr + k * s->h, &s->m_blk[k], err);
+    return rs;
 }
 
 xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
@@ -478,12 +660,19 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->h = in[2].shape.dims[s->quantized ? 1 : 2];
     s->dirs = n->attrs.rnn.direction == 2 ? 2 : 1;
     s->hg = s->lstm ? 4 * s->h : s->h;
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    s->general = !s->quantized && (a->has_clip || a->input_forget || given(n, in, 7) ||
+                                   (s->lstm ? !lstm_default_acts(n) : act == dnnl_alg_kind_undef));
+    s->input_forget = a->input_forget;
+    s->clip = a->has_clip ? a->clip : FLT_MAX;
+    s->peep = s->lstm && given(n, in, 7) ? in[7].data : NULL;
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = s->hg, most = ni > h ? ni : h;
     s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 3 * h) + 2 * h4));
     s->qx = s->quantized ? malloc((size_t)(t * nb * ni + nb * h)) : NULL;
     s->acc = s->quantized ? malloc(sizeof(int32_t) * (size_t)(t * nb * h4)) : NULL;
-    float *w2 = s->quantized || !s->lstm ? NULL : malloc(sizeof(float) * (size_t)(h4 * most));
-    if (!s->buf || (s->quantized ? !s->qx || !s->acc : s->lstm && !w2)) {
+    bool doubled = s->lstm && !s->quantized && !s->general;
+    float *w2 = doubled ? malloc(sizeof(float) * (size_t)(h4 * most)) : NULL;
+    if (!s->buf || (s->quantized ? !s->qx || !s->acc : doubled && !w2)) {
         free(w2);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     }
@@ -497,7 +686,9 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->qh = s->qx ? s->qx + t * nb * ni : NULL;
     xf_status rs = XF_OK;
     for (int64_t d = 0; d < s->dirs && rs == XF_OK; d++)
-        rs = direction_products(c, n, in, s, d, s->lstm ? dnnl_eltwise_logistic : act, w2, bias, err);
+        rs = direction_products(c, n, in, s, d,
+                                s->general ? dnnl_alg_kind_undef : s->lstm ? dnnl_eltwise_logistic : act, w2, bias,
+                                err);
     free(w2);
     dnnl_memory_desc_t x, g, hmd, hr, qx, qh, zp, acc_x, acc_h;
     md_2d(&x, t * nb, ni, ni);
@@ -510,9 +701,9 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     dnnl_memory_desc_init_by_tag(&acc_h, 2, (dnnl_dims_t){nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&zp, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_a);
     if (rs == XF_OK && s->lstm)
-        rs = eltwise(c, n, dnnl_eltwise_tanh, &hmd, &s->tanh_c, err);
+        rs = eltwise(c, n, (act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}, &hmd, &s->tanh_c, err);
     if (rs == XF_OK && s->quantized)
-        rs = eltwise(c, n, dnnl_eltwise_logistic, &hr, &s->sig, err);
+        rs = eltwise(c, n, (act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}, &hr, &s->sig, err);
     struct {
         const dnnl_memory_desc_t *md;
         void *data;
@@ -527,6 +718,8 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     for (size_t i = 0; i < sizeof mems / sizeof *mems && rs == XF_OK; i++)
         if (mems[i].want)
             rs = memory(c, n, mems[i].md, mems[i].data, mems[i].m, err);
+    if (rs == XF_OK && s->general)
+        rs = general_chains(c, n, s, err);
     if (rs == XF_OK)
         st->own_run = steps_run;
     return rs;

@@ -19,7 +19,8 @@ enum { T = 5, N = 3, I = 7, H = 6 };
 typedef struct rnn_form {
     xf_op op;
     int direction, lbr, act;  /* act: RNN's (xf_rnn_act) or LSTM's g; 0 the default */
-    bool bias, h0, c0, lens, short_lens, clip, peep, batch_first;
+    int act_f, act_h;         /* LSTM's f and h; 0 the default */
+    bool bias, h0, c0, lens, short_lens, clip, peep, batch_first, forget;
     int outputs;              /* bit k: output k is used */
     int64_t h, nb;            /* hidden size and batch; 0: H and N */
 } rnn_form;
@@ -63,14 +64,18 @@ static xf_graph *rnn_graph(const rnn_form *f)
     a->direction = f->direction;
     a->linear_before_reset = f->lbr;
     a->layout = f->batch_first;
+    a->input_forget = f->forget;
     if (f->clip) {
         a->has_clip = true;
         a->clip = 0.5f;
     }
     int funcs = f->op == XF_OP_LSTM ? 3 : f->op == XF_OP_GRU ? 2 : 1;
-    for (int k = 0; f->act && k < funcs * d; k++) {
+    for (int k = 0; (f->act || f->act_f || f->act_h) && k < funcs * d; k++) {
         static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
-        a->acts[k] = f->op == XF_OP_RNN ? (unsigned char)f->act : k % 3 == 1 ? (unsigned char)f->act : lstm[k % 3];
+        int own = k % 3 == 1 ? f->act : k % 3 == 0 ? f->act_f : f->act_h;
+        a->acts[k] = f->op == XF_OP_RNN ? (unsigned char)f->act : own ? (unsigned char)own : lstm[k % 3];
+        a->act_alpha[k] = 0.3f; /* read by Affine, LeakyRelu, HardSigmoid, Elu, ScaledTanh, ThresholdedRelu */
+        a->act_beta[k] = 0.4f;
         a->n_acts = k + 1;
     }
     /* the outputs not used are absent (named "" in ONNX) */
@@ -87,9 +92,10 @@ static void check_form(const rnn_form *f)
 {
     char what[200];
     snprintf(what, sizeof what,
-             "%s dir %d lbr %d act %d bias %d h0 %d c0 %d lens %d/%d clip %d peep %d bf %d out %x h %lld nb %lld",
-             f->op == XF_OP_LSTM ? "LSTM" : f->op == XF_OP_GRU ? "GRU" : "RNN", f->direction, f->lbr, f->act,
-             f->bias, f->h0, f->c0, f->lens, f->short_lens, f->clip, f->peep, f->batch_first, f->outputs,
+             "%s dir %d lbr %d act %d/%d bias %d h0 %d c0 %d lens %d/%d clip %d peep %d forget %d bf %d out %x h %lld "
+             "nb %lld",
+             f->op == XF_OP_LSTM ? "LSTM" : f->op == XF_OP_GRU ? "GRU" : "RNN", f->direction, f->lbr, f->act, f->act_f,
+             f->bias, f->h0, f->c0, f->lens, f->short_lens, f->clip, f->peep, f->forget, f->batch_first, f->outputs,
              (long long)f->h, (long long)f->nb);
     xf_graph *g = rnn_graph(f);
     xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
@@ -222,6 +228,43 @@ START_TEST(qlstm_step_forms)
 }
 END_TEST
 
+/* LSTMs and RNNs in forms oneDNN's RNN primitive does not take, which the
+ * backend runs step by step with each function a chain of oneDNN's
+ * eltwise ops: clip, input_forget, peepholes, and every activation but
+ * ThresholdedRelu and Softsign (those two stay on cpu_ref, and are checked
+ * too), as LSTM's f, g or h and as RNN's; every direction, with initial
+ * states. */
+START_TEST(step_general_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const int acts[] = {XF_RNN_RELU,      XF_RNN_TANH,        XF_RNN_SIGMOID, XF_RNN_AFFINE,
+                               XF_RNN_LEAKY_RELU, XF_RNN_HARD_SIGMOID, XF_RNN_ELU,     XF_RNN_SOFTPLUS,
+                               XF_RNN_SCALED_TANH, XF_RNN_THRESHOLDED_RELU, XF_RNN_SOFTSIGN};
+    for (size_t k = 0; k < sizeof acts / sizeof *acts; k++)
+        for (int dir = 0; dir < 3; dir++) {
+            rnn_form forms[] = {
+                {.op = XF_OP_RNN, .act = acts[k], .direction = dir, .bias = true, .h0 = true, .outputs = 3},
+                {.op = XF_OP_RNN, .act = acts[k], .direction = dir, .clip = true, .outputs = 1},
+                {.op = XF_OP_LSTM, .act = acts[k], .direction = dir, .bias = true, .outputs = 7},
+                {.op = XF_OP_LSTM, .act_f = acts[k], .direction = dir, .h0 = true, .c0 = true, .outputs = 7},
+                {.op = XF_OP_LSTM, .act_h = acts[k], .direction = dir, .bias = true, .outputs = 5},
+            };
+            for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
+                check_form(&forms[i]);
+        }
+    for (int dir = 0; dir < 3; dir++)
+        for (int v = 0; v < 4; v++) {
+            rnn_form f = {.op = XF_OP_LSTM, .direction = dir, .bias = true, .outputs = 7, .h0 = v & 1, .c0 = v & 1};
+            f.clip = v == 0 || v == 3;
+            f.peep = v >= 1;
+            f.forget = v == 2 || v == 3;
+            f.act_f = v == 3 ? XF_RNN_HARD_SIGMOID : 0;
+            check_form(&f);
+        }
+}
+END_TEST
+
 START_TEST(cpu_ref_forms)
 {
     if (!xf_bt_have_cpu())
@@ -246,6 +289,7 @@ int main(void)
     tcase_add_test(tc, onednn_forms);
     tcase_add_test(tc, lstm_step_forms);
     tcase_add_test(tc, qlstm_step_forms);
+    tcase_add_test(tc, step_general_forms);
     tcase_add_test(tc, cpu_ref_forms);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
