@@ -21,8 +21,8 @@
  * eltwise primitives (act_chain), as cpu_ref orders them.
  *
  * DynamicQuantizeLSTM (int8 W and R with zero points 0, constant scales,
- * the default activations, no clip, peepholes or input_forget, every
- * sequence of the whole length; where oneDNN's int8 sums are exact): the
+ * every sequence of the whole length, the general forms as LSTM's; where
+ * oneDNN's int8 sums are exact): the
  * inputs and, at each step, the hidden state quantized to uint8 as cpu_ref
  * does (xf_dn_quantize_all), their int8 products with the weights exact
  * in int32 (oneDNN's int8 matmul), then scaled per column as cpu_ref
@@ -126,42 +126,6 @@ static bool given(const xf_node *n, const xf_tensor_view *in, int k)
     return k < n->n_inputs && n->inputs[k] >= 0 && xf_rt_present(&in[k]);
 }
 
-/* The DynamicQuantizeLSTM forms this path takes (beyond what shape
- * inference checked). */
-static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
-{
-    static const unsigned char defaults[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
-    const xf_rnn_attrs *a = &n->attrs.rnn;
-    if (a->has_clip || a->input_forget || a->layout || (unsigned)a->direction > 2 || n->n_inputs < 12 ||
-        given(n, in, 7) || !xf_dn_exact_int8())
-        return false;
-    for (int i = 0; i < a->n_acts; i++)
-        if (a->acts[i] != defaults[i % 3])
-            return false;
-    for (int k = 1; k < 12; k++) { /* the weights, their scales and zero points constant; no other operand */
-        bool want = k == 1 || k == 2 || k >= 8, is = init_of(g, n, k) != NULL;
-        if ((want && !is) || (k == 3 && given(n, in, 3) && !is) || (k == 4 && given(n, in, 4) && !is))
-            return false;
-    }
-    if (in[1].dtype != XF_DT_INT8 || in[2].dtype != XF_DT_INT8 || in[8].dtype != XF_DT_FLOAT ||
-        in[10].dtype != XF_DT_FLOAT || (given(n, in, 3) && in[3].dtype != XF_DT_FLOAT))
-        return false;
-    for (int k = 9; k <= 11; k += 2)
-        for (int64_t i = 0; i < xf_rt_numel(&in[k]); i++)
-            if (xf_rt_load_i64(in[k].dtype, in[k].data, i) != 0)
-                return false;
-    for (int64_t b = 0; given(n, in, 4) && b < in[0].shape.dims[1]; b++)
-        if (xf_rt_load_i64(in[4].dtype, in[4].data, b) != in[0].shape.dims[0])
-            return false;
-    for (int k = 5; k <= 6; k++)
-        if (given(n, in, k) && in[k].dtype != XF_DT_FLOAT)
-            return false;
-    for (int k = 0; k < n->n_outputs; k++)
-        if (n->outputs[k] >= 0 && g->values[n->outputs[k]].dtype != XF_DT_FLOAT)
-            return false;
-    return true;
-}
-
 /* The chain of eltwise ops computing ONNX's activation f with alpha and
  * beta; returns its length, 0 where oneDNN has none (ThresholdedRelu,
  * Softsign). */
@@ -188,14 +152,15 @@ static int act_chain(int f, float al, float be, act_op *ops)
     }
 }
 
-/* The chain of function `which` (f, g, h) of direction d of LSTM or RNN
- * node n. */
+/* The chain of function `which` (f, g, h) of direction d of LSTM,
+ * DynamicQuantizeLSTM or RNN node n. */
 static int act_of(const xf_node *n, int64_t d, int which, act_op *ops)
 {
     static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    int i = (int)d * (n->op == XF_OP_LSTM ? 3 : 1) + which;
-    int f = a->n_acts ? a->acts[i] : n->op == XF_OP_LSTM ? lstm[which] : XF_RNN_TANH;
+    bool is_lstm = n->op != XF_OP_RNN; /* LSTM or DynamicQuantizeLSTM */
+    int i = (int)d * (is_lstm ? 3 : 1) + which;
+    int f = a->n_acts ? a->acts[i] : is_lstm ? lstm[which] : XF_RNN_TANH;
     return act_chain(f, a->n_acts ? a->act_alpha[i] : 0.0f, a->n_acts ? a->act_beta[i] : 0.0f, ops);
 }
 
@@ -208,6 +173,44 @@ bool xf_dn_rnn_steps_takes(const xf_node *n)
         for (int w = 0; w < (n->op == XF_OP_LSTM ? 3 : 1); w++)
             if (act_of(n, d, w, ops) == 0)
                 return false;
+    return true;
+}
+
+/* The DynamicQuantizeLSTM forms this path takes (beyond what shape
+ * inference checked). */
+static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
+{
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    if (a->layout || (unsigned)a->direction > 2 || n->n_inputs < 12 || !xf_dn_exact_int8())
+        return false;
+    act_op ops[3];
+    for (int64_t d = 0; d < (a->direction == 2 ? 2 : 1); d++)
+        for (int w = 0; w < 3; w++)
+            if (act_of(n, d, w, ops) == 0)
+                return false;
+    for (int k = 1; k < 12; k++) { /* the weights, their scales and zero points constant; B, lens, P too */
+        bool want = k == 1 || k == 2 || k >= 8, is = init_of(g, n, k) != NULL;
+        if ((want && !is) || ((k == 3 || k == 4 || k == 7) && given(n, in, k) && !is))
+            return false;
+    }
+    if (given(n, in, 7) && in[7].dtype != XF_DT_FLOAT)
+        return false;
+    if (in[1].dtype != XF_DT_INT8 || in[2].dtype != XF_DT_INT8 || in[8].dtype != XF_DT_FLOAT ||
+        in[10].dtype != XF_DT_FLOAT || (given(n, in, 3) && in[3].dtype != XF_DT_FLOAT))
+        return false;
+    for (int k = 9; k <= 11; k += 2)
+        for (int64_t i = 0; i < xf_rt_numel(&in[k]); i++)
+            if (xf_rt_load_i64(in[k].dtype, in[k].data, i) != 0)
+                return false;
+    for (int64_t b = 0; given(n, in, 4) && b < in[0].shape.dims[1]; b++)
+        if (xf_rt_load_i64(in[4].dtype, in[4].data, b) != in[0].shape.dims[0])
+            return false;
+    for (int k = 5; k <= 6; k++)
+        if (given(n, in, k) && in[k].dtype != XF_DT_FLOAT)
+            return false;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && g->values[n->outputs[k]].dtype != XF_DT_FLOAT)
+            return false;
     return true;
 }
 
@@ -347,7 +350,7 @@ static void product_scales(lstm_steps *s, float scale, const float *ws, bool per
     int64_t h4 = s->hg;
     for (int64_t j = 0; j < h4; j++) {
         float v = scale * ws[per_col ? j : 0];
-        s->scales[j] = j < 3 * s->h ? v : 2.0f * v;
+        s->scales[j] = s->general || j < 3 * s->h ? v : 2.0f * v;
     }
 }
 
@@ -527,7 +530,7 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
             product_scales(s, h_scale, dr->r_scales, per_col_r);
             scale_rows(s, nb, s->g + t * nb * h4, h4, s->hr);
-            if (st == XF_OK)
+            if (st == XF_OK && !s->general)
                 st = exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
         }
         if (st == XF_OK)
@@ -661,8 +664,8 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->dirs = n->attrs.rnn.direction == 2 ? 2 : 1;
     s->hg = s->lstm ? 4 * s->h : s->h;
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    s->general = !s->quantized && (a->has_clip || a->input_forget || given(n, in, 7) ||
-                                   (s->lstm ? !lstm_default_acts(n) : act == dnnl_alg_kind_undef));
+    s->general = a->has_clip || a->input_forget || given(n, in, 7) ||
+                 (s->lstm ? !lstm_default_acts(n) : act == dnnl_alg_kind_undef);
     s->input_forget = a->input_forget;
     s->clip = a->has_clip ? a->clip : FLT_MAX;
     s->peep = s->lstm && given(n, in, 7) ? in[7].data : NULL;

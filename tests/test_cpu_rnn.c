@@ -165,8 +165,9 @@ END_TEST
  * scales them.  Only the activations differ (oneDNN's float against
  * cpu_ref's rounded double), which these small weights keep from moving a
  * state's code: every direction, scales per direction or per column,
- * initial states or none, each output. */
-static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs)
+ * initial states or none, each output; with clip and peepholes, and with
+ * input_forget and HardSigmoid as f. */
+static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs, int general)
 {
     enum { QH = 8, QI = 5 };
     xf_graph *g = xf_graph_create("qlstm");
@@ -196,10 +197,21 @@ static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool state
         ins[5] = xf_bt_input(g, XF_DT_FLOAT, SHAPE(d, nb, QH));
         ins[6] = xf_bt_input(g, XF_DT_FLOAT, SHAPE(d, nb, QH));
     }
+    if (general == 1)
+        ins[7] = xf_bt_random_const(g, SHAPE(d, 3 * QH), false);
     int n = node(g, XF_OP_MS_DYNAMIC_QUANTIZE_LSTM, NULL, 12, ins, 3);
     xf_rnn_attrs *a = &attrs(g, n)->rnn;
     a->hidden_size = QH;
     a->direction = direction;
+    a->has_clip = general == 1;
+    a->clip = 0.5f;
+    a->input_forget = general == 2;
+    for (int k = 0; general == 2 && k < 3 * d; k++) { /* Keras's f */
+        a->acts[k] = k % 3 ? XF_RNN_TANH : XF_RNN_HARD_SIGMOID;
+        a->act_alpha[k] = 0.2f;
+        a->act_beta[k] = 0.5f;
+        a->n_acts = k + 1;
+    }
     for (int k = 0; k < 3; k++) {
         if (outputs >> k & 1)
             xf_graph_add_output(g, g->nodes[n].outputs[k]);
@@ -214,14 +226,14 @@ START_TEST(qlstm_step_forms)
     if (!xf_bt_have_cpu())
         return;
     for (int dir = 0; dir < 3; dir++)
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 6; v++) {
             int64_t nb = v == 1 ? 1 : 3;
-            bool per_col = v >= 2, states = v == 0 || v == 3;
-            int outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : 5;
-            char what[96];
-            snprintf(what, sizeof what, "DynamicQuantizeLSTM dir %d nb %lld per_col %d states %d out %x", dir,
-                     (long long)nb, per_col, states, outputs);
-            xf_graph *g = qlstm_graph(dir, nb, per_col, states, outputs);
+            bool per_col = v == 2 || v == 3, states = v == 0 || v == 3 || v == 4;
+            int outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 5 : 7, general = v >= 4 ? v - 3 : 0;
+            char what[120];
+            snprintf(what, sizeof what, "DynamicQuantizeLSTM dir %d nb %lld per_col %d states %d out %x general %d",
+                     dir, (long long)nb, per_col, states, outputs, general);
+            xf_graph *g = qlstm_graph(dir, nb, per_col, states, outputs, general);
             xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
             xf_graph_free(g);
         }
