@@ -61,12 +61,23 @@ static bool float_const(const xf_tensor *t, int64_t numel)
 
 /* Whether oneDNN's RNN primitives take n's form: the default activations
  * (RNN: one oneDNN has for both directions), no clip, input_forget or
- * peepholes. */
-static bool onednn_form(const xf_node *n)
+ * peepholes, and every sequence of the whole length. */
+static bool onednn_form(const xf_graph *g, const xf_node *n)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    return !a->has_clip && !a->input_forget && rnn_activation(n) != dnnl_alg_kind_undef &&
-           !(n->op == XF_OP_LSTM && xf_dn_input(n, 7) >= 0);
+    if (a->has_clip || a->input_forget || rnn_activation(n) == dnnl_alg_kind_undef ||
+        (n->op == XF_OP_LSTM && xf_dn_input(n, 7) >= 0))
+        return false;
+    if (xf_dn_input(n, 4) < 0)
+        return true;
+    const xf_tensor *l = const_input(g, n, 4);
+    const xf_shape *xs = &g->values[n->inputs[0]].shape;
+    if (!l || xs->ndim != 3 || xf_tensor_numel(l) != xs->dims[1] || xs->dims[0] < 0)
+        return false;
+    for (int64_t b = 0; b < xs->dims[1]; b++)
+        if (xf_rt_load_i64(l->dtype, l->data, b) != xs->dims[0])
+            return false;
+    return true;
 }
 
 /* The forms oneDNN's primitives take, and LSTM's and RNN's others where
@@ -75,7 +86,8 @@ static bool onednn_form(const xf_node *n)
 static bool rnn_handles(const xf_graph *g, const xf_node *n)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    if (a->layout || (unsigned)a->direction > 2 || n->n_inputs < 3 || (!onednn_form(n) && !xf_dn_rnn_steps_takes(n)))
+    if (a->layout || (unsigned)a->direction > 2 || n->n_inputs < 3 ||
+        (!onednn_form(g, n) && !xf_dn_rnn_steps_takes(n)))
         return false;
     int x = n->inputs[0];
     const xf_tensor *w = const_input(g, n, 1), *r = const_input(g, n, 2);
@@ -87,14 +99,9 @@ static bool rnn_handles(const xf_graph *g, const xf_node *n)
         !float_const(r, dirs * rows * h) ||
         (xf_dn_input(n, 3) >= 0 && !float_const(const_input(g, n, 3), dirs * 2 * rows)))
         return false;
-    if (xf_dn_input(n, 4) >= 0) { /* sequence_lens: only the whole length */
-        const xf_tensor *l = const_input(g, n, 4);
-        if (!l || xf_tensor_numel(l) != xs->dims[1] || (l->dtype != XF_DT_INT32 && l->dtype != XF_DT_INT64))
-            return false;
-        for (int64_t b = 0; b < xs->dims[1]; b++)
-            if (xf_rt_load_i64(l->dtype, l->data, b) != xs->dims[0])
-                return false;
-    }
+    int lens = xf_dn_input(n, 4);
+    if (lens >= 0 && g->values[lens].dtype != XF_DT_INT32 && g->values[lens].dtype != XF_DT_INT64)
+        return false;
     for (int k = 5; k < (n->op == XF_OP_LSTM ? 7 : 6); k++)
         if (xf_dn_input(n, k) >= 0 && !xf_dn_is_f32(g, n->inputs[k]))
             return false;
@@ -159,7 +166,7 @@ static void md_tag(dnnl_memory_desc_t *md, int rank, const dnnl_dim_t *dims, dnn
 static xf_status rnn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    if (!onednn_form(n) || xf_dn_rnn_steps_ok(g, n, in))
+    if (!onednn_form(g, n) || xf_dn_rnn_steps_ok(g, n, in))
         return xf_dn_rnn_steps_prepare(c, n, in, rnn_activation(n), st, err);
     const xf_rnn_attrs *a = &n->attrs.rnn;
     bool lstm = n->op == XF_OP_LSTM, lbr = n->op == XF_OP_GRU && a->linear_before_reset;

@@ -80,7 +80,8 @@ typedef struct lstm_steps {
      * point, acc_x and acc_h the products' int32 sums (on acc), scales
      * their scales per column */
     dnnl_memory_t m_x, m_g, m_h, m_hr, m_c, m_tc, m_qx, m_qh, m_zp, m_acc_x, m_acc_h;
-    float *buf, *g, *hs, *cs, *hr, *tc, *scales;
+    float *buf, *g, *hs, *cs, *hr, *tc, *scales, *keep; /* keep: the states of entries past their length */
+    int64_t *lens;
     uint8_t *qx, *qh;
     int32_t zp, *acc;
 } lstm_steps;
@@ -111,6 +112,7 @@ static void steps_free(void *p)
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         dnnl_memory_destroy(m[i]);
     free(s->buf);
+    free(s->lens);
     free(s->qx);
     free(s->acc);
     free(s);
@@ -188,9 +190,9 @@ static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_
         for (int w = 0; w < 3; w++)
             if (act_of(n, d, w, ops) == 0)
                 return false;
-    for (int k = 1; k < 12; k++) { /* the weights, their scales and zero points constant; B, lens, P too */
+    for (int k = 1; k < 12; k++) { /* the weights, their scales and zero points constant; B and P too */
         bool want = k == 1 || k == 2 || k >= 8, is = init_of(g, n, k) != NULL;
-        if ((want && !is) || ((k == 3 || k == 4 || k == 7) && given(n, in, k) && !is))
+        if ((want && !is) || ((k == 3 || k == 7) && given(n, in, k) && !is))
             return false;
     }
     if (given(n, in, 7) && in[7].dtype != XF_DT_FLOAT)
@@ -202,9 +204,8 @@ static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_
         for (int64_t i = 0; i < xf_rt_numel(&in[k]); i++)
             if (xf_rt_load_i64(in[k].dtype, in[k].data, i) != 0)
                 return false;
-    for (int64_t b = 0; given(n, in, 4) && b < in[0].shape.dims[1]; b++)
-        if (xf_rt_load_i64(in[4].dtype, in[4].data, b) != in[0].shape.dims[0])
-            return false;
+    if (given(n, in, 4) && in[4].dtype != XF_DT_INT32 && in[4].dtype != XF_DT_INT64)
+        return false;
     for (int k = 5; k <= 6; k++)
         if (given(n, in, k) && in[k].dtype != XF_DT_FLOAT)
             return false;
@@ -374,8 +375,8 @@ static void scale_rows(const lstm_steps *s, int64_t rows, const float *add, int6
     int64_t h4 = s->hg;
     for (int64_t r = 0; r < rows; r++) {
         const int32_t *restrict a = s->acc + r * h4;
-        const float *restrict sc = s->scales, *restrict p = add + r * add_row;
-        float *restrict y = dst + r * h4;
+        const float *restrict sc = s->scales, *p = add + r * add_row;
+        float *y = dst + r * h4; /* may be p */
         for (int64_t j = 0; j < h4; j++)
             y[j] = (float)a[j] * sc[j] + p[j];
     }
@@ -497,12 +498,40 @@ static xf_status general_step(lstm_steps *s, const xf_node *n, int64_t d, xf_err
     return st;
 }
 
-/* One direction: its input rows, then every step (x_scale and x_zp: the
- * inputs' codes', DynamicQuantizeLSTM). */
+/* Each batch entry's length (sequence_lens, else the whole) into
+ * s->lens; returns the longest. */
+static xf_status lengths(lstm_steps *s, const xf_node *n, const xf_tensor_view *in, int64_t *longest, xf_error *err)
+{
+    *longest = 0;
+    for (int64_t b = 0; b < s->nb; b++) {
+        s->lens[b] = given(n, in, 4) ? xf_rt_load_i64(in[4].dtype, in[4].data, b) : s->t;
+        if (s->lens[b] < 0 || s->lens[b] > s->t)
+            return xf_rt_bad_node(err, n, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                                  (long long)s->lens[b], (long long)s->t);
+        *longest = s->lens[b] > *longest ? s->lens[b] : *longest;
+    }
+    return XF_OK;
+}
+
+/* The time of batch entry b's step `step` (reverse: from the entry's
+ * last valid step back; 0 for an entry past its length). */
+static int64_t time_of(const lstm_steps *s, int64_t b, int64_t step, bool reverse)
+{
+    return step >= s->lens[b] ? 0 : reverse ? s->lens[b] - 1 - step : step;
+}
+
+/* One direction: its input rows, then every step up to the longest
+ * sequence (x_scale and x_zp: the inputs' codes', DynamicQuantizeLSTM).
+ * An entry past its length keeps its states (DynamicQuantizeLSTM with Y
+ * wanted: its h, quantized with the others once more, becomes 0 after
+ * that step, as ONNX Runtime's next step reads it from Y);
+ * its Y rows there are 0; its final states are those of its last step
+ * (0 for a length of 0). */
 static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool reverse, float x_scale, int32_t x_zp,
-                               const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+                               int64_t longest, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     int64_t nb = s->nb, h = s->h, h4 = s->hg;
+    size_t row = sizeof(float) * (size_t)h;
     const lstm_dir *dr = &s->dir[d];
     bool per_col_w = s->quantized && xf_rt_numel(&in[8]) > s->dirs;
     bool per_col_r = s->quantized && xf_rt_numel(&in[10]) > s->dirs;
@@ -518,10 +547,17 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
         s->hs[i] = given(n, in, 5) ? ((const float *)in[5].data)[d * nb * h + i] : 0.0f;
         s->cs[i] = given(n, in, 6) ? ((const float *)in[6].data)[d * nb * h + i] : 0.0f;
     }
-    for (int64_t step = 0; step < s->t && st == XF_OK; step++) {
-        int64_t t = reverse ? s->t - 1 - step : step;
+    float *yh = wanted(n, out, 1) ? (float *)out[1].data + d * nb * h : NULL;
+    float *yc = s->lstm && wanted(n, out, 2) ? (float *)out[2].data + d * nb * h : NULL;
+    for (int64_t step = 0; step < longest && st == XF_OK; step++) {
+        for (int64_t b = 0; b < nb; b++) {
+            memcpy(s->hr + b * h4, s->g + (time_of(s, b, step, reverse) * nb + b) * h4, sizeof(float) * (size_t)h4);
+            if (step >= s->lens[b]) { /* past its length: its states are put back after the step */
+                memcpy(s->keep + 2 * b * h, s->hs + b * h, row);
+                memcpy(s->keep + (2 * b + 1) * h, s->cs + b * h, row);
+            }
+        }
         if (!s->quantized) {
-            memcpy(s->hr, s->g + t * nb * h4, sizeof(float) * (size_t)(nb * h4));
             st = exec_product(s, n, dr->step_mm, s->m_h, dr->r, NULL, s->m_hr, err);
         } else {
             float h_scale = quantize(s->hs, nb * h, s->qh, &s->zp);
@@ -529,24 +565,41 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
             if (st == XF_OK)
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
             product_scales(s, h_scale, dr->r_scales, per_col_r);
-            scale_rows(s, nb, s->g + t * nb * h4, h4, s->hr);
+            scale_rows(s, nb, s->hr, h4, s->hr);
             if (st == XF_OK && !s->general)
                 st = exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
         }
         if (st == XF_OK)
             st = s->general ? general_step(s, n, d, err) : s->lstm ? lstm_cell(s, n, err) : stream_wait(s, n, err);
         for (int64_t b = 0; b < nb && st == XF_OK; b++) {
-            float *hb = s->hs + b * h;
+            float *hb = s->hs + b * h, *cb = s->cs + b * h;
+            if (step >= s->lens[b]) {
+                memcpy(hb, s->keep + 2 * b * h, row);
+                memcpy(cb, s->keep + (2 * b + 1) * h, row);
+                if (s->quantized && wanted(n, out, 0))
+                    memset(hb, 0, row);
+                continue;
+            }
             if (!s->lstm) /* RNN: h is the gates' row */
-                memcpy(hb, s->hr + b * h4, sizeof(float) * (size_t)h);
+                memcpy(hb, s->hr + b * h4, row);
             if (wanted(n, out, 0))
-                memcpy((float *)out[0].data + ((t * s->dirs + d) * nb + b) * h, hb, sizeof(float) * (size_t)h);
+                memcpy((float *)out[0].data + ((time_of(s, b, step, reverse) * s->dirs + d) * nb + b) * h, hb, row);
+            if (step + 1 == s->lens[b]) { /* its last step */
+                if (yh)
+                    memcpy(yh + b * h, hb, row);
+                if (yc)
+                    memcpy(yc + b * h, cb, row);
+            }
         }
     }
-    if (st == XF_OK && wanted(n, out, 1))
-        memcpy((float *)out[1].data + d * nb * h, s->hs, sizeof(float) * (size_t)(nb * h));
-    if (st == XF_OK && s->lstm && wanted(n, out, 2))
-        memcpy((float *)out[2].data + d * nb * h, s->cs, sizeof(float) * (size_t)(nb * h));
+    for (int64_t b = 0; b < nb && st == XF_OK; b++) {
+        for (int64_t t = s->lens[b]; wanted(n, out, 0) && t < s->t; t++)
+            memset((float *)out[0].data + ((t * s->dirs + d) * nb + b) * h, 0, row);
+        if (s->lens[b] == 0 && yh)
+            memset(yh + b * h, 0, row);
+        if (s->lens[b] == 0 && yc)
+            memset(yc + b * h, 0, row);
+    }
     return st;
 }
 
@@ -555,11 +608,14 @@ static xf_status steps_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vie
 {
     lstm_steps *s = st->own;
     XF_DN_TRY(err, n, dnnl_memory_set_data_handle(s->m_x, in[0].data));
-    int32_t x_zp = 0;
-    float x_scale = s->quantized ? quantize(in[0].data, s->t * s->nb * s->ni, s->qx, &x_zp) : 1.0f;
-    xf_status r = XF_OK;
+    int64_t longest;
+    xf_status r = lengths(s, n, in, &longest, err);
+    if (r != XF_OK)
+        return r;
+    int32_t x_zp = 0; /* DynamicQuantizeLSTM: the inputs up to the longest sequence */
+    float x_scale = s->quantized ? quantize(in[0].data, longest * s->nb * s->ni, s->qx, &x_zp) : 1.0f;
     for (int64_t d = 0; d < s->dirs && r == XF_OK; d++)
-        r = run_direction(s, n, d, n->attrs.rnn.direction == 1 || d == 1, x_scale, x_zp, in, out, err);
+        r = run_direction(s, n, d, n->attrs.rnn.direction == 1 || d == 1, x_scale, x_zp, longest, in, out, err);
     return r;
 }
 
@@ -670,12 +726,13 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->clip = a->has_clip ? a->clip : FLT_MAX;
     s->peep = s->lstm && given(n, in, 7) ? in[7].data : NULL;
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = s->hg, most = ni > h ? ni : h;
-    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 3 * h) + 2 * h4));
+    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 5 * h) + 2 * h4));
+    s->lens = malloc(sizeof(int64_t) * (size_t)nb);
     s->qx = s->quantized ? malloc((size_t)(t * nb * ni + nb * h)) : NULL;
     s->acc = s->quantized ? malloc(sizeof(int32_t) * (size_t)(t * nb * h4)) : NULL;
     bool doubled = s->lstm && !s->quantized && !s->general;
     float *w2 = doubled ? malloc(sizeof(float) * (size_t)(h4 * most)) : NULL;
-    if (!s->buf || (s->quantized ? !s->qx || !s->acc : doubled && !w2)) {
+    if (!s->buf || !s->lens || (s->quantized ? !s->qx || !s->acc : doubled && !w2)) {
         free(w2);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     }
@@ -686,6 +743,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->tc = s->cs + nb * h;
     s->scales = s->tc + nb * h;
     float *bias = s->scales + h4;
+    s->keep = bias + h4;
     s->qh = s->qx ? s->qx + t * nb * ni : NULL;
     xf_status rs = XF_OK;
     for (int64_t d = 0; d < s->dirs && rs == XF_OK; d++)

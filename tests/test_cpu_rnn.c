@@ -245,7 +245,7 @@ END_TEST
  * eltwise ops: clip, input_forget, peepholes, and every activation but
  * ThresholdedRelu and Softsign (those two stay on cpu_ref, and are checked
  * too), as LSTM's f, g or h and as RNN's; every direction, with initial
- * states. */
+ * states, and sequences shorter than the input. */
 START_TEST(step_general_forms)
 {
     if (!xf_bt_have_cpu())
@@ -261,6 +261,7 @@ START_TEST(step_general_forms)
                 {.op = XF_OP_LSTM, .act = acts[k], .direction = dir, .bias = true, .outputs = 7},
                 {.op = XF_OP_LSTM, .act_f = acts[k], .direction = dir, .h0 = true, .c0 = true, .outputs = 7},
                 {.op = XF_OP_LSTM, .act_h = acts[k], .direction = dir, .bias = true, .outputs = 5},
+                {.op = XF_OP_RNN, .act = acts[k], .direction = dir, .lens = true, .short_lens = true, .outputs = 3},
             };
             for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
                 check_form(&forms[i]);
