@@ -14,15 +14,15 @@
  * offers on AVX-512) took about three times as long as this for an LSTM
  * of 256 units on one thread, and two and a half times for an RNN of 512;
  * its GRU primitive did not, and keeps the rest.  In the forms it does
- * not take (clip, input_forget, peepholes, other activations; "general"),
- * at every size, which cpu_ref's double loops ran 20 times slower: the
+ * not take (clip, input_forget, peepholes, other activations: "general";
+ * sequences shorter than the input), at every size, which cpu_ref's
+ * double loops ran 20 to 40 times slower: the
  * products add the rows alone, then a loop of this file adds the
  * peepholes and clips the gates' inputs, and each function is a chain of
  * eltwise primitives (act_chain), as cpu_ref orders them.
  *
  * DynamicQuantizeLSTM (int8 W and R with zero points 0, constant scales,
- * every sequence of the whole length, the general forms as LSTM's; where
- * oneDNN's int8 sums are exact): the
+ * the general forms as LSTM's; where oneDNN's int8 sums are exact): the
  * inputs and, at each step, the hidden state quantized to uint8 as cpu_ref
  * does (xf_dn_quantize_all), their int8 products with the weights exact
  * in int32 (oneDNN's int8 matmul), then scaled per column as cpu_ref
