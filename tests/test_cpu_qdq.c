@@ -222,6 +222,16 @@ static int64_t max_diff(const xf_tensor *a, const xf_tensor *b, int64_t *differ)
     return most;
 }
 
+/* got is within tol steps of cpu_ref's want (mode: "static", "dynamic"
+ * or "" when the test runs one). */
+static void expect_near_ref(const xf_tensor *got, const xf_tensor *want, int64_t tol, const char *what,
+                            const char *mode)
+{
+    int64_t differ;
+    ck_assert_msg(max_diff(got, want, &differ) <= tol, "%s%s%s: %lld outputs off cpu_ref", what, *mode ? " " : "",
+                  mode, (long long)differ);
+}
+
 START_TEST(qdq_convolutions)
 {
     if (!xf_bt_have_cpu())
@@ -533,8 +543,7 @@ START_TEST(qdq_transparent_ops)
         ck_assert_msg(counts[XF_OP_QUANTIZE_LINEAR] == !forms[i].lowered && counts[XF_OP_DEQUANTIZE_LINEAR] == dqs &&
                           counts[XF_OP_GATHER] == forms[i].tables + (forms[i].op == XF_OP_GATHER),
                       "%s: %d QuantizeLinears, %d Gathers", what, counts[XF_OP_QUANTIZE_LINEAR], counts[XF_OP_GATHER]);
-        int64_t differ;
-        ck_assert_msg(max_diff(got, want, &differ) == 0, "%s: %lld outputs off cpu_ref", what, (long long)differ);
+        expect_near_ref(got, want, 0, what, "");
         xf_tensor *all[] = {x, other, part[0], part[1], part[2], part[3], part[4], got, want};
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             xf_tensor_release(all[k]);
@@ -592,9 +601,7 @@ START_TEST(qdq_activation_tables)
         ck_assert_msg(counts[XF_OP_GATHER] == table && counts[forms[i].op] == !table &&
                           counts[XF_OP_DEQUANTIZE_LINEAR] == !table && counts[XF_OP_QUANTIZE_LINEAR] == !table,
                       "%s: %d Gathers", what, counts[XF_OP_GATHER]);
-        int64_t differ;
-        ck_assert_msg(max_diff(got, want, &differ) <= (table ? 0 : 1), "%s: %lld outputs off cpu_ref", what,
-                      (long long)differ);
+        expect_near_ref(got, want, table ? 0 : 1, what, "");
         xf_tensor *all[] = {x, scale, zp, ys, yzp, got, want};
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             xf_tensor_release(all[k]);
@@ -701,9 +708,7 @@ START_TEST(qdq_table_chains)
                               counts[XF_OP_ERF] == 0,
                           "%s: %d Gathers, %d QuantizeLinears", what, counts[XF_OP_GATHER],
                           counts[XF_OP_QUANTIZE_LINEAR]);
-            int64_t differ;
-            ck_assert_msg(max_diff(got, want, &differ) <= (table ? 0 : 1), "%s (%s): %lld outputs off cpu_ref",
-                          what, dynamic ? "dynamic" : "static", (long long)differ);
+            expect_near_ref(got, want, table ? 0 : 1, what, dynamic ? "(dynamic)" : "(static)");
             xf_tensor_release(got);
         }
         xf_tensor_release(x);
@@ -771,9 +776,7 @@ START_TEST(qoperator_table_chains)
             ck_assert_msg(counts[XF_OP_GATHER] == table && qops == !table && counts[XF_OP_ERF] == 0 &&
                               counts[XF_OP_QUANTIZE_LINEAR] == 0 && counts[XF_OP_DEQUANTIZE_LINEAR] == 0,
                           "%s: %d Gathers, %d QOperator nodes", what, counts[XF_OP_GATHER], qops);
-            int64_t differ;
-            ck_assert_msg(max_diff(got, want, &differ) == 0, "%s (%s): %lld outputs off cpu_ref", what,
-                          dynamic ? "dynamic" : "static", (long long)differ);
+            expect_near_ref(got, want, 0, what, dynamic ? "(dynamic)" : "(static)");
             xf_tensor_release(got);
         }
         xf_tensor_release(x);
@@ -818,8 +821,7 @@ START_TEST(qlinear_concat_codes)
         ck_assert_msg(counts[XF_OP_MS_QLINEAR_CONCAT] == !lowered && counts[XF_OP_CONCAT] == lowered &&
                           counts[XF_OP_GATHER] == 2 * lowered,
                       "%s: %d Concats, %d Gathers", what, counts[XF_OP_CONCAT], counts[XF_OP_GATHER]);
-        int64_t differ;
-        ck_assert_msg(max_diff(got, want, &differ) == 0, "%s: %lld outputs off cpu_ref", what, (long long)differ);
+        expect_near_ref(got, want, 0, what, "");
         xf_tensor *all[] = {x, feeds[1], got, want};
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
             xf_tensor_release(all[k]);
