@@ -227,7 +227,7 @@ xf_status cost_measured_init(xf_cost_model *m, const char *name, const xf_cost_o
         return xf_error_set(err, XF_ERR_INVALID, "cost model '%s': this build has no backend '%s'", name, backend);
     /* A backend whose device is absent says so now, not at the first op. */
     void *ctx = NULL;
-    if (b->context_create && b->context_create(&ctx, err) != XF_OK) {
+    if (b->context_create && b->context_create(NULL, &ctx, err) != XF_OK) {
         xf_error_prefix(err, "cost model '%s'", name);
         return err ? err->status : XF_ERR_UNSUPPORTED;
     }

@@ -74,7 +74,8 @@ bool xf_rt_flow_node(const xf_node *n) { return kind_of(n) != FLOW_NONE; }
  * them; `formal` gives the others, n_formal entries, UNDEFINED to keep;
  * formal_of, when not NULL, the values they bind to, whose kind they take). */
 static xf_status body_session(const xf_graph *g, int node, const char *attr, int64_t opset, const char *backend,
-                              size_t max_bytes, const xf_dtype *formal, const xf_value *const *formal_of, int n_formal,
+                              const xf_session_options *inherit, const xf_dtype *formal,
+                              const xf_value *const *formal_of, int n_formal,
                               xf_session **out, xf_error *err)
 {
     const xf_node *n = &g->nodes[node];
@@ -107,7 +108,7 @@ static xf_status body_session(const xf_graph *g, int node, const char *attr, int
             st = xf_error_set(err, XF_ERR_UNSUPPORTED, "node '%s' (%s): the type of '%s' is unknown", n->name,
                               o->op_type, v->name);
     }
-    xf_session_options opt = {.force_dynamic = true, .max_tensor_bytes = max_bytes};
+    xf_session_options opt = xf_rt_inherited_options(inherit);
     if (st == XF_OK)
         st = xf_session_create(body, opset, backend, &opt, out, err);
     if (st != XF_OK)
@@ -171,8 +172,7 @@ static xf_status scan_attrs(xf_rt_flow *f, int64_t opset, xf_error *err)
 /* FlexAttention: Q, K, V, then the outer values its modifiers use; each
  * modifier given takes one tensor of the softmax precision and gives one. */
 static xf_status flex_create(xf_rt_flow *f, const xf_graph *g, int node, int64_t opset, const char *backend,
-                             size_t max_bytes,
-                             xf_error *err)
+                             const xf_session_options *inherit, xf_error *err)
 {
     const xf_node *n = f->node;
     if (f->n_own != 3 || n->n_outputs != 1 || n->inputs[0] < 0)
@@ -189,7 +189,7 @@ static xf_status flex_create(xf_rt_flow *f, const xf_graph *g, int node, int64_t
     for (int b = 0; b < 2; b++) {
         if (!xf_opaque_find_body(n->opaque, attrs[b]))
             continue;
-        xf_status st = body_session(g, node, attrs[b], opset, backend, max_bytes, &sp, NULL, 1, &f->body[b], err);
+        xf_status st = body_session(g, node, attrs[b], opset, backend, inherit, &sp, NULL, 1, &f->body[b], err);
         if (st == XF_OK)
             st = check_outputs(f, f->body[b], attrs[b], 1, err);
         if (st != XF_OK)
@@ -198,7 +198,8 @@ static xf_status flex_create(xf_rt_flow *f, const xf_graph *g, int node, int64_t
     return XF_OK;
 }
 
-xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
+xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend,
+                            const xf_session_options *inherit,
                             xf_rt_flow **out, xf_error *err)
 {
     *out = NULL;
@@ -213,17 +214,17 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
     f->n_outer = n->n_inputs - f->n_own;
     xf_status st = XF_OK;
     if (f->kind == FLOW_ML) {
-        st = xf_rt_ml_create(n, max_bytes, &f->ml, err);
+        st = xf_rt_ml_create(n, inherit ? inherit->max_tensor_bytes : 0, &f->ml, err);
     } else if (f->kind == FLOW_GRADIENT) {
-        st = xf_rt_gradient_create(g, node, opset, backend, max_bytes, &f->gradient, err);
+        st = xf_rt_gradient_create(g, node, opset, backend, inherit, &f->gradient, err);
     } else if (f->kind == FLOW_FLEX) {
-        st = flex_create(f, g, node, opset, backend, max_bytes, err);
+        st = flex_create(f, g, node, opset, backend, inherit, err);
     } else if (f->kind == FLOW_IF) {
         if (f->n_own != 1)
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (If) has %d inputs; If takes one", n->name, f->n_own);
         const char *attrs[2] = {"then_branch", "else_branch"};
         for (int b = 0; b < 2 && st == XF_OK; b++) {
-            st = body_session(g, node, attrs[b], opset, backend, max_bytes, NULL, NULL, 0, &f->body[b], err);
+            st = body_session(g, node, attrs[b], opset, backend, inherit, NULL, NULL, 0, &f->body[b], err);
             if (st == XF_OK)
                 st = check_outputs(f, f->body[b], attrs[b], n->n_outputs, err);
         }
@@ -238,7 +239,7 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
         if (st == XF_OK && f->n_own < 1)
             st = xf_error_set(err, XF_ERR_INVALID, "node '%s' (SequenceMap) has no input sequence", n->name);
         if (st == XF_OK)
-            st = body_session(g, node, "body", opset, backend, max_bytes, formal, NULL, f->n_own, &f->body[0], err);
+            st = body_session(g, node, "body", opset, backend, inherit, formal, NULL, f->n_own, &f->body[0], err);
         free(formal);
         if (st == XF_OK)
             st = check_outputs(f, f->body[0], "body", n->n_outputs, err);
@@ -269,7 +270,7 @@ xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const ch
                 formal[0] = XF_DT_INT64;
                 formal[1] = XF_DT_BOOL;
             }
-            st = body_session(g, node, "body", opset, backend, max_bytes, formal, formal_of, n_formal, &f->body[0],
+            st = body_session(g, node, "body", opset, backend, inherit, formal, formal_of, n_formal, &f->body[0],
                               err);
         }
         free(formal);

@@ -614,11 +614,12 @@ static bool dn_in_place(void *ctx, const xf_graph *g, int node)
 
 /* ---------------------------------------------------------------- the vtable */
 
-static xf_status dn_context_create(void **ctx, xf_error *err)
+static xf_status dn_context_create(const xf_session_options *opt, void **ctx, xf_error *err)
 {
     xf_dn_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    c->direct_conv = opt && opt->direct_convolutions;
     dnnl_status_t s = dnnl_engine_create(&c->engine, dnnl_cpu, 0);
     if (s == dnnl_success)
         s = dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags);

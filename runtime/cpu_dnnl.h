@@ -25,6 +25,8 @@ typedef enum xf_dn_layout { XF_DN_PLAIN = 0, XF_DN_NATIVE } xf_dn_layout;
 typedef struct xf_dn_ctx {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    /* xf_session_options.direct_convolutions: no Winograd kernels */
+    bool direct_conv;
     /* the native 4-D layout and the channel multiple it needs to add no
      * padding; native_block == 0: none (everything stays plain) */
     dnnl_format_tag_t native_tag;

@@ -534,7 +534,7 @@ static void cu_context_free(void *ctx)
     free(c);
 }
 
-static xf_status cu_context_create(void **out, xf_error *err)
+static xf_status cu_context_create(const xf_session_options *opt, void **out, xf_error *err)
 {
     *out = NULL;
     int count = 0;
@@ -547,6 +547,7 @@ static xf_status cu_context_create(void **out, xf_error *err)
     xf_cu_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    c->direct_conv = opt && opt->direct_convolutions;
     const char *tf32 = getenv("XF_CUDA_TF32");
     c->tf32 = tf32 && !strcmp(tf32, "1");
     xf_status st = XF_OK;

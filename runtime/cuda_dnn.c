@@ -168,7 +168,7 @@ static void algo_key(const geometry *geo, const int *w_dims, int64_t group, cons
     key[22] = c->device;
     key[0] = geo->nd;
     key[1] = (int)group;
-    key[2] = c->tf32;
+    key[2] = c->tf32 | c->direct_conv << 1;
     for (int d = 0; d < geo->nd; d++) {
         key[3 + d] = geo->x[d];
         key[8 + d] = w_dims[d];
@@ -205,6 +205,14 @@ static void algo_remember(const int *key, cudnnConvolutionFwdAlgo_t algo, size_t
     pthread_mutex_unlock(&algo_cache_lock);
 }
 
+/* The algorithms that compute through a transform (Winograd's, FFT),
+ * which round differently from direct sums. */
+static bool transformed_algo(cudnnConvolutionFwdAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+
 static xf_status conv_choose_algo(xf_cu_ctx *c, const xf_node *n, xf_cu_node *st, const int *key, const void *x,
                                   const void *w, void *y, xf_error *err)
 {
@@ -229,7 +237,8 @@ static xf_status conv_choose_algo(xf_cu_ctx *c, const xf_node *n, xf_cu_node *st
                                                                   &found, perf));
     }
     for (int i = 0; i < found; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CONV_WORKSPACE_LIMIT) {
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CONV_WORKSPACE_LIMIT &&
+            !(c->direct_conv && transformed_algo(perf[i].algo))) {
             st->algo = perf[i].algo;
             st->workspace_bytes = perf[i].memory;
             algo_remember(key, perf[i].algo, perf[i].memory);

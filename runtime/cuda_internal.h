@@ -119,6 +119,7 @@ typedef struct xf_cu_ctx {
     void *workspace;
     size_t workspace_bytes;
     bool tf32; /* XF_CUDA_TF32=1: TensorFloat-32 allowed in convolutions and GEMMs */
+    bool direct_conv; /* xf_session_options.direct_convolutions: no Winograd or FFT algorithms */
     cudaEvent_t timer[2]; /* per-node profiling: start and stop marks on the stream */
     /* Errors kernels find on the device (a Gather index out of range): one
      * int in device memory, 0 or 1 + the index of the first node that

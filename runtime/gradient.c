@@ -226,7 +226,8 @@ static int named_value(const xf_graph *g, const xf_node *n, const xf_opaque_stri
     return n->inputs[n->opaque->n_own_inputs + at];
 }
 
-xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
+xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, const char *backend,
+                                const xf_session_options *inherit,
                                 xf_rt_gradient **out, xf_error *err)
 {
     *out = NULL;
@@ -276,7 +277,7 @@ xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, cons
         st = build_part(gr, g, node, src, n_x + n_z, yv, err);
     if (st == XF_OK)
         st = mark_varying(gr, err);
-    xf_session_options opt = {.force_dynamic = true, .max_tensor_bytes = max_bytes};
+    xf_session_options opt = xf_rt_inherited_options(inherit);
     if (st == XF_OK && gr->part->n_nodes > 0)
         st = xf_session_create(gr->part, opset, backend, &opt, &gr->session, err);
     free(src);

@@ -617,7 +617,7 @@ static xf_status create_flows(xf_session *s, bool *any, xf_error *err)
             continue;
         if (!s->flows && !(s->flows = calloc((size_t)s->g->n_nodes, sizeof *s->flows)))
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        xf_status st = xf_rt_flow_create(s->g, i, s->opset, s->be->name, s->max_bytes, &s->flows[i], err);
+        xf_status st = xf_rt_flow_create(s->g, i, s->opset, s->be->name, &s->opt, &s->flows[i], err);
         if (st != XF_OK)
             return st;
         *any = true;
@@ -714,6 +714,16 @@ static bool all_shapes_static(const xf_graph *g)
     return true;
 }
 
+xf_session_options xf_rt_inherited_options(const xf_session_options *inherit)
+{
+    xf_session_options o = {.force_dynamic = true};
+    if (inherit) {
+        o.max_tensor_bytes = inherit->max_tensor_bytes;
+        o.direct_convolutions = inherit->direct_convolutions;
+    }
+    return o;
+}
+
 xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *backend_name,
                             const xf_session_options *opt, xf_session **out, xf_error *err)
 {
@@ -737,6 +747,8 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     s->be = be;
     s->opset = opset;
     s->max_bytes = opt ? opt->max_tensor_bytes : 0;
+    if (opt)
+        s->opt = *opt;
     s->g = xf_graph_clone(graph);
     xf_status st = s->g ? xf_graph_validate(s->g, err) : xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     /* before inference, so that an unsupported op is what gets reported;
@@ -790,7 +802,7 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
                               "backend %s cannot run graphs whose shapes depend on run-time values", be->name);
     }
     if (st == XF_OK && be->context_create)
-        st = be->context_create(&s->ctx, err);
+        st = be->context_create(&s->opt, &s->ctx, err);
     if (st == XF_OK)
         st = bind_initializers(s, err);
     if (st == XF_OK && !s->dynamic)

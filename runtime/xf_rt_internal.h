@@ -473,11 +473,16 @@ xf_status xf_rt_lower_half(xf_graph *g, xf_error *err);
 typedef struct xf_rt_flow xf_rt_flow;
 /* Whether n is an If, a Loop or a Scan (loaded or not: create says which). */
 bool xf_rt_flow_node(const xf_node *n);
-/* Makes the sessions of node `node`'s subgraphs, with the largest tensor
- * they may hold (xf_session_options.max_tensor_bytes); fails naming the
- * node when a subgraph did not load or holds an op the backend lacks. */
-xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
-                            xf_rt_flow **out, xf_error *err);
+/* The options of a session made inside another session's node (a
+ * subgraph's, a Gradient's part): dynamic, with the limits and choices of
+ * inherit (the outer session's options; NULL: none). */
+xf_session_options xf_rt_inherited_options(const xf_session_options *inherit);
+/* Makes the sessions of node `node`'s subgraphs, with the outer session's
+ * options (inherit, as xf_rt_inherited_options takes them: the largest
+ * tensor they may hold among them); fails naming the node when a subgraph
+ * did not load or holds an op the backend lacks. */
+xf_status xf_rt_flow_create(const xf_graph *g, int node, int64_t opset, const char *backend,
+                            const xf_session_options *inherit, xf_rt_flow **out, xf_error *err);
 /* Runs the node: in[] has its n_inputs tensors in host memory (NULL for an
  * omitted one), out[] receives n_outputs new tensors. */
 xf_status xf_rt_flow_run(xf_rt_flow *f, xf_tensor *const *in, xf_tensor **out, xf_error *err);
@@ -493,8 +498,8 @@ xf_status xf_rt_flex_run(const xf_node *n, xf_tensor *const *in, xf_tensor *cons
  * differentiates, a session of it on backend, and its backward pass; run
  * on the node's inputs (in: xs then zs), out[] receiving the gradients. */
 typedef struct xf_rt_gradient xf_rt_gradient;
-xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, const char *backend, size_t max_bytes,
-                                xf_rt_gradient **out, xf_error *err);
+xf_status xf_rt_gradient_create(const xf_graph *g, int node, int64_t opset, const char *backend,
+                                const xf_session_options *inherit, xf_rt_gradient **out, xf_error *err);
 xf_status xf_rt_gradient_run(xf_rt_gradient *gr, xf_tensor *const *in, xf_tensor **out, xf_error *err);
 void xf_rt_gradient_free(xf_rt_gradient *gr);
 

@@ -35,6 +35,8 @@ typedef struct xf_tensor_view {
  * them there (cudnnFind); only graph inputs on host-memory backends are
  * bound later, per run (their data is NULL then).  In dynamic mode prepare,
  * run_node and release follow each other for every node of every run. */
+typedef struct xf_session_options xf_session_options; /* below */
+
 typedef struct xf_backend {
     const char *name;
     const char *description;
@@ -46,9 +48,10 @@ typedef struct xf_backend {
      * parameter tensors (a Reshape's shape) on the host. */
     bool host_memory;
 
-    /* optional: per-session context (library handles, streams); fails with
-     * a clear message when the device is absent ("no CUDA device"). */
-    xf_status (*context_create)(void **ctx, xf_error *err);
+    /* optional: per-session context (library handles, streams) for a
+     * session made with opt (NULL: defaults); fails with a clear message
+     * when the device is absent ("no CUDA device"). */
+    xf_status (*context_create)(const xf_session_options *opt, void **ctx, xf_error *err);
     void (*context_free)(void *ctx);
 
     /* Whether node `node` of g can run here, judging by op kind, attributes
@@ -197,7 +200,7 @@ bool xf_memplan_skips(const xf_memplan *p, int i);
 /* A session runs one call at a time (it keeps per-run scratch). */
 typedef struct xf_session xf_session;
 
-typedef struct xf_session_options {
+struct xf_session_options {
     /* Run every node in dynamic mode, even when every shape is static
      * (tests, and graphs whose static shapes are not trusted).  Without it
      * a graph with shapes known only at run time still runs the nodes
@@ -216,7 +219,17 @@ typedef struct xf_session_options {
      * cancelled, Pads folded into their readers, activations fused into
      * Convs): the reference run that checks those rewrites too. */
     bool as_given;
-} xf_session_options;
+    /* Sum every convolution directly, as cpu_ref does.  Without it the
+     * backends may compute one through a transform that rounds
+     * differently: the cpu backend runs float 3x3 convolutions of stride 1
+     * through Winograd's F(2x2, 3x3) where oneDNN has that kernel (1.3 to
+     * 1.8 times faster than its direct ones; the largest difference from
+     * the exact sums about 3 times the direct kernels'), and the cuda
+     * backend takes whichever algorithm cuDNN times fastest, Winograd and
+     * FFT among them.  Sessions made inside this one (subgraphs, Gradient)
+     * inherit it. */
+    bool direct_convolutions;
+};
 
 /* Binds g to the backend (NULL: "cpu_ref").  The session keeps its own
  * clone of g (tensors are shared, not copied) with shapes inferred for

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int xf_bt_input(xf_graph *g, xf_dtype t, xf_shape s)
 {
@@ -149,6 +150,19 @@ bool xf_bt_have_vnni(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     return __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
+bool xf_bt_avx512_kernels(void)
+{
+    const char *isa = getenv("DNNL_MAX_CPU_ISA");
+    if (isa && strncasecmp(isa, "AVX512", 6) != 0 && strcasecmp(isa, "ALL") != 0)
+        return false;
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 #else
     return false;
 #endif

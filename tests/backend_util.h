@@ -41,6 +41,10 @@ bool xf_bt_have_cpu(void);
 /* Whether the CPU has AVX-512 VNNI, which the cpu backend's int8 paths
  * need (see cpu_dnnl_int8.c). */
 bool xf_bt_have_vnni(void);
+/* Whether oneDNN may run its AVX-512 kernels (Winograd's convolution among
+ * them) here: the CPU has AVX-512 F, BW, VL and DQ, and DNNL_MAX_CPU_ISA,
+ * where set, allows them. */
+bool xf_bt_avx512_kernels(void);
 /* xf_bt_check_graph on the cpu backend, static and dynamic mode. */
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
 

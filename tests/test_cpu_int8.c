@@ -183,7 +183,7 @@ static bool on_onednn(const qcase *c)
     }
     void *ctx = NULL, *state = NULL;
     xf_error err = {0};
-    ck_assert_msg(b->context_create(&ctx, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(b->context_create(NULL, &ctx, &err) == XF_OK, "%s", err.msg);
     ck_assert_msg(b->prepare(ctx, c->g, c->node, in, out, &state, &err) == XF_OK, "prepare: %s", err.msg);
     bool yes = state != NULL;
     if (state)

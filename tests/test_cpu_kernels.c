@@ -6,9 +6,10 @@
  * ConvTranspose whose kernel is its stride, a Concat of a convolution's
  * output and a tensor stored plain, Concats of small plain pieces, binary
  * ops on a pooled map, a broadcast oneDNN lacks followed by a scale and a
- * BatchNormalization of a plain tensor.  Each graph is checked
- * against cpu_ref, and every node's implementation (xf_session_node_impl)
- * is read back.  ctest runs the suite again with oneDNN held at AVX2,
+ * BatchNormalization of a plain tensor, and 3x3 convolutions through
+ * Winograd's transform (or directly, as a session may ask).  Each graph
+ * is checked against cpu_ref, and every node's implementation
+ * (xf_session_node_impl) is read back.  ctest runs the suite again with oneDNN held at AVX2,
  * where values are stored channel-blocked and the kernels take fewer
  * forms. */
 #include "backend_util.h"
@@ -274,6 +275,90 @@ START_TEST(batch_norm_plain)
 }
 END_TEST
 
+/* Runs g on cpu with opt and returns the largest difference of its output
+ * from want relative to want's largest |element|; *wino receives which
+ * Conv nodes of the session run Winograd's kernel, bit k for the k-th
+ * (static sessions; -1 in dynamic ones, whose implementations are chosen
+ * per run). */
+static double cpu_error(const xf_graph *g, const xf_session_options *opt, xf_tensor *in, const xf_tensor *want,
+                        int *wino)
+{
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", opt, &s, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *got = NULL;
+    ck_assert_msg(xf_session_run(s, &in, &got, &err) == XF_OK, "%s", err.msg);
+    *wino = -1;
+    if (!xf_session_is_dynamic(s)) {
+        const xf_graph *sg = xf_session_graph(s);
+        *wino = 0;
+        for (int i = 0, k = 0; i < sg->n_nodes; i++) {
+            char impl[128];
+            xf_session_node_impl(s, i, impl, sizeof impl);
+            ck_assert_msg(strncmp(impl, "ref:", 4) != 0, "node %d runs oneDNN's reference implementation", i);
+            if (sg->nodes[i].op == XF_OP_CONV && strstr(impl, "wino"))
+                *wino |= 1 << k;
+            k += sg->nodes[i].op == XF_OP_CONV;
+        }
+    }
+    double big = 0, diff = 0;
+    const float *a = got->data, *b = want->data;
+    ck_assert_int_eq(xf_tensor_numel(got), xf_tensor_numel(want));
+    for (int64_t i = 0; i < xf_tensor_numel(want); i++) {
+        big = fmax(big, fabs(b[i]));
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+    }
+    xf_tensor_release(got);
+    xf_session_free(s);
+    return diff / big;
+}
+
+/* 3x3 convolutions of stride 1 and 64 output channels or more run through
+ * Winograd's F(2x2, 3x3) where oneDNN has it (AVX-512), reordered to and
+ * from the layout that kernel reads: the first one (with a ReLU) does; the
+ * second, with a residual Add as a sum post-op, only where its output is
+ * stored in that layout; a strided 3x3, one of 32 output channels and a
+ * 1x1 run directly.  Their results stay within 1e-5 of cpu_ref's (relative
+ * to the largest output; about 1e-6 measured); direct_convolutions keeps
+ * every convolution direct. */
+START_TEST(winograd_3x3)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("winograd");
+    int x = add_input(g, SHAPE(1, 64, 24, 20));
+    int a = xf_bt_conv(g, x, 64, 64, 3, 1, XF_ACT_RELU);
+    int b = xf_bt_conv(g, a, 64, 64, 3, 1, XF_ACT_NONE);
+    int r = out0(g, NODE(g, XF_OP_RELU, out0(g, NODE(g, XF_OP_ADD, b, a))));
+    int d = xf_bt_conv(g, xf_bt_conv(g, r, 64, 32, 3, 1, XF_ACT_NONE), 32, 64, 3, 2, XF_ACT_RELU);
+    xf_graph_add_output(g, xf_bt_conv(g, d, 64, 16, 1, 1, XF_ACT_NONE));
+    infer_ok(g, 17);
+    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 7), *want = NULL;
+    xf_session *ref = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
+    bool expect = xf_bt_avx512_kernels();
+    for (int direct = 0; direct < 2; direct++)
+        for (int dynamic = 0; dynamic < 2; dynamic++) {
+            xf_session_options opt = {.force_dynamic = dynamic, .direct_convolutions = direct};
+            int wino;
+            double e = cpu_error(g, &opt, in, want, &wino);
+            ck_assert_msg(e <= 1e-5, "direct %d, dynamic %d: %.3g from cpu_ref", direct, dynamic, e);
+            /* the first always, the second where its layouts allow */
+            if (!dynamic)
+                ck_assert_msg(expect && !direct ? (wino & ~2) == 1 : wino == 0,
+                              "direct %d: the convolutions of bits %#x run Winograd's kernel", direct, wino);
+        }
+    if (!expect)
+        printf("winograd_3x3: no AVX-512 kernels here, so every convolution was checked as run directly\n");
+    xf_tensor_release(in);
+    xf_tensor_release(want);
+    xf_session_free(ref);
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_kernels");
@@ -287,6 +372,7 @@ int main(void)
     tcase_add_test(t, pooled_map_ops);
     tcase_add_test(t, middle_broadcast_then_scale);
     tcase_add_test(t, batch_norm_plain);
+    tcase_add_test(t, winograd_3x3);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }

@@ -41,7 +41,7 @@ static bool have_gpu(void)
         if (!be) {
             snprintf(gpu_why, sizeof gpu_why, "this build has no cuda backend");
             gpu_state = 0;
-        } else if (be->context_create(&ctx, &err) != XF_OK) {
+        } else if (be->context_create(NULL, &ctx, &err) != XF_OK) {
             snprintf(gpu_why, sizeof gpu_why, "%s", err.msg);
             gpu_state = 0;
         } else {
@@ -750,7 +750,7 @@ START_TEST(device_named)
     ck_assert_ptr_nonnull(be->device_name);
     void *ctx = NULL;
     xf_error err = {0};
-    ck_assert_msg(be->context_create(&ctx, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(be->context_create(NULL, &ctx, &err) == XF_OK, "%s", err.msg);
     char name[200] = "";
     be->device_name(ctx, name, sizeof name);
     be->context_free(ctx);

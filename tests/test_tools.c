@@ -1,6 +1,7 @@
 /* The command-line programs end to end: the bundled example, --check, and
  * every kind of bad input (one clear error line naming the file and the
  * problem, a non-zero exit, no output file left, the input untouched). */
+#include "backend_util.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
@@ -395,6 +396,28 @@ START_TEST(test_threads_option)
 }
 END_TEST
 
+/* --direct-conv: the bundled example's 3x3 convolutions run through
+ * Winograd's kernel on the cpu backend where oneDNN has it (AVX-512), and
+ * directly with the option, as --profile names them. */
+START_TEST(test_direct_conv_option)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    char cmd[9000], *out = NULL;
+    for (int direct = 0; direct < 2; direct++) {
+        snprintf(cmd, sizeof cmd, "%s %s/examples/inception_block.onnx --backend cpu --profile 40 --iters 1 -q%s",
+                 xf_test_tool("xflow-run"), XF_SOURCE_DIR, direct ? " --direct-conv" : "");
+        ck_assert_msg(xf_test_run(cmd, &out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, "Conv_6  [") != NULL, "%s", out);
+        bool wino = strstr(out, "wino") != NULL;
+        ck_assert_msg(wino == (!direct && xf_bt_avx512_kernels()), "direct %d: %s", direct, out);
+        free(out);
+    }
+    if (!xf_bt_avx512_kernels())
+        printf("test_direct_conv_option: no AVX-512 kernels here, so both runs were direct\n");
+}
+END_TEST
+
 /* Runs the Python script made from fmt (with onnx and numpy: it writes a
  * test's model and inputs), which must succeed. */
 static void python_fixture(const char *fmt, ...)
@@ -502,6 +525,7 @@ int main(void)
     tcase_add_test(ex, test_check_with_input_files);
     tcase_add_test(ex, test_openmp_wait_policy);
     tcase_add_test(ex, test_threads_option);
+    tcase_add_test(ex, test_direct_conv_option);
     suite_add_tcase(s, ex);
     return xf_test_run_suite(s);
 }

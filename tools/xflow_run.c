@@ -46,6 +46,9 @@ static const char usage[] =
     "                           data (default: no limit)\n"
     "  --threads N              run on at most N threads (default: OMP_NUM_THREADS,\n"
     "                           else one per core)\n"
+    "  --direct-conv            sum every convolution directly, as cpu_ref does\n"
+    "                           (default: 3x3 ones may run through Winograd's\n"
+    "                           transform, faster, rounded in another order)\n"
     "  --list-backends          print the backends this build has\n"
     "  -q, --quiet, -v, --verbose, -h, --help\n"
     "  --version                the version, the backends and the image formats\n"
@@ -62,6 +65,7 @@ typedef struct options {
     int n_dims;
     long iters, warmup, seed, profile, max_tensor_mb, threads;
     int verbosity;
+    bool direct_conv;
 } options;
 
 typedef struct node_time {
@@ -192,6 +196,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->verbosity = 0;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             o->verbosity = 2;
+        } else if (!strcmp(a, "--direct-conv")) {
+            o->direct_conv = true;
         } else if (!strcmp(a, "--backend")) {
             o->backend = argv[++i];
         } else if (!strcmp(a, "--input")) {
@@ -320,7 +326,8 @@ int main(int argc, char **argv)
         rc = xf_cli_error("%d --input files given but %s has %d inputs", o.n_inputs, o.model, g->n_inputs);
         goto done;
     }
-    xf_session_options sopt = {.max_tensor_bytes = (size_t)o.max_tensor_mb << 20};
+    xf_session_options sopt = {.max_tensor_bytes = (size_t)o.max_tensor_mb << 20,
+                               .direct_convolutions = o.direct_conv};
     if (xf_session_create(g, xf_model_opset(m), o.backend, &sopt, &s, &err) != XF_OK) {
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
