@@ -27,6 +27,10 @@ typedef struct xf_dn_ctx {
     dnnl_stream_t stream;
     /* xf_session_options.direct_convolutions: no Winograd kernels */
     bool direct_conv;
+    /* static mode: the native layout is the one Winograd's kernel reads,
+     * chosen for the convolutions it takes, which then run it
+     * (xf_dn_choose_native) */
+    bool native_winograd;
     /* the native 4-D layout and the channel multiple it needs to add no
      * padding; native_block == 0: none (everything stays plain) */
     dnnl_format_tag_t native_tag;

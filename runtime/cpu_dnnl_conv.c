@@ -150,11 +150,10 @@ static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *
 /* Whether float convolution n may run through oneDNN's Winograd kernel
  * (F(2x2, 3x3) on AVX-512): 3x3, 2-D, ungrouped, strides and dilations 1,
  * 64 output channels or more, and the session not asking for direct sums.
- * With reorders to and from the layout it reads, it took 0.6 to 0.9 of
- * the direct kernels' time on ResNet-50's, Inception-v3's and
- * SqueezeNet's 3x3 convolutions, but 1.3 times theirs with 32 output
- * channels.  oneDNN judges the rest (padding, channels) when the primitive
- * is made. */
+ * Alone, it took 0.5 to 0.8 of the direct kernels' time on ResNet-50's,
+ * Inception-v3's and SqueezeNet's 3x3 convolutions, but about as long
+ * with 32 output channels.  oneDNN judges the rest (padding, channels,
+ * layouts) when the primitive is made. */
 static bool winograd_candidate(const xf_dn_ctx *c, const xf_node *n, const xf_shape *w, const xf_dn_conv_io *io)
 {
     if (c->direct_conv || io->src != dnnl_f32 || io->wei != dnnl_f32 || io->dst != dnnl_f32 || w->ndim != 4 ||
@@ -203,12 +202,12 @@ static bool vote_src_layout(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, d
 /* The native layout: the one oneDNN's direct kernels read most of the
  * graph's 4-D float convolutions in, unless those Winograd's kernel takes
  * hold 1.5 times the multiply-adds of the others but 1x1 ones: then the
- * layout that kernel reads (channel-blocked), which spares them their
- * reorders.  Measured on this rule's sides: in the blocked layout the
- * direct kernels took about as long as in channels-last for 1x1
- * convolutions, 10 to 20% longer for the others (1x7, 5x5, strided 3x3);
- * ResNet-50 and SqueezeNet (3.2 and 8.8 times) gained 5 and 15% by it,
- * Inception-v3 (0.7 times) lost. */
+ * layout that kernel reads (channel-blocked), in which they run it.
+ * Measured on this rule's sides: in the blocked layout the direct kernels
+ * took about as long as in channels-last for 1x1 convolutions, 10 to 20%
+ * longer for the others (1x7, 5x5, strided 3x3); ResNet-50 and SqueezeNet
+ * (3.2 and 8.8 times) ran 5 to 15% faster by it, Inception-v3 (0.7
+ * times) slower. */
 void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
 {
     int votes[n_native_known] = {0}, wino_votes[n_native_known] = {0};
@@ -228,7 +227,8 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         else if (w->dims[2] * w->dims[3] > 1)
             other_macs += macs;
     }
-    const int *use = wino_macs > 0 && wino_macs >= 1.5 * other_macs ? wino_votes : votes;
+    c->native_winograd = wino_macs > 0 && wino_macs >= 1.5 * other_macs;
+    const int *use = c->native_winograd ? wino_votes : votes;
     c->native_block = 0;
     for (int k = 0, best = 0; k < n_native_known; k++)
         if (use[k] > best) {
@@ -265,22 +265,19 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
         xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
     const dnnl_memory_desc_t *src_md = src_native || dst_plain_fixed ? &src_fixed : NULL;
     const dnnl_memory_desc_t *dst_md = dst_fixed ? dst_have : NULL;
-    /* Winograd's kernel where it takes these post-ops: fewer
-     * multiplications, sums rounded in another order.  It reads and writes
-     * its own layout, reordered from and to the stored ones; not with a
-     * sum post-op, which adds to the destination as stored. */
+    /* Winograd's kernel where it takes these layouts and post-ops: fewer
+     * multiplications, sums rounded in another order.  Only where the
+     * values are stored in its layout (xf_dn_choose_native): with reorders
+     * to and from the channels-last one, Inception-v3 ran no faster on one
+     * or two threads. */
     xf_error ignored;
-    for (int free_layouts = 0; free_layouts < 2 && winograd_candidate(c, n, w, io); free_layouts++) {
-        if (free_layouts && sum)
-            break;
-        if (conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_winograd, free_layouts ? NULL : src_md,
-                      free_layouts ? NULL : dst_md, &d, &ignored) == XF_OK &&
-            dnnl_primitive_desc_create(pd, &d, attr, c->engine, NULL) == dnnl_success) {
-            if (!xf_dn_pd_is_ref(*pd))
-                return XF_OK;
-            dnnl_primitive_desc_destroy(*pd);
-            *pd = NULL;
-        }
+    if (c->native_winograd && winograd_candidate(c, n, w, io) &&
+        conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_winograd, src_md, dst_md, &d, &ignored) == XF_OK &&
+        dnnl_primitive_desc_create(pd, &d, attr, c->engine, NULL) == dnnl_success) {
+        if (!xf_dn_pd_is_ref(*pd))
+            return XF_OK;
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = NULL;
     }
     xf_status s = conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_direct, src_md, dst_md, &d, err);
     if (s != XF_OK)

@@ -221,13 +221,14 @@ struct xf_session_options {
     bool as_given;
     /* Sum every convolution directly, as cpu_ref does.  Without it the
      * backends may compute one through a transform that rounds
-     * differently: the cpu backend runs float 3x3 convolutions of stride 1
-     * through Winograd's F(2x2, 3x3) where oneDNN has that kernel (1.3 to
-     * 1.8 times faster than its direct ones; the largest difference from
-     * the exact sums about 3 times the direct kernels'), and the cuda
-     * backend takes whichever algorithm cuDNN times fastest, Winograd and
-     * FFT among them.  Sessions made inside this one (subgraphs, Gradient)
-     * inherit it. */
+     * differently: the cpu backend (static mode) runs float 3x3
+     * convolutions of stride 1 and 64 or more output channels through
+     * Winograd's F(2x2, 3x3) where oneDNN has that kernel (AVX-512) and
+     * they hold most of the graph's convolution work (alone, up to 1.8
+     * times faster than the direct kernels; the largest difference from
+     * the exact sums up to about 3 times theirs), and the cuda backend takes
+     * whichever algorithm cuDNN times fastest, Winograd and FFT among them.
+     * Sessions made inside this one (subgraphs, Gradient) inherit it. */
     bool direct_convolutions;
 };
 

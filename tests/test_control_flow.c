@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_util.h"
 #include "proto_util.h"
+#include "xf_rt_internal.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
@@ -575,100 +575,21 @@ START_TEST(test_untyped_outputs_take_their_bodies_types)
 }
 END_TEST
 
-/* Conv(x, w) of a 3x3 filter with pads 1, at the top level (in_if false)
- * or as the then-branch of If(c) (the else-branch gives x). */
-static Onnx__ModelProto *conv_model(bool in_if, const float *x_w)
+/* Sessions made inside a session (subgraphs, Gradient's part) are dynamic
+ * and keep its limit on a tensor's bytes and its direct_convolutions (the
+ * limit's effect: test_tensor_limit_reaches_bodies; the cpu backend runs
+ * no Winograd kernel in dynamic mode, so that choice shows on cuda's
+ * algorithms only). */
+START_TEST(test_inherited_options)
 {
-    static const int64_t dx[] = {1, 32, 12, 12}, dw[] = {64, 32, 3, 3}, pads[] = {1, 1, 1, 1};
-    Onnx__GraphProto *g = mk_graph("conv");
-    if (in_if)
-        PUSH(g->n_input, g->input, mk_vi("c", XF_DT_BOOL, 0, NULL, NULL));
-    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 4, dx, NULL));
-    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 4, dw, x_w, sizeof(float) * 64 * 32 * 9));
-    Onnx__NodeProto *conv = mk_node("Conv", "conv", NAMES("x", "w"), NAMES("y"));
-    attr_ints(conv, "pads", 4, pads);
-    if (!in_if) {
-        PUSH(g->n_node, g->node, conv);
-    } else {
-        Onnx__GraphProto *then_g = mk_graph("then"), *else_g = mk_graph("else");
-        PUSH(then_g->n_node, then_g->node, conv);
-        PUSH(then_g->n_output, then_g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
-        PUSH(else_g->n_node, else_g->node, mk_node("Identity", "e_id", NAMES("x"), NAMES("e_out")));
-        PUSH(else_g->n_output, else_g->output, mk_vi("e_out", XF_DT_FLOAT, -1, NULL, NULL));
-        Onnx__NodeProto *iff = mk_node("If", "branch", NAMES("c"), NAMES("y"));
-        attr_graph(iff, "then_branch", then_g);
-        attr_graph(iff, "else_branch", else_g);
-        PUSH(g->n_node, g->node, iff);
-    }
-    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
-    return mk_model(g, 13);
-}
-
-/* Runs m on cpu with direct_convolutions as given (dynamic mode, as
- * subgraphs run), on x (after c = true where m takes it). */
-static xf_tensor *run_conv(const xf_model *m, bool direct, const float *x)
-{
-    xf_session_options opt = {.force_dynamic = true, .direct_convolutions = direct};
-    xf_session *s;
-    xf_error e;
-    ck_assert_msg(xf_session_create(m->graph, xf_model_opset(m), "cpu", &opt, &s, &e) == XF_OK, "%s", e.msg);
-    xf_shape xs = {4, {1, 32, 12, 12}}, cs = {0, {0}};
-    uint8_t yes = 1;
-    xf_tensor *in[2] = {NULL, NULL}, *out = NULL;
-    int k = 0;
-    if (m->graph->n_inputs == 2)
-        in[k++] = xf_tensor_from_data(XF_DT_BOOL, &cs, &yes);
-    in[k++] = xf_tensor_from_data(XF_DT_FLOAT, &xs, x);
-    ck_assert_msg(xf_session_run(s, in, &out, &e) == XF_OK, "%s", e.msg);
-    for (int i = 0; i < k; i++)
-        xf_tensor_release(in[i]);
-    xf_session_free(s);
-    return out;
-}
-
-/* A session's direct_convolutions reaches its subgraphs: an If branch's
- * Conv gives the bytes of the same Conv at the top level with the same
- * option, and, where oneDNN has Winograd's kernel (AVX-512), other bytes
- * without it. */
-START_TEST(test_direct_convolutions_reach_bodies)
-{
-    if (!xf_backend_find("cpu")) {
-        printf("skipped: this build has no oneDNN, so no cpu backend\n");
-        return;
-    }
-    static float w[64 * 32 * 9], x[32 * 144];
-    uint32_t r = 12345;
-    for (int i = 0; i < 64 * 32 * 9 + 32 * 144; i++) {
-        r = r * 1664525u + 1013904223u;
-        float v = (float)(r >> 8) / (float)(1u << 24) - 0.5f;
-        if (i < 64 * 32 * 9)
-            w[i] = v;
-        else
-            x[i - 64 * 32 * 9] = v;
-    }
-    xf_model *top, *iff;
-    xf_error e;
-    ck_assert_msg(load_proto(conv_model(false, w), NULL, &top, &e) == XF_OK, "%s", e.msg);
-    ck_assert_msg(load_proto(conv_model(true, w), NULL, &iff, &e) == XF_OK, "%s", e.msg);
-    xf_tensor *y[2][2];
-    for (int direct = 0; direct < 2; direct++) {
-        y[direct][0] = run_conv(top, direct, x);
-        y[direct][1] = run_conv(iff, direct, x);
-        size_t bytes = sizeof(float) * 64 * 144;
-        ck_assert_int_eq(xf_tensor_numel(y[direct][0]), 64 * 144);
-        ck_assert_int_eq(xf_tensor_numel(y[direct][1]), 64 * 144);
-        ck_assert_msg(!memcmp(y[direct][0]->data, y[direct][1]->data, bytes),
-                      "direct %d: the If branch's Conv differs from the top level's", direct);
-    }
-    if (xf_bt_avx512_kernels())
-        ck_assert_msg(memcmp(y[0][0]->data, y[1][0]->data, sizeof(float) * 64 * 144),
-                      "Winograd's kernel and the direct one gave the same bytes");
-    else
-        printf("test_direct_convolutions_reach_bodies: no AVX-512 kernels here, so both runs were direct\n");
-    for (int i = 0; i < 4; i++)
-        xf_tensor_release(y[i / 2][i % 2]);
-    xf_model_free(top);
-    xf_model_free(iff);
+    xf_session_options outer = {.max_tensor_bytes = 4096, .direct_convolutions = true, .as_given = true};
+    xf_session_options in = xf_rt_inherited_options(&outer);
+    ck_assert(in.force_dynamic && !in.as_given && in.direct_convolutions);
+    ck_assert_uint_eq(in.max_tensor_bytes, 4096);
+    outer.direct_convolutions = false;
+    ck_assert(!xf_rt_inherited_options(&outer).direct_convolutions);
+    in = xf_rt_inherited_options(NULL);
+    ck_assert(in.force_dynamic && !in.as_given && !in.direct_convolutions && in.max_tensor_bytes == 0);
 }
 END_TEST
 
@@ -684,7 +605,7 @@ int main(void)
     tcase_add_test(tc, test_constant_if_is_inlined);
     tcase_add_test(tc, test_xflowc_keeps_size_dependent_if);
     tcase_add_test(tc, test_tensor_limit_reaches_bodies);
-    tcase_add_test(tc, test_direct_convolutions_reach_bodies);
+    tcase_add_test(tc, test_inherited_options);
     tcase_add_test(tc, test_untyped_outputs_take_their_bodies_types);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
