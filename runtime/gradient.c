@@ -141,6 +141,11 @@ static xf_status build_part(xf_rt_gradient *gr, const xf_graph *g, int node, con
             if (outs[k] >= 0)
                 xf_graph_add_output(gr->part, outs[k]);
     }
+    /* y a graph input or constant that is none of the sources (no node of
+     * the part computes it) */
+    if (st == XF_OK && map[y] < 0)
+        st = fail(gn, err, XF_ERR_INVALID, "y is none of xs and zs and is not computed from them:",
+                  g->values[y].name);
     if (st == XF_OK)
         gr->y = map[y];
     free(need);

@@ -267,7 +267,9 @@ END_TEST
  * column entries nothing read, now none); run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
- * empty tensor, read through its null buffer). */
+ * empty tensor, read through its null buffer; a Gradient whose y names a
+ * graph input that is none of its xs and zs, whose place in the part
+ * differentiated was taken as -1). */
 /* m's run on cpu_ref as fuzz_run makes it. */
 static xf_status run_limited(const xf_model *m, xf_error *e)
 {
