@@ -147,8 +147,9 @@ static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *
     return XF_OK;
 }
 
-/* Whether float convolution n may run through oneDNN's Winograd kernel
- * (F(2x2, 3x3) on AVX-512): 3x3, 2-D, ungrouped, strides and dilations 1,
+/* Whether float convolution n may run through oneDNN's Winograd kernels
+ * (on AVX-512: F(2x2, 3x3) for one image, F(4x4, 3x3) where oneDNN takes
+ * it for batches): 3x3, 2-D, ungrouped, strides and dilations 1,
  * 64 output channels or more, and the session not asking for direct sums.
  * Alone, it took 0.5 to 0.8 of the direct kernels' time on ResNet-50's,
  * Inception-v3's and SqueezeNet's 3x3 convolutions, but about as long

@@ -223,11 +223,12 @@ struct xf_session_options {
      * backends may compute one through a transform that rounds
      * differently: the cpu backend (static mode) runs float 3x3
      * convolutions of stride 1 and 64 or more output channels through
-     * Winograd's F(2x2, 3x3) where oneDNN has that kernel (AVX-512) and
-     * they hold most of the graph's convolution work (alone, up to 2
-     * times faster than the direct kernels; the largest difference from
-     * the exact sums up to about 3 times theirs), and the cuda backend takes
-     * whichever algorithm cuDNN times fastest, Winograd and FFT among them.
+     * Winograd's F(2x2, 3x3) or F(4x4, 3x3) where oneDNN has the kernel
+     * (AVX-512) and they hold most of the graph's convolution work (alone,
+     * up to 2 times faster than the direct kernels; the largest difference
+     * from the exact sums up to about 3 times theirs), and the cuda backend
+     * takes whichever algorithm cuDNN times fastest, Winograd and FFT among
+     * them.
      * Sessions made inside this one (subgraphs, Gradient) inherit it. */
     bool direct_convolutions;
 };

@@ -314,7 +314,8 @@ static double cpu_error(const xf_graph *g, const xf_session_options *opt, xf_ten
 }
 
 /* 3x3 convolutions of stride 1 and 64 output channels or more run through
- * Winograd's F(2x2, 3x3) where oneDNN has it (AVX-512).  The graph: a
+ * Winograd's F(2x2, 3x3) where oneDNN has it (AVX-512; batches may take
+ * its F(4x4, 3x3)).  The graph: a
  * first one with a ReLU, a second with a residual Add as a sum post-op,
  * then two 1x1 convolutions (64 to 512 to 64 channels), one of 32 output
  * channels (3x3, or 5x5 with 64 in `heavy`), a strided 3x3 and a 1x1 (all
