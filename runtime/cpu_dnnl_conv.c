@@ -207,8 +207,8 @@ static bool vote_src_layout(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, d
  * Measured on this rule's sides: in the blocked layout the direct kernels
  * took about as long as in channels-last for 1x1 convolutions, 10 to 20%
  * longer for the others (1x7, 5x5, strided 3x3); ResNet-50 and SqueezeNet
- * (3.2 and 8.8 times) ran 5 to 15% faster by it, Inception-v3 (0.7
- * times) slower. */
+ * (3.2 and 8.8 times) ran 6 to 19% faster by it on one and two threads,
+ * Inception-v3 (0.7 times) slower. */
 void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
 {
     int votes[n_native_known] = {0}, wino_votes[n_native_known] = {0};
