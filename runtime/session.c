@@ -16,10 +16,10 @@
  * (else sets err). */
 static bool fits(const xf_session *s, size_t bytes, const char *name, xf_error *err)
 {
-    if (!s->max_bytes || bytes <= s->max_bytes)
+    if (!s->opt.max_tensor_bytes || bytes <= s->opt.max_tensor_bytes)
         return true;
     xf_error_set(err, XF_ERR_LIMIT, "'%s' needs %zu bytes, over the session's limit of %zu per tensor", name, bytes,
-                 s->max_bytes);
+                 s->opt.max_tensor_bytes);
     return false;
 }
 
@@ -746,7 +746,6 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     s->be = be;
     s->opset = opset;
-    s->max_bytes = opt ? opt->max_tensor_bytes : 0;
     if (opt)
         s->opt = *opt;
     s->g = xf_graph_clone(graph);

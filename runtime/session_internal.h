@@ -45,9 +45,8 @@ struct xf_session {
     int n_pool, cap_pool;
     size_t pool_bytes;
     size_t *block_bytes;
-    size_t max_bytes; /* xf_session_options.max_tensor_bytes */
-    /* the options given (zero where none were): what sessions made inside
-     * this one inherit */
+    /* the options given (zero where none were): its limit on a tensor's
+     * bytes, and what sessions made inside this one inherit */
     xf_session_options opt;
     /* dynamic mode: the nodes whose shapes are all known before a run, run
      * as a static session of their own (session_part.c); NULL: none */
