@@ -263,9 +263,10 @@ extern const xf_dn_handler xf_dn_rnn_handler;
  * step (cpu_dnnl_rnn_steps.c): whether n runs so with the operands in,
  * and its prepare (act: an RNN's activation). */
 bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in);
-/* Whether an LSTM or RNN in a form oneDNN's primitives do not take (clip,
- * input_forget, peepholes, other activations) can run so: every
- * activation is a chain of oneDNN's eltwise ops. */
+/* Whether an LSTM, RNN or DynamicQuantizeLSTM in a form oneDNN's
+ * primitives do not take (clip, input_forget, peepholes, other
+ * activations) can run so: every activation is a chain of oneDNN's
+ * eltwise ops. */
 bool xf_dn_rnn_steps_takes(const xf_node *n);
 xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
                                   xf_dn_node *st, xf_error *err);

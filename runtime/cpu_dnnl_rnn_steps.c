@@ -31,7 +31,7 @@
  * function an eltwise primitive.  The activations are oneDNN's float ones
  * where cpu_ref's are rounded from double, so a state may quantize a step
  * apart, as ONNX Runtime's do (its are MLAS's float approximations). */
-#include "cpu_dnnl.h"
+#include "cpu_dnnl_rnn_steps.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -44,51 +44,9 @@
  * was 3.5 to 15 times slower. */
 enum { LSTM_STEPS_MAX_BATCH = 4, LSTM_STEPS_MIN_HIDDEN = 256 };
 
-typedef struct lstm_dir {
-    dnnl_primitive_t in_mm, step_mm;
-    dnnl_memory_t w, r, bias; /* W and R packed; LSTM: W's bias plus R's */
-    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled) and the
-     * weights' scales per column (4H, as given) */
-    float *bias_row, *w_scales, *r_scales;
-} lstm_dir;
-
-/* One oneDNN eltwise op of an activation function's chain. */
-typedef struct act_op {
-    dnnl_alg_kind_t alg;
-    float alpha, beta;
-} act_op;
-
-typedef struct lstm_steps {
-    dnnl_stream_t stream;
-    int64_t t, nb, ni, h, dirs, hg; /* hg: the gates' columns, 4H (LSTM) or H (RNN) */
-    bool quantized, lstm;
-    /* general: the forms oneDNN's RNN primitive does not take (clip,
-     * input_forget, peepholes, other activations), each function a chain
-     * of eltwise primitives (f and g over gate blocks, h over the state)
-     * run after the product; clip FLT_MAX when none */
-    bool general, input_forget;
-    const float *peep;
-    float clip;
-    int n_ops[2][3];
-    dnnl_primitive_t ops[2][3][3];
-    dnnl_memory_t m_blk[4]; /* the gate blocks of hr: i, o, f, c (RNN: its one) */
-    lstm_dir dir[2];
-    dnnl_primitive_t tanh_c, sig;
-    /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
-     * states (N x H); hr: one step's gates (N x 4H); tc: tanh(c);
-     * DynamicQuantizeLSTM: qx and qh the codes of x and h, zp their zero
-     * point, acc_x and acc_h the products' int32 sums (on acc), scales
-     * their scales per column */
-    dnnl_memory_t m_x, m_g, m_h, m_hr, m_c, m_tc, m_qx, m_qh, m_zp, m_acc_x, m_acc_h;
-    float *buf, *g, *hs, *cs, *hr, *tc, *scales, *keep; /* keep: the states of entries past their length */
-    int64_t *lens;
-    uint8_t *qx, *qh;
-    int32_t zp, *acc;
-} lstm_steps;
-
 static void steps_free(void *p)
 {
-    lstm_steps *s = p;
+    xf_dn_steps *s = p;
     if (!s)
         return;
     for (int d = 0; d < 2; d++) {
@@ -128,56 +86,6 @@ static bool given(const xf_node *n, const xf_tensor_view *in, int k)
     return k < n->n_inputs && n->inputs[k] >= 0 && xf_rt_present(&in[k]);
 }
 
-/* The chain of eltwise ops computing ONNX's activation f with alpha and
- * beta; returns its length, 0 where oneDNN has none (ThresholdedRelu,
- * Softsign). */
-static int act_chain(int f, float al, float be, act_op *ops)
-{
-    switch (f) {
-    case XF_RNN_RELU: ops[0] = (act_op){dnnl_eltwise_relu, 0.0f, 0.0f}; return 1;
-    case XF_RNN_TANH: ops[0] = (act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}; return 1;
-    case XF_RNN_SIGMOID: ops[0] = (act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}; return 1;
-    case XF_RNN_AFFINE: ops[0] = (act_op){dnnl_eltwise_linear, al, be}; return 1;
-    case XF_RNN_LEAKY_RELU: ops[0] = (act_op){dnnl_eltwise_relu, al, 0.0f}; return 1;
-    case XF_RNN_ELU: ops[0] = (act_op){dnnl_eltwise_elu, al, 0.0f}; return 1;
-    case XF_RNN_SOFTPLUS: ops[0] = (act_op){dnnl_eltwise_soft_relu, 0.0f, 0.0f}; return 1;
-    case XF_RNN_HARD_SIGMOID: /* max(0, min(1, al x + be)) */
-        ops[0] = (act_op){dnnl_eltwise_linear, al, be};
-        ops[1] = (act_op){dnnl_eltwise_clip, 0.0f, 1.0f};
-        return 2;
-    case XF_RNN_SCALED_TANH: /* al tanh(be x) */
-        ops[0] = (act_op){dnnl_eltwise_linear, be, 0.0f};
-        ops[1] = (act_op){dnnl_eltwise_tanh, 0.0f, 0.0f};
-        ops[2] = (act_op){dnnl_eltwise_linear, al, 0.0f};
-        return 3;
-    default: return 0;
-    }
-}
-
-/* The chain of function `which` (f, g, h) of direction d of LSTM,
- * DynamicQuantizeLSTM or RNN node n. */
-static int act_of(const xf_node *n, int64_t d, int which, act_op *ops)
-{
-    static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
-    const xf_rnn_attrs *a = &n->attrs.rnn;
-    bool is_lstm = n->op != XF_OP_RNN; /* LSTM or DynamicQuantizeLSTM */
-    int i = (int)d * (is_lstm ? 3 : 1) + which;
-    int f = a->n_acts ? a->acts[i] : is_lstm ? lstm[which] : XF_RNN_TANH;
-    return act_chain(f, a->n_acts ? a->act_alpha[i] : 0.0f, a->n_acts ? a->act_beta[i] : 0.0f, ops);
-}
-
-bool xf_dn_rnn_steps_takes(const xf_node *n)
-{
-    if (n->op != XF_OP_LSTM && n->op != XF_OP_RNN)
-        return false;
-    act_op ops[3];
-    for (int64_t d = 0; d < (n->attrs.rnn.direction == 2 ? 2 : 1); d++)
-        for (int w = 0; w < (n->op == XF_OP_LSTM ? 3 : 1); w++)
-            if (act_of(n, d, w, ops) == 0)
-                return false;
-    return true;
-}
-
 /* The DynamicQuantizeLSTM forms this path takes (beyond what shape
  * inference checked). */
 static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in)
@@ -185,11 +93,8 @@ static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_
     const xf_rnn_attrs *a = &n->attrs.rnn;
     if (a->layout || (unsigned)a->direction > 2 || n->n_inputs < 12 || !xf_dn_exact_int8())
         return false;
-    act_op ops[3];
-    for (int64_t d = 0; d < (a->direction == 2 ? 2 : 1); d++)
-        for (int w = 0; w < 3; w++)
-            if (act_of(n, d, w, ops) == 0)
-                return false;
+    if (!xf_dn_rnn_steps_takes(n))
+        return false;
     for (int k = 1; k < 12; k++) { /* the weights, their scales and zero points constant; B and P too */
         bool want = k == 1 || k == 2 || k >= 8, is = init_of(g, n, k) != NULL;
         if ((want && !is) || ((k == 3 || k == 7) && given(n, in, k) && !is))
@@ -224,11 +129,6 @@ bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_vie
         (!quantized && (x->dims[1] > LSTM_STEPS_MAX_BATCH || r->dims[2] < LSTM_STEPS_MIN_HIDDEN)))
         return false;
     return !quantized || qlstm_forms_ok(g, n, in);
-}
-
-static void md_2d(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int64_t row_stride)
-{
-    dnnl_memory_desc_init_by_strides(md, 2, (dnnl_dims_t){rows, cols}, dnnl_f32, (dnnl_dims_t){row_stride, 1});
 }
 
 /* One of the products: src (rows x k) times the constant weights w (k x
@@ -272,7 +172,7 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
     dnnl_memory_desc_init_by_tag(&w_any, 2, (dnnl_dims_t){p->k, p->cols}, wt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){p->rows, p->cols}, p->quantized ? dnnl_s32 : dnnl_f32,
                                  dnnl_ab);
-    md_2d(&bmd, 1, p->cols, p->cols);
+    xf_dn_steps_md(&bmd, 1, p->cols, p->cols);
     dnnl_matmul_desc_t md;
     XF_DN_TRY(err, n, dnnl_matmul_desc_init(&md, &src, &w_any, p->bias ? &bmd : NULL, &dst));
     dnnl_primitive_attr_t attr = NULL;
@@ -318,27 +218,6 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
     return ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "weights of an LSTM step", ds);
 }
 
-/* An eltwise primitive of alg over data described by md (src and dst). */
-static xf_status eltwise(xf_dn_ctx *c, const xf_node *n, act_op op, const dnnl_memory_desc_t *md,
-                         dnnl_primitive_t *prim, xf_error *err)
-{
-    dnnl_eltwise_desc_t ed;
-    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, op.alg, md, op.alpha, op.beta));
-    dnnl_primitive_desc_t pd;
-    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &ed, NULL, c->engine, NULL));
-    dnnl_status_t ds = dnnl_primitive_create(prim, pd);
-    dnnl_primitive_desc_destroy(pd);
-    return ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "eltwise of an LSTM step", ds);
-}
-
-static xf_status exec2(const lstm_steps *s, const xf_node *n, dnnl_primitive_t p, int a0, dnnl_memory_t m0, int a1,
-                       dnnl_memory_t m1, xf_error *err)
-{
-    dnnl_exec_arg_t args[2] = {{a0, m0}, {a1, m1}};
-    XF_DN_TRY(err, n, dnnl_primitive_execute(p, s->stream, 2, args));
-    return XF_OK;
-}
-
 static bool wanted(const xf_node *n, const xf_tensor_view *out, int k)
 {
     return k < n->n_outputs && n->outputs[k] >= 0 && xf_rt_present(&out[k]);
@@ -346,7 +225,7 @@ static bool wanted(const xf_node *n, const xf_tensor_view *out, int k)
 
 /* DynamicQuantizeLSTM: the scales of a product of codes of scale `scale`
  * by weights of scales ws (per column, or one), the c gate's doubled. */
-static void product_scales(lstm_steps *s, float scale, const float *ws, bool per_col)
+static void product_scales(xf_dn_steps *s, float scale, const float *ws, bool per_col)
 {
     int64_t h4 = s->hg;
     for (int64_t j = 0; j < h4; j++) {
@@ -370,7 +249,7 @@ static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp
 /* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc times
  * s->scales, plus add (one row when add_row is 0, else rows add_row
  * apart) -- as cpu_ref scales a product and adds it. */
-static void scale_rows(const lstm_steps *s, int64_t rows, const float *add, int64_t add_row, float *dst)
+static void scale_rows(const xf_dn_steps *s, int64_t rows, const float *add, int64_t add_row, float *dst)
 {
     int64_t h4 = s->hg;
     for (int64_t r = 0; r < rows; r++) {
@@ -382,125 +261,9 @@ static void scale_rows(const lstm_steps *s, int64_t rows, const float *add, int6
     }
 }
 
-static xf_status exec_product(lstm_steps *s, const xf_node *n, dnnl_primitive_t p, dnnl_memory_t src,
-                              dnnl_memory_t w, dnnl_memory_t bias, dnnl_memory_t dst, xf_error *err)
-{
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
-    int k = 3;
-    if (bias)
-        args[k++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bias};
-    if (s->quantized)
-        args[k++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->m_zp};
-    XF_DN_TRY(err, n, dnnl_primitive_execute(p, s->stream, k, args));
-    return XF_OK;
-}
-
-static xf_status stream_wait(const lstm_steps *s, const xf_node *n, xf_error *err)
-{
-    XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
-    return XF_OK;
-}
-
-/* LSTM's cell after its gates' logistic functions: c = f c + i g (the c
- * gate's tanh is 2 logistic(2x) - 1), tanh(c), h = o tanh(c). */
-static xf_status lstm_cell(lstm_steps *s, const xf_node *n, xf_error *err)
-{
-    int64_t h = s->h, h4 = s->hg;
-    for (int64_t b = 0; b < s->nb; b++) { /* ONNX's gate order: i, o, f, c */
-        const float *gi = s->hr + b * h4, *gf = gi + 2 * h, *gg = gi + 3 * h;
-        float *c = s->cs + b * h;
-        for (int64_t j = 0; j < h; j++)
-            c[j] = c[j] * gf[j] + gi[j] * (2.0f * gg[j] - 1.0f);
-    }
-    xf_status st = exec2(s, n, s->tanh_c, DNNL_ARG_SRC, s->m_c, DNNL_ARG_DST, s->m_tc, err);
-    if (st == XF_OK)
-        st = stream_wait(s, n, err);
-    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
-        const float *go = s->hr + b * h4 + h, *tc = s->tc + b * h;
-        float *hb = s->hs + b * h;
-        for (int64_t j = 0; j < h; j++)
-            hb[j] = go[j] * tc[j];
-    }
-    return st;
-}
-
-/* Function `which` of direction d over src into dst (the first op of its
- * chain from src, the rest in place). */
-static xf_status run_chain(const lstm_steps *s, const xf_node *n, int64_t d, int which, dnnl_memory_t src,
-                           dnnl_memory_t dst, xf_error *err)
-{
-    xf_status st = XF_OK;
-    for (int k = 0; k < s->n_ops[d][which] && st == XF_OK; k++)
-        st = exec2(s, n, s->ops[d][which][k], DNNL_ARG_SRC, k ? dst : src, DNNL_ARG_DST, dst, err);
-    return st;
-}
-
-/* Adds a peephole term p[j] * c[j] to the gate block at offset `at` of
- * every row of hr, then clips it, as cpu_ref does before the gate's
- * function (p NULL: no term). */
-static void peep_and_clip(lstm_steps *s, int64_t at, const float *p)
-{
-    for (int64_t b = 0; b < s->nb; b++) {
-        float *g = s->hr + b * s->hg + at;
-        const float *c = s->cs + b * s->h;
-        for (int64_t j = 0; p && j < s->h; j++)
-            g[j] += p[j] * c[j];
-        for (int64_t j = 0; s->clip < FLT_MAX && j < s->h; j++)
-            g[j] = g[j] < -s->clip ? -s->clip : g[j] > s->clip ? s->clip : g[j];
-    }
-}
-
-/* A step of direction d in the general forms, after the product: RNN's
- * clip and f; LSTM's peepholes, clip and f for i and f, g for the c gate,
- * c = f c + i g (f = 1 - i with input_forget), the peephole, clip and f
- * for o, h(c) and h = o h(c). */
-static xf_status general_step(lstm_steps *s, const xf_node *n, int64_t d, xf_error *err)
-{
-    int64_t h = s->h;
-    const float *p = s->peep ? s->peep + d * 3 * h : NULL;
-    xf_status st = stream_wait(s, n, err);
-    if (st != XF_OK)
-        return st;
-    if (!s->lstm) {
-        peep_and_clip(s, 0, NULL);
-        st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
-        return st == XF_OK ? stream_wait(s, n, err) : st;
-    }
-    peep_and_clip(s, 0, p);                   /* i */
-    peep_and_clip(s, 2 * h, p ? p + 2 * h : NULL); /* f */
-    peep_and_clip(s, 3 * h, NULL);            /* the c gate */
-    st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
-    if (st == XF_OK && !s->input_forget)
-        st = run_chain(s, n, d, 0, s->m_blk[2], s->m_blk[2], err);
-    if (st == XF_OK)
-        st = run_chain(s, n, d, 1, s->m_blk[3], s->m_blk[3], err);
-    if (st == XF_OK)
-        st = stream_wait(s, n, err);
-    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
-        const float *gi = s->hr + b * s->hg, *gf = gi + 2 * h, *gg = gi + 3 * h;
-        float *c = s->cs + b * h;
-        for (int64_t j = 0; j < h; j++)
-            c[j] = (s->input_forget ? 1.0f - gi[j] : gf[j]) * c[j] + gi[j] * gg[j];
-    }
-    peep_and_clip(s, h, p ? p + h : NULL); /* o, with the new c */
-    if (st == XF_OK)
-        st = run_chain(s, n, d, 0, s->m_blk[1], s->m_blk[1], err);
-    if (st == XF_OK)
-        st = run_chain(s, n, d, 2, s->m_c, s->m_tc, err);
-    if (st == XF_OK)
-        st = stream_wait(s, n, err);
-    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
-        const float *go = s->hr + b * s->hg + h, *tc = s->tc + b * h;
-        float *hb = s->hs + b * h;
-        for (int64_t j = 0; j < h; j++)
-            hb[j] = go[j] * tc[j];
-    }
-    return st;
-}
-
 /* Each batch entry's length (sequence_lens, else the whole) into
  * s->lens; returns the longest. */
-static xf_status lengths(lstm_steps *s, const xf_node *n, const xf_tensor_view *in, int64_t *longest, xf_error *err)
+static xf_status lengths(xf_dn_steps *s, const xf_node *n, const xf_tensor_view *in, int64_t *longest, xf_error *err)
 {
     *longest = 0;
     for (int64_t b = 0; b < s->nb; b++) {
@@ -515,7 +278,7 @@ static xf_status lengths(lstm_steps *s, const xf_node *n, const xf_tensor_view *
 
 /* The time of batch entry b's step `step` (reverse: from the entry's
  * last valid step back; 0 for an entry past its length). */
-static int64_t time_of(const lstm_steps *s, int64_t b, int64_t step, bool reverse)
+static int64_t time_of(const xf_dn_steps *s, int64_t b, int64_t step, bool reverse)
 {
     return step >= s->lens[b] ? 0 : reverse ? s->lens[b] - 1 - step : step;
 }
@@ -527,17 +290,17 @@ static int64_t time_of(const lstm_steps *s, int64_t b, int64_t step, bool revers
  * that step, as ONNX Runtime's next step reads it from Y);
  * its Y rows there are 0; its final states are those of its last step
  * (0 for a length of 0). */
-static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool reverse, float x_scale, int32_t x_zp,
+static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool reverse, float x_scale, int32_t x_zp,
                                int64_t longest, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     int64_t nb = s->nb, h = s->h, h4 = s->hg;
     size_t row = sizeof(float) * (size_t)h;
-    const lstm_dir *dr = &s->dir[d];
+    const xf_dn_steps_dir *dr = &s->dir[d];
     bool per_col_w = s->quantized && xf_rt_numel(&in[8]) > s->dirs;
     bool per_col_r = s->quantized && xf_rt_numel(&in[10]) > s->dirs;
     s->zp = x_zp;
-    xf_status st = exec_product(s, n, dr->in_mm, s->quantized ? s->m_qx : s->m_x, dr->w, dr->bias,
-                                s->quantized ? s->m_acc_x : s->m_g, err);
+    xf_status st = xf_dn_steps_exec(s, n, dr->in_mm, s->quantized ? s->m_qx : s->m_x, dr->w, dr->bias,
+                                    s->quantized ? s->m_acc_x : s->m_g, err);
     if (st == XF_OK && s->quantized) {
         XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
         product_scales(s, x_scale, dr->w_scales, per_col_w);
@@ -558,19 +321,21 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
             }
         }
         if (!s->quantized) {
-            st = exec_product(s, n, dr->step_mm, s->m_h, dr->r, NULL, s->m_hr, err);
+            st = xf_dn_steps_exec(s, n, dr->step_mm, s->m_h, dr->r, NULL, s->m_hr, err);
         } else {
             float h_scale = quantize(s->hs, nb * h, s->qh, &s->zp);
-            st = exec_product(s, n, dr->step_mm, s->m_qh, dr->r, NULL, s->m_acc_h, err);
+            st = xf_dn_steps_exec(s, n, dr->step_mm, s->m_qh, dr->r, NULL, s->m_acc_h, err);
             if (st == XF_OK)
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
             product_scales(s, h_scale, dr->r_scales, per_col_r);
             scale_rows(s, nb, s->hr, h4, s->hr);
             if (st == XF_OK && !s->general)
-                st = exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
+                st = xf_dn_steps_exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
         }
         if (st == XF_OK)
-            st = s->general ? general_step(s, n, d, err) : s->lstm ? lstm_cell(s, n, err) : stream_wait(s, n, err);
+            st = s->general ? xf_dn_steps_general(s, n, d, err)
+                 : s->lstm  ? xf_dn_steps_lstm_cell(s, n, err)
+                            : xf_dn_steps_wait(s, n, err);
         for (int64_t b = 0; b < nb && st == XF_OK; b++) {
             float *hb = s->hs + b * h, *cb = s->cs + b * h;
             if (step >= s->lens[b]) {
@@ -606,7 +371,7 @@ static xf_status run_direction(lstm_steps *s, const xf_node *n, int64_t d, bool 
 static xf_status steps_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                            xf_error *err)
 {
-    lstm_steps *s = st->own;
+    xf_dn_steps *s = st->own;
     XF_DN_TRY(err, n, dnnl_memory_set_data_handle(s->m_x, in[0].data));
     int64_t longest;
     xf_status r = lengths(s, n, in, &longest, err);
@@ -639,12 +404,12 @@ static xf_status memory(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t
  * bias doubled, DynamicQuantizeLSTM's with its scales doubled when they
  * are made (product_scales) and its bias row doubled here, RNN's as
  * given with its activation as the steps' post-op. */
-static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, lstm_steps *s,
-                                    int64_t d, dnnl_alg_kind_t act, float *w2, float *bias, xf_error *err)
+static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_steps *s, int64_t d,
+                                    dnnl_alg_kind_t act, float *w2, float *bias, xf_error *err)
 {
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, hg = s->hg;
     const float *b = given(n, in, 3) ? in[3].data : NULL;
-    lstm_dir *dr = &s->dir[d];
+    xf_dn_steps_dir *dr = &s->dir[d];
     bool doubled = s->lstm && !s->general; /* the c gate's tanh as 2 logistic(2x) - 1 */
     for (int64_t j = 0; j < hg; j++)
         bias[j] = (b ? b[d * 2 * hg + j] + b[d * 2 * hg + hg + j] : 0.0f) * (doubled && j >= 3 * h ? 2.0f : 1.0f);
@@ -682,30 +447,10 @@ static bool lstm_default_acts(const xf_node *n)
     return true;
 }
 
-/* The general forms' eltwise chains (f and g over a gate block of hr, h
- * from c into tc) and the gate blocks' memories. */
-static xf_status general_chains(xf_dn_ctx *c, const xf_node *n, lstm_steps *s, xf_error *err)
-{
-    dnnl_memory_desc_t blk, state;
-    md_2d(&blk, s->nb, s->h, s->hg);
-    md_2d(&state, s->nb, s->h, s->h);
-    xf_status rs = XF_OK;
-    for (int64_t d = 0; d < s->dirs; d++)
-        for (int w = 0; w < (s->lstm ? 3 : 1); w++) {
-            act_op ops[3];
-            s->n_ops[d][w] = act_of(n, d, w, ops);
-            for (int k = 0; k < s->n_ops[d][w] && rs == XF_OK; k++)
-                rs = eltwise(c, n, ops[k], w == 2 ? &state : &blk, &s->ops[d][w][k], err);
-        }
-    for (int k = 0; k < (s->lstm ? 4 : 1) && rs == XF_OK; k++)
-        rs = memory(c, n, &blk, s->hr + k * s->h, &s->m_blk[k], err);
-    return rs;
-}
-
 xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
                                   xf_dn_node *st, xf_error *err)
 {
-    lstm_steps *s = calloc(1, sizeof *s);
+    xf_dn_steps *s = calloc(1, sizeof *s);
     if (!s)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     st->own = s;
@@ -752,19 +497,19 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
                                 err);
     free(w2);
     dnnl_memory_desc_t x, g, hmd, hr, qx, qh, zp, acc_x, acc_h;
-    md_2d(&x, t * nb, ni, ni);
-    md_2d(&g, t * nb, h4, h4);
-    md_2d(&hmd, nb, h, h);
-    md_2d(&hr, nb, h4, h4);
+    xf_dn_steps_md(&x, t * nb, ni, ni);
+    xf_dn_steps_md(&g, t * nb, h4, h4);
+    xf_dn_steps_md(&hmd, nb, h, h);
+    xf_dn_steps_md(&hr, nb, h4, h4);
     dnnl_memory_desc_init_by_tag(&qx, 2, (dnnl_dims_t){t * nb, ni}, dnnl_u8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&qh, 2, (dnnl_dims_t){nb, h}, dnnl_u8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&acc_x, 2, (dnnl_dims_t){t * nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&acc_h, 2, (dnnl_dims_t){nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&zp, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_a);
     if (rs == XF_OK && s->lstm)
-        rs = eltwise(c, n, (act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}, &hmd, &s->tanh_c, err);
+        rs = xf_dn_steps_eltwise(c, n, (xf_dn_act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}, &hmd, &s->tanh_c, err);
     if (rs == XF_OK && s->quantized)
-        rs = eltwise(c, n, (act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}, &hr, &s->sig, err);
+        rs = xf_dn_steps_eltwise(c, n, (xf_dn_act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}, &hr, &s->sig, err);
     struct {
         const dnnl_memory_desc_t *md;
         void *data;
@@ -780,7 +525,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
         if (mems[i].want)
             rs = memory(c, n, mems[i].md, mems[i].data, mems[i].m, err);
     if (rs == XF_OK && s->general)
-        rs = general_chains(c, n, s, err);
+        rs = xf_dn_steps_chains(c, n, s, err);
     if (rs == XF_OK)
         st->own_run = steps_run;
     return rs;

@@ -1,0 +1,215 @@
+/* The cells of the recurrences run step by step (cpu_dnnl_rnn_steps.c):
+ * what a step does after its products, and the activation functions as
+ * chains of oneDNN's eltwise primitives. */
+#include "cpu_dnnl_rnn_steps.h"
+
+#include <float.h>
+
+/* The chain of eltwise ops computing ONNX's activation f with alpha and
+ * beta; returns its length, 0 where oneDNN has none (ThresholdedRelu,
+ * Softsign). */
+static int act_chain(int f, float al, float be, xf_dn_act_op *ops)
+{
+    switch (f) {
+    case XF_RNN_RELU: ops[0] = (xf_dn_act_op){dnnl_eltwise_relu, 0.0f, 0.0f}; return 1;
+    case XF_RNN_TANH: ops[0] = (xf_dn_act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}; return 1;
+    case XF_RNN_SIGMOID: ops[0] = (xf_dn_act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}; return 1;
+    case XF_RNN_AFFINE: ops[0] = (xf_dn_act_op){dnnl_eltwise_linear, al, be}; return 1;
+    case XF_RNN_LEAKY_RELU: ops[0] = (xf_dn_act_op){dnnl_eltwise_relu, al, 0.0f}; return 1;
+    case XF_RNN_ELU: ops[0] = (xf_dn_act_op){dnnl_eltwise_elu, al, 0.0f}; return 1;
+    case XF_RNN_SOFTPLUS: ops[0] = (xf_dn_act_op){dnnl_eltwise_soft_relu, 0.0f, 0.0f}; return 1;
+    case XF_RNN_HARD_SIGMOID: /* max(0, min(1, al x + be)) */
+        ops[0] = (xf_dn_act_op){dnnl_eltwise_linear, al, be};
+        ops[1] = (xf_dn_act_op){dnnl_eltwise_clip, 0.0f, 1.0f};
+        return 2;
+    case XF_RNN_SCALED_TANH: /* al tanh(be x) */
+        ops[0] = (xf_dn_act_op){dnnl_eltwise_linear, be, 0.0f};
+        ops[1] = (xf_dn_act_op){dnnl_eltwise_tanh, 0.0f, 0.0f};
+        ops[2] = (xf_dn_act_op){dnnl_eltwise_linear, al, 0.0f};
+        return 3;
+    default: return 0;
+    }
+}
+
+/* The chain of function `which` (f, g, h) of direction d of LSTM,
+ * DynamicQuantizeLSTM or RNN node n. */
+static int act_of(const xf_node *n, int64_t d, int which, xf_dn_act_op *ops)
+{
+    static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    bool is_lstm = n->op != XF_OP_RNN; /* LSTM or DynamicQuantizeLSTM */
+    int i = (int)d * (is_lstm ? 3 : 1) + which;
+    int f = a->n_acts ? a->acts[i] : is_lstm ? lstm[which] : XF_RNN_TANH;
+    return act_chain(f, a->n_acts ? a->act_alpha[i] : 0.0f, a->n_acts ? a->act_beta[i] : 0.0f, ops);
+}
+
+bool xf_dn_rnn_steps_takes(const xf_node *n)
+{
+    if (n->op != XF_OP_LSTM && n->op != XF_OP_RNN && n->op != XF_OP_MS_DYNAMIC_QUANTIZE_LSTM)
+        return false;
+    xf_dn_act_op ops[3];
+    for (int64_t d = 0; d < (n->attrs.rnn.direction == 2 ? 2 : 1); d++)
+        for (int w = 0; w < (n->op != XF_OP_RNN ? 3 : 1); w++)
+            if (act_of(n, d, w, ops) == 0)
+                return false;
+    return true;
+}
+
+/* An eltwise primitive of alg over data described by md (src and dst). */
+xf_status xf_dn_steps_eltwise(xf_dn_ctx *c, const xf_node *n, xf_dn_act_op op, const dnnl_memory_desc_t *md,
+                              dnnl_primitive_t *prim, xf_error *err)
+{
+    dnnl_eltwise_desc_t ed;
+    XF_DN_TRY(err, n, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, op.alg, md, op.alpha, op.beta));
+    dnnl_primitive_desc_t pd;
+    XF_DN_TRY(err, n, dnnl_primitive_desc_create(&pd, &ed, NULL, c->engine, NULL));
+    dnnl_status_t ds = dnnl_primitive_create(prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    return ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "eltwise of an LSTM step", ds);
+}
+
+xf_status xf_dn_steps_exec2(const xf_dn_steps *s, const xf_node *n, dnnl_primitive_t p, int a0, dnnl_memory_t m0,
+                            int a1, dnnl_memory_t m1, xf_error *err)
+{
+    dnnl_exec_arg_t args[2] = {{a0, m0}, {a1, m1}};
+    XF_DN_TRY(err, n, dnnl_primitive_execute(p, s->stream, 2, args));
+    return XF_OK;
+}
+
+xf_status xf_dn_steps_exec(xf_dn_steps *s, const xf_node *n, dnnl_primitive_t p, dnnl_memory_t src, dnnl_memory_t w,
+                           dnnl_memory_t bias, dnnl_memory_t dst, xf_error *err)
+{
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+    int k = 3;
+    if (bias)
+        args[k++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bias};
+    if (s->quantized)
+        args[k++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s->m_zp};
+    XF_DN_TRY(err, n, dnnl_primitive_execute(p, s->stream, k, args));
+    return XF_OK;
+}
+
+xf_status xf_dn_steps_wait(const xf_dn_steps *s, const xf_node *n, xf_error *err)
+{
+    XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
+    return XF_OK;
+}
+
+/* LSTM's cell after its gates' logistic functions: c = f c + i g (the c
+ * gate's tanh is 2 logistic(2x) - 1), tanh(c), h = o tanh(c). */
+xf_status xf_dn_steps_lstm_cell(xf_dn_steps *s, const xf_node *n, xf_error *err)
+{
+    int64_t h = s->h, h4 = s->hg;
+    for (int64_t b = 0; b < s->nb; b++) { /* ONNX's gate order: i, o, f, c */
+        const float *gi = s->hr + b * h4, *gf = gi + 2 * h, *gg = gi + 3 * h;
+        float *c = s->cs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            c[j] = c[j] * gf[j] + gi[j] * (2.0f * gg[j] - 1.0f);
+    }
+    xf_status st = xf_dn_steps_exec2(s, n, s->tanh_c, DNNL_ARG_SRC, s->m_c, DNNL_ARG_DST, s->m_tc, err);
+    if (st == XF_OK)
+        st = xf_dn_steps_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *go = s->hr + b * h4 + h, *tc = s->tc + b * h;
+        float *hb = s->hs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            hb[j] = go[j] * tc[j];
+    }
+    return st;
+}
+
+/* Function `which` of direction d over src into dst (the first op of its
+ * chain from src, the rest in place). */
+static xf_status run_chain(const xf_dn_steps *s, const xf_node *n, int64_t d, int which, dnnl_memory_t src,
+                           dnnl_memory_t dst, xf_error *err)
+{
+    xf_status st = XF_OK;
+    for (int k = 0; k < s->n_ops[d][which] && st == XF_OK; k++)
+        st = xf_dn_steps_exec2(s, n, s->ops[d][which][k], DNNL_ARG_SRC, k ? dst : src, DNNL_ARG_DST, dst, err);
+    return st;
+}
+
+/* Adds a peephole term p[j] * c[j] to the gate block at offset `at` of
+ * every row of hr, then clips it, as cpu_ref does before the gate's
+ * function (p NULL: no term). */
+static void peep_and_clip(xf_dn_steps *s, int64_t at, const float *p)
+{
+    for (int64_t b = 0; b < s->nb; b++) {
+        float *g = s->hr + b * s->hg + at;
+        const float *c = s->cs + b * s->h;
+        for (int64_t j = 0; p && j < s->h; j++)
+            g[j] += p[j] * c[j];
+        for (int64_t j = 0; s->clip < FLT_MAX && j < s->h; j++)
+            g[j] = g[j] < -s->clip ? -s->clip : g[j] > s->clip ? s->clip : g[j];
+    }
+}
+
+/* A step of direction d in the general forms, after the product: RNN's
+ * clip and f; LSTM's peepholes, clip and f for i and f, g for the c gate,
+ * c = f c + i g (f = 1 - i with input_forget), the peephole, clip and f
+ * for o, h(c) and h = o h(c). */
+xf_status xf_dn_steps_general(xf_dn_steps *s, const xf_node *n, int64_t d, xf_error *err)
+{
+    int64_t h = s->h;
+    const float *p = s->peep ? s->peep + d * 3 * h : NULL;
+    xf_status st = xf_dn_steps_wait(s, n, err);
+    if (st != XF_OK)
+        return st;
+    if (!s->lstm) {
+        peep_and_clip(s, 0, NULL);
+        st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
+        return st == XF_OK ? xf_dn_steps_wait(s, n, err) : st;
+    }
+    peep_and_clip(s, 0, p);                        /* i */
+    peep_and_clip(s, 2 * h, p ? p + 2 * h : NULL); /* f */
+    peep_and_clip(s, 3 * h, NULL);                 /* the c gate */
+    st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
+    if (st == XF_OK && !s->input_forget)
+        st = run_chain(s, n, d, 0, s->m_blk[2], s->m_blk[2], err);
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 1, s->m_blk[3], s->m_blk[3], err);
+    if (st == XF_OK)
+        st = xf_dn_steps_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *gi = s->hr + b * s->hg, *gf = gi + 2 * h, *gg = gi + 3 * h;
+        float *c = s->cs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            c[j] = (s->input_forget ? 1.0f - gi[j] : gf[j]) * c[j] + gi[j] * gg[j];
+    }
+    peep_and_clip(s, h, p ? p + h : NULL); /* o, with the new c */
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 0, s->m_blk[1], s->m_blk[1], err);
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 2, s->m_c, s->m_tc, err);
+    if (st == XF_OK)
+        st = xf_dn_steps_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *go = s->hr + b * s->hg + h, *tc = s->tc + b * h;
+        float *hb = s->hs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            hb[j] = go[j] * tc[j];
+    }
+    return st;
+}
+
+/* The general forms' eltwise chains (f and g over a gate block of hr, h
+ * from c into tc) and the gate blocks' memories. */
+xf_status xf_dn_steps_chains(xf_dn_ctx *c, const xf_node *n, xf_dn_steps *s, xf_error *err)
+{
+    dnnl_memory_desc_t blk, state;
+    xf_dn_steps_md(&blk, s->nb, s->h, s->hg);
+    xf_dn_steps_md(&state, s->nb, s->h, s->h);
+    xf_status rs = XF_OK;
+    for (int64_t d = 0; d < s->dirs; d++)
+        for (int w = 0; w < (s->lstm ? 3 : 1); w++) {
+            xf_dn_act_op ops[3];
+            s->n_ops[d][w] = act_of(n, d, w, ops);
+            for (int k = 0; k < s->n_ops[d][w] && rs == XF_OK; k++)
+                rs = xf_dn_steps_eltwise(c, n, ops[k], w == 2 ? &state : &blk, &s->ops[d][w][k], err);
+        }
+    for (int k = 0; k < (s->lstm ? 4 : 1) && rs == XF_OK; k++)
+        rs = dnnl_memory_create(&s->m_blk[k], &blk, c->engine, s->hr + k * s->h) == dnnl_success
+                 ? XF_OK
+                 : xf_dn_fail(err, n, "memory of an LSTM step", dnnl_out_of_memory);
+    return rs;
+}
