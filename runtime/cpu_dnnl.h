@@ -258,15 +258,16 @@ extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_
 extern const xf_dn_handler xf_dn_einsum_handler;
 /* LSTM, GRU and RNN on oneDNN's RNN primitives (cpu_dnnl_rnn.c) */
 extern const xf_dn_handler xf_dn_rnn_handler;
-/* An LSTM or RNN the RNN handler takes, or a DynamicQuantizeLSTM, of
- * few batch entries, as oneDNN's matmul and eltwise primitives step by
- * step (cpu_dnnl_rnn_steps.c): whether n runs so with the operands in,
- * and its prepare (act: an RNN's activation). */
+/* Recurrences as oneDNN's matmul and eltwise primitives step by step
+ * (cpu_dnnl_rnn_steps.c): whether an LSTM or RNN in oneDNN's forms, of
+ * few batch entries, or a DynamicQuantizeLSTM runs so with the operands
+ * in, and the prepare of those and of the forms oneDNN's RNN primitives do
+ * not take (act: an RNN's activation). */
 bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in);
-/* Whether an LSTM, RNN or DynamicQuantizeLSTM in a form oneDNN's
+/* Whether an LSTM, GRU, RNN or DynamicQuantizeLSTM in a form oneDNN's
  * primitives do not take (clip, input_forget, peepholes, other
- * activations) can run so: every activation is a chain of oneDNN's
- * eltwise ops. */
+ * activations, batch-first) can run so: every activation is a chain of
+ * oneDNN's eltwise ops. */
 bool xf_dn_rnn_steps_takes(const xf_node *n);
 xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
                                   xf_dn_node *st, xf_error *err);

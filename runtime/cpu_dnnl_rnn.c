@@ -4,9 +4,9 @@
  * the outputs.  The forms oneDNN computes: the default activations (RNN:
  * one of Tanh, Relu, Sigmoid for both directions), no clip, no
  * input_forget, no peepholes, sequence-first layout, constant weights and
- * bias, and every sequence of the whole length.  LSTMs and RNNs in other
- * forms, and those of few batch entries, run step by step on oneDNN's
- * products (cpu_dnnl_rnn_steps.c).  The weights are put in
+ * bias, and every sequence of the whole length.  Recurrences in other
+ * forms (batch-first among them), and LSTMs and RNNs of few batch
+ * entries, run step by step on oneDNN's products (cpu_dnnl_rnn_steps.c).  The weights are put in
  * oneDNN's gate order once (its LSTM's i, f, c, o from ONNX's i, o, f, c;
  * GRU's z, r, h alike), the bias as the sum of ONNX's two (lbr_gru keeps
  * R's bias of the h gate apart, as its fourth gate). */
@@ -61,11 +61,11 @@ static bool float_const(const xf_tensor *t, int64_t numel)
 
 /* Whether oneDNN's RNN primitives take n's form: the default activations
  * (RNN: one oneDNN has for both directions), no clip, input_forget or
- * peepholes, and every sequence of the whole length. */
+ * peepholes, sequence-first, and every sequence of the whole length. */
 static bool onednn_form(const xf_graph *g, const xf_node *n)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    if (a->has_clip || a->input_forget || rnn_activation(n) == dnnl_alg_kind_undef ||
+    if (a->layout || a->has_clip || a->input_forget || rnn_activation(n) == dnnl_alg_kind_undef ||
         (n->op == XF_OP_LSTM && xf_dn_input(n, 7) >= 0))
         return false;
     if (xf_dn_input(n, 4) < 0)
@@ -80,13 +80,13 @@ static bool onednn_form(const xf_graph *g, const xf_node *n)
     return true;
 }
 
-/* The forms oneDNN's primitives take, and LSTM's and RNN's others where
- * every activation is a chain of oneDNN's eltwise ops and the peepholes
- * are constant (cpu_dnnl_rnn_steps.c runs those). */
+/* The forms oneDNN's primitives take, and the others where every
+ * activation is a chain of oneDNN's eltwise ops and LSTM's peepholes are
+ * constant (cpu_dnnl_rnn_steps.c runs those). */
 static bool rnn_handles(const xf_graph *g, const xf_node *n)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    if (a->layout || (unsigned)a->direction > 2 || n->n_inputs < 3 ||
+    if (a->layout > 1 || (unsigned)a->direction > 2 || n->n_inputs < 3 ||
         (!onednn_form(g, n) && !xf_dn_rnn_steps_takes(n)))
         return false;
     int x = n->inputs[0];

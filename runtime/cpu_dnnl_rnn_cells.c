@@ -4,6 +4,7 @@
 #include "cpu_dnnl_rnn_steps.h"
 
 #include <float.h>
+#include <string.h>
 
 /* The chain of eltwise ops computing ONNX's activation f with alpha and
  * beta; returns its length, 0 where oneDNN has none (ThresholdedRelu,
@@ -31,25 +32,27 @@ static int act_chain(int f, float al, float be, xf_dn_act_op *ops)
     }
 }
 
-/* The chain of function `which` (f, g, h) of direction d of LSTM,
- * DynamicQuantizeLSTM or RNN node n. */
+/* The activation functions per direction: LSTM's (and
+ * DynamicQuantizeLSTM's) f, g and h, GRU's f and g, RNN's one. */
+static int functions_of(const xf_node *n) { return n->op == XF_OP_RNN ? 1 : n->op == XF_OP_GRU ? 2 : 3; }
+
+/* The chain of function `which` of direction d of node n. */
 static int act_of(const xf_node *n, int64_t d, int which, xf_dn_act_op *ops)
 {
-    static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+    static const unsigned char defaults[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
     const xf_rnn_attrs *a = &n->attrs.rnn;
-    bool is_lstm = n->op != XF_OP_RNN; /* LSTM or DynamicQuantizeLSTM */
-    int i = (int)d * (is_lstm ? 3 : 1) + which;
-    int f = a->n_acts ? a->acts[i] : is_lstm ? lstm[which] : XF_RNN_TANH;
+    int i = (int)d * functions_of(n) + which;
+    int f = a->n_acts ? a->acts[i] : n->op == XF_OP_RNN ? XF_RNN_TANH : defaults[which];
     return act_chain(f, a->n_acts ? a->act_alpha[i] : 0.0f, a->n_acts ? a->act_beta[i] : 0.0f, ops);
 }
 
 bool xf_dn_rnn_steps_takes(const xf_node *n)
 {
-    if (n->op != XF_OP_LSTM && n->op != XF_OP_RNN && n->op != XF_OP_MS_DYNAMIC_QUANTIZE_LSTM)
+    if (n->op != XF_OP_LSTM && n->op != XF_OP_GRU && n->op != XF_OP_RNN && n->op != XF_OP_MS_DYNAMIC_QUANTIZE_LSTM)
         return false;
     xf_dn_act_op ops[3];
     for (int64_t d = 0; d < (n->attrs.rnn.direction == 2 ? 2 : 1); d++)
-        for (int w = 0; w < (n->op != XF_OP_RNN ? 3 : 1); w++)
+        for (int w = 0; w < functions_of(n); w++)
             if (act_of(n, d, w, ops) == 0)
                 return false;
     return true;
@@ -129,13 +132,25 @@ static xf_status run_chain(const xf_dn_steps *s, const xf_node *n, int64_t d, in
     return st;
 }
 
-/* Adds a peephole term p[j] * c[j] to the gate block at offset `at` of
- * every row of hr, then clips it, as cpu_ref does before the gate's
- * function (p NULL: no term). */
-static void peep_and_clip(xf_dn_steps *s, int64_t at, const float *p)
+/* Row b of gate k's block of gm. */
+static float *gate_row(const xf_dn_steps *s, int k, int64_t b) { return s->gm + (k * s->nb + b) * s->h; }
+
+/* The step's gates from hr's rows into gm, gate by gate (RNN: gm is hr,
+ * its one gate). */
+static void gates_apart(xf_dn_steps *s)
+{
+    for (int k = 0; s->gm != s->hr && k * s->h < s->hg; k++)
+        for (int64_t b = 0; b < s->nb; b++)
+            memcpy(gate_row(s, k, b), s->hr + b * s->hg + k * s->h, sizeof(float) * (size_t)s->h);
+}
+
+/* Adds a peephole term p[j] * c[j] to gate k of every batch entry, then
+ * clips it, as cpu_ref does before the gate's function (p NULL: no
+ * term). */
+static void peep_and_clip(xf_dn_steps *s, int k, const float *p)
 {
     for (int64_t b = 0; b < s->nb; b++) {
-        float *g = s->hr + b * s->hg + at;
+        float *g = gate_row(s, k, b);
         const float *c = s->cs + b * s->h;
         for (int64_t j = 0; p && j < s->h; j++)
             g[j] += p[j] * c[j];
@@ -144,10 +159,56 @@ static void peep_and_clip(xf_dn_steps *s, int64_t at, const float *p)
     }
 }
 
-/* A step of direction d in the general forms, after the product: RNN's
- * clip and f; LSTM's peepholes, clip and f for i and f, g for the c gate,
- * c = f c + i g (f = 1 - i with input_forget), the peephole, clip and f
- * for o, h(c) and h = o h(c). */
+/* GRU's step of direction d after its z and r rows' product (added to
+ * the step's input rows): clip and f for z and r; the h gate's input,
+ * its input row plus (r h) R_h, which the h gate's product adds, or with
+ * linear_before_reset plus r (h R_h + Rb_h); its clip and g; then
+ * h = (1 - z) g(..) + z h. */
+static xf_status gru_step(xf_dn_steps *s, const xf_node *n, int64_t d, xf_error *err)
+{
+    int64_t h = s->h;
+    const xf_dn_steps_dir *dr = &s->dir[d];
+    peep_and_clip(s, 0, NULL); /* z */
+    peep_and_clip(s, 1, NULL); /* r */
+    xf_status st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
+    if (st == XF_OK)
+        st = xf_dn_steps_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && !s->lbr && st == XF_OK; b++) { /* r h, the product's rows */
+        const float *r = gate_row(s, 1, b), *hb = s->hs + b * h;
+        float *rh = s->tc + b * h;
+        for (int64_t j = 0; j < h; j++)
+            rh[j] = r[j] * hb[j];
+    }
+    if (st == XF_OK)
+        st = xf_dn_steps_exec(s, n, dr->step_mm2, s->lbr ? s->m_h : s->m_tc, dr->r2, dr->bias2,
+                              s->lbr ? s->m_tc : s->m_blk[1], err);
+    if (st == XF_OK)
+        st = xf_dn_steps_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && s->lbr && st == XF_OK; b++) { /* r (h R_h + Rb_h) */
+        float *gh = gate_row(s, 2, b);
+        const float *r = gate_row(s, 1, b), *p = s->tc + b * h;
+        for (int64_t j = 0; j < h; j++)
+            gh[j] += r[j] * p[j];
+    }
+    peep_and_clip(s, 2, NULL);
+    if (st == XF_OK)
+        st = run_chain(s, n, d, 1, s->m_blk[1], s->m_blk[1], err);
+    if (st == XF_OK)
+        st = xf_dn_steps_wait(s, n, err);
+    for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
+        const float *z = gate_row(s, 0, b), *gh = gate_row(s, 2, b);
+        float *hb = s->hs + b * h;
+        for (int64_t j = 0; j < h; j++)
+            hb[j] = (1.0f - z[j]) * gh[j] + z[j] * hb[j];
+    }
+    return st;
+}
+
+/* A step of direction d in the general forms, after the product, its
+ * gates taken apart first: RNN's clip and f; GRU's (gru_step); LSTM's
+ * peepholes, clip and f for i and f, g for the c gate, c = f c + i g
+ * (f = 1 - i with input_forget), the peephole, clip and f for o, h(c)
+ * and h = o h(c). */
 xf_status xf_dn_steps_general(xf_dn_steps *s, const xf_node *n, int64_t d, xf_error *err)
 {
     int64_t h = s->h;
@@ -155,14 +216,17 @@ xf_status xf_dn_steps_general(xf_dn_steps *s, const xf_node *n, int64_t d, xf_er
     xf_status st = xf_dn_steps_wait(s, n, err);
     if (st != XF_OK)
         return st;
+    gates_apart(s);
+    if (s->gru)
+        return gru_step(s, n, d, err);
     if (!s->lstm) {
         peep_and_clip(s, 0, NULL);
         st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
         return st == XF_OK ? xf_dn_steps_wait(s, n, err) : st;
     }
-    peep_and_clip(s, 0, p);                        /* i */
-    peep_and_clip(s, 2 * h, p ? p + 2 * h : NULL); /* f */
-    peep_and_clip(s, 3 * h, NULL);                 /* the c gate */
+    peep_and_clip(s, 0, p);                    /* i */
+    peep_and_clip(s, 2, p ? p + 2 * h : NULL); /* f */
+    peep_and_clip(s, 3, NULL);                 /* the c gate */
     st = run_chain(s, n, d, 0, s->m_blk[0], s->m_blk[0], err);
     if (st == XF_OK && !s->input_forget)
         st = run_chain(s, n, d, 0, s->m_blk[2], s->m_blk[2], err);
@@ -171,12 +235,12 @@ xf_status xf_dn_steps_general(xf_dn_steps *s, const xf_node *n, int64_t d, xf_er
     if (st == XF_OK)
         st = xf_dn_steps_wait(s, n, err);
     for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
-        const float *gi = s->hr + b * s->hg, *gf = gi + 2 * h, *gg = gi + 3 * h;
+        const float *gi = gate_row(s, 0, b), *gf = gate_row(s, 2, b), *gg = gate_row(s, 3, b);
         float *c = s->cs + b * h;
         for (int64_t j = 0; j < h; j++)
             c[j] = (s->input_forget ? 1.0f - gi[j] : gf[j]) * c[j] + gi[j] * gg[j];
     }
-    peep_and_clip(s, h, p ? p + h : NULL); /* o, with the new c */
+    peep_and_clip(s, 1, p ? p + h : NULL); /* o, with the new c */
     if (st == XF_OK)
         st = run_chain(s, n, d, 0, s->m_blk[1], s->m_blk[1], err);
     if (st == XF_OK)
@@ -184,7 +248,7 @@ xf_status xf_dn_steps_general(xf_dn_steps *s, const xf_node *n, int64_t d, xf_er
     if (st == XF_OK)
         st = xf_dn_steps_wait(s, n, err);
     for (int64_t b = 0; b < s->nb && st == XF_OK; b++) {
-        const float *go = s->hr + b * s->hg + h, *tc = s->tc + b * h;
+        const float *go = gate_row(s, 1, b), *tc = s->tc + b * h;
         float *hb = s->hs + b * h;
         for (int64_t j = 0; j < h; j++)
             hb[j] = go[j] * tc[j];
@@ -192,24 +256,27 @@ xf_status xf_dn_steps_general(xf_dn_steps *s, const xf_node *n, int64_t d, xf_er
     return st;
 }
 
-/* The general forms' eltwise chains (f and g over a gate block of hr, h
- * from c into tc) and the gate blocks' memories. */
+/* The general forms' eltwise chains (f and g over a gate's block of gm,
+ * GRU's f over z's and r's together, LSTM's h from c into tc) and the
+ * gates' blocks' memories. */
 xf_status xf_dn_steps_chains(xf_dn_ctx *c, const xf_node *n, xf_dn_steps *s, xf_error *err)
 {
-    dnnl_memory_desc_t blk, state;
-    xf_dn_steps_md(&blk, s->nb, s->h, s->hg);
-    xf_dn_steps_md(&state, s->nb, s->h, s->h);
+    dnnl_memory_desc_t blk, zr;
+    xf_dn_steps_md(&blk, s->nb, s->h, s->h);
+    xf_dn_steps_md(&zr, 2 * s->nb, s->h, s->h);
     xf_status rs = XF_OK;
     for (int64_t d = 0; d < s->dirs; d++)
-        for (int w = 0; w < (s->lstm ? 3 : 1); w++) {
+        for (int w = 0; w < functions_of(n); w++) {
             xf_dn_act_op ops[3];
             s->n_ops[d][w] = act_of(n, d, w, ops);
+            const dnnl_memory_desc_t *md = s->gru && w == 0 ? &zr : &blk;
             for (int k = 0; k < s->n_ops[d][w] && rs == XF_OK; k++)
-                rs = xf_dn_steps_eltwise(c, n, ops[k], w == 2 ? &state : &blk, &s->ops[d][w][k], err);
+                rs = xf_dn_steps_eltwise(c, n, ops[k], md, &s->ops[d][w][k], err);
         }
-    for (int k = 0; k < (s->lstm ? 4 : 1) && rs == XF_OK; k++)
-        rs = dnnl_memory_create(&s->m_blk[k], &blk, c->engine, s->hr + k * s->h) == dnnl_success
+    for (int k = 0; k < (s->lstm ? 4 : s->gru ? 2 : 1) && rs == XF_OK; k++) /* GRU's: z and r, h */
+        rs = dnnl_memory_create(&s->m_blk[k], s->gru && k == 0 ? &zr : &blk, c->engine,
+                                gate_row(s, s->gru && k ? 2 : k, 0)) == dnnl_success
                  ? XF_OK
-                 : xf_dn_fail(err, n, "memory of an LSTM step", dnnl_out_of_memory);
+                 : xf_dn_fail(err, n, "memory of a recurrence's step", dnnl_out_of_memory);
     return rs;
 }

@@ -1,5 +1,5 @@
-/* LSTM, RNN and DynamicQuantizeLSTM of few batch entries as a loop of
- * this backend's own over oneDNN primitives:
+/* LSTM, GRU, RNN and DynamicQuantizeLSTM as a loop of this backend's own
+ * over oneDNN primitives:
  *   - per direction, the inputs of every step times W plus both biases as
  *     one matmul (T * N rows) before the first step;
  *   - at each step, the hidden state times R added to that step's rows by
@@ -9,17 +9,18 @@
  *     tanh(c) (an eltwise primitive) and h = o tanh(c).  RNN: its
  *     activation is the steps' post-op, and h the result.
  *
- * LSTM and RNN in the forms oneDNN's RNN primitive takes (cpu_dnnl_rnn.c):
- * at one batch entry that primitive (its brgemm kernel, the only one it
- * offers on AVX-512) took about three times as long as this for an LSTM
- * of 256 units on one thread, and two and a half times for an RNN of 512;
- * its GRU primitive did not, and keeps the rest.  In the forms it does
- * not take (clip, input_forget, peepholes, other activations: "general";
- * sequences shorter than the input), at every size, which cpu_ref's
- * double loops ran 20 to 40 times slower: the
- * products add the rows alone, then a loop of this file adds the
- * peepholes and clips the gates' inputs, and each function is a chain of
- * eltwise primitives (act_chain), as cpu_ref orders them.
+ * LSTM and RNN in the forms oneDNN's RNN primitive takes (cpu_dnnl_rnn.c)
+ * of few batch entries: at one batch entry that primitive (its brgemm
+ * kernel, the only one it offers on AVX-512) took about three times as
+ * long as this for an LSTM of 256 units on one thread, and two and a half
+ * times for an RNN of 512; its GRU primitive did not, and keeps the rest.
+ * In the forms it does not take (clip, input_forget, peepholes, other
+ * activations: "general"; sequences shorter than the input; the
+ * batch-first layout), at every size, which cpu_ref's double loops ran 20
+ * to 40 times slower: the products add the rows alone, and the cells
+ * (cpu_dnnl_rnn_cells.c) add the peepholes and clip the gates' inputs,
+ * each function a chain of eltwise primitives, as cpu_ref orders them.
+ * GRU's step takes two products: z's and r's rows, then the h gate's.
  *
  * DynamicQuantizeLSTM (int8 W and R with zero points 0, constant scales,
  * the general forms as LSTM's; where oneDNN's int8 sums are exact): the
@@ -52,9 +53,12 @@ static void steps_free(void *p)
     for (int d = 0; d < 2; d++) {
         dnnl_primitive_destroy(s->dir[d].in_mm);
         dnnl_primitive_destroy(s->dir[d].step_mm);
+        dnnl_primitive_destroy(s->dir[d].step_mm2);
         dnnl_memory_destroy(s->dir[d].w);
         dnnl_memory_destroy(s->dir[d].r);
+        dnnl_memory_destroy(s->dir[d].r2);
         dnnl_memory_destroy(s->dir[d].bias);
+        dnnl_memory_destroy(s->dir[d].bias2);
         free(s->dir[d].bias_row);
     }
     dnnl_primitive_destroy(s->tanh_c);
@@ -143,6 +147,7 @@ typedef struct product_spec {
     bool quantized, step;
     const float *bias;
     dnnl_alg_kind_t act; /* the float steps' post-op: logistic (LSTM), RNN's activation, or undef (none) */
+    int64_t dst_stride;  /* float dst's rows apart (0: cols) */
 } product_spec;
 
 static xf_status product_attr(const xf_node *n, const product_spec *p, dnnl_primitive_attr_t *attr, xf_error *err)
@@ -170,8 +175,10 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
     dnnl_memory_desc_init_by_strides(&w_have, 2, (dnnl_dims_t){p->k, p->cols}, wt,
                                      p->quantized ? (dnnl_dims_t){p->cols, 1} : (dnnl_dims_t){1, p->k});
     dnnl_memory_desc_init_by_tag(&w_any, 2, (dnnl_dims_t){p->k, p->cols}, wt, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){p->rows, p->cols}, p->quantized ? dnnl_s32 : dnnl_f32,
-                                 dnnl_ab);
+    if (p->quantized)
+        dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){p->rows, p->cols}, dnnl_s32, dnnl_ab);
+    else
+        xf_dn_steps_md(&dst, p->rows, p->cols, p->dst_stride ? p->dst_stride : p->cols);
     xf_dn_steps_md(&bmd, 1, p->cols, p->cols);
     dnnl_matmul_desc_t md;
     XF_DN_TRY(err, n, dnnl_matmul_desc_init(&md, &src, &w_any, p->bias ? &bmd : NULL, &dst));
@@ -283,6 +290,25 @@ static int64_t time_of(const xf_dn_steps *s, int64_t b, int64_t step, bool rever
     return step >= s->lens[b] ? 0 : reverse ? s->lens[b] - 1 - step : step;
 }
 
+/* Where rows of H or of the gates start, in rows: batch entry b's at time
+ * tt of the input (and of its rows of the gates), of Y in direction d, and
+ * its state of direction d (initial states, Y_h, Y_c): [T, N], [T, D, N]
+ * and [D, N], or batch-first [N, T], [N, T, D] and [N, D]. */
+static int64_t x_row(const xf_dn_steps *s, int64_t b, int64_t tt)
+{
+    return s->batch_first ? b * s->t + tt : tt * s->nb + b;
+}
+
+static int64_t y_row(const xf_dn_steps *s, int64_t d, int64_t b, int64_t tt)
+{
+    return s->batch_first ? (b * s->t + tt) * s->dirs + d : (tt * s->dirs + d) * s->nb + b;
+}
+
+static int64_t state_row(const xf_dn_steps *s, int64_t d, int64_t b)
+{
+    return s->batch_first ? b * s->dirs + d : d * s->nb + b;
+}
+
 /* One direction: its input rows, then every step up to the longest
  * sequence (x_scale and x_zp: the inputs' codes', DynamicQuantizeLSTM).
  * An entry past its length keeps its states (DynamicQuantizeLSTM with Y
@@ -306,15 +332,16 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
         product_scales(s, x_scale, dr->w_scales, per_col_w);
         scale_rows(s, s->t * nb, dr->bias_row, 0, s->g);
     }
-    for (int64_t i = 0; i < nb * h; i++) {
-        s->hs[i] = given(n, in, 5) ? ((const float *)in[5].data)[d * nb * h + i] : 0.0f;
-        s->cs[i] = given(n, in, 6) ? ((const float *)in[6].data)[d * nb * h + i] : 0.0f;
-    }
-    float *yh = wanted(n, out, 1) ? (float *)out[1].data + d * nb * h : NULL;
-    float *yc = s->lstm && wanted(n, out, 2) ? (float *)out[2].data + d * nb * h : NULL;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t j = 0; j < h; j++) {
+            int64_t at = state_row(s, d, b) * h + j;
+            s->hs[b * h + j] = given(n, in, 5) ? ((const float *)in[5].data)[at] : 0.0f;
+            s->cs[b * h + j] = given(n, in, 6) ? ((const float *)in[6].data)[at] : 0.0f;
+        }
+    float *yh = wanted(n, out, 1) ? out[1].data : NULL, *yc = s->lstm && wanted(n, out, 2) ? out[2].data : NULL;
     for (int64_t step = 0; step < longest && st == XF_OK; step++) {
         for (int64_t b = 0; b < nb; b++) {
-            memcpy(s->hr + b * h4, s->g + (time_of(s, b, step, reverse) * nb + b) * h4, sizeof(float) * (size_t)h4);
+            memcpy(s->hr + b * h4, s->g + x_row(s, b, time_of(s, b, step, reverse)) * h4, sizeof(float) * (size_t)h4);
             if (step >= s->lens[b]) { /* past its length: its states are put back after the step */
                 memcpy(s->keep + 2 * b * h, s->hs + b * h, row);
                 memcpy(s->keep + (2 * b + 1) * h, s->cs + b * h, row);
@@ -345,25 +372,25 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
                     memset(hb, 0, row);
                 continue;
             }
-            if (!s->lstm) /* RNN: h is the gates' row */
+            if (!s->lstm && !s->gru) /* RNN: h is its gate's row */
                 memcpy(hb, s->hr + b * h4, row);
             if (wanted(n, out, 0))
-                memcpy((float *)out[0].data + ((time_of(s, b, step, reverse) * s->dirs + d) * nb + b) * h, hb, row);
+                memcpy((float *)out[0].data + y_row(s, d, b, time_of(s, b, step, reverse)) * h, hb, row);
             if (step + 1 == s->lens[b]) { /* its last step */
                 if (yh)
-                    memcpy(yh + b * h, hb, row);
+                    memcpy(yh + state_row(s, d, b) * h, hb, row);
                 if (yc)
-                    memcpy(yc + b * h, cb, row);
+                    memcpy(yc + state_row(s, d, b) * h, cb, row);
             }
         }
     }
     for (int64_t b = 0; b < nb && st == XF_OK; b++) {
         for (int64_t t = s->lens[b]; wanted(n, out, 0) && t < s->t; t++)
-            memset((float *)out[0].data + ((t * s->dirs + d) * nb + b) * h, 0, row);
+            memset((float *)out[0].data + y_row(s, d, b, t) * h, 0, row);
         if (s->lens[b] == 0 && yh)
-            memset(yh + b * h, 0, row);
+            memset(yh + state_row(s, d, b) * h, 0, row);
         if (s->lens[b] == 0 && yc)
-            memset(yc + b * h, 0, row);
+            memset(yc + state_row(s, d, b) * h, 0, row);
     }
     return st;
 }
@@ -403,7 +430,9 @@ static xf_status memory(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t
 /* The products of direction d: LSTM's with the c gate's weights and
  * bias doubled, DynamicQuantizeLSTM's with its scales doubled when they
  * are made (product_scales) and its bias row doubled here, RNN's as
- * given with its activation as the steps' post-op. */
+ * given with its activation as the steps' post-op, GRU's steps' as two
+ * (z and r; h) with R's bias of the h gate in the h gate's product where
+ * linear_before_reset puts it inside r (...). */
 static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_steps *s, int64_t d,
                                     dnnl_alg_kind_t act, float *w2, float *bias, xf_error *err)
 {
@@ -411,8 +440,10 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
     const float *b = given(n, in, 3) ? in[3].data : NULL;
     xf_dn_steps_dir *dr = &s->dir[d];
     bool doubled = s->lstm && !s->general; /* the c gate's tanh as 2 logistic(2x) - 1 */
-    for (int64_t j = 0; j < hg; j++)
-        bias[j] = (b ? b[d * 2 * hg + j] + b[d * 2 * hg + hg + j] : 0.0f) * (doubled && j >= 3 * h ? 2.0f : 1.0f);
+    for (int64_t j = 0; j < hg; j++) {
+        float rb = b && !(s->lbr && j >= 2 * h) ? b[d * 2 * hg + hg + j] : 0.0f;
+        bias[j] = (b ? b[d * 2 * hg + j] + rb : 0.0f) * (doubled && j >= 3 * h ? 2.0f : 1.0f);
+    }
     if (s->quantized) {
         dr->bias_row = malloc(sizeof(float) * (size_t)hg);
         if (!dr->bias_row)
@@ -431,6 +462,14 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
         doubled_c_gate(in[1].data, d, h, ni, w2);
     product_spec pw = {t * nb, ni, hg, doubled ? w2 : w, false, false, bias, act};
     xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, &dr->bias, err);
+    if (s->gru) {
+        product_spec pzr = {nb, h, 2 * h, r, false, true, NULL, dnnl_alg_kind_undef, hg};
+        product_spec ph = {nb, h, h, r + 2 * h * h, false, !s->lbr, s->lbr && b ? b + d * 2 * hg + hg + 2 * h : NULL,
+                           dnnl_alg_kind_undef, 0};
+        if (rs == XF_OK)
+            rs = product(c, n, &pzr, &dr->step_mm, &dr->r, NULL, err);
+        return rs == XF_OK ? product(c, n, &ph, &dr->step_mm2, &dr->r2, &dr->bias2, err) : rs;
+    }
     if (doubled)
         doubled_c_gate(in[2].data, d, h, h, w2);
     product_spec pr = {nb, h, hg, doubled ? w2 : r, false, true, NULL, act};
@@ -457,21 +496,24 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     st->own_free = steps_free;
     s->stream = c->stream;
     s->quantized = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_LSTM;
-    s->lstm = n->op != XF_OP_RNN;
-    s->t = in[0].shape.dims[0];
-    s->nb = in[0].shape.dims[1];
+    s->lstm = n->op == XF_OP_LSTM || s->quantized;
+    s->gru = n->op == XF_OP_GRU;
+    const xf_rnn_attrs *a = &n->attrs.rnn;
+    s->lbr = s->gru && a->linear_before_reset;
+    s->batch_first = a->layout == 1;
+    s->t = in[0].shape.dims[s->batch_first];
+    s->nb = in[0].shape.dims[!s->batch_first];
     s->ni = in[0].shape.dims[2];
     s->h = in[2].shape.dims[s->quantized ? 1 : 2];
-    s->dirs = n->attrs.rnn.direction == 2 ? 2 : 1;
-    s->hg = s->lstm ? 4 * s->h : s->h;
-    const xf_rnn_attrs *a = &n->attrs.rnn;
-    s->general = a->has_clip || a->input_forget || given(n, in, 7) ||
+    s->dirs = a->direction == 2 ? 2 : 1;
+    s->hg = s->lstm ? 4 * s->h : s->gru ? 3 * s->h : s->h;
+    s->general = s->gru || a->has_clip || a->input_forget || given(n, in, 7) ||
                  (s->lstm ? !lstm_default_acts(n) : act == dnnl_alg_kind_undef);
     s->input_forget = a->input_forget;
     s->clip = a->has_clip ? a->clip : FLT_MAX;
     s->peep = s->lstm && given(n, in, 7) ? in[7].data : NULL;
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = s->hg, most = ni > h ? ni : h;
-    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (h4 + 5 * h) + 2 * h4));
+    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (2 * h4 + 5 * h) + 2 * h4));
     s->lens = malloc(sizeof(int64_t) * (size_t)nb);
     s->qx = s->quantized ? malloc((size_t)(t * nb * ni + nb * h)) : NULL;
     s->acc = s->quantized ? malloc(sizeof(int32_t) * (size_t)(t * nb * h4)) : NULL;
@@ -489,6 +531,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->scales = s->tc + nb * h;
     float *bias = s->scales + h4;
     s->keep = bias + h4;
+    s->gm = s->lstm || s->gru ? s->keep + 2 * nb * h : s->hr;
     s->qh = s->qx ? s->qx + t * nb * ni : NULL;
     xf_status rs = XF_OK;
     for (int64_t d = 0; d < s->dirs && rs == XF_OK; d++)
@@ -500,7 +543,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     xf_dn_steps_md(&x, t * nb, ni, ni);
     xf_dn_steps_md(&g, t * nb, h4, h4);
     xf_dn_steps_md(&hmd, nb, h, h);
-    xf_dn_steps_md(&hr, nb, h4, h4);
+    xf_dn_steps_md(&hr, nb, s->gru ? 2 * h : h4, h4); /* GRU: the z and r rows its step's product adds to */
     dnnl_memory_desc_init_by_tag(&qx, 2, (dnnl_dims_t){t * nb, ni}, dnnl_u8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&qh, 2, (dnnl_dims_t){nb, h}, dnnl_u8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&acc_x, 2, (dnnl_dims_t){t * nb, h4}, dnnl_s32, dnnl_ab);

@@ -9,6 +9,10 @@
 typedef struct xf_dn_steps_dir {
     dnnl_primitive_t in_mm, step_mm;
     dnnl_memory_t w, r, bias; /* W and R packed; LSTM: W's bias plus R's */
+    /* GRU: step_mm the z and r rows', step_mm2 the h gate's product (R_h
+     * packed; with linear_before_reset, its bias Rb_h) */
+    dnnl_primitive_t step_mm2;
+    dnnl_memory_t r2, bias2;
     /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled) and the
      * weights' scales per column (4H, as given) */
     float *bias_row, *w_scales, *r_scales;
@@ -22,8 +26,9 @@ typedef struct xf_dn_act_op {
 
 typedef struct xf_dn_steps {
     dnnl_stream_t stream;
-    int64_t t, nb, ni, h, dirs, hg; /* hg: the gates' columns, 4H (LSTM) or H (RNN) */
-    bool quantized, lstm;
+    int64_t t, nb, ni, h, dirs, hg; /* hg: the gates' columns, 4H (LSTM), 3H (GRU) or H (RNN) */
+    bool quantized, lstm, gru, lbr; /* lstm: LSTM or DynamicQuantizeLSTM; lbr: linear_before_reset */
+    bool batch_first;               /* layout 1: X [N, T, I], Y [N, T, D, H], states [N, D, H] */
     /* general: the forms oneDNN's RNN primitive does not take (clip,
      * input_forget, peepholes, other activations), each function a chain
      * of eltwise primitives (f and g over gate blocks, h over the state)
@@ -33,16 +38,22 @@ typedef struct xf_dn_steps {
     float clip;
     int n_ops[2][3];
     dnnl_primitive_t ops[2][3][3];
-    dnnl_memory_t m_blk[4]; /* the gate blocks of hr: i, o, f, c (RNN: its one) */
+    dnnl_memory_t m_blk[4]; /* the gates' blocks of gm: i, o, f, c (GRU: z and r, h; RNN: its one) */
     xf_dn_steps_dir dir[2];
     dnnl_primitive_t tanh_c, sig;
     /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
-     * states (N x H); hr: one step's gates (N x 4H); tc: tanh(c);
+     * states (N x H); hr: one step's gates (N x 4H); tc: tanh(c) (GRU:
+     * r h, or with linear_before_reset h R_h + Rb_h);
      * DynamicQuantizeLSTM: qx and qh the codes of x and h, zp their zero
      * point, acc_x and acc_h the products' int32 sums (on acc), scales
      * their scales per column */
     dnnl_memory_t m_x, m_g, m_h, m_hr, m_c, m_tc, m_qx, m_qh, m_zp, m_acc_x, m_acc_h;
     float *buf, *g, *hs, *cs, *hr, *tc, *scales, *keep; /* keep: the states of entries past their length */
+    /* the general forms: the step's gates gate by gate, each an N x H
+     * block (RNN: hr).  oneDNN's eltwise kernels take dense data alone;
+     * on a gate's columns of hr they ran its reference kernel, 5 to 10
+     * times slower at 4 batch entries. */
+    float *gm;
     int64_t *lens;
     uint8_t *qx, *qh;
     int32_t zp, *acc;

@@ -3,8 +3,9 @@
  * states and each output; GRU with and without linear_before_reset; RNN
  * with each activation oneDNN has; sequence lengths all of the whole
  * length; LSTMs of 256 hidden units, which the backend runs step by step
- * on its own), and the neighbouring forms that stay on cpu_ref (shorter
- * sequences, clip, other activations, peepholes, batch-first layout). */
+ * on its own), the forms it runs step by step at every size (shorter
+ * sequences, clip, other activations, peepholes, batch-first layout), and
+ * the two activations that keep a recurrence on cpu_ref. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -13,13 +14,14 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { T = 5, N = 3, I = 7, H = 6 };
 
 typedef struct rnn_form {
     xf_op op;
-    int direction, lbr, act;  /* act: RNN's (xf_rnn_act) or LSTM's g; 0 the default */
-    int act_f, act_h;         /* LSTM's f and h; 0 the default */
+    int direction, lbr, act;  /* act: RNN's (xf_rnn_act), or LSTM's and GRU's g; 0 the default */
+    int act_f, act_h;         /* LSTM's and GRU's f, LSTM's h; 0 the default */
     bool bias, h0, c0, lens, short_lens, clip, peep, batch_first, forget;
     int outputs;              /* bit k: output k is used */
     int64_t h, nb;            /* hidden size and batch; 0: H and N */
@@ -69,11 +71,11 @@ static xf_graph *rnn_graph(const rnn_form *f)
         a->has_clip = true;
         a->clip = 0.5f;
     }
-    int funcs = f->op == XF_OP_LSTM ? 3 : f->op == XF_OP_GRU ? 2 : 1;
+    int funcs = f->op == XF_OP_LSTM ? 3 : f->op == XF_OP_GRU ? 2 : 1; /* per direction */
     for (int k = 0; (f->act || f->act_f || f->act_h) && k < funcs * d; k++) {
-        static const unsigned char lstm[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
-        int own = k % 3 == 1 ? f->act : k % 3 == 0 ? f->act_f : f->act_h;
-        a->acts[k] = f->op == XF_OP_RNN ? (unsigned char)f->act : own ? (unsigned char)own : lstm[k % 3];
+        static const unsigned char defaults[3] = {XF_RNN_SIGMOID, XF_RNN_TANH, XF_RNN_TANH};
+        int which = k % funcs, own = which == 1 ? f->act : which == 0 ? f->act_f : f->act_h;
+        a->acts[k] = f->op == XF_OP_RNN ? (unsigned char)f->act : own ? (unsigned char)own : defaults[which];
         a->act_alpha[k] = 0.3f; /* read by Affine, LeakyRelu, HardSigmoid, Elu, ScaledTanh, ThresholdedRelu */
         a->act_beta[k] = 0.4f;
         a->n_acts = k + 1;
@@ -99,6 +101,31 @@ static void check_form(const rnn_form *f)
              (long long)f->h, (long long)f->nb);
     xf_graph *g = rnn_graph(f);
     xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
+    xf_graph_free(g);
+}
+
+/* check_form, and the recurrence runs as the backend's own loop over
+ * oneDNN's products step by step (own), or on cpu_ref's kernel. */
+static void check_runs(const rnn_form *f, bool own)
+{
+    check_form(f);
+    xf_graph *g = rnn_graph(f);
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 14, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    const xf_graph *sg = xf_session_graph(s);
+    int found = 0;
+    for (int i = 0; i < sg->n_nodes; i++)
+        if (sg->nodes[i].op == f->op) {
+            char impl[128];
+            xf_session_node_impl(s, i, impl, sizeof impl);
+            ck_assert_msg(!strcmp(impl, own ? "own loop" : "cpu_ref kernel"), "%s dir %d lbr %d act %d/%d bf %d: %s",
+                          xf_op_name(f->op), f->direction, f->lbr, f->act, f->act_f, f->batch_first, impl);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
+    xf_session_free(s);
     xf_graph_free(g);
 }
 
@@ -278,19 +305,90 @@ START_TEST(step_general_forms)
 }
 END_TEST
 
+/* GRUs in forms oneDNN's GRU primitives do not take run step by step:
+ * the z and r rows' product added to their input rows, the h gate's
+ * product apart (of r h, or with linear_before_reset of h, its bias
+ * inside r's product), every gate's block dense for oneDNN's eltwise
+ * kernels.  Clip, every activation that is a chain of oneDNN's as f or g,
+ * sequences shorter than the input; with and without
+ * linear_before_reset, every direction, 1 to 4 batch entries. */
+START_TEST(gru_step_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const int acts[] = {XF_RNN_RELU,         XF_RNN_TANH, XF_RNN_SIGMOID,  XF_RNN_AFFINE,     XF_RNN_LEAKY_RELU,
+                               XF_RNN_HARD_SIGMOID, XF_RNN_ELU,  XF_RNN_SOFTPLUS, XF_RNN_SCALED_TANH};
+    for (int dir = 0; dir < 3; dir++)
+        for (int lbr = 0; lbr < 2; lbr++) {
+            rnn_form forms[] = {
+                {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .bias = true, .h0 = true, .clip = true, .outputs = 3},
+                {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .act_f = XF_RNN_HARD_SIGMOID, .outputs = 1, .nb = 1},
+                {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .bias = true, .h0 = true, .lens = true,
+                 .short_lens = true, .outputs = 3, .nb = 4},
+                {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .lens = true, .short_lens = true, .outputs = 2},
+            };
+            for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
+                check_runs(&forms[i], true);
+            for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) {
+                rnn_form g = {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .act = (int)acts[k], .bias = true,
+                              .outputs = 3};
+                if (acts[k] != XF_RNN_TANH) /* else the default form, oneDNN's */
+                    check_runs(&g, true);
+                rnn_form f = {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .act_f = (int)acts[k], .h0 = true,
+                              .outputs = 3};
+                if (acts[k] != XF_RNN_SIGMOID)
+                    check_runs(&f, true);
+            }
+        }
+}
+END_TEST
+
+/* The batch-first layout (X [N, T, I], Y [N, T, D, H], states [N, D, H])
+ * runs step by step for each recurrence, in the default forms too: every
+ * direction, with initial states, sequences shorter than the input and
+ * each output. */
+START_TEST(batch_first_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int dir = 0; dir < 3; dir++)
+        for (int v = 0; v < 4; v++) {
+            rnn_form forms[] = {
+                {.op = XF_OP_LSTM, .bias = true, .h0 = v & 1, .c0 = v & 1, .outputs = 7},
+                {.op = XF_OP_GRU, .lbr = v & 1, .bias = true, .h0 = true, .outputs = 3},
+                {.op = XF_OP_RNN, .act = v == 3 ? XF_RNN_RELU : 0, .bias = true, .h0 = v & 1, .outputs = 3},
+                {.op = XF_OP_LSTM, .act_f = XF_RNN_HARD_SIGMOID, .peep = true, .c0 = true, .outputs = 5},
+            };
+            for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+                rnn_form f = forms[i];
+                f.direction = dir;
+                f.batch_first = true;
+                f.lens = v >= 2;
+                f.short_lens = v == 2;
+                f.nb = v == 3 ? 1 : 0;
+                check_runs(&f, true);
+            }
+        }
+}
+END_TEST
+
+/* ThresholdedRelu and Softsign, which are no chain of oneDNN's eltwise
+ * ops, keep a recurrence on cpu_ref. */
 START_TEST(cpu_ref_forms)
 {
     if (!xf_bt_have_cpu())
         return;
-    rnn_form forms[] = {
-        {.op = XF_OP_LSTM, .direction = 2, .bias = true, .lens = true, .short_lens = true, .outputs = 7},
-        {.op = XF_OP_GRU, .bias = true, .clip = true, .outputs = 3},
-        {.op = XF_OP_LSTM, .act = XF_RNN_RELU, .bias = true, .outputs = 7},
-        {.op = XF_OP_LSTM, .direction = 1, .bias = true, .peep = true, .outputs = 7},
-        {.op = XF_OP_GRU, .direction = 2, .lbr = 1, .h0 = true, .batch_first = true, .outputs = 3},
-    };
-    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
-        check_form(&forms[i]);
+    static const int acts[] = {XF_RNN_THRESHOLDED_RELU, XF_RNN_SOFTSIGN};
+    for (size_t k = 0; k < 2; k++) {
+        rnn_form forms[] = {
+            {.op = XF_OP_GRU, .direction = 2, .act = acts[k], .bias = true, .outputs = 3},
+            {.op = XF_OP_GRU, .lbr = 1, .act_f = acts[k], .batch_first = true, .h0 = true, .outputs = 3},
+            {.op = XF_OP_LSTM, .direction = 1, .act_h = acts[k], .bias = true, .outputs = 7},
+            {.op = XF_OP_RNN, .act = acts[k], .clip = true, .outputs = 1},
+        };
+        for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
+            check_runs(&forms[i], false);
+    }
 }
 END_TEST
 
@@ -303,6 +401,8 @@ int main(void)
     tcase_add_test(tc, lstm_step_forms);
     tcase_add_test(tc, qlstm_step_forms);
     tcase_add_test(tc, step_general_forms);
+    tcase_add_test(tc, gru_step_forms);
+    tcase_add_test(tc, batch_first_forms);
     tcase_add_test(tc, cpu_ref_forms);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
