@@ -1,14 +1,15 @@
 /* The cells of the recurrences run step by step (cpu_dnnl_rnn_steps.c):
  * what a step does after its products, and the activation functions as
- * chains of oneDNN's eltwise primitives. */
+ * chains of oneDNN's eltwise primitives (ThresholdedRelu and Softsign,
+ * which oneDNN lacks, as loops of this file). */
 #include "cpu_dnnl_rnn_steps.h"
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 /* The chain of eltwise ops computing ONNX's activation f with alpha and
- * beta; returns its length, 0 where oneDNN has none (ThresholdedRelu,
- * Softsign). */
+ * beta; returns its length (0: f is no activation). */
 static int act_chain(int f, float al, float be, xf_dn_act_op *ops)
 {
     switch (f) {
@@ -28,6 +29,8 @@ static int act_chain(int f, float al, float be, xf_dn_act_op *ops)
         ops[1] = (xf_dn_act_op){dnnl_eltwise_tanh, 0.0f, 0.0f};
         ops[2] = (xf_dn_act_op){dnnl_eltwise_linear, al, 0.0f};
         return 3;
+    case XF_RNN_THRESHOLDED_RELU:
+    case XF_RNN_SOFTSIGN: ops[0] = (xf_dn_act_op){dnnl_alg_kind_undef, al, 0.0f, f}; return 1;
     default: return 0;
     }
 }
@@ -121,14 +124,39 @@ xf_status xf_dn_steps_lstm_cell(xf_dn_steps *s, const xf_node *n, xf_error *err)
     return st;
 }
 
+/* An activation of this file's (op.own) over count floats of x into y,
+ * as cpu_ref computes it. */
+static void own_act(xf_dn_act_op op, const float *x, float *y, int64_t count)
+{
+    for (int64_t i = 0; op.own == XF_RNN_THRESHOLDED_RELU && i < count; i++)
+        y[i] = x[i] > op.alpha ? x[i] : 0.0f;
+    for (int64_t i = 0; op.own == XF_RNN_SOFTSIGN && i < count; i++)
+        y[i] = x[i] / (1.0f + fabsf(x[i]));
+}
+
 /* Function `which` of direction d over src into dst (the first op of its
- * chain from src, the rest in place). */
+ * chain from src, the rest in place; both dense). */
 static xf_status run_chain(const xf_dn_steps *s, const xf_node *n, int64_t d, int which, dnnl_memory_t src,
                            dnnl_memory_t dst, xf_error *err)
 {
     xf_status st = XF_OK;
-    for (int k = 0; k < s->n_ops[d][which] && st == XF_OK; k++)
-        st = xf_dn_steps_exec2(s, n, s->ops[d][which][k], DNNL_ARG_SRC, k ? dst : src, DNNL_ARG_DST, dst, err);
+    for (int k = 0; k < s->n_ops[d][which] && st == XF_OK; k++) {
+        if (s->ops[d][which][k]) {
+            st = xf_dn_steps_exec2(s, n, s->ops[d][which][k], DNNL_ARG_SRC, k ? dst : src, DNNL_ARG_DST, dst, err);
+            continue;
+        }
+        void *x = NULL, *y = NULL;
+        const dnnl_memory_desc_t *md = NULL;
+        st = xf_dn_steps_wait(s, n, err);
+        if (st == XF_OK)
+            XF_DN_TRY(err, n, dnnl_memory_get_data_handle(k ? dst : src, &x));
+        if (st == XF_OK)
+            XF_DN_TRY(err, n, dnnl_memory_get_data_handle(dst, &y));
+        if (st == XF_OK)
+            XF_DN_TRY(err, n, dnnl_memory_get_memory_desc(dst, &md));
+        if (st == XF_OK)
+            own_act(s->act_ops[d][which][k], x, y, (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(float)));
+    }
     return st;
 }
 
@@ -270,8 +298,11 @@ xf_status xf_dn_steps_chains(xf_dn_ctx *c, const xf_node *n, xf_dn_steps *s, xf_
             xf_dn_act_op ops[3];
             s->n_ops[d][w] = act_of(n, d, w, ops);
             const dnnl_memory_desc_t *md = s->gru && w == 0 ? &zr : &blk;
-            for (int k = 0; k < s->n_ops[d][w] && rs == XF_OK; k++)
-                rs = xf_dn_steps_eltwise(c, n, ops[k], md, &s->ops[d][w][k], err);
+            for (int k = 0; k < s->n_ops[d][w] && rs == XF_OK; k++) {
+                s->act_ops[d][w][k] = ops[k];
+                if (!ops[k].own)
+                    rs = xf_dn_steps_eltwise(c, n, ops[k], md, &s->ops[d][w][k], err);
+            }
         }
     for (int k = 0; k < (s->lstm ? 4 : s->gru ? 2 : 1) && rs == XF_OK; k++) /* GRU's: z and r, h */
         rs = dnnl_memory_create(&s->m_blk[k], s->gru && k == 0 ? &zr : &blk, c->engine,

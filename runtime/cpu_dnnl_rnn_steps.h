@@ -18,10 +18,12 @@ typedef struct xf_dn_steps_dir {
     float *bias_row, *w_scales, *r_scales;
 } xf_dn_steps_dir;
 
-/* One oneDNN eltwise op of an activation function's chain. */
+/* One oneDNN eltwise op of an activation function's chain, or (own: an
+ * xf_rnn_act) a loop of cpu_dnnl_rnn_cells.c's. */
 typedef struct xf_dn_act_op {
     dnnl_alg_kind_t alg;
     float alpha, beta;
+    int own;
 } xf_dn_act_op;
 
 typedef struct xf_dn_steps {
@@ -37,7 +39,8 @@ typedef struct xf_dn_steps {
     const float *peep;
     float clip;
     int n_ops[2][3];
-    dnnl_primitive_t ops[2][3][3];
+    dnnl_primitive_t ops[2][3][3]; /* NULL where act_ops' op is a loop of the cells' own */
+    xf_dn_act_op act_ops[2][3][3];
     dnnl_memory_t m_blk[4]; /* the gates' blocks of gm: i, o, f, c (GRU: z and r, h; RNN: its one) */
     xf_dn_steps_dir dir[2];
     dnnl_primitive_t tanh_c, sig;

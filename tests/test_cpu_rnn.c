@@ -5,7 +5,7 @@
  * length; LSTMs of 256 hidden units, which the backend runs step by step
  * on its own), the forms it runs step by step at every size (shorter
  * sequences, clip, other activations, peepholes, batch-first layout), and
- * the two activations that keep a recurrence on cpu_ref. */
+ * weights given at run time, which keep a recurrence on cpu_ref. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -22,7 +22,7 @@ typedef struct rnn_form {
     xf_op op;
     int direction, lbr, act;  /* act: RNN's (xf_rnn_act), or LSTM's and GRU's g; 0 the default */
     int act_f, act_h;         /* LSTM's and GRU's f, LSTM's h; 0 the default */
-    bool bias, h0, c0, lens, short_lens, clip, peep, batch_first, forget;
+    bool bias, h0, c0, lens, short_lens, clip, peep, batch_first, forget, w_input; /* w_input: W a graph input */
     int outputs;              /* bit k: output k is used */
     int64_t h, nb;            /* hidden size and batch; 0: H and N */
 } rnn_form;
@@ -35,8 +35,9 @@ static xf_graph *rnn_graph(const rnn_form *f)
     int64_t h = f->h ? f->h : H, nb = f->nb ? f->nb : N;
     int64_t d = f->direction == 2 ? 2 : 1, rows = gates(f->op) * h;
     int x = xf_bt_input(g, XF_DT_FLOAT, f->batch_first ? SHAPE(nb, T, I) : SHAPE(T, nb, I));
-    int ins[8] = {x, xf_bt_random_const(g, SHAPE(d, rows, I), false), xf_bt_random_const(g, SHAPE(d, rows, h), false),
-                  -1, -1, -1, -1, -1};
+    xf_shape ws = SHAPE(d, rows, I);
+    int w = f->w_input ? xf_bt_input(g, XF_DT_FLOAT, ws) : xf_bt_random_const(g, ws, false);
+    int ins[8] = {x, w, xf_bt_random_const(g, SHAPE(d, rows, h), false), -1, -1, -1, -1, -1};
     if (f->h) { /* R scaled by 1/16 (exact): a recurrence of 256 units that does not amplify the rounding */
         xf_tensor *r = g->values[ins[2]].init;
         for (int64_t i = 0; i < xf_tensor_numel(r); i++)
@@ -104,9 +105,22 @@ static void check_form(const rnn_form *f)
     xf_graph_free(g);
 }
 
-/* check_form, and the recurrence runs as the backend's own loop over
- * oneDNN's products step by step (own), or on cpu_ref's kernel. */
-static void check_runs(const rnn_form *f, bool own)
+enum { ON_ONEDNN, OWN_LOOP, ON_CPU_REF };
+
+/* Whether f is a form oneDNN's RNN primitives take. */
+static bool onednn_takes(const rnn_form *f)
+{
+    bool acts = f->op == XF_OP_RNN
+                    ? f->act == 0 || f->act == XF_RNN_RELU || f->act == XF_RNN_TANH || f->act == XF_RNN_SIGMOID
+                    : (f->act == 0 || f->act == XF_RNN_TANH) && (f->act_f == 0 || f->act_f == XF_RNN_SIGMOID) &&
+                          (f->act_h == 0 || f->act_h == XF_RNN_TANH);
+    return acts && !f->clip && !f->peep && !f->forget && !f->short_lens && !f->batch_first;
+}
+
+/* check_form, and the recurrence runs on a oneDNN primitive, as the
+ * backend's own loop over oneDNN's products step by step, or on cpu_ref's
+ * kernel (how). */
+static void check_runs(const rnn_form *f, int how)
 {
     check_form(f);
     xf_graph *g = rnn_graph(f);
@@ -120,8 +134,10 @@ static void check_runs(const rnn_form *f, bool own)
         if (sg->nodes[i].op == f->op) {
             char impl[128];
             xf_session_node_impl(s, i, impl, sizeof impl);
-            ck_assert_msg(!strcmp(impl, own ? "own loop" : "cpu_ref kernel"), "%s dir %d lbr %d act %d/%d bf %d: %s",
-                          xf_op_name(f->op), f->direction, f->lbr, f->act, f->act_f, f->batch_first, impl);
+            bool own = !strcmp(impl, "own loop"), ref = !strcmp(impl, "cpu_ref kernel");
+            bool want = how == OWN_LOOP ? own : how == ON_CPU_REF ? ref : !own && !ref;
+            ck_assert_msg(want, "%s dir %d lbr %d act %d/%d bf %d: %s", xf_op_name(f->op), f->direction, f->lbr, f->act,
+                          f->act_f, f->batch_first, impl);
             found++;
         }
     ck_assert_int_eq(found, 1);
@@ -269,10 +285,10 @@ END_TEST
 
 /* LSTMs and RNNs in forms oneDNN's RNN primitive does not take, which the
  * backend runs step by step with each function a chain of oneDNN's
- * eltwise ops: clip, input_forget, peepholes, and every activation but
- * ThresholdedRelu and Softsign (those two stay on cpu_ref, and are checked
- * too), as LSTM's f, g or h and as RNN's; every direction, with initial
- * states, and sequences shorter than the input. */
+ * eltwise ops (ThresholdedRelu and Softsign loops of its own): clip,
+ * input_forget, peepholes, and every activation, as LSTM's f, g or h and
+ * as RNN's; every direction, with initial states, and sequences shorter
+ * than the input. */
 START_TEST(step_general_forms)
 {
     if (!xf_bt_have_cpu())
@@ -291,7 +307,7 @@ START_TEST(step_general_forms)
                 {.op = XF_OP_RNN, .act = acts[k], .direction = dir, .lens = true, .short_lens = true, .outputs = 3},
             };
             for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
-                check_form(&forms[i]);
+                check_runs(&forms[i], onednn_takes(&forms[i]) ? ON_ONEDNN : OWN_LOOP);
         }
     for (int dir = 0; dir < 3; dir++)
         for (int v = 0; v < 4; v++) {
@@ -309,15 +325,17 @@ END_TEST
  * the z and r rows' product added to their input rows, the h gate's
  * product apart (of r h, or with linear_before_reset of h, its bias
  * inside r's product), every gate's block dense for oneDNN's eltwise
- * kernels.  Clip, every activation that is a chain of oneDNN's as f or g,
- * sequences shorter than the input; with and without
+ * kernels.  Clip, every activation as f or g, sequences shorter than
+ * the input; with and without
  * linear_before_reset, every direction, 1 to 4 batch entries. */
 START_TEST(gru_step_forms)
 {
     if (!xf_bt_have_cpu())
         return;
-    static const int acts[] = {XF_RNN_RELU,         XF_RNN_TANH, XF_RNN_SIGMOID,  XF_RNN_AFFINE,     XF_RNN_LEAKY_RELU,
-                               XF_RNN_HARD_SIGMOID, XF_RNN_ELU,  XF_RNN_SOFTPLUS, XF_RNN_SCALED_TANH};
+    static const int acts[] = {
+        XF_RNN_RELU,         XF_RNN_TANH, XF_RNN_SIGMOID,  XF_RNN_AFFINE,      XF_RNN_LEAKY_RELU,
+        XF_RNN_HARD_SIGMOID, XF_RNN_ELU,  XF_RNN_SOFTPLUS, XF_RNN_SCALED_TANH, XF_RNN_THRESHOLDED_RELU,
+        XF_RNN_SOFTSIGN};
     for (int dir = 0; dir < 3; dir++)
         for (int lbr = 0; lbr < 2; lbr++) {
             rnn_form forms[] = {
@@ -328,16 +346,16 @@ START_TEST(gru_step_forms)
                 {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .lens = true, .short_lens = true, .outputs = 2},
             };
             for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
-                check_runs(&forms[i], true);
+                check_runs(&forms[i], OWN_LOOP);
             for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) {
                 rnn_form g = {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .act = (int)acts[k], .bias = true,
                               .outputs = 3};
                 if (acts[k] != XF_RNN_TANH) /* else the default form, oneDNN's */
-                    check_runs(&g, true);
+                    check_runs(&g, OWN_LOOP);
                 rnn_form f = {.op = XF_OP_GRU, .direction = dir, .lbr = lbr, .act_f = (int)acts[k], .h0 = true,
                               .outputs = 3};
                 if (acts[k] != XF_RNN_SIGMOID)
-                    check_runs(&f, true);
+                    check_runs(&f, OWN_LOOP);
             }
         }
 }
@@ -366,28 +384,27 @@ START_TEST(batch_first_forms)
                 f.lens = v >= 2;
                 f.short_lens = v == 2;
                 f.nb = v == 3 ? 1 : 0;
-                check_runs(&f, true);
+                check_runs(&f, OWN_LOOP);
             }
         }
 }
 END_TEST
 
-/* ThresholdedRelu and Softsign, which are no chain of oneDNN's eltwise
- * ops, keep a recurrence on cpu_ref. */
+/* Weights given at run time keep a recurrence on cpu_ref. */
 START_TEST(cpu_ref_forms)
 {
     if (!xf_bt_have_cpu())
         return;
-    static const int acts[] = {XF_RNN_THRESHOLDED_RELU, XF_RNN_SOFTSIGN};
-    for (size_t k = 0; k < 2; k++) {
-        rnn_form forms[] = {
-            {.op = XF_OP_GRU, .direction = 2, .act = acts[k], .bias = true, .outputs = 3},
-            {.op = XF_OP_GRU, .lbr = 1, .act_f = acts[k], .batch_first = true, .h0 = true, .outputs = 3},
-            {.op = XF_OP_LSTM, .direction = 1, .act_h = acts[k], .bias = true, .outputs = 7},
-            {.op = XF_OP_RNN, .act = acts[k], .clip = true, .outputs = 1},
-        };
-        for (size_t i = 0; i < sizeof forms / sizeof *forms; i++)
-            check_runs(&forms[i], false);
+    rnn_form forms[] = {
+        {.op = XF_OP_GRU, .direction = 2, .act = XF_RNN_SOFTSIGN, .bias = true, .outputs = 3},
+        {.op = XF_OP_GRU, .lbr = 1, .batch_first = true, .h0 = true, .outputs = 3},
+        {.op = XF_OP_LSTM, .direction = 1, .bias = true, .peep = true, .outputs = 7},
+        {.op = XF_OP_RNN, .act = XF_RNN_THRESHOLDED_RELU, .clip = true, .outputs = 1},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        check_runs(&forms[i], OWN_LOOP);
+        forms[i].w_input = true;
+        check_runs(&forms[i], ON_CPU_REF);
     }
 }
 END_TEST
