@@ -135,7 +135,8 @@ for m in "${models[@]}"; do
                     --threads "$threads" > "$work/ort.out" 2> "$work/ort.err"; then
                     awk -v stat="$stat" '{print stat == "min" ? $4 : $2}' "$work/ort.out" >> "$work/ort"
                 else
-                    notes+=("$v: ONNX Runtime refused it: $(grep -v '^ ' "$work/ort.err" | tail -1 | cut -c1-300)")
+                    notes+=("$v: ONNX Runtime refused it: $(grep -v '^ ' "$work/ort.err" | grep . | tail -1 |
+                        sed 's/^onnxruntime[a-z_.0-9]*\.//' | cut -c1-400)")
                 fi
             fi
         done
