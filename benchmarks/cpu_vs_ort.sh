@@ -135,7 +135,7 @@ for m in "${models[@]}"; do
                     --threads "$threads" > "$work/ort.out" 2> "$work/ort.err"; then
                     awk -v stat="$stat" '{print stat == "min" ? $4 : $2}' "$work/ort.out" >> "$work/ort"
                 else
-                    notes+=("$v: ONNX Runtime refused it: $(grep -v '^ ' "$work/ort.err" | grep . | tail -1 |
+                    notes+=("$v: not timed on ONNX Runtime: $(grep -v '^ ' "$work/ort.err" | grep . | tail -1 |
                         sed 's/^onnxruntime[a-z_.0-9]*\.//' | cut -c1-400)")
                 fi
             fi
@@ -148,7 +148,7 @@ for m in "${models[@]}"; do
             ort=$(median < "$work/ort")
             printf ' %8.2f [%5s]' "$ort" "$(spread < "$work/ort")"
         else
-            printf ' %16s' refused
+            printf ' %16s' "not run"
         fi
         printf ' %8.1fx' "$(echo "$ref $cpu" | awk '{print $1 / $2}')"
         if [ -s "$work/ort" ]; then

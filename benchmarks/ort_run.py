@@ -12,7 +12,8 @@ import numpy as np
 import onnxruntime as ort
 
 DTYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
-          "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+          "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(uint8)": np.uint8, "tensor(int8)": np.int8,
+          "tensor(float16)": np.float16}
 
 
 def main():

@@ -30,6 +30,44 @@ xf_status xf_dn_pd_create(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_pr
     return s == dnnl_success ? XF_OK : xf_dn_fail(err, n, "creating the primitive", s);
 }
 
+/* The first implementation of d whose name holds neither `avoid` nor a
+ * leading "ref", where one takes the problem; else the first, as
+ * dnnl_primitive_desc_create picks it. */
+static dnnl_status_t pd_create_avoiding(dnnl_primitive_desc_t *pd, const void *d, const_dnnl_primitive_attr_t attr,
+                                        dnnl_engine_t engine, const char *avoid)
+{
+    dnnl_primitive_desc_iterator_t it;
+    dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, d, attr, engine, NULL);
+    if (s != dnnl_success)
+        return s;
+    dnnl_primitive_desc_t first = dnnl_primitive_desc_iterator_fetch(it), p = first;
+    while (p) {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(p, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+            !strstr(impl, avoid) && strncmp(impl, "ref", 3) != 0)
+            break;
+        if (p != first)
+            dnnl_primitive_desc_destroy(p);
+        p = dnnl_primitive_desc_iterator_next(it) == dnnl_success ? dnnl_primitive_desc_iterator_fetch(it) : NULL;
+    }
+    if (p && p != first)
+        dnnl_primitive_desc_destroy(first);
+    dnnl_primitive_desc_iterator_destroy(it);
+    *pd = p ? p : first;
+    return *pd ? dnnl_success : dnnl_runtime_error;
+}
+
+xf_status xf_dn_pd_create_int8(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr, int64_t rows,
+                               dnnl_primitive_desc_t *pd, xf_error *err)
+{
+    if (rows <= 0 || rows > XF_DN_FEW_ROWS)
+        return xf_dn_pd_create(c, n, d, attr, pd, err);
+    *pd = NULL;
+    dnnl_status_t s = pd_create_avoiding(pd, d, attr, c->engine, "amx");
+    dnnl_primitive_attr_destroy(attr);
+    return s == dnnl_success ? XF_OK : xf_dn_fail(err, n, "creating the primitive", s);
+}
+
 /* ---------------------------------------------------------------- values and descriptors */
 
 bool xf_dn_is_f32(const xf_graph *g, int value)

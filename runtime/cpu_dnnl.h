@@ -385,6 +385,16 @@ xf_status xf_dn_fail(xf_error *err, const xf_node *n, const char *what, dnnl_sta
  * destroys), or an error naming the node. */
 xf_status xf_dn_pd_create(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr,
                           dnnl_primitive_desc_t *pd, xf_error *err);
+/* xf_dn_pd_create for an int8 product of `rows` rows (of the source; 0 or
+ * less: not known).  Up to XF_DN_FEW_ROWS rows it takes oneDNN's first
+ * implementation that is not an AMX one where one takes the problem: the
+ * AMX kernels' tile setup cost more than the work there (4 x 128 by 128 x
+ * 512 took 3.6 us on AMX and 2.4 on the AVX-512 VNNI kernel, 1 x 512 by
+ * 512 x 2048 27.5 and 19.6 us, 1 x 1024 by 1024 x 4096 0.23 and 0.18 ms),
+ * while from 8 rows the AMX ones were faster. */
+enum { XF_DN_FEW_ROWS = 4 };
+xf_status xf_dn_pd_create_int8(xf_dn_ctx *c, const xf_node *n, const void *d, dnnl_primitive_attr_t attr, int64_t rows,
+                               dnnl_primitive_desc_t *pd, xf_error *err);
 #define XF_DN_TRY(err, n, call)                                                                    \
     do {                                                                                           \
         dnnl_status_t xf_dn_s_ = (call);                                                           \
@@ -475,6 +485,7 @@ xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, 
 /* Whether oneDNN picked its reference implementation for pd (the slow one,
  * for forms its kernels lack). */
 bool xf_dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
+
 /* One argument bound to an operand stored as the primitive reads it. */
 typedef struct xf_dn_bind_spec {
     int arg, operand;

@@ -308,7 +308,10 @@ static xf_status qmatmul_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
-    s = xf_dn_pd_create(c, n, &d, attr, &pd, err);
+    int64_t rows = 1; /* the source's rows: its dims but the last */
+    for (int k = 0; k + 1 < a->ndims; k++)
+        rows = a->dims[k] < 0 ? 0 : rows * a->dims[k];
+    s = xf_dn_pd_create_int8(c, n, &d, attr, rows, &pd, err);
     if (s != XF_OK)
         return s;
     s = bind_weights(c, g, n, in, b, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), st, err);
@@ -826,9 +829,8 @@ static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     dnnl_matmul_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_matmul_desc_init(&d, &a, &w_any, NULL, &y);
-    if (ds == dnnl_success)
-        ds = dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL);
-    xf_status s = ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "int8 matmul", ds);
+    xf_status s = ds == dnnl_success ? xf_dn_pd_create_int8(c, n, &d, NULL, m, &pd, err)
+                                     : xf_dn_fail(err, n, "int8 matmul", ds);
     /* B' of uint8 is the node's own copy: in folded_b, which is never shared */
     st->folded_b = (float *)shifted;
     if (s == XF_OK)

@@ -187,10 +187,11 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
     if (s != XF_OK)
         return s;
     dnnl_primitive_desc_t pd;
-    dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &md, attr, c->engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success)
-        return xf_dn_fail(err, n, "matmul of an LSTM step", ds);
+    s = p->quantized ? xf_dn_pd_create_int8(c, n, &md, attr, p->rows, &pd, err)
+                     : xf_dn_pd_create(c, n, &md, attr, &pd, err);
+    if (s != XF_OK)
+        return s;
+    dnnl_status_t ds;
     const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_t have = NULL;
     dnnl_primitive_desc_t rpd = NULL;

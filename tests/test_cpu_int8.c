@@ -32,6 +32,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- cases */
 
@@ -331,6 +332,55 @@ START_TEST(matmul_integer_random)
         snprintf(what, sizeof what, "MatMulInteger case %d", t);
         check_case(&c, xf_bt_have_vnni(), what);
     }
+}
+END_TEST
+
+/* How the backend runs c's product in a static session. */
+static void product_impl(const qcase *c, char *impl, size_t size)
+{
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(c->g, 21, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    const xf_graph *sg = xf_session_graph(s);
+    int found = 0;
+    for (int i = 0; i < sg->n_nodes; i++)
+        if (sg->nodes[i].op == XF_OP_MATMUL_INTEGER) {
+            xf_session_node_impl(s, i, impl, size);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
+    xf_session_free(s);
+}
+
+/* Products of at most 4 rows (the source's dims but the last) take a
+ * kernel other than oneDNN's AMX ones, whose tile setup cost more than
+ * the work there; more rows take oneDNN's first choice.  Values as
+ * cpu_ref's either way. */
+START_TEST(few_rows_products)
+{
+    if (!xf_bt_have_cpu() || !xf_bt_have_vnni())
+        return;
+    /* batches, rows, k and whether b is batched too; the first case tells
+     * whether oneDNN takes AMX kernels here at all */
+    static const int64_t shapes[][4] = {{1, 64, 300, 0}, {1, 1, 300, 0}, {1, 3, 300, 0}, {1, 4, 64, 0},
+                                        {2, 2, 300, 1},  {1, 5, 300, 0}, {2, 3, 300, 1}, {2, 8, 300, 0}};
+    bool amx = false;
+    xf_bt_seed(11);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int64_t rows = shapes[i][0] * shapes[i][1], k = shapes[i][2];
+        xf_shape as = shapes[i][0] > 1 ? SHAPE(shapes[i][0], shapes[i][1], k) : SHAPE(shapes[i][1], k);
+        xf_shape bs = shapes[i][3] ? SHAPE(shapes[i][0], k, 200) : SHAPE(k, 200);
+        qcase c = matmul_integer(full_range(XF_DT_UINT8, as), full_range(XF_DT_INT8, bs), ZP_CONST, ZP_ABSENT, true);
+        char impl[128], what[200];
+        product_impl(&c, impl, sizeof impl);
+        amx = amx || (i == 0 && strstr(impl, "amx"));
+        ck_assert_msg(rows > 4 ? !amx || strstr(impl, "amx") : !strstr(impl, "amx"), "%lld rows: %s", (long long)rows,
+                      impl);
+        snprintf(what, sizeof what, "MatMulInteger of %lld rows (%s)", (long long)rows, impl);
+        check_case(&c, true, what);
+    }
+    if (!amx)
+        printf("few_rows_products: oneDNN takes no AMX kernel here, so that choice was not checked\n");
 }
 END_TEST
 
@@ -795,6 +845,7 @@ typedef struct dq_form {
     bool product_out;     /* the int32 product also a graph output */
     bool per_row;         /* the scale one per row ([40, 1], 40 rows and columns): not MatMulIntegerToFloat's */
     bool lowered;         /* the cpu backend runs the chain as MatMulIntegerToFloat (with VNNI) */
+    bool one_row;         /* x of one row and 512 columns, whose product takes no AMX kernel (few_rows_products) */
 } dq_form;
 
 /* y = Cast(MatMulInteger(DynamicQuantizeLinear(x), W)) * (x_scale *
@@ -815,19 +866,21 @@ START_TEST(dynamic_quantization_block)
         {XF_DT_INT8, .bias = 1, .cast_read_twice = true},
         {XF_DT_INT8, .product_out = true},
         {XF_DT_INT8, .per_row = true},
+        {XF_DT_INT8, .bias = 1, .lowered = true, .one_row = true},
     };
     xf_bt_seed(13);
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         const dq_form *d = &forms[f];
+        int64_t cols = d->one_row ? 512 : 40; /* 512: oneDNN's first choice for one row an AMX kernel */
         xf_graph *g = xf_graph_create("dq");
-        int x = xf_bt_input(g, XF_DT_FLOAT, SHAPE(1, d->per_row ? 40 : 13, 96));
-        xf_tensor *wt = full_range(d->w, SHAPE(96, 40));
-        xf_shape ss = d->per_row ? SHAPE(40, 1) : d->per_column ? SHAPE(40) : SCALAR;
+        int x = xf_bt_input(g, XF_DT_FLOAT, SHAPE(1, d->per_row ? 40 : d->one_row ? 1 : 13, 96));
+        xf_tensor *wt = full_range(d->w, SHAPE(96, cols));
+        xf_shape ss = d->per_row ? SHAPE(40, 1) : d->per_column ? SHAPE(cols) : SCALAR;
         xf_tensor *ws = scales(ss, 0.001, 0.01);
         int w = xf_graph_add_initializer(g, NULL, wt), w_scale = xf_graph_add_initializer(g, NULL, ws);
         xf_tensor_release(wt);
         xf_tensor_release(ws);
-        xf_tensor *zt = d->w == XF_DT_UINT8 ? full_range(XF_DT_UINT8, SHAPE(40)) : int_scalar(XF_DT_INT8, 0);
+        xf_tensor *zt = d->w == XF_DT_UINT8 ? full_range(XF_DT_UINT8, SHAPE(cols)) : int_scalar(XF_DT_INT8, 0);
         int w_zp = xf_graph_add_initializer(g, NULL, zt);
         xf_tensor_release(zt);
         int dq = node(g, XF_OP_DYNAMIC_QUANTIZE_LINEAR, "dq", 1, (int[]){x}, 3);
@@ -839,7 +892,7 @@ START_TEST(dynamic_quantization_block)
         int y = d->scale_first ? NODE(g, XF_OP_MUL, out0(g, scale), out0(g, cast))
                                : NODE(g, XF_OP_MUL, out0(g, cast), out0(g, scale));
         if (d->bias) {
-            xf_shape bs = d->bias == 2 ? SHAPE(1, 1, 40) : SHAPE(40);
+            xf_shape bs = d->bias == 2 ? SHAPE(1, 1, cols) : SHAPE(cols);
             xf_tensor *bt = d->bias == 3 ? NULL : scales(bs, -1, 1);
             int bias = bt ? xf_graph_add_initializer(g, NULL, bt) : xf_bt_input(g, XF_DT_FLOAT, bs);
             xf_tensor_release(bt);
@@ -864,6 +917,13 @@ START_TEST(dynamic_quantization_block)
         ck_assert_msg(counts[XF_OP_MS_MATMUL_INTEGER_TO_FLOAT] == lowered && counts[XF_OP_MATMUL_INTEGER] == !lowered,
                       "%s: lowered %d", what, counts[XF_OP_MS_MATMUL_INTEGER_TO_FLOAT]);
         ck_assert_int_eq(counts[XF_OP_ADD], d->bias && !(lowered && d->bias != 3));
+        const xf_graph *sg = xf_session_graph(s);
+        for (int i = 0; i < sg->n_nodes; i++) {
+            char impl[128];
+            xf_session_node_impl(s, i, impl, sizeof impl);
+            ck_assert_msg(!d->one_row || sg->nodes[i].op != XF_OP_MS_MATMUL_INTEGER_TO_FLOAT || !strstr(impl, "amx"),
+                          "%s: %s", what, impl);
+        }
         xf_session_free(s);
         xf_graph_free(g);
     }
@@ -877,6 +937,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, matmul_integer_random);
     tcase_add_test(tc, matmul_integer_extremes);
+    tcase_add_test(tc, few_rows_products);
     tcase_add_test(tc, uint8_weights);
     tcase_add_test(tc, matmul_integer_on_cpu_ref);
     tcase_add_test(tc, qlinear_matmul_random);
