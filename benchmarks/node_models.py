@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""Writes the recurrent models that benchmarks/results/cpu-recurrences times:
-one GRU, LSTM or RNN node each, random weights (seeded, scaled by 0.1),
-opset 14, written with onnx.helper (Debian's python3-onnx does).
+"""Writes the one-node models that benchmarks/results/cpu-recurrences and
+cpu-int8-few-rows time, random weights (seeded), written with onnx.helper
+(Debian's python3-onnx does):
 
-    python3 benchmarks/recurrence_models.py DIR
-    benchmarks/cpu_vs_ort.sh --threads 1 --stat min --omp-passive DIR/*.onnx
+    .venv-bench/bin/python benchmarks/node_models.py DIR
+    benchmarks/cpu_vs_ort.sh --threads 1 --stat min --omp-passive DIR/gru_*.onnx ...
 
-The forms oneDNN's RNN primitives do not take (clip, other activations,
-sequences shorter than the input, the batch-first layout), which the `cpu`
-backend runs step by step, and one it does take (gru_default) for scale.
-ONNX Runtime refuses the batch-first ones (layout 1)."""
+- gru_*, lstm_*: GRUs and LSTMs (opset 14, weights scaled by 0.1) in the
+  forms oneDNN's RNN primitives do not take (clip, other activations,
+  sequences shorter than the input, the batch-first layout), which the
+  `cpu` backend runs step by step, and one it does take (gru_default) for
+  scale. ONNX Runtime refuses the batch-first ones (layout 1).
+- qlstm_*: LSTMs quantized by ONNX Runtime's quantize_dynamic (int8
+  weights) into DynamicQuantizeLSTMs, where onnxruntime.quantization
+  imports (it needs the ml_dtypes package beside onnxruntime); their float
+  originals beside them as qlstm_*.f.onnx.
+- matmulinteger_*: MatMulIntegers of 1, 4 and 8 rows (uint8) by a
+  constant 1024 x 4096 int8 matrix."""
 import os
 import sys
 
@@ -47,9 +54,34 @@ def write(path, op, hidden, inputs, steps, batch, direction="forward", lens=None
     onnx.save(model, path)
 
 
+def write_qlstm(out, name, hidden, inputs, steps, batch, direction, seed):
+    """A float LSTM, and its DynamicQuantizeLSTM from quantize_dynamic."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    base = os.path.join(out, name)
+    write(base + ".f.onnx", "LSTM", hidden, inputs, steps, batch, direction, seed=seed)
+    quantize_dynamic(base + ".f.onnx", base + ".onnx", weight_type=QuantType.QInt8, op_types_to_quantize=["LSTM"])
+    print(base + ".onnx")
+
+
+def write_matmul_integer(path, rows, k, n, seed):
+    rng = np.random.default_rng(seed)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "B", "a_zero_point"], ["y"])
+    graph = helper.make_graph([node], os.path.basename(path)[:-5],
+                              [helper.make_tensor_value_info("a", TensorProto.UINT8, [rows, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [rows, n])],
+                              [numpy_helper.from_array(b, "B"),
+                               numpy_helper.from_array(np.array(3, np.uint8), "a_zero_point")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    print(path)
+
+
 def main():
     if len(sys.argv) != 2:
-        sys.exit("usage: recurrence_models.py DIR")
+        sys.exit("usage: node_models.py DIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     hard = dict(activations=["HardSigmoid", "Tanh"], activation_alpha=[0.2], activation_beta=[0.5])
@@ -71,6 +103,16 @@ def main():
     for seed, (name, (op, hidden, inputs, steps, batch, attrs)) in enumerate(models.items()):
         write(os.path.join(out, name + ".onnx"), op, hidden, inputs, steps, batch, seed=seed, **attrs)
         print(os.path.join(out, name + ".onnx"))
+    try:
+        import onnxruntime.quantization  # noqa: F401
+        qlstms = {"qlstm_h64": (64, 64, 50, 1, "forward"), "qlstm_h128_b4": (128, 128, 50, 4, "forward"),
+                  "qlstm_h256_b8": (256, 256, 30, 8, "forward"), "qlstm_h512_bi": (512, 256, 30, 1, "bidirectional")}
+        for seed, (name, shape) in enumerate(qlstms.items()):
+            write_qlstm(out, name, *shape, seed=100 + seed)
+    except ImportError as e:
+        print(f"node_models.py: no qlstm_* models: onnxruntime.quantization does not import here ({e})")
+    for rows in (1, 4, 8):
+        write_matmul_integer(os.path.join(out, f"matmulinteger_{rows}.onnx"), rows, 1024, 4096, seed=200 + rows)
 
 
 if __name__ == "__main__":
