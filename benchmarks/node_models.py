@@ -12,7 +12,7 @@ cpu-int8-few-rows time, random weights (seeded), written with onnx.helper
   `cpu` backend runs step by step, and one it does take (gru_default) for
   scale. ONNX Runtime refuses the batch-first ones (layout 1).
 - qlstm_*: LSTMs quantized by ONNX Runtime's quantize_dynamic (int8
-  weights) into DynamicQuantizeLSTMs, where onnxruntime.quantization
+  weights; qlstm_u8_* uint8 ones with zero points) into DynamicQuantizeLSTMs, where onnxruntime.quantization
   imports (it needs the ml_dtypes package beside onnxruntime); their float
   originals beside them as qlstm_*.f.onnx.
 - matmulinteger_*: MatMulIntegers of 1, 4 and 8 rows (uint8) by a
@@ -54,12 +54,24 @@ def write(path, op, hidden, inputs, steps, batch, direction="forward", lens=None
     onnx.save(model, path)
 
 
-def write_qlstm(out, name, hidden, inputs, steps, batch, direction, seed):
-    """A float LSTM, and its DynamicQuantizeLSTM from quantize_dynamic."""
+def write_qlstm(out, name, hidden, inputs, steps, batch, direction, u8, seed):
+    """A float LSTM, and its DynamicQuantizeLSTM from quantize_dynamic (int8
+    weights with zero points 0; where u8, those weights plus 128 as uint8
+    with zero points 128, the same LSTM: ONNX Runtime 1.32's quantize_dynamic
+    writes int8 LSTM weights even when asked for uint8 ones, which the
+    operator takes too)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     base = os.path.join(out, name)
     write(base + ".f.onnx", "LSTM", hidden, inputs, steps, batch, direction, seed=seed)
     quantize_dynamic(base + ".f.onnx", base + ".onnx", weight_type=QuantType.QInt8, op_types_to_quantize=["LSTM"])
+    if u8:
+        model = onnx.load(base + ".onnx")
+        node = model.graph.node[0]
+        for init in model.graph.initializer:
+            if init.name in (node.input[1], node.input[2], node.input[9], node.input[11]):
+                v = numpy_helper.to_array(init).astype(np.int16) + 128
+                init.CopyFrom(numpy_helper.from_array(v.astype(np.uint8), init.name))
+        onnx.save(model, base + ".onnx")
     print(base + ".onnx")
 
 
@@ -105,8 +117,12 @@ def main():
         print(os.path.join(out, name + ".onnx"))
     try:
         import onnxruntime.quantization  # noqa: F401
-        qlstms = {"qlstm_h64": (64, 64, 50, 1, "forward"), "qlstm_h128_b4": (128, 128, 50, 4, "forward"),
-                  "qlstm_h256_b8": (256, 256, 30, 8, "forward"), "qlstm_h512_bi": (512, 256, 30, 1, "bidirectional")}
+        qlstms = {"qlstm_h64": (64, 64, 50, 1, "forward", False),
+                  "qlstm_h128_b4": (128, 128, 50, 4, "forward", False),
+                  "qlstm_h256_b8": (256, 256, 30, 8, "forward", False),
+                  "qlstm_h512_bi": (512, 256, 30, 1, "bidirectional", False),
+                  "qlstm_u8_h256": (256, 256, 50, 1, "forward", True),
+                  "qlstm_u8_h512_bi_b4": (512, 256, 30, 4, "bidirectional", True)}
         for seed, (name, shape) in enumerate(qlstms.items()):
             write_qlstm(out, name, *shape, seed=100 + seed)
     except ImportError as e:

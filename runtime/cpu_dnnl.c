@@ -422,6 +422,7 @@ void xf_dn_node_clear(xf_dn_node *st)
         st->own_free(st->own);
     st->own = NULL;
     st->own_free = NULL;
+    st->own_name = NULL;
 }
 
 static void node_free(xf_dn_node *st)
@@ -814,7 +815,7 @@ static void dn_node_impl(void *ctx, const xf_graph *g, int node, void *state, ch
     else if (st->folded)
         snprintf(buf, n, "folded into '%s'", g->nodes[st->host].name ? g->nodes[st->host].name : "");
     else if (st->kernel || st->own_run)
-        impl = "own loop";
+        impl = st->own_name ? st->own_name : "own loop";
     else if (st->gemv.on)
         impl = "sgemm";
     else if (!st->prim)

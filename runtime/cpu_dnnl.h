@@ -170,6 +170,8 @@ typedef struct xf_dn_node {
      * when the node is cleared */
     void *own;
     void (*own_free)(void *own);
+    /* the name profiles give such a loop (NULL: "own loop") */
+    const char *own_name;
     /* a loop of this backend's own run before the primitive, preparing
      * what it reads (the sum of a SkipLayerNormalization's inputs, into
      * `scratch` or an output of the node) */

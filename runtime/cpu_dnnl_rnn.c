@@ -277,6 +277,7 @@ static xf_status qlstm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     if (xf_dn_rnn_steps_ok(g, n, in))
         return xf_dn_rnn_steps_prepare(c, n, in, dnnl_alg_kind_undef, st, err);
     st->kernel = qlstm_run;
+    st->own_name = "own loop: cpu_ref's on sgemm";
     return XF_OK;
 }
 

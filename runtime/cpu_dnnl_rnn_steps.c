@@ -22,13 +22,15 @@
  * each function a chain of eltwise primitives, as cpu_ref orders them.
  * GRU's step takes two products: z's and r's rows, then the h gate's.
  *
- * DynamicQuantizeLSTM (int8 W and R with zero points 0, constant scales,
- * the general forms as LSTM's; where oneDNN's int8 sums are exact): the
- * inputs and, at each step, the hidden state quantized to uint8 as cpu_ref
- * does (xf_dn_quantize_all), their int8 products with the weights exact
- * in int32 (oneDNN's int8 matmul), then scaled per column as cpu_ref
- * scales them and added to the rows in a loop (oneDNN's matmul takes
- * scales known at run time only on its slower gemm kernel), the logistic
+ * DynamicQuantizeLSTM (8-bit W and R with constant zero points and
+ * scales, the general forms as LSTM's; where oneDNN's int8 sums are
+ * exact): the inputs and, at each step, the hidden state quantized to
+ * uint8 as cpu_ref does (xf_dn_quantize_all), their int8 products with
+ * the weights exact in int32 (oneDNN's int8 matmul; uint8 weights less
+ * 128), then, less the weights' zero point times the sum of each row's
+ * codes, scaled per column as cpu_ref scales them and added to the rows
+ * in a loop (oneDNN's matmul takes scales known at run time only on its
+ * slower gemm kernel), the logistic
  * function an eltwise primitive.  The activations are oneDNN's float ones
  * where cpu_ref's are rounded from double, so a state may quantize a step
  * apart, as ONNX Runtime's do (its are MLAS's float approximations). */
@@ -106,13 +108,12 @@ static bool qlstm_forms_ok(const xf_graph *g, const xf_node *n, const xf_tensor_
     }
     if (given(n, in, 7) && in[7].dtype != XF_DT_FLOAT)
         return false;
-    if (in[1].dtype != XF_DT_INT8 || in[2].dtype != XF_DT_INT8 || in[8].dtype != XF_DT_FLOAT ||
-        in[10].dtype != XF_DT_FLOAT || (given(n, in, 3) && in[3].dtype != XF_DT_FLOAT))
+    for (int k = 1; k <= 2; k++) /* 8-bit weights, 8-bit zero points */
+        if ((in[k].dtype != XF_DT_INT8 && in[k].dtype != XF_DT_UINT8) ||
+            (in[7 + 2 * k].dtype != XF_DT_INT8 && in[7 + 2 * k].dtype != XF_DT_UINT8))
+            return false;
+    if (in[8].dtype != XF_DT_FLOAT || in[10].dtype != XF_DT_FLOAT || (given(n, in, 3) && in[3].dtype != XF_DT_FLOAT))
         return false;
-    for (int k = 9; k <= 11; k += 2)
-        for (int64_t i = 0; i < xf_rt_numel(&in[k]); i++)
-            if (xf_rt_load_i64(in[k].dtype, in[k].data, i) != 0)
-                return false;
     if (given(n, in, 4) && in[4].dtype != XF_DT_INT32 && in[4].dtype != XF_DT_INT64)
         return false;
     for (int k = 5; k <= 6; k++)
@@ -254,18 +255,26 @@ static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp
     return scale;
 }
 
-/* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc times
- * s->scales, plus add (one row when add_row is 0, else rows add_row
- * apart) -- as cpu_ref scales a product and adds it. */
-static void scale_rows(const xf_dn_steps *s, int64_t rows, const float *add, int64_t add_row, float *dst)
+/* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc, less
+ * w_zp times the sum of the row's codes (k of them from `codes`, less
+ * their zero point zp), times s->scales, plus add (one row when add_row
+ * is 0, else rows add_row apart) -- as cpu_ref scales the product of the
+ * codes' and the weights' differences from their zero points and adds
+ * it. */
+static void scale_rows(const xf_dn_steps *s, int64_t rows, const uint8_t *codes, int64_t k, int32_t zp, int32_t w_zp,
+                       const float *add, int64_t add_row, float *dst)
 {
     int64_t h4 = s->hg;
     for (int64_t r = 0; r < rows; r++) {
         const int32_t *restrict a = s->acc + r * h4;
         const float *restrict sc = s->scales, *p = add + r * add_row;
         float *y = dst + r * h4; /* may be p */
+        int32_t sum = 0;
+        for (int64_t t = 0; w_zp && t < k; t++)
+            sum += (int32_t)codes[r * k + t] - zp;
+        sum *= w_zp;
         for (int64_t j = 0; j < h4; j++)
-            y[j] = (float)a[j] * sc[j] + p[j];
+            y[j] = (float)(a[j] - sum) * sc[j] + p[j];
     }
 }
 
@@ -331,7 +340,7 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
     if (st == XF_OK && s->quantized) {
         XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
         product_scales(s, x_scale, dr->w_scales, per_col_w);
-        scale_rows(s, s->t * nb, dr->bias_row, 0, s->g);
+        scale_rows(s, longest * nb, s->qx, s->ni, x_zp, dr->w_zp, dr->bias_row, 0, s->g);
     }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t j = 0; j < h; j++) {
@@ -356,7 +365,7 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
             if (st == XF_OK)
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
             product_scales(s, h_scale, dr->r_scales, per_col_r);
-            scale_rows(s, nb, s->hr, h4, s->hr);
+            scale_rows(s, nb, s->qh, h, s->zp, dr->r_zp, s->hr, h4, s->hr);
             if (st == XF_OK && !s->general)
                 st = xf_dn_steps_exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
         }
@@ -428,6 +437,25 @@ static xf_status memory(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t
     return XF_OK;
 }
 
+/* DynamicQuantizeLSTM: direction d's `count` weights of input k as
+ * int8, and in *zp their zero point as the product of those sees it:
+ * int8 weights as given (NULL returned), uint8 ones less 128 (a copy,
+ * the caller's to free; NULL when memory ran out) with their zero point
+ * less 128.  The zero point is the direction's first (per: the columns
+ * per direction), as ONNX Runtime and cpu_ref read it. */
+static int8_t *signed_weights(const xf_tensor_view *in, int k, int64_t d, int64_t count, int64_t per, int32_t *zp)
+{
+    bool u8 = in[k].dtype == XF_DT_UINT8;
+    *zp = (int32_t)xf_rt_load_i64(in[7 + 2 * k].dtype, in[7 + 2 * k].data, d * per) - (u8 ? 128 : 0);
+    if (!u8)
+        return NULL;
+    int8_t *w = malloc((size_t)count);
+    const uint8_t *from = (const uint8_t *)in[k].data + d * count;
+    for (int64_t i = 0; w && i < count; i++)
+        w[i] = (int8_t)(from[i] ^ 0x80u);
+    return w;
+}
+
 /* The products of direction d: LSTM's with the c gate's weights and
  * bias doubled, DynamicQuantizeLSTM's with its scales doubled when they
  * are made (product_scales) and its bias row doubled here, RNN's as
@@ -453,10 +481,18 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
         bool per_col_w = xf_rt_numel(&in[8]) > s->dirs, per_col_r = xf_rt_numel(&in[10]) > s->dirs;
         dr->w_scales = (float *)in[8].data + d * (per_col_w ? hg : 1);
         dr->r_scales = (float *)in[10].data + d * (per_col_r ? hg : 1);
-        product_spec pw = {t * nb, ni, hg, (const int8_t *)in[1].data + d * ni * hg, true, false, NULL, act};
-        product_spec pr = {nb, h, hg, (const int8_t *)in[2].data + d * h * hg, true, true, NULL, act};
-        xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, NULL, err);
-        return rs == XF_OK ? product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err) : rs;
+        int8_t *w8 = signed_weights(in, 1, d, ni * hg, per_col_w ? hg : 1, &dr->w_zp);
+        int8_t *r8 = signed_weights(in, 2, d, h * hg, per_col_r ? hg : 1, &dr->r_zp);
+        product_spec pw = {t * nb, ni, hg, w8 ? w8 : (const int8_t *)in[1].data + d * ni * hg, true, false, NULL, act};
+        product_spec pr = {nb, h, hg, r8 ? r8 : (const int8_t *)in[2].data + d * h * hg, true, true, NULL, act};
+        xf_status rs = (in[1].dtype == XF_DT_UINT8 && !w8) || (in[2].dtype == XF_DT_UINT8 && !r8)
+                           ? xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op))
+                           : product(c, n, &pw, &dr->in_mm, &dr->w, NULL, err);
+        if (rs == XF_OK)
+            rs = product(c, n, &pr, &dr->step_mm, &dr->r, NULL, err);
+        free(w8);
+        free(r8);
+        return rs;
     }
     const float *w = (const float *)in[1].data + d * hg * ni, *r = (const float *)in[2].data + d * hg * h;
     if (doubled)
@@ -572,5 +608,6 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
         rs = xf_dn_steps_chains(c, n, s, err);
     if (rs == XF_OK)
         st->own_run = steps_run;
+    st->own_name = "own loop: step by step on oneDNN's products";
     return rs;
 }

@@ -13,9 +13,11 @@ typedef struct xf_dn_steps_dir {
      * packed; with linear_before_reset, its bias Rb_h) */
     dnnl_primitive_t step_mm2;
     dnnl_memory_t r2, bias2;
-    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled) and the
-     * weights' scales per column (4H, as given) */
+    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled), the
+     * weights' scales per column (4H, as given) and zero points (as the
+     * int8 products see them: uint8 weights' less 128) */
     float *bias_row, *w_scales, *r_scales;
+    int32_t w_zp, r_zp;
 } xf_dn_steps_dir;
 
 /* One oneDNN eltwise op of an activation function's chain, or (own: an

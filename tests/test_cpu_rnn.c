@@ -107,6 +107,27 @@ static void check_form(const rnn_form *f)
 
 enum { ON_ONEDNN, OWN_LOOP, ON_CPU_REF };
 
+/* How the backend names its loop over oneDNN's products step by step. */
+#define STEP_BY_STEP "own loop: step by step on oneDNN's products"
+
+/* How a static cpu session runs the node of op `op` in g. */
+static void node_impl(const xf_graph *g, xf_op op, char *impl, size_t size)
+{
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 14, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    const xf_graph *sg = xf_session_graph(s);
+    int found = 0;
+    for (int i = 0; i < sg->n_nodes; i++)
+        if (sg->nodes[i].op == op) {
+            xf_session_node_impl(s, i, impl, size);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
+    xf_session_free(s);
+}
+
 /* Whether f is a form oneDNN's RNN primitives take. */
 static bool onednn_takes(const rnn_form *f)
 {
@@ -124,24 +145,12 @@ static void check_runs(const rnn_form *f, int how)
 {
     check_form(f);
     xf_graph *g = rnn_graph(f);
-    xf_session *s = NULL;
-    xf_error err = {0};
-    ck_assert_msg(xf_session_create(g, 14, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
-    ck_assert(!xf_session_is_dynamic(s));
-    const xf_graph *sg = xf_session_graph(s);
-    int found = 0;
-    for (int i = 0; i < sg->n_nodes; i++)
-        if (sg->nodes[i].op == f->op) {
-            char impl[128];
-            xf_session_node_impl(s, i, impl, sizeof impl);
-            bool own = !strcmp(impl, "own loop"), ref = !strcmp(impl, "cpu_ref kernel");
-            bool want = how == OWN_LOOP ? own : how == ON_CPU_REF ? ref : !own && !ref;
-            ck_assert_msg(want, "%s dir %d lbr %d act %d/%d bf %d: %s", xf_op_name(f->op), f->direction, f->lbr, f->act,
-                          f->act_f, f->batch_first, impl);
-            found++;
-        }
-    ck_assert_int_eq(found, 1);
-    xf_session_free(s);
+    char impl[128];
+    node_impl(g, f->op, impl, sizeof impl);
+    bool own = !strcmp(impl, STEP_BY_STEP), ref = !strcmp(impl, "cpu_ref kernel");
+    bool want = how == OWN_LOOP ? own : how == ON_CPU_REF ? ref : !own && !ref;
+    ck_assert_msg(want, "%s dir %d lbr %d act %d/%d bf %d: %s", xf_op_name(f->op), f->direction, f->lbr, f->act,
+                  f->act_f, f->batch_first, impl);
     xf_graph_free(g);
 }
 
@@ -202,40 +211,51 @@ START_TEST(lstm_step_forms)
 }
 END_TEST
 
-/* A DynamicQuantizeLSTM in the forms the backend runs step by step (int8
- * weights with zero points 0): inputs and states quantized per run and
+/* A DynamicQuantizeLSTM in the forms the backend runs step by step (8-bit
+ * weights, wtype: 0 int8 with zero points 0, 1 uint8 about 128, 2 int8
+ * with zero points off 0; per column, the first of a direction's counts,
+ * as ONNX Runtime reads them): inputs and states quantized per run and
  * step as cpu_ref quantizes them, exact int32 products scaled as cpu_ref
  * scales them.  Only the activations differ (oneDNN's float against
  * cpu_ref's rounded double), which these small weights keep from moving a
  * state's code: every direction, scales per direction or per column,
  * initial states or none, each output; with clip and peepholes, and with
  * input_forget and HardSigmoid as f. */
-static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs, int general)
+static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs, int general, int wtype)
 {
     enum { QH = 8, QI = 5 };
     xf_graph *g = xf_graph_create("qlstm");
     int64_t d = direction == 2 ? 2 : 1;
-    int8_t w[2 * QI * 4 * QH], r[2 * QH * 4 * QH], zeros[2 * 4 * QH] = {0};
+    int8_t w[2 * QI * 4 * QH], r[2 * QH * 4 * QH], wz[2 * 4 * QH] = {0}, rz[2 * 4 * QH] = {0};
     float ws[2 * 4 * QH], rs[2 * 4 * QH];
     uint32_t seed = 77u + (uint32_t)(direction * 8 + nb * 2 + per_col);
     for (size_t i = 0; i < sizeof w; i++)
         w[i] = (int8_t)((seed = seed * 1664525u + 1013904223u) >> 25) - 64;
     for (size_t i = 0; i < sizeof r; i++)
         r[i] = (int8_t)((seed = seed * 1664525u + 1013904223u) >> 25) - 64;
+    for (size_t i = 0; wtype == 1 && i < sizeof w; i++) /* uint8 about 128 */
+        w[i] = (int8_t)(uint8_t)(w[i] + 128);
+    for (size_t i = 0; wtype == 1 && i < sizeof r; i++)
+        r[i] = (int8_t)(uint8_t)(r[i] + 128);
     for (int i = 0; i < 2 * 4 * QH; i++) {
         ws[i] = 0.004f + 0.0001f * (float)(i % 7);
         rs[i] = 0.003f + 0.0002f * (float)(i % 5);
+        if (wtype) { /* uint8 (the bytes read so) about their zero points, or int8 off 0 */
+            wz[i] = (int8_t)(wtype == 1 ? 128 + 3 * (i % 5) - 5 : 2 * (i % 3) - 3);
+            rz[i] = (int8_t)(wtype == 1 ? 128 - 2 * (i % 4) + 1 : 4 - (i % 7));
+        }
     }
+    xf_dtype wt = wtype == 1 ? XF_DT_UINT8 : XF_DT_INT8;
     xf_shape sc = per_col ? SHAPE(d, 4 * QH) : SHAPE(d);
     int ins[12] = {xf_bt_input(g, XF_DT_FLOAT, SHAPE(4, nb, QI)),
-                   constant(g, NULL, XF_DT_INT8, SHAPE(d, QI, 4 * QH), w),
-                   constant(g, NULL, XF_DT_INT8, SHAPE(d, QH, 4 * QH), r),
+                   constant(g, NULL, wt, SHAPE(d, QI, 4 * QH), w),
+                   constant(g, NULL, wt, SHAPE(d, QH, 4 * QH), r),
                    xf_bt_random_const(g, SHAPE(d, 8 * QH), false),
                    -1, -1, -1, -1,
                    constant(g, NULL, XF_DT_FLOAT, sc, ws),
-                   constant(g, NULL, XF_DT_INT8, sc, zeros),
+                   constant(g, NULL, wt, sc, wz),
                    constant(g, NULL, XF_DT_FLOAT, sc, rs),
-                   constant(g, NULL, XF_DT_INT8, sc, zeros)};
+                   constant(g, NULL, wt, sc, rz)};
     if (states) {
         ins[5] = xf_bt_input(g, XF_DT_FLOAT, SHAPE(d, nb, QH));
         ins[6] = xf_bt_input(g, XF_DT_FLOAT, SHAPE(d, nb, QH));
@@ -273,11 +293,17 @@ START_TEST(qlstm_step_forms)
             int64_t nb = v == 1 ? 1 : 3;
             bool per_col = v == 2 || v == 3, states = v == 0 || v == 3 || v == 4;
             int outputs = v == 0 ? 7 : v == 1 ? 1 : v == 2 ? 2 : v == 3 ? 5 : 7, general = v >= 4 ? v - 3 : 0;
-            char what[120];
-            snprintf(what, sizeof what, "DynamicQuantizeLSTM dir %d nb %lld per_col %d states %d out %x general %d",
-                     dir, (long long)nb, per_col, states, outputs, general);
-            xf_graph *g = qlstm_graph(dir, nb, per_col, states, outputs, general);
+            int wtype = (v + dir) % 3;
+            char what[160], impl[128];
+            snprintf(what, sizeof what,
+                     "DynamicQuantizeLSTM dir %d nb %lld per_col %d states %d out %x general %d weights %s", dir,
+                     (long long)nb, per_col, states, outputs, general,
+                     wtype == 1 ? "uint8" : wtype == 2 ? "int8 off 0" : "int8");
+            xf_graph *g = qlstm_graph(dir, nb, per_col, states, outputs, general, wtype);
             xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
+            node_impl(g, XF_OP_MS_DYNAMIC_QUANTIZE_LSTM, impl, sizeof impl);
+            bool steps = xf_bt_have_vnni() && xf_bt_avx512_kernels();
+            ck_assert_msg(!strcmp(impl, steps ? STEP_BY_STEP : "own loop: cpu_ref's on sgemm"), "%s: %s", what, impl);
             xf_graph_free(g);
         }
 }

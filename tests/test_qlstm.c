@@ -2,9 +2,10 @@
  * quantize_dynamic writes for an LSTM: the fixtures in tests/qlstm/ are
  * LSTMs it quantized, with inputs and its outputs (make_qlstm.py): a
  * bidirectional one; a forward one with sequence lengths (one of them 0),
- * initial states, peepholes and clip; a reverse one with per-column uint8
- * weights, input_forget and only its final states as outputs; a
- * bidirectional one with per-column uint8 weights; one of 640 inputs
+ * initial states, peepholes and clip; a reverse one with per-column scales,
+ * input_forget and only its final states as outputs; a bidirectional one
+ * with per-column scales (both asked for uint8 weights, for which ONNX
+ * Runtime 1.32 writes int8 ones with zero points 0); one of 640 inputs
  * whose products' sums may pass 2^24 (the int32 loops).  Both host
  * backends give ONNX Runtime's outputs; the node is written back as it
  * came; operands it does not take are refused by name. */
