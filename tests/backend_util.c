@@ -168,6 +168,23 @@ bool xf_bt_avx512_kernels(void)
 #endif
 }
 
+void xf_bt_node_impl(const xf_graph *g, int64_t opset, xf_op op, char *impl, size_t size)
+{
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, opset, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    ck_assert(!xf_session_is_dynamic(s));
+    const xf_graph *sg = xf_session_graph(s);
+    int found = 0;
+    for (int i = 0; i < sg->n_nodes; i++)
+        if (sg->nodes[i].op == op) {
+            xf_session_node_impl(s, i, impl, size);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
+    xf_session_free(s);
+}
+
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)
 {
     xf_bt_check_graph(g, opset, "cpu", true, atol, rtol, what);

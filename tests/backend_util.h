@@ -45,6 +45,9 @@ bool xf_bt_have_vnni(void);
  * them) here: the CPU has AVX-512 F, BW, VL and DQ, and DNNL_MAX_CPU_ISA,
  * where set, allows them. */
 bool xf_bt_avx512_kernels(void);
+/* How a static session on the cpu backend runs g's one node of op `op`
+ * (xf_session_node_impl), into impl. */
+void xf_bt_node_impl(const xf_graph *g, int64_t opset, xf_op op, char *impl, size_t size);
 /* xf_bt_check_graph on the cpu backend, static and dynamic mode. */
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
 

@@ -335,23 +335,6 @@ START_TEST(matmul_integer_random)
 }
 END_TEST
 
-/* How the backend runs c's product in a static session. */
-static void product_impl(const qcase *c, char *impl, size_t size)
-{
-    xf_session *s = NULL;
-    xf_error err = {0};
-    ck_assert_msg(xf_session_create(c->g, 21, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
-    const xf_graph *sg = xf_session_graph(s);
-    int found = 0;
-    for (int i = 0; i < sg->n_nodes; i++)
-        if (sg->nodes[i].op == XF_OP_MATMUL_INTEGER) {
-            xf_session_node_impl(s, i, impl, size);
-            found++;
-        }
-    ck_assert_int_eq(found, 1);
-    xf_session_free(s);
-}
-
 /* Products of at most 4 rows (the source's dims but the last) take a
  * kernel other than oneDNN's AMX ones, whose tile setup cost more than
  * the work there; more rows take oneDNN's first choice.  Values as
@@ -372,7 +355,7 @@ START_TEST(few_rows_products)
         xf_shape bs = shapes[i][3] ? SHAPE(shapes[i][0], k, 200) : SHAPE(k, 200);
         qcase c = matmul_integer(full_range(XF_DT_UINT8, as), full_range(XF_DT_INT8, bs), ZP_CONST, ZP_ABSENT, true);
         char impl[128], what[200];
-        product_impl(&c, impl, sizeof impl);
+        xf_bt_node_impl(c.g, 21, XF_OP_MATMUL_INTEGER, impl, sizeof impl);
         amx = amx || (i == 0 && strstr(impl, "amx"));
         ck_assert_msg(rows > 4 ? !amx || strstr(impl, "amx") : !strstr(impl, "amx"), "%lld rows: %s", (long long)rows,
                       impl);

@@ -110,24 +110,6 @@ enum { ON_ONEDNN, OWN_LOOP, ON_CPU_REF };
 /* How the backend names its loop over oneDNN's products step by step. */
 #define STEP_BY_STEP "own loop: step by step on oneDNN's products"
 
-/* How a static cpu session runs the node of op `op` in g. */
-static void node_impl(const xf_graph *g, xf_op op, char *impl, size_t size)
-{
-    xf_session *s = NULL;
-    xf_error err = {0};
-    ck_assert_msg(xf_session_create(g, 14, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
-    ck_assert(!xf_session_is_dynamic(s));
-    const xf_graph *sg = xf_session_graph(s);
-    int found = 0;
-    for (int i = 0; i < sg->n_nodes; i++)
-        if (sg->nodes[i].op == op) {
-            xf_session_node_impl(s, i, impl, size);
-            found++;
-        }
-    ck_assert_int_eq(found, 1);
-    xf_session_free(s);
-}
-
 /* Whether f is a form oneDNN's RNN primitives take. */
 static bool onednn_takes(const rnn_form *f)
 {
@@ -146,7 +128,7 @@ static void check_runs(const rnn_form *f, int how)
     check_form(f);
     xf_graph *g = rnn_graph(f);
     char impl[128];
-    node_impl(g, f->op, impl, sizeof impl);
+    xf_bt_node_impl(g, 14, f->op, impl, sizeof impl);
     bool own = !strcmp(impl, STEP_BY_STEP), ref = !strcmp(impl, "cpu_ref kernel");
     bool want = how == OWN_LOOP ? own : how == ON_CPU_REF ? ref : !own && !ref;
     ck_assert_msg(want, "%s dir %d lbr %d act %d/%d bf %d: %s", xf_op_name(f->op), f->direction, f->lbr, f->act,
@@ -301,7 +283,7 @@ START_TEST(qlstm_step_forms)
                      wtype == 1 ? "uint8" : wtype == 2 ? "int8 off 0" : "int8");
             xf_graph *g = qlstm_graph(dir, nb, per_col, states, outputs, general, wtype);
             xf_bt_check_cpu(g, 14, 1e-5, 1e-4, what);
-            node_impl(g, XF_OP_MS_DYNAMIC_QUANTIZE_LSTM, impl, sizeof impl);
+            xf_bt_node_impl(g, 14, XF_OP_MS_DYNAMIC_QUANTIZE_LSTM, impl, sizeof impl);
             bool steps = xf_bt_have_vnni() && xf_bt_avx512_kernels();
             ck_assert_msg(!strcmp(impl, steps ? STEP_BY_STEP : "own loop: cpu_ref's on sgemm"), "%s: %s", what, impl);
             xf_graph_free(g);
