@@ -224,7 +224,7 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
     dnnl_primitive_desc_destroy(rpd);
     dnnl_memory_destroy(have);
     dnnl_primitive_desc_destroy(pd);
-    return ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "weights of an LSTM step", ds);
+    return ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "weights of a recurrence's step", ds);
 }
 
 static bool wanted(const xf_node *n, const xf_tensor_view *out, int k)
@@ -367,7 +367,7 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
             product_scales(s, h_scale, dr->r_scales, per_col_r);
             scale_rows(s, nb, s->qh, h, s->zp, dr->r_zp, s->hr, h4, s->hr);
             if (st == XF_OK && !s->general)
-                st = xf_dn_steps_exec2(s, n, s->sig, DNNL_ARG_SRC, s->m_hr, DNNL_ARG_DST, s->m_hr, err);
+                st = xf_dn_steps_eltwise_exec(s, n, s->sig, s->m_hr, s->m_hr, nb * h4, err);
         }
         if (st == XF_OK)
             st = s->general ? xf_dn_steps_general(s, n, d, err)
