@@ -17,22 +17,20 @@
  * 0.75 on one (ONNX Runtime 0.78). */
 enum { ELTWISE_ONE_THREAD = 4096 };
 
-/* One thread for what runs next where count is below ELTWISE_ONE_THREAD;
- * returns the threads to give back (threads_back). */
-static int one_thread_if_few(int64_t count)
+int xf_dn_steps_one_thread_if(bool few)
 {
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
-    if (count < ELTWISE_ONE_THREAD)
+    if (few)
         omp_set_num_threads(1);
     return threads;
 #else
-    (void)count;
+    (void)few;
     return 1;
 #endif
 }
 
-static void threads_back(int threads)
+void xf_dn_steps_threads_back(int threads)
 {
 #ifdef _OPENMP
     omp_set_num_threads(threads);
@@ -44,9 +42,9 @@ static void threads_back(int threads)
 xf_status xf_dn_steps_eltwise_exec(const xf_dn_steps *s, const xf_node *n, dnnl_primitive_t p, dnnl_memory_t src,
                                    dnnl_memory_t dst, int64_t count, xf_error *err)
 {
-    int threads = one_thread_if_few(count);
+    int threads = xf_dn_steps_one_thread_if(count < ELTWISE_ONE_THREAD);
     xf_status st = xf_dn_steps_exec2(s, n, p, DNNL_ARG_SRC, src, DNNL_ARG_DST, dst, err);
-    threads_back(threads);
+    xf_dn_steps_threads_back(threads);
     return st;
 }
 
@@ -184,7 +182,7 @@ static xf_status run_chain(const xf_dn_steps *s, const xf_node *n, int64_t d, in
     const dnnl_memory_desc_t *md = NULL;
     XF_DN_TRY(err, n, dnnl_memory_get_memory_desc(dst, &md));
     int64_t count = (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(float));
-    int threads = one_thread_if_few(count);
+    int threads = xf_dn_steps_one_thread_if(count < ELTWISE_ONE_THREAD);
     xf_status st = XF_OK;
     for (int k = 0; k < s->n_ops[d][which] && st == XF_OK; k++) {
         if (s->ops[d][which][k]) {
@@ -199,7 +197,7 @@ static xf_status run_chain(const xf_dn_steps *s, const xf_node *n, int64_t d, in
         if (st == XF_OK)
             own_act(s->act_ops[d][which][k], x, y, count);
     }
-    threads_back(threads);
+    xf_dn_steps_threads_back(threads);
     return st;
 }
 

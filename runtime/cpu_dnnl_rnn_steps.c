@@ -47,6 +47,10 @@
  * was 3.5 to 15 times slower. */
 enum { LSTM_STEPS_MAX_BATCH = 4, LSTM_STEPS_MIN_HIDDEN = 256 };
 
+/* DynamicQuantizeLSTM: a step's int8 product of fewer multiply-adds runs
+ * on one thread, where waking the second cost more than the work. */
+enum { QSTEP_ONE_THREAD = 1 << 19 };
+
 static void steps_free(void *p)
 {
     xf_dn_steps *s = p;
@@ -361,7 +365,9 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
             st = xf_dn_steps_exec(s, n, dr->step_mm, s->m_h, dr->r, NULL, s->m_hr, err);
         } else {
             float h_scale = quantize(s->hs, nb * h, s->qh, &s->zp);
+            int threads = xf_dn_steps_one_thread_if(nb * h * h4 < QSTEP_ONE_THREAD);
             st = xf_dn_steps_exec(s, n, dr->step_mm, s->m_qh, dr->r, NULL, s->m_acc_h, err);
+            xf_dn_steps_threads_back(threads);
             if (st == XF_OK)
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
             product_scales(s, h_scale, dr->r_scales, per_col_r);

@@ -81,6 +81,10 @@ xf_status xf_dn_steps_exec(xf_dn_steps *s, const xf_node *n, dnnl_primitive_t p,
 xf_status xf_dn_steps_exec2(const xf_dn_steps *s, const xf_node *n, dnnl_primitive_t p, int a0, dnnl_memory_t m0,
                             int a1, dnnl_memory_t m1, xf_error *err);
 xf_status xf_dn_steps_wait(const xf_dn_steps *s, const xf_node *n, xf_error *err);
+/* One OpenMP thread for what this thread runs next where few (oneDNN's
+ * primitives among it); returns the threads to give back. */
+int xf_dn_steps_one_thread_if(bool few);
+void xf_dn_steps_threads_back(int threads);
 /* Runs eltwise primitive p from src into dst, count elements (on one
  * thread where they are few). */
 xf_status xf_dn_steps_eltwise_exec(const xf_dn_steps *s, const xf_node *n, dnnl_primitive_t p, dnnl_memory_t src,
