@@ -152,7 +152,6 @@ typedef struct product_spec {
     bool quantized, step;
     const float *bias;
     dnnl_alg_kind_t act; /* the float steps' post-op: logistic (LSTM), RNN's activation, or undef (none) */
-    int64_t dst_stride;  /* float dst's rows apart (0: cols) */
 } product_spec;
 
 static xf_status product_attr(const xf_node *n, const product_spec *p, dnnl_primitive_attr_t *attr, xf_error *err)
@@ -180,10 +179,8 @@ static xf_status product(xf_dn_ctx *c, const xf_node *n, const product_spec *p, 
     dnnl_memory_desc_init_by_strides(&w_have, 2, (dnnl_dims_t){p->k, p->cols}, wt,
                                      p->quantized ? (dnnl_dims_t){p->cols, 1} : (dnnl_dims_t){1, p->k});
     dnnl_memory_desc_init_by_tag(&w_any, 2, (dnnl_dims_t){p->k, p->cols}, wt, dnnl_format_tag_any);
-    if (p->quantized)
-        dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){p->rows, p->cols}, dnnl_s32, dnnl_ab);
-    else
-        xf_dn_steps_md(&dst, p->rows, p->cols, p->dst_stride ? p->dst_stride : p->cols);
+    dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){p->rows, p->cols}, p->quantized ? dnnl_s32 : dnnl_f32,
+                                 dnnl_ab);
     xf_dn_steps_md(&bmd, 1, p->cols, p->cols);
     dnnl_matmul_desc_t md;
     XF_DN_TRY(err, n, dnnl_matmul_desc_init(&md, &src, &w_any, p->bias ? &bmd : NULL, &dst));
@@ -355,7 +352,13 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
     float *yh = wanted(n, out, 1) ? out[1].data : NULL, *yc = s->lstm && wanted(n, out, 2) ? out[2].data : NULL;
     for (int64_t step = 0; step < longest && st == XF_OK; step++) {
         for (int64_t b = 0; b < nb; b++) {
-            memcpy(s->hr + b * h4, s->g + x_row(s, b, time_of(s, b, step, reverse)) * h4, sizeof(float) * (size_t)h4);
+            const float *rows = s->g + x_row(s, b, time_of(s, b, step, reverse)) * h4;
+            if (s->gru) { /* z and r rows dense for their product, h's after them */
+                memcpy(s->hr + b * 2 * h, rows, 2 * row);
+                memcpy(s->hr + (2 * nb + b) * h, rows + 2 * h, row);
+            } else {
+                memcpy(s->hr + b * h4, rows, sizeof(float) * (size_t)h4);
+            }
             if (step >= s->lens[b]) { /* past its length: its states are put back after the step */
                 memcpy(s->keep + 2 * b * h, s->hs + b * h, row);
                 memcpy(s->keep + (2 * b + 1) * h, s->cs + b * h, row);
@@ -506,9 +509,9 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
     product_spec pw = {t * nb, ni, hg, doubled ? w2 : w, false, false, bias, act};
     xf_status rs = product(c, n, &pw, &dr->in_mm, &dr->w, &dr->bias, err);
     if (s->gru) {
-        product_spec pzr = {nb, h, 2 * h, r, false, true, NULL, dnnl_alg_kind_undef, hg};
+        product_spec pzr = {nb, h, 2 * h, r, false, true, NULL, dnnl_alg_kind_undef};
         product_spec ph = {nb, h, h, r + 2 * h * h, false, !s->lbr, s->lbr && b ? b + d * 2 * hg + hg + 2 * h : NULL,
-                           dnnl_alg_kind_undef, 0};
+                           dnnl_alg_kind_undef};
         if (rs == XF_OK)
             rs = product(c, n, &pzr, &dr->step_mm, &dr->r, NULL, err);
         return rs == XF_OK ? product(c, n, &ph, &dr->step_mm2, &dr->r2, &dr->bias2, err) : rs;
@@ -586,7 +589,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     xf_dn_steps_md(&x, t * nb, ni, ni);
     xf_dn_steps_md(&g, t * nb, h4, h4);
     xf_dn_steps_md(&hmd, nb, h, h);
-    xf_dn_steps_md(&hr, nb, s->gru ? 2 * h : h4, h4); /* GRU: the z and r rows its step's product adds to */
+    xf_dn_steps_md(&hr, nb, s->gru ? 2 * h : h4, s->gru ? 2 * h : h4); /* GRU: the z and r rows its step adds to */
     dnnl_memory_desc_init_by_tag(&qx, 2, (dnnl_dims_t){t * nb, ni}, dnnl_u8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&qh, 2, (dnnl_dims_t){nb, h}, dnnl_u8, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&acc_x, 2, (dnnl_dims_t){t * nb, h4}, dnnl_s32, dnnl_ab);

@@ -47,7 +47,8 @@ typedef struct xf_dn_steps {
     xf_dn_steps_dir dir[2];
     dnnl_primitive_t tanh_c, sig;
     /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
-     * states (N x H); hr: one step's gates (N x 4H); tc: tanh(c) (GRU:
+     * states (N x H); hr: one step's gates (N x 4H; GRU: see
+     * gates_apart); tc: tanh(c) (GRU:
      * r h, or with linear_before_reset h R_h + Rb_h);
      * DynamicQuantizeLSTM: qx and qh the codes of x and h, zp their zero
      * point, acc_x and acc_h the products' int32 sums (on acc), scales
