@@ -66,6 +66,7 @@ static void steps_free(void *p)
         dnnl_memory_destroy(s->dir[d].bias);
         dnnl_memory_destroy(s->dir[d].bias2);
         free(s->dir[d].bias_row);
+        free(s->dir[d].zps);
     }
     dnnl_primitive_destroy(s->tanh_c);
     dnnl_primitive_destroy(s->sig);
@@ -257,13 +258,13 @@ static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp
 }
 
 /* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc, less
- * w_zp times the sum of the row's codes (k of them from `codes`, less
- * their zero point zp), times s->scales, plus add (one row when add_row
- * is 0, else rows add_row apart) -- as cpu_ref scales the product of the
- * codes' and the weights' differences from their zero points and adds
- * it. */
-static void scale_rows(const xf_dn_steps *s, int64_t rows, const uint8_t *codes, int64_t k, int32_t zp, int32_t w_zp,
-                       const float *add, int64_t add_row, float *dst)
+ * the weights' zero point of each column (w_zps; NULL: none) times the
+ * sum of the row's codes (k of them from `codes`, less their zero point
+ * zp), times s->scales, plus add (one row when add_row is 0, else rows
+ * add_row apart) -- as cpu_ref scales the product of the codes' and the
+ * weights' differences from their zero points and adds it. */
+static void scale_rows(const xf_dn_steps *s, int64_t rows, const uint8_t *codes, int64_t k, int32_t zp,
+                       const int32_t *w_zps, const float *add, int64_t add_row, float *dst)
 {
     int64_t h4 = s->hg;
     for (int64_t r = 0; r < rows; r++) {
@@ -271,11 +272,12 @@ static void scale_rows(const xf_dn_steps *s, int64_t rows, const uint8_t *codes,
         const float *restrict sc = s->scales, *p = add + r * add_row;
         float *y = dst + r * h4; /* may be p */
         int32_t sum = 0;
-        for (int64_t t = 0; w_zp && t < k; t++)
+        for (int64_t t = 0; w_zps && t < k; t++)
             sum += (int32_t)codes[r * k + t] - zp;
-        sum *= w_zp;
-        for (int64_t j = 0; j < h4; j++)
-            y[j] = (float)(a[j] - sum) * sc[j] + p[j];
+        for (int64_t j = 0; w_zps && j < h4; j++)
+            y[j] = (float)(a[j] - w_zps[j] * sum) * sc[j] + p[j];
+        for (int64_t j = 0; !w_zps && j < h4; j++)
+            y[j] = (float)a[j] * sc[j] + p[j];
     }
 }
 
@@ -341,7 +343,7 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
     if (st == XF_OK && s->quantized) {
         XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
         product_scales(s, x_scale, dr->w_scales, per_col_w);
-        scale_rows(s, longest * nb, s->qx, s->ni, x_zp, dr->w_zp, dr->bias_row, 0, s->g);
+        scale_rows(s, longest * nb, s->qx, s->ni, x_zp, dr->w_zps, dr->bias_row, 0, s->g);
     }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t j = 0; j < h; j++) {
@@ -374,7 +376,7 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
             if (st == XF_OK)
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
             product_scales(s, h_scale, dr->r_scales, per_col_r);
-            scale_rows(s, nb, s->qh, h, s->zp, dr->r_zp, s->hr, h4, s->hr);
+            scale_rows(s, nb, s->qh, h, s->zp, dr->r_zps, s->hr, h4, s->hr);
             if (st == XF_OK && !s->general)
                 st = xf_dn_steps_eltwise_exec(s, n, s->sig, s->m_hr, s->m_hr, nb * h4, err);
         }
@@ -446,16 +448,23 @@ static xf_status memory(xf_dn_ctx *c, const xf_node *n, const dnnl_memory_desc_t
     return XF_OK;
 }
 
-/* DynamicQuantizeLSTM: direction d's `count` weights of input k as
- * int8, and in *zp their zero point as the product of those sees it:
- * int8 weights as given (NULL returned), uint8 ones less 128 (a copy,
- * the caller's to free; NULL when memory ran out) with their zero point
- * less 128.  The zero point is the direction's first (per: the columns
- * per direction), as ONNX Runtime and cpu_ref read it. */
-static int8_t *signed_weights(const xf_tensor_view *in, int k, int64_t d, int64_t count, int64_t per, int32_t *zp)
+/* DynamicQuantizeLSTM: direction d's `count` weights of input k (cols
+ * columns) as int8, and in zps their zero points per column as the
+ * product of those sees them: int8 weights as given (NULL returned),
+ * uint8 ones less 128 (a copy, the caller's to free; NULL when memory ran
+ * out) with their zero points less 128.  Returns in *any whether a zero
+ * point is not 0. */
+static int8_t *signed_weights(const xf_tensor_view *in, int k, int64_t d, int64_t count, int64_t cols, int32_t *zps,
+                              bool *any)
 {
     bool u8 = in[k].dtype == XF_DT_UINT8;
-    *zp = (int32_t)xf_rt_load_i64(in[7 + 2 * k].dtype, in[7 + 2 * k].data, d * per) - (u8 ? 128 : 0);
+    const xf_tensor_view *z = &in[7 + 2 * k];
+    bool per_col = xf_rt_numel(z) > in[k].shape.dims[0];
+    *any = false;
+    for (int64_t j = 0; j < cols; j++) {
+        zps[j] = (int32_t)xf_rt_load_i64(z->dtype, z->data, per_col ? d * cols + j : d) - (u8 ? 128 : 0);
+        *any = *any || zps[j] != 0;
+    }
     if (!u8)
         return NULL;
     int8_t *w = malloc((size_t)count);
@@ -484,14 +493,18 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
     }
     if (s->quantized) {
         dr->bias_row = malloc(sizeof(float) * (size_t)hg);
-        if (!dr->bias_row)
+        dr->zps = malloc(sizeof(int32_t) * (size_t)(2 * hg));
+        if (!dr->bias_row || !dr->zps)
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
         memcpy(dr->bias_row, bias, sizeof(float) * (size_t)hg);
         bool per_col_w = xf_rt_numel(&in[8]) > s->dirs, per_col_r = xf_rt_numel(&in[10]) > s->dirs;
         dr->w_scales = (float *)in[8].data + d * (per_col_w ? hg : 1);
         dr->r_scales = (float *)in[10].data + d * (per_col_r ? hg : 1);
-        int8_t *w8 = signed_weights(in, 1, d, ni * hg, per_col_w ? hg : 1, &dr->w_zp);
-        int8_t *r8 = signed_weights(in, 2, d, h * hg, per_col_r ? hg : 1, &dr->r_zp);
+        bool w_any, r_any;
+        int8_t *w8 = signed_weights(in, 1, d, ni * hg, hg, dr->zps, &w_any);
+        int8_t *r8 = signed_weights(in, 2, d, h * hg, hg, dr->zps + hg, &r_any);
+        dr->w_zps = w_any ? dr->zps : NULL;
+        dr->r_zps = r_any ? dr->zps + hg : NULL;
         product_spec pw = {t * nb, ni, hg, w8 ? w8 : (const int8_t *)in[1].data + d * ni * hg, true, false, NULL, act};
         product_spec pr = {nb, h, hg, r8 ? r8 : (const int8_t *)in[2].data + d * h * hg, true, true, NULL, act};
         xf_status rs = (in[1].dtype == XF_DT_UINT8 && !w8) || (in[2].dtype == XF_DT_UINT8 && !r8)

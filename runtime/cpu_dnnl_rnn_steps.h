@@ -14,10 +14,12 @@ typedef struct xf_dn_steps_dir {
     dnnl_primitive_t step_mm2;
     dnnl_memory_t r2, bias2;
     /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled), the
-     * weights' scales per column (4H, as given) and zero points (as the
-     * int8 products see them: uint8 weights' less 128) */
+     * weights' scales per column (4H, as given) and zero points per column
+     * (as the int8 products see them: uint8 weights' less 128; NULL where
+     * all are 0), in zps (W's, then R's) */
     float *bias_row, *w_scales, *r_scales;
-    int32_t w_zp, r_zp;
+    int32_t *zps;
+    const int32_t *w_zps, *r_zps;
 } xf_dn_steps_dir;
 
 /* One oneDNN eltwise op of an activation function's chain, or (own: an

@@ -1,7 +1,8 @@
 /* cpu_ref's DynamicQuantizeLSTM (com.microsoft), which ONNX Runtime's
  * quantize_dynamic writes for an LSTM: W [dirs, input, 4 hidden] and R
  * [dirs, hidden, 4 hidden] 8-bit (gates in ONNX's i, o, f, c order), with
- * scales and zero points per direction or per column.  Computed in float as
+ * scales and zero points per direction or per column (ONNX Runtime's
+ * kernel refuses zero points per column that differ).  Computed in float as
  * ONNX Runtime's CPU kernel computes it, per direction:
  *   - the inputs of every step up to the longest sequence (reversed within
  *     each sequence's length for the reverse direction) quantized to uint8
@@ -61,16 +62,18 @@ static float act(const qlstm *q, int64_t d, int which, float v)
     }
 }
 
-/* md (k x cols) = the 8-bit m of direction d less its zero point (ONNX
- * Runtime takes one per direction: the first, per column). */
-static int32_t weight_differences(const xf_tensor_view *m, const xf_tensor_view *ms, const xf_tensor_view *mz,
-                                  int64_t d, int64_t k, int64_t cols, int32_t *md, float *mf)
+/* md (k x cols) = the 8-bit m of direction d less its zero point, one per
+ * direction or per column (ONNX Runtime refuses zero points per column
+ * that differ). */
+static int32_t weight_differences(const xf_tensor_view *m, const xf_tensor_view *mz, int64_t d, int64_t k,
+                                  int64_t cols, int32_t *md, float *mf)
 {
-    int64_t per_col = xf_rt_numel(ms) > m->shape.dims[0];
-    int32_t mzp = (int32_t)xf_rt_load_i64(mz->dtype, mz->data, d * (per_col ? cols : 1)), big = 0;
+    bool per_col = xf_rt_numel(mz) > m->shape.dims[0];
     const uint8_t *u = (const uint8_t *)m->data + d * k * cols;
     const int8_t *s = (const int8_t *)m->data + d * k * cols;
+    int32_t big = 0;
     for (int64_t i = 0; i < k * cols; i++) {
+        int32_t mzp = (int32_t)xf_rt_load_i64(mz->dtype, mz->data, per_col ? d * cols + i % cols : d);
         md[i] = (m->dtype == XF_DT_INT8 ? (int32_t)s[i] : (int32_t)u[i]) - mzp;
         mf[i] = (float)md[i];
         big = md[i] > big ? md[i] : -md[i] > big ? -md[i] : big;
@@ -217,8 +220,8 @@ xf_status xf_qlstm(const xf_node *n, const xf_tensor_view *in, const xf_tensor_v
                 for (int64_t i = 0; i < q.in; i++)
                     xs[(t * nb + b) * q.in + i] = ldf(q.x, (src * nb + b) * q.in + i);
             }
-        w.max_w = weight_differences(q.w, q.ws, q.wz, d, q.in, h4, w.wd, w.wf);
-        w.max_r = weight_differences(q.r, q.rs, q.rz, d, hs, h4, w.rd, w.rf);
+        w.max_w = weight_differences(q.w, q.wz, d, q.in, h4, w.wd, w.wf);
+        w.max_r = weight_differences(q.r, q.rz, d, hs, h4, w.rd, w.rf);
         if (max_len > 0)
             qproduct(&w, xs, max_len * nb, q.in, w.wd, w.wf, w.max_w, q.w, q.ws, d, h4, false, gates);
         for (int64_t i = 0; i < nb * hs; i++) {

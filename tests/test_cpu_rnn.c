@@ -195,14 +195,19 @@ END_TEST
 
 /* A DynamicQuantizeLSTM in the forms the backend runs step by step (8-bit
  * weights, wtype: 0 int8 with zero points 0, 1 uint8 about 128, 2 int8
- * with zero points off 0; per column, the first of a direction's counts,
- * as ONNX Runtime reads them): inputs and states quantized per run and
+ * with zero points off 0, 3 the uint8 differences of 1 with zero points
+ * 128; per direction or per column): inputs and states quantized per run and
  * step as cpu_ref quantizes them, exact int32 products scaled as cpu_ref
  * scales them.  Only the activations differ (oneDNN's float against
  * cpu_ref's rounded double), which these small weights keep from moving a
  * state's code: every direction, scales per direction or per column,
  * initial states or none, each output; with clip and peepholes, and with
  * input_forget and HardSigmoid as f. */
+/* The offsets from 128 of the uint8 weights' zero points per column i
+ * (of all directions' columns) in qlstm_graph. */
+static int wdelta(int i) { return 3 * (i % 5) - 5; }
+static int rdelta(int i) { return 1 - 2 * (i % 4); }
+
 static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs, int general, int wtype)
 {
     enum { QH = 8, QI = 5 };
@@ -215,19 +220,26 @@ static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool state
         w[i] = (int8_t)((seed = seed * 1664525u + 1013904223u) >> 25) - 64;
     for (size_t i = 0; i < sizeof r; i++)
         r[i] = (int8_t)((seed = seed * 1664525u + 1013904223u) >> 25) - 64;
-    for (size_t i = 0; wtype == 1 && i < sizeof w; i++) /* uint8 about 128 */
-        w[i] = (int8_t)(uint8_t)(w[i] + 128);
-    for (size_t i = 0; wtype == 1 && i < sizeof r; i++)
-        r[i] = (int8_t)(uint8_t)(r[i] + 128);
+    /* uint8 about 128: wtype 1 with zero points 128 + wdelta(column),
+     * wtype 3 with zero points 128 and the weights less wdelta (the same
+     * differences) */
+    for (size_t i = 0; (wtype == 1 || wtype == 3) && i < sizeof w; i++) {
+        int col = (int)(i / (QI * 4 * QH) * 4 * QH + i % (4 * QH)); /* of all directions' columns */
+        w[i] = (int8_t)(uint8_t)(w[i] + 128 - (wtype == 3 ? wdelta(col) : 0));
+    }
+    for (size_t i = 0; (wtype == 1 || wtype == 3) && i < sizeof r; i++) {
+        int col = (int)(i / (QH * 4 * QH) * 4 * QH + i % (4 * QH));
+        r[i] = (int8_t)(uint8_t)(r[i] + 128 - (wtype == 3 ? rdelta(col) : 0));
+    }
     for (int i = 0; i < 2 * 4 * QH; i++) {
         ws[i] = 0.004f + 0.0001f * (float)(i % 7);
         rs[i] = 0.003f + 0.0002f * (float)(i % 5);
         if (wtype) { /* uint8 (the bytes read so) about their zero points, or int8 off 0 */
-            wz[i] = (int8_t)(wtype == 1 ? 128 + 3 * (i % 5) - 5 : 2 * (i % 3) - 3);
-            rz[i] = (int8_t)(wtype == 1 ? 128 - 2 * (i % 4) + 1 : 4 - (i % 7));
+            wz[i] = (int8_t)(wtype == 1 ? 128 + wdelta(i) : wtype == 3 ? 128 : 2 * (i % 3) - 3);
+            rz[i] = (int8_t)(wtype == 1 ? 128 + rdelta(i) : wtype == 3 ? 128 : 4 - (i % 7));
         }
     }
-    xf_dtype wt = wtype == 1 ? XF_DT_UINT8 : XF_DT_INT8;
+    xf_dtype wt = wtype == 1 || wtype == 3 ? XF_DT_UINT8 : XF_DT_INT8;
     xf_shape sc = per_col ? SHAPE(d, 4 * QH) : SHAPE(d);
     int ins[12] = {xf_bt_input(g, XF_DT_FLOAT, SHAPE(4, nb, QI)),
                    constant(g, NULL, wt, SHAPE(d, QI, 4 * QH), w),
@@ -288,6 +300,44 @@ START_TEST(qlstm_step_forms)
             ck_assert_msg(!strcmp(impl, steps ? STEP_BY_STEP : "own loop: cpu_ref's on sgemm"), "%s: %s", what, impl);
             xf_graph_free(g);
         }
+}
+END_TEST
+
+/* Zero points per column that differ: the same differences from them give
+ * the same outputs as from one zero point (ONNX Runtime's kernel takes
+ * only the latter), on cpu_ref and cpu alike. */
+START_TEST(qlstm_zero_points_per_column)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int dir = 0; dir < 3; dir++) {
+        xf_graph *g[2] = {qlstm_graph(dir, 3, true, true, 7, 0, 1), qlstm_graph(dir, 3, true, true, 7, 0, 3)};
+        xf_tensor *in[3] = {0}, *out[2][3] = {{0}};
+        for (int i = 0; i < g[0]->n_inputs; i++)
+            in[i] = xf_tensor_random(XF_DT_FLOAT, &g[0]->values[g[0]->inputs[i]].shape, 40 + (uint64_t)i);
+        for (int b = 0; b < 2; b++) {
+            const char *backend = b ? "cpu" : "cpu_ref";
+            for (int k = 0; k < 2; k++) {
+                xf_session *s = NULL;
+                xf_error err = {0};
+                ck_assert_msg(xf_session_create(g[k], 14, backend, NULL, &s, &err) == XF_OK, "%s", err.msg);
+                ck_assert_msg(xf_session_run(s, in, out[k], &err) == XF_OK, "%s: %s", backend, err.msg);
+                xf_session_free(s);
+            }
+            for (int o = 0; o < 3; o++) {
+                ck_assert_int_eq(xf_tensor_numel(out[0][o]), xf_tensor_numel(out[1][o]));
+                size_t bytes = sizeof(float) * (size_t)xf_tensor_numel(out[0][o]);
+                ck_assert_msg(!memcmp(out[0][o]->data, out[1][o]->data, bytes),
+                              "%s, direction %d: output %d differs with zero points per column", backend, dir, o);
+                xf_tensor_release(out[0][o]);
+                xf_tensor_release(out[1][o]);
+            }
+        }
+        for (int i = 0; i < 3; i++)
+            xf_tensor_release(in[i]);
+        xf_graph_free(g[0]);
+        xf_graph_free(g[1]);
+    }
 }
 END_TEST
 
@@ -425,6 +475,7 @@ int main(void)
     tcase_add_test(tc, onednn_forms);
     tcase_add_test(tc, lstm_step_forms);
     tcase_add_test(tc, qlstm_step_forms);
+    tcase_add_test(tc, qlstm_zero_points_per_column);
     tcase_add_test(tc, step_general_forms);
     tcase_add_test(tc, gru_step_forms);
     tcase_add_test(tc, batch_first_forms);
