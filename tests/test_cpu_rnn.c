@@ -193,6 +193,11 @@ START_TEST(lstm_step_forms)
 }
 END_TEST
 
+/* The offsets from 128 of the uint8 weights' zero points per column i
+ * (of all directions' columns) in qlstm_graph. */
+static int wdelta(int i) { return 3 * (i % 5) - 5; }
+static int rdelta(int i) { return 1 - 2 * (i % 4); }
+
 /* A DynamicQuantizeLSTM in the forms the backend runs step by step (8-bit
  * weights, wtype: 0 int8 with zero points 0, 1 uint8 about 128, 2 int8
  * with zero points off 0, 3 the uint8 differences of 1 with zero points
@@ -203,11 +208,6 @@ END_TEST
  * state's code: every direction, scales per direction or per column,
  * initial states or none, each output; with clip and peepholes, and with
  * input_forget and HardSigmoid as f. */
-/* The offsets from 128 of the uint8 weights' zero points per column i
- * (of all directions' columns) in qlstm_graph. */
-static int wdelta(int i) { return 3 * (i % 5) - 5; }
-static int rdelta(int i) { return 1 - 2 * (i % 4); }
-
 static xf_graph *qlstm_graph(int direction, int64_t nb, bool per_col, bool states, int outputs, int general, int wtype)
 {
     enum { QH = 8, QI = 5 };
