@@ -268,8 +268,8 @@ extern const xf_dn_handler xf_dn_rnn_handler;
 bool xf_dn_rnn_steps_ok(const xf_graph *g, const xf_node *n, const xf_tensor_view *in);
 /* Whether an LSTM, GRU, RNN or DynamicQuantizeLSTM in a form oneDNN's
  * primitives do not take (clip, input_forget, peepholes, other
- * activations, batch-first) can run so: every activation is a chain of
- * oneDNN's eltwise ops. */
+ * activations, batch-first) can run so: each activation is one ONNX
+ * names (a chain of oneDNN's eltwise ops, or a loop of the cells'). */
 bool xf_dn_rnn_steps_takes(const xf_node *n);
 xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, dnnl_alg_kind_t act,
                                   xf_dn_node *st, xf_error *err);

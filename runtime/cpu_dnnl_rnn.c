@@ -6,10 +6,11 @@
  * input_forget, no peepholes, sequence-first layout, constant weights and
  * bias, and every sequence of the whole length.  Recurrences in other
  * forms (batch-first among them), and LSTMs and RNNs of few batch
- * entries, run step by step on oneDNN's products (cpu_dnnl_rnn_steps.c).  The weights are put in
- * oneDNN's gate order once (its LSTM's i, f, c, o from ONNX's i, o, f, c;
- * GRU's z, r, h alike), the bias as the sum of ONNX's two (lbr_gru keeps
- * R's bias of the h gate apart, as its fourth gate). */
+ * entries, run step by step on oneDNN's products (cpu_dnnl_rnn_steps.c).
+ * The weights are put in oneDNN's gate order once (its LSTM's i, f, c, o
+ * from ONNX's i, o, f, c; GRU's z, r, h alike), the bias as the sum of
+ * ONNX's two (lbr_gru keeps R's bias of the h gate apart, as its fourth
+ * gate). */
 #include "cpu_dnnl.h"
 
 #include <stdlib.h>
@@ -81,8 +82,8 @@ static bool onednn_form(const xf_graph *g, const xf_node *n)
 }
 
 /* The forms oneDNN's primitives take, and the others where every
- * activation is a chain of oneDNN's eltwise ops and LSTM's peepholes are
- * constant (cpu_dnnl_rnn_steps.c runs those). */
+ * activation is one ONNX names and LSTM's peepholes are constant
+ * (cpu_dnnl_rnn_steps.c runs those); the weights constant in both. */
 static bool rnn_handles(const xf_graph *g, const xf_node *n)
 {
     const xf_rnn_attrs *a = &n->attrs.rnn;
