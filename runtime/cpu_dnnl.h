@@ -256,6 +256,12 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
                            xf_error *err);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler, xf_dn_resample_handler;
+/* The shape checks every window op shares: 1 to 3 spatial dims, one output
+ * of the input's rank and batch (cpu_dnnl_conv.c); the float ones'. */
+bool xf_dn_window_ranks_ok(const xf_graph *g, const xf_node *n);
+bool xf_dn_window_shapes_ok(const xf_graph *g, const xf_node *n);
+/* xf_dn_handler.native_ok of the ops that read only input 0 natively */
+bool xf_dn_input0_native_ok(const xf_graph *g, const xf_node *n, int k);
 /* Einsum equations that are batched matrix products (cpu_dnnl_matmul.c) */
 extern const xf_dn_handler xf_dn_einsum_handler;
 /* LSTM, GRU and RNN on oneDNN's RNN primitives (cpu_dnnl_rnn.c) */

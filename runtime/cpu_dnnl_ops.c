@@ -13,8 +13,6 @@
 
 static const xf_shape *vshape(const xf_graph *g, int v) { return &g->values[v].shape; }
 
-static bool input0_native_ok(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
-
 /* Binds input 0 and output 0, both computed in `work`. */
 static xf_status bind_in0_out0(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, const xf_tensor_view *in,
                                const xf_tensor_view *out, xf_dn_layout work, xf_error *err)
@@ -164,7 +162,7 @@ static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node 
     return eltwise_build(c, n, in, out, st, alg, alpha, beta, err);
 }
 
-const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, input0_native_ok, eltwise_prepare, NULL};
+const xf_dn_handler xf_dn_eltwise_handler = {eltwise_handles, xf_dn_input0_native_ok, eltwise_prepare, NULL};
 
 /* Pow by a constant float exponent of one element (x^3 in the tanh form
  * of GELU): squares and cubes in a loop of this backend's own, other
@@ -545,8 +543,8 @@ static bool batch_norm_takes_post(const xf_node *n, int n_posts, const xf_dn_pos
     return n_posts == 0 && !post->sum && post->alg == dnnl_eltwise_relu && post->alpha == 0.0f;
 }
 
-const xf_dn_handler xf_dn_batch_norm_handler = {batch_norm_handles, input0_native_ok, batch_norm_prepare,
-                                                 batch_norm_takes_post};
+const xf_dn_handler xf_dn_batch_norm_handler = {batch_norm_handles, xf_dn_input0_native_ok, batch_norm_prepare,
+                                                batch_norm_takes_post};
 
 /* ---------------------------------------------------------------- LayerNormalization */
 
@@ -632,7 +630,7 @@ static xf_status lrn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     return xf_dn_finish_or_free(n, st, pd, s, err);
 }
 
-const xf_dn_handler xf_dn_lrn_handler = {lrn_handles, input0_native_ok, lrn_prepare, NULL};
+const xf_dn_handler xf_dn_lrn_handler = {lrn_handles, xf_dn_input0_native_ok, lrn_prepare, NULL};
 
 /* ---------------------------------------------------------------- InstanceNormalization, GroupNormalization */
 
