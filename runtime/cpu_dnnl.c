@@ -362,6 +362,21 @@ bool xf_dn_pd_is_ref(const_dnnl_primitive_desc_t pd)
            strncmp(impl, "ref", 3) == 0;
 }
 
+bool xf_dn_pd_same(const_dnnl_primitive_desc_t a, const_dnnl_primitive_desc_t b)
+{
+    const char *ia = NULL, *ib = NULL;
+    if (dnnl_primitive_desc_query(a, dnnl_query_impl_info_str, 0, &ia) != dnnl_success ||
+        dnnl_primitive_desc_query(b, dnnl_query_impl_info_str, 0, &ib) != dnnl_success || !ia || !ib ||
+        strcmp(ia, ib) != 0)
+        return false;
+    const dnnl_query_t what[] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+    for (int i = 0; i < 3; i++)
+        if (!dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(a, what[i], 0),
+                                    dnnl_primitive_desc_query_md(b, what[i], 0)))
+            return false;
+    return true;
+}
+
 xf_status xf_dn_finish(const xf_node *n, xf_dn_node *st, dnnl_primitive_desc_t pd, xf_error *err)
 {
     dnnl_status_t s = dnnl_primitive_create(&st->prim, pd);
@@ -423,6 +438,7 @@ void xf_dn_node_clear(xf_dn_node *st)
     st->own = NULL;
     st->own_free = NULL;
     st->own_name = NULL;
+    st->timing[0] = '\0';
 }
 
 static void node_free(xf_dn_node *st)
@@ -659,6 +675,7 @@ static xf_status dn_context_create(const xf_session_options *opt, void **ctx, xf
     if (!c)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     c->direct_conv = opt && opt->direct_convolutions;
+    c->time_kernels = !(opt && opt->fixed_kernels);
     dnnl_status_t s = dnnl_engine_create(&c->engine, dnnl_cpu, 0);
     if (s == dnnl_success)
         s = dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags);
@@ -827,7 +844,7 @@ static void dn_node_impl(void *ctx, const xf_graph *g, int node, void *state, ch
             impl = "oneDNN";
     }
     if (impl)
-        snprintf(buf, n, "%s", impl);
+        snprintf(buf, n, "%s%s", impl, st && st->prim && !st->folded ? st->timing : "");
 }
 
 /* 64-byte alignment suits oneDNN's vector loads on every buffer it binds. */

@@ -27,6 +27,10 @@ typedef struct xf_dn_ctx {
     dnnl_stream_t stream;
     /* xf_session_options.direct_convolutions: no Winograd kernels */
     bool direct_conv;
+    /* not xf_session_options.fixed_kernels: where oneDNN has other fast
+     * kernels than the layout plan's for a convolution, they are timed
+     * (cpu_dnnl_timing.c) */
+    bool time_kernels;
     /* static mode: the native layout is the one Winograd's kernel reads,
      * chosen for the convolutions it takes, which then run it
      * (xf_dn_choose_native) */
@@ -105,6 +109,11 @@ typedef struct xf_dn_zero_point {
 
 #define XF_DN_MAX_ZP 3
 
+/* kernels timed against each other for one node, and the bytes of the
+ * note saying how they did (xf_dn_fastest) */
+#define XF_DN_MAX_CANDIDATES 4
+#define XF_DN_TIMING_NOTE 224
+
 /* What a folded node adds to the primitive of its host. */
 typedef enum xf_dn_fold_kind {
     XF_DN_FOLD_STEP, /* nothing: a step of a pattern the host runs whole */
@@ -117,6 +126,7 @@ typedef enum xf_dn_fold_kind {
 
 typedef struct xf_dn_fold_at {
     int host; /* -1: not folded */
+    int last; /* of a host: the last node folded into it (-1: none) */
     xf_dn_fold_kind kind;
     xf_dn_post post; /* XF_DN_FOLD_POST */
     int operand;     /* SUM, BIAS: the Add's input holding the other tensor */
@@ -188,6 +198,10 @@ typedef struct xf_dn_node {
     bool on_ref;
     int host;
     const uint8_t *table; /* a folded Gather's 256 codes (XF_DN_FOLD_TABLE) */
+    /* where the kernel was chosen by timing, the note profiles add to its
+     * name ("; timed K1 T1 ms, K2 with reorders T2 ms") */
+    char timing[XF_DN_TIMING_NOTE];
+    int folded_in; /* of a host: 1 + the node last folded into it so far (0: none) */
 } xf_dn_node;
 
 /* How one kind of node is run on oneDNN.  `handles` decides from the graph
@@ -242,6 +256,10 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
  * backend's fusion groups). */
 xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
                      xf_dn_node *qst, xf_error *err);
+/* Whether node `node` (state st) is being prepared for the last time: no
+ * node still to be prepared is folded into it.  Work that only pays once
+ * (timing kernels) waits for that build. */
+bool xf_dn_last_build(const xf_dn_ctx *c, int node, const xf_dn_node *st);
 /* Drops a node's primitive and arguments (before it is prepared again). */
 void xf_dn_node_clear(xf_dn_node *st);
 
@@ -493,6 +511,19 @@ xf_status xf_dn_bind_zero_point(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, 
 /* Whether oneDNN picked its reference implementation for pd (the slow one,
  * for forms its kernels lack). */
 bool xf_dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
+/* Whether a and b are the same kernel on the same layouts. */
+bool xf_dn_pd_same(const_dnnl_primitive_desc_t a, const_dnnl_primitive_desc_t b);
+
+/* ---------------------------------------------------------------- kernels chosen by timing */
+
+/* The index of the fastest of cand[0..n) (n <= XF_DN_MAX_CANDIDATES),
+ * primitive descriptors of one op in other kernels or layouts, run with
+ * their source and destination stored as src_have and dst_have: each is
+ * timed with its reorders, or the choice made earlier in this process for
+ * the same candidates is taken (cpu_dnnl_timing.c).  note
+ * (XF_DN_TIMING_NOTE bytes) receives what was measured, for profiles. */
+int xf_dn_fastest(xf_dn_ctx *c, dnnl_primitive_desc_t const *cand, int n, const dnnl_memory_desc_t *src_have,
+                  const dnnl_memory_desc_t *dst_have, char *note);
 
 /* One argument bound to an operand stored as the primitive reads it. */
 typedef struct xf_dn_bind_spec {

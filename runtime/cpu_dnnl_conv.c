@@ -238,13 +238,60 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         }
 }
 
+/* Where the layout plan fixes a float convolution's source or
+ * destination, oneDNN may have a faster kernel than *pd (the one for
+ * those layouts): the direct one in the same layouts where *pd is
+ * Winograd's, or the direct one in the layouts oneDNN prefers, with
+ * reorders to and from them.  These are timed (xf_dn_fastest) and *pd
+ * becomes the fastest; `timing` receives the note profiles give. */
+static void conv_time_kernels(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *w,
+                              const xf_shape *y, bool has_bias, const_dnnl_primitive_attr_t attr,
+                              const dnnl_memory_desc_t *src_md, const dnnl_memory_desc_t *dst_md,
+                              const dnnl_memory_desc_t *src_have, const dnnl_memory_desc_t *dst_have,
+                              dnnl_primitive_desc_t *pd, char *timing)
+{
+    dnnl_primitive_desc_t cand[XF_DN_MAX_CANDIDATES] = {*pd};
+    int k = 1;
+    const dnnl_convolution_desc_t *planned = NULL;
+    bool wino = dnnl_primitive_desc_query(*pd, dnnl_query_convolution_d, 0, &planned) == dnnl_success && planned &&
+                planned->alg_kind == dnnl_convolution_winograd;
+    for (int free_layouts = 0; free_layouts < 2; free_layouts++) {
+        dnnl_convolution_desc_t d;
+        xf_error ignored;
+        dnnl_primitive_desc_t p = NULL;
+        if ((free_layouts || wino) &&
+            conv_desc(g, n, x, w, y, has_bias, &conv_f32, dnnl_convolution_direct, free_layouts ? NULL : src_md,
+                      free_layouts ? NULL : dst_md, &d, &ignored) == XF_OK &&
+            dnnl_primitive_desc_create(&p, &d, attr, c->engine, NULL) == dnnl_success) {
+            /* a kernel already there (same implementation and layouts) or
+             * oneDNN's reference one is no candidate */
+            bool known = xf_dn_pd_is_ref(p);
+            for (int i = 0; i < k && !known; i++)
+                known = xf_dn_pd_same(p, cand[i]);
+            if (known)
+                dnnl_primitive_desc_destroy(p);
+            else
+                cand[k++] = p;
+        }
+    }
+    if (k < 2)
+        return;
+    int best = xf_dn_fastest(c, cand, k, src_have, dst_have, timing);
+    *pd = cand[best];
+    for (int i = 0; i < k; i++)
+        if (i != best)
+            dnnl_primitive_desc_destroy(cand[i]);
+}
+
 /* Creates convolution n's primitive descriptor as it is run: its source
  * and destination as stored (*src_have, *dst_have) where the layout plan
- * and a sum post-op fix them, else oneDNN's choice. */
-static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *x,
-                             const xf_shape *w, const xf_shape *y, bool has_bias, bool sum, const xf_dn_conv_io *io,
+ * and a sum post-op fix them, else oneDNN's choice.  With `timing` (a
+ * float convolution being built, in a session that times kernels), other
+ * kernels are timed against it (conv_time_kernels). */
+static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *w,
+                             const xf_shape *y, bool has_bias, bool sum, const xf_dn_conv_io *io,
                              const_dnnl_primitive_attr_t attr, dnnl_memory_desc_t *src_have,
-                             dnnl_memory_desc_t *dst_have, dnnl_primitive_desc_t *pd, xf_error *err)
+                             dnnl_memory_desc_t *dst_have, dnnl_primitive_desc_t *pd, char *timing, xf_error *err)
 {
     *pd = NULL;
     /* operands stored native are read and written as they are, so runs of
@@ -271,11 +318,17 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
      * to and from the channels-last one, Inception-v3 ran no faster on one
      * or two threads. */
     xf_error ignored;
+    /* a sum post-op adds to the destination as stored: no reorder after
+     * it, so no other layout to time */
+    bool time = timing && c->time_kernels && io == &conv_f32 && !sum && (src_md || dst_md);
     if (c->native_winograd && winograd_candidate(c, n, w, io) &&
         conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_winograd, src_md, dst_md, &d, &ignored) == XF_OK &&
         dnnl_primitive_desc_create(pd, &d, attr, c->engine, NULL) == dnnl_success) {
-        if (!xf_dn_pd_is_ref(*pd))
+        if (!xf_dn_pd_is_ref(*pd)) {
+            if (time)
+                conv_time_kernels(c, g, n, x, w, y, has_bias, attr, src_md, dst_md, src_have, dst_have, pd, timing);
             return XF_OK;
+        }
         dnnl_primitive_desc_destroy(*pd);
         *pd = NULL;
     }
@@ -283,6 +336,8 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     if (s != XF_OK)
         return s;
     XF_DN_TRY(err, n, dnnl_primitive_desc_create(pd, &d, attr, c->engine, NULL));
+    if (time && !xf_dn_pd_is_ref(*pd))
+        conv_time_kernels(c, g, n, x, w, y, has_bias, attr, src_md, dst_md, src_have, dst_have, pd, timing);
     /* where the stored layouts leave only oneDNN's reference convolution
      * (a grouped one of 8 channels per group, channels-last: RegNet's), it
      * gets the layouts it prefers, with reorders around it; not with a sum
@@ -309,8 +364,8 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
     bool has_bias = st->folded_b || (xf_dn_input(n, io->bias) >= 0 && xf_rt_present(&in[io->bias]));
     dnnl_memory_desc_t src_have, dst_have;
     dnnl_primitive_desc_t pd;
-    xf_status s = conv_create(c, g, n, x, w, y, has_bias, st->sum_src || st->sum_input, io, attr, &src_have,
-                              &dst_have, &pd, err);
+    xf_status s = conv_create(c, g, n, x, w, y, has_bias, st->sum_src || st->sum_input, io, attr, &src_have, &dst_have,
+                              &pd, xf_dn_last_build(c, (int)(n - g->nodes), st) ? st->timing : NULL, err);
     if (s != XF_OK)
         return s;
 
@@ -382,7 +437,7 @@ bool xf_dn_conv_posts_fast(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, bo
     dnnl_memory_desc_t src, dst;
     dnnl_primitive_desc_t pd;
     bool fast = conv_create(c, g, n, &g->values[n->inputs[0]].shape, &g->values[n->inputs[1]].shape,
-                            &g->values[n->outputs[0]].shape, bias, sum, &conv_f32, attr, &src, &dst, &pd,
+                            &g->values[n->outputs[0]].shape, bias, sum, &conv_f32, attr, &src, &dst, &pd, NULL,
                             &ignored) == XF_OK &&
                 !xf_dn_pd_is_ref(pd);
     if (pd)

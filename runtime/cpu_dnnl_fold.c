@@ -383,6 +383,7 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
         reader[v] = -1;
     for (int q = 0; q < g->n_nodes; q++) {
         c->folds[q].host = -1;
+        c->folds[q].last = -1;
         for (int k = 0; k < g->nodes[q].n_inputs; k++)
             if (g->nodes[q].inputs[k] >= 0)
                 reader[g->nodes[q].inputs[k]] = q;
@@ -396,6 +397,9 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
         if (!plan_fold(c, g, acc, q, 0) && g->nodes[q].n_inputs == 2)
             plan_fold(c, g, acc, q, 1);
     }
+    for (int q = 0; q < g->n_nodes; q++)
+        if (c->folds[q].host >= 0)
+            c->folds[c->folds[q].host].last = q;
     free(acc);
     free(reader);
     return XF_OK;
@@ -472,7 +476,16 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
     case XF_DN_FOLD_TABLE: hst->table = in[0].data; break;
     }
     hst->dst = out[0].data;
+    hst->folded_in = q + 1;
     qst->folded = true;
     qst->host = hn;
     return s == XF_OK ? hst->handler->prepare(c, g, hnode, hst->views, hst->views + hnode->n_inputs, hst, err) : s;
+}
+
+bool xf_dn_last_build(const xf_dn_ctx *c, int node, const xf_dn_node *st)
+{
+    if (!c->folds || node >= c->n_nodes) /* dynamic mode folds nothing */
+        return true;
+    int last = c->folds[node].last;
+    return last < 0 || st->folded_in == last + 1;
 }

@@ -720,6 +720,7 @@ xf_session_options xf_rt_inherited_options(const xf_session_options *inherit)
     if (inherit) {
         o.max_tensor_bytes = inherit->max_tensor_bytes;
         o.direct_convolutions = inherit->direct_convolutions;
+        o.fixed_kernels = inherit->fixed_kernels;
     }
     return o;
 }

@@ -231,6 +231,16 @@ struct xf_session_options {
      * them.
      * Sessions made inside this one (subgraphs, Gradient) inherit it. */
     bool direct_convolutions;
+    /* Run each node on the kernel the backend's plan gives, without timing
+     * others.  Without it the cpu backend (static mode) times oneDNN's
+     * other fast kernels for a float convolution whose layouts the plan
+     * fixes (the direct one beside Winograd's, the direct one in the layout
+     * oneDNN prefers, with reorders) and runs the fastest: which one that
+     * is depends on the processor.  The choice is kept for the process, but
+     * may differ from one process to the next where timings are close or
+     * the machine busy, and the kernels round sums in different orders.
+     * Sessions made inside this one inherit it. */
+    bool fixed_kernels;
 };
 
 /* Binds g to the backend (NULL: "cpu_ref").  The session keeps its own

@@ -576,20 +576,25 @@ START_TEST(test_untyped_outputs_take_their_bodies_types)
 END_TEST
 
 /* Sessions made inside a session (subgraphs, Gradient's part) are dynamic
- * and keep its limit on a tensor's bytes and its direct_convolutions (the
+ * and keep its limit on a tensor's bytes, its direct_convolutions and its
+ * fixed_kernels (the
  * limit's effect: test_tensor_limit_reaches_bodies; the cpu backend runs
  * no Winograd kernel in dynamic mode, so that choice shows on cuda's
  * algorithms only). */
 START_TEST(test_inherited_options)
 {
-    xf_session_options outer = {.max_tensor_bytes = 4096, .direct_convolutions = true, .as_given = true};
+    xf_session_options outer = {
+        .max_tensor_bytes = 4096, .direct_convolutions = true, .as_given = true, .fixed_kernels = true};
     xf_session_options in = xf_rt_inherited_options(&outer);
-    ck_assert(in.force_dynamic && !in.as_given && in.direct_convolutions);
+    ck_assert(in.force_dynamic && !in.as_given && in.direct_convolutions && in.fixed_kernels);
     ck_assert_uint_eq(in.max_tensor_bytes, 4096);
     outer.direct_convolutions = false;
     ck_assert(!xf_rt_inherited_options(&outer).direct_convolutions);
+    outer.fixed_kernels = false;
+    ck_assert(!xf_rt_inherited_options(&outer).fixed_kernels);
     in = xf_rt_inherited_options(NULL);
-    ck_assert(in.force_dynamic && !in.as_given && !in.direct_convolutions && in.max_tensor_bytes == 0);
+    ck_assert(in.force_dynamic && !in.as_given && !in.direct_convolutions && !in.fixed_kernels &&
+              in.max_tensor_bytes == 0);
 }
 END_TEST
 

@@ -20,6 +20,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
@@ -326,7 +327,9 @@ static double cpu_error(const xf_graph *g, const xf_session_options *opt, xf_ten
  * AVX-512, and neither does (nor in dynamic mode, where values are plain).
  * Results
  * stay within 1e-5 of cpu_ref's (relative to the largest output; about
- * 1e-6 measured); direct_convolutions keeps every convolution direct. */
+ * 1e-6 measured); direct_convolutions keeps every convolution direct.
+ * The kernels are the layout plan's (fixed_kernels): timing might choose
+ * direct ones (timed_kernels below). */
 START_TEST(winograd_3x3)
 {
     if (!xf_bt_have_cpu())
@@ -350,7 +353,8 @@ START_TEST(winograd_3x3)
         ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
         for (int direct = 0; direct < 2; direct++)
             for (int dynamic = 0; dynamic < 2; dynamic++) {
-                xf_session_options opt = {.force_dynamic = dynamic, .direct_convolutions = direct};
+                xf_session_options opt = {
+                    .force_dynamic = dynamic, .direct_convolutions = direct, .fixed_kernels = true};
                 int wino;
                 double e = cpu_error(g, &opt, in, want, &wino);
                 ck_assert_msg(e <= 1e-5, "heavy %d, direct %d, dynamic %d: %.3g from cpu_ref", heavy, direct,
@@ -369,6 +373,130 @@ START_TEST(winograd_3x3)
 }
 END_TEST
 
+/* The implementations of g's nodes in session s, "|"-separated, into buf. */
+static void node_impls(xf_session *s, char *buf, size_t len)
+{
+    const xf_graph *sg = xf_session_graph(s);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < sg->n_nodes && at < len; i++) {
+        char impl[400];
+        xf_session_node_impl(s, i, impl, sizeof impl);
+        at += (size_t)snprintf(buf + at, len - at, "%s|", impl);
+    }
+    ck_assert_msg(at < len, "the implementations overflow the buffer");
+}
+
+/* Whether the kernel impl names ran the fastest of those its note
+ * ("; timed: K1 T1 ms, K2 with reorders T2 ms") lists, or one within 10%
+ * of it (near ties keep the earlier, by 3%, or by 10% against one that
+ * adds reorders).  Where two timed kernels have its name (in different
+ * layouts), either may be it. */
+static bool chosen_fastest(const char *impl, const char *note)
+{
+    size_t len = strcspn(impl, ":;");
+    double best = -1, mine = -1;
+    const char *p = note + strlen("; timed:");
+    while (*p == ' ') {
+        p++;
+        size_t name = strcspn(p, " ");
+        const char *t = p + name;
+        while (*t && (*t < '0' || *t > '9'))
+            t++;
+        double ms = strtod(t, NULL);
+        if (name == len && !strncmp(p, impl, len)) {
+            mine = mine < 0 || ms < mine ? ms : mine;
+        }
+        best = best < 0 || ms < best ? ms : best;
+        p = strchr(t, ',');
+        if (!p)
+            break;
+        p++;
+    }
+    return mine >= 0 && mine <= best / 0.90 + 1e-3;
+}
+
+/* Where the layout plan fixes a float convolution's layouts, the cpu
+ * backend times oneDNN's other fast kernels for it (the direct one beside
+ * Winograd's, the direct one in the layout oneDNN prefers, with reorders)
+ * and runs the fastest; profiles say so ("; timed: K1 T1 ms, K2 with
+ * reorders T2 ms").  The graph stores values in Winograd's channel-blocked
+ * layout (its 3x3 convolutions of stride 1 hold most of the work), then has
+ * a strided 3x3 convolution with a ReLU, whose direct kernels in that
+ * layout and channels-last differ, a 3x3 one with a residual Add (a
+ * sum post-op writes the destination as stored: not timed) and a 1x1 one.  Checked:
+ * every session agrees with cpu_ref within 1e-5 of the largest output;
+ * with fixed_kernels nothing is timed; otherwise the strided convolution
+ * is, among at least two kernels, and runs one of those it names; a second
+ * session of the same graph takes the choices the first one measured (the
+ * same notes, times included); dynamic sessions (no layout plan) time
+ * nothing. */
+START_TEST(timed_kernels)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("timed");
+    int x = add_input(g, SHAPE(1, 64, 30, 30));
+    int a = xf_bt_conv(g, x, 64, 64, 3, 1, XF_ACT_RELU);
+    a = xf_bt_conv(g, a, 64, 64, 3, 1, XF_ACT_RELU);
+    int d = xf_bt_conv(g, a, 64, 64, 3, 2, XF_ACT_RELU);
+    int e = xf_bt_conv(g, d, 64, 64, 3, 1, XF_ACT_NONE);
+    xf_graph_add_output(g, xf_bt_conv(g, out0(g, NODE(g, XF_OP_ADD, e, d)), 64, 16, 1, 1, XF_ACT_NONE));
+    infer_ok(g, 17);
+    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 3), *want = NULL;
+    xf_session *ref = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
+    bool expect = xf_bt_avx512_kernels();
+    char first[4096] = "";
+    for (int run = 0; run < 4; run++) {
+        bool fixed = run == 0, dynamic = run == 3;
+        xf_session_options opt = {.fixed_kernels = fixed, .force_dynamic = dynamic};
+        int wino;
+        double e = cpu_error(g, &opt, in, want, &wino);
+        ck_assert_msg(e <= 1e-5, "run %d: %.3g from cpu_ref", run, e);
+        xf_session *s = NULL;
+        ck_assert_msg(xf_session_create(g, 17, "cpu", &opt, &s, &err) == XF_OK, "%s", err.msg);
+        char impls[4096];
+        node_impls(s, impls, sizeof impls);
+        if (fixed || dynamic || !expect) {
+            ck_assert_msg(!strstr(impls, "timed"), "run %d: %s", run, impls);
+        } else if (run == 1) {
+            const xf_graph *sg = xf_session_graph(s);
+            for (int i = 0, k = 0; i < sg->n_nodes; i++) {
+                if (sg->nodes[i].op != XF_OP_CONV)
+                    continue;
+                char impl[400];
+                xf_session_node_impl(s, i, impl, sizeof impl);
+                const char *note = strstr(impl, "; timed: ");
+                if (k == 2) {
+                    ck_assert_msg(note && strchr(note, ','), "the strided convolution: %s", impl);
+                    /* the kernel run is one of those timed */
+                    char chosen[128];
+                    snprintf(chosen, sizeof chosen, " %.*s ", (int)strcspn(impl, ":;"), impl);
+                    ck_assert_msg(strstr(note, chosen), "the strided convolution: %s", impl);
+                    ck_assert_msg(chosen_fastest(impl, note), "the strided convolution: %s", impl);
+                }
+                if (k == 3)
+                    ck_assert_msg(!note, "the convolution with a sum post-op: %s", impl);
+                k++;
+            }
+            snprintf(first, sizeof first, "%s", impls);
+        } else {
+            ck_assert_str_eq(impls, first);
+        }
+        xf_session_free(s);
+    }
+    if (!expect)
+        printf("timed_kernels: no AVX-512 kernels here, so no convolution had kernels to time\n");
+    xf_tensor_release(in);
+    xf_tensor_release(want);
+    xf_session_free(ref);
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_kernels");
@@ -383,6 +511,7 @@ int main(void)
     tcase_add_test(t, middle_broadcast_then_scale);
     tcase_add_test(t, batch_norm_plain);
     tcase_add_test(t, winograd_3x3);
+    tcase_add_test(t, timed_kernels);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }

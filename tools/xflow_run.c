@@ -49,6 +49,10 @@ static const char usage[] =
     "  --direct-conv            sum every convolution directly, as cpu_ref does\n"
     "                           (default: 3x3 ones may run through Winograd's\n"
     "                           transform, faster, rounded in another order)\n"
+    "  --fixed-kernels          run each node on the kernel the backend's plan gives\n"
+    "                           (default: the cpu backend times oneDNN's other\n"
+    "                           kernels for a convolution and runs the fastest,\n"
+    "                           which --profile shows)\n"
     "  --list-backends          print the backends this build has\n"
     "  -q, --quiet, -v, --verbose, -h, --help\n"
     "  --version                the version, the backends and the image formats\n"
@@ -65,7 +69,7 @@ typedef struct options {
     int n_dims;
     long iters, warmup, seed, profile, max_tensor_mb, threads;
     int verbosity;
-    bool direct_conv;
+    bool direct_conv, fixed_kernels;
 } options;
 
 typedef struct node_time {
@@ -114,7 +118,7 @@ static int print_profile(xf_session *s, xf_tensor *const *inputs, const options 
     if (xf_session_is_dynamic(s))
         printf("dynamic mode (shapes known only at run time): %d of the nodes planned and prepared once\n",
                xf_session_static_nodes(s));
-    char impl[128];
+    char impl[384];
     for (int i = 0; i < n && i < o->profile; i++) {
         const xf_node *nd = &g->nodes[nt[i].node];
         xf_session_node_impl(s, nt[i].node, impl, sizeof impl);
@@ -198,6 +202,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->verbosity = 2;
         } else if (!strcmp(a, "--direct-conv")) {
             o->direct_conv = true;
+        } else if (!strcmp(a, "--fixed-kernels")) {
+            o->fixed_kernels = true;
         } else if (!strcmp(a, "--backend")) {
             o->backend = argv[++i];
         } else if (!strcmp(a, "--input")) {
@@ -327,7 +333,8 @@ int main(int argc, char **argv)
         goto done;
     }
     xf_session_options sopt = {.max_tensor_bytes = (size_t)o.max_tensor_mb << 20,
-                               .direct_convolutions = o.direct_conv};
+                               .direct_convolutions = o.direct_conv,
+                               .fixed_kernels = o.fixed_kernels};
     if (xf_session_create(g, xf_model_opset(m), o.backend, &sopt, &s, &err) != XF_OK) {
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
