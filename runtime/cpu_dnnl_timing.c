@@ -15,15 +15,26 @@
  * (xf_dn_fastest).  The choice is kept for this process under a key of
  * everything that determines it (the candidates' kernels, layouts,
  * geometry and post-ops, the thread count), so models that repeat a
- * convolution, and later sessions of the same graph, time it once. */
+ * convolution, and later sessions of the same graph, time it once; and in
+ * a file (kernel_cache_path), so that later processes on the machine take
+ * the same choices without timing them again.  Its lines are
+ * "BEST<tab>NOTE<tab>KEY", appended one write at a time (whole lines
+ * whatever other processes append); a key there starts with oneDNN's
+ * version, the instruction set it runs and the processor's model name, so
+ * that a cache shared between machines (a network home) or kept across
+ * upgrades never hands one machine another's choices. */
 #include "cpu_dnnl.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct timed_choice {
     char *key;
@@ -34,6 +45,8 @@ typedef struct timed_choice {
 /* a few hundred distinct convolutions make a large model */
 static timed_choice choices[4096];
 static int n_choices;
+/* the cache file the table was read from (NULL: none yet) */
+static char *loaded_path;
 static pthread_mutex_t choices_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static double now(void)
@@ -90,6 +103,146 @@ static const char *pd_impl(const_dnnl_primitive_desc_t pd)
     return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl ? impl : "oneDNN";
 }
 
+/* ------------------------------------------------------------ cache file */
+
+/* XF_KERNEL_CACHE where set (empty: no file), else
+ * $XDG_CACHE_HOME/xflow/cpu-kernels.txt or ~/.cache/xflow/cpu-kernels.txt;
+ * NULL for none.  The caller frees it. */
+static char *kernel_cache_path(void)
+{
+    const char *env = getenv("XF_KERNEL_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char buf[4096];
+    if (env)
+        return env[0] ? strdup(env) : NULL;
+    if (xdg && xdg[0])
+        snprintf(buf, sizeof buf, "%s/xflow/cpu-kernels.txt", xdg);
+    else if (home && home[0])
+        snprintf(buf, sizeof buf, "%s/.cache/xflow/cpu-kernels.txt", home);
+    else
+        return NULL;
+    return strdup(buf);
+}
+
+/* What a key starts with on this machine: oneDNN's version, the
+ * instruction set it runs, the processor's model name. */
+static char machine[320];
+static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
+
+static void machine_fill(void)
+{
+    const dnnl_version_t *v = dnnl_version();
+    char model[200] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            const char *m = strchr(line, ':') + 1;
+            m += strspn(m, " \t");
+            snprintf(model, sizeof model, "%.*s", (int)strcspn(m, "\n"), m);
+            break;
+        }
+    if (f)
+        fclose(f);
+    for (char *p = model; *p; p++)
+        *p = *p == '\t' || *p == '|' ? ' ' : *p;
+    snprintf(machine, sizeof machine, "onednn %d.%d.%d isa %d cpu %s", v->major, v->minor, v->patch,
+             (int)dnnl_get_effective_cpu_isa(), model);
+}
+
+/* Adds an entry (the lock held); false when the table is full. */
+static bool remember(const char *key, int best, const char *note)
+{
+    if (n_choices >= (int)(sizeof choices / sizeof *choices))
+        return false;
+    char *k = strdup(key);
+    if (!k)
+        return false;
+    timed_choice *t = &choices[n_choices++];
+    t->key = k;
+    t->best = best;
+    snprintf(t->note, sizeof t->note, "%s", note);
+    return true;
+}
+
+static timed_choice *find(const char *key)
+{
+    for (int i = 0; i < n_choices; i++)
+        if (strcmp(choices[i].key, key) == 0)
+            return &choices[i];
+    return NULL;
+}
+
+/* Reads the cache file at path into the table (the lock held), skipping
+ * lines that do not parse (a line cut short by a full disk, an edit). */
+static void load_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[8192];
+    int bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n') { /* too long, or cut short */
+            bad++;
+            int ch;
+            while (len == sizeof line - 1 && (ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        line[len - 1] = '\0';
+        char *note = strchr(line, '\t'), *key = note ? strchr(note + 1, '\t') : NULL, *end;
+        long best = strtol(line, &end, 10);
+        if (!key || end != note || best < 0 || best >= XF_DN_MAX_CANDIDATES || key - note - 1 >= XF_DN_TIMING_NOTE ||
+            strncmp(note + 1, "; timed:", 8) != 0) {
+            bad++;
+            continue;
+        }
+        *key++ = '\0';
+        if (!find(key) && !remember(key, (int)best, note + 1))
+            break;
+    }
+    fclose(f);
+    if (bad)
+        xf_log(XF_LOG_WARN, "%s: %d malformed lines ignored", path, bad);
+}
+
+/* Creates the directories above path. */
+static int make_parents(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+/* Appends one entry to the file at path in a single write. */
+static void append_file(const char *path, const char *key, int best, const char *note)
+{
+    size_t len = strlen(key) + strlen(note) + 32;
+    char *line = malloc(len);
+    if (!line)
+        return;
+    int k = snprintf(line, len, "%d\t%s\t%s\n", best, note, key);
+    int fd = make_parents(path) == 0 ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if (fd < 0 || write(fd, line, (size_t)k) != k) {
+        static bool warned;
+        if (!warned)
+            xf_log(XF_LOG_WARN, "%s: cannot keep the kernels timed: %s", path, strerror(errno));
+        warned = true;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(line);
+}
+
 /* The key of a choice among cand[0..n): everything that decides it. */
 static char *choice_key(dnnl_primitive_desc_t const *cand, int n, const dnnl_memory_desc_t *src_have,
                         const dnnl_memory_desc_t *dst_have)
@@ -98,7 +251,8 @@ static char *choice_key(dnnl_primitive_desc_t const *cand, int n, const dnnl_mem
     char *key = malloc(len);
     if (!key)
         return NULL;
-    put(key, len, &at, "threads %d|", xf_runtime_threads());
+    pthread_once(&machine_once, machine_fill);
+    put(key, len, &at, "%s|threads %d|", machine, xf_runtime_threads());
     put_md(key, len, &at, src_have);
     put_md(key, len, &at, dst_have);
     const dnnl_convolution_desc_t *cd = NULL;
@@ -262,16 +416,28 @@ int xf_dn_fastest(xf_dn_ctx *c, dnnl_primitive_desc_t const *cand, int n, const 
                   const dnnl_memory_desc_t *dst_have, char *note)
 {
     char *key = choice_key(cand, n, src_have, dst_have);
+    char *path = key ? kernel_cache_path() : NULL;
     if (key) {
         pthread_mutex_lock(&choices_lock);
-        for (int i = 0; i < n_choices; i++)
-            if (strcmp(choices[i].key, key) == 0) {
-                int best = choices[i].best;
-                memcpy(note, choices[i].note, XF_DN_TIMING_NOTE);
-                pthread_mutex_unlock(&choices_lock);
-                free(key);
-                return best;
-            }
+        /* a process follows its file: another file (XF_KERNEL_CACHE
+         * changed) replaces what the table held */
+        if (path && (!loaded_path || strcmp(path, loaded_path) != 0)) {
+            for (int i = 0; i < n_choices; i++)
+                free(choices[i].key);
+            n_choices = 0;
+            load_file(path);
+            free(loaded_path);
+            loaded_path = strdup(path);
+        }
+        const timed_choice *known = find(key);
+        if (known && known->best < n) {
+            int best = known->best;
+            memcpy(note, known->note, XF_DN_TIMING_NOTE);
+            pthread_mutex_unlock(&choices_lock);
+            free(key);
+            free(path);
+            return best;
+        }
         pthread_mutex_unlock(&choices_lock);
     }
     double secs[XF_DN_MAX_CANDIDATES];
@@ -307,15 +473,11 @@ int xf_dn_fastest(xf_dn_ctx *c, dnnl_primitive_desc_t const *cand, int n, const 
     }
     if (key) {
         pthread_mutex_lock(&choices_lock);
-        if (n_choices < (int)(sizeof choices / sizeof *choices)) {
-            timed_choice *t = &choices[n_choices++];
-            t->key = key;
-            t->best = best;
-            memcpy(t->note, note, XF_DN_TIMING_NOTE);
-            key = NULL;
-        }
+        if (!find(key) && remember(key, best, note) && path)
+            append_file(path, key, best, note);
         pthread_mutex_unlock(&choices_lock);
-        free(key);
     }
+    free(key);
+    free(path);
     return best;
 }

@@ -236,10 +236,14 @@ struct xf_session_options {
      * other fast kernels for a float convolution whose layouts the plan
      * fixes (the direct one beside Winograd's, the direct one in the layout
      * oneDNN prefers, with reorders) and runs the fastest: which one that
-     * is depends on the processor.  The choice is kept for the process, but
-     * may differ from one process to the next where timings are close or
-     * the machine busy, and the kernels round sums in different orders.
-     * Sessions made inside this one inherit it. */
+     * is depends on the processor.  The choice is kept for the process and
+     * in a file ($XDG_CACHE_HOME/xflow/cpu-kernels.txt, else
+     * ~/.cache/xflow/cpu-kernels.txt; the environment variable
+     * XF_KERNEL_CACHE names another, or none if empty) that later
+     * processes take it from; without the file, two processes may choose
+     * differently where timings are close or the machine busy, and the
+     * kernels round sums in different orders.  Sessions made inside this
+     * one inherit it. */
     bool fixed_kernels;
 };
 

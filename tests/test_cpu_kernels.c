@@ -497,6 +497,81 @@ START_TEST(timed_kernels)
 }
 END_TEST
 
+/* The lines of the file at path, or -1 where it cannot be read. */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int lines = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        lines += ch == '\n';
+    fclose(f);
+    return lines;
+}
+
+/* Timed choices are kept in the file XF_KERNEL_CACHE names, one line
+ * each ("BEST<tab>; timed: ...<tab>KEY"), and taken from it without
+ * timing: a first session times the graph of timed_kernels into a new
+ * file; a second one adds nothing to it; then the file's notes are edited
+ * and lines that must not be taken put before them (a line of nonsense,
+ * then before each entry its key with an index past the candidates and
+ * with a note not from timing; last, a line cut short),
+ * and a session reading that file shows the edited notes and adds nothing
+ * to it either. */
+START_TEST(timed_kernels_file)
+{
+    if (!xf_bt_have_cpu() || !xf_bt_avx512_kernels()) {
+        printf("timed_kernels_file: no AVX-512 kernels here, so no convolution had kernels to time\n");
+        return;
+    }
+    xf_graph *g = xf_graph_create("timed");
+    int x = add_input(g, SHAPE(1, 64, 30, 30));
+    int a = xf_bt_conv(g, xf_bt_conv(g, x, 64, 64, 3, 1, XF_ACT_RELU), 64, 64, 3, 1, XF_ACT_RELU);
+    xf_graph_add_output(g, xf_bt_conv(g, xf_bt_conv(g, a, 64, 64, 3, 2, XF_ACT_RELU), 64, 16, 1, 1, XF_ACT_NONE));
+    infer_ok(g, 17);
+    char first[512], edited[512];
+    snprintf(first, sizeof first, "%s/first.txt", xf_test_tmpdir("timed_kernels_file"));
+    snprintf(edited, sizeof edited, "%s/edited.txt", xf_test_tmpdir("timed_kernels_file"));
+    remove(first);
+    char impls[4096];
+    xf_session *s = NULL;
+    xf_error err = {0};
+    setenv("XF_KERNEL_CACHE", first, 1);
+    for (int run = 0; run < 2; run++) {
+        ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+        node_impls(s, impls, sizeof impls);
+        xf_session_free(s);
+        ck_assert_msg(strstr(impls, "; timed: ") && count_lines(first) >= 1, "%s", impls);
+    }
+    int lines = count_lines(first);
+    FILE *in = fopen(first, "r"), *out = fopen(edited, "w");
+    ck_assert(in && out);
+    fputs("nonsense\n", out);
+    char line[8192];
+    while (fgets(line, sizeof line, in)) {
+        char *note = strstr(line, "; timed:"), *key = note ? strchr(note, '\t') : NULL;
+        ck_assert_msg(line[0] >= '0' && line[0] <= '9' && line[1] == '\t' && note == line + 2 && key, "%s", line);
+        /* before each entry, two of its key that must not be taken */
+        fprintf(out, "7\t; timed: (edited) x 1 ms%s", key);
+        fprintf(out, "0\t; from elsewhere%s", key);
+        fprintf(out, "%.*s; timed: (edited)%s", (int)(note - line), line, note + strlen("; timed:"));
+    }
+    fputs("0\t; timed: cut short", out);
+    fclose(in);
+    fclose(out);
+    setenv("XF_KERNEL_CACHE", edited, 1);
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    node_impls(s, impls, sizeof impls);
+    xf_session_free(s);
+    setenv("XF_KERNEL_CACHE", "", 1);
+    ck_assert_msg(strstr(impls, "; timed: (edited) ") && !strstr(impls, "; timed: j") && !strstr(impls, "; timed: b"),
+                  "%s", impls);
+    ck_assert_int_eq(count_lines(edited), 1 + 3 * lines);
+    xf_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_kernels");
@@ -512,6 +587,7 @@ int main(void)
     tcase_add_test(t, batch_norm_plain);
     tcase_add_test(t, winograd_3x3);
     tcase_add_test(t, timed_kernels);
+    tcase_add_test(t, timed_kernels_file);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }
