@@ -43,6 +43,14 @@ enum { XF_LOG_ERROR = 0, XF_LOG_WARN = 1, XF_LOG_INFO = 2, XF_LOG_DEBUG = 3 };
 void xf_log_set(xf_log_fn fn, void *user, int max_level);
 void xf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Cache files (cache_files.c): the path of file `name` among those xflow
+ * keeps per machine, $XDG_CACHE_HOME/xflow/NAME else ~/.cache/xflow/NAME
+ * (NULL where neither variable is set; the caller frees it), and the
+ * directories above a path, made where missing (-1 with errno on
+ * failure). */
+char *xf_cache_file_path(const char *name);
+int xf_make_parent_dirs(const char *path);
+
 /* ---------------------------------------------------------------- dtypes */
 
 /* Values are ONNX's TensorProto.DataType numbers, so import is a cast. */

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MEASURE_MAX_RUNS 50
@@ -131,20 +130,13 @@ static bool table_put(xf_cost_model *m, uint64_t key, double seconds)
  * device (DEVICE with '_' for what a file name should not hold). */
 static char *default_cache_path(const char *backend, const char *device)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char name[300], buf[4096];
+    char name[300];
     int len = snprintf(name, sizeof name, "cost-%s%s", backend, device[0] ? "-" : "");
-    for (const char *p = device; *p && len < (int)sizeof name - 1; p++)
+    for (const char *p = device; *p && len < (int)sizeof name - 5; p++)
         name[len++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
                               *p == '.' || *p == '-' ? *p : '_';
-    name[len] = 0;
-    if (xdg && xdg[0])
-        snprintf(buf, sizeof buf, "%s/xflow/%s.txt", xdg, name);
-    else if (home && home[0])
-        snprintf(buf, sizeof buf, "%s/.cache/xflow/%s.txt", home, name);
-    else
-        return NULL;
-    return strdup(buf);
+    snprintf(name + len, sizeof name - (size_t)len, ".txt");
+    return xf_cache_file_path(name);
 }
 
 static void cache_load(xf_cost_model *m)
@@ -171,27 +163,12 @@ static void cache_load(xf_cost_model *m)
         xf_log(XF_LOG_WARN, "%s: %d malformed lines ignored", m->cache_path, bad);
 }
 
-static int mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 /* Writes every measured entry, atomically (temporary file + rename). */
 static void cache_save(const xf_cost_model *m)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", m->cache_path, (long)getpid());
-    FILE *f = mkdirs(m->cache_path) == 0 ? fopen(tmp, "w") : NULL;
+    FILE *f = xf_make_parent_dirs(m->cache_path) == 0 ? fopen(tmp, "w") : NULL;
     if (!f) {
         xf_log(XF_LOG_WARN, "%s: cannot write the cost cache: %s", m->cache_path, strerror(errno));
         return;

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,22 +104,14 @@ static const char *pd_impl(const_dnnl_primitive_desc_t pd)
 
 /* ------------------------------------------------------------ cache file */
 
-/* XF_KERNEL_CACHE where set (empty: no file), else
- * $XDG_CACHE_HOME/xflow/cpu-kernels.txt or ~/.cache/xflow/cpu-kernels.txt;
- * NULL for none.  The caller frees it. */
+/* XF_KERNEL_CACHE where set (empty: no file), else cpu-kernels.txt among
+ * xflow's cache files; NULL for none.  The caller frees it. */
 static char *kernel_cache_path(void)
 {
-    const char *env = getenv("XF_KERNEL_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char buf[4096];
+    const char *env = getenv("XF_KERNEL_CACHE");
     if (env)
         return env[0] ? strdup(env) : NULL;
-    if (xdg && xdg[0])
-        snprintf(buf, sizeof buf, "%s/xflow/cpu-kernels.txt", xdg);
-    else if (home && home[0])
-        snprintf(buf, sizeof buf, "%s/.cache/xflow/cpu-kernels.txt", home);
-    else
-        return NULL;
-    return strdup(buf);
+    return xf_cache_file_path("cpu-kernels.txt");
 }
 
 /* What a key starts with on this machine: oneDNN's version, the
@@ -207,22 +198,6 @@ static void load_file(const char *path)
         xf_log(XF_LOG_WARN, "%s: %d malformed lines ignored", path, bad);
 }
 
-/* Creates the directories above path. */
-static int make_parents(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 /* Appends one entry to the file at path in a single write. */
 static void append_file(const char *path, const char *key, int best, const char *note)
 {
@@ -231,7 +206,7 @@ static void append_file(const char *path, const char *key, int best, const char 
     if (!line)
         return;
     int k = snprintf(line, len, "%d\t%s\t%s\n", best, note, key);
-    int fd = make_parents(path) == 0 ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+    int fd = xf_make_parent_dirs(path) == 0 ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
     if (fd < 0 || write(fd, line, (size_t)k) != k) {
         static bool warned;
         if (!warned)
