@@ -241,8 +241,10 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
 /* Where the layout plan fixes a float convolution's source or
  * destination, oneDNN may have a faster kernel than *pd (the one for
  * those layouts): the direct one in the same layouts where *pd is
- * Winograd's, or the direct one in the layouts oneDNN prefers, with
- * reorders to and from them.  These are timed (xf_dn_fastest) and *pd
+ * Winograd's, the direct one in the layouts oneDNN prefers, with
+ * reorders to and from them, or, where Winograd's kernel takes the
+ * convolution but the plan stores values in another layout
+ * (channels-last, Inception-v3's), Winograd's with reorders.  These are timed (xf_dn_fastest) and *pd
  * becomes the fastest; `timing` receives the note profiles give. */
 static void conv_time_kernels(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *w,
                               const xf_shape *y, bool has_bias, const_dnnl_primitive_attr_t attr,
@@ -255,12 +257,21 @@ static void conv_time_kernels(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     const dnnl_convolution_desc_t *planned = NULL;
     bool wino = dnnl_primitive_desc_query(*pd, dnnl_query_convolution_d, 0, &planned) == dnnl_success && planned &&
                 planned->alg_kind == dnnl_convolution_winograd;
-    for (int free_layouts = 0; free_layouts < 2; free_layouts++) {
+    /* the direct kernel in the planned layouts (beside Winograd's), the
+     * direct one in oneDNN's, Winograd's in its own (beside a direct one) */
+    const struct {
+        bool take, free_layouts;
+        dnnl_alg_kind_t alg;
+    } variants[] = {{wino, false, dnnl_convolution_direct},
+                    {true, true, dnnl_convolution_direct},
+                    {!wino && winograd_candidate(c, n, w, &conv_f32), true, dnnl_convolution_winograd}};
+    for (int v = 0; v < 3 && k < XF_DN_MAX_CANDIDATES; v++) {
         dnnl_convolution_desc_t d;
         xf_error ignored;
         dnnl_primitive_desc_t p = NULL;
-        if ((free_layouts || wino) &&
-            conv_desc(g, n, x, w, y, has_bias, &conv_f32, dnnl_convolution_direct, free_layouts ? NULL : src_md,
+        bool free_layouts = variants[v].free_layouts;
+        if (variants[v].take &&
+            conv_desc(g, n, x, w, y, has_bias, &conv_f32, variants[v].alg, free_layouts ? NULL : src_md,
                       free_layouts ? NULL : dst_md, &d, &ignored) == XF_OK &&
             dnnl_primitive_desc_create(&p, &d, attr, c->engine, NULL) == dnnl_success) {
             /* a kernel already there (same implementation and layouts) or

@@ -1,8 +1,8 @@
 /* Kernels chosen by timing them.  Where oneDNN has more than one fast
  * kernel for a primitive (a convolution: Winograd's or the direct one in
- * the layout its values are stored in, or the direct one in a layout
- * oneDNN prefers, with reorders to and from it), which one is fastest
- * depends on the processor.  On the 2-core Intel Xeon with AMX the layout
+ * the layout its values are stored in, or the direct one or Winograd's in
+ * a layout oneDNN prefers, with reorders to and from it), which one is
+ * fastest depends on the processor.  On the 2-core Intel Xeon with AMX the layout
  * plan was measured on, the direct kernels ran 10 to 20% slower in the
  * channel-blocked layout than in channels-last; on a 2-core Intel Xeon
  * with AVX-512 but no AMX, ResNet-50's strided 3x3 convolutions took 2.4

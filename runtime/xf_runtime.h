@@ -235,7 +235,8 @@ struct xf_session_options {
      * others.  Without it the cpu backend (static mode) times oneDNN's
      * other fast kernels for a float convolution whose layouts the plan
      * fixes (the direct one beside Winograd's, the direct one in the layout
-     * oneDNN prefers, with reorders) and runs the fastest: which one that
+     * oneDNN prefers, Winograd's where the plan stores values in another
+     * layout, with reorders) and runs the fastest: which one that
      * is depends on the processor.  The choice is kept for the process and
      * in a file ($XDG_CACHE_HOME/xflow/cpu-kernels.txt, else
      * ~/.cache/xflow/cpu-kernels.txt; the environment variable

@@ -424,7 +424,9 @@ static bool chosen_fastest(const char *impl, const char *note)
  * layout (its 3x3 convolutions of stride 1 hold most of the work), then has
  * a strided 3x3 convolution with a ReLU, whose direct kernels in that
  * layout and channels-last differ, a 3x3 one with a residual Add (a
- * sum post-op writes the destination as stored: not timed) and a 1x1 one.  Checked:
+ * sum post-op writes the destination as stored: not timed) and a 1x1 one.
+ * The second 3x3 convolution, Winograd's in the plan, has the direct
+ * kernel in the same layouts and one in another timed beside it.  Checked:
  * every session agrees with cpu_ref within 1e-5 of the largest output;
  * with fixed_kernels nothing is timed; otherwise the strided convolution
  * is, among at least two kernels, and runs one of those it names; a second
@@ -470,6 +472,10 @@ START_TEST(timed_kernels)
                 char impl[400];
                 xf_session_node_impl(s, i, impl, sizeof impl);
                 const char *note = strstr(impl, "; timed: ");
+                if (k == 1) /* Winograd's, the direct kernel in the same layouts, and one in another */
+                    ck_assert_msg(note && strstr(note, " jit_fp32_wino_2x3 ") && strstr(note, ", jit ") &&
+                                      strchr(strchr(note, ',') + 1, ','),
+                                  "the second convolution: %s", impl);
                 if (k == 2) {
                     ck_assert_msg(note && strchr(note, ','), "the strided convolution: %s", impl);
                     /* the kernel run is one of those timed */
@@ -490,6 +496,43 @@ START_TEST(timed_kernels)
     }
     if (!expect)
         printf("timed_kernels: no AVX-512 kernels here, so no convolution had kernels to time\n");
+    xf_tensor_release(in);
+    xf_tensor_release(want);
+    xf_session_free(ref);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* Where the plan stores values channels-last (a graph whose 5x5
+ * convolution outweighs its 3x3 one, as Inception-v3's do), a 3x3
+ * convolution that Winograd's kernel takes has that kernel timed too,
+ * with reorders to and from its layout; whichever runs, the result stays
+ * within 1e-5 of cpu_ref's. */
+START_TEST(timed_winograd_channels_last)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("timed_channels_last");
+    int x = add_input(g, SHAPE(1, 64, 24, 20));
+    int a = xf_bt_conv(g, xf_bt_conv(g, x, 64, 64, 5, 1, XF_ACT_RELU), 64, 64, 3, 1, XF_ACT_RELU);
+    xf_graph_add_output(g, xf_bt_conv(g, a, 64, 16, 1, 1, XF_ACT_NONE));
+    infer_ok(g, 17);
+    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 5), *want = NULL;
+    xf_session *ref = NULL, *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
+    int wino;
+    double e = cpu_error(g, NULL, in, want, &wino);
+    ck_assert_msg(e <= 1e-5, "%.3g from cpu_ref", e);
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    char impl[400];
+    xf_session_node_impl(s, 1, impl, sizeof impl);
+    if (xf_bt_avx512_kernels())
+        ck_assert_msg(strstr(impl, "; timed: ") && strstr(impl, " jit_fp32_wino_2x3 with reorders "), "%s", impl);
+    else
+        printf("timed_winograd_channels_last: no AVX-512 kernels here, so no Winograd kernel to time\n");
+    xf_session_free(s);
     xf_tensor_release(in);
     xf_tensor_release(want);
     xf_session_free(ref);
@@ -588,6 +631,7 @@ int main(void)
     tcase_add_test(t, winograd_3x3);
     tcase_add_test(t, timed_kernels);
     tcase_add_test(t, timed_kernels_file);
+    tcase_add_test(t, timed_winograd_channels_last);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }
