@@ -643,6 +643,11 @@ static void dn_fusion_groups(void *ctx, const xf_graph *g, int *group)
  * native layout (nChw16c, nChw8c) along the channels with whole blocks in
  * each part, where one image's channel blocks follow each other as in the
  * plain layout. */
+static bool dn_accumulates_into(void *ctx, const xf_graph *g, int node, int *reader, int *input)
+{
+    return xf_dn_accumulates_into(ctx, g, node, reader, input);
+}
+
 static bool dn_in_place(void *ctx, const xf_graph *g, int node)
 {
     const xf_dn_ctx *c = ctx;
@@ -883,6 +888,7 @@ const xf_backend xf_backend_cpu = {
     .prepare_graph = plan_layouts,
     .fusion_groups = dn_fusion_groups,
     .in_place = dn_in_place,
+    .accumulates_into = dn_accumulates_into,
     .prepare = dn_prepare,
     .run_node = dn_run_node,
     .release = dn_release,

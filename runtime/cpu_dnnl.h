@@ -260,6 +260,10 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
  * node still to be prepared is folded into it.  Work that only pays once
  * (timing kernels) waits for that build. */
 bool xf_dn_last_build(const xf_dn_ctx *c, int node, const xf_dn_node *st);
+/* xf_backend.accumulates_into: the last node folded into a host whose
+ * group has a sum post-op (a residual Add) may write the Add's other
+ * operand's bytes, which the sum then adds to in place. */
+bool xf_dn_accumulates_into(const xf_dn_ctx *c, const xf_graph *g, int q, int *reader, int *input);
 /* Drops a node's primitive and arguments (before it is prepared again). */
 void xf_dn_node_clear(xf_dn_node *st);
 

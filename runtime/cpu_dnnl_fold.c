@@ -444,8 +444,10 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
     const xf_node *hnode = &g->nodes[hn];
     const xf_tensor_view *r = f->kind == XF_DN_FOLD_SUM ? &in[f->operand] : NULL;
     size_t out_bytes = xf_rt_bytes(&out[0]);
-    bool clear = hst && !bytes_overlap(out[0].data, out_bytes, hst->sum_src, hst->sum_bytes) &&
-                 !(r && bytes_overlap(out[0].data, out_bytes, r->data, xf_rt_bytes(r)));
+    /* the sum operand's own bytes the group may write (accumulates_into) */
+    bool clear =
+        hst && !(hst->sum_src != out[0].data && bytes_overlap(out[0].data, out_bytes, hst->sum_src, hst->sum_bytes)) &&
+        !(r && r->data != out[0].data && bytes_overlap(out[0].data, out_bytes, r->data, xf_rt_bytes(r)));
     for (int j = 0; clear && j < hnode->n_inputs; j++) {
         const xf_tensor_view *w = &hst->views[j];
         clear = !(xf_rt_present(w) && bytes_overlap(out[0].data, out_bytes, w->data, xf_rt_bytes(w)));
@@ -488,4 +490,18 @@ bool xf_dn_last_build(const xf_dn_ctx *c, int node, const xf_dn_node *st)
         return true;
     int last = c->folds[node].last;
     return last < 0 || st->folded_in == last + 1;
+}
+
+bool xf_dn_accumulates_into(const xf_dn_ctx *c, const xf_graph *g, int q, int *reader, int *input)
+{
+    int h = c->folds && q < c->n_nodes ? c->folds[q].host : -1;
+    if (h < 0 || c->folds[h].last != q)
+        return false;
+    for (int j = h + 1; j <= q; j++)
+        if (c->folds[j].host == h && c->folds[j].kind == XF_DN_FOLD_SUM) {
+            *reader = j;
+            *input = c->folds[j].operand;
+            return true;
+        }
+    return false;
 }

@@ -204,6 +204,50 @@ static void plan_aliases(const xf_graph *g, const bool *in_place, xf_memplan *p)
     }
 }
 
+/* Node i's output y takes the bytes of input a.input (x) of node a.reader
+ * (of i's group), which the group adds its work to: where both are
+ * planned tensors of the
+ * same type and size, x holds all of its bytes' root (the value they
+ * belong to: x itself, or the one an earlier such output took them from,
+ * so that a chain of residual Adds runs in one buffer), and no value of
+ * those bytes is a graph output or is read from the group's first node
+ * on but by a.reader (as x). */
+static void plan_accumulate(const xf_graph *g, const int *group, int i, xf_accumulate a, bool *mark, xf_memplan *p)
+{
+    const xf_node *n = &g->nodes[i];
+    if (a.reader < 0 || a.reader > i || (group && group[a.reader] != group[i]) || a.input < 0 ||
+        a.input >= g->nodes[a.reader].n_inputs || n->n_outputs != 1)
+        return;
+    int x = g->nodes[a.reader].inputs[a.input], y = n->outputs[0];
+    if (x < 0 || !planned_tensor(g, y) || x == y || p->alias[y] >= 0)
+        return;
+    int r = p->alias[x] >= 0 ? p->alias[x] : x;
+    size_t bytes = xf_dtype_nbytes(g->values[y].dtype, xf_shape_numel(&g->values[y].shape));
+    if (!planned_tensor(g, r) || g->values[x].dtype != g->values[y].dtype || p->alias_offset[x] != 0 ||
+        xf_dtype_nbytes(g->values[r].dtype, xf_shape_numel(&g->values[r].shape)) != bytes ||
+        xf_dtype_nbytes(g->values[x].dtype, xf_shape_numel(&g->values[x].shape)) != bytes)
+        return;
+    /* mark[v]: v holds r's bytes; no value holds y's yet (a Concat's
+     * part written early would overwrite x before i reads it) */
+    for (int v = 0; v < g->n_values; v++) {
+        if (p->alias[v] == y)
+            return;
+        mark[v] = v == r || p->alias[v] == r;
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] >= 0 && mark[g->outputs[o]])
+            return;
+    int first = group ? group[i] : i;
+    for (int j = first; j < g->n_nodes; j++)
+        for (int q = 0; q < g->nodes[j].n_inputs; q++) {
+            int v = g->nodes[j].inputs[q];
+            if (v >= 0 && mark[v] && !(j == a.reader && v == x))
+                return;
+        }
+    p->alias[y] = r;
+    p->alias_offset[y] = 0;
+}
+
 bool xf_memplan_skips(const xf_memplan *p, int i) { return p && p->skip && p->skip[i]; }
 
 /* The value whose bytes v holds. */
@@ -293,11 +337,11 @@ static xf_status plan_peak(const xf_graph *g, xf_memplan *p, xf_error *err)
 
 xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *p, xf_error *err)
 {
-    return xf_memplan_compute_grouped(g, NULL, NULL, p, err);
+    return xf_memplan_compute_grouped(g, NULL, NULL, NULL, p, err);
 }
 
-xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *in_place, xf_memplan *p,
-                                     xf_error *err)
+xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *in_place,
+                                     const xf_accumulate *accumulate, xf_memplan *p, xf_error *err)
 {
     memset(p, 0, sizeof *p);
     int nv = g->n_values;
@@ -313,13 +357,16 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const 
     p->skip = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *p->skip);
     plan_item *items = malloc(n * sizeof *items);
     span *busy = malloc(n * sizeof *busy);
+    bool *mark = malloc(n * sizeof *mark);
     xf_status st = XF_OK;
     if (!p->offset || !p->size || !p->first || !p->last || !p->alias || !p->alias_offset || !p->skip || !items ||
-        !busy) {
+        !busy || !mark) {
         st = xf_error_set(err, XF_ERR_NOMEM, "out of memory planning %d values", nv);
         goto done;
     }
     plan_aliases(g, in_place, p);
+    for (int i = 0; accumulate && i < g->n_nodes; i++)
+        plan_accumulate(g, group, i, accumulate[i], mark, p);
     st = plan_lifetimes(g, group, p, err);
     if (st != XF_OK)
         goto done;
@@ -370,6 +417,7 @@ xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const 
 done:
     free(items);
     free(busy);
+    free(mark);
     if (st != XF_OK)
         xf_memplan_free(p);
     return st;

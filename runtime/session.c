@@ -90,15 +90,18 @@ static xf_status run_static(xf_session *s, xf_tensor *const *inputs, xf_tensor *
 }
 
 /* Plans memory around the groups of nodes the backend runs as one, with
- * the Concats and Splits it lets the plan do. */
+ * the Concats and Splits it lets the plan do and the outputs it lets take
+ * their inputs' bytes. */
 static xf_status plan_memory(xf_session *s, xf_error *err)
 {
     size_t nn = (size_t)(s->g->n_nodes > 0 ? s->g->n_nodes : 1);
     int *group = malloc(sizeof *group * nn);
+    xf_accumulate *accumulate = malloc(sizeof *accumulate * nn);
     bool *in_place = malloc(sizeof *in_place * nn);
-    if (!group || !in_place) {
+    if (!group || !in_place || !accumulate) {
         free(group);
         free(in_place);
+        free(accumulate);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < s->g->n_nodes; i++) {
@@ -109,9 +112,15 @@ static xf_status plan_memory(xf_session *s, xf_error *err)
     }
     if (s->be->fusion_groups)
         s->be->fusion_groups(s->ctx, s->g, group);
-    xf_status st = xf_memplan_compute_grouped(s->g, s->be->fusion_groups ? group : NULL, in_place, &s->plan, err);
+    for (int i = 0; i < s->g->n_nodes; i++)
+        if (!s->be->accumulates_into ||
+            !s->be->accumulates_into(s->ctx, s->g, i, &accumulate[i].reader, &accumulate[i].input))
+            accumulate[i] = (xf_accumulate){-1, -1};
+    xf_status st =
+        xf_memplan_compute_grouped(s->g, s->be->fusion_groups ? group : NULL, in_place, accumulate, &s->plan, err);
     free(group);
     free(in_place);
+    free(accumulate);
     return st;
 }
 

@@ -90,6 +90,15 @@ typedef struct xf_backend {
      * axis 1), given the layouts the backend stores them in.  NULL: they
      * may. */
     bool (*in_place)(void *ctx, const xf_graph *g, int node);
+    /* optional, static mode only, called after prepare_graph and
+     * fusion_groups: whether the output of node `node`, the last of its
+     * group, may take the bytes of input *input of node *reader (a node of
+     * the same group), because the group adds its work to what that input
+     * holds (the cpu backend: a residual Add folded into a Conv or MatMul
+     * as a sum post-op, which then needs no copy of the input first).
+     * The plan gives them where no other node of the group and no later
+     * node reads those bytes, and they are no graph output's. */
+    bool (*accumulates_into)(void *ctx, const xf_graph *g, int node, int *reader, int *input);
     /* optional: per-node state (primitive/algorithm caches) for these shapes. */
     xf_status (*prepare)(void *ctx, const xf_graph *g, int node, const xf_tensor_view *in,
                          const xf_tensor_view *out, void **state, xf_error *err);
@@ -187,9 +196,14 @@ xf_status xf_memplan_compute(const xf_graph *g, xf_memplan *out, xf_error *err);
  * group steps: a value lives from its producer's group's first node to its
  * last reader's group's last node.  in_place[i] says whether Concat or
  * Split node i may have its parts in the whole's bytes (NULL: every one
- * may; see xf_backend.in_place). */
+ * may; see xf_backend.in_place).  accumulate[i], where its reader is not
+ * negative, names the input whose bytes node i's output may take (NULL:
+ * none; see xf_backend.accumulates_into). */
+typedef struct xf_accumulate {
+    int reader, input;
+} xf_accumulate;
 xf_status xf_memplan_compute_grouped(const xf_graph *g, const int *group, const bool *in_place,
-                                     xf_memplan *out, xf_error *err);
+                                     const xf_accumulate *accumulate, xf_memplan *out, xf_error *err);
 void xf_memplan_free(xf_memplan *p);
 /* Whether plan p does node i's work (p->skip): the session neither
  * prepares nor runs it. */

@@ -540,6 +540,63 @@ START_TEST(timed_winograd_channels_last)
 }
 END_TEST
 
+/* A residual Add folded into the convolution that ends a block, with a
+ * ReLU after it, adds in place: the ReLU's output (which the convolution
+ * writes) takes the bytes of the Add's other operand, the block's input,
+ * so no copy of it comes first (xf_backend.accumulates_into).  Where the
+ * convolution reads that input itself, as in timed_kernels, it cannot.
+ * Both agree with cpu_ref within 1e-5. */
+START_TEST(residual_in_place)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (int reads = 0; reads < 2; reads++) {
+        xf_graph *g = xf_graph_create("residual");
+        int x = add_input(g, SHAPE(1, 32, 12, 10));
+        int r = xf_bt_conv(g, x, 32, 64, 3, 1, XF_ACT_RELU);
+        int b = xf_bt_conv(g, reads ? r : xf_bt_conv(g, r, 64, 64, 3, 1, XF_ACT_RELU), 64, 64, 1, 1, XF_ACT_NONE);
+        int y = out0(g, NODE(g, XF_OP_RELU, out0(g, NODE(g, XF_OP_ADD, b, r))));
+        xf_graph_add_output(g, xf_bt_conv(g, y, 64, 16, 1, 1, XF_ACT_NONE));
+        infer_ok(g, 17);
+        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 9), *want = NULL;
+        xf_session *ref = NULL, *s = NULL;
+        xf_error err = {0};
+        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
+        ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
+        int wino;
+        double e = cpu_error(g, NULL, in, want, &wino);
+        ck_assert_msg(e <= 1e-5, "reads %d: %.3g from cpu_ref", reads, e);
+        ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+        const xf_graph *sg = xf_session_graph(s);
+        const xf_memplan *p = xf_session_memplan(s);
+        int add = -1;
+        for (int i = 0; i < sg->n_nodes; i++)
+            add = sg->nodes[i].op == XF_OP_ADD ? i : add;
+        ck_assert_int_ge(add, 0);
+        /* the operand: the input whose producer has another reader */
+        int operand = -1, relu = -1;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < sg->n_nodes; i++)
+                for (int q = 0; q < sg->nodes[i].n_inputs; q++)
+                    if (i != add && sg->nodes[i].inputs[q] == sg->nodes[add].inputs[k])
+                        operand = sg->nodes[add].inputs[k];
+        for (int i = 0; i < sg->n_nodes; i++)
+            relu = sg->nodes[i].op == XF_OP_RELU && sg->nodes[i].inputs[0] == sg->nodes[add].outputs[0] ? i : relu;
+        ck_assert_msg(operand >= 0 && relu >= 0, "the residual block's Add and ReLU");
+        int out = sg->nodes[relu].outputs[0];
+        int root = p->alias[operand] >= 0 ? p->alias[operand] : operand;
+        bool in_place = p->alias[out] == root && p->offset[out] == p->offset[root];
+        ck_assert_msg(in_place == !reads, "reads %d: the ReLU's output %s the residual's bytes", reads,
+                      in_place ? "takes" : "misses");
+        xf_session_free(s);
+        xf_tensor_release(in);
+        xf_tensor_release(want);
+        xf_session_free(ref);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* The lines of the file at path, or -1 where it cannot be read. */
 static int count_lines(const char *path)
 {
@@ -632,6 +689,7 @@ int main(void)
     tcase_add_test(t, timed_kernels);
     tcase_add_test(t, timed_kernels_file);
     tcase_add_test(t, timed_winograd_channels_last);
+    tcase_add_test(t, residual_in_place);
     suite_add_tcase(s, t);
     return xf_test_run_suite(s);
 }

@@ -438,6 +438,81 @@ START_TEST(split_views)
 }
 END_TEST
 
+static int add_sum(xf_graph *g, int a, int b, const xf_shape *s, int *node)
+{
+    int y = xf_graph_add_value(g, NULL, XF_DT_FLOAT, s);
+    *node = xf_graph_add_node(g, XF_OP_ADD, NULL, 2, (int[]){a, b}, 1, &y);
+    return y;
+}
+
+/* A node whose group adds its work to one input's bytes (a residual Add
+ * folded into a convolution as a sum post-op: xf_backend.accumulates_into)
+ * has its output take those bytes: also where they already hold an
+ * earlier such output (a chain of residual Adds); not where a later node
+ * reads them, where they are a graph output's, where another node of the
+ * group reads them (the host convolution reading its residual), nor where
+ * the output's own bytes are held by another value already (a view). */
+START_TEST(accumulate_in_place)
+{
+    xf_graph *g = xf_graph_create("accumulate");
+    xf_shape s = xf_shape_make(2, (int64_t[]){4, 16});
+    int x = xf_graph_add_input(g, "x", XF_DT_FLOAT, &s), add[7];
+    int a = add_unary(g, XF_OP_RELU, x, &s);
+    int y = add_sum(g, add_unary(g, XF_OP_NEG, x, &s), a, &s, &add[0]);
+    int z = add_sum(g, add_unary(g, XF_OP_EXP, x, &s), y, &s, &add[1]);
+    /* read after its Add: keeps its bytes */
+    int c = add_unary(g, XF_OP_TANH, x, &s);
+    int d = add_sum(g, add_unary(g, XF_OP_ABS, x, &s), c, &s, &add[2]);
+    int late = add_unary(g, XF_OP_SIGMOID, c, &s);
+    /* a graph output */
+    int f = add_unary(g, XF_OP_SOFTSIGN, x, &s);
+    int e = add_sum(g, add_unary(g, XF_OP_NEG, z, &s), f, &s, &add[3]);
+    /* the group's first node reads it too: its host is node h */
+    int m = add_unary(g, XF_OP_RELU, e, &s), h = g->n_nodes;
+    int hm = add_unary(g, XF_OP_EXP, m, &s);
+    int k = add_sum(g, hm, m, &s, &add[4]);
+    /* the same shape in a group whose host does not read it */
+    int m2 = add_unary(g, XF_OP_RELU, k, &s), h2 = g->n_nodes;
+    int k2 = add_sum(g, add_unary(g, XF_OP_EXP, x, &s), m2, &s, &add[5]);
+    /* an output whose bytes a view holds already */
+    int k3 = add_sum(g, add_unary(g, XF_OP_NEG, x, &s), add_unary(g, XF_OP_RELU, x, &s), &s, &add[6]);
+    int view = add_unary(g, XF_OP_SIGMOID, add_view(g, XF_OP_IDENTITY, k3, &s), &s);
+    int outs[] = {z, d, late, f, k2, view};
+    for (int o = 0; o < 6; o++)
+        xf_graph_add_output(g, outs[o]);
+    int *group = malloc(sizeof *group * (size_t)g->n_nodes);
+    xf_accumulate *acc = malloc(sizeof *acc * (size_t)g->n_nodes);
+    for (int i = 0; i < g->n_nodes; i++) {
+        group[i] = i;
+        acc[i] = (xf_accumulate){-1, -1};
+    }
+    group[add[4]] = h;
+    group[add[5]] = h2;
+    for (int i = 0; i < 7; i++)
+        acc[add[i]] = (xf_accumulate){add[i], 1};
+    xf_memplan p;
+    xf_error err = {0};
+    ck_assert_msg(xf_memplan_compute_grouped(g, group, NULL, acc, &p, &err) == XF_OK, "%s", err.msg);
+    check_plan(g, &p);
+    ck_assert_int_eq(p.alias[y], a);
+    ck_assert_int_eq(p.alias[z], a);
+    ck_assert_int_eq(p.alias[d], -1);
+    ck_assert_int_eq(p.alias[e], -1);
+    ck_assert_int_eq(p.alias[k], -1);
+    ck_assert_int_eq(p.alias[k2], m2);
+    ck_assert_int_eq(p.alias[k3], -1);
+    ck_assert_int_eq(p.offset[z], p.offset[a]);
+    xf_memplan_free(&p);
+    /* without the backend's word, nothing is taken */
+    ck_assert_msg(xf_memplan_compute_grouped(g, group, NULL, NULL, &p, &err) == XF_OK, "%s", err.msg);
+    ck_assert_int_eq(p.alias[y], -1);
+    xf_memplan_free(&p);
+    free(group);
+    free(acc);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* A session's limit on one tensor's bytes: a static value over it fails
  * the creation, a Range whose length comes from its input the run; both
  * name the value. */
@@ -498,6 +573,7 @@ int main(void)
     tcase_add_test(tc, session_uses_the_plan);
     tcase_add_test(tc, views_share_bytes);
     tcase_add_test(tc, tensor_limit);
+    tcase_add_test(tc, accumulate_in_place);
     tcase_add_test(tc, concat_in_place);
     tcase_add_test(tc, split_views);
     suite_add_tcase(s, tc);
