@@ -503,6 +503,23 @@ START_TEST(timed_kernels)
 }
 END_TEST
 
+/* cpu_error of g (one input, seeded random values) against cpu_ref's
+ * output for the same input. */
+static double error_from_ref(const xf_graph *g, const xf_session_options *opt, uint64_t seed)
+{
+    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[g->inputs[0]].shape, seed), *want = NULL;
+    xf_session *ref = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
+    ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
+    int wino;
+    double e = cpu_error(g, opt, in, want, &wino);
+    xf_tensor_release(in);
+    xf_tensor_release(want);
+    xf_session_free(ref);
+    return e;
+}
+
 /* Where the plan stores values channels-last (a graph whose 5x5
  * convolution outweighs its 3x3 one, as Inception-v3's do), a 3x3
  * convolution that Winograd's kernel takes has that kernel timed too,
@@ -517,14 +534,10 @@ START_TEST(timed_winograd_channels_last)
     int a = xf_bt_conv(g, xf_bt_conv(g, x, 64, 64, 5, 1, XF_ACT_RELU), 64, 64, 3, 1, XF_ACT_RELU);
     xf_graph_add_output(g, xf_bt_conv(g, a, 64, 16, 1, 1, XF_ACT_NONE));
     infer_ok(g, 17);
-    xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 5), *want = NULL;
-    xf_session *ref = NULL, *s = NULL;
-    xf_error err = {0};
-    ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
-    ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
-    int wino;
-    double e = cpu_error(g, NULL, in, want, &wino);
+    double e = error_from_ref(g, NULL, 5);
     ck_assert_msg(e <= 1e-5, "%.3g from cpu_ref", e);
+    xf_session *s = NULL;
+    xf_error err = {0};
     ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
     char impl[400];
     xf_session_node_impl(s, 1, impl, sizeof impl);
@@ -533,9 +546,6 @@ START_TEST(timed_winograd_channels_last)
     else
         printf("timed_winograd_channels_last: no AVX-512 kernels here, so no Winograd kernel to time\n");
     xf_session_free(s);
-    xf_tensor_release(in);
-    xf_tensor_release(want);
-    xf_session_free(ref);
     xf_graph_free(g);
 }
 END_TEST
@@ -558,14 +568,10 @@ START_TEST(residual_in_place)
         int y = out0(g, NODE(g, XF_OP_RELU, out0(g, NODE(g, XF_OP_ADD, b, r))));
         xf_graph_add_output(g, xf_bt_conv(g, y, 64, 16, 1, 1, XF_ACT_NONE));
         infer_ok(g, 17);
-        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &g->values[x].shape, 9), *want = NULL;
-        xf_session *ref = NULL, *s = NULL;
-        xf_error err = {0};
-        ck_assert_msg(xf_session_create(g, 17, "cpu_ref", NULL, &ref, &err) == XF_OK, "%s", err.msg);
-        ck_assert_msg(xf_session_run(ref, &in, &want, &err) == XF_OK, "%s", err.msg);
-        int wino;
-        double e = cpu_error(g, NULL, in, want, &wino);
+        double e = error_from_ref(g, NULL, 9);
         ck_assert_msg(e <= 1e-5, "reads %d: %.3g from cpu_ref", reads, e);
+        xf_session *s = NULL;
+        xf_error err = {0};
         ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
         const xf_graph *sg = xf_session_graph(s);
         const xf_memplan *p = xf_session_memplan(s);
@@ -589,9 +595,6 @@ START_TEST(residual_in_place)
         ck_assert_msg(in_place == !reads, "reads %d: the ReLU's output %s the residual's bytes", reads,
                       in_place ? "takes" : "misses");
         xf_session_free(s);
-        xf_tensor_release(in);
-        xf_tensor_release(want);
-        xf_session_free(ref);
         xf_graph_free(g);
     }
 }
