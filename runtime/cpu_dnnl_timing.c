@@ -2,13 +2,13 @@
  * kernel for a primitive (a convolution: Winograd's or the direct one in
  * the layout its values are stored in, or the direct one or Winograd's in
  * a layout oneDNN prefers, with reorders to and from it), which one is
- * fastest depends on the processor.  On the 2-core Intel Xeon with AMX the layout
- * plan was measured on, the direct kernels ran 10 to 20% slower in the
- * channel-blocked layout than in channels-last; on a 2-core Intel Xeon
- * with AVX-512 but no AMX, ResNet-50's strided 3x3 convolutions took 2.4
- * to 3.1 ms in the channel-blocked layout and 1.5 to 2.4 ms in
- * channels-last with the reorders, and its 14x14 ones 1.5 to 1.8 ms
- * through Winograd's kernel and 1.4 ms directly in channels-last.  So
+ * fastest depends on the processor.  On the 2-core Intel Xeon with AMX
+ * the layout plan was measured on, the direct kernels ran 10 to 20%
+ * slower in the channel-blocked layout than in channels-last; on a 2-core
+ * Intel Xeon with AVX-512 but no AMX, ResNet-50's strided 3x3
+ * convolutions took 2.4 to 3.1 ms in the channel-blocked layout and 1.5
+ * to 2.4 ms in channels-last with the reorders, and its 14x14 ones 1.5 to
+ * 1.8 ms through Winograd's kernel and 1.4 ms directly in channels-last.  So
  * the candidates are run here on zeroed scratch memory, their reorders
  * included, in turns (time_candidates); each one's fastest run counts,
  * and a kernel must beat the earlier candidates by a margin

@@ -206,12 +206,11 @@ static void plan_aliases(const xf_graph *g, const bool *in_place, xf_memplan *p)
 
 /* Node i's output y takes the bytes of input a.input (x) of node a.reader
  * (of i's group), which the group adds its work to: where both are
- * planned tensors of the
- * same type and size, x holds all of its bytes' root (the value they
- * belong to: x itself, or the one an earlier such output took them from,
- * so that a chain of residual Adds runs in one buffer), and no value of
- * those bytes is a graph output or is read from the group's first node
- * on but by a.reader (as x). */
+ * planned tensors of the same type and size, x holds all of its bytes'
+ * root (the value they belong to: x itself, or the one an earlier such
+ * output took them from, so that a chain of residual Adds runs in one
+ * buffer), and no value of those bytes is a graph output or is read from
+ * the group's first node on but by a.reader (as x). */
 static void plan_accumulate(const xf_graph *g, const int *group, int i, xf_accumulate a, bool *mark, xf_memplan *p)
 {
     const xf_node *n = &g->nodes[i];
