@@ -199,7 +199,7 @@ typedef struct xf_dn_node {
     int host;
     const uint8_t *table; /* a folded Gather's 256 codes (XF_DN_FOLD_TABLE) */
     /* where the kernel was chosen by timing, the note profiles add to its
-     * name ("; timed K1 T1 ms, K2 with reorders T2 ms") */
+     * name ("; timed: K1 T1 ms, K2 with reorders T2 ms") */
     char timing[XF_DN_TIMING_NOTE];
     int folded_in; /* of a host: 1 + the node last folded into it so far (0: none) */
 } xf_dn_node;
