@@ -195,7 +195,8 @@ static void load_file(const char *path)
     }
     fclose(f);
     if (bad)
-        xf_log(XF_LOG_WARN, "%s: %d malformed lines ignored", path, bad);
+        xf_log(XF_LOG_WARN, "%s: %d lines that are no timed kernel choices ignored (remove the file to start anew)",
+               path, bad);
 }
 
 /* Appends one entry to the file at path in a single write. */
