@@ -132,6 +132,8 @@ static char *default_cache_path(const char *backend, const char *device)
 {
     char name[300];
     int len = snprintf(name, sizeof name, "cost-%s%s", backend, device[0] ? "-" : "");
+    if (len < 0 || len >= (int)sizeof name - 5)
+        return NULL;
     for (const char *p = device; *p && len < (int)sizeof name - 5; p++)
         name[len++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
                               *p == '.' || *p == '-' ? *p : '_';
