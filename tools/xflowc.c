@@ -513,8 +513,12 @@ int main(int argc, char **argv)
 
     if (o.check && (rc = check_models(&o, original, m->graph, opset)) != 0)
         goto done;
-    if (m->n_symbolic > 0)
-        xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym);
+    char why_fixed[3000];
+    if (m->n_symbolic > 0 &&
+        !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, why_fixed, sizeof why_fixed)) {
+        rc = xf_cli_error("%s: %s", o.in, why_fixed);
+        goto done;
+    }
 
     xf_save_options so = {.external_data = o.external, .external_threshold = 1024};
     xf_status saved = xf_model_save(m, o.out, &so, &err);

@@ -24,11 +24,86 @@ static int64_t sym_base(const xf_model *m, int i)
     return s && m->symbolic[i].dim < s->ndim && s->dims[m->symbolic[i].dim] > 0 ? s->dims[m->symbolic[i].dim] : 1;
 }
 
-/* Symbolic dims i and j stand for the same unknown: the same name (an
+/* Entries i and j of list stand for the same unknown: the same name (an
  * unnamed dim is one of its own). */
-static bool sym_same(const xf_model *m, int i, int j)
+static bool same_unknown(const xf_symbolic_dim *list, int i, int j)
 {
-    return i == j || (m->symbolic[i].name[0] && !strcmp(m->symbolic[i].name, m->symbolic[j].name));
+    return i == j || (list[i].name[0] && !strcmp(list[i].name, list[j].name));
+}
+
+static bool sym_same(const xf_model *m, int i, int j) { return same_unknown(m->symbolic, i, j); }
+
+/* Whether symbolic dim i is the first of its unknown. */
+static bool sym_first(const xf_model *m, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (sym_same(m, j, i))
+            return false;
+    return true;
+}
+
+/* m's symbolic dims while the unknown of entry `drop` is tried fixed at
+ * its size: m->symbolic holds the others (copies of their entries), all
+ * the whole list as it was, for unknowns_restore or unknowns_fix. */
+typedef struct sym_list {
+    xf_symbolic_dim *all;
+    int n_all, n_kept, drop;
+} sym_list;
+
+static bool unknowns_drop(xf_model *m, int drop, sym_list *l)
+{
+    xf_symbolic_dim *kept = malloc(sizeof *kept * (size_t)m->n_symbolic);
+    if (!kept)
+        return false;
+    *l = (sym_list){.all = m->symbolic, .n_all = m->n_symbolic, .drop = drop};
+    for (int i = 0; i < m->n_symbolic; i++)
+        if (!sym_same(m, i, drop))
+            kept[l->n_kept++] = m->symbolic[i];
+    m->symbolic = kept;
+    m->n_symbolic = l->n_kept;
+    return true;
+}
+
+/* m's symbolic dims as before unknowns_drop (entries added since freed). */
+static void unknowns_restore(xf_model *m, const sym_list *l)
+{
+    for (int i = l->n_kept; i < m->n_symbolic; i++) {
+        free(m->symbolic[i].value);
+        free(m->symbolic[i].name);
+    }
+    free(m->symbolic);
+    m->symbolic = l->all;
+    m->n_symbolic = l->n_all;
+}
+
+/* The dropped unknown stays fixed at its size: its entries go. */
+static void unknowns_fix(const sym_list *l)
+{
+    /* entry drop's name, which the others are compared with, goes last */
+    for (int i = 0; i < l->n_all; i++)
+        if (i != l->drop && same_unknown(l->all, i, l->drop)) {
+            free(l->all[i].value);
+            free(l->all[i].name);
+        }
+    free(l->all[l->drop].value);
+    free(l->all[l->drop].name);
+    free(l->all);
+}
+
+/* Appends to out the dims of the unknown of entry u, the size they stay
+ * fixed at, and why the graph did not hold with them symbolic too. */
+static void note_fixed(const xf_model *m, int u, const char *why, char *out, size_t n)
+{
+    size_t len = strlen(out);
+    for (int i = 0; i < m->n_symbolic && len + 80 < n; i++)
+        if (sym_same(m, i, u))
+            len += (size_t)snprintf(out + len, n - len, "%s'%s' dim %d%s%s%s", len ? ", " : "", m->symbolic[i].value,
+                                    m->symbolic[i].dim, m->symbolic[i].name[0] ? " ('" : "", m->symbolic[i].name,
+                                    m->symbolic[i].name[0] ? "')" : "");
+    if (len + 40 < n)
+        len += (size_t)snprintf(out + len, n - len, ", %" PRId64, sym_base(m, u));
+    if (len + 40 < n)
+        snprintf(out + len, n - len, " (with it symbolic too, %s)", why);
 }
 
 /* How many unknowns before i's first dim, counting only those whose sizes
@@ -147,7 +222,8 @@ static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool d
     return r;
 }
 
-void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, xfc_sym_plan *p)
+/* xfc_prepare_symbolic for m's symbolic dims as they are. */
+static void plan_sizes(xf_model *m, const xf_graph *original, int64_t opset, xfc_sym_plan *p)
 {
     xf_graph *at[2] = {NULL, NULL};
     for (int d = 1; d >= 0 && !at[1]; d--) {
@@ -183,6 +259,46 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
                     "time\n", written, written == 1 ? "" : "s", p->recompute.n, p->recompute.n == 1 ? "" : "s");
     xf_graph_free(at[0]);
     xf_graph_free(at[1]);
+}
+
+/* The number of distinct unknowns among m's symbolic dims. */
+static int unknowns(const xf_model *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_symbolic; i++)
+        n += sym_first(m, i);
+    return n;
+}
+
+void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, xfc_sym_plan *p)
+{
+    plan_sizes(m, original, opset, p);
+    if (!p->why[0] || unknowns(m) < 2)
+        return;
+    /* one unknown the model cannot take at other sizes (an audio model's
+     * frame length, say) need not fix the others (its batch): each is
+     * tried fixed at its size in turn, the first that lets the others
+     * through stays fixed */
+    char why[sizeof p->why];
+    snprintf(why, sizeof why, "%s", p->why);
+    for (int u = 0; u < m->n_symbolic; u++) {
+        sym_list l;
+        if (!sym_first(m, u))
+            continue;
+        char fixed[sizeof p->fixed] = "";
+        note_fixed(m, u, why, fixed, sizeof fixed);
+        if (!unknowns_drop(m, u, &l))
+            break;
+        xf_names_free(&p->recompute);
+        plan_sizes(m, original, opset, p);
+        if (!p->why[0]) {
+            unknowns_fix(&l);
+            snprintf(p->fixed, sizeof p->fixed, "%s", fixed);
+            return;
+        }
+        unknowns_restore(m, &l);
+    }
+    snprintf(p->why, sizeof p->why, "%s", why);
 }
 
 /* Whether g, the graph to write, holds for other sizes: canonicalized at
@@ -242,22 +358,23 @@ static bool declares_symbolic(const xf_model *m, const char *name)
     return false;
 }
 
-void xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed,
-                       const xfc_sym_plan *p)
+/* One try at keeping m's symbolic dims: on success *out is the graph to
+ * write (the constants that depend on the sizes computed again) and the
+ * output dims that follow the sizes are added to m; else why says what
+ * failed.  *r0 is the round of sizes the graph was checked at. */
+static bool try_keep(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, const xfc_sym_plan *p,
+                     xf_graph **out, int *r0, int *recomputed, char *why, size_t why_n, char *unchecked, size_t un)
 {
-    char why[1200];
-    snprintf(why, sizeof why, "%s", p->why);
     xf_graph *opt[2] = {NULL, NULL};
-    xf_graph *g = why[0] ? NULL : xf_graph_clone(m->graph);
+    xf_graph *g = xf_graph_clone(m->graph);
     xf_error err = {0};
-    int recomputed = 0;
-    bool ok = g && xf_sizes_recompute(g, original, &p->recompute, &recomputed, &err) == XF_OK;
-    if (!ok && !why[0])
-        snprintf(why, sizeof why, "%s", g ? err.msg : "out of memory");
-    int r0 = 2;
-    char unchecked[1200] = "";
-    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, &r0, why, sizeof why, unchecked,
-                                    sizeof unchecked);
+    *recomputed = 0;
+    bool ok = g && xf_sizes_recompute(g, original, &p->recompute, recomputed, &err) == XF_OK;
+    if (!ok)
+        snprintf(why, why_n, "%s", g ? err.msg : "out of memory");
+    *r0 = 2;
+    unchecked[0] = '\0';
+    ok = ok && holds_at_other_sizes(m, original, g, opset, seed, p, opt, r0, why, why_n, unchecked, un);
     int n_inputs = m->n_symbolic;
     for (int k = 0; ok && k < g->n_outputs; k++) {
         const xf_shape *s = &g->values[g->outputs[k]].shape;
@@ -282,17 +399,81 @@ void xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
             const char *name = unknown && declared ? declared->name : NULL;
             bool ambiguous = false, file_names_one = false;
             for (int i = 0; i < n_inputs && !(unknown && declared); i++)
-                if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, r0, p->distinct) &&
-                    b == sym_size(m, i, r0 + 1, p->distinct)) {
+                if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, *r0, p->distinct) &&
+                    b == sym_size(m, i, *r0 + 1, p->distinct)) {
                     ambiguous |= name && strcmp(name, m->symbolic[i].name) != 0;
                     file_names_one |= declared && !strcmp(declared->name, m->symbolic[i].name);
                     name = name ? name : m->symbolic[i].name;
                 }
             name = !name ? "" : !ambiguous ? name : file_names_one ? declared->name : "";
             if (!xf_model_add_symbolic(m, g->values[g->outputs[k]].name, d, name)) {
-                snprintf(why, sizeof why, "out of memory");
+                snprintf(why, why_n, "out of memory");
                 ok = false;
             }
+        }
+    }
+    xf_graph_free(opt[0]);
+    xf_graph_free(opt[1]);
+    if (!ok) {
+        xf_graph_free(g);
+        g = NULL;
+    }
+    *out = g;
+    return ok;
+}
+
+/* Whether the original runs at the sizes its symbolic dims were given, on
+ * the fastest CPU backend with seeded random inputs; why says how it fails
+ * (an op no backend runs counts as running: it cannot tell). */
+static bool runs_as_sized(const xf_graph *original, int64_t opset, uint64_t seed, char *why, size_t n)
+{
+    const char *backend = xf_backend_find("cpu") ? "cpu" : "cpu_ref";
+    xf_error err = {0};
+    xf_session *s = NULL;
+    xf_tensor **in = NULL, **out = calloc((size_t)original->n_outputs + 1, sizeof *out);
+    xf_session_options given = {.as_given = true};
+    xf_status st = out ? xf_session_create(original, opset, backend, &given, &s, &err) : XF_ERR_NOMEM;
+    bool runs = st == XF_ERR_UNSUPPORTED || st == XF_ERR_NOMEM;
+    if (st == XF_OK && xf_cli_load_inputs(original, NULL, 0, seed, &in, &err) == XF_OK)
+        runs = xf_session_run(s, in, out, &err) == XF_OK;
+    if (!runs)
+        snprintf(why, n, "%s", err.msg);
+    xf_session_free(s);
+    xf_cli_free_tensors(in, original->n_inputs);
+    xf_cli_free_tensors(out, original->n_outputs);
+    return runs;
+}
+
+bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
+                       bool inputs_given, char *error, size_t error_n)
+{
+    char why[1200], unchecked[1200] = "";
+    snprintf(why, sizeof why, "%s", p->why);
+    xf_graph *g = NULL;
+    int r0 = 2, recomputed = 0, n_inputs = m->n_symbolic;
+    bool ok = !why[0] &&
+              try_keep(m, original, opset, seed, p, &g, &r0, &recomputed, why, sizeof why, unchecked, sizeof unchecked);
+    /* the others without one unknown the graph does not hold for, as
+     * xfc_prepare_symbolic tries them */
+    for (int u = 0; !ok && !p->why[0] && unknowns(m) >= 2 && u < m->n_symbolic; u++) {
+        sym_list l;
+        char fixed[sizeof p->fixed] = "", why_u[sizeof why];
+        if (!sym_first(m, u))
+            continue;
+        note_fixed(m, u, why, fixed, sizeof fixed);
+        if (!unknowns_drop(m, u, &l))
+            break;
+        n_inputs = m->n_symbolic;
+        ok = try_keep(m, original, opset, seed, p, &g, &r0, &recomputed, why_u, sizeof why_u, unchecked,
+                      sizeof unchecked);
+        if (ok) {
+            size_t len = strlen(p->fixed);
+            snprintf(p->fixed + len, sizeof p->fixed - len, "%s%s", len ? "; " : "", fixed);
+            /* the output dims try_keep added stay with the inputs kept */
+            unknowns_fix(&l);
+        } else {
+            unknowns_restore(m, &l);
+            n_inputs = m->n_symbolic;
         }
     }
     char list[400] = "", sizes[200] = "";
@@ -321,13 +502,40 @@ void xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
         if (unchecked[0])
             xf_log(XF_LOG_WARN, "the symbolic dims were checked on shapes only: the original model does not run "
                    "here (%s)", unchecked);
-    } else {
-        xf_log(XF_LOG_WARN, "the written model is fixed at the size used for %s: it does not hold for other sizes "
-               "(%s); set them with --input-shape", list, why);
+        if (p->fixed[0])
+            xf_log(XF_LOG_WARN, "the written model is fixed at the size used for %s; the other symbolic dims stay",
+                   p->fixed);
+        return true;
     }
-    xf_graph_free(g);
-    xf_graph_free(opt[0]);
-    xf_graph_free(opt[1]);
+    /* fixed at sizes where the model does not run (1, where none was
+     * given), the file would take no input: nothing is written.  With
+     * input files given, their sizes are the user's, and random inputs
+     * could fail where theirs do not. */
+    char fails[1200], sized[200] = "";
+    if (!inputs_given && !runs_as_sized(original, opset, seed, fails, sizeof fails)) {
+        for (int i = 0; i < n_inputs && strlen(sized) < sizeof sized - 60; i++) {
+            size_t len = strlen(sized);
+            if (!sym_first(m, i))
+                continue;
+            if (m->symbolic[i].name[0])
+                snprintf(sized + len, sizeof sized - len, "%s%s=%" PRId64, len ? ", " : "", m->symbolic[i].name,
+                         sym_base(m, i));
+            else
+                snprintf(sized + len, sizeof sized - len, "%s'%s' dim %d=%" PRId64, len ? ", " : "",
+                         m->symbolic[i].value, m->symbolic[i].dim, sym_base(m, i));
+        }
+        snprintf(error, error_n,
+                 "the symbolic dims %s could not stay symbolic (%s), and at the sizes used for them "
+                 "(%s) the model does not run (%s); give sizes that fit with --dim NAME=N, --input FILE.pb or "
+                 "--input-shape NAME=DIMS",
+                 list, why, sized, fails);
+        return false;
+    }
+    xf_log(XF_LOG_WARN,
+           "the written model is fixed at the size used for %s: it does not hold for other sizes "
+           "(%s); set them with --input-shape",
+           list, why);
+    return true;
 }
 
 const char *xfc_sizes_hint(const xf_model *m)

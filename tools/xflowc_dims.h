@@ -19,6 +19,7 @@ typedef struct xfc_sym_plan {
     bool distinct;
     xf_names recompute;
     char why[1200]; /* why the model cannot be written with its dims symbolic, once known */
+    char fixed[1600]; /* the unknowns left fixed at their sizes so that the others hold, and why */
 } xfc_sym_plan;
 
 /* Compares the canonicalized graph with the original canonicalized at two
@@ -30,10 +31,14 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
 /* The dims the file left symbolic (and no --input-shape fixed) stay
  * symbolic in the written model when the optimized graph, with the
  * constants that depend on them computed again, holds for other sizes.
- * Output dims that follow the sizes become symbolic too.  Otherwise the
- * model is written at the size used, and a warning says why. */
-void xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed,
-                       const xfc_sym_plan *p);
+ * Output dims that follow the sizes become symbolic too.  Where it holds
+ * with one unknown fixed at its size, only that one is (p->fixed says
+ * which).  Otherwise the model is written at the sizes used, and a warning
+ * says why; but where the original does not run at those sizes (on
+ * random inputs: unless inputs_given, the files' sizes being the user's),
+ * false, with error saying so: such a file would take no input. */
+bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
+                       bool inputs_given, char *error, size_t error_n);
 
 /* For an error in a model with symbolic dims: the sizes they were given,
  * which may not fit together (a KV cache's total = past + seq). */
