@@ -234,8 +234,7 @@ static xf_status import_inputs(importer *im)
             if (!guessed[d])
                 continue;
             const Onnx__TensorShapeProto__Dimension *dim = vi->type->tensor_type->shape->dim[d];
-            bool named = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            if (!xf_model_add_symbolic(im->m, vi->name, d, named ? dim->dim_param : ""))
+            if (!xf_model_add_symbolic(im->m, vi->name, d, xfp_dim_name(dim)))
                 s = oom(im);
         }
         bool representable = dt != XF_DT_UNDEFINED && shape.ndim >= 0;
@@ -667,9 +666,7 @@ static xf_status import_outputs(importer *im)
             t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
         for (size_t d = 0; sp && d < sp->n_dim && d < XF_MAX_DIMS; d++) {
             const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
-            bool named = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            if ((named || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) &&
-                !xf_model_add_declared_output(im->m, name, (int)d, named ? dim->dim_param : ""))
+            if (!xfp_dim_is_size(dim) && !xf_model_add_declared_output(im->m, name, (int)d, xfp_dim_name(dim)))
                 return oom(im);
         }
     }
@@ -801,12 +798,23 @@ static void hint_symbol_sizes(importer *im)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s=%" PRId64, used ? ", " : "", sym->name,
                                  sym->value);
     }
+    /* unnamed dims, which --dim cannot name */
+    bool unnamed = false;
+    for (int i = 0; i < im->m->n_symbolic && used < sizeof list - 100; i++) {
+        const xf_symbolic_dim *sd = &im->m->symbolic[i];
+        int v = xf_graph_find_value(im->m->graph, sd->value);
+        if (sd->name[0] || v < 0 || sd->dim >= im->m->graph->values[v].shape.ndim)
+            continue;
+        any = unnamed = true;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s' dim %d=%" PRId64, used ? ", " : "", sd->value,
+                                 sd->dim, im->m->graph->values[v].shape.dims[sd->dim]);
+    }
     size_t len = strlen(im->err->msg);
     if (any && len < sizeof im->err->msg)
         snprintf(im->err->msg + len, sizeof im->err->msg - len,
                  " (the symbolic dims were sized %s; if the model relates them, give sizes that fit with "
-                 "--dim NAME=N, or fix them with --input-shape)",
-                 list);
+                 "--dim NAME=N%s, or fix them with --input-shape)",
+                 list, unnamed ? " (unnamed ones: --input FILE.pb, whose size sizes them)" : "");
 }
 
 /* ------------------------------------------------------------ entry points */

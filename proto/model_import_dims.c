@@ -56,8 +56,7 @@ static bool input_dim_named(const importer *im, const char *name)
         const Onnx__TensorShapeProto *sp =
             t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type ? t->tensor_type->shape : NULL;
         for (size_t d = 0; sp && d < sp->n_dim; d++)
-            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                strcmp(sp->dim[d]->dim_param, name) == 0)
+            if (strcmp(xfp_dim_name(sp->dim[d]), name) == 0)
                 return true;
     }
     return false;
@@ -111,12 +110,10 @@ static xf_status bind_feed_sizes(importer *im)
             continue;
         bool fits = true;
         for (size_t d = 0; d < sp->n_dim; d++)
-            fits &= sp->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-                    sp->dim[d]->dim_value == feed->dims[d];
+            fits &= !xfp_dim_is_size(sp->dim[d]) || sp->dim[d]->dim_value == feed->dims[d];
         for (size_t d = 0; fits && d < sp->n_dim; d++) {
             xf_status s = XF_OK;
-            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                sp->dim[d]->dim_param[0])
+            if (xfp_dim_name(sp->dim[d])[0])
                 s = xfp_bind_feed_size(&im->syms, sp->dim[d]->dim_param, feed->dims[d], im->err);
             if (s != XF_OK)
                 return s;

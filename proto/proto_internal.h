@@ -3,6 +3,7 @@
 #define XF_PROTO_INTERNAL_H
 
 #include "onnx.pb-c.h"
+#include <string.h>
 #include "xf_core.h"
 #include "xf_proto.h"
 
@@ -114,6 +115,24 @@ xf_status xfp_tensor_encode(const xf_tensor *t, const char *name, xfp_arena *a, 
                             Onnx__TensorProto *tp, xf_error *err);
 
 /* ---------------------------------------------------------------- value_types.c */
+
+/* Whether a declared dim is a size: a dim_value of 0 or more.  A negative
+ * one (-1, which some exporters write for a dynamic dim and ONNX Runtime
+ * takes as unknown) is taken as an unnamed symbolic dim. */
+static inline bool xfp_dim_is_size(const Onnx__TensorShapeProto__Dimension *d)
+{
+    return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0;
+}
+
+/* A declared dim's symbol: its dim_param, "" where it has none or "?",
+ * which paddle2onnx writes for each unknown dim (two of them in one input,
+ * height and width, are not tied to one size: ONNX Runtime takes any). */
+static inline const char *xfp_dim_name(const Onnx__TensorShapeProto__Dimension *d)
+{
+    return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && strcmp(d->dim_param, "?") != 0
+               ? d->dim_param
+               : "";
+}
 
 /* Resolution of symbolic dims (dim_param) to numbers: bound by --input-shape
  * overrides, or to 1 for graph inputs without one. */

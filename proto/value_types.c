@@ -85,8 +85,7 @@ bool xfp_declared_type(const Onnx__TypeProto *type, const xfp_symbols *syms, xf_
         const xfp_symbol *sym = NULL;
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
             s.dims[i] = d->dim_value;
-        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                 (sym = symbol_get(syms, d->dim_param)))
+        else if (xfp_dim_name(d)[0] && (sym = symbol_get(syms, d->dim_param)))
             s.dims[i] = sym->value;
         else
             return false;
@@ -160,10 +159,7 @@ bool xfp_map_type(const Onnx__TypeProto *type, xf_dtype *key, xf_dtype *value)
     return true;
 }
 
-static bool is_param(const Onnx__TensorShapeProto__Dimension *d)
-{
-    return d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param[0];
-}
+static bool is_param(const Onnx__TensorShapeProto__Dimension *d) { return xfp_dim_name(d)[0] != '\0'; }
 
 xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *override, xfp_symbols *syms,
                             xf_error *err)
@@ -182,7 +178,7 @@ xf_status xfp_bind_override(const Onnx__ValueInfoProto *vi, const xf_shape *over
     for (int i = 0; i < override->ndim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         int64_t want = override->dims[i];
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value != want)
+        if (xfp_dim_is_size(d) && d->dim_value != want)
             return xf_error_set(err, XF_ERR_INVALID,
                                 "--input-shape %s=%s sets dim %d to %" PRId64 " but the model fixes it to %" PRId64,
                                 vi->name, xf_shape_str(override, buf, sizeof buf), i, want, d->dim_value);
@@ -268,10 +264,7 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
         feed = NULL;
     for (int i = 0; i < shape->ndim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (d->dim_value < 0)
-                return xf_error_set(err, XF_ERR_INVALID, "input '%s' dim %d is negative (%" PRId64 ")", vi->name,
-                                    i, d->dim_value);
+        if (xfp_dim_is_size(d)) {
             shape->dims[i] = d->dim_value;
             continue;
         }

@@ -307,6 +307,64 @@ START_TEST(test_equal_sizes_told_apart)
 }
 END_TEST
 
+/* Dims declared -1 (which some exporters write for a dynamic dim) or "?"
+ * (paddle2onnx's unknown dim) are unnamed symbolic dims: the file loads,
+ * and two "?" of one input are not tied to one size. */
+START_TEST(test_negative_and_question_mark_dims)
+{
+    Onnx__GraphProto *gp = mk_graph("g");
+    Onnx__ValueInfoProto *x = mk_vi("x", XF_DT_FLOAT, 4, (const int64_t[]){-1, 3, -1, -1}, NAMES(NULL, NULL, "?", "?"));
+    x->type->tensor_type->shape->dim[0]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    x->type->tensor_type->shape->dim[0]->dim_value = -1;
+    PUSH(gp->n_input, gp->input, x);
+    PUSH(gp->n_node, gp->node, mk_node("Relu", "r", NAMES("x"), NAMES("y")));
+    Onnx__ValueInfoProto *y = mk_vi("y", XF_DT_FLOAT, 4, (const int64_t[]){-1, 3, -1, -1}, NAMES(NULL, NULL, "?", "?"));
+    y->type->tensor_type->shape->dim[0]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    y->type->tensor_type->shape->dim[0]->dim_value = -1;
+    PUSH(gp->n_output, gp->output, y);
+    xf_shape fed[] = {xf_shape_make(4, (const int64_t[]){2, 3, 4, 6})};
+    xf_load_options lo = {.feed_shapes = fed, .n_feed_shapes = 1};
+    xf_model *m;
+    xf_error e;
+    ck_assert_msg(load_proto(mk_model(gp, 13), &lo, &m, &e) == XF_OK, "%s", e.msg);
+    const xf_shape *s = &m->graph->values[m->graph->inputs[0]].shape;
+    ck_assert_msg(s->ndim == 4 && s->dims[0] == 2 && s->dims[2] == 4 && s->dims[3] == 6, "%d", s->ndim);
+    ck_assert_int_eq(m->n_symbolic, 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(!strcmp(m->symbolic[i].name, ""), "%s", m->symbolic[i].name);
+    /* the output's declared dims are symbolic and unnamed too */
+    ck_assert_int_eq(m->n_declared_out, 3);
+    xf_model_free(m);
+
+    /* through the tools: the run sizes each dim from the file, and xflowc
+     * keeps all three symbolic */
+    const char *dir = xf_test_tmpdir("dims_unknown");
+    char in[4200], file[4200], args[8600], *out = NULL;
+    snprintf(in, sizeof in, "%s", path_in(dir, "in.onnx"));
+    write_model(mk_model(gp, 13), in);
+    snprintf(file, sizeof file, "%s", tensor_file(dir, "x", 4, (const int64_t[]){2, 3, 4, 6}));
+    snprintf(args, sizeof args, "%s --input %s", in, file);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 2x3x4x6"), "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s -o %s --input %s --check", in, path_in(dir, "out.onnx"), file);
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 0, 'x' dim 2, 'x' dim 3"), "%s", out);
+    free(out);
+    assert_written_dims(path_in(dir, "out.onnx"), "[0, 3, 0, 0, 0, 3, 0, 0]");
+
+    /* a 2x2 pool does not fit the 1x1 the load takes them at: the error
+     * names the sizes and how to give unnamed dims theirs */
+    Onnx__NodeProto *pool = mk_node("MaxPool", "p", NAMES("x"), NAMES("y"));
+    attr_ints(pool, "kernel_shape", 2, (const int64_t[]){2, 2});
+    gp->node[0] = pool;
+    ck_assert_int_ne(load_proto(mk_model(gp, 13), NULL, &m, &e), XF_OK);
+    ck_assert_msg(strstr(e.msg, "(the symbolic dims were sized 'x' dim 0=1, 'x' dim 2=1, 'x' dim 3=1; ") &&
+                      strstr(e.msg, "(unnamed ones: --input FILE.pb, whose size sizes them)"),
+                  "%s", e.msg);
+}
+END_TEST
+
 /* x [B, L] (plus w [L]) read as B frames of 4x4, a model that holds for
  * one frame length only (as an audio model's chunk does) and any batch:
  * y = Reshape(x + w, [0, 4, 4]), directly or, gated, in either branch of
@@ -401,6 +459,7 @@ int main(void)
     tcase_add_test(tc, test_feed_shapes_unnamed_dims);
     tcase_add_test(tc, test_equal_sizes_told_apart);
     tcase_add_test(tc, test_one_dim_fixed_others_kept);
+    tcase_add_test(tc, test_negative_and_question_mark_dims);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

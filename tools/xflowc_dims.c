@@ -543,19 +543,25 @@ const char *xfc_sizes_hint(const xf_model *m)
     static char hint[600];
     hint[0] = '\0';
     size_t used = 0;
+    bool unnamed = false;
     for (int i = 0; i < m->n_symbolic && used < sizeof hint - 200; i++) {
         const char *name = m->symbolic[i].name;
-        bool first = name[0];
-        for (int j = 0; j < i && first; j++)
-            first = strcmp(m->symbolic[j].name, name) != 0;
-        if (first)
+        if (!sym_first(m, i))
+            continue;
+        unnamed |= !name[0];
+        if (name[0])
             used += (size_t)snprintf(hint + used, sizeof hint - used, "%s%s=%" PRId64, used ? ", " : "", name,
                                      sym_base(m, i));
+        else
+            used += (size_t)snprintf(hint + used, sizeof hint - used, "%s'%s' dim %d=%" PRId64, used ? ", " : "",
+                                     m->symbolic[i].value, m->symbolic[i].dim, sym_base(m, i));
     }
     if (!used)
         return "";
     static char out[800];
-    snprintf(out, sizeof out, " (the symbolic dims were sized %s; if the model relates them, give sizes that fit "
-             "with --dim NAME=N, or fix them with --input-shape)", hint);
+    snprintf(out, sizeof out,
+             " (the symbolic dims were sized %s; if the model relates them, give sizes that fit "
+             "with --dim NAME=N%s, or fix them with --input-shape)",
+             hint, unnamed ? " (unnamed ones: --input FILE.pb, whose size sizes them)" : "");
     return out;
 }
