@@ -365,6 +365,55 @@ START_TEST(test_negative_and_question_mark_dims)
 }
 END_TEST
 
+/* A shape that follows a dim through a downsampling: the small sizes the
+ * dims are tried at (1 to 5) all pool to one step, so only the large ones
+ * show that the Reshape's shape follows the width: y = Reshape(p, [T, 1])
+ * with p = MaxPool(x [1, 1, W], 1, stride 8) and T = p's steps. */
+START_TEST(test_large_sizes_show_pooled_dims)
+{
+    static const int64_t zero = 0, one[] = {1}, two = 2, d3[] = {1, 1, -1};
+    Onnx__GraphProto *g = mk_graph("pooled");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, d3, NAMES(NULL, NULL, "W")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("i2", XF_DT_INT64, 1, one, &two, 8));
+    PUSH(g->n_initializer, g->initializer, mk_raw("i0", XF_DT_INT64, 1, one, &zero, 8));
+    static const int64_t unit = 1;
+    PUSH(g->n_initializer, g->initializer, mk_raw("unit", XF_DT_INT64, 1, one, &unit, 8));
+    Onnx__NodeProto *pool = mk_node("MaxPool", "pool", NAMES("x"), NAMES("p"));
+    attr_ints(pool, "kernel_shape", 1, (const int64_t[]){1});
+    attr_ints(pool, "strides", 1, (const int64_t[]){8});
+    PUSH(g->n_node, g->node, pool);
+    PUSH(g->n_node, g->node, mk_node("Shape", "s", NAMES("p"), NAMES("ps")));
+    PUSH(g->n_node, g->node, mk_node("Gather", "t", NAMES("ps", "i2"), NAMES("steps")));
+    Onnx__NodeProto *cat = mk_node("Concat", "c", NAMES("steps", "unit"), NAMES("shape"));
+    attr_int(cat, "axis", 0);
+    PUSH(g->n_node, g->node, cat);
+    PUSH(g->n_node, g->node, mk_node("Reshape", "r", NAMES("p", "shape"), NAMES("y")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    /* z = x[..., :8]: its last dim is W's up to 5, not at 99 */
+    static const int64_t eight = 8;
+    PUSH(g->n_initializer, g->initializer, mk_raw("eight", XF_DT_INT64, 1, one, &eight, 8));
+    PUSH(g->n_node, g->node, mk_node("Slice", "z", NAMES("x", "i0", "eight", "i2"), NAMES("z")));
+    PUSH(g->n_output, g->output, mk_vi("z", XF_DT_FLOAT, -1, NULL, NULL));
+    const char *dir = xf_test_tmpdir("dims_pooled");
+    char in[4200], file[4200], args[8600], *out = NULL;
+    snprintf(in, sizeof in, "%s", path_in(dir, "in.onnx"));
+    write_model(mk_model(g, 13), in);
+    snprintf(args, sizeof args, "%s -o %s", in, path_in(dir, "out.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 2 ('W') (checked at W 4 and 5), output shapes also at W 99"),
+                  "%s", out);
+    free(out);
+    /* the outputs' steps and z's last dim are symbolic, unnamed (they
+     * follow W, but are not W) */
+    assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'W', 0, 1, 1, 1, 0]");
+    snprintf(file, sizeof file, "%s", tensor_file(dir, "x", 3, (const int64_t[]){1, 1, 66}));
+    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), file);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 9x1"), "%s", out);
+    free(out);
+}
+END_TEST
+
 /* x [B, L] (plus w [L]) read as B frames of 4x4, a model that holds for
  * one frame length only (as an audio model's chunk does) and any batch:
  * y = Reshape(x + w, [0, 4, 4]), directly or, gated, in either branch of
@@ -460,6 +509,7 @@ int main(void)
     tcase_add_test(tc, test_equal_sizes_told_apart);
     tcase_add_test(tc, test_one_dim_fixed_others_kept);
     tcase_add_test(tc, test_negative_and_question_mark_dims);
+    tcase_add_test(tc, test_large_sizes_show_pooled_dims);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -14,8 +14,13 @@
  * tell which folded constants depend on them, rounds 2 and 3 check the
  * result.  With distinct, each dim name (and each unnamed dim) has sizes
  * of its own, so that a shape entry that copies the sequence length is not
- * taken for one that copies the batch size. */
-#define SYM_ROUNDS 4
+ * taken for one that copies the batch size.  Rounds from SYM_LARGE on are
+ * large sizes, tried on shapes only (SYM_LARGE with rounds 0 and 1,
+ * SYM_LARGE + 1 with 2 and 3): a network that downsamples by 8 or 32 maps
+ * the small sizes of rounds 0 to 3, and 1, to one length, so a constant
+ * that follows the length (the steps of an OCR model's recurrence) would
+ * look fixed. */
+#define SYM_LARGE 4
 /* The size symbolic dim i has in the graph as loaded: its --dim size, else 1. */
 static int64_t sym_base(const xf_model *m, int i)
 {
@@ -138,7 +143,8 @@ static int64_t sym_size(const xf_model *m, int i, int round, bool distinct)
     if (scaled)
         return sym_base(m, i) * (round + 2 + (distinct ? sym_rank(m, i, sym_base(m, i)) : 0));
     int key = distinct ? sym_rank(m, i, -1) : 0;
-    return 2 + round + 5 * (key < 7 ? key : 7);
+    int64_t small = 2 + (round >= SYM_LARGE ? round - SYM_LARGE : round) + 5 * (key < 7 ? key : 7);
+    return round >= SYM_LARGE ? 33 * small : small;
 }
 
 /* A copy of g with every symbolic input dim of m set to its size in round
@@ -225,16 +231,20 @@ static xf_graph *resized(const xf_model *m, const xf_graph *g, int round, bool d
 /* xfc_prepare_symbolic for m's symbolic dims as they are. */
 static void plan_sizes(xf_model *m, const xf_graph *original, int64_t opset, xfc_sym_plan *p)
 {
-    xf_graph *at[2] = {NULL, NULL};
+    xf_graph *at[3] = {NULL, NULL, NULL};
     for (int d = 1; d >= 0 && !at[1]; d--) {
         xf_graph_free(at[0]);
         p->distinct = d;
         at[0] = resized(m, original, 0, p->distinct, opset, p->why, sizeof p->why);
         at[1] = at[0] ? resized(m, original, 1, p->distinct, opset, p->why, sizeof p->why) : NULL;
     }
+    /* at large sizes too, where the model takes them (it may not) */
+    char ignored[sizeof p->why];
+    at[2] = at[1] ? resized(m, original, SYM_LARGE, p->distinct, opset, ignored, sizeof ignored) : NULL;
     xf_error err = {0};
     int written = 0;
-    if (at[1] && xf_sizes_generalize(m->graph, (const xf_graph *const *)at, 2, &p->recompute, &written, &err) != XF_OK)
+    if (at[1] && xf_sizes_generalize(m->graph, (const xf_graph *const *)at, at[2] ? 3 : 2, &p->recompute, &written,
+                                     &err) != XF_OK)
         snprintf(p->why, sizeof p->why, "%s", err.msg);
     else if (at[1])
         p->why[0] = '\0';
@@ -259,6 +269,7 @@ static void plan_sizes(xf_model *m, const xf_graph *original, int64_t opset, xfc
                     "time\n", written, written == 1 ? "" : "s", p->recompute.n, p->recompute.n == 1 ? "" : "s");
     xf_graph_free(at[0]);
     xf_graph_free(at[1]);
+    xf_graph_free(at[2]);
 }
 
 /* The number of distinct unknowns among m's symbolic dims. */
@@ -306,10 +317,13 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
  * round r0 (as written) it computes the original's outputs on the fastest
  * CPU backend.  r0 is 2 (sizes not used before) unless the original itself
  * fails there (a sequence past the model's position table, say); then 0,
- * the sizes that xfc_prepare_symbolic used.  opt[] receives the canonicalized
- * graphs, *round0 the r0 used.  Where the original cannot run on any CPU
- * backend (an op none of them runs: a custom op, ONNX-ML's), the shapes are
- * all that is compared, and unchecked (size un) says why. */
+ * the sizes that xfc_prepare_symbolic used.  At round SYM_LARGE + 1, where
+ * the original takes it, g's output shapes must be the original's too.
+ * opt[0..2] receive the canonicalized graphs (opt[2] NULL where the
+ * original does not take the large sizes), *round0 the r0 used.  Where the
+ * original cannot run on any CPU backend (an op none of them runs: a custom
+ * op, ONNX-ML's), the shapes are all that is compared, and unchecked (size
+ * un) says why. */
 static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, const xf_graph *g, int64_t opset,
                                  uint64_t seed, const xfc_sym_plan *p, xf_graph **opt, int *round0, char *why, size_t n,
                                  char *unchecked, size_t un)
@@ -345,6 +359,19 @@ static bool holds_at_other_sizes(const xf_model *m, const xf_graph *original, co
         if (ok || !original_fails)
             break;
     }
+    /* at large sizes, on shapes (opt[2]): where the original takes them,
+     * g must, and give its output shapes */
+    char ignored[1200];
+    xf_graph *orig = ok ? resized(m, original, SYM_LARGE + 1, p->distinct, opset, ignored, sizeof ignored) : NULL;
+    xf_graph_free(opt[2]);
+    opt[2] = orig ? resized(m, g, SYM_LARGE + 1, p->distinct, opset, why, n) : NULL;
+    ok = ok && (!orig || opt[2]);
+    for (int k = 0; opt[2] && ok && k < orig->n_outputs; k++)
+        if (!xf_shape_equal(&orig->values[orig->outputs[k]].shape, &opt[2]->values[opt[2]->outputs[k]].shape)) {
+            snprintf(why, n, "output '%s' gets another shape at larger sizes", orig->values[orig->outputs[k]].name);
+            ok = false;
+        }
+    xf_graph_free(orig);
     return ok;
 }
 
@@ -363,9 +390,10 @@ static bool declares_symbolic(const xf_model *m, const char *name)
  * output dims that follow the sizes are added to m; else why says what
  * failed.  *r0 is the round of sizes the graph was checked at. */
 static bool try_keep(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, const xfc_sym_plan *p,
-                     xf_graph **out, int *r0, int *recomputed, char *why, size_t why_n, char *unchecked, size_t un)
+                     xf_graph **out, int *r0, bool *large, int *recomputed, char *why, size_t why_n, char *unchecked,
+                     size_t un)
 {
-    xf_graph *opt[2] = {NULL, NULL};
+    xf_graph *opt[3] = {NULL, NULL, NULL};
     xf_graph *g = xf_graph_clone(m->graph);
     xf_error err = {0};
     *recomputed = 0;
@@ -379,10 +407,12 @@ static bool try_keep(xf_model *m, const xf_graph *original, int64_t opset, uint6
     for (int k = 0; ok && k < g->n_outputs; k++) {
         const xf_shape *s = &g->values[g->outputs[k]].shape;
         const xf_shape *sa = &opt[0]->values[opt[0]->outputs[k]].shape, *sb = &opt[1]->values[opt[1]->outputs[k]].shape;
+        const xf_shape *sc = opt[2] ? &opt[2]->values[opt[2]->outputs[k]].shape : s;
         for (int d = 0; ok && d < s->ndim; d++) {
             /* a shape known only at run time: every dim symbolic, unnamed */
             int64_t a = sa->ndim == s->ndim ? sa->dims[d] : -1, b = sb->ndim == s->ndim ? sb->dims[d] : -1;
-            if (a == s->dims[d] && b == s->dims[d])
+            int64_t c = sc->ndim == s->ndim ? sc->dims[d] : -1;
+            if (a == s->dims[d] && b == s->dims[d] && c == s->dims[d])
                 continue;
             /* behind an op no backend runs, the sizes cannot tell: the
              * file's declaration says (a dim it declares static stays) */
@@ -400,7 +430,8 @@ static bool try_keep(xf_model *m, const xf_graph *original, int64_t opset, uint6
             bool ambiguous = false, file_names_one = false;
             for (int i = 0; i < n_inputs && !(unknown && declared); i++)
                 if (s->dims[d] == sym_base(m, i) && a == sym_size(m, i, *r0, p->distinct) &&
-                    b == sym_size(m, i, *r0 + 1, p->distinct)) {
+                    b == sym_size(m, i, *r0 + 1, p->distinct) &&
+                    (!opt[2] || c == sym_size(m, i, SYM_LARGE + 1, p->distinct))) {
                     ambiguous |= name && strcmp(name, m->symbolic[i].name) != 0;
                     file_names_one |= declared && !strcmp(declared->name, m->symbolic[i].name);
                     name = name ? name : m->symbolic[i].name;
@@ -412,8 +443,10 @@ static bool try_keep(xf_model *m, const xf_graph *original, int64_t opset, uint6
             }
         }
     }
+    *large = opt[2] != NULL;
     xf_graph_free(opt[0]);
     xf_graph_free(opt[1]);
+    xf_graph_free(opt[2]);
     if (!ok) {
         xf_graph_free(g);
         g = NULL;
@@ -451,8 +484,9 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
     snprintf(why, sizeof why, "%s", p->why);
     xf_graph *g = NULL;
     int r0 = 2, recomputed = 0, n_inputs = m->n_symbolic;
-    bool ok = !why[0] &&
-              try_keep(m, original, opset, seed, p, &g, &r0, &recomputed, why, sizeof why, unchecked, sizeof unchecked);
+    bool large = false;
+    bool ok = !why[0] && try_keep(m, original, opset, seed, p, &g, &r0, &large, &recomputed, why, sizeof why, unchecked,
+                                  sizeof unchecked);
     /* the others without one unknown the graph does not hold for, as
      * xfc_prepare_symbolic tries them */
     for (int u = 0; !ok && !p->why[0] && unknowns(m) >= 2 && u < m->n_symbolic; u++) {
@@ -464,7 +498,7 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
         if (!unknowns_drop(m, u, &l))
             break;
         n_inputs = m->n_symbolic;
-        ok = try_keep(m, original, opset, seed, p, &g, &r0, &recomputed, why_u, sizeof why_u, unchecked,
+        ok = try_keep(m, original, opset, seed, p, &g, &r0, &large, &recomputed, why_u, sizeof why_u, unchecked,
                       sizeof unchecked);
         if (ok) {
             size_t len = strlen(p->fixed);
@@ -476,7 +510,7 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
             n_inputs = m->n_symbolic;
         }
     }
-    char list[400] = "", sizes[200] = "";
+    char list[400] = "", sizes[200] = "", large_sizes[200] = "";
     for (int i = 0; i < n_inputs && strlen(list) < sizeof list - 80; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s' dim %d%s%s%s", i ? ", " : "",
                  m->symbolic[i].value, m->symbolic[i].dim, m->symbolic[i].name[0] ? " ('" : "", m->symbolic[i].name,
@@ -489,6 +523,10 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
             snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s %" PRId64 " and %" PRId64,
                      sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
                      sym_size(m, i, r0, p->distinct), sym_size(m, i, r0 + 1, p->distinct));
+        if (first && large)
+            snprintf(large_sizes + strlen(large_sizes), sizeof large_sizes - strlen(large_sizes), "%s%s %" PRId64,
+                     large_sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
+                     sym_size(m, i, SYM_LARGE + 1, p->distinct));
     }
     if (ok) {
         xf_graph_free(m->graph);
@@ -498,7 +536,10 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
         xf_cli_info("symbolic dims kept: %s (checked at %s", list, sizes);
         if (recomputed)
             xf_cli_info("; %d constant%s computed at run time", recomputed, recomputed == 1 ? "" : "s");
-        xf_cli_info(")\n");
+        xf_cli_info(")");
+        if (large)
+            xf_cli_info(", output shapes also at %s", large_sizes);
+        xf_cli_info("\n");
         if (unchecked[0])
             xf_log(XF_LOG_WARN, "the symbolic dims were checked on shapes only: the original model does not run "
                    "here (%s)", unchecked);
