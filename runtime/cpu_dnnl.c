@@ -511,6 +511,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_QUICK_GELU:
     case XF_OP_MISH:
     case XF_OP_HARD_SIGMOID:
+    case XF_OP_ERF:
     case XF_OP_CLIP:
     case XF_OP_PAD:
     case XF_OP_HARD_SWISH:

@@ -108,6 +108,10 @@ static dnnl_alg_kind_t eltwise_alg(const xf_graph *g, const xf_node *n, float *a
      * kernel only; linear is what it would be as a post-op, which it is not
      * (xf_dn_unary_post) */
     case XF_OP_HARD_SIGMOID: *alpha = n->attrs.alpha; *beta = n->attrs.beta; return dnnl_eltwise_linear;
+    /* a loop of the backend's own (xf_dn_erf_run): oneDNN has no erf (only
+     * inside its gelu_erf); the alg is a placeholder, never a post-op */
+    case XF_OP_ERF:
+        return dnnl_eltwise_linear;
     /* nearest, halves to even (the default rounding mode oneDNN rounds in) */
     case XF_OP_ROUND: return dnnl_eltwise_round;
     default: return dnnl_alg_kind_undef;
@@ -117,8 +121,9 @@ static dnnl_alg_kind_t eltwise_alg(const xf_graph *g, const xf_node *n, float *a
 xf_dn_post xf_dn_unary_post(const xf_graph *g, const xf_node *n)
 {
     xf_dn_post p = {.sum = false};
-    /* HardSigmoid takes two: the linear step and the clip */
-    p.alg = n->op == XF_OP_HARD_SIGMOID ? dnnl_alg_kind_undef : eltwise_alg(g, n, &p.alpha, &p.beta);
+    /* HardSigmoid takes two: the linear step and the clip; Erf none */
+    p.alg =
+        n->op == XF_OP_HARD_SIGMOID || n->op == XF_OP_ERF ? dnnl_alg_kind_undef : eltwise_alg(g, n, &p.alpha, &p.beta);
     return p;
 }
 
@@ -153,8 +158,8 @@ static xf_status eltwise_build(xf_dn_ctx *c, const xf_node *n, const xf_tensor_v
 static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    if (n->op == XF_OP_HARD_SIGMOID) {
-        st->kernel = xf_dn_hard_sigmoid_run;
+    if (n->op == XF_OP_HARD_SIGMOID || n->op == XF_OP_ERF) {
+        st->kernel = n->op == XF_OP_ERF ? xf_dn_erf_run : xf_dn_hard_sigmoid_run;
         return XF_OK;
     }
     float alpha, beta;

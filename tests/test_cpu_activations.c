@@ -139,6 +139,68 @@ START_TEST(pow_constant_exponent)
 }
 END_TEST
 
+/* Erf runs on the backend's own loop (oneDNN has no erf): within an ulp
+ * of cpu_ref's erf() on [-5, 5), over tensors split in chunks over the
+ * threads, and exactly so at the special values (signed zeros, the
+ * infinities, NaN, a denormal, past 4 where it rounds to 1). */
+START_TEST(erf_own_loop)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("erf");
+    int x = xf_bt_with_scalar(g, XF_OP_MUL, add_input(g, SHAPE(3, 97, 101)), 5.0f);
+    xf_bt_finish_single(g, XF_OP_ERF, 1, &x);
+    char impl[128];
+    xf_bt_node_impl(g, 17, XF_OP_ERF, impl, sizeof impl);
+    ck_assert_msg(!strcmp(impl, "own loop"), "%s", impl);
+    xf_bt_check_cpu(g, 17, 0.0, 2.4e-7, "Erf of values in [-5, 5)");
+    xf_graph_free(g);
+
+    static const float specials[] = {0.0f,  -0.0f, INFINITY, -INFINITY, NAN,     1e-40f, -1e-30f, 3.9f,    4.0f,
+                                     -7.5f, 0.5f,  -0.999f,  1.0f,      -1.001f, 2.5f,   1e-4f,   -0.0312f};
+    int n = (int)(sizeof specials / sizeof *specials);
+    g = xf_graph_create("erf_specials");
+    int in = add_input(g, SHAPE(n));
+    xf_bt_finish_single(g, XF_OP_ERF, 1, &in);
+    xf_session *sess = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &sess, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &g->values[in].shape), *y = NULL;
+    memcpy(t->data, specials, sizeof specials);
+    ck_assert_msg(xf_session_run(sess, &t, &y, &err) == XF_OK, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        float got = ((const float *)y->data)[i], want = (float)erf((double)specials[i]);
+        ck_assert_msg(isnan(want) ? isnan(got) : got == want && signbit(got) == signbit(want),
+                      "erf(%g): %.9g, not %.9g", specials[i], got, want);
+    }
+    xf_tensor_release(t);
+    xf_tensor_release(y);
+    xf_session_free(sess);
+    xf_graph_free(g);
+}
+END_TEST
+
+/* The exact GELU between convolutions (PP-OCRv5's and v6's detectors,
+ * whose convolutions keep oneDNN's layout): folded into the first as a
+ * gelu_erf post-op, since Erf now reads that layout too.  Before, Erf ran
+ * on cpu_ref, in plain layout, and the pattern ran as five nodes. */
+START_TEST(gelu_after_conv)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("conv_gelu");
+    int x = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 12, 12)), 16, 16, 3, 1, XF_ACT_NONE);
+    int e = out0(g, NODE(g, XF_OP_ERF, xf_bt_with_scalar(g, XF_OP_DIV, x, 1.41421356f)));
+    int prod = out0(g, NODE(g, XF_OP_MUL, x, xf_bt_with_scalar(g, XF_OP_ADD, e, 1.0f)));
+    xf_graph_add_output(g, xf_bt_conv(g, xf_bt_with_scalar(g, XF_OP_MUL, prod, 0.5f), 16, 8, 1, 1, XF_ACT_NONE));
+    char impl[128];
+    xf_bt_node_impl(g, 17, XF_OP_ERF, impl, sizeof impl);
+    ck_assert_msg(!strncmp(impl, "folded into ", 12), "%s", impl);
+    xf_bt_check_cpu(g, 17, 1e-5, 1e-4, "Conv, GELU, Conv");
+    xf_graph_free(g);
+}
+END_TEST
+
 /* x * 0.5 * (1 + Erf(x / sqrt(2))) as exported (Div or Mul by the
  * constant, operands in either order) runs as one gelu_erf primitive in
  * static mode; near misses (another constant, an intermediate read twice,
@@ -339,9 +401,11 @@ int main(void)
     tcase_add_test(ops, hard_activations);
     tcase_add_test(ops, clip_bounds);
     tcase_add_test(ops, pad_of_nothing);
+    tcase_add_test(ops, erf_own_loop);
     TCase *patterns = tcase_create("patterns");
     tcase_set_timeout(patterns, 600);
     tcase_add_test(patterns, gelu_patterns);
+    tcase_add_test(patterns, gelu_after_conv);
     tcase_add_test(patterns, gated_patterns);
     tcase_add_test(patterns, tf_hard_swish);
     suite_add_tcase(s, ops);
