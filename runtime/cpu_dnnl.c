@@ -578,6 +578,23 @@ static bool nativable(const xf_dn_ctx *c, const xf_graph *g, int v)
     return true;
 }
 
+/* Whether node n reads a native value on an input it takes native while
+ * its other inputs are constants: a scale written first, Mul(a, x), as
+ * PaddleOCR's learnable affine blocks are, spreads the layout as Mul(x, a)
+ * does (and then folds into the convolution making x). */
+static bool native_beside_constants(const xf_dn_ctx *c, const xf_graph *g, const xf_dn_handler *h, const xf_node *n)
+{
+    int native = -1;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v >= 0 && c->layout[v] == XF_DN_NATIVE && native < 0)
+            native = k;
+        else if (v >= 0 && !g->values[v].init)
+            return false;
+    }
+    return native >= 0 && h->native_input(g, n, native);
+}
+
 /* Native values start at convolution outputs and spread forward through
  * nodes that can compute on native data, as long as every reader of the
  * value can read it native. */
@@ -619,7 +636,8 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
             continue;
         bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_MS_FUSED_CONV || n->op == XF_OP_CONV_TRANSPOSE ||
                           n->op == XF_OP_QLINEAR_CONV ||
-                          (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE);
+                          (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE) ||
+                          native_beside_constants(c, g, h[i], n);
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];
             if (v >= 0 && fed_native && readers_ok[v] && nativable(c, g, v))

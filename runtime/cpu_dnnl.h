@@ -116,19 +116,20 @@ typedef struct xf_dn_zero_point {
 
 /* What a folded node adds to the primitive of its host. */
 typedef enum xf_dn_fold_kind {
-    XF_DN_FOLD_STEP, /* nothing: a step of a pattern the host runs whole */
-    XF_DN_FOLD_POST, /* an elementwise post-op */
-    XF_DN_FOLD_SUM,  /* Add of another tensor: a sum post-op */
-    XF_DN_FOLD_BIAS, /* Add of a constant: the MatMul's bias */
-    XF_DN_FOLD_BN,   /* BatchNormalization: the Conv's weights and bias */
-    XF_DN_FOLD_TABLE, /* Gather from a table of 256 codes: the Cast's lookup */
+    XF_DN_FOLD_STEP,   /* nothing: a step of a pattern the host runs whole */
+    XF_DN_FOLD_POST,   /* an elementwise post-op */
+    XF_DN_FOLD_SUM,    /* Add of another tensor: a sum post-op */
+    XF_DN_FOLD_BIAS,   /* Add of a constant: the MatMul's bias */
+    XF_DN_FOLD_BN,     /* BatchNormalization: the Conv's weights and bias */
+    XF_DN_FOLD_TABLE,  /* Gather from a table of 256 codes: the Cast's lookup */
+    XF_DN_FOLD_LINEAR, /* a scale or shift after one: merged into the host's last post-op */
 } xf_dn_fold_kind;
 
 typedef struct xf_dn_fold_at {
     int host; /* -1: not folded */
     int last; /* of a host: the last node folded into it (-1: none) */
     xf_dn_fold_kind kind;
-    xf_dn_post post; /* XF_DN_FOLD_POST */
+    xf_dn_post post; /* XF_DN_FOLD_POST; LINEAR: the step merged (alpha x + beta) */
     int operand;     /* SUM, BIAS: the Add's input holding the other tensor */
 } xf_dn_fold_at;
 

@@ -45,8 +45,8 @@ static bool is_const(const xf_graph *g, int v) { return v >= 0 && g->values[v].i
  * bn reads). */
 static bool bn_foldable(const xf_graph *g, const xf_node *conv, const xf_node *bn, const fold_acc *acc)
 {
-    if (acc->n_posts || acc->bn || conv->attrs.activation != XF_ACT_NONE || conv->attrs.ms_act != XF_MS_ACT_NONE ||
-        xf_dn_input(conv, 3) >= 0 || !is_const(g, conv->inputs[1]) ||
+    if (acc->n_posts || acc->bn || acc->bias || conv->attrs.activation != XF_ACT_NONE ||
+        conv->attrs.ms_act != XF_MS_ACT_NONE || xf_dn_input(conv, 3) >= 0 || !is_const(g, conv->inputs[1]) ||
         (conv->n_inputs > 2 && conv->inputs[2] >= 0 && !is_const(g, conv->inputs[2])))
         return false;
     for (int k = 1; k < 5; k++)
@@ -73,6 +73,26 @@ static bool bias_foldable(const xf_graph *g, const xf_node *add, int k)
     for (int d = 0; d < bs->ndim - 1; d++)
         if (bs->dims[d] != 1)
             return false;
+    return true;
+}
+
+/* Add of a constant b (chained on input k) is Conv conv's bias when b
+ * holds one value per output channel (or one value), the Conv has no
+ * activation of its own and its bias, if any, is a constant: PaddleOCR's
+ * convolutions export their bias as such an Add. */
+static bool conv_bias_foldable(const xf_graph *g, const xf_node *conv, const xf_node *add, int k)
+{
+    int b = add->inputs[1 - k];
+    const xf_shape *ys = &g->values[add->outputs[0]].shape, *bs = &g->values[b].shape;
+    if (add->n_inputs != 2 || conv->op != XF_OP_CONV || conv->attrs.activation != XF_ACT_NONE || !is_const(g, b) ||
+        !xf_dn_is_f32(g, b) || !xf_shape_equal(&g->values[add->inputs[k]].shape, ys) || ys->ndim < 3 ||
+        bs->ndim > ys->ndim || (xf_dn_input(conv, 2) >= 0 && !is_const(g, conv->inputs[2])))
+        return false;
+    for (int d = 0; d < bs->ndim; d++) {
+        int yd = d + ys->ndim - bs->ndim;
+        if (bs->dims[d] != 1 && !(yd == 1 && bs->dims[d] == ys->dims[1]))
+            return false;
+    }
     return true;
 }
 
@@ -153,11 +173,33 @@ static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, co
     if (hh == &xf_dn_binary_handler && !xf_dn_binary_kernel(c, g, h))
         return false;
     if (post->sum && hh == &xf_dn_conv_handler &&
-        !xf_dn_conv_posts_fast(c, g, h, a->bn || xf_dn_input(h, 2) >= 0, a->posts, a->n_posts, post))
+        !xf_dn_conv_posts_fast(c, g, h, a->bn || a->bias || xf_dn_input(h, 2) >= 0, a->posts, a->n_posts, post))
         return false;
     a->posts[a->n_posts++] = *post;
     a->sum = a->sum || post->sum;
     return true;
+}
+
+/* A linear step (a scale or a shift by a constant) after the linear post-op
+ * host hn ends with so far, as that one post-op: a2 (a1 x + b1) + b2 is
+ * (a2 a1) x + (a2 b1 + b2).  PaddleOCR's learnable affine blocks, a Mul
+ * then an Add after each activation, fold so; as two post-ops of one
+ * algorithm, oneDNN would run the second with the first's parameters. */
+static bool merge_linear(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, const xf_dn_post *post)
+{
+    fold_acc *a = &acc[hn];
+    xf_dn_post *last = a->n_posts ? &a->posts[a->n_posts - 1] : NULL;
+    if (!last || last->sum || last->alg != dnnl_eltwise_linear || post->sum || post->alg != dnnl_eltwise_linear)
+        return false;
+    xf_dn_post merged = *last;
+    merged.alpha = post->alpha * last->alpha;
+    merged.beta = post->alpha * last->beta + post->beta;
+    /* as take_post would check it in last's place */
+    a->n_posts--;
+    bool ok = take_post(c, g, acc, hn, &merged);
+    if (!ok)
+        a->posts[a->n_posts++] = *last;
+    return ok;
 }
 
 /* Whether node q, chained on input k, can be folded into the node that
@@ -184,9 +226,13 @@ static bool plan_fold(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q, int
          * FusedMatMul's alpha, the output scale) */
         f.kind = XF_DN_FOLD_BIAS;
         ok = a->bias = true;
+    } else if (n->op == XF_OP_ADD && conv && !a->bias && !a->bn && !a->n_posts &&
+               conv_bias_foldable(g, &g->nodes[hn], n, k)) {
+        f.kind = XF_DN_FOLD_BIAS;
+        ok = a->bias = true;
     } else if ((f.post = scalar_post(g, n, k)).alg != dnnl_alg_kind_undef) {
-        f.kind = XF_DN_FOLD_POST;
-        ok = take_post(c, g, acc, hn, &f.post);
+        f.kind = merge_linear(c, g, acc, hn, &f.post) ? XF_DN_FOLD_LINEAR : XF_DN_FOLD_POST;
+        ok = f.kind == XF_DN_FOLD_LINEAR || take_post(c, g, acc, hn, &f.post);
     } else if (n->op == XF_OP_ADD) {
         f.kind = XF_DN_FOLD_SUM;
         f.post = (xf_dn_post){.sum = true, .alg = dnnl_alg_kind_undef};
@@ -435,6 +481,23 @@ static xf_status fold_bn(const xf_graph *g, const xf_node *conv, const xf_node *
     return XF_OK;
 }
 
+/* conv's bias with the constant b (one value per output channel, or one)
+ * added: into cst->folded_b, which the Conv binds as its bias. */
+static xf_status fold_conv_bias(const xf_graph *g, const xf_node *conv, const xf_tensor_view *b, xf_dn_node *cst,
+                                xf_error *err)
+{
+    int64_t chans = g->values[conv->outputs[0]].shape.dims[1], nb = xf_rt_numel(b);
+    const xf_tensor *own = xf_dn_input(conv, 2) >= 0 ? g->values[conv->inputs[2]].init : NULL;
+    if (!cst->folded_b)
+        cst->folded_b = malloc(sizeof(float) * (size_t)(chans > 0 ? chans : 1));
+    if (!cst->folded_b)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+    const float *add = b->data, *base = own ? (const float *)own->data : NULL;
+    for (int64_t m = 0; m < chans; m++)
+        cst->folded_b[m] = (base ? base[m] : 0.0f) + add[nb == 1 ? 0 : m];
+    return XF_OK;
+}
+
 xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_view *in, const xf_tensor_view *out,
                      xf_dn_node *qst, xf_error *err)
 {
@@ -465,12 +528,22 @@ xf_status xf_dn_fold(xf_dn_ctx *c, const xf_graph *g, int q, const xf_tensor_vie
     switch (f->kind) {
     case XF_DN_FOLD_STEP: break;
     case XF_DN_FOLD_POST: hst->posts[hst->n_posts++] = f->post; break;
+    case XF_DN_FOLD_LINEAR: {
+        xf_dn_post *last = &hst->posts[hst->n_posts - 1];
+        last->beta = f->post.alpha * last->beta + f->post.beta;
+        last->alpha *= f->post.alpha;
+        break;
+    }
     case XF_DN_FOLD_SUM:
         hst->posts[hst->n_posts++] = f->post;
         hst->sum_src = r->data;
         hst->sum_bytes = xf_rt_bytes(r);
         break;
     case XF_DN_FOLD_BIAS:
+        if (hnode->op == XF_OP_CONV) {
+            s = fold_conv_bias(g, hnode, &in[f->operand], hst, err);
+            break;
+        }
         hst->bias_data = in[f->operand].data;
         hst->bias_shape = in[f->operand].shape;
         break;

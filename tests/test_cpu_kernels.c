@@ -99,6 +99,78 @@ START_TEST(squeeze_excitation_mul)
 }
 END_TEST
 
+/* How the session runs the nth node (from 0) of op in g's session. */
+static void nth_impl(const xf_graph *g, xf_op op, int nth, char *impl, size_t n)
+{
+    xf_session *s = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
+    const xf_graph *sg = xf_session_graph(s);
+    impl[0] = '\0';
+    for (int i = 0, seen = 0; i < sg->n_nodes && !impl[0]; i++)
+        if (sg->nodes[i].op == op && seen++ == nth)
+            xf_session_node_impl(s, i, impl, n);
+    ck_assert_msg(impl[0], "no %s node %d", xf_op_name(op), nth);
+    xf_session_free(s);
+}
+
+/* PaddleOCR's convolutions: the bias an Add of one value per channel
+ * after the Conv, and after the activation a learnable affine block, a
+ * Mul by a scalar written first (a * x), then an Add of one (and here
+ * a second scale).  The bias folds into the Conv's (with or without a
+ * bias of its own, or of one value), the scales and the shift into one
+ * linear post-op after the HardSwish; not the bias after a Conv with its own Relu, nor a
+ * BatchNormalization after a folded bias (which then runs on its own,
+ * with what follows folded into it). */
+START_TEST(affine_blocks)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const char *forms[] = {"bias per channel", "bias of one value", "Conv without bias", "Conv with Relu",
+                                  "BatchNormalization after"};
+    for (int t = 0; t < 5; t++) {
+        xf_graph *g = xf_graph_create("affine");
+        int x = add_input(g, SHAPE(1, 16, 12, 20));
+        int w = xf_bt_random_const(g, SHAPE(32, 16, 3, 3), false);
+        int conv_in[3] = {x, w, xf_bt_random_const(g, SHAPE(32), false)};
+        int cn = node(g, XF_OP_CONV, "conv", t == 2 ? 2 : 3, conv_in, 1);
+        xf_bt_set_window(attrs(g, cn), 2, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, (int64_t[]){1, 1},
+                         (int64_t[]){1, 1});
+        attrs(g, cn)->activation = t == 3 ? XF_ACT_RELU : XF_ACT_NONE;
+        int bias = t == 1 ? xf_bt_scalar(g, 0.25f, 1) : xf_bt_random_const(g, SHAPE(1, 32, 1, 1), false);
+        int y = out0(g, NODE(g, XF_OP_ADD, out0(g, cn), bias));
+        if (t == 4) {
+            int bn_in[5] = {y, xf_bt_random_const(g, SHAPE(32), true), xf_bt_random_const(g, SHAPE(32), false),
+                            xf_bt_random_const(g, SHAPE(32), false), xf_bt_random_const(g, SHAPE(32), true)};
+            int bn = node(g, XF_OP_BATCH_NORM, "bn", 5, bn_in, 1);
+            xf_attrs_default(XF_OP_BATCH_NORM, attrs(g, bn));
+            y = out0(g, bn);
+        }
+        y = out0(g, NODE(g, XF_OP_HARD_SWISH, y));
+        y = out0(g, NODE(g, XF_OP_MUL, xf_bt_scalar(g, 0.8f, 1), y));
+        y = out0(g, NODE(g, XF_OP_ADD, y, xf_bt_scalar(g, -0.3f, 1)));
+        y = out0(g, NODE(g, XF_OP_MUL, y, xf_bt_scalar(g, 1.5f, 0)));
+        xf_graph_add_output(g, xf_bt_conv(g, y, 32, 8, 1, 1, XF_ACT_NONE));
+        char impl[128];
+        check_kernels(g, forms[t], XF_OP_ADD, impl, sizeof impl);
+        bool folded = !strncmp(impl, "folded into 'conv'", 18);
+        ck_assert_msg(folded == (t != 3), "%s: the bias Add runs as %s", forms[t], impl);
+        nth_impl(g, XF_OP_MUL, 0, impl, sizeof impl);
+        ck_assert_msg(t >= 3 || !strncmp(impl, "folded into 'conv'", 18), "%s: the scale runs as %s", forms[t], impl);
+        nth_impl(g, XF_OP_ADD, 1, impl, sizeof impl);
+        ck_assert_msg(t >= 3 || !strncmp(impl, "folded into 'conv'", 18), "%s: the shift runs as %s", forms[t], impl);
+        nth_impl(g, XF_OP_MUL, 1, impl, sizeof impl);
+        ck_assert_msg(t >= 3 || !strncmp(impl, "folded into 'conv'", 18), "%s: the scale after runs as %s", forms[t],
+                      impl);
+        if (t == 4) {
+            nth_impl(g, XF_OP_BATCH_NORM, 0, impl, sizeof impl);
+            ck_assert_msg(strncmp(impl, "folded into 'conv'", 18) != 0, "the BatchNormalization runs as %s", impl);
+        }
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* YOLO's DFL: a Softmax over 16 bins that lie 4 x anchors apart in memory
  * (and the LogSoftmax of the same form). */
 START_TEST(softmax_strided_axis)
@@ -681,6 +753,7 @@ int main(void)
     TCase *t = tcase_create("kernels");
     tcase_add_test(t, residual_after_silu);
     tcase_add_test(t, squeeze_excitation_mul);
+    tcase_add_test(t, affine_blocks);
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
