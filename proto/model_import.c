@@ -850,6 +850,7 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
     if (!mp->graph)
         return xf_error_set(err, XF_ERR_INVALID, "not a valid ONNX model (it has no graph)");
     importer im = {.mp = mp, .gp = mp->graph, .opt = opt, .err = err};
+    im.syms.guess = opt ? opt->guess_size : 0;
     im.tensors.base_dir = base_dir;
     im.tensors.max_bytes = opt && opt->max_tensor_bytes ? opt->max_tensor_bytes : XF_DEFAULT_MAX_TENSOR_BYTES;
     im.m = xf_model_create();

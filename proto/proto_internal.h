@@ -147,6 +147,7 @@ typedef struct xfp_symbols {
     xfp_name_map index; /* symbol -> slot */
     xfp_symbol *slots;
     size_t cap;
+    int64_t guess; /* xf_load_options.guess_size */
 } xfp_symbols;
 
 void xfp_symbols_free(xfp_symbols *s);

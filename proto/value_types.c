@@ -231,9 +231,9 @@ static void warn_guessed(const char *input, const Onnx__TensorShapeProto *sp, co
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%d (unnamed)", n ? ", " : "", i);
         n++;
     }
-    xf_log(XF_LOG_WARN, "input '%s' dim%s %s %s symbolic; using 1 (set %s with --input-shape %s=%s)", input,
-           n > 1 ? "s" : "", list, n > 1 ? "are" : "is", n > 1 ? "them" : "it", input,
-           xf_shape_str(shape, shp, sizeof shp));
+    xf_log(XF_LOG_WARN, "input '%s' dim%s %s %s symbolic; using %s (set %s with --input-shape %s=%s)", input,
+           n > 1 ? "s" : "", list, n > 1 ? "are" : "is", syms->guess > 1 ? "the sizes shown" : "1",
+           n > 1 ? "them" : "it", input, xf_shape_str(shape, shp, sizeof shp));
 }
 
 xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape *override, const xf_shape *feed,
@@ -274,10 +274,12 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
             guessed[i] = fed[i] = true;
             continue;
         }
-        shape->dims[i] = sym ? sym->value : 1;
+        /* past the first dim, the size asked for (a batch takes 1) */
+        int64_t guess = i > 0 && syms->guess > 1 ? syms->guess : 1;
+        shape->dims[i] = sym ? sym->value : guess;
         guessed[i] = !sym || sym->guessed;
         any |= guessed[i] && !(sym && sym->sized);
-        if (!sym && is_param(d) && !symbol_bind(syms, d->dim_param, 1, true, false))
+        if (!sym && is_param(d) && !symbol_bind(syms, d->dim_param, guess, true, false))
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
     }
     if (any)

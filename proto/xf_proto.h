@@ -77,6 +77,11 @@ typedef struct xf_load_options {
      * when fed. */
     const xf_shape *feed_shapes;
     int n_feed_shapes;
+    /* The size a symbolic dim that nothing above sizes takes, past each
+     * input's first dim (which, like a name first seen there, takes 1: a
+     * batch); 0 or 1: 1 everywhere.  xflowc tries larger ones where 1 does
+     * not fit (a detector that downsamples by 32). */
+    int64_t guess_size;
 } xf_load_options;
 
 /* Loads an ONNX model file.  opt may be NULL.  External data is looked up

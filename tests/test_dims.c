@@ -411,6 +411,59 @@ START_TEST(test_large_sizes_show_pooled_dims)
     ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "output 'y' FLOAT 9x1"), "%s", out);
     free(out);
+
+    /* a window of 8 does not fit a width of 1: the load takes 64 */
+    pool->attribute[0]->ints[0] = 8; /* kernel_shape */
+    write_model(mk_model(g, 13), in);
+    snprintf(args, sizeof args, "%s -o %s --check", in, path_in(dir, "out8.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "its symbolic dims do not fit at size 1; trying 64 past each input's first dim") &&
+                      strstr(out, "using the sizes shown (set it with --input-shape x=1x1x64)") &&
+                      strstr(out, "symbolic dims kept: 'x' dim 2 ('W')"),
+                  "%s", out);
+    free(out);
+    /* z's last dim is 8 at every size tried now: written so */
+    assert_written_dims(path_in(dir, "out8.onnx"), "[1, 1, 'W', 0, 1, 1, 1, 8]");
+    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out8.onnx"), file);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 8x1"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* A window that fits only once the shapes fold: Pad's pads are a Concat
+ * of constants, so the load cannot size what the convolution reads, and
+ * at length 1 canonicalization finds 1 + 4 below its extent of 8.  With no
+ * size given, xflowc loads it again at 64 and goes on. */
+START_TEST(window_fits_after_folding)
+{
+    static const int64_t two[] = {0, 0, 2}, one[] = {3}, wd[] = {1, 1, 8};
+    Onnx__GraphProto *g = mk_graph("padded");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, (const int64_t[]){1, 1, -1}, NAMES(NULL, NULL, "L")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("lo", XF_DT_INT64, 1, one, two, sizeof two));
+    PUSH(g->n_initializer, g->initializer, mk_raw("hi", XF_DT_INT64, 1, one, two, sizeof two));
+    static float w8[8];
+    for (int i = 0; i < 8; i++)
+        w8[i] = 0.125f * (float)(i + 1);
+    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+    Onnx__NodeProto *cat = mk_node("Concat", "pads", NAMES("lo", "hi"), NAMES("pads"));
+    attr_int(cat, "axis", 0);
+    PUSH(g->n_node, g->node, cat);
+    PUSH(g->n_node, g->node, mk_node("Pad", "pad", NAMES("x", "pads"), NAMES("xp")));
+    PUSH(g->n_node, g->node, mk_node("Conv", "conv", NAMES("xp", "w"), NAMES("y")));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    const char *dir = xf_test_tmpdir("dims_padded");
+    char in[4200], args[8600], *out = NULL;
+    snprintf(in, sizeof in, "%s", path_in(dir, "in.onnx"));
+    write_model(mk_model(g, 13), in);
+    snprintf(args, sizeof args, "%s -o %s --check", in, path_in(dir, "out.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "its symbolic dims do not fit at the sizes taken (node 'conv' (Conv)") &&
+                      strstr(out, "trying 64 past each input's first dim") &&
+                      strstr(out, "symbolic dims kept: 'x' dim 2 ('L')"),
+                  "%s", out);
+    free(out);
+    assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'L', 1, 1, 0]");
 }
 END_TEST
 
@@ -476,14 +529,18 @@ START_TEST(test_one_dim_fixed_others_kept)
         free(out);
     }
     /* no sizes given: the plain model fails at length 1 when loaded (as
-     * before), the gated one only when run, and then nothing is written */
+     * before), the gated one only when run; larger lengths past the batch
+     * are tried (64, 512: none is 16), and then nothing is written */
     snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
     ck_assert_int_ne(xflowc(args, &out), 0);
-    ck_assert_msg(strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
-                              "stay symbolic (") &&
-                      strstr(out, "and at the sizes used for them (B=1, L=1) the model does not run (") &&
-                      strstr(out, "give sizes that fit with --dim NAME=N"),
-                  "%s", out);
+    ck_assert_msg(
+        strstr(out, "the model does not run at the sizes taken; trying 64 past each input's first dim") &&
+            strstr(out, "the model does not run at the sizes taken; trying 512 past each input's first dim") &&
+            strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
+                        "stay symbolic (") &&
+            strstr(out, "and at the sizes used for them (B=1, L=512) the model does not run (") &&
+            strstr(out, "give sizes that fit with --dim NAME=N"),
+        "%s", out);
     free(out);
     ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
     /* sizes that fit: both kept */
@@ -510,6 +567,7 @@ int main(void)
     tcase_add_test(tc, test_one_dim_fixed_others_kept);
     tcase_add_test(tc, test_negative_and_question_mark_dims);
     tcase_add_test(tc, test_large_sizes_show_pooled_dims);
+    tcase_add_test(tc, window_fits_after_folding);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

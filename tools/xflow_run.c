@@ -324,7 +324,8 @@ int main(int argc, char **argv)
     xf_session *s = NULL;
     xf_tensor **inputs = NULL, **outputs = NULL;
     double *times = NULL;
-    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &m, &err) != XF_OK) {
+    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, 0, &m, &err) !=
+        XF_OK) {
         options_free(&o);
         return xf_cli_error("%s", err.msg);
     }

@@ -30,7 +30,9 @@ static const char usage[] =
     "  --input-shape NAME=DIMS  static shape for an input with symbolic dims, e.g.\n"
     "                           --input-shape input=1x3x224x224 (repeatable)\n"
     "  --dim NAME=N             the size the symbolic dim NAME stands for while\n"
-    "                           optimizing and checking (default 1); it stays\n"
+    "                           optimizing and checking (default 1, or where\n"
+    "                           1 does not fit and no size is given, 64, then\n"
+    "                           512, past each input's first dim); it stays\n"
     "                           symbolic in the written model, e.g. --dim past=5\n"
     "                           --dim seq=3 --dim total=8 (repeatable)\n"
     "  --check                  run the original and the optimized model on cpu_ref\n"
@@ -429,6 +431,17 @@ done:
     return rc;
 }
 
+/* The index of the first size xf_cli_load_model tries past 1 that is
+ * larger than every size m's symbolic dims took, after index `guess`
+ * (XF_CLI_GUESSES: none). */
+static int next_guess(const xf_model *m, int guess)
+{
+    int next = guess + 1;
+    while (next < XF_CLI_GUESSES && xfc_largest_size(m) >= xf_cli_guesses[next])
+        next++;
+    return next;
+}
+
 int main(int argc, char **argv)
 {
     xf_cli_openmp_passive(argv);
@@ -447,36 +460,61 @@ int main(int argc, char **argv)
         return xf_cli_error("%s: the output would overwrite the input model; choose another -o", o.out);
     }
 
-    double t0 = xf_cli_now();
+    double t0 = xf_cli_now(), t_load = t0;
     xf_error err;
     xf_model *m = NULL;
-    if (xf_cli_load_model(o.in, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &m, &err) != XF_OK) {
-        options_free(&o);
-        return xf_cli_error("%s", err.msg);
-    }
-    int64_t opset = xf_model_opset(m);
-    xf_graph *original = xf_graph_clone(m->graph);
-    if (!original) {
-        xf_model_free(m);
-        options_free(&o);
-        return xf_cli_error("out of memory");
-    }
-    double t_load = xf_cli_now();
-
+    xf_graph *original = NULL;
     xf_canon_stats st = {0};
     xfc_sym_plan sym = {0};
-    xf_status cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, m->n_symbolic ? &xfc_keep_every_if : NULL,
-                                        &st, &err);
-    if (cs == XF_OK && m->n_symbolic > 0) {
-        /* then the Ifs whose conditions do not depend on the sizes go */
-        xfc_prepare_symbolic(m, original, opset, &sym);
-        xf_canon_options keep = {.n_keep_conditions = sym.recompute.n,
-                                 .keep_conditions = (const char *const *)sym.recompute.names};
-        cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, &keep, &st, &err);
-    }
-    if (cs != XF_OK || xf_graph_validate(m->graph, &err) != XF_OK) {
-        rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
-        goto done;
+    int64_t opset = 0;
+    /* where no size was given and the symbolic dims taken as 1 (or the
+     * larger sizes the load tried) do not fit once shapes fold (Silero
+     * VAD's STFT window past its Pad), the larger sizes the load tries */
+    bool no_sizes = !o.n_shapes && !o.n_dims && !o.n_inputs;
+    int guess = -1;
+retry:
+    for (;; guess++) {
+        xf_model_free(m);
+        xf_graph_free(original);
+        xf_names_free(&sym.recompute);
+        m = NULL;
+        original = NULL;
+        sym = (xfc_sym_plan){0};
+        st = (xf_canon_stats){0};
+        if (xf_cli_load_model(o.in, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs,
+                              guess < 0 ? 0 : xf_cli_guesses[guess], &m, &err) != XF_OK) {
+            options_free(&o);
+            return xf_cli_error("%s", err.msg);
+        }
+        opset = xf_model_opset(m);
+        original = xf_graph_clone(m->graph);
+        if (!original) {
+            xf_model_free(m);
+            options_free(&o);
+            return xf_cli_error("out of memory");
+        }
+        t_load = xf_cli_now();
+        xf_status cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node,
+                                            m->n_symbolic ? &xfc_keep_every_if : NULL, &st, &err);
+        if (cs == XF_OK && m->n_symbolic > 0) {
+            /* then the Ifs whose conditions do not depend on the sizes go */
+            xfc_prepare_symbolic(m, original, opset, &sym);
+            xf_canon_options keep = {.n_keep_conditions = sym.recompute.n,
+                                     .keep_conditions = (const char *const *)sym.recompute.names};
+            cs = xf_canonicalize_with(m->graph, opset, xf_runtime_eval_node, &keep, &st, &err);
+        }
+        if (cs == XF_OK && xf_graph_validate(m->graph, &err) == XF_OK)
+            break;
+        int next = next_guess(m, guess);
+        if (!no_sizes || m->n_symbolic == 0 || next >= XF_CLI_GUESSES) {
+            rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
+            goto done;
+        }
+        xf_log(XF_LOG_WARN,
+               "%s: its symbolic dims do not fit at the sizes taken (%s); trying %" PRId64
+               " past each input's first dim",
+               o.in, err.msg, xf_cli_guesses[next]);
+        guess = next - 1;
     }
     double t_canon = xf_cli_now();
     char branches[320] = "";
@@ -516,6 +554,16 @@ int main(int argc, char **argv)
     char why_fixed[3000];
     if (m->n_symbolic > 0 &&
         !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, why_fixed, sizeof why_fixed)) {
+        /* the model does not run at the sizes taken: larger ones, from
+         * the load on, where no size was given */
+        int next = next_guess(m, guess);
+        if (no_sizes && next < XF_CLI_GUESSES) {
+            xf_log(XF_LOG_WARN,
+                   "%s: the model does not run at the sizes taken; trying %" PRId64 " past each input's first dim",
+                   o.in, xf_cli_guesses[next]);
+            guess = next;
+            goto retry;
+        }
         rc = xf_cli_error("%s: %s", o.in, why_fixed);
         goto done;
     }

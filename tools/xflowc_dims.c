@@ -579,6 +579,14 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
     return true;
 }
 
+int64_t xfc_largest_size(const xf_model *m)
+{
+    int64_t largest = 1;
+    for (int i = 0; i < m->n_symbolic; i++)
+        largest = sym_base(m, i) > largest ? sym_base(m, i) : largest;
+    return largest;
+}
+
 const char *xfc_sizes_hint(const xf_model *m)
 {
     static char hint[600];

@@ -40,6 +40,9 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
 bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
                        bool inputs_given, char *error, size_t error_n);
 
+/* The largest size m's input symbolic dims were given. */
+int64_t xfc_largest_size(const xf_model *m);
+
 /* For an error in a model with symbolic dims: the sizes they were given,
  * which may not fit together (a KV cache's total = past + seq). */
 const char *xfc_sizes_hint(const xf_model *m);
