@@ -190,6 +190,16 @@ static int xflow_run(const char *args, char **out)
     return xf_test_run(cmd, out);
 }
 
+/* xflow-run on model with the input file given prints want. */
+static void assert_runs(const char *model, const char *file, const char *want)
+{
+    char args[8600], *out = NULL;
+    snprintf(args, sizeof args, "%s --input %s", model, file);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, want), "%s", out);
+    free(out);
+}
+
 /* A zero-filled FLOAT tensor of dims d written to dir/name.pb; its path. */
 static const char *tensor_file(const char *dir, const char *name, int ndim, const int64_t *d)
 {
@@ -300,10 +310,7 @@ START_TEST(test_equal_sizes_told_apart)
                                                                          : "[4, 4, 4, 4]");
     }
     const char *x = tensor_file(dir, "x", 2, (const int64_t[]){2, 3});
-    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), x);
-    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "output 'y' FLOAT 3x2"), "%s", out);
-    free(out);
+    assert_runs(path_in(dir, "out.onnx"), x, "output 'y' FLOAT 3x2");
 }
 END_TEST
 
@@ -343,10 +350,7 @@ START_TEST(test_negative_and_question_mark_dims)
     snprintf(in, sizeof in, "%s", path_in(dir, "in.onnx"));
     write_model(mk_model(gp, 13), in);
     snprintf(file, sizeof file, "%s", tensor_file(dir, "x", 4, (const int64_t[]){2, 3, 4, 6}));
-    snprintf(args, sizeof args, "%s --input %s", in, file);
-    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "output 'y' FLOAT 2x3x4x6"), "%s", out);
-    free(out);
+    assert_runs(in, file, "output 'y' FLOAT 2x3x4x6");
     snprintf(args, sizeof args, "%s -o %s --input %s --check", in, path_in(dir, "out.onnx"), file);
     ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 0, 'x' dim 2, 'x' dim 3"), "%s", out);
@@ -407,10 +411,7 @@ START_TEST(test_large_sizes_show_pooled_dims)
      * follow W, but are not W) */
     assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'W', 0, 1, 1, 1, 0]");
     snprintf(file, sizeof file, "%s", tensor_file(dir, "x", 3, (const int64_t[]){1, 1, 66}));
-    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), file);
-    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "output 'y' FLOAT 9x1"), "%s", out);
-    free(out);
+    assert_runs(path_in(dir, "out.onnx"), file, "output 'y' FLOAT 9x1");
 
     /* a window of 8 does not fit a width of 1: the load takes 64 */
     pool->attribute[0]->ints[0] = 8; /* kernel_shape */
@@ -424,10 +425,7 @@ START_TEST(test_large_sizes_show_pooled_dims)
     free(out);
     /* z's last dim is 8 at every size tried now: written so */
     assert_written_dims(path_in(dir, "out8.onnx"), "[1, 1, 'W', 0, 1, 1, 1, 8]");
-    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out8.onnx"), file);
-    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "output 'y' FLOAT 8x1"), "%s", out);
-    free(out);
+    assert_runs(path_in(dir, "out8.onnx"), file, "output 'y' FLOAT 8x1");
 }
 END_TEST
 
