@@ -8,6 +8,25 @@
 #include <math.h>
 #include <string.h>
 
+/* A loop over count elements of input 0 (x) into output 0 (y) at the same
+ * offsets; n and in give its parameters. */
+typedef void (*chunk_fn)(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count);
+
+/* Runs `of` over output 0 in chunks, over OpenMP's threads when there are
+ * several. */
+static xf_status in_chunks(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, chunk_fn of)
+{
+    const float *x = in[0].data;
+    float *y = out[0].data;
+    int64_t count = xf_rt_numel(&out[0]), size, chunks = xf_dn_chunks(count, &size);
+    XF_OMP_FOR(chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * size;
+        of(n, in, x + i, y + i, count - i < size ? count - i : size);
+    }
+    return XF_OK;
+}
+
 /* x^2 and x^3 (oneDNN's pow takes exp and log: 10 ns an element): x x
  * (x) in double, where x x is exact, rounded once to float as cpu_ref's
  * pow is; in blocks of 16 elements, which the compiler vectorizes, and in
@@ -32,20 +51,16 @@ static void pow_small_of(const float *restrict x, float *restrict y, int64_t cou
         y[i] = cube ? pow_cube(x[i]) : pow_square(x[i]);
 }
 
+static void pow_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)
+{
+    (void)n;
+    pow_small_of(x, y, count, ((const float *)in[1].data)[0] == 3.0f);
+}
+
 xf_status xf_dn_pow_small_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     (void)err;
-    (void)n;
-    const float *x = in[0].data;
-    float *y = out[0].data;
-    bool cube = ((const float *)in[1].data)[0] == 3.0f;
-    int64_t count = xf_rt_numel(&out[0]), size, chunks = xf_dn_chunks(count, &size);
-    XF_OMP_FOR(chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i = c * size;
-        pow_small_of(x + i, y + i, count - i < size ? count - i : size, cube);
-    }
-    return XF_OK;
+    return in_chunks(n, in, out, pow_chunk);
 }
 
 /* HardSigmoid, max(0, min(1, alpha x + beta)) in double as cpu_ref
@@ -151,32 +166,27 @@ erf_of(const float *restrict x, float *restrict y, int64_t count)
         y[i] = erf_one(x[i]);
 }
 
+static void erf_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)
+{
+    (void)n, (void)in;
+    erf_of(x, y, count);
+}
+
 xf_status xf_dn_erf_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     (void)err;
-    (void)n;
-    const float *x = in[0].data;
-    float *y = out[0].data;
-    int64_t count = xf_rt_numel(&out[0]), size, chunks = xf_dn_chunks(count, &size);
-    XF_OMP_FOR(chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i = c * size;
-        erf_of(x + i, y + i, count - i < size ? count - i : size);
-    }
-    return XF_OK;
+    return in_chunks(n, in, out, erf_chunk);
+}
+
+static void hard_sigmoid_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)
+{
+    (void)in;
+    hard_sigmoid_of(x, y, count, n->attrs.alpha, n->attrs.beta);
 }
 
 xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                   xf_error *err)
 {
     (void)err;
-    const float *x = in[0].data;
-    float *y = out[0].data;
-    int64_t count = xf_rt_numel(&out[0]), size, chunks = xf_dn_chunks(count, &size);
-    XF_OMP_FOR(chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i = c * size;
-        hard_sigmoid_of(x + i, y + i, count - i < size ? count - i : size, n->attrs.alpha, n->attrs.beta);
-    }
-    return XF_OK;
+    return in_chunks(n, in, out, hard_sigmoid_chunk);
 }
