@@ -465,14 +465,17 @@ START_TEST(window_fits_after_folding)
 }
 END_TEST
 
-/* x [B, L] (plus w [L]) read as B frames of 4x4, a model that holds for
- * one frame length only (as an audio model's chunk does) and any batch:
- * y = Reshape(x + w, [0, 4, 4]), directly or, gated, in either branch of
- * an If on a graph input, where only running it shows the lengths that do
- * not fit. */
-static Onnx__ModelProto *frames_model(bool gated)
+/* x [B, L] (plus w [L]) read as B frames of side x side, a model that
+ * holds for one frame length only (as an audio model's chunk does) and
+ * any batch: y = Reshape(x + w, [0, side, side]), directly or, gated, in
+ * either branch of an If on a graph input, where only running it shows
+ * the lengths that do not fit. */
+static Onnx__ModelProto *frames_model(bool gated, int64_t side)
 {
-    static const int64_t frame[] = {0, 4, 4}, three[] = {3}, d2[] = {-1, -1};
+    static int64_t frame[3];
+    static const int64_t three[] = {3}, d2[] = {-1, -1};
+    frame[0] = 0;
+    frame[1] = frame[2] = side;
     Onnx__GraphProto *g = mk_graph("frames");
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 2, d2, NAMES("B", "L")));
     PUSH(g->n_input, g->input, mk_vi("w", XF_DT_FLOAT, 1, d2, NAMES("L")));
@@ -493,7 +496,7 @@ static Onnx__ModelProto *frames_model(bool gated)
         attr_graph(iff, "else_branch", else_g);
         PUSH(g->n_node, g->node, iff);
     }
-    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 3, (const int64_t[]){-1, 4, 4}, NAMES("B", NULL, NULL)));
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, 3, (const int64_t[]){-1, side, side}, NAMES("B", NULL, NULL)));
     return mk_model(g, 13);
 }
 
@@ -509,7 +512,7 @@ START_TEST(test_one_dim_fixed_others_kept)
     snprintf(x, sizeof x, "%s", tensor_file(dir, "x", 2, (const int64_t[]){2, 16}));
     snprintf(w, sizeof w, "%s", tensor_file(dir, "w", 1, (const int64_t[]){16}));
     for (int gated = 0; gated < 2; gated++) {
-        write_model(frames_model(gated), path_in(dir, "in.onnx"));
+        write_model(frames_model(gated, 4), path_in(dir, "in.onnx"));
         snprintf(args, sizeof args, "%s -o %s --check --dim L=16", path_in(dir, "in.onnx"), path_in(dir, "out.onnx"));
         ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
         ck_assert_msg(strstr(out, "symbolic dims kept: 'x' dim 0 ('B') (checked at B 4 and 5)") &&
@@ -526,23 +529,43 @@ START_TEST(test_one_dim_fixed_others_kept)
         ck_assert_msg(strstr(out, "output 'y' FLOAT 2x4x4"), "%s", out);
         free(out);
     }
-    /* no sizes given: the plain model fails at length 1 when loaded (as
-     * before), the gated one only when run; larger lengths past the batch
-     * are tried (64, 512: none is 16), and then nothing is written */
+    /* the gated model with only the batch given: at length 1 it does not
+     * run, and a file fixed there would take no input */
+    snprintf(args, sizeof args, "%s -o %s --dim B=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    ck_assert_msg(strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
+                              "stay symbolic (") &&
+                      strstr(out, "and at the sizes used for them (B=1, L=1) the model does not run (") &&
+                      strstr(out, "give sizes that fit with --dim NAME=N"),
+                  "%s", out);
+    free(out);
+    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    /* no size at all: larger lengths past the batch are tried (64, 512:
+     * none is 16), and then nothing is written */
     snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
     ck_assert_int_ne(xflowc(args, &out), 0);
-    ck_assert_msg(
-        strstr(out, "the model does not run at the sizes taken; trying 64 past each input's first dim") &&
-            strstr(out, "the model does not run at the sizes taken; trying 512 past each input's first dim") &&
-            strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
-                        "stay symbolic (") &&
-            strstr(out, "and at the sizes used for them (B=1, L=512) the model does not run (") &&
-            strstr(out, "give sizes that fit with --dim NAME=N"),
-        "%s", out);
+    ck_assert_msg(strstr(out, "do not all hold at the sizes taken; trying 64 past each input's first dim") &&
+                      strstr(out, "do not all hold at the sizes taken; trying 512 past each input's first dim") &&
+                      strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
+                                  "stay symbolic (") &&
+                      strstr(out, "and the sizes used for them were guessed, not given; give the sizes the model "
+                                  "takes with --input-shape NAME=DIMS"),
+                  "%s", out);
+    free(out);
+    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    /* frames of 8x8 hold at the guessed length of 64 alone: the batch
+     * would stay symbolic, but a length nobody gave is not written */
+    write_model(frames_model(false, 8), path_in(dir, "in.onnx"));
+    snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    ck_assert_msg(strstr(out, "the written model would be fixed at the size used for 'x' dim 1 ('L'), 'w' dim 0 "
+                              "('L'), 64 (") &&
+                      strstr(out, "a size guessed, not given"),
+                  "%s", out);
     free(out);
     ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
     /* sizes that fit: both kept */
-    write_model(frames_model(false), path_in(dir, "in.onnx"));
+    write_model(frames_model(false, 4), path_in(dir, "in.onnx"));
     snprintf(args, sizeof args, "%s -o %s --input-shape x=2x16 --input-shape w=16", path_in(dir, "in.onnx"),
              path_in(dir, "fixed.onnx"));
     ck_assert_msg(xflowc(args, &out) == 0, "%s", out);

@@ -432,12 +432,12 @@ done:
 }
 
 /* The index of the first size xf_cli_load_model tries past 1 that is
- * larger than every size m's symbolic dims took, after index `guess`
- * (XF_CLI_GUESSES: none). */
-static int next_guess(const xf_model *m, int guess)
+ * larger than `taken` (the largest size the symbolic dims took), after
+ * index `guess` (XF_CLI_GUESSES: none). */
+static int next_guess(int64_t taken, int guess)
 {
     int next = guess + 1;
-    while (next < XF_CLI_GUESSES && xfc_largest_size(m) >= xf_cli_guesses[next])
+    while (next < XF_CLI_GUESSES && taken >= xf_cli_guesses[next])
         next++;
     return next;
 }
@@ -472,6 +472,11 @@ int main(int argc, char **argv)
      * VAD's STFT window past its Pad), the larger sizes the load tries */
     bool no_sizes = !o.n_shapes && !o.n_dims && !o.n_inputs;
     int guess = -1;
+    /* why the sizes tried before did not do: said where larger ones do
+     * not load either */
+    char tried[3200] = "";
+    int64_t taken = 1;    /* the largest size the symbolic dims took when loaded */
+    bool guessed = false; /* and it is a larger guess */
 retry:
     for (;; guess++) {
         xf_model_free(m);
@@ -484,9 +489,11 @@ retry:
         if (xf_cli_load_model(o.in, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs,
                               guess < 0 ? 0 : xf_cli_guesses[guess], &m, &err) != XF_OK) {
             options_free(&o);
-            return xf_cli_error("%s", err.msg);
+            return tried[0] ? xf_cli_error("%s", tried) : xf_cli_error("%s", err.msg);
         }
         opset = xf_model_opset(m);
+        taken = xfc_largest_size(m);
+        guessed = no_sizes && taken > 1;
         original = xf_graph_clone(m->graph);
         if (!original) {
             xf_model_free(m);
@@ -505,7 +512,7 @@ retry:
         }
         if (cs == XF_OK && xf_graph_validate(m->graph, &err) == XF_OK)
             break;
-        int next = next_guess(m, guess);
+        int next = next_guess(taken, guess);
         if (!no_sizes || m->n_symbolic == 0 || next >= XF_CLI_GUESSES) {
             rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
             goto done;
@@ -514,6 +521,7 @@ retry:
                "%s: its symbolic dims do not fit at the sizes taken (%s); trying %" PRId64
                " past each input's first dim",
                o.in, err.msg, xf_cli_guesses[next]);
+        snprintf(tried, sizeof tried, "%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
         guess = next - 1;
     }
     double t_canon = xf_cli_now();
@@ -552,15 +560,18 @@ retry:
     if (o.check && (rc = check_models(&o, original, m->graph, opset)) != 0)
         goto done;
     char why_fixed[3000];
-    if (m->n_symbolic > 0 &&
-        !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, why_fixed, sizeof why_fixed)) {
-        /* the model does not run at the sizes taken: larger ones, from
-         * the load on, where no size was given */
-        int next = next_guess(m, guess);
+    if (m->n_symbolic > 0 && !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, guessed,
+                                                why_fixed, sizeof why_fixed)) {
+        /* the model does not run, or its dims do not all hold, at the
+         * sizes taken: larger ones, from the load on, where no size was
+         * given */
+        int next = next_guess(taken, guess);
         if (no_sizes && next < XF_CLI_GUESSES) {
             xf_log(XF_LOG_WARN,
-                   "%s: the model does not run at the sizes taken; trying %" PRId64 " past each input's first dim",
+                   "%s: its symbolic dims do not all hold at the sizes taken; trying %" PRId64
+                   " past each input's first dim",
                    o.in, xf_cli_guesses[next]);
+            snprintf(tried, sizeof tried, "%s: %s", o.in, why_fixed);
             guess = next;
             goto retry;
         }

@@ -478,7 +478,7 @@ static bool runs_as_sized(const xf_graph *original, int64_t opset, uint64_t seed
 }
 
 bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
-                       bool inputs_given, char *error, size_t error_n)
+                       bool inputs_given, bool guessed, char *error, size_t error_n)
 {
     char why[1200], unchecked[1200] = "";
     snprintf(why, sizeof why, "%s", p->why);
@@ -527,6 +527,25 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
             snprintf(large_sizes + strlen(large_sizes), sizeof large_sizes - strlen(large_sizes), "%s%s %" PRId64,
                      large_sizes[0] ? ", " : "", m->symbolic[i].name[0] ? m->symbolic[i].name : "?",
                      sym_size(m, i, SYM_LARGE + 1, p->distinct));
+    }
+    /* sizes nobody gave (the larger ones tried where 1 does not fit) are
+     * guesses: a model fixed at one would refuse the inputs it is meant
+     * for (PaddleOCR's recognizer, 48 high, fixed at 64) */
+    if (guessed && (!ok || p->fixed[0])) {
+        xf_graph_free(g);
+        if (ok)
+            snprintf(error, error_n,
+                     "the written model would be fixed at the size used for %s, a size guessed, not "
+                     "given; give the sizes the model takes with --input-shape NAME=DIMS, --input FILE.pb or "
+                     "--dim NAME=N",
+                     p->fixed);
+        else
+            snprintf(error, error_n,
+                     "the symbolic dims %s could not stay symbolic (%s), and the sizes used for them "
+                     "were guessed, not given; give the sizes the model takes with --input-shape NAME=DIMS, "
+                     "--input FILE.pb or --dim NAME=N",
+                     list, why);
+        return false;
     }
     if (ok) {
         xf_graph_free(m->graph);

@@ -36,9 +36,11 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
  * which).  Otherwise the model is written at the sizes used, and a warning
  * says why; but where the original does not run at those sizes (on
  * random inputs: unless inputs_given, the files' sizes being the user's),
- * false, with error saying so: such a file would take no input. */
+ * false, with error saying so: such a file would take no input.  Where
+ * the sizes were guessed larger than 1 (guessed), any dim left fixed
+ * gives false too: a guess is no size to write. */
 bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
-                       bool inputs_given, char *error, size_t error_n);
+                       bool inputs_given, bool guessed, char *error, size_t error_n);
 
 /* The largest size m's input symbolic dims were given. */
 int64_t xfc_largest_size(const xf_model *m);
