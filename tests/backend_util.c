@@ -168,7 +168,9 @@ bool xf_bt_avx512_kernels(void)
 #endif
 }
 
-void xf_bt_node_impl(const xf_graph *g, int64_t opset, xf_op op, char *impl, size_t size)
+/* The implementation of the nth node (from 0) of op in g's static cpu
+ * session; how many such nodes it has. */
+static int nth_impl(const xf_graph *g, int64_t opset, xf_op op, int nth, char *impl, size_t size)
 {
     xf_session *s = NULL;
     xf_error err = {0};
@@ -176,13 +178,22 @@ void xf_bt_node_impl(const xf_graph *g, int64_t opset, xf_op op, char *impl, siz
     ck_assert(!xf_session_is_dynamic(s));
     const xf_graph *sg = xf_session_graph(s);
     int found = 0;
+    impl[0] = '\0';
     for (int i = 0; i < sg->n_nodes; i++)
-        if (sg->nodes[i].op == op) {
+        if (sg->nodes[i].op == op && found++ == nth)
             xf_session_node_impl(s, i, impl, size);
-            found++;
-        }
-    ck_assert_int_eq(found, 1);
     xf_session_free(s);
+    return found;
+}
+
+void xf_bt_node_impl(const xf_graph *g, int64_t opset, xf_op op, char *impl, size_t size)
+{
+    ck_assert_int_eq(nth_impl(g, opset, op, 0, impl, size), 1);
+}
+
+void xf_bt_nth_node_impl(const xf_graph *g, int64_t opset, xf_op op, int nth, char *impl, size_t size)
+{
+    ck_assert_msg(nth_impl(g, opset, op, nth, impl, size) > nth, "no %s node %d", xf_op_name(op), nth);
 }
 
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what)

@@ -48,6 +48,8 @@ bool xf_bt_avx512_kernels(void);
 /* How a static session on the cpu backend runs g's one node of op `op`
  * (xf_session_node_impl), into impl. */
 void xf_bt_node_impl(const xf_graph *g, int64_t opset, xf_op op, char *impl, size_t size);
+/* The same for the nth (from 0) of several nodes of op. */
+void xf_bt_nth_node_impl(const xf_graph *g, int64_t opset, xf_op op, int nth, char *impl, size_t size);
 /* xf_bt_check_graph on the cpu backend, static and dynamic mode. */
 void xf_bt_check_cpu(const xf_graph *g, int64_t opset, double atol, double rtol, const char *what);
 

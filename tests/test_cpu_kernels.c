@@ -99,21 +99,6 @@ START_TEST(squeeze_excitation_mul)
 }
 END_TEST
 
-/* How the session runs the nth node (from 0) of op in g's session. */
-static void nth_impl(const xf_graph *g, xf_op op, int nth, char *impl, size_t n)
-{
-    xf_session *s = NULL;
-    xf_error err = {0};
-    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &s, &err) == XF_OK, "%s", err.msg);
-    const xf_graph *sg = xf_session_graph(s);
-    impl[0] = '\0';
-    for (int i = 0, seen = 0; i < sg->n_nodes && !impl[0]; i++)
-        if (sg->nodes[i].op == op && seen++ == nth)
-            xf_session_node_impl(s, i, impl, n);
-    ck_assert_msg(impl[0], "no %s node %d", xf_op_name(op), nth);
-    xf_session_free(s);
-}
-
 /* PaddleOCR's convolutions: the bias an Add of one value per channel
  * after the Conv, and after the activation a learnable affine block, a
  * Mul by a scalar written first (a * x), then an Add of one (and here
@@ -155,15 +140,15 @@ START_TEST(affine_blocks)
         check_kernels(g, forms[t], XF_OP_ADD, impl, sizeof impl);
         bool folded = !strncmp(impl, "folded into 'conv'", 18);
         ck_assert_msg(folded == (t != 3), "%s: the bias Add runs as %s", forms[t], impl);
-        nth_impl(g, XF_OP_MUL, 0, impl, sizeof impl);
+        xf_bt_nth_node_impl(g, 17, XF_OP_MUL, 0, impl, sizeof impl);
         ck_assert_msg(t >= 3 || !strncmp(impl, "folded into 'conv'", 18), "%s: the scale runs as %s", forms[t], impl);
-        nth_impl(g, XF_OP_ADD, 1, impl, sizeof impl);
+        xf_bt_nth_node_impl(g, 17, XF_OP_ADD, 1, impl, sizeof impl);
         ck_assert_msg(t >= 3 || !strncmp(impl, "folded into 'conv'", 18), "%s: the shift runs as %s", forms[t], impl);
-        nth_impl(g, XF_OP_MUL, 1, impl, sizeof impl);
+        xf_bt_nth_node_impl(g, 17, XF_OP_MUL, 1, impl, sizeof impl);
         ck_assert_msg(t >= 3 || !strncmp(impl, "folded into 'conv'", 18), "%s: the scale after runs as %s", forms[t],
                       impl);
         if (t == 4) {
-            nth_impl(g, XF_OP_BATCH_NORM, 0, impl, sizeof impl);
+            xf_bt_nth_node_impl(g, 17, XF_OP_BATCH_NORM, 0, impl, sizeof impl);
             ck_assert_msg(strncmp(impl, "folded into 'conv'", 18) != 0, "the BatchNormalization runs as %s", impl);
         }
         xf_graph_free(g);
