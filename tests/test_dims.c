@@ -465,6 +465,50 @@ START_TEST(window_fits_after_folding)
 }
 END_TEST
 
+/* A state of one sequence (AECMOS's GRU state [.., 1, ..]) ties the batch
+ * to 1, and a window of 8 does not fit at length 1: with no size given,
+ * the length is guessed larger and stays symbolic, the batch is written at
+ * 1 (as it would be without the guess), not refused as a guess:
+ * y = Concat(h, ReduceMax(Conv(x, w), axis 2), axis 2). */
+START_TEST(test_batch_of_one_kept_with_guesses)
+{
+    static const int64_t wd[] = {1, 1, 8}, hd[] = {1, 1, 2};
+    static float w8[8], h2[2] = {0.5f, -0.5f};
+    for (int i = 0; i < 8; i++)
+        w8[i] = 0.125f * (float)(i + 1);
+    Onnx__GraphProto *g = mk_graph("state");
+    PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, (const int64_t[]){-1, 1, -1}, NAMES("B", NULL, "L")));
+    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+    PUSH(g->n_initializer, g->initializer, mk_raw("h", XF_DT_FLOAT, 3, hd, h2, sizeof h2));
+    PUSH(g->n_node, g->node, mk_node("Conv", "conv", NAMES("x", "w"), NAMES("c")));
+    Onnx__NodeProto *max = mk_node("ReduceMax", "max", NAMES("c"), NAMES("m"));
+    attr_ints(max, "axes", 1, (const int64_t[]){2});
+    PUSH(g->n_node, g->node, max);
+    Onnx__NodeProto *cat = mk_node("Concat", "cat", NAMES("h", "m"), NAMES("y"));
+    attr_int(cat, "axis", 2);
+    PUSH(g->n_node, g->node, cat);
+    PUSH(g->n_output, g->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    const char *dir = xf_test_tmpdir("dims_state");
+    char in[4200], x[4200], args[8600], *out = NULL;
+    snprintf(in, sizeof in, "%s", path_in(dir, "in.onnx"));
+    snprintf(x, sizeof x, "%s", tensor_file(dir, "x", 3, (const int64_t[]){1, 1, 20}));
+    write_model(mk_model(g, 13), in);
+    snprintf(args, sizeof args, "%s -o %s --check", in, path_in(dir, "out.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "trying 64 past each input's first dim") &&
+                      strstr(out, "symbolic dims kept: 'x' dim 2 ('L')") &&
+                      strstr(out, "the written model is fixed at the size used for 'x' dim 0 ('B'), 1 (with it "
+                                  "symbolic too, node 'cat' (Concat)"),
+                  "%s", out);
+    free(out);
+    assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'L', 1, 1, 3]");
+    snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), x);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 1x1x3"), "%s", out);
+    free(out);
+}
+END_TEST
+
 /* x [B, L] (plus w [L]) read as B frames of side x side, a model that
  * holds for one frame length only (as an audio model's chunk does) and
  * any batch: y = Reshape(x + w, [0, side, side]), directly or, gated, in
@@ -554,16 +598,24 @@ START_TEST(test_one_dim_fixed_others_kept)
     free(out);
     ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
     /* frames of 8x8 hold at the guessed length of 64 alone: the batch
-     * would stay symbolic, but a length nobody gave is not written */
-    write_model(frames_model(false, 8), path_in(dir, "in.onnx"));
-    snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
-    ck_assert_int_ne(xflowc(args, &out), 0);
-    ck_assert_msg(strstr(out, "the written model would be fixed at the size used for 'x' dim 1 ('L'), 'w' dim 0 "
-                              "('L'), 64 (") &&
-                      strstr(out, "a size guessed, not given"),
-                  "%s", out);
-    free(out);
-    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+     * would stay symbolic, but a length nobody gave is not written (found
+     * before the search, or behind the If after it) */
+    for (int gated = 0; gated < 2; gated++) {
+        write_model(frames_model(gated, 8), path_in(dir, "in.onnx"));
+        snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
+        ck_assert_int_ne(xflowc(args, &out), 0);
+        /* behind the If, 512 is tried next and does not fit the frames */
+        ck_assert_msg(gated ? strstr(out, "the written model would be fixed at the size used for 'x' dim 1 ('L'), "
+                                          "'w' dim 0 ('L'), 64 (") == NULL &&
+                                  strstr(out, "trying 512 past each input's first dim") &&
+                                  strstr(out, "were guessed, not given")
+                            : strstr(out, "the written model would be fixed at the size used for 'x' dim 1 ('L'), "
+                                          "'w' dim 0 ('L'), 64 (") &&
+                                  strstr(out, "a size guessed, not given"),
+                      "%s", out);
+        free(out);
+        ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    }
     /* sizes that fit: both kept */
     write_model(frames_model(false, 4), path_in(dir, "in.onnx"));
     snprintf(args, sizeof args, "%s -o %s --input-shape x=2x16 --input-shape w=16", path_in(dir, "in.onnx"),
@@ -589,6 +641,7 @@ int main(void)
     tcase_add_test(tc, test_negative_and_question_mark_dims);
     tcase_add_test(tc, test_large_sizes_show_pooled_dims);
     tcase_add_test(tc, window_fits_after_folding);
+    tcase_add_test(tc, test_batch_of_one_kept_with_guesses);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

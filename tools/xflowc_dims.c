@@ -298,11 +298,13 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
             continue;
         char fixed[sizeof p->fixed] = "";
         note_fixed(m, u, why, fixed, sizeof fixed);
+        int64_t size = sym_base(m, u);
         if (!unknowns_drop(m, u, &l))
             break;
         xf_names_free(&p->recompute);
         plan_sizes(m, original, opset, p);
         if (!p->why[0]) {
+            p->fixed_largest = size;
             unknowns_fix(&l);
             snprintf(p->fixed, sizeof p->fixed, "%s", fixed);
             return;
@@ -495,6 +497,7 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
         if (!sym_first(m, u))
             continue;
         note_fixed(m, u, why, fixed, sizeof fixed);
+        int64_t size = sym_base(m, u);
         if (!unknowns_drop(m, u, &l))
             break;
         n_inputs = m->n_symbolic;
@@ -503,6 +506,7 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
         if (ok) {
             size_t len = strlen(p->fixed);
             snprintf(p->fixed + len, sizeof p->fixed - len, "%s%s", len ? "; " : "", fixed);
+            p->fixed_largest = size > p->fixed_largest ? size : p->fixed_largest;
             /* the output dims try_keep added stay with the inputs kept */
             unknowns_fix(&l);
         } else {
@@ -530,8 +534,11 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
     }
     /* sizes nobody gave (the larger ones tried where 1 does not fit) are
      * guesses: a model fixed at one would refuse the inputs it is meant
-     * for (PaddleOCR's recognizer, 48 high, fixed at 64) */
-    if (guessed && (!ok || p->fixed[0])) {
+     * for (PaddleOCR's recognizer, 48 high, fixed at 64).  A batch stays 1
+     * with the guesses, as without them: a model whose state holds one
+     * sequence (AECMOS's GRU) is written at batch 1, as it would be if the
+     * others fitted at 1. */
+    if (guessed && (ok ? p->fixed_largest > 1 : xfc_largest_size(m) > 1)) {
         xf_graph_free(g);
         if (ok)
             snprintf(error, error_n,
