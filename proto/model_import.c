@@ -870,6 +870,8 @@ static xf_status load_proto(const Onnx__ModelProto *mp, const char *base_dir, co
                lowered == 1 ? "" : "s");
     if (s == XF_OK)
         s = import_model(&im);
+    if (opt && opt->guessed)
+        *opt->guessed = im.syms.guessed;
     importer_free(&im);
     if (s != XF_OK) {
         xf_model_free(im.m);

@@ -148,6 +148,7 @@ typedef struct xfp_symbols {
     xfp_symbol *slots;
     size_t cap;
     int64_t guess; /* xf_load_options.guess_size */
+    bool guessed;  /* a dim took it (or 1 in its place) */
 } xfp_symbols;
 
 void xfp_symbols_free(xfp_symbols *s);

@@ -276,6 +276,7 @@ xf_status xfp_resolve_input_type(const Onnx__ValueInfoProto *vi, const xf_shape 
         }
         /* past the first dim, the size asked for (a batch takes 1) */
         int64_t guess = i > 0 && syms->guess > 1 ? syms->guess : 1;
+        syms->guessed |= i > 0 && !sym;
         shape->dims[i] = sym ? sym->value : guess;
         guessed[i] = !sym || sym->guessed;
         any |= guessed[i] && !(sym && sym->sized);

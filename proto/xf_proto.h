@@ -82,6 +82,10 @@ typedef struct xf_load_options {
      * batch); 0 or 1: 1 everywhere.  xflowc tries larger ones where 1 does
      * not fit (a detector that downsamples by 32). */
     int64_t guess_size;
+    /* Where not NULL, set to whether any dim took guess_size (or the 1 in
+     * its place): whether a larger guess_size would size the model
+     * otherwise. */
+    bool *guessed;
 } xf_load_options;
 
 /* Loads an ONNX model file.  opt may be NULL.  External data is looked up

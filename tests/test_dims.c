@@ -506,6 +506,36 @@ START_TEST(test_batch_of_one_kept_with_guesses)
     ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "output 'y' FLOAT 1x1x3"), "%s", out);
     free(out);
+    /* with the batch given, the length nobody sized is guessed as well */
+    snprintf(args, sizeof args, "%s -o %s --dim B=1", in, path_in(dir, "given.onnx"));
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "its symbolic dims do not fit at size 1; trying 64 past each input's first dim where no "
+                              "size was given") &&
+                      strstr(out, "symbolic dims kept: 'x' dim 2 ('L')"),
+                  "%s", out);
+    free(out);
+    assert_written_dims(path_in(dir, "given.onnx"), "[1, 1, 'L', 1, 1, 3]");
+    snprintf(args, sizeof args, "%s --dim B=1", in);
+    ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "output 'y' FLOAT 1x1x3"), "%s", out);
+    free(out);
+    /* every size given: nothing to guess, the error at those sizes */
+    snprintf(args, sizeof args, "%s --dim B=1 --dim L=4", in);
+    ck_assert_int_ne(xflow_run(args, &out), 0);
+    ck_assert_msg(strstr(out, "node 'conv' (Conv)") && !strstr(out, "trying 64"), "%s", out);
+    free(out);
+    /* nor where the only symbolic dim is a batch, which guesses leave at
+     * 1: Reshape(x [N, 4], [2, -1, 4]) needs an even N */
+    static const int64_t three[] = {3}, to[] = {2, -1, 4};
+    Onnx__GraphProto *b = mk_graph("batch");
+    PUSH(b->n_input, b->input, mk_vi("x", XF_DT_FLOAT, 2, (const int64_t[]){-1, 4}, NAMES("N", NULL)));
+    PUSH(b->n_initializer, b->initializer, mk_raw("to", XF_DT_INT64, 1, three, to, sizeof to));
+    PUSH(b->n_node, b->node, mk_node("Reshape", "r", NAMES("x", "to"), NAMES("y")));
+    PUSH(b->n_output, b->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    write_model(mk_model(b, 13), in);
+    ck_assert_int_ne(xflow_run(in, &out), 0);
+    ck_assert_msg(strstr(out, "node 'r' (Reshape)") && !strstr(out, "trying 64"), "%s", out);
+    free(out);
 }
 END_TEST
 
@@ -573,9 +603,9 @@ START_TEST(test_one_dim_fixed_others_kept)
         ck_assert_msg(strstr(out, "output 'y' FLOAT 2x4x4"), "%s", out);
         free(out);
     }
-    /* the gated model with only the batch given: at length 1 it does not
-     * run, and a file fixed there would take no input */
-    snprintf(args, sizeof args, "%s -o %s --dim B=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
+    /* the gated model at length 1 does not run, and a file fixed there
+     * would take no input */
+    snprintf(args, sizeof args, "%s -o %s --dim B=1 --dim L=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
     ck_assert_int_ne(xflowc(args, &out), 0);
     ck_assert_msg(strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
                               "stay symbolic (") &&
@@ -592,8 +622,18 @@ START_TEST(test_one_dim_fixed_others_kept)
                       strstr(out, "do not all hold at the sizes taken; trying 512 past each input's first dim") &&
                       strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
                                   "stay symbolic (") &&
-                      strstr(out, "and the sizes used for them were guessed, not given; give the sizes the model "
-                                  "takes with --input-shape NAME=DIMS"),
+                      strstr(out, "and the size used for those no size was given for, 512, was guessed; give the "
+                                  "sizes the model takes with --input-shape NAME=DIMS"),
+                  "%s", out);
+    free(out);
+    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    /* only the batch given: the length is guessed as above */
+    snprintf(args, sizeof args, "%s -o %s --dim B=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    ck_assert_msg(strstr(out, "input 'x' dim 1 ('L') is symbolic; using the sizes shown (set it with --input-shape "
+                              "x=1x64)") &&
+                      strstr(out, "trying 512 past each input's first dim where no size was given") &&
+                      strstr(out, "and the size used for those no size was given for, 512, was guessed"),
                   "%s", out);
     free(out);
     ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
@@ -608,7 +648,7 @@ START_TEST(test_one_dim_fixed_others_kept)
         ck_assert_msg(gated ? strstr(out, "the written model would be fixed at the size used for 'x' dim 1 ('L'), "
                                           "'w' dim 0 ('L'), 64 (") == NULL &&
                                   strstr(out, "trying 512 past each input's first dim") &&
-                                  strstr(out, "were guessed, not given")
+                                  strstr(out, "was guessed; give the sizes")
                             : strstr(out, "the written model would be fixed at the size used for 'x' dim 1 ('L'), "
                                           "'w' dim 0 ('L'), 64 (") &&
                                   strstr(out, "a size guessed, not given"),

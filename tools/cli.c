@@ -512,7 +512,7 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
 const int64_t xf_cli_guesses[XF_CLI_GUESSES] = {64, 512};
 
 xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int n_shapes, const xf_dim_size *dims,
-                            int n_dims, const char *const *inputs, int n_inputs, int64_t guess, xf_model **out,
+                            int n_dims, const char *const *inputs, int n_inputs, int64_t *guess, xf_model **out,
                             xf_error *err)
 {
     xf_shape *fed = n_inputs > 0 ? calloc((size_t)n_inputs, sizeof *fed) : NULL;
@@ -536,31 +536,35 @@ xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int 
         fed[i] = xf_tensor_is_container(t) ? (xf_shape){.ndim = -1} : t->shape;
         xf_tensor_release(t);
     }
+    bool guessed = false;
     xf_load_options lo = {.input_shapes = shapes,
                           .n_input_shapes = n_shapes,
                           .dim_sizes = dims,
                           .n_dim_sizes = n_dims,
                           .feed_shapes = fed,
                           .n_feed_shapes = n_inputs,
-                          .guess_size = guess};
+                          .guess_size = *guess > 1 ? *guess : 1,
+                          .guessed = &guessed};
     xf_status st = xf_model_load(path, &lo, out, err);
     free(fed);
     lo.feed_shapes = NULL;
-    /* with no size given, symbolic dims taken as 1 may not fit (a
+    /* symbolic dims that nothing sized, taken as 1, may not fit (a
      * detector downsampling by 32, an STFT's window): larger sizes past
      * each input's first dim (a batch stays 1), the first error kept */
     xf_error first = *err;
-    for (int i = 0; st != XF_OK && !guess && !n_shapes && !n_dims && !n_inputs &&
-                    strstr(first.msg, "(the symbolic dims were sized") && i < XF_CLI_GUESSES;
+    bool given = n_shapes || n_dims || n_inputs;
+    for (int i = 0; st != XF_OK && *guess <= 1 && guessed && strstr(first.msg, "(the symbolic dims were sized") &&
+                    i < XF_CLI_GUESSES;
          i++) {
         lo.guess_size = xf_cli_guesses[i];
         xf_log(XF_LOG_WARN,
-               "%s: its symbolic dims do not fit at size 1; trying %" PRId64 " past each input's first dim", path,
-               xf_cli_guesses[i]);
+               "%s: its symbolic dims do not fit at size 1; trying %" PRId64 " past each input's first dim%s", path,
+               xf_cli_guesses[i], given ? " where no size was given" : "");
         st = xf_model_load(path, &lo, out, err);
     }
     if (st != XF_OK && strcmp(err->msg, first.msg) != 0)
         *err = first;
+    *guess = guessed ? lo.guess_size : 0;
     return st;
 }
 

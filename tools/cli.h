@@ -54,12 +54,13 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
                              xf_tensor ***out, xf_error *err);
 /* Loads the model at path with the --input-shape overrides, the --dim
  * sizes and the shapes of the --input files (which size symbolic dims).
- * Symbolic dims nothing sizes take guess past each input's first dim
- * (xf_load_options.guess_size); with guess 0, 1, and where the model does
- * not load at 1 and no size was given, 64 and then 512 are tried (the
- * first error is the one reported). */
+ * Symbolic dims nothing sizes take *guess past each input's first dim
+ * (xf_load_options.guess_size); with *guess 0 or 1, 1, and where the model
+ * does not load at 1 and has such dims, 64 and then 512 are tried (the
+ * first error is the one reported).  On return *guess is the size they
+ * took, 0 where there were none. */
 xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int n_shapes, const xf_dim_size *dims,
-                            int n_dims, const char *const *inputs, int n_inputs, int64_t guess, xf_model **out,
+                            int n_dims, const char *const *inputs, int n_inputs, int64_t *guess, xf_model **out,
                             xf_error *err);
 /* The sizes xf_cli_load_model tries past 1 (XF_CLI_GUESSES of them). */
 #define XF_CLI_GUESSES 2

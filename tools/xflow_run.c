@@ -33,8 +33,8 @@ static const char usage[] =
     "                           has it (repeatable; e.g. --dim past=32 --dim seq=1\n"
     "                           --dim total=33 for a decoder with a KV cache);\n"
     "                           symbolic dims nothing sizes are 1, or, where the\n"
-    "                           model does not load at 1 and no size is given, 64\n"
-    "                           and then 512 past each input's first dim\n"
+    "                           model does not load at 1, 64 and then 512 past\n"
+    "                           each input's first dim\n"
     "  --output-dir DIR         write output_N.pb files (ONNX test-data layout:\n"
     "                           SequenceProto or OptionalProto for such outputs)\n"
     "  --iters N                run N timed iterations after warm-up and print\n"
@@ -327,7 +327,8 @@ int main(int argc, char **argv)
     xf_session *s = NULL;
     xf_tensor **inputs = NULL, **outputs = NULL;
     double *times = NULL;
-    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, 0, &m, &err) !=
+    int64_t guess = 0;
+    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &guess, &m, &err) !=
         XF_OK) {
         options_free(&o);
         return xf_cli_error("%s", err.msg);

@@ -31,8 +31,8 @@ static const char usage[] =
     "                           --input-shape input=1x3x224x224 (repeatable)\n"
     "  --dim NAME=N             the size the symbolic dim NAME stands for while\n"
     "                           optimizing and checking (default 1, or where\n"
-    "                           1 does not fit and no size is given, 64, then\n"
-    "                           512, past each input's first dim); it stays\n"
+    "                           1 does not fit, 64, then 512, past each\n"
+    "                           input's first dim); it stays\n"
     "                           symbolic in the written model, e.g. --dim past=5\n"
     "                           --dim seq=3 --dim total=8 (repeatable)\n"
     "  --check                  run the original and the optimized model on cpu_ref\n"
@@ -432,12 +432,12 @@ done:
 }
 
 /* The index of the first size xf_cli_load_model tries past 1 that is
- * larger than `taken` (the largest size the symbolic dims took), after
- * index `guess` (XF_CLI_GUESSES: none). */
-static int next_guess(int64_t taken, int guess)
+ * larger than `taken`, the size the dims nothing sized took
+ * (XF_CLI_GUESSES: none, or there were no such dims). */
+static int next_guess(int64_t taken)
 {
-    int next = guess + 1;
-    while (next < XF_CLI_GUESSES && taken >= xf_cli_guesses[next])
+    int next = 0;
+    while (next < XF_CLI_GUESSES && (taken == 0 || taken >= xf_cli_guesses[next]))
         next++;
     return next;
 }
@@ -467,18 +467,17 @@ int main(int argc, char **argv)
     xf_canon_stats st = {0};
     xfc_sym_plan sym = {0};
     int64_t opset = 0;
-    /* where no size was given and the symbolic dims taken as 1 (or the
-     * larger sizes the load tried) do not fit once shapes fold (Silero
-     * VAD's STFT window past its Pad), the larger sizes the load tries */
-    bool no_sizes = !o.n_shapes && !o.n_dims && !o.n_inputs;
-    int guess = -1;
+    /* where the symbolic dims nothing sized, taken as 1 (or the larger
+     * sizes the load tried), do not fit once shapes fold (Silero VAD's
+     * STFT window past its Pad), the larger sizes the load tries */
+    int64_t guess = 0;
+    const char *given = o.n_shapes || o.n_dims || o.n_inputs ? " where no size was given" : "";
     /* why the sizes tried before did not do: said where larger ones do
      * not load either */
     char tried[3200] = "";
-    int64_t taken = 1;    /* the largest size the symbolic dims took when loaded */
-    bool guessed = false; /* and it is a larger guess */
+    int64_t taken = 0; /* the size those dims took when loaded (0: there are none) */
 retry:
-    for (;; guess++) {
+    for (;;) {
         xf_model_free(m);
         xf_graph_free(original);
         xf_names_free(&sym.recompute);
@@ -486,14 +485,14 @@ retry:
         original = NULL;
         sym = (xfc_sym_plan){0};
         st = (xf_canon_stats){0};
-        if (xf_cli_load_model(o.in, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs,
-                              guess < 0 ? 0 : xf_cli_guesses[guess], &m, &err) != XF_OK) {
+        taken = guess;
+        if (xf_cli_load_model(o.in, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &taken, &m, &err) !=
+            XF_OK) {
             options_free(&o);
             return tried[0] ? xf_cli_error("%s", tried) : xf_cli_error("%s", err.msg);
         }
         opset = xf_model_opset(m);
-        taken = xfc_largest_size(m);
-        guessed = no_sizes && taken > 1;
+        sym.guess = taken;
         original = xf_graph_clone(m->graph);
         if (!original) {
             xf_model_free(m);
@@ -512,17 +511,17 @@ retry:
         }
         if (cs == XF_OK && xf_graph_validate(m->graph, &err) == XF_OK)
             break;
-        int next = next_guess(taken, guess);
-        if (!no_sizes || m->n_symbolic == 0 || next >= XF_CLI_GUESSES) {
+        int next = next_guess(taken);
+        if (m->n_symbolic == 0 || next >= XF_CLI_GUESSES) {
             rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
             goto done;
         }
         xf_log(XF_LOG_WARN,
                "%s: its symbolic dims do not fit at the sizes taken (%s); trying %" PRId64
-               " past each input's first dim",
-               o.in, err.msg, xf_cli_guesses[next]);
+               " past each input's first dim%s",
+               o.in, err.msg, xf_cli_guesses[next], given);
         snprintf(tried, sizeof tried, "%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
-        guess = next - 1;
+        guess = xf_cli_guesses[next];
     }
     double t_canon = xf_cli_now();
     char branches[320] = "";
@@ -560,19 +559,19 @@ retry:
     if (o.check && (rc = check_models(&o, original, m->graph, opset)) != 0)
         goto done;
     char why_fixed[3000];
-    if (m->n_symbolic > 0 && !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, guessed,
-                                                why_fixed, sizeof why_fixed)) {
+    if (m->n_symbolic > 0 &&
+        !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, why_fixed, sizeof why_fixed)) {
         /* the model does not run, or its dims do not all hold, at the
          * sizes taken: larger ones, from the load on, where no size was
          * given */
-        int next = next_guess(taken, guess);
-        if (no_sizes && next < XF_CLI_GUESSES) {
+        int next = next_guess(taken);
+        if (next < XF_CLI_GUESSES) {
             xf_log(XF_LOG_WARN,
                    "%s: its symbolic dims do not all hold at the sizes taken; trying %" PRId64
-                   " past each input's first dim",
-                   o.in, xf_cli_guesses[next]);
+                   " past each input's first dim%s",
+                   o.in, xf_cli_guesses[next], given);
             snprintf(tried, sizeof tried, "%s: %s", o.in, why_fixed);
-            guess = next;
+            guess = xf_cli_guesses[next];
             goto retry;
         }
         rc = xf_cli_error("%s: %s", o.in, why_fixed);

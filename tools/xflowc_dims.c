@@ -304,7 +304,7 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
         xf_names_free(&p->recompute);
         plan_sizes(m, original, opset, p);
         if (!p->why[0]) {
-            p->fixed_largest = size;
+            p->fixed_guess = p->guess > 1 && size == p->guess;
             unknowns_fix(&l);
             snprintf(p->fixed, sizeof p->fixed, "%s", fixed);
             return;
@@ -480,7 +480,7 @@ static bool runs_as_sized(const xf_graph *original, int64_t opset, uint64_t seed
 }
 
 bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
-                       bool inputs_given, bool guessed, char *error, size_t error_n)
+                       bool inputs_given, char *error, size_t error_n)
 {
     char why[1200], unchecked[1200] = "";
     snprintf(why, sizeof why, "%s", p->why);
@@ -506,7 +506,7 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
         if (ok) {
             size_t len = strlen(p->fixed);
             snprintf(p->fixed + len, sizeof p->fixed - len, "%s%s", len ? "; " : "", fixed);
-            p->fixed_largest = size > p->fixed_largest ? size : p->fixed_largest;
+            p->fixed_guess |= p->guess > 1 && size == p->guess;
             /* the output dims try_keep added stay with the inputs kept */
             unknowns_fix(&l);
         } else {
@@ -538,7 +538,7 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
      * with the guesses, as without them: a model whose state holds one
      * sequence (AECMOS's GRU) is written at batch 1, as it would be if the
      * others fitted at 1. */
-    if (guessed && (ok ? p->fixed_largest > 1 : xfc_largest_size(m) > 1)) {
+    if (p->guess > 1 && (!ok || p->fixed_guess)) {
         xf_graph_free(g);
         if (ok)
             snprintf(error, error_n,
@@ -548,10 +548,10 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
                      p->fixed);
         else
             snprintf(error, error_n,
-                     "the symbolic dims %s could not stay symbolic (%s), and the sizes used for them "
-                     "were guessed, not given; give the sizes the model takes with --input-shape NAME=DIMS, "
-                     "--input FILE.pb or --dim NAME=N",
-                     list, why);
+                     "the symbolic dims %s could not stay symbolic (%s), and the size used for those no "
+                     "size was given for, %" PRId64 ", was guessed; give the sizes the model takes with "
+                     "--input-shape NAME=DIMS, --input FILE.pb or --dim NAME=N",
+                     list, why, p->guess);
         return false;
     }
     if (ok) {
@@ -603,14 +603,6 @@ bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uin
            "(%s); set them with --input-shape",
            list, why);
     return true;
-}
-
-int64_t xfc_largest_size(const xf_model *m)
-{
-    int64_t largest = 1;
-    for (int i = 0; i < m->n_symbolic; i++)
-        largest = sym_base(m, i) > largest ? sym_base(m, i) : largest;
-    return largest;
 }
 
 const char *xfc_sizes_hint(const xf_model *m)

@@ -20,7 +20,10 @@ typedef struct xfc_sym_plan {
     xf_names recompute;
     char why[1200]; /* why the model cannot be written with its dims symbolic, once known */
     char fixed[1600]; /* the unknowns left fixed at their sizes so that the others hold, and why */
-    int64_t fixed_largest; /* the largest size among them (0: none) */
+    /* the size guessed for the dims nothing sized (0: none), set by the
+     * caller, and whether an unknown of that size is among those fixed */
+    int64_t guess;
+    bool fixed_guess;
 } xfc_sym_plan;
 
 /* Compares the canonicalized graph with the original canonicalized at two
@@ -38,14 +41,11 @@ void xfc_prepare_symbolic(xf_model *m, const xf_graph *original, int64_t opset, 
  * says why; but where the original does not run at those sizes (on
  * random inputs: unless inputs_given, the files' sizes being the user's),
  * false, with error saying so: such a file would take no input.  Where
- * the sizes were guessed larger than 1 (guessed), any dim left fixed at a
- * size larger than 1 gives false too: a guess is no size to write (a
- * batch left at 1, as without guesses, is written). */
+ * dims nothing sized took a size guessed larger than 1 (p->guess), a dim
+ * left fixed at it gives false too: a guess is no size to write (a batch
+ * left at 1, as without guesses, is written). */
 bool xfc_keep_symbolic(xf_model *m, const xf_graph *original, int64_t opset, uint64_t seed, xfc_sym_plan *p,
-                       bool inputs_given, bool guessed, char *error, size_t error_n);
-
-/* The largest size m's input symbolic dims were given. */
-int64_t xfc_largest_size(const xf_model *m);
+                       bool inputs_given, char *error, size_t error_n);
 
 /* For an error in a model with symbolic dims: the sizes they were given,
  * which may not fit together (a KV cache's total = past + seq). */
