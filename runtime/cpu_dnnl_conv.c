@@ -6,6 +6,7 @@
  * pools and resampling are in cpu_dnnl_pool.c. */
 #include "cpu_dnnl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,8 +104,31 @@ static int own_posts(const xf_node *n, xf_dn_post *p)
     return z + xf_dn_ms_act_posts(n, p + z);
 }
 
+/* A 2-D convolution along H alone (input, output and kernel 1 wide: a
+ * 1-D convolution written as 2-D, Magika's 5x1 kernel over 512 rows) runs
+ * with H and W swapped, with its strides, dilations and pads: oneDNN's
+ * direct kernels block output pixels along W, and with W 1 each call
+ * computed one (256 to 512 channels over 512 rows, one thread: 15.3 ms,
+ * 4.4 swapped).  With one of the two 1, every layout describes the same
+ * bytes either way, so only the descriptors change. */
+static bool conv_swaps_hw(const xf_shape *x, const xf_shape *w, const xf_shape *y)
+{
+    return x->ndim == 4 && x->dims[3] == 1 && w->dims[3] == 1 && y->dims[3] == 1 && y->dims[2] > 1;
+}
+
+/* md (4-D) with its last two dims swapped, the same bytes where one is 1. */
+static xf_status md_swap_hw(const xf_node *n, dnnl_memory_desc_t *md, xf_error *err)
+{
+    dnnl_dims_t dims = {md->dims[0], md->dims[1], md->dims[3], md->dims[2]};
+    dnnl_memory_desc_t swapped;
+    XF_DN_TRY(err, n, dnnl_memory_desc_reshape(&swapped, md, 4, dims));
+    *md = swapped;
+    return XF_OK;
+}
+
 /* The descriptor of convolution n, typed as io says, computed by alg
- * (direct or Winograd); src_md / dst_md fix those layouts (NULL: any). */
+ * (direct or Winograd); src_md / dst_md fix those layouts (NULL: any),
+ * with H and W swapped where conv_swaps_hw says so. */
 static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *x, const xf_shape *w,
                            const xf_shape *y, bool has_bias, const xf_dn_conv_io *io, dnnl_alg_kind_t alg,
                            const dnnl_memory_desc_t *src_md, const dnnl_memory_desc_t *dst_md,
@@ -128,16 +152,25 @@ static xf_status conv_desc(const xf_graph *g, const xf_node *n, const xf_shape *
         dil[i] = dl - 1;
         xf_dn_window_pads(&n->attrs, ns, i, x->dims[2 + i], y->dims[2 + i], w->dims[2 + i], s, dl, &pl[i], &pr[i]);
     }
+    xf_shape xs = *x, ys = *y;
+    if (conv_swaps_hw(x, w, y)) {
+        int64_t *axis[] = {wdims + lead + 2, xs.dims + 2, ys.dims + 2, strides, dil, pl, pr};
+        for (int k = 0; k < (int)(sizeof axis / sizeof *axis); k++) {
+            int64_t t = axis[k][0];
+            axis[k][0] = axis[k][1];
+            axis[k][1] = t;
+        }
+    }
     dnnl_memory_desc_t src, wei, bias, dst;
     if (src_md)
         src = *src_md;
     else
-        md_any(rank, x->dims, io->src, &src);
+        md_any(rank, xs.dims, io->src, &src);
     md_any(wrank, wdims, io->wei, &wei);
     if (dst_md)
         dst = *dst_md;
     else
-        md_any(rank, y->dims, io->dst, &dst);
+        md_any(rank, ys.dims, io->dst, &dst);
     dnnl_dims_t bdims = {w->dims[0]};
     dnnl_memory_desc_init_by_tag(&bias, 1, bdims, io->bias_type, dnnl_a);
     XF_DN_TRY(err, n, dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, alg, &src, &wei,
@@ -191,8 +224,9 @@ static bool vote_src_layout(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, d
     const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     for (int k = 0; k < n_native_known && fast; k++) {
         dnnl_memory_desc_t cand;
-        dnnl_dims_t dims = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
-        dnnl_memory_desc_init_by_tag(&cand, 4, dims, dnnl_f32, native_known[k].tag);
+        /* the chosen one's dims: H and W swapped where conv_swaps_hw says
+         * so, the same bytes in every known layout */
+        dnnl_memory_desc_init_by_tag(&cand, 4, chosen->dims, dnnl_f32, native_known[k].tag);
         votes[k] += dnnl_memory_desc_equal(chosen, &cand);
     }
     dnnl_primitive_desc_destroy(pd);
@@ -309,6 +343,10 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
      * convolutions need no reorders; plain ones let oneDNN choose */
     xf_dn_operand_md_typed(c, n, 0, x, io->src, src_have);
     xf_dn_operand_md_typed(c, n, -1, y, io->dst, dst_have);
+    bool swap = conv_swaps_hw(x, w, y);
+    xf_status s;
+    if (swap && ((s = md_swap_hw(n, src_have, err)) != XF_OK || (s = md_swap_hw(n, dst_have, err)) != XF_OK))
+        return s;
     bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
     /* a sum post-op adds to the destination as stored, so it is written
      * directly, with no reorder */
@@ -319,8 +357,11 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
      * (reordered when stored native) */
     dnnl_memory_desc_t src_fixed = *src_have;
     bool dst_plain_fixed = dst_fixed && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
-    if (dst_plain_fixed)
+    if (dst_plain_fixed) {
         xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
+        if (swap && (s = md_swap_hw(n, &src_fixed, err)) != XF_OK)
+            return s;
+    }
     const dnnl_memory_desc_t *src_md = src_native || dst_plain_fixed ? &src_fixed : NULL;
     const dnnl_memory_desc_t *dst_md = dst_fixed ? dst_have : NULL;
     /* Winograd's kernel where it takes these layouts and post-ops: fewer
@@ -343,7 +384,7 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
         dnnl_primitive_desc_destroy(*pd);
         *pd = NULL;
     }
-    xf_status s = conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_direct, src_md, dst_md, &d, err);
+    s = conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_direct, src_md, dst_md, &d, err);
     if (s != XF_OK)
         return s;
     XF_DN_TRY(err, n, dnnl_primitive_desc_create(pd, &d, attr, c->engine, NULL));
@@ -406,6 +447,10 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
     if (s != XF_OK) {
         dnnl_primitive_desc_destroy(pd);
         return s;
+    }
+    if (conv_swaps_hw(x, w, y)) { /* said in profiles, after the kernels timed */
+        size_t len = strlen(st->timing);
+        snprintf(st->timing + len, sizeof st->timing - len, "; H and W swapped");
     }
     return xf_dn_finish(n, st, pd, err);
 }

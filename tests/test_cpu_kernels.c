@@ -99,6 +99,53 @@ START_TEST(squeeze_excitation_mul)
 }
 END_TEST
 
+/* A convolution along H alone, x [1, C, H, 1] and a [k, 1] kernel (a 1-D
+ * convolution exported as 2-D: Magika's), with strides, dilations, pads
+ * and groups along H and a stride across; then a second one after it
+ * (the value between stored in the backend's layout) whose output the
+ * first's is added to.  Each runs with H and W swapped (said in its
+ * implementation); not one 2 wide. */
+static int conv_h(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t group, const int64_t *stride,
+                  const int64_t *pad, int64_t dil, xf_activation act)
+{
+    int w = xf_bt_random_const(g, SHAPE(cout, cin / group, k, 1), false);
+    int b = xf_bt_random_const(g, SHAPE(cout), false);
+    int n = node(g, XF_OP_CONV, NULL, 3, (int[]){x, w, b}, 1);
+    xf_bt_set_window(attrs(g, n), 2, NULL, stride, pad, pad + 2, (int64_t[]){dil, 1});
+    attrs(g, n)->group = group;
+    attrs(g, n)->activation = act;
+    return out0(g, n);
+}
+
+START_TEST(conv_along_h)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const int64_t one[] = {1, 1}, strided[] = {2, 3}, same[] = {2, 0, 2, 0}, uneven[] = {3, 0, 1, 0};
+    for (int v = 0; v < 4; v++) {
+        xf_graph *g = xf_graph_create("along_h");
+        int64_t wide = v == 3 ? 2 : 1;
+        int x = add_input(g, SHAPE(1, 16, 37, wide));
+        int y;
+        if (v == 0) {
+            y = conv_h(g, x, 16, 24, 5, 1, one, same, 1, XF_ACT_RELU);
+        } else if (v == 1) {
+            y = conv_h(g, x, 16, 24, 3, 4, strided, uneven, 2, XF_ACT_NONE);
+        } else {
+            int a = conv_h(g, x, 16, 32, 5, 1, one, same, 1, XF_ACT_NONE);
+            y = out0(g, NODE(g, XF_OP_ADD, a, conv_h(g, a, 32, 32, 5, 1, one, same, 1, XF_ACT_RELU)));
+        }
+        xf_graph_add_output(g, y);
+        char impl[128], what[64];
+        snprintf(what, sizeof what, "convolution along H, form %d", v);
+        check_kernels(g, what, XF_OP_CONV, impl, sizeof impl);
+        ck_assert_msg(v == 3 ? !strstr(impl, "H and W swapped") : strstr(impl, "; H and W swapped") != NULL, "%s: %s",
+                      what, impl);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* PaddleOCR's convolutions: the bias an Add of one value per channel
  * after the Conv, and after the activation a learnable affine block, a
  * Mul by a scalar written first (a * x), then an Add of one (and here
@@ -739,6 +786,7 @@ int main(void)
     tcase_add_test(t, residual_after_silu);
     tcase_add_test(t, squeeze_excitation_mul);
     tcase_add_test(t, affine_blocks);
+    tcase_add_test(t, conv_along_h);
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
