@@ -279,6 +279,17 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
                            xf_error *err);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler, xf_dn_resample_handler;
+/* Float ReduceSum and ReduceMean over one run of axes (cpu_dnnl_reduce.c) */
+extern const xf_dn_handler xf_dn_reduce_handler;
+/* The axes reduction n (a Reduce* op of an input of rank `rank`) reduces,
+ * from its attribute or its constant axes input, as reduced[d]; false where
+ * they are not known before the run, repeat one or are none with
+ * noop_with_empty_axes. */
+bool xf_dn_reduce_axes(const xf_graph *g, const xf_node *n, int rank, bool *reduced);
+/* Global pool n (max or average) of x, stored plain, into y as stored, on
+ * oneDNN's reduction. */
+xf_status xf_dn_global_reduce(xf_dn_ctx *c, const xf_node *n, const xf_shape *x, const xf_shape *y, bool max,
+                              xf_dn_node *st, xf_error *err);
 /* The shape checks every window op shares: 1 to 3 spatial dims, one output
  * of the input's rank and batch (cpu_dnnl_conv.c); the float ones'. */
 bool xf_dn_window_ranks_ok(const xf_graph *g, const xf_node *n);

@@ -146,6 +146,63 @@ START_TEST(conv_along_h)
 }
 END_TEST
 
+/* Float ReduceSum and ReduceMean over one run of axes run on oneDNN's
+ * reduction kernels (the run innermost, or made so by a reorder), axes
+ * from the attribute or the input, with dims of 1 between, kept or not;
+ * axes that are no run, or that reduce dims of 1 only, stay on cpu_ref.
+ * Global pools of plain values run on the same kernels, not oneDNN's plain
+ * pooling loop (one of 1x1 on that loop, which takes it). */
+START_TEST(reductions)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_op op;
+        int64_t axes[3];
+        int n_axes;
+        bool attr, keep, on_dnnl;
+    } cases[] = {
+        {XF_OP_REDUCE_SUM, {3}, 1, false, true, true},      {XF_OP_REDUCE_SUM, {1, 2}, 2, false, false, true},
+        {XF_OP_REDUCE_MEAN, {-1, -2}, 2, true, true, true}, {XF_OP_REDUCE_MEAN, {0}, 1, true, false, true},
+        {XF_OP_REDUCE_SUM, {0}, 0, false, true, true},      {XF_OP_REDUCE_SUM, {0, 3}, 2, false, true, false},
+        {XF_OP_REDUCE_MEAN, {1, 3}, 2, true, false, true},  {XF_OP_REDUCE_SUM, {2}, 1, false, false, false},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
+        xf_graph *g = xf_graph_create("reduce");
+        /* [3, 17, 1, 40]: axes 1 and 3 are one run past the 1 */
+        int x = add_input(g, SHAPE(3, 17, 1, 40)), n;
+        if (cases[i].attr || cases[i].n_axes == 0) {
+            n = node(g, cases[i].op, NULL, 1, (int[]){x}, 1);
+            attrs(g, n)->has_axes = cases[i].n_axes > 0;
+            attrs(g, n)->n_axes = cases[i].n_axes;
+            for (int k = 0; k < cases[i].n_axes; k++)
+                attrs(g, n)->axes[k] = cases[i].axes[k];
+        } else {
+            int ax = constant(g, NULL, XF_DT_INT64, xf_shape_make(1, (int64_t[]){cases[i].n_axes}), cases[i].axes);
+            n = node(g, cases[i].op, NULL, 2, (int[]){x, ax}, 1);
+        }
+        attrs(g, n)->keepdims = cases[i].keep;
+        xf_graph_add_output(g, out0(g, n));
+        char impl[128], what[64];
+        snprintf(what, sizeof what, "reduction %d", i);
+        check_kernels(g, what, cases[i].op, impl, sizeof impl);
+        ck_assert_msg(cases[i].on_dnnl ? strstr(impl, "jit") != NULL : strcmp(impl, "cpu_ref kernel") == 0, "%s: %s",
+                      what, impl);
+        xf_graph_free(g);
+    }
+    for (int form = 0; form < 3; form++) {
+        xf_graph *g = xf_graph_create("pool");
+        xf_op op = form == 1 ? XF_OP_GLOBAL_MAX_POOL : XF_OP_GLOBAL_AVERAGE_POOL;
+        xf_graph_add_output(g,
+                            out0(g, NODE(g, op, add_input(g, form == 2 ? SHAPE(2, 24, 1, 1) : SHAPE(2, 24, 33, 1)))));
+        char impl[128];
+        check_kernels(g, form == 1 ? "global max pool" : "global average pool", op, impl, sizeof impl);
+        ck_assert_msg(form == 2 ? strstr(impl, "simple_nchw") != NULL : strstr(impl, "jit") != NULL, "%s", impl);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* PaddleOCR's convolutions: the bias an Add of one value per channel
  * after the Conv, and after the activation a learnable affine block, a
  * Mul by a scalar written first (a * x), then an Add of one (and here
@@ -787,6 +844,7 @@ int main(void)
     tcase_add_test(t, squeeze_excitation_mul);
     tcase_add_test(t, affine_blocks);
     tcase_add_test(t, conv_along_h);
+    tcase_add_test(t, reductions);
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
