@@ -468,15 +468,15 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_AVERAGE_POOL:
     case XF_OP_GLOBAL_AVERAGE_POOL:
     case XF_OP_GLOBAL_MAX_POOL:
-    case XF_OP_REDUCE_MAX:
-        h = &xf_dn_pool_handler;
-        break; /* over the spatial dims: a global pool */
-    case XF_OP_REDUCE_MEAN:
-        h = xf_dn_pool_handler.handles(g, n) ? &xf_dn_pool_handler : &xf_dn_reduce_handler;
-        break;
-    case XF_OP_REDUCE_SUM:
-        h = &xf_dn_reduce_handler;
-        break;
+    case XF_OP_REDUCE_MAX: h = &xf_dn_pool_handler; break;
+    /* over the spatial dims a global pool, else a reduction */
+    case XF_OP_REDUCE_MEAN: h = xf_dn_pool_handler.handles(g, n) ? &xf_dn_pool_handler : &xf_dn_reduce_handler; break;
+    case XF_OP_REDUCE_SUM: h = &xf_dn_reduce_handler; break;
+    case XF_OP_EQUAL:
+    case XF_OP_GREATER:
+    case XF_OP_LESS:
+    case XF_OP_GREATER_OR_EQUAL:
+    case XF_OP_LESS_OR_EQUAL: h = &xf_dn_compare_handler; break;
     case XF_OP_RESIZE:
     case XF_OP_UPSAMPLE: h = &xf_dn_resample_handler; break;
     case XF_OP_LSTM:

@@ -279,6 +279,9 @@ xf_status xf_dn_run_sliced(const xf_graph *g, int node, const xf_tensor_view *in
                            xf_error *err);
 
 extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_handler, xf_dn_resample_handler;
+/* Comparisons of numbers into bool, on a loop of the backend's own
+ * (cpu_dnnl_loops.c) */
+extern const xf_dn_handler xf_dn_compare_handler;
 /* Float ReduceSum and ReduceMean over one run of axes (cpu_dnnl_reduce.c) */
 extern const xf_dn_handler xf_dn_reduce_handler;
 /* The axes reduction n (a Reduce* op of an input of rank `rank`) reduces,

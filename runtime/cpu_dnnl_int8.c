@@ -608,10 +608,13 @@ const xf_dn_handler xf_dn_dequantize_handler = {dequantize_handles, NULL, dequan
 
 /* A MatMulInteger's int32 sums (or 8-bit integers) to float, as a reorder:
  * oneDNN converts int32 to the nearest float, ties to even, as C does. */
+/* bool's bytes, 0 and 1, are u8's */
+static dnnl_data_type_t from_type(xf_dtype t) { return t == XF_DT_BOOL ? dnnl_u8 : dn_type(t); }
+
 static bool int_to_float_handles(const xf_graph *g, const xf_node *n)
 {
     const xf_value *x = value_at(g, n, 0);
-    return x && dn_type(x->dtype) != dnnl_data_type_undef && xf_shape_numel(&x->shape) > 0 &&
+    return x && from_type(x->dtype) != dnnl_data_type_undef && xf_shape_numel(&x->shape) > 0 &&
            x->shape.ndim <= DNNL_MAX_NDIMS && n->n_outputs == 1 && xf_dn_is_f32(g, n->outputs[0]);
 }
 
@@ -619,7 +622,7 @@ static xf_status int_to_float_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_
                                       const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     dnnl_memory_desc_t src, dst;
-    xf_dn_md_plain(&in[0].shape, dn_type(in[0].dtype), &src);
+    xf_dn_md_plain(&in[0].shape, from_type(in[0].dtype), &src);
     xf_dn_operand_md(c, n, -1, &out[0].shape, &dst);
     dnnl_primitive_desc_t pd;
     XF_DN_TRY(err, n, dnnl_reorder_primitive_desc_create(&pd, &src, c->engine, &dst, c->engine, NULL));

@@ -1,8 +1,9 @@
 /* The cpu backend's own elementwise loops, where oneDNN 2.6 has no fast
  * kernel: x^2 and x^3 (its pow takes exp and log), HardSigmoid (it has
  * no such alg and runs a linear one with a clip post-op in its reference
- * kernel only) and Erf (it has none).  Each computes as cpu_ref does, in
- * blocks the compiler vectorizes and in chunks over OpenMP's threads. */
+ * kernel only), Erf (it has none) and the comparisons of numbers.  Each
+ * computes as cpu_ref does, in blocks the compiler vectorizes and (but the
+ * comparisons) in chunks over OpenMP's threads. */
 #include "cpu_dnnl.h"
 
 #include <math.h>
@@ -190,3 +191,106 @@ xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, con
     (void)err;
     return in_chunks(n, in, out, hard_sigmoid_chunk);
 }
+
+/* Equal, Greater, Less, GreaterOrEqual and LessOrEqual of two tensors of
+ * one type (float, int32 or int64), broadcast, into bool: compared as they
+ * are, which is what cpu_ref's compare in double or int64 gives (NaN
+ * unequal and unordered), along the runs of xf_rt_iter.  cpu_ref's blocks,
+ * widened and narrowed again, took 1.9 ns an element (Magika's one-hot
+ * Equal, 2048 bytes against 257 codes, 1.0 ms on one thread). */
+/* one comparison along a run: each side read in place, or one element
+ * for all (broadcast), so that the common forms vectorize */
+#define COMPARE_RUN(T, OP)                                                                                             \
+    do {                                                                                                               \
+        if (sa == 1 && sb == 1)                                                                                        \
+            for (int64_t k = 0; k < n; k++)                                                                            \
+                o[k] = a[k] OP b[k];                                                                                   \
+        else if (sa == 0 && sb == 1) {                                                                                 \
+            T av = a[0];                                                                                               \
+            for (int64_t k = 0; k < n; k++)                                                                            \
+                o[k] = av OP b[k];                                                                                     \
+        } else if (sa == 1 && sb == 0) {                                                                               \
+            T bv = b[0];                                                                                               \
+            for (int64_t k = 0; k < n; k++)                                                                            \
+                o[k] = a[k] OP bv;                                                                                     \
+        } else                                                                                                         \
+            for (int64_t k = 0; k < n; k++)                                                                            \
+                o[k] = a[k * sa] OP b[k * sb];                                                                         \
+    } while (0)
+#define COMPARE_RUNS(T)                                                                                                \
+    static void compare_##T(xf_op op, const T *a, int64_t sa, const T *b, int64_t sb, uint8_t *o, int64_t n)           \
+    {                                                                                                                  \
+        switch (op) {                                                                                                  \
+        case XF_OP_EQUAL:                                                                                              \
+            COMPARE_RUN(T, ==);                                                                                        \
+            break;                                                                                                     \
+        case XF_OP_GREATER:                                                                                            \
+            COMPARE_RUN(T, >);                                                                                         \
+            break;                                                                                                     \
+        case XF_OP_LESS:                                                                                               \
+            COMPARE_RUN(T, <);                                                                                         \
+            break;                                                                                                     \
+        case XF_OP_GREATER_OR_EQUAL:                                                                                   \
+            COMPARE_RUN(T, >=);                                                                                        \
+            break;                                                                                                     \
+        default:                                                                                                       \
+            COMPARE_RUN(T, <=);                                                                                        \
+            break;                                                                                                     \
+        }                                                                                                              \
+    }
+COMPARE_RUNS(float)
+COMPARE_RUNS(int32_t)
+COMPARE_RUNS(int64_t)
+
+static xf_status compare_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    (void)err;
+    xf_rt_iter it;
+    int64_t dense[XF_MAX_DIMS], step[XF_RT_MAX_OPERANDS];
+    xf_rt_iter_init(&it, &out[0].shape);
+    xf_rt_dense_strides(&out[0].shape, dense);
+    xf_rt_iter_add(&it, dense, 0);
+    xf_rt_iter_add_broadcast(&it, &in[0].shape);
+    xf_rt_iter_add_broadcast(&it, &in[1].shape);
+    int64_t len = xf_rt_iter_runs(&it, step), runs = len ? xf_rt_numel(&out[0]) / len : 0;
+    uint8_t *o = out[0].data;
+    for (int64_t r = 0; r < runs; r++, xf_rt_iter_next(&it)) {
+        int64_t oa = it.off[1], ob = it.off[2];
+        switch (in[0].dtype) {
+        case XF_DT_FLOAT:
+            compare_float(n->op, (const float *)in[0].data + oa, step[1], (const float *)in[1].data + ob, step[2],
+                          o + it.off[0], len);
+            break;
+        case XF_DT_INT32:
+            compare_int32_t(n->op, (const int32_t *)in[0].data + oa, step[1], (const int32_t *)in[1].data + ob, step[2],
+                            o + it.off[0], len);
+            break;
+        default:
+            compare_int64_t(n->op, (const int64_t *)in[0].data + oa, step[1], (const int64_t *)in[1].data + ob, step[2],
+                            o + it.off[0], len);
+            break;
+        }
+    }
+    return XF_OK;
+}
+
+static bool compare_handles(const xf_graph *g, const xf_node *n)
+{
+    if ((n->op != XF_OP_EQUAL && n->op != XF_OP_GREATER && n->op != XF_OP_LESS && n->op != XF_OP_GREATER_OR_EQUAL &&
+         n->op != XF_OP_LESS_OR_EQUAL) ||
+        n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->n_outputs != 1 || n->outputs[0] < 0)
+        return false;
+    const xf_value *a = &g->values[n->inputs[0]], *b = &g->values[n->inputs[1]], *y = &g->values[n->outputs[0]];
+    return a->dtype == b->dtype && (a->dtype == XF_DT_FLOAT || a->dtype == XF_DT_INT32 || a->dtype == XF_DT_INT64) &&
+           y->dtype == XF_DT_BOOL && a->shape.ndim >= 0 && b->shape.ndim >= 0 && y->shape.ndim >= 0;
+}
+
+static xf_status compare_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
+                                 const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
+{
+    (void)c, (void)g, (void)n, (void)in, (void)out, (void)err;
+    st->kernel = compare_run;
+    return XF_OK;
+}
+
+const xf_dn_handler xf_dn_compare_handler = {compare_handles, NULL, compare_prepare, NULL};

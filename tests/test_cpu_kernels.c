@@ -203,6 +203,41 @@ START_TEST(reductions)
 }
 END_TEST
 
+/* Comparisons of floats, int32 and int64 (random ints in [0, 10), so
+ * that equal ones come up), broadcast in every form a run takes (both
+ * read in place, one element against a run on either side, strided), on
+ * the backend's own loop, and their bool cast to float on oneDNN (a
+ * one-hot matrix, Magika's). */
+START_TEST(comparisons)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const xf_op ops[] = {XF_OP_EQUAL, XF_OP_GREATER, XF_OP_LESS, XF_OP_GREATER_OR_EQUAL, XF_OP_LESS_OR_EQUAL};
+    static const xf_dtype types[] = {XF_DT_FLOAT, XF_DT_INT32, XF_DT_INT64};
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 5; k++) {
+            xf_graph *g = xf_graph_create("compare");
+            int a = xf_bt_input(g, types[t], SHAPE(4, 3, 5)), b = xf_bt_input(g, types[t], SHAPE(4, 3, 5));
+            int c = xf_bt_input(g, types[t], SHAPE(4, 1, 5)), d = xf_bt_input(g, types[t], SHAPE(4, 3, 1));
+            int e = xf_bt_input(g, types[t], SHAPE(6, 1)), f = xf_bt_input(g, types[t], SHAPE(1, 7));
+            int pairs[][2] = {{a, b}, {a, a}, {c, d}, {e, f}, {f, e}};
+            for (int p = 0; p < 5; p++) {
+                int y = out0(g, NODE(g, ops[k], pairs[p][0], pairs[p][1]));
+                int cast = NODE(g, XF_OP_CAST, y);
+                attrs(g, cast)->to = XF_DT_FLOAT;
+                xf_graph_add_output(g, out0(g, cast));
+            }
+            char impl[128], what[64];
+            snprintf(what, sizeof what, "%s of %s", xf_op_name(ops[k]), xf_dtype_name(types[t]));
+            check_kernels(g, what, ops[k], impl, sizeof impl);
+            ck_assert_msg(strcmp(impl, "own loop") == 0, "%s: %s", what, impl);
+            check_kernels(g, what, XF_OP_CAST, impl, sizeof impl);
+            ck_assert_msg(strstr(impl, "jit"), "%s: the Cast runs as %s", what, impl);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
 /* PaddleOCR's convolutions: the bias an Add of one value per channel
  * after the Conv, and after the activation a learnable affine block, a
  * Mul by a scalar written first (a * x), then an Add of one (and here
@@ -845,6 +880,7 @@ int main(void)
     tcase_add_test(t, affine_blocks);
     tcase_add_test(t, conv_along_h);
     tcase_add_test(t, reductions);
+    tcase_add_test(t, comparisons);
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);
