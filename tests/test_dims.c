@@ -462,6 +462,16 @@ START_TEST(window_fits_after_folding)
                   "%s", out);
     free(out);
     assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'L', 1, 1, 0]");
+    /* xflow-run too: its session folds the pads and finds 1 too short */
+    for (int cpu = 0; cpu < 2; cpu++) {
+        snprintf(args, sizeof args, "%s%s", in, cpu ? " --backend cpu" : "");
+        ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, "its symbolic dims do not fit at the sizes taken (node 'conv' (Conv)") &&
+                          strstr(out, "trying 64 past each input's first dim") &&
+                          strstr(out, "output 'y' FLOAT 1x1x61"),
+                      "%s", out);
+        free(out);
+    }
 }
 END_TEST
 
@@ -627,6 +637,15 @@ START_TEST(test_one_dim_fixed_others_kept)
                   "%s", out);
     free(out);
     ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    /* xflow-run tries the larger lengths when the first run fails, and
+     * gives the last error */
+    snprintf(args, sizeof args, "%s", path_in(dir, "in.onnx"));
+    ck_assert_int_ne(xflow_run(args, &out), 0);
+    ck_assert_msg(strstr(out, "trying 64 past each input's first dim") &&
+                      strstr(out, "trying 512 past each input's first dim") && strstr(out, "error: ") &&
+                      strstr(out, "cannot reshape 1x512") != NULL,
+                  "%s", out);
+    free(out);
     /* only the batch given: the length is guessed as above */
     snprintf(args, sizeof args, "%s -o %s --dim B=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
     ck_assert_int_ne(xflowc(args, &out), 0);

@@ -511,6 +511,14 @@ xf_status xf_cli_load_inputs(const xf_graph *g, const char *const *files, int n_
 
 const int64_t xf_cli_guesses[XF_CLI_GUESSES] = {64, 512};
 
+int64_t xf_cli_next_guess(int64_t taken)
+{
+    for (int i = 0; taken > 0 && i < XF_CLI_GUESSES; i++)
+        if (xf_cli_guesses[i] > taken)
+            return xf_cli_guesses[i];
+    return 0;
+}
+
 xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int n_shapes, const xf_dim_size *dims,
                             int n_dims, const char *const *inputs, int n_inputs, int64_t *guess, xf_model **out,
                             xf_error *err)

@@ -65,6 +65,11 @@ xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int 
 /* The sizes xf_cli_load_model tries past 1 (XF_CLI_GUESSES of them). */
 #define XF_CLI_GUESSES 2
 extern const int64_t xf_cli_guesses[XF_CLI_GUESSES];
+/* The first of them larger than `taken` (the size xf_cli_load_model's
+ * *guess came back with), to load again with where the model does not fit
+ * once loaded; 0 where there is none (no dims took a guess, or the largest
+ * was tried). */
+int64_t xf_cli_next_guess(int64_t taken);
 
 /* Nodes of g as an ONNX file holds them: a Conv's fused activation is a node of its own there. */
 int xf_cli_written_nodes(const xf_graph *g);

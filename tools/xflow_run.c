@@ -7,61 +7,61 @@
 #include "xf_runtime.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static const char usage[] =
-    "usage: xflow-run MODEL.onnx [options]\n"
-    "\n"
-    "Runs an ONNX model on an xflow backend and prints its outputs.\n"
-    "\n"
-    "options:\n"
-    "  --backend NAME           backend to run on (default cpu_ref; --list-backends)\n"
-    "  --input FILE.pb          an ONNX TensorProto file for the next graph input, in\n"
-    "                           input order (repeatable); its size sizes the input's\n"
-    "                           symbolic dims (named ones for every input); inputs\n"
-    "                           not given are seeded random tensors (floats in\n"
-    "                           [-1, 1), integers in [0, 10) and below the rows of a\n"
-    "                           table they index, all ones for one named as a mask,\n"
-    "                           a random PPM image for an ImageDecoder's bytes);\n"
-    "                           a sequence or optional input takes a SequenceProto\n"
-    "                           or OptionalProto\n"
-    "  --seed N                 seed for random inputs (default 1)\n"
-    "  --input-shape NAME=DIMS  static shape for an input with symbolic dims\n"
-    "  --dim NAME=N             the size of the symbolic dim NAME wherever an input\n"
-    "                           has it (repeatable; e.g. --dim past=32 --dim seq=1\n"
-    "                           --dim total=33 for a decoder with a KV cache);\n"
-    "                           symbolic dims nothing sizes are 1, or, where the\n"
-    "                           model does not load at 1, 64 and then 512 past\n"
-    "                           each input's first dim\n"
-    "  --output-dir DIR         write output_N.pb files (ONNX test-data layout:\n"
-    "                           SequenceProto or OptionalProto for such outputs)\n"
-    "  --iters N                run N timed iterations after warm-up and print\n"
-    "                           median/min/max latency\n"
-    "  --warmup N               untimed runs before timing (default 3)\n"
-    "  --profile N              time every node (median of --iters runs, at least\n"
-    "                           10) and print the N slowest nodes and the time per\n"
-    "                           op type\n"
-    "  --max-tensor-mb N        fail the run (naming the value) rather than make a\n"
-    "                           tensor of more than N MiB, also inside If, Loop and\n"
-    "                           Scan bodies: for models whose sizes come from their\n"
-    "                           data (default: no limit)\n"
-    "  --threads N              run on at most N threads (default: OMP_NUM_THREADS,\n"
-    "                           else one per core)\n"
-    "  --direct-conv            sum every convolution directly, as cpu_ref does\n"
-    "                           (default: 3x3 ones may run through Winograd's\n"
-    "                           transform, faster, rounded in another order)\n"
-    "  --fixed-kernels          run each node on the kernel the backend's plan gives\n"
-    "                           (default: the cpu backend times oneDNN's other\n"
-    "                           kernels for a convolution and runs the fastest,\n"
-    "                           which --profile shows; choices are kept in\n"
-    "                           ~/.cache/xflow/cpu-kernels.txt, or the file\n"
-    "                           XF_KERNEL_CACHE names, none if it is empty)\n"
-    "  --list-backends          print the backends this build has\n"
-    "  -q, --quiet, -v, --verbose, -h, --help\n"
-    "  --version                the version, the backends and the image formats\n"
-    "                           this build has\n";
+static const char usage[] = "usage: xflow-run MODEL.onnx [options]\n"
+                            "\n"
+                            "Runs an ONNX model on an xflow backend and prints its outputs.\n"
+                            "\n"
+                            "options:\n"
+                            "  --backend NAME           backend to run on (default cpu_ref; --list-backends)\n"
+                            "  --input FILE.pb          an ONNX TensorProto file for the next graph input, in\n"
+                            "                           input order (repeatable); its size sizes the input's\n"
+                            "                           symbolic dims (named ones for every input); inputs\n"
+                            "                           not given are seeded random tensors (floats in\n"
+                            "                           [-1, 1), integers in [0, 10) and below the rows of a\n"
+                            "                           table they index, all ones for one named as a mask,\n"
+                            "                           a random PPM image for an ImageDecoder's bytes);\n"
+                            "                           a sequence or optional input takes a SequenceProto\n"
+                            "                           or OptionalProto\n"
+                            "  --seed N                 seed for random inputs (default 1)\n"
+                            "  --input-shape NAME=DIMS  static shape for an input with symbolic dims\n"
+                            "  --dim NAME=N             the size of the symbolic dim NAME wherever an input\n"
+                            "                           has it (repeatable; e.g. --dim past=32 --dim seq=1\n"
+                            "                           --dim total=33 for a decoder with a KV cache);\n"
+                            "                           symbolic dims nothing sizes are 1, or, where the\n"
+                            "                           model does not load, prepare or run at 1, 64 and\n"
+                            "                           then 512 past each input's first dim\n"
+                            "  --output-dir DIR         write output_N.pb files (ONNX test-data layout:\n"
+                            "                           SequenceProto or OptionalProto for such outputs)\n"
+                            "  --iters N                run N timed iterations after warm-up and print\n"
+                            "                           median/min/max latency\n"
+                            "  --warmup N               untimed runs before timing (default 3)\n"
+                            "  --profile N              time every node (median of --iters runs, at least\n"
+                            "                           10) and print the N slowest nodes and the time per\n"
+                            "                           op type\n"
+                            "  --max-tensor-mb N        fail the run (naming the value) rather than make a\n"
+                            "                           tensor of more than N MiB, also inside If, Loop and\n"
+                            "                           Scan bodies: for models whose sizes come from their\n"
+                            "                           data (default: no limit)\n"
+                            "  --threads N              run on at most N threads (default: OMP_NUM_THREADS,\n"
+                            "                           else one per core)\n"
+                            "  --direct-conv            sum every convolution directly, as cpu_ref does\n"
+                            "                           (default: 3x3 ones may run through Winograd's\n"
+                            "                           transform, faster, rounded in another order)\n"
+                            "  --fixed-kernels          run each node on the kernel the backend's plan gives\n"
+                            "                           (default: the cpu backend times oneDNN's other\n"
+                            "                           kernels for a convolution and runs the fastest,\n"
+                            "                           which --profile shows; choices are kept in\n"
+                            "                           ~/.cache/xflow/cpu-kernels.txt, or the file\n"
+                            "                           XF_KERNEL_CACHE names, none if it is empty)\n"
+                            "  --list-backends          print the backends this build has\n"
+                            "  -q, --quiet, -v, --verbose, -h, --help\n"
+                            "  --version                the version, the backends and the image formats\n"
+                            "                           this build has\n";
 
 typedef struct options {
     const char *model, *backend, *output_dir;
@@ -305,6 +305,23 @@ static void print_output(const char *name, const xf_tensor *t)
     xf_cli_info("%s\n", n > 8 ? " ..." : "");
 }
 
+/* Where the symbolic dims nothing sized took `taken` and do not fit (err,
+ * found once the model loaded: when its shapes fold in the session, or
+ * when it runs), the larger size to load it again with, saying so; 0
+ * where there is none.  `tried` keeps why the sizes before did not do. */
+static int64_t larger_guess(const char *model, int64_t taken, const xf_error *err, char *tried, size_t n)
+{
+    int64_t next = xf_cli_next_guess(taken);
+    if (next) {
+        xf_log(XF_LOG_WARN,
+               "%s: its symbolic dims do not fit at the sizes taken (%s); trying %" PRId64
+               " past each input's first dim",
+               model, err->msg, next);
+        snprintf(tried, n, "%s: %s", model, err->msg);
+    }
+    return next;
+}
+
 int main(int argc, char **argv)
 {
     xf_cli_openmp_passive(argv);
@@ -327,11 +344,14 @@ int main(int argc, char **argv)
     xf_session *s = NULL;
     xf_tensor **inputs = NULL, **outputs = NULL;
     double *times = NULL;
-    int64_t guess = 0;
-    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &guess, &m, &err) !=
+    int64_t guess = 0, taken = 0;
+    char tried[3200] = ""; /* why the sizes before did not do, said where larger ones do not load */
+retry:
+    taken = guess;
+    if (xf_cli_load_model(o.model, o.shapes, o.n_shapes, o.dims, o.n_dims, o.inputs, o.n_inputs, &taken, &m, &err) !=
         XF_OK) {
         options_free(&o);
-        return xf_cli_error("%s", err.msg);
+        return tried[0] ? xf_cli_error("%s", tried) : xf_cli_error("%s", err.msg);
     }
     const xf_graph *g = m->graph;
     rc = 1;
@@ -343,6 +363,8 @@ int main(int argc, char **argv)
                                .direct_convolutions = o.direct_conv,
                                .fixed_kernels = o.fixed_kernels};
     if (xf_session_create(g, xf_model_opset(m), o.backend, &sopt, &s, &err) != XF_OK) {
+        if ((guess = larger_guess(o.model, taken, &err, tried, sizeof tried)) != 0)
+            goto again;
         rc = xf_cli_error("%s: %s", o.model, err.msg);
         goto done;
     }
@@ -367,6 +389,8 @@ int main(int argc, char **argv)
         }
         double t0 = xf_cli_now();
         if (xf_session_run(s, inputs, outputs, &err) != XF_OK) {
+            if (it == 0 && (guess = larger_guess(o.model, taken, &err, tried, sizeof tried)) != 0)
+                goto again;
             rc = xf_cli_error("%s: %s", o.model, err.msg);
             goto done;
         }
@@ -409,4 +433,15 @@ done:
     xf_model_free(m);
     options_free(&o);
     return rc;
+again: /* loaded again at a larger size */
+    xf_cli_free_tensors(inputs, g->n_inputs);
+    xf_cli_free_tensors(outputs, g->n_outputs);
+    free(times);
+    xf_session_free(s);
+    xf_model_free(m);
+    inputs = outputs = NULL;
+    times = NULL;
+    s = NULL;
+    m = NULL;
+    goto retry;
 }

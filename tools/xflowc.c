@@ -431,17 +431,6 @@ done:
     return rc;
 }
 
-/* The index of the first size xf_cli_load_model tries past 1 that is
- * larger than `taken`, the size the dims nothing sized took
- * (XF_CLI_GUESSES: none, or there were no such dims). */
-static int next_guess(int64_t taken)
-{
-    int next = 0;
-    while (next < XF_CLI_GUESSES && (taken == 0 || taken >= xf_cli_guesses[next]))
-        next++;
-    return next;
-}
-
 int main(int argc, char **argv)
 {
     xf_cli_openmp_passive(argv);
@@ -511,17 +500,17 @@ retry:
         }
         if (cs == XF_OK && xf_graph_validate(m->graph, &err) == XF_OK)
             break;
-        int next = next_guess(taken);
-        if (m->n_symbolic == 0 || next >= XF_CLI_GUESSES) {
+        int64_t next = xf_cli_next_guess(taken);
+        if (m->n_symbolic == 0 || !next) {
             rc = xf_cli_error("%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
             goto done;
         }
         xf_log(XF_LOG_WARN,
                "%s: its symbolic dims do not fit at the sizes taken (%s); trying %" PRId64
                " past each input's first dim%s",
-               o.in, err.msg, xf_cli_guesses[next], given);
+               o.in, err.msg, next, given);
         snprintf(tried, sizeof tried, "%s: while optimizing: %s%s", o.in, err.msg, xfc_sizes_hint(m));
-        guess = xf_cli_guesses[next];
+        guess = next;
     }
     double t_canon = xf_cli_now();
     char branches[320] = "";
@@ -564,14 +553,14 @@ retry:
         /* the model does not run, or its dims do not all hold, at the
          * sizes taken: larger ones, from the load on, where no size was
          * given */
-        int next = next_guess(taken);
-        if (next < XF_CLI_GUESSES) {
+        int64_t next = xf_cli_next_guess(taken);
+        if (next) {
             xf_log(XF_LOG_WARN,
                    "%s: its symbolic dims do not all hold at the sizes taken; trying %" PRId64
                    " past each input's first dim%s",
-                   o.in, xf_cli_guesses[next], given);
+                   o.in, next, given);
             snprintf(tried, sizeof tried, "%s: %s", o.in, why_fixed);
-            guess = xf_cli_guesses[next];
+            guess = next;
             goto retry;
         }
         rc = xf_cli_error("%s: %s", o.in, why_fixed);
