@@ -56,6 +56,23 @@ int xf_bt_conv(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t
     return out0(g, n);
 }
 
+int xf_bt_reduce(xf_graph *g, xf_op op, int x, const int64_t *axes, int n_axes, bool as_input, bool keepdims)
+{
+    int n;
+    if (as_input && n_axes > 0) {
+        int ax = constant(g, NULL, XF_DT_INT64, xf_shape_make(1, (int64_t[]){n_axes}), axes);
+        n = node(g, op, NULL, 2, (int[]){x, ax}, 1);
+    } else {
+        n = node(g, op, NULL, 1, (int[]){x}, 1);
+        attrs(g, n)->has_axes = n_axes > 0;
+        attrs(g, n)->n_axes = n_axes;
+        for (int k = 0; k < n_axes; k++)
+            attrs(g, n)->axes[k] = axes[k];
+    }
+    attrs(g, n)->keepdims = keepdims;
+    return n;
+}
+
 int xf_bt_finish_single(xf_graph *g, xf_op op, int n_in, const int *ins)
 {
     int n = node(g, op, "n", n_in, ins, 1);

@@ -21,6 +21,9 @@ int xf_bt_with_scalar(xf_graph *g, xf_op op, int x, float c);
 /* A 2-D Conv of x (cin channels) to cout channels, k x k kernel, "same"
  * pads, random weights and bias, the fused activation act; its output. */
 int xf_bt_conv(xf_graph *g, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, xf_activation act);
+/* A Reduce* node of op on x over n_axes axes (0: none given), from its
+ * attribute or (as_input) a constant input, dims kept or not; its index. */
+int xf_bt_reduce(xf_graph *g, xf_op op, int x, const int64_t *axes, int n_axes, bool as_input, bool keepdims);
 /* Adds node op on ins; its output becomes the graph output. */
 int xf_bt_finish_single(xf_graph *g, xf_op op, int n_in, const int *ins);
 /* Sets a window op's kernel (NULL: none), strides, pads and dilations. */

@@ -170,18 +170,8 @@ START_TEST(reductions)
     for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
         xf_graph *g = xf_graph_create("reduce");
         /* [3, 17, 1, 40]: axes 1 and 3 are one run past the 1 */
-        int x = add_input(g, SHAPE(3, 17, 1, 40)), n;
-        if (cases[i].attr || cases[i].n_axes == 0) {
-            n = node(g, cases[i].op, NULL, 1, (int[]){x}, 1);
-            attrs(g, n)->has_axes = cases[i].n_axes > 0;
-            attrs(g, n)->n_axes = cases[i].n_axes;
-            for (int k = 0; k < cases[i].n_axes; k++)
-                attrs(g, n)->axes[k] = cases[i].axes[k];
-        } else {
-            int ax = constant(g, NULL, XF_DT_INT64, xf_shape_make(1, (int64_t[]){cases[i].n_axes}), cases[i].axes);
-            n = node(g, cases[i].op, NULL, 2, (int[]){x, ax}, 1);
-        }
-        attrs(g, n)->keepdims = cases[i].keep;
+        int n = xf_bt_reduce(g, cases[i].op, add_input(g, SHAPE(3, 17, 1, 40)), cases[i].axes, cases[i].n_axes,
+                             !cases[i].attr, cases[i].keep);
         xf_graph_add_output(g, out0(g, n));
         char impl[128], what[64];
         snprintf(what, sizeof what, "reduction %d", i);

@@ -173,17 +173,8 @@ START_TEST(reductions)
     };
     for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
         xf_graph *g = xf_graph_create("reduce");
-        int x = in(g, XF_DT_FLOAT, forms[f].shape);
-        int n = forms[f].as_input
-                    ? NODE(g, forms[f].op, x, constant(g, NULL, XF_DT_INT64, SHAPE(forms[f].n_axes), forms[f].axes))
-                    : NODE(g, forms[f].op, x);
-        xf_attrs *a = attrs(g, n);
-        a->keepdims = forms[f].keepdims;
-        if (!forms[f].as_input) {
-            a->has_axes = true;
-            a->n_axes = forms[f].n_axes;
-            memcpy(a->axes, forms[f].axes, sizeof forms[f].axes);
-        }
+        xf_bt_reduce(g, forms[f].op, in(g, XF_DT_FLOAT, forms[f].shape), forms[f].axes, forms[f].n_axes,
+                     forms[f].as_input, forms[f].keepdims);
         char what[64];
         snprintf(what, sizeof what, "%s, form %zu", xf_op_name(forms[f].op), f);
         check(g, what);
