@@ -551,8 +551,8 @@ retry:
     if (m->n_symbolic > 0 &&
         !xfc_keep_symbolic(m, original, opset, (uint64_t)o.seed, &sym, o.n_inputs > 0, why_fixed, sizeof why_fixed)) {
         /* the model does not run, or its dims do not all hold, at the
-         * sizes taken: larger ones, from the load on, where no size was
-         * given */
+         * sizes taken: larger ones for the dims nothing sized, from the
+         * load on */
         int64_t next = xf_cli_next_guess(taken);
         if (next) {
             xf_log(XF_LOG_WARN,
