@@ -200,6 +200,18 @@ static void assert_runs(const char *model, const char *file, const char *want)
     free(out);
 }
 
+/* xflowc with args fails, saying each of wants (NULL-terminated), and
+ * writes nothing to path. */
+static void assert_refused(const char *args, const char *path, const char *const *wants)
+{
+    char *out = NULL;
+    ck_assert_int_ne(xflowc(args, &out), 0);
+    for (int i = 0; wants[i]; i++)
+        ck_assert_msg(strstr(out, wants[i]), "no '%s' in: %s", wants[i], out);
+    free(out);
+    ck_assert(!xf_test_exists(path));
+}
+
 /* A zero-filled FLOAT tensor of dims d written to dir/name.pb; its path. */
 static const char *tensor_file(const char *dir, const char *name, int ndim, const int64_t *d)
 {
@@ -615,28 +627,24 @@ START_TEST(test_one_dim_fixed_others_kept)
     }
     /* the gated model at length 1 does not run, and a file fixed there
      * would take no input */
-    snprintf(args, sizeof args, "%s -o %s --dim B=1 --dim L=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
-    ck_assert_int_ne(xflowc(args, &out), 0);
-    ck_assert_msg(strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
-                              "stay symbolic (") &&
-                      strstr(out, "and at the sizes used for them (B=1, L=1) the model does not run (") &&
-                      strstr(out, "give sizes that fit with --dim NAME=N"),
-                  "%s", out);
-    free(out);
-    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    static const char *const all_dims = "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could "
+                                        "not stay symbolic (";
+    char guessed[4200];
+    snprintf(guessed, sizeof guessed, "%s", path_in(dir, "guessed.onnx"));
+    snprintf(args, sizeof args, "%s -o %s --dim B=1 --dim L=1", path_in(dir, "in.onnx"), guessed);
+    assert_refused(args, guessed,
+                   (const char *[]){all_dims, "and at the sizes used for them (B=1, L=1) the model does not run (",
+                                    "give sizes that fit with --dim NAME=N", NULL});
     /* no size at all: larger lengths past the batch are tried (64, 512:
      * none is 16), and then nothing is written */
-    snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
-    ck_assert_int_ne(xflowc(args, &out), 0);
-    ck_assert_msg(strstr(out, "do not all hold at the sizes taken; trying 64 past each input's first dim") &&
-                      strstr(out, "do not all hold at the sizes taken; trying 512 past each input's first dim") &&
-                      strstr(out, "the symbolic dims 'x' dim 0 ('B'), 'x' dim 1 ('L'), 'w' dim 0 ('L') could not "
-                                  "stay symbolic (") &&
-                      strstr(out, "and the size used for those no size was given for, 512, was guessed; give the "
-                                  "sizes the model takes with --input-shape NAME=DIMS"),
-                  "%s", out);
-    free(out);
-    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    snprintf(args, sizeof args, "%s -o %s", path_in(dir, "in.onnx"), guessed);
+    assert_refused(args, guessed,
+                   (const char *[]){"do not all hold at the sizes taken; trying 64 past each input's first dim",
+                                    "do not all hold at the sizes taken; trying 512 past each input's first dim",
+                                    all_dims,
+                                    "and the size used for those no size was given for, 512, was guessed; give the "
+                                    "sizes the model takes with --input-shape NAME=DIMS",
+                                    NULL});
     /* xflow-run tries the larger lengths when the first run fails, and
      * gives the last error */
     snprintf(args, sizeof args, "%s", path_in(dir, "in.onnx"));
@@ -647,15 +655,12 @@ START_TEST(test_one_dim_fixed_others_kept)
                   "%s", out);
     free(out);
     /* only the batch given: the length is guessed as above */
-    snprintf(args, sizeof args, "%s -o %s --dim B=1", path_in(dir, "in.onnx"), path_in(dir, "guessed.onnx"));
-    ck_assert_int_ne(xflowc(args, &out), 0);
-    ck_assert_msg(strstr(out, "input 'x' dim 1 ('L') is symbolic; using the sizes shown (set it with --input-shape "
-                              "x=1x64)") &&
-                      strstr(out, "trying 512 past each input's first dim where no size was given") &&
-                      strstr(out, "and the size used for those no size was given for, 512, was guessed"),
-                  "%s", out);
-    free(out);
-    ck_assert(!xf_test_exists(path_in(dir, "guessed.onnx")));
+    snprintf(args, sizeof args, "%s -o %s --dim B=1", path_in(dir, "in.onnx"), guessed);
+    assert_refused(args, guessed,
+                   (const char *[]){"input 'x' dim 1 ('L') is symbolic; using the sizes shown (set it with "
+                                    "--input-shape x=1x64)",
+                                    "trying 512 past each input's first dim where no size was given",
+                                    "and the size used for those no size was given for, 512, was guessed", NULL});
     /* frames of 8x8 hold at the guessed length of 64 alone: the batch
      * would stay symbolic, but a length nobody gave is not written (found
      * before the search, or behind the If after it) */
