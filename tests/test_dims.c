@@ -546,6 +546,24 @@ START_TEST(test_batch_of_one_kept_with_guesses)
     ck_assert_int_ne(xflow_run(args, &out), 0);
     ck_assert_msg(strstr(out, "node 'conv' (Conv)") && !strstr(out, "trying 64"), "%s", out);
     free(out);
+    /* a length of 32 only: Reshape(Conv(x, w of 8), [1, 25]) fits neither
+     * 1 (the window) nor the sizes guessed; the error names the first
+     * size's node, and the last size's beside it */
+    static const int64_t two[] = {2}, to25[] = {1, 25};
+    Onnx__GraphProto *l = mk_graph("length");
+    PUSH(l->n_input, l->input, mk_vi("x", XF_DT_FLOAT, 3, (const int64_t[]){1, 1, -1}, NAMES(NULL, NULL, "L")));
+    PUSH(l->n_initializer, l->initializer, mk_raw("w", XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+    PUSH(l->n_initializer, l->initializer, mk_raw("to", XF_DT_INT64, 1, two, to25, sizeof to25));
+    PUSH(l->n_node, l->node, mk_node("Conv", "conv", NAMES("x", "w"), NAMES("c")));
+    PUSH(l->n_node, l->node, mk_node("Reshape", "r", NAMES("c", "to"), NAMES("y")));
+    PUSH(l->n_output, l->output, mk_vi("y", XF_DT_FLOAT, -1, NULL, NULL));
+    write_model(mk_model(l, 13), in);
+    ck_assert_int_ne(xflow_run(in, &out), 0);
+    ck_assert_msg(strstr(out, "error: ") && strstr(out, "node 'conv' (Conv)") &&
+                      strstr(out, "kernel's extent 8 (the symbolic dims were sized L=1") &&
+                      strstr(out, "; at 512 past each input's first dim: node 'r' (Reshape)"),
+                  "%s", out);
+    free(out);
     /* nor where the only symbolic dim is a batch, which guesses leave at
      * 1: Reshape(x [N, 4], [2, -1, 4]) needs an even N */
     static const int64_t three[] = {3}, to[] = {2, -1, 4};

@@ -558,7 +558,9 @@ xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int 
     lo.feed_shapes = NULL;
     /* symbolic dims that nothing sized, taken as 1, may not fit (a
      * detector downsampling by 32, an STFT's window): larger sizes past
-     * each input's first dim (a batch stays 1), the first error kept */
+     * each input's first dim (a batch stays 1), the first error kept,
+     * and the last one beside it where it differs: a recognizer's height
+     * that must pool to 1 shows there (PP-OCRv2's, 32) */
     xf_error first = *err;
     bool given = n_shapes || n_dims || n_inputs;
     for (int i = 0; st != XF_OK && *guess <= 1 && guessed && strstr(first.msg, "(the symbolic dims were sized") &&
@@ -570,8 +572,18 @@ xf_status xf_cli_load_model(const char *path, const xf_input_shape *shapes, int 
                xf_cli_guesses[i], given ? " where no size was given" : "");
         st = xf_model_load(path, &lo, out, err);
     }
-    if (st != XF_OK && strcmp(err->msg, first.msg) != 0)
+    if (st != XF_OK && strcmp(err->msg, first.msg) != 0) {
+        char *hint = strstr(err->msg, " (the symbolic dims were sized");
+        if (hint)
+            *hint = '\0';
+        const char *last = err->msg; /* without the file's name, said already */
+        size_t len = strlen(first.msg), named = strlen(path);
+        if (strncmp(last, path, named) == 0 && strncmp(last + named, ": ", 2) == 0)
+            last += named + 2;
+        snprintf(first.msg + len, sizeof first.msg - len, "; at %" PRId64 " past each input's first dim: %.480s",
+                 lo.guess_size, last);
         *err = first;
+    }
     *guess = guessed ? lo.guess_size : 0;
     return st;
 }
