@@ -81,38 +81,47 @@ static xf_status per_node_pass(xf_graph *g, xf_canon_stats *st, node_visit_fn vi
     return s;
 }
 
+/* The bytes a value of numel elements of dtype t takes (strings: a
+ * pointer and a short string each, as a guess), SIZE_MAX past it. */
+static size_t value_bytes(xf_dtype t, int64_t numel)
+{
+    size_t esize = t == XF_DT_STRING ? 16 : xf_dtype_size(t);
+    return numel < 0 || esize == 0 || (uint64_t)numel > SIZE_MAX / esize ? SIZE_MAX : (size_t)numel * esize;
+}
+
 /* Whether node n computes a constant that may become initializers: not
  * opaque, not an op that is never folded (XF_OPF_NOFOLD: quantization),
  * every input constant (Shape, Size: its input's shape static), no graph
- * output among its outputs, results known in size and within max_bytes.
- * Identity and Dropout are left to xf_pass_remove_identity, which removes
- * them without copying their data. */
-static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes)
+ * output among its outputs, results known in size and within max_bytes,
+ * or (within_inputs) no larger than the constant data it reads.  Identity
+ * and Dropout are left to xf_pass_remove_identity, which removes them
+ * without copying their data. */
+static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes, bool within_inputs)
 {
     if (n->op == XF_OP_OPAQUE || n->op == XF_OP_IDENTITY || n->op == XF_OP_DROPOUT ||
         (xf_op_get_info(n->op)->flags & XF_OPF_NOFOLD))
         return false;
     bool shape_only = xf_op_get_info(n->op)->flags & XF_OPF_SHAPE_ONLY;
+    size_t read = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         int v = n->inputs[k];
         if (v < 0)
             continue;
-        bool known = shape_only ? xf_shape_numel(&g->values[v].shape) >= 0 : xf_graph_constant(g, v) != NULL;
-        if (!known)
+        const xf_tensor *t = shape_only ? NULL : xf_graph_constant(g, v);
+        if (shape_only ? xf_shape_numel(&g->values[v].shape) < 0 : !t)
             return false;
+        size_t b = t ? value_bytes(t->dtype, xf_tensor_numel(t)) : 0;
+        read = b > SIZE_MAX - read ? SIZE_MAX : read + b;
     }
-    size_t bytes = 0;
+    size_t bytes = 0, limit = within_inputs && read > max_bytes ? read : max_bytes;
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
         if (v < 0)
             continue;
-        int64_t numel = xf_shape_numel(&g->values[v].shape);
-        /* strings: a pointer and a short string each, as a guess */
-        size_t esize = g->values[v].dtype == XF_DT_STRING ? 16 : xf_dtype_size(g->values[v].dtype);
-        if (xf_graph_is_output(g, v) || numel < 0 || esize == 0 ||
-            (uint64_t)numel > (max_bytes - bytes) / esize)
+        size_t b = value_bytes(g->values[v].dtype, xf_shape_numel(&g->values[v].shape));
+        if (xf_graph_is_output(g, v) || b == SIZE_MAX || b > limit - bytes)
             return false;
-        bytes += (size_t)numel * esize;
+        bytes += b;
     }
     return true;
 }
@@ -162,8 +171,8 @@ static bool has_unknown_output(const xf_graph *g, const xf_node *n)
     return false;
 }
 
-xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
-                                 xf_canon_stats *st, xf_error *err)
+static xf_status fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes, bool within_inputs,
+                                xf_canon_stats *st, xf_error *err)
 {
     xf_canon_stats unused = {0};
     st = st ? st : &unused;
@@ -185,7 +194,7 @@ xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eva
         const xf_node *n = &g->nodes[i];
         if (n->op != XF_OP_OPAQUE && has_unknown_output(g, n))
             s = xf_node_infer_shape(g, i, opset, NULL, err);
-        if (s != XF_OK || !can_fold(g, n, max_bytes))
+        if (s != XF_OK || !can_fold(g, n, max_bytes, within_inputs))
             continue;
         s = fold_node(g, i, eval, made, err);
         if (s == XF_ERR_UNSUPPORTED) {
@@ -201,6 +210,18 @@ xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eva
     free(keep);
     free(made);
     return s;
+}
+
+xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes, xf_canon_stats *st,
+                                 xf_error *err)
+{
+    return fold_constants(g, opset, eval, max_bytes, false, st, err);
+}
+
+xf_status xf_pass_fold_constants_bounded(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
+                                         xf_canon_stats *st, xf_error *err)
+{
+    return fold_constants(g, opset, eval, max_bytes, true, st, err);
 }
 
 /* ------------------------------------------------------------ BatchNormalization folding */

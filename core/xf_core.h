@@ -666,6 +666,12 @@ typedef struct xf_canon_stats {
 typedef xf_status (*xf_node_eval_fn)(const xf_graph *g, int node, xf_tensor **outputs, xf_error *err);
 xf_status xf_pass_fold_constants(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
                                  xf_canon_stats *st, xf_error *err);
+/* The same, folding too the nodes whose results are larger than max_bytes
+ * but no larger than the constant data they read (a Slice, Concat or
+ * Transpose of weights: paddle2onnx's LSTMs reorder their gates so), which
+ * at most repeat data the model holds. */
+xf_status xf_pass_fold_constants_bounded(xf_graph *g, int64_t opset, xf_node_eval_fn eval, size_t max_bytes,
+                                         xf_canon_stats *st, xf_error *err);
 /* A BatchNormalization (inference mode), or a Mul, Div, Add or Sub by a
  * floating constant of one value or one per channel, that alone reads a
  * Conv's output (no fused activation, constant weights) becomes that

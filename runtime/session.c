@@ -776,11 +776,12 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     if (st == XF_OK && rewrite)
         st = xf_pass_remove_identity(s->g, NULL, err);
     /* small computations on constants (a Pad's pads cast from a
-     * Constant, a shape read from a static one) done once, as ONNX
-     * Runtime's constant folding does, so that the rewrites below see
-     * them as constants */
+     * Constant, a shape read from a static one), and larger ones no larger
+     * than the constants they read (an LSTM's weights sliced and joined
+     * again), done once, as ONNX Runtime's constant folding does, so that
+     * the rewrites below and the backend see them as constants */
     if (st == XF_OK && rewrite)
-        st = xf_pass_fold_constants(s->g, opset, xf_runtime_eval_node, SESSION_FOLD_MAX_BYTES, NULL, err);
+        st = xf_pass_fold_constants_bounded(s->g, opset, xf_runtime_eval_node, SESSION_FOLD_MAX_BYTES, NULL, err);
     /* Transposes moved through the ops after them and cancelled in pairs
      * (TensorFlow's NHWC exports) */
     if (st == XF_OK && rewrite)

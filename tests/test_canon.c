@@ -181,6 +181,48 @@ START_TEST(canon_fold_limits)
 }
 END_TEST
 
+/* Sessions' folding (xf_pass_fold_constants_bounded) folds past its limit
+ * the nodes whose results are no larger than the constants they read: a
+ * Slice and a Concat of 8000-byte weights (as paddle2onnx reorders an
+ * LSTM's gates), not a Tile that doubles them, nor a Cast to double. */
+START_TEST(canon_fold_within_inputs)
+{
+    static float w[2000];
+    for (int i = 0; i < 2000; i++)
+        w[i] = (float)i;
+    for (int bounded = 0; bounded < 2; bounded++) {
+        xf_graph *g = xf_graph_create("g");
+        int c = constant(g, "w", XF_DT_FLOAT, SHAPE(2000), w), x = input(g, "x", XF_DT_FLOAT, SHAPE(1490));
+        int part = NODE(g, XF_OP_SLICE, c, CONST_I64(g, 10), CONST_I64(g, 1500));
+        int cat = NODE(g, XF_OP_CONCAT, out0(g, part), c);
+        attrs(g, cat)->axis = 0;
+        int tile = NODE(g, XF_OP_TILE, c, CONST_I64(g, 2));
+        int wide = NODE(g, XF_OP_CAST, c);
+        attrs(g, wide)->to = XF_DT_DOUBLE;
+        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_ADD, x, out0(g, part))));
+        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_CONCAT, out0(g, cat), out0(g, tile))));
+        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_CAST, out0(g, wide))));
+        attrs(g, g->n_nodes - 1)->to = XF_DT_FLOAT;
+        attrs(g, g->n_nodes - 2)->axis = 0;
+        infer_ok(g, 17);
+        xf_canon_stats st = {0};
+        xf_error e = {0};
+        canon_ok(bounded ? xf_pass_fold_constants_bounded(g, 17, xf_runtime_eval_node, 4000, &st, &e)
+                         : xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e),
+                 &e);
+        /* the Slice (5960 bytes) and the Concat (13960 of 13960 read) fold;
+         * the Tile (16000 of 8000) and the Cast (16000 of 8000) stay */
+        ck_assert_int_eq(st.folded_constants, bounded ? 2 : 0);
+        ck_assert_int_eq(g->n_nodes, bounded ? 5 : 7);
+        for (int i = 0; i < g->n_nodes; i++)
+            ck_assert(!bounded || (g->nodes[i].op != XF_OP_SLICE && g->nodes[i].op != XF_OP_CONCAT) ||
+                      g->nodes[i].outputs[0] == g->outputs[1]);
+        validate_ok(g);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 static uint64_t rng_state = 12345;
 static float rand_float(void)
 {
@@ -937,6 +979,7 @@ static Suite *canon_suite(void)
     TCase *canon = tcase_create("canonicalize");
     tcase_add_test(canon, canon_fold_shape_chain);
     tcase_add_test(canon, canon_fold_limits);
+    tcase_add_test(canon, canon_fold_within_inputs);
     tcase_add_test(canon, canon_fold_batchnorm);
     tcase_add_test(canon, canon_fold_batchnorm_half);
     tcase_add_test(canon, canon_fold_affine);
