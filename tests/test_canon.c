@@ -1,7 +1,7 @@
 /* Check suite for structural hashing and the canonicalization passes
- * (constant folding with the runtime's evaluator, BatchNormalization and
- * per-channel Mul/Add folding, Identity/Dropout and dead-node removal,
- * Pads into their readers). */
+ * (BatchNormalization and per-channel Mul/Add folding, Identity/Dropout
+ * and dead-node removal, Pads into their readers; constant folding is in
+ * test_fold_constants.c). */
 #include "core_builders.h"
 #include "xf_runtime.h"
 
@@ -111,117 +111,6 @@ END_TEST
 /* ------------------------------------------------------------ canonicalization */
 
 static void canon_ok(xf_status st, const xf_error *e) { ck_assert_msg(st == XF_OK, "pass failed: %s", e->msg); }
-
-START_TEST(canon_fold_shape_chain)
-{
-    /* PyTorch's x.view(x.size(0), -1):
-     * Shape -> Gather -> Unsqueeze -> Concat -> Reshape. */
-    xf_graph *g = xf_graph_create("g");
-    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2, 3, 4, 5));
-    int shape = NODE(g, XF_OP_SHAPE, x);
-    int batch = NODE(g, XF_OP_GATHER, out0(g, shape), scalar_i64(g, 0));
-    int unsq = NODE(g, XF_OP_UNSQUEEZE, out0(g, batch), CONST_I64(g, 0));
-    int cat = NODE(g, XF_OP_CONCAT, out0(g, unsq), CONST_I64(g, -1));
-    int y = xf_graph_add_value(g, "y", XF_DT_UNDEFINED, NULL);
-    xf_graph_add_node(g, XF_OP_RESHAPE, "view", 2, (int[]){x, out0(g, cat)}, 1, &y);
-    xf_graph_add_output(g, y);
-    infer_ok(g, 13);
-    ck_assert_int_eq(g->values[y].shape.ndim, -1); /* data-dependent: unknown until folded */
-
-    xf_canon_stats st = {0};
-    xf_error e = {0};
-    canon_ok(xf_pass_fold_constants(g, 13, xf_runtime_eval_node, 1 << 20, &st, &e), &e);
-    validate_ok(g);
-    ck_assert_int_eq(st.folded_constants, 4);
-    ck_assert_int_eq(st.removed_initializers, 3); /* the index, the axes and the -1 */
-    ck_assert_int_eq(g->n_nodes, 1);
-    ck_assert_int_eq(g->nodes[0].op, XF_OP_RESHAPE);
-    const xf_tensor *t = g->values[g->nodes[0].inputs[1]].init;
-    ck_assert_ptr_nonnull(t);
-    ck_assert_int_eq(xf_tensor_numel(t), 2);
-    ck_assert_int_eq(xf_tensor_get_i64(t, 0), 2);
-    ck_assert_int_eq(xf_tensor_get_i64(t, 1), -1);
-    y = xf_graph_find_value(g, "y");
-    ck_assert_int_eq(g->outputs[0], y);
-    expect_shape(g, y, SHAPE(2, 60));
-    xf_graph_free(g);
-}
-END_TEST
-
-START_TEST(canon_fold_limits)
-{
-    xf_graph *g = xf_graph_create("g");
-    float one = 1;
-    int c = constant(g, "c", XF_DT_FLOAT, SCALAR, &one);
-    int out = NODE(g, XF_OP_ADD, c, c); /* a graph output: stays produced by a node */
-    xf_graph_add_output(g, out0(g, out));
-    int big = NODE(g, XF_OP_CONSTANT_OF_SHAPE, CONST_I64(g, 1000));
-    int cast = NODE(g, XF_OP_CAST, out0(g, big));
-    attrs(g, cast)->to = XF_DT_INT8;
-    xf_graph_add_output(g, out0(g, cast));
-    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2));
-    int custom = xf_graph_add_node(g, XF_OP_OPAQUE, "custom", 1, &c, 1,
-                                   (int[]){xf_graph_add_value(g, "o", XF_DT_FLOAT, &SCALAR)});
-    g->nodes[custom].opaque = xf_opaque_create("MyOp", "my.domain", NULL, 0);
-    int add = NODE(g, XF_OP_ADD, x, out0(g, custom));
-    xf_graph_add_output(g, out0(g, add));
-    infer_ok(g, 17);
-    xf_canon_stats st = {0};
-    xf_error e = {0};
-    /* 4000 bytes of ConstantOfShape exceed the limit; the Cast's 1000 do not
-     * but its input is not constant then. */
-    canon_ok(xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 3999, &st, &e), &e);
-    ck_assert_int_eq(st.folded_constants, 0);
-    ck_assert_int_eq(g->n_nodes, 5);
-    canon_ok(xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e), &e);
-    ck_assert_int_eq(st.folded_constants, 1); /* ConstantOfShape; the Cast is an output */
-    ck_assert_int_eq(g->n_nodes, 4);
-    validate_ok(g);
-    xf_graph_free(g);
-}
-END_TEST
-
-/* Sessions' folding (xf_pass_fold_constants_bounded) folds past its limit
- * the nodes whose results are no larger than the constants they read: a
- * Slice and a Concat of 8000-byte weights (as paddle2onnx reorders an
- * LSTM's gates), not a Tile that doubles them, nor a Cast to double. */
-START_TEST(canon_fold_within_inputs)
-{
-    static float w[2000];
-    for (int i = 0; i < 2000; i++)
-        w[i] = (float)i;
-    for (int bounded = 0; bounded < 2; bounded++) {
-        xf_graph *g = xf_graph_create("g");
-        int c = constant(g, "w", XF_DT_FLOAT, SHAPE(2000), w), x = input(g, "x", XF_DT_FLOAT, SHAPE(1490));
-        int part = NODE(g, XF_OP_SLICE, c, CONST_I64(g, 10), CONST_I64(g, 1500));
-        int cat = NODE(g, XF_OP_CONCAT, out0(g, part), c);
-        attrs(g, cat)->axis = 0;
-        int tile = NODE(g, XF_OP_TILE, c, CONST_I64(g, 2));
-        int wide = NODE(g, XF_OP_CAST, c);
-        attrs(g, wide)->to = XF_DT_DOUBLE;
-        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_ADD, x, out0(g, part))));
-        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_CONCAT, out0(g, cat), out0(g, tile))));
-        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_CAST, out0(g, wide))));
-        attrs(g, g->n_nodes - 1)->to = XF_DT_FLOAT;
-        attrs(g, g->n_nodes - 2)->axis = 0;
-        infer_ok(g, 17);
-        xf_canon_stats st = {0};
-        xf_error e = {0};
-        canon_ok(bounded ? xf_pass_fold_constants_bounded(g, 17, xf_runtime_eval_node, 4000, &st, &e)
-                         : xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e),
-                 &e);
-        /* the Slice (5960 bytes) and the Concat (13960 of 13960 read) fold;
-         * the Tile (16000 of 8000) and the Cast (16000 of 8000) stay */
-        ck_assert_int_eq(st.folded_constants, bounded ? 2 : 0);
-        ck_assert_int_eq(g->n_nodes, bounded ? 5 : 7);
-        for (int i = 0; i < g->n_nodes; i++)
-            ck_assert(!bounded || (g->nodes[i].op != XF_OP_SLICE && g->nodes[i].op != XF_OP_CONCAT) ||
-                      g->nodes[i].outputs[0] == g->outputs[1]);
-        validate_ok(g);
-        xf_graph_free(g);
-    }
-}
-END_TEST
 
 static uint64_t rng_state = 12345;
 static float rand_float(void)
@@ -977,9 +866,6 @@ static Suite *canon_suite(void)
     suite_add_tcase(s, hash);
 
     TCase *canon = tcase_create("canonicalize");
-    tcase_add_test(canon, canon_fold_shape_chain);
-    tcase_add_test(canon, canon_fold_limits);
-    tcase_add_test(canon, canon_fold_within_inputs);
     tcase_add_test(canon, canon_fold_batchnorm);
     tcase_add_test(canon, canon_fold_batchnorm_half);
     tcase_add_test(canon, canon_fold_affine);
