@@ -200,6 +200,26 @@ static void assert_runs(const char *model, const char *file, const char *want)
     free(out);
 }
 
+/* xflowc with args succeeds, saying each of wants (NULL-terminated). */
+static void assert_optimized(const char *args, const char *const *wants)
+{
+    char *out = NULL;
+    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
+    for (int i = 0; wants[i]; i++)
+        ck_assert_msg(strstr(out, wants[i]), "no '%s' in: %s", wants[i], out);
+    free(out);
+}
+
+/* An initializer `name` of 1x1x8 convolution weights, 0.125 to 1. */
+static void add_window8(Onnx__GraphProto *g, const char *name)
+{
+    static const int64_t wd[] = {1, 1, 8};
+    static float w8[8];
+    for (int i = 0; i < 8; i++)
+        w8[i] = 0.125f * (float)(i + 1);
+    PUSH(g->n_initializer, g->initializer, mk_raw(name, XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+}
+
 /* xflowc with args fails, saying each of wants (NULL-terminated), and
  * writes nothing to path. */
 static void assert_refused(const char *args, const char *path, const char *const *wants)
@@ -447,15 +467,12 @@ END_TEST
  * size given, xflowc loads it again at 64 and goes on. */
 START_TEST(window_fits_after_folding)
 {
-    static const int64_t two[] = {0, 0, 2}, one[] = {3}, wd[] = {1, 1, 8};
+    static const int64_t two[] = {0, 0, 2}, one[] = {3};
     Onnx__GraphProto *g = mk_graph("padded");
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, (const int64_t[]){1, 1, -1}, NAMES(NULL, NULL, "L")));
     PUSH(g->n_initializer, g->initializer, mk_raw("lo", XF_DT_INT64, 1, one, two, sizeof two));
     PUSH(g->n_initializer, g->initializer, mk_raw("hi", XF_DT_INT64, 1, one, two, sizeof two));
-    static float w8[8];
-    for (int i = 0; i < 8; i++)
-        w8[i] = 0.125f * (float)(i + 1);
-    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+    add_window8(g, "w");
     Onnx__NodeProto *cat = mk_node("Concat", "pads", NAMES("lo", "hi"), NAMES("pads"));
     attr_int(cat, "axis", 0);
     PUSH(g->n_node, g->node, cat);
@@ -467,12 +484,9 @@ START_TEST(window_fits_after_folding)
     snprintf(in, sizeof in, "%s", path_in(dir, "in.onnx"));
     write_model(mk_model(g, 13), in);
     snprintf(args, sizeof args, "%s -o %s --check", in, path_in(dir, "out.onnx"));
-    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "its symbolic dims do not fit at the sizes taken (node 'conv' (Conv)") &&
-                      strstr(out, "trying 64 past each input's first dim") &&
-                      strstr(out, "symbolic dims kept: 'x' dim 2 ('L')"),
-                  "%s", out);
-    free(out);
+    assert_optimized(args, (const char *[]){"its symbolic dims do not fit at the sizes taken (node 'conv' (Conv)",
+                                            "trying 64 past each input's first dim",
+                                            "symbolic dims kept: 'x' dim 2 ('L')", NULL});
     assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'L', 1, 1, 0]");
     /* xflow-run too: its session folds the pads and finds 1 too short */
     for (int cpu = 0; cpu < 2; cpu++) {
@@ -494,13 +508,11 @@ END_TEST
  * y = Concat(h, ReduceMax(Conv(x, w), axis 2), axis 2). */
 START_TEST(test_batch_of_one_kept_with_guesses)
 {
-    static const int64_t wd[] = {1, 1, 8}, hd[] = {1, 1, 2};
-    static float w8[8], h2[2] = {0.5f, -0.5f};
-    for (int i = 0; i < 8; i++)
-        w8[i] = 0.125f * (float)(i + 1);
+    static const int64_t hd[] = {1, 1, 2};
+    static float h2[2] = {0.5f, -0.5f};
     Onnx__GraphProto *g = mk_graph("state");
     PUSH(g->n_input, g->input, mk_vi("x", XF_DT_FLOAT, 3, (const int64_t[]){-1, 1, -1}, NAMES("B", NULL, "L")));
-    PUSH(g->n_initializer, g->initializer, mk_raw("w", XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+    add_window8(g, "w");
     PUSH(g->n_initializer, g->initializer, mk_raw("h", XF_DT_FLOAT, 3, hd, h2, sizeof h2));
     PUSH(g->n_node, g->node, mk_node("Conv", "conv", NAMES("x", "w"), NAMES("c")));
     Onnx__NodeProto *max = mk_node("ReduceMax", "max", NAMES("c"), NAMES("m"));
@@ -516,13 +528,11 @@ START_TEST(test_batch_of_one_kept_with_guesses)
     snprintf(x, sizeof x, "%s", tensor_file(dir, "x", 3, (const int64_t[]){1, 1, 20}));
     write_model(mk_model(g, 13), in);
     snprintf(args, sizeof args, "%s -o %s --check", in, path_in(dir, "out.onnx"));
-    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "trying 64 past each input's first dim") &&
-                      strstr(out, "symbolic dims kept: 'x' dim 2 ('L')") &&
-                      strstr(out, "the written model is fixed at the size used for 'x' dim 0 ('B'), 1 (with it "
-                                  "symbolic too, node 'cat' (Concat)"),
-                  "%s", out);
-    free(out);
+    assert_optimized(args,
+                     (const char *[]){"trying 64 past each input's first dim", "symbolic dims kept: 'x' dim 2 ('L')",
+                                      "the written model is fixed at the size used for 'x' dim 0 ('B'), 1 "
+                                      "(with it symbolic too, node 'cat' (Concat)",
+                                      NULL});
     assert_written_dims(path_in(dir, "out.onnx"), "[1, 1, 'L', 1, 1, 3]");
     snprintf(args, sizeof args, "%s --input %s", path_in(dir, "out.onnx"), x);
     ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
@@ -530,12 +540,9 @@ START_TEST(test_batch_of_one_kept_with_guesses)
     free(out);
     /* with the batch given, the length nobody sized is guessed as well */
     snprintf(args, sizeof args, "%s -o %s --dim B=1", in, path_in(dir, "given.onnx"));
-    ck_assert_msg(xflowc(args, &out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "its symbolic dims do not fit at size 1; trying 64 past each input's first dim where no "
-                              "size was given") &&
-                      strstr(out, "symbolic dims kept: 'x' dim 2 ('L')"),
-                  "%s", out);
-    free(out);
+    assert_optimized(args, (const char *[]){"its symbolic dims do not fit at size 1; trying 64 past each input's "
+                                            "first dim where no size was given",
+                                            "symbolic dims kept: 'x' dim 2 ('L')", NULL});
     assert_written_dims(path_in(dir, "given.onnx"), "[1, 1, 'L', 1, 1, 3]");
     snprintf(args, sizeof args, "%s --dim B=1", in);
     ck_assert_msg(xflow_run(args, &out) == 0, "%s", out);
@@ -552,7 +559,7 @@ START_TEST(test_batch_of_one_kept_with_guesses)
     static const int64_t two[] = {2}, to25[] = {1, 25};
     Onnx__GraphProto *l = mk_graph("length");
     PUSH(l->n_input, l->input, mk_vi("x", XF_DT_FLOAT, 3, (const int64_t[]){1, 1, -1}, NAMES(NULL, NULL, "L")));
-    PUSH(l->n_initializer, l->initializer, mk_raw("w", XF_DT_FLOAT, 3, wd, w8, sizeof w8));
+    add_window8(l, "w");
     PUSH(l->n_initializer, l->initializer, mk_raw("to", XF_DT_INT64, 1, two, to25, sizeof to25));
     PUSH(l->n_node, l->node, mk_node("Conv", "conv", NAMES("x", "w"), NAMES("c")));
     PUSH(l->n_node, l->node, mk_node("Reshape", "r", NAMES("c", "to"), NAMES("y")));
