@@ -347,6 +347,16 @@ void xf_dn_dequantize_all(const uint8_t *x, float *y, int64_t count, uint8_t fli
  * and scale[c] (DequantizeLinear per axis). */
 void xf_dn_dequantize_axis(const uint8_t *x, float *y, int64_t outer, int64_t dim, int64_t inner, uint8_t flip,
                            const int32_t *offset, const float *scale);
+/* ConvInteger whose weights oneDNN reads less a zero point d (per tensor
+ * or per output channel): d = w_zero_point - 128 for uint8 weights read
+ * as int8, w_zero_point for int8 ones (cpu_dnnl_qloops.c).  From the
+ * int32 sums of (x - x_zero_point) (w - d) oneDNN wrote, the post step
+ * subtracts d times each window's sum of x - x_zero_point, all in the
+ * int32 ring (cpu_ref wraps to 32 bits the same).  x is read plain;
+ * xf_dn_conv_zp_room gives the int32 elements of scratch it needs. */
+int64_t xf_dn_conv_zp_room(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out);
+xf_status xf_dn_conv_zp_fix(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in,
+                            const xf_tensor_view *out, xf_error *err);
 /* com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_int_matmul_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,

@@ -8,7 +8,10 @@
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
  *   - w (B) int8 with zero points that are all 0 (or absent); a matrix
- *     product's B may also have one zero point of any value;
+ *     product's B may also have one zero point of any value, and
+ *     ConvInteger's w one or one per output channel, and constant uint8
+ *     weights (the convolution sums (x - x_zp) (w - d), a loop after it
+ *     subtracts d times the windows' sums of x - x_zp: xf_dn_conv_zp_fix);
  *   - the QLinear ops' scales constant floats, x's and y's one each, w's
  *     one or one per output channel (column of B); y's one zero point;
  *     QLinearConv's int32 bias.
@@ -25,9 +28,10 @@
  * (test_cpu_int8 counts those in its random cases: none).  QGemm's C is
  * added to the int32 sums, as ONNX Runtime adds it, in a loop of this
  * backend's own after oneDNN's matmul (a classifier's sums pass 2^24).
- * Zero points per row of A, nonzero ones of a convolution's weights or per
- * column of B, uint8 weights and scales computed at run time stay on
- * cpu_ref: oneDNN 2.6 takes zero points per tensor only (none for a
+ * Zero points per row of A, nonzero ones of QLinearConv's weights or per
+ * column of B, uint8 weights of QLinearConv or computed at run time, and
+ * scales computed at run time stay on cpu_ref:
+ * oneDNN 2.6 takes zero points per tensor only (none for a
  * convolution's weights), and its int8 convolution output scales only
  * when the primitive is created (its matmul takes them at run time only
  * in a slower gemm).
@@ -95,6 +99,8 @@ static bool zeros(const xf_value *v)
     return true;
 }
 
+static bool single(const xf_value *v) { return !v || xf_shape_numel(&v->shape) == 1; }
+
 /* Whether n's weights are uint8 (MatMulInteger, QLinearMatMul): oneDNN
  * reads them as int8, b - 128 (the bytes with the sign bit flipped), with
  * the zero point less 128, which leaves every b - zero point as it was. */
@@ -104,15 +110,30 @@ static bool u8_weights(const xf_graph *g, const xf_node *n)
     return (n->op == XF_OP_MATMUL_INTEGER || n->op == XF_OP_QLINEAR_MATMUL) && w && w->dtype == XF_DT_UINT8;
 }
 
+/* Whether ConvInteger n's weights need the correction of
+ * xf_dn_conv_zp_fix: uint8 constants (their bytes' sign bit flipped, read
+ * as int8), or a weight zero point that may not be 0, one or one per
+ * output channel.  oneDNN 2.6's convolution takes no zero point for its
+ * weights. */
+static bool qconv_w_zp(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *w = value_at(g, n, 1), *zp = value_at(g, n, 3);
+    if (n->op != XF_OP_CONV_INTEGER || !w || w->shape.ndim < 1 ||
+        (zp && !single(zp) && xf_shape_numel(&zp->shape) != w->shape.dims[0]))
+        return false;
+    return w->dtype == XF_DT_UINT8 ? w->init != NULL : zp && !zeros(zp);
+}
+
 /* Whether the zero point in input k takes part: present, and not a
- * constant of zeros (or uint8 weights' zero point, less 128 for oneDNN). */
+ * constant of zeros (or uint8 weights' zero point, less 128 for oneDNN);
+ * a convolution's weights' never (qconv_w_zp). */
 static bool zp_used(const xf_graph *g, const xf_node *n, int k)
 {
     const xf_value *v = value_at(g, n, k);
+    if (k == roles_of(n->op).w_zp && qconv_w_zp(g, n))
+        return false;
     return v && (!zeros(v) || (k == roles_of(n->op).w_zp && u8_weights(g, n)));
 }
-
-static bool single(const xf_value *v) { return !v || xf_shape_numel(&v->shape) == 1; }
 
 /* A constant float scale of one element or one per output channel. */
 static bool const_scales(const xf_value *v, int64_t channels)
@@ -136,12 +157,12 @@ static bool q_operands_ok(const xf_graph *g, const xf_node *n, int64_t channels,
         xf_shape_numel(&y->shape) <= 0)
         return false;
     /* uint8 weights as int8 (u8_weights): the products' zero point must be given, one for all */
-    bool u8_ok = u8_weights(g, n) && w_zp && single(w_zp);
+    bool u8_ok = (u8_weights(g, n) && w_zp && single(w_zp)) || qconv_w_zp(g, n);
     if ((x->dtype != XF_DT_UINT8 && x->dtype != XF_DT_INT8) || (w->dtype != XF_DT_INT8 && !u8_ok) ||
         (q ? y->dtype != XF_DT_UINT8 && y->dtype != XF_DT_INT8 : y->dtype != plain))
         return false;
     if (!single(value_at(g, n, r.x_zp)) || !single(value_at(g, n, r.y_zp)) ||
-        !(!w_zp || zeros(w_zp) || (w_zp_ok && single(w_zp))))
+        !(!w_zp || zeros(w_zp) || (w_zp_ok && single(w_zp)) || qconv_w_zp(g, n)))
         return false;
     return r.x_scale < 0 || (const_scales(value_at(g, n, r.x_scale), 1) &&
                              (!q || const_scales(value_at(g, n, r.y_scale), 1)) &&
@@ -468,6 +489,26 @@ static bool qconv_handles(const xf_graph *g, const xf_node *n)
     return q_operands_ok(g, n, value_at(g, n, r.w)->shape.dims[0], false) && (!bias || bias->dtype == XF_DT_INT32);
 }
 
+/* ConvInteger with weights qconv_w_zp takes: uint8 weights flipped into
+ * the node's int8 copy, which the convolution reads, and the room and the
+ * loop of xf_dn_conv_zp_fix after it. */
+static xf_status qconv_w_zp_prepare(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                    xf_dn_node *st, xf_error *err)
+{
+    const xf_tensor_view *w = &in[1];
+    int64_t count = xf_rt_numel(w), room = xf_dn_conv_zp_room(n, in, out);
+    free(st->folded_w);
+    free(st->scratch);
+    st->folded_w = NULL;
+    st->scratch = malloc(sizeof(int32_t) * (size_t)(room > 0 ? room : 1));
+    if (w->dtype == XF_DT_UINT8 && (st->folded_w = malloc((size_t)(count > 0 ? count : 1))) != NULL)
+        flip_bytes(w->data, (int8_t *)(void *)st->folded_w, count);
+    if (!st->scratch || (w->dtype == XF_DT_UINT8 && !st->folded_w))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    st->post = xf_dn_conv_zp_fix;
+    return XF_OK;
+}
+
 static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
@@ -477,13 +518,17 @@ static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     xf_status s = q_attr(g, n, in, 1, &attr, err);
     if (s != XF_OK)
         return s;
-    s = xf_dn_conv_build(c, g, n, in, out, st, &io, attr, err);
+    if (qconv_w_zp(g, n))
+        s = qconv_w_zp_prepare(n, in, out, st, err);
+    if (s == XF_OK)
+        s = xf_dn_conv_build(c, g, n, in, out, st, &io, attr, err);
     dnnl_primitive_attr_destroy(attr);
     return s == XF_OK ? bind_zero_points(c, g, n, st, true, err) : s;
 }
 
-/* x may be stored nhwc, as the convolution before it wrote it. */
-static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
+/* x may be stored nhwc, as the convolution before it wrote it; not where
+ * xf_dn_conv_zp_fix reads it, as stored plain. */
+static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { return k == 0 && !qconv_w_zp(g, n); }
 
 const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, qconv_native_input, qconv_prepare, NULL};
 

@@ -13,10 +13,10 @@
  * beyond 2^24; the suite counts how many are, and sums just below a half
  * check that rounding comes before y's zero point).
  * Each case also checks that the node runs on oneDNN, or that the forms
- * oneDNN cannot compute exactly (uint8 weights of a convolution, or of a
- * product without one zero point for all; zero points per row or nonzero
- * weight zero points of a convolution; scales computed at run time) stay
- * on cpu_ref; without AVX-512 VNNI every case stays there.  The
+ * oneDNN cannot compute exactly (uint8 weights computed at run time, or
+ * those of a product without one zero point for all; zero points per row;
+ * scales computed at run time) stay on cpu_ref, and ConvInteger's weight
+ * zero points and uint8 weights run with the backend's correction; without AVX-512 VNNI every case stays there.  The
  * (de)quantizing loops must give cpu_ref's bytes exactly, ties, NaNs and
  * infinities included (AVX-512, AVX2 and plain loops: the test case
  * "loops" runs again with oneDNN held at AVX2 and SSE4.1).  Chains of
@@ -107,8 +107,9 @@ static int operand(qcase *c, xf_tensor *t, bool constant)
 }
 
 /* How a zero point is given: absent, a constant 0, a constant of another
- * value, a graph input; or (weights) a constant of zeros per channel. */
-typedef enum { ZP_ABSENT, ZP_ZERO, ZP_CONST, ZP_RUNTIME, ZP_FORMS, ZP_ZERO_CHANNELS } zp_form;
+ * value, a graph input; or (weights) a constant of zeros per channel, one
+ * of values drawn per channel. */
+typedef enum { ZP_ABSENT, ZP_ZERO, ZP_CONST, ZP_RUNTIME, ZP_FORMS, ZP_ZERO_CHANNELS, ZP_CHANNELS } zp_form;
 
 /* A zero point of type t in form f (-1 when absent); channels: the
  * length of a per-channel one. */
@@ -116,8 +117,8 @@ static int zero_point(qcase *c, xf_dtype t, zp_form f, int64_t channels)
 {
     if (f == ZP_ABSENT)
         return -1;
-    if (f == ZP_ZERO_CHANNELS)
-        return operand(c, ints(t, SHAPE(channels), 0, 0), true);
+    if (f == ZP_ZERO_CHANNELS || f == ZP_CHANNELS)
+        return operand(c, f == ZP_CHANNELS ? full_range(t, SHAPE(channels)) : ints(t, SHAPE(channels), 0, 0), true);
     int64_t v = f == ZP_ZERO ? 0 : xf_bt_rnd(type_lo(t), type_hi(t));
     return operand(c, int_scalar(t, v), f != ZP_RUNTIME);
 }
@@ -550,13 +551,6 @@ START_TEST(conv_integer_random)
         snprintf(what, sizeof what, "ConvInteger case %d", t);
         check_case(&c, xf_bt_have_vnni(), what);
     }
-    /* nonzero weight zero points and uint8 weights stay on cpu_ref */
-    xf_shape xs, ws;
-    conv_geom geo = conv_shapes(1, &xs, &ws);
-    qcase c = conv_integer(full_range(XF_DT_UINT8, xs), full_range(XF_DT_INT8, ws), &geo, ZP_CONST, ZP_CONST, true);
-    check_case(&c, false, "ConvInteger with a nonzero w_zero_point");
-    c = conv_integer(full_range(XF_DT_UINT8, xs), full_range(XF_DT_UINT8, ws), &geo, ZP_CONST, ZP_ABSENT, true);
-    check_case(&c, false, "ConvInteger of uint8 weights");
 }
 END_TEST
 
@@ -675,6 +669,62 @@ START_TEST(qlinear_conv_chains)
     }
     ck_assert_int_eq(off_by_one, 0);
     off_by_one = compared = 0;
+}
+END_TEST
+
+/* Weights oneDNN's convolution reads less a zero point, which a loop of
+ * the backend's own then corrects: uint8 constants (zero point absent, 0,
+ * one or one per channel), int8 weights with a nonzero zero point (one,
+ * per channel, computed at run time), in every geometry of conv_shapes.
+ * uint8 weights computed at run time stay on cpu_ref.  The extremes (x
+ * and w at 0 or 255, zero points at the other end: every product 65,025)
+ * check the correction at its largest; a chain checks x read plain. */
+START_TEST(conv_integer_weight_zero_points)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const zp_form u8_forms[] = {ZP_CONST, ZP_ABSENT, ZP_CHANNELS, ZP_ZERO, ZP_ZERO_CHANNELS};
+    static const zp_form s8_forms[] = {ZP_CONST, ZP_CHANNELS, ZP_RUNTIME};
+    xf_bt_seed(23);
+    for (int t = 0; t < 40; t++) {
+        xf_shape xs, ws;
+        conv_geom geo = conv_shapes(t, &xs, &ws);
+        xf_dtype xt = t % 3 ? XF_DT_UINT8 : XF_DT_INT8, wt = t % 4 == 1 ? XF_DT_INT8 : XF_DT_UINT8;
+        zp_form wz = wt == XF_DT_UINT8 ? u8_forms[t % 5] : s8_forms[t / 4 % 3];
+        qcase c = conv_integer(full_range(xt, xs), full_range(wt, ws), &geo, (zp_form)(t / 3 % ZP_FORMS), wz, true);
+        char what[96];
+        snprintf(what, sizeof what, "ConvInteger case %d (%s weights)", t, wt == XF_DT_UINT8 ? "uint8" : "int8");
+        check_case(&c, xf_bt_have_vnni(), what);
+    }
+    xf_shape xs, ws;
+    conv_geom geo = conv_shapes(2, &xs, &ws);
+    for (int k = 0; k < 2; k++) {
+        xf_tensor *x = ints(XF_DT_UINT8, xs, 255 * k, 255 * k), *w = ints(XF_DT_UINT8, ws, 255 * k, 255 * k);
+        qcase c = {.g = xf_graph_create("convi")};
+        int in[4] = {operand(&c, x, false), operand(&c, w, true), operand(&c, int_scalar(XF_DT_UINT8, 255 * !k), true),
+                     operand(&c, int_scalar(XF_DT_UINT8, 255 * !k), true)};
+        c = finish(c, XF_OP_CONV_INTEGER, 4, in, &geo);
+        check_case(&c, xf_bt_have_vnni(),
+                   k ? "ConvInteger at 255, zero points 0" : "ConvInteger at 0, zero points 255");
+    }
+    qcase c = conv_integer(full_range(XF_DT_UINT8, xs), full_range(XF_DT_UINT8, ws), &geo, ZP_CONST, ZP_CONST, false);
+    check_case(&c, false, "ConvInteger of uint8 weights computed at run time");
+    /* dilated along every axis of three (conv_shapes dilates 1 and 2) */
+    geo = (conv_geom){.ns = 3, .group = 1, .s = {1, 2, 1}, .pb = {1, 0, 1}, .pe = {0, 1, 1}, .d = {2, 2, 2}};
+    c = conv_integer(full_range(XF_DT_UINT8, SHAPE(2, 4, 5, 6, 7)), full_range(XF_DT_UINT8, SHAPE(3, 4, 2, 2, 2)), &geo,
+                     ZP_CONST, ZP_CHANNELS, true);
+    check_case(&c, xf_bt_have_vnni(), "ConvInteger dilated along three axes");
+    /* after a QLinearConv, which would store its output nhwc for a reader
+     * taking that: the correction reads x plain */
+    c = (qcase){.g = xf_graph_create("chain")};
+    geo = (conv_geom){.ns = 2, .group = 1, .s = {1, 1}, .pb = {1, 1}, .pe = {1, 1}, .d = {1, 1}};
+    int x = operand(&c, full_range(XF_DT_UINT8, SHAPE(1, 16, 9, 7)), false);
+    int q = add_qlinear_conv(&c, x, XF_DT_UINT8, full_range(XF_DT_INT8, SHAPE(16, 16, 3, 3)), &geo, XF_DT_UINT8, false,
+                             ZP_CONST, ZP_CONST, 1, true);
+    int in[4] = {out0(c.g, q), operand(&c, full_range(XF_DT_UINT8, SHAPE(8, 16, 3, 3)), true),
+                 operand(&c, int_scalar(XF_DT_UINT8, 7), true), operand(&c, int_scalar(XF_DT_UINT8, 130), true)};
+    c = finish(c, XF_OP_CONV_INTEGER, 4, in, &geo);
+    check_case(&c, xf_bt_have_vnni(), "ConvInteger of uint8 weights after a QLinearConv");
 }
 END_TEST
 
@@ -925,6 +975,7 @@ int main(void)
     tcase_add_test(tc, matmul_integer_on_cpu_ref);
     tcase_add_test(tc, qlinear_matmul_random);
     tcase_add_test(tc, conv_integer_random);
+    tcase_add_test(tc, conv_integer_weight_zero_points);
     tcase_add_test(tc, qlinear_conv_random);
     tcase_add_test(tc, qlinear_conv_chains);
     tcase_add_test(tc, qlinear_near_ties);
