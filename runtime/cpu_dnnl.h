@@ -251,6 +251,11 @@ extern const xf_dn_handler xf_dn_half_cast_handler;
  * layouts and c->handlers, which it may change for the first node of a
  * pattern it runs as one primitive (exact GELU). */
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
+/* The post-op the fold plan would likely fold into the producer of value
+ * x: the eltwise of x's one reader, or of a gate reading it with a Mul of
+ * both (SiLU, HardSwish); undef for none.  For choices made before the
+ * plan, which layouts decide (xf_dn_choose_native). */
+xf_dn_post xf_dn_expected_post(const xf_graph *g, int x);
 /* Prepares node q, which the plan folds into another node, by preparing its
  * host again with q's work added; qst is marked folded.  Fails when q's
  * output overlaps what the group reads (a memory plan made without the

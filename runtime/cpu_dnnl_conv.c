@@ -207,18 +207,25 @@ static const struct {
 enum { n_native_known = sizeof native_known / sizeof *native_known };
 
 /* Adds 1 to votes[k] for the known layout k that convolution n (4-D)
- * computed by alg reads its source in, as oneDNN chooses it; returns
- * false where oneDNN has no kernel for it but its reference one. */
-static bool vote_src_layout(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, dnnl_alg_kind_t alg, int *votes)
+ * computed by alg reads its source in, as oneDNN chooses it, with the
+ * post-op post when defined; returns false where oneDNN has no kernel
+ * for it but its reference one. */
+static bool vote_src_layout(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, dnnl_alg_kind_t alg,
+                            const xf_dn_post *post, int *votes)
 {
     const xf_shape *x = &g->values[n->inputs[0]].shape;
     bool has_bias = n->n_inputs > 2 && n->inputs[2] >= 0;
     dnnl_convolution_desc_t d;
     dnnl_primitive_desc_t pd;
     xf_error ignored;
-    if (conv_desc(g, n, x, &g->values[n->inputs[1]].shape, &g->values[n->outputs[0]].shape, has_bias, &conv_f32,
-                  alg, NULL, NULL, &d, &ignored) != XF_OK ||
-        dnnl_primitive_desc_create(&pd, &d, NULL, c->engine, NULL) != dnnl_success)
+    dnnl_primitive_attr_t attr = NULL;
+    if (conv_desc(g, n, x, &g->values[n->inputs[1]].shape, &g->values[n->outputs[0]].shape, has_bias, &conv_f32, alg,
+                  NULL, NULL, &d, &ignored) != XF_OK ||
+        (post->alg != dnnl_alg_kind_undef && xf_dn_post_attr(n, post, 1, &attr, &ignored) != XF_OK))
+        return false;
+    dnnl_status_t made = dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (made != dnnl_success)
         return false;
     bool fast = !xf_dn_pd_is_ref(pd);
     const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -236,7 +243,10 @@ static bool vote_src_layout(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, d
 /* The native layout: the one oneDNN's direct kernels read most of the
  * graph's 4-D float convolutions in, unless those Winograd's kernel takes
  * hold 1.5 times the multiply-adds of the others but 1x1 ones: then the
- * layout that kernel reads (channel-blocked), in which they run it.
+ * layout that kernel reads (channel-blocked), in which they run it.  It
+ * takes them with the post-op the fold plan will likely give them
+ * (xf_dn_expected_post): it has ReLU, but no SiLU (YOLOX's convolutions
+ * ran 10% slower, directly in its layout).
  * Measured on this rule's sides: in the blocked layout the direct kernels
  * took about as long as in channels-last for 1x1 convolutions, 10 to 20%
  * longer for the others (1x7, 5x5, strided 3x3); ResNet-50 and SqueezeNet
@@ -251,12 +261,13 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
         if ((n->op != XF_OP_CONV && n->op != XF_OP_MS_FUSED_CONV) || !conv_handles(g, n) ||
             g->values[n->inputs[0]].shape.ndim != 4)
             continue;
-        vote_src_layout(c, g, n, dnnl_convolution_direct, votes);
+        xf_dn_post none = {.alg = dnnl_alg_kind_undef}, post = xf_dn_expected_post(g, n->outputs[0]);
+        vote_src_layout(c, g, n, dnnl_convolution_direct, &none, votes);
         const xf_shape *w = &g->values[n->inputs[1]].shape;
         double macs = (double)xf_shape_numel(&g->values[n->outputs[0]].shape) * (double)(w->dims[1] * w->dims[2] *
                                                                                          w->dims[3]);
         if (winograd_candidate(c, n, w, &conv_f32) &&
-            vote_src_layout(c, g, n, dnnl_convolution_winograd, wino_votes))
+            vote_src_layout(c, g, n, dnnl_convolution_winograd, &post, wino_votes))
             wino_macs += macs;
         else if (w->dims[2] * w->dims[3] > 1)
             other_macs += macs;

@@ -338,6 +338,31 @@ static xf_dn_post gated_post(const xf_node *n)
     return (xf_dn_post){.alg = dnnl_alg_kind_undef};
 }
 
+xf_dn_post xf_dn_expected_post(const xf_graph *g, int x)
+{
+    int reader[2], count = 0;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == x)
+            return (xf_dn_post){.alg = dnnl_alg_kind_undef};
+    for (int q = 0; q < g->n_nodes && count <= 2; q++)
+        for (int k = 0; k < g->nodes[q].n_inputs; k++)
+            if (g->nodes[q].inputs[k] == x) {
+                if (count < 2)
+                    reader[count] = q;
+                count++;
+                break;
+            }
+    if (count == 1 && g->nodes[reader[0]].n_inputs == 1)
+        return xf_dn_unary_post(g, &g->nodes[reader[0]]);
+    for (int i = 0; i < 2 && count == 2; i++) {
+        const xf_node *gate = &g->nodes[reader[i]], *mul = &g->nodes[reader[1 - i]];
+        if (gate->n_inputs == 1 && gate->n_outputs == 1 && mul->op == XF_OP_MUL && mul->n_inputs == 2 &&
+            (mul->inputs[0] == gate->outputs[0] || mul->inputs[1] == gate->outputs[0]))
+            return gated_post(gate);
+    }
+    return (xf_dn_post){.alg = dnnl_alg_kind_undef};
+}
+
 /* When node q starts x * f(x) with f a gate of gated_post (SiLU and
  * HardSwish as PyTorch exports them before opsets 22 and 14: the gate,
  * then Mul by x, the gate read by the Mul alone), folds it into x's
