@@ -354,7 +354,7 @@ void xf_dn_dequantize_axis(const uint8_t *x, float *y, int64_t outer, int64_t di
                            const int32_t *offset, const float *scale);
 /* ConvInteger whose weights oneDNN reads less a zero point d (per tensor
  * or per output channel): d = w_zero_point - 128 for uint8 weights read
- * as int8, w_zero_point for int8 ones (cpu_dnnl_qloops.c).  From the
+ * as int8, w_zero_point for int8 ones (cpu_dnnl_qconv.c).  From the
  * int32 sums of (x - x_zero_point) (w - d) oneDNN wrote, the post step
  * subtracts d times each window's sum of x - x_zero_point, all in the
  * int32 ring (cpu_ref wraps to 32 bits the same).  x is read plain;

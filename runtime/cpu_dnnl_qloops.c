@@ -3,8 +3,7 @@
  * DynamicQuantizeMatMul's A), with cpu_ref's arithmetic: each element
  * computed alone, by the same float operations in the same order, so the
  * AVX-512 and AVX2 loops and the plain C one give the same bytes.  And
- * the lookups of 8-bit codes in a table of 256 (the QDQ rewrites'), and
- * the correction of ConvInteger's sums for its weights' zero point. */
+ * the lookups of 8-bit codes in a table of 256 (the QDQ rewrites'). */
 #include "cpu_dnnl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -363,86 +362,3 @@ static xf_status code_table_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_no
 }
 
 const xf_dn_handler xf_dn_code_table_handler = {code_table_handles, NULL, code_table_prepare, NULL};
-
-/* ---------------------------------------------------------------- ConvInteger's weight zero points */
-
-/* The groups and their channels of ConvInteger n (x in[0], w in[1]). */
-static void conv_groups(const xf_node *n, const xf_tensor_view *in, int64_t *groups, int64_t *cg, int64_t *mg)
-{
-    *groups = n->attrs.group > 0 ? n->attrs.group : 1;
-    *cg = in[0].shape.dims[1] / *groups;
-    *mg = in[1].shape.dims[0] / *groups;
-}
-
-int64_t xf_dn_conv_zp_room(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out)
-{
-    int64_t groups, cg, mg, in_sp = 1, out_sp = 1;
-    conv_groups(n, in, &groups, &cg, &mg);
-    for (int i = 2; i < in[0].shape.ndim; i++) {
-        in_sp *= in[0].shape.dims[i];
-        out_sp *= out[0].shape.dims[i];
-    }
-    return in[0].shape.dims[0] * groups * (in_sp + out_sp);
-}
-
-/* Per image and group: the sums over the group's channels of x - zx (s),
- * each output's window sum of them (t, the taps inside x: padding reads
- * x_zero_point, 0 once subtracted), then y -= d t per output channel. */
-xf_status xf_dn_conv_zp_fix(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out,
-                            xf_error *err)
-{
-    const xf_shape *xs = &in[0].shape, *ws = &in[1].shape;
-    int64_t kernel[XF_MAX_SPATIAL] = {0};
-    for (int i = 0; i + 2 < xs->ndim && i < XF_MAX_SPATIAL; i++)
-        kernel[i] = ws->dims[2 + i];
-    xf_rt_window w;
-    xf_status s = xf_rt_window_setup(n, xs, &out[0].shape, kernel, &w, err);
-    if (s != XF_OK)
-        return s;
-    int64_t groups, cg, mg, in_sp = w.in[0] * w.in[1] * w.in[2], out_sp = w.out[0] * w.out[1] * w.out[2];
-    conv_groups(n, in, &groups, &cg, &mg);
-    bool x8 = in[0].dtype == XF_DT_INT8, u8w = in[1].dtype == XF_DT_UINT8;
-    uint32_t zx = n->n_inputs > 2 && xf_rt_present(&in[2]) ? (uint32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
-    const xf_tensor_view *zw = n->n_inputs > 3 && xf_rt_present(&in[3]) ? &in[3] : NULL;
-    int64_t per = zw && xf_rt_numel(zw) > 1 ? 1 : 0;
-    XF_OMP_FOR(xs->dims[0] * groups > 1 && (in_sp + out_sp) * cg * mg >= 1 << 14)
-    for (int64_t b = 0; b < xs->dims[0] * groups; b++) {
-        int64_t image = b / groups, g0 = b % groups;
-        uint32_t *sum = (uint32_t *)st->scratch + b * (in_sp + out_sp), *t = sum + in_sp;
-        const uint8_t *x = (const uint8_t *)in[0].data + (image * xs->dims[1] + g0 * cg) * in_sp;
-        for (int64_t p = 0; p < in_sp; p++)
-            sum[p] = 0u - (uint32_t)cg * zx;
-        for (int64_t ch = 0; ch < cg; ch++, x += in_sp)
-            if (x8)
-                for (int64_t p = 0; p < in_sp; p++)
-                    sum[p] += (uint32_t)(int32_t)(int8_t)x[p];
-            else
-                for (int64_t p = 0; p < in_sp; p++)
-                    sum[p] += x[p];
-        int64_t o[3], lo[3], hi[3], inside, padded, q = 0;
-        for (o[0] = 0; o[0] < w.out[0]; o[0]++)
-            for (o[1] = 0; o[1] < w.out[1]; o[1]++)
-                for (o[2] = 0; o[2] < w.out[2]; o[2]++, q++) {
-                    xf_rt_window_taps(&w, o, lo, hi, &inside, &padded);
-                    int64_t at[3]; /* the window's first tap, padding counted */
-                    for (int i = 0; i < 3; i++)
-                        at[i] = o[i] * w.stride[i] - w.pad_begin[i];
-                    uint32_t acc = 0;
-                    for (int64_t k0 = lo[0]; k0 < hi[0]; k0++)
-                        for (int64_t k1 = lo[1]; k1 < hi[1]; k1++) {
-                            int64_t row = ((at[0] + k0 * w.dil[0]) * w.in[1] + at[1] + k1 * w.dil[1]) * w.in[2] + at[2];
-                            for (int64_t k2 = lo[2]; k2 < hi[2]; k2++)
-                                acc += sum[row + k2 * w.dil[2]];
-                        }
-                    t[q] = acc;
-                }
-        for (int64_t m = 0; m < mg; m++) {
-            int64_t oc = g0 * mg + m;
-            uint32_t d = (uint32_t)(zw ? xf_rt_load_i64(zw->dtype, zw->data, per * oc) : 0) - (u8w ? 128u : 0u);
-            uint32_t *y = (uint32_t *)out[0].data + (image * ws->dims[0] + oc) * out_sp;
-            for (int64_t p = 0; p < out_sp; p++)
-                y[p] -= d * t[p];
-        }
-    }
-    return XF_OK;
-}

@@ -714,6 +714,11 @@ START_TEST(conv_integer_weight_zero_points)
     c = conv_integer(full_range(XF_DT_UINT8, SHAPE(2, 4, 5, 6, 7)), full_range(XF_DT_UINT8, SHAPE(3, 4, 2, 2, 2)), &geo,
                      ZP_CONST, ZP_CHANNELS, true);
     check_case(&c, xf_bt_have_vnni(), "ConvInteger dilated along three axes");
+    /* strides of 2 over pads of 1: the first tap lands inside from the second output on */
+    geo = (conv_geom){.ns = 2, .group = 1, .s = {2, 2}, .pb = {1, 1}, .pe = {1, 0}, .d = {1, 1}};
+    c = conv_integer(full_range(XF_DT_UINT8, SHAPE(1, 5, 7, 9)), full_range(XF_DT_UINT8, SHAPE(4, 5, 3, 3)), &geo,
+                     ZP_CONST, ZP_CONST, true);
+    check_case(&c, xf_bt_have_vnni(), "ConvInteger of strides 2 over pads 1");
     /* after a QLinearConv, which would store its output nhwc for a reader
      * taking that: the correction reads x plain */
     c = (qcase){.g = xf_graph_create("chain")};
