@@ -352,16 +352,6 @@ void xf_dn_dequantize_all(const uint8_t *x, float *y, int64_t count, uint8_t fli
  * and scale[c] (DequantizeLinear per axis). */
 void xf_dn_dequantize_axis(const uint8_t *x, float *y, int64_t outer, int64_t dim, int64_t inner, uint8_t flip,
                            const int32_t *offset, const float *scale);
-/* ConvInteger whose weights oneDNN reads less a zero point d (per tensor
- * or per output channel): d = w_zero_point - 128 for uint8 weights read
- * as int8, w_zero_point for int8 ones (cpu_dnnl_qconv.c).  From the
- * int32 sums of (x - x_zero_point) (w - d) oneDNN wrote, the post step
- * subtracts d times each window's sum of x - x_zero_point, all in the
- * int32 ring (cpu_ref wraps to 32 bits the same).  x is read plain;
- * xf_dn_conv_zp_room gives the int32 elements of scratch it needs. */
-int64_t xf_dn_conv_zp_room(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out);
-xf_status xf_dn_conv_zp_fix(const xf_node *n, const struct xf_dn_node *st, const xf_tensor_view *in,
-                            const xf_tensor_view *out, xf_error *err);
 /* com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (cpu_dnnl_int8.c) */
 extern const xf_dn_handler xf_dn_int_matmul_float_handler;
 extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwise_handler,
@@ -585,6 +575,9 @@ bool xf_dn_batch_ok(const xf_shape *s, const xf_shape *y);
 typedef struct xf_dn_conv_io {
     int w, bias;
     dnnl_data_type_t src, wei, bias_type, dst;
+    /* where the convolution writes its int32 sums, channels-last, for a
+     * loop after it to finish the output (NULL: to the output) */
+    int32_t *dst_sums;
 } xf_dn_conv_io;
 /* Whether n's input, weights (input io->w) and output have the geometry of
  * a convolution oneDNN runs: 1 to 3 spatial dims, groups that divide the
@@ -596,6 +589,18 @@ bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_con
 xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                            const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
                            const_dnnl_primitive_attr_t attr, xf_error *err);
+/* ConvInteger and QLinearConv whose weights oneDNN reads less a zero
+ * point d, per tensor or per output channel: d = w_zero_point - 128 for
+ * uint8 constants read as int8 (their bytes' sign bit flipped into
+ * st->folded_w), w_zero_point for int8 ones (cpu_dnnl_qconv.c).  From
+ * the int32 sums of (x - x_zero_point) (w - d) the convolution writes, a
+ * loop after it subtracts d times each window's sum of x - x_zero_point,
+ * in the int32 ring (cpu_ref wraps to 32 bits the same): into
+ * ConvInteger's output, or, for QLinearConv, from the sums io->dst_sums
+ * receives (io->dst int32, io->bias none: its bias is added there), then
+ * scaled and requantized as cpu_ref does.  x is read plain. */
+xf_status xf_dn_qconv_fix_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_dn_node *st, xf_dn_conv_io *io, xf_error *err);
 
 /* Whether Conv n (with a bias or not), its own post-ops, then posts and
  * next, gets one of oneDNN's kernels with the layouts the plan stores its

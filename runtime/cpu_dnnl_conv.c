@@ -339,6 +339,23 @@ static void conv_time_kernels(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
             dnnl_primitive_desc_destroy(cand[i]);
 }
 
+/* y's dims channels-last, of type t (acb, acdb, acdeb). */
+static void channels_last(const xf_shape *y, dnnl_data_type_t t, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t dims, strides;
+    int rank = y->ndim;
+    dnnl_dim_t step = y->dims[1];
+    for (int d = 0; d < rank; d++)
+        dims[d] = y->dims[d];
+    strides[1] = 1;
+    for (int d = rank - 1; d >= 2; d--) {
+        strides[d] = step;
+        step *= y->dims[d];
+    }
+    strides[0] = step;
+    dnnl_memory_desc_init_by_strides(md, rank, dims, t, strides);
+}
+
 /* Creates convolution n's primitive descriptor as it is run: its source
  * and destination as stored (*src_have, *dst_have) where the layout plan
  * and a sum post-op fix them, else oneDNN's choice.  With `timing` (a
@@ -354,6 +371,8 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
      * convolutions need no reorders; plain ones let oneDNN choose */
     xf_dn_operand_md_typed(c, n, 0, x, io->src, src_have);
     xf_dn_operand_md_typed(c, n, -1, y, io->dst, dst_have);
+    if (io->dst_sums) /* channels-last int32, for the loop after it */
+        channels_last(y, io->dst, dst_have);
     bool swap = conv_swaps_hw(x, w, y);
     xf_status s;
     if (swap && ((s = md_swap_hw(n, src_have, err)) != XF_OK || (s = md_swap_hw(n, dst_have, err)) != XF_OK))
@@ -361,13 +380,13 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     bool src_native = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
     /* a sum post-op adds to the destination as stored, so it is written
      * directly, with no reorder */
-    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || sum;
+    bool dst_fixed = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE || sum || io->dst_sums;
     dnnl_convolution_desc_t d;
     /* a plain destination fixed with the source in another layout gets
      * oneDNN's reference convolution: the source is then read plain too
      * (reordered when stored native) */
     dnnl_memory_desc_t src_fixed = *src_have;
-    bool dst_plain_fixed = dst_fixed && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
+    bool dst_plain_fixed = dst_fixed && !io->dst_sums && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_PLAIN;
     if (dst_plain_fixed) {
         xf_dn_md_typed(c, x, XF_DN_PLAIN, io->src, &src_fixed);
         if (swap && (s = md_swap_hw(n, &src_fixed, err)) != XF_OK)
@@ -405,7 +424,7 @@ static xf_status conv_create(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
      * (a grouped one of 8 channels per group, channels-last: RegNet's), it
      * gets the layouts it prefers, with reorders around it; not with a sum
      * post-op, which adds to the destination as stored */
-    if ((src_native || dst_fixed) && !sum && xf_dn_pd_is_ref(*pd)) {
+    if ((src_native || dst_fixed) && !sum && !io->dst_sums && xf_dn_pd_is_ref(*pd)) {
         dnnl_primitive_desc_t free_pd = NULL;
         if (conv_desc(g, n, x, w, y, has_bias, io, dnnl_convolution_direct, NULL, NULL, &d, err) == XF_OK &&
             dnnl_primitive_desc_create(&free_pd, &d, attr, c->engine, NULL) == dnnl_success &&
@@ -453,8 +472,9 @@ xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
                          : xf_dn_bind(c, n, st, DNNL_ARG_BIAS, io->bias, want, want, err);
     }
     if (s == XF_OK)
-        s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have,
-                       dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), err);
+        s = io->dst_sums ? xf_dn_bind_scratch(c, n, st, DNNL_ARG_DST, &dst_have, io->dst_sums, err)
+                         : xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &dst_have,
+                                      dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), err);
     if (s != XF_OK) {
         dnnl_primitive_desc_destroy(pd);
         return s;

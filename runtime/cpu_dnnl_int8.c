@@ -8,10 +8,11 @@
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
  *   - w (B) int8 with zero points that are all 0 (or absent); a matrix
- *     product's B may also have one zero point of any value, and
- *     ConvInteger's w one or one per output channel, and constant uint8
- *     weights (the convolution sums (x - x_zp) (w - d), a loop after it
- *     subtracts d times the windows' sums of x - x_zp: xf_dn_conv_zp_fix);
+ *     product's B may also have one zero point of any value, and a
+ *     convolution's w one or one per output channel, and be uint8
+ *     constants (the convolution sums (x - x_zp) (w - d), a loop after it
+ *     subtracts d times the windows' sums of x - x_zp, then requantizes
+ *     QLinearConv's: xf_dn_qconv_fix_prepare);
  *   - the QLinear ops' scales constant floats, x's and y's one each, w's
  *     one or one per output channel (column of B); y's one zero point;
  *     QLinearConv's int32 bias.
@@ -28,9 +29,8 @@
  * (test_cpu_int8 counts those in its random cases: none).  QGemm's C is
  * added to the int32 sums, as ONNX Runtime adds it, in a loop of this
  * backend's own after oneDNN's matmul (a classifier's sums pass 2^24).
- * Zero points per row of A, nonzero ones of QLinearConv's weights or per
- * column of B, uint8 weights of QLinearConv or computed at run time, and
- * scales computed at run time stay on cpu_ref:
+ * Zero points per row of A or per column of B, uint8 weights computed at
+ * run time and scales computed at run time stay on cpu_ref:
  * oneDNN 2.6 takes zero points per tensor only (none for a
  * convolution's weights), and its int8 convolution output scales only
  * when the primitive is created (its matmul takes them at run time only
@@ -110,15 +110,15 @@ static bool u8_weights(const xf_graph *g, const xf_node *n)
     return (n->op == XF_OP_MATMUL_INTEGER || n->op == XF_OP_QLINEAR_MATMUL) && w && w->dtype == XF_DT_UINT8;
 }
 
-/* Whether ConvInteger n's weights need the correction of
- * xf_dn_conv_zp_fix: uint8 constants (their bytes' sign bit flipped, read
- * as int8), or a weight zero point that may not be 0, one or one per
- * output channel.  oneDNN 2.6's convolution takes no zero point for its
- * weights. */
+/* Whether ConvInteger or QLinearConv n's weights need the correction of
+ * xf_dn_qconv_fix_prepare: uint8 constants (their bytes' sign bit
+ * flipped, read as int8), or a weight zero point that may not be 0, one
+ * or one per output channel.  oneDNN 2.6's convolution takes no zero
+ * point for its weights. */
 static bool qconv_w_zp(const xf_graph *g, const xf_node *n)
 {
-    const xf_value *w = value_at(g, n, 1), *zp = value_at(g, n, 3);
-    if (n->op != XF_OP_CONV_INTEGER || !w || w->shape.ndim < 1 ||
+    const xf_value *w = value_at(g, n, roles_of(n->op).w), *zp = value_at(g, n, roles_of(n->op).w_zp);
+    if ((n->op != XF_OP_CONV_INTEGER && n->op != XF_OP_QLINEAR_CONV) || !w || w->shape.ndim < 1 ||
         (zp && !single(zp) && xf_shape_numel(&zp->shape) != w->shape.dims[0]))
         return false;
     return w->dtype == XF_DT_UINT8 ? w->init != NULL : zp && !zeros(zp);
@@ -220,13 +220,7 @@ static xf_status q_attr_of(const xf_graph *g, const xf_node *n, const xf_tensor_
     return XF_OK;
 }
 
-static xf_status q_attr(const xf_graph *g, const xf_node *n, const xf_tensor_view *in, int channel_dim,
-                        dnnl_primitive_attr_t *attr, xf_error *err)
-{
-    return q_attr_of(g, n, in, channel_dim, true, attr, err);
-}
-
-/* Binds the zero points q_attr declared. */
+/* Binds the zero points q_attr_of declared. */
 static xf_status bind_zero_points(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, xf_dn_node *st, bool scaled,
                                   xf_error *err)
 {
@@ -489,46 +483,27 @@ static bool qconv_handles(const xf_graph *g, const xf_node *n)
     return q_operands_ok(g, n, value_at(g, n, r.w)->shape.dims[0], false) && (!bias || bias->dtype == XF_DT_INT32);
 }
 
-/* ConvInteger with weights qconv_w_zp takes: uint8 weights flipped into
- * the node's int8 copy, which the convolution reads, and the room and the
- * loop of xf_dn_conv_zp_fix after it. */
-static xf_status qconv_w_zp_prepare(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
-                                    xf_dn_node *st, xf_error *err)
-{
-    const xf_tensor_view *w = &in[1];
-    int64_t count = xf_rt_numel(w), room = xf_dn_conv_zp_room(n, in, out);
-    free(st->folded_w);
-    free(st->scratch);
-    st->folded_w = NULL;
-    st->scratch = malloc(sizeof(int32_t) * (size_t)(room > 0 ? room : 1));
-    if (w->dtype == XF_DT_UINT8 && (st->folded_w = malloc((size_t)(count > 0 ? count : 1))) != NULL)
-        flip_bytes(w->data, (int8_t *)(void *)st->folded_w, count);
-    if (!st->scratch || (w->dtype == XF_DT_UINT8 && !st->folded_w))
-        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    st->post = xf_dn_conv_zp_fix;
-    return XF_OK;
-}
-
 static xf_status qconv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     qroles r = roles_of(n->op);
-    xf_dn_conv_io io = {r.w, r.bias, dn_type(in[0].dtype), dnnl_s8, dnnl_s32, dn_type(out[0].dtype)};
+    xf_dn_conv_io io = {r.w, r.bias, dn_type(in[0].dtype), dnnl_s8, dnnl_s32, dn_type(out[0].dtype), NULL};
     dnnl_primitive_attr_t attr;
-    xf_status s = q_attr(g, n, in, 1, &attr, err);
+    /* corrected: the int32 sums, scaled after (QLinearConv) */
+    bool fix = qconv_w_zp(g, n);
+    xf_status s = q_attr_of(g, n, in, 1, !fix, &attr, err);
     if (s != XF_OK)
         return s;
-    if (qconv_w_zp(g, n))
-        s = qconv_w_zp_prepare(n, in, out, st, err);
+    if (fix)
+        s = xf_dn_qconv_fix_prepare(c, n, in, out, st, &io, err);
     if (s == XF_OK)
         s = xf_dn_conv_build(c, g, n, in, out, st, &io, attr, err);
     dnnl_primitive_attr_destroy(attr);
-    return s == XF_OK ? bind_zero_points(c, g, n, st, true, err) : s;
+    return s == XF_OK ? bind_zero_points(c, g, n, st, !fix, err) : s;
 }
 
-/* x may be stored nhwc, as the convolution before it wrote it; not where
- * xf_dn_conv_zp_fix reads it, as stored plain. */
-static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { return k == 0 && !qconv_w_zp(g, n); }
+/* x may be stored nhwc, as the convolution before it wrote it. */
+static bool qconv_native_input(const xf_graph *g, const xf_node *n, int k) { return k == 0; }
 
 const xf_dn_handler xf_dn_qconv_handler = {qconv_handles, qconv_native_input, qconv_prepare, NULL};
 

@@ -99,7 +99,7 @@ static int dq_of(const xf_graph *g, int v, xf_dtype codes, int64_t per, int axis
     if (count > 1 && n->attrs.axis != axis && n->attrs.axis != axis - g->values[q].shape.ndim)
         return -1;
     if (!zero_free)
-        return !z || (z->dtype == t && xf_shape_numel(&z->shape) == 1) ? d : -1;
+        return !z || (z->dtype == t && (xf_shape_numel(&z->shape) == 1 || xf_shape_numel(&z->shape) == per)) ? d : -1;
     for (int64_t i = 0; z && i < xf_shape_numel(&z->shape); i++)
         if (xf_rt_load_i64(z->dtype, z->data, i) != 0)
             return -1;
@@ -152,7 +152,9 @@ static bool qdq_product_of(const xf_graph *g, const int *reader, int n_values, i
     int b = c->n_inputs > 2 ? c->inputs[2] : -1;
     *p = (qdq_product){.product = ci, .op = conv ? XF_OP_QLINEAR_CONV : XF_OP_QLINEAR_MATMUL, .n_inputs = conv ? 9 : 8};
     p->dq[0] = dq_of(g, c->inputs[0], XF_DT_UNDEFINED, 0, 0, false);
-    p->dq[1] = dq_of(g, c->inputs[1], XF_DT_INT8, m, axis, true);
+    /* a convolution's weights may be uint8 and have zero points (corrected
+     * after oneDNN's sums: xf_dn_qconv_fix_prepare) */
+    p->dq[1] = dq_of(g, c->inputs[1], conv ? XF_DT_UNDEFINED : XF_DT_INT8, m, axis, !conv);
     p->dq[2] = b >= 0 ? dq_of(g, b, XF_DT_INT32, m, 0, true) : -1;
     p->q = qdq_output(g, reader, n_values, ci);
     if (p->dq[0] < 0 || p->dq[1] < 0 || (b >= 0 && p->dq[2] < 0) || p->q < 0)

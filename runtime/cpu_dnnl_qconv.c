@@ -1,13 +1,16 @@
-/* The correction of ConvInteger's int32 sums for its weights' zero point
- * (xf_dn_conv_zp_fix): oneDNN 2.6's convolution takes none, so it sums
- * (x - x_zp) (w - d), and per image and group this subtracts d times each
- * window's sum of x - x_zp.  Those sums are separable: the group's
- * channels summed per position, then box sums along W, H and D in turn
- * (the taps inside x; padding reads x_zp, 0 once subtracted).  All in the
- * int32 ring, as cpu_ref wraps; loops the compiler vectorizes for the CPU
- * found at run time (target clones). */
+/* ConvInteger and QLinearConv whose weights have zero points, or are
+ * uint8 (xf_dn_qconv_fix_prepare): oneDNN 2.6's convolution takes no zero
+ * point for its weights, so it sums (x - x_zp) (w - d), and per image and
+ * group a loop after it subtracts d times each window's sum of x - x_zp
+ * (then adds QLinearConv's bias, scales and requantizes, as cpu_ref
+ * does).  Those window sums are separable: the group's channels summed
+ * per position (x plain or channels-last), then box sums along D, H and W
+ * in turn (the taps inside x; padding reads x_zp, 0 once subtracted).
+ * All in the int32 ring, as cpu_ref wraps; loops the compiler vectorizes
+ * for the CPU found at run time (target clones). */
 #include "cpu_dnnl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
@@ -27,6 +30,30 @@ QC_CLONES static void add_s8(uint32_t *restrict s, const int8_t *restrict x, int
 {
     for (int64_t p = 0; p < count; p++)
         s[p] += (uint32_t)(int32_t)x[p];
+}
+
+/* s[p] = start + the sum of the count bytes of row p (rows step apart):
+ * a group's channels of a channels-last x, uint8 or int8 */
+QC_CLONES static void sum_rows_u8(const uint8_t *restrict x, int64_t step, int64_t count, int64_t rows, uint32_t start,
+                                  uint32_t *restrict s)
+{
+    for (int64_t p = 0; p < rows; p++) {
+        uint32_t acc = start;
+        for (int64_t c = 0; c < count; c++)
+            acc += x[p * step + c];
+        s[p] = acc;
+    }
+}
+
+QC_CLONES static void sum_rows_s8(const int8_t *restrict x, int64_t step, int64_t count, int64_t rows, uint32_t start,
+                                  uint32_t *restrict s)
+{
+    for (int64_t p = 0; p < rows; p++) {
+        uint32_t acc = start;
+        for (int64_t c = 0; c < count; c++)
+            acc += (uint32_t)(int32_t)x[p * step + c];
+        s[p] = acc;
+    }
 }
 
 /* to[j * inner + i] = the sum over taps k of from[(j s - pad + k dil) inner + i]
@@ -123,66 +150,264 @@ static xf_status window_of(const xf_node *n, const xf_tensor_view *in, const xf_
     return s;
 }
 
-int64_t xf_dn_conv_zp_room(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out)
+/* The inputs ConvInteger's and QLinearConv's correction reads (-1: none). */
+typedef struct fix_roles {
+    int w, x_zp, w_zp, bias, x_scale, w_scale, y_scale, y_zp;
+} fix_roles;
+
+static fix_roles roles(const xf_node *n)
 {
-    xf_rt_window w;
-    xf_error ignored;
-    int64_t groups, cg, mg;
-    conv_groups(n, in, &groups, &cg, &mg);
-    return window_of(n, in, out, &w, &ignored) == XF_OK ? in[0].shape.dims[0] * groups * room_of(&w) : 0;
+    return n->op == XF_OP_QLINEAR_CONV ? (fix_roles){3, 2, 5, 8, 1, 4, 6, 7} : (fix_roles){1, 2, 3, -1, -1, -1, -1, -1};
 }
 
-xf_status xf_dn_conv_zp_fix(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
-                            const xf_tensor_view *out, xf_error *err)
+static const xf_tensor_view *input(const xf_node *n, const xf_tensor_view *in, int k)
 {
+    return k >= 0 && k < n->n_inputs && xf_rt_present(&in[k]) ? &in[k] : NULL;
+}
+
+/* What a node's correction keeps (xf_dn_node.own): QLinearConv's int32
+ * sums, which oneDNN writes channels-last, its scales per output channel
+ * (x_scale w_scale / y_scale in float, as cpu_ref computes them) and
+ * whether its output is stored channels-last; whether x is; the windows'
+ * sums' room. */
+typedef struct qconv_fix {
+    int32_t *sums;
+    float *scale;
+    bool out_nhwc, x_nhwc;
+    uint32_t *room;
+} qconv_fix;
+
+static void fix_free(void *p)
+{
+    qconv_fix *f = p;
+    if (!f)
+        return;
+    free(f->sums);
+    free(f->scale);
+    free(f->room);
+    free(f);
+}
+
+/* Where in one image and group's room the sums after D's, H's and W's
+ * box sums are: an axis whose window is one tap of stride 1 over all of
+ * it (a 2-D convolution's D, a 1x1's H and W) passes its sums on. */
+static void pass_offsets(const xf_rt_window *w, int64_t off[3])
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2], by_d = w->out[0] * w->in[1] * w->in[2];
+    off[0] = identity(w, 0) ? 0 : in_sp;
+    off[1] = identity(w, 1) ? off[0] : in_sp + by_d;
+    off[2] = identity(w, 2) ? off[1] : in_sp + by_d + w->out[0] * w->out[1] * w->in[2];
+}
+
+/* Each output's window sum of x - x_zp over a group's cg channels, x at
+ * the group's first channel of one image (channels-last when step, the
+ * channels of a pixel, is not 0), into room (returned: where they are). */
+static const uint32_t *window_sums(const xf_rt_window *w, const uint8_t *x, int64_t step, bool x8, uint32_t zx,
+                                   int64_t cg, uint32_t *room)
+{
+    int64_t in_sp = w->in[0] * w->in[1] * w->in[2], off[3];
+    pass_offsets(w, off);
+    uint32_t start = 0u - (uint32_t)cg * zx, *by_d = room + off[0], *by_h = room + off[1], *t = room + off[2];
+    if (step && x8)
+        sum_rows_s8((const int8_t *)x, step, cg, in_sp, start, room);
+    else if (step)
+        sum_rows_u8(x, step, cg, in_sp, start, room);
+    for (int64_t p = 0; !step && p < in_sp; p++)
+        room[p] = start;
+    for (int64_t ch = 0; !step && ch < cg; ch++, x += in_sp)
+        if (x8)
+            add_s8(room, (const int8_t *)x, in_sp);
+        else
+            add_u8(room, x, in_sp);
+    if (!identity(w, 0))
+        box_axis(room, by_d, w->in[0], w->out[0], w->in[1] * w->in[2], w->k[0], w->stride[0], w->pad_begin[0],
+                 w->dil[0]);
+    for (int64_t d = 0; !identity(w, 1) && d < w->out[0]; d++)
+        box_axis(by_d + d * w->in[1] * w->in[2], by_h + d * w->out[1] * w->in[2], w->in[1], w->out[1], w->in[2],
+                 w->k[1], w->stride[1], w->pad_begin[1], w->dil[1]);
+    if (!identity(w, 2))
+        box_rows(by_h, t, w->out[0] * w->out[1], w->in[2], w->out[2], w->k[2], w->stride[2], w->pad_begin[2],
+                 w->dil[2]);
+    return t;
+}
+
+/* d for output channel oc: the weights' zero point (0 when absent), less
+ * 128 for uint8 weights read as int8. */
+static uint32_t zp_shift(const xf_tensor_view *zw, bool u8w, int64_t oc)
+{
+    int64_t z = zw ? xf_rt_load_i64(zw->dtype, zw->data, xf_rt_numel(zw) > 1 ? oc : 0) : 0;
+    return (uint32_t)z - (u8w ? 128u : 0u);
+}
+
+/* One pixel of QLinearConv's output from its channels-last sums: per
+ * output channel m, sum - off[m] (d t, less the bias), scaled, rounded
+ * half to even, plus zp, saturated to [lo, hi] (NaN to 0), as
+ * xf_rt_quantize_round and the store after it give it: rounding by adding
+ * and subtracting 1.5 x 2^23, which leaves values past 2^22 beyond the
+ * bounds, on their side of 0.  y[m * step]. */
+QC_CLONES static void requantize_pixel(const uint32_t *restrict sums, const uint32_t *restrict off,
+                                       const float *restrict scale, float zp, float lo, float hi, int64_t count,
+                                       int32_t *restrict q)
+{
+    const float shift = 0x1.8p23f;
+    for (int64_t m = 0; m < count; m++) {
+        float v = (float)(int32_t)(sums[m] - off[m]) * scale[m];
+        float r = v + shift - shift + zp;
+        r = r > lo ? r : lo;
+        r = r < hi ? r : hi;
+        q[m] = (int32_t)(v == v ? r : 0.0f);
+    }
+}
+
+/* off[m] = d[m] t - b[m] */
+QC_CLONES static void offsets(const uint32_t *restrict d, const uint32_t *restrict b, uint32_t t, int64_t count,
+                              uint32_t *restrict off)
+{
+    for (int64_t m = 0; m < count; m++)
+        off[m] = d[m] * t - b[m];
+}
+
+QC_CLONES static void narrow_u8(const int32_t *restrict q, uint8_t *restrict y, int64_t count)
+{
+    for (int64_t m = 0; m < count; m++)
+        y[m] = (uint8_t)q[m];
+}
+
+QC_CLONES static void narrow_s8(const int32_t *restrict q, int8_t *restrict y, int64_t count)
+{
+    for (int64_t m = 0; m < count; m++)
+        y[m] = (int8_t)q[m];
+}
+
+/* QLinearConv's output from the channels-last sums: per pixel and output
+ * channel, sum - d t (t of the channel's group) + bias, requantized,
+ * stored as the output is; work holds 4 m_all elements. */
+static void requantize_image(const xf_node *n, const qconv_fix *f, const xf_tensor_view *in, const xf_tensor_view *out,
+                             int64_t image, const uint32_t *const *t, int64_t out_sp, int64_t mg, uint32_t *work)
+{
+    fix_roles r = roles(n);
+    int64_t m_all = out[0].shape.dims[1];
+    const xf_tensor_view *zw = input(n, in, r.w_zp), *bias = input(n, in, r.bias), *zy = input(n, in, r.y_zp);
+    bool u8w = in[r.w].dtype == XF_DT_UINT8, u8 = out[0].dtype == XF_DT_UINT8;
+    float zp = zy ? (float)xf_rt_load_i64(zy->dtype, zy->data, 0) : 0.0f, lo = u8 ? 0.0f : -128.0f;
+    float hi = u8 ? 255.0f : 127.0f;
+    uint32_t *d = work, *b = work + m_all, *off = work + 2 * m_all;
+    int32_t *q = (int32_t *)(work + 3 * m_all);
+    for (int64_t m = 0; m < m_all; m++) {
+        d[m] = zp_shift(zw, u8w, m);
+        b[m] = bias ? (uint32_t)((const int32_t *)bias->data)[m] : 0u;
+    }
+    const uint32_t *sums = (const uint32_t *)f->sums + image * out_sp * m_all;
+    for (int64_t p = 0; p < out_sp; p++) {
+        for (int64_t g0 = 0; g0 * mg < m_all; g0++)
+            offsets(d + g0 * mg, b + g0 * mg, t[g0][p], mg, off + g0 * mg);
+        requantize_pixel(sums + p * m_all, off, f->scale, zp, lo, hi, m_all, q);
+        if (f->out_nhwc && u8)
+            narrow_u8(q, (uint8_t *)out[0].data + (image * out_sp + p) * m_all, m_all);
+        else if (f->out_nhwc)
+            narrow_s8(q, (int8_t *)out[0].data + (image * out_sp + p) * m_all, m_all);
+        for (int64_t m = 0, at = image * m_all * out_sp + p; !f->out_nhwc && m < m_all; m++)
+            if (u8)
+                ((uint8_t *)out[0].data)[at + m * out_sp] = (uint8_t)q[m];
+            else
+                ((int8_t *)out[0].data)[at + m * out_sp] = (int8_t)q[m];
+    }
+}
+
+static xf_status fix_run(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out,
+                         xf_error *err)
+{
+    const qconv_fix *f = st->own;
+    fix_roles r = roles(n);
+    xf_tensor_view io[2] = {in[0], in[r.w]};
     xf_rt_window w;
-    xf_status s = window_of(n, in, out, &w, err);
+    xf_status s = window_of(n, io, out, &w, err);
     if (s != XF_OK)
         return s;
     int64_t groups, cg, mg, in_sp = w.in[0] * w.in[1] * w.in[2], out_sp = w.out[0] * w.out[1] * w.out[2];
-    conv_groups(n, in, &groups, &cg, &mg);
-    bool x8 = in[0].dtype == XF_DT_INT8, u8w = in[1].dtype == XF_DT_UINT8;
-    uint32_t zx = n->n_inputs > 2 && xf_rt_present(&in[2]) ? (uint32_t)xf_rt_load_i64(in[2].dtype, in[2].data, 0) : 0;
-    const xf_tensor_view *zw = n->n_inputs > 3 && xf_rt_present(&in[3]) ? &in[3] : NULL;
-    bool per = zw && xf_rt_numel(zw) > 1;
-    int64_t images = in[0].shape.dims[0], c_in = in[0].shape.dims[1], c_out = in[1].shape.dims[0];
+    conv_groups(n, io, &groups, &cg, &mg);
+    const xf_tensor_view *zx = input(n, in, r.x_zp), *zw = input(n, in, r.w_zp);
+    uint32_t zx_v = zx ? (uint32_t)xf_rt_load_i64(zx->dtype, zx->data, 0) : 0;
+    bool x8 = in[0].dtype == XF_DT_INT8, u8w = in[r.w].dtype == XF_DT_UINT8;
+    int64_t images = in[0].shape.dims[0], c_in = in[0].shape.dims[1], c_out = in[r.w].shape.dims[0];
+    int64_t room = room_of(&w), off[3];
+    pass_offsets(&w, off);
     XF_OMP_FOR(images * groups > 1 && in_sp * cg * mg >= 1 << 14)
     for (int64_t b = 0; b < images * groups; b++) {
         int64_t image = b / groups, g0 = b % groups;
-        uint32_t *sum = (uint32_t *)st->scratch + b * room_of(&w);
-        uint32_t *by_d = sum + in_sp, *by_h = by_d + w.out[0] * w.in[1] * w.in[2];
-        uint32_t *t = by_h + w.out[0] * w.out[1] * w.in[2];
-        const uint8_t *x = (const uint8_t *)in[0].data + (image * c_in + g0 * cg) * in_sp;
-        uint32_t start = 0u - (uint32_t)cg * zx;
-        for (int64_t p = 0; p < in_sp; p++)
-            sum[p] = start;
-        for (int64_t ch = 0; ch < cg; ch++, x += in_sp)
-            if (x8)
-                add_s8(sum, (const int8_t *)x, in_sp);
-            else
-                add_u8(sum, x, in_sp);
-        /* D along planes, H along rows, then W; an axis whose window is
-         * one tap of stride 1 over all of it (a 2-D one's D, a 1x1's H
-         * and W) passes its sums on as they are */
-        if (identity(&w, 0))
-            by_d = sum;
-        else
-            box_axis(sum, by_d, w.in[0], w.out[0], w.in[1] * w.in[2], w.k[0], w.stride[0], w.pad_begin[0], w.dil[0]);
-        if (identity(&w, 1))
-            by_h = by_d;
-        else
-            for (int64_t d = 0; d < w.out[0]; d++)
-                box_axis(by_d + d * w.in[1] * w.in[2], by_h + d * w.out[1] * w.in[2], w.in[1], w.out[1], w.in[2],
-                         w.k[1], w.stride[1], w.pad_begin[1], w.dil[1]);
-        if (identity(&w, 2))
-            t = by_h;
-        else
-            box_rows(by_h, t, w.out[0] * w.out[1], w.in[2], w.out[2], w.k[2], w.stride[2], w.pad_begin[2], w.dil[2]);
-        for (int64_t m = 0; m < mg; m++) {
+        const uint8_t *x = (const uint8_t *)in[0].data +
+                           (f->x_nhwc ? image * in_sp * c_in + g0 * cg : (image * c_in + g0 * cg) * in_sp);
+        const uint32_t *t = window_sums(&w, x, f->x_nhwc ? c_in : 0, x8, zx_v, cg, f->room + b * room);
+        for (int64_t m = 0; !f->sums && m < mg; m++) {
             int64_t oc = g0 * mg + m;
-            uint32_t d = (uint32_t)(zw ? xf_rt_load_i64(zw->dtype, zw->data, per ? oc : 0) : 0) - (u8w ? 128u : 0u);
-            sub_scaled((uint32_t *)out[0].data + (image * c_out + oc) * out_sp, t, d, out_sp);
+            sub_scaled((uint32_t *)out[0].data + (image * c_out + oc) * out_sp, t, zp_shift(zw, u8w, oc), out_sp);
         }
     }
+    if (!f->sums)
+        return XF_OK;
+    const uint32_t **t = malloc(sizeof *t * (size_t)groups);
+    uint32_t *work = malloc(sizeof *work * 4 * (size_t)c_out);
+    for (int64_t image = 0; t && work && image < images; image++) {
+        for (int64_t g0 = 0; g0 < groups; g0++)
+            t[g0] = f->room + (image * groups + g0) * room + off[2];
+        requantize_image(n, f, in, out, image, t, out_sp, mg, work);
+    }
+    bool ok = t && work;
+    free(t);
+    free(work);
+    return ok ? XF_OK : xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+}
+
+xf_status xf_dn_qconv_fix_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                  xf_dn_node *st, xf_dn_conv_io *io, xf_error *err)
+{
+    fix_roles r = roles(n);
+    const xf_tensor_view *w = &in[r.w];
+    xf_tensor_view wio[2] = {in[0], *w};
+    xf_rt_window win;
+    xf_status s = window_of(n, wio, out, &win, err);
+    if (s != XF_OK)
+        return s;
+    int64_t groups, cg, mg, count = xf_rt_numel(w), m_all = w->shape.dims[0];
+    conv_groups(n, wio, &groups, &cg, &mg);
+    qconv_fix *f = calloc(1, sizeof *f);
+    if (f)
+        f->room = malloc(sizeof *f->room * (size_t)(in[0].shape.dims[0] * groups * room_of(&win)));
+    bool q = n->op == XF_OP_QLINEAR_CONV, ok = f && f->room;
+    if (ok && q) {
+        f->sums = malloc(sizeof *f->sums * (size_t)(xf_rt_numel(&out[0]) > 0 ? xf_rt_numel(&out[0]) : 1));
+        f->scale = malloc(sizeof *f->scale * (size_t)m_all);
+        ok = f->sums && f->scale;
+        for (int64_t m = 0; ok && m < m_all; m++) {
+            const xf_tensor_view *ws = &in[r.w_scale];
+            float wsm = ((const float *)ws->data)[xf_rt_numel(ws) > 1 ? m : 0];
+            f->scale[m] = *(const float *)in[r.x_scale].data * wsm / *(const float *)in[r.y_scale].data;
+        }
+        f->out_nhwc = xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE;
+    }
+    if (f)
+        f->x_nhwc = xf_dn_value_layout(c, n->inputs[0]) == XF_DN_NATIVE;
+    free(st->folded_w);
+    st->folded_w = NULL;
+    if (ok && w->dtype == XF_DT_UINT8) {
+        int8_t *flipped = malloc((size_t)(count > 0 ? count : 1));
+        for (int64_t i = 0; flipped && i < count; i++)
+            flipped[i] = (int8_t)(((const uint8_t *)w->data)[i] ^ 0x80u);
+        st->folded_w = (float *)(void *)flipped;
+        ok = flipped != NULL;
+    }
+    if (st->own_free)
+        st->own_free(st->own);
+    st->own = f;
+    st->own_free = fix_free;
+    if (!ok)
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+    /* QLinearConv: int32 sums, channels-last, its bias added with them */
+    if (q) {
+        io->dst = dnnl_s32;
+        io->bias = -1;
+        io->dst_sums = f->sums;
+    }
+    st->post = fix_run;
     return XF_OK;
 }

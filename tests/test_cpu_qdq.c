@@ -1,12 +1,13 @@
 /* QDQ groups on the `cpu` backend.  A DequantizeLinear of the 8-bit
- * input, one of the int8 weights (per tensor or per output channel), one
+ * input, one of the int8 weights (per tensor or per output channel; or
+ * uint8 ones with zero points, as QUInt8 quantization writes them), one
  * of the int32 bias and a QuantizeLinear of the output run as one
  * QLinearConv where int8 products are exact (AVX-512 VNNI or AMX), and
  * MatMuls of constant int8 weights as QLinearMatMul.  The lowered group
  * must give exactly what cpu_ref's QLinearConv or QLinearMatMul gives on
  * the same integers; forms it does not take (a bias scale that is not the
- * input's times the weight's, uint8 weights, a Relu before a zero point
- * above the type's least, a convolution output read twice) stay as written.
+ * input's times the weight's, a Relu before a zero point above the
+ * type's least, a convolution output read twice) stay as written.
  * Either way the outputs are at most one step from cpu_ref's float QDQ
  * graph (oneDNN's float convolution sums in another order too), and few
  * are.  QDQ Adds and Muls run as QLinearAdd and QLinearMul, and QDQ
@@ -25,7 +26,6 @@ typedef enum {
     TWIST_NONE,
     TWIST_BIAS_SCALE, /* the bias's scale 1.5 times the input's times the weight's */
     TWIST_BIAS_ZP,    /* the bias with a zero point of 7 */
-    TWIST_UINT8_W,    /* uint8 weights */
     TWIST_W_AXIS1,    /* the weights' scales per input channel (as many as output channels) */
     TWIST_READ_TWICE, /* the convolution's output also a graph output */
     TWIST_RELU_ZP     /* a Relu before a zero point 60 above the type's least */
@@ -35,6 +35,7 @@ typedef struct qdq_form {
     xf_dtype act;      /* the input's and output's type */
     bool per_channel;  /* the weights' scale one per output channel */
     bool bias, relu;   /* a bias; a Relu between the Conv and the QuantizeLinear */
+    bool u8_weights;   /* uint8 weights, their zero points drawn */
     int64_t group, stride, pad;
     twist twist;       /* a form the backend leaves as written */
 } qdq_form;
@@ -87,17 +88,17 @@ static qdq_parts make_parts(const qdq_form *f, int64_t c, int64_t m)
 {
     qdq_parts p;
     bool s8 = f->act == XF_DT_INT8;
-    xf_dtype wt = f->twist == TWIST_UINT8_W ? XF_DT_UINT8 : XF_DT_INT8;
+    xf_dtype wt = f->u8_weights ? XF_DT_UINT8 : XF_DT_INT8;
     p.x = ints(f->act, SHAPE(1, c, 9, 11), s8 ? -128 : 0, s8 ? 127 : 255);
     p.xs = floats(SCALAR, (float[]){0.02f + (float)xf_bt_rnd(0, 100) / 4000.0f});
     p.xzp = ints(f->act, SCALAR, s8 ? -20 : 100, s8 ? 20 : 140);
-    p.w = ints(wt, SHAPE(m, c / f->group, 3, 3), wt == XF_DT_INT8 ? -127 : 0, 127);
+    p.w = ints(wt, SHAPE(m, c / f->group, 3, 3), wt == XF_DT_INT8 ? -127 : 0, wt == XF_DT_INT8 ? 127 : 255);
     int64_t nws = f->per_channel ? m : 1;
     float ws[64], bs[64];
     for (int64_t i = 0; i < nws; i++)
         ws[i] = 0.001f + (float)xf_bt_rnd(0, 100) / 20000.0f;
     p.ws = floats(f->per_channel ? SHAPE(m) : SCALAR, ws);
-    p.wzp = ints(wt, f->per_channel ? SHAPE(m) : SCALAR, 0, 0);
+    p.wzp = ints(wt, f->per_channel ? SHAPE(m) : SCALAR, f->u8_weights ? 100 : 0, f->u8_weights ? 150 : 0);
     for (int64_t i = 0; i < m; i++)
         bs[i] = ((const float *)p.xs->data)[0] * ws[f->per_channel ? i : 0] * (f->twist == TWIST_BIAS_SCALE ? 1.5f : 1);
     p.b = ints(XF_DT_INT32, SHAPE(m), -20000, 20000);
@@ -242,7 +243,8 @@ START_TEST(qdq_convolutions)
         {XF_DT_UINT8, .relu = true, .group = 1, .stride = 1, .pad = 0},
         {XF_DT_INT8, .bias = true, .group = 4, .stride = 1, .pad = 1},
         {XF_DT_UINT8, .per_channel = true, .bias = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_BIAS_SCALE},
-        {XF_DT_UINT8, .bias = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_UINT8_W},
+        {XF_DT_UINT8, .bias = true, .u8_weights = true, .group = 1, .stride = 1, .pad = 1},
+        {XF_DT_INT8, .per_channel = true, .bias = true, .u8_weights = true, .group = 2, .stride = 2, .pad = 1},
         {XF_DT_INT8, .per_channel = true, .bias = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_BIAS_ZP},
         {XF_DT_UINT8, .per_channel = true, .group = 1, .stride = 1, .pad = 0, .twist = TWIST_W_AXIS1},
         {XF_DT_INT8, .per_channel = true, .group = 1, .stride = 1, .pad = 1, .twist = TWIST_READ_TWICE},
