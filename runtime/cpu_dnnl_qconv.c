@@ -103,7 +103,8 @@ QC_CLONES static void sub_scaled(uint32_t *restrict y, const uint32_t *restrict 
         y[p] -= d * t[p];
 }
 
-/* The groups and their channels of ConvInteger n (x in[0], w in[1]). */
+/* The groups of convolution n and the input and output channels of each
+ * (x in[0], w in[1]). */
 static void conv_groups(const xf_node *n, const xf_tensor_view *in, int64_t *groups, int64_t *cg, int64_t *mg)
 {
     *groups = n->attrs.group > 0 ? n->attrs.group : 1;
@@ -120,6 +121,7 @@ static int64_t room_of(const xf_rt_window *w)
            w->out[0] * w->out[1] * w->out[2];
 }
 
+/* Whether the window along axis is one tap of stride 1 over all of it. */
 static bool identity(const xf_rt_window *w, int axis)
 {
     return w->k[axis] == 1 && w->stride[axis] == 1 && w->pad_begin[axis] == 0 && w->in[axis] == w->out[axis];
@@ -244,7 +246,7 @@ static uint32_t zp_shift(const xf_tensor_view *zw, bool u8w, int64_t oc)
  * half to even, plus zp, saturated to [lo, hi] (NaN to 0), as
  * xf_rt_quantize_round and the store after it give it: rounding by adding
  * and subtracting 1.5 x 2^23, which leaves values past 2^22 beyond the
- * bounds, on their side of 0.  y[m * step]. */
+ * bounds, on their side of 0; into q[m]. */
 QC_CLONES static void requantize_pixel(const uint32_t *restrict sums, const uint32_t *restrict off,
                                        const float *restrict scale, float zp, float lo, float hi, int64_t count,
                                        int32_t *restrict q)
@@ -279,26 +281,23 @@ QC_CLONES static void narrow_s8(const int32_t *restrict q, int8_t *restrict y, i
         y[m] = (int8_t)q[m];
 }
 
-/* QLinearConv's output from the channels-last sums: per pixel and output
- * channel, sum - d t (t of the channel's group) + bias, requantized,
- * stored as the output is; work holds 4 m_all elements. */
-static void requantize_image(const xf_node *n, const qconv_fix *f, const xf_tensor_view *in, const xf_tensor_view *out,
-                             int64_t image, const uint32_t *const *t, int64_t out_sp, int64_t mg, uint32_t *work)
+/* Pixels [p0, p1) of QLinearConv's output from the channels-last sums:
+ * per pixel and output channel, sum - d t (t of the channel's group) +
+ * bias (d[m], b[m]), requantized, stored as the output is; work holds 2
+ * m_all elements. */
+static void requantize_pixels(const xf_node *n, const qconv_fix *f, const xf_tensor_view *in, const xf_tensor_view *out,
+                              int64_t image, const uint32_t *const *t, int64_t out_sp, int64_t mg, const uint32_t *d,
+                              const uint32_t *b, int64_t p0, int64_t p1, uint32_t *work)
 {
-    fix_roles r = roles(n);
+    const xf_tensor_view *zy = input(n, in, roles(n).y_zp);
     int64_t m_all = out[0].shape.dims[1];
-    const xf_tensor_view *zw = input(n, in, r.w_zp), *bias = input(n, in, r.bias), *zy = input(n, in, r.y_zp);
-    bool u8w = in[r.w].dtype == XF_DT_UINT8, u8 = out[0].dtype == XF_DT_UINT8;
+    bool u8 = out[0].dtype == XF_DT_UINT8;
     float zp = zy ? (float)xf_rt_load_i64(zy->dtype, zy->data, 0) : 0.0f, lo = u8 ? 0.0f : -128.0f;
     float hi = u8 ? 255.0f : 127.0f;
-    uint32_t *d = work, *b = work + m_all, *off = work + 2 * m_all;
-    int32_t *q = (int32_t *)(work + 3 * m_all);
-    for (int64_t m = 0; m < m_all; m++) {
-        d[m] = zp_shift(zw, u8w, m);
-        b[m] = bias ? (uint32_t)((const int32_t *)bias->data)[m] : 0u;
-    }
+    uint32_t *off = work;
+    int32_t *q = (int32_t *)(work + m_all);
     const uint32_t *sums = (const uint32_t *)f->sums + image * out_sp * m_all;
-    for (int64_t p = 0; p < out_sp; p++) {
+    for (int64_t p = p0; p < p1; p++) {
         for (int64_t g0 = 0; g0 * mg < m_all; g0++)
             offsets(d + g0 * mg, b + g0 * mg, t[g0][p], mg, off + g0 * mg);
         requantize_pixel(sums + p * m_all, off, f->scale, zp, lo, hi, m_all, q);
@@ -345,12 +344,24 @@ static xf_status fix_run(const xf_node *n, const xf_dn_node *st, const xf_tensor
     }
     if (!f->sums)
         return XF_OK;
+    /* QLinearConv: its pixels in parts over OpenMP's threads, each with
+     * its own room for a pixel's channels */
+    int64_t size, chunks = xf_dn_chunks(out_sp * c_out, &size);
+    size = (size + c_out - 1) / c_out;
     const uint32_t **t = malloc(sizeof *t * (size_t)groups);
-    uint32_t *work = malloc(sizeof *work * 4 * (size_t)c_out);
+    uint32_t *work = malloc(sizeof *work * (size_t)(2 + 2 * chunks) * (size_t)c_out), *d = work, *b = work + c_out;
+    const xf_tensor_view *bias = input(n, in, r.bias);
+    for (int64_t m = 0; work && m < c_out; m++) {
+        d[m] = zp_shift(zw, u8w, m);
+        b[m] = bias ? (uint32_t)((const int32_t *)bias->data)[m] : 0u;
+    }
     for (int64_t image = 0; t && work && image < images; image++) {
         for (int64_t g0 = 0; g0 < groups; g0++)
             t[g0] = f->room + (image * groups + g0) * room + off[2];
-        requantize_image(n, f, in, out, image, t, out_sp, mg, work);
+        XF_OMP_FOR(chunks > 1)
+        for (int64_t k = 0; k < chunks; k++)
+            requantize_pixels(n, f, in, out, image, t, out_sp, mg, d, b, k * size < out_sp ? k * size : out_sp,
+                              (k + 1) * size < out_sp ? (k + 1) * size : out_sp, work + (2 + 2 * k) * c_out);
     }
     bool ok = t && work;
     free(t);

@@ -307,6 +307,16 @@ START_TEST(qlinear_conv_weight_zero_points)
         snprintf(what, sizeof what, "QLinearConv case %d (%s weights)", t, wt == XF_DT_UINT8 ? "uint8" : "int8");
         q8_check_case(&c, xf_bt_have_vnni(), what);
     }
+    /* two images of 40 x 40 pixels of 32 channels: the requantizing loop's
+     * pixels in parts (over threads) */
+    q8_case c = {.g = xf_graph_create("qconv")};
+    conv_geom geo = {.ns = 2, .group = 1, .s = {1, 1}, .pb = {1, 1}, .pe = {1, 1}, .d = {1, 1}};
+    int x = q8_operand(&c, q8_full_range(XF_DT_UINT8, SHAPE(2, 16, 40, 40)), false);
+    c.node = add_qlinear_conv_zp(&c, x, XF_DT_UINT8, q8_full_range(XF_DT_UINT8, SHAPE(32, 16, 3, 3)), ZP_CHANNELS, &geo,
+                                 XF_DT_UINT8, true, ZP_CONST, ZP_CONST, 1, true);
+    xf_graph_add_output(c.g, out0(c.g, c.node));
+    infer_ok(c.g, 21);
+    q8_check_case(&c, xf_bt_have_vnni(), "QLinearConv of 2 x 40 x 40 pixels");
     ck_assert_int_eq(q8_off_by_one, 0);
     q8_off_by_one = q8_compared = 0;
 }
