@@ -638,7 +638,9 @@ xf_status xf_rt_ml_run(const xf_rt_ml *m, xf_tensor *const *in, xf_tensor **out,
     case ML_STRING_CONCAT: st = xf_str_concat(m->node, in[0], in[1], res, err); break;
     case ML_STRING_SPLIT: st = xf_str_split(m->node, in[0], res, err); break;
     case ML_STRING_NORMALIZER: st = xf_str_normalize(m->node, in[0], res, err); break;
-    case ML_TFIDF: st = xf_ml_tfidf_run(m->tfidf, m->node, in[0], res, err); break;
+    case ML_TFIDF:
+        st = xf_ml_tfidf_run(m->tfidf, m->node, in[0], m->max_bytes, res, err);
+        break;
     case ML_REGEX_FULL_MATCH:
     case ML_TOKENIZER: st = xf_ml_regex_run(m->regex, m->node, in[0], res, err); break;
     case ML_IMAGE_DECODER: st = xf_image_decode(m->node, m->max_bytes, in[0], res, err); break;

@@ -92,10 +92,10 @@ xf_status xf_str_split(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf
 xf_status xf_str_normalize(const xf_node *n, const xf_tensor *x, xf_tensor **out, xf_error *err);
 
 /* TfIdfVectorizer (tfidf.c): a plan of the node's pool, and a run of X to
- * out[0]. */
+ * out[0], refused where it would pass max_bytes (0: no limit). */
 typedef struct xf_ml_tfidf xf_ml_tfidf;
 xf_status xf_ml_tfidf_create(const xf_node *n, xf_ml_tfidf **out, xf_error *err);
-xf_status xf_ml_tfidf_run(const xf_ml_tfidf *t, const xf_node *n, const xf_tensor *x, xf_tensor **out,
+xf_status xf_ml_tfidf_run(const xf_ml_tfidf *t, const xf_node *n, const xf_tensor *x, size_t max_bytes, xf_tensor **out,
                           xf_error *err);
 void xf_ml_tfidf_free(xf_ml_tfidf *t);
 

@@ -271,7 +271,7 @@ static void count_row(const xf_ml_tfidf *t, const int64_t *x, int64_t len, float
     }
 }
 
-xf_status xf_ml_tfidf_run(const xf_ml_tfidf *t, const xf_node *n, const xf_tensor *x, xf_tensor **out,
+xf_status xf_ml_tfidf_run(const xf_ml_tfidf *t, const xf_node *n, const xf_tensor *x, size_t max_bytes, xf_tensor **out,
                           xf_error *err)
 {
     int rank = x->shape.ndim;
@@ -283,6 +283,13 @@ xf_status xf_ml_tfidf_run(const xf_ml_tfidf *t, const xf_node *n, const xf_tenso
                           t->strings ? "strings" : "integers");
     int64_t rows = rank == 2 ? x->shape.dims[0] : 1, len = x->shape.dims[rank - 1], numel = xf_tensor_numel(x);
     xf_shape ys = rank == 2 ? (xf_shape){2, {rows, t->cols}} : (xf_shape){1, {t->cols}};
+    /* the columns come from ngram_indexes' largest, not from the file's size */
+    double bytes = (double)rows * (double)t->cols * (double)sizeof(float);
+    if (max_bytes && bytes > (double)max_bytes)
+        return xf_ml_fail(n, err, XF_ERR_LIMIT,
+                          "its output of %lld x %lld floats is over the session's limit of %zu "
+                          "bytes per tensor",
+                          (long long)rows, (long long)t->cols, max_bytes);
     xf_tensor *y = xf_tensor_create(XF_DT_FLOAT, &ys);
     int64_t *items = malloc(sizeof *items * (size_t)(numel + 1));
     if (!y || !items) {

@@ -264,7 +264,10 @@ END_TEST
  * which the growing value array moved; a BMP whose header claims 805 M x 5
  * pixels in 174 bytes, whose palette check read them all, now refused as
  * truncated; a ConvInteger of no output channels whose padding made 860 M
- * column entries nothing read, now none); run-refused-* models' runs
+ * column entries nothing read, now none; a TfIdfVectorizer whose mutated
+ * ngram index made its output 3 x 1.48 G floats, which ML ops, allocating
+ * their outputs themselves, now check against the limit too);
+ * run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
  * empty tensor, read through its null buffer; a Gradient whose y names a
