@@ -485,8 +485,11 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MATMUL: h = &xf_dn_matmul_handler; break;
     case XF_OP_EINSUM: h = &xf_dn_einsum_handler; break;
     case XF_OP_GEMM: h = &xf_dn_gemm_handler; break;
+    /* zero points per column of B: the columns' correction of MatMulIntegerToFloat's loop */
     case XF_OP_MATMUL_INTEGER:
-    case XF_OP_QLINEAR_MATMUL: h = &xf_dn_qmatmul_handler; break;
+    case XF_OP_QLINEAR_MATMUL:
+        h = xf_dn_qmatmul_handler.handles(g, n) ? &xf_dn_qmatmul_handler : &xf_dn_int_matmul_float_handler;
+        break;
     case XF_OP_CONV_INTEGER:
     case XF_OP_QLINEAR_CONV: h = &xf_dn_qconv_handler; break;
     case XF_OP_DYNAMIC_QUANTIZE_LINEAR: h = &xf_dn_dynamic_quantize_handler; break;

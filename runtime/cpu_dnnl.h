@@ -477,6 +477,19 @@ static inline int64_t xf_dn_chunks(int64_t count, int64_t *size)
 
 static inline int xf_dn_input(const xf_node *n, int k) { return k >= 0 && k < n->n_inputs ? n->inputs[k] : -1; }
 
+/* v rounded half to even, plus zp, saturated to [lo, hi] (an 8-bit
+ * type's), NaN to 0: as xf_rt_quantize_round and the store after it give
+ * it, rounding by adding and subtracting 1.5 x 2^23, which vectorizes and
+ * leaves values past 2^22 beyond the bounds, on their side of 0. */
+static inline float xf_dn_requantize(float v, float zp, float lo, float hi)
+{
+    const float shift = 0x1.8p23f;
+    float r = v + shift - shift + zp;
+    r = r > lo ? r : lo;
+    r = r < hi ? r : hi;
+    return v == v ? r : 0.0f;
+}
+
 /* Whether a value may be a float tensor oneDNN computes on. */
 bool xf_dn_is_f32(const xf_graph *g, int value);
 /* Whether every present input and output of n is f32 with a known,

@@ -3,7 +3,9 @@
  * 1, A not transposed, its int32 C one per column) as matmul, ConvInteger
  * and QLinearConv as convolution (MatMulIntegerToFloat and
  * DynamicQuantizeMatMul, at the end, as a matmul of the int32 sums then a
- * loop of this backend's own), in the forms where oneDNN 2.6 computes
+ * loop of this backend's own, and so QLinearMatMul and MatMulInteger of a
+ * constant matrix B whose zero points the matmul does not take: per
+ * column, or uint8 without one), in the forms where oneDNN 2.6 computes
  * what ONNX (ONNX Runtime) specifies:
  *   - x (A) uint8 or int8 with one zero point, a constant or a value
  *     computed at run time (DynamicQuantizeLinear's);
@@ -29,8 +31,9 @@
  * (test_cpu_int8 counts those in its random cases: none).  QGemm's C is
  * added to the int32 sums, as ONNX Runtime adds it, in a loop of this
  * backend's own after oneDNN's matmul (a classifier's sums pass 2^24).
- * Zero points per row of A or per column of B, uint8 weights computed at
- * run time and scales computed at run time stay on cpu_ref:
+ * Zero points per row of A, those per column of a B computed at run time
+ * or of more than 2 dims, uint8 weights computed at run time and (but in
+ * MatMulIntegerToFloat's loop) scales computed at run time stay on cpu_ref:
  * oneDNN 2.6 takes zero points per tensor only (none for a
  * convolution's weights), and its int8 convolution output scales only
  * when the primitive is created (its matmul takes them at run time only
@@ -683,18 +686,26 @@ typedef struct imf_geom {
     uint8_t *qa;
 } imf_geom;
 
+/* The input of n holding MatMulIntegerToFloat's input mif_index (A, B,
+ * a_scale, b_scale, a_zero_point, b_zero_point, bias; -1: none). */
 static int imf_input(const xf_node *n, int mif_index)
 {
-    /* DynamicQuantizeMatMul lacks a_scale and a_zero_point (2, 4) */
-    if (n->op != XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL)
-        return mif_index;
-    static const int dqm[7] = {0, 1, -1, 2, -1, 3, 4};
-    return dqm[mif_index];
+    /* DynamicQuantizeMatMul lacks a_scale and a_zero_point (2, 4);
+     * QLinearMatMul and MatMulInteger have no bias, the latter no scales */
+    static const int dqm[7] = {0, 1, -1, 2, -1, 3, 4}, qmm[7] = {0, 3, 1, 4, 2, 5, -1},
+                     mmi[7] = {0, 1, -1, -1, 2, 3, -1};
+    switch (n->op) {
+    case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL: return dqm[mif_index];
+    case XF_OP_QLINEAR_MATMUL: return qmm[mif_index];
+    case XF_OP_MATMUL_INTEGER: return mmi[mif_index];
+    default: return mif_index;
+    }
 }
 
-static imf_geom imf_geom_of(const xf_dn_node *st, const xf_tensor_view *in)
+static imf_geom imf_geom_of(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in)
 {
-    imf_geom g = {.k = in[1].shape.dims[0], .n = in[1].shape.dims[1]};
+    const xf_tensor_view *b = &in[imf_input(n, 1)];
+    imf_geom g = {.k = b->shape.dims[0], .n = b->shape.dims[1]};
     g.m = xf_rt_numel(&in[0]) / g.k;
     g.p = (int32_t *)st->scratch;
     g.rowsum = g.p + g.m * g.n;
@@ -704,25 +715,39 @@ static imf_geom imf_geom_of(const xf_dn_node *st, const xf_tensor_view *in)
     return g;
 }
 
+/* The kinds of output: MatMulIntegerToFloat's and DynamicQuantizeMatMul's
+ * floats, QLinearMatMul's 8-bit codes, MatMulInteger's int32 sums. */
+static bool imf_output_ok(const xf_graph *g, const xf_node *n)
+{
+    const xf_value *y = &g->values[n->outputs[0]], *ys = value_at(g, n, 6), *yz = value_at(g, n, 7);
+    if (n->op == XF_OP_MATMUL_INTEGER)
+        return y->dtype == XF_DT_INT32;
+    if (n->op != XF_OP_QLINEAR_MATMUL)
+        return xf_dn_is_f32(g, n->outputs[0]);
+    return (y->dtype == XF_DT_UINT8 || y->dtype == XF_DT_INT8) && ys && ys->dtype == XF_DT_FLOAT && single(ys) &&
+           single(yz) && (!yz || yz->dtype == y->dtype);
+}
+
 static bool imf_handles(const xf_graph *g, const xf_node *n)
 {
-    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL;
-    const xf_value *a = value_at(g, n, 0), *b = value_at(g, n, 1), *bs = value_at(g, n, imf_input(n, 3));
+    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, sums = n->op == XF_OP_MATMUL_INTEGER;
+    const xf_value *a = value_at(g, n, 0), *b = value_at(g, n, imf_input(n, 1)), *bs = value_at(g, n, imf_input(n, 3));
     const xf_value *bz = value_at(g, n, imf_input(n, 5)), *bias = value_at(g, n, imf_input(n, 6));
-    if (!xf_dn_exact_int8() || !a || !b || !bs || !b->init || b->shape.ndim != 2 || n->n_outputs != 1 ||
-        n->outputs[0] < 0 || !xf_dn_is_f32(g, n->outputs[0]) || xf_shape_numel(&a->shape) <= 0 ||
+    if (!xf_dn_exact_int8() || !a || !b || (!bs && !sums) || !b->init || b->shape.ndim != 2 || n->n_outputs != 1 ||
+        n->outputs[0] < 0 || !imf_output_ok(g, n) || xf_shape_numel(&a->shape) <= 0 ||
         (b->dtype != XF_DT_UINT8 && b->dtype != XF_DT_INT8))
         return false;
     int64_t k = b->shape.dims[0], cols = b->shape.dims[1], nz = bz ? xf_shape_numel(&bz->shape) : 1;
+    int64_t ns = bs ? xf_shape_numel(&bs->shape) : 1;
     if (k <= 0 || cols <= 0 || a->shape.dims[a->shape.ndim - 1] != k || (bz && bz->dtype != b->dtype) ||
-        (nz != 1 && nz != cols) || bs->dtype != XF_DT_FLOAT || !(xf_shape_numel(&bs->shape) == 1 || xf_shape_numel(&bs->shape) == cols) ||
+        (nz != 1 && nz != cols) || (bs && bs->dtype != XF_DT_FLOAT) || (ns != 1 && ns != cols) ||
         (bias && (bias->dtype != XF_DT_FLOAT || xf_shape_numel(&bias->shape) != cols)))
         return false;
     if (dyn)
         return xf_dn_is_f32(g, n->inputs[0]);
-    const xf_value *as = value_at(g, n, 2);
-    return (a->dtype == XF_DT_UINT8 || a->dtype == XF_DT_INT8) && as && as->dtype == XF_DT_FLOAT &&
-           single(as) && single(value_at(g, n, 4));
+    const xf_value *as = value_at(g, n, imf_input(n, 2));
+    return (a->dtype == XF_DT_UINT8 || a->dtype == XF_DT_INT8) && (sums || (as && as->dtype == XF_DT_FLOAT)) &&
+           single(as) && single(value_at(g, n, imf_input(n, 4)));
 }
 
 /* The sum of count bytes, in blocks of LANES (exact: K < 2^23). */
@@ -747,7 +772,7 @@ XF_SUM_BYTES(sum_s8, int8_t)
  * scratch block first) and row sums. */
 static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out)
 {
-    imf_geom g = imf_geom_of(st, in);
+    imf_geom g = imf_geom_of(n, st, in);
     const uint8_t *a = in[0].data;
     bool s8 = in[0].dtype == XF_DT_INT8;
     if (n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL) {
@@ -758,9 +783,11 @@ static void imf_pre(const xf_node *n, const xf_dn_node *st, const xf_tensor_view
         *g.za = (int32_t)zp;
         a = g.qa;
     } else {
-        *g.sa = (float)xf_rt_load_f64(in[2].dtype, in[2].data, 0);
-        *g.za = xf_dn_input(n, 4) >= 0 && xf_rt_present(&in[4]) ? (int32_t)xf_rt_load_i64(in[4].dtype, in[4].data, 0)
-                                                                 : 0;
+        int si = imf_input(n, 2), zi = imf_input(n, 4);
+        *g.sa = xf_dn_input(n, si) >= 0 ? (float)xf_rt_load_f64(in[si].dtype, in[si].data, 0) : 1.0f;
+        *g.za = xf_dn_input(n, zi) >= 0 && xf_rt_present(&in[zi])
+                    ? (int32_t)xf_rt_load_i64(in[zi].dtype, in[zi].data, 0)
+                    : 0;
     }
     XF_OMP_FOR(g.m * g.k >= 1 << 16)
     for (int64_t i = 0; i < g.m; i++)
@@ -792,12 +819,33 @@ static void imf_row(int64_t n, const int32_t *restrict p, uint32_t ra, uint32_t 
         y[j] += bias[j];
 }
 
-/* The int32 sums from P, scaled and biased as cpu_ref does. */
+/* The same for QLinearMatMul (scale: a_scale b_scale / y_scale; codes of
+ * type t, xf_dn_requantize's) and MatMulInteger (the int32 sums
+ * themselves, as int32 y). */
+static void imf_row_ints(int64_t n, const int32_t *restrict p, uint32_t ra, uint32_t za, const int32_t *restrict colsum,
+                         const int32_t *restrict c, const float *restrict scale, xf_dtype t, float zp, void *restrict y)
+{
+    float lo = t == XF_DT_UINT8 ? 0.0f : -128.0f, hi = t == XF_DT_UINT8 ? 255.0f : 127.0f;
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t acc = (uint32_t)p[j] - za * (uint32_t)colsum[j] + (uint32_t)c[j] * ra;
+        if (t == XF_DT_INT32) {
+            ((int32_t *)y)[j] = (int32_t)acc;
+            continue;
+        }
+        float r = xf_dn_requantize((float)(int32_t)acc * scale[j], zp, lo, hi);
+        if (t == XF_DT_UINT8)
+            ((uint8_t *)y)[j] = (uint8_t)r;
+        else
+            ((int8_t *)y)[j] = (int8_t)r;
+    }
+}
+
+/* The int32 sums from P, scaled and biased (requantized) as cpu_ref does. */
 static xf_status imf_post(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in, const xf_tensor_view *out,
                           xf_error *err)
 {
     (void)err;
-    imf_geom g = imf_geom_of(st, in);
+    imf_geom g = imf_geom_of(n, st, in);
     const xf_tensor_view *bs = &in[imf_input(n, 3)];
     int zin = imf_input(n, 5), bin = imf_input(n, 6);
     const xf_tensor_view *bz = xf_dn_input(n, zin) >= 0 && xf_rt_present(&in[zin]) ? &in[zin] : NULL;
@@ -805,26 +853,36 @@ static xf_status imf_post(const xf_node *n, const xf_dn_node *st, const xf_tenso
     const int32_t *colsum = (const int32_t *)st->folded_w;
     int32_t *c = (int32_t *)st->folded_w + g.n;
     float *scale = (float *)(c + g.n);
-    int64_t nz = bz ? xf_rt_numel(bz) : 0, ns = xf_rt_numel(bs);
-    uint32_t za = (uint32_t)*g.za, off = in[1].dtype == XF_DT_UINT8 ? 128u : 0u;
+    bool q = n->op == XF_OP_QLINEAR_MATMUL, sums = n->op == XF_OP_MATMUL_INTEGER;
+    int64_t nz = bz ? xf_rt_numel(bz) : 0, ns = sums ? 0 : xf_rt_numel(bs);
+    uint32_t za = (uint32_t)*g.za, off = in[imf_input(n, 1)].dtype == XF_DT_UINT8 ? 128u : 0u;
     for (int64_t j = 0; j < g.n; j++) {
         c[j] = (int32_t)(off - (uint32_t)(nz ? xf_rt_load_i64(bz->dtype, bz->data, nz > 1 ? j : 0) : 0));
-        scale[j] = *g.sa * ((const float *)bs->data)[ns > 1 ? j : 0];
+        scale[j] = sums ? 0.0f : *g.sa * ((const float *)bs->data)[ns > 1 ? j : 0];
+        if (q)
+            scale[j] = scale[j] / *(const float *)in[6].data;
     }
-    float *y = out[0].data;
+    float zp = q && n->n_inputs > 7 && xf_rt_present(&in[7]) ? (float)xf_rt_load_i64(in[7].dtype, in[7].data, 0) : 0;
+    size_t width = xf_dtype_size(out[0].dtype);
     XF_OMP_FOR(g.m * g.n >= 1 << 16)
-    for (int64_t i = 0; i < g.m; i++)
-        imf_row(g.n, g.p + i * g.n, (uint32_t)g.rowsum[i] - (uint32_t)g.k * za, za, colsum, c, scale, bias,
-                y + i * g.n);
+    for (int64_t i = 0; i < g.m; i++) {
+        uint32_t ra = (uint32_t)g.rowsum[i] - (uint32_t)g.k * za;
+        if (q || sums)
+            imf_row_ints(g.n, g.p + i * g.n, ra, za, colsum, c, scale, out[0].dtype, zp,
+                         (char *)out[0].data + (size_t)(i * g.n) * width);
+        else
+            imf_row(g.n, g.p + i * g.n, ra, za, colsum, c, scale, bias, (float *)out[0].data + i * g.n);
+    }
     return XF_OK;
 }
 
 static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                              const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, u8 = in[1].dtype == XF_DT_UINT8;
-    int64_t k = in[1].shape.dims[0], cols = in[1].shape.dims[1], m = xf_rt_numel(&in[0]) / k;
-    const int8_t *b = in[1].data;
+    const xf_tensor_view *bv = &in[imf_input(n, 1)];
+    bool dyn = n->op == XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL, u8 = bv->dtype == XF_DT_UINT8;
+    int64_t k = bv->shape.dims[0], cols = bv->shape.dims[1], m = xf_rt_numel(&in[0]) / k;
+    const int8_t *b = bv->data;
     /* colsum(B'), then room for c and the scales of each run */
     free(st->folded_w);
     free(st->scratch);
@@ -836,14 +894,14 @@ static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     }
     for (int64_t i = 0; u8 && i < k * cols; i++)
-        shifted[i] = (int8_t)(((const uint8_t *)in[1].data)[i] ^ 0x80u); /* b - 128 */
+        shifted[i] = (int8_t)(((const uint8_t *)bv->data)[i] ^ 0x80u); /* b - 128 */
     int32_t *colsum = (int32_t *)st->folded_w;
     for (int64_t j = 0; j < cols; j++)
         colsum[j] = 0;
     for (int64_t t = 0; t < k; t++)
         for (int64_t j = 0; j < cols; j++)
             colsum[j] += u8 ? shifted[t * cols + j] : b[t * cols + j];
-    imf_geom geo = imf_geom_of(st, in);
+    imf_geom geo = imf_geom_of(n, st, in);
     dnnl_memory_desc_t a, w, w_any, y;
     dnnl_memory_desc_init_by_tag(&a, 2, (dnnl_dims_t){m, k}, dyn ? dnnl_u8 : dn_type(in[0].dtype), dnnl_ab);
     dnnl_memory_desc_init_by_tag(&w, 2, (dnnl_dims_t){k, cols}, dnnl_s8, dnnl_ab);

@@ -152,9 +152,9 @@ static bool qdq_product_of(const xf_graph *g, const int *reader, int n_values, i
     int b = c->n_inputs > 2 ? c->inputs[2] : -1;
     *p = (qdq_product){.product = ci, .op = conv ? XF_OP_QLINEAR_CONV : XF_OP_QLINEAR_MATMUL, .n_inputs = conv ? 9 : 8};
     p->dq[0] = dq_of(g, c->inputs[0], XF_DT_UNDEFINED, 0, 0, false);
-    /* a convolution's weights may be uint8 and have zero points (corrected
-     * after oneDNN's sums: xf_dn_qconv_fix_prepare) */
-    p->dq[1] = dq_of(g, c->inputs[1], conv ? XF_DT_UNDEFINED : XF_DT_INT8, m, axis, !conv);
+    /* the weights may be uint8 and have zero points (corrected after
+     * oneDNN's sums: xf_dn_qconv_fix_prepare, MatMulIntegerToFloat's loop) */
+    p->dq[1] = dq_of(g, c->inputs[1], XF_DT_UNDEFINED, m, axis, false);
     p->dq[2] = b >= 0 ? dq_of(g, b, XF_DT_INT32, m, 0, true) : -1;
     p->q = qdq_output(g, reader, n_values, ci);
     if (p->dq[0] < 0 || p->dq[1] < 0 || (b >= 0 && p->dq[2] < 0) || p->q < 0)
@@ -177,7 +177,8 @@ static bool qdq_product_of(const xf_graph *g, const int *reader, int n_values, i
     xf_node qc = {.op = p->op, .attrs = c->attrs, .n_inputs = p->n_inputs, .inputs = p->inputs, .n_outputs = 1,
                   .outputs = &y};
     qc.attrs.activation = XF_ACT_NONE;
-    return (conv ? &xf_dn_qconv_handler : &xf_dn_qmatmul_handler)->handles(g, &qc);
+    return conv ? xf_dn_qconv_handler.handles(g, &qc)
+                : xf_dn_qmatmul_handler.handles(g, &qc) || xf_dn_int_matmul_float_handler.handles(g, &qc);
 }
 
 /* The opset the chain's table is computed at: the nodes carry their

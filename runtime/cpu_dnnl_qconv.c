@@ -242,23 +242,14 @@ static uint32_t zp_shift(const xf_tensor_view *zw, bool u8w, int64_t oc)
 }
 
 /* One pixel of QLinearConv's output from its channels-last sums: per
- * output channel m, sum - off[m] (d t, less the bias), scaled, rounded
- * half to even, plus zp, saturated to [lo, hi] (NaN to 0), as
- * xf_rt_quantize_round and the store after it give it: rounding by adding
- * and subtracting 1.5 x 2^23, which leaves values past 2^22 beyond the
- * bounds, on their side of 0; into q[m]. */
+ * output channel m, sum - off[m] (d t, less the bias), scaled and
+ * requantized (xf_dn_requantize) into q[m]. */
 QC_CLONES static void requantize_pixel(const uint32_t *restrict sums, const uint32_t *restrict off,
                                        const float *restrict scale, float zp, float lo, float hi, int64_t count,
                                        int32_t *restrict q)
 {
-    const float shift = 0x1.8p23f;
-    for (int64_t m = 0; m < count; m++) {
-        float v = (float)(int32_t)(sums[m] - off[m]) * scale[m];
-        float r = v + shift - shift + zp;
-        r = r > lo ? r : lo;
-        r = r < hi ? r : hi;
-        q[m] = (int32_t)(v == v ? r : 0.0f);
-    }
+    for (int64_t m = 0; m < count; m++)
+        q[m] = (int32_t)xf_dn_requantize((float)(int32_t)(sums[m] - off[m]) * scale[m], zp, lo, hi);
 }
 
 /* off[m] = d[m] t - b[m] */

@@ -151,7 +151,10 @@ START_TEST(uint8_weights)
                                    bz, t % 4 != 3);
         char what[64];
         snprintf(what, sizeof what, "MatMulInteger of uint8 b, case %d", t);
-        q8_check_case(&c, xf_bt_have_vnni() && bz != ZP_ABSENT && bz != ZP_ZERO_CHANNELS, what);
+        /* no zero point for all: through MatMulIntegerToFloat's loop (constant 2-D weights) */
+        q8_check_case(
+            &c, xf_bt_have_vnni() && ((bz != ZP_ABSENT && bz != ZP_ZERO_CHANNELS) || (t % 4 != 3 && bs.ndim == 2)),
+            what);
     }
     q8_case c = matmul_integer(q8_ints(XF_DT_UINT8, SHAPE(3, 1100), 255, 255),
                                q8_ints(XF_DT_UINT8, SHAPE(1100, 17), 0, 0), ZP_ZERO, ZP_ZERO, false);
@@ -176,6 +179,29 @@ START_TEST(uint8_weights)
         snprintf(what, sizeof what, "QLinearMatMul of two uint8 tensors, case %d", t);
         q8_check_case(&c, xf_bt_have_vnni(), what);
     }
+    /* zero points per column, as quantize_static writes QUInt8 weights per
+     * channel: through MatMulIntegerToFloat's columns' loop, exactly */
+    int64_t off_before = q8_off_by_one;
+    for (int t = 0; t < 6; t++) {
+        c = (q8_case){.g = xf_graph_create("qmm")};
+        int64_t k = t % 2 ? 300 : 37, n = t % 3 ? 21 : 64;
+        xf_dtype bt = t < 3 ? XF_DT_UINT8 : XF_DT_INT8, yt = t % 2 ? XF_DT_INT8 : XF_DT_UINT8;
+        xf_tensor *a_scale = q8_scales(SCALAR, 0.01, 0.05), *b_scale = q8_scales(SHAPE(n), 0.01, 0.05);
+        xf_tensor *y_scale = q8_y_scale_for(((float *)a_scale->data)[0], b_scale, k);
+        int in[8] = {q8_operand(&c, q8_full_range(XF_DT_UINT8, SHAPE(2, 5, k)), false),
+                     q8_operand(&c, a_scale, true),
+                     q8_zero_point(&c, XF_DT_UINT8, ZP_CONST, 0),
+                     q8_operand(&c, q8_full_range(bt, SHAPE(k, n)), true),
+                     q8_operand(&c, b_scale, true),
+                     q8_zero_point(&c, bt, ZP_CHANNELS, n),
+                     q8_operand(&c, y_scale, true),
+                     q8_zero_point(&c, yt, ZP_CONST, 0)};
+        c = q8_finish(c, XF_OP_QLINEAR_MATMUL, 8, in, NULL);
+        char what[80];
+        snprintf(what, sizeof what, "QLinearMatMul, b's zero points per column, case %d", t);
+        q8_check_case(&c, xf_bt_have_vnni(), what);
+    }
+    ck_assert_int_eq(q8_off_by_one, off_before);
     q8_report_off_by_one("QLinearMatMul of uint8 b");
 }
 END_TEST
@@ -195,7 +221,9 @@ START_TEST(matmul_integer_on_cpu_ref)
         int az = q8_operand(&c, q8_full_range(XF_DT_UINT8, per ? SCALAR : SHAPE(5)), true);
         int bz = q8_operand(&c, q8_ints(XF_DT_INT8, per ? SHAPE(3) : SCALAR, per ? 1 : 0, 5), true);
         c = q8_finish(c, XF_OP_MATMUL_INTEGER, 4, (int[]){a, b, az, bz}, NULL);
-        q8_check_case(&c, false, per ? "MatMulInteger, b's zero points per column" : "MatMulInteger, a's per row");
+        /* b's per column through MatMulIntegerToFloat's columns' loop */
+        q8_check_case(&c, per && xf_bt_have_vnni(),
+                      per ? "MatMulInteger, b's zero points per column" : "MatMulInteger, a's per row");
     }
 }
 END_TEST
@@ -240,10 +268,14 @@ START_TEST(qlinear_matmul_random)
         q8_check_case(&c, xf_bt_have_vnni(), what);
     }
     q8_report_off_by_one("QLinearMatMul");
-    /* a scale computed at run time stays on cpu_ref */
-    q8_case c = qlinear_matmul(q8_full_range(XF_DT_UINT8, SHAPE(4, 9)), q8_full_range(XF_DT_INT8, SHAPE(9, 6)),
-                               XF_DT_UINT8, false, ZP_CONST, ZP_CONST, true, false);
-    q8_check_case(&c, false, "QLinearMatMul with a_scale a graph input");
+    /* a scale computed at run time: read per run by the columns' loop of
+     * MatMulIntegerToFloat (constant 2-D weights), else on cpu_ref */
+    for (int b2 = 0; b2 < 2; b2++) {
+        q8_case c = qlinear_matmul(q8_full_range(XF_DT_UINT8, SHAPE(4, 9)),
+                                   q8_full_range(XF_DT_INT8, b2 ? SHAPE(9, 6) : SHAPE(1, 9, 6)), XF_DT_UINT8, false,
+                                   ZP_CONST, ZP_CONST, true, false);
+        q8_check_case(&c, b2 && xf_bt_have_vnni(), "QLinearMatMul with a_scale a graph input");
+    }
     q8_off_by_one = q8_compared = 0;
 }
 END_TEST
