@@ -602,6 +602,9 @@ bool xf_dn_conv_geometry_ok(const xf_graph *g, const xf_node *n, const xf_dn_con
 xf_status xf_dn_conv_build(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                            const xf_tensor_view *out, xf_dn_node *st, const xf_dn_conv_io *io,
                            const_dnnl_primitive_attr_t attr, xf_error *err);
+/* uint8 weights read as int8 by oneDNN's int8 kernels, b - 128: the
+ * bytes with the sign bit flipped (cpu_dnnl_int8.c). */
+void xf_dn_flip_bytes(const uint8_t *restrict b, int8_t *restrict to, int64_t count);
 /* ConvInteger and QLinearConv whose weights oneDNN reads less a zero
  * point d, per tensor or per output channel: d = w_zero_point - 128 for
  * uint8 constants read as int8 (their bytes' sign bit flipped into

@@ -262,8 +262,7 @@ static bool qmatmul_handles(const xf_graph *g, const xf_node *n)
  * r.w), the int32 bias (input bias_in, -1: none) and Y: constant weights
  * are reordered once into the layout oneDNN prefers.  With sums, Y is
  * the int32 sums (zero points applied, not scaled) written there. */
-/* uint8 weights read as int8 (u8_weights): bytes with the sign bit flipped. */
-static void flip_bytes(const uint8_t *restrict b, int8_t *restrict to, int64_t count)
+void xf_dn_flip_bytes(const uint8_t *restrict b, int8_t *restrict to, int64_t count)
 {
     for (int64_t i = 0; i < count; i++)
         to[i] = (int8_t)(b[i] ^ 0x80u);
@@ -274,7 +273,7 @@ static void flip_weights(const xf_node *n, const xf_dn_node *st, const xf_tensor
 {
     (void)out;
     const xf_tensor_view *w = &in[roles_of(n->op).w];
-    flip_bytes(w->data, (int8_t *)st->scratch, xf_rt_numel(w));
+    xf_dn_flip_bytes(w->data, (int8_t *)st->scratch, xf_rt_numel(w));
 }
 
 /* Binds n's weights: constant ones reordered once into the layout oneDNN
@@ -299,7 +298,7 @@ static xf_status bind_weights(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
         st->pre = flip_weights;
         return xf_dn_bind_scratch(c, n, st, DNNL_ARG_WEIGHTS, b, flipped, err);
     }
-    flip_bytes(w->data, flipped, count);
+    xf_dn_flip_bytes(w->data, flipped, count);
     /* the node's own copy, never shared with another node's constants */
     free(st->folded_b);
     st->folded_b = (float *)(void *)flipped;
@@ -893,8 +892,8 @@ static xf_status imf_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
         free(shifted);
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     }
-    for (int64_t i = 0; u8 && i < k * cols; i++)
-        shifted[i] = (int8_t)(((const uint8_t *)bv->data)[i] ^ 0x80u); /* b - 128 */
+    if (u8)
+        xf_dn_flip_bytes(bv->data, shifted, k * cols); /* b - 128 */
     int32_t *colsum = (int32_t *)st->folded_w;
     for (int64_t j = 0; j < cols; j++)
         colsum[j] = 0;

@@ -393,8 +393,8 @@ xf_status xf_dn_qconv_fix_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     st->folded_w = NULL;
     if (ok && w->dtype == XF_DT_UINT8) {
         int8_t *flipped = malloc((size_t)(count > 0 ? count : 1));
-        for (int64_t i = 0; flipped && i < count; i++)
-            flipped[i] = (int8_t)(((const uint8_t *)w->data)[i] ^ 0x80u);
+        if (flipped)
+            xf_dn_flip_bytes(w->data, flipped, count);
         st->folded_w = (float *)(void *)flipped;
         ok = flipped != NULL;
     }

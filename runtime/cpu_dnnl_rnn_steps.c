@@ -469,8 +469,8 @@ static int8_t *signed_weights(const xf_tensor_view *in, int k, int64_t d, int64_
         return NULL;
     int8_t *w = malloc((size_t)count);
     const uint8_t *from = (const uint8_t *)in[k].data + d * count;
-    for (int64_t i = 0; w && i < count; i++)
-        w[i] = (int8_t)(from[i] ^ 0x80u);
+    if (w)
+        xf_dn_flip_bytes(from, w, count);
     return w;
 }
 
