@@ -301,6 +301,34 @@ typedef struct binary_mds {
     dnnl_memory_desc_t src0, src0_have, src1, src1_have, dst, dst_have;
 } binary_mds;
 
+/* y and the operand o that broadcasts to it, both plain, seen with fewer
+ * dims (the same bytes): y's dims of 1 left out, and neighbours merged
+ * where o is whole along both or 1 along both, into yc and oc.  oneDNN's
+ * kernels broadcast along some dims only ([1, 12, 384, 1] to [1, 12, 384,
+ * 384], a softmax's sums, ran on its reference kernel; as [4608, 1] to
+ * [4608, 384] on its vector one). */
+static void binary_collapse(const xf_shape *o, const xf_shape *y, xf_shape *yc, xf_shape *oc)
+{
+    int r = 0, prev = -1, lead = y->ndim - o->ndim;
+    for (int d = 0; d < y->ndim; d++) {
+        int64_t od = d < lead ? 1 : o->dims[d - lead];
+        if (y->dims[d] == 1)
+            continue;
+        int whole = od == y->dims[d];
+        if (whole == prev) {
+            yc->dims[r - 1] *= y->dims[d];
+            oc->dims[r - 1] *= od;
+            continue;
+        }
+        yc->dims[r] = y->dims[d];
+        oc->dims[r++] = od;
+        prev = whole;
+    }
+    if (r == 0)
+        yc->dims[r] = oc->dims[r] = 1, r++;
+    yc->ndim = oc->ndim = r;
+}
+
 static void binary_layouts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_shape *other,
                            const xf_shape *y, binary_mds *m)
 {
@@ -352,6 +380,15 @@ static void binary_layouts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
         src0_have = dst_have = src0;
         if (xf_shape_equal(other, y))
             src1_have = src1;
+    }
+    if (work == XF_DN_PLAIN && !xf_shape_equal(other, y) && xf_shape_numel(y) > 0 &&
+        dnnl_memory_desc_equal(&src0_have, &src0) && dnnl_memory_desc_equal(&dst_have, &dst)) {
+        xf_shape yc, oc;
+        binary_collapse(other, y, &yc, &oc);
+        xf_dn_md_plain(&yc, dnnl_f32, &src0);
+        xf_dn_md_plain(&oc, dnnl_f32, &src1);
+        src0_have = dst = dst_have = src0;
+        src1_have = src1;
     }
     *m = (binary_mds){first, second, work, src0, src0_have, src1, src1_have, dst, dst_have};
 }

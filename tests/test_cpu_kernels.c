@@ -352,20 +352,38 @@ START_TEST(pooled_map_ops)
 END_TEST
 
 /* RT-DETR's deformable attention scales its sampling offsets by the
- * boxes' sizes, a broadcast over two middle dims that oneDNN's binary
- * kernels lack, then by 0.5: the Mul by 0.5 must not fold into the first
- * one (oneDNN's reference kernel then), which runs on cpu_ref's kernel. */
+ * boxes' sizes, a broadcast over two middle dims, then by 0.5.  Seen as
+ * [30, 96, 2] by [30, 1, 2] it runs on oneDNN's vector kernel, the 0.5
+ * folded in; broadcast along every other dim ([2, 30, 8, 12, 2] by [2, 1,
+ * 8, 1, 2]), a form oneDNN's kernels lack, the Mul by 0.5 must not fold
+ * into the first one (oneDNN's reference kernel then), which runs on
+ * cpu_ref's kernel.  So do the softmax's Sub and Div of one value per row
+ * of [1, 3, 5, 7], on oneDNN's kernel as [15, 7] by [15, 1]. */
 START_TEST(middle_broadcast_then_scale)
 {
     if (!xf_bt_have_cpu())
         return;
-    xf_graph *g = xf_graph_create("offsets");
-    int off = add_input(g, SHAPE(1, 30, 8, 12, 2)), wh = add_input(g, SHAPE(1, 30, 1, 1, 2));
-    int m = out0(g, NODE(g, XF_OP_MUL, off, wh));
-    xf_graph_add_output(g, out0(g, NODE(g, XF_OP_MUL, m, xf_bt_scalar(g, 0.5f, 0))));
+    for (int form = 0; form < 2; form++) {
+        xf_graph *g = xf_graph_create("offsets");
+        int off = add_input(g, form ? SHAPE(2, 30, 8, 12, 2) : SHAPE(1, 30, 8, 12, 2));
+        int wh = add_input(g, form ? SHAPE(2, 1, 8, 1, 2) : SHAPE(1, 30, 1, 1, 2));
+        int m = out0(g, NODE(g, XF_OP_MUL, off, wh));
+        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_MUL, m, xf_bt_scalar(g, 0.5f, 0))));
+        char impl[128];
+        check_kernels(g, "offsets scaled", XF_OP_MUL, impl, sizeof impl);
+        ck_assert_msg(form ? !strcmp(impl, "cpu_ref kernel") : strstr(impl, "jit") != NULL,
+                      "form %d: the broadcasting Mul runs as %s", form, impl);
+        xf_graph_free(g);
+    }
+    xf_graph *g = xf_graph_create("softmax");
+    int x = add_input(g, SHAPE(1, 3, 5, 7)), row = add_input(g, SHAPE(1, 3, 5, 1));
+    int e = out0(g, NODE(g, XF_OP_EXP, out0(g, NODE(g, XF_OP_SUB, x, row))));
+    xf_graph_add_output(g, out0(g, NODE(g, XF_OP_DIV, e, row)));
     char impl[128];
-    check_kernels(g, "offsets scaled", XF_OP_MUL, impl, sizeof impl);
-    ck_assert_msg(!strcmp(impl, "cpu_ref kernel"), "the broadcasting Mul runs as %s", impl);
+    check_kernels(g, "softmax's broadcasts", XF_OP_SUB, impl, sizeof impl);
+    ck_assert_msg(strstr(impl, "jit") != NULL, "the Sub runs as %s", impl);
+    check_kernels(g, "softmax's broadcasts", XF_OP_DIV, impl, sizeof impl);
+    ck_assert_msg(strstr(impl, "jit") != NULL, "the Div runs as %s", impl);
     xf_graph_free(g);
 }
 END_TEST
