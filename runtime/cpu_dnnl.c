@@ -467,11 +467,28 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MAX_POOL:
     case XF_OP_AVERAGE_POOL:
     case XF_OP_GLOBAL_AVERAGE_POOL:
-    case XF_OP_GLOBAL_MAX_POOL:
-    case XF_OP_REDUCE_MAX: h = &xf_dn_pool_handler; break;
+    case XF_OP_GLOBAL_MAX_POOL: h = &xf_dn_pool_handler; break;
     /* over the spatial dims a global pool, else a reduction */
-    case XF_OP_REDUCE_MEAN: h = xf_dn_pool_handler.handles(g, n) ? &xf_dn_pool_handler : &xf_dn_reduce_handler; break;
-    case XF_OP_REDUCE_SUM: h = &xf_dn_reduce_handler; break;
+    case XF_OP_REDUCE_MAX:
+        h = xf_dn_pool_handler.handles(g, n) ? &xf_dn_pool_handler : &xf_dn_reduce_loop_handler;
+        break;
+    case XF_OP_REDUCE_MEAN:
+        h = xf_dn_pool_handler.handles(g, n)     ? &xf_dn_pool_handler
+            : xf_dn_reduce_handler.handles(g, n) ? &xf_dn_reduce_handler
+                                                 : &xf_dn_reduce_loop_handler;
+        break;
+    case XF_OP_REDUCE_SUM:
+        h = xf_dn_reduce_handler.handles(g, n) ? &xf_dn_reduce_handler : &xf_dn_reduce_loop_handler;
+        break;
+    case XF_OP_REDUCE_MIN:
+    case XF_OP_REDUCE_PROD:
+    case XF_OP_REDUCE_L1:
+    case XF_OP_REDUCE_L2:
+    case XF_OP_REDUCE_SUM_SQUARE:
+    case XF_OP_REDUCE_LOG_SUM:
+    case XF_OP_REDUCE_LOG_SUM_EXP:
+    case XF_OP_ARG_MAX:
+    case XF_OP_ARG_MIN: h = &xf_dn_reduce_loop_handler; break;
     case XF_OP_EQUAL:
     case XF_OP_GREATER:
     case XF_OP_LESS:

@@ -115,26 +115,6 @@ static const double erfcx_fit[] = {2.1959056090583407e-07,  -6.370012361834661e-
                                    0.012489374662808419,    -0.027005297556065136,  0.056110493415382434,
                                    -0.1115210201659823,     0.21080636406132749};
 
-/* e^y for y in [-16, 0]: y = k ln 2 + r with |r| <= ln 2 / 2 (k rounded
- * by adding and taking away 1.5 * 2^52), e^r by its Taylor series to r^12
- * (error below 2e-16), 2^k from a float's exponent bits. */
-static inline double erf_exp(double y)
-{
-    const double shifter = 6755399441055744.0;
-    double kd = (y * 1.4426950408889634 + shifter) - shifter;
-    double r = y - kd * 0.69314718055994529 - kd * 2.3190468138462996e-17;
-    double p = 1.0 / 479001600;
-    static const double inv_fact[] = {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
-                                      1.0 / 120,      1.0 / 24,      1.0 / 6,      0.5,         1.0,        1.0};
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; i++)
-        p = p * r + inv_fact[i];
-    int32_t bits = ((int32_t)kd + 127) * (1 << 23);
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
 static inline float erf_one(float xf)
 {
     double x = xf, a = fabs(x), s = a * a;
@@ -148,7 +128,7 @@ static inline float erf_one(float xf)
     for (int i = 1; i < 17; i++)
         g = g * u + erfcx_fit[i];
     /* past 4 (and for NaN) e^(-16) keeps the exponent in range */
-    double big = 1.0 - erf_exp(-(a < 4.0 ? s : 16.0)) * g;
+    double big = 1.0 - xf_dn_exp_neg(-(a < 4.0 ? s : 16.0)) * g;
     double v = a < 1.0 ? small : a < 4.0 ? big : a >= 4.0 ? 1.0 : a;
     return (float)copysign(v, x);
 }

@@ -1,11 +1,12 @@
-/* Reductions on oneDNN: float ReduceSum and ReduceMean over one run of
- * adjacent axes, and the global pools of values stored plain.  oneDNN's
- * reduction kernels reduce the last dim of a dense tensor only (any other
- * dim, a trailing dim of 1 included, and the lp norms run its reference
- * loops, slower than cpu_ref's), so the input, stored plain, is seen as
- * (outer, kept inner, reduced): read in place where the reduced run is
- * innermost, else through a reorder that makes it so.  Sums are taken in
- * float, as the kernels do, where cpu_ref sums in double. */
+/* Reductions on the cpu backend.  On oneDNN: float ReduceSum and
+ * ReduceMean over one run of adjacent axes that is innermost, and the
+ * global pools of values stored plain.  oneDNN's reduction kernels reduce
+ * the last dim of a dense tensor only (any other dim, a trailing dim of 1
+ * included, and the lp norms run its reference loops, slower than
+ * cpu_ref's), so the input, stored plain, is seen as (outer, reduced), read
+ * in place; sums are taken in float, as the kernels do, where cpu_ref sums
+ * in double.  The other reductions over one run of axes, ArgMax and ArgMin
+ * run on loops of the backend's own (below). */
 #include "cpu_dnnl.h"
 
 bool xf_dn_reduce_axes(const xf_graph *g, const xf_node *n, int rank, bool *reduced)
@@ -60,9 +61,12 @@ static bool reduce_handles(const xf_graph *g, const xf_node *n)
     const xf_shape *x = &g->values[n->inputs[0]].shape;
     bool reduced[XF_MAX_DIMS];
     int64_t outer, r, inner;
-    /* one that reduces nothing (dims of 1) is no reduction to oneDNN */
+    /* one that reduces nothing (dims of 1) is no reduction to oneDNN, nor
+     * one whose run is not innermost: the reorder that makes it so took 15
+     * ms for the columns of 4096 x 1000 values (the backend's own loop:
+     * 0.4 ms) */
     return x->ndim >= 1 && xf_shape_numel(x) > 0 && xf_dn_reduce_axes(g, n, x->ndim, reduced) &&
-           reduce_run(x, reduced, &outer, &r, &inner) && r > 1;
+           reduce_run(x, reduced, &outer, &r, &inner) && r > 1 && inner == 1;
 }
 
 static xf_status reduce_finish(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st, dnnl_alg_kind_t alg,
@@ -122,3 +126,381 @@ xf_status xf_dn_global_reduce(xf_dn_ctx *c, const xf_node *n, const xf_shape *x,
     xf_dn_operand_md_typed(c, n, -1, y, dnnl_f32, &dst_have);
     return reduce_finish(c, n, st, max ? dnnl_reduction_max : dnnl_reduction_mean, &src, &src, &dst_have, &dst, err);
 }
+
+/* ---------------------------------------------------------------- the backend's own loops */
+
+/* Reduce{Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp} of floats over one
+ * run of axes, and ArgMax and ArgMin, on loops of the backend's own (oneDNN
+ * 2.6 reduces only the last dim with a kernel, has no arg reductions, and
+ * cpu_ref walks a strided reduction with an iterator: 35 ms for a ReduceMin
+ * over the channels of 8 x 256 x 64 x 64 values on one thread).  x is seen
+ * as (outer, r, inner): rows of r values when inner is 1, folded in lanes;
+ * else r rows of inner columns, folded a block of columns at a time, which
+ * reads x in order.  Results are cpu_ref's: maxima, minima and the indices
+ * exactly (NaN is the extreme, as in cpu_ref and numpy; of equal zeros of
+ * either sign the one kept may differ), the sums and products in double in
+ * another order; LogSumExp's terms e^(x - max) with xf_dn_exp_neg. */
+enum { RED_LANES = 16, RED_DLANES = 8, RED_COLS = 2048 };
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RED_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RED_CLONES
+#endif
+
+/* the fold of v into r that cpu_ref's reductions make; NaN wins */
+#define RED_MAX(r, v) r = (v) > r || (v) != (v) ? (v) : r
+#define RED_MIN(r, v) r = (v) < r || (v) != (v) ? (v) : r
+
+/* The largest (smallest) of the len values at x, NaN when one is NaN;
+ * -inf (inf) when there are none. */
+RED_CLONES static float row_extreme(const float *restrict x, int64_t len, bool min)
+{
+    float m[RED_LANES];
+    for (int l = 0; l < RED_LANES; l++)
+        m[l] = min ? INFINITY : -INFINITY;
+    int64_t i = 0;
+    if (min)
+        for (; i + RED_LANES <= len; i += RED_LANES)
+            for (int l = 0; l < RED_LANES; l++)
+                RED_MIN(m[l], x[i + l]);
+    else
+        for (; i + RED_LANES <= len; i += RED_LANES)
+            for (int l = 0; l < RED_LANES; l++)
+                RED_MAX(m[l], x[i + l]);
+    float r = m[0];
+    for (int l = 1; l < RED_LANES; l++) {
+        if (min)
+            RED_MIN(r, m[l]);
+        else
+            RED_MAX(r, m[l]);
+    }
+    for (; i < len; i++) {
+        if (min)
+            RED_MIN(r, x[i]);
+        else
+            RED_MAX(r, x[i]);
+    }
+    return r;
+}
+
+/* The sums in double: of x, |x|, x^2, e^(x - shift) (shift the largest x),
+ * or the product. */
+typedef enum red_sum { SUM_PLAIN, SUM_ABS, SUM_SQUARE, SUM_EXP, SUM_PROD } red_sum;
+
+/* kind's term of the value v, and two terms (or folds) combined */
+#define RED_TERM(kind, v, shift)                                                                                       \
+    ((kind) == SUM_ABS      ? fabs((double)(v))                                                                        \
+     : (kind) == SUM_SQUARE ? (double)(v) * (double)(v)                                                                \
+     : (kind) == SUM_EXP    ? xf_dn_exp_neg((double)(v) - (shift))                                                     \
+                            : (double)(v))
+#define RED_COMBINE(kind, a, b) ((kind) == SUM_PROD ? (a) * (b) : (a) + (b))
+#define RED_STEP(kind, r, v, shift) r = RED_COMBINE(kind, r, RED_TERM(kind, v, shift))
+
+/* kind's fold of the len values at x, in RED_DLANES lanes (a loop for
+ * each kind, in which RED_TERM's choice is made by the compiler) */
+RED_CLONES static double row_sum(const float *restrict x, int64_t len, red_sum kind, double shift)
+{
+    double init = kind == SUM_PROD ? 1.0 : 0.0, a[RED_DLANES];
+    for (int l = 0; l < RED_DLANES; l++)
+        a[l] = init;
+    int64_t i = 0;
+    switch (kind) {
+#define ROW_CASE(K)                                                                                                    \
+    case K:                                                                                                            \
+        for (; i + RED_DLANES <= len; i += RED_DLANES)                                                                 \
+            for (int l = 0; l < RED_DLANES; l++)                                                                       \
+                RED_STEP(K, a[l], x[i + l], shift);                                                                    \
+        break;
+        ROW_CASE(SUM_PLAIN)
+        ROW_CASE(SUM_ABS)
+        ROW_CASE(SUM_SQUARE)
+        ROW_CASE(SUM_EXP)
+        ROW_CASE(SUM_PROD)
+#undef ROW_CASE
+    }
+    double r = a[0];
+    for (int l = 1; l < RED_DLANES; l++)
+        r = RED_COMBINE(kind, r, a[l]);
+    for (; i < len; i++)
+        RED_STEP(kind, r, x[i], shift);
+    return r;
+}
+
+/* Columns [0, w) of the r rows at x, inner apart: their extremes into m.
+ * The column loops fold several rows a pass, which cuts what they load
+ * and store of their folds (the ReduceSum over 256 of 8 x 256 x 4096
+ * values took 4 ms folding one row a pass, 1.9 four); two for the
+ * extremes, whose longer chains of selects GCC does not vectorize. */
+RED_CLONES static void cols_extreme(const float *restrict x, int64_t r, int64_t inner, int64_t w, bool min,
+                                    float *restrict m)
+{
+    for (int64_t j = 0; j < w; j++)
+        m[j] = min ? INFINITY : -INFINITY;
+    int64_t k = 0;
+    for (; k + 2 <= r; k += 2) {
+        const float *r0 = x + k * inner;
+        if (min)
+            for (int64_t j = 0; j < w; j++) {
+                float a = r0[j], b = r0[inner + j];
+                RED_MIN(a, b);
+                RED_MIN(m[j], a);
+            }
+        else
+            for (int64_t j = 0; j < w; j++) {
+                float a = r0[j], b = r0[inner + j];
+                RED_MAX(a, b);
+                RED_MAX(m[j], a);
+            }
+    }
+    for (; k < r; k++) {
+        const float *row = x + k * inner;
+        if (min)
+            for (int64_t j = 0; j < w; j++)
+                RED_MIN(m[j], row[j]);
+        else
+            for (int64_t j = 0; j < w; j++)
+                RED_MAX(m[j], row[j]);
+    }
+}
+
+/* The same columns' kind folds into a; shift: each column's (SUM_EXP). */
+RED_CLONES static void cols_sum(const float *restrict x, int64_t r, int64_t inner, int64_t w, red_sum kind,
+                                const float *restrict shift, double *restrict a)
+{
+    for (int64_t j = 0; j < w; j++)
+        a[j] = kind == SUM_PROD ? 1.0 : 0.0;
+    int64_t k = 0;
+    switch (kind) {
+#define COLS_CASE(K)                                                                                                   \
+    case K:                                                                                                            \
+        for (; k + 4 <= r; k += 4) {                                                                                   \
+            const float *r0 = x + k * inner, *r1 = r0 + inner, *r2 = r1 + inner, *r3 = r2 + inner;                     \
+            for (int64_t j = 0; j < w; j++) {                                                                          \
+                double h = RED_COMBINE(K, RED_TERM(K, r0[j], shift[j]), RED_TERM(K, r1[j], shift[j]));                 \
+                double l = RED_COMBINE(K, RED_TERM(K, r2[j], shift[j]), RED_TERM(K, r3[j], shift[j]));                 \
+                a[j] = RED_COMBINE(K, a[j], RED_COMBINE(K, h, l));                                                     \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (; k < r; k++)                                                                                             \
+            for (int64_t j = 0; j < w; j++)                                                                            \
+                RED_STEP(K, a[j], x[k * inner + j], shift[j]);                                                         \
+        break;
+        COLS_CASE(SUM_PLAIN)
+        COLS_CASE(SUM_ABS)
+        COLS_CASE(SUM_SQUARE)
+        COLS_CASE(SUM_EXP)
+        COLS_CASE(SUM_PROD)
+#undef COLS_CASE
+    }
+}
+
+/* The index along the len values at x, inner apart, of the first (last)
+ * of the extremes, m being that extreme: NaN, when it is, counts as equal
+ * to NaN.  In blocks of RED_LANES where the values are consecutive, each
+ * searched only when it holds one. */
+RED_CLONES static int64_t row_index_of(const float *restrict x, int64_t len, float m, bool last)
+{
+    bool nan = m != m;
+#define RED_HIT(v) (nan ? (v) != (v) : (v) == m)
+    if (!last) {
+        int64_t i = 0;
+        for (; i + RED_LANES <= len; i += RED_LANES) {
+            int hit = 0;
+            for (int l = 0; l < RED_LANES; l++)
+                hit |= RED_HIT(x[i + l]);
+            if (hit)
+                break;
+        }
+        for (; i < len; i++)
+            if (RED_HIT(x[i]))
+                return i;
+    } else {
+        int64_t i = len;
+        for (; i - RED_LANES >= 0; i -= RED_LANES) {
+            int hit = 0;
+            for (int l = 0; l < RED_LANES; l++)
+                hit |= RED_HIT(x[i - RED_LANES + l]);
+            if (hit)
+                break;
+        }
+        for (i = i - 1; i >= 0; i--)
+            if (RED_HIT(x[i]))
+                return i;
+    }
+#undef RED_HIT
+    return 0; /* not reached: m is one of the values */
+}
+
+/* ArgMax (ArgMin) of columns [0, w) of the r >= 1 rows at x, inner apart,
+ * into idx, best holding each column's extreme so far: as cpu_ref's
+ * extreme_index takes an element, rows in order. */
+#define ARG_TAKE(v, k)                                                                                                 \
+    do {                                                                                                               \
+        bool take_ = b != b ? last && (v) != (v) : (v) != (v) || (min ? (v) < b : (v) > b) || (last && (v) == b);      \
+        best[j] = take_ ? (v) : b;                                                                                     \
+        idx[j] = take_ ? (k) : idx[j];                                                                                 \
+    } while (0)
+RED_CLONES static void cols_arg(const float *restrict x, int64_t r, int64_t inner, int64_t w, bool min, bool last,
+                                float *restrict best, int64_t *restrict idx)
+{
+    for (int64_t j = 0; j < w; j++) {
+        best[j] = x[j];
+        idx[j] = 0;
+    }
+    for (int64_t k = 1; k < r; k++) {
+        const float *row = x + k * inner;
+        for (int64_t j = 0; j < w; j++) {
+            float v = row[j], b = best[j];
+            ARG_TAKE(v, k);
+        }
+    }
+}
+#undef ARG_TAKE
+
+/* x as (outer, r, inner) around the axes n reduces, read from its
+ * attributes or its axes input as cpu_ref reads them; false where they are
+ * not one run (or none with noop_with_empty_axes), which cpu_ref then
+ * runs. */
+static bool loop_geometry(const xf_node *n, const xf_tensor_view *in, int64_t *outer, int64_t *r, int64_t *inner)
+{
+    const xf_shape *x = &in[0].shape;
+    int rank = x->ndim;
+    bool reduced[XF_MAX_DIMS] = {false};
+    if (n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN) {
+        int axis = xf_rt_axis(n->attrs.axis, rank);
+        if (axis < 0)
+            return false;
+        reduced[axis] = true;
+    } else {
+        int64_t m = n->attrs.has_axes                          ? n->attrs.n_axes
+                    : n->n_inputs > 1 && xf_rt_present(&in[1]) ? xf_rt_numel(&in[1])
+                                                               : 0;
+        for (int64_t i = 0; i < m; i++) {
+            int64_t v = n->attrs.has_axes ? n->attrs.axes[i] : xf_rt_load_i64(in[1].dtype, in[1].data, i);
+            int ax = xf_rt_axis(v, rank);
+            if (ax < 0)
+                return false;
+            reduced[ax] = true;
+        }
+        if (m == 0 && n->attrs.noop_with_empty_axes)
+            return false;
+        for (int d = 0; m == 0 && d < rank; d++)
+            reduced[d] = true;
+    }
+    return reduce_run(x, reduced, outer, r, inner);
+}
+
+/* one output element of Reduce`op` from its fold (and, for LogSumExp, the
+ * values' largest, m) */
+static inline float reduce_final(xf_op op, double a, float m, int64_t r)
+{
+    switch (op) {
+    case XF_OP_REDUCE_MEAN: return (float)(a / (double)r);
+    case XF_OP_REDUCE_L2: return (float)sqrt(a);
+    case XF_OP_REDUCE_LOG_SUM: return (float)log(a);
+    /* a non-finite largest value is the result: +-inf or NaN */
+    case XF_OP_REDUCE_LOG_SUM_EXP: return isfinite(m) ? (float)(log(a) + m) : m;
+    default: return (float)a;
+    }
+}
+
+static red_sum sum_kind(xf_op op)
+{
+    switch (op) {
+    case XF_OP_REDUCE_L1: return SUM_ABS;
+    case XF_OP_REDUCE_L2:
+    case XF_OP_REDUCE_SUM_SQUARE: return SUM_SQUARE;
+    case XF_OP_REDUCE_LOG_SUM_EXP: return SUM_EXP;
+    case XF_OP_REDUCE_PROD: return SUM_PROD;
+    default: return SUM_PLAIN;
+    }
+}
+
+/* Output row o (inner == 1): the reduction of the r values at x. */
+static void reduce_row(const xf_node *n, const float *x, int64_t r, float *y, int64_t *idx)
+{
+    xf_op op = n->op;
+    bool min = op == XF_OP_REDUCE_MIN || op == XF_OP_ARG_MIN;
+    if (op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN) {
+        *y = row_extreme(x, r, min);
+        return;
+    }
+    if (op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN) {
+        *idx = row_index_of(x, r, row_extreme(x, r, min), n->attrs.select_last_index != 0);
+        return;
+    }
+    float m = op == XF_OP_REDUCE_LOG_SUM_EXP ? row_extreme(x, r, false) : 0.0f;
+    *y = reduce_final(op, row_sum(x, r, sum_kind(op), m), m, r);
+}
+
+/* Columns [j, j + w) of output row o (inner > 1) */
+static void reduce_cols(const xf_node *n, const float *x, int64_t r, int64_t inner, int64_t w, float *y, int64_t *idx)
+{
+    xf_op op = n->op;
+    bool min = op == XF_OP_REDUCE_MIN || op == XF_OP_ARG_MIN;
+    float m[RED_COLS];
+    double a[RED_COLS];
+    if (op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN) {
+        cols_extreme(x, r, inner, w, min, y);
+        return;
+    }
+    if (op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN) {
+        cols_arg(x, r, inner, w, min, n->attrs.select_last_index != 0, m, idx);
+        return;
+    }
+    /* LogSumExp's shifts (where one is not finite, the terms are not used) */
+    bool lse = op == XF_OP_REDUCE_LOG_SUM_EXP;
+    if (lse)
+        cols_extreme(x, r, inner, w, false, m);
+    cols_sum(x, r, inner, w, sum_kind(op), m, a);
+    for (int64_t j = 0; j < w; j++)
+        y[j] = reduce_final(op, a[j], lse ? m[j] : 0.0f, r);
+}
+
+static xf_status reduce_loop_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    bool arg = n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN;
+    int64_t outer, r, inner;
+    /* what cpu_ref refuses, or gives as its own (an empty ArgMax), it runs */
+    if (!loop_geometry(n, in, &outer, &r, &inner) || xf_rt_numel(&out[0]) != outer * inner || (arg && r == 0))
+        return arg ? xf_ref_arg_reduce(n, in, out, err) : xf_ref_reduce(n, in, out, err);
+    const float *x = in[0].data;
+    float *y = arg ? NULL : out[0].data;
+    int64_t *idx = arg ? out[0].data : NULL;
+    int64_t blocks = (inner + RED_COLS - 1) / RED_COLS, tasks = inner == 1 ? outer : outer * blocks;
+    bool threads = tasks > 1 && xf_rt_numel(&in[0]) >= XF_DN_CHUNK_MIN;
+    XF_OMP_FOR(threads)
+    for (int64_t t = 0; t < tasks; t++) {
+        if (inner == 1) {
+            reduce_row(n, x + t * r, r, y ? y + t : NULL, idx ? idx + t : NULL);
+            continue;
+        }
+        int64_t o = t / blocks, j = t % blocks * RED_COLS, w = inner - j < RED_COLS ? inner - j : RED_COLS;
+        reduce_cols(n, x + o * r * inner + j, r, inner, w, y ? y + o * inner + j : NULL,
+                    idx ? idx + o * inner + j : NULL);
+    }
+    return XF_OK;
+}
+
+/* handler_for sends it the Reduce ops and ArgMax and ArgMin only */
+static bool reduce_loop_handles(const xf_graph *g, const xf_node *n)
+{
+    bool arg = n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN;
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || xf_dn_input(n, 0) < 0 ||
+        g->values[n->inputs[0]].dtype != XF_DT_FLOAT ||
+        g->values[n->outputs[0]].dtype != (arg ? XF_DT_INT64 : XF_DT_FLOAT))
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape;
+    if (x->ndim < 1)
+        return false;
+    if (arg)
+        return xf_rt_axis(n->attrs.axis, x->ndim) >= 0;
+    bool reduced[XF_MAX_DIMS];
+    int64_t outer, r, inner;
+    return xf_dn_reduce_axes(g, n, x->ndim, reduced) && reduce_run(x, reduced, &outer, &r, &inner);
+}
+
+XF_DN_KERNEL_PREPARE(reduce_loop_prepare, reduce_loop_run)
+
+const xf_dn_handler xf_dn_reduce_loop_handler = {reduce_loop_handles, NULL, reduce_loop_prepare, NULL};

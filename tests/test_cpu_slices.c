@@ -170,6 +170,10 @@ START_TEST(reductions)
         {XF_OP_REDUCE_L2, {4, {1, 1, 700, 30}}, 1, {3}, 1, true},
         {XF_OP_REDUCE_MIN, {3, {5, 700, 3}}, 1, {1}, 0, false},
         {XF_OP_REDUCE_SUM_SQUARE, {3, {1, 700, 30}}, 1, {1}, 1, false},
+        /* axes that are not one run (those that are run on the backend's
+         * own loops: test_cpu_reduce) */
+        {XF_OP_REDUCE_MAX, {4, {6, 40, 5, 30}}, 2, {1, 3}, 1, false},
+        {XF_OP_REDUCE_LOG_SUM_EXP, {4, {6, 40, 5, 30}}, 2, {0, 2}, 0, false},
     };
     for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
         xf_graph *g = xf_graph_create("reduce");

@@ -1,0 +1,144 @@
+"""Writes small models whose time goes largely to reductions, with seeded
+random weights, as exporters write them:
+
+- convnext_ln.onnx: four 1x1 convolutions of 96 x 56 x 56, each followed
+  by the channels-first LayerNorm of Hugging Face's ConvNeXt (ReduceMean
+  over the channels, Sub, Mul, ReduceMean, Add, Sqrt, Div, Mul, Add);
+- attn_manual_softmax.onnx: attention of 12 heads over 384 tokens whose
+  softmax is written out (ReduceMax, Sub, Exp, ReduceSum, Div);
+- seg_argmax.onnx: a 3x3 and a 1x1 convolution to 21 classes over 256 x
+  256 pixels, then ArgMax over the classes;
+- embed_l2_head.onnx: 256 embeddings projected, L2-normalized (ReduceL2,
+  Div), scored against 1000 classes, log-probabilities through
+  ReduceLogSumExp and the top class through ArgMax.
+
+and, under DIR/nodes, single-node models of those reductions (and the
+softmax written out alone) at sizes where their loops show
+(benchmarks/results/cpu-reductions/per_node.txt).
+
+usage: reduction_models.py DIR  (with a Python whose onnx and numpy import)
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+rng = np.random.default_rng(0)
+
+
+def init(name, a, dtype=np.float32):
+    return nh.from_array(np.asarray(a).astype(dtype), name)
+
+
+def value(name, shape, dtype=T.FLOAT):
+    return h.make_tensor_value_info(name, dtype, shape)
+
+
+def save(path, nodes, inputs, outputs, inits, opset):
+    g = h.make_graph(nodes, os.path.basename(path)[:-5], inputs, outputs, inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    print("wrote", path)
+
+
+def convnext_ln(path, c=96, size=56, blocks=4):
+    nodes, inits, x = [], [init("eps", 1e-6)], "x"
+    for b in range(blocks):
+        p = f"b{b}_"
+        inits += [init(p + "w", rng.normal(0, 0.1, (c, c, 1, 1))), init(p + "b", rng.normal(0, 0.1, c)),
+                  init(p + "g", rng.normal(1, 0.1, (c, 1, 1))), init(p + "beta", rng.normal(0, 0.1, (c, 1, 1)))]
+        nodes += [h.make_node("Conv", [x, p + "w", p + "b"], [p + "c"]),
+                  h.make_node("ReduceMean", [p + "c"], [p + "u"], axes=[1], keepdims=1),
+                  h.make_node("Sub", [p + "c", p + "u"], [p + "d"]),
+                  h.make_node("Mul", [p + "d", p + "d"], [p + "d2"]),
+                  h.make_node("ReduceMean", [p + "d2"], [p + "s"], axes=[1], keepdims=1),
+                  h.make_node("Add", [p + "s", "eps"], [p + "se"]),
+                  h.make_node("Sqrt", [p + "se"], [p + "sd"]),
+                  h.make_node("Div", [p + "d", p + "sd"], [p + "n"]),
+                  h.make_node("Mul", [p + "n", p + "g"], [p + "ng"]),
+                  h.make_node("Add", [p + "ng", p + "beta"], [p + "y"])]
+        x = p + "y"
+    save(path, nodes, [value("x", [1, c, size, size])], [value(x, None)], inits, 17)
+
+
+def attn_manual_softmax(path, heads=12, tokens=384, dim=64):
+    inits = [init("scale", dim ** -0.5), init("ax", [-1], np.int64)]
+    nodes = [h.make_node("MatMul", ["q", "kt"], ["s0"]), h.make_node("Mul", ["s0", "scale"], ["s"]),
+             h.make_node("ReduceMax", ["s"], ["m"], axes=[-1], keepdims=1), h.make_node("Sub", ["s", "m"], ["d"]),
+             h.make_node("Exp", ["d"], ["e"]), h.make_node("ReduceSum", ["e", "ax"], ["z"], keepdims=1),
+             h.make_node("Div", ["e", "z"], ["p"]), h.make_node("MatMul", ["p", "v"], ["o"])]
+    inputs = [value("q", [1, heads, tokens, dim]), value("kt", [1, heads, dim, tokens]),
+              value("v", [1, heads, tokens, dim])]
+    save(path, nodes, inputs, [value("o", None)], inits, 13)
+
+
+def seg_argmax(path, classes=21, size=256):
+    inits = [init("w0", rng.normal(0, 0.3, (32, 3, 3, 3))), init("b0", rng.normal(0, 0.1, 32)),
+             init("wc", rng.normal(0, 0.1, (classes, 32, 1, 1))), init("bc", rng.normal(0, 0.1, classes))]
+    nodes = [h.make_node("Conv", ["img", "w0", "b0"], ["f0"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["f0"], ["f"]),
+             h.make_node("Conv", ["f", "wc", "bc"], ["logits"]),
+             h.make_node("ArgMax", ["logits"], ["label"], axis=1, keepdims=0)]
+    save(path, nodes, [value("img", [1, 3, size, size])], [value("label", None, T.INT64)], inits, 13)
+
+
+def embed_l2_head(path, rows=256, width=768, dim=512, classes=1000):
+    inits = [init("wp", rng.normal(0, 0.05, (width, dim))), init("cls", rng.normal(0, 1, (dim, classes)))]
+    nodes = [h.make_node("MatMul", ["feat", "wp"], ["e"]),
+             h.make_node("ReduceL2", ["e"], ["n"], axes=[-1], keepdims=1), h.make_node("Div", ["e", "n"], ["en"]),
+             h.make_node("MatMul", ["en", "cls"], ["logit"]),
+             h.make_node("ReduceLogSumExp", ["logit"], ["lse"], axes=[-1], keepdims=1),
+             h.make_node("Sub", ["logit", "lse"], ["logp"]),
+             h.make_node("ArgMax", ["logp"], ["top"], axis=-1, keepdims=0)]
+    save(path, nodes, [value("feat", [rows, width])], [value("logp", None), value("top", None, T.INT64)], inits, 13)
+
+
+# name, op, input shape, axes (ArgMax: its axis), opset
+NODES = [("reducemin_mid", "ReduceMin", [8, 256, 64, 64], [1], 13),
+         ("argmax", "ArgMax", [4096, 1000], -1, 13),
+         ("argmax_seg", "ArgMax", [1, 21, 512, 512], 1, 13),
+         ("logsumexp", "ReduceLogSumExp", [4096, 1000], [-1], 13),
+         ("reduceprod", "ReduceProd", [64, 64, 256], [2], 13),
+         ("sumsquare", "ReduceSumSquare", [4096, 1000], [-1], 13),
+         ("sum_mid", "ReduceSum", [8, 256, 64, 64], [1], 18),
+         ("sum_first", "ReduceSum", [4096, 1000], [0], 18),
+         ("mean_mid", "ReduceMean", [1, 512, 4096], [1], 18)]
+
+
+def single_nodes(folder):
+    for name, op, shape, axes, opset in NODES:
+        inits, ins = [], ["x"]
+        if op == "ArgMax":
+            node = h.make_node(op, ins, ["y"], axis=axes, keepdims=1)
+        elif opset >= 18:
+            inits, ins = [init("axes", axes, np.int64)], ["x", "axes"]
+            node = h.make_node(op, ins, ["y"], keepdims=1)
+        else:
+            node = h.make_node(op, ins, ["y"], axes=axes, keepdims=1)
+        out = value("y", None, T.INT64 if op == "ArgMax" else T.FLOAT)
+        save(os.path.join(folder, name + ".onnx"), [node], [value("x", shape)], [out], inits, opset)
+    save(os.path.join(folder, "l2norm.onnx"),
+         [h.make_node("ReduceL2", ["x"], ["n"], axes=[-1], keepdims=1), h.make_node("Div", ["x", "n"], ["y"])],
+         [value("x", [4096, 512])], [value("y", None)], [], 13)
+    nodes = [h.make_node("ReduceMax", ["x"], ["m"], axes=[-1], keepdims=1), h.make_node("Sub", ["x", "m"], ["d"]),
+             h.make_node("Exp", ["d"], ["e"]), h.make_node("ReduceSum", ["e", "ax"], ["s"], keepdims=1),
+             h.make_node("Div", ["e", "s"], ["y"])]
+    save(os.path.join(folder, "softmax_manual.onnx"), nodes, [value("x", [1, 12, 384, 384])], [value("y", None)],
+         [init("ax", [-1], np.int64)], 13)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    os.makedirs(os.path.join(sys.argv[1], "nodes"), exist_ok=True)
+    for make in (convnext_ln, attn_manual_softmax, seg_argmax, embed_l2_head):
+        make(os.path.join(sys.argv[1], make.__name__ + ".onnx"))
+    single_nodes(os.path.join(sys.argv[1], "nodes"))
+
+
+if __name__ == "__main__":
+    main()

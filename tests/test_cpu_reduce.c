@@ -1,0 +1,214 @@
+/* The cpu backend's own reduction loops (cpu_dnnl_reduce.c): ReduceMax,
+ * ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum
+ * and ReduceLogSumExp of floats over one run of axes, ReduceSum and
+ * ReduceMean over one that is not innermost, ArgMax and ArgMin, each
+ * against cpu_ref: over the innermost dims (rows folded in lanes), over
+ * middle and outer dims (columns folded in blocks, several rows a pass, a
+ * last block partly full), over everything, through dims of 1, with runs
+ * long enough for the threads; maxima, minima and indices exactly (ties, NaN and
+ * infinities among the values), the sums within rounding.  Axes that are
+ * not one run stay on cpu_ref's kernel. */
+#include "backend_util.h"
+#include "core_builders.h"
+#include "xf_runtime.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int add_input(xf_graph *g, xf_shape s) { return xf_bt_input(g, XF_DT_FLOAT, s); }
+
+/* op's node in a static session of g on the cpu backend runs as `want`. */
+static void check_impl(const xf_graph *g, int64_t opset, xf_op op, const char *want, const char *what)
+{
+    char impl[128];
+    xf_bt_node_impl(g, opset, op, impl, sizeof impl);
+    ck_assert_msg(!strcmp(impl, want), "%s: %s runs as %s, not %s", what, xf_op_name(op), impl, want);
+}
+
+static const xf_op reduce_ops[] = {
+    XF_OP_REDUCE_MAX,        XF_OP_REDUCE_MIN,     XF_OP_REDUCE_PROD,        XF_OP_REDUCE_L1,  XF_OP_REDUCE_L2,
+    XF_OP_REDUCE_SUM_SQUARE, XF_OP_REDUCE_LOG_SUM, XF_OP_REDUCE_LOG_SUM_EXP, XF_OP_REDUCE_SUM, XF_OP_REDUCE_MEAN};
+
+/* The shapes and axes the loops are checked on: rows (inner 1), columns
+ * (inner > 1, 40 or 680, or 1000 and more, past a block of 2048 with
+ * 4096), runs through a dim of 1, everything, nothing (a dim of 1), and
+ * sizes past the threads' minimum with rows whose length is no multiple
+ * of the lanes.  ReduceMax over every dim past the first two is a global
+ * max pool (pool: on oneDNN); ReduceSum and ReduceMean of an innermost
+ * run of more than one value are oneDNN's (dnnl_sum). */
+static const struct {
+    xf_shape shape;
+    int n_axes;
+    int64_t axes[4];
+    bool pool, dnnl_sum;
+} forms[] = {
+    {{4, {3, 17, 1, 40}}, 1, {3}, false, true},      {{4, {3, 17, 1, 40}}, 1, {1}, false, false},
+    {{4, {3, 17, 1, 40}}, 2, {1, 2}, false, false},  {{4, {3, 17, 1, 40}}, 1, {0}, false, false},
+    {{4, {3, 17, 1, 40}}, 2, {-1, -3}, false, true}, {{4, {3, 17, 1, 40}}, 0, {0}, false, true},
+    {{4, {3, 17, 1, 40}}, 1, {2}, false, false},     {{3, {2, 300, 37}}, 1, {1}, false, false},
+    {{3, {2, 300, 37}}, 1, {2}, true, true},         {{2, {64, 1001}}, 1, {1}, false, true},
+    {{2, {1001, 64}}, 1, {0}, false, false},         {{1, {5}}, 1, {0}, false, true},
+    {{3, {2, 7, 4100}}, 1, {1}, false, false},
+};
+
+/* Reduce ops of random values in [-1, 1): Max and Min exactly, the others
+ * within rounding; ReduceProd and ReduceLogSum of |x| + 0.5 (positive,
+ * exactly as cpu_ref has it, products of a few hundred in range). */
+START_TEST(reduce_loops)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (size_t o = 0; o < sizeof reduce_ops / sizeof *reduce_ops; o++)
+        for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+            xf_op op = reduce_ops[o];
+            xf_graph *g = xf_graph_create("reduce");
+            int x = add_input(g, forms[f].shape);
+            if (op == XF_OP_REDUCE_PROD || op == XF_OP_REDUCE_LOG_SUM)
+                x = xf_bt_with_scalar(g, XF_OP_ADD, out0(g, NODE(g, XF_OP_ABS, x)), 0.5f);
+            /* axes from the attribute, and in every other form from the
+             * constant input of opset 18 */
+            bool as_input = f % 2 == 1;
+            int n = xf_bt_reduce(g, op, x, forms[f].axes, forms[f].n_axes, as_input, f % 3 != 0);
+            xf_graph_add_output(g, out0(g, n));
+            char what[96];
+            snprintf(what, sizeof what, "%s, form %zu", xf_op_name(op), f);
+            bool exact = op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN;
+            int64_t opset = as_input ? 18 : 17;
+            xf_bt_check_cpu(g, opset, exact ? 0 : 1e-6, exact ? 0 : 1e-5, what);
+            bool sum = op == XF_OP_REDUCE_SUM || op == XF_OP_REDUCE_MEAN;
+            if ((op == XF_OP_REDUCE_MAX && forms[f].pool) || (sum && forms[f].dnnl_sum)) {
+                char impl[128];
+                xf_bt_node_impl(g, opset, op, impl, sizeof impl);
+                ck_assert_msg(strstr(impl, "jit") != NULL, "%s: runs as %s", what, impl);
+            } else
+                check_impl(g, opset, op, "own loop", what);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
+/* ArgMax and ArgMin along each axis, keepdims or not, the first or the
+ * last of equal extremes: of Floor(3 x), values in -3..2, so that many
+ * tie; exactly cpu_ref's indices. */
+START_TEST(arg_reductions)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const xf_shape shapes[] = {{4, {3, 17, 1, 40}}, {2, {64, 1001}}, {3, {700, 3, 20}}};
+    for (int op = 0; op < 2; op++)
+        for (int s = 0; s < 3; s++)
+            for (int axis = -1; axis < shapes[s].ndim; axis++)
+                for (int last = 0; last < 2; last++) {
+                    xf_graph *g = xf_graph_create("arg");
+                    int x =
+                        out0(g, NODE(g, XF_OP_FLOOR, xf_bt_with_scalar(g, XF_OP_MUL, add_input(g, shapes[s]), 3.0f)));
+                    xf_op arg = op ? XF_OP_ARG_MIN : XF_OP_ARG_MAX;
+                    int n = NODE(g, arg, x);
+                    attrs(g, n)->axis = axis;
+                    attrs(g, n)->keepdims = (axis + last) % 2;
+                    attrs(g, n)->select_last_index = last;
+                    xf_graph_add_output(g, out0(g, n));
+                    char what[96];
+                    snprintf(what, sizeof what, "%s, shape %d, axis %d, last %d", xf_op_name(arg), s, axis, last);
+                    xf_bt_check_cpu(g, 13, 0, 0, what);
+                    check_impl(g, 13, arg, "own loop", what);
+                    xf_graph_free(g);
+                }
+}
+END_TEST
+
+/* x with its values above 0.5 (about a quarter of random ones) NaN when
+ * nan, else those +inf and those below -0.5 -inf. */
+static int special(xf_graph *g, int x, bool nan)
+{
+    int above = out0(g, NODE(g, XF_OP_GREATER, x, xf_bt_scalar(g, 0.5f, 0)));
+    int y = out0(g, NODE(g, XF_OP_WHERE, above, xf_bt_scalar(g, nan ? NAN : INFINITY, 0), x));
+    if (nan)
+        return y;
+    int below = out0(g, NODE(g, XF_OP_LESS, x, xf_bt_scalar(g, -0.5f, 0)));
+    return out0(g, NODE(g, XF_OP_WHERE, below, xf_bt_scalar(g, -INFINITY, 0), y));
+}
+
+/* NaN is every reduction's result where it is among the values (the
+ * arg reductions' extreme, the first or last NaN), infinities what cpu_ref
+ * makes of them: rows of 3 (some all -inf: LogSumExp's -inf) and columns,
+ * and rows of 1001 where some lanes hold a NaN and others not. */
+START_TEST(special_values)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_shape shape;
+        int64_t axis;
+    } cases[] = {{{2, {200, 3}}, 1}, {{2, {3, 200}}, 0}, {{2, {8, 1001}}, 1}, {{3, {4, 50, 300}}, 1}};
+    static const xf_op ops[] = {XF_OP_REDUCE_MAX,  XF_OP_REDUCE_MIN,        XF_OP_REDUCE_L1,
+                                XF_OP_REDUCE_L2,   XF_OP_REDUCE_SUM_SQUARE, XF_OP_REDUCE_LOG_SUM_EXP,
+                                XF_OP_REDUCE_PROD, XF_OP_ARG_MAX,           XF_OP_ARG_MIN};
+    for (int form = 0; form < 4; form++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+            for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+                /* forms 2 and 3: the arg reductions' last extremes */
+                bool nan = form % 2, arg = ops[o] == XF_OP_ARG_MAX || ops[o] == XF_OP_ARG_MIN;
+                if (form >= 2 && !arg)
+                    continue;
+                xf_graph *g = xf_graph_create("special");
+                int x = special(g, add_input(g, cases[c].shape), nan);
+                int n;
+                if (arg) {
+                    n = NODE(g, ops[o], x);
+                    attrs(g, n)->axis = cases[c].axis;
+                    attrs(g, n)->select_last_index = form >= 2;
+                } else
+                    n = xf_bt_reduce(g, ops[o], x, &cases[c].axis, 1, false, true);
+                xf_graph_add_output(g, out0(g, n));
+                char what[96];
+                snprintf(what, sizeof what, "%s of %s, case %zu", xf_op_name(ops[o]), nan ? "NaN" : "infinities", c);
+                bool exact = arg || ops[o] == XF_OP_REDUCE_MAX || ops[o] == XF_OP_REDUCE_MIN;
+                xf_bt_check_cpu(g, 13, exact ? 0 : 1e-6, exact ? 0 : 1e-5, what);
+                check_impl(g, 13, ops[o], "own loop", what);
+                xf_graph_free(g);
+            }
+}
+END_TEST
+
+/* Axes that are not one run (0 and 2 of four), and ReduceMax over the
+ * spatial dims (a global pool), are not the loops'. */
+START_TEST(other_forms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    xf_graph *g = xf_graph_create("apart");
+    int n = xf_bt_reduce(g, XF_OP_REDUCE_MIN, add_input(g, SHAPE(3, 17, 5, 40)), (int64_t[]){0, 2}, 2, false, true);
+    xf_graph_add_output(g, out0(g, n));
+    xf_bt_check_cpu(g, 13, 0, 0, "ReduceMin over axes 0 and 2");
+    check_impl(g, 13, XF_OP_REDUCE_MIN, "cpu_ref kernel", "ReduceMin over axes 0 and 2");
+    xf_graph_free(g);
+    g = xf_graph_create("pool");
+    n = xf_bt_reduce(g, XF_OP_REDUCE_MAX, add_input(g, SHAPE(2, 24, 33, 7)), (int64_t[]){2, 3}, 2, false, true);
+    xf_graph_add_output(g, out0(g, n));
+    xf_bt_check_cpu(g, 13, 0, 0, "ReduceMax over H and W");
+    char impl[128];
+    xf_bt_node_impl(g, 13, XF_OP_REDUCE_MAX, impl, sizeof impl);
+    ck_assert_msg(strstr(impl, "jit") != NULL, "ReduceMax over H and W runs as %s", impl);
+    xf_graph_free(g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu_reduce");
+    TCase *tc = tcase_create("reduce");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, reduce_loops);
+    tcase_add_test(tc, arg_reductions);
+    tcase_add_test(tc, special_values);
+    tcase_add_test(tc, other_forms);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
