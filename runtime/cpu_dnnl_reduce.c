@@ -202,9 +202,9 @@ typedef enum red_sum { SUM_PLAIN, SUM_ABS, SUM_SQUARE, SUM_EXP, SUM_PROD } red_s
 RED_CLONES static double row_sum(const float *restrict x, int64_t len, red_sum kind, double shift)
 {
     double init = kind == SUM_PROD ? 1.0 : 0.0, a[RED_DLANES];
+    int64_t i = 0;
     for (int l = 0; l < RED_DLANES; l++)
         a[l] = init;
-    int64_t i = 0;
     switch (kind) {
 #define ROW_CASE(K)                                                                                                    \
     case K:                                                                                                            \
@@ -417,21 +417,52 @@ static red_sum sum_kind(xf_op op)
     }
 }
 
-/* Output row o (inner == 1): the reduction of the r values at x. */
-static void reduce_row(const xf_node *n, const float *x, int64_t r, float *y, int64_t *idx)
+/* A row of fewer than RED_LANES values, in order: its extreme, or with
+ * idx its index as cpu_ref's extreme_index takes it (calls of the cloned
+ * row loops, through the clones' dispatch, took twice cpu_ref's time on
+ * rows of 2 and 3). */
+static inline float short_extreme(const float *x, int64_t len, bool min, bool last, int64_t *idx)
+{
+    float b = len ? x[0] : min ? INFINITY : -INFINITY;
+    int64_t at = 0;
+    for (int64_t i = 1; i < len; i++) {
+        float v = x[i];
+        bool take = b != b ? last && v != v : v != v || (min ? v < b : v > b) || (last && v == b);
+        b = take ? v : b;
+        at = take ? i : at;
+    }
+    if (idx)
+        *idx = at;
+    return b;
+}
+
+/* Rows [0, rows) (inner == 1): each the reduction of its r values at x. */
+static void reduce_rows(const xf_node *n, const float *x, int64_t rows, int64_t r, float *y, int64_t *idx)
 {
     xf_op op = n->op;
-    bool min = op == XF_OP_REDUCE_MIN || op == XF_OP_ARG_MIN;
-    if (op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN) {
-        *y = row_extreme(x, r, min);
-        return;
+    bool min = op == XF_OP_REDUCE_MIN || op == XF_OP_ARG_MIN, last = n->attrs.select_last_index != 0;
+    bool arg = op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN, extreme = op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN;
+    red_sum kind = sum_kind(op);
+    for (int64_t t = 0; t < rows; t++, x += r) {
+        if (r < RED_LANES && (arg || extreme)) {
+            float m = short_extreme(x, r, min, last, arg ? &idx[t] : NULL);
+            if (!arg)
+                y[t] = m;
+        } else if (extreme)
+            y[t] = row_extreme(x, r, min);
+        else if (arg)
+            idx[t] = row_index_of(x, r, row_extreme(x, r, min), last);
+        else {
+            float m = op == XF_OP_REDUCE_LOG_SUM_EXP ? row_extreme(x, r, false) : 0.0f;
+            double a = kind == SUM_PROD ? 1.0 : 0.0;
+            if (r < RED_LANES)
+                for (int64_t i = 0; i < r; i++)
+                    RED_STEP(kind, a, x[i], m);
+            else
+                a = row_sum(x, r, kind, m);
+            y[t] = reduce_final(op, a, m, r);
+        }
     }
-    if (op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN) {
-        *idx = row_index_of(x, r, row_extreme(x, r, min), n->attrs.select_last_index != 0);
-        return;
-    }
-    float m = op == XF_OP_REDUCE_LOG_SUM_EXP ? row_extreme(x, r, false) : 0.0f;
-    *y = reduce_final(op, row_sum(x, r, sum_kind(op), m), m, r);
 }
 
 /* Columns [j, j + w) of output row o (inner > 1) */
@@ -468,12 +499,15 @@ static xf_status reduce_loop_run(const xf_node *n, const xf_tensor_view *in, con
     const float *x = in[0].data;
     float *y = arg ? NULL : out[0].data;
     int64_t *idx = arg ? out[0].data : NULL;
-    int64_t blocks = (inner + RED_COLS - 1) / RED_COLS, tasks = inner == 1 ? outer : outer * blocks;
+    /* rows in parts of some XF_DN_CHUNK_MIN values, columns a block each */
+    int64_t part = r > 0 && r < XF_DN_CHUNK_MIN ? XF_DN_CHUNK_MIN / r : 1;
+    int64_t blocks = (inner + RED_COLS - 1) / RED_COLS, tasks = inner == 1 ? (outer + part - 1) / part : outer * blocks;
     bool threads = tasks > 1 && xf_rt_numel(&in[0]) >= XF_DN_CHUNK_MIN;
     XF_OMP_FOR(threads)
     for (int64_t t = 0; t < tasks; t++) {
         if (inner == 1) {
-            reduce_row(n, x + t * r, r, y ? y + t : NULL, idx ? idx + t : NULL);
+            int64_t first = t * part, rows = outer - first < part ? outer - first : part;
+            reduce_rows(n, x + first * r, rows, r, y ? y + first : NULL, idx ? idx + first : NULL);
             continue;
         }
         int64_t o = t / blocks, j = t % blocks * RED_COLS, w = inner - j < RED_COLS ? inner - j : RED_COLS;

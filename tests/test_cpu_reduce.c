@@ -96,9 +96,9 @@ START_TEST(arg_reductions)
 {
     if (!xf_bt_have_cpu())
         return;
-    static const xf_shape shapes[] = {{4, {3, 17, 1, 40}}, {2, {64, 1001}}, {3, {700, 3, 20}}};
+    static const xf_shape shapes[] = {{4, {3, 17, 1, 40}}, {2, {64, 1001}}, {3, {700, 3, 20}}, {2, {500, 5}}};
     for (int op = 0; op < 2; op++)
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < 4; s++)
             for (int axis = -1; axis < shapes[s].ndim; axis++)
                 for (int last = 0; last < 2; last++) {
                     xf_graph *g = xf_graph_create("arg");
