@@ -130,13 +130,14 @@ xf_status xf_dn_global_reduce(xf_dn_ctx *c, const xf_node *n, const xf_shape *x,
 /* ---------------------------------------------------------------- the backend's own loops */
 
 /* Reduce{Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp} of floats over one
- * run of axes, and ArgMax and ArgMin, on loops of the backend's own (oneDNN
- * 2.6 reduces only the last dim with a kernel, has no arg reductions, and
- * cpu_ref walks a strided reduction with an iterator: 35 ms for a ReduceMin
- * over the channels of 8 x 256 x 64 x 64 values on one thread).  x is seen
- * as (outer, r, inner): rows of r values when inner is 1, folded in lanes;
- * else r rows of inner columns, folded a block of columns at a time, which
- * reads x in order.  Results are cpu_ref's: maxima, minima and the indices
+ * run of axes, ReduceSum and ReduceMean over one that is not innermost, and
+ * ArgMax and ArgMin, on loops of the backend's own (oneDNN 2.6 reduces only
+ * the last dim with a kernel, has no arg reductions, and cpu_ref walks a
+ * strided reduction with an iterator: 35 ms for a ReduceMin over the
+ * channels of 8 x 256 x 64 x 64 values on one thread).  x is seen as
+ * (outer, r, inner): rows of r values when inner is 1, folded in lanes
+ * (short ones in order); else r rows of inner columns, folded a block of
+ * columns at a time, which reads x in order.  Results are cpu_ref's: maxima, minima and the indices
  * exactly (NaN is the extreme, as in cpu_ref and numpy; of equal zeros of
  * either sign the one kept may differ), the sums and products in double in
  * another order; LogSumExp's terms e^(x - max) with xf_dn_exp_neg. */
