@@ -1,5 +1,5 @@
-"""Writes small models whose time goes largely to reductions, with seeded
-random weights, as exporters write them:
+"""Writes small models whose time goes largely to reductions and group
+normalizations, with seeded random weights, as exporters write them:
 
 - convnext_ln.onnx: four 1x1 convolutions of 96 x 56 x 56, each followed
   by the channels-first LayerNorm of Hugging Face's ConvNeXt (ReduceMean
@@ -10,10 +10,17 @@ random weights, as exporters write them:
   256 pixels, then ArgMax over the classes;
 - embed_l2_head.onnx: 256 embeddings projected, L2-normalized (ReduceL2,
   Div), scored against 1000 classes, log-probabilities through
-  ReduceLogSumExp and the top class through ArgMax.
+  ReduceLogSumExp and the top class through ArgMax;
+- unet_resblock.onnx: a diffusion UNet's residual block of 128 x 64 x 64
+  (GroupNorm of 32 groups, SiLU, 3x3 convolution, twice, and the residual
+  Add), its GroupNorms as PyTorch exports them before opset 18: Reshape to
+  [1, 32, -1], InstanceNormalization, Reshape back, Mul and Add per
+  channel;
+- groupnorm21.onnx: the same block with opset 21's GroupNormalization.
 
 and, under DIR/nodes, single-node models of those reductions (and the
-softmax written out alone) at sizes where their loops show
+softmax written out alone, InstanceNormalization and GroupNormalization)
+at sizes where their loops show
 (benchmarks/results/cpu-reductions/per_node.txt).
 
 usage: reduction_models.py DIR  (with a Python whose onnx and numpy import)
@@ -97,6 +104,36 @@ def embed_l2_head(path, rows=256, width=768, dim=512, classes=1000):
     save(path, nodes, [value("feat", [rows, width])], [value("logp", None), value("top", None, T.INT64)], inits, 13)
 
 
+def unet_resblock(path, c=128, size=64, groups=32, opset=17):
+    nodes, inits, x = [], [], "x"
+    if opset < 18:
+        inits = [init("shape_g", [1, groups, -1], np.int64), init("shape_x", [1, c, size, size], np.int64),
+                 init("ones", np.ones(groups)), init("zeros", np.zeros(groups))]
+    for k in range(2):
+        p = f"n{k}_"
+        inits += [init(p + "gamma", rng.normal(1, 0.1, (c, 1, 1) if opset < 18 else c)),
+                  init(p + "beta", rng.normal(0, 0.1, (c, 1, 1) if opset < 18 else c)),
+                  init(p + "w", rng.normal(0, 0.03, (c, c, 3, 3))), init(p + "b", rng.normal(0, 0.1, c))]
+        if opset < 18:
+            nodes += [h.make_node("Reshape", [x, "shape_g"], [p + "r"]),
+                      h.make_node("InstanceNormalization", [p + "r", "ones", "zeros"], [p + "in"], epsilon=1e-5),
+                      h.make_node("Reshape", [p + "in", "shape_x"], [p + "rx"]),
+                      h.make_node("Mul", [p + "rx", p + "gamma"], [p + "m"]),
+                      h.make_node("Add", [p + "m", p + "beta"], [p + "gn"])]
+        else:
+            nodes.append(h.make_node("GroupNormalization", [x, p + "gamma", p + "beta"], [p + "gn"],
+                                     num_groups=groups, epsilon=1e-5))
+        nodes += [h.make_node("Sigmoid", [p + "gn"], [p + "sg"]), h.make_node("Mul", [p + "gn", p + "sg"], [p + "act"]),
+                  h.make_node("Conv", [p + "act", p + "w", p + "b"], [p + "c"], pads=[1, 1, 1, 1])]
+        x = p + "c"
+    nodes.append(h.make_node("Add", ["x", x], ["y"]))
+    save(path, nodes, [value("x", [1, c, size, size])], [value("y", None)], inits, opset)
+
+
+def groupnorm21(path):
+    unet_resblock(path, opset=21)
+
+
 # name, op, input shape, axes (ArgMax: its axis), opset
 NODES = [("reducemin_mid", "ReduceMin", [8, 256, 64, 64], [1], 13),
          ("argmax", "ArgMax", [4096, 1000], -1, 13),
@@ -129,13 +166,18 @@ def single_nodes(folder):
              h.make_node("Div", ["e", "s"], ["y"])]
     save(os.path.join(folder, "softmax_manual.onnx"), nodes, [value("x", [1, 12, 384, 384])], [value("y", None)],
          [init("ax", [-1], np.int64)], 13)
+    for name, op, c, size, opset, attrs in [("instnorm", "InstanceNormalization", 64, 256, 13, {}),
+                                            ("groupnorm", "GroupNormalization", 320, 64, 21, {"num_groups": 32})]:
+        params = [init("s", rng.normal(1, 0.1, c)), init("b", rng.normal(0, 0.1, c))]
+        save(os.path.join(folder, name + ".onnx"), [h.make_node(op, ["x", "s", "b"], ["y"], **attrs)],
+             [value("x", [1, c, size, size])], [value("y", None)], params, opset)
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     os.makedirs(os.path.join(sys.argv[1], "nodes"), exist_ok=True)
-    for make in (convnext_ln, attn_manual_softmax, seg_argmax, embed_l2_head):
+    for make in (convnext_ln, attn_manual_softmax, seg_argmax, embed_l2_head, unet_resblock, groupnorm21):
         make(os.path.join(sys.argv[1], make.__name__ + ".onnx"))
     single_nodes(os.path.join(sys.argv[1], "nodes"))
 

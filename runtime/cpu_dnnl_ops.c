@@ -1,7 +1,7 @@
 /* The non-window ops oneDNN runs (matrix products are in
  * cpu_dnnl_matmul.c): eltwise, binary ops with broadcasting, softmax, batch normalization, layer
- * normalization, LRN, instance and group normalization of one image,
- * transpose, concat and split.
+ * normalization, LRN, transpose, concat and split (instance and group
+ * normalization: cpu_dnnl_gnorm.c).
  * Eltwise, batch norm, LRN, concat along channels and binary ops on equal
  * shapes compute in the layout their first input is stored in, so they can
  * sit inside native runs; the rest compute on plain tensors. */
@@ -680,87 +680,6 @@ static xf_status lrn_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
 }
 
 const xf_dn_handler xf_dn_lrn_handler = {lrn_handles, xf_dn_input0_native_ok, lrn_prepare, NULL};
-
-/* ---------------------------------------------------------------- InstanceNormalization, GroupNormalization */
-
-/* The groups of the node's input: its channels for InstanceNormalization. */
-static int64_t norm_groups(const xf_graph *g, const xf_node *n)
-{
-    return n->op == XF_OP_GROUP_NORM ? n->attrs.group : vshape(g, n->inputs[0])->dims[1];
-}
-
-/* A batch normalization that computes its statistics, each image's groups
- * being oneDNN's channels: [1, N x G, C / G x spatial, 1] (N > 1 only with
- * constant scale and shift, repeated per image).  Its scale
- * and shift are per channel there, so per group here: InstanceNormalization,
- * and GroupNormalization with parameters per group (opset 18) or as many
- * groups as channels; the rest stays on cpu_ref. */
-static bool group_norm_handles(const xf_graph *g, const xf_node *n)
-{
-    if (!xf_dn_all_f32(g, n) || n->n_inputs != 3)
-        return false;
-    const xf_shape *x = vshape(g, n->inputs[0]);
-    if (x->ndim < 2 || x->dims[0] < 1 ||
-        (x->dims[0] > 1 && !(g->values[n->inputs[1]].init && g->values[n->inputs[2]].init)))
-        return false;
-    int64_t groups = norm_groups(g, n);
-    if (groups < 1 || x->dims[1] % groups != 0)
-        return false;
-    for (int k = 1; k < 3; k++)
-        if (xf_shape_numel(vshape(g, n->inputs[k])) != groups)
-            return false;
-    return true;
-}
-
-static xf_status group_norm_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
-                                    const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
-{
-    int64_t groups = norm_groups(g, n), batch = in[0].shape.dims[0], rows = batch * groups;
-    /* 4-D: oneDNN's jit batch normalization takes plain 4-D data, where for
-     * 3-D it has only its reference one (ten times slower) */
-    xf_shape view = {.ndim = 4, .dims = {1, rows, xf_shape_numel(&in[0].shape) / rows, 1}};
-    xf_shape chan_shape = {.ndim = 1, .dims = {rows}};
-    dnnl_memory_desc_t data, chan;
-    xf_dn_md(c, &view, XF_DN_PLAIN, &data);
-    xf_dn_md(c, &chan_shape, XF_DN_PLAIN, &chan);
-    dnnl_batch_normalization_desc_t d;
-    XF_DN_TRY(err, n, dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, n->attrs.epsilon,
-                                                                 dnnl_use_scale | dnnl_use_shift));
-    dnnl_primitive_desc_t pd;
-    xf_status s = xf_dn_pd_create(c, n, &d, NULL, &pd, err);
-    if (s != XF_OK)
-        return s;
-    if (batch > 1) {
-        /* every image's groups are channels of their own: the constant
-         * scale and shift repeated once per image */
-        st->folded_w = malloc(sizeof(float) * (size_t)rows);
-        st->folded_b = malloc(sizeof(float) * (size_t)rows);
-        if (!st->folded_w || !st->folded_b) {
-            dnnl_primitive_desc_destroy(pd);
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory");
-        }
-        for (int64_t i = 0; i < rows; i++) {
-            st->folded_w[i] = ((const float *)in[1].data)[i % groups];
-            st->folded_b[i] = ((const float *)in[2].data)[i % groups];
-        }
-        s = xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &data, &data, err);
-        if (s == XF_OK)
-            s = xf_dn_bind_const(c, n, st, DNNL_ARG_SCALE, st->folded_w, &chan, &chan, err);
-        if (s == XF_OK)
-            s = xf_dn_bind_const(c, n, st, DNNL_ARG_SHIFT, st->folded_b, &chan, &chan, err);
-        if (s == XF_OK)
-            s = xf_dn_bind(c, n, st, DNNL_ARG_DST, -1, &data, &data, err);
-        return xf_dn_finish_or_free(n, st, pd, s, err);
-    }
-    return xf_dn_bind_and_finish(c, n, st, pd, 4,
-                                 (xf_dn_bind_spec[]){{DNNL_ARG_SRC, 0, &data},
-                                                     {DNNL_ARG_SCALE, 1, &chan},
-                                                     {DNNL_ARG_SHIFT, 2, &chan},
-                                                     {DNNL_ARG_DST, -1, &data}},
-                                 err);
-}
-
-const xf_dn_handler xf_dn_group_norm_handler = {group_norm_handles, NULL, group_norm_prepare, NULL};
 
 /* ---------------------------------------------------------------- Transpose */
 

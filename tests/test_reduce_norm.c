@@ -589,11 +589,10 @@ static int conv3x3(xf_graph *g, int x, int64_t ch)
     return add_node(g, XF_OP_CONV, 2, (int[]){x, xf_bt_random_const(g, (xf_shape){4, {ch, ch, 3, 3}}, false)}, &a);
 }
 
-/* Every form of the ops the cpu backend may run on oneDNN (LRN across
- * channels, InstanceNormalization and GroupNormalization, one image or
- * several with constant parameters)
- * and of those it leaves to cpu_ref agree with cpu_ref, in static and
- * dynamic mode. */
+/* Every form of LRN across channels (on oneDNN), InstanceNormalization
+ * and GroupNormalization (on the backend's own loop: one image or several,
+ * parameters per group or per channel, constant or computed) agrees with
+ * cpu_ref, in static and dynamic mode. */
 START_TEST(cpu_backend_agrees)
 {
     if (!xf_backend_find("cpu")) {
@@ -643,6 +642,29 @@ START_TEST(cpu_backend_agrees)
     xf_graph_add_output(g, v);
     check_cpu(g, 6, 1e-4, 1e-3, "Conv -> LRN -> Conv -> InstanceNormalization");
     xf_graph_free(g);
+    /* blocks long enough for the loops' lanes, over the threads: two
+     * images, GroupNormalization's parameters per channel computed by a
+     * node (Abs of an input), InstanceNormalization's after a Conv */
+    for (int form = 0; form < 2; form++) {
+        g = xf_graph_create("large");
+        xf_shape x = {.ndim = 4, .dims = {2, 64, 40, 33}};
+        int in = xf_bt_input(g, XF_DT_FLOAT, x);
+        xf_op op = form ? XF_OP_GROUP_NORM : XF_OP_INSTANCE_NORM;
+        xf_attrs_default(op, &a);
+        a.group = 32;
+        int scale = form ? add_node(g, XF_OP_ABS, 1, (int[]){xf_bt_input(g, XF_DT_FLOAT, (xf_shape){1, {64}})}, NULL)
+                         : xf_bt_random_const(g, (xf_shape){1, {64}}, true);
+        int bias = xf_bt_random_const(g, (xf_shape){1, {64}}, false);
+        v = add_node(g, op, 3, (int[]){form ? in : conv3x3(g, in, 64), scale, bias}, &a);
+        xf_graph_add_output(g, v);
+        int64_t opset = form ? 21 : 6;
+        check_cpu(g, opset, 1e-4, 1e-4,
+                  form ? "GroupNormalization of 2 x 64 x 40 x 33" : "Conv -> InstanceNormalization");
+        char impl[128];
+        xf_bt_node_impl(g, opset, op, impl, sizeof impl);
+        ck_assert_msg(!strcmp(impl, "own loop"), "%s runs as %s", xf_op_name(op), impl);
+        xf_graph_free(g);
+    }
 }
 END_TEST
 
