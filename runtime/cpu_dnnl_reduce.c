@@ -503,8 +503,7 @@ static xf_status reduce_loop_run(const xf_node *n, const xf_tensor_view *in, con
     /* rows in parts of some XF_DN_CHUNK_MIN values, columns a block each */
     int64_t part = r > 0 && r < XF_DN_CHUNK_MIN ? XF_DN_CHUNK_MIN / r : 1;
     int64_t blocks = (inner + RED_COLS - 1) / RED_COLS, tasks = inner == 1 ? (outer + part - 1) / part : outer * blocks;
-    bool threads = tasks > 1 && xf_rt_numel(&in[0]) >= XF_DN_CHUNK_MIN;
-    XF_OMP_FOR(threads)
+    XF_OMP_FOR(tasks > 1 && xf_rt_numel(&in[0]) >= XF_DN_CHUNK_MIN)
     for (int64_t t = 0; t < tasks; t++) {
         if (inner == 1) {
             int64_t first = t * part, rows = outer - first < part ? outer - first : part;

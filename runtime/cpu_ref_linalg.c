@@ -153,17 +153,22 @@ xf_status xf_ref_matmul(const xf_node *n, const xf_tensor_view *in, const xf_ten
     if (st != XF_OK)
         return st;
     int64_t m = mm.m, k = mm.k, nn = mm.n;
+    /* an empty output has nothing to compute (and an empty operand no
+     * bytes to point into) */
+    if (xf_rt_numel(&out[0]) == 0)
+        return XF_OK;
     xf_rt_iter it;
     xf_rt_iter_init(&it, &mm.batch);
     xf_rt_iter_add(&it, mm.a_stride, 0);
     xf_rt_iter_add(&it, mm.b_stride, 0);
-    double *acc = malloc(sizeof *acc * (size_t)(m * nn > 0 ? m * nn : 1));
+    double *acc = calloc((size_t)(m * nn), sizeof *acc);
     if (!acc)
         return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");
     xf_dtype dt = in[0].dtype;
     size_t es = xf_dtype_size(dt);
     for (int64_t bi = 0; bi < mm.n_batch; bi++, xf_rt_iter_next(&it)) {
-        if (xf_rt_matmul_block(dt, (const char *)in[0].data + it.off[0] * (int64_t)es, k, 1,
+        /* k == 0: the sums of nothing, 0 (the operands hold no bytes) */
+        if (k > 0 && xf_rt_matmul_block(dt, (const char *)in[0].data + it.off[0] * (int64_t)es, k, 1,
                                (const char *)in[1].data + it.off[1] * (int64_t)es, nn, 1, m, k, nn, acc) != XF_OK) {
             free(acc);
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in MatMul");

@@ -258,8 +258,9 @@ END_TEST
  * mutated Range would have made 170 M and 1.7 G elements; a constant Pad
  * of an empty input, a GridSample of an empty grid, a
  * CausalConvWithState over an empty sequence, a TopK of K 0 along an
- * empty axis and a Scan over an empty input, which the sanitizer build runs without finding undefined
- * behaviour; an identity Transpose writing a graph output, for which the
+ * empty axis, a Scan over an empty input and a double MatMul of no rows
+ * (its empty operand's null buffer was offset), which the sanitizer build
+ * runs without finding undefined behaviour; an identity Transpose writing a graph output, for which the
  * session's Transpose pass added a value while holding another's shape,
  * which the growing value array moved; a BMP whose header claims 805 M x 5
  * pixels in 174 bytes, whose palette check read them all, now refused as
