@@ -19,7 +19,8 @@ normalizations, with seeded random weights, as exporters write them:
 - groupnorm21.onnx: the same block with opset 21's GroupNormalization.
 
 and, under DIR/nodes, single-node models of those reductions (and the
-softmax written out alone, InstanceNormalization and GroupNormalization)
+softmax written out alone, InstanceNormalization, GroupNormalization and
+MeanVarianceNormalization)
 at sizes where their loops show
 (benchmarks/results/cpu-reductions/per_node.txt).
 
@@ -171,6 +172,8 @@ def single_nodes(folder):
         params = [init("s", rng.normal(1, 0.1, c)), init("b", rng.normal(0, 0.1, c))]
         save(os.path.join(folder, name + ".onnx"), [h.make_node(op, ["x", "s", "b"], ["y"], **attrs)],
              [value("x", [1, c, size, size])], [value("y", None)], params, opset)
+    save(os.path.join(folder, "mvn.onnx"), [h.make_node("MeanVarianceNormalization", ["x"], ["y"])],
+         [value("x", [1, 64, 128, 128])], [value("y", None)], [], 13)
 
 
 def main():

@@ -561,6 +561,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_LRN: h = &xf_dn_lrn_handler; break;
     case XF_OP_INSTANCE_NORM:
     case XF_OP_GROUP_NORM: h = &xf_dn_group_norm_handler; break;
+    case XF_OP_MEAN_VARIANCE_NORM: h = &xf_dn_mvn_handler; break;
     case XF_OP_MS_ATTENTION:
     case XF_OP_MS_QATTENTION:
     case XF_OP_MS_MHA: h = &xf_dn_attention_handler; break;

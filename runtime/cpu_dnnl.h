@@ -362,6 +362,8 @@ extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwi
     xf_dn_binary_handler, xf_dn_softmax_handler, xf_dn_batch_norm_handler, xf_dn_concat_handler,
     xf_dn_split_handler, xf_dn_layer_norm_handler, xf_dn_transpose_handler, xf_dn_lrn_handler,
     xf_dn_group_norm_handler, xf_dn_prelu_handler, xf_dn_pow_handler;
+/* MeanVarianceNormalization over trailing dims (cpu_dnnl_gnorm.c) */
+extern const xf_dn_handler xf_dn_mvn_handler;
 /* com.microsoft Attention and MultiHeadAttention (cpu_dnnl_attn.c) */
 extern const xf_dn_handler xf_dn_attention_handler;
 /* ONNX Runtime's contrib ops (cpu_dnnl_contrib.c): FusedMatMul (through

@@ -591,8 +591,10 @@ static int conv3x3(xf_graph *g, int x, int64_t ch)
 
 /* Every form of LRN across channels (on oneDNN), InstanceNormalization
  * and GroupNormalization (on the backend's own loop: one image or several,
- * parameters per group or per channel, constant or computed) agrees with
- * cpu_ref, in static and dynamic mode. */
+ * parameters per group or per channel, constant or computed) and
+ * MeanVarianceNormalization (on that loop where its axes are the trailing
+ * dims but dims of 1, else on cpu_ref's) agrees with cpu_ref, in static
+ * and dynamic mode. */
 START_TEST(cpu_backend_agrees)
 {
     if (!xf_backend_find("cpu")) {
@@ -663,6 +665,34 @@ START_TEST(cpu_backend_agrees)
         char impl[128];
         xf_bt_node_impl(g, opset, op, impl, sizeof impl);
         ck_assert_msg(!strcmp(impl, "own loop"), "%s runs as %s", xf_op_name(op), impl);
+        xf_graph_free(g);
+    }
+    /* MeanVarianceNormalization: the default axes (0, 2, 3) of one image
+     * and of two, (2, 3) of two, the last of a 3-D input, (1), and (1, 3)
+     * past a dim of 1 */
+    static const struct {
+        xf_shape x;
+        int n_axes;
+        int64_t axes[3];
+        bool own;
+    } mvn[] = {
+        {{4, {1, 24, 37, 29}}, 3, {0, 2, 3}, true}, {{4, {2, 24, 37, 29}}, 3, {0, 2, 3}, false},
+        {{4, {2, 24, 37, 29}}, 2, {-2, -1}, true},  {{3, {40, 1, 700}}, 1, {-1}, true},
+        {{4, {2, 24, 37, 29}}, 1, {1}, false},      {{4, {2, 24, 1, 29}}, 2, {1, 3}, true},
+    };
+    for (int i = 0; i < (int)(sizeof mvn / sizeof *mvn); i++) {
+        g = xf_graph_create("mvn");
+        xf_attrs_default(XF_OP_MEAN_VARIANCE_NORM, &a);
+        a.n_axes = mvn[i].n_axes;
+        for (int k = 0; k < a.n_axes; k++)
+            a.axes[k] = mvn[i].axes[k];
+        int in = xf_bt_input(g, XF_DT_FLOAT, mvn[i].x);
+        xf_graph_add_output(g, add_node(g, XF_OP_MEAN_VARIANCE_NORM, 1, &in, &a));
+        snprintf(what, sizeof what, "MeanVarianceNormalization case %d", i);
+        check_cpu(g, 13, 1e-5, 1e-5, what);
+        char impl[128];
+        xf_bt_node_impl(g, 13, XF_OP_MEAN_VARIANCE_NORM, impl, sizeof impl);
+        ck_assert_msg(!strcmp(impl, mvn[i].own ? "own loop" : "cpu_ref kernel"), "%s runs as %s", what, impl);
         xf_graph_free(g);
     }
 }
