@@ -19,8 +19,8 @@ normalizations, with seeded random weights, as exporters write them:
 - groupnorm21.onnx: the same block with opset 21's GroupNormalization.
 
 and, under DIR/nodes, single-node models of those reductions (and the
-softmax written out alone, InstanceNormalization, GroupNormalization and
-MeanVarianceNormalization)
+softmax written out alone, InstanceNormalization, GroupNormalization,
+MeanVarianceNormalization and LpNormalization)
 at sizes where their loops show
 (benchmarks/results/cpu-reductions/per_node.txt).
 
@@ -174,6 +174,8 @@ def single_nodes(folder):
              [value("x", [1, c, size, size])], [value("y", None)], params, opset)
     save(os.path.join(folder, "mvn.onnx"), [h.make_node("MeanVarianceNormalization", ["x"], ["y"])],
          [value("x", [1, 64, 128, 128])], [value("y", None)], [], 13)
+    save(os.path.join(folder, "lpnorm.onnx"), [h.make_node("LpNormalization", ["x"], ["y"], axis=1, p=2)],
+         [value("x", [1, 256, 64, 64])], [value("y", None)], [], 13)
 
 
 def main():

@@ -488,7 +488,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_REDUCE_LOG_SUM:
     case XF_OP_REDUCE_LOG_SUM_EXP:
     case XF_OP_ARG_MAX:
-    case XF_OP_ARG_MIN: h = &xf_dn_reduce_loop_handler; break;
+    case XF_OP_ARG_MIN:
+    case XF_OP_LP_NORM: h = &xf_dn_reduce_loop_handler; break;
     case XF_OP_EQUAL:
     case XF_OP_GREATER:
     case XF_OP_LESS:

@@ -368,7 +368,7 @@ static bool loop_geometry(const xf_node *n, const xf_tensor_view *in, int64_t *o
     const xf_shape *x = &in[0].shape;
     int rank = x->ndim;
     bool reduced[XF_MAX_DIMS] = {false};
-    if (n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN) {
+    if (n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN || n->op == XF_OP_LP_NORM) {
         int axis = xf_rt_axis(n->attrs.axis, rank);
         if (axis < 0)
             return false;
@@ -406,9 +406,10 @@ static inline float reduce_final(xf_op op, double a, float m, int64_t r)
     }
 }
 
-static red_sum sum_kind(xf_op op)
+static red_sum sum_kind(const xf_node *n)
 {
-    switch (op) {
+    switch (n->op) {
+    case XF_OP_LP_NORM: return n->attrs.lp_p == 1 ? SUM_ABS : SUM_SQUARE;
     case XF_OP_REDUCE_L1: return SUM_ABS;
     case XF_OP_REDUCE_L2:
     case XF_OP_REDUCE_SUM_SQUARE: return SUM_SQUARE;
@@ -416,6 +417,23 @@ static red_sum sum_kind(xf_op op)
     case XF_OP_REDUCE_PROD: return SUM_PROD;
     default: return SUM_PLAIN;
     }
+}
+
+/* LpNormalization's values over their norm (0 where it is 0), in double,
+ * rounded once, as cpu_ref's: count values at x into y */
+RED_CLONES static void row_divide(const float *restrict x, float *restrict y, int64_t count, double norm)
+{
+    for (int64_t i = 0; i < count; i++)
+        y[i] = norm == 0.0 ? 0.0f : (float)((double)x[i] / norm);
+}
+
+/* and the r rows of columns [0, w), inner apart, by each column's norm */
+RED_CLONES static void cols_divide(const float *restrict x, float *restrict y, int64_t r, int64_t inner, int64_t w,
+                                   const double *restrict norm)
+{
+    for (int64_t k = 0; k < r; k++)
+        for (int64_t j = 0; j < w; j++)
+            y[k * inner + j] = norm[j] == 0.0 ? 0.0f : (float)((double)x[k * inner + j] / norm[j]);
 }
 
 /* A row of fewer than RED_LANES values, in order: its extreme, or with
@@ -443,7 +461,7 @@ static void reduce_rows(const xf_node *n, const float *x, int64_t rows, int64_t 
     xf_op op = n->op;
     bool min = op == XF_OP_REDUCE_MIN || op == XF_OP_ARG_MIN, last = n->attrs.select_last_index != 0;
     bool arg = op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN, extreme = op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN;
-    red_sum kind = sum_kind(op);
+    red_sum kind = sum_kind(n);
     for (int64_t t = 0; t < rows; t++, x += r) {
         if (r < RED_LANES && (arg || extreme)) {
             float m = short_extreme(x, r, min, last, arg ? &idx[t] : NULL);
@@ -461,7 +479,10 @@ static void reduce_rows(const xf_node *n, const float *x, int64_t rows, int64_t 
                     RED_STEP(kind, a, x[i], m);
             else
                 a = row_sum(x, r, kind, m);
-            y[t] = reduce_final(op, a, m, r);
+            if (op == XF_OP_LP_NORM)
+                row_divide(x, y + t * r, r, kind == SUM_SQUARE ? sqrt(a) : a);
+            else
+                y[t] = reduce_final(op, a, m, r);
         }
     }
 }
@@ -485,18 +506,27 @@ static void reduce_cols(const xf_node *n, const float *x, int64_t r, int64_t inn
     bool lse = op == XF_OP_REDUCE_LOG_SUM_EXP;
     if (lse)
         cols_extreme(x, r, inner, w, false, m);
-    cols_sum(x, r, inner, w, sum_kind(op), m, a);
+    cols_sum(x, r, inner, w, sum_kind(n), m, a);
+    if (op == XF_OP_LP_NORM) {
+        for (int64_t j = 0; j < w && n->attrs.lp_p == 2; j++)
+            a[j] = sqrt(a[j]);
+        cols_divide(x, y, r, inner, w, a);
+        return;
+    }
     for (int64_t j = 0; j < w; j++)
         y[j] = reduce_final(op, a[j], lse ? m[j] : 0.0f, r);
 }
 
 static xf_status reduce_loop_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    bool arg = n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN;
+    bool arg = n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN, lp = n->op == XF_OP_LP_NORM;
     int64_t outer, r, inner;
     /* what cpu_ref refuses, or gives as its own (an empty ArgMax), it runs */
-    if (!loop_geometry(n, in, &outer, &r, &inner) || xf_rt_numel(&out[0]) != outer * inner || (arg && r == 0))
-        return arg ? xf_ref_arg_reduce(n, in, out, err) : xf_ref_reduce(n, in, out, err);
+    if (!loop_geometry(n, in, &outer, &r, &inner) || xf_rt_numel(&out[0]) != outer * inner * (lp ? r : 1) ||
+        (arg && r == 0) || (lp && n->attrs.lp_p != 1 && n->attrs.lp_p != 2))
+        return arg  ? xf_ref_arg_reduce(n, in, out, err)
+               : lp ? xf_ref_lp_norm(n, in, out, err)
+                    : xf_ref_reduce(n, in, out, err);
     const float *x = in[0].data;
     float *y = arg ? NULL : out[0].data;
     int64_t *idx = arg ? out[0].data : NULL;
@@ -507,20 +537,25 @@ static xf_status reduce_loop_run(const xf_node *n, const xf_tensor_view *in, con
     for (int64_t t = 0; t < tasks; t++) {
         if (inner == 1) {
             int64_t first = t * part, rows = outer - first < part ? outer - first : part;
-            reduce_rows(n, x + first * r, rows, r, y ? y + first : NULL, idx ? idx + first : NULL);
+            reduce_rows(n, x + first * r, rows, r, y ? y + first * (lp ? r : 1) : NULL, idx ? idx + first : NULL);
             continue;
         }
+        /* LpNormalization's output has the input's offsets */
         int64_t o = t / blocks, j = t % blocks * RED_COLS, w = inner - j < RED_COLS ? inner - j : RED_COLS;
-        reduce_cols(n, x + o * r * inner + j, r, inner, w, y ? y + o * inner + j : NULL,
+        reduce_cols(n, x + o * r * inner + j, r, inner, w, y ? y + o * inner * (lp ? r : 1) + j : NULL,
                     idx ? idx + o * inner + j : NULL);
     }
     return XF_OK;
 }
 
-/* handler_for sends it the Reduce ops and ArgMax and ArgMin only */
+/* handler_for sends it the Reduce ops, ArgMax, ArgMin and LpNormalization
+ * only */
 static bool reduce_loop_handles(const xf_graph *g, const xf_node *n)
 {
     bool arg = n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN;
+    if (n->op == XF_OP_LP_NORM)
+        return n->n_inputs == 1 && xf_dn_all_f32(g, n) && (n->attrs.lp_p == 1 || n->attrs.lp_p == 2) &&
+               xf_rt_axis(n->attrs.axis, g->values[n->inputs[0]].shape.ndim) >= 0;
     if (n->n_outputs != 1 || n->outputs[0] < 0 || xf_dn_input(n, 0) < 0 ||
         g->values[n->inputs[0]].dtype != XF_DT_FLOAT ||
         g->values[n->outputs[0]].dtype != (arg ? XF_DT_INT64 : XF_DT_FLOAT))

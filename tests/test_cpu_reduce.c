@@ -1,13 +1,13 @@
 /* The cpu backend's own reduction loops (cpu_dnnl_reduce.c): ReduceMax,
  * ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum
  * and ReduceLogSumExp of floats over one run of axes, ReduceSum and
- * ReduceMean over one that is not innermost, ArgMax and ArgMin, each
- * against cpu_ref: over the innermost dims (rows folded in lanes), over
- * middle and outer dims (columns folded in blocks, several rows a pass, a
- * last block partly full), over everything, through dims of 1, with runs
- * long enough for the threads; maxima, minima and indices exactly (ties, NaN and
- * infinities among the values), the sums within rounding.  Axes that are
- * not one run stay on cpu_ref's kernel. */
+ * ReduceMean over one that is not innermost, ArgMax, ArgMin and
+ * LpNormalization, each against cpu_ref: over the innermost dims (rows
+ * folded in lanes), over middle and outer dims (columns folded in blocks,
+ * several rows a pass, a last block partly full), over everything, through
+ * dims of 1, with runs long enough for the threads; maxima, minima and
+ * indices exactly (ties, NaN and infinities among the values), the sums
+ * within rounding.  Axes that are not one run stay on cpu_ref's kernel. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -173,6 +173,41 @@ START_TEST(special_values)
 }
 END_TEST
 
+/* LpNormalization (p 1 and 2) along each form's axis on the same loops:
+ * rows, columns, a dim of 1, rows of 3 and columns of 3 of Relu(x), of
+ * which an eighth are all 0 (the output 0 there). */
+START_TEST(lp_norms)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_shape shape;
+        int64_t axis;
+        bool relu;
+    } cases[] = {
+        {{4, {3, 17, 1, 40}}, 3, false}, {{4, {3, 17, 1, 40}}, 1, false}, {{4, {3, 17, 1, 40}}, 0, false},
+        {{4, {3, 17, 1, 40}}, 2, false}, {{2, {64, 1001}}, -1, false},    {{2, {1001, 64}}, 0, false},
+        {{3, {2, 7, 4100}}, 1, false},   {{2, {200, 3}}, 1, true},        {{2, {3, 200}}, 0, true},
+    };
+    for (int p = 1; p <= 2; p++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            xf_graph *g = xf_graph_create("lp");
+            int x = add_input(g, cases[c].shape);
+            if (cases[c].relu)
+                x = out0(g, NODE(g, XF_OP_RELU, x));
+            int n = NODE(g, XF_OP_LP_NORM, x);
+            attrs(g, n)->axis = cases[c].axis;
+            attrs(g, n)->lp_p = p;
+            xf_graph_add_output(g, out0(g, n));
+            char what[96];
+            snprintf(what, sizeof what, "LpNormalization p %d, case %zu", p, c);
+            xf_bt_check_cpu(g, 13, 1e-6, 1e-5, what);
+            check_impl(g, 13, XF_OP_LP_NORM, "own loop", what);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
 /* Axes that are not one run (0 and 2 of four), and ReduceMax over the
  * spatial dims (a global pool), are not the loops'. */
 START_TEST(other_forms)
@@ -204,6 +239,7 @@ int main(void)
     tcase_add_test(tc, reduce_loops);
     tcase_add_test(tc, arg_reductions);
     tcase_add_test(tc, special_values);
+    tcase_add_test(tc, lp_norms);
     tcase_add_test(tc, other_forms);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
