@@ -521,9 +521,10 @@ static xf_status reduce_loop_run(const xf_node *n, const xf_tensor_view *in, con
 {
     bool arg = n->op == XF_OP_ARG_MAX || n->op == XF_OP_ARG_MIN, lp = n->op == XF_OP_LP_NORM;
     int64_t outer, r, inner;
-    /* what cpu_ref refuses, or gives as its own (an empty ArgMax), it runs */
+    /* what cpu_ref refuses, or gives as its own (reductions of empty sets,
+     * whose input has no buffer to point into), it runs */
     if (!loop_geometry(n, in, &outer, &r, &inner) || xf_rt_numel(&out[0]) != outer * inner * (lp ? r : 1) ||
-        (arg && r == 0) || (lp && n->attrs.lp_p != 1 && n->attrs.lp_p != 2))
+        r == 0 || (lp && n->attrs.lp_p != 1 && n->attrs.lp_p != 2))
         return arg  ? xf_ref_arg_reduce(n, in, out, err)
                : lp ? xf_ref_lp_norm(n, in, out, err)
                     : xf_ref_reduce(n, in, out, err);

@@ -173,6 +173,26 @@ START_TEST(special_values)
 }
 END_TEST
 
+/* Reductions of empty sets (a run through a dim of 0: [3, 0, 4] over all
+ * three axes) give cpu_ref's values: its kernel runs them, the input
+ * having no buffer for the loops to point into (fuzz_run on the cpu
+ * backend found a ReduceProd offsetting it). */
+START_TEST(empty_runs)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    for (size_t o = 0; o < sizeof reduce_ops / sizeof *reduce_ops; o++) {
+        xf_graph *g = xf_graph_create("empty");
+        int n = xf_bt_reduce(g, reduce_ops[o], add_input(g, SHAPE(3, 0, 4)), (int64_t[]){0, 1, 2}, 3, false, true);
+        xf_graph_add_output(g, out0(g, n));
+        char what[96];
+        snprintf(what, sizeof what, "%s of an empty set", xf_op_name(reduce_ops[o]));
+        xf_bt_check_cpu(g, 17, 0, 0, what);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* LpNormalization (p 1 and 2) along each form's axis on the same loops:
  * rows, columns, a dim of 1, rows of 3 and columns of 3 of Relu(x), of
  * which an eighth are all 0 (the output 0 there). */
@@ -240,6 +260,7 @@ int main(void)
     tcase_add_test(tc, arg_reductions);
     tcase_add_test(tc, special_values);
     tcase_add_test(tc, lp_norms);
+    tcase_add_test(tc, empty_runs);
     tcase_add_test(tc, other_forms);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
