@@ -20,7 +20,8 @@ normalizations, with seeded random weights, as exporters write them:
 
 and, under DIR/nodes, single-node models of those reductions (and the
 softmax written out alone, InstanceNormalization, GroupNormalization,
-MeanVarianceNormalization and LpNormalization)
+MeanVarianceNormalization, LpNormalization, and Where under a random
+condition and a causal mask)
 at sizes where their loops show
 (benchmarks/results/cpu-reductions/per_node.txt).
 
@@ -176,6 +177,13 @@ def single_nodes(folder):
          [value("x", [1, 64, 128, 128])], [value("y", None)], [], 13)
     save(os.path.join(folder, "lpnorm.onnx"), [h.make_node("LpNormalization", ["x"], ["y"], axis=1, p=2)],
          [value("x", [1, 256, 64, 64])], [value("y", None)], [], 13)
+    zero = [init("z", [0.0])]
+    save(os.path.join(folder, "where.onnx"),
+         [h.make_node("Greater", ["x", "z"], ["c"]), h.make_node("Where", ["c", "x", "z"], ["y"])],
+         [value("x", [1, 64, 256, 256])], [value("y", None)], zero, 13)
+    causal = nh.from_array(np.tril(np.ones((1, 1, 512, 512), bool)), "m")
+    save(os.path.join(folder, "where_mask.onnx"), [h.make_node("Where", ["m", "s", "ninf"], ["y"])],
+         [value("s", [1, 12, 512, 512])], [value("y", None)], [causal, init("ninf", -3.4e38)], 13)
 
 
 def main():

@@ -495,6 +495,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_LESS:
     case XF_OP_GREATER_OR_EQUAL:
     case XF_OP_LESS_OR_EQUAL: h = &xf_dn_compare_handler; break;
+    case XF_OP_WHERE: h = &xf_dn_where_handler; break;
     case XF_OP_RESIZE:
     case XF_OP_UPSAMPLE: h = &xf_dn_resample_handler; break;
     case XF_OP_LSTM:

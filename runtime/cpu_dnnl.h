@@ -288,6 +288,9 @@ extern const xf_dn_handler xf_dn_conv_handler, xf_dn_deconv_handler, xf_dn_pool_
 /* Comparisons of numbers into bool, on a loop of the backend's own
  * (cpu_dnnl_loops.c) */
 extern const xf_dn_handler xf_dn_compare_handler;
+/* Where of any type of 1, 2, 4 or 8 bytes, on a loop of the backend's own
+ * (cpu_dnnl_loops.c) */
+extern const xf_dn_handler xf_dn_where_handler;
 /* Float ReduceSum and ReduceMean over one run of axes (cpu_dnnl_reduce.c) */
 extern const xf_dn_handler xf_dn_reduce_handler;
 /* The other float reductions over one run of axes, ArgMax and ArgMin, on

@@ -234,6 +234,39 @@ START_TEST(comparisons)
 }
 END_TEST
 
+/* Where of floats, int64, int32, int16 and bytes, in every form a run takes (all
+ * read in place, one value against a run on either side or both, the
+ * condition one value) and over the threads (2 x 64 x 100 x 100 against a
+ * scalar), on the backend's own loop: exactly cpu_ref's. */
+START_TEST(where_selects)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const xf_dtype types[] = {XF_DT_FLOAT, XF_DT_INT64, XF_DT_INT32, XF_DT_INT16, XF_DT_UINT8};
+    static const xf_shape forms[][3] = {
+        {{3, {4, 3, 5}}, {3, {4, 3, 5}}, {3, {4, 3, 5}}},
+        {{3, {4, 1, 5}}, {3, {4, 3, 5}}, {1, {1}}},
+        {{3, {4, 3, 5}}, {1, {1}}, {2, {3, 5}}},
+        {{1, {1}}, {3, {4, 3, 5}}, {3, {4, 1, 5}}},
+        {{3, {4, 3, 1}}, {3, {1, 3, 5}}, {3, {4, 1, 1}}},
+        {{4, {2, 64, 100, 100}}, {4, {2, 64, 100, 100}}, {1, {1}}},
+        {{3, {4, 3, 5}}, {3, {4, 3, 1}}, {1, {1}}},
+    };
+    for (int t = 0; t < 5; t++)
+        for (int f = 0; f < 7; f++) {
+            xf_graph *g = xf_graph_create("where");
+            int c = out0(g, NODE(g, XF_OP_LESS, add_input(g, forms[f][0]), xf_bt_scalar(g, 0.0f, 0)));
+            int y = NODE(g, XF_OP_WHERE, c, xf_bt_input(g, types[t], forms[f][1]), xf_bt_input(g, types[t], forms[f][2]));
+            xf_graph_add_output(g, out0(g, y));
+            char impl[128], what[64];
+            snprintf(what, sizeof what, "Where of %s, form %d", xf_dtype_name(types[t]), f);
+            check_kernels(g, what, XF_OP_WHERE, impl, sizeof impl);
+            ck_assert_msg(strcmp(impl, "own loop") == 0, "%s: %s", what, impl);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
 /* PaddleOCR's convolutions: the bias an Add of one value per channel
  * after the Conv, and after the activation a learnable affine block, a
  * Mul by a scalar written first (a * x), then an Add of one (and here
@@ -935,6 +968,7 @@ int main(void)
     tcase_add_test(t, conv_along_h);
     tcase_add_test(t, reductions);
     tcase_add_test(t, comparisons);
+    tcase_add_test(t, where_selects);
     tcase_add_test(t, softmax_strided_axis);
     tcase_add_test(t, conv_transpose_as_conv);
     tcase_add_test(t, concat_mixed_layouts);

@@ -62,7 +62,9 @@ START_TEST(broadcasting)
 {
     if (!xf_bt_have_cpu())
         return;
-    /* the condition read whole on the first dim, sliced on none after it */
+    /* (Where runs on a loop of the backend's own now, cpu_dnnl_loops.c:
+     * these two check it on three threads) the condition read whole on the
+     * first dim, sliced on none after it */
     xf_graph *g = xf_graph_create("where");
     int c = negative(g, SHAPE(2, 1, 1, 65));
     NODE(g, XF_OP_WHERE, c, in(g, XF_DT_FLOAT, SHAPE(2, 3, 64, 65)), in(g, XF_DT_FLOAT, SHAPE(65)));
