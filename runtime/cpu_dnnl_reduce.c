@@ -5,8 +5,8 @@
  * included, and the lp norms run its reference loops, slower than
  * cpu_ref's), so the input, stored plain, is seen as (outer, reduced), read
  * in place; sums are taken in float, as the kernels do, where cpu_ref sums
- * in double.  The other reductions over one run of axes, ArgMax and ArgMin
- * run on loops of the backend's own (below). */
+ * in double.  The other reductions over one run of axes, ArgMax, ArgMin
+ * and LpNormalization run on loops of the backend's own (below). */
 #include "cpu_dnnl.h"
 
 bool xf_dn_reduce_axes(const xf_graph *g, const xf_node *n, int rank, bool *reduced)
@@ -130,17 +130,19 @@ xf_status xf_dn_global_reduce(xf_dn_ctx *c, const xf_node *n, const xf_shape *x,
 /* ---------------------------------------------------------------- the backend's own loops */
 
 /* Reduce{Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp} of floats over one
- * run of axes, ReduceSum and ReduceMean over one that is not innermost, and
- * ArgMax and ArgMin, on loops of the backend's own (oneDNN 2.6 reduces only
- * the last dim with a kernel, has no arg reductions, and cpu_ref walks a
- * strided reduction with an iterator: 35 ms for a ReduceMin over the
- * channels of 8 x 256 x 64 x 64 values on one thread).  x is seen as
- * (outer, r, inner): rows of r values when inner is 1, folded in lanes
+ * run of axes, ReduceSum and ReduceMean over one that is not innermost,
+ * ArgMax, ArgMin and LpNormalization (its norms folded as ReduceL1's and
+ * ReduceL2's are, then divided by), on loops of the backend's own (oneDNN
+ * 2.6 reduces only the last dim with a kernel, has no arg reductions, and
+ * cpu_ref walks a strided reduction with an iterator: 35 ms for a ReduceMin
+ * over the channels of 8 x 256 x 64 x 64 values on one thread).  x is seen
+ * as (outer, r, inner): rows of r values when inner is 1, folded in lanes
  * (short ones in order); else r rows of inner columns, folded a block of
- * columns at a time, which reads x in order.  Results are cpu_ref's: maxima, minima and the indices
- * exactly (NaN is the extreme, as in cpu_ref and numpy; of equal zeros of
- * either sign the one kept may differ), the sums and products in double in
- * another order; LogSumExp's terms e^(x - max) with xf_dn_exp_neg. */
+ * columns at a time, which reads x in order.  Results are cpu_ref's:
+ * maxima, minima and the indices exactly (NaN is the extreme, as in cpu_ref
+ * and numpy; of equal zeros of either sign the one kept may differ), the
+ * sums and products in double in another order; LogSumExp's terms e^(x -
+ * max) with xf_dn_exp_neg. */
 enum { RED_LANES = 16, RED_DLANES = 8, RED_COLS = 2048 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
