@@ -20,8 +20,9 @@ normalizations, with seeded random weights, as exporters write them:
 
 and, under DIR/nodes, single-node models of those reductions (and the
 softmax written out alone, InstanceNormalization, GroupNormalization,
-MeanVarianceNormalization, LpNormalization, and Where under a random
-condition and a causal mask)
+MeanVarianceNormalization, LpNormalization, Where under a random
+condition and a causal mask, and a layer normalization written out as
+exporters before opset 17 write it)
 at sizes where their loops show
 (benchmarks/results/cpu-reductions/per_node.txt).
 
@@ -177,6 +178,14 @@ def single_nodes(folder):
          [value("x", [1, 64, 128, 128])], [value("y", None)], [], 13)
     save(os.path.join(folder, "lpnorm.onnx"), [h.make_node("LpNormalization", ["x"], ["y"], axis=1, p=2)],
          [value("x", [1, 256, 64, 64])], [value("y", None)], [], 13)
+    d = 768
+    nodes = [h.make_node("ReduceMean", ["x"], ["u"], axes=[-1], keepdims=1), h.make_node("Sub", ["x", "u"], ["d"]),
+             h.make_node("Pow", ["d", "two"], ["d2"]), h.make_node("ReduceMean", ["d2"], ["v"], axes=[-1], keepdims=1),
+             h.make_node("Add", ["v", "eps"], ["ve"]), h.make_node("Sqrt", ["ve"], ["sd"]),
+             h.make_node("Div", ["d", "sd"], ["n"]), h.make_node("Mul", ["n", "g"], ["ng"]),
+             h.make_node("Add", ["ng", "b"], ["y"])]
+    save(os.path.join(folder, "layer_norm_written_out.onnx"), nodes, [value("x", [16, 384, d])], [value("y", None)],
+         [init("two", 2.0), init("eps", 1e-12), init("g", rng.normal(1, 0.1, d)), init("b", rng.normal(0, 0.1, d))], 13)
     zero = [init("z", [0.0])]
     save(os.path.join(folder, "where.onnx"),
          [h.make_node("Greater", ["x", "z"], ["c"]), h.make_node("Where", ["c", "x", "z"], ["y"])],

@@ -11,6 +11,7 @@
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
+#include "xf_test_util.h"
 
 #include <check.h>
 #include <math.h>
@@ -263,9 +264,5 @@ int main(void)
     tcase_add_test(tc, empty_runs);
     tcase_add_test(tc, other_forms);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return xf_test_run_suite(s);
 }
