@@ -293,8 +293,9 @@ extern const xf_dn_handler xf_dn_compare_handler;
 extern const xf_dn_handler xf_dn_where_handler;
 /* Float ReduceSum and ReduceMean over one run of axes (cpu_dnnl_reduce.c) */
 extern const xf_dn_handler xf_dn_reduce_handler;
-/* The other float reductions over one run of axes, ArgMax and ArgMin, on
- * loops of the backend's own (cpu_dnnl_reduce.c) */
+/* The other float reductions over one run of axes (ReduceSum and
+ * ReduceMean over one that is not innermost), ArgMax, ArgMin and
+ * LpNormalization, on loops of the backend's own (cpu_dnnl_reduce.c) */
 extern const xf_dn_handler xf_dn_reduce_loop_handler;
 /* The axes reduction n (a Reduce* op of an input of rank `rank`) reduces,
  * from its attribute or its constant axes input, as reduced[d]; false where

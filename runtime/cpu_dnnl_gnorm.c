@@ -1,17 +1,17 @@
 /* InstanceNormalization, GroupNormalization and MeanVarianceNormalization
- * of plain tensors on the cpu backend, on loops of its own.  oneDNN 2.6 has no group normalization:
- * its batch normalization computing its own statistics over [1, N x G,
- * C / G x spatial, 1] took 8.8 ms for an InstanceNormalization of 64 x 256
- * x 256 values (its plain-layout kernel), and GroupNormalization with
- * parameters per channel (opset 21) ran on cpu_ref (17.6 ms for 320 x 64
- * x 64 values in 32 groups), one thread, and MeanVarianceNormalization
- * ran on cpu_ref (11.3 ms for 64 x 128 x 128 values).  Here each image's
- * group is a block of C / G x spatial consecutive values (for
- * MeanVarianceNormalization, the values its axes reduce, where those are
- * the trailing dims but dims of 1): its mean and variance (the mean
- * squared deviation) are taken in double, in lanes, and every value
- * becomes scale * (x - mean) / sqrt(var + epsilon) + bias (MVN: (x -
- * mean) / (sqrt(var) + 1e-9)) in double, rounded once, as cpu_ref
+ * of plain tensors on the cpu backend, on loops of its own.  oneDNN 2.6 has
+ * no group normalization: its batch normalization computing its own
+ * statistics over [1, N x G, C / G x spatial, 1] took 8.8 ms for an
+ * InstanceNormalization of 64 x 256 x 256 values (its plain-layout kernel),
+ * and GroupNormalization with parameters per channel (opset 21) ran on
+ * cpu_ref (17.6 ms for 320 x 64 x 64 values in 32 groups), one thread, and
+ * MeanVarianceNormalization ran on cpu_ref (11.3 ms for 64 x 128 x 128
+ * values).  Here each image's group is a block of C / G x spatial
+ * consecutive values (for MeanVarianceNormalization, the values its axes
+ * reduce, where those are the trailing dims but dims of 1): its mean and
+ * variance (the mean squared deviation) are taken in double, in lanes, and
+ * every value becomes scale * (x - mean) / sqrt(var + epsilon) + bias (MVN:
+ * (x - mean) / (sqrt(var) + 1e-9)) in double, rounded once, as cpu_ref
  * computes it (its sums in another order); the blocks go over OpenMP's
  * threads. */
 #include "cpu_dnnl.h"
