@@ -16,13 +16,20 @@ normalizations, with seeded random weights, as exporters write them:
   Add), its GroupNorms as PyTorch exports them before opset 18: Reshape to
   [1, 32, -1], InstanceNormalization, Reshape back, Mul and Add per
   channel;
-- groupnorm21.onnx: the same block with opset 21's GroupNormalization.
+- groupnorm21.onnx: the same block with opset 21's GroupNormalization;
+- llama_mlp.onnx: two decoder MLP blocks of 128 tokens, hidden 1024 and
+  2816 (RMSNorm, gate and up projections, SiLU as Sigmoid times x, down
+  projection, residual Add), their RMSNorms written out as LLaMA's
+  Hugging Face exports write them (Pow 2, ReduceMean, Add, Sqrt,
+  Reciprocal, Mul by x, Mul by the weight) in the first block and as T5's
+  (a Div by the root) in the second.
 
 and, under DIR/nodes, single-node models of those reductions (and the
 softmax written out alone, InstanceNormalization, GroupNormalization,
 MeanVarianceNormalization, LpNormalization, Where under a random
-condition and a causal mask, and a layer normalization written out as
-exporters before opset 17 write it)
+condition and a causal mask, a layer normalization written out as
+exporters before opset 17 write it, and an RMS normalization written out
+as LLaMA's exports write it)
 at sizes where their loops show
 (benchmarks/results/cpu-reductions/per_node.txt).
 
@@ -193,13 +200,52 @@ def single_nodes(folder):
     causal = nh.from_array(np.tril(np.ones((1, 1, 512, 512), bool)), "m")
     save(os.path.join(folder, "where_mask.onnx"), [h.make_node("Where", ["m", "s", "ninf"], ["y"])],
          [value("s", [1, 12, 512, 512])], [value("y", None)], [causal, init("ninf", -3.4e38)], 13)
+    rms = [h.make_node("Pow", ["x", "two"], ["x2"]), h.make_node("ReduceMean", ["x2"], ["ms"], axes=[-1], keepdims=1),
+           h.make_node("Add", ["ms", "eps"], ["mse"]), h.make_node("Sqrt", ["mse"], ["rt"]),
+           h.make_node("Reciprocal", ["rt"], ["inv"]), h.make_node("Mul", ["x", "inv"], ["n"]),
+           h.make_node("Mul", ["g", "n"], ["y"])]
+    save(os.path.join(folder, "rms_norm_written_out.onnx"), rms, [value("x", [16, 384, d])], [value("y", None)],
+         [init("two", 2.0), init("eps", 1e-6), init("g", np.random.default_rng(1).normal(1, 0.1, d))], 13)
+
+
+def rms_norm(nodes, inits, x, p, d, t5, r):
+    """Appends an RMS normalization of x written out, LLaMA's way or T5's;
+    returns its output."""
+    inits += [init(p + "g", r.normal(1, 0.1, d)), init(p + "two", 2.0), init(p + "eps", 1e-6)]
+    nodes += [h.make_node("Pow", [x, p + "two"], [p + "x2"]),
+              h.make_node("ReduceMean", [p + "x2"], [p + "ms"], axes=[-1], keepdims=1),
+              h.make_node("Add", [p + "ms", p + "eps"], [p + "mse"]), h.make_node("Sqrt", [p + "mse"], [p + "rt"])]
+    if t5:
+        nodes.append(h.make_node("Div", [x, p + "rt"], [p + "n"]))
+    else:
+        nodes += [h.make_node("Reciprocal", [p + "rt"], [p + "inv"]), h.make_node("Mul", [x, p + "inv"], [p + "n"])]
+    nodes.append(h.make_node("Mul", [p + "g", p + "n"], [p + "y"]))
+    return p + "y"
+
+
+def llama_mlp(path, tokens=128, d=1024, ff=2816):
+    r = np.random.default_rng(1)
+    nodes, inits, x = [], [], "x"
+    for b in range(2):
+        p = "b%d_" % b
+        n = rms_norm(nodes, inits, x, p, d, b == 1, r)
+        for w, shape in (("wg", (d, ff)), ("wu", (d, ff)), ("wd", (ff, d))):
+            inits.append(init(p + w, r.normal(0, shape[0] ** -0.5, shape)))
+        nodes += [h.make_node("MatMul", [n, p + "wg"], [p + "gate"]), h.make_node("Sigmoid", [p + "gate"], [p + "sg"]),
+                  h.make_node("Mul", [p + "gate", p + "sg"], [p + "silu"]),
+                  h.make_node("MatMul", [n, p + "wu"], [p + "up"]),
+                  h.make_node("Mul", [p + "silu", p + "up"], [p + "act"]),
+                  h.make_node("MatMul", [p + "act", p + "wd"], [p + "down"]),
+                  h.make_node("Add", [x, p + "down"], [p + "out"])]
+        x = p + "out"
+    save(path, nodes, [value("x", [1, tokens, d])], [value(x, None)], inits, 13)
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     os.makedirs(os.path.join(sys.argv[1], "nodes"), exist_ok=True)
-    for make in (convnext_ln, attn_manual_softmax, seg_argmax, embed_l2_head, unet_resblock, groupnorm21):
+    for make in (convnext_ln, attn_manual_softmax, seg_argmax, embed_l2_head, unet_resblock, groupnorm21, llama_mlp):
         make(os.path.join(sys.argv[1], make.__name__ + ".onnx"))
     single_nodes(os.path.join(sys.argv[1], "nodes"))
 

@@ -108,32 +108,25 @@ const xf_dn_handler xf_dn_fused_matmul_handler = {fused_matmul_handles, NULL, fu
 
 /* ---------------------------------------------------------------- the normalizations */
 
-typedef float xf_v4 __attribute__((vector_size(16)));
-typedef double xf_v4d __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NORM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NORM_CLONES
+#endif
 
-static xf_v4 load4(const float *p)
+enum { NORM_LANES = 8 };
+
+/* v = x + skip + bias over n values (skip, bias may be NULL; v may be x). */
+NORM_CLONES static void add_row(float *v, const float *x, const float *skip, const float *bias, int64_t n)
 {
-    xf_v4 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static void store4(float *p, xf_v4 v) { memcpy(p, &v, sizeof v); }
-
-/* v = x + skip + bias over n values (skip, bias may be NULL). */
-static void add_row(float *v, const float *x, const float *skip, const float *bias, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        xf_v4 s = load4(x + i);
-        if (skip)
-            s += load4(skip + i);
-        if (bias)
-            s += load4(bias + i);
-        store4(v + i, s);
-    }
-    for (; i < n; i++)
-        v[i] = x[i] + (skip ? skip[i] : 0.0f) + (bias ? bias[i] : 0.0f);
+    if (skip && bias)
+        for (int64_t i = 0; i < n; i++)
+            v[i] = x[i] + skip[i] + bias[i];
+    else if (skip || bias)
+        for (int64_t i = 0, k = 0; i < n; i++, k++)
+            v[i] = x[i] + (skip ? skip : bias)[k];
+    else if (v != x)
+        memcpy(v, x, sizeof *v * (size_t)n);
 }
 
 /* Row r of x + skip + bias into v (hidden values). */
@@ -144,17 +137,23 @@ static void add_skip_row(const xf_rt_skip_norm *a, int64_t r, float *v)
             a->bias ? a->bias->data : NULL, a->hidden);
 }
 
-/* The sum and the sum of squares of n values, in double. */
-static void row_moments(const float *v, int64_t n, double *sum, double *square)
+/* The sum and the sum of squares of n values, in double, in NORM_LANES
+ * lanes. */
+NORM_CLONES static void row_moments(const float *restrict v, int64_t n, double *sum, double *square)
 {
-    xf_v4d s = {0}, q = {0};
+    double s[NORM_LANES] = {0}, q[NORM_LANES] = {0};
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        xf_v4d d = __builtin_convertvector(load4(v + i), xf_v4d);
-        s += d;
-        q += d * d;
+    for (; i + NORM_LANES <= n; i += NORM_LANES)
+        for (int l = 0; l < NORM_LANES; l++) {
+            double d = (double)v[i + l];
+            s[l] += d;
+            q[l] += d * d;
+        }
+    double ts = 0.0, tq = 0.0;
+    for (int l = 0; l < NORM_LANES; l++) {
+        ts += s[l];
+        tq += q[l];
     }
-    double ts = s[0] + s[1] + s[2] + s[3], tq = q[0] + q[1] + q[2] + q[3];
     for (; i < n; i++) {
         ts += v[i];
         tq += (double)v[i] * v[i];
@@ -163,24 +162,23 @@ static void row_moments(const float *v, int64_t n, double *sum, double *square)
     *square = tq;
 }
 
-/* y = (v - mean) * inv * gamma + beta over n values (beta may be NULL). */
-static void scale_row(float *y, const float *v, float mean, float inv, const float *gamma, const float *beta,
-                      int64_t n)
+/* y = (v - mean) * inv * gamma + beta over n values (beta may be NULL; y
+ * may be v). */
+NORM_CLONES static void scale_row(float *y, const float *v, float mean, float inv, const float *restrict gamma,
+                                  const float *restrict beta, int64_t n)
 {
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        xf_v4 t = (load4(v + i) - mean) * inv * load4(gamma + i);
-        if (beta)
-            t += load4(beta + i);
-        store4(y + i, t);
-    }
-    for (; i < n; i++)
-        y[i] = (v[i] - mean) * inv * gamma[i] + (beta ? beta[i] : 0.0f);
+    if (beta)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (v[i] - mean) * inv * gamma[i] + beta[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (v[i] - mean) * inv * gamma[i];
 }
 
 /* Every form with every optional output: each row's sum goes into the
  * input_skip_bias_sum output when requested, else into the output, which
- * is then normalized in place. */
+ * is then normalized in place; without skip or bias, the rows are read
+ * where they are.  Rows go over the threads. */
 static xf_status skip_norm_kernel(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                   xf_error *err)
 {
@@ -189,9 +187,13 @@ static xf_status skip_norm_kernel(const xf_node *n, const xf_tensor_view *in, co
     if (s != XF_OK)
         return s;
     int64_t h = a.hidden;
+    XF_OMP_FOR(a.rows > 1 && a.rows * h >= XF_DN_CHUNK_MIN)
     for (int64_t r = 0; r < a.rows; r++) {
         float *y = (float *)out[0].data + r * h, *v = a.sum ? (float *)a.sum->data + r * h : y;
-        add_skip_row(&a, r, v);
+        if (a.skip || a.bias || a.sum)
+            add_skip_row(&a, r, v);
+        else
+            v = (float *)a.x->data + r * h; /* read in place */
         double sum, square;
         row_moments(v, h, &sum, &square);
         double mean = sum / (double)h;

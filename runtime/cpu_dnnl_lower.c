@@ -39,13 +39,8 @@
  * QDQ models' groups run as the integer ops ONNX Runtime fuses them into
  * (cpu_dnnl_lower_qdq.c).
  *
- * A layer normalization written out, as exporters before opset 17 write
- * it (ReduceMean over the last dims, Sub, Pow 2 or Mul by itself,
- * ReduceMean, Add of epsilon, Sqrt, Div, then an optional Mul by a scale
- * and Add of a bias over those dims), runs as one LayerNormalization, as
- * ONNX Runtime's LayerNormFusion runs it: nine passes over the values
- * (17.9 ms for 16 x 384 x 768 on one thread, ONNX Runtime 2.4) become one
- * (its statistics in float, a rounding apart from the ops').
+ * Layer and RMS normalizations written out run as one node
+ * (cpu_dnnl_lower_norm.c).
  *
  * The written model is not touched: this is how the backend runs it. */
 #include "cpu_dnnl_lower.h"
@@ -334,9 +329,7 @@ static bool row_of(const xf_graph *g, int v, const xf_shape *y, int64_t count)
            (count == 1 || (s->ndim > 0 && s->dims[s->ndim - 1] == y->dims[y->ndim - 1]));
 }
 
-/* The binary node q of value v (which it reads once) and another operand
- * (either side), its output of v's shape: that operand, else -1. */
-static int other_operand(const xf_graph *g, int q, xf_op op, int v)
+int xf_dn_other_operand(const xf_graph *g, int q, xf_op op, int v)
 {
     const xf_node *n = q >= 0 ? &g->nodes[q] : NULL;
     if (!n || n->op != op || n->n_inputs != 2 || n->n_outputs != 1 || n->outputs[0] < 0 ||
@@ -363,13 +356,13 @@ static bool int_float_of(const xf_graph *g, const int *reader, int n_values, int
         g->nodes[cast].n_outputs != 1)
         return false;
     int f = g->nodes[cast].outputs[0], mul = xf_dn_only_reader(g, reader, n_values, f);
-    int scale = other_operand(g, mul, XF_OP_MUL, f);
+    int scale = xf_dn_other_operand(g, mul, XF_OP_MUL, f);
     const xf_shape *y = &g->values[f].shape;
     int64_t cols = b->shape.dims[1];
     if (scale < 0 || y->ndim < 1 || !(row_of(g, scale, y, 1) || row_of(g, scale, y, cols)))
         return false;
     int x = g->nodes[mul].outputs[0], add = xf_dn_only_reader(g, reader, n_values, x);
-    int bias = other_operand(g, add, XF_OP_ADD, x);
+    int bias = xf_dn_other_operand(g, add, XF_OP_ADD, x);
     if (bias < 0 || !xf_graph_constant(g, bias) || !row_of(g, bias, y, cols))
         add = bias = -1;
     *p = (int_float_chain){mi, cast, mul, add, scale, bias, xf_shape_numel(&g->values[scale].shape) != 1};
@@ -397,149 +390,6 @@ static int add_int_float(xf_graph *g, const int_float_chain *p)
     return xf_graph_add_node(g, XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, name, 7, in, 1, &y);
 }
 
-/* The nodes of a layer normalization written out, from its first
- * ReduceMean on: -1 for the Mul and Add it lacks. */
-typedef struct ln_chain {
-    int mean, sub, square, var, add_eps, sqrt, div, mul, add;
-    int x, scale, bias, axis;
-    float epsilon;
-} ln_chain;
-
-/* Whether node i is a ReduceMean (dims kept) of floats over the last dims
- * of its input, from axis on, with the axes of `like` when like >= 0. */
-static bool mean_of_last(const xf_graph *g, int i, int like, int *axis)
-{
-    const xf_node *n = &g->nodes[i];
-    if (n->op != XF_OP_REDUCE_MEAN || !n->attrs.keepdims || n->n_outputs != 1 || n->outputs[0] < 0 ||
-        xf_dn_input(n, 0) < 0 || !xf_dn_is_f32(g, n->inputs[0]) || !xf_dn_is_f32(g, n->outputs[0]))
-        return false;
-    int rank = g->values[n->inputs[0]].shape.ndim, first = rank;
-    bool reduced[XF_MAX_DIMS];
-    if (rank < 1 || !xf_dn_reduce_axes(g, n, rank, reduced))
-        return false;
-    while (first > 0 && reduced[first - 1])
-        first--;
-    for (int d = 0; d < first; d++)
-        if (reduced[d])
-            return false;
-    *axis = first;
-    return first < rank && (like < 0 || first == like);
-}
-
-/* The constant one-element float value v holds, into *f */
-static bool scalar_float(const xf_graph *g, int v, float *f)
-{
-    const xf_tensor *t = xf_graph_constant(g, v);
-    if (!t || t->dtype != XF_DT_FLOAT || xf_tensor_numel(t) != 1)
-        return false;
-    *f = *(const float *)t->data;
-    return true;
-}
-
-/* A constant float operand p of the Mul or Add node q (other than v), with
- * one value per element of the normalized dims (from axis on) of x */
-static int ln_param(const xf_graph *g, int q, xf_op op, int v, const xf_shape *x, int axis)
-{
-    int p = other_operand(g, q, op, v);
-    if (p < 0 || !xf_graph_constant(g, p) || g->values[p].dtype != XF_DT_FLOAT)
-        return -1;
-    xf_shape norm = xf_shape_make(x->ndim - axis, x->dims + axis);
-    const xf_shape *ps = &g->values[p].shape;
-    return xf_shape_numel(ps) == xf_shape_numel(&norm) && ps->ndim <= norm.ndim && xf_rt_broadcastable(ps, &norm)
-               ? p
-               : -1;
-}
-
-static bool ln_chain_of(const xf_graph *g, const int *reader, int n_values, int i, ln_chain *c)
-{
-    int axis;
-    if (!mean_of_last(g, i, -1, &axis))
-        return false;
-    const xf_node *m = &g->nodes[i];
-    int x = m->inputs[0], u = m->outputs[0];
-    const xf_shape *xs = &g->values[x].shape;
-    int sub = xf_dn_only_reader(g, reader, n_values, u);
-    if (sub < 0 || g->nodes[sub].op != XF_OP_SUB || g->nodes[sub].n_inputs != 2 || g->nodes[sub].inputs[0] != x ||
-        g->nodes[sub].inputs[1] != u || !xf_shape_equal(&g->values[g->nodes[sub].outputs[0]].shape, xs))
-        return false;
-    /* d = x - mean: read by the squaring and the Div only */
-    int d = g->nodes[sub].outputs[0], square = -1, div = -1;
-    for (int k = 0; k < g->n_nodes; k++) {
-        const xf_node *n = &g->nodes[k];
-        bool reads = false;
-        for (int j = 0; j < n->n_inputs; j++)
-            reads |= n->inputs[j] == d;
-        if (!reads)
-            continue;
-        float two;
-        if ((n->op == XF_OP_POW && n->n_inputs == 2 && n->inputs[0] == d && scalar_float(g, n->inputs[1], &two) &&
-             two == 2.0f) ||
-            (n->op == XF_OP_MUL && n->n_inputs == 2 && n->inputs[0] == d && n->inputs[1] == d))
-            square = square < 0 ? k : -2;
-        else if (n->op == XF_OP_DIV && n->n_inputs == 2 && n->inputs[0] == d)
-            div = div < 0 ? k : -2;
-        else
-            return false;
-    }
-    /* (a graph output counts as a use) */
-    int uses = xf_graph_count_uses(g, d);
-    if (square < 0 || div < 0 || uses != (g->nodes[square].op == XF_OP_MUL ? 3 : 2))
-        return false;
-    int var = xf_dn_only_reader(g, reader, n_values, g->nodes[square].outputs[0]), var_axis;
-    if (var < 0 || !mean_of_last(g, var, axis, &var_axis))
-        return false;
-    int ve = g->nodes[var].outputs[0], add_eps = xf_dn_only_reader(g, reader, n_values, ve);
-    int eps = other_operand(g, add_eps, XF_OP_ADD, ve);
-    float epsilon;
-    if (eps < 0 || !scalar_float(g, eps, &epsilon))
-        return false;
-    int sq = xf_dn_only_reader(g, reader, n_values, g->nodes[add_eps].outputs[0]);
-    if (sq < 0 || g->nodes[sq].op != XF_OP_SQRT || g->nodes[sq].n_outputs != 1 ||
-        xf_dn_only_reader(g, reader, n_values, g->nodes[sq].outputs[0]) != div ||
-        g->nodes[div].inputs[1] != g->nodes[sq].outputs[0] ||
-        !xf_shape_equal(&g->values[g->nodes[div].outputs[0]].shape, xs))
-        return false;
-    int nv = g->nodes[div].outputs[0], mul = xf_dn_only_reader(g, reader, n_values, nv);
-    int scale = ln_param(g, mul, XF_OP_MUL, nv, xs, axis), add = -1, bias = -1;
-    if (scale < 0)
-        mul = -1;
-    else {
-        int sv = g->nodes[mul].outputs[0];
-        add = xf_dn_only_reader(g, reader, n_values, sv);
-        bias = ln_param(g, add, XF_OP_ADD, sv, xs, axis);
-        add = bias < 0 ? -1 : add;
-    }
-    *c = (ln_chain){i, sub, square, var, add_eps, sq, div, mul, add, x, scale, bias, axis, epsilon};
-    return true;
-}
-
-/* Appends the LayerNormalization computing c's last output (a scale of
- * ones where it has none); its node index or -1 when out of memory. */
-static int add_layer_norm(xf_graph *g, const ln_chain *c)
-{
-    int scale = c->scale;
-    if (scale < 0) {
-        const xf_shape *xs = &g->values[c->x].shape;
-        xf_shape norm = xf_shape_make(xs->ndim - c->axis, xs->dims + c->axis);
-        xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &norm);
-        for (int64_t k = 0; t && k < xf_tensor_numel(t); k++)
-            ((float *)t->data)[k] = 1.0f;
-        scale = xf_dn_add_constant(g, g->values[c->x].name, "_layer_norm_scale", t);
-        if (scale < 0)
-            return -1;
-    }
-    int last = c->add >= 0 ? c->add : c->mul >= 0 ? c->mul : c->div;
-    int y = g->nodes[last].outputs[0], in[3] = {c->x, scale, c->bias};
-    char name[512];
-    snprintf(name, sizeof name, "%s", g->nodes[c->mean].name ? g->nodes[c->mean].name : "");
-    int n = xf_graph_add_node(g, XF_OP_LAYER_NORM, name, 3, in, 1, &y);
-    if (n >= 0) {
-        g->nodes[n].attrs.axis = c->axis;
-        g->nodes[n].attrs.epsilon = c->epsilon;
-    }
-    return n;
-}
-
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
 {
     int n0 = g->n_nodes, found = 0;
@@ -560,7 +410,6 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
         nbits_pair p;
         gather_pair q;
         int_float_chain r;
-        ln_chain l;
         xf_dn_lowering low = {reader, v0, keep, absorbed, exact_int8};
         if (!keep[i]) /* a later step of a chain replaced before */
             continue;
@@ -579,12 +428,9 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
             nomem = add_gather(g, &q) < 0;
             keep[q.gather] = false;
             absorbed[q.dq]++;
-        } else if (ln_chain_of(g, reader, v0, i, &l)) {
-            nomem = add_layer_norm(g, &l) < 0;
-            int nodes[] = {l.mean, l.sub, l.square, l.var, l.add_eps, l.sqrt, l.div, l.mul, l.add};
-            for (int k = 0; k < 9; k++)
-                if (nodes[k] >= 0)
-                    keep[nodes[k]] = false;
+        } else if (xf_dn_lower_norm(g, &low, i, &nomem)) {
+            if (nomem)
+                break;
         } else {
             continue;
         }

@@ -1,5 +1,6 @@
 /* What the cpu backend's graph rewrites (cpu_dnnl_lower.c) share with
- * their QDQ part (cpu_dnnl_lower_qdq.c). */
+ * their QDQ part (cpu_dnnl_lower_qdq.c) and their normalizations'
+ * (cpu_dnnl_lower_norm.c). */
 #ifndef XF_CPU_DNNL_LOWER_H
 #define XF_CPU_DNNL_LOWER_H
 
@@ -20,10 +21,17 @@ typedef struct xf_dn_lowering {
 /* The node that alone reads value v of the original graph (not a graph
  * output), else -1. */
 int xf_dn_only_reader(const xf_graph *g, const int *reader, int n_values, int v);
+/* The binary node q (of op) of value v, which it reads once, and another
+ * operand (either side), its output of v's shape: that operand, else -1. */
+int xf_dn_other_operand(const xf_graph *g, int q, xf_op op, int v);
 /* A new initializer of g named after base, holding t (released). */
 int xf_dn_add_constant(xf_graph *g, const char *base, const char *suffix, xf_tensor *t);
 /* Whether node i starts a QDQ group, now replaced (appended nodes,
  * low->keep and low->absorbed updated); *nomem when memory ran out. */
 bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem);
+/* Whether node i starts a layer or RMS normalization written out, now
+ * replaced by one node (cpu_dnnl_lower_norm.c); *nomem when memory ran
+ * out. */
+bool xf_dn_lower_norm(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem);
 
 #endif
