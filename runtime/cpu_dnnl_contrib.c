@@ -116,24 +116,22 @@ const xf_dn_handler xf_dn_fused_matmul_handler = {fused_matmul_handles, NULL, fu
 
 enum { NORM_LANES = 8 };
 
-/* v = x + skip + bias over n values (skip, bias may be NULL; v may be x). */
+/* v = x + skip + bias over n values (bias may be NULL). */
 NORM_CLONES static void add_row(float *v, const float *x, const float *skip, const float *bias, int64_t n)
 {
-    if (skip && bias)
+    if (bias)
         for (int64_t i = 0; i < n; i++)
             v[i] = x[i] + skip[i] + bias[i];
-    else if (skip || bias)
-        for (int64_t i = 0, k = 0; i < n; i++, k++)
-            v[i] = x[i] + (skip ? skip : bias)[k];
-    else if (v != x)
-        memcpy(v, x, sizeof *v * (size_t)n);
+    else
+        for (int64_t i = 0; i < n; i++)
+            v[i] = x[i] + skip[i];
 }
 
-/* Row r of x + skip + bias into v (hidden values). */
+/* Row r of x + skip + bias into v (hidden values), for the skip forms. */
 static void add_skip_row(const xf_rt_skip_norm *a, int64_t r, float *v)
 {
     int64_t base = r * a->hidden;
-    add_row(v, (const float *)a->x->data + base, a->skip ? (const float *)a->skip->data + base % a->skip_size : NULL,
+    add_row(v, (const float *)a->x->data + base, (const float *)a->skip->data + base % a->skip_size,
             a->bias ? a->bias->data : NULL, a->hidden);
 }
 
@@ -190,7 +188,7 @@ static xf_status skip_norm_kernel(const xf_node *n, const xf_tensor_view *in, co
     XF_OMP_FOR(a.rows > 1 && a.rows * h >= XF_DN_CHUNK_MIN)
     for (int64_t r = 0; r < a.rows; r++) {
         float *y = (float *)out[0].data + r * h, *v = a.sum ? (float *)a.sum->data + r * h : y;
-        if (a.skip || a.bias || a.sum)
+        if (a.skip)
             add_skip_row(&a, r, v);
         else
             v = (float *)a.x->data + r * h; /* read in place */
