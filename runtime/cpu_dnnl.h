@@ -17,6 +17,7 @@
 #define XF_CPU_DNNL_H
 
 #include "xf_rt_internal.h"
+#include "cpu_dnnl_acts.h"
 
 #include <dnnl.h>
 #include <string.h>
@@ -498,29 +499,6 @@ static inline float xf_dn_requantize(float v, float zp, float lo, float hi)
     r = r > lo ? r : lo;
     r = r < hi ? r : hi;
     return v == v ? r : 0.0f;
-}
-
-/* e^y for y in [-87, 0] (what lies below, and NaN, taken as -87: e^-87 =
- * 1.6e-38, nothing beside a 1 in a sum): y = k ln 2 + r with |r| <= ln 2 /
- * 2 (k rounded by adding and taking away 1.5 * 2^52), e^r by its Taylor
- * series to r^12 (error below 2e-16), 2^k from a float's exponent bits.
- * No branch and no library call: loops of it vectorize. */
-static inline double xf_dn_exp_neg(double y)
-{
-    const double shifter = 6755399441055744.0;
-    y = y > -87.0 ? y : -87.0;
-    double kd = (y * 1.4426950408889634 + shifter) - shifter;
-    double r = y - kd * 0.69314718055994529 - kd * 2.3190468138462996e-17;
-    double p = 1.0 / 479001600;
-    static const double inv_fact[] = {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
-                                      1.0 / 120,      1.0 / 24,      1.0 / 6,      0.5,         1.0,        1.0};
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; i++)
-        p = p * r + inv_fact[i];
-    int32_t bits = ((int32_t)kd + 127) * (1 << 23);
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
 }
 
 /* Whether a value may be a float tensor oneDNN computes on. */

@@ -30,13 +30,20 @@
  * 128), then, less the weights' zero point times the sum of each row's
  * codes, scaled per column as cpu_ref scales them and added to the rows
  * in a loop (oneDNN's matmul takes scales known at run time only on its
- * slower gemm kernel), the logistic
- * function an eltwise primitive.  The activations are oneDNN's float ones
- * where cpu_ref's are rounded from double, so a state may quantize a step
- * apart, as ONNX Runtime's do (its are MLAS's float approximations). */
+ * slower gemm kernel), then the cell in one loop of its own
+ * (qlstm_cell): its logistic functions and tanh are float approximations
+ * within 3 ulp (cpu_dnnl_acts.h) where cpu_ref's are rounded from
+ * double, so a state may quantize a step apart, as ONNX Runtime's do
+ * (its are MLAS's float approximations).  The scaling and the cell were
+ * three calls of oneDNN's eltwise primitives and two passes over the
+ * gates a step: 2.2 ms to 1.5 for the two bidirectional LSTMs of 256
+ * units, 37 steps of 2 batch entries, of text2tashkeel's rawi_v3 model
+ * on one thread (ONNX Runtime 1.25). */
 #include "cpu_dnnl_rnn_steps.h"
+#include "cpu_dnnl_acts.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +76,6 @@ static void steps_free(void *p)
         free(s->dir[d].zps);
     }
     dnnl_primitive_destroy(s->tanh_c);
-    dnnl_primitive_destroy(s->sig);
     for (int d = 0; d < 2; d++)
         for (int w = 0; w < 3; w++)
             for (int k = 0; k < 3; k++)
@@ -234,17 +240,6 @@ static bool wanted(const xf_node *n, const xf_tensor_view *out, int k)
     return k < n->n_outputs && n->outputs[k] >= 0 && xf_rt_present(&out[k]);
 }
 
-/* DynamicQuantizeLSTM: the scales of a product of codes of scale `scale`
- * by weights of scales ws (per column, or one), the c gate's doubled. */
-static void product_scales(xf_dn_steps *s, float scale, const float *ws, bool per_col)
-{
-    int64_t h4 = s->hg;
-    for (int64_t j = 0; j < h4; j++) {
-        float v = scale * ws[per_col ? j : 0];
-        s->scales[j] = s->general || j < 3 * s->h ? v : 2.0f * v;
-    }
-}
-
 /* DynamicQuantizeLinear of count floats at x into codes (as cpu_ref's
  * DynamicQuantizeLinear); returns the scale, the zero point in *zp. */
 static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp)
@@ -257,28 +252,70 @@ static float quantize(const float *x, int64_t count, uint8_t *codes, int32_t *zp
     return scale;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define STEP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define STEP_CLONES
+#endif
+
+/* The sum of k codes less their zero point zp */
+STEP_CLONES static int32_t code_sum(const uint8_t *restrict codes, int64_t k, int32_t zp)
+{
+    int32_t sum = 0;
+    for (int64_t t = 0; t < k; t++)
+        sum += (int32_t)codes[t];
+    return sum - (int32_t)k * zp;
+}
+
+/* y = (a - zps * sum) * (scale * sc) + p over n columns (zps NULL: none);
+ * y may be p. */
+STEP_CLONES static void scale_row(const int32_t *restrict a, const int32_t *restrict zps, int32_t sum, float scale,
+                                  const float *restrict sc, const float *p, float *y, int64_t n)
+{
+    if (p == y && zps)
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (float)(a[j] - zps[j] * sum) * (scale * sc[j]) + y[j];
+    else if (p == y)
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (float)a[j] * (scale * sc[j]) + y[j];
+    else if (zps)
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (float)(a[j] - zps[j] * sum) * (scale * sc[j]) + p[j];
+    else
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (float)a[j] * (scale * sc[j]) + p[j];
+}
+
+/* DynamicQuantizeLSTM's cell for one batch entry, its gates' inputs g
+ * (i, o, f, c; 4 hs): the logistic function of i, o and f, tanh of the c
+ * gate's, c = c f + i g and h = tanh(c) o, as cpu_ref's cell computes
+ * them (oneDNN's eltwise primitives took two calls a step, each costing
+ * more than its work at a few batch entries).  g is overwritten. */
+STEP_CLONES static void qlstm_cell(float *restrict g, float *restrict c, float *restrict h, int64_t hs)
+{
+    for (int64_t j = 0; j < 3 * hs; j++)
+        g[j] = xf_float_logistic(g[j]);
+    for (int64_t j = 0; j < hs; j++)
+        c[j] = c[j] * g[2 * hs + j] + g[j] * xf_float_tanh(g[3 * hs + j]);
+    for (int64_t j = 0; j < hs; j++)
+        h[j] = xf_float_tanh(c[j]) * g[hs + j];
+}
+
 /* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc, less
  * the weights' zero point of each column (w_zps; NULL: none) times the
  * sum of the row's codes (k of them from `codes`, less their zero point
- * zp), times s->scales, plus add (one row when add_row is 0, else rows
- * add_row apart) -- as cpu_ref scales the product of the codes' and the
- * weights' differences from their zero points and adds it. */
+ * zp), times the codes' scale and the weights' per column (sc, the c
+ * gate's doubled), plus add (one row when add_row is 0, else rows add_row
+ * apart) -- as cpu_ref scales the product of the codes' and the weights'
+ * differences from their zero points and adds it. */
 static void scale_rows(const xf_dn_steps *s, int64_t rows, const uint8_t *codes, int64_t k, int32_t zp,
-                       const int32_t *w_zps, const float *add, int64_t add_row, float *dst)
+                       const int32_t *w_zps, float scale, const float *sc, const float *add, int64_t add_row,
+                       float *dst)
 {
     int64_t h4 = s->hg;
-    for (int64_t r = 0; r < rows; r++) {
-        const int32_t *restrict a = s->acc + r * h4;
-        const float *restrict sc = s->scales, *p = add + r * add_row;
-        float *y = dst + r * h4; /* may be p */
-        int32_t sum = 0;
-        for (int64_t t = 0; w_zps && t < k; t++)
-            sum += (int32_t)codes[r * k + t] - zp;
-        for (int64_t j = 0; w_zps && j < h4; j++)
-            y[j] = (float)(a[j] - w_zps[j] * sum) * sc[j] + p[j];
-        for (int64_t j = 0; !w_zps && j < h4; j++)
-            y[j] = (float)a[j] * sc[j] + p[j];
-    }
+    for (int64_t r = 0; r < rows; r++)
+        scale_row(s->acc + r * h4, w_zps, w_zps ? code_sum(codes + r * k, k, zp) : 0, scale, sc, add + r * add_row,
+                  dst + r * h4, h4);
 }
 
 /* Each batch entry's length (sequence_lens, else the whole) into
@@ -335,15 +372,12 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
     int64_t nb = s->nb, h = s->h, h4 = s->hg;
     size_t row = sizeof(float) * (size_t)h;
     const xf_dn_steps_dir *dr = &s->dir[d];
-    bool per_col_w = s->quantized && xf_rt_numel(&in[8]) > s->dirs;
-    bool per_col_r = s->quantized && xf_rt_numel(&in[10]) > s->dirs;
     s->zp = x_zp;
     xf_status st = xf_dn_steps_exec(s, n, dr->in_mm, s->quantized ? s->m_qx : s->m_x, dr->w, dr->bias,
                                     s->quantized ? s->m_acc_x : s->m_g, err);
     if (st == XF_OK && s->quantized) {
         XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
-        product_scales(s, x_scale, dr->w_scales, per_col_w);
-        scale_rows(s, longest * nb, s->qx, s->ni, x_zp, dr->w_zps, dr->bias_row, 0, s->g);
+        scale_rows(s, longest * nb, s->qx, s->ni, x_zp, dr->w_zps, x_scale, dr->w_scales, dr->bias_row, 0, s->g);
     }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t j = 0; j < h; j++) {
@@ -375,15 +409,15 @@ static xf_status run_direction(xf_dn_steps *s, const xf_node *n, int64_t d, bool
             xf_dn_steps_threads_back(threads);
             if (st == XF_OK)
                 XF_DN_TRY(err, n, dnnl_stream_wait(s->stream));
-            product_scales(s, h_scale, dr->r_scales, per_col_r);
-            scale_rows(s, nb, s->qh, h, s->zp, dr->r_zps, s->hr, h4, s->hr);
-            if (st == XF_OK && !s->general)
-                st = xf_dn_steps_eltwise_exec(s, n, s->sig, s->m_hr, s->m_hr, nb * h4, err);
+            scale_rows(s, nb, s->qh, h, s->zp, dr->r_zps, h_scale, dr->r_scales, s->hr, h4, s->hr);
+            for (int64_t b = 0; !s->general && b < nb; b++)
+                qlstm_cell(s->hr + b * h4, s->cs + b * h, s->hs + b * h, h);
         }
         if (st == XF_OK)
-            st = s->general ? xf_dn_steps_general(s, n, d, err)
-                 : s->lstm  ? xf_dn_steps_lstm_cell(s, n, err)
-                            : xf_dn_steps_wait(s, n, err);
+            st = s->general     ? xf_dn_steps_general(s, n, d, err)
+                 : s->quantized ? XF_OK
+                 : s->lstm      ? xf_dn_steps_lstm_cell(s, n, err)
+                                : xf_dn_steps_wait(s, n, err);
         for (int64_t b = 0; b < nb && st == XF_OK; b++) {
             float *hb = s->hs + b * h, *cb = s->cs + b * h;
             if (step >= s->lens[b]) {
@@ -475,8 +509,8 @@ static int8_t *signed_weights(const xf_tensor_view *in, int k, int64_t d, int64_
 }
 
 /* The products of direction d: LSTM's with the c gate's weights and
- * bias doubled, DynamicQuantizeLSTM's with its scales doubled when they
- * are made (product_scales) and its bias row doubled here, RNN's as
+ * bias doubled, DynamicQuantizeLSTM's with its scales per column and its
+ * bias row doubled here, RNN's as
  * given with its activation as the steps' post-op, GRU's steps' as two
  * (z and r; h) with R's bias of the h gate in the h gate's product where
  * linear_before_reset puts it inside r (...). */
@@ -486,20 +520,26 @@ static xf_status direction_products(xf_dn_ctx *c, const xf_node *n, const xf_ten
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, hg = s->hg;
     const float *b = given(n, in, 3) ? in[3].data : NULL;
     xf_dn_steps_dir *dr = &s->dir[d];
-    bool doubled = s->lstm && !s->general; /* the c gate's tanh as 2 logistic(2x) - 1 */
+    bool doubled = s->lstm && !s->quantized && !s->general; /* the c gate's tanh as 2 logistic(2x) - 1 */
     for (int64_t j = 0; j < hg; j++) {
         float rb = b && !(s->lbr && j >= 2 * h) ? b[d * 2 * hg + hg + j] : 0.0f;
         bias[j] = (b ? b[d * 2 * hg + j] + rb : 0.0f) * (doubled && j >= 3 * h ? 2.0f : 1.0f);
     }
     if (s->quantized) {
-        dr->bias_row = malloc(sizeof(float) * (size_t)hg);
+        dr->bias_row = malloc(sizeof(float) * (size_t)(3 * hg));
         dr->zps = malloc(sizeof(int32_t) * (size_t)(2 * hg));
         if (!dr->bias_row || !dr->zps)
             return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
         memcpy(dr->bias_row, bias, sizeof(float) * (size_t)hg);
         bool per_col_w = xf_rt_numel(&in[8]) > s->dirs, per_col_r = xf_rt_numel(&in[10]) > s->dirs;
-        dr->w_scales = (float *)in[8].data + d * (per_col_w ? hg : 1);
-        dr->r_scales = (float *)in[10].data + d * (per_col_r ? hg : 1);
+        dr->w_scales = dr->bias_row + hg;
+        dr->r_scales = dr->bias_row + 2 * hg;
+        const float *w_sc = (const float *)in[8].data + d * (per_col_w ? hg : 1);
+        const float *r_sc = (const float *)in[10].data + d * (per_col_r ? hg : 1);
+        for (int64_t j = 0; j < hg; j++) {
+            dr->w_scales[j] = w_sc[per_col_w ? j : 0];
+            dr->r_scales[j] = r_sc[per_col_r ? j : 0];
+        }
         bool w_any, r_any;
         int8_t *w8 = signed_weights(in, 1, d, ni * hg, hg, dr->zps, &w_any);
         int8_t *r8 = signed_weights(in, 2, d, h * hg, hg, dr->zps + hg, &r_any);
@@ -572,7 +612,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->clip = a->has_clip ? a->clip : FLT_MAX;
     s->peep = s->lstm && given(n, in, 7) ? in[7].data : NULL;
     int64_t t = s->t, nb = s->nb, ni = s->ni, h = s->h, h4 = s->hg, most = ni > h ? ni : h;
-    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (2 * h4 + 5 * h) + 2 * h4));
+    s->buf = malloc(sizeof(float) * (size_t)(t * nb * h4 + nb * (2 * h4 + 5 * h) + h4));
     s->lens = malloc(sizeof(int64_t) * (size_t)nb);
     s->qx = s->quantized ? malloc((size_t)(t * nb * ni + nb * h)) : NULL;
     s->acc = s->quantized ? malloc(sizeof(int32_t) * (size_t)(t * nb * h4)) : NULL;
@@ -587,8 +627,7 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     s->hs = s->hr + nb * h4;
     s->cs = s->hs + nb * h;
     s->tc = s->cs + nb * h;
-    s->scales = s->tc + nb * h;
-    float *bias = s->scales + h4;
+    float *bias = s->tc + nb * h;
     s->keep = bias + h4;
     s->gm = s->lstm || s->gru ? s->keep + 2 * nb * h : s->hr;
     s->qh = s->qx ? s->qx + t * nb * ni : NULL;
@@ -608,10 +647,8 @@ xf_status xf_dn_rnn_steps_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
     dnnl_memory_desc_init_by_tag(&acc_x, 2, (dnnl_dims_t){t * nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&acc_h, 2, (dnnl_dims_t){nb, h4}, dnnl_s32, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&zp, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_a);
-    if (rs == XF_OK && s->lstm)
+    if (rs == XF_OK && s->lstm && !s->quantized)
         rs = xf_dn_steps_eltwise(c, n, (xf_dn_act_op){dnnl_eltwise_tanh, 0.0f, 0.0f}, &hmd, &s->tanh_c, err);
-    if (rs == XF_OK && s->quantized)
-        rs = xf_dn_steps_eltwise(c, n, (xf_dn_act_op){dnnl_eltwise_logistic, 0.0f, 0.0f}, &hr, &s->sig, err);
     struct {
         const dnnl_memory_desc_t *md;
         void *data;

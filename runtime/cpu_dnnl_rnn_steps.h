@@ -13,10 +13,11 @@ typedef struct xf_dn_steps_dir {
      * packed; with linear_before_reset, its bias Rb_h) */
     dnnl_primitive_t step_mm2;
     dnnl_memory_t r2, bias2;
-    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled), the
-     * weights' scales per column (4H, as given) and zero points per column
-     * (as the int8 products see them: uint8 weights' less 128; NULL where
-     * all are 0), in zps (W's, then R's) */
+    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled), then in
+     * the same block the weights' scales per column (4H each, the c gate's
+     * doubled), and zero points per column (as the int8 products see them:
+     * uint8 weights' less 128; NULL where all are 0), in zps (W's, then
+     * R's) */
     float *bias_row, *w_scales, *r_scales;
     int32_t *zps;
     const int32_t *w_zps, *r_zps;
@@ -47,16 +48,15 @@ typedef struct xf_dn_steps {
     xf_dn_act_op act_ops[2][3][3];
     dnnl_memory_t m_blk[4]; /* the gates' blocks of gm: i, o, f, c (GRU: z and r, h; RNN: its one) */
     xf_dn_steps_dir dir[2];
-    dnnl_primitive_t tanh_c, sig;
+    dnnl_primitive_t tanh_c;
     /* x: the input; g: a direction's input rows (T * N x 4H); h, c: the
      * states (N x H); hr: one step's gates (N x 4H; GRU: see
      * gates_apart); tc: tanh(c) (GRU:
      * r h, or with linear_before_reset h R_h + Rb_h);
      * DynamicQuantizeLSTM: qx and qh the codes of x and h, zp their zero
-     * point, acc_x and acc_h the products' int32 sums (on acc), scales
-     * their scales per column */
+     * point, acc_x and acc_h the products' int32 sums (on acc) */
     dnnl_memory_t m_x, m_g, m_h, m_hr, m_c, m_tc, m_qx, m_qh, m_zp, m_acc_x, m_acc_h;
-    float *buf, *g, *hs, *cs, *hr, *tc, *scales, *keep; /* keep: the states of entries past their length */
+    float *buf, *g, *hs, *cs, *hr, *tc, *keep; /* keep: the states of entries past their length */
     /* the general forms: the step's gates gate by gate, each an N x H
      * block (RNN: hr).  oneDNN's eltwise kernels take dense data alone;
      * on a gate's columns of hr they ran its reference kernel, 5 to 10

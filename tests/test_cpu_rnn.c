@@ -7,11 +7,13 @@
  * sequences, clip, other activations, peepholes, batch-first layout), and
  * weights given at run time, which keep a recurrence on cpu_ref. */
 #include "backend_util.h"
+#include "cpu_dnnl_acts.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -467,6 +469,30 @@ START_TEST(cpu_ref_forms)
 }
 END_TEST
 
+/* The float logistic function and tanh of the quantized LSTM's cell
+ * (cpu_dnnl_acts.h): within 3 ulp of the values in double over [-30, 30]
+ * and near 0, exact at 0, 1 and -1 far out, NaN kept. */
+START_TEST(float_activations)
+{
+    double worst[2] = {0, 0};
+    for (int i = 0; i <= 1200000; i++) {
+        float x = i < 600000 ? -30.0f + (float)i * 1e-4f : (float)(i - 900000) * 3.3e-9f;
+        double want[2] = {1.0 / (1.0 + exp(-(double)x)), tanh((double)x)};
+        float got[2] = {xf_float_logistic(x), xf_float_tanh(x)};
+        for (int k = 0; k < 2; k++) {
+            float w = (float)want[k];
+            double ulp = nextafterf(fabsf(w), INFINITY) - fabsf(w), e = fabs(got[k] - want[k]) / ulp;
+            worst[k] = e > worst[k] ? e : worst[k];
+        }
+    }
+    ck_assert_msg(worst[0] <= 3.0 && worst[1] <= 3.0, "logistic %.2f ulp, tanh %.2f ulp", worst[0], worst[1]);
+    ck_assert(xf_float_logistic(0.0f) == 0.5f && xf_float_tanh(0.0f) == 0.0f && xf_float_tanh(1e-30f) == 1e-30f);
+    ck_assert(xf_float_logistic(100.0f) == 1.0f && xf_float_logistic(-100.0f) < 1e-37f);
+    ck_assert(xf_float_tanh(50.0f) == 1.0f && xf_float_tanh(-INFINITY) == -1.0f);
+    ck_assert(isnan(xf_float_logistic(NAN)) && isnan(xf_float_tanh(NAN)));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_rnn");
@@ -480,6 +506,7 @@ int main(void)
     tcase_add_test(tc, gru_step_forms);
     tcase_add_test(tc, batch_first_forms);
     tcase_add_test(tc, cpu_ref_forms);
+    tcase_add_test(tc, float_activations);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
