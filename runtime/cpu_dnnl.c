@@ -549,6 +549,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_SUB:
     case XF_OP_MUL:
     case XF_OP_DIV:
+        h = xf_dn_binary_handler.handles(g, n) ? &xf_dn_binary_handler : &xf_dn_bcast_binary_handler;
+        break;
     case XF_OP_MAX:
     case XF_OP_MIN: h = &xf_dn_binary_handler; break;
     case XF_OP_POW: h = &xf_dn_pow_handler; break;

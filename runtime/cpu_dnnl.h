@@ -292,6 +292,9 @@ extern const xf_dn_handler xf_dn_compare_handler;
 /* Where of any type of 1, 2, 4 or 8 bytes, on a loop of the backend's own
  * (cpu_dnnl_loops.c) */
 extern const xf_dn_handler xf_dn_where_handler;
+/* Add, Sub, Mul and Div of floats whose operands both broadcast, on a loop
+ * of the backend's own (cpu_dnnl_loops.c). */
+extern const xf_dn_handler xf_dn_bcast_binary_handler;
 /* Float ReduceSum and ReduceMean over one run of axes (cpu_dnnl_reduce.c) */
 extern const xf_dn_handler xf_dn_reduce_handler;
 /* The other float reductions over one run of axes (ReduceSum and

@@ -113,6 +113,17 @@ xf_status xf_rt_bad_node(xf_error *err, const xf_node *n, const char *fmt, ...)
                         xf_op_name(n->op), what);
 }
 
+void xf_rt_iter_seek(xf_rt_iter *it, int64_t run)
+{
+    for (int d = it->ndim - 1; d >= 0; d--) {
+        int64_t c = run % it->dims[d];
+        run /= it->dims[d];
+        for (int k = 0; k < it->n_ops; k++)
+            it->off[k] += (c - it->coord[d]) * it->stride[k][d];
+        it->coord[d] = c;
+    }
+}
+
 int64_t xf_rt_iter_runs(xf_rt_iter *it, int64_t *step)
 {
     int nd = 0;

@@ -125,6 +125,8 @@ void xf_rt_iter_next(xf_rt_iter *it);
  * k's stride within a run; the iteration then visits the runs' starts, one
  * xf_rt_iter_next per run, numel / length of them. */
 int64_t xf_rt_iter_runs(xf_rt_iter *it, int64_t *step);
+/* Moves the walk (after xf_rt_iter_runs) to the start of run `run`. */
+void xf_rt_iter_seek(xf_rt_iter *it, int64_t run);
 /* Copies every element of `from` into the dense output `to`, element i of
  * the output taken from element it->off[0] of the input (it walks the
  * output's index space). */
