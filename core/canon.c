@@ -459,16 +459,26 @@ xf_status xf_pass_lower_fused_convs(xf_graph *g, xf_canon_stats *st, xf_error *e
 
 /* ------------------------------------------------------------ Identity and Dropout */
 
-/* Identity, or Dropout in inference: its mask unused and training_mode
- * absent or a constant false. */
+/* Identity; Dropout in inference: its mask unused and training_mode
+ * absent or a constant false; a Cast or CastLike of a tensor to the type
+ * it has (converters of float16 models leave hundreds of float-to-float
+ * Casts behind, each a copy of its tensor). */
 static bool is_identity(const xf_graph *g, const xf_node *n)
 {
-    if (n->op != XF_OP_IDENTITY && n->op != XF_OP_DROPOUT)
+    if (n->op != XF_OP_IDENTITY && n->op != XF_OP_DROPOUT && n->op != XF_OP_CAST && n->op != XF_OP_CAST_LIKE)
         return false;
     if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0)
         return false;
     if (n->op == XF_OP_IDENTITY)
         return true;
+    if (n->op == XF_OP_CAST || n->op == XF_OP_CAST_LIKE) {
+        const xf_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+        xf_dtype to = n->op == XF_OP_CAST ? (xf_dtype)n->attrs.to
+                      : n->n_inputs > 1 && n->inputs[1] >= 0 ? g->values[n->inputs[1]].dtype
+                                                             : XF_DT_UNDEFINED;
+        return x->kind == XF_VK_TENSOR && y->kind == XF_VK_TENSOR && x->dtype != XF_DT_UNDEFINED && x->dtype == to &&
+               y->dtype == to;
+    }
     if (n->n_outputs > 1 && n->outputs[1] >= 0 && xf_graph_count_uses(g, n->outputs[1]) > 0)
         return false;
     return !xf_dropout_trains(g, n);

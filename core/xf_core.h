@@ -647,7 +647,7 @@ typedef struct xf_canon_stats {
     int folded_affine;     /* Mul, Div, Add or Sub by a per-channel constant merged into the Conv before it */
     int fused_activations; /* Relu, Sigmoid or Tanh merged into the Conv before it */
     int lowered_fused_convs; /* ONNX Runtime's FusedConv made a Conv with that activation */
-    int removed_identity;  /* Identity and inference-mode Dropout */
+    int removed_identity;  /* Identity, inference-mode Dropout, Casts to the type they read */
     int folded_pads;       /* Pads of zeros merged into the Conv or AveragePool reading them */
     int removed_transposes; /* Transposes cancelled once moved through the ops after them */
     int inlined_branches;  /* If nodes replaced by the branch their constant condition picks */

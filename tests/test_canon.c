@@ -379,6 +379,36 @@ START_TEST(canon_fold_batchnorm_half)
 }
 END_TEST
 
+/* A Cast or CastLike to the type its input has is an Identity (float16
+ * converters leave hundreds behind); a Cast that changes the type stays. */
+START_TEST(canon_remove_same_type_casts)
+{
+    xf_graph *g = xf_graph_create("g");
+    int x = input(g, "x", XF_DT_FLOAT, SHAPE(2, 3));
+    int c1 = NODE(g, XF_OP_CAST, x);
+    g->nodes[c1].attrs.to = XF_DT_FLOAT;
+    int relu = NODE(g, XF_OP_RELU, out0(g, c1));
+    int half = NODE(g, XF_OP_CAST, out0(g, relu));
+    g->nodes[half].attrs.to = XF_DT_FLOAT16;
+    int like = NODE(g, XF_OP_CAST_LIKE, out0(g, relu), x);
+    int out = xf_graph_add_value(g, "out", XF_DT_UNDEFINED, NULL);
+    int c2 = xf_graph_add_node(g, XF_OP_CAST, NULL, 1, (int[]){out0(g, like)}, 1, &out);
+    g->nodes[c2].attrs.to = XF_DT_FLOAT;
+    xf_graph_add_output(g, out);
+    xf_graph_add_output(g, out0(g, half));
+    infer_ok(g, 19);
+
+    xf_canon_stats st = run_pass(g, xf_pass_remove_identity);
+    ck_assert_int_eq(st.removed_identity, 3);
+    ck_assert_int_eq(g->n_nodes, 2); /* Relu, the Cast to float16 */
+    ck_assert_str_eq(g->values[g->outputs[0]].name, "out");
+    ck_assert_int_eq(g->nodes[g->values[g->outputs[0]].producer].op, XF_OP_RELU);
+    ck_assert_int_eq(g->nodes[g->values[g->outputs[1]].producer].op, XF_OP_CAST);
+    ck_assert_int_eq(g->values[g->outputs[1]].dtype, XF_DT_FLOAT16);
+    xf_graph_free(g);
+}
+END_TEST
+
 START_TEST(canon_remove_identity)
 {
     xf_graph *g = xf_graph_create("g");
@@ -870,6 +900,7 @@ static Suite *canon_suite(void)
     tcase_add_test(canon, canon_fold_batchnorm_half);
     tcase_add_test(canon, canon_fold_affine);
     tcase_add_test(canon, canon_remove_identity);
+    tcase_add_test(canon, canon_remove_same_type_casts);
     tcase_add_test(canon, canon_fuse_activations);
     tcase_add_test(canon, canon_remove_dead);
     tcase_add_test(canon, canon_merge_constants);

@@ -532,7 +532,7 @@ retry:
         snprintf(branches + strlen(branches), sizeof branches - strlen(branches), ", %d Transpose cancelled",
                  st.removed_transposes);
     xf_cli_info("canonicalize: %d constants folded, %d BatchNormalization folded into Conv, %d activations fused "
-                "into Conv, %d Identity/Dropout removed%s, %d dead nodes and %d unused initializers removed "
+                "into Conv, %d Identity/Dropout/Cast removed%s, %d dead nodes and %d unused initializers removed "
                 "(%.3f s)\n",
                 st.folded_constants, st.folded_batchnorms, st.fused_activations, st.removed_identity, branches,
                 st.removed_dead, st.removed_initializers, t_canon - t_load);
