@@ -182,7 +182,7 @@ xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, con
  * Equal, 2048 bytes against 257 codes, 1.0 ms on one thread). */
 /* one binary op along a run: each side read in place, or one element for
  * all (broadcast), so that the common forms vectorize */
-#define BINARY_RUN(T, OP)                                                                                             \
+#define BINARY_RUN(T, OP)                                                                                              \
     do {                                                                                                               \
         if (sa == 1 && sb == 1)                                                                                        \
             for (int64_t k = 0; k < n; k++)                                                                            \
@@ -204,19 +204,19 @@ xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, con
     {                                                                                                                  \
         switch (op) {                                                                                                  \
         case XF_OP_EQUAL:                                                                                              \
-            BINARY_RUN(T, ==);                                                                                        \
+            BINARY_RUN(T, ==);                                                                                         \
             break;                                                                                                     \
         case XF_OP_GREATER:                                                                                            \
-            BINARY_RUN(T, >);                                                                                         \
+            BINARY_RUN(T, >);                                                                                          \
             break;                                                                                                     \
         case XF_OP_LESS:                                                                                               \
-            BINARY_RUN(T, <);                                                                                         \
+            BINARY_RUN(T, <);                                                                                          \
             break;                                                                                                     \
         case XF_OP_GREATER_OR_EQUAL:                                                                                   \
-            BINARY_RUN(T, >=);                                                                                        \
+            BINARY_RUN(T, >=);                                                                                         \
             break;                                                                                                     \
         default:                                                                                                       \
-            BINARY_RUN(T, <=);                                                                                        \
+            BINARY_RUN(T, <=);                                                                                         \
             break;                                                                                                     \
         }                                                                                                              \
     }
@@ -406,7 +406,7 @@ const xf_dn_handler xf_dn_where_handler = {where_handles, NULL, where_prepare, N
 enum { BCAST_MIN_RUN = 16 };
 
 #define BCAST_RUNS(name, OP)                                                                                           \
-    WHERE_CLONES static void name(const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n)          \
+    WHERE_CLONES static void name(const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n)         \
     {                                                                                                                  \
         BINARY_RUN(float, OP);                                                                                         \
     }

@@ -43,7 +43,6 @@
 #include "cpu_dnnl_acts.h"
 
 #include <float.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,8 +303,8 @@ STEP_CLONES static void qlstm_cell(float *restrict g, float *restrict c, float *
 /* DynamicQuantizeLSTM: rows x 4H of dst = the int32 sums in acc, less
  * the weights' zero point of each column (w_zps; NULL: none) times the
  * sum of the row's codes (k of them from `codes`, less their zero point
- * zp), times the codes' scale and the weights' per column (sc, the c
- * gate's doubled), plus add (one row when add_row is 0, else rows add_row
+ * zp), times the codes' scale and the weights' per column (sc), plus
+ * add (one row when add_row is 0, else rows add_row
  * apart) -- as cpu_ref scales the product of the codes' and the weights'
  * differences from their zero points and adds it. */
 static void scale_rows(const xf_dn_steps *s, int64_t rows, const uint8_t *codes, int64_t k, int32_t zp,
@@ -510,7 +509,7 @@ static int8_t *signed_weights(const xf_tensor_view *in, int k, int64_t d, int64_
 
 /* The products of direction d: LSTM's with the c gate's weights and
  * bias doubled, DynamicQuantizeLSTM's with its scales per column and its
- * bias row doubled here, RNN's as
+ * bias row made here (its cell takes tanh itself), RNN's as
  * given with its activation as the steps' post-op, GRU's steps' as two
  * (z and r; h) with R's bias of the h gate in the h gate's product where
  * linear_before_reset puts it inside r (...). */

@@ -13,11 +13,10 @@ typedef struct xf_dn_steps_dir {
      * packed; with linear_before_reset, its bias Rb_h) */
     dnnl_primitive_t step_mm2;
     dnnl_memory_t r2, bias2;
-    /* DynamicQuantizeLSTM: the bias (4H, the c gate's doubled), then in
-     * the same block the weights' scales per column (4H each, the c gate's
-     * doubled), and zero points per column (as the int8 products see them:
-     * uint8 weights' less 128; NULL where all are 0), in zps (W's, then
-     * R's) */
+    /* DynamicQuantizeLSTM: the bias (4H), then in the same block the
+     * weights' scales per column (4H each), and zero points per column (as
+     * the int8 products see them: uint8 weights' less 128; NULL where all
+     * are 0), in zps (W's, then R's) */
     float *bias_row, *w_scales, *r_scales;
     int32_t *zps;
     const int32_t *w_zps, *r_zps;
