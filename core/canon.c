@@ -89,13 +89,29 @@ static size_t value_bytes(xf_dtype t, int64_t numel)
     return numel < 0 || esize == 0 || (uint64_t)numel > SIZE_MAX / esize ? SIZE_MAX : (size_t)numel * esize;
 }
 
+/* Whether n is a Cast of 8- or 16-bit integers to float, float16 or
+ * bfloat16: weights stored as integers and scaled in the graph (a
+ * weight-only quantization written out as Cast and Mul), at most four
+ * times the bytes it reads. */
+static bool widens_integers(const xf_graph *g, const xf_node *n)
+{
+    if (n->op != XF_OP_CAST || n->n_inputs < 1 || n->inputs[0] < 0)
+        return false;
+    xf_dtype from = g->values[n->inputs[0]].dtype, to = (xf_dtype)n->attrs.to;
+    return (from == XF_DT_INT8 || from == XF_DT_UINT8 || from == XF_DT_INT16 || from == XF_DT_UINT16) &&
+           (to == XF_DT_FLOAT || to == XF_DT_FLOAT16 || to == XF_DT_BFLOAT16);
+}
+
 /* Whether node n computes a constant that may become initializers: not
  * opaque, not an op that is never folded (XF_OPF_NOFOLD: quantization),
  * every input constant (Shape, Size: its input's shape static), no graph
  * output among its outputs, results known in size and within max_bytes,
- * or (within_inputs) no larger than the constant data it reads.  Identity
- * and Dropout are left to xf_pass_remove_identity, which removes them
- * without copying their data. */
+ * or (within_inputs) no larger than the constant data it reads, or four
+ * times it for a Cast of integer weights to a float type
+ * (widens_integers), which every run would otherwise widen again, as
+ * ONNX Runtime's constant folding folds it.  Identity and Dropout are
+ * left to xf_pass_remove_identity, which removes them without copying
+ * their data. */
 static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes, bool within_inputs)
 {
     if (n->op == XF_OP_OPAQUE || n->op == XF_OP_IDENTITY || n->op == XF_OP_DROPOUT ||
@@ -113,6 +129,8 @@ static bool can_fold(const xf_graph *g, const xf_node *n, size_t max_bytes, bool
         size_t b = t ? value_bytes(t->dtype, xf_tensor_numel(t)) : 0;
         read = b > SIZE_MAX - read ? SIZE_MAX : read + b;
     }
+    if (within_inputs && widens_integers(g, n))
+        read = read > SIZE_MAX / 4 ? SIZE_MAX : 4 * read;
     size_t bytes = 0, limit = within_inputs && read > max_bytes ? read : max_bytes;
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];

@@ -1,6 +1,7 @@
 /* Check suite for constant folding with the runtime's evaluator: the
  * shape chains PyTorch exports, the size limit, and sessions' folding of
- * results no larger than the constants they read. */
+ * results no larger than the constants they read, and integer weights
+ * cast to float. */
 #include "core_builders.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
@@ -120,6 +121,51 @@ START_TEST(canon_fold_within_inputs)
 }
 END_TEST
 
+/* Weights stored as int8 and scaled in the graph (Cast to float, Mul by a
+ * scale: a weight-only quantization written out) fold in sessions though
+ * the float weights take four times the bytes, as ONNX Runtime folds them;
+ * a Cast of them to double (eight times) stays, and plain folding within
+ * its limit folds neither. */
+START_TEST(canon_fold_integer_weights)
+{
+    static int8_t w[6000];
+    for (int i = 0; i < 6000; i++)
+        w[i] = (int8_t)(i % 255 - 127);
+    float scale = 0.5f;
+    for (int bounded = 0; bounded < 2; bounded++) {
+        xf_graph *g = xf_graph_create("g");
+        int c = constant(g, "w", XF_DT_INT8, SHAPE(6000), w), x = input(g, "x", XF_DT_FLOAT, SHAPE(6000));
+        int wide = NODE(g, XF_OP_CAST, c);
+        attrs(g, wide)->to = XF_DT_FLOAT;
+        int scaled = NODE(g, XF_OP_MUL, out0(g, wide), constant(g, "s", XF_DT_FLOAT, SHAPE(1), &scale));
+        int dbl = NODE(g, XF_OP_CAST, c);
+        attrs(g, dbl)->to = XF_DT_DOUBLE;
+        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_ADD, x, out0(g, scaled))));
+        xf_graph_add_output(g, out0(g, dbl));
+        infer_ok(g, 17);
+        xf_canon_stats st = {0};
+        xf_error e = {0};
+        canon_ok(bounded ? xf_pass_fold_constants_bounded(g, 17, xf_runtime_eval_node, 4000, &st, &e)
+                         : xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e),
+                 &e);
+        ck_assert_int_eq(st.folded_constants, bounded ? 2 : 0); /* the Cast to float, then the Mul */
+        ck_assert_int_eq(g->n_nodes, bounded ? 2 : 4);
+        bool kept_double = false;
+        for (int i = 0; i < g->n_nodes; i++)
+            kept_double |= g->nodes[i].op == XF_OP_CAST && g->nodes[i].attrs.to == XF_DT_DOUBLE;
+        ck_assert(kept_double);
+        if (bounded) { /* the Add reads the scaled weights as a constant */
+            const xf_tensor *t = xf_graph_constant(g, g->nodes[g->values[g->outputs[0]].producer].inputs[1]);
+            ck_assert_ptr_nonnull(t);
+            ck_assert_int_eq(t->dtype, XF_DT_FLOAT);
+            ck_assert_float_eq(((const float *)t->data)[5], (float)(5 % 255 - 127) * 0.5f);
+        }
+        validate_ok(g);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fold_constants");
@@ -127,6 +173,7 @@ int main(void)
     tcase_add_test(tc, canon_fold_shape_chain);
     tcase_add_test(tc, canon_fold_limits);
     tcase_add_test(tc, canon_fold_within_inputs);
+    tcase_add_test(tc, canon_fold_integer_weights);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
