@@ -390,6 +390,80 @@ static int add_int_float(xf_graph *g, const int_float_chain *p)
     return xf_graph_add_node(g, XF_OP_MS_MATMUL_INTEGER_TO_FLOAT, name, 7, in, 1, &y);
 }
 
+/* A float 1-D Conv of constant weights and static shapes (ONNX's Conv of
+ * 3-D tensors), which runs as a 2-D one of height 1. */
+static bool conv1d_of(const xf_graph *g, int i)
+{
+    const xf_node *n = &g->nodes[i];
+    if (n->op != XF_OP_CONV || n->n_inputs < 2 || n->n_inputs > 3 || n->n_outputs != 1 || n->outputs[0] < 0 ||
+        xf_dn_input(n, 0) < 0 || xf_dn_input(n, 1) < 0 || !xf_dn_is_f32(g, n->inputs[0]) ||
+        !xf_dn_is_f32(g, n->outputs[0]) || n->attrs.n_spatial > 1)
+        return false;
+    const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
+    const xf_tensor *w = xf_graph_constant(g, n->inputs[1]);
+    return x->ndim == 3 && y->ndim == 3 && w && w->dtype == XF_DT_FLOAT && w->shape.ndim == 3 &&
+           xf_shape_numel(x) > 0 && xf_shape_numel(y) > 0;
+}
+
+/* A Reshape of value v to `to` (a new value named after base and suffix);
+ * the new value, or -1 when out of memory. */
+static int reshaped(xf_graph *g, int v, const xf_shape *to, int y, const char *suffix)
+{
+    xf_shape one = xf_shape_make(1, (int64_t[]){to->ndim});
+    xf_tensor *t = xf_tensor_create(XF_DT_INT64, &one);
+    for (int d = 0; t && d < to->ndim; d++)
+        ((int64_t *)t->data)[d] = to->dims[d];
+    char name[512];
+    snprintf(name, sizeof name, "%.400s%s", g->values[v].name ? g->values[v].name : "", suffix);
+    int shape = xf_dn_add_constant(g, name, "_shape", t);
+    if (shape < 0)
+        return -1;
+    if (y < 0) {
+        for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
+            snprintf(name, sizeof name, "%.400s%s_%d", g->values[v].name ? g->values[v].name : "", suffix, i);
+        y = xf_graph_add_value(g, name, XF_DT_FLOAT, to);
+    }
+    return y >= 0 && xf_graph_add_node(g, XF_OP_RESHAPE, NULL, 2, (int[]){v, shape}, 1, &y) >= 0 ? y : -1;
+}
+
+/* Appends the Reshape to [N, C, 1, W], the 2-D Conv (kernel 1 x k,
+ * weights [M, C/G, 1, k], nothing along H) and the Reshape back that
+ * compute 1-D Conv i's output; -1 when out of memory. */
+static int add_conv2d(xf_graph *g, int i)
+{
+    xf_node n = g->nodes[i];
+    xf_attrs a = n.attrs;
+    const xf_shape xs = g->values[n.inputs[0]].shape, ys = g->values[n.outputs[0]].shape;
+    const xf_tensor *w = xf_graph_constant(g, n.inputs[1]);
+    xf_shape w4 = xf_shape_make(4, (int64_t[]){w->shape.dims[0], w->shape.dims[1], 1, w->shape.dims[2]});
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &w4);
+    if (t)
+        memcpy(t->data, w->data, sizeof(float) * (size_t)xf_tensor_numel(t));
+    int wv = xf_dn_add_constant(g, g->values[n.inputs[1]].name, "_2d", t);
+    xf_shape x4 = xf_shape_make(4, (int64_t[]){xs.dims[0], xs.dims[1], 1, xs.dims[2]});
+    xf_shape y4 = xf_shape_make(4, (int64_t[]){ys.dims[0], ys.dims[1], 1, ys.dims[2]});
+    int xv = wv < 0 ? -1 : reshaped(g, n.inputs[0], &x4, -1, "_2d");
+    char name[512];
+    snprintf(name, sizeof name, "%.400s_2d", g->values[n.outputs[0]].name ? g->values[n.outputs[0]].name : "");
+    for (int k = 2; xf_graph_find_value(g, name) >= 0; k++)
+        snprintf(name, sizeof name, "%.400s_2d_%d", g->values[n.outputs[0]].name ? g->values[n.outputs[0]].name : "",
+                 k);
+    int yv = xv < 0 ? -1 : xf_graph_add_value(g, name, XF_DT_FLOAT, &y4);
+    /* nothing along H: kernel 1 (0: the weights'), stride 1, dilation 1,
+     * no pads (ONNX's order: the begins, then the ends) */
+    a.kernel[1] = a.kernel[0], a.strides[1] = a.strides[0], a.dilations[1] = a.dilations[0];
+    a.kernel[0] = a.kernel[1] > 0 ? 1 : 0, a.strides[0] = 1, a.dilations[0] = 1;
+    int64_t begin = a.pads[0], end = a.pads[1];
+    a.pads[0] = 0, a.pads[1] = begin, a.pads[2] = 0, a.pads[3] = end;
+    a.n_spatial = a.n_spatial ? 2 : 0;
+    int in[3] = {xv, wv, n.n_inputs > 2 ? n.inputs[2] : -1};
+    int c = yv < 0 ? -1 : xf_graph_add_node(g, XF_OP_CONV, n.name, n.n_inputs, in, 1, &yv);
+    if (c < 0)
+        return -1;
+    g->nodes[c].attrs = a;
+    return reshaped(g, yv, &ys, n.outputs[0], "_1d") < 0 ? -1 : c;
+}
+
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
 {
     int n0 = g->n_nodes, found = 0;
@@ -428,6 +502,9 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
             nomem = add_gather(g, &q) < 0;
             keep[q.gather] = false;
             absorbed[q.dq]++;
+        } else if (conv1d_of(g, i)) {
+            nomem = add_conv2d(g, i) < 0;
+            keep[i] = false;
         } else if (xf_dn_lower_norm(g, &low, i, &nomem)) {
             if (nomem)
                 break;
