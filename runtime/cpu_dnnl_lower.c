@@ -405,25 +405,32 @@ static bool conv1d_of(const xf_graph *g, int i)
            xf_shape_numel(x) > 0 && xf_shape_numel(y) > 0;
 }
 
-/* A Reshape of value v to `to` (a new value named after base and suffix);
- * the new value, or -1 when out of memory. */
+/* A new float value of shape s named after value v and suffix (numbered
+ * where the name is taken); -1 when out of memory. */
+static int value_after(xf_graph *g, int v, const char *suffix, const xf_shape *s)
+{
+    const char *base = g->values[v].name ? g->values[v].name : "";
+    char name[512];
+    snprintf(name, sizeof name, "%.400s%s", base, suffix);
+    for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
+        snprintf(name, sizeof name, "%.400s%s_%d", base, suffix, i);
+    return xf_graph_add_value(g, name, XF_DT_FLOAT, s);
+}
+
+/* A Reshape of value v to `to`, into y (-1: a new value named after v and
+ * suffix); its output, or -1 when out of memory. */
 static int reshaped(xf_graph *g, int v, const xf_shape *to, int y, const char *suffix)
 {
     xf_shape one = xf_shape_make(1, (int64_t[]){to->ndim});
     xf_tensor *t = xf_tensor_create(XF_DT_INT64, &one);
     for (int d = 0; t && d < to->ndim; d++)
         ((int64_t *)t->data)[d] = to->dims[d];
-    char name[512];
-    snprintf(name, sizeof name, "%.400s%s", g->values[v].name ? g->values[v].name : "", suffix);
-    int shape = xf_dn_add_constant(g, name, "_shape", t);
-    if (shape < 0)
+    int shape = xf_dn_add_constant(g, g->values[v].name ? g->values[v].name : "", "_shape", t);
+    if (shape >= 0 && y < 0)
+        y = value_after(g, v, suffix, to);
+    if (shape < 0 || y < 0 || xf_graph_add_node(g, XF_OP_RESHAPE, NULL, 2, (int[]){v, shape}, 1, &y) < 0)
         return -1;
-    if (y < 0) {
-        for (int i = 2; xf_graph_find_value(g, name) >= 0; i++)
-            snprintf(name, sizeof name, "%.400s%s_%d", g->values[v].name ? g->values[v].name : "", suffix, i);
-        y = xf_graph_add_value(g, name, XF_DT_FLOAT, to);
-    }
-    return y >= 0 && xf_graph_add_node(g, XF_OP_RESHAPE, NULL, 2, (int[]){v, shape}, 1, &y) >= 0 ? y : -1;
+    return y;
 }
 
 /* Appends the Reshape to [N, C, 1, W], the 2-D Conv (kernel 1 x k,
@@ -443,12 +450,7 @@ static int add_conv2d(xf_graph *g, int i)
     xf_shape x4 = xf_shape_make(4, (int64_t[]){xs.dims[0], xs.dims[1], 1, xs.dims[2]});
     xf_shape y4 = xf_shape_make(4, (int64_t[]){ys.dims[0], ys.dims[1], 1, ys.dims[2]});
     int xv = wv < 0 ? -1 : reshaped(g, n.inputs[0], &x4, -1, "_2d");
-    char name[512];
-    snprintf(name, sizeof name, "%.400s_2d", g->values[n.outputs[0]].name ? g->values[n.outputs[0]].name : "");
-    for (int k = 2; xf_graph_find_value(g, name) >= 0; k++)
-        snprintf(name, sizeof name, "%.400s_2d_%d", g->values[n.outputs[0]].name ? g->values[n.outputs[0]].name : "",
-                 k);
-    int yv = xv < 0 ? -1 : xf_graph_add_value(g, name, XF_DT_FLOAT, &y4);
+    int yv = xv < 0 ? -1 : value_after(g, n.outputs[0], "_2d", &y4);
     /* nothing along H: kernel 1 (0: the weights'), stride 1, dilation 1,
      * no pads (ONNX's order: the begins, then the ends) */
     a.kernel[1] = a.kernel[0], a.strides[1] = a.strides[0], a.dilations[1] = a.dilations[0];

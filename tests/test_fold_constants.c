@@ -79,6 +79,19 @@ START_TEST(canon_fold_limits)
 }
 END_TEST
 
+/* g's shapes inferred, then folded within 4000 bytes, as sessions fold
+ * (bounded) or plainly. */
+static xf_canon_stats fold_within(xf_graph *g, bool bounded)
+{
+    infer_ok(g, 17);
+    xf_canon_stats st = {0};
+    xf_error e = {0};
+    canon_ok(bounded ? xf_pass_fold_constants_bounded(g, 17, xf_runtime_eval_node, 4000, &st, &e)
+                     : xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e),
+             &e);
+    return st;
+}
+
 /* Sessions' folding (xf_pass_fold_constants_bounded) folds past its limit
  * the nodes whose results are no larger than the constants they read: a
  * Slice and a Concat of 8000-byte weights (as paddle2onnx reorders an
@@ -102,12 +115,7 @@ START_TEST(canon_fold_within_inputs)
         xf_graph_add_output(g, out0(g, NODE(g, XF_OP_CAST, out0(g, wide))));
         attrs(g, g->n_nodes - 1)->to = XF_DT_FLOAT;
         attrs(g, g->n_nodes - 2)->axis = 0;
-        infer_ok(g, 17);
-        xf_canon_stats st = {0};
-        xf_error e = {0};
-        canon_ok(bounded ? xf_pass_fold_constants_bounded(g, 17, xf_runtime_eval_node, 4000, &st, &e)
-                         : xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e),
-                 &e);
+        xf_canon_stats st = fold_within(g, bounded);
         /* the Slice (5960 bytes) and the Concat (13960 of 13960 read) fold;
          * the Tile (16000 of 8000) and the Cast (16000 of 8000) stay */
         ck_assert_int_eq(st.folded_constants, bounded ? 2 : 0);
@@ -142,12 +150,7 @@ START_TEST(canon_fold_integer_weights)
         attrs(g, dbl)->to = XF_DT_DOUBLE;
         xf_graph_add_output(g, out0(g, NODE(g, XF_OP_ADD, x, out0(g, scaled))));
         xf_graph_add_output(g, out0(g, dbl));
-        infer_ok(g, 17);
-        xf_canon_stats st = {0};
-        xf_error e = {0};
-        canon_ok(bounded ? xf_pass_fold_constants_bounded(g, 17, xf_runtime_eval_node, 4000, &st, &e)
-                         : xf_pass_fold_constants(g, 17, xf_runtime_eval_node, 4000, &st, &e),
-                 &e);
+        xf_canon_stats st = fold_within(g, bounded);
         ck_assert_int_eq(st.folded_constants, bounded ? 2 : 0); /* the Cast to float, then the Mul */
         ck_assert_int_eq(g->n_nodes, bounded ? 2 : 4);
         bool kept_double = false;
