@@ -446,7 +446,7 @@ static int add_conv2d(xf_graph *g, int i)
     xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &w4);
     if (t)
         memcpy(t->data, w->data, sizeof(float) * (size_t)xf_tensor_numel(t));
-    int wv = xf_dn_add_constant(g, g->values[n.inputs[1]].name, "_2d", t);
+    int wv = xf_dn_add_constant(g, g->values[n.inputs[1]].name ? g->values[n.inputs[1]].name : "", "_2d", t);
     xf_shape x4 = xf_shape_make(4, (int64_t[]){xs.dims[0], xs.dims[1], 1, xs.dims[2]});
     xf_shape y4 = xf_shape_make(4, (int64_t[]){ys.dims[0], ys.dims[1], 1, ys.dims[2]});
     int xv = wv < 0 ? -1 : reshaped(g, n.inputs[0], &x4, -1, "_2d");
