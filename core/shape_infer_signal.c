@@ -75,7 +75,8 @@ xf_status xf_infer_dft(xf_infer_ctx *c)
     return XF_OK;
 }
 
-/* STFT: signal [batch, length, 1 or 2], frame_step, window [W] and
+/* STFT: signal [batch, length, 1 or 2] (or [batch, length], real, as
+ * ONNX Runtime and PyTorch's exporter take it), frame_step, window [W] and
  * frame_length (each optional; frame_length defaults to W, else to the
  * signal's length) give [batch, frames, bins, 2]: frames = 1 + (length -
  * frame_length) / frame_step, bins = frame_length (frame_length / 2 + 1
@@ -83,9 +84,9 @@ xf_status xf_infer_dft(xf_infer_ctx *c)
 xf_status xf_infer_stft(xf_infer_ctx *c)
 {
     const xf_shape *x = xf_infer_shape(c, 0);
-    if (x->ndim != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
-        return xf_infer_fail(c, XF_ERR_INVALID, "signal must have shape [batch, length, 1 or 2], got %s",
-                             xf_infer_text(x).s);
+    if (x->ndim != 2 && (x->ndim != 3 || (x->dims[2] != 1 && x->dims[2] != 2)))
+        return xf_infer_fail(c, XF_ERR_INVALID, "signal must have shape [batch, length, 1 or 2] or [batch, length], "
+                             "got %s", xf_infer_text(x).s);
     const xf_shape *w = xf_infer_has(c, 2) ? xf_infer_shape(c, 2) : NULL;
     if (w && w->ndim != 1)
         return xf_infer_fail(c, XF_ERR_INVALID, "window must be 1-D, got %s", xf_infer_text(w).s);

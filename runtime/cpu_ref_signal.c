@@ -141,19 +141,21 @@ xf_status xf_ref_dft(const xf_node *n, const xf_tensor_view *in, const xf_tensor
     return XF_OK;
 }
 
-/* STFT: signal [B, L, c], frames of frame_length samples every frame_step,
- * each times the window (ones when absent), into [B, frames, bins, 2]. */
+/* STFT: signal [B, L, c] (or [B, L], real), frames of frame_length
+ * samples every frame_step, each times the window (ones when absent), into
+ * [B, frames, bins, 2]. */
 xf_status xf_ref_stft(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     const xf_shape *xs = &in[0].shape;
     const xf_tensor_view *win = n->n_inputs > 2 && xf_rt_present(&in[2]) ? &in[2] : NULL;
-    int64_t step = 0, frame = win ? win->shape.dims[0] : xs->ndim == 3 ? xs->dims[1] : 0;
+    bool rank_ok = xs->ndim == 2 || (xs->ndim == 3 && (xs->dims[2] == 1 || xs->dims[2] == 2));
+    int64_t step = 0, frame = win ? win->shape.dims[0] : rank_ok ? xs->dims[1] : 0;
     scalar_input(n, in, 3, &frame);
-    if (xs->ndim != 3 || (xs->dims[2] != 1 && xs->dims[2] != 2) || !scalar_input(n, in, 1, &step) || step < 1 ||
-        frame < 1 || frame > xs->dims[1] || (win && (win->shape.ndim != 1 || win->shape.dims[0] != frame)))
-        return xf_rt_bad_node(err, n, "the operands are not a signal [batch, length, 1 or 2], a positive "
-                                      "frame_step and a window of frame_length (at most length) samples");
-    int64_t batch = xs->dims[0], length = xs->dims[1], c = xs->dims[2];
+    if (!rank_ok || !scalar_input(n, in, 1, &step) || step < 1 || frame < 1 || frame > xs->dims[1] ||
+        (win && (win->shape.ndim != 1 || win->shape.dims[0] != frame)))
+        return xf_rt_bad_node(err, n, "the operands are not a signal [batch, length, 1 or 2] or [batch, length], "
+                                      "a positive frame_step and a window of frame_length (at most length) samples");
+    int64_t batch = xs->dims[0], length = xs->dims[1], c = xs->ndim == 3 ? xs->dims[2] : 1;
     int64_t frames = 1 + (length - frame) / step, bins = n->attrs.dft_onesided ? frame / 2 + 1 : frame;
     xf_shape want = {.ndim = 4, .dims = {batch, frames, bins, 2}};
     if (!xf_shape_equal(&out[0].shape, &want))

@@ -123,6 +123,13 @@ START_TEST(stft_frames)
     /* the window [0.5, 1] weighs each frame: [0.5, 2] and [1.5, 4] */
     c = make_case(XF_OP_STFT, 3, F32(DIMS(1, 4, 1), 1, 2, 3, 4), I64(SCALAR, 2), F32(DIMS(2), 0.5, 1));
     EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 2, 2, 2), 2.5, 0, -1.5, 0, 5.5, 0, -2.5, 0);
+    /* a signal [batch, length] is real, as ONNX Runtime reads it */
+    c = make_case(XF_OP_STFT, 3, F32(DIMS(1, 4), 1, 2, 3, 4), I64(SCALAR, 2), F32(DIMS(2), 0.5, 1));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(1, 2, 2, 2), 2.5, 0, -1.5, 0, 5.5, 0, -2.5, 0);
+    c = make_case(XF_OP_STFT, 4, F32(DIMS(2, 3), 1, 2, 3, 4, 5, 6), I64(SCALAR, 1), NULL, I64(SCALAR, 2));
+    c.a.dft_onesided = 0;
+    c.feed = 2;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2, 2, 2), 3, 0, -1, 0, 5, 0, -1, 0, 9, 0, -1, 0, 11, 0, -1, 0);
     /* every bin (onesided 0) of frames of 4 every 2 samples over [1 .. 7]:
      * [1, 2, 3, 4] and [3, 4, 5, 6]; the last sample, which starts no
      * whole frame, is left out */
@@ -237,7 +244,9 @@ START_TEST(shape_errors)
     expect_infer_error(make_case(XF_OP_DFT, 1, I64(DIMS(1, 4, 1), 0, 0, 0, 0)), "must be a floating-point tensor");
     expect_infer_error(make_case(XF_OP_DFT, 2, iota_f32(DIMS(1, 4, 1), 0), F32(SCALAR, 4)),
                        "input 1 must be int32 or int64");
-    expect_infer_error(make_case(XF_OP_STFT, 2, iota_f32(DIMS(4, 1), 0), I64(SCALAR, 1)), "[batch, length, 1 or 2]");
+    expect_infer_error(make_case(XF_OP_STFT, 2, iota_f32(DIMS(4), 0), I64(SCALAR, 1)), "[batch, length, 1 or 2]");
+    expect_infer_error(make_case(XF_OP_STFT, 2, iota_f32(DIMS(1, 4, 3), 0), I64(SCALAR, 1)),
+                       "or [batch, length], got 1x4x3");
     expect_infer_error(make_case(XF_OP_STFT, 2, iota_f32(DIMS(1, 4, 1), 0), I64(SCALAR, 0)),
                        "frame_step 0 is not positive");
     expect_infer_error(make_case(XF_OP_STFT, 4, iota_f32(DIMS(1, 4, 1), 0), I64(SCALAR, 1), iota_f32(DIMS(2), 0),
