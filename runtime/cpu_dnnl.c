@@ -526,10 +526,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_ABS:
     case XF_OP_NEG:
     case XF_OP_EXP:
-    /* not Log: oneDNN's is a few ulp off, which flips the integer a Cast
-     * takes from a log that should be whole (MPNet's relative position
-     * buckets: log(16 / 8) / log(16) * 8 = 2), so it stays on cpu_ref;
-     * nor Softplus: oneDNN's soft_relu is negative for inputs below about
+    case XF_OP_LOG: /* on a loop of the backend's own, in double */
+    /* not Softplus: oneDNN's soft_relu is negative for inputs below about
      * -5 (-1.9e-6 at -17.7, where log1p(exp(x)) is 2.1e-8), which a Log
      * or Sqrt after it (a distribution's scale) turns into NaN */
     case XF_OP_SQRT:

@@ -419,6 +419,7 @@ extern const xf_dn_handler xf_dn_grid_sample_handler;
  * input and output alike, with no padding. */
 xf_status xf_dn_pow_small_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_dn_erf_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+xf_status xf_dn_log_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
 /* A Cast of 8-bit codes to int32 (cpu_dnnl_qloops.c); with the Gather

@@ -112,18 +112,28 @@ static dnnl_alg_kind_t eltwise_alg(const xf_graph *g, const xf_node *n, float *a
      * inside its gelu_erf); the alg is a placeholder, never a post-op */
     case XF_OP_ERF:
         return dnnl_eltwise_linear;
+    /* a loop of the backend's own (xf_dn_log_run) in double: oneDNN's log is
+     * a few ulp off, which flips the integer a Cast takes from a log that
+     * should be whole (MPNet's relative position buckets: log(16 / 8) /
+     * log(16) * 8 = 2); a placeholder alg, never a post-op */
+    case XF_OP_LOG: return dnnl_eltwise_linear;
     /* nearest, halves to even (the default rounding mode oneDNN rounds in) */
     case XF_OP_ROUND: return dnnl_eltwise_round;
     default: return dnnl_alg_kind_undef;
     }
 }
 
+/* The unary ops run by a loop of the backend's own. */
+static bool own_loop(const xf_node *n)
+{
+    return n->op == XF_OP_HARD_SIGMOID || n->op == XF_OP_ERF || n->op == XF_OP_LOG;
+}
+
 xf_dn_post xf_dn_unary_post(const xf_graph *g, const xf_node *n)
 {
     xf_dn_post p = {.sum = false};
-    /* HardSigmoid takes two: the linear step and the clip; Erf none */
-    p.alg =
-        n->op == XF_OP_HARD_SIGMOID || n->op == XF_OP_ERF ? dnnl_alg_kind_undef : eltwise_alg(g, n, &p.alpha, &p.beta);
+    /* HardSigmoid takes two: the linear step and the clip; Erf and Log none */
+    p.alg = own_loop(n) ? dnnl_alg_kind_undef : eltwise_alg(g, n, &p.alpha, &p.beta);
     return p;
 }
 
@@ -158,8 +168,8 @@ static xf_status eltwise_build(xf_dn_ctx *c, const xf_node *n, const xf_tensor_v
 static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
-    if (n->op == XF_OP_HARD_SIGMOID || n->op == XF_OP_ERF) {
-        st->kernel = n->op == XF_OP_ERF ? xf_dn_erf_run : xf_dn_hard_sigmoid_run;
+    if (own_loop(n)) {
+        st->kernel = n->op == XF_OP_ERF ? xf_dn_erf_run : n->op == XF_OP_LOG ? xf_dn_log_run : xf_dn_hard_sigmoid_run;
         return XF_OK;
     }
     float alpha, beta;

@@ -782,18 +782,35 @@ static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
 }
 
 /* Element j of an output row of the last dim, outside x's row xrow (of
- * w elements) at begin b: the constant value, or the element pad_source
- * maps it to. */
-static void pad_outside(char *yrow, const char *xrow, int64_t j, int64_t b, int64_t w, xf_pad_mode mode,
-                        const unsigned char *value, size_t es)
+ * w elements) at begin b: the element pad_source maps it to. */
+static void pad_outside(char *yrow, const char *xrow, int64_t j, int64_t b, int64_t w, xf_pad_mode mode, size_t es)
 {
-    const void *src = mode == XF_PAD_CONSTANT ? (const void *)value : xrow + pad_source(mode, j - b, w) * (int64_t)es;
-    memcpy(yrow + j * (int64_t)es, src, es);
+    memcpy(yrow + j * (int64_t)es, xrow + pad_source(mode, j - b, w) * (int64_t)es, es);
+}
+
+/* count copies of the constant value (es bytes) from dst: one memset when
+ * its bytes are all zero, else copies doubling in length. */
+static void pad_constant_run(char *dst, int64_t count, const unsigned char *value, size_t es)
+{
+    if (count <= 0)
+        return;
+    bool zero = true;
+    for (size_t k = 0; k < es; k++)
+        zero = zero && value[k] == 0;
+    size_t total = (size_t)count * es;
+    if (zero) {
+        memset(dst, 0, total);
+        return;
+    }
+    memcpy(dst, value, es);
+    for (size_t done = es; done < total; done *= 2)
+        memcpy(dst + done, dst, done < total - done ? done : total - done);
 }
 
 /* y[i] = x[i - begin] (begin negative: a crop); outside x the constant
  * value, or (reflect, edge) the element pad_source maps it to.  Row by row
- * of the last dim: the part inside x in one copy. */
+ * of the last dim: the part inside x in one copy, a constant's runs in
+ * one fill each. */
 static void pad_fill(const xf_tensor_view *x, const xf_tensor_view *y, const int64_t *begin, xf_pad_mode mode,
                      const unsigned char *value)
 {
@@ -824,16 +841,20 @@ static void pad_fill(const xf_tensor_view *x, const xf_tensor_view *y, const int
             off += c * in_strides[d];
         }
         if (outside) { /* no row of x here */
-            for (int64_t j = 0; j < w_out; j++)
-                memcpy(yrow + j * (int64_t)es, value, es);
+            pad_constant_run(yrow, w_out, value, es);
         } else {
             const char *xrow = x->data ? (const char *)x->data + off * (int64_t)es : NULL; /* NULL: x empty */
-            for (int64_t j = 0; j < lo; j++)
-                pad_outside(yrow, xrow, j, b, w_in, mode, value, es);
+            if (mode == XF_PAD_CONSTANT) {
+                pad_constant_run(yrow, lo, value, es);
+                pad_constant_run(yrow + hi * (int64_t)es, w_out - hi, value, es);
+            } else {
+                for (int64_t j = 0; j < lo; j++)
+                    pad_outside(yrow, xrow, j, b, w_in, mode, es);
+                for (int64_t j = hi; j < w_out; j++)
+                    pad_outside(yrow, xrow, j, b, w_in, mode, es);
+            }
             if (hi > lo)
                 memcpy(yrow + lo * (int64_t)es, xrow + (lo - b) * (int64_t)es, (size_t)(hi - lo) * es);
-            for (int64_t j = hi; j < w_out; j++)
-                pad_outside(yrow, xrow, j, b, w_in, mode, value, es);
         }
         for (int d = last - 1; d >= 0 && ++coord[d] == y->shape.dims[d]; d--)
             coord[d] = 0;

@@ -9,8 +9,10 @@
 #include <time.h>
 
 /* The largest result a session computes from constants when it is made
- * (the rest run, as given). */
-#define SESSION_FOLD_MAX_BYTES ((size_t)4 << 10)
+ * whatever the constants it reads (larger ones fold where no larger than
+ * those; the rest run, as given): a resampler's sinc kernel, 160 x 475
+ * floats from a Range of each side, is 297 KiB. */
+#define SESSION_FOLD_MAX_BYTES ((size_t)1 << 20)
 
 /* Whether a tensor of `bytes` for value `name` fits the session's limit
  * (else sets err). */
@@ -775,8 +777,9 @@ xf_status xf_session_create(const xf_graph *graph, int64_t opset, const char *ba
     bool rewrite = !(opt && opt->as_given);
     if (st == XF_OK && rewrite)
         st = xf_pass_remove_identity(s->g, NULL, err);
-    /* small computations on constants (a Pad's pads cast from a
-     * Constant, a shape read from a static one), and larger ones no larger
+    /* computations on constants up to 1 MiB (a Pad's pads cast from a
+     * Constant, a shape read from a static one, a filter's taps computed
+     * from its parameters), and larger ones no larger
      * than the constants they read (an LSTM's weights sliced and joined
      * again), done once, as ONNX Runtime's constant folding does, so that
      * the rewrites below and the backend see them as constants */

@@ -180,6 +180,58 @@ START_TEST(erf_own_loop)
 }
 END_TEST
 
+/* Log runs on the backend's own loop in double: within an ulp of
+ * cpu_ref's log() over 2^-149 to 2^127 (every binade, 97 values in each,
+ * and subnormals), and equal to it but for at most 2 of the 26,869, in
+ * tensors split in chunks over the threads; exactly
+ * cpu_ref's at the powers of two (log(2) / log(16) * 8 is 2) and at the
+ * special values (zeros, negatives, the infinities, NaN). */
+START_TEST(log_own_loop)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    enum { BINADES = 277, PER = 97, SPECIALS = 9 };
+    static const float specials[SPECIALS] = {0.0f, -0.0f, -1.0f, -1e-30f, INFINITY, -INFINITY, NAN, 1.0f, 1e-45f};
+    int n = BINADES * PER + SPECIALS;
+    xf_graph *g = xf_graph_create("log");
+    int in = add_input(g, SHAPE(n));
+    xf_bt_finish_single(g, XF_OP_LOG, 1, &in);
+    char impl[128];
+    xf_bt_node_impl(g, 17, XF_OP_LOG, impl, sizeof impl);
+    ck_assert_msg(!strcmp(impl, "own loop"), "%s", impl);
+    xf_session *sess = NULL;
+    xf_error err = {0};
+    ck_assert_msg(xf_session_create(g, 17, "cpu", NULL, &sess, &err) == XF_OK, "%s", err.msg);
+    xf_tensor *t = xf_tensor_create(XF_DT_FLOAT, &g->values[in].shape), *y = NULL;
+    float *x = t->data;
+    for (int b = 0; b < BINADES; b++)
+        for (int j = 0; j < PER; j++) /* 1, then spread over the binade (j = 0: the power of two) */
+            x[b * PER + j] = ldexpf(1.0f + (float)((j * 7919) % PER) / PER, b - 149);
+    memcpy(x + BINADES * PER, specials, sizeof specials);
+    ck_assert_msg(xf_session_run(sess, &t, &y, &err) == XF_OK, "%s", err.msg);
+    const float *got = y->data;
+    int inexact = 0;
+    for (int i = 0; i < n; i++) {
+        inexact += got[i] != (float)log((double)x[i]) && !isnan(got[i]);
+        float want = (float)log((double)x[i]);
+        bool exact = i >= BINADES * PER || i % PER == 0;
+        bool ok = isnan(want) ? isnan(got[i])
+                  : exact     ? got[i] == want && signbit(got[i]) == signbit(want)
+                              : got[i] == want || got[i] == nextafterf(want, INFINITY) ||
+                                    got[i] == nextafterf(want, -INFINITY);
+        ck_assert_msg(ok, "log(%g): %.9g, not %.9g", x[i], got[i], want);
+    }
+    /* 1e-14 from ln x: a rounding other than cpu_ref's one time in millions */
+    ck_assert_int_le(inexact, 2);
+    float ln2 = got[150 * PER], ln16 = got[153 * PER]; /* x = 2 and 16 */
+    ck_assert_float_eq(ln2 / ln16 * 8.0f, 2.0f);
+    xf_tensor_release(t);
+    xf_tensor_release(y);
+    xf_session_free(sess);
+    xf_graph_free(g);
+}
+END_TEST
+
 /* The exact GELU between convolutions (PP-OCRv5's and v6's detectors,
  * whose convolutions keep oneDNN's layout): folded into the first as a
  * gelu_erf post-op, since Erf now reads that layout too.  Before, Erf ran
@@ -402,6 +454,7 @@ int main(void)
     tcase_add_test(ops, clip_bounds);
     tcase_add_test(ops, pad_of_nothing);
     tcase_add_test(ops, erf_own_loop);
+    tcase_add_test(ops, log_own_loop);
     TCase *patterns = tcase_create("patterns");
     tcase_set_timeout(patterns, 600);
     tcase_add_test(patterns, gelu_patterns);

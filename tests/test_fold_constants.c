@@ -1,7 +1,7 @@
 /* Check suite for constant folding with the runtime's evaluator: the
  * shape chains PyTorch exports, the size limit, and sessions' folding of
- * results no larger than the constants they read, and integer weights
- * cast to float. */
+ * results no larger than the constants they read, integer weights cast
+ * to float, and any result up to 1 MiB. */
 #include "core_builders.h"
 #include "xf_runtime.h"
 #include "xf_test_util.h"
@@ -169,6 +169,46 @@ START_TEST(canon_fold_integer_weights)
 }
 END_TEST
 
+/* Sessions fold any constant result up to 1 MiB: a resampler's filter
+ * taps, [rows, 500] computed from a Range of each side (80 times the bytes
+ * they read at 160 rows), fold; at 600 rows (1.2 MB) they are computed at
+ * each run.  Either way the outputs are the same. */
+START_TEST(session_fold_mebibyte)
+{
+    static float cols[500], rows[600];
+    for (int i = 0; i < 500; i++)
+        cols[i] = (float)i * 0.25f;
+    for (int i = 0; i < 600; i++)
+        rows[i] = (float)i;
+    const int64_t heights[] = {160, 600};
+    for (int k = 0; k < 2; k++) {
+        int64_t h = heights[k];
+        xf_graph *g = xf_graph_create("g");
+        int a = constant(g, "cols", XF_DT_FLOAT, SHAPE(500), cols);
+        int b = constant(g, "rows", XF_DT_FLOAT, SHAPE(h, 1), rows);
+        int x = input(g, "x", XF_DT_FLOAT, SHAPE(h, 500));
+        int taps = NODE(g, XF_OP_ADD, b, a);
+        int wave = NODE(g, XF_OP_SIN, out0(g, taps));
+        xf_graph_add_output(g, out0(g, NODE(g, XF_OP_MUL, x, out0(g, wave))));
+        infer_ok(g, 13);
+        xf_session *s = NULL;
+        xf_error e = {0};
+        ck_assert_msg(xf_session_create(g, 13, "cpu_ref", NULL, &s, &e) == XF_OK, "%s", e.msg);
+        ck_assert_int_eq(xf_session_graph(s)->n_nodes, h == 160 ? 1 : 3);
+        xf_shape xs = SHAPE(h, 500);
+        xf_tensor *in = xf_tensor_random(XF_DT_FLOAT, &xs, 7), *out[1] = {NULL};
+        ck_assert_msg(xf_session_run(s, &in, out, &e) == XF_OK, "%s", e.msg);
+        const float *xv = in->data, *yv = out[0]->data;
+        for (int64_t i = 0; i < h * 500; i += 997)
+            ck_assert_float_eq(yv[i], xv[i] * (float)sin((double)rows[i / 500] + (double)cols[i % 500]));
+        xf_tensor_release(in);
+        xf_tensor_release(out[0]);
+        xf_session_free(s);
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fold_constants");
@@ -177,6 +217,7 @@ int main(void)
     tcase_add_test(tc, canon_fold_limits);
     tcase_add_test(tc, canon_fold_within_inputs);
     tcase_add_test(tc, canon_fold_integer_weights);
+    tcase_add_test(tc, session_fold_mebibyte);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

@@ -586,8 +586,14 @@ START_TEST(pad_modes)
         c.a.pad_mode = modes[m];
         expect(run1(c), XF_DT_FLOAT, DIMS(2, 6), want[m]);
     }
+    /* a constant's runs of 5, 6 and 13 elements: copies doubling in length */
+    node_case c = make_case(XF_OP_PAD, 3, iota_f32(DIMS(1, 2), 1), I64(DIMS(4), 1, 5, 0, 6), F32(SCALAR, 9));
+    double wide[26];
+    for (int i = 0; i < 26; i++)
+        wide[i] = i == 18 ? 1 : i == 19 ? 2 : 9;
+    expect(run1(c), XF_DT_FLOAT, DIMS(2, 13), wide);
     /* attribute form (opset 2..10), negative pads crop */
-    node_case c = make_case(XF_OP_PAD, 1, iota_f32(DIMS(2, 3), 1));
+    c = make_case(XF_OP_PAD, 1, iota_f32(DIMS(2, 3), 1));
     c.a.has_pads = true;
     c.a.n_pads = 4;
     memcpy(c.a.pad_pads, (int64_t[]){1, -1, 0, 0}, 4 * sizeof(int64_t));
