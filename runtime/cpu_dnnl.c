@@ -587,6 +587,8 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_MS_DYNAMIC_QUANTIZE_MATMUL: h = &xf_dn_int_matmul_float_handler; break;
     case XF_OP_MS_GQA:
     case XF_OP_ATTENTION: h = &xf_dn_attention_handler; break;
+    case XF_OP_STFT:
+    case XF_OP_DFT: h = &xf_dn_signal_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;

@@ -374,6 +374,9 @@ extern const xf_dn_handler xf_dn_matmul_handler, xf_dn_gemm_handler, xf_dn_eltwi
 extern const xf_dn_handler xf_dn_mvn_handler;
 /* com.microsoft Attention and MultiHeadAttention (cpu_dnnl_attn.c) */
 extern const xf_dn_handler xf_dn_attention_handler;
+/* STFT and DFT of floats as products with the transform's matrix
+ * (cpu_dnnl_signal.c) */
+extern const xf_dn_handler xf_dn_signal_handler;
 /* ONNX Runtime's contrib ops (cpu_dnnl_contrib.c): FusedMatMul (through
  * xf_dn_matmul_build), SkipLayerNormalization, SkipSimplifiedLayerNormalization
  * and SimplifiedLayerNormalization, and BiasGelu, FastGelu with a bias and

@@ -122,10 +122,13 @@ static xf_status pool_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     xf_dn_md_typed(c, y, work, t, &dst);
     xf_dn_operand_md_typed(c, n, -1, y, t, &dst_have);
     src_have = src;
-    /* oneDNN pools 8-bit integers with its own kernels channels-last only
-     * (plain ones ran its reference loop, 57 ms for ResNet-50's first
-     * pool): plain operands are reordered there and back */
-    if (t != dnnl_f32 && work == XF_DN_PLAIN && x->ndim >= 3 && x->ndim <= 5) {
+    /* oneDNN pools plain operands with its simple_nchw loop (floats: 6.5
+     * ms for MTCNN's first pool, 10 x 229 x 309 values, where its kernel
+     * for channels last takes 0.1) or its reference loop (8-bit integers:
+     * 57 ms for ResNet-50's first pool): plain operands are reordered
+     * channels-last and back (but for a float pool that copies, 1 x 1) */
+    if (work == XF_DN_PLAIN && x->ndim >= 3 && x->ndim <= 5 &&
+        (t != dnnl_f32 || xf_shape_numel(x) > xf_shape_numel(y))) {
         dnnl_format_tag_t last = x->ndim == 3 ? dnnl_acb : x->ndim == 4 ? dnnl_acdb : dnnl_acdeb;
         dnnl_dims_t xd, yd;
         for (int i = 0; i < x->ndim; i++) {
