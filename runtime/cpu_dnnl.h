@@ -423,6 +423,11 @@ extern const xf_dn_handler xf_dn_grid_sample_handler;
 xf_status xf_dn_pow_small_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_dn_erf_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_dn_log_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* PRelu of a 4-D x stored channel-blocked (block 16 or 8) or channels-last
+ * (block 0) by a slope per channel, or one for all (n_slope 1)
+ * (cpu_dnnl_loops.c). */
+void xf_dn_prelu_channels(const float *x, float *y, const float *slope, int64_t n_slope, int64_t batch, int64_t ch,
+                          int64_t hw, int block);
 xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
 /* A Cast of 8-bit codes to int32 (cpu_dnnl_qloops.c); with the Gather

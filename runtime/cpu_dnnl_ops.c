@@ -467,6 +467,35 @@ static bool prelu_handles(const xf_graph *g, const xf_node *n)
            slope->ndim <= x->ndim;
 }
 
+/* A PRelu of a 4-D x by a slope per channel ([C, 1, 1] or [1, C, 1, 1])
+ * or one for all, stored channel-blocked or channels-last, in and out
+ * alike: the loop of the backend's own (xf_dn_prelu_channels) runs it. */
+typedef struct prelu_loop {
+    int block; /* 16, 8; 0: channels last */
+} prelu_loop;
+
+static xf_status prelu_loop_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                                xf_error *err)
+{
+    (void)n, (void)err;
+    const prelu_loop *p = st->own;
+    const xf_shape *x = &in[0].shape;
+    xf_dn_prelu_channels(in[0].data, out[0].data, in[1].data, xf_rt_numel(&in[1]), x->dims[0], x->dims[1],
+                         x->dims[2] * x->dims[3], p->block);
+    return XF_OK;
+}
+
+static bool prelu_by_channel(const xf_shape *x, const xf_shape *slope)
+{
+    int64_t count = xf_shape_numel(slope);
+    if (x->ndim != 4 || slope->ndim > 4 || (count != 1 && count != x->dims[1]))
+        return false;
+    for (int d = 0; d < slope->ndim; d++) /* right-aligned: its one dim of more than 1 is x's dim 1 */
+        if (slope->dims[d] != 1 && d - slope->ndim + 4 != 1)
+            return false;
+    return true;
+}
+
 /* In the layout its input is stored in (a convolution's blocked one), the
  * slope as the primitive wants it (reordered once where constant): a
  * plain PRelu between a Conv and a MaxPool (MTCNN's) made the pool read
@@ -475,6 +504,19 @@ static xf_status prelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
                                const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     xf_dn_layout work = xf_dn_value_layout(c, n->inputs[0]);
+    dnnl_format_tag_t tag = c->native_tag;
+    int block = tag == dnnl_nChw16c ? 16 : tag == dnnl_nChw8c ? 8 : tag == dnnl_nhwc ? 0 : -1;
+    if (work == XF_DN_NATIVE && xf_dn_value_layout(c, n->outputs[0]) == XF_DN_NATIVE && block >= 0 &&
+        prelu_by_channel(&in[0].shape, &in[1].shape)) {
+        prelu_loop *p = malloc(sizeof *p);
+        if (!p)
+            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
+        p->block = block;
+        st->own = p;
+        st->own_free = free;
+        st->own_run = prelu_loop_run;
+        return XF_OK;
+    }
     dnnl_memory_desc_t data, slope, slope_any;
     xf_dn_md(c, &out[0].shape, work, &data);
     xf_dn_md_rank(&in[1].shape, out[0].shape.ndim, dnnl_f32, &slope);

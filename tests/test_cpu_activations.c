@@ -183,19 +183,22 @@ END_TEST
 /* PRelu between a Conv and a MaxPool (MTCNN's) runs in the convolution's
  * layout, so that the pool reads it on oneDNN's jit kernel (plain NCHW
  * took its simple_nchw kernel, 50 times slower), with slopes per channel
- * (constant, 10 channels: a padded block) or from a graph input, one for
- * all, or one per element; within rounding of cpu_ref. */
+ * (constant, 10 channels: a padded block) or from a graph input, or one
+ * for all, on the backend's own loop, and one per element on oneDNN's
+ * prelu; within rounding of cpu_ref. */
 START_TEST(prelu_between_conv_and_pool)
 {
     if (!xf_bt_have_cpu())
         return;
-    for (int form = 0; form < 4; form++) {
+    for (int form = 0; form < 6; form++) {
+        /* 3 to 10 channels: channels-last; 64 to 64: Winograd's blocked layout */
+        int64_t cin = form < 4 ? 3 : 64, ch = form < 4 ? 10 : 64;
         xf_graph *g = xf_graph_create("conv_prelu_pool");
-        int x = xf_bt_conv(g, add_input(g, SHAPE(1, 3, 41, 37)), 3, 10, 3, 1, XF_ACT_NONE);
-        int slope = form == 0   ? xf_bt_random_const(g, SHAPE(10, 1, 1), false)
-                    : form == 1 ? add_input(g, SHAPE(10, 1, 1))
-                    : form == 2 ? xf_bt_random_const(g, SHAPE(1), false)
-                                : xf_bt_random_const(g, SHAPE(10, 41, 37), false);
+        int x = xf_bt_conv(g, add_input(g, SHAPE(1, cin, 41, 37)), cin, ch, 3, 1, XF_ACT_NONE);
+        int slope = form == 0 || form == 4 ? xf_bt_random_const(g, SHAPE(ch, 1, 1), false)
+                    : form == 1            ? add_input(g, SHAPE(1, ch, 1, 1))
+                    : form == 2 || form == 5 ? xf_bt_random_const(g, SHAPE(1), false)
+                                             : xf_bt_random_const(g, SHAPE(ch, 41, 37), false);
         int p = out0(g, NODE(g, XF_OP_PRELU, x, slope));
         int pool = NODE(g, XF_OP_MAX_POOL, p);
         xf_bt_set_window(attrs(g, pool), 2, (int64_t[]){2, 2}, (int64_t[]){2, 2}, (int64_t[]){0, 0},
@@ -207,6 +210,12 @@ START_TEST(prelu_between_conv_and_pool)
         xf_bt_check_cpu(g, 17, 1e-5, 1e-5, what);
         xf_bt_node_impl(g, 17, XF_OP_MAX_POOL, impl, sizeof impl);
         ck_assert_msg(strstr(impl, "jit") != NULL, "%s: the pool runs as %s", what, impl);
+        /* with AVX-512 the Conv's output is stored natively (channels-last,
+         * or nChw16c for Winograd's kernel): slopes by channel or one for
+         * all on the backend's loop, oneDNN's prelu else */
+        xf_bt_node_impl(g, 17, XF_OP_PRELU, impl, sizeof impl);
+        ck_assert_msg(!xf_bt_avx512_kernels() || !strcmp(impl, form != 3 ? "own loop" : "jit_uni"),
+                      "%s: PRelu runs as %s", what, impl);
         xf_graph_free(g);
     }
 }
