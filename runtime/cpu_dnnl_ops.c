@@ -520,7 +520,10 @@ static xf_status prelu_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n
     dnnl_memory_desc_t data, slope, slope_any;
     xf_dn_md(c, &out[0].shape, work, &data);
     xf_dn_md_rank(&in[1].shape, out[0].shape.ndim, dnnl_f32, &slope);
-    dnnl_memory_desc_init_by_tag(&slope_any, slope.ndims, slope.dims, dnnl_f32, dnnl_format_tag_any);
+    /* plain data: the slope as stored; native: as the primitive wants it */
+    slope_any = slope;
+    if (work != XF_DN_PLAIN)
+        dnnl_memory_desc_init_by_tag(&slope_any, slope.ndims, slope.dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_prelu_desc_t d;
     XF_DN_TRY(err, n, dnnl_prelu_forward_desc_init(&d, dnnl_forward_inference, &data, &slope_any));
     dnnl_primitive_desc_t pd;
