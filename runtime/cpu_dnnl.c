@@ -589,6 +589,7 @@ static const xf_dn_handler *handler_for(const xf_graph *g, const xf_node *n)
     case XF_OP_ATTENTION: h = &xf_dn_attention_handler; break;
     case XF_OP_STFT:
     case XF_OP_DFT: h = &xf_dn_signal_handler; break;
+    case XF_OP_CUM_SUM: h = &xf_dn_cumsum_handler; break;
     default: return NULL;
     }
     return h->handles(g, n) ? h : NULL;

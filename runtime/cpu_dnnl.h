@@ -377,6 +377,8 @@ extern const xf_dn_handler xf_dn_attention_handler;
 /* STFT and DFT of floats as products with the transform's matrix
  * (cpu_dnnl_signal.c) */
 extern const xf_dn_handler xf_dn_signal_handler;
+/* CumSum of floats on a loop of the backend's own (cpu_dnnl_reduce.c) */
+extern const xf_dn_handler xf_dn_cumsum_handler;
 /* ONNX Runtime's contrib ops (cpu_dnnl_contrib.c): FusedMatMul (through
  * xf_dn_matmul_build), SkipLayerNormalization, SkipSimplifiedLayerNormalization
  * and SimplifiedLayerNormalization, and BiasGelu, FastGelu with a bias and

@@ -405,9 +405,7 @@ static bool conv1d_of(const xf_graph *g, int i)
            xf_shape_numel(x) > 0 && xf_shape_numel(y) > 0;
 }
 
-/* A new float value of shape s named after value v and suffix (numbered
- * where the name is taken); -1 when out of memory. */
-static int value_after(xf_graph *g, int v, const char *suffix, const xf_shape *s)
+int xf_dn_value_after(xf_graph *g, int v, const char *suffix, const xf_shape *s)
 {
     const char *base = g->values[v].name ? g->values[v].name : "";
     char name[512];
@@ -417,9 +415,7 @@ static int value_after(xf_graph *g, int v, const char *suffix, const xf_shape *s
     return xf_graph_add_value(g, name, XF_DT_FLOAT, s);
 }
 
-/* A Reshape of value v to `to`, into y (-1: a new value named after v and
- * suffix); its output, or -1 when out of memory. */
-static int reshaped(xf_graph *g, int v, const xf_shape *to, int y, const char *suffix)
+int xf_dn_reshaped(xf_graph *g, int v, const xf_shape *to, int y, const char *suffix)
 {
     xf_shape one = xf_shape_make(1, (int64_t[]){to->ndim});
     xf_tensor *t = xf_tensor_create(XF_DT_INT64, &one);
@@ -427,7 +423,7 @@ static int reshaped(xf_graph *g, int v, const xf_shape *to, int y, const char *s
         ((int64_t *)t->data)[d] = to->dims[d];
     int shape = xf_dn_add_constant(g, g->values[v].name ? g->values[v].name : "", "_shape", t);
     if (shape >= 0 && y < 0)
-        y = value_after(g, v, suffix, to);
+        y = xf_dn_value_after(g, v, suffix, to);
     if (shape < 0 || y < 0 || xf_graph_add_node(g, XF_OP_RESHAPE, NULL, 2, (int[]){v, shape}, 1, &y) < 0)
         return -1;
     return y;
@@ -449,8 +445,8 @@ static int add_conv2d(xf_graph *g, int i)
     int wv = xf_dn_add_constant(g, g->values[n.inputs[1]].name ? g->values[n.inputs[1]].name : "", "_2d", t);
     xf_shape x4 = xf_shape_make(4, (int64_t[]){xs.dims[0], xs.dims[1], 1, xs.dims[2]});
     xf_shape y4 = xf_shape_make(4, (int64_t[]){ys.dims[0], ys.dims[1], 1, ys.dims[2]});
-    int xv = wv < 0 ? -1 : reshaped(g, n.inputs[0], &x4, -1, "_2d");
-    int yv = xv < 0 ? -1 : value_after(g, n.outputs[0], "_2d", &y4);
+    int xv = wv < 0 ? -1 : xf_dn_reshaped(g, n.inputs[0], &x4, -1, "_2d");
+    int yv = xv < 0 ? -1 : xf_dn_value_after(g, n.outputs[0], "_2d", &y4);
     /* nothing along H: kernel 1 (0: the weights'), stride 1, dilation 1,
      * no pads (ONNX's order: the begins, then the ends) */
     a.kernel[1] = a.kernel[0], a.strides[1] = a.strides[0], a.dilations[1] = a.dilations[0];
@@ -463,7 +459,7 @@ static int add_conv2d(xf_graph *g, int i)
     if (c < 0)
         return -1;
     g->nodes[c].attrs = a;
-    return reshaped(g, yv, &ys, n.outputs[0], "_1d") < 0 ? -1 : c;
+    return xf_dn_reshaped(g, yv, &ys, n.outputs[0], "_1d") < 0 ? -1 : c;
 }
 
 xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
@@ -507,7 +503,7 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err)
         } else if (conv1d_of(g, i)) {
             nomem = add_conv2d(g, i) < 0;
             keep[i] = false;
-        } else if (xf_dn_lower_norm(g, &low, i, &nomem)) {
+        } else if (xf_dn_lower_norm(g, &low, i, &nomem) || xf_dn_lower_reduce(g, &low, i, &nomem)) {
             if (nomem)
                 break;
         } else {

@@ -1,6 +1,6 @@
 /* What the cpu backend's graph rewrites (cpu_dnnl_lower.c) share with
- * their QDQ part (cpu_dnnl_lower_qdq.c) and their normalizations'
- * (cpu_dnnl_lower_norm.c). */
+ * their QDQ part (cpu_dnnl_lower_qdq.c), their normalizations'
+ * (cpu_dnnl_lower_norm.c) and their reductions' (cpu_dnnl_lower_reduce.c). */
 #ifndef XF_CPU_DNNL_LOWER_H
 #define XF_CPU_DNNL_LOWER_H
 
@@ -33,5 +33,15 @@ bool xf_dn_lower_qdq(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem)
  * replaced by one node (cpu_dnnl_lower_norm.c); *nomem when memory ran
  * out. */
 bool xf_dn_lower_norm(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem);
+/* Whether node i is a reduction over axes that are not one run, now
+ * replaced by one reduction per run (cpu_dnnl_lower_reduce.c); *nomem
+ * when memory ran out. */
+bool xf_dn_lower_reduce(xf_graph *g, const xf_dn_lowering *low, int i, bool *nomem);
+/* A new float value of shape s named after value v and suffix (numbered
+ * where the name is taken); -1 when out of memory. */
+int xf_dn_value_after(xf_graph *g, int v, const char *suffix, const xf_shape *s);
+/* A Reshape of value v to `to`, into y (-1: a new value named after v and
+ * suffix); its output, or -1 when out of memory. */
+int xf_dn_reshaped(xf_graph *g, int v, const xf_shape *to, int y, const char *suffix);
 
 #endif

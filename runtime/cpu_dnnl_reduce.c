@@ -5,8 +5,8 @@
  * included, and the lp norms run its reference loops, slower than
  * cpu_ref's), so the input, stored plain, is seen as (outer, reduced), read
  * in place; sums are taken in float, as the kernels do, where cpu_ref sums
- * in double.  The other reductions over one run of axes, ArgMax, ArgMin
- * and LpNormalization run on loops of the backend's own (below). */
+ * in double.  The other reductions over one run of axes, ArgMax, ArgMin,
+ * LpNormalization and CumSum run on loops of the backend's own (below). */
 #include "cpu_dnnl.h"
 
 bool xf_dn_reduce_axes(const xf_graph *g, const xf_node *n, int rank, bool *reduced)
@@ -574,5 +574,90 @@ static bool reduce_loop_handles(const xf_graph *g, const xf_node *n)
 }
 
 XF_DN_KERNEL_PREPARE(reduce_loop_prepare, reduce_loop_run)
+
+/* ---------------------------------------------------------------- CumSum */
+
+/* CumSum of floats: cpu_ref's sums in double (the first the element
+ * itself, -0 kept; exclusive: the sum before it, from 0), each rounded to
+ * float, along lines of the axis (reverse: from their ends); with dims
+ * after the axis, CUMSUM_COLS columns at once, which the compiler
+ * vectorizes; the lines or blocks of columns over the threads.
+ * cpu_ref's loads and stores of any type took 80 times ONNX Runtime's
+ * time along the first of 1000 x 1024 floats. */
+enum { CUMSUM_COLS = 256 };
+
+static void cumsum_line(const float *x, float *y, int64_t len, int64_t step, bool rev, bool excl)
+{
+    double acc = 0.0;
+    for (int64_t k = 0; k < len; k++) {
+        int64_t at = (rev ? len - 1 - k : k) * step;
+        double v = x[at], before = acc;
+        acc = k == 0 ? v : acc + v;
+        y[at] = (float)(excl ? before : acc);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+cumsum_cols(const float *restrict x, float *restrict y, int64_t len, int64_t inner, int64_t cols, bool rev,
+            bool excl)
+{
+    double acc[CUMSUM_COLS];
+    for (int64_t k = 0; k < len; k++) {
+        int64_t at = (rev ? len - 1 - k : k) * inner;
+        const float *xr = x + at;
+        float *yr = y + at;
+        if (k == 0)
+            for (int64_t j = 0; j < cols; j++) {
+                acc[j] = xr[j];
+                yr[j] = excl ? 0.0f : xr[j];
+            }
+        else if (excl)
+            for (int64_t j = 0; j < cols; j++) {
+                yr[j] = (float)acc[j];
+                acc[j] += xr[j];
+            }
+        else
+            for (int64_t j = 0; j < cols; j++) {
+                acc[j] += xr[j];
+                yr[j] = (float)acc[j];
+            }
+    }
+}
+
+static xf_status cumsum_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
+{
+    const xf_shape *xs = &in[0].shape;
+    int axis = xf_rt_numel(&in[1]) == 1 ? xf_rt_axis(xf_rt_load_i64(in[1].dtype, in[1].data, 0), xs->ndim) : -1;
+    if (axis < 0 || xf_rt_numel(&in[0]) == 0)
+        return xf_ref_cumsum(n, in, out, err);
+    int64_t outer = xf_rt_dims_product(xs, 0, axis), len = xs->dims[axis];
+    int64_t inner = xf_rt_dims_product(xs, axis + 1, xs->ndim);
+    bool rev = n->attrs.cumsum_reverse, excl = n->attrs.cumsum_exclusive;
+    const float *x = in[0].data;
+    float *y = out[0].data;
+    int64_t blocks = (inner + CUMSUM_COLS - 1) / CUMSUM_COLS, parts = outer * blocks;
+    XF_OMP_FOR(parts > 1 && outer * len * inner >= 2 * XF_DN_CHUNK_MIN)
+    for (int64_t p = 0; p < parts; p++) {
+        int64_t o = p / blocks, j0 = (p % blocks) * CUMSUM_COLS, off = o * len * inner + j0;
+        if (inner == 1)
+            cumsum_line(x + off, y + off, len, 1, rev, excl);
+        else
+            cumsum_cols(x + off, y + off, len, inner, inner - j0 < CUMSUM_COLS ? inner - j0 : CUMSUM_COLS, rev, excl);
+    }
+    return XF_OK;
+}
+
+static bool cumsum_handles(const xf_graph *g, const xf_node *n)
+{
+    return n->n_inputs == 2 && n->n_outputs == 1 && xf_dn_input(n, 0) >= 0 && xf_dn_input(n, 1) >= 0 &&
+           g->values[n->inputs[0]].dtype == XF_DT_FLOAT && g->values[n->outputs[0]].dtype == XF_DT_FLOAT;
+}
+
+XF_DN_KERNEL_PREPARE(cumsum_prepare, cumsum_run)
+
+const xf_dn_handler xf_dn_cumsum_handler = {cumsum_handles, NULL, cumsum_prepare, NULL};
 
 const xf_dn_handler xf_dn_reduce_loop_handler = {reduce_loop_handles, NULL, reduce_loop_prepare, NULL};

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Resize and Upsample, nearest, (multi)linear or cubic: each output
  * coordinate is mapped back to the input by the coordinate mode, per dim,
@@ -303,6 +304,96 @@ static void resize_walk_all(resize_axis *const *map, const int64_t *istride, con
     }
 }
 
+/* Resizes of many taps an element (their product over the dims past
+ * SEPARABLE_TAPS: cubic or antialiased along three dims or more), where
+ * the walk above would visit every combination, run as one pass per dim
+ * over buffers of doubles: along the dims that shrink first, so that no
+ * buffer is larger than the input or the output; the adjoint runs the
+ * passes' adjoints in the reverse order.  Not where a dim has an index
+ * without taps (tf_crop_and_resize's extrapolation). */
+enum { SEPARABLE_TAPS = 64 };
+
+typedef struct resize_passes {
+    int rank, order[XF_MAX_DIMS], count; /* the dims resized, in pass order */
+    xf_shape xs, ys;
+    int64_t largest; /* elements of the largest buffer */
+} resize_passes;
+
+static bool resize_separable(resize_axis *const *map, const xf_shape *xs, const xf_shape *ys, resize_passes *p)
+{
+    double combos = 1;
+    *p = (resize_passes){.rank = xs->ndim, .xs = *xs, .ys = *ys};
+    for (int d = 0; d < xs->ndim; d++) {
+        int most = 0;
+        bool identity = xs->dims[d] == ys->dims[d];
+        for (int64_t i = 0; i < ys->dims[d]; i++) {
+            const resize_axis *r = &map[d][i];
+            if (r->n == 0)
+                return false;
+            most = r->n > most ? r->n : most;
+            identity = identity && r->n == 1 && r->idx[0] == i && r->w[0] == 1;
+        }
+        combos *= most;
+        if (!identity)
+            p->order[p->count++] = d;
+    }
+    /* the shrinking dims first, most first; then the growing ones, least first */
+    for (int a = 1; a < p->count; a++)
+        for (int b = a; b > 0; b--) {
+            int u = p->order[b - 1], v = p->order[b];
+            double ru = (double)ys->dims[u] / (double)xs->dims[u], rv = (double)ys->dims[v] / (double)xs->dims[v];
+            if (rv >= ru)
+                break;
+            p->order[b - 1] = v, p->order[b] = u;
+        }
+    int64_t nx = xf_shape_numel(xs), ny = xf_shape_numel(ys);
+    p->largest = nx > ny ? nx : ny;
+    return combos > SEPARABLE_TAPS;
+}
+
+/* One pass along dim d, from src (shape s) into dst (s with dim d of
+ * len_out): dst[o, i, k] = sum w src[o, idx, k] or, adjoint, dst[o, idx,
+ * k] += w src[o, i, k] (dst zeroed first). */
+static void resize_pass(const resize_axis *m, const xf_shape *s, int d, int64_t len_out, bool adjoint,
+                        const double *src, double *dst)
+{
+    int64_t outer = 1, inner = 1, len_in = s->dims[d];
+    for (int k = 0; k < d; k++)
+        outer *= s->dims[k];
+    for (int k = d + 1; k < s->ndim; k++)
+        inner *= s->dims[k];
+    int64_t taps_len = adjoint ? len_in : len_out; /* the map's side: the forward output's */
+    memset(dst, 0, sizeof *dst * (size_t)(outer * len_out * inner));
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < taps_len; i++)
+            for (int t = 0; t < m[i].n; t++) {
+                double w = m[i].w[t];
+                const double *a = src + (o * len_in + (adjoint ? i : m[i].idx[t])) * inner;
+                double *b = dst + (o * len_out + (adjoint ? m[i].idx[t] : i)) * inner;
+                for (int64_t k = 0; k < inner; k++)
+                    b[k] += w * a[k];
+            }
+}
+
+/* All the passes (adjoint: in reverse, from a buffer of ys to one of xs):
+ * from `from` into `into`, both of p->largest doubles and swapped between
+ * passes; the buffer holding the result. */
+static double *resize_run_passes(resize_axis *const *map, const resize_passes *p, bool adjoint, double *from,
+                                 double *into)
+{
+    xf_shape s = adjoint ? p->ys : p->xs;
+    for (int k = 0; k < p->count; k++) {
+        int d = p->order[adjoint ? p->count - 1 - k : k];
+        int64_t len_out = adjoint ? p->xs.dims[d] : p->ys.dims[d];
+        resize_pass(map[d], &s, d, len_out, adjoint, from, into);
+        s.dims[d] = len_out;
+        double *t = from;
+        from = into;
+        into = t;
+    }
+    return from;
+}
+
 /* The forward sum: v accumulates in double, stored once per element. */
 typedef struct resize_sum {
     const xf_node *n;
@@ -335,8 +426,20 @@ xf_status xf_ref_resize(const xf_node *n, const xf_tensor_view *in, const xf_ten
     resize_axis *map[XF_MAX_DIMS] = {NULL};
     xf_status st = resize_maps(n, in, &y->shape, map, istride, err);
     resize_sum sum = {n, x, y, 0};
-    if (st == XF_OK && !resize_planes(n, x, y, map))
+    resize_passes p;
+    double *buf = NULL;
+    if (st == XF_OK && resize_separable(map, &x->shape, &y->shape, &p)) {
+        buf = malloc(sizeof *buf * 2 * (size_t)p.largest);
+        if (!buf)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; buf && i < xf_rt_numel(x); i++)
+            buf[i] = xf_rt_load_f64(x->dtype, x->data, i);
+        if (buf)
+            xf_rt_store_f64_run(y->dtype, y->data, 0, xf_rt_numel(y),
+                                resize_run_passes(map, &p, false, buf, buf + p.largest));
+    } else if (st == XF_OK && !resize_planes(n, x, y, map))
         resize_walk_all(map, istride, &y->shape, sum_tap, sum_outside, sum_store, &sum);
+    free(buf);
     for (int d = 0; d < rank; d++)
         free(map[d]);
     return st;
@@ -366,7 +469,19 @@ xf_status xf_ref_resize_backward(const xf_node *n, const xf_tensor_view *in, con
         return XF_OK;
     xf_status st = resize_maps(n, in, ys, map, istride, err);
     resize_back back = {gy, gx};
-    if (st == XF_OK)
+    resize_passes p;
+    if (st == XF_OK && resize_separable(map, &in[0].shape, ys, &p)) {
+        double *buf = malloc(sizeof *buf * 2 * (size_t)p.largest);
+        if (!buf)
+            st = xf_error_set(err, XF_ERR_NOMEM, "out of memory");
+        if (buf) {
+            memcpy(buf, gy, sizeof *buf * (size_t)xf_shape_numel(ys));
+            const double *g = resize_run_passes(map, &p, true, buf, buf + p.largest);
+            for (int64_t i = 0; i < xf_shape_numel(&in[0].shape); i++)
+                gx[i] += g[i];
+        }
+        free(buf);
+    } else if (st == XF_OK)
         resize_walk_all(map, istride, ys, back_tap, back_outside, NULL, &back);
     for (int d = 0; d < ys->ndim; d++)
         free(map[d]);

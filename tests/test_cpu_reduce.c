@@ -7,7 +7,8 @@
  * several rows a pass, a last block partly full), over everything, through
  * dims of 1, with runs long enough for the threads; maxima, minima and
  * indices exactly (ties, NaN and infinities among the values), the sums
- * within rounding.  Axes that are not one run stay on cpu_ref's kernel. */
+ * within rounding.  Axes that are not one run become one reduction per
+ * run.  CumSum runs on a loop of its own. */
 #include "backend_util.h"
 #include "core_builders.h"
 #include "xf_runtime.h"
@@ -229,20 +230,92 @@ START_TEST(lp_norms)
 }
 END_TEST
 
-/* Axes that are not one run (0 and 2 of four), and ReduceMax over the
- * spatial dims (a global pool), are not the loops'. */
+/* Axes that are not one run become one reduction per run, the innermost
+ * first (cpu_dnnl_lower_reduce.c): every reduce op over two and three
+ * runs, dims kept or not, axes from the attribute or the input, a dim of 1
+ * between reduced ones bridged (one run: not split); Max and Min exactly
+ * cpu_ref's, the others within rounding, no part on cpu_ref's kernel. */
+START_TEST(split_runs)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_shape shape;
+        int n_axes;
+        int64_t axes[3];
+        int parts;
+    } splits[] = {
+        {{4, {3, 17, 5, 40}}, 2, {0, 2}, 2},
+        {{4, {8, 64, 32, 64}}, 2, {1, 3}, 2},
+        {{5, {2, 3, 4, 5, 6}}, 3, {0, 2, -1}, 3},
+        {{5, {4, 1, 6, 1, 10}}, 3, {0, 2, 4}, 1},
+    };
+    for (size_t o = 0; o < sizeof reduce_ops / sizeof *reduce_ops; o++)
+        for (size_t f = 0; f < sizeof splits / sizeof *splits; f++)
+            for (int keep = 0; keep < 2; keep++) {
+                xf_op op = reduce_ops[o];
+                xf_graph *g = xf_graph_create("split");
+                int x = add_input(g, splits[f].shape);
+                if (op == XF_OP_REDUCE_PROD || op == XF_OP_REDUCE_LOG_SUM)
+                    x = xf_bt_with_scalar(g, XF_OP_ADD, out0(g, NODE(g, XF_OP_ABS, x)), 0.5f);
+                bool as_input = (f + (size_t)keep) % 2 == 1;
+                int n = xf_bt_reduce(g, op, x, splits[f].axes, splits[f].n_axes, as_input, keep);
+                xf_graph_add_output(g, out0(g, n));
+                char what[96], impl[128];
+                snprintf(what, sizeof what, "%s, split %zu, keepdims %d", xf_op_name(op), f, keep);
+                bool exact = op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN;
+                int64_t opset = as_input ? 18 : 17;
+                xf_bt_check_cpu(g, opset, exact ? 0 : 1e-6, exact ? 0 : 1e-5, what);
+                /* SumSquare sums its parts; LogSum logs their sums */
+                xf_op last = splits[f].parts > 1 && op == XF_OP_REDUCE_SUM_SQUARE ? XF_OP_REDUCE_SUM : op;
+                xf_op first = splits[f].parts > 1 && op == XF_OP_REDUCE_LOG_SUM ? XF_OP_REDUCE_SUM : op;
+                xf_bt_nth_node_impl(g, opset, first, 0, impl, sizeof impl);
+                ck_assert_msg(strcmp(impl, "cpu_ref kernel") != 0, "%s: the first part runs as %s", what, impl);
+                xf_bt_nth_node_impl(g, opset, last, first == last ? splits[f].parts - 1 : 0, impl, sizeof impl);
+                ck_assert_msg(strcmp(impl, "cpu_ref kernel") != 0, "%s: the last part runs as %s", what, impl);
+                xf_graph_free(g);
+            }
+}
+END_TEST
+
+/* CumSum of floats on the backend's loop: along the last axis (lines),
+ * the first and a middle one (columns, 300 of them: a full block and a
+ * part), forward and reverse, inclusive and exclusive, the axis int64 or
+ * int32; exactly cpu_ref's sums in double rounded to float. */
+START_TEST(cumsum_loop)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const struct {
+        xf_shape shape;
+        int64_t axis;
+    } forms[] = {{{2, {64, 1000}}, 1}, {{2, {1000, 300}}, 0}, {{3, {3, 5, 517}}, -2}, {{1, {4000}}, 0}};
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++)
+        for (int mode = 0; mode < 4; mode++) {
+            xf_graph *g = xf_graph_create("cumsum");
+            int x = add_input(g, forms[f].shape);
+            int32_t a32 = (int32_t)forms[f].axis;
+            int axis = mode == 3 ? constant(g, "axis", XF_DT_INT32, SCALAR, &a32) : scalar_i64(g, forms[f].axis);
+            int n = NODE(g, XF_OP_CUM_SUM, x, axis);
+            attrs(g, n)->cumsum_reverse = mode & 1;
+            attrs(g, n)->cumsum_exclusive = mode >= 2;
+            xf_graph_add_output(g, out0(g, n));
+            char what[64];
+            snprintf(what, sizeof what, "CumSum, form %zu, mode %d", f, mode);
+            xf_bt_check_cpu(g, 14, 0, 0, what);
+            check_impl(g, 14, XF_OP_CUM_SUM, "own loop", what);
+            xf_graph_free(g);
+        }
+}
+END_TEST
+
+/* ReduceMax over the spatial dims (a global pool) is not the loops'. */
 START_TEST(other_forms)
 {
     if (!xf_bt_have_cpu())
         return;
-    xf_graph *g = xf_graph_create("apart");
-    int n = xf_bt_reduce(g, XF_OP_REDUCE_MIN, add_input(g, SHAPE(3, 17, 5, 40)), (int64_t[]){0, 2}, 2, false, true);
-    xf_graph_add_output(g, out0(g, n));
-    xf_bt_check_cpu(g, 13, 0, 0, "ReduceMin over axes 0 and 2");
-    check_impl(g, 13, XF_OP_REDUCE_MIN, "cpu_ref kernel", "ReduceMin over axes 0 and 2");
-    xf_graph_free(g);
-    g = xf_graph_create("pool");
-    n = xf_bt_reduce(g, XF_OP_REDUCE_MAX, add_input(g, SHAPE(2, 24, 33, 7)), (int64_t[]){2, 3}, 2, false, true);
+    xf_graph *g = xf_graph_create("pool");
+    int n = xf_bt_reduce(g, XF_OP_REDUCE_MAX, add_input(g, SHAPE(2, 24, 33, 7)), (int64_t[]){2, 3}, 2, false, true);
     xf_graph_add_output(g, out0(g, n));
     xf_bt_check_cpu(g, 13, 0, 0, "ReduceMax over H and W");
     char impl[128];
@@ -263,6 +336,8 @@ int main(void)
     tcase_add_test(tc, lp_norms);
     tcase_add_test(tc, empty_runs);
     tcase_add_test(tc, other_forms);
+    tcase_add_test(tc, split_runs);
+    tcase_add_test(tc, cumsum_loop);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }

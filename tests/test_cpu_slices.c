@@ -149,9 +149,10 @@ START_TEST(rois)
 }
 END_TEST
 
-/* Reduce ops split along the first dim over 1 when it is kept: a sum
- * over two axes apart (axes as an input; over one run, as RT-DETR's sum of
- * 12 samples per query, it runs on oneDNN), the largest of 80 class
+/* Reduce ops split along the first dim over 1 when it is kept: a sum of
+ * doubles over two axes apart (axes as an input; floats are reduced a run
+ * at a time, test_cpu_reduce, and over one run, as RT-DETR's sum of 12
+ * samples per query, on oneDNN), the largest of 80 class
  * scores, reductions over inner dims and over a middle one after a batch
  * of 5, and one whose first dim over 1 is reduced (one run). */
 START_TEST(reductions)
@@ -164,23 +165,22 @@ START_TEST(reductions)
         int n_axes;
         int64_t axes[2];
         int keepdims;
-        bool as_input;
+        bool as_input, doubles;
     } forms[] = {
-        {XF_OP_REDUCE_SUM, {4, {8, 32, 300, 12}}, 2, {1, -1}, 0, true},
+        {XF_OP_REDUCE_SUM, {4, {8, 32, 300, 12}}, 2, {1, -1}, 0, true, true},
         {XF_OP_REDUCE_MAX, {3, {1, 8400, 80}}, 1, {-1}, 0, false},
         {XF_OP_REDUCE_LOG_SUM_EXP, {4, {2, 3, 50, 60}}, 2, {2, 3}, 1, false},
         {XF_OP_REDUCE_L2, {4, {1, 1, 700, 30}}, 1, {3}, 1, true},
         {XF_OP_REDUCE_MIN, {3, {5, 700, 3}}, 1, {1}, 0, false},
         {XF_OP_REDUCE_SUM_SQUARE, {3, {1, 700, 30}}, 1, {1}, 1, false},
-        /* axes that are not one run (those that are run on the backend's
-         * own loops: test_cpu_reduce) */
-        {XF_OP_REDUCE_MAX, {4, {6, 40, 5, 30}}, 2, {1, 3}, 1, false},
-        {XF_OP_REDUCE_LOG_SUM_EXP, {4, {6, 40, 5, 30}}, 2, {0, 2}, 0, false},
+        /* axes that are not one run, of doubles (floats': test_cpu_reduce) */
+        {XF_OP_REDUCE_MAX, {4, {6, 40, 5, 30}}, 2, {1, 3}, 1, false, true},
+        {XF_OP_REDUCE_LOG_SUM_EXP, {4, {6, 40, 5, 30}}, 2, {0, 2}, 0, false, true},
     };
     for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
         xf_graph *g = xf_graph_create("reduce");
-        xf_bt_reduce(g, forms[f].op, in(g, XF_DT_FLOAT, forms[f].shape), forms[f].axes, forms[f].n_axes,
-                     forms[f].as_input, forms[f].keepdims);
+        xf_bt_reduce(g, forms[f].op, in(g, forms[f].doubles ? XF_DT_DOUBLE : XF_DT_FLOAT, forms[f].shape),
+                     forms[f].axes, forms[f].n_axes, forms[f].as_input, forms[f].keepdims);
         char what[64];
         snprintf(what, sizeof what, "%s, form %zu", xf_op_name(forms[f].op), f);
         check(g, what);

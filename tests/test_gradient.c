@@ -516,6 +516,20 @@ static void b_resize(Onnx__GraphProto *g)
     add_node(g, mk_node("Sum", "y", NAMES("sa", "sc", "sn", "st"), NAMES("y")));
 }
 
+/* Cubic and antialiased along all four dims (about 670 tap combinations an
+ * element): its forward and adjoint run a pass per dim. */
+static void b_resize_every_dim(Onnx__GraphProto *g)
+{
+    static int64_t four[] = {4};
+    static const float scales[] = {1.5f, 0.7f, 1.3f, 0.6f};
+    PUSH(g->n_initializer, g->initializer, mk_raw("s_all", XF_DT_FLOAT, 1, four, scales, sizeof scales));
+    Onnx__NodeProto *c = mk_node("Resize", "every_dim", NAMES("x0", "", "s_all"), NAMES("c"));
+    attr_string(c, "mode", "cubic");
+    attr_int(c, "antialias", 1);
+    add_node(g, c);
+    square_sum(g, "c", "y");
+}
+
 static void b_upsample(Onnx__GraphProto *g)
 {
     static int64_t four[] = {4};
@@ -595,6 +609,7 @@ static const gcase cases[] = {
     {"1-D ConvTranspose to an output_shape", 2, 2, {S(2, 2, 5), S(2, 1, 3)}, false, b_conv_transpose_shape},
     {"Resize linear (antialiased), cubic, nearest and tf_crop_and_resize", 1, 1, {S(1, 2, 4, 5)}, false, b_resize,
      18},
+    {"Resize cubic and antialiased along every dim", 1, 1, {S(2, 3, 4, 5)}, false, b_resize_every_dim, 18},
     {"Upsample", 1, 1, {S(1, 1, 3, 2)}, false, b_upsample, 9},
     {"Einsum (products, a diagonal, an ellipsis), TopK, Round, Floor, Ceil, Sign, and a Dropout", 4, 4,
      {S(2, 3, 4), S(2, 4, 2), S(3, 3), S(4)}, false, b_einsum_top_k, 13},

@@ -267,7 +267,10 @@ END_TEST
  * truncated; a ConvInteger of no output channels whose padding made 860 M
  * column entries nothing read, now none; a TfIdfVectorizer whose mutated
  * ngram index made its output 3 x 1.48 G floats, which ML ops, allocating
- * their outputs themselves, now check against the limit too);
+ * their outputs themselves, now check against the limit too; a Gradient
+ * of a cubic antialiased Resize along all four dims, whose 512 tap
+ * combinations an element took 48 s under the sanitizers, now a pass per
+ * dim);
  * run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
