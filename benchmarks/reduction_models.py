@@ -25,7 +25,8 @@ normalizations, with seeded random weights, as exporters write them:
   (a Div by the root) in the second.
 
 and, under DIR/nodes, single-node models of those reductions (and the
-softmax written out alone, InstanceNormalization, GroupNormalization,
+softmax written out alone, reductions over axes apart, CumSum along the
+first and the last axis, InstanceNormalization, GroupNormalization,
 MeanVarianceNormalization, LpNormalization, Where under a random
 condition and a causal mask, a layer normalization written out as
 exporters before opset 17 write it, and an RMS normalization written out
@@ -153,7 +154,9 @@ NODES = [("reducemin_mid", "ReduceMin", [8, 256, 64, 64], [1], 13),
          ("sumsquare", "ReduceSumSquare", [4096, 1000], [-1], 13),
          ("sum_mid", "ReduceSum", [8, 256, 64, 64], [1], 18),
          ("sum_first", "ReduceSum", [4096, 1000], [0], 18),
-         ("mean_mid", "ReduceMean", [1, 512, 4096], [1], 18)]
+         ("mean_mid", "ReduceMean", [1, 512, 4096], [1], 18),
+         ("mean_axes_apart", "ReduceMean", [32, 64, 1024], [0, 2], 18),
+         ("max_axes_apart", "ReduceMax", [8, 64, 32, 64], [1, 3], 13)]
 
 
 def single_nodes(folder):
@@ -168,6 +171,9 @@ def single_nodes(folder):
             node = h.make_node(op, ins, ["y"], axes=axes, keepdims=1)
         out = value("y", None, T.INT64 if op == "ArgMax" else T.FLOAT)
         save(os.path.join(folder, name + ".onnx"), [node], [value("x", shape)], [out], inits, opset)
+    for name, shape, axis in [("cumsum_first", [1000, 1024], 0), ("cumsum_last", [64, 16000], 1)]:
+        save(os.path.join(folder, name + ".onnx"), [h.make_node("CumSum", ["x", "axis"], ["y"])],
+             [value("x", shape)], [value("y", None)], [init("axis", axis, np.int64)], 14)
     save(os.path.join(folder, "l2norm.onnx"),
          [h.make_node("ReduceL2", ["x"], ["n"], axes=[-1], keepdims=1), h.make_node("Div", ["x", "n"], ["y"])],
          [value("x", [4096, 512])], [value("y", None)], [], 13)
