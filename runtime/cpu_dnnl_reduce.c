@@ -458,12 +458,29 @@ static inline float short_extreme(const float *x, int64_t len, bool min, bool la
 }
 
 /* Rows [0, rows) (inner == 1): each the reduction of its r values at x. */
+/* Rows of two values (a spectrum's real and imaginary parts: |X|^2 or |X|
+ * after an STFT) for SumSquare, L1 and L2, in one loop the compiler
+ * vectorizes: a row at a time took 4.4 ns (Whisper's 1.2 M
+ * power spectrum values, 5.3 ms).  Exactly the row loop's sums. */
+RED_CLONES static void pair_sums(const float *restrict x, int64_t rows, red_sum kind, bool root, float *restrict y)
+{
+    for (int64_t t = 0; t < rows; t++) {
+        double a = RED_TERM(kind, x[2 * t], 0.0) + RED_TERM(kind, x[2 * t + 1], 0.0);
+        y[t] = (float)(root ? sqrt(a) : a);
+    }
+}
+
 static void reduce_rows(const xf_node *n, const float *x, int64_t rows, int64_t r, float *y, int64_t *idx)
 {
     xf_op op = n->op;
     bool min = op == XF_OP_REDUCE_MIN || op == XF_OP_ARG_MIN, last = n->attrs.select_last_index != 0;
     bool arg = op == XF_OP_ARG_MAX || op == XF_OP_ARG_MIN, extreme = op == XF_OP_REDUCE_MAX || op == XF_OP_REDUCE_MIN;
     red_sum kind = sum_kind(n);
+    /* (ReduceSum and ReduceMean of innermost runs are oneDNN's) */
+    if (r == 2 && (op == XF_OP_REDUCE_SUM_SQUARE || op == XF_OP_REDUCE_L1 || op == XF_OP_REDUCE_L2)) {
+        pair_sums(x, rows, kind, op == XF_OP_REDUCE_L2, y);
+        return;
+    }
     for (int64_t t = 0; t < rows; t++, x += r) {
         if (r < RED_LANES && (arg || extreme)) {
             float m = short_extreme(x, r, min, last, arg ? &idx[t] : NULL);

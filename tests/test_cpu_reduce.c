@@ -33,7 +33,8 @@ static const xf_op reduce_ops[] = {
     XF_OP_REDUCE_MAX,        XF_OP_REDUCE_MIN,     XF_OP_REDUCE_PROD,        XF_OP_REDUCE_L1,  XF_OP_REDUCE_L2,
     XF_OP_REDUCE_SUM_SQUARE, XF_OP_REDUCE_LOG_SUM, XF_OP_REDUCE_LOG_SUM_EXP, XF_OP_REDUCE_SUM, XF_OP_REDUCE_MEAN};
 
-/* The shapes and axes the loops are checked on: rows (inner 1), columns
+/* The shapes and axes the loops are checked on: rows (inner 1; of two
+ * values, a spectrum's parts, in a loop of their own), columns
  * (inner > 1, 40 or 680, or 1000 and more, past a block of 2048 with
  * 4096), runs through a dim of 1, everything, nothing (a dim of 1), and
  * sizes past the threads' minimum with rows whose length is no multiple
@@ -52,7 +53,7 @@ static const struct {
     {{4, {3, 17, 1, 40}}, 1, {2}, false, false},     {{3, {2, 300, 37}}, 1, {1}, false, false},
     {{3, {2, 300, 37}}, 1, {2}, true, true},         {{2, {64, 1001}}, 1, {1}, false, true},
     {{2, {1001, 64}}, 1, {0}, false, false},         {{1, {5}}, 1, {0}, false, true},
-    {{3, {2, 7, 4100}}, 1, {1}, false, false},
+    {{3, {2, 7, 4100}}, 1, {1}, false, false},      {{3, {2, 3001, 2}}, 1, {2}, true, true},
 };
 
 /* Reduce ops of random values in [-1, 1): Max and Min exactly, the others
