@@ -27,6 +27,10 @@ typedef struct signal_state {
     float *mat;
     float *frames;
     int64_t frames_cap;
+    /* a real STFT's halves (real_matrix): cosines then sines */
+    int64_t half_n, half_bins;
+    float *half;
+    float *row; /* one output row, interleaved */
 } signal_state;
 
 static void signal_free(void *own)
@@ -36,6 +40,8 @@ static void signal_free(void *own)
         return;
     free(s->mat);
     free(s->frames);
+    free(s->half);
+    free(s->row);
     free(s);
 }
 
@@ -60,7 +66,7 @@ static bool signal_matrix(signal_state *s, signal_kind kind, int64_t n, int64_t 
     s->mat = malloc(sizeof(float) * (size_t)(rows * cols));
     if (!s->mat)
         return false;
-    *s = (signal_state){n, rows, cols, comps, s->mat, s->frames, s->frames_cap};
+    s->n = n, s->rows = rows, s->cols = cols, s->comps = comps;
     const double two_pi = 6.283185307179586476925;
     double sign = kind == SIGNAL_FORWARD ? -1.0 : 1.0, scale = kind == SIGNAL_FORWARD ? 1.0 : 1.0 / (double)n;
     for (int64_t t = 0; t < used; t++) {
@@ -87,6 +93,76 @@ static bool signal_matrix(signal_state *s, signal_kind kind, int64_t n, int64_t 
         }
     }
     return true;
+}
+
+/* A real frame's n-point transform in halves: samples t and n - t meet
+ * the same cosine and opposite sines, so with e_t = x_t + x_(n-t) (x_0,
+ * and x_(n/2) for even n, alone) and o_t = x_t - x_(n-t), Re X_k = sum of
+ * e_t cos(2 pi k t / n) over t <= n / 2 and Im X_k = -sum of o_t sin(2 pi
+ * k t / n) over 0 < t < n / 2: two products of half the multiply-adds of
+ * the whole matrix's.  The matrices: ce = n / 2 + 1 rows of cosines, then
+ * n - ce rows of negated sines, of `bins` columns each. */
+static bool real_matrix(signal_state *s, int64_t n, int64_t bins)
+{
+    if (s->half && s->half_n == n && s->half_bins == bins)
+        return true;
+    free(s->half);
+    free(s->row);
+    s->row = NULL;
+    s->half = NULL;
+    if (bins < 1 || n > SIGNAL_MAX_MATRIX / bins)
+        return false;
+    s->half = malloc(sizeof(float) * (size_t)(n * bins));
+    s->row = malloc(sizeof(float) * (size_t)(2 * bins));
+    if (!s->half || !s->row)
+        return false;
+    s->half_n = n, s->half_bins = bins;
+    const double two_pi = 6.283185307179586476925;
+    int64_t ce = n / 2 + 1;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t t = r < ce ? r : r - ce + 1, m = 0; /* m = k t mod n */
+        for (int64_t k = 0; k < bins; k++) {
+            double angle = two_pi * (double)m / (double)n;
+            s->half[r * bins + k] = (float)(r < ce ? cos(angle) : -sin(angle));
+            m += t;
+            m -= m >= n ? n : 0;
+        }
+    }
+    return true;
+}
+
+/* Frame rows [r0, r0 + count) of a real STFT into y: their e and o
+ * (windowed) into the frames, the halves' products into each output
+ * row's first and second halves, then interleaved. */
+static xf_status real_frames(signal_state *s, const xf_node *n, const float *x, const float *w, int64_t r0,
+                             int64_t count, int64_t frames, int64_t length, int64_t step, float *y, xf_error *err)
+{
+    int64_t fn = s->half_n, bins = s->half_bins, ce = fn / 2 + 1, co = fn - ce;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t b = (r0 + i) / frames, f = (r0 + i) % frames;
+        const float *v = x + b * length + f * step;
+        float *e = s->frames + i * fn, *o = e + ce;
+        e[0] = w ? v[0] * w[0] : v[0];
+        for (int64_t t = 1; t < ce; t++) {
+            float a = w ? v[t] * w[t] : v[t], z = w ? v[fn - t] * w[fn - t] : v[fn - t];
+            e[t] = t == fn - t ? a : a + z;
+            if (t < fn - t)
+                o[t - 1] = a - z;
+        }
+    }
+    float *yr = y + r0 * 2 * bins;
+    if (!xf_dn_sgemm(false, count, bins, ce, 1.0f, s->frames, fn, s->half, bins, 0.0f, yr, 2 * bins) ||
+        !xf_dn_sgemm(false, count, bins, co, 1.0f, s->frames + ce, fn, s->half + ce * bins, bins, 0.0f, yr + bins,
+                     2 * bins))
+        return xf_rt_bad_node(err, n, "oneDNN's sgemm failed");
+    for (int64_t i = 0; i < count; i++, yr += 2 * bins) {
+        for (int64_t k = 0; k < bins; k++) {
+            s->row[2 * k] = yr[k];
+            s->row[2 * k + 1] = yr[bins + k];
+        }
+        memcpy(yr, s->row, sizeof(float) * (size_t)(2 * bins));
+    }
+    return XF_OK;
 }
 
 /* What profiles call the last run's way. */
@@ -158,7 +234,8 @@ static xf_status stft_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view
         return on_ref(st, xf_ref_stft, n, in, out, err);
     int64_t frames = 1 + (length - frame) / step, bins = n->attrs.dft_onesided ? frame / 2 + 1 : frame;
     xf_shape want = {.ndim = 4, .dims = {batch, frames, bins, 2}};
-    if (!xf_shape_equal(&out[0].shape, &want) || !signal_matrix(s, SIGNAL_FORWARD, frame, frame, c, bins))
+    if (!xf_shape_equal(&out[0].shape, &want) ||
+        !(c == 1 ? real_matrix(s, frame, bins) : signal_matrix(s, SIGNAL_FORWARD, frame, frame, c, bins)))
         return on_ref(st, xf_ref_stft, n, in, out, err);
     st->own_name = matrix_name;
     int64_t k = frame * c, rows = batch * frames;
@@ -173,6 +250,12 @@ static xf_status stft_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view
     float *y = out[0].data;
     for (int64_t r0 = 0; r0 < rows; r0 += STFT_BLOCK) {
         int64_t count = rows - r0 < STFT_BLOCK ? rows - r0 : STFT_BLOCK;
+        if (c == 1) {
+            xf_status rs = real_frames(s, n, x, w, r0, count, frames, length, step, y, err);
+            if (rs != XF_OK)
+                return rs;
+            continue;
+        }
         for (int64_t i = 0; i < count; i++) {
             int64_t b = (r0 + i) / frames, f = (r0 + i) % frames;
             const float *src = x + (b * length + f * step) * c;

@@ -1,5 +1,6 @@
 /* STFT and DFT of floats on the cpu backend: the frames (a DFT's lines)
- * times the transform's matrix on oneDNN's sgemm (cpu_dnnl_signal.c),
+ * times the transform's matrix on oneDNN's sgemm (cpu_dnnl_signal.c; real
+ * frames in halves, of even and odd lengths, down to 1 and 2 samples),
  * against cpu_ref's direct sums in double, within float's rounding of
  * the largest output.  STFTs of real signals ([batch, length, 1] and
  * [batch, length]) and complex ones, with a window, a frame_length, all
@@ -50,6 +51,8 @@ START_TEST(stft_forms)
          .all_bins = true},
         {.batch = 3, .length = 257, .comps = 1, .step = 7, .frame = 31, .window = true, .frame_input = true},
         {.batch = 1, .length = 100, .comps = 0, .step = 1, .frame = 100},
+        {.batch = 2, .length = 9, .comps = 1, .step = 1, .frame = 2, .window = true}, /* no sines */
+        {.batch = 1, .length = 5, .comps = 0, .step = 2, .frame = 1, .all_bins = true},
     };
     for (int i = 0; i < (int)(sizeof forms / sizeof *forms); i++) {
         const stft_form *f = &forms[i];
