@@ -50,8 +50,7 @@ static int reduce_runs(const xf_graph *g, int i, int *first, int *last)
         return 0;
     const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
     bool reduced[XF_MAX_DIMS];
-    if (x->ndim < 2 || xf_shape_numel(x) <= 0 || xf_shape_numel(y) < 0 ||
-        !xf_dn_reduce_axes(g, n, x->ndim, reduced))
+    if (x->ndim < 2 || xf_shape_numel(x) <= 0 || xf_shape_numel(y) < 0 || !xf_dn_reduce_axes(g, n, x->ndim, reduced))
         return 0;
     int runs = 0;
     bool open = false; /* a run goes on past dims of 1, not past a kept dim */

@@ -211,8 +211,8 @@ static xf_status dft_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view 
         return on_ref(st, xf_ref_dft, n, in, out, err);
     st->own_name = matrix_name;
     int64_t outer = xf_rt_numel(&in[0]) / (lines * c);
-    if (!xf_dn_sgemm(false, outer, s->cols, s->rows, 1.0f, in[0].data, lines * c, s->mat, s->cols, 0.0f,
-                     out[0].data, s->cols))
+    if (!xf_dn_sgemm(false, outer, s->cols, s->rows, 1.0f, in[0].data, lines * c, s->mat, s->cols, 0.0f, out[0].data,
+                     s->cols))
         return xf_rt_bad_node(err, n, "oneDNN's sgemm failed");
     return XF_OK;
 }

@@ -86,14 +86,14 @@ START_TEST(dft_forms)
     if (!xf_bt_have_cpu())
         return;
     static const dft_form forms[] = {
-        {3, {3, 100, 1}, 1, 0, false, true, false},        /* real, onesided */
-        {4, {2, 5, 64, 2}, 2, 0, false, false, false},     /* complex, every bin */
-        {3, {4, 50, 2}, -2, 0, true, false, false},        /* inverse */
-        {3, {3, 33, 2}, 1, 0, true, true, false},          /* inverse of a onesided spectrum: 64 samples */
-        {3, {3, 33, 2}, 1, 63, true, true, false},         /* the same, 63 */
-        {3, {2, 100, 1}, 1, 128, false, true, false},      /* zero-padded */
-        {3, {2, 100, 2}, 1, 60, false, false, false},      /* cut */
-        {3, {2, 64, 1}, 1, 0, false, true, true},          /* the axis an input (opset 20) */
+        {3, {3, 100, 1}, 1, 0, false, true, false},          /* real, onesided */
+        {4, {2, 5, 64, 2}, 2, 0, false, false, false},       /* complex, every bin */
+        {3, {4, 50, 2}, -2, 0, true, false, false},          /* inverse */
+        {3, {3, 33, 2}, 1, 0, true, true, false},            /* inverse of a onesided spectrum: 64 samples */
+        {3, {3, 33, 2}, 1, 63, true, true, false},           /* the same, 63 */
+        {3, {2, 100, 1}, 1, 128, false, true, false},        /* zero-padded */
+        {3, {2, 100, 2}, 1, 60, false, false, false},        /* cut */
+        {3, {2, 64, 1}, 1, 0, false, true, true},            /* the axis an input (opset 20) */
         {4, {2, 16, 8, 1}, 1, 0, false, false, false, true}, /* an earlier axis: cpu_ref's kernel */
         {3, {1, 3000, 1}, 1, 0, false, true, false, true},   /* 3000 x 3002 entries: cpu_ref's kernel */
         {3, {1, 1400, 1}, 1, 0, false, true, false},         /* 1400 x 1402: the matrix */
