@@ -318,43 +318,49 @@ void xf_dn_prelu_channels(const float *x, float *y, const float *slope, int64_t 
  * unequal and unordered), along the runs of xf_rt_iter.  cpu_ref's blocks,
  * widened and narrowed again, took 1.9 ns an element (Magika's one-hot
  * Equal, 2048 bytes against 257 codes, 1.0 ms on one thread). */
-/* one binary op along a run: each side read in place, or one element for
- * all (broadcast), so that the common forms vectorize */
-#define BINARY_RUN(T, OP)                                                                                              \
+/* one binary op along a run, E(x, y) each element: each side read in
+ * place, or one element for all (broadcast), so that the common forms
+ * vectorize */
+#define BINARY_RUN(T, E)                                                                                               \
     do {                                                                                                               \
         if (sa == 1 && sb == 1)                                                                                        \
             for (int64_t k = 0; k < n; k++)                                                                            \
-                o[k] = a[k] OP b[k];                                                                                   \
+                o[k] = E(a[k], b[k]);                                                                                  \
         else if (sa == 0 && sb == 1) {                                                                                 \
             T av = a[0];                                                                                               \
             for (int64_t k = 0; k < n; k++)                                                                            \
-                o[k] = av OP b[k];                                                                                     \
+                o[k] = E(av, b[k]);                                                                                    \
         } else if (sa == 1 && sb == 0) {                                                                               \
             T bv = b[0];                                                                                               \
             for (int64_t k = 0; k < n; k++)                                                                            \
-                o[k] = a[k] OP bv;                                                                                     \
+                o[k] = E(a[k], bv);                                                                                    \
         } else                                                                                                         \
             for (int64_t k = 0; k < n; k++)                                                                            \
-                o[k] = a[k * sa] OP b[k * sb];                                                                         \
+                o[k] = E(a[k * sa], b[k * sb]);                                                                        \
     } while (0)
+#define OP_EQ(x, y) ((x) == (y))
+#define OP_GT(x, y) ((x) > (y))
+#define OP_LT(x, y) ((x) < (y))
+#define OP_GE(x, y) ((x) >= (y))
+#define OP_LE(x, y) ((x) <= (y))
 #define COMPARE_RUNS(T)                                                                                                \
     static void compare_##T(xf_op op, const T *a, int64_t sa, const T *b, int64_t sb, uint8_t *o, int64_t n)           \
     {                                                                                                                  \
         switch (op) {                                                                                                  \
         case XF_OP_EQUAL:                                                                                              \
-            BINARY_RUN(T, ==);                                                                                         \
+            BINARY_RUN(T, OP_EQ);                                                                                      \
             break;                                                                                                     \
         case XF_OP_GREATER:                                                                                            \
-            BINARY_RUN(T, >);                                                                                          \
+            BINARY_RUN(T, OP_GT);                                                                                      \
             break;                                                                                                     \
         case XF_OP_LESS:                                                                                               \
-            BINARY_RUN(T, <);                                                                                          \
+            BINARY_RUN(T, OP_LT);                                                                                      \
             break;                                                                                                     \
         case XF_OP_GREATER_OR_EQUAL:                                                                                   \
-            BINARY_RUN(T, >=);                                                                                         \
+            BINARY_RUN(T, OP_GE);                                                                                      \
             break;                                                                                                     \
         default:                                                                                                       \
-            BINARY_RUN(T, <=);                                                                                         \
+            BINARY_RUN(T, OP_LE);                                                                                      \
             break;                                                                                                     \
         }                                                                                                              \
     }
@@ -540,54 +546,92 @@ const xf_dn_handler xf_dn_where_handler = {where_handles, NULL, where_prepare, N
  * 2 x 37 x 37 x 512 on one thread).  Here the output goes as cpu_ref's
  * runs (xf_rt_iter_runs), each a loop the compiler vectorizes, the runs in
  * parts over the threads; each element is the float op, as cpu_ref's
- * (whose double result rounds to the same float). */
+ * (whose double result rounds to the same float).  Add, Sub and Mul of
+ * int32 and int64 too (ONNX Runtime's older quantized models add an int32
+ * bias per channel to ConvInteger's sums: 1 ns an element on cpu_ref),
+ * wrapping as cpu_ref's int64 arithmetic does once stored. */
 enum { BCAST_MIN_RUN = 16 };
 
-#define BCAST_RUNS(name, OP)                                                                                           \
-    WHERE_CLONES static void name(const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n)         \
-    {                                                                                                                  \
-        BINARY_RUN(float, OP);                                                                                         \
-    }
-BCAST_RUNS(bcast_add, +)
-BCAST_RUNS(bcast_sub, -)
-BCAST_RUNS(bcast_mul, *)
-BCAST_RUNS(bcast_div, /)
+#define OP_ADD(x, y) ((x) + (y))
+#define OP_SUB(x, y) ((x) - (y))
+#define OP_MUL(x, y) ((x) * (y))
+#define OP_DIV(x, y) ((x) / (y))
+#define OP_ADD_I32(x, y) ((int32_t)((uint32_t)(x) + (uint32_t)(y)))
+#define OP_SUB_I32(x, y) ((int32_t)((uint32_t)(x) - (uint32_t)(y)))
+#define OP_MUL_I32(x, y) ((int32_t)((uint32_t)(x) * (uint32_t)(y)))
+#define OP_ADD_I64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
+#define OP_SUB_I64(x, y) ((int64_t)((uint64_t)(x) - (uint64_t)(y)))
+#define OP_MUL_I64(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
 
-typedef void (*bcast_fn)(const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n);
+#define BCAST_RUNS(name, T, E)                                                                                         \
+    WHERE_CLONES static void name(const void *av, int64_t sa, const void *bv, int64_t sb, void *ov, int64_t n)         \
+    {                                                                                                                  \
+        const T *a = av, *b = bv;                                                                                      \
+        T *o = ov;                                                                                                     \
+        BINARY_RUN(T, E);                                                                                              \
+    }
+BCAST_RUNS(bcast_add, float, OP_ADD)
+BCAST_RUNS(bcast_sub, float, OP_SUB)
+BCAST_RUNS(bcast_mul, float, OP_MUL)
+BCAST_RUNS(bcast_div, float, OP_DIV)
+BCAST_RUNS(bcast_add_i32, int32_t, OP_ADD_I32)
+BCAST_RUNS(bcast_sub_i32, int32_t, OP_SUB_I32)
+BCAST_RUNS(bcast_mul_i32, int32_t, OP_MUL_I32)
+BCAST_RUNS(bcast_add_i64, int64_t, OP_ADD_I64)
+BCAST_RUNS(bcast_sub_i64, int64_t, OP_SUB_I64)
+BCAST_RUNS(bcast_mul_i64, int64_t, OP_MUL_I64)
+
+typedef void (*bcast_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n);
+
+/* The loop of op over type t; NULL where there is none (integer Div). */
+static bcast_fn bcast_loop(xf_op op, xf_dtype t)
+{
+    int k = op == XF_OP_ADD ? 0 : op == XF_OP_SUB ? 1 : op == XF_OP_MUL ? 2 : op == XF_OP_DIV ? 3 : -1;
+    static const bcast_fn floats[] = {bcast_add, bcast_sub, bcast_mul, bcast_div};
+    static const bcast_fn i32[] = {bcast_add_i32, bcast_sub_i32, bcast_mul_i32, NULL};
+    static const bcast_fn i64[] = {bcast_add_i64, bcast_sub_i64, bcast_mul_i64, NULL};
+    if (k < 0)
+        return NULL;
+    return t == XF_DT_FLOAT ? floats[k] : t == XF_DT_INT32 ? i32[k] : t == XF_DT_INT64 ? i64[k] : NULL;
+}
 
 static xf_status bcast_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
     (void)err;
-    bcast_fn f = n->op == XF_OP_ADD   ? bcast_add
-                 : n->op == XF_OP_SUB ? bcast_sub
-                 : n->op == XF_OP_MUL ? bcast_mul
-                                      : bcast_div;
+    bcast_fn f = bcast_loop(n->op, out[0].dtype);
+    size_t es = xf_dtype_size(out[0].dtype);
     xf_rt_iter it;
     int64_t step[XF_RT_MAX_OPERANDS], size;
     int64_t len = bcast_walk(&out[0].shape, &in[0].shape, &in[1].shape, &it, step);
     int64_t runs = len ? xf_rt_numel(&out[0]) / len : 0, parts = runs > 1 ? xf_dn_chunks(runs * len, &size) : 1;
     parts = parts < runs ? parts : runs;
-    const float *a = in[0].data, *b = in[1].data;
-    float *o = out[0].data;
+    const char *a = in[0].data, *b = in[1].data;
+    char *o = out[0].data;
     XF_OMP_FOR(parts > 1)
     for (int64_t p = 0; p < parts; p++) {
         xf_rt_iter at = it;
         int64_t first = p * runs / parts, last = (p + 1) * runs / parts;
         xf_rt_iter_seek(&at, first);
         for (int64_t r = first; r < last; r++, xf_rt_iter_next(&at))
-            f(a + at.off[1], step[1], b + at.off[2], step[2], o + at.off[0], len);
+            f(a + at.off[1] * (int64_t)es, step[1], b + at.off[2] * (int64_t)es, step[2], o + at.off[0] * (int64_t)es,
+              len);
     }
     return XF_OK;
 }
 
-/* Float Add, Sub, Mul and Div whose runs (as the shapes known when the
- * session is made give them) are long enough to pay for a call each. */
+/* Add, Sub, Mul and Div of floats, Add, Sub and Mul of int32 or int64,
+ * whose runs (as the shapes known when the session is made give them) are
+ * long enough to pay for a call each. */
 static bool bcast_handles(const xf_graph *g, const xf_node *n)
 {
-    if (n->n_inputs != 2 || n->n_outputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0 || !xf_dn_all_f32(g, n))
+    if (n->n_inputs != 2 || n->n_outputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0)
+        return false;
+    xf_dtype t = g->values[n->outputs[0]].dtype;
+    if (!bcast_loop(n->op, t) || g->values[n->inputs[0]].dtype != t || g->values[n->inputs[1]].dtype != t)
         return false;
     const xf_shape *y = &g->values[n->outputs[0]].shape;
-    if (y->ndim < 0 || xf_shape_numel(y) <= 0)
+    if (y->ndim < 0 || xf_shape_numel(y) <= 0 || g->values[n->inputs[0]].shape.ndim < 0 ||
+        g->values[n->inputs[1]].shape.ndim < 0)
         return false;
     xf_rt_iter it;
     int64_t step[XF_RT_MAX_OPERANDS];
