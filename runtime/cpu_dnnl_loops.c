@@ -137,31 +137,36 @@ static inline float erf_one(float xf)
     return (float)copysign(v, x);
 }
 
+/* A unary loop over one_fn's elements in blocks of `lanes`, which the
+ * compiler vectorizes (for the CPU found at run time), in chunks over the
+ * threads, as xf_dn_<name>_run. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+#define UNARY_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define UNARY_CLONES
 #endif
-static void
-erf_of(const float *restrict x, float *restrict y, int64_t count)
-{
-    int64_t i = 0;
-    for (; i + ERF_LANES <= count; i += ERF_LANES)
-        for (int l = 0; l < ERF_LANES; l++)
-            y[i + l] = erf_one(x[i + l]);
-    for (; i < count; i++)
-        y[i] = erf_one(x[i]);
-}
+#define UNARY_LOOP(name, one_fn, lanes)                                                                                \
+    UNARY_CLONES static void name##_of(const float *restrict x, float *restrict y, int64_t count)                      \
+    {                                                                                                                  \
+        int64_t i = 0;                                                                                                 \
+        for (; i + (lanes) <= count; i += (lanes))                                                                     \
+            for (int l = 0; l < (lanes); l++)                                                                          \
+                y[i + l] = one_fn(x[i + l]);                                                                           \
+        for (; i < count; i++)                                                                                         \
+            y[i] = one_fn(x[i]);                                                                                       \
+    }                                                                                                                  \
+    static void name##_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)      \
+    {                                                                                                                  \
+        (void)n, (void)in;                                                                                             \
+        name##_of(x, y, count);                                                                                        \
+    }                                                                                                                  \
+    xf_status xf_dn_##name##_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err) \
+    {                                                                                                                  \
+        (void)err;                                                                                                     \
+        return in_chunks(n, in, out, name##_chunk);                                                                    \
+    }
 
-static void erf_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)
-{
-    (void)n, (void)in;
-    erf_of(x, y, count);
-}
-
-xf_status xf_dn_erf_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
-{
-    (void)err;
-    return in_chunks(n, in, out, erf_chunk);
-}
+UNARY_LOOP(erf, erf_one, ERF_LANES)
 
 /* Log, in double and rounded once to float, as cpu_ref's log() is, to
  * within 3.4e-14 of ln x (relative; over every 37th float none rounded
@@ -196,31 +201,7 @@ static inline float log_one(float x)
     return x > 0.0f ? v : x == 0.0f ? -INFINITY : NAN;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void
-log_of(const float *restrict x, float *restrict y, int64_t count)
-{
-    int64_t i = 0;
-    for (; i + LOG_LANES <= count; i += LOG_LANES)
-        for (int l = 0; l < LOG_LANES; l++)
-            y[i + l] = log_one(x[i + l]);
-    for (; i < count; i++)
-        y[i] = log_one(x[i]);
-}
-
-static void log_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)
-{
-    (void)n, (void)in;
-    log_of(x, y, count);
-}
-
-xf_status xf_dn_log_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
-{
-    (void)err;
-    return in_chunks(n, in, out, log_chunk);
-}
+UNARY_LOOP(log, log_one, LOG_LANES)
 
 static void hard_sigmoid_chunk(const xf_node *n, const xf_tensor_view *in, const float *x, float *y, int64_t count)
 {
