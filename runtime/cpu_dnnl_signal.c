@@ -114,8 +114,12 @@ static bool real_matrix(signal_state *s, int64_t n, int64_t bins)
         return false;
     s->half = malloc(sizeof(float) * (size_t)(n * bins));
     s->row = malloc(sizeof(float) * (size_t)(2 * bins));
-    if (!s->half || !s->row)
+    if (!s->half || !s->row) { /* nothing kept for a later run to take */
+        free(s->half);
+        free(s->row);
+        s->half = s->row = NULL;
         return false;
+    }
     s->half_n = n, s->half_bins = bins;
     const double two_pi = 6.283185307179586476925;
     int64_t ce = n / 2 + 1;
