@@ -27,7 +27,7 @@ normalizations, with seeded random weights, as exporters write them:
 and, under DIR/nodes, single-node models of those reductions (and the
 softmax written out alone, reductions over axes apart, CumSum along the
 first and the last axis, InstanceNormalization, GroupNormalization,
-MeanVarianceNormalization, LpNormalization, Where under a random
+MeanVarianceNormalization (of one image and of four), LpNormalization, Where under a random
 condition and a causal mask, a layer normalization written out as
 exporters before opset 17 write it, and an RMS normalization written out
 as LLaMA's exports write it)
@@ -189,6 +189,8 @@ def single_nodes(folder):
              [value("x", [1, c, size, size])], [value("y", None)], params, opset)
     save(os.path.join(folder, "mvn.onnx"), [h.make_node("MeanVarianceNormalization", ["x"], ["y"])],
          [value("x", [1, 64, 128, 128])], [value("y", None)], [], 13)
+    save(os.path.join(folder, "mvn_batch4.onnx"), [h.make_node("MeanVarianceNormalization", ["x"], ["y"])],
+         [value("x", [4, 64, 64, 64])], [value("y", None)], [], 13)
     save(os.path.join(folder, "lpnorm.onnx"), [h.make_node("LpNormalization", ["x"], ["y"], axis=1, p=2)],
          [value("x", [1, 256, 64, 64])], [value("y", None)], [], 13)
     d = 768

@@ -8,7 +8,8 @@
  * MeanVarianceNormalization ran on cpu_ref (11.3 ms for 64 x 128 x 128
  * values).  Here each image's group is a block of C / G x spatial
  * consecutive values (for MeanVarianceNormalization, the values its axes
- * reduce, where those are the trailing dims but dims of 1): its mean and
+ * reduce, where those are the trailing dims, and leading ones, such as the
+ * batch of its default axes: then blocks apart): its mean and
  * variance (the mean squared deviation) are taken in double, in lanes, and
  * every value becomes scale * (x - mean) / sqrt(var + epsilon) + bias (MVN:
  * (x - mean) / (sqrt(var) + 1e-9)) in double, rounded once, as cpu_ref
@@ -106,10 +107,12 @@ XF_DN_KERNEL_PREPARE(group_norm_prepare, group_norm_run)
 
 const xf_dn_handler xf_dn_group_norm_handler = {group_norm_handles, NULL, group_norm_prepare, NULL};
 
-/* The values MeanVarianceNormalization's axes reduce together, as blocks
- * of *block consecutive ones: false where the axes are not the trailing
- * dims but dims of 1, or name a dim twice or none. */
-static bool mvn_block(const xf_node *n, const xf_shape *x, int64_t *block)
+/* MeanVarianceNormalization's axes as x's trailing dims (blocks of *block
+ * consecutive values) and leading dims (*lead such blocks to a group,
+ * *mid * *block values apart), the kept dims between them (*mid groups),
+ * dims of 1 anywhere: the default axes (0, 2, 3) of a batch of images.
+ * False where the axes are not so, or name a dim twice or none. */
+static bool mvn_geometry(const xf_node *n, const xf_shape *x, int64_t *lead, int64_t *mid, int64_t *block)
 {
     bool reduced[XF_MAX_DIMS] = {false};
     for (int i = 0; i < n->attrs.n_axes; i++) {
@@ -121,34 +124,41 @@ static bool mvn_block(const xf_node *n, const xf_shape *x, int64_t *block)
     int d = x->ndim;
     for (*block = 1; d > 0 && (reduced[d - 1] || x->dims[d - 1] == 1); d--)
         *block *= x->dims[d - 1];
-    for (int e = 0; e < d; e++)
-        if (reduced[e] && x->dims[e] != 1)
-            return false;
-    return n->attrs.n_axes > 0;
+    for (*mid = 1; d > 0 && (!reduced[d - 1] || x->dims[d - 1] == 1); d--)
+        *mid *= x->dims[d - 1];
+    for (*lead = 1; d > 0 && (reduced[d - 1] || x->dims[d - 1] == 1); d--)
+        *lead *= x->dims[d - 1];
+    return d == 0 && n->attrs.n_axes > 0;
 }
 
 static xf_status mvn_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err)
 {
-    int64_t numel = xf_rt_numel(&in[0]), block;
-    if (numel == 0 || !mvn_block(n, &in[0].shape, &block) || block == 0)
+    int64_t numel = xf_rt_numel(&in[0]), lead, mid, block;
+    if (numel == 0 || !mvn_geometry(n, &in[0].shape, &lead, &mid, &block) || block == 0)
         return xf_ref_mvn(n, in, out, err);
     const float *x = in[0].data;
     float *y = out[0].data;
-    int64_t blocks = numel / block;
-    XF_OMP_FOR(blocks > 1 && numel >= XF_DN_CHUNK_MIN)
-    for (int64_t k = 0; k < blocks; k++) {
-        const float *xb = x + k * block;
-        double mean = block_sum(xb, block, 0.0, false) / (double)block;
-        double sd = sqrt(block_sum(xb, block, mean, true) / (double)block) + 1e-9;
-        block_standardize(xb, y + k * block, block, mean, sd);
+    double count = (double)(lead * block);
+    XF_OMP_FOR(mid > 1 && numel >= XF_DN_CHUNK_MIN)
+    for (int64_t k = 0; k < mid; k++) {
+        double sum = 0.0, squares = 0.0;
+        for (int64_t p = 0; p < lead; p++)
+            sum += block_sum(x + (p * mid + k) * block, block, 0.0, false);
+        double mean = sum / count;
+        for (int64_t p = 0; p < lead; p++)
+            squares += block_sum(x + (p * mid + k) * block, block, mean, true);
+        double sd = sqrt(squares / count) + 1e-9;
+        for (int64_t p = 0; p < lead; p++)
+            block_standardize(x + (p * mid + k) * block, y + (p * mid + k) * block, block, mean, sd);
     }
     return XF_OK;
 }
 
 static bool mvn_handles(const xf_graph *g, const xf_node *n)
 {
-    int64_t block;
-    return n->n_inputs == 1 && xf_dn_all_f32(g, n) && mvn_block(n, &g->values[n->inputs[0]].shape, &block);
+    int64_t lead, mid, block;
+    return n->n_inputs == 1 && xf_dn_all_f32(g, n) &&
+           mvn_geometry(n, &g->values[n->inputs[0]].shape, &lead, &mid, &block);
 }
 
 XF_DN_KERNEL_PREPARE(mvn_prepare, mvn_run)

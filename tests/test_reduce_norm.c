@@ -668,17 +668,21 @@ START_TEST(cpu_backend_agrees)
         xf_graph_free(g);
     }
     /* MeanVarianceNormalization: the default axes (0, 2, 3) of one image
-     * and of two, (2, 3) of two, the last of a 3-D input, (1), and (1, 3)
-     * past a dim of 1 */
+     * and of two (blocks apart), (2, 3) of two, the last of a 3-D input,
+     * (1), (1, 3) past a dim of 1, (0, 3) past a dim of 1,
+     * everything, (1, 3) after a dim of 1, and (0, 2) with a kept dim
+     * before a reduced one (on cpu_ref) */
     static const struct {
         xf_shape x;
         int n_axes;
         int64_t axes[3];
         bool own;
     } mvn[] = {
-        {{4, {1, 24, 37, 29}}, 3, {0, 2, 3}, true}, {{4, {2, 24, 37, 29}}, 3, {0, 2, 3}, false},
+        {{4, {1, 24, 37, 29}}, 3, {0, 2, 3}, true}, {{4, {2, 24, 37, 29}}, 3, {0, 2, 3}, true},
         {{4, {2, 24, 37, 29}}, 2, {-2, -1}, true},  {{3, {40, 1, 700}}, 1, {-1}, true},
         {{4, {2, 24, 37, 29}}, 1, {1}, false},      {{4, {2, 24, 1, 29}}, 2, {1, 3}, true},
+        {{4, {3, 1, 24, 29}}, 2, {0, 3}, true},     {{3, {3, 5, 7}}, 3, {0, 1, 2}, true},
+        {{4, {2, 24, 37, 29}}, 2, {0, 2}, false},   {{4, {1, 3, 5, 7}}, 2, {1, 3}, true},
     };
     for (int i = 0; i < (int)(sizeof mvn / sizeof *mvn); i++) {
         g = xf_graph_create("mvn");
