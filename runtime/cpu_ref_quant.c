@@ -126,7 +126,7 @@ static void quant_run(const quant_args *q, bool quantize, bool saturate)
                 int64_t e = first + i, s = s0 + i * l->inner_stride;
                 float scale = (float)xf_rt_load_f64(q->scale->dtype, q->scale->data, s);
                 double zpf = q->zero_point ? xf_rt_load_f64(q->zero_point->dtype, q->zero_point->data, s) : 0;
-                int64_t zp = (int64_t)zpf;
+                int64_t zp = f8_in || f8_out ? 0 : (int64_t)zpf; /* a float8 zero point (NaN too) is read as zpf */
                 if (quantize && f8_out) {
                     float x = (float)xf_rt_load_f64(q->x->dtype, q->x->data, e);
                     float v = zpf != 0 ? x / scale + (float)zpf : x / scale; /* -0 stays -0 */

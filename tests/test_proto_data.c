@@ -270,7 +270,8 @@ END_TEST
  * their outputs themselves, now check against the limit too; a Gradient
  * of a cubic antialiased Resize along all four dims, whose 512 tap
  * combinations an element took 48 s under the sanitizers, now a pass per
- * dim);
+ * dim; a QuantizeLinear whose zero point, mutated to float8, held NaN,
+ * which was converted to an integer it is not used as);
  * run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
