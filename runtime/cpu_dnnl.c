@@ -437,6 +437,7 @@ void xf_dn_node_clear(xf_dn_node *st)
         st->own_free(st->own);
     st->own = NULL;
     st->own_free = NULL;
+    st->own_run = NULL; /* prepared again when something folds in */
     st->own_name = NULL;
     st->timing[0] = '\0';
 }
@@ -667,7 +668,8 @@ static xf_status plan_layouts(void *ctx, const xf_graph *g, xf_error *err)
         /* one output, or a Split's parts */
         if (!h[i] || !h[i]->native_input || (n->n_outputs != 1 && n->op != XF_OP_SPLIT))
             continue;
-        bool fed_native = n->op == XF_OP_CONV || n->op == XF_OP_MS_FUSED_CONV || n->op == XF_OP_CONV_TRANSPOSE ||
+        bool conv = (n->op == XF_OP_CONV || n->op == XF_OP_MS_FUSED_CONV) && !xf_dn_conv_gemm_ok(g, n);
+        bool fed_native = conv || n->op == XF_OP_CONV_TRANSPOSE ||
                           n->op == XF_OP_QLINEAR_CONV ||
                           (n->inputs[0] >= 0 && c->layout[n->inputs[0]] == XF_DN_NATIVE) ||
                           native_beside_constants(c, g, h[i], n);

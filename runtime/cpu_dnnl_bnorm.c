@@ -98,8 +98,6 @@ static xf_status bnorm_run(xf_dn_node *st, const xf_node *n, const xf_tensor_vie
 
 bool xf_dn_bnorm_plain(xf_dn_ctx *c, const xf_node *n, xf_dn_node *st)
 {
-    /* prepared again when a Relu folds in */
-    st->own_run = NULL;
     bool relu = st->n_posts == 1 && !st->posts[0].sum && st->posts[0].alg == dnnl_eltwise_relu &&
                 st->posts[0].alpha == 0.0f;
     if ((st->n_posts && !relu) || xf_dn_value_layout(c, n->inputs[0]) != XF_DN_PLAIN ||

@@ -67,7 +67,10 @@ static bool conv_handles(const xf_graph *g, const xf_node *n)
 
 /* Z is copied into the destination as stored: the layout plan stores it
  * like the output (xf_dn_conv_z_layouts). */
-static bool conv_native_ok(const xf_graph *g, const xf_node *n, int k) { return k == 0 || (k == 3 && conv_z(n) >= 0); }
+static bool conv_native_ok(const xf_graph *g, const xf_node *n, int k)
+{
+    return (k == 0 && !xf_dn_conv_gemm_ok(g, n)) || (k == 3 && conv_z(n) >= 0);
+}
 
 void xf_dn_conv_z_layouts(xf_dn_ctx *c, const xf_graph *g)
 {
@@ -259,7 +262,7 @@ void xf_dn_choose_native(xf_dn_ctx *c, const xf_graph *g)
     for (int i = 0; i < g->n_nodes; i++) {
         const xf_node *n = &g->nodes[i];
         if ((n->op != XF_OP_CONV && n->op != XF_OP_MS_FUSED_CONV) || !conv_handles(g, n) ||
-            g->values[n->inputs[0]].shape.ndim != 4)
+            g->values[n->inputs[0]].shape.ndim != 4 || xf_dn_conv_gemm_ok(g, n))
             continue;
         xf_dn_post none = {.alg = dnnl_alg_kind_undef}, post = xf_dn_expected_post(g, n->outputs[0]);
         vote_src_layout(c, g, n, dnnl_convolution_direct, &none, votes);
@@ -498,6 +501,8 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     }
     for (int i = 0; i < st->n_posts; i++)
         posts[n_posts++] = st->posts[i];
+    if (xf_dn_conv_gemm_ok(g, n) && xf_dn_conv_gemm_takes(c, n, posts, n_posts))
+        return xf_dn_conv_gemm_prepare(c, n, out, st, posts, n_posts, err);
     dnnl_primitive_attr_t attr;
     xf_status s = xf_dn_post_attr(n, posts, n_posts, &attr, err);
     if (s != XF_OK)
