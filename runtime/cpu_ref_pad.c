@@ -11,10 +11,14 @@ static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
 {
     if (mode == XF_PAD_EDGE)
         return i < 0 ? 0 : i > dim - 1 ? dim - 1 : i;
-    if (mode == XF_PAD_WRAP)
-        return (i % dim + dim) % dim;
+    if (mode == XF_PAD_WRAP) /* within one period of the dim without dividing, as most pads are */
+        return i < 0 && i >= -dim ? i + dim : i >= dim && i < 2 * dim ? i - dim : (i % dim + dim) % dim;
     if (dim == 1)
         return 0;
+    if (i < 0 && i > -dim)
+        return -i;
+    if (i >= dim && i < 2 * dim - 1)
+        return 2 * (dim - 1) - i;
     int64_t period = 2 * (dim - 1); /* reflect without repeating the edge */
     i %= period;
     i += i < 0 ? period : 0;
@@ -25,7 +29,14 @@ static int64_t pad_source(xf_pad_mode mode, int64_t i, int64_t dim)
  * w elements) at begin b: the element pad_source maps it to. */
 static void pad_outside(char *yrow, const char *xrow, int64_t j, int64_t b, int64_t w, xf_pad_mode mode, size_t es)
 {
-    memcpy(yrow + j * (int64_t)es, xrow + pad_source(mode, j - b, w) * (int64_t)es, es);
+    int64_t src = pad_source(mode, j - b, w);
+    switch (es) { /* a call to memcpy per element took most of the time */
+    case 1: ((uint8_t *)yrow)[j] = ((const uint8_t *)xrow)[src]; break;
+    case 2: ((uint16_t *)yrow)[j] = ((const uint16_t *)xrow)[src]; break;
+    case 4: ((uint32_t *)yrow)[j] = ((const uint32_t *)xrow)[src]; break;
+    case 8: ((uint64_t *)yrow)[j] = ((const uint64_t *)xrow)[src]; break;
+    default: memcpy(yrow + j * (int64_t)es, xrow + src * (int64_t)es, es);
+    }
 }
 
 /* count copies of the constant value (es bytes) from dst: one memset when
