@@ -222,6 +222,33 @@ static xf_status gather_bytes(const xf_node *n, const uint8_t *x, int64_t len, c
     return XF_OK;
 }
 
+#define GATHER_ELEMENTS(T)                                                                                         \
+    do {                                                                                                           \
+        for (int64_t j = 0; j < n_idx; j++)                                                                        \
+            ((T *)dst)[j] = ((const T *)src)[at[j]];                                                               \
+        return;                                                                                                    \
+    } while (0)
+
+enum { GATHER_CHUNK = 1024 };
+
+/* One outer row of Gather: the inner runs (inner elements of size es) at
+ * the element offsets at[0 .. n_idx) of src, one after another into dst;
+ * single elements (a gather along the last axis) copied by type. */
+static void gather_row(char *dst, const char *src, const int64_t *at, int64_t n_idx, int64_t inner, size_t es)
+{
+    if (inner == 1)
+        switch (es) {
+        case 1: GATHER_ELEMENTS(uint8_t);
+        case 2: GATHER_ELEMENTS(uint16_t);
+        case 4: GATHER_ELEMENTS(uint32_t);
+        case 8: GATHER_ELEMENTS(uint64_t);
+        default: break;
+        }
+    size_t chunk = (size_t)inner * es;
+    for (int64_t j = 0; j < n_idx; j++, dst += chunk)
+        memcpy(dst, src + (size_t)at[j] * es, chunk);
+}
+
 xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                         xf_error *err)
 {
@@ -237,19 +264,24 @@ xf_status xf_ref_gather(const xf_node *n, const xf_tensor_view *in, const xf_ten
     size_t es = xf_dtype_size(data->dtype), chunk = (size_t)inner * es;
     if (inner == 1 && es == 1 && idx->dtype == XF_DT_INT32 && outer * n_idx > 0)
         return gather_bytes(n, data->data, len, idx->data, n_idx, outer, out[0].data, err);
-    char *dst = out[0].data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < n_idx; j++) {
-            int64_t k = xf_rt_load_i64(idx->dtype, idx->data, j);
+    if (!chunk || outer * n_idx == 0) /* an empty output may have no buffer at all */
+        return XF_OK;
+    /* the indices read and checked GATHER_CHUNK at a time, once for every
+     * outer row */
+    int64_t at[GATHER_CHUNK];
+    for (int64_t j0 = 0; j0 < n_idx; j0 += GATHER_CHUNK) {
+        int64_t count = n_idx - j0 < GATHER_CHUNK ? n_idx - j0 : GATHER_CHUNK;
+        for (int64_t j = 0; j < count; j++) {
+            int64_t k = xf_rt_load_i64(idx->dtype, idx->data, j0 + j);
             if (k < -len || k >= len)
-                return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld",
-                                      (long long)k, (long long)len);
-            k += k < 0 ? len : 0;
-            if (chunk) { /* an empty output may have no buffer at all */
-                memcpy(dst, (const char *)data->data + (size_t)((o * len + k) * inner) * es, chunk);
-                dst += chunk;
-            }
+                return xf_rt_bad_node(err, n, "index %lld out of range for axis of size %lld", (long long)k,
+                                      (long long)len);
+            at[j] = (k < 0 ? k + len : k) * inner;
         }
+        for (int64_t o = 0; o < outer; o++)
+            gather_row((char *)out[0].data + (size_t)((o * n_idx + j0) * inner) * es,
+                       (const char *)data->data + (size_t)(o * len * inner) * es, at, count, inner, es);
+    }
     return XF_OK;
 }
 

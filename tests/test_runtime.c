@@ -647,6 +647,22 @@ START_TEST(gather_reshape_transpose_concat)
     node_case c = make_case(XF_OP_GATHER, 2, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6), I32(DIMS(1, 1), 1));
     c.a.axis = 1;
     EXPECT(run1(c), XF_DT_FLOAT, DIMS(3, 1, 1), 2, 4, 6);
+    /* more indices than a chunk of them (1024), with outer rows: every
+     * row takes every chunk */
+    xf_shape is = {.ndim = 1, .dims = {2500}};
+    xf_tensor *many = xf_tensor_create(XF_DT_INT32, &is);
+    for (int j = 0; j < 2500; j++)
+        ((int32_t *)many->data)[j] = j * 7 % 10 - 5;
+    c = make_case(XF_OP_GATHER, 2, iota_f32(DIMS(3, 5, 2), 0), many);
+    c.a.axis = 1;
+    xf_tensor *got = run1(c);
+    ck_assert_int_eq(xf_tensor_numel(got), 3 * 2500 * 2);
+    for (int o = 0; o < 3; o++)
+        for (int j = 0; j < 2500; j++)
+            for (int i = 0; i < 2; i++)
+                ck_assert_float_eq(((float *)got->data)[(o * 2500 + j) * 2 + i],
+                                   o * 10 + (j * 7 % 10 - 5 + 5) % 5 * 2 + i);
+    xf_tensor_release(got);
 
     EXPECT(run1(make_case(XF_OP_RESHAPE, 2, iota_f32(DIMS(2, 3, 4), 0), I64(DIMS(2), 0, -1))), XF_DT_FLOAT,
            DIMS(2, 12), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23);
