@@ -501,7 +501,7 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     }
     for (int i = 0; i < st->n_posts; i++)
         posts[n_posts++] = st->posts[i];
-    if (xf_dn_conv_gemm_ok(g, n) && xf_dn_conv_gemm_takes(c, n, posts, n_posts))
+    if (xf_dn_conv_gemm_ok(g, n) && xf_dn_conv_gemm_takes(c, n, in, out, posts, n_posts))
         return xf_dn_conv_gemm_prepare(c, n, out, st, posts, n_posts, err);
     dnnl_primitive_attr_t attr;
     xf_status s = xf_dn_post_attr(n, posts, n_posts, &attr, err);

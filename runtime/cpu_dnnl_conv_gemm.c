@@ -54,6 +54,40 @@ static void conv_gemm_free(void *own)
 
 static int64_t prod3(const int64_t *d) { return d[0] * d[1] * d[2]; }
 
+/* Whether the products beat oneDNN's kernel at these shapes; measured on
+ * one thread, the convolution alone, oneDNN's time against the products':
+ *   - a pad along the axis of an eighth of the kernel or more, which
+ *     oneDNN's kernel runs slowly (a resampler's 475 taps at stride 441
+ *     padded 17 and 458: 0.49 ms against 0.21 over 100 positions, 4.84
+ *     against 1.61 over 1,000; 400 taps at stride 200 padded 200 at the
+ *     end: 0.87 against 0.35);
+ *   - else at least 256 positions over the batch (sgemm's columns; short
+ *     images are taken together, run_block) and, past 64 taps, a stride
+ *     over 1: 10 taps at stride 5, 512 channels, 3,200 positions 0.87
+ *     against 0.40; 400 taps at stride 160, 3,000 positions, 11.8 against
+ *     9.4; 1,000 positions 3.2 against 3.1; Silero VAD's 200 windows of 4
+ *     positions 1.94 against 1.61; but 100 positions, 128 to 512 taps,
+ *     0.04 to 0.47 ms against 0.05 to 0.63, and 251 taps at stride 1 over
+ *     15,750 positions 6.0 against 6.3. */
+static bool gemm_pays(const xf_node *n, const xf_shape *x, const xf_shape *w, const xf_shape *y)
+{
+    for (int d = 0; d < x->ndim; d++)
+        if (x->dims[d] < 0 || y->dims[d] < 0)
+            return true; /* sized at run time: prepare decides */
+    int64_t kernel[XF_MAX_SPATIAL];
+    for (int i = 2; i < w->ndim; i++)
+        kernel[i - 2] = w->dims[i];
+    xf_rt_window win;
+    xf_error ignored;
+    if (xf_rt_window_setup(n, x, y, kernel, &win, &ignored) != XF_OK)
+        return false;
+    int last = x->ndim - 3;
+    int64_t taps = win.k[last], columns = xf_shape_numel(y) / (y->dims[1] > 0 ? y->dims[1] : 1);
+    if (8 * win.pad_begin[last] >= taps || 8 * win.pad_end[last] >= taps)
+        return true;
+    return columns >= 256 && (taps <= 64 || win.stride[last] > 1);
+}
+
 bool xf_dn_conv_gemm_ok(const xf_graph *g, const xf_node *n)
 {
     if ((n->op != XF_OP_CONV && n->op != XF_OP_MS_FUSED_CONV) || n->attrs.group != 1 ||
@@ -63,7 +97,9 @@ bool xf_dn_conv_gemm_ok(const xf_graph *g, const xf_node *n)
     bool line = w->ndim >= 3;
     for (int i = 2; i < w->ndim - 1; i++)
         line = line && w->dims[i] == 1;
-    return line && w->dims[1] == 1 && w->dims[w->ndim - 1] >= GEMM_MIN_TAPS;
+    return line && w->dims[1] == 1 && w->dims[w->ndim - 1] >= GEMM_MIN_TAPS && n->n_outputs == 1 &&
+           n->outputs[0] >= 0 &&
+           gemm_pays(n, &g->values[n->inputs[0]].shape, w, &g->values[n->outputs[0]].shape);
 }
 
 /* Taps t of line `line` (len values) from `start` on, every dil-th, into
@@ -143,9 +179,9 @@ static void relu_block(float *y, int64_t ld, int64_t m_count, int64_t count)
 
 /* What every block of a run reads: the geometry, the operands, and the
  * blocks' shape.  An image of `positions` outputs at least `block` long
- * goes in blocks of `block` positions, multiplied straight into the
- * output; shorter ones (a sequence of Silero VAD's windows, 3 positions
- * each) go `group` images at a time, their rows together, the product
+ * (or the only image) goes in blocks of `block` positions, multiplied
+ * straight into the output; shorter ones of a batch (a sequence of Silero
+ * VAD's windows, 4 positions each) go `group` images at a time, their rows together, the product
  * into `sums` and then copied out image by image. */
 typedef struct gemm_run {
     xf_rt_window w;
@@ -208,7 +244,7 @@ static xf_status conv_gemm_run(xf_dn_node *st, const xf_node *n, const xf_tensor
         return XF_OK;
     r.block = GEMM_BLOCK_FLOATS / r.taps / GEMM_BLOCK_MIN * GEMM_BLOCK_MIN;
     r.block = r.block < GEMM_BLOCK_MIN ? GEMM_BLOCK_MIN : r.block > GEMM_BLOCK_MAX ? GEMM_BLOCK_MAX : r.block;
-    r.group = r.positions < r.block ? r.block / r.positions : 0;
+    r.group = r.positions < r.block && r.batch > 1 ? r.block / r.positions : 0;
     r.per_image = (r.positions + r.block - 1) / r.block;
     int64_t jobs = r.group ? (r.batch + r.group - 1) / r.group : r.batch * r.per_image;
     r.part_floats = (size_t)(r.block * r.taps) + (r.group ? (size_t)(r.m_count * r.group * r.positions) : 0);
@@ -276,8 +312,11 @@ static xf_status posts_primitive(xf_dn_ctx *c, const xf_node *n, const xf_shape 
     return ds == dnnl_success ? XF_OK : xf_dn_fail(err, n, "post-ops after the convolution", ds);
 }
 
-bool xf_dn_conv_gemm_takes(const xf_dn_ctx *c, const xf_node *n, const xf_dn_post *posts, int n_posts)
+bool xf_dn_conv_gemm_takes(const xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
+                           const xf_dn_post *posts, int n_posts)
 {
+    if (!gemm_pays(n, &in[0].shape, &in[1].shape, &out[0].shape))
+        return false;
     for (int i = 0; i < n_posts; i++)
         if (posts[i].sum)
             return false;
