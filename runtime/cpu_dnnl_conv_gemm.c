@@ -98,8 +98,7 @@ bool xf_dn_conv_gemm_ok(const xf_graph *g, const xf_node *n)
     for (int i = 2; i < w->ndim - 1; i++)
         line = line && w->dims[i] == 1;
     return line && w->dims[1] == 1 && w->dims[w->ndim - 1] >= GEMM_MIN_TAPS && n->n_outputs == 1 &&
-           n->outputs[0] >= 0 &&
-           gemm_pays(n, &g->values[n->inputs[0]].shape, w, &g->values[n->outputs[0]].shape);
+           n->outputs[0] >= 0 && gemm_pays(n, &g->values[n->inputs[0]].shape, w, &g->values[n->outputs[0]].shape);
 }
 
 /* Taps t of line `line` (len values) from `start` on, every dil-th, into
