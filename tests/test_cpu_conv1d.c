@@ -129,7 +129,7 @@ START_TEST(conv1d_one_channel)
         {.cout = 64, .k = 10, .stride = 5, .dilation = 1, .width = 600, .bias = true},
         {.cout = 32, .k = 16, .stride = 1, .dilation = 1, .pad_begin = 3, .pad_end = 12, .width = 3000,
          .relu = true, .bias = true},
-        {.cout = 40, .k = 400, .stride = 160, .dilation = 1, .width = 20000},
+        {.cout = 40, .k = 400, .stride = 160, .dilation = 1, .width = 20000, .relu = true},
         {.cout = 24, .k = 5, .stride = 2, .dilation = 3, .width = 301, .auto_pad = XF_AUTO_PAD_SAME_LOWER,
          .leaky_sigmoid = true, .ns = 2},
         {.cout = 16, .k = 7, .stride = 3, .dilation = 2, .pad_begin = 9, .pad_end = 20, .width = 40,
