@@ -385,7 +385,8 @@ extern const xf_dn_handler xf_dn_signal_handler;
 bool xf_dn_conv_gemm_ok(const xf_graph *g, const xf_node *n);
 bool xf_dn_conv_gemm_takes(const xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                            const xf_dn_post *posts, int n_posts);
-xf_status xf_dn_conv_gemm_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *out, xf_dn_node *st,
+xf_status xf_dn_conv_gemm_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in,
+                                  const xf_tensor_view *out, bool const_weights, xf_dn_node *st,
                                   const xf_dn_post *posts, int n_posts, xf_error *err);
 /* CumSum of floats on a loop of the backend's own (cpu_dnnl_reduce.c) */
 extern const xf_dn_handler xf_dn_cumsum_handler;

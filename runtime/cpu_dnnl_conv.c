@@ -502,7 +502,8 @@ static xf_status conv_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n,
     for (int i = 0; i < st->n_posts; i++)
         posts[n_posts++] = st->posts[i];
     if (xf_dn_conv_gemm_ok(g, n) && xf_dn_conv_gemm_takes(c, n, in, out, posts, n_posts))
-        return xf_dn_conv_gemm_prepare(c, n, out, st, posts, n_posts, err);
+        return xf_dn_conv_gemm_prepare(c, n, in, out, st->folded_w || g->values[n->inputs[1]].init, st, posts,
+                                       n_posts, err);
     dnnl_primitive_attr_t attr;
     xf_status s = xf_dn_post_attr(n, posts, n_posts, &attr, err);
     if (s != XF_OK)

@@ -30,9 +30,10 @@ int xf_bt_finish_single(xf_graph *g, xf_op op, int n_in, const int *ins);
 void xf_bt_set_window(xf_attrs *a, int ns, const int64_t *k, const int64_t *s, const int64_t *p_begin,
                       const int64_t *p_end, const int64_t *d);
 /* Runs g on cpu_ref as given (xf_session_options.as_given) and on
- * `backend` (static mode, and dynamic mode too when dynamic_too) with the
- * same seeded random inputs, twice per session (the second run reuses what
- * prepare made), and compares every output.  A
+ * `backend` (static mode, and dynamic mode too when dynamic_too) with
+ * seeded random inputs, twice per session, the second run with other
+ * values (it reuses what prepare made, and must not reuse what the first
+ * run's values gave), and compares every output.  A
  * negative atol is relative to the largest expected element (deep
  * networks, where elements near zero carry the rounding of large sums). */
 void xf_bt_check_graph(const xf_graph *g, int64_t opset, const char *backend, bool dynamic_too, double atol,

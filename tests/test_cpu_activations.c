@@ -359,7 +359,9 @@ START_TEST(gated_patterns)
         xf_graph_add_output(g, at < 2 ? xf_bt_conv(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
         char what[64];
         snprintf(what, sizeof what, "%s, %s", gates[gate], where[at]);
-        xf_bt_check_cpu(g, 17, 1e-5, 1e-4, what);
+        /* the convolutions' sums, of values up to about 100, round in
+         * another order than cpu_ref's: within 1e-6 of the largest */
+        xf_bt_check_cpu(g, 17, -1e-6, 1e-4, what);
         xf_graph_free(g);
     }
 }
@@ -438,7 +440,9 @@ START_TEST(clip_bounds)
         }
         int y = out0(g, n);
         xf_graph_add_output(g, t == 0 ? xf_bt_conv(g, y, 16, 8, 1, 1, XF_ACT_NONE) : y);
-        xf_bt_check_cpu(g, t == 4 ? 6 : 17, 1e-5, 1e-4, forms[t]);
+        /* (the convolutions' sums round in another order: within 1e-6 of
+         * the largest) */
+        xf_bt_check_cpu(g, t == 4 ? 6 : 17, t == 0 ? -1e-6 : 1e-5, 1e-4, forms[t]);
         xf_graph_free(g);
     }
 }

@@ -87,6 +87,7 @@ END_TEST
  * positions (sgemm's columns) past 64 taps and a stride of 1 past them. */
 typedef struct one_channel_form {
     int64_t cout, k, stride, dilation, pad_begin, pad_end, width;
+    int64_t cin;                /* 0: 1 */
     int ns;                     /* spatial dims (0: 1), the kernel 1 along all but the last */
     int64_t batch;              /* 0: 3 */
     bool on_onednn;             /* too few positions for the products to pay: oneDNN's kernel */
@@ -99,7 +100,7 @@ typedef struct one_channel_form {
 static int one_channel_conv(xf_graph *g, int x, const one_channel_form *f)
 {
     int ns = f->ns ? f->ns : 1, last = ns - 1;
-    xf_shape ws = {.ndim = 2 + ns, .dims = {f->cout, 1, 1, 1, 1}};
+    xf_shape ws = {.ndim = 2 + ns, .dims = {f->cout, f->cin ? f->cin : 1, 1, 1, 1}};
     ws.dims[2 + last] = f->k;
     int w = f->weights_input ? xf_bt_input(g, XF_DT_FLOAT, ws) : xf_bt_random_const(g, ws, false);
     int in[3] = {x, w, f->bias ? xf_bt_random_const(g, SHAPE(f->cout), false) : -1};
@@ -119,6 +120,52 @@ static int one_channel_conv(xf_graph *g, int x, const one_channel_form *f)
     a->auto_pad = f->auto_pad;
     a->activation = f->fused;
     return out0(g, c);
+}
+
+static void check_form(const one_channel_form *f, const char *what, const char *path)
+{
+    xf_graph *g = xf_graph_create("conv1d_gemm");
+    int64_t d = f->depth ? f->depth : 1, h = f->height ? f->height : 1;
+    int64_t n = f->batch ? f->batch : 3, ch = f->cin ? f->cin : 1;
+    int x = xf_bt_input(g, XF_DT_FLOAT,
+                        f->ns == 3   ? SHAPE(n, ch, d, h, f->width)
+                        : f->ns == 2 ? SHAPE(n, ch, h, f->width)
+                                     : SHAPE(n, ch, f->width));
+    int y = one_channel_conv(g, x, f);
+    if (f->bn) {
+        int bn_in[5] = {y, xf_bt_random_const(g, SHAPE(f->cout), true),
+                        xf_bt_random_const(g, SHAPE(f->cout), false),
+                        xf_bt_random_const(g, SHAPE(f->cout), false), xf_bt_random_const(g, SHAPE(f->cout), true)};
+        int bn = node(g, XF_OP_BATCH_NORM, "bn", 5, bn_in, 1);
+        xf_attrs_default(XF_OP_BATCH_NORM, attrs(g, bn));
+        y = out0(g, bn);
+    }
+    if (f->relu)
+        y = out0(g, NODE(g, XF_OP_RELU, y));
+    if (f->leaky_sigmoid) {
+        int lr = NODE(g, XF_OP_LEAKY_RELU, y);
+        attrs(g, lr)->alpha = 0.1f;
+        y = out0(g, NODE(g, XF_OP_SIGMOID, out0(g, lr)));
+    }
+    if (f->summed)
+        y = out0(g, NODE(g, XF_OP_ADD, y, one_channel_conv(g, x, f)));
+    xf_graph_add_output(g, y);
+    char impl[128];
+    xf_bt_check_cpu(g, 17, 1e-4, 1e-4, what);
+    for (int c = 0; c <= f->summed; c++) {
+        xf_bt_nth_node_impl(g, 17, XF_OP_CONV, c, impl, sizeof impl);
+        bool rows = !strcmp(impl, path);
+        ck_assert_msg(rows == (c == 0 && !f->on_onednn), "%s, convolution %d runs as %s", what, c, impl);
+    }
+    /* (a ReLU after the convolution becomes its fused activation) */
+    const xf_op folded[] = {XF_OP_BATCH_NORM, XF_OP_LEAKY_RELU, XF_OP_SIGMOID};
+    for (int k = 0; k < 3; k++)
+        if ((k == 0 && f->bn) || (k >= 1 && f->leaky_sigmoid)) {
+            xf_bt_node_impl(g, 17, folded[k], impl, sizeof impl);
+            ck_assert_msg(!strncmp(impl, "folded into 'conv'", 18), "%s: %s runs as %s", what,
+                          xf_op_name(folded[k]), impl);
+        }
+    xf_graph_free(g);
 }
 
 START_TEST(conv1d_one_channel)
@@ -149,50 +196,43 @@ START_TEST(conv1d_one_channel)
         {.cout = 8, .k = 16, .stride = 1, .dilation = 1, .width = 400},
     };
     for (int i = 0; i < (int)(sizeof forms / sizeof *forms); i++) {
-        const one_channel_form *f = &forms[i];
-        xf_graph *g = xf_graph_create("conv1d_one_channel");
-        int64_t d = f->depth ? f->depth : 1, h = f->height ? f->height : 1;
-        int64_t n = f->batch ? f->batch : 3;
-        int x = xf_bt_input(g, XF_DT_FLOAT,
-                            f->ns == 3   ? SHAPE(n, 1, d, h, f->width)
-                            : f->ns == 2 ? SHAPE(n, 1, h, f->width)
-                                         : SHAPE(n, 1, f->width));
-        int y = one_channel_conv(g, x, f);
-        if (f->bn) {
-            int bn_in[5] = {y, xf_bt_random_const(g, SHAPE(f->cout), true),
-                            xf_bt_random_const(g, SHAPE(f->cout), false),
-                            xf_bt_random_const(g, SHAPE(f->cout), false), xf_bt_random_const(g, SHAPE(f->cout), true)};
-            int bn = node(g, XF_OP_BATCH_NORM, "bn", 5, bn_in, 1);
-            xf_attrs_default(XF_OP_BATCH_NORM, attrs(g, bn));
-            y = out0(g, bn);
-        }
-        if (f->relu)
-            y = out0(g, NODE(g, XF_OP_RELU, y));
-        if (f->leaky_sigmoid) {
-            int lr = NODE(g, XF_OP_LEAKY_RELU, y);
-            attrs(g, lr)->alpha = 0.1f;
-            y = out0(g, NODE(g, XF_OP_SIGMOID, out0(g, lr)));
-        }
-        if (f->summed)
-            y = out0(g, NODE(g, XF_OP_ADD, y, one_channel_conv(g, x, f)));
-        xf_graph_add_output(g, y);
-        char what[64], impl[128];
+        char what[64];
         snprintf(what, sizeof what, "one input channel, form %d", i);
-        xf_bt_check_cpu(g, 17, 1e-4, 1e-4, what);
-        for (int c = 0; c <= f->summed; c++) {
-            xf_bt_nth_node_impl(g, 17, XF_OP_CONV, c, impl, sizeof impl);
-            bool rows = !strcmp(impl, "sgemm on rows of taps");
-            ck_assert_msg(rows == (c == 0 && !f->on_onednn), "%s, convolution %d runs as %s", what, c, impl);
-        }
-        /* (a ReLU after the convolution becomes its fused activation) */
-        const xf_op folded[] = {XF_OP_BATCH_NORM, XF_OP_LEAKY_RELU, XF_OP_SIGMOID};
-        for (int k = 0; k < 3; k++)
-            if ((k == 0 && f->bn) || (k >= 1 && f->leaky_sigmoid)) {
-                xf_bt_node_impl(g, 17, folded[k], impl, sizeof impl);
-                ck_assert_msg(!strncmp(impl, "folded into 'conv'", 18), "%s: %s runs as %s", what,
-                              xf_op_name(folded[k]), impl);
-            }
-        xf_graph_free(g);
+        check_form(&forms[i], what, "sgemm on rows of taps");
+    }
+}
+END_TEST
+
+/* Convolutions of several input channels, 1-D, stride 1, run as products
+ * per tap on the input rows shifted (cpu_dnnl_conv_gemm.c): dilations,
+ * SAME-like pads whose taps fall outside the row at the ends, blocks of
+ * positions (the last partial), over the threads or one at a time, the
+ * bias, a folded ReLU and BatchNormalization, a fused Tanh, weights given
+ * at run time, 1x1 ones: within rounding of cpu_ref, on that path.  Too
+ * few positions or channels, a stride of 2 and a sum post-op leave them
+ * to oneDNN. */
+START_TEST(conv1d_shifted)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const one_channel_form forms[] = {
+        {.cin = 128, .cout = 128, .k = 3, .stride = 1, .dilation = 64, .width = 1628, .batch = 2, .bias = true},
+        {.cin = 128, .cout = 160, .k = 3, .stride = 1, .dilation = 5, .pad_begin = 5, .pad_end = 5, .width = 1200,
+         .relu = true, .bias = true},
+        {.cin = 130, .cout = 128, .k = 5, .stride = 1, .dilation = 1, .pad_begin = 2, .pad_end = 2, .width = 2100,
+         .weights_input = true, .fused = XF_ACT_TANH},
+        {.cin = 128, .cout = 128, .k = 3, .stride = 1, .dilation = 2, .pad_begin = 3, .pad_end = 1, .width = 1100,
+         .batch = 1, .bn = true, .relu = true, .ns = 2},
+        {.cin = 128, .cout = 128, .k = 3, .stride = 1, .dilation = 1, .width = 500, .on_onednn = true},
+        {.cin = 128, .cout = 128, .k = 3, .stride = 2, .dilation = 1, .width = 4000, .on_onednn = true},
+        {.cin = 128, .cout = 128, .k = 3, .stride = 1, .dilation = 1, .width = 1100, .summed = true, .ns = 2},
+        {.cin = 96, .cout = 64, .k = 1, .stride = 1, .dilation = 1, .width = 1500, .relu = true, .bias = true},
+        {.cin = 48, .cout = 128, .k = 3, .stride = 1, .dilation = 1, .width = 2000, .on_onednn = true},
+    };
+    for (int i = 0; i < (int)(sizeof forms / sizeof *forms); i++) {
+        char what[64];
+        snprintf(what, sizeof what, "shifted products, form %d", i);
+        check_form(&forms[i], what, "sgemm per tap on shifted rows");
     }
 }
 END_TEST
@@ -204,6 +244,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, conv1d_as_2d);
     tcase_add_test(tc, conv1d_one_channel);
+    tcase_add_test(tc, conv1d_shifted);
     suite_add_tcase(s, tc);
     return xf_test_run_suite(s);
 }
