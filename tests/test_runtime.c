@@ -586,6 +586,20 @@ START_TEST(pad_modes)
         c.a.pad_mode = modes[m];
         expect(run1(c), XF_DT_FLOAT, DIMS(2, 6), want[m]);
     }
+    /* padded along the first axis only: the trailing dims move as one
+     * element (a row of 2 values, then 1) */
+    double first[4][12] = {{5, 6, 3, 4, 1, 2, 3, 4, 5, 6, 3, 4},
+                           {1, 2, 1, 2, 1, 2, 3, 4, 5, 6, 5, 6},
+                           {9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 9, 9},
+                           {3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 1, 2}};
+    for (int m = 0; m < 4; m++) {
+        node_case c = make_case(XF_OP_PAD, 3, iota_f32(DIMS(3, 2, 1), 1), I64(DIMS(6), 2, 0, 0, 1, 0, 0),
+                                F32(SCALAR, 9));
+        c.a.pad_mode = modes[m];
+        expect(run1(c), XF_DT_FLOAT, DIMS(6, 2, 1), first[m]);
+    }
+    EXPECT(run1(make_case(XF_OP_PAD, 2, iota_f32(DIMS(3, 2, 1), 1), I64(DIMS(6), 2, 0, 0, 1, 0, 0))), XF_DT_FLOAT,
+           DIMS(6, 2, 1), 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 0, 0);
     /* a constant's runs of 5, 6 and 13 elements: copies doubling in length */
     node_case c = make_case(XF_OP_PAD, 3, iota_f32(DIMS(1, 2), 1), I64(DIMS(4), 1, 5, 0, 6), F32(SCALAR, 9));
     double wide[26];
