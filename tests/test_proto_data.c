@@ -271,7 +271,9 @@ END_TEST
  * of a cubic antialiased Resize along all four dims, whose 512 tap
  * combinations an element took 48 s under the sanitizers, now a pass per
  * dim; a QuantizeLinear whose zero point, mutated to float8, held NaN,
- * which was converted to an integer it is not used as);
+ * which was converted to an integer it is not used as; an inverse DFT of
+ * an empty batch whose dft_length of 180 G points, which its empty output
+ * leaves unchecked, sized the transform's tables);
  * run-refused-* models' runs
  * fail with a one-line message (a Pad whose pads are strings, whose int32
  * output was read as the numbers of strings; a Dropout whose ratio was an
