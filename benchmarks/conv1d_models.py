@@ -34,6 +34,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
+def save(graph, path):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def write(path, channels, taps, stride, samples, pads=(0, 0), two_d=False, relu=False, seed=0):
     rng = np.random.default_rng(seed)
     wshape = (channels, 1, 1, taps) if two_d else (channels, 1, taps)
@@ -50,10 +57,7 @@ def write(path, channels, taps, stride, samples, pads=(0, 0), two_d=False, relu=
     graph = helper.make_graph(nodes, os.path.basename(path)[:-5],
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, yshape)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save(graph, path)
 
 
 def write_stack(path, layers, positions, leaky_first=False, seed=0):
@@ -78,10 +82,7 @@ def write_stack(path, layers, positions, leaky_first=False, seed=0):
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, layers[0][0], length])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, layers[-1][1], positions])],
                               inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    save(graph, path)
 
 
 def main():
