@@ -2,7 +2,9 @@
  * in one order (input channel, then kernel taps; the inner dimension of a
  * product), skipping the taps that fall in the padding.  They run as
  * products of tiles and bands; these cases are large enough to span
- * several of them and must equal, bit for bit, a loop per output. */
+ * several of them and must equal, bit for bit, a loop per output.  Also
+ * Gemm's transposes and broadcast C, MatMul's broadcasting and vectors and
+ * float16 and bfloat16 products against hand-computed values. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -181,6 +183,74 @@ START_TEST(products_with_empty_dims)
 }
 END_TEST
 
+START_TEST(gemm_transposes)
+{
+    /* A^T = [[1,3,5],[2,4,6]], B^T's columns are B's rows */
+    node_case c = make_case(XF_OP_GEMM, 3, F32(DIMS(3, 2), 1, 2, 3, 4, 5, 6),
+                            F32(DIMS(4, 3), 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1), F32(DIMS(4), 1, 2, 3, 4));
+    c.a.trans_a = c.a.trans_b = 1;
+    c.a.alpha = 2;
+    c.a.beta = 0.5f;
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 4), 2.5, 7, 11.5, 20, 4.5, 9, 13.5, 26);
+
+    c = make_case(XF_OP_GEMM, 2, F32(DIMS(2, 2), 1, 2, 3, 4), F32(DIMS(2, 2), 5, 6, 7, 8));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 19, 22, 43, 50);
+
+    /* C as a column broadcast over N */
+    c = make_case(XF_OP_GEMM, 3, F32(DIMS(2, 2), 1, 2, 3, 4), F32(DIMS(2, 2), 1, 0, 0, 1), F32(DIMS(2, 1), 10, 20));
+    EXPECT(run1(c), XF_DT_FLOAT, DIMS(2, 2), 11, 12, 23, 24);
+}
+END_TEST
+
+/* t converted to floating dtype dt (t released). */
+static xf_tensor *as_dtype(xf_tensor *t, xf_dtype dt)
+{
+    xf_tensor *r = xf_tensor_as_float(t, dt);
+    ck_assert_ptr_nonnull(r);
+    xf_tensor_release(t);
+    return r;
+}
+
+/* float16 and bfloat16 matrix products, convolutions and ranges: computed
+ * in float and rounded once (these values are exact in both). */
+START_TEST(half_precision_products)
+{
+    static const xf_dtype types[2] = {XF_DT_FLOAT16, XF_DT_BFLOAT16};
+    for (int i = 0; i < 2; i++) {
+        xf_dtype t = types[i];
+        xf_tensor *y = run1(make_case(XF_OP_MATMUL, 2, as_dtype(F32(DIMS(2, 2), 1, 2, 3, 4), t),
+                                      as_dtype(F32(DIMS(2, 2), 5, 6, 7, 8), t)));
+        ck_assert_int_eq(y->dtype, t);
+        EXPECT(as_dtype(y, XF_DT_FLOAT), XF_DT_FLOAT, DIMS(2, 2), 19, 22, 43, 50);
+        node_case c = make_case(XF_OP_GEMM, 3, as_dtype(F32(DIMS(2, 2), 1, 2, 3, 4), t),
+                                as_dtype(F32(DIMS(2, 2), 1, 0, 0, 1), t), as_dtype(F32(DIMS(2, 1), 10, 20), t));
+        EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(2, 2), 11, 12, 23, 24);
+        c = make_case(XF_OP_CONV, 3, as_dtype(F32(DIMS(1, 1, 2, 2), 1, -2, 3, -4), t),
+                      as_dtype(F32(DIMS(1, 1, 1, 1), 2), t), as_dtype(F32(DIMS(1), 1), t));
+        c.a.activation = XF_ACT_RELU;
+        EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(1, 1, 2, 2), 3, 0, 7, 0);
+        /* Range (opset 27 takes the 16-bit floats) */
+        c = make_case(XF_OP_RANGE, 3, as_dtype(F32(SCALAR, 0), t), as_dtype(F32(SCALAR, 3), t),
+                      as_dtype(F32(SCALAR, 0.5f), t));
+        EXPECT(as_dtype(run1(c), XF_DT_FLOAT), XF_DT_FLOAT, DIMS(6), 0, 0.5, 1, 1.5, 2, 2.5);
+    }
+}
+END_TEST
+
+START_TEST(matmul_broadcast_and_vectors)
+{
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, iota_f32(DIMS(2, 2, 3), 1), F32(DIMS(3), 1, 1, 0))), XF_DT_FLOAT,
+           DIMS(2, 2), 3, 9, 15, 21);
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, F32(DIMS(2), 1, 2), iota_f32(DIMS(2, 2, 3), 0))), XF_DT_FLOAT,
+           DIMS(2, 3), 6, 9, 12, 24, 27, 30);
+    /* batch dims (2,1) and (3) broadcast to (2,3) */
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, F32(DIMS(2, 1, 1, 2), 1, 2, 3, 4),
+                          F32(DIMS(3, 2, 1), 1, 1, 1, 0, 0, 1))),
+           XF_DT_FLOAT, DIMS(2, 3, 1, 1), 3, 1, 2, 7, 3, 4);
+    EXPECT(run1(make_case(XF_OP_MATMUL, 2, F32(DIMS(2), 1, 2), F32(DIMS(2), 3, 4))), XF_DT_FLOAT, SCALAR, 11);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ref_products");
@@ -189,6 +259,9 @@ int main(void)
     tcase_add_test(k, conv_infinite_weight_only_in_padding);
     tcase_add_test(k, products_equal_loop_per_output);
     tcase_add_test(k, products_with_empty_dims);
+    tcase_add_test(k, gemm_transposes);
+    tcase_add_test(k, half_precision_products);
+    tcase_add_test(k, matmul_broadcast_and_vectors);
     suite_add_tcase(s, k);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
