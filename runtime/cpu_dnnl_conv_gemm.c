@@ -107,20 +107,22 @@ static bool gemm_pays(const xf_node *n, const xf_shape *x, const xf_shape *w, co
 
 /* Whether a convolution of several input channels runs as shifted
  * products: 1-D (every other spatial dim 1), stride 1 along it; at least
- * 64 channels in and out and 1,024 positions.  Measured
- * on one thread, the convolution alone, oneDNN's time against the
- * products': 128 channels, 3 taps at dilation 64 over 7,500 positions 8.7
- * ms against 7.0 (the spindle detector's; dilation 1: 9.1 against 7.1;
- * its last, 128 to 64 channels at dilation 4,096, 12.0 against 3.3; a
- * 1x1 of 128 to 64 channels 2.8 against 1.2, of 512, 1,100 positions,
- * 7.8 against 5.5; a Conformer convolution module of 256 channels over
- * 2,000 positions, pointwise, GLU, depthwise of 31 taps, BatchNorm, SiLU,
- * pointwise, 12.0 against 9.7 to 10.3, the depthwise one staying on
- * oneDNN),
- * 256 channels over 2,000 positions 8.5 against 7.4, 256 of 3 taps at
- * dilation 5 padded 5 over 8,000 (a HiFi-GAN block's) 33.1 against 30.1;
- * but 512 of 5 taps at dilation 2 over 400 positions 10.2 to 10.4 against
- * 9.8 to 11.1, and 80 of 5 taps over 3,000 1.88 against 1.88 to 1.92. */
+ * 64 channels in and out and 1,024 positions.  Measured on one thread,
+ * the convolution alone, oneDNN's time against the products':
+ *   - 128 channels, 3 taps at dilation 64 over 7,500 positions 8.7 ms
+ *     against 7.0 (the spindle detector's; dilation 1: 9.1 against 7.1;
+ *     its last, 128 to 64 channels at dilation 4,096, 12.0 against 3.3);
+ *   - 256 channels over 2,000 positions 8.5 against 7.4; 256 of 3 taps at
+ *     dilation 5 padded 5 over 8,000 (a HiFi-GAN block's) 33.1 against
+ *     30.1;
+ *   - 1x1: 128 to 64 channels over 7,500 positions 2.8 against 1.2, 512
+ *     over 1,100 7.8 against 5.5;
+ *   - a Conformer convolution module of 256 channels over 2,000 positions
+ *     (pointwise, GLU, depthwise of 31 taps, BatchNorm, SiLU, pointwise),
+ *     12.0 against 9.7 to 10.3, the depthwise one staying on oneDNN;
+ *   - but 512 of 5 taps at dilation 2 over 400 positions 10.2 to 10.4
+ *     against 9.8 to 11.1, and 80 of 5 taps over 3,000 1.88 against 1.88
+ *     to 1.92. */
 static bool shifted_pays(const xf_node *n, const xf_shape *x, const xf_shape *w, const xf_shape *y)
 {
     int last = x->ndim - 1;
@@ -231,8 +233,9 @@ finish_block(float *y, int64_t ld, int64_t m_count, int64_t count, const float *
  * blocks' shape.  An image of `positions` outputs at least `block` long
  * (or the only image) goes in blocks of `block` positions, multiplied
  * straight into the output; shorter ones of a batch (a sequence of Silero
- * VAD's windows, 4 positions each) go `group` images at a time, their rows together, the product
- * into `sums` and then copied out image by image. */
+ * VAD's windows, 4 positions each) go `group` images at a time, their
+ * rows together, the product into `sums` and then copied out image by
+ * image. */
 typedef struct gemm_run {
     xf_rt_window w;
     const float *x, *wt, *bias;
