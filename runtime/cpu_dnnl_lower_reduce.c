@@ -11,23 +11,6 @@
 
 #include <string.h>
 
-static bool splits(xf_op op)
-{
-    switch (op) {
-    case XF_OP_REDUCE_SUM:
-    case XF_OP_REDUCE_MEAN:
-    case XF_OP_REDUCE_MAX:
-    case XF_OP_REDUCE_MIN:
-    case XF_OP_REDUCE_PROD:
-    case XF_OP_REDUCE_L1:
-    case XF_OP_REDUCE_L2:
-    case XF_OP_REDUCE_SUM_SQUARE:
-    case XF_OP_REDUCE_LOG_SUM:
-    case XF_OP_REDUCE_LOG_SUM_EXP: return true;
-    default: return false;
-    }
-}
-
 /* The op reducing part k (from the innermost) of `parts` for the original op. */
 static xf_op part_op(xf_op op, int k, int parts)
 {
@@ -45,7 +28,7 @@ static xf_op part_op(xf_op op, int k, int parts)
 static int reduce_runs(const xf_graph *g, int i, int *first, int *last)
 {
     const xf_node *n = &g->nodes[i];
-    if (!splits(n->op) || n->n_outputs != 1 || n->outputs[0] < 0 || xf_dn_input(n, 0) < 0 ||
+    if (!xf_op_is_reduce(n->op) || n->n_outputs != 1 || n->outputs[0] < 0 || xf_dn_input(n, 0) < 0 ||
         !xf_dn_is_f32(g, n->inputs[0]) || !xf_dn_is_f32(g, n->outputs[0]))
         return 0;
     const xf_shape *x = &g->values[n->inputs[0]].shape, *y = &g->values[n->outputs[0]].shape;
