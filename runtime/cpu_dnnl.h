@@ -20,6 +20,7 @@
 #include "cpu_dnnl_acts.h"
 
 #include <dnnl.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum xf_dn_layout { XF_DN_PLAIN = 0, XF_DN_NATIVE } xf_dn_layout;
@@ -498,6 +499,19 @@ xf_status xf_dn_pd_create_int8(xf_dn_ctx *c, const xf_node *n, const void *d, dn
 #else
 #define XF_OMP_FOR(cond)
 #endif
+
+/* A scratch buffer of a loop's state at least need floats long: *buf
+ * (*cap floats) kept where long enough, else freed and allocated anew
+ * (contents not kept); false, with *buf NULL, where memory runs out. */
+static inline bool xf_dn_floats_reserve(float **buf, size_t *cap, size_t need)
+{
+    if (*cap >= need && *buf)
+        return true;
+    free(*buf);
+    *buf = malloc(sizeof(float) * (need ? need : 1));
+    *cap = *buf ? need : 0;
+    return *buf != NULL;
+}
 
 /* Loops of this backend's own over a whole tensor of count elements go in
  * at most XF_DN_CHUNKS parts of at least XF_DN_CHUNK_MIN elements, over

@@ -320,14 +320,8 @@ static xf_status tap_weights(conv_gemm *s, const xf_node *n, const float *w, int
 {
     if (s->const_weights && s->tap_w_made)
         return XF_OK;
-    size_t need = (size_t)(taps * m_count * channels);
-    if (s->tap_w_cap < need) {
-        free(s->tap_w);
-        s->tap_w = malloc(sizeof(float) * need);
-        s->tap_w_cap = s->tap_w ? need : 0;
-        if (!s->tap_w)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    }
+    if (!xf_dn_floats_reserve(&s->tap_w, &s->tap_w_cap, (size_t)(taps * m_count * channels)))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     for (int64_t t = 0; t < taps; t++)
         for (int64_t m = 0; m < m_count; m++)
             for (int64_t c = 0; c < channels; c++)
@@ -366,14 +360,8 @@ static xf_status conv_gemm_run(xf_dn_node *st, const xf_node *n, const xf_tensor
     int64_t jobs = r.group ? (r.batch + r.group - 1) / r.group : r.batch * r.per_image;
     r.part_floats =
         r.shifted ? 0 : (size_t)(r.block * r.taps) + (r.group ? (size_t)(r.m_count * r.group * r.positions) : 0);
-    size_t need = (size_t)s->parts * r.part_floats;
-    if (s->rows_cap < need) {
-        free(s->rows);
-        s->rows = malloc(sizeof(float) * need);
-        s->rows_cap = s->rows ? need : 0;
-        if (!s->rows)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    }
+    if (r.part_floats && !xf_dn_floats_reserve(&s->rows, &s->rows_cap, (size_t)s->parts * r.part_floats))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     r.x = in[0].data;
     r.wt = st->folded_w ? st->folded_w : in[1].data;
     if (r.shifted) {

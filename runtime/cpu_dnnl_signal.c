@@ -26,7 +26,7 @@ typedef struct signal_state {
     int64_t n, rows, cols, comps;
     float *mat;
     float *frames;
-    int64_t frames_cap;
+    size_t frames_cap;
     /* a real STFT's halves (real_matrix): cosines then sines */
     int64_t half_n, half_bins;
     float *half;
@@ -243,13 +243,8 @@ static xf_status stft_run(xf_dn_node *st, const xf_node *n, const xf_tensor_view
         return on_ref(st, xf_ref_stft, n, in, out, err);
     st->own_name = matrix_name;
     int64_t k = frame * c, rows = batch * frames;
-    if (s->frames_cap < STFT_BLOCK * k) {
-        free(s->frames);
-        s->frames = malloc(sizeof(float) * (size_t)(STFT_BLOCK * k));
-        s->frames_cap = s->frames ? STFT_BLOCK * k : 0;
-        if (!s->frames)
-            return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
-    }
+    if (!xf_dn_floats_reserve(&s->frames, &s->frames_cap, (size_t)(STFT_BLOCK * k)))
+        return xf_error_set(err, XF_ERR_NOMEM, "out of memory in %s", xf_op_name(n->op));
     const float *x = in[0].data, *w = win ? win->data : NULL;
     float *y = out[0].data;
     for (int64_t r0 = 0; r0 < rows; r0 += STFT_BLOCK) {
