@@ -890,7 +890,7 @@ static void dn_node_impl(void *ctx, const xf_graph *g, int node, void *state, ch
         impl = "cpu_ref kernel";
     else if (st->folded)
         snprintf(buf, n, "folded into '%s'", g->nodes[st->host].name ? g->nodes[st->host].name : "");
-    else if (st->kernel || st->own_run)
+    else if (st->kernel || st->own_run || (st->own_name && !st->prim))
         impl = st->own_name ? st->own_name : "own loop";
     else if (st->gemv.on)
         impl = "sgemm";

@@ -180,6 +180,33 @@ START_TEST(erf_own_loop)
 }
 END_TEST
 
+/* The own loops (Erf, HardSigmoid, Log, Pow by 3) on a convolution's output, stored
+ * in oneDNN's layout, whose own output is a graph output, stored plain:
+ * the input is reordered first.  Before, the loops went element by
+ * element from one layout into the other (Erf off by up to 2 relative to
+ * the largest output). */
+START_TEST(own_loops_between_layouts)
+{
+    if (!xf_bt_have_cpu())
+        return;
+    static const xf_op ops[] = {XF_OP_ERF, XF_OP_HARD_SIGMOID, XF_OP_LOG, XF_OP_POW};
+    for (int i = 0; i < 4; i++) {
+        xf_graph *g = xf_graph_create("own_loop_layouts");
+        int x = xf_bt_conv(g, add_input(g, SHAPE(1, 16, 7, 9)), 16, 16, 3, 1, XF_ACT_NONE);
+        if (ops[i] == XF_OP_LOG) /* of values in (0, 1) */
+            x = out0(g, NODE(g, XF_OP_SIGMOID, x));
+        int ins[2] = {x, xf_bt_scalar(g, 3.0f, 0)};
+        int n = xf_bt_finish_single(g, ops[i], ops[i] == XF_OP_POW ? 2 : 1, ins);
+        xf_attrs_default(ops[i], attrs(g, n));
+        char impl[128];
+        xf_bt_node_impl(g, 17, ops[i], impl, sizeof impl);
+        ck_assert_msg(!strcmp(impl, "own loop after a reorder"), "%s: %s", xf_op_name(ops[i]), impl);
+        xf_bt_check_cpu(g, 17, 1e-5, 1e-4, xf_op_name(ops[i]));
+        xf_graph_free(g);
+    }
+}
+END_TEST
+
 /* PRelu between a Conv and a MaxPool (MTCNN's) runs in the convolution's
  * layout, so that the pool reads it on oneDNN's jit kernel (plain NCHW
  * took its simple_nchw kernel, 50 times slower), with slopes per channel
@@ -500,6 +527,7 @@ int main(void)
     tcase_add_test(ops, pad_of_nothing);
     tcase_add_test(ops, erf_own_loop);
     tcase_add_test(ops, log_own_loop);
+    tcase_add_test(ops, own_loops_between_layouts);
     tcase_add_test(ops, prelu_between_conv_and_pool);
     TCase *patterns = tcase_create("patterns");
     tcase_set_timeout(patterns, 600);
