@@ -252,8 +252,19 @@ xf_status xf_dn_lower_graph(xf_graph *g, xf_error *err);
 extern const xf_dn_handler xf_dn_half_cast_handler;
 /* The fold plan (cpu_dnnl_fold.c): sets c->folds from the graph, the
  * layouts and c->handlers, which it may change for the first node of a
- * pattern it runs as one primitive (exact GELU). */
+ * pattern it runs as one primitive (GELU written out). */
 xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err);
+/* Elementwise nodes computing one of oneDNN's eltwise functions of one
+ * value x (cpu_dnnl_fold_region.c): nodes ascending, the first reading
+ * x and scalar constants only; x_reads: the reads of x among them. */
+#define XF_DN_REGION_MAX 24
+typedef struct xf_dn_region {
+    int nodes[XF_DN_REGION_MAX], count, x, x_reads;
+    xf_dn_post post;
+} xf_dn_region;
+/* Whether a region starts at node q (not yet planned; nodes after it
+ * already folded are not taken), the largest one when several do. */
+bool xf_dn_find_region(const xf_dn_ctx *c, const xf_graph *g, int q, xf_dn_region *r);
 /* The post-op the fold plan would likely fold into the producer of value
  * x: the eltwise of x's one reader, or of a gate reading it with a Mul of
  * both (SiLU, HardSwish); undef for none.  For choices made before the

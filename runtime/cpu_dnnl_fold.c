@@ -1,9 +1,10 @@
 /* Folding nodes into the primitive of the node before them (static mode):
  * Conv -> BatchNormalization (into the weights), Conv -> Add of another
  * tensor (a sum post-op: the residual connection), unary ops after a
- * Conv, BatchNormalization or binary op (eltwise post-ops), the five
- * nodes of the exact GELU and the two of SiLU (x * Sigmoid(x)) into one
- * eltwise primitive or post-op.
+ * Conv, BatchNormalization or binary op (eltwise post-ops), activations
+ * written out as several nodes (GELU, SiLU, QuickGELU, Mish: found by the
+ * function they compute, cpu_dnnl_fold_region.c; HardSwish's forms) into
+ * one eltwise primitive or post-op.
  *
  * The plan is made from the graph alone, before memory is planned, so that
  * the memory plan can treat a host and the nodes folded into it as one
@@ -282,16 +283,15 @@ static int pattern_step(const xf_dn_ctx *c, const xf_graph *g, int q, xf_op op, 
 }
 
 /* The pattern nodes[0..count) on x, computed as the eltwise `post`:
- * folded into x's producer when x is read by the pattern alone (its
- * first and one more node) and the producer takes the post-op, else run
- * by nodes[0] with xf_dn_pattern_handler; the other nodes are steps of
- * the host. */
+ * folded into x's producer when x is read by the pattern alone (x_reads
+ * times) and the producer takes the post-op, else run by nodes[0] with
+ * xf_dn_pattern_handler; the other nodes are steps of the host. */
 static void fold_pattern(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int x, xf_dn_post post, const int *nodes,
-                         int count)
+                         int count, int x_reads)
 {
     int p = g->values[x].producer, q = nodes[0];
     xf_dn_fold_at first = {.host = -1, .kind = XF_DN_FOLD_POST, .post = post};
-    if (p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[x] == 2 &&
+    if (p >= 0 && c->handlers[p] && g->nodes[p].n_outputs == 1 && c->readers[x] == x_reads &&
         take_post(c, g, acc, host_of(c, p), &first.post))
         first.host = host_of(c, p);
     else
@@ -302,28 +302,15 @@ static void fold_pattern(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int x, 
         c->folds[nodes[i]] = (xf_dn_fold_at){.host = hn, .kind = XF_DN_FOLD_STEP};
 }
 
-/* When node q starts x * 0.5 * (1 + Erf(x / sqrt(2))) (as PyTorch exports
- * it: Div or Mul by the constant, Erf, Add 1, Mul by x, Mul by 0.5, each
- * intermediate read by the next node alone), folds the pattern into x's
- * producer as a gelu_erf post-op when nothing else reads x and the
- * producer takes it, else makes q the GELU host. */
-static bool plan_gelu(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
+/* When a region of elementwise nodes starts at node q (GELU, SiLU and
+ * the rest of xf_dn_find_region's), folds it as its eltwise, as
+ * fold_pattern does. */
+static bool plan_region(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int q)
 {
-    const xf_node *n = &g->nodes[q];
-    if ((n->op != XF_OP_DIV && n->op != XF_OP_MUL) || n->n_inputs != 2)
+    xf_dn_region r;
+    if (!xf_dn_find_region(c, g, q, &r))
         return false;
-    int kx = n->op == XF_OP_MUL && g->values[n->inputs[0]].init ? 1 : 0, x = n->inputs[kx];
-    if (x < 0 || !xf_dn_is_f32(g, x))
-        return false;
-    int nodes[5] = {q};
-    int v = pattern_step(c, g, q, n->op, x, n->op == XF_OP_DIV ? sqrt(2.0) : sqrt(0.5), -1);
-    v = pattern_step(c, g, nodes[1] = sole_reader(c, reader, v), XF_OP_ERF, v, 0, -1);
-    v = pattern_step(c, g, nodes[2] = sole_reader(c, reader, v), XF_OP_ADD, v, 1.0, -1);
-    v = pattern_step(c, g, nodes[3] = sole_reader(c, reader, v), XF_OP_MUL, v, 0, x);
-    v = pattern_step(c, g, nodes[4] = sole_reader(c, reader, v), XF_OP_MUL, v, 0.5, -1);
-    if (v < 0)
-        return false;
-    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_gelu_erf}, nodes, 5);
+    fold_pattern(c, g, acc, r.x, r.post, r.nodes, r.count, r.x_reads);
     return true;
 }
 
@@ -363,11 +350,12 @@ xf_dn_post xf_dn_expected_post(const xf_graph *g, int x)
     return (xf_dn_post){.alg = dnnl_alg_kind_undef};
 }
 
-/* When node q starts x * f(x) with f a gate of gated_post (SiLU and
- * HardSwish as PyTorch exports them before opsets 22 and 14: the gate,
- * then Mul by x, the gate read by the Mul alone), folds it into x's
- * producer as that post-op when nothing else reads x and the producer
- * takes it, else makes q the host of the one eltwise. */
+/* When node q starts x * f(x) with f a gate of gated_post (HardSwish as
+ * PyTorch exports it before opset 14: the gate, then Mul by x, the gate
+ * read by the Mul alone), folds it into x's producer as that post-op when
+ * nothing else reads x and the producer takes it, else makes q the host of
+ * the one eltwise.  HardSigmoid is piecewise, no region's op; SiLU's
+ * Sigmoid gate is found as a region before this is tried. */
 static bool plan_gated(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
 {
     const xf_node *n = &g->nodes[q];
@@ -379,7 +367,7 @@ static bool plan_gated(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int
     v = pattern_step(c, g, nodes[1] = sole_reader(c, reader, v), XF_OP_MUL, v, 0, x);
     if (v < 0)
         return false;
-    fold_pattern(c, g, acc, x, post, nodes, 2);
+    fold_pattern(c, g, acc, x, post, nodes, 2, 2);
     return true;
 }
 
@@ -393,7 +381,7 @@ static int sixth_step(const xf_dn_ctx *c, const xf_graph *g, int q, int v)
 /* When node q starts x * Clip(x + 3, 0, 6) / 6 (TensorFlow's hard_swish,
  * written as Add 3, Clip to [0, 6], the scaling by 1/6 and Mul by x, or
  * the Mul by x before the scaling; each intermediate read by the next
- * node alone), folds the pattern as oneDNN's hardswish, as plan_gelu
+ * node alone), folds the pattern as oneDNN's hardswish, as plan_region
  * does. */
 static bool plan_hard_swish(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, const int *reader, int q)
 {
@@ -420,7 +408,7 @@ static bool plan_hard_swish(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, cons
     }
     if (v < 0)
         return false;
-    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_hardswish}, nodes, 4);
+    fold_pattern(c, g, acc, x, (xf_dn_post){.alg = dnnl_eltwise_hardswish}, nodes, 4, 2);
     return true;
 }
 
@@ -460,7 +448,7 @@ xf_status xf_dn_plan_folds(xf_dn_ctx *c, const xf_graph *g, xf_error *err)
                 reader[g->nodes[q].inputs[k]] = q;
     }
     for (int q = 0; q < g->n_nodes; q++) {
-        if (c->folds[q].host >= 0 || plan_gelu(c, g, acc, reader, q) || plan_gated(c, g, acc, reader, q) ||
+        if (c->folds[q].host >= 0 || plan_region(c, g, acc, q) || plan_gated(c, g, acc, reader, q) ||
             plan_hard_swish(c, g, acc, reader, q) || plan_table(c, g, reader, q) ||
             !c->handlers[q])
             continue;
