@@ -25,7 +25,7 @@
 
 /* nodes after q looked at, and nodes a region holds */
 #define REGION_WINDOW 64
-#define N_SAMPLES 79
+#define N_SAMPLES 77 /* 6 outer points each side and 65 from -8 to 8 */
 #define AT_ONE 42 /* the point 1 */
 
 static void sample_points(double *p)
