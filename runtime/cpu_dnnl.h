@@ -687,12 +687,14 @@ xf_status xf_dn_qconv_fix_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tenso
 bool xf_dn_conv_posts_fast(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, bool bias, const xf_dn_post *posts,
                            int n_posts, const xf_dn_post *next);
 
-/* Whether binary node n (Add, Mul, ...) gets one of oneDNN's kernels with
- * the layouts the plan stores its operands in; where it does not, it runs
- * on cpu_ref's kernel, and takes no post-ops (RT-DETR's offset * scale
- * * 0.5, a broadcast over two middle dims, ran on oneDNN's reference
- * kernel with the 0.5 folded in: 5 ms for 58k elements). */
-bool xf_dn_binary_kernel(xf_dn_ctx *c, const xf_graph *g, const xf_node *n);
+/* Whether binary node n (Add, Mul, ...) takes post-ops: where it gets no
+ * kernel of oneDNN's with the layouts the plan stores its operands in, it
+ * runs on cpu_ref's kernel, and takes none (RT-DETR's offset * scale *
+ * 0.5, a broadcast over two middle dims, ran on oneDNN's reference kernel
+ * with the 0.5 folded in: 5 ms for 58k elements); nor where oneDNN's
+ * kernel runs post-ops wrongly (channels blocked by 8 on AVX-512, see
+ * cpu_dnnl_ops.c). */
+bool xf_dn_binary_takes_posts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n);
 
 /* Stores FusedConv's Z and output plain unless both are native. */
 void xf_dn_conv_z_layouts(xf_dn_ctx *c, const xf_graph *g);

@@ -171,7 +171,7 @@ static bool take_post(xf_dn_ctx *c, const xf_graph *g, fold_acc *acc, int hn, co
         if (post_conflicts(&a->posts[i], post))
             return false;
     const xf_node *h = &g->nodes[hn];
-    if (hh == &xf_dn_binary_handler && !xf_dn_binary_kernel(c, g, h))
+    if (hh == &xf_dn_binary_handler && !xf_dn_binary_takes_posts(c, g, h))
         return false;
     if (post->sum && hh == &xf_dn_conv_handler &&
         !xf_dn_conv_posts_fast(c, g, h, a->bn || a->bias || xf_dn_input(h, 2) >= 0, a->posts, a->n_posts, post))

@@ -439,10 +439,27 @@ static void binary_layouts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, co
     *m = (binary_mds){first, second, work, src0, src0_have, src1, src1_have, dst, dst_have};
 }
 
-bool xf_dn_binary_kernel(xf_dn_ctx *c, const xf_graph *g, const xf_node *n)
+/* Whether md is channel-blocked by 8 (nChw8c) over channels that are not
+ * a multiple of 16, on a CPU where oneDNN runs its AVX-512 kernels: there
+ * oneDNN 2.6.3's binary kernel (jit:uni) with eltwise post-ops leaves
+ * elements unwritten and writes past the tensor (an Add of two [4, 8, 7,
+ * 9] with a Tanh after it; nChw8c is the native layout where the plan's
+ * convolutions chose AVX2 kernels); without post-ops, or over 16 or 32
+ * channels, it computes them all. */
+static bool blocked8_posts_broken(const dnnl_memory_desc_t *md)
+{
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    return md->format_kind == dnnl_blocked && md->ndims >= 2 && md->dims[1] % 16 != 0 && b->inner_nblks == 1 &&
+           b->inner_idxs[0] == 1 && b->inner_blks[0] == 8 &&
+           (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core & ~dnnl_cpu_isa_avx2) != 0;
+}
+
+bool xf_dn_binary_takes_posts(xf_dn_ctx *c, const xf_graph *g, const xf_node *n)
 {
     binary_mds m;
     binary_layouts(c, g, n, vshape(g, n->inputs[1 - full_input(g, n)]), vshape(g, n->outputs[0]), &m);
+    if (blocked8_posts_broken(&m.src0) || blocked8_posts_broken(&m.dst))
+        return false;
     dnnl_binary_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
     bool kernel = dnnl_binary_desc_init(&d, binary_alg(n->op), &m.src0, &m.src1, &m.dst) == dnnl_success &&
