@@ -160,6 +160,15 @@ static int written_out(rg *r, int x)
     }
 }
 
+/* x^2 or x^3 of x, or (half of the time) of Tanh(x): chains of them stay
+ * within float's range. */
+static int bounded_pow(rg *r, int x)
+{
+    if (pick(r, 2))
+        x = zb_unary(&r->b, XF_OP_TANH, x);
+    return with_scalar(r, XF_OP_POW, x, pick(r, 2) ? 2.0f : 3.0f);
+}
+
 /* The ops the wide graphs add (cases 10 to 17 of step_cnn): the `cpu`
  * backend's own loops, activations oneDNN folds, written-out activations,
  * PRelu, Clip, resizes. */
@@ -171,7 +180,7 @@ static int step_wide(rg *r, int x, int64_t c, int which)
                                     XF_OP_NEG,  XF_OP_ELU,          XF_OP_MISH,     XF_OP_HARD_SWISH, XF_OP_RELU};
         return zb_unary(&r->b, ops[pick(r, 10)], x);
     }
-    case 11: return with_scalar(r, XF_OP_POW, x, pick(r, 2) ? 2.0f : 3.0f);
+    case 11: return bounded_pow(r, x);
     case 12: return written_out(r, x);
     case 13: { /* Clip to [lo, hi] */
         int in[3] = {x, zb_scalar(&r->b, -0.5f), zb_scalar(&r->b, 0.25f + 0.25f * (float)pick(r, 4))};
@@ -181,8 +190,10 @@ static int step_wide(rg *r, int x, int64_t c, int which)
         int64_t d[3] = {c, 1, 1};
         return binary(r, XF_OP_PRELU, x, zb_weight(&r->b, 3, d, 0.5f));
     }
-    case 15: /* Log and Sqrt of values in (0, 1) */
-        return zb_unary(&r->b, pick(r, 2) ? XF_OP_LOG : XF_OP_SQRT, zb_unary(&r->b, XF_OP_SIGMOID, x));
+    case 15: /* Log and Sqrt of values in (0.26, 0.74), away from the tails where float's logistic
+              * functions differ (oneDNN's is 0 below -88, cpu_ref's a subnormal) */
+        return zb_unary(&r->b, pick(r, 2) ? XF_OP_LOG : XF_OP_SQRT,
+                        zb_unary(&r->b, XF_OP_SIGMOID, zb_unary(&r->b, XF_OP_TANH, x)));
     case 16: { /* nearest Resize by 2 where small, else a max pool of stride 2 where it fits */
         const xf_shape *s = shape(r, x);
         if (s->dims[2] > 8 || s->dims[3] > 8)
@@ -261,9 +272,9 @@ static void step_mlp(rg *r)
     const xf_shape sv = *shape(r, x), *s = &sv; /* a copy: building moves the value array */
     int64_t k = s->dims[1];
     int y = -1, y2 = -1;
-    switch (pick(r, 9)) {
+    switch (pick(r, r->wide ? 12 : 9)) {
     case 0: {
-        int64_t d[2] = {k, 2 + pick(r, 6)};
+        int64_t d[2] = {k, 2 + pick(r, r->wide ? 40 : 6)};
         y = zb_matmul(&r->b, x, zb_weight(&r->b, 2, d, 1.0f));
         break;
     }
@@ -285,12 +296,16 @@ static void step_mlp(rg *r)
         break;
     }
     case 7: y = zb_softmax(&r->b, x, -1); break;
-    default: {
+    case 8: {
         int64_t d = k;
         int in[2] = {x, zb_weight(&r->b, 1, &d, 1.0f)};
         y = zb_node(&r->b, XF_OP_ADD, 2, in, NULL);
         break;
     }
+    /* wide: activations after the products (their post-ops) */
+    case 9: y = written_out(r, x); break;
+    case 10: y = step_wide(r, x, k, 10); break;
+    default: y = bounded_pow(r, x); break;
     }
     used(r, x);
     add_to_pool(r, y);
@@ -316,7 +331,7 @@ static xf_status random_model(uint64_t seed, int n_ops, bool wide, xf_model **ou
     r->rng = seed;
     r->wide = wide;
     zb_init(&r->b, m->graph, seed ^ 0x5eed, err);
-    bool cnn = next(r) % 2 == 0 || wide;
+    bool cnn = next(r) % 2 == 0;
     int n_inputs = 1 + pick(r, 2);
     for (int i = 0; i < n_inputs; i++) {
         char name[16];
@@ -330,6 +345,8 @@ static xf_status random_model(uint64_t seed, int n_ops, bool wide, xf_model **ou
             add_to_pool(r, zb_input(&r->b, name, 4, d));
         } else {
             int64_t d[2] = {1 + pick(r, 4), 2 + pick(r, 6)};
+            if (wide) /* products of more rows and columns */
+                d[0] += pick(r, 40), d[1] += pick(r, 60);
             if (i > 0)
                 memcpy(d, shape(r, r->pool[0])->dims, sizeof d);
             add_to_pool(r, zb_input(&r->b, name, 2, d));

@@ -12,11 +12,12 @@
  * attributes; values shared between consumers; several graph outputs. */
 xf_status xf_random_model(uint64_t seed, int n_ops, xf_model **out, xf_error *err);
 
-/* A random 4-D convolutional model for differential testing of a
- * backend against cpu_ref: xf_random_model's ops and more (the `cpu`
- * backend's own loops, activations written out, PRelu, Clip, Resize,
- * depthwise convolutions), channel counts in whole blocks of oneDNN's
- * layouts or not, several graph outputs. */
+/* A random model for differential testing of a backend against cpu_ref,
+ * as xf_random_model's (a 4-D convolutional graph or a 2-D matrix one)
+ * with more ops (the `cpu` backend's own loops, activations written out,
+ * PRelu, Clip, Resize, depthwise convolutions), channel counts in whole
+ * blocks of oneDNN's layouts or not, larger products, several graph
+ * outputs. */
 xf_status xf_random_backend_model(uint64_t seed, int n_ops, xf_model **out, xf_error *err);
 
 /* Runs `count` models of xf_random_backend_model (seeds seed, seed+1,
