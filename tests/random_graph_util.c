@@ -471,10 +471,10 @@ int xf_difftest_run(const char *xflowc, uint64_t seed, int count, int n_ops, con
     return difftest_loop(xf_random_model, through_xflowc, xflowc, "difftest", seed, count, n_ops, workdir, log);
 }
 
-/* Runs m on cpu_ref (as given) and on `backend` (static mode) with one set
- * of seeded inputs; NULL when every output agrees, else why not (in why),
- * the inputs then written beside the model (keep: its path less ".onnx")
- * as keep.input_K.pb, for xflow-run --input. */
+/* Runs m on cpu_ref (as given) and on `backend` (static mode, then
+ * dynamic) with one set of seeded inputs; NULL when every output agrees,
+ * else why not (in why), the inputs then written beside the model (keep:
+ * its path less ".onnx") as keep.input_K.pb, for xflow-run --input. */
 static const char *compare_on(const xf_model *m, const char *backend, uint64_t seed, const char *keep, char *why,
                               size_t size)
 {
@@ -500,27 +500,37 @@ static const char *compare_on(const xf_model *m, const char *backend, uint64_t s
         snprintf(why, size, "cpu_ref: %.600s", err.msg);
         bad = why;
     }
-    if (!bad && (xf_session_create(g, xf_model_opset(m), backend, NULL, &s, &err) != XF_OK ||
-                 xf_session_run(s, in, got, &err) != XF_OK)) {
-        snprintf(why, size, "%.40s: %.600s", backend, err.msg);
-        bad = why;
-    }
-    for (int k = 0; !bad && k < g->n_outputs; k++) {
-        /* sums rounded in other orders (Winograd's among them): relative to
-         * the largest output, or to 0.01 where outputs are smaller (values
-         * left after larger ones cancel) */
-        double max_abs = 0, max_rel = 0, scale = xf_tensor_max_abs(want[k]);
-        bool ok = false;
-        xf_status cs = xf_tensor_compare(got[k], want[k], 1e-4 * (scale > 1e-2 ? scale : 1e-2), 1e-3, &max_abs,
-                                         &max_rel, &ok, &err);
-        const char *name = g->values[g->outputs[k]].name ? g->values[g->outputs[k]].name : "";
-        if (cs != XF_OK)
-            snprintf(why, size, "output %d ('%.80s'): %.600s", k, name, err.msg);
-        else if (!ok)
-            snprintf(why, size, "output %d ('%.80s') differs from cpu_ref's: max abs %.3g (largest |value| %.3g)", k,
-                     name, max_abs, scale);
-        if (cs != XF_OK || !ok)
+    for (int dynamic = 0; !bad && dynamic < 2; dynamic++) {
+        const char *mode = dynamic ? "dynamic" : "static";
+        xf_session_options opt = {.force_dynamic = dynamic};
+        if (xf_session_create(g, xf_model_opset(m), backend, &opt, &s, &err) != XF_OK ||
+            xf_session_run(s, in, got, &err) != XF_OK) {
+            snprintf(why, size, "%.40s (%s): %.600s", backend, mode, err.msg);
             bad = why;
+        }
+        for (int k = 0; !bad && k < g->n_outputs; k++) {
+            /* sums rounded in other orders (Winograd's among them): relative
+             * to the largest output, or to 0.01 where outputs are smaller
+             * (values left after larger ones cancel) */
+            double max_abs = 0, max_rel = 0, scale = xf_tensor_max_abs(want[k]);
+            bool ok = false;
+            xf_status cs = xf_tensor_compare(got[k], want[k], 1e-4 * (scale > 1e-2 ? scale : 1e-2), 1e-3, &max_abs,
+                                             &max_rel, &ok, &err);
+            const char *name = g->values[g->outputs[k]].name ? g->values[g->outputs[k]].name : "";
+            if (cs != XF_OK)
+                snprintf(why, size, "output %d ('%.80s', %s): %.600s", k, name, mode, err.msg);
+            else if (!ok)
+                snprintf(why, size, "output %d ('%.80s') differs from cpu_ref's in %s mode: max abs %.3g (largest "
+                         "|value| %.3g)", k, name, mode, max_abs, scale);
+            if (cs != XF_OK || !ok)
+                bad = why;
+        }
+        for (int k = 0; k < g->n_outputs; k++) {
+            xf_tensor_release(got[k]);
+            got[k] = NULL;
+        }
+        xf_session_free(s);
+        s = NULL;
     }
     for (int i = 0; in && i < g->n_inputs; i++) {
         char path[4300];
@@ -529,10 +539,8 @@ static const char *compare_on(const xf_model *m, const char *backend, uint64_t s
             xf_tensor_save_pb(in[i], g->values[g->inputs[i]].name, path, &err);
         xf_tensor_release(in[i]);
     }
-    for (int k = 0; want && got && k < g->n_outputs; k++) {
+    for (int k = 0; want && k < g->n_outputs; k++)
         xf_tensor_release(want[k]);
-        xf_tensor_release(got[k]);
-    }
     free(in);
     free(want);
     free(got);

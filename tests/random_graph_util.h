@@ -21,10 +21,10 @@ xf_status xf_random_model(uint64_t seed, int n_ops, xf_model **out, xf_error *er
 xf_status xf_random_backend_model(uint64_t seed, int n_ops, xf_model **out, xf_error *err);
 
 /* Runs `count` models of xf_random_backend_model (seeds seed, seed+1,
- * ...) on `backend` in static mode and on cpu_ref, comparing every output
- * (within 1e-4 of its largest value, or of 0.01 where that is smaller, or
- * 1e-3 relative); returns the number
- * that failed, each reported on log, its model kept in workdir. */
+ * ...) on `backend` in static mode and in dynamic mode and on cpu_ref,
+ * comparing every output (within 1e-4 of its largest value, or of 0.01
+ * where that is smaller, or 1e-3 relative); returns the number that
+ * failed, each reported on log, its model and inputs kept in workdir. */
 int xf_backend_difftest_run(const char *backend, uint64_t seed, int count, int n_ops, const char *workdir, FILE *log);
 
 /* Writes `count` random models (seeds seed, seed+1, ...) of about n_ops
