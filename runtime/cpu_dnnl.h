@@ -455,6 +455,12 @@ void xf_dn_prelu_channels(const float *x, float *y, const float *slope, int64_t 
                           int64_t hw, int block);
 xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out,
                                  xf_error *err);
+/* Node n (Erf, Log, HardSigmoid, Pow by 2 or 3) on its loop above, which
+ * goes element by element: input and output stored alike, else the input
+ * reordered into the output's layout first (a native input, a plain
+ * output that a graph output or a reader of plain values needs). */
+xf_status xf_dn_unary_loop_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
+                                   xf_error *err);
 /* A Cast of 8-bit codes to int32 (cpu_dnnl_qloops.c); with the Gather
  * that alone reads it folded in (XF_DN_FOLD_TABLE: a lookup of the QDQ
  * rewrites, cpu_dnnl_lower_qdq.c), one lookup of each code in the

@@ -216,6 +216,43 @@ xf_status xf_dn_hard_sigmoid_run(const xf_node *n, const xf_tensor_view *in, con
     return in_chunks(n, in, out, hard_sigmoid_chunk);
 }
 
+/* The loop for node n (Erf, Log, HardSigmoid, Pow by 2 or 3). */
+static xf_ref_kernel unary_loop_kernel(const xf_node *n)
+{
+    switch (n->op) {
+    case XF_OP_ERF: return xf_dn_erf_run;
+    case XF_OP_LOG: return xf_dn_log_run;
+    case XF_OP_POW: return xf_dn_pow_small_run;
+    default: return xf_dn_hard_sigmoid_run;
+    }
+}
+
+/* The loop on input 0 as reordered into the output's layout (the
+ * binding's work memory), from there into the output. */
+static xf_status unary_loop_reordered(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
+                                    const xf_tensor_view *out, xf_error *err)
+{
+    xf_tensor_view x[2] = {in[0], n->n_inputs > 1 ? in[1] : in[0]};
+    XF_DN_TRY(err, n, dnnl_memory_get_data_handle(st->args[0].work, &x[0].data));
+    return unary_loop_kernel(n)(n, x, out, err);
+}
+
+xf_status xf_dn_unary_loop_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
+                                   xf_error *err)
+{
+    xf_dn_layout from = xf_dn_value_layout(c, n->inputs[0]), to = xf_dn_value_layout(c, n->outputs[0]);
+    if (from == to) {
+        st->kernel = unary_loop_kernel(n);
+        return XF_OK;
+    }
+    dnnl_memory_desc_t have, want;
+    xf_dn_md(c, &in[0].shape, from, &have);
+    xf_dn_md(c, &in[0].shape, to, &want);
+    st->post = unary_loop_reordered;
+    st->own_name = "own loop after a reorder";
+    return xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &have, &want, err);
+}
+
 /* PRelu by a slope per channel (or one for all, n_slope 1) of a 4-D x
  * stored channel-blocked (nChw16c, nChw8c: block 16 or 8, its padded
  * lanes 0, which stay 0) or channels-last (block 0): x where positive,

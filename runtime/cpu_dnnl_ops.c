@@ -165,52 +165,11 @@ static xf_status eltwise_build(xf_dn_ctx *c, const xf_node *n, const xf_tensor_v
     return xf_dn_finish_or_free(n, st, pd, bind_in0_out0(c, n, st, in, out, work, err), err);
 }
 
-/* The loop of the backend's own for unary node n (own_loop, or Pow by 2
- * or 3), which goes element by element from input 0 to output 0. */
-static xf_ref_kernel own_loop_kernel(const xf_node *n)
-{
-    switch (n->op) {
-    case XF_OP_ERF: return xf_dn_erf_run;
-    case XF_OP_LOG: return xf_dn_log_run;
-    case XF_OP_POW: return xf_dn_pow_small_run;
-    default: return xf_dn_hard_sigmoid_run;
-    }
-}
-
-/* The own loop on input 0 as reordered into the output's layout (the
- * binding's work memory), from there into the output. */
-static xf_status own_loop_reordered(const xf_node *n, const xf_dn_node *st, const xf_tensor_view *in,
-                                    const xf_tensor_view *out, xf_error *err)
-{
-    xf_tensor_view x[2] = {in[0], n->n_inputs > 1 ? in[1] : in[0]};
-    XF_DN_TRY(err, n, dnnl_memory_get_data_handle(st->args[0].work, &x[0].data));
-    return own_loop_kernel(n)(n, x, out, err);
-}
-
-/* Node n on its own loop: input and output stored alike, else the input
- * reordered first (a native input, a plain output that a graph output or
- * a reader of plain values needs). */
-static xf_status own_loop_prepare(xf_dn_ctx *c, const xf_node *n, const xf_tensor_view *in, xf_dn_node *st,
-                                  xf_error *err)
-{
-    xf_dn_layout from = xf_dn_value_layout(c, n->inputs[0]), to = xf_dn_value_layout(c, n->outputs[0]);
-    if (from == to) {
-        st->kernel = own_loop_kernel(n);
-        return XF_OK;
-    }
-    dnnl_memory_desc_t have, want;
-    xf_dn_md(c, &in[0].shape, from, &have);
-    xf_dn_md(c, &in[0].shape, to, &want);
-    st->post = own_loop_reordered;
-    st->own_name = "own loop after a reorder";
-    return xf_dn_bind(c, n, st, DNNL_ARG_SRC, 0, &have, &want, err);
-}
-
 static xf_status eltwise_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, const xf_tensor_view *in,
                                  const xf_tensor_view *out, xf_dn_node *st, xf_error *err)
 {
     if (own_loop(n))
-        return own_loop_prepare(c, n, in, st, err);
+        return xf_dn_unary_loop_prepare(c, n, in, st, err);
     float alpha, beta;
     dnnl_alg_kind_t alg = eltwise_alg(g, n, &alpha, &beta);
     return eltwise_build(c, n, in, out, st, alg, alpha, beta, err);
@@ -246,7 +205,7 @@ static xf_status pow_prepare(xf_dn_ctx *c, const xf_graph *g, const xf_node *n, 
     float beta = 1.0f;
     pow_exponent(g, n, &beta);
     if (beta == 2.0f || beta == 3.0f)
-        return own_loop_prepare(c, n, in, st, err);
+        return xf_dn_unary_loop_prepare(c, n, in, st, err);
     return eltwise_build(c, n, in, out, st, dnnl_eltwise_pow, 1.0f, beta, err);
 }
 
