@@ -50,24 +50,14 @@ static bool region_op(xf_op op)
     }
 }
 
-static double apply(xf_op op, double a, double b)
+static double binary_of(xf_op op, double a, double b)
 {
     switch (op) {
     case XF_OP_ADD: return a + b;
     case XF_OP_SUB: return a - b;
     case XF_OP_MUL: return a * b;
     case XF_OP_DIV: return a / b;
-    case XF_OP_POW: return pow(a, b);
-    case XF_OP_TANH: return tanh(a);
-    case XF_OP_ERF: return erf(a);
-    case XF_OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
-    case XF_OP_NEG: return -a;
-    case XF_OP_EXP: return exp(a);
-    case XF_OP_LOG: return log(a);
-    case XF_OP_SOFTPLUS: return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a));
-    case XF_OP_SQRT: return sqrt(a);
-    case XF_OP_RECIPROCAL: return 1.0 / a;
-    default: return NAN;
+    default: return pow(a, b); /* XF_OP_POW */
     }
 }
 
@@ -125,30 +115,25 @@ static bool eval_node(const xf_dn_ctx *c, const xf_graph *g, region_work *w, int
     if (!reads)
         return false;
     double *out = w->vals[w->count];
-    for (int p = 0; p < N_SAMPLES; p++)
-        out[p] = apply(n->op, src[0] ? src[0][p] : cst[0], binary ? (src[1] ? src[1][p] : cst[1]) : 0.0);
+    if (!binary) /* as cpu_ref computes it */
+        xf_ref_unary_of(n->op)(out, src[0], N_SAMPLES, &n->attrs);
+    for (int p = 0; binary && p < N_SAMPLES; p++)
+        out[p] = binary_of(n->op, src[0] ? src[0][p] : cst[0], src[1] ? src[1][p] : cst[1]);
     return true;
 }
 
-/* The eltwise algorithms a region may stand for, in double. */
+/* The eltwise algorithms a region may stand for, and the ONNX op (with
+ * Gelu's form) whose cpu_ref function gives their values. */
 typedef struct candidate {
     dnnl_alg_kind_t alg;
-    double (*f)(double x, double alpha);
+    xf_op op;
+    bool gelu_tanh;
 } candidate;
 
-static double gelu_erf(double x, double a) { return (void)a, 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
-static double gelu_tanh(double x, double a)
-{
-    return (void)a, 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-}
-static double swish(double x, double a) { return x / (1.0 + exp(-a * x)); }
-static double mish(double x, double a) { return (void)a, x * tanh(apply(XF_OP_SOFTPLUS, x, 0)); }
-static double logistic(double x, double a) { return (void)a, 1.0 / (1.0 + exp(-x)); }
-static double tanh_of(double x, double a) { return (void)a, tanh(x); }
-
 static const candidate candidates[] = {
-    {dnnl_eltwise_gelu_erf, gelu_erf}, {dnnl_eltwise_gelu_tanh, gelu_tanh}, {dnnl_eltwise_swish, swish},
-    {dnnl_eltwise_mish, mish},         {dnnl_eltwise_logistic, logistic},   {dnnl_eltwise_tanh, tanh_of},
+    {dnnl_eltwise_gelu_erf, XF_OP_GELU, false}, {dnnl_eltwise_gelu_tanh, XF_OP_GELU, true},
+    {dnnl_eltwise_swish, XF_OP_SWISH, false},   {dnnl_eltwise_mish, XF_OP_MISH, false},
+    {dnnl_eltwise_logistic, XF_OP_SIGMOID, false}, {dnnl_eltwise_tanh, XF_OP_TANH, false},
 };
 
 /* The candidate that f (at w->points) is, as a post; alg undef for none. */
@@ -156,20 +141,22 @@ static xf_dn_post match(const region_work *w, const double *f)
 {
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
         const candidate *cd = &candidates[i];
-        double alpha = 0;
+        xf_attrs a;
+        xf_attrs_default(cd->op, &a);
+        a.gelu_tanh = cd->gelu_tanh;
         if (cd->alg == dnnl_eltwise_swish) { /* f(1) = sigmoid(alpha) */
             double f1 = f[AT_ONE];
             if (!(f1 > 0 && f1 < 1))
                 continue;
-            alpha = (float)log(f1 / (1.0 - f1));
+            a.alpha = (float)log(f1 / (1.0 - f1));
         }
+        double want[N_SAMPLES];
+        xf_ref_unary_of(cd->op)(want, w->points, N_SAMPLES, &a);
         bool same = true;
-        for (int p = 0; p < N_SAMPLES && same; p++) {
-            double want = cd->f(w->points[p], alpha);
-            same = isfinite(f[p]) && fabs(f[p] - want) <= 1e-6 * fmax(1.0, fabs(want));
-        }
+        for (int p = 0; p < N_SAMPLES && same; p++)
+            same = isfinite(f[p]) && fabs(f[p] - want[p]) <= 1e-6 * fmax(1.0, fabs(want[p]));
         if (same)
-            return (xf_dn_post){.alg = cd->alg, .alpha = (float)alpha};
+            return (xf_dn_post){.alg = cd->alg, .alpha = cd->alg == dnnl_eltwise_swish ? a.alpha : 0.0f};
     }
     return (xf_dn_post){.alg = dnnl_alg_kind_undef};
 }

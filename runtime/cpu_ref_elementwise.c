@@ -181,6 +181,11 @@ static const unary_def unary_defs[XF_OP_COUNT] = {
     [XF_OP_BITWISE_NOT] = {NULL, ui_bit_not_run},
 };
 
+xf_ref_unary_doubles xf_ref_unary_of(xf_op op)
+{
+    return (int)op >= 0 && op < XF_OP_COUNT ? unary_defs[op].f : NULL;
+}
+
 /* ---------------------------------------------------------------- runs */
 
 /* A kernel's operands: o, the dense output, and up to three inputs; the

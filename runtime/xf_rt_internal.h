@@ -141,6 +141,10 @@ typedef xf_status (*xf_ref_kernel)(const xf_node *n, const xf_tensor_view *in,
 
 /* elementwise (cpu_ref_elementwise.c) */
 xf_status xf_ref_unary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
+/* cpu_ref's float unary op `op` in double over n values, with a node's
+ * attributes (Gelu's form, Swish's alpha); NULL where op has none. */
+typedef void (*xf_ref_unary_doubles)(double *o, const double *x, int64_t n, const xf_attrs *a);
+xf_ref_unary_doubles xf_ref_unary_of(xf_op op);
 xf_status xf_ref_swiglu(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_binary(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
 xf_status xf_ref_variadic(const xf_node *n, const xf_tensor_view *in, const xf_tensor_view *out, xf_error *err);
